@@ -1,0 +1,31 @@
+import type { Task } from "../domain/a2a-types.js";
+import type { TaskContext } from "../machine/task-context.js";
+import type { TaskRecord } from "../store/task-store.js";
+
+/** How much history a read returns: `undefined` = all, 0 = none, n = the last n messages. */
+export type HistoryLimit = number | undefined;
+
+/** The A2A Task a stored record shows. */
+export function taskView(record: TaskRecord, context: TaskContext, historyLimit?: HistoryLimit): Task {
+  const { interrupt, error, statusMessage } = context;
+  const history = historyLimit === undefined ? context.history : historyLimit === 0 ? [] : context.history.slice(-historyLimit);
+  return {
+    id: record.taskId,
+    contextId: record.contextId,
+    status: { state: record.a2a.state, ...(statusMessage ? { message: statusMessage } : {}), timestamp: record.updatedAt },
+    artifacts: context.artifacts,
+    history,
+    metadata: {
+      openwop: {
+        runId: record.taskId,
+        workflowId: record.workflowId,
+        status: record.status,
+        ...(context.cursor && !["completed", "failed", "cancelled"].includes(record.status) ? { currentNodeId: context.cursor } : {}),
+        ...(interrupt
+          ? { interrupt: { kind: interrupt.kind, nodeId: interrupt.nodeId, interruptId: interrupt.interruptId, data: interrupt.data, ...(interrupt.expiresAt ? { expiresAt: interrupt.expiresAt } : {}), ...(interrupt.exchanges.length ? { exchanges: interrupt.exchanges } : {}) } }
+          : {}),
+        ...(error ? { error: { code: error.code, message: error.message } } : {}),
+      },
+    },
+  };
+}

@@ -1,0 +1,161 @@
+import type { Artifact, Message, Part, PushNotificationConfig, StreamEvent, Task } from "../../domain/a2a-types.js";
+import { invalidParams } from "../../domain/errors.js";
+import {
+  expectObject,
+  isObject,
+  onlyKnownFields,
+  optionalBoolean,
+  optionalNonNegativeInt,
+  optionalObject,
+  optionalString,
+  optionalStringArray,
+  requiredString,
+  type JsonObject,
+} from "../../transport/json-shape.js";
+import type { HistoryLimit } from "../task-view.js";
+import type { SendParams } from "../a2a-service.js";
+
+/** A2A v0.3 JSON objects (types.ts at v0.3.0): decoding with validation, and encoding with `kind`. */
+
+const MESSAGE_FIELDS = ["kind", "messageId", "role", "parts", "taskId", "contextId", "metadata", "extensions", "referenceTaskIds"] as const;
+const PART_KINDS = ["text", "file", "data"] as const;
+
+function decodePart(value: unknown, path: string): Part {
+  const part = expectObject(value, path);
+  const metadata = optionalObject(part, "metadata", path);
+  const meta = metadata ? { metadata } : {};
+  switch (part["kind"]) {
+    case "text": {
+      onlyKnownFields(part, path, ["kind", "text", "metadata"]);
+      if (typeof part["text"] !== "string") throw invalidParams(`${path}.text must be a string`);
+      return { kind: "text", text: part["text"], ...meta };
+    }
+    case "file": {
+      onlyKnownFields(part, path, ["kind", "file", "metadata"]);
+      const file = expectObject(part["file"], `${path}.file`);
+      onlyKnownFields(file, `${path}.file`, ["uri", "bytes", "mimeType", "name"]);
+      const uri = optionalString(file, "uri", `${path}.file`);
+      const bytes = optionalString(file, "bytes", `${path}.file`);
+      if ((uri === undefined) === (bytes === undefined)) throw invalidParams(`${path}.file needs exactly one of "uri" or "bytes"`);
+      if (bytes !== undefined && !/^[A-Za-z0-9+/=_-]*$/.test(bytes)) throw invalidParams(`${path}.file.bytes must be base64`);
+      const mimeType = optionalString(file, "mimeType", `${path}.file`);
+      const name = optionalString(file, "name", `${path}.file`);
+      return { kind: "file", file: { ...(uri !== undefined ? { uri } : { bytes }), ...(mimeType ? { mimeType } : {}), ...(name ? { name } : {}) }, ...meta };
+    }
+    case "data": {
+      onlyKnownFields(part, path, ["kind", "data", "metadata"]);
+      return { kind: "data", data: expectObject(part["data"], `${path}.data`), ...meta };
+    }
+    default:
+      throw invalidParams(`${path}.kind must be one of ${PART_KINDS.join(", ")} (got ${JSON.stringify(part["kind"])})`);
+  }
+}
+
+export function decodeMessage(value: unknown, path = "params.message"): Message {
+  const msg = expectObject(value, path);
+  onlyKnownFields(msg, path, MESSAGE_FIELDS);
+  if (msg["kind"] !== undefined && msg["kind"] !== "message") throw invalidParams(`${path}.kind must be "message"`);
+  const role = msg["role"];
+  if (role !== "user" && role !== "agent") throw invalidParams(`${path}.role must be "user" or "agent" (got ${JSON.stringify(role)})`);
+  const parts = msg["parts"];
+  if (!Array.isArray(parts) || parts.length === 0) throw invalidParams(`${path}.parts must be a non-empty array`);
+  const taskId = optionalString(msg, "taskId", path);
+  const contextId = optionalString(msg, "contextId", path);
+  const metadata = optionalObject(msg, "metadata", path);
+  const extensions = optionalStringArray(msg, "extensions", path);
+  const referenceTaskIds = optionalStringArray(msg, "referenceTaskIds", path);
+  return {
+    messageId: requiredString(msg, "messageId", path),
+    role,
+    parts: parts.map((p, i) => decodePart(p, `${path}.parts[${i}]`)),
+    ...(taskId ? { taskId } : {}),
+    ...(contextId ? { contextId } : {}),
+    ...(metadata ? { metadata } : {}),
+    ...(extensions ? { extensions } : {}),
+    ...(referenceTaskIds ? { referenceTaskIds } : {}),
+  };
+}
+
+export function decodePushConfig(value: unknown, path: string): PushNotificationConfig {
+  const cfg = expectObject(value, path);
+  onlyKnownFields(cfg, path, ["id", "url", "token", "authentication"]);
+  const id = optionalString(cfg, "id", path);
+  const token = optionalString(cfg, "token", path);
+  const auth = optionalObject(cfg, "authentication", path);
+  let authentication: PushNotificationConfig["authentication"];
+  if (auth) {
+    onlyKnownFields(auth, `${path}.authentication`, ["schemes", "credentials"]);
+    const schemes = optionalStringArray(auth, "schemes", `${path}.authentication`);
+    if (!schemes) throw invalidParams(`${path}.authentication.schemes is required`);
+    const credentials = optionalString(auth, "credentials", `${path}.authentication`);
+    authentication = { schemes, ...(credentials ? { credentials } : {}) };
+  }
+  return { url: requiredString(cfg, "url", path), ...(id ? { id } : {}), ...(token ? { token } : {}), ...(authentication ? { authentication } : {}) };
+}
+
+/** v0.3 historyLength: absent or 0 means the whole history. */
+export function v03History(value: number | undefined): HistoryLimit {
+  return value === undefined || value === 0 ? undefined : value;
+}
+
+export function decodeSendParams(value: unknown): SendParams {
+  const params = expectObject(value, "params");
+  onlyKnownFields(params, "params", ["message", "configuration", "metadata"]);
+  const config = optionalObject(params, "configuration", "params") ?? {};
+  onlyKnownFields(config, "params.configuration", ["acceptedOutputModes", "historyLength", "pushNotificationConfig", "blocking"]);
+  optionalStringArray(config, "acceptedOutputModes", "params.configuration"); // advisory: validated, not enforced
+  const push = config["pushNotificationConfig"];
+  const metadata = optionalObject(params, "metadata", "params");
+  return {
+    message: decodeMessage(params["message"]),
+    blocking: optionalBoolean(config, "blocking", "params.configuration") !== false,
+    history: v03History(optionalNonNegativeInt(config, "historyLength", "params.configuration")),
+    ...(push !== undefined && push !== null ? { pushNotificationConfig: decodePushConfig(push, "params.configuration.pushNotificationConfig") } : {}),
+    ...(metadata ? { metadata } : {}),
+  };
+}
+
+/** TaskIdParams / TaskQueryParams: `{id, historyLength?, metadata?}`. */
+export function decodeTaskQuery(value: unknown, allowHistory: boolean): { id: string; history: HistoryLimit } {
+  const params = expectObject(value, "params");
+  onlyKnownFields(params, "params", allowHistory ? ["id", "historyLength", "metadata"] : ["id", "metadata"]);
+  optionalObject(params, "metadata", "params");
+  return { id: requiredString(params, "id", "params"), history: v03History(optionalNonNegativeInt(params, "historyLength", "params")) };
+}
+
+// ------------------------------------------------------------------------------------------ encoding
+
+export function encodeMessage(message: Message): JsonObject {
+  return { kind: "message", ...message };
+}
+
+function encodeArtifact(artifact: Artifact): JsonObject {
+  return { ...artifact };
+}
+
+export function encodeTask(task: Task): JsonObject {
+  return {
+    kind: "task",
+    id: task.id,
+    contextId: task.contextId,
+    status: { ...task.status, ...(task.status.message ? { message: encodeMessage(task.status.message) } : {}) },
+    artifacts: task.artifacts.map(encodeArtifact),
+    history: task.history.map(encodeMessage),
+    metadata: task.metadata,
+  };
+}
+
+export function encodeStreamEvent(event: StreamEvent): JsonObject {
+  switch (event.kind) {
+    case "task":
+      return encodeTask(event.task);
+    case "message":
+      return encodeMessage(event.message);
+    case "status-update":
+      return { ...event, status: { ...event.status, ...(event.status.message ? { message: encodeMessage(event.status.message) } : {}) } };
+    case "artifact-update":
+      return { ...event, artifact: encodeArtifact(event.artifact) };
+  }
+}
+
+export { isObject };

@@ -1,0 +1,113 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { AddressInfo } from "node:net";
+import { A2AService, type CallContext } from "./a2a/a2a-service.js";
+import { buildAgentCard, type AgentInterface } from "./a2a/agent-card.js";
+import type { Config } from "./config/config.js";
+import { projectRoot } from "./config/project-root.js";
+import { DomainError } from "./domain/errors.js";
+import { builtinHandlers } from "./engine/builtin-handlers.js";
+import { TaskSupervisor, type Principal } from "./engine/task-supervisor.js";
+import { TransitionHook } from "./engine/transition-hook.js";
+import { loadWorkflowCatalog } from "./engine/workflow-catalog.js";
+import type { TaskHandler } from "./engine/workflow-types.js";
+import type { Logger } from "./observability/logger.js";
+import type { TaskStore } from "./store/task-store.js";
+import { DualProtocolServer } from "./transport/http-server.js";
+import { sendJson, type HttpRequest, type HttpResponse } from "./transport/http-io.js";
+import { HttpRouter } from "./transport/http-router.js";
+import { createJsonRpcEndpoint } from "./transport/jsonrpc/jsonrpc-endpoint.js";
+import { addDiscoveryRoutes } from "./transport/rest/discovery-routes.js";
+import { sendOpenwopError } from "./transport/rest/openwop-errors.js";
+
+export const JSONRPC_PATH = "/a2a/jsonrpc";
+/** The OpenWOP extension our tasks carry (`metadata.openwop`: run status, interrupt carrier, error). */
+export const OPENWOP_EXTENSION_URI = "https://openwop.dev/extensions/a2a-durable-tasks/v1";
+
+const packageVersion = (JSON.parse(readFileSync(join(projectRoot, "package.json"), "utf8")) as { version: string }).version;
+
+export interface AppOptions {
+  config: Config;
+  logger: Logger;
+  store: TaskStore;
+  durableStore: boolean;
+  handlers?: Record<string, TaskHandler>;
+}
+
+export interface App {
+  supervisor: TaskSupervisor;
+  service: A2AService;
+  /** Starts listening and resumes every unfinished task. */
+  listen(): Promise<AddressInfo>;
+  /** Graceful shutdown: ends streams, drains requests, stops the supervisor. The store stays open. */
+  close(): Promise<void>;
+}
+
+/** Dev mode: no API keys yet, every caller acts in the default tenant. */
+const ANONYMOUS: Principal = { tenant: "default", id: "anonymous" };
+
+export async function createApp(options: AppOptions): Promise<App> {
+  const { config, logger, store } = options;
+  const handlers = { ...builtinHandlers, ...options.handlers };
+  const catalog = await loadWorkflowCatalog({
+    builtinDir: join(projectRoot, "workflows"),
+    ...(config.workflowsDir ? { extraDir: config.workflowsDir } : {}),
+    handlers,
+    defaultWorkflowId: config.defaultSkill,
+  });
+  const hook = new TransitionHook(logger);
+  const supervisor = new TaskSupervisor({ store, catalog, handlers, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs });
+  const interfaces: AgentInterface[] = [{ url: `${config.publicUrl}${JSONRPC_PATH}`, transport: "JSONRPC" }];
+  const card = buildAgentCard(catalog, {
+    name: "OpenWOP A2A host",
+    description: `Durable A2A tasks backed by OpenWOP workflow runs. Skills: ${catalog.ids().join(", ")}.`,
+    version: packageVersion,
+    interfaces,
+    streaming: true,
+    pushNotifications: false,
+  });
+  card.capabilities.extensions = [{ uri: OPENWOP_EXTENSION_URI, description: "metadata.openwop on tasks and status updates: run status, interrupt kind and id, error code", required: false }];
+  const service = new A2AService({ supervisor, hook, catalog, card, subscriberBuffer: config.subscriberBuffer, blockingTimeoutMs: config.blockingTimeoutMs });
+
+  const router = new HttpRouter();
+  const jsonRpc = createJsonRpcEndpoint({ service, logger, maxBodyBytes: config.maxBodyBytes, supportedExtensions: [OPENWOP_EXTENSION_URI] });
+  router.add(["POST", "GET", "PUT", "DELETE", "PATCH"], JSONRPC_PATH, (req, res, _params, ctx) => jsonRpc(req, res, ctx));
+  addDiscoveryRoutes(router, { service, publicUrl: config.publicUrl, durableTasks: options.durableStore, version: packageVersion, transports: ["a2a"] });
+
+  const shutdown = new AbortController();
+  const handle = async (req: HttpRequest, res: HttpResponse): Promise<void> => {
+    const requestDone = new AbortController();
+    res.on("close", () => requestDone.abort());
+    const ctx: CallContext = { principal: ANONYMOUS, signal: AbortSignal.any([requestDone.signal, shutdown.signal]) };
+    const path = new URL(req.url ?? "/", "http://host").pathname;
+    const match = router.match(req.method ?? "GET", path);
+    try {
+      if (!match) throw new DomainError("not-found", `no route for ${req.method} ${path}`);
+      if ("allowed" in match) {
+        sendJson(res, 405, { error: "method_not_allowed", message: `${req.method} is not allowed on ${path}`, details: { allowed: match.allowed } }, { allow: match.allowed.join(", ") });
+        return;
+      }
+      await match.handler(req, res, match.params, ctx);
+    } catch (err) {
+      if (!(err instanceof DomainError)) logger.error({ err, path }, "request failed");
+      if (!res.headersSent) sendOpenwopError(res, err);
+      else res.end();
+    }
+  };
+  const server = new DualProtocolServer((req, res) => void handle(req, res));
+
+  return {
+    supervisor,
+    service,
+    async listen() {
+      const address = await server.listen(config.port, config.host);
+      await supervisor.start();
+      return address;
+    },
+    async close() {
+      shutdown.abort();
+      await server.close(config.shutdownGraceMs);
+      await supervisor.stop();
+    },
+  };
+}

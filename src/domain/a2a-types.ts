@@ -1,0 +1,102 @@
+import type { A2ATaskStateValue, InterruptKind } from "./run-status.js";
+
+/**
+ * Version-neutral A2A data shapes used inside the service. They follow the v0.3 JSON objects (with `kind`
+ * discriminators on parts) because that is also our stored form; each protocol codec converts them.
+ */
+export type Part =
+  | { kind: "text"; text: string; metadata?: Record<string, unknown> }
+  | { kind: "file"; file: FileContent; metadata?: Record<string, unknown> }
+  | { kind: "data"; data: Record<string, unknown>; metadata?: Record<string, unknown> };
+
+export interface FileContent {
+  uri?: string;
+  bytes?: string; // base64
+  mimeType?: string;
+  name?: string;
+}
+
+export type Role = "user" | "agent";
+
+export interface Message {
+  messageId: string;
+  role: Role;
+  parts: Part[];
+  taskId?: string;
+  contextId?: string;
+  metadata?: Record<string, unknown>;
+  extensions?: string[];
+  referenceTaskIds?: string[];
+}
+
+export interface Artifact {
+  artifactId: string;
+  name?: string;
+  description?: string;
+  parts: Part[];
+  metadata?: Record<string, unknown>;
+  extensions?: string[];
+}
+
+export interface TaskStatus {
+  state: A2ATaskStateValue;
+  message?: Message;
+  timestamp: string;
+}
+
+export interface Task {
+  id: string;
+  contextId: string;
+  status: TaskStatus;
+  artifacts: Artifact[];
+  history: Message[];
+  metadata: Record<string, unknown>;
+}
+
+export interface TaskStatusUpdate {
+  kind: "status-update";
+  taskId: string;
+  contextId: string;
+  status: TaskStatus;
+  final: boolean;
+  metadata?: Record<string, unknown>;
+}
+
+export interface TaskArtifactUpdate {
+  kind: "artifact-update";
+  taskId: string;
+  contextId: string;
+  artifact: Artifact;
+  append?: boolean;
+  lastChunk?: boolean;
+  metadata?: Record<string, unknown>;
+}
+
+export type StreamEvent = { kind: "task"; task: Task } | { kind: "message"; message: Message } | TaskStatusUpdate | TaskArtifactUpdate;
+
+/** The persisted durable-task read model (schemas/a2a-task-state.schema.json). Never holds content or secrets. */
+export interface A2ATaskState {
+  taskId: string;
+  runId: string;
+  contextId?: string;
+  state: A2ATaskStateValue;
+  interruptKind?: "approval" | "clarification";
+  updatedAt: string;
+  pushConfig?: { url: string; tokenFingerprint?: string };
+}
+
+export interface PushNotificationConfig {
+  id?: string;
+  url: string;
+  token?: string;
+  authentication?: { schemes: string[]; credentials?: string };
+}
+
+export interface SendConfiguration {
+  acceptedOutputModes?: string[];
+  historyLength?: number;
+  blocking?: boolean;
+  pushNotificationConfig?: PushNotificationConfig;
+}
+
+export type { InterruptKind };

@@ -1,0 +1,54 @@
+/**
+ * The one domain error type. Every transport maps `code` to its own wire code in one table
+ * (see src/transport/*-errors.ts). `message` is safe to show a caller; internal causes stay in `cause`
+ * and are only logged.
+ */
+export const ERROR_CODES = [
+  "parse-error",
+  "invalid-request",
+  "method-not-found",
+  "invalid-params",
+  "internal",
+  "task-not-found",
+  "task-not-cancelable",
+  "push-not-supported",
+  "unsupported-operation",
+  "content-type-not-supported",
+  "invalid-agent-response",
+  "extended-card-not-configured",
+  "version-not-supported",
+  "unauthenticated",
+  "permission-denied",
+  "not-found",
+  "conflict",
+  "gone",
+  "payload-too-large",
+  "unavailable",
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export class DomainError extends Error {
+  override readonly name = "DomainError";
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: Record<string, unknown>,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export function taskNotFound(taskId: string): DomainError {
+  return new DomainError("task-not-found", `Task not found: ${taskId}`, { taskId });
+}
+
+export function invalidParams(message: string, details?: Record<string, unknown>): DomainError {
+  return new DomainError("invalid-params", message, details);
+}
+
+/** Anything that is not a DomainError becomes `internal`, keeping the original as the cause. */
+export function toDomainError(err: unknown): DomainError {
+  if (err instanceof DomainError) return err;
+  return new DomainError("internal", "Internal error", undefined, { cause: err });
+}

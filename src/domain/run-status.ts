@@ -1,0 +1,52 @@
+/** OpenWOP run statuses (run-snapshot.schema.json). They are the states of the task machine. */
+export const RUN_STATUSES = [
+  "pending",
+  "running",
+  "paused",
+  "waiting-approval",
+  "waiting-input",
+  "waiting-external",
+  "cancelling",
+  "completed",
+  "failed",
+  "cancelled",
+] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+export const TERMINAL_RUN_STATUSES: ReadonlySet<RunStatus> = new Set(["completed", "failed", "cancelled"]);
+
+export function isTerminalRunStatus(status: RunStatus): boolean {
+  return TERMINAL_RUN_STATUSES.has(status);
+}
+
+/** A2A TaskState in its v0.3 wire spelling, which is also the canonical stored form (A2ATaskState.state). */
+export const A2A_TASK_STATES = [
+  "submitted",
+  "working",
+  "input-required",
+  "auth-required",
+  "completed",
+  "failed",
+  "canceled",
+  "rejected",
+] as const;
+export type A2ATaskStateValue = (typeof A2A_TASK_STATES)[number];
+
+const TERMINAL_A2A: ReadonlySet<A2ATaskStateValue> = new Set(["completed", "failed", "canceled", "rejected"]);
+const INTERRUPTED_A2A: ReadonlySet<A2ATaskStateValue> = new Set(["input-required", "auth-required"]);
+
+export function isTerminalA2AState(state: A2ATaskStateValue): boolean {
+  return TERMINAL_A2A.has(state);
+}
+
+/** Terminal or interrupted: a blocking send returns and a stream closes (final: true). */
+export function isFinalA2AState(state: A2ATaskStateValue): boolean {
+  return TERMINAL_A2A.has(state) || INTERRUPTED_A2A.has(state);
+}
+
+export const INTERRUPT_KINDS = ["approval", "clarification", "external-event"] as const;
+export type InterruptKind = (typeof INTERRUPT_KINDS)[number];
+
+/** The 5-action approval vocabulary (interrupt.md). `ask` does not end the wait. */
+export const APPROVAL_ACTIONS = ["accept", "reject", "refine", "edit-accept", "ask"] as const;
+export type ApprovalAction = (typeof APPROVAL_ACTIONS)[number];

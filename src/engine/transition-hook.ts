@@ -1,0 +1,53 @@
+import type { TaskContext } from "../machine/task-context.js";
+import type { RunEvent, TaskRecord } from "../store/task-store.js";
+import type { Logger } from "../observability/logger.js";
+
+/** Published after a transition is committed to the store, never before. */
+export interface CommittedTransition {
+  record: TaskRecord;
+  context: TaskContext;
+  events: RunEvent[];
+}
+
+export type TransitionListener = (transition: CommittedTransition) => void;
+
+/**
+ * The transition hook: live subscribers (streams, blocking sends) and the push worker hear every commit.
+ * Listeners run synchronously and must not throw into the committer; a failing listener is logged.
+ */
+export class TransitionHook {
+  private readonly byTask = new Map<string, Set<TransitionListener>>();
+  private readonly global = new Set<TransitionListener>();
+
+  constructor(private readonly logger: Logger) {}
+
+  onTask(taskId: string, listener: TransitionListener): () => void {
+    let set = this.byTask.get(taskId);
+    if (!set) this.byTask.set(taskId, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0) this.byTask.delete(taskId);
+    };
+  }
+
+  onAny(listener: TransitionListener): () => void {
+    this.global.add(listener);
+    return () => this.global.delete(listener);
+  }
+
+  publish(transition: CommittedTransition): void {
+    const listeners = [...(this.byTask.get(transition.record.taskId) ?? []), ...this.global];
+    for (const listener of listeners) {
+      try {
+        listener(transition);
+      } catch (err) {
+        this.logger.error({ err, taskId: transition.record.taskId }, "transition listener failed");
+      }
+    }
+  }
+
+  subscriberCount(taskId: string): number {
+    return this.byTask.get(taskId)?.size ?? 0;
+  }
+}

@@ -1,0 +1,36 @@
+import { createActor, type Actor, type Snapshot } from "xstate";
+import { DomainError } from "../domain/errors.js";
+import type { RunStatus } from "../domain/run-status.js";
+import { taskMachine, type TaskMachineInput } from "./task-machine.js";
+import type { TaskEvent } from "./task-events.js";
+import { runStatusOf, type TaskSnapshot } from "./task-projection.js";
+
+export type TaskActor = Actor<typeof taskMachine>;
+
+export function createTaskActor(input: TaskMachineInput): TaskActor {
+  return createActor(taskMachine, { input }).start();
+}
+
+/** Rehydrates a passivated task from its persisted snapshot. The machine has no side effects, so this is safe. */
+export function restoreTaskActor(persisted: unknown): TaskActor {
+  // `input` is only read when the machine starts fresh; a restored snapshot already holds the context.
+  const input = undefined as unknown as TaskMachineInput;
+  return createActor(taskMachine, { snapshot: persisted as Snapshot<unknown>, input }).start();
+}
+
+/**
+ * Sends one event if the current state accepts it. An illegal event is refused with a DomainError and the
+ * actor keeps its state (XState would silently ignore it; we want callers told).
+ */
+export function applyTaskEvent(actor: TaskActor, event: TaskEvent): { before: TaskSnapshot; after: TaskSnapshot } {
+  const before = actor.getSnapshot();
+  if (!before.can(event)) {
+    const status: RunStatus = runStatusOf(before);
+    throw new DomainError("unsupported-operation", `This operation is not supported while the task is ${status} (${event.type})`, {
+      status,
+      event: event.type,
+    });
+  }
+  actor.send(event);
+  return { before, after: actor.getSnapshot() };
+}

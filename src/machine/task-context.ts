@@ -1,0 +1,57 @@
+import type { Artifact, Message } from "../domain/a2a-types.js";
+import type { InterruptKind } from "../domain/run-status.js";
+
+/** A pending human-in-the-loop interrupt (interrupt.md: interrupt.requested). */
+export interface PendingInterrupt {
+  interruptId: string;
+  nodeId: string;
+  kind: InterruptKind;
+  /** What the caller is asked: ApprovalData / clarification questions. Shown to callers; holds no secrets. */
+  data: Record<string, unknown>;
+  requestedAt: string;
+  /** Absolute deadline; an approval gate auto-rejects when it passes. */
+  expiresAt?: string;
+  /** `ask` exchanges accumulated while the interrupt stays pending. */
+  exchanges: Array<{ question: string; askedBy: string; askedAt: string }>;
+}
+
+export interface DurableTimer {
+  nodeId: string;
+  purpose: "delay" | "interrupt-timeout";
+  dueAt: string;
+}
+
+export interface RunError {
+  code: string;
+  message: string;
+  nodeId?: string;
+}
+
+/**
+ * Everything the run needs to continue after a restart lives here and is persisted with every
+ * transition. The machine never performs side effects; the engine computes the payload of each event.
+ */
+export interface TaskContext {
+  taskId: string;
+  contextId: string;
+  workflowId: string;
+  tenant: string;
+  /** The node that runs next (or is running); null once the workflow has no more nodes. */
+  cursor: string | null;
+  /** True between node.started and node.completed of `cursor`. */
+  nodeStarted: boolean;
+  /** Executions of the current node, for idempotency keys (at-least-once across crashes). */
+  attempt: number;
+  /** Completed executions per node: refine loops visit a node again, and each visit has its own idempotency key. */
+  visits: Record<string, number>;
+  outputs: Record<string, unknown>;
+  artifacts: Artifact[];
+  history: Message[];
+  statusMessage?: Message;
+  interrupt?: PendingInterrupt;
+  timer?: DurableTimer;
+  error?: RunError;
+  cancelReason?: string;
+  startedAt?: string;
+  endedAt?: string;
+}

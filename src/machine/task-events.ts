@@ -1,0 +1,46 @@
+import type { Artifact, Message } from "../domain/a2a-types.js";
+import type { PendingInterrupt, DurableTimer, RunError } from "./task-context.js";
+
+/** Events the task machine accepts. `at` is the commit time, supplied by the caller so transitions stay pure. */
+export type TaskEvent =
+  | { type: "START"; at: string }
+  | { type: "NODE_STARTED"; at: string; nodeId: string }
+  | { type: "NODE_COMPLETED"; at: string; nodeId: string; output: unknown; artifacts: Artifact[]; next: string | null }
+  | { type: "TIMER_SET"; at: string; timer: DurableTimer }
+  | { type: "INTERRUPT"; at: string; interrupt: PendingInterrupt; statusMessage: Message; timer?: DurableTimer }
+  | {
+      type: "RESUME";
+      at: string;
+      nodeId: string;
+      resumeValue: Record<string, unknown>;
+      resolvedBy: string;
+      message?: Message;
+      next: string | null;
+      output: unknown;
+      artifacts?: Artifact[];
+    }
+  | { type: "ASK"; at: string; question: string; askedBy: string; message?: Message; statusMessage: Message }
+  | { type: "PAUSE"; at: string }
+  | { type: "UNPAUSE"; at: string }
+  | { type: "CANCEL"; at: string; reason: string; cancelledBy: string }
+  | { type: "CANCELLED"; at: string }
+  | { type: "COMPLETE"; at: string; statusMessage?: Message }
+  | { type: "FAIL"; at: string; error: RunError; statusMessage?: Message };
+
+export type TaskEventType = TaskEvent["type"];
+
+export const TASK_EVENT_TYPES: readonly TaskEventType[] = [
+  "START",
+  "NODE_STARTED",
+  "NODE_COMPLETED",
+  "TIMER_SET",
+  "INTERRUPT",
+  "RESUME",
+  "ASK",
+  "PAUSE",
+  "UNPAUSE",
+  "CANCEL",
+  "CANCELLED",
+  "COMPLETE",
+  "FAIL",
+];

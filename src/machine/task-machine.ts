@@ -1,0 +1,235 @@
+import { assign, setup } from "xstate";
+import type { Artifact, Message } from "../domain/a2a-types.js";
+import type { A2ATaskStateValue, InterruptKind } from "../domain/run-status.js";
+import type { TaskContext } from "./task-context.js";
+import type { TaskEvent } from "./task-events.js";
+
+/**
+ * What each lifecycle state means on the A2A wire. Declared on the states themselves (`meta`), so the
+ * visualizer export, the store projection and every codec read the same definition.
+ */
+export interface TaskStateMeta {
+  a2aState: A2ATaskStateValue;
+  /** Present only on states that wait for a human answer. waiting-external has none on purpose. */
+  interruptKind?: Extract<InterruptKind, "approval" | "clarification">;
+  terminal?: true;
+  description: string;
+}
+
+export interface TaskMachineInput {
+  taskId: string;
+  contextId: string;
+  workflowId: string;
+  tenant: string;
+  firstNode: string | null;
+  message: Message;
+}
+
+function mergeArtifacts(current: Artifact[], incoming: Artifact[] | undefined): Artifact[] {
+  if (!incoming || incoming.length === 0) return current;
+  const byId = new Map(current.map((a) => [a.artifactId, a]));
+  for (const artifact of incoming) byId.set(artifact.artifactId, artifact);
+  return [...byId.values()];
+}
+
+function appendMessages(history: Message[], ...messages: Array<Message | undefined>): Message[] {
+  const added = messages.filter((m): m is Message => m !== undefined);
+  return added.length === 0 ? history : [...history, ...added];
+}
+
+export const taskMachine = setup({
+  types: {
+    context: {} as TaskContext,
+    events: {} as TaskEvent,
+    input: {} as TaskMachineInput,
+  },
+  guards: {
+    isApprovalInterrupt: ({ event }) => event.type === "INTERRUPT" && event.interrupt.kind === "approval",
+    isClarificationInterrupt: ({ event }) => event.type === "INTERRUPT" && event.interrupt.kind === "clarification",
+    isExternalInterrupt: ({ event }) => event.type === "INTERRUPT" && event.interrupt.kind === "external-event",
+    completesRunningNode: ({ context, event }) =>
+      event.type === "NODE_COMPLETED" && context.nodeStarted && context.cursor === event.nodeId,
+    resolvesPendingInterrupt: ({ context, event }) =>
+      event.type === "RESUME" && context.interrupt !== undefined && context.interrupt.nodeId === event.nodeId,
+  },
+  actions: {
+    recordStart: assign({ startedAt: ({ event }) => event.at }),
+    recordNodeStarted: assign(({ context, event }) => {
+      if (event.type !== "NODE_STARTED") return {};
+      const sameNode = context.cursor === event.nodeId;
+      return { cursor: event.nodeId, nodeStarted: true, attempt: sameNode ? context.attempt + 1 : 1 };
+    }),
+    recordNodeCompleted: assign(({ context, event }) => {
+      if (event.type !== "NODE_COMPLETED") return {};
+      return {
+        outputs: { ...context.outputs, [event.nodeId]: event.output },
+        visits: { ...context.visits, [event.nodeId]: (context.visits[event.nodeId] ?? 0) + 1 },
+        artifacts: mergeArtifacts(context.artifacts, event.artifacts),
+        cursor: event.next,
+        nodeStarted: false,
+        attempt: 0,
+        timer: undefined,
+      };
+    }),
+    recordTimer: assign({ timer: ({ event }) => (event.type === "TIMER_SET" ? event.timer : undefined) }),
+    recordInterrupt: assign(({ context, event }) => {
+      if (event.type !== "INTERRUPT") return {};
+      return {
+        interrupt: event.interrupt,
+        statusMessage: event.statusMessage,
+        timer: event.timer,
+        nodeStarted: false,
+        history: appendMessages(context.history, event.statusMessage),
+      };
+    }),
+    recordResume: assign(({ context, event }) => {
+      if (event.type !== "RESUME") return {};
+      return {
+        outputs: { ...context.outputs, [event.nodeId]: event.output },
+        artifacts: mergeArtifacts(context.artifacts, event.artifacts),
+        history: appendMessages(context.history, event.message),
+        interrupt: undefined,
+        timer: undefined,
+        statusMessage: undefined,
+        cursor: event.next,
+        nodeStarted: false,
+        attempt: 0,
+      };
+    }),
+    recordAsk: assign(({ context, event }) => {
+      if (event.type !== "ASK" || !context.interrupt) return {};
+      const exchange = { question: event.question, askedBy: event.askedBy, askedAt: event.at };
+      return {
+        interrupt: { ...context.interrupt, exchanges: [...context.interrupt.exchanges, exchange] },
+        statusMessage: event.statusMessage,
+        history: appendMessages(context.history, event.message, event.statusMessage),
+      };
+    }),
+    recordCancelRequest: assign(({ event }) =>
+      event.type === "CANCEL" ? { cancelReason: event.reason, timer: undefined } : {},
+    ),
+    recordCancelled: assign({
+      endedAt: ({ event }) => event.at,
+      interrupt: undefined,
+      timer: undefined,
+      statusMessage: undefined,
+      nodeStarted: false,
+    }),
+    recordComplete: assign(({ context, event }) => {
+      if (event.type !== "COMPLETE") return {};
+      return {
+        endedAt: event.at,
+        statusMessage: event.statusMessage,
+        history: appendMessages(context.history, event.statusMessage),
+      };
+    }),
+    recordFail: assign(({ context, event }) => {
+      if (event.type !== "FAIL") return {};
+      return {
+        endedAt: event.at,
+        error: event.error,
+        interrupt: undefined,
+        timer: undefined,
+        nodeStarted: false,
+        statusMessage: event.statusMessage,
+        history: appendMessages(context.history, event.statusMessage),
+      };
+    }),
+  },
+}).createMachine({
+  id: "task",
+  initial: "pending",
+  context: ({ input }) => ({
+    taskId: input.taskId,
+    contextId: input.contextId,
+    workflowId: input.workflowId,
+    tenant: input.tenant,
+    cursor: input.firstNode,
+    nodeStarted: false,
+    attempt: 0,
+    visits: {},
+    outputs: {},
+    artifacts: [],
+    history: [input.message],
+  }),
+  states: {
+    pending: {
+      meta: { a2aState: "submitted", description: "Accepted and stored; the run has not started." },
+      on: {
+        START: { target: "running", actions: "recordStart" },
+        CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
+      },
+    },
+    running: {
+      meta: { a2aState: "working", description: "The engine is executing workflow nodes." },
+      on: {
+        NODE_STARTED: { actions: "recordNodeStarted" },
+        NODE_COMPLETED: { guard: "completesRunningNode", actions: "recordNodeCompleted" },
+        TIMER_SET: { actions: "recordTimer" },
+        INTERRUPT: [
+          { guard: "isApprovalInterrupt", target: "waiting-approval", actions: "recordInterrupt" },
+          { guard: "isClarificationInterrupt", target: "waiting-input", actions: "recordInterrupt" },
+          { guard: "isExternalInterrupt", target: "waiting-external", actions: "recordInterrupt" },
+        ],
+        PAUSE: { target: "paused" },
+        CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
+        COMPLETE: { target: "completed", actions: "recordComplete" },
+        FAIL: { target: "failed", actions: "recordFail" },
+      },
+    },
+    paused: {
+      meta: { a2aState: "working", description: "Paused by an operator; resumes where it stopped." },
+      on: {
+        UNPAUSE: { target: "running" },
+        CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
+      },
+    },
+    "waiting-approval": {
+      meta: { a2aState: "input-required", interruptKind: "approval", description: "Waiting at an approval gate." },
+      on: {
+        RESUME: { guard: "resolvesPendingInterrupt", target: "running", actions: "recordResume" },
+        ASK: { actions: "recordAsk" },
+        CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
+        FAIL: { target: "failed", actions: "recordFail" },
+      },
+    },
+    "waiting-input": {
+      meta: {
+        a2aState: "input-required",
+        interruptKind: "clarification",
+        description: "Waiting for answers to clarification questions.",
+      },
+      on: {
+        RESUME: { guard: "resolvesPendingInterrupt", target: "running", actions: "recordResume" },
+        CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
+        FAIL: { target: "failed", actions: "recordFail" },
+      },
+    },
+    "waiting-external": {
+      meta: { a2aState: "input-required", description: "Waiting for an external event." },
+      on: {
+        RESUME: { guard: "resolvesPendingInterrupt", target: "running", actions: "recordResume" },
+        CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
+        FAIL: { target: "failed", actions: "recordFail" },
+      },
+    },
+    cancelling: {
+      meta: { a2aState: "working", description: "Cancel requested; in-flight work is being stopped." },
+      on: { CANCELLED: { target: "cancelled", actions: "recordCancelled" } },
+    },
+    completed: {
+      type: "final",
+      meta: { a2aState: "completed", terminal: true, description: "Finished successfully." },
+    },
+    failed: {
+      type: "final",
+      meta: { a2aState: "failed", terminal: true, description: "Finished with an error." },
+    },
+    cancelled: {
+      type: "final",
+      meta: { a2aState: "canceled", terminal: true, description: "Cancelled before it finished." },
+    },
+  },
+});
+
+export type TaskMachine = typeof taskMachine;

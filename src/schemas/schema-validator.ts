@@ -1,0 +1,177 @@
+// Validation against the JSON Schemas in /schemas (draft 2020-12): the durable A2ATaskState, the
+// /.well-known/openwop discovery document and our workflow definitions. The schema files are the
+// single source of truth; this module only compiles them (once, on first use) and turns Ajv's
+// errors into messages a person can act on ("nodes/1/kind: must be equal to one of the allowed
+// values (task, approval, ...)").
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import type { ErrorObject, ValidateFunction } from "ajv/dist/2020.js";
+import addFormatsModule from "ajv-formats";
+import { projectRoot } from "../config/project-root.js";
+
+// ajv-formats is CommonJS with `exports.default`; under NodeNext the default import is typed as
+// the module object, while at run time it is the plugin function itself. Accept both.
+type FormatsPlugin = typeof addFormatsModule.default;
+const addFormats: FormatsPlugin =
+  (addFormatsModule as unknown as { default?: FormatsPlugin }).default ??
+  (addFormatsModule as unknown as FormatsPlugin);
+
+export const SCHEMA_FILES = {
+  a2aTaskState: "a2a-task-state.schema.json",
+  capabilities: "capabilities.schema.json",
+  workflow: "workflow.schema.json",
+} as const;
+
+type SchemaName = keyof typeof SCHEMA_FILES;
+
+/** One failed check: a slash-separated path into the value ("" for the root) and a message. */
+export interface SchemaIssue {
+  path: string;
+  message: string;
+}
+
+/** Thrown by the validate* functions; `issues` lists every failure, `message` summarizes them. */
+export class SchemaValidationError extends Error {
+  override readonly name = "SchemaValidationError";
+  constructor(
+    readonly subject: string,
+    readonly issues: readonly SchemaIssue[],
+  ) {
+    super(`invalid ${subject}: ${issues.map(formatIssue).join("; ")}`);
+  }
+}
+
+/**
+ * The directory holding the schema files: `schemas/` next to the package.json found by walking up
+ * from this module. Works from src/schemas (tsx, vitest) and from dist/src/schemas (compiled).
+ */
+export function schemasDirectory(): string {
+  return join(projectRoot, "schemas");
+}
+
+let compiled: Record<SchemaName, ValidateFunction> | undefined;
+
+function validators(): Record<SchemaName, ValidateFunction> {
+  if (compiled) return compiled;
+  // allErrors: report every problem at once, so a definition can be fixed in one pass.
+  // strict: a typo in a schema keyword is a bug in our schema, not something to ignore.
+  const ajv = new Ajv2020({ allErrors: true, strict: true });
+  addFormats(ajv);
+  const dir = schemasDirectory();
+  const load = (name: SchemaName): ValidateFunction =>
+    ajv.compile(JSON.parse(readFileSync(join(dir, SCHEMA_FILES[name]), "utf8")) as object);
+  compiled = {
+    a2aTaskState: load("a2aTaskState"),
+    capabilities: load("capabilities"),
+    workflow: load("workflow"),
+  };
+  return compiled;
+}
+
+function decodePointer(instancePath: string): string {
+  return instancePath
+    .split("/")
+    .slice(1)
+    .map((segment) => segment.replace(/~1/g, "/").replace(/~0/g, "~"))
+    .join("/");
+}
+
+function describe(error: ErrorObject): string {
+  const params = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case "enum":
+      return `${error.message ?? "must be equal to one of the allowed values"} (${(params.allowedValues as unknown[])
+        .map((value) => JSON.stringify(value))
+        .join(", ")})`;
+    case "additionalProperties":
+      return `must NOT have additional property '${String(params.additionalProperty)}'`;
+    case "const":
+      return `must be equal to ${JSON.stringify(params.allowedValue)}`;
+    default:
+      return error.message ?? `failed ${error.keyword}`;
+  }
+}
+
+/** Ajv errors as issues: paths decoded, duplicates and `if` summaries removed. */
+export function ajvErrorsToIssues(errors: readonly ErrorObject[] | null | undefined): SchemaIssue[] {
+  const seen = new Set<string>();
+  const issues: SchemaIssue[] = [];
+  for (const error of errors ?? []) {
+    // 'must match "then" schema' only repeats the errors already reported inside the branch.
+    if (error.keyword === "if") continue;
+    const issue = { path: decodePointer(error.instancePath), message: describe(error) };
+    const key = `${issue.path}\u0000${issue.message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    issues.push(issue);
+  }
+  return issues;
+}
+
+function formatIssue(issue: SchemaIssue): string {
+  return `${issue.path === "" ? "(root)" : issue.path}: ${issue.message}`;
+}
+
+/** Human-readable, one line per failure: "nodes/1/kind: must be equal to one of the allowed values (...)". */
+export function formatAjvErrors(errors: readonly ErrorObject[] | null | undefined): string {
+  return ajvErrorsToIssues(errors).map(formatIssue).join("\n");
+}
+
+function validateWith(name: SchemaName, subject: string, value: unknown): void {
+  const validate = validators()[name];
+  if (!validate(value)) {
+    throw new SchemaValidationError(subject, ajvErrorsToIssues(validate.errors));
+  }
+}
+
+/** Throws SchemaValidationError unless `value` is a valid A2ATaskState document. */
+export function validateA2ATaskState(value: unknown): void {
+  validateWith("a2aTaskState", "A2A task state", value);
+}
+
+/** Throws SchemaValidationError unless `value` is a valid /.well-known/openwop document. */
+export function validateCapabilities(value: unknown): void {
+  validateWith("capabilities", "capabilities document", value);
+}
+
+interface NodeRefs {
+  id?: unknown;
+  artifactFrom?: unknown;
+  onReject?: unknown;
+  onRefine?: unknown;
+}
+
+function gotoTarget(value: unknown): unknown {
+  return typeof value === "object" && value !== null ? (value as { goto?: unknown }).goto : undefined;
+}
+
+/**
+ * Throws SchemaValidationError unless `value` is a valid workflow definition. Beyond the schema it
+ * checks what JSON Schema cannot express: node ids are unique, and artifactFrom / onReject.goto /
+ * onRefine.goto name a node of the same workflow.
+ */
+export function validateWorkflowDefinition(value: unknown): void {
+  validateWith("workflow", "workflow definition", value);
+  const nodes = (value as { nodes: NodeRefs[] }).nodes;
+  const issues: SchemaIssue[] = [];
+  const ids = new Set<string>();
+  nodes.forEach((node, index) => {
+    const id = node.id as string;
+    if (ids.has(id)) issues.push({ path: `nodes/${index}/id`, message: `duplicate node id '${id}'` });
+    ids.add(id);
+  });
+  nodes.forEach((node, index) => {
+    const refs: [string, unknown][] = [
+      ["artifactFrom", node.artifactFrom],
+      ["onReject/goto", gotoTarget(node.onReject)],
+      ["onRefine/goto", gotoTarget(node.onRefine)],
+    ];
+    for (const [field, target] of refs) {
+      if (typeof target === "string" && !ids.has(target)) {
+        issues.push({ path: `nodes/${index}/${field}`, message: `unknown node id '${target}'` });
+      }
+    }
+  });
+  if (issues.length > 0) throw new SchemaValidationError("workflow definition", issues);
+}

@@ -1,0 +1,67 @@
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { MongoClient } from "mongodb";
+import type { Config } from "../config/config.js";
+import type { Logger } from "../observability/logger.js";
+import { MemoryTaskStore } from "./memory-task-store.js";
+import { MongoTaskStore } from "./mongo-task-store.js";
+import type { TaskStore } from "./task-store.js";
+
+export interface OpenedStore {
+  store: TaskStore;
+  /** One phrase for the start-up line: which store, and whether tasks survive a restart. */
+  description: string;
+  durable: boolean;
+  stop(): Promise<void>;
+}
+
+export async function connectMongoStore(uri: string, dbName: string): Promise<MongoTaskStore> {
+  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: "openwop-a2a-host" });
+  await client.connect();
+  const store = new MongoTaskStore(client, client.db(dbName));
+  await store.init();
+  return store;
+}
+
+/**
+ * MONGODB_URI if given; otherwise (STORE=auto) an embedded real mongod with its data under DATA_DIR; if that
+ * cannot start (no binary and no network to fetch one), the in-memory store with a clear warning.
+ */
+export async function openStore(config: Config, logger: Logger): Promise<OpenedStore> {
+  if (config.store === "memory") return memoryStore();
+  if (config.mongodbUri) {
+    const store = await connectMongoStore(config.mongodbUri, config.mongodbDb);
+    return { store, description: `MongoDB (${redactUri(config.mongodbUri)})`, durable: true, stop: () => store.close() };
+  }
+  const dbPath = join(config.dataDir, "mongo");
+  try {
+    await mkdir(dbPath, { recursive: true });
+    const { MongoMemoryServer } = await import("mongodb-memory-server-core");
+    const server = await MongoMemoryServer.create({ instance: { dbPath, storageEngine: "wiredTiger" } });
+    const store = await connectMongoStore(server.getUri(), config.mongodbDb);
+    return {
+      store,
+      description: `embedded MongoDB (data in ${dbPath})`,
+      durable: true,
+      stop: async () => {
+        await store.close();
+        await server.stop({ doCleanup: false });
+      },
+    };
+  } catch (err) {
+    logger.warn(
+      { reason: (err as Error).message.split("\n")[0] },
+      "no MongoDB available (set MONGODB_URI, or allow the embedded mongod to download once): using the in-memory store, so tasks will NOT survive a restart",
+    );
+    return memoryStore();
+  }
+}
+
+function memoryStore(): OpenedStore {
+  const store = new MemoryTaskStore();
+  return { store, description: "in-memory store (tasks do not survive a restart)", durable: false, stop: () => store.close() };
+}
+
+export function redactUri(uri: string): string {
+  return uri.replace(/\/\/[^@/]*@/, "//***@");
+}

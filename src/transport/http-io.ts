@@ -1,0 +1,93 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import { DomainError } from "../domain/errors.js";
+
+/** HTTP/1.1 and h2c requests share one handler through Node's compatibility API. */
+export type HttpRequest = IncomingMessage | Http2ServerRequest;
+export type HttpResponse = ServerResponse | Http2ServerResponse;
+
+/** Reads the whole body, refusing more than `limit` bytes before buffering it. */
+export async function readBody(req: HttpRequest, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw tooLarge(limit);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+function tooLarge(limit: number): DomainError {
+  return new DomainError("payload-too-large", `the request body is larger than the limit of ${limit} bytes`, { limitBytes: limit });
+}
+
+export function mediaTypeOf(req: HttpRequest): string {
+  return String(req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+}
+
+export function sendJson(res: HttpResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  (res as ServerResponse).writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+/** Server-Sent Events on either protocol version; honours back-pressure and sends keepalive comments. */
+export class SseWriter {
+  private keepalive: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(private readonly res: HttpResponse, keepaliveMs = 15_000, headers: Record<string, string> = {}) {
+    const h1 = !("stream" in res);
+    (res as ServerResponse).writeHead(200, {
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache",
+      "x-accel-buffering": "no",
+      ...(h1 ? { connection: "keep-alive" } : {}),
+      ...headers,
+    });
+    res.on("close", () => this.stop());
+    this.keepalive = setInterval(() => void this.write(": keepalive\n\n"), keepaliveMs);
+    this.keepalive.unref();
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  async send(data: unknown, options: { event?: string; id?: string | number } = {}): Promise<void> {
+    let frame = "";
+    if (options.id !== undefined) frame += `id: ${options.id}\n`;
+    if (options.event) frame += `event: ${options.event}\n`;
+    frame += `data: ${JSON.stringify(data)}\n\n`;
+    await this.write(frame);
+  }
+
+  end(): void {
+    this.stop();
+    if (!this.res.writableEnded) this.res.end();
+  }
+
+  private stop(): void {
+    this.closed = true;
+    clearInterval(this.keepalive);
+  }
+
+  private async write(frame: string): Promise<void> {
+    if (this.closed || this.res.writableEnded) return;
+    const res = this.res as ServerResponse;
+    if (!res.write(frame)) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          res.off("drain", done);
+          res.off("close", done);
+          resolve();
+        };
+        res.on("drain", done);
+        res.on("close", done);
+      });
+    }
+  }
+}

@@ -1,0 +1,44 @@
+import type { A2AService, CallContext } from "../../a2a/a2a-service.js";
+import type { StreamEvent } from "../../domain/a2a-types.js";
+import { DomainError } from "../../domain/errors.js";
+import { decodeSendParams, decodeTaskQuery, encodeStreamEvent, encodeTask } from "../../a2a/v03/v03-json-codec.js";
+import { expectObject } from "../json-shape.js";
+import type { JsonRpcId } from "./jsonrpc-errors.js";
+
+/**
+ * A2A v0.3 JSON-RPC methods: decode params, call the service, encode the result. Streaming methods return
+ * an async iterable of results, which the endpoint writes as SSE.
+ */
+export type MethodResult = { kind: "unary"; result: unknown } | { kind: "stream"; events: AsyncIterable<unknown> };
+
+type Method = (params: unknown, ctx: CallContext) => Promise<MethodResult> | MethodResult;
+
+async function* encodeStream(events: AsyncIterable<StreamEvent>): AsyncGenerator<unknown> {
+  for await (const event of events) yield encodeStreamEvent(event);
+}
+
+export function v03Methods(service: A2AService): Record<string, Method> {
+  const push = (params: unknown): never => {
+    expectObject(params, "params");
+    return service.pushNotificationsUnsupported();
+  };
+  return {
+    "message/send": async (params, ctx) => ({ kind: "unary", result: encodeTask(await service.sendMessage(decodeSendParams(params), ctx)) }),
+    "message/stream": (params, ctx) => ({ kind: "stream", events: encodeStream(service.streamMessage(decodeSendParams(params), ctx)) }),
+    "tasks/get": async (params, ctx) => {
+      const { id, history } = decodeTaskQuery(params, true);
+      return { kind: "unary", result: encodeTask(await service.getTask(id, history, ctx)) };
+    },
+    "tasks/cancel": async (params, ctx) => ({ kind: "unary", result: encodeTask(await service.cancelTask(decodeTaskQuery(params, false).id, ctx)) }),
+    "tasks/resubscribe": (params, ctx) => ({ kind: "stream", events: encodeStream(service.subscribe(decodeTaskQuery(params, false).id, ctx)) }),
+    "tasks/pushNotificationConfig/set": push,
+    "tasks/pushNotificationConfig/get": push,
+    "tasks/pushNotificationConfig/list": push,
+    "tasks/pushNotificationConfig/delete": push,
+    "agent/getAuthenticatedExtendedCard": () => {
+      throw new DomainError("extended-card-not-configured", "Authenticated Extended Card is not configured for this agent");
+    },
+  };
+}
+
+export type { JsonRpcId };
