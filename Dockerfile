@@ -1,0 +1,23 @@
+# syntax=docker/dockerfile:1
+# Build stage: install all dependencies and compile TypeScript.
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build
+
+# Runtime stage: production dependencies, compiled code, workflows and schemas; runs as a non-root user.
+FROM node:24-bookworm-slim
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
+COPY workflows ./workflows
+COPY schemas ./schemas
+USER node
+EXPOSE 8080
+# NODE_ENV=production refuses to start without MONGODB_URI and PUBLIC_URL.
+CMD ["node", "dist/src/main.js"]

@@ -1,0 +1,34 @@
+import { createApp, type App } from "../../src/app.js";
+import { loadConfig, type Config } from "../../src/config/config.js";
+import { createLogger } from "../../src/observability/logger.js";
+import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
+import type { TaskStore } from "../../src/store/task-store.js";
+import { freePort } from "./server-process.js";
+
+export interface TestApp {
+  baseUrl: string;
+  port: number;
+  app: App;
+  store: TaskStore;
+  config: Config;
+  close(): Promise<void>;
+}
+
+/** The real app, in this process, on a free loopback port (in-memory store unless one is given). */
+export async function startTestApp(env: Record<string, string> = {}, store: TaskStore = new MemoryTaskStore()): Promise<TestApp> {
+  const port = await freePort();
+  const config = loadConfig({ PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: "silent", TIMER_POLL_MS: "50", SHUTDOWN_GRACE_MS: "1000", ...env });
+  const logger = createLogger(config.logLevel);
+  const app = await createApp({ config, logger, store, durableStore: store.kind === "mongodb" });
+  await app.listen();
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    port,
+    app,
+    store,
+    config,
+    async close() {
+      await app.close();
+    },
+  };
+}
