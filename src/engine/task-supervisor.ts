@@ -209,7 +209,7 @@ export class TaskSupervisor {
         };
         return this.commit(taskId, { type: "ASK", at, question: outcome.question, askedBy: principal.id, statusMessage, ...(message ? { message } : {}) });
       }
-      const resumed = await this.commit(taskId, {
+      return this.commit(taskId, {
         type: "RESUME",
         at,
         nodeId: interrupt.nodeId,
@@ -219,8 +219,8 @@ export class TaskSupervisor {
         output: outcome.output,
         ...(outcome.artifacts ? { artifacts: outcome.artifacts } : {}),
         ...(message ? { message } : {}),
+        ...(outcome.thenFail ? { fail: outcome.thenFail, statusMessage: this.failureMessage(live.record, outcome.thenFail.code) } : {}),
       });
-      return outcome.thenFail ? this.commit(taskId, { type: "FAIL", at, error: outcome.thenFail, statusMessage: this.failureMessage(resumed, outcome.thenFail.code) }) : resumed;
     });
     this.kick(taskId);
     return record;

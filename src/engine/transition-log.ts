@@ -92,7 +92,10 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
         payload: { nodeId: event.nodeId, artifactId: artifact.artifactId, name: artifact.name, edited: true },
         a2a: { artifact },
       }));
-      return [resolved, legacy, ...edited, { type: "node.resumed", nodeId: event.nodeId, payload: { nodeId: event.nodeId } }];
+      const ending: EventDraft[] = event.fail
+        ? [{ type: "run.failed", payload: { error: event.fail, failedNodeId: event.nodeId, durationMs: durationOf(after) } }]
+        : [{ type: "node.resumed", nodeId: event.nodeId, payload: { nodeId: event.nodeId } }];
+      return [resolved, legacy, ...edited, ...ending];
     }
     case "ASK":
       return [

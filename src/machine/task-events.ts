@@ -18,6 +18,9 @@ export type TaskEvent =
       next: string | null;
       output: unknown;
       artifacts?: Artifact[];
+      /** A decision that ends the run (reject without a goto, timeout): resolved and failed in one commit. */
+      fail?: RunError;
+      statusMessage?: Message;
     }
   | { type: "ASK"; at: string; question: string; askedBy: string; message?: Message; statusMessage: Message }
   | { type: "PAUSE"; at: string }

@@ -51,6 +51,8 @@ export const taskMachine = setup({
       event.type === "NODE_COMPLETED" && context.nodeStarted && context.cursor === event.nodeId,
     resolvesPendingInterrupt: ({ context, event }) =>
       event.type === "RESUME" && context.interrupt !== undefined && context.interrupt.nodeId === event.nodeId,
+    resolvesAndFails: ({ context, event }) =>
+      event.type === "RESUME" && event.fail !== undefined && context.interrupt !== undefined && context.interrupt.nodeId === event.nodeId,
   },
   actions: {
     recordStart: assign({ startedAt: ({ event }) => event.at }),
@@ -124,10 +126,11 @@ export const taskMachine = setup({
       };
     }),
     recordFail: assign(({ context, event }) => {
-      if (event.type !== "FAIL") return {};
+      if (event.type !== "FAIL" && !(event.type === "RESUME" && event.fail)) return {};
+      const error = event.type === "FAIL" ? event.error : event.fail!;
       return {
         endedAt: event.at,
-        error: event.error,
+        error,
         interrupt: undefined,
         timer: undefined,
         nodeStarted: false,
@@ -187,7 +190,10 @@ export const taskMachine = setup({
     "waiting-approval": {
       meta: { a2aState: "input-required", interruptKind: "approval", description: "Waiting at an approval gate." },
       on: {
-        RESUME: { guard: "resolvesPendingInterrupt", target: "running", actions: "recordResume" },
+        RESUME: [
+          { guard: "resolvesAndFails", target: "failed", actions: ["recordResume", "recordFail"] },
+          { guard: "resolvesPendingInterrupt", target: "running", actions: "recordResume" },
+        ],
         ASK: { actions: "recordAsk" },
         CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
         FAIL: { target: "failed", actions: "recordFail" },
@@ -200,7 +206,10 @@ export const taskMachine = setup({
         description: "Waiting for answers to clarification questions.",
       },
       on: {
-        RESUME: { guard: "resolvesPendingInterrupt", target: "running", actions: "recordResume" },
+        RESUME: [
+          { guard: "resolvesAndFails", target: "failed", actions: ["recordResume", "recordFail"] },
+          { guard: "resolvesPendingInterrupt", target: "running", actions: "recordResume" },
+        ],
         CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
         FAIL: { target: "failed", actions: "recordFail" },
       },
@@ -208,7 +217,10 @@ export const taskMachine = setup({
     "waiting-external": {
       meta: { a2aState: "input-required", description: "Waiting for an external event." },
       on: {
-        RESUME: { guard: "resolvesPendingInterrupt", target: "running", actions: "recordResume" },
+        RESUME: [
+          { guard: "resolvesAndFails", target: "failed", actions: ["recordResume", "recordFail"] },
+          { guard: "resolvesPendingInterrupt", target: "running", actions: "recordResume" },
+        ],
         CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
         FAIL: { target: "failed", actions: "recordFail" },
       },

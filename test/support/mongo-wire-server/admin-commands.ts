@@ -1,0 +1,244 @@
+// Handshake, server information, sessions, and database / collection management commands.
+
+import os from "node:os";
+import { BSON } from "mongodb";
+import { isNumeric, toDouble, type Doc } from "./bson-values.js";
+import {
+  collectionArgument,
+  cursorBatchSize,
+  optionalBoolean,
+  optionalDocument,
+  rejectCollation,
+  requireAdminDatabase,
+  type CommandContext,
+  type CommandHandler,
+} from "./command-context.js";
+import { MAX_BSON_OBJECT_SIZE, validateDatabaseName } from "./collection-store.js";
+import { ErrorCode, fail } from "./errors.js";
+import { compileFilter } from "./query-matcher.js";
+
+export const SERVER_VERSION = "7.0.0";
+/** Wire version 21 is MongoDB 7.0. */
+export const MAX_WIRE_VERSION = 21;
+export const MAX_MESSAGE_SIZE_BYTES = 48_000_000;
+const MAX_WRITE_BATCH_SIZE = 100_000;
+const LOGICAL_SESSION_TIMEOUT_MINUTES = 30;
+
+/**
+ * The reply to hello / isMaster of a standalone mongod. There is deliberately no
+ * `topologyVersion`: without it the driver monitors the server by polling hello instead of
+ * using the streaming (exhaust) protocol, which a test server does not need.
+ */
+function hello(legacy: boolean): CommandHandler {
+  return (command, context) => ({
+    ...(command.helloOk === true ? { helloOk: true } : {}),
+    [legacy ? "ismaster" : "isWritablePrimary"]: true,
+    maxBsonObjectSize: MAX_BSON_OBJECT_SIZE,
+    maxMessageSizeBytes: MAX_MESSAGE_SIZE_BYTES,
+    maxWriteBatchSize: MAX_WRITE_BATCH_SIZE,
+    localTime: new Date(),
+    logicalSessionTimeoutMinutes: LOGICAL_SESSION_TIMEOUT_MINUTES,
+    connectionId: context.connectionId,
+    minWireVersion: 0,
+    maxWireVersion: MAX_WIRE_VERSION,
+    readOnly: false,
+    ok: 1,
+  });
+}
+
+function buildInfo(): Doc {
+  return {
+    version: SERVER_VERSION,
+    gitVersion: "0000000000000000000000000000000000000000",
+    modules: [],
+    allocator: "system",
+    javascriptEngine: "none",
+    sysInfo: "deprecated",
+    versionArray: [7, 0, 0, 0],
+    openssl: { running: "disabled", compiled: "disabled" },
+    buildEnvironment: {},
+    bits: 64,
+    debug: false,
+    maxBsonObjectSize: MAX_BSON_OBJECT_SIZE,
+    storageEngines: ["wiredTiger"],
+    // Not in mongod's reply: lets a client tell it is talking to this test server.
+    wireProtocolTestServer: true,
+    ok: 1,
+  };
+}
+
+function parameters(context: CommandContext): Doc {
+  return {
+    featureCompatibilityVersion: { version: "7.0" },
+    ttlMonitorEnabled: context.server.ttl.enabled,
+    ttlMonitorSleepSecs: new BSON.Int32(Math.max(1, Math.round(context.server.ttl.interval / 1000))),
+    maxBSONDepth: new BSON.Int32(200),
+    authenticationMechanisms: [],
+  };
+}
+
+function getParameter(command: Doc, context: CommandContext): Doc {
+  requireAdminDatabase("getParameter", context);
+  const all = parameters(context);
+  if (command.getParameter === "*") return { ...all, ok: 1 };
+  const reply: Doc = {};
+  for (const name of Object.keys(command)) {
+    if (name === "getParameter" || name.startsWith("$") || name === "lsid" || name === "comment") continue;
+    if (!Object.hasOwn(all, name)) fail(ErrorCode.InvalidOptions, `no option found to get`);
+    reply[name] = all[name];
+  }
+  return { ...reply, ok: 1 };
+}
+
+/** Supports the TTL monitor knobs, which tests want to turn. */
+function setParameter(command: Doc, context: CommandContext): Doc {
+  requireAdminDatabase("setParameter", context);
+  const ttl = context.server.ttl;
+  const reply: Doc = {};
+  for (const [name, value] of Object.entries(command)) {
+    if (name === "setParameter" || name.startsWith("$") || name === "lsid" || name === "comment") continue;
+    if (name === "ttlMonitorEnabled") {
+      reply.was = ttl.enabled;
+      ttl.enabled = value === true;
+    } else if (name === "ttlMonitorSleepSecs" && isNumeric(value) && toDouble(value) > 0) {
+      reply.was = new BSON.Int32(Math.round(ttl.interval / 1000));
+      ttl.setInterval(toDouble(value) * 1000);
+    } else {
+      fail(ErrorCode.InvalidOptions, `attempted to set unrecognized parameter [${name}], use help:true to see options `);
+    }
+  }
+  return { ...reply, ok: 1 };
+}
+
+function serverStatus(_command: Doc, context: CommandContext): Doc {
+  const uptimeMillis = Date.now() - context.server.startedAt.getTime();
+  return {
+    host: `${os.hostname()}:${context.server.port}`,
+    version: SERVER_VERSION,
+    process: "mongod",
+    pid: BSON.Long.fromNumber(process.pid),
+    uptime: new BSON.Double(Math.floor(uptimeMillis / 1000)),
+    uptimeMillis: BSON.Long.fromNumber(uptimeMillis),
+    uptimeEstimate: BSON.Long.fromNumber(Math.floor(uptimeMillis / 1000)),
+    localTime: new Date(),
+    connections: {
+      current: context.server.currentConnections(),
+      available: 1_000_000 - context.server.currentConnections(),
+      totalCreated: context.server.totalConnections(),
+    },
+    metrics: { cursor: { open: { total: BSON.Long.fromNumber(context.server.cursors.size) } } },
+    ok: 1,
+  };
+}
+
+function hostInfo(): Doc {
+  return {
+    system: {
+      currentTime: new Date(),
+      hostname: os.hostname(),
+      cpuAddrSize: 64,
+      memSizeMB: BSON.Long.fromNumber(Math.round(os.totalmem() / 1024 / 1024)),
+      numCores: os.cpus().length,
+      cpuArch: os.arch(),
+      numaEnabled: false,
+    },
+    os: { type: os.type(), name: os.type(), version: os.release() },
+    extra: {},
+    ok: 1,
+  };
+}
+
+function listDatabases(command: Doc, context: CommandContext): Doc {
+  requireAdminDatabase("listDatabases", context);
+  const store = context.server.store;
+  const filter = compileFilter(optionalDocument(command, "listDatabases", "filter"));
+  const nameOnly = optionalBoolean(command, "listDatabases", "nameOnly", false);
+  let totalSize = 0;
+  const databases = store
+    .databaseNames()
+    .map((name) => {
+      const sizeOnDisk = store.collections(name).reduce((sum, collection) => sum + collection.dataSize(), 0) || 4096;
+      return { name, sizeOnDisk: BSON.Long.fromNumber(sizeOnDisk), empty: false };
+    })
+    .filter((entry) => filter(entry));
+  if (nameOnly) return { databases: databases.map(({ name }) => ({ name })), ok: 1 };
+  for (const entry of databases) totalSize += entry.sizeOnDisk.toNumber();
+  return { databases, totalSize: BSON.Long.fromNumber(totalSize), totalSizeMb: BSON.Long.fromNumber(Math.floor(totalSize / 1024 / 1024)), ok: 1 };
+}
+
+function dropDatabase(_command: Doc, context: CommandContext): Doc {
+  validateDatabaseName(context.db);
+  context.server.store.dropDatabase(context.db);
+  return { dropped: context.db, ok: 1 };
+}
+
+function listCollections(command: Doc, context: CommandContext): Doc {
+  const filter = compileFilter(optionalDocument(command, "listCollections", "filter"));
+  const nameOnly = optionalBoolean(command, "listCollections", "nameOnly", false);
+  const entries = context.server.store
+    .collections(context.db)
+    .map((collection): Doc => ({
+      name: collection.name,
+      type: "collection",
+      options: collection.options,
+      info: { readOnly: false, uuid: collection.uuid },
+      idIndex: { v: new BSON.Int32(2), key: { _id: new BSON.Int32(1) }, name: "_id_" },
+    }))
+    .filter((entry) => filter(entry))
+    .map((entry) => (nameOnly ? { name: entry.name, type: entry.type } : entry));
+  const ns = `${context.db}.$cmd.listCollections`;
+  return { cursor: context.server.cursors.openCursor(ns, entries, cursorBatchSize(command, "listCollections")), ok: 1 };
+}
+
+/** Options of `create` that would change behaviour the test server does not implement. */
+const UNSUPPORTED_CREATE_OPTIONS = ["capped", "viewOn", "pipeline", "timeseries", "clusteredIndex", "validator", "changeStreamPreAndPostImages", "encryptedFields"];
+
+function create(command: Doc, context: CommandContext): Doc {
+  const name = collectionArgument(command, "create", context);
+  for (const option of UNSUPPORTED_CREATE_OPTIONS) {
+    if (command[option] !== undefined && command[option] !== false) {
+      fail(ErrorCode.BadValue, `create option '${option}' is not supported by the wire-protocol test server`);
+    }
+  }
+  rejectCollation(command.collation);
+  context.server.store.createCollection(context.db, name, {});
+  return { ok: 1 };
+}
+
+function drop(command: Doc, context: CommandContext): Doc {
+  const name = collectionArgument(command, "drop", context);
+  const dropped = context.server.store.dropCollection(context.db, name);
+  // Since 7.0 dropping a collection that does not exist succeeds.
+  if (!dropped) return { ok: 1 };
+  return { nIndexesWas: dropped.indexes.length, ns: dropped.ns, ok: 1 };
+}
+
+function ok(): Doc {
+  return { ok: 1 };
+}
+
+export const adminCommands: Record<string, CommandHandler> = {
+  hello: hello(false),
+  isMaster: hello(true),
+  ismaster: hello(true),
+  ping: ok,
+  buildInfo,
+  buildinfo: buildInfo,
+  getParameter,
+  setParameter,
+  serverStatus,
+  hostInfo,
+  whatsmyuri: (_command, context) => ({ you: context.clientAddress, ok: 1 }),
+  connectionStatus: () => ({ authInfo: { authenticatedUsers: [], authenticatedUserRoles: [] }, ok: 1 }),
+  endSessions: ok,
+  killAllSessions: ok,
+  killSessions: ok,
+  refreshSessions: ok,
+  startSession: () => ({ id: { id: new BSON.UUID() }, timeoutMinutes: LOGICAL_SESSION_TIMEOUT_MINUTES, ok: 1 }),
+  listDatabases,
+  dropDatabase,
+  listCollections,
+  create,
+  drop,
+};
+

@@ -1,0 +1,78 @@
+// createIndexes, listIndexes, dropIndexes.
+
+import { BSON } from "mongodb";
+import { formatValue, isDocument, sameBytes, type Doc } from "./bson-values.js";
+import { collectionArgument, cursorBatchSize, requiredArray, type CommandContext, type CommandHandler } from "./command-context.js";
+import { Collection } from "./collection-store.js";
+import { ErrorCode, fail } from "./errors.js";
+import { normalizeIndexSpec } from "./indexes.js";
+
+function createIndexes(command: Doc, context: CommandContext): Doc {
+  const name = collectionArgument(command, "createIndexes", context);
+  const specs = requiredArray(command, "createIndexes", "indexes");
+  if (specs.length === 0) fail(ErrorCode.BadValue, "Must specify at least one index to create");
+  // Validate every spec before creating anything.
+  specs.forEach((spec) => normalizeIndexSpec(spec));
+
+  const store = context.server.store;
+  const existing = store.getCollection(context.db, name);
+  // Build on a scratch copy of the index list first so that a failure on the second spec
+  // does not leave the first one created: createIndexes is all-or-nothing.
+  const scratch = new Collection(context.db, name);
+  for (const index of existing?.indexes ?? []) if (index.name !== "_id_") scratch.createIndex(index.spec);
+  for (const doc of existing?.all() ?? []) scratch.insert(doc);
+  const before = scratch.indexes.length;
+  let created = 0;
+  for (const spec of specs) if (scratch.createIndex(spec)) created++;
+
+  if (created === 0) return { numIndexesBefore: before, numIndexesAfter: before, note: "all indexes already exist", ok: 1 };
+  const { collection, created: createdCollection } = store.getOrCreateCollection(context.db, name);
+  for (const spec of specs) collection.createIndex(spec);
+  return { numIndexesBefore: before, numIndexesAfter: collection.indexes.length, createdCollectionAutomatically: createdCollection, ok: 1 };
+}
+
+function listIndexes(command: Doc, context: CommandContext): Doc {
+  const name = collectionArgument(command, "listIndexes", context);
+  const collection = context.server.store.getCollection(context.db, name);
+  if (!collection) fail(ErrorCode.NamespaceNotFound, `ns does not exist: ${context.db}.${name}`);
+  const specs = collection.indexes.map((index) => index.spec);
+  return { cursor: context.server.cursors.openCursor(`${context.db}.${name}`, specs, cursorBatchSize(command, "listIndexes")), ok: 1 };
+}
+
+function dropIndexes(command: Doc, context: CommandContext): Doc {
+  const commandName = Object.keys(command)[0] as string; // dropIndexes or deleteIndexes
+  const name = collectionArgument(command, commandName, context);
+  const collection = context.server.store.getCollection(context.db, name);
+  if (!collection) fail(ErrorCode.NamespaceNotFound, `ns not found ${context.db}.${name}`);
+  const nIndexesWas = collection.indexes.length;
+  const target = command.index;
+  if (target === "*") {
+    for (const index of [...collection.indexes]) if (index.name !== "_id_") collection.dropIndex(index.name);
+    return { nIndexesWas, msg: "non-_id indexes dropped for collection", ok: 1 };
+  }
+  const names = resolveIndexNames(collection, target);
+  for (const indexName of names) if (!collection.indexes.some((index) => index.name === indexName)) collection.dropIndex(indexName);
+  for (const indexName of names) collection.dropIndex(indexName);
+  return { nIndexesWas, ok: 1 };
+}
+
+function resolveIndexNames(collection: Collection, target: unknown): string[] {
+  if (typeof target === "string") return [target];
+  if (Array.isArray(target) && target.every((entry) => typeof entry === "string")) return target as string[];
+  if (isDocument(target)) {
+    const index = collection.indexes.find((candidate) => sameBytes(candidate.keyPattern, target));
+    if (!index) fail(ErrorCode.IndexNotFound, `can't find index with key: ${formatValue(target)}`);
+    return [index.name];
+  }
+  return fail(ErrorCode.TypeMismatch, "BSON field 'dropIndexes.index' is the wrong type, expected types '[string, object, array]'");
+}
+
+export const indexCommands: Record<string, CommandHandler> = {
+  createIndexes,
+  listIndexes,
+  dropIndexes,
+  deleteIndexes: dropIndexes,
+};
+
+// Referenced so the Int32 type used by index specs stays visibly tied to BSON.
+export type IndexVersion = BSON.Int32;
