@@ -3,6 +3,7 @@ import { loadConfig, type Config } from "../../src/config/config.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import type { TaskStore } from "../../src/store/task-store.js";
+import type { TaskHandler } from "../../src/engine/workflow-types.js";
 import { freePort } from "./server-process.js";
 
 export interface TestApp {
@@ -15,11 +16,11 @@ export interface TestApp {
 }
 
 /** The real app, in this process, on a free loopback port (in-memory store unless one is given). */
-export async function startTestApp(env: Record<string, string> = {}, store: TaskStore = new MemoryTaskStore()): Promise<TestApp> {
+export async function startTestApp(env: Record<string, string> = {}, store: TaskStore = new MemoryTaskStore(), handlers?: Record<string, TaskHandler>): Promise<TestApp> {
   const port = await freePort();
   const config = loadConfig({ PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: "silent", TIMER_POLL_MS: "50", SHUTDOWN_GRACE_MS: "1000", ...env });
   const logger = createLogger(config.logLevel);
-  const app = await createApp({ config, logger, store, durableStore: store.kind === "mongodb" });
+  const app = await createApp({ config, logger, store, durableStore: store.kind === "mongodb", ...(handlers ? { handlers } : {}) });
   await app.listen();
   return {
     baseUrl: `http://127.0.0.1:${port}`,

@@ -1,6 +1,5 @@
 // createIndexes, listIndexes, dropIndexes.
 
-import { BSON } from "mongodb";
 import { formatValue, isDocument, sameBytes, type Doc } from "./bson-values.js";
 import { collectionArgument, cursorBatchSize, requiredArray, type CommandContext, type CommandHandler } from "./command-context.js";
 import { Collection } from "./collection-store.js";
@@ -51,7 +50,11 @@ function dropIndexes(command: Doc, context: CommandContext): Doc {
     return { nIndexesWas, msg: "non-_id indexes dropped for collection", ok: 1 };
   }
   const names = resolveIndexNames(collection, target);
-  for (const indexName of names) if (!collection.indexes.some((index) => index.name === indexName)) collection.dropIndex(indexName);
+  // Check every name before dropping any, so that a bad name drops nothing.
+  for (const indexName of names) {
+    if (indexName === "_id_") fail(ErrorCode.InvalidOptions, "cannot drop _id index");
+    if (!collection.indexes.some((index) => index.name === indexName)) fail(ErrorCode.IndexNotFound, `index not found with name [${indexName}]`);
+  }
   for (const indexName of names) collection.dropIndex(indexName);
   return { nIndexesWas, ok: 1 };
 }
@@ -73,6 +76,3 @@ export const indexCommands: Record<string, CommandHandler> = {
   dropIndexes,
   deleteIndexes: dropIndexes,
 };
-
-// Referenced so the Int32 type used by index specs stays visibly tied to BSON.
-export type IndexVersion = BSON.Int32;
