@@ -1,0 +1,162 @@
+import { randomUUID } from "node:crypto";
+import { MongoClient } from "mongodb";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
+import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
+import { DuplicateTaskError, StaleWriteError, type RunEvent, type TaskRecord, type TaskStore } from "../../src/store/task-store.js";
+import "../support/mongo.js";
+
+function record(taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord {
+  const at = new Date().toISOString();
+  return {
+    taskId,
+    tenant: "t1",
+    contextId: "ctx",
+    workflowId: "echo",
+    version: 0,
+    status: "pending",
+    a2a: { taskId, runId: taskId, state: "submitted", updatedAt: at },
+    snapshot: { value: "pending", context: { note: "café ☕" } },
+    createdAt: at,
+    updatedAt: at,
+    expireAt: null,
+    timerDueAt: null,
+    ...overrides,
+  };
+}
+
+function events(taskId: string, from: number, count: number): RunEvent[] {
+  return Array.from({ length: count }, (_, i) => ({
+    eventId: `${taskId}:${from + i}`,
+    runId: taskId,
+    type: i === 0 && from === 0 ? "run.created" : "node.started",
+    payload: { n: from + i },
+    timestamp: new Date().toISOString(),
+    sequence: from + i,
+  }));
+}
+
+const changes = (status: TaskRecord["status"], extra: Partial<TaskRecord> = {}) => ({
+  status,
+  a2a: { taskId: "x", runId: "x", state: "working" as const, updatedAt: new Date().toISOString() },
+  snapshot: { value: status },
+  updatedAt: new Date().toISOString(),
+  expireAt: null,
+  timerDueAt: null,
+  ...extra,
+});
+
+/** One contract, every adapter. */
+function contract(name: string, open: () => Promise<TaskStore>, close: () => Promise<void>) {
+  describe(`TaskStore contract: ${name}`, () => {
+    let store: TaskStore;
+    beforeAll(async () => {
+      store = await open();
+    });
+    afterAll(close);
+
+    it("creates, reads back exactly, and refuses a duplicate", async () => {
+      const id = randomUUID();
+      const r = record(id);
+      await store.create(r, events(id, 0, 1));
+      expect(await store.get(id)).toEqual(r);
+      await expect(store.create(r, events(id, 0, 1))).rejects.toBeInstanceOf(DuplicateTaskError);
+      expect(await store.get("missing")).toBeNull();
+    });
+
+    it("commits atomically with an optimistic version check; a stale writer changes nothing", async () => {
+      const id = randomUUID();
+      await store.create(record(id), events(id, 0, 1));
+      await store.commit(id, 0, changes("running"), events(id, 1, 2));
+      expect((await store.get(id))?.version).toBe(2);
+      await expect(store.commit(id, 0, changes("failed"), events(id, 1, 1))).rejects.toBeInstanceOf(StaleWriteError);
+      const after = await store.get(id);
+      expect(after?.status).toBe("running");
+      expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual([0, 1, 2]);
+      await expect(store.commit("missing", 0, changes("running"), events("missing", 1, 1))).rejects.toBeInstanceOf(StaleWriteError);
+    });
+
+    it("two concurrent writers at the same version: exactly one wins, events never interleave", async () => {
+      const id = randomUUID();
+      await store.create(record(id), events(id, 0, 1));
+      const outcomes = await Promise.allSettled([store.commit(id, 0, changes("running"), events(id, 1, 3)), store.commit(id, 0, changes("paused"), events(id, 1, 1))]);
+      expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
+      const log = await store.readEvents(id, 0);
+      expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i));
+      expect((await store.get(id))?.version).toBe(log.length - 1);
+    });
+
+    it("reads event slices in order", async () => {
+      const id = randomUUID();
+      await store.create(record(id), events(id, 0, 1));
+      await store.commit(id, 0, changes("running"), events(id, 1, 9));
+      expect((await store.readEvents(id, 3, 4)).map((e) => e.sequence)).toEqual([3, 4, 5, 6]);
+      expect((await store.readEvents(id, 8)).map((e) => e.sequence)).toEqual([8, 9]);
+      expect(await store.readEvents(id, 10)).toEqual([]);
+      expect(await store.readEvents("missing", 0)).toEqual([]);
+    });
+
+    it("lists active tasks and due timers", async () => {
+      const active = randomUUID();
+      const done = randomUUID();
+      const timed = randomUUID();
+      await store.create(record(active, { status: "running" }), events(active, 0, 1));
+      await store.create(record(done, { status: "completed" }), events(done, 0, 1));
+      await store.create(record(timed, { status: "running", timerDueAt: new Date(Date.now() - 1000).toISOString() }), events(timed, 0, 1));
+      const ids = (await store.listActive()).map((r) => r.taskId);
+      expect(ids).toEqual(expect.arrayContaining([active, timed]));
+      expect(ids).not.toContain(done);
+      expect(await store.dueTimers(new Date(), 100)).toContain(timed);
+      expect(await store.dueTimers(new Date(Date.now() - 60_000), 100)).not.toContain(timed);
+    });
+
+    it("an expired terminal task reads as not found", async () => {
+      const id = randomUUID();
+      await store.create(record(id), events(id, 0, 1));
+      await store.commit(id, 0, changes("completed", { expireAt: new Date(Date.now() - 1).toISOString() }), events(id, 1, 1));
+      expect(await store.get(id)).toBeNull();
+      expect(await store.readEvents(id, 0)).toEqual([]);
+    });
+  });
+}
+
+contract("memory", async () => new MemoryTaskStore(), async () => {});
+
+const dbName = `contract_${randomUUID().slice(0, 8)}`;
+let client: MongoClient;
+contract(
+  `mongodb (${inject("mongoBackend")})`,
+  async () => {
+    client = await MongoClient.connect(inject("mongoUri"));
+    const store = new MongoTaskStore(client, client.db(dbName));
+    await store.init();
+    return store;
+  },
+  async () => {
+    await client.db(dbName).dropDatabase();
+    await client.close();
+  },
+);
+
+describe("MongoDB round trips per transition", () => {
+  it("a transition is one round trip (one update command)", async () => {
+    const commands: string[] = [];
+    const monitored = await MongoClient.connect(inject("mongoUri"), { monitorCommands: true });
+    monitored.on("commandStarted", (e) => commands.push(e.commandName));
+    const db = `roundtrips_${randomUUID().slice(0, 8)}`;
+    const store = new MongoTaskStore(monitored, monitored.db(db));
+    await store.init();
+    const id = randomUUID();
+    commands.length = 0;
+    await store.create(record(id), events(id, 0, 1));
+    const perCreate = commands.length;
+    commands.length = 0;
+    for (let v = 0; v < 10; v++) await store.commit(id, v, changes("running"), events(id, v + 1, 1));
+    const perTransition = commands.length / 10;
+    console.log(`MongoDB round trips: create=${perCreate}, per transition=${perTransition} (${[...new Set(commands)].join(", ")})`);
+    expect(perCreate).toBe(1);
+    expect(perTransition).toBe(1);
+    await monitored.db(db).dropDatabase();
+    await monitored.close();
+  });
+});
