@@ -1,0 +1,55 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { validateA2ATaskState, validateCapabilities } from "../../src/schemas/schema-validator.js";
+import { startTestApp, type TestApp } from "../support/start-server.js";
+
+describe("discovery and the durable read over REST", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  it("GET /.well-known/openwop validates and carries the a2a block at the root", async () => {
+    const doc = (await (await fetch(`${t.baseUrl}/.well-known/openwop`)).json()) as Record<string, any>;
+    validateCapabilities(doc);
+    const card = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as Record<string, any>;
+    expect(doc["a2a"].supported).toBe(true);
+    expect(doc["a2a"].agentCardUrl).toBe(`${t.baseUrl}/.well-known/agent-card.json`);
+    expect(doc["a2a"].streaming).toBe(card["capabilities"].streaming);
+    expect(doc["a2a"].pushNotifications).toBe(card["capabilities"].pushNotifications);
+    expect(doc["a2a"].durableTasks).toBe(false); // this test app runs on the in-memory store
+    expect(doc["a2a"].protocolVersions).toContain(doc["a2a"].preferredVersion);
+  });
+
+  it("GET /v1/a2a/tasks/{taskId} returns the persisted A2ATaskState", async () => {
+    const res = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hi" }], metadata: { skillId: "approval-gate" } } } }),
+    });
+    const task = ((await res.json()) as { result: { id: string; contextId: string } }).result;
+    const state = (await (await fetch(`${t.baseUrl}/v1/a2a/tasks/${task.id}`)).json()) as Record<string, unknown>;
+    validateA2ATaskState(state);
+    expect(state).toMatchObject({ taskId: task.id, runId: task.id, contextId: task.contextId, state: "input-required", interruptKind: "approval" });
+  });
+
+  it("unknown tasks and routes answer the OpenWOP error envelope", async () => {
+    const missing = await fetch(`${t.baseUrl}/v1/a2a/tasks/nope`);
+    expect(missing.status).toBe(404);
+    const body = (await missing.json()) as Record<string, unknown>;
+    expect(Object.keys(body).sort()).toEqual(["details", "error", "message"]);
+    expect(body["error"]).toBe("not_found");
+    const route = await fetch(`${t.baseUrl}/no/such/route`);
+    expect(route.status).toBe(404);
+    const wrongMethod = await fetch(`${t.baseUrl}/.well-known/openwop`, { method: "DELETE" });
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get("allow")).toBe("GET");
+  });
+
+  it("serves the task machine for the visualizer", async () => {
+    const machine = (await (await fetch(`${t.baseUrl}/v1/a2a/task-machine.json`)).json()) as { id: string; states: Record<string, unknown> };
+    expect(machine.id).toBe("task");
+    expect(Object.keys(machine.states)).toHaveLength(10);
+  });
+});
