@@ -22,6 +22,7 @@ import {
   nodeAfter,
   resumeValueFromMessage,
   runInputOf,
+  SYSTEM_TIMEOUT,
 } from "./workflow-engine.js";
 import { HandlerError, type HandlerResult, type TaskHandler, type TaskNode } from "./workflow-types.js";
 
@@ -485,7 +486,7 @@ export class TaskSupervisor {
 
   /** An approval gate that times out is auto-rejected; a clarification that times out fails the run. */
   private async expireInterrupt(record: TaskRecord): Promise<void> {
-    const system: Principal = { tenant: record.tenant, id: "system:timeout" };
+    const system: Principal = { tenant: record.tenant, id: SYSTEM_TIMEOUT };
     const interrupt = this.contextOf(record).interrupt;
     if (!interrupt) return;
     if (interrupt.kind === "approval") {

@@ -81,6 +81,9 @@ function agentMessage(taskId: string, contextId: string, messageId: string, part
   return { messageId, role: "agent", parts, taskId, contextId };
 }
 
+/** The principal the durable timer acts as when an interrupt's deadline passes. */
+export const SYSTEM_TIMEOUT = "system:timeout";
+
 export function offeredActions(node: ApprovalNode): ApprovalAction[] {
   const offered = node.actions ?? ["accept", "reject", "refine", "edit", "ask"];
   return offered.map((a) => (a === "edit" ? "edit-accept" : a));
@@ -98,11 +101,10 @@ export function buildInterrupt(
   let text: string;
   if (node.kind === "approval") {
     const actions = offeredActions(node);
-    const artifacts = node.artifactFrom ? context.artifacts.filter((a) => a.artifactId.startsWith(`${node.artifactFrom}.`)) : [];
     data = {
       title: node.title,
       ...(node.description ? { description: node.description } : {}),
-      artifactIds: artifacts.map((a) => a.artifactId),
+      artifactIds: node.artifactFrom ? (context.artifactsByNode[node.artifactFrom] ?? []) : [],
       actions,
     };
     text = `Approval needed: ${node.title}. Reply with a data part {"action": ${actions.map((a) => `"${a}"`).join(" | ")}}.`;
@@ -150,9 +152,9 @@ export function interpretReply(
   if (node?.kind === "clarification") return { type: "resume", ...clarificationOutcome(node, workflow, resumeValue, decision) };
   if (node?.kind !== "approval") throw invalidParams(`node "${interrupt.nodeId}" does not accept replies`);
   let value = resumeValue;
-  if (typeof value["action"] !== "string" && typeof value["decision"] === "string") {
-    const legacy = LEGACY_DECISIONS[value["decision"]];
-    if (legacy) value = { ...value, ...legacy(value["feedback"]) };
+  const decisionWord = value["decision"];
+  if (typeof value["action"] !== "string" && typeof decisionWord === "string" && Object.hasOwn(LEGACY_DECISIONS, decisionWord)) {
+    value = { ...value, ...LEGACY_DECISIONS[decisionWord]!(value["feedback"]) };
   }
   const action = value["action"];
   if (typeof action !== "string" || !(APPROVAL_ACTIONS as readonly string[]).includes(action)) {
@@ -179,9 +181,9 @@ export function interpretReply(
       if (!("editedArtifactData" in value)) throw invalidParams(`an "edit-accept" reply needs "editedArtifactData"`);
       const edited = value["editedArtifactData"];
       const part: Part = typeof edited === "string" ? { kind: "text", text: edited } : { kind: "data", data: { value: edited } };
+      const reviewed = node.artifactFrom ? (context.artifactsByNode[node.artifactFrom] ?? []) : [];
       const artifacts = context.artifacts
-        .filter((a) => node.artifactFrom && a.artifactId.startsWith(`${node.artifactFrom}.`))
-        .slice(0, 1)
+        .filter((a) => a.artifactId === reviewed[0])
         .map((a) => ({ ...a, parts: [part], metadata: { ...a.metadata, editedBy: decision.decidedBy } }));
       return { type: "resume", output: { ...base, edited: true }, next: nodeAfter(workflow, node.id), artifacts };
     }
@@ -192,7 +194,8 @@ export function interpretReply(
       return { type: "resume", output: { ...base, refineFeedback }, next: target };
     }
     case "reject": {
-      const reason = value["reason"] === "timeout" ? "timeout" : undefined;
+      // Only the host's own deadline may reject "by timeout"; a caller's reject is a reject.
+      const reason = value["reason"] === "timeout" && decision.decidedBy === SYSTEM_TIMEOUT ? "timeout" : undefined;
       const output = { ...base, ...(reason ? { reason } : {}) };
       if (typeof node.onReject === "object") return { type: "resume", output, next: node.onReject.goto };
       const thenFail: RunError = reason
@@ -256,8 +259,7 @@ export function resumeValueFromMessage(message: Message, interrupt: PendingInter
     throw invalidParams(`the reply to approval gate "${interrupt.nodeId}" needs a data part {"action": ...}; text is accepted only if it is exactly one of ${APPROVAL_ACTIONS.join(", ")}`);
   }
   const node = findNode(workflow, interrupt.nodeId);
-  if (node?.kind === "clarification" && node.questions.length === 1 && node.questions[0]) {
-    return { answers: [{ id: node.questions[0].id, answer: text }] };
-  }
+  if (node?.kind !== "clarification") throw invalidParams(`node "${interrupt.nodeId}" needs a data part to resume`);
+  if (node.questions.length === 1 && node.questions[0]) return { answers: [{ id: node.questions[0].id, answer: text }] };
   throw invalidParams(`node "${interrupt.nodeId}" asks several questions; answer with a data part {"answers": [{"id", "answer"}]}`);
 }

@@ -46,6 +46,8 @@ export interface TaskContext {
   visits: Record<string, number>;
   outputs: Record<string, unknown>;
   artifacts: Artifact[];
+  /** Which node produced which artifacts (approval gates put a node's artifacts up for review). */
+  artifactsByNode: Record<string, string[]>;
   history: Message[];
   statusMessage?: Message;
   interrupt?: PendingInterrupt;

@@ -47,6 +47,7 @@ export const taskMachine = setup({
     isApprovalInterrupt: ({ event }) => event.type === "INTERRUPT" && event.interrupt.kind === "approval",
     isClarificationInterrupt: ({ event }) => event.type === "INTERRUPT" && event.interrupt.kind === "clarification",
     isExternalInterrupt: ({ event }) => event.type === "INTERRUPT" && event.interrupt.kind === "external-event",
+    startsCursorNode: ({ context, event }) => event.type === "NODE_STARTED" && context.cursor === event.nodeId,
     completesRunningNode: ({ context, event }) =>
       event.type === "NODE_COMPLETED" && context.nodeStarted && context.cursor === event.nodeId,
     resolvesPendingInterrupt: ({ context, event }) =>
@@ -67,6 +68,7 @@ export const taskMachine = setup({
         outputs: { ...context.outputs, [event.nodeId]: event.output },
         visits: { ...context.visits, [event.nodeId]: (context.visits[event.nodeId] ?? 0) + 1 },
         artifacts: mergeArtifacts(context.artifacts, event.artifacts),
+        artifactsByNode: event.artifacts.length > 0 ? { ...context.artifactsByNode, [event.nodeId]: event.artifacts.map((a) => a.artifactId) } : context.artifactsByNode,
         cursor: event.next,
         nodeStarted: false,
         attempt: 0,
@@ -153,6 +155,7 @@ export const taskMachine = setup({
     visits: {},
     outputs: {},
     artifacts: [],
+    artifactsByNode: {},
     history: [input.message],
   }),
   states: {
@@ -166,7 +169,7 @@ export const taskMachine = setup({
     running: {
       meta: { a2aState: "working", description: "The engine is executing workflow nodes." },
       on: {
-        NODE_STARTED: { actions: "recordNodeStarted" },
+        NODE_STARTED: { guard: "startsCursorNode", actions: "recordNodeStarted" },
         NODE_COMPLETED: { guard: "completesRunningNode", actions: "recordNodeCompleted" },
         TIMER_SET: { actions: "recordTimer" },
         INTERRUPT: [

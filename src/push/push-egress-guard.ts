@@ -138,6 +138,9 @@ const V4_REFUSED: ReadonlyArray<readonly [Cidr, string]> = [
   [cidr("240.0.0.0/4"), "a reserved (240.0.0.0/4) address"],
 ];
 
+const V4_LOOPBACK = cidr("127.0.0.0/8");
+const V6_LOOPBACK = cidr("::1/128");
+const V6_UNSPECIFIED_OR_LOOPBACK = cidr("::/127");
 const V6_GLOBAL_UNICAST = cidr("2000::/3");
 const V6_MAPPED = cidr("::ffff:0:0/96");
 const V6_TRANSLATED = cidr("::ffff:0:0:0/96");
@@ -170,7 +173,7 @@ function matches(ip: IP, range: Cidr): boolean {
 }
 
 function classifyV4(ip: IPv4, allowLoopback: boolean): Verdict {
-  if (allowLoopback && matches(ip, cidr("127.0.0.0/8"))) return { ok: true, loopback: true };
+  if (allowLoopback && matches(ip, V4_LOOPBACK)) return { ok: true, loopback: true };
   for (const [range, reason] of V4_REFUSED) {
     if (matches(ip, range)) return { ok: false, reason };
   }
@@ -195,7 +198,7 @@ function checkEmbedded(kind: string, embedded: IPv4[]): Verdict {
 function classifyV6(ip: IPv6, allowLoopback: boolean): Verdict {
   if (ip.zoneId !== undefined && ip.zoneId !== "") return { ok: false, reason: "a scoped address with a zone id" };
   const p = ip.parts;
-  if (allowLoopback && matches(ip, cidr("::1/128"))) return { ok: true, loopback: true };
+  if (allowLoopback && matches(ip, V6_LOOPBACK)) return { ok: true, loopback: true };
 
   if (matches(ip, V6_MAPPED)) {
     const v4 = ip.toIPv4Address();
@@ -204,7 +207,7 @@ function classifyV6(ip: IPv6, allowLoopback: boolean): Verdict {
     return { ok: false, reason: `an IPv4-mapped IPv6 address (embeds ${v4.toString()}${suffix})` };
   }
   if (matches(ip, V6_TRANSLATED)) return { ok: false, reason: "an IPv4-translated (RFC 6145) address" };
-  if (!matches(ip, cidr("::/127")) && matches(ip, V6_COMPATIBLE)) {
+  if (!matches(ip, V6_UNSPECIFIED_OR_LOOPBACK) && matches(ip, V6_COMPATIBLE)) {
     return { ok: false, reason: `an IPv4-compatible IPv6 address (deprecated; embeds ${v4FromParts(p[6] ?? 0, p[7] ?? 0).toString()})` };
   }
   // Transition prefixes: unwrap the embedded IPv4 and judge it. DNS64 networks legitimately answer
@@ -374,8 +377,10 @@ function analyze(raw: unknown, policy: EgressPolicy): Analysis {
     literal = ipaddr.IPv6.parse(name);
   } else if (ipaddr.IPv4.isValid(name)) {
     literal = ipaddr.IPv4.parse(name);
-  } else if (name === "" || name.startsWith(".") || name.includes("..")) {
+  } else if (name === "" || name.startsWith(".") || name.endsWith(".") || name.includes("..")) {
     refuse("url", "the host name has an empty label");
+  } else if (name.length > 253 || name.split(".").some((label) => label.length > 63)) {
+    refuse("url", "the host name is longer than DNS allows");
   } else if (!DNS_NAME.test(name)) {
     refuse("url", "the host name contains characters that are not valid in a DNS name");
   } else if (/^[0-9]+$/.test(name.slice(name.lastIndexOf(".") + 1))) {

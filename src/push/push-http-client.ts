@@ -2,7 +2,7 @@
  * Push-notification delivery over undici, pinned to the addresses the egress guard checked.
  *
  * Every `post` re-runs `checkPushUrl` (delivery-time revalidation against DNS rebinding), then sends
- * the request through an undici `Client` whose socket `lookup` answers with exactly the checked
+ * the request through an undici `Pool` whose socket `lookup` answers with exactly the checked
  * addresses — the OS resolver is never asked a second time between check and connect. The URL's
  * host stays the Host header and the TLS servername, so virtual hosting and certificate checks
  * still use the real name.
@@ -15,7 +15,7 @@
  */
 import type { LookupAddress, LookupOptions } from "node:dns";
 import type { LookupFunction } from "node:net";
-import { Client } from "undici";
+import { Pool } from "undici";
 import type { Dispatcher } from "undici";
 import {
   EgressRefusedError,
@@ -50,8 +50,9 @@ export interface PushHttpClient {
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 
-/** How many pinned (origin, addresses) connections pools are kept for reuse. */
-const MAX_POOLED_CLIENTS = 32;
+/** How many pinned (origin, addresses) connection pools are kept for reuse. */
+const MAX_POOLS = 32;
+const CONNECTIONS_PER_POOL = 4;
 const KEEP_ALIVE_MS = 4_000;
 
 /**
@@ -158,40 +159,66 @@ function classifyStatus(status: number): { ok: boolean; retryable: boolean; erro
   return { ok: false, retryable: false, error: `webhook answered ${status}` };
 }
 
+interface PoolEntry {
+  key: string;
+  pool: Pool;
+  /** Posts currently using this pool. */
+  users: number;
+  /** Evicted (LRU or after a failure): destroyed once the last user is done. */
+  retired: boolean;
+}
+
 export function createPushHttpClient(opts: { policy: EgressPolicy; resolve?: Resolver }): PushHttpClient {
   const resolve = opts.resolve ?? defaultResolver;
-  // Pools keyed by origin + pinned addresses, so a connection is only reused for the exact
-  // addresses this delivery validated. Insertion order doubles as LRU order.
-  const pools = new Map<string, Client>();
+  // Pools keyed by origin + pinned addresses, so a connection is only ever reused for the exact
+  // addresses this delivery validated. Map insertion order doubles as LRU order.
+  const pools = new Map<string, PoolEntry>();
+  const inflight = new Set<Promise<PushResult>>();
   let closed = false;
 
-  function poolFor(url: URL, addresses: readonly ResolvedAddress[]): Client {
+  function retire(entry: PoolEntry): void {
+    if (pools.get(entry.key) === entry) pools.delete(entry.key);
+    entry.retired = true;
+    // destroy(), not close(): close() can wait forever on a pool whose connection failed
+    // (seen with undici 7.30 after ERR_TLS_CERT_ALTNAME_INVALID). Nobody is using it any more.
+    if (entry.users === 0) void entry.pool.destroy().catch(ignore);
+  }
+
+  function acquire(url: URL, addresses: readonly ResolvedAddress[]): PoolEntry {
     const key = `${url.origin}|${addresses.map((a) => a.address).join(",")}`;
-    const existing = pools.get(key);
-    if (existing !== undefined && !existing.closed && !existing.destroyed) {
+    let entry = pools.get(key);
+    if (entry !== undefined && !entry.pool.closed && !entry.pool.destroyed) {
       pools.delete(key);
-      pools.set(key, existing);
-      return existing;
+      pools.set(key, entry);
+    } else {
+      const hostname = url.hostname.endsWith(".") ? url.hostname.slice(0, -1) : url.hostname;
+      const isName = !hostname.startsWith("[") && !/^[0-9.]+$/.test(hostname);
+      const pool = new Pool(url.origin, {
+        connections: CONNECTIONS_PER_POOL,
+        connect: {
+          lookup: pinnedLookup(addresses),
+          // SNI and certificate checks use the URL's name (without a trailing dot), never the IP.
+          ...(url.protocol === "https:" && isName ? { servername: hostname } : {}),
+        },
+        autoSelectFamily: true,
+        keepAliveTimeout: KEEP_ALIVE_MS,
+        keepAliveMaxTimeout: KEEP_ALIVE_MS,
+        pipelining: 1,
+      });
+      entry = { key, pool, users: 0, retired: false };
+      pools.set(key, entry);
+      for (const old of pools.values()) {
+        if (pools.size <= MAX_POOLS) break;
+        retire(old);
+      }
     }
-    const hostname = url.hostname.endsWith(".") ? url.hostname.slice(0, -1) : url.hostname;
-    const isName = !hostname.startsWith("[") && !/^[0-9.]+$/.test(hostname);
-    const client = new Client(url.origin, {
-      connect: {
-        lookup: pinnedLookup(addresses),
-        ...(url.protocol === "https:" && isName ? { servername: hostname } : {}),
-      },
-      autoSelectFamily: true,
-      keepAliveTimeout: KEEP_ALIVE_MS,
-      keepAliveMaxTimeout: KEEP_ALIVE_MS,
-      pipelining: 1,
-    });
-    pools.set(key, client);
-    while (pools.size > MAX_POOLED_CLIENTS) {
-      const [oldKey, oldClient] = pools.entries().next().value as [string, Client];
-      pools.delete(oldKey);
-      void oldClient.close().catch(() => undefined);
-    }
-    return client;
+    entry.users += 1;
+    return entry;
+  }
+
+  function release(entry: PoolEntry, failed: boolean): void {
+    entry.users -= 1;
+    if (failed || entry.retired) retire(entry);
   }
 
   async function attempt(req: PushRequest, signal: AbortSignal, started: number): Promise<PushResult> {
@@ -213,34 +240,41 @@ export function createPushHttpClient(opts: { policy: EgressPolicy; resolve?: Res
     if (closed) return { ok: false, error: "push client closed", retryable: true, durationMs: elapsed() };
 
     // 2. One POST over a connection pinned to the checked addresses.
-    const client = poolFor(checked.url, checked.addresses);
-    let response: Dispatcher.ResponseData;
+    const entry = acquire(checked.url, checked.addresses);
+    let failed = false;
     try {
-      response = await client.request({
-        method: "POST",
-        path: `${checked.url.pathname}${checked.url.search}`,
-        headers: sanitizeHeaders(req.headers, req.body),
-        body: req.body,
-        signal,
-        headersTimeout: remaining(),
-        bodyTimeout: remaining(),
-      });
-    } catch (err) {
-      return { ...describeFailure(err, signal, req.timeoutMs), durationMs: elapsed() };
-    }
+      let response: Dispatcher.ResponseData;
+      try {
+        response = await entry.pool.request({
+          method: "POST",
+          path: `${checked.url.pathname}${checked.url.search}`,
+          headers: sanitizeHeaders(req.headers, req.body),
+          body: req.body,
+          signal,
+          headersTimeout: remaining(),
+          bodyTimeout: remaining(),
+        });
+      } catch (err) {
+        failed = true;
+        return { ...describeFailure(err, signal, req.timeoutMs), durationMs: elapsed() };
+      }
 
-    const { statusCode, headers, body } = response;
-    // Destroying a body early makes undici emit an abort error on it; nobody else listens.
-    body.on("error", ignore);
-    if (statusCode === 101 || hasUpgradeToken(headers["connection"])) {
-      body.destroy();
-      return { ok: false, status: statusCode, error: "webhook answered with Connection: upgrade (refused)", retryable: false, durationMs: elapsed() };
+      const { statusCode, headers, body } = response;
+      // Destroying a body early makes undici emit an abort error on it; nobody else listens.
+      body.on("error", ignore);
+      if (statusCode === 101 || hasUpgradeToken(headers["connection"])) {
+        failed = true;
+        body.destroy();
+        return { ok: false, status: statusCode, error: "webhook answered with Connection: upgrade (refused)", retryable: false, durationMs: elapsed() };
+      }
+      // The outcome is decided by the status; the body is only drained (capped) so the connection
+      // can be reused, and abandoned at the deadline or past the cap.
+      await drainCapped(body, req.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
+      const verdict = classifyStatus(statusCode);
+      return { ...verdict, status: statusCode, durationMs: elapsed() };
+    } finally {
+      release(entry, failed);
     }
-    // The outcome is decided by the status; the body is only drained (capped) so the connection
-    // can be reused, and abandoned on the deadline or the cap.
-    await drainCapped(body, req.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
-    const verdict = classifyStatus(statusCode);
-    return { ...verdict, status: statusCode, durationMs: elapsed() };
   }
 
   return {
@@ -253,18 +287,22 @@ export function createPushHttpClient(opts: { policy: EgressPolicy; resolve?: Res
       if (closed) return { ok: false, error: "push client closed", retryable: true, durationMs: 0 };
       const controller = new AbortController();
       const timer = setTimeout(() => controller.abort(new AttemptTimeout()), req.timeoutMs);
+      const run = attempt(req, controller.signal, started).finally(() => clearTimeout(timer));
+      inflight.add(run);
       try {
-        return await attempt(req, controller.signal, started);
+        return await run;
       } finally {
-        clearTimeout(timer);
+        inflight.delete(run);
       }
     },
 
+    /** Stop accepting posts, let in-flight posts finish (each is bounded by its own timeout), then drop all connections. */
     async close(): Promise<void> {
       closed = true;
-      const all = [...pools.values()];
+      await Promise.allSettled([...inflight]);
+      const entries = [...pools.values()];
       pools.clear();
-      await Promise.all(all.map((c) => c.close().catch(() => undefined)));
+      await Promise.all(entries.map((e) => e.pool.destroy().catch(ignore)));
     },
   };
 }
@@ -300,6 +338,9 @@ function describeFailure(err: unknown, signal: AbortSignal, timeoutMs: number): 
   }
   if (code === "UND_ERR_INVALID_ARG" || code === "ERR_INVALID_CHAR" || code === "ERR_INVALID_HTTP_TOKEN") {
     return { ok: false, error: "invalid push request (a header name or value was rejected)", retryable: false };
+  }
+  if (code !== undefined && /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/.test(code)) {
+    return { ok: false, error: `TLS error (${code})`, retryable: true };
   }
   return { ok: false, error: `connection error${code ? ` (${code})` : ""}`, retryable: true };
 }

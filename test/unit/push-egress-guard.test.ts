@@ -93,6 +93,8 @@ const HOSTILE: Array<[string, EgressArm]> = [
   ["https://exa%00mple.com/", "url"],
   ["https://a..b.example.com/", "url"],
   ["https://.example.com/", "url"],
+  ["https://hooks.example.com../", "url"],
+  [`https://${"a".repeat(64)}.example.com/`, "url"],
   ["https://a$b.example.com/", "url"],
   ["https://foo.123/", "url"],
   // --- scheme arm ---

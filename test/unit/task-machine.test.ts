@@ -88,7 +88,14 @@ const ev = {
   resume: (
     nodeId: string,
     next: string | null,
-    options: { message?: Message; artifacts?: Artifact[]; output?: unknown; resumeValue?: Record<string, unknown> } = {},
+    options: {
+      message?: Message;
+      artifacts?: Artifact[];
+      output?: unknown;
+      resumeValue?: Record<string, unknown>;
+      fail?: { code: string; message: string; nodeId?: string };
+      statusMessage?: Message;
+    } = {},
   ): TaskEvent => ({
     type: "RESUME",
     at: at(),
@@ -99,6 +106,8 @@ const ev = {
     output: options.output ?? { action: "accept", decidedBy: "alice" },
     ...(options.message ? { message: options.message } : {}),
     ...(options.artifacts ? { artifacts: options.artifacts } : {}),
+    ...(options.fail ? { fail: options.fail } : {}),
+    ...(options.statusMessage ? { statusMessage: options.statusMessage } : {}),
   }),
   ask: (question: string, message?: Message): TaskEvent => ({
     type: "ASK",
@@ -122,8 +131,9 @@ const ev = {
 };
 
 /**
- * One well-formed event per event type (three for INTERRUPT, one per interrupt kind), built from the
- * current context: NODE_* name the cursor, RESUME names the pending interrupt's node.
+ * One well-formed event per event type (three for INTERRUPT, one per interrupt kind; two for RESUME, plain
+ * and with `fail`), built from the current context: NODE_* name the cursor, RESUME names the pending
+ * interrupt's node.
  */
 interface EventVariant {
   label: string;
@@ -146,6 +156,16 @@ const VARIANTS: EventVariant[] = [
   { label: "INTERRUPT:clarification", type: "INTERRUPT", build: (c) => ev.interrupt(cursorOf(c), "clarification") },
   { label: "INTERRUPT:external-event", type: "INTERRUPT", build: (c) => ev.interrupt(cursorOf(c), "external-event") },
   { label: "RESUME", type: "RESUME", build: (c) => ev.resume(c.interrupt?.nodeId ?? cursorOf(c), "finalize") },
+  {
+    // A decision that ends the run (reject without a goto, timeout): resolved and failed in one event.
+    label: "RESUME+fail",
+    type: "RESUME",
+    build: (c) =>
+      ev.resume(c.interrupt?.nodeId ?? cursorOf(c), null, {
+        output: { action: "reject", decidedBy: "alice" },
+        fail: { code: "approval_rejected", message: "rejected at approval gate", nodeId: c.interrupt?.nodeId ?? cursorOf(c) },
+      }),
+  },
   { label: "ASK", type: "ASK", build: () => ev.ask("Why this budget?") },
   { label: "PAUSE", type: "PAUSE", build: () => ev.pause() },
   { label: "UNPAUSE", type: "UNPAUSE", build: () => ev.unpause() },
@@ -226,7 +246,7 @@ const PROJECTION: Record<
   cancelled: { a2aState: "canceled", terminal: true },
 };
 
-const FROM_WAITING = { RESUME: "running", CANCEL: "cancelling", FAIL: "failed" } as const;
+const FROM_WAITING = { RESUME: "running", "RESUME+fail": "failed", CANCEL: "cancelling", FAIL: "failed" } as const;
 
 /** The legal transitions (target state per event variant); every other (state, event) pair is illegal. */
 const TRANSITIONS: Record<RunStatus, Partial<Record<string, RunStatus>>> = {
@@ -385,6 +405,7 @@ describe("guards", () => {
       expect(statusOf(actor)).toBe(status);
       expectRefused(actor, ev.resume("prepare", "finalize"));
       expectRefused(actor, ev.resume("GATE", "finalize"));
+      expectRefused(actor, ev.resume("prepare", null, { fail: { code: "approval_rejected", message: "rejected" } }));
       applyTaskEvent(actor, ev.resume("gate", "finalize"));
       expect(statusOf(actor)).toBe("running");
     });
@@ -589,6 +610,31 @@ describe("context effects", () => {
     expect(context.timer).toBeUndefined();
     expect(context.history).toHaveLength(historyBefore + 1);
     expect(context.history.at(-1)?.messageId).toBe("fail-status");
+  });
+
+  it("RESUME with fail resolves and fails in one event: decision recorded, error set, interrupt cleared", () => {
+    const actor = driveTo("running");
+    const timer: DurableTimer = { nodeId: "gate", purpose: "interrupt-timeout", dueAt: "2026-03-02T10:00:00.000Z" };
+    applyTaskEvent(actor, ev.interrupt("gate", "approval", { timer, messageId: "status-1" }));
+    const error = { code: "approval_rejected", message: "rejected at approval gate \"gate\"", nodeId: "gate" };
+    const resume = ev.resume("gate", null, {
+      message: userMessage("reply-1", "no"),
+      output: { action: "reject", decidedBy: "alice" },
+      fail: error,
+      statusMessage: agentMessage("fail-status", "Rejected"),
+    });
+    applyTaskEvent(actor, resume);
+    const context = actor.getSnapshot().context;
+    expect(statusOf(actor)).toBe("failed");
+    expect(stateMetaOf(actor.getSnapshot()).a2aState).toBe("failed");
+    expect(context.error).toEqual(error);
+    expect(context.endedAt).toBe(resume.at);
+    expect(context.outputs["gate"]).toEqual({ action: "reject", decidedBy: "alice" });
+    expect(context.interrupt).toBeUndefined();
+    expect(context.timer).toBeUndefined();
+    expect(context.cursor).toBeNull();
+    expect(context.statusMessage?.messageId).toBe("fail-status");
+    expect(context.history.map((m) => m.messageId)).toEqual(["m-first", "status-1", "reply-1", "fail-status"]);
   });
 
   it("FAIL without a status message does not grow the history", () => {
