@@ -12,4 +12,9 @@ export default tseslint.config(
       "no-console": "off",
     },
   },
+  {
+    // Tests read untyped JSON off the wire.
+    files: ["test/**/*.ts"],
+    rules: { "@typescript-eslint/no-explicit-any": "off" },
+  },
 );

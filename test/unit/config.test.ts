@@ -1,0 +1,27 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../src/config/config.js";
+
+describe("configuration", () => {
+  it("has working defaults for a fresh machine", () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({ env: "development", port: 8080, host: "127.0.0.1", publicUrl: "http://localhost:8080", store: "auto", defaultSkill: "echo" });
+    expect(config.retentionMs).toBe(7 * 24 * 3600 * 1000);
+  });
+
+  it.each([
+    [{ PORT: "http" }, "PORT must be a whole number between 0 and 65535"],
+    [{ PORT: "70000" }, "PORT must be a whole number"],
+    [{ STORE: "redis" }, "STORE must be one of auto, mongodb, memory"],
+    [{ STORE: "mongodb" }, "STORE=mongodb needs MONGODB_URI"],
+    [{ MONGODB_URI: "postgres://x" }, "MONGODB_URI must start with mongodb://"],
+    [{ PUBLIC_URL: "not a url" }, "PUBLIC_URL must be an absolute http(s) URL"],
+    [{ LOG_LEVEL: "loud" }, "LOG_LEVEL must be one of"],
+    [{ NODE_ENV: "staging" }, "NODE_ENV must be one of development, test, production"],
+    [{ NODE_ENV: "production" }, "NODE_ENV=production needs MONGODB_URI"],
+    [{ NODE_ENV: "production", MONGODB_URI: "mongodb://db" }, "NODE_ENV=production needs PUBLIC_URL"],
+    [{ MAX_BODY_BYTES: "12" }, "MAX_BODY_BYTES must be a whole number between 1024"],
+  ])("refuses %j with a clear message", (env, message) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    expect(() => loadConfig(env)).toThrow(message);
+  });
+});
