@@ -13,10 +13,12 @@ import { loadWorkflowCatalog } from "./engine/workflow-catalog.js";
 import type { TaskHandler } from "./engine/workflow-types.js";
 import type { Logger } from "./observability/logger.js";
 import type { TaskStore } from "./store/task-store.js";
+import { createV03ConnectHandler, isV03RpcPath } from "./transport/connect/a2a-v03-connect-handler.js";
 import { DualProtocolServer } from "./transport/http-server.js";
 import { sendJson, type HttpRequest, type HttpResponse } from "./transport/http-io.js";
 import { HttpRouter } from "./transport/http-router.js";
 import { createJsonRpcEndpoint } from "./transport/jsonrpc/jsonrpc-endpoint.js";
+import { addV03RestRoutes } from "./transport/rest/a2a-v03-rest-routes.js";
 import { addDiscoveryRoutes } from "./transport/rest/discovery-routes.js";
 import { sendOpenwopError } from "./transport/rest/openwop-errors.js";
 
@@ -46,6 +48,12 @@ export interface App {
 /** Dev mode: no API keys yet, every caller acts in the default tenant. */
 const ANONYMOUS: Principal = { tenant: "default", id: "anonymous" };
 
+/** `http://host[:port]` → `host:port`, the target form gRPC clients (grpc-js, a2a-js) expect. */
+function grpcTarget(publicUrl: string): string {
+  const url = new URL(publicUrl);
+  return `${url.hostname}:${url.port || (url.protocol === "https:" ? "443" : "80")}`;
+}
+
 export async function createApp(options: AppOptions): Promise<App> {
   const { config, logger, store } = options;
   const handlers = { ...builtinHandlers, ...options.handlers };
@@ -57,7 +65,12 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   const hook = new TransitionHook(logger);
   const supervisor = new TaskSupervisor({ store, catalog, handlers, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs });
-  const interfaces: AgentInterface[] = [{ url: `${config.publicUrl}${JSONRPC_PATH}`, transport: "JSONRPC" }];
+  // JSON-RPC first (preferred). gRPC clients take a "host:port" target, not a URL; HTTP+JSON is under /v1.
+  const interfaces: AgentInterface[] = [
+    { url: `${config.publicUrl}${JSONRPC_PATH}`, transport: "JSONRPC" },
+    { url: grpcTarget(config.publicUrl), transport: "GRPC" },
+    { url: config.publicUrl, transport: "HTTP+JSON" },
+  ];
   const card = buildAgentCard(catalog, {
     name: "OpenWOP A2A host",
     description: `Durable A2A tasks backed by OpenWOP workflow runs. Skills: ${catalog.ids().join(", ")}.`,
@@ -72,10 +85,14 @@ export async function createApp(options: AppOptions): Promise<App> {
   const router = new HttpRouter();
   const jsonRpc = createJsonRpcEndpoint({ service, logger, maxBodyBytes: config.maxBodyBytes, supportedExtensions: [OPENWOP_EXTENSION_URI] });
   router.add(["POST", "GET", "PUT", "DELETE", "PATCH"], JSONRPC_PATH, (req, res, _params, ctx) => jsonRpc(req, res, ctx));
-  addDiscoveryRoutes(router, { service, publicUrl: config.publicUrl, durableTasks: options.durableStore, version: packageVersion, transports: ["a2a"] });
+  addV03RestRoutes(router, { service, logger, maxBodyBytes: config.maxBodyBytes });
+  addDiscoveryRoutes(router, { service, publicUrl: config.publicUrl, durableTasks: options.durableStore, version: packageVersion, transports: ["a2a", "grpc"] });
 
   const shutdown = new AbortController();
+  // Connect, gRPC and gRPC-Web calls (/a2a.v1.A2AService/*) go to the Connect adapter; everything else to the router.
+  const rpc = createV03ConnectHandler({ service, principal: ANONYMOUS, logger, maxBodyBytes: config.maxBodyBytes, shutdownSignal: shutdown.signal });
   const handle = async (req: HttpRequest, res: HttpResponse): Promise<void> => {
+    if (isV03RpcPath(req.url)) return rpc(req, res);
     const requestDone = new AbortController();
     res.on("close", () => requestDone.abort());
     const ctx: CallContext = { principal: ANONYMOUS, signal: AbortSignal.any([requestDone.signal, shutdown.signal]) };

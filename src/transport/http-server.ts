@@ -31,6 +31,9 @@ export class DualProtocolServer {
       this.net.once("error", reject);
       this.net.listen(port, host, () => {
         this.net.off("error", reject);
+        // The HTTP/1.1 server never binds a port itself; "listening" starts its connection tracking,
+        // which closeIdleConnections() needs for a prompt shutdown.
+        this.http1.emit("listening");
         resolve(this.net.address() as AddressInfo);
       });
     });

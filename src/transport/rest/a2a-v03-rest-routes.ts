@@ -1,0 +1,172 @@
+import { create, fromJson, toJson, type DescMessage, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
+import type { A2AService, CallContext } from "../../a2a/a2a-service.js";
+import { v03History } from "../../a2a/v03/v03-json-codec.js";
+import { decodeSendRequest, encodeAgentCard, encodeSendResponse, encodeStreamEvent, encodeTask, formatTaskName } from "../../a2a/v03/v03-proto-codec.js";
+import type { StreamEvent } from "../../domain/a2a-types.js";
+import { DomainError, invalidParams, toDomainError } from "../../domain/errors.js";
+import {
+  AgentCardSchema,
+  CancelTaskRequestSchema,
+  SendMessageRequestSchema,
+  SendMessageResponseSchema,
+  StreamResponseSchema,
+  TaskSchema,
+  TaskSubscriptionRequestSchema,
+} from "../../gen/a2a/v1/a2a_pb.js";
+import type { Logger } from "../../observability/logger.js";
+import { WIRE_CODES } from "../error-codes.js";
+import { mediaTypeOf, readBody, sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
+import type { HttpRouter } from "../http-router.js";
+
+export interface V03RestRoutesOptions {
+  service: A2AService;
+  logger: Logger;
+  maxBodyBytes: number;
+}
+
+/** `{code, message, data?}`: the JSON-RPC code in a bare body (as a2a-js v0.3 answers), the HTTP status from the wire table. */
+export function v03RestErrorBody(err: unknown): { status: number; body: { code: number; message: string; data?: Record<string, unknown> } } {
+  const domain = toDomainError(err);
+  const codes = WIRE_CODES[domain.code];
+  return { status: codes.http, body: { code: codes.jsonRpc, message: domain.message, ...(domain.details ? { data: domain.details } : {}) } };
+}
+
+/**
+ * The A2A v0.3 HTTP+JSON binding (wire facts §2.4): bodies are ProtoJSON of the `a2a.v1` messages, stream
+ * events are bare StreamResponse JSON in SSE `data:` lines. Decode → service → encode; no task logic here.
+ */
+export function addV03RestRoutes(router: HttpRouter, options: V03RestRoutesOptions): void {
+  const { service, logger, maxBodyBytes } = options;
+
+  function sendError(res: HttpResponse, err: unknown, route: string): void {
+    const domain = toDomainError(err);
+    if (domain.code === "internal") logger.error({ err: domain.cause ?? err, route }, "HTTP+JSON request failed");
+    const { status, body } = v03RestErrorBody(domain);
+    sendJson(res, status, body);
+  }
+
+  /** ProtoJSON body → message. A required body must be JSON; an optional one may be empty (cancel, subscribe). */
+  async function readMessage<D extends DescMessage>(req: HttpRequest, schema: D, required: boolean): Promise<MessageShape<D>> {
+    if (required) checkJsonContentType(req);
+    const raw = await readBody(req, maxBodyBytes);
+    if (raw.length === 0 && !required) return create(schema);
+    if (!required) checkJsonContentType(req);
+    let json: JsonValue;
+    try {
+      json = JSON.parse(raw.toString("utf8")) as JsonValue;
+    } catch {
+      throw new DomainError("parse-error", "Invalid JSON payload: the body is not valid JSON");
+    }
+    try {
+      return fromJson(schema, json, { ignoreUnknownFields: false });
+    } catch (err) {
+      throw invalidParams(`the body is not a valid ${schema.typeName} in ProtoJSON: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  /** A body that carries a resource name must name the task in the path. */
+  function checkNameMatches(name: string, id: string): void {
+    if (name && name !== formatTaskName(id)) throw invalidParams(`name "${name}" does not match the task in the path (${formatTaskName(id)})`, { path: "name" });
+  }
+
+  async function sendStream(res: HttpResponse, events: AsyncIterable<StreamEvent>, route: string): Promise<void> {
+    const iterator = events[Symbol.asyncIterator]();
+    let first: IteratorResult<StreamEvent>;
+    try {
+      first = await iterator.next();
+    } catch (err) {
+      // Nothing streamed yet: answer with a plain HTTP error (404 unknown task, 400 bad message...).
+      sendError(res, err, route);
+      return;
+    }
+    const sse = new SseWriter(res);
+    res.on("close", () => void iterator.return?.(undefined));
+    try {
+      for (let step = first; !step.done; step = await iterator.next()) {
+        if (sse.isClosed) break;
+        await sse.send(toJson(StreamResponseSchema, encodeStreamEvent(step.value)));
+      }
+    } catch (err) {
+      const domain = toDomainError(err);
+      if (domain.code === "internal") logger.error({ err: domain.cause ?? err, route }, "HTTP+JSON stream failed");
+      await sse.send(v03RestErrorBody(domain).body, { event: "error" });
+    } finally {
+      sse.end();
+    }
+  }
+
+  type Handler = (req: HttpRequest, res: HttpResponse, params: Record<string, string>, ctx: CallContext) => Promise<void>;
+  const route = (name: string, handler: Handler): Handler => async (req, res, params, ctx) => {
+    try {
+      await handler(req, res, params, ctx);
+    } catch (err) {
+      if (!res.headersSent) sendError(res, err, name);
+      else res.end();
+    }
+  };
+
+  router.add(
+    "POST",
+    "/v1/message:send",
+    route("message:send", async (req, res, _params, ctx) => {
+      const params = decodeSendRequest(await readMessage(req, SendMessageRequestSchema, true));
+      sendJson(res, 200, toJson(SendMessageResponseSchema, encodeSendResponse(await service.sendMessage(params, ctx))));
+    }),
+  );
+  router.add(
+    "POST",
+    "/v1/message:stream",
+    route("message:stream", async (req, res, _params, ctx) => {
+      const params = decodeSendRequest(await readMessage(req, SendMessageRequestSchema, true));
+      await sendStream(res, service.streamMessage(params, ctx), "message:stream");
+    }),
+  );
+  router.add(
+    "POST",
+    "/v1/tasks/{id}:cancel",
+    route("tasks:cancel", async (req, res, { id }, ctx) => {
+      checkNameMatches((await readMessage(req, CancelTaskRequestSchema, false)).name, id!);
+      sendJson(res, 200, toJson(TaskSchema, encodeTask(await service.cancelTask(id!, ctx))));
+    }),
+  );
+  // The proto binds GET, the spec's table says POST; serve both (as a2a-js does).
+  router.add(
+    ["GET", "POST"],
+    "/v1/tasks/{id}:subscribe",
+    route("tasks:subscribe", async (req, res, { id }, ctx) => {
+      if (req.method === "POST") checkNameMatches((await readMessage(req, TaskSubscriptionRequestSchema, false)).name, id!);
+      await sendStream(res, service.subscribe(id!, ctx), "tasks:subscribe");
+    }),
+  );
+  const pushUnsupported = route("pushNotificationConfigs", async () => service.pushNotificationsUnsupported());
+  router.add(["GET", "POST"], "/v1/tasks/{id}/pushNotificationConfigs", pushUnsupported);
+  router.add(["GET", "DELETE"], "/v1/tasks/{id}/pushNotificationConfigs/{configId}", pushUnsupported);
+  router.add(
+    "GET",
+    "/v1/tasks/{id}",
+    route("tasks:get", async (req, res, { id }, ctx) => {
+      const history = historyQuery(req);
+      sendJson(res, 200, toJson(TaskSchema, encodeTask(await service.getTask(id!, history, ctx))));
+    }),
+  );
+  router.add(
+    "GET",
+    "/v1/card",
+    route("card", async (_req, res) => sendJson(res, 200, toJson(AgentCardSchema, encodeAgentCard(service.agentCard)))),
+  );
+}
+
+function checkJsonContentType(req: HttpRequest): void {
+  const type = mediaTypeOf(req);
+  if (type !== "application/json") {
+    throw new DomainError("content-type-not-supported", `Content-Type must be application/json (got "${req.headers["content-type"] ?? ""}")`);
+  }
+}
+
+/** `?historyLength=n`: absent or 0 = the whole history (v0.3). */
+function historyQuery(req: HttpRequest) {
+  const raw = new URL(req.url ?? "/", "http://host").searchParams.get("historyLength");
+  if (raw === null || raw === "") return undefined;
+  if (!/^\d{1,9}$/.test(raw)) throw invalidParams(`historyLength must be a non-negative integer (got ${JSON.stringify(raw)})`, { path: "historyLength" });
+  return v03History(Number(raw));
+}

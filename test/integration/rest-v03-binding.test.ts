@@ -1,0 +1,227 @@
+// The A2A v0.3 HTTP+JSON binding with plain fetch: ProtoJSON bodies of the a2a.v1 messages, SSE with a bare
+// StreamResponse per `data:`, and `{code, message, data?}` errors with the HTTP status of the wire table.
+// Plus the @a2a-js/sdk v0.3 compat REST transport picked from the card.
+import { randomUUID } from "node:crypto";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ClientFactory, DefaultAgentCardResolver, RestTransportFactory } from "@a2a-js/sdk/client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
+import type { RunEvent, TaskRecord } from "../../src/store/task-store.js";
+import { readSse, type SseFrame } from "../support/sse.js";
+import { startTestApp, type TestApp } from "../support/start-server.js";
+
+const SLOW_APPROVAL = `
+id: slow-approval
+name: Slow approval
+description: Works for a moment, then waits at an approval gate.
+nodes:
+  - { kind: delay, id: warmup, durationMs: 400 }
+  - { kind: task, id: prepare, handler: summarize-request }
+  - { kind: approval, id: gate, title: Approve it, artifactFrom: prepare }
+  - { kind: task, id: finalize, handler: finalize-request }
+`;
+const MAX_BODY_BYTES = 8192;
+
+class CountingStore extends MemoryTaskStore {
+  created = 0;
+  override async create(record: TaskRecord, events: RunEvent[]): Promise<void> {
+    this.created++;
+    return super.create(record, events);
+  }
+}
+
+type Obj = Record<string, any>;
+type RestError = { code: number; message: string; data?: unknown };
+
+describe("A2A v0.3 HTTP+JSON binding (plain fetch)", () => {
+  let t: TestApp;
+  let store: CountingStore;
+
+  beforeAll(async () => {
+    const dir = await mkdtemp(join(tmpdir(), "workflows-"));
+    await writeFile(join(dir, "slow-approval.yaml"), SLOW_APPROVAL);
+    store = new CountingStore();
+    t = await startTestApp({ WORKFLOWS_DIR: dir, MAX_BODY_BYTES: String(MAX_BODY_BYTES) }, store);
+  });
+  afterAll(() => t?.close());
+
+  const url = (path: string) => `${t.baseUrl}${path}`;
+  const postJson = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    fetch(url(path), { method: "POST", headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
+  const message = (text: string, extra: Obj = {}): Obj => ({ messageId: randomUUID(), role: "ROLE_USER", content: [{ text }], ...extra });
+  const reply = (taskId: string, data: Obj): Obj => ({ messageId: randomUUID(), role: "ROLE_USER", taskId, content: [{ data: { data } }] });
+  const sse = async (res: Response, until?: (f: SseFrame) => boolean): Promise<Obj[]> => {
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    return (await readSse(res, until)).map((f) => {
+      expect(f.event).toBeUndefined();
+      return f.data as Obj;
+    });
+  };
+  const states = (events: Obj[]) => events.filter((e) => e["statusUpdate"]).map((e) => e["statusUpdate"]["status"]["state"]);
+  const expectError = async (res: Response, status: number, code: number): Promise<RestError> => {
+    expect(res.status).toBe(status);
+    expect(res.headers.get("content-type")).toContain("application/json");
+    const body = (await res.json()) as RestError;
+    expect(body.code).toBe(code);
+    expect(typeof body.message).toBe("string");
+    return body;
+  };
+  async function waitingTask(): Promise<string> {
+    const res = await postJson("/v1/message:send", { message: message("Ship it", { metadata: { skillId: "approval-gate" } }) });
+    const body = (await res.json()) as Obj;
+    expect(body["task"]["status"]["state"]).toBe("TASK_STATE_INPUT_REQUIRED");
+    return body["task"]["id"] as string;
+  }
+
+  it("POST /v1/message:send answers {task} in ProtoJSON", async () => {
+    const res = await postJson("/v1/message:send", { message: message("hello rest", { metadata: { skillId: "echo" } }), configuration: { blocking: true, historyLength: 0 } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("application/json");
+    const body = (await res.json()) as Obj;
+    expect(Object.keys(body)).toEqual(["task"]);
+    const task = body["task"];
+    expect(task["status"]["state"]).toBe("TASK_STATE_COMPLETED");
+    expect(task["status"]["timestamp"]).toMatch(/^\d{4}-\d\d-\d\dT.*Z$/);
+    expect(task["artifacts"][0]["parts"][0]).toEqual({ text: "hello rest" });
+    expect(task["history"][0]).toMatchObject({ role: "ROLE_USER", content: [{ text: "hello rest" }] });
+    expect(task).not.toHaveProperty("kind");
+  });
+
+  it("POST /v1/message:stream sends one bare StreamResponse per SSE data line", async () => {
+    const res = await postJson("/v1/message:stream", { message: message("Ship it", { metadata: { skillId: "approval-gate" } }) });
+    const events = await sse(res);
+    for (const e of events) expect(Object.keys(e)).toHaveLength(1);
+    expect(Object.keys(events[0]!)).toEqual(["task"]);
+    expect(events[0]!["task"]["status"]["state"]).toBe("TASK_STATE_SUBMITTED");
+    expect(states(events)).toEqual(["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED"]);
+    expect(events.at(-1)!["statusUpdate"]["final"]).toBe(true);
+    expect(events.filter((e) => e["artifactUpdate"]).map((e) => e["artifactUpdate"]["artifact"]["name"])).toEqual(["proposal"]);
+    expect(events.some((e) => "jsonrpc" in e || "result" in e)).toBe(false);
+  });
+
+  it("GET /v1/tasks/{id} with historyLength; POST :cancel cancels a waiting task, then 409", async () => {
+    const taskId = await waitingTask();
+    const full = (await (await fetch(url(`/v1/tasks/${taskId}`))).json()) as Obj;
+    expect(full["id"]).toBe(taskId);
+    expect(full["status"]["state"]).toBe("TASK_STATE_INPUT_REQUIRED");
+    const zero = (await (await fetch(url(`/v1/tasks/${taskId}?historyLength=0`))).json()) as Obj;
+    expect(zero["history"]).toEqual(full["history"]);
+    const one = (await (await fetch(url(`/v1/tasks/${taskId}?historyLength=1`))).json()) as Obj;
+    expect(one["history"]).toHaveLength(1);
+    await expectError(await fetch(url(`/v1/tasks/${taskId}?historyLength=-1`)), 400, -32602);
+
+    // No body at all (as the a2a-js client sends it), then a body naming the task.
+    const cancelled = await fetch(url(`/v1/tasks/${taskId}:cancel`), { method: "POST" });
+    expect(cancelled.status).toBe(200);
+    expect(((await cancelled.json()) as Obj)["status"]["state"]).toBe("TASK_STATE_CANCELLED");
+    await expectError(await postJson(`/v1/tasks/${taskId}:cancel`, { name: `tasks/${taskId}` }), 409, -32002);
+    await expectError(await postJson(`/v1/tasks/${taskId}:cancel`, { name: "tasks/other" }), 400, -32602);
+  });
+
+  it("GET and POST /v1/tasks/{id}:subscribe re-attach to a running task; approval completes it", async () => {
+    const first = await postJson("/v1/message:stream", { message: message("Deploy", { metadata: { skillId: "slow-approval" } }) });
+    const [created] = await sse(first, () => true); // drop the stream after the Task
+    const taskId = created!["task"]["id"] as string;
+
+    const viaGet = await sse(await fetch(url(`/v1/tasks/${taskId}:subscribe`)));
+    expect(viaGet[0]!["task"]["id"]).toBe(taskId);
+    expect(states(viaGet).at(-1)).toBe("TASK_STATE_INPUT_REQUIRED");
+
+    const viaPost = await sse(await fetch(url(`/v1/tasks/${taskId}:subscribe`), { method: "POST" }));
+    expect(viaPost).toHaveLength(1);
+    expect(viaPost[0]!["task"]["status"]["state"]).toBe("TASK_STATE_INPUT_REQUIRED");
+
+    const approved = await sse(await postJson("/v1/message:stream", { message: reply(taskId, { action: "accept" }) }));
+    expect(states(approved).at(-1)).toBe("TASK_STATE_COMPLETED");
+    const after = await sse(await postJson(`/v1/tasks/${taskId}:subscribe`, { name: `tasks/${taskId}` }));
+    expect(after.map((e) => e["task"]?.["status"]?.["state"])).toEqual(["TASK_STATE_COMPLETED"]);
+  });
+
+  it("GET /v1/card is the ProtoJSON agent card", async () => {
+    const card = (await (await fetch(url("/v1/card"))).json()) as Obj;
+    expect(card["name"]).toBe("OpenWOP A2A host");
+    expect(card["protocolVersion"]).toBe("0.3.0");
+    expect(card["additionalInterfaces"]).toContainEqual({ url: t.baseUrl, transport: "HTTP+JSON" });
+    expect(card["skills"].map((s: Obj) => s["id"])).toEqual(expect.arrayContaining(["echo", "approval-gate"]));
+    const wellKnown = (await (await fetch(url("/.well-known/agent-card.json"))).json()) as Obj;
+    expect(wellKnown["preferredTransport"]).toBe("JSONRPC");
+    expect(wellKnown["additionalInterfaces"].map((i: Obj) => i["transport"])).toEqual(["JSONRPC", "GRPC", "HTTP+JSON"]);
+    const discovery = (await (await fetch(url("/.well-known/openwop"))).json()) as Obj;
+    expect(discovery["supportedTransports"]).toEqual(["a2a", "grpc"]);
+  });
+
+  it("push-config paths answer 501 push-not-supported", async () => {
+    const id = randomUUID();
+    const responses = [
+      await postJson(`/v1/tasks/${id}/pushNotificationConfigs`, { parent: `tasks/${id}`, configId: "c1", config: { pushNotificationConfig: { url: "https://example.com/hook" } } }),
+      await fetch(url(`/v1/tasks/${id}/pushNotificationConfigs`)),
+      await fetch(url(`/v1/tasks/${id}/pushNotificationConfigs/c1`)),
+      await fetch(url(`/v1/tasks/${id}/pushNotificationConfigs/c1`), { method: "DELETE" }),
+    ];
+    for (const res of responses) expect((await expectError(res, 501, -32003)).message).toMatch(/push notification/i);
+  });
+
+  it("rejects bad input with clear errors, creates nothing, and keeps serving", async () => {
+    const before = store.created;
+    const missing = await expectError(await fetch(url(`/v1/tasks/${randomUUID()}`)), 404, -32001);
+    expect(missing.message).toMatch(/not found/i);
+    await expectError(await fetch(url(`/v1/tasks/${randomUUID()}:subscribe`)), 404, -32001);
+    await expectError(await fetch(url(`/v1/tasks/${randomUUID()}:cancel`), { method: "POST" }), 404, -32001);
+
+    const good = JSON.stringify({ message: message("hi", { metadata: { skillId: "echo" } }) });
+    await expectError(await fetch(url("/v1/message:send"), { method: "POST", headers: { "content-type": "text/plain" }, body: good }), 415, -32005);
+    await expectError(await fetch(url("/v1/message:stream"), { method: "POST", body: good }), 415, -32005);
+    await expectError(await postJson("/v1/message:send", { message: message("x".repeat(MAX_BODY_BYTES)) }), 413, -32600);
+    await expectError(await postJson("/v1/message:send", "{oops"), 400, -32700);
+
+    const unknownField = await expectError(await postJson("/v1/message:send", { message: message("hi"), extra: true }), 400, -32602);
+    expect(unknownField.message).toContain("extra");
+    const jsonRpcShape = await expectError(await postJson("/v1/message:send", { message: { kind: "message", messageId: "m", role: "user", parts: [{ kind: "text", text: "hi" }] } }), 400, -32602);
+    expect(jsonRpcShape.message).toMatch(/kind|parts|role/);
+    const wrongEnum = await expectError(await postJson("/v1/message:send", { message: message("hi", { role: "ROLE_ADMIN" }) }), 400, -32602);
+    expect(wrongEnum.message).toContain("ROLE_ADMIN");
+    const noRole = await expectError(await postJson("/v1/message:send", { message: { messageId: "m", content: [{ text: "hi" }] } }), 400, -32602);
+    expect(noRole.message).toContain("message.role");
+    const noParts = await expectError(await postJson("/v1/message:stream", { message: { messageId: "m", role: "ROLE_USER", content: [] } }), 400, -32602);
+    expect(noParts.message).toContain("message.content");
+    await expectError(await postJson("/v1/message:send", {}), 400, -32602);
+    await expectError(await postJson("/v1/message:send", { message: message("hi", { metadata: { skillId: "nope" } }) }), 400, -32602);
+    expect(store.created).toBe(before);
+
+    const method = await fetch(url("/v1/message:send"));
+    expect(method.status).toBe(405);
+    const health = await fetch(url("/healthz"));
+    expect(health.status).toBe(200);
+    const ok = await postJson("/v1/message:send", { message: message("still up", { metadata: { skillId: "echo" } }) });
+    expect(((await ok.json()) as Obj)["task"]["status"]["state"]).toBe("TASK_STATE_COMPLETED");
+  });
+
+  it("the @a2a-js/sdk v0.3 compat REST transport, chosen from the card, sends, gets and streams", async () => {
+    const factory = new ClientFactory({
+      transports: [new RestTransportFactory({ legacyCompat: { enabled: true } })],
+      preferredTransports: ["HTTP+JSON"],
+      cardResolver: new DefaultAgentCardResolver({ legacyCompat: { enabled: true } }),
+    });
+    const sdk = await factory.createFromUrl(t.baseUrl);
+    const send = (text: string, skillId: string) => ({
+      tenant: "",
+      message: { messageId: randomUUID(), contextId: "", taskId: "", role: 1, parts: [{ content: { $case: "text" as const, value: text }, metadata: undefined, filename: "", mediaType: "" }], metadata: { skillId }, extensions: [], referenceTaskIds: [] },
+      configuration: undefined,
+      metadata: undefined,
+    });
+    const result = await sdk.sendMessage(send("via sdk", "echo"));
+    const task = "status" in result ? result : undefined;
+    expect(task?.status?.state).toBe(3); // v1.0 TASK_STATE_COMPLETED
+    expect(task?.artifacts[0]?.parts[0]?.content).toEqual({ $case: "text", value: "via sdk" });
+    const again = await sdk.getTask({ tenant: "", id: task!.id, historyLength: undefined });
+    expect(again.id).toBe(task!.id);
+
+    const kinds: string[] = [];
+    for await (const event of sdk.sendMessageStream(send("Ship it", "approval-gate"))) kinds.push(event.payload?.$case ?? "?");
+    expect(kinds[0]).toBe("task");
+    expect(kinds.at(-1)).toBe("statusUpdate");
+  });
+});
