@@ -7,7 +7,9 @@ import type { Config } from "./config/config.js";
 import { projectRoot } from "./config/project-root.js";
 import { DomainError } from "./domain/errors.js";
 import { builtinHandlers } from "./engine/builtin-handlers.js";
-import { TaskSupervisor, type Principal } from "./engine/task-supervisor.js";
+import { TaskSupervisor } from "./engine/task-supervisor.js";
+import { apiKeyAuthenticator, devAuthenticator } from "./auth/api-key-authenticator.js";
+import type { Principal } from "./auth/principal.js";
 import { TransitionHook } from "./engine/transition-hook.js";
 import { loadWorkflowCatalog } from "./engine/workflow-catalog.js";
 import type { TaskHandler } from "./engine/workflow-types.js";
@@ -18,6 +20,7 @@ import { DualProtocolServer } from "./transport/http-server.js";
 import { sendJson, type HttpRequest, type HttpResponse } from "./transport/http-io.js";
 import { HttpRouter } from "./transport/http-router.js";
 import { createJsonRpcEndpoint } from "./transport/jsonrpc/jsonrpc-endpoint.js";
+import { jsonRpcError } from "./transport/jsonrpc/jsonrpc-errors.js";
 import { addV03RestRoutes } from "./transport/rest/a2a-v03-rest-routes.js";
 import { addDiscoveryRoutes } from "./transport/rest/discovery-routes.js";
 import { sendOpenwopError } from "./transport/rest/openwop-errors.js";
@@ -45,8 +48,12 @@ export interface App {
   close(): Promise<void>;
 }
 
-/** Dev mode: no API keys yet, every caller acts in the default tenant. */
-const ANONYMOUS: Principal = { tenant: "default", id: "anonymous" };
+/**
+ * Paths without an API key: discovery, health, and signed interrupt tokens (the token is the credential).
+ * Their handlers see a principal that belongs to no tenant and holds no scope.
+ */
+const PUBLIC_PATHS = [/^\/\.well-known\//, /^\/healthz$/, /^\/v1\/interrupts\//];
+const PUBLIC_PRINCIPAL: Principal = { tenant: "", id: "public", scopes: [] };
 
 /** `http://host[:port]` → `host:port`, the target form gRPC clients (grpc-js, a2a-js) expect. */
 function grpcTarget(publicUrl: string): string {
@@ -79,6 +86,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     streaming: true,
     pushNotifications: false,
   });
+  const authenticator = config.auth.mode === "apikey" ? apiKeyAuthenticator(config.auth.keys) : devAuthenticator;
+  if (authenticator.enabled) {
+    card.securitySchemes = { apiKey: { type: "http", scheme: "bearer", description: "An API key issued by the operator: Authorization: Bearer <key>" } };
+    card.security = [{ apiKey: [] }];
+  }
   card.capabilities.extensions = [{ uri: OPENWOP_EXTENSION_URI, description: "metadata.openwop on tasks and status updates: run status, interrupt kind and id, error code", required: false }];
   const service = new A2AService({ supervisor, hook, catalog, card, subscriberBuffer: config.subscriberBuffer, blockingTimeoutMs: config.blockingTimeoutMs });
 
@@ -90,15 +102,17 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   const shutdown = new AbortController();
   // Connect, gRPC and gRPC-Web calls (/a2a.v1.A2AService/*) go to the Connect adapter; everything else to the router.
-  const rpc = createV03ConnectHandler({ service, principal: ANONYMOUS, logger, maxBodyBytes: config.maxBodyBytes, shutdownSignal: shutdown.signal });
+  const rpc = createV03ConnectHandler({ service, authenticator, logger, maxBodyBytes: config.maxBodyBytes, shutdownSignal: shutdown.signal });
   const handle = async (req: HttpRequest, res: HttpResponse): Promise<void> => {
     if (isV03RpcPath(req.url)) return rpc(req, res);
     const requestDone = new AbortController();
     res.on("close", () => requestDone.abort());
-    const ctx: CallContext = { principal: ANONYMOUS, signal: AbortSignal.any([requestDone.signal, shutdown.signal]) };
     const path = new URL(req.url ?? "/", "http://host").pathname;
     const match = router.match(req.method ?? "GET", path);
     try {
+      const principal = PUBLIC_PATHS.some((p) => p.test(path)) ? PUBLIC_PRINCIPAL : authenticate(req, path, res);
+      if (!principal) return;
+      const ctx: CallContext = { principal, signal: AbortSignal.any([requestDone.signal, shutdown.signal]) };
       if (!match) throw new DomainError("not-found", `no route for ${req.method} ${path}`);
       if ("allowed" in match) {
         sendJson(res, 405, { error: "method_not_allowed", message: `${req.method} is not allowed on ${path}`, details: { allowed: match.allowed } }, { allow: match.allowed.join(", ") });
@@ -111,6 +125,17 @@ export async function createApp(options: AppOptions): Promise<App> {
       else res.end();
     }
   };
+  /** The caller's principal, or undefined after answering 401 in the format of the path's protocol. */
+  function authenticate(req: HttpRequest, path: string, res: HttpResponse) {
+    try {
+      return authenticator.authenticate((name) => headerValue(req, name));
+    } catch (err) {
+      res.setHeader("www-authenticate", 'Bearer realm="openwop-a2a-host"');
+      if (path === JSONRPC_PATH) sendJson(res, 401, jsonRpcError(null, err));
+      else sendOpenwopError(res, err);
+      return undefined;
+    }
+  }
   const server = new DualProtocolServer((req, res) => void handle(req, res));
 
   return {
@@ -127,4 +152,9 @@ export async function createApp(options: AppOptions): Promise<App> {
       await supervisor.stop();
     },
   };
+}
+
+function headerValue(req: HttpRequest, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
 }

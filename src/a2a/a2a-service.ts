@@ -1,7 +1,8 @@
 import type { Message, PushNotificationConfig, StreamEvent, Task, TaskStatusUpdate } from "../domain/a2a-types.js";
 import { DomainError, invalidParams } from "../domain/errors.js";
 import { isFinalA2AState, isTerminalA2AState } from "../domain/run-status.js";
-import type { Principal, TaskSupervisor } from "../engine/task-supervisor.js";
+import { requireScope, type Principal } from "../auth/principal.js";
+import type { TaskSupervisor } from "../engine/task-supervisor.js";
 import type { CommittedTransition, TransitionHook } from "../engine/transition-hook.js";
 import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
 import type { RunEvent, TaskRecord } from "../store/task-store.js";
@@ -59,21 +60,25 @@ export class A2AService {
   }
 
   async getTask(taskId: string, history: HistoryLimit, ctx: CallContext): Promise<Task> {
+    requireScope(ctx.principal, "runs:read");
     return this.view(await this.options.supervisor.get(taskId, ctx.principal.tenant), history);
   }
 
   async cancelTask(taskId: string, ctx: CallContext): Promise<Task> {
+    requireScope(ctx.principal, "runs:cancel");
     const record = await this.options.supervisor.cancel(taskId, ctx.principal);
     return this.view(await this.waitUntil(record, ctx, (r) => isTerminalA2AState(r.a2a.state), this.options.blockingTimeoutMs), undefined);
   }
 
   /** Re-attach to a task: read-only, it never re-runs anything. A terminal task answers its Task and closes. */
   async *subscribe(taskId: string, ctx: CallContext): AsyncGenerator<StreamEvent> {
+    requireScope(ctx.principal, "runs:read");
     const record = await this.options.supervisor.get(taskId, ctx.principal.tenant);
     yield* this.observe(record, ctx, undefined);
   }
 
   async getA2ATaskState(taskId: string, ctx: CallContext) {
+    requireScope(ctx.principal, "runs:read");
     return (await this.options.supervisor.get(taskId, ctx.principal.tenant)).a2a;
   }
 
@@ -89,12 +94,14 @@ export class A2AService {
     if (params.pushNotificationConfig) this.pushNotificationsUnsupported();
     const supervisor = this.options.supervisor;
     if (message.taskId) {
+      requireScope(ctx.principal, "approvals:respond");
       const existing = await supervisor.get(message.taskId, ctx.principal.tenant);
       if (message.contextId && message.contextId !== existing.contextId) {
         throw invalidParams(`message.contextId "${message.contextId}" does not match the contextId of task ${existing.taskId}`, { taskId: existing.taskId });
       }
       return supervisor.reply(existing.taskId, message, ctx.principal);
     }
+    requireScope(ctx.principal, "runs:create");
     const skillId = skillIdOf(message, params.metadata) ?? this.options.catalog.defaultWorkflowId;
     return supervisor.createTask({ workflowId: skillId, message, ...(message.contextId ? { contextId: message.contextId } : {}), principal: ctx.principal });
   }

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { Principal } from "../auth/principal.js";
 import type { A2ATaskState, Message } from "../domain/a2a-types.js";
 import { DomainError, invalidParams, taskNotFound } from "../domain/errors.js";
 import { isTerminalRunStatus, type RunStatus } from "../domain/run-status.js";
@@ -38,11 +39,6 @@ export interface SupervisorOptions {
   clock?: () => Date;
 }
 
-/** Who is acting: recorded as decidedBy / cancelledBy, and the tenant every lookup is scoped to. */
-export interface Principal {
-  tenant: string;
-  id: string;
-}
 
 interface LiveTask {
   actor: TaskActor;
@@ -486,7 +482,7 @@ export class TaskSupervisor {
 
   /** An approval gate that times out is auto-rejected; a clarification that times out fails the run. */
   private async expireInterrupt(record: TaskRecord): Promise<void> {
-    const system: Principal = { tenant: record.tenant, id: SYSTEM_TIMEOUT };
+    const system: Principal = { tenant: record.tenant, id: SYSTEM_TIMEOUT, scopes: "*" };
     const interrupt = this.contextOf(record).interrupt;
     if (!interrupt) return;
     if (interrupt.kind === "approval") {
@@ -505,3 +501,5 @@ export class TaskSupervisor {
 function snapshotForStore(snapshot: TaskSnapshot): unknown {
   return JSON.parse(JSON.stringify(taskMachine.getPersistedSnapshot(snapshot)));
 }
+
+export type { Principal };

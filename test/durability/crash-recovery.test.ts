@@ -47,7 +47,7 @@ class CrashAfter implements TaskStore {
   async close() {}
 }
 
-const ctx: CallContext = { principal: { tenant: "default", id: "tester" } };
+const ctx: CallContext = { principal: { tenant: "default", id: "tester", scopes: "*" } };
 const msg = (skillId: string): Message => ({ messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "go" }], metadata: { skillId } });
 
 async function waitFor(t: TestApp, taskId: string, state: string): Promise<void> {

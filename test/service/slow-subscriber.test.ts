@@ -20,7 +20,7 @@ nodes:
 
 describe("a slow subscriber", () => {
   let t: TestApp;
-  const ctx: CallContext = { principal: { tenant: "default", id: "alice" } };
+  const ctx: CallContext = { principal: { tenant: "default", id: "alice", scopes: "*" } };
   beforeAll(async () => {
     const dir = await mkdtemp(join(tmpdir(), "wf-"));
     await writeFile(join(dir, "busy.yaml"), BUSY);

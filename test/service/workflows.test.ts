@@ -36,7 +36,7 @@ nodes:
 
 describe("workflows through the A2A service", () => {
   let t: TestApp;
-  const ctx: CallContext = { principal: { tenant: "default", id: "alice" } };
+  const ctx: CallContext = { principal: { tenant: "default", id: "alice", scopes: "*" } };
 
   beforeAll(async () => {
     const dir = await mkdtemp(join(tmpdir(), "workflows-"));
@@ -162,7 +162,7 @@ describe("workflows through the A2A service", () => {
 
   it("a task of another tenant reads as not found", async () => {
     const task = await send(msg("mine"));
-    const other: CallContext = { principal: { tenant: "other", id: "mallory" } };
+    const other: CallContext = { principal: { tenant: "other", id: "mallory", scopes: "*" } };
     await expect(t.app.service.getTask(task.id, undefined, other)).rejects.toMatchObject({ code: "task-not-found" });
     await expect(t.app.service.cancelTask(task.id, other)).rejects.toMatchObject({ code: "task-not-found" });
   });

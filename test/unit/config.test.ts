@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config/config.js";
 
+const KEYS = '[{"id":"ops","tenant":"acme","scopes":["runs:read"],"key":"0123456789abcdef"}]';
+
 describe("configuration", () => {
   it("has working defaults for a fresh machine", () => {
     const config = loadConfig({});
@@ -17,8 +19,14 @@ describe("configuration", () => {
     [{ PUBLIC_URL: "not a url" }, "PUBLIC_URL must be an absolute http(s) URL"],
     [{ LOG_LEVEL: "loud" }, "LOG_LEVEL must be one of"],
     [{ NODE_ENV: "staging" }, "NODE_ENV must be one of development, test, production"],
-    [{ NODE_ENV: "production" }, "NODE_ENV=production needs MONGODB_URI"],
-    [{ NODE_ENV: "production", MONGODB_URI: "mongodb://db" }, "NODE_ENV=production needs PUBLIC_URL"],
+    [{ NODE_ENV: "production" }, "AUTH=apikey needs API_KEYS"],
+    [{ NODE_ENV: "production", AUTH: "off" }, "NODE_ENV=production does not allow AUTH=off"],
+    [{ NODE_ENV: "production", API_KEYS: KEYS }, "NODE_ENV=production needs MONGODB_URI"],
+    [{ NODE_ENV: "production", API_KEYS: KEYS, MONGODB_URI: "mongodb://db" }, "NODE_ENV=production needs PUBLIC_URL"],
+    [{ AUTH: "magic" }, "AUTH must be one of off, apikey"],
+    [{ API_KEYS: "not json" }, "API_KEYS must be a JSON array"],
+    [{ API_KEYS: '[{"id":"a","tenant":"t","scopes":["runs:fly"],"key":"0123456789abcdef"}]' }, "API_KEYS[0].scopes must be an array of"],
+    [{ API_KEYS: '[{"id":"a","tenant":"t","scopes":[],"key":"short"}]' }, 'API_KEYS[0] needs "key" (at least 16 characters)'],
     [{ MAX_BODY_BYTES: "12" }, "MAX_BODY_BYTES must be a whole number between 1024"],
   ])("refuses %j with a clear message", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);

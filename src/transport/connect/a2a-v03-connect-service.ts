@@ -11,15 +11,15 @@ import {
   parseTaskName,
 } from "../../a2a/v03/v03-proto-codec.js";
 import type { StreamEvent } from "../../domain/a2a-types.js";
-import type { Principal } from "../../engine/task-supervisor.js";
+import type { Authenticator } from "../../auth/api-key-authenticator.js";
 import type { A2AService } from "../../gen/a2a/v1/a2a_pb.js";
 import type { Logger } from "../../observability/logger.js";
 import { toConnectError } from "./connect-errors.js";
 
 export interface V03ConnectServiceOptions {
   service: A2AOperations;
-  /** Who the caller acts as (dev mode: the app's anonymous principal). */
-  principal: Principal;
+  /** Who the caller is, from the request's credentials (the same API keys as every other binding). */
+  authenticator: Authenticator;
   logger: Logger;
 }
 
@@ -28,10 +28,13 @@ export interface V03ConnectServiceOptions {
  * Every error leaves through `toConnectError`, so the status comes from the one wire table.
  */
 export function createV03ConnectService(options: V03ConnectServiceOptions): ServiceImpl<typeof A2AService> {
-  const { service, principal, logger } = options;
+  const { service, authenticator, logger } = options;
   // The handler context's signal fires when the caller goes away, at the deadline, and (through the
   // adapter's shutdownSignal) when the app shuts down.
-  const callContext = (ctx: HandlerContext): CallContext => ({ principal, signal: ctx.signal });
+  const callContext = (ctx: HandlerContext): CallContext => ({
+    principal: authenticator.authenticate((name) => ctx.requestHeader.get(name) ?? undefined),
+    signal: ctx.signal,
+  });
 
   function unary<I, O>(rpc: string, fn: (req: I, ctx: CallContext) => Promise<O> | O) {
     return async (req: I, ctx: HandlerContext): Promise<O> => {

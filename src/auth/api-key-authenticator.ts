@@ -1,0 +1,75 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import { DomainError } from "../domain/errors.js";
+import { SCOPES, type Principal, type Scope } from "./principal.js";
+
+/** One configured API key. Configuration may hold the key itself or only its SHA-256. */
+export interface ApiKeyEntry {
+  id: string;
+  tenant: string;
+  scopes: Scope[];
+  keySha256: Buffer;
+}
+
+/** Dev mode (AUTH=off): every caller acts as this principal in the default tenant. */
+export const DEV_PRINCIPAL: Principal = { tenant: "default", id: "anonymous", scopes: "*" };
+
+export type HeaderLookup = (name: string) => string | undefined;
+
+export interface Authenticator {
+  readonly enabled: boolean;
+  /** The principal behind a request's credentials; throws `unauthenticated` without a valid key. */
+  authenticate(header: HeaderLookup): Principal;
+}
+
+export const devAuthenticator: Authenticator = { enabled: false, authenticate: () => DEV_PRINCIPAL };
+
+/** Bearer API keys (`Authorization: Bearer <key>` or `X-API-Key: <key>`), compared in constant time by digest. */
+export function apiKeyAuthenticator(entries: ApiKeyEntry[]): Authenticator {
+  return {
+    enabled: true,
+    authenticate(header) {
+      const authorization = header("authorization");
+      const bearer = authorization && /^bearer\s+(.+)$/i.exec(authorization)?.[1]?.trim();
+      const key = bearer || header("x-api-key")?.trim();
+      if (!key) throw new DomainError("unauthenticated", "missing credentials: send Authorization: Bearer <API key>");
+      const digest = sha256(key);
+      let found: ApiKeyEntry | undefined;
+      for (const entry of entries) if (timingSafeEqual(entry.keySha256, digest)) found = entry;
+      if (!found) throw new DomainError("unauthenticated", "invalid API key");
+      return { tenant: found.tenant, id: `apikey:${found.id}`, scopes: found.scopes };
+    },
+  };
+}
+
+function sha256(value: string): Buffer {
+  return createHash("sha256").update(value, "utf8").digest();
+}
+
+/**
+ * Parses `API_KEYS`: a JSON array of `{id, tenant, scopes, key | keySha256}`. Throws a message that says
+ * which entry is wrong, never echoing a key.
+ */
+export function parseApiKeys(raw: string): ApiKeyEntry[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new Error(`API_KEYS must be a JSON array of {"id","tenant","scopes","key" | "keySha256"}`);
+  }
+  if (!Array.isArray(value) || value.length === 0) throw new Error("API_KEYS must be a non-empty JSON array");
+  return value.map((entry: unknown, i) => {
+    const e = entry as Record<string, unknown>;
+    const where = `API_KEYS[${i}]`;
+    if (typeof e?.["id"] !== "string" || !e["id"]) throw new Error(`${where}.id must be a non-empty string`);
+    if (typeof e["tenant"] !== "string" || !e["tenant"]) throw new Error(`${where}.tenant must be a non-empty string`);
+    const scopes = e["scopes"];
+    if (!Array.isArray(scopes) || scopes.some((s) => !(SCOPES as readonly unknown[]).includes(s))) {
+      throw new Error(`${where}.scopes must be an array of ${SCOPES.join(", ")}`);
+    }
+    let keySha256: Buffer;
+    if (typeof e["keySha256"] === "string" && /^[0-9a-f]{64}$/i.test(e["keySha256"])) keySha256 = Buffer.from(e["keySha256"], "hex");
+    else if (typeof e["key"] === "string" && e["key"].length >= 16) keySha256 = sha256(e["key"]);
+    else throw new Error(`${where} needs "key" (at least 16 characters) or "keySha256" (64 hex digits)`);
+    return { id: e["id"], tenant: e["tenant"], scopes: scopes as Scope[], keySha256 };
+  });
+}
