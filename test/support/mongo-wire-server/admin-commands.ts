@@ -172,6 +172,27 @@ function dropDatabase(_command: Doc, context: CommandContext): Doc {
   return { dropped: context.db, ok: 1 };
 }
 
+function dbStats(_command: Doc, context: CommandContext): Doc {
+  const collections = context.server.store.collections(context.db);
+  const objects = collections.reduce((sum, collection) => sum + collection.count, 0);
+  const dataSize = collections.reduce((sum, collection) => sum + collection.dataSize(), 0);
+  const indexes = collections.reduce((sum, collection) => sum + collection.indexes.length, 0);
+  return {
+    db: context.db,
+    collections: collections.length,
+    views: 0,
+    objects,
+    avgObjSize: objects === 0 ? 0 : dataSize / objects,
+    dataSize,
+    storageSize: dataSize,
+    indexes,
+    indexSize: 0,
+    totalSize: dataSize,
+    scaleFactor: 1,
+    ok: 1,
+  };
+}
+
 function listCollections(command: Doc, context: CommandContext): Doc {
   const filter = compileFilter(optionalDocument(command, "listCollections", "filter"));
   const nameOnly = optionalBoolean(command, "listCollections", "nameOnly", false);
@@ -201,7 +222,9 @@ function create(command: Doc, context: CommandContext): Doc {
     }
   }
   rejectCollation(command.collation);
-  context.server.store.createCollection(context.db, name, {});
+  // Since MongoDB 7.0, creating a collection that exists with identical options succeeds. Every
+  // collection here has the default options (others are rejected above), so that is always the case.
+  if (!context.server.store.getCollection(context.db, name)) context.server.store.createCollection(context.db, name, {});
   return { ok: 1 };
 }
 
@@ -237,6 +260,7 @@ export const adminCommands: Record<string, CommandHandler> = {
   startSession: () => ({ id: { id: new BSON.UUID() }, timeoutMinutes: LOGICAL_SESSION_TIMEOUT_MINUTES, ok: 1 }),
   listDatabases,
   dropDatabase,
+  dbStats,
   listCollections,
   create,
   drop,

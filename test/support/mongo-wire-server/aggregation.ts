@@ -17,7 +17,7 @@ import {
 } from "./bson-values.js";
 import { splitPath } from "./document-paths.js";
 import { ErrorCode, fail } from "./errors.js";
-import { evaluateExpression } from "./expressions.js";
+import { evaluateExpression, validateExpression } from "./expressions.js";
 import { compileProjection } from "./projection.js";
 import { compileFilter } from "./query-matcher.js";
 import { compileSort, sortDocuments } from "./sort.js";
@@ -66,6 +66,7 @@ function compileStage(stage: unknown): Stage {
     case "$addFields":
     case "$set": {
       if (!isDocument(spec)) fail(40272, `${name} specification stage must be an object, got ${formatValue(spec)}`);
+      Object.values(spec).forEach(validateExpression);
       return (docs) =>
         docs.map((doc) => {
           const out = cloneDocument(doc);
@@ -99,6 +100,7 @@ function compileStage(stage: unknown): Stage {
     case "$replaceWith": {
       const expression = name === "$replaceRoot" ? (isDocument(spec) ? spec.newRoot : undefined) : spec;
       if (expression === undefined) fail(40231, "no newRoot specified for the $replaceRoot stage");
+      validateExpression(expression);
       return (docs) =>
         docs.map((doc) => {
           const root = evaluateExpression(expression, doc);
@@ -185,6 +187,7 @@ function extremum(direction: 1 | -1): Accumulator {
 function compileGroup(spec: unknown): Stage {
   if (!isDocument(spec)) fail(15947, "a group's fields must be specified in an object");
   if (!Object.hasOwn(spec, "_id")) fail(15955, "a group specification must include an _id");
+  validateExpression(spec._id);
   const fields = Object.entries(spec)
     .filter(([name]) => name !== "_id")
     .map(([name, definition]) => {
@@ -195,6 +198,7 @@ function compileGroup(spec: unknown): Stage {
       const [operator, expression] = Object.entries(definition)[0] as [string, unknown];
       const make = ACCUMULATORS[operator];
       if (!make) fail(15952, `unknown group operator '${operator}'`);
+      validateExpression(expression);
       return { name, make, expression };
     });
 

@@ -8,7 +8,7 @@
 // failing write (E11000...) leaves the collection exactly as it was.
 
 import { BSON } from "mongodb";
-import { bsonSize, canonicalKey, type Doc } from "./bson-values.js";
+import { bsonSize, canonicalKey, formatDocument, type Doc } from "./bson-values.js";
 import { valuesAtPath } from "./document-paths.js";
 import { ErrorCode, fail } from "./errors.js";
 import { Index, idIndexSpec, normalizeIndexSpec, sameIndexOptions, sameKeyPattern, validateId } from "./indexes.js";
@@ -58,7 +58,8 @@ export class Collection {
     const size = bsonSize(doc);
     if (size > MAX_BSON_OBJECT_SIZE) fail(ErrorCode.BadValue, `object to insert too large. size in bytes: ${size}, max size: ${MAX_BSON_OBJECT_SIZE}`);
     const id = canonicalKey(doc._id);
-    this.checkUnique(doc, id);
+    // A new document owns no index entries yet: any holder of its keys (even of its `_id`) conflicts.
+    this.checkUnique(doc, undefined);
     this.docs.set(id, doc);
     for (const index of this.indexList) index.add(doc, id);
   }
@@ -84,9 +85,10 @@ export class Collection {
     return true;
   }
 
-  private checkUnique(doc: Doc, id: string): void {
+  /** `ownId`: the document being replaced, whose current index entries do not count. */
+  private checkUnique(doc: Doc, ownId: string | undefined): void {
     for (const index of this.indexList) {
-      const conflict = index.findConflict(doc, id);
+      const conflict = index.findConflict(doc, ownId);
       if (conflict) throw index.duplicateKeyError(this.ns, conflict);
     }
   }
@@ -112,6 +114,7 @@ export class Collection {
     }
     const byKey = this.indexList.find((index) => sameKeyPattern(index.spec, spec) && sameIndexOptions(index.spec, spec));
     if (byKey) fail(ErrorCode.IndexOptionsConflict, `Index already exists with a different name: ${byKey.name}`);
+    // Several indexes may share a key pattern only when their partial filters tell them apart.
     const sameKeyOtherOptions = this.indexList.find((index) => sameKeyPattern(index.spec, spec) && !spec.partialFilterExpression && !index.spec.partialFilterExpression);
     if (sameKeyOtherOptions) {
       fail(
@@ -123,7 +126,7 @@ export class Collection {
     // Build the new index over the existing documents before making it visible.
     for (const doc of this.docs.values()) {
       const id = canonicalKey(doc._id);
-      const conflict = requested.findConflict(doc, id);
+      const conflict = requested.findConflict(doc, undefined);
       if (conflict) {
         const error = requested.duplicateKeyError(this.ns, conflict);
         fail(error.code, `Index build failed: ${this.uuid.toHexString()}: Collection ${this.ns} ( ${this.uuid.toHexString()} ) :: caused by :: ${error.message}`, error.extra);
@@ -161,7 +164,7 @@ export class Collection {
 }
 
 function describeSpec(spec: Doc): string {
-  return JSON.stringify(BSON.EJSON.serialize(spec, { relaxed: true }));
+  return formatDocument(spec);
 }
 
 const INVALID_DB_CHARS = /[/\\. "$*<>:|?\0]/;

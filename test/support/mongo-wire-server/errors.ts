@@ -10,6 +10,7 @@ export const ErrorCode = {
   FailedToParse: 9,
   Unauthorized: 13,
   TypeMismatch: 14,
+  InvalidLength: 16,
   IllegalOperation: 20,
   InvalidBSON: 22,
   NamespaceNotFound: 26,
@@ -30,6 +31,7 @@ export const ErrorCode = {
   IndexOptionsConflict: 85,
   IndexKeySpecsConflict: 86,
   InvalidPipelineOperator: 168,
+  InvalidIndexSpecificationOption: 197,
   UnsupportedOpQueryCommand: 352,
   DuplicateKey: 11000,
 } as const;

@@ -90,6 +90,41 @@ export function evaluateExpression(expression: unknown, root: Doc): unknown {
   return expression;
 }
 
+const OPERATORS = new Set([
+  "$literal", "$add", "$subtract", "$multiply", "$divide", "$concat", "$toLower", "$toUpper", "$size", "$ifNull", "$cond",
+  "$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$cmp", "$and", "$or", "$not", "$in", "$arrayElemAt", "$first", "$last",
+  "$min", "$max", "$type",
+]);
+const VARIABLES = new Set(["ROOT", "CURRENT", "NOW", "REMOVE"]);
+
+/**
+ * Checks an expression without evaluating it, so that an unknown operator or variable fails
+ * the command even when there is no document to evaluate it on (as mongod's parser does).
+ */
+export function validateExpression(expression: unknown): void {
+  if (typeof expression === "string" && expression.startsWith("$$")) {
+    const name = splitPath(expression.slice(2))[0] ?? "";
+    if (!VARIABLES.has(name)) fail(17276, `Use of undefined variable: ${name}`);
+  } else if (Array.isArray(expression)) {
+    expression.forEach(validateExpression);
+  } else if (isDocument(expression)) {
+    const keys = Object.keys(expression);
+    const first = keys[0];
+    if (first?.startsWith("$")) {
+      if (keys.length !== 1) {
+        fail(15983, `an expression specification must contain exactly one field, the name of the expression. Found ${keys.length} fields in ${JSON.stringify(expression)}`);
+      }
+      if (!OPERATORS.has(first)) fail(ErrorCode.InvalidPipelineOperator, `Unrecognized expression '${first}'`);
+      if (first === "$literal") return;
+      const argument = expression[first];
+      if (isDocument(argument) && first === "$cond") Object.values(argument).forEach(validateExpression);
+      else validateExpression(argument);
+    } else {
+      Object.values(expression).forEach(validateExpression);
+    }
+  }
+}
+
 function argumentList(argument: unknown): unknown[] {
   return Array.isArray(argument) ? argument : [argument];
 }

@@ -56,7 +56,7 @@ export function normalizeIndexSpec(raw: unknown): Doc {
   if (!isDocument(raw)) fail(ErrorCode.TypeMismatch, "The 'indexes' field must be an array of index specification objects");
   const describe = formatDocument(raw);
   for (const field of Object.keys(raw)) {
-    if (!ALLOWED_SPEC_FIELDS.has(field)) fail(197, `The field '${field}' is not valid for an index specification. Specification: ${describe}`);
+    if (!ALLOWED_SPEC_FIELDS.has(field)) fail(ErrorCode.InvalidIndexSpecificationOption, `The field '${field}' is not valid for an index specification. Specification: ${describe}`);
   }
   const key = raw.key;
   if (!isDocument(key)) fail(ErrorCode.TypeMismatch, `Error in specification ${describe} :: caused by :: The 'key' field must be an object`);
@@ -173,7 +173,7 @@ export class Index {
   }
 
   /** The first key of `doc` already held by another document, if this is a unique index. */
-  findConflict(doc: Doc, ownId: string): IndexKey | undefined {
+  findConflict(doc: Doc, ownId: string | undefined): IndexKey | undefined {
     if (!this.unique) return undefined;
     for (const key of this.keysFor(doc)) {
       const holders = this.entries.get(key.canonical);

@@ -9,7 +9,7 @@
 import { integerValue, isDocument, isNumeric, isTruthy, toDouble, type Doc } from "./bson-values.js";
 import { splitPath } from "./document-paths.js";
 import { ErrorCode, fail } from "./errors.js";
-import { evaluateExpression } from "./expressions.js";
+import { evaluateExpression, validateExpression } from "./expressions.js";
 import { compileValueCondition } from "./query-matcher.js";
 
 export type ProjectionMode = "find" | "aggregate";
@@ -99,6 +99,7 @@ function parseLeaf(value: unknown, path: string, mode: ProjectionMode): Leaf {
     }
     if (operator === "$meta") fail(ErrorCode.BadValue, "$meta projections are not supported by the wire-protocol test server");
   }
+  validateExpression(value);
   return { kind: "expression", expression: value };
 }
 

@@ -18,7 +18,7 @@ import {
 } from "./bson-values.js";
 import { someValueAtPath, splitPath } from "./document-paths.js";
 import { ErrorCode, fail } from "./errors.js";
-import { evaluateExpression, expressionIsTrue } from "./expressions.js";
+import { evaluateExpression, expressionIsTrue, validateExpression } from "./expressions.js";
 
 export type DocPredicate = (doc: Doc) => boolean;
 type ValueTest = (value: unknown) => boolean;
@@ -63,6 +63,7 @@ function compileTopLevelOperator(operator: string, argument: unknown): DocPredic
     case "$comment":
       return () => true;
     case "$expr":
+      validateExpression(argument);
       return (doc) => expressionIsTrue(evaluateExpression(argument, doc));
     case "$where":
     case "$text":

@@ -6,7 +6,7 @@
 // findAndModify reports failures as a command error instead.
 
 import { BSON } from "mongodb";
-import { bsonTypeName, cloneDocument, integerValue, isDocument, isTruthy, sameBytes, withIdFirst, type Doc } from "./bson-values.js";
+import { bsonTypeName, cloneDocument, formatValue, integerValue, isDocument, isTruthy, sameBytes, withIdFirst, type Doc } from "./bson-values.js";
 import type { Collection } from "./collection-store.js";
 import {
   collectionArgument,
@@ -14,6 +14,7 @@ import {
   optionalDocument,
   rejectCollation,
   requiredArray,
+  requiredDocument,
   type CommandContext,
   type CommandHandler,
 } from "./command-context.js";
@@ -28,17 +29,17 @@ const MAX_WRITE_BATCH_SIZE = 100_000;
 function statements(command: Doc, commandName: string, field: string): unknown[] {
   const list = requiredArray(command, commandName, field);
   if (list.length === 0 || list.length > MAX_WRITE_BATCH_SIZE) {
-    fail(16, `Write batch sizes must be between 1 and ${MAX_WRITE_BATCH_SIZE}. Got ${list.length} operations.`);
+    fail(ErrorCode.InvalidLength, `Write batch sizes must be between 1 and ${MAX_WRITE_BATCH_SIZE}. Got ${list.length} operations.`);
   }
   return list;
 }
 
 /** Runs each statement, collecting writeErrors with mongod's ordered / unordered semantics. */
-function runStatements(list: unknown[], ordered: boolean, run: (statement: unknown, index: number) => void): Doc[] {
+function runStatements<T>(list: readonly T[], ordered: boolean, run: (statement: T, index: number) => void): Doc[] {
   const writeErrors: Doc[] = [];
   for (let i = 0; i < list.length; i++) {
     try {
-      run(list[i], i);
+      run(list[i] as T, i);
     } catch (error) {
       writeErrors.push(writeErrorEntry(i, error));
       if (ordered) break;
@@ -52,15 +53,17 @@ function withWriteErrors(reply: Doc, writeErrors: Doc[]): Doc {
 }
 
 /** A copy of a document to insert, with `_id` first (generated when missing, as mongod does). */
-function prepareInsert(doc: unknown): Doc {
-  if (!isDocument(doc)) fail(ErrorCode.TypeMismatch, `BSON field 'insert.documents' contains an element of the wrong type '${bsonTypeName(doc)}', expected type 'object'`);
+function prepareInsert(doc: Doc): Doc {
   const copy = cloneDocument(doc);
   return Object.hasOwn(copy, "_id") ? withIdFirst(copy) : { _id: new BSON.ObjectId(), ...copy };
 }
 
 function insert(command: Doc, context: CommandContext): Doc {
   const name = collectionArgument(command, "insert", context);
-  const documents = statements(command, "insert", "documents");
+  const documents = statements(command, "insert", "documents").map((doc, i) => {
+    if (!isDocument(doc)) fail(ErrorCode.TypeMismatch, `BSON field 'insert.documents.${i}' is the wrong type '${bsonTypeName(doc)}', expected type 'object'`);
+    return doc;
+  });
   const ordered = optionalBoolean(command, "insert", "ordered", true);
   const { collection } = context.server.store.getOrCreateCollection(context.db, name);
   let n = 0;
@@ -80,11 +83,15 @@ function update(command: Doc, context: CommandContext): Doc {
   let nModified = 0;
   const upserted: Doc[] = [];
 
-  const writeErrors = runStatements(updates, ordered, (statement, index) => {
+  // Statement shape is checked for the whole command first, like mongod's request parser.
+  const parsed = updates.map((statement) => {
     if (!isDocument(statement)) fail(ErrorCode.TypeMismatch, "BSON field 'update.updates' contains an element of the wrong type, expected type 'object'");
-    const query = optionalDocument(statement, "update.updates", "q");
-    if (query === undefined) fail(40414, "BSON field 'update.updates.q' is missing but a required field");
+    const query = requiredDocument(statement, "update.updates", "q");
     if (statement.u === undefined) fail(40414, "BSON field 'update.updates.u' is missing but a required field");
+    return { statement, query };
+  });
+
+  const writeErrors = runStatements(parsed, ordered, ({ statement, query }, index) => {
     if (statement.arrayFilters !== undefined) fail(ErrorCode.BadValue, "arrayFilters are not supported by the wire-protocol test server");
     rejectCollation(statement.collation);
     const predicate = compileFilter(query);
@@ -122,12 +129,14 @@ function deleteCommand(command: Doc, context: CommandContext): Doc {
   const deletes = statements(command, "delete", "deletes");
   const ordered = optionalBoolean(command, "delete", "ordered", true);
   let n = 0;
-  const writeErrors = runStatements(deletes, ordered, (statement) => {
+  const parsed = deletes.map((statement) => {
     if (!isDocument(statement)) fail(ErrorCode.TypeMismatch, "BSON field 'delete.deletes' contains an element of the wrong type, expected type 'object'");
-    const query = optionalDocument(statement, "delete.deletes", "q");
-    if (query === undefined) fail(40414, "BSON field 'delete.deletes.q' is missing but a required field");
+    const query = requiredDocument(statement, "delete.deletes", "q");
     const limit = integerValue(statement.limit);
-    if (limit !== 0 && limit !== 1) fail(ErrorCode.FailedToParse, `The limit field in delete objects must be 0 or 1. Got ${String(statement.limit)}`);
+    if (limit !== 0 && limit !== 1) fail(ErrorCode.FailedToParse, `The limit field in delete objects must be 0 or 1. Got ${formatValue(statement.limit)}`);
+    return { statement, query, limit };
+  });
+  const writeErrors = runStatements(parsed, ordered, ({ statement, query, limit }) => {
     rejectCollation(statement.collation);
     const predicate = compileFilter(query);
     const collection = context.server.store.getCollection(context.db, name);
