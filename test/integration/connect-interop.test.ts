@@ -87,6 +87,27 @@ describe("A2A v0.3 over Connect and gRPC-Web (connect-es clients)", () => {
       expect(task.metadata?.["openwop"]).toMatchObject({ workflowId: "approval-gate", status: "waiting-approval" });
     });
 
+    it("drop the stream, let the task reach its gate, resubscribe, approve, complete: one run throughout", async () => {
+      const dropped = new AbortController();
+      let taskId = "";
+      for await (const event of client.sendStreamingMessage({ request: message("Slow one", "conformance-delay") }, { signal: dropped.signal })) {
+        if (event.payload.case === "task") taskId = event.payload.value.id;
+        dropped.abort();
+        break;
+      }
+      expect(taskId).not.toBe("");
+      // conformance-delay waits 2 s on a durable timer, then completes; resubscribe while it still works.
+      const seen: number[] = [];
+      for await (const event of client.taskSubscription({ name: `tasks/${taskId}` })) {
+        if (event.payload.case === "task") expect(event.payload.value.id).toBe(taskId);
+        if (event.payload.case === "statusUpdate") seen.push(event.payload.value.status?.state ?? -1);
+      }
+      expect(seen.at(-1)).toBe(TaskState.COMPLETED);
+      const log = await store.readEvents(taskId, 0);
+      expect(log.filter((e) => e.type === "run.started")).toHaveLength(1);
+      expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i));
+    });
+
     it("maps domain errors to codes: NOT_FOUND, INVALID_ARGUMENT, UNIMPLEMENTED", async () => {
       expect((await codeOf(client.getTask({ name: `tasks/${randomUUID()}` }))).code).toBe(Code.NotFound);
       const malformed = await codeOf(client.cancelTask({ name: "foo/bar" }));
