@@ -19,5 +19,6 @@ COPY workflows ./workflows
 COPY schemas ./schemas
 USER node
 EXPOSE 8080
-# NODE_ENV=production refuses to start without MONGODB_URI and PUBLIC_URL.
+# NODE_ENV=production refuses to start without MONGODB_URI and PUBLIC_URL, and (push on by default) without
+# PUSH_ENCRYPTION_KEY and PUSH_SIGNING_KEY; PUSH_ENABLED=false turns push off.
 CMD ["node", "dist/src/main.js"]

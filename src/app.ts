@@ -12,17 +12,36 @@ import { apiKeyAuthenticator, devAuthenticator } from "./auth/api-key-authentica
 import type { Principal } from "./auth/principal.js";
 import { TransitionHook } from "./engine/transition-hook.js";
 import { loadWorkflowCatalog } from "./engine/workflow-catalog.js";
+import { A2AInvokeRunner } from "./engine/a2a-invoke-runner.js";
+import { createA2APeerClient } from "./peer/a2a-peer-client.js";
+import { createPeerHttpClient } from "./peer/peer-http-client.js";
 import type { TaskHandler } from "./engine/workflow-types.js";
 import type { Logger } from "./observability/logger.js";
 import type { TaskStore } from "./store/task-store.js";
-import { createV03ConnectHandler, isV03RpcPath } from "./transport/connect/a2a-v03-connect-handler.js";
+import { MemoryPushConfigStore } from "./store/memory-push-config-store.js";
+import type { PushConfigStore } from "./store/push-config-store.js";
+import type { Resolver } from "./push/push-egress-guard.js";
+import { createPushNotifications, type PushNotifications } from "./push/push-notifications.js";
+import { addPushRoutes } from "./transport/rest/push-routes.js";
+import { createA2AConnectHandler, isA2ARpcPath } from "./transport/connect/a2a-connect-handler.js";
+import { createV10RestRouter, matchA2ARoute } from "./transport/rest/a2a-v10-rest-routes.js";
 import { DualProtocolServer } from "./transport/http-server.js";
 import { sendJson, type HttpRequest, type HttpResponse } from "./transport/http-io.js";
 import { HttpRouter } from "./transport/http-router.js";
 import { createJsonRpcEndpoint } from "./transport/jsonrpc/jsonrpc-endpoint.js";
 import { jsonRpcError } from "./transport/jsonrpc/jsonrpc-errors.js";
 import { addV03RestRoutes } from "./transport/rest/a2a-v03-rest-routes.js";
-import { addDiscoveryRoutes } from "./transport/rest/discovery-routes.js";
+import { addDiscoveryRoutes, CONFORMANCE_FIXTURES } from "./transport/rest/discovery-routes.js";
+import { loadInterruptTokenKeys } from "./interrupts/interrupt-token-keys.js";
+import { InterruptTokenSigner } from "./interrupts/interrupt-tokens.js";
+import { RunEventFeed } from "./runs/run-event-feed.js";
+import { interruptTokensFor, RunInterrupts } from "./runs/run-interrupts.js";
+import { RunService } from "./runs/run-service.js";
+import type { IdempotencyStore } from "./store/idempotency-store.js";
+import { MemoryIdempotencyStore } from "./store/memory-idempotency-store.js";
+import { addConformanceSeamRoutes } from "./transport/rest/conformance-seam-routes.js";
+import { addOpenwopInterruptRoutes } from "./transport/rest/openwop-interrupt-routes.js";
+import { addOpenwopRunsRoutes } from "./transport/rest/openwop-runs-routes.js";
 import { sendOpenwopError } from "./transport/rest/openwop-errors.js";
 
 export const JSONRPC_PATH = "/a2a/jsonrpc";
@@ -37,11 +56,19 @@ export interface AppOptions {
   store: TaskStore;
   durableStore: boolean;
   handlers?: Record<string, TaskHandler>;
+  /** Push-config store (open it next to the task store); in-memory when not given. */
+  pushConfigs?: PushConfigStore;
+  /** Tests only: the DNS resolver of the push egress guard. */
+  pushResolver?: Resolver;
+  /** Idempotency-Key records of POST /v1/runs (open it next to the task store); in-memory when not given. */
+  idempotency?: IdempotencyStore;
 }
 
 export interface App {
   supervisor: TaskSupervisor;
   service: A2AService;
+  /** Push notifications: the registration service, the delivery worker (when enabled), a start-up phrase. */
+  push: PushNotifications;
   /** Starts listening and resumes every unfinished task. */
   listen(): Promise<AddressInfo>;
   /** Graceful shutdown: ends streams, drains requests, stops the supervisor. The store stays open. */
@@ -69,9 +96,24 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...(config.workflowsDir ? { extraDir: config.workflowsDir } : {}),
     handlers,
     defaultWorkflowId: config.defaultSkill,
+    // `${A2A_PEER_CARD_URL}` in an a2a.invoke node's agentCardUrl (README "Workflows").
+    variables: { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl },
   });
   const hook = new TransitionHook(logger);
-  const supervisor = new TaskSupervisor({ store, catalog, handlers, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs });
+  // a2a.invoke: outbound calls to remote A2A agents go through the same egress guard as push deliveries.
+  const peerClient = createA2APeerClient({ http: createPeerHttpClient({ policy: config.a2aPeer.egress }), requestTimeoutMs: config.a2aPeer.requestTimeoutMs });
+  const peerInvoker = new A2AInvokeRunner(peerClient, config.a2aPeer, logger);
+  const supervisor = new TaskSupervisor({ store, catalog, handlers, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, peerInvoker });
+  const push = await createPushNotifications({
+    settings: config.push,
+    dataDir: config.dataDir,
+    retentionMs: config.retentionMs,
+    configs: options.pushConfigs ?? new MemoryPushConfigStore(),
+    supervisor,
+    hook,
+    logger,
+    ...(options.pushResolver ? { resolve: options.pushResolver } : {}),
+  });
   // JSON-RPC first (preferred). gRPC clients take a "host:port" target, not a URL; HTTP+JSON is under /v1.
   const interfaces: AgentInterface[] = [
     { url: `${config.publicUrl}${JSONRPC_PATH}`, transport: "JSONRPC" },
@@ -84,7 +126,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     version: packageVersion,
     interfaces,
     streaming: true,
-    pushNotifications: false,
+    pushNotifications: push.enabled,
   });
   const authenticator = config.auth.mode === "apikey" ? apiKeyAuthenticator(config.auth.keys) : devAuthenticator;
   if (authenticator.enabled) {
@@ -92,23 +134,57 @@ export async function createApp(options: AppOptions): Promise<App> {
     card.security = [{ apiKey: [] }];
   }
   card.capabilities.extensions = [{ uri: OPENWOP_EXTENSION_URI, description: "metadata.openwop on tasks and status updates: run status, interrupt kind and id, error code", required: false }];
-  const service = new A2AService({ supervisor, hook, catalog, card, subscriberBuffer: config.subscriberBuffer, blockingTimeoutMs: config.blockingTimeoutMs });
+  // Signed interrupt tokens: configured keys, or (development) a key generated once under DATA_DIR.
+  const tokenKeys = await loadInterruptTokenKeys({ configured: config.interruptTokens.keys?.reveal(), dataDir: config.dataDir, production: config.env === "production" });
+  const interruptTokens = new InterruptTokenSigner(tokenKeys.keys, { ttlMs: config.interruptTokens.ttlMs });
+  const service = new A2AService({
+    supervisor,
+    hook,
+    catalog,
+    card,
+    subscriberBuffer: config.subscriberBuffer,
+    blockingTimeoutMs: config.blockingTimeoutMs,
+    push: push.configs,
+    interruptToken: (record, context, principal) => interruptTokensFor(interruptTokens, record, context, principal)?.resolve,
+  });
 
   const router = new HttpRouter();
-  const jsonRpc = createJsonRpcEndpoint({ service, logger, maxBodyBytes: config.maxBodyBytes, supportedExtensions: [OPENWOP_EXTENSION_URI] });
+  const jsonRpc = createJsonRpcEndpoint({ service, logger, maxBodyBytes: config.maxBodyBytes, supportedExtensions: [OPENWOP_EXTENSION_URI], durableTasks: options.durableStore });
   router.add(["POST", "GET", "PUT", "DELETE", "PATCH"], JSONRPC_PATH, (req, res, _params, ctx) => jsonRpc(req, res, ctx));
   addV03RestRoutes(router, { service, logger, maxBodyBytes: config.maxBodyBytes });
-  addDiscoveryRoutes(router, { service, publicUrl: config.publicUrl, durableTasks: options.durableStore, version: packageVersion, transports: ["a2a", "grpc"] });
+  // A2A 1.0 HTTP+JSON (`/message:send`, `/{tenant}/tasks/{id}`...): its own router, chosen by A2A-Version where paths overlap.
+  const routerV10 = createV10RestRouter({ service, logger, maxBodyBytes: config.maxBodyBytes, durableTasks: options.durableStore });
+  addPushRoutes(router, { service });
+  // The OpenWOP REST surface: runs (the same durable tasks A2A sees), events, interrupts, workflows.
+  const runs = new RunService({ supervisor, hook, catalog, idempotency: options.idempotency ?? new MemoryIdempotencyStore(), idempotencyTtlMs: config.idempotencyTtlMs, tokens: interruptTokens });
+  const runInterrupts = new RunInterrupts({ supervisor, catalog, tokens: interruptTokens });
+  const feed = new RunEventFeed({ supervisor, hook, maxBuffered: config.subscriberBuffer });
+  addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, logger, maxBodyBytes: config.maxBodyBytes });
+  addOpenwopInterruptRoutes(router, { interrupts: runInterrupts, maxBodyBytes: config.maxBodyBytes });
+  if (config.conformanceSeams) {
+    addConformanceSeamRoutes(router, { service, runs, egress: config.push.egress, ...(options.pushResolver ? { resolve: options.pushResolver } : {}), maxBodyBytes: config.maxBodyBytes });
+  }
+  addDiscoveryRoutes(router, {
+    service,
+    publicUrl: config.publicUrl,
+    durableTasks: options.durableStore,
+    version: packageVersion,
+    transports: ["rest", "a2a", "grpc"],
+    fixtures: CONFORMANCE_FIXTURES.filter((id) => catalog.get(id)),
+    // Clarification interrupts work end to end (waiting-input, answers), which is what this envelope claims.
+    supportedEnvelopes: ["clarification.request"],
+  });
 
   const shutdown = new AbortController();
-  // Connect, gRPC and gRPC-Web calls (/a2a.v1.A2AService/*) go to the Connect adapter; everything else to the router.
-  const rpc = createV03ConnectHandler({ service, authenticator, logger, maxBodyBytes: config.maxBodyBytes, shutdownSignal: shutdown.signal });
+  // Connect, gRPC and gRPC-Web calls (/a2a.v1.A2AService/* for 0.3, /lf.a2a.v1.A2AService/* for 1.0) go to the
+  // Connect adapter; everything else to the routers.
+  const rpc = createA2AConnectHandler({ service, authenticator, logger, maxBodyBytes: config.maxBodyBytes, shutdownSignal: shutdown.signal, durableTasks: options.durableStore });
   const handle = async (req: HttpRequest, res: HttpResponse): Promise<void> => {
-    if (isV03RpcPath(req.url)) return rpc(req, res);
+    if (isA2ARpcPath(req.url)) return rpc(req, res);
     const requestDone = new AbortController();
     res.on("close", () => requestDone.abort());
     const path = new URL(req.url ?? "/", "http://host").pathname;
-    const match = router.match(req.method ?? "GET", path);
+    const match = matchA2ARoute(req, path, router, routerV10);
     try {
       const principal = PUBLIC_PATHS.some((p) => p.test(path)) ? PUBLIC_PRINCIPAL : authenticate(req, path, res);
       if (!principal) return;
@@ -141,15 +217,19 @@ export async function createApp(options: AppOptions): Promise<App> {
   return {
     supervisor,
     service,
+    push,
     async listen() {
       const address = await server.listen(config.port, config.host);
       await supervisor.start();
+      await push.start();
       return address;
     },
     async close() {
       shutdown.abort();
       await server.close(config.shutdownGraceMs);
       await supervisor.stop();
+      await peerClient.close();
+      await push.stop();
     },
   };
 }

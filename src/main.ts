@@ -16,11 +16,11 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.logLevel);
   const opened = await openStore(config, logger);
-  const app = await createApp({ config, logger, store: opened.store, durableStore: opened.durable });
+  const app = await createApp({ config, logger, store: opened.store, durableStore: opened.durable, pushConfigs: opened.pushConfigs, idempotency: opened.idempotency });
   const address = await app.listen();
   logger.info(
     { port: address.port, host: address.address, env: config.env, store: opened.store.kind },
-    `openwop-a2a-host listening on ${config.publicUrl} (h1+h2c) — A2A JSON-RPC at ${config.publicUrl}/a2a/jsonrpc with SSE streaming; store: ${opened.description}; auth: off (dev); push: not yet available`,
+    `openwop-a2a-host listening on ${config.publicUrl} (h1+h2c) — A2A JSON-RPC at ${config.publicUrl}/a2a/jsonrpc with SSE streaming; store: ${opened.description}; auth: off (dev); ${app.push.description}`,
   );
 
   let stopping = false;

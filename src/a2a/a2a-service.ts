@@ -1,11 +1,17 @@
-import type { Message, PushNotificationConfig, StreamEvent, Task, TaskStatusUpdate } from "../domain/a2a-types.js";
+import { randomUUID } from "node:crypto";
+import type { A2ATaskState, Message, PushNotificationConfig, StreamEvent, Task, TaskPushNotificationConfig, TaskStatusUpdate } from "../domain/a2a-types.js";
 import { DomainError, invalidParams } from "../domain/errors.js";
 import { isFinalA2AState, isTerminalA2AState } from "../domain/run-status.js";
 import { requireScope, type Principal } from "../auth/principal.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
 import type { CommittedTransition, TransitionHook } from "../engine/transition-hook.js";
 import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
-import type { RunEvent, TaskRecord } from "../store/task-store.js";
+import type { PushConfigService } from "../push/push-config-service.js";
+import type { PushDeadLetter } from "../store/push-config-store.js";
+import type { TaskContext } from "../machine/task-context.js";
+import { DuplicateIdempotencyKeyError, type RunEvent, type TaskRecord } from "../store/task-store.js";
+import { assertSameRequest, creationSeed, type IdempotencySeed } from "../engine/message-idempotency.js";
+import { decodePageToken, encodePageToken, pageSizeOf, type ListTasksQuery, type TaskPage } from "./task-list.js";
 import type { AgentCard } from "./agent-card.js";
 import { SubscriptionQueue } from "./subscription-queue.js";
 import { taskView, type HistoryLimit } from "./task-view.js";
@@ -34,6 +40,10 @@ export interface A2AServiceOptions {
   subscriberBuffer: number;
   /** A blocking send that has not reached a final state by then returns the task as it is. */
   blockingTimeoutMs: number;
+  /** Push-config registration and reads (answers push-not-supported when push is disabled). */
+  push: PushConfigService;
+  /** Issues the signed resolve token shown as `metadata.openwop.interruptToken` (none when it returns undefined). */
+  interruptToken?: (record: TaskRecord, context: TaskContext, principal: Principal) => string | undefined;
 }
 
 /**
@@ -50,7 +60,7 @@ export class A2AService {
   async sendMessage(params: SendParams, ctx: CallContext): Promise<Task> {
     const record = await this.accept(params, ctx);
     const settled = params.blocking ? await this.waitUntilFinal(record, ctx) : record;
-    return this.view(settled, params.history);
+    return this.view(settled, params.history, ctx);
   }
 
   /** The Task first, then every status and artifact update in commit order, until a final state. */
@@ -61,29 +71,91 @@ export class A2AService {
 
   async getTask(taskId: string, history: HistoryLimit, ctx: CallContext): Promise<Task> {
     requireScope(ctx.principal, "runs:read");
-    return this.view(await this.options.supervisor.get(taskId, ctx.principal.tenant), history);
+    return this.view(await this.options.supervisor.get(taskId, ctx.principal.tenant), history, ctx);
   }
 
   async cancelTask(taskId: string, ctx: CallContext): Promise<Task> {
     requireScope(ctx.principal, "runs:cancel");
     const record = await this.options.supervisor.cancel(taskId, ctx.principal);
-    return this.view(await this.waitUntil(record, ctx, (r) => isTerminalA2AState(r.a2a.state), this.options.blockingTimeoutMs), undefined);
+    return this.view(await this.waitUntil(record, ctx, (r) => isTerminalA2AState(r.a2a.state), this.options.blockingTimeoutMs), undefined, ctx);
   }
 
-  /** Re-attach to a task: read-only, it never re-runs anything. A terminal task answers its Task and closes. */
-  async *subscribe(taskId: string, ctx: CallContext): AsyncGenerator<StreamEvent> {
+  /**
+   * Re-attach to a task: read-only, it never re-runs anything. A terminal task answers its Task and closes,
+   * or, with `terminal: "refuse"` (A2A 1.0 SubscribeToTask), is refused as an unsupported operation.
+   */
+  async *subscribe(taskId: string, ctx: CallContext, options: { terminal?: "task" | "refuse" } = {}): AsyncGenerator<StreamEvent> {
     requireScope(ctx.principal, "runs:read");
     const record = await this.options.supervisor.get(taskId, ctx.principal.tenant);
+    if (options.terminal === "refuse" && isTerminalA2AState(record.a2a.state)) {
+      throw new DomainError("unsupported-operation", `Task ${taskId} is in a terminal state (${record.a2a.state}) and cannot be subscribed to; this operation is not supported (read it with GetTask)`, { taskId, state: record.a2a.state });
+    }
     yield* this.observe(record, ctx, undefined);
   }
 
-  async getA2ATaskState(taskId: string, ctx: CallContext) {
+  /** A page of the caller's tenant's tasks, newest first (A2A 1.0 ListTasks). */
+  async listTasks(query: ListTasksQuery, ctx: CallContext): Promise<TaskPage> {
     requireScope(ctx.principal, "runs:read");
-    return (await this.options.supervisor.get(taskId, ctx.principal.tenant)).a2a;
+    const pageSize = pageSizeOf(query.pageSize);
+    const after = query.pageToken ? decodePageToken(query.pageToken) : undefined;
+    const page = await this.options.supervisor.store.list({
+      tenant: ctx.principal.tenant,
+      ...(query.contextId ? { contextId: query.contextId } : {}),
+      ...(query.state ? { state: query.state } : {}),
+      ...(query.statusTimestampAfter ? { updatedAtOrAfter: query.statusTimestampAfter } : {}),
+      ...(after ? { after } : {}),
+      limit: pageSize + 1,
+    });
+    const records = page.records.slice(0, pageSize);
+    const last = records.at(-1);
+    return {
+      tasks: records.map((r) => {
+        const task = this.view(r, query.history, ctx);
+        return query.includeArtifacts ? task : { ...task, artifacts: [] };
+      }),
+      nextPageToken: page.records.length > pageSize && last ? encodePageToken(last) : "",
+      pageSize,
+      totalSize: page.total,
+    };
   }
 
-  pushNotificationsUnsupported(): never {
-    throw new DomainError("push-not-supported", "Push Notification is not supported by this agent yet (capabilities.pushNotifications is false)");
+  /** The durable read model; `pushConfig` shows the task's push target (url and token fingerprint only). */
+  async getA2ATaskState(taskId: string, ctx: CallContext): Promise<A2ATaskState> {
+    requireScope(ctx.principal, "runs:read");
+    const record = await this.options.supervisor.get(taskId, ctx.principal.tenant);
+    const pushConfig = await this.options.push.stateView(record);
+    return { ...record.a2a, ...(pushConfig ? { pushConfig } : {}) };
+  }
+
+  // ---------------------------------------------------------------- push notification configs
+  // Registering a webhook (and reading its secrets back) is webhook management: scope webhooks:manage.
+
+  /** Create or replace (upsert by config id; the id defaults to the task id). The URL is checked before the task is looked up. */
+  async setPushConfig(taskId: string, config: PushNotificationConfig, ctx: CallContext, path?: string): Promise<TaskPushNotificationConfig> {
+    requireScope(ctx.principal, "webhooks:manage");
+    return this.options.push.set(taskId, config, ctx.principal, path);
+  }
+
+  /** Without a config id: the config whose id is the task id. */
+  async getPushConfig(taskId: string, configId: string | undefined, ctx: CallContext): Promise<TaskPushNotificationConfig> {
+    requireScope(ctx.principal, "webhooks:manage");
+    return this.options.push.get(taskId, configId, ctx.principal);
+  }
+
+  async listPushConfigs(taskId: string, ctx: CallContext): Promise<TaskPushNotificationConfig[]> {
+    requireScope(ctx.principal, "webhooks:manage");
+    return this.options.push.list(taskId, ctx.principal);
+  }
+
+  async deletePushConfig(taskId: string, configId: string, ctx: CallContext): Promise<void> {
+    requireScope(ctx.principal, "webhooks:manage");
+    return this.options.push.delete(taskId, configId, ctx.principal);
+  }
+
+  /** Pushes given up on, newest first (operators; the caller's tenant only). */
+  async pushDeadLetters(filter: { taskId?: string; limit: number }, ctx: CallContext): Promise<PushDeadLetter[]> {
+    requireScope(ctx.principal, "webhooks:manage");
+    return this.options.push.deadLetters(ctx.principal, filter);
   }
 
   // ------------------------------------------------------------------------------------------
@@ -91,7 +163,14 @@ export class A2AService {
   private async accept(params: SendParams, ctx: CallContext): Promise<TaskRecord> {
     const { message } = params;
     if (message.role !== "user") throw invalidParams(`message.role must be "user" (got "${message.role}")`);
-    if (params.pushNotificationConfig) this.pushNotificationsUnsupported();
+    const { push } = this.options;
+    const pushConfig = params.pushNotificationConfig;
+    if (pushConfig) {
+      // The push URL is checked before any task is looked up or created.
+      push.assertEnabled();
+      requireScope(ctx.principal, "webhooks:manage");
+      await push.validate(pushConfig, "configuration.pushNotificationConfig");
+    }
     const supervisor = this.options.supervisor;
     if (message.taskId) {
       requireScope(ctx.principal, "approvals:respond");
@@ -99,15 +178,51 @@ export class A2AService {
       if (message.contextId && message.contextId !== existing.contextId) {
         throw invalidParams(`message.contextId "${message.contextId}" does not match the contextId of task ${existing.taskId}`, { taskId: existing.taskId });
       }
+      if (pushConfig) await push.registerForExistingTask(existing, pushConfig);
       return supervisor.reply(existing.taskId, message, ctx.principal);
     }
     requireScope(ctx.principal, "runs:create");
     const skillId = skillIdOf(message, params.metadata) ?? this.options.catalog.defaultWorkflowId;
-    return supervisor.createTask({ workflowId: skillId, message, ...(message.contextId ? { contextId: message.contextId } : {}), principal: ctx.principal });
+    // message.messageId is an idempotency key per caller: a repeat answers the task the first one created.
+    const idempotency = creationSeed(ctx.principal, message, skillId);
+    const earlier = await supervisor.store.findByIdempotencyKey(idempotency.key);
+    if (earlier) {
+      assertSameRequest(earlier, idempotency, message.messageId);
+      return earlier;
+    }
+    const create = { workflowId: skillId, message, ...(message.contextId ? { contextId: message.contextId } : {}), principal: ctx.principal, idempotency };
+    if (!pushConfig) return this.createOnce(create);
+    // Stored before the task exists, so its very first transition is covered even if we crash right after.
+    const taskId = randomUUID();
+    await push.registerForNewTask(taskId, ctx.principal.tenant, pushConfig);
+    try {
+      const record = await this.createOnce({ ...create, taskId });
+      // A concurrent identical message won the race: its task stands, this registration is dropped.
+      if (record.taskId !== taskId) await push.discard(taskId).catch(() => undefined);
+      return record;
+    } catch (err) {
+      if (!(await supervisor.store.get(taskId).catch(() => null))) await push.discard(taskId).catch(() => undefined);
+      throw err;
+    }
   }
 
-  private view(record: TaskRecord, history: HistoryLimit): Task {
-    return taskView(record, this.options.supervisor.contextOf(record), history);
+  /** Creates the task, or answers the one a concurrent identical message created (same idempotency key). */
+  private async createOnce(create: Parameters<TaskSupervisor["createTask"]>[0] & { idempotency: IdempotencySeed }): Promise<TaskRecord> {
+    try {
+      return await this.options.supervisor.createTask(create);
+    } catch (err) {
+      if (!(err instanceof DuplicateIdempotencyKeyError)) throw err;
+      const existing = await this.options.supervisor.store.findByIdempotencyKey(create.idempotency.key);
+      if (!existing) throw new DomainError("conflict", `message ${create.message.messageId} is being processed concurrently; retry the request`, { messageId: create.message.messageId }, { cause: err });
+      assertSameRequest(existing, create.idempotency, create.message.messageId);
+      return existing;
+    }
+  }
+
+  private view(record: TaskRecord, history: HistoryLimit, ctx: CallContext): Task {
+    const context = this.options.supervisor.contextOf(record);
+    const interruptToken = this.options.interruptToken?.(record, context, ctx.principal);
+    return taskView(record, context, history, interruptToken ? { interruptToken } : {});
   }
 
   private waitUntilFinal(record: TaskRecord, ctx: CallContext): Promise<TaskRecord> {
@@ -151,7 +266,7 @@ export class A2AService {
     const onAbort = () => queue.close();
     ctx.signal?.addEventListener("abort", onAbort, { once: true });
     try {
-      yield { kind: "task", task: this.view(start, history) };
+      yield { kind: "task", task: this.view(start, history, ctx) };
       if (isFinalA2AState(start.a2a.state)) return;
       let next = start.version + 1;
       const emit = function* (events: RunEvent[]): Generator<StreamEvent, boolean> {

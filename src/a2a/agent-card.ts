@@ -1,4 +1,5 @@
 import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
+import { A2A_VERSIONS, PREFERRED_A2A_VERSION, type A2AVersion } from "./protocol-version.js";
 
 export type TransportName = "JSONRPC" | "GRPC" | "HTTP+JSON";
 
@@ -7,7 +8,18 @@ export interface AgentInterface {
   transport: TransportName;
 }
 
-/** The A2A v0.3 agent card (JSON form). Codecs for other shapes derive from it. */
+/** A v1.0 `AgentInterface`: one binding at one URL for one protocol version (JSON, no `tenant`: the API key decides). */
+export interface VersionedInterface {
+  url: string;
+  protocolBinding: TransportName;
+  protocolVersion: A2AVersion;
+}
+
+/**
+ * The A2A v0.3 agent card (JSON form) plus the v1.0 `supportedInterfaces`, which lists every binding once per
+ * protocol version (wire facts §5.7): served as is, this is the "superset" card both eras read. Codecs for
+ * other shapes (the v0.3 proto, the pure v1.0 card) derive from it.
+ */
 export interface AgentCard {
   protocolVersion: string;
   name: string;
@@ -25,6 +37,7 @@ export interface AgentCard {
   defaultOutputModes: string[];
   skills: Array<{ id: string; name: string; description: string; tags: string[]; examples?: string[]; inputModes?: string[]; outputModes?: string[] }>;
   supportsAuthenticatedExtendedCard: boolean;
+  supportedInterfaces: VersionedInterface[];
 }
 
 export interface AgentCardOptions {
@@ -35,6 +48,8 @@ export interface AgentCardOptions {
   interfaces: AgentInterface[];
   streaming: boolean;
   pushNotifications: boolean;
+  /** Served protocol versions; default: all (the preferred one's interfaces first). */
+  protocolVersions?: readonly A2AVersion[];
 }
 
 export function buildAgentCard(catalog: WorkflowCatalog, options: AgentCardOptions): AgentCard {
@@ -61,5 +76,12 @@ export function buildAgentCard(catalog: WorkflowCatalog, options: AgentCardOptio
       ...(w.outputModes ? { outputModes: w.outputModes } : {}),
     })),
     supportsAuthenticatedExtendedCard: false,
+    supportedInterfaces: versionedInterfaces(options.interfaces, options.protocolVersions ?? A2A_VERSIONS),
   };
+}
+
+/** Each interface once per version, the preferred version first (a v1.0 client takes the first match). */
+function versionedInterfaces(interfaces: AgentInterface[], versions: readonly A2AVersion[]): VersionedInterface[] {
+  const ordered = [...versions].sort((a, b) => (a === PREFERRED_A2A_VERSION ? -1 : b === PREFERRED_A2A_VERSION ? 1 : 0));
+  return ordered.flatMap((protocolVersion) => interfaces.map((i) => ({ url: i.url, protocolBinding: i.transport, protocolVersion })));
 }

@@ -5,8 +5,11 @@ import type { TaskRecord } from "../store/task-store.js";
 /** How much history a read returns: `undefined` = all, 0 = none, n = the last n messages. */
 export type HistoryLimit = number | undefined;
 
-/** The A2A Task a stored record shows. */
-export function taskView(record: TaskRecord, context: TaskContext, historyLimit?: HistoryLimit): Task {
+/**
+ * The A2A Task a stored record shows. `interruptToken` is the signed resolve token of the pending interrupt
+ * (issued by the caller, so this stays pure); it goes to `metadata.openwop.interruptToken`.
+ */
+export function taskView(record: TaskRecord, context: TaskContext, historyLimit?: HistoryLimit, extras: { interruptToken?: string } = {}): Task {
   const { interrupt, error, statusMessage } = context;
   const history = historyLimit === undefined ? context.history : historyLimit === 0 ? [] : context.history.slice(-historyLimit);
   return {
@@ -22,8 +25,9 @@ export function taskView(record: TaskRecord, context: TaskContext, historyLimit?
         status: record.status,
         ...(context.cursor && !["completed", "failed", "cancelled"].includes(record.status) ? { currentNodeId: context.cursor } : {}),
         ...(interrupt
-          ? { interrupt: { kind: interrupt.kind, nodeId: interrupt.nodeId, interruptId: interrupt.interruptId, data: interrupt.data, ...(interrupt.expiresAt ? { expiresAt: interrupt.expiresAt } : {}), ...(interrupt.exchanges.length ? { exchanges: interrupt.exchanges } : {}) } }
+          ? { interrupt: { kind: interrupt.kind, nodeId: interrupt.nodeId, interruptId: interrupt.interruptId, data: interrupt.data, ...(interrupt.metadata ? { metadata: interrupt.metadata } : {}), ...(interrupt.expiresAt ? { expiresAt: interrupt.expiresAt } : {}), ...(interrupt.exchanges.length ? { exchanges: interrupt.exchanges } : {}) } }
           : {}),
+        ...(interrupt && extras.interruptToken ? { interruptToken: extras.interruptToken } : {}),
         ...(error ? { error: { code: error.code, message: error.message } } : {}),
       },
     },

@@ -90,6 +90,17 @@ export interface PushNotificationConfig {
   url: string;
   token?: string;
   authentication?: { schemes: string[]; credentials?: string };
+  /**
+   * The A2A version the config was registered over (absent = 0.3): deliveries use that version's body
+   * (0.3: a bare JSON event, application/json; 1.0: a StreamResponse, application/a2a+json).
+   */
+  protocolVersion?: "0.3" | "1.0";
+}
+
+/** A push config as registered for one task (v0.3 `TaskPushNotificationConfig`); `id` is always set. */
+export interface TaskPushNotificationConfig {
+  taskId: string;
+  pushNotificationConfig: PushNotificationConfig & { id: string };
 }
 
 export interface SendConfiguration {

@@ -24,6 +24,11 @@ export const ERROR_CODES = [
   "gone",
   "payload-too-large",
   "unavailable",
+  // OpenWOP REST domain codes (interrupt.md, rest-endpoints.md).
+  "interrupt-not-found",
+  "interrupt-already-resolved",
+  "interrupt-expired",
+  "idempotency-conflict",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

@@ -10,8 +10,11 @@ import type { TaskEvent } from "../machine/task-events.js";
 import { runStatusOf, stateMetaOf, type TaskSnapshot } from "../machine/task-projection.js";
 import type { Logger } from "../observability/logger.js";
 import { StaleWriteError, type TaskRecord, type TaskRecordChanges, type TaskStore } from "../store/task-store.js";
+import { buildPeerInterrupt, CROSS_PROTOCOL_CANCEL, peerTaskToCancel, type PeerProgress } from "./a2a-invoke.js";
+import { A2AInvokeRunner, DEFAULT_A2A_INVOKE_SETTINGS } from "./a2a-invoke-runner.js";
 import type { TransitionHook } from "./transition-hook.js";
 import { logEventsFor } from "./transition-log.js";
+import { classifyReply, type IdempotencySeed } from "./message-idempotency.js";
 import type { WorkflowCatalog } from "./workflow-catalog.js";
 import {
   buildInterrupt,
@@ -25,7 +28,7 @@ import {
   runInputOf,
   SYSTEM_TIMEOUT,
 } from "./workflow-engine.js";
-import { HandlerError, type HandlerResult, type TaskHandler, type TaskNode } from "./workflow-types.js";
+import { HandlerError, type A2AInvokeNode, type HandlerResult, type TaskHandler, type TaskNode } from "./workflow-types.js";
 
 export interface SupervisorOptions {
   store: TaskStore;
@@ -37,6 +40,8 @@ export interface SupervisorOptions {
   retentionMs: number;
   timerPollMs: number;
   clock?: () => Date;
+  /** Runs `a2a.invoke` nodes. Without it such nodes fail with `external_call_failed` (no client configured). */
+  peerInvoker?: A2AInvokeRunner;
 }
 
 
@@ -61,9 +66,11 @@ export class TaskSupervisor {
   private timerLoop: NodeJS.Timeout | undefined;
   private stopping = false;
   private readonly clock: () => Date;
+  private readonly peerInvoker: A2AInvokeRunner;
 
   constructor(private readonly options: SupervisorOptions) {
     this.clock = options.clock ?? (() => new Date());
+    this.peerInvoker = options.peerInvoker ?? new A2AInvokeRunner(undefined, DEFAULT_A2A_INVOKE_SETTINGS, options.logger, this.clock);
   }
 
   get store(): TaskStore {
@@ -104,7 +111,8 @@ export class TaskSupervisor {
 
   // ---------------------------------------------------------------- operations
 
-  async createTask(args: { workflowId: string; message: Message; contextId?: string; principal: Principal; taskId?: string }): Promise<TaskRecord> {
+  /** With `idempotency`, the store refuses a second live task with the same key (DuplicateIdempotencyKeyError). */
+  async createTask(args: { workflowId: string; message: Message; contextId?: string; principal: Principal; taskId?: string; idempotency?: IdempotencySeed }): Promise<TaskRecord> {
     const workflow = this.options.catalog.get(args.workflowId);
     if (!workflow) {
       throw invalidParams(`unknown skill "${args.workflowId}"; this agent offers: ${this.options.catalog.ids().join(", ")}`, { skillId: args.workflowId });
@@ -124,6 +132,7 @@ export class TaskSupervisor {
       version: events.length - 1,
       createdAt: at,
       ...this.changesFor(snapshot, at),
+      ...(args.idempotency ? { idempotencyKey: args.idempotency.key, requestFingerprint: args.idempotency.fingerprint } : {}),
     };
     await this.withLock(taskId, async () => {
       await this.options.store.create(record, events);
@@ -151,8 +160,14 @@ export class TaskSupervisor {
   }
 
   /** Resolves the pending interrupt with an explicit resume value (REST interrupts API, tokens, timeouts). */
-  async resolveInterrupt(taskId: string, principal: Principal, nodeId: string, resumeValue: Record<string, unknown>): Promise<TaskRecord> {
-    return this.resolve(taskId, principal, { nodeId, resumeValue });
+  async resolveInterrupt(
+    taskId: string,
+    principal: Principal,
+    nodeId: string,
+    resumeValue: Record<string, unknown>,
+    options: { interruptId?: string } = {},
+  ): Promise<TaskRecord> {
+    return this.resolve(taskId, principal, { nodeId, resumeValue, ...(options.interruptId ? { interruptId: options.interruptId } : {}) });
   }
 
   async cancel(taskId: string, principal: Principal, reason = "cancelled by the caller"): Promise<TaskRecord> {
@@ -175,13 +190,15 @@ export class TaskSupervisor {
   private async resolve(
     taskId: string,
     principal: Principal,
-    reply: { message: Message } | { nodeId: string; resumeValue: Record<string, unknown> },
+    reply: { message: Message } | { nodeId: string; resumeValue: Record<string, unknown>; interruptId?: string },
   ): Promise<TaskRecord> {
     const record = await this.withLock(taskId, async () => {
       const live = await this.loadLive(taskId, principal.tenant);
       const snapshot = live.actor.getSnapshot();
       const status = runStatusOf(snapshot);
       const interrupt = snapshot.context.interrupt;
+      // A message already received (same messageId, same content) is a retry: it changes nothing.
+      if ("message" in reply && classifyReply(snapshot.context.history, taskId, reply.message) === "repeat") return live.record;
       if (isTerminalRunStatus(status)) {
         throw new DomainError("unsupported-operation", `Task ${taskId} is in a terminal state (${stateMetaOf(snapshot).a2aState}) and cannot be modified; this operation is not supported`, { taskId, status });
       }
@@ -190,6 +207,10 @@ export class TaskSupervisor {
       }
       if ("nodeId" in reply && reply.nodeId !== interrupt.nodeId) {
         throw new DomainError("not-found", `node "${reply.nodeId}" has no pending interrupt in run ${taskId}`, { nodeId: reply.nodeId });
+      }
+      // A signed token names one interrupt: a later interrupt on the same node (refine loop) is not its to answer.
+      if ("nodeId" in reply && reply.interruptId !== undefined && reply.interruptId !== interrupt.interruptId) {
+        throw new DomainError("interrupt-already-resolved", `interrupt ${reply.interruptId} of run ${taskId} is no longer pending`, { nodeId: reply.nodeId, interruptId: reply.interruptId });
       }
       const workflow = this.workflowOf(live.record);
       const at = this.now();
@@ -215,6 +236,7 @@ export class TaskSupervisor {
         next: outcome.next,
         output: outcome.output,
         ...(outcome.artifacts ? { artifacts: outcome.artifacts } : {}),
+        ...(outcome.progress ? { progress: outcome.progress } : {}),
         ...(message ? { message } : {}),
         ...(outcome.thenFail ? { fail: outcome.thenFail, statusMessage: this.failureMessage(live.record, outcome.thenFail.code) } : {}),
       });
@@ -341,7 +363,8 @@ export class TaskSupervisor {
 
   /** One step of the run. Returns false when the task has nothing to do now (and is passivated). */
   private async step(taskId: string): Promise<boolean> {
-    const decision = await this.withLock(taskId, async (): Promise<{ run: TaskNode; context: TaskContext; record: TaskRecord } | boolean> => {
+    type Work = { run: TaskNode; context: TaskContext } | { invoke: A2AInvokeNode; context: TaskContext } | { cancelPeer: PeerProgress };
+    const decision = await this.withLock(taskId, async (): Promise<Work | boolean> => {
       const live = await this.loadLive(taskId).catch((err: unknown) => {
         if (err instanceof DomainError && err.code === "task-not-found") return undefined;
         throw err;
@@ -351,7 +374,12 @@ export class TaskSupervisor {
       const status: RunStatus = runStatusOf(snapshot);
       const at = this.now();
       if (status === "pending") return !!(await this.commit(taskId, { type: "START", at }));
-      if (status === "cancelling") return !!(await this.commit(taskId, { type: "CANCELLED", at }));
+      if (status === "cancelling") {
+        // A live remote task of an a2a.invoke node is cancelled too (after our commit, best effort).
+        const peer = peerTaskToCancel(snapshot.context, this.options.catalog.get(live.record.workflowId), (nodeId) => idempotencyKeyOf(snapshot.context, nodeId));
+        await this.commit(taskId, { type: "CANCELLED", at });
+        return peer ? { cancelPeer: peer } : true;
+      }
       if (status !== "running") {
         this.forget(taskId);
         return false;
@@ -389,13 +417,77 @@ export class TaskSupervisor {
         }
         case "run-task": {
           const record = await this.commit(taskId, { type: "NODE_STARTED", at, nodeId: step.node.id });
-          return { run: step.node, context: this.contextOf(record), record };
+          return { run: step.node, context: this.contextOf(record) };
+        }
+        case "invoke-peer": {
+          const record = await this.commit(taskId, { type: "NODE_STARTED", at, nodeId: step.node.id });
+          return { invoke: step.node, context: this.contextOf(record) };
         }
       }
     });
     if (typeof decision === "boolean") return decision;
-    await this.runHandler(taskId, decision.run, decision.context);
+    if ("cancelPeer" in decision) await this.peerInvoker.cancelPeer(decision.cancelPeer, `run ${taskId} was cancelled`);
+    else if ("invoke" in decision) await this.invokePeer(taskId, decision.invoke, decision.context);
+    else await this.runHandler(taskId, decision.run, decision.context);
     return true;
+  }
+
+  /**
+   * Runs an a2a.invoke node outside the lock (so cancel can commit meanwhile; cancel aborts it), committing
+   * the peer's progress as it comes, then commits what the peer's task came to.
+   */
+  private async invokePeer(taskId: string, node: A2AInvokeNode, context: TaskContext): Promise<void> {
+    const controller = new AbortController();
+    this.inFlightHandlers.set(taskId, controller);
+    let outcome: Awaited<ReturnType<A2AInvokeRunner["run"]>>;
+    try {
+      outcome = await this.peerInvoker.run({
+        taskId,
+        node,
+        context,
+        signal: controller.signal,
+        record: (progress) =>
+          this.withLock(taskId, async () => {
+            if (!(await this.stillRunning(taskId, node.id))) return false;
+            await this.commit(taskId, { type: "NODE_PROGRESS", at: this.now(), nodeId: node.id, progress: progress as unknown as Record<string, unknown> });
+            return true;
+          }),
+      });
+    } finally {
+      this.inFlightHandlers.delete(taskId);
+    }
+    if (controller.signal.reason instanceof ShutdownSignal) throw controller.signal.reason;
+    if (outcome.type === "stopped") return;
+    await this.withLock(taskId, async () => {
+      if (!(await this.stillRunning(taskId, node.id))) return; // cancelled or paused meanwhile; dropped
+      const at = this.now();
+      const live = await this.loadLive(taskId);
+      const workflow = this.workflowOf(live.record);
+      switch (outcome.type) {
+        case "complete":
+          await this.commit(taskId, { type: "NODE_COMPLETED", at, nodeId: node.id, output: outcome.output, artifacts: outcome.artifacts, next: nodeAfter(workflow, node.id) });
+          return;
+        case "interrupt": {
+          const peer = { agentCardUrl: outcome.agentCardUrl, task: outcome.task, ...(outcome.subkind ? { subkind: outcome.subkind } : {}) };
+          const built = buildPeerInterrupt(node, live.actor.getSnapshot().context, at, { interruptId: randomUUID(), messageId: randomUUID() }, peer);
+          await this.commit(taskId, { type: "INTERRUPT", at, ...built });
+          return;
+        }
+        case "fail":
+          await this.commit(taskId, { type: "FAIL", at, error: outcome.error, statusMessage: this.failureMessage(live.record, outcome.error.code) });
+          return;
+        case "cancel":
+          // A cancel on the peer's side wins too: our run goes to cancelled (the driver commits CANCELLED next).
+          await this.commit(taskId, { type: "CANCEL", at, reason: CROSS_PROTOCOL_CANCEL, cancelledBy: `a2a-peer:${outcome.agentCardUrl}` });
+          return;
+      }
+    });
+  }
+
+  /** Under the lock: whether the run is still running `nodeId` (not cancelled, paused or moved on). */
+  private async stillRunning(taskId: string, nodeId: string): Promise<boolean> {
+    const snapshot = (await this.loadLive(taskId)).actor.getSnapshot();
+    return runStatusOf(snapshot) === "running" && snapshot.context.cursor === nodeId && snapshot.context.nodeStarted;
   }
 
   /** Runs a task node's handler outside the lock (so cancel can commit meanwhile), then commits its result. */

@@ -23,6 +23,8 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
           a2a: { artifact },
         })),
       ];
+    case "NODE_PROGRESS":
+      return [{ type: "node.progress", nodeId: event.nodeId, payload: { nodeId: event.nodeId, attempt: after.attempt, progress: event.progress } }];
     case "TIMER_SET":
       return [{ type: "timer.scheduled", nodeId: event.timer.nodeId, payload: { ...event.timer } }];
     case "INTERRUPT": {
@@ -142,7 +144,9 @@ export function openwopStatusMetadata(snapshot: TaskSnapshot): Record<string, un
     openwop: {
       runId: taskId,
       status: runStatusOf(snapshot),
-      ...(interrupt ? { interrupt: { kind: interrupt.kind, nodeId: interrupt.nodeId, interruptId: interrupt.interruptId } } : {}),
+      ...(interrupt
+        ? { interrupt: { kind: interrupt.kind, nodeId: interrupt.nodeId, interruptId: interrupt.interruptId, ...(interrupt.metadata ? { metadata: interrupt.metadata } : {}) } }
+        : {}),
       ...(error ? { error: { code: error.code, message: error.message } } : {}),
     },
   };

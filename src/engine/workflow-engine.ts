@@ -2,7 +2,8 @@ import type { Artifact, Message, Part } from "../domain/a2a-types.js";
 import { invalidParams } from "../domain/errors.js";
 import { APPROVAL_ACTIONS, type ApprovalAction } from "../domain/run-status.js";
 import type { DurableTimer, PendingInterrupt, RunError, TaskContext } from "../machine/task-context.js";
-import type { ApprovalNode, ClarificationNode, DelayNode, TaskNode, WorkflowDefinition, WorkflowNode } from "./workflow-types.js";
+import { peerReplyFromText, peerReplyOutcome } from "./a2a-invoke.js";
+import type { A2AInvokeNode, ApprovalNode, ClarificationNode, DelayNode, TaskNode, WorkflowDefinition, WorkflowNode } from "./workflow-types.js";
 
 /**
  * Pure workflow decisions: what the running task does next, and what a caller's reply means. The
@@ -14,6 +15,7 @@ export type Step =
   | { type: "start-delay"; node: DelayNode }
   | { type: "wait-timer" }
   | { type: "interrupt"; node: ApprovalNode | ClarificationNode }
+  | { type: "invoke-peer"; node: A2AInvokeNode }
   | { type: "fail"; error: RunError };
 
 export function firstNodeOf(workflow: WorkflowDefinition): string | null {
@@ -43,6 +45,8 @@ export function nextStep(context: TaskContext, workflow: WorkflowDefinition): St
     case "approval":
     case "clarification":
       return { type: "interrupt", node };
+    case "a2a.invoke":
+      return { type: "invoke-peer", node };
   }
 }
 
@@ -132,7 +136,15 @@ export function buildInterrupt(
 
 /** What resolving an interrupt does to the run. */
 export type ReplyOutcome =
-  | { type: "resume"; output: Record<string, unknown>; next: string | null; artifacts?: Artifact[]; thenFail?: RunError }
+  | {
+      type: "resume";
+      output: Record<string, unknown>;
+      next: string | null;
+      artifacts?: Artifact[];
+      thenFail?: RunError;
+      /** The node's new `nodeProgress` entry, committed with the resume (an a2a.invoke's answer to forward). */
+      progress?: Record<string, unknown>;
+    }
   | { type: "ask"; question: string };
 
 const LEGACY_DECISIONS: Record<string, (feedback: unknown) => Record<string, unknown>> = {
@@ -150,6 +162,8 @@ export function interpretReply(
 ): ReplyOutcome {
   const node = findNode(workflow, interrupt.nodeId);
   if (node?.kind === "clarification") return { type: "resume", ...clarificationOutcome(node, workflow, resumeValue, decision) };
+  // A remote agent's question: the answer goes to the remote agent. Never an approval decision.
+  if (node?.kind === "a2a.invoke") return { type: "resume", ...peerReplyOutcome(node, context, interrupt, resumeValue, decision, idempotencyKeyOf(context, node.id)) };
   if (node?.kind !== "approval") throw invalidParams(`node "${interrupt.nodeId}" does not accept replies`);
   let value = resumeValue;
   const decisionWord = value["decision"];
@@ -259,6 +273,7 @@ export function resumeValueFromMessage(message: Message, interrupt: PendingInter
     throw invalidParams(`the reply to approval gate "${interrupt.nodeId}" needs a data part {"action": ...}; text is accepted only if it is exactly one of ${APPROVAL_ACTIONS.join(", ")}`);
   }
   const node = findNode(workflow, interrupt.nodeId);
+  if (node?.kind === "a2a.invoke") return peerReplyFromText(text);
   if (node?.kind !== "clarification") throw invalidParams(`node "${interrupt.nodeId}" needs a data part to resume`);
   if (node.questions.length === 1 && node.questions[0]) return { answers: [{ id: node.questions[0].id, answer: text }] };
   throw invalidParams(`node "${interrupt.nodeId}" asks several questions; answer with a data part {"answers": [{"id", "answer"}]}`);

@@ -38,7 +38,26 @@ export interface DelayNode {
   durationMs: number;
 }
 
-export type WorkflowNode = TaskNode | ApprovalNode | ClarificationNode | DelayNode;
+/** Calls an external A2A agent (the host as an A2A client) and projects the peer's task into the run. */
+export interface A2AInvokeNode {
+  kind: "a2a.invoke";
+  id: string;
+  title?: string;
+  /**
+   * The peer's agent card. May be `${VARIABLE}` (e.g. `${A2A_PEER_CARD_URL}`), expanded from configuration
+   * when the workflow is loaded; a variable that is not configured stays unexpanded and the node fails with
+   * `external_call_failed` when it runs.
+   */
+  agentCardUrl: string;
+  /** Sent to the peer as `message.metadata.skillId`. */
+  skillId?: string;
+  /** Text sent to the peer; without it the run's input (text and data parts) is forwarded. */
+  message?: string;
+  /** How long the peer may take to reach a terminal or input state after each message we send. */
+  timeoutMs?: number;
+}
+
+export type WorkflowNode = TaskNode | ApprovalNode | ClarificationNode | DelayNode | A2AInvokeNode;
 
 export interface WorkflowDefinition {
   id: string;

@@ -13,6 +13,11 @@ export interface PendingInterrupt {
   expiresAt?: string;
   /** `ask` exchanges accumulated while the interrupt stays pending. */
   exchanges: Array<{ question: string; askedBy: string; askedAt: string }>;
+  /**
+   * What kind of wait this is beyond `kind`, e.g. `{subkind: "auth", source: "a2a.invoke"}` when a remote
+   * agent asks for authentication. Shown to callers in `metadata.openwop.interrupt.metadata`.
+   */
+  metadata?: Record<string, unknown>;
 }
 
 export interface DurableTimer {
@@ -49,6 +54,12 @@ export interface TaskContext {
   /** Which node produced which artifacts (approval gates put a node's artifacts up for review). */
   artifactsByNode: Record<string, string[]>;
   history: Message[];
+  /**
+   * Per-node progress of a node that works in several steps (an `a2a.invoke` records the peer's task id and
+   * last state here as soon as the peer answers), so a restart resumes the step instead of repeating it.
+   * Cleared when the node completes. Absent on tasks that never needed it.
+   */
+  nodeProgress?: Record<string, Record<string, unknown>>;
   statusMessage?: Message;
   interrupt?: PendingInterrupt;
   timer?: DurableTimer;

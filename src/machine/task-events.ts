@@ -6,6 +6,8 @@ export type TaskEvent =
   | { type: "START"; at: string }
   | { type: "NODE_STARTED"; at: string; nodeId: string }
   | { type: "NODE_COMPLETED"; at: string; nodeId: string; output: unknown; artifacts: Artifact[]; next: string | null }
+  /** A running node recorded progress (replaces its whole `nodeProgress` entry); logged as node.progress. */
+  | { type: "NODE_PROGRESS"; at: string; nodeId: string; progress: Record<string, unknown> }
   | { type: "TIMER_SET"; at: string; timer: DurableTimer }
   | { type: "INTERRUPT"; at: string; interrupt: PendingInterrupt; statusMessage: Message; timer?: DurableTimer }
   | {
@@ -21,6 +23,8 @@ export type TaskEvent =
       /** A decision that ends the run (reject without a goto, timeout): resolved and failed in one commit. */
       fail?: RunError;
       statusMessage?: Message;
+      /** The node's new `nodeProgress` entry (an a2a.invoke records the reply it still has to forward). */
+      progress?: Record<string, unknown>;
     }
   | { type: "ASK"; at: string; question: string; askedBy: string; message?: Message; statusMessage: Message }
   | { type: "PAUSE"; at: string }
@@ -36,6 +40,7 @@ export const TASK_EVENT_TYPES: readonly TaskEventType[] = [
   "START",
   "NODE_STARTED",
   "NODE_COMPLETED",
+  "NODE_PROGRESS",
   "TIMER_SET",
   "INTERRUPT",
   "RESUME",

@@ -32,6 +32,15 @@ function mergeArtifacts(current: Artifact[], incoming: Artifact[] | undefined): 
   return [...byId.values()];
 }
 
+function withProgress(current: TaskContext["nodeProgress"], nodeId: string, progress: Record<string, unknown> | undefined): Pick<TaskContext, "nodeProgress"> {
+  if (progress === undefined) {
+    if (!current || !(nodeId in current)) return {};
+    const { [nodeId]: _dropped, ...rest } = current;
+    return { nodeProgress: rest };
+  }
+  return { nodeProgress: { ...current, [nodeId]: progress } };
+}
+
 function appendMessages(history: Message[], ...messages: Array<Message | undefined>): Message[] {
   const added = messages.filter((m): m is Message => m !== undefined);
   return added.length === 0 ? history : [...history, ...added];
@@ -50,6 +59,8 @@ export const taskMachine = setup({
     startsCursorNode: ({ context, event }) => event.type === "NODE_STARTED" && context.cursor === event.nodeId,
     completesRunningNode: ({ context, event }) =>
       event.type === "NODE_COMPLETED" && context.nodeStarted && context.cursor === event.nodeId,
+    progressesRunningNode: ({ context, event }) =>
+      event.type === "NODE_PROGRESS" && context.nodeStarted && context.cursor === event.nodeId,
     resolvesPendingInterrupt: ({ context, event }) =>
       event.type === "RESUME" && context.interrupt !== undefined && context.interrupt.nodeId === event.nodeId,
     resolvesAndFails: ({ context, event }) =>
@@ -73,8 +84,12 @@ export const taskMachine = setup({
         nodeStarted: false,
         attempt: 0,
         timer: undefined,
+        ...withProgress(context.nodeProgress, event.nodeId, undefined),
       };
     }),
+    recordNodeProgress: assign(({ context, event }) =>
+      event.type === "NODE_PROGRESS" ? withProgress(context.nodeProgress, event.nodeId, event.progress) : {},
+    ),
     recordTimer: assign({ timer: ({ event }) => (event.type === "TIMER_SET" ? event.timer : undefined) }),
     recordInterrupt: assign(({ context, event }) => {
       if (event.type !== "INTERRUPT") return {};
@@ -98,6 +113,7 @@ export const taskMachine = setup({
         cursor: event.next,
         nodeStarted: false,
         attempt: 0,
+        ...(event.progress ? withProgress(context.nodeProgress, event.nodeId, event.progress) : {}),
       };
     }),
     recordAsk: assign(({ context, event }) => {
@@ -171,6 +187,7 @@ export const taskMachine = setup({
       on: {
         NODE_STARTED: { guard: "startsCursorNode", actions: "recordNodeStarted" },
         NODE_COMPLETED: { guard: "completesRunningNode", actions: "recordNodeCompleted" },
+        NODE_PROGRESS: { guard: "progressesRunningNode", actions: "recordNodeProgress" },
         TIMER_SET: { actions: "recordTimer" },
         INTERRUPT: [
           { guard: "isApprovalInterrupt", target: "waiting-approval", actions: "recordInterrupt" },

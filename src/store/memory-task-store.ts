@@ -1,8 +1,11 @@
 import { isTerminalRunStatus } from "../domain/run-status.js";
 import {
+  DuplicateIdempotencyKeyError,
   DuplicateTaskError,
   StaleWriteError,
   type RunEvent,
+  type TaskListPage,
+  type TaskListQuery,
   type TaskRecord,
   type TaskRecordChanges,
   type TaskStore,
@@ -17,6 +20,8 @@ interface Entry {
 export class MemoryTaskStore implements TaskStore {
   readonly kind = "memory" as const;
   private readonly tasks = new Map<string, Entry>();
+  /** Idempotency key → task id (the unique index of the MongoDB adapter). */
+  private readonly byIdempotencyKey = new Map<string, string>();
 
   constructor(private readonly now: () => Date = () => new Date()) {}
 
@@ -24,6 +29,12 @@ export class MemoryTaskStore implements TaskStore {
 
   async create(record: TaskRecord, events: RunEvent[]): Promise<void> {
     if (this.tasks.has(record.taskId)) throw new DuplicateTaskError(record.taskId);
+    const key = record.idempotencyKey;
+    if (key) {
+      const holder = this.byIdempotencyKey.get(key);
+      if (holder !== undefined && this.live(holder)) throw new DuplicateIdempotencyKeyError(key);
+      this.byIdempotencyKey.set(key, record.taskId);
+    }
     this.tasks.set(record.taskId, { record: structuredClone(record), events: structuredClone(events) });
   }
 
@@ -44,6 +55,29 @@ export class MemoryTaskStore implements TaskStore {
     const entry = this.live(taskId);
     if (!entry) return [];
     return structuredClone(entry.events.slice(fromSequence, fromSequence + limit));
+  }
+
+  async findByIdempotencyKey(idempotencyKey: string): Promise<TaskRecord | null> {
+    const taskId = this.byIdempotencyKey.get(idempotencyKey);
+    const entry = taskId === undefined ? undefined : this.live(taskId);
+    return entry?.record.idempotencyKey === idempotencyKey ? structuredClone(entry.record) : null;
+  }
+
+  async list(query: TaskListQuery): Promise<TaskListPage> {
+    const matching = [...this.tasks.keys()]
+      .map((id) => this.live(id)?.record)
+      .filter((r): r is TaskRecord => r !== undefined)
+      .filter(
+        (r) =>
+          r.tenant === query.tenant &&
+          (query.contextId === undefined || r.contextId === query.contextId) &&
+          (query.state === undefined || r.a2a.state === query.state) &&
+          (query.updatedAtOrAfter === undefined || r.updatedAt >= query.updatedAtOrAfter),
+      )
+      .sort(newestFirst);
+    const after = query.after;
+    const page = after ? matching.filter((r) => newestFirst(r, { updatedAt: after.updatedAt, taskId: after.taskId }) > 0) : matching;
+    return { records: page.slice(0, query.limit).map((r) => structuredClone(r)), total: matching.length };
   }
 
   async listActive(): Promise<TaskRecord[]> {
@@ -67,8 +101,16 @@ export class MemoryTaskStore implements TaskStore {
     const entry = this.tasks.get(taskId);
     if (entry?.record.expireAt && Date.parse(entry.record.expireAt) <= this.now().getTime()) {
       this.tasks.delete(taskId);
+      const key = entry.record.idempotencyKey;
+      if (key && this.byIdempotencyKey.get(key) === taskId) this.byIdempotencyKey.delete(key);
       return undefined;
     }
     return entry;
   }
+}
+
+/** ListTasks order: updatedAt descending, then taskId descending (ISO timestamps compare as strings). */
+function newestFirst(a: Pick<TaskRecord, "updatedAt" | "taskId">, b: Pick<TaskRecord, "updatedAt" | "taskId">): number {
+  if (a.updatedAt !== b.updatedAt) return a.updatedAt < b.updatedAt ? 1 : -1;
+  return a.taskId === b.taskId ? 0 : a.taskId < b.taskId ? 1 : -1;
 }

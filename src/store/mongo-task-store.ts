@@ -1,9 +1,12 @@
-import { MongoServerError, type Collection, type Db, type MongoClient } from "mongodb";
+import { MongoServerError, type Collection, type Db, type Filter, type MongoClient } from "mongodb";
 import { TERMINAL_RUN_STATUSES } from "../domain/run-status.js";
 import {
+  DuplicateIdempotencyKeyError,
   DuplicateTaskError,
   StaleWriteError,
   type RunEvent,
+  type TaskListPage,
+  type TaskListQuery,
   type TaskRecord,
   type TaskRecordChanges,
   type TaskStore,
@@ -44,16 +47,53 @@ export class MongoTaskStore implements TaskStore {
       // TTL: MongoDB deletes a terminal task once its retention has passed.
       { key: { expireAt: 1 }, name: "retention_ttl", expireAfterSeconds: 0 },
       { key: { tenant: 1, contextId: 1, updatedAt: -1 }, name: "tenant_context" },
+      // ListTasks without a context filter: a tenant's tasks, newest first.
+      { key: { tenant: 1, updatedAt: -1, _id: -1 }, name: "tenant_updated" },
+      // A2A message.messageId idempotency: one live task per (tenant, principal, messageId) digest.
+      { key: { idempotencyKey: 1 }, name: "idempotency_key", unique: true, partialFilterExpression: { idempotencyKey: { $type: "string" } } },
     ]);
   }
 
   async create(record: TaskRecord, events: RunEvent[]): Promise<void> {
-    try {
-      await this.tasks.insertOne(toDocument(record, events));
-    } catch (err) {
-      if (err instanceof MongoServerError && err.code === DUPLICATE_KEY) throw new DuplicateTaskError(record.taskId);
-      throw err;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.tasks.insertOne(toDocument(record, events));
+        return;
+      } catch (err) {
+        if (!(err instanceof MongoServerError) || err.code !== DUPLICATE_KEY) throw err;
+        const key = record.idempotencyKey;
+        if (!key || !isIdempotencyKeyViolation(err)) throw new DuplicateTaskError(record.taskId);
+        // The holder may be a task past its retention that the TTL monitor has not removed yet: it reads
+        // as not found, so it must not block the key. Remove it and try once more.
+        const purged = attempt === 0 ? await this.tasks.deleteOne({ idempotencyKey: key, expireAt: { $lte: this.now() } }) : { deletedCount: 0 };
+        if (purged.deletedCount === 0) throw new DuplicateIdempotencyKeyError(key);
+      }
     }
+  }
+
+  async findByIdempotencyKey(idempotencyKey: string): Promise<TaskRecord | null> {
+    const doc = await this.tasks.findOne({ idempotencyKey }, { projection: WITHOUT_EVENTS });
+    return doc && !this.expired(doc) ? toRecord(doc) : null;
+  }
+
+  async list(query: TaskListQuery): Promise<TaskListPage> {
+    const live: Filter<TaskDocument> = { $or: [{ expireAt: null }, { expireAt: { $gt: this.now() } }] };
+    const filter: Filter<TaskDocument> = {
+      tenant: query.tenant,
+      ...(query.contextId !== undefined ? { contextId: query.contextId } : {}),
+      ...(query.state !== undefined ? { "a2a.state": query.state } : {}),
+      ...(query.updatedAtOrAfter !== undefined ? { updatedAt: { $gte: query.updatedAtOrAfter } } : {}),
+      $and: [live],
+    };
+    const after = query.after;
+    const pageFilter: Filter<TaskDocument> = after
+      ? { ...filter, $and: [live, { $or: [{ updatedAt: { $lt: after.updatedAt } }, { updatedAt: after.updatedAt, _id: { $lt: after.taskId } }] }] }
+      : filter;
+    const [docs, total] = await Promise.all([
+      this.tasks.find(pageFilter, { projection: WITHOUT_EVENTS }).sort({ updatedAt: -1, _id: -1 }).limit(query.limit).toArray(),
+      this.tasks.countDocuments(filter),
+    ]);
+    return { records: docs.map(toRecord), total };
   }
 
   async commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[]): Promise<void> {
@@ -114,6 +154,13 @@ export class MongoTaskStore implements TaskStore {
   private expired(doc: Pick<TaskDocument, "expireAt">): boolean {
     return doc.expireAt instanceof Date && doc.expireAt.getTime() <= this.now().getTime();
   }
+}
+
+/** Which unique index an E11000 came from: the idempotency key's, or the primary key's. */
+function isIdempotencyKeyViolation(err: MongoServerError): boolean {
+  const pattern = (err as { keyPattern?: Record<string, unknown> }).keyPattern;
+  if (pattern) return "idempotencyKey" in pattern;
+  return /idempotency_key|idempotencyKey/.test(err.message);
 }
 
 function toDate(value: string | null | undefined): Date | null {

@@ -3,24 +3,38 @@ import { join } from "node:path";
 import { MongoClient } from "mongodb";
 import type { Config } from "../config/config.js";
 import type { Logger } from "../observability/logger.js";
+import type { IdempotencyStore } from "./idempotency-store.js";
+import { MemoryIdempotencyStore } from "./memory-idempotency-store.js";
+import { MemoryPushConfigStore } from "./memory-push-config-store.js";
 import { MemoryTaskStore } from "./memory-task-store.js";
+import { MongoPushConfigStore } from "./mongo-push-config-store.js";
+import { MongoIdempotencyStore } from "./mongo-idempotency-store.js";
 import { MongoTaskStore } from "./mongo-task-store.js";
+import type { PushConfigStore } from "./push-config-store.js";
 import type { TaskStore } from "./task-store.js";
 
 export interface OpenedStore {
   store: TaskStore;
+  /** Idempotency-Key records of the OpenWOP REST surface, in the same database as the tasks. */
+  idempotency: IdempotencyStore;
+  /** Push notification configs, their delivery cursors and dead letters, next to the tasks. */
+  pushConfigs: PushConfigStore;
   /** One phrase for the start-up line: which store, and whether tasks survive a restart. */
   description: string;
   durable: boolean;
   stop(): Promise<void>;
 }
 
-export async function connectMongoStore(uri: string, dbName: string): Promise<MongoTaskStore> {
+export async function connectMongoStore(uri: string, dbName: string): Promise<{ store: MongoTaskStore; idempotency: MongoIdempotencyStore; pushConfigs: MongoPushConfigStore }> {
   const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: "openwop-a2a-host" });
   await client.connect();
   const store = new MongoTaskStore(client, client.db(dbName));
+  const idempotency = new MongoIdempotencyStore(client.db(dbName));
   await store.init();
-  return store;
+  const pushConfigs = new MongoPushConfigStore(client.db(dbName));
+  await idempotency.init();
+  await pushConfigs.init();
+  return { store, idempotency, pushConfigs };
 }
 
 /**
@@ -30,17 +44,19 @@ export async function connectMongoStore(uri: string, dbName: string): Promise<Mo
 export async function openStore(config: Config, logger: Logger): Promise<OpenedStore> {
   if (config.store === "memory") return memoryStore();
   if (config.mongodbUri) {
-    const store = await connectMongoStore(config.mongodbUri, config.mongodbDb);
-    return { store, description: `MongoDB (${redactUri(config.mongodbUri)})`, durable: true, stop: () => store.close() };
+    const { store, idempotency, pushConfigs } = await connectMongoStore(config.mongodbUri, config.mongodbDb);
+    return { store, idempotency, pushConfigs, description: `MongoDB (${redactUri(config.mongodbUri)})`, durable: true, stop: () => store.close() };
   }
   const dbPath = join(config.dataDir, "mongo");
   try {
     await mkdir(dbPath, { recursive: true });
     const { MongoMemoryServer } = await import("mongodb-memory-server-core");
     const server = await MongoMemoryServer.create({ instance: { dbPath, storageEngine: "wiredTiger" } });
-    const store = await connectMongoStore(server.getUri(), config.mongodbDb);
+    const { store, idempotency, pushConfigs } = await connectMongoStore(server.getUri(), config.mongodbDb);
     return {
       store,
+      idempotency,
+      pushConfigs,
       description: `embedded MongoDB (data in ${dbPath})`,
       durable: true,
       stop: async () => {
@@ -59,7 +75,7 @@ export async function openStore(config: Config, logger: Logger): Promise<OpenedS
 
 function memoryStore(): OpenedStore {
   const store = new MemoryTaskStore();
-  return { store, description: "in-memory store (tasks do not survive a restart)", durable: false, stop: () => store.close() };
+  return { store, idempotency: new MemoryIdempotencyStore(), pushConfigs: new MemoryPushConfigStore(), description: "in-memory store (tasks do not survive a restart)", durable: false, stop: () => store.close() };
 }
 
 export function redactUri(uri: string): string {

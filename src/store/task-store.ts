@@ -1,5 +1,5 @@
 import type { A2ATaskState, Artifact, TaskStatus } from "../domain/a2a-types.js";
-import type { RunStatus } from "../domain/run-status.js";
+import type { A2ATaskStateValue, RunStatus } from "../domain/run-status.js";
 
 /** One entry of the per-task event log (OpenWOP RunEventDoc) plus what it means on the A2A wire. */
 export interface RunEvent {
@@ -33,6 +33,13 @@ export interface TaskRecord {
   expireAt?: string | null;
   /** Due time of the durable timer (delay node or interrupt deadline), for the scheduler. */
   timerDueAt?: string | null;
+  /**
+   * The creating message's idempotency key: a digest of (tenant, caller principal, message.messageId). Unique
+   * among live tasks, so a repeated message never starts a second run. Absent on tasks created otherwise.
+   */
+  idempotencyKey?: string | null;
+  /** Digest of the creating request's content, to tell a retry (same content) from a reused messageId. */
+  requestFingerprint?: string | null;
 }
 
 /** The fields a transition rewrites. */
@@ -53,6 +60,33 @@ export class DuplicateTaskError extends Error {
   }
 }
 
+/** Another live task was already created with the same idempotency key. */
+export class DuplicateIdempotencyKeyError extends Error {
+  override readonly name = "DuplicateIdempotencyKeyError";
+  constructor(readonly idempotencyKey: string) {
+    super(`a task with idempotency key ${idempotencyKey} already exists`);
+  }
+}
+
+/** ListTasks: the caller's tenant, optional filters, newest first (updatedAt, then taskId, descending). */
+export interface TaskListQuery {
+  tenant: string;
+  contextId?: string;
+  /** Stored A2A state (lowercase-hyphen form). */
+  state?: A2ATaskStateValue;
+  /** Only tasks whose status timestamp (`updatedAt`) is at or after this ISO instant. */
+  updatedAtOrAfter?: string;
+  /** Keyset cursor: only tasks strictly after this position in the sort order. */
+  after?: { updatedAt: string; taskId: string };
+  limit: number;
+}
+
+export interface TaskListPage {
+  records: TaskRecord[];
+  /** How many live tasks match the filters (ignoring `after` and `limit`). */
+  total: number;
+}
+
 /**
  * The store port. Each call of `create`/`commit` is ONE atomic write: snapshot, projections and the new
  * events land together or not at all, so there is no state between two writes to repair.
@@ -60,12 +94,17 @@ export class DuplicateTaskError extends Error {
 export interface TaskStore {
   readonly kind: "memory" | "mongodb";
   init(): Promise<void>;
+  /** Throws DuplicateTaskError (same task id) or DuplicateIdempotencyKeyError (same key as a live task). */
   create(record: TaskRecord, events: RunEvent[]): Promise<void>;
   commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[]): Promise<void>;
   /** null when unknown or expired. */
   get(taskId: string): Promise<TaskRecord | null>;
   /** Events with sequence >= fromSequence, in order, at most `limit`. */
   readEvents(taskId: string, fromSequence: number, limit?: number): Promise<RunEvent[]>;
+  /** The live (not expired) task created with this idempotency key, or null. */
+  findByIdempotencyKey(idempotencyKey: string): Promise<TaskRecord | null>;
+  /** One page of a tenant's live tasks (ListTasks). */
+  list(query: TaskListQuery): Promise<TaskListPage>;
   /** Every task that is not terminal (start-up recovery). */
   listActive(): Promise<TaskRecord[]>;
   /** Task ids whose durable timer is due at `now`. */

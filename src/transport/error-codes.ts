@@ -11,27 +11,39 @@ export interface WireCodes {
   http: number;
   /** OpenWOP REST error envelope `error` value. */
   rest: string;
+  /**
+   * A2A 1.0 `google.rpc.ErrorInfo.reason` (JSON-RPC `error.data[]`, gRPC status details, REST `error.details[]`).
+   * Default: the code in UPPER_SNAKE (`idempotency-conflict` → `IDEMPOTENCY_CONFLICT`); the A2A-defined reasons
+   * (spec §5.4) are spelled out below and carry the domain `a2a-protocol.org`.
+   */
+  reason?: string;
+  /** HTTP status on the A2A 1.0 HTTP+JSON binding (spec §5.4 table), where it differs from `http`. */
+  http10?: number;
 }
 
 export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
-  "parse-error": { jsonRpc: -32700, grpc: "INVALID_ARGUMENT", http: 400, rest: "validation_error" },
-  "invalid-request": { jsonRpc: -32600, grpc: "INVALID_ARGUMENT", http: 400, rest: "validation_error" },
+  "parse-error": { jsonRpc: -32700, grpc: "INVALID_ARGUMENT", http: 400, rest: "validation_error", reason: "INVALID_PARAMS" },
+  "invalid-request": { jsonRpc: -32600, grpc: "INVALID_ARGUMENT", http: 400, rest: "validation_error", reason: "INVALID_PARAMS" },
   "method-not-found": { jsonRpc: -32601, grpc: "UNIMPLEMENTED", http: 404, rest: "not_found" },
-  "invalid-params": { jsonRpc: -32602, grpc: "INVALID_ARGUMENT", http: 400, rest: "validation_error" },
-  internal: { jsonRpc: -32603, grpc: "INTERNAL", http: 500, rest: "internal_error" },
-  "task-not-found": { jsonRpc: -32001, grpc: "NOT_FOUND", http: 404, rest: "not_found" },
-  "task-not-cancelable": { jsonRpc: -32002, grpc: "FAILED_PRECONDITION", http: 409, rest: "run_terminal" },
-  "push-not-supported": { jsonRpc: -32003, grpc: "UNIMPLEMENTED", http: 501, rest: "not_implemented" },
-  "unsupported-operation": { jsonRpc: -32004, grpc: "FAILED_PRECONDITION", http: 400, rest: "unsupported_operation" },
-  "content-type-not-supported": { jsonRpc: -32005, grpc: "INVALID_ARGUMENT", http: 415, rest: "unsupported_media_type" },
-  "invalid-agent-response": { jsonRpc: -32006, grpc: "INTERNAL", http: 502, rest: "invalid_agent_response" },
-  "extended-card-not-configured": { jsonRpc: -32007, grpc: "FAILED_PRECONDITION", http: 400, rest: "not_configured" },
-  "version-not-supported": { jsonRpc: -32009, grpc: "FAILED_PRECONDITION", http: 400, rest: "version_not_supported" },
+  "invalid-params": { jsonRpc: -32602, grpc: "INVALID_ARGUMENT", http: 400, rest: "validation_error", reason: "INVALID_PARAMS" },
+  internal: { jsonRpc: -32603, grpc: "INTERNAL", http: 500, rest: "internal_error", reason: "INTERNAL_ERROR" },
+  "task-not-found": { jsonRpc: -32001, grpc: "NOT_FOUND", http: 404, rest: "not_found", reason: "TASK_NOT_FOUND" },
+  "task-not-cancelable": { jsonRpc: -32002, grpc: "FAILED_PRECONDITION", http: 409, rest: "run_terminal", reason: "TASK_NOT_CANCELABLE", http10: 400 },
+  "push-not-supported": { jsonRpc: -32003, grpc: "UNIMPLEMENTED", http: 501, rest: "not_implemented", reason: "PUSH_NOTIFICATION_NOT_SUPPORTED", http10: 400 },
+  "unsupported-operation": { jsonRpc: -32004, grpc: "FAILED_PRECONDITION", http: 400, rest: "unsupported_operation", reason: "UNSUPPORTED_OPERATION" },
+  "content-type-not-supported": { jsonRpc: -32005, grpc: "INVALID_ARGUMENT", http: 415, rest: "unsupported_media_type", reason: "CONTENT_TYPE_NOT_SUPPORTED", http10: 400 },
+  "invalid-agent-response": { jsonRpc: -32006, grpc: "INTERNAL", http: 502, rest: "invalid_agent_response", reason: "INVALID_AGENT_RESPONSE", http10: 500 },
+  "extended-card-not-configured": { jsonRpc: -32007, grpc: "FAILED_PRECONDITION", http: 400, rest: "not_configured", reason: "EXTENDED_AGENT_CARD_NOT_CONFIGURED" },
+  "version-not-supported": { jsonRpc: -32009, grpc: "FAILED_PRECONDITION", http: 400, rest: "version_not_supported", reason: "VERSION_NOT_SUPPORTED" },
   unauthenticated: { jsonRpc: -32600, grpc: "UNAUTHENTICATED", http: 401, rest: "unauthenticated" },
   "permission-denied": { jsonRpc: -32600, grpc: "PERMISSION_DENIED", http: 403, rest: "forbidden" },
-  "not-found": { jsonRpc: -32001, grpc: "NOT_FOUND", http: 404, rest: "not_found" },
+  "not-found": { jsonRpc: -32001, grpc: "NOT_FOUND", http: 404, rest: "not_found", reason: "TASK_NOT_FOUND" },
   conflict: { jsonRpc: -32603, grpc: "ABORTED", http: 409, rest: "conflict" },
-  gone: { jsonRpc: -32001, grpc: "NOT_FOUND", http: 410, rest: "gone" },
+  gone: { jsonRpc: -32001, grpc: "NOT_FOUND", http: 410, rest: "gone", reason: "TASK_NOT_FOUND", http10: 404 },
   "payload-too-large": { jsonRpc: -32600, grpc: "RESOURCE_EXHAUSTED", http: 413, rest: "payload_too_large" },
   unavailable: { jsonRpc: -32603, grpc: "UNAVAILABLE", http: 503, rest: "unavailable" },
+  "interrupt-not-found": { jsonRpc: -32001, grpc: "NOT_FOUND", http: 404, rest: "interrupt_not_found" },
+  "interrupt-already-resolved": { jsonRpc: -32004, grpc: "FAILED_PRECONDITION", http: 409, rest: "interrupt_already_resolved" },
+  "interrupt-expired": { jsonRpc: -32004, grpc: "FAILED_PRECONDITION", http: 410, rest: "interrupt_expired" },
+  "idempotency-conflict": { jsonRpc: -32602, grpc: "ALREADY_EXISTS", http: 409, rest: "idempotency_conflict" },
 };

@@ -42,6 +42,8 @@ class CrashAfter implements TaskStore {
   }
   async get(id: string) { this.check(); return this.inner.get(id); }
   async readEvents(id: string, from: number, limit?: number) { this.check(); return this.inner.readEvents(id, from, limit); }
+  async findByIdempotencyKey(key: string) { this.check(); return this.inner.findByIdempotencyKey(key); }
+  async list(query: Parameters<TaskStore["list"]>[0]) { this.check(); return this.inner.list(query); }
   async listActive() { this.check(); return this.inner.listActive(); }
   async dueTimers(now: Date, limit: number) { this.check(); return this.inner.dueTimers(now, limit); }
   async close() {}

@@ -108,12 +108,30 @@ describe("A2A v0.3 over Connect and gRPC-Web (connect-es clients)", () => {
       expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i));
     });
 
-    it("maps domain errors to codes: NOT_FOUND, INVALID_ARGUMENT, UNIMPLEMENTED", async () => {
+    it("maps domain errors to codes: NOT_FOUND, INVALID_ARGUMENT", async () => {
       expect((await codeOf(client.getTask({ name: `tasks/${randomUUID()}` }))).code).toBe(Code.NotFound);
       const malformed = await codeOf(client.cancelTask({ name: "foo/bar" }));
       expect(malformed.code).toBe(Code.InvalidArgument);
       expect(malformed.rawMessage).toContain("name must look like tasks/{id}");
-      expect((await codeOf(client.listTaskPushNotificationConfig({ parent: "tasks/abc" }))).code).toBe(Code.Unimplemented);
+      expect((await codeOf(client.listTaskPushNotificationConfig({ parent: "tasks/abc" }))).code).toBe(Code.NotFound);
+    });
+
+    it("push configs: create, get, list, delete; a refused URL is INVALID_ARGUMENT naming the arm, even for an unknown task", async () => {
+      let taskId = "";
+      for await (const event of client.sendStreamingMessage({ request: message("Ship it", "approval-gate") })) {
+        if (event.payload.case === "task") taskId = event.payload.value.id;
+      }
+      const url = "https://93.184.215.14/hook"; // literal public address: no DNS needed, nothing delivered while the task waits
+      const created = await client.createTaskPushNotificationConfig({ parent: `tasks/${taskId}`, configId: "c1", config: { pushNotificationConfig: { url, token: "connect-token" } } });
+      expect(created.name).toBe(`tasks/${taskId}/pushNotificationConfigs/c1`);
+      expect(created.pushNotificationConfig).toMatchObject({ id: "c1", url, token: "connect-token" });
+      expect((await client.getTaskPushNotificationConfig({ name: created.name })).pushNotificationConfig?.token).toBe("connect-token");
+      expect((await client.listTaskPushNotificationConfig({ parent: `tasks/${taskId}` })).configs.map((c) => c.name)).toEqual([created.name]);
+      await client.deleteTaskPushNotificationConfig({ name: created.name });
+      expect((await client.listTaskPushNotificationConfig({ parent: `tasks/${taskId}` })).configs).toEqual([]);
+      const refused = await codeOf(client.createTaskPushNotificationConfig({ parent: `tasks/${randomUUID()}`, config: { pushNotificationConfig: { url: "https://10.0.0.5/push" } } }));
+      expect(refused.code).toBe(Code.InvalidArgument);
+      expect(refused.rawMessage).toContain("refused by the address arm");
     });
 
     it("a message larger than the body limit is RESOURCE_EXHAUSTED", async () => {

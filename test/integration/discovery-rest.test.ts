@@ -47,6 +47,19 @@ describe("discovery and the durable read over REST", () => {
     expect(wrongMethod.headers.get("allow")).toBe("GET");
   });
 
+  it("advertises the loaded conformance fixtures, the rest transport and the clarification envelope", async () => {
+    const doc = (await (await fetch(`${t.baseUrl}/.well-known/openwop`)).json()) as Record<string, any>;
+    validateCapabilities(doc);
+    expect(doc["fixtures"]).toEqual(expect.arrayContaining(["conformance-noop", "conformance-approval", "conformance-cancellable", "conformance-delay"]));
+    // Exactly the loaded fixture workflows (conformance-a2a-task-roundtrip too, when it is loaded), each really served.
+    const served = ((await (await fetch(`${t.baseUrl}/v1/workflows`)).json()) as { workflows: Array<{ workflowId: string }> }).workflows.map((w) => w.workflowId);
+    expect([...(doc["fixtures"] as string[])].sort()).toEqual(served.filter((id) => id.startsWith("conformance-")).sort());
+    for (const id of doc["fixtures"] as string[]) expect((await fetch(`${t.baseUrl}/v1/workflows/${id}`)).status).toBe(200);
+    expect(doc["supportedTransports"]).toContain("rest");
+    expect(doc["supportedEnvelopes"]).toEqual(["clarification.request"]);
+    expect(doc["eventLogSchemaVersion"]).toBe(2);
+  });
+
   it("serves the task machine for the visualizer", async () => {
     const machine = (await (await fetch(`${t.baseUrl}/v1/a2a/task-machine.json`)).json()) as { id: string; states: Record<string, unknown> };
     expect(machine.id).toBe("task");

@@ -209,24 +209,36 @@ describe("A2A v0.3 over gRPC (grpc-js + proto-loader)", () => {
     const badSkill = await fails("SendMessage", { request: message("x", { metadata: struct({ skillId: "nope" }) }) });
     expect(badSkill.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(detail(badSkill)).toContain("unknown skill");
-    const pushInline = await fails("SendMessage", { request: message("x"), configuration: { blocking: true, pushNotification: { url: "https://example.com/hook" } } });
-    expect(pushInline.code).toBe(grpc.status.UNIMPLEMENTED);
+    const pushInline = await fails("SendMessage", { request: message("x"), configuration: { blocking: true, pushNotification: { url: "https://10.0.0.5/push" } } });
+    expect(pushInline.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(detail(pushInline)).toContain("refused by the address arm");
   });
 
-  it("answers UNIMPLEMENTED on every push-config rpc, after checking the resource name", async () => {
-    const name = `tasks/${randomUUID()}/pushNotificationConfigs/c1`;
-    for (const [rpc, req] of [
-      ["CreateTaskPushNotificationConfig", { parent: "tasks/t1", configId: "c1", config: { name, pushNotificationConfig: { url: "https://example.com/hook" } } }],
-      ["GetTaskPushNotificationConfig", { name }],
-      ["ListTaskPushNotificationConfig", { parent: "tasks/t1" }],
-      ["DeleteTaskPushNotificationConfig", { name }],
-    ] as const) {
-      const err = await fails(rpc, req);
-      expect(err.code, rpc).toBe(grpc.status.UNIMPLEMENTED);
-      expect(detail(err), rpc).toMatch(/push notification/i);
+  it("push-config rpcs: create (the config id defaults to the task id), get, list, delete; a refused URL is INVALID_ARGUMENT naming the arm", async () => {
+    const taskId = await waitingTask();
+    // A literal public address: passes the egress guard without DNS; nothing is delivered while the task waits.
+    const url = "https://93.184.215.14/hook";
+    const created = await call("CreateTaskPushNotificationConfig", { parent: `tasks/${taskId}`, config: { pushNotificationConfig: { url, token: "grpc-token" } } });
+    expect(created).toMatchObject({ name: `tasks/${taskId}/pushNotificationConfigs/${taskId}`, pushNotificationConfig: { id: taskId, url, token: "grpc-token" } });
+    await call("CreateTaskPushNotificationConfig", { parent: `tasks/${taskId}`, configId: "ops", config: { pushNotificationConfig: { url, authentication: { schemes: ["Bearer"], credentials: "grpc-cred" } } } });
+    const got = await call("GetTaskPushNotificationConfig", { name: `tasks/${taskId}/pushNotificationConfigs/ops` });
+    expect(got["pushNotificationConfig"]).toMatchObject({ id: "ops", url, authentication: { schemes: ["Bearer"], credentials: "grpc-cred" } });
+    const listed = await call("ListTaskPushNotificationConfig", { parent: `tasks/${taskId}` });
+    expect(listed["configs"].map((c: Obj) => c["name"])).toEqual([`tasks/${taskId}/pushNotificationConfigs/${taskId}`, `tasks/${taskId}/pushNotificationConfigs/ops`]);
+    await call("DeleteTaskPushNotificationConfig", { name: `tasks/${taskId}/pushNotificationConfigs/ops` });
+    expect((await call("ListTaskPushNotificationConfig", { parent: `tasks/${taskId}` }))["configs"]).toHaveLength(1);
+    expect((await fails("GetTaskPushNotificationConfig", { name: `tasks/${taskId}/pushNotificationConfigs/ops` })).code).toBe(grpc.status.NOT_FOUND);
+
+    // The URL is judged before the task is looked up: an unknown task still gets the arm, not NOT_FOUND.
+    for (const [bad, arm] of [["https://10.0.0.5/push", "address"], ["http://push.example.com/push", "scheme"]] as const) {
+      const refused = await fails("CreateTaskPushNotificationConfig", { parent: `tasks/${randomUUID()}`, config: { pushNotificationConfig: { url: bad } } });
+      expect(refused.code, bad).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(detail(refused), bad).toContain(`refused by the ${arm} arm`);
     }
-    const malformed = await fails("GetTaskPushNotificationConfig", { name: "tasks/t1" });
-    expect(malformed.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect((await fails("CreateTaskPushNotificationConfig", { parent: `tasks/${randomUUID()}`, config: { pushNotificationConfig: { url } } })).code).toBe(grpc.status.NOT_FOUND);
+    const disagree = await fails("CreateTaskPushNotificationConfig", { parent: `tasks/${taskId}`, configId: "a", config: { name: `tasks/${taskId}/pushNotificationConfigs/b`, pushNotificationConfig: { url } } });
+    expect(detail(disagree)).toContain("disagree");
+    expect((await fails("GetTaskPushNotificationConfig", { name: "tasks/t1" })).code).toBe(grpc.status.INVALID_ARGUMENT);
     expect((await fails("ListTaskPushNotificationConfig", { parent: "x" })).code).toBe(grpc.status.INVALID_ARGUMENT);
   });
 
@@ -235,7 +247,7 @@ describe("A2A v0.3 over gRPC (grpc-js + proto-loader)", () => {
     expect(card["protocolVersion"]).toBe("0.3.0");
     expect(card["preferredTransport"]).toBe("JSONRPC");
     expect(card["url"]).toBe(`${t.baseUrl}/a2a/jsonrpc`);
-    expect(card["capabilities"]).toMatchObject({ streaming: true, pushNotifications: false });
+    expect(card["capabilities"]).toMatchObject({ streaming: true, pushNotifications: true });
     expect(card["capabilities"]["extensions"][0]["uri"]).toContain("openwop");
     expect(card["skills"].map((s: Obj) => s["id"])).toEqual(expect.arrayContaining(["echo", "approval-gate"]));
     expect(card["additionalInterfaces"]).toEqual([
@@ -251,7 +263,10 @@ describe("A2A v0.3 over gRPC (grpc-js + proto-loader)", () => {
       preferredTransports: ["GRPC"],
       cardResolver: new DefaultAgentCardResolver({ legacyCompat: { enabled: true } }),
     });
-    const sdk = await factory.createFromUrl(t.baseUrl);
+    // The card lists every binding for 1.0 and for 0.3, and the SDK prefers 1.0: keep its 0.3 interfaces.
+    const card = await new DefaultAgentCardResolver({ legacyCompat: { enabled: true } }).resolve(t.baseUrl);
+    const sdk = await factory.createFromAgentCard({ ...card, supportedInterfaces: card.supportedInterfaces.filter((i) => i.protocolVersion === "0.3") });
+    expect(sdk.protocolVersion).toBe("0.3");
     const result = await sdk.sendMessage({
       tenant: "",
       message: { messageId: randomUUID(), contextId: "", taskId: "", role: 1, parts: [{ content: { $case: "text", value: "hi there" }, metadata: undefined, filename: "", mediaType: "" }], metadata: { skillId: "echo" }, extensions: [], referenceTaskIds: [] },

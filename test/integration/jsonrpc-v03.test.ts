@@ -152,9 +152,9 @@ describe("A2A v0.3 JSON-RPC binding", () => {
     expect(badAction.error?.message).toContain("accept, reject, refine, edit-accept, ask");
     const still = await rpc("tasks/get", { id: waiting.result!["id"] });
     expect(still.result!["status"].state).toBe("input-required");
-    const push = await rpc("tasks/pushNotificationConfig/set", { taskId: waiting.result!["id"], pushNotificationConfig: { url: "https://example.com/hook" } });
-    expect(push.error?.code).toBe(-32003);
-    expect(push.error?.message.toLowerCase()).toContain("push notification is not supported");
+    const push = await rpc("tasks/pushNotificationConfig/set", { taskId: waiting.result!["id"], pushNotificationConfig: { url: "https://10.0.0.5/push" } });
+    expect(push.error?.code).toBe(-32602);
+    expect(push.error?.message).toContain("refused by the address arm");
     const resub = await stream("tasks/resubscribe", { id: "missing" });
     expect((resub[0]!.data as Rpc).error?.code).toBe(-32001);
     expect(resub[0]!.event).toBe("error");

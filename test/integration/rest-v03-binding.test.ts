@@ -150,18 +150,33 @@ describe("A2A v0.3 HTTP+JSON binding (plain fetch)", () => {
     expect(wellKnown["preferredTransport"]).toBe("JSONRPC");
     expect(wellKnown["additionalInterfaces"].map((i: Obj) => i["transport"])).toEqual(["JSONRPC", "GRPC", "HTTP+JSON"]);
     const discovery = (await (await fetch(url("/.well-known/openwop"))).json()) as Obj;
-    expect(discovery["supportedTransports"]).toEqual(["a2a", "grpc"]);
+    expect(discovery["supportedTransports"]).toEqual(["rest", "a2a", "grpc"]);
   });
 
-  it("push-config paths answer 501 push-not-supported", async () => {
-    const id = randomUUID();
-    const responses = [
-      await postJson(`/v1/tasks/${id}/pushNotificationConfigs`, { parent: `tasks/${id}`, configId: "c1", config: { pushNotificationConfig: { url: "https://example.com/hook" } } }),
-      await fetch(url(`/v1/tasks/${id}/pushNotificationConfigs`)),
-      await fetch(url(`/v1/tasks/${id}/pushNotificationConfigs/c1`)),
-      await fetch(url(`/v1/tasks/${id}/pushNotificationConfigs/c1`), { method: "DELETE" }),
-    ];
-    for (const res of responses) expect((await expectError(res, 501, -32003)).message).toMatch(/push notification/i);
+  it("push-config paths: create (201), get, list, delete; a refused URL is 400 naming the arm, before the task is looked up", async () => {
+    const sent = (await (await postJson("/v1/message:send", { message: message("Ship it", { metadata: { skillId: "approval-gate" } }) })).json()) as Obj;
+    const id = sent["task"]["id"] as string;
+    const hook = "https://93.184.215.14/hook"; // literal public address: no DNS needed, nothing delivered while the task waits
+    const created = await postJson(`/v1/tasks/${id}/pushNotificationConfigs`, { parent: `tasks/${id}`, configId: "c1", config: { pushNotificationConfig: { url: hook, token: "rest-token" } } });
+    expect(created.status).toBe(201);
+    expect(await created.json()).toEqual({ name: `tasks/${id}/pushNotificationConfigs/c1`, pushNotificationConfig: { id: "c1", url: hook, token: "rest-token" } });
+    // A bare TaskPushNotificationConfig body (the proto's body: "config") works too; the id defaults to the task id.
+    expect((await postJson(`/v1/tasks/${id}/pushNotificationConfigs`, { pushNotificationConfig: { url: hook } })).status).toBe(201);
+    const got = (await (await fetch(url(`/v1/tasks/${id}/pushNotificationConfigs/c1`))).json()) as Obj;
+    expect(got["pushNotificationConfig"]["token"]).toBe("rest-token");
+    const listed = (await (await fetch(url(`/v1/tasks/${id}/pushNotificationConfigs`))).json()) as Obj;
+    expect(listed["configs"].map((c: Obj) => c["name"])).toEqual([`tasks/${id}/pushNotificationConfigs/c1`, `tasks/${id}/pushNotificationConfigs/${id}`]);
+    expect((await fetch(url(`/v1/tasks/${id}/pushNotificationConfigs/c1`), { method: "DELETE" })).status).toBe(200);
+    await expectError(await fetch(url(`/v1/tasks/${id}/pushNotificationConfigs/c1`)), 404, -32001);
+
+    for (const [bad, arm] of [["https://10.0.0.5/push", "address"], ["http://push.example.com/push", "scheme"]] as const) {
+      const unknown = randomUUID();
+      const refused = await expectError(await postJson(`/v1/tasks/${unknown}/pushNotificationConfigs`, { config: { pushNotificationConfig: { url: bad } } }), 400, -32602);
+      expect(refused.message, bad).toContain(`refused by the ${arm} arm`);
+      expect((refused.data as Obj)["arm"], bad).toBe(arm);
+    }
+    await expectError(await postJson(`/v1/tasks/${randomUUID()}/pushNotificationConfigs`, { config: { pushNotificationConfig: { url: hook } } }), 404, -32001);
+    await expectError(await postJson(`/v1/tasks/${id}/pushNotificationConfigs`, { parent: "tasks/other", config: { pushNotificationConfig: { url: hook } } }), 400, -32602);
   });
 
   it("rejects bad input with clear errors, creates nothing, and keeps serving", async () => {
@@ -205,7 +220,10 @@ describe("A2A v0.3 HTTP+JSON binding (plain fetch)", () => {
       preferredTransports: ["HTTP+JSON"],
       cardResolver: new DefaultAgentCardResolver({ legacyCompat: { enabled: true } }),
     });
-    const sdk = await factory.createFromUrl(t.baseUrl);
+    // The card lists every binding for 1.0 and for 0.3, and the SDK prefers 1.0: keep its 0.3 interfaces.
+    const card = await new DefaultAgentCardResolver({ legacyCompat: { enabled: true } }).resolve(t.baseUrl);
+    const sdk = await factory.createFromAgentCard({ ...card, supportedInterfaces: card.supportedInterfaces.filter((i) => i.protocolVersion === "0.3") });
+    expect(sdk.protocolVersion).toBe("0.3");
     const send = (text: string, skillId: string) => ({
       tenant: "",
       message: { messageId: randomUUID(), contextId: "", taskId: "", role: 1, parts: [{ content: { $case: "text" as const, value: text }, metadata: undefined, filename: "", mediaType: "" }], metadata: { skillId }, extensions: [], referenceTaskIds: [] },

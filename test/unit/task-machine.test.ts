@@ -77,6 +77,12 @@ const ev = {
     artifacts,
     next,
   }),
+  nodeProgress: (nodeId: string, progress: Record<string, unknown> = { peerTaskId: "peer-1", peerState: "working" }): TaskEvent => ({
+    type: "NODE_PROGRESS",
+    at: at(),
+    nodeId,
+    progress,
+  }),
   timerSet: (timer: DurableTimer): TaskEvent => ({ type: "TIMER_SET", at: at(), timer }),
   interrupt: (nodeId: string, kind: InterruptKind, options: { timer?: DurableTimer; expiresAt?: string; messageId?: string } = {}): TaskEvent => ({
     type: "INTERRUPT",
@@ -147,6 +153,7 @@ const VARIANTS: EventVariant[] = [
   { label: "START", type: "START", build: () => ev.start() },
   { label: "NODE_STARTED", type: "NODE_STARTED", build: (c) => ev.nodeStarted(cursorOf(c)) },
   { label: "NODE_COMPLETED", type: "NODE_COMPLETED", build: (c) => ev.nodeCompleted(cursorOf(c), "gate") },
+  { label: "NODE_PROGRESS", type: "NODE_PROGRESS", build: (c) => ev.nodeProgress(cursorOf(c)) },
   {
     label: "TIMER_SET",
     type: "TIMER_SET",
@@ -254,6 +261,7 @@ const TRANSITIONS: Record<RunStatus, Partial<Record<string, RunStatus>>> = {
   running: {
     NODE_STARTED: "running",
     NODE_COMPLETED: "running",
+    NODE_PROGRESS: "running",
     TIMER_SET: "running",
     "INTERRUPT:approval": "waiting-approval",
     "INTERRUPT:clarification": "waiting-input",
@@ -283,7 +291,7 @@ describe("task machine states", () => {
 
   it("the event variants cover every TASK_EVENT_TYPES entry (and nothing else)", () => {
     expect(new Set(VARIANTS.map((v) => v.type))).toEqual(new Set(TASK_EVENT_TYPES));
-    expect(TASK_EVENT_TYPES).toHaveLength(13);
+    expect(TASK_EVENT_TYPES).toHaveLength(14);
   });
 });
 
@@ -410,6 +418,16 @@ describe("guards", () => {
       expect(statusOf(actor)).toBe("running");
     });
   }
+
+  it("NODE_PROGRESS is only accepted for the started cursor node", () => {
+    const actor = newActor();
+    applyTaskEvent(actor, ev.start());
+    expectRefused(actor, ev.nodeProgress("prepare")); // not started yet
+    applyTaskEvent(actor, ev.nodeStarted("prepare"));
+    expectRefused(actor, ev.nodeProgress("finalize")); // not the cursor
+    applyTaskEvent(actor, ev.nodeProgress("prepare"));
+    expect(actor.getSnapshot().context.nodeProgress).toEqual({ prepare: { peerTaskId: "peer-1", peerState: "working" } });
+  });
 
   it("INTERRUPT of a kind the machine has no waiting state for is refused", () => {
     const actor = driveTo("running");
@@ -555,6 +573,39 @@ describe("context effects", () => {
 
     applyTaskEvent(actor, ev.ask("And when?"));
     expect(actor.getSnapshot().context.interrupt?.exchanges.map((e) => e.question)).toEqual(["What does it cost?", "And when?"]);
+  });
+
+  it("NODE_PROGRESS replaces the node's entry; INTERRUPT keeps it, RESUME with progress replaces it, NODE_COMPLETED clears it", () => {
+    const actor = driveTo("running");
+    expect(actor.getSnapshot().context.nodeProgress).toBeUndefined();
+    applyTaskEvent(actor, ev.nodeProgress("prepare", { peerTaskId: "p-1", peerState: "submitted" }));
+    applyTaskEvent(actor, ev.nodeProgress("prepare", { peerTaskId: "p-1", peerState: "input-required" }));
+    expect(actor.getSnapshot().context.nodeProgress).toEqual({ prepare: { peerTaskId: "p-1", peerState: "input-required" } });
+    const contextBefore = structuredClone(actor.getSnapshot().context);
+    // node.progress changes nothing else: same status, cursor, attempt, history.
+    expect(statusOf(actor)).toBe("running");
+    expect(contextBefore).toMatchObject({ cursor: "prepare", nodeStarted: true, attempt: 1 });
+
+    applyTaskEvent(actor, ev.interrupt("prepare", "clarification"));
+    expect(actor.getSnapshot().context.nodeProgress?.["prepare"]).toEqual({ peerTaskId: "p-1", peerState: "input-required" });
+    const resume = ev.resume("prepare", "prepare", { resumeValue: { answers: [] } });
+    if (resume.type !== "RESUME") throw new Error("unreachable");
+    applyTaskEvent(actor, { ...resume, progress: { peerTaskId: "p-1", peerState: "input-required", pendingReply: { messageId: "r-1" } } });
+    expect(statusOf(actor)).toBe("running");
+    expect(actor.getSnapshot().context.cursor).toBe("prepare");
+    expect(actor.getSnapshot().context.nodeProgress?.["prepare"]).toMatchObject({ pendingReply: { messageId: "r-1" } });
+
+    applyTaskEvent(actor, ev.nodeStarted("prepare"));
+    applyTaskEvent(actor, ev.nodeCompleted("prepare", "gate"));
+    expect(actor.getSnapshot().context.nodeProgress).toEqual({});
+  });
+
+  it("a RESUME without progress leaves the node's progress alone", () => {
+    const actor = driveTo("running");
+    applyTaskEvent(actor, ev.nodeProgress("prepare", { peerTaskId: "p-2" }));
+    applyTaskEvent(actor, ev.interrupt("prepare", "approval"));
+    applyTaskEvent(actor, ev.resume("prepare", "finalize"));
+    expect(actor.getSnapshot().context.nodeProgress).toEqual({ prepare: { peerTaskId: "p-2" } });
   });
 
   it("TIMER_SET sets the timer and NODE_COMPLETED clears it", () => {

@@ -197,6 +197,7 @@ describe("v0.3 proto codec: encoding", () => {
         { url: "http://h/a2a/jsonrpc", transport: "JSONRPC" },
         { url: "h:80", transport: "GRPC" },
       ],
+      supportedInterfaces: [{ url: "http://h/a2a/jsonrpc", protocolBinding: "JSONRPC", protocolVersion: "1.0" }],
       version: "1.0.0",
       capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: false, extensions: [{ uri: "urn:ext", required: false }] },
       securitySchemes: {

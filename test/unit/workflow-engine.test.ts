@@ -149,6 +149,7 @@ describe("the real workflow definitions", () => {
       "approval-gate",
       "campaign-brief",
       "clarify",
+      "conformance-a2a-task-roundtrip",
       "conformance-approval",
       "conformance-cancellable",
       "conformance-delay",
@@ -651,13 +652,16 @@ describe("readWorkflowDirectory refuses a bad workflow file with its path and th
     expect(error.message).toContain('"task", "approval", "clarification", "delay"');
   });
 
-  it("a node kind the schema knows but this host does not run yet (a2a.invoke)", async () => {
-    const { error } = await loadError(
-      "a2a-invoke.yaml",
-      `${header}nodes:\n  - { kind: a2a.invoke, id: call, agentCardUrl: "https://peer.example/.well-known/agent-card.json" }\n`,
-    );
+  it("an a2a.invoke agentCardUrl naming a variable workflows may not use", async () => {
+    const { error } = await loadError("a2a-invoke.yaml", `${header}nodes:\n  - { kind: a2a.invoke, id: call, agentCardUrl: "\${HOME}/card" }\n`);
     expect(error.message).toContain('node "call"');
-    expect(error.message).toContain('"a2a.invoke" is not supported');
+    expect(error.message).toContain("${HOME}");
+    expect(error.message).toContain("known: A2A_PEER_CARD_URL");
+  });
+
+  it("an a2a.invoke without agentCardUrl, or with one that is not a URI", async () => {
+    expect((await loadError("no-url.yaml", `${header}nodes:\n  - { kind: a2a.invoke, id: call }\n`)).error.message).toContain("agentCardUrl");
+    expect((await loadError("bad-url.yaml", `${header}nodes:\n  - { kind: a2a.invoke, id: call, agentCardUrl: "not a url" }\n`)).error.message).toContain("nodes/0/agentCardUrl");
   });
 
   it("duplicate node ids", async () => {

@@ -1,4 +1,4 @@
-import type { Artifact, Message, Part, PushNotificationConfig, StreamEvent, Task } from "../../domain/a2a-types.js";
+import type { Artifact, Message, Part, PushNotificationConfig, StreamEvent, Task, TaskPushNotificationConfig } from "../../domain/a2a-types.js";
 import { invalidParams } from "../../domain/errors.js";
 import {
   expectObject,
@@ -123,7 +123,32 @@ export function decodeTaskQuery(value: unknown, allowHistory: boolean): { id: st
   return { id: requiredString(params, "id", "params"), history: v03History(optionalNonNegativeInt(params, "historyLength", "params")) };
 }
 
+/** `tasks/pushNotificationConfig/set` params: a TaskPushNotificationConfig `{taskId, pushNotificationConfig}`. */
+export function decodeSetPushConfigParams(value: unknown): { taskId: string; config: PushNotificationConfig } {
+  const params = expectObject(value, "params");
+  onlyKnownFields(params, "params", ["taskId", "pushNotificationConfig", "metadata"]);
+  return { taskId: requiredString(params, "taskId", "params"), config: decodePushConfig(params["pushNotificationConfig"], "params.pushNotificationConfig") };
+}
+
+/**
+ * Params of `tasks/pushNotificationConfig/get` (`{id, pushNotificationConfigId?}`), `/list` (`{id}`) and
+ * `/delete` (`{id, pushNotificationConfigId}`), each with an optional `metadata`.
+ */
+export function decodePushConfigQuery(value: unknown, configId: "optional" | "required" | "none"): { taskId: string; configId?: string } {
+  const params = expectObject(value, "params");
+  onlyKnownFields(params, "params", configId === "none" ? ["id", "metadata"] : ["id", "pushNotificationConfigId", "metadata"]);
+  optionalObject(params, "metadata", "params");
+  const taskId = requiredString(params, "id", "params");
+  if (configId === "none") return { taskId };
+  const id = configId === "required" ? requiredString(params, "pushNotificationConfigId", "params") : optionalString(params, "pushNotificationConfigId", "params");
+  return { taskId, ...(id ? { configId: id } : {}) };
+}
+
 // ------------------------------------------------------------------------------------------ encoding
+
+export function encodeTaskPushConfig(config: TaskPushNotificationConfig): JsonObject {
+  return { taskId: config.taskId, pushNotificationConfig: { ...config.pushNotificationConfig } };
+}
 
 export function encodeMessage(message: Message): JsonObject {
   return { kind: "message", ...message };

@@ -1,3 +1,5 @@
+import { create } from "@bufbuild/protobuf";
+import { EmptySchema } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { A2AService as A2AOperations, CallContext } from "../../a2a/a2a-service.js";
 import {
@@ -10,6 +12,7 @@ import {
   parsePushConfigName,
   parseTaskName,
 } from "../../a2a/v03/v03-proto-codec.js";
+import { decodeCreatePushConfigRequest, encodeListPushConfigs, encodeTaskPushConfig } from "../../a2a/v03/v03-proto-push-codec.js";
 import type { StreamEvent } from "../../domain/a2a-types.js";
 import type { Authenticator } from "../../auth/api-key-authenticator.js";
 import type { A2AService } from "../../gen/a2a/v1/a2a_pb.js";
@@ -69,21 +72,19 @@ export function createV03ConnectService(options: V03ConnectServiceOptions): Serv
     }),
     cancelTask: unary("CancelTask", async (req, ctx) => encodeTask(await service.cancelTask(parseTaskName(req.name), ctx))),
     taskSubscription: stream("TaskSubscription", (req, ctx) => encoded(service.subscribe(parseTaskName(req.name), ctx))),
-    createTaskPushNotificationConfig: unary("CreateTaskPushNotificationConfig", (req) => {
-      parseTaskName(req.parent, "parent");
-      return service.pushNotificationsUnsupported();
+    createTaskPushNotificationConfig: unary("CreateTaskPushNotificationConfig", async (req, ctx) => {
+      const { taskId, config } = decodeCreatePushConfigRequest(req);
+      return encodeTaskPushConfig(await service.setPushConfig(taskId, config, ctx, "config.pushNotificationConfig"));
     }),
-    getTaskPushNotificationConfig: unary("GetTaskPushNotificationConfig", (req) => {
-      parsePushConfigName(req.name);
-      return service.pushNotificationsUnsupported();
+    getTaskPushNotificationConfig: unary("GetTaskPushNotificationConfig", async (req, ctx) => {
+      const { taskId, configId } = parsePushConfigName(req.name);
+      return encodeTaskPushConfig(await service.getPushConfig(taskId, configId, ctx));
     }),
-    listTaskPushNotificationConfig: unary("ListTaskPushNotificationConfig", (req) => {
-      parseTaskName(req.parent, "parent");
-      return service.pushNotificationsUnsupported();
-    }),
-    deleteTaskPushNotificationConfig: unary("DeleteTaskPushNotificationConfig", (req) => {
-      parsePushConfigName(req.name);
-      return service.pushNotificationsUnsupported();
+    listTaskPushNotificationConfig: unary("ListTaskPushNotificationConfig", async (req, ctx) => encodeListPushConfigs(await service.listPushConfigs(parseTaskName(req.parent, "parent"), ctx))),
+    deleteTaskPushNotificationConfig: unary("DeleteTaskPushNotificationConfig", async (req, ctx) => {
+      const { taskId, configId } = parsePushConfigName(req.name);
+      await service.deletePushConfig(taskId, configId, ctx);
+      return create(EmptySchema);
     }),
     getAgentCard: unary("GetAgentCard", () => encodeAgentCard(service.agentCard)),
   };

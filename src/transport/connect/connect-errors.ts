@@ -4,7 +4,7 @@ import type { Logger } from "../../observability/logger.js";
 import { WIRE_CODES, type WireCodes } from "../error-codes.js";
 
 /** The gRPC status names of the one wire table, as Connect's enum (a spelling conversion, not a second table). */
-const CONNECT_CODE: Record<WireCodes["grpc"], Code> = {
+export const CONNECT_CODE: Record<WireCodes["grpc"], Code> = {
   INVALID_ARGUMENT: Code.InvalidArgument,
   NOT_FOUND: Code.NotFound,
   FAILED_PRECONDITION: Code.FailedPrecondition,

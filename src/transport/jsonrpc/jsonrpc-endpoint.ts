@@ -3,10 +3,19 @@ import { DomainError, toDomainError } from "../../domain/errors.js";
 import type { Logger } from "../../observability/logger.js";
 import { mediaTypeOf, readBody, sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
 import { isObject } from "../json-shape.js";
-import { jsonRpcError, type JsonRpcId } from "./jsonrpc-errors.js";
+import { a2aVersionOf } from "../../a2a/protocol-version.js";
+import { v10Operations } from "../../a2a/v10/v10-operations.js";
+import { jsonRpcErrorV10 } from "../a2a-v10-errors.js";
+import { jsonRpcError, type JsonRpcErrorResponse, type JsonRpcId } from "./jsonrpc-errors.js";
 import { v03Methods } from "./jsonrpc-v03-handler.js";
+import { v10Methods } from "./jsonrpc-v10-handler.js";
 
-const EXTENSIONS_HEADER = "x-a2a-extensions";
+/** v0.3 spelling, then the v1.0 one; a request's activated extensions are echoed under the name it used. */
+const EXTENSIONS_HEADERS = ["x-a2a-extensions", "a2a-extensions"] as const;
+/** JSON-RPC bodies are application/json; application/a2a+json (the 1.0 media type) is accepted too. */
+const JSON_MEDIA_TYPES = ["application/json", "application/a2a+json"];
+
+type ErrorShape = (id: JsonRpcId, err: unknown) => JsonRpcErrorResponse;
 
 export interface JsonRpcEndpointOptions {
   service: A2AService;
@@ -14,14 +23,20 @@ export interface JsonRpcEndpointOptions {
   maxBodyBytes: number;
   /** Extension URIs this agent supports; requested ones among them are echoed back as activated. */
   supportedExtensions: string[];
+  /** Whether tasks are durable (A2A 1.0 `returnImmediately` needs it). */
+  durableTasks?: boolean;
 }
 
 /**
- * The JSON-RPC 2.0 endpoint at the card's `url`. Protocol errors answer HTTP 200 with a JSON-RPC error;
- * transport problems (method, media type, size) answer their HTTP status with a JSON-RPC error body.
+ * The JSON-RPC 2.0 endpoint at the card's `url`, for A2A 0.3 and 1.0 at once: PascalCase methods (the 1.0
+ * names) go to the 1.0 handler and answer 1.0-shaped errors (`error.data` = [ErrorInfo]); everything else
+ * (slash names, unknown names) goes to 0.3. `A2A-Version` must name a served version (absent = 0.3), else
+ * -32009. Protocol errors answer HTTP 200 with a JSON-RPC error; transport problems (method, media type,
+ * size) answer their HTTP status with a JSON-RPC error body.
  */
 export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
   const methods = v03Methods(options.service);
+  const methodsV10 = v10Methods(v10Operations({ service: options.service, durableTasks: options.durableTasks ?? false }));
 
   return async function handleJsonRpc(req: HttpRequest, res: HttpResponse, ctx: CallContext): Promise<void> {
     const headers = activatedExtensions(req, options.supportedExtensions);
@@ -29,8 +44,8 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
       sendJson(res, 405, jsonRpcError(null, new DomainError("invalid-request", "JSON-RPC requests must use POST")), { allow: "POST", ...headers });
       return;
     }
-    if (mediaTypeOf(req) !== "application/json") {
-      const err = new DomainError("invalid-request", `Content-Type must be application/json (got "${req.headers["content-type"] ?? ""}")`);
+    if (!JSON_MEDIA_TYPES.includes(mediaTypeOf(req))) {
+      const err = new DomainError("invalid-request", `Content-Type must be application/json or application/a2a+json (got "${req.headers["content-type"] ?? ""}")`);
       sendJson(res, 415, jsonRpcError(null, err), headers);
       return;
     }
@@ -54,7 +69,15 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
       return;
     }
     const { id, method, params } = envelope;
-    const fn = methods[method];
+    const v10 = Object.hasOwn(methodsV10, method);
+    const errorShape: ErrorShape = v10 ? jsonRpcErrorV10 : jsonRpcError;
+    try {
+      a2aVersionOf(req);
+    } catch (err) {
+      sendJson(res, 200, errorShape(id, err), headers);
+      return;
+    }
+    const fn = v10 ? methodsV10[method] : Object.hasOwn(methods, method) ? methods[method] : undefined;
     if (!fn) {
       sendJson(res, 200, jsonRpcError(id, new DomainError("method-not-found", `Method not found: ${method}`)), headers);
       return;
@@ -63,32 +86,37 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
     try {
       outcome = await fn(params, ctx);
     } catch (err) {
-      respondError(res, id, err, headers);
+      respondError(res, id, err, headers, errorShape);
       return;
     }
     if (outcome.kind === "unary") {
       sendJson(res, 200, { jsonrpc: "2.0", id, result: outcome.result }, headers);
       return;
     }
-    await streamResults(res, id, outcome.events, headers);
+    await streamResults(res, id, outcome.events, headers, errorShape, v10);
   };
 
-  function respondError(res: HttpResponse, id: JsonRpcId, err: unknown, headers: Record<string, string>): void {
+  function respondError(res: HttpResponse, id: JsonRpcId, err: unknown, headers: Record<string, string>, errorShape: ErrorShape): void {
     logIfInternal(err, id);
-    sendJson(res, 200, jsonRpcError(id, err), headers);
+    sendJson(res, 200, errorShape(id, err), headers);
   }
 
   /** Each SSE `data:` is a complete JSON-RPC response with the request id; an error ends the stream. */
-  async function streamResults(res: HttpResponse, id: JsonRpcId, events: AsyncIterable<unknown>, headers: Record<string, string>): Promise<void> {
+  async function streamResults(res: HttpResponse, id: JsonRpcId, events: AsyncIterable<unknown>, headers: Record<string, string>, errorShape: ErrorShape, v10: boolean): Promise<void> {
     const iterator = events[Symbol.asyncIterator]();
     let first: IteratorResult<unknown>;
     try {
       first = await iterator.next();
     } catch (err) {
-      // Nothing was streamed yet: strict v0.3 clients still expect SSE, so the error is one SSE event.
+      // Nothing was streamed yet. 1.0 clients read a plain JSON-RPC error (typed by its code); strict v0.3
+      // clients expect SSE, so for them the error is one SSE event.
+      if (v10) {
+        respondError(res, id, err, headers, errorShape);
+        return;
+      }
       logIfInternal(err, id);
       const sse = new SseWriter(res, 15_000, headers);
-      await sse.send(jsonRpcError(id, err), { event: "error" });
+      await sse.send(errorShape(id, err), { event: "error" });
       sse.end();
       return;
     }
@@ -101,7 +129,7 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
       }
     } catch (err) {
       logIfInternal(err, id);
-      await sse.send(jsonRpcError(id, err), { event: "error" });
+      await sse.send(errorShape(id, err), { event: "error" });
     } finally {
       sse.end();
     }
@@ -131,10 +159,14 @@ function checkEnvelope(request: unknown): Envelope {
 }
 
 function activatedExtensions(req: HttpRequest, supported: string[]): Record<string, string> {
-  const requested = String(req.headers[EXTENSIONS_HEADER] ?? "")
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
-  const active = requested.filter((uri) => supported.includes(uri));
-  return active.length > 0 ? { [EXTENSIONS_HEADER]: active.join(", ") } : {};
+  const echoed: Record<string, string> = {};
+  for (const header of EXTENSIONS_HEADERS) {
+    const requested = String(req.headers[header] ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
+    const active = requested.filter((uri) => supported.includes(uri));
+    if (active.length > 0) echoed[header] = active.join(", ");
+  }
+  return echoed;
 }

@@ -1,8 +1,15 @@
 import type { A2AService, CallContext } from "../../a2a/a2a-service.js";
 import type { StreamEvent } from "../../domain/a2a-types.js";
 import { DomainError } from "../../domain/errors.js";
-import { decodeSendParams, decodeTaskQuery, encodeStreamEvent, encodeTask } from "../../a2a/v03/v03-json-codec.js";
-import { expectObject } from "../json-shape.js";
+import {
+  decodePushConfigQuery,
+  decodeSendParams,
+  decodeSetPushConfigParams,
+  decodeTaskQuery,
+  encodeStreamEvent,
+  encodeTask,
+  encodeTaskPushConfig,
+} from "../../a2a/v03/v03-json-codec.js";
 import type { JsonRpcId } from "./jsonrpc-errors.js";
 
 /**
@@ -18,10 +25,6 @@ async function* encodeStream(events: AsyncIterable<StreamEvent>): AsyncGenerator
 }
 
 export function v03Methods(service: A2AService): Record<string, Method> {
-  const push = (params: unknown): never => {
-    expectObject(params, "params");
-    return service.pushNotificationsUnsupported();
-  };
   return {
     "message/send": async (params, ctx) => ({ kind: "unary", result: encodeTask(await service.sendMessage(decodeSendParams(params), ctx)) }),
     "message/stream": (params, ctx) => ({ kind: "stream", events: encodeStream(service.streamMessage(decodeSendParams(params), ctx)) }),
@@ -31,10 +34,23 @@ export function v03Methods(service: A2AService): Record<string, Method> {
     },
     "tasks/cancel": async (params, ctx) => ({ kind: "unary", result: encodeTask(await service.cancelTask(decodeTaskQuery(params, false).id, ctx)) }),
     "tasks/resubscribe": (params, ctx) => ({ kind: "stream", events: encodeStream(service.subscribe(decodeTaskQuery(params, false).id, ctx)) }),
-    "tasks/pushNotificationConfig/set": push,
-    "tasks/pushNotificationConfig/get": push,
-    "tasks/pushNotificationConfig/list": push,
-    "tasks/pushNotificationConfig/delete": push,
+    "tasks/pushNotificationConfig/set": async (params, ctx) => {
+      const { taskId, config } = decodeSetPushConfigParams(params);
+      return { kind: "unary", result: encodeTaskPushConfig(await service.setPushConfig(taskId, config, ctx, "params.pushNotificationConfig")) };
+    },
+    "tasks/pushNotificationConfig/get": async (params, ctx) => {
+      const { taskId, configId } = decodePushConfigQuery(params, "optional");
+      return { kind: "unary", result: encodeTaskPushConfig(await service.getPushConfig(taskId, configId, ctx)) };
+    },
+    "tasks/pushNotificationConfig/list": async (params, ctx) => {
+      const { taskId } = decodePushConfigQuery(params, "none");
+      return { kind: "unary", result: (await service.listPushConfigs(taskId, ctx)).map(encodeTaskPushConfig) };
+    },
+    "tasks/pushNotificationConfig/delete": async (params, ctx) => {
+      const { taskId, configId } = decodePushConfigQuery(params, "required");
+      await service.deletePushConfig(taskId, configId!, ctx);
+      return { kind: "unary", result: null };
+    },
     "agent/getAuthenticatedExtendedCard": () => {
       throw new DomainError("extended-card-not-configured", "Authenticated Extended Card is not configured for this agent");
     },

@@ -2,17 +2,22 @@ import { create, fromJson, toJson, type DescMessage, type JsonValue, type Messag
 import type { A2AService, CallContext } from "../../a2a/a2a-service.js";
 import { v03History } from "../../a2a/v03/v03-json-codec.js";
 import { decodeSendRequest, encodeAgentCard, encodeSendResponse, encodeStreamEvent, encodeTask, formatTaskName } from "../../a2a/v03/v03-proto-codec.js";
+import { decodeCreatePushConfigRequest, encodeListPushConfigs, encodeTaskPushConfig } from "../../a2a/v03/v03-proto-push-codec.js";
 import type { StreamEvent } from "../../domain/a2a-types.js";
 import { DomainError, invalidParams, toDomainError } from "../../domain/errors.js";
 import {
   AgentCardSchema,
   CancelTaskRequestSchema,
+  CreateTaskPushNotificationConfigRequestSchema,
+  ListTaskPushNotificationConfigResponseSchema,
   SendMessageRequestSchema,
   SendMessageResponseSchema,
   StreamResponseSchema,
+  TaskPushNotificationConfigSchema,
   TaskSchema,
   TaskSubscriptionRequestSchema,
 } from "../../gen/a2a/v1/a2a_pb.js";
+import { a2aVersionOf } from "../../a2a/protocol-version.js";
 import type { Logger } from "../../observability/logger.js";
 import { WIRE_CODES } from "../error-codes.js";
 import { mediaTypeOf, readBody, sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
@@ -98,6 +103,7 @@ export function addV03RestRoutes(router: HttpRouter, options: V03RestRoutesOptio
   type Handler = (req: HttpRequest, res: HttpResponse, params: Record<string, string>, ctx: CallContext) => Promise<void>;
   const route = (name: string, handler: Handler): Handler => async (req, res, params, ctx) => {
     try {
+      a2aVersionOf(req); // an A2A-Version we do not serve: 400 (VersionNotSupported, -32009)
       await handler(req, res, params, ctx);
     } catch (err) {
       if (!res.headersSent) sendError(res, err, name);
@@ -138,9 +144,55 @@ export function addV03RestRoutes(router: HttpRouter, options: V03RestRoutesOptio
       await sendStream(res, service.subscribe(id!, ctx), "tasks:subscribe");
     }),
   );
-  const pushUnsupported = route("pushNotificationConfigs", async () => service.pushNotificationsUnsupported());
-  router.add(["GET", "POST"], "/v1/tasks/{id}/pushNotificationConfigs", pushUnsupported);
-  router.add(["GET", "DELETE"], "/v1/tasks/{id}/pushNotificationConfigs/{configId}", pushUnsupported);
+  // Push configs. The create body is the whole CreateTaskPushNotificationConfigRequest (as both SDKs send
+  // it); a bare TaskPushNotificationConfig (the proto's `body: "config"`) is accepted too.
+  router.add(
+    "POST",
+    "/v1/tasks/{id}/pushNotificationConfigs",
+    route("pushNotificationConfigs:create", async (req, res, { id }, ctx) => {
+      checkJsonContentType(req);
+      let json: JsonValue;
+      try {
+        json = JSON.parse((await readBody(req, maxBodyBytes)).toString("utf8")) as JsonValue;
+      } catch {
+        throw new DomainError("parse-error", "Invalid JSON payload: the body is not valid JSON");
+      }
+      if (json !== null && typeof json === "object" && !Array.isArray(json) && "pushNotificationConfig" in json && !("config" in json)) json = { config: json };
+      let request: MessageShape<typeof CreateTaskPushNotificationConfigRequestSchema>;
+      try {
+        request = fromJson(CreateTaskPushNotificationConfigRequestSchema, json, { ignoreUnknownFields: false });
+      } catch (err) {
+        throw invalidParams(`the body is not a valid ${CreateTaskPushNotificationConfigRequestSchema.typeName} in ProtoJSON: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      if (request.parent) checkNameMatches(request.parent, id!);
+      request.parent = formatTaskName(id!);
+      const { taskId, config } = decodeCreatePushConfigRequest(request);
+      const created = await service.setPushConfig(taskId, config, ctx, "config.pushNotificationConfig");
+      sendJson(res, 201, toJson(TaskPushNotificationConfigSchema, encodeTaskPushConfig(created)));
+    }),
+  );
+  router.add(
+    "GET",
+    "/v1/tasks/{id}/pushNotificationConfigs",
+    route("pushNotificationConfigs:list", async (_req, res, { id }, ctx) => {
+      sendJson(res, 200, toJson(ListTaskPushNotificationConfigResponseSchema, encodeListPushConfigs(await service.listPushConfigs(id!, ctx))));
+    }),
+  );
+  router.add(
+    "GET",
+    "/v1/tasks/{id}/pushNotificationConfigs/{configId}",
+    route("pushNotificationConfigs:get", async (_req, res, { id, configId }, ctx) => {
+      sendJson(res, 200, toJson(TaskPushNotificationConfigSchema, encodeTaskPushConfig(await service.getPushConfig(id!, configId!, ctx))));
+    }),
+  );
+  router.add(
+    "DELETE",
+    "/v1/tasks/{id}/pushNotificationConfigs/{configId}",
+    route("pushNotificationConfigs:delete", async (_req, res, { id, configId }, ctx) => {
+      await service.deletePushConfig(id!, configId!, ctx);
+      sendJson(res, 200, {});
+    }),
+  );
   router.add(
     "GET",
     "/v1/tasks/{id}",

@@ -2,6 +2,7 @@ import type { A2AService } from "../../a2a/a2a-service.js";
 import { exportTaskMachine } from "../../machine/machine-export.js";
 import type { HttpRouter } from "../http-router.js";
 import { sendJson } from "../http-io.js";
+import { a2aVersionFields, serveAgentCard } from "./agent-card-route.js";
 import { sendOpenwopError } from "./openwop-errors.js";
 
 export interface DiscoveryOptions {
@@ -10,7 +11,14 @@ export interface DiscoveryOptions {
   durableTasks: boolean;
   version: string;
   transports: string[];
+  /** Conformance fixture workflow ids this host has loaded (RFC 0003). */
+  fixtures?: string[];
+  /** Envelope types the host supports; clarification.request claims the openwop-interrupts profile. */
+  supportedEnvelopes?: string[];
 }
+
+/** The conformance fixtures this host ships (or may load from WORKFLOWS_DIR); only loaded ones are advertised. */
+export const CONFORMANCE_FIXTURES = ["conformance-noop", "conformance-approval", "conformance-cancellable", "conformance-delay", "conformance-a2a-task-roundtrip"] as const;
 
 export const AGENT_CARD_PATH = "/.well-known/agent-card.json";
 
@@ -20,10 +28,11 @@ export function discoveryDocument(options: DiscoveryOptions): Record<string, unk
   return {
     protocolVersion: "1.0",
     implementation: { name: "openwop-a2a-host", version: options.version },
-    supportedEnvelopes: [],
+    supportedEnvelopes: options.supportedEnvelopes ?? [],
     schemaVersions: { a2aTaskState: 1, workflow: 1 },
     limits: { clarificationRounds: 10, schemaRounds: 0, envelopesPerTurn: 0 },
     supportedTransports: options.transports,
+    ...(options.fixtures ? { fixtures: options.fixtures } : {}),
     eventLogSchemaVersion: 2,
     a2a: {
       supported: true,
@@ -31,15 +40,14 @@ export function discoveryDocument(options: DiscoveryOptions): Record<string, unk
       streaming: card.capabilities.streaming,
       pushNotifications: card.capabilities.pushNotifications,
       durableTasks: options.durableTasks,
-      protocolVersions: ["0.3"],
-      preferredVersion: "0.3",
-      profiles: ["a2a-0.3-legacy"],
+      // ["0.3", "1.0"], "1.0", ["a2a-1.0", "a2a-0.3-legacy"]: the versions the card's supportedInterfaces declare.
+      ...a2aVersionFields(card),
     },
   };
 }
 
 export function addDiscoveryRoutes(router: HttpRouter, options: DiscoveryOptions): void {
-  router.add("GET", AGENT_CARD_PATH, async (_req, res) => sendJson(res, 200, options.service.agentCard));
+  router.add("GET", AGENT_CARD_PATH, async (req, res) => serveAgentCard(req, res, options.service.agentCard));
   router.add("GET", "/.well-known/openwop", async (_req, res) => sendJson(res, 200, discoveryDocument(options)));
   router.add("GET", "/v1/a2a/tasks/{taskId}", async (_req, res, params, ctx) => {
     try {

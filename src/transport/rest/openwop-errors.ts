@@ -2,9 +2,14 @@ import { toDomainError } from "../../domain/errors.js";
 import { WIRE_CODES } from "../error-codes.js";
 import { sendJson, type HttpResponse } from "../http-io.js";
 
-/** The OpenWOP REST error envelope: exactly `{error, message, details?}`. */
-export function sendOpenwopError(res: HttpResponse, err: unknown): void {
+/** The OpenWOP REST error envelope: exactly `{error, message, details?}`, with its HTTP status. */
+export function openwopErrorBody(err: unknown): { status: number; body: { error: string; message: string; details?: Record<string, unknown> } } {
   const domain = toDomainError(err);
   const codes = WIRE_CODES[domain.code];
-  sendJson(res, codes.http, { error: codes.rest, message: domain.message, ...(domain.details ? { details: domain.details } : {}) });
+  return { status: codes.http, body: { error: codes.rest, message: domain.message, ...(domain.details ? { details: domain.details } : {}) } };
+}
+
+export function sendOpenwopError(res: HttpResponse, err: unknown): void {
+  const { status, body } = openwopErrorBody(err);
+  sendJson(res, status, body);
 }

@@ -1,0 +1,64 @@
+import { DomainError } from "../domain/errors.js";
+
+/**
+ * A2A protocol versions served side by side (wire facts §5.4, §5.7). Every binding routes a call to one
+ * version by its shape (JSON-RPC method name, gRPC service, REST path), and every binding checks the
+ * version the caller asked for with `A2A-Version` (header, `?A2A-Version=` query parameter, or gRPC
+ * metadata `a2a-version`): absent or empty means 0.3, and a version we do not serve is refused with
+ * VersionNotSupported (-32009 / FAILED_PRECONDITION / HTTP 400). On HTTP+JSON the header also picks the
+ * router where a path reads both ways (`/v1/tasks/{id}` is v0.3, or v1.0 in tenant "v1").
+ */
+export const A2A_VERSIONS = ["0.3", "1.0"] as const;
+export type A2AVersion = (typeof A2A_VERSIONS)[number];
+
+/** The version new clients should use (discovery `preferredVersion`, first on the card). */
+export const PREFERRED_A2A_VERSION: A2AVersion = "1.0";
+
+/** Header name as HTTP/2 and Node present it (lower case); also the gRPC metadata key. */
+export const A2A_VERSION_HEADER = "a2a-version";
+export const A2A_VERSION_QUERY = "A2A-Version";
+
+/** `Major.Minor`; a patch part, which clients should not send, is tolerated and ignored ("1.0.0" is 1.0). */
+const VERSION = /^(\d{1,4})\.(\d{1,4})(?:\.\d{1,4})?$/;
+
+/** The version a request asks for; throws version-not-supported for anything but 0.3 and 1.0. */
+export function negotiateA2AVersion(requested: string | undefined | null): A2AVersion {
+  const raw = (requested ?? "").trim();
+  if (raw === "") return "0.3";
+  const found = VERSION.exec(raw);
+  const version = found ? `${Number(found[1])}.${Number(found[2])}` : undefined;
+  if (version === "0.3" || version === "1.0") return version;
+  throw new DomainError("version-not-supported", `A2A-Version ${JSON.stringify(raw.slice(0, 40))} is not supported; this agent serves ${A2A_VERSIONS.join(" and ")}`, {
+    requestedVersion: raw.slice(0, 40),
+    supportedVersions: A2A_VERSIONS.join(","),
+  });
+}
+
+type HeaderBag = Record<string, string | string[] | undefined>;
+
+/** The raw `A2A-Version` of an HTTP request: the header, else the query parameter (name matched case-insensitively). */
+export function requestedA2AVersion(headers: HeaderBag, url: string | undefined): string | undefined {
+  const header = headers[A2A_VERSION_HEADER];
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value !== undefined && value.trim() !== "") return value;
+  const query = url?.indexOf("?") ?? -1;
+  if (query < 0) return undefined;
+  for (const [name, v] of new URLSearchParams(url!.slice(query + 1))) {
+    if (name.toLowerCase() === A2A_VERSION_QUERY.toLowerCase()) return v;
+  }
+  return undefined;
+}
+
+/** Negotiates from an HTTP request's header or query parameter. */
+export function a2aVersionOf(req: { headers: HeaderBag; url?: string | undefined }): A2AVersion {
+  return negotiateA2AVersion(requestedA2AVersion(req.headers, req.url));
+}
+
+/** True when the request explicitly asks for 1.0 (an invalid value is not 1.0; whoever handles it refuses it). */
+export function asksForV10(req: { headers: HeaderBag; url?: string | undefined }): boolean {
+  try {
+    return a2aVersionOf(req) === "1.0";
+  } catch {
+    return false;
+  }
+}

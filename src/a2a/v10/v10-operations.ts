@@ -1,0 +1,125 @@
+import { create } from "@bufbuild/protobuf";
+import { EmptySchema, type Empty } from "@bufbuild/protobuf/wkt";
+import { DomainError } from "../../domain/errors.js";
+import type { StreamEvent } from "../../domain/a2a-types.js";
+import * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
+import type { A2AService, CallContext, SendParams } from "../a2a-service.js";
+import {
+  checkTenant,
+  decodeHistoryLength,
+  decodeListTasksRequest,
+  decodePushConfig,
+  decodeSendRequest,
+  decodeTaskId,
+  encodePushConfig,
+  encodeSendResponse,
+  encodeStreamEvent,
+  encodeTask,
+  encodeTaskPage,
+} from "./v10-proto-codec.js";
+
+export interface V10OperationsOptions {
+  service: A2AService;
+  /** OpenWOP RFC 0152: `returnImmediately` needs durable tasks; without them it is an unsupported operation. */
+  durableTasks: boolean;
+}
+
+/**
+ * The A2A 1.0 operations on `lf.a2a.v1` messages, shared by every 1.0 binding: gRPC/Connect/gRPC-Web call
+ * them directly, JSON-RPC and HTTP+JSON after reading ProtoJSON (or a path and query) into the same request
+ * messages. Each one checks the request's tenant against the caller's, decodes into the version-neutral
+ * service call, and encodes the result; the 1.0 semantics live here (historyLength 0 = none, a terminal
+ * task refuses SubscribeToTask, returnImmediately needs durable tasks).
+ *
+ * Streams end where the service's streams end: at a terminal state, and also at an interrupted one
+ * (input-required), as in 0.3, the proto's SendStreamingMessage comment, spec §11.7 and the a2a-js server
+ * (spec §3.1.2 says terminal only; the facts note the contradiction). A paused task can wait for days; the
+ * caller replies with a new SendStreamingMessage, which streams the rest.
+ */
+export function v10Operations(options: V10OperationsOptions) {
+  const { service } = options;
+
+  function sendParams(req: pb.SendMessageRequest, ctx: CallContext): SendParams {
+    checkTenant(req.tenant, ctx.principal);
+    const params = decodeSendRequest(req);
+    if (!params.blocking && !options.durableTasks) {
+      throw new DomainError("unsupported-operation", "configuration.returnImmediately needs durable tasks (a2a.durableTasks), which this host does not offer with its current store; this operation is not supported", {
+        path: "configuration.returnImmediately",
+      });
+    }
+    return params;
+  }
+
+  async function* encoded(events: AsyncIterable<StreamEvent>): AsyncGenerator<pb.StreamResponse> {
+    for await (const event of events) yield encodeStreamEvent(event);
+  }
+
+  return {
+    async sendMessage(req: pb.SendMessageRequest, ctx: CallContext): Promise<pb.SendMessageResponse> {
+      return encodeSendResponse(await service.sendMessage(sendParams(req, ctx), ctx));
+    },
+
+    /** Validation happens on the first `next()`, before anything is streamed. */
+    async *sendStreamingMessage(req: pb.SendMessageRequest, ctx: CallContext): AsyncGenerator<pb.StreamResponse> {
+      yield* encoded(service.streamMessage(sendParams(req, ctx), ctx));
+    },
+
+    async getTask(req: pb.GetTaskRequest, ctx: CallContext): Promise<pb.Task> {
+      const id = decodeTaskId(req.id);
+      checkTenant(req.tenant, ctx.principal, id);
+      return encodeTask(await service.getTask(id, decodeHistoryLength(req.historyLength, "historyLength"), ctx));
+    },
+
+    async listTasks(req: pb.ListTasksRequest, ctx: CallContext): Promise<pb.ListTasksResponse> {
+      checkTenant(req.tenant, ctx.principal);
+      return encodeTaskPage(await service.listTasks(decodeListTasksRequest(req), ctx));
+    },
+
+    async cancelTask(req: pb.CancelTaskRequest, ctx: CallContext): Promise<pb.Task> {
+      const id = decodeTaskId(req.id);
+      checkTenant(req.tenant, ctx.principal, id);
+      return encodeTask(await service.cancelTask(id, ctx));
+    },
+
+    /** The Task first, then its updates; a terminal task is refused with UnsupportedOperation (1.0). */
+    async *subscribeToTask(req: pb.SubscribeToTaskRequest, ctx: CallContext): AsyncGenerator<pb.StreamResponse> {
+      const id = decodeTaskId(req.id);
+      checkTenant(req.tenant, ctx.principal, id);
+      yield* encoded(service.subscribe(id, ctx, { terminal: "refuse" }));
+    },
+
+    async createTaskPushNotificationConfig(req: pb.TaskPushNotificationConfig, ctx: CallContext): Promise<pb.TaskPushNotificationConfig> {
+      const taskId = decodeTaskId(req.taskId, "taskId");
+      checkTenant(req.tenant, ctx.principal, taskId);
+      return encodePushConfig(await service.setPushConfig(taskId, decodePushConfig(req, "config", taskId), ctx, "config"));
+    },
+
+    async getTaskPushNotificationConfig(req: pb.GetTaskPushNotificationConfigRequest, ctx: CallContext): Promise<pb.TaskPushNotificationConfig> {
+      const taskId = decodeTaskId(req.taskId, "taskId");
+      checkTenant(req.tenant, ctx.principal, taskId);
+      return encodePushConfig(await service.getPushConfig(taskId, req.id || undefined, ctx));
+    },
+
+    /** All of the task's configs in one page (a task has a few at most). */
+    async listTaskPushNotificationConfigs(req: pb.ListTaskPushNotificationConfigsRequest, ctx: CallContext): Promise<pb.ListTaskPushNotificationConfigsResponse> {
+      const taskId = decodeTaskId(req.taskId, "taskId");
+      checkTenant(req.tenant, ctx.principal, taskId);
+      const configs = await service.listPushConfigs(taskId, ctx);
+      return create(pb.ListTaskPushNotificationConfigsResponseSchema, { configs: configs.map(encodePushConfig), nextPageToken: "" });
+    },
+
+    async deleteTaskPushNotificationConfig(req: pb.DeleteTaskPushNotificationConfigRequest, ctx: CallContext): Promise<Empty> {
+      const taskId = decodeTaskId(req.taskId, "taskId");
+      checkTenant(req.tenant, ctx.principal, taskId);
+      await service.deletePushConfig(taskId, decodeTaskId(req.id, "id"), ctx);
+      return create(EmptySchema);
+    },
+
+    async getExtendedAgentCard(req: pb.GetExtendedAgentCardRequest, ctx: CallContext): Promise<pb.AgentCard> {
+      checkTenant(req.tenant, ctx.principal);
+      throw new DomainError("extended-card-not-configured", "Extended Agent Card is not configured for this agent (capabilities.extendedAgentCard is false)");
+    },
+  };
+}
+
+export type V10Operations = ReturnType<typeof v10Operations>;

@@ -1,0 +1,401 @@
+import { create, fromJson, toJson, type DescEnum, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { timestampDate, timestampFromDate, ValueSchema, type Timestamp } from "@bufbuild/protobuf/wkt";
+import type { Principal } from "../../auth/principal.js";
+import type { Artifact, Message, Part, PushNotificationConfig, StreamEvent, Task, TaskPushNotificationConfig, TaskStatus } from "../../domain/a2a-types.js";
+import { DomainError, invalidParams, taskNotFound } from "../../domain/errors.js";
+import type { A2ATaskStateValue } from "../../domain/run-status.js";
+import * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
+import type { AgentCard } from "../agent-card.js";
+import type { SendParams } from "../a2a-service.js";
+import type { ListTasksQuery, TaskPage } from "../task-list.js";
+import type { HistoryLimit } from "../task-view.js";
+
+/**
+ * A2A v1.0 as the `lf.a2a.v1` protobuf messages: gRPC, Connect and gRPC-Web directly, and JSON-RPC and
+ * HTTP+JSON through ProtoJSON (normative in 1.0), so every 1.0 binding decodes and validates the same way.
+ * Decoding checks what the proto's types cannot (required fields, enum zero values, empty oneofs); paths in
+ * error messages use the ProtoJSON names. The domain keeps the v0.3-style shapes; this is the only place
+ * that knows the 1.0 ones (`TASK_STATE_CANCELED`, flat parts, plain ids, flattened push configs).
+ */
+
+// ------------------------------------------------------------------------------------------ enums
+
+const STATE_TO_PROTO: Record<A2ATaskStateValue, pb.TaskState> = {
+  submitted: pb.TaskState.SUBMITTED,
+  working: pb.TaskState.WORKING,
+  "input-required": pb.TaskState.INPUT_REQUIRED,
+  "auth-required": pb.TaskState.AUTH_REQUIRED,
+  completed: pb.TaskState.COMPLETED,
+  failed: pb.TaskState.FAILED,
+  canceled: pb.TaskState.CANCELED,
+  rejected: pb.TaskState.REJECTED,
+};
+
+const STATE_FROM_PROTO = new Map<pb.TaskState, A2ATaskStateValue>(Object.entries(STATE_TO_PROTO).map(([k, v]) => [v, k as A2ATaskStateValue]));
+
+export function taskStateToV10(state: A2ATaskStateValue): pb.TaskState {
+  return STATE_TO_PROTO[state];
+}
+
+/** The ProtoJSON name (`TASK_STATE_CANCELED`) of a stored state. */
+export function taskStateNameV10(state: A2ATaskStateValue): string {
+  return pb.TaskStateSchema.value[STATE_TO_PROTO[state]]!.name;
+}
+
+export function taskStateFromV10(state: pb.TaskState, path: string): A2ATaskStateValue {
+  const value = STATE_FROM_PROTO.get(state);
+  if (!value) throw invalidParams(`${path} must be a known TaskState other than TASK_STATE_UNSPECIFIED (got ${enumName(pb.TaskStateSchema, state)})`, { path });
+  return value;
+}
+
+function enumName(schema: DescEnum, value: number): string {
+  return schema.value[value]?.name ?? String(value);
+}
+
+function roleFromV10(role: pb.Role, path: string): Message["role"] {
+  if (role === pb.Role.USER) return "user";
+  if (role === pb.Role.AGENT) return "agent";
+  throw invalidParams(`${path} must be ROLE_USER or ROLE_AGENT (got ${enumName(pb.RoleSchema, role)})`, { path });
+}
+
+// ------------------------------------------------------------------------------------------ tenants
+
+/**
+ * The proto `tenant` fields and the REST `/{tenant}/` prefix never choose a tenant: the API key does. An
+ * explicit tenant other than the caller's reads as not found (a task id names the task that is not found).
+ */
+export function checkTenant(requested: string | undefined, principal: Principal, taskId?: string): void {
+  if (!requested || requested === principal.tenant) return;
+  if (taskId !== undefined) throw taskNotFound(taskId);
+  throw new DomainError("not-found", `tenant ${JSON.stringify(requested.slice(0, 64))} not found`, { tenant: requested.slice(0, 64) });
+}
+
+// ------------------------------------------------------------------------------------------ decoding
+
+function decodePart(part: pb.Part, path: string): Part {
+  const metadata = part.metadata as Record<string, unknown> | undefined;
+  const meta = metadata ? { metadata } : {};
+  const file = { ...(part.mediaType ? { mimeType: part.mediaType } : {}), ...(part.filename ? { name: part.filename } : {}) };
+  switch (part.content.case) {
+    case "text":
+      return { kind: "text", text: part.content.value, ...meta };
+    case "url":
+      if (!part.content.value) throw invalidParams(`${path}.url must be a non-empty string`, { path: `${path}.url` });
+      return { kind: "file", file: { uri: part.content.value, ...file }, ...meta };
+    case "raw":
+      return { kind: "file", file: { bytes: Buffer.from(part.content.value).toString("base64"), ...file }, ...meta };
+    case "data": {
+      const data = toJson(ValueSchema, part.content.value);
+      if (typeof data !== "object" || data === null || Array.isArray(data)) {
+        throw invalidParams(`${path}.data must be a JSON object on this agent (workflow inputs and replies are objects)`, { path: `${path}.data` });
+      }
+      return { kind: "data", data: data as Record<string, unknown>, ...meta };
+    }
+    default:
+      throw invalidParams(`${path} has no content: set one of "text", "raw", "url" or "data"`, { path });
+  }
+}
+
+export function decodeMessage(msg: pb.Message | undefined, path = "message"): Message {
+  if (!msg) throw invalidParams(`${path} is required`, { path });
+  if (!msg.messageId) throw invalidParams(`${path}.messageId must be a non-empty string`, { path: `${path}.messageId` });
+  const role = roleFromV10(msg.role, `${path}.role`);
+  if (msg.parts.length === 0) throw invalidParams(`${path}.parts must be a non-empty list of parts`, { path: `${path}.parts` });
+  const metadata = msg.metadata as Record<string, unknown> | undefined;
+  return {
+    messageId: msg.messageId,
+    role,
+    parts: msg.parts.map((p, i) => decodePart(p, `${path}.parts[${i}]`)),
+    ...(msg.taskId ? { taskId: msg.taskId } : {}),
+    ...(msg.contextId ? { contextId: msg.contextId } : {}),
+    ...(metadata ? { metadata } : {}),
+    ...(msg.extensions.length > 0 ? { extensions: [...msg.extensions] } : {}),
+    ...(msg.referenceTaskIds.length > 0 ? { referenceTaskIds: [...msg.referenceTaskIds] } : {}),
+  };
+}
+
+/**
+ * A v1.0 TaskPushNotificationConfig (flat: url, token, authentication{scheme, credentials}) as the domain
+ * config, marked as registered over 1.0 so deliveries use the 1.0 body. `taskId`, when set, must agree.
+ */
+export function decodePushConfig(cfg: pb.TaskPushNotificationConfig, path: string, taskId?: string): PushNotificationConfig {
+  if (!cfg.url) throw invalidParams(`${path}.url must be a non-empty string`, { path: `${path}.url` });
+  if (taskId !== undefined && cfg.taskId && cfg.taskId !== taskId) {
+    throw invalidParams(`${path}.taskId "${cfg.taskId}" does not match the task ${taskId}`, { path: `${path}.taskId` });
+  }
+  const auth = cfg.authentication;
+  if (auth && !auth.scheme) throw invalidParams(`${path}.authentication.scheme must be a non-empty string (e.g. "Bearer")`, { path: `${path}.authentication.scheme` });
+  return {
+    url: cfg.url,
+    ...(cfg.id ? { id: cfg.id } : {}),
+    ...(cfg.token ? { token: cfg.token } : {}),
+    ...(auth ? { authentication: { schemes: [auth.scheme], ...(auth.credentials ? { credentials: auth.credentials } : {}) } } : {}),
+    protocolVersion: "1.0",
+  };
+}
+
+/** v1.0 `optional int32 history_length`: unset = all, 0 = none, n = the last n. */
+export function decodeHistoryLength(value: number | undefined, path: string): HistoryLimit {
+  if (value === undefined) return undefined;
+  if (!Number.isInteger(value) || value < 0) throw invalidParams(`${path} must be a non-negative integer (got ${value})`, { path });
+  return value;
+}
+
+/** `returnImmediately` is the inverse of v0.3 `blocking`; both become the service's `blocking`. */
+export function decodeSendRequest(req: pb.SendMessageRequest): SendParams {
+  const config = req.configuration;
+  const metadata = req.metadata as Record<string, unknown> | undefined;
+  const push = config?.taskPushNotificationConfig;
+  return {
+    message: decodeMessage(req.message),
+    blocking: !(config?.returnImmediately ?? false),
+    history: decodeHistoryLength(config?.historyLength, "configuration.historyLength"),
+    ...(push ? { pushNotificationConfig: decodePushConfig(push, "configuration.taskPushNotificationConfig") } : {}),
+    ...(metadata ? { metadata } : {}),
+  };
+}
+
+export function decodeTaskId(id: string, path = "id"): string {
+  if (!id) throw invalidParams(`${path} must be a non-empty task id`, { path });
+  return id;
+}
+
+export function decodeListTasksRequest(req: pb.ListTasksRequest): ListTasksQuery {
+  const after = req.statusTimestampAfter;
+  return {
+    ...(req.contextId ? { contextId: req.contextId } : {}),
+    ...(req.status !== pb.TaskState.UNSPECIFIED ? { state: taskStateFromV10(req.status, "status") } : {}),
+    ...(after ? { statusTimestampAfter: isoOfTimestamp(after, "statusTimestampAfter") } : {}),
+    ...(req.pageSize !== undefined ? { pageSize: req.pageSize } : {}),
+    ...(req.pageToken ? { pageToken: req.pageToken } : {}),
+    history: decodeHistoryLength(req.historyLength, "historyLength"),
+    includeArtifacts: req.includeArtifacts ?? false,
+  };
+}
+
+function isoOfTimestamp(ts: Timestamp, path: string): string {
+  const date = timestampDate(ts);
+  if (Number.isNaN(date.getTime())) throw invalidParams(`${path} is not a valid timestamp`, { path });
+  return date.toISOString();
+}
+
+// ------------------------------------------------------------------------------------------ encoding
+
+/** Domain metadata is plain JSON in practice; the round trip drops `undefined` members Struct cannot carry. */
+function toStruct(value: Record<string, unknown> | undefined): JsonObject | undefined {
+  return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as JsonObject);
+}
+
+function timestampOf(iso: string): Timestamp | undefined {
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? undefined : timestampFromDate(date);
+}
+
+export function encodePart(part: Part): pb.Part {
+  const metadata = toStruct(part.metadata);
+  switch (part.kind) {
+    case "text":
+      return create(pb.PartSchema, { content: { case: "text", value: part.text }, metadata });
+    case "file": {
+      const { uri, bytes, mimeType, name } = part.file;
+      const content: pb.Part["content"] = uri !== undefined ? { case: "url", value: uri } : { case: "raw", value: new Uint8Array(Buffer.from(bytes ?? "", "base64")) };
+      return create(pb.PartSchema, { content, metadata, mediaType: mimeType ?? "", filename: name ?? "" });
+    }
+    case "data":
+      return create(pb.PartSchema, { content: { case: "data", value: fromJson(ValueSchema, toStruct(part.data) as JsonValue) }, metadata });
+  }
+}
+
+export function encodeMessage(message: Message): pb.Message {
+  return create(pb.MessageSchema, {
+    messageId: message.messageId,
+    contextId: message.contextId ?? "",
+    taskId: message.taskId ?? "",
+    role: message.role === "user" ? pb.Role.USER : pb.Role.AGENT,
+    parts: message.parts.map(encodePart),
+    metadata: toStruct(message.metadata),
+    extensions: message.extensions ?? [],
+    referenceTaskIds: message.referenceTaskIds ?? [],
+  });
+}
+
+export function encodeArtifact(artifact: Artifact): pb.Artifact {
+  return create(pb.ArtifactSchema, {
+    artifactId: artifact.artifactId,
+    name: artifact.name ?? "",
+    description: artifact.description ?? "",
+    parts: artifact.parts.map(encodePart),
+    metadata: toStruct(artifact.metadata),
+    extensions: artifact.extensions ?? [],
+  });
+}
+
+export function encodeTaskStatus(status: TaskStatus): pb.TaskStatus {
+  return create(pb.TaskStatusSchema, {
+    state: taskStateToV10(status.state),
+    message: status.message ? encodeMessage(status.message) : undefined,
+    timestamp: timestampOf(status.timestamp),
+  });
+}
+
+export function encodeTask(task: Task): pb.Task {
+  return create(pb.TaskSchema, {
+    id: task.id,
+    contextId: task.contextId,
+    status: encodeTaskStatus(task.status),
+    artifacts: task.artifacts.map(encodeArtifact),
+    history: task.history.map(encodeMessage),
+    metadata: toStruct(task.metadata),
+  });
+}
+
+export function encodeSendResponse(task: Task): pb.SendMessageResponse {
+  return create(pb.SendMessageResponseSchema, { payload: { case: "task", value: encodeTask(task) } });
+}
+
+/** A StreamResponse; 1.0 status updates have no `final` (the stream closing says so). */
+export function encodeStreamEvent(event: StreamEvent): pb.StreamResponse {
+  switch (event.kind) {
+    case "task":
+      return create(pb.StreamResponseSchema, { payload: { case: "task", value: encodeTask(event.task) } });
+    case "message":
+      return create(pb.StreamResponseSchema, { payload: { case: "message", value: encodeMessage(event.message) } });
+    case "status-update":
+      return create(pb.StreamResponseSchema, {
+        payload: {
+          case: "statusUpdate",
+          value: create(pb.TaskStatusUpdateEventSchema, { taskId: event.taskId, contextId: event.contextId, status: encodeTaskStatus(event.status), metadata: toStruct(event.metadata) }),
+        },
+      });
+    case "artifact-update":
+      return create(pb.StreamResponseSchema, {
+        payload: {
+          case: "artifactUpdate",
+          value: create(pb.TaskArtifactUpdateEventSchema, {
+            taskId: event.taskId,
+            contextId: event.contextId,
+            artifact: encodeArtifact(event.artifact),
+            append: event.append ?? false,
+            lastChunk: event.lastChunk ?? false,
+            metadata: toStruct(event.metadata),
+          }),
+        },
+      });
+  }
+}
+
+export function encodeTaskPage(page: TaskPage): pb.ListTasksResponse {
+  return create(pb.ListTasksResponseSchema, { tasks: page.tasks.map(encodeTask), nextPageToken: page.nextPageToken, pageSize: page.pageSize, totalSize: page.totalSize });
+}
+
+/** The flat v1.0 config; only the first v0.3 scheme survives (wire facts §5.7 translation rules). */
+export function encodePushConfig(config: TaskPushNotificationConfig): pb.TaskPushNotificationConfig {
+  const cfg = config.pushNotificationConfig;
+  const scheme = cfg.authentication?.schemes[0];
+  return create(pb.TaskPushNotificationConfigSchema, {
+    id: cfg.id,
+    taskId: config.taskId,
+    url: cfg.url,
+    token: cfg.token ?? "",
+    authentication: scheme !== undefined ? create(pb.AuthenticationInfoSchema, { scheme, credentials: cfg.authentication?.credentials ?? "" }) : undefined,
+  });
+}
+
+// ------------------------------------------------------------------------------------------ agent card
+
+function str(value: unknown): string {
+  return typeof value === "string" ? value : "";
+}
+
+function scopesOf(value: unknown): Record<string, string> {
+  if (typeof value !== "object" || value === null) return {};
+  return Object.fromEntries(Object.entries(value).filter((e): e is [string, string] => typeof e[1] === "string"));
+}
+
+/** JSON `flows` may name several flows; the proto's oneof keeps the first one present. */
+function encodeOAuthFlows(flows: unknown): pb.OAuthFlows {
+  const f = (typeof flows === "object" && flows !== null ? flows : {}) as Record<string, Record<string, unknown> | undefined>;
+  const common = (x: Record<string, unknown>) => ({ refreshUrl: str(x["refreshUrl"]), scopes: scopesOf(x["scopes"]) });
+  let flow: pb.OAuthFlows["flow"] = { case: undefined };
+  if (f["authorizationCode"]) {
+    const x = f["authorizationCode"];
+    flow = { case: "authorizationCode", value: create(pb.AuthorizationCodeOAuthFlowSchema, { ...common(x), authorizationUrl: str(x["authorizationUrl"]), tokenUrl: str(x["tokenUrl"]), pkceRequired: x["pkceRequired"] === true }) };
+  } else if (f["clientCredentials"]) {
+    const x = f["clientCredentials"];
+    flow = { case: "clientCredentials", value: create(pb.ClientCredentialsOAuthFlowSchema, { ...common(x), tokenUrl: str(x["tokenUrl"]) }) };
+  } else if (f["deviceCode"]) {
+    const x = f["deviceCode"];
+    flow = { case: "deviceCode", value: create(pb.DeviceCodeOAuthFlowSchema, { ...common(x), deviceAuthorizationUrl: str(x["deviceAuthorizationUrl"]), tokenUrl: str(x["tokenUrl"]) }) };
+  } else if (f["implicit"]) {
+    const x = f["implicit"];
+    flow = { case: "implicit", value: create(pb.ImplicitOAuthFlowSchema, { ...common(x), authorizationUrl: str(x["authorizationUrl"]) }) };
+  } else if (f["password"]) {
+    const x = f["password"];
+    flow = { case: "password", value: create(pb.PasswordOAuthFlowSchema, { ...common(x), tokenUrl: str(x["tokenUrl"]) }) };
+  }
+  return create(pb.OAuthFlowsSchema, { flow });
+}
+
+/** v0.3 JSON SecurityScheme (discriminated by `type`) → the v1.0 oneof; unknown types stay empty. */
+function encodeSecurityScheme(scheme: Record<string, unknown>): pb.SecurityScheme {
+  const description = str(scheme["description"]);
+  switch (scheme["type"]) {
+    case "apiKey":
+      return create(pb.SecuritySchemeSchema, { scheme: { case: "apiKeySecurityScheme", value: create(pb.APIKeySecuritySchemeSchema, { description, location: str(scheme["in"]), name: str(scheme["name"]) }) } });
+    case "http":
+      return create(pb.SecuritySchemeSchema, {
+        scheme: { case: "httpAuthSecurityScheme", value: create(pb.HTTPAuthSecuritySchemeSchema, { description, scheme: str(scheme["scheme"]), bearerFormat: str(scheme["bearerFormat"]) }) },
+      });
+    case "oauth2":
+      return create(pb.SecuritySchemeSchema, {
+        scheme: { case: "oauth2SecurityScheme", value: create(pb.OAuth2SecuritySchemeSchema, { description, flows: encodeOAuthFlows(scheme["flows"]), oauth2MetadataUrl: str(scheme["oauth2MetadataUrl"]) }) },
+      });
+    case "openIdConnect":
+      return create(pb.SecuritySchemeSchema, {
+        scheme: { case: "openIdConnectSecurityScheme", value: create(pb.OpenIdConnectSecuritySchemeSchema, { description, openIdConnectUrl: str(scheme["openIdConnectUrl"]) }) },
+      });
+    case "mutualTLS":
+      return create(pb.SecuritySchemeSchema, { scheme: { case: "mtlsSecurityScheme", value: create(pb.MutualTlsSecuritySchemeSchema, { description }) } });
+    default:
+      return create(pb.SecuritySchemeSchema, {});
+  }
+}
+
+function encodeSecurityRequirements(requirements: Array<Record<string, string[]>> | undefined): pb.SecurityRequirement[] {
+  return (requirements ?? []).map((req) =>
+    create(pb.SecurityRequirementSchema, { schemes: Object.fromEntries(Object.entries(req).map(([name, scopes]) => [name, create(pb.StringListSchema, { list: scopes })])) }),
+  );
+}
+
+/** The pure v1.0 card: `supportedInterfaces` (every binding per version), no v0.3 top-level fields. */
+export function encodeAgentCard(card: AgentCard): pb.AgentCard {
+  return create(pb.AgentCardSchema, {
+    name: card.name,
+    description: card.description,
+    supportedInterfaces: card.supportedInterfaces.map((i) => create(pb.AgentInterfaceSchema, { url: i.url, protocolBinding: i.protocolBinding, protocolVersion: i.protocolVersion, tenant: "" })),
+    provider: card.provider ? create(pb.AgentProviderSchema, { organization: card.provider.organization, url: card.provider.url }) : undefined,
+    version: card.version,
+    ...(card.documentationUrl ? { documentationUrl: card.documentationUrl } : {}),
+    capabilities: create(pb.AgentCapabilitiesSchema, {
+      streaming: card.capabilities.streaming,
+      pushNotifications: card.capabilities.pushNotifications,
+      extendedAgentCard: card.supportsAuthenticatedExtendedCard,
+      extensions: (card.capabilities.extensions ?? []).map((e) => create(pb.AgentExtensionSchema, { uri: e.uri, description: e.description ?? "", required: e.required ?? false })),
+    }),
+    securitySchemes: Object.fromEntries(Object.entries(card.securitySchemes ?? {}).map(([name, scheme]) => [name, encodeSecurityScheme(scheme)])),
+    securityRequirements: encodeSecurityRequirements(card.security),
+    defaultInputModes: card.defaultInputModes,
+    defaultOutputModes: card.defaultOutputModes,
+    skills: card.skills.map((s) =>
+      create(pb.AgentSkillSchema, {
+        id: s.id,
+        name: s.name,
+        description: s.description,
+        tags: s.tags,
+        examples: s.examples ?? [],
+        inputModes: s.inputModes ?? [],
+        outputModes: s.outputModes ?? [],
+      }),
+    ),
+  });
+}

@@ -1,0 +1,204 @@
+/**
+ * Outbound HTTP to remote A2A agents (the `a2a.invoke` node). Calls to peers are egress exactly like push
+ * deliveries, so every request goes through the same SSRF guard (`checkPushUrl`: scheme, address, policy and
+ * port arms, every resolved address checked) and then over an undici connection whose socket `lookup`
+ * answers only with the checked addresses: the name is never resolved a second time between check and
+ * connect. Redirects are never followed (a 3xx is an error), `Connection: upgrade` is refused, each request
+ * has one deadline, and response bodies are capped.
+ *
+ * Errors are PeerCallErrors that say whether a retry may help; their messages name the host, never the path.
+ */
+import type { LookupAddress, LookupOptions } from "node:dns";
+import type { LookupFunction } from "node:net";
+import { Pool } from "undici";
+import type { Dispatcher } from "undici";
+import { EgressRefusedError, EgressResolutionError, checkPushUrl, defaultResolver, type EgressPolicy, type ResolvedAddress, type Resolver } from "../push/push-egress-guard.js";
+
+export type PeerCallErrorKind = "egress" | "resolution" | "timeout" | "connection" | "http" | "protocol" | "rpc" | "aborted" | "unsupported";
+
+/** A failed call to a peer. `retryable` says whether the same call may succeed later (transport trouble). */
+export class PeerCallError extends Error {
+  override readonly name = "PeerCallError";
+  constructor(
+    message: string,
+    readonly kind: PeerCallErrorKind,
+    readonly retryable: boolean,
+    readonly rpcCode?: number,
+  ) {
+    super(message);
+  }
+}
+
+export interface PeerHttpRequest {
+  method: "GET" | "POST";
+  url: string;
+  body?: string;
+  headers?: Record<string, string>;
+  timeoutMs: number;
+  /** Aborts the request (the caller gave up); the error is then kind "aborted". */
+  signal?: AbortSignal;
+}
+
+export interface PeerHttpResponse {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+export interface PeerHttpClient {
+  request(req: PeerHttpRequest): Promise<PeerHttpResponse>;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_MAX_PEER_RESPONSE_BYTES = 4 * 1024 * 1024;
+const MAX_POOLS = 16;
+const KEEP_ALIVE_MS = 4_000;
+const RETRYABLE_STATUS: ReadonlySet<number> = new Set([408, 425, 429, 502, 503, 504]);
+
+function pinnedLookup(addresses: readonly ResolvedAddress[]): LookupFunction {
+  return (_hostname: string, options: LookupOptions, callback) => {
+    const family = options.family === 4 || options.family === "IPv4" ? 4 : options.family === 6 || options.family === "IPv6" ? 6 : 0;
+    const usable = family === 0 ? addresses : addresses.filter((a) => a.family === family);
+    const first = usable[0];
+    if (first === undefined) {
+      const err: NodeJS.ErrnoException = new Error("no checked address of the requested family");
+      err.code = "ENOTFOUND";
+      callback(err, "", 0);
+      return;
+    }
+    if (options.all === true) callback(null, usable.map((a): LookupAddress => ({ address: a.address, family: a.family })));
+    else callback(null, first.address, first.family);
+  };
+}
+
+function errorCode(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^[A-Z0-9_]{1,64}$/.test(code) ? code : undefined;
+}
+
+function hasUpgrade(value: string | string[] | undefined): boolean {
+  const values = Array.isArray(value) ? value : value === undefined ? [] : [value];
+  return values.some((v) => v.split(",").some((t) => t.trim().toLowerCase() === "upgrade"));
+}
+
+async function readCapped(body: Dispatcher.ResponseData["body"], cap: number, where: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length;
+    if (size > cap) {
+      body.destroy();
+      throw new PeerCallError(`${where} answered more than ${cap} bytes`, "protocol", false);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+export function createPeerHttpClient(opts: { policy: EgressPolicy; resolve?: Resolver; maxResponseBytes?: number; userAgent?: string }): PeerHttpClient {
+  const resolve = opts.resolve ?? defaultResolver;
+  const cap = opts.maxResponseBytes ?? DEFAULT_MAX_PEER_RESPONSE_BYTES;
+  // Pools keyed by origin + checked addresses: a connection is only reused for exactly what was checked.
+  const pools = new Map<string, Pool>();
+  let closed = false;
+
+  function poolFor(url: URL, addresses: readonly ResolvedAddress[]): Pool {
+    const key = `${url.origin}|${addresses.map((a) => a.address).join(",")}`;
+    const existing = pools.get(key);
+    if (existing && !existing.closed && !existing.destroyed) {
+      pools.delete(key);
+      pools.set(key, existing);
+      return existing;
+    }
+    const hostname = url.hostname.endsWith(".") ? url.hostname.slice(0, -1) : url.hostname;
+    const isName = !hostname.startsWith("[") && !/^[0-9.]+$/.test(hostname);
+    const pool = new Pool(url.origin, {
+      connections: 4,
+      connect: { lookup: pinnedLookup(addresses), ...(url.protocol === "https:" && isName ? { servername: hostname } : {}) },
+      keepAliveTimeout: KEEP_ALIVE_MS,
+      keepAliveMaxTimeout: KEEP_ALIVE_MS,
+      pipelining: 1,
+    });
+    pools.set(key, pool);
+    for (const [oldKey, old] of pools) {
+      if (pools.size <= MAX_POOLS) break;
+      pools.delete(oldKey);
+      void old.close().catch(() => undefined);
+    }
+    return pool;
+  }
+
+  return {
+    async request(req: PeerHttpRequest): Promise<PeerHttpResponse> {
+      if (closed) throw new PeerCallError("the peer HTTP client is closed", "aborted", false);
+      const deadline = AbortSignal.timeout(req.timeoutMs);
+      const signal = req.signal ? AbortSignal.any([req.signal, deadline]) : deadline;
+      let where = "the peer";
+      const failure = (err: unknown): PeerCallError => {
+        if (err instanceof PeerCallError) return err;
+        if (req.signal?.aborted) return new PeerCallError(`the call to ${where} was abandoned`, "aborted", false);
+        const code = errorCode(err);
+        if (deadline.aborted || (code && /TIMEOUT/.test(code))) return new PeerCallError(`${where} did not answer within ${req.timeoutMs} ms`, "timeout", true);
+        if (code && /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/.test(code)) return new PeerCallError(`TLS error talking to ${where} (${code})`, "connection", true);
+        return new PeerCallError(`cannot reach ${where}${code ? ` (${code})` : ""}`, "connection", true);
+      };
+
+      let checked: Awaited<ReturnType<typeof checkPushUrl>>;
+      try {
+        checked = await checkPushUrl(req.url, opts.policy, resolve);
+      } catch (err) {
+        if (err instanceof EgressRefusedError) throw new PeerCallError(`peer URL refused by the ${err.arm} arm of the egress guard: ${err.reason}`, "egress", false);
+        if (err instanceof EgressResolutionError) throw new PeerCallError(err.message.replace(/^push URL/, "peer URL"), "resolution", true);
+        throw new PeerCallError("peer URL check failed (egress policy error)", "egress", false);
+      }
+      where = `${checked.url.protocol}//${checked.url.host}`;
+      let response: Dispatcher.ResponseData;
+      try {
+        response = await poolFor(checked.url, checked.addresses).request({
+          method: req.method,
+          path: `${checked.url.pathname}${checked.url.search}`,
+          headers: {
+            accept: "application/json",
+            "user-agent": opts.userAgent ?? "openwop-a2a-host/a2a-invoke",
+            ...(req.body !== undefined ? { "content-type": "application/json" } : {}),
+            ...req.headers,
+          },
+          ...(req.body !== undefined ? { body: req.body } : {}),
+          signal,
+          headersTimeout: req.timeoutMs,
+          bodyTimeout: req.timeoutMs,
+        });
+      } catch (err) {
+        throw failure(err);
+      }
+      const { statusCode, headers, body } = response;
+      body.on("error", () => undefined);
+      if (statusCode === 101 || hasUpgrade(headers["connection"])) {
+        body.destroy();
+        throw new PeerCallError(`${where} answered with Connection: upgrade (refused)`, "protocol", false);
+      }
+      if (statusCode >= 300 && statusCode < 400) {
+        body.destroy();
+        throw new PeerCallError(`${where} answered ${statusCode}; redirects are not followed`, "http", false);
+      }
+      let text: string;
+      try {
+        text = await readCapped(body, cap, where);
+      } catch (err) {
+        throw failure(err);
+      }
+      if (statusCode >= 400) {
+        throw new PeerCallError(`${where} answered HTTP ${statusCode}`, "http", statusCode >= 500 || RETRYABLE_STATUS.has(statusCode));
+      }
+      const contentType = headers["content-type"];
+      return { status: statusCode, contentType: Array.isArray(contentType) ? (contentType[0] ?? "") : (contentType ?? ""), body: text };
+    },
+
+    async close(): Promise<void> {
+      closed = true;
+      const all = [...pools.values()];
+      pools.clear();
+      await Promise.all(all.map((p) => p.destroy().catch(() => undefined)));
+    },
+  };
+}

@@ -1,0 +1,88 @@
+import type { PushSettings } from "../config/config.js";
+import type { TaskSupervisor } from "../engine/task-supervisor.js";
+import type { TransitionHook } from "../engine/transition-hook.js";
+import type { Logger } from "../observability/logger.js";
+import type { PushConfigStore } from "../store/push-config-store.js";
+import { PushConfigService } from "./push-config-service.js";
+import { PushDeliveryWorker } from "./push-delivery-worker.js";
+import type { Resolver } from "./push-egress-guard.js";
+import { createPushHttpClient } from "./push-http-client.js";
+import { resolvePushKeys } from "./push-keys.js";
+import { PushSecretBox } from "./push-secrets.js";
+
+export interface PushNotificationsOptions {
+  settings: PushSettings;
+  dataDir: string;
+  /** Task retention: settled configs and dead letters are kept as long. */
+  retentionMs: number;
+  configs: PushConfigStore;
+  supervisor: TaskSupervisor;
+  hook: TransitionHook;
+  logger: Logger;
+  /** Tests only: a resolver for the egress guard (registration and delivery). */
+  resolve?: Resolver;
+}
+
+export interface PushNotifications {
+  enabled: boolean;
+  configs: PushConfigService;
+  worker: PushDeliveryWorker | undefined;
+  /** One phrase for the start-up line (never a key). */
+  description: string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Composition of push: keys (configuration, or generated once under DATA_DIR), the secret box, the
+ * registration service and the delivery worker. With push disabled only the service exists, and it
+ * answers push-not-supported.
+ */
+export async function createPushNotifications(options: PushNotificationsOptions): Promise<PushNotifications> {
+  const { settings, configs, supervisor, hook, logger } = options;
+  if (!settings.enabled) {
+    const service = new PushConfigService({ enabled: false, configs, supervisor, egress: settings.egress, maxConfigsPerTask: settings.maxConfigsPerTask });
+    return { enabled: false, configs: service, worker: undefined, description: "push: disabled", start: async () => {}, stop: async () => {} };
+  }
+  const keys = await resolvePushKeys(settings, options.dataDir);
+  const secrets = new PushSecretBox(keys.encryptionKey, keys.previousEncryptionKeys);
+  const client = createPushHttpClient({ policy: settings.egress, ...(options.resolve ? { resolve: options.resolve } : {}) });
+  const worker = new PushDeliveryWorker({
+    tasks: supervisor.store,
+    configs,
+    hook,
+    client,
+    secrets,
+    signingKey: keys.signingKey,
+    logger,
+    transitions: settings.transitions,
+    retry: { baseMs: settings.retryBaseMs, maxMs: settings.retryMaxMs, maxAttempts: settings.maxAttempts, maxAgeMs: settings.maxAgeMs },
+    timeoutMs: settings.timeoutMs,
+    concurrency: settings.concurrency,
+    breaker: { threshold: settings.breakerThreshold, cooldownMs: settings.breakerCooldownMs },
+    sweepIntervalMs: settings.sweepIntervalMs,
+    retentionMs: options.retentionMs,
+  });
+  const service = new PushConfigService({
+    enabled: true,
+    configs,
+    supervisor,
+    secrets,
+    egress: settings.egress,
+    ...(options.resolve ? { resolve: options.resolve } : {}),
+    maxConfigsPerTask: settings.maxConfigsPerTask,
+    onRegistered: (taskId) => void worker.wakeTask(taskId),
+  });
+  const loopback = settings.egress.allowHttpLoopback ? ", TEST-ONLY http/loopback targets allowed" : "";
+  return {
+    enabled: true,
+    configs: service,
+    worker,
+    description: `push: on (keys from ${keys.source}, ${settings.transitions} transitions${loopback})`,
+    async start() {
+      const { pending } = await worker.start();
+      if (pending > 0) logger.info({ pending }, "push: resuming delivery for configs with pending or unconfirmed pushes");
+    },
+    stop: () => worker.stop(),
+  };
+}

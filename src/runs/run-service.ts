@@ -1,0 +1,244 @@
+import { createHash, randomUUID } from "node:crypto";
+import { requireScope, type Principal } from "../auth/principal.js";
+import type { CallContext } from "../a2a/a2a-service.js";
+import type { Message, Part } from "../domain/a2a-types.js";
+import { DomainError } from "../domain/errors.js";
+import type { TaskSupervisor } from "../engine/task-supervisor.js";
+import type { TransitionHook } from "../engine/transition-hook.js";
+import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
+import type { WorkflowDefinition } from "../engine/workflow-types.js";
+import type { InterruptTokenSigner } from "../interrupts/interrupt-tokens.js";
+import type { IdempotencyKeyRef, IdempotencyStore } from "../store/idempotency-store.js";
+import { DuplicateTaskError, type TaskRecord } from "../store/task-store.js";
+import { interruptTokensFor } from "./run-interrupts.js";
+import { runSnapshotOf, type RunRequestInfo, type RunSnapshot } from "./run-snapshot.js";
+
+/** POST /v1/runs, decoded. */
+export interface StartRunRequest {
+  workflowId: string;
+  inputs?: Record<string, unknown>;
+  tenantId?: string;
+  metadata?: Record<string, unknown>;
+  tags?: string[];
+  configurable?: Record<string, unknown>;
+}
+
+export interface StartRunResponse {
+  runId: string;
+  status: string;
+  eventsUrl: string;
+  statusUrl: string;
+}
+
+export interface StartRunResult {
+  status: number;
+  body: StartRunResponse;
+  /** True when an earlier request with the same Idempotency-Key produced this response. */
+  replayed: boolean;
+}
+
+export interface WorkflowSummary {
+  workflowId: string;
+  name: string;
+  description: string;
+  version?: string;
+  tags?: string[];
+}
+
+export interface RunServiceOptions {
+  supervisor: TaskSupervisor;
+  hook: TransitionHook;
+  catalog: WorkflowCatalog;
+  idempotency: IdempotencyStore;
+  idempotencyTtlMs: number;
+  tokens: InterruptTokenSigner;
+  clock?: () => Date;
+}
+
+const START_RUN_OPERATION = "POST /v1/runs";
+
+/**
+ * The OpenWOP runs API without HTTP. A run IS the durable A2A task (same id, store and machine): it is
+ * created through the supervisor with a user message built from `inputs`, so A2A `tasks/get` reads it too.
+ */
+export class RunService {
+  private readonly clock: () => Date;
+
+  constructor(private readonly options: RunServiceOptions) {
+    this.clock = options.clock ?? (() => new Date());
+  }
+
+  async startRun(request: StartRunRequest, ctx: CallContext, idempotencyKey?: string): Promise<StartRunResult> {
+    requireScope(ctx.principal, "runs:create");
+    const { principal } = ctx;
+    if (request.tenantId !== undefined && request.tenantId !== principal.tenant) {
+      throw new DomainError("permission-denied", `this caller cannot start runs in tenant "${request.tenantId}"`, { tenantId: request.tenantId });
+    }
+    this.workflowOrThrow(request.workflowId);
+    if (idempotencyKey === undefined) {
+      const runId = randomUUID();
+      await this.create(request, principal, runId);
+      return { status: 201, body: createdBody(runId), replayed: false };
+    }
+
+    const { idempotency, idempotencyTtlMs } = this.options;
+    const ref: IdempotencyKeyRef = { tenant: principal.tenant, principal: principal.id, operation: START_RUN_OPERATION, key: idempotencyKey };
+    const fingerprint = fingerprintOf(request);
+    const now = this.clock();
+    const runId = randomUUID();
+    const existing = await idempotency.reserve({
+      ...ref,
+      fingerprint,
+      resourceId: runId,
+      state: "reserved",
+      createdAt: now.toISOString(),
+      expireAt: new Date(now.getTime() + idempotencyTtlMs).toISOString(),
+    });
+    if (!existing) {
+      try {
+        // A concurrent replay of this key may already have created the run (same id): that is success too.
+        await this.createUnlessExists(request, principal, runId);
+      } catch (err) {
+        await idempotency.release(ref).catch(() => undefined);
+        throw err;
+      }
+      const response = { status: 201, body: createdBody(runId) };
+      await idempotency.complete(ref, response);
+      return { ...response, replayed: false };
+    }
+    if (existing.fingerprint !== fingerprint) {
+      throw new DomainError("idempotency-conflict", "this Idempotency-Key was already used with a different request body; use a new key for a new request", {
+        idempotencyKey,
+        runId: existing.resourceId,
+      });
+    }
+    if (existing.state === "completed" && existing.response) {
+      return { status: existing.response.status, body: existing.response.body as StartRunResponse, replayed: true };
+    }
+    // Reserved but not completed: the first request is still creating the run, or its process died between
+    // the two writes. Either way finish the SAME run (its id was fixed in the reservation).
+    if (!(await this.options.supervisor.store.get(existing.resourceId))) await this.createUnlessExists(request, principal, existing.resourceId);
+    const response = { status: 201, body: createdBody(existing.resourceId) };
+    await idempotency.complete(ref, response);
+    return { ...response, replayed: true };
+  }
+
+  async snapshot(runId: string, ctx: CallContext): Promise<RunSnapshot> {
+    requireScope(ctx.principal, "runs:read");
+    return this.snapshotOf(await this.options.supervisor.get(runId, ctx.principal.tenant), ctx.principal);
+  }
+
+  /** The snapshot of a record, with interrupt tokens for `principal`. */
+  snapshotOf(record: TaskRecord, principal: Principal): RunSnapshot {
+    const context = this.options.supervisor.contextOf(record);
+    return runSnapshotOf(record, context, interruptTokensFor(this.options.tokens, record, context, principal));
+  }
+
+  /** Requests the cancel; the run is `cancelling` until the engine has stopped it (then `cancelled`). */
+  async cancel(runId: string, ctx: CallContext, reason?: string): Promise<TaskRecord> {
+    requireScope(ctx.principal, "runs:cancel");
+    try {
+      return await this.options.supervisor.cancel(runId, ctx.principal, reason);
+    } catch (err) {
+      if (err instanceof DomainError && err.code === "task-not-cancelable") {
+        const status = err.details?.["status"];
+        throw new DomainError("task-not-cancelable", `run ${runId} is already ${String(status)}; only an active run can be cancelled`, { runId, status });
+      }
+      throw err;
+    }
+  }
+
+  /** Resolves with the first committed record satisfying `done`, or the latest one after `timeoutMs`. */
+  async waitFor(runId: string, ctx: CallContext, done: (r: TaskRecord) => boolean, timeoutMs: number): Promise<TaskRecord> {
+    const { supervisor, hook } = this.options;
+    let latest: TaskRecord | undefined;
+    let resolve!: () => void;
+    const settled = new Promise<void>((r) => (resolve = r));
+    const unsubscribe = hook.onTask(runId, ({ record }) => {
+      if (!latest || record.version > latest.version) latest = record;
+      if (done(record)) resolve();
+    });
+    const timer = setTimeout(resolve, timeoutMs);
+    ctx.signal?.addEventListener("abort", resolve, { once: true });
+    try {
+      const current = await supervisor.get(runId, ctx.principal.tenant);
+      if (!latest || current.version > latest.version) latest = current;
+      if (!done(latest)) await settled;
+      return latest;
+    } finally {
+      clearTimeout(timer);
+      unsubscribe();
+      ctx.signal?.removeEventListener("abort", resolve);
+    }
+  }
+
+  workflows(ctx: CallContext): WorkflowSummary[] {
+    requireScope(ctx.principal, "manifest:read");
+    return this.options.catalog.list().map((w) => ({
+      workflowId: w.id,
+      name: w.name,
+      description: w.description,
+      ...(w.version ? { version: w.version } : {}),
+      ...(w.tags ? { tags: w.tags } : {}),
+    }));
+  }
+
+  workflow(workflowId: string, ctx: CallContext): WorkflowDefinition {
+    requireScope(ctx.principal, "manifest:read");
+    return this.workflowOrThrow(workflowId);
+  }
+
+  // ------------------------------------------------------------------------------------------
+
+  private workflowOrThrow(workflowId: string): WorkflowDefinition {
+    const workflow = this.options.catalog.get(workflowId);
+    if (!workflow) {
+      throw new DomainError("not-found", `unknown workflowId "${workflowId}"; this host serves: ${this.options.catalog.ids().join(", ")}`, { workflowId });
+    }
+    return workflow;
+  }
+
+  private async create(request: StartRunRequest, principal: Principal, runId: string): Promise<TaskRecord> {
+    const inputs = request.inputs ?? {};
+    const text = [inputs["text"], inputs["prompt"]].find((v): v is string => typeof v === "string" && v.length > 0);
+    const parts: Part[] = [...(text ? [{ kind: "text" as const, text }] : []), { kind: "data", data: inputs }];
+    const run: RunRequestInfo = {
+      transport: "rest",
+      createdBy: principal.id,
+      ...(request.tags ? { tags: request.tags } : {}),
+      ...(request.metadata ? { metadata: request.metadata } : {}),
+      ...(request.configurable ? { configurable: request.configurable } : {}),
+    };
+    const message: Message = { messageId: randomUUID(), role: "user", parts, metadata: { openwop: { run } } };
+    return this.options.supervisor.createTask({ workflowId: request.workflowId, message, principal, taskId: runId });
+  }
+
+  private async createUnlessExists(request: StartRunRequest, principal: Principal, runId: string): Promise<void> {
+    try {
+      await this.create(request, principal, runId);
+    } catch (err) {
+      if (!(err instanceof DuplicateTaskError)) throw err;
+    }
+  }
+}
+
+function createdBody(runId: string): StartRunResponse {
+  const path = `/v1/runs/${encodeURIComponent(runId)}`;
+  return { runId, status: "pending", eventsUrl: `${path}/events`, statusUrl: path };
+}
+
+/** Two requests are "the same" when their JSON is equal, whatever the key order. */
+function fingerprintOf(request: StartRunRequest): string {
+  return createHash("sha256").update(canonicalJson(request)).digest("hex");
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}

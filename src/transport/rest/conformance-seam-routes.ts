@@ -1,0 +1,79 @@
+import type { A2AService } from "../../a2a/a2a-service.js";
+import { DomainError, invalidParams } from "../../domain/errors.js";
+import { isTerminalRunStatus, type RunStatus } from "../../domain/run-status.js";
+import { checkPushUrl, checkPushUrlSyntax, EgressRefusedError, EgressResolutionError, type EgressPolicy, type Resolver } from "../../push/push-egress-guard.js";
+import type { RunService } from "../../runs/run-service.js";
+import { optionalString, requiredString } from "../json-shape.js";
+import { sendJson } from "../http-io.js";
+import type { HttpRouter } from "../http-router.js";
+import { readJsonObject } from "./openwop-request.js";
+
+export interface ConformanceSeamOptions {
+  service: A2AService;
+  runs: RunService;
+  /** The push egress policy the host registers push configs under. */
+  egress: EgressPolicy;
+  resolve?: Resolver;
+  maxBodyBytes: number;
+  /** How long `tasks/start` waits for the run to reach its gate. */
+  startTimeoutMs?: number;
+}
+
+/** Scenario → the fixture workflow it runs and the status it waits for. */
+const SCENARIOS: Record<string, { workflowId: string; until: RunStatus }> = {
+  "paused-at-approval": { workflowId: "conformance-approval", until: "waiting-approval" },
+};
+
+export const SEAM_PREFIX = "/v1/host/sample/a2a/tasks";
+
+/**
+ * Host-sample test seams the OpenWOP conformance suite drives (host-sample-test-seams.md). They run real
+ * tasks through the normal services, under the caller's principal; nothing here bypasses a check.
+ * Mounted only when CONFORMANCE_SEAMS is on.
+ */
+export function addConformanceSeamRoutes(router: HttpRouter, options: ConformanceSeamOptions): void {
+  const { service, runs, maxBodyBytes } = options;
+
+  router.add("POST", `${SEAM_PREFIX}/start`, async (req, res, _params, ctx) => {
+    const body = (await readJsonObject(req, maxBodyBytes))!;
+    const name = requiredString(body, "scenario", "body");
+    const scenario = SCENARIOS[name];
+    if (!scenario || !Object.hasOwn(SCENARIOS, name)) {
+      throw invalidParams(`unknown scenario "${name}"; supported: ${Object.keys(SCENARIOS).join(", ")}`, { path: "body.scenario" });
+    }
+    const started = await runs.startRun({ workflowId: scenario.workflowId, inputs: { text: `conformance scenario ${name}` } }, ctx);
+    const taskId = started.body.runId;
+    const record = await runs.waitFor(taskId, ctx, (r) => r.status === scenario.until || isTerminalRunStatus(r.status), options.startTimeoutMs ?? 10_000);
+    if (record.status !== scenario.until) {
+      throw new DomainError("unavailable", `the ${name} run ${taskId} did not reach ${scenario.until} (it is ${record.status})`, { taskId, status: record.status });
+    }
+    sendJson(res, 201, { taskId, runId: taskId, state: record.a2a.state });
+  });
+
+  router.add("GET", `${SEAM_PREFIX}/{taskId}`, async (_req, res, { taskId }, ctx) => {
+    sendJson(res, 200, await service.getA2ATaskState(taskId!, ctx));
+  });
+
+  router.add("POST", `${SEAM_PREFIX}/push-config`, async (req, res, _params, ctx) => {
+    const body = (await readJsonObject(req, maxBodyBytes))!;
+    // The URL is judged before the task is looked up: an unknown task must not turn an unsafe URL into a 404.
+    const url = requiredString(body, "url", "body");
+    await checkUrl(url, options);
+    const taskId = requiredString(body, "taskId", "body");
+    const token = optionalString(body, "token", "body");
+    await service.getA2ATaskState(taskId, ctx);
+    const config = await service.setPushConfig(taskId, { url, ...(token ? { token } : {}) }, ctx, "body");
+    sendJson(res, 201, config);
+  });
+}
+
+async function checkUrl(url: string, options: ConformanceSeamOptions): Promise<void> {
+  try {
+    checkPushUrlSyntax(url, options.egress);
+    await checkPushUrl(url, options.egress, options.resolve);
+  } catch (err) {
+    if (err instanceof EgressRefusedError) throw invalidParams(err.message, { path: "body.url", arm: err.arm });
+    if (err instanceof EgressResolutionError) throw invalidParams(`push URL refused: ${err.message}`, { path: "body.url", arm: "address" });
+    throw err;
+  }
+}

@@ -1,0 +1,447 @@
+// The `a2a.invoke` node against a real, independent A2A agent: the @a2a-js/sdk server speaking v0.3
+// JSON-RPC on a loopback port (test/support/a2a-peer.ts), scripted to answer each task state. Our host is
+// driven the way a caller would: v0.3 JSON-RPC on /a2a/jsonrpc. What is checked: every peer state's
+// projection onto our run, a caller's answer forwarded to the peer task, exactly one `message/send` per
+// step across a restart, retries and `external_call_failed`, peer content never resolving our approval
+// gate, cancel in both directions, the configured fixture, and the egress guard on peer URLs.
+import { randomUUID } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { AddressInfo } from "node:net";
+import { TaskState } from "@a2a-js/sdk";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { peerMessageId } from "../../src/engine/a2a-invoke.js";
+import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
+import type { RunEvent } from "../../src/store/task-store.js";
+import { startTestPeer, type TestPeer } from "../support/a2a-peer.js";
+import { freePort } from "../support/server-process.js";
+import { startTestApp, type TestApp } from "../support/start-server.js";
+
+type Rpc = { jsonrpc: string; id: unknown; result?: Record<string, any>; error?: { code: number; message: string } };
+type WireTask = Record<string, any>;
+
+const FAST = {
+  A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS: "true",
+  A2A_PEER_POLL_MS: "25",
+  A2A_PEER_RETRY_BASE_MS: "20",
+  A2A_PEER_RETRY_MAX_MS: "40",
+  A2A_PEER_MAX_ATTEMPTS: "3",
+  A2A_PEER_REQUEST_TIMEOUT_MS: "2000",
+  BLOCKING_TIMEOUT_MS: "5000",
+};
+
+function workflowFiles(extra: Record<string, string>): Record<string, string> {
+  return {
+    "peer-call.yaml": `
+id: peer-call
+name: Peer call
+description: Calls the configured peer with the run's input, then finishes.
+nodes:
+  - { kind: a2a.invoke, id: call, agentCardUrl: "\${A2A_PEER_CARD_URL}", skillId: scripted }
+  - { kind: task, id: after, handler: noop }
+`,
+    "peer-then-gate.yaml": `
+id: peer-then-gate
+name: Peer then gate
+description: Calls the peer, then waits at our own approval gate.
+nodes:
+  - { kind: a2a.invoke, id: call, agentCardUrl: "\${A2A_PEER_CARD_URL}" }
+  - { kind: approval, id: gate, title: Approve the peer's work, artifactFrom: call, actions: [accept, reject] }
+`,
+    "peer-quick-timeout.yaml": `
+id: peer-quick-timeout
+name: Peer with a short timeout
+description: Gives the peer 300 ms.
+nodes:
+  - { kind: a2a.invoke, id: call, agentCardUrl: "\${A2A_PEER_CARD_URL}", timeoutMs: 300 }
+`,
+    ...extra,
+  };
+}
+
+async function workflowDir(files: Record<string, string>): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "a2a-invoke-"));
+  for (const [name, body] of Object.entries(files)) await writeFile(join(dir, name), body);
+  return dir;
+}
+
+/** A JSON-RPC caller of our host. */
+function callerOf(t: () => TestApp) {
+  const rpc = async (method: string, params: unknown): Promise<Rpc> => {
+    const res = await fetch(`${t().baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }) });
+    expect(res.status).toBe(200);
+    return (await res.json()) as Rpc;
+  };
+  const ok = (r: Rpc): WireTask => {
+    if (!r.result) throw new Error(`JSON-RPC error: ${JSON.stringify(r.error)}`);
+    return r.result;
+  };
+  return {
+    rpc,
+    start: async (text: string, skillId: string, blocking = true): Promise<WireTask> =>
+      ok(await rpc("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], metadata: { skillId } }, configuration: { blocking } })),
+    reply: async (task: WireTask, parts: unknown[]): Promise<WireTask> =>
+      ok(await rpc("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", taskId: task["id"], contextId: task["contextId"], parts } })),
+    get: async (id: string): Promise<WireTask> => ok(await rpc("tasks/get", { id })),
+    cancel: async (id: string): Promise<WireTask> => ok(await rpc("tasks/cancel", { id })),
+    /** Polls tasks/get until `done` holds. */
+    waitFor: async (id: string, done: (task: WireTask) => boolean, what = "the expected state", timeoutMs = 10_000): Promise<WireTask> => {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        const task = ok(await rpc("tasks/get", { id }));
+        if (done(task)) return task;
+        if (Date.now() > until) throw new Error(`task ${id} did not reach ${what}; it is ${JSON.stringify(task["status"])} ${JSON.stringify(task["metadata"])}`);
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    },
+  };
+}
+
+const openwop = (task: WireTask): Record<string, any> => task["metadata"]["openwop"];
+
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe("a2a.invoke against a real A2A peer (@a2a-js/sdk server, JSON-RPC 0.3)", () => {
+  let peer: TestPeer;
+  let t: TestApp;
+  const store = new MemoryTaskStore();
+  const caller = callerOf(() => t);
+  let dir: string;
+  let env: Record<string, string>;
+
+  const events = (runId: string): Promise<RunEvent[]> => t.store.readEvents(runId, 0);
+  const peerTaskOf = async (runId: string): Promise<string> => {
+    let id: string | undefined;
+    await until(`run ${runId} to record the peer task`, async () => {
+      const progress = (await events(runId)).find((e) => e.type === "node.progress");
+      id = (progress?.payload["progress"] as { peerTaskId?: string } | undefined)?.peerTaskId;
+      return id !== undefined;
+    });
+    return id!;
+  };
+  /** The `message/send` calls the peer received for one of our runs (its first message id, or replies to its peer task). */
+  const sendsFor = (runId: string, peerTaskId?: string) =>
+    peer.sends().filter((s) => s.messageId === peerMessageId(`${runId}:call:1:send`) || (peerTaskId !== undefined && s.taskId === peerTaskId));
+
+  beforeAll(async () => {
+    peer = await startTestPeer();
+    dir = await workflowDir(workflowFiles({}));
+    env = { WORKFLOWS_DIR: dir, A2A_PEER_CARD_URL: peer.cardUrl, ...FAST };
+    t = await startTestApp(env, store);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await peer?.close();
+  });
+
+  it("completed: the peer's artifacts become ours (tagged untrusted) and the run goes on", async () => {
+    const task = await caller.start("scenario:complete please", "peer-call");
+    expect(task["status"].state).toBe("completed");
+    expect(task["artifacts"].map((a: any) => a.artifactId)).toEqual(["call.report", "call.numbers"]);
+    const report = task["artifacts"][0];
+    expect(report.parts).toEqual([{ kind: "text", text: "report for: scenario:complete please" }]);
+    expect(report.metadata).toMatchObject({ contentTrust: "untrusted", fromPeer: true, a2aPeer: { agentCardUrl: peer.cardUrl, artifactId: "report" } });
+    expect(task["artifacts"][1].parts).toEqual([{ kind: "data", data: { total: 42 } }]);
+    expect(task["artifacts"][1].metadata.contentTrust).toBe("untrusted");
+
+    // One send, with the messageId derived from the node's idempotency key, the skill, and the run's input.
+    const sends = sendsFor(task["id"]);
+    expect(sends).toHaveLength(1);
+    expect(sends[0]).toMatchObject({ text: "scenario:complete please", metadata: { skillId: "scripted" } });
+    expect(sends[0]!.messageId).toBe(peerMessageId(`${task["id"]}:call:1:send`));
+
+    // The peer's answers are in our log: node.progress with the peer task id and each state, then completion.
+    const log = await events(task["id"]);
+    const progress = log.filter((e) => e.type === "node.progress").map((e) => e.payload["progress"] as Record<string, any>);
+    expect(progress.length).toBeGreaterThanOrEqual(2);
+    expect(progress[0]).toMatchObject({ key: `${task["id"]}:call:1`, agentCardUrl: peer.cardUrl, peerState: "submitted", sentMessageId: sends[0]!.messageId });
+    expect(progress.at(-1)).toMatchObject({ peerState: "completed", peerTaskId: progress[0]!["peerTaskId"] });
+    const types = log.map((e) => e.type);
+    expect(types.indexOf("node.progress")).toBeGreaterThan(types.indexOf("node.started"));
+    expect(log.find((e) => e.type === "node.completed" && e.nodeId === "call")).toBeDefined();
+    expect(log.find((e) => e.type === "node.completed" && e.nodeId === "after")).toBeDefined();
+  });
+
+  it("failed → our run failed (failed_by_remote); rejected → failed with rejected_by_remote", async () => {
+    const failed = await caller.start("scenario:fail", "peer-call");
+    expect(failed["status"].state).toBe("failed");
+    expect(openwop(failed)["error"]).toMatchObject({ code: "failed_by_remote" });
+    expect(openwop(failed)["error"].message).toContain("the peer could not do it");
+
+    const rejected = await caller.start("scenario:reject", "peer-call");
+    expect(rejected["status"].state).toBe("failed");
+    expect(openwop(rejected)["status"]).toBe("failed");
+    expect(openwop(rejected)["error"]).toMatchObject({ code: "rejected_by_remote" });
+    const log = await events(rejected["id"]);
+    expect(log.find((e) => e.type === "node.failed")?.payload).toMatchObject({ nodeId: "call", error: { code: "rejected_by_remote" } });
+    expect(log.find((e) => e.type === "run.failed")?.payload).toMatchObject({ error: { code: "rejected_by_remote" }, failedNodeId: "call" });
+  });
+
+  it("a cancel on the peer's side moves our run to cancelled (cross_protocol_cancel) without cancelling back", async () => {
+    const task = await caller.start("scenario:cancel", "peer-call");
+    expect(task["status"].state).toBe("canceled");
+    const log = await events(task["id"]);
+    expect(log.find((e) => e.type === "run.cancelling")?.payload).toMatchObject({ reason: "cross_protocol_cancel" });
+    expect(log.find((e) => e.type === "run.cancelled")?.payload).toMatchObject({ reason: "cross_protocol_cancel" });
+    const peerTaskId = await peerTaskOf(task["id"]);
+    expect(peer.requests.filter((r) => r.method === "tasks/cancel" && r.params["id"] === peerTaskId)).toEqual([]);
+  });
+
+  it("input-required → waiting-input with the peer's question; our caller's answer is forwarded to the peer task", async () => {
+    const waiting = await caller.start("scenario:input-required", "peer-call");
+    expect(waiting["status"].state).toBe("input-required");
+    const wop = openwop(waiting);
+    expect(wop["status"]).toBe("waiting-input");
+    expect(wop["interrupt"]).toMatchObject({ kind: "clarification", nodeId: "call", metadata: { source: "a2a.invoke", contentTrust: "untrusted" } });
+    expect(wop["interrupt"]["metadata"]).not.toHaveProperty("subkind");
+    const data = wop["interrupt"]["data"];
+    expect(data.questions).toEqual([{ id: "reply", question: "Which colour should it be?" }]);
+    expect(data.contentTrust).toBe("untrusted");
+    expect(data.peer).toMatchObject({ agentCardUrl: peer.cardUrl, state: "input-required", message: { role: "agent", parts: [{ kind: "text", text: "Which colour should it be?" }] } });
+    const peerTaskId = await peerTaskOf(waiting["id"]);
+    expect(data.peer.taskId).toBe(peerTaskId);
+
+    const done = await caller.reply(waiting, [{ kind: "text", text: "blue" }]);
+    const finished = done["status"].state === "completed" ? done : await caller.waitFor(waiting["id"], (x) => x["status"].state === "completed", "completed");
+    expect(finished["artifacts"].map((a: any) => [a.artifactId, a.parts[0].text])).toEqual([["call.answer", "peer got: blue"]]);
+
+    const sends = sendsFor(waiting["id"], peerTaskId);
+    expect(sends).toHaveLength(2);
+    expect(sends[1]).toMatchObject({ taskId: peerTaskId, contextId: data.peer.contextId, text: "blue" });
+    const log = await events(waiting["id"]);
+    expect(log.find((e) => e.type === "interrupt.resolved")?.payload).toMatchObject({ kind: "clarification", resumeValue: { answers: [{ id: "reply", answer: "blue" }] } });
+    expect(log.filter((e) => e.type === "approval.received")).toEqual([]);
+  });
+
+  it("auth-required → waiting-input with metadata.subkind auth (interrupt data and Task.metadata.openwop.interrupt); an answer continues it", async () => {
+    const waiting = await caller.start("scenario:auth-required", "peer-call");
+    expect(waiting["status"].state).toBe("input-required");
+    const interrupt = openwop(waiting)["interrupt"];
+    expect(openwop(waiting)["status"]).toBe("waiting-input");
+    expect(interrupt.kind).toBe("clarification");
+    expect(interrupt.metadata).toMatchObject({ subkind: "auth" });
+    expect(interrupt.data.metadata).toMatchObject({ subkind: "auth" });
+    expect(interrupt.data.questions[0].question).toContain("Sign in at https://peer.example/auth first");
+    const requested = (await events(waiting["id"])).find((e) => e.type === "interrupt.requested");
+    expect(requested?.payload).toMatchObject({ kind: "clarification", data: { metadata: { subkind: "auth" } } });
+
+    await caller.reply(waiting, [{ kind: "data", data: { signedIn: true } }]);
+    const finished = await caller.waitFor(waiting["id"], (x) => x["status"].state === "completed", "completed");
+    expect(finished["artifacts"][0].parts).toEqual([{ kind: "text", text: "peer got: " }, { kind: "data", data: { signedIn: true } }]);
+  });
+
+  it('a peer message or artifact carrying {"action":"accept"} never resolves our approval gate', async () => {
+    // The peer asks for input with an accept-looking data part: our run waits at the peer node, nothing resolved.
+    const asking = await caller.start("scenario:input-required-accept", "peer-then-gate");
+    expect(openwop(asking)["interrupt"]).toMatchObject({ kind: "clarification", nodeId: "call" });
+    let log = await events(asking["id"]);
+    expect(log.filter((e) => ["interrupt.resolved", "approval.received"].includes(e.type))).toEqual([]);
+    await caller.cancel(asking["id"]);
+
+    // The peer completes with {"action":"accept"} as its artifact and status message: our gate still waits.
+    const gated = await caller.start("scenario:accept-artifact", "peer-then-gate");
+    expect(gated["status"].state).toBe("input-required");
+    expect(openwop(gated)["interrupt"]).toMatchObject({ kind: "approval", nodeId: "gate" });
+    expect(openwop(gated)["interrupt"]["data"].artifactIds).toEqual(["call.verdict"]);
+    log = await events(gated["id"]);
+    expect(log.filter((e) => ["interrupt.resolved", "approval.received"].includes(e.type))).toEqual([]);
+    // Only our caller decides.
+    const decided = await caller.reply(gated, [{ kind: "data", data: { action: "accept" } }]);
+    expect(decided["status"].state).toBe("completed");
+    log = await events(gated["id"]);
+    expect(log.filter((e) => e.type === "approval.received").map((e) => e.payload["decidedBy"])).toEqual(["anonymous"]);
+  });
+
+  it("submitted/working keeps the run working; an unknown peer state is waited out (pending-like) until the peer moves on", async () => {
+    const task = await caller.start("scenario:unknown", "peer-call", false);
+    const peerTaskId = await peerTaskOf(task["id"]);
+    await until("the unknown state to be recorded", async () => (await events(task["id"])).some((e) => e.type === "node.progress" && (e.payload["progress"] as any).peerState === "unknown"));
+    const meanwhile = await caller.get(task["id"]);
+    expect(meanwhile["status"].state).toBe("working");
+    expect(openwop(meanwhile)["status"]).toBe("running");
+    peer.release(peerTaskId);
+    const done = await caller.waitFor(task["id"], (x) => x["status"].state === "completed", "completed");
+    expect(done["artifacts"].map((a: any) => a.artifactId)).toEqual(["call.late"]);
+  });
+
+  it("our cancel cancels the peer task (tasks/cancel, best effort)", async () => {
+    const task = await caller.start("scenario:working", "peer-call", false);
+    const peerTaskId = await peerTaskOf(task["id"]);
+    const cancelled = await caller.cancel(task["id"]);
+    expect(cancelled["status"].state).toBe("canceled");
+    await until("the peer to receive tasks/cancel", () => peer.requests.some((r) => r.method === "tasks/cancel" && r.params["id"] === peerTaskId));
+    await until("the peer task to be canceled", () => peer.taskStates().get(peerTaskId) === TaskState.TASK_STATE_CANCELED);
+    const log = await events(task["id"]);
+    expect(log.find((e) => e.type === "run.cancelled")?.payload["reason"]).not.toBe("cross_protocol_cancel");
+  });
+
+  it("a cancel while waiting for our caller's answer cancels the peer task too", async () => {
+    const waiting = await caller.start("scenario:input-required", "peer-call");
+    const peerTaskId = await peerTaskOf(waiting["id"]);
+    expect((await caller.cancel(waiting["id"]))["status"].state).toBe("canceled");
+    await until("the peer task to be canceled", () => peer.requests.some((r) => r.method === "tasks/cancel" && r.params["id"] === peerTaskId));
+  });
+
+  it("a node timeout fails the node with external_call_failed and cancels the peer task", async () => {
+    const task = await caller.start("scenario:working", "peer-quick-timeout", false);
+    const peerTaskId = await peerTaskOf(task["id"]);
+    const failed = await caller.waitFor(task["id"], (x) => x["status"].state === "failed", "failed");
+    expect(openwop(failed)["error"].code).toBe("external_call_failed");
+    expect(openwop(failed)["error"].message).toContain("did not finish within 300 ms");
+    await until("the peer task to be canceled", () => peer.requests.some((r) => r.method === "tasks/cancel" && r.params["id"] === peerTaskId));
+  });
+
+  it("restart safety: after a restart the node resumes with tasks/get on the recorded peer task and never sends again", async () => {
+    const task = await caller.start("scenario:working", "peer-call", false);
+    const peerTaskId = await peerTaskOf(task["id"]);
+    await until("a poll of the peer task", () => peer.requests.some((r) => r.method === "tasks/get" && r.params["id"] === peerTaskId));
+    await t.close(); // stop while waiting on the peer
+    const getsBefore = peer.requests.filter((r) => r.method === "tasks/get" && r.params["id"] === peerTaskId).length;
+
+    t = await startTestApp(env, store);
+    await until("the new app to poll the recorded peer task", () => peer.requests.filter((r) => r.method === "tasks/get" && r.params["id"] === peerTaskId).length > getsBefore);
+    peer.release(peerTaskId);
+    const done = await caller.waitFor(task["id"], (x) => x["status"].state === "completed", "completed");
+    expect(done["artifacts"].map((a: any) => a.artifactId)).toEqual(["call.late"]);
+
+    expect(sendsFor(task["id"], peerTaskId)).toHaveLength(1);
+    const log = await events(task["id"]);
+    expect(log.filter((e) => e.type === "node.started" && e.nodeId === "call").map((e) => e.payload["attempt"])).toEqual([1, 2]);
+    expect(new Set(log.filter((e) => e.type === "node.progress").map((e) => (e.payload["progress"] as any).peerTaskId))).toEqual(new Set([peerTaskId]));
+    expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i));
+  });
+
+  it("restart safety for a reply: the answer is forwarded exactly once", async () => {
+    const waiting = await caller.start("scenario:input-required", "peer-call");
+    const peerTaskId = await peerTaskOf(waiting["id"]);
+    await caller.reply(waiting, [{ kind: "text", text: "green" }]);
+    await caller.waitFor(waiting["id"], (x) => x["status"].state === "completed", "completed");
+    // A restart after the answer was forwarded (the run is already done) changes nothing, and the peer got it once.
+    await t.close();
+    t = await startTestApp(env, store);
+    expect((await caller.get(waiting["id"]))["status"].state).toBe("completed");
+    expect(sendsFor(waiting["id"], peerTaskId).map((s) => s.text)).toEqual(["scenario:input-required", "green"]);
+  });
+});
+
+describe("a2a.invoke transport errors, configuration and egress", () => {
+  let peer: TestPeer;
+  const apps: TestApp[] = [];
+  const servers: Server[] = [];
+
+  beforeAll(async () => {
+    peer = await startTestPeer();
+  });
+  afterAll(async () => {
+    for (const app of apps) await app.close();
+    for (const server of servers) await new Promise((r) => server.close(r));
+    await peer.close();
+  });
+
+  async function app(env: Record<string, string>, files: Record<string, string> = {}): Promise<TestApp> {
+    const started = await startTestApp({ WORKFLOWS_DIR: await workflowDir(workflowFiles(files)), ...env });
+    apps.push(started);
+    return started;
+  }
+
+  /** An HTTP server in front of the peer's card: answers 503 to the first `failures` requests, then the real card. */
+  async function flakyCard(failures: number): Promise<{ url: string; hits: () => number }> {
+    let hits = 0;
+    const server = createServer((req, res) => {
+      hits += 1;
+      if (hits <= failures) {
+        res.writeHead(503).end("try later");
+        return;
+      }
+      void fetch(peer.cardUrl).then(async (r) => res.writeHead(200, { "content-type": "application/json" }).end(await r.text()));
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/agent-card.json`, hits: () => hits };
+  }
+
+  it("transport errors are retried with backoff; the node recovers when the peer answers in time", async () => {
+    const flaky = await flakyCard(2);
+    const t = await app({ A2A_PEER_CARD_URL: flaky.url, ...FAST });
+    const task = await callerOf(() => t).start("scenario:complete", "peer-call");
+    expect(task["status"].state).toBe("completed");
+    expect(flaky.hits()).toBe(3);
+  });
+
+  it("a peer that stays down fails the node after the attempts run out: external_call_failed on node.failed and the run", async () => {
+    const flaky = await flakyCard(1_000);
+    const t = await app({ A2A_PEER_CARD_URL: flaky.url, ...FAST });
+    const failed = await callerOf(() => t).start("scenario:complete", "peer-call");
+    expect(failed["status"].state).toBe("failed");
+    expect(flaky.hits()).toBe(3); // A2A_PEER_MAX_ATTEMPTS
+    const error = openwop(failed)["error"];
+    expect(error.code).toBe("external_call_failed");
+    expect(error.message).toContain("failed 3 times");
+    const log = await t.store.readEvents(failed["id"], 0);
+    expect(log.find((e) => e.type === "node.failed")?.payload).toMatchObject({ nodeId: "call", error: { code: "external_call_failed" } });
+    expect(log.find((e) => e.type === "run.failed")?.payload).toMatchObject({ error: { code: "external_call_failed" } });
+  });
+
+  it("a peer that is not listening at all (connection refused) fails with external_call_failed", async () => {
+    const port = await freePort();
+    const t = await app({ A2A_PEER_CARD_URL: `http://127.0.0.1:${port}/.well-known/agent-card.json`, ...FAST });
+    const failed = await callerOf(() => t).start("scenario:complete", "peer-call");
+    expect(failed["status"].state).toBe("failed");
+    expect(openwop(failed)["error"]).toMatchObject({ code: "external_call_failed" });
+    expect(openwop(failed)["error"].message).toContain("cannot reach http://127.0.0.1");
+  });
+
+  it("the conformance fixture calls the configured peer: auth-required → waiting-input (subkind auth), rejected → rejected_by_remote", async () => {
+    const t = await app({ A2A_PEER_CARD_URL: peer.cardUrl, ...FAST });
+    const caller = callerOf(() => t);
+    const auth = await caller.start("scenario:auth-required", "conformance-a2a-task-roundtrip");
+    expect(openwop(auth)["status"]).toBe("waiting-input");
+    expect(openwop(auth)["interrupt"].metadata.subkind).toBe("auth");
+    const rejected = await caller.start("scenario:reject", "conformance-a2a-task-roundtrip");
+    expect(openwop(rejected)["status"]).toBe("failed");
+    expect(openwop(rejected)["error"].code).toBe("rejected_by_remote");
+  });
+
+  it("without A2A_PEER_CARD_URL the fixture still loads, and its node fails with a clear external_call_failed", async () => {
+    const t = await app({ ...FAST });
+    const card = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as { skills: Array<{ id: string }> };
+    expect(card.skills.map((s) => s.id)).toContain("conformance-a2a-task-roundtrip");
+    const failed = await callerOf(() => t).start("hello", "conformance-a2a-task-roundtrip");
+    expect(failed["status"].state).toBe("failed");
+    expect(openwop(failed)["error"].code).toBe("external_call_failed");
+    expect(openwop(failed)["error"].message).toContain("A2A_PEER_CARD_URL");
+  });
+
+  it("loopback peers are refused by the egress guard unless the test-only allowance is on", async () => {
+    const before = peer.requests.length;
+    const t = await app({ A2A_PEER_CARD_URL: peer.cardUrl, A2A_PEER_POLL_MS: "25" });
+    const failed = await callerOf(() => t).start("scenario:complete", "peer-call");
+    expect(failed["status"].state).toBe("failed");
+    expect(openwop(failed)["error"].code).toBe("external_call_failed");
+    expect(openwop(failed)["error"].message).toMatch(/refused by the (scheme|address) arm of the egress guard/);
+    expect(peer.requests.length).toBe(before);
+  });
+
+  it("private addresses are refused even with the loopback allowance", async () => {
+    const t = await app({ ...FAST }, {
+      "private-peer.yaml": `
+id: private-peer
+name: Private peer
+description: A peer on an RFC 1918 address.
+nodes:
+  - { kind: a2a.invoke, id: call, agentCardUrl: "https://10.0.0.5/.well-known/agent-card.json" }
+`,
+    });
+    const failed = await callerOf(() => t).start("hi", "private-peer");
+    expect(openwop(failed)["error"].code).toBe("external_call_failed");
+    expect(openwop(failed)["error"].message).toContain("refused by the address arm");
+  });
+});

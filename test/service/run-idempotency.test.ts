@@ -1,0 +1,102 @@
+import { randomUUID } from "node:crypto";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { CallContext } from "../../src/a2a/a2a-service.js";
+import { projectRoot } from "../../src/config/project-root.js";
+import { builtinHandlers } from "../../src/engine/builtin-handlers.js";
+import { TaskSupervisor } from "../../src/engine/task-supervisor.js";
+import { TransitionHook } from "../../src/engine/transition-hook.js";
+import { loadWorkflowCatalog } from "../../src/engine/workflow-catalog.js";
+import { InterruptTokenSigner } from "../../src/interrupts/interrupt-tokens.js";
+import { createLogger } from "../../src/observability/logger.js";
+import { RunService } from "../../src/runs/run-service.js";
+import { MemoryIdempotencyStore } from "../../src/store/memory-idempotency-store.js";
+import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
+import type { RunEvent, TaskRecord } from "../../src/store/task-store.js";
+
+class CountingStore extends MemoryTaskStore {
+  creates = 0;
+  override async create(record: TaskRecord, events: RunEvent[]): Promise<void> {
+    this.creates++;
+    return super.create(record, events);
+  }
+}
+
+const ctx: CallContext = { principal: { tenant: "default", id: "alice", scopes: "*" } };
+const DAY = 24 * 60 * 60 * 1000;
+
+describe("RunService idempotency (crash and race paths)", () => {
+  let store: CountingStore;
+  let idempotency: MemoryIdempotencyStore;
+  let supervisor: TaskSupervisor;
+  let runs: RunService;
+
+  beforeEach(async () => {
+    const logger = createLogger("silent");
+    store = new CountingStore();
+    idempotency = new MemoryIdempotencyStore();
+    const hook = new TransitionHook(logger);
+    const catalog = await loadWorkflowCatalog({ builtinDir: join(projectRoot, "workflows"), handlers: builtinHandlers, defaultWorkflowId: "echo" });
+    supervisor = new TaskSupervisor({ store, catalog, handlers: builtinHandlers, hook, logger, retentionMs: DAY, timerPollMs: 50 });
+    await supervisor.start();
+    runs = new RunService({ supervisor, hook, catalog, idempotency, idempotencyTtlMs: DAY, tokens: new InterruptTokenSigner([{ kid: "k", secret: Buffer.alloc(32, 1) }]) });
+  });
+  afterEach(() => supervisor.stop());
+
+  const request = { workflowId: "conformance-approval", inputs: { n: 1 } };
+  const ref = (key: string) => ({ tenant: "default", principal: "alice", operation: "POST /v1/runs", key });
+
+  it("a key reserved by a process that died before creating its run: the retry creates THAT run, once", async () => {
+    const first = await runs.startRun(request, ctx, "k-crash");
+    // Simulate the crash window: a reservation naming a run id that was never created.
+    const orphanId = randomUUID();
+    await idempotency.reserve({ ...(await idempotency.get(ref("k-crash")))!, key: "k-orphan", resourceId: orphanId, state: "reserved" });
+    const before = store.creates;
+    const retry = await runs.startRun(request, ctx, "k-orphan");
+    expect(retry).toMatchObject({ status: 201, replayed: true, body: { runId: orphanId } });
+    expect(await store.get(orphanId)).not.toBeNull();
+    expect(store.creates - before).toBe(1);
+    expect((await idempotency.get(ref("k-orphan")))?.state).toBe("completed");
+    // And again: now a plain replay, nothing created.
+    expect((await runs.startRun(request, ctx, "k-orphan")).body.runId).toBe(orphanId);
+    expect(store.creates - before).toBe(1);
+    expect(first.body.runId).not.toBe(orphanId);
+  });
+
+  it("a reserved key whose run exists (crash after create, before complete): replays without a second run", async () => {
+    const first = await runs.startRun(request, ctx, "k-done");
+    const { response: _response, ...record } = (await idempotency.get(ref("k-done")))!;
+    await idempotency.reserve({ ...record, key: "k-half", state: "reserved" });
+    expect(await idempotency.get(ref("k-half"))).toMatchObject({ state: "reserved", resourceId: first.body.runId });
+    const before = store.creates;
+    const retry = await runs.startRun(request, ctx, "k-half");
+    expect(retry.body.runId).toBe(first.body.runId);
+    expect(store.creates).toBe(before);
+  });
+
+  it("the first request loses the creation race to its own replay and still answers 201 with the same run", async () => {
+    const realCreate = supervisor.createTask.bind(supervisor);
+    let replay: Promise<unknown> | undefined;
+    // While the first request is about to create, a replay with the same key runs to completion first.
+    supervisor.createTask = async (args) => {
+      if (!replay) {
+        replay = runs.startRun(request, ctx, "k-race");
+        await replay;
+      }
+      return realCreate(args);
+    };
+    const first = await runs.startRun(request, ctx, "k-race");
+    const second = (await replay) as Awaited<ReturnType<RunService["startRun"]>>;
+    expect(first.status).toBe(201);
+    expect(second.body.runId).toBe(first.body.runId);
+    expect((await idempotency.get(ref("k-race")))?.state).toBe("completed");
+  });
+
+  it("a failed creation releases the key", async () => {
+    supervisor.createTask = async () => {
+      throw new Error("store down");
+    };
+    await expect(runs.startRun(request, ctx, "k-fail")).rejects.toThrow("store down");
+    expect(await idempotency.get(ref("k-fail"))).toBeNull();
+  });
+});
