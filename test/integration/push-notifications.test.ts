@@ -288,6 +288,22 @@ describe("the push egress guard at registration", () => {
     expect((await rpc(t.baseUrl, "tasks/pushNotificationConfig/list", { id: taskId })).result).toEqual([]);
   });
 
+  it("the conformance seam POST /v1/host/sample/a2a/tasks/push-config refuses both legs with a 4xx naming the arm, even for an unknown task", async () => {
+    const t = await pushApp({ PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "false" });
+    for (const { url, arm } of conformanceLegs) {
+      const res = await fetch(`${t.baseUrl}/v1/host/sample/a2a/tasks/push-config`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ taskId: `unknown-${randomUUID()}`, url }) });
+      expect(res.status, url).toBe(400);
+      const body = (await res.json()) as { error: string; message: string; details?: Record<string, unknown> };
+      expect(body.details?.["arm"], url).toBe(arm);
+    }
+    // A safe URL on a real task is stored and shows in the A2ATaskState read (url only).
+    const taskId = await startTask(t.baseUrl);
+    const ok = await fetch(`${t.baseUrl}/v1/host/sample/a2a/tasks/push-config`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ taskId, url: "https://93.184.215.14/push", token: "seam-token" }) });
+    expect(ok.status).toBe(201);
+    const state = (await (await fetch(`${t.baseUrl}/v1/host/sample/a2a/tasks/${taskId}`)).json()) as Record<string, any>;
+    expect(state["pushConfig"]).toEqual({ url: "https://93.184.215.14/push", tokenFingerprint: expect.stringMatching(/^[0-9a-f]{32}$/) });
+  });
+
   it("with the test-only loopback allowance, http to a public name is still refused by the scheme arm", async () => {
     const resolver: Resolver = async () => [{ address: "93.184.215.14", family: 4 }];
     const t = await pushApp({}, { resolver });

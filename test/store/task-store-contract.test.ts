@@ -3,7 +3,7 @@ import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
-import { DuplicateTaskError, StaleWriteError, type RunEvent, type TaskRecord, type TaskStore } from "../../src/store/task-store.js";
+import { DuplicateIdempotencyKeyError, DuplicateTaskError, StaleWriteError, type RunEvent, type TaskRecord, type TaskStore } from "../../src/store/task-store.js";
 import "../support/mongo.js";
 
 function record(taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord {
@@ -108,6 +108,64 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
       expect(ids).not.toContain(done);
       expect(await store.dueTimers(new Date(), 100)).toContain(timed);
       expect(await store.dueTimers(new Date(Date.now() - 60_000), 100)).not.toContain(timed);
+    });
+
+    it("idempotency keys: one live task per key, found by key; an expired holder frees it", async () => {
+      const key = `key-${randomUUID()}`;
+      const first = randomUUID();
+      await store.create(record(first, { idempotencyKey: key, requestFingerprint: "fp1" }), events(first, 0, 1));
+      expect((await store.findByIdempotencyKey(key))?.taskId).toBe(first);
+      expect((await store.findByIdempotencyKey(key))?.requestFingerprint).toBe("fp1");
+      expect(await store.findByIdempotencyKey(`key-${randomUUID()}`)).toBeNull();
+      const second = randomUUID();
+      await expect(store.create(record(second, { idempotencyKey: key }), events(second, 0, 1))).rejects.toBeInstanceOf(DuplicateIdempotencyKeyError);
+      expect(await store.get(second)).toBeNull();
+      // Tasks without a key never collide.
+      const a = randomUUID();
+      const b = randomUUID();
+      await store.create(record(a, { idempotencyKey: null }), events(a, 0, 1));
+      await store.create(record(b), events(b, 0, 1));
+      // Past its retention the holder reads as not found, and the key is free again.
+      await store.commit(first, 0, changes("completed", { expireAt: new Date(Date.now() - 1).toISOString() }), events(first, 1, 1));
+      expect(await store.findByIdempotencyKey(key)).toBeNull();
+      const third = randomUUID();
+      await store.create(record(third, { idempotencyKey: key }), events(third, 0, 1));
+      expect((await store.findByIdempotencyKey(key))?.taskId).toBe(third);
+    });
+
+    it("lists a tenant's live tasks newest first, with filters, a keyset cursor and the total", async () => {
+      const tenant = `tenant-${randomUUID().slice(0, 8)}`;
+      const base = Date.parse("2030-01-01T00:00:00.000Z");
+      const at = (i: number) => new Date(base + i * 1000).toISOString();
+      const ids = Array.from({ length: 5 }, (_, i) => `list-${i}-${randomUUID()}`);
+      for (const [i, id] of ids.entries()) {
+        const state = i % 2 === 0 ? "completed" : "input-required";
+        await store.create(record(id, { tenant, contextId: i < 3 ? "ctx-a" : "ctx-b", updatedAt: at(i), a2a: { taskId: id, runId: id, state, updatedAt: at(i) } }), events(id, 0, 1));
+      }
+      const other = randomUUID();
+      await store.create(record(other, { tenant: `${tenant}-other`, updatedAt: at(9) }), events(other, 0, 1));
+      const expired = randomUUID();
+      await store.create(record(expired, { tenant, updatedAt: at(10), expireAt: new Date(Date.now() - 1).toISOString() }), events(expired, 0, 1));
+
+      const all = await store.list({ tenant, limit: 10 });
+      expect(all.records.map((r) => r.taskId)).toEqual([...ids].reverse());
+      expect(all.total).toBe(5);
+      expect(all.records[0]).toEqual(await store.get(ids[4]!));
+
+      const page1 = await store.list({ tenant, limit: 2 });
+      expect(page1.records.map((r) => r.taskId)).toEqual([ids[4], ids[3]]);
+      const last = page1.records.at(-1)!;
+      const page2 = await store.list({ tenant, limit: 2, after: { updatedAt: last.updatedAt, taskId: last.taskId } });
+      expect(page2.records.map((r) => r.taskId)).toEqual([ids[2], ids[1]]);
+      expect(page2.total).toBe(5);
+
+      expect((await store.list({ tenant, contextId: "ctx-a", limit: 10 })).records.map((r) => r.taskId)).toEqual([ids[2], ids[1], ids[0]]);
+      const completed = await store.list({ tenant, state: "completed", limit: 10 });
+      expect(completed.records.map((r) => r.taskId)).toEqual([ids[4], ids[2], ids[0]]);
+      expect(completed.total).toBe(3);
+      const recent = await store.list({ tenant, updatedAtOrAfter: at(3), limit: 10 });
+      expect(recent.records.map((r) => r.taskId)).toEqual([ids[4], ids[3]]);
+      expect(await store.list({ tenant: `nobody-${randomUUID()}`, limit: 10 })).toEqual({ records: [], total: 0 });
     });
 
     it("an expired terminal task reads as not found", async () => {

@@ -1,6 +1,6 @@
 import { ScalarType, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
 import { EmptySchema } from "@bufbuild/protobuf/wkt";
-import type { A2AService, CallContext } from "../../a2a/a2a-service.js";
+import type { A2AService } from "../../a2a/a2a-service.js";
 import { A2A_VERSION_QUERY, a2aVersionOf, asksForV10 } from "../../a2a/protocol-version.js";
 import { readV10, writeTaskPageV10, writeV10 } from "../../a2a/v10/v10-json.js";
 import { v10Operations } from "../../a2a/v10/v10-operations.js";
@@ -205,4 +205,3 @@ export function matchA2ARoute(req: HttpRequest, path: string, main: HttpRouter, 
   return a ?? b;
 }
 
-export type { CallContext };
