@@ -20,7 +20,8 @@ async function main(): Promise<void> {
   const address = await app.listen();
   logger.info(
     { port: address.port, host: address.address, env: config.env, store: opened.store.kind },
-    `openwop-a2a-host listening on ${config.publicUrl} (h1+h2c) — A2A JSON-RPC at ${config.publicUrl}/a2a/jsonrpc with SSE streaming; store: ${opened.description}; auth: off (dev); ${app.push.description}`,
+    `openwop-a2a-host listening on ${config.publicUrl} (HTTP/1.1 + h2c) — A2A JSON-RPC, gRPC, Connect, gRPC-Web, HTTP+JSON, OpenWOP REST; ` +
+      `store: ${opened.description}; auth: ${config.auth.mode === "apikey" ? `API keys (${config.auth.keys.length})` : "off (dev: every caller is the default tenant)"}; ${app.push.description}`,
   );
 
   let stopping = false;
