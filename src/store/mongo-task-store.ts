@@ -72,7 +72,8 @@ export class MongoTaskStore implements TaskStore {
   }
 
   async findByIdempotencyKey(idempotencyKey: string): Promise<TaskRecord | null> {
-    const doc = await this.tasks.findOne({ idempotencyKey }, { projection: WITHOUT_EVENTS });
+    // The `$type` clause repeats the partial index's filter, so the planner can use that index.
+    const doc = await this.tasks.findOne({ idempotencyKey: { $eq: idempotencyKey, $type: "string" } }, { projection: WITHOUT_EVENTS });
     return doc && !this.expired(doc) ? toRecord(doc) : null;
   }
 

@@ -77,7 +77,7 @@ export function restErrorV10(err: unknown): RestErrorV10 {
   const domain = toDomainError(err);
   const codes = WIRE_CODES[domain.code];
   const status = codes.http10 ?? codes.http;
-  return { status, body: { error: { code: status, status: codes.grpc, message: domain.message, details: [errorInfoOf(domain)] } } };
+  return { status, body: { error: { code: status, status: codes.grpc10 ?? codes.grpc, message: domain.message, details: [errorInfoOf(domain)] } } };
 }
 
 /** ErrorInfo in protobuf binary (reason = 1, domain = 2, metadata = 3 as map<string, string>). */
@@ -103,7 +103,8 @@ export function connectErrorV10(err: unknown, logger: Logger, rpc: string): Conn
   if (err instanceof ConnectError) return err;
   const domain = toDomainError(err);
   if (domain.code === "internal") logger.error({ err: domain.cause ?? err, rpc }, "RPC failed");
-  const error = new ConnectError(domain.message, CONNECT_CODE[WIRE_CODES[domain.code].grpc] ?? Code.Unknown);
+  const codes = WIRE_CODES[domain.code];
+  const error = new ConnectError(domain.message, CONNECT_CODE[codes.grpc10 ?? codes.grpc] ?? Code.Unknown);
   const info = errorInfoOf(domain);
   const { "@type": _type, ...debug } = info;
   error.details.push({ type: "google.rpc.ErrorInfo", value: encodeErrorInfo(info), debug });

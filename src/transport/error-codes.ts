@@ -19,6 +19,8 @@ export interface WireCodes {
   reason?: string;
   /** HTTP status on the A2A 1.0 HTTP+JSON binding (spec §5.4 table), where it differs from `http`. */
   http10?: number;
+  /** gRPC status on the A2A 1.0 bindings (spec §5.4 table), where it differs from `grpc` (which follows a2a-js 0.3). */
+  grpc10?: WireCodes["grpc"];
 }
 
 export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
@@ -29,7 +31,7 @@ export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
   internal: { jsonRpc: -32603, grpc: "INTERNAL", http: 500, rest: "internal_error", reason: "INTERNAL_ERROR" },
   "task-not-found": { jsonRpc: -32001, grpc: "NOT_FOUND", http: 404, rest: "not_found", reason: "TASK_NOT_FOUND" },
   "task-not-cancelable": { jsonRpc: -32002, grpc: "FAILED_PRECONDITION", http: 409, rest: "run_terminal", reason: "TASK_NOT_CANCELABLE", http10: 400 },
-  "push-not-supported": { jsonRpc: -32003, grpc: "UNIMPLEMENTED", http: 501, rest: "not_implemented", reason: "PUSH_NOTIFICATION_NOT_SUPPORTED", http10: 400 },
+  "push-not-supported": { jsonRpc: -32003, grpc: "UNIMPLEMENTED", http: 501, rest: "not_implemented", reason: "PUSH_NOTIFICATION_NOT_SUPPORTED", http10: 400, grpc10: "FAILED_PRECONDITION" },
   "unsupported-operation": { jsonRpc: -32004, grpc: "FAILED_PRECONDITION", http: 400, rest: "unsupported_operation", reason: "UNSUPPORTED_OPERATION" },
   "content-type-not-supported": { jsonRpc: -32005, grpc: "INVALID_ARGUMENT", http: 415, rest: "unsupported_media_type", reason: "CONTENT_TYPE_NOT_SUPPORTED", http10: 400 },
   "invalid-agent-response": { jsonRpc: -32006, grpc: "INTERNAL", http: 502, rest: "invalid_agent_response", reason: "INVALID_AGENT_RESPONSE", http10: 500 },

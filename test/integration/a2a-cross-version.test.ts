@@ -369,14 +369,24 @@ describe("A2A 0.3 and 1.0 side by side over the same durable tasks", () => {
     expect((await rpc10("SendMessage", { message: msg10("still up", "echo") })).result!["task"]["status"]["state"]).toBe("TASK_STATE_COMPLETED");
   });
 
-  it("returnImmediately needs durable tasks: a host on the in-memory store refuses it (UnsupportedOperation)", async () => {
-    const memory = await startTestApp();
+  it("returnImmediately needs durable tasks: a host on the in-memory store refuses it; push off is PushNotificationNotSupported", async () => {
+    const memory = await startTestApp({ PUSH_ENABLED: "false" });
     try {
       const res = await fetch(`${memory.baseUrl}/message:send`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ message: msg10("now", "echo"), configuration: { returnImmediately: true } }) });
       expect(res.status).toBe(400);
       expect(((await res.json()) as Obj)["error"]["details"][0]["reason"]).toBe("UNSUPPORTED_OPERATION");
       const discovery = (await (await fetch(`${memory.baseUrl}/.well-known/openwop`)).json()) as Obj;
       expect(discovery["a2a"]["durableTasks"]).toBe(false);
+      const push = await fetch(`${memory.baseUrl}/a2a/jsonrpc`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...v10 },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "CreateTaskPushNotificationConfig", params: { taskId: "t1", url: "https://hooks.example.com/x" } }),
+      });
+      const pushError = ((await push.json()) as Rpc).error;
+      expect(pushError?.code).toBe(-32003);
+      expect(pushError?.data[0]["reason"]).toBe("PUSH_NOTIFICATION_NOT_SUPPORTED");
+      const grpcPush = await connectErrorOf(createClient(V10Service, createGrpcTransport({ baseUrl: memory.baseUrl })).createTaskPushNotificationConfig({ taskId: "t1", url: "https://hooks.example.com/x" }));
+      expect(grpcPush.code).toBe(Code.FailedPrecondition);
     } finally {
       await memory.close();
     }

@@ -113,6 +113,7 @@ describe("the 1.0 error shapes", () => {
 
   it("REST is google.rpc.Status JSON with the 1.0 HTTP status; our own reasons carry our domain", () => {
     expect(restErrorV10(new DomainError("task-not-cancelable", "no")).status).toBe(400);
+    expect(restErrorV10(new DomainError("push-not-supported", "no")).body.error).toMatchObject({ code: 400, status: "FAILED_PRECONDITION" });
     expect(restErrorV10(notFound).body.error).toMatchObject({ code: 404, status: "NOT_FOUND", details: [{ reason: "TASK_NOT_FOUND" }] });
     expect(errorInfoOf(new DomainError("idempotency-conflict", "x"))).toMatchObject({ reason: "IDEMPOTENCY_CONFLICT", domain: "openwop.dev" });
     expect(restErrorV10(new Error("boom")).body.error).toMatchObject({ code: 500, status: "INTERNAL", message: "Internal error" });
