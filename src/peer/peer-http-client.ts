@@ -8,9 +8,8 @@
  *
  * Errors are PeerCallErrors that say whether a retry may help; their messages name the host, never the path.
  */
-import type { LookupAddress, LookupOptions } from "node:dns";
-import type { LookupFunction } from "node:net";
 import { Pool } from "undici";
+import { errorCode, hasUpgradeToken, pinnedLookup } from "../push/pinned-connection.js";
 import type { Dispatcher } from "undici";
 import { EgressRefusedError, EgressResolutionError, checkPushUrl, defaultResolver, type EgressPolicy, type ResolvedAddress, type Resolver } from "../push/push-egress-guard.js";
 
@@ -54,32 +53,6 @@ export const DEFAULT_MAX_PEER_RESPONSE_BYTES = 4 * 1024 * 1024;
 const MAX_POOLS = 16;
 const KEEP_ALIVE_MS = 4_000;
 const RETRYABLE_STATUS: ReadonlySet<number> = new Set([408, 425, 429, 502, 503, 504]);
-
-function pinnedLookup(addresses: readonly ResolvedAddress[]): LookupFunction {
-  return (_hostname: string, options: LookupOptions, callback) => {
-    const family = options.family === 4 || options.family === "IPv4" ? 4 : options.family === 6 || options.family === "IPv6" ? 6 : 0;
-    const usable = family === 0 ? addresses : addresses.filter((a) => a.family === family);
-    const first = usable[0];
-    if (first === undefined) {
-      const err: NodeJS.ErrnoException = new Error("no checked address of the requested family");
-      err.code = "ENOTFOUND";
-      callback(err, "", 0);
-      return;
-    }
-    if (options.all === true) callback(null, usable.map((a): LookupAddress => ({ address: a.address, family: a.family })));
-    else callback(null, first.address, first.family);
-  };
-}
-
-function errorCode(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === "string" && /^[A-Z0-9_]{1,64}$/.test(code) ? code : undefined;
-}
-
-function hasUpgrade(value: string | string[] | undefined): boolean {
-  const values = Array.isArray(value) ? value : value === undefined ? [] : [value];
-  return values.some((v) => v.split(",").some((t) => t.trim().toLowerCase() === "upgrade"));
-}
 
 async function readCapped(body: Dispatcher.ResponseData["body"], cap: number, where: string): Promise<string> {
   const chunks: Buffer[] = [];
@@ -173,7 +146,7 @@ export function createPeerHttpClient(opts: { policy: EgressPolicy; resolve?: Res
       }
       const { statusCode, headers, body } = response;
       body.on("error", () => undefined);
-      if (statusCode === 101 || hasUpgrade(headers["connection"])) {
+      if (statusCode === 101 || hasUpgradeToken(headers["connection"])) {
         body.destroy();
         throw new PeerCallError(`${where} answered with Connection: upgrade (refused)`, "protocol", false);
       }

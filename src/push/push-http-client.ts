@@ -13,9 +13,8 @@
  *
  * Header values carry tokens: they are never logged and never appear in a PushResult.
  */
-import type { LookupAddress, LookupOptions } from "node:dns";
-import type { LookupFunction } from "node:net";
 import { Pool } from "undici";
+import { errorCode, hasUpgradeToken, pinnedLookup } from "./pinned-connection.js";
 import type { Dispatcher } from "undici";
 import {
   EgressRefusedError,
@@ -89,32 +88,6 @@ class AttemptTimeout extends Error {
   }
 }
 
-function errorCode(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === "string" && /^[A-Z0-9_]{1,64}$/.test(code) ? code : undefined;
-}
-
-/** A socket lookup that only ever answers with the pre-validated addresses. */
-function pinnedLookup(addresses: readonly ResolvedAddress[]): LookupFunction {
-  return (_hostname: string, options: LookupOptions, callback) => {
-    const family = options.family === 4 || options.family === "IPv4" ? 4 : options.family === 6 || options.family === "IPv6" ? 6 : 0;
-    const usable = family === 0 ? addresses : addresses.filter((a) => a.family === family);
-    const first = usable[0];
-    if (first === undefined) {
-      const err: NodeJS.ErrnoException = new Error("no validated address of the requested family");
-      err.code = "ENOTFOUND";
-      callback(err, "", 0);
-      return;
-    }
-    if (options.all === true) {
-      const all: LookupAddress[] = usable.map((a) => ({ address: a.address, family: a.family }));
-      callback(null, all);
-    } else {
-      callback(null, first.address, first.family);
-    }
-  };
-}
-
 function sanitizeHeaders(headers: Record<string, string>, body: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
@@ -126,11 +99,6 @@ function sanitizeHeaders(headers: Record<string, string>, body: string): Record<
   out["user-agent"] ??= "openwop-a2a-host-push/1";
   out["content-length"] = String(Buffer.byteLength(body));
   return out;
-}
-
-function hasUpgradeToken(value: string | string[] | undefined): boolean {
-  const values = Array.isArray(value) ? value : value === undefined ? [] : [value];
-  return values.some((v) => v.split(",").some((t) => t.trim().toLowerCase() === "upgrade"));
 }
 
 /** Read at most `cap` bytes of the body and discard them; stop early (destroying the stream) past the cap. */

@@ -91,3 +91,41 @@ export class SseWriter {
     }
   }
 }
+
+export interface SsePipeOptions<T> {
+  /** The `data:` of one event. */
+  encode(value: T): unknown;
+  /** The stream failed before its first event: answer however the protocol wants (plain error or SSE). */
+  failedBeforeFirst(err: unknown): void | Promise<void>;
+  /** The `data:` of the `event: error` frame that ends a stream failing midway (log there if needed). */
+  errorFrame(err: unknown): unknown;
+  headers?: Record<string, string>;
+}
+
+/**
+ * Writes a stream of results as SSE. The first result is awaited before any header goes out, so an early
+ * failure (unknown task, bad input) can still answer with a proper status; a caller that goes away ends
+ * the source stream.
+ */
+export async function pipeToSse<T>(res: HttpResponse, events: AsyncIterable<T>, options: SsePipeOptions<T>): Promise<void> {
+  const iterator = events[Symbol.asyncIterator]();
+  let first: IteratorResult<T>;
+  try {
+    first = await iterator.next();
+  } catch (err) {
+    await options.failedBeforeFirst(err);
+    return;
+  }
+  const sse = new SseWriter(res, 15_000, options.headers);
+  res.on("close", () => void iterator.return?.(undefined));
+  try {
+    for (let step = first; !step.done; step = await iterator.next()) {
+      if (sse.isClosed) break;
+      await sse.send(options.encode(step.value));
+    }
+  } catch (err) {
+    await sse.send(options.errorFrame(err), { event: "error" });
+  } finally {
+    sse.end();
+  }
+}

@@ -6,15 +6,19 @@ import { A2AService as V03Service } from "../../gen/a2a/v1/a2a_pb.js";
 import { A2AService as V10Service } from "../../gen/lf/a2a/v1/a2a_pb.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
 import { connectErrorV10 } from "../a2a-v10-errors.js";
-import { createV03ConnectService } from "./a2a-v03-connect-service.js";
-import type { V03ConnectHandlerOptions } from "./a2a-v03-connect-handler.js";
+import { createV03ConnectService, type V03ConnectServiceOptions } from "./a2a-v03-connect-service.js";
 import { createV10ConnectService } from "./a2a-v10-connect-service.js";
 import { toConnectError } from "./connect-errors.js";
 
 /** Connect, gRPC and gRPC-Web paths of the two services: `/a2a.v1.A2AService/*` (0.3), `/lf.a2a.v1.A2AService/*` (1.0). */
 export const A2A_RPC_PREFIXES = [`/${V03Service.typeName}/`, `/${V10Service.typeName}/`] as const;
 
-export type A2AConnectHandlerOptions = V03ConnectHandlerOptions & Pick<V10OperationsOptions, "durableTasks">;
+export interface A2AConnectHandlerOptions extends V03ConnectServiceOptions, Pick<V10OperationsOptions, "durableTasks"> {
+  /** Per-message limit (the same as the HTTP body limit); larger messages answer RESOURCE_EXHAUSTED. */
+  maxBodyBytes: number;
+  /** Aborts every handler's signal, so open streams end when the app shuts down. */
+  shutdownSignal: AbortSignal;
+}
 
 /**
  * One Node handler for both A2A gRPC services on the shared port, over gRPC (h2c), Connect and gRPC-Web:

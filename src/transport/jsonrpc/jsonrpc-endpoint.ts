@@ -1,7 +1,7 @@
 import type { A2AService, CallContext } from "../../a2a/a2a-service.js";
 import { DomainError, toDomainError } from "../../domain/errors.js";
 import type { Logger } from "../../observability/logger.js";
-import { mediaTypeOf, readBody, sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
+import { mediaTypeOf, pipeToSse, readBody, sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
 import { isObject } from "../json-shape.js";
 import { a2aVersionOf } from "../../a2a/protocol-version.js";
 import { v10Operations } from "../../a2a/v10/v10-operations.js";
@@ -103,37 +103,25 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
 
   /** Each SSE `data:` is a complete JSON-RPC response with the request id; an error ends the stream. */
   async function streamResults(res: HttpResponse, id: JsonRpcId, events: AsyncIterable<unknown>, headers: Record<string, string>, errorShape: ErrorShape, v10: boolean): Promise<void> {
-    const iterator = events[Symbol.asyncIterator]();
-    let first: IteratorResult<unknown>;
-    try {
-      first = await iterator.next();
-    } catch (err) {
-      // Nothing was streamed yet. 1.0 clients read a plain JSON-RPC error (typed by its code); strict v0.3
-      // clients expect SSE, so for them the error is one SSE event.
-      if (v10) {
-        respondError(res, id, err, headers, errorShape);
-        return;
-      }
-      logIfInternal(err, id);
-      const sse = new SseWriter(res, 15_000, headers);
-      await sse.send(errorShape(id, err), { event: "error" });
-      sse.end();
-      return;
-    }
-    const sse = new SseWriter(res, 15_000, headers);
-    res.on("close", () => void iterator.return?.(undefined));
-    try {
-      for (let step = first; !step.done; step = await iterator.next()) {
-        if (sse.isClosed) break;
-        await sse.send({ jsonrpc: "2.0", id, result: step.value });
-      }
-    } catch (err) {
-      logIfInternal(err, id);
-      await sse.send(errorShape(id, err), { event: "error" });
-    } finally {
-      sse.end();
-    }
+    await pipeToSse(res, events, {
+      headers,
+      encode: (result) => ({ jsonrpc: "2.0", id, result }),
+      // Nothing streamed yet: 1.0 clients read a plain JSON-RPC error (typed by its code); strict v0.3 clients
+      // expect SSE, so for them the error is one SSE event.
+      failedBeforeFirst: async (err) => {
+        if (v10) return respondError(res, id, err, headers, errorShape);
+        logIfInternal(err, id);
+        const sse = new SseWriter(res, 15_000, headers);
+        await sse.send(errorShape(id, err), { event: "error" });
+        sse.end();
+      },
+      errorFrame: (err) => {
+        logIfInternal(err, id);
+        return errorShape(id, err);
+      },
+    });
   }
+
 
   function logIfInternal(err: unknown, id: JsonRpcId): void {
     const domain = toDomainError(err);

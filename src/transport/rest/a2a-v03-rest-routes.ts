@@ -20,7 +20,7 @@ import {
 import { a2aVersionOf } from "../../a2a/protocol-version.js";
 import type { Logger } from "../../observability/logger.js";
 import { WIRE_CODES } from "../error-codes.js";
-import { mediaTypeOf, readBody, sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
+import { mediaTypeOf, pipeToSse, readBody, sendJson, type HttpRequest, type HttpResponse } from "../http-io.js";
 import type { HttpRouter } from "../http-router.js";
 
 export interface V03RestRoutesOptions {
@@ -74,31 +74,19 @@ export function addV03RestRoutes(router: HttpRouter, options: V03RestRoutesOptio
     if (name && name !== formatTaskName(id)) throw invalidParams(`name "${name}" does not match the task in the path (${formatTaskName(id)})`, { path: "name" });
   }
 
-  async function sendStream(res: HttpResponse, events: AsyncIterable<StreamEvent>, route: string): Promise<void> {
-    const iterator = events[Symbol.asyncIterator]();
-    let first: IteratorResult<StreamEvent>;
-    try {
-      first = await iterator.next();
-    } catch (err) {
-      // Nothing streamed yet: answer with a plain HTTP error (404 unknown task, 400 bad message...).
-      sendError(res, err, route);
-      return;
-    }
-    const sse = new SseWriter(res);
-    res.on("close", () => void iterator.return?.(undefined));
-    try {
-      for (let step = first; !step.done; step = await iterator.next()) {
-        if (sse.isClosed) break;
-        await sse.send(toJson(StreamResponseSchema, encodeStreamEvent(step.value)));
-      }
-    } catch (err) {
-      const domain = toDomainError(err);
-      if (domain.code === "internal") logger.error({ err: domain.cause ?? err, route }, "HTTP+JSON stream failed");
-      await sse.send(v03RestErrorBody(domain).body, { event: "error" });
-    } finally {
-      sse.end();
-    }
+  function sendStream(res: HttpResponse, events: AsyncIterable<StreamEvent>, route: string): Promise<void> {
+    return pipeToSse(res, events, {
+      encode: (event) => toJson(StreamResponseSchema, encodeStreamEvent(event)),
+      // Nothing streamed yet: a plain HTTP error (404 unknown task, 400 bad message...).
+      failedBeforeFirst: (err) => sendError(res, err, route),
+      errorFrame: (err) => {
+        const domain = toDomainError(err);
+        if (domain.code === "internal") logger.error({ err: domain.cause ?? err, route }, "HTTP+JSON stream failed");
+        return v03RestErrorBody(domain).body;
+      },
+    });
   }
+
 
   type Handler = (req: HttpRequest, res: HttpResponse, params: Record<string, string>, ctx: CallContext) => Promise<void>;
   const route = (name: string, handler: Handler): Handler => async (req, res, params, ctx) => {

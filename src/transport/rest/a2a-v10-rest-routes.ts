@@ -8,7 +8,7 @@ import { DomainError, invalidParams, toDomainError } from "../../domain/errors.j
 import * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
 import type { Logger } from "../../observability/logger.js";
 import { restErrorV10 } from "../a2a-v10-errors.js";
-import { mediaTypeOf, readBody, sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
+import { mediaTypeOf, pipeToSse, readBody, sendJson, type HttpRequest, type HttpResponse } from "../http-io.js";
 import { HttpRouter, type RouteHandler, type RouteMatch } from "../http-router.js";
 
 export interface V10RestRoutesOptions {
@@ -72,31 +72,19 @@ export function createV10RestRouter(options: V10RestRoutesOptions): HttpRouter {
     return readV10(schema, json, "the body");
   }
 
-  async function stream(res: HttpResponse, events: AsyncIterable<pb.StreamResponse>, route: string): Promise<void> {
-    const iterator = events[Symbol.asyncIterator]();
-    let first: IteratorResult<pb.StreamResponse>;
-    try {
-      first = await iterator.next();
-    } catch (err) {
+  function stream(res: HttpResponse, events: AsyncIterable<pb.StreamResponse>, route: string): Promise<void> {
+    return pipeToSse(res, events, {
+      encode: (event) => writeV10(pb.StreamResponseSchema, event),
       // Nothing streamed yet: a plain HTTP error (404 unknown task, 400 terminal task or bad message...).
-      sendError(res, err, route);
-      return;
-    }
-    const sse = new SseWriter(res);
-    res.on("close", () => void iterator.return?.(undefined));
-    try {
-      for (let step = first; !step.done; step = await iterator.next()) {
-        if (sse.isClosed) break;
-        await sse.send(writeV10(pb.StreamResponseSchema, step.value));
-      }
-    } catch (err) {
-      const domain = toDomainError(err);
-      if (domain.code === "internal") logger.error({ err: domain.cause ?? err, route }, "HTTP+JSON (1.0) stream failed");
-      await sse.send(restErrorV10(domain).body, { event: "error" });
-    } finally {
-      sse.end();
-    }
+      failedBeforeFirst: (err) => sendError(res, err, route),
+      errorFrame: (err) => {
+        const domain = toDomainError(err);
+        if (domain.code === "internal") logger.error({ err: domain.cause ?? err, route }, "HTTP+JSON (1.0) stream failed");
+        return restErrorV10(domain).body;
+      },
+    });
   }
+
 
   /** Every route under its plain path and under `/{tenant}`; the wrapper checks A2A-Version and shapes errors. */
   function add(methods: string | string[], template: string, name: string, handler: RouteHandler): void {
