@@ -14,6 +14,7 @@ import { TransitionHook } from "./engine/transition-hook.js";
 import { loadWorkflowCatalog } from "./engine/workflow-catalog.js";
 import { A2AInvokeRunner } from "./engine/a2a-invoke-runner.js";
 import { createA2APeerClient } from "./peer/a2a-peer-client.js";
+import { createGrpcPeerTransport } from "./peer/grpc-peer-client.js";
 import { createPeerHttpClient } from "./peer/peer-http-client.js";
 import type { TaskHandler } from "./engine/workflow-types.js";
 import type { Logger } from "./observability/logger.js";
@@ -101,7 +102,12 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   const hook = new TransitionHook(logger);
   // a2a.invoke: outbound calls to remote A2A agents go through the same egress guard as push deliveries.
-  const peerClient = createA2APeerClient({ http: createPeerHttpClient({ policy: config.a2aPeer.egress }), requestTimeoutMs: config.a2aPeer.requestTimeoutMs });
+  // The card picks the wire: JSON-RPC 0.3 over undici, or gRPC (a2a.v1) over HTTP/2 when the card prefers it.
+  const peerClient = createA2APeerClient({
+    http: createPeerHttpClient({ policy: config.a2aPeer.egress }),
+    grpc: createGrpcPeerTransport({ policy: config.a2aPeer.egress, requestTimeoutMs: config.a2aPeer.requestTimeoutMs }),
+    requestTimeoutMs: config.a2aPeer.requestTimeoutMs,
+  });
   const peerInvoker = new A2AInvokeRunner(peerClient, config.a2aPeer, logger);
   const supervisor = new TaskSupervisor({ store, catalog, handlers, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, peerInvoker });
   const push = await createPushNotifications({

@@ -52,7 +52,7 @@ export interface PeerProgress {
   /** The idempotency key of the node visit this belongs to (`taskId:nodeId:visit`). */
   key: string;
   agentCardUrl: string;
-  /** The peer's JSON-RPC endpoint, from its card. */
+  /** The peer's endpoint, from its card: the JSON-RPC URL, or `grpc+https://host:port` (`grpc+http://` for h2c) for gRPC. */
   endpoint: string;
   peerTaskId: string;
   peerContextId: string;

@@ -1,28 +1,41 @@
 /**
- * A small A2A v0.3 JSON-RPC client for the `a2a.invoke` node: agent card discovery, `message/send`,
- * `tasks/get` and `tasks/cancel`, over the guarded peer HTTP client. Everything a peer answers is
- * untrusted input: it is checked field by field and reduced to our domain shapes (a2a-wire-facts §2).
+ * The A2A v0.3 client of the `a2a.invoke` node: agent card discovery, then `message/send`, `tasks/get` and
+ * `tasks/cancel` over one of two transports chosen from the card — JSON-RPC (here, over the guarded peer HTTP
+ * client) or gRPC (`a2a.v1.A2AService`, grpc-peer-client.ts). Everything a peer answers is untrusted input: it
+ * is checked field by field and reduced to our domain shapes (a2a-wire-facts §2).
  *
- * Transport choice: the card's JSON-RPC interface for protocol 0.3 is used, even when the card prefers
- * gRPC or HTTP+JSON (listed in `additionalInterfaces`); a peer without one is refused with a clear error.
+ * Transport choice (`peerEndpointOf`): gRPC when the card prefers it (a 0.3 card's `preferredTransport: "GRPC"`,
+ * or a 1.0 card whose first 0.3 interface is gRPC); otherwise the card's JSON-RPC 0.3 interface; otherwise its
+ * gRPC 0.3 interface; a peer with neither is refused with a clear error. HTTP+JSON is never used. The chosen
+ * endpoint names its transport (gRPC endpoints start with `grpc+`), so calls after a restart, made from the
+ * recorded endpoint alone, go over the same wire.
  */
 import { randomUUID } from "node:crypto";
 import type { Artifact, Message, Part, Role } from "../domain/a2a-types.js";
 import type { PeerReply, PeerTask } from "../engine/a2a-invoke.js";
+import { grpcEndpointOf, isGrpcEndpoint } from "./grpc-peer-client.js";
 import { PeerCallError, type PeerHttpClient } from "./peer-http-client.js";
 
+export type PeerTransportName = "JSONRPC" | "GRPC";
+
 export interface PeerEndpoint {
-  /** The JSON-RPC URL to POST to. */
+  /** JSON-RPC: the URL to POST to. gRPC: `grpc+https://host:port` (or `grpc+http://` for h2c). */
   endpoint: string;
+  transport: PeerTransportName;
   name?: string;
 }
 
-export interface A2APeerClient {
-  discover(agentCardUrl: string, signal?: AbortSignal): Promise<PeerEndpoint>;
+/** One wire to peers (JSON-RPC or gRPC): the calls an a2a.invoke node makes once it knows the endpoint. */
+export interface PeerTransport {
   send(endpoint: string, message: Message, signal?: AbortSignal): Promise<PeerReply>;
   getTask(endpoint: string, taskId: string, signal?: AbortSignal): Promise<PeerTask>;
   cancelTask(endpoint: string, taskId: string, signal?: AbortSignal): Promise<PeerTask>;
   close(): Promise<void>;
+}
+
+/** Discovery plus the calls, each routed to the transport its endpoint names. */
+export interface A2APeerClient extends PeerTransport {
+  discover(agentCardUrl: string, signal?: AbortSignal): Promise<PeerEndpoint>;
 }
 
 type Json = Record<string, unknown>;
@@ -113,11 +126,14 @@ export function parsePeerTask(raw: unknown): PeerTask {
   };
 }
 
-/** The v0.3 JSON-RPC endpoint named by a card (v0.3 `url`/`preferredTransport`/`additionalInterfaces`, or 1.0 `supportedInterfaces`). */
-export function jsonRpcEndpointOf(card: unknown, cardUrl: string): PeerEndpoint {
+/**
+ * The endpoint an a2a.invoke node calls, from the peer's card (v0.3 `url`/`preferredTransport`/`additionalInterfaces`,
+ * or 1.0 `supportedInterfaces`); the transport choice is described at the top of this file.
+ */
+export function peerEndpointOf(card: unknown, cardUrl: string): PeerEndpoint {
   if (!isObject(card)) throw invalid("agent card (not an object)");
-  const candidates: Array<{ url: unknown; transport: unknown; version: unknown }> = [];
-  if (card["url"] !== undefined) candidates.push({ url: card["url"], transport: card["preferredTransport"] ?? "JSONRPC", version: card["protocolVersion"] });
+  const candidates: Array<{ url: unknown; transport: unknown; version: unknown; preferred?: true }> = [];
+  if (card["url"] !== undefined) candidates.push({ url: card["url"], transport: card["preferredTransport"] ?? "JSONRPC", version: card["protocolVersion"], preferred: true });
   for (const i of Array.isArray(card["additionalInterfaces"]) ? card["additionalInterfaces"] : []) {
     if (isObject(i)) candidates.push({ url: i["url"], transport: i["transport"], version: card["protocolVersion"] });
   }
@@ -125,19 +141,26 @@ export function jsonRpcEndpointOf(card: unknown, cardUrl: string): PeerEndpoint 
     if (isObject(i)) candidates.push({ url: i["url"], transport: i["protocolBinding"], version: i["protocolVersion"] });
   }
   const v03 = (version: unknown) => version === undefined || version === "" || (typeof version === "string" && /^0\.3(\.|$)/.test(version));
-  const chosen = candidates.find((c) => typeof c.url === "string" && String(c.transport).toUpperCase() === "JSONRPC" && v03(c.version));
+  const usable = (c: (typeof candidates)[number], transport: PeerTransportName) => typeof c.url === "string" && String(c.transport).toUpperCase() === transport && v03(c.version);
+  // The card's preference: a 0.3 card's url/preferredTransport, else (a 1.0 card) its first 0.3 interface.
+  const preferred = candidates.find((c) => c.preferred) ?? candidates.find((c) => typeof c.url === "string" && v03(c.version));
+  const chosen = preferred && usable(preferred, "GRPC") ? preferred : (candidates.find((c) => usable(c, "JSONRPC")) ?? candidates.find((c) => usable(c, "GRPC")));
   const name = str(card["name"]);
   if (!chosen) {
     const offered = candidates.map((c) => `${String(c.transport)} ${String(c.version ?? "")}`.trim()).join(", ") || "none";
-    throw new PeerCallError(`the remote agent offers no A2A 0.3 JSON-RPC interface (it offers: ${offered}); this host calls peers over JSON-RPC 0.3 only`, "unsupported", false);
+    throw new PeerCallError(`the remote agent offers no A2A 0.3 JSON-RPC or gRPC interface (it offers: ${offered}); this host calls peers over those only`, "unsupported", false);
   }
-  let endpoint: string;
+  const url = chosen.url as string;
+  if (usable(chosen, "GRPC")) return { endpoint: grpcEndpointOf(url, cardUrl), transport: "GRPC", ...(name ? { name } : {}) };
+  let endpoint: URL;
   try {
-    endpoint = new URL(chosen.url as string, cardUrl).href;
+    endpoint = new URL(url, cardUrl);
   } catch {
     throw invalid("agent card (its JSON-RPC url is not a URL)");
   }
-  return { endpoint, ...(name ? { name } : {}) };
+  // (Also keeps a JSON-RPC url from passing for a recorded gRPC endpoint.)
+  if (endpoint.protocol !== "https:" && endpoint.protocol !== "http:") throw invalid("agent card (its JSON-RPC url is not an http(s) URL)");
+  return { endpoint: endpoint.href, transport: "JSONRPC", ...(name ? { name } : {}) };
 }
 
 function wireMessage(message: Message): Json {
@@ -152,7 +175,8 @@ function wireMessage(message: Message): Json {
   };
 }
 
-export function createA2APeerClient(opts: { http: PeerHttpClient; requestTimeoutMs: number }): A2APeerClient {
+/** The JSON-RPC 0.3 transport, over the guarded peer HTTP client. */
+export function createJsonRpcPeerTransport(opts: { http: PeerHttpClient; requestTimeoutMs: number }): PeerTransport {
   const { http } = opts;
 
   async function rpc(endpoint: string, method: string, params: Json, signal?: AbortSignal): Promise<unknown> {
@@ -185,17 +209,6 @@ export function createA2APeerClient(opts: { http: PeerHttpClient; requestTimeout
   }
 
   return {
-    async discover(agentCardUrl, signal) {
-      const response = await http.request({ method: "GET", url: agentCardUrl, timeoutMs: opts.requestTimeoutMs, ...(signal ? { signal } : {}) });
-      let card: unknown;
-      try {
-        card = JSON.parse(response.body);
-      } catch {
-        throw invalid("agent card (not JSON)");
-      }
-      return jsonRpcEndpointOf(card, agentCardUrl);
-    },
-
     async send(endpoint, message, signal) {
       // Non-blocking: the peer answers with its task at once; we record its id, then poll.
       const result = await rpc(endpoint, "message/send", { message: wireMessage(message), configuration: { blocking: false } }, signal);
@@ -216,5 +229,33 @@ export function createA2APeerClient(opts: { http: PeerHttpClient; requestTimeout
     },
 
     close: () => http.close(),
+  };
+}
+
+/**
+ * The peer client of the `a2a.invoke` node: the card is always read over HTTP (the guarded peer HTTP client),
+ * then each call goes over the transport its endpoint names.
+ */
+export function createA2APeerClient(opts: { http: PeerHttpClient; grpc: PeerTransport; requestTimeoutMs: number }): A2APeerClient {
+  const { http, grpc } = opts;
+  const jsonRpc = createJsonRpcPeerTransport({ http, requestTimeoutMs: opts.requestTimeoutMs });
+  const over = (endpoint: string): PeerTransport => (isGrpcEndpoint(endpoint) ? grpc : jsonRpc);
+  return {
+    async discover(agentCardUrl, signal) {
+      const response = await http.request({ method: "GET", url: agentCardUrl, timeoutMs: opts.requestTimeoutMs, ...(signal ? { signal } : {}) });
+      let card: unknown;
+      try {
+        card = JSON.parse(response.body);
+      } catch {
+        throw invalid("agent card (not JSON)");
+      }
+      return peerEndpointOf(card, agentCardUrl);
+    },
+    send: (endpoint, message, signal) => over(endpoint).send(endpoint, message, signal),
+    getTask: (endpoint, taskId, signal) => over(endpoint).getTask(endpoint, taskId, signal),
+    cancelTask: (endpoint, taskId, signal) => over(endpoint).cancelTask(endpoint, taskId, signal),
+    async close() {
+      await Promise.all([jsonRpc.close(), grpc.close()]);
+    },
   };
 }

@@ -15,7 +15,10 @@ import { EgressRefusedError, EgressResolutionError, checkPushUrl, defaultResolve
 
 export type PeerCallErrorKind = "egress" | "resolution" | "timeout" | "connection" | "http" | "protocol" | "rpc" | "aborted" | "unsupported";
 
-/** A failed call to a peer. `retryable` says whether the same call may succeed later (transport trouble). */
+/**
+ * A failed call to a peer. `retryable` says whether the same call may succeed later (transport trouble).
+ * `rpcCode` is the peer's JSON-RPC error code, or its gRPC status code for a call over gRPC.
+ */
 export class PeerCallError extends Error {
   override readonly name = "PeerCallError";
   constructor(
@@ -68,6 +71,21 @@ async function readCapped(body: Dispatcher.ResponseData["body"], cap: number, wh
   return Buffer.concat(chunks).toString("utf8");
 }
 
+/**
+ * The egress guard on a peer URL (a card or JSON-RPC URL, or the https:// / http:// form of a gRPC target), as
+ * PeerCallErrors: a refusal is final, a name that does not resolve may resolve later. Returns the addresses a
+ * connection may use; connect only to these (pinnedLookup).
+ */
+export async function checkPeerUrl(url: string, policy: EgressPolicy, resolve: Resolver): Promise<{ url: URL; addresses: ResolvedAddress[] }> {
+  try {
+    return await checkPushUrl(url, policy, resolve);
+  } catch (err) {
+    if (err instanceof EgressRefusedError) throw new PeerCallError(`peer URL refused by the ${err.arm} arm of the egress guard: ${err.reason}`, "egress", false);
+    if (err instanceof EgressResolutionError) throw new PeerCallError(err.message.replace(/^push URL/, "peer URL"), "resolution", true);
+    throw new PeerCallError("peer URL check failed (egress policy error)", "egress", false);
+  }
+}
+
 export function createPeerHttpClient(opts: { policy: EgressPolicy; resolve?: Resolver; maxResponseBytes?: number; userAgent?: string }): PeerHttpClient {
   const resolve = opts.resolve ?? defaultResolver;
   const cap = opts.maxResponseBytes ?? DEFAULT_MAX_PEER_RESPONSE_BYTES;
@@ -116,14 +134,7 @@ export function createPeerHttpClient(opts: { policy: EgressPolicy; resolve?: Res
         return new PeerCallError(`cannot reach ${where}${code ? ` (${code})` : ""}`, "connection", true);
       };
 
-      let checked: Awaited<ReturnType<typeof checkPushUrl>>;
-      try {
-        checked = await checkPushUrl(req.url, opts.policy, resolve);
-      } catch (err) {
-        if (err instanceof EgressRefusedError) throw new PeerCallError(`peer URL refused by the ${err.arm} arm of the egress guard: ${err.reason}`, "egress", false);
-        if (err instanceof EgressResolutionError) throw new PeerCallError(err.message.replace(/^push URL/, "peer URL"), "resolution", true);
-        throw new PeerCallError("peer URL check failed (egress policy error)", "egress", false);
-      }
+      const checked = await checkPeerUrl(req.url, opts.policy, resolve);
       where = `${checked.url.protocol}//${checked.url.host}`;
       let response: Dispatcher.ResponseData;
       try {

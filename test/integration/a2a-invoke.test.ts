@@ -4,6 +4,12 @@
 // projection onto our run, a caller's answer forwarded to the peer task, exactly one `message/send` per
 // step across a restart, retries and `external_call_failed`, peer content never resolving our approval
 // gate, cancel in both directions, the configured fixture, and the egress guard on peer URLs.
+//
+// The same peer also runs with the SDK's own v0.3 gRPC service (`a2a.v1.A2AService`) and a card that prefers
+// gRPC: the node then calls it over gRPC (HTTP/2, plaintext h2c under the test-only loopback allowance), and
+// the peer's JSON-RPC endpoint, still on its card, sees nothing. Checked there: completed, input-required and
+// the forwarded reply, failed/rejected, cancel, restart, gRPC status codes (retried or not), a peer whose gRPC
+// port is down, and the egress guard and address pinning on the gRPC target.
 import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import { mkdtemp, writeFile } from "node:fs/promises";
@@ -11,8 +17,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { TaskState } from "@a2a-js/sdk";
+import { status as GrpcStatus } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { peerMessageId } from "../../src/engine/a2a-invoke.js";
+import { createGrpcPeerTransport } from "../../src/peer/grpc-peer-client.js";
+import { PeerCallError } from "../../src/peer/peer-http-client.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import type { RunEvent } from "../../src/store/task-store.js";
 import { startTestPeer, type TestPeer } from "../support/a2a-peer.js";
@@ -107,6 +116,14 @@ async function until(what: string, check: () => boolean | Promise<boolean>, time
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** An HTTP server on loopback answering every request with `card` (an agent card). */
+async function staticCard(card: Record<string, unknown>, servers: Server[]): Promise<string> {
+  const server = createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(card)));
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/agent-card.json`;
 }
 
 describe("a2a.invoke against a real A2A peer (@a2a-js/sdk server, JSON-RPC 0.3)", () => {
@@ -443,5 +460,198 @@ nodes:
     const failed = await callerOf(() => t).start("hi", "private-peer");
     expect(openwop(failed)["error"].code).toBe("external_call_failed");
     expect(openwop(failed)["error"].message).toContain("refused by the address arm");
+  });
+});
+
+describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC service, card prefers GRPC)", () => {
+  let peer: TestPeer;
+  let t: TestApp;
+  const store = new MemoryTaskStore();
+  const caller = callerOf(() => t);
+  let env: Record<string, string>;
+  const apps: TestApp[] = [];
+  const servers: Server[] = [];
+
+  const events = (runId: string): Promise<RunEvent[]> => t.store.readEvents(runId, 0);
+  const progressOf = async (runId: string) => (await events(runId)).filter((e) => e.type === "node.progress").map((e) => e.payload["progress"] as Record<string, any>);
+  const peerTaskOf = async (runId: string): Promise<string> => {
+    let id: string | undefined;
+    await until(`run ${runId} to record the peer task`, async () => {
+      id = (await progressOf(runId))[0]?.["peerTaskId"];
+      return id !== undefined;
+    });
+    return id!;
+  };
+  const grpcCalls = (method: string, id?: string) =>
+    peer.requests.filter((r) => r.transport === "grpc" && r.method === method && (id === undefined || r.params["id"] === id || (r.params["message"] as any)?.taskId === id));
+  const sendsFor = (runId: string, peerTaskId?: string) =>
+    peer.sends().filter((s) => s.messageId === peerMessageId(`${runId}:call:1:send`) || (peerTaskId !== undefined && s.taskId === peerTaskId));
+  /** Nothing reached the peer's JSON-RPC endpoint, though its card lists it. */
+  const noJsonRpc = () => expect(peer.requests.filter((r) => r.transport === "jsonrpc")).toEqual([]);
+
+  beforeAll(async () => {
+    peer = await startTestPeer({ grpc: true });
+    env = { WORKFLOWS_DIR: await workflowDir(workflowFiles({})), A2A_PEER_CARD_URL: peer.cardUrl, ...FAST };
+    t = await startTestApp(env, store);
+  });
+  afterAll(async () => {
+    for (const app of apps) await app.close();
+    for (const server of servers) await new Promise((r) => server.close(r));
+    await t?.close();
+    await peer?.close();
+  });
+
+  it("the card prefers gRPC: the node calls a2a.v1.A2AService, never JSON-RPC; completed → the peer's artifacts become ours", async () => {
+    const card = (await (await fetch(peer.cardUrl)).json()) as Record<string, any>;
+    expect(card).toMatchObject({ preferredTransport: "GRPC", url: `127.0.0.1:${peer.grpcPort}`, additionalInterfaces: [{ transport: "JSONRPC" }] });
+
+    const task = await caller.start("scenario:complete please", "peer-call");
+    expect(task["status"].state).toBe("completed");
+    expect(task["artifacts"].map((a: any) => a.artifactId)).toEqual(["call.report", "call.numbers"]);
+    expect(task["artifacts"][0].parts).toEqual([{ kind: "text", text: "report for: scenario:complete please" }]);
+    expect(task["artifacts"][0].metadata).toMatchObject({ contentTrust: "untrusted", fromPeer: true, a2aPeer: { agentCardUrl: peer.cardUrl, artifactId: "report" } });
+    expect(task["artifacts"][1].parts).toEqual([{ kind: "data", data: { total: 42 } }]);
+
+    // One SendMessage with the deterministic messageId, the skill and the run's input; polls are GetTask.
+    const sends = sendsFor(task["id"]);
+    expect(sends).toHaveLength(1);
+    expect(sends[0]).toMatchObject({ messageId: peerMessageId(`${task["id"]}:call:1:send`), text: "scenario:complete please", metadata: { skillId: "scripted" } });
+    expect(peer.requests.find((r) => r.method === "message/send")?.params["configuration"]).toEqual({ blocking: false });
+    const progress = await progressOf(task["id"]);
+    expect(progress[0]).toMatchObject({ endpoint: `grpc+http://127.0.0.1:${peer.grpcPort}`, peerState: "submitted" });
+    expect(progress.at(-1)).toMatchObject({ peerState: "completed", peerTaskId: progress[0]!["peerTaskId"] });
+    expect(grpcCalls("tasks/get", progress[0]!["peerTaskId"]).length).toBeGreaterThanOrEqual(1);
+    noJsonRpc();
+  });
+
+  it("input-required → waiting-input; our caller's answer is forwarded over gRPC and the peer task completes", async () => {
+    const waiting = await caller.start("scenario:input-required", "peer-call");
+    expect(waiting["status"].state).toBe("input-required");
+    expect(openwop(waiting)["status"]).toBe("waiting-input");
+    const data = openwop(waiting)["interrupt"]["data"];
+    expect(data.questions).toEqual([{ id: "reply", question: "Which colour should it be?" }]);
+    const peerTaskId = await peerTaskOf(waiting["id"]);
+    expect(data.peer).toMatchObject({ taskId: peerTaskId, state: "input-required" });
+
+    const done = await caller.reply(waiting, [{ kind: "text", text: "blue" }]);
+    const finished = done["status"].state === "completed" ? done : await caller.waitFor(waiting["id"], (x) => x["status"].state === "completed", "completed");
+    expect(finished["artifacts"].map((a: any) => [a.artifactId, a.parts[0].text])).toEqual([["call.answer", "peer got: blue"]]);
+    const sends = sendsFor(waiting["id"], peerTaskId);
+    expect(sends.map((s) => s.text)).toEqual(["scenario:input-required", "blue"]);
+    expect(sends[1]).toMatchObject({ taskId: peerTaskId, contextId: data.peer.contextId });
+    expect(grpcCalls("message/send", peerTaskId)).toHaveLength(1);
+    noJsonRpc();
+  });
+
+  it("failed → failed_by_remote; rejected → failed with rejected_by_remote", async () => {
+    const failed = await caller.start("scenario:fail", "peer-call");
+    expect(openwop(failed)["error"]).toMatchObject({ code: "failed_by_remote" });
+    expect(openwop(failed)["error"].message).toContain("the peer could not do it");
+    const rejected = await caller.start("scenario:reject", "peer-call");
+    expect(rejected["status"].state).toBe("failed");
+    expect(openwop(rejected)["error"]).toMatchObject({ code: "rejected_by_remote" });
+    const log = await events(rejected["id"]);
+    expect(log.find((e) => e.type === "node.failed")?.payload).toMatchObject({ nodeId: "call", error: { code: "rejected_by_remote" } });
+    noJsonRpc();
+  });
+
+  it("our cancel cancels the peer task with CancelTask", async () => {
+    const task = await caller.start("scenario:working", "peer-call", false);
+    const peerTaskId = await peerTaskOf(task["id"]);
+    expect((await caller.cancel(task["id"]))["status"].state).toBe("canceled");
+    await until("the peer to receive CancelTask", () => grpcCalls("tasks/cancel", peerTaskId).length === 1);
+    await until("the peer task to be canceled", () => peer.taskStates().get(peerTaskId) === TaskState.TASK_STATE_CANCELED);
+    noJsonRpc();
+  });
+
+  it("restart safety: the node resumes with GetTask on the recorded gRPC endpoint and never sends again", async () => {
+    const task = await caller.start("scenario:working", "peer-call", false);
+    const peerTaskId = await peerTaskOf(task["id"]);
+    await until("a poll of the peer task", () => grpcCalls("tasks/get", peerTaskId).length > 0);
+    await t.close();
+    const getsBefore = grpcCalls("tasks/get", peerTaskId).length;
+
+    t = await startTestApp(env, store);
+    await until("the new app to poll the recorded peer task over gRPC", () => grpcCalls("tasks/get", peerTaskId).length > getsBefore);
+    peer.release(peerTaskId);
+    const done = await caller.waitFor(task["id"], (x) => x["status"].state === "completed", "completed");
+    expect(done["artifacts"].map((a: any) => a.artifactId)).toEqual(["call.late"]);
+    expect(sendsFor(task["id"], peerTaskId)).toHaveLength(1);
+    const log = await events(task["id"]);
+    expect(log.filter((e) => e.type === "node.started" && e.nodeId === "call").map((e) => e.payload["attempt"])).toEqual([1, 2]);
+    noJsonRpc();
+  });
+
+  it("UNAVAILABLE is retried (same messageId) and the node recovers; NOT_FOUND is an answer and fails the node at once", async () => {
+    peer.failNextGrpc("message/send", GrpcStatus.UNAVAILABLE, GrpcStatus.UNAVAILABLE);
+    const task = await caller.start("scenario:complete", "peer-call");
+    expect(task["status"].state).toBe("completed");
+    const attempts = sendsFor(task["id"]);
+    expect(attempts).toHaveLength(3); // two refused by the injected status, the third reached the SDK
+    expect(new Set(attempts.map((s) => s.messageId))).toEqual(new Set([peerMessageId(`${task["id"]}:call:1:send`)]));
+
+    peer.failNextGrpc("tasks/get", GrpcStatus.NOT_FOUND);
+    const gone = await caller.start("scenario:working", "peer-call", false);
+    const peerTaskId = await peerTaskOf(gone["id"]);
+    const failed = await caller.waitFor(gone["id"], (x) => x["status"].state === "failed", "failed");
+    expect(openwop(failed)["error"].code).toBe("external_call_failed");
+    expect(openwop(failed)["error"].message).toContain("answered GetTask with gRPC status NOT_FOUND");
+    expect(grpcCalls("tasks/get", peerTaskId)).toHaveLength(1);
+    peer.release(peerTaskId);
+    noJsonRpc();
+  });
+
+  it("a peer whose gRPC port is down: the send is retried, then the node fails with external_call_failed", async () => {
+    const port = await freePort();
+    const cardUrl = await staticCard({ name: "Down", url: `127.0.0.1:${port}`, preferredTransport: "GRPC", protocolVersion: "0.3.0" }, servers);
+    const app = await startTestApp({ ...env, A2A_PEER_CARD_URL: cardUrl });
+    apps.push(app);
+    const failed = await callerOf(() => app).start("scenario:complete", "peer-call");
+    expect(failed["status"].state).toBe("failed");
+    const error = openwop(failed)["error"];
+    expect(error.code).toBe("external_call_failed");
+    expect(error.message).toContain("sending the message failed 3 times");
+    expect(error.message).toContain(`cannot reach grpc+http://127.0.0.1:${port} (ECONNREFUSED)`);
+    const log = await app.store.readEvents(failed["id"], 0);
+    expect(log.find((e) => e.type === "run.failed")?.payload).toMatchObject({ error: { code: "external_call_failed" } });
+  });
+
+  it("the gRPC target passes the egress guard: a private target is refused even with the loopback allowance", async () => {
+    for (const target of ["10.0.0.5:50051", "https://10.0.0.5:50051", "grpcs://169.254.169.254"]) {
+      const cardUrl = await staticCard({ name: "Private", url: target, preferredTransport: "GRPC", protocolVersion: "0.3" }, servers);
+      const app = await startTestApp({ ...env, A2A_PEER_CARD_URL: cardUrl });
+      apps.push(app);
+      const failed = await callerOf(() => app).start("scenario:complete", "peer-call");
+      expect(openwop(failed)["error"].code, target).toBe("external_call_failed");
+      expect(openwop(failed)["error"].message, target).toMatch(/refused by the (scheme|address) arm of the egress guard/);
+    }
+  });
+
+  it("the gRPC connection goes to the address the guard checked (pinned lookup), and h2c needs the test-only allowance", async () => {
+    const policy = { allowHttpLoopback: true, allowedPorts: [], allowHosts: [], denyHosts: [] };
+    // A name that does not resolve in DNS: the call can only reach the peer through the checked address.
+    const resolved: string[] = [];
+    const pinned = createGrpcPeerTransport({ policy, requestTimeoutMs: 2000, resolve: async (name) => (resolved.push(name), [{ address: "127.0.0.1", family: 4 }]) });
+    const before = grpcCalls("message/send").length;
+    const reply = await pinned.send(`grpc+http://a2a-peer.example:${peer.grpcPort}`, { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "scenario:complete" }] });
+    expect(reply.kind).toBe("task");
+    expect(resolved).toEqual(["a2a-peer.example"]);
+    expect(grpcCalls("message/send")).toHaveLength(before + 1);
+
+    // grpc+https means TLS, never a silent downgrade: against the plaintext peer the handshake fails (retryable).
+    const tls = await pinned.getTask(`grpc+https://a2a-peer.example:${peer.grpcPort}`, "tls-probe").catch((err: unknown) => err);
+    expect(tls).toBeInstanceOf(PeerCallError);
+    expect(tls).toMatchObject({ kind: "connection", retryable: true });
+    expect(grpcCalls("tasks/get", "tls-probe")).toEqual([]);
+    await pinned.close();
+
+    // Without the allowance, plaintext (and loopback) is refused before anything is sent.
+    const strict = createGrpcPeerTransport({ policy: { ...policy, allowHttpLoopback: false }, requestTimeoutMs: 2000 });
+    const refused = await strict.getTask(`grpc+http://127.0.0.1:${peer.grpcPort}`, "any").catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(PeerCallError);
+    expect(refused).toMatchObject({ kind: "egress", retryable: false });
+    expect(grpcCalls("tasks/get", "any")).toEqual([]);
+    await strict.close();
+    noJsonRpc();
   });
 });

@@ -4,9 +4,16 @@
 //
 // Every JSON-RPC request that reaches the peer is recorded (method + params) before the SDK handles it, so a
 // test can count exactly how many `message/send` calls the peer got.
+//
+// With `{ grpc: true }` the same handler is also served over A2A v0.3 gRPC — the SDK's own v0.3 gRPC service
+// (`@a2a-js/sdk/compat/v0_3/server/grpc`, `a2a.v1.A2AService`) on a @grpc/grpc-js server, plaintext on another
+// loopback port — and the card prefers it (`preferredTransport: "GRPC"`, `url: "127.0.0.1:<port>"`), with the
+// JSON-RPC interface still listed. gRPC calls are recorded too, under the JSON-RPC method names and params
+// (`transport: "grpc"`), and a test can make the next gRPC calls fail with a status (`failNextGrpc`).
 import { once } from "node:events";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import * as grpc from "@grpc/grpc-js";
 import express from "express";
 import { Role, TaskState, type AgentCard, type Artifact, type Message, type Part, type Task } from "@a2a-js/sdk";
 import {
@@ -18,6 +25,8 @@ import {
   type RequestContext,
 } from "@a2a-js/sdk/server";
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
+import { UserBuilder as GrpcUserBuilder } from "@a2a-js/sdk/server/grpc";
+import { LegacyA2AService, legacyGrpcService } from "@a2a-js/sdk/compat/v0_3/server/grpc";
 
 /**
  * What the peer does with a new task:
@@ -43,16 +52,25 @@ export type PeerScenario =
   | "unknown";
 
 export interface RecordedRequest {
+  /** The JSON-RPC method; gRPC calls are recorded under the same names (SendMessage → message/send, …). */
   method: string;
+  /** The JSON-RPC params; for gRPC, the request in that shape (message.parts with kind, or the task id). */
   params: Record<string, unknown>;
   at: number;
+  transport: "jsonrpc" | "grpc";
 }
+
+export type GrpcMethod = "message/send" | "tasks/get" | "tasks/cancel";
 
 export interface TestPeer {
   baseUrl: string;
   cardUrl: string;
   port: number;
+  /** The gRPC server's port, with `{ grpc: true }`. */
+  grpcPort?: number;
   requests: RecordedRequest[];
+  /** The next gRPC calls of `method` answer these statuses (one each, in order) without reaching the SDK. */
+  failNextGrpc(method: GrpcMethod, ...codes: grpc.status[]): void;
   /** `message/send` calls received, in order. */
   sends(): Array<{ messageId: string; taskId?: string; contextId?: string; text: string; data: unknown[]; metadata?: Record<string, unknown> }>;
   /** Lets a "working" or "unknown" task complete. */
@@ -183,16 +201,40 @@ class ScriptedExecutor implements AgentExecutor {
   };
 }
 
-/** Starts the peer on a free loopback port. */
-export async function startTestPeer(): Promise<TestPeer> {
+/** A v0.3 gRPC request (the SDK's ts-proto shapes) in the JSON-RPC params shape. */
+function paramsOfGrpc(method: GrpcMethod, request: Record<string, any>): Record<string, unknown> {
+  if (method !== "message/send") return { id: String(request["name"] ?? "").replace(/^tasks\//, "") };
+  const message = (request["request"] ?? {}) as Record<string, any>;
+  const parts = ((message["content"] ?? []) as Array<{ part?: { $case: string; value: any } }>).map((p) =>
+    p.part?.$case === "text" ? { kind: "text", text: p.part.value } : p.part?.$case === "data" ? { kind: "data", data: p.part.value.data } : { kind: p.part?.$case ?? "none" },
+  );
+  return {
+    message: {
+      messageId: message["messageId"],
+      ...(message["taskId"] ? { taskId: message["taskId"] } : {}),
+      ...(message["contextId"] ? { contextId: message["contextId"] } : {}),
+      parts,
+      ...(message["metadata"] ? { metadata: message["metadata"] } : {}),
+    },
+    ...(request["configuration"] ? { configuration: { blocking: request["configuration"].blocking } } : {}),
+  };
+}
+
+/** Starts the peer on a free loopback port (and its gRPC server on another, with `{ grpc: true }`). */
+export async function startTestPeer(options: { grpc?: boolean } = {}): Promise<TestPeer> {
   const executor = new ScriptedExecutor();
   const requests: RecordedRequest[] = [];
+  const grpcFailures = new Map<GrpcMethod, grpc.status[]>();
   const app = express();
   let baseUrl = "";
+  let grpcPort: number | undefined;
+  const jsonRpcInterface = () => ({ url: `${baseUrl}/a2a/jsonrpc`, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "0.3" });
   const card = (): AgentCard => ({
     name: "Test peer",
     description: "A scripted A2A agent for the a2a.invoke tests",
-    supportedInterfaces: [{ url: `${baseUrl}/a2a/jsonrpc`, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "0.3" }],
+    // The first 0.3 interface becomes the 0.3 card's url/preferredTransport (the SDK's card compat layer).
+    supportedInterfaces:
+      grpcPort === undefined ? [jsonRpcInterface()] : [{ url: `127.0.0.1:${grpcPort}`, protocolBinding: "GRPC", tenant: "", protocolVersion: "0.3" }, jsonRpcInterface()],
     provider: undefined,
     version: "1.0.0",
     capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
@@ -209,7 +251,7 @@ export async function startTestPeer(): Promise<TestPeer> {
   app.use("/.well-known/agent-card.json", agentCardHandler({ agentCardProvider: handler, legacyCompat: { enabled: true } }));
   app.use("/a2a/jsonrpc", express.json(), (req, _res, next) => {
     const body = req.body as { method?: unknown; params?: unknown } | undefined;
-    if (body && typeof body.method === "string") requests.push({ method: body.method, params: (body.params ?? {}) as Record<string, unknown>, at: Date.now() });
+    if (body && typeof body.method === "string") requests.push({ method: body.method, params: (body.params ?? {}) as Record<string, unknown>, at: Date.now(), transport: "jsonrpc" });
     next();
   });
   app.use("/a2a/jsonrpc", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
@@ -217,11 +259,40 @@ export async function startTestPeer(): Promise<TestPeer> {
   await once(server, "listening");
   const port = (server.address() as AddressInfo).port;
   baseUrl = `http://127.0.0.1:${port}`;
+
+  let grpcServer: grpc.Server | undefined;
+  if (options.grpc) {
+    const service = legacyGrpcService({ requestHandler: handler, userBuilder: GrpcUserBuilder.noAuthentication });
+    // Records each call, or answers an injected failure, before the SDK's v0.3 gRPC service sees it.
+    const recorded = <Req, Res>(method: GrpcMethod, impl: grpc.handleUnaryCall<Req, Res>): grpc.handleUnaryCall<Req, Res> =>
+      (call, callback) => {
+        requests.push({ method, params: paramsOfGrpc(method, call.request as Record<string, any>), at: Date.now(), transport: "grpc" });
+        const failure = grpcFailures.get(method)?.shift();
+        if (failure !== undefined) {
+          callback({ code: failure, details: `injected ${grpc.status[failure]}` });
+          return;
+        }
+        impl(call, callback);
+      };
+    grpcServer = new grpc.Server();
+    grpcServer.addService(LegacyA2AService, {
+      ...service,
+      sendMessage: recorded("message/send", service.sendMessage),
+      getTask: recorded("tasks/get", service.getTask),
+      cancelTask: recorded("tasks/cancel", service.cancelTask),
+    });
+    const listening = grpcServer;
+    grpcPort = await new Promise<number>((resolve, reject) => listening.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound))));
+  }
   return {
     baseUrl,
     cardUrl: `${baseUrl}/.well-known/agent-card.json`,
     port,
+    ...(grpcPort !== undefined ? { grpcPort } : {}),
     requests,
+    failNextGrpc(method, ...codes) {
+      grpcFailures.set(method, [...(grpcFailures.get(method) ?? []), ...codes]);
+    },
     sends() {
       return requests
         .filter((r) => r.method === "message/send")
@@ -240,6 +311,7 @@ export async function startTestPeer(): Promise<TestPeer> {
     release: (taskId) => executor.release(taskId),
     taskStates: () => executor.states,
     async close() {
+      grpcServer?.forceShutdown();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

@@ -4,6 +4,9 @@
 // approval decision), deterministic message ids, exactly-once delivery of a reply across restarts, retries
 // and `external_call_failed`, the card's transport choice, and `${VARIABLE}` expansion at load time.
 import { Writable } from "node:stream";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import type { Message } from "../../src/domain/a2a-types.js";
 import { DomainError } from "../../src/domain/errors.js";
@@ -30,11 +33,13 @@ import { checkWorkflow, WorkflowLoadError } from "../../src/engine/workflow-cata
 import { idempotencyKeyOf, interpretReply, nextStep, resumeValueFromMessage } from "../../src/engine/workflow-engine.js";
 import type { A2AInvokeNode, WorkflowDefinition } from "../../src/engine/workflow-types.js";
 import { applyTaskEvent, createTaskActor } from "../../src/machine/task-actor.js";
+import * as pb from "../../src/gen/a2a/v1/a2a_pb.js";
 import type { TaskContext } from "../../src/machine/task-context.js";
 import { runStatusOf, stateMetaOf } from "../../src/machine/task-projection.js";
 import { createLogger } from "../../src/observability/logger.js";
 import type { A2APeerClient } from "../../src/peer/a2a-peer-client.js";
-import { jsonRpcEndpointOf, parsePeerTask } from "../../src/peer/a2a-peer-client.js";
+import { parsePeerTask, peerEndpointOf } from "../../src/peer/a2a-peer-client.js";
+import { grpcCallError, grpcEndpointOf, peerTaskFromProto } from "../../src/peer/grpc-peer-client.js";
 import { PeerCallError } from "../../src/peer/peer-http-client.js";
 import { loadPeerSettings } from "../../src/peer/peer-settings.js";
 
@@ -273,7 +278,7 @@ function fakeClient(script: { send?: Array<PeerReply | PeerCallError>; tasks?: A
       const failure = script.discover?.[calls.discover];
       calls.discover += 1;
       if (failure) throw failure;
-      return { endpoint: "https://peer.example/a2a" };
+      return { endpoint: "https://peer.example/a2a", transport: "JSONRPC" };
     },
     async send(_endpoint, message) {
       calls.send.push(message);
@@ -443,29 +448,58 @@ describe("A2AInvokeRunner", () => {
 
 describe("agent card transport choice", () => {
   it("uses the 0.3 JSON-RPC url of a v0.3 card", () => {
-    expect(jsonRpcEndpointOf({ name: "P", url: "https://p.example/rpc", preferredTransport: "JSONRPC", protocolVersion: "0.3.0" }, CARD)).toEqual({ endpoint: "https://p.example/rpc", name: "P" });
+    expect(peerEndpointOf({ name: "P", url: "https://p.example/rpc", preferredTransport: "JSONRPC", protocolVersion: "0.3.0" }, CARD)).toEqual({ endpoint: "https://p.example/rpc", transport: "JSONRPC", name: "P" });
   });
 
-  it("picks JSON-RPC from additionalInterfaces when the card prefers gRPC", () => {
+  it("uses gRPC when a 0.3 card prefers it, even when it also offers JSON-RPC", () => {
     const card = { url: "p.example:443", preferredTransport: "GRPC", protocolVersion: "0.3", additionalInterfaces: [{ url: "p.example:443", transport: "GRPC" }, { url: "https://p.example/jsonrpc", transport: "JSONRPC" }] };
-    expect(jsonRpcEndpointOf(card, CARD).endpoint).toBe("https://p.example/jsonrpc");
+    expect(peerEndpointOf(card, CARD)).toEqual({ endpoint: "grpc+https://p.example", transport: "GRPC" });
   });
 
-  it("reads a 1.0 card's supportedInterfaces and resolves a relative url against the card", () => {
+  it("picks JSON-RPC from additionalInterfaces when the card prefers HTTP+JSON", () => {
+    const card = { url: "https://p.example/v1", preferredTransport: "HTTP+JSON", protocolVersion: "0.3", additionalInterfaces: [{ url: "p.example:8443", transport: "GRPC" }, { url: "https://p.example/jsonrpc", transport: "JSONRPC" }] };
+    expect(peerEndpointOf(card, CARD)).toEqual({ endpoint: "https://p.example/jsonrpc", transport: "JSONRPC" });
+  });
+
+  it("uses a card's only gRPC interface (0.3 additionalInterfaces, or a 1.0 card's 0.3 entry)", () => {
+    const v03 = { url: "https://p.example/v1", preferredTransport: "HTTP+JSON", protocolVersion: "0.3", additionalInterfaces: [{ url: "p.example:8443", transport: "GRPC" }] };
+    expect(peerEndpointOf(v03, CARD).endpoint).toBe("grpc+https://p.example:8443");
+    const v10 = { supportedInterfaces: [{ url: "https://p.example/a2a", protocolBinding: "JSONRPC", protocolVersion: "1.0" }, { url: "p.example:9000", protocolBinding: "GRPC", protocolVersion: "0.3" }] };
+    expect(peerEndpointOf(v10, CARD)).toEqual({ endpoint: "grpc+https://p.example:9000", transport: "GRPC" });
+  });
+
+  it("reads a 1.0 card's supportedInterfaces and resolves a relative url against the card; its first 0.3 interface is its preference", () => {
     const card = { supportedInterfaces: [{ url: "/a2a/v1", protocolBinding: "JSONRPC", protocolVersion: "1.0" }, { url: "/a2a/legacy", protocolBinding: "JSONRPC", protocolVersion: "0.3" }] };
-    expect(jsonRpcEndpointOf(card, CARD).endpoint).toBe("https://peer.example/a2a/legacy");
+    expect(peerEndpointOf(card, CARD).endpoint).toBe("https://peer.example/a2a/legacy");
+    const grpcFirst = { supportedInterfaces: [{ url: "p.example:9000", protocolBinding: "GRPC", protocolVersion: "0.3" }, { url: "/a2a/legacy", protocolBinding: "JSONRPC", protocolVersion: "0.3" }] };
+    expect(peerEndpointOf(grpcFirst, CARD).transport).toBe("GRPC");
   });
 
-  it("refuses a peer without a 0.3 JSON-RPC interface, saying what it offers", () => {
+  it("gRPC targets: bare host:port takes the card's scheme; URLs say TLS (https, grpcs) or h2c (http, grpc); paths are dropped", () => {
+    expect(grpcEndpointOf("p.example:50051", CARD)).toBe("grpc+https://p.example:50051");
+    expect(grpcEndpointOf("127.0.0.1:50051", "http://127.0.0.1:8080/.well-known/agent-card.json")).toBe("grpc+http://127.0.0.1:50051");
+    expect(grpcEndpointOf("[::1]:50051", "http://[::1]:8080/card")).toBe("grpc+http://[::1]:50051");
+    expect(grpcEndpointOf("p.example", CARD)).toBe("grpc+https://p.example");
+    expect(grpcEndpointOf("https://p.example:8443/a2a", CARD)).toBe("grpc+https://p.example:8443");
+    expect(grpcEndpointOf("grpcs://p.example:443", CARD)).toBe("grpc+https://p.example");
+    expect(grpcEndpointOf("grpc://127.0.0.1:5000", CARD)).toBe("grpc+http://127.0.0.1:5000");
+    expect(grpcEndpointOf("http://p.example:5000", CARD)).toBe("grpc+http://p.example:5000");
+    for (const bad of ["", "dns:///p.example:443", "ftp://p.example", "p.example:443/path", "user@p.example:443", "https://user:pw@p.example", "p.example:99999"]) {
+      expect(() => grpcEndpointOf(bad, CARD), bad).toThrow(PeerCallError);
+    }
+  });
+
+  it("refuses a peer without a 0.3 JSON-RPC or gRPC interface, saying what it offers", () => {
     let thrown: unknown;
     try {
-      jsonRpcEndpointOf({ url: "p.example:443", preferredTransport: "GRPC", protocolVersion: "0.3" }, CARD);
+      peerEndpointOf({ url: "https://p.example/v1", preferredTransport: "HTTP+JSON", protocolVersion: "0.3" }, CARD);
     } catch (err) {
       thrown = err;
     }
     expect(thrown).toBeInstanceOf(PeerCallError);
     expect((thrown as PeerCallError).retryable).toBe(false);
-    expect((thrown as PeerCallError).message).toContain("offers: GRPC 0.3");
+    expect((thrown as PeerCallError).message).toContain("offers: HTTP+JSON 0.3");
+    expect(() => peerEndpointOf({ url: "grpc+https://p.example", preferredTransport: "JSONRPC" }, CARD)).toThrow(/not an http\(s\) URL/);
   });
 
   it("parsePeerTask keeps what it understands and refuses a task without id/contextId/state", () => {
@@ -479,6 +513,57 @@ describe("agent card transport choice", () => {
     expect(task.statusMessage?.parts).toEqual([{ kind: "text", text: "ok" }]);
     expect(task.artifacts[0]!.parts).toEqual([{ kind: "file", file: { uri: "https://f.example/x.pdf", mimeType: "application/pdf" } }]);
     expect(() => parsePeerTask({ id: "t", status: {} })).toThrow(PeerCallError);
+  });
+
+  it("peerTaskFromProto reads a peer's a2a.v1 Task like parsePeerTask reads JSON: unknown states wait, undecodable parts are dropped", () => {
+    const task = peerTaskFromProto(
+      create(pb.TaskSchema, {
+        id: "t",
+        contextId: "c",
+        status: create(pb.TaskStatusSchema, {
+          state: pb.TaskState.INPUT_REQUIRED,
+          update: create(pb.MessageSchema, { messageId: "m", role: pb.Role.AGENT, content: [create(pb.PartSchema, { part: { case: "text", value: "which?" } }), create(pb.PartSchema, {})] }),
+          timestamp: timestampFromDate(new Date(AT)),
+        }),
+        artifacts: [create(pb.ArtifactSchema, { artifactId: "", name: "r", parts: [create(pb.PartSchema, { part: { case: "data", value: create(pb.DataPartSchema, { data: { n: 1 } }) } })], metadata: { x: true } })],
+        history: [create(pb.MessageSchema, { messageId: "", role: pb.Role.USER }), create(pb.MessageSchema, { messageId: "u1", role: pb.Role.USER, content: [create(pb.PartSchema, { part: { case: "text", value: "hi" } })] })],
+      }),
+    );
+    expect(task).toEqual({
+      id: "t",
+      contextId: "c",
+      state: "input-required",
+      statusMessage: { messageId: "m", role: "agent", parts: [{ kind: "text", text: "which?" }] },
+      statusTimestamp: AT,
+      artifacts: [{ artifactId: "artifact-0", name: "r", parts: [{ kind: "data", data: { n: 1 } }], metadata: { x: true } }],
+      history: [{ messageId: "u1", role: "user", parts: [{ kind: "text", text: "hi" }] }],
+    });
+    expect(peerTaskFromProto(create(pb.TaskSchema, { id: "t", status: create(pb.TaskStatusSchema, { state: pb.TaskState.UNSPECIFIED }) })).state).toBe("unknown");
+    expect(() => peerTaskFromProto(create(pb.TaskSchema, { id: "t" }))).toThrow(PeerCallError);
+    expect(() => peerTaskFromProto(create(pb.TaskSchema, { status: create(pb.TaskStatusSchema, { state: pb.TaskState.COMPLETED }) }))).toThrow(PeerCallError);
+  });
+
+  it("gRPC statuses map to the JSON-RPC client's retry decisions", () => {
+    const ctx = { method: "GetTask", where: "grpc+https://p.example", timeoutMs: 100 };
+    const decide = (code: Code, cause?: unknown) => {
+      const err = grpcCallError(new ConnectError("peer said so", code, undefined, undefined, cause), ctx);
+      return [err.kind, err.retryable];
+    };
+    for (const code of [Code.Unavailable, Code.ResourceExhausted, Code.Internal]) expect(decide(code), Code[code]).toEqual(["rpc", true]);
+    expect(decide(Code.DeadlineExceeded)).toEqual(["timeout", true]);
+    for (const code of [Code.NotFound, Code.InvalidArgument, Code.FailedPrecondition, Code.Unimplemented, Code.PermissionDenied, Code.Unauthenticated]) {
+      expect(decide(code), Code[code]).toEqual(["rpc", false]);
+    }
+    const refused = Object.assign(new Error("connect ECONNREFUSED 10.1.2.3:443"), { code: "ECONNREFUSED" });
+    const unreachable = grpcCallError(new ConnectError("connect ECONNREFUSED", Code.Unavailable, undefined, undefined, refused), ctx);
+    expect(unreachable).toMatchObject({ kind: "connection", retryable: true, message: "cannot reach grpc+https://p.example (ECONNREFUSED)" });
+    const notFound = grpcCallError(new ConnectError("Task not found: t", Code.NotFound), ctx);
+    expect(notFound).toMatchObject({ retryable: false, rpcCode: Code.NotFound, message: "the remote agent answered GetTask with gRPC status NOT_FOUND (Task not found: t)" });
+    const tooBig = grpcCallError(new ConnectError("message size is larger than configured readMaxBytes 4194304", Code.ResourceExhausted), ctx);
+    expect(tooBig).toMatchObject({ kind: "protocol", retryable: false });
+    const abandoned = new AbortController();
+    abandoned.abort();
+    expect(grpcCallError(new ConnectError("aborted", Code.Canceled), { ...ctx, callerSignal: abandoned.signal })).toMatchObject({ kind: "aborted", retryable: false });
   });
 });
 

@@ -85,7 +85,7 @@ function structOf(value: JsonObject | undefined): Record<string, unknown> | unde
   return value === undefined ? undefined : (value as Record<string, unknown>);
 }
 
-function decodePart(part: pb.Part, path: string): Part {
+export function decodePart(part: pb.Part, path: string): Part {
   const metadata = structOf(part.metadata);
   const meta = metadata ? { metadata } : {};
   switch (part.part.case) {
