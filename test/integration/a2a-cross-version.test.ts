@@ -3,9 +3,6 @@
 // meaning; message.messageId is an idempotency key across versions; A2A-Version negotiation on every
 // binding; the card with and without A2A-Version: 1.0 and the discovery versions; tenants; bad input.
 import { randomUUID } from "node:crypto";
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError, createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
@@ -16,18 +13,8 @@ import { A2AService as V10Service, Role as V10Role, TaskState as V10State } from
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
 import "../support/mongo.js";
 import { readSse } from "../support/sse.js";
-import { startTestApp, type TestApp } from "../support/start-server.js";
+import { startTestApp, type TestApp, TEST_WORKFLOWS_DIR } from "../support/start-server.js";
 
-const SLOW_APPROVAL = `
-id: slow-approval
-name: Slow approval
-description: Works for a moment, then waits at an approval gate.
-nodes:
-  - { kind: delay, id: warmup, durationMs: 300 }
-  - { kind: task, id: prepare, handler: summarize-request }
-  - { kind: approval, id: gate, title: Approve it, artifactFrom: prepare }
-  - { kind: task, id: finalize, handler: finalize-request }
-`;
 const ALL = ["runs:create", "runs:read", "runs:cancel", "approvals:respond", "webhooks:manage", "manifest:read"];
 const ALICE = "alice-key-0123456789abcdef"; // tenant acme
 const BOB = "bob-key-0123456789abcdef"; // tenant globex
@@ -66,14 +53,12 @@ describe("A2A 0.3 and 1.0 side by side over the same durable tasks", () => {
   const dbName = `cross_${randomUUID().slice(0, 8)}`;
 
   beforeAll(async () => {
-    const dir = await mkdtemp(join(tmpdir(), "workflows-"));
-    await writeFile(join(dir, "slow-approval.yaml"), SLOW_APPROVAL);
     mongo = await MongoClient.connect(inject("mongoUri"));
     const store = new MongoTaskStore(mongo, mongo.db(dbName));
     await store.init();
     t = await startTestApp(
       {
-        WORKFLOWS_DIR: dir,
+        WORKFLOWS_DIR: TEST_WORKFLOWS_DIR,
         MAX_BODY_BYTES: String(MAX_BODY_BYTES),
         API_KEYS: JSON.stringify([
           { id: "alice", tenant: "acme", scopes: ALL, key: ALICE },

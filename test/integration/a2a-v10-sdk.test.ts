@@ -2,26 +2,13 @@
 // (JSON-RPC, HTTP+JSON, gRPC), picked by the SDK's ClientFactory from our card's supportedInterfaces.
 // Plus the same SDK in its 0.3 compat mode against the same server.
 import { randomUUID } from "node:crypto";
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory, type Client } from "@a2a-js/sdk/client";
 import { GrpcTransportFactory } from "@a2a-js/sdk/client/grpc";
 import { ExtendedAgentCardNotConfiguredError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PushReceiver, waitFor } from "../support/push-receiver.js";
-import { startTestApp, type TestApp } from "../support/start-server.js";
+import { startTestApp, type TestApp, TEST_WORKFLOWS_DIR } from "../support/start-server.js";
 
-const SLOW_APPROVAL = `
-id: slow-approval
-name: Slow approval
-description: Works for a moment, then waits at an approval gate.
-nodes:
-  - { kind: delay, id: warmup, durationMs: 400 }
-  - { kind: task, id: prepare, handler: summarize-request }
-  - { kind: approval, id: gate, title: Approve it, artifactFrom: prepare }
-  - { kind: task, id: finalize, handler: finalize-request }
-`;
 const ALL = ["runs:create", "runs:read", "runs:cancel", "approvals:respond", "webhooks:manage", "manifest:read"];
 const KEY = "v10-sdk-key-0123456789abcdef";
 
@@ -80,11 +67,9 @@ describe("A2A 1.0 with the @a2a-js/sdk 1.x client", () => {
   const receiver = new PushReceiver();
 
   beforeAll(async () => {
-    const dir = await mkdtemp(join(tmpdir(), "workflows-"));
-    await writeFile(join(dir, "slow-approval.yaml"), SLOW_APPROVAL);
     await receiver.start();
     t = await startTestApp({
-      WORKFLOWS_DIR: dir,
+      WORKFLOWS_DIR: TEST_WORKFLOWS_DIR,
       API_KEYS: JSON.stringify([{ id: "sdk", tenant: "acme", scopes: ALL, key: KEY }]),
       PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true",
     });

@@ -2,27 +2,13 @@
 // proto/a2a/v1/a2a.proto (protobufjs underneath; nothing of protobuf-es or Connect on the client side),
 // over h2c on the same port as JSON-RPC. Plus the @a2a-js/sdk v0.3 compat gRPC transport picked from the card.
 import { randomUUID } from "node:crypto";
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { ClientFactory, DefaultAgentCardResolver } from "@a2a-js/sdk/client";
 import { GrpcTransportFactory } from "@a2a-js/sdk/client/grpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestApp, type TestApp } from "../support/start-server.js";
-
-const SLOW_APPROVAL = `
-id: slow-approval
-name: Slow approval
-description: Works for a moment, then waits at an approval gate.
-nodes:
-  - { kind: delay, id: warmup, durationMs: 400 }
-  - { kind: task, id: prepare, handler: summarize-request }
-  - { kind: approval, id: gate, title: Approve it, artifactFrom: prepare }
-  - { kind: task, id: finalize, handler: finalize-request }
-`;
+import { startTestApp, type TestApp, TEST_WORKFLOWS_DIR } from "../support/start-server.js";
 
 const protoDir = fileURLToPath(new URL("../../proto", import.meta.url));
 
@@ -68,9 +54,7 @@ describe("A2A v0.3 over gRPC (grpc-js + proto-loader)", () => {
   let client: A2AClient;
 
   beforeAll(async () => {
-    const dir = await mkdtemp(join(tmpdir(), "workflows-"));
-    await writeFile(join(dir, "slow-approval.yaml"), SLOW_APPROVAL);
-    t = await startTestApp({ WORKFLOWS_DIR: dir });
+    t = await startTestApp({ WORKFLOWS_DIR: TEST_WORKFLOWS_DIR });
     const definition = protoLoader.loadSync("a2a/v1/a2a.proto", { includeDirs: [protoDir], keepCase: false, longs: String, enums: String, defaults: true, oneofs: true });
     const pkg = grpc.loadPackageDefinition(definition) as any;
     client = new pkg.a2a.v1.A2AService(`127.0.0.1:${t.port}`, grpc.credentials.createInsecure()) as A2AClient;

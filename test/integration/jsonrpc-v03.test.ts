@@ -1,23 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { LegacyJsonRpcTransport } from "@a2a-js/sdk/compat/v0_3/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OPENWOP_EXTENSION_URI } from "../../src/app.js";
 import { readSse, type SseFrame } from "../support/sse.js";
-import { startTestApp, type TestApp } from "../support/start-server.js";
-
-const SLOW_APPROVAL = `
-id: slow-approval
-name: Slow approval
-description: Works for a moment, then waits at an approval gate.
-nodes:
-  - { kind: delay, id: warmup, durationMs: 400 }
-  - { kind: task, id: prepare, handler: summarize-request }
-  - { kind: approval, id: gate, title: Approve it, artifactFrom: prepare }
-  - { kind: task, id: finalize, handler: finalize-request }
-`;
+import { startTestApp, type TestApp, TEST_WORKFLOWS_DIR } from "../support/start-server.js";
 
 type Rpc = { jsonrpc: string; id: unknown; result?: Record<string, any>; error?: { code: number; message: string } };
 
@@ -26,9 +12,7 @@ describe("A2A v0.3 JSON-RPC binding", () => {
   let endpoint: string;
 
   beforeAll(async () => {
-    const dir = await mkdtemp(join(tmpdir(), "workflows-"));
-    await writeFile(join(dir, "slow-approval.yaml"), SLOW_APPROVAL);
-    t = await startTestApp({ WORKFLOWS_DIR: dir, MAX_BODY_BYTES: "4096" });
+    t = await startTestApp({ WORKFLOWS_DIR: TEST_WORKFLOWS_DIR, MAX_BODY_BYTES: "4096" });
     endpoint = `${t.baseUrl}/a2a/jsonrpc`;
   });
   afterAll(() => t.close());

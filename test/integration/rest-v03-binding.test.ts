@@ -2,26 +2,13 @@
 // StreamResponse per `data:`, and `{code, message, data?}` errors with the HTTP status of the wire table.
 // Plus the @a2a-js/sdk v0.3 compat REST transport picked from the card.
 import { randomUUID } from "node:crypto";
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { ClientFactory, DefaultAgentCardResolver, RestTransportFactory } from "@a2a-js/sdk/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import type { RunEvent, TaskRecord } from "../../src/store/task-store.js";
 import { readSse, type SseFrame } from "../support/sse.js";
-import { startTestApp, type TestApp } from "../support/start-server.js";
+import { startTestApp, type TestApp, TEST_WORKFLOWS_DIR } from "../support/start-server.js";
 
-const SLOW_APPROVAL = `
-id: slow-approval
-name: Slow approval
-description: Works for a moment, then waits at an approval gate.
-nodes:
-  - { kind: delay, id: warmup, durationMs: 400 }
-  - { kind: task, id: prepare, handler: summarize-request }
-  - { kind: approval, id: gate, title: Approve it, artifactFrom: prepare }
-  - { kind: task, id: finalize, handler: finalize-request }
-`;
 const MAX_BODY_BYTES = 8192;
 
 class CountingStore extends MemoryTaskStore {
@@ -40,10 +27,8 @@ describe("A2A v0.3 HTTP+JSON binding (plain fetch)", () => {
   let store: CountingStore;
 
   beforeAll(async () => {
-    const dir = await mkdtemp(join(tmpdir(), "workflows-"));
-    await writeFile(join(dir, "slow-approval.yaml"), SLOW_APPROVAL);
     store = new CountingStore();
-    t = await startTestApp({ WORKFLOWS_DIR: dir, MAX_BODY_BYTES: String(MAX_BODY_BYTES) }, store);
+    t = await startTestApp({ WORKFLOWS_DIR: TEST_WORKFLOWS_DIR, MAX_BODY_BYTES: String(MAX_BODY_BYTES) }, store);
   });
   afterAll(() => t?.close());
 

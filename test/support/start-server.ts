@@ -33,3 +33,6 @@ export async function startTestApp(env: Record<string, string> = {}, store: Task
     },
   };
 }
+
+/** Workflows only the tests use (e.g. `slow-approval`); pass as `WORKFLOWS_DIR`. */
+export const TEST_WORKFLOWS_DIR = new URL("../fixtures/workflows", import.meta.url).pathname;
