@@ -31,6 +31,7 @@ import { sendJson, type HttpRequest, type HttpResponse } from "./transport/http-
 import { HttpRouter } from "./transport/http-router.js";
 import { createJsonRpcEndpoint } from "./transport/jsonrpc/jsonrpc-endpoint.js";
 import { jsonRpcError } from "./transport/jsonrpc/jsonrpc-errors.js";
+import { activatedExtensions } from "./transport/extensions-header.js";
 import { addV03RestRoutes } from "./transport/rest/a2a-v03-rest-routes.js";
 import { addDiscoveryRoutes, CONFORMANCE_FIXTURES } from "./transport/rest/discovery-routes.js";
 import { loadInterruptTokenKeys } from "./interrupts/interrupt-token-keys.js";
@@ -48,6 +49,7 @@ import { sendOpenwopError } from "./transport/rest/openwop-errors.js";
 export const JSONRPC_PATH = "/a2a/jsonrpc";
 /** The OpenWOP extension our tasks carry (`metadata.openwop`: run status, interrupt carrier, error). */
 export const OPENWOP_EXTENSION_URI = "https://openwop.dev/extensions/a2a-durable-tasks/v1";
+const SUPPORTED_EXTENSIONS = [OPENWOP_EXTENSION_URI];
 
 const packageVersion = (JSON.parse(readFileSync(join(projectRoot, "package.json"), "utf8")) as { version: string }).version;
 
@@ -155,7 +157,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
 
   const router = new HttpRouter();
-  const jsonRpc = createJsonRpcEndpoint({ service, logger, maxBodyBytes: config.maxBodyBytes, supportedExtensions: [OPENWOP_EXTENSION_URI], durableTasks: options.durableStore });
+  const jsonRpc = createJsonRpcEndpoint({ service, logger, maxBodyBytes: config.maxBodyBytes, supportedExtensions: SUPPORTED_EXTENSIONS, durableTasks: options.durableStore });
   router.add(["POST", "GET", "PUT", "DELETE", "PATCH"], JSONRPC_PATH, (req, res, _params, ctx) => jsonRpc(req, res, ctx));
   addV03RestRoutes(router, { service, logger, maxBodyBytes: config.maxBodyBytes });
   // A2A 1.0 HTTP+JSON (`/message:send`, `/{tenant}/tasks/{id}`...): its own router, chosen by A2A-Version where paths overlap.
@@ -186,6 +188,10 @@ export async function createApp(options: AppOptions): Promise<App> {
   // Connect adapter; everything else to the routers.
   const rpc = createA2AConnectHandler({ service, authenticator, logger, maxBodyBytes: config.maxBodyBytes, shutdownSignal: shutdown.signal, durableTasks: options.durableStore });
   const handle = async (req: HttpRequest, res: HttpResponse): Promise<void> => {
+    // JSON-RPC echoes activated extensions itself (its error paths write their own headers).
+    if (!req.url?.startsWith(JSONRPC_PATH)) {
+      for (const [name, value] of Object.entries(activatedExtensions(req, SUPPORTED_EXTENSIONS))) res.setHeader(name, value);
+    }
     if (isA2ARpcPath(req.url)) return rpc(req, res);
     const requestDone = new AbortController();
     res.on("close", () => requestDone.abort());

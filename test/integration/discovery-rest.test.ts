@@ -60,6 +60,18 @@ describe("discovery and the durable read over REST", () => {
     expect(doc["eventLogSchemaVersion"]).toBe(2);
   });
 
+  it("echoes supported extensions on every binding, not only JSON-RPC", async () => {
+    const { OPENWOP_EXTENSION_URI } = await import("../../src/app.js");
+    const requested = `https://unknown.example/ext, ${OPENWOP_EXTENSION_URI}`;
+    const rest03 = await fetch(`${t.baseUrl}/v1/tasks/nope`, { headers: { "x-a2a-extensions": requested } });
+    expect(rest03.headers.get("x-a2a-extensions")).toBe(OPENWOP_EXTENSION_URI);
+    const rest10 = await fetch(`${t.baseUrl}/tasks/nope`, { headers: { "a2a-extensions": requested, "a2a-version": "1.0" } });
+    expect(rest10.headers.get("a2a-extensions")).toBe(OPENWOP_EXTENSION_URI);
+    const connect = await fetch(`${t.baseUrl}/a2a.v1.A2AService/GetTask`, { method: "POST", headers: { "content-type": "application/json", "x-a2a-extensions": requested }, body: JSON.stringify({ name: "tasks/nope" }) });
+    expect(connect.status).toBe(404);
+    expect(connect.headers.get("x-a2a-extensions")).toBe(OPENWOP_EXTENSION_URI);
+  });
+
   it("serves the task machine for the visualizer", async () => {
     const machine = (await (await fetch(`${t.baseUrl}/v1/a2a/task-machine.json`)).json()) as { id: string; states: Record<string, unknown> };
     expect(machine.id).toBe("task");

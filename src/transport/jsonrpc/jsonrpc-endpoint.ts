@@ -3,6 +3,7 @@ import { DomainError, toDomainError } from "../../domain/errors.js";
 import type { Logger } from "../../observability/logger.js";
 import { mediaTypeOf, pipeToSse, readBody, sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
 import { isObject } from "../json-shape.js";
+import { activatedExtensions } from "../extensions-header.js";
 import { a2aVersionOf } from "../../a2a/protocol-version.js";
 import { v10Operations } from "../../a2a/v10/v10-operations.js";
 import { jsonRpcErrorV10 } from "../a2a-v10-errors.js";
@@ -10,8 +11,6 @@ import { jsonRpcError, type JsonRpcErrorResponse, type JsonRpcId } from "./jsonr
 import { v03Methods } from "./jsonrpc-v03-handler.js";
 import { v10Methods } from "./jsonrpc-v10-handler.js";
 
-/** v0.3 spelling, then the v1.0 one; a request's activated extensions are echoed under the name it used. */
-const EXTENSIONS_HEADERS = ["x-a2a-extensions", "a2a-extensions"] as const;
 /** JSON-RPC bodies are application/json; application/a2a+json (the 1.0 media type) is accepted too. */
 const JSON_MEDIA_TYPES = ["application/json", "application/a2a+json"];
 
@@ -146,15 +145,3 @@ function checkEnvelope(request: unknown): Envelope {
   return { id, method: request["method"], params: request["params"] ?? {} };
 }
 
-function activatedExtensions(req: HttpRequest, supported: string[]): Record<string, string> {
-  const echoed: Record<string, string> = {};
-  for (const header of EXTENSIONS_HEADERS) {
-    const requested = String(req.headers[header] ?? "")
-      .split(",")
-      .map((s) => s.trim())
-      .filter(Boolean);
-    const active = requested.filter((uri) => supported.includes(uri));
-    if (active.length > 0) echoed[header] = active.join(", ");
-  }
-  return echoed;
-}
