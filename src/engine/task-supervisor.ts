@@ -44,7 +44,6 @@ export interface SupervisorOptions {
   peerInvoker?: A2AInvokeRunner;
 }
 
-
 interface LiveTask {
   actor: TaskActor;
   record: TaskRecord;
