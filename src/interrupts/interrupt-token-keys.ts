@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { chmod, link, mkdir, readFile, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { readOrCreateSecretFile } from "../config/local-key-file.js";
 import type { InterruptTokenKey } from "./interrupt-tokens.js";
 
 /** Where a development machine keeps its generated key, relative to DATA_DIR. */
@@ -59,37 +59,9 @@ export async function loadInterruptTokenKeys(args: { configured?: InterruptToken
 }
 
 async function readOrCreateKeyFile(path: string): Promise<InterruptTokenKey[]> {
-  const existing = await readKeyFile(path);
-  if (existing) return existing;
-  const dir = join(path, "..");
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const kid = `dev-${randomBytes(4).toString("hex")}`;
-  const content = `# interrupt token signing key, generated for development; set INTERRUPT_TOKEN_KEYS in production\n${kid}:${randomBytes(32).toString("base64")}\n`;
-  // Write a private temp file, then link it into place: the key file appears complete or not at all, and
-  // when several processes start at once exactly one key wins (link fails with EEXIST for the others).
-  const temp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-  await writeFile(temp, content, { mode: 0o600, flag: "wx" });
-  try {
-    await link(temp, path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-  } finally {
-    await unlink(temp).catch(() => undefined);
-  }
-  const stored = await readKeyFile(path);
-  if (!stored) throw new Error(`${path} could not be read back after it was written`);
-  return stored;
-}
-
-async function readKeyFile(path: string): Promise<InterruptTokenKey[] | undefined> {
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw err;
-  }
-  // Tighten permissions a copy or an editor may have loosened; the file holds a signing secret.
-  await chmod(path, 0o600).catch(() => undefined);
+  const text = await readOrCreateSecretFile(path, () => {
+    const kid = `dev-${randomBytes(4).toString("hex")}`;
+    return `# interrupt token signing key, generated for development; set INTERRUPT_TOKEN_KEYS in production\n${kid}:${randomBytes(32).toString("base64")}\n`;
+  });
   return parseInterruptTokenKeys(text, path);
 }

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { link, mkdir, readFile, unlink, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import type { PushSettings } from "../config/config.js";
 import { ConfigError } from "../config/config.js";
 import { SecretValue } from "../config/secret-value.js";
+import { readOrCreateSecretFile } from "../config/local-key-file.js";
 
 /** The key material push needs: encryption at rest (current + older keys) and the signature key. */
 export interface PushKeys {
@@ -64,41 +64,15 @@ export async function resolvePushKeys(settings: PushSettings, dataDir: string): 
 
 async function loadOrCreateKeyFile(dataDir: string): Promise<KeyFile> {
   const path = join(dataDir, PUSH_KEY_FILE);
-  const dir = dirname(path);
-  const existing = await readKeyFile(path);
-  if (existing) return existing;
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const fresh: KeyFile = {
-    version: 1,
-    createdAt: new Date().toISOString(),
-    encryptionKey: randomBytes(32).toString("base64"),
-    signingKey: randomBytes(32).toString("base64url"),
-  };
-  // Write a private temp file, then link it into place: link fails if another process got there first,
-  // so two processes starting together agree on one key file and nobody reads a half-written one.
-  const temp = join(dir, `.push-keys.json.${process.pid}.${randomBytes(4).toString("hex")}`);
-  await writeFile(temp, `${JSON.stringify(fresh, null, 2)}\n`, { mode: 0o600, flag: "wx" });
-  try {
-    await link(temp, path);
-    return fresh;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-    const winner = await readKeyFile(path);
-    if (!winner) throw new Error(`${path} appeared but cannot be read`, { cause: err });
-    return winner;
-  } finally {
-    await unlink(temp).catch(() => undefined);
-  }
-}
-
-async function readKeyFile(path: string): Promise<KeyFile | undefined> {
-  let text: string;
-  try {
-    text = await readFile(path, "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw err;
-  }
+  const text = await readOrCreateSecretFile(path, () => {
+    const fresh: KeyFile = {
+      version: 1,
+      createdAt: new Date().toISOString(),
+      encryptionKey: randomBytes(32).toString("base64"),
+      signingKey: randomBytes(32).toString("base64url"),
+    };
+    return `${JSON.stringify(fresh, null, 2)}\n`;
+  });
   const parsed = JSON.parse(text) as Partial<KeyFile>;
   if (parsed.version !== 1 || typeof parsed.encryptionKey !== "string" || Buffer.from(parsed.encryptionKey, "base64").length !== 32 || typeof parsed.signingKey !== "string" || parsed.signingKey.length < 32) {
     throw new Error(`${path} is not a valid push key file`);

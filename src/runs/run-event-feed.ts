@@ -6,15 +6,7 @@ import type { TransitionHook } from "../engine/transition-hook.js";
 import type { RunEvent, TaskRecord } from "../store/task-store.js";
 
 /** The event-log envelope on the wire (run-event.schema.json, additionalProperties false). */
-export interface RunEventDoc {
-  eventId: string;
-  runId: string;
-  nodeId?: string;
-  type: string;
-  payload: Record<string, unknown>;
-  timestamp: string;
-  sequence: number;
-}
+export type RunEventDoc = Omit<RunEvent, "a2a">;
 
 /** The events after which a run's log never grows. */
 export const TERMINAL_RUN_EVENT_TYPES: ReadonlySet<string> = new Set(["run.completed", "run.failed", "run.cancelled"]);
