@@ -1,0 +1,57 @@
+// The layers of src/ and the import directions allowed between its folders (docs/architecture.md).
+// A folder may import itself and the folders listed for it, nothing else under src/. Files directly under
+// src/ (main.ts, app.ts, core.ts) compose everything and may import any folder. The table is a DAG, so no
+// folder cycle can form; `no-circular` also refuses cycles between single modules.
+const allowed = {
+  gen: [],
+  domain: [],
+  observability: ["domain"],
+  secrets: ["domain", "observability"],
+  egress: ["domain", "observability"],
+  machine: ["domain"],
+  schemas: ["domain"],
+  auth: ["domain"],
+  store: ["domain", "machine", "observability"],
+  interrupts: ["domain", "machine", "secrets", "observability"],
+  peer: ["domain", "egress", "gen", "observability"],
+  push: ["domain", "egress", "store", "machine", "auth", "secrets", "observability"],
+  engine: ["domain", "machine", "store", "schemas", "auth", "peer", "observability"],
+  runs: ["domain", "engine", "machine", "store", "interrupts", "auth", "observability"],
+  a2a: ["domain", "engine", "machine", "store", "push", "interrupts", "auth", "schemas", "gen", "observability"],
+  transport: ["domain", "a2a", "runs", "auth", "gen", "observability"],
+  config: ["domain", "auth", "egress", "interrupts", "peer", "push", "store", "engine", "secrets", "observability"],
+};
+
+const folders = Object.keys(allowed);
+
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      severity: "error",
+      comment: "Modules must not import each other in a loop.",
+      from: { path: "^src/" },
+      to: { circular: true },
+    },
+    {
+      name: "known-folders-only",
+      severity: "error",
+      comment: "Every folder under src/ has a row in .dependency-cruiser.cjs (and a place in docs/architecture.md).",
+      from: { path: "^src/[^/]+/", pathNot: `^src/(${folders.join("|")})/` },
+      to: {},
+    },
+    ...folders.map((folder) => ({
+      name: `layer-${folder}`,
+      severity: "error",
+      comment: `src/${folder}/ may import only: ${allowed[folder].join(", ") || "nothing else under src/"}.`,
+      from: { path: `^src/${folder}/` },
+      to: { path: "^src/", pathNot: `^src/(${[folder, ...allowed[folder]].join("|")})/` },
+    })),
+  ],
+  options: {
+    includeOnly: "^src/",
+    tsConfig: { fileName: "tsconfig.json" },
+    tsPreCompilationDeps: true,
+    enhancedResolveOptions: { extensions: [".ts", ".js"] },
+  },
+};
