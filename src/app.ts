@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
-import { A2AService, type CallContext } from "./a2a/a2a-service.js";
+import { TaskService } from "./a2a/task-service.js";
+import type { CallContext } from "./auth/call-context.js";
 import { buildAgentCard, type AgentInterface } from "./a2a/agent-card.js";
 import type { Config } from "./config/config.js";
 import { projectRoot } from "./config/project-root.js";
@@ -69,7 +70,7 @@ export interface AppOptions {
 
 export interface App {
   supervisor: TaskSupervisor;
-  service: A2AService;
+  service: TaskService;
   /** Push notifications: the registration service, the delivery worker (when enabled), a start-up phrase. */
   push: PushNotifications;
   /** Starts listening and resumes every unfinished task. */
@@ -145,7 +146,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   // Signed interrupt tokens: configured keys, or (development) a key generated once under DATA_DIR.
   const tokenKeys = await loadInterruptTokenKeys({ configured: config.interruptTokens.keys?.reveal(), dataDir: config.dataDir, production: config.env === "production" });
   const interruptTokens = new InterruptTokenSigner(tokenKeys.keys, { ttlMs: config.interruptTokens.ttlMs });
-  const service = new A2AService({
+  const service = new TaskService({
     supervisor,
     hook,
     catalog,
@@ -184,7 +185,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
 
   const shutdown = new AbortController();
-  // Connect, gRPC and gRPC-Web calls (/a2a.v1.A2AService/* for 0.3, /lf.a2a.v1.A2AService/* for 1.0) go to the
+  // Connect, gRPC and gRPC-Web calls (/a2a.v1.TaskService/* for 0.3, /lf.a2a.v1.TaskService/* for 1.0) go to the
   // Connect adapter; everything else to the routers.
   const rpc = createA2AConnectHandler({ service, authenticator, logger, maxBodyBytes: config.maxBodyBytes, shutdownSignal: shutdown.signal, durableTasks: options.durableStore });
   const handle = async (req: HttpRequest, res: HttpResponse): Promise<void> => {

@@ -1,5 +1,5 @@
 import { requireScope } from "../auth/principal.js";
-import type { CallContext } from "../a2a/a2a-service.js";
+import type { CallContext } from "../auth/call-context.js";
 import { isTerminalRunStatus } from "../domain/run-status.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
 import type { TransitionHook } from "../engine/transition-hook.js";

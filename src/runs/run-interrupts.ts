@@ -1,5 +1,5 @@
 import { requireScope, type Principal } from "../auth/principal.js";
-import type { CallContext } from "../a2a/a2a-service.js";
+import type { CallContext } from "../auth/call-context.js";
 import { DomainError } from "../domain/errors.js";
 import type { InterruptKind, RunStatus } from "../domain/run-status.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";

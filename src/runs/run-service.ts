@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import { requireScope, type Principal } from "../auth/principal.js";
-import type { CallContext } from "../a2a/a2a-service.js";
+import type { CallContext } from "../auth/call-context.js";
 import type { Message, Part } from "../domain/a2a-types.js";
 import { DomainError } from "../domain/errors.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";

@@ -1,4 +1,4 @@
-import type { CallContext } from "../a2a/a2a-service.js";
+import type { CallContext } from "../auth/call-context.js";
 import type { HttpRequest, HttpResponse } from "./http-io.js";
 
 export type RouteHandler = (req: HttpRequest, res: HttpResponse, params: Record<string, string>, ctx: CallContext) => Promise<void>;

@@ -3,7 +3,7 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { CallContext } from "../../src/a2a/a2a-service.js";
+import type { CallContext } from "../../src/auth/call-context.js";
 import type { Message } from "../../src/domain/a2a-types.js";
 import type { HandlerContext, TaskHandler } from "../../src/engine/workflow-types.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";

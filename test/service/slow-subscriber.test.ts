@@ -3,7 +3,7 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CallContext } from "../../src/a2a/a2a-service.js";
+import type { CallContext } from "../../src/auth/call-context.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 
 const BUSY = `

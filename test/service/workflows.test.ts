@@ -3,7 +3,7 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CallContext } from "../../src/a2a/a2a-service.js";
+import type { CallContext } from "../../src/auth/call-context.js";
 import type { Message, Task } from "../../src/domain/a2a-types.js";
 import { DomainError } from "../../src/domain/errors.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";

@@ -13,7 +13,7 @@ import {
   type JsonObject,
 } from "../../transport/json-shape.js";
 import type { HistoryLimit } from "../task-view.js";
-import type { SendParams } from "../a2a-service.js";
+import type { SendParams } from "../task-service.js";
 
 /** A2A v0.3 JSON objects (types.ts at v0.3.0): decoding with validation, and encoding with `kind`. */
 

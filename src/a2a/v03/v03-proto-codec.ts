@@ -5,7 +5,7 @@ import { invalidParams } from "../../domain/errors.js";
 import type { A2ATaskStateValue } from "../../domain/run-status.js";
 import * as pb from "../../gen/a2a/v1/a2a_pb.js";
 import type { AgentCard } from "../agent-card.js";
-import type { SendParams } from "../a2a-service.js";
+import type { SendParams } from "../task-service.js";
 import type { HistoryLimit } from "../task-view.js";
 import { v03History } from "./v03-json-codec.js";
 

@@ -3,7 +3,8 @@ import { EmptySchema, type Empty } from "@bufbuild/protobuf/wkt";
 import { DomainError } from "../../domain/errors.js";
 import type { StreamEvent } from "../../domain/a2a-types.js";
 import * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
-import type { A2AService, CallContext, SendParams } from "../a2a-service.js";
+import type { CallContext } from "../../auth/call-context.js";
+import type { TaskService, SendParams } from "../task-service.js";
 import {
   checkTenant,
   decodeHistoryLength,
@@ -19,7 +20,7 @@ import {
 } from "./v10-proto-codec.js";
 
 export interface V10OperationsOptions {
-  service: A2AService;
+  service: TaskService;
   /** OpenWOP RFC 0152: `returnImmediately` needs durable tasks; without them it is an unsupported operation. */
   durableTasks: boolean;
 }

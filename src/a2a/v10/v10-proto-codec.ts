@@ -6,7 +6,7 @@ import { DomainError, invalidParams, taskNotFound } from "../../domain/errors.js
 import type { A2ATaskStateValue } from "../../domain/run-status.js";
 import * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
 import type { AgentCard } from "../agent-card.js";
-import type { SendParams } from "../a2a-service.js";
+import type { SendParams } from "../task-service.js";
 import type { ListTasksQuery, TaskPage } from "../task-list.js";
 import type { HistoryLimit } from "../task-view.js";
 

@@ -1,7 +1,8 @@
 import { create } from "@bufbuild/protobuf";
 import { EmptySchema } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import type { A2AService as A2AOperations, CallContext } from "../../a2a/a2a-service.js";
+import type { TaskService as A2AOperations } from "../../a2a/task-service.js";
+import type { CallContext } from "../../auth/call-context.js";
 import {
   decodeGetTaskRequest,
   decodeSendRequest,

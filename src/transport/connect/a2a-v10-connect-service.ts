@@ -1,5 +1,5 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import type { CallContext } from "../../a2a/a2a-service.js";
+import type { CallContext } from "../../auth/call-context.js";
 import type { V10Operations } from "../../a2a/v10/v10-operations.js";
 import type { Authenticator } from "../../auth/api-key-authenticator.js";
 import type { A2AService } from "../../gen/lf/a2a/v1/a2a_pb.js";

@@ -1,4 +1,5 @@
-import type { A2AService, CallContext } from "../../a2a/a2a-service.js";
+import type { TaskService } from "../../a2a/task-service.js";
+import type { CallContext } from "../../auth/call-context.js";
 import { DomainError, toDomainError } from "../../domain/errors.js";
 import type { Logger } from "../../observability/logger.js";
 import { mediaTypeOf, pipeToSse, readBody, sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
@@ -17,7 +18,7 @@ const JSON_MEDIA_TYPES = ["application/json", "application/a2a+json"];
 type ErrorShape = (id: JsonRpcId, err: unknown) => JsonRpcErrorResponse;
 
 export interface JsonRpcEndpointOptions {
-  service: A2AService;
+  service: TaskService;
   logger: Logger;
   maxBodyBytes: number;
   /** Extension URIs this agent supports; requested ones among them are echoed back as activated. */

@@ -1,4 +1,5 @@
-import type { A2AService, CallContext } from "../../a2a/a2a-service.js";
+import type { TaskService } from "../../a2a/task-service.js";
+import type { CallContext } from "../../auth/call-context.js";
 import type { StreamEvent } from "../../domain/a2a-types.js";
 import { DomainError } from "../../domain/errors.js";
 import {
@@ -24,7 +25,7 @@ async function* encodeStream(events: AsyncIterable<StreamEvent>): AsyncGenerator
   for await (const event of events) yield encodeStreamEvent(event);
 }
 
-export function v03Methods(service: A2AService): Record<string, Method> {
+export function v03Methods(service: TaskService): Record<string, Method> {
   return {
     "message/send": async (params, ctx) => ({ kind: "unary", result: encodeTask(await service.sendMessage(decodeSendParams(params), ctx)) }),
     "message/stream": (params, ctx) => ({ kind: "stream", events: encodeStream(service.streamMessage(decodeSendParams(params), ctx)) }),

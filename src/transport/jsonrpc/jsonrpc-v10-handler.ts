@@ -1,5 +1,5 @@
 import { EmptySchema } from "@bufbuild/protobuf/wkt";
-import type { CallContext } from "../../a2a/a2a-service.js";
+import type { CallContext } from "../../auth/call-context.js";
 import { readV10, writeTaskPageV10, writeV10 } from "../../a2a/v10/v10-json.js";
 import type { V10Operations } from "../../a2a/v10/v10-operations.js";
 import * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";

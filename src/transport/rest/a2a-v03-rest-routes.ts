@@ -1,5 +1,6 @@
 import { create, fromJson, toJson, type DescMessage, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
-import type { A2AService, CallContext } from "../../a2a/a2a-service.js";
+import type { TaskService } from "../../a2a/task-service.js";
+import type { CallContext } from "../../auth/call-context.js";
 import { v03History } from "../../a2a/v03/v03-json-codec.js";
 import { decodeSendRequest, encodeAgentCard, encodeSendResponse, encodeStreamEvent, encodeTask, formatTaskName } from "../../a2a/v03/v03-proto-codec.js";
 import { decodeCreatePushConfigRequest, encodeListPushConfigs, encodeTaskPushConfig } from "../../a2a/v03/v03-proto-push-codec.js";
@@ -24,7 +25,7 @@ import { mediaTypeOf, pipeToSse, readBody, sendJson, type HttpRequest, type Http
 import type { HttpRouter } from "../http-router.js";
 
 export interface V03RestRoutesOptions {
-  service: A2AService;
+  service: TaskService;
   logger: Logger;
   maxBodyBytes: number;
 }

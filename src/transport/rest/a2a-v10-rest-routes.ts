@@ -1,6 +1,6 @@
 import { ScalarType, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
 import { EmptySchema } from "@bufbuild/protobuf/wkt";
-import type { A2AService } from "../../a2a/a2a-service.js";
+import type { TaskService } from "../../a2a/task-service.js";
 import { A2A_VERSION_QUERY, a2aVersionOf, asksForV10 } from "../../a2a/protocol-version.js";
 import { readV10, writeTaskPageV10, writeV10 } from "../../a2a/v10/v10-json.js";
 import { v10Operations } from "../../a2a/v10/v10-operations.js";
@@ -12,7 +12,7 @@ import { mediaTypeOf, pipeToSse, readBody, sendJson, type HttpRequest, type Http
 import { HttpRouter, type RouteHandler, type RouteMatch } from "../http-router.js";
 
 export interface V10RestRoutesOptions {
-  service: A2AService;
+  service: TaskService;
   logger: Logger;
   maxBodyBytes: number;
   durableTasks: boolean;

@@ -1,4 +1,4 @@
-import type { A2AService } from "../../a2a/a2a-service.js";
+import type { TaskService } from "../../a2a/task-service.js";
 import { DomainError, invalidParams } from "../../domain/errors.js";
 import { isTerminalRunStatus, type RunStatus } from "../../domain/run-status.js";
 import { checkPushUrl, checkPushUrlSyntax, EgressRefusedError, EgressResolutionError, type EgressPolicy, type Resolver } from "../../push/push-egress-guard.js";
@@ -9,7 +9,7 @@ import type { HttpRouter } from "../http-router.js";
 import { readJsonObject } from "./openwop-request.js";
 
 export interface ConformanceSeamOptions {
-  service: A2AService;
+  service: TaskService;
   runs: RunService;
   /** The push egress policy the host registers push configs under. */
   egress: EgressPolicy;

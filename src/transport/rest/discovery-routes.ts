@@ -1,4 +1,4 @@
-import type { A2AService } from "../../a2a/a2a-service.js";
+import type { TaskService } from "../../a2a/task-service.js";
 import { exportTaskMachine } from "../../machine/machine-export.js";
 import type { HttpRouter } from "../http-router.js";
 import { sendJson } from "../http-io.js";
@@ -6,7 +6,7 @@ import { a2aVersionFields, serveAgentCard } from "./agent-card-route.js";
 import { sendOpenwopError } from "./openwop-errors.js";
 
 export interface DiscoveryOptions {
-  service: A2AService;
+  service: TaskService;
   publicUrl: string;
   durableTasks: boolean;
   version: string;

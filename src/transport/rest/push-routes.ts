@@ -1,10 +1,10 @@
-import type { A2AService } from "../../a2a/a2a-service.js";
+import type { TaskService } from "../../a2a/task-service.js";
 import { invalidParams } from "../../domain/errors.js";
 import { sendJson } from "../http-io.js";
 import type { HttpRouter } from "../http-router.js";
 
 export interface PushRoutesOptions {
-  service: A2AService;
+  service: TaskService;
 }
 
 const MAX_LIMIT = 500;

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { A2ATaskState, Message, PushNotificationConfig, StreamEvent, Task, TaskPushNotificationConfig, TaskStatusUpdate } from "../domain/a2a-types.js";
 import { DomainError, invalidParams } from "../domain/errors.js";
 import { isFinalA2AState, isTerminalA2AState } from "../domain/run-status.js";
+import type { CallContext } from "../auth/call-context.js";
 import { requireScope, type Principal } from "../auth/principal.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
 import type { CommittedTransition, TransitionHook } from "../engine/transition-hook.js";
@@ -25,13 +26,7 @@ export interface SendParams {
   metadata?: Record<string, unknown>;
 }
 
-export interface CallContext {
-  principal: Principal;
-  /** Abort when the caller goes away (streams stop, nothing else is undone). */
-  signal?: AbortSignal;
-}
-
-export interface A2AServiceOptions {
+export interface TaskServiceOptions {
   supervisor: TaskSupervisor;
   hook: TransitionHook;
   catalog: WorkflowCatalog;
@@ -50,8 +45,8 @@ export interface A2AServiceOptions {
  * The version-neutral A2A operations. Protocol bindings (JSON-RPC, gRPC/Connect, HTTP+JSON, any A2A version)
  * decode their wire shapes into these calls and encode the results; none of them holds task logic.
  */
-export class A2AService {
-  constructor(private readonly options: A2AServiceOptions) {}
+export class TaskService {
+  constructor(private readonly options: TaskServiceOptions) {}
 
   get agentCard(): AgentCard {
     return this.options.card;

@@ -1,0 +1,8 @@
+import type { Principal } from "./principal.js";
+
+/** Who is calling, and when to stop: what every operation of every surface receives from its binding. */
+export interface CallContext {
+  principal: Principal;
+  /** Abort when the caller goes away (streams stop, nothing else is undone). */
+  signal?: AbortSignal;
+}
