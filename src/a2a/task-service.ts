@@ -5,16 +5,16 @@ import { isFinalA2AState, isTerminalA2AState } from "../domain/run-status.js";
 import type { CallContext } from "../auth/call-context.js";
 import { requireScope, type Principal } from "../auth/principal.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
-import type { CommittedTransition, TransitionHook } from "../engine/transition-hook.js";
+import type { TaskObserver } from "../engine/task-observer.js";
 import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
 import type { PushConfigService } from "../push/push-config-service.js";
 import type { PushDeadLetter } from "../store/push-config-store.js";
 import type { TaskContext } from "../machine/task-context.js";
+import type { TaskReadPort } from "../store/task-read-port.js";
 import { DuplicateIdempotencyKeyError, type RunEvent, type TaskRecord } from "../store/task-store.js";
 import { assertSameRequest, creationSeed, type IdempotencySeed } from "../engine/message-idempotency.js";
 import { decodePageToken, encodePageToken, pageSizeOf, type ListTasksQuery, type TaskPage } from "./task-list.js";
 import type { AgentCard } from "./agent-card.js";
-import { SubscriptionQueue } from "./subscription-queue.js";
 import { taskView, type HistoryLimit } from "./task-view.js";
 
 export interface SendParams {
@@ -28,11 +28,12 @@ export interface SendParams {
 
 export interface TaskServiceOptions {
   supervisor: TaskSupervisor;
-  hook: TransitionHook;
+  /** Committed tasks (reads never go through the supervisor's store). */
+  reads: TaskReadPort;
+  /** Waits and streams; its buffer is how far a subscriber may fall behind before it is dropped. */
+  observer: TaskObserver;
   catalog: WorkflowCatalog;
   card: AgentCard;
-  /** Updates a subscriber may fall behind before it is dropped. */
-  subscriberBuffer: number;
   /** A blocking send that has not reached a final state by then returns the task as it is. */
   blockingTimeoutMs: number;
   /** Push-config registration and reads (answers push-not-supported when push is disabled). */
@@ -66,7 +67,7 @@ export class TaskService {
 
   async getTask(taskId: string, history: HistoryLimit, ctx: CallContext): Promise<Task> {
     requireScope(ctx.principal, "runs:read");
-    return this.view(await this.options.supervisor.get(taskId, ctx.principal.tenant), history, ctx);
+    return this.view(await this.options.reads.get(taskId, ctx.principal.tenant), history, ctx);
   }
 
   async cancelTask(taskId: string, ctx: CallContext): Promise<Task> {
@@ -81,7 +82,7 @@ export class TaskService {
    */
   async *subscribe(taskId: string, ctx: CallContext, options: { terminal?: "task" | "refuse" } = {}): AsyncGenerator<StreamEvent> {
     requireScope(ctx.principal, "runs:read");
-    const record = await this.options.supervisor.get(taskId, ctx.principal.tenant);
+    const record = await this.options.reads.get(taskId, ctx.principal.tenant);
     if (options.terminal === "refuse" && isTerminalA2AState(record.a2a.state)) {
       throw new DomainError("unsupported-operation", `Task ${taskId} is in a terminal state (${record.a2a.state}) and cannot be subscribed to; this operation is not supported (read it with GetTask)`, { taskId, state: record.a2a.state });
     }
@@ -93,7 +94,7 @@ export class TaskService {
     requireScope(ctx.principal, "runs:read");
     const pageSize = pageSizeOf(query.pageSize);
     const after = query.pageToken ? decodePageToken(query.pageToken) : undefined;
-    const page = await this.options.supervisor.store.list({
+    const page = await this.options.reads.list({
       tenant: ctx.principal.tenant,
       ...(query.contextId ? { contextId: query.contextId } : {}),
       ...(query.state ? { state: query.state } : {}),
@@ -117,7 +118,7 @@ export class TaskService {
   /** The durable read model; `pushConfig` shows the task's push target (url and token fingerprint only). */
   async getA2ATaskState(taskId: string, ctx: CallContext): Promise<A2ATaskState> {
     requireScope(ctx.principal, "runs:read");
-    const record = await this.options.supervisor.get(taskId, ctx.principal.tenant);
+    const record = await this.options.reads.get(taskId, ctx.principal.tenant);
     const pushConfig = await this.options.push.stateView(record);
     return { ...record.a2a, ...(pushConfig ? { pushConfig } : {}) };
   }
@@ -166,10 +167,10 @@ export class TaskService {
       requireScope(ctx.principal, "webhooks:manage");
       await push.validate(pushConfig, "configuration.pushNotificationConfig");
     }
-    const supervisor = this.options.supervisor;
+    const { supervisor, reads } = this.options;
     if (message.taskId) {
       requireScope(ctx.principal, "approvals:respond");
-      const existing = await supervisor.get(message.taskId, ctx.principal.tenant);
+      const existing = await reads.get(message.taskId, ctx.principal.tenant);
       if (message.contextId && message.contextId !== existing.contextId) {
         throw invalidParams(`message.contextId "${message.contextId}" does not match the contextId of task ${existing.taskId}`, { taskId: existing.taskId });
       }
@@ -180,7 +181,7 @@ export class TaskService {
     const skillId = skillIdOf(message, params.metadata) ?? this.options.catalog.defaultWorkflowId;
     // message.messageId is an idempotency key per caller: a repeat answers the task the first one created.
     const idempotency = creationSeed(ctx.principal, message, skillId);
-    const earlier = await supervisor.store.findByIdempotencyKey(idempotency.key);
+    const earlier = await reads.findByIdempotencyKey(idempotency.key);
     if (earlier) {
       assertSameRequest(earlier, idempotency, message.messageId);
       return earlier;
@@ -196,7 +197,7 @@ export class TaskService {
       if (record.taskId !== taskId) await push.discard(taskId).catch(() => undefined);
       return record;
     } catch (err) {
-      if (!(await supervisor.store.get(taskId).catch(() => null))) await push.discard(taskId).catch(() => undefined);
+      if (!(await reads.find(taskId).catch(() => null))) await push.discard(taskId).catch(() => undefined);
       throw err;
     }
   }
@@ -207,7 +208,7 @@ export class TaskService {
       return await this.options.supervisor.createTask(create);
     } catch (err) {
       if (!(err instanceof DuplicateIdempotencyKeyError)) throw err;
-      const existing = await this.options.supervisor.store.findByIdempotencyKey(create.idempotency.key);
+      const existing = await this.options.reads.findByIdempotencyKey(create.idempotency.key);
       if (!existing) throw new DomainError("conflict", `message ${create.message.messageId} is being processed concurrently; retry the request`, { messageId: create.message.messageId }, { cause: err });
       assertSameRequest(existing, create.idempotency, create.message.messageId);
       return existing;
@@ -215,7 +216,7 @@ export class TaskService {
   }
 
   private view(record: TaskRecord, history: HistoryLimit, ctx: CallContext): Task {
-    const context = this.options.supervisor.contextOf(record);
+    const context = this.options.reads.contextOf(record);
     const interruptToken = this.options.interruptToken?.(record, context, ctx.principal);
     return taskView(record, context, history, interruptToken ? { interruptToken } : {});
   }
@@ -224,70 +225,23 @@ export class TaskService {
     return this.waitUntil(record, ctx, (r) => isFinalA2AState(r.a2a.state), this.options.blockingTimeoutMs);
   }
 
-  /** Resolves with the first committed record that satisfies `done` (or the latest one at the timeout). */
-  private async waitUntil(start: TaskRecord, ctx: CallContext, done: (r: TaskRecord) => boolean, timeoutMs: number): Promise<TaskRecord> {
-    let latest = start;
-    let resolve!: (r: TaskRecord) => void;
-    const settled = new Promise<TaskRecord>((r) => (resolve = r));
-    const unsubscribe = this.options.hook.onTask(start.taskId, ({ record }) => {
-      if (record.version > latest.version) latest = record;
-      if (done(record)) resolve(record);
-    });
-    const timer = setTimeout(() => resolve(latest), timeoutMs);
-    const onAbort = () => resolve(latest);
-    ctx.signal?.addEventListener("abort", onAbort, { once: true });
-    try {
-      // Catch what committed between the operation and the subscription.
-      const current = await this.options.supervisor.get(start.taskId, ctx.principal.tenant);
-      if (current.version > latest.version) latest = current;
-      if (done(latest)) return latest;
-      return await settled;
-    } finally {
-      clearTimeout(timer);
-      unsubscribe();
-      ctx.signal?.removeEventListener("abort", onAbort);
-    }
+  private waitUntil(start: TaskRecord, ctx: CallContext, until: (r: TaskRecord) => boolean, timeoutMs: number): Promise<TaskRecord> {
+    return this.options.observer.waitUntil({ taskId: start.taskId, tenant: ctx.principal.tenant, start, until, timeoutMs, signal: ctx.signal });
   }
 
   /**
-   * Streams a task from `start`: the Task as of that commit, then every A2A update after it. Live commits
-   * arrive through the transition hook; any sequence the hook did not deliver (another process wrote it,
-   * or it happened before we subscribed) is read from the store, so nothing is skipped or repeated.
+   * Streams a task from `start`: the Task as of that commit, then every A2A update after it, in commit
+   * order (the observer catches up from the store), until a final state. A subscriber that falls too far
+   * behind is dropped and may resubscribe.
    */
   private async *observe(start: TaskRecord, ctx: CallContext, history: HistoryLimit): AsyncGenerator<StreamEvent> {
-    const { supervisor, hook } = this.options;
-    const queue = new SubscriptionQueue<CommittedTransition>(this.options.subscriberBuffer);
-    const unsubscribe = hook.onTask(start.taskId, (t) => queue.push(t));
-    const onAbort = () => queue.close();
-    ctx.signal?.addEventListener("abort", onAbort, { once: true });
-    try {
-      yield { kind: "task", task: this.view(start, history, ctx) };
-      if (isFinalA2AState(start.a2a.state)) return;
-      let next = start.version + 1;
-      const emit = function* (events: RunEvent[]): Generator<StreamEvent, boolean> {
-        for (const event of events) {
-          if (event.sequence < next) continue;
-          next = event.sequence + 1;
-          for (const update of updatesOf(start, event)) {
-            yield update;
-            if (update.kind === "status-update" && update.final) return true;
-          }
-        }
-        return false;
-      };
-      if (yield* emit(await supervisor.store.readEvents(start.taskId, next))) return;
-      for (;;) {
-        const transition = await queue.next();
-        if (!transition) return;
-        const first = transition.events[0];
-        if (first && first.sequence > next) {
-          if (yield* emit(await supervisor.store.readEvents(start.taskId, next, first.sequence - next))) return;
-        }
-        if (yield* emit(transition.events)) return;
+    yield { kind: "task", task: this.view(start, history, ctx) };
+    if (isFinalA2AState(start.a2a.state)) return;
+    for await (const event of this.options.observer.follow(start, start.version + 1, { signal: ctx.signal, onOverflow: "drop" })) {
+      for (const update of updatesOf(start, event)) {
+        yield update;
+        if (update.kind === "status-update" && update.final) return;
       }
-    } finally {
-      unsubscribe();
-      ctx.signal?.removeEventListener("abort", onAbort);
     }
   }
 }

@@ -1,4 +1,5 @@
 import type { Task } from "../domain/a2a-types.js";
+import { isTerminalRunStatus } from "../domain/run-status.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { TaskRecord } from "../store/task-store.js";
 
@@ -23,7 +24,7 @@ export function taskView(record: TaskRecord, context: TaskContext, historyLimit?
         runId: record.taskId,
         workflowId: record.workflowId,
         status: record.status,
-        ...(context.cursor && !["completed", "failed", "cancelled"].includes(record.status) ? { currentNodeId: context.cursor } : {}),
+        ...(context.cursor && !isTerminalRunStatus(record.status) ? { currentNodeId: context.cursor } : {}),
         ...(interrupt
           ? { interrupt: { kind: interrupt.kind, nodeId: interrupt.nodeId, interruptId: interrupt.interruptId, data: interrupt.data, ...(interrupt.metadata ? { metadata: interrupt.metadata } : {}), ...(interrupt.expiresAt ? { expiresAt: interrupt.expiresAt } : {}), ...(interrupt.exchanges.length ? { exchanges: interrupt.exchanges } : {}) } }
           : {}),

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Principal } from "../auth/principal.js";
 import type { Message } from "../domain/a2a-types.js";
+import { canonicalJson } from "../domain/canonical-json.js";
 import { DomainError } from "../domain/errors.js";
 import type { TaskRecord } from "../store/task-store.js";
 
@@ -61,16 +62,4 @@ function reused(messageId: string, taskId: string): DomainError {
 
 function digest(value: unknown): string {
   return createHash("sha256").update(canonicalJson(value)).digest("hex");
-}
-
-/** JSON with object keys sorted at every level (and undefined members dropped), so equal values hash equally. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? "null" : canonicalJson(v))).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
 }

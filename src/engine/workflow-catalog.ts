@@ -1,6 +1,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import { extname, join } from "node:path";
 import { parse as parseYaml } from "yaml";
+import { DomainError } from "../domain/errors.js";
 import { validateWorkflowDefinition } from "../schemas/schema-validator.js";
 import type { TaskHandler, TaskNode, WorkflowDefinition, WorkflowNode } from "./workflow-types.js";
 
@@ -37,6 +38,13 @@ export class WorkflowCatalog {
 
   get(id: string): WorkflowDefinition | undefined {
     return this.byId.get(id);
+  }
+
+  /** The workflow a task runs; one that is no longer loaded is an internal error naming the task. */
+  ofTask(task: { taskId: string; workflowId: string }): WorkflowDefinition {
+    const workflow = this.byId.get(task.workflowId);
+    if (!workflow) throw new DomainError("internal", `workflow ${task.workflowId} of task ${task.taskId} is no longer loaded`);
+    return workflow;
   }
 
   list(): WorkflowDefinition[] {

@@ -1,6 +1,7 @@
-import { createActor, type Actor, type Snapshot } from "xstate";
+import { createActor, type Actor } from "xstate";
 import { DomainError } from "../domain/errors.js";
 import type { RunStatus } from "../domain/run-status.js";
+import { restorePersistedSnapshot } from "./persisted-task-snapshot.js";
 import { taskMachine, type TaskMachineInput } from "./task-machine.js";
 import type { TaskEvent } from "./task-events.js";
 import { runStatusOf, type TaskSnapshot } from "./task-projection.js";
@@ -11,11 +12,14 @@ export function createTaskActor(input: TaskMachineInput): TaskActor {
   return createActor(taskMachine, { input }).start();
 }
 
-/** Rehydrates a passivated task from its persisted snapshot. The machine has no side effects, so this is safe. */
-export function restoreTaskActor(persisted: unknown): TaskActor {
+/**
+ * Rehydrates a passivated task from its stored snapshot, through the machine-version check. The machine has
+ * no side effects, so this is safe.
+ */
+export function restoreTaskActor(stored: unknown, taskId?: string): TaskActor {
   // `input` is only read when the machine starts fresh; a restored snapshot already holds the context.
   const input = undefined as unknown as TaskMachineInput;
-  return createActor(taskMachine, { snapshot: persisted as Snapshot<unknown>, input }).start();
+  return createActor(taskMachine, { snapshot: restorePersistedSnapshot(stored, taskId), input }).start();
 }
 
 /**

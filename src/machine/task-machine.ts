@@ -46,6 +46,13 @@ function appendMessages(history: Message[], ...messages: Array<Message | undefin
   return added.length === 0 ? history : [...history, ...added];
 }
 
+/**
+ * The version of the machine definition, stored with every persisted snapshot. Raise it when a change to
+ * the states or the context would misread snapshots written before, and teach `restorePersistedSnapshot`
+ * (persisted-task-snapshot.ts) to migrate the older version on purpose.
+ */
+export const TASK_MACHINE_VERSION = 1;
+
 export const taskMachine = setup({
   types: {
     context: {} as TaskContext,

@@ -7,6 +7,7 @@ import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
 import { findNode, SYSTEM_TIMEOUT } from "../engine/workflow-engine.js";
 import { InterruptTokenError, type InterruptTokenPayload, type InterruptTokenSigner } from "../interrupts/interrupt-tokens.js";
 import type { TaskContext } from "../machine/task-context.js";
+import type { TaskReadPort } from "../store/task-read-port.js";
 import type { RunEvent, TaskRecord } from "../store/task-store.js";
 
 /** The tokens of a run's pending interrupt; the resolve token only for a principal allowed to respond. */
@@ -51,6 +52,7 @@ export interface TokenResolution {
 
 export interface RunInterruptsOptions {
   supervisor: TaskSupervisor;
+  reads: TaskReadPort;
   catalog: WorkflowCatalog;
   tokens: InterruptTokenSigner;
 }
@@ -69,14 +71,14 @@ export class RunInterrupts {
   /** POST /v1/runs/{runId}/interrupts/{nodeId}. `decidedBy` is the calling principal. */
   async resolveAtNode(runId: string, nodeId: string, resumeValue: Record<string, unknown>, ctx: CallContext): Promise<TaskRecord> {
     requireScope(ctx.principal, "approvals:respond");
-    const { supervisor, catalog } = this.options;
-    const record = await supervisor.get(runId, ctx.principal.tenant);
+    const { supervisor, reads, catalog } = this.options;
+    const record = await reads.get(runId, ctx.principal.tenant);
     const workflow = catalog.get(record.workflowId);
     const node = workflow ? findNode(workflow, nodeId) : undefined;
     if (!node || (node.kind !== "approval" && node.kind !== "clarification")) {
       throw new DomainError("interrupt-not-found", `run ${runId} (workflow ${record.workflowId}) has no interrupt node "${nodeId}"`, { runId, nodeId });
     }
-    const pending = supervisor.contextOf(record).interrupt;
+    const pending = reads.contextOf(record).interrupt;
     if (pending?.nodeId !== nodeId || !isWaiting(record.status)) throw await this.notPending(runId, ctx.principal.tenant, nodeId);
     try {
       return await supervisor.resolveInterrupt(runId, ctx.principal, nodeId, resumeValue, { interruptId: pending.interruptId });
@@ -119,7 +121,7 @@ export class RunInterrupts {
       if (lostRace(err)) throw await this.notPending(record.taskId, record.tenant, payload.nodeId, payload.interruptId);
       throw err;
     }
-    const stillPending = this.options.supervisor.contextOf(after).interrupt?.interruptId === payload.interruptId;
+    const stillPending = this.options.reads.contextOf(after).interrupt?.interruptId === payload.interruptId;
     return { runId: after.taskId, nodeId: payload.nodeId, interruptId: payload.interruptId, resolved: !stillPending, status: after.status };
   }
 
@@ -147,11 +149,11 @@ export class RunInterrupts {
 
   /** The run whose pending interrupt is the token's, or the reason it is not. */
   private async pendingFor(payload: InterruptTokenPayload): Promise<{ record: TaskRecord; context: TaskContext }> {
-    const { supervisor } = this.options;
-    const stored = await supervisor.store.get(payload.runId);
+    const { reads } = this.options;
+    const stored = await reads.find(payload.runId);
     if (!stored) throw new DomainError("interrupt-not-found", `the run of this interrupt token no longer exists`, { runId: payload.runId });
-    const record = await supervisor.get(payload.runId, stored.tenant);
-    const context = supervisor.contextOf(record);
+    const record = await reads.get(payload.runId, stored.tenant);
+    const context = reads.contextOf(record);
     if (context.interrupt?.interruptId !== payload.interruptId || !isWaiting(record.status)) {
       throw await this.notPending(record.taskId, record.tenant, payload.nodeId, payload.interruptId);
     }
@@ -163,8 +165,8 @@ export class RunInterrupts {
    * deadline (410), left behind when the run ended (409), or never raised at all (404).
    */
   private async notPending(runId: string, tenant: string, nodeId: string, interruptId?: string): Promise<DomainError> {
-    const { supervisor } = this.options;
-    const record = await supervisor.get(runId, tenant);
+    const { reads } = this.options;
+    const record = await reads.get(runId, tenant);
     const status = record.status;
     const matches = (e: RunEvent) => e.nodeId === nodeId && (interruptId === undefined || e.payload["interruptId"] === interruptId);
     const events = await this.allEvents(runId);
@@ -175,7 +177,7 @@ export class RunInterrupts {
       return new DomainError("interrupt-expired", `the interrupt at node "${nodeId}" of run ${runId} passed its deadline and was resolved by the host`, details);
     }
     if (resolved) return new DomainError("interrupt-already-resolved", `the interrupt at node "${nodeId}" of run ${runId} was already resolved`, details);
-    const context = supervisor.contextOf(record);
+    const context = reads.contextOf(record);
     if (requested && context.error?.nodeId === nodeId && context.error.code.endsWith("_timeout")) {
       return new DomainError("interrupt-expired", `the interrupt at node "${nodeId}" of run ${runId} passed its deadline`, details);
     }
@@ -188,7 +190,7 @@ export class RunInterrupts {
   private async allEvents(runId: string): Promise<RunEvent[]> {
     const events: RunEvent[] = [];
     for (;;) {
-      const page = await this.options.supervisor.store.readEvents(runId, events.length, EVENT_PAGE);
+      const page = await this.options.reads.readEvents(runId, events.length, EVENT_PAGE);
       events.push(...page);
       if (page.length < EVENT_PAGE) return events;
     }

@@ -2,13 +2,15 @@ import { createHash, randomUUID } from "node:crypto";
 import { requireScope, type Principal } from "../auth/principal.js";
 import type { CallContext } from "../auth/call-context.js";
 import type { Message, Part } from "../domain/a2a-types.js";
+import { canonicalJson } from "../domain/canonical-json.js";
 import { DomainError } from "../domain/errors.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
-import type { TransitionHook } from "../engine/transition-hook.js";
+import type { TaskObserver } from "../engine/task-observer.js";
 import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
 import type { WorkflowDefinition } from "../engine/workflow-types.js";
 import type { InterruptTokenSigner } from "../interrupts/interrupt-tokens.js";
 import type { IdempotencyKeyRef, IdempotencyStore } from "../store/idempotency-store.js";
+import type { TaskReadPort } from "../store/task-read-port.js";
 import { DuplicateTaskError, type TaskRecord } from "../store/task-store.js";
 import { interruptTokensFor } from "./run-interrupts.js";
 import { runSnapshotOf, type RunRequestInfo, type RunSnapshot } from "./run-snapshot.js";
@@ -47,7 +49,8 @@ export interface WorkflowSummary {
 
 export interface RunServiceOptions {
   supervisor: TaskSupervisor;
-  hook: TransitionHook;
+  reads: TaskReadPort;
+  observer: TaskObserver;
   catalog: WorkflowCatalog;
   idempotency: IdempotencyStore;
   idempotencyTtlMs: number;
@@ -117,7 +120,7 @@ export class RunService {
     }
     // Reserved but not completed: the first request is still creating the run, or its process died between
     // the two writes. Either way finish the SAME run (its id was fixed in the reservation).
-    if (!(await this.options.supervisor.store.get(existing.resourceId))) await this.createUnlessExists(request, principal, existing.resourceId);
+    if (!(await this.options.reads.find(existing.resourceId))) await this.createUnlessExists(request, principal, existing.resourceId);
     const response = { status: 201, body: createdBody(existing.resourceId) };
     await idempotency.complete(ref, response);
     return { ...response, replayed: true };
@@ -125,12 +128,12 @@ export class RunService {
 
   async snapshot(runId: string, ctx: CallContext): Promise<RunSnapshot> {
     requireScope(ctx.principal, "runs:read");
-    return this.snapshotOf(await this.options.supervisor.get(runId, ctx.principal.tenant), ctx.principal);
+    return this.snapshotOf(await this.options.reads.get(runId, ctx.principal.tenant), ctx.principal);
   }
 
   /** The snapshot of a record, with interrupt tokens for `principal`. */
   snapshotOf(record: TaskRecord, principal: Principal): RunSnapshot {
-    const context = this.options.supervisor.contextOf(record);
+    const context = this.options.reads.contextOf(record);
     return runSnapshotOf(record, context, interruptTokensFor(this.options.tokens, record, context, principal));
   }
 
@@ -149,27 +152,8 @@ export class RunService {
   }
 
   /** Resolves with the first committed record satisfying `done`, or the latest one after `timeoutMs`. */
-  async waitFor(runId: string, ctx: CallContext, done: (r: TaskRecord) => boolean, timeoutMs: number): Promise<TaskRecord> {
-    const { supervisor, hook } = this.options;
-    let latest: TaskRecord | undefined;
-    let resolve!: () => void;
-    const settled = new Promise<void>((r) => (resolve = r));
-    const unsubscribe = hook.onTask(runId, ({ record }) => {
-      if (!latest || record.version > latest.version) latest = record;
-      if (done(record)) resolve();
-    });
-    const timer = setTimeout(resolve, timeoutMs);
-    ctx.signal?.addEventListener("abort", resolve, { once: true });
-    try {
-      const current = await supervisor.get(runId, ctx.principal.tenant);
-      if (!latest || current.version > latest.version) latest = current;
-      if (!done(latest)) await settled;
-      return latest;
-    } finally {
-      clearTimeout(timer);
-      unsubscribe();
-      ctx.signal?.removeEventListener("abort", resolve);
-    }
+  waitFor(runId: string, ctx: CallContext, done: (r: TaskRecord) => boolean, timeoutMs: number): Promise<TaskRecord> {
+    return this.options.observer.waitUntil({ taskId: runId, tenant: ctx.principal.tenant, until: done, timeoutMs, signal: ctx.signal });
   }
 
   workflows(ctx: CallContext): WorkflowSummary[] {
@@ -230,15 +214,4 @@ function createdBody(runId: string): StartRunResponse {
 /** Two requests are "the same" when their JSON is equal, whatever the key order. */
 function fingerprintOf(request: StartRunRequest): string {
   return createHash("sha256").update(canonicalJson(request)).digest("hex");
-}
-
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value);
 }

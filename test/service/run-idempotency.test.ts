@@ -1,18 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CallContext } from "../../src/auth/call-context.js";
-import { projectRoot } from "../../src/config/project-root.js";
-import { builtinHandlers } from "../../src/engine/builtin-handlers.js";
-import { TaskSupervisor } from "../../src/engine/task-supervisor.js";
-import { TransitionHook } from "../../src/engine/transition-hook.js";
-import { loadWorkflowCatalog } from "../../src/engine/workflow-catalog.js";
-import { InterruptTokenSigner } from "../../src/interrupts/interrupt-tokens.js";
-import { createLogger } from "../../src/observability/logger.js";
-import { RunService } from "../../src/runs/run-service.js";
+import type { TaskSupervisor } from "../../src/engine/task-supervisor.js";
+import type { RunService } from "../../src/runs/run-service.js";
 import { MemoryIdempotencyStore } from "../../src/store/memory-idempotency-store.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import type { RunEvent, TaskRecord } from "../../src/store/task-store.js";
+import { startTestCore, type TestCore } from "../support/start-core.js";
 
 class CountingStore extends MemoryTaskStore {
   creates = 0;
@@ -23,25 +17,22 @@ class CountingStore extends MemoryTaskStore {
 }
 
 const ctx: CallContext = { principal: { tenant: "default", id: "alice", scopes: "*" } };
-const DAY = 24 * 60 * 60 * 1000;
 
 describe("RunService idempotency (crash and race paths)", () => {
   let store: CountingStore;
   let idempotency: MemoryIdempotencyStore;
   let supervisor: TaskSupervisor;
   let runs: RunService;
+  let t: TestCore;
 
   beforeEach(async () => {
-    const logger = createLogger("silent");
     store = new CountingStore();
     idempotency = new MemoryIdempotencyStore();
-    const hook = new TransitionHook(logger);
-    const catalog = await loadWorkflowCatalog({ builtinDir: join(projectRoot, "workflows"), handlers: builtinHandlers, defaultWorkflowId: "echo" });
-    supervisor = new TaskSupervisor({ store, catalog, handlers: builtinHandlers, hook, logger, retentionMs: DAY, timerPollMs: 50 });
-    await supervisor.start();
-    runs = new RunService({ supervisor, hook, catalog, idempotency, idempotencyTtlMs: DAY, tokens: new InterruptTokenSigner([{ kid: "k", secret: Buffer.alloc(32, 1) }]) });
+    t = await startTestCore({}, { store, idempotency });
+    supervisor = t.core.supervisor;
+    runs = t.core.runs;
   });
-  afterEach(() => supervisor.stop());
+  afterEach(() => t.close());
 
   const request = { workflowId: "conformance-approval", inputs: { n: 1 } };
   const ref = (key: string) => ({ tenant: "default", principal: "alice", operation: "POST /v1/runs", key });

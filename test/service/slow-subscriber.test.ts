@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CallContext } from "../../src/auth/call-context.js";
-import { startTestApp, type TestApp } from "../support/start-server.js";
+import { startTestCore, type TestCore } from "../support/start-core.js";
 
 const BUSY = `
 id: busy
@@ -19,23 +19,23 @@ nodes:
 `;
 
 describe("a slow subscriber", () => {
-  let t: TestApp;
+  let t: TestCore;
   const ctx: CallContext = { principal: { tenant: "default", id: "alice", scopes: "*" } };
   beforeAll(async () => {
     const dir = await mkdtemp(join(tmpdir(), "wf-"));
     await writeFile(join(dir, "busy.yaml"), BUSY);
-    t = await startTestApp({ SUBSCRIBER_BUFFER: "2", WORKFLOWS_DIR: dir });
+    t = await startTestCore({ SUBSCRIBER_BUFFER: "2", WORKFLOWS_DIR: dir });
   });
   afterAll(() => t.close());
 
   it("is dropped with a clear error while the task and a fast subscriber carry on", async () => {
-    const task = await t.app.service.sendMessage({ message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "x" }], metadata: { skillId: "busy" } }, blocking: false }, ctx);
-    const slow = t.app.service.subscribe(task.id, ctx);
+    const task = await t.core.service.sendMessage({ message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "x" }], metadata: { skillId: "busy" } }, blocking: false }, ctx);
+    const slow = t.core.service.subscribe(task.id, ctx);
     expect((await slow.next()).value?.kind).toBe("task");
     const slowNext = slow.next(); // reads one update, then stops reading
     const fast = (async () => {
       const seen: string[] = [];
-      for await (const e of t.app.service.subscribe(task.id, ctx)) seen.push(e.kind === "status-update" ? e.status.state : e.kind);
+      for await (const e of t.core.service.subscribe(task.id, ctx)) seen.push(e.kind === "status-update" ? e.status.state : e.kind);
       return seen;
     })();
     const seen = await fast;
@@ -44,6 +44,6 @@ describe("a slow subscriber", () => {
     expect(seen.filter((k) => k === "artifact-update")).toHaveLength(3);
     await slowNext;
     await expect(slow.next()).rejects.toThrow(/fell more than 2 updates behind.*resubscribe/);
-    expect((await t.app.service.getTask(task.id, undefined, ctx)).status.state).toBe("input-required");
+    expect((await t.core.service.getTask(task.id, undefined, ctx)).status.state).toBe("input-required");
   });
 });

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CallContext } from "../../src/auth/call-context.js";
 import type { Message, Task } from "../../src/domain/a2a-types.js";
 import { DomainError } from "../../src/domain/errors.js";
-import { startTestApp, type TestApp } from "../support/start-server.js";
+import { startTestCore, type TestCore } from "../support/start-core.js";
 
 const EXTRA = {
   "timed-gate.yaml": `
@@ -35,19 +35,19 @@ nodes:
 };
 
 describe("workflows through the A2A service", () => {
-  let t: TestApp;
+  let t: TestCore;
   const ctx: CallContext = { principal: { tenant: "default", id: "alice", scopes: "*" } };
 
   beforeAll(async () => {
     const dir = await mkdtemp(join(tmpdir(), "workflows-"));
     for (const [name, body] of Object.entries(EXTRA)) await writeFile(join(dir, name), body);
-    t = await startTestApp({ WORKFLOWS_DIR: dir, BLOCKING_TIMEOUT_MS: "5000" });
+    t = await startTestCore({ WORKFLOWS_DIR: dir, BLOCKING_TIMEOUT_MS: "5000" });
   });
   afterAll(() => t.close());
 
   const msg = (text: string, skillId?: string): Message => ({ messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], ...(skillId ? { metadata: { skillId } } : {}) });
   const data = (taskId: string, value: Record<string, unknown>): Message => ({ messageId: randomUUID(), role: "user", taskId, parts: [{ kind: "data", data: value }] });
-  const send = (message: Message) => t.app.service.sendMessage({ message, blocking: true }, ctx);
+  const send = (message: Message) => t.core.service.sendMessage({ message, blocking: true }, ctx);
   const interrupt = (task: Task) => (task.metadata["openwop"] as { interrupt?: { kind: string; nodeId: string } }).interrupt;
   const artifactText = (task: Task, name: string) => {
     const part = task.artifacts.find((a) => a.name === name)?.parts[0];
@@ -116,7 +116,7 @@ describe("workflows through the A2A service", () => {
     let current = task;
     while (current.status.state === "input-required" && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 100));
-      current = await t.app.service.getTask(task.id, undefined, ctx);
+      current = await t.core.service.getTask(task.id, undefined, ctx);
     }
     expect(current.status.state).toBe("failed");
     expect((current.metadata["openwop"] as { error: { code: string } }).error.code).toBe("approval_timeout");
@@ -125,18 +125,18 @@ describe("workflows through the A2A service", () => {
   });
 
   it("a delay node waits on a durable timer and the task is passivated meanwhile", async () => {
-    const task = await t.app.service.sendMessage({ message: msg("later", "delayed-echo"), blocking: false }, ctx);
+    const task = await t.core.service.sendMessage({ message: msg("later", "delayed-echo"), blocking: false }, ctx);
     await new Promise((r) => setTimeout(r, 100));
-    expect(t.app.supervisor.liveTaskCount()).toBe(0);
+    expect(t.core.supervisor.liveTaskCount()).toBe(0);
     const record = await t.store.get(task.id);
     expect(record?.timerDueAt).toBeTruthy();
-    const done = await t.app.service.sendMessage({ message: data(task.id, {}), blocking: true }, ctx).catch((e: unknown) => e);
+    const done = await t.core.service.sendMessage({ message: data(task.id, {}), blocking: true }, ctx).catch((e: unknown) => e);
     expect(done).toBeInstanceOf(DomainError);
     const deadline = Date.now() + 5000;
-    let current = await t.app.service.getTask(task.id, undefined, ctx);
+    let current = await t.core.service.getTask(task.id, undefined, ctx);
     while (current.status.state !== "completed" && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 50));
-      current = await t.app.service.getTask(task.id, undefined, ctx);
+      current = await t.core.service.getTask(task.id, undefined, ctx);
     }
     expect(current.status.state).toBe("completed");
     expect((await t.store.get(task.id))?.timerDueAt).toBeNull();
@@ -145,15 +145,15 @@ describe("workflows through the A2A service", () => {
   it("waiting tasks hold no actor in memory", async () => {
     await send(msg("park it", "approval-gate"));
     // The driver passivates right after the interrupt commit the blocking send returned on.
-    for (let i = 0; i < 50 && t.app.supervisor.liveTaskCount() > 0; i++) await new Promise((r) => setTimeout(r, 10));
-    expect(t.app.supervisor.liveTaskCount()).toBe(0);
+    for (let i = 0; i < 50 && t.core.supervisor.liveTaskCount() > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(t.core.supervisor.liveTaskCount()).toBe(0);
   });
 
   it("cancels a running handler and ends in canceled", async () => {
-    const task = await t.app.service.sendMessage({ message: msg("long", "conformance-cancellable"), blocking: false }, ctx);
+    const task = await t.core.service.sendMessage({ message: msg("long", "conformance-cancellable"), blocking: false }, ctx);
     await new Promise((r) => setTimeout(r, 100));
-    expect((await t.app.service.getTask(task.id, undefined, ctx)).status.state).toBe("working");
-    const cancelled = await t.app.service.cancelTask(task.id, ctx);
+    expect((await t.core.service.getTask(task.id, undefined, ctx)).status.state).toBe("working");
+    const cancelled = await t.core.service.cancelTask(task.id, ctx);
     expect(cancelled.status.state).toBe("canceled");
     const log = await t.store.readEvents(task.id, 0);
     expect(log.map((e) => e.type).slice(-2)).toEqual(["run.cancelling", "run.cancelled"]);
@@ -163,15 +163,15 @@ describe("workflows through the A2A service", () => {
   it("a task of another tenant reads as not found", async () => {
     const task = await send(msg("mine"));
     const other: CallContext = { principal: { tenant: "other", id: "mallory", scopes: "*" } };
-    await expect(t.app.service.getTask(task.id, undefined, other)).rejects.toMatchObject({ code: "task-not-found" });
-    await expect(t.app.service.cancelTask(task.id, other)).rejects.toMatchObject({ code: "task-not-found" });
+    await expect(t.core.service.getTask(task.id, undefined, other)).rejects.toMatchObject({ code: "task-not-found" });
+    await expect(t.core.service.cancelTask(task.id, other)).rejects.toMatchObject({ code: "task-not-found" });
   });
 
   it("every persisted A2ATaskState validates and holds no content", async () => {
     const { validateA2ATaskState } = await import("../../src/schemas/schema-validator.js");
     for (const skill of ["echo", "approval-gate", "clarify", "failing"]) {
       const task = await send(msg("secret input text", skill));
-      const state = await t.app.service.getA2ATaskState(task.id, ctx);
+      const state = await t.core.service.getA2ATaskState(task.id, ctx);
       validateA2ATaskState(state);
       expect(JSON.stringify(state)).not.toContain("secret input text");
     }

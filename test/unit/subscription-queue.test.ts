@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SubscriptionQueue } from "../../src/a2a/subscription-queue.js";
+import { SubscriptionQueue } from "../../src/engine/subscription-queue.js";
 
 describe("per-subscriber buffer", () => {
   it("delivers in order and ends when closed", async () => {

@@ -7,7 +7,8 @@ import { readV10, writeTaskPageV10, writeV10 } from "../../src/a2a/v10/v10-json.
 import { checkTenant, decodeMessage, decodeSendRequest, encodePart, encodeStreamEvent, encodeTask, taskStateNameV10 } from "../../src/a2a/v10/v10-proto-codec.js";
 import type { Part, Task } from "../../src/domain/a2a-types.js";
 import { DomainError } from "../../src/domain/errors.js";
-import { canonicalJson, classifyReply, creationSeed } from "../../src/engine/message-idempotency.js";
+import { canonicalJson } from "../../src/domain/canonical-json.js";
+import { classifyReply, creationSeed } from "../../src/engine/message-idempotency.js";
 import * as pb from "../../src/gen/lf/a2a/v1/a2a_pb.js";
 import { encodeErrorInfo, errorInfoOf, jsonRpcErrorV10, restErrorV10 } from "../../src/transport/a2a-v10-errors.js";
 

@@ -8,20 +8,30 @@ import { DomainError } from "../domain/errors.js";
 export class SubscriptionQueue<T> {
   private readonly items: T[] = [];
   private waiter: (() => void) | undefined;
-  private overflowed = false;
+  private dropped = false;
   private closed = false;
 
   constructor(private readonly capacity: number) {}
 
   push(item: T): void {
-    if (this.closed || this.overflowed) return;
+    if (this.closed || this.dropped) return;
     if (this.items.length >= this.capacity) {
-      this.overflowed = true;
+      this.dropped = true;
       this.items.length = 0;
     } else {
       this.items.push(item);
     }
     this.wake();
+  }
+
+  /** Whether items were dropped since the last `resume`; a follower that can read the store catches up instead of giving up. */
+  get overflowed(): boolean {
+    return this.dropped;
+  }
+
+  /** Accepts items again after an overflow (the caller has caught up from the store). */
+  resume(): void {
+    this.dropped = false;
   }
 
   close(): void {
@@ -32,7 +42,7 @@ export class SubscriptionQueue<T> {
   /** The next item, or undefined once closed. Throws when this subscriber fell too far behind. */
   async next(): Promise<T | undefined> {
     for (;;) {
-      if (this.overflowed) {
+      if (this.dropped) {
         throw new DomainError("unavailable", `the subscriber fell more than ${this.capacity} updates behind and was dropped; resubscribe to catch up from the stored task`);
       }
       const item = this.items.shift();

@@ -1,0 +1,164 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { buildAgentCard, type AgentCard, type AgentInterface } from "./a2a/agent-card.js";
+import { TaskService } from "./a2a/task-service.js";
+import type { Config } from "./config/config.js";
+import { projectRoot } from "./config/project-root.js";
+import { A2AInvokeRunner } from "./engine/a2a-invoke-runner.js";
+import { builtinHandlers } from "./engine/builtin-handlers.js";
+import { TaskObserver } from "./engine/task-observer.js";
+import { TaskSupervisor } from "./engine/task-supervisor.js";
+import { TransitionHook } from "./engine/transition-hook.js";
+import { loadWorkflowCatalog, type WorkflowCatalog } from "./engine/workflow-catalog.js";
+import type { TaskHandler } from "./engine/workflow-types.js";
+import { loadInterruptTokenKeys } from "./interrupts/interrupt-token-keys.js";
+import { InterruptTokenSigner } from "./interrupts/interrupt-tokens.js";
+import type { Logger } from "./observability/logger.js";
+import { createA2APeerClient } from "./peer/a2a-peer-client.js";
+import { createGrpcPeerTransport } from "./peer/grpc-peer-client.js";
+import { createPeerHttpClient } from "./peer/peer-http-client.js";
+import type { Resolver } from "./push/push-egress-guard.js";
+import { createPushNotifications, type PushNotifications } from "./push/push-notifications.js";
+import { RunEventFeed } from "./runs/run-event-feed.js";
+import { interruptTokensFor, RunInterrupts } from "./runs/run-interrupts.js";
+import { RunService } from "./runs/run-service.js";
+import type { IdempotencyStore } from "./store/idempotency-store.js";
+import { MemoryIdempotencyStore } from "./store/memory-idempotency-store.js";
+import { MemoryPushConfigStore } from "./store/memory-push-config-store.js";
+import type { PushConfigStore } from "./store/push-config-store.js";
+import type { TaskReadPort } from "./store/task-read-port.js";
+import type { TaskStore } from "./store/task-store.js";
+
+export const JSONRPC_PATH = "/a2a/jsonrpc";
+/** The OpenWOP extension our tasks carry (`metadata.openwop`: run status, interrupt carrier, error). */
+export const OPENWOP_EXTENSION_URI = "https://openwop.dev/extensions/a2a-durable-tasks/v1";
+
+export const packageVersion = (JSON.parse(readFileSync(join(projectRoot, "package.json"), "utf8")) as { version: string }).version;
+
+export interface CoreOptions {
+  config: Config;
+  logger: Logger;
+  store: TaskStore;
+  handlers?: Record<string, TaskHandler>;
+  /** Push-config store (open it next to the task store); in-memory when not given. */
+  pushConfigs?: PushConfigStore;
+  /** Tests only: the DNS resolver of the push egress guard. */
+  pushResolver?: Resolver;
+  /** Idempotency-Key records of POST /v1/runs (open it next to the task store); in-memory when not given. */
+  idempotency?: IdempotencyStore;
+}
+
+/** The host without HTTP: the engine and the services every binding calls. */
+export interface Core {
+  catalog: WorkflowCatalog;
+  hook: TransitionHook;
+  supervisor: TaskSupervisor;
+  reads: TaskReadPort;
+  observer: TaskObserver;
+  service: TaskService;
+  runs: RunService;
+  runInterrupts: RunInterrupts;
+  feed: RunEventFeed;
+  /** Push notifications: the registration service, the delivery worker (when enabled), a start-up phrase. */
+  push: PushNotifications;
+  card: AgentCard;
+  /** Resumes every unfinished task and starts push delivery. */
+  start(): Promise<void>;
+  /** Stops the engine, peer clients and push; the store stays open. */
+  stop(): Promise<void>;
+}
+
+/** `http://host[:port]` → `host:port`, the target form gRPC clients (grpc-js, a2a-js) expect. */
+function grpcTarget(publicUrl: string): string {
+  const url = new URL(publicUrl);
+  return `${url.hostname}:${url.port || (url.protocol === "https:" ? "443" : "80")}`;
+}
+
+export async function createCore(options: CoreOptions): Promise<Core> {
+  const { config, logger, store } = options;
+  const handlers = { ...builtinHandlers, ...options.handlers };
+  const catalog = await loadWorkflowCatalog({
+    builtinDir: join(projectRoot, "workflows"),
+    ...(config.workflowsDir ? { extraDir: config.workflowsDir } : {}),
+    handlers,
+    defaultWorkflowId: config.defaultSkill,
+    // `${A2A_PEER_CARD_URL}` in an a2a.invoke node's agentCardUrl (README "Workflows").
+    variables: { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl },
+  });
+  const hook = new TransitionHook(logger);
+  // a2a.invoke: outbound calls to remote A2A agents go through the same egress guard as push deliveries.
+  // The card picks the wire: JSON-RPC 0.3 over undici, or gRPC (a2a.v1) over HTTP/2 when the card prefers it.
+  const peerClient = createA2APeerClient({
+    http: createPeerHttpClient({ policy: config.a2aPeer.egress }),
+    grpc: createGrpcPeerTransport({ policy: config.a2aPeer.egress, requestTimeoutMs: config.a2aPeer.requestTimeoutMs }),
+    requestTimeoutMs: config.a2aPeer.requestTimeoutMs,
+  });
+  const peerInvoker = new A2AInvokeRunner(peerClient, config.a2aPeer, logger);
+  const supervisor = new TaskSupervisor({ store, catalog, handlers, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, peerInvoker });
+  const reads = supervisor.reads;
+  const observer = new TaskObserver({ reads, hook, maxBuffered: config.subscriberBuffer });
+  const push = await createPushNotifications({
+    settings: config.push,
+    dataDir: config.dataDir,
+    retentionMs: config.retentionMs,
+    configs: options.pushConfigs ?? new MemoryPushConfigStore(),
+    supervisor,
+    hook,
+    logger,
+    ...(options.pushResolver ? { resolve: options.pushResolver } : {}),
+  });
+  // JSON-RPC first (preferred). gRPC clients take a "host:port" target, not a URL; HTTP+JSON is under /v1.
+  const interfaces: AgentInterface[] = [
+    { url: `${config.publicUrl}${JSONRPC_PATH}`, transport: "JSONRPC" },
+    { url: grpcTarget(config.publicUrl), transport: "GRPC" },
+    { url: config.publicUrl, transport: "HTTP+JSON" },
+  ];
+  const card = buildAgentCard(catalog, {
+    name: "OpenWOP A2A host",
+    description: `Durable A2A tasks backed by OpenWOP workflow runs. Skills: ${catalog.ids().join(", ")}.`,
+    version: packageVersion,
+    interfaces,
+    streaming: true,
+    pushNotifications: push.enabled,
+  });
+  card.capabilities.extensions = [{ uri: OPENWOP_EXTENSION_URI, description: "metadata.openwop on tasks and status updates: run status, interrupt kind and id, error code", required: false }];
+  // Signed interrupt tokens: configured keys, or (development) a key generated once under DATA_DIR.
+  const tokenKeys = await loadInterruptTokenKeys({ configured: config.interruptTokens.keys?.reveal(), dataDir: config.dataDir, production: config.env === "production" });
+  const tokens = new InterruptTokenSigner(tokenKeys.keys, { ttlMs: config.interruptTokens.ttlMs });
+  const service = new TaskService({
+    supervisor,
+    reads,
+    observer,
+    catalog,
+    card,
+    blockingTimeoutMs: config.blockingTimeoutMs,
+    push: push.configs,
+    interruptToken: (record, context, principal) => interruptTokensFor(tokens, record, context, principal)?.resolve,
+  });
+  // The OpenWOP runs API: the same durable tasks A2A sees, their events and interrupts.
+  const runs = new RunService({ supervisor, reads, observer, catalog, idempotency: options.idempotency ?? new MemoryIdempotencyStore(), idempotencyTtlMs: config.idempotencyTtlMs, tokens });
+  const runInterrupts = new RunInterrupts({ supervisor, reads, catalog, tokens });
+  const feed = new RunEventFeed({ reads, observer });
+  return {
+    catalog,
+    hook,
+    supervisor,
+    reads,
+    observer,
+    service,
+    runs,
+    runInterrupts,
+    feed,
+    push,
+    card,
+    async start() {
+      await supervisor.start();
+      await push.start();
+    },
+    async stop() {
+      await supervisor.stop();
+      await peerClient.close();
+      await push.stop();
+    },
+  };
+}

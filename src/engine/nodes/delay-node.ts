@@ -1,0 +1,28 @@
+import type { DelayNode } from "../workflow-types.js";
+import { nodeAfter } from "../workflow-engine.js";
+import type { NodeExecutor, NodeRuntime } from "./node-executor.js";
+
+/**
+ * `delay` nodes: a durable timer stored with its due time (XState's `after` is not part of a persisted
+ * snapshot). Until it is due the task is passivated; the timer scheduler kicks it when it is.
+ */
+export function delayNodeExecutor(runtime: NodeRuntime): NodeExecutor<DelayNode> {
+  return {
+    async step({ taskId, node, step, live, workflow, at }) {
+      const { repository } = runtime;
+      if (step.type === "wait-timer") {
+        const timer = live.actor.getSnapshot().context.timer!;
+        if (Date.parse(timer.dueAt) > runtime.clock().getTime()) return false;
+        await repository.commit(taskId, { type: "NODE_COMPLETED", at, nodeId: timer.nodeId, output: { firedAt: at }, artifacts: [], next: nodeAfter(workflow, timer.nodeId) });
+        return true;
+      }
+      await repository.commit(taskId, { type: "NODE_STARTED", at, nodeId: node.id });
+      await repository.commit(taskId, {
+        type: "TIMER_SET",
+        at,
+        timer: { nodeId: node.id, purpose: "delay", dueAt: new Date(Date.parse(at) + node.durationMs).toISOString() },
+      });
+      return true;
+    },
+  };
+}

@@ -1,0 +1,18 @@
+import { randomUUID } from "node:crypto";
+import { buildInterrupt } from "../workflow-engine.js";
+import type { ApprovalNode, ClarificationNode } from "../workflow-types.js";
+import type { NodeExecutor, NodeRuntime } from "./node-executor.js";
+
+/**
+ * `approval` and `clarification` nodes: raise the interrupt (and its deadline timer, if any) in one commit.
+ * The task then waits, passivated, for a reply (`TaskSupervisor.reply` / `resolveInterrupt`) or its deadline.
+ */
+export function gateNodeExecutor<N extends ApprovalNode | ClarificationNode>(runtime: NodeRuntime): NodeExecutor<N> {
+  return {
+    async step({ taskId, node, live, at }) {
+      const built = buildInterrupt(node, live.actor.getSnapshot().context, at, { interruptId: randomUUID(), messageId: randomUUID() });
+      await runtime.repository.commit(taskId, { type: "INTERRUPT", at, ...built });
+      return true;
+    },
+  };
+}

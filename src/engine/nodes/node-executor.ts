@@ -1,0 +1,59 @@
+import { randomUUID } from "node:crypto";
+import type { Message } from "../../domain/a2a-types.js";
+import type { TaskContext } from "../../machine/task-context.js";
+import { runStatusOf } from "../../machine/task-projection.js";
+import type { Logger } from "../../observability/logger.js";
+import type { TaskRecord } from "../../store/task-store.js";
+import type { InFlightWork } from "../in-flight-work.js";
+import type { LiveTask, TaskRepository } from "../task-repository.js";
+import type { Step } from "../workflow-engine.js";
+import type { WorkflowDefinition, WorkflowNode } from "../workflow-types.js";
+
+/** Work a node runs after the task's lock is released (a handler, a peer call); its node.started is already stored. */
+export type NodeEffect = () => Promise<void>;
+
+/** One step of a running task whose cursor is at `node`, seen under the task's lock. */
+export interface NodeStep<N extends WorkflowNode> {
+  taskId: string;
+  node: N;
+  /** The pure decision of `nextStep` for this node (e.g. a delay node: start its timer, or wait for it). */
+  step: Step;
+  live: LiveTask;
+  workflow: WorkflowDefinition;
+  at: string;
+}
+
+/**
+ * How one kind of workflow node runs. `step` runs under the task's lock and commits what the node does now;
+ * it answers `true` (the task moved), `false` (nothing to do now: the task is passivated) or an effect that
+ * the driver runs outside the lock (so a cancel can commit meanwhile). Effects run at least once: after a
+ * crash between node.started and the result, the node runs again.
+ */
+export interface NodeExecutor<N extends WorkflowNode> {
+  step(args: NodeStep<N>): Promise<boolean | NodeEffect>;
+  /** Under the lock, as the run is cancelled at this node: work to run once CANCELLED is committed. */
+  onCancelled?(args: { taskId: string; node: N; context: TaskContext; workflow: WorkflowDefinition }): NodeEffect | undefined;
+}
+
+/** One executor per node kind (the registry in node-registry.ts). */
+export type NodeExecutors = { [K in WorkflowNode["kind"]]: NodeExecutor<Extract<WorkflowNode, { kind: K }>> };
+
+/** What executors share: the repository (commits under the task's lock), in-flight work, the clock. */
+export interface NodeRuntime {
+  repository: TaskRepository;
+  inFlight: InFlightWork;
+  logger: Logger;
+  now(): string;
+  clock: () => Date;
+}
+
+/** The agent status message of a failed run. */
+export function failureMessage(record: TaskRecord, code: string): Message {
+  return { messageId: randomUUID(), role: "agent", taskId: record.taskId, contextId: record.contextId, parts: [{ kind: "text", text: `The run failed (${code}).` }] };
+}
+
+/** Under the lock: whether the run is still running `nodeId` (not cancelled, paused or moved on). */
+export async function stillRunning(repository: TaskRepository, taskId: string, nodeId: string): Promise<boolean> {
+  const snapshot = (await repository.load(taskId)).actor.getSnapshot();
+  return runStatusOf(snapshot) === "running" && snapshot.context.cursor === nodeId && snapshot.context.nodeStarted;
+}

@@ -1,0 +1,74 @@
+import { runStatusOf } from "../../machine/task-projection.js";
+import type { TaskContext } from "../../machine/task-context.js";
+import { ShutdownSignal } from "../in-flight-work.js";
+import { feedbackFor, idempotencyKeyOf, nodeAfter, runInputOf } from "../workflow-engine.js";
+import { HandlerError, type HandlerResult, type TaskHandler, type TaskNode, type WorkflowDefinition } from "../workflow-types.js";
+import { failureMessage, type NodeExecutor, type NodeRuntime } from "./node-executor.js";
+
+/** `task` nodes: commit node.started, run the named handler outside the lock, then commit its result. */
+export function taskNodeExecutor(runtime: NodeRuntime, handlers: Record<string, TaskHandler>): NodeExecutor<TaskNode> {
+  return {
+    async step({ taskId, node, workflow, at }) {
+      const record = await runtime.repository.commit(taskId, { type: "NODE_STARTED", at, nodeId: node.id });
+      const context = runtime.repository.contextOf(record);
+      return () => runHandler(runtime, handlers, { taskId, node, context, workflow });
+    },
+  };
+}
+
+async function runHandler(
+  runtime: NodeRuntime,
+  handlers: Record<string, TaskHandler>,
+  args: { taskId: string; node: TaskNode; context: TaskContext; workflow: WorkflowDefinition },
+): Promise<void> {
+  const { taskId, node, context, workflow } = args;
+  const { repository, logger } = runtime;
+  const handler = handlers[node.handler];
+  const ran = await runtime.inFlight.run(taskId, (signal): Promise<HandlerResult> => {
+    if (!handler) throw new HandlerError("handler_missing", `no handler named "${node.handler}" is registered`);
+    return handler({
+      taskId,
+      runId: taskId,
+      nodeId: node.id,
+      idempotencyKey: idempotencyKeyOf(context, node.id),
+      attempt: context.attempt,
+      params: node.params ?? {},
+      input: runInputOf(context),
+      outputs: context.outputs,
+      feedback: feedbackFor(context, workflow, node.id),
+      signal,
+    });
+  });
+  if (ran.signal.aborted) {
+    if (ran.signal.reason instanceof ShutdownSignal) throw ran.signal.reason;
+    return; // cancelled: the driver's next step commits CANCELLED
+  }
+  let failure: { code: string; message: string; retryable: boolean } | undefined;
+  if ("error" in ran) {
+    const err = ran.error;
+    failure =
+      err instanceof HandlerError
+        ? { code: err.code, message: err.message, retryable: err.retryable }
+        : { code: "handler_error", message: `handler "${node.handler}" threw: ${(err as Error)?.message ?? String(err)}`, retryable: false };
+    logger.warn({ err, taskId, nodeId: node.id }, "task handler failed");
+  }
+  await repository.withLock(taskId, async () => {
+    const at = runtime.now();
+    const live = await repository.load(taskId);
+    if (runStatusOf(live.actor.getSnapshot()) !== "running") return; // cancelled or paused while the handler ran; its result is dropped
+    if (failure) {
+      const maxAttempts = node.retry?.maxAttempts ?? 1;
+      if (failure.retryable && context.attempt < maxAttempts) return; // the next step starts the node again
+      const error = { code: failure.code, message: failure.message, nodeId: node.id };
+      await repository.commit(taskId, { type: "FAIL", at, error, statusMessage: failureMessage(live.record, error.code) });
+      return;
+    }
+    const artifacts = (ran.value?.artifacts ?? []).map((a, i) => ({
+      artifactId: a.artifactId ?? `${node.id}.${i}`,
+      name: a.name,
+      ...(a.description ? { description: a.description } : {}),
+      parts: a.parts,
+    }));
+    await repository.commit(taskId, { type: "NODE_COMPLETED", at, nodeId: node.id, output: ran.value?.output ?? null, artifacts, next: nodeAfter(workflow, node.id) });
+  });
+}

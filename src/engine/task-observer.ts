@@ -1,0 +1,142 @@
+import { DomainError } from "../domain/errors.js";
+import { isTerminalRunStatus, TERMINAL_RUN_EVENT_TYPES } from "../domain/run-status.js";
+import type { TaskReadPort } from "../store/task-read-port.js";
+import type { RunEvent, TaskRecord } from "../store/task-store.js";
+import { SubscriptionQueue } from "./subscription-queue.js";
+import type { TransitionHook } from "./transition-hook.js";
+
+export interface TaskObserverOptions {
+  reads: TaskReadPort;
+  hook: TransitionHook;
+  /** Commits a follower may fall behind by before it is dropped (or, with `onOverflow: "catch-up"`, re-reads the store). */
+  maxBuffered: number;
+  /** Events per store read. */
+  pageSize?: number;
+}
+
+export interface WaitUntil {
+  taskId: string;
+  tenant: string;
+  /** The record the caller already holds (the wait starts from it). */
+  start?: TaskRecord;
+  until: (record: TaskRecord) => boolean;
+  timeoutMs: number;
+  signal?: AbortSignal | undefined;
+}
+
+export interface FollowOptions {
+  signal?: AbortSignal | undefined;
+  /**
+   * A follower that falls more than `maxBuffered` commits behind: "drop" ends it with an `unavailable` error
+   * (it may resubscribe); "catch-up" reads what it missed from the store instead.
+   */
+  onOverflow: "drop" | "catch-up";
+}
+
+/**
+ * Watching a task's commits: the transition hook says that something was committed (and hands the events
+ * over when they are next in line); the store is the source for anything the hook did not deliver (it
+ * happened before the subscription, another process wrote it, or the follower fell behind). So nothing is
+ * skipped or repeated, and a follower never sees a state that is not stored.
+ */
+export class TaskObserver {
+  private readonly pageSize: number;
+
+  constructor(private readonly options: TaskObserverOptions) {
+    this.pageSize = options.pageSize ?? 500;
+  }
+
+  /** Resolves with the first committed record satisfying `until`, or the latest one at the timeout or abort. */
+  async waitUntil(wait: WaitUntil): Promise<TaskRecord> {
+    const { reads, hook } = this.options;
+    let latest = wait.start;
+    let resolve!: (record: TaskRecord | undefined) => void;
+    const settled = new Promise<TaskRecord | undefined>((r) => (resolve = r));
+    const unsubscribe = hook.onTask(wait.taskId, ({ record }) => {
+      if (!latest || record.version > latest.version) latest = record;
+      if (wait.until(record)) resolve(record);
+    });
+    const giveUp = () => resolve(latest);
+    const timer = setTimeout(giveUp, wait.timeoutMs);
+    wait.signal?.addEventListener("abort", giveUp, { once: true });
+    try {
+      // Catch what committed between the caller's read and the subscription.
+      const current = await reads.get(wait.taskId, wait.tenant);
+      if (!latest || current.version > latest.version) latest = current;
+      if (wait.until(latest)) return latest;
+      return (await settled) ?? latest;
+    } finally {
+      clearTimeout(timer);
+      unsubscribe();
+      wait.signal?.removeEventListener("abort", giveUp);
+    }
+  }
+
+  /**
+   * The task's committed events with sequence >= `fromSequence`, in order, as they are committed. Ends after
+   * a terminal event (`run.completed`...), when the task was already terminal and nothing is left to read,
+   * or when `signal` aborts.
+   */
+  async *follow(task: Pick<TaskRecord, "taskId" | "status">, fromSequence: number, options: FollowOptions): AsyncGenerator<RunEvent> {
+    const { taskId } = task;
+    const queue = new SubscriptionQueue<RunEvent[]>(this.options.maxBuffered);
+    const unsubscribe = this.options.hook.onTask(taskId, ({ events }) => queue.push(events));
+    const onAbort = () => queue.close();
+    options.signal?.addEventListener("abort", onAbort, { once: true });
+    let next = fromSequence;
+    let ended = false;
+    // Yields stored or delivered events from `next` on, in order; stops at a gap (the caller reads the store).
+    const take = function* (events: RunEvent[]): Generator<RunEvent, void> {
+      for (const event of events) {
+        if (event.sequence < next) continue;
+        if (event.sequence > next) return;
+        next = event.sequence + 1;
+        yield event;
+        if (TERMINAL_RUN_EVENT_TYPES.has(event.type)) {
+          ended = true;
+          return;
+        }
+      }
+    };
+    const reads = this.options.reads;
+    const pageSize = this.pageSize;
+    // Everything committed up to `until` (exclusive; unbounded without it) that is not yet yielded.
+    const catchUp = async function* (until?: number): AsyncGenerator<RunEvent, void> {
+      for (;;) {
+        const limit = until === undefined ? pageSize : Math.min(pageSize, until - next);
+        if (limit <= 0) return;
+        const page = await reads.readEvents(taskId, next, limit);
+        const before = next;
+        yield* take(page);
+        if (ended || page.length < limit || next === before) return;
+      }
+    };
+    try {
+      if (options.signal?.aborted) return;
+      yield* catchUp();
+      // A task that had already ended has nothing more to come after its log.
+      if (ended || isTerminalRunStatus(task.status)) return;
+      for (;;) {
+        let batch: RunEvent[] | undefined;
+        try {
+          batch = await queue.next();
+        } catch (err) {
+          if (!(err instanceof DomainError) || !queue.overflowed || options.onOverflow === "drop") throw err;
+          queue.resume();
+          yield* catchUp();
+          if (ended) return;
+          continue;
+        }
+        if (!batch) return;
+        const first = batch[0];
+        if (first && first.sequence > next) yield* catchUp(first.sequence);
+        if (ended) return;
+        yield* take(batch);
+        if (ended) return;
+      }
+    } finally {
+      unsubscribe();
+      options.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+}

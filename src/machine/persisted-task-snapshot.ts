@@ -1,0 +1,51 @@
+import type { Snapshot } from "xstate";
+import { DomainError } from "../domain/errors.js";
+import type { TaskContext } from "./task-context.js";
+import { TASK_MACHINE_VERSION, taskMachine } from "./task-machine.js";
+import type { TaskSnapshot } from "./task-projection.js";
+
+/** Snapshots stored before the version was recorded were written by version 1. */
+const UNVERSIONED = 1;
+
+/**
+ * Migrations of older snapshots to the current machine, keyed by the version they read. Empty while only
+ * version 1 exists; a version missing here (and not current) is refused, never guessed at.
+ */
+const MIGRATIONS: Record<number, (persisted: Record<string, unknown>) => Record<string, unknown>> = {};
+
+/** The persisted XState snapshot as plain JSON (no class instances) with the machine version it was written by. */
+export function persistTaskSnapshot(snapshot: TaskSnapshot): Record<string, unknown> {
+  const persisted = JSON.parse(JSON.stringify(taskMachine.getPersistedSnapshot(snapshot))) as Record<string, unknown>;
+  return { ...persisted, machineVersion: TASK_MACHINE_VERSION };
+}
+
+/**
+ * The one way back from a stored snapshot: checks the machine version it was written by and migrates it to
+ * the current one. An unknown version is an internal error naming the task (never a silent misread).
+ */
+export function restorePersistedSnapshot(stored: unknown, taskId = "(unknown task)"): Snapshot<unknown> & { context: TaskContext } {
+  if (stored === null || typeof stored !== "object") {
+    throw new DomainError("internal", `the stored snapshot of task ${taskId} is not an object`, { taskId });
+  }
+  const { machineVersion, ...persisted } = stored as Record<string, unknown>;
+  let version = machineVersion === undefined ? UNVERSIONED : machineVersion;
+  let current: Record<string, unknown> = persisted;
+  while (version !== TASK_MACHINE_VERSION) {
+    const migrate = typeof version === "number" ? MIGRATIONS[version] : undefined;
+    if (!migrate) {
+      throw new DomainError(
+        "internal",
+        `task ${taskId} was stored by task machine version ${String(machineVersion)}, which this host (version ${TASK_MACHINE_VERSION}) cannot restore`,
+        { taskId, machineVersion, supported: TASK_MACHINE_VERSION },
+      );
+    }
+    current = migrate(current);
+    version = (version as number) + 1;
+  }
+  return current as unknown as Snapshot<unknown> & { context: TaskContext };
+}
+
+/** The machine context of a stored snapshot (history, artifacts, interrupt), read through the version check. */
+export function persistedContextOf(stored: unknown, taskId?: string): TaskContext {
+  return restorePersistedSnapshot(stored, taskId).context;
+}

@@ -1,0 +1,21 @@
+import type { TaskContext } from "../machine/task-context.js";
+import type { RunEvent, TaskListPage, TaskListQuery, TaskRecord } from "./task-store.js";
+
+/**
+ * What readers of tasks (the A2A service, the runs API, push) may ask: committed state only, never a write.
+ * The engine's task repository implements it; nothing else hands out the store.
+ */
+export interface TaskReadPort {
+  /** The task as last committed, when it belongs to `tenant`; task-not-found otherwise (also when expired). */
+  get(taskId: string, tenant: string): Promise<TaskRecord>;
+  /** The task whatever its tenant, or null: for callers whose credential names the task (interrupt tokens, push). */
+  find(taskId: string): Promise<TaskRecord | null>;
+  /** The machine context of a record (history, artifacts, interrupt), read through the machine-version check. */
+  contextOf(record: TaskRecord): TaskContext;
+  /** Committed events with sequence >= fromSequence, in order, at most `limit`. */
+  readEvents(taskId: string, fromSequence: number, limit?: number): Promise<RunEvent[]>;
+  /** The live task created with this idempotency key, or null. */
+  findByIdempotencyKey(idempotencyKey: string): Promise<TaskRecord | null>;
+  /** One page of a tenant's live tasks (ListTasks). */
+  list(query: TaskListQuery): Promise<TaskListPage>;
+}

@@ -1,0 +1,33 @@
+import { loadConfig, type Config } from "../../src/config/config.js";
+import { createCore, type Core } from "../../src/core.js";
+import type { TaskHandler } from "../../src/engine/workflow-types.js";
+import { createLogger } from "../../src/observability/logger.js";
+import type { IdempotencyStore } from "../../src/store/idempotency-store.js";
+import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
+import type { TaskStore } from "../../src/store/task-store.js";
+
+export interface TestCore {
+  core: Core;
+  store: TaskStore;
+  config: Config;
+  close(): Promise<void>;
+}
+
+/** The host without HTTP (engine and services), started, on an in-memory store unless one is given. */
+export async function startTestCore(
+  env: Record<string, string> = {},
+  options: { store?: TaskStore; handlers?: Record<string, TaskHandler>; idempotency?: IdempotencyStore } = {},
+): Promise<TestCore> {
+  const store = options.store ?? new MemoryTaskStore();
+  const config = loadConfig({ LOG_LEVEL: "silent", TIMER_POLL_MS: "50", ...env });
+  const logger = createLogger(config.logLevel);
+  const core = await createCore({
+    config,
+    logger,
+    store,
+    ...(options.handlers ? { handlers: options.handlers } : {}),
+    ...(options.idempotency ? { idempotency: options.idempotency } : {}),
+  });
+  await core.start();
+  return { core, store, config, close: () => core.stop() };
+}
