@@ -1,10 +1,11 @@
-import type { A2ATaskState, Message } from "../domain/a2a-types.js";
+import type { A2ATaskState } from "../domain/a2a-types.js";
 import { DomainError, taskNotFound } from "../domain/errors.js";
 import { isTerminalRunStatus } from "../domain/run-status.js";
 import { persistedContextOf, persistTaskSnapshot } from "../machine/persisted-task-snapshot.js";
 import { applyTaskEvent, createTaskActor, restoreTaskActor, type TaskActor } from "../machine/task-actor.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { TaskEvent } from "../machine/task-events.js";
+import type { TaskMachineInput } from "../machine/task-machine.js";
 import { runStatusOf, stateMetaOf, type TaskSnapshot } from "../machine/task-projection.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import { StaleWriteError, type RunEvent, type TaskListPage, type TaskListQuery, type TaskRecord, type TaskRecordChanges, type TaskStore } from "../store/task-store.js";
@@ -19,13 +20,8 @@ export interface LiveTask {
   record: TaskRecord;
 }
 
-export interface NewTask {
-  taskId: string;
-  contextId: string;
-  workflowId: string;
-  tenant: string;
-  firstNode: string | null;
-  message: Message;
+/** A task to create: the machine's input, when, and the creating message's idempotency key. */
+export interface NewTask extends TaskMachineInput {
   at: string;
   idempotency?: IdempotencySeed;
 }
