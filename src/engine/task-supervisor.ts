@@ -129,11 +129,12 @@ export class TaskSupervisor {
     return record;
   }
 
+  /** Same as `reads.get`; kept for src/push until it takes the read port. */
   get(taskId: string, tenant: string): Promise<TaskRecord> {
     return this.repository.get(taskId, tenant);
   }
 
-  /** The machine context of a stored record (history, artifacts, interrupt). */
+  /** Same as `reads.contextOf`; kept for src/push until it takes the read port. */
   contextOf(record: TaskRecord): TaskContext {
     return this.repository.contextOf(record);
   }
