@@ -5,7 +5,7 @@ import { TaskService } from "./a2a/task-service.js";
 import type { CallContext } from "./auth/call-context.js";
 import { buildAgentCard, type AgentInterface } from "./a2a/agent-card.js";
 import type { Config } from "./config/config.js";
-import { projectRoot } from "./config/project-root.js";
+import { projectRoot } from "./domain/project-root.js";
 import { DomainError } from "./domain/errors.js";
 import { builtinHandlers } from "./engine/builtin-handlers.js";
 import { TaskSupervisor } from "./engine/task-supervisor.js";
@@ -16,13 +16,17 @@ import { loadWorkflowCatalog } from "./engine/workflow-catalog.js";
 import { A2AInvokeRunner } from "./engine/a2a-invoke-runner.js";
 import { createA2APeerClient } from "./peer/a2a-peer-client.js";
 import { createGrpcPeerTransport } from "./peer/grpc-peer-client.js";
+import * as v03ProtoCodec from "./a2a/v03/v03-proto-codec.js";
 import { createPeerHttpClient } from "./peer/peer-http-client.js";
 import type { TaskHandler } from "./engine/workflow-types.js";
 import type { Logger } from "./observability/logger.js";
 import type { TaskStore } from "./store/task-store.js";
 import { MemoryPushConfigStore } from "./store/memory-push-config-store.js";
 import type { PushConfigStore } from "./store/push-config-store.js";
-import type { Resolver } from "./push/push-egress-guard.js";
+import type { Resolver } from "./egress/egress-guard.js";
+import { artifactRefsUpTo, pushBody } from "./push/push-payload.js";
+import { A2A_V10_PUSH_CONTENT_TYPE, pushBodyV10 } from "./push/push-payload-v10.js";
+import type { PushBodyEncoders } from "./push/push-ports.js";
 import { createPushNotifications, type PushNotifications } from "./push/push-notifications.js";
 import { addPushRoutes } from "./transport/rest/push-routes.js";
 import { createA2AConnectHandler, isA2ARpcPath } from "./transport/connect/a2a-connect-handler.js";
@@ -92,6 +96,12 @@ function grpcTarget(publicUrl: string): string {
   return `${url.hostname}:${url.port || (url.protocol === "https:" ? "443" : "80")}`;
 }
 
+/** The push body per A2A version: 0.3 a bare status-update, 1.0 a StreamResponse (the version registry will own these). */
+const PUSH_BODIES: PushBodyEncoders = {
+  "0.3": { contentType: "application/json", encode: (task, event, log) => pushBody(task, event, artifactRefsUpTo(log, event.sequence)) },
+  "1.0": { contentType: A2A_V10_PUSH_CONTENT_TYPE, encode: (task, event, log) => pushBodyV10(task, event, artifactRefsUpTo(log, event.sequence)) },
+};
+
 export async function createApp(options: AppOptions): Promise<App> {
   const { config, logger, store } = options;
   const handlers = { ...builtinHandlers, ...options.handlers };
@@ -108,7 +118,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   // The card picks the wire: JSON-RPC 0.3 over undici, or gRPC (a2a.v1) over HTTP/2 when the card prefers it.
   const peerClient = createA2APeerClient({
     http: createPeerHttpClient({ policy: config.a2aPeer.egress }),
-    grpc: createGrpcPeerTransport({ policy: config.a2aPeer.egress, requestTimeoutMs: config.a2aPeer.requestTimeoutMs }),
+    grpc: createGrpcPeerTransport({ policy: config.a2aPeer.egress, codec: v03ProtoCodec, requestTimeoutMs: config.a2aPeer.requestTimeoutMs }),
     requestTimeoutMs: config.a2aPeer.requestTimeoutMs,
   });
   const peerInvoker = new A2AInvokeRunner(peerClient, config.a2aPeer, logger);
@@ -118,8 +128,10 @@ export async function createApp(options: AppOptions): Promise<App> {
     dataDir: config.dataDir,
     retentionMs: config.retentionMs,
     configs: options.pushConfigs ?? new MemoryPushConfigStore(),
-    supervisor,
-    hook,
+    tasks: supervisor,
+    log: store,
+    commits: hook,
+    bodies: PUSH_BODIES,
     logger,
     ...(options.pushResolver ? { resolve: options.pushResolver } : {}),
   });

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CallContext } from "../../src/auth/call-context.js";
-import { projectRoot } from "../../src/config/project-root.js";
+import { projectRoot } from "../../src/domain/project-root.js";
 import { builtinHandlers } from "../../src/engine/builtin-handlers.js";
 import { TaskSupervisor } from "../../src/engine/task-supervisor.js";
 import { TransitionHook } from "../../src/engine/transition-hook.js";

@@ -1,7 +1,7 @@
 import type { TaskService } from "../../a2a/task-service.js";
 import { DomainError, invalidParams } from "../../domain/errors.js";
 import { isTerminalRunStatus, type RunStatus } from "../../domain/run-status.js";
-import { checkPushUrl, checkPushUrlSyntax, EgressRefusedError, EgressResolutionError, type EgressPolicy, type Resolver } from "../../push/push-egress-guard.js";
+import { checkEgressUrl, checkEgressUrlSyntax, EgressRefusedError, EgressResolutionError, type EgressPolicy, type Resolver } from "../../egress/egress-guard.js";
 import type { RunService } from "../../runs/run-service.js";
 import { optionalString, requiredString } from "../json-shape.js";
 import { sendJson } from "../http-io.js";
@@ -69,8 +69,8 @@ export function addConformanceSeamRoutes(router: HttpRouter, options: Conformanc
 
 async function checkUrl(url: string, options: ConformanceSeamOptions): Promise<void> {
   try {
-    checkPushUrlSyntax(url, options.egress);
-    await checkPushUrl(url, options.egress, options.resolve);
+    checkEgressUrlSyntax(url, options.egress, "push");
+    await checkEgressUrl(url, options.egress, "push", options.resolve);
   } catch (err) {
     if (err instanceof EgressRefusedError) throw invalidParams(err.message, { path: "body.url", arm: err.arm });
     if (err instanceof EgressResolutionError) throw invalidParams(`push URL refused: ${err.message}`, { path: "body.url", arm: "address" });

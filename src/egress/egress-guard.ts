@@ -1,9 +1,9 @@
 /**
- * SSRF guard for push-notification (webhook) URLs.
+ * SSRF guard for every outbound URL: push-notification webhooks and calls to peer agents.
  *
- * The guard is applied twice: when a push config is registered (`checkPushUrlSyntax`, then
- * `checkPushUrl`) and again before EVERY delivery (`checkPushUrl`, whose resolved addresses the
- * HTTP client then pins the connection to — see push-http-client.ts). It follows OpenWOP
+ * For push it is applied twice: when a push config is registered (`checkEgressUrlSyntax`, then
+ * `checkEgressUrl`) and again before EVERY delivery (`checkEgressUrl`, whose resolved addresses the
+ * guarded client then pins the connection to — see pinned-pools.ts). Peer calls check every request. It follows OpenWOP
  * `webhooks.md` §"SSRF protection" / RFC 0093 §A and A2A v1.0 §13.2, and is stricter where those
  * are silent (ports, special-purpose ranges, embedded IPv4 in IPv6 transition prefixes).
  *
@@ -45,13 +45,16 @@ export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
 
 export type EgressArm = "scheme" | "address" | "url" | "policy" | "port";
 
+/** What is being checked; refusals name it ("push URL refused by …", "peer URL host … could not be resolved"). */
+export type EgressSubject = "push" | "peer";
+
 export class EgressRefusedError extends Error {
   readonly arm: EgressArm;
   /** Plain-words reason without the "push URL refused by …" prefix. */
   readonly reason: string;
 
-  constructor(arm: EgressArm, reason: string) {
-    super(`push URL refused by the ${arm} arm: ${reason}`);
+  constructor(arm: EgressArm, reason: string, subject: EgressSubject) {
+    super(`${subject} URL refused by the ${arm} arm: ${reason}`);
     this.name = "EgressRefusedError";
     this.arm = arm;
     this.reason = reason;
@@ -65,14 +68,14 @@ export class EgressRefusedError extends Error {
 export class EgressResolutionError extends Error {
   readonly code: string | undefined;
 
-  constructor(host: string, code: string | undefined) {
-    super(`push URL host ${host} could not be resolved${code ? ` (${code})` : ""}`);
+  constructor(host: string, code: string | undefined, subject: EgressSubject) {
+    super(`${subject} URL host ${host} could not be resolved${code ? ` (${code})` : ""}`);
     this.name = "EgressResolutionError";
     this.code = code;
   }
 }
 
-export const MAX_PUSH_URL_LENGTH = 2048;
+export const MAX_EGRESS_URL_LENGTH = 2048;
 
 /** Resolve with the OS resolver (getaddrinfo), every address, in the resolver's order. */
 export const defaultResolver: Resolver = async (hostname) => {
@@ -320,8 +323,12 @@ interface Analysis {
   needLoopback: Array<{ arm: EgressArm; reason: string }>;
 }
 
-function refuse(arm: EgressArm, reason: string): never {
-  throw new EgressRefusedError(arm, reason);
+type Refuse = (arm: EgressArm, reason: string) => never;
+
+function refuser(subject: EgressSubject): Refuse {
+  return (arm, reason) => {
+    throw new EgressRefusedError(arm, reason, subject);
+  };
 }
 
 function shown(text: string): string {
@@ -329,14 +336,15 @@ function shown(text: string): string {
 }
 
 // Whitespace (incl. Unicode spaces) and C0/C1 control characters. WHATWG URL silently strips some
-// of these; a push URL that needs stripping is refused rather than "repaired".
+// of these; a URL that needs stripping is refused rather than "repaired".
 // eslint-disable-next-line no-control-regex
 const BAD_CHARS = /[\u0000-\u0020\u007f-\u009f\s\u200b-\u200f\u2028\u2029\ufeff]/u;
 
-function analyze(raw: unknown, policy: EgressPolicy): Analysis {
+function analyze(raw: unknown, policy: EgressPolicy, subject: EgressSubject): Analysis {
+  const refuse: Refuse = refuser(subject);
   // --- url arm (shape) ---
   if (typeof raw !== "string" || raw === "") refuse("url", "the URL is empty or not a string");
-  if (raw.length > MAX_PUSH_URL_LENGTH) refuse("url", `the URL is longer than ${MAX_PUSH_URL_LENGTH} characters`);
+  if (raw.length > MAX_EGRESS_URL_LENGTH) refuse("url", `the URL is longer than ${MAX_EGRESS_URL_LENGTH} characters`);
   if (BAD_CHARS.test(raw)) refuse("url", "the URL contains whitespace or control characters");
   let url: URL;
   try {
@@ -344,14 +352,14 @@ function analyze(raw: unknown, policy: EgressPolicy): Analysis {
   } catch {
     refuse("url", "the URL is not a valid absolute URL");
   }
-  if (url.href.length > MAX_PUSH_URL_LENGTH) {
-    refuse("url", `the normalized URL is longer than ${MAX_PUSH_URL_LENGTH} characters`);
+  if (url.href.length > MAX_EGRESS_URL_LENGTH) {
+    refuse("url", `the normalized URL is longer than ${MAX_EGRESS_URL_LENGTH} characters`);
   }
 
   // --- scheme arm (which schemes exist at all) ---
   const protocol = url.protocol;
   if (protocol !== "https:" && protocol !== "http:") {
-    refuse("scheme", `scheme ${shown(protocol.replace(/:$/, ""))} is not allowed; push URLs must use https`);
+    refuse("scheme", `scheme ${shown(protocol.replace(/:$/, ""))} is not allowed; ${subject} URLs must use https`);
   }
   const scheme = protocol === "https:" ? "https" : "http";
 
@@ -360,7 +368,7 @@ function analyze(raw: unknown, policy: EgressPolicy): Analysis {
   // disagree about userinfo, and it is the classic way to make a URL look like another host.
   const authority = raw.slice(raw.indexOf(":") + 1).replace(/^[/\\]*/, "").split(/[/\\?#]/, 1)[0] ?? "";
   if (url.username !== "" || url.password !== "" || authority.includes("@")) {
-    refuse("url", "the URL carries userinfo (user:password@); put credentials in the push authentication instead");
+    refuse("url", "the URL carries userinfo (user:password@); put credentials in the ${subject} authentication instead");
   }
   if (url.hostname === "") refuse("url", "the URL has no host");
 
@@ -397,7 +405,7 @@ function analyze(raw: unknown, policy: EgressPolicy): Analysis {
   const needLoopback: Analysis["needLoopback"] = [];
   if (scheme === "http") {
     if (!policy.allowHttpLoopback) {
-      refuse("scheme", `http is not allowed for ${where}; push URLs must use https`);
+      refuse("scheme", `http is not allowed for ${where}; ${subject} URLs must use https`);
     }
     const reason = `http is only allowed to loopback targets (${where} is not loopback)`;
     if (literal !== undefined) {
@@ -426,11 +434,11 @@ function analyze(raw: unknown, policy: EgressPolicy): Analysis {
 
   // --- policy arm ---
   const deny = policy.denyHosts.map(compilePattern);
-  if (deny.some((p) => patternMatchesHost(p, name, literal))) refuse("policy", `${display} is on the push deny list`);
+  if (deny.some((p) => patternMatchesHost(p, name, literal))) refuse("policy", `${display} is on the ${subject} deny list`);
   if (policy.allowHosts.length > 0) {
     const allow = policy.allowHosts.map(compilePattern);
     if (!allow.some((p) => patternMatchesHost(p, name, literal))) {
-      refuse("policy", `${display} is not on the push allow list`);
+      refuse("policy", `${display} is not on the ${subject} allow list`);
     }
   }
 
@@ -451,11 +459,11 @@ function analyze(raw: unknown, policy: EgressPolicy): Analysis {
 
 /**
  * The synchronous checks: url shape, scheme, literal IPs, internal names, allow/deny lists, ports.
- * Use it to validate a push URL BEFORE looking a task up, then call `checkPushUrl` for the DNS part.
+ * Use it to validate a push URL BEFORE looking a task up, then call `checkEgressUrl` for the DNS part.
  * Returns the parsed URL without its fragment. Throws EgressRefusedError.
  */
-export function checkPushUrlSyntax(url: string, policy: EgressPolicy): URL {
-  return analyze(url, policy).url;
+export function checkEgressUrlSyntax(url: string, policy: EgressPolicy, subject: EgressSubject): URL {
+  return analyze(url, policy, subject).url;
 }
 
 /**
@@ -463,12 +471,14 @@ export function checkPushUrlSyntax(url: string, policy: EgressPolicy): URL {
  * address arm on EVERY answer. Returns the addresses a connection may use — connect only to these.
  * Throws EgressRefusedError, or EgressResolutionError when the name does not resolve.
  */
-export async function checkPushUrl(
+export async function checkEgressUrl(
   url: string,
   policy: EgressPolicy,
+  subject: EgressSubject,
   resolve: Resolver = defaultResolver,
 ): Promise<{ url: URL; addresses: ResolvedAddress[] }> {
-  const a = analyze(url, policy);
+  const refuse: Refuse = refuser(subject);
+  const a = analyze(url, policy, subject);
   if (a.literal !== undefined) {
     return { url: a.url, addresses: [{ address: formatIp(a.literal), family: a.literal.kind() === "ipv4" ? 4 : 6 }] };
   }
@@ -478,9 +488,9 @@ export async function checkPushUrl(
     answers = await resolve(a.name);
   } catch (err) {
     const code = typeof (err as { code?: unknown })?.code === "string" ? (err as { code: string }).code : undefined;
-    throw new EgressResolutionError(a.display, code);
+    throw new EgressResolutionError(a.display, code, subject);
   }
-  if (!Array.isArray(answers) || answers.length === 0) throw new EgressResolutionError(a.display, "NODATA");
+  if (!Array.isArray(answers) || answers.length === 0) throw new EgressResolutionError(a.display, "NODATA", subject);
 
   const addresses: ResolvedAddress[] = [];
   const seen = new Set<string>();
@@ -493,7 +503,7 @@ export async function checkPushUrl(
     if (!verdict.ok) refuse("address", `${a.display} resolves to ${text}, ${verdict.reason}`);
     if (!verdict.loopback) allLoopback = false;
     if (a.deny.some((p) => p.kind === "cidr" && matchesUnmapped(ip, p.range))) {
-      refuse("policy", `${a.display} resolves to ${text}, which is on the push deny list`);
+      refuse("policy", `${a.display} resolves to ${text}, which is on the ${subject} deny list`);
     }
     if (!seen.has(text)) {
       seen.add(text);
