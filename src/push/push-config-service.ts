@@ -59,14 +59,7 @@ export class PushConfigService {
    */
   async validate(config: PushNotificationConfig, path: string): Promise<void> {
     this.assertEnabled();
-    try {
-      checkEgressUrlSyntax(config.url, this.options.egress, "push");
-      await checkEgressUrl(config.url, this.options.egress, "push", this.options.resolve);
-    } catch (err) {
-      if (err instanceof EgressRefusedError) throw invalidParams(err.message, { path: `${path}.url`, arm: err.arm });
-      if (err instanceof EgressResolutionError) throw invalidParams(`push URL refused: ${err.message}`, { path: `${path}.url`, arm: "address" });
-      throw err;
-    }
+    await this.checkUrl(config.url, `${path}.url`);
     if (config.id !== undefined && !CONFIG_ID.test(config.id)) {
       throw invalidParams(`${path}.id must be 1 to 128 characters without whitespace, control characters or slashes`, { path: `${path}.id` });
     }
@@ -77,6 +70,18 @@ export class PushConfigService {
       if (scheme === undefined) throw invalidParams(`${path}.authentication.schemes must not be empty`, { path: `${path}.authentication.schemes` });
       if (!auth.schemes.every((s) => HTTP_TOKEN.test(s))) throw invalidParams(`${path}.authentication.schemes must be HTTP auth-scheme names (e.g. "Bearer")`, { path: `${path}.authentication.schemes` });
       if (auth.credentials !== undefined) checkSecret(auth.credentials, `${path}.authentication.credentials`);
+    }
+  }
+
+  /** The egress guard on a push URL (syntax, then DNS); a refusal is invalid params naming the arm at `path`. */
+  async checkUrl(url: string, path: string): Promise<void> {
+    try {
+      checkEgressUrlSyntax(url, this.options.egress, "push");
+      await checkEgressUrl(url, this.options.egress, "push", this.options.resolve);
+    } catch (err) {
+      if (err instanceof EgressRefusedError) throw invalidParams(err.message, { path, arm: err.arm });
+      if (err instanceof EgressResolutionError) throw invalidParams(`push URL refused: ${err.message}`, { path, arm: "address" });
+      throw err;
     }
   }
 

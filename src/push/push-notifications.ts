@@ -44,7 +44,7 @@ export interface PushNotifications {
 export async function createPushNotifications(options: PushNotificationsOptions): Promise<PushNotifications> {
   const { settings, configs, tasks, logger } = options;
   if (!settings.enabled) {
-    const service = new PushConfigService({ enabled: false, configs, tasks, egress: settings.egress, maxConfigsPerTask: settings.maxConfigsPerTask });
+    const service = new PushConfigService({ enabled: false, configs, tasks, egress: settings.egress, ...(options.resolve ? { resolve: options.resolve } : {}), maxConfigsPerTask: settings.maxConfigsPerTask });
     return { enabled: false, configs: service, worker: undefined, description: "push: disabled", start: async () => {}, stop: async () => {} };
   }
   const keys = await resolvePushKeys(settings, options.dataDir);
