@@ -25,8 +25,6 @@ import { unexpandedVariables } from "./workflow-catalog.js";
 import { idempotencyKeyOf, runInputOf } from "./workflow-engine.js";
 import type { A2AInvokeNode } from "./workflow-types.js";
 
-export type { A2AInvokeSettings } from "../peer/peer-settings.js";
-
 /** Peer calls retry transport errors with ±20 % jitter around the exponential delay. */
 const PEER_JITTER = { min: 0.8, max: 1.2 } as const;
 
