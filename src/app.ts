@@ -69,7 +69,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, logger, maxBodyBytes: config.maxBodyBytes });
   addOpenwopInterruptRoutes(router, { interrupts: runInterrupts, maxBodyBytes: config.maxBodyBytes });
   if (config.conformanceSeams) {
-    addConformanceSeamRoutes(router, { service, runs, egress: config.push.egress, ...(options.pushResolver ? { resolve: options.pushResolver } : {}), maxBodyBytes: config.maxBodyBytes });
+    addConformanceSeamRoutes(router, { service, runs, checkPushUrl: (url, path) => push.configs.checkUrl(url, path), maxBodyBytes: config.maxBodyBytes });
   }
   addDiscoveryRoutes(router, {
     service,

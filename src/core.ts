@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { buildAgentCard, type AgentCard, type AgentInterface } from "./a2a/agent-card.js";
 import { TaskService } from "./a2a/task-service.js";
 import type { Config } from "./config/config.js";
-import { projectRoot } from "./config/project-root.js";
+import { projectRoot } from "./domain/project-root.js";
 import { A2AInvokeRunner } from "./engine/a2a-invoke-runner.js";
 import { builtinHandlers } from "./engine/builtin-handlers.js";
 import { TaskObserver } from "./engine/task-observer.js";
@@ -17,7 +17,11 @@ import type { Logger } from "./observability/logger.js";
 import { createA2APeerClient } from "./peer/a2a-peer-client.js";
 import { createGrpcPeerTransport } from "./peer/grpc-peer-client.js";
 import { createPeerHttpClient } from "./peer/peer-http-client.js";
-import type { Resolver } from "./push/push-egress-guard.js";
+import * as v03ProtoCodec from "./a2a/v03/v03-proto-codec.js";
+import { artifactRefsUpTo, pushBody } from "./push/push-payload.js";
+import { A2A_V10_PUSH_CONTENT_TYPE, pushBodyV10 } from "./push/push-payload-v10.js";
+import type { PushBodyEncoders } from "./push/push-ports.js";
+import type { Resolver } from "./egress/egress-guard.js";
 import { createPushNotifications, type PushNotifications } from "./push/push-notifications.js";
 import { RunEventFeed } from "./runs/run-event-feed.js";
 import { interruptTokensFor, RunInterrupts } from "./runs/run-interrupts.js";
@@ -74,6 +78,12 @@ function grpcTarget(publicUrl: string): string {
   return `${url.hostname}:${url.port || (url.protocol === "https:" ? "443" : "80")}`;
 }
 
+/** The push body per A2A version: 0.3 a bare status-update, 1.0 a StreamResponse (the version registry will own these). */
+const PUSH_BODIES: PushBodyEncoders = {
+  "0.3": { contentType: "application/json", encode: (task, event, log) => pushBody(task, event, artifactRefsUpTo(log, event.sequence)) },
+  "1.0": { contentType: A2A_V10_PUSH_CONTENT_TYPE, encode: (task, event, log) => pushBodyV10(task, event, artifactRefsUpTo(log, event.sequence)) },
+};
+
 export async function createCore(options: CoreOptions): Promise<Core> {
   const { config, logger, store } = options;
   const handlers = { ...builtinHandlers, ...options.handlers };
@@ -90,7 +100,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   // The card picks the wire: JSON-RPC 0.3 over undici, or gRPC (a2a.v1) over HTTP/2 when the card prefers it.
   const peerClient = createA2APeerClient({
     http: createPeerHttpClient({ policy: config.a2aPeer.egress }),
-    grpc: createGrpcPeerTransport({ policy: config.a2aPeer.egress, requestTimeoutMs: config.a2aPeer.requestTimeoutMs }),
+    grpc: createGrpcPeerTransport({ policy: config.a2aPeer.egress, codec: v03ProtoCodec, requestTimeoutMs: config.a2aPeer.requestTimeoutMs }),
     requestTimeoutMs: config.a2aPeer.requestTimeoutMs,
   });
   const peerInvoker = new A2AInvokeRunner(peerClient, config.a2aPeer, logger);
@@ -102,8 +112,10 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     dataDir: config.dataDir,
     retentionMs: config.retentionMs,
     configs: options.pushConfigs ?? new MemoryPushConfigStore(),
-    supervisor,
-    hook,
+    tasks: reads,
+    log: reads,
+    commits: hook,
+    bodies: PUSH_BODIES,
     logger,
     ...(options.pushResolver ? { resolve: options.pushResolver } : {}),
   });

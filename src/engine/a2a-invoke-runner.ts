@@ -1,8 +1,11 @@
 import type { Artifact, Message } from "../domain/a2a-types.js";
+import { decideRetry, type RetryPolicy } from "../domain/retry-policy.js";
 import type { RunError, TaskContext } from "../machine/task-context.js";
 import type { Logger } from "../observability/logger.js";
 import type { A2APeerClient } from "../peer/a2a-peer-client.js";
 import { PeerCallError } from "../peer/peer-http-client.js";
+import type { A2AInvokeSettings } from "../peer/peer-settings.js";
+import type { PeerTask } from "../peer/peer-types.js";
 import {
   EXTERNAL_CALL_FAILED,
   firstProgress,
@@ -17,25 +20,13 @@ import {
   shownUrl,
   withPeerStatus,
   type PeerProgress,
-  type PeerTask,
 } from "./a2a-invoke.js";
 import { unexpandedVariables } from "./workflow-catalog.js";
 import { idempotencyKeyOf, runInputOf } from "./workflow-engine.js";
 import type { A2AInvokeNode } from "./workflow-types.js";
 
-export interface A2AInvokeSettings {
-  /** How often a live peer task is read (`tasks/get`). */
-  pollMs: number;
-  /** Default for a node without `timeoutMs`: how long the peer may stay submitted/working after each message. */
-  timeoutMs: number;
-  /** Attempts per call before a transport error fails the node (`external_call_failed`). */
-  maxAttempts: number;
-  /** Backoff before retry n is retryBaseMs · 2^(n-1), capped at retryMaxMs, with ±20 % jitter. */
-  retryBaseMs: number;
-  retryMaxMs: number;
-  /** Deadline of each HTTP request, and of the best-effort cancel. */
-  requestTimeoutMs: number;
-}
+/** Peer calls retry transport errors with ±20 % jitter around the exponential delay. */
+const PEER_JITTER = { min: 0.8, max: 1.2 } as const;
 
 export const DEFAULT_A2A_INVOKE_SETTINGS: A2AInvokeSettings = {
   pollMs: 1_000,
@@ -206,19 +197,18 @@ export class A2AInvokeRunner {
     }
   }
 
-  /** Runs `call`, retrying retryable PeerCallErrors with backoff; non-retryable ones and exhaustion throw. */
+  /** Runs `call`, retrying retryable PeerCallErrors with backoff (domain/retry-policy); non-retryable ones and exhaustion throw. */
   private async retrying<T>(what: string, call: () => Promise<T>, signal: AbortSignal, log: Logger): Promise<T> {
+    const policy: RetryPolicy = { baseMs: this.settings.retryBaseMs, maxMs: this.settings.retryMaxMs, maxAttempts: this.settings.maxAttempts, jitter: PEER_JITTER };
     for (let attempt = 1; ; attempt++) {
       try {
         return await call();
       } catch (err) {
         if (signal.aborted || !(err instanceof PeerCallError)) throw err;
-        if (!err.retryable) throw new PeerCallError(`${what}: ${err.message}`, err.kind, false, err.rpcCode);
-        if (attempt >= this.settings.maxAttempts) {
-          throw new PeerCallError(`${what} failed ${attempt} times; last error: ${err.message}`, err.kind, false, err.rpcCode);
-        }
-        const base = Math.min(this.settings.retryMaxMs, this.settings.retryBaseMs * 2 ** (attempt - 1));
-        const delay = Math.round(base * (0.8 + Math.random() * 0.4));
+        const decision = decideRetry(policy, err, attempt);
+        if (!decision.retry && decision.reason === "not-retryable") throw new PeerCallError(`${what}: ${err.message}`, err.kind, false, err.rpcCode);
+        if (!decision.retry) throw new PeerCallError(`${what} failed ${attempt} times; last error: ${err.message}`, err.kind, false, err.rpcCode);
+        const delay = decision.delayMs;
         log.warn({ attempt, delayMs: delay, err: { kind: err.kind, message: err.message } }, `${what} failed; retrying`);
         await sleep(delay, signal);
       }

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { Artifact, Message, Part } from "../domain/a2a-types.js";
 import { DomainError, invalidParams } from "../domain/errors.js";
 import type { PendingInterrupt, RunError, TaskContext } from "../machine/task-context.js";
+import type { PeerTask } from "../peer/peer-types.js";
 import type { A2AInvokeNode, WorkflowDefinition } from "./workflow-types.js";
 
 /**
@@ -30,19 +31,7 @@ export const UNTRUSTED = "untrusted";
 /** The id of the single question a peer interrupt asks: a text reply answers it. */
 export const PEER_REPLY_QUESTION_ID = "reply";
 
-/** A peer's task as read off the wire (A2A v0.3 JSON, checked by the client). `state` is the raw wire value. */
-export interface PeerTask {
-  id: string;
-  contextId: string;
-  state: string;
-  statusMessage?: Message;
-  statusTimestamp?: string;
-  artifacts: Artifact[];
-  history: Message[];
-}
-
-/** What `message/send` answered: a task, or (for a peer that answers at once) a plain message. */
-export type PeerReply = { kind: "task"; task: PeerTask } | { kind: "message"; message: Message };
+export type { PeerReply, PeerTask } from "../peer/peer-types.js";
 
 /**
  * What an a2a.invoke node records in `nodeProgress` (and so in `node.progress` log events) as soon as the

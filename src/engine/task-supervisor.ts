@@ -3,7 +3,6 @@ import type { Principal } from "../auth/principal.js";
 import type { Message } from "../domain/a2a-types.js";
 import { DomainError, invalidParams } from "../domain/errors.js";
 import { isTerminalRunStatus } from "../domain/run-status.js";
-import type { TaskContext } from "../machine/task-context.js";
 import { runStatusOf, stateMetaOf } from "../machine/task-projection.js";
 import type { Logger } from "../observability/logger.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
@@ -69,14 +68,6 @@ export class TaskSupervisor {
     });
   }
 
-  /**
-   * @deprecated The raw store, only until src/push takes `reads` (its delivery worker still asks for a
-   * TaskStore). Nothing else may use it.
-   */
-  get store(): TaskStore {
-    return this.options.store;
-  }
-
   /** Number of tasks holding an actor in memory (waiting tasks do not). */
   liveTaskCount(): number {
     return this.repository.liveCount();
@@ -127,16 +118,6 @@ export class TaskSupervisor {
     );
     this.driver.kick(taskId);
     return record;
-  }
-
-  /** Same as `reads.get`; kept for src/push until it takes the read port. */
-  get(taskId: string, tenant: string): Promise<TaskRecord> {
-    return this.repository.get(taskId, tenant);
-  }
-
-  /** Same as `reads.contextOf`; kept for src/push until it takes the read port. */
-  contextOf(record: TaskRecord): TaskContext {
-    return this.repository.contextOf(record);
   }
 
   /** A caller's message to an existing task: resolves its pending interrupt. */

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { readOrCreateSecretFile } from "../config/local-key-file.js";
+import { readOrCreateSecretFile } from "../secrets/local-key-file.js";
 import type { InterruptTokenKey } from "./interrupt-tokens.js";
 
 /** Where a development machine keeps its generated key, relative to DATA_DIR. */

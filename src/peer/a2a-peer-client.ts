@@ -12,26 +12,11 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Artifact, Message, Part, Role } from "../domain/a2a-types.js";
-import type { PeerReply, PeerTask } from "../engine/a2a-invoke.js";
 import { grpcEndpointOf, isGrpcEndpoint } from "./grpc-peer-client.js";
 import { PeerCallError, type PeerHttpClient } from "./peer-http-client.js";
+import type { PeerEndpoint, PeerTask, PeerTransport, PeerTransportName } from "./peer-types.js";
 
-export type PeerTransportName = "JSONRPC" | "GRPC";
-
-export interface PeerEndpoint {
-  /** JSON-RPC: the URL to POST to. gRPC: `grpc+https://host:port` (or `grpc+http://` for h2c). */
-  endpoint: string;
-  transport: PeerTransportName;
-  name?: string;
-}
-
-/** One wire to peers (JSON-RPC or gRPC): the calls an a2a.invoke node makes once it knows the endpoint. */
-export interface PeerTransport {
-  send(endpoint: string, message: Message, signal?: AbortSignal): Promise<PeerReply>;
-  getTask(endpoint: string, taskId: string, signal?: AbortSignal): Promise<PeerTask>;
-  cancelTask(endpoint: string, taskId: string, signal?: AbortSignal): Promise<PeerTask>;
-  close(): Promise<void>;
-}
+export type { PeerEndpoint, PeerTransport, PeerTransportName } from "./peer-types.js";
 
 /** Discovery plus the calls, each routed to the transport its endpoint names. */
 export interface A2APeerClient extends PeerTransport {

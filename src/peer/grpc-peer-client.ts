@@ -5,23 +5,37 @@
  * Endpoints are recorded (in node progress) as `grpc+https://host:port` (TLS) or `grpc+http://host:port`
  * (plaintext h2c), so a restarted node knows the wire without reading the card again. Egress is guarded like
  * JSON-RPC: before every call the target, in its https:// (or http://) form, passes the same guard
- * (`checkPushUrl`; http only to loopback under the test-only allowance), and the HTTP/2 session's socket
+ * (`checkEgressUrl`; http only to loopback under the test-only allowance), and the HTTP/2 session's socket
  * `lookup` answers only with the checked addresses. Responses are capped; each call has one deadline.
  *
  * What the peer answers is untrusted input: the proto Task is reduced to our PeerTask, dropping what does not
- * fit (unknown parts, messages without an id), like the JSON-RPC client does with JSON.
+ * fit (unknown parts, messages without an id), like the JSON-RPC client does with JSON. The a2a.v1 part, message
+ * and state conversions are the A2A 0.3 codec's, handed in (`PeerProtoCodec`) so peer does not import wire codecs.
  */
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import { decodePart, encodeMessage, formatTaskName, isoOf, taskStateFromProto } from "../a2a/v03/v03-proto-codec.js";
 import type { Artifact, Message, Part } from "../domain/a2a-types.js";
-import type { PeerReply, PeerTask } from "../engine/a2a-invoke.js";
+import { defaultResolver, type EgressPolicy, type ResolvedAddress, type Resolver } from "../egress/egress-guard.js";
+import { errorCode, pinnedLookup } from "../egress/pinned-connection.js";
 import * as pb from "../gen/a2a/v1/a2a_pb.js";
-import { errorCode, pinnedLookup } from "../push/pinned-connection.js";
-import { defaultResolver, type EgressPolicy, type ResolvedAddress, type Resolver } from "../push/push-egress-guard.js";
-import type { PeerTransport } from "./a2a-peer-client.js";
 import { checkPeerUrl, DEFAULT_MAX_PEER_RESPONSE_BYTES, PeerCallError } from "./peer-http-client.js";
+import type { PeerReply, PeerTask, PeerTransport } from "./peer-types.js";
+
+/** The a2a.v1 (A2A 0.3) proto conversions the gRPC transport needs; the 0.3 proto codec module satisfies it. */
+export interface PeerProtoCodec {
+  /** Throws on a part it cannot decode (the part is then dropped). */
+  decodePart(part: pb.Part, path: string): Part;
+  encodeMessage(message: Message): pb.Message;
+  /** Throws on TASK_STATE_UNSPECIFIED or an unknown number (read as "unknown"). */
+  taskStateFromProto(state: pb.TaskState): string;
+  isoOf(timestamp: pb.TaskStatus["timestamp"]): string | undefined;
+}
+
+/** The resource name of a task in a2a.v1 requests. */
+function taskName(taskId: string): string {
+  return `tasks/${taskId}`;
+}
 
 /** Marks a recorded endpoint as gRPC; what follows is the https:// or http:// origin of the target. */
 export const GRPC_ENDPOINT_PREFIX = "grpc+";
@@ -74,60 +88,60 @@ function structOf(value: pb.Message["metadata"]): Record<string, unknown> | unde
 }
 
 /** Parts the codec cannot decode (an empty oneof, an empty file URI) are dropped, as unknown JSON kinds are. */
-function partsOf(parts: readonly pb.Part[]): Part[] {
+function partsOf(parts: readonly pb.Part[], codec: PeerProtoCodec): Part[] {
   return parts.flatMap((p, i) => {
     try {
-      return [decodePart(p, `part[${i}]`)];
+      return [codec.decodePart(p, `part[${i}]`)];
     } catch {
       return [];
     }
   });
 }
 
-function messageOf(msg: pb.Message | undefined): Message | undefined {
+function messageOf(msg: pb.Message | undefined, codec: PeerProtoCodec): Message | undefined {
   if (!msg?.messageId) return undefined;
   const metadata = structOf(msg.metadata);
   return {
     messageId: msg.messageId,
     role: msg.role === pb.Role.USER ? "user" : "agent",
-    parts: partsOf(msg.content),
+    parts: partsOf(msg.content, codec),
     ...(msg.taskId ? { taskId: msg.taskId } : {}),
     ...(msg.contextId ? { contextId: msg.contextId } : {}),
     ...(metadata ? { metadata } : {}),
   };
 }
 
-function artifactOf(a: pb.Artifact, index: number): Artifact {
+function artifactOf(a: pb.Artifact, index: number, codec: PeerProtoCodec): Artifact {
   const metadata = structOf(a.metadata);
   return {
     artifactId: a.artifactId || `artifact-${index}`,
     ...(a.name ? { name: a.name } : {}),
     ...(a.description ? { description: a.description } : {}),
-    parts: partsOf(a.parts),
+    parts: partsOf(a.parts, codec),
     ...(metadata ? { metadata } : {}),
   };
 }
 
 /** A peer's proto Task as our PeerTask. TASK_STATE_UNSPECIFIED (and any number we do not know) reads as "unknown". */
-export function peerTaskFromProto(task: pb.Task | undefined): PeerTask {
+export function peerTaskFromProto(task: pb.Task | undefined, codec: PeerProtoCodec): PeerTask {
   if (!task) throw invalid("task (none)");
   if (!task.id || !task.status) throw invalid("task (id and status are required)");
   let state: string;
   try {
-    state = taskStateFromProto(task.status.state);
+    state = codec.taskStateFromProto(task.status.state);
   } catch {
     state = "unknown";
   }
-  const statusMessage = messageOf(task.status.update);
-  const statusTimestamp = isoOf(task.status.timestamp);
+  const statusMessage = messageOf(task.status.update, codec);
+  const statusTimestamp = codec.isoOf(task.status.timestamp);
   return {
     id: task.id,
     contextId: task.contextId,
     state,
     ...(statusMessage ? { statusMessage } : {}),
     ...(statusTimestamp ? { statusTimestamp } : {}),
-    artifacts: task.artifacts.map(artifactOf),
-    history: task.history.flatMap((m) => messageOf(m) ?? []),
+    artifacts: task.artifacts.map((a, i) => artifactOf(a, i, codec)),
+    history: task.history.flatMap((m) => messageOf(m, codec) ?? []),
   };
 }
 
@@ -192,6 +206,7 @@ export function grpcCallError(err: unknown, ctx: { method: string; where: string
 
 export interface GrpcPeerTransportOptions {
   policy: EgressPolicy;
+  codec: PeerProtoCodec;
   requestTimeoutMs: number;
   resolve?: Resolver;
   maxResponseBytes?: number;
@@ -200,6 +215,7 @@ export interface GrpcPeerTransportOptions {
 
 export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTransport {
   const resolve = opts.resolve ?? defaultResolver;
+  const codec = opts.codec;
   const readMaxBytes = opts.maxResponseBytes ?? DEFAULT_MAX_PEER_RESPONSE_BYTES;
   // One HTTP/2 session per origin + checked addresses: a connection is only reused for exactly what was checked.
   const sessions = new Map<string, { manager: Http2SessionManager; client: Client<typeof pb.A2AService> }>();
@@ -250,13 +266,13 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
   return {
     async send(endpoint, message, signal) {
       // Non-blocking, as over JSON-RPC: the peer answers with its task at once; we record its id, then poll.
-      const request = create(pb.SendMessageRequestSchema, { request: encodeMessage(message), configuration: create(pb.SendMessageConfigurationSchema, { blocking: false }) });
+      const request = create(pb.SendMessageRequestSchema, { request: codec.encodeMessage(message), configuration: create(pb.SendMessageConfigurationSchema, { blocking: false }) });
       const response = await call(endpoint, "SendMessage", (client, options) => client.sendMessage(request, options), signal);
       switch (response.payload.case) {
         case "task":
-          return { kind: "task", task: peerTaskFromProto(response.payload.value) } satisfies PeerReply;
+          return { kind: "task", task: peerTaskFromProto(response.payload.value, codec) } satisfies PeerReply;
         case "msg": {
-          const reply = messageOf(response.payload.value);
+          const reply = messageOf(response.payload.value, codec);
           if (!reply) throw invalid("SendMessage response (message without an id)");
           return { kind: "message", message: reply } satisfies PeerReply;
         }
@@ -269,13 +285,13 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
       // The whole history tells whether a forwarded reply already arrived. history_length 0 means "all" in the
       // v0.3 proto but "none" to peers that read it with 1.0 semantics (the @a2a-js/sdk v0.3 gRPC service does),
       // so ask for the most an int32 can say, which both read as "all".
-      const request = create(pb.GetTaskRequestSchema, { name: formatTaskName(taskId), historyLength: ALL_HISTORY });
-      return peerTaskFromProto(await call(endpoint, "GetTask", (client, options) => client.getTask(request, options), signal));
+      const request = create(pb.GetTaskRequestSchema, { name: taskName(taskId), historyLength: ALL_HISTORY });
+      return peerTaskFromProto(await call(endpoint, "GetTask", (client, options) => client.getTask(request, options), signal), codec);
     },
 
     async cancelTask(endpoint, taskId, signal) {
-      const request = create(pb.CancelTaskRequestSchema, { name: formatTaskName(taskId) });
-      return peerTaskFromProto(await call(endpoint, "CancelTask", (client, options) => client.cancelTask(request, options), signal));
+      const request = create(pb.CancelTaskRequestSchema, { name: taskName(taskId) });
+      return peerTaskFromProto(await call(endpoint, "CancelTask", (client, options) => client.cancelTask(request, options), signal), codec);
     },
 
     async close(): Promise<void> {

@@ -1,17 +1,17 @@
 /**
  * Outbound HTTP to remote A2A agents (the `a2a.invoke` node). Calls to peers are egress exactly like push
- * deliveries, so every request goes through the same SSRF guard (`checkPushUrl`: scheme, address, policy and
- * port arms, every resolved address checked) and then over an undici connection whose socket `lookup`
- * answers only with the checked addresses: the name is never resolved a second time between check and
+ * deliveries, so every request goes through the same SSRF guard (`checkEgressUrl`: scheme, address, policy and
+ * port arms, every resolved address checked) and then over a pinned pool (egress/pinned-pools.ts) whose socket
+ * `lookup` answers only with the checked addresses: the name is never resolved a second time between check and
  * connect. Redirects are never followed (a 3xx is an error), `Connection: upgrade` is refused, each request
  * has one deadline, and response bodies are capped.
  *
  * Errors are PeerCallErrors that say whether a retry may help; their messages name the host, never the path.
  */
-import { Pool } from "undici";
-import { errorCode, hasUpgradeToken, pinnedLookup } from "../push/pinned-connection.js";
 import type { Dispatcher } from "undici";
-import { EgressRefusedError, EgressResolutionError, checkPushUrl, defaultResolver, type EgressPolicy, type ResolvedAddress, type Resolver } from "../push/push-egress-guard.js";
+import { EgressRefusedError, EgressResolutionError, checkEgressUrl, defaultResolver, type EgressPolicy, type ResolvedAddress, type Resolver } from "../egress/egress-guard.js";
+import { errorCode, hasUpgradeToken } from "../egress/pinned-connection.js";
+import { createPinnedPools } from "../egress/pinned-pools.js";
 
 export type PeerCallErrorKind = "egress" | "resolution" | "timeout" | "connection" | "http" | "protocol" | "rpc" | "aborted" | "unsupported";
 
@@ -78,10 +78,10 @@ async function readCapped(body: Dispatcher.ResponseData["body"], cap: number, wh
  */
 export async function checkPeerUrl(url: string, policy: EgressPolicy, resolve: Resolver): Promise<{ url: URL; addresses: ResolvedAddress[] }> {
   try {
-    return await checkPushUrl(url, policy, resolve);
+    return await checkEgressUrl(url, policy, "peer", resolve);
   } catch (err) {
     if (err instanceof EgressRefusedError) throw new PeerCallError(`peer URL refused by the ${err.arm} arm of the egress guard: ${err.reason}`, "egress", false);
-    if (err instanceof EgressResolutionError) throw new PeerCallError(err.message.replace(/^push URL/, "peer URL"), "resolution", true);
+    if (err instanceof EgressResolutionError) throw new PeerCallError(err.message, "resolution", true);
     throw new PeerCallError("peer URL check failed (egress policy error)", "egress", false);
   }
 }
@@ -89,35 +89,8 @@ export async function checkPeerUrl(url: string, policy: EgressPolicy, resolve: R
 export function createPeerHttpClient(opts: { policy: EgressPolicy; resolve?: Resolver; maxResponseBytes?: number; userAgent?: string }): PeerHttpClient {
   const resolve = opts.resolve ?? defaultResolver;
   const cap = opts.maxResponseBytes ?? DEFAULT_MAX_PEER_RESPONSE_BYTES;
-  // Pools keyed by origin + checked addresses: a connection is only reused for exactly what was checked.
-  const pools = new Map<string, Pool>();
+  const pools = createPinnedPools({ maxPools: MAX_POOLS, connectionsPerPool: 4, keepAliveMs: KEEP_ALIVE_MS });
   let closed = false;
-
-  function poolFor(url: URL, addresses: readonly ResolvedAddress[]): Pool {
-    const key = `${url.origin}|${addresses.map((a) => a.address).join(",")}`;
-    const existing = pools.get(key);
-    if (existing && !existing.closed && !existing.destroyed) {
-      pools.delete(key);
-      pools.set(key, existing);
-      return existing;
-    }
-    const hostname = url.hostname.endsWith(".") ? url.hostname.slice(0, -1) : url.hostname;
-    const isName = !hostname.startsWith("[") && !/^[0-9.]+$/.test(hostname);
-    const pool = new Pool(url.origin, {
-      connections: 4,
-      connect: { lookup: pinnedLookup(addresses), ...(url.protocol === "https:" && isName ? { servername: hostname } : {}) },
-      keepAliveTimeout: KEEP_ALIVE_MS,
-      keepAliveMaxTimeout: KEEP_ALIVE_MS,
-      pipelining: 1,
-    });
-    pools.set(key, pool);
-    for (const [oldKey, old] of pools) {
-      if (pools.size <= MAX_POOLS) break;
-      pools.delete(oldKey);
-      void old.close().catch(() => undefined);
-    }
-    return pool;
-  }
 
   return {
     async request(req: PeerHttpRequest): Promise<PeerHttpResponse> {
@@ -136,53 +109,61 @@ export function createPeerHttpClient(opts: { policy: EgressPolicy; resolve?: Res
 
       const checked = await checkPeerUrl(req.url, opts.policy, resolve);
       where = `${checked.url.protocol}//${checked.url.host}`;
-      let response: Dispatcher.ResponseData;
+      const entry = pools.acquire(checked.url, checked.addresses);
       try {
-        response = await poolFor(checked.url, checked.addresses).request({
-          method: req.method,
-          path: `${checked.url.pathname}${checked.url.search}`,
-          headers: {
-            accept: "application/json",
-            "user-agent": opts.userAgent ?? "openwop-a2a-host/a2a-invoke",
-            ...(req.body !== undefined ? { "content-type": "application/json" } : {}),
-            ...req.headers,
-          },
-          ...(req.body !== undefined ? { body: req.body } : {}),
-          signal,
-          headersTimeout: req.timeoutMs,
-          bodyTimeout: req.timeoutMs,
-        });
-      } catch (err) {
-        throw failure(err);
+        return await exchange(entry.pool, checked.url, req, signal, where, failure, cap, opts.userAgent);
+      } finally {
+        pools.release(entry, false);
       }
-      const { statusCode, headers, body } = response;
-      body.on("error", () => undefined);
-      if (statusCode === 101 || hasUpgradeToken(headers["connection"])) {
-        body.destroy();
-        throw new PeerCallError(`${where} answered with Connection: upgrade (refused)`, "protocol", false);
-      }
-      if (statusCode >= 300 && statusCode < 400) {
-        body.destroy();
-        throw new PeerCallError(`${where} answered ${statusCode}; redirects are not followed`, "http", false);
-      }
-      let text: string;
-      try {
-        text = await readCapped(body, cap, where);
-      } catch (err) {
-        throw failure(err);
-      }
-      if (statusCode >= 400) {
-        throw new PeerCallError(`${where} answered HTTP ${statusCode}`, "http", statusCode >= 500 || RETRYABLE_STATUS.has(statusCode));
-      }
-      const contentType = headers["content-type"];
-      return { status: statusCode, contentType: Array.isArray(contentType) ? (contentType[0] ?? "") : (contentType ?? ""), body: text };
     },
 
     async close(): Promise<void> {
       closed = true;
-      const all = [...pools.values()];
-      pools.clear();
-      await Promise.all(all.map((p) => p.destroy().catch(() => undefined)));
+      await pools.destroyAll();
     },
   };
+}
+
+/** One request over a pinned pool: no redirects, no upgrade, the body capped. */
+async function exchange(pool: Dispatcher, url: URL, req: PeerHttpRequest, signal: AbortSignal, where: string, failure: (err: unknown) => PeerCallError, cap: number, userAgent: string | undefined): Promise<PeerHttpResponse> {
+  let response: Dispatcher.ResponseData;
+  try {
+    response = await pool.request({
+      method: req.method,
+      path: `${url.pathname}${url.search}`,
+      headers: {
+        accept: "application/json",
+        "user-agent": userAgent ?? "openwop-a2a-host/a2a-invoke",
+        ...(req.body !== undefined ? { "content-type": "application/json" } : {}),
+        ...req.headers,
+      },
+      ...(req.body !== undefined ? { body: req.body } : {}),
+      signal,
+      headersTimeout: req.timeoutMs,
+      bodyTimeout: req.timeoutMs,
+    });
+  } catch (err) {
+    throw failure(err);
+  }
+  const { statusCode, headers, body } = response;
+  body.on("error", () => undefined);
+  if (statusCode === 101 || hasUpgradeToken(headers["connection"])) {
+    body.destroy();
+    throw new PeerCallError(`${where} answered with Connection: upgrade (refused)`, "protocol", false);
+  }
+  if (statusCode >= 300 && statusCode < 400) {
+    body.destroy();
+    throw new PeerCallError(`${where} answered ${statusCode}; redirects are not followed`, "http", false);
+  }
+  let text: string;
+  try {
+    text = await readCapped(body, cap, where);
+  } catch (err) {
+    throw failure(err);
+  }
+  if (statusCode >= 400) {
+    throw new PeerCallError(`${where} answered HTTP ${statusCode}`, "http", statusCode >= 500 || RETRYABLE_STATUS.has(statusCode));
+  }
+  const contentType = headers["content-type"];
+  return { status: statusCode, contentType: Array.isArray(contentType) ? (contentType[0] ?? "") : (contentType ?? ""), body: text };
 }

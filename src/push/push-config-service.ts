@@ -1,17 +1,17 @@
 import type { A2ATaskState, PushNotificationConfig, TaskPushNotificationConfig } from "../domain/a2a-types.js";
 import { DomainError, invalidParams } from "../domain/errors.js";
 import type { Principal } from "../auth/principal.js";
-import type { TaskSupervisor } from "../engine/task-supervisor.js";
 import { initialDelivery, TooManyPushConfigsError, type PushConfigRecord, type PushConfigStore, type PushDeadLetter } from "../store/push-config-store.js";
 import type { TaskRecord } from "../store/task-store.js";
-import { checkPushUrl, checkPushUrlSyntax, EgressRefusedError, EgressResolutionError, type EgressPolicy, type Resolver } from "./push-egress-guard.js";
+import { checkEgressUrl, checkEgressUrlSyntax, EgressRefusedError, EgressResolutionError, type EgressPolicy, type Resolver } from "../egress/egress-guard.js";
+import type { PushTaskReader } from "./push-ports.js";
 import { secretsAad, type PushSecretBox, type PushSecrets } from "./push-secrets.js";
 
 export interface PushConfigServiceOptions {
   /** false: every operation answers push-not-supported (and the card says pushNotifications: false). */
   enabled: boolean;
   configs: PushConfigStore;
-  supervisor: TaskSupervisor;
+  tasks: PushTaskReader;
   /** Required when enabled. */
   secrets?: PushSecretBox;
   egress: EgressPolicy;
@@ -32,7 +32,7 @@ const HEADER_SAFE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
 
 /**
  * Push-config registration and reads: validation (the URL first, before any task lookup), tenant checks
- * through the supervisor, secrets sealed before they are stored. The A2A service delegates here; the
+ * through the task reader, secrets sealed before they are stored. The A2A service delegates here; the
  * delivery worker reads the same store.
  */
 export class PushConfigService {
@@ -59,14 +59,7 @@ export class PushConfigService {
    */
   async validate(config: PushNotificationConfig, path: string): Promise<void> {
     this.assertEnabled();
-    try {
-      checkPushUrlSyntax(config.url, this.options.egress);
-      await checkPushUrl(config.url, this.options.egress, this.options.resolve);
-    } catch (err) {
-      if (err instanceof EgressRefusedError) throw invalidParams(err.message, { path: `${path}.url`, arm: err.arm });
-      if (err instanceof EgressResolutionError) throw invalidParams(`push URL refused: ${err.message}`, { path: `${path}.url`, arm: "address" });
-      throw err;
-    }
+    await this.checkUrl(config.url, `${path}.url`);
     if (config.id !== undefined && !CONFIG_ID.test(config.id)) {
       throw invalidParams(`${path}.id must be 1 to 128 characters without whitespace, control characters or slashes`, { path: `${path}.id` });
     }
@@ -80,10 +73,22 @@ export class PushConfigService {
     }
   }
 
+  /** The egress guard on a push URL (syntax, then DNS); a refusal is invalid params naming the arm at `path`. */
+  async checkUrl(url: string, path: string): Promise<void> {
+    try {
+      checkEgressUrlSyntax(url, this.options.egress, "push");
+      await checkEgressUrl(url, this.options.egress, "push", this.options.resolve);
+    } catch (err) {
+      if (err instanceof EgressRefusedError) throw invalidParams(err.message, { path, arm: err.arm });
+      if (err instanceof EgressResolutionError) throw invalidParams(`push URL refused: ${err.message}`, { path, arm: "address" });
+      throw err;
+    }
+  }
+
   /** `tasks/pushNotificationConfig/set`: an upsert by config id (default: the task id). */
   async set(taskId: string, config: PushNotificationConfig, principal: Principal, path = "params.pushNotificationConfig"): Promise<TaskPushNotificationConfig> {
     await this.validate(config, path);
-    const task = await this.options.supervisor.get(taskId, principal.tenant);
+    const task = await this.options.tasks.get(taskId, principal.tenant);
     return this.registerValidated(task, config);
   }
 
@@ -107,7 +112,7 @@ export class PushConfigService {
 
   async get(taskId: string, configId: string | undefined, principal: Principal): Promise<TaskPushNotificationConfig> {
     this.assertEnabled();
-    const task = await this.options.supervisor.get(taskId, principal.tenant);
+    const task = await this.options.tasks.get(taskId, principal.tenant);
     const id = configId ?? taskId;
     const found = await this.options.configs.get(taskId, id);
     if (!found || found.tenant !== task.tenant) throw new DomainError("not-found", `Push notification config "${id}" not found for task ${taskId}`, { taskId, pushNotificationConfigId: id });
@@ -116,7 +121,7 @@ export class PushConfigService {
 
   async list(taskId: string, principal: Principal): Promise<TaskPushNotificationConfig[]> {
     this.assertEnabled();
-    const task = await this.options.supervisor.get(taskId, principal.tenant);
+    const task = await this.options.tasks.get(taskId, principal.tenant);
     const found = await this.options.configs.list(taskId);
     return found.filter((c) => c.tenant === task.tenant).map((c) => this.toWire(c));
   }
@@ -124,7 +129,7 @@ export class PushConfigService {
   /** Idempotent: deleting a config that is not there succeeds (as the SDKs do). */
   async delete(taskId: string, configId: string, principal: Principal): Promise<void> {
     this.assertEnabled();
-    await this.options.supervisor.get(taskId, principal.tenant);
+    await this.options.tasks.get(taskId, principal.tenant);
     await this.options.configs.delete(taskId, configId);
   }
 
@@ -146,7 +151,7 @@ export class PushConfigService {
 
   private async registerValidated(task: TaskRecord, config: PushNotificationConfig): Promise<TaskPushNotificationConfig> {
     // A config registered now starts after the task's current version: it hears what happens next.
-    const interruptId = this.options.supervisor.contextOf(task).interrupt?.interruptId;
+    const interruptId = this.options.tasks.contextOf(task).interrupt?.interruptId;
     const stored = await this.store(task, config, task.version, `${task.a2a.state}|${interruptId ?? ""}`);
     this.options.onRegistered?.(task.taskId);
     return this.toWire(stored);

@@ -1,22 +1,23 @@
-import type { PushTransitions } from "../config/config.js";
-import type { SecretValue } from "../config/secret-value.js";
+import { backoffDelay, giveUpReason, type RetryPolicy } from "../domain/retry-policy.js";
 import { isTerminalA2AState, type A2ATaskStateValue } from "../domain/run-status.js";
-import type { CommittedTransition, TransitionHook } from "../engine/transition-hook.js";
 import type { Logger } from "../observability/logger.js";
+import type { SecretValue } from "../secrets/secret-value.js";
 import type { PushConfigRecord, PushConfigStore, PushDelivery } from "../store/push-config-store.js";
-import type { RunEvent, TaskRecord, TaskStore } from "../store/task-store.js";
+import type { RunEvent, TaskRecord } from "../store/task-store.js";
 import { CircuitBreakers } from "./circuit-breaker.js";
 import type { PushHttpClient, PushResult } from "./push-http-client.js";
-import { artifactRefsUpTo, pushBody } from "./push-payload.js";
-import { A2A_V10_PUSH_CONTENT_TYPE, pushBodyV10 } from "./push-payload-v10.js";
+import type { CommittedChange, CommittedChanges, PushBodyEncoders, PushTaskLog } from "./push-ports.js";
 import { secretsAad, type PushSecretBox, type PushSecrets } from "./push-secrets.js";
+import type { PushTransitions } from "./push-settings.js";
 import { EVENT_ID_HEADER, NOTIFICATION_TOKEN_HEADER, SIGNATURE_HEADER, signPushBody, TIMESTAMP_HEADER } from "./push-signature.js";
-import { backoffDelay, giveUpReason, type RetryPolicy } from "./retry-policy.js";
 
 export interface PushDeliveryWorkerOptions {
-  tasks: TaskStore;
+  tasks: PushTaskLog;
   configs: PushConfigStore;
-  hook: TransitionHook;
+  /** Commits as they happen (wake-ups); the sweep covers anything missed. */
+  commits: CommittedChanges;
+  /** The body of each A2A version a config can be registered over. */
+  bodies: PushBodyEncoders;
   client: PushHttpClient;
   secrets: PushSecretBox;
   signingKey: SecretValue<string>;
@@ -74,7 +75,7 @@ export class PushDeliveryWorker {
   /** Listens to commits and delivers whatever is pending from before (a crash, a restart). */
   async start(): Promise<{ pending: number }> {
     this.stopped = false;
-    this.unsubscribe = this.options.hook.onAny((t) => this.onTransition(t));
+    this.unsubscribe = this.options.commits.onAny((t) => this.onTransition(t));
     const pending = await this.sweep();
     this.scheduleSweep();
     return { pending };
@@ -135,7 +136,7 @@ export class PushDeliveryWorker {
 
   // ---------------------------------------------------------------- scheduling
 
-  private onTransition(transition: CommittedTransition): void {
+  private onTransition(transition: CommittedChange): void {
     if (transition.events.some((e) => e.a2a?.status)) void this.wakeTask(transition.record.taskId);
   }
 
@@ -224,7 +225,7 @@ export class PushDeliveryWorker {
       this.wakeAt(taskId, configId, Date.parse(config.delivery.nextAttemptAt));
       return { kind: "done" };
     }
-    const task = await tasks.get(taskId);
+    const task = await tasks.find(taskId);
     if (!task) {
       if (now - Date.parse(config.createdAt) > ORPHAN_GRACE_MS) {
         await configs.delete(taskId, configId);
@@ -288,7 +289,7 @@ export class PushDeliveryWorker {
       }
       const attempts = delivery.attempts + 1;
       const lastError = result.error ?? `webhook answered ${result.status ?? "nothing"}`;
-      const reason = giveUpReason(this.options.retry, attempts, event.timestamp, this.clock().getTime(), result.retryable);
+      const reason = giveUpReason(this.options.retry, result, attempts, { firstAt: Date.parse(event.timestamp), now: this.clock().getTime() });
       if (reason) {
         await this.deadLetter(config, event, status.state, reason, attempts, lastError);
         if (!(await save({ ...passed, lastError: `dead-lettered (${reason}): ${lastError}` }))) return { kind: "reload" };
@@ -325,12 +326,12 @@ export class PushDeliveryWorker {
         return { kind: "sent", result: { ok: false, retryable: true, error: "push secrets cannot be decrypted with the configured keys", durationMs: 0 } };
       }
     }
-    // The body in the version the config was registered over: 0.3 a bare status-update, 1.0 a StreamResponse.
-    const v10 = config.protocolVersion === "1.0";
-    const body = (v10 ? pushBodyV10 : pushBody)(task, event, artifactRefsUpTo(log, event.sequence));
+    // The body in the version the config was registered over (0.3 a bare status-update, 1.0 a StreamResponse).
+    const encoder = this.options.bodies[config.protocolVersion ?? "0.3"] ?? this.options.bodies["0.3"];
+    const body = encoder.encode(task, event, log);
     const timestamp = Math.floor(this.clock().getTime() / 1000);
     const headers: Record<string, string> = {
-      "Content-Type": v10 ? A2A_V10_PUSH_CONTENT_TYPE : "application/json",
+      "Content-Type": encoder.contentType,
       [EVENT_ID_HEADER]: event.eventId,
       [TIMESTAMP_HEADER]: String(timestamp),
       [SIGNATURE_HEADER]: signPushBody(this.options.signingKey.reveal(), timestamp, body),

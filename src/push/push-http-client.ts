@@ -1,11 +1,9 @@
 /**
  * Push-notification delivery over undici, pinned to the addresses the egress guard checked.
  *
- * Every `post` re-runs `checkPushUrl` (delivery-time revalidation against DNS rebinding), then sends
- * the request through an undici `Pool` whose socket `lookup` answers with exactly the checked
- * addresses — the OS resolver is never asked a second time between check and connect. The URL's
- * host stays the Host header and the TLS servername, so virtual hosting and certificate checks
- * still use the real name.
+ * Every `post` re-runs `checkEgressUrl` (delivery-time revalidation against DNS rebinding), then sends
+ * the request through a pinned pool (egress/pinned-pools.ts): the OS resolver is never asked a second
+ * time between check and connect.
  *
  * Redirects are never followed (a 3xx is a failed attempt), `Connection: upgrade` answers are
  * refused, the whole attempt (DNS, connect, headers, body) runs under one timeout, and at most
@@ -13,18 +11,10 @@
  *
  * Header values carry tokens: they are never logged and never appear in a PushResult.
  */
-import { Pool } from "undici";
-import { errorCode, hasUpgradeToken, pinnedLookup } from "./pinned-connection.js";
 import type { Dispatcher } from "undici";
-import {
-  EgressRefusedError,
-  EgressResolutionError,
-  checkPushUrl,
-  defaultResolver,
-  type EgressPolicy,
-  type ResolvedAddress,
-  type Resolver,
-} from "./push-egress-guard.js";
+import { EgressRefusedError, EgressResolutionError, checkEgressUrl, defaultResolver, type EgressPolicy, type Resolver } from "../egress/egress-guard.js";
+import { errorCode, hasUpgradeToken } from "../egress/pinned-connection.js";
+import { createPinnedPools } from "../egress/pinned-pools.js";
 
 export interface PushRequest {
   url: string;
@@ -127,76 +117,20 @@ function classifyStatus(status: number): { ok: boolean; retryable: boolean; erro
   return { ok: false, retryable: false, error: `webhook answered ${status}` };
 }
 
-interface PoolEntry {
-  key: string;
-  pool: Pool;
-  /** Posts currently using this pool. */
-  users: number;
-  /** Evicted (LRU or after a failure): destroyed once the last user is done. */
-  retired: boolean;
-}
-
 export function createPushHttpClient(opts: { policy: EgressPolicy; resolve?: Resolver }): PushHttpClient {
   const resolve = opts.resolve ?? defaultResolver;
-  // Pools keyed by origin + pinned addresses, so a connection is only ever reused for the exact
-  // addresses this delivery validated. Map insertion order doubles as LRU order.
-  const pools = new Map<string, PoolEntry>();
+  const pools = createPinnedPools({ maxPools: MAX_POOLS, connectionsPerPool: CONNECTIONS_PER_POOL, keepAliveMs: KEEP_ALIVE_MS, autoSelectFamily: true });
   const inflight = new Set<Promise<PushResult>>();
   let closed = false;
-
-  function retire(entry: PoolEntry): void {
-    if (pools.get(entry.key) === entry) pools.delete(entry.key);
-    entry.retired = true;
-    // destroy(), not close(): close() can wait forever on a pool whose connection failed
-    // (seen with undici 7.30 after ERR_TLS_CERT_ALTNAME_INVALID). Nobody is using it any more.
-    if (entry.users === 0) void entry.pool.destroy().catch(ignore);
-  }
-
-  function acquire(url: URL, addresses: readonly ResolvedAddress[]): PoolEntry {
-    const key = `${url.origin}|${addresses.map((a) => a.address).join(",")}`;
-    let entry = pools.get(key);
-    if (entry !== undefined && !entry.pool.closed && !entry.pool.destroyed) {
-      pools.delete(key);
-      pools.set(key, entry);
-    } else {
-      const hostname = url.hostname.endsWith(".") ? url.hostname.slice(0, -1) : url.hostname;
-      const isName = !hostname.startsWith("[") && !/^[0-9.]+$/.test(hostname);
-      const pool = new Pool(url.origin, {
-        connections: CONNECTIONS_PER_POOL,
-        connect: {
-          lookup: pinnedLookup(addresses),
-          // SNI and certificate checks use the URL's name (without a trailing dot), never the IP.
-          ...(url.protocol === "https:" && isName ? { servername: hostname } : {}),
-        },
-        autoSelectFamily: true,
-        keepAliveTimeout: KEEP_ALIVE_MS,
-        keepAliveMaxTimeout: KEEP_ALIVE_MS,
-        pipelining: 1,
-      });
-      entry = { key, pool, users: 0, retired: false };
-      pools.set(key, entry);
-      for (const old of pools.values()) {
-        if (pools.size <= MAX_POOLS) break;
-        retire(old);
-      }
-    }
-    entry.users += 1;
-    return entry;
-  }
-
-  function release(entry: PoolEntry, failed: boolean): void {
-    entry.users -= 1;
-    if (failed || entry.retired) retire(entry);
-  }
 
   async function attempt(req: PushRequest, signal: AbortSignal, started: number): Promise<PushResult> {
     const elapsed = (): number => Math.round(performance.now() - started);
     const remaining = (): number => Math.max(1, Math.ceil(req.timeoutMs - (performance.now() - started)));
 
     // 1. Delivery-time revalidation (one resolution through `resolve`), raced against the deadline.
-    let checked: Awaited<ReturnType<typeof checkPushUrl>>;
+    let checked: Awaited<ReturnType<typeof checkEgressUrl>>;
     try {
-      checked = await raceAbort(checkPushUrl(req.url, opts.policy, resolve), signal);
+      checked = await raceAbort(checkEgressUrl(req.url, opts.policy, "push", resolve), signal);
     } catch (err) {
       if (err instanceof EgressRefusedError) return { ok: false, error: err.message, retryable: false, durationMs: elapsed() };
       if (err instanceof EgressResolutionError) return { ok: false, error: err.message, retryable: true, durationMs: elapsed() };
@@ -208,7 +142,7 @@ export function createPushHttpClient(opts: { policy: EgressPolicy; resolve?: Res
     if (closed) return { ok: false, error: "push client closed", retryable: true, durationMs: elapsed() };
 
     // 2. One POST over a connection pinned to the checked addresses.
-    const entry = acquire(checked.url, checked.addresses);
+    const entry = pools.acquire(checked.url, checked.addresses);
     let failed = false;
     try {
       let response: Dispatcher.ResponseData;
@@ -241,7 +175,7 @@ export function createPushHttpClient(opts: { policy: EgressPolicy; resolve?: Res
       const verdict = classifyStatus(statusCode);
       return { ...verdict, status: statusCode, durationMs: elapsed() };
     } finally {
-      release(entry, failed);
+      pools.release(entry, failed);
     }
   }
 
@@ -268,9 +202,7 @@ export function createPushHttpClient(opts: { policy: EgressPolicy; resolve?: Res
     async close(): Promise<void> {
       closed = true;
       await Promise.allSettled([...inflight]);
-      const entries = [...pools.values()];
-      pools.clear();
-      await Promise.all(entries.map((e) => e.pool.destroy().catch(ignore)));
+      await pools.destroyAll();
     },
   };
 }

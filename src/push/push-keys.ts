@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import type { PushSettings } from "../config/config.js";
-import { ConfigError } from "../config/config.js";
-import { SecretValue } from "../config/secret-value.js";
-import { readOrCreateSecretFile } from "../config/local-key-file.js";
+import { ConfigError } from "../domain/env-settings.js";
+import { readOrCreateSecretFile } from "../secrets/local-key-file.js";
+import { SecretValue } from "../secrets/secret-value.js";
+import type { PushSettings } from "./push-settings.js";
 
 /** The key material push needs: encryption at rest (current + older keys) and the signature key. */
 export interface PushKeys {

@@ -1,14 +1,13 @@
-import type { PushSettings } from "../config/config.js";
-import type { TaskSupervisor } from "../engine/task-supervisor.js";
-import type { TransitionHook } from "../engine/transition-hook.js";
+import type { Resolver } from "../egress/egress-guard.js";
 import type { Logger } from "../observability/logger.js";
 import type { PushConfigStore } from "../store/push-config-store.js";
 import { PushConfigService } from "./push-config-service.js";
 import { PushDeliveryWorker } from "./push-delivery-worker.js";
-import type { Resolver } from "./push-egress-guard.js";
 import { createPushHttpClient } from "./push-http-client.js";
 import { resolvePushKeys } from "./push-keys.js";
+import type { CommittedChanges, PushBodyEncoders, PushTaskLog, PushTaskReader } from "./push-ports.js";
 import { PushSecretBox } from "./push-secrets.js";
+import type { PushSettings } from "./push-settings.js";
 
 export interface PushNotificationsOptions {
   settings: PushSettings;
@@ -16,8 +15,12 @@ export interface PushNotificationsOptions {
   /** Task retention: settled configs and dead letters are kept as long. */
   retentionMs: number;
   configs: PushConfigStore;
-  supervisor: TaskSupervisor;
-  hook: TransitionHook;
+  /** Callers' tasks, tenant-checked (registration and reads). */
+  tasks: PushTaskReader;
+  /** The committed task log the worker delivers from. */
+  log: PushTaskLog;
+  commits: CommittedChanges;
+  bodies: PushBodyEncoders;
   logger: Logger;
   /** Tests only: a resolver for the egress guard (registration and delivery). */
   resolve?: Resolver;
@@ -39,18 +42,19 @@ export interface PushNotifications {
  * answers push-not-supported.
  */
 export async function createPushNotifications(options: PushNotificationsOptions): Promise<PushNotifications> {
-  const { settings, configs, supervisor, hook, logger } = options;
+  const { settings, configs, tasks, logger } = options;
   if (!settings.enabled) {
-    const service = new PushConfigService({ enabled: false, configs, supervisor, egress: settings.egress, maxConfigsPerTask: settings.maxConfigsPerTask });
+    const service = new PushConfigService({ enabled: false, configs, tasks, egress: settings.egress, ...(options.resolve ? { resolve: options.resolve } : {}), maxConfigsPerTask: settings.maxConfigsPerTask });
     return { enabled: false, configs: service, worker: undefined, description: "push: disabled", start: async () => {}, stop: async () => {} };
   }
   const keys = await resolvePushKeys(settings, options.dataDir);
   const secrets = new PushSecretBox(keys.encryptionKey, keys.previousEncryptionKeys);
   const client = createPushHttpClient({ policy: settings.egress, ...(options.resolve ? { resolve: options.resolve } : {}) });
   const worker = new PushDeliveryWorker({
-    tasks: supervisor.store,
+    tasks: options.log,
     configs,
-    hook,
+    commits: options.commits,
+    bodies: options.bodies,
     client,
     secrets,
     signingKey: keys.signingKey,
@@ -66,7 +70,7 @@ export async function createPushNotifications(options: PushNotificationsOptions)
   const service = new PushConfigService({
     enabled: true,
     configs,
-    supervisor,
+    tasks,
     secrets,
     egress: settings.egress,
     ...(options.resolve ? { resolve: options.resolve } : {}),

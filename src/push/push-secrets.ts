@@ -1,19 +1,11 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from "node:crypto";
-import type { SecretValue } from "../config/secret-value.js";
+import type { SecretValue } from "../secrets/secret-value.js";
+import type { SealedSecrets } from "../store/push-config-store.js";
 
 /** The caller's push secrets: sent to the webhook, never shown anywhere else. */
 export interface PushSecrets {
   token?: string;
   credentials?: string;
-}
-
-/** AES-256-GCM ciphertext as stored: key id, 96-bit IV, 128-bit tag, ciphertext (all base64). */
-export interface SealedSecrets {
-  v: 1;
-  kid: string;
-  iv: string;
-  tag: string;
-  data: string;
 }
 
 export class PushSecretsError extends Error {

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import type { ErrorObject, ValidateFunction } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
-import { projectRoot } from "../config/project-root.js";
+import { projectRoot } from "../domain/project-root.js";
 
 // ajv-formats is CommonJS with `exports.default`; under NodeNext the default import is typed as
 // the module object, while at run time it is the plugin function itself. Accept both.

@@ -1,7 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { MongoClient } from "mongodb";
-import type { Config } from "../config/config.js";
 import type { Logger } from "../observability/logger.js";
 import type { IdempotencyStore } from "./idempotency-store.js";
 import { MemoryIdempotencyStore } from "./memory-idempotency-store.js";
@@ -11,6 +10,7 @@ import { MongoPushConfigStore } from "./mongo-push-config-store.js";
 import { MongoIdempotencyStore } from "./mongo-idempotency-store.js";
 import { MongoTaskStore } from "./mongo-task-store.js";
 import type { PushConfigStore } from "./push-config-store.js";
+import type { StoreSettings } from "./store-settings.js";
 import type { TaskStore } from "./task-store.js";
 
 export interface OpenedStore {
@@ -41,7 +41,7 @@ export async function connectMongoStore(uri: string, dbName: string): Promise<{ 
  * MONGODB_URI if given; otherwise (STORE=auto) an embedded real mongod with its data under DATA_DIR; if that
  * cannot start (no binary and no network to fetch one), the in-memory store with a clear warning.
  */
-export async function openStore(config: Config, logger: Logger): Promise<OpenedStore> {
+export async function openStore(config: StoreSettings & { dataDir: string }, logger: Logger): Promise<OpenedStore> {
   if (config.store === "memory") return memoryStore();
   if (config.mongodbUri) {
     const { store, idempotency, pushConfigs } = await connectMongoStore(config.mongodbUri, config.mongodbDb);

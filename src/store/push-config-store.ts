@@ -1,4 +1,11 @@
-import type { SealedSecrets } from "../push/push-secrets.js";
+/** AES-256-GCM ciphertext as stored: key id, 96-bit IV, 128-bit tag, ciphertext (all base64). */
+export interface SealedSecrets {
+  v: 1;
+  kid: string;
+  iv: string;
+  tag: string;
+  data: string;
+}
 
 /**
  * Where one push config's delivery stands. The task's event log is the outbox; this is the cursor into it.

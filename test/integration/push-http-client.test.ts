@@ -1,7 +1,7 @@
 import http from "node:http";
 import net from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import type { EgressPolicy, ResolvedAddress, Resolver } from "../../src/push/push-egress-guard.js";
+import type { EgressPolicy, ResolvedAddress, Resolver } from "../../src/egress/egress-guard.js";
 import { createPushHttpClient, type PushHttpClient } from "../../src/push/push-http-client.js";
 
 // Test-only policy: http:// and loopback targets are allowed, nothing else private.

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vi
 import { createApp, type App } from "../../src/app.js";
 import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/observability/logger.js";
-import type { Resolver } from "../../src/push/push-egress-guard.js";
+import type { Resolver } from "../../src/egress/egress-guard.js";
 import { verifyPushSignature } from "../../src/push/push-signature.js";
 import { MemoryPushConfigStore } from "../../src/store/memory-push-config-store.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";

@@ -32,4 +32,37 @@ describe("configuration", () => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
   });
+
+  it("reports every problem of one start in one error, not just the first", () => {
+    const err = (() => {
+      try {
+        loadConfig({ PORT: "http", STORE: "redis", PUSH_SIGNING_KEY: "short", A2A_PEER_MAX_ATTEMPTS: "0", INTERRUPT_TOKEN_TTL_SECONDS: "0", AUTH: "magic" });
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })();
+    expect(err).toBeInstanceOf(ConfigError);
+    const problems = (err as ConfigError).problems;
+    expect(problems).toHaveLength(6);
+    for (const name of ["PORT", "STORE", "PUSH_SIGNING_KEY", "A2A_PEER_MAX_ATTEMPTS", "INTERRUPT_TOKEN_TTL_SECONDS", "AUTH"]) {
+      expect(problems.some((p) => p.startsWith(name)), name).toBe(true);
+      expect((err as Error).message).toContain(name);
+    }
+    expect((err as Error).message).toMatch(/^6 configuration problems:\n- /);
+  });
+
+  it("in production names every missing required variable at once", () => {
+    const err = (() => {
+      try {
+        loadConfig({ NODE_ENV: "production", API_KEYS: KEYS });
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    })() as ConfigError;
+    expect(err).toBeInstanceOf(ConfigError);
+    for (const name of ["MONGODB_URI", "PUBLIC_URL", "INTERRUPT_TOKEN_KEYS", "PUSH_ENCRYPTION_KEY", "PUSH_SIGNING_KEY"]) expect(err.message, name).toContain(name);
+    expect(err.problems.filter((p) => p.startsWith("NODE_ENV=production"))).toHaveLength(4);
+  });
 });

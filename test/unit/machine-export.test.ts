@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { createActor, createMachine, type AnyStateMachine, type AnyStateNode } from "xstate";
 import { describe, expect, it } from "vitest";
-import { projectRoot } from "../../src/config/project-root.js";
+import { projectRoot } from "../../src/domain/project-root.js";
 import type { Message } from "../../src/domain/a2a-types.js";
 import { RUN_STATUSES } from "../../src/domain/run-status.js";
 import { exportTaskMachine } from "../../src/machine/machine-export.js";

@@ -2,13 +2,17 @@ import { describe, expect, it } from "vitest";
 import {
   EgressRefusedError,
   EgressResolutionError,
-  checkPushUrl,
-  checkPushUrlSyntax,
+  checkEgressUrl,
+  checkEgressUrlSyntax,
   type EgressArm,
   type EgressPolicy,
   type ResolvedAddress,
   type Resolver,
-} from "../../src/push/push-egress-guard.js";
+} from "../../src/egress/egress-guard.js";
+
+// The guard as push uses it: refusals name the "push URL".
+const checkPushUrl = (url: string, policy: EgressPolicy, resolve?: Resolver) => checkEgressUrl(url, policy, "push", resolve);
+const checkPushUrlSyntax = (url: string, policy: EgressPolicy) => checkEgressUrlSyntax(url, policy, "push");
 
 const STRICT: EgressPolicy = { allowHttpLoopback: false, allowedPorts: [], allowHosts: [], denyHosts: [] };
 const LOOPBACK_TEST: EgressPolicy = { ...STRICT, allowHttpLoopback: true };
@@ -455,5 +459,18 @@ describe("allowHttpLoopback (test-only policy)", () => {
   it("refuses a loopback name that resolves elsewhere", async () => {
     const resolve: Resolver = async () => [v4("93.184.216.34")];
     await expect(refusal("https://localhost/", LOOPBACK_TEST, resolve)).resolves.toMatchObject({ arm: "address" });
+  });
+});
+
+describe("the subject of a check", () => {
+  it("names what was checked: a peer URL is refused and unresolved as a peer URL, with the peer deny list", async () => {
+    const refused = await checkEgressUrl("https://10.0.0.5/", STRICT, "peer").catch((e: unknown) => e);
+    expect((refused as Error).message).toBe("peer URL refused by the address arm: 10.0.0.5 is a private (RFC 1918) address");
+    const denied = await checkEgressUrl("https://hooks.example.com/", { ...STRICT, denyHosts: ["hooks.example.com"] }, "peer", fakeResolver()).catch((e: unknown) => e);
+    expect((denied as EgressRefusedError).reason).toBe("hooks.example.com is on the peer deny list");
+    const unresolved = await checkEgressUrl("https://nxdomain.example.com/", STRICT, "peer", fakeResolver()).catch((e: unknown) => e);
+    expect(unresolved).toBeInstanceOf(EgressResolutionError);
+    expect((unresolved as Error).message).toMatch(/^peer URL host nxdomain\.example\.com could not be resolved/);
+    expect(() => checkEgressUrlSyntax("http://hooks.example.com/", STRICT, "peer")).toThrow("peer URL refused by the scheme arm: http is not allowed for http://hooks.example.com; peer URLs must use https");
   });
 });

@@ -4,14 +4,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
-import { checkPushForProduction, ConfigError, loadConfig, loadPushSettings } from "../../src/config/config.js";
-import { SecretValue } from "../../src/config/secret-value.js";
+import { ConfigError, loadConfig } from "../../src/config/config.js";
+import { SecretValue } from "../../src/secrets/secret-value.js";
+import { checkPushForProduction, loadPushSettings } from "../../src/push/push-settings.js";
 import { CircuitBreakers } from "../../src/push/circuit-breaker.js";
 import { artifactRefsUpTo, pushBody } from "../../src/push/push-payload.js";
 import { PUSH_KEY_FILE, resolvePushKeys } from "../../src/push/push-keys.js";
 import { PushSecretBox, secretsAad } from "../../src/push/push-secrets.js";
 import { signPushBody, verifyPushSignature } from "../../src/push/push-signature.js";
-import { backoffDelay, giveUpReason } from "../../src/push/retry-policy.js";
+import { backoffDelay, giveUpReason } from "../../src/domain/retry-policy.js";
 import type { RunEvent } from "../../src/store/task-store.js";
 
 const key = () => new SecretValue(randomBytes(32));
@@ -76,11 +77,12 @@ describe("retry policy and circuit breaker", () => {
 
   it("gives up on a non-retryable failure, after max attempts, or past the max age", () => {
     const now = Date.now();
-    const fresh = new Date(now).toISOString();
-    expect(giveUpReason(policy, 1, fresh, now, false)).toBe("not-retryable");
-    expect(giveUpReason(policy, 3, fresh, now, true)).toBeUndefined();
-    expect(giveUpReason(policy, 4, fresh, now, true)).toBe("max-attempts");
-    expect(giveUpReason(policy, 1, new Date(now - 60_000).toISOString(), now, true)).toBe("max-age");
+    const fresh = { firstAt: now, now };
+    // The failure says whether it may succeed later (a push result, a PeerCallError).
+    expect(giveUpReason(policy, { retryable: false }, 1, fresh)).toBe("not-retryable");
+    expect(giveUpReason(policy, { retryable: true }, 3, fresh)).toBeUndefined();
+    expect(giveUpReason(policy, { retryable: true }, 4, fresh)).toBe("max-attempts");
+    expect(giveUpReason(policy, { retryable: true }, 1, { firstAt: now - 60_000, now })).toBe("max-age");
   });
 
   it("opens per origin after consecutive failures, lets one probe through after the cool-down, and doubles it on a failed probe", () => {

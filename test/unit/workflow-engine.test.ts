@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { projectRoot } from "../../src/config/project-root.js";
+import { projectRoot } from "../../src/domain/project-root.js";
 import type { Artifact, Message } from "../../src/domain/a2a-types.js";
 import { DomainError } from "../../src/domain/errors.js";
 import { builtinHandlers } from "../../src/engine/builtin-handlers.js";

@@ -1,6 +1,6 @@
 import type { LookupAddress, LookupOptions } from "node:dns";
 import type { LookupFunction } from "node:net";
-import type { ResolvedAddress } from "./push-egress-guard.js";
+import type { ResolvedAddress } from "./egress-guard.js";
 
 /**
  * Pieces every guarded outbound HTTP client shares (push delivery, calls to peer agents): the socket is

@@ -1,0 +1,40 @@
+import type { TaskContext } from "../machine/task-context.js";
+import type { TaskReadPort } from "../store/task-read-port.js";
+import type { RunEvent, TaskRecord } from "../store/task-store.js";
+
+/**
+ * What push needs from the rest of the host, declared here and wired in app.ts, so push depends on no engine
+ * class: a caller's task (tenant-checked), the committed task log (the outbox), commits as they happen, and
+ * the push body of each A2A version.
+ */
+
+/** A caller's task: not found (a DomainError) when it does not exist or belongs to another tenant. */
+export interface PushTaskReader {
+  get(taskId: string, tenant: string): Promise<TaskRecord>;
+  /** The machine context of a record (its pending interrupt). */
+  contextOf(record: TaskRecord): Pick<TaskContext, "interrupt">;
+}
+
+/** The committed tasks and their event logs, read by the delivery worker. */
+export type PushTaskLog = Pick<TaskReadPort, "find" | "readEvents">;
+
+/** A transition, published only after it is committed. */
+export interface CommittedChange {
+  record: Pick<TaskRecord, "taskId">;
+  events: readonly RunEvent[];
+}
+
+/** Subscription to every committed transition; returns the unsubscribe. */
+export interface CommittedChanges {
+  onAny(listener: (change: CommittedChange) => void): () => void;
+}
+
+/** The push body in one A2A version's wire shape, and its content type. */
+export interface PushBodyEncoder {
+  contentType: string;
+  /** `log` is the task's event log up to at least `event` (artifact references are read from it). */
+  encode(task: Pick<TaskRecord, "taskId" | "contextId">, event: RunEvent, log: RunEvent[]): string;
+}
+
+/** Encoders by the A2A version a config was registered over ("0.3", "1.0"); "0.3" is also the fallback. */
+export type PushBodyEncoders = Readonly<Record<string, PushBodyEncoder>> & { readonly "0.3": PushBodyEncoder };
