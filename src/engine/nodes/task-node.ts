@@ -1,3 +1,4 @@
+import { giveUpReason } from "../../domain/retry-policy.js";
 import { runStatusOf } from "../../machine/task-projection.js";
 import type { TaskContext } from "../../machine/task-context.js";
 import { ShutdownSignal } from "../in-flight-work.js";
@@ -57,8 +58,8 @@ async function runHandler(
     const live = await repository.load(taskId);
     if (runStatusOf(live.actor.getSnapshot()) !== "running") return; // cancelled or paused while the handler ran; its result is dropped
     if (failure) {
-      const maxAttempts = node.retry?.maxAttempts ?? 1;
-      if (failure.retryable && context.attempt < maxAttempts) return; // the next step starts the node again
+      // Handler retries are immediate (the next step starts the node again); the handler's error says whether to.
+      if (!giveUpReason({ baseMs: 0, maxMs: 0, maxAttempts: node.retry?.maxAttempts ?? 1 }, failure, context.attempt)) return;
       const error = { code: failure.code, message: failure.message, nodeId: node.id };
       await repository.commit(taskId, { type: "FAIL", at, error, statusMessage: failureMessage(live.record, error.code) });
       return;
