@@ -42,6 +42,15 @@ export function isTerminalA2AState(state: A2ATaskStateValue): boolean {
   return TERMINAL_A2A.has(state);
 }
 
+export function isInterruptedA2AState(state: A2ATaskStateValue): boolean {
+  return INTERRUPTED_A2A.has(state);
+}
+
+/** A state name read off the wire (a peer's task): one of ours, or not. */
+export function isA2ATaskState(state: string): state is A2ATaskStateValue {
+  return (A2A_TASK_STATES as readonly string[]).includes(state);
+}
+
 /** Terminal or interrupted: a blocking send returns and a stream closes (final: true). */
 export function isFinalA2AState(state: A2ATaskStateValue): boolean {
   return TERMINAL_A2A.has(state) || INTERRUPTED_A2A.has(state);

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Artifact, Message, Part } from "../domain/a2a-types.js";
 import { DomainError, invalidParams } from "../domain/errors.js";
+import { isA2ATaskState, isInterruptedA2AState, isTerminalA2AState } from "../domain/run-status.js";
 import type { PendingInterrupt, RunError, TaskContext } from "../machine/task-context.js";
 import type { PeerTask } from "../peer/peer-types.js";
 import type { A2AInvokeNode, WorkflowDefinition } from "./workflow-types.js";
@@ -64,15 +65,12 @@ export type PeerDecision =
   | { type: "fail"; error: RunError }
   | { type: "cancel" };
 
-const TERMINAL_PEER_STATES: ReadonlySet<string> = new Set(["completed", "failed", "rejected", "canceled"]);
-const INTERRUPTED_PEER_STATES: ReadonlySet<string> = new Set(["input-required", "auth-required"]);
-
 export function isTerminalPeerState(state: string): boolean {
-  return TERMINAL_PEER_STATES.has(state);
+  return isA2ATaskState(state) && isTerminalA2AState(state);
 }
 
 export function isInterruptedPeerState(state: string): boolean {
-  return INTERRUPTED_PEER_STATES.has(state);
+  return isA2ATaskState(state) && isInterruptedA2AState(state);
 }
 
 /** A UUID-shaped id derived from a seed: the same seed always gives the same messageId (idempotent sends). */

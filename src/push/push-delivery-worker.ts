@@ -1,5 +1,5 @@
 import { backoffDelay, giveUpReason, type RetryPolicy } from "../domain/retry-policy.js";
-import { isTerminalA2AState, type A2ATaskStateValue } from "../domain/run-status.js";
+import { isFinalA2AState, isTerminalA2AState, type A2ATaskStateValue } from "../domain/run-status.js";
 import type { Logger } from "../observability/logger.js";
 import type { SecretValue } from "../secrets/secret-value.js";
 import type { PushConfigRecord, PushConfigStore, PushDelivery } from "../store/push-config-store.js";
@@ -35,7 +35,6 @@ export interface PushDeliveryWorkerOptions {
 }
 
 /** The minimum set (OpenWOP RFC 0100 §4): a caller must hear when its task needs input or ends. */
-const INTERRUPTED_AND_TERMINAL: ReadonlySet<A2ATaskStateValue> = new Set(["input-required", "auth-required", "completed", "failed", "canceled", "rejected"]);
 
 /** A config whose task is not found is only dropped once it is this old (an inline config is stored just before its task). */
 const ORPHAN_GRACE_MS = 5 * 60 * 1000;
@@ -307,7 +306,7 @@ export class PushDeliveryWorker {
 
   private isPushable(state: A2ATaskStateValue, statusKey: string, lastStatusKey: string | null): boolean {
     if (statusKey === lastStatusKey) return false;
-    return this.options.transitions === "all" || INTERRUPTED_AND_TERMINAL.has(state);
+    return this.options.transitions === "all" || isFinalA2AState(state);
   }
 
   /** One POST, unless the origin's breaker is open. */
