@@ -34,8 +34,6 @@ export interface PushDeliveryWorkerOptions {
   random?: () => number;
 }
 
-/** The minimum set (OpenWOP RFC 0100 §4): a caller must hear when its task needs input or ends. */
-
 /** A config whose task is not found is only dropped once it is this old (an inline config is stored just before its task). */
 const ORPHAN_GRACE_MS = 5 * 60 * 1000;
 const SWEEP_PAGE = 500;
@@ -306,6 +304,7 @@ export class PushDeliveryWorker {
 
   private isPushable(state: A2ATaskStateValue, statusKey: string, lastStatusKey: string | null): boolean {
     if (statusKey === lastStatusKey) return false;
+    // The minimum set (OpenWOP RFC 0100 §4): a caller must hear when its task needs input or ends.
     return this.options.transitions === "all" || isFinalA2AState(state);
   }
 
