@@ -46,6 +46,12 @@ import { addConformanceSeamRoutes } from "./transport/rest/conformance-seam-rout
 import { addOpenwopInterruptRoutes } from "./transport/rest/openwop-interrupt-routes.js";
 import { addOpenwopRunsRoutes } from "./transport/rest/openwop-runs-routes.js";
 import { sendOpenwopError } from "./transport/rest/openwop-errors.js";
+import { ConsolePush } from "./a2a/console-push.js";
+import { configureTaskInspection } from "./machine/task-inspection.js";
+import { createInspectionSink } from "./observability/inspection-sink.js";
+import { ConsoleOperations } from "./runs/console-operations.js";
+import { CONSOLE_PUBLIC_PATH } from "./transport/console/console-assets.js";
+import { addConsoleRoutes } from "./transport/console/console-routes.js";
 
 export const JSONRPC_PATH = "/a2a/jsonrpc";
 /** The OpenWOP extension our tasks carry (`metadata.openwop`: run status, interrupt carrier, error). */
@@ -83,7 +89,7 @@ export interface App {
  * Paths without an API key: discovery, health, and signed interrupt tokens (the token is the credential).
  * Their handlers see a principal that belongs to no tenant and holds no scope.
  */
-const PUBLIC_PATHS = [/^\/\.well-known\//, /^\/healthz$/, /^\/v1\/interrupts\//];
+const PUBLIC_PATHS = [/^\/\.well-known\//, /^\/healthz$/, /^\/v1\/interrupts\//, CONSOLE_PUBLIC_PATH];
 const PUBLIC_PRINCIPAL: Principal = { tenant: "", id: "public", scopes: [] };
 
 /** `http://host[:port]` → `host:port`, the target form gRPC clients (grpc-js, a2a-js) expect. */
@@ -103,6 +109,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     // `${A2A_PEER_CARD_URL}` in an a2a.invoke node's agentCardUrl (README "Workflows").
     variables: { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl },
   });
+  // XSTATE_INSPECT: XState's inspection API on the actors of the chosen tasks (README "Live inspection").
+  const { inspectTasks, inspectSink } = config.operator;
+  configureTaskInspection(inspectTasks ? { taskIds: inspectTasks, sink: createInspectionSink(inspectSink) } : undefined);
   const hook = new TransitionHook(logger);
   // a2a.invoke: outbound calls to remote A2A agents go through the same egress guard as push deliveries.
   // The card picks the wire: JSON-RPC 0.3 over undici, or gRPC (a2a.v1) over HTTP/2 when the card prefers it.
@@ -113,11 +122,12 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   const peerInvoker = new A2AInvokeRunner(peerClient, config.a2aPeer, logger);
   const supervisor = new TaskSupervisor({ store, catalog, handlers, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, peerInvoker });
+  const pushConfigs = options.pushConfigs ?? new MemoryPushConfigStore();
   const push = await createPushNotifications({
     settings: config.push,
     dataDir: config.dataDir,
     retentionMs: config.retentionMs,
-    configs: options.pushConfigs ?? new MemoryPushConfigStore(),
+    configs: pushConfigs,
     supervisor,
     hook,
     logger,
@@ -170,6 +180,17 @@ export async function createApp(options: AppOptions): Promise<App> {
   const feed = new RunEventFeed({ supervisor, hook, maxBuffered: config.subscriberBuffer });
   addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, logger, maxBodyBytes: config.maxBodyBytes });
   addOpenwopInterruptRoutes(router, { interrupts: runInterrupts, maxBodyBytes: config.maxBodyBytes });
+  if (config.operator.console) {
+    // The operator console lists across the tenants of the configured keys ("default" with auth off).
+    const tenants = config.auth.mode === "apikey" ? [...new Set(config.auth.keys.map((k) => k.tenant))] : ["default"];
+    addConsoleRoutes(router, {
+      operations: new ConsoleOperations({ supervisor, hook, feed, tokens: interruptTokens, tenants }),
+      push: new ConsolePush({ enabled: push.enabled, configs: pushConfigs, worker: push.worker }),
+      logger,
+      maxBodyBytes: config.maxBodyBytes,
+      assetsDir: join(projectRoot, "src", "transport", "console", "assets"),
+    });
+  }
   if (config.conformanceSeams) {
     addConformanceSeamRoutes(router, { service, runs, egress: config.push.egress, ...(options.pushResolver ? { resolve: options.pushResolver } : {}), maxBodyBytes: config.maxBodyBytes });
   }

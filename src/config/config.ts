@@ -1,4 +1,5 @@
 import { isAbsolute, join } from "node:path";
+import { loadOperatorSettings, type OperatorSettings } from "../observability/operator-settings.js";
 import { checkPushUrlSyntax, EgressRefusedError, type EgressPolicy } from "../push/push-egress-guard.js";
 import { projectRoot } from "./project-root.js";
 import { SecretValue } from "./secret-value.js";
@@ -64,6 +65,8 @@ export interface Config {
   conformanceSeams: boolean;
   /** How long an Idempotency-Key record of POST /v1/runs is kept (at least 24 h). */
   idempotencyTtlMs: number;
+  /** The operator console (CONSOLE_ENABLED) and XState live inspection (XSTATE_INSPECT, XSTATE_INSPECT_FILE). */
+  operator: OperatorSettings;
 }
 
 export class ConfigError extends Error {
@@ -203,6 +206,12 @@ function authSettings(env: Env, production: boolean): AuthSettings {
   return settings;
 }
 
+function operatorSettings(env: Env, production: boolean): OperatorSettings {
+  const settings = loadOperatorSettings(env, production);
+  if (typeof settings === "string") throw new ConfigError(settings);
+  return settings;
+}
+
 function peerSettings(env: Env, production: boolean): A2APeerSettings {
   const settings = loadPeerSettings(env, production);
   if (typeof settings === "string") throw new ConfigError(settings);
@@ -242,6 +251,7 @@ export function loadConfig(env: Env = process.env): Config {
     auth: authSettings(env, nodeEnv === "production"),
     push: loadPushSettings(env),
     a2aPeer: peerSettings(env, nodeEnv === "production"),
+    operator: operatorSettings(env, nodeEnv === "production"),
   };
   if (config.env === "production") {
     if (!mongodbUri) throw new ConfigError("NODE_ENV=production needs MONGODB_URI: production never runs on the embedded or in-memory store");

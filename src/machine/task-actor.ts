@@ -3,19 +3,22 @@ import { DomainError } from "../domain/errors.js";
 import type { RunStatus } from "../domain/run-status.js";
 import { taskMachine, type TaskMachineInput } from "./task-machine.js";
 import type { TaskEvent } from "./task-events.js";
+import { inspectorFor } from "./task-inspection.js";
 import { runStatusOf, type TaskSnapshot } from "./task-projection.js";
 
 export type TaskActor = Actor<typeof taskMachine>;
 
 export function createTaskActor(input: TaskMachineInput): TaskActor {
-  return createActor(taskMachine, { input }).start();
+  const inspect = inspectorFor(input.taskId);
+  return createActor(taskMachine, { input, ...(inspect ? { inspect } : {}) }).start();
 }
 
 /** Rehydrates a passivated task from its persisted snapshot. The machine has no side effects, so this is safe. */
 export function restoreTaskActor(persisted: unknown): TaskActor {
   // `input` is only read when the machine starts fresh; a restored snapshot already holds the context.
   const input = undefined as unknown as TaskMachineInput;
-  return createActor(taskMachine, { snapshot: persisted as Snapshot<unknown>, input }).start();
+  const inspect = inspectorFor((persisted as { context?: { taskId?: string } } | null)?.context?.taskId);
+  return createActor(taskMachine, { snapshot: persisted as Snapshot<unknown>, input, ...(inspect ? { inspect } : {}) }).start();
 }
 
 /**
