@@ -41,6 +41,8 @@ export function addConsoleRoutes(router: HttpRouter, options: ConsoleRoutesOptio
   router.add("GET", "/console/api/tasks/stream", async (_req, res, _params, ctx) => {
     const sse = new SseWriter(res, options.keepaliveMs);
     const unsubscribe = operations.watch((summary) => void sse.send(summary), ctx);
+    // Sends the headers now: a quiet host would otherwise leave the client waiting for the first commit.
+    await sse.send({}, { event: "ready" });
     await new Promise<void>((resolve) => {
       res.on("close", resolve);
       ctx.signal?.addEventListener("abort", () => resolve(), { once: true });

@@ -136,7 +136,8 @@ async function showList(params) {
   );
   render();
   const signal = viewScope.signal;
-  stream("/console/api/tasks/stream", signal, (_event, summary) => {
+  stream("/console/api/tasks/stream", signal, (event, summary) => {
+    if (event !== "message") return;
     rows.set(summary.taskId, summary);
     render();
   }).catch(streamFailed);
