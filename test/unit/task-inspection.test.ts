@@ -1,0 +1,78 @@
+// XState live inspection (XSTATE_INSPECT): only the chosen tasks' actors report, fresh and restored alike,
+// and the settings refuse what they cannot mean. Then the real app writes a task's transitions to the file sink.
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createTaskActor, restoreTaskActor } from "../../src/machine/task-actor.js";
+import { configureTaskInspection, type TaskInspectionRecord } from "../../src/machine/task-inspection.js";
+import { loadOperatorSettings } from "../../src/observability/operator-settings.js";
+import { openwopClient } from "../support/openwop-client.js";
+import { startTestApp } from "../support/start-server.js";
+
+const message = { messageId: "m1", role: "user" as const, parts: [{ kind: "text" as const, text: "hi" }] };
+const input = (taskId: string) => ({ taskId, contextId: "c", workflowId: "echo", tenant: "t", firstNode: "n1", message });
+
+afterEach(() => configureTaskInspection(undefined));
+
+describe("task inspection", () => {
+  it("reports events and snapshots of the chosen tasks only", () => {
+    const records: TaskInspectionRecord[] = [];
+    configureTaskInspection({ taskIds: ["watched"], sink: (r) => records.push(r) });
+    const watched = createTaskActor(input("watched"));
+    const other = createTaskActor(input("other"));
+    watched.send({ type: "START", at: "2026-01-01T00:00:00Z" });
+    other.send({ type: "START", at: "2026-01-01T00:00:00Z" });
+    expect(records.every((r) => r.taskId === "watched")).toBe(true);
+    expect(records.map((r) => r.type)).toContain("@xstate.actor");
+    expect(records.find((r) => r.type === "@xstate.event" && (r.event as { type: string }).type === "START")).toBeDefined();
+    expect(records.filter((r) => r.type === "@xstate.snapshot").at(-1)).toMatchObject({ state: "running", status: "active" });
+
+    // A passivated task rehydrated from its snapshot reports too.
+    records.length = 0;
+    const restored = restoreTaskActor(watched.getPersistedSnapshot());
+    restored.send({ type: "PAUSE", at: "2026-01-01T00:00:01Z" });
+    expect(records.filter((r) => r.type === "@xstate.snapshot").at(-1)).toMatchObject({ taskId: "watched", state: "paused" });
+  });
+
+  it("reports nothing when off", () => {
+    const records: TaskInspectionRecord[] = [];
+    configureTaskInspection({ taskIds: [], sink: (r) => records.push(r) });
+    createTaskActor(input("x")).send({ type: "START", at: "2026-01-01T00:00:00Z" });
+    configureTaskInspection(undefined);
+    createTaskActor(input("y")).send({ type: "START", at: "2026-01-01T00:00:00Z" });
+    expect(records).toEqual([]);
+  });
+});
+
+describe("operator settings", () => {
+  it("console on outside production, off in production unless CONSOLE_ENABLED=true; inspection opt-in", () => {
+    expect(loadOperatorSettings({}, false)).toEqual({ console: true, inspectSink: "-" });
+    expect(loadOperatorSettings({}, true)).toEqual({ console: false, inspectSink: "-" });
+    expect(loadOperatorSettings({ CONSOLE_ENABLED: "true" }, true)).toMatchObject({ console: true });
+    expect(loadOperatorSettings({ CONSOLE_ENABLED: "yes" }, false)).toMatch(/CONSOLE_ENABLED must be true or false/);
+    expect(loadOperatorSettings({ XSTATE_INSPECT: "*", XSTATE_INSPECT_FILE: "/tmp/x.ndjson" }, false)).toMatchObject({ inspectTasks: "*", inspectSink: "/tmp/x.ndjson" });
+    expect(loadOperatorSettings({ XSTATE_INSPECT: "a, b" }, false)).toMatchObject({ inspectTasks: ["a", "b"] });
+    expect(loadOperatorSettings({ XSTATE_INSPECT: " , " }, false)).toMatch(/XSTATE_INSPECT must be/);
+  });
+});
+
+describe("XSTATE_INSPECT on the real app", () => {
+  it("writes a task's transitions to XSTATE_INSPECT_FILE as JSON lines", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "inspect-"));
+    const file = join(dir, "inspect.ndjson");
+    const t = await startTestApp({ XSTATE_INSPECT: "*", XSTATE_INSPECT_FILE: file });
+    try {
+      const api = openwopClient(t.baseUrl);
+      const runId = await api.startRun("echo", { text: "inspect me" });
+      await api.waitForRun(runId, (s) => s.status === "completed");
+      const records = (await readFile(file, "utf8")).trim().split("\n").map((line) => JSON.parse(line) as TaskInspectionRecord);
+      const states = records.filter((r) => r.taskId === runId && r.type === "@xstate.snapshot").map((r) => r.state);
+      expect(states).toContain("running");
+      expect(states.at(-1)).toBe("completed");
+    } finally {
+      await t.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
