@@ -8,10 +8,10 @@ import type { TransitionHook } from "../engine/transition-hook.js";
 import type { InterruptTokenSigner } from "../interrupts/interrupt-tokens.js";
 import { exportTaskMachine } from "../machine/machine-export.js";
 import type { PendingInterrupt, RunError } from "../machine/task-context.js";
-import type { RunEvent, TaskRecord } from "../store/task-store.js";
+import type { TaskRecord } from "../store/task-store.js";
 import { statePathOf } from "./console-state-path.js";
 import { toRunEventDoc, type RunEventDoc, type RunEventFeed } from "./run-event-feed.js";
-import { interruptTokensFor } from "./run-interrupts.js";
+import { interruptTokensFor, readWholeLog } from "./run-interrupts.js";
 
 /** One row of the console's task list (and one message of its live stream). */
 export interface ConsoleTaskSummary {
@@ -60,7 +60,6 @@ export interface ConsoleOperationsOptions {
 }
 
 const LIST_LIMIT = 100;
-const EVENT_PAGE = 1000;
 export const CONSOLE_SCOPE = "console:operate";
 
 /**
@@ -114,7 +113,7 @@ export class ConsoleOperations {
     const { supervisor, tokens } = this.options;
     const record = await this.find(taskId);
     const context = supervisor.contextOf(record);
-    const events = await this.allEvents(taskId);
+    const events = await readWholeLog(supervisor.store, taskId);
     const interruptTokens = interruptTokensFor(tokens, record, context, ctx.principal);
     return {
       task: summaryOf(record),
@@ -164,14 +163,6 @@ export class ConsoleOperations {
     return { tenant: record.tenant, id: operator.id, scopes: [scope] };
   }
 
-  private async allEvents(taskId: string): Promise<RunEvent[]> {
-    const events: RunEvent[] = [];
-    for (;;) {
-      const page = await this.options.supervisor.store.readEvents(taskId, events.length, EVENT_PAGE);
-      events.push(...page);
-      if (page.length < EVENT_PAGE) return events;
-    }
-  }
 }
 
 function summaryOf(record: TaskRecord): ConsoleTaskSummary {

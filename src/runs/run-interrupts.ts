@@ -7,7 +7,7 @@ import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
 import { findNode, SYSTEM_TIMEOUT } from "../engine/workflow-engine.js";
 import { InterruptTokenError, type InterruptTokenPayload, type InterruptTokenSigner } from "../interrupts/interrupt-tokens.js";
 import type { TaskContext } from "../machine/task-context.js";
-import type { RunEvent, TaskRecord } from "../store/task-store.js";
+import type { RunEvent, TaskRecord, TaskStore } from "../store/task-store.js";
 
 /** The tokens of a run's pending interrupt; the resolve token only for a principal allowed to respond. */
 export function interruptTokensFor(
@@ -167,7 +167,7 @@ export class RunInterrupts {
     const record = await supervisor.get(runId, tenant);
     const status = record.status;
     const matches = (e: RunEvent) => e.nodeId === nodeId && (interruptId === undefined || e.payload["interruptId"] === interruptId);
-    const events = await this.allEvents(runId);
+    const events = await readWholeLog(supervisor.store, runId);
     const resolved = events.filter((e) => e.type === "interrupt.resolved" && matches(e)).at(-1);
     const requested = events.some((e) => e.type === "interrupt.requested" && matches(e));
     const details = { runId, nodeId, ...(interruptId ? { interruptId } : {}), status };
@@ -185,13 +185,15 @@ export class RunInterrupts {
     return new DomainError("interrupt-not-found", `node "${nodeId}" of run ${runId} has no pending interrupt (the run is ${status})`, details);
   }
 
-  private async allEvents(runId: string): Promise<RunEvent[]> {
-    const events: RunEvent[] = [];
-    for (;;) {
-      const page = await this.options.supervisor.store.readEvents(runId, events.length, EVENT_PAGE);
-      events.push(...page);
-      if (page.length < EVENT_PAGE) return events;
-    }
+}
+
+/** A run's whole event log, read from the store in pages. */
+export async function readWholeLog(store: TaskStore, runId: string): Promise<RunEvent[]> {
+  const events: RunEvent[] = [];
+  for (;;) {
+    const page = await store.readEvents(runId, events.length, EVENT_PAGE);
+    events.push(...page);
+    if (page.length < EVENT_PAGE) return events;
   }
 }
 

@@ -63,7 +63,7 @@ describe("operator console in headless Chromium", () => {
     await page.screenshot({ path: join(ARTIFACTS, "2-waiting-approval.png"), fullPage: true });
 
     // A marker on the window: a reload would lose it.
-    await page.evaluate(() => ((window as unknown as { consoleMarker: number }).consoleMarker = 42));
+    await page.evaluate(() => ((globalThis as unknown as { consoleMarker: number }).consoleMarker = 42));
     await page.locator("#approve").click();
 
     await page.locator('#diagram g.state.current[data-state="completed"]').waitFor();
@@ -72,7 +72,7 @@ describe("operator console in headless Chromium", () => {
     expect(await page.locator('#diagram g.edge.taken[data-source="waiting-approval"][data-target="running"]').count()).toBe(1);
     expect(await page.locator('#diagram g.edge.taken[data-source="running"][data-target="completed"]').count()).toBe(1);
     expect(await page.locator("#interrupt").textContent()).toBe("");
-    expect(await page.evaluate(() => (window as unknown as { consoleMarker?: number }).consoleMarker)).toBe(42);
+    expect(await page.evaluate(() => (globalThis as unknown as { consoleMarker?: number }).consoleMarker)).toBe(42);
     await page.screenshot({ path: join(ARTIFACTS, "3-completed.png"), fullPage: true });
 
     // The server agrees: approved by the console's token, and completed.

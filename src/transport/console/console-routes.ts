@@ -3,11 +3,11 @@ import { invalidParams } from "../../domain/errors.js";
 import { A2A_TASK_STATES, type A2ATaskStateValue } from "../../domain/run-status.js";
 import type { Logger } from "../../observability/logger.js";
 import type { ConsoleOperations, ConsoleTaskFilter } from "../../runs/console-operations.js";
-import { sendJson, SseWriter, type HttpResponse } from "../http-io.js";
+import { sendJson, SseWriter } from "../http-io.js";
 import type { HttpRouter } from "../http-router.js";
 import { onlyKnownFields, optionalString } from "../json-shape.js";
-import { openwopErrorBody } from "../rest/openwop-errors.js";
 import { integerParam, queryOf, readJsonObject } from "../rest/openwop-request.js";
+import { streamEvents } from "../rest/openwop-runs-routes.js";
 import { addConsoleAssetRoutes } from "./console-assets.js";
 
 export interface ConsoleRoutesOptions {
@@ -95,21 +95,4 @@ function filterOf(query: URLSearchParams): ConsoleTaskFilter {
     ...(workflowId ? { workflowId } : {}),
     ...(idPrefix ? { idPrefix } : {}),
   };
-}
-
-async function streamEvents(res: HttpResponse, events: AsyncGenerator<{ sequence: number }>, options: ConsoleRoutesOptions): Promise<void> {
-  const sse = new SseWriter(res, options.keepaliveMs);
-  try {
-    for await (const event of events) {
-      if (sse.isClosed) break;
-      await sse.send(event, { id: event.sequence });
-    }
-    await sse.send({ end: true }, { event: "end" });
-  } catch (err) {
-    const { body } = openwopErrorBody(err);
-    if (body.error === "internal_error") options.logger.error({ err }, "console event stream failed");
-    await sse.send(body, { event: "error" });
-  } finally {
-    sse.end();
-  }
 }

@@ -276,17 +276,14 @@ async function showTask(taskId) {
   }
 
   await refresh();
+  // Events are named by their type; the stream ends after the run's terminal event.
   const follow = async () => {
-    let ended = false;
     await stream(`/console/api/tasks/${encodeURIComponent(taskId)}/events?after=${lastSequence}`, signal, (event, data) => {
-      if (event === "end") ended = true;
-      else if (event === "error") showError(new Error(data.message));
-      else {
-        addEvent(data);
-        scheduleRefresh();
-      }
+      if (event === "error") return showError(new Error(data.message));
+      addEvent(data);
+      scheduleRefresh();
     });
-    if (ended) liveDot.classList.add("off");
+    liveDot.classList.add("off");
   };
   follow().catch(streamFailed);
 }
