@@ -78,5 +78,30 @@ describe("operator console in headless Chromium", () => {
     // The server agrees: approved by the console's token, and completed.
     const done = await api.waitForRun(runId, (s) => s.status === "completed");
     expect(done.status).toBe("completed");
-  });
+  }, 60_000);
+
+  it.runIf(executablePath)("asks a question, then rejects, from the page: the task fails and the diagram says so", async () => {
+    const api = openwopClient(t.baseUrl);
+    const runId = await api.startRun("approval-gate", { text: "Delete the production database" });
+    await api.waitForRun(runId, (s) => s.status === "waiting-approval");
+    await page.goto(`${t.baseUrl}/console#/tasks/${runId}`);
+    await page.locator('#diagram g.state.current[data-state="waiting-approval"]').waitFor();
+
+    // Ask without a question: the page refuses and nothing is sent.
+    await page.locator("#ask").click();
+    await page.locator("#error").filter({ hasText: "question" }).waitFor();
+    await page.locator("#interrupt-text").fill("Which database exactly?");
+    await page.locator("#ask").click();
+    await page.locator("#interrupt").filter({ hasText: "Which database exactly?" }).waitFor();
+    await page.locator('#event-log tr[data-type="interrupt.exchange"]').waitFor();
+    expect(await page.locator("#machine-state").getAttribute("data-status")).toBe("waiting-approval");
+
+    await page.locator("#reject").click();
+    await page.locator('#diagram g.state.current[data-state="failed"]').waitFor();
+    await page.locator('#event-log tr[data-type="run.failed"]').waitFor();
+    expect(await page.locator('#diagram g.edge.taken[data-source="waiting-approval"][data-target="failed"]').count()).toBe(1);
+    expect(await page.locator("#cancel").isDisabled()).toBe(true);
+    await page.screenshot({ path: join(ARTIFACTS, "4-rejected.png"), fullPage: true });
+    expect((await api.waitForRun(runId, (s) => s.status === "failed")).status).toBe("failed");
+  }, 60_000);
 });
