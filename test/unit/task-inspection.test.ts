@@ -1,14 +1,9 @@
 // XState live inspection (XSTATE_INSPECT): only the chosen tasks' actors report, fresh and restored alike,
-// and the settings refuse what they cannot mean. Then the real app writes a task's transitions to the file sink.
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+// and the settings refuse what they cannot mean.
 import { afterEach, describe, expect, it } from "vitest";
 import { createTaskActor, restoreTaskActor } from "../../src/machine/task-actor.js";
 import { configureTaskInspection, type TaskInspectionRecord } from "../../src/machine/task-inspection.js";
 import { loadOperatorSettings } from "../../src/observability/operator-settings.js";
-import { openwopClient } from "../support/openwop-client.js";
-import { startTestApp } from "../support/start-server.js";
 
 const message = { messageId: "m1", role: "user" as const, parts: [{ kind: "text" as const, text: "hi" }] };
 const input = (taskId: string) => ({ taskId, contextId: "c", workflowId: "echo", tenant: "t", firstNode: "n1", message });
@@ -54,25 +49,5 @@ describe("operator settings", () => {
     expect(loadOperatorSettings({ XSTATE_INSPECT: "*", XSTATE_INSPECT_FILE: "/tmp/x.ndjson" }, false)).toMatchObject({ inspectTasks: "*", inspectSink: "/tmp/x.ndjson" });
     expect(loadOperatorSettings({ XSTATE_INSPECT: "a, b" }, false)).toMatchObject({ inspectTasks: ["a", "b"] });
     expect(loadOperatorSettings({ XSTATE_INSPECT: " , " }, false)).toMatch(/XSTATE_INSPECT must be/);
-  });
-});
-
-describe("XSTATE_INSPECT on the real app", () => {
-  it("writes a task's transitions to XSTATE_INSPECT_FILE as JSON lines", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "inspect-"));
-    const file = join(dir, "inspect.ndjson");
-    const t = await startTestApp({ XSTATE_INSPECT: "*", XSTATE_INSPECT_FILE: file });
-    try {
-      const api = openwopClient(t.baseUrl);
-      const runId = await api.startRun("echo", { text: "inspect me" });
-      await api.waitForRun(runId, (s) => s.status === "completed");
-      const records = (await readFile(file, "utf8")).trim().split("\n").map((line) => JSON.parse(line) as TaskInspectionRecord);
-      const states = records.filter((r) => r.taskId === runId && r.type === "@xstate.snapshot").map((r) => r.state);
-      expect(states).toContain("running");
-      expect(states.at(-1)).toBe("completed");
-    } finally {
-      await t.close();
-      await rm(dir, { recursive: true, force: true });
-    }
   });
 });
