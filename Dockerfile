@@ -17,6 +17,8 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY workflows ./workflows
 COPY schemas ./schemas
+# The operator console's page and scripts, served as they are (no build step).
+COPY src/transport/console/assets ./src/transport/console/assets
 USER node
 EXPOSE 8080
 # NODE_ENV=production refuses to start without MONGODB_URI and PUBLIC_URL, and (push on by default) without

@@ -1,4 +1,6 @@
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { projectRoot } from "./domain/project-root.js";
 import { createCore, JSONRPC_PATH, OPENWOP_EXTENSION_URI, packageVersion, type CoreOptions } from "./core.js";
 import type { TaskService } from "./a2a/task-service.js";
 import type { CallContext } from "./auth/call-context.js";
@@ -22,6 +24,10 @@ import { addConformanceSeamRoutes } from "./transport/rest/conformance-seam-rout
 import { addOpenwopInterruptRoutes } from "./transport/rest/openwop-interrupt-routes.js";
 import { addOpenwopRunsRoutes } from "./transport/rest/openwop-runs-routes.js";
 import { sendOpenwopError } from "./transport/rest/openwop-errors.js";
+import { ConsolePush } from "./a2a/console-push.js";
+import { ConsoleOperations } from "./runs/console-operations.js";
+import { CONSOLE_PUBLIC_PATH } from "./transport/console/console-assets.js";
+import { addConsoleRoutes } from "./transport/console/console-routes.js";
 
 export { JSONRPC_PATH, OPENWOP_EXTENSION_URI };
 const SUPPORTED_EXTENSIONS = [OPENWOP_EXTENSION_URI];
@@ -45,7 +51,7 @@ export interface App {
  * Paths without an API key: discovery, health, and signed interrupt tokens (the token is the credential).
  * Their handlers see a principal that belongs to no tenant and holds no scope.
  */
-const PUBLIC_PATHS = [/^\/\.well-known\//, /^\/healthz$/, /^\/v1\/interrupts\//];
+const PUBLIC_PATHS = [/^\/\.well-known\//, /^\/healthz$/, /^\/v1\/interrupts\//, CONSOLE_PUBLIC_PATH];
 const PUBLIC_PRINCIPAL: Principal = { tenant: "", id: "public", scopes: [] };
 
 export async function createApp(options: AppOptions): Promise<App> {
@@ -68,6 +74,17 @@ export async function createApp(options: AppOptions): Promise<App> {
   // The OpenWOP REST surface: runs (the same durable tasks A2A sees), events, interrupts, workflows.
   addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, logger, maxBodyBytes: config.maxBodyBytes });
   addOpenwopInterruptRoutes(router, { interrupts: runInterrupts, maxBodyBytes: config.maxBodyBytes });
+  if (config.operator.console) {
+    // The operator console lists across the tenants of the configured keys ("default" with auth off).
+    const tenants = config.auth.mode === "apikey" ? [...new Set(config.auth.keys.map((k) => k.tenant))] : ["default"];
+    addConsoleRoutes(router, {
+      operations: new ConsoleOperations({ supervisor, reads: core.reads, hook: core.hook, feed, tokens: core.tokens, tenants }),
+      push: new ConsolePush({ enabled: push.enabled, configs: core.pushConfigs, worker: push.worker }),
+      logger,
+      maxBodyBytes: config.maxBodyBytes,
+      assetsDir: join(projectRoot, "src", "transport", "console", "assets"),
+    });
+  }
   if (config.conformanceSeams) {
     addConformanceSeamRoutes(router, { service, runs, checkPushUrl: (url, path) => push.configs.checkUrl(url, path), maxBodyBytes: config.maxBodyBytes });
   }

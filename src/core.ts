@@ -13,6 +13,8 @@ import { loadWorkflowCatalog, type WorkflowCatalog } from "./engine/workflow-cat
 import type { TaskHandler } from "./engine/workflow-types.js";
 import { loadInterruptTokenKeys } from "./interrupts/interrupt-token-keys.js";
 import { InterruptTokenSigner } from "./interrupts/interrupt-tokens.js";
+import { configureTaskInspection } from "./machine/task-inspection.js";
+import { createInspectionSink } from "./observability/inspection-sink.js";
 import type { Logger } from "./observability/logger.js";
 import { createA2APeerClient } from "./peer/a2a-peer-client.js";
 import { createGrpcPeerTransport } from "./peer/grpc-peer-client.js";
@@ -66,6 +68,10 @@ export interface Core {
   /** Push notifications: the registration service, the delivery worker (when enabled), a start-up phrase. */
   push: PushNotifications;
   card: AgentCard;
+  /** Signs and checks interrupt tokens (REST interrupts API, console). */
+  tokens: InterruptTokenSigner;
+  /** The push-config store (the console shows deliveries and dead letters). */
+  pushConfigs: PushConfigStore;
   /** Resumes every unfinished task and starts push delivery. */
   start(): Promise<void>;
   /** Stops the engine, peer clients and push; the store stays open. */
@@ -95,6 +101,9 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     // `${A2A_PEER_CARD_URL}` in an a2a.invoke node's agentCardUrl (README "Workflows").
     variables: { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl },
   });
+  // XSTATE_INSPECT: XState's inspection API on the actors of the chosen tasks (README "Live inspection").
+  const { inspectTasks, inspectSink } = config.operator;
+  configureTaskInspection(inspectTasks ? { taskIds: inspectTasks, sink: createInspectionSink(inspectSink) } : undefined);
   const hook = new TransitionHook(logger);
   // a2a.invoke: outbound calls to remote A2A agents go through the same egress guard as push deliveries.
   // The card picks the wire: JSON-RPC 0.3 over undici, or gRPC (a2a.v1) over HTTP/2 when the card prefers it.
@@ -107,11 +116,12 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const supervisor = new TaskSupervisor({ store, catalog, handlers, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, peerInvoker });
   const reads = supervisor.reads;
   const observer = new TaskObserver({ reads, hook, maxBuffered: config.subscriberBuffer });
+  const pushConfigs = options.pushConfigs ?? new MemoryPushConfigStore();
   const push = await createPushNotifications({
     settings: config.push,
     dataDir: config.dataDir,
     retentionMs: config.retentionMs,
-    configs: options.pushConfigs ?? new MemoryPushConfigStore(),
+    configs: pushConfigs,
     tasks: reads,
     log: reads,
     commits: hook,
@@ -163,6 +173,8 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     feed,
     push,
     card,
+    tokens,
+    pushConfigs,
     async start() {
       await supervisor.start();
       await push.start();

@@ -1,7 +1,7 @@
 import { DomainError } from "../domain/errors.js";
 
-/** The scopes an API key can hold (OpenWOP rest-endpoints.md names). */
-export const SCOPES = ["runs:create", "runs:read", "runs:cancel", "approvals:respond", "webhooks:manage", "manifest:read"] as const;
+/** The scopes an API key can hold (OpenWOP rest-endpoints.md names, and ours: `console:operate` opens the operator console). */
+export const SCOPES = ["runs:create", "runs:read", "runs:cancel", "approvals:respond", "webhooks:manage", "manifest:read", "console:operate"] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** Who is acting: recorded as decidedBy / cancelledBy, and the tenant every lookup is scoped to. */

@@ -2,6 +2,7 @@ import { isAbsolute, join } from "node:path";
 import { loadAuthSettings, type AuthSettings } from "../auth/auth-settings.js";
 import { EnvReader, type Env } from "../domain/env-settings.js";
 import { projectRoot } from "../domain/project-root.js";
+import { readOperatorSettings, type OperatorSettings } from "../observability/operator-settings.js";
 import { readInterruptTokenSettings, type InterruptTokenSettings } from "../interrupts/interrupt-settings.js";
 import { readPeerSettings, type A2APeerSettings } from "../peer/peer-settings.js";
 import { pushProductionProblems, readPushSettings, type PushSettings } from "../push/push-settings.js";
@@ -35,6 +36,8 @@ export interface Config extends StoreSettings {
   conformanceSeams: boolean;
   /** How long an Idempotency-Key record of POST /v1/runs is kept (at least 24 h). */
   idempotencyTtlMs: number;
+  /** The operator console (CONSOLE_ENABLED) and XState live inspection (XSTATE_INSPECT, XSTATE_INSPECT_FILE). */
+  operator: OperatorSettings;
 }
 
 /**
@@ -72,6 +75,7 @@ export function loadConfig(env: Env = process.env): Config {
     auth: typeof auth === "string" ? { mode: "apikey", keys: [] } : auth,
     push: readPushSettings(reader),
     a2aPeer: readPeerSettings(reader, production),
+    operator: readOperatorSettings(reader, production),
   };
   if (production) {
     if (reader.raw("PUBLIC_URL") === undefined) reader.problem("NODE_ENV=production needs PUBLIC_URL (the address callers use; it goes on the agent card)");

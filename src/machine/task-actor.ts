@@ -4,12 +4,14 @@ import type { RunStatus } from "../domain/run-status.js";
 import { restorePersistedSnapshot } from "./persisted-task-snapshot.js";
 import { taskMachine, type TaskMachineInput } from "./task-machine.js";
 import type { TaskEvent } from "./task-events.js";
+import { inspectorFor } from "./task-inspection.js";
 import { runStatusOf, type TaskSnapshot } from "./task-projection.js";
 
 export type TaskActor = Actor<typeof taskMachine>;
 
 export function createTaskActor(input: TaskMachineInput): TaskActor {
-  return createActor(taskMachine, { input }).start();
+  const inspect = inspectorFor(input.taskId);
+  return createActor(taskMachine, { input, ...(inspect ? { inspect } : {}) }).start();
 }
 
 /**
@@ -19,7 +21,9 @@ export function createTaskActor(input: TaskMachineInput): TaskActor {
 export function restoreTaskActor(stored: unknown, taskId?: string): TaskActor {
   // `input` is only read when the machine starts fresh; a restored snapshot already holds the context.
   const input = undefined as unknown as TaskMachineInput;
-  return createActor(taskMachine, { snapshot: restorePersistedSnapshot(stored, taskId), input }).start();
+  const snapshot = restorePersistedSnapshot(stored, taskId);
+  const inspect = inspectorFor((snapshot as { context?: { taskId?: string } }).context?.taskId);
+  return createActor(taskMachine, { snapshot, input, ...(inspect ? { inspect } : {}) }).start();
 }
 
 /**

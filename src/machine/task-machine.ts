@@ -25,14 +25,15 @@ export interface TaskMachineInput {
   message: Message;
 }
 
-function mergeArtifacts(current: Artifact[], incoming: Artifact[] | undefined): Artifact[] {
+/** Context helpers of the actions; exported so the code export (machine-export-module.ts) can inline them. */
+export function mergeArtifacts(current: Artifact[], incoming: Artifact[] | undefined): Artifact[] {
   if (!incoming || incoming.length === 0) return current;
   const byId = new Map(current.map((a) => [a.artifactId, a]));
   for (const artifact of incoming) byId.set(artifact.artifactId, artifact);
   return [...byId.values()];
 }
 
-function withProgress(current: TaskContext["nodeProgress"], nodeId: string, progress: Record<string, unknown> | undefined): Pick<TaskContext, "nodeProgress"> {
+export function withProgress(current: TaskContext["nodeProgress"], nodeId: string, progress: Record<string, unknown> | undefined): Pick<TaskContext, "nodeProgress"> {
   if (progress === undefined) {
     if (!current || !(nodeId in current)) return {};
     const { [nodeId]: _dropped, ...rest } = current;
@@ -41,7 +42,7 @@ function withProgress(current: TaskContext["nodeProgress"], nodeId: string, prog
   return { nodeProgress: { ...current, [nodeId]: progress } };
 }
 
-function appendMessages(history: Message[], ...messages: Array<Message | undefined>): Message[] {
+export function appendMessages(history: Message[], ...messages: Array<Message | undefined>): Message[] {
   const added = messages.filter((m): m is Message => m !== undefined);
   return added.length === 0 ? history : [...history, ...added];
 }

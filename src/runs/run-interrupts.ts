@@ -169,7 +169,7 @@ export class RunInterrupts {
     const record = await reads.get(runId, tenant);
     const status = record.status;
     const matches = (e: RunEvent) => e.nodeId === nodeId && (interruptId === undefined || e.payload["interruptId"] === interruptId);
-    const events = await this.allEvents(runId);
+    const events = await readWholeLog(reads, runId);
     const resolved = events.filter((e) => e.type === "interrupt.resolved" && matches(e)).at(-1);
     const requested = events.some((e) => e.type === "interrupt.requested" && matches(e));
     const details = { runId, nodeId, ...(interruptId ? { interruptId } : {}), status };
@@ -186,15 +186,6 @@ export class RunInterrupts {
     }
     return new DomainError("interrupt-not-found", `node "${nodeId}" of run ${runId} has no pending interrupt (the run is ${status})`, details);
   }
-
-  private async allEvents(runId: string): Promise<RunEvent[]> {
-    const events: RunEvent[] = [];
-    for (;;) {
-      const page = await this.options.reads.readEvents(runId, events.length, EVENT_PAGE);
-      events.push(...page);
-      if (page.length < EVENT_PAGE) return events;
-    }
-  }
 }
 
 /** waiting-approval, waiting-input, waiting-external: the only statuses in which an interrupt can be answered. */
@@ -205,4 +196,14 @@ function isWaiting(status: RunStatus): boolean {
 /** The supervisor refused because the interrupt stopped being pending between our read and its lock. */
 function lostRace(err: unknown): boolean {
   return err instanceof DomainError && (err.code === "unsupported-operation" || err.code === "not-found" || err.code === "interrupt-already-resolved" || err.code === "conflict");
+}
+
+/** A run's whole event log, read in pages. */
+export async function readWholeLog(reads: Pick<TaskReadPort, "readEvents">, runId: string): Promise<RunEvent[]> {
+  const events: RunEvent[] = [];
+  for (;;) {
+    const page = await reads.readEvents(runId, events.length, EVENT_PAGE);
+    events.push(...page);
+    if (page.length < EVENT_PAGE) return events;
+  }
 }

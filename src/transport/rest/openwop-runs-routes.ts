@@ -128,7 +128,8 @@ function resumePointOf(req: HttpRequest): number {
   return integerParam(queryOf(req).get("after"), "after", -1, -1, Number.MAX_SAFE_INTEGER);
 }
 
-async function streamEvents(res: HttpResponse, events: AsyncGenerator<{ sequence: number; type: string }>, options: OpenwopRunsRoutesOptions): Promise<void> {
+/** A run's events as SSE (event name = event type, id = sequence), an `error` event if the stream fails. */
+export async function streamEvents(res: HttpResponse, events: AsyncGenerator<{ sequence: number; type: string }>, options: Pick<OpenwopRunsRoutesOptions, "logger" | "keepaliveMs">): Promise<void> {
   const sse = new SseWriter(res, options.keepaliveMs);
   try {
     for await (const event of events) {

@@ -1,0 +1,63 @@
+import { requireScope, type Principal } from "../auth/principal.js";
+import { DomainError } from "../domain/errors.js";
+import { targetOf, type PushDeliveryWorker } from "../push/push-delivery-worker.js";
+import type { PushConfigStore, PushDeadLetter, PushDelivery } from "../store/push-config-store.js";
+
+/** One push config as the console shows it: where it goes (scheme, host, port only) and how delivery stands. */
+export interface ConsolePushConfig {
+  configId: string;
+  target: string;
+  protocolVersion: "0.3" | "1.0";
+  createdAt: string;
+  updatedAt: string;
+  delivery: PushDelivery;
+}
+
+export interface ConsolePushView {
+  enabled: boolean;
+  configs: ConsolePushConfig[];
+  deadLetters: PushDeadLetter[];
+}
+
+export interface ConsolePushOptions {
+  enabled: boolean;
+  configs: PushConfigStore;
+  worker: PushDeliveryWorker | undefined;
+}
+
+/**
+ * Push delivery for the operator console: each config of a task with its delivery cursor, attempts and
+ * next retry, the task's dead letters, and "retry now" (the wait before the next attempt is dropped and the
+ * worker woken; the attempt count and the retry policy stay). Never shows a token, credentials or a path.
+ */
+export class ConsolePush {
+  constructor(private readonly options: ConsolePushOptions) {}
+
+  async view(taskId: string, tenant: string, operator: Principal): Promise<ConsolePushView> {
+    requireScope(operator, "console:operate");
+    if (!this.options.enabled) return { enabled: false, configs: [], deadLetters: [] };
+    const configs = (await this.options.configs.list(taskId)).filter((c) => c.tenant === tenant);
+    const deadLetters = await this.options.configs.listDeadLetters(tenant, { taskId, limit: 100 });
+    return {
+      enabled: true,
+      configs: configs.map((c) => ({ configId: c.configId, target: targetOf(c.url), protocolVersion: c.protocolVersion ?? "0.3", createdAt: c.createdAt, updatedAt: c.updatedAt, delivery: c.delivery })),
+      deadLetters,
+    };
+  }
+
+  async retryNow(taskId: string, configId: string, tenant: string, operator: Principal): Promise<ConsolePushConfig> {
+    requireScope(operator, "console:operate");
+    requireScope(operator, "webhooks:manage");
+    const { configs, worker } = this.options;
+    if (!this.options.enabled || !worker) throw new DomainError("push-not-supported", "Push Notification is not supported by this agent");
+    const config = await configs.get(taskId, configId);
+    if (!config || config.tenant !== tenant) throw new DomainError("not-found", `Push notification config "${configId}" not found for task ${taskId}`, { taskId, configId });
+    if (config.delivery.settled) throw new DomainError("conflict", `push config "${configId}" has nothing left to deliver`, { taskId, configId });
+    const delivery = { ...config.delivery, nextAttemptAt: null };
+    if (!(await configs.updateDelivery(taskId, configId, { revision: config.revision, cursor: config.delivery.cursor }, delivery, null))) {
+      throw new DomainError("conflict", `push config "${configId}" moved while retrying; read it again`, { taskId, configId });
+    }
+    await worker.wakeTask(taskId);
+    return { configId, target: targetOf(config.url), protocolVersion: config.protocolVersion ?? "0.3", createdAt: config.createdAt, updatedAt: config.updatedAt, delivery };
+  }
+}
