@@ -6,7 +6,7 @@ import type { CallContext } from "./auth/call-context.js";
 import { buildAgentCard, type AgentInterface } from "./a2a/agent-card.js";
 import type { Config } from "./config/config.js";
 import { projectRoot } from "./config/project-root.js";
-import { DomainError } from "./domain/errors.js";
+import { DomainError, invalidParams } from "./domain/errors.js";
 import { builtinHandlers } from "./engine/builtin-handlers.js";
 import { TaskSupervisor } from "./engine/task-supervisor.js";
 import { apiKeyAuthenticator, devAuthenticator } from "./auth/api-key-authenticator.js";
@@ -22,7 +22,8 @@ import type { Logger } from "./observability/logger.js";
 import type { TaskStore } from "./store/task-store.js";
 import { MemoryPushConfigStore } from "./store/memory-push-config-store.js";
 import type { PushConfigStore } from "./store/push-config-store.js";
-import type { Resolver } from "./push/push-egress-guard.js";
+import { checkPushUrl, checkPushUrlSyntax, EgressRefusedError, EgressResolutionError, type EgressPolicy, type Resolver } from "./push/push-egress-guard.js";
+import { exportTaskMachine } from "./machine/machine-export.js";
 import { createPushNotifications, type PushNotifications } from "./push/push-notifications.js";
 import { addPushRoutes } from "./transport/rest/push-routes.js";
 import { createA2AConnectHandler, isA2ARpcPath } from "./transport/connect/a2a-connect-handler.js";
@@ -171,7 +172,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, logger, maxBodyBytes: config.maxBodyBytes });
   addOpenwopInterruptRoutes(router, { interrupts: runInterrupts, maxBodyBytes: config.maxBodyBytes });
   if (config.conformanceSeams) {
-    addConformanceSeamRoutes(router, { service, runs, egress: config.push.egress, ...(options.pushResolver ? { resolve: options.pushResolver } : {}), maxBodyBytes: config.maxBodyBytes });
+    const checkSeamPushUrl = (url: string) => checkPushUrlForSeam(url, config.push.egress, options.pushResolver);
+    addConformanceSeamRoutes(router, { service, runs, checkPushUrl: checkSeamPushUrl, maxBodyBytes: config.maxBodyBytes });
   }
   addDiscoveryRoutes(router, {
     service,
@@ -182,6 +184,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     fixtures: CONFORMANCE_FIXTURES.filter((id) => catalog.get(id)),
     // Clarification interrupts work end to end (waiting-input, answers), which is what this envelope claims.
     supportedEnvelopes: ["clarification.request"],
+    taskMachine: exportTaskMachine,
   });
 
   const shutdown = new AbortController();
@@ -250,4 +253,16 @@ export async function createApp(options: AppOptions): Promise<App> {
 function headerValue(req: HttpRequest, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** The egress guard's verdict on a seam's push URL, as the invalid-params the seam answers. */
+async function checkPushUrlForSeam(url: string, egress: EgressPolicy, resolve: Resolver | undefined): Promise<void> {
+  try {
+    checkPushUrlSyntax(url, egress);
+    await checkPushUrl(url, egress, resolve);
+  } catch (err) {
+    if (err instanceof EgressRefusedError) throw invalidParams(err.message, { path: "body.url", arm: err.arm });
+    if (err instanceof EgressResolutionError) throw invalidParams(`push URL refused: ${err.message}`, { path: "body.url", arm: "address" });
+    throw err;
+  }
 }

@@ -3,7 +3,7 @@ import type { CallContext } from "../../auth/call-context.js";
 import { DomainError, toDomainError } from "../../domain/errors.js";
 import type { Logger } from "../../observability/logger.js";
 import { mediaTypeOf, pipeToSse, readBody, sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
-import { isObject } from "../json-shape.js";
+import { isObject } from "../../domain/json-shape.js";
 import { activatedExtensions } from "../extensions-header.js";
 import { a2aVersionOf } from "../../a2a/protocol-version.js";
 import { v10Operations } from "../../a2a/v10/v10-operations.js";

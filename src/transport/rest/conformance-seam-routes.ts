@@ -1,9 +1,8 @@
 import type { TaskService } from "../../a2a/task-service.js";
 import { DomainError, invalidParams } from "../../domain/errors.js";
 import { isTerminalRunStatus, type RunStatus } from "../../domain/run-status.js";
-import { checkPushUrl, checkPushUrlSyntax, EgressRefusedError, EgressResolutionError, type EgressPolicy, type Resolver } from "../../push/push-egress-guard.js";
 import type { RunService } from "../../runs/run-service.js";
-import { optionalString, requiredString } from "../json-shape.js";
+import { optionalString, requiredString } from "../../domain/json-shape.js";
 import { sendJson } from "../http-io.js";
 import type { HttpRouter } from "../http-router.js";
 import { readJsonObject } from "./openwop-request.js";
@@ -11,9 +10,11 @@ import { readJsonObject } from "./openwop-request.js";
 export interface ConformanceSeamOptions {
   service: TaskService;
   runs: RunService;
-  /** The push egress policy the host registers push configs under. */
-  egress: EgressPolicy;
-  resolve?: Resolver;
+  /**
+   * Judges a push URL as the host's egress guard would (scheme and address); throws invalid-params naming
+   * `body.url` when refused. Passed in by the composition root: transport does not reach into push/egress.
+   */
+  checkPushUrl: (url: string) => Promise<void>;
   maxBodyBytes: number;
   /** How long `tasks/start` waits for the run to reach its gate. */
   startTimeoutMs?: number;
@@ -58,22 +59,11 @@ export function addConformanceSeamRoutes(router: HttpRouter, options: Conformanc
     const body = (await readJsonObject(req, maxBodyBytes))!;
     // The URL is judged before the task is looked up: an unknown task must not turn an unsafe URL into a 404.
     const url = requiredString(body, "url", "body");
-    await checkUrl(url, options);
+    await options.checkPushUrl(url);
     const taskId = requiredString(body, "taskId", "body");
     const token = optionalString(body, "token", "body");
     await service.getA2ATaskState(taskId, ctx);
     const config = await service.setPushConfig(taskId, { url, ...(token ? { token } : {}) }, ctx, "body");
     sendJson(res, 201, config);
   });
-}
-
-async function checkUrl(url: string, options: ConformanceSeamOptions): Promise<void> {
-  try {
-    checkPushUrlSyntax(url, options.egress);
-    await checkPushUrl(url, options.egress, options.resolve);
-  } catch (err) {
-    if (err instanceof EgressRefusedError) throw invalidParams(err.message, { path: "body.url", arm: err.arm });
-    if (err instanceof EgressResolutionError) throw invalidParams(`push URL refused: ${err.message}`, { path: "body.url", arm: "address" });
-    throw err;
-  }
 }

@@ -1,5 +1,4 @@
 import type { TaskService } from "../../a2a/task-service.js";
-import { exportTaskMachine } from "../../machine/machine-export.js";
 import type { HttpRouter } from "../http-router.js";
 import { sendJson } from "../http-io.js";
 import { a2aVersionFields, serveAgentCard } from "./agent-card-route.js";
@@ -15,6 +14,8 @@ export interface DiscoveryOptions {
   fixtures?: string[];
   /** Envelope types the host supports; clarification.request claims the openwop-interrupts profile. */
   supportedEnvelopes?: string[];
+  /** The task machine's JSON definition for the visualizer (the composition root passes the machine's export). */
+  taskMachine: () => Record<string, unknown>;
 }
 
 /** The conformance fixtures this host ships (or may load from WORKFLOWS_DIR); only loaded ones are advertised. */
@@ -56,6 +57,6 @@ export function addDiscoveryRoutes(router: HttpRouter, options: DiscoveryOptions
       sendOpenwopError(res, err);
     }
   });
-  router.add("GET", "/v1/a2a/task-machine.json", async (_req, res) => sendJson(res, 200, exportTaskMachine()));
+  router.add("GET", "/v1/a2a/task-machine.json", async (_req, res) => sendJson(res, 200, options.taskMachine()));
   router.add("GET", "/healthz", async (_req, res) => sendJson(res, 200, { status: "ok" }));
 }

@@ -4,7 +4,7 @@ import type { RunEventFeed } from "../../runs/run-event-feed.js";
 import type { RunInterrupts } from "../../runs/run-interrupts.js";
 import type { RunService, StartRunRequest } from "../../runs/run-service.js";
 import { isTerminalRunStatus } from "../../domain/run-status.js";
-import { expectObject, onlyKnownFields, optionalObject, optionalString, optionalStringArray, requiredString, type JsonObject } from "../json-shape.js";
+import { expectObject, onlyKnownFields, optionalObject, optionalString, optionalStringArray, requiredString, type JsonObject } from "../../domain/json-shape.js";
 import { sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
 import type { HttpRouter } from "../http-router.js";
 import { openwopErrorBody } from "./openwop-errors.js";
