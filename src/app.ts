@@ -2,11 +2,10 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { TaskService } from "./a2a/task-service.js";
-import type { CallContext } from "./auth/call-context.js";
 import { buildAgentCard, type AgentInterface } from "./a2a/agent-card.js";
 import type { Config } from "./config/config.js";
 import { projectRoot } from "./config/project-root.js";
-import { DomainError, invalidParams } from "./domain/errors.js";
+import { invalidParams } from "./domain/errors.js";
 import { builtinHandlers } from "./engine/builtin-handlers.js";
 import { TaskSupervisor } from "./engine/task-supervisor.js";
 import { apiKeyAuthenticator, devAuthenticator } from "./auth/api-key-authenticator.js";
@@ -27,14 +26,13 @@ import { exportTaskMachine } from "./machine/machine-export.js";
 import { createPushNotifications, type PushNotifications } from "./push/push-notifications.js";
 import { addPushRoutes } from "./transport/rest/push-routes.js";
 import { createA2AConnectHandler, isA2ARpcPath } from "./transport/connect/a2a-connect-handler.js";
-import { createV10RestRouter, matchA2ARoute } from "./transport/rest/a2a-v10-rest-routes.js";
 import { DualProtocolServer } from "./transport/http-server.js";
-import { sendJson, type HttpRequest, type HttpResponse } from "./transport/http-io.js";
 import { HttpRouter } from "./transport/http-router.js";
+import { bindVersions } from "./a2a/versions.js";
+import { errorReporter } from "./transport/errors/wire-error.js";
+import { createA2ARestRouters } from "./transport/rest/a2a-rest-router.js";
+import { createRequestDispatch } from "./transport/request-dispatch.js";
 import { createJsonRpcEndpoint } from "./transport/jsonrpc/jsonrpc-endpoint.js";
-import { jsonRpcError } from "./transport/jsonrpc/jsonrpc-errors.js";
-import { activatedExtensions } from "./transport/extensions-header.js";
-import { addV03RestRoutes } from "./transport/rest/a2a-v03-rest-routes.js";
 import { addDiscoveryRoutes, CONFORMANCE_FIXTURES } from "./transport/rest/discovery-routes.js";
 import { loadInterruptTokenKeys } from "./interrupts/interrupt-token-keys.js";
 import { InterruptTokenSigner } from "./interrupts/interrupt-tokens.js";
@@ -46,7 +44,6 @@ import { MemoryIdempotencyStore } from "./store/memory-idempotency-store.js";
 import { addConformanceSeamRoutes } from "./transport/rest/conformance-seam-routes.js";
 import { addOpenwopInterruptRoutes } from "./transport/rest/openwop-interrupt-routes.js";
 import { addOpenwopRunsRoutes } from "./transport/rest/openwop-runs-routes.js";
-import { sendOpenwopError } from "./transport/rest/openwop-errors.js";
 
 export const JSONRPC_PATH = "/a2a/jsonrpc";
 /** The OpenWOP extension our tasks carry (`metadata.openwop`: run status, interrupt carrier, error). */
@@ -159,17 +156,17 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
 
   const router = new HttpRouter();
-  const jsonRpc = createJsonRpcEndpoint({ service, logger, maxBodyBytes: config.maxBodyBytes, supportedExtensions: SUPPORTED_EXTENSIONS, durableTasks: options.durableStore });
-  router.add(["POST", "GET", "PUT", "DELETE", "PATCH"], JSONRPC_PATH, (req, res, _params, ctx) => jsonRpc(req, res, ctx));
-  addV03RestRoutes(router, { service, logger, maxBodyBytes: config.maxBodyBytes });
-  // A2A 1.0 HTTP+JSON (`/message:send`, `/{tenant}/tasks/{id}`...): its own router, chosen by A2A-Version where paths overlap.
-  const routerV10 = createV10RestRouter({ service, logger, maxBodyBytes: config.maxBodyBytes, durableTasks: options.durableStore });
+  // Each A2A version's operations, bound once; the JSON-RPC endpoint, HTTP+JSON routers and Connect handler read them.
+  const versions = bindVersions({ service, durableTasks: options.durableStore });
+  const report = errorReporter(logger);
+  const jsonRpc = createJsonRpcEndpoint({ versions, report, maxBodyBytes: config.maxBodyBytes, supportedExtensions: SUPPORTED_EXTENSIONS });
+  const a2aRest = createA2ARestRouters({ versions, report, maxBodyBytes: config.maxBodyBytes });
   addPushRoutes(router, { service });
   // The OpenWOP REST surface: runs (the same durable tasks A2A sees), events, interrupts, workflows.
   const runs = new RunService({ supervisor, hook, catalog, idempotency: options.idempotency ?? new MemoryIdempotencyStore(), idempotencyTtlMs: config.idempotencyTtlMs, tokens: interruptTokens });
   const runInterrupts = new RunInterrupts({ supervisor, catalog, tokens: interruptTokens });
   const feed = new RunEventFeed({ supervisor, hook, maxBuffered: config.subscriberBuffer });
-  addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, logger, maxBodyBytes: config.maxBodyBytes });
+  addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, report, maxBodyBytes: config.maxBodyBytes });
   addOpenwopInterruptRoutes(router, { interrupts: runInterrupts, maxBodyBytes: config.maxBodyBytes });
   if (config.conformanceSeams) {
     const checkSeamPushUrl = (url: string) => checkPushUrlForSeam(url, config.push.egress, options.pushResolver);
@@ -188,46 +185,22 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
 
   const shutdown = new AbortController();
-  // Connect, gRPC and gRPC-Web calls (/a2a.v1.TaskService/* for 0.3, /lf.a2a.v1.TaskService/* for 1.0) go to the
-  // Connect adapter; everything else to the routers.
-  const rpc = createA2AConnectHandler({ service, authenticator, logger, maxBodyBytes: config.maxBodyBytes, shutdownSignal: shutdown.signal, durableTasks: options.durableStore });
-  const handle = async (req: HttpRequest, res: HttpResponse): Promise<void> => {
-    // JSON-RPC echoes activated extensions itself (its error paths write their own headers).
-    if (!req.url?.startsWith(JSONRPC_PATH)) {
-      for (const [name, value] of Object.entries(activatedExtensions(req, SUPPORTED_EXTENSIONS))) res.setHeader(name, value);
-    }
-    if (isA2ARpcPath(req.url)) return rpc(req, res);
-    const requestDone = new AbortController();
-    res.on("close", () => requestDone.abort());
-    const path = new URL(req.url ?? "/", "http://host").pathname;
-    const match = matchA2ARoute(req, path, router, routerV10);
-    try {
-      const principal = PUBLIC_PATHS.some((p) => p.test(path)) ? PUBLIC_PRINCIPAL : authenticate(req, path, res);
-      if (!principal) return;
-      const ctx: CallContext = { principal, signal: AbortSignal.any([requestDone.signal, shutdown.signal]) };
-      if (!match) throw new DomainError("not-found", `no route for ${req.method} ${path}`);
-      if ("allowed" in match) {
-        sendJson(res, 405, { error: "method_not_allowed", message: `${req.method} is not allowed on ${path}`, details: { allowed: match.allowed } }, { allow: match.allowed.join(", ") });
-        return;
-      }
-      await match.handler(req, res, match.params, ctx);
-    } catch (err) {
-      if (!(err instanceof DomainError)) logger.error({ err, path }, "request failed");
-      if (!res.headersSent) sendOpenwopError(res, err);
-      else res.end();
-    }
-  };
-  /** The caller's principal, or undefined after answering 401 in the format of the path's protocol. */
-  function authenticate(req: HttpRequest, path: string, res: HttpResponse) {
-    try {
-      return authenticator.authenticate((name) => headerValue(req, name));
-    } catch (err) {
-      res.setHeader("www-authenticate", 'Bearer realm="openwop-a2a-host"');
-      if (path === JSONRPC_PATH) sendJson(res, 401, jsonRpcError(null, err));
-      else sendOpenwopError(res, err);
-      return undefined;
-    }
-  }
+  // Connect, gRPC and gRPC-Web calls (/a2a.v1.A2AService/* for 0.3, /lf.a2a.v1.A2AService/* for 1.0) go to the
+  // Connect adapter (which authenticates in its interceptor); everything else is authenticated, then routed.
+  const rpc = createA2AConnectHandler({ versions, authenticator, report, maxBodyBytes: config.maxBodyBytes, shutdownSignal: shutdown.signal });
+  const handle = createRequestDispatch({
+    jsonRpcPath: JSONRPC_PATH,
+    jsonRpc,
+    a2aRest,
+    openwop: router,
+    rpc: { handles: isA2ARpcPath, handle: rpc },
+    authenticator,
+    publicPaths: PUBLIC_PATHS,
+    publicPrincipal: PUBLIC_PRINCIPAL,
+    supportedExtensions: SUPPORTED_EXTENSIONS,
+    report,
+    shutdownSignal: shutdown.signal,
+  });
   const server = new DualProtocolServer((req, res) => void handle(req, res));
 
   return {
@@ -248,11 +221,6 @@ export async function createApp(options: AppOptions): Promise<App> {
       await push.stop();
     },
   };
-}
-
-function headerValue(req: HttpRequest, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value[0] : value;
 }
 
 /** The egress guard's verdict on a seam's push URL, as the invalid-params the seam answers. */

@@ -27,7 +27,8 @@ export function negotiateA2AVersion(requested: string | undefined | null): A2AVe
   if (raw === "") return "0.3";
   const found = VERSION.exec(raw);
   const version = found ? `${Number(found[1])}.${Number(found[2])}` : undefined;
-  if (version === "0.3" || version === "1.0") return version;
+  const served = A2A_VERSIONS.find((v) => v === version);
+  if (served) return served;
   throw new DomainError("version-not-supported", `A2A-Version ${JSON.stringify(raw.slice(0, 40))} is not supported; this agent serves ${A2A_VERSIONS.join(" and ")}`, {
     requestedVersion: raw.slice(0, 40),
     supportedVersions: A2A_VERSIONS.join(","),

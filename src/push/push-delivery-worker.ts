@@ -7,8 +7,8 @@ import type { PushConfigRecord, PushConfigStore, PushDelivery } from "../store/p
 import type { RunEvent, TaskRecord, TaskStore } from "../store/task-store.js";
 import { CircuitBreakers } from "./circuit-breaker.js";
 import type { PushHttpClient, PushResult } from "./push-http-client.js";
-import { artifactRefsUpTo, pushBody } from "./push-payload.js";
-import { A2A_V10_PUSH_CONTENT_TYPE, pushBodyV10 } from "./push-payload-v10.js";
+import { artifactRefsUpTo } from "./push-artifact-refs.js";
+import { pushBody } from "../a2a/versions.js";
 import { secretsAad, type PushSecretBox, type PushSecrets } from "./push-secrets.js";
 import { EVENT_ID_HEADER, NOTIFICATION_TOKEN_HEADER, SIGNATURE_HEADER, signPushBody, TIMESTAMP_HEADER } from "./push-signature.js";
 import { backoffDelay, giveUpReason, type RetryPolicy } from "./retry-policy.js";
@@ -326,11 +326,11 @@ export class PushDeliveryWorker {
       }
     }
     // The body in the version the config was registered over: 0.3 a bare status-update, 1.0 a StreamResponse.
-    const v10 = config.protocolVersion === "1.0";
-    const body = (v10 ? pushBodyV10 : pushBody)(task, event, artifactRefsUpTo(log, event.sequence));
+    const encoder = pushBody(config.protocolVersion ?? "0.3");
+    const body = encoder.encode(task, event, artifactRefsUpTo(log, event.sequence));
     const timestamp = Math.floor(this.clock().getTime() / 1000);
     const headers: Record<string, string> = {
-      "Content-Type": v10 ? A2A_V10_PUSH_CONTENT_TYPE : "application/json",
+      "Content-Type": encoder.contentType,
       [EVENT_ID_HEADER]: event.eventId,
       [TIMESTAMP_HEADER]: String(timestamp),
       [SIGNATURE_HEADER]: signPushBody(this.options.signingKey.reveal(), timestamp, body),
