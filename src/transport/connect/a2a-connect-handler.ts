@@ -1,4 +1,4 @@
-import type { Interceptor } from "@connectrpc/connect";
+import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { CALLER } from "../../a2a/connect-caller.js";
 import { A2A_VERSION_HEADER, negotiateA2AVersion } from "../../a2a/protocol-version.js";
@@ -34,7 +34,8 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
   const { authenticator, report } = options;
   const guard: Interceptor = (next) => async (req) => {
     const version = versionOfRpcService(req.service.typeName) ?? DEFAULT_A2A_VERSION;
-    const fail = (err: unknown) => connectErrorOf(version, report(err, { rpc: req.method.name }));
+    // ConnectErrors raised by the framework (cancellation, deadline, malformed input) keep their code.
+    const fail = (err: unknown) => (err instanceof ConnectError ? err : connectErrorOf(version, report(err, { rpc: req.method.name })));
     try {
       negotiateA2AVersion(req.header.get(A2A_VERSION_HEADER));
       req.contextValues.set(CALLER, authenticator.authenticate((name) => req.header.get(name) ?? undefined));
