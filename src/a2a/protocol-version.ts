@@ -54,12 +54,3 @@ export function requestedA2AVersion(headers: HeaderBag, url: string | undefined)
 export function a2aVersionOf(req: { headers: HeaderBag; url?: string | undefined }): A2AVersion {
   return negotiateA2AVersion(requestedA2AVersion(req.headers, req.url));
 }
-
-/** True when the request explicitly asks for 1.0 (an invalid value is not 1.0; whoever handles it refuses it). */
-export function asksForV10(req: { headers: HeaderBag; url?: string | undefined }): boolean {
-  try {
-    return a2aVersionOf(req) === "1.0";
-  } catch {
-    return false;
-  }
-}

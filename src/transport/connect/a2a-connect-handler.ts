@@ -9,7 +9,7 @@ import type { ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
 
 /** Connect, gRPC and gRPC-Web paths of the registered services: `/a2a.v1.A2AService/*` (0.3), `/lf.a2a.v1.A2AService/*` (1.0). */
-export const A2A_RPC_PREFIXES = versionModules().map((m) => `/${m.connectService.typeName}/`);
+const A2A_RPC_PREFIXES = versionModules().map((m) => `/${m.connectService.typeName}/`);
 
 export interface A2AConnectHandlerOptions {
   versions: BoundVersions;
