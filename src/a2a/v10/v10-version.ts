@@ -5,7 +5,7 @@ import { v10ErrorShapes } from "./v10-errors.js";
 import { writeV10 } from "./v10-json.js";
 import { v10JsonRpcMethods } from "./v10-jsonrpc-methods.js";
 import { v10Operations } from "./v10-operations.js";
-import { encodeAgentCard } from "./v10-proto-codec.js";
+import { encodeAgentCard } from "./v10-card-codec.js";
 import { v10PushBody } from "./v10-push-body.js";
 import { v10RestRoutes } from "./v10-rest-routes.js";
 
