@@ -79,14 +79,7 @@ export function restRoute<I, O>(route: {
   operation(input: I, ctx: CallContext): Promise<O>;
   encode(output: O): unknown;
 }): RestRoute {
-  return {
-    methods: [route.methods].flat(),
-    path: route.path,
-    name: route.name,
-    kind: "unary",
-    ...(route.status ? { status: route.status } : {}),
-    run: async (req, ctx) => route.encode(await route.operation(await route.decode(req), ctx)),
-  };
+  return { ...placeOf(route), kind: "unary", ...(route.status ? { status: route.status } : {}), run: async (req, ctx) => route.encode(await route.operation(await route.decode(req), ctx)) };
 }
 
 export function restStreamRoute<I, O>(route: {
@@ -97,13 +90,11 @@ export function restStreamRoute<I, O>(route: {
   operation(input: I, ctx: CallContext): AsyncIterable<O>;
   encode(event: O): unknown;
 }): RestRoute {
-  return {
-    methods: [route.methods].flat(),
-    path: route.path,
-    name: route.name,
-    kind: "stream",
-    run: (req, ctx) => mapStream(req, ctx, route),
-  };
+  return { ...placeOf(route), kind: "stream", run: (req, ctx) => mapStream(req, ctx, route) };
+}
+
+function placeOf(route: { methods: string | readonly string[]; path: string; name: string }): Pick<RestRoute, "methods" | "path" | "name"> {
+  return { methods: [route.methods].flat(), path: route.path, name: route.name };
 }
 
 async function* mapStream<I, O>(req: RestRequest, ctx: CallContext, route: { decode(req: RestRequest): Promise<I> | I; operation(input: I, ctx: CallContext): AsyncIterable<O>; encode(event: O): unknown }) {

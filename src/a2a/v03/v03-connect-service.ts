@@ -4,7 +4,8 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { StreamEvent } from "../../domain/a2a-types.js";
 import type { A2AService } from "../../gen/a2a/v1/a2a_pb.js";
 import { callContextOf } from "../connect-caller.js";
-import { decodeGetTaskRequest, decodeSendRequest, encodeAgentCard, encodeSendResponse, encodeStreamEvent, encodeTask, parsePushConfigName, parseTaskName } from "./v03-proto-codec.js";
+import { encodeAgentCard } from "./v03-card-codec.js";
+import { decodeGetTaskRequest, decodeSendRequest, encodeSendResponse, encodeStreamEvent, encodeTask, parsePushConfigName, parseTaskName } from "./v03-proto-codec.js";
 import { decodeCreatePushConfigRequest, encodeListPushConfigs, encodeTaskPushConfig } from "./v03-proto-push-codec.js";
 import type { V03Operations } from "./v03-operations.js";
 

@@ -16,7 +16,8 @@ import type { HistoryLimit } from "../task-view.js";
 import { restRoute, restStreamRoute, type RestRequest, type RestRoute } from "../version-module.js";
 import { v03History } from "./v03-json-codec.js";
 import type { V03Operations } from "./v03-operations.js";
-import { decodeSendRequest, encodeAgentCard, encodeSendResponse, encodeStreamEvent, encodeTask, formatTaskName } from "./v03-proto-codec.js";
+import { encodeAgentCard } from "./v03-card-codec.js";
+import { decodeSendRequest, encodeSendResponse, encodeStreamEvent, encodeTask, formatTaskName } from "./v03-proto-codec.js";
 import { decodeCreatePushConfigRequest, encodeListPushConfigs, encodeTaskPushConfig } from "./v03-proto-push-codec.js";
 
 /**
