@@ -14,8 +14,8 @@ export interface A2ARestRouterOptions {
 
 /**
  * The HTTP+JSON binding of every registered A2A version: one router per version, built from the routes
- * its folder declares as data. Each route checks `A2A-Version`, runs decode → operation → encode, and
- * answers errors through the HTTP+JSON exit in its version's shape.
+ * its folder declares as data. Each route checks `A2A-Version` and runs decode → operation → encode;
+ * errors answer through the HTTP+JSON exit in its version's shape.
  */
 export function createA2ARestRouters(options: A2ARestRouterOptions): Map<A2AVersion, HttpRouter> {
   const routers = new Map<A2AVersion, HttpRouter>();
@@ -27,28 +27,25 @@ export function createA2ARestRouters(options: A2ARestRouterOptions): Map<A2AVers
   return routers;
 }
 
+/** Errors before anything is written leave through the dispatcher's exit for this route's binding (this version's HTTP+JSON shape). */
 function handlerOf(version: A2AVersion, route: RestRoute, options: A2ARestRouterOptions): RouteHandler {
   const mediaType = versionModule(version).restMediaType;
-  const sendError = (res: HttpResponse, err: unknown) => sendA2ARestError(res, version, options.report(err, { route: route.name }));
   return async (req, res, params, ctx) => {
-    try {
-      a2aVersionOf(req); // an A2A-Version we do not serve: 400 VersionNotSupported
-      const request = restRequestOf(req, params, options.maxBodyBytes);
-      if (route.kind === "unary") {
-        const body = await (route.run(request, ctx) as Promise<unknown>);
-        sendJson(res, route.status ?? 200, body, { "content-type": mediaType });
-        return;
-      }
-      await pipeToSse(res, route.run(request, ctx) as AsyncIterable<unknown>, {
-        encode: (event) => event,
-        // Nothing streamed yet: a plain HTTP error (404 unknown task, 400 bad message...).
-        failedBeforeFirst: (err) => sendError(res, err),
-        errorFrame: (err) => httpJsonError(version, options.report(err, { route: route.name })).body,
-      });
-    } catch (err) {
-      if (!res.headersSent) sendError(res, err);
-      else res.end();
+    a2aVersionOf(req); // an A2A-Version we do not serve: 400 VersionNotSupported
+    const request = restRequestOf(req, params, options.maxBodyBytes);
+    if (route.kind === "unary") {
+      const body = await (route.run(request, ctx) as Promise<unknown>);
+      sendJson(res, route.status ?? 200, body, { "content-type": mediaType });
+      return;
     }
+    await pipeToSse(res, route.run(request, ctx) as AsyncIterable<unknown>, {
+      encode: (event) => event,
+      // Nothing streamed yet: a plain HTTP error (404 unknown task, 400 bad message...).
+      failedBeforeFirst: (err) => {
+        throw err;
+      },
+      errorFrame: (err) => httpJsonError(version, options.report(err, { route: route.name })).body,
+    });
   };
 }
 
