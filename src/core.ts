@@ -20,9 +20,8 @@ import { createA2APeerClient } from "./peer/a2a-peer-client.js";
 import { createGrpcPeerTransport } from "./peer/grpc-peer-client.js";
 import { createPeerHttpClient } from "./peer/peer-http-client.js";
 import * as v03ProtoCodec from "./a2a/v03/v03-proto-codec.js";
-import { artifactRefsUpTo, pushBody } from "./push/push-payload.js";
-import { A2A_V10_PUSH_CONTENT_TYPE, pushBodyV10 } from "./push/push-payload-v10.js";
-import type { PushBodyEncoders } from "./push/push-ports.js";
+import { negotiateA2AVersion } from "./a2a/protocol-version.js";
+import { pushBody } from "./a2a/versions.js";
 import type { Resolver } from "./egress/egress-guard.js";
 import { createPushNotifications, type PushNotifications } from "./push/push-notifications.js";
 import { RunEventFeed } from "./runs/run-event-feed.js";
@@ -84,12 +83,6 @@ function grpcTarget(publicUrl: string): string {
   return `${url.hostname}:${url.port || (url.protocol === "https:" ? "443" : "80")}`;
 }
 
-/** The push body per A2A version: 0.3 a bare status-update, 1.0 a StreamResponse (the version registry will own these). */
-const PUSH_BODIES: PushBodyEncoders = {
-  "0.3": { contentType: "application/json", encode: (task, event, log) => pushBody(task, event, artifactRefsUpTo(log, event.sequence)) },
-  "1.0": { contentType: A2A_V10_PUSH_CONTENT_TYPE, encode: (task, event, log) => pushBodyV10(task, event, artifactRefsUpTo(log, event.sequence)) },
-};
-
 export async function createCore(options: CoreOptions): Promise<Core> {
   const { config, logger, store } = options;
   const handlers = { ...builtinHandlers, ...options.handlers };
@@ -125,7 +118,8 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     tasks: reads,
     log: reads,
     commits: hook,
-    bodies: PUSH_BODIES,
+    // A config keeps the A2A version it was registered over; its deliveries are that version's push body.
+    bodies: (version) => pushBody(negotiateA2AVersion(version)),
     logger,
     ...(options.pushResolver ? { resolve: options.pushResolver } : {}),
   });

@@ -27,7 +27,8 @@ export function negotiateA2AVersion(requested: string | undefined | null): A2AVe
   if (raw === "") return "0.3";
   const found = VERSION.exec(raw);
   const version = found ? `${Number(found[1])}.${Number(found[2])}` : undefined;
-  if (version === "0.3" || version === "1.0") return version;
+  const served = A2A_VERSIONS.find((v) => v === version);
+  if (served) return served;
   throw new DomainError("version-not-supported", `A2A-Version ${JSON.stringify(raw.slice(0, 40))} is not supported; this agent serves ${A2A_VERSIONS.join(" and ")}`, {
     requestedVersion: raw.slice(0, 40),
     supportedVersions: A2A_VERSIONS.join(","),
@@ -52,13 +53,4 @@ export function requestedA2AVersion(headers: HeaderBag, url: string | undefined)
 /** Negotiates from an HTTP request's header or query parameter. */
 export function a2aVersionOf(req: { headers: HeaderBag; url?: string | undefined }): A2AVersion {
   return negotiateA2AVersion(requestedA2AVersion(req.headers, req.url));
-}
-
-/** True when the request explicitly asks for 1.0 (an invalid value is not 1.0; whoever handles it refuses it). */
-export function asksForV10(req: { headers: HeaderBag; url?: string | undefined }): boolean {
-  try {
-    return a2aVersionOf(req) === "1.0";
-  } catch {
-    return false;
-  }
 }

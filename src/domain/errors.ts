@@ -1,6 +1,6 @@
 /**
  * The one domain error type. Every transport maps `code` to its own wire code in one table
- * (see src/transport/*-errors.ts). `message` is safe to show a caller; internal causes stay in `cause`
+ * (`src/transport/error-codes.ts`). `message` is safe to show a caller; internal causes stay in `cause`
  * and are only logged.
  */
 export const ERROR_CODES = [
@@ -20,6 +20,7 @@ export const ERROR_CODES = [
   "unauthenticated",
   "permission-denied",
   "not-found",
+  "method-not-allowed",
   "conflict",
   "gone",
   "payload-too-large",

@@ -5,6 +5,7 @@ import type { SecretValue } from "../secrets/secret-value.js";
 import type { PushConfigRecord, PushConfigStore, PushDelivery } from "../store/push-config-store.js";
 import type { RunEvent, TaskRecord } from "../store/task-store.js";
 import { CircuitBreakers } from "./circuit-breaker.js";
+import { artifactRefsUpTo } from "./push-artifact-refs.js";
 import type { PushHttpClient, PushResult } from "./push-http-client.js";
 import type { CommittedChange, CommittedChanges, PushBodyEncoders, PushTaskLog } from "./push-ports.js";
 import { secretsAad, type PushSecretBox, type PushSecrets } from "./push-secrets.js";
@@ -325,8 +326,8 @@ export class PushDeliveryWorker {
       }
     }
     // The body in the version the config was registered over (0.3 a bare status-update, 1.0 a StreamResponse).
-    const encoder = this.options.bodies[config.protocolVersion ?? "0.3"] ?? this.options.bodies["0.3"];
-    const body = encoder.encode(task, event, log);
+    const encoder = this.options.bodies(config.protocolVersion);
+    const body = encoder.encode(task, event, artifactRefsUpTo(log, event.sequence));
     const timestamp = Math.floor(this.clock().getTime() / 1000);
     const headers: Record<string, string> = {
       "Content-Type": encoder.contentType,

@@ -1,4 +1,5 @@
 import type { TaskContext } from "../machine/task-context.js";
+import type { ArtifactRef } from "./push-artifact-refs.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { RunEvent, TaskRecord } from "../store/task-store.js";
 
@@ -32,9 +33,9 @@ export interface CommittedChanges {
 /** The push body in one A2A version's wire shape, and its content type. */
 export interface PushBodyEncoder {
   contentType: string;
-  /** `log` is the task's event log up to at least `event` (artifact references are read from it). */
-  encode(task: Pick<TaskRecord, "taskId" | "contextId">, event: RunEvent, log: RunEvent[]): string;
+  /** `artifacts`: the task's artifact references up to `event` (a 0.3 body names them). */
+  encode(task: Pick<TaskRecord, "taskId" | "contextId">, event: RunEvent, artifacts: ArtifactRef[]): string;
 }
 
-/** Encoders by the A2A version a config was registered over ("0.3", "1.0"); "0.3" is also the fallback. */
-export type PushBodyEncoders = Readonly<Record<string, PushBodyEncoder>> & { readonly "0.3": PushBodyEncoder };
+/** The encoder for a config registered over A2A `version` ("0.3", "1.0"; the version registry answers). */
+export type PushBodyEncoders = (version: string | undefined) => PushBodyEncoder;

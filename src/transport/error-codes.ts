@@ -40,6 +40,7 @@ export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
   unauthenticated: { jsonRpc: -32600, grpc: "UNAUTHENTICATED", http: 401, rest: "unauthenticated" },
   "permission-denied": { jsonRpc: -32600, grpc: "PERMISSION_DENIED", http: 403, rest: "forbidden" },
   "not-found": { jsonRpc: -32001, grpc: "NOT_FOUND", http: 404, rest: "not_found", reason: "TASK_NOT_FOUND" },
+  "method-not-allowed": { jsonRpc: -32600, grpc: "UNIMPLEMENTED", http: 405, rest: "method_not_allowed" },
   conflict: { jsonRpc: -32603, grpc: "ABORTED", http: 409, rest: "conflict" },
   gone: { jsonRpc: -32001, grpc: "NOT_FOUND", http: 410, rest: "gone", reason: "TASK_NOT_FOUND", http10: 404 },
   "payload-too-large": { jsonRpc: -32600, grpc: "RESOURCE_EXHAUSTED", http: 413, rest: "payload_too_large" },

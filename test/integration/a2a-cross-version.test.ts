@@ -298,7 +298,16 @@ describe("A2A 0.3 and 1.0 side by side over the same durable tasks", () => {
     const bobsList = (await rpc10("ListTasks", {}, auth(BOB))).result!;
     expect(bobsList["tasks"].map((x: Obj) => x["id"])).not.toContain(alices["id"]);
     // No key: 401 / UNAUTHENTICATED on the 1.0 bindings too.
-    expect((await fetch(`${t.baseUrl}/tasks/${alices["id"]}`)).status).toBe(401);
+    // 401, 404 and 405 of a 1.0 HTTP+JSON route answer in the 1.0 shape ({error: {code, status, message, details}}).
+    const noKey = await fetch(`${t.baseUrl}/tasks/${alices["id"]}`);
+    expect(noKey.status).toBe(401);
+    expect(((await noKey.json()) as Obj)["error"]).toMatchObject({ code: 401, status: "UNAUTHENTICATED", details: [{ reason: "UNAUTHENTICATED" }] });
+    const wrongMethod = await rest(`/tasks/${alices["id"]}`, { method: "PUT", body: "{}" });
+    expect(wrongMethod.status).toBe(405);
+    expect(((await wrongMethod.json()) as Obj)["error"]).toMatchObject({ code: 405, status: "UNIMPLEMENTED", details: [{ reason: "METHOD_NOT_ALLOWED" }] });
+    const noRoute = await rest(`/acme/tasks/${alices["id"]}/nothing/here`, { headers: v10 });
+    expect(noRoute.status).toBe(404);
+    expect(((await noRoute.json()) as Obj)["error"]).toMatchObject({ code: 404, status: "NOT_FOUND" });
     expect((await connectErrorOf(grpc10().getTask({ id: alices["id"] }))).code).toBe(Code.Unauthenticated);
   });
 

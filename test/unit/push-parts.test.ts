@@ -8,7 +8,8 @@ import { ConfigError, loadConfig } from "../../src/config/config.js";
 import { SecretValue } from "../../src/secrets/secret-value.js";
 import { checkPushForProduction, loadPushSettings } from "../../src/push/push-settings.js";
 import { CircuitBreakers } from "../../src/push/circuit-breaker.js";
-import { artifactRefsUpTo, pushBody } from "../../src/push/push-payload.js";
+import { artifactRefsUpTo } from "../../src/push/push-artifact-refs.js";
+import { v03PushBody } from "../../src/a2a/v03/v03-push-body.js";
 import { PUSH_KEY_FILE, resolvePushKeys } from "../../src/push/push-keys.js";
 import { PushSecretBox, secretsAad } from "../../src/push/push-secrets.js";
 import { signPushBody, verifyPushSignature } from "../../src/push/push-signature.js";
@@ -120,7 +121,7 @@ describe("push body", () => {
       }),
       event(2, { a2a: { artifact: { artifactId: "a2", parts: [] } } }),
     ];
-    const body = JSON.parse(pushBody({ taskId: "t1", contextId: "c1" }, log[1]!, artifactRefsUpTo(log, 1))) as Record<string, any>;
+    const body = JSON.parse(v03PushBody.encode({ taskId: "t1", contextId: "c1" }, log[1]!, artifactRefsUpTo(log, 1))) as Record<string, any>;
     expect(body).toEqual({
       kind: "status-update",
       taskId: "t1",

@@ -5,7 +5,6 @@ import {
   decodeGetTaskRequest,
   decodeMessage,
   decodeSendRequest,
-  encodeAgentCard,
   encodePushConfig,
   encodeStreamEvent,
   encodeTask,
@@ -16,6 +15,7 @@ import {
   taskStateFromProto,
   taskStateToProto,
 } from "../../src/a2a/v03/v03-proto-codec.js";
+import { encodeAgentCard } from "../../src/a2a/v03/v03-card-codec.js";
 import type { Task } from "../../src/domain/a2a-types.js";
 import { DomainError } from "../../src/domain/errors.js";
 import { A2A_TASK_STATES } from "../../src/domain/run-status.js";

@@ -10,7 +10,14 @@ import { DomainError } from "../../src/domain/errors.js";
 import { canonicalJson } from "../../src/domain/canonical-json.js";
 import { classifyReply, creationSeed } from "../../src/engine/message-idempotency.js";
 import * as pb from "../../src/gen/lf/a2a/v1/a2a_pb.js";
-import { encodeErrorInfo, errorInfoOf, jsonRpcErrorV10, restErrorV10 } from "../../src/transport/a2a-v10-errors.js";
+import { encodeErrorInfo, errorInfoOf as errorInfoOfWire } from "../../src/a2a/v10/v10-errors.js";
+import { httpJsonError, jsonRpcErrorBody, type JsonRpcId } from "../../src/transport/errors/a2a-error-exits.js";
+import { wireErrorOf } from "../../src/transport/errors/wire-error.js";
+
+// The 1.0 shapes, reached through the binding error exits (which look the codes up in the one table).
+const jsonRpcErrorV10 = (id: JsonRpcId, err: unknown) => jsonRpcErrorBody("1.0", id, err);
+const restErrorV10 = (err: unknown) => httpJsonError("1.0", err) as { status: number; body: { error: Record<string, unknown> } };
+const errorInfoOf = (err: unknown) => errorInfoOfWire(wireErrorOf(err, "1.0"));
 
 const principal = { tenant: "acme", id: "apikey:alice", scopes: "*" as const };
 

@@ -11,7 +11,7 @@ import {
   optionalStringArray,
   requiredString,
   type JsonObject,
-} from "../../transport/json-shape.js";
+} from "../../domain/json-shape.js";
 import type { HistoryLimit } from "../task-view.js";
 import type { SendParams } from "../task-service.js";
 

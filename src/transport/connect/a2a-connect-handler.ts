@@ -1,19 +1,21 @@
-import type { Interceptor } from "@connectrpc/connect";
+import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { CALLER } from "../../a2a/connect-caller.js";
 import { A2A_VERSION_HEADER, negotiateA2AVersion } from "../../a2a/protocol-version.js";
-import { v10Operations, type V10OperationsOptions } from "../../a2a/v10/v10-operations.js";
-import { A2AService as V03Service } from "../../gen/a2a/v1/a2a_pb.js";
-import { A2AService as V10Service } from "../../gen/lf/a2a/v1/a2a_pb.js";
+import { versionModules, versionOfRpcService, DEFAULT_A2A_VERSION, type BoundVersions } from "../../a2a/versions.js";
+import type { Authenticator } from "../../auth/api-key-authenticator.js";
+import { connectErrorOf } from "../errors/a2a-error-exits.js";
+import type { ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
-import { connectErrorV10 } from "../a2a-v10-errors.js";
-import { createV03ConnectService, type V03ConnectServiceOptions } from "./a2a-v03-connect-service.js";
-import { createV10ConnectService } from "./a2a-v10-connect-service.js";
-import { toConnectError } from "./connect-errors.js";
 
-/** Connect, gRPC and gRPC-Web paths of the two services: `/a2a.v1.A2AService/*` (0.3), `/lf.a2a.v1.A2AService/*` (1.0). */
-export const A2A_RPC_PREFIXES = [`/${V03Service.typeName}/`, `/${V10Service.typeName}/`] as const;
+/** Connect, gRPC and gRPC-Web paths of the registered services: `/a2a.v1.A2AService/*` (0.3), `/lf.a2a.v1.A2AService/*` (1.0). */
+const A2A_RPC_PREFIXES = versionModules().map((m) => `/${m.connectService.typeName}/`);
 
-export interface A2AConnectHandlerOptions extends V03ConnectServiceOptions, Pick<V10OperationsOptions, "durableTasks"> {
+export interface A2AConnectHandlerOptions {
+  versions: BoundVersions;
+  /** Who the caller is, from the request's credentials (the same API keys as every other binding). */
+  authenticator: Authenticator;
+  report: ReportError;
   /** Per-message limit (the same as the HTTP body limit); larger messages answer RESOURCE_EXHAUSTED. */
   maxBodyBytes: number;
   /** Aborts every handler's signal, so open streams end when the app shuts down. */
@@ -21,29 +23,34 @@ export interface A2AConnectHandlerOptions extends V03ConnectServiceOptions, Pick
 }
 
 /**
- * One Node handler for both A2A gRPC services on the shared port, over gRPC (h2c), Connect and gRPC-Web:
- * the service name routes each call to its version (wire facts §5.7). Before any handler runs, the
- * `a2a-version` metadata is checked: absent or empty (0.3) and "0.3"/"1.0" pass, anything else answers
- * FAILED_PRECONDITION (VersionNotSupported; with an ErrorInfo detail on the 1.0 service). Unknown fields
- * and enum names in Connect JSON are refused (INVALID_ARGUMENT).
+ * One Node handler for every registered A2A gRPC service on the shared port, over gRPC (h2c), Connect and
+ * gRPC-Web: the service name routes each call to its version (wire facts §5.7). One interceptor runs
+ * before any service method: it checks the `a2a-version` metadata (absent or empty = 0.3; a version we do
+ * not serve answers FAILED_PRECONDITION VersionNotSupported), authenticates the caller (UNAUTHENTICATED),
+ * and turns every error of the call, streamed or not, into the status and details of the service's
+ * version. Unknown fields and enum names in Connect JSON are refused (INVALID_ARGUMENT).
  */
 export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req: HttpRequest, res: HttpResponse) => void {
-  const { logger } = options;
-  const versionCheck: Interceptor = (next) => async (req) => {
+  const { authenticator, report } = options;
+  const guard: Interceptor = (next) => async (req) => {
+    const version = versionOfRpcService(req.service.typeName) ?? DEFAULT_A2A_VERSION;
+    // ConnectErrors raised by the framework (cancellation, deadline, malformed input) keep their code.
+    const fail = (err: unknown) => (err instanceof ConnectError ? err : connectErrorOf(version, report(err, { rpc: req.method.name })));
     try {
       negotiateA2AVersion(req.header.get(A2A_VERSION_HEADER));
+      req.contextValues.set(CALLER, authenticator.authenticate((name) => req.header.get(name) ?? undefined));
+      const res = await next(req);
+      if (!res.stream) return res;
+      return { ...res, message: mapStreamErrors(res.message, fail) };
     } catch (err) {
-      throw req.service.typeName === V10Service.typeName ? connectErrorV10(err, logger, req.method.name) : toConnectError(err, logger, req.method.name);
+      throw fail(err);
     }
-    return next(req);
   };
-  const operations = v10Operations({ service: options.service, durableTasks: options.durableTasks });
   return connectNodeAdapter({
     routes: (router) => {
-      router.service(V03Service, createV03ConnectService(options));
-      router.service(V10Service, createV10ConnectService({ operations, authenticator: options.authenticator, logger }));
+      for (const bindings of options.versions.values()) bindings.connect(router);
     },
-    interceptors: [versionCheck],
+    interceptors: [guard],
     grpc: true,
     grpcWeb: true,
     connect: true,
@@ -51,6 +58,14 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
     shutdownSignal: options.shutdownSignal,
     jsonOptions: { ignoreUnknownFields: false },
   });
+}
+
+async function* mapStreamErrors<T>(messages: AsyncIterable<T>, fail: (err: unknown) => Error): AsyncGenerator<T> {
+  try {
+    yield* messages;
+  } catch (err) {
+    throw fail(err);
+  }
 }
 
 export function isA2ARpcPath(url: string | undefined): boolean {

@@ -1,11 +1,11 @@
 import type { ConsolePush } from "../../a2a/console-push.js";
 import { invalidParams } from "../../domain/errors.js";
 import { A2A_TASK_STATES, type A2ATaskStateValue } from "../../domain/run-status.js";
-import type { Logger } from "../../observability/logger.js";
+import type { ReportError } from "../errors/wire-error.js";
 import type { ConsoleOperations, ConsoleTaskFilter } from "../../runs/console-operations.js";
 import { sendJson, SseWriter } from "../http-io.js";
 import type { HttpRouter } from "../http-router.js";
-import { onlyKnownFields, optionalString } from "../json-shape.js";
+import { onlyKnownFields, optionalString } from "../../domain/json-shape.js";
 import { integerParam, queryOf, readJsonObject } from "../rest/openwop-request.js";
 import { streamEvents } from "../rest/openwop-runs-routes.js";
 import { addConsoleAssetRoutes } from "./console-assets.js";
@@ -13,7 +13,7 @@ import { addConsoleAssetRoutes } from "./console-assets.js";
 export interface ConsoleRoutesOptions {
   operations: ConsoleOperations;
   push: ConsolePush;
-  logger: Logger;
+  report: ReportError;
   maxBodyBytes: number;
   /** The folder of index.html, console.js and console.css. */
   assetsDir: string;

@@ -1,132 +1,104 @@
-import type { TaskService } from "../../a2a/task-service.js";
 import type { CallContext } from "../../auth/call-context.js";
-import { DomainError, toDomainError } from "../../domain/errors.js";
-import type { Logger } from "../../observability/logger.js";
-import { mediaTypeOf, pipeToSse, readBody, sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
-import { isObject } from "../json-shape.js";
+import { a2aVersionOf, type A2AVersion } from "../../a2a/protocol-version.js";
+import { DEFAULT_A2A_VERSION, versionModule, versionOfJsonRpcMethod, type BoundVersions } from "../../a2a/versions.js";
+import { DomainError } from "../../domain/errors.js";
+import { isObject } from "../../domain/json-shape.js";
+import { jsonRpcErrorBody, type JsonRpcId } from "../errors/a2a-error-exits.js";
+import type { ReportError } from "../errors/wire-error.js";
 import { activatedExtensions } from "../extensions-header.js";
-import { a2aVersionOf } from "../../a2a/protocol-version.js";
-import { v10Operations } from "../../a2a/v10/v10-operations.js";
-import { jsonRpcErrorV10 } from "../a2a-v10-errors.js";
-import { jsonRpcError, type JsonRpcErrorResponse, type JsonRpcId } from "./jsonrpc-errors.js";
-import { v03Methods } from "./jsonrpc-v03-handler.js";
-import { v10Methods } from "./jsonrpc-v10-handler.js";
+import { mediaTypeOf, pipeToSse, readBody, sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
 
 /** JSON-RPC bodies are application/json; application/a2a+json (the 1.0 media type) is accepted too. */
 const JSON_MEDIA_TYPES = ["application/json", "application/a2a+json"];
 
-type ErrorShape = (id: JsonRpcId, err: unknown) => JsonRpcErrorResponse;
-
 export interface JsonRpcEndpointOptions {
-  service: TaskService;
-  logger: Logger;
+  versions: BoundVersions;
+  report: ReportError;
   maxBodyBytes: number;
   /** Extension URIs this agent supports; requested ones among them are echoed back as activated. */
   supportedExtensions: string[];
-  /** Whether tasks are durable (A2A 1.0 `returnImmediately` needs it). */
-  durableTasks?: boolean;
 }
 
 /**
- * The JSON-RPC 2.0 endpoint at the card's `url`, for A2A 0.3 and 1.0 at once: PascalCase methods (the 1.0
- * names) go to the 1.0 handler and answer 1.0-shaped errors (`error.data` = [ErrorInfo]); everything else
- * (slash names, unknown names) goes to 0.3. `A2A-Version` must name a served version (absent = 0.3), else
- * -32009. Protocol errors answer HTTP 200 with a JSON-RPC error; transport problems (method, media type,
- * size) answer their HTTP status with a JSON-RPC error body.
+ * The JSON-RPC 2.0 endpoint at the card's `url`, for every registered A2A version at once: the method name
+ * picks the version (slash names 0.3, PascalCase 1.0; unknown names the default version), and its errors
+ * answer in that version's shape. `A2A-Version` must name a served version (absent = 0.3), else -32009.
+ * Protocol errors answer HTTP 200 with a JSON-RPC error; transport problems (method, media type, size)
+ * answer their HTTP status with a JSON-RPC error body.
  */
 export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
-  const methods = v03Methods(options.service);
-  const methodsV10 = v10Methods(v10Operations({ service: options.service, durableTasks: options.durableTasks ?? false }));
+  const { report } = options;
+  const legacy = DEFAULT_A2A_VERSION;
 
   return async function handleJsonRpc(req: HttpRequest, res: HttpResponse, ctx: CallContext): Promise<void> {
     const headers = activatedExtensions(req, options.supportedExtensions);
+    const fail = (status: number, version: A2AVersion, id: JsonRpcId, err: unknown) => sendJson(res, status, jsonRpcErrorBody(version, id, report(err, { rpcId: id })), headers);
     if (req.method !== "POST") {
-      sendJson(res, 405, jsonRpcError(null, new DomainError("invalid-request", "JSON-RPC requests must use POST")), { allow: "POST", ...headers });
+      sendJson(res, 405, jsonRpcErrorBody(legacy, null, new DomainError("invalid-request", "JSON-RPC requests must use POST")), { allow: "POST", ...headers });
       return;
     }
     if (!JSON_MEDIA_TYPES.includes(mediaTypeOf(req))) {
-      const err = new DomainError("invalid-request", `Content-Type must be application/json or application/a2a+json (got "${req.headers["content-type"] ?? ""}")`);
-      sendJson(res, 415, jsonRpcError(null, err), headers);
+      fail(415, legacy, null, new DomainError("invalid-request", `Content-Type must be application/json or application/a2a+json (got "${req.headers["content-type"] ?? ""}")`));
       return;
     }
     let body: Buffer;
     try {
       body = await readBody(req, options.maxBodyBytes);
     } catch (err) {
-      sendJson(res, 413, jsonRpcError(null, err), headers);
+      fail(413, legacy, null, err);
       return;
     }
     let request: unknown;
     try {
       request = JSON.parse(body.toString("utf8"));
     } catch {
-      sendJson(res, 200, jsonRpcError(null, new DomainError("parse-error", "Invalid JSON payload: the body is not valid JSON")), headers);
+      fail(200, legacy, null, new DomainError("parse-error", "Invalid JSON payload: the body is not valid JSON"));
       return;
     }
     const envelope = checkEnvelope(request);
     if ("error" in envelope) {
-      sendJson(res, 200, jsonRpcError(envelope.id, envelope.error), headers);
+      fail(200, legacy, envelope.id, envelope.error);
       return;
     }
     const { id, method, params } = envelope;
-    const v10 = Object.hasOwn(methodsV10, method);
-    const errorShape: ErrorShape = v10 ? jsonRpcErrorV10 : jsonRpcError;
+    const version = versionOfJsonRpcMethod(method);
     try {
       a2aVersionOf(req);
     } catch (err) {
-      sendJson(res, 200, errorShape(id, err), headers);
+      fail(200, version, id, err);
       return;
     }
-    const fn = v10 ? methodsV10[method] : Object.hasOwn(methods, method) ? methods[method] : undefined;
+    const table = options.versions.get(version)!.jsonRpc;
+    const fn = Object.hasOwn(table, method) ? table[method] : undefined;
     if (!fn) {
-      sendJson(res, 200, jsonRpcError(id, new DomainError("method-not-found", `Method not found: ${method}`)), headers);
+      fail(200, legacy, id, new DomainError("method-not-found", `Method not found: ${method}`));
       return;
     }
     let outcome;
     try {
       outcome = await fn(params, ctx);
     } catch (err) {
-      respondError(res, id, err, headers, errorShape);
+      fail(200, version, id, err);
       return;
     }
     if (outcome.kind === "unary") {
       sendJson(res, 200, { jsonrpc: "2.0", id, result: outcome.result }, headers);
       return;
     }
-    await streamResults(res, id, outcome.events, headers, errorShape, v10);
-  };
-
-  function respondError(res: HttpResponse, id: JsonRpcId, err: unknown, headers: Record<string, string>, errorShape: ErrorShape): void {
-    logIfInternal(err, id);
-    sendJson(res, 200, errorShape(id, err), headers);
-  }
-
-  /** Each SSE `data:` is a complete JSON-RPC response with the request id; an error ends the stream. */
-  async function streamResults(res: HttpResponse, id: JsonRpcId, events: AsyncIterable<unknown>, headers: Record<string, string>, errorShape: ErrorShape, v10: boolean): Promise<void> {
-    await pipeToSse(res, events, {
+    const errorOf = (err: unknown) => jsonRpcErrorBody(version, id, report(err, { rpcId: id }));
+    // Each SSE `data:` is a complete JSON-RPC response with the request id; an error ends the stream.
+    await pipeToSse(res, outcome.events, {
       headers,
       encode: (result) => ({ jsonrpc: "2.0", id, result }),
-      // Nothing streamed yet: 1.0 clients read a plain JSON-RPC error (typed by its code); strict v0.3 clients
-      // expect SSE, so for them the error is one SSE event.
       failedBeforeFirst: async (err) => {
-        if (v10) return respondError(res, id, err, headers, errorShape);
-        logIfInternal(err, id);
+        if (versionModule(version).errors.jsonRpcStreamFailure === "plain") return fail(200, version, id, err);
         const sse = new SseWriter(res, 15_000, headers);
-        await sse.send(errorShape(id, err), { event: "error" });
+        await sse.send(errorOf(err), { event: "error" });
         sse.end();
       },
-      errorFrame: (err) => {
-        logIfInternal(err, id);
-        return errorShape(id, err);
-      },
+      errorFrame: errorOf,
     });
-  }
-
-
-  function logIfInternal(err: unknown, id: JsonRpcId): void {
-    const domain = toDomainError(err);
-    if (domain.code === "internal") options.logger.error({ err: domain.cause ?? err, rpcId: id }, "JSON-RPC call failed");
-  }
+  };
 }
 
 type Envelope = { id: JsonRpcId; method: string; params: unknown } | { id: JsonRpcId; error: DomainError };
@@ -145,4 +117,3 @@ function checkEnvelope(request: unknown): Envelope {
   }
   return { id, method: request["method"], params: request["params"] ?? {} };
 }
-

@@ -1,17 +1,15 @@
 import type { AgentCard } from "../../a2a/agent-card.js";
 import { a2aVersionOf, PREFERRED_A2A_VERSION, type A2AVersion } from "../../a2a/protocol-version.js";
-import { writeV10 } from "../../a2a/v10/v10-json.js";
-import { encodeAgentCard } from "../../a2a/v10/v10-proto-codec.js";
-import { AgentCardSchema } from "../../gen/lf/a2a/v1/a2a_pb.js";
-import { restErrorV10 } from "../a2a-v10-errors.js";
+import { versionModule } from "../../a2a/versions.js";
 import { sendJson, type HttpRequest, type HttpResponse } from "../http-io.js";
+import { sendA2ARestError } from "./a2a-rest-router.js";
 
 /**
- * `GET /.well-known/agent-card.json` for both eras (wire facts §5.7, as a2a-js serves it): without
- * `A2A-Version` (or with 0.3) the v0.3 card with the v1.0 `supportedInterfaces` embedded, which every
- * 0.3 client reads as before and a 1.0 client can pick an interface from; with `A2A-Version: 1.0` the pure
- * v1.0 card (ProtoJSON of `lf.a2a.v1.AgentCard`). Both list each binding once per version. `Vary:
- * A2A-Version` keeps caches apart; an unsupported version answers 400 VersionNotSupported.
+ * `GET /.well-known/agent-card.json` for every era (wire facts §5.7, as a2a-js serves it): the card as the
+ * requested version's clients read it (registry `card.document`): without `A2A-Version` (or with 0.3) the
+ * v0.3 card with the v1.0 `supportedInterfaces` embedded; with `A2A-Version: 1.0` the pure v1.0 card.
+ * `Vary: A2A-Version` keeps caches apart; an unsupported version answers 400 VersionNotSupported in the
+ * preferred version's HTTP+JSON shape.
  */
 export function serveAgentCard(req: HttpRequest, res: HttpResponse, card: AgentCard): void {
   const vary = { vary: "A2A-Version" };
@@ -19,11 +17,10 @@ export function serveAgentCard(req: HttpRequest, res: HttpResponse, card: AgentC
   try {
     version = a2aVersionOf(req);
   } catch (err) {
-    const { status, body } = restErrorV10(err);
-    sendJson(res, status, body, vary);
+    sendA2ARestError(res, PREFERRED_A2A_VERSION, err, { ...vary, "content-type": "application/json" });
     return;
   }
-  sendJson(res, 200, version === "1.0" ? writeV10(AgentCardSchema, encodeAgentCard(card)) : card, vary);
+  sendJson(res, 200, versionModule(version).card.document(card), vary);
 }
 
 /** Discovery's `a2a` version fields, read off the card so they always equal the versions its interfaces declare. */
@@ -31,6 +28,6 @@ export function a2aVersionFields(card: AgentCard): { protocolVersions: string[];
   const protocolVersions = [...new Set(card.supportedInterfaces.map((i) => i.protocolVersion))].sort();
   const preferredVersion = protocolVersions.includes(PREFERRED_A2A_VERSION) ? PREFERRED_A2A_VERSION : protocolVersions.at(-1)!;
   // Newest first; 0.3 is served for the legacy window (OpenWOP RFC 0152).
-  const profiles = [...protocolVersions].reverse().map((v) => (v === "0.3" ? "a2a-0.3-legacy" : `a2a-${v}`));
+  const profiles = [...protocolVersions].reverse().map((v) => versionModule(v).card.profile);
   return { protocolVersions, preferredVersion, profiles };
 }

@@ -2,7 +2,7 @@ import type { TaskService } from "../../a2a/task-service.js";
 import { DomainError, invalidParams } from "../../domain/errors.js";
 import { isTerminalRunStatus, type RunStatus } from "../../domain/run-status.js";
 import type { RunService } from "../../runs/run-service.js";
-import { optionalString, requiredString } from "../json-shape.js";
+import { optionalString, requiredString } from "../../domain/json-shape.js";
 import { sendJson } from "../http-io.js";
 import type { HttpRouter } from "../http-router.js";
 import { readJsonObject } from "./openwop-request.js";
@@ -64,4 +64,3 @@ export function addConformanceSeamRoutes(router: HttpRouter, options: Conformanc
     sendJson(res, 201, config);
   });
 }
-

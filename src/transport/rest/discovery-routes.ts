@@ -1,9 +1,7 @@
 import type { TaskService } from "../../a2a/task-service.js";
-import { exportTaskMachine } from "../../machine/machine-export.js";
 import type { HttpRouter } from "../http-router.js";
 import { sendJson } from "../http-io.js";
 import { a2aVersionFields, serveAgentCard } from "./agent-card-route.js";
-import { sendOpenwopError } from "./openwop-errors.js";
 
 export interface DiscoveryOptions {
   service: TaskService;
@@ -15,6 +13,8 @@ export interface DiscoveryOptions {
   fixtures?: string[];
   /** Envelope types the host supports; clarification.request claims the openwop-interrupts profile. */
   supportedEnvelopes?: string[];
+  /** The task machine's JSON definition for the visualizer (the composition root passes the machine's export). */
+  taskMachine: () => Record<string, unknown>;
 }
 
 /** The conformance fixtures this host ships (or may load from WORKFLOWS_DIR); only loaded ones are advertised. */
@@ -50,12 +50,8 @@ export function addDiscoveryRoutes(router: HttpRouter, options: DiscoveryOptions
   router.add("GET", AGENT_CARD_PATH, async (req, res) => serveAgentCard(req, res, options.service.agentCard));
   router.add("GET", "/.well-known/openwop", async (_req, res) => sendJson(res, 200, discoveryDocument(options)));
   router.add("GET", "/v1/a2a/tasks/{taskId}", async (_req, res, params, ctx) => {
-    try {
-      sendJson(res, 200, await options.service.getA2ATaskState(params["taskId"]!, ctx));
-    } catch (err) {
-      sendOpenwopError(res, err);
-    }
+    sendJson(res, 200, await options.service.getA2ATaskState(params["taskId"]!, ctx));
   });
-  router.add("GET", "/v1/a2a/task-machine.json", async (_req, res) => sendJson(res, 200, exportTaskMachine()));
+  router.add("GET", "/v1/a2a/task-machine.json", async (_req, res) => sendJson(res, 200, options.taskMachine()));
   router.add("GET", "/healthz", async (_req, res) => sendJson(res, 200, { status: "ok" }));
 }

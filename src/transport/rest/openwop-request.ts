@@ -1,5 +1,5 @@
 import { DomainError, invalidParams } from "../../domain/errors.js";
-import { isObject, type JsonObject } from "../json-shape.js";
+import { isObject, type JsonObject } from "../../domain/json-shape.js";
 import { mediaTypeOf, readBody, type HttpRequest } from "../http-io.js";
 
 /**

@@ -1,20 +1,20 @@
 import { invalidParams } from "../../domain/errors.js";
-import type { Logger } from "../../observability/logger.js";
 import type { RunEventFeed } from "../../runs/run-event-feed.js";
 import type { RunInterrupts } from "../../runs/run-interrupts.js";
 import type { RunService, StartRunRequest } from "../../runs/run-service.js";
 import { isTerminalRunStatus } from "../../domain/run-status.js";
-import { expectObject, onlyKnownFields, optionalObject, optionalString, optionalStringArray, requiredString, type JsonObject } from "../json-shape.js";
+import { expectObject, onlyKnownFields, optionalObject, optionalString, optionalStringArray, requiredString, type JsonObject } from "../../domain/json-shape.js";
 import { sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
 import type { HttpRouter } from "../http-router.js";
-import { openwopErrorBody } from "./openwop-errors.js";
+import { openwopErrorBody } from "../errors/openwop-error-exit.js";
+import type { ReportError } from "../errors/wire-error.js";
 import { headerOf, integerParam, queryOf, readJsonObject } from "./openwop-request.js";
 
 export interface OpenwopRunsRoutesOptions {
   runs: RunService;
   feed: RunEventFeed;
   interrupts: RunInterrupts;
-  logger: Logger;
+  report: ReportError;
   maxBodyBytes: number;
   /** SSE keepalive comment interval (the spec asks for at least one every 30 s). */
   keepaliveMs?: number;
@@ -129,7 +129,7 @@ function resumePointOf(req: HttpRequest): number {
 }
 
 /** A run's events as SSE (event name = event type, id = sequence), an `error` event if the stream fails. */
-export async function streamEvents(res: HttpResponse, events: AsyncGenerator<{ sequence: number; type: string }>, options: Pick<OpenwopRunsRoutesOptions, "logger" | "keepaliveMs">): Promise<void> {
+export async function streamEvents(res: HttpResponse, events: AsyncGenerator<{ sequence: number; type: string }>, options: Pick<OpenwopRunsRoutesOptions, "report" | "keepaliveMs">): Promise<void> {
   const sse = new SseWriter(res, options.keepaliveMs);
   try {
     for await (const event of events) {
@@ -137,9 +137,7 @@ export async function streamEvents(res: HttpResponse, events: AsyncGenerator<{ s
       await sse.send(event, { id: event.sequence, event: event.type });
     }
   } catch (err) {
-    const { body } = openwopErrorBody(err);
-    if (body.error === "internal_error") options.logger.error({ err }, "run event stream failed");
-    await sse.send(body, { event: "error" });
+    await sse.send(openwopErrorBody(options.report(err, { stream: "run events" })).body, { event: "error" });
   } finally {
     sse.end();
   }

@@ -1,4 +1,4 @@
-import { invalidParams } from "../domain/errors.js";
+import { invalidParams } from "./errors.js";
 
 /**
  * Small readers for decoding JSON wire input. Each failure names the path and what was expected, so a

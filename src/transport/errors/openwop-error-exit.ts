@@ -9,7 +9,8 @@ export function openwopErrorBody(err: unknown): { status: number; body: { error:
   return { status: codes.http, body: { error: codes.rest, message: domain.message, ...(domain.details ? { details: domain.details } : {}) } };
 }
 
-export function sendOpenwopError(res: HttpResponse, err: unknown): void {
+/** The OpenWOP REST error exit. */
+export function sendOpenwopError(res: HttpResponse, err: unknown, headers: Record<string, string> = {}): void {
   const { status, body } = openwopErrorBody(err);
-  sendJson(res, status, body);
+  sendJson(res, status, body, headers);
 }

@@ -1,0 +1,16 @@
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+import type { CallContext } from "../auth/call-context.js";
+import type { Principal } from "../auth/principal.js";
+
+/**
+ * The caller of a Connect/gRPC/gRPC-Web call, set by the transport's authentication interceptor before any
+ * service method runs; the services read it here instead of authenticating again.
+ */
+export const CALLER = createContextKey<Principal | undefined>(undefined, { description: "the authenticated caller" });
+
+/** The handler context as the operations' CallContext; its signal fires on cancel, deadline and shutdown. */
+export function callContextOf(ctx: HandlerContext): CallContext {
+  const principal = ctx.values.get(CALLER);
+  if (!principal) throw new Error("no authenticated caller: the authentication interceptor did not run");
+  return { principal, signal: ctx.signal };
+}

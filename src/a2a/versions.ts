@@ -1,0 +1,50 @@
+import { A2A_VERSIONS, type A2AVersion } from "./protocol-version.js";
+import type { PushBody } from "./push-status-facts.js";
+import { v03 } from "./v03/v03-version.js";
+import { v10 } from "./v10/v10-version.js";
+import type { A2AVersionModule, VersionBindings, VersionDeps } from "./version-module.js";
+
+/**
+ * The registry of served A2A versions: one line per version folder. The JSON-RPC endpoint, the Connect
+ * handler, the HTTP+JSON router, the agent card and the push worker read a version's parts from here and
+ * nowhere else. Adding a version: its folder (the same file set as v10/), its id in `A2A_VERSIONS`, and a
+ * line here.
+ */
+const REGISTRY: Record<A2AVersion, A2AVersionModule> = {
+  "0.3": v03,
+  "1.0": v10,
+};
+
+/** The version a request without `A2A-Version` speaks, and the one that answers unknown JSON-RPC methods. */
+export const DEFAULT_A2A_VERSION: A2AVersion = "0.3";
+
+export function versionModule(version: A2AVersion): A2AVersionModule {
+  return REGISTRY[version];
+}
+
+/** Every served version, in `A2A_VERSIONS` order. */
+export function versionModules(): A2AVersionModule[] {
+  return A2A_VERSIONS.map((v) => REGISTRY[v]);
+}
+
+/** The version whose JSON-RPC method table has `method`; unknown names belong to the default version. */
+export function versionOfJsonRpcMethod(method: string): A2AVersion {
+  return versionModules().find((m) => m.jsonRpcMethodNames.includes(method))?.version ?? DEFAULT_A2A_VERSION;
+}
+
+/** The version whose gRPC service is `typeName` (`a2a.v1.A2AService`, `lf.a2a.v1.A2AService`). */
+export function versionOfRpcService(typeName: string): A2AVersion | undefined {
+  return versionModules().find((m) => m.connectService.typeName === typeName)?.version;
+}
+
+/** The push body encoder (and content type) for a config registered over `version`. */
+export function pushBody(version: A2AVersion): PushBody {
+  return REGISTRY[version].push;
+}
+
+export type BoundVersions = ReadonlyMap<A2AVersion, VersionBindings>;
+
+/** Every version's operations over the service, bound once per app and shared by all bindings. */
+export function bindVersions(deps: VersionDeps): BoundVersions {
+  return new Map(versionModules().map((m) => [m.version, m.bind(deps)]));
+}

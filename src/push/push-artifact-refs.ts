@@ -1,0 +1,17 @@
+import type { RunEvent } from "../store/task-store.js";
+
+export interface ArtifactRef {
+  artifactId: string;
+  name?: string;
+}
+
+/** Artifact references (id, name) created up to and including `sequence`, the latest name winning. */
+export function artifactRefsUpTo(events: RunEvent[], sequence: number): ArtifactRef[] {
+  const refs = new Map<string, ArtifactRef>();
+  for (const event of events) {
+    if (event.sequence > sequence) break;
+    const artifact = event.a2a?.artifact;
+    if (artifact) refs.set(artifact.artifactId, { artifactId: artifact.artifactId, ...(artifact.name ? { name: artifact.name } : {}) });
+  }
+  return [...refs.values()];
+}

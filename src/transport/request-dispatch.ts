@@ -1,0 +1,135 @@
+import { a2aVersionOf, requestedA2AVersion, type A2AVersion } from "../a2a/protocol-version.js";
+import { DEFAULT_A2A_VERSION } from "../a2a/versions.js";
+import type { Authenticator } from "../auth/api-key-authenticator.js";
+import type { CallContext } from "../auth/call-context.js";
+import type { Principal } from "../auth/principal.js";
+import { DomainError } from "../domain/errors.js";
+import { jsonRpcErrorBody } from "./errors/a2a-error-exits.js";
+import { sendOpenwopError } from "./errors/openwop-error-exit.js";
+import { wireErrorOf, type ReportError } from "./errors/wire-error.js";
+import { activatedExtensions } from "./extensions-header.js";
+import { sendJson, type HttpRequest, type HttpResponse } from "./http-io.js";
+import type { HttpRouter, RouteHandler } from "./http-router.js";
+import { sendA2ARestError } from "./rest/a2a-rest-router.js";
+
+/** The binding a request reached; it shapes every error the request gets, including 401, 404 and 405. */
+export type Binding = { kind: "jsonrpc" } | { kind: "a2a-rest"; version: A2AVersion } | { kind: "openwop" };
+
+export interface RequestDispatchOptions {
+  jsonRpcPath: string;
+  jsonRpc: (req: HttpRequest, res: HttpResponse, ctx: CallContext) => Promise<void>;
+  /** The A2A HTTP+JSON routers, one per version. */
+  a2aRest: ReadonlyMap<A2AVersion, HttpRouter>;
+  /** OpenWOP REST, discovery and operator routes. */
+  openwop: HttpRouter;
+  /** Connect, gRPC and gRPC-Web calls: authenticated by the Connect handler's own interceptor. */
+  rpc: { handles(url: string | undefined): boolean; handle(req: HttpRequest, res: HttpResponse): void };
+  authenticator: Authenticator;
+  /** Paths without credentials; their handlers see `publicPrincipal`. */
+  publicPaths: RegExp[];
+  publicPrincipal: Principal;
+  supportedExtensions: string[];
+  report: ReportError;
+  shutdownSignal: AbortSignal;
+}
+
+interface Candidate {
+  binding: Binding;
+  match(method: string, path: string): ReturnType<HttpRouter["match"]>;
+}
+
+/**
+ * Every HTTP request's way in: match a route (which names the binding), authenticate (one step, before
+ * dispatch), then run the route. Failures before the route runs leave through the matched binding's error
+ * exit; a request no route knows answers in the A2A HTTP+JSON shape of the version it names, else in the
+ * OpenWOP envelope. A path that two routers read (`/v1/tasks/{id}`: 0.3, or 1.0 in tenant "v1") goes to the
+ * requested version's router first.
+ */
+export function createRequestDispatch(options: RequestDispatchOptions): (req: HttpRequest, res: HttpResponse) => Promise<void> {
+  const { report } = options;
+  const jsonRpc: Candidate = {
+    binding: { kind: "jsonrpc" },
+    match: (_method, path) => (path === options.jsonRpcPath ? { handler: (req, res, _params, ctx) => options.jsonRpc(req, res, ctx), params: {} } : null),
+  };
+  const openwop: Candidate = { binding: { kind: "openwop" }, match: (method, path) => options.openwop.match(method, path) };
+  const a2a = [...options.a2aRest].map(([version, router]): Candidate => ({ binding: { kind: "a2a-rest", version }, match: (method, path) => router.match(method, path) }));
+
+  function candidatesFor(req: HttpRequest): Candidate[] {
+    const requested = requestedVersion(req) ?? DEFAULT_A2A_VERSION;
+    const first = a2a.filter((c) => c.binding.kind === "a2a-rest" && c.binding.version === requested);
+    return [jsonRpc, ...first, openwop, ...a2a.filter((c) => !first.includes(c))];
+  }
+
+  function sendError(res: HttpResponse, binding: Binding, err: unknown, headers: Record<string, string> = {}): void {
+    const domain = report(err, { binding: binding.kind });
+    if (binding.kind === "jsonrpc") sendJson(res, wireErrorOf(domain, DEFAULT_A2A_VERSION).http, jsonRpcErrorBody(DEFAULT_A2A_VERSION, null, domain), headers);
+    else if (binding.kind === "a2a-rest") sendA2ARestError(res, binding.version, domain, headers);
+    else sendOpenwopError(res, domain, headers);
+  }
+
+  return async (req, res) => {
+    // JSON-RPC echoes activated extensions itself (its error paths write their own headers).
+    if (!req.url?.startsWith(options.jsonRpcPath)) {
+      for (const [name, value] of Object.entries(activatedExtensions(req, options.supportedExtensions))) res.setHeader(name, value);
+    }
+    if (options.rpc.handles(req.url)) return options.rpc.handle(req, res);
+    const requestDone = new AbortController();
+    res.on("close", () => requestDone.abort());
+    const method = req.method ?? "GET";
+    const path = new URL(req.url ?? "/", "http://host").pathname;
+    const found = route(candidatesFor(req), method, path);
+    const binding = found?.binding ?? fallbackBinding(req);
+    let principal: Principal;
+    try {
+      principal = options.publicPaths.some((p) => p.test(path)) ? options.publicPrincipal : options.authenticator.authenticate((name) => headerValue(req, name));
+    } catch (err) {
+      sendError(res, binding, err, { "www-authenticate": 'Bearer realm="openwop-a2a-host"' });
+      return;
+    }
+    if (!found) return sendError(res, binding, new DomainError("not-found", `no route for ${method} ${path}`));
+    if ("allowed" in found) {
+      return sendError(res, binding, new DomainError("method-not-allowed", `${method} is not allowed on ${path}`, { allowed: found.allowed }), { allow: found.allowed.join(", ") });
+    }
+    const ctx: CallContext = { principal, signal: AbortSignal.any([requestDone.signal, options.shutdownSignal]) };
+    try {
+      await found.handler(req, res, found.params, ctx);
+    } catch (err) {
+      if (!res.headersSent) sendError(res, binding, err);
+      else res.end();
+    }
+  };
+}
+
+type Found = { binding: Binding; handler: RouteHandler; params: Record<string, string> } | { binding: Binding; allowed: string[] } | null;
+
+/** The first route that takes the method; else the first path that matched with other methods (405). */
+function route(candidates: Candidate[], method: string, path: string): Found {
+  let allowed: Found = null;
+  for (const candidate of candidates) {
+    const match = candidate.match(method, path);
+    if (match && "handler" in match) return { binding: candidate.binding, ...match };
+    if (match && !allowed) allowed = { binding: candidate.binding, allowed: match.allowed };
+  }
+  return allowed;
+}
+
+/** The A2A version a request explicitly names (header or query), if it is one we serve. */
+function requestedVersion(req: HttpRequest): A2AVersion | undefined {
+  if (requestedA2AVersion(req.headers, req.url) === undefined) return undefined;
+  try {
+    return a2aVersionOf(req);
+  } catch {
+    return undefined;
+  }
+}
+
+/** No route: an explicit A2A-Version means an A2A HTTP+JSON caller; anyone else reads the OpenWOP envelope. */
+function fallbackBinding(req: HttpRequest): Binding {
+  const version = requestedVersion(req);
+  return version ? { kind: "a2a-rest", version } : { kind: "openwop" };
+}
+
+function headerValue(req: HttpRequest, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
