@@ -11,6 +11,7 @@ import type { PushConfigService } from "../push/push-config-service.js";
 import type { PushDeadLetter } from "../store/push-config-store.js";
 import type { TaskContext } from "../machine/task-context.js";
 import { DuplicateIdempotencyKeyError, type RunEvent, type TaskRecord } from "../store/task-store.js";
+import { assertMessageSize, DEFAULT_TASK_SIZE_LIMITS } from "../store/task-size-limits.js";
 import { assertSameRequest, creationSeed, type IdempotencySeed } from "../engine/message-idempotency.js";
 import { decodePageToken, encodePageToken, pageSizeOf, type ListTasksQuery, type TaskPage } from "./task-list.js";
 import type { AgentCard } from "./agent-card.js";
@@ -167,6 +168,7 @@ export class TaskService {
       await push.validate(pushConfig, "configuration.pushNotificationConfig");
     }
     const supervisor = this.options.supervisor;
+    assertMessageSize(message, supervisor.store.limits ?? DEFAULT_TASK_SIZE_LIMITS);
     if (message.taskId) {
       requireScope(ctx.principal, "approvals:respond");
       const existing = await supervisor.get(message.taskId, ctx.principal.tenant);
@@ -179,12 +181,8 @@ export class TaskService {
     requireScope(ctx.principal, "runs:create");
     const skillId = skillIdOf(message, params.metadata) ?? this.options.catalog.defaultWorkflowId;
     // message.messageId is an idempotency key per caller: a repeat answers the task the first one created.
+    // The create itself refuses a repeat (unique index): no lookup before every create.
     const idempotency = creationSeed(ctx.principal, message, skillId);
-    const earlier = await supervisor.store.findByIdempotencyKey(idempotency.key);
-    if (earlier) {
-      assertSameRequest(earlier, idempotency, message.messageId);
-      return earlier;
-    }
     const create = { workflowId: skillId, message, ...(message.contextId ? { contextId: message.contextId } : {}), principal: ctx.principal, idempotency };
     if (!pushConfig) return this.createOnce(create);
     // Stored before the task exists, so its very first transition is covered even if we crash right after.

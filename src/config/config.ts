@@ -4,6 +4,7 @@ import { projectRoot } from "./project-root.js";
 import { SecretValue } from "./secret-value.js";
 import { loadAuthSettings, type AuthSettings } from "../auth/auth-settings.js";
 import { loadPeerSettings, type A2APeerSettings } from "../peer/peer-settings.js";
+import { loadStoreSettings, type StoreSettings } from "../store/store-settings.js";
 import { parseInterruptTokenKeys } from "../interrupts/interrupt-token-keys.js";
 import type { InterruptTokenKey } from "../interrupts/interrupt-tokens.js";
 
@@ -58,6 +59,8 @@ export interface Config {
   push: PushSettings;
   /** Calls to remote A2A agents (`a2a.invoke` nodes): A2A_PEER_* variables. */
   a2aPeer: A2APeerSettings;
+  /** Size caps of stored tasks (MAX_MESSAGE_BYTES, MAX_ARTIFACT_BYTES, MAX_TASK_BYTES). */
+  taskStore: StoreSettings;
   /** Signed interrupt tokens: configured keys (the first signs, all verify) and the lifetime of an issued token. */
   interruptTokens: { keys?: SecretValue<InterruptTokenKey[]>; ttlMs: number };
   /** The host-sample conformance seams under /v1/host/sample/ (on by default in development and test). */
@@ -209,6 +212,12 @@ function peerSettings(env: Env, production: boolean): A2APeerSettings {
   return settings;
 }
 
+function storeSettings(env: Env, production: boolean): StoreSettings {
+  const settings = loadStoreSettings(env, production);
+  if (typeof settings === "string") throw new ConfigError(settings);
+  return settings;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const nodeEnv = oneOf(env, "NODE_ENV", ["development", "test", "production"] as const, "development");
   const port = int(env, "PORT", 8080, 0, 65535);
@@ -242,6 +251,7 @@ export function loadConfig(env: Env = process.env): Config {
     auth: authSettings(env, nodeEnv === "production"),
     push: loadPushSettings(env),
     a2aPeer: peerSettings(env, nodeEnv === "production"),
+    taskStore: storeSettings(env, nodeEnv === "production"),
   };
   if (config.env === "production") {
     if (!mongodbUri) throw new ConfigError("NODE_ENV=production needs MONGODB_URI: production never runs on the embedded or in-memory store");
