@@ -94,7 +94,7 @@ export class MongoTaskStore implements TaskStore {
       if (!(err instanceof DuplicateIdempotencyKeyError)) throw err;
       // The holder may be a task past its retention that the TTL monitor has not removed yet: it reads
       // as not found, so it must not block the key. Remove it and try once more.
-      const purged = await this.tasks.deleteOne({ idempotencyKey: err.idempotencyKey, expireAt: { $lte: this.now() } });
+      const purged = await this.tasks.deleteOne({ idempotencyKey: { $eq: err.idempotencyKey, $type: "string" }, expireAt: { $lte: this.now() } });
       if (purged.deletedCount === 0) throw err;
       await this.submit(write);
     }
