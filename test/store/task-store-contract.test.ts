@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
 import { DuplicateIdempotencyKeyError, DuplicateTaskError, StaleWriteError, type RunEvent, type TaskRecord, type TaskStore } from "../../src/store/task-store.js";
+import { DomainError } from "../../src/domain/errors.js";
 import "../support/mongo.js";
 
 function record(taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord {
@@ -166,6 +167,23 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
       const recent = await store.list({ tenant, updatedAtOrAfter: at(3), limit: 10 });
       expect(recent.records.map((r) => r.taskId)).toEqual([ids[4], ids[3]]);
       expect(await store.list({ tenant: `nobody-${randomUUID()}`, limit: 10 })).toEqual({ records: [], total: 0 });
+    });
+
+    it("refuses a write over the size caps (defaults keep a task under MongoDB's 16 MiB) and leaves the task unchanged", async () => {
+      const id = randomUUID();
+      await store.create(record(id), events(id, 0, 1));
+      const huge = { value: "running", context: { history: [{ text: "x".repeat(13 * 1024 * 1024) }] } };
+      const refused = await store.commit(id, 0, { ...changes("running"), snapshot: huge }, events(id, 1, 1)).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(DomainError);
+      expect((refused as DomainError).code).toBe("content-too-large");
+      const artifact = { artifactId: "a1", parts: [{ kind: "text" as const, text: "y".repeat(5 * 1024 * 1024) }] };
+      const tooBigArtifact = [{ ...events(id, 1, 1)[0]!, type: "artifact.created", a2a: { artifact } }];
+      await expect(store.commit(id, 0, changes("running"), tooBigArtifact)).rejects.toMatchObject({ code: "content-too-large" });
+      await expect(store.create(record(randomUUID(), { snapshot: huge }), events(id, 0, 1))).rejects.toMatchObject({ code: "content-too-large" });
+      expect((await store.get(id))?.version).toBe(0);
+      expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual([0]);
+      await store.commit(id, 0, changes("running"), events(id, 1, 1));
+      expect((await store.get(id))?.version).toBe(1);
     });
 
     it("an expired terminal task reads as not found", async () => {
