@@ -1,5 +1,5 @@
 import { DomainError } from "../domain/errors.js";
-import type { RunEvent, TaskRecord } from "./task-store.js";
+import type { Artifact } from "../domain/a2a-types.js";
 
 /**
  * Size caps that keep a task inside what the store can hold (MongoDB refuses documents over 16 MiB with an
@@ -38,7 +38,7 @@ export function assertMessageSize(message: { messageId: string }, limits: TaskSi
  * Checked by every adapter before a create or commit writes anything: each new artifact under its cap, and the
  * task head (what one document holds) under the total. A refused write leaves the task exactly as it was.
  */
-export function assertWriteSize(head: Pick<TaskRecord, "taskId" | "snapshot" | "a2a">, events: readonly RunEvent[], limits: TaskSizeLimits): void {
+export function assertWriteSize(head: { taskId: string; snapshot: unknown; a2a: unknown }, events: ReadonlyArray<{ a2a?: { artifact?: Artifact } }>, limits: TaskSizeLimits): void {
   for (const event of events) {
     const artifact = event.a2a?.artifact;
     if (!artifact) continue;
