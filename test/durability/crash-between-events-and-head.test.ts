@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { MongoClient } from "mongodb";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import "../support/mongo.js";
 import { startServerProcess, type ServerProcess } from "../support/server-process.js";
 
@@ -22,16 +22,7 @@ describe("SIGKILL between the events write and the head write", () => {
   const dbName = `durability_split_${randomUUID().slice(0, 8)}`;
   const env = { MONGODB_URI: mongoUri, MONGODB_DB: dbName, TIMER_POLL_MS: "100" };
   let server: ServerProcess | undefined;
-  let mongo: MongoClient;
-
-  beforeAll(async () => {
-    mongo = await MongoClient.connect(mongoUri);
-  });
-  afterAll(async () => {
-    await server?.kill();
-    await mongo.db(dbName).dropDatabase();
-    await mongo.close();
-  });
+  let mongo!: MongoClient;
 
   const rpc = async (s: ServerProcess, method: string, params: unknown) => {
     const response = await fetch(`${s.baseUrl}/a2a/jsonrpc`, {
@@ -47,6 +38,17 @@ describe("SIGKILL between the events write and the head write", () => {
   const head = (taskId: string) => mongo.db(dbName).collection<{ _id: string; version: number }>("tasks").findOne({ _id: taskId });
 
   it("loses, duplicates and shows nothing of the interrupted commit", async () => {
+    mongo = await MongoClient.connect(mongoUri);
+    try {
+      await interruptedCommit();
+    } finally {
+      await server?.kill();
+      await mongo.db(dbName).dropDatabase();
+      await mongo.close();
+    }
+  });
+
+  async function interruptedCommit(): Promise<void> {
     server = await startServerProcess(env);
     const created = await send(server, { parts: [{ kind: "text", text: "Send the report" }], metadata: { skillId: "approval-gate" } });
     const task = created.result!;
@@ -89,5 +91,5 @@ describe("SIGKILL between the events write and the head write", () => {
       expect(log.filter((e) => e.type === type), type).toHaveLength(1);
     }
     expect(log.at(-1)?.type).toBe("run.completed");
-  });
+  }
 });
