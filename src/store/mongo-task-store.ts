@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db, type Filter, type MongoClient, type WriteError } from "mongodb";
 import { TERMINAL_RUN_STATUSES } from "../domain/run-status.js";
 import { GroupCommit, type PendingWrite } from "./group-commit.js";
+import { migrateTaskLayout } from "./mongo-layout-migration.js";
 import {
   DUPLICATE_KEY,
   EVENT_INDEXES,
@@ -72,7 +73,7 @@ export class MongoTaskStore implements TaskStore {
 
   constructor(
     private readonly client: MongoClient,
-    db: Db,
+    private readonly db: Db,
     private readonly options: MongoTaskStoreOptions = {},
   ) {
     this.tasks = db.collection<TaskDocument>("tasks");
@@ -83,6 +84,7 @@ export class MongoTaskStore implements TaskStore {
 
   async init(): Promise<void> {
     await Promise.all([this.tasks.createIndexes(TASK_INDEXES), this.events.createIndexes(EVENT_INDEXES)]);
+    await migrateTaskLayout(this.db, this.writer);
   }
 
   async create(record: TaskRecord, events: RunEvent[]): Promise<void> {

@@ -308,4 +308,20 @@ describe("MongoDB commands per write (driver command monitoring)", () => {
     expect(stamped.map((e) => (e["expireAt"] as Date).toISOString())).toEqual([expireAt, expireAt, expireAt, expireAt]);
     await done();
   });
+
+  it("a database of the first layout (the log inside each task document) is moved to task_events on start, once", async () => {
+    const { db, done } = await monitoredStore();
+    const id = randomUUID();
+    const { taskId: _taskId, ...fields } = record(id, { version: 2 });
+    await db.collection("store_meta").deleteMany({});
+    await db.collection("tasks").insertOne({ ...fields, _id: id as never, expireAt: null, timerDueAt: null, events: events(id, 0, 3) });
+    const store = new MongoTaskStore(db.client, db);
+    await store.init();
+    expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual([0, 1, 2]);
+    expect(await store.get(id)).toEqual(record(id, { version: 2, createdAt: fields.createdAt, updatedAt: fields.updatedAt, a2a: fields.a2a }));
+    expect(await db.collection("tasks").countDocuments({ events: { $exists: true } })).toBe(0);
+    await store.commit(id, 2, changes("running"), events(id, 3, 1));
+    expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual([0, 1, 2, 3]);
+    await done();
+  });
 });
