@@ -33,6 +33,7 @@ import { MemoryPushConfigStore } from "./store/memory-push-config-store.js";
 import type { PushConfigStore } from "./store/push-config-store.js";
 import type { TaskReadPort } from "./store/task-read-port.js";
 import type { TaskStore } from "./store/task-store.js";
+import { DEFAULT_TASK_SIZE_LIMITS } from "./store/task-size-limits.js";
 
 export const JSONRPC_PATH = "/a2a/jsonrpc";
 /** The OpenWOP extension our tasks carry (`metadata.openwop`: run status, interrupt carrier, error). */
@@ -148,6 +149,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     catalog,
     card,
     blockingTimeoutMs: config.blockingTimeoutMs,
+    sizeLimits: store.limits ?? DEFAULT_TASK_SIZE_LIMITS,
     push: push.configs,
     interruptToken: (record, context, principal) => interruptTokensFor(tokens, record, context, principal)?.resolve,
   });

@@ -12,6 +12,7 @@ import type { PushDeadLetter } from "../store/push-config-store.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import { DuplicateIdempotencyKeyError, type RunEvent, type TaskRecord } from "../store/task-store.js";
+import { assertMessageSize, type TaskSizeLimits } from "../store/task-size-limits.js";
 import { assertSameRequest, creationSeed, type IdempotencySeed } from "../engine/message-idempotency.js";
 import { decodePageToken, encodePageToken, pageSizeOf, type ListTasksQuery, type TaskPage } from "./task-list.js";
 import type { AgentCard } from "./agent-card.js";
@@ -36,6 +37,8 @@ export interface TaskServiceOptions {
   card: AgentCard;
   /** A blocking send that has not reached a final state by then returns the task as it is. */
   blockingTimeoutMs: number;
+  /** A caller's message over `maxMessageBytes` is refused before anything is looked up or stored. */
+  sizeLimits: TaskSizeLimits;
   /** Push-config registration and reads (answers push-not-supported when push is disabled). */
   push: PushConfigService;
   /** Issues the signed resolve token shown as `metadata.openwop.interruptToken` (none when it returns undefined). */
@@ -168,6 +171,7 @@ export class TaskService {
       await push.validate(pushConfig, "configuration.pushNotificationConfig");
     }
     const { supervisor, reads } = this.options;
+    assertMessageSize(message, this.options.sizeLimits);
     if (message.taskId) {
       requireScope(ctx.principal, "approvals:respond");
       const existing = await reads.get(message.taskId, ctx.principal.tenant);
@@ -180,12 +184,8 @@ export class TaskService {
     requireScope(ctx.principal, "runs:create");
     const skillId = skillIdOf(message, params.metadata) ?? this.options.catalog.defaultWorkflowId;
     // message.messageId is an idempotency key per caller: a repeat answers the task the first one created.
+    // The create itself refuses a repeat (unique index): no lookup before every create.
     const idempotency = creationSeed(ctx.principal, message, skillId);
-    const earlier = await reads.findByIdempotencyKey(idempotency.key);
-    if (earlier) {
-      assertSameRequest(earlier, idempotency, message.messageId);
-      return earlier;
-    }
     const create = { workflowId: skillId, message, ...(message.contextId ? { contextId: message.contextId } : {}), principal: ctx.principal, idempotency };
     if (!pushConfig) return this.createOnce(create);
     // Stored before the task exists, so its very first transition is covered even if we crash right after.

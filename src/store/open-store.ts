@@ -10,7 +10,7 @@ import { MongoPushConfigStore } from "./mongo-push-config-store.js";
 import { MongoIdempotencyStore } from "./mongo-idempotency-store.js";
 import { MongoTaskStore } from "./mongo-task-store.js";
 import type { PushConfigStore } from "./push-config-store.js";
-import type { StoreSettings } from "./store-settings.js";
+import type { StoreSettings, TaskStoreSettings } from "./store-settings.js";
 import type { TaskStore } from "./task-store.js";
 
 export interface OpenedStore {
@@ -25,10 +25,10 @@ export interface OpenedStore {
   stop(): Promise<void>;
 }
 
-export async function connectMongoStore(uri: string, dbName: string): Promise<{ store: MongoTaskStore; idempotency: MongoIdempotencyStore; pushConfigs: MongoPushConfigStore }> {
+export async function connectMongoStore(uri: string, dbName: string, settings?: TaskStoreSettings): Promise<{ store: MongoTaskStore; idempotency: MongoIdempotencyStore; pushConfigs: MongoPushConfigStore }> {
   const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: "openwop-a2a-host" });
   await client.connect();
-  const store = new MongoTaskStore(client, client.db(dbName));
+  const store = new MongoTaskStore(client, client.db(dbName), { ...(settings ? { limits: settings.limits } : {}), ...(settings?.killAfterEventsWriteOf ? { killAfterEventsWriteOf: settings.killAfterEventsWriteOf } : {}) });
   const idempotency = new MongoIdempotencyStore(client.db(dbName));
   await store.init();
   const pushConfigs = new MongoPushConfigStore(client.db(dbName));
@@ -42,9 +42,9 @@ export async function connectMongoStore(uri: string, dbName: string): Promise<{ 
  * cannot start (no binary and no network to fetch one), the in-memory store with a clear warning.
  */
 export async function openStore(config: StoreSettings & { dataDir: string }, logger: Logger): Promise<OpenedStore> {
-  if (config.store === "memory") return memoryStore();
+  if (config.store === "memory") return memoryStore(config.taskStore);
   if (config.mongodbUri) {
-    const { store, idempotency, pushConfigs } = await connectMongoStore(config.mongodbUri, config.mongodbDb);
+    const { store, idempotency, pushConfigs } = await connectMongoStore(config.mongodbUri, config.mongodbDb, config.taskStore);
     return { store, idempotency, pushConfigs, description: `MongoDB (${redactUri(config.mongodbUri)})`, durable: true, stop: () => store.close() };
   }
   const dbPath = join(config.dataDir, "mongo");
@@ -52,7 +52,7 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
     await mkdir(dbPath, { recursive: true });
     const { MongoMemoryServer } = await import("mongodb-memory-server-core");
     const server = await MongoMemoryServer.create({ instance: { dbPath, storageEngine: "wiredTiger" } });
-    const { store, idempotency, pushConfigs } = await connectMongoStore(server.getUri(), config.mongodbDb);
+    const { store, idempotency, pushConfigs } = await connectMongoStore(server.getUri(), config.mongodbDb, config.taskStore);
     return {
       store,
       idempotency,
@@ -69,12 +69,12 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
       { reason: (err as Error).message.split("\n")[0] },
       "no MongoDB available (set MONGODB_URI, or allow the embedded mongod to download once): using the in-memory store, so tasks will NOT survive a restart",
     );
-    return memoryStore();
+    return memoryStore(config.taskStore);
   }
 }
 
-function memoryStore(): OpenedStore {
-  const store = new MemoryTaskStore();
+function memoryStore(settings: TaskStoreSettings): OpenedStore {
+  const store = new MemoryTaskStore(undefined, settings.limits);
   return { store, idempotency: new MemoryIdempotencyStore(), pushConfigs: new MemoryPushConfigStore(), description: "in-memory store (tasks do not survive a restart)", durable: false, stop: () => store.close() };
 }
 

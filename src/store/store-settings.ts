@@ -1,13 +1,28 @@
 import type { EnvReader } from "../domain/env-settings.js";
+import { DEFAULT_TASK_SIZE_LIMITS, type TaskSizeLimits } from "./task-size-limits.js";
 
-/** Where tasks are kept (README "Configuration"). */
+/** Where tasks are kept, and how large they may grow (README "Configuration"). */
 export interface StoreSettings {
   store: "auto" | "mongodb" | "memory";
   mongodbUri?: string;
   mongodbDb: string;
+  taskStore: TaskStoreSettings;
 }
 
-/** STORE, MONGODB_URI and MONGODB_DB; production runs on MongoDB only. */
+/** What every task store adapter is built with. */
+export interface TaskStoreSettings {
+  limits: TaskSizeLimits;
+  /**
+   * Test-only fault seam (`OPENWOP_TEST_KILL_AFTER_EVENTS_WRITE=<event type>`): the MongoDB store SIGKILLs its
+   * own process right after writing a batch of events that contains this type, before the task head moves.
+   * The durability test uses it to crash between the two writes; refused in production.
+   */
+  killAfterEventsWriteOf?: string;
+}
+
+const MIB = 1024 * 1024;
+
+/** STORE, MONGODB_URI, MONGODB_DB and the size caps; production runs on MongoDB only. */
 export function readStoreSettings(env: EnvReader, production: boolean): StoreSettings {
   const mongodbUri = env.raw("MONGODB_URI");
   if (mongodbUri !== undefined && !/^mongodb(\+srv)?:\/\//.test(mongodbUri)) env.problem("MONGODB_URI must start with mongodb:// or mongodb+srv://");
@@ -17,5 +32,17 @@ export function readStoreSettings(env: EnvReader, production: boolean): StoreSet
     if (mongodbUri === undefined) env.problem("NODE_ENV=production needs MONGODB_URI: production never runs on the embedded or in-memory store");
     if (store === "memory") env.problem("NODE_ENV=production does not allow STORE=memory");
   }
-  return { store, ...(mongodbUri !== undefined ? { mongodbUri } : {}), mongodbDb: env.raw("MONGODB_DB") ?? "openwop_a2a" };
+  return { store, ...(mongodbUri !== undefined ? { mongodbUri } : {}), mongodbDb: env.raw("MONGODB_DB") ?? "openwop_a2a", taskStore: readTaskStoreSettings(env, production) };
+}
+
+/** MAX_MESSAGE_BYTES, MAX_ARTIFACT_BYTES, MAX_TASK_BYTES, and the test-only crash seam. */
+function readTaskStoreSettings(env: EnvReader, production: boolean): TaskStoreSettings {
+  const limits: TaskSizeLimits = {
+    maxMessageBytes: env.int("MAX_MESSAGE_BYTES", DEFAULT_TASK_SIZE_LIMITS.maxMessageBytes, 1024, 15 * MIB),
+    maxArtifactBytes: env.int("MAX_ARTIFACT_BYTES", DEFAULT_TASK_SIZE_LIMITS.maxArtifactBytes, 1024, 15 * MIB),
+    maxTaskBytes: env.int("MAX_TASK_BYTES", DEFAULT_TASK_SIZE_LIMITS.maxTaskBytes, 1024, 15 * MIB),
+  };
+  const kill = env.raw("OPENWOP_TEST_KILL_AFTER_EVENTS_WRITE");
+  if (kill !== undefined && production) env.problem("OPENWOP_TEST_KILL_AFTER_EVENTS_WRITE is a test-only fault seam and is refused when NODE_ENV=production");
+  return { limits, ...(kill !== undefined ? { killAfterEventsWriteOf: kill } : {}) };
 }

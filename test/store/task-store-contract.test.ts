@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { MongoClient } from "mongodb";
+import { MongoClient, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
 import { DuplicateIdempotencyKeyError, DuplicateTaskError, StaleWriteError, type RunEvent, type TaskRecord, type TaskStore } from "../../src/store/task-store.js";
+import { DomainError } from "../../src/domain/errors.js";
 import "../support/mongo.js";
 
 function record(taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord {
@@ -168,6 +169,23 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
       expect(await store.list({ tenant: `nobody-${randomUUID()}`, limit: 10 })).toEqual({ records: [], total: 0 });
     });
 
+    it("refuses a write over the size caps (defaults keep a task under MongoDB's 16 MiB) and leaves the task unchanged", async () => {
+      const id = randomUUID();
+      await store.create(record(id), events(id, 0, 1));
+      const huge = { value: "running", context: { history: [{ text: "x".repeat(13 * 1024 * 1024) }] } };
+      const refused = await store.commit(id, 0, { ...changes("running"), snapshot: huge }, events(id, 1, 1)).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(DomainError);
+      expect((refused as DomainError).code).toBe("content-too-large");
+      const artifact = { artifactId: "a1", parts: [{ kind: "text" as const, text: "y".repeat(5 * 1024 * 1024) }] };
+      const tooBigArtifact = [{ ...events(id, 1, 1)[0]!, type: "artifact.created", a2a: { artifact } }];
+      await expect(store.commit(id, 0, changes("running"), tooBigArtifact)).rejects.toMatchObject({ code: "content-too-large" });
+      await expect(store.create(record(randomUUID(), { snapshot: huge }), events(id, 0, 1))).rejects.toMatchObject({ code: "content-too-large" });
+      expect((await store.get(id))?.version).toBe(0);
+      expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual([0]);
+      await store.commit(id, 0, changes("running"), events(id, 1, 1));
+      expect((await store.get(id))?.version).toBe(1);
+    });
+
     it("an expired terminal task reads as not found", async () => {
       const id = randomUUID();
       await store.create(record(id), events(id, 0, 1));
@@ -196,25 +214,114 @@ contract(
   },
 );
 
-describe("MongoDB round trips per transition", () => {
-  it("a transition is one round trip (one update command)", async () => {
-    const commands: string[] = [];
-    const monitored = await MongoClient.connect(inject("mongoUri"), { monitorCommands: true });
-    monitored.on("commandStarted", (e) => commands.push(e.commandName));
-    const db = `roundtrips_${randomUUID().slice(0, 8)}`;
-    const store = new MongoTaskStore(monitored, monitored.db(db));
-    await store.init();
+async function monitoredStore(): Promise<{ store: MongoTaskStore; commands: string[]; db: Db; done(): Promise<void> }> {
+  const commands: string[] = [];
+  const monitored = await MongoClient.connect(inject("mongoUri"), { monitorCommands: true });
+  monitored.on("commandStarted", (e) => commands.push(`${e.commandName}:${String(e.command[e.commandName])}`));
+  const db = monitored.db(`roundtrips_${randomUUID().slice(0, 8)}`);
+  const store = new MongoTaskStore(monitored, db);
+  await store.init();
+  commands.length = 0;
+  return { store, commands, db, done: async () => { await db.dropDatabase(); await monitored.close(); } };
+}
+
+describe("MongoDB commands per write (driver command monitoring)", () => {
+  // The log lives in task_events, the head in tasks, no transactions: a lone write is the events insert,
+  // then the head write (it was one update when the log was an array inside the task document).
+  it("a lone create or transition is two commands: the events insert, then the head", async () => {
+    const { store, commands, done } = await monitoredStore();
     const id = randomUUID();
-    commands.length = 0;
     await store.create(record(id), events(id, 0, 1));
-    const perCreate = commands.length;
+    expect(commands).toEqual(["insert:task_events", "insert:tasks"]);
     commands.length = 0;
     for (let v = 0; v < 10; v++) await store.commit(id, v, changes("running"), events(id, v + 1, 1));
-    const perTransition = commands.length / 10;
-    console.log(`MongoDB round trips: create=${perCreate}, per transition=${perTransition} (${[...new Set(commands)].join(", ")})`);
-    expect(perCreate).toBe(1);
-    expect(perTransition).toBe(1);
-    await monitored.db(db).dropDatabase();
-    await monitored.close();
+    console.log(`MongoDB commands at concurrency 1: create=2, per transition=${commands.length / 10}`);
+    expect(commands).toEqual(Array.from({ length: 10 }, () => ["insert:task_events", "update:tasks"]).flat());
+    await done();
+  });
+
+  it("group commit: 32 concurrent tasks' transitions go out as one events insert and one head bulk", async () => {
+    const { store, commands, done } = await monitoredStore();
+    const ids = Array.from({ length: 32 }, () => randomUUID());
+    // All creates in one tick: one batch.
+    await Promise.all(ids.map((id) => store.create(record(id), events(id, 0, 1))));
+    expect(commands).toEqual(["insert:task_events", "insert:tasks"]);
+    commands.length = 0;
+    // Four rounds of one transition per task, each round submitted in one tick (as 32 callers would).
+    for (let v = 0; v < 4; v++) await Promise.all(ids.map((id) => store.commit(id, 2 * v, changes("running"), events(id, 2 * v + 1, 2))));
+    const perTransition = commands.length / (4 * 32);
+    console.log(`MongoDB commands per transition under 32 concurrent tasks: ${perTransition}`);
+    expect(commands).toEqual(Array.from({ length: 4 }, () => ["insert:task_events", "update:tasks"]).flat());
+    expect(perTransition).toBe(2 / 32);
+    for (const id of ids) expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual(Array.from({ length: 9 }, (_, i) => i));
+    await done();
+  });
+
+  it("group commit: a stale writer in a batch fails alone; the others commit", async () => {
+    const { store, commands, done } = await monitoredStore();
+    const ids = Array.from({ length: 8 }, () => randomUUID());
+    await Promise.all(ids.map((id) => store.create(record(id), events(id, 0, 1))));
+    await store.commit(ids[3]!, 0, changes("running"), events(ids[3]!, 1, 1));
+    commands.length = 0;
+    const outcomes = await Promise.allSettled(ids.map((id, i) => store.commit(id, i === 5 ? 7 : 0, changes("paused"), events(id, 1, 1))));
+    const failed = outcomes.flatMap((o, i) => (o.status === "rejected" ? [[i, (o.reason as Error).name]] : []));
+    // ids[3] moved past 0 (its events at 1 exist: the slow path finds the head moved); ids[5] expects a version it never had.
+    expect(failed).toEqual([[3, "StaleWriteError"], [5, "StaleWriteError"]]);
+    for (const [i, id] of ids.entries()) {
+      const stored = await store.get(id);
+      expect(stored?.status).toBe(i === 3 ? "running" : i === 5 ? "pending" : "paused");
+      expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual(i === 5 ? [0] : [0, 1]);
+    }
+    await done();
+  });
+
+  it("orphan events above the head (a writer died between its two writes) are invisible, then overwritten", async () => {
+    const { store, db, done } = await monitoredStore();
+    const id = randomUUID();
+    await store.create(record(id), events(id, 0, 1));
+    await store.commit(id, 0, changes("running"), events(id, 1, 1));
+    // What a writer that was killed after its events insert leaves behind: events 2..4, head still at 1.
+    const orphans = events(id, 2, 3).map((e) => ({ ...e, type: "orphan", taskId: id, writer: "dead" }));
+    await db.collection("task_events").insertMany(orphans);
+    expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual([0, 1]);
+    expect(await store.readEvents(id, 2)).toEqual([]);
+    expect((await store.get(id))?.version).toBe(1);
+    await store.commit(id, 1, changes("paused"), events(id, 2, 2));
+    const log = await store.readEvents(id, 0);
+    expect(log.map((e) => [e.sequence, e.type])).toEqual([[0, "run.created"], [1, "node.started"], [2, "node.started"], [3, "node.started"]]);
+    // Sequence 4 is still an orphan: ignored, and replaced by the next commit that reaches it.
+    expect(await db.collection("task_events").countDocuments({ taskId: id })).toBe(5);
+    await store.commit(id, 3, changes("paused"), events(id, 4, 1));
+    expect((await store.readEvents(id, 0)).map((e) => e.type)).not.toContain("orphan");
+    await done();
+  });
+
+  it("an ended task stamps its whole log with its expiry (TTL removes the log with the head)", async () => {
+    const { store, db, done } = await monitoredStore();
+    const id = randomUUID();
+    await store.create(record(id), events(id, 0, 1));
+    await store.commit(id, 0, changes("running"), events(id, 1, 2));
+    expect(await db.collection("task_events").countDocuments({ taskId: id, expireAt: { $type: "date" } })).toBe(0);
+    const expireAt = new Date(Date.now() + 3_600_000).toISOString();
+    await store.commit(id, 2, changes("completed", { expireAt }), events(id, 3, 1));
+    const stamped = await db.collection("task_events").find({ taskId: id }).toArray();
+    expect(stamped.map((e) => (e["expireAt"] as Date).toISOString())).toEqual([expireAt, expireAt, expireAt, expireAt]);
+    await done();
+  });
+
+  it("a database of the first layout (the log inside each task document) is moved to task_events on start, once", async () => {
+    const { db, done } = await monitoredStore();
+    const id = randomUUID();
+    const { taskId: _taskId, ...fields } = record(id, { version: 2 });
+    await db.collection("store_meta").deleteMany({});
+    await db.collection("tasks").insertOne({ ...fields, _id: id as never, expireAt: null, timerDueAt: null, events: events(id, 0, 3) });
+    const store = new MongoTaskStore(db.client, db);
+    await store.init();
+    expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual([0, 1, 2]);
+    expect(await store.get(id)).toEqual(record(id, { version: 2, createdAt: fields.createdAt, updatedAt: fields.updatedAt, a2a: fields.a2a }));
+    expect(await db.collection("tasks").countDocuments({ events: { $exists: true } })).toBe(0);
+    await store.commit(id, 2, changes("running"), events(id, 3, 1));
+    expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual([0, 1, 2, 3]);
+    await done();
   });
 });

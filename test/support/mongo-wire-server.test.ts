@@ -516,6 +516,37 @@ describe("wire-protocol test server", () => {
       await client?.close();
     });
 
+    it("plans queries on indexes (equality prefix, then a range), counts what it examined, and explains the plan", async () => {
+      const db = client.db(testDbName("planner"));
+      const events = db.collection("events");
+      await events.createIndex({ taskId: 1, sequence: 1 }, { unique: true, name: "task_sequence" });
+      await events.insertMany(Array.from({ length: 200 }, (_, i) => ({ taskId: `t${i % 10}`, sequence: Math.floor(i / 10), note: i })));
+      const status = async () => (await db.admin().command({ serverStatus: 1 }))["metrics"]["queryExecutor"] as { scanned: Long; scannedObjects: Long; collectionScans: { total: Long } };
+      const before = await status();
+
+      const found = await events.find({ taskId: "t3", sequence: { $gte: 15 } }).sort({ sequence: 1 }).toArray();
+      expect(found.map((d) => d["sequence"])).toEqual([15, 16, 17, 18, 19]);
+      const after = await status();
+      expect(Number(after.scannedObjects) - Number(before.scannedObjects)).toBe(5);
+      expect(Number(after.collectionScans.total)).toBe(Number(before.collectionScans.total));
+
+      // No index on `note`: a collection scan, counted as one, every document examined.
+      expect(await events.countDocuments({ note: { $lt: 3 } })).toBe(3);
+      const scanned = await status();
+      expect(Number(scanned.collectionScans.total)).toBe(Number(after.collectionScans.total) + 1);
+      expect(Number(scanned.scannedObjects) - Number(after.scannedObjects)).toBe(200);
+
+      const explained = await db.command({ explain: { find: "events", filter: { taskId: "t3", sequence: { $gte: 15 } } }, verbosity: "executionStats" });
+      expect(explained["queryPlanner"]["winningPlan"]).toMatchObject({ stage: "FETCH", inputStage: { stage: "IXSCAN", indexName: "task_sequence" } });
+      expect(explained["executionStats"]).toMatchObject({ nReturned: 5, totalDocsExamined: 5 });
+      const collscan = await db.command({ explain: { delete: "events", deletes: [{ q: { note: 7 }, limit: 1 }] }, verbosity: "executionStats" });
+      expect(collscan["queryPlanner"]["winningPlan"]).toMatchObject({ stage: "COLLSCAN" });
+      // $in on the key prefix, and results in natural order like a scan.
+      const some = await events.find({ taskId: { $in: ["t1", "t2"] }, sequence: 0 }).toArray();
+      expect(some.map((d) => d["note"])).toEqual([1, 2]);
+      await db.dropDatabase();
+    });
+
     it("reports MongoDB 7.0 on a standalone server", async () => {
       const admin = client.db("admin");
       const hello = await admin.command({ hello: 1 });

@@ -111,6 +111,7 @@ function setParameter(command: Doc, context: CommandContext): Doc {
 }
 
 function serverStatus(_command: Doc, context: CommandContext): Doc {
+  const stats = context.server.store.queryStats;
   const uptimeMillis = Date.now() - context.server.startedAt.getTime();
   return {
     host: `${os.hostname()}:${context.server.port}`,
@@ -126,7 +127,14 @@ function serverStatus(_command: Doc, context: CommandContext): Doc {
       available: 1_000_000 - context.server.currentConnections(),
       totalCreated: context.server.totalConnections(),
     },
-    metrics: { cursor: { open: { total: BSON.Long.fromNumber(context.server.cursors.size) } } },
+    metrics: {
+      cursor: { open: { total: BSON.Long.fromNumber(context.server.cursors.size) } },
+      queryExecutor: {
+        scanned: BSON.Long.fromNumber(stats.scanned),
+        scannedObjects: BSON.Long.fromNumber(stats.scannedObjects),
+        collectionScans: { total: BSON.Long.fromNumber(stats.collectionScans) },
+      },
+    },
     ok: 1,
   };
 }

@@ -21,6 +21,7 @@ import {
 import { ErrorCode, fail, writeErrorEntry } from "./errors.js";
 import { compileProjection } from "./projection.js";
 import { compileFilter } from "./query-matcher.js";
+import { matchingDocuments } from "./query-planner.js";
 import { compileSort, sortDocuments } from "./sort.js";
 import { buildUpsertDocument, compileUpdate } from "./update-operators.js";
 
@@ -100,7 +101,7 @@ function update(command: Doc, context: CommandContext): Doc {
     if (multi && compiled.isReplacement) fail(ErrorCode.FailedToParse, "multi update is not supported for replacement-style update");
 
     const collection = store.getCollection(context.db, name);
-    const matches = (collection?.all() ?? []).filter(predicate);
+    const matches = matchingDocuments(store, collection, query, predicate);
     if (matches.length === 0) {
       if (!isTruthy(statement.upsert)) return;
       const doc = buildUpsertDocument(query, compiled);
@@ -141,7 +142,7 @@ function deleteCommand(command: Doc, context: CommandContext): Doc {
     const predicate = compileFilter(query);
     const collection = context.server.store.getCollection(context.db, name);
     if (!collection) return;
-    const matches = collection.all().filter(predicate);
+    const matches = matchingDocuments(context.server.store, collection, query, predicate);
     for (const doc of limit === 1 ? matches.slice(0, 1) : matches) if (collection.remove(doc)) n++;
   });
   return withWriteErrors({ n }, writeErrors);
@@ -170,7 +171,7 @@ function findAndModify(command: Doc, context: CommandContext): Doc {
 
   const store = context.server.store;
   const collection = store.getCollection(context.db, name);
-  const [current] = sortDocuments((collection?.all() ?? []).filter(predicate), comparator);
+  const [current] = sortDocuments(matchingDocuments(store, collection, query, predicate), comparator);
 
   if (remove) {
     if (!current || !collection) return { lastErrorObject: { n: 0 }, value: null, ok: 1 };
