@@ -11,7 +11,6 @@ import { builtinHandlers } from "./engine/builtin-handlers.js";
 import { TaskSupervisor } from "./engine/task-supervisor.js";
 import { apiKeyAuthenticator, devAuthenticator } from "./auth/api-key-authenticator.js";
 import type { Principal } from "./auth/principal.js";
-import { TransitionHook } from "./engine/transition-hook.js";
 import { loadWorkflowCatalog } from "./engine/workflow-catalog.js";
 import { A2AInvokeRunner } from "./engine/a2a-invoke-runner.js";
 import { createA2APeerClient } from "./peer/a2a-peer-client.js";
@@ -46,6 +45,17 @@ import { addConformanceSeamRoutes } from "./transport/rest/conformance-seam-rout
 import { addOpenwopInterruptRoutes } from "./transport/rest/openwop-interrupt-routes.js";
 import { addOpenwopRunsRoutes } from "./transport/rest/openwop-runs-routes.js";
 import { sendOpenwopError } from "./transport/rest/openwop-errors.js";
+import { Readiness } from "./observability/readiness.js";
+import { noteRequest } from "./observability/request-notes.js";
+import { createRequestObserver } from "./observability/request-observer.js";
+import { createTelemetry, type Telemetry } from "./observability/telemetry.js";
+import { observedHandlers, observedPeerHttp, observedPushClient } from "./observed-egress.js";
+import { observedPushConfigStore, observedTaskStore } from "./observed-store.js";
+import { CountingTransitionHook, observeTasks } from "./observed-tasks.js";
+import { createOpsConnectHandler, isOpsRpcPath } from "./transport/connect/ops-connect-handler.js";
+import { addOpsRoutes } from "./transport/rest/ops-routes.js";
+import { A2AService as V03Service } from "./gen/a2a/v1/a2a_pb.js";
+import { A2AService as V10Service } from "./gen/lf/a2a/v1/a2a_pb.js";
 
 export const JSONRPC_PATH = "/a2a/jsonrpc";
 /** The OpenWOP extension our tasks carry (`metadata.openwop`: run status, interrupt carrier, error). */
@@ -66,6 +76,10 @@ export interface AppOptions {
   pushResolver?: Resolver;
   /** Idempotency-Key records of POST /v1/runs (open it next to the task store); in-memory when not given. */
   idempotency?: IdempotencyStore;
+  /** Traces and metrics (main builds it from the OTEL_* variables); metrics only when not given. */
+  telemetry?: Telemetry;
+  /** How long /readyz and grpc.health.v1 wait for the store's ping (default 1 s). */
+  readinessTimeoutMs?: number;
 }
 
 export interface App {
@@ -83,7 +97,7 @@ export interface App {
  * Paths without an API key: discovery, health, and signed interrupt tokens (the token is the credential).
  * Their handlers see a principal that belongs to no tenant and holds no scope.
  */
-const PUBLIC_PATHS = [/^\/\.well-known\//, /^\/healthz$/, /^\/v1\/interrupts\//];
+const PUBLIC_PATHS = [/^\/\.well-known\//, /^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/v1\/interrupts\//];
 const PUBLIC_PRINCIPAL: Principal = { tenant: "", id: "public", scopes: [] };
 
 /** `http://host[:port]` → `host:port`, the target form gRPC clients (grpc-js, a2a-js) expect. */
@@ -93,8 +107,10 @@ function grpcTarget(publicUrl: string): string {
 }
 
 export async function createApp(options: AppOptions): Promise<App> {
-  const { config, logger, store } = options;
-  const handlers = { ...builtinHandlers, ...options.handlers };
+  const { config, logger } = options;
+  const telemetry = options.telemetry ?? createTelemetry({ version: packageVersion });
+  const store = observedTaskStore(options.store, telemetry, logger);
+  const handlers = observedHandlers({ ...builtinHandlers, ...options.handlers }, telemetry);
   const catalog = await loadWorkflowCatalog({
     builtinDir: join(projectRoot, "workflows"),
     ...(config.workflowsDir ? { extraDir: config.workflowsDir } : {}),
@@ -103,21 +119,23 @@ export async function createApp(options: AppOptions): Promise<App> {
     // `${A2A_PEER_CARD_URL}` in an a2a.invoke node's agentCardUrl (README "Workflows").
     variables: { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl },
   });
-  const hook = new TransitionHook(logger);
+  const hook = new CountingTransitionHook(logger);
   // a2a.invoke: outbound calls to remote A2A agents go through the same egress guard as push deliveries.
   // The card picks the wire: JSON-RPC 0.3 over undici, or gRPC (a2a.v1) over HTTP/2 when the card prefers it.
   const peerClient = createA2APeerClient({
-    http: createPeerHttpClient({ policy: config.a2aPeer.egress }),
+    http: observedPeerHttp(createPeerHttpClient({ policy: config.a2aPeer.egress }), telemetry),
     grpc: createGrpcPeerTransport({ policy: config.a2aPeer.egress, requestTimeoutMs: config.a2aPeer.requestTimeoutMs }),
     requestTimeoutMs: config.a2aPeer.requestTimeoutMs,
   });
   const peerInvoker = new A2AInvokeRunner(peerClient, config.a2aPeer, logger);
   const supervisor = new TaskSupervisor({ store, catalog, handlers, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, peerInvoker });
+  const stopObservingTasks = observeTasks({ hook, supervisor, telemetry, logger });
   const push = await createPushNotifications({
     settings: config.push,
     dataDir: config.dataDir,
     retentionMs: config.retentionMs,
-    configs: options.pushConfigs ?? new MemoryPushConfigStore(),
+    configs: observedPushConfigStore(options.pushConfigs ?? new MemoryPushConfigStore(), telemetry),
+    decorateClient: (client) => observedPushClient(client, telemetry),
     supervisor,
     hook,
     logger,
@@ -184,16 +202,21 @@ export async function createApp(options: AppOptions): Promise<App> {
     supportedEnvelopes: ["clarification.request"],
   });
 
+  const readiness = new Readiness({ ping: () => store.ping?.() ?? Promise.resolve(), timeoutMs: options.readinessTimeoutMs ?? 1_000 });
+  addOpsRoutes(router, { readiness, telemetry });
+
   const shutdown = new AbortController();
   // Connect, gRPC and gRPC-Web calls (/a2a.v1.TaskService/* for 0.3, /lf.a2a.v1.TaskService/* for 1.0) go to the
   // Connect adapter; everything else to the routers.
   const rpc = createA2AConnectHandler({ service, authenticator, logger, maxBodyBytes: config.maxBodyBytes, shutdownSignal: shutdown.signal, durableTasks: options.durableStore });
+  const opsRpc = createOpsConnectHandler({ services: [V03Service, V10Service], ready: async () => (await readiness.check()).ready, shutdownSignal: shutdown.signal });
   const handle = async (req: HttpRequest, res: HttpResponse): Promise<void> => {
     // JSON-RPC echoes activated extensions itself (its error paths write their own headers).
     if (!req.url?.startsWith(JSONRPC_PATH)) {
       for (const [name, value] of Object.entries(activatedExtensions(req, SUPPORTED_EXTENSIONS))) res.setHeader(name, value);
     }
     if (isA2ARpcPath(req.url)) return rpc(req, res);
+    if (isOpsRpcPath(req.url)) return opsRpc(req, res);
     const requestDone = new AbortController();
     res.on("close", () => requestDone.abort());
     const path = new URL(req.url ?? "/", "http://host").pathname;
@@ -201,6 +224,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     try {
       const principal = PUBLIC_PATHS.some((p) => p.test(path)) ? PUBLIC_PRINCIPAL : authenticate(req, path, res);
       if (!principal) return;
+      noteRequest({ tenant: principal.tenant, ...(match && "template" in match ? { method: `${req.method} ${match.template}` } : {}) });
       const ctx: CallContext = { principal, signal: AbortSignal.any([requestDone.signal, shutdown.signal]) };
       if (!match) throw new DomainError("not-found", `no route for ${req.method} ${path}`);
       if ("allowed" in match) {
@@ -225,7 +249,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       return undefined;
     }
   }
-  const server = new DualProtocolServer((req, res) => void handle(req, res));
+  const observe = createRequestObserver({ telemetry, logger, jsonRpcPath: JSONRPC_PATH });
+  const server = new DualProtocolServer((req, res) => observe(req, res, () => void handle(req, res)));
 
   return {
     supervisor,
@@ -238,11 +263,14 @@ export async function createApp(options: AppOptions): Promise<App> {
       return address;
     },
     async close() {
+      readiness.drain();
+      stopObservingTasks();
       shutdown.abort();
       await server.close(config.shutdownGraceMs);
       await supervisor.stop();
       await peerClient.close();
       await push.stop();
+      if (!options.telemetry) await telemetry.shutdown();
     },
   };
 }

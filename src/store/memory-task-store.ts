@@ -27,6 +27,9 @@ export class MemoryTaskStore implements TaskStore {
 
   async init(): Promise<void> {}
 
+  /** Memory is always there. */
+  async ping(): Promise<void> {}
+
   async create(record: TaskRecord, events: RunEvent[]): Promise<void> {
     if (this.tasks.has(record.taskId)) throw new DuplicateTaskError(record.taskId);
     const key = record.idempotencyKey;

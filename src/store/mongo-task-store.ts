@@ -40,6 +40,11 @@ export class MongoTaskStore implements TaskStore {
     this.tasks = db.collection<TaskDocument>("tasks");
   }
 
+  /** One round trip to the server (readiness); rejects when MongoDB cannot be reached. */
+  async ping(): Promise<void> {
+    await this.client.db("admin").command({ ping: 1 });
+  }
+
   async init(): Promise<void> {
     await this.tasks.createIndexes([
       { key: { status: 1 }, name: "status" },

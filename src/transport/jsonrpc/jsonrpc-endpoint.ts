@@ -2,6 +2,7 @@ import type { TaskService } from "../../a2a/task-service.js";
 import type { CallContext } from "../../auth/call-context.js";
 import { DomainError, toDomainError } from "../../domain/errors.js";
 import type { Logger } from "../../observability/logger.js";
+import { noteRequest } from "../../observability/request-notes.js";
 import { mediaTypeOf, pipeToSse, readBody, sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
 import { isObject } from "../json-shape.js";
 import { activatedExtensions } from "../extensions-header.js";
@@ -78,6 +79,8 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
       return;
     }
     const fn = v10 ? methodsV10[method] : Object.hasOwn(methods, method) ? methods[method] : undefined;
+    // Known names only: the method becomes a metric label, so unknown ones must not add label values.
+    if (fn) noteRequest({ method, version: v10 ? "1.0" : "0.3" });
     if (!fn) {
       sendJson(res, 200, jsonRpcError(id, new DomainError("method-not-found", `Method not found: ${method}`)), headers);
       return;
