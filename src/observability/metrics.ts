@@ -30,12 +30,12 @@ export function createMetrics(meter: Meter): Metrics {
   const gauges = new Map<GaugeName, ObservableGauge>();
   return {
     requests: meter.createCounter("openwop.requests", { description: "Inbound calls by binding, A2A version, method and outcome" }),
-    requestDuration: seconds("openwop.request.duration", "Inbound call latency by binding, method and outcome"),
+    requestDuration: seconds("openwop.request.duration_seconds", "Inbound call latency by binding, method and outcome"),
     transitions: meter.createCounter("openwop.task.transitions", { description: "Committed task state changes by from/to A2A state" }),
-    storeDuration: seconds("openwop.store.duration", "Task store command latency by command and outcome"),
+    storeDuration: seconds("openwop.store.duration_seconds", "Task store command latency by command and outcome"),
     pushDeliveries: meter.createCounter("openwop.push.deliveries", { description: "Webhook POSTs by outcome and whether it was a retry" }),
     pushDeadLetters: meter.createCounter("openwop.push.dead_letters", { description: "Push notifications given up on, by reason" }),
-    pushQueueLag: seconds("openwop.push.queue_lag", "Time from the task event to its webhook POST"),
+    pushQueueLag: seconds("openwop.push.queue_lag_seconds", "Time from the task event to its webhook POST"),
     observe(name, read) {
       let gauge = gauges.get(name);
       if (!gauge) gauges.set(name, (gauge = meter.createObservableGauge(GAUGES[name].name, { description: GAUGES[name].description })));
