@@ -32,6 +32,13 @@ function otlpOn(env: TelemetryEnv, signal: "TRACES" | "METRICS"): boolean {
   return Boolean(env["OTEL_EXPORTER_OTLP_ENDPOINT"] || env[`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`]);
 }
 
+/** The signal's URL: its own endpoint as given, else the base endpoint plus `/v1/traces` or `/v1/metrics`. */
+function otlpUrl(env: TelemetryEnv, signal: "TRACES" | "METRICS"): string {
+  const own = env[`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`];
+  if (own) return own;
+  return `${(env["OTEL_EXPORTER_OTLP_ENDPOINT"] ?? "").replace(/\/$/, "")}/v1/${signal.toLowerCase()}`;
+}
+
 let contextInstalled = false;
 
 /** Context propagation through async calls, and W3C traceparent, installed once per process (only when tracing). */
@@ -57,7 +64,7 @@ export function createTelemetry(options: { env?: TelemetryEnv; version?: string 
   const readers: MetricReader[] = [prometheus];
   if (otlpOn(env, "METRICS")) {
     const intervalMs = Number(env["OTEL_METRIC_EXPORT_INTERVAL"]) || 60_000;
-    readers.push(new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter(), exportIntervalMillis: intervalMs }));
+    readers.push(new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: otlpUrl(env, "METRICS") }), exportIntervalMillis: intervalMs }));
   }
   const meterProvider = new MeterProvider({ resource, readers });
   const meter: Meter = meterProvider.getMeter(SERVICE);
@@ -67,7 +74,7 @@ export function createTelemetry(options: { env?: TelemetryEnv; version?: string 
     installContext();
     tracerProvider = new BasicTracerProvider({
       resource,
-      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter(), { scheduledDelayMillis: Number(env["OTEL_BSP_SCHEDULE_DELAY"]) || 1_000 })],
+      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: otlpUrl(env, "TRACES") }), { scheduledDelayMillis: Number(env["OTEL_BSP_SCHEDULE_DELAY"]) || 1_000 })],
     });
   }
   return {
