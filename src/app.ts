@@ -108,7 +108,7 @@ function grpcTarget(publicUrl: string): string {
 
 export async function createApp(options: AppOptions): Promise<App> {
   const { config, logger } = options;
-  const telemetry = options.telemetry ?? createTelemetry({ version: packageVersion });
+  const telemetry = options.telemetry ?? await createTelemetry({ version: packageVersion });
   const store = observedTaskStore(options.store, telemetry, logger);
   const handlers = observedHandlers({ ...builtinHandlers, ...options.handlers }, telemetry);
   const catalog = await loadWorkflowCatalog({

@@ -19,12 +19,12 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   const opened = await openStore(config, logger);
   // OTEL_EXPORTER_OTLP_ENDPOINT (and the other standard OTEL_* variables) turn on OTLP export; /metrics is always served.
-  const telemetry = createTelemetry({ env: process.env });
+  const telemetry = await createTelemetry({ env: process.env });
   const readinessTimeoutMs = Number(process.env["READINESS_TIMEOUT_MS"]) || undefined;
   const app = await createApp({ config, logger, store: opened.store, durableStore: opened.durable, pushConfigs: opened.pushConfigs, idempotency: opened.idempotency, telemetry, ...(readinessTimeoutMs ? { readinessTimeoutMs } : {}) });
   const address = await app.listen();
   logger.info(
-    { port: address.port, host: address.address, env: config.env, store: opened.store.kind },
+    { port: address.port, host: address.address, env: config.env, store: opened.store.kind, startupMs: Math.round(process.uptime() * 1000) },
     `openwop-a2a-host listening on ${config.publicUrl} (HTTP/1.1 + h2c) — A2A JSON-RPC, gRPC, Connect, gRPC-Web, HTTP+JSON, OpenWOP REST; ` +
       `store: ${opened.description}; auth: ${config.auth.mode === "apikey" ? `API keys (${config.auth.keys.length})` : "off (dev: every caller is the default tenant)"}; ${app.push.description}`,
   );

@@ -2,9 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { context, propagation, type Meter, type Tracer } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { OTLPMetricExporter } from "@opentelemetry/exporter-metrics-otlp-http";
 import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { MeterProvider, PeriodicExportingMetricReader, type MetricReader } from "@opentelemetry/sdk-metrics";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
@@ -54,7 +52,7 @@ function installContext(): void {
  * (`OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`); the exporters read the other
  * standard variables (headers, timeout, protocol paths) themselves.
  */
-export function createTelemetry(options: { env?: TelemetryEnv; version?: string } = {}): Telemetry {
+export async function createTelemetry(options: { env?: TelemetryEnv; version?: string } = {}): Promise<Telemetry> {
   const env = options.env ?? {};
   const resource = resourceFromAttributes({
     "service.name": env["OTEL_SERVICE_NAME"] || SERVICE,
@@ -64,6 +62,8 @@ export function createTelemetry(options: { env?: TelemetryEnv; version?: string 
   const readers: MetricReader[] = [prometheus];
   if (otlpOn(env, "METRICS")) {
     const intervalMs = Number(env["OTEL_METRIC_EXPORT_INTERVAL"]) || 60_000;
+    // Loaded only when configured: the OTLP exporters cost start-up time that an unconfigured instance does not pay.
+    const { OTLPMetricExporter } = await import("@opentelemetry/exporter-metrics-otlp-http");
     readers.push(new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: otlpUrl(env, "METRICS") }), exportIntervalMillis: intervalMs }));
   }
   const meterProvider = new MeterProvider({ resource, readers });
@@ -72,6 +72,7 @@ export function createTelemetry(options: { env?: TelemetryEnv; version?: string 
   let tracerProvider: BasicTracerProvider | undefined;
   if (otlpOn(env, "TRACES")) {
     installContext();
+    const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-http");
     tracerProvider = new BasicTracerProvider({
       resource,
       spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: otlpUrl(env, "TRACES") }), { scheduledDelayMillis: Number(env["OTEL_BSP_SCHEDULE_DELAY"]) || 1_000 })],

@@ -61,7 +61,7 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
   beforeAll(async () => {
     const endpoint = await otlp.start();
     await webhook.start();
-    telemetry = createTelemetry({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: "50" } });
+    telemetry = await createTelemetry({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: "50" } });
     const port = await freePort();
     const config = loadConfig({
       PORT: String(port),

@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import { Health, HealthCheckResponse_ServingStatus as Status, HealthCheckResponseSchema } from "../../gen/grpc/health/v1/health_pb.js";
+import type { Health} from "../../gen/grpc/health/v1/health_pb.js";
+import { HealthCheckResponse_ServingStatus as Status, HealthCheckResponseSchema } from "../../gen/grpc/health/v1/health_pb.js";
 
 export interface HealthServiceOptions {
   /** Readiness of the instance (store reachable, not draining). */
