@@ -49,7 +49,7 @@ import { Readiness } from "./observability/readiness.js";
 import { noteRequest } from "./observability/request-notes.js";
 import { createRequestObserver } from "./observability/request-observer.js";
 import { createTelemetry, type Telemetry } from "./observability/telemetry.js";
-import { observedHandlers, observedPeerHttp, observedPushClient } from "./observed-egress.js";
+import { observedHandlers, observedPeerHttp, observedPeerTransport, observedPushClient } from "./observed-egress.js";
 import { observedPushConfigStore, observedTaskStore } from "./observed-store.js";
 import { CountingTransitionHook, observeTasks } from "./observed-tasks.js";
 import { createOpsConnectHandler, isOpsRpcPath } from "./transport/connect/ops-connect-handler.js";
@@ -124,7 +124,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   // The card picks the wire: JSON-RPC 0.3 over undici, or gRPC (a2a.v1) over HTTP/2 when the card prefers it.
   const peerClient = createA2APeerClient({
     http: observedPeerHttp(createPeerHttpClient({ policy: config.a2aPeer.egress }), telemetry),
-    grpc: createGrpcPeerTransport({ policy: config.a2aPeer.egress, requestTimeoutMs: config.a2aPeer.requestTimeoutMs }),
+    grpc: observedPeerTransport(createGrpcPeerTransport({ policy: config.a2aPeer.egress, requestTimeoutMs: config.a2aPeer.requestTimeoutMs }), telemetry),
     requestTimeoutMs: config.a2aPeer.requestTimeoutMs,
   });
   const peerInvoker = new A2AInvokeRunner(peerClient, config.a2aPeer, logger);

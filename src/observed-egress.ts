@@ -2,6 +2,7 @@ import { SpanStatusCode } from "@opentelemetry/api";
 import type { TaskHandler } from "./engine/workflow-types.js";
 import { inSpan, injectTraceHeaders, SpanKind } from "./observability/spans.js";
 import type { Telemetry } from "./observability/telemetry.js";
+import type { PeerTransport } from "./peer/a2a-peer-client.js";
 import type { PeerHttpClient } from "./peer/peer-http-client.js";
 import type { PushHttpClient } from "./push/push-http-client.js";
 
@@ -66,6 +67,19 @@ export function observedPeerHttp(http: PeerHttpClient, telemetry: Telemetry): Pe
         span?.setAttribute("http.response.status_code", response.status);
         return response;
       }, SpanKind.CLIENT),
+  };
+}
+
+/** gRPC calls of a2a.invoke: a client span per call (the transport itself adds `traceparent` to the metadata). */
+export function observedPeerTransport(transport: PeerTransport, telemetry: Telemetry): PeerTransport {
+  const { tracer } = telemetry;
+  if (!tracer) return transport;
+  const span = <T>(method: string, endpoint: string, work: () => Promise<T>): Promise<T> => inSpan(tracer, `peer ${method}`, { "rpc.system": "grpc", "rpc.method": method, "server.address": endpoint }, work, SpanKind.CLIENT);
+  return {
+    send: (endpoint, message, signal) => span("SendMessage", endpoint, () => transport.send(endpoint, message, signal)),
+    getTask: (endpoint, taskId, signal) => span("GetTask", endpoint, () => transport.getTask(endpoint, taskId, signal)),
+    cancelTask: (endpoint, taskId, signal) => span("CancelTask", endpoint, () => transport.cancelTask(endpoint, taskId, signal)),
+    close: () => transport.close(),
   };
 }
 

@@ -18,6 +18,7 @@ import { decodePart, encodeMessage, formatTaskName, isoOf, taskStateFromProto } 
 import type { Artifact, Message, Part } from "../domain/a2a-types.js";
 import type { PeerReply, PeerTask } from "../engine/a2a-invoke.js";
 import * as pb from "../gen/a2a/v1/a2a_pb.js";
+import { injectTraceHeaders } from "../observability/spans.js";
 import { errorCode, pinnedLookup } from "../push/pinned-connection.js";
 import { defaultResolver, type EgressPolicy, type ResolvedAddress, type Resolver } from "../push/push-egress-guard.js";
 import type { PeerTransport } from "./a2a-peer-client.js";
@@ -240,7 +241,8 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
       return await run(clientFor(checked.url, checked.addresses), {
         timeoutMs: opts.requestTimeoutMs,
         ...(signal ? { signal } : {}),
-        headers: { "user-agent": opts.userAgent ?? "openwop-a2a-host/a2a-invoke" },
+        // traceparent of the active span (none when tracing is off), so the peer joins the caller's trace.
+        headers: injectTraceHeaders({ "user-agent": opts.userAgent ?? "openwop-a2a-host/a2a-invoke" }),
       });
     } catch (err) {
       throw grpcCallError(err, { method, where, timeoutMs: opts.requestTimeoutMs, callerSignal: signal });

@@ -1,4 +1,6 @@
+import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { join } from "node:path";
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
@@ -173,6 +175,13 @@ describe("metrics", () => {
     expect(sum(after, "openwop_task_transitions_total", { to: "completed" })).toBe(sum(before, "openwop_task_transitions_total", { to: "completed" }) + 2);
     expect(sum(after, "openwop_tasks", { state: "completed" })).toBe(2);
     expect(sum(after, "openwop_store_duration_seconds_count", { command: "commit" })).toBeGreaterThan(sum(before, "openwop_store_duration_seconds_count", { command: "commit" }));
+    // gRPC calls are labelled with their gRPC status (from the trailers), not the HTTP status.
+    const health = createClient(Health, createGrpcTransport({ baseUrl: base }));
+    await health.check({ service: "" });
+    await expect(health.check({ service: "no.such.Service" })).rejects.toThrow();
+    const grpc = await scrape(base);
+    expect(sum(grpc, "openwop_requests_total", { binding: "grpc", method: "grpc.health.v1.Health/Check", outcome: "OK" })).toBe(1);
+    expect(sum(grpc, "openwop_requests_total", { binding: "grpc", method: "grpc.health.v1.Health/Check", outcome: "NOT_FOUND" })).toBe(1);
     expect(after.some((s) => s.name === "openwop_actors_live")).toBe(true);
     expect(after.some((s) => s.name === "openwop_subscriber_streams")).toBe(true);
   });
@@ -205,4 +214,20 @@ describe("logs", () => {
     const all = logs.join("\n");
     for (const secret of [apiKey, pushToken, credentials]) expect(all).not.toContain(secret);
   });
+});
+
+describe("start-up errors", () => {
+  it("a configuration error is one JSON line with the reason, and the process exits 2", () => {
+    const out = spawnSync(process.execPath, ["--import", "tsx", join(import.meta.dirname, "..", "..", "src", "main.ts")], {
+      env: { PATH: process.env["PATH"], PORT: "not-a-port", STORE: "memory" },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(out.status).toBe(2);
+    const lines = out.stdout.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    const line = JSON.parse(lines[0]!) as Record<string, unknown>;
+    expect(line).toMatchObject({ level: 60, event: "config.invalid", msg: "configuration error" });
+    expect(String(line["reason"])).toContain("PORT");
+  }, 70_000);
 });
