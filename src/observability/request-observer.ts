@@ -92,7 +92,7 @@ export function createRequestObserver(options: { telemetry: Telemetry; logger: L
       const status = res.statusCode;
       const outcome = grpcStatus ?? (jsonRpcCode !== undefined ? String(jsonRpcCode) : String(status));
       const method = notes.method ?? shape.method ?? (ops ? `${req.method} ${path}` : "unmatched");
-      const version = notes.version ?? headerOf(req, "a2a-version") ?? "0.3";
+      const version = notes.version ?? versionOf(req, shape);
       const labels = { binding: shape.binding, method, outcome, "a2a.version": version };
       metrics.requests.add(1, labels);
       metrics.requestDuration.record(seconds, labels);
@@ -125,6 +125,20 @@ export function createRequestObserver(options: { telemetry: Telemetry; logger: L
     if (span) context.with(trace.setSpan(context.active(), span), run);
     else run();
   };
+}
+
+/**
+ * The A2A version of a call: the gRPC package says it (a2a.v1 = 0.3, lf.a2a.v1 = 1.0); over HTTP the
+ * `A2A-Version` header, absent meaning 0.3 on A2A paths; "" for calls outside A2A (OpenWOP, probes).
+ */
+function versionOf(req: Req, shape: RequestShape): string {
+  if (shape.method?.startsWith("lf.a2a.")) return "1.0";
+  if (shape.method?.startsWith("a2a.")) return "0.3";
+  if (shape.binding !== "http" && shape.binding !== "jsonrpc") return "";
+  const header = headerOf(req, "a2a-version");
+  if (header) return header;
+  const path = req.url ?? "";
+  return shape.binding === "jsonrpc" || /^\/(v1\/)?(message|tasks)\b|^\/[^/]+\/tasks\b/.test(path) ? "0.3" : "";
 }
 
 function headerOf(req: Req, name: string): string | undefined {

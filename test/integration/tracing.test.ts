@@ -46,6 +46,35 @@ class OtlpReceiver {
   }
 }
 
+/** A minimal A2A 0.3 agent on loopback: its card, and JSON-RPC message/send answering a completed task. */
+class TracedPeer {
+  readonly traceparents: string[] = [];
+  private readonly server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      this.traceparents.push(String(req.headers["traceparent"] ?? ""));
+      const port = (this.server.address() as AddressInfo).port;
+      if (req.method === "GET") {
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ name: "traced peer", url: `http://127.0.0.1:${port}/rpc`, preferredTransport: "JSONRPC", protocolVersion: "0.3.0" }));
+        return;
+      }
+      const rpc = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { id: unknown };
+      const task = { kind: "task", id: randomUUID(), contextId: randomUUID(), status: { state: "completed", timestamp: new Date().toISOString() }, artifacts: [] };
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result: task }));
+    });
+  });
+
+  async start(): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(0, "127.0.0.1", resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/.well-known/agent-card.json`;
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
 const attr = (span: OtlpSpan, key: string): unknown => {
   const value = span.attributes.find((a) => a.key === key)?.value;
   return value ? Object.values(value)[0] : undefined;
@@ -54,6 +83,7 @@ const attr = (span: OtlpSpan, key: string): unknown => {
 describe("OpenTelemetry traces over OTLP/HTTP", () => {
   const otlp = new OtlpReceiver();
   const webhook = new PushReceiver();
+  const peer = new TracedPeer();
   let telemetry: Telemetry;
   let app: App;
   let base: string;
@@ -61,6 +91,7 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
   beforeAll(async () => {
     const endpoint = await otlp.start();
     await webhook.start();
+    const peerCard = await peer.start();
     telemetry = await createTelemetry({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: "50" } });
     const port = await freePort();
     const config = loadConfig({
@@ -71,6 +102,8 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
       PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true",
       PUSH_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
       PUSH_SIGNING_KEY: `signing-${randomBytes(16).toString("hex")}`,
+      A2A_PEER_CARD_URL: peerCard,
+      A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS: "true",
     });
     app = await createApp({ config, logger: createLogger("silent"), store: new MemoryTaskStore(), durableStore: false, telemetry });
     await app.listen();
@@ -81,6 +114,7 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
     await app.close();
     await telemetry.shutdown();
     await webhook.stop();
+    await peer.stop();
     await otlp.stop();
   });
 
@@ -141,5 +175,22 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
 
     // Node executions are spans too.
     expect(spans.some((s) => s.name.startsWith("node ") && attr(s, "a2a.task.id") === taskId)).toBe(true);
+  });
+
+  it("propagates the trace to the remote agent of an a2a.invoke node (card read and JSON-RPC call)", async () => {
+    const traceId = randomBytes(16).toString("hex");
+    const res = await fetch(`${base}/a2a/jsonrpc`, {
+      method: "POST",
+      headers: { "content-type": "application/json", traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "relay" }], metadata: { skillId: "conformance-a2a-task-roundtrip" } } } }),
+    });
+    const sent = (await res.json()) as { result: { status: { state: string } } };
+    expect(sent.result.status.state).toBe("completed");
+    expect(peer.traceparents.length).toBeGreaterThanOrEqual(2);
+    for (const header of peer.traceparents) expect(header).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+    await waitFor(() => otlp.spans.filter((s) => s.traceId === traceId && s.name.startsWith("peer ")).length >= 2, 10_000, "the peer client spans");
+    const peerSpanIds = new Set(otlp.spans.filter((s) => s.traceId === traceId && s.name.startsWith("peer ")).map((s) => s.spanId));
+    // Each request's parent is the client span that made it.
+    for (const header of peer.traceparents) expect(peerSpanIds.has(header.split("-")[2]!)).toBe(true);
   });
 });
