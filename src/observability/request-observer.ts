@@ -15,6 +15,15 @@ const GRPC_CODES = ["OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_
 /** Probes and scrapes: counted, but logged at debug and never traced (they would drown everything else). */
 const OPS_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
 
+/**
+ * The request path as logs and spans show it: without the query, and with the credential of signed
+ * interrupt URLs (`/v1/interrupts/<token>`: the token is the credential) replaced.
+ */
+export function loggablePath(url: string | undefined): string {
+  const path = (url ?? "/").split("?")[0] ?? "/";
+  return path.replace(/^\/v1\/interrupts\/[^/]+/, "/v1/interrupts/[redacted]");
+}
+
 export interface RequestShape {
   binding: "grpc" | "grpc-web" | "connect" | "jsonrpc" | "http";
   /** RPC method, or undefined until a lower layer notes it. */
@@ -51,7 +60,7 @@ export function createRequestObserver(options: { telemetry: Telemetry; logger: L
   return function observe(req: Req, res: Res, handle: () => void): void {
     const started = performance.now();
     const shape = requestShape(req, jsonRpcPath);
-    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    const path = loggablePath(req.url);
     const ops = OPS_PATHS.has(path);
     const notes: RequestNotes = {};
     let grpcStatus: string | undefined;

@@ -204,7 +204,10 @@ describe("logs", () => {
       body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tasks/pushNotificationConfig/set", params: { taskId, pushNotificationConfig: { url: "https://example.com/hook", token: pushToken, authentication: { schemes: ["Bearer"], credentials } } } }),
     });
     await fetch(`${base}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer wrong-key" }, body: "{}" });
-    await waitFor(() => logs.filter((l) => l.includes('"access":true')).length >= 3, 5_000, "access lines");
+    // A signed interrupt URL carries its credential in the path (here a made-up one: refused, and not logged).
+    const interruptToken = `itok-${randomUUID()}`;
+    await fetch(`${base}/v1/interrupts/${interruptToken}?x=1`);
+    await waitFor(() => logs.filter((l) => l.includes('"access":true')).length >= 4, 5_000, "access lines");
     const lines = logs.map((l) => JSON.parse(l) as Record<string, unknown>);
     const access = lines.filter((l) => l["access"] === true);
     expect(access[0]).toMatchObject({ binding: "jsonrpc", version: "0.3", method: "message/send", status: 200, outcome: "200", taskId, tenant: "tenant-a" });
@@ -212,7 +215,8 @@ describe("logs", () => {
     expect(lines.find((l) => l["event"] === "task.created")).toMatchObject({ taskId, tenant: "tenant-a", msg: "task created" });
     expect(lines.find((l) => l["event"] === "task.finished")).toMatchObject({ taskId, state: "completed" });
     const all = logs.join("\n");
-    for (const secret of [apiKey, pushToken, credentials]) expect(all).not.toContain(secret);
+    for (const secret of [apiKey, pushToken, credentials, interruptToken]) expect(all).not.toContain(secret);
+    expect(access.find((l) => String(l["path"]).startsWith("/v1/interrupts/"))).toMatchObject({ path: "/v1/interrupts/[redacted]", method: "GET /v1/interrupts/{token}" });
   });
 });
 
