@@ -214,6 +214,25 @@ describe("logs", () => {
     expect(typeof access[0]?.["durationMs"]).toBe("number");
     expect(lines.find((l) => l["event"] === "task.created")).toMatchObject({ taskId, tenant: "tenant-a", msg: "task created" });
     expect(lines.find((l) => l["event"] === "task.finished")).toMatchObject({ taskId, state: "completed" });
+
+    // Interrupted, resumed, finished; and a failure with its reason (no peer configured for the a2a.invoke fixture).
+    const rpcCall = async (params: unknown) => {
+      const res = await fetch(`${base}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "message/send", params }) });
+      return ((await res.json()) as { result: { id: string; status: { state: string } } }).result;
+    };
+    const gated = await rpcCall({ message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "report" }], metadata: { skillId: "approval-gate" } } });
+    expect(gated.status.state).toBe("input-required");
+    const accepted = await rpcCall({ message: { kind: "message", messageId: randomUUID(), role: "user", taskId: gated.id, parts: [{ kind: "data", data: { action: "accept" } }] } });
+    expect(accepted.status.state).toBe("completed");
+    const failed = await rpcCall({ message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "relay" }], metadata: { skillId: "conformance-a2a-task-roundtrip" } } });
+    expect(failed.status.state).toBe("failed");
+    await waitFor(() => logs.some((l) => l.includes('"task.failed"')), 5_000, "the failure line");
+    const events = logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l["taskId"] === gated.id).map((l) => l["event"]).filter(Boolean);
+    expect(events).toEqual(["task.created", "task.interrupted", "task.resumed", "task.finished"]);
+    const failure = logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l["event"] === "task.failed");
+    expect(failure).toMatchObject({ taskId: failed.id, tenant: "tenant-a", msg: "task failed" });
+    expect(String(failure?.["reason"])).toMatch(/^external_call_failed: /);
+
     const all = logs.join("\n");
     for (const secret of [apiKey, pushToken, credentials, interruptToken]) expect(all).not.toContain(secret);
     expect(access.find((l) => String(l["path"]).startsWith("/v1/interrupts/"))).toMatchObject({ path: "/v1/interrupts/[redacted]", method: "GET /v1/interrupts/{token}" });
