@@ -52,7 +52,7 @@ import { createTelemetry, type Telemetry } from "./observability/telemetry.js";
 import { observedHandlers, observedPeerHttp, observedPeerTransport, observedPushClient } from "./observed-egress.js";
 import { observedPushConfigStore, observedTaskStore } from "./observed-store.js";
 import { CountingTransitionHook, observeTasks } from "./observed-tasks.js";
-import { createOpsConnectHandler, isOpsRpcPath } from "./transport/connect/ops-connect-handler.js";
+import { createOpsConnectHandler, isOpsRpcPath, OPS_SERVICES } from "./transport/connect/ops-connect-handler.js";
 import { addOpsRoutes } from "./transport/rest/ops-routes.js";
 import { A2AService as V03Service } from "./gen/a2a/v1/a2a_pb.js";
 import { A2AService as V10Service } from "./gen/lf/a2a/v1/a2a_pb.js";
@@ -249,7 +249,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       return undefined;
     }
   }
-  const observe = createRequestObserver({ telemetry, logger, jsonRpcPath: JSONRPC_PATH });
+  const rpcMethods = [V03Service, V10Service, ...OPS_SERVICES].flatMap((service) => service.methods.map((m) => `${service.typeName}/${m.name}`));
+  const observe = createRequestObserver({ telemetry, logger, jsonRpcPath: JSONRPC_PATH, rpcMethods });
   const server = new DualProtocolServer((req, res) => observe(req, res, () => void handle(req, res)));
 
   return {

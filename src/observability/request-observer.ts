@@ -30,14 +30,18 @@ export interface RequestShape {
   method: string | undefined;
 }
 
-/** Binding and method as far as the request line and headers tell. */
-export function requestShape(req: Req, jsonRpcPath: string): RequestShape {
+/**
+ * Binding and method as far as the request line and headers tell. Only served RPC methods name themselves:
+ * any other path would let a caller mint metric label values at will.
+ */
+export function requestShape(req: Req, jsonRpcPath: string, rpcMethods: ReadonlySet<string>): RequestShape {
   const path = (req.url ?? "/").split("?")[0] ?? "/";
   const contentType = String(req.headers["content-type"] ?? "");
   const rpc = /^\/([a-z][\w.]*\.[A-Z]\w*)\/(\w+)$/.exec(path);
   if (rpc) {
     const binding = contentType.startsWith("application/grpc-web") ? "grpc-web" : contentType.startsWith("application/grpc") ? "grpc" : "connect";
-    return { binding, method: `${rpc[1]}/${rpc[2]}` };
+    const method = `${rpc[1]}/${rpc[2]}`;
+    return { binding, method: rpcMethods.has(method) ? method : undefined };
   }
   if (path === jsonRpcPath) return { binding: "jsonrpc", method: undefined };
   return { binding: "http", method: undefined };
@@ -54,12 +58,13 @@ function grpcStatusOf(headers: OutgoingHttpHeaders | Record<string, unknown> | u
  * latency histogram, and one JSON access line when the response ends. Lower layers add the method, task id
  * and tenant through `noteRequest`.
  */
-export function createRequestObserver(options: { telemetry: Telemetry; logger: Logger; jsonRpcPath: string }) {
+export function createRequestObserver(options: { telemetry: Telemetry; logger: Logger; jsonRpcPath: string; rpcMethods: Iterable<string> }) {
   const { telemetry, logger, jsonRpcPath } = options;
+  const rpcMethods = new Set(options.rpcMethods);
   const { tracer, metrics } = telemetry;
   return function observe(req: Req, res: Res, handle: () => void): void {
     const started = performance.now();
-    const shape = requestShape(req, jsonRpcPath);
+    const shape = requestShape(req, jsonRpcPath, rpcMethods);
     const path = loggablePath(req.url);
     const ops = OPS_PATHS.has(path);
     const notes: RequestNotes = {};

@@ -182,6 +182,12 @@ describe("metrics", () => {
     const grpc = await scrape(base);
     expect(sum(grpc, "openwop_requests_total", { binding: "grpc", method: "grpc.health.v1.Health/Check", outcome: "OK" })).toBe(1);
     expect(sum(grpc, "openwop_requests_total", { binding: "grpc", method: "grpc.health.v1.Health/Check", outcome: "NOT_FOUND" })).toBe(1);
+    // A path that only looks like an RPC is not a method: callers cannot mint label values.
+    const made = `made${randomUUID().slice(0, 8)}.Service`;
+    await fetch(`${base}/${made}/Call`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    const afterMade = await scrape(base);
+    expect(afterMade.some((s) => Object.values(s.labels).some((v) => v.includes(made)))).toBe(false);
+    expect(sum(afterMade, "openwop_requests_total", { method: "unmatched", outcome: "404" })).toBeGreaterThanOrEqual(1);
     expect(after.some((s) => s.name === "openwop_actors_live")).toBe(true);
     expect(after.some((s) => s.name === "openwop_subscriber_streams")).toBe(true);
   });

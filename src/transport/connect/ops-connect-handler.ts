@@ -7,7 +7,8 @@ import type { HttpRequest, HttpResponse } from "../http-io.js";
 import { createHealthService } from "./grpc-health.js";
 import { createReflectionServices } from "./grpc-reflection.js";
 
-const OPS_SERVICES = [Health, ReflectionV1, ReflectionV1alpha];
+/** The operator's gRPC services (health, reflection v1 and v1alpha). */
+export const OPS_SERVICES: DescService[] = [Health, ReflectionV1, ReflectionV1alpha];
 const OPS_PREFIXES = OPS_SERVICES.map((s) => `/${s.typeName}/`);
 
 export interface OpsConnectOptions {
