@@ -38,6 +38,9 @@ export class MemoryTaskStore implements TaskStore {
 
   async init(): Promise<void> {}
 
+  /** Memory is always there. */
+  async ping(): Promise<void> {}
+
   async create(record: TaskRecord, events: RunEvent[]): Promise<void> {
     assertWriteSize(record, events, this.limits);
     if (this.tasks.has(record.taskId)) throw new DuplicateTaskError(record.taskId);

@@ -82,6 +82,11 @@ export class MongoTaskStore implements TaskStore {
     this.limits = options.limits ?? DEFAULT_TASK_SIZE_LIMITS;
   }
 
+  /** One round trip to the server (readiness); rejects when MongoDB cannot be reached. */
+  async ping(): Promise<void> {
+    await this.client.db("admin").command({ ping: 1 });
+  }
+
   async init(): Promise<void> {
     await Promise.all([this.tasks.createIndexes(TASK_INDEXES), this.events.createIndexes(EVENT_INDEXES)]);
     await migrateTaskLayout(this.db, this.writer);

@@ -2,6 +2,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { MongoClient } from "mongodb";
 import type { Logger } from "../observability/logger.js";
+import { embeddedMongodUnavailable } from "./embedded-mongod-probe.js";
 import type { IdempotencyStore } from "./idempotency-store.js";
 import { MemoryIdempotencyStore } from "./memory-idempotency-store.js";
 import { MemoryPushConfigStore } from "./memory-push-config-store.js";
@@ -49,6 +50,8 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
   }
   const dbPath = join(config.dataDir, "mongo");
   try {
+    const unavailable = await embeddedMongodUnavailable();
+    if (unavailable) throw new Error(unavailable);
     await mkdir(dbPath, { recursive: true });
     const { MongoMemoryServer } = await import("mongodb-memory-server-core");
     const server = await MongoMemoryServer.create({ instance: { dbPath, storageEngine: "wiredTiger" } });

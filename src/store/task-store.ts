@@ -99,6 +99,8 @@ export interface TaskStore {
   /** The size caps this store enforces (also for callers that check a message before creating a task). */
   readonly limits?: TaskSizeLimits;
   init(): Promise<void>;
+  /** Resolves when the store can serve commands now (readiness); optional so test doubles need not care. */
+  ping?(): Promise<void>;
   /** Throws DuplicateTaskError (same task id) or DuplicateIdempotencyKeyError (same key as a live task). */
   create(record: TaskRecord, events: RunEvent[]): Promise<void>;
   commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[]): Promise<void>;

@@ -6,11 +6,12 @@ export type RouteHandler = (req: HttpRequest, res: HttpResponse, params: Record<
 interface Route {
   methods: string[];
   pattern: RegExp;
+  template: string;
   names: string[];
   handler: RouteHandler;
 }
 
-export type RouteMatch = { handler: RouteHandler; params: Record<string, string> } | { allowed: string[] } | null;
+export type RouteMatch = { handler: RouteHandler; params: Record<string, string>; template: string } | { allowed: string[] } | null;
 
 /**
  * Path templates with `{name}` placeholders; a placeholder matches one segment and may be followed by a
@@ -32,7 +33,7 @@ export class HttpRouter {
         return piece.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
       })
       .join("");
-    this.routes.push({ methods: [methods].flat(), pattern: new RegExp(`^${source}$`), names, handler });
+    this.routes.push({ methods: [methods].flat(), pattern: new RegExp(`^${source}$`), template, names, handler });
     return this;
   }
 
@@ -51,7 +52,7 @@ export class HttpRouter {
       } catch {
         continue; // malformed percent-encoding: no route
       }
-      return { handler: route.handler, params };
+      return { handler: route.handler, params, template: route.template };
     }
     return allowed.size > 0 ? { allowed: [...allowed] } : null;
   }
