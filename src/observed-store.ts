@@ -32,6 +32,7 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
   };
   return {
     kind: store.kind,
+    ...(store.limits ? { limits: store.limits } : {}),
     init: () => store.init(),
     ping: () => (store.ping ? store.ping() : Promise.resolve()),
     create: (record, events) => {
