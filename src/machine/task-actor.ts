@@ -1,4 +1,4 @@
-import { createActor, type Actor } from "xstate";
+import { createActor, type ActorScope } from "xstate";
 import { DomainError } from "../domain/errors.js";
 import type { RunStatus } from "../domain/run-status.js";
 import { restorePersistedSnapshot } from "./persisted-task-snapshot.js";
@@ -6,25 +6,54 @@ import { taskMachine, type TaskMachineInput } from "./task-machine.js";
 import type { TaskEvent } from "./task-events.js";
 import { runStatusOf, type TaskSnapshot } from "./task-projection.js";
 
-export type TaskActor = Actor<typeof taskMachine>;
+/**
+ * A task's machine state held in memory: the current snapshot, advanced by the machine's own pure
+ * transition function. No XState actor runs per task: the machine has no side effects, delayed events or
+ * children, so an actor (mailbox, observers, system registration) would only cost time on every request.
+ */
+export interface TaskActor {
+  getSnapshot(): TaskSnapshot;
+}
+
+class TaskState implements TaskActor {
+  constructor(public snapshot: TaskSnapshot) {}
+  getSnapshot(): TaskSnapshot {
+    return this.snapshot;
+  }
+}
+
+/**
+ * The scope the machine's transitions run in, made once. XState's `transition()` helper builds a new actor
+ * for every call (and our context factory throws without input); the machine needs the scope only for
+ * actions it would execute, and all of ours are `assign`s, resolved inside the transition.
+ */
+const scope: ActorScope<TaskSnapshot, TaskEvent> = (() => {
+  const self = createActor(taskMachine, { input: { taskId: "", contextId: "", workflowId: "", tenant: "", firstNode: null, message: { messageId: "", role: "user", parts: [] } } });
+  return {
+    self,
+    id: "",
+    sessionId: "",
+    system: self.system,
+    defer: () => {},
+    logger: () => {},
+    emit: () => {},
+    stopChild: () => {},
+    actionExecutor: () => {},
+  } as unknown as ActorScope<TaskSnapshot, TaskEvent>;
+})();
 
 export function createTaskActor(input: TaskMachineInput): TaskActor {
-  return createActor(taskMachine, { input }).start();
+  return new TaskState(taskMachine.getInitialSnapshot(scope as never, input));
 }
 
-/**
- * Rehydrates a passivated task from its stored snapshot, through the machine-version check. The machine has
- * no side effects, so this is safe.
- */
+/** Rehydrates a passivated task from its stored snapshot, through the machine-version check. */
 export function restoreTaskActor(stored: unknown, taskId?: string): TaskActor {
-  // `input` is only read when the machine starts fresh; a restored snapshot already holds the context.
-  const input = undefined as unknown as TaskMachineInput;
-  return createActor(taskMachine, { snapshot: restorePersistedSnapshot(stored, taskId), input }).start();
+  return new TaskState(taskMachine.restoreSnapshot(restorePersistedSnapshot(stored, taskId) as never, scope as never) as TaskSnapshot);
 }
 
 /**
- * Sends one event if the current state accepts it. An illegal event is refused with a DomainError and the
- * actor keeps its state (XState would silently ignore it; we want callers told).
+ * Applies one event if the current state accepts it. An illegal event is refused with a DomainError and the
+ * task keeps its state (XState would silently ignore it; we want callers told).
  */
 export function applyTaskEvent(actor: TaskActor, event: TaskEvent): { before: TaskSnapshot; after: TaskSnapshot } {
   const before = actor.getSnapshot();
@@ -35,6 +64,8 @@ export function applyTaskEvent(actor: TaskActor, event: TaskEvent): { before: Ta
       event: event.type,
     });
   }
-  actor.send(event);
-  return { before, after: actor.getSnapshot() };
+  const after = taskMachine.transition(before, event, scope as never);
+  (actor as TaskState).snapshot = after;
+  return { before, after };
 }
+
