@@ -28,6 +28,23 @@ describe("persisted task snapshots", () => {
     expect(JSON.parse(JSON.stringify(stored))).toEqual(stored);
   });
 
+  it("are exactly what a JSON round trip of XState's persisted snapshot gives (undefined dropped, toJSON applied)", () => {
+    const actor = createTaskActor({
+      taskId: "t-1",
+      contextId: "c-1",
+      workflowId: "echo",
+      tenant: "default",
+      firstNode: "echo",
+      message: { messageId: "m-1", role: "user", parts: [{ kind: "data", data: { when: new Date(at), list: [1, undefined, "x"], gone: undefined, nested: { n: null } } }], metadata: undefined },
+    });
+    applyTaskEvent(actor, { type: "START", at });
+    applyTaskEvent(actor, { type: "NODE_STARTED", at, nodeId: "echo" });
+    applyTaskEvent(actor, { type: "NODE_COMPLETED", at, nodeId: "echo", output: { text: "hi", skipped: undefined }, artifacts: [], next: null });
+    const snapshot = actor.getSnapshot();
+    const expected = { ...JSON.parse(JSON.stringify(taskMachine.getPersistedSnapshot(snapshot))), machineVersion: TASK_MACHINE_VERSION };
+    expect(persistTaskSnapshot(snapshot)).toStrictEqual(expected);
+  });
+
   it("restore to the same state and context, without the version key", () => {
     const actor = runningActor();
     const restored = restoreTaskActor(persistTaskSnapshot(actor.getSnapshot()), "t-1");
