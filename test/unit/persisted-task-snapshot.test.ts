@@ -1,5 +1,6 @@
 // The machine-definition version stored with every snapshot, and the one restore path that checks it.
 import { describe, expect, it } from "vitest";
+import type { Message } from "../../src/domain/a2a-types.js";
 import { DomainError } from "../../src/domain/errors.js";
 import { persistedContextOf, persistTaskSnapshot, restorePersistedSnapshot } from "../../src/machine/persisted-task-snapshot.js";
 import { applyTaskEvent, createTaskActor, restoreTaskActor } from "../../src/machine/task-actor.js";
@@ -8,15 +9,8 @@ import { runStatusOf } from "../../src/machine/task-projection.js";
 
 const at = "2026-03-01T10:00:00.000Z";
 
-function runningActor() {
-  const actor = createTaskActor({
-    taskId: "t-1",
-    contextId: "c-1",
-    workflowId: "echo",
-    tenant: "default",
-    firstNode: "echo",
-    message: { messageId: "m-1", role: "user", parts: [{ kind: "text", text: "hello" }] },
-  });
+function runningActor(message: Message = { messageId: "m-1", role: "user", parts: [{ kind: "text", text: "hello" }] }) {
+  const actor = createTaskActor({ taskId: "t-1", contextId: "c-1", workflowId: "echo", tenant: "default", firstNode: "echo", message });
   applyTaskEvent(actor, { type: "START", at });
   return actor;
 }
@@ -29,15 +23,7 @@ describe("persisted task snapshots", () => {
   });
 
   it("are exactly what a JSON round trip of XState's persisted snapshot gives (undefined dropped, toJSON applied)", () => {
-    const actor = createTaskActor({
-      taskId: "t-1",
-      contextId: "c-1",
-      workflowId: "echo",
-      tenant: "default",
-      firstNode: "echo",
-      message: { messageId: "m-1", role: "user", parts: [{ kind: "data", data: { when: new Date(at), list: [1, undefined, "x"], gone: undefined, nested: { n: null } } }], metadata: undefined },
-    });
-    applyTaskEvent(actor, { type: "START", at });
+    const actor = runningActor({ messageId: "m-1", role: "user", parts: [{ kind: "data", data: { when: new Date(at), list: [1, undefined, "x"], gone: undefined, nested: { n: null } } }], metadata: undefined });
     applyTaskEvent(actor, { type: "NODE_STARTED", at, nodeId: "echo" });
     applyTaskEvent(actor, { type: "NODE_COMPLETED", at, nodeId: "echo", output: { text: "hi", skipped: undefined }, artifacts: [], next: null });
     const snapshot = actor.getSnapshot();
