@@ -90,7 +90,9 @@ describe(`store commands per task (mongodb: ${inject("mongoBackend")})`, () => {
     await store.init();
     const dir = await mkdtemp(join(tmpdir(), "commands-"));
     await writeFile(join(dir, "side-effect.yaml"), EXTRA);
-    t = await startTestCore({ WORKFLOWS_DIR: dir, BLOCKING_TIMEOUT_MS: "10000", PUSH_ENABLED: "false" }, { store, handlers: { "notify-outside": notifyOutside } });
+    // No push worker, and the durable timer scheduler polls once a minute (the most the config allows), so
+    // every command counted here is one the task itself caused.
+    t = await startTestCore({ WORKFLOWS_DIR: dir, BLOCKING_TIMEOUT_MS: "10000", PUSH_ENABLED: "false", TIMER_POLL_MS: "60000" }, { store, handlers: { "notify-outside": notifyOutside } });
     t.core.hook.onAny((transition) => published.push(transition));
   });
   afterAll(async () => {
