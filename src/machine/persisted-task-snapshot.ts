@@ -15,8 +15,19 @@ const MIGRATIONS: Record<number, (persisted: Record<string, unknown>) => Record<
 
 /** The persisted XState snapshot as plain JSON (no class instances) with the machine version it was written by. */
 export function persistTaskSnapshot(snapshot: TaskSnapshot): Record<string, unknown> {
-  const persisted = jsonCopy(taskMachine.getPersistedSnapshot(snapshot)) as Record<string, unknown>;
+  const persisted = jsonCopy(flatPersistedSnapshot(snapshot) ?? taskMachine.getPersistedSnapshot(snapshot)) as Record<string, unknown>;
   return { ...persisted, machineVersion: TASK_MACHINE_VERSION };
+}
+
+/**
+ * XState's persisted form of a snapshot of our flat machine (no child actors, no history states), built
+ * without `getPersistedSnapshot`'s walk of the whole context looking for actor references that this machine
+ * never holds (a unit test checks it equals XState's). Undefined when the snapshot is not that simple.
+ */
+function flatPersistedSnapshot(snapshot: TaskSnapshot): Record<string, unknown> | undefined {
+  const { status, output, error, value, historyValue, children, context } = snapshot;
+  if (Object.keys(children).length > 0 || Object.keys(historyValue).length > 0) return undefined;
+  return { status, output, error, value, historyValue: {}, context, children: {} };
 }
 
 /**

@@ -5,7 +5,7 @@ import { DomainError } from "../../src/domain/errors.js";
 import { persistedContextOf, persistTaskSnapshot, restorePersistedSnapshot } from "../../src/machine/persisted-task-snapshot.js";
 import { applyTaskEvent, createTaskActor, restoreTaskActor } from "../../src/machine/task-actor.js";
 import { TASK_MACHINE_VERSION, taskMachine } from "../../src/machine/task-machine.js";
-import { runStatusOf } from "../../src/machine/task-projection.js";
+import { runStatusOf, type TaskSnapshot } from "../../src/machine/task-projection.js";
 
 const at = "2026-03-01T10:00:00.000Z";
 
@@ -26,9 +26,11 @@ describe("persisted task snapshots", () => {
     const actor = runningActor({ messageId: "m-1", role: "user", parts: [{ kind: "data", data: { when: new Date(at), list: [1, undefined, "x"], gone: undefined, nested: { n: null } } }], metadata: undefined });
     applyTaskEvent(actor, { type: "NODE_STARTED", at, nodeId: "echo" });
     applyTaskEvent(actor, { type: "NODE_COMPLETED", at, nodeId: "echo", output: { text: "hi", skipped: undefined }, artifacts: [], next: null });
-    const snapshot = actor.getSnapshot();
-    const expected = { ...JSON.parse(JSON.stringify(taskMachine.getPersistedSnapshot(snapshot))), machineVersion: TASK_MACHINE_VERSION };
-    expect(persistTaskSnapshot(snapshot)).toStrictEqual(expected);
+    const viaXState = (snapshot: TaskSnapshot) => ({ ...JSON.parse(JSON.stringify(taskMachine.getPersistedSnapshot(snapshot))), machineVersion: TASK_MACHINE_VERSION });
+    expect(persistTaskSnapshot(actor.getSnapshot())).toStrictEqual(viaXState(actor.getSnapshot()));
+    applyTaskEvent(actor, { type: "COMPLETE", at });
+    expect(actor.getSnapshot().status).toBe("done");
+    expect(persistTaskSnapshot(actor.getSnapshot())).toStrictEqual(viaXState(actor.getSnapshot()));
   });
 
   it("restore to the same state and context, without the version key", () => {
