@@ -39,13 +39,24 @@ function jsonCopy(value: unknown): unknown {
   if (value === null || typeof value !== "object") return typeof value === "number" && !Number.isFinite(value) ? null : value;
   const withJson = value as { toJSON?: () => unknown };
   if (typeof withJson.toJSON === "function") return jsonCopy(withJson.toJSON());
-  if (Array.isArray(value)) return value.map((item: unknown) => (item === undefined || typeof item === "function" || typeof item === "symbol" ? null : jsonCopy(item)));
+  if (Array.isArray(value)) {
+    const copy: unknown[] = new Array(value.length);
+    for (let i = 0; i < value.length; i++) copy[i] = dropped(value[i]) ? null : jsonCopy(value[i]);
+    return copy;
+  }
   const copy: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value)) {
-    if (item === undefined || typeof item === "function" || typeof item === "symbol") continue;
-    copy[key] = jsonCopy(item);
+  // for...in over own keys: no entries array per object (this walk runs on every store write).
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const item = (value as Record<string, unknown>)[key];
+    if (!dropped(item)) copy[key] = jsonCopy(item);
   }
   return copy;
+}
+
+/** Members JSON leaves out of objects (and writes as null in arrays). */
+function dropped(value: unknown): boolean {
+  return value === undefined || typeof value === "function" || typeof value === "symbol";
 }
 
 /**
