@@ -100,12 +100,6 @@ export class TaskRepository implements TaskReadPort {
     return record;
   }
 
-  /** Stores a new task and its first event, then publishes it. Throws the store's duplicate errors. */
-  async create(task: NewTask): Promise<TaskRecord> {
-    this.stageCreate(task);
-    return this.flush(task.taskId);
-  }
-
   /** The task's state and record, rehydrated from the store when it was passivated. */
   async load(taskId: string, tenant?: string): Promise<LiveTask> {
     let live = this.live.get(taskId);

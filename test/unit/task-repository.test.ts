@@ -57,7 +57,7 @@ describe("the task repository's staged transitions", () => {
 
   it("flushes what a locked section left staged when it ends", async () => {
     const { store, repository, newTask } = setup();
-    await repository.withLock("t-1", () => repository.create(newTask));
+    await repository.withLock("t-1", async () => repository.stageCreate(newTask));
     await repository.withLock("t-1", async () => {
       const live = await repository.load("t-1");
       repository.stage(live, { type: "START", at });
@@ -69,7 +69,7 @@ describe("the task repository's staged transitions", () => {
 
   it("drops what a failed locked section staged: nothing written, the task rehydrates its stored state", async () => {
     const { store, published, repository, newTask } = setup();
-    await repository.withLock("t-1", () => repository.create(newTask));
+    await repository.withLock("t-1", async () => repository.stageCreate(newTask));
     const failed = repository.withLock("t-1", async () => {
       const live = await repository.load("t-1");
       repository.stage(live, { type: "START", at });
