@@ -21,8 +21,11 @@ function latestFeedback(ctx: HandlerContext): string {
   return last ? `\n\nRevised after feedback: ${last}` : "";
 }
 
-/** The handlers the built-in workflows use. Deterministic so that a retried node produces the same result. */
-export const builtinHandlers: Record<string, TaskHandler> = {
+/**
+ * The handlers the built-in workflows use. Deterministic so that a retried node produces the same result,
+ * and pure: none acts outside this host (see `TaskHandler.pure`).
+ */
+const handlers: Record<string, TaskHandler> = {
   async echo(ctx) {
     const body = ctx.input.text || JSON.stringify(ctx.input.data);
     return { output: { text: body }, artifacts: text("echo", body) };
@@ -85,3 +88,7 @@ export const builtinHandlers: Record<string, TaskHandler> = {
     throw new HandlerError(String(ctx.params["code"] ?? "handler_failed"), String(ctx.params["message"] ?? "the handler failed on purpose"));
   },
 };
+
+export const builtinHandlers: Record<string, TaskHandler> = Object.fromEntries(
+  Object.entries(handlers).map(([name, handler]) => [name, Object.assign(handler, { pure: true })]),
+);

@@ -99,7 +99,15 @@ export interface HandlerResult {
   artifacts?: HandlerArtifact[];
 }
 
-export type TaskHandler = (ctx: HandlerContext) => Promise<HandlerResult>;
+export interface TaskHandler {
+  (ctx: HandlerContext): Promise<HandlerResult>;
+  /**
+   * True when the handler has no effect outside this host (it computes its result from its context alone).
+   * Its node.started is then written together with the transitions before it; any other handler gets a
+   * store write of its own for node.started before it runs.
+   */
+  pure?: boolean;
+}
 
 /** A handler failure with a stable code recorded on the failed run. */
 export class HandlerError extends Error {
