@@ -1,6 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { MongoClient } from "mongodb";
+import { MongoClient, type CommandStartedEvent } from "mongodb";
 import type { Config } from "../config/config.js";
 import type { Logger } from "../observability/logger.js";
 import type { IdempotencyStore } from "./idempotency-store.js";
@@ -25,8 +25,14 @@ export interface OpenedStore {
   stop(): Promise<void>;
 }
 
-export async function connectMongoStore(uri: string, dbName: string): Promise<{ store: MongoTaskStore; idempotency: MongoIdempotencyStore; pushConfigs: MongoPushConfigStore }> {
-  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: "openwop-a2a-host" });
+/** `onCommand` (the bench counts store commands per task) turns on the driver's command monitoring. */
+export async function connectMongoStore(
+  uri: string,
+  dbName: string,
+  onCommand?: (event: CommandStartedEvent) => void,
+): Promise<{ store: MongoTaskStore; idempotency: MongoIdempotencyStore; pushConfigs: MongoPushConfigStore }> {
+  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: "openwop-a2a-host", monitorCommands: onCommand !== undefined });
+  if (onCommand) client.on("commandStarted", onCommand);
   await client.connect();
   const store = new MongoTaskStore(client, client.db(dbName));
   const idempotency = new MongoIdempotencyStore(client.db(dbName));
