@@ -108,6 +108,7 @@ export async function runCompare(options: CompareOptions, store: StoreServer): P
         skill: "echo",
         expectState: "completed",
       });
+      console.log(`  concurrency ${concurrency}: warm-up, then ${options.rounds} interleaved rounds of ${targets.length} targets…`);
       for (const target of targets) await load.call<RoundResult>("round", spec(target, options.warmupMs));
       const tallies = targets.map((): Tally => ({ count: 0, errors: 0, elapsedMs: 0, latenciesMs: [], cpuMs: 0, storeServerCpuMs: 0, commands: {}, rssBytes: 0 }));
       for (let r = 0; r < options.rounds; r++) {

@@ -42,7 +42,8 @@ interface Ctx {
 }
 
 async function startServer(ctx: Pick<Ctx, "store" | "db">): Promise<BenchChild> {
-  return spawnChild("our server (mongodb, scale)", "bench/servers/our-server.ts", { STORE: "mongodb", PORT: "0", MONGODB_URI: ctx.store.uri, MONGODB_DB: ctx.db, BENCH_TRACE_COMMITS: "1" });
+  // Start-up recovery reads every unfinished task: after seeding, starting can take minutes.
+  return spawnChild("our server (mongodb, scale)", "bench/servers/our-server.ts", { STORE: "mongodb", PORT: "0", MONGODB_URI: ctx.store.uri, MONGODB_DB: ctx.db, BENCH_TRACE_COMMITS: "1" }, 600_000);
 }
 
 /** Approval tasks created closed-loop for one round: rate, latency, our CPU and store commands per task. */
@@ -206,16 +207,20 @@ export async function runScale(options: ScaleOptions, store: StoreServer): Promi
     await creationRound(ctx(), Math.min(1000, options.roundMs));
     const idle = await server.call<Usage>("gc");
     const empty = await creationRound(ctx(), options.roundMs);
+    console.log(`  (a) ${empty["tasksPerSec"]} approval tasks/s on the empty store; seeding ${options.waiting} waiting tasks…`);
     const [template] = await ctx().load.call<Sent[]>("createTasks", { baseUrl: ctx().baseUrl, skill: "approval-gate", count: 1, concurrency: 1 });
     const seedPerSec = await seedWaiting(seeder.store, template!.taskId, options.waiting);
     // The server restarts onto the full store (start-up recovery reads every unfinished task), as after a deploy.
+    console.log(`  seeded at ${seedPerSec}/s; restarting our server onto them…`);
     await server.stop();
     server = await startServer({ store, db });
     const waitingRss = await server.call<Usage>("gc");
     const full = await creationRound(ctx(), options.roundMs);
     figures["creation"] = { waitingBefore: "the tasks the warm-up and this round created", withNoneWaiting: empty, [`with${options.waiting}Waiting`]: full, rateRatio: round2(full["tasksPerSec"]! / empty["tasksPerSec"]!), seedTasksPerSec: seedPerSec };
     figures["waitingRss"] = { idleMb: mb(idle.rssBytes), [`with${options.waiting}WaitingMb`]: mb(waitingRss.rssBytes), deltaMb: mb(waitingRss.rssBytes - idle.rssBytes), restartListenMs: server.ready["listenMs"] };
+    console.log(`  (a) ${full["tasksPerSec"]} tasks/s with ${options.waiting} waiting; (c) growing a task to ${options.events} events…`);
     figures["longTask"] = await longTaskFigures(ctx(), seeder.store, options.events);
+    console.log(`  (d) streams…`);
     figures["streams"] = await streamFigures(ctx(), options);
     const c = figures["creation"] as Record<string, Record<string, number>>;
     const w = figures["waitingRss"] as Record<string, number>;

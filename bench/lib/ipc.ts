@@ -59,8 +59,8 @@ export interface BenchChild {
   stop(): Promise<void>;
 }
 
-/** Spawns `node --import tsx <script>` with an IPC channel and waits for its ready message (60 s at most). */
-export async function spawnChild(name: string, script: string, env: Record<string, string> = {}): Promise<BenchChild> {
+/** Spawns `node --import tsx <script>` with an IPC channel and waits for its ready message. */
+export async function spawnChild(name: string, script: string, env: Record<string, string> = {}, readyTimeoutMs = 60_000): Promise<BenchChild> {
   const child = spawn(process.execPath, ["--import", "tsx", "--expose-gc", join(ROOT, script)], {
     cwd: ROOT,
     env: { ...process.env, ...env },
@@ -78,7 +78,7 @@ export async function spawnChild(name: string, script: string, env: Record<strin
     pending.clear();
   });
   const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start within 60 s:\n${log}`)), 60_000);
+    const timer = setTimeout(() => reject(new Error(`${name} did not start within ${readyTimeoutMs / 1000} s:\n${log}`)), readyTimeoutMs);
     child.on("message", (msg: { ready?: Record<string, unknown>; id?: number; ok?: boolean; result?: unknown; error?: string }) => {
       if (msg.ready) {
         clearTimeout(timer);
