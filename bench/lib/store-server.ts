@@ -1,8 +1,8 @@
 // MongoDB for the bench: MONGODB_URI when set, else the wire-protocol test server in its own process, so its
 // CPU is not counted as our server's (it is reported on its own, from /proc).
 import { spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { join } from "node:path";
+import { freePort } from "../../test/support/server-process.js";
 import { ROOT, stopProcess } from "./ipc.js";
 
 export interface StoreServer {
@@ -11,17 +11,6 @@ export interface StoreServer {
   /** The test server's pid (its CPU is read from /proc); undefined for MONGODB_URI. */
   pid?: number;
   stop(): Promise<void>;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 export async function startStoreServer(): Promise<StoreServer> {
