@@ -157,11 +157,15 @@ async function fanOut(ctx: Ctx, streams: number): Promise<{ latenciesMs: number[
   const from = wallNow();
   const [cancelled] = (await ctx.load.call<{ results: Sent[] }>("sequence", { baseUrl: ctx.baseUrl, protocol: "jsonrpc", ops: [{ cancel: task!.taskId }] })).results;
   if (cancelled?.state !== "canceled") throw new Error(`cancel left task ${task!.taskId} ${cancelled?.state ?? "?"}`);
-  // Let the fan-out finish (bounded), then read both sides' clocks.
-  await sleep(200 + streams / 10);
+  // Wait (at most 10 s) until every stream got an event after the cancel; a stream that got none is "missed".
+  let receipts: number[][] = [];
+  for (let polls = 0; polls < 50; polls++) {
+    await sleep(200);
+    receipts = await ctx.load.call<number[][]>("streamReceipts", { limit: streams });
+    if (receipts.every((times) => times.some((t) => t >= from))) break;
+  }
   const commit = (await ctx.server.call<number[]>("commitTimes", task!.taskId)).find((c) => c >= from);
   if (commit === undefined) throw new Error(`no commit of task ${task!.taskId} after the cancel`);
-  const receipts = await ctx.load.call<number[][]>("streamReceipts", { limit: streams });
   await ctx.load.call("closeStreams");
   const latenciesMs: number[] = [];
   let missed = 0;
