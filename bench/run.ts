@@ -33,6 +33,7 @@ const setting = (key: keyof typeof FULL): number => {
 const concurrencies = String((values as Record<string, unknown>)["concurrency"] ?? preset["concurrency"])
   .split(",")
   .map(Number);
+if (concurrencies.some((c) => !Number.isInteger(c) || c < 1)) throw new Error("--concurrency must be positive whole numbers, comma-separated");
 const name = values.name ?? `${mode}-${values.quick ? "quick-" : ""}${new Date().toISOString().slice(0, 19).replace(/[:T]/g, "-")}`;
 
 const startedAt = Date.now();
