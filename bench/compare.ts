@@ -29,6 +29,7 @@ interface Tally {
   elapsedMs: number;
   latenciesMs: number[];
   cpuMs: number;
+  loadCpuMs: number;
   storeServerCpuMs: number;
   commands: Record<string, number>;
   rssBytes: number;
@@ -45,6 +46,8 @@ export interface CompareRow {
   p50Ms: number;
   p99Ms: number;
   cpuSecPer1kTasks: number;
+  /** The load generator's CPU per 1 000 tasks: on 2 cores, what the client takes from the server. */
+  loadGeneratorCpuSecPer1kTasks: number;
   rssMb: number;
   storeCommandsPerTask: number | null;
   storeCommandsByName: Record<string, number> | null;
@@ -78,6 +81,7 @@ async function measuredRound(load: BenchChild, target: Target, store: StoreServe
   tally.elapsedMs += result.elapsedMs;
   tally.latenciesMs.push(...result.latenciesMs);
   tally.cpuMs += after.cpuMs - before.cpuMs;
+  tally.loadCpuMs += result.cpuMs;
   tally.rssBytes = Math.max(tally.rssBytes, after.rssBytes);
 }
 
@@ -110,7 +114,7 @@ export async function runCompare(options: CompareOptions, store: StoreServer): P
       });
       console.log(`  concurrency ${concurrency}: warm-up, then ${options.rounds} interleaved rounds of ${targets.length} targets…`);
       for (const target of targets) await load.call<RoundResult>("round", spec(target, options.warmupMs));
-      const tallies = targets.map((): Tally => ({ count: 0, errors: 0, elapsedMs: 0, latenciesMs: [], cpuMs: 0, storeServerCpuMs: 0, commands: {}, rssBytes: 0 }));
+      const tallies = targets.map((): Tally => ({ count: 0, errors: 0, elapsedMs: 0, latenciesMs: [], cpuMs: 0, loadCpuMs: 0, storeServerCpuMs: 0, commands: {}, rssBytes: 0 }));
       for (let r = 0; r < options.rounds; r++) {
         for (const [i, target] of targets.entries()) await measuredRound(load, target, store, spec(target, options.roundMs), tallies[i]!);
       }
@@ -131,6 +135,7 @@ export async function runCompare(options: CompareOptions, store: StoreServer): P
           reqPerSec: Math.round(reqPerSec),
           ...latencySummary(t.latenciesMs),
           cpuSecPer1kTasks: round2(cpuPerTask),
+          loadGeneratorCpuSecPer1kTasks: round2(t.loadCpuMs / t.count),
           rssMb: mb(t.rssBytes),
           storeCommandsPerTask: target.countsCommands ? round2(commandTotal(t.commands) / t.count) : null,
           storeCommandsByName: target.countsCommands ? Object.fromEntries(Object.entries(t.commands).map(([k, v]) => [k, round2(v / t.count)])) : null,

@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { connectMongoStore } from "../src/store/open-store.js";
 import type { MongoTaskStore } from "../src/store/mongo-task-store.js";
-import { procCpuMs, spawnChild, type BenchChild } from "./lib/ipc.js";
+import { procCpuMs, procRssBytes, spawnChild, type BenchChild } from "./lib/ipc.js";
 import type { StoreServer } from "./lib/store-server.js";
 import { latencySummary, mb, round2, table } from "./lib/summary.js";
 import type { RoundResult } from "./load/load-generator.js";
@@ -219,9 +219,10 @@ export async function runScale(options: ScaleOptions, store: StoreServer): Promi
     await server.stop();
     server = await startServer({ store, db });
     const waitingRss = await server.call<Usage>("gc");
+    const storeRss = store.pid ? { storeServerRssMb: mb(procRssBytes(store.pid)) } : {};
     const full = await creationRound(ctx(), options.roundMs);
     figures["creation"] = { waitingBefore: "the tasks the warm-up and this round created", withNoneWaiting: empty, [`with${options.waiting}Waiting`]: full, rateRatio: round2(full["tasksPerSec"]! / empty["tasksPerSec"]!), seedTasksPerSec: seedPerSec };
-    figures["waitingRss"] = { idleMb: mb(idle.rssBytes), [`with${options.waiting}WaitingMb`]: mb(waitingRss.rssBytes), deltaMb: mb(waitingRss.rssBytes - idle.rssBytes), restartListenMs: server.ready["listenMs"] };
+    figures["waitingRss"] = { idleMb: mb(idle.rssBytes), [`with${options.waiting}WaitingMb`]: mb(waitingRss.rssBytes), deltaMb: mb(waitingRss.rssBytes - idle.rssBytes), restartListenMs: server.ready["listenMs"], ...storeRss };
     console.log(`  (a) ${full["tasksPerSec"]} tasks/s with ${options.waiting} waiting; (c) growing a task to ${options.events} events…`);
     figures["longTask"] = await longTaskFigures(ctx(), seeder.store, options.events);
     console.log(`  (d) streams…`);

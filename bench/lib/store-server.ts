@@ -17,7 +17,8 @@ export async function startStoreServer(): Promise<StoreServer> {
   const uri = process.env["MONGODB_URI"];
   if (uri) return { uri, description: "MongoDB at MONGODB_URI", stop: async () => {} };
   const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "test/support/mongo-wire-server/cli.ts"), "--port", String(port)], {
+  // The test server keeps every document in its heap: room for the 100 000 waiting tasks of the scale figures.
+  const child = spawn(process.execPath, ["--max-old-space-size=8192", "--import", "tsx", join(ROOT, "test/support/mongo-wire-server/cli.ts"), "--port", String(port)], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -1,7 +1,7 @@
 // The closed-loop load generator, its own process: `concurrency` callers, each sending its next blocking
 // message/send as soon as the previous one answered, until the round's time is up. The same code drives
 // every server and binding. It also holds the SSE subscribers of the stream figures (bench/load/streams.ts).
-import { serveIpc } from "../lib/ipc.js";
+import { selfUsage, serveIpc } from "../lib/ipc.js";
 import { createSender, type Protocol, type SendOp } from "./protocols.js";
 import { closeStreams, openStreams, streamReceipts } from "./streams.js";
 
@@ -22,6 +22,8 @@ export interface RoundResult {
   elapsedMs: number;
   /** Latency of every successful call, ms, unsorted. */
   latenciesMs: number[];
+  /** The load generator's own CPU time during the round. */
+  cpuMs: number;
 }
 
 async function round(spec: RoundSpec): Promise<RoundResult> {
@@ -29,6 +31,7 @@ async function round(spec: RoundSpec): Promise<RoundResult> {
   const latenciesMs: number[] = [];
   let errors = 0;
   let firstError: string | undefined;
+  const cpuBefore = selfUsage().cpuMs;
   const started = performance.now();
   const deadline = started + spec.durationMs;
   const op: SendOp = { skill: spec.skill, text: "bench" };
@@ -51,7 +54,7 @@ async function round(spec: RoundSpec): Promise<RoundResult> {
   );
   const elapsedMs = performance.now() - started;
   await sender.close();
-  return { count: latenciesMs.length, errors, ...(firstError ? { firstError } : {}), elapsedMs, latenciesMs };
+  return { count: latenciesMs.length, errors, ...(firstError ? { firstError } : {}), elapsedMs, latenciesMs, cpuMs: selfUsage().cpuMs - cpuBefore };
 }
 
 /** Sends these operations one after another; the latency of each (ms) and the answers. */
