@@ -1,7 +1,7 @@
 // The side-by-side figures: the reference SDK server and ours (in-memory store, MongoDB), driven by one
 // closed-loop load generator in interleaved rounds (A B C … A B C …) at each concurrency. Method: README.md.
 import { randomUUID } from "node:crypto";
-import { procCpuMs, spawnChild, type BenchChild } from "./lib/ipc.js";
+import { procCpuMs, spawnChild, type BenchChild, type Usage } from "./lib/ipc.js";
 import type { StoreServer } from "./lib/store-server.js";
 import { latencySummary, mb, round2, table } from "./lib/summary.js";
 import type { RoundResult, RoundSpec } from "./load/load-generator.js";
@@ -56,7 +56,6 @@ export interface CompareRow {
   vsReference: { reqPerSec: number; cpuPerTask: number };
 }
 
-type Usage = { cpuMs: number; rssBytes: number };
 
 const commandTotal = (c: Record<string, number>) => Object.values(c).reduce((a, b) => a + b, 0);
 

@@ -4,7 +4,7 @@
 import { randomUUID } from "node:crypto";
 import { connectMongoStore } from "../src/store/open-store.js";
 import type { MongoTaskStore } from "../src/store/mongo-task-store.js";
-import { procCpuMs, procRssBytes, spawnChild, type BenchChild } from "./lib/ipc.js";
+import { procCpuMs, procRssBytes, spawnChild, wallNow, type BenchChild, type Usage } from "./lib/ipc.js";
 import type { StoreServer } from "./lib/store-server.js";
 import { latencySummary, mb, round2, table } from "./lib/summary.js";
 import type { RoundResult } from "./load/load-generator.js";
@@ -19,7 +19,6 @@ export interface ScaleOptions {
   roundMs: number;
 }
 
-type Usage = { cpuMs: number; rssBytes: number };
 type Sent = { taskId: string; state: string };
 
 const CREATE_CONCURRENCY = 16;
@@ -29,7 +28,6 @@ const REFINE: Record<string, unknown> = { action: "refine", feedback: "once more
 const TRANSITION_SAMPLES = 20;
 const TRANSITION_BATCHES = 3;
 
-const wallNow = () => performance.timeOrigin + performance.now();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const commandTotal = async (server: BenchChild) => Object.values(await server.call<Record<string, number>>("storeCommands")).reduce((a, b) => a + b, 0);
 

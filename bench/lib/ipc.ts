@@ -15,8 +15,16 @@ interface Request {
 type Reply = { id: number; ok: true; result: unknown } | { id: number; ok: false; error: string };
 type Handler = (args: never) => unknown;
 
+/** Wall-clock milliseconds with sub-millisecond resolution, comparable across the bench's processes. */
+export const wallNow = () => performance.timeOrigin + performance.now();
+
+export interface Usage {
+  cpuMs: number;
+  rssBytes: number;
+}
+
 /** CPU (user + system) and RSS of the calling process. */
-export function selfUsage(): { cpuMs: number; rssBytes: number } {
+export function selfUsage(): Usage {
   const cpu = process.cpuUsage();
   return { cpuMs: (cpu.user + cpu.system) / 1000, rssBytes: process.memoryUsage.rss() };
 }

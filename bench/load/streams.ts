@@ -1,6 +1,7 @@
 // SSE subscribers for the stream figures: many JSON-RPC `tasks/resubscribe` streams held open at once, each
 // noting the wall-clock time it received each event (comparable with the server's commit times: same clock).
 import { Pool } from "undici";
+import { wallNow } from "../lib/ipc.js";
 
 interface Stream {
   receipts: number[];
@@ -10,7 +11,6 @@ interface Stream {
 const streams: Stream[] = [];
 let pool: Pool | undefined;
 
-const wallNow = () => performance.timeOrigin + performance.now();
 
 async function openOne(baseUrl: string, taskId: string): Promise<void> {
   pool ??= new Pool(baseUrl, { connections: null, pipelining: 1, bodyTimeout: 0, headersTimeout: 60_000 });

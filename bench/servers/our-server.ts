@@ -10,13 +10,11 @@ import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { connectMongoStore, openStore } from "../../src/store/open-store.js";
 import type { TaskStore } from "../../src/store/task-store.js";
-import { serveIpc } from "../lib/ipc.js";
+import { serveIpc, wallNow } from "../lib/ipc.js";
 
 const commands = new Map<string, number>();
 const commitTimes = new Map<string, number[]>();
 
-/** Wall-clock milliseconds with sub-millisecond resolution, comparable across processes on one machine. */
-const wallNow = () => performance.timeOrigin + performance.now();
 
 /** The store as the app sees it, with each commit's return time noted per task. */
 function tracingCommits(store: TaskStore): TaskStore {
