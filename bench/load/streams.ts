@@ -11,7 +11,6 @@ interface Stream {
 const streams: Stream[] = [];
 let pool: Pool | undefined;
 
-
 async function openOne(baseUrl: string, taskId: string): Promise<void> {
   pool ??= new Pool(baseUrl, { connections: null, pipelining: 1, bodyTimeout: 0, headersTimeout: 60_000 });
   const stream: Stream = { receipts: [], abort: new AbortController() };

@@ -15,7 +15,6 @@ import { serveIpc, wallNow } from "../lib/ipc.js";
 const commands = new Map<string, number>();
 const commitTimes = new Map<string, number[]>();
 
-
 /** The store as the app sees it, with each commit's return time noted per task. */
 function tracingCommits(store: TaskStore): TaskStore {
   return new Proxy(store, {
