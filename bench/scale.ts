@@ -3,12 +3,13 @@
 // against a fresh task, (d) RSS with many resubscribe streams, and commit → subscriber latency. Method: README.md.
 import { randomUUID } from "node:crypto";
 import { connectMongoStore } from "../src/store/open-store.js";
-import type { MongoTaskStore } from "../src/store/mongo-task-store.js";
+import type { TaskStore } from "../src/store/task-store.js";
 import { procCpuMs, procRssBytes, spawnChild, wallNow, type BenchChild, type Usage } from "./lib/ipc.js";
 import type { StoreServer } from "./lib/store-server.js";
 import { latencySummary, mb, round2, table } from "./lib/summary.js";
 import type { RoundResult } from "./load/load-generator.js";
 import type { SendOp } from "./load/protocols.js";
+import { seedWaiting } from "./seed-waiting.js";
 
 export interface ScaleOptions {
   waiting: number;
@@ -22,7 +23,6 @@ export interface ScaleOptions {
 type Sent = { taskId: string; state: string };
 
 const CREATE_CONCURRENCY = 16;
-const SEED_CONCURRENCY = 64;
 const REFINE: Record<string, unknown> = { action: "refine", feedback: "once more" };
 /** Refines measured per batch in (c), and batches per kind. */
 const TRANSITION_SAMPLES = 20;
@@ -62,33 +62,10 @@ async function creationRound(ctx: Ctx, durationMs: number): Promise<Record<strin
   };
 }
 
-/** N copies of a waiting approval task, written through the store API (not HTTP), each with its own ids. */
-async function seedWaiting(seeder: MongoTaskStore, templateId: string, count: number): Promise<number> {
-  const record = await seeder.get(templateId);
-  if (!record) throw new Error(`template task ${templateId} not found`);
-  const events = await seeder.readEvents(templateId, 0);
-  const template = JSON.stringify({ record, events });
-  const started = performance.now();
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: SEED_CONCURRENCY }, async () => {
-      while (next < count) {
-        next++;
-        const taskId = randomUUID();
-        const copy = JSON.parse(template.replaceAll(templateId, taskId).replaceAll(record.contextId, randomUUID())) as { record: typeof record; events: typeof events };
-        copy.record.idempotencyKey = randomUUID();
-        for (const event of copy.events) event.eventId = randomUUID();
-        await seeder.create(copy.record, copy.events);
-      }
-    }),
-  );
-  return Math.round((count / (performance.now() - started)) * 1000);
-}
-
 /** (c) Refines one at a time, on the same long task or one each on fresh tasks: latency, CPU, commands. */
-async function refineBatch(ctx: Ctx, seeder: MongoTaskStore, taskIds: string[]): Promise<{ latenciesMs: number[]; cpuMs: number; commands: number; events: number }> {
+async function refineBatch(ctx: Ctx, reader: TaskStore, taskIds: string[]): Promise<{ latenciesMs: number[]; cpuMs: number; commands: number; events: number }> {
   const distinct = [...new Set(taskIds)];
-  const versions = await Promise.all(distinct.map(async (id) => (await seeder.get(id))!.version));
+  const versions = await Promise.all(distinct.map(async (id) => (await reader.get(id))!.version));
   const before = await ctx.server.call<Usage>("stats");
   const commandsBefore = await commandTotal(ctx.server);
   const ops: SendOp[] = taskIds.map((taskId) => ({ taskId, data: REFINE }));
@@ -97,16 +74,16 @@ async function refineBatch(ctx: Ctx, seeder: MongoTaskStore, taskIds: string[]):
   const commands = (await commandTotal(ctx.server)) - commandsBefore;
   const bad = results.find((r) => r.state !== "input-required");
   if (bad) throw new Error(`a refine left task ${bad.taskId} ${bad.state}`);
-  const versionsAfter = await Promise.all(distinct.map(async (id) => (await seeder.get(id))!.version));
+  const versionsAfter = await Promise.all(distinct.map(async (id) => (await reader.get(id))!.version));
   const events = versionsAfter.reduce((sum, v, i) => sum + v - versions[i]!, 0);
   return { latenciesMs, cpuMs: after.cpuMs - before.cpuMs, commands, events };
 }
 
-async function longTaskFigures(ctx: Ctx, seeder: MongoTaskStore, targetEvents: number): Promise<Record<string, unknown>> {
+async function longTaskFigures(ctx: Ctx, reader: TaskStore, targetEvents: number): Promise<Record<string, unknown>> {
   const [long] = await ctx.load.call<Sent[]>("createTasks", { baseUrl: ctx.baseUrl, skill: "approval-gate", count: 1, concurrency: 1 });
   const built = performance.now();
   // Grow the log by real transitions (refine loops), in bounded batches, until it holds targetEvents events.
-  const eventsNow = async () => (await seeder.get(long!.taskId))!.version + 1;
+  const eventsNow = async () => (await reader.get(long!.taskId))!.version + 1;
   const refines = (n: number) => ctx.load.call("sequence", { baseUrl: ctx.baseUrl, protocol: "jsonrpc", ops: Array.from({ length: n }, (): SendOp => ({ taskId: long!.taskId, data: REFINE })) });
   const initial = await eventsNow();
   await refines(1);
@@ -115,13 +92,13 @@ async function longTaskFigures(ctx: Ctx, seeder: MongoTaskStore, targetEvents: n
     await refines(Math.min(50, Math.ceil((targetEvents - now) / perRefine)));
   }
   const buildSec = round2((performance.now() - built) / 1000);
-  const eventsAtStart = (await seeder.get(long!.taskId))!.version + 1;
+  const eventsAtStart = (await reader.get(long!.taskId))!.version + 1;
   const fresh = await ctx.load.call<Sent[]>("createTasks", { baseUrl: ctx.baseUrl, skill: "approval-gate", count: TRANSITION_SAMPLES * TRANSITION_BATCHES, concurrency: 4 });
   const acc = { long: { latenciesMs: [] as number[], cpuMs: 0, commands: 0, events: 0, n: 0 }, fresh: { latenciesMs: [] as number[], cpuMs: 0, commands: 0, events: 0, n: 0 } };
   for (let b = 0; b < TRANSITION_BATCHES; b++) {
     const kinds = { long: Array<string>(TRANSITION_SAMPLES).fill(long!.taskId), fresh: fresh.slice(b * TRANSITION_SAMPLES, (b + 1) * TRANSITION_SAMPLES).map((t) => t.taskId) };
     for (const kind of ["long", "fresh"] as const) {
-      const r = await refineBatch(ctx, seeder, kinds[kind]);
+      const r = await refineBatch(ctx, reader, kinds[kind]);
       const a = acc[kind];
       a.latenciesMs.push(...r.latenciesMs);
       a.cpuMs += r.cpuMs;
@@ -200,7 +177,7 @@ async function streamFigures(ctx: Ctx, options: ScaleOptions): Promise<Record<st
 export async function runScale(options: ScaleOptions, store: StoreServer): Promise<{ figures: Record<string, unknown>; printed: string }> {
   const db = `bench_scale_${randomUUID().slice(0, 8)}`;
   const load = await spawnChild("load generator", "bench/load/load-generator.ts");
-  const seeder = await connectMongoStore(store.uri, db);
+  const reader = await connectMongoStore(store.uri, db);
   let server = await startServer({ store, db });
   const ctx = (): Ctx => ({ store, db, load, server, baseUrl: `http://127.0.0.1:${server.ready["port"] as number}` });
   try {
@@ -211,18 +188,18 @@ export async function runScale(options: ScaleOptions, store: StoreServer): Promi
     const empty = await creationRound(ctx(), options.roundMs);
     console.log(`  (a) ${empty["tasksPerSec"]} approval tasks/s on the empty store; seeding ${options.waiting} waiting tasks…`);
     const [template] = await ctx().load.call<Sent[]>("createTasks", { baseUrl: ctx().baseUrl, skill: "approval-gate", count: 1, concurrency: 1 });
-    const seedPerSec = await seedWaiting(seeder.store, template!.taskId, options.waiting);
+    const seeded = await seedWaiting(store.uri, db, template!.taskId, options.waiting);
     // The server restarts onto the full store (start-up recovery reads every unfinished task), as after a deploy.
-    console.log(`  seeded at ${seedPerSec}/s; restarting our server onto them…`);
+    console.log(`  seeded at ${seeded.perSec}/s (${seeded.bulk ? "bulk inserts" : "store API"}); restarting our server onto them…`);
     await server.stop();
     server = await startServer({ store, db });
     const waitingRss = await server.call<Usage>("gc");
     const storeRss = store.pid ? { storeServerRssMb: mb(procRssBytes(store.pid)) } : {};
     const full = await creationRound(ctx(), options.roundMs);
-    figures["creation"] = { waitingBefore: "the tasks the warm-up and this round created", withNoneWaiting: empty, [`with${options.waiting}Waiting`]: full, rateRatio: round2(full["tasksPerSec"]! / empty["tasksPerSec"]!), seedTasksPerSec: seedPerSec };
+    figures["creation"] = { waitingBefore: "the tasks the warm-up and this round created", withNoneWaiting: empty, [`with${options.waiting}Waiting`]: full, rateRatio: round2(full["tasksPerSec"]! / empty["tasksPerSec"]!), seeded };
     figures["waitingRss"] = { idleMb: mb(idle.rssBytes), [`with${options.waiting}WaitingMb`]: mb(waitingRss.rssBytes), deltaMb: mb(waitingRss.rssBytes - idle.rssBytes), restartListenMs: server.ready["listenMs"], ...storeRss };
     console.log(`  (a) ${full["tasksPerSec"]} tasks/s with ${options.waiting} waiting; (c) growing a task to ${options.events} events…`);
-    figures["longTask"] = await longTaskFigures(ctx(), seeder.store, options.events);
+    figures["longTask"] = await longTaskFigures(ctx(), reader.store, options.events);
     console.log(`  (d) streams…`);
     figures["streams"] = await streamFigures(ctx(), options);
     const c = figures["creation"] as Record<string, Record<string, number>>;
@@ -246,6 +223,6 @@ export async function runScale(options: ScaleOptions, store: StoreServer): Promi
   } finally {
     await server.stop();
     await load.stop();
-    await seeder.store.close();
+    await reader.store.close();
   }
 }
