@@ -2,7 +2,7 @@
 // MONGODB_URI + MONGODB_DB), in its own process. It adds only measurement: the parent reads its CPU and RSS
 // over IPC, the MongoDB commands it sends (driver command monitoring, through connectMongoStore's opt-in
 // hook), and, with BENCH_TRACE_COMMITS=1, when each store commit returned (for commit → subscriber latency).
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createApp } from "../../src/app.js";
@@ -31,7 +31,9 @@ function tracingCommits(store: TaskStore): TaskStore {
   });
 }
 
-const env = { ...process.env, LOG_LEVEL: "silent", DATA_DIR: await mkdtemp(join(tmpdir(), "openwop-bench-")) };
+// DATA_DIR holds the development keys (interrupt tokens, push secrets) generated at start: a fresh one per run.
+const dataDir = await mkdtemp(join(tmpdir(), "openwop-bench-"));
+const env = { ...process.env, LOG_LEVEL: "silent", DATA_DIR: dataDir };
 const config = loadConfig(env);
 const logger = createLogger(config.logLevel);
 const opened = config.store === "memory" ? await openStore(config, logger) : undefined;
@@ -64,5 +66,6 @@ process.on("SIGTERM", () => {
   void app
     .close()
     .then(() => baseStore.close())
+    .then(() => rm(dataDir, { recursive: true, force: true }))
     .finally(() => process.exit(0));
 });
