@@ -1,6 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { MongoClient, type CommandStartedEvent } from "mongodb";
+import { MongoClient } from "mongodb";
 import type { Config } from "../config/config.js";
 import type { Logger } from "../observability/logger.js";
 import type { IdempotencyStore } from "./idempotency-store.js";
@@ -29,7 +29,7 @@ export interface OpenedStore {
 export async function connectMongoStore(
   uri: string,
   dbName: string,
-  onCommand?: (event: CommandStartedEvent) => void,
+  onCommand?: (event: { commandName: string; command: Record<string, unknown> }) => void,
 ): Promise<{ store: MongoTaskStore; idempotency: MongoIdempotencyStore; pushConfigs: MongoPushConfigStore }> {
   const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: "openwop-a2a-host", monitorCommands: onCommand !== undefined });
   if (onCommand) client.on("commandStarted", onCommand);
