@@ -87,7 +87,7 @@ async function measuredRound(load: BenchChild, target: Target, store: StoreServe
 export async function runCompare(options: CompareOptions, store: StoreServer): Promise<{ rows: CompareRow[]; printed: string }> {
   const servers: BenchChild[] = [];
   const start = async (name: string, script: string, env: Record<string, string> = {}) => {
-    const child = await spawnChild(name, script, env);
+    const child = await spawnChild(name, script, { env });
     servers.push(child);
     return child;
   };

@@ -38,9 +38,6 @@ const name = values.name ?? `${mode}-${values.quick ? "quick-" : ""}${new Date()
 
 const startedAt = Date.now();
 const store = await startStoreServer();
-// Interrupted: the test server has no IPC channel to notice, so stop it here (the other children exit when
-// this process goes away).
-for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => void store.stop().finally(() => process.exit(130)));
 const result: Record<string, unknown> = { benchmark: "openwop-a2a-host side-by-side", date: new Date().toISOString(), machine: machine(), mode, quick: values.quick, store: store.description };
 try {
   if (mode !== "scale") {

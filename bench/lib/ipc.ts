@@ -67,11 +67,18 @@ export interface BenchChild {
   stop(): Promise<void>;
 }
 
+export interface ChildOptions {
+  env?: Record<string, string>;
+  readyTimeoutMs?: number;
+  nodeArgs?: string[];
+}
+
 /** Spawns `node --import tsx <script>` with an IPC channel and waits for its ready message. */
-export async function spawnChild(name: string, script: string, env: Record<string, string> = {}, readyTimeoutMs = 60_000): Promise<BenchChild> {
-  const child = spawn(process.execPath, ["--import", "tsx", "--expose-gc", join(ROOT, script)], {
+export async function spawnChild(name: string, script: string, options: ChildOptions = {}): Promise<BenchChild> {
+  const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", "--expose-gc", join(ROOT, script)], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...options.env },
     stdio: ["ignore", "pipe", "pipe", "ipc"],
   });
   let log = "";
@@ -119,7 +126,7 @@ export async function spawnChild(name: string, script: string, env: Record<strin
 }
 
 /** SIGTERM, then SIGKILL after 5 s. */
-export async function stopProcess(child: ChildProcess, exited: Promise<unknown>): Promise<void> {
+async function stopProcess(child: ChildProcess, exited: Promise<unknown>): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   child.kill("SIGTERM");
   const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
