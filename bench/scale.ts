@@ -25,8 +25,10 @@ type Sent = { taskId: string; state: string };
 const CREATE_CONCURRENCY = 16;
 const REFINE: Record<string, unknown> = { action: "refine", feedback: "once more" };
 /** Refines measured per batch in (c), and batches per kind. */
-const TRANSITION_SAMPLES = 20;
+const TRANSITION_SAMPLES = 10;
 const TRANSITION_BATCHES = 3;
+/** (c) stops growing its long task after this long, and reports the events it reached. */
+const LONG_TASK_BUILD_LIMIT_MS = 180_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const commandTotal = async (server: BenchChild) => Object.values(await server.call<Record<string, number>>("storeCommands")).reduce((a, b) => a + b, 0);
@@ -85,14 +87,15 @@ async function refineBatch(ctx: Ctx, reader: TaskStore, taskIds: string[]): Prom
 async function longTaskFigures(ctx: Ctx, reader: TaskStore, targetEvents: number): Promise<Record<string, unknown>> {
   const [long] = await ctx.load.call<Sent[]>("createTasks", { baseUrl: ctx.baseUrl, skill: "approval-gate", count: 1, concurrency: 1 });
   const built = performance.now();
-  // Grow the log by real transitions (refine loops), in bounded batches, until it holds targetEvents events.
+  // Grow the log by real transitions (refine loops), in batches of 10, until it holds targetEvents events or
+  // the time limit is reached.
   const eventsNow = async () => (await reader.get(long!.taskId))!.version + 1;
   const refines = (n: number) => ctx.load.call("sequence", { baseUrl: ctx.baseUrl, protocol: "jsonrpc", ops: Array.from({ length: n }, (): SendOp => ({ taskId: long!.taskId, data: REFINE })) });
   const initial = await eventsNow();
   await refines(1);
   const perRefine = Math.max(1, (await eventsNow()) - initial);
-  for (let batch = 0, now = await eventsNow(); batch < 1000 && now < targetEvents; batch++, now = await eventsNow()) {
-    await refines(Math.min(50, Math.ceil((targetEvents - now) / perRefine)));
+  for (let now = await eventsNow(); now < targetEvents && performance.now() - built < LONG_TASK_BUILD_LIMIT_MS; now = await eventsNow()) {
+    await refines(Math.min(10, Math.ceil((targetEvents - now) / perRefine)));
   }
   const buildSec = round2((performance.now() - built) / 1000);
   const eventsAtStart = (await reader.get(long!.taskId))!.version + 1;
