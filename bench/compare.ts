@@ -2,7 +2,7 @@
 // closed-loop load generator in interleaved rounds (A B C … A B C …) at each concurrency. Method: README.md.
 import { randomUUID } from "node:crypto";
 import { procCpuMs, spawnChild, type BenchChild, type Usage } from "./lib/ipc.js";
-import type { StoreServer } from "./lib/store-server.js";
+import { dropDatabase, type StoreServer } from "./lib/store-server.js";
 import { latencySummary, mb, round2, table } from "./lib/summary.js";
 import type { RoundResult, RoundSpec } from "./load/load-generator.js";
 import type { Protocol } from "./load/protocols.js";
@@ -86,6 +86,7 @@ async function measuredRound(load: BenchChild, target: Target, store: StoreServe
 
 export async function runCompare(options: CompareOptions, store: StoreServer): Promise<{ rows: CompareRow[]; printed: string }> {
   const servers: BenchChild[] = [];
+  const db = `bench_${randomUUID().slice(0, 8)}`;
   const start = async (name: string, script: string, env: Record<string, string> = {}) => {
     const child = await spawnChild(name, script, { env });
     servers.push(child);
@@ -94,7 +95,7 @@ export async function runCompare(options: CompareOptions, store: StoreServer): P
   try {
     const reference = await start("reference server", "bench/servers/reference-server.ts");
     const memory = await start("our server (memory)", "bench/servers/our-server.ts", { STORE: "memory", PORT: "0" });
-    const mongo = await start("our server (mongodb)", "bench/servers/our-server.ts", { STORE: "mongodb", PORT: "0", MONGODB_URI: store.uri, MONGODB_DB: `bench_${randomUUID().slice(0, 8)}` });
+    const mongo = await start("our server (mongodb)", "bench/servers/our-server.ts", { STORE: "mongodb", PORT: "0", MONGODB_URI: store.uri, MONGODB_DB: db });
     const load = await start("load generator", "bench/load/load-generator.ts");
     const targets: Target[] = [
       { name: "reference (@a2a-js/sdk 1.3.0, in-memory)", server: reference, protocol: "jsonrpc", countsCommands: false },
@@ -150,5 +151,6 @@ export async function runCompare(options: CompareOptions, store: StoreServer): P
     return { rows, printed };
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
+    await dropDatabase(store.uri, db);
   }
 }

@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { connectMongoStore } from "../src/store/open-store.js";
 import type { TaskStore } from "../src/store/task-store.js";
 import { procCpuMs, procRssBytes, spawnChild, wallNow, type BenchChild, type Usage } from "./lib/ipc.js";
-import type { StoreServer } from "./lib/store-server.js";
+import { dropDatabase, type StoreServer } from "./lib/store-server.js";
 import { latencySummary, mb, round2, table } from "./lib/summary.js";
 import type { RoundResult } from "./load/load-generator.js";
 import type { SendOp } from "./load/protocols.js";
@@ -231,5 +231,6 @@ export async function runScale(options: ScaleOptions, store: StoreServer): Promi
     await server.stop();
     await load.stop();
     await reader.store.close();
+    await dropDatabase(store.uri, db);
   }
 }

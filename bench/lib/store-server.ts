@@ -1,5 +1,6 @@
 // MongoDB for the bench: MONGODB_URI when set, else the wire-protocol test server in its own process, so its
 // CPU is not counted as our server's (it is reported on its own, from /proc).
+import { MongoClient } from "mongodb";
 import { spawnChild } from "./ipc.js";
 
 export interface StoreServer {
@@ -21,4 +22,14 @@ export async function startStoreServer(): Promise<StoreServer> {
     pid: child.pid,
     stop: () => child.stop(),
   };
+}
+
+/** The bench's databases are dropped at the end (on a real MongoDB they would otherwise stay). */
+export async function dropDatabase(uri: string, db: string): Promise<void> {
+  const client = new MongoClient(uri);
+  try {
+    await client.db(db).dropDatabase();
+  } finally {
+    await client.close();
+  }
 }
