@@ -26,8 +26,15 @@ export interface OpenedStore {
   stop(): Promise<void>;
 }
 
-export async function connectMongoStore(uri: string, dbName: string, settings?: TaskStoreSettings): Promise<{ store: MongoTaskStore; idempotency: MongoIdempotencyStore; pushConfigs: MongoPushConfigStore }> {
-  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: "openwop-a2a-host" });
+/** `onCommand` (the bench counts store commands per task) turns on the driver's command monitoring. */
+export async function connectMongoStore(
+  uri: string,
+  dbName: string,
+  settings?: TaskStoreSettings,
+  onCommand?: (event: { commandName: string; command: Record<string, unknown> }) => void,
+): Promise<{ store: MongoTaskStore; idempotency: MongoIdempotencyStore; pushConfigs: MongoPushConfigStore }> {
+  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: "openwop-a2a-host", monitorCommands: onCommand !== undefined });
+  if (onCommand) client.on("commandStarted", onCommand);
   await client.connect();
   const store = new MongoTaskStore(client, client.db(dbName), { ...(settings ? { limits: settings.limits } : {}), ...(settings?.killAfterEventsWriteOf ? { killAfterEventsWriteOf: settings.killAfterEventsWriteOf } : {}) });
   const idempotency = new MongoIdempotencyStore(client.db(dbName));
