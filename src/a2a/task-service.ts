@@ -249,7 +249,8 @@ export class TaskService {
 function updatesOf(task: TaskRecord, event: RunEvent): StreamEvent[] {
   const updates: StreamEvent[] = [];
   if (event.a2a?.artifact) {
-    updates.push({ kind: "artifact-update", taskId: task.taskId, contextId: task.contextId, artifact: event.a2a.artifact, append: false, lastChunk: true });
+    const { artifact, append = false, lastChunk = true } = event.a2a;
+    updates.push({ kind: "artifact-update", taskId: task.taskId, contextId: task.contextId, artifact, append, lastChunk });
   }
   if (event.a2a?.status) {
     const update: TaskStatusUpdate = {
