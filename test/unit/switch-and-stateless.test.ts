@@ -6,7 +6,8 @@ import { builtinHandlers } from "../../src/engine/builtin-handlers.js";
 import { conditionHolds, switchTarget } from "../../src/engine/message-route.js";
 import { StatelessSkills } from "../../src/engine/stateless-skill.js";
 import { checkWorkflow, WorkflowLoadError } from "../../src/engine/workflow-catalog.js";
-import { nodeAfter } from "../../src/engine/workflow-engine.js";
+import { incomingMessageOf, nodeAfter } from "../../src/engine/workflow-engine.js";
+import type { TaskContext } from "../../src/machine/task-context.js";
 import type { SwitchNode, WorkflowDefinition } from "../../src/engine/workflow-types.js";
 import { createLogger } from "../../src/observability/logger.js";
 
@@ -44,6 +45,16 @@ describe("switch conditions on the incoming message", () => {
 });
 
 const definition = (over: Partial<WorkflowDefinition> & { nodes: unknown[] }): unknown => ({ id: "t", name: "t", description: "t", ...over });
+
+describe("the message a switch routes on in a task", () => {
+  it("is the caller's newest message (the reply after an interrupt), never an agent message", () => {
+    const first = message({ messageId: "first" });
+    const reply = message({ messageId: "reply" });
+    const agent: Message = { messageId: "agent", role: "agent", parts: [] };
+    expect(incomingMessageOf({ history: [first, agent] } as unknown as TaskContext)?.messageId).toBe("first");
+    expect(incomingMessageOf({ history: [first, agent, reply, agent] } as unknown as TaskContext)?.messageId).toBe("reply");
+  });
+});
 
 describe("workflow definitions with switch, next and stateless", () => {
   it("loads a switch with $end and node targets, and a task's next; nodeAfter follows next", () => {
