@@ -6,6 +6,7 @@ import type { Config } from "./config/config.js";
 import { projectRoot } from "./domain/project-root.js";
 import { A2AInvokeRunner } from "./engine/a2a-invoke-runner.js";
 import { builtinHandlers } from "./engine/builtin-handlers.js";
+import { StatelessSkills } from "./engine/stateless-skill.js";
 import { TaskObserver } from "./engine/task-observer.js";
 import { TaskSupervisor } from "./engine/task-supervisor.js";
 import { loadWorkflowCatalog, type WorkflowCatalog } from "./engine/workflow-catalog.js";
@@ -163,6 +164,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     sizeLimits: store.limits ?? DEFAULT_TASK_SIZE_LIMITS,
     push: push.configs,
     interruptToken: (record, context, principal) => interruptTokensFor(tokens, record, context, principal)?.resolve,
+    stateless: new StatelessSkills({ handlers, logger }),
   });
   // The OpenWOP runs API: the same durable tasks A2A sees, their events and interrupts.
   const runs = new RunService({ supervisor, reads, observer, catalog, idempotency: options.idempotency ?? new MemoryIdempotencyStore(), idempotencyTtlMs: config.idempotencyTtlMs, tokens });

@@ -6,6 +6,7 @@ import type { CallContext } from "../auth/call-context.js";
 import { requireScope, type Principal } from "../auth/principal.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
 import type { TaskObserver } from "../engine/task-observer.js";
+import type { StatelessSkills } from "../engine/stateless-skill.js";
 import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
 import type { PushConfigService } from "../push/push-config-service.js";
 import type { PushDeadLetter } from "../store/push-config-store.js";
@@ -27,6 +28,9 @@ export interface SendParams {
   metadata?: Record<string, unknown>;
 }
 
+/** What `message/send` answers: the Task, or a Message for a stateless skill (A2A "Message or Task"). */
+export type SendResult = Extract<StreamEvent, { kind: "task" | "message" }>;
+
 export interface TaskServiceOptions {
   supervisor: TaskSupervisor;
   /** Committed tasks (reads never go through the supervisor's store). */
@@ -43,6 +47,8 @@ export interface TaskServiceOptions {
   push: PushConfigService;
   /** Issues the signed resolve token shown as `metadata.openwop.interruptToken` (none when it returns undefined). */
   interruptToken?: (record: TaskRecord, context: TaskContext, principal: Principal) => string | undefined;
+  /** Answers messages for stateless skills (`stateless: true`) without creating a task. */
+  stateless?: StatelessSkills;
 }
 
 /**
@@ -56,14 +62,26 @@ export class TaskService {
     return this.options.card;
   }
 
+  /** A2A `message/send`: a Message for a stateless skill, else the Task. */
+  async send(params: SendParams, ctx: CallContext): Promise<SendResult> {
+    const answer = await this.statelessAnswer(params, ctx);
+    return answer ? { kind: "message", message: answer } : { kind: "task", task: await this.sendMessage(params, ctx) };
+  }
+
+  /** Always a task, also for a stateless skill (then a durable run of it, as the OpenWOP runs API starts). */
   async sendMessage(params: SendParams, ctx: CallContext): Promise<Task> {
     const record = await this.accept(params, ctx);
     const settled = params.blocking ? await this.waitUntilFinal(record, ctx) : record;
     return this.view(settled, params.history, ctx);
   }
 
-  /** The Task first, then every status and artifact update in commit order, until a final state. */
+  /** The Task first, then every status and artifact update in commit order, until a final state; a stateless skill's one Message. */
   async *streamMessage(params: SendParams, ctx: CallContext): AsyncGenerator<StreamEvent> {
+    const answer = await this.statelessAnswer(params, ctx);
+    if (answer) {
+      yield { kind: "message", message: answer };
+      return;
+    }
     const record = await this.accept(params, ctx);
     yield* this.observe(record, ctx, params.history);
   }
@@ -159,6 +177,21 @@ export class TaskService {
 
   // ------------------------------------------------------------------------------------------
 
+  /** A new message to a stateless skill: its answer (nothing is stored). Undefined for every other message. */
+  private async statelessAnswer(params: SendParams, ctx: CallContext): Promise<Message | undefined> {
+    const { message } = params;
+    const stateless = this.options.stateless;
+    if (message.taskId || !stateless) return undefined;
+    const workflow = this.options.catalog.get(skillIdOf(message, params.metadata) ?? this.options.catalog.defaultWorkflowId);
+    if (!workflow?.stateless) return undefined;
+    if (message.role !== "user") throw invalidParams(`message.role must be "user" (got "${message.role}")`);
+    requireScope(ctx.principal, "runs:create");
+    if (params.pushNotificationConfig) {
+      throw invalidParams(`skill "${workflow.id}" answers with a Message and creates no task, so there is nothing to notify about; send it without a push notification config`);
+    }
+    return stateless.answer(workflow, message, ctx.signal ?? new AbortController().signal);
+  }
+
   private async accept(params: SendParams, ctx: CallContext): Promise<TaskRecord> {
     const { message } = params;
     if (message.role !== "user") throw invalidParams(`message.role must be "user" (got "${message.role}")`);
@@ -249,7 +282,8 @@ export class TaskService {
 function updatesOf(task: TaskRecord, event: RunEvent): StreamEvent[] {
   const updates: StreamEvent[] = [];
   if (event.a2a?.artifact) {
-    updates.push({ kind: "artifact-update", taskId: task.taskId, contextId: task.contextId, artifact: event.a2a.artifact, append: false, lastChunk: true });
+    const { artifact, append = false, lastChunk = true } = event.a2a;
+    updates.push({ kind: "artifact-update", taskId: task.taskId, contextId: task.contextId, artifact, append, lastChunk });
   }
   if (event.a2a?.status) {
     const update: TaskStatusUpdate = {

@@ -320,7 +320,7 @@ export class PushDeliveryWorker {
       try {
         secrets = this.options.secrets.open(config.sealed, secretsAad(config.tenant, config.taskId, config.configId));
       } catch (err) {
-        this.breakers.release(origin);
+        this.breakers.release(origin, gate.probe);
         this.options.logger.error({ err, taskId: config.taskId, configId: config.configId }, "push: the config's secrets cannot be decrypted (check PUSH_ENCRYPTION_KEY)");
         return { kind: "sent", result: { ok: false, retryable: true, error: "push secrets cannot be decrypted with the configured keys", durationMs: 0 } };
       }
@@ -341,8 +341,8 @@ export class PushDeliveryWorker {
 
     const result = await this.options.client.post({ url: config.url, body, headers, timeoutMs: this.options.timeoutMs });
     if (result.ok || (result.status !== undefined && !result.retryable)) this.breakers.success(origin);
-    else if (result.retryable) this.breakers.failure(origin);
-    else this.breakers.release(origin);
+    else if (result.retryable) this.breakers.failure(origin, gate.probe);
+    else this.breakers.release(origin, gate.probe);
     this.options.logger.debug({ taskId: config.taskId, configId: config.configId, eventId: event.eventId, status: result.status, ok: result.ok, durationMs: result.durationMs }, "push: attempt");
     return { kind: "sent", result };
   }

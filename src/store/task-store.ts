@@ -13,7 +13,8 @@ export interface RunEvent {
   /** Gap-free per task, from 0; equal to the event's index in the log. */
   sequence: number;
   /** The A2A update this event produces, if any: a status change or an artifact. */
-  a2a?: { status?: TaskStatus; artifact?: Artifact; metadata?: Record<string, unknown> };
+  /** `append`/`lastChunk` only on a streamed chunk (absent: a whole artifact). */
+  a2a?: { status?: TaskStatus; artifact?: Artifact; append?: boolean; lastChunk?: boolean; metadata?: Record<string, unknown> };
 }
 
 /** The durable task: the machine snapshot and its projections, committed together with its events. */

@@ -155,6 +155,10 @@ describe("the real workflow definitions", () => {
       "conformance-delay",
       "conformance-noop",
       "echo",
+      "files-and-data",
+      "quick-answer",
+      "router",
+      "streaming-artifact",
     ]);
   });
 });

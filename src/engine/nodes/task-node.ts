@@ -4,6 +4,7 @@ import type { TaskContext } from "../../machine/task-context.js";
 import { ShutdownSignal } from "../in-flight-work.js";
 import { feedbackFor, idempotencyKeyOf, nodeAfter, runInputOf } from "../workflow-engine.js";
 import { HandlerError, type HandlerResult, type TaskHandler, type TaskNode, type WorkflowDefinition } from "../workflow-types.js";
+import { chunkEmitter } from "./artifact-chunks.js";
 import { failureMessage, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "./node-executor.js";
 
 /**
@@ -44,6 +45,7 @@ async function runHandler(
       outputs: context.outputs,
       feedback: feedbackFor(context, workflow, node.id),
       signal,
+      emitArtifactChunk: chunkEmitter(runtime, taskId, node.id),
     });
   });
   if (ran.signal.aborted) {
