@@ -48,6 +48,7 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
       return timed("list", undefined, () => store.list(query));
     },
     listActive: () => timed("listActive", undefined, () => store.listActive()),
+    runnableTaskIds: () => timed("runnableTaskIds", undefined, () => store.runnableTaskIds()),
     dueTimers: (now, limit) => timed("dueTimers", undefined, () => store.dueTimers(now, limit)),
     close: () => store.close(),
   };

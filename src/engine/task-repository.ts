@@ -202,8 +202,8 @@ export class TaskRepository implements TaskReadPort {
   }
 
   /** Every task that is not terminal (start-up recovery). */
-  listActive(): Promise<TaskRecord[]> {
-    return this.options.store.listActive();
+  runnableTaskIds(): Promise<string[]> {
+    return this.options.store.runnableTaskIds();
   }
 
   /** Task ids whose durable timer is due at `now`. */

@@ -76,11 +76,9 @@ export class TaskSupervisor {
   /** Resumes every non-terminal task from the store and starts the durable timer scheduler. */
   async start(): Promise<{ resumed: number }> {
     let resumed = 0;
-    for (const record of await this.repository.listActive()) {
-      if (record.status === "pending" || record.status === "running" || record.status === "cancelling") {
-        this.driver.kick(record.taskId);
-        resumed++;
-      }
+    for (const taskId of await this.repository.runnableTaskIds()) {
+      this.driver.kick(taskId);
+      resumed++;
     }
     this.timers.start();
     return { resumed };

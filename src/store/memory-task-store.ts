@@ -1,4 +1,4 @@
-import { isTerminalRunStatus } from "../domain/run-status.js";
+import { isTerminalRunStatus, RUNNABLE_RUN_STATUSES } from "../domain/run-status.js";
 import { assertWriteSize, DEFAULT_TASK_SIZE_LIMITS, type TaskSizeLimits } from "./task-size-limits.js";
 import {
   DuplicateIdempotencyKeyError,
@@ -100,6 +100,10 @@ export class MemoryTaskStore implements TaskStore {
     return [...this.tasks.values()]
       .filter((e) => !isTerminalRunStatus(e.record.status))
       .map((e) => structuredClone(e.record));
+  }
+
+  async runnableTaskIds(): Promise<string[]> {
+    return [...this.tasks.values()].filter((e) => RUNNABLE_RUN_STATUSES.has(e.record.status)).map((e) => e.record.taskId);
   }
 
   async dueTimers(now: Date, limit: number): Promise<string[]> {

@@ -116,8 +116,10 @@ export interface TaskStore {
   findByIdempotencyKey(idempotencyKey: string): Promise<TaskRecord | null>;
   /** One page of a tenant's live tasks (ListTasks). */
   list(query: TaskListQuery): Promise<TaskListPage>;
-  /** Every task that is not terminal (start-up recovery). */
+  /** Every task that is not terminal. */
   listActive(): Promise<TaskRecord[]>;
+  /** Ids of the tasks a restart resumes (RUNNABLE_RUN_STATUSES): ids only, so waiting tasks cost nothing at start. */
+  runnableTaskIds(): Promise<string[]>;
   /** Task ids whose durable timer is due at `now`. */
   dueTimers(now: Date, limit: number): Promise<string[]>;
   close(): Promise<void>;

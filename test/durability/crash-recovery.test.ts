@@ -45,6 +45,7 @@ class CrashAfter implements TaskStore {
   async findByIdempotencyKey(key: string) { this.check(); return this.inner.findByIdempotencyKey(key); }
   async list(query: Parameters<TaskStore["list"]>[0]) { this.check(); return this.inner.list(query); }
   async listActive() { this.check(); return this.inner.listActive(); }
+  async runnableTaskIds() { this.check(); return this.inner.runnableTaskIds(); }
   async dueTimers(now: Date, limit: number) { this.check(); return this.inner.dueTimers(now, limit); }
   async close() {}
 }

@@ -77,6 +77,7 @@ class CountingStore implements TaskStore {
   findByIdempotencyKey = (key: string) => this.inner.findByIdempotencyKey(key);
   list: TaskStore["list"] = (query) => this.inner.list(query);
   listActive = () => this.inner.listActive();
+  runnableTaskIds = () => this.inner.runnableTaskIds();
   dueTimers = (now: Date, limit: number) => this.inner.dueTimers(now, limit);
   close = () => this.inner.close();
 }
