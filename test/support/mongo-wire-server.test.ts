@@ -550,9 +550,9 @@ describe("wire-protocol test server", () => {
     it("reports MongoDB 7.0 on a standalone server", async () => {
       const admin = client.db("admin");
       const hello = await admin.command({ hello: 1 });
-      expect(hello).toMatchObject({ isWritablePrimary: true, minWireVersion: 0, maxWireVersion: 21, maxWriteBatchSize: 100000, maxMessageSizeBytes: 48000000, logicalSessionTimeoutMinutes: 30, ok: 1 });
+      expect(hello).toMatchObject({ isWritablePrimary: true, minWireVersion: 0, maxWireVersion: 25, maxWriteBatchSize: 100000, maxMessageSizeBytes: 48000000, logicalSessionTimeoutMinutes: 30, ok: 1 });
       expect(hello.setName).toBeUndefined();
-      expect((await admin.command({ buildInfo: 1 })).version).toBe("7.0.0");
+      expect((await admin.command({ buildInfo: 1 })).version).toBe("8.0.0");
       expect(await admin.command({ getParameter: 1, featureCompatibilityVersion: 1 })).toMatchObject({ featureCompatibilityVersion: { version: "7.0" } });
       for (const command of [{ endSessions: [] }, { killAllSessions: [] }, { hostInfo: 1 }, { serverStatus: 1 }]) {
         expect(await admin.command(command)).toMatchObject({ ok: 1 });
