@@ -9,7 +9,6 @@ import {
   EVENT_INDEXES,
   TASK_INDEXES,
   headUpdate,
-  isIdempotencyKeyViolation,
   toDate,
   toEvent,
   toEventDocument,
