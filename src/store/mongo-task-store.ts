@@ -53,8 +53,10 @@ const HEAD_ONLY = { _id: 1, version: 1, expireAt: 1 } as const;
  * inserted first (unique (taskId, sequence)), then the head moves with its version check. Readers trust
  * only events up to the head's version, so events of a writer that died (or lost) between the two writes
  * are invisible; the next writer of those sequences finds them by their key, checks the head, and
- * overwrites them. Writes from concurrent callers go out together (group commit): one unordered insert
- * of all their events, one unordered bulk of all their heads, each head with its own version filter.
+ * overwrites them. Writes from concurrent callers go out together (group commit), each head with its own
+ * version filter: on MongoDB >= 8.0 in ONE ordered client bulkWrite command across both collections
+ * (OneCommandBatch), on older servers as one unordered insert of all their events, then one unordered bulk
+ * of all their heads (this class's two-command path, also the fallback for a stopped bulkWrite).
  *
  * Overwriting an orphan assumes one writer per task: within this process the group commit never writes
  * one task twice at once; across instances the design's fenced lease must hold (one instance today).

@@ -69,7 +69,7 @@ function buildInfo(): Doc {
 
 function parameters(context: CommandContext): Doc {
   return {
-    featureCompatibilityVersion: { version: "7.0" },
+    featureCompatibilityVersion: { version: "8.0" },
     ttlMonitorEnabled: context.server.ttl.enabled,
     ttlMonitorSleepSecs: new BSON.Int32(Math.max(1, Math.round(context.server.ttl.interval / 1000))),
     maxBSONDepth: new BSON.Int32(200),
