@@ -241,10 +241,17 @@ describe("MongoDB commands per write on MongoDB >= 8.0: one client bulkWrite (dr
   });
 
   it("a lone create or transition is one command: its events, then its head, in one ordered bulkWrite", async () => {
-    const { store, commands, done } = await monitoredStoreOf();
+    const { store, commands, db, done } = await monitoredStoreOf();
+    // Crash safety needs the events before the head, in an ordered command.
+    const shapes: string[] = [];
+    db.client.on("commandStarted", (e) => {
+      const ops = e.command["ops"] as Document[] | { documents: Document[] } | undefined;
+      if (e.commandName === "bulkWrite" && ops) shapes.push(`ordered=${String(e.command["ordered"])}: ${(Array.isArray(ops) ? ops : ops.documents).map((op) => Object.keys(op)[0]).join(",")}`);
+    });
     const id = randomUUID();
     await store.create(record(id), events(id, 0, 1));
     expect(commands).toEqual(["bulkWrite:task_events,tasks"]);
+    expect(shapes).toEqual(["ordered=true: insert,insert"]);
     commands.length = 0;
     for (let v = 0; v < 10; v++) await store.commit(id, v, changes("running"), events(id, v + 1, 1));
     console.log(`MongoDB commands at concurrency 1 (one-command path): create=1, per transition=${commands.length / 10}`);
@@ -253,6 +260,8 @@ describe("MongoDB commands per write on MongoDB >= 8.0: one client bulkWrite (dr
     commands.length = 0;
     await store.commit(id, 10, changes("completed", { expireAt: new Date(Date.now() + 3_600_000).toISOString() }), events(id, 11, 1));
     expect(commands).toEqual(["bulkWrite:task_events,tasks"]);
+    expect(shapes.at(-1)).toBe("ordered=true: insert,update,update");
+    expect(await db.collection("task_events").countDocuments({ taskId: id, expireAt: { $type: "date" } })).toBe(12);
     expect(await store.readEvents(id, 0)).toHaveLength(12);
     await done();
   });
