@@ -1,4 +1,4 @@
-import type { AnyBulkWriteOperation, IndexDescription, ObjectId } from "mongodb";
+import type { AnyBulkWriteOperation, Filter, IndexDescription, ObjectId, UpdateFilter } from "mongodb";
 import type { RunEvent, TaskRecord, TaskRecordChanges } from "./task-store.js";
 
 /**
@@ -68,20 +68,23 @@ export function toEvent(doc: EventDocument): RunEvent {
 }
 
 export function headUpdate(taskId: string, expectedVersion: number, changes: TaskRecordChanges, version: number, commitId: string): AnyBulkWriteOperation<TaskDocument> {
+  return { updateOne: headMove(taskId, expectedVersion, changes, version, commitId) };
+}
+
+/** The head's move: matched only while the head is still at the version the commit was computed from. */
+export function headMove(taskId: string, expectedVersion: number, changes: TaskRecordChanges, version: number, commitId: string): { filter: Filter<TaskDocument>; update: UpdateFilter<TaskDocument> } {
   return {
-    updateOne: {
-      filter: { _id: taskId, version: expectedVersion },
-      update: {
-        $set: {
-          status: changes.status,
-          a2a: changes.a2a,
-          snapshot: changes.snapshot,
-          updatedAt: changes.updatedAt,
-          expireAt: toDate(changes.expireAt),
-          timerDueAt: toDate(changes.timerDueAt),
-          version,
-          commitId,
-        },
+    filter: { _id: taskId, version: expectedVersion },
+    update: {
+      $set: {
+        status: changes.status,
+        a2a: changes.a2a,
+        snapshot: changes.snapshot,
+        updatedAt: changes.updatedAt,
+        expireAt: toDate(changes.expireAt),
+        timerDueAt: toDate(changes.timerDueAt),
+        version,
+        commitId,
       },
     },
   };

@@ -1,14 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db, type Filter, type MongoClient, type WriteError } from "mongodb";
 import { RUNNABLE_RUN_STATUSES, TERMINAL_RUN_STATUSES } from "../domain/run-status.js";
-import { GroupCommit, type PendingWrite } from "./group-commit.js";
+import { GroupCommit } from "./group-commit.js";
+import { headError, OneCommandBatch, type StoreWrite as Write } from "./mongo-one-command.js";
 import { migrateTaskLayout } from "./mongo-layout-migration.js";
 import {
   DUPLICATE_KEY,
   EVENT_INDEXES,
   TASK_INDEXES,
   headUpdate,
-  isIdempotencyKeyViolation,
   toDate,
   toEvent,
   toEventDocument,
@@ -30,22 +30,20 @@ import {
   type TaskStore,
 } from "./task-store.js";
 
-/** A create or commit waiting for its group commit. */
-interface Write extends PendingWrite {
-  taskId: string;
-  events: RunEvent[];
-  create?: TaskRecord;
-  commit?: { expectedVersion: number; changes: TaskRecordChanges; commitId: string };
-  /** The head's expiry after this write: set once the task has ended. */
-  expireAt: string | null | undefined;
-}
-
 export interface MongoTaskStoreOptions {
   now?: () => Date;
   limits?: TaskSizeLimits;
   /** Test-only fault seam (StoreSettings.killAfterEventsWriteOf). */
   killAfterEventsWriteOf?: string;
+  /**
+   * One command per write (MongoDB 8.0's client bulkWrite) when the server offers it; `false` forces the
+   * two-command path of older servers (tests of that path).
+   */
+  oneCommandWrites?: boolean;
 }
+
+/** Wire version of MongoDB 8.0, the first with the client-level bulkWrite command. */
+const CLIENT_BULK_WRITE_WIRE_VERSION = 25;
 
 const HEAD_ONLY = { _id: 1, version: 1, expireAt: 1 } as const;
 
@@ -55,8 +53,10 @@ const HEAD_ONLY = { _id: 1, version: 1, expireAt: 1 } as const;
  * inserted first (unique (taskId, sequence)), then the head moves with its version check. Readers trust
  * only events up to the head's version, so events of a writer that died (or lost) between the two writes
  * are invisible; the next writer of those sequences finds them by their key, checks the head, and
- * overwrites them. Writes from concurrent callers go out together (group commit): one unordered insert
- * of all their events, one unordered bulk of all their heads, each head with its own version filter.
+ * overwrites them. Writes from concurrent callers go out together (group commit), each head with its own
+ * version filter: on MongoDB >= 8.0 in ONE ordered client bulkWrite command across both collections
+ * (OneCommandBatch), on older servers as one unordered insert of all their events, then one unordered bulk
+ * of all their heads (this class's two-command path, also the fallback for a stopped bulkWrite).
  *
  * Overwriting an orphan assumes one writer per task: within this process the group commit never writes
  * one task twice at once; across instances the design's fenced lease must hold (one instance today).
@@ -69,7 +69,9 @@ export class MongoTaskStore implements TaskStore {
   private readonly now: () => Date;
   /** Marks the events this instance wrote (diagnostics of orphans). */
   private readonly writer = randomUUID();
-  private readonly group = new GroupCommit<Write>((batch) => this.writeBatch(batch));
+  private readonly group = new GroupCommit<Write>((batch) => (this.oneCommand ? this.oneCommand.write(batch) : this.writeBatch(batch)));
+  /** Set by init() when the server runs the client-level bulkWrite command (MongoDB >= 8.0). */
+  private oneCommand: OneCommandBatch | undefined;
 
   constructor(
     private readonly client: MongoClient,
@@ -90,6 +92,20 @@ export class MongoTaskStore implements TaskStore {
   async init(): Promise<void> {
     await Promise.all([this.tasks.createIndexes(TASK_INDEXES), this.events.createIndexes(EVENT_INDEXES)]);
     await migrateTaskLayout(this.db, this.writer);
+    if (this.options.oneCommandWrites === false) return;
+    const hello = await this.db.admin().command({ hello: 1 });
+    if (Number(hello["maxWireVersion"]) < CLIENT_BULK_WRITE_WIRE_VERSION) return;
+    this.oneCommand = new OneCommandBatch(this.client, this.db, this.writer, {
+      writeBatch: (writes) => this.writeBatch(writes),
+      writeHeads: (writes) => this.writeHeads(writes),
+      resolveConflict: (write) => this.resolveConflict(write),
+      afterHeads: (writes, errors) => this.afterHeads(writes, errors),
+    }, (batch) => this.killAsked(batch));
+  }
+
+  /** How a write reaches MongoDB, for the start-up line. */
+  get writePath(): string {
+    return this.oneCommand ? "one bulkWrite command per commit (MongoDB >= 8.0)" : "two commands per commit (events, then head)";
   }
 
   async create(record: TaskRecord, events: RunEvent[]): Promise<void> {
@@ -212,8 +228,12 @@ export class MongoTaskStore implements TaskStore {
     const clean = batch.filter((w) => !conflicted.has(w) && !failed.has(w));
     await Promise.all([
       this.writeHeads(clean),
-      ...[...conflicted].filter((w) => !failed.has(w)).map((w) => this.replaceOrphans(w).then(() => this.writeHeads([w]), (err: unknown) => w.reject(err))),
+      ...[...conflicted].filter((w) => !failed.has(w)).map((w) => this.resolveConflict(w)),
     ]);
+  }
+
+  private resolveConflict(write: Write): Promise<void> {
+    return this.replaceOrphans(write).then(() => this.writeHeads([write]), (err: unknown) => write.reject(err));
   }
 
   /**
@@ -253,7 +273,7 @@ export class MongoTaskStore implements TaskStore {
       matched = err.result.matchedCount;
       for (const error of writeErrorsOf(err)) {
         const write = writes[error.index] as Write;
-        errors.set(write, headWriteError(write, error, err));
+        errors.set(write, headError(write, { code: error.code, ...(error.err as object) }, err));
       }
     }
     const commits = writes.filter((w) => w.commit && !errors.has(w));
@@ -284,8 +304,12 @@ export class MongoTaskStore implements TaskStore {
   }
 
   private killIfAsked(batch: Write[]): void {
+    if (this.killAsked(batch)) process.kill(process.pid, "SIGKILL");
+  }
+
+  private killAsked(batch: Write[]): boolean {
     const type = this.options.killAfterEventsWriteOf;
-    if (type && batch.some((w) => w.events.some((e) => e.type === type))) process.kill(process.pid, "SIGKILL");
+    return type !== undefined && batch.some((w) => w.events.some((e) => e.type === type));
   }
 
   /** The TTL monitor runs about once a minute; a task past its expiry already reads as not found. */
@@ -296,13 +320,4 @@ export class MongoTaskStore implements TaskStore {
 
 function writeErrorsOf(err: MongoBulkWriteError): WriteError[] {
   return [err.writeErrors].flat();
-}
-
-function headWriteError(write: Write, error: WriteError, cause: unknown): Error {
-  if (write.create && error.code === DUPLICATE_KEY) {
-    const key = write.create.idempotencyKey;
-    const raw = error.err as { keyPattern?: Record<string, unknown>; errmsg?: string };
-    return key && isIdempotencyKeyViolation(raw) ? new DuplicateIdempotencyKeyError(key) : new DuplicateTaskError(write.taskId);
-  }
-  return cause instanceof Error ? cause : new Error(String(cause));
 }

@@ -14,7 +14,8 @@ export interface TaskStoreSettings {
   limits: TaskSizeLimits;
   /**
    * Test-only fault seam (`OPENWOP_TEST_KILL_AFTER_EVENTS_WRITE=<event type>`): the MongoDB store SIGKILLs its
-   * own process right after writing a batch of events that contains this type, before the task head moves.
+   * own process right after writing a batch of events that contains this type, before the task head moves
+   * (on the one-command path: after a bulkWrite of only the batch's events, what a command cut short leaves).
    * The durability test uses it to crash between the two writes; refused in production.
    */
   killAfterEventsWriteOf?: string;

@@ -11,9 +11,12 @@ interface StoredEvent {
 }
 
 /**
- * The MongoDB store writes a commit in two steps (events into task_events, then the task head with its
- * version check). Here the real server process is SIGKILLed exactly between the two (the store's test-only
- * fault seam kills its own process after the events insert of the reply's commit). After a restart nothing
+ * The MongoDB store writes a commit's events into task_events before the task head moves with its version
+ * check: two commands on servers before 8.0, one ordered client bulkWrite on 8.0 — which is still not atomic
+ * (mongod can stop part-way, the driver splits a batch over 48 MB into several commands). Here the real
+ * server process is SIGKILLed exactly between the two (the store's test-only fault seam writes only the
+ * events of the reply's commit — a bulkWrite of just its events on the one-command path — then kills its
+ * own process). After a restart nothing
  * is lost, duplicated or half-visible: the task still waits at its gate, the orphan events are invisible to
  * every reader, the next commit replaces them, and the log is gap-free with each transition once.
  */

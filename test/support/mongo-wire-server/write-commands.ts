@@ -59,7 +59,7 @@ function prepareInsert(doc: Doc): Doc {
   return Object.hasOwn(copy, "_id") ? withIdFirst(copy) : { _id: new BSON.ObjectId(), ...copy };
 }
 
-function insert(command: Doc, context: CommandContext): Doc {
+export function insert(command: Doc, context: CommandContext): Doc {
   const name = collectionArgument(command, "insert", context);
   const documents = statements(command, "insert", "documents").map((doc, i) => {
     if (!isDocument(doc)) fail(ErrorCode.TypeMismatch, `BSON field 'insert.documents.${i}' is the wrong type '${bsonTypeName(doc)}', expected type 'object'`);
@@ -75,7 +75,7 @@ function insert(command: Doc, context: CommandContext): Doc {
   return withWriteErrors({ n }, writeErrors);
 }
 
-function update(command: Doc, context: CommandContext): Doc {
+export function update(command: Doc, context: CommandContext): Doc {
   const name = collectionArgument(command, "update", context);
   const updates = statements(command, "update", "updates");
   const ordered = optionalBoolean(command, "update", "ordered", true);
@@ -125,7 +125,7 @@ function update(command: Doc, context: CommandContext): Doc {
   return withWriteErrors(reply, writeErrors);
 }
 
-function deleteCommand(command: Doc, context: CommandContext): Doc {
+export function deleteCommand(command: Doc, context: CommandContext): Doc {
   const name = collectionArgument(command, "delete", context);
   const deletes = statements(command, "delete", "deletes");
   const ordered = optionalBoolean(command, "delete", "ordered", true);
