@@ -79,6 +79,7 @@ export async function createPushNotifications(options: PushNotificationsOptions)
     ...(options.resolve ? { resolve: options.resolve } : {}),
     maxConfigsPerTask: settings.maxConfigsPerTask,
     onRegistered: (taskId) => void worker.wakeTask(taskId),
+    onStored: (taskId) => worker.watchTask(taskId),
   });
   const loopback = settings.egress.allowHttpLoopback ? ", TEST-ONLY http/loopback targets allowed" : "";
   return {
