@@ -148,6 +148,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     catalog,
     card,
     blockingTimeoutMs: config.blockingTimeoutMs,
+    maxInputDepth: config.maxInputDepth,
     push: push.configs,
     interruptToken: (record, context, principal) => interruptTokensFor(tokens, record, context, principal)?.resolve,
   });

@@ -120,25 +120,17 @@ async function readMessage<D extends DescMessage>(req: RestRequest, schema: D, r
   const raw = await req.body();
   if (raw.length === 0 && !required) return create(schema);
   if (!required) checkJsonContentType(req);
-  return fromProtoJson(schema, parseJson(raw));
+  return fromProtoJson(schema, req.parseJson(raw) as JsonValue);
 }
 
 async function readCreatePushConfig(req: RestRequest, taskId: string) {
   checkJsonContentType(req);
-  let json = parseJson(await req.body());
+  let json = req.parseJson(await req.body()) as JsonValue;
   if (json !== null && typeof json === "object" && !Array.isArray(json) && "pushNotificationConfig" in json && !("config" in json)) json = { config: json };
   const request = fromProtoJson(CreateTaskPushNotificationConfigRequestSchema, json);
   if (request.parent) checkNameMatches(request.parent, taskId);
   request.parent = formatTaskName(taskId);
   return request;
-}
-
-function parseJson(raw: Buffer): JsonValue {
-  try {
-    return JSON.parse(raw.toString("utf8")) as JsonValue;
-  } catch {
-    throw new DomainError("parse-error", "Invalid JSON payload: the body is not valid JSON");
-  }
 }
 
 function fromProtoJson<D extends DescMessage>(schema: D, json: JsonValue): MessageShape<D> {
@@ -157,7 +149,7 @@ function checkNameMatches(name: string, id: string): string {
 
 function checkJsonContentType(req: RestRequest): void {
   if (req.mediaType !== "application/json") {
-    throw new DomainError("content-type-not-supported", `Content-Type must be application/json (got "${req.contentType}")`);
+    throw new DomainError("unsupported-media-type", `Content-Type must be application/json (got "${req.contentType}")`);
   }
 }
 

@@ -2,6 +2,7 @@ import { create, fromJson, toJson, type DescEnum, type JsonObject, type JsonValu
 import { timestampDate, timestampFromDate, ValueSchema, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { Principal } from "../../auth/principal.js";
 import type { Artifact, Message, Part, PushNotificationConfig, StreamEvent, Task, TaskPushNotificationConfig, TaskStatus } from "../../domain/a2a-types.js";
+import { wireSafeObject } from "../../domain/json-input.js";
 import { DomainError, invalidParams, taskNotFound } from "../../domain/errors.js";
 import type { A2ATaskStateValue } from "../../domain/run-status.js";
 import * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
@@ -180,9 +181,9 @@ function isoOfTimestamp(ts: Timestamp, path: string): string {
 
 // ------------------------------------------------------------------------------------------ encoding
 
-/** Domain metadata is plain JSON in practice; the round trip drops `undefined` members Struct cannot carry. */
+/** Domain metadata is plain JSON in practice; a value too deep for the wire (stored before MAX_INPUT_DEPTH) is replaced by a marker. */
 function toStruct(value: Record<string, unknown> | undefined): JsonObject | undefined {
-  return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as JsonObject);
+  return value === undefined ? undefined : (wireSafeObject(value) as JsonObject);
 }
 
 function timestampOf(iso: string): Timestamp | undefined {
@@ -283,8 +284,17 @@ export function encodeStreamEvent(event: StreamEvent): pb.StreamResponse {
   }
 }
 
-export function encodeTaskPage(page: TaskPage): pb.ListTasksResponse {
-  return create(pb.ListTasksResponseSchema, { tasks: page.tasks.map(encodeTask), nextPageToken: page.nextPageToken, pageSize: page.pageSize, totalSize: page.totalSize });
+/** A page of tasks; a task that cannot be encoded is left out and handed to `unencodable`, never failing the page. */
+export function encodeTaskPage(page: TaskPage, unencodable: (task: Task, err: unknown) => void): pb.ListTasksResponse {
+  const tasks = page.tasks.flatMap((task) => {
+    try {
+      return [encodeTask(task)];
+    } catch (err) {
+      unencodable(task, err);
+      return [];
+    }
+  });
+  return create(pb.ListTasksResponseSchema, { tasks, nextPageToken: page.nextPageToken, pageSize: page.pageSize, totalSize: page.totalSize });
 }
 
 /** The flat v1.0 config; only the first v0.3 scheme survives (wire facts §5.7 translation rules). */

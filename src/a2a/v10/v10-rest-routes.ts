@@ -87,12 +87,7 @@ async function readMessage<D extends DescMessage>(req: RestRequest, schema: D, r
   let json: JsonObject = {};
   if (raw.length > 0 || required) {
     checkJsonContentType(req);
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(raw.toString("utf8"));
-    } catch {
-      throw new DomainError("parse-error", "Invalid JSON payload: the body is not valid JSON");
-    }
+    const parsed = req.parseJson(raw);
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw invalidParams(`the body must be a JSON object (${schema.typeName} in ProtoJSON)`);
     json = parsed as JsonObject;
   }
@@ -133,6 +128,6 @@ function boolOf(name: string, value: string): JsonValue {
 
 function checkJsonContentType(req: RestRequest): void {
   if (!JSON_MEDIA_TYPES.includes(req.mediaType)) {
-    throw new DomainError("content-type-not-supported", `Content-Type must be application/a2a+json or application/json (got "${req.contentType}")`);
+    throw new DomainError("unsupported-media-type", `Content-Type must be application/a2a+json or application/json (got "${req.contentType}")`);
   }
 }
