@@ -4,6 +4,8 @@ import {
   AgentCardSchema,
   CancelTaskRequestSchema,
   CreateTaskPushNotificationConfigRequestSchema,
+  GetTaskRequestSchema,
+  ListTaskPushNotificationConfigRequestSchema,
   ListTaskPushNotificationConfigResponseSchema,
   SendMessageRequestSchema,
   SendMessageResponseSchema,
@@ -12,12 +14,11 @@ import {
   TaskSchema,
   TaskSubscriptionRequestSchema,
 } from "../../gen/a2a/v1/a2a_pb.js";
-import type { HistoryLimit } from "../task-view.js";
+import { messageFromQuery } from "../query-message.js";
 import { restRoute, restStreamRoute, type RestRequest, type RestRoute } from "../version-module.js";
-import { v03History } from "./v03-json-codec.js";
 import type { V03Operations } from "./v03-operations.js";
 import { encodeAgentCard } from "./v03-card-codec.js";
-import { decodeSendRequest, encodeSendResponse, encodeStreamEvent, encodeTask, formatTaskName } from "./v03-proto-codec.js";
+import { decodeGetTaskRequest, decodeSendRequest, encodeSendResponse, encodeStreamEvent, encodeTask, formatTaskName } from "./v03-proto-codec.js";
 import { decodeCreatePushConfigRequest, encodeListPushConfigs, encodeTaskPushConfig } from "./v03-proto-push-codec.js";
 
 /**
@@ -75,7 +76,8 @@ export function v03RestRoutes(ops: V03Operations): RestRoute[] {
       methods: "GET",
       path: "/v1/tasks/{id}/pushNotificationConfigs",
       name: "pushNotificationConfigs:list",
-      decode: id,
+      // Every config fits one page: pageSize and pageToken are read (and checked), not needed.
+      decode: (req) => (messageFromQuery(ListTaskPushNotificationConfigRequestSchema, req.query, { parent: formatTaskName(id(req)) }), id(req)),
       operation: ops.listPushConfigs,
       encode: (configs) => toJson(ListTaskPushNotificationConfigResponseSchema, encodeListPushConfigs(configs)),
     }),
@@ -99,7 +101,7 @@ export function v03RestRoutes(ops: V03Operations): RestRoute[] {
       methods: "GET",
       path: "/v1/tasks/{id}",
       name: "tasks:get",
-      decode: (req) => ({ id: id(req), history: historyQuery(req) }),
+      decode: (req) => decodeGetTaskRequest(messageFromQuery(GetTaskRequestSchema, req.query, { name: formatTaskName(id(req)) })),
       operation: ops.getTask,
       encode: (task) => toJson(TaskSchema, encodeTask(task)),
     }),
@@ -135,7 +137,7 @@ async function readCreatePushConfig(req: RestRequest, taskId: string) {
 
 function fromProtoJson<D extends DescMessage>(schema: D, json: JsonValue): MessageShape<D> {
   try {
-    return fromJson(schema, json, { ignoreUnknownFields: false });
+    return fromJson(schema, json, { ignoreUnknownFields: true });
   } catch (err) {
     throw invalidParams(`the body is not a valid ${schema.typeName} in ProtoJSON: ${err instanceof Error ? err.message : String(err)}`);
   }
@@ -153,10 +155,3 @@ function checkJsonContentType(req: RestRequest): void {
   }
 }
 
-/** `?historyLength=n`: absent or 0 = the whole history (v0.3). */
-function historyQuery(req: RestRequest): HistoryLimit {
-  const raw = req.query.get("historyLength");
-  if (raw === null || raw === "") return undefined;
-  if (!/^\d{1,9}$/.test(raw)) throw invalidParams(`historyLength must be a non-negative integer (got ${JSON.stringify(raw)})`, { path: "historyLength" });
-  return v03History(Number(raw));
-}

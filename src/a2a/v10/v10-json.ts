@@ -4,7 +4,8 @@ import { invalidParams } from "../../domain/errors.js";
 
 /**
  * ProtoJSON for the A2A 1.0 JSON bindings (JSON-RPC params/results, HTTP+JSON bodies, SSE events).
- * Reading is strict: unknown fields, unknown enum names and wrong types are refused with invalid-params.
+ * Reading ignores unknown fields and unknown enum names (A2A 1.0 §5.7; an unknown enum reads as unset, which
+ * the operations then refuse where a value is required); wrong types are refused with invalid-params.
  * Writing follows proto3 JSON, except that repeated and map fields are always present (`[]` / `{}`), so
  * loosely typed clients can iterate `task.artifacts` or `card.skills` without a presence check.
  */
@@ -12,7 +13,7 @@ import { invalidParams } from "../../domain/errors.js";
 export function readV10<D extends DescMessage>(schema: D, json: unknown, what: string): MessageShape<D> {
   if (typeof json !== "object" || json === null || Array.isArray(json)) throw invalidParams(`${what} must be a JSON object (${schema.typeName} in ProtoJSON)`);
   try {
-    return fromJson(schema, json as JsonValue, { ignoreUnknownFields: false });
+    return fromJson(schema, json as JsonValue, { ignoreUnknownFields: true });
   } catch (err) {
     const detail = err instanceof Error ? err.message : String(err);
     throw invalidParams(`${what} is not a valid ${schema.typeName} in ProtoJSON: ${detail}`, { type: schema.typeName });

@@ -11,6 +11,13 @@ import type { HttpRequest, HttpResponse } from "../http-io.js";
 /** Connect, gRPC and gRPC-Web paths of the registered services: `/a2a.v1.A2AService/*` (0.3), `/lf.a2a.v1.A2AService/*` (1.0). */
 const A2A_RPC_PREFIXES = versionModules().map((m) => `/${m.connectService.typeName}/`);
 
+/**
+ * Unknown fields are ignored (A2A 1.0 §5.7, and what binary protobuf does anyway). Bytes that are not UTF-8
+ * are refused (INVALID_ARGUMENT) rather than decoded lossily: connect's JSON serialization takes its
+ * `textDecoder` from these options (`createJsonSerialization`), though the adapter's type does not list it.
+ */
+const CONNECT_JSON_OPTIONS = { ignoreUnknownFields: true, textDecoder: new TextDecoder("utf-8", { fatal: true }) };
+
 export interface A2AConnectHandlerOptions {
   versions: BoundVersions;
   /** Who the caller is, from the request's credentials (the same API keys as every other binding). */
@@ -28,7 +35,7 @@ export interface A2AConnectHandlerOptions {
  * before any service method: it checks the `a2a-version` metadata (absent or empty = 0.3; a version we do
  * not serve answers FAILED_PRECONDITION VersionNotSupported), authenticates the caller (UNAUTHENTICATED),
  * and turns every error of the call, streamed or not, into the status and details of the service's
- * version. Unknown fields and enum names in Connect JSON are refused (INVALID_ARGUMENT).
+ * version. Unknown fields in Connect JSON are ignored, like binary protobuf does.
  */
 export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req: HttpRequest, res: HttpResponse) => void {
   const { authenticator, report } = options;
@@ -56,7 +63,7 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
     connect: true,
     readMaxBytes: options.maxBodyBytes,
     shutdownSignal: options.shutdownSignal,
-    jsonOptions: { ignoreUnknownFields: false },
+    jsonOptions: CONNECT_JSON_OPTIONS,
   });
 }
 
