@@ -1,4 +1,4 @@
-import type { Artifact, Message, Part, PushNotificationConfig, StreamEvent, Task, TaskPushNotificationConfig } from "../../domain/a2a-types.js";
+import { pushAuthentication, type Artifact, type Message, type Part, type PushNotificationConfig, type StreamEvent, type Task, type TaskPushNotificationConfig } from "../../domain/a2a-types.js";
 import { invalidParams } from "../../domain/errors.js";
 import {
   expectObject,
@@ -77,14 +77,9 @@ export function decodePushConfig(value: unknown, path: string): PushNotification
   const id = optionalString(cfg, "id", path);
   const token = optionalString(cfg, "token", path);
   const auth = optionalObject(cfg, "authentication", path);
-  let authentication: PushNotificationConfig["authentication"];
-  if (auth) {
-    const schemes = optionalStringArray(auth, "schemes", `${path}.authentication`);
-    if (!schemes) throw invalidParams(`${path}.authentication.schemes is required`);
-    const credentials = optionalString(auth, "credentials", `${path}.authentication`);
-    authentication = { schemes, ...(credentials ? { credentials } : {}) };
-  }
-  return { url: requiredString(cfg, "url", path), ...(id ? { id } : {}), ...(token ? { token } : {}), ...(authentication ? { authentication } : {}) };
+  const authPath = `${path}.authentication`;
+  const authentication = auth ? pushAuthentication(optionalStringArray(auth, "schemes", authPath), optionalString(auth, "credentials", authPath)) : {};
+  return { url: requiredString(cfg, "url", path), ...(id ? { id } : {}), ...(token ? { token } : {}), ...authentication };
 }
 
 /** v0.3 historyLength: absent or 0 means the whole history. */

@@ -1,7 +1,7 @@
 import { create, fromJson, toJson, type DescEnum, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate, ValueSchema, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { Principal } from "../../auth/principal.js";
-import type { Artifact, Message, Part, PushNotificationConfig, StreamEvent, Task, TaskPushNotificationConfig, TaskStatus } from "../../domain/a2a-types.js";
+import { pushAuthentication, type Artifact, type Message, type Part, type PushNotificationConfig, type StreamEvent, type Task, type TaskPushNotificationConfig, type TaskStatus } from "../../domain/a2a-types.js";
 import { wireSafeObject } from "../../domain/json-input.js";
 import { DomainError, invalidParams, taskNotFound } from "../../domain/errors.js";
 import type { A2ATaskStateValue } from "../../domain/run-status.js";
@@ -124,12 +124,11 @@ export function decodePushConfig(cfg: pb.TaskPushNotificationConfig, path: strin
     throw invalidParams(`${path}.taskId "${cfg.taskId}" does not match the task ${taskId}`, { path: `${path}.taskId` });
   }
   const auth = cfg.authentication;
-  if (auth && !auth.scheme) throw invalidParams(`${path}.authentication.scheme must be a non-empty string (e.g. "Bearer")`, { path: `${path}.authentication.scheme` });
   return {
     url: cfg.url,
     ...(cfg.id ? { id: cfg.id } : {}),
     ...(cfg.token ? { token: cfg.token } : {}),
-    ...(auth ? { authentication: { schemes: [auth.scheme], ...(auth.credentials ? { credentials: auth.credentials } : {}) } } : {}),
+    ...pushAuthentication(auth?.scheme ? [auth.scheme] : [], auth?.credentials),
     protocolVersion: "1.0",
   };
 }
