@@ -1,5 +1,5 @@
-import { ConnectError, type Interceptor } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { Code, ConnectError, createConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { CALLER } from "../../a2a/connect-caller.js";
 import { A2A_VERSION_HEADER, negotiateA2AVersion } from "../../a2a/protocol-version.js";
 import { versionModules, versionOfRpcService, DEFAULT_A2A_VERSION, type BoundVersions } from "../../a2a/versions.js";
@@ -7,6 +7,7 @@ import type { Authenticator } from "../../auth/api-key-authenticator.js";
 import { connectErrorOf } from "../errors/a2a-error-exits.js";
 import type { ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
+import { checkedRequestBody, resetUnreadRequestOnFinish } from "./rpc-request-check.js";
 
 /** Connect, gRPC and gRPC-Web paths of the registered services: `/a2a.v1.A2AService/*` (0.3), `/lf.a2a.v1.A2AService/*` (1.0). */
 const A2A_RPC_PREFIXES = versionModules().map((m) => `/${m.connectService.typeName}/`);
@@ -53,10 +54,7 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
       throw fail(err);
     }
   };
-  return connectNodeAdapter({
-    routes: (router) => {
-      for (const bindings of options.versions.values()) bindings.connect(router);
-    },
+  const router = createConnectRouter({
     interceptors: [guard],
     grpc: true,
     grpcWeb: true,
@@ -64,7 +62,26 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
     readMaxBytes: options.maxBodyBytes,
     shutdownSignal: options.shutdownSignal,
     jsonOptions: CONNECT_JSON_OPTIONS,
+    acceptCompression: [compressionGzip, compressionBrotli],
   });
+  for (const bindings of options.versions.values()) bindings.connect(router);
+  const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  // connectNodeAdapter's loop, with the request body checked first (rpc-request-check.ts).
+  return (req, res) => {
+    const handler = handlers.get(req.url?.split("?", 2)[0] ?? "");
+    if (!handler) {
+      res.writeHead(404).end();
+      return;
+    }
+    resetUnreadRequestOnFinish(req, res);
+    const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
+    const checked = { ...uReq, body: checkedRequestBody(uReq.body as AsyncIterable<Uint8Array>, { contentType: uReq.header.get("content-type") ?? "", header: uReq.header, input: handler.method.input, maxBytes: options.maxBodyBytes }) };
+    handler(checked)
+      .then((uRes) => universalResponseToNodeResponse(uRes, res))
+      .catch((err: unknown) => {
+        if (ConnectError.from(err).code !== Code.Aborted) report(err, { rpc: handler.method.name });
+      });
+  };
 }
 
 async function* mapStreamErrors<T>(messages: AsyncIterable<T>, fail: (err: unknown) => Error): AsyncGenerator<T> {
