@@ -14,6 +14,7 @@ import {
   TaskSchema,
   TaskSubscriptionRequestSchema,
 } from "../../gen/a2a/v1/a2a_pb.js";
+import { withoutUnknownFields } from "../proto-json-unknown-fields.js";
 import { messageFromQuery } from "../query-message.js";
 import { restRoute, restStreamRoute, type RestRequest, type RestRoute } from "../version-module.js";
 import type { V03Operations } from "./v03-operations.js";
@@ -137,7 +138,7 @@ async function readCreatePushConfig(req: RestRequest, taskId: string) {
 
 function fromProtoJson<D extends DescMessage>(schema: D, json: JsonValue): MessageShape<D> {
   try {
-    return fromJson(schema, json, { ignoreUnknownFields: true });
+    return fromJson(schema, withoutUnknownFields(schema, json), { ignoreUnknownFields: false });
   } catch (err) {
     throw invalidParams(`the body is not a valid ${schema.typeName} in ProtoJSON: ${err instanceof Error ? err.message : String(err)}`);
   }

@@ -7,17 +7,10 @@ import type { Authenticator } from "../../auth/api-key-authenticator.js";
 import { connectErrorOf } from "../errors/a2a-error-exits.js";
 import type { ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
-import { checkedRequestBody, resetUnreadRequestOnFinish } from "./rpc-request-check.js";
+import { checkedRequestBody, resetUnreadRequestAfterTrailers } from "./rpc-request-check.js";
 
 /** Connect, gRPC and gRPC-Web paths of the registered services: `/a2a.v1.A2AService/*` (0.3), `/lf.a2a.v1.A2AService/*` (1.0). */
 const A2A_RPC_PREFIXES = versionModules().map((m) => `/${m.connectService.typeName}/`);
-
-/**
- * Unknown fields are ignored (A2A 1.0 §5.7, and what binary protobuf does anyway). Bytes that are not UTF-8
- * are refused (INVALID_ARGUMENT) rather than decoded lossily: connect's JSON serialization takes its
- * `textDecoder` from these options (`createJsonSerialization`), though the adapter's type does not list it.
- */
-const CONNECT_JSON_OPTIONS = { ignoreUnknownFields: true, textDecoder: new TextDecoder("utf-8", { fatal: true }) };
 
 export interface A2AConnectHandlerOptions {
   versions: BoundVersions;
@@ -36,7 +29,8 @@ export interface A2AConnectHandlerOptions {
  * before any service method: it checks the `a2a-version` metadata (absent or empty = 0.3; a version we do
  * not serve answers FAILED_PRECONDITION VersionNotSupported), authenticates the caller (UNAUTHENTICATED),
  * and turns every error of the call, streamed or not, into the status and details of the service's
- * version. Unknown fields in Connect JSON are ignored, like binary protobuf does.
+ * version. Request bytes are checked first (`rpc-request-check.ts`): malformed input is INVALID_ARGUMENT, and
+ * unknown fields in Connect JSON are ignored, as binary protobuf does.
  */
 export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req: HttpRequest, res: HttpResponse) => void {
   const { authenticator, report } = options;
@@ -61,7 +55,8 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
     connect: true,
     readMaxBytes: options.maxBodyBytes,
     shutdownSignal: options.shutdownSignal,
-    jsonOptions: CONNECT_JSON_OPTIONS,
+    // Strict: unknown fields are already dropped (and non-UTF-8 bodies refused) by the body check.
+    jsonOptions: { ignoreUnknownFields: false },
     acceptCompression: [compressionGzip, compressionBrotli],
   });
   for (const bindings of options.versions.values()) bindings.connect(router);
@@ -73,7 +68,7 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
       res.writeHead(404).end();
       return;
     }
-    resetUnreadRequestOnFinish(req, res);
+    resetUnreadRequestAfterTrailers(req);
     const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
     const checked = { ...uReq, body: checkedRequestBody(uReq.body as AsyncIterable<Uint8Array>, { contentType: uReq.header.get("content-type") ?? "", header: uReq.header, input: handler.method.input, maxBytes: options.maxBodyBytes }) };
     handler(checked)
