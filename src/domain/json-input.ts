@@ -27,7 +27,13 @@ export function wireSafeObject(value: Record<string, unknown>): Record<string, u
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
-/** A JSON request body: bytes that are not UTF-8, or not JSON, are a parse error; deeper than `maxDepth` is invalid params. */
+/** How many levels a body's envelope may add around the values MAX_INPUT_DEPTH bounds (JSON-RPC → params → message → parts → part). */
+export const BODY_ENVELOPE_DEPTH = 8;
+
+/**
+ * A JSON request body: bytes that are not UTF-8, or not JSON, are a parse error; a body nested deeper than
+ * `maxDepth` plus its envelope is invalid params (the values inside are bounded exactly where they are read).
+ */
 export function parseJsonBody(raw: Uint8Array, maxDepth: number): unknown {
   let text: string;
   try {
@@ -41,14 +47,14 @@ export function parseJsonBody(raw: Uint8Array, maxDepth: number): unknown {
   } catch {
     throw new DomainError("parse-error", "Invalid JSON payload: the body is not valid JSON");
   }
-  assertDepth(value, maxDepth, "the body");
+  assertDepth(value, maxDepth + BODY_ENVELOPE_DEPTH, "the body");
   return value;
 }
 
 /** Refuses a value whose objects and arrays nest deeper than `maxDepth` (a scalar is depth 0, `{}` depth 1). */
 export function assertDepth(value: unknown, maxDepth: number, what: string): void {
   if (nestingDepth(value, maxDepth) > maxDepth) {
-    throw invalidParams(`${what} is nested too deeply: more than ${maxDepth} levels of objects and arrays (MAX_INPUT_DEPTH)`, { maxDepth });
+    throw invalidParams(`${what} is nested too deeply: more than ${maxDepth} levels of objects and arrays`, { maxDepth });
   }
 }
 

@@ -70,6 +70,8 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
     }
     resetUnreadRequestAfterTrailers(req);
     const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
+    // A JSON body may come back shorter (unknown fields dropped), so its declared length no longer holds.
+    if (uReq.header.get("content-type")?.includes("json")) uReq.header.delete("content-length");
     const checked = { ...uReq, body: checkedRequestBody(uReq.body as AsyncIterable<Uint8Array>, { contentType: uReq.header.get("content-type") ?? "", header: uReq.header, input: handler.method.input, maxBytes: options.maxBodyBytes }) };
     handler(checked)
       .then((uRes) => universalResponseToNodeResponse(uRes, res))
