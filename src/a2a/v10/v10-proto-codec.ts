@@ -1,5 +1,5 @@
 import { create, fromJson, toJson, type DescEnum, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
-import { timestampDate, timestampFromDate, ValueSchema, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate, ValueSchema, type Timestamp, type Value } from "@bufbuild/protobuf/wkt";
 import type { Principal } from "../../auth/principal.js";
 import { pushAuthentication, type Artifact, type Message, type Part, type PushNotificationConfig, type StreamEvent, type Task, type TaskPushNotificationConfig, type TaskStatus } from "../../domain/a2a-types.js";
 import { wireSafeObject } from "../../domain/json-input.js";
@@ -85,7 +85,7 @@ function decodePart(part: pb.Part, path: string): Part {
     case "raw":
       return { kind: "file", file: { bytes: Buffer.from(part.content.value).toString("base64"), ...file }, ...meta };
     case "data": {
-      const data = toJson(ValueSchema, part.content.value);
+      const data = jsonOfValue(part.content.value, `${path}.data`);
       if (typeof data !== "object" || data === null || Array.isArray(data)) {
         throw invalidParams(`${path}.data must be a JSON object on this agent (workflow inputs and replies are objects)`, { path: `${path}.data` });
       }
@@ -176,6 +176,15 @@ function isoOfTimestamp(ts: Timestamp, path: string): string {
   const date = timestampDate(ts);
   if (Number.isNaN(date.getTime())) throw invalidParams(`${path} is not a valid timestamp`, { path });
   return date.toISOString();
+}
+
+/** A Value from binary may be malformed (a Value with no kind anywhere inside): the caller's fault, not ours. */
+function jsonOfValue(value: Value, path: string): JsonValue {
+  try {
+    return toJson(ValueSchema, value);
+  } catch (err) {
+    throw invalidParams(`${path} is not a valid google.protobuf.Value: ${err instanceof Error ? err.message : String(err)}`, { path });
+  }
 }
 
 // ------------------------------------------------------------------------------------------ encoding
