@@ -168,7 +168,11 @@ describe("liberal input, every binding, both versions", () => {
       ["0.3 both spellings", get03("historyLength=1&history_length=1")],
       ["0.3 unknown", get03("histroyLength=1")],
       ["0.3 push list bad size", fetch(`${t.baseUrl}/v1/tasks/${id}/pushNotificationConfigs?page_size=x`)],
+      ["0.3 push get unknown", fetch(`${t.baseUrl}/v1/tasks/${id}/pushNotificationConfigs/x?page_size=1`)],
+      ["0.3 subscribe unknown", fetch(`${t.baseUrl}/v1/tasks/${id}:subscribe?history_length=1`)],
+      ["0.3 card unknown", fetch(`${t.baseUrl}/v1/card?pageSize=1`)],
     ];
+    expect((await fetch(`${t.baseUrl}/v1/card?A2A-Version=0.3`)).status).toBe(200);
     for (const [name, pending] of bad) {
       const res = await pending;
       expect(res.status, name).toBe(400);

@@ -4,6 +4,9 @@ import {
   AgentCardSchema,
   CancelTaskRequestSchema,
   CreateTaskPushNotificationConfigRequestSchema,
+  DeleteTaskPushNotificationConfigRequestSchema,
+  GetAgentCardRequestSchema,
+  GetTaskPushNotificationConfigRequestSchema,
   GetTaskRequestSchema,
   ListTaskPushNotificationConfigRequestSchema,
   ListTaskPushNotificationConfigResponseSchema,
@@ -58,7 +61,8 @@ export function v03RestRoutes(ops: V03Operations): RestRoute[] {
       methods: ["GET", "POST"],
       path: "/v1/tasks/{id}:subscribe",
       name: "tasks:subscribe",
-      decode: async (req) => (req.method === "POST" ? checkNameMatches((await readMessage(req, TaskSubscriptionRequestSchema, false)).name, id(req)) : id(req)),
+      decode: async (req) =>
+        req.method === "POST" ? checkNameMatches((await readMessage(req, TaskSubscriptionRequestSchema, false)).name, id(req)) : (messageFromQuery(TaskSubscriptionRequestSchema, req.query, { name: formatTaskName(id(req)) }), id(req)),
       operation: ops.resubscribe,
       encode: (event) => toJson(StreamResponseSchema, encodeStreamEvent(event)),
     }),
@@ -86,7 +90,7 @@ export function v03RestRoutes(ops: V03Operations): RestRoute[] {
       methods: "GET",
       path: "/v1/tasks/{id}/pushNotificationConfigs/{configId}",
       name: "pushNotificationConfigs:get",
-      decode: (req) => ({ taskId: id(req), configId: req.params["configId"]! }),
+      decode: (req) => pushConfigRef(req, GetTaskPushNotificationConfigRequestSchema),
       operation: ops.getPushConfig,
       encode: (config) => toJson(TaskPushNotificationConfigSchema, encodeTaskPushConfig(config)),
     }),
@@ -94,7 +98,7 @@ export function v03RestRoutes(ops: V03Operations): RestRoute[] {
       methods: "DELETE",
       path: "/v1/tasks/{id}/pushNotificationConfigs/{configId}",
       name: "pushNotificationConfigs:delete",
-      decode: (req) => ({ taskId: id(req), configId: req.params["configId"]! }),
+      decode: (req) => pushConfigRef(req, DeleteTaskPushNotificationConfigRequestSchema),
       operation: ops.deletePushConfig,
       encode: () => ({}),
     }),
@@ -110,7 +114,7 @@ export function v03RestRoutes(ops: V03Operations): RestRoute[] {
       methods: "GET",
       path: "/v1/card",
       name: "card",
-      decode: () => undefined,
+      decode: (req) => void messageFromQuery(GetAgentCardRequestSchema, req.query, {}),
       operation: ops.agentCard,
       encode: (card) => toJson(AgentCardSchema, encodeAgentCard(card)),
     }),
@@ -142,6 +146,14 @@ function fromProtoJson<D extends DescMessage>(schema: D, json: JsonValue): Messa
   } catch (err) {
     throw invalidParams(`the body is not a valid ${schema.typeName} in ProtoJSON: ${err instanceof Error ? err.message : String(err)}`);
   }
+}
+
+/** The config a path names; its query may only repeat what the request message has (nothing but the path's name). */
+function pushConfigRef(req: RestRequest, schema: typeof GetTaskPushNotificationConfigRequestSchema | typeof DeleteTaskPushNotificationConfigRequestSchema): { taskId: string; configId: string } {
+  const taskId = req.params["id"]!;
+  const configId = req.params["configId"]!;
+  messageFromQuery(schema, req.query, { name: `${formatTaskName(taskId)}/pushNotificationConfigs/${configId}` });
+  return { taskId, configId };
 }
 
 /** A body that carries a resource name must name the task in the path; answers the task id. */
