@@ -16,6 +16,7 @@ export interface OpenwopRunsRoutesOptions {
   interrupts: RunInterrupts;
   report: ReportError;
   maxBodyBytes: number;
+  maxInputDepth: number;
   /** SSE keepalive comment interval (the spec asks for at least one every 30 s). */
   keepaliveMs?: number;
 }
@@ -34,11 +35,11 @@ const POLL_MAX_LIMIT = 1000;
  * Errors are thrown and answered by the app's handler as `{error, message, details?}`.
  */
 export function addOpenwopRunsRoutes(router: HttpRouter, options: OpenwopRunsRoutesOptions): void {
-  const { runs, feed, interrupts, maxBodyBytes } = options;
+  const { runs, feed, interrupts } = options;
 
   router.add("POST", "/v1/runs", async (req, res, _params, ctx) => {
     const idempotencyKey = idempotencyKeyOf(req);
-    const request = decodeStartRun((await readJsonObject(req, maxBodyBytes))!);
+    const request = decodeStartRun((await readJsonObject(req, options))!);
     const result = await runs.startRun(request, ctx, idempotencyKey);
     sendJson(res, result.status, result.body, { location: result.body.statusUrl, ...(result.replayed ? { "idempotent-replayed": "true" } : {}) });
   });
@@ -61,7 +62,7 @@ export function addOpenwopRunsRoutes(router: HttpRouter, options: OpenwopRunsRou
   });
 
   router.add("POST", "/v1/runs/{runId}/cancel", async (req, res, { runId }, ctx) => {
-    const body = await readJsonObject(req, maxBodyBytes, { optional: true });
+    const body = await readJsonObject(req, options, { optional: true });
     if (body) onlyKnownFields(body, "body", ["reason"]);
     const reason = body ? optionalString(body, "reason", "body") : undefined;
     const record = await runs.cancel(runId!, ctx, reason);
@@ -69,7 +70,7 @@ export function addOpenwopRunsRoutes(router: HttpRouter, options: OpenwopRunsRou
   });
 
   router.add("POST", "/v1/runs/{runId}/interrupts/{nodeId}", async (req, res, { runId, nodeId }, ctx) => {
-    const resumeValue = resumeValueOf((await readJsonObject(req, maxBodyBytes))!);
+    const resumeValue = resumeValueOf((await readJsonObject(req, options))!);
     const record = await interrupts.resolveAtNode(runId!, nodeId!, resumeValue, ctx);
     sendJson(res, 200, runs.snapshotOf(record, ctx.principal));
   });
