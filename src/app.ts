@@ -101,7 +101,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     supportedEnvelopes: ["clarification.request"],
     taskMachine: exportTaskMachine,
   });
-  const readiness = new Readiness({ ping: () => options.store.ping?.() ?? Promise.resolve(), timeoutMs: config.readinessTimeoutMs });
+  const readiness = new Readiness({ ping: () => options.store.ping?.() ?? Promise.resolve(), timeoutMs: config.readinessTimeoutMs, leaseProblem: () => core.supervisor.leaseProblem() });
   addOpsRoutes(router, { readiness, telemetry: core.telemetry });
 
   const shutdown = new AbortController();

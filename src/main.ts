@@ -16,7 +16,8 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const logger = createLogger(config.logLevel);
+  // Every line names the instance: with several instances on one database, the task lease owner it is.
+  const logger = createLogger(config.logLevel).child({ instanceId: config.leases.instanceId });
   const opened = await openStore(config, logger);
   // OTEL_EXPORTER_OTLP_ENDPOINT (and the other standard OTEL_* variables) turn on OTLP export; /metrics is always served.
   const telemetry = await createTelemetry({ env: process.env });

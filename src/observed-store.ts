@@ -39,7 +39,7 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
       noteRequest({ taskId: record.taskId, tenant: record.tenant });
       return timed("create", record.taskId, () => store.create(record, events), true);
     },
-    commit: (taskId, expectedVersion, changes, events) => timed("commit", taskId, () => store.commit(taskId, expectedVersion, changes, events), true),
+    commit: (taskId, expectedVersion, changes, events, fence) => timed("commit", taskId, () => store.commit(taskId, expectedVersion, changes, events, fence), true),
     get: async (taskId) => note(await timed("get", taskId, () => store.get(taskId))),
     readEvents: (taskId, fromSequence, limit) => timed("readEvents", taskId, () => store.readEvents(taskId, fromSequence, limit)),
     findByIdempotencyKey: (key) => timed("findByIdempotencyKey", undefined, () => store.findByIdempotencyKey(key)),
@@ -50,6 +50,11 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
     listActive: () => timed("listActive", undefined, () => store.listActive()),
     runnableTaskIds: () => timed("runnableTaskIds", undefined, () => store.runnableTaskIds()),
     dueTimers: (now, limit) => timed("dueTimers", undefined, () => store.dueTimers(now, limit)),
+    claimTimer: (taskId, now, retryAt) => timed("claimTimer", taskId, () => store.claimTimer(taskId, now, retryAt)),
+    acquireLease: (taskId, owner, now, expiresAt) => timed("acquireLease", taskId, () => store.acquireLease(taskId, owner, now, expiresAt)),
+    renewLeases: (owner, taskIds, expiresAt) => timed("renewLeases", undefined, () => store.renewLeases(owner, taskIds, expiresAt)),
+    releaseLease: (taskId, owner, epoch) => timed("releaseLease", taskId, () => store.releaseLease(taskId, owner, epoch)),
+    leaseableTaskIds: (now, owner, limit) => timed("leaseableTaskIds", undefined, () => store.leaseableTaskIds(now, owner, limit)),
     close: () => store.close(),
   };
 }

@@ -8,6 +8,7 @@ import { readInterruptTokenSettings, type InterruptTokenSettings } from "../inte
 import { readPeerSettings, type A2APeerSettings } from "../peer/peer-settings.js";
 import { pushProductionProblems, readPushSettings, type PushSettings } from "../push/push-settings.js";
 import { readStoreSettings, type StoreSettings } from "../store/store-settings.js";
+import { readLeaseSettings, type LeaseSettings } from "../engine/lease-settings.js";
 
 export { ConfigError } from "../domain/env-settings.js";
 
@@ -28,6 +29,8 @@ export interface Config extends StoreSettings {
   blockingTimeoutMs: number;
   subscriberBuffer: number;
   timerPollMs: number;
+  /** Task execution leases across instances: INSTANCE_ID, LEASE_TTL_MS, LEASE_HEARTBEAT_MS. */
+  leases: LeaseSettings;
   shutdownGraceMs: number;
   auth: AuthSettings;
   push: PushSettings;
@@ -74,6 +77,7 @@ export function loadConfig(env: Env = process.env): Config {
     blockingTimeoutMs: reader.int("BLOCKING_TIMEOUT_MS", 60_000, 0),
     subscriberBuffer: reader.int("SUBSCRIBER_BUFFER", 256, 1, 100_000),
     timerPollMs: reader.int("TIMER_POLL_MS", 1_000, 10, 60_000),
+    leases: readLeaseSettings(reader),
     shutdownGraceMs: reader.int("SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
     readinessTimeoutMs: reader.int("READINESS_TIMEOUT_MS", 1_000, 10, 60_000),
     interruptTokens: readInterruptTokenSettings(reader, production),

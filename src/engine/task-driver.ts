@@ -1,6 +1,7 @@
 import { DomainError } from "../domain/errors.js";
 import { runStatusOf } from "../machine/task-projection.js";
 import type { Logger } from "../observability/logger.js";
+import { LeaseLostError } from "../store/task-store.js";
 import { ShutdownSignal } from "./in-flight-work.js";
 import { failureMessage, type NodeEffect, type NodeExecutor, type NodeExecutors } from "./nodes/node-executor.js";
 import type { LiveTask, TaskRepository } from "./task-repository.js";
@@ -47,25 +48,31 @@ export class TaskDriver {
       return;
     }
     const state = { again: false, done: Promise.resolve() };
+    const { logger, repository } = this.options;
     state.done = (async () => {
       try {
-        let next: Next = first ?? (await this.step(taskId));
+        let next: Next = first ?? (await this.reloading(() => this.step(taskId)));
         for (;;) {
           if (this.stopping) break;
           if (typeof next === "function") {
-            next = await this.finish(taskId, next);
+            const effect = next;
+            next = await this.reloading(() => this.finish(taskId, effect));
             continue;
           }
           if (!next) {
             if (!state.again) break;
             state.again = false;
           }
-          next = await this.step(taskId);
+          next = await this.reloading(() => this.step(taskId));
         }
       } catch (err) {
-        if (!(err instanceof ShutdownSignal)) this.options.logger.error({ err, taskId }, "task driver stopped on an error");
+        if (err instanceof LeaseLostError) logger.warn({ taskId, owner: repository.leaseSettings.instanceId }, "task lease lost: another instance drives this task now");
+        else if (!(err instanceof ShutdownSignal)) logger.error({ err, taskId }, "task driver stopped on an error");
       } finally {
+        // A lease still held here (the task is runnable but has nothing to do now, or we stop) goes back.
+        await this.release(taskId);
         this.loops.delete(taskId);
+        if (state.again && !this.stopping) this.kick(taskId);
       }
     })();
     this.loops.set(taskId, state);
@@ -91,9 +98,31 @@ export class TaskDriver {
     return next;
   }
 
-  /** One locked section: load the task and advance it. */
-  private step(taskId: string): Promise<Next> {
+  /**
+   * Another instance committed to the task (a reply, a cancel) since we loaded it: our write lost the version
+   * race and the task was dropped from memory, so look again from the store.
+   */
+  private async reloading(work: () => Promise<Next>): Promise<Next> {
+    try {
+      return await work();
+    } catch (err) {
+      if (err instanceof DomainError && err.code === "conflict") return true;
+      throw err;
+    }
+  }
+
+  private async release(taskId: string): Promise<void> {
+    const { repository, logger } = this.options;
+    if (!repository.holdsLease(taskId)) return;
+    await repository
+      .withLock(taskId, () => repository.releaseLease(taskId))
+      .catch((err: unknown) => logger.warn({ err, taskId }, "task lease release failed; it expires on its own"));
+  }
+
+  /** One locked section: load the task and advance it; first the task's lease, unless another instance holds it. */
+  private async step(taskId: string): Promise<Next> {
     const { repository } = this.options;
+    if (!repository.holdsLease(taskId) && !(await repository.acquireLease(taskId))) return false;
     return repository.withLock(taskId, async (): Promise<Next> => {
       const live = await repository.load(taskId).catch((err: unknown) => {
         if (err instanceof DomainError && err.code === "task-not-found") return undefined;
@@ -101,7 +130,7 @@ export class TaskDriver {
       });
       if (!live) return false;
       return this.advance(taskId, live);
-    });
+    }, { fenced: true });
   }
 
   /** Runs a node's effect outside the lock, then stages its outcome and what follows it in one locked section. */
@@ -113,7 +142,7 @@ export class TaskDriver {
       const live = await repository.load(taskId);
       outcome(live);
       return this.advance(taskId, live);
-    });
+    }, { fenced: true });
   }
 
   /** Under the lock: stages what the task does now, by its status and (when running) the kind of its current node. */

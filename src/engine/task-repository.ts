@@ -1,6 +1,7 @@
+import { randomUUID } from "node:crypto";
 import type { A2ATaskState } from "../domain/a2a-types.js";
 import { DomainError, taskNotFound } from "../domain/errors.js";
-import { isTerminalRunStatus } from "../domain/run-status.js";
+import { isTerminalRunStatus, RUNNABLE_RUN_STATUSES, type RunStatus } from "../domain/run-status.js";
 import { persistedContextOf, persistTaskSnapshot } from "../machine/persisted-task-snapshot.js";
 import { applyTaskEvent, createTaskActor, restoreTaskActor, type TaskActor } from "../machine/task-actor.js";
 import type { TaskContext } from "../machine/task-context.js";
@@ -8,9 +9,10 @@ import type { TaskEvent } from "../machine/task-events.js";
 import type { TaskMachineInput } from "../machine/task-machine.js";
 import { runStatusOf, stateMetaOf, type TaskSnapshot } from "../machine/task-projection.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
-import { StaleWriteError, type RunEvent, type TaskListPage, type TaskListQuery, type TaskRecord, type TaskRecordChanges, type TaskStore } from "../store/task-store.js";
+import { LeaseLostError, StaleWriteError, type LeaseFence, type RunEvent, type TaskListPage, type TaskListQuery, type TaskRecord, type TaskRecordChanges, type TaskStore } from "../store/task-store.js";
 import type { IdempotencySeed } from "./message-idempotency.js";
 import { KeyedLock } from "./keyed-lock.js";
+import { DEFAULT_LEASE_SETTINGS, type LeaseSettings } from "./lease-settings.js";
 import type { TransitionHook } from "./transition-hook.js";
 import { logEventsFor } from "./transition-log.js";
 
@@ -37,6 +39,9 @@ export interface TaskRepositoryOptions {
   hook: TransitionHook;
   /** How long a terminal task stays readable. */
   retentionMs: number;
+  /** Task execution leases; without them, a random owner id and the default timing. */
+  leases?: LeaseSettings;
+  clock?: () => Date;
 }
 
 /**
@@ -47,25 +52,44 @@ export interface TaskRepositoryOptions {
  * transition hook after it is stored, so no reader ever sees a state that is not stored. The per-task lock
  * serializes all writes to one task; everything here but the reads must run under it, and nothing staged
  * outlives it: `withLock` flushes what its caller left staged, or drops it if the caller failed.
+ *
+ * Leases: the driver's locked sections are `fenced`: their writes carry the task's lease (owner, epoch), renew
+ * it, and release it when the task stops being runnable; the store refuses them once another instance took
+ * the lease (LeaseLostError: the task is dropped here). Everyone else's writes (replies, cancels, timeouts)
+ * carry no fence: the version check alone keeps them from being lost or applied twice.
  */
 export class TaskRepository implements TaskReadPort {
   private readonly live = new Map<string, LiveTask>();
   private readonly lock = new KeyedLock();
+  /** Tasks whose lease this instance holds → its epoch. */
+  private readonly held = new Map<string, number>();
+  /** Tasks whose current locked section is the driver's. */
+  private readonly fencedSections = new Set<string>();
+  readonly leaseSettings: LeaseSettings;
+  private readonly clock: () => Date;
 
-  constructor(private readonly options: TaskRepositoryOptions) {}
+  constructor(private readonly options: TaskRepositoryOptions) {
+    this.leaseSettings = options.leases ?? { instanceId: randomUUID(), ...DEFAULT_LEASE_SETTINGS };
+    this.clock = options.clock ?? (() => new Date());
+  }
 
-  /** Serializes everything that touches one task. */
-  withLock<T>(taskId: string, fn: () => Promise<T>): Promise<T> {
+  /** Serializes everything that touches one task; `fenced`: the driver's section, whose writes need the lease. */
+  withLock<T>(taskId: string, fn: () => Promise<T>, options: { fenced?: boolean } = {}): Promise<T> {
     return this.lock.run(taskId, async () => {
-      let result: T;
+      if (options.fenced) this.fencedSections.add(taskId);
       try {
-        result = await fn();
-      } catch (err) {
-        if (this.live.get(taskId)?.staged.length) this.passivate(taskId);
-        throw err;
+        let result: T;
+        try {
+          result = await fn();
+        } catch (err) {
+          if (this.live.get(taskId)?.staged.length) this.passivate(taskId);
+          throw err;
+        }
+        if (this.live.get(taskId)?.staged.length) await this.flush(taskId);
+        return result;
+      } finally {
+        this.fencedSections.delete(taskId);
       }
-      if (this.live.get(taskId)?.staged.length) await this.flush(taskId);
-      return result;
     });
   }
 
@@ -138,17 +162,24 @@ export class TaskRepository implements TaskReadPort {
     const snapshot = live.actor.getSnapshot();
     const changes = this.changesFor(snapshot, live.stagedAt);
     const version = events[events.length - 1]!.sequence;
+    const fence = this.fenceFor(taskId, changes.status, live.stored);
     try {
-      if (live.stored) await this.options.store.commit(taskId, live.record.version, changes, events);
-      else await this.options.store.create({ ...live.record, ...changes, version }, events);
+      if (live.stored) await this.options.store.commit(taskId, live.record.version, changes, events, fence);
+      else await this.options.store.create({ ...live.record, ...changes, version, lease: fence?.expiresAt ? { ...fence, expiresAt: fence.expiresAt } : null }, events);
     } catch (err) {
       this.passivate(taskId);
+      if (err instanceof LeaseLostError) this.held.delete(taskId);
       if (err instanceof StaleWriteError) {
         throw new DomainError("conflict", `Task ${taskId} was changed concurrently; retry the request`, { taskId }, { cause: err });
       }
       throw err;
     }
-    live.record = { ...live.record, ...changes, version };
+    if (fence) {
+      if (fence.expiresAt) this.held.set(taskId, fence.epoch);
+      else this.held.delete(taskId);
+    }
+    const lease = fence ? (fence.expiresAt ? { ...fence, expiresAt: fence.expiresAt } : null) : live.record.lease;
+    live.record = { ...live.record, ...changes, version, lease: lease ?? null };
     live.staged = [];
     live.stored = true;
     this.options.hook.publish({ record: live.record, context: snapshot.context, events });
@@ -170,6 +201,59 @@ export class TaskRepository implements TaskReadPort {
   async close(): Promise<void> {
     await this.lock.drain();
     this.live.clear();
+  }
+
+  // ---------------------------------------------------------------- leases
+
+  holdsLease(taskId: string): boolean {
+    return this.held.has(taskId);
+  }
+
+  heldLeaseCount(): number {
+    return this.held.size;
+  }
+
+  /** Takes the task's lease if it is runnable and free or expired (epoch + 1); false when another instance holds it. */
+  async acquireLease(taskId: string): Promise<boolean> {
+    const now = this.clock();
+    const lease = await this.options.store.acquireLease(taskId, this.leaseSettings.instanceId, now, this.leaseExpiry(now));
+    if (lease) this.held.set(taskId, lease.epoch);
+    return lease !== null;
+  }
+
+  /** Gives the lease back (the driver stopped, or the process shuts down); a failure leaves it to expire. */
+  async releaseLease(taskId: string): Promise<void> {
+    const epoch = this.held.get(taskId);
+    if (epoch === undefined) return;
+    this.held.delete(taskId);
+    const live = this.live.get(taskId);
+    if (live) live.record = { ...live.record, lease: null };
+    await this.options.store.releaseLease(taskId, this.leaseSettings.instanceId, epoch);
+  }
+
+  /** Heartbeat: one store command renews every lease held here. */
+  async renewLeases(): Promise<void> {
+    if (this.held.size === 0) return;
+    const now = this.clock();
+    await this.options.store.renewLeases(this.leaseSettings.instanceId, [...this.held.keys()], this.leaseExpiry(now));
+  }
+
+  /** After a heartbeat outage longer than the TTL: others may have taken these tasks, so drive none of them. */
+  forgetLeases(): string[] {
+    const ids = [...this.held.keys()];
+    this.held.clear();
+    for (const id of ids) this.passivate(id);
+    return ids;
+  }
+
+  leaseableTaskIds(limit: number): Promise<string[]> {
+    return this.options.store.leaseableTaskIds(this.clock(), this.leaseSettings.instanceId, limit);
+  }
+
+  /** Claims a due timer for this instance; a claimer that dies leaves it due again one lease TTL later. */
+  claimTimer(taskId: string): Promise<boolean> {
+    const now = this.clock();
+    return this.options.store.claimTimer(taskId, now, this.leaseExpiry(now));
   }
 
   // ---------------------------------------------------------------- reads (the read port)
@@ -212,6 +296,24 @@ export class TaskRepository implements TaskReadPort {
   }
 
   // ------------------------------------------------------------------------------------------
+
+  /**
+   * The fence of a driver's write: the lease we hold (or, for the creating write, epoch 1), renewed while the
+   * task stays runnable and released with the write that makes it wait or end. None outside the driver.
+   */
+  private fenceFor(taskId: string, status: RunStatus, stored: boolean): LeaseFence | undefined {
+    if (!this.fencedSections.has(taskId)) return undefined;
+    const epoch = stored ? this.held.get(taskId) : 1;
+    // A driver without the lease (lost to a heartbeat outage) must not write at all.
+    if (epoch === undefined) throw new LeaseLostError(taskId, this.leaseSettings.instanceId, 0);
+    const expiresAt = RUNNABLE_RUN_STATUSES.has(status) ? this.leaseExpiry(this.clock()).toISOString() : null;
+    if (!stored && expiresAt === null) return undefined;
+    return { owner: this.leaseSettings.instanceId, epoch, expiresAt };
+  }
+
+  private leaseExpiry(now: Date): Date {
+    return new Date(now.getTime() + this.leaseSettings.ttlMs);
+  }
 
   private changesFor(snapshot: TaskSnapshot, at: string): TaskRecordChanges {
     const status = runStatusOf(snapshot);

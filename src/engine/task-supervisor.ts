@@ -9,6 +9,8 @@ import type { TaskReadPort } from "../store/task-read-port.js";
 import type { TaskRecord, TaskStore } from "../store/task-store.js";
 import { A2AInvokeRunner, DEFAULT_A2A_INVOKE_SETTINGS } from "./a2a-invoke-runner.js";
 import { InFlightWork, ShutdownSignal } from "./in-flight-work.js";
+import { LeaseKeeper } from "./lease-keeper.js";
+import type { LeaseSettings } from "./lease-settings.js";
 import { classifyReply, type IdempotencySeed } from "./message-idempotency.js";
 import { failureMessage } from "./nodes/node-executor.js";
 import { nodeExecutors } from "./nodes/node-registry.js";
@@ -29,6 +31,8 @@ export interface SupervisorOptions {
   /** How long a terminal task stays readable. */
   retentionMs: number;
   timerPollMs: number;
+  /** Task execution leases (several instances on one database); defaults: a random id, 10 s TTL, 3 s heartbeat. */
+  leases?: LeaseSettings;
   clock?: () => Date;
   /** Runs `a2a.invoke` nodes. Without it such nodes fail with `external_call_failed` (no client configured). */
   peerInvoker?: A2AInvokeRunner;
@@ -48,13 +52,20 @@ export class TaskSupervisor {
   private readonly repository: TaskRepository;
   private readonly driver: TaskDriver;
   private readonly timers: TimerScheduler;
+  private readonly leases: LeaseKeeper;
   private readonly inFlight = new InFlightWork();
   private readonly clock: () => Date;
 
   constructor(private readonly options: SupervisorOptions) {
     const clock = (this.clock = options.clock ?? (() => new Date()));
     const now = () => clock().toISOString();
-    const repository = (this.reads = this.repository = new TaskRepository({ store: options.store, hook: options.hook, retentionMs: options.retentionMs }));
+    const repository = (this.reads = this.repository = new TaskRepository({
+      store: options.store,
+      hook: options.hook,
+      retentionMs: options.retentionMs,
+      clock,
+      ...(options.leases ? { leases: options.leases } : {}),
+    }));
     const peerInvoker = options.peerInvoker ?? new A2AInvokeRunner(undefined, DEFAULT_A2A_INVOKE_SETTINGS, options.logger, clock);
     const executors = nodeExecutors({ repository, inFlight: this.inFlight, logger: options.logger, now, clock }, { handlers: options.handlers, peerInvoker });
     this.driver = new TaskDriver({ repository, catalog: options.catalog, executors, logger: options.logger, now });
@@ -66,6 +77,17 @@ export class TaskSupervisor {
       kick: (taskId) => this.driver.kick(taskId),
       resolveInterrupt: (taskId, principal, nodeId, resumeValue) => this.resolveInterrupt(taskId, principal, nodeId, resumeValue),
     });
+    this.leases = new LeaseKeeper({ repository, logger: options.logger, clock, kick: (taskId) => this.driver.kick(taskId) });
+  }
+
+  /** This instance's lease owner id (logs, run snapshots). */
+  get instanceId(): string {
+    return this.repository.leaseSettings.instanceId;
+  }
+
+  /** Why this instance must take no work (its lease heartbeat is failing), or undefined (readiness). */
+  leaseProblem(): string | undefined {
+    return this.leases.problem;
   }
 
   /** Number of tasks holding an actor in memory (waiting tasks do not). */
@@ -73,13 +95,13 @@ export class TaskSupervisor {
     return this.repository.liveCount();
   }
 
-  /** Resumes every non-terminal task from the store and starts the durable timer scheduler. */
+  /**
+   * Resumes the runnable tasks no live instance holds (their lease is free or expired; the others are taken
+   * over by the lease heartbeat once it expires), then starts the heartbeat and the durable timer scheduler.
+   */
   async start(): Promise<{ resumed: number }> {
-    let resumed = 0;
-    for (const taskId of await this.repository.runnableTaskIds()) {
-      this.driver.kick(taskId);
-      resumed++;
-    }
+    const resumed = await this.leases.scan();
+    this.leases.start();
     this.timers.start();
     return { resumed };
   }
@@ -87,6 +109,8 @@ export class TaskSupervisor {
   /** Stops taking work; in-flight node work is aborted and re-runs after the next start (at-least-once). */
   async stop(): Promise<void> {
     this.timers.stop();
+    // The driver's loops give their leases back as they end, so other instances take over at once.
+    this.leases.stop();
     const driverStopped = this.driver.stop();
     this.inFlight.abortAll(new ShutdownSignal("shutting down"));
     await driverStopped;
@@ -105,6 +129,7 @@ export class TaskSupervisor {
     // The new task and what it does before its first effect or wait (started, node.started of a pure
     // handler, an approval gate's interrupt) reach the store in one write; the creator is answered with the
     // task as of run.created, and streams follow its log from there.
+    // The driver's section: the creating write takes the task's lease (epoch 1) when the task is runnable.
     const { record, next } = await this.repository.withLock(taskId, async () => {
       const created = this.repository.stageCreate({
         taskId,
@@ -117,7 +142,7 @@ export class TaskSupervisor {
         ...(args.idempotency ? { idempotency: args.idempotency } : {}),
       });
       return { record: created, next: await this.driver.advance(taskId, await this.repository.load(taskId)) };
-    });
+    }, { fenced: true });
     // A new task has no driver loop yet: the one started here runs its first effect.
     if (next !== false) this.driver.kick(taskId, typeof next === "function" ? next : undefined);
     return record;

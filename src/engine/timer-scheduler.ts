@@ -18,7 +18,9 @@ export interface TimerSchedulerOptions {
 
 /**
  * The durable timer scheduler. Timers are stored with their due time (XState's delayed events are not part
- * of a persisted snapshot), so they fire after a restart too; the store is polled for due ones.
+ * of a persisted snapshot), so they fire after a restart too; the store is polled for due ones. A due
+ * timer is claimed before it fires (its due time moves one lease TTL ahead), so it fires once across
+ * instances, and again only if the claimer died before its write.
  */
 export class TimerScheduler {
   private loop: NodeJS.Timeout | undefined;
@@ -40,6 +42,8 @@ export class TimerScheduler {
     const { repository, logger } = this.options;
     const due = await repository.dueTimers(this.options.clock(), 100);
     for (const taskId of due) {
+      // Every instance polls: the one whose claim moves the due time fires it.
+      if (!(await repository.claimTimer(taskId))) continue;
       const record = await repository.find(taskId);
       if (!record) continue;
       const timer = repository.contextOf(record).timer;

@@ -3,7 +3,7 @@ export interface ReadinessReport {
   ready: boolean;
   /** Set when not ready: what an operator should look at. */
   reason?: string;
-  checks: { store: "ok" | "failing" | "timeout"; draining: boolean };
+  checks: { store: "ok" | "failing" | "timeout"; draining: boolean; leases?: "lost" };
 }
 
 export interface ReadinessOptions {
@@ -11,11 +11,13 @@ export interface ReadinessOptions {
   ping: () => Promise<void>;
   /** How long the ping may take before the store counts as unavailable. */
   timeoutMs: number;
+  /** Why the instance lost its task-lease heartbeat (it takes no leases then), or undefined while it beats. */
+  leaseProblem?: () => string | undefined;
 }
 
 /**
  * Liveness is "the process serves" (answering at all proves it); readiness is "send me traffic": the store
- * answers a ping within the timeout, and the instance is not draining for shutdown.
+ * answers a ping within the timeout, its lease heartbeat beats, and the instance is not draining for shutdown.
  */
 export class Readiness {
   private draining = false;
@@ -36,6 +38,8 @@ export class Readiness {
     try {
       const result = await Promise.race([this.options.ping().then(() => "ok" as const), timeout]);
       if (result === "timeout") return { ready: false, reason: `store: no answer to a ping within ${this.options.timeoutMs} ms`, checks: { store: "timeout", draining: false } };
+      const leaseProblem = this.options.leaseProblem?.();
+      if (leaseProblem) return { ready: false, reason: leaseProblem, checks: { store: "ok", draining: false, leases: "lost" } };
       return { ready: true, checks: { store: "ok", draining: false } };
     } catch (err) {
       return { ready: false, reason: `store: ${(err as Error).message.split("\n")[0]}`, checks: { store: "failing", draining: false } };

@@ -23,6 +23,8 @@ export interface RunSnapshot {
   workflowId: string;
   status: RunStatus;
   owner: { tenant: string; principal?: string };
+  /** Which host instance drives the run now (its task lease); absent while the run waits or after it ended. */
+  lease?: { instanceId: string; epoch: number; expiresAt: string };
   currentNodeId?: string;
   createdAt: string;
   updatedAt: string;
@@ -68,6 +70,7 @@ export function runSnapshotOf(record: TaskRecord, context: TaskContext, tokens?:
     status: record.status,
     owner: { tenant: record.tenant, ...(request?.createdBy ? { principal: request.createdBy } : {}) },
     ...(currentNodeId ? { currentNodeId } : {}),
+    ...(record.lease ? { lease: { instanceId: record.lease.owner, epoch: record.lease.epoch, expiresAt: record.lease.expiresAt } } : {}),
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
     ...(context.startedAt ? { startedAt: context.startedAt } : {}),

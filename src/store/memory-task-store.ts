@@ -3,18 +3,23 @@ import { assertWriteSize, DEFAULT_TASK_SIZE_LIMITS, type TaskSizeLimits } from "
 import {
   DuplicateIdempotencyKeyError,
   DuplicateTaskError,
+  LeaseLostError,
   StaleWriteError,
+  type LeaseFence,
   type RunEvent,
   type TaskListPage,
   type TaskListQuery,
   type TaskRecord,
   type TaskRecordChanges,
+  type TaskLease,
   type TaskStore,
 } from "./task-store.js";
 
 interface Entry {
   record: TaskRecord;
   events: RunEvent[];
+  /** Last epoch handed out; it outlives a released lease, as `leaseEpoch` does in MongoDB. */
+  leaseEpoch: number;
 }
 
 /**
@@ -50,16 +55,57 @@ export class MemoryTaskStore implements TaskStore {
       if (holder !== undefined && this.live(holder)) throw new DuplicateIdempotencyKeyError(key);
       this.byIdempotencyKey.set(key, record.taskId);
     }
-    this.tasks.set(record.taskId, { record: structuredClone(record), events: structuredClone(events) });
+    this.tasks.set(record.taskId, { record: structuredClone(record), events: structuredClone(events), leaseEpoch: record.lease?.epoch ?? 0 });
   }
 
-  async commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[]): Promise<void> {
+  async commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[], fence?: LeaseFence): Promise<void> {
     assertWriteSize({ taskId, snapshot: changes.snapshot, a2a: changes.a2a }, events, this.limits);
     const entry = this.tasks.get(taskId);
+    if (fence && entry && !fenceHolds(entry.record.lease, fence)) throw new LeaseLostError(taskId, fence.owner, fence.epoch);
     if (!entry || entry.record.version !== expectedVersion) throw new StaleWriteError(taskId, expectedVersion);
     const last = events.at(-1);
-    entry.record = { ...entry.record, ...structuredClone(changes), version: last ? last.sequence : entry.record.version };
+    const lease = fence ? (fence.expiresAt ? { owner: fence.owner, epoch: fence.epoch, expiresAt: fence.expiresAt } : null) : entry.record.lease;
+    entry.record = { ...entry.record, ...structuredClone(changes), version: last ? last.sequence : entry.record.version, lease: lease ?? null };
     entry.events.push(...structuredClone(events));
+  }
+
+  async claimTimer(taskId: string, now: Date, retryAt: Date): Promise<boolean> {
+    const record = this.live(taskId)?.record;
+    if (!record?.timerDueAt || Date.parse(record.timerDueAt) > now.getTime()) return false;
+    record.timerDueAt = retryAt.toISOString();
+    return true;
+  }
+
+  async acquireLease(taskId: string, owner: string, now: Date, expiresAt: Date): Promise<TaskLease | null> {
+    const entry = this.live(taskId);
+    if (!entry || !RUNNABLE_RUN_STATUSES.has(entry.record.status) || !leaseFree(entry.record.lease, now, owner)) return null;
+    entry.leaseEpoch += 1;
+    entry.record.lease = { owner, epoch: entry.leaseEpoch, expiresAt: expiresAt.toISOString() };
+    return { ...entry.record.lease };
+  }
+
+  async renewLeases(owner: string, taskIds: string[], expiresAt: Date): Promise<number> {
+    let renewed = 0;
+    for (const taskId of taskIds) {
+      const lease = this.tasks.get(taskId)?.record.lease;
+      if (lease?.owner !== owner) continue;
+      lease.expiresAt = expiresAt.toISOString();
+      renewed++;
+    }
+    return renewed;
+  }
+
+  async releaseLease(taskId: string, owner: string, epoch: number): Promise<void> {
+    const record = this.tasks.get(taskId)?.record;
+    if (record?.lease?.owner === owner && record.lease.epoch === epoch) record.lease = null;
+  }
+
+  async leaseableTaskIds(now: Date, owner: string, limit: number): Promise<string[]> {
+    return [...this.tasks.values()]
+      .map((e) => e.record)
+      .filter((r) => RUNNABLE_RUN_STATUSES.has(r.status) && leaseFree(r.lease, now, owner) && (!r.timerDueAt || Date.parse(r.timerDueAt) <= now.getTime()))
+      .slice(0, limit)
+      .map((r) => r.taskId);
   }
 
   async get(taskId: string): Promise<TaskRecord | null> {
@@ -127,6 +173,15 @@ export class MemoryTaskStore implements TaskStore {
     }
     return entry;
   }
+}
+
+/** As in MongoDB: none, expired, or one of this owner id's that its process no longer holds (a restart). */
+function leaseFree(lease: TaskLease | null | undefined, now: Date, owner: string): boolean {
+  return !lease || Date.parse(lease.expiresAt) <= now.getTime() || lease.owner === owner;
+}
+
+function fenceHolds(lease: TaskLease | null | undefined, fence: LeaseFence): boolean {
+  return lease?.owner === fence.owner && lease.epoch === fence.epoch;
 }
 
 /** ListTasks order: updatedAt descending, then taskId descending (ISO timestamps compare as strings). */

@@ -1,14 +1,14 @@
 import { MongoClientBulkWriteError, type ClientBulkWriteModel, type ClientBulkWriteResult, type Db, type MongoClient } from "mongodb";
 import type { PendingWrite } from "./group-commit.js";
 import { DUPLICATE_KEY, headMove, type EventDocument, type TaskDocument, isIdempotencyKeyViolation, toDate, toEventDocument, toTaskDocument } from "./mongo-task-documents.js";
-import { DuplicateIdempotencyKeyError, DuplicateTaskError, StaleWriteError, type RunEvent, type TaskRecord, type TaskRecordChanges } from "./task-store.js";
+import { DuplicateIdempotencyKeyError, DuplicateTaskError, StaleWriteError, type LeaseFence, type RunEvent, type TaskRecord, type TaskRecordChanges } from "./task-store.js";
 
 /** A create or commit waiting for its group commit. */
 export interface StoreWrite extends PendingWrite {
   taskId: string;
   events: RunEvent[];
   create?: TaskRecord;
-  commit?: { expectedVersion: number; changes: TaskRecordChanges; commitId: string };
+  commit?: { expectedVersion: number; changes: TaskRecordChanges; commitId: string; fence?: LeaseFence };
   /** The head's expiry after this write: set once the task has ended. */
   expireAt: string | null | undefined;
 }
@@ -96,8 +96,8 @@ export class OneCommandBatch {
       plan.heads.set(w, plan.models.length);
       if (w.create) add(w, "head", { namespace: this.tasksNs, name: "insertOne", document: toTaskDocument(w.create) });
       else {
-        const { expectedVersion, changes, commitId } = w.commit!;
-        add(w, "head", { namespace: this.tasksNs, name: "updateOne", ...headMove(w.taskId, expectedVersion, changes, w.events.at(-1)?.sequence ?? expectedVersion, commitId) });
+        const { expectedVersion, changes, commitId, fence } = w.commit!;
+        add(w, "head", { namespace: this.tasksNs, name: "updateOne", ...headMove(w.taskId, expectedVersion, changes, w.events.at(-1)?.sequence ?? expectedVersion, commitId, fence) });
       }
     }
     for (const w of batch) {

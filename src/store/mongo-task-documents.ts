@@ -1,16 +1,20 @@
 import type { AnyBulkWriteOperation, Filter, IndexDescription, ObjectId, UpdateFilter } from "mongodb";
-import type { RunEvent, TaskRecord, TaskRecordChanges } from "./task-store.js";
+import type { LeaseFence, RunEvent, TaskRecord, TaskRecordChanges } from "./task-store.js";
 
 /**
  * The head of a task (`tasks`): the record fields only, no event log, so a transition rewrites a document
  * whose size does not depend on how many events the task has. `commitId` names the last commit that moved
  * the head, so a batch can tell its own update from a concurrent writer's when the version filter missed.
  */
-export interface TaskDocument extends Omit<TaskRecord, "taskId" | "expireAt" | "timerDueAt"> {
+export interface TaskDocument extends Omit<TaskRecord, "taskId" | "expireAt" | "timerDueAt" | "lease"> {
   _id: string;
   expireAt?: Date | null;
   timerDueAt?: Date | null;
   commitId?: string;
+  /** The execution lease, flat so one filter fences a commit; `leaseEpoch` outlives a release. */
+  leaseOwner?: string | null;
+  leaseEpoch?: number;
+  leaseExpiresAt?: Date | null;
 }
 
 /**
@@ -29,6 +33,8 @@ export const DUPLICATE_KEY = 11000;
 export const TASK_INDEXES: IndexDescription[] = [
   { key: { status: 1 }, name: "status" },
   { key: { timerDueAt: 1 }, name: "timer_due", sparse: true },
+  // Failover: runnable tasks whose lease is free or expired.
+  { key: { status: 1, leaseExpiresAt: 1 }, name: "status_lease" },
   // TTL: MongoDB deletes a terminal task once its retention has passed.
   { key: { expireAt: 1 }, name: "retention_ttl", expireAfterSeconds: 0 },
   { key: { tenant: 1, contextId: 1, updatedAt: -1, _id: -1 }, name: "tenant_context_updated" },
@@ -49,13 +55,15 @@ export function toDate(value: string | null | undefined): Date | null {
 }
 
 export function toTaskDocument(record: TaskRecord): TaskDocument {
-  const { taskId, expireAt, timerDueAt, ...rest } = record;
-  return { ...rest, _id: taskId, expireAt: toDate(expireAt), timerDueAt: toDate(timerDueAt) };
+  const { taskId, expireAt, timerDueAt, lease, ...rest } = record;
+  const leaseFields = lease ? { leaseOwner: lease.owner, leaseEpoch: lease.epoch, leaseExpiresAt: new Date(lease.expiresAt) } : { leaseOwner: null, leaseEpoch: 0, leaseExpiresAt: null };
+  return { ...rest, _id: taskId, expireAt: toDate(expireAt), timerDueAt: toDate(timerDueAt), ...leaseFields };
 }
 
 export function toRecord(doc: TaskDocument): TaskRecord {
-  const { _id, expireAt, timerDueAt, commitId: _commitId, ...rest } = doc;
-  return { ...rest, taskId: _id, expireAt: expireAt ? expireAt.toISOString() : null, timerDueAt: timerDueAt ? timerDueAt.toISOString() : null };
+  const { _id, expireAt, timerDueAt, commitId: _commitId, leaseOwner, leaseEpoch, leaseExpiresAt, ...rest } = doc;
+  const lease = leaseOwner && leaseExpiresAt ? { owner: leaseOwner, epoch: leaseEpoch ?? 0, expiresAt: leaseExpiresAt.toISOString() } : null;
+  return { ...rest, taskId: _id, expireAt: expireAt ? expireAt.toISOString() : null, timerDueAt: timerDueAt ? timerDueAt.toISOString() : null, lease };
 }
 
 export function toEventDocument(taskId: string, event: RunEvent, writer: string, expireAt: string | null | undefined): EventDocument {
@@ -67,14 +75,17 @@ export function toEvent(doc: EventDocument): RunEvent {
   return event;
 }
 
-export function headUpdate(taskId: string, expectedVersion: number, changes: TaskRecordChanges, version: number, commitId: string): AnyBulkWriteOperation<TaskDocument> {
-  return { updateOne: headMove(taskId, expectedVersion, changes, version, commitId) };
+export function headUpdate(taskId: string, expectedVersion: number, changes: TaskRecordChanges, version: number, commitId: string, fence?: LeaseFence): AnyBulkWriteOperation<TaskDocument> {
+  return { updateOne: headMove(taskId, expectedVersion, changes, version, commitId, fence) };
 }
 
 /** The head's move: matched only while the head is still at the version the commit was computed from. */
-export function headMove(taskId: string, expectedVersion: number, changes: TaskRecordChanges, version: number, commitId: string): { filter: Filter<TaskDocument>; update: UpdateFilter<TaskDocument> } {
+export function headMove(taskId: string, expectedVersion: number, changes: TaskRecordChanges, version: number, commitId: string, fence?: LeaseFence): { filter: Filter<TaskDocument>; update: UpdateFilter<TaskDocument> } {
+  // A fenced (driver's) commit also needs the lease it was computed under, and renews or releases it.
+  const fenced = fence ? { leaseOwner: fence.owner, leaseEpoch: fence.epoch } : {};
+  const lease = fence ? (fence.expiresAt ? { leaseExpiresAt: new Date(fence.expiresAt) } : { leaseOwner: null, leaseExpiresAt: null }) : {};
   return {
-    filter: { _id: taskId, version: expectedVersion },
+    filter: { _id: taskId, version: expectedVersion, ...fenced },
     update: {
       $set: {
         status: changes.status,
@@ -85,6 +96,7 @@ export function headMove(taskId: string, expectedVersion: number, changes: TaskR
         timerDueAt: toDate(changes.timerDueAt),
         version,
         commitId,
+        ...lease,
       },
     },
   };

@@ -4,6 +4,7 @@ import { RUNNABLE_RUN_STATUSES, TERMINAL_RUN_STATUSES } from "../domain/run-stat
 import { GroupCommit } from "./group-commit.js";
 import { headError, OneCommandBatch, type StoreWrite as Write } from "./mongo-one-command.js";
 import { migrateTaskLayout } from "./mongo-layout-migration.js";
+import { fenceHolds, MongoTaskLeases } from "./mongo-task-leases.js";
 import {
   DUPLICATE_KEY,
   EVENT_INDEXES,
@@ -21,12 +22,15 @@ import { assertWriteSize, DEFAULT_TASK_SIZE_LIMITS, type TaskSizeLimits } from "
 import {
   DuplicateIdempotencyKeyError,
   DuplicateTaskError,
+  LeaseLostError,
   StaleWriteError,
+  type LeaseFence,
   type RunEvent,
   type TaskListPage,
   type TaskListQuery,
   type TaskRecord,
   type TaskRecordChanges,
+  type TaskLease,
   type TaskStore,
 } from "./task-store.js";
 
@@ -45,7 +49,7 @@ export interface MongoTaskStoreOptions {
 /** Wire version of MongoDB 8.0, the first with the client-level bulkWrite command. */
 const CLIENT_BULK_WRITE_WIRE_VERSION = 25;
 
-const HEAD_ONLY = { _id: 1, version: 1, expireAt: 1 } as const;
+const HEAD_ONLY = { _id: 1, version: 1, expireAt: 1, leaseOwner: 1, leaseEpoch: 1 } as const;
 
 /**
  * Two collections: `tasks` holds each task's head (record, snapshot, version), `task_events` its event log.
@@ -59,13 +63,15 @@ const HEAD_ONLY = { _id: 1, version: 1, expireAt: 1 } as const;
  * of all their heads (this class's two-command path, also the fallback for a stopped bulkWrite).
  *
  * Overwriting an orphan assumes one writer per task: within this process the group commit never writes
- * one task twice at once; across instances the design's fenced lease must hold (one instance today).
+ * one task twice at once; across instances the driver's commits are fenced by the task's lease (a writer
+ * that lost it neither replaces orphans nor moves the head: LeaseLostError).
  */
 export class MongoTaskStore implements TaskStore {
   readonly kind = "mongodb" as const;
   readonly limits: TaskSizeLimits;
   private readonly tasks: Collection<TaskDocument>;
   private readonly events: Collection<EventDocument>;
+  private readonly leases: MongoTaskLeases;
   private readonly now: () => Date;
   /** Marks the events this instance wrote (diagnostics of orphans). */
   private readonly writer = randomUUID();
@@ -80,6 +86,7 @@ export class MongoTaskStore implements TaskStore {
   ) {
     this.tasks = db.collection<TaskDocument>("tasks");
     this.events = db.collection<EventDocument>("task_events");
+    this.leases = new MongoTaskLeases(this.tasks);
     this.now = options.now ?? (() => new Date());
     this.limits = options.limits ?? DEFAULT_TASK_SIZE_LIMITS;
   }
@@ -123,9 +130,36 @@ export class MongoTaskStore implements TaskStore {
     }
   }
 
-  async commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[]): Promise<void> {
+  async commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[], fence?: LeaseFence): Promise<void> {
     assertWriteSize({ taskId, snapshot: changes.snapshot, a2a: changes.a2a }, events, this.limits);
-    await this.submit({ key: taskId, taskId, events, commit: { expectedVersion, changes, commitId: randomUUID() }, expireAt: changes.expireAt });
+    try {
+      await this.submit({ key: taskId, taskId, events, commit: { expectedVersion, changes, commitId: randomUUID(), ...(fence ? { fence } : {}) }, expireAt: changes.expireAt });
+    } catch (err) {
+      // The head did not move: tell a lost lease (stop driving) from a lost version race (reload).
+      if (!fence || !(err instanceof StaleWriteError)) throw err;
+      const head = await this.tasks.findOne({ _id: taskId }, { projection: HEAD_ONLY });
+      throw fenceHolds(head, fence) ? err : new LeaseLostError(taskId, fence.owner, fence.epoch);
+    }
+  }
+
+  claimTimer(taskId: string, now: Date, retryAt: Date): Promise<boolean> {
+    return this.leases.claimTimer(taskId, now, retryAt);
+  }
+
+  acquireLease(taskId: string, owner: string, now: Date, expiresAt: Date): Promise<TaskLease | null> {
+    return this.leases.acquire(taskId, owner, now, expiresAt);
+  }
+
+  renewLeases(owner: string, taskIds: string[], expiresAt: Date): Promise<number> {
+    return this.leases.renew(owner, taskIds, expiresAt);
+  }
+
+  releaseLease(taskId: string, owner: string, epoch: number): Promise<void> {
+    return this.leases.release(taskId, owner, epoch);
+  }
+
+  leaseableTaskIds(now: Date, owner: string, limit: number): Promise<string[]> {
+    return this.leases.leaseable(now, owner, limit);
   }
 
   async findByIdempotencyKey(idempotencyKey: string): Promise<TaskRecord | null> {
@@ -244,6 +278,8 @@ export class MongoTaskStore implements TaskStore {
   private async replaceOrphans(write: Write): Promise<void> {
     const head = await this.tasks.findOne({ _id: write.taskId }, { projection: HEAD_ONLY });
     if (write.create && head) throw new DuplicateTaskError(write.taskId);
+    const fence = write.commit?.fence;
+    if (fence && !fenceHolds(head, fence)) throw new LeaseLostError(write.taskId, fence.owner, fence.epoch);
     if (write.commit && head?.version !== write.commit.expectedVersion) throw new StaleWriteError(write.taskId, write.commit.expectedVersion);
     await this.events.bulkWrite(
       write.events.map((event) => ({
@@ -259,7 +295,7 @@ export class MongoTaskStore implements TaskStore {
     const ops: AnyBulkWriteOperation<TaskDocument>[] = writes.map((w) =>
       w.create
         ? { insertOne: { document: toTaskDocument(w.create) } }
-        : headUpdate(w.taskId, w.commit!.expectedVersion, w.commit!.changes, w.events.at(-1)?.sequence ?? w.commit!.expectedVersion, w.commit!.commitId),
+        : headUpdate(w.taskId, w.commit!.expectedVersion, w.commit!.changes, w.events.at(-1)?.sequence ?? w.commit!.expectedVersion, w.commit!.commitId, w.commit!.fence),
     );
     const errors = new Map<Write, Error>();
     let matched: number;

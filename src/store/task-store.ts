@@ -42,6 +42,36 @@ export interface TaskRecord {
   idempotencyKey?: string | null;
   /** Digest of the creating request's content, to tell a retry (same content) from a reused messageId. */
   requestFingerprint?: string | null;
+  /** Which instance drives the task's nodes now (runnable tasks only; a waiting or ended task holds none). */
+  lease?: TaskLease | null;
+}
+
+/**
+ * A task execution lease: one instance at a time drives a task's nodes. `epoch` grows with every
+ * acquisition (it survives a release), so a commit fenced by an older epoch is refused.
+ */
+export interface TaskLease {
+  owner: string;
+  epoch: number;
+  expiresAt: string;
+}
+
+/**
+ * What a driver's commit carries: the head must still be leased to (owner, epoch), else LeaseLostError.
+ * `expiresAt` renews the lease with the commit; null releases it (the task waits or ended).
+ */
+export interface LeaseFence {
+  owner: string;
+  epoch: number;
+  expiresAt: string | null;
+}
+
+/** A fenced commit by an instance whose lease was taken over (or released): it must stop driving the task. */
+export class LeaseLostError extends Error {
+  override readonly name = "LeaseLostError";
+  constructor(readonly taskId: string, readonly owner: string, readonly epoch: number) {
+    super(`task ${taskId} is no longer leased to ${owner} (epoch ${epoch})`);
+  }
 }
 
 /** The fields a transition rewrites. */
@@ -104,7 +134,8 @@ export interface TaskStore {
   ping?(): Promise<void>;
   /** Throws DuplicateTaskError (same task id) or DuplicateIdempotencyKeyError (same key as a live task). */
   create(record: TaskRecord, events: RunEvent[]): Promise<void>;
-  commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[]): Promise<void>;
+  /** With `fence`, also refused (LeaseLostError) unless the head is still leased to (owner, epoch). */
+  commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[], fence?: LeaseFence): Promise<void>;
   /** null when unknown or expired. */
   get(taskId: string): Promise<TaskRecord | null>;
   /** Events with sequence >= fromSequence, in order, at most `limit`. */
@@ -122,5 +153,22 @@ export interface TaskStore {
   runnableTaskIds(): Promise<string[]>;
   /** Task ids whose durable timer is due at `now`. */
   dueTimers(now: Date, limit: number): Promise<string[]>;
+  /**
+   * Claims a due timer once across instances: moves its due time to `retryAt` only if it is still due at
+   * `now`. The claimer's commit clears or resets it; if the claimer dies, the timer is due again at `retryAt`.
+   */
+  claimTimer(taskId: string, now: Date, retryAt: Date): Promise<boolean>;
+  /**
+   * Atomically leases a runnable task to `owner` (epoch + 1) when it holds no lease, an expired one, or one
+   * of `owner`'s own (a restarted process with the same INSTANCE_ID); null when another instance holds it
+   * or the task is not runnable.
+   */
+  acquireLease(taskId: string, owner: string, now: Date, expiresAt: Date): Promise<TaskLease | null>;
+  /** Heartbeat: moves the expiry of these tasks' leases still held by `owner`; answers how many. */
+  renewLeases(owner: string, taskIds: string[], expiresAt: Date): Promise<number>;
+  /** Gives the lease back if (owner, epoch) still holds it. */
+  releaseLease(taskId: string, owner: string, epoch: number): Promise<void>;
+  /** Runnable tasks `acquireLease` would lease to `owner`, without a timer still to wait for (failover, start-up). */
+  leaseableTaskIds(now: Date, owner: string, limit: number): Promise<string[]>;
   close(): Promise<void>;
 }

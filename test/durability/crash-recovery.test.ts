@@ -7,7 +7,7 @@ import type { CallContext } from "../../src/auth/call-context.js";
 import type { Message } from "../../src/domain/a2a-types.js";
 import type { HandlerContext, TaskHandler } from "../../src/engine/workflow-types.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
-import type { RunEvent, TaskRecordChanges, TaskStore } from "../../src/store/task-store.js";
+import type { LeaseFence, RunEvent, TaskRecordChanges, TaskStore } from "../../src/store/task-store.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 
 class ProcessDied extends Error {}
@@ -29,9 +29,9 @@ class CrashAfter implements TaskStore {
     await this.inner.create(record, events);
     this.maybeDie(events);
   }
-  async commit(taskId: string, expected: number, changes: TaskRecordChanges, events: RunEvent[]) {
+  async commit(taskId: string, expected: number, changes: TaskRecordChanges, events: RunEvent[], fence?: LeaseFence) {
     this.check();
-    await this.inner.commit(taskId, expected, changes, events);
+    await this.inner.commit(taskId, expected, changes, events, fence);
     this.maybeDie(events);
   }
   private maybeDie(events: RunEvent[]): void {
@@ -47,6 +47,11 @@ class CrashAfter implements TaskStore {
   async listActive() { this.check(); return this.inner.listActive(); }
   async runnableTaskIds() { this.check(); return this.inner.runnableTaskIds(); }
   async dueTimers(now: Date, limit: number) { this.check(); return this.inner.dueTimers(now, limit); }
+  async claimTimer(id: string, now: Date, retryAt: Date) { this.check(); return this.inner.claimTimer(id, now, retryAt); }
+  async acquireLease(id: string, owner: string, now: Date, expiresAt: Date) { this.check(); return this.inner.acquireLease(id, owner, now, expiresAt); }
+  async renewLeases(owner: string, ids: string[], expiresAt: Date) { this.check(); return this.inner.renewLeases(owner, ids, expiresAt); }
+  async releaseLease(id: string, owner: string, epoch: number) { this.check(); return this.inner.releaseLease(id, owner, epoch); }
+  async leaseableTaskIds(now: Date, owner: string, limit: number) { this.check(); return this.inner.leaseableTaskIds(now, owner, limit); }
   async close() {}
 }
 

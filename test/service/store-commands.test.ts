@@ -14,7 +14,7 @@ import type { Message } from "../../src/domain/a2a-types.js";
 import type { CommittedTransition } from "../../src/engine/transition-hook.js";
 import type { TaskHandler } from "../../src/engine/workflow-types.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
-import type { RunEvent, TaskRecord, TaskRecordChanges, TaskStore } from "../../src/store/task-store.js";
+import type { LeaseFence, RunEvent, TaskRecord, TaskRecordChanges, TaskStore } from "../../src/store/task-store.js";
 import { startTestCore, type TestCore } from "../support/start-core.js";
 
 const EXTRA = `
@@ -71,8 +71,8 @@ class CountingStore implements TaskStore {
 
   init = () => this.inner.init();
   create = (record: TaskRecord, events: RunEvent[]) => this.write("create", events, () => this.inner.create(record, events));
-  commit = (taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[]) =>
-    this.write("commit", events, () => this.inner.commit(taskId, expectedVersion, changes, events));
+  commit = (taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[], fence?: LeaseFence) =>
+    this.write("commit", events, () => this.inner.commit(taskId, expectedVersion, changes, events, fence));
   get = (taskId: string) => this.inner.get(taskId);
   readEvents = (taskId: string, from: number, limit?: number) => this.inner.readEvents(taskId, from, limit);
   findByIdempotencyKey = (key: string) => this.inner.findByIdempotencyKey(key);
@@ -80,6 +80,11 @@ class CountingStore implements TaskStore {
   listActive = () => this.inner.listActive();
   runnableTaskIds = () => this.inner.runnableTaskIds();
   dueTimers = (now: Date, limit: number) => this.inner.dueTimers(now, limit);
+  claimTimer: TaskStore["claimTimer"] = (...args) => this.inner.claimTimer(...args);
+  acquireLease: TaskStore["acquireLease"] = (...args) => this.inner.acquireLease(...args);
+  renewLeases: TaskStore["renewLeases"] = (...args) => this.inner.renewLeases(...args);
+  releaseLease: TaskStore["releaseLease"] = (...args) => this.inner.releaseLease(...args);
+  leaseableTaskIds: TaskStore["leaseableTaskIds"] = (...args) => this.inner.leaseableTaskIds(...args);
   close = () => this.inner.close();
 }
 
@@ -100,7 +105,7 @@ describe(`store commands per task (mongodb: ${inject("mongoBackend")})`, () => {
     await writeFile(join(dir, "side-effect.yaml"), EXTRA);
     // No push worker, and the durable timer scheduler polls once a minute (the most the config allows), so
     // every command counted here is one the task itself caused.
-    t = await startTestCore({ WORKFLOWS_DIR: dir, BLOCKING_TIMEOUT_MS: "10000", PUSH_ENABLED: "false", TIMER_POLL_MS: "60000" }, { store, handlers: { "notify-outside": notifyOutside } });
+    t = await startTestCore({ WORKFLOWS_DIR: dir, BLOCKING_TIMEOUT_MS: "10000", PUSH_ENABLED: "false", TIMER_POLL_MS: "60000", LEASE_HEARTBEAT_MS: "60000", LEASE_TTL_MS: "600000" }, { store, handlers: { "notify-outside": notifyOutside } });
     t.core.hook.onAny((transition) => published.push(transition));
   });
   afterAll(async () => {
