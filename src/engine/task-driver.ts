@@ -122,7 +122,11 @@ export class TaskDriver {
   /** One locked section: load the task and advance it; first the task's lease, unless another instance holds it. */
   private async step(taskId: string): Promise<Next> {
     const { repository } = this.options;
-    if (!repository.holdsLease(taskId) && !(await repository.acquireLease(taskId))) return false;
+    if (!repository.holdsLease(taskId) && !(await repository.acquireLease(taskId))) {
+      // Not runnable, or another instance drives it: what a caller's write left in memory goes.
+      await repository.withLock(taskId, async () => repository.passivate(taskId));
+      return false;
+    }
     return repository.withLock(taskId, async (): Promise<Next> => {
       const live = await repository.load(taskId).catch((err: unknown) => {
         if (err instanceof DomainError && err.code === "task-not-found") return undefined;

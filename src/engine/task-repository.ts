@@ -165,7 +165,7 @@ export class TaskRepository implements TaskReadPort {
     const fence = this.fenceFor(taskId, changes.status, live.stored);
     try {
       if (live.stored) await this.options.store.commit(taskId, live.record.version, changes, events, fence);
-      else await this.options.store.create({ ...live.record, ...changes, version, lease: fence?.expiresAt ? { ...fence, expiresAt: fence.expiresAt } : null }, events);
+      else await this.options.store.create({ ...live.record, ...changes, version, ...(fence?.expiresAt ? { lease: { ...fence, expiresAt: fence.expiresAt } } : {}) }, events);
     } catch (err) {
       this.passivate(taskId);
       if (err instanceof LeaseLostError) this.held.delete(taskId);
@@ -178,8 +178,9 @@ export class TaskRepository implements TaskReadPort {
       if (fence.expiresAt) this.held.set(taskId, fence.epoch);
       else this.held.delete(taskId);
     }
-    const lease = fence ? (fence.expiresAt ? { ...fence, expiresAt: fence.expiresAt } : null) : live.record.lease;
-    live.record = { ...live.record, ...changes, version, lease: lease ?? null };
+    const { lease: held, ...committed } = live.record;
+    const lease = fence ? (fence.expiresAt ? { ...fence, expiresAt: fence.expiresAt } : undefined) : held;
+    live.record = { ...committed, ...changes, version, ...(lease ? { lease } : {}) };
     live.staged = [];
     live.stored = true;
     this.options.hook.publish({ record: live.record, context: snapshot.context, events });
@@ -227,7 +228,7 @@ export class TaskRepository implements TaskReadPort {
     if (epoch === undefined) return;
     this.held.delete(taskId);
     const live = this.live.get(taskId);
-    if (live) live.record = { ...live.record, lease: null };
+    if (live) delete live.record.lease;
     await this.options.store.releaseLease(taskId, this.leaseSettings.instanceId, epoch);
   }
 

@@ -64,8 +64,9 @@ export class MemoryTaskStore implements TaskStore {
     if (fence && entry && !fenceHolds(entry.record.lease, fence)) throw new LeaseLostError(taskId, fence.owner, fence.epoch);
     if (!entry || entry.record.version !== expectedVersion) throw new StaleWriteError(taskId, expectedVersion);
     const last = events.at(-1);
-    const lease = fence ? (fence.expiresAt ? { owner: fence.owner, epoch: fence.epoch, expiresAt: fence.expiresAt } : null) : entry.record.lease;
-    entry.record = { ...entry.record, ...structuredClone(changes), version: last ? last.sequence : entry.record.version, lease: lease ?? null };
+    const { lease: held, ...rest } = entry.record;
+    const lease = fence ? (fence.expiresAt ? { owner: fence.owner, epoch: fence.epoch, expiresAt: fence.expiresAt } : undefined) : held;
+    entry.record = { ...rest, ...structuredClone(changes), version: last ? last.sequence : entry.record.version, ...(lease ? { lease } : {}) };
     entry.events.push(...structuredClone(events));
   }
 
@@ -97,7 +98,7 @@ export class MemoryTaskStore implements TaskStore {
 
   async releaseLease(taskId: string, owner: string, epoch: number): Promise<void> {
     const record = this.tasks.get(taskId)?.record;
-    if (record?.lease?.owner === owner && record.lease.epoch === epoch) record.lease = null;
+    if (record?.lease?.owner === owner && record.lease.epoch === epoch) delete record.lease;
   }
 
   async leaseableTaskIds(now: Date, owner: string, limit: number): Promise<string[]> {

@@ -62,8 +62,8 @@ export function toTaskDocument(record: TaskRecord): TaskDocument {
 
 export function toRecord(doc: TaskDocument): TaskRecord {
   const { _id, expireAt, timerDueAt, commitId: _commitId, leaseOwner, leaseEpoch, leaseExpiresAt, ...rest } = doc;
-  const lease = leaseOwner && leaseExpiresAt ? { owner: leaseOwner, epoch: leaseEpoch ?? 0, expiresAt: leaseExpiresAt.toISOString() } : null;
-  return { ...rest, taskId: _id, expireAt: expireAt ? expireAt.toISOString() : null, timerDueAt: timerDueAt ? timerDueAt.toISOString() : null, lease };
+  const lease = leaseOwner && leaseExpiresAt ? { lease: { owner: leaseOwner, epoch: leaseEpoch ?? 0, expiresAt: leaseExpiresAt.toISOString() } } : {};
+  return { ...rest, taskId: _id, expireAt: expireAt ? expireAt.toISOString() : null, timerDueAt: timerDueAt ? timerDueAt.toISOString() : null, ...lease };
 }
 
 export function toEventDocument(taskId: string, event: RunEvent, writer: string, expireAt: string | null | undefined): EventDocument {

@@ -71,6 +71,8 @@ async function waitFor(t: TestApp, taskId: string, state: string): Promise<void>
 async function crashAndRecover(skillId: string, afterEventType: string, handlers?: Record<string, TaskHandler>, env: Record<string, string> = {}) {
   const store = new MemoryTaskStore();
   const crashing = new CrashAfter(store, afterEventType);
+  // The same instance restarting: it takes back the task leases it held at once, without waiting for their TTL.
+  env = { INSTANCE_ID: "crash-recovery", ...env };
   const first = await startTestApp(env, crashing, handlers);
   const task = await first.app.service.sendMessage({ message: msg(skillId), blocking: false }, ctx).catch(() => undefined);
   const deadline = Date.now() + 5000;
