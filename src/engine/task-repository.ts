@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { A2ATaskState } from "../domain/a2a-types.js";
 import { DomainError, taskNotFound } from "../domain/errors.js";
-import { isTerminalRunStatus, RUNNABLE_RUN_STATUSES, type RunStatus } from "../domain/run-status.js";
+import { isTerminalRunStatus, RUNNABLE_RUN_STATUSES } from "../domain/run-status.js";
 import { persistedContextOf, persistTaskSnapshot } from "../machine/persisted-task-snapshot.js";
 import { applyTaskEvent, createTaskActor, restoreTaskActor, type TaskActor } from "../machine/task-actor.js";
 import type { TaskContext } from "../machine/task-context.js";
@@ -63,8 +63,8 @@ export class TaskRepository implements TaskReadPort {
   private readonly lock = new KeyedLock();
   /** Tasks whose lease this instance holds → its epoch. */
   private readonly held = new Map<string, number>();
-  /** Tasks whose current locked section is the driver's. */
-  private readonly fencedSections = new Set<string>();
+  /** Tasks whose current locked section is the driver's; `released` once a write of it gave the lease back. */
+  private readonly fencedSections = new Map<string, { released: boolean }>();
   readonly leaseSettings: LeaseSettings;
   private readonly clock: () => Date;
 
@@ -76,7 +76,7 @@ export class TaskRepository implements TaskReadPort {
   /** Serializes everything that touches one task; `fenced`: the driver's section, whose writes need the lease. */
   withLock<T>(taskId: string, fn: () => Promise<T>, options: { fenced?: boolean } = {}): Promise<T> {
     return this.lock.run(taskId, async () => {
-      if (options.fenced) this.fencedSections.add(taskId);
+      if (options.fenced) this.fencedSections.set(taskId, { released: false });
       try {
         let result: T;
         try {
@@ -162,7 +162,7 @@ export class TaskRepository implements TaskReadPort {
     const snapshot = live.actor.getSnapshot();
     const changes = this.changesFor(snapshot, live.stagedAt);
     const version = events[events.length - 1]!.sequence;
-    const fence = this.fenceFor(taskId, changes.status, live.stored);
+    const fence = this.fenceFor(taskId, changes, live.stored);
     try {
       if (live.stored) await this.options.store.commit(taskId, live.record.version, changes, events, fence);
       else await this.options.store.create({ ...live.record, ...changes, version, ...(fence?.expiresAt ? { lease: { ...fence, expiresAt: fence.expiresAt } } : {}) }, events);
@@ -174,10 +174,8 @@ export class TaskRepository implements TaskReadPort {
       }
       throw err;
     }
-    if (fence) {
-      if (fence.expiresAt) this.held.set(taskId, fence.epoch);
-      else this.held.delete(taskId);
-    }
+    if (fence?.expiresAt) this.held.set(taskId, fence.epoch);
+    else if (fence) this.released(taskId);
     const { lease: held, ...committed } = live.record;
     const lease = fence ? (fence.expiresAt ? { ...fence, expiresAt: fence.expiresAt } : undefined) : held;
     live.record = { ...committed, ...changes, version, ...(lease ? { lease } : {}) };
@@ -302,14 +300,27 @@ export class TaskRepository implements TaskReadPort {
    * The fence of a driver's write: the lease we hold (or, for the creating write, epoch 1), renewed while the
    * task stays runnable and released with the write that makes it wait or end. None outside the driver.
    */
-  private fenceFor(taskId: string, status: RunStatus, stored: boolean): LeaseFence | undefined {
-    if (!this.fencedSections.has(taskId)) return undefined;
+  private fenceFor(taskId: string, changes: TaskRecordChanges, stored: boolean): LeaseFence | undefined {
+    const section = this.fencedSections.get(taskId);
+    // After the section gave the lease back (the task waits), its last writes need only the version check.
+    if (!section || section.released) return undefined;
     const epoch = stored ? this.held.get(taskId) : 1;
     // A driver without the lease (lost to a heartbeat outage) must not write at all.
     if (epoch === undefined) throw new LeaseLostError(taskId, this.leaseSettings.instanceId, 0);
-    const expiresAt = RUNNABLE_RUN_STATUSES.has(status) ? this.leaseExpiry(this.clock()).toISOString() : null;
-    if (!stored && expiresAt === null) return undefined;
-    return { owner: this.leaseSettings.instanceId, epoch, expiresAt };
+    const now = this.clock();
+    // A running task waiting for its timer (a delay node) needs no driver until the timer fires either.
+    const waiting = !RUNNABLE_RUN_STATUSES.has(changes.status) || (!!changes.timerDueAt && Date.parse(changes.timerDueAt) > now.getTime());
+    if (!stored && waiting) {
+      section.released = true;
+      return undefined;
+    }
+    return { owner: this.leaseSettings.instanceId, epoch, expiresAt: waiting ? null : this.leaseExpiry(now).toISOString() };
+  }
+
+  private released(taskId: string): void {
+    this.held.delete(taskId);
+    const section = this.fencedSections.get(taskId);
+    if (section) section.released = true;
   }
 
   private leaseExpiry(now: Date): Date {

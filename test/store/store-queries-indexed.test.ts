@@ -133,6 +133,16 @@ describe(`every task-store query is served by an index (${inject("mongoBackend")
     await store.runnableTaskIds();
     await store.dueTimers(new Date(at(30)), 10);
 
+    // Task execution leases and timer claims (several instances on one database).
+    const lease = await store.acquireLease(first, "me", new Date(at(0)), new Date(at(10)));
+    expect(lease?.owner).toBe("me");
+    await store.renewLeases("me", [first, second], new Date(at(20)));
+    await store.commit(first, 3, changes("running"), events(first, 4, 1), { owner: "me", epoch: lease!.epoch, expiresAt: at(30) });
+    await expect(store.commit(first, 4, changes("running"), events(first, 5, 1), { owner: "other", epoch: 9, expiresAt: at(30) })).rejects.toThrow();
+    await store.releaseLease(first, "me", lease!.epoch);
+    expect((await store.leaseableTaskIds(new Date(at(30)), "me", 10)).length).toBeGreaterThan(0);
+    await store.claimTimer(ids[4]!, new Date(at(30)), new Date(at(40)));
+
     // Slow paths: a duplicate create, a stale commit (events present / head moved), a repeated idempotency key
     // (its events are dropped, an expired holder is purged), orphans replaced, an ended task's log stamped.
     await expect(store.create(record(first, 0), events(first, 0, 2))).rejects.toThrow();
