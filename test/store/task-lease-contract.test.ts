@@ -5,50 +5,14 @@ import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
-import { LeaseLostError, StaleWriteError, type RunEvent, type TaskRecord, type TaskStore } from "../../src/store/task-store.js";
+import { LeaseLostError, StaleWriteError, type TaskRecord, type TaskStore } from "../../src/store/task-store.js";
 import "../support/mongo.js";
+import { changes, events, record } from "../support/task-fixtures.js";
 
 const T0 = Date.parse("2030-01-01T00:00:00.000Z");
 const at = (ms: number) => new Date(T0 + ms);
 const iso = (ms: number) => at(ms).toISOString();
-
-function record(taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord {
-  return {
-    taskId,
-    tenant: "t1",
-    contextId: "ctx",
-    workflowId: "echo",
-    version: 0,
-    status: "running",
-    a2a: { taskId, runId: taskId, state: "working", updatedAt: iso(0) },
-    snapshot: { value: "running" },
-    createdAt: iso(0),
-    updatedAt: iso(0),
-    expireAt: null,
-    timerDueAt: null,
-    ...overrides,
-  };
-}
-
-function events(taskId: string, from: number, count: number): RunEvent[] {
-  return Array.from({ length: count }, (_, i) => ({
-    eventId: `${taskId}:${from + i}`,
-    runId: taskId,
-    type: from + i === 0 ? "run.created" : "node.started",
-    payload: { n: from + i },
-    timestamp: iso(0),
-    sequence: from + i,
-  }));
-}
-
-const changes = (status: TaskRecord["status"], timerDueAt: string | null = null) => ({
-  status,
-  a2a: { taskId: "x", runId: "x", state: "working" as const, updatedAt: iso(0) },
-  snapshot: { value: status },
-  updatedAt: iso(0),
-  expireAt: null,
-  timerDueAt,
-});
+const running = (taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord => record(taskId, { status: "running", ...overrides });
 
 function contract(name: string, open: () => Promise<TaskStore>, close: () => Promise<void>) {
   describe(`task leases: ${name}`, () => {
@@ -60,7 +24,7 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
 
     it("a created lease reads back; only its owner's fenced commit passes, and it renews the lease", async () => {
       const id = randomUUID();
-      await store.create(record(id, { lease: { owner: "a", epoch: 1, expiresAt: iso(10_000) } }), events(id, 0, 1));
+      await store.create(running(id, { lease: { owner: "a", epoch: 1, expiresAt: iso(10_000) } }), events(id, 0, 1));
       expect((await store.get(id))?.lease).toEqual({ owner: "a", epoch: 1, expiresAt: iso(10_000) });
       await expect(store.commit(id, 0, changes("running"), events(id, 1, 1), { owner: "b", epoch: 1, expiresAt: iso(20_000) })).rejects.toBeInstanceOf(LeaseLostError);
       await expect(store.commit(id, 0, changes("running"), events(id, 1, 1), { owner: "a", epoch: 2, expiresAt: iso(20_000) })).rejects.toBeInstanceOf(LeaseLostError);
@@ -72,7 +36,7 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
 
     it("acquire: a live lease of another owner blocks; an expired one is taken with the next epoch", async () => {
       const id = randomUUID();
-      await store.create(record(id, { lease: { owner: "a", epoch: 1, expiresAt: iso(10_000) } }), events(id, 0, 1));
+      await store.create(running(id, { lease: { owner: "a", epoch: 1, expiresAt: iso(10_000) } }), events(id, 0, 1));
       expect(await store.acquireLease(id, "b", at(5_000), at(15_000))).toBeNull();
       expect(await store.leaseableTaskIds(at(5_000), "b", 100)).not.toContain(id);
       expect(await store.leaseableTaskIds(at(10_000), "b", 100)).toContain(id);
@@ -86,7 +50,7 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
 
     it("fencing: the old owner's commit after a takeover is refused, the new owner's commits and the old one's log stays intact", async () => {
       const id = randomUUID();
-      await store.create(record(id, { lease: { owner: "a", epoch: 1, expiresAt: iso(10_000) } }), events(id, 0, 1));
+      await store.create(running(id, { lease: { owner: "a", epoch: 1, expiresAt: iso(10_000) } }), events(id, 0, 1));
       const taken = await store.acquireLease(id, "b", at(11_000), at(21_000));
       expect(taken?.epoch).toBe(2);
       await store.commit(id, 0, changes("running"), events(id, 1, 2), { owner: "b", epoch: 2, expiresAt: iso(21_000) });
@@ -103,7 +67,7 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
 
     it("an unfenced (external) commit needs only the version; a fenced one behind it fails as a version race", async () => {
       const id = randomUUID();
-      await store.create(record(id, { lease: { owner: "a", epoch: 1, expiresAt: iso(10_000) } }), events(id, 0, 1));
+      await store.create(running(id, { lease: { owner: "a", epoch: 1, expiresAt: iso(10_000) } }), events(id, 0, 1));
       await store.commit(id, 0, changes("cancelling"), events(id, 1, 1));
       expect((await store.get(id))?.lease?.owner).toBe("a");
       await expect(store.commit(id, 0, changes("running"), events(id, 1, 1), { owner: "a", epoch: 1, expiresAt: iso(10_000) })).rejects.toBeInstanceOf(StaleWriteError);
@@ -112,7 +76,7 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
 
     it("a fenced commit that makes the task wait releases the lease; waiting tasks cannot be leased", async () => {
       const id = randomUUID();
-      await store.create(record(id, { lease: { owner: "a", epoch: 1, expiresAt: iso(10_000) } }), events(id, 0, 1));
+      await store.create(running(id, { lease: { owner: "a", epoch: 1, expiresAt: iso(10_000) } }), events(id, 0, 1));
       await store.commit(id, 0, changes("waiting-approval"), events(id, 1, 1), { owner: "a", epoch: 1, expiresAt: null });
       expect((await store.get(id))?.lease ?? null).toBeNull();
       expect(await store.acquireLease(id, "b", at(0), at(10_000))).toBeNull();
@@ -126,8 +90,8 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
     it("renew moves only this owner's leases; release frees only the holder's epoch; the same owner id re-acquires (a restart)", async () => {
       const mine = randomUUID();
       const theirs = randomUUID();
-      await store.create(record(mine, { lease: { owner: "a", epoch: 1, expiresAt: iso(10_000) } }), events(mine, 0, 1));
-      await store.create(record(theirs, { lease: { owner: "b", epoch: 1, expiresAt: iso(10_000) } }), events(theirs, 0, 1));
+      await store.create(running(mine, { lease: { owner: "a", epoch: 1, expiresAt: iso(10_000) } }), events(mine, 0, 1));
+      await store.create(running(theirs, { lease: { owner: "b", epoch: 1, expiresAt: iso(10_000) } }), events(theirs, 0, 1));
       expect(await store.renewLeases("a", [mine, theirs], at(30_000))).toBe(1);
       expect((await store.get(mine))?.lease?.expiresAt).toBe(iso(30_000));
       expect((await store.get(theirs))?.lease?.expiresAt).toBe(iso(10_000));
@@ -145,7 +109,7 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
 
     it("a due timer is claimed by one caller only, and is due again at the retry time", async () => {
       const id = randomUUID();
-      await store.create(record(id, { timerDueAt: iso(1_000) }), events(id, 0, 1));
+      await store.create(running(id, { timerDueAt: iso(1_000) }), events(id, 0, 1));
       expect(await store.claimTimer(id, at(500), at(20_000))).toBe(false);
       expect(await store.leaseableTaskIds(at(500), "a", 100)).not.toContain(id);
       const claims = await Promise.all([store.claimTimer(id, at(1_000), at(11_000)), store.claimTimer(id, at(1_000), at(11_000))]);

@@ -3,49 +3,10 @@ import { MongoClient, type Db, type Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
-import { DuplicateIdempotencyKeyError, DuplicateTaskError, StaleWriteError, type RunEvent, type TaskRecord, type TaskStore } from "../../src/store/task-store.js";
+import { DuplicateIdempotencyKeyError, DuplicateTaskError, StaleWriteError, type TaskStore } from "../../src/store/task-store.js";
 import { DomainError } from "../../src/domain/errors.js";
 import "../support/mongo.js";
-
-function record(taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord {
-  const at = new Date().toISOString();
-  return {
-    taskId,
-    tenant: "t1",
-    contextId: "ctx",
-    workflowId: "echo",
-    version: 0,
-    status: "pending",
-    a2a: { taskId, runId: taskId, state: "submitted", updatedAt: at },
-    snapshot: { value: "pending", context: { note: "café ☕" } },
-    createdAt: at,
-    updatedAt: at,
-    expireAt: null,
-    timerDueAt: null,
-    ...overrides,
-  };
-}
-
-function events(taskId: string, from: number, count: number): RunEvent[] {
-  return Array.from({ length: count }, (_, i) => ({
-    eventId: `${taskId}:${from + i}`,
-    runId: taskId,
-    type: i === 0 && from === 0 ? "run.created" : "node.started",
-    payload: { n: from + i },
-    timestamp: new Date().toISOString(),
-    sequence: from + i,
-  }));
-}
-
-const changes = (status: TaskRecord["status"], extra: Partial<TaskRecord> = {}) => ({
-  status,
-  a2a: { taskId: "x", runId: "x", state: "working" as const, updatedAt: new Date().toISOString() },
-  snapshot: { value: status },
-  updatedAt: new Date().toISOString(),
-  expireAt: null,
-  timerDueAt: null,
-  ...extra,
-});
+import { changes, events, record } from "../support/task-fixtures.js";
 
 /** One contract, every adapter. */
 function contract(name: string, open: () => Promise<TaskStore>, close: () => Promise<void>) {
