@@ -45,7 +45,7 @@ async function invokePeer(
           if (!stillRunning(await repository.load(taskId), node.id)) return false;
           await repository.commit(taskId, { type: "NODE_PROGRESS", at: runtime.now(), nodeId: node.id, progress: progress as unknown as Record<string, unknown> });
           return true;
-        }),
+        }, { fenced: true }),
     }),
   );
   if (ran.signal.reason instanceof ShutdownSignal) throw ran.signal.reason;

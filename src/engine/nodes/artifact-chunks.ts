@@ -13,5 +13,5 @@ export function chunkEmitter(runtime: NodeRuntime, taskId: string, nodeId: strin
       }
       const { artifactId, name, parts, append, lastChunk } = chunk;
       await runtime.repository.commit(taskId, { type: "ARTIFACT_CHUNK", at: runtime.now(), nodeId, artifact: { artifactId, ...(name ? { name } : {}), parts }, append, lastChunk });
-    });
+    }, { fenced: true }); // the driver's effect writes: refused once another instance took the task's lease
 }
