@@ -54,6 +54,7 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
     acquireLease: (taskId, owner, now, expiresAt) => timed("acquireLease", taskId, () => store.acquireLease(taskId, owner, now, expiresAt)),
     renewLeases: (owner, taskIds, expiresAt) => timed("renewLeases", undefined, () => store.renewLeases(owner, taskIds, expiresAt)),
     releaseLease: (taskId, owner, epoch) => timed("releaseLease", taskId, () => store.releaseLease(taskId, owner, epoch)),
+    cancellingTaskIds: (taskIds) => timed("cancellingTaskIds", undefined, () => store.cancellingTaskIds(taskIds)),
     leaseableTaskIds: (now, owner, limit) => timed("leaseableTaskIds", undefined, () => store.leaseableTaskIds(now, owner, limit)),
     close: () => store.close(),
   };

@@ -7,6 +7,8 @@ export interface LeaseKeeperOptions {
   clock: () => Date;
   /** A task whose lease is free: the driver takes it (acquire, then drive like a restart would). */
   kick(taskId: string): void;
+  /** A task driven here that was cancelled through another instance: abort its node work. */
+  cancelled(taskId: string): void;
 }
 
 /** How many free tasks one scan hands to the driver (the next heartbeat takes the rest). */
@@ -14,7 +16,7 @@ const SCAN_LIMIT = 1_000;
 
 /**
  * The lease heartbeat: every LEASE_HEARTBEAT_MS it renews every lease this instance holds (one store
- * command), then looks for runnable tasks whose lease is free or expired (an instance died, or shut down)
+ * command), aborts the node work of those a caller cancelled through another instance, then looks for runnable tasks whose lease is free or expired (an instance died, or shut down)
  * and hands them to the driver: failover, and start-up recovery, are the same path. When the store does not
  * answer, the instance stops taking leases and reports not ready; once its leases may have expired it
  * forgets them, so it never drives a task another instance may have taken (its writes are fenced anyway).
@@ -61,8 +63,10 @@ export class LeaseKeeper {
   async beat(): Promise<void> {
     const { repository, logger, clock } = this.options;
     const settings = repository.leaseSettings;
+    let cancelled: string[];
     try {
       await repository.renewLeases();
+      cancelled = await repository.cancellingLeasedTasks();
       if (this.failing) logger.info({ instanceId: settings.instanceId }, "lease heartbeat restored");
       this.failing = undefined;
       this.lastBeat = clock().getTime();
@@ -75,6 +79,7 @@ export class LeaseKeeper {
       }
       return;
     }
+    for (const taskId of cancelled) this.options.cancelled(taskId);
     const kicked = await this.scan();
     if (kicked > 0) logger.info({ instanceId: settings.instanceId, tasks: kicked }, "taking over runnable tasks with a free or expired lease");
   }

@@ -245,6 +245,11 @@ export class TaskRepository implements TaskReadPort {
     return ids;
   }
 
+  /** The tasks driven here that a caller on any instance asked to cancel since. */
+  async cancellingLeasedTasks(): Promise<string[]> {
+    return this.held.size === 0 ? [] : this.options.store.cancellingTaskIds([...this.held.keys()]);
+  }
+
   leaseableTaskIds(limit: number): Promise<string[]> {
     return this.options.store.leaseableTaskIds(this.clock(), this.leaseSettings.instanceId, limit);
   }

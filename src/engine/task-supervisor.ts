@@ -77,7 +77,13 @@ export class TaskSupervisor {
       kick: (taskId) => this.driver.kick(taskId),
       resolveInterrupt: (taskId, principal, nodeId, resumeValue) => this.resolveInterrupt(taskId, principal, nodeId, resumeValue),
     });
-    this.leases = new LeaseKeeper({ repository, logger: options.logger, clock, kick: (taskId) => this.driver.kick(taskId) });
+    this.leases = new LeaseKeeper({
+      repository,
+      logger: options.logger,
+      clock,
+      kick: (taskId) => this.driver.kick(taskId),
+      cancelled: (taskId) => this.abortCancelled(taskId),
+    });
   }
 
   /** This instance's lease owner id (logs, run snapshots). */
@@ -169,9 +175,14 @@ export class TaskSupervisor {
       if (status === "cancelling") return live.record;
       return repository.commit(taskId, { type: "CANCEL", at: this.now(), reason, cancelledBy: principal.id });
     });
+    this.abortCancelled(taskId);
+    return record;
+  }
+
+  /** A cancelled task's node work stops; the driver then finishes the cancel. */
+  private abortCancelled(taskId: string): void {
     this.inFlight.abort(taskId, new DomainError("unsupported-operation", "task cancelled"));
     this.driver.kick(taskId);
-    return record;
   }
 
   // ------------------------------------------------------------------------------------------

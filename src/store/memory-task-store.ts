@@ -101,6 +101,10 @@ export class MemoryTaskStore implements TaskStore {
     if (record?.lease?.owner === owner && record.lease.epoch === epoch) delete record.lease;
   }
 
+  async cancellingTaskIds(taskIds: string[]): Promise<string[]> {
+    return taskIds.filter((id) => this.live(id)?.record.status === "cancelling");
+  }
+
   async leaseableTaskIds(now: Date, owner: string, limit: number): Promise<string[]> {
     return [...this.tasks.values()]
       .map((e) => e.record)

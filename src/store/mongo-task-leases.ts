@@ -40,6 +40,12 @@ export class MongoTaskLeases {
     return docs.map((d) => d._id);
   }
 
+  async cancelling(taskIds: string[]): Promise<string[]> {
+    if (taskIds.length === 0) return [];
+    const docs = await this.tasks.find({ _id: { $in: taskIds }, status: "cancelling" }, { projection: { _id: 1 } }).toArray();
+    return docs.map((d) => d._id);
+  }
+
   /** Moves a due timer past `retryAt`; only the one instance whose update matched fires it. */
   async claimTimer(taskId: string, now: Date, retryAt: Date): Promise<boolean> {
     const result = await this.tasks.updateOne({ _id: taskId, timerDueAt: { $lte: now } }, { $set: { timerDueAt: retryAt } });

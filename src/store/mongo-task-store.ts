@@ -158,6 +158,10 @@ export class MongoTaskStore implements TaskStore {
     return this.leases.release(taskId, owner, epoch);
   }
 
+  cancellingTaskIds(taskIds: string[]): Promise<string[]> {
+    return this.leases.cancelling(taskIds);
+  }
+
   leaseableTaskIds(now: Date, owner: string, limit: number): Promise<string[]> {
     return this.leases.leaseable(now, owner, limit);
   }

@@ -168,6 +168,8 @@ export interface TaskStore {
   renewLeases(owner: string, taskIds: string[], expiresAt: Date): Promise<number>;
   /** Gives the lease back if (owner, epoch) still holds it. */
   releaseLease(taskId: string, owner: string, epoch: number): Promise<void>;
+  /** Of these tasks, the ones a caller asked to cancel (status cancelling): their owner aborts their node work. */
+  cancellingTaskIds(taskIds: string[]): Promise<string[]>;
   /** Runnable tasks `acquireLease` would lease to `owner`, without a timer still to wait for (failover, start-up). */
   leaseableTaskIds(now: Date, owner: string, limit: number): Promise<string[]>;
   close(): Promise<void>;

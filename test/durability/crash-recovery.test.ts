@@ -51,6 +51,7 @@ class CrashAfter implements TaskStore {
   async acquireLease(id: string, owner: string, now: Date, expiresAt: Date) { this.check(); return this.inner.acquireLease(id, owner, now, expiresAt); }
   async renewLeases(owner: string, ids: string[], expiresAt: Date) { this.check(); return this.inner.renewLeases(owner, ids, expiresAt); }
   async releaseLease(id: string, owner: string, epoch: number) { this.check(); return this.inner.releaseLease(id, owner, epoch); }
+  async cancellingTaskIds(ids: string[]) { this.check(); return this.inner.cancellingTaskIds(ids); }
   async leaseableTaskIds(now: Date, owner: string, limit: number) { this.check(); return this.inner.leaseableTaskIds(now, owner, limit); }
   async close() {}
 }

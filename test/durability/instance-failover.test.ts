@@ -36,6 +36,10 @@ describe("task execution leases across host processes", () => {
       join(workflowsDir, "slow.yaml"),
       `id: slow\nname: Slow\ndescription: one slow node\nnodes:\n  - { kind: task, id: work, handler: wait-until-cancelled, params: { ms: ${NODE_MS} } }\n`,
     );
+    await writeFile(
+      join(workflowsDir, "endless.yaml"),
+      "id: endless\nname: Endless\ndescription: runs until cancelled\nnodes:\n  - { kind: task, id: work, handler: wait-until-cancelled, params: { ms: 600000 } }\n",
+    );
   });
   afterEach(async () => {
     for (const s of servers.splice(0)) {
@@ -131,6 +135,21 @@ describe("task execution leases across host processes", () => {
     const done = await openwopClient(b.baseUrl).waitForRun(runId, (s) => s.status === "completed", NODE_MS + 10_000);
     expect(done.status).toBe("completed");
     expectOneCleanRun(await committedLog(runId));
+  });
+
+  it("a cancel sent to another instance stops the owner's running node (its heartbeat sees the cancel)", async () => {
+    const a = await start("host-g");
+    const b = await start("host-h");
+    const runId = await openwopClient(a.baseUrl).startRun("endless");
+    await openwopClient(a.baseUrl).waitForRun(runId, (s) => s.status === "running" && s.lease?.instanceId === "host-g");
+    const res = await openwopClient(b.baseUrl).call("POST", `/v1/runs/${runId}/cancel`, { reason: "stop from b" });
+    expect(res.body.status).toBe("cancelling");
+    // The node would run for ten minutes: only A aborting it ends the run.
+    const done = await openwopClient(b.baseUrl).waitForRun(runId, (s) => s.status === "cancelled", 10_000);
+    expect(done.lease).toBeUndefined();
+    const log = await committedLog(runId);
+    expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i));
+    expect(log.filter((e) => e.type === "run.cancelled")).toHaveLength(1);
   });
 
   it("a bad lease configuration is refused at start with a clear message", async () => {

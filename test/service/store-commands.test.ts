@@ -84,6 +84,7 @@ class CountingStore implements TaskStore {
   acquireLease: TaskStore["acquireLease"] = (...args) => this.inner.acquireLease(...args);
   renewLeases: TaskStore["renewLeases"] = (...args) => this.inner.renewLeases(...args);
   releaseLease: TaskStore["releaseLease"] = (...args) => this.inner.releaseLease(...args);
+  cancellingTaskIds: TaskStore["cancellingTaskIds"] = (...args) => this.inner.cancellingTaskIds(...args);
   leaseableTaskIds: TaskStore["leaseableTaskIds"] = (...args) => this.inner.leaseableTaskIds(...args);
   close = () => this.inner.close();
 }

@@ -43,7 +43,14 @@ describe("lease heartbeat", () => {
     const logger = createLogger("silent");
     const repository = new TaskRepository({ store, hook: new TransitionHook(logger), retentionMs: 1000, clock, leases: { instanceId: "me", ttlMs: 1000, heartbeatMs: 300 } });
     const kicked: string[] = [];
-    const keeper = new LeaseKeeper({ repository, logger, clock, kick: (taskId) => void repository.acquireLease(taskId).then((ok) => ok && kicked.push(taskId)) });
+    const cancelled: string[] = [];
+    const keeper = new LeaseKeeper({
+      repository,
+      logger,
+      clock,
+      kick: (taskId) => void repository.acquireLease(taskId).then((ok) => ok && kicked.push(taskId)),
+      cancelled: (taskId) => cancelled.push(taskId),
+    });
     await store.create(running("free"), []);
     await store.create(running("expired", { owner: "other", epoch: 3, expiresAt: new Date(now - 1).toISOString() }), []);
     await store.create(running("held", { owner: "other", epoch: 1, expiresAt: new Date(now + 5000).toISOString() }), []);
@@ -57,6 +64,12 @@ describe("lease heartbeat", () => {
     now += 500;
     await keeper.beat();
     expect((await store.get("free"))?.lease?.expiresAt).toBe(new Date(now + 1000).toISOString());
+    expect(cancelled).toEqual([]);
+
+    // A cancel committed through another instance (no fence, version check only) reaches the owner's heartbeat.
+    await store.commit("expired", 0, { ...running("expired"), status: "cancelling", expireAt: null, timerDueAt: null }, []);
+    await keeper.beat();
+    expect(cancelled).toEqual(["expired"]);
 
     const readiness = new Readiness({ ping: async () => {}, timeoutMs: 50, leaseProblem: () => keeper.problem });
     store.down = true;
