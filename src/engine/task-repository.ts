@@ -226,7 +226,11 @@ export class TaskRepository implements TaskReadPort {
     if (epoch === undefined) return;
     this.held.delete(taskId);
     const live = this.live.get(taskId);
-    if (live) delete live.record.lease;
+    if (live) {
+      // A new object: the old one may have been published to readers already.
+      const { lease: _released, ...record } = live.record;
+      live.record = record;
+    }
     await this.options.store.releaseLease(taskId, this.leaseSettings.instanceId, epoch);
   }
 
