@@ -45,7 +45,7 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
   if (config.store === "memory") return memoryStore();
   if (config.mongodbUri) {
     const { store, idempotency, pushConfigs } = await connectMongoStore(config.mongodbUri, config.mongodbDb);
-    return { store, idempotency, pushConfigs, description: `MongoDB (${redactUri(config.mongodbUri)})`, durable: true, stop: () => store.close() };
+    return { store, idempotency, pushConfigs, description: `MongoDB (${redactUri(config.mongodbUri)}, database ${config.mongodbDb})`, durable: true, stop: () => store.close() };
   }
   const dbPath = join(config.dataDir, "mongo");
   try {
@@ -57,7 +57,7 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
       store,
       idempotency,
       pushConfigs,
-      description: `embedded MongoDB (data in ${dbPath})`,
+      description: `embedded MongoDB (data in ${dbPath}, database ${config.mongodbDb})`,
       durable: true,
       stop: async () => {
         await store.close();

@@ -33,6 +33,18 @@ describe("configuration", () => {
     expect(() => loadConfig(env)).toThrow(message);
   });
 
+  it.each([
+    [{}, "openwop_a2a"],
+    [{ MONGODB_URI: "mongodb://db:27017" }, "openwop_a2a"],
+    [{ MONGODB_URI: "mongodb://db:27017/" }, "openwop_a2a"],
+    [{ MONGODB_URI: "mongodb://u:p%2F@db1,db2:27017/prod?replicaSet=rs0" }, "prod"],
+    [{ MONGODB_URI: "mongodb+srv://cluster.example/dev" }, "dev"],
+    [{ MONGODB_URI: "mongodb://db/prod", MONGODB_DB: "override" }, "override"],
+    [{ MONGODB_DB: "only_db" }, "only_db"],
+  ])("uses the database of %j: %s (MONGODB_DB only when set, else the URI's path)", (env, db) => {
+    expect(loadConfig(env).mongodbDb).toBe(db);
+  });
+
   it("reports every problem of one start in one error, not just the first", () => {
     const err = (() => {
       try {
