@@ -24,7 +24,7 @@ describe("A2A v0.3 JSON-RPC binding", () => {
   };
   const message = (text: string, extra: Record<string, unknown> = {}) => ({ kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], ...extra });
   const reply = (taskId: string, data: Record<string, unknown>) => ({ kind: "message", messageId: randomUUID(), role: "user", taskId, parts: [{ kind: "data", data }] });
-  const stream = async (method: string, params: unknown, id = randomUUID(), until?: (f: SseFrame) => boolean) => {
+  const stream = async (method: string, params: unknown, id = randomUUID(), until?: (f: SseFrame) => boolean | void) => {
     const res = await fetch(endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id, method, params }) });
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     return readSse(res, until);
