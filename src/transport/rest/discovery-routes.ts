@@ -18,7 +18,7 @@ export interface DiscoveryOptions {
 }
 
 /** The conformance fixtures this host ships (or may load from WORKFLOWS_DIR); only loaded ones are advertised. */
-export const CONFORMANCE_FIXTURES = ["conformance-noop", "conformance-approval", "conformance-cancellable", "conformance-delay", "conformance-a2a-task-roundtrip"] as const;
+export const CONFORMANCE_FIXTURES = ["conformance-noop", "conformance-approval", "conformance-cancellable", "conformance-delay", "conformance-idempotent", "conformance-a2a-task-roundtrip"] as const;
 
 export const AGENT_CARD_PATH = "/.well-known/agent-card.json";
 
