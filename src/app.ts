@@ -95,6 +95,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     // Clarification interrupts work end to end (waiting-input, answers), which is what this envelope claims.
     supportedEnvelopes: ["clarification.request"],
     taskMachine: exportTaskMachine,
+    cardSettings: config.agentCard,
   });
 
   const shutdown = new AbortController();
