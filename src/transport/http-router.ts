@@ -4,6 +4,7 @@ import type { HttpRequest, HttpResponse } from "./http-io.js";
 export type RouteHandler = (req: HttpRequest, res: HttpResponse, params: Record<string, string>, ctx: CallContext) => Promise<void>;
 
 interface Route {
+  template: string;
   methods: string[];
   pattern: RegExp;
   names: string[];
@@ -32,8 +33,13 @@ export class HttpRouter {
         return piece.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
       })
       .join("");
-    this.routes.push({ methods: [methods].flat(), pattern: new RegExp(`^${source}$`), names, handler });
+    this.routes.push({ template, methods: [methods].flat(), pattern: new RegExp(`^${source}$`), names, handler });
     return this;
+  }
+
+  /** Every registered path template with its methods (the OpenAPI document is checked against this). */
+  list(): Array<{ template: string; methods: string[] }> {
+    return this.routes.map((r) => ({ template: r.template, methods: [...r.methods] }));
   }
 
   match(method: string, path: string): RouteMatch {
