@@ -3,7 +3,9 @@
 // meaning; message.messageId is an idempotency key across versions; A2A-Version negotiation on every
 // binding; the card with and without A2A-Version: 1.0 and the discovery versions; tenants; bad input.
 import { randomUUID } from "node:crypto";
+import { fromJson } from "@bufbuild/protobuf";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { MongoClient } from "mongodb";
@@ -186,7 +188,7 @@ describe("A2A 0.3 and 1.0 side by side over the same durable tasks", () => {
     expect((await rpc10("GetTask", { id: task["id"] })).result!["status"]["state"]).toBe("TASK_STATE_CANCELED");
   });
 
-  it("1.0 streams over Connect and gRPC-Web too: the Task, then updates, closing at input-required", async () => {
+  it("1.0 streams over Connect and gRPC-Web too: the Task, then updates, closing at input-required; SubscribeToTask stays open through it", async () => {
     const transports: Array<[string, Transport]> = [
       ["Connect JSON", createConnectTransport({ baseUrl: t.baseUrl, httpVersion: "1.1", useBinaryFormat: false })],
       ["Connect binary", createConnectTransport({ baseUrl: t.baseUrl, httpVersion: "1.1", useBinaryFormat: true })],
@@ -195,14 +197,29 @@ describe("A2A 0.3 and 1.0 side by side over the same durable tasks", () => {
     for (const [name, transport] of transports) {
       const client = createClient(V10Service, transport);
       const states: string[] = [];
+      let taskId = "";
       for await (const event of client.sendStreamingMessage(
         { message: { messageId: randomUUID(), role: V10Role.USER, parts: [{ content: { case: "text", value: name } }], metadata: { skillId: "approval-gate" } } },
         { headers: auth() },
       )) {
+        if (event.payload.case === "task") taskId = event.payload.value.id;
         states.push(event.payload.case === "statusUpdate" ? V10State[event.payload.value.status!.state] : String(event.payload.case));
       }
       expect(states[0], name).toBe("task");
       expect(states.at(-1), name).toBe("INPUT_REQUIRED");
+      // Re-attach to the waiting task, reply, and watch it complete on the same subscription.
+      const watched: string[] = [];
+      let replied: Promise<unknown> | undefined;
+      for await (const event of client.subscribeToTask({ id: taskId }, { headers: auth() })) {
+        const state = event.payload.case === "task" || event.payload.case === "statusUpdate" ? event.payload.value.status!.state : undefined;
+        watched.push(event.payload.case === "statusUpdate" ? V10State[state!] : String(event.payload.case));
+        if (!replied && state === V10State.INPUT_REQUIRED) {
+          replied = client.sendMessage({ message: { messageId: randomUUID(), role: V10Role.USER, taskId, parts: [{ content: { case: "data", value: fromJson(ValueSchema, { action: "accept" }) } }] } }, { headers: auth() });
+        }
+      }
+      await replied;
+      expect(watched[0], name).toBe("task");
+      expect(watched.at(-1), name).toBe("COMPLETED");
     }
   });
 
