@@ -28,6 +28,8 @@ describe("configuration", () => {
     [{ API_KEYS: '[{"id":"a","tenant":"t","scopes":["runs:fly"],"key":"0123456789abcdef"}]' }, "API_KEYS[0].scopes must be an array of"],
     [{ API_KEYS: '[{"id":"a","tenant":"t","scopes":[],"key":"short"}]' }, 'API_KEYS[0] needs "key" (at least 16 characters)'],
     [{ MAX_BODY_BYTES: "12" }, "MAX_BODY_BYTES must be a whole number between 1024"],
+    [{ AGENT_CARD_BARE: "0.3" }, "AGENT_CARD_BARE must be one of auto, hybrid, 1.0"],
+    [{ AGENT_CARD_MAX_AGE_SECONDS: "-1" }, "AGENT_CARD_MAX_AGE_SECONDS must be a whole number"],
   ])("refuses %j with a clear message", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
