@@ -21,6 +21,10 @@ COPY schemas ./schemas
 COPY src/transport/console/assets ./src/transport/console/assets
 USER node
 EXPOSE 8080
+# Liveness: the process answers HTTP (no curl in the slim image, so Node's fetch). Readiness is /readyz
+# (store reachable, not draining), for load balancers and Kubernetes readinessProbe.
+HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # NODE_ENV=production refuses to start without MONGODB_URI and PUBLIC_URL, and (push on by default) without
 # PUSH_ENCRYPTION_KEY and PUSH_SIGNING_KEY; PUSH_ENABLED=false turns push off.
 CMD ["node", "dist/src/main.js"]

@@ -13,6 +13,11 @@ export default tseslint.config(
     },
   },
   {
+    // dependency-cruiser's configuration is CommonJS.
+    files: ["**/*.cjs"],
+    languageOptions: { sourceType: "commonjs", globals: { module: "writable", require: "readonly" } },
+  },
+  {
     // Tests read untyped JSON off the wire.
     files: ["test/**/*.ts"],
     rules: { "@typescript-eslint/no-explicit-any": "off" },

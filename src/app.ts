@@ -11,7 +11,11 @@ import { addPushRoutes } from "./transport/rest/push-routes.js";
 import { createA2AConnectHandler, isA2ARpcPath } from "./transport/connect/a2a-connect-handler.js";
 import { DualProtocolServer } from "./transport/http-server.js";
 import { HttpRouter } from "./transport/http-router.js";
-import { bindVersions } from "./a2a/versions.js";
+import { bindVersions, versionModules } from "./a2a/versions.js";
+import { Readiness } from "./observability/readiness.js";
+import { createRequestObserver } from "./observability/request-observer.js";
+import { createOpsConnectHandler, isOpsRpcPath, OPS_SERVICES } from "./transport/connect/ops-connect-handler.js";
+import { addOpsRoutes } from "./transport/rest/ops-routes.js";
 import { errorReporter } from "./transport/errors/wire-error.js";
 import { createA2ARestRouters } from "./transport/rest/a2a-rest-router.js";
 import { createRequestDispatch } from "./transport/request-dispatch.js";
@@ -51,7 +55,7 @@ export interface App {
  * Paths without an API key: discovery, health, and signed interrupt tokens (the token is the credential).
  * Their handlers see a principal that belongs to no tenant and holds no scope.
  */
-const PUBLIC_PATHS = [/^\/\.well-known\//, /^\/healthz$/, /^\/v1\/interrupts\//, CONSOLE_PUBLIC_PATH];
+const PUBLIC_PATHS = [/^\/\.well-known\//, /^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/v1\/interrupts\//, CONSOLE_PUBLIC_PATH];
 const PUBLIC_PRINCIPAL: Principal = { tenant: "", id: "public", scopes: [] };
 
 export async function createApp(options: AppOptions): Promise<App> {
@@ -100,18 +104,23 @@ export async function createApp(options: AppOptions): Promise<App> {
     taskMachine: exportTaskMachine,
     cardSettings: config.agentCard,
   });
+  const readiness = new Readiness({ ping: () => options.store.ping?.() ?? Promise.resolve(), timeoutMs: config.readinessTimeoutMs });
+  addOpsRoutes(router, { readiness, telemetry: core.telemetry });
   addOpenApiRoute(router, { publicUrl: config.publicUrl, version: packageVersion });
 
   const shutdown = new AbortController();
   // Connect, gRPC and gRPC-Web calls (/a2a.v1.A2AService/* for 0.3, /lf.a2a.v1.A2AService/* for 1.0) go to the
   // Connect adapter (which authenticates in its interceptor); everything else is authenticated, then routed.
   const rpc = createA2AConnectHandler({ versions, authenticator, report, maxBodyBytes: config.maxBodyBytes, shutdownSignal: shutdown.signal });
+  // grpc.health.v1 and server reflection (public, like /healthz): same port, their own Connect router.
+  const rpcServices = versionModules().map((m) => m.connectService);
+  const opsRpc = createOpsConnectHandler({ services: rpcServices, ready: async () => (await readiness.check()).ready, shutdownSignal: shutdown.signal });
   const handle = createRequestDispatch({
     jsonRpcPath: JSONRPC_PATH,
     jsonRpc,
     a2aRest,
     openwop: router,
-    rpc: { handles: isA2ARpcPath, handle: rpc },
+    rpc: { handles: (url) => isA2ARpcPath(url) || isOpsRpcPath(url), handle: (req, res) => (isOpsRpcPath(req.url) ? opsRpc(req, res) : rpc(req, res)) },
     authenticator,
     publicPaths: PUBLIC_PATHS,
     publicPrincipal: PUBLIC_PRINCIPAL,
@@ -119,7 +128,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     report,
     shutdownSignal: shutdown.signal,
   });
-  const server = new DualProtocolServer((req, res) => void handle(req, res));
+  const rpcMethods = [...rpcServices, ...OPS_SERVICES].flatMap((service) => service.methods.map((m) => `${service.typeName}/${m.name}`));
+  const observe = createRequestObserver({ telemetry: core.telemetry, logger, jsonRpcPath: JSONRPC_PATH, rpcMethods });
+  const server = new DualProtocolServer((req, res) => observe(req, res, () => void handle(req, res)));
 
   return {
     supervisor,
@@ -137,6 +148,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       ];
     },
     async close() {
+      readiness.drain();
       shutdown.abort();
       await server.close(config.shutdownGraceMs);
       await core.stop();

@@ -6,9 +6,9 @@ import type { Config } from "./config/config.js";
 import { projectRoot } from "./domain/project-root.js";
 import { A2AInvokeRunner } from "./engine/a2a-invoke-runner.js";
 import { builtinHandlers } from "./engine/builtin-handlers.js";
+import { StatelessSkills } from "./engine/stateless-skill.js";
 import { TaskObserver } from "./engine/task-observer.js";
 import { TaskSupervisor } from "./engine/task-supervisor.js";
-import { TransitionHook } from "./engine/transition-hook.js";
 import { loadWorkflowCatalog, type WorkflowCatalog } from "./engine/workflow-catalog.js";
 import type { TaskHandler } from "./engine/workflow-types.js";
 import { loadInterruptTokenKeys } from "./interrupts/interrupt-token-keys.js";
@@ -16,6 +16,11 @@ import { InterruptTokenSigner } from "./interrupts/interrupt-tokens.js";
 import { configureTaskInspection } from "./machine/task-inspection.js";
 import { createInspectionSink } from "./observability/inspection-sink.js";
 import type { Logger } from "./observability/logger.js";
+import { createTelemetry, type Telemetry } from "./observability/telemetry.js";
+import { observedHandlers, observedPeerHttp, observedPeerTransport, observedPushClient } from "./observed-egress.js";
+import { observedPushConfigStore, observedTaskStore } from "./observed-store.js";
+import { CountingTransitionHook, observeTasks } from "./observed-tasks.js";
+import type { TransitionHook } from "./engine/transition-hook.js";
 import { createA2APeerClient } from "./peer/a2a-peer-client.js";
 import { createGrpcPeerTransport } from "./peer/grpc-peer-client.js";
 import { createPeerHttpClient } from "./peer/peer-http-client.js";
@@ -33,6 +38,7 @@ import { MemoryPushConfigStore } from "./store/memory-push-config-store.js";
 import type { PushConfigStore } from "./store/push-config-store.js";
 import type { TaskReadPort } from "./store/task-read-port.js";
 import type { TaskStore } from "./store/task-store.js";
+import { DEFAULT_TASK_SIZE_LIMITS } from "./store/task-size-limits.js";
 
 export const JSONRPC_PATH = "/a2a/jsonrpc";
 /** The OpenWOP extension our tasks carry (`metadata.openwop`: run status, interrupt carrier, error). */
@@ -43,6 +49,8 @@ export const packageVersion = (JSON.parse(readFileSync(join(projectRoot, "packag
 export interface CoreOptions {
   config: Config;
   logger: Logger;
+  /** Traces and metrics (main builds it from the OTEL_* variables); metrics only when not given. */
+  telemetry?: Telemetry;
   store: TaskStore;
   handlers?: Record<string, TaskHandler>;
   /** Push-config store (open it next to the task store); in-memory when not given. */
@@ -67,6 +75,7 @@ export interface Core {
   /** Push notifications: the registration service, the delivery worker (when enabled), a start-up phrase. */
   push: PushNotifications;
   card: AgentCard;
+  telemetry: Telemetry;
   /** Signs and checks interrupt tokens (REST interrupts API, console). */
   tokens: InterruptTokenSigner;
   /** The push-config store (the console shows deliveries and dead letters). */
@@ -84,8 +93,10 @@ function grpcTarget(publicUrl: string): string {
 }
 
 export async function createCore(options: CoreOptions): Promise<Core> {
-  const { config, logger, store } = options;
-  const handlers = { ...builtinHandlers, ...options.handlers };
+  const { config, logger } = options;
+  const telemetry = options.telemetry ?? (await createTelemetry({ version: packageVersion }));
+  const store = observedTaskStore(options.store, telemetry, logger);
+  const handlers = observedHandlers({ ...builtinHandlers, ...options.handlers }, telemetry);
   const catalog = await loadWorkflowCatalog({
     builtinDir: join(projectRoot, "workflows"),
     ...(config.workflowsDir ? { extraDir: config.workflowsDir } : {}),
@@ -97,24 +108,26 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   // XSTATE_INSPECT: XState's inspection API on the actors of the chosen tasks (README "Live inspection").
   const { inspectTasks, inspectSink } = config.operator;
   configureTaskInspection(inspectTasks ? { taskIds: inspectTasks, sink: createInspectionSink(inspectSink) } : undefined);
-  const hook = new TransitionHook(logger);
+  const hook = new CountingTransitionHook(logger);
   // a2a.invoke: outbound calls to remote A2A agents go through the same egress guard as push deliveries.
   // The card picks the wire: JSON-RPC 0.3 over undici, or gRPC (a2a.v1) over HTTP/2 when the card prefers it.
   const peerClient = createA2APeerClient({
-    http: createPeerHttpClient({ policy: config.a2aPeer.egress }),
-    grpc: createGrpcPeerTransport({ policy: config.a2aPeer.egress, codec: v03ProtoCodec, requestTimeoutMs: config.a2aPeer.requestTimeoutMs }),
+    http: observedPeerHttp(createPeerHttpClient({ policy: config.a2aPeer.egress }), telemetry),
+    grpc: observedPeerTransport(createGrpcPeerTransport({ policy: config.a2aPeer.egress, codec: v03ProtoCodec, requestTimeoutMs: config.a2aPeer.requestTimeoutMs }), telemetry),
     requestTimeoutMs: config.a2aPeer.requestTimeoutMs,
   });
   const peerInvoker = new A2AInvokeRunner(peerClient, config.a2aPeer, logger);
   const supervisor = new TaskSupervisor({ store, catalog, handlers, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, peerInvoker });
+  const stopObservingTasks = observeTasks({ hook, supervisor, telemetry, logger });
   const reads = supervisor.reads;
   const observer = new TaskObserver({ reads, hook, maxBuffered: config.subscriberBuffer });
-  const pushConfigs = options.pushConfigs ?? new MemoryPushConfigStore();
+  const pushConfigs = observedPushConfigStore(options.pushConfigs ?? new MemoryPushConfigStore(), telemetry);
   const push = await createPushNotifications({
     settings: config.push,
     dataDir: config.dataDir,
     retentionMs: config.retentionMs,
     configs: pushConfigs,
+    decorateClient: (client) => observedPushClient(client, telemetry),
     tasks: reads,
     log: reads,
     commits: hook,
@@ -148,8 +161,10 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     catalog,
     card,
     blockingTimeoutMs: config.blockingTimeoutMs,
+    sizeLimits: store.limits ?? DEFAULT_TASK_SIZE_LIMITS,
     push: push.configs,
     interruptToken: (record, context, principal) => interruptTokensFor(tokens, record, context, principal)?.resolve,
+    stateless: new StatelessSkills({ handlers, logger }),
   });
   // The OpenWOP runs API: the same durable tasks A2A sees, their events and interrupts.
   const runs = new RunService({ supervisor, reads, observer, catalog, idempotency: options.idempotency ?? new MemoryIdempotencyStore(), idempotencyTtlMs: config.idempotencyTtlMs, tokens });
@@ -169,14 +184,17 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     card,
     tokens,
     pushConfigs,
+    telemetry,
     async start() {
       await supervisor.start();
       await push.start();
     },
     async stop() {
+      stopObservingTasks();
       await supervisor.stop();
       await peerClient.close();
       await push.stop();
+      if (!options.telemetry) await telemetry.shutdown();
     },
   };
 }

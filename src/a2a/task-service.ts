@@ -6,12 +6,14 @@ import type { CallContext } from "../auth/call-context.js";
 import { requireScope, type Principal } from "../auth/principal.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
 import type { TaskObserver } from "../engine/task-observer.js";
+import type { StatelessSkills } from "../engine/stateless-skill.js";
 import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
 import type { PushConfigService } from "../push/push-config-service.js";
 import type { PushDeadLetter } from "../store/push-config-store.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import { DuplicateIdempotencyKeyError, type RunEvent, type TaskRecord } from "../store/task-store.js";
+import { assertMessageSize, type TaskSizeLimits } from "../store/task-size-limits.js";
 import { assertSameRequest, creationSeed, type IdempotencySeed } from "../engine/message-idempotency.js";
 import { decodePageToken, encodePageToken, pageSizeOf, type ListTasksQuery, type TaskPage } from "./task-list.js";
 import type { AgentCard } from "./agent-card.js";
@@ -26,6 +28,9 @@ export interface SendParams {
   metadata?: Record<string, unknown>;
 }
 
+/** What `message/send` answers: the Task, or a Message for a stateless skill (A2A "Message or Task"). */
+export type SendResult = Extract<StreamEvent, { kind: "task" | "message" }>;
+
 export interface TaskServiceOptions {
   supervisor: TaskSupervisor;
   /** Committed tasks (reads never go through the supervisor's store). */
@@ -36,10 +41,14 @@ export interface TaskServiceOptions {
   card: AgentCard;
   /** A blocking send that has not reached a final state by then returns the task as it is. */
   blockingTimeoutMs: number;
+  /** A caller's message over `maxMessageBytes` is refused before anything is looked up or stored. */
+  sizeLimits: TaskSizeLimits;
   /** Push-config registration and reads (answers push-not-supported when push is disabled). */
   push: PushConfigService;
   /** Issues the signed resolve token shown as `metadata.openwop.interruptToken` (none when it returns undefined). */
   interruptToken?: (record: TaskRecord, context: TaskContext, principal: Principal) => string | undefined;
+  /** Answers messages for stateless skills (`stateless: true`) without creating a task. */
+  stateless?: StatelessSkills;
 }
 
 /**
@@ -53,6 +62,13 @@ export class TaskService {
     return this.options.card;
   }
 
+  /** A2A `message/send`: a Message for a stateless skill, else the Task. */
+  async send(params: SendParams, ctx: CallContext): Promise<SendResult> {
+    const answer = await this.statelessAnswer(params, ctx);
+    return answer ? { kind: "message", message: answer } : { kind: "task", task: await this.sendMessage(params, ctx) };
+  }
+
+  /** Always a task, also for a stateless skill (then a durable run of it, as the OpenWOP runs API starts). */
   async sendMessage(params: SendParams, ctx: CallContext): Promise<Task> {
     const record = await this.accept(params, ctx);
     const settled = params.blocking ? await this.waitUntilFinal(record, ctx) : record;
@@ -61,9 +77,15 @@ export class TaskService {
 
   /**
    * The Task first, then every status and artifact update in commit order, until a final state: a terminal
-   * one, or an interrupt (A2A §3.1.2, §11.7; the reply is a new send, which streams the rest).
+   * one, or an interrupt (A2A §3.1.2, §11.7; the reply is a new send, which streams the rest). A stateless
+   * skill's answer is its one Message.
    */
   async *streamMessage(params: SendParams, ctx: CallContext): AsyncGenerator<StreamEvent> {
+    const answer = await this.statelessAnswer(params, ctx);
+    if (answer) {
+      yield { kind: "message", message: answer };
+      return;
+    }
     const record = await this.accept(params, ctx);
     yield* this.observe(record, ctx, params.history, isFinalA2AState);
   }
@@ -162,6 +184,21 @@ export class TaskService {
 
   // ------------------------------------------------------------------------------------------
 
+  /** A new message to a stateless skill: its answer (nothing is stored). Undefined for every other message. */
+  private async statelessAnswer(params: SendParams, ctx: CallContext): Promise<Message | undefined> {
+    const { message } = params;
+    const stateless = this.options.stateless;
+    if (message.taskId || !stateless) return undefined;
+    const workflow = this.options.catalog.get(skillIdOf(message, params.metadata) ?? this.options.catalog.defaultWorkflowId);
+    if (!workflow?.stateless) return undefined;
+    if (message.role !== "user") throw invalidParams(`message.role must be "user" (got "${message.role}")`);
+    requireScope(ctx.principal, "runs:create");
+    if (params.pushNotificationConfig) {
+      throw invalidParams(`skill "${workflow.id}" answers with a Message and creates no task, so there is nothing to notify about; send it without a push notification config`);
+    }
+    return stateless.answer(workflow, message, ctx.signal ?? new AbortController().signal);
+  }
+
   private async accept(params: SendParams, ctx: CallContext): Promise<TaskRecord> {
     const { message } = params;
     if (message.role !== "user") throw invalidParams(`message.role must be "user" (got "${message.role}")`);
@@ -174,6 +211,7 @@ export class TaskService {
       await push.validate(pushConfig, "configuration.pushNotificationConfig");
     }
     const { supervisor, reads } = this.options;
+    assertMessageSize(message, this.options.sizeLimits);
     if (message.taskId) {
       requireScope(ctx.principal, "approvals:respond");
       const existing = await reads.get(message.taskId, ctx.principal.tenant);
@@ -186,12 +224,8 @@ export class TaskService {
     requireScope(ctx.principal, "runs:create");
     const skillId = skillIdOf(message, params.metadata) ?? this.options.catalog.defaultWorkflowId;
     // message.messageId is an idempotency key per caller: a repeat answers the task the first one created.
+    // The create itself refuses a repeat (unique index): no lookup before every create.
     const idempotency = creationSeed(ctx.principal, message, skillId);
-    const earlier = await reads.findByIdempotencyKey(idempotency.key);
-    if (earlier) {
-      assertSameRequest(earlier, idempotency, message.messageId);
-      return earlier;
-    }
     const create = { workflowId: skillId, message, ...(message.contextId ? { contextId: message.contextId } : {}), principal: ctx.principal, idempotency };
     if (!pushConfig) return this.createOnce(create);
     // Stored before the task exists, so its very first transition is covered even if we crash right after.
@@ -255,7 +289,8 @@ export class TaskService {
 function updatesOf(task: TaskRecord, event: RunEvent, endsAt: (state: TaskRecord["a2a"]["state"]) => boolean): StreamEvent[] {
   const updates: StreamEvent[] = [];
   if (event.a2a?.artifact) {
-    updates.push({ kind: "artifact-update", taskId: task.taskId, contextId: task.contextId, artifact: event.a2a.artifact, append: false, lastChunk: true });
+    const { artifact, append = false, lastChunk = true } = event.a2a;
+    updates.push({ kind: "artifact-update", taskId: task.taskId, contextId: task.contextId, artifact, append, lastChunk });
   }
   if (event.a2a?.status) {
     const update: TaskStatusUpdate = {

@@ -37,6 +37,8 @@ export interface Config extends StoreSettings {
   conformanceSeams: boolean;
   /** How long an Idempotency-Key record of POST /v1/runs is kept (at least 24 h). */
   idempotencyTtlMs: number;
+  /** How long /readyz and grpc.health.v1 wait for the store's ping. */
+  readinessTimeoutMs: number;
   /** The operator console (CONSOLE_ENABLED) and XState live inspection (XSTATE_INSPECT, XSTATE_INSPECT_FILE). */
   operator: OperatorSettings;
   /** What the bare agent-card path serves (AGENT_CARD_BARE) and how long caches keep it (AGENT_CARD_MAX_AGE_SECONDS). */
@@ -72,6 +74,7 @@ export function loadConfig(env: Env = process.env): Config {
     subscriberBuffer: reader.int("SUBSCRIBER_BUFFER", 256, 1, 100_000),
     timerPollMs: reader.int("TIMER_POLL_MS", 1_000, 10, 60_000),
     shutdownGraceMs: reader.int("SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
+    readinessTimeoutMs: reader.int("READINESS_TIMEOUT_MS", 1_000, 10, 60_000),
     interruptTokens: readInterruptTokenSettings(reader, production),
     conformanceSeams: reader.bool("CONFORMANCE_SEAMS", !production),
     idempotencyTtlMs: reader.int("IDEMPOTENCY_TTL_HOURS", 24, 24, 24 * 365) * 60 * 60 * 1000,

@@ -24,6 +24,8 @@ export const ERROR_CODES = [
   "conflict",
   "gone",
   "payload-too-large",
+  // One message, artifact or task over its stored-size cap (MAX_MESSAGE_BYTES & co.): invalid params, 413 on HTTP.
+  "content-too-large",
   "unavailable",
   // OpenWOP REST domain codes (interrupt.md, rest-endpoints.md).
   "interrupt-not-found",

@@ -14,6 +14,8 @@ export const RUN_STATUSES = [
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
 export const TERMINAL_RUN_STATUSES: ReadonlySet<RunStatus> = new Set(["completed", "failed", "cancelled"]);
+/** Statuses in which a task has work to do without anyone's input: what a restart resumes. */
+export const RUNNABLE_RUN_STATUSES: ReadonlySet<RunStatus> = new Set(["pending", "running", "cancelling"]);
 
 export function isTerminalRunStatus(status: RunStatus): boolean {
   return TERMINAL_RUN_STATUSES.has(status);

@@ -24,8 +24,11 @@ function latestFeedback(ctx: HandlerContext): string {
   return last ? `\n\nRevised after feedback: ${last}` : "";
 }
 
-/** The handlers the built-in workflows use. Deterministic so that a retried node produces the same result. */
-export const builtinHandlers: Record<string, TaskHandler> = {
+/**
+ * The handlers the built-in workflows use. Deterministic so that a retried node produces the same result,
+ * and pure: none acts outside this host (see `TaskHandler.pure`).
+ */
+const handlers: Record<string, TaskHandler> = {
   async echo(ctx) {
     const body = ctx.input.text || JSON.stringify(ctx.input.data);
     return { output: { text: body }, artifacts: text("echo", body) };
@@ -91,7 +94,42 @@ export const builtinHandlers: Record<string, TaskHandler> = {
     return { output: { waitedMs: ms } };
   },
 
+  /** Artifacts of every part kind: a file by value (base64 bytes), a file by reference (a `data:` URI) and structured data. */
+  async "file-and-data-report"(ctx) {
+    const subject = ctx.input.text || "(no text given)";
+    const words = subject.split(/\s+/).filter(Boolean);
+    const csv = `word,length\n${words.map((w) => `${w.replaceAll(",", " ")},${w.length}`).join("\n")}\n`;
+    const note = `Report on "${subject}": ${words.length} words.`;
+    const summary = { subject, words: words.length, characters: subject.length, longestWord: words.reduce((a, w) => (w.length > a.length ? w : a), "") };
+    return {
+      output: summary,
+      artifacts: [
+        { artifactId: "report.csv", name: "report.csv", description: "Word lengths as CSV (file bytes)", parts: [{ kind: "file", file: { bytes: Buffer.from(csv).toString("base64"), mimeType: "text/csv", name: "report.csv" } }] },
+        { artifactId: "report-note", name: "report-note", description: "The note, by reference (file URI)", parts: [{ kind: "file", file: { uri: `data:text/plain;base64,${Buffer.from(note).toString("base64")}`, mimeType: "text/plain", name: "note.txt" } }] },
+        { artifactId: "summary", name: "summary", description: "Counts (data)", parts: [{ kind: "data", data: summary }] },
+      ],
+    };
+  },
+
+  /** Streams one text artifact in `params.chunks` pieces (`append` after the first, `lastChunk` on the last), `params.delayMs` apart. */
+  async "stream-text"(ctx) {
+    const body = ctx.input.text || "streamed artifact";
+    const count = Math.max(1, Math.min(typeof ctx.params["chunks"] === "number" ? ctx.params["chunks"] : 4, body.length));
+    const delayMs = typeof ctx.params["delayMs"] === "number" ? ctx.params["delayMs"] : 20;
+    const size = Math.ceil(body.length / count);
+    const pieces = Array.from({ length: count }, (_, i) => body.slice(i * size, (i + 1) * size)).filter((p) => p.length > 0);
+    for (const [i, piece] of pieces.entries()) {
+      if (i > 0) await sleep(delayMs, ctx.signal);
+      await ctx.emitArtifactChunk({ artifactId: `${ctx.nodeId}.stream`, name: "stream", parts: [{ kind: "text", text: piece }], append: i > 0, lastChunk: i === pieces.length - 1 });
+    }
+    return { output: { chunks: pieces.length } };
+  },
+
   async fail(ctx) {
     throw new HandlerError(String(ctx.params["code"] ?? "handler_failed"), String(ctx.params["message"] ?? "the handler failed on purpose"));
   },
 };
+
+export const builtinHandlers: Record<string, TaskHandler> = Object.fromEntries(
+  Object.entries(handlers).map(([name, handler]) => [name, Object.assign(handler, { pure: true })]),
+);

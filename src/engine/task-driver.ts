@@ -16,10 +16,18 @@ export interface TaskDriverOptions {
   now(): string;
 }
 
+/** What a task does after a locked section: an effect to run outside the lock, look again (true), or rest (false). */
+export type Next = boolean | NodeEffect;
+
+/** A bound on transitions staged in one locked section, so a workflow that loops without effects cannot spin. */
+const MAX_STAGED_STEPS = 64;
+
 /**
- * Advances tasks one step at a time: at most one driver loop per task. Each step decides and commits under
- * the task's lock; node work that takes time runs after the lock is released, so cancels and replies can
- * commit meanwhile. A task with nothing to do now is passivated.
+ * Advances tasks: at most one driver loop per task, which alone runs the task's node effects. Under the
+ * task's lock the driver stages every transition it can decide without an effect and writes them in one
+ * store call (`advance`); node work that takes time runs after the lock is released, so cancels and replies
+ * can commit meanwhile, and its result is staged with whatever follows it. A task with nothing to do now is
+ * passivated.
  */
 export class TaskDriver {
   private readonly loops = new Map<string, { again: boolean; done: Promise<void> }>();
@@ -27,8 +35,11 @@ export class TaskDriver {
 
   constructor(private readonly options: TaskDriverOptions) {}
 
-  /** Makes sure one loop advances the task; a second kick while it runs makes it look again. */
-  kick(taskId: string): void {
+  /**
+   * Makes sure one loop advances the task; a second kick while it runs makes it look again. `first` is the
+   * effect an `advance` under the caller's lock returned (a new task's first node): the loop runs it first.
+   */
+  kick(taskId: string, first?: NodeEffect): void {
     if (this.stopping) return;
     const existing = this.loops.get(taskId);
     if (existing) {
@@ -38,13 +49,18 @@ export class TaskDriver {
     const state = { again: false, done: Promise.resolve() };
     state.done = (async () => {
       try {
+        let next: Next = first ?? (await this.step(taskId));
         for (;;) {
-          const progressed = await this.step(taskId);
           if (this.stopping) break;
-          if (!progressed) {
+          if (typeof next === "function") {
+            next = await this.finish(taskId, next);
+            continue;
+          }
+          if (!next) {
             if (!state.again) break;
             state.again = false;
           }
+          next = await this.step(taskId);
         }
       } catch (err) {
         if (!(err instanceof ShutdownSignal)) this.options.logger.error({ err, taskId }, "task driver stopped on an error");
@@ -61,32 +77,53 @@ export class TaskDriver {
     await Promise.allSettled([...this.loops.values()].map((loop) => loop.done));
   }
 
-  /** One step of the run. Returns false when the task has nothing to do now (and is passivated). */
-  private async step(taskId: string): Promise<boolean> {
+  /**
+   * Under the task's lock: stages every transition the task makes without an effect, then writes them in
+   * one store call before answering (commit before notify, and before effect). Passivates a task with
+   * nothing to do now.
+   */
+  async advance(taskId: string, live: LiveTask): Promise<Next> {
     const { repository } = this.options;
-    const decision = await repository.withLock(taskId, async (): Promise<boolean | NodeEffect> => {
+    let next: Next = true;
+    for (let i = 0; i < MAX_STAGED_STEPS && next === true; i++) next = await this.decide(taskId, live);
+    await repository.flush(taskId);
+    if (next === false) repository.passivate(taskId);
+    return next;
+  }
+
+  /** One locked section: load the task and advance it. */
+  private step(taskId: string): Promise<Next> {
+    const { repository } = this.options;
+    return repository.withLock(taskId, async (): Promise<Next> => {
       const live = await repository.load(taskId).catch((err: unknown) => {
         if (err instanceof DomainError && err.code === "task-not-found") return undefined;
         throw err;
       });
       if (!live) return false;
-      const progressed = await this.decide(taskId, live);
-      if (progressed === false) repository.passivate(taskId);
-      return progressed;
+      return this.advance(taskId, live);
     });
-    if (typeof decision === "boolean") return decision;
-    await decision();
-    return true;
   }
 
-  /** Under the lock: what the task does now, by its status and (when running) the kind of its current node. */
-  private async decide(taskId: string, live: LiveTask): Promise<boolean | NodeEffect> {
+  /** Runs a node's effect outside the lock, then stages its outcome and what follows it in one locked section. */
+  private async finish(taskId: string, effect: NodeEffect): Promise<Next> {
+    const outcome = await effect();
+    if (!outcome) return true;
+    const { repository } = this.options;
+    return repository.withLock(taskId, async () => {
+      const live = await repository.load(taskId);
+      outcome(live);
+      return this.advance(taskId, live);
+    });
+  }
+
+  /** Under the lock: stages what the task does now, by its status and (when running) the kind of its current node. */
+  private async decide(taskId: string, live: LiveTask): Promise<Next> {
     const { repository, catalog } = this.options;
     const snapshot = live.actor.getSnapshot();
     const status = runStatusOf(snapshot);
     const at = this.options.now();
     if (status === "pending") {
-      await repository.commit(taskId, { type: "START", at });
+      repository.stage(live, { type: "START", at });
       return true;
     }
     if (status === "cancelling") {
@@ -94,18 +131,18 @@ export class TaskDriver {
       const workflow = catalog.get(live.record.workflowId);
       const node = workflow && snapshot.context.cursor !== null ? findNode(workflow, snapshot.context.cursor) : undefined;
       const undo = node && workflow ? this.executorOf(node).onCancelled?.({ taskId, node, context: snapshot.context, workflow }) : undefined;
-      await repository.commit(taskId, { type: "CANCELLED", at });
+      repository.stage(live, { type: "CANCELLED", at });
       return undo ?? true;
     }
     if (status !== "running") return false;
     const workflow = catalog.ofTask(live.record);
     const step = nextStep(snapshot.context, workflow);
     if (step.type === "complete") {
-      await repository.commit(taskId, { type: "COMPLETE", at });
+      repository.stage(live, { type: "COMPLETE", at });
       return true;
     }
     if (step.type === "fail") {
-      await repository.commit(taskId, { type: "FAIL", at, error: step.error, statusMessage: failureMessage(live.record, step.error.code) });
+      repository.stage(live, { type: "FAIL", at, error: step.error, statusMessage: failureMessage(live.record, step.error.code) });
       return true;
     }
     const node = findNode(workflow, snapshot.context.cursor!)!;

@@ -14,10 +14,16 @@ import { KeyedLock } from "./keyed-lock.js";
 import type { TransitionHook } from "./transition-hook.js";
 import { logEventsFor } from "./transition-log.js";
 
-/** A task held in memory: its actor and the record as last committed. */
+/**
+ * A task held in memory: its machine state, the record as last committed, and the transitions staged under
+ * the task's lock but not yet written. `stored` is false for a task whose creating write has not happened.
+ */
 export interface LiveTask {
   actor: TaskActor;
   record: TaskRecord;
+  staged: RunEvent[];
+  stagedAt: string;
+  stored: boolean;
 }
 
 /** A task to create: the machine's input, when, and the creating message's idempotency key. */
@@ -34,10 +40,13 @@ export interface TaskRepositoryOptions {
 }
 
 /**
- * The only code that touches the TaskStore for tasks. Loads (rehydrates) actors, commits each transition
- * with the version check, and passivates idle tasks. Every commit is written before it is published to the
- * transition hook, so no reader ever sees a state that is not stored. The per-task lock serializes all
- * writes to one task; `load`, `commit`, `create` and `passivate` must run under it.
+ * The only code that touches the TaskStore for tasks. Loads (rehydrates) tasks, and writes their
+ * transitions with the version check: transitions are staged (applied to the machine, numbered in the
+ * log) and flushed together in ONE store write when something must see them: a caller, a subscriber, or an
+ * effect about to run (commit before notify, and before effect). Every write is published to the
+ * transition hook after it is stored, so no reader ever sees a state that is not stored. The per-task lock
+ * serializes all writes to one task; everything here but the reads must run under it, and nothing staged
+ * outlives it: `withLock` flushes what its caller left staged, or drops it if the caller failed.
  */
 export class TaskRepository implements TaskReadPort {
   private readonly live = new Map<string, LiveTask>();
@@ -47,18 +56,32 @@ export class TaskRepository implements TaskReadPort {
 
   /** Serializes everything that touches one task. */
   withLock<T>(taskId: string, fn: () => Promise<T>): Promise<T> {
-    return this.lock.run(taskId, fn);
+    return this.lock.run(taskId, async () => {
+      let result: T;
+      try {
+        result = await fn();
+      } catch (err) {
+        if (this.live.get(taskId)?.staged.length) this.passivate(taskId);
+        throw err;
+      }
+      if (this.live.get(taskId)?.staged.length) await this.flush(taskId);
+      return result;
+    });
   }
 
-  /** Number of tasks holding an actor in memory (waiting tasks do not). */
+  /** Number of tasks holding their state in memory (waiting tasks do not). */
   liveCount(): number {
     return this.live.size;
   }
 
   // ---------------------------------------------------------------- writes (under the task's lock)
 
-  /** Stores a new task and its first events, then publishes them. Throws the store's duplicate errors. */
-  async create(task: NewTask): Promise<TaskRecord> {
+  /**
+   * Stages a new task (run.created); the store sees it at the next flush, together with whatever the
+   * task does before then. Answers the record as of run.created (version 0): what the creator shows first.
+   * The flush throws the store's duplicate errors.
+   */
+  stageCreate(task: NewTask): TaskRecord {
     const { taskId, contextId, workflowId, tenant, firstNode, message, at, idempotency } = task;
     const actor = createTaskActor({ taskId, contextId, workflowId, tenant, firstNode, message });
     const snapshot = actor.getSnapshot();
@@ -73,68 +96,87 @@ export class TaskRepository implements TaskReadPort {
       ...this.changesFor(snapshot, at),
       ...(idempotency ? { idempotencyKey: idempotency.key, requestFingerprint: idempotency.fingerprint } : {}),
     };
-    try {
-      await this.options.store.create(record, events);
-    } catch (err) {
-      actor.stop();
-      throw err;
-    }
-    this.live.set(taskId, { actor, record });
-    this.options.hook.publish({ record, context: snapshot.context, events });
+    this.live.set(taskId, { actor, record, staged: events, stagedAt: at, stored: false });
     return record;
   }
 
-  /** The task's actor and record, rehydrated from the store when it was passivated. */
+  /** The task's state and record, rehydrated from the store when it was passivated. */
   async load(taskId: string, tenant?: string): Promise<LiveTask> {
     let live = this.live.get(taskId);
     if (!live) {
       const record = await this.options.store.get(taskId);
       if (!record) throw taskNotFound(taskId);
-      live = { actor: restoreTaskActor(record.snapshot, taskId), record };
+      live = { actor: restoreTaskActor(record.snapshot, taskId), record, staged: [], stagedAt: record.updatedAt, stored: true };
       this.live.set(taskId, live);
     }
     if (tenant !== undefined && live.record.tenant !== tenant) throw taskNotFound(taskId);
     return live;
   }
 
-  /** Applies one event, writes it (expecting the version we hold), then publishes it. */
-  async commit(taskId: string, event: TaskEvent): Promise<TaskRecord> {
-    const live = await this.load(taskId);
+  /**
+   * Applies one event to the machine and numbers its log events after everything committed or staged;
+   * nothing is written until `flush`. Refuses an event the current state does not accept (DomainError).
+   */
+  stage(live: LiveTask, event: TaskEvent): TaskSnapshot {
     const { before, after } = applyTaskEvent(live.actor, event);
-    const events = logEventsFor({ event, before, after, firstSequence: live.record.version + 1 });
-    const changes = this.changesFor(after, event.at);
+    const firstSequence = (live.staged.at(-1)?.sequence ?? live.record.version) + 1;
+    for (const logged of logEventsFor({ event, before, after, firstSequence })) live.staged.push(logged);
+    live.stagedAt = event.at;
+    return after;
+  }
+
+  /**
+   * Writes everything staged in ONE store call (the create, or a commit expecting the version we hold),
+   * then publishes all of it. On a failed write the task is dropped from memory, so the next access
+   * rehydrates the committed state.
+   */
+  async flush(taskId: string): Promise<TaskRecord> {
+    const live = this.live.get(taskId);
+    if (!live) throw taskNotFound(taskId);
+    const events = live.staged;
+    if (events.length === 0) return live.record;
+    const snapshot = live.actor.getSnapshot();
+    const changes = this.changesFor(snapshot, live.stagedAt);
+    const version = events[events.length - 1]!.sequence;
     try {
-      await this.options.store.commit(taskId, live.record.version, changes, events);
+      if (live.stored) await this.options.store.commit(taskId, live.record.version, changes, events);
+      else await this.options.store.create({ ...live.record, ...changes, version }, events);
     } catch (err) {
-      // The actor already moved; forget it so the next access rehydrates the committed state.
       this.passivate(taskId);
       if (err instanceof StaleWriteError) {
         throw new DomainError("conflict", `Task ${taskId} was changed concurrently; retry the request`, { taskId }, { cause: err });
       }
       throw err;
     }
-    live.record = { ...live.record, ...changes, version: events[events.length - 1]!.sequence };
-    this.options.hook.publish({ record: live.record, context: after.context, events });
+    live.record = { ...live.record, ...changes, version };
+    live.staged = [];
+    live.stored = true;
+    this.options.hook.publish({ record: live.record, context: snapshot.context, events });
     return live.record;
   }
 
-  /** Stops and drops the task's actor; the next access rehydrates it from the store. */
+  /** Stages one event and writes it with whatever was staged before (one store write), then publishes. */
+  async commit(taskId: string, event: TaskEvent): Promise<TaskRecord> {
+    this.stage(await this.load(taskId), event);
+    return this.flush(taskId);
+  }
+
+  /** Drops the task's state (and anything staged); the next access rehydrates it from the store. */
   passivate(taskId: string): void {
-    this.live.get(taskId)?.actor.stop();
     this.live.delete(taskId);
   }
 
-  /** Waits for every write in flight, then drops every actor. */
+  /** Waits for every write in flight, then drops every task held in memory. */
   async close(): Promise<void> {
     await this.lock.drain();
-    for (const live of this.live.values()) live.actor.stop();
     this.live.clear();
   }
 
   // ---------------------------------------------------------------- reads (the read port)
 
   async get(taskId: string, tenant: string): Promise<TaskRecord> {
-    const record = this.live.get(taskId)?.record ?? (await this.options.store.get(taskId));
+    const live = this.live.get(taskId);
+    const record = live?.stored ? live.record : await this.options.store.get(taskId);
     if (!record || record.tenant !== tenant) throw taskNotFound(taskId);
     return record;
   }
@@ -160,8 +202,8 @@ export class TaskRepository implements TaskReadPort {
   }
 
   /** Every task that is not terminal (start-up recovery). */
-  listActive(): Promise<TaskRecord[]> {
-    return this.options.store.listActive();
+  runnableTaskIds(): Promise<string[]> {
+    return this.options.store.runnableTaskIds();
   }
 
   /** Task ids whose durable timer is due at `now`. */

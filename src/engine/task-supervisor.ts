@@ -76,11 +76,9 @@ export class TaskSupervisor {
   /** Resumes every non-terminal task from the store and starts the durable timer scheduler. */
   async start(): Promise<{ resumed: number }> {
     let resumed = 0;
-    for (const record of await this.repository.listActive()) {
-      if (record.status === "pending" || record.status === "running" || record.status === "cancelling") {
-        this.driver.kick(record.taskId);
-        resumed++;
-      }
+    for (const taskId of await this.repository.runnableTaskIds()) {
+      this.driver.kick(taskId);
+      resumed++;
     }
     this.timers.start();
     return { resumed };
@@ -104,8 +102,11 @@ export class TaskSupervisor {
     }
     const taskId = args.taskId ?? randomUUID();
     const contextId = args.contextId ?? randomUUID();
-    const record = await this.repository.withLock(taskId, () =>
-      this.repository.create({
+    // The new task and what it does before its first effect or wait (started, node.started of a pure
+    // handler, an approval gate's interrupt) reach the store in one write; the creator is answered with the
+    // task as of run.created, and streams follow its log from there.
+    const { record, next } = await this.repository.withLock(taskId, async () => {
+      const created = this.repository.stageCreate({
         taskId,
         contextId,
         workflowId: workflow.id,
@@ -114,9 +115,11 @@ export class TaskSupervisor {
         message: { ...args.message, taskId, contextId },
         at: this.now(),
         ...(args.idempotency ? { idempotency: args.idempotency } : {}),
-      }),
-    );
-    this.driver.kick(taskId);
+      });
+      return { record: created, next: await this.driver.advance(taskId, await this.repository.load(taskId)) };
+    });
+    // A new task has no driver loop yet: the one started here runs its first effect.
+    if (next !== false) this.driver.kick(taskId, typeof next === "function" ? next : undefined);
     return record;
   }
 

@@ -25,6 +25,10 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
       ];
     case "NODE_PROGRESS":
       return [{ type: "node.progress", nodeId: event.nodeId, payload: { nodeId: event.nodeId, attempt: after.attempt, progress: event.progress } }];
+    case "ARTIFACT_CHUNK": {
+      const { artifact, append, lastChunk } = event;
+      return [{ type: "output.chunk", nodeId: event.nodeId, payload: { nodeId: event.nodeId, artifactId: artifact.artifactId, append, lastChunk }, a2a: { artifact, append, lastChunk } }];
+    }
     case "TIMER_SET":
       return [{ type: "timer.scheduled", nodeId: event.timer.nodeId, payload: { ...event.timer } }];
     case "INTERRUPT": {

@@ -111,8 +111,12 @@ export function checkWorkflow(value: unknown, handlers: Record<string, TaskHandl
     if (node.kind === "task" && !handlers[(node as TaskNode).handler]) {
       throw new WorkflowLoadError(`node "${node.id}": no handler named "${(node as TaskNode).handler}" is registered (known: ${Object.keys(handlers).join(", ")})`);
     }
-    if (!["task", "approval", "clarification", "delay", "a2a.invoke"].includes(node.kind)) {
+    if (!["task", "approval", "clarification", "delay", "a2a.invoke", "switch"].includes(node.kind)) {
       throw new WorkflowLoadError(`node "${node.id}": node kind "${node.kind}" is not supported by this host yet`);
+    }
+    // A stateless skill answers at once and stores nothing, so it cannot pause, wait or call out.
+    if (workflow.stateless && !["task", "switch"].includes(node.kind)) {
+      throw new WorkflowLoadError(`node "${node.id}": a stateless workflow may only hold task and switch nodes (found "${node.kind}")`);
     }
   }
   return workflow;

@@ -3,7 +3,8 @@ import { invalidParams } from "../domain/errors.js";
 import { APPROVAL_ACTIONS, type ApprovalAction } from "../domain/run-status.js";
 import type { DurableTimer, PendingInterrupt, RunError, TaskContext } from "../machine/task-context.js";
 import { peerReplyFromText, peerReplyOutcome } from "./a2a-invoke.js";
-import type { A2AInvokeNode, ApprovalNode, ClarificationNode, DelayNode, TaskNode, WorkflowDefinition, WorkflowNode } from "./workflow-types.js";
+import { cursorOf, inputOfMessage } from "./message-route.js";
+import type { A2AInvokeNode, ApprovalNode, ClarificationNode, DelayNode, SwitchNode, TaskNode, WorkflowDefinition, WorkflowNode } from "./workflow-types.js";
 
 /**
  * Pure workflow decisions: what the running task does next, and what a caller's reply means. The
@@ -16,14 +17,18 @@ export type Step =
   | { type: "wait-timer" }
   | { type: "interrupt"; node: ApprovalNode | ClarificationNode }
   | { type: "invoke-peer"; node: A2AInvokeNode }
+  | { type: "route"; node: SwitchNode }
   | { type: "fail"; error: RunError };
 
 export function firstNodeOf(workflow: WorkflowDefinition): string | null {
   return workflow.nodes[0]?.id ?? null;
 }
 
+/** The node after `nodeId`: its `next` when it names one (`$end` ends the run), else the next in order. */
 export function nodeAfter(workflow: WorkflowDefinition, nodeId: string): string | null {
   const index = workflow.nodes.findIndex((n) => n.id === nodeId);
+  const node = workflow.nodes[index];
+  if (node?.kind === "task" && node.next !== undefined) return cursorOf(node.next);
   return workflow.nodes[index + 1]?.id ?? null;
 }
 
@@ -47,7 +52,14 @@ export function nextStep(context: TaskContext, workflow: WorkflowDefinition): St
       return { type: "interrupt", node };
     case "a2a.invoke":
       return { type: "invoke-peer", node };
+    case "switch":
+      return { type: "route", node };
   }
+}
+
+/** The message a `switch` routes on: the newest from the caller (the first one, for a new task). */
+export function incomingMessageOf(context: TaskContext): Message | undefined {
+  return context.history.findLast((m) => m.role === "user");
 }
 
 export function idempotencyKeyOf(context: TaskContext, nodeId: string): string {
@@ -56,11 +68,7 @@ export function idempotencyKeyOf(context: TaskContext, nodeId: string): string {
 
 /** The first message's text and data parts: what the caller asked for. */
 export function runInputOf(context: TaskContext): { text: string; data: Record<string, unknown> } {
-  const first = context.history.find((m) => m.role === "user");
-  const parts = first?.parts ?? [];
-  const text = parts.flatMap((p) => (p.kind === "text" ? [p.text] : [])).join("\n");
-  const data = Object.assign({}, ...parts.flatMap((p) => (p.kind === "data" ? [p.data] : []))) as Record<string, unknown>;
-  return { text, data };
+  return inputOfMessage(context.history.find((m) => m.role === "user"));
 }
 
 /** Refine feedback that approval gates sent back to `nodeId`. */

@@ -8,6 +8,8 @@ export interface TaskNode {
   handler: string;
   params?: Record<string, unknown>;
   retry?: { maxAttempts: number };
+  /** Where the run goes after this node: a node id, or `$end` (ends a `switch` branch); the next node by default. */
+  next?: string;
 }
 
 export interface ApprovalNode {
@@ -57,7 +59,33 @@ export interface A2AInvokeNode {
   timeoutMs?: number;
 }
 
-export type WorkflowNode = TaskNode | ApprovalNode | ClarificationNode | DelayNode | A2AInvokeNode;
+/**
+ * What a `switch` case tests on the incoming message; every field given must hold. `metadata` and `data`
+ * map dotted paths (into `message.metadata`, or the merged data parts) to the value they must equal.
+ */
+export interface SwitchCondition {
+  messageIdPrefix?: string;
+  /** Case-insensitive substring of the message's text parts. */
+  textContains?: string;
+  /** A regular expression (JavaScript syntax, case-insensitive) tested on the message's text parts. */
+  textMatches?: string;
+  metadata?: Record<string, unknown>;
+  data?: Record<string, unknown>;
+}
+
+/** Routes on the incoming message: the first matching case's `goto`, else `default`, else the next node. */
+export interface SwitchNode {
+  kind: "switch";
+  id: string;
+  title?: string;
+  cases: Array<{ when: SwitchCondition; goto: string }>;
+  default?: string;
+}
+
+/** A `goto`/`next` target that ends the run. */
+export const END_TARGET = "$end";
+
+export type WorkflowNode = TaskNode | ApprovalNode | ClarificationNode | DelayNode | A2AInvokeNode | SwitchNode;
 
 export interface WorkflowDefinition {
   id: string;
@@ -68,6 +96,11 @@ export interface WorkflowDefinition {
   examples?: string[];
   inputModes?: string[];
   outputModes?: string[];
+  /**
+   * The skill answers `message/send` with a Message instead of a Task: it runs its task and switch nodes at
+   * once, stores nothing and creates no task (A2A "Message or Task").
+   */
+  stateless?: boolean;
   nodes: WorkflowNode[];
 }
 
@@ -85,6 +118,11 @@ export interface HandlerContext {
   /** Refine feedback addressed to this node by an approval gate, newest last. */
   feedback: string[];
   signal: AbortSignal;
+  /**
+   * Streams a piece of an artifact: committed (and shown to streams, tasks/get) before it resolves. Rejects
+   * when the run no longer runs this node. A stateless skill gathers the chunks into its answer.
+   */
+  emitArtifactChunk(chunk: ArtifactChunk): Promise<void>;
 }
 
 export interface HandlerArtifact {
@@ -94,12 +132,29 @@ export interface HandlerArtifact {
   parts: Part[];
 }
 
+/** One piece of an artifact a handler streams: the first (`append` false) starts it, later ones add parts. */
+export interface ArtifactChunk {
+  artifactId: string;
+  name?: string;
+  parts: Part[];
+  append: boolean;
+  lastChunk: boolean;
+}
+
 export interface HandlerResult {
   output?: unknown;
   artifacts?: HandlerArtifact[];
 }
 
-export type TaskHandler = (ctx: HandlerContext) => Promise<HandlerResult>;
+export interface TaskHandler {
+  (ctx: HandlerContext): Promise<HandlerResult>;
+  /**
+   * True when the handler has no effect outside this host (it computes its result from its context alone).
+   * Its node.started is then written together with the transitions before it; any other handler gets a
+   * store write of its own for node.started before it runs.
+   */
+  pure?: boolean;
+}
 
 /** A handler failure with a stable code recorded on the failed run. */
 export class HandlerError extends Error {

@@ -1,4 +1,4 @@
-import { createActor, type Actor } from "xstate";
+import { createActor, type Actor, type ActorScope } from "xstate";
 import { DomainError } from "../domain/errors.js";
 import type { RunStatus } from "../domain/run-status.js";
 import { restorePersistedSnapshot } from "./persisted-task-snapshot.js";
@@ -7,28 +7,80 @@ import type { TaskEvent } from "./task-events.js";
 import { inspectorFor } from "./task-inspection.js";
 import { runStatusOf, type TaskSnapshot } from "./task-projection.js";
 
-export type TaskActor = Actor<typeof taskMachine>;
+/**
+ * A task's machine state held in memory: the current snapshot, advanced by the machine's own pure
+ * transition function. No XState actor runs per task: the machine has no side effects, delayed events or
+ * children, so an actor (mailbox, observers, system registration) would only cost time on every request.
+ */
+export interface TaskActor {
+  getSnapshot(): TaskSnapshot;
+  /** Moves to the state after `event` (already checked with `can`) and returns it. */
+  advance(event: TaskEvent): TaskSnapshot;
+}
+
+class TaskState implements TaskActor {
+  constructor(private snapshot: TaskSnapshot) {}
+  getSnapshot(): TaskSnapshot {
+    return this.snapshot;
+  }
+  advance(event: TaskEvent): TaskSnapshot {
+    return (this.snapshot = taskMachine.transition(this.snapshot, event, scope as never));
+  }
+}
+
+/**
+ * A task chosen for live inspection (XSTATE_INSPECT) runs in a real XState actor, so XState's inspection API
+ * reports its events and snapshots; every other task takes the cheaper path above.
+ */
+class InspectedTask implements TaskActor {
+  constructor(private readonly actor: Actor<typeof taskMachine>) {}
+  getSnapshot(): TaskSnapshot {
+    return this.actor.getSnapshot();
+  }
+  advance(event: TaskEvent): TaskSnapshot {
+    this.actor.send(event);
+    return this.actor.getSnapshot();
+  }
+}
+
+/**
+ * The scope the machine's transitions run in, made once. XState's `transition()` helper builds a new actor
+ * for every call (and our context factory throws without input); the machine needs the scope only for
+ * actions it would execute, and all of ours are `assign`s, resolved inside the transition.
+ */
+const scope: ActorScope<TaskSnapshot, TaskEvent> = (() => {
+  const self = createActor(taskMachine, { input: { taskId: "", contextId: "", workflowId: "", tenant: "", firstNode: null, message: { messageId: "", role: "user", parts: [] } } });
+  return {
+    self,
+    id: "",
+    sessionId: "",
+    system: self.system,
+    defer: () => {},
+    logger: () => {},
+    emit: () => {},
+    stopChild: () => {},
+    actionExecutor: () => {},
+  } as unknown as ActorScope<TaskSnapshot, TaskEvent>;
+})();
 
 export function createTaskActor(input: TaskMachineInput): TaskActor {
   const inspect = inspectorFor(input.taskId);
-  return createActor(taskMachine, { input, ...(inspect ? { inspect } : {}) }).start();
+  if (inspect) return new InspectedTask(createActor(taskMachine, { input, inspect }).start());
+  return new TaskState(taskMachine.getInitialSnapshot(scope as never, input));
 }
 
-/**
- * Rehydrates a passivated task from its stored snapshot, through the machine-version check. The machine has
- * no side effects, so this is safe.
- */
+/** Rehydrates a passivated task from its stored snapshot, through the machine-version check. */
 export function restoreTaskActor(stored: unknown, taskId?: string): TaskActor {
+  const persisted = restorePersistedSnapshot(stored, taskId);
+  const inspect = inspectorFor(taskId ?? (persisted as { context?: { taskId?: string } }).context?.taskId);
   // `input` is only read when the machine starts fresh; a restored snapshot already holds the context.
-  const input = undefined as unknown as TaskMachineInput;
-  const snapshot = restorePersistedSnapshot(stored, taskId);
-  const inspect = inspectorFor((snapshot as { context?: { taskId?: string } }).context?.taskId);
-  return createActor(taskMachine, { snapshot, input, ...(inspect ? { inspect } : {}) }).start();
+  if (inspect) return new InspectedTask(createActor(taskMachine, { snapshot: persisted as never, input: undefined as never, inspect }).start());
+  return new TaskState(taskMachine.restoreSnapshot(persisted as never, scope as never) as TaskSnapshot);
 }
 
 /**
- * Sends one event if the current state accepts it. An illegal event is refused with a DomainError and the
- * actor keeps its state (XState would silently ignore it; we want callers told).
+ * Applies one event if the current state accepts it. An illegal event is refused with a DomainError and the
+ * task keeps its state (XState would silently ignore it; we want callers told).
  */
 export function applyTaskEvent(actor: TaskActor, event: TaskEvent): { before: TaskSnapshot; after: TaskSnapshot } {
   const before = actor.getSnapshot();
@@ -39,6 +91,6 @@ export function applyTaskEvent(actor: TaskActor, event: TaskEvent): { before: Ta
       event: event.type,
     });
   }
-  actor.send(event);
-  return { before, after: actor.getSnapshot() };
+  return { before, after: actor.advance(event) };
 }
+

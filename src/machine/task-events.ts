@@ -8,6 +8,8 @@ export type TaskEvent =
   | { type: "NODE_COMPLETED"; at: string; nodeId: string; output: unknown; artifacts: Artifact[]; next: string | null }
   /** A running node recorded progress (replaces its whole `nodeProgress` entry); logged as node.progress. */
   | { type: "NODE_PROGRESS"; at: string; nodeId: string; progress: Record<string, unknown> }
+  /** A running node streamed a piece of an artifact (`append`: add its parts to the artifact with that id). */
+  | { type: "ARTIFACT_CHUNK"; at: string; nodeId: string; artifact: Artifact; append: boolean; lastChunk: boolean }
   | { type: "TIMER_SET"; at: string; timer: DurableTimer }
   | { type: "INTERRUPT"; at: string; interrupt: PendingInterrupt; statusMessage: Message; timer?: DurableTimer }
   | {
@@ -41,6 +43,7 @@ export const TASK_EVENT_TYPES: readonly TaskEventType[] = [
   "NODE_STARTED",
   "NODE_COMPLETED",
   "NODE_PROGRESS",
+  "ARTIFACT_CHUNK",
   "TIMER_SET",
   "INTERRUPT",
   "RESUME",

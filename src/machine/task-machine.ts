@@ -33,6 +33,13 @@ export function mergeArtifacts(current: Artifact[], incoming: Artifact[] | undef
   return [...byId.values()];
 }
 
+/** A streamed chunk: the first starts (or restarts) the artifact, an `append` chunk adds its parts. */
+export function mergeArtifactChunk(current: Artifact[], chunk: Artifact, append: boolean): Artifact[] {
+  const existing = current.find((a) => a.artifactId === chunk.artifactId);
+  if (!append || !existing) return mergeArtifacts(current, [chunk]);
+  return current.map((a) => (a === existing ? { ...existing, parts: [...existing.parts, ...chunk.parts] } : a));
+}
+
 export function withProgress(current: TaskContext["nodeProgress"], nodeId: string, progress: Record<string, unknown> | undefined): Pick<TaskContext, "nodeProgress"> {
   if (progress === undefined) {
     if (!current || !(nodeId in current)) return {};
@@ -68,7 +75,7 @@ export const taskMachine = setup({
     completesRunningNode: ({ context, event }) =>
       event.type === "NODE_COMPLETED" && context.nodeStarted && context.cursor === event.nodeId,
     progressesRunningNode: ({ context, event }) =>
-      event.type === "NODE_PROGRESS" && context.nodeStarted && context.cursor === event.nodeId,
+      (event.type === "NODE_PROGRESS" || event.type === "ARTIFACT_CHUNK") && context.nodeStarted && context.cursor === event.nodeId,
     resolvesPendingInterrupt: ({ context, event }) =>
       event.type === "RESUME" && context.interrupt !== undefined && context.interrupt.nodeId === event.nodeId,
     resolvesAndFails: ({ context, event }) =>
@@ -98,6 +105,14 @@ export const taskMachine = setup({
     recordNodeProgress: assign(({ context, event }) =>
       event.type === "NODE_PROGRESS" ? withProgress(context.nodeProgress, event.nodeId, event.progress) : {},
     ),
+    recordArtifactChunk: assign(({ context, event }) => {
+      if (event.type !== "ARTIFACT_CHUNK") return {};
+      const ids = context.artifactsByNode[event.nodeId] ?? [];
+      return {
+        artifacts: mergeArtifactChunk(context.artifacts, event.artifact, event.append),
+        artifactsByNode: ids.includes(event.artifact.artifactId) ? context.artifactsByNode : { ...context.artifactsByNode, [event.nodeId]: [...ids, event.artifact.artifactId] },
+      };
+    }),
     recordTimer: assign({ timer: ({ event }) => (event.type === "TIMER_SET" ? event.timer : undefined) }),
     recordInterrupt: assign(({ context, event }) => {
       if (event.type !== "INTERRUPT") return {};
@@ -196,6 +211,7 @@ export const taskMachine = setup({
         NODE_STARTED: { guard: "startsCursorNode", actions: "recordNodeStarted" },
         NODE_COMPLETED: { guard: "completesRunningNode", actions: "recordNodeCompleted" },
         NODE_PROGRESS: { guard: "progressesRunningNode", actions: "recordNodeProgress" },
+        ARTIFACT_CHUNK: { guard: "progressesRunningNode", actions: "recordArtifactChunk" },
         TIMER_SET: { actions: "recordTimer" },
         INTERRUPT: [
           { guard: "isApprovalInterrupt", target: "waiting-approval", actions: "recordInterrupt" },

@@ -13,12 +13,13 @@ export function runStatusOf(snapshot: TaskSnapshot): RunStatus {
   return value as RunStatus;
 }
 
-/** Reads the A2A projection declared on the active state's `meta`. */
+/**
+ * Reads the A2A projection declared on the active state's `meta`. The machine is flat, so that is the meta
+ * of the state named by the snapshot's value (looked up directly: `snapshot.getMeta()` builds a new object
+ * of every active node's meta, several times per transition).
+ */
 export function stateMetaOf(snapshot: TaskSnapshot): TaskStateMeta {
-  const meta = snapshot.getMeta() as Record<string, TaskStateMeta | undefined>;
-  const entry = meta[`task.${runStatusOf(snapshot)}`];
-  if (!entry) throw new Error(`state ${runStatusOf(snapshot)} declares no A2A projection`);
-  return entry;
+  return declaredMetaOf(runStatusOf(snapshot));
 }
 
 /** The meta of a state by name, without a snapshot (used by tests and the visualizer export). */

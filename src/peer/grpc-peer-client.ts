@@ -19,6 +19,7 @@ import type { Artifact, Message, Part } from "../domain/a2a-types.js";
 import { defaultResolver, type EgressPolicy, type ResolvedAddress, type Resolver } from "../egress/egress-guard.js";
 import { errorCode, pinnedLookup } from "../egress/pinned-connection.js";
 import * as pb from "../gen/a2a/v1/a2a_pb.js";
+import { injectTraceHeaders } from "../observability/spans.js";
 import { checkPeerUrl, DEFAULT_MAX_PEER_RESPONSE_BYTES, PeerCallError } from "./peer-http-client.js";
 import type { PeerReply, PeerTask, PeerTransport } from "./peer-types.js";
 
@@ -256,7 +257,8 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
       return await run(clientFor(checked.url, checked.addresses), {
         timeoutMs: opts.requestTimeoutMs,
         ...(signal ? { signal } : {}),
-        headers: { "user-agent": opts.userAgent ?? "openwop-a2a-host/a2a-invoke" },
+        // traceparent of the active span (none when tracing is off), so the peer joins the caller's trace.
+        headers: injectTraceHeaders({ "user-agent": opts.userAgent ?? "openwop-a2a-host/a2a-invoke" }),
       });
     } catch (err) {
       throw grpcCallError(err, { method, where, timeoutMs: opts.requestTimeoutMs, callerSignal: signal });

@@ -11,7 +11,10 @@ export function artifactRefsUpTo(events: RunEvent[], sequence: number): Artifact
   for (const event of events) {
     if (event.sequence > sequence) break;
     const artifact = event.a2a?.artifact;
-    if (artifact) refs.set(artifact.artifactId, { artifactId: artifact.artifactId, ...(artifact.name ? { name: artifact.name } : {}) });
+    if (!artifact) continue;
+    // A streamed chunk may leave the name out: the artifact keeps the one it had.
+    const name = artifact.name ?? refs.get(artifact.artifactId)?.name;
+    refs.set(artifact.artifactId, { artifactId: artifact.artifactId, ...(name ? { name } : {}) });
   }
   return [...refs.values()];
 }

@@ -19,6 +19,8 @@ export interface PushConfigServiceOptions {
   maxConfigsPerTask: number;
   /** Called after a registration, so an update committed meanwhile is not left for the sweep. */
   onRegistered?: (taskId: string) => void;
+  /** Called once a config of `taskId` is stored (also before its task exists): the worker then watches the task's commits. */
+  onStored?: (taskId: string) => void;
   clock?: () => Date;
 }
 
@@ -181,7 +183,10 @@ export class PushConfigService {
         },
         initialDelivery(cursor, lastStatusKey),
         this.options.maxConfigsPerTask,
-      );
+      ).then((stored) => {
+        this.options.onStored?.(task.taskId);
+        return stored;
+      });
     } catch (err) {
       if (err instanceof TooManyPushConfigsError) {
         throw invalidParams(`task ${task.taskId} already has the maximum of ${err.max} push notification configs; delete one or reuse an id`, { taskId: task.taskId, max: err.max });

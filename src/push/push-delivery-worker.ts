@@ -64,6 +64,13 @@ export class PushDeliveryWorker {
   private unsubscribe: (() => void) | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweeping: Promise<number> | undefined;
+  /**
+   * Tasks that have push configs, as this process knows them: configs stored here and every sweep's unsettled
+   * ones. A commit of any other task costs no config lookup (most tasks have none).
+   */
+  private readonly watched = new Set<string>();
+  /** Bumped by every stored config, so a lookup that raced one does not unwatch its task. */
+  private storedConfigs = 0;
 
   constructor(private readonly options: PushDeliveryWorkerOptions) {
     this.clock = options.clock ?? (() => new Date());
@@ -92,13 +99,26 @@ export class PushDeliveryWorker {
     await this.options.client.close();
   }
 
+  /** A config of the task was stored: its commits are looked at from now on. */
+  watchTask(taskId: string): void {
+    this.storedConfigs++;
+    this.watched.add(taskId);
+  }
+
   /** Delivers what is pending for every config of the task (after a commit or a registration). */
   async wakeTask(taskId: string): Promise<void> {
     if (this.stopped) return;
+    const storedBefore = this.storedConfigs;
     try {
+      let unsettled = 0;
       for (const config of await this.options.configs.list(taskId)) {
-        if (!config.delivery.settled) this.enqueue(config.taskId, config.configId);
+        if (config.delivery.settled) continue;
+        unsettled++;
+        this.enqueue(config.taskId, config.configId);
       }
+      // Settled configs never reopen: a task with none left needs no more lookups (a new config watches it again).
+      if (unsettled > 0) this.watched.add(taskId);
+      else if (this.storedConfigs === storedBefore) this.watched.delete(taskId);
     } catch (err) {
       // The periodic sweep picks it up.
       this.options.logger.error({ err, taskId }, "push: could not list the task's push configs");
@@ -113,7 +133,10 @@ export class PushDeliveryWorker {
       try {
         for (;;) {
           const page: PushConfigRecord[] = await this.options.configs.listUnsettled(after, SWEEP_PAGE);
-          for (const config of page) this.enqueue(config.taskId, config.configId);
+          for (const config of page) {
+            this.watched.add(config.taskId);
+            this.enqueue(config.taskId, config.configId);
+          }
           count += page.length;
           const last = page.at(-1);
           if (!last || page.length < SWEEP_PAGE || this.stopped) break;
@@ -135,7 +158,8 @@ export class PushDeliveryWorker {
   // ---------------------------------------------------------------- scheduling
 
   private onTransition(transition: CommittedChange): void {
-    if (transition.events.some((e) => e.a2a?.status)) void this.wakeTask(transition.record.taskId);
+    const { taskId } = transition.record;
+    if (this.watched.has(taskId) && transition.events.some((e) => e.a2a?.status)) void this.wakeTask(taskId);
   }
 
   private scheduleSweep(): void {
@@ -320,7 +344,7 @@ export class PushDeliveryWorker {
       try {
         secrets = this.options.secrets.open(config.sealed, secretsAad(config.tenant, config.taskId, config.configId));
       } catch (err) {
-        this.breakers.release(origin);
+        this.breakers.release(origin, gate.probe);
         this.options.logger.error({ err, taskId: config.taskId, configId: config.configId }, "push: the config's secrets cannot be decrypted (check PUSH_ENCRYPTION_KEY)");
         return { kind: "sent", result: { ok: false, retryable: true, error: "push secrets cannot be decrypted with the configured keys", durationMs: 0 } };
       }
@@ -341,8 +365,8 @@ export class PushDeliveryWorker {
 
     const result = await this.options.client.post({ url: config.url, body, headers, timeoutMs: this.options.timeoutMs });
     if (result.ok || (result.status !== undefined && !result.retryable)) this.breakers.success(origin);
-    else if (result.retryable) this.breakers.failure(origin);
-    else this.breakers.release(origin);
+    else if (result.retryable) this.breakers.failure(origin, gate.probe);
+    else this.breakers.release(origin, gate.probe);
     this.options.logger.debug({ taskId: config.taskId, configId: config.configId, eventId: event.eventId, status: result.status, ok: result.ok, durationMs: result.durationMs }, "push: attempt");
     return { kind: "sent", result };
   }

@@ -3,7 +3,7 @@ import type { Logger } from "../observability/logger.js";
 import type { PushConfigStore } from "../store/push-config-store.js";
 import { PushConfigService } from "./push-config-service.js";
 import { PushDeliveryWorker } from "./push-delivery-worker.js";
-import { createPushHttpClient } from "./push-http-client.js";
+import { createPushHttpClient, type PushHttpClient } from "./push-http-client.js";
 import { resolvePushKeys } from "./push-keys.js";
 import type { CommittedChanges, PushBodyEncoders, PushTaskLog, PushTaskReader } from "./push-ports.js";
 import { PushSecretBox } from "./push-secrets.js";
@@ -24,6 +24,8 @@ export interface PushNotificationsOptions {
   logger: Logger;
   /** Tests only: a resolver for the egress guard (registration and delivery). */
   resolve?: Resolver;
+  /** Wraps the webhook client (telemetry: spans, traceparent, delivery metrics). */
+  decorateClient?: (client: PushHttpClient) => PushHttpClient;
 }
 
 export interface PushNotifications {
@@ -49,7 +51,8 @@ export async function createPushNotifications(options: PushNotificationsOptions)
   }
   const keys = await resolvePushKeys(settings, options.dataDir);
   const secrets = new PushSecretBox(keys.encryptionKey, keys.previousEncryptionKeys);
-  const client = createPushHttpClient({ policy: settings.egress, ...(options.resolve ? { resolve: options.resolve } : {}) });
+  const created = createPushHttpClient({ policy: settings.egress, ...(options.resolve ? { resolve: options.resolve } : {}) });
+  const client = options.decorateClient ? options.decorateClient(created) : created;
   const worker = new PushDeliveryWorker({
     tasks: options.log,
     configs,
@@ -76,6 +79,7 @@ export async function createPushNotifications(options: PushNotificationsOptions)
     ...(options.resolve ? { resolve: options.resolve } : {}),
     maxConfigsPerTask: settings.maxConfigsPerTask,
     onRegistered: (taskId) => void worker.wakeTask(taskId),
+    onStored: (taskId) => worker.watchTask(taskId),
   });
   const loopback = settings.egress.allowHttpLoopback ? ", TEST-ONLY http/loopback targets allowed" : "";
   return {

@@ -140,6 +140,9 @@ interface NodeRefs {
   artifactFrom?: unknown;
   onReject?: unknown;
   onRefine?: unknown;
+  next?: unknown;
+  default?: unknown;
+  cases?: Array<{ goto?: unknown }>;
 }
 
 function gotoTarget(value: unknown): unknown {
@@ -149,7 +152,7 @@ function gotoTarget(value: unknown): unknown {
 /**
  * Throws SchemaValidationError unless `value` is a valid workflow definition. Beyond the schema it
  * checks what JSON Schema cannot express: node ids are unique, and artifactFrom / onReject.goto /
- * onRefine.goto name a node of the same workflow.
+ * onRefine.goto / next / a switch's goto and default name a node of the same workflow (or `$end`).
  */
 export function validateWorkflowDefinition(value: unknown): void {
   validateWith("workflow", "workflow definition", value);
@@ -166,9 +169,12 @@ export function validateWorkflowDefinition(value: unknown): void {
       ["artifactFrom", node.artifactFrom],
       ["onReject/goto", gotoTarget(node.onReject)],
       ["onRefine/goto", gotoTarget(node.onRefine)],
+      ["next", node.next],
+      ["default", node.default],
+      ...(node.cases ?? []).map((c, i): [string, unknown] => [`cases/${i}/goto`, c.goto]),
     ];
     for (const [field, target] of refs) {
-      if (typeof target === "string" && !ids.has(target)) {
+      if (typeof target === "string" && target !== "$end" && !ids.has(target)) {
         issues.push({ path: `nodes/${index}/${field}`, message: `unknown node id '${target}'` });
       }
     }

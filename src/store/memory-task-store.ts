@@ -1,4 +1,5 @@
-import { isTerminalRunStatus } from "../domain/run-status.js";
+import { isTerminalRunStatus, RUNNABLE_RUN_STATUSES } from "../domain/run-status.js";
+import { assertWriteSize, DEFAULT_TASK_SIZE_LIMITS, type TaskSizeLimits } from "./task-size-limits.js";
 import {
   DuplicateIdempotencyKeyError,
   DuplicateTaskError,
@@ -16,18 +17,32 @@ interface Entry {
   events: RunEvent[];
 }
 
-/** In-process store: fast tests, and the fallback when no MongoDB is reachable. Nothing survives a restart. */
+/**
+ * In-process store: fast tests, and the fallback when no MongoDB is reachable. Nothing survives a restart.
+ * Like the MongoDB adapter it keeps each task's head and its event log apart, refuses the same oversized
+ * writes, and drops the log together with an expired head.
+ */
 export class MemoryTaskStore implements TaskStore {
   readonly kind = "memory" as const;
+  readonly limits: TaskSizeLimits;
   private readonly tasks = new Map<string, Entry>();
   /** Idempotency key → task id (the unique index of the MongoDB adapter). */
   private readonly byIdempotencyKey = new Map<string, string>();
 
-  constructor(private readonly now: () => Date = () => new Date()) {}
+  constructor(
+    private readonly now: () => Date = () => new Date(),
+    limits: TaskSizeLimits = DEFAULT_TASK_SIZE_LIMITS,
+  ) {
+    this.limits = limits;
+  }
 
   async init(): Promise<void> {}
 
+  /** Memory is always there. */
+  async ping(): Promise<void> {}
+
   async create(record: TaskRecord, events: RunEvent[]): Promise<void> {
+    assertWriteSize(record, events, this.limits);
     if (this.tasks.has(record.taskId)) throw new DuplicateTaskError(record.taskId);
     const key = record.idempotencyKey;
     if (key) {
@@ -39,6 +54,7 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   async commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[]): Promise<void> {
+    assertWriteSize({ taskId, snapshot: changes.snapshot, a2a: changes.a2a }, events, this.limits);
     const entry = this.tasks.get(taskId);
     if (!entry || entry.record.version !== expectedVersion) throw new StaleWriteError(taskId, expectedVersion);
     const last = events.at(-1);
@@ -84,6 +100,10 @@ export class MemoryTaskStore implements TaskStore {
     return [...this.tasks.values()]
       .filter((e) => !isTerminalRunStatus(e.record.status))
       .map((e) => structuredClone(e.record));
+  }
+
+  async runnableTaskIds(): Promise<string[]> {
+    return [...this.tasks.values()].filter((e) => RUNNABLE_RUN_STATUSES.has(e.record.status)).map((e) => e.record.taskId);
   }
 
   async dueTimers(now: Date, limit: number): Promise<string[]> {

@@ -1,5 +1,23 @@
-import { MongoServerError, type Collection, type Db, type Filter, type MongoClient } from "mongodb";
-import { TERMINAL_RUN_STATUSES } from "../domain/run-status.js";
+import { randomUUID } from "node:crypto";
+import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db, type Filter, type MongoClient, type WriteError } from "mongodb";
+import { RUNNABLE_RUN_STATUSES, TERMINAL_RUN_STATUSES } from "../domain/run-status.js";
+import { GroupCommit } from "./group-commit.js";
+import { headError, OneCommandBatch, type StoreWrite as Write } from "./mongo-one-command.js";
+import { migrateTaskLayout } from "./mongo-layout-migration.js";
+import {
+  DUPLICATE_KEY,
+  EVENT_INDEXES,
+  TASK_INDEXES,
+  headUpdate,
+  toDate,
+  toEvent,
+  toEventDocument,
+  toRecord,
+  toTaskDocument,
+  type EventDocument,
+  type TaskDocument,
+} from "./mongo-task-documents.js";
+import { assertWriteSize, DEFAULT_TASK_SIZE_LIMITS, type TaskSizeLimits } from "./task-size-limits.js";
 import {
   DuplicateIdempotencyKeyError,
   DuplicateTaskError,
@@ -12,68 +30,107 @@ import {
   type TaskStore,
 } from "./task-store.js";
 
-/**
- * One document per task: the record fields, plus the whole event log in `events`. Keeping the log inside the
- * task document makes every transition a single atomic `updateOne` (one round trip): the version filter is
- * the optimistic-concurrency check, `$push` appends the events, and there is no second write that a crash
- * could separate from the first. Reads project `events` out, or slice the part they need.
- */
-interface TaskDocument extends Omit<TaskRecord, "taskId" | "expireAt" | "timerDueAt"> {
-  _id: string;
-  expireAt?: Date | null;
-  timerDueAt?: Date | null;
-  events: RunEvent[];
+export interface MongoTaskStoreOptions {
+  now?: () => Date;
+  limits?: TaskSizeLimits;
+  /** Test-only fault seam (StoreSettings.killAfterEventsWriteOf). */
+  killAfterEventsWriteOf?: string;
+  /**
+   * One command per write (MongoDB 8.0's client bulkWrite) when the server offers it; `false` forces the
+   * two-command path of older servers (tests of that path).
+   */
+  oneCommandWrites?: boolean;
 }
 
-const DUPLICATE_KEY = 11000;
-const WITHOUT_EVENTS = { events: 0 } as const;
+/** Wire version of MongoDB 8.0, the first with the client-level bulkWrite command. */
+const CLIENT_BULK_WRITE_WIRE_VERSION = 25;
 
+const HEAD_ONLY = { _id: 1, version: 1, expireAt: 1 } as const;
+
+/**
+ * Two collections: `tasks` holds each task's head (record, snapshot, version), `task_events` its event log.
+ * There are no multi-document transactions, so a write is ordered to be crash-safe instead: the events are
+ * inserted first (unique (taskId, sequence)), then the head moves with its version check. Readers trust
+ * only events up to the head's version, so events of a writer that died (or lost) between the two writes
+ * are invisible; the next writer of those sequences finds them by their key, checks the head, and
+ * overwrites them. Writes from concurrent callers go out together (group commit), each head with its own
+ * version filter: on MongoDB >= 8.0 in ONE ordered client bulkWrite command across both collections
+ * (OneCommandBatch), on older servers as one unordered insert of all their events, then one unordered bulk
+ * of all their heads (this class's two-command path, also the fallback for a stopped bulkWrite).
+ *
+ * Overwriting an orphan assumes one writer per task: within this process the group commit never writes
+ * one task twice at once; across instances the design's fenced lease must hold (one instance today).
+ */
 export class MongoTaskStore implements TaskStore {
   readonly kind = "mongodb" as const;
+  readonly limits: TaskSizeLimits;
   private readonly tasks: Collection<TaskDocument>;
+  private readonly events: Collection<EventDocument>;
+  private readonly now: () => Date;
+  /** Marks the events this instance wrote (diagnostics of orphans). */
+  private readonly writer = randomUUID();
+  private readonly group = new GroupCommit<Write>((batch) => (this.oneCommand ? this.oneCommand.write(batch) : this.writeBatch(batch)));
+  /** Set by init() when the server runs the client-level bulkWrite command (MongoDB >= 8.0). */
+  private oneCommand: OneCommandBatch | undefined;
 
   constructor(
     private readonly client: MongoClient,
-    db: Db,
-    private readonly now: () => Date = () => new Date(),
+    private readonly db: Db,
+    private readonly options: MongoTaskStoreOptions = {},
   ) {
     this.tasks = db.collection<TaskDocument>("tasks");
+    this.events = db.collection<EventDocument>("task_events");
+    this.now = options.now ?? (() => new Date());
+    this.limits = options.limits ?? DEFAULT_TASK_SIZE_LIMITS;
+  }
+
+  /** One round trip to the server (readiness); rejects when MongoDB cannot be reached. */
+  async ping(): Promise<void> {
+    await this.client.db("admin").command({ ping: 1 });
   }
 
   async init(): Promise<void> {
-    await this.tasks.createIndexes([
-      { key: { status: 1 }, name: "status" },
-      { key: { timerDueAt: 1 }, name: "timer_due", sparse: true },
-      // TTL: MongoDB deletes a terminal task once its retention has passed.
-      { key: { expireAt: 1 }, name: "retention_ttl", expireAfterSeconds: 0 },
-      { key: { tenant: 1, contextId: 1, updatedAt: -1 }, name: "tenant_context" },
-      // ListTasks without a context filter: a tenant's tasks, newest first.
-      { key: { tenant: 1, updatedAt: -1, _id: -1 }, name: "tenant_updated" },
-      // A2A message.messageId idempotency: one live task per (tenant, principal, messageId) digest.
-      { key: { idempotencyKey: 1 }, name: "idempotency_key", unique: true, partialFilterExpression: { idempotencyKey: { $type: "string" } } },
-    ]);
+    await Promise.all([this.tasks.createIndexes(TASK_INDEXES), this.events.createIndexes(EVENT_INDEXES)]);
+    await migrateTaskLayout(this.db, this.writer);
+    if (this.options.oneCommandWrites === false) return;
+    const hello = await this.db.admin().command({ hello: 1 });
+    if (Number(hello["maxWireVersion"]) < CLIENT_BULK_WRITE_WIRE_VERSION) return;
+    this.oneCommand = new OneCommandBatch(this.client, this.db, this.writer, {
+      writeBatch: (writes) => this.writeBatch(writes),
+      writeHeads: (writes) => this.writeHeads(writes),
+      resolveConflict: (write) => this.resolveConflict(write),
+      afterHeads: (writes, errors) => this.afterHeads(writes, errors),
+    }, (batch) => this.killAsked(batch));
+  }
+
+  /** How a write reaches MongoDB, for the start-up line. */
+  get writePath(): string {
+    return this.oneCommand ? "one bulkWrite command per commit (MongoDB >= 8.0)" : "two commands per commit (events, then head)";
   }
 
   async create(record: TaskRecord, events: RunEvent[]): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.tasks.insertOne(toDocument(record, events));
-        return;
-      } catch (err) {
-        if (!(err instanceof MongoServerError) || err.code !== DUPLICATE_KEY) throw err;
-        const key = record.idempotencyKey;
-        if (!key || !isIdempotencyKeyViolation(err)) throw new DuplicateTaskError(record.taskId);
-        // The holder may be a task past its retention that the TTL monitor has not removed yet: it reads
-        // as not found, so it must not block the key. Remove it and try once more.
-        const purged = attempt === 0 ? await this.tasks.deleteOne({ idempotencyKey: key, expireAt: { $lte: this.now() } }) : { deletedCount: 0 };
-        if (purged.deletedCount === 0) throw new DuplicateIdempotencyKeyError(key);
-      }
+    assertWriteSize(record, events, this.limits);
+    const write = { key: record.taskId, taskId: record.taskId, events, create: record, expireAt: record.expireAt };
+    try {
+      await this.submit(write);
+    } catch (err) {
+      if (!(err instanceof DuplicateIdempotencyKeyError)) throw err;
+      // The holder may be a task past its retention that the TTL monitor has not removed yet: it reads
+      // as not found, so it must not block the key. Remove it and try once more.
+      const purged = await this.tasks.deleteOne({ idempotencyKey: { $eq: err.idempotencyKey, $type: "string" }, expireAt: { $lte: this.now() } });
+      if (purged.deletedCount === 0) throw err;
+      await this.submit(write);
     }
+  }
+
+  async commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[]): Promise<void> {
+    assertWriteSize({ taskId, snapshot: changes.snapshot, a2a: changes.a2a }, events, this.limits);
+    await this.submit({ key: taskId, taskId, events, commit: { expectedVersion, changes, commitId: randomUUID() }, expireAt: changes.expireAt });
   }
 
   async findByIdempotencyKey(idempotencyKey: string): Promise<TaskRecord | null> {
     // The `$type` clause repeats the partial index's filter, so the planner can use that index.
-    const doc = await this.tasks.findOne({ idempotencyKey: { $eq: idempotencyKey, $type: "string" } }, { projection: WITHOUT_EVENTS });
+    const doc = await this.tasks.findOne({ idempotencyKey: { $eq: idempotencyKey, $type: "string" } });
     return doc && !this.expired(doc) ? toRecord(doc) : null;
   }
 
@@ -91,51 +148,36 @@ export class MongoTaskStore implements TaskStore {
       ? { ...filter, $and: [live, { $or: [{ updatedAt: { $lt: after.updatedAt } }, { updatedAt: after.updatedAt, _id: { $lt: after.taskId } }] }] }
       : filter;
     const [docs, total] = await Promise.all([
-      this.tasks.find(pageFilter, { projection: WITHOUT_EVENTS }).sort({ updatedAt: -1, _id: -1 }).limit(query.limit).toArray(),
+      this.tasks.find(pageFilter).sort({ updatedAt: -1, _id: -1 }).limit(query.limit).toArray(),
       this.tasks.countDocuments(filter),
     ]);
     return { records: docs.map(toRecord), total };
   }
 
-  async commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[]): Promise<void> {
-    const last = events.at(-1);
-    const result = await this.tasks.updateOne(
-      { _id: taskId, version: expectedVersion },
-      {
-        $set: {
-          status: changes.status,
-          a2a: changes.a2a,
-          snapshot: changes.snapshot,
-          updatedAt: changes.updatedAt,
-          expireAt: toDate(changes.expireAt),
-          timerDueAt: toDate(changes.timerDueAt),
-          version: last ? last.sequence : expectedVersion,
-        },
-        $push: { events: { $each: events } },
-      },
-    );
-    if (result.matchedCount === 0) throw new StaleWriteError(taskId, expectedVersion);
-  }
-
   async get(taskId: string): Promise<TaskRecord | null> {
-    const doc = await this.tasks.findOne({ _id: taskId }, { projection: WITHOUT_EVENTS });
+    const doc = await this.tasks.findOne({ _id: taskId });
     return doc && !this.expired(doc) ? toRecord(doc) : null;
   }
 
   async readEvents(taskId: string, fromSequence: number, limit = 10_000): Promise<RunEvent[]> {
-    const doc = await this.tasks.findOne(
-      { _id: taskId },
-      { projection: { events: { $slice: [fromSequence, limit] }, expireAt: 1 } },
-    );
-    if (!doc || this.expired(doc)) return [];
-    return doc.events ?? [];
+    // Both in parallel: events above the head (an unfinished write) sort last, so dropping them after the
+    // limit never hides a committed event.
+    const [head, docs] = await Promise.all([
+      this.tasks.findOne({ _id: taskId }, { projection: HEAD_ONLY }),
+      this.events.find({ taskId, sequence: { $gte: fromSequence } }).sort({ taskId: 1, sequence: 1 }).limit(limit).toArray(),
+    ]);
+    if (!head || this.expired(head)) return [];
+    return docs.filter((doc) => doc.sequence <= head.version).map(toEvent);
   }
 
   async listActive(): Promise<TaskRecord[]> {
-    const docs = await this.tasks
-      .find({ status: { $nin: [...TERMINAL_RUN_STATUSES] } }, { projection: WITHOUT_EVENTS })
-      .toArray();
+    const docs = await this.tasks.find({ status: { $nin: [...TERMINAL_RUN_STATUSES] } }).toArray();
     return docs.map(toRecord);
+  }
+
+  async runnableTaskIds(): Promise<string[]> {
+    const docs = await this.tasks.find({ status: { $in: [...RUNNABLE_RUN_STATUSES] } }, { projection: { _id: 1 } }).toArray();
+    return docs.map((d) => d._id);
   }
 
   async dueTimers(now: Date, limit: number): Promise<string[]> {
@@ -151,34 +193,131 @@ export class MongoTaskStore implements TaskStore {
     await this.client.close();
   }
 
+  // ---------------------------------------------------------------- group commit
+
+  private submit(write: Omit<Write, "resolve" | "reject">): Promise<void> {
+    return new Promise<void>((resolve, reject) => this.group.submit({ ...write, resolve, reject }));
+  }
+
+  /** Events of the whole batch, then the heads; writes whose events met existing keys take the slow path. */
+  private async writeBatch(batch: Write[]): Promise<void> {
+    const owners: Write[] = [];
+    const inserts: AnyBulkWriteOperation<EventDocument>[] = [];
+    for (const write of batch) {
+      for (const event of write.events) {
+        owners.push(write);
+        inserts.push({ insertOne: { document: toEventDocument(write.taskId, event, this.writer, write.expireAt) } });
+      }
+    }
+    const conflicted = new Set<Write>();
+    const failed = new Map<Write, unknown>();
+    if (inserts.length > 0) {
+      try {
+        await this.events.bulkWrite(inserts, { ordered: false });
+      } catch (err) {
+        if (!(err instanceof MongoBulkWriteError)) throw err;
+        for (const error of writeErrorsOf(err)) {
+          const owner = owners[error.index] as Write;
+          if (error.code === DUPLICATE_KEY) conflicted.add(owner);
+          else failed.set(owner, err);
+        }
+      }
+    }
+    this.killIfAsked(batch);
+    for (const [write, err] of failed) write.reject(err);
+    const clean = batch.filter((w) => !conflicted.has(w) && !failed.has(w));
+    await Promise.all([
+      this.writeHeads(clean),
+      ...[...conflicted].filter((w) => !failed.has(w)).map((w) => this.resolveConflict(w)),
+    ]);
+  }
+
+  private resolveConflict(write: Write): Promise<void> {
+    return this.replaceOrphans(write).then(() => this.writeHeads([write]), (err: unknown) => write.reject(err));
+  }
+
+  /**
+   * Events already stored under this write's keys: either the task's committed log (a duplicate create, a
+   * stale commit) or orphans above the head, left by a writer that stopped before moving it. Only the
+   * latter are replaced.
+   */
+  private async replaceOrphans(write: Write): Promise<void> {
+    const head = await this.tasks.findOne({ _id: write.taskId }, { projection: HEAD_ONLY });
+    if (write.create && head) throw new DuplicateTaskError(write.taskId);
+    if (write.commit && head?.version !== write.commit.expectedVersion) throw new StaleWriteError(write.taskId, write.commit.expectedVersion);
+    await this.events.bulkWrite(
+      write.events.map((event) => ({
+        replaceOne: { filter: { taskId: write.taskId, sequence: event.sequence }, replacement: toEventDocument(write.taskId, event, this.writer, write.expireAt), upsert: true },
+      })),
+      { ordered: false },
+    );
+  }
+
+  /** Moves the heads (inserts for creates, version-filtered updates for commits) and settles every write. */
+  private async writeHeads(writes: Write[]): Promise<void> {
+    if (writes.length === 0) return;
+    const ops: AnyBulkWriteOperation<TaskDocument>[] = writes.map((w) =>
+      w.create
+        ? { insertOne: { document: toTaskDocument(w.create) } }
+        : headUpdate(w.taskId, w.commit!.expectedVersion, w.commit!.changes, w.events.at(-1)?.sequence ?? w.commit!.expectedVersion, w.commit!.commitId),
+    );
+    const errors = new Map<Write, Error>();
+    let matched: number;
+    try {
+      matched = (await this.tasks.bulkWrite(ops, { ordered: false })).matchedCount;
+    } catch (err) {
+      if (!(err instanceof MongoBulkWriteError)) {
+        writes.forEach((w) => w.reject(err));
+        return;
+      }
+      matched = err.result.matchedCount;
+      for (const error of writeErrorsOf(err)) {
+        const write = writes[error.index] as Write;
+        errors.set(write, headError(write, { code: error.code, ...(error.err as object) }, err));
+      }
+    }
+    const commits = writes.filter((w) => w.commit && !errors.has(w));
+    if (matched < commits.length) {
+      // An unordered bulk reports only how many updates matched: the commit id on each head tells which.
+      const heads = await this.tasks.find({ _id: { $in: commits.map((w) => w.taskId) } }, { projection: { commitId: 1 } }).toArray();
+      const current = new Map(heads.map((h) => [h._id, h.commitId]));
+      for (const w of commits) if (current.get(w.taskId) !== w.commit!.commitId) errors.set(w, new StaleWriteError(w.taskId, w.commit!.expectedVersion));
+    }
+    await this.afterHeads(writes, errors);
+    for (const w of writes) {
+      const error = errors.get(w);
+      if (error) w.reject(error);
+      else w.resolve();
+    }
+  }
+
+  /** A task that ended stamps its earlier events with its expiry; a refused create drops the events it wrote. */
+  private async afterHeads(writes: Write[], errors: Map<Write, Error>): Promise<void> {
+    const cleanup: AnyBulkWriteOperation<EventDocument>[] = [];
+    for (const w of writes) {
+      const error = errors.get(w);
+      if (w.create && error instanceof DuplicateIdempotencyKeyError) cleanup.push({ deleteMany: { filter: { taskId: w.taskId } } });
+      if (w.commit && !error && w.expireAt) cleanup.push({ updateMany: { filter: { taskId: w.taskId, expireAt: null }, update: { $set: { expireAt: toDate(w.expireAt) } } } });
+    }
+    // The commits already stand: a failure here only delays the log's removal, it must not fail them.
+    if (cleanup.length > 0) await this.events.bulkWrite(cleanup, { ordered: false }).catch(() => undefined);
+  }
+
+  private killIfAsked(batch: Write[]): void {
+    if (this.killAsked(batch)) process.kill(process.pid, "SIGKILL");
+  }
+
+  private killAsked(batch: Write[]): boolean {
+    const type = this.options.killAfterEventsWriteOf;
+    return type !== undefined && batch.some((w) => w.events.some((e) => e.type === type));
+  }
+
   /** The TTL monitor runs about once a minute; a task past its expiry already reads as not found. */
   private expired(doc: Pick<TaskDocument, "expireAt">): boolean {
     return doc.expireAt instanceof Date && doc.expireAt.getTime() <= this.now().getTime();
   }
 }
 
-/** Which unique index an E11000 came from: the idempotency key's, or the primary key's. */
-function isIdempotencyKeyViolation(err: MongoServerError): boolean {
-  const pattern = (err as { keyPattern?: Record<string, unknown> }).keyPattern;
-  if (pattern) return "idempotencyKey" in pattern;
-  return /idempotency_key|idempotencyKey/.test(err.message);
-}
-
-function toDate(value: string | null | undefined): Date | null {
-  return value ? new Date(value) : null;
-}
-
-function toDocument(record: TaskRecord, events: RunEvent[]): TaskDocument {
-  const { taskId, expireAt, timerDueAt, ...rest } = record;
-  return { ...rest, _id: taskId, expireAt: toDate(expireAt), timerDueAt: toDate(timerDueAt), events };
-}
-
-function toRecord(doc: Omit<TaskDocument, "events"> & { events?: unknown }): TaskRecord {
-  const { _id, expireAt, timerDueAt, events: _events, ...rest } = doc;
-  return {
-    ...rest,
-    taskId: _id,
-    expireAt: expireAt ? expireAt.toISOString() : null,
-    timerDueAt: timerDueAt ? timerDueAt.toISOString() : null,
-  };
+function writeErrorsOf(err: MongoBulkWriteError): WriteError[] {
+  return [err.writeErrors].flat();
 }

@@ -2,6 +2,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { MongoClient } from "mongodb";
 import type { Logger } from "../observability/logger.js";
+import { embeddedMongodUnavailable } from "./embedded-mongod-probe.js";
 import type { IdempotencyStore } from "./idempotency-store.js";
 import { MemoryIdempotencyStore } from "./memory-idempotency-store.js";
 import { MemoryPushConfigStore } from "./memory-push-config-store.js";
@@ -10,7 +11,7 @@ import { MongoPushConfigStore } from "./mongo-push-config-store.js";
 import { MongoIdempotencyStore } from "./mongo-idempotency-store.js";
 import { MongoTaskStore } from "./mongo-task-store.js";
 import type { PushConfigStore } from "./push-config-store.js";
-import type { StoreSettings } from "./store-settings.js";
+import type { StoreSettings, TaskStoreSettings } from "./store-settings.js";
 import type { TaskStore } from "./task-store.js";
 
 export interface OpenedStore {
@@ -25,10 +26,17 @@ export interface OpenedStore {
   stop(): Promise<void>;
 }
 
-export async function connectMongoStore(uri: string, dbName: string): Promise<{ store: MongoTaskStore; idempotency: MongoIdempotencyStore; pushConfigs: MongoPushConfigStore }> {
-  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: "openwop-a2a-host" });
+/** `onCommand` (the bench counts store commands per task) turns on the driver's command monitoring. */
+export async function connectMongoStore(
+  uri: string,
+  dbName: string,
+  settings?: TaskStoreSettings,
+  onCommand?: (event: { commandName: string; command: Record<string, unknown> }) => void,
+): Promise<{ store: MongoTaskStore; idempotency: MongoIdempotencyStore; pushConfigs: MongoPushConfigStore }> {
+  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: "openwop-a2a-host", monitorCommands: onCommand !== undefined });
+  if (onCommand) client.on("commandStarted", onCommand);
   await client.connect();
-  const store = new MongoTaskStore(client, client.db(dbName));
+  const store = new MongoTaskStore(client, client.db(dbName), { ...(settings ? { limits: settings.limits } : {}), ...(settings?.killAfterEventsWriteOf ? { killAfterEventsWriteOf: settings.killAfterEventsWriteOf } : {}) });
   const idempotency = new MongoIdempotencyStore(client.db(dbName));
   await store.init();
   const pushConfigs = new MongoPushConfigStore(client.db(dbName));
@@ -42,22 +50,24 @@ export async function connectMongoStore(uri: string, dbName: string): Promise<{ 
  * cannot start (no binary and no network to fetch one), the in-memory store with a clear warning.
  */
 export async function openStore(config: StoreSettings & { dataDir: string }, logger: Logger): Promise<OpenedStore> {
-  if (config.store === "memory") return memoryStore();
+  if (config.store === "memory") return memoryStore(config.taskStore);
   if (config.mongodbUri) {
-    const { store, idempotency, pushConfigs } = await connectMongoStore(config.mongodbUri, config.mongodbDb);
-    return { store, idempotency, pushConfigs, description: `MongoDB (${redactUri(config.mongodbUri)}, database ${config.mongodbDb})`, durable: true, stop: () => store.close() };
+    const { store, idempotency, pushConfigs } = await connectMongoStore(config.mongodbUri, config.mongodbDb, config.taskStore);
+    return { store, idempotency, pushConfigs, description: `MongoDB (${redactUri(config.mongodbUri)}, database ${config.mongodbDb}; ${store.writePath})`, durable: true, stop: () => store.close() };
   }
   const dbPath = join(config.dataDir, "mongo");
   try {
+    const unavailable = await embeddedMongodUnavailable();
+    if (unavailable) throw new Error(unavailable);
     await mkdir(dbPath, { recursive: true });
     const { MongoMemoryServer } = await import("mongodb-memory-server-core");
     const server = await MongoMemoryServer.create({ instance: { dbPath, storageEngine: "wiredTiger" } });
-    const { store, idempotency, pushConfigs } = await connectMongoStore(server.getUri(), config.mongodbDb);
+    const { store, idempotency, pushConfigs } = await connectMongoStore(server.getUri(), config.mongodbDb, config.taskStore);
     return {
       store,
       idempotency,
       pushConfigs,
-      description: `embedded MongoDB (data in ${dbPath}, database ${config.mongodbDb})`,
+      description: `embedded MongoDB (data in ${dbPath}, database ${config.mongodbDb}; ${store.writePath})`,
       durable: true,
       stop: async () => {
         await store.close();
@@ -69,12 +79,12 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
       { reason: (err as Error).message.split("\n")[0] },
       "no MongoDB available (set MONGODB_URI, or allow the embedded mongod to download once): using the in-memory store, so tasks will NOT survive a restart",
     );
-    return memoryStore();
+    return memoryStore(config.taskStore);
   }
 }
 
-function memoryStore(): OpenedStore {
-  const store = new MemoryTaskStore();
+function memoryStore(settings: TaskStoreSettings): OpenedStore {
+  const store = new MemoryTaskStore(undefined, settings.limits);
   return { store, idempotency: new MemoryIdempotencyStore(), pushConfigs: new MemoryPushConfigStore(), description: "in-memory store (tasks do not survive a restart)", durable: false, stop: () => store.close() };
 }
 

@@ -1,14 +1,30 @@
 import type { EnvReader } from "../domain/env-settings.js";
+import { DEFAULT_TASK_SIZE_LIMITS, type TaskSizeLimits } from "./task-size-limits.js";
 
-/** Where tasks are kept (README "Configuration"). */
+/** Where tasks are kept, and how large they may grow (README "Configuration"). */
 export interface StoreSettings {
   store: "auto" | "mongodb" | "memory";
   mongodbUri?: string;
   /** MONGODB_DB when set, else the database named in MONGODB_URI's path, else `openwop_a2a`. */
   mongodbDb: string;
+  taskStore: TaskStoreSettings;
 }
 
-/** STORE, MONGODB_URI and MONGODB_DB; production runs on MongoDB only. */
+/** What every task store adapter is built with. */
+export interface TaskStoreSettings {
+  limits: TaskSizeLimits;
+  /**
+   * Test-only fault seam (`OPENWOP_TEST_KILL_AFTER_EVENTS_WRITE=<event type>`): the MongoDB store SIGKILLs its
+   * own process right after writing a batch of events that contains this type, before the task head moves
+   * (on the one-command path: after a bulkWrite of only the batch's events, what a command cut short leaves).
+   * The durability test uses it to crash between the two writes; refused in production.
+   */
+  killAfterEventsWriteOf?: string;
+}
+
+const MIB = 1024 * 1024;
+
+/** STORE, MONGODB_URI, MONGODB_DB and the size caps; production runs on MongoDB only. */
 export function readStoreSettings(env: EnvReader, production: boolean): StoreSettings {
   const mongodbUri = env.raw("MONGODB_URI");
   if (mongodbUri !== undefined && !/^mongodb(\+srv)?:\/\//.test(mongodbUri)) env.problem("MONGODB_URI must start with mongodb:// or mongodb+srv://");
@@ -19,7 +35,19 @@ export function readStoreSettings(env: EnvReader, production: boolean): StoreSet
     if (store === "memory") env.problem("NODE_ENV=production does not allow STORE=memory");
   }
   const mongodbDb = env.raw("MONGODB_DB") || (mongodbUri !== undefined ? databaseInUri(mongodbUri) : undefined) || DEFAULT_DATABASE;
-  return { store, ...(mongodbUri !== undefined ? { mongodbUri } : {}), mongodbDb };
+  return { store, ...(mongodbUri !== undefined ? { mongodbUri } : {}), mongodbDb, taskStore: readTaskStoreSettings(env, production) };
+}
+
+/** MAX_MESSAGE_BYTES, MAX_ARTIFACT_BYTES, MAX_TASK_BYTES, and the test-only crash seam. */
+function readTaskStoreSettings(env: EnvReader, production: boolean): TaskStoreSettings {
+  const limits: TaskSizeLimits = {
+    maxMessageBytes: env.int("MAX_MESSAGE_BYTES", DEFAULT_TASK_SIZE_LIMITS.maxMessageBytes, 1024, 15 * MIB),
+    maxArtifactBytes: env.int("MAX_ARTIFACT_BYTES", DEFAULT_TASK_SIZE_LIMITS.maxArtifactBytes, 1024, 15 * MIB),
+    maxTaskBytes: env.int("MAX_TASK_BYTES", DEFAULT_TASK_SIZE_LIMITS.maxTaskBytes, 1024, 15 * MIB),
+  };
+  const kill = env.raw("OPENWOP_TEST_KILL_AFTER_EVENTS_WRITE");
+  if (kill !== undefined && production) env.problem("OPENWOP_TEST_KILL_AFTER_EVENTS_WRITE is a test-only fault seam and is refused when NODE_ENV=production");
+  return { limits, ...(kill !== undefined ? { killAfterEventsWriteOf: kill } : {}) };
 }
 
 const DEFAULT_DATABASE = "openwop_a2a";

@@ -1,5 +1,6 @@
 import type { A2ATaskState, Artifact, TaskStatus } from "../domain/a2a-types.js";
 import type { A2ATaskStateValue, RunStatus } from "../domain/run-status.js";
+import type { TaskSizeLimits } from "./task-size-limits.js";
 
 /** One entry of the per-task event log (OpenWOP RunEventDoc) plus what it means on the A2A wire. */
 export interface RunEvent {
@@ -12,7 +13,8 @@ export interface RunEvent {
   /** Gap-free per task, from 0; equal to the event's index in the log. */
   sequence: number;
   /** The A2A update this event produces, if any: a status change or an artifact. */
-  a2a?: { status?: TaskStatus; artifact?: Artifact; metadata?: Record<string, unknown> };
+  /** `append`/`lastChunk` only on a streamed chunk (absent: a whole artifact). */
+  a2a?: { status?: TaskStatus; artifact?: Artifact; append?: boolean; lastChunk?: boolean; metadata?: Record<string, unknown> };
 }
 
 /** The durable task: the machine snapshot and its projections, committed together with its events. */
@@ -88,12 +90,18 @@ export interface TaskListPage {
 }
 
 /**
- * The store port. Each call of `create`/`commit` is ONE atomic write: snapshot, projections and the new
- * events land together or not at all, so there is no state between two writes to repair.
+ * The store port. Each call of `create`/`commit` is atomic as readers see it: snapshot, projections and the
+ * new events become visible together or not at all (the MongoDB adapter writes the events first and then
+ * moves the task head; readers trust only events up to the head's version). A create or commit over the
+ * size limits is refused with DomainError("content-too-large") before anything is written.
  */
 export interface TaskStore {
   readonly kind: "memory" | "mongodb";
+  /** The size caps this store enforces (also for callers that check a message before creating a task). */
+  readonly limits?: TaskSizeLimits;
   init(): Promise<void>;
+  /** Resolves when the store can serve commands now (readiness); optional so test doubles need not care. */
+  ping?(): Promise<void>;
   /** Throws DuplicateTaskError (same task id) or DuplicateIdempotencyKeyError (same key as a live task). */
   create(record: TaskRecord, events: RunEvent[]): Promise<void>;
   commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[]): Promise<void>;
@@ -101,12 +109,17 @@ export interface TaskStore {
   get(taskId: string): Promise<TaskRecord | null>;
   /** Events with sequence >= fromSequence, in order, at most `limit`. */
   readEvents(taskId: string, fromSequence: number, limit?: number): Promise<RunEvent[]>;
-  /** The live (not expired) task created with this idempotency key, or null. */
+  /**
+   * The live (not expired) task created with this idempotency key, or null. Not needed before a create: the
+   * create itself fails with DuplicateIdempotencyKeyError; read the holder with this then.
+   */
   findByIdempotencyKey(idempotencyKey: string): Promise<TaskRecord | null>;
   /** One page of a tenant's live tasks (ListTasks). */
   list(query: TaskListQuery): Promise<TaskListPage>;
-  /** Every task that is not terminal (start-up recovery). */
+  /** Every task that is not terminal. */
   listActive(): Promise<TaskRecord[]>;
+  /** Ids of the tasks a restart resumes (RUNNABLE_RUN_STATUSES): ids only, so waiting tasks cost nothing at start. */
+  runnableTaskIds(): Promise<string[]>;
   /** Task ids whose durable timer is due at `now`. */
   dueTimers(now: Date, limit: number): Promise<string[]>;
   close(): Promise<void>;

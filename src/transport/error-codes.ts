@@ -44,6 +44,7 @@ export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
   conflict: { jsonRpc: -32603, grpc: "ABORTED", http: 409, rest: "conflict" },
   gone: { jsonRpc: -32001, grpc: "NOT_FOUND", http: 410, rest: "gone", reason: "TASK_NOT_FOUND", http10: 404 },
   "payload-too-large": { jsonRpc: -32600, grpc: "RESOURCE_EXHAUSTED", http: 413, rest: "payload_too_large" },
+  "content-too-large": { jsonRpc: -32602, grpc: "INVALID_ARGUMENT", http: 413, rest: "payload_too_large", reason: "INVALID_PARAMS" },
   unavailable: { jsonRpc: -32603, grpc: "UNAVAILABLE", http: 503, rest: "unavailable" },
   "interrupt-not-found": { jsonRpc: -32001, grpc: "NOT_FOUND", http: 404, rest: "interrupt_not_found" },
   "interrupt-already-resolved": { jsonRpc: -32004, grpc: "FAILED_PRECONDITION", http: 409, rest: "interrupt_already_resolved" },

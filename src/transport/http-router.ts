@@ -4,14 +4,14 @@ import type { HttpRequest, HttpResponse } from "./http-io.js";
 export type RouteHandler = (req: HttpRequest, res: HttpResponse, params: Record<string, string>, ctx: CallContext) => Promise<void>;
 
 interface Route {
-  template: string;
   methods: string[];
   pattern: RegExp;
+  template: string;
   names: string[];
   handler: RouteHandler;
 }
 
-export type RouteMatch = { handler: RouteHandler; params: Record<string, string> } | { allowed: string[] } | null;
+export type RouteMatch = { handler: RouteHandler; params: Record<string, string>; template: string } | { allowed: string[] } | null;
 
 /**
  * Path templates with `{name}` placeholders; a placeholder matches one segment and may be followed by a
@@ -33,7 +33,7 @@ export class HttpRouter {
         return piece.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
       })
       .join("");
-    this.routes.push({ template, methods: [methods].flat(), pattern: new RegExp(`^${source}$`), names, handler });
+    this.routes.push({ methods: [methods].flat(), pattern: new RegExp(`^${source}$`), template, names, handler });
     return this;
   }
 
@@ -57,7 +57,7 @@ export class HttpRouter {
       } catch {
         continue; // malformed percent-encoding: no route
       }
-      return { handler: route.handler, params };
+      return { handler: route.handler, params, template: route.template };
     }
     return allowed.size > 0 ? { allowed: [...allowed] } : null;
   }

@@ -4,6 +4,7 @@ import type { Authenticator } from "../auth/api-key-authenticator.js";
 import type { CallContext } from "../auth/call-context.js";
 import type { Principal } from "../auth/principal.js";
 import { DomainError } from "../domain/errors.js";
+import { noteRequest } from "../observability/request-notes.js";
 import { jsonRpcErrorBody } from "./errors/a2a-error-exits.js";
 import { sendOpenwopError } from "./errors/openwop-error-exit.js";
 import { wireErrorOf, type ReportError } from "./errors/wire-error.js";
@@ -49,7 +50,7 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
   const { report } = options;
   const jsonRpc: Candidate = {
     binding: { kind: "jsonrpc" },
-    match: (_method, path) => (path === options.jsonRpcPath ? { handler: (req, res, _params, ctx) => options.jsonRpc(req, res, ctx), params: {} } : null),
+    match: (_method, path) => (path === options.jsonRpcPath ? { handler: (req, res, _params, ctx) => options.jsonRpc(req, res, ctx), params: {}, template: options.jsonRpcPath } : null),
   };
   const openwop: Candidate = { binding: { kind: "openwop" }, match: (method, path) => options.openwop.match(method, path) };
   const a2a = [...options.a2aRest].map(([version, router]): Candidate => ({ binding: { kind: "a2a-rest", version }, match: (method, path) => router.match(method, path) }));
@@ -86,6 +87,7 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
       sendError(res, binding, err, { "www-authenticate": 'Bearer realm="openwop-a2a-host"' });
       return;
     }
+    noteRequest({ tenant: principal.tenant, ...(found && "template" in found ? { method: `${method} ${found.template}` } : {}) });
     if (!found) return sendError(res, binding, new DomainError("not-found", `no route for ${method} ${path}`));
     if ("allowed" in found) {
       return sendError(res, binding, new DomainError("method-not-allowed", `${method} is not allowed on ${path}`, { allowed: found.allowed }), { allow: found.allowed.join(", ") });

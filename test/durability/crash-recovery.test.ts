@@ -45,6 +45,7 @@ class CrashAfter implements TaskStore {
   async findByIdempotencyKey(key: string) { this.check(); return this.inner.findByIdempotencyKey(key); }
   async list(query: Parameters<TaskStore["list"]>[0]) { this.check(); return this.inner.list(query); }
   async listActive() { this.check(); return this.inner.listActive(); }
+  async runnableTaskIds() { this.check(); return this.inner.runnableTaskIds(); }
   async dueTimers(now: Date, limit: number) { this.check(); return this.inner.dueTimers(now, limit); }
   async close() {}
 }
@@ -78,11 +79,24 @@ async function crashAndRecover(skillId: string, afterEventType: string, handlers
 }
 
 describe("start-up recovery repairs a crash at any step", () => {
-  it("crash after the task was created but before it started: it runs after restart", async () => {
+  it("crash right after the create (created, started and a pure node's node.started in one write): the node runs again after restart", async () => {
     const { taskId, store, second } = await crashAndRecover("echo", "run.created");
     await waitFor(second, taskId, "completed");
     const log = await store.readEvents(taskId, 0);
+    expect(log.slice(0, 3).map((e) => e.type)).toEqual(["run.created", "run.started", "node.started"]);
     expect(log.filter((e) => e.type === "run.started")).toHaveLength(1);
+    expect(log.filter((e) => e.type === "node.started").map((e) => e.payload["attempt"])).toEqual([1, 2]);
+    expect(log.filter((e) => e.type === "run.completed")).toHaveLength(1);
+    expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i));
+    await second.close();
+  });
+
+  it("crash right after the write of node.completed with run.completed: nothing runs again after restart", async () => {
+    const { taskId, store, second } = await crashAndRecover("echo", "run.completed");
+    const log = await store.readEvents(taskId, 0);
+    expect((await store.get(taskId))?.a2a.state).toBe("completed");
+    expect(log.filter((e) => e.type === "node.started")).toHaveLength(1);
+    expect(log.filter((e) => e.type === "run.completed")).toHaveLength(1);
     expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i));
     await second.close();
   });

@@ -65,8 +65,8 @@ describe("a task survives SIGKILL at an approval gate", () => {
     expect(finished?.status?.state).toBe(3); // TASK_STATE_COMPLETED
     expect(finished?.artifacts.map((a) => a.name)).toEqual(["proposal", "result"]);
 
-    const stored = await mongo.db(dbName).collection<{ _id: string; events: Array<{ sequence: number; type: string }> }>("tasks").findOne({ _id: task.id });
-    const events = stored?.events ?? [];
+    // The log lives in task_events, one document per event.
+    const events = await mongo.db(dbName).collection<{ taskId: string; sequence: number; type: string }>("task_events").find({ taskId: task.id }).sort({ sequence: 1 }).toArray();
     expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i));
     expect(events.filter((e) => e.type === "run.started")).toHaveLength(1);
     expect(events.filter((e) => e.type === "run.completed")).toHaveLength(1);

@@ -51,7 +51,7 @@ describe("GET /v1/openapi.json", () => {
     for (const entry of documented()) {
       const [method, path] = entry.split(" ") as [string, string];
       const concrete = path.replace(/\{tenant\}/g, "default").replace(/\{[a-zA-Z]+\}/g, "missing-x");
-      const v10 = !concrete.startsWith("/v1/") && !concrete.startsWith("/.well-known") && !concrete.startsWith("/console") && concrete !== "/healthz";
+      const v10 = !concrete.startsWith("/v1/") && !concrete.startsWith("/.well-known") && !concrete.startsWith("/console") && !["/healthz", "/readyz", "/metrics"].includes(concrete);
       const controller = new AbortController();
       const res = await fetch(`${t.baseUrl}${concrete}`, {
         method,

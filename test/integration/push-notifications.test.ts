@@ -261,6 +261,30 @@ describe("push notification configs over JSON-RPC", () => {
     const config = await t.app.push.configs.get(broken, undefined, { tenant: "default", id: "test", scopes: "*" });
     expect(config.pushNotificationConfig.url).toBe(failing.url());
   });
+
+  it("after an outage the breaker does not over-escalate: pending pushes resume within one cool-down plus one retry interval of the receiver's return", async () => {
+    const cooldownMs = 500;
+    const retryMaxMs = 200;
+    const hook = await receiver();
+    let down = true;
+    // Slow 503s while down, so several attempts are in flight when the breaker opens.
+    hook.reply = (_hit, res) => (down ? void setTimeout(() => res.writeHead(503).end(), 100) : res.writeHead(200).end("ok"));
+    const t = await pushApp({ PUSH_TRANSITIONS: "all", PUSH_BREAKER_THRESHOLD: "2", PUSH_BREAKER_COOLDOWN_MS: String(cooldownMs), PUSH_RETRY_BASE_MS: "50", PUSH_RETRY_MAX_MS: String(retryMaxMs), PUSH_MAX_ATTEMPTS: "1000" });
+    const taskIds = await Promise.all(Array.from({ length: 6 }, () => startTask(t.baseUrl, { url: hook.url() })));
+    await waitFor(() => hook.hits.length >= 4, 10_000, "failed attempts");
+    // Many cool-downs long: with in-flight failures counted as openings the cool-down would grow to 32x (16 s).
+    await new Promise((r) => setTimeout(r, 3_000));
+    const failedDuringOutage = hook.hits.length;
+    down = false;
+    const backAt = Date.now();
+    await waitFor(() => taskIds.every((id) => states(hook.forTask(id).filter((h) => h.at >= backAt)).includes("input-required")), 15_000, "every pending push after the receiver returned");
+    const lastArrival = Math.max(...taskIds.map((id) => hook.forTask(id).find((h) => h.at >= backAt && h.json["status"].state === "input-required")!.at));
+    // One cool-down (the next probe) plus one retry interval (deliveries that failed last), with slack for a loaded machine.
+    const bound = cooldownMs + retryMaxMs + 2_500;
+    expect(lastArrival - backAt).toBeLessThanOrEqual(bound);
+    // While open, the breaker held attempts back: about one probe per cool-down, not one per retry interval per task.
+    expect(failedDuringOutage).toBeLessThan(6 * (3_000 / retryMaxMs));
+  });
 });
 
 describe("the push egress guard at registration", () => {

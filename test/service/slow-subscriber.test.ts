@@ -9,12 +9,14 @@ import { startTestCore, type TestCore } from "../support/start-core.js";
 const BUSY = `
 id: busy
 name: Busy
-description: A short wait, then several steps in a row, then an approval gate.
+description: A short wait, then several steps in a row (one store write each, node.started riding with the previous completion), then an approval gate.
 nodes:
   - { kind: delay, id: wait, durationMs: 200 }
   - { kind: task, id: a, handler: echo }
   - { kind: task, id: b, handler: echo }
   - { kind: task, id: c, handler: echo }
+  - { kind: task, id: d, handler: echo }
+  - { kind: task, id: e, handler: echo }
   - { kind: approval, id: gate, title: Check }
 `;
 
@@ -48,7 +50,7 @@ describe("a slow subscriber", () => {
     const seen = await fast;
     expect(seen[0]).toBe("task");
     expect(seen.at(-1)).toBe("input-required");
-    expect(seen.filter((k) => k === "artifact-update")).toHaveLength(3);
+    expect(seen.filter((k) => k === "artifact-update")).toHaveLength(5);
     await slowNext;
     await expect(slow.next()).rejects.toThrow(/fell more than 2 updates behind.*resubscribe/);
     expect((await t.core.service.getTask(task.id, undefined, ctx)).status.state).toBe("input-required");

@@ -12,6 +12,7 @@ import {
   Int32,
   Long,
   MongoBulkWriteError,
+  MongoClientBulkWriteError,
   MongoClient,
   MongoServerError,
   ObjectId,
@@ -516,13 +517,90 @@ describe("wire-protocol test server", () => {
       await client?.close();
     });
 
-    it("reports MongoDB 7.0 on a standalone server", async () => {
+    it("plans queries on indexes (equality prefix, then a range), counts what it examined, and explains the plan", async () => {
+      const db = client.db(testDbName("planner"));
+      const events = db.collection("events");
+      await events.createIndex({ taskId: 1, sequence: 1 }, { unique: true, name: "task_sequence" });
+      await events.insertMany(Array.from({ length: 200 }, (_, i) => ({ taskId: `t${i % 10}`, sequence: Math.floor(i / 10), note: i })));
+      const status = async () => (await db.admin().command({ serverStatus: 1 }))["metrics"]["queryExecutor"] as { scanned: Long; scannedObjects: Long; collectionScans: { total: Long } };
+      const before = await status();
+
+      const found = await events.find({ taskId: "t3", sequence: { $gte: 15 } }).sort({ sequence: 1 }).toArray();
+      expect(found.map((d) => d["sequence"])).toEqual([15, 16, 17, 18, 19]);
+      const after = await status();
+      expect(Number(after.scannedObjects) - Number(before.scannedObjects)).toBe(5);
+      expect(Number(after.collectionScans.total)).toBe(Number(before.collectionScans.total));
+
+      // No index on `note`: a collection scan, counted as one, every document examined.
+      expect(await events.countDocuments({ note: { $lt: 3 } })).toBe(3);
+      const scanned = await status();
+      expect(Number(scanned.collectionScans.total)).toBe(Number(after.collectionScans.total) + 1);
+      expect(Number(scanned.scannedObjects) - Number(after.scannedObjects)).toBe(200);
+
+      const explained = await db.command({ explain: { find: "events", filter: { taskId: "t3", sequence: { $gte: 15 } } }, verbosity: "executionStats" });
+      expect(explained["queryPlanner"]["winningPlan"]).toMatchObject({ stage: "FETCH", inputStage: { stage: "IXSCAN", indexName: "task_sequence" } });
+      expect(explained["executionStats"]).toMatchObject({ nReturned: 5, totalDocsExamined: 5 });
+      const collscan = await db.command({ explain: { delete: "events", deletes: [{ q: { note: 7 }, limit: 1 }] }, verbosity: "executionStats" });
+      expect(collscan["queryPlanner"]["winningPlan"]).toMatchObject({ stage: "COLLSCAN" });
+      // $in on the key prefix, and results in natural order like a scan.
+      const some = await events.find({ taskId: { $in: ["t1", "t2"] }, sequence: 0 }).toArray();
+      expect(some.map((d) => d["note"])).toEqual([1, 2]);
+      await db.dropDatabase();
+    });
+
+    it("runs MongoDB 8.0's client bulkWrite: one ordered command across namespaces, per-op results, stops at the first error", async () => {
+      const db = client.db(testDbName("client_bulk"));
+      // Upserted ops count in their op's `n` (as in mongod), so the driver reports matchedCount 1 for them.
+      await db.collection("a").createIndex({ k: 1 }, { unique: true });
+      await db.collection("b").insertMany([{ _id: id(1), v: 1 }, { _id: id(2), v: 1 }, { _id: id(3), v: 9 }]);
+      const [a, b] = [`${db.databaseName}.a`, `${db.databaseName}.b`];
+      const result = await client.bulkWrite<Record<string, Document>>(
+        [
+          { namespace: a, name: "insertOne", document: { k: 1 } },
+          { namespace: b, name: "updateOne", filter: { _id: id(1), v: 1 }, update: { $set: { v: 2 } } },
+          { namespace: b, name: "updateOne", filter: { _id: id(1), v: 1 }, update: { $set: { v: 3 } } },
+          { namespace: b, name: "updateMany", filter: { v: { $lt: 5 } }, update: { $set: { w: true } } },
+          { namespace: b, name: "updateOne", filter: { _id: id(4) }, update: { $set: { v: 4 } }, upsert: true },
+          { namespace: b, name: "deleteOne", filter: { v: 9 } },
+        ],
+        { ordered: true, verboseResults: true },
+      );
+      expect(result).toMatchObject({ insertedCount: 1, matchedCount: 3, modifiedCount: 3, upsertedCount: 1, deletedCount: 1 });
+      expect([...result.updateResults!].map(([i, r]) => [i, r.matchedCount, r.didUpsert])).toEqual([[1, 1, false], [2, 0, false], [3, 2, false], [4, 1, true]]);
+      expect(result.deleteResults!.get(5)).toEqual({ deletedCount: 1 });
+      expect(await db.collection("b").find().sort({ _id: 1 }).toArray()).toEqual([{ _id: 1, v: 2, w: true }, { _id: 2, v: 1, w: true }, { _id: 4, v: 4 }]);
+
+      // Ordered: a duplicate key stops the command; what ran before it stands, nothing after it runs.
+      const stopped = await client
+        .bulkWrite<Record<string, Document>>(
+          [
+            { namespace: b, name: "insertOne", document: { _id: id(10) } },
+            { namespace: a, name: "insertOne", document: { k: 1 } },
+            { namespace: b, name: "insertOne", document: { _id: id(11) } },
+          ],
+          { ordered: true, verboseResults: true },
+        )
+        .then(() => undefined, (e: unknown) => e as MongoClientBulkWriteError);
+      expect(stopped).toBeInstanceOf(MongoClientBulkWriteError);
+      expect([...stopped!.writeErrors.entries()].map(([i, e]) => [i, e.code])).toEqual([[1, 11000]]);
+      expect([...stopped!.partialResult!.insertResults!.keys()]).toEqual([0]);
+      expect(await db.collection("b").countDocuments({ _id: { $in: [id(10), id(11)] } })).toBe(1);
+
+      // The raw command: admin only; errorsOnly leaves the successes out of the cursor; unordered goes on.
+      await expectServerError(db.command({ bulkWrite: 1, ops: [{ insert: 0, document: { k: 5 } }], nsInfo: [{ ns: a }] }), 13);
+      const raw = await client.db("admin").command({ bulkWrite: 1, ordered: false, errorsOnly: true, ops: [{ insert: 0, document: { k: 1 } }, { insert: 0, document: { k: 6 } }, { delete: 1, filter: {}, multi: true }], nsInfo: [{ ns: a }, { ns: b }] });
+      expect(raw).toMatchObject({ ok: 1, nErrors: 1, nInserted: 1, nDeleted: 4, nMatched: 0, nModified: 0, nUpserted: 0, cursor: { ns: "admin.$cmd.bulkWrite" } });
+      expect(raw["cursor"]["firstBatch"]).toMatchObject([{ ok: 0, idx: 0, code: 11000 }]);
+      await db.dropDatabase();
+    });
+
+    it("reports MongoDB 8.0 on a standalone server", async () => {
       const admin = client.db("admin");
       const hello = await admin.command({ hello: 1 });
-      expect(hello).toMatchObject({ isWritablePrimary: true, minWireVersion: 0, maxWireVersion: 21, maxWriteBatchSize: 100000, maxMessageSizeBytes: 48000000, logicalSessionTimeoutMinutes: 30, ok: 1 });
+      expect(hello).toMatchObject({ isWritablePrimary: true, minWireVersion: 0, maxWireVersion: 25, maxWriteBatchSize: 100000, maxMessageSizeBytes: 48000000, logicalSessionTimeoutMinutes: 30, ok: 1 });
       expect(hello.setName).toBeUndefined();
-      expect((await admin.command({ buildInfo: 1 })).version).toBe("7.0.0");
-      expect(await admin.command({ getParameter: 1, featureCompatibilityVersion: 1 })).toMatchObject({ featureCompatibilityVersion: { version: "7.0" } });
+      expect((await admin.command({ buildInfo: 1 })).version).toBe("8.0.0");
+      expect(await admin.command({ getParameter: 1, featureCompatibilityVersion: 1 })).toMatchObject({ featureCompatibilityVersion: { version: "8.0" } });
       for (const command of [{ endSessions: [] }, { killAllSessions: [] }, { hostInfo: 1 }, { serverStatus: 1 }]) {
         expect(await admin.command(command)).toMatchObject({ ok: 1 });
       }
@@ -549,7 +627,7 @@ describe("wire-protocol test server", () => {
       try {
         const legacy = await roundTrip(socket, opQuery(1, "admin.$cmd", { isMaster: 1, helloOk: true }));
         expect(legacy.opCode).toBe(1); // OP_REPLY
-        expect(legacy.doc).toMatchObject({ ismaster: true, helloOk: true, maxWireVersion: 21, ok: 1 });
+        expect(legacy.doc).toMatchObject({ ismaster: true, helloOk: true, maxWireVersion: 25, ok: 1 });
 
         const rejected = await roundTrip(socket, opQuery(2, "db.$cmd", { find: "c" }));
         expect(rejected.doc).toMatchObject({ ok: 0, code: 352 });

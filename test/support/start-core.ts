@@ -4,6 +4,7 @@ import type { TaskHandler } from "../../src/engine/workflow-types.js";
 import { createLogger } from "../../src/observability/logger.js";
 import type { IdempotencyStore } from "../../src/store/idempotency-store.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
+import type { PushConfigStore } from "../../src/store/push-config-store.js";
 import type { TaskStore } from "../../src/store/task-store.js";
 
 export interface TestCore {
@@ -16,7 +17,7 @@ export interface TestCore {
 /** The host without HTTP (engine and services), started, on an in-memory store unless one is given. */
 export async function startTestCore(
   env: Record<string, string> = {},
-  options: { store?: TaskStore; handlers?: Record<string, TaskHandler>; idempotency?: IdempotencyStore } = {},
+  options: { store?: TaskStore; handlers?: Record<string, TaskHandler>; idempotency?: IdempotencyStore; pushConfigs?: PushConfigStore } = {},
 ): Promise<TestCore> {
   const store = options.store ?? new MemoryTaskStore();
   const config = loadConfig({ LOG_LEVEL: "silent", TIMER_POLL_MS: "50", ...env });
@@ -27,6 +28,7 @@ export async function startTestCore(
     store,
     ...(options.handlers ? { handlers: options.handlers } : {}),
     ...(options.idempotency ? { idempotency: options.idempotency } : {}),
+    ...(options.pushConfigs ? { pushConfigs: options.pushConfigs } : {}),
   });
   await core.start();
   return { core, store, config, close: () => core.stop() };

@@ -12,7 +12,6 @@ import { projectRoot } from "../../src/domain/project-root.js";
 import type { Message } from "../../src/domain/a2a-types.js";
 import { RUN_STATUSES } from "../../src/domain/run-status.js";
 import { exportTaskMachine } from "../../src/machine/machine-export.js";
-import { createTaskActor } from "../../src/machine/task-actor.js";
 import type { TaskEvent } from "../../src/machine/task-events.js";
 import { taskMachine } from "../../src/machine/task-machine.js";
 
@@ -200,14 +199,14 @@ describe("createMachine(exported) with the implementations supplied", () => {
   });
 
   it("runs a task exactly like the original machine (given a real initial context)", () => {
-    const original = createTaskActor({
+    const original = createActor(taskMachine, { input: {
       taskId: "t-1",
       contextId: "c-1",
       workflowId: "approval-gate",
       tenant: "tenant-a",
       firstNode: "prepare",
       message: { messageId: "m-1", role: "user", parts: [{ kind: "text", text: "hi" }] },
-    });
+    } }).start();
     const recreated = createActor(recreate(exported, { context: original.getSnapshot().context })).start();
     const status: Message = { messageId: "s-1", role: "agent", parts: [{ kind: "text", text: "approve?" }] };
     const t = "2026-03-01T10:00:00.000Z";

@@ -1,22 +1,16 @@
 // The machine-definition version stored with every snapshot, and the one restore path that checks it.
 import { describe, expect, it } from "vitest";
+import type { Message } from "../../src/domain/a2a-types.js";
 import { DomainError } from "../../src/domain/errors.js";
 import { persistedContextOf, persistTaskSnapshot, restorePersistedSnapshot } from "../../src/machine/persisted-task-snapshot.js";
 import { applyTaskEvent, createTaskActor, restoreTaskActor } from "../../src/machine/task-actor.js";
 import { TASK_MACHINE_VERSION, taskMachine } from "../../src/machine/task-machine.js";
-import { runStatusOf } from "../../src/machine/task-projection.js";
+import { runStatusOf, type TaskSnapshot } from "../../src/machine/task-projection.js";
 
 const at = "2026-03-01T10:00:00.000Z";
 
-function runningActor() {
-  const actor = createTaskActor({
-    taskId: "t-1",
-    contextId: "c-1",
-    workflowId: "echo",
-    tenant: "default",
-    firstNode: "echo",
-    message: { messageId: "m-1", role: "user", parts: [{ kind: "text", text: "hello" }] },
-  });
+function runningActor(message: Message = { messageId: "m-1", role: "user", parts: [{ kind: "text", text: "hello" }] }) {
+  const actor = createTaskActor({ taskId: "t-1", contextId: "c-1", workflowId: "echo", tenant: "default", firstNode: "echo", message });
   applyTaskEvent(actor, { type: "START", at });
   return actor;
 }
@@ -26,6 +20,17 @@ describe("persisted task snapshots", () => {
     const stored = persistTaskSnapshot(runningActor().getSnapshot());
     expect(stored["machineVersion"]).toBe(TASK_MACHINE_VERSION);
     expect(JSON.parse(JSON.stringify(stored))).toEqual(stored);
+  });
+
+  it("are exactly what a JSON round trip of XState's persisted snapshot gives (undefined dropped, toJSON applied)", () => {
+    const actor = runningActor({ messageId: "m-1", role: "user", parts: [{ kind: "data", data: { when: new Date(at), list: [1, undefined, "x"], gone: undefined, nested: { n: null } } }], metadata: undefined });
+    applyTaskEvent(actor, { type: "NODE_STARTED", at, nodeId: "echo" });
+    applyTaskEvent(actor, { type: "NODE_COMPLETED", at, nodeId: "echo", output: { text: "hi", skipped: undefined }, artifacts: [], next: null });
+    const viaXState = (snapshot: TaskSnapshot) => ({ ...JSON.parse(JSON.stringify(taskMachine.getPersistedSnapshot(snapshot))), machineVersion: TASK_MACHINE_VERSION });
+    expect(persistTaskSnapshot(actor.getSnapshot())).toStrictEqual(viaXState(actor.getSnapshot()));
+    applyTaskEvent(actor, { type: "COMPLETE", at });
+    expect(actor.getSnapshot().status).toBe("done");
+    expect(persistTaskSnapshot(actor.getSnapshot())).toStrictEqual(viaXState(actor.getSnapshot()));
   });
 
   it("restore to the same state and context, without the version key", () => {

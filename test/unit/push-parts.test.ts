@@ -86,24 +86,55 @@ describe("retry policy and circuit breaker", () => {
     expect(giveUpReason(policy, { retryable: true }, 1, { firstAt: now - 60_000, now })).toBe("max-age");
   });
 
-  it("opens per origin after consecutive failures, lets one probe through after the cool-down, and doubles it on a failed probe", () => {
+  it("opens per origin after consecutive failures, lets one probe through after the cool-down, and re-opens for one cool-down on a failed probe", () => {
     let now = 0;
     const breakers = new CircuitBreakers({ threshold: 2, cooldownMs: 100, clock: () => now });
-    breakers.failure("https://a");
-    expect(breakers.allow("https://a")).toEqual({ allowed: true });
-    breakers.failure("https://a");
+    breakers.failure("https://a", false);
+    expect(breakers.allow("https://a")).toEqual({ allowed: true, probe: false });
+    breakers.failure("https://a", false);
     expect(breakers.allow("https://a")).toEqual({ allowed: false, retryAt: 100 });
-    expect(breakers.allow("https://b")).toEqual({ allowed: true });
+    expect(breakers.allow("https://b")).toEqual({ allowed: true, probe: false });
     now = 100;
-    expect(breakers.allow("https://a")).toEqual({ allowed: true });
+    expect(breakers.allow("https://a")).toEqual({ allowed: true, probe: true });
     expect(breakers.allow("https://a").allowed).toBe(false); // one probe at a time
-    breakers.failure("https://a");
-    expect(breakers.allow("https://a")).toEqual({ allowed: false, retryAt: 300 });
-    now = 300;
-    expect(breakers.allow("https://a").allowed).toBe(true);
+    now = 110;
+    breakers.failure("https://a", true);
+    expect(breakers.allow("https://a")).toEqual({ allowed: false, retryAt: 210 }); // one cool-down, not a doubled one
+    expect(breakers.openings("https://a")).toBe(2);
+    now = 210;
+    expect(breakers.allow("https://a")).toEqual({ allowed: true, probe: true });
     breakers.success("https://a");
     expect(breakers.isOpen("https://a")).toBe(false);
-    expect(breakers.allow("https://a")).toEqual({ allowed: true });
+    expect(breakers.allow("https://a")).toEqual({ allowed: true, probe: false });
+  });
+
+  it("counts one opening per failed probe: attempts in flight when it opened do not re-open or extend it", () => {
+    let now = 0;
+    const breakers = new CircuitBreakers({ threshold: 2, cooldownMs: 100, clock: () => now });
+    // Ten attempts start while the origin is still closed; the receiver is down for all of them.
+    const inFlight = Array.from({ length: 10 }, () => breakers.allow("https://a"));
+    expect(inFlight.every((d) => d.allowed && !d.probe)).toBe(true);
+    for (let i = 0; i < 10; i++) {
+      now = i * 5;
+      breakers.failure("https://a", false);
+    }
+    // Opened once, at the second failure (t=5); the eight late failures changed nothing.
+    expect(breakers.openings("https://a")).toBe(1);
+    expect(breakers.allow("https://a")).toEqual({ allowed: false, retryAt: 105 });
+    // A failed probe is one more opening, and the next probe is one cool-down away.
+    now = 105;
+    const probe = breakers.allow("https://a");
+    expect(probe).toEqual({ allowed: true, probe: true });
+    breakers.failure("https://a", false); // a straggler failing while the probe is out
+    expect(breakers.openings("https://a")).toBe(1);
+    breakers.failure("https://a", true);
+    expect(breakers.openings("https://a")).toBe(2);
+    expect(breakers.allow("https://a")).toEqual({ allowed: false, retryAt: 205 });
+    // A probe that ends without a verdict (egress refusal) frees the half-open slot.
+    now = 205;
+    expect(breakers.allow("https://a")).toEqual({ allowed: true, probe: true });
+    breakers.release("https://a", true);
+    expect(breakers.allow("https://a")).toEqual({ allowed: true, probe: true });
   });
 });
 

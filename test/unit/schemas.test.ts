@@ -253,7 +253,7 @@ describe("workflow definition", () => {
     expect(error.issues).toEqual([
       {
         path: "nodes/1/kind",
-        message: 'must be equal to one of the allowed values ("task", "approval", "clarification", "delay", "a2a.invoke")',
+        message: 'must be equal to one of the allowed values ("task", "approval", "clarification", "delay", "a2a.invoke", "switch")',
       },
     ]);
   });

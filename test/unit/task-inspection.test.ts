@@ -1,7 +1,8 @@
 // XState live inspection (XSTATE_INSPECT): only the chosen tasks' actors report, fresh and restored alike,
 // and the settings refuse what they cannot mean.
 import { afterEach, describe, expect, it } from "vitest";
-import { createTaskActor, restoreTaskActor } from "../../src/machine/task-actor.js";
+import { applyTaskEvent, createTaskActor, restoreTaskActor } from "../../src/machine/task-actor.js";
+import { persistTaskSnapshot } from "../../src/machine/persisted-task-snapshot.js";
 import { configureTaskInspection, type TaskInspectionRecord } from "../../src/machine/task-inspection.js";
 import { EnvReader } from "../../src/domain/env-settings.js";
 import { readOperatorSettings } from "../../src/observability/operator-settings.js";
@@ -19,8 +20,8 @@ describe("task inspection", () => {
     configureTaskInspection({ taskIds: ["watched"], sink: (r) => records.push(r) });
     const watched = createTaskActor(input("watched"));
     const other = createTaskActor(input("other"));
-    watched.send({ type: "START", at: "2026-01-01T00:00:00Z" });
-    other.send({ type: "START", at: "2026-01-01T00:00:00Z" });
+    applyTaskEvent(watched, { type: "START", at: "2026-01-01T00:00:00Z" });
+    applyTaskEvent(other, { type: "START", at: "2026-01-01T00:00:00Z" });
     expect(records.every((r) => r.taskId === "watched")).toBe(true);
     expect(records.map((r) => r.type)).toContain("@xstate.actor");
     expect(records.find((r) => r.type === "@xstate.event" && (r.event as { type: string }).type === "START")).toBeDefined();
@@ -28,17 +29,17 @@ describe("task inspection", () => {
 
     // A passivated task rehydrated from its snapshot reports too.
     records.length = 0;
-    const restored = restoreTaskActor(watched.getPersistedSnapshot());
-    restored.send({ type: "PAUSE", at: "2026-01-01T00:00:01Z" });
+    const restored = restoreTaskActor(persistTaskSnapshot(watched.getSnapshot()));
+    applyTaskEvent(restored, { type: "PAUSE", at: "2026-01-01T00:00:01Z" });
     expect(records.filter((r) => r.type === "@xstate.snapshot").at(-1)).toMatchObject({ taskId: "watched", state: "paused" });
   });
 
   it("reports nothing when off", () => {
     const records: TaskInspectionRecord[] = [];
     configureTaskInspection({ taskIds: [], sink: (r) => records.push(r) });
-    createTaskActor(input("x")).send({ type: "START", at: "2026-01-01T00:00:00Z" });
+    applyTaskEvent(createTaskActor(input("x")), { type: "START", at: "2026-01-01T00:00:00Z" });
     configureTaskInspection(undefined);
-    createTaskActor(input("y")).send({ type: "START", at: "2026-01-01T00:00:00Z" });
+    applyTaskEvent(createTaskActor(input("y")), { type: "START", at: "2026-01-01T00:00:00Z" });
     expect(records).toEqual([]);
   });
 });

@@ -83,6 +83,14 @@ const ev = {
     nodeId,
     progress,
   }),
+  artifactChunk: (nodeId: string, text: string, append: boolean, lastChunk = false): TaskEvent => ({
+    type: "ARTIFACT_CHUNK",
+    at: at(),
+    nodeId,
+    artifact: { artifactId: `${nodeId}.stream`, name: "stream", parts: [{ kind: "text", text }] },
+    append,
+    lastChunk,
+  }),
   timerSet: (timer: DurableTimer): TaskEvent => ({ type: "TIMER_SET", at: at(), timer }),
   interrupt: (nodeId: string, kind: InterruptKind, options: { timer?: DurableTimer; expiresAt?: string; messageId?: string } = {}): TaskEvent => ({
     type: "INTERRUPT",
@@ -154,6 +162,7 @@ const VARIANTS: EventVariant[] = [
   { label: "NODE_STARTED", type: "NODE_STARTED", build: (c) => ev.nodeStarted(cursorOf(c)) },
   { label: "NODE_COMPLETED", type: "NODE_COMPLETED", build: (c) => ev.nodeCompleted(cursorOf(c), "gate") },
   { label: "NODE_PROGRESS", type: "NODE_PROGRESS", build: (c) => ev.nodeProgress(cursorOf(c)) },
+  { label: "ARTIFACT_CHUNK", type: "ARTIFACT_CHUNK", build: (c) => ev.artifactChunk(cursorOf(c), "a", false) },
   {
     label: "TIMER_SET",
     type: "TIMER_SET",
@@ -262,6 +271,7 @@ const TRANSITIONS: Record<RunStatus, Partial<Record<string, RunStatus>>> = {
     NODE_STARTED: "running",
     NODE_COMPLETED: "running",
     NODE_PROGRESS: "running",
+    ARTIFACT_CHUNK: "running",
     TIMER_SET: "running",
     "INTERRUPT:approval": "waiting-approval",
     "INTERRUPT:clarification": "waiting-input",
@@ -291,7 +301,7 @@ describe("task machine states", () => {
 
   it("the event variants cover every TASK_EVENT_TYPES entry (and nothing else)", () => {
     expect(new Set(VARIANTS.map((v) => v.type))).toEqual(new Set(TASK_EVENT_TYPES));
-    expect(TASK_EVENT_TYPES).toHaveLength(14);
+    expect(TASK_EVENT_TYPES).toHaveLength(15);
   });
 });
 
@@ -427,6 +437,23 @@ describe("guards", () => {
     expectRefused(actor, ev.nodeProgress("finalize")); // not the cursor
     applyTaskEvent(actor, ev.nodeProgress("prepare"));
     expect(actor.getSnapshot().context.nodeProgress).toEqual({ prepare: { peerTaskId: "peer-1", peerState: "working" } });
+  });
+
+  it("ARTIFACT_CHUNK is only accepted for the started cursor node; append adds parts, a new first chunk restarts the artifact", () => {
+    const actor = newActor();
+    applyTaskEvent(actor, ev.start());
+    expectRefused(actor, ev.artifactChunk("prepare", "a", false)); // not started yet
+    applyTaskEvent(actor, ev.nodeStarted("prepare"));
+    expectRefused(actor, ev.artifactChunk("finalize", "a", false)); // not the cursor
+    applyTaskEvent(actor, ev.artifactChunk("prepare", "a", false));
+    applyTaskEvent(actor, ev.artifactChunk("prepare", "b", true));
+    applyTaskEvent(actor, ev.artifactChunk("prepare", "c", true, true));
+    const texts = () => actor.getSnapshot().context.artifacts.map((a) => a.parts.map((p) => (p.kind === "text" ? p.text : "")).join(""));
+    expect(texts()).toEqual(["abc"]);
+    expect(actor.getSnapshot().context.artifactsByNode).toEqual({ prepare: ["prepare.stream"] });
+    // A handler run again after a crash starts the artifact over (append false) instead of doubling it.
+    applyTaskEvent(actor, ev.artifactChunk("prepare", "x", false));
+    expect(texts()).toEqual(["x"]);
   });
 
   it("INTERRUPT of a kind the machine has no waiting state for is refused", () => {

@@ -156,6 +156,10 @@ describe("the real workflow definitions", () => {
       "conformance-idempotent",
       "conformance-noop",
       "echo",
+      "files-and-data",
+      "quick-answer",
+      "router",
+      "streaming-artifact",
     ]);
   });
 });

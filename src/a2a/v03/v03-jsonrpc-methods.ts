@@ -18,7 +18,7 @@ async function* encodeStream(events: AsyncIterable<StreamEvent>): AsyncGenerator
 /** A2A 0.3 JSON-RPC methods (slash names): the 0.3 JSON codec around the 0.3 operations. */
 export function v03JsonRpcMethods(ops: V03Operations): Record<string, JsonRpcMethod> {
   return {
-    "message/send": async (params, ctx) => ({ kind: "unary", result: encodeTask(await ops.sendMessage(decodeSendParams(params), ctx)) }),
+    "message/send": async (params, ctx) => ({ kind: "unary", result: encodeStreamEvent(await ops.sendMessage(decodeSendParams(params), ctx)) }),
     "message/stream": (params, ctx) => ({ kind: "stream", events: encodeStream(ops.sendStreamingMessage(decodeSendParams(params), ctx)) }),
     "tasks/get": async (params, ctx) => ({ kind: "unary", result: encodeTask(await ops.getTask(decodeTaskQuery(params, true), ctx)) }),
     "tasks/cancel": async (params, ctx) => ({ kind: "unary", result: encodeTask(await ops.cancelTask(decodeTaskQuery(params, false).id, ctx)) }),

@@ -2,7 +2,7 @@ import type { CallContext } from "../../auth/call-context.js";
 import type { PushNotificationConfig, StreamEvent, Task, TaskPushNotificationConfig } from "../../domain/a2a-types.js";
 import { DomainError } from "../../domain/errors.js";
 import type { AgentCard } from "../agent-card.js";
-import type { SendParams, TaskService } from "../task-service.js";
+import type { SendParams, SendResult, TaskService } from "../task-service.js";
 import type { HistoryLimit } from "../task-view.js";
 
 export interface V03OperationsOptions {
@@ -18,7 +18,7 @@ export interface V03OperationsOptions {
 export function v03Operations(options: V03OperationsOptions) {
   const { service } = options;
   return {
-    sendMessage: (params: SendParams, ctx: CallContext): Promise<Task> => service.sendMessage(params, ctx),
+    sendMessage: (params: SendParams, ctx: CallContext): Promise<SendResult> => service.send(params, ctx),
     sendStreamingMessage: (params: SendParams, ctx: CallContext): AsyncIterable<StreamEvent> => service.streamMessage(params, ctx),
     getTask: (query: { id: string; history: HistoryLimit }, ctx: CallContext): Promise<Task> => service.getTask(query.id, query.history, ctx),
     cancelTask: (id: string, ctx: CallContext): Promise<Task> => service.cancelTask(id, ctx),

@@ -4,7 +4,7 @@ import type { Artifact, Message, Part, PushNotificationConfig, StreamEvent, Task
 import { invalidParams } from "../../domain/errors.js";
 import type { A2ATaskStateValue } from "../../domain/run-status.js";
 import * as pb from "../../gen/a2a/v1/a2a_pb.js";
-import type { SendParams } from "../task-service.js";
+import type { SendParams, SendResult } from "../task-service.js";
 import type { HistoryLimit } from "../task-view.js";
 import { v03History } from "./v03-json-codec.js";
 
@@ -245,8 +245,10 @@ export function encodeTask(task: Task): pb.Task {
   });
 }
 
-export function encodeSendResponse(task: Task): pb.SendMessageResponse {
-  return create(pb.SendMessageResponseSchema, { payload: { case: "task", value: encodeTask(task) } });
+export function encodeSendResponse(result: SendResult): pb.SendMessageResponse {
+  return create(pb.SendMessageResponseSchema, {
+    payload: result.kind === "task" ? { case: "task", value: encodeTask(result.task) } : { case: "msg", value: encodeMessage(result.message) },
+  });
 }
 
 export function encodeStreamEvent(event: StreamEvent): pb.StreamResponse {

@@ -57,7 +57,7 @@ export function v10Operations(options: V10OperationsOptions) {
 
   return {
     async sendMessage(req: pb.SendMessageRequest, ctx: CallContext): Promise<pb.SendMessageResponse> {
-      return encodeSendResponse(await service.sendMessage(sendParams(req, ctx), ctx));
+      return encodeSendResponse(await service.send(sendParams(req, ctx), ctx));
     },
 
     /** Validation happens on the first `next()`, before anything is streamed. */

@@ -5,7 +5,7 @@ import type { Artifact, Message, Part, PushNotificationConfig, StreamEvent, Task
 import { DomainError, invalidParams, taskNotFound } from "../../domain/errors.js";
 import type { A2ATaskStateValue } from "../../domain/run-status.js";
 import * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
-import type { SendParams } from "../task-service.js";
+import type { SendParams, SendResult } from "../task-service.js";
 import type { ListTasksQuery, TaskPage } from "../task-list.js";
 import type { HistoryLimit } from "../task-view.js";
 
@@ -248,8 +248,10 @@ export function encodeTask(task: Task): pb.Task {
   });
 }
 
-export function encodeSendResponse(task: Task): pb.SendMessageResponse {
-  return create(pb.SendMessageResponseSchema, { payload: { case: "task", value: encodeTask(task) } });
+export function encodeSendResponse(result: SendResult): pb.SendMessageResponse {
+  return create(pb.SendMessageResponseSchema, {
+    payload: result.kind === "task" ? { case: "task", value: encodeTask(result.task) } : { case: "message", value: encodeMessage(result.message) },
+  });
 }
 
 /** A StreamResponse; 1.0 status updates have no `final` (the stream closing says so). */

@@ -8,16 +8,16 @@ import type { NodeExecutor, NodeRuntime } from "./node-executor.js";
  */
 export function delayNodeExecutor(runtime: NodeRuntime): NodeExecutor<DelayNode> {
   return {
-    async step({ taskId, node, step, live, workflow, at }) {
+    async step({ node, step, live, workflow, at }) {
       const { repository } = runtime;
       if (step.type === "wait-timer") {
         const timer = live.actor.getSnapshot().context.timer!;
         if (Date.parse(timer.dueAt) > runtime.clock().getTime()) return false;
-        await repository.commit(taskId, { type: "NODE_COMPLETED", at, nodeId: timer.nodeId, output: { firedAt: at }, artifacts: [], next: nodeAfter(workflow, timer.nodeId) });
+        repository.stage(live, { type: "NODE_COMPLETED", at, nodeId: timer.nodeId, output: { firedAt: at }, artifacts: [], next: nodeAfter(workflow, timer.nodeId) });
         return true;
       }
-      await repository.commit(taskId, { type: "NODE_STARTED", at, nodeId: node.id });
-      await repository.commit(taskId, {
+      repository.stage(live, { type: "NODE_STARTED", at, nodeId: node.id });
+      repository.stage(live, {
         type: "TIMER_SET",
         at,
         timer: { nodeId: node.id, purpose: "delay", dueAt: new Date(Date.parse(at) + node.durationMs).toISOString() },

@@ -4,14 +4,14 @@ import type { ApprovalNode, ClarificationNode } from "../workflow-types.js";
 import type { NodeExecutor, NodeRuntime } from "./node-executor.js";
 
 /**
- * `approval` and `clarification` nodes: raise the interrupt (and its deadline timer, if any) in one commit.
+ * `approval` and `clarification` nodes: raise the interrupt (and its deadline timer, if any) in one transition.
  * The task then waits, passivated, for a reply (`TaskSupervisor.reply` / `resolveInterrupt`) or its deadline.
  */
 export function gateNodeExecutor<N extends ApprovalNode | ClarificationNode>(runtime: NodeRuntime): NodeExecutor<N> {
   return {
-    async step({ taskId, node, live, at }) {
+    async step({ node, live, at }) {
       const built = buildInterrupt(node, live.actor.getSnapshot().context, at, { interruptId: randomUUID(), messageId: randomUUID() });
-      await runtime.repository.commit(taskId, { type: "INTERRUPT", at, ...built });
+      runtime.repository.stage(live, { type: "INTERRUPT", at, ...built });
       return true;
     },
   };

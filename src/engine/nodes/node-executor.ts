@@ -9,8 +9,15 @@ import type { LiveTask, TaskRepository } from "../task-repository.js";
 import type { Step } from "../workflow-engine.js";
 import type { WorkflowDefinition, WorkflowNode } from "../workflow-types.js";
 
-/** Work a node runs after the task's lock is released (a handler, a peer call); its node.started is already stored. */
-export type NodeEffect = () => Promise<void>;
+/**
+ * Work a node runs after the task's lock is released (a handler, a peer call); its node.started is already
+ * stored. It may answer its outcome, which the driver stages under the lock with whatever follows it, so
+ * the result and the next transitions reach the store in one write.
+ */
+export type NodeEffect = () => Promise<NodeOutcome | void>;
+
+/** Under the task's lock, after an effect: stages what the effect came to (or nothing, if the task moved on meanwhile). */
+export type NodeOutcome = (live: LiveTask) => void;
 
 /** One step of a running task whose cursor is at `node`, seen under the task's lock. */
 export interface NodeStep<N extends WorkflowNode> {
@@ -24,9 +31,11 @@ export interface NodeStep<N extends WorkflowNode> {
 }
 
 /**
- * How one kind of workflow node runs. `step` runs under the task's lock and commits what the node does now;
- * it answers `true` (the task moved), `false` (nothing to do now: the task is passivated) or an effect that
- * the driver runs outside the lock (so a cancel can commit meanwhile). Effects run at least once: after a
+ * How one kind of workflow node runs. `step` runs under the task's lock and stages what the node does now
+ * (`repository.stage`; the driver writes it); it answers `true` (the task moved), `false` (nothing to do
+ * now: the task is passivated) or an effect that the driver runs outside the lock (so a cancel can commit
+ * meanwhile), after writing everything staged. An effect with consequences outside this host flushes what
+ * came before it first, so its node.started is a write of its own. Effects run at least once: after a
  * crash between node.started and the result, the node runs again.
  */
 export interface NodeExecutor<N extends WorkflowNode> {
@@ -53,7 +62,7 @@ export function failureMessage(record: TaskRecord, code: string): Message {
 }
 
 /** Under the lock: whether the run is still running `nodeId` (not cancelled, paused or moved on). */
-export async function stillRunning(repository: TaskRepository, taskId: string, nodeId: string): Promise<boolean> {
-  const snapshot = (await repository.load(taskId)).actor.getSnapshot();
+export function stillRunning(live: LiveTask, nodeId: string): boolean {
+  const snapshot = live.actor.getSnapshot();
   return runStatusOf(snapshot) === "running" && snapshot.context.cursor === nodeId && snapshot.context.nodeStarted;
 }

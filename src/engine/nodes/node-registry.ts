@@ -3,6 +3,7 @@ import type { TaskHandler } from "../workflow-types.js";
 import { a2aInvokeNodeExecutor } from "./a2a-invoke-node.js";
 import { delayNodeExecutor } from "./delay-node.js";
 import { gateNodeExecutor } from "./gate-node.js";
+import { switchNodeExecutor } from "./switch-node.js";
 import type { NodeExecutors, NodeRuntime } from "./node-executor.js";
 import { taskNodeExecutor } from "./task-node.js";
 
@@ -14,5 +15,6 @@ export function nodeExecutors(runtime: NodeRuntime, deps: { handlers: Record<str
     approval: gateNodeExecutor(runtime),
     clarification: gateNodeExecutor(runtime),
     "a2a.invoke": a2aInvokeNodeExecutor(runtime, deps.peerInvoker),
+    switch: switchNodeExecutor(runtime),
   };
 }

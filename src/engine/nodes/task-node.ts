@@ -4,14 +4,21 @@ import type { TaskContext } from "../../machine/task-context.js";
 import { ShutdownSignal } from "../in-flight-work.js";
 import { feedbackFor, idempotencyKeyOf, nodeAfter, runInputOf } from "../workflow-engine.js";
 import { HandlerError, type HandlerResult, type TaskHandler, type TaskNode, type WorkflowDefinition } from "../workflow-types.js";
-import { failureMessage, type NodeExecutor, type NodeRuntime } from "./node-executor.js";
+import { chunkEmitter } from "./artifact-chunks.js";
+import { failureMessage, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "./node-executor.js";
 
-/** `task` nodes: commit node.started, run the named handler outside the lock, then commit its result. */
+/**
+ * `task` nodes: stage node.started, run the named handler outside the lock, then stage its result. A
+ * handler not marked `pure` may act outside this host, so what came before its node.started is written
+ * first and node.started is a write of its own; a pure handler's node.started rides with the transitions
+ * before it (created, started, or the previous node's completion).
+ */
 export function taskNodeExecutor(runtime: NodeRuntime, handlers: Record<string, TaskHandler>): NodeExecutor<TaskNode> {
   return {
-    async step({ taskId, node, workflow, at }) {
-      const record = await runtime.repository.commit(taskId, { type: "NODE_STARTED", at, nodeId: node.id });
-      const context = runtime.repository.contextOf(record);
+    async step({ taskId, node, live, workflow, at }) {
+      const { repository } = runtime;
+      if (!handlers[node.handler]?.pure) await repository.flush(taskId);
+      const context = repository.stage(live, { type: "NODE_STARTED", at, nodeId: node.id }).context;
       return () => runHandler(runtime, handlers, { taskId, node, context, workflow });
     },
   };
@@ -21,7 +28,7 @@ async function runHandler(
   runtime: NodeRuntime,
   handlers: Record<string, TaskHandler>,
   args: { taskId: string; node: TaskNode; context: TaskContext; workflow: WorkflowDefinition },
-): Promise<void> {
+): Promise<NodeOutcome | void> {
   const { taskId, node, context, workflow } = args;
   const { repository, logger } = runtime;
   const handler = handlers[node.handler];
@@ -38,6 +45,7 @@ async function runHandler(
       outputs: context.outputs,
       feedback: feedbackFor(context, workflow, node.id),
       signal,
+      emitArtifactChunk: chunkEmitter(runtime, taskId, node.id),
     });
   });
   if (ran.signal.aborted) {
@@ -53,15 +61,14 @@ async function runHandler(
         : { code: "handler_error", message: `handler "${node.handler}" threw: ${(err as Error)?.message ?? String(err)}`, retryable: false };
     logger.warn({ err, taskId, nodeId: node.id }, "task handler failed");
   }
-  await repository.withLock(taskId, async () => {
+  return (live) => {
     const at = runtime.now();
-    const live = await repository.load(taskId);
     if (runStatusOf(live.actor.getSnapshot()) !== "running") return; // cancelled or paused while the handler ran; its result is dropped
     if (failure) {
       // Handler retries are immediate (the next step starts the node again); the handler's error says whether to.
       if (!giveUpReason({ baseMs: 0, maxMs: 0, maxAttempts: node.retry?.maxAttempts ?? 1 }, failure, context.attempt)) return;
       const error = { code: failure.code, message: failure.message, nodeId: node.id };
-      await repository.commit(taskId, { type: "FAIL", at, error, statusMessage: failureMessage(live.record, error.code) });
+      repository.stage(live, { type: "FAIL", at, error, statusMessage: failureMessage(live.record, error.code) });
       return;
     }
     const artifacts = (ran.value?.artifacts ?? []).map((a, i) => ({
@@ -70,6 +77,6 @@ async function runHandler(
       ...(a.description ? { description: a.description } : {}),
       parts: a.parts,
     }));
-    await repository.commit(taskId, { type: "NODE_COMPLETED", at, nodeId: node.id, output: ran.value?.output ?? null, artifacts, next: nodeAfter(workflow, node.id) });
-  });
+    repository.stage(live, { type: "NODE_COMPLETED", at, nodeId: node.id, output: ran.value?.output ?? null, artifacts, next: nodeAfter(workflow, node.id) });
+  };
 }

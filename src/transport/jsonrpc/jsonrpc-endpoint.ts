@@ -5,6 +5,7 @@ import { DomainError } from "../../domain/errors.js";
 import { isObject } from "../../domain/json-shape.js";
 import { jsonRpcErrorBody, type JsonRpcId } from "../errors/a2a-error-exits.js";
 import type { ReportError } from "../errors/wire-error.js";
+import { noteRequest } from "../../observability/request-notes.js";
 import { activatedExtensions } from "../extensions-header.js";
 import { mediaTypeOf, pipeToSse, readBody, sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
 
@@ -70,6 +71,8 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
     }
     const table = options.versions.get(version)!.jsonRpc;
     const fn = Object.hasOwn(table, method) ? table[method] : undefined;
+    // Known names only: the method becomes a metric label, so unknown ones must not add label values.
+    if (fn) noteRequest({ method, version });
     if (!fn) {
       fail(200, legacy, id, new DomainError("method-not-found", `Method not found: ${method}`));
       return;

@@ -15,6 +15,8 @@ interface Operation {
   sse?: boolean;
   /** Needs no API key. */
   public?: boolean;
+  /** Answers plain text. */
+  text?: boolean;
 }
 
 type Tag = "OpenWOP runs" | "OpenWOP interrupts" | "Discovery" | "Operator console" | "Conformance seams" | "A2A 0.3 HTTP+JSON" | "A2A 1.0 HTTP+JSON";
@@ -36,6 +38,8 @@ const OPENWOP: Operation[] = [
   { methods: ["get", "head"], path: "/.well-known/agent-card.json", tag: "Discovery", summary: "The A2A agent card (A2A-Version picks the shape; cacheable, ETag, 304)", public: true },
   { methods: ["get", "head"], path: "/.well-known/openwop", tag: "Discovery", summary: "The OpenWOP discovery document (cacheable, ETag, 304)", public: true },
   { methods: ["get"], path: "/healthz", tag: "Discovery", summary: "Liveness", public: true },
+  { methods: ["get"], path: "/readyz", tag: "Discovery", summary: "Readiness: 200 when the store answers in time, else 503 with the reason", public: true },
+  { methods: ["get"], path: "/metrics", tag: "Discovery", summary: "Metrics in the Prometheus text format", public: true, text: true },
   { methods: ["get"], path: "/v1/openapi.json", tag: "Discovery", summary: "This document" },
   { methods: ["get"], path: "/console/api/machine", tag: "Operator console", summary: "The task machine for the console's diagram" },
   { methods: ["get"], path: "/console/api/tasks", tag: "Operator console", summary: "Tasks across the operator's tenants" },
@@ -95,7 +99,11 @@ function errorSchemaOf(tag: Tag): string {
 function operationObject(op: Operation, method: Method): Record<string, unknown> {
   const params = [...op.path.matchAll(/\{([a-zA-Z]+)\}/g)].map((m) => ({ name: m[1], in: "path", required: true, schema: { type: "string" } }));
   const json = { "application/json": { schema: { type: "object" } } };
-  const ok = op.sse ? { description: "A stream of Server-Sent Events", content: { "text/event-stream": { schema: { type: "string" } } } } : { description: "OK", content: json };
+  const ok = op.sse
+    ? { description: "A stream of Server-Sent Events", content: { "text/event-stream": { schema: { type: "string" } } } }
+    : op.text
+      ? { description: "OK", content: { "text/plain": { schema: { type: "string" } } } }
+      : { description: "OK", content: json };
   return {
     tags: [op.tag],
     summary: op.summary,

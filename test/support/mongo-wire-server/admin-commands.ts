@@ -17,9 +17,9 @@ import { MAX_BSON_OBJECT_SIZE, validateDatabaseName } from "./collection-store.j
 import { ErrorCode, fail } from "./errors.js";
 import { compileFilter } from "./query-matcher.js";
 
-export const SERVER_VERSION = "7.0.0";
-/** Wire version 21 is MongoDB 7.0. */
-export const MAX_WIRE_VERSION = 21;
+export const SERVER_VERSION = "8.0.0";
+/** Wire version 25 is MongoDB 8.0 (the first with the client-level bulkWrite command). */
+export const MAX_WIRE_VERSION = 25;
 export const MAX_MESSAGE_SIZE_BYTES = 48_000_000;
 const MAX_WRITE_BATCH_SIZE = 100_000;
 const LOGICAL_SESSION_TIMEOUT_MINUTES = 30;
@@ -54,7 +54,7 @@ function buildInfo(): Doc {
     allocator: "system",
     javascriptEngine: "none",
     sysInfo: "deprecated",
-    versionArray: [7, 0, 0, 0],
+    versionArray: [8, 0, 0, 0],
     openssl: { running: "disabled", compiled: "disabled" },
     buildEnvironment: {},
     bits: 64,
@@ -69,7 +69,7 @@ function buildInfo(): Doc {
 
 function parameters(context: CommandContext): Doc {
   return {
-    featureCompatibilityVersion: { version: "7.0" },
+    featureCompatibilityVersion: { version: "8.0" },
     ttlMonitorEnabled: context.server.ttl.enabled,
     ttlMonitorSleepSecs: new BSON.Int32(Math.max(1, Math.round(context.server.ttl.interval / 1000))),
     maxBSONDepth: new BSON.Int32(200),
@@ -111,6 +111,7 @@ function setParameter(command: Doc, context: CommandContext): Doc {
 }
 
 function serverStatus(_command: Doc, context: CommandContext): Doc {
+  const stats = context.server.store.queryStats;
   const uptimeMillis = Date.now() - context.server.startedAt.getTime();
   return {
     host: `${os.hostname()}:${context.server.port}`,
@@ -126,7 +127,14 @@ function serverStatus(_command: Doc, context: CommandContext): Doc {
       available: 1_000_000 - context.server.currentConnections(),
       totalCreated: context.server.totalConnections(),
     },
-    metrics: { cursor: { open: { total: BSON.Long.fromNumber(context.server.cursors.size) } } },
+    metrics: {
+      cursor: { open: { total: BSON.Long.fromNumber(context.server.cursors.size) } },
+      queryExecutor: {
+        scanned: BSON.Long.fromNumber(stats.scanned),
+        scannedObjects: BSON.Long.fromNumber(stats.scannedObjects),
+        collectionScans: { total: BSON.Long.fromNumber(stats.collectionScans) },
+      },
+    },
     ok: 1,
   };
 }

@@ -21,6 +21,9 @@ export class Collection {
   /** Documents by canonical `_id`, in insertion ("natural") order. */
   private readonly docs = new Map<string, Doc>();
   private readonly indexList: Index[] = [new Index(idIndexSpec())];
+  /** Natural order of each document (by canonical `_id`), so index plans return what a scan would, in the same order. */
+  private readonly positions = new Map<string, number>();
+  private nextPosition = 0;
 
   constructor(
     readonly db: string,
@@ -42,6 +45,12 @@ export class Collection {
     return this.indexList;
   }
 
+  /** The document with this canonical `_id`, and its natural position. */
+  byCanonicalId(id: string): { doc: Doc; position: number } | undefined {
+    const doc = this.docs.get(id);
+    return doc ? { doc, position: this.positions.get(id) ?? 0 } : undefined;
+  }
+
   /** A snapshot of the documents in natural order. */
   all(): Doc[] {
     return [...this.docs.values()];
@@ -61,6 +70,7 @@ export class Collection {
     // A new document owns no index entries yet: any holder of its keys (even of its `_id`) conflicts.
     this.checkUnique(doc, undefined);
     this.docs.set(id, doc);
+    this.positions.set(id, this.nextPosition++);
     for (const index of this.indexList) index.add(doc, id);
   }
 
@@ -82,6 +92,7 @@ export class Collection {
     if (!stored) return false;
     for (const index of this.indexList) index.remove(stored, id);
     this.docs.delete(id);
+    this.positions.delete(id);
     return true;
   }
 
@@ -181,8 +192,16 @@ export function validateCollectionName(db: string, name: string): void {
   }
 }
 
+/** serverStatus `metrics.queryExecutor`: keys and documents the queries examined, and how many scanned a whole collection. */
+export interface QueryStats {
+  scanned: number;
+  scannedObjects: number;
+  collectionScans: number;
+}
+
 export class Store {
   private readonly databases = new Map<string, Map<string, Collection>>();
+  readonly queryStats: QueryStats = { scanned: 0, scannedObjects: 0, collectionScans: 0 };
 
   getCollection(db: string, name: string): Collection | undefined {
     return this.databases.get(db)?.get(name);

@@ -6,13 +6,15 @@
 
 import { adminCommands } from "./admin-commands.js";
 import type { Doc } from "./bson-values.js";
+import { bulkWriteCommands } from "./bulk-write-command.js";
 import type { CommandContext, CommandHandler } from "./command-context.js";
 import { CommandError, ErrorCode, errorReply, fail } from "./errors.js";
+import { explainCommands } from "./explain-command.js";
 import { indexCommands } from "./index-commands.js";
 import { queryCommands } from "./query-commands.js";
 import { writeCommands } from "./write-commands.js";
 
-const COMMANDS = new Map<string, CommandHandler>(Object.entries({ ...adminCommands, ...queryCommands, ...writeCommands, ...indexCommands }));
+const COMMANDS = new Map<string, CommandHandler>(Object.entries({ ...adminCommands, ...queryCommands, ...writeCommands, ...bulkWriteCommands, ...indexCommands, ...explainCommands }));
 
 /** Commands a client may send with the legacy OP_QUERY opcode (only the handshake, as in mongod 6+). */
 export const OP_QUERY_COMMANDS = new Set(["hello", "isMaster", "ismaster"]);

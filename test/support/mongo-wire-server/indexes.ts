@@ -1,6 +1,7 @@
-// Index specifications and index keys. Only what enforcement needs is modelled: unique
-// (including `_id`), sparse and partial indexes; TTL indexes are read by the TTL monitor.
-// Queries never use indexes (a collection scan gives the same results).
+// Index specifications and index keys: unique (including `_id`), sparse and partial indexes are
+// enforced; TTL indexes are read by the TTL monitor. Every index also keeps its keys as a tree
+// (one level per key field), which the query planner (query-planner.ts) walks for equality
+// prefixes and a range on the next field, counting the keys it examines.
 
 import { BSON } from "mongodb";
 import {
@@ -113,6 +114,16 @@ export function sameKeyPattern(a: Doc, b: Doc): boolean {
   return sameBytes(a.key as Doc, b.key as Doc);
 }
 
+/** One level of an index's key tree: the documents under this key prefix, and the next field's values. */
+export interface KeyNode {
+  readonly ids: Set<string>;
+  readonly children: Map<string, { value: unknown; node: KeyNode }>;
+}
+
+function newNode(): KeyNode {
+  return { ids: new Set(), children: new Map() };
+}
+
 /** A marker for the key an empty array produces (mongod indexes `[]` as undefined, not null). */
 const EMPTY_ARRAY_KEY = Symbol("empty array");
 
@@ -123,10 +134,12 @@ export class Index {
   readonly unique: boolean;
   readonly expireAfterSeconds: number | undefined;
   readonly fields: { name: string; parts: string[] }[];
-  private readonly sparse: boolean;
   private readonly partial: DocPredicate | undefined;
   /** Unique indexes only: index key -> canonical `_id`s of the documents holding it. */
   private readonly entries = new Map<string, Set<string>>();
+  /** Every key, field by field (for the planner). */
+  readonly tree: KeyNode = newNode();
+  readonly sparse: boolean;
 
   constructor(spec: Doc) {
     this.spec = spec;
@@ -183,8 +196,20 @@ export class Index {
   }
 
   add(doc: Doc, id: string): void {
+    const keys = this.keysFor(doc);
+    for (const key of keys) {
+      let node = this.tree;
+      node.ids.add(id);
+      for (const value of key.values) {
+        const canonical = value === undefined ? "undefined" : canonicalKey(value);
+        let child = node.children.get(canonical);
+        if (!child) node.children.set(canonical, (child = { value, node: newNode() }));
+        node = child.node;
+        node.ids.add(id);
+      }
+    }
     if (!this.unique) return;
-    for (const key of this.keysFor(doc)) {
+    for (const key of keys) {
       const holders = this.entries.get(key.canonical) ?? new Set<string>();
       holders.add(id);
       this.entries.set(key.canonical, holders);
@@ -192,8 +217,10 @@ export class Index {
   }
 
   remove(doc: Doc, id: string): void {
+    const keys = this.keysFor(doc);
+    for (const key of keys) removeFromTree(this.tree, key.values, 0, id);
     if (!this.unique) return;
-    for (const key of this.keysFor(doc)) {
+    for (const key of keys) {
       const holders = this.entries.get(key.canonical);
       holders?.delete(id);
       if (holders?.size === 0) this.entries.delete(key.canonical);
@@ -214,6 +241,17 @@ export class Index {
       keyValue,
     });
   }
+}
+
+function removeFromTree(node: KeyNode, values: readonly unknown[], depth: number, id: string): void {
+  node.ids.delete(id);
+  if (depth === values.length) return;
+  const value = values[depth];
+  const canonical = value === undefined ? "undefined" : canonicalKey(value);
+  const child = node.children.get(canonical);
+  if (!child) return;
+  removeFromTree(child.node, values, depth + 1, id);
+  if (child.node.ids.size === 0) node.children.delete(canonical);
 }
 
 export function idIndexSpec(): Doc {

@@ -17,17 +17,25 @@ import { splitPath, valuesAtPath } from "./document-paths.js";
 import { ErrorCode, fail } from "./errors.js";
 import { compileProjection } from "./projection.js";
 import { compileFilter } from "./query-matcher.js";
+import { matchingDocuments } from "./query-planner.js";
 import { compileSort, sortDocuments } from "./sort.js";
 
 function documentsOf(context: CommandContext, collection: string): Doc[] {
   return context.server.store.getCollection(context.db, collection)?.all() ?? [];
 }
 
+/** The documents matching `filter`, through the planner (an index when one serves the filter). */
+function matching(context: CommandContext, collection: string, filter: Doc | undefined, predicate: (doc: Doc) => boolean): Doc[] {
+  const store = context.server.store;
+  return matchingDocuments(store, store.getCollection(context.db, collection), filter, predicate);
+}
+
 function find(command: Doc, context: CommandContext): Doc {
   const collection = collectionArgument(command, "find", context);
   // Compile everything first: an invalid filter, sort or projection fails even on an empty
   // collection, as in mongod.
-  const predicate = compileFilter(optionalDocument(command, "find", "filter"));
+  const filter = optionalDocument(command, "find", "filter");
+  const predicate = compileFilter(filter);
   const comparator = compileSort(optionalDocument(command, "find", "sort"));
   const projector = compileProjection(optionalDocument(command, "find", "projection"), "find");
   const skip = optionalNonNegativeInteger(command, "find", "skip") ?? 0;
@@ -36,7 +44,7 @@ function find(command: Doc, context: CommandContext): Doc {
   const singleBatch = optionalBoolean(command, "find", "singleBatch", false);
   rejectCollation(command.collation);
 
-  const matched = sortDocuments(documentsOf(context, collection).filter(predicate), comparator);
+  const matched = sortDocuments(matching(context, collection, filter, predicate), comparator);
   const window = matched.slice(skip, limit ? skip + limit : undefined);
   const results = projector ? window.map(projector) : window;
   const ns = `${context.db}.${collection}`;
@@ -69,13 +77,14 @@ function killCursors(command: Doc, context: CommandContext): Doc {
 
 function count(command: Doc, context: CommandContext): Doc {
   const collection = collectionArgument(command, "count", context);
-  const predicate = compileFilter(optionalDocument(command, "count", "query"));
+  const query = optionalDocument(command, "count", "query");
+  const predicate = compileFilter(query);
   rejectCollation(command.collation);
   const skip = command.skip === undefined ? 0 : integerValue(command.skip);
   if (skip === undefined || skip < 0) fail(ErrorCode.BadValue, "skip value is negative in count query");
   // A negative count limit means the same as a positive one.
   const limit = command.limit === undefined ? 0 : Math.abs(integerValue(command.limit) ?? 0);
-  let n = Math.max(0, documentsOf(context, collection).filter(predicate).length - skip);
+  let n = Math.max(0, matching(context, collection, query, predicate).length - skip);
   if (limit > 0) n = Math.min(n, limit);
   return { n, ok: 1 };
 }
@@ -85,12 +94,12 @@ function distinct(command: Doc, context: CommandContext): Doc {
   const key = command.key;
   if (key === undefined) fail(40414, "BSON field 'distinct.key' is missing but a required field");
   if (typeof key !== "string") fail(ErrorCode.TypeMismatch, `BSON field 'distinct.key' is the wrong type '${bsonTypeName(key)}', expected type 'string'`);
-  const predicate = compileFilter(optionalDocument(command, "distinct", "query"));
+  const query = optionalDocument(command, "distinct", "query");
+  const predicate = compileFilter(query);
   rejectCollation(command.collation);
   const parts = splitPath(key);
   const values = new Map<string, unknown>();
-  for (const doc of documentsOf(context, collection)) {
-    if (!predicate(doc)) continue;
+  for (const doc of matching(context, collection, query, predicate)) {
     // Array values contribute their elements; missing fields contribute nothing.
     for (const value of valuesAtPath(doc, parts)) {
       if (value !== undefined && !values.has(canonicalKey(value))) values.set(canonicalKey(value), value);
@@ -112,7 +121,10 @@ function aggregate(command: Doc, context: CommandContext): Doc {
   const run = compilePipeline(command.pipeline);
   if (!isDocument(command.cursor)) fail(ErrorCode.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument");
   rejectCollation(command.collation);
-  const results = run(documentsOf(context, collection));
+  // A leading $match can use an index; the pipeline still applies it to what the plan fetched.
+  const pipeline = command.pipeline as unknown[];
+  const first = isDocument(pipeline[0]) && isDocument(pipeline[0].$match) ? pipeline[0].$match : undefined;
+  const results = run(first ? matching(context, collection, first, () => true) : documentsOf(context, collection));
   const ns = `${context.db}.${collection}`;
   return { cursor: context.server.cursors.openCursor(ns, results, cursorBatchSize(command, "aggregate")), ok: 1 };
 }

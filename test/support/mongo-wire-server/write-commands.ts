@@ -21,6 +21,7 @@ import {
 import { ErrorCode, fail, writeErrorEntry } from "./errors.js";
 import { compileProjection } from "./projection.js";
 import { compileFilter } from "./query-matcher.js";
+import { matchingDocuments } from "./query-planner.js";
 import { compileSort, sortDocuments } from "./sort.js";
 import { buildUpsertDocument, compileUpdate } from "./update-operators.js";
 
@@ -58,7 +59,7 @@ function prepareInsert(doc: Doc): Doc {
   return Object.hasOwn(copy, "_id") ? withIdFirst(copy) : { _id: new BSON.ObjectId(), ...copy };
 }
 
-function insert(command: Doc, context: CommandContext): Doc {
+export function insert(command: Doc, context: CommandContext): Doc {
   const name = collectionArgument(command, "insert", context);
   const documents = statements(command, "insert", "documents").map((doc, i) => {
     if (!isDocument(doc)) fail(ErrorCode.TypeMismatch, `BSON field 'insert.documents.${i}' is the wrong type '${bsonTypeName(doc)}', expected type 'object'`);
@@ -74,7 +75,7 @@ function insert(command: Doc, context: CommandContext): Doc {
   return withWriteErrors({ n }, writeErrors);
 }
 
-function update(command: Doc, context: CommandContext): Doc {
+export function update(command: Doc, context: CommandContext): Doc {
   const name = collectionArgument(command, "update", context);
   const updates = statements(command, "update", "updates");
   const ordered = optionalBoolean(command, "update", "ordered", true);
@@ -100,7 +101,7 @@ function update(command: Doc, context: CommandContext): Doc {
     if (multi && compiled.isReplacement) fail(ErrorCode.FailedToParse, "multi update is not supported for replacement-style update");
 
     const collection = store.getCollection(context.db, name);
-    const matches = (collection?.all() ?? []).filter(predicate);
+    const matches = matchingDocuments(store, collection, query, predicate);
     if (matches.length === 0) {
       if (!isTruthy(statement.upsert)) return;
       const doc = buildUpsertDocument(query, compiled);
@@ -124,7 +125,7 @@ function update(command: Doc, context: CommandContext): Doc {
   return withWriteErrors(reply, writeErrors);
 }
 
-function deleteCommand(command: Doc, context: CommandContext): Doc {
+export function deleteCommand(command: Doc, context: CommandContext): Doc {
   const name = collectionArgument(command, "delete", context);
   const deletes = statements(command, "delete", "deletes");
   const ordered = optionalBoolean(command, "delete", "ordered", true);
@@ -141,7 +142,7 @@ function deleteCommand(command: Doc, context: CommandContext): Doc {
     const predicate = compileFilter(query);
     const collection = context.server.store.getCollection(context.db, name);
     if (!collection) return;
-    const matches = collection.all().filter(predicate);
+    const matches = matchingDocuments(context.server.store, collection, query, predicate);
     for (const doc of limit === 1 ? matches.slice(0, 1) : matches) if (collection.remove(doc)) n++;
   });
   return withWriteErrors({ n }, writeErrors);
@@ -170,7 +171,7 @@ function findAndModify(command: Doc, context: CommandContext): Doc {
 
   const store = context.server.store;
   const collection = store.getCollection(context.db, name);
-  const [current] = sortDocuments((collection?.all() ?? []).filter(predicate), comparator);
+  const [current] = sortDocuments(matchingDocuments(store, collection, query, predicate), comparator);
 
   if (remove) {
     if (!current || !collection) return { lastErrorObject: { n: 0 }, value: null, ok: 1 };

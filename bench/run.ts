@@ -1,0 +1,65 @@
+// `npm run bench -- [all|compare|scale] [--quick] [--name N] [size flags]`: see bench/README.md.
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { runCompare } from "./compare.js";
+import { startStoreServer } from "./lib/store-server.js";
+import { machine } from "./lib/summary.js";
+import { runScale } from "./scale.js";
+
+const FULL = { "round-ms": 5000, "warmup-ms": 2000, rounds: 3, concurrency: "1,32", waiting: 100_000, events: 5000, streams: 10_000, "latency-streams": 1000, triggers: 5 };
+const QUICK = { "round-ms": 1500, "warmup-ms": 500, rounds: 2, concurrency: "1,32", waiting: 5000, events: 500, streams: 1000, "latency-streams": 200, triggers: 2 };
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    quick: { type: "boolean", default: false },
+    name: { type: "string" },
+    ...Object.fromEntries(Object.keys(FULL).map((k) => [k, { type: "string" as const }])),
+  },
+});
+const mode = positionals[0] ?? "all";
+if (!["all", "compare", "scale"].includes(mode)) {
+  console.error(`unknown sub-command "${mode}": use all, compare or scale`);
+  process.exit(2);
+}
+const preset: Record<string, string | number> = values.quick ? QUICK : FULL;
+const setting = (key: keyof typeof FULL): number => {
+  const raw = (values as Record<string, unknown>)[key] ?? preset[key];
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${key} must be a positive whole number (got "${String(raw)}")`);
+  return n;
+};
+const concurrencies = String((values as Record<string, unknown>)["concurrency"] ?? preset["concurrency"])
+  .split(",")
+  .map(Number);
+if (concurrencies.some((c) => !Number.isInteger(c) || c < 1)) throw new Error("--concurrency must be positive whole numbers, comma-separated");
+const name = values.name ?? `${mode}-${values.quick ? "quick-" : ""}${new Date().toISOString().slice(0, 19).replace(/[:T]/g, "-")}`;
+
+const startedAt = Date.now();
+const store = await startStoreServer();
+const result: Record<string, unknown> = { benchmark: "openwop-a2a-host side-by-side", date: new Date().toISOString(), machine: machine(), mode, quick: values.quick, store: store.description };
+try {
+  if (mode !== "scale") {
+    const settings = { roundMs: setting("round-ms"), warmupMs: setting("warmup-ms"), rounds: setting("rounds"), concurrencies };
+    console.log(`compare: ${JSON.stringify(settings)}; store: ${store.description}`);
+    const { rows, printed } = await runCompare(settings, store);
+    console.log(`\n${printed}\n`);
+    result["compare"] = { settings, rows };
+  }
+  if (mode !== "compare") {
+    const settings = { waiting: setting("waiting"), events: setting("events"), streams: setting("streams"), latencyStreams: setting("latency-streams"), triggers: setting("triggers"), roundMs: setting("round-ms") };
+    console.log(`scale: ${JSON.stringify(settings)}`);
+    const { figures, printed } = await runScale(settings, store);
+    console.log(`\n${printed}\n`);
+    result["scale"] = { settings, figures };
+  }
+} finally {
+  await store.stop();
+}
+result["durationSec"] = Math.round((Date.now() - startedAt) / 1000);
+const dir = join(import.meta.dirname, "results");
+await mkdir(dir, { recursive: true });
+const file = join(dir, `${name}.json`);
+await writeFile(file, JSON.stringify(result, null, 2) + "\n");
+console.log(`wrote ${file} (${result["durationSec"] as number} s)`);

@@ -1,0 +1,236 @@
+// The scale figures, all on our server with MongoDB: (a) task creation rate with 0 and with N waiting tasks in
+// the store, (b) RSS idle and with N waiting tasks, (c) one more transition on a task with a long event log
+// against a fresh task, (d) RSS with many resubscribe streams, and commit → subscriber latency. Method: README.md.
+import { randomUUID } from "node:crypto";
+import { connectMongoStore } from "../src/store/open-store.js";
+import type { TaskStore } from "../src/store/task-store.js";
+import { procCpuMs, procRssBytes, spawnChild, wallNow, type BenchChild, type Usage } from "./lib/ipc.js";
+import { dropDatabase, type StoreServer } from "./lib/store-server.js";
+import { latencySummary, mb, round2, table } from "./lib/summary.js";
+import type { RoundResult } from "./load/load-generator.js";
+import type { SendOp } from "./load/protocols.js";
+import { seedWaiting } from "./seed-waiting.js";
+
+export interface ScaleOptions {
+  waiting: number;
+  events: number;
+  streams: number;
+  latencyStreams: number;
+  triggers: number;
+  roundMs: number;
+}
+
+type Sent = { taskId: string; state: string };
+
+const CREATE_CONCURRENCY = 16;
+const REFINE: Record<string, unknown> = { action: "refine", feedback: "once more" };
+/** Refines measured per batch in (c), and batches per kind. */
+const TRANSITION_SAMPLES = 10;
+const TRANSITION_BATCHES = 3;
+/** (c) stops growing its long task after this long, and reports the events it reached. */
+const LONG_TASK_BUILD_LIMIT_MS = 180_000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const commandTotal = async (server: BenchChild) => Object.values(await server.call<Record<string, number>>("storeCommands")).reduce((a, b) => a + b, 0);
+
+interface Ctx {
+  store: StoreServer;
+  db: string;
+  load: BenchChild;
+  server: BenchChild;
+  baseUrl: string;
+}
+
+async function startServer(ctx: Pick<Ctx, "store" | "db">): Promise<BenchChild> {
+  // Start-up recovery reads every unfinished task: after seeding, starting can take minutes.
+  return spawnChild("our server (mongodb, scale)", "bench/servers/our-server.ts", {
+    env: { STORE: "mongodb", PORT: "0", MONGODB_URI: ctx.store.uri, MONGODB_DB: ctx.db, BENCH_TRACE_COMMITS: "1" },
+    readyTimeoutMs: 600_000,
+  });
+}
+
+/** Approval tasks created closed-loop for one round: rate, latency, our CPU and store commands per task. */
+async function creationRound(ctx: Ctx, durationMs: number): Promise<Record<string, number>> {
+  const before = await ctx.server.call<Usage>("stats");
+  const commandsBefore = await commandTotal(ctx.server);
+  const storeBefore = ctx.store.pid ? procCpuMs(ctx.store.pid) : 0;
+  const r = await ctx.load.call<RoundResult>("round", { baseUrl: ctx.baseUrl, protocol: "jsonrpc", concurrency: CREATE_CONCURRENCY, durationMs, skill: "approval-gate", expectState: "input-required" });
+  if (r.count === 0) throw new Error(`no approval task was created: ${r.firstError ?? "?"}`);
+  const after = await ctx.server.call<Usage>("stats");
+  return {
+    tasksPerSec: Math.round((r.count / r.elapsedMs) * 1000),
+    ...latencySummary(r.latenciesMs),
+    cpuSecPer1kTasks: round2((after.cpuMs - before.cpuMs) / r.count),
+    storeCommandsPerTask: round2(((await commandTotal(ctx.server)) - commandsBefore) / r.count),
+    ...(ctx.store.pid ? { storeServerCpuSecPer1kTasks: round2((procCpuMs(ctx.store.pid) - storeBefore) / r.count) } : {}),
+    errors: r.errors,
+  };
+}
+
+/** (c) Refines one at a time, on the same long task or one each on fresh tasks: latency, CPU, commands. */
+async function refineBatch(ctx: Ctx, reader: TaskStore, taskIds: string[]): Promise<{ latenciesMs: number[]; cpuMs: number; commands: number; events: number }> {
+  const distinct = [...new Set(taskIds)];
+  const versions = await Promise.all(distinct.map(async (id) => (await reader.get(id))!.version));
+  const before = await ctx.server.call<Usage>("stats");
+  const commandsBefore = await commandTotal(ctx.server);
+  const ops: SendOp[] = taskIds.map((taskId) => ({ taskId, data: REFINE }));
+  const { latenciesMs, results } = await ctx.load.call<{ latenciesMs: number[]; results: Sent[] }>("sequence", { baseUrl: ctx.baseUrl, protocol: "jsonrpc", ops });
+  const after = await ctx.server.call<Usage>("stats");
+  const commands = (await commandTotal(ctx.server)) - commandsBefore;
+  const bad = results.find((r) => r.state !== "input-required");
+  if (bad) throw new Error(`a refine left task ${bad.taskId} ${bad.state}`);
+  const versionsAfter = await Promise.all(distinct.map(async (id) => (await reader.get(id))!.version));
+  const events = versionsAfter.reduce((sum, v, i) => sum + v - versions[i]!, 0);
+  return { latenciesMs, cpuMs: after.cpuMs - before.cpuMs, commands, events };
+}
+
+async function longTaskFigures(ctx: Ctx, reader: TaskStore, targetEvents: number): Promise<Record<string, unknown>> {
+  const [long] = await ctx.load.call<Sent[]>("createTasks", { baseUrl: ctx.baseUrl, skill: "approval-gate", count: 1, concurrency: 1 });
+  const built = performance.now();
+  // Grow the log by real transitions (refine loops), in batches of 10, until it holds targetEvents events or
+  // the time limit is reached.
+  const eventsNow = async () => (await reader.get(long!.taskId))!.version + 1;
+  const refines = (n: number) => ctx.load.call("sequence", { baseUrl: ctx.baseUrl, protocol: "jsonrpc", ops: Array.from({ length: n }, (): SendOp => ({ taskId: long!.taskId, data: REFINE })) });
+  const initial = await eventsNow();
+  await refines(1);
+  const perRefine = Math.max(1, (await eventsNow()) - initial);
+  for (let now = await eventsNow(); now < targetEvents && performance.now() - built < LONG_TASK_BUILD_LIMIT_MS; now = await eventsNow()) {
+    await refines(Math.min(10, Math.ceil((targetEvents - now) / perRefine)));
+  }
+  const buildSec = round2((performance.now() - built) / 1000);
+  const eventsAtStart = (await reader.get(long!.taskId))!.version + 1;
+  const fresh = await ctx.load.call<Sent[]>("createTasks", { baseUrl: ctx.baseUrl, skill: "approval-gate", count: TRANSITION_SAMPLES * TRANSITION_BATCHES, concurrency: 4 });
+  const acc = { long: { latenciesMs: [] as number[], cpuMs: 0, commands: 0, events: 0, n: 0 }, fresh: { latenciesMs: [] as number[], cpuMs: 0, commands: 0, events: 0, n: 0 } };
+  for (let b = 0; b < TRANSITION_BATCHES; b++) {
+    const kinds = { long: Array<string>(TRANSITION_SAMPLES).fill(long!.taskId), fresh: fresh.slice(b * TRANSITION_SAMPLES, (b + 1) * TRANSITION_SAMPLES).map((t) => t.taskId) };
+    for (const kind of ["long", "fresh"] as const) {
+      const r = await refineBatch(ctx, reader, kinds[kind]);
+      const a = acc[kind];
+      a.latenciesMs.push(...r.latenciesMs);
+      a.cpuMs += r.cpuMs;
+      a.commands += r.commands;
+      a.events += r.events;
+      a.n += kinds[kind].length;
+    }
+  }
+  const summary = (a: (typeof acc)["long"]) => ({
+    ...latencySummary(a.latenciesMs),
+    cpuMsPerTransition: round2(a.cpuMs / a.events),
+    storeCommandsPerTransition: round2(a.commands / a.events),
+    eventsPerRefine: round2(a.events / a.n),
+  });
+  const longFigures = summary(acc.long);
+  const freshFigures = summary(acc.fresh);
+  return { eventsAtStart, buildSec, longTask: longFigures, freshTask: freshFigures, cpuRatio: round2(longFigures.cpuMsPerTransition / freshFigures.cpuMsPerTransition) };
+}
+
+/**
+ * (d) Opens `streams` resubscribe streams on one working task (the `conformance-cancellable` skill), cancels
+ * it, and takes, for each stream, the time from the cancel's first commit returning in the server to the
+ * stream receiving its next event. Resolves with the server's RSS while the streams were open.
+ */
+async function fanOut(ctx: Ctx, streams: number): Promise<{ latenciesMs: number[]; missed: number; rssBytes: number; openSec: number }> {
+  const [task] = await ctx.load.call<Sent[]>("createTasks", { baseUrl: ctx.baseUrl, skill: "conformance-cancellable", count: 1, concurrency: 1, blocking: false });
+  const opened = performance.now();
+  await ctx.load.call("openStreams", { baseUrl: ctx.baseUrl, taskId: task!.taskId, count: streams, batch: 500 });
+  const openSec = (performance.now() - opened) / 1000;
+  const { rssBytes } = await ctx.server.call<Usage>("gc");
+  const from = wallNow();
+  const [cancelled] = (await ctx.load.call<{ results: Sent[] }>("sequence", { baseUrl: ctx.baseUrl, protocol: "jsonrpc", ops: [{ cancel: task!.taskId }] })).results;
+  if (cancelled?.state !== "canceled") throw new Error(`cancel left task ${task!.taskId} ${cancelled?.state ?? "?"}`);
+  // Wait (at most 10 s) until every stream got an event after the cancel; a stream that got none is "missed".
+  let receipts: number[][] = [];
+  for (let polls = 0; polls < 50; polls++) {
+    await sleep(200);
+    receipts = await ctx.load.call<number[][]>("streamReceipts", { limit: streams });
+    if (receipts.every((times) => times.some((t) => t >= from))) break;
+  }
+  const commit = (await ctx.server.call<number[]>("commitTimes", task!.taskId)).find((c) => c >= from);
+  if (commit === undefined) throw new Error(`no commit of task ${task!.taskId} after the cancel`);
+  await ctx.load.call("closeStreams");
+  const latenciesMs: number[] = [];
+  let missed = 0;
+  for (const times of receipts) {
+    const got = times.find((t) => t >= commit);
+    if (got === undefined) missed++;
+    else latenciesMs.push(got - commit);
+  }
+  return { latenciesMs, missed, rssBytes, openSec };
+}
+
+async function streamFigures(ctx: Ctx, options: ScaleOptions): Promise<Record<string, unknown>> {
+  const idle = await ctx.server.call<Usage>("gc");
+  const few = Math.min(options.latencyStreams, options.streams);
+  const samples = { latenciesMs: [] as number[], missed: 0, rssBytes: 0 };
+  for (let i = 0; i < options.triggers; i++) {
+    const r = await fanOut(ctx, few);
+    samples.latenciesMs.push(...r.latenciesMs);
+    samples.missed += r.missed;
+    samples.rssBytes = Math.max(samples.rssBytes, r.rssBytes);
+  }
+  const all = await fanOut(ctx, options.streams);
+  const latency = (r: { latenciesMs: number[]; missed: number }) => ({ ...latencySummary(r.latenciesMs), samples: r.latenciesMs.length, missed: r.missed });
+  return {
+    rssIdleMb: mb(idle.rssBytes),
+    [`rssAt${few}StreamsMb`]: mb(samples.rssBytes),
+    [`rssAt${options.streams}StreamsMb`]: mb(all.rssBytes),
+    [`openSecFor${options.streams}Streams`]: round2(all.openSec),
+    [`commitToSubscriberAt${few}Streams`]: latency(samples),
+    [`commitToSubscriberAt${options.streams}Streams`]: latency(all),
+  };
+}
+
+export async function runScale(options: ScaleOptions, store: StoreServer): Promise<{ figures: Record<string, unknown>; printed: string }> {
+  const db = `bench_scale_${randomUUID().slice(0, 8)}`;
+  const load = await spawnChild("load generator", "bench/load/load-generator.ts");
+  const reader = await connectMongoStore(store.uri, db);
+  let server = await startServer({ store, db });
+  const ctx = (): Ctx => ({ store, db, load, server, baseUrl: `http://127.0.0.1:${server.ready["port"] as number}` });
+  try {
+    const figures: Record<string, unknown> = {};
+    // (a), (b): warm up, then idle RSS and the creation rate with (almost) no waiting task.
+    await creationRound(ctx(), Math.min(1000, options.roundMs));
+    const idle = await server.call<Usage>("gc");
+    const empty = await creationRound(ctx(), options.roundMs);
+    // (c) and (d) before the seeding, so that the waiting tasks of (a) and (b) do not weigh on them.
+    console.log(`  (a) ${empty["tasksPerSec"]} approval tasks/s on the empty store; (c) growing a task to ${options.events} events…`);
+    figures["longTask"] = await longTaskFigures(ctx(), reader.store, options.events);
+    console.log(`  (d) streams…`);
+    figures["streams"] = await streamFigures(ctx(), options);
+    console.log(`  (a) seeding ${options.waiting} waiting tasks…`);
+    const [template] = await ctx().load.call<Sent[]>("createTasks", { baseUrl: ctx().baseUrl, skill: "approval-gate", count: 1, concurrency: 1 });
+    const seeded = await seedWaiting(store.uri, db, template!.taskId, options.waiting);
+    // The server restarts onto the full store (start-up recovery reads every unfinished task), as after a deploy.
+    console.log(`  seeded at ${seeded.perSec}/s (${seeded.bulk ? "bulk inserts" : "store API"}); restarting our server onto them…`);
+    await server.stop();
+    server = await startServer({ store, db });
+    const waitingRss = await server.call<Usage>("gc");
+    const storeRss = store.pid ? { storeServerRssMb: mb(procRssBytes(store.pid)) } : {};
+    const full = await creationRound(ctx(), options.roundMs);
+    figures["creation"] = { alsoInTheStore: "the tasks that the first round, (c) and (d) created", withNoneWaiting: empty, [`with${options.waiting}Waiting`]: full, rateRatio: round2(full["tasksPerSec"]! / empty["tasksPerSec"]!), seeded };
+    figures["waitingRss"] = { idleMb: mb(idle.rssBytes), [`with${options.waiting}WaitingMb`]: mb(waitingRss.rssBytes), deltaMb: mb(waitingRss.rssBytes - idle.rssBytes), restartListenMs: server.ready["listenMs"], ...storeRss };
+    const c = figures["creation"] as Record<string, Record<string, number>>;
+    const w = figures["waitingRss"] as Record<string, number>;
+    const l = figures["longTask"] as Record<string, Record<string, number>>;
+    const s = figures["streams"] as Record<string, unknown>;
+    const lat = (k: string) => s[k] as { p99Ms: number };
+    const printed = table(
+      ["figure", "measured", "target"],
+      [
+        [`(a) creation rate, 0 → ${options.waiting} waiting`, `${c["withNoneWaiting"]!["tasksPerSec"]} → ${c[`with${options.waiting}Waiting`]!["tasksPerSec"]} tasks/s (×${String(c["rateRatio"])})`, "within 10 %"],
+        [`(b) RSS idle → ${options.waiting} waiting (after restart)`, `${w["idleMb"]} → ${w[`with${options.waiting}WaitingMb`]} MB (+${w["deltaMb"]} MB)`, "within 50 MB"],
+        [`(c) CPU per transition, ${String(l["eventsAtStart"])}-event task vs fresh`, `${l["longTask"]!["cpuMsPerTransition"]} vs ${l["freshTask"]!["cpuMsPerTransition"]} ms (×${String(l["cpuRatio"])})`, "the same"],
+        [`(c) refine p50, long vs fresh`, `${l["longTask"]!["p50Ms"]} vs ${l["freshTask"]!["p50Ms"]} ms`, "the same"],
+        [`(d) RSS with ${options.streams} streams`, `${String(s[`rssAt${options.streams}StreamsMb`])} MB (idle ${String(s["rssIdleMb"])} MB)`, "< 1024 MB"],
+        [`(d) commit → subscriber p99, ${Math.min(options.latencyStreams, options.streams)} streams`, `${lat(`commitToSubscriberAt${Math.min(options.latencyStreams, options.streams)}Streams`).p99Ms} ms`, "≤ 5 ms"],
+        [`(d) commit → subscriber p99, ${options.streams} streams`, `${lat(`commitToSubscriberAt${options.streams}Streams`).p99Ms} ms`, "–"],
+      ],
+    );
+    return { figures, printed };
+  } finally {
+    await server.stop();
+    await load.stop();
+    await reader.store.close();
+    await dropDatabase(store.uri, db);
+  }
+}

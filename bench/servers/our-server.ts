@@ -1,0 +1,71 @@
+// Our server for the bench, composed like src/main.ts from the same environment variables (STORE=memory, or
+// MONGODB_URI + MONGODB_DB), in its own process. It adds only measurement: the parent reads its CPU and RSS
+// over IPC, the MongoDB commands it sends (driver command monitoring, through connectMongoStore's opt-in
+// hook), and, with BENCH_TRACE_COMMITS=1, when each store commit returned (for commit → subscriber latency).
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createApp } from "../../src/app.js";
+import { loadConfig } from "../../src/config/config.js";
+import { createLogger } from "../../src/observability/logger.js";
+import { connectMongoStore, openStore } from "../../src/store/open-store.js";
+import type { TaskStore } from "../../src/store/task-store.js";
+import { serveIpc, wallNow } from "../lib/ipc.js";
+
+const commands = new Map<string, number>();
+const commitTimes = new Map<string, number[]>();
+
+/** The store as the app sees it, with each commit's return time noted per task. */
+function tracingCommits(store: TaskStore): TaskStore {
+  return new Proxy(store, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (prop !== "commit" || typeof value !== "function") return typeof value === "function" ? value.bind(target) : value;
+      return async (...args: Parameters<TaskStore["commit"]>) => {
+        await (value as TaskStore["commit"]).apply(target, args);
+        const times = commitTimes.get(args[0]) ?? [];
+        times.push(wallNow());
+        commitTimes.set(args[0], times);
+      };
+    },
+  });
+}
+
+// DATA_DIR holds the development keys (interrupt tokens, push secrets) generated at start: a fresh one per run.
+const dataDir = await mkdtemp(join(tmpdir(), "openwop-bench-"));
+const env = { ...process.env, LOG_LEVEL: "silent", DATA_DIR: dataDir };
+const config = loadConfig(env);
+const logger = createLogger(config.logLevel);
+const opened = config.store === "memory" ? await openStore(config, logger) : undefined;
+const mongo = opened ? undefined : await connectMongoStore(config.mongodbUri!, config.mongodbDb, config.taskStore, (event) => {
+  // "update tasks", "find push_configs": the command and the collection it names.
+  const name = `${event.commandName} ${String(event.command[event.commandName])}`;
+  commands.set(name, (commands.get(name) ?? 0) + 1);
+});
+const baseStore = opened?.store ?? mongo!.store;
+const store = process.env["BENCH_TRACE_COMMITS"] === "1" ? tracingCommits(baseStore) : baseStore;
+const app = await createApp({
+  config,
+  logger,
+  store,
+  durableStore: !opened,
+  ...(opened ? { pushConfigs: opened.pushConfigs, idempotency: opened.idempotency } : { pushConfigs: mongo!.pushConfigs, idempotency: mongo!.idempotency }),
+});
+const startedAt = performance.now();
+const address = await app.listen();
+
+serveIpc(
+  {
+    storeCommands: () => Object.fromEntries(commands),
+    commitTimes: (taskId: string) => commitTimes.get(taskId) ?? [],
+  },
+  { port: address.port, store: baseStore.kind, listenMs: Math.round(performance.now() - startedAt) },
+);
+
+process.on("SIGTERM", () => {
+  void app
+    .close()
+    .then(() => baseStore.close())
+    .then(() => rm(dataDir, { recursive: true, force: true }))
+    .finally(() => process.exit(0));
+});

@@ -1,0 +1,46 @@
+/** Readiness of this instance: why it should (not) get traffic. */
+export interface ReadinessReport {
+  ready: boolean;
+  /** Set when not ready: what an operator should look at. */
+  reason?: string;
+  checks: { store: "ok" | "failing" | "timeout"; draining: boolean };
+}
+
+export interface ReadinessOptions {
+  /** Answers when the store can serve commands (a MongoDB ping); rejects otherwise. */
+  ping: () => Promise<void>;
+  /** How long the ping may take before the store counts as unavailable. */
+  timeoutMs: number;
+}
+
+/**
+ * Liveness is "the process serves" (answering at all proves it); readiness is "send me traffic": the store
+ * answers a ping within the timeout, and the instance is not draining for shutdown.
+ */
+export class Readiness {
+  private draining = false;
+
+  constructor(private readonly options: ReadinessOptions) {}
+
+  /** From now on the instance reports not ready, so load balancers stop sending new calls. */
+  drain(): void {
+    this.draining = true;
+  }
+
+  async check(): Promise<ReadinessReport> {
+    if (this.draining) return { ready: false, reason: "draining: the instance is shutting down", checks: { store: "ok", draining: true } };
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => resolve("timeout"), this.options.timeoutMs);
+    });
+    try {
+      const result = await Promise.race([this.options.ping().then(() => "ok" as const), timeout]);
+      if (result === "timeout") return { ready: false, reason: `store: no answer to a ping within ${this.options.timeoutMs} ms`, checks: { store: "timeout", draining: false } };
+      return { ready: true, checks: { store: "ok", draining: false } };
+    } catch (err) {
+      return { ready: false, reason: `store: ${(err as Error).message.split("\n")[0]}`, checks: { store: "failing", draining: false } };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,162 @@
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import type { Logger } from "./logger.js";
+import { withRequestNotes, type RequestNotes } from "./request-notes.js";
+import { extractTraceContext } from "./spans.js";
+import type { Telemetry } from "./telemetry.js";
+
+type Req = IncomingMessage | Http2ServerRequest;
+type Res = ServerResponse | Http2ServerResponse;
+
+/** gRPC status names by number (the outcome label of gRPC, Connect-over-gRPC and gRPC-Web calls). */
+const GRPC_CODES = ["OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"];
+
+/** Probes and scrapes: counted, but logged at debug and never traced (they would drown everything else). */
+const OPS_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
+
+/**
+ * The request path as logs and spans show it: without the query, and with the credential of signed
+ * interrupt URLs (`/v1/interrupts/<token>`: the token is the credential) replaced.
+ */
+export function loggablePath(url: string | undefined): string {
+  const path = (url ?? "/").split("?")[0] ?? "/";
+  return path.replace(/^\/v1\/interrupts\/[^/]+/, "/v1/interrupts/[redacted]");
+}
+
+export interface RequestShape {
+  binding: "grpc" | "grpc-web" | "connect" | "jsonrpc" | "http";
+  /** RPC method, or undefined until a lower layer notes it. */
+  method: string | undefined;
+}
+
+/**
+ * Binding and method as far as the request line and headers tell. Only served RPC methods name themselves:
+ * any other path would let a caller mint metric label values at will.
+ */
+export function requestShape(req: Req, jsonRpcPath: string, rpcMethods: ReadonlySet<string>): RequestShape {
+  const path = (req.url ?? "/").split("?")[0] ?? "/";
+  const contentType = String(req.headers["content-type"] ?? "");
+  const rpc = /^\/([a-z][\w.]*\.[A-Z]\w*)\/(\w+)$/.exec(path);
+  if (rpc) {
+    const binding = contentType.startsWith("application/grpc-web") ? "grpc-web" : contentType.startsWith("application/grpc") ? "grpc" : "connect";
+    const method = `${rpc[1]}/${rpc[2]}`;
+    return { binding, method: rpcMethods.has(method) ? method : undefined };
+  }
+  if (path === jsonRpcPath) return { binding: "jsonrpc", method: undefined };
+  return { binding: "http", method: undefined };
+}
+
+function grpcStatusOf(headers: OutgoingHttpHeaders | Record<string, unknown> | undefined): string | undefined {
+  const value = headers?.["grpc-status"];
+  if (value === undefined) return undefined;
+  return GRPC_CODES[Number(value)] ?? String(value);
+}
+
+/**
+ * Wraps every inbound call: one server span (the caller's `traceparent` continued), the request counter and
+ * latency histogram, and one JSON access line when the response ends. Lower layers add the method, task id
+ * and tenant through `noteRequest`.
+ */
+export function createRequestObserver(options: { telemetry: Telemetry; logger: Logger; jsonRpcPath: string; rpcMethods: Iterable<string> }) {
+  const { telemetry, logger, jsonRpcPath } = options;
+  const rpcMethods = new Set(options.rpcMethods);
+  const { tracer, metrics } = telemetry;
+  return function observe(req: Req, res: Res, handle: () => void): void {
+    const started = performance.now();
+    const shape = requestShape(req, jsonRpcPath, rpcMethods);
+    const path = loggablePath(req.url);
+    const ops = OPS_PATHS.has(path);
+    const notes: RequestNotes = {};
+    let grpcStatus: string | undefined;
+    let jsonRpcCode: number | undefined;
+    // The gRPC status travels in headers (trailers-only) or trailers; JSON-RPC errors inside a 200 body.
+    const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => Res;
+    (res as { writeHead: unknown }).writeHead = (...args: unknown[]) => {
+      const headers = args.find((a) => typeof a === "object" && a !== null) as OutgoingHttpHeaders | undefined;
+      grpcStatus ??= grpcStatusOf(headers) ?? grpcStatusOf(res.getHeaders());
+      return writeHead(...args);
+    };
+    const addTrailers = res.addTrailers.bind(res) as (headers: OutgoingHttpHeaders) => void;
+    (res as { addTrailers: unknown }).addTrailers = (headers: OutgoingHttpHeaders) => {
+      grpcStatus = grpcStatusOf(headers) ?? grpcStatus;
+      addTrailers(headers);
+    };
+    if (shape.binding === "jsonrpc") {
+      const end = res.end.bind(res) as (...args: unknown[]) => Res;
+      (res as { end: unknown }).end = (...args: unknown[]) => {
+        const body = args[0];
+        if ((typeof body === "string" || Buffer.isBuffer(body)) && body.length < 65_536) {
+          const code = /"error":\{"code":(-?\d+)/.exec(body.toString());
+          if (code) jsonRpcCode = Number(code[1]);
+        }
+        return end(...args);
+      };
+    }
+
+    const span = tracer && !ops
+      ? tracer.startSpan(`${req.method ?? "GET"} ${shape.method ?? path}`, { kind: SpanKind.SERVER, attributes: { "rpc.system": shape.binding, "http.request.method": req.method ?? "", "url.path": path } }, extractTraceContext(req.headers))
+      : undefined;
+
+    let finished = false;
+    const finish = (): void => {
+      if (finished) return;
+      finished = true;
+      const seconds = (performance.now() - started) / 1000;
+      const status = res.statusCode;
+      const outcome = grpcStatus ?? (jsonRpcCode !== undefined ? String(jsonRpcCode) : String(status));
+      const method = notes.method ?? shape.method ?? (ops ? `${req.method} ${path}` : "unmatched");
+      const version = notes.version ?? versionOf(req, shape);
+      const labels = { binding: shape.binding, method, outcome, "a2a.version": version };
+      metrics.requests.add(1, labels);
+      metrics.requestDuration.record(seconds, labels);
+      if (span) {
+        span.updateName(`${shape.binding} ${method}`);
+        span.setAttributes({ "rpc.method": method, "a2a.version": version, "openwop.outcome": outcome, "http.response.status_code": status, ...(notes.taskId ? { "a2a.task.id": notes.taskId } : {}), ...(notes.tenant ? { "openwop.tenant": notes.tenant } : {}) });
+        const failed = status >= 500 || (grpcStatus !== undefined && ["UNKNOWN", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "DEADLINE_EXCEEDED"].includes(grpcStatus));
+        if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
+        span.end();
+      }
+      const line = {
+        access: true,
+        binding: shape.binding,
+        version,
+        method,
+        path,
+        status,
+        outcome,
+        durationMs: Math.round(seconds * 10_000) / 10,
+        ...(notes.taskId ? { taskId: notes.taskId } : {}),
+        ...(notes.tenant ? { tenant: notes.tenant } : {}),
+        ...(span ? { traceId: span.spanContext().traceId } : {}),
+      };
+      if (ops) logger.debug(line, "request");
+      else logger.info(line, "request");
+    };
+    res.once("finish", finish);
+    res.once("close", finish);
+    const run = (): void => withRequestNotes(notes, handle);
+    if (span) context.with(trace.setSpan(context.active(), span), run);
+    else run();
+  };
+}
+
+/**
+ * The A2A version of a call: the gRPC package says it (a2a.v1 = 0.3, lf.a2a.v1 = 1.0); over HTTP the
+ * `A2A-Version` header, absent meaning 0.3 on A2A paths; "" for calls outside A2A (OpenWOP, probes).
+ */
+function versionOf(req: Req, shape: RequestShape): string {
+  if (shape.method?.startsWith("lf.a2a.")) return "1.0";
+  if (shape.method?.startsWith("a2a.")) return "0.3";
+  if (shape.binding !== "http" && shape.binding !== "jsonrpc") return "";
+  const header = headerOf(req, "a2a-version");
+  if (header) return header;
+  const path = req.url ?? "";
+  return shape.binding === "jsonrpc" || /^\/(v1\/)?(message|tasks)\b|^\/[^/]+\/tasks\b/.test(path) ? "0.3" : "";
+}
+
+function headerOf(req: Req, name: string): string | undefined {
+  const value = req.headers[name];
+  const first = Array.isArray(value) ? value[0] : value;
+  return first || undefined;
+}

@@ -1,0 +1,176 @@
+// How many MongoDB commands a task costs, counted by the driver's command monitoring (a count is
+// deterministic, so it is asserted; speed is measured in bench/, never here). The engine stages the
+// transitions a task makes with nothing observable or external between them and writes them in one store
+// call: created → started → node.started of a pure handler in the create, node.completed → completed in
+// one commit, an approval gate's interrupt in the same write as what led to it.
+import { randomUUID } from "node:crypto";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { MongoClient, type CommandStartedEvent } from "mongodb";
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import type { CallContext } from "../../src/auth/call-context.js";
+import type { Message } from "../../src/domain/a2a-types.js";
+import type { CommittedTransition } from "../../src/engine/transition-hook.js";
+import type { TaskHandler } from "../../src/engine/workflow-types.js";
+import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
+import type { RunEvent, TaskRecord, TaskRecordChanges, TaskStore } from "../../src/store/task-store.js";
+import { startTestCore, type TestCore } from "../support/start-core.js";
+
+const EXTRA = `
+id: side-effect
+name: Side effect
+description: One handler that acts outside the host (not marked pure).
+nodes:
+  - { kind: task, id: call, handler: notify-outside }
+`;
+
+/**
+ * MongoDB commands one TaskStore write costs with the current adapter (one client-level bulkWrite: MongoDB 8.0,
+ * which the wire-protocol test server speaks; older servers take two). The
+ * engine's part, asserted below, is how many TaskStore writes a task makes and which events each carries.
+ */
+const COMMANDS_PER_WRITE = 1;
+
+/** What the store had written when the side-effect handler ran. */
+let writtenWhenRun: string[][] | undefined;
+let storeOf: () => CountingStore;
+/** A handler with an external effect: not marked pure, so its node.started gets a write of its own. */
+const notifyOutside: TaskHandler = async () => {
+  writtenWhenRun = storeOf().writes.map((w) => w.events);
+  return { output: { notified: true } };
+};
+
+/** The TaskStore port with the commands each of its writes sends, told apart from every other command. */
+class CountingStore implements TaskStore {
+  readonly kind = "mongodb" as const;
+  writes: Array<{ call: "create" | "commit"; commands: string[]; events: string[] }> = [];
+  others: string[] = [];
+  private current: string[] | undefined;
+
+  constructor(private readonly inner: MongoTaskStore, client: MongoClient) {
+    client.on("commandStarted", (e: CommandStartedEvent) => (this.current ?? this.others).push(`${e.commandName}`));
+  }
+
+  reset(): void {
+    this.writes = [];
+    this.others = [];
+  }
+
+  private async write(call: "create" | "commit", events: RunEvent[], run: () => Promise<void>): Promise<void> {
+    // One task at a time in these tests, so every command sent while a write runs belongs to it.
+    const entry = { call, commands: [] as string[], events: events.map((e) => e.type) };
+    this.writes.push(entry);
+    this.current = entry.commands;
+    try {
+      await run();
+    } finally {
+      this.current = undefined;
+    }
+  }
+
+  init = () => this.inner.init();
+  create = (record: TaskRecord, events: RunEvent[]) => this.write("create", events, () => this.inner.create(record, events));
+  commit = (taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[]) =>
+    this.write("commit", events, () => this.inner.commit(taskId, expectedVersion, changes, events));
+  get = (taskId: string) => this.inner.get(taskId);
+  readEvents = (taskId: string, from: number, limit?: number) => this.inner.readEvents(taskId, from, limit);
+  findByIdempotencyKey = (key: string) => this.inner.findByIdempotencyKey(key);
+  list: TaskStore["list"] = (query) => this.inner.list(query);
+  listActive = () => this.inner.listActive();
+  runnableTaskIds = () => this.inner.runnableTaskIds();
+  dueTimers = (now: Date, limit: number) => this.inner.dueTimers(now, limit);
+  close = () => this.inner.close();
+}
+
+describe(`store commands per task (mongodb: ${inject("mongoBackend")})`, () => {
+  const dbName = `commands_${randomUUID().slice(0, 8)}`;
+  const ctx: CallContext = { principal: { tenant: "default", id: "alice", scopes: "*" } };
+  let client: MongoClient;
+  let store: CountingStore;
+  let t: TestCore;
+  const published: CommittedTransition[] = [];
+
+  beforeAll(async () => {
+    client = await MongoClient.connect(inject("mongoUri"), { monitorCommands: true });
+    store = new CountingStore(new MongoTaskStore(client, client.db(dbName)), client);
+    storeOf = () => store;
+    await store.init();
+    const dir = await mkdtemp(join(tmpdir(), "commands-"));
+    await writeFile(join(dir, "side-effect.yaml"), EXTRA);
+    // No push worker, and the durable timer scheduler polls once a minute (the most the config allows), so
+    // every command counted here is one the task itself caused.
+    t = await startTestCore({ WORKFLOWS_DIR: dir, BLOCKING_TIMEOUT_MS: "10000", PUSH_ENABLED: "false", TIMER_POLL_MS: "60000" }, { store, handlers: { "notify-outside": notifyOutside } });
+    t.core.hook.onAny((transition) => published.push(transition));
+  });
+  afterAll(async () => {
+    await t?.close();
+    await client.db(dbName).dropDatabase();
+    await client.close();
+  });
+  beforeEach(() => {
+    store.reset();
+    published.length = 0;
+  });
+
+  const message = (skillId: string): Message => ({ messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hello" }], metadata: { skillId } });
+  const send = (skillId: string) => t.core.service.sendMessage({ message: message(skillId), blocking: true }, ctx);
+
+  const writes = () => store.writes.map(({ call, events }) => ({ call, events }));
+  const expectCommandsPerWrite = () => {
+    for (const write of store.writes) expect(write.commands).toHaveLength(COMMANDS_PER_WRITE);
+  };
+
+  /** Every published event of the task, in publish order: gap-free from 0, as stored. */
+  async function expectLogIntact(taskId: string): Promise<void> {
+    const seen = published.filter((p) => p.record.taskId === taskId).flatMap((p) => p.events.map((e) => e.sequence));
+    expect(seen).toEqual(seen.map((_, i) => i));
+    const stored = await t.core.reads.readEvents(taskId, 0);
+    expect(stored.map((e) => e.sequence)).toEqual(seen);
+  }
+
+  it("echo: two writes (the create with started and node.started, then node.completed with completed), one command each", async () => {
+    const task = await send("echo");
+    expect(task.status.state).toBe("completed");
+    expect(writes()).toEqual([
+      { call: "create", events: ["run.created", "run.started", "node.started"] },
+      { call: "commit", events: ["node.completed", "artifact.created", "run.completed"] },
+    ]);
+    expectCommandsPerWrite();
+    // Nothing besides the writes: the messageId check is the create itself (a unique index on the idempotency
+    // key), so an echo task costs 2 commands.
+    expect(store.others).toEqual([]);
+    expect(store.writes.flatMap((w) => w.commands).length + store.others.length).toBe(2 * COMMANDS_PER_WRITE);
+    expect(published.map((p) => p.events.length)).toEqual([3, 3]);
+    await expectLogIntact(task.id);
+  });
+
+  it("approval gate up to the wait: two writes (the interrupt rides with the completed proposal)", async () => {
+    const task = await send("approval-gate");
+    expect(task.status.state).toBe("input-required");
+    expect(writes()).toEqual([
+      { call: "create", events: ["run.created", "run.started", "node.started"] },
+      { call: "commit", events: ["node.completed", "artifact.created", "node.suspended", "interrupt.requested", "approval.requested"] },
+    ]);
+    expectCommandsPerWrite();
+    expect(store.others).toEqual([]);
+    await expectLogIntact(task.id);
+  });
+
+  it("a gate as the first node: created → started → waiting in the create", async () => {
+    const task = await send("conformance-approval");
+    expect(task.status.state).toBe("input-required");
+    expect(writes()).toEqual([{ call: "create", events: ["run.created", "run.started", "node.suspended", "interrupt.requested", "approval.requested"] }]);
+    expectCommandsPerWrite();
+    await expectLogIntact(task.id);
+  });
+
+  it("a handler with side effects: its node.started is written alone, before it runs", async () => {
+    const task = await send("side-effect");
+    expect(task.status.state).toBe("completed");
+    expect(store.writes.map((w) => w.events)).toEqual([["run.created", "run.started"], ["node.started"], ["node.completed", "run.completed"]]);
+    expectCommandsPerWrite();
+    expect(writtenWhenRun).toEqual([["run.created", "run.started"], ["node.started"]]);
+    await expectLogIntact(task.id);
+  });
+});

@@ -1,0 +1,115 @@
+// Issue 12 items 20 and 21 without a server: what a switch case matches on the incoming message, how a
+// definition with a switch is validated, where the run goes next, and the stateless runner's answer.
+import { describe, expect, it } from "vitest";
+import type { Message } from "../../src/domain/a2a-types.js";
+import { builtinHandlers } from "../../src/engine/builtin-handlers.js";
+import { conditionHolds, switchTarget } from "../../src/engine/message-route.js";
+import { StatelessSkills } from "../../src/engine/stateless-skill.js";
+import { checkWorkflow, WorkflowLoadError } from "../../src/engine/workflow-catalog.js";
+import { incomingMessageOf, nodeAfter } from "../../src/engine/workflow-engine.js";
+import type { TaskContext } from "../../src/machine/task-context.js";
+import type { SwitchNode, WorkflowDefinition } from "../../src/engine/workflow-types.js";
+import { createLogger } from "../../src/observability/logger.js";
+
+const message = (over: Partial<Message> = {}): Message => ({
+  messageId: "m-1",
+  role: "user",
+  parts: [{ kind: "text", text: "Please REFUND order 42" }, { kind: "data", data: { order: { id: 42, priority: "high" }, tags: ["a"] } }],
+  metadata: { channel: "email", nested: { level: 2 } },
+  ...over,
+});
+
+describe("switch conditions on the incoming message", () => {
+  it("messageId prefix, text (contains, case-insensitive; regex), metadata and data values by dotted path; all fields must hold", () => {
+    const m = message({ messageId: "urgent-7" });
+    expect(conditionHolds({ messageIdPrefix: "urgent-" }, m)).toBe(true);
+    expect(conditionHolds({ messageIdPrefix: "normal-" }, m)).toBe(false);
+    expect(conditionHolds({ textContains: "refund" }, m)).toBe(true);
+    expect(conditionHolds({ textContains: "cancel" }, m)).toBe(false);
+    expect(conditionHolds({ textMatches: "order \\d+$" }, m)).toBe(true);
+    expect(conditionHolds({ textMatches: "^order" }, m)).toBe(false);
+    expect(conditionHolds({ metadata: { channel: "email", "nested.level": 2 } }, m)).toBe(true);
+    expect(conditionHolds({ metadata: { "nested.level": "2" } }, m)).toBe(false); // JSON equality: 2 is not "2"
+    expect(conditionHolds({ data: { "order.priority": "high", tags: ["a"] } }, m)).toBe(true);
+    expect(conditionHolds({ data: { "order.missing": null } }, m)).toBe(false); // an absent path never matches
+    expect(conditionHolds({ textContains: "refund", data: { "order.id": 43 } }, m)).toBe(false);
+  });
+
+  it("the first matching case wins; else the default; else the next node", () => {
+    const node: SwitchNode = { kind: "switch", id: "route", cases: [{ when: { textContains: "refund" }, goto: "refunds" }, { when: { textContains: "order" }, goto: "orders" }], default: "$end" };
+    expect(switchTarget(node, message())).toEqual({ target: "refunds", matched: 0 });
+    expect(switchTarget(node, message({ parts: [{ kind: "text", text: "my order" }] }))).toEqual({ target: "orders", matched: 1 });
+    expect(switchTarget(node, message({ parts: [{ kind: "text", text: "hi" }] }))).toEqual({ target: "$end", matched: "default" });
+    expect(switchTarget({ ...node, default: undefined } as SwitchNode, message({ parts: [] }))).toEqual({ target: undefined, matched: "default" });
+  });
+});
+
+const definition = (over: Partial<WorkflowDefinition> & { nodes: unknown[] }): unknown => ({ id: "t", name: "t", description: "t", ...over });
+
+describe("the message a switch routes on in a task", () => {
+  it("is the caller's newest message (the reply after an interrupt), never an agent message", () => {
+    const first = message({ messageId: "first" });
+    const reply = message({ messageId: "reply" });
+    const agent: Message = { messageId: "agent", role: "agent", parts: [] };
+    expect(incomingMessageOf({ history: [first, agent] } as unknown as TaskContext)?.messageId).toBe("first");
+    expect(incomingMessageOf({ history: [first, agent, reply, agent] } as unknown as TaskContext)?.messageId).toBe("reply");
+  });
+});
+
+describe("workflow definitions with switch, next and stateless", () => {
+  it("loads a switch with $end and node targets, and a task's next; nodeAfter follows next", () => {
+    const workflow = checkWorkflow(
+      definition({
+        nodes: [
+          { kind: "switch", id: "route", cases: [{ when: { textContains: "x" }, goto: "b" }], default: "$end" },
+          { kind: "task", id: "a", handler: "echo", next: "$end" },
+          { kind: "task", id: "b", handler: "echo", next: "a" },
+        ],
+      }),
+      builtinHandlers,
+    );
+    expect(nodeAfter(workflow, "a")).toBeNull();
+    expect(nodeAfter(workflow, "b")).toBe("a");
+    expect(nodeAfter(workflow, "route")).toBe("a");
+  });
+
+  it("refuses unknown targets, empty conditions and a stateless workflow with a node that would wait", () => {
+    expect(() => checkWorkflow(definition({ nodes: [{ kind: "switch", id: "r", cases: [{ when: { textContains: "x" }, goto: "nowhere" }] }] }), builtinHandlers)).toThrow(/cases\/0\/goto: unknown node id 'nowhere'/);
+    expect(() => checkWorkflow(definition({ nodes: [{ kind: "switch", id: "r", cases: [{ when: {}, goto: "$end" }] }] }), builtinHandlers)).toThrow(/when/);
+    expect(() => checkWorkflow(definition({ nodes: [{ kind: "task", id: "a", handler: "echo", next: "elsewhere" }] }), builtinHandlers)).toThrow(/next: unknown node id 'elsewhere'/);
+    expect(() => checkWorkflow(definition({ stateless: true, nodes: [{ kind: "task", id: "a", handler: "echo" }, { kind: "approval", id: "g", title: "G" }] }), builtinHandlers)).toThrow(WorkflowLoadError);
+  });
+});
+
+describe("the stateless runner", () => {
+  const skills = new StatelessSkills({ handlers: builtinHandlers, logger: createLogger("silent") });
+  const signal = new AbortController().signal;
+  const quick = checkWorkflow(
+    definition({
+      stateless: true,
+      nodes: [
+        { kind: "switch", id: "route", cases: [{ when: { metadata: { mode: "stream" } }, goto: "stream" }, { when: { textContains: "boom" }, goto: "boom" }], default: "echo" },
+        { kind: "task", id: "echo", handler: "echo", next: "$end" },
+        { kind: "task", id: "boom", handler: "fail", params: { code: "kaput" }, next: "$end" },
+        { kind: "task", id: "stream", handler: "stream-text", params: { chunks: 3, delayMs: 0 } },
+      ],
+    }),
+    builtinHandlers,
+  );
+
+  it("answers an agent Message with the handlers' artifact parts, in the caller's context", async () => {
+    const answer = await skills.answer(quick, message({ contextId: "ctx-1", parts: [{ kind: "text", text: "hi" }] }), signal);
+    expect(answer).toMatchObject({ role: "agent", contextId: "ctx-1", parts: [{ kind: "text", text: "hi" }], metadata: { openwop: { skillId: "t", stateless: true } } });
+  });
+
+  it("gathers streamed chunks into one artifact's parts", async () => {
+    const answer = await skills.answer(quick, message({ parts: [{ kind: "text", text: "abcdef" }], metadata: { mode: "stream" } }), signal);
+    expect(answer.parts).toEqual([{ kind: "text", text: "ab" }, { kind: "text", text: "cd" }, { kind: "text", text: "ef" }]);
+  });
+
+  it("a handler failure is a Message saying so, with the code in metadata", async () => {
+    const answer = await skills.answer(quick, message({ parts: [{ kind: "text", text: "boom" }] }), signal);
+    expect(answer.parts).toEqual([{ kind: "text", text: "The skill failed (kaput)." }]);
+    expect(answer.metadata).toMatchObject({ openwop: { error: { code: "kaput" } } });
+  });
+});
