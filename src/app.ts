@@ -70,14 +70,14 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   const router = new HttpRouter();
   // Each A2A version's operations, bound once; the JSON-RPC endpoint, HTTP+JSON routers and Connect handler read them.
-  const versions = bindVersions({ service, durableTasks: options.durableStore });
+  const versions = bindVersions({ service, durableTasks: options.durableStore, logger });
   const report = errorReporter(logger);
-  const jsonRpc = createJsonRpcEndpoint({ versions, report, maxBodyBytes: config.maxBodyBytes, supportedExtensions: SUPPORTED_EXTENSIONS });
-  const a2aRest = createA2ARestRouters({ versions, report, maxBodyBytes: config.maxBodyBytes });
+  const jsonRpc = createJsonRpcEndpoint({ versions, report, maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth, supportedExtensions: SUPPORTED_EXTENSIONS });
+  const a2aRest = createA2ARestRouters({ versions, report, maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth });
   addPushRoutes(router, { service });
   // The OpenWOP REST surface: runs (the same durable tasks A2A sees), events, interrupts, workflows.
-  addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, report, maxBodyBytes: config.maxBodyBytes });
-  addOpenwopInterruptRoutes(router, { interrupts: runInterrupts, maxBodyBytes: config.maxBodyBytes });
+  addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, report, maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth });
+  addOpenwopInterruptRoutes(router, { interrupts: runInterrupts, maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth });
   if (config.operator.console) {
     // The operator console lists across the tenants of the configured keys ("default" with auth off).
     const tenants = config.auth.mode === "apikey" ? [...new Set(config.auth.keys.map((k) => k.tenant))] : ["default"];
@@ -86,11 +86,12 @@ export async function createApp(options: AppOptions): Promise<App> {
       push: new ConsolePush({ enabled: push.enabled, configs: core.pushConfigs, worker: push.worker }),
       report,
       maxBodyBytes: config.maxBodyBytes,
+      maxInputDepth: config.maxInputDepth,
       assetsDir: join(projectRoot, "src", "transport", "console", "assets"),
     });
   }
   if (config.conformanceSeams) {
-    addConformanceSeamRoutes(router, { service, runs, checkPushUrl: (url, path) => push.configs.checkUrl(url, path), maxBodyBytes: config.maxBodyBytes });
+    addConformanceSeamRoutes(router, { service, runs, checkPushUrl: (url, path) => push.configs.checkUrl(url, path), maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth });
   }
   addDiscoveryRoutes(router, {
     service,

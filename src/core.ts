@@ -162,6 +162,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     card,
     blockingTimeoutMs: config.blockingTimeoutMs,
     sizeLimits: store.limits ?? DEFAULT_TASK_SIZE_LIMITS,
+    maxInputDepth: config.maxInputDepth,
     push: push.configs,
     interruptToken: (record, context, principal) => interruptTokensFor(tokens, record, context, principal)?.resolve,
     stateless: new StatelessSkills({ handlers, logger }),

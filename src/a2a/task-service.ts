@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { A2ATaskState, Message, PushNotificationConfig, StreamEvent, Task, TaskPushNotificationConfig, TaskStatusUpdate } from "../domain/a2a-types.js";
 import { DomainError, invalidParams } from "../domain/errors.js";
+import { assertDepth } from "../domain/json-input.js";
 import { isFinalA2AState, isTerminalA2AState } from "../domain/run-status.js";
 import type { CallContext } from "../auth/call-context.js";
 import { requireScope, type Principal } from "../auth/principal.js";
@@ -45,6 +46,8 @@ export interface TaskServiceOptions {
   sizeLimits: TaskSizeLimits;
   /** Push-config registration and reads (answers push-not-supported when push is disabled). */
   push: PushConfigService;
+  /** MAX_INPUT_DEPTH: a message whose data or metadata nests deeper is refused before anything is stored. */
+  maxInputDepth: number;
   /** Issues the signed resolve token shown as `metadata.openwop.interruptToken` (none when it returns undefined). */
   interruptToken?: (record: TaskRecord, context: TaskContext, principal: Principal) => string | undefined;
   /** Answers messages for stateless skills (`stateless: true`) without creating a task. */
@@ -202,6 +205,8 @@ export class TaskService {
   private async accept(params: SendParams, ctx: CallContext): Promise<TaskRecord> {
     const { message } = params;
     if (message.role !== "user") throw invalidParams(`message.role must be "user" (got "${message.role}")`);
+    // Every binding decodes into this call, so the bound holds for binary gRPC as well as JSON.
+    assertContentDepth(params, this.options.maxInputDepth);
     const { push } = this.options;
     const pushConfig = params.pushNotificationConfig;
     if (pushConfig) {
@@ -312,4 +317,14 @@ function skillIdOf(message: Message, metadata: Record<string, unknown> | undefin
     if (typeof value === "string" && value.length > 0) return value;
   }
   return undefined;
+}
+
+/** The caller's free-form JSON in a send (data parts, metadata) nests at most `maxDepth` levels. */
+function assertContentDepth(params: SendParams, maxDepth: number): void {
+  params.message.parts.forEach((part, i) => {
+    if (part.kind === "data") assertDepth(part.data, maxDepth, `message.parts[${i}].data`);
+    if (part.metadata) assertDepth(part.metadata, maxDepth, `message.parts[${i}].metadata`);
+  });
+  if (params.message.metadata) assertDepth(params.message.metadata, maxDepth, "message.metadata");
+  if (params.metadata) assertDepth(params.metadata, maxDepth, "metadata");
 }

@@ -1,5 +1,6 @@
 import type { DescService, JsonValue } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
+import type { Logger } from "../observability/logger.js";
 import type { CallContext } from "../auth/call-context.js";
 import type { ErrorCode } from "../domain/errors.js";
 import type { TaskService } from "./task-service.js";
@@ -31,6 +32,8 @@ export interface VersionDeps {
   service: TaskService;
   /** Whether tasks are durable (1.0 `returnImmediately` needs it). */
   durableTasks: boolean;
+  /** Reports what a binding could not encode (and skipped). */
+  logger: Logger;
 }
 
 export interface VersionBindings {
@@ -54,6 +57,8 @@ export interface RestRequest {
   contentType: string;
   /** The whole body, refused over the size limit. */
   body(): Promise<Buffer>;
+  /** A body as JSON: strict UTF-8 (parse-error), then nesting bounded by MAX_INPUT_DEPTH (invalid-params). */
+  parseJson(raw: Buffer): unknown;
 }
 
 /** One HTTP+JSON route: decode the request, run the operation, encode the result (each event of a stream). */

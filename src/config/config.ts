@@ -1,6 +1,7 @@
 import { isAbsolute, join } from "node:path";
 import { readAgentCardSettings, type AgentCardSettings } from "../a2a/agent-card-settings.js";
 import { loadAuthSettings, type AuthSettings } from "../auth/auth-settings.js";
+import { DEFAULT_MAX_INPUT_DEPTH, WIRE_MAX_DEPTH } from "../domain/json-input.js";
 import { EnvReader, type Env } from "../domain/env-settings.js";
 import { projectRoot } from "../domain/project-root.js";
 import { readOperatorSettings, type OperatorSettings } from "../observability/operator-settings.js";
@@ -23,6 +24,8 @@ export interface Config extends StoreSettings {
   defaultSkill: string;
   retentionMs: number;
   maxBodyBytes: number;
+  /** Deepest nesting of objects and arrays accepted in a request body or a message's data and metadata. */
+  maxInputDepth: number;
   blockingTimeoutMs: number;
   subscriberBuffer: number;
   timerPollMs: number;
@@ -70,6 +73,7 @@ export function loadConfig(env: Env = process.env): Config {
     defaultSkill: reader.raw("DEFAULT_SKILL") ?? "echo",
     retentionMs: reader.int("TASK_RETENTION_HOURS", 24 * 7, 1) * 60 * 60 * 1000,
     maxBodyBytes: reader.int("MAX_BODY_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
+    maxInputDepth: reader.int("MAX_INPUT_DEPTH", DEFAULT_MAX_INPUT_DEPTH, 4, WIRE_MAX_DEPTH),
     blockingTimeoutMs: reader.int("BLOCKING_TIMEOUT_MS", 60_000, 0),
     subscriberBuffer: reader.int("SUBSCRIBER_BUFFER", 256, 1, 100_000),
     timerPollMs: reader.int("TIMER_POLL_MS", 1_000, 10, 60_000),

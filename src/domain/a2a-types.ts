@@ -97,6 +97,16 @@ export interface PushNotificationConfig {
   protocolVersion?: "0.3" | "1.0";
 }
 
+/**
+ * A push config's `authentication` as the wire gave it: `{}` or an empty scheme list means no authentication
+ * (credentials without a scheme cannot be sent), so such a config registers without one.
+ */
+export function pushAuthentication(schemes: readonly string[] | undefined, credentials: string | undefined): { authentication?: PushNotificationConfig["authentication"] } {
+  const named = (schemes ?? []).filter((s) => s !== "");
+  if (named.length === 0) return {};
+  return { authentication: { schemes: named, ...(credentials ? { credentials } : {}) } };
+}
+
 /** A push config as registered for one task (v0.3 `TaskPushNotificationConfig`); `id` is always set. */
 export interface TaskPushNotificationConfig {
   taskId: string;

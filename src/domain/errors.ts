@@ -14,6 +14,9 @@ export const ERROR_CODES = [
   "push-not-supported",
   "unsupported-operation",
   "content-type-not-supported",
+  // The request's HTTP Content-Type is not one the binding reads (HTTP 415); A2A's ContentTypeNotSupported
+  // above is about the content (part media types), which the A2A 1.0 table answers with 400.
+  "unsupported-media-type",
   "invalid-agent-response",
   "extended-card-not-configured",
   "version-not-supported",

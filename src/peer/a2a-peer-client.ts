@@ -11,6 +11,7 @@
  * recorded endpoint alone, go over the same wire.
  */
 import { randomUUID } from "node:crypto";
+import { nestingDepth, WIRE_MAX_DEPTH } from "../domain/json-input.js";
 import type { Artifact, Message, Part, Role } from "../domain/a2a-types.js";
 import { grpcEndpointOf, isGrpcEndpoint } from "./grpc-peer-client.js";
 import { PeerCallError, type PeerHttpClient } from "./peer-http-client.js";
@@ -182,6 +183,8 @@ export function createJsonRpcPeerTransport(opts: { http: PeerHttpClient; request
       throw invalid(`${method} response (not JSON)`);
     }
     if (!isObject(body) || body["jsonrpc"] !== "2.0") throw invalid(`${method} response (not JSON-RPC 2.0)`);
+    // A peer's answer is stored in our task: nothing deeper than the wire can carry back out.
+    if (nestingDepth(body, WIRE_MAX_DEPTH) > WIRE_MAX_DEPTH) throw invalid(`${method} response (nested deeper than ${WIRE_MAX_DEPTH} levels)`);
     const error = body["error"];
     if (isObject(error)) {
       const code = typeof error["code"] === "number" ? error["code"] : 0;

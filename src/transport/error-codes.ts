@@ -33,7 +33,10 @@ export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
   "task-not-cancelable": { jsonRpc: -32002, grpc: "FAILED_PRECONDITION", http: 409, rest: "run_terminal", reason: "TASK_NOT_CANCELABLE", http10: 400 },
   "push-not-supported": { jsonRpc: -32003, grpc: "UNIMPLEMENTED", http: 501, rest: "not_implemented", reason: "PUSH_NOTIFICATION_NOT_SUPPORTED", http10: 400, grpc10: "FAILED_PRECONDITION" },
   "unsupported-operation": { jsonRpc: -32004, grpc: "FAILED_PRECONDITION", http: 400, rest: "unsupported_operation", reason: "UNSUPPORTED_OPERATION" },
-  "content-type-not-supported": { jsonRpc: -32005, grpc: "INVALID_ARGUMENT", http: 415, rest: "unsupported_media_type", reason: "CONTENT_TYPE_NOT_SUPPORTED", http10: 400 },
+  "content-type-not-supported": { jsonRpc: -32005, grpc: "INVALID_ARGUMENT", http: 400, rest: "validation_error", reason: "CONTENT_TYPE_NOT_SUPPORTED" },
+  // A Content-Type header the binding does not read: 415 on every HTTP binding (RFC 9110 §15.5.16), the
+  // JSON-RPC body says invalid request. Not A2A's ContentTypeNotSupported (the row above), which is about parts.
+  "unsupported-media-type": { jsonRpc: -32600, grpc: "INVALID_ARGUMENT", http: 415, rest: "unsupported_media_type" },
   "invalid-agent-response": { jsonRpc: -32006, grpc: "INTERNAL", http: 502, rest: "invalid_agent_response", reason: "INVALID_AGENT_RESPONSE", http10: 500 },
   "extended-card-not-configured": { jsonRpc: -32007, grpc: "FAILED_PRECONDITION", http: 400, rest: "not_configured", reason: "EXTENDED_AGENT_CARD_NOT_CONFIGURED" },
   "version-not-supported": { jsonRpc: -32009, grpc: "FAILED_PRECONDITION", http: 400, rest: "version_not_supported", reason: "VERSION_NOT_SUPPORTED" },

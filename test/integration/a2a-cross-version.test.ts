@@ -380,15 +380,10 @@ describe("A2A 0.3 and 1.0 side by side over the same durable tasks", () => {
     const bogusState = await rpc10("SendMessage", { message: msg10("x", "echo", { role: "ROLE_BOGUS" }) });
     expect(bogusState.error?.code).toBe(-32602);
 
-    const unknownField = await rpc10("SendMessage", { message: msg10("x", "echo"), extra: 1 });
-    expect(unknownField.error?.code).toBe(-32602);
-    expect(unknownField.error?.message).toContain("extra");
     const v03Shape = await rpc10("SendMessage", { message: msg03("x", "echo") });
     expect(v03Shape.error?.code).toBe(-32602);
-    expect(v03Shape.error?.message).toContain("kind");
-    const unknownRest = await rest("/message:send", { method: "POST", body: JSON.stringify({ message: msg10("x", "echo", { bogus: true }) }) });
-    expect(unknownRest.status).toBe(400);
-    expect(((await unknownRest.json()) as Obj)["error"]["message"]).toContain("bogus");
+    // `kind` and the 0.3 part shapes are unknown fields (ignored); the 0.3 role name is not a 1.0 enum name.
+    expect(v03Shape.error?.message).toContain("Role");
     const unknownQuery = await rest("/tasks?colour=blue");
     expect(unknownQuery.status).toBe(400);
     const noParts = await rpc10("SendMessage", { message: { messageId: "m", role: "ROLE_USER", parts: [] } });

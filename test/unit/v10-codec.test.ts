@@ -88,9 +88,10 @@ describe("the 1.0 codec", () => {
     expect(push.pushNotificationConfig).toEqual({ url: "https://h/x", authentication: { schemes: ["Bearer"], credentials: "c" }, protocolVersion: "1.0" });
   });
 
-  it("ProtoJSON reading is strict (unknown fields, bogus enums) and writing always has repeated fields", () => {
+  it("ProtoJSON reading ignores unknown fields but refuses bogus enums and wrong types; writing always has repeated fields", () => {
     expect(codeOf(() => readV10(pb.ListTasksRequestSchema, { status: "TASK_STATE_BOGUS" }, "params"))).toBe("invalid-params");
-    expect(codeOf(() => readV10(pb.GetTaskRequestSchema, { id: "x", extra: 1 }, "params"))).toBe("invalid-params");
+    expect(readV10(pb.GetTaskRequestSchema, { id: "x", extra: 1, nested: { deep: [1] } }, "params").id).toBe("x");
+    expect(codeOf(() => readV10(pb.GetTaskRequestSchema, { id: 7 }, "params"))).toBe("invalid-params");
     expect(codeOf(() => readV10(pb.GetTaskRequestSchema, [1], "params"))).toBe("invalid-params");
     const task: Task = { id: "t", contextId: "c", status: { state: "working", timestamp: "2030-01-01T00:00:00.000Z" }, artifacts: [], history: [], metadata: {} };
     const json = writeV10(pb.TaskSchema, encodeTask(task));

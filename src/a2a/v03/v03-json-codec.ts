@@ -1,9 +1,8 @@
-import type { Artifact, Message, Part, PushNotificationConfig, StreamEvent, Task, TaskPushNotificationConfig } from "../../domain/a2a-types.js";
+import { pushAuthentication, type Artifact, type Message, type Part, type PushNotificationConfig, type StreamEvent, type Task, type TaskPushNotificationConfig } from "../../domain/a2a-types.js";
 import { invalidParams } from "../../domain/errors.js";
 import {
   expectObject,
   isObject,
-  onlyKnownFields,
   optionalBoolean,
   optionalNonNegativeInt,
   optionalObject,
@@ -15,9 +14,11 @@ import {
 import type { HistoryLimit } from "../task-view.js";
 import type { SendParams } from "../task-service.js";
 
-/** A2A v0.3 JSON objects (types.ts at v0.3.0): decoding with validation, and encoding with `kind`. */
-
-const MESSAGE_FIELDS = ["kind", "messageId", "role", "parts", "taskId", "contextId", "metadata", "extensions", "referenceTaskIds"] as const;
+/**
+ * A2A v0.3 JSON objects (types.ts at v0.3.0): decoding with validation, and encoding with `kind`. Members we
+ * do not know are ignored (A2A 1.0 §5.7: be liberal where the spec says SHOULD); known members of the wrong
+ * type are still refused.
+ */
 const PART_KINDS = ["text", "file", "data"] as const;
 
 function decodePart(value: unknown, path: string): Part {
@@ -26,14 +27,11 @@ function decodePart(value: unknown, path: string): Part {
   const meta = metadata ? { metadata } : {};
   switch (part["kind"]) {
     case "text": {
-      onlyKnownFields(part, path, ["kind", "text", "metadata"]);
       if (typeof part["text"] !== "string") throw invalidParams(`${path}.text must be a string`);
       return { kind: "text", text: part["text"], ...meta };
     }
     case "file": {
-      onlyKnownFields(part, path, ["kind", "file", "metadata"]);
       const file = expectObject(part["file"], `${path}.file`);
-      onlyKnownFields(file, `${path}.file`, ["uri", "bytes", "mimeType", "name"]);
       const uri = optionalString(file, "uri", `${path}.file`);
       const bytes = optionalString(file, "bytes", `${path}.file`);
       if ((uri === undefined) === (bytes === undefined)) throw invalidParams(`${path}.file needs exactly one of "uri" or "bytes"`);
@@ -43,7 +41,6 @@ function decodePart(value: unknown, path: string): Part {
       return { kind: "file", file: { ...(uri !== undefined ? { uri } : { bytes }), ...(mimeType ? { mimeType } : {}), ...(name ? { name } : {}) }, ...meta };
     }
     case "data": {
-      onlyKnownFields(part, path, ["kind", "data", "metadata"]);
       return { kind: "data", data: expectObject(part["data"], `${path}.data`), ...meta };
     }
     default:
@@ -53,7 +50,6 @@ function decodePart(value: unknown, path: string): Part {
 
 export function decodeMessage(value: unknown, path = "params.message"): Message {
   const msg = expectObject(value, path);
-  onlyKnownFields(msg, path, MESSAGE_FIELDS);
   if (msg["kind"] !== undefined && msg["kind"] !== "message") throw invalidParams(`${path}.kind must be "message"`);
   const role = msg["role"];
   if (role !== "user" && role !== "agent") throw invalidParams(`${path}.role must be "user" or "agent" (got ${JSON.stringify(role)})`);
@@ -78,19 +74,12 @@ export function decodeMessage(value: unknown, path = "params.message"): Message 
 
 export function decodePushConfig(value: unknown, path: string): PushNotificationConfig {
   const cfg = expectObject(value, path);
-  onlyKnownFields(cfg, path, ["id", "url", "token", "authentication"]);
   const id = optionalString(cfg, "id", path);
   const token = optionalString(cfg, "token", path);
   const auth = optionalObject(cfg, "authentication", path);
-  let authentication: PushNotificationConfig["authentication"];
-  if (auth) {
-    onlyKnownFields(auth, `${path}.authentication`, ["schemes", "credentials"]);
-    const schemes = optionalStringArray(auth, "schemes", `${path}.authentication`);
-    if (!schemes) throw invalidParams(`${path}.authentication.schemes is required`);
-    const credentials = optionalString(auth, "credentials", `${path}.authentication`);
-    authentication = { schemes, ...(credentials ? { credentials } : {}) };
-  }
-  return { url: requiredString(cfg, "url", path), ...(id ? { id } : {}), ...(token ? { token } : {}), ...(authentication ? { authentication } : {}) };
+  const authPath = `${path}.authentication`;
+  const authentication = auth ? pushAuthentication(optionalStringArray(auth, "schemes", authPath), optionalString(auth, "credentials", authPath)) : {};
+  return { url: requiredString(cfg, "url", path), ...(id ? { id } : {}), ...(token ? { token } : {}), ...authentication };
 }
 
 /** v0.3 historyLength: absent or 0 means the whole history. */
@@ -100,9 +89,7 @@ export function v03History(value: number | undefined): HistoryLimit {
 
 export function decodeSendParams(value: unknown): SendParams {
   const params = expectObject(value, "params");
-  onlyKnownFields(params, "params", ["message", "configuration", "metadata"]);
   const config = optionalObject(params, "configuration", "params") ?? {};
-  onlyKnownFields(config, "params.configuration", ["acceptedOutputModes", "historyLength", "pushNotificationConfig", "blocking"]);
   optionalStringArray(config, "acceptedOutputModes", "params.configuration"); // advisory: validated, not enforced
   const push = config["pushNotificationConfig"];
   const metadata = optionalObject(params, "metadata", "params");
@@ -115,18 +102,17 @@ export function decodeSendParams(value: unknown): SendParams {
   };
 }
 
-/** TaskIdParams / TaskQueryParams: `{id, historyLength?, metadata?}`. */
-export function decodeTaskQuery(value: unknown, allowHistory: boolean): { id: string; history: HistoryLimit } {
+/** TaskQueryParams `{id, historyLength?, metadata?}`, or TaskIdParams (`withHistory` false: a historyLength is an unknown member). */
+export function decodeTaskQuery(value: unknown, withHistory: boolean): { id: string; history: HistoryLimit } {
   const params = expectObject(value, "params");
-  onlyKnownFields(params, "params", allowHistory ? ["id", "historyLength", "metadata"] : ["id", "metadata"]);
   optionalObject(params, "metadata", "params");
-  return { id: requiredString(params, "id", "params"), history: v03History(optionalNonNegativeInt(params, "historyLength", "params")) };
+  const history = withHistory ? v03History(optionalNonNegativeInt(params, "historyLength", "params")) : undefined;
+  return { id: requiredString(params, "id", "params"), history };
 }
 
 /** `tasks/pushNotificationConfig/set` params: a TaskPushNotificationConfig `{taskId, pushNotificationConfig}`. */
 export function decodeSetPushConfigParams(value: unknown): { taskId: string; config: PushNotificationConfig } {
   const params = expectObject(value, "params");
-  onlyKnownFields(params, "params", ["taskId", "pushNotificationConfig", "metadata"]);
   return { taskId: requiredString(params, "taskId", "params"), config: decodePushConfig(params["pushNotificationConfig"], "params.pushNotificationConfig") };
 }
 
@@ -136,7 +122,6 @@ export function decodeSetPushConfigParams(value: unknown): { taskId: string; con
  */
 export function decodePushConfigQuery(value: unknown, configId: "optional" | "required" | "none"): { taskId: string; configId?: string } {
   const params = expectObject(value, "params");
-  onlyKnownFields(params, "params", configId === "none" ? ["id", "metadata"] : ["id", "pushNotificationConfigId", "metadata"]);
   optionalObject(params, "metadata", "params");
   const taskId = requiredString(params, "id", "params");
   if (configId === "none") return { taskId };

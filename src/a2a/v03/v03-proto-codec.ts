@@ -1,6 +1,7 @@
 import { create, type DescEnum, type JsonObject } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { Artifact, Message, Part, PushNotificationConfig, StreamEvent, Task, TaskStatus } from "../../domain/a2a-types.js";
+import { pushAuthentication, type Artifact, type Message, type Part, type PushNotificationConfig, type StreamEvent, type Task, type TaskStatus } from "../../domain/a2a-types.js";
+import { wireSafeObject } from "../../domain/json-input.js";
 import { invalidParams } from "../../domain/errors.js";
 import type { A2ATaskStateValue } from "../../domain/run-status.js";
 import * as pb from "../../gen/a2a/v1/a2a_pb.js";
@@ -133,13 +134,11 @@ export function decodeMessage(msg: pb.Message | undefined, path = "message"): Me
 
 export function decodePushConfig(cfg: pb.PushNotificationConfig, path: string): PushNotificationConfig {
   if (!cfg.url) throw invalidParams(`${path}.url must be a non-empty string`, { path: `${path}.url` });
-  const auth = cfg.authentication;
-  if (auth && auth.schemes.length === 0) throw invalidParams(`${path}.authentication.schemes must not be empty`, { path: `${path}.authentication.schemes` });
   return {
     url: cfg.url,
     ...(cfg.id ? { id: cfg.id } : {}),
     ...(cfg.token ? { token: cfg.token } : {}),
-    ...(auth ? { authentication: { schemes: [...auth.schemes], ...(auth.credentials ? { credentials: auth.credentials } : {}) } } : {}),
+    ...pushAuthentication(cfg.authentication?.schemes, cfg.authentication?.credentials),
   };
 }
 
@@ -171,9 +170,9 @@ export function decodeGetTaskRequest(req: pb.GetTaskRequest): { id: string; hist
 
 // ------------------------------------------------------------------------------------------ encoding
 
-/** Domain metadata is plain JSON in practice; the round trip drops `undefined` members Struct cannot carry. */
+/** Domain metadata is plain JSON in practice; a value too deep for the wire (stored before MAX_INPUT_DEPTH) is replaced by a marker. */
 function toStruct(value: Record<string, unknown> | undefined): JsonObject | undefined {
-  return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as JsonObject);
+  return value === undefined ? undefined : (wireSafeObject(value) as JsonObject);
 }
 
 function timestampOf(iso: string) {

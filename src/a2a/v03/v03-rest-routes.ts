@@ -4,6 +4,11 @@ import {
   AgentCardSchema,
   CancelTaskRequestSchema,
   CreateTaskPushNotificationConfigRequestSchema,
+  DeleteTaskPushNotificationConfigRequestSchema,
+  GetAgentCardRequestSchema,
+  GetTaskPushNotificationConfigRequestSchema,
+  GetTaskRequestSchema,
+  ListTaskPushNotificationConfigRequestSchema,
   ListTaskPushNotificationConfigResponseSchema,
   SendMessageRequestSchema,
   SendMessageResponseSchema,
@@ -12,12 +17,12 @@ import {
   TaskSchema,
   TaskSubscriptionRequestSchema,
 } from "../../gen/a2a/v1/a2a_pb.js";
-import type { HistoryLimit } from "../task-view.js";
+import { withoutUnknownFields } from "../proto-json-unknown-fields.js";
+import { messageFromQuery } from "../query-message.js";
 import { restRoute, restStreamRoute, type RestRequest, type RestRoute } from "../version-module.js";
-import { v03History } from "./v03-json-codec.js";
 import type { V03Operations } from "./v03-operations.js";
 import { encodeAgentCard } from "./v03-card-codec.js";
-import { decodeSendRequest, encodeSendResponse, encodeStreamEvent, encodeTask, formatTaskName } from "./v03-proto-codec.js";
+import { decodeGetTaskRequest, decodeSendRequest, encodeSendResponse, encodeStreamEvent, encodeTask, formatTaskName } from "./v03-proto-codec.js";
 import { decodeCreatePushConfigRequest, encodeListPushConfigs, encodeTaskPushConfig } from "./v03-proto-push-codec.js";
 
 /**
@@ -56,7 +61,8 @@ export function v03RestRoutes(ops: V03Operations): RestRoute[] {
       methods: ["GET", "POST"],
       path: "/v1/tasks/{id}:subscribe",
       name: "tasks:subscribe",
-      decode: async (req) => (req.method === "POST" ? checkNameMatches((await readMessage(req, TaskSubscriptionRequestSchema, false)).name, id(req)) : id(req)),
+      decode: async (req) =>
+        req.method === "POST" ? checkNameMatches((await readMessage(req, TaskSubscriptionRequestSchema, false)).name, id(req)) : (messageFromQuery(TaskSubscriptionRequestSchema, req.query, { name: formatTaskName(id(req)) }), id(req)),
       operation: ops.resubscribe,
       encode: (event) => toJson(StreamResponseSchema, encodeStreamEvent(event)),
     }),
@@ -75,7 +81,8 @@ export function v03RestRoutes(ops: V03Operations): RestRoute[] {
       methods: "GET",
       path: "/v1/tasks/{id}/pushNotificationConfigs",
       name: "pushNotificationConfigs:list",
-      decode: id,
+      // Every config fits one page: pageSize and pageToken are read (and checked), not needed.
+      decode: (req) => (messageFromQuery(ListTaskPushNotificationConfigRequestSchema, req.query, { parent: formatTaskName(id(req)) }), id(req)),
       operation: ops.listPushConfigs,
       encode: (configs) => toJson(ListTaskPushNotificationConfigResponseSchema, encodeListPushConfigs(configs)),
     }),
@@ -83,7 +90,7 @@ export function v03RestRoutes(ops: V03Operations): RestRoute[] {
       methods: "GET",
       path: "/v1/tasks/{id}/pushNotificationConfigs/{configId}",
       name: "pushNotificationConfigs:get",
-      decode: (req) => ({ taskId: id(req), configId: req.params["configId"]! }),
+      decode: (req) => pushConfigRef(req, GetTaskPushNotificationConfigRequestSchema),
       operation: ops.getPushConfig,
       encode: (config) => toJson(TaskPushNotificationConfigSchema, encodeTaskPushConfig(config)),
     }),
@@ -91,7 +98,7 @@ export function v03RestRoutes(ops: V03Operations): RestRoute[] {
       methods: "DELETE",
       path: "/v1/tasks/{id}/pushNotificationConfigs/{configId}",
       name: "pushNotificationConfigs:delete",
-      decode: (req) => ({ taskId: id(req), configId: req.params["configId"]! }),
+      decode: (req) => pushConfigRef(req, DeleteTaskPushNotificationConfigRequestSchema),
       operation: ops.deletePushConfig,
       encode: () => ({}),
     }),
@@ -99,7 +106,7 @@ export function v03RestRoutes(ops: V03Operations): RestRoute[] {
       methods: "GET",
       path: "/v1/tasks/{id}",
       name: "tasks:get",
-      decode: (req) => ({ id: id(req), history: historyQuery(req) }),
+      decode: (req) => decodeGetTaskRequest(messageFromQuery(GetTaskRequestSchema, req.query, { name: formatTaskName(id(req)) })),
       operation: ops.getTask,
       encode: (task) => toJson(TaskSchema, encodeTask(task)),
     }),
@@ -107,7 +114,7 @@ export function v03RestRoutes(ops: V03Operations): RestRoute[] {
       methods: "GET",
       path: "/v1/card",
       name: "card",
-      decode: () => undefined,
+      decode: (req) => void messageFromQuery(GetAgentCardRequestSchema, req.query, {}),
       operation: ops.agentCard,
       encode: (card) => toJson(AgentCardSchema, encodeAgentCard(card)),
     }),
@@ -120,12 +127,12 @@ async function readMessage<D extends DescMessage>(req: RestRequest, schema: D, r
   const raw = await req.body();
   if (raw.length === 0 && !required) return create(schema);
   if (!required) checkJsonContentType(req);
-  return fromProtoJson(schema, parseJson(raw));
+  return fromProtoJson(schema, req.parseJson(raw) as JsonValue);
 }
 
 async function readCreatePushConfig(req: RestRequest, taskId: string) {
   checkJsonContentType(req);
-  let json = parseJson(await req.body());
+  let json = req.parseJson(await req.body()) as JsonValue;
   if (json !== null && typeof json === "object" && !Array.isArray(json) && "pushNotificationConfig" in json && !("config" in json)) json = { config: json };
   const request = fromProtoJson(CreateTaskPushNotificationConfigRequestSchema, json);
   if (request.parent) checkNameMatches(request.parent, taskId);
@@ -133,20 +140,20 @@ async function readCreatePushConfig(req: RestRequest, taskId: string) {
   return request;
 }
 
-function parseJson(raw: Buffer): JsonValue {
-  try {
-    return JSON.parse(raw.toString("utf8")) as JsonValue;
-  } catch {
-    throw new DomainError("parse-error", "Invalid JSON payload: the body is not valid JSON");
-  }
-}
-
 function fromProtoJson<D extends DescMessage>(schema: D, json: JsonValue): MessageShape<D> {
   try {
-    return fromJson(schema, json, { ignoreUnknownFields: false });
+    return fromJson(schema, withoutUnknownFields(schema, json), { ignoreUnknownFields: false });
   } catch (err) {
     throw invalidParams(`the body is not a valid ${schema.typeName} in ProtoJSON: ${err instanceof Error ? err.message : String(err)}`);
   }
+}
+
+/** The config a path names; its query may only repeat what the request message has (nothing but the path's name). */
+function pushConfigRef(req: RestRequest, schema: typeof GetTaskPushNotificationConfigRequestSchema | typeof DeleteTaskPushNotificationConfigRequestSchema): { taskId: string; configId: string } {
+  const taskId = req.params["id"]!;
+  const configId = req.params["configId"]!;
+  messageFromQuery(schema, req.query, { name: `${formatTaskName(taskId)}/pushNotificationConfigs/${configId}` });
+  return { taskId, configId };
 }
 
 /** A body that carries a resource name must name the task in the path; answers the task id. */
@@ -157,14 +164,7 @@ function checkNameMatches(name: string, id: string): string {
 
 function checkJsonContentType(req: RestRequest): void {
   if (req.mediaType !== "application/json") {
-    throw new DomainError("content-type-not-supported", `Content-Type must be application/json (got "${req.contentType}")`);
+    throw new DomainError("unsupported-media-type", `Content-Type must be application/json (got "${req.contentType}")`);
   }
 }
 
-/** `?historyLength=n`: absent or 0 = the whole history (v0.3). */
-function historyQuery(req: RestRequest): HistoryLimit {
-  const raw = req.query.get("historyLength");
-  if (raw === null || raw === "") return undefined;
-  if (!/^\d{1,9}$/.test(raw)) throw invalidParams(`historyLength must be a non-negative integer (got ${JSON.stringify(raw)})`, { path: "historyLength" });
-  return v03History(Number(raw));
-}

@@ -1,10 +1,12 @@
 import { fromJson, toJson, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
 import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { invalidParams } from "../../domain/errors.js";
+import { withoutUnknownFields } from "../proto-json-unknown-fields.js";
 
 /**
  * ProtoJSON for the A2A 1.0 JSON bindings (JSON-RPC params/results, HTTP+JSON bodies, SSE events).
- * Reading is strict: unknown fields, unknown enum names and wrong types are refused with invalid-params.
+ * Reading ignores unknown fields (A2A 1.0 §5.7); wrong types and unknown enum names are refused with
+ * invalid-params.
  * Writing follows proto3 JSON, except that repeated and map fields are always present (`[]` / `{}`), so
  * loosely typed clients can iterate `task.artifacts` or `card.skills` without a presence check.
  */
@@ -12,7 +14,7 @@ import { invalidParams } from "../../domain/errors.js";
 export function readV10<D extends DescMessage>(schema: D, json: unknown, what: string): MessageShape<D> {
   if (typeof json !== "object" || json === null || Array.isArray(json)) throw invalidParams(`${what} must be a JSON object (${schema.typeName} in ProtoJSON)`);
   try {
-    return fromJson(schema, json as JsonValue, { ignoreUnknownFields: false });
+    return fromJson(schema, withoutUnknownFields(schema, json as JsonValue), { ignoreUnknownFields: false });
   } catch (err) {
     const detail = err instanceof Error ? err.message : String(err);
     throw invalidParams(`${what} is not a valid ${schema.typeName} in ProtoJSON: ${detail}`, { type: schema.typeName });

@@ -3,6 +3,7 @@ import { EmptySchema, type Empty } from "@bufbuild/protobuf/wkt";
 import { DomainError } from "../../domain/errors.js";
 import type { StreamEvent } from "../../domain/a2a-types.js";
 import * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
+import type { Logger } from "../../observability/logger.js";
 import type { CallContext } from "../../auth/call-context.js";
 import type { TaskService, SendParams } from "../task-service.js";
 import {
@@ -23,6 +24,8 @@ export interface V10OperationsOptions {
   service: TaskService;
   /** OpenWOP RFC 0152: `returnImmediately` needs durable tasks; without them it is an unsupported operation. */
   durableTasks: boolean;
+  /** Where a task or event that cannot be encoded is reported (it is skipped, not failing other reads). */
+  logger: Logger;
 }
 
 /**
@@ -51,8 +54,18 @@ export function v10Operations(options: V10OperationsOptions) {
     return params;
   }
 
+  /** Stream events; one that cannot be encoded is logged and skipped, so the stream goes on. */
   async function* encoded(events: AsyncIterable<StreamEvent>): AsyncGenerator<pb.StreamResponse> {
-    for await (const event of events) yield encodeStreamEvent(event);
+    for await (const event of events) {
+      let response: pb.StreamResponse;
+      try {
+        response = encodeStreamEvent(event);
+      } catch (err) {
+        options.logger.error({ err, event: event.kind }, "a stream event could not be encoded for A2A 1.0; it is skipped");
+        continue;
+      }
+      yield response;
+    }
   }
 
   return {
@@ -73,7 +86,9 @@ export function v10Operations(options: V10OperationsOptions) {
 
     async listTasks(req: pb.ListTasksRequest, ctx: CallContext): Promise<pb.ListTasksResponse> {
       checkTenant(req.tenant, ctx.principal);
-      return encodeTaskPage(await service.listTasks(decodeListTasksRequest(req), ctx));
+      return encodeTaskPage(await service.listTasks(decodeListTasksRequest(req), ctx), (task, err) =>
+        options.logger.error({ err, taskId: task.id }, "a task could not be encoded for A2A 1.0 ListTasks; it is left out of the page"),
+      );
     },
 
     async cancelTask(req: pb.CancelTaskRequest, ctx: CallContext): Promise<pb.Task> {

@@ -1,7 +1,8 @@
 import { create, fromJson, toJson, type DescEnum, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
-import { timestampDate, timestampFromDate, ValueSchema, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { timestampDate, timestampFromDate, ValueSchema, type Timestamp, type Value } from "@bufbuild/protobuf/wkt";
 import type { Principal } from "../../auth/principal.js";
-import type { Artifact, Message, Part, PushNotificationConfig, StreamEvent, Task, TaskPushNotificationConfig, TaskStatus } from "../../domain/a2a-types.js";
+import { pushAuthentication, type Artifact, type Message, type Part, type PushNotificationConfig, type StreamEvent, type Task, type TaskPushNotificationConfig, type TaskStatus } from "../../domain/a2a-types.js";
+import { wireSafeObject } from "../../domain/json-input.js";
 import { DomainError, invalidParams, taskNotFound } from "../../domain/errors.js";
 import type { A2ATaskStateValue } from "../../domain/run-status.js";
 import * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
@@ -84,7 +85,7 @@ function decodePart(part: pb.Part, path: string): Part {
     case "raw":
       return { kind: "file", file: { bytes: Buffer.from(part.content.value).toString("base64"), ...file }, ...meta };
     case "data": {
-      const data = toJson(ValueSchema, part.content.value);
+      const data = jsonOfValue(part.content.value, `${path}.data`);
       if (typeof data !== "object" || data === null || Array.isArray(data)) {
         throw invalidParams(`${path}.data must be a JSON object on this agent (workflow inputs and replies are objects)`, { path: `${path}.data` });
       }
@@ -123,12 +124,11 @@ export function decodePushConfig(cfg: pb.TaskPushNotificationConfig, path: strin
     throw invalidParams(`${path}.taskId "${cfg.taskId}" does not match the task ${taskId}`, { path: `${path}.taskId` });
   }
   const auth = cfg.authentication;
-  if (auth && !auth.scheme) throw invalidParams(`${path}.authentication.scheme must be a non-empty string (e.g. "Bearer")`, { path: `${path}.authentication.scheme` });
   return {
     url: cfg.url,
     ...(cfg.id ? { id: cfg.id } : {}),
     ...(cfg.token ? { token: cfg.token } : {}),
-    ...(auth ? { authentication: { schemes: [auth.scheme], ...(auth.credentials ? { credentials: auth.credentials } : {}) } } : {}),
+    ...pushAuthentication(auth?.scheme ? [auth.scheme] : [], auth?.credentials),
     protocolVersion: "1.0",
   };
 }
@@ -178,11 +178,20 @@ function isoOfTimestamp(ts: Timestamp, path: string): string {
   return date.toISOString();
 }
 
+/** A Value from binary may be malformed (a Value with no kind anywhere inside): the caller's fault, not ours. */
+function jsonOfValue(value: Value, path: string): JsonValue {
+  try {
+    return toJson(ValueSchema, value);
+  } catch (err) {
+    throw invalidParams(`${path} is not a valid google.protobuf.Value: ${err instanceof Error ? err.message : String(err)}`, { path });
+  }
+}
+
 // ------------------------------------------------------------------------------------------ encoding
 
-/** Domain metadata is plain JSON in practice; the round trip drops `undefined` members Struct cannot carry. */
+/** Domain metadata is plain JSON in practice; a value too deep for the wire (stored before MAX_INPUT_DEPTH) is replaced by a marker. */
 function toStruct(value: Record<string, unknown> | undefined): JsonObject | undefined {
-  return value === undefined ? undefined : (JSON.parse(JSON.stringify(value)) as JsonObject);
+  return value === undefined ? undefined : (wireSafeObject(value) as JsonObject);
 }
 
 function timestampOf(iso: string): Timestamp | undefined {
@@ -285,8 +294,17 @@ export function encodeStreamEvent(event: StreamEvent): pb.StreamResponse {
   }
 }
 
-export function encodeTaskPage(page: TaskPage): pb.ListTasksResponse {
-  return create(pb.ListTasksResponseSchema, { tasks: page.tasks.map(encodeTask), nextPageToken: page.nextPageToken, pageSize: page.pageSize, totalSize: page.totalSize });
+/** A page of tasks; a task that cannot be encoded is left out and handed to `unencodable`, never failing the page. */
+export function encodeTaskPage(page: TaskPage, unencodable: (task: Task, err: unknown) => void): pb.ListTasksResponse {
+  const tasks = page.tasks.flatMap((task) => {
+    try {
+      return [encodeTask(task)];
+    } catch (err) {
+      unencodable(task, err);
+      return [];
+    }
+  });
+  return create(pb.ListTasksResponseSchema, { tasks, nextPageToken: page.nextPageToken, pageSize: page.pageSize, totalSize: page.totalSize });
 }
 
 /** The flat v1.0 config; only the first v0.3 scheme survives (wire facts §5.7 translation rules). */

@@ -1,9 +1,9 @@
-import { ScalarType, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
+import { type DescMessage, type JsonObject, type MessageShape } from "@bufbuild/protobuf";
 import { EmptySchema } from "@bufbuild/protobuf/wkt";
 import type { CallContext } from "../../auth/call-context.js";
 import { DomainError, invalidParams } from "../../domain/errors.js";
 import * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
-import { A2A_VERSION_QUERY } from "../protocol-version.js";
+import { messageFromQuery } from "../query-message.js";
 import { restRoute, restStreamRoute, type RestRequest, type RestRoute } from "../version-module.js";
 import { readV10, writeTaskPageV10, writeV10 } from "./v10-json.js";
 import type { V10Operations } from "./v10-operations.js";
@@ -78,7 +78,7 @@ export function v10RestRoutes(ops: V10Operations): RestRoute[] {
 
 /** The request message from the body or the query, with the path's parameters filled in (they must agree). */
 function decode<D extends DescMessage>(req: RestRequest, schema: D, source: Source): Promise<MessageShape<D>> | MessageShape<D> {
-  return source === "query" ? fromQuery(req, schema, req.params) : readMessage(req, schema, source === "body", req.params);
+  return source === "query" ? messageFromQuery(schema, req.query, req.params) : readMessage(req, schema, source === "body", req.params);
 }
 
 /** ProtoJSON body → message; an optional body may be empty. The path's task id and tenant are filled in (and must agree). */
@@ -87,12 +87,7 @@ async function readMessage<D extends DescMessage>(req: RestRequest, schema: D, r
   let json: JsonObject = {};
   if (raw.length > 0 || required) {
     checkJsonContentType(req);
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(raw.toString("utf8"));
-    } catch {
-      throw new DomainError("parse-error", "Invalid JSON payload: the body is not valid JSON");
-    }
+    const parsed = req.parseJson(raw);
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw invalidParams(`the body must be a JSON object (${schema.typeName} in ProtoJSON)`);
     json = parsed as JsonObject;
   }
@@ -107,32 +102,8 @@ async function readMessage<D extends DescMessage>(req: RestRequest, schema: D, r
   return readV10(schema, json, "the body");
 }
 
-/**
- * Query parameters (plus path parameters) as the request message, read like a JSON body: `?historyLength=2`,
- * `?status=TASK_STATE_WORKING`, `?includeArtifacts=true`. Unknown parameters and bad values are refused;
- * `A2A-Version` is the version selector, not a field.
- */
-function fromQuery<D extends DescMessage>(req: RestRequest, schema: D, fromPath: Params): MessageShape<D> {
-  const json: JsonObject = {};
-  for (const [name, value] of req.query) {
-    if (name.toLowerCase() === A2A_VERSION_QUERY.toLowerCase()) continue;
-    const field = schema.fields.find((f) => f.jsonName === name || f.name === name);
-    if (field && fromPath[field.jsonName] !== undefined) throw invalidParams(`query parameter "${name}" is given by the path`, { path: name });
-    if (json[name] !== undefined) throw invalidParams(`query parameter "${name}" is given more than once`, { path: name });
-    json[name] = field?.fieldKind === "scalar" && field.scalar === ScalarType.BOOL ? boolOf(name, value) : value;
-  }
-  for (const [key, value] of Object.entries(fromPath)) if (value !== undefined) json[key] = value;
-  return readV10(schema, json, "the query");
-}
-
-function boolOf(name: string, value: string): JsonValue {
-  if (value === "true") return true;
-  if (value === "false") return false;
-  throw invalidParams(`query parameter "${name}" must be true or false (got ${JSON.stringify(value)})`, { path: name });
-}
-
 function checkJsonContentType(req: RestRequest): void {
   if (!JSON_MEDIA_TYPES.includes(req.mediaType)) {
-    throw new DomainError("content-type-not-supported", `Content-Type must be application/a2a+json or application/json (got "${req.contentType}")`);
+    throw new DomainError("unsupported-media-type", `Content-Type must be application/a2a+json or application/json (got "${req.contentType}")`);
   }
 }

@@ -1,5 +1,5 @@
-import { ConnectError, type Interceptor } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { Code, ConnectError, createConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { CALLER } from "../../a2a/connect-caller.js";
 import { A2A_VERSION_HEADER, negotiateA2AVersion } from "../../a2a/protocol-version.js";
 import { versionModules, versionOfRpcService, DEFAULT_A2A_VERSION, type BoundVersions } from "../../a2a/versions.js";
@@ -7,6 +7,7 @@ import type { Authenticator } from "../../auth/api-key-authenticator.js";
 import { connectErrorOf } from "../errors/a2a-error-exits.js";
 import type { ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
+import { checkedRequestBody, resetUnreadRequestAfterTrailers } from "./rpc-request-check.js";
 
 /** Connect, gRPC and gRPC-Web paths of the registered services: `/a2a.v1.A2AService/*` (0.3), `/lf.a2a.v1.A2AService/*` (1.0). */
 const A2A_RPC_PREFIXES = versionModules().map((m) => `/${m.connectService.typeName}/`);
@@ -28,7 +29,8 @@ export interface A2AConnectHandlerOptions {
  * before any service method: it checks the `a2a-version` metadata (absent or empty = 0.3; a version we do
  * not serve answers FAILED_PRECONDITION VersionNotSupported), authenticates the caller (UNAUTHENTICATED),
  * and turns every error of the call, streamed or not, into the status and details of the service's
- * version. Unknown fields and enum names in Connect JSON are refused (INVALID_ARGUMENT).
+ * version. Request bytes are checked first (`rpc-request-check.ts`): malformed input is INVALID_ARGUMENT, and
+ * unknown fields in Connect JSON are ignored, as binary protobuf does.
  */
 export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req: HttpRequest, res: HttpResponse) => void {
   const { authenticator, report } = options;
@@ -46,18 +48,37 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
       throw fail(err);
     }
   };
-  return connectNodeAdapter({
-    routes: (router) => {
-      for (const bindings of options.versions.values()) bindings.connect(router);
-    },
+  const router = createConnectRouter({
     interceptors: [guard],
     grpc: true,
     grpcWeb: true,
     connect: true,
     readMaxBytes: options.maxBodyBytes,
     shutdownSignal: options.shutdownSignal,
+    // Strict: unknown fields are already dropped (and non-UTF-8 bodies refused) by the body check.
     jsonOptions: { ignoreUnknownFields: false },
+    acceptCompression: [compressionGzip, compressionBrotli],
   });
+  for (const bindings of options.versions.values()) bindings.connect(router);
+  const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  // connectNodeAdapter's loop, with the request body checked first (rpc-request-check.ts).
+  return (req, res) => {
+    const handler = handlers.get(req.url?.split("?", 2)[0] ?? "");
+    if (!handler) {
+      res.writeHead(404).end();
+      return;
+    }
+    resetUnreadRequestAfterTrailers(req);
+    const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
+    // A JSON body may come back shorter (unknown fields dropped), so its declared length no longer holds.
+    if (uReq.header.get("content-type")?.includes("json")) uReq.header.delete("content-length");
+    const checked = { ...uReq, body: checkedRequestBody(uReq.body as AsyncIterable<Uint8Array>, { contentType: uReq.header.get("content-type") ?? "", header: uReq.header, input: handler.method.input, maxBytes: options.maxBodyBytes }) };
+    handler(checked)
+      .then((uRes) => universalResponseToNodeResponse(uRes, res))
+      .catch((err: unknown) => {
+        if (ConnectError.from(err).code !== Code.Aborted) report(err, { rpc: handler.method.name });
+      });
+  };
 }
 
 async function* mapStreamErrors<T>(messages: AsyncIterable<T>, fail: (err: unknown) => Error): AsyncGenerator<T> {

@@ -15,6 +15,7 @@ export interface ConsoleRoutesOptions {
   push: ConsolePush;
   report: ReportError;
   maxBodyBytes: number;
+  maxInputDepth: number;
   /** The folder of index.html, console.js and console.css. */
   assetsDir: string;
   keepaliveMs?: number;
@@ -26,7 +27,7 @@ export interface ConsoleRoutesOptions {
  * answered by the page through the signed-token API (POST /v1/interrupts/{token}), nothing console-specific.
  */
 export function addConsoleRoutes(router: HttpRouter, options: ConsoleRoutesOptions): void {
-  const { operations, push, maxBodyBytes } = options;
+  const { operations, push } = options;
   addConsoleAssetRoutes(router, options.assetsDir);
 
   router.add("GET", "/console/api/machine", async (_req, res, _params, ctx) => {
@@ -62,7 +63,7 @@ export function addConsoleRoutes(router: HttpRouter, options: ConsoleRoutesOptio
   });
 
   router.add("POST", "/console/api/tasks/{taskId}/cancel", async (req, res, { taskId }, ctx) => {
-    const body = await readJsonObject(req, maxBodyBytes, { optional: true });
+    const body = await readJsonObject(req, options, { optional: true });
     if (body) onlyKnownFields(body, "body", ["reason"]);
     sendJson(res, 202, await operations.cancel(taskId!, body ? optionalString(body, "reason", "body") : undefined, ctx));
   });

@@ -2,6 +2,7 @@ import type { CallContext } from "../../auth/call-context.js";
 import { a2aVersionOf, type A2AVersion } from "../../a2a/protocol-version.js";
 import { DEFAULT_A2A_VERSION, versionModule, versionOfJsonRpcMethod, type BoundVersions } from "../../a2a/versions.js";
 import { DomainError } from "../../domain/errors.js";
+import { parseJsonBody } from "../../domain/json-input.js";
 import { isObject } from "../../domain/json-shape.js";
 import { jsonRpcErrorBody, type JsonRpcId } from "../errors/a2a-error-exits.js";
 import type { ReportError } from "../errors/wire-error.js";
@@ -16,6 +17,8 @@ export interface JsonRpcEndpointOptions {
   versions: BoundVersions;
   report: ReportError;
   maxBodyBytes: number;
+  /** MAX_INPUT_DEPTH: a body nested deeper is refused (-32602) before anything runs. */
+  maxInputDepth: number;
   /** Extension URIs this agent supports; requested ones among them are echoed back as activated. */
   supportedExtensions: string[];
 }
@@ -39,7 +42,7 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
       return;
     }
     if (!JSON_MEDIA_TYPES.includes(mediaTypeOf(req))) {
-      fail(415, legacy, null, new DomainError("invalid-request", `Content-Type must be application/json or application/a2a+json (got "${req.headers["content-type"] ?? ""}")`));
+      fail(415, legacy, null, new DomainError("unsupported-media-type", `Content-Type must be application/json or application/a2a+json (got "${req.headers["content-type"] ?? ""}")`));
       return;
     }
     let body: Buffer;
@@ -51,9 +54,9 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
     }
     let request: unknown;
     try {
-      request = JSON.parse(body.toString("utf8"));
-    } catch {
-      fail(200, legacy, null, new DomainError("parse-error", "Invalid JSON payload: the body is not valid JSON"));
+      request = parseJsonBody(body, options.maxInputDepth);
+    } catch (err) {
+      fail(200, legacy, null, err);
       return;
     }
     const envelope = checkEnvelope(request);
@@ -110,10 +113,11 @@ function checkEnvelope(request: unknown): Envelope {
   if (Array.isArray(request)) return { id: null, error: new DomainError("invalid-request", "Request payload validation error: batch requests are not supported") };
   if (!isObject(request)) return { id: null, error: new DomainError("invalid-request", "Request payload validation error: the request must be a JSON object") };
   const rawId = request["id"];
-  const idValid = typeof rawId === "string" || (typeof rawId === "number" && Number.isFinite(rawId)) || rawId === null;
-  const id: JsonRpcId = idValid ? (rawId as JsonRpcId) : null;
+  // A request without `id` is answered as if its id were null, as the reference SDKs do (they never treat
+  // a request as a notification), so a caller that forgot the id still learns what happened.
+  const idValid = rawId === undefined || typeof rawId === "string" || (typeof rawId === "number" && Number.isFinite(rawId)) || rawId === null;
+  const id: JsonRpcId = idValid ? ((rawId ?? null) as JsonRpcId) : null;
   if (request["jsonrpc"] !== "2.0") return { id, error: new DomainError("invalid-request", `Request payload validation error: "jsonrpc" must be "2.0"`) };
-  if (!("id" in request)) return { id: null, error: new DomainError("invalid-request", `Request payload validation error: "id" is required (notifications are not supported)`) };
   if (!idValid) return { id: null, error: new DomainError("invalid-request", `Request payload validation error: "id" must be a string, a number or null`) };
   if (typeof request["method"] !== "string" || request["method"].length === 0) {
     return { id, error: new DomainError("invalid-request", `Request payload validation error: "method" must be a non-empty string`) };

@@ -1,4 +1,5 @@
 import { a2aVersionOf, type A2AVersion } from "../../a2a/protocol-version.js";
+import { parseJsonBody } from "../../domain/json-input.js";
 import type { RestRequest, RestRoute } from "../../a2a/version-module.js";
 import { versionModule, type BoundVersions } from "../../a2a/versions.js";
 import { httpJsonError } from "../errors/a2a-error-exits.js";
@@ -10,6 +11,7 @@ export interface A2ARestRouterOptions {
   versions: BoundVersions;
   report: ReportError;
   maxBodyBytes: number;
+  maxInputDepth: number;
 }
 
 /**
@@ -32,7 +34,7 @@ function handlerOf(version: A2AVersion, route: RestRoute, options: A2ARestRouter
   const mediaType = versionModule(version).restMediaType;
   return async (req, res, params, ctx) => {
     a2aVersionOf(req); // an A2A-Version we do not serve: 400 VersionNotSupported
-    const request = restRequestOf(req, params, options.maxBodyBytes);
+    const request = restRequestOf(req, params, options);
     if (route.kind === "unary") {
       const body = await (route.run(request, ctx) as Promise<unknown>);
       sendJson(res, route.status ?? 200, body, { "content-type": mediaType });
@@ -55,13 +57,14 @@ export function sendA2ARestError(res: HttpResponse, version: A2AVersion, err: un
   sendJson(res, status, body, { "content-type": contentType, ...headers });
 }
 
-function restRequestOf(req: HttpRequest, params: Record<string, string>, maxBodyBytes: number): RestRequest {
+function restRequestOf(req: HttpRequest, params: Record<string, string>, limits: { maxBodyBytes: number; maxInputDepth: number }): RestRequest {
   return {
     method: req.method ?? "GET",
     params,
     query: new URL(req.url ?? "/", "http://host").searchParams,
     mediaType: mediaTypeOf(req),
     contentType: String(req.headers["content-type"] ?? ""),
-    body: () => readBody(req, maxBodyBytes),
+    body: () => readBody(req, limits.maxBodyBytes),
+    parseJson: (raw) => parseJsonBody(raw, limits.maxInputDepth),
   };
 }

@@ -13,6 +13,7 @@ export interface ConformanceSeamOptions {
   /** The egress guard push configs are registered under (push's own check); throws invalid params naming the arm. */
   checkPushUrl(url: string, path: string): Promise<void>;
   maxBodyBytes: number;
+  maxInputDepth: number;
   /** How long `tasks/start` waits for the run to reach its gate. */
   startTimeoutMs?: number;
 }
@@ -30,10 +31,10 @@ export const SEAM_PREFIX = "/v1/host/sample/a2a/tasks";
  * Mounted only when CONFORMANCE_SEAMS is on.
  */
 export function addConformanceSeamRoutes(router: HttpRouter, options: ConformanceSeamOptions): void {
-  const { service, runs, maxBodyBytes } = options;
+  const { service, runs } = options;
 
   router.add("POST", `${SEAM_PREFIX}/start`, async (req, res, _params, ctx) => {
-    const body = (await readJsonObject(req, maxBodyBytes))!;
+    const body = (await readJsonObject(req, options))!;
     const name = requiredString(body, "scenario", "body");
     const scenario = SCENARIOS[name];
     if (!scenario || !Object.hasOwn(SCENARIOS, name)) {
@@ -53,7 +54,7 @@ export function addConformanceSeamRoutes(router: HttpRouter, options: Conformanc
   });
 
   router.add("POST", `${SEAM_PREFIX}/push-config`, async (req, res, _params, ctx) => {
-    const body = (await readJsonObject(req, maxBodyBytes))!;
+    const body = (await readJsonObject(req, options))!;
     // The URL is judged before the task is looked up: an unknown task must not turn an unsafe URL into a 404.
     const url = requiredString(body, "url", "body");
     await options.checkPushUrl(url, "body.url");

@@ -7,6 +7,7 @@ import { readJsonObject } from "./openwop-request.js";
 export interface OpenwopInterruptRoutesOptions {
   interrupts: RunInterrupts;
   maxBodyBytes: number;
+  maxInputDepth: number;
 }
 
 /**
@@ -14,14 +15,14 @@ export interface OpenwopInterruptRoutesOptions {
  * ignore the caller's principal; the run's own tenant applies, and `decidedBy` is `token:<interruptId>`.
  */
 export function addOpenwopInterruptRoutes(router: HttpRouter, options: OpenwopInterruptRoutesOptions): void {
-  const { interrupts, maxBodyBytes } = options;
+  const { interrupts } = options;
 
   router.add("GET", "/v1/interrupts/{token}", async (_req, res, { token }) => {
     sendJson(res, 200, await interrupts.inspect(token!), { "cache-control": "no-store" });
   });
 
   router.add("POST", "/v1/interrupts/{token}", async (req, res, { token }) => {
-    const resumeValue = resumeValueOf((await readJsonObject(req, maxBodyBytes))!);
+    const resumeValue = resumeValueOf((await readJsonObject(req, options))!);
     sendJson(res, 200, await interrupts.resolveWithToken(token!, resumeValue), { "cache-control": "no-store" });
   });
 }

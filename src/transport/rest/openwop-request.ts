@@ -1,4 +1,5 @@
 import { DomainError, invalidParams } from "../../domain/errors.js";
+import { parseJsonBody } from "../../domain/json-input.js";
 import { isObject, type JsonObject } from "../../domain/json-shape.js";
 import { mediaTypeOf, readBody, type HttpRequest } from "../http-io.js";
 
@@ -6,23 +7,24 @@ import { mediaTypeOf, readBody, type HttpRequest } from "../http-io.js";
  * Request decoding shared by the OpenWOP REST routes: JSON bodies (415 for another media type, 413 over the
  * limit, 400 for bad JSON) and integer query parameters, each refused with a message naming what is wrong.
  */
-export async function readJsonObject(req: HttpRequest, maxBodyBytes: number, options: { optional?: boolean } = {}): Promise<JsonObject | undefined> {
+/** Bounds of a request body: bytes (MAX_BODY_BYTES) and nesting (MAX_INPUT_DEPTH). */
+export interface BodyLimits {
+  maxBodyBytes: number;
+  maxInputDepth: number;
+}
+
+export async function readJsonObject(req: HttpRequest, limits: BodyLimits, options: { optional?: boolean } = {}): Promise<JsonObject | undefined> {
   const declared = req.headers["content-length"];
   const chunked = req.headers["transfer-encoding"] !== undefined;
   const mayHaveBody = chunked || (declared !== undefined && declared !== "0");
   if (mayHaveBody || !options.optional) checkJsonMediaType(req);
-  const raw = await readBody(req, maxBodyBytes);
+  const raw = await readBody(req, limits.maxBodyBytes);
   if (raw.length === 0) {
     if (options.optional) return undefined;
     throw invalidParams("a JSON object body is required");
   }
   if (!mayHaveBody) checkJsonMediaType(req);
-  let value: unknown;
-  try {
-    value = JSON.parse(raw.toString("utf8"));
-  } catch {
-    throw new DomainError("parse-error", "the body is not valid JSON");
-  }
+  const value = parseJsonBody(raw, limits.maxInputDepth);
   if (!isObject(value)) throw invalidParams("the body must be a JSON object");
   return value;
 }
@@ -30,7 +32,7 @@ export async function readJsonObject(req: HttpRequest, maxBodyBytes: number, opt
 function checkJsonMediaType(req: HttpRequest): void {
   const type = mediaTypeOf(req);
   if (type !== "application/json" && !/^application\/[a-z0-9.+-]*\+json$/.test(type)) {
-    throw new DomainError("content-type-not-supported", `Content-Type must be application/json (got "${req.headers["content-type"] ?? ""}")`, {
+    throw new DomainError("unsupported-media-type", `Content-Type must be application/json (got "${req.headers["content-type"] ?? ""}")`, {
       contentType: req.headers["content-type"] ?? null,
     });
   }

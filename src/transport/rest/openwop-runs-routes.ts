@@ -15,6 +15,7 @@ export interface OpenwopRunsRoutesOptions {
   interrupts: RunInterrupts;
   report: ReportError;
   maxBodyBytes: number;
+  maxInputDepth: number;
   /** SSE keepalive comment interval (the spec asks for at least one every 30 s). */
   keepaliveMs?: number;
 }
@@ -35,11 +36,11 @@ const POLL_MAX_LIMIT = 1000;
  * Errors are thrown and answered by the app's handler as `{error, message, details?}`.
  */
 export function addOpenwopRunsRoutes(router: HttpRouter, options: OpenwopRunsRoutesOptions): void {
-  const { runs, feed, interrupts, maxBodyBytes } = options;
+  const { runs, feed, interrupts } = options;
 
   router.add("POST", "/v1/runs", async (req, res, _params, ctx) => {
     const idempotencyKey = idempotencyKeyOf(req);
-    const request = decodeStartRun((await readJsonObject(req, maxBodyBytes))!);
+    const request = decodeStartRun((await readJsonObject(req, options))!);
     const result = await runs.startRun(request, ctx, idempotencyKey);
     sendJson(res, result.status, result.body, { location: result.body.statusUrl, ...(result.replayed ? { [IDEMPOTENT_REPLAY_HEADER]: "true" } : {}) });
   });
@@ -62,7 +63,7 @@ export function addOpenwopRunsRoutes(router: HttpRouter, options: OpenwopRunsRou
   });
 
   router.add("POST", "/v1/runs/{runId}/cancel", async (req, res, { runId }, ctx) => {
-    const body = await readJsonObject(req, maxBodyBytes, { optional: true });
+    const body = await readJsonObject(req, options, { optional: true });
     if (body) onlyKnownFields(body, "body", ["reason"]);
     const reason = body ? optionalString(body, "reason", "body") : undefined;
     // 200 with the run as the cancel left it: `cancelling` until the engine has stopped it, then `cancelled`.
@@ -71,7 +72,7 @@ export function addOpenwopRunsRoutes(router: HttpRouter, options: OpenwopRunsRou
   });
 
   router.add("POST", "/v1/runs/{runId}/interrupts/{nodeId}", async (req, res, { runId, nodeId }, ctx) => {
-    const resumeValue = resumeValueOf((await readJsonObject(req, maxBodyBytes))!);
+    const resumeValue = resumeValueOf((await readJsonObject(req, options))!);
     const record = await interrupts.resolveAtNode(runId!, nodeId!, resumeValue, ctx);
     sendJson(res, 200, runs.snapshotOf(record, ctx.principal));
   });

@@ -1,0 +1,128 @@
+import { fromBinary, type DescMessage, type JsonValue } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { constants as h2 } from "node:http2";
+import { withoutUnknownFields } from "../../a2a/proto-json-unknown-fields.js";
+import type { HttpRequest } from "../http-io.js";
+
+/**
+ * The request bytes of every RPC protocol, checked (and, for JSON, cleaned) before connect-es reads them:
+ * - Malformed bytes are the caller's fault, so they answer INVALID_ARGUMENT. connect-es answers some of them
+ *   INTERNAL (binary that does not parse: "parse binary"; a frame with the compressed flag but no
+ *   `grpc-encoding`: "received compressed envelope"), and it parses before any interceptor runs. A failed
+ *   check ends the body with a ConnectError, which connect answers with that code in the protocol's shape.
+ * - JSON that is not UTF-8 is refused rather than decoded lossily; unknown JSON fields are dropped (A2A 1.0
+ *   §5.7, as binary protobuf skips unknown fields), so connect's strict reader still refuses wrong types and
+ *   unknown enum names.
+ * Every A2A rpc takes exactly one request message, so reading it whole first changes nothing.
+ */
+export function checkedRequestBody(body: AsyncIterable<Uint8Array>, request: RpcRequest): AsyncIterable<Uint8Array> {
+  return {
+    async *[Symbol.asyncIterator]() {
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      const iterator = body[Symbol.asyncIterator]();
+      for (let step = await iterator.next(); !step.done; step = await iterator.next()) {
+        chunks.push(step.value);
+        size += step.value.byteLength;
+        // Larger than any message we take: connect answers RESOURCE_EXHAUSTED from the frame header, unbuffered.
+        if (size > request.maxBytes + ENVELOPE_HEADER) {
+          yield* chunks;
+          for (let rest = await iterator.next(); !rest.done; rest = await iterator.next()) yield rest.value;
+          return;
+        }
+      }
+      yield checkRequestBytes(Buffer.concat(chunks), request);
+    },
+  };
+}
+
+export interface RpcRequest {
+  contentType: string;
+  header: Headers;
+  input: DescMessage;
+  maxBytes: number;
+}
+
+const ENVELOPE_HEADER = 5;
+const COMPRESSED_FLAG = 0b1;
+const END_STREAM_FLAG = 0b10;
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+function checkRequestBytes(bytes: Buffer, request: RpcRequest): Buffer {
+  const type = request.contentType.split(";")[0]!.trim().toLowerCase();
+  const json = type.endsWith("json");
+  if (type === "application/proto" || type === "application/json") {
+    // Connect unary: the body is the message (decompressed by connect when Content-Encoding says so).
+    const encoding = request.header.get("content-encoding");
+    return encoding && encoding !== "identity" ? bytes : checkMessage(bytes, request.input, json);
+  }
+  if (!/^application\/(grpc|grpc-web|connect)(\+|$)/.test(type)) return bytes;
+  const encoding = request.header.get(type.startsWith("application/connect") ? "connect-content-encoding" : "grpc-encoding");
+  const compressed = encoding !== null && encoding !== "identity";
+  const frames: Buffer[] = [];
+  let offset = 0;
+  while (offset + ENVELOPE_HEADER <= bytes.length) {
+    const flags = bytes[offset]!;
+    const length = bytes.readUInt32BE(offset + 1);
+    const payload = bytes.subarray(offset + ENVELOPE_HEADER, offset + ENVELOPE_HEADER + length);
+    if (payload.length < length) break; // a truncated frame: connect answers it (INVALID_ARGUMENT)
+    if (flags & COMPRESSED_FLAG && !compressed) {
+      throw new ConnectError("the request frame has the compressed flag set, but the request names no encoding (grpc-encoding)", Code.InvalidArgument);
+    }
+    const plain = !(flags & COMPRESSED_FLAG) && !(flags & END_STREAM_FLAG);
+    frames.push(plain ? envelope(flags, checkMessage(payload, request.input, json)) : bytes.subarray(offset, offset + ENVELOPE_HEADER + length));
+    offset += ENVELOPE_HEADER + length;
+  }
+  frames.push(bytes.subarray(offset));
+  return Buffer.concat(frames);
+}
+
+function envelope(flags: number, payload: Buffer): Buffer {
+  const header = Buffer.alloc(ENVELOPE_HEADER);
+  header[0] = flags;
+  header.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([header, payload]);
+}
+
+/** Binary: it must parse. JSON: strict UTF-8, unknown fields dropped; JSON syntax is left to connect. */
+function checkMessage(bytes: Buffer, input: DescMessage, json: boolean): Buffer {
+  if (!json) {
+    try {
+      fromBinary(input, bytes);
+    } catch (err) {
+      throw new ConnectError(`the request is not a valid ${input.typeName} in protobuf binary: ${err instanceof Error ? err.message : String(err)}`, Code.InvalidArgument);
+    }
+    return bytes;
+  }
+  let text: string;
+  try {
+    text = strictUtf8.decode(bytes);
+  } catch {
+    throw new ConnectError("the request body is not valid UTF-8", Code.InvalidArgument);
+  }
+  let value: JsonValue;
+  try {
+    value = JSON.parse(text) as JsonValue;
+  } catch {
+    return bytes;
+  }
+  return Buffer.from(JSON.stringify(withoutUnknownFields(input, value)));
+}
+
+/**
+ * A gRPC answer sent before the request body was read to its end (an oversized message: RESOURCE_EXHAUSTED
+ * from the frame header) also resets the request side with NO_ERROR (RFC 9113 §8.1). Node does that itself
+ * only for responses without trailers whose request was never read; otherwise the stream stays half-closed:
+ * nobody reads the rest, so its flow-control window never reopens, the caller can never finish sending, and a
+ * client whose call ends only when its send side does waits for its deadline although the status was sent.
+ */
+export function resetUnreadRequestAfterTrailers(req: HttpRequest): void {
+  if (!("stream" in req)) return;
+  const stream = req.stream;
+  const resetIfUnread = () => {
+    if (!req.complete && !stream.closed && !stream.destroyed) stream.close(h2.NGHTTP2_NO_ERROR);
+  };
+  // After the trailers are on their way: a reset in the same turn would overtake them, and the caller would
+  // get no status at all.
+  stream.on("wantTrailers", () => setImmediate(resetIfUnread));
+}
