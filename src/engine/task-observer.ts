@@ -1,5 +1,6 @@
 import { DomainError } from "../domain/errors.js";
 import { isTerminalRunStatus, TERMINAL_RUN_EVENT_TYPES } from "../domain/run-status.js";
+import type { CommitFeed, CommitNotice } from "../store/commit-feed.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { RunEvent, TaskRecord } from "../store/task-store.js";
 import { SubscriptionQueue } from "./subscription-queue.js";
@@ -8,6 +9,8 @@ import type { TransitionHook } from "./transition-hook.js";
 export interface TaskObserverOptions {
   reads: TaskReadPort;
   hook: TransitionHook;
+  /** Commits made by other instances on the same database (none on the memory store). */
+  feed?: CommitFeed | undefined;
   /** Commits a follower may fall behind by before it is dropped (or, with `onOverflow: "catch-up"`, re-reads the store). */
   maxBuffered: number;
   /** Events per store read. */
@@ -32,6 +35,14 @@ export interface FollowOptions {
    */
   onOverflow: "drop" | "catch-up";
 }
+
+/** A queue item saying "the feed saw a commit; read the store". */
+const NOTICED = "noticed" as const;
+/** A noticed event the head does not cover yet (its commit is between its two writes) is re-read this often, doubling. */
+const RECHECK_FIRST_MS = 5;
+const RECHECK_MAX_MS = 500;
+/** After this many re-reads the event is taken for an orphan of a dead commit; its successor will be noticed. */
+const RECHECK_LIMIT = 10;
 
 /**
  * Watching a task's commits: the transition hook says that something was committed (and hands the events
@@ -79,8 +90,25 @@ export class TaskObserver {
    */
   async *follow(task: Pick<TaskRecord, "taskId" | "status">, fromSequence: number, options: FollowOptions): AsyncGenerator<RunEvent> {
     const { taskId } = task;
-    const queue = new SubscriptionQueue<RunEvent[]>(this.options.maxBuffered);
+    const queue = new SubscriptionQueue<RunEvent[] | typeof NOTICED>(this.options.maxBuffered);
     const unsubscribe = this.options.hook.onTask(taskId, ({ events }) => queue.push(events));
+    // Another instance's commits: one pending notice at a time, and none for what was already yielded.
+    let noticePending = false;
+    let noticedUpTo = -1;
+    let rechecks = 0;
+    let recheck: NodeJS.Timeout | undefined;
+    const wake = () => {
+      if (noticePending) return;
+      noticePending = true;
+      queue.push(NOTICED);
+    };
+    const unfeed = this.options.feed?.onTask(taskId, (notice: CommitNotice) => {
+      if (notice.sequence !== undefined) {
+        if (notice.sequence < next) return;
+        noticedUpTo = Math.max(noticedUpTo, notice.sequence);
+      }
+      wake();
+    });
     const onAbort = () => queue.close();
     options.signal?.addEventListener("abort", onAbort, { once: true });
     let next = fromSequence;
@@ -117,17 +145,28 @@ export class TaskObserver {
       // A task that had already ended has nothing more to come after its log.
       if (ended || isTerminalRunStatus(task.status)) return;
       for (;;) {
-        let batch: RunEvent[] | undefined;
+        let batch: RunEvent[] | typeof NOTICED | undefined;
         try {
           batch = await queue.next();
         } catch (err) {
           if (!(err instanceof DomainError) || !queue.overflowed || options.onOverflow === "drop") throw err;
           queue.resume();
+          noticePending = false;
           yield* catchUp();
           if (ended) return;
           continue;
         }
         if (!batch) return;
+        if (batch === NOTICED) {
+          noticePending = false;
+          yield* catchUp();
+          if (ended) return;
+          // The store trusts only events the head covers: read again shortly until it moves.
+          if (noticedUpTo >= next && rechecks < RECHECK_LIMIT) {
+            recheck = setTimeout(wake, Math.min(RECHECK_FIRST_MS * 2 ** rechecks++, RECHECK_MAX_MS));
+          } else if (noticedUpTo < next) rechecks = 0;
+          continue;
+        }
         const first = batch[0];
         if (first && first.sequence > next) yield* catchUp(first.sequence);
         if (ended) return;
@@ -136,6 +175,8 @@ export class TaskObserver {
       }
     } finally {
       unsubscribe();
+      unfeed?.();
+      clearTimeout(recheck);
       options.signal?.removeEventListener("abort", onAbort);
     }
   }

@@ -1,3 +1,5 @@
+import type { CommitFeed, CommitFeedSettings } from "./commit-feed.js";
+import { openMongoCommitFeed } from "./change-stream-commit-feed.js";
 import { randomUUID } from "node:crypto";
 import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db, type Filter, type MongoClient, type WriteError } from "mongodb";
 import { RUNNABLE_RUN_STATUSES, TERMINAL_RUN_STATUSES } from "../domain/run-status.js";
@@ -187,6 +189,10 @@ export class MongoTaskStore implements TaskStore {
       .limit(limit)
       .toArray();
     return docs.map((d) => d._id);
+  }
+
+  openCommitFeed(settings: CommitFeedSettings, onError: (err: unknown) => void): Promise<CommitFeed> {
+    return openMongoCommitFeed(this.db, settings, onError);
   }
 
   async close(): Promise<void> {
