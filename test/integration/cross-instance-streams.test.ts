@@ -11,7 +11,7 @@ import { startTestApp, type TestApp } from "../support/start-server.js";
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 const WORKFLOWS_DIR = new URL("../fixtures/fanout-workflows", import.meta.url).pathname;
 
-for (const feed of ["poll"] as const) {
+for (const feed of ["change-stream", "poll"] as const) {
   describe(`a stream on instance B follows commits made on instance A (COMMIT_FEED=${feed})`, () => {
     const dbName = `fanout_${feed.replace("-", "_")}_${randomUUID().slice(0, 8)}`;
     const clients: MongoClient[] = [];
