@@ -8,7 +8,7 @@ import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
 import { readSse } from "../support/sse.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 
-type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Obj = Record<string, any>;  
 const WORKFLOWS_DIR = new URL("../fixtures/fanout-workflows", import.meta.url).pathname;
 
 for (const feed of ["change-stream", "poll"] as const) {

@@ -1,7 +1,8 @@
 // Change streams on the wire-protocol test server, through the real driver: `$changeStream`
 // aggregate, awaitData getMore, resume tokens. Runs against a server started here and against the
 // run's backend (with MONGODB_URI pointing at a replica set, that shows mongod behaves the same).
-import { Long, MongoClient, type ChangeStreamDocument, type Db, type Document } from "mongodb";
+import type { Long} from "mongodb";
+import { MongoClient, type ChangeStreamDocument, type Db, type Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { testDbName } from "./mongo.js";
 import { startMongoWireServer, type MongoWireServer } from "./mongo-wire-server/server.js";

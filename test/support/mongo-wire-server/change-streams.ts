@@ -28,7 +28,10 @@ export class ChangeStreamCursors {
   private readonly open = new Map<string, StreamCursor>();
   private closed = false;
 
-  constructor(private readonly log: ChangeLog) {}
+  constructor(
+    private readonly log: ChangeLog,
+    private readonly enabled: boolean,
+  ) {}
 
   owns(id: unknown): boolean {
     return id instanceof BSON.Long && this.open.has(id.toString());
@@ -36,6 +39,7 @@ export class ChangeStreamCursors {
 
   /** aggregate {pipeline: [{$changeStream: {...}}, ...]} on `coll`: opens the cursor and answers the first batch. */
   aggregate(command: Doc, context: CommandContext, coll: string): Doc {
+    if (!this.enabled) fail(40573, "The $changeStream stage is only supported on replica sets");
     const [first, ...rest] = command.pipeline as unknown[];
     const spec = isDocument(first) ? first.$changeStream : undefined;
     if (!isDocument(spec)) fail(ErrorCode.TypeMismatch, `the $changeStream stage must be an object, not ${bsonTypeName(spec)}`);
@@ -72,7 +76,10 @@ export class ChangeStreamCursors {
   }
 
   kill(id: BSON.Long): boolean {
-    return this.open.delete(id.toString());
+    const killed = this.open.delete(id.toString());
+    // A getMore waiting on this cursor answers now (CursorNotFound), as mongod interrupts it.
+    if (killed) this.log.wakeAll();
+    return killed;
   }
 
   clear(): void {

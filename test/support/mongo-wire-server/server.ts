@@ -25,6 +25,8 @@ export interface MongoWireServerOptions {
   host?: string;
   /** How often expired TTL documents are deleted (mongod: 60 s; default here: 1 s). */
   ttlMonitorIntervalMs?: number;
+  /** false: refuse `$changeStream` as a standalone mongod does (default true, as a replica set). */
+  changeStreams?: boolean;
   /** Where protocol problems and internal errors are reported (default: stderr). */
   log?: (line: string) => void;
 }
@@ -42,7 +44,7 @@ export async function startMongoWireServer(options: MongoWireServerOptions = {})
   const log = options.log ?? ((line: string) => process.stderr.write(`[mongo-wire-server] ${line}\n`));
   const store = new Store();
   const cursors = new CursorManager();
-  const changeStreams = new ChangeStreamCursors(store.changes);
+  const changeStreams = new ChangeStreamCursors(store.changes, options.changeStreams ?? true);
   const ttl = new TtlMonitor(store, options.ttlMonitorIntervalMs ?? 1000, (error) => log(`TTL monitor error: ${describeError(error)}`));
   const sockets = new Set<net.Socket>();
   let totalConnections = 0;
