@@ -7,7 +7,7 @@ import { SubscriptionQueue } from "./subscription-queue.js";
 import type { TransitionHook } from "./transition-hook.js";
 
 export interface TaskObserverOptions {
-  reads: TaskReadPort;
+  reads: Pick<TaskReadPort, "get" | "readEvents">;
   hook: TransitionHook;
   /** Commits made by other instances on the same database (none on the memory store). */
   feed?: CommitFeed | undefined;

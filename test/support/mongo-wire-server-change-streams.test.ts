@@ -2,7 +2,7 @@
 // aggregate, awaitData getMore, resume tokens. Runs against a server started here and against the
 // run's backend (with MONGODB_URI pointing at a replica set, that shows mongod behaves the same).
 import type { Long} from "mongodb";
-import { MongoClient, type ChangeStreamDocument, type Db, type Document } from "mongodb";
+import { MongoClient, type ChangeStreamDocument, type ChangeStreamInsertDocument, type Db, type Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { testDbName } from "./mongo.js";
 import { startMongoWireServer, type MongoWireServer } from "./mongo-wire-server/server.js";
@@ -39,7 +39,7 @@ describe.each(backends)("change streams on %s", (_name, uri) => {
       expect(await stream.tryNext()).toBeNull(); // opened: nothing happened since
       const next = stream.next();
       await coll.insertOne({ _id: "a" as unknown as Document["_id"], n: 1 });
-      const change = (await next) as ChangeStreamDocument<Document> & { fullDocument: Document };
+      const change = (await next) as ChangeStreamInsertDocument<Document>;
       expect(change.operationType).toBe("insert");
       expect(change.ns).toEqual({ db: db.databaseName, coll: "seen" });
       expect(change.documentKey).toEqual({ _id: "a" });
