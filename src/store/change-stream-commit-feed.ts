@@ -1,4 +1,4 @@
-import { MongoServerError, type ChangeStream, type Db, type Document, type ResumeToken } from "mongodb";
+import { MongoExpiredSessionError, MongoNotConnectedError, MongoServerError, MongoTopologyClosedError, type ChangeStream, type Db, type Document, type ResumeToken } from "mongodb";
 import { CommitFanout, PollingCommitFeed, type CommitFeed, type CommitFeedSettings, type CommitNoticeListener } from "./commit-feed.js";
 
 const EVENTS = "task_events";
@@ -49,9 +49,11 @@ export class ChangeStreamCommitFeed implements CommitFeed {
           if (typeof taskId === "string" && typeof sequence === "number") this.fanout.publish({ taskId, sequence });
         }
       } catch (err) {
+        // The store's client was closed under the feed: nothing left to watch.
+        if (err instanceof MongoTopologyClosedError || err instanceof MongoNotConnectedError || err instanceof MongoExpiredSessionError) this.closed = true;
         if (!this.closed) {
           this.onError(err);
-          await new Promise((r) => setTimeout(r, RESTART_DELAY_MS));
+          await new Promise((r) => setTimeout(r, RESTART_DELAY_MS).unref());
         }
       } finally {
         if (stream.resumeToken) this.resumeToken = stream.resumeToken;

@@ -74,6 +74,8 @@ export class MongoTaskStore implements TaskStore {
   private readonly group = new GroupCommit<Write>((batch) => (this.oneCommand ? this.oneCommand.write(batch) : this.writeBatch(batch)));
   /** Set by init() when the server runs the client-level bulkWrite command (MongoDB >= 8.0). */
   private oneCommand: OneCommandBatch | undefined;
+  /** Commit feeds opened on this store's client, closed with it. */
+  private readonly feeds = new Set<CommitFeed>();
 
   constructor(
     private readonly client: MongoClient,
@@ -191,11 +193,15 @@ export class MongoTaskStore implements TaskStore {
     return docs.map((d) => d._id);
   }
 
-  openCommitFeed(settings: CommitFeedSettings, onError: (err: unknown) => void): Promise<CommitFeed> {
-    return openMongoCommitFeed(this.db, settings, onError);
+  async openCommitFeed(settings: CommitFeedSettings, onError: (err: unknown) => void): Promise<CommitFeed> {
+    const feed = await openMongoCommitFeed(this.db, settings, onError);
+    this.feeds.add(feed);
+    return feed;
   }
 
   async close(): Promise<void> {
+    // A feed left open would reconnect the client it watches through.
+    await Promise.all([...this.feeds].map((feed) => feed.close()));
     await this.client.close();
   }
 

@@ -78,3 +78,17 @@ describe("the MongoDB commit feed", () => {
     await feed.close();
   });
 });
+
+describe("the change stream feed when its client goes away", () => {
+  it("stops watching (no restart loop) when the store's client is closed under it", async () => {
+    const client = await MongoClient.connect(inject("mongoUri"));
+    const errors: unknown[] = [];
+    const feed = await openMongoCommitFeed(client.db(testDbName("closed")), { mode: "change-stream", pollMs: 50 }, (err) => errors.push(err));
+    await client.close();
+    await new Promise((r) => setTimeout(r, 500));
+    // The loop ended on its own: the feed's close does not reopen anything, and the client stays closed.
+    await feed.close();
+    await expect(client.db("admin").command({ ping: 1 }, { timeoutMS: 200 })).rejects.toThrow();
+    expect(errors).toEqual([]);
+  });
+});
