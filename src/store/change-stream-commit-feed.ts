@@ -1,5 +1,6 @@
 import { MongoExpiredSessionError, MongoNotConnectedError, MongoServerError, MongoTopologyClosedError, type ChangeStream, type Db, type Document, type ResumeToken } from "mongodb";
-import { CommitFanout, PollingCommitFeed, type CommitFeed, type CommitFeedSettings, type CommitNoticeListener } from "./commit-feed.js";
+import { KeyedListeners } from "../domain/keyed-listeners.js";
+import { PollingCommitFeed, type CommitFeed, type CommitFeedSettings, type CommitNotice, type CommitNoticeListener } from "./commit-feed.js";
 
 const EVENTS = "task_events";
 /** Inserted events, and the replacement of an orphan by the commit that reuses its sequence. */
@@ -21,7 +22,7 @@ interface EventChange {
  */
 export class ChangeStreamCommitFeed implements CommitFeed {
   readonly mode = "change-stream" as const;
-  private readonly fanout = new CommitFanout();
+  private readonly fanout = new KeyedListeners<CommitNotice>();
   private stream: ChangeStream<Document, EventChange> | undefined;
   private closed = false;
   private readonly running: Promise<void>;
@@ -46,7 +47,7 @@ export class ChangeStreamCommitFeed implements CommitFeed {
         for await (const change of stream) {
           this.resumeToken = change._id;
           const { taskId, sequence } = change.fullDocument ?? {};
-          if (typeof taskId === "string" && typeof sequence === "number") this.fanout.publish({ taskId, sequence });
+          if (typeof taskId === "string" && typeof sequence === "number") for (const listener of this.fanout.of(taskId)) listener({ taskId, sequence });
         }
       } catch (err) {
         // The store's client was closed under the feed: nothing left to watch.

@@ -1,3 +1,5 @@
+import { KeyedListeners } from "../domain/keyed-listeners.js";
+
 /**
  * Commits made by any instance on the same database. The in-process transition hook only hears this
  * instance's commits; a stream on instance B for a task driven by instance A hears A's through this feed.
@@ -30,40 +32,13 @@ export interface CommitFeedSettings {
   pollMs: number;
 }
 
-/** The listeners of each task, so one feed per instance serves every follower. */
-export class CommitFanout {
-  private readonly byTask = new Map<string, Set<CommitNoticeListener>>();
-
-  add(taskId: string, listener: CommitNoticeListener): () => void {
-    let set = this.byTask.get(taskId);
-    if (!set) this.byTask.set(taskId, (set = new Set()));
-    set.add(listener);
-    return () => {
-      set.delete(listener);
-      if (set.size === 0) this.byTask.delete(taskId);
-    };
-  }
-
-  get size(): number {
-    return this.byTask.size;
-  }
-
-  publish(notice: CommitNotice): void {
-    for (const listener of this.byTask.get(notice.taskId) ?? []) listener(notice);
-  }
-
-  taskIds(): string[] {
-    return [...this.byTask.keys()];
-  }
-}
-
 /**
  * The fallback for a standalone MongoDB (no change streams): while a task has followers, they are woken
  * every `pollMs` to read the store from where they are. Costs one event read per follower per period.
  */
 export class PollingCommitFeed implements CommitFeed {
   readonly mode = "poll" as const;
-  private readonly fanout = new CommitFanout();
+  private readonly fanout = new KeyedListeners<CommitNotice>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(private readonly pollMs: number) {}
@@ -78,7 +53,7 @@ export class PollingCommitFeed implements CommitFeed {
   }
 
   private tick(): void {
-    for (const taskId of this.fanout.taskIds()) this.fanout.publish({ taskId });
+    for (const taskId of this.fanout.keys()) for (const listener of this.fanout.of(taskId)) listener({ taskId });
   }
 
   private stopTimer(): void {

@@ -11,24 +11,11 @@ import { createLogger } from "../../src/observability/logger.js";
 import { openMongoCommitFeed } from "../../src/store/change-stream-commit-feed.js";
 import type { CommitFeed } from "../../src/store/commit-feed.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
-import type { RunEvent, TaskRecord } from "../../src/store/task-store.js";
+import type { RunEvent } from "../../src/store/task-store.js";
 import { testDbName } from "../support/mongo.js";
+import { record } from "../support/task-records.js";
 
 const at = () => new Date().toISOString();
-const record = (taskId: string): TaskRecord => ({
-  taskId,
-  tenant: "t1",
-  contextId: "ctx",
-  workflowId: "echo",
-  version: 0,
-  status: "pending",
-  a2a: { taskId, runId: taskId, state: "submitted", updatedAt: at() },
-  snapshot: { value: "pending" },
-  createdAt: at(),
-  updatedAt: at(),
-  expireAt: null,
-  timerDueAt: null,
-});
 const event = (taskId: string, sequence: number, type = "node.started"): RunEvent => ({ eventId: `${taskId}:${sequence}`, runId: taskId, type, payload: { n: sequence }, timestamp: at(), sequence });
 
 for (const mode of ["change-stream", "poll"] as const) {
