@@ -1,8 +1,8 @@
 // The commit feed of the MongoDB store: which kind a server gets, and what a change stream hands to the
 // followers of a task (through the real driver, on the wire-protocol test server or MONGODB_URI).
-import { MongoClient } from "mongodb";
+import { MongoClient, type Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { openMongoCommitFeed } from "../../src/store/change-stream-commit-feed.js";
+import { ChangeStreamCommitFeed, openMongoCommitFeed } from "../../src/store/change-stream-commit-feed.js";
 import type { CommitNotice } from "../../src/store/commit-feed.js";
 import { testDbName } from "../support/mongo.js";
 import { startMongoWireServer, type MongoWireServer } from "../support/mongo-wire-server/server.js";
@@ -57,6 +57,28 @@ describe("the MongoDB commit feed", () => {
     await events.insertOne({ taskId: "t1", sequence: 2, type: "x" });
     await done;
     expect(seen).toEqual([0, 1, 1, 2].map((sequence) => ({ taskId: "t1", sequence })));
+    await feed.close();
+  });
+
+  it("a watcher (re)started from a resume token hands over every change after it, none before", async () => {
+    const db = client.db(dbName);
+    const events = db.collection("task_events");
+    await events.insertOne({ taskId: "t4", sequence: 0, type: "x" });
+    const opened = await db.command({ aggregate: "task_events", pipeline: [{ $changeStream: {} }], cursor: {} });
+    const cursor = opened["cursor"] as { id: unknown; postBatchResumeToken: Document };
+    await db.command({ killCursors: "task_events", cursors: [cursor.id] });
+    // Committed while no watcher runs (what a restarting watcher's gap looks like).
+    await events.insertMany([1, 2].map((sequence) => ({ taskId: "t4", sequence, type: "x" })));
+    const feed = new ChangeStreamCommitFeed(db, cursor.postBatchResumeToken, noError);
+    const seen: number[] = [];
+    await new Promise<void>((resolve) => {
+      feed.onTask("t4", ({ sequence }) => {
+        seen.push(sequence ?? -1);
+        if (sequence === 3) resolve();
+      });
+      void events.insertOne({ taskId: "t4", sequence: 3, type: "x" });
+    });
+    expect(seen).toEqual([1, 2, 3]);
     await feed.close();
   });
 
