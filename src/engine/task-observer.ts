@@ -3,6 +3,7 @@ import { isTerminalRunStatus, TERMINAL_RUN_EVENT_TYPES } from "../domain/run-sta
 import type { CommitFeed, CommitNotice } from "../store/commit-feed.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { RunEvent, TaskRecord } from "../store/task-store.js";
+import { HeadRefresher, RECHECK_LIMIT, recheckDelay } from "./head-refresher.js";
 import { SubscriptionQueue } from "./subscription-queue.js";
 import type { TransitionHook } from "./transition-hook.js";
 
@@ -38,11 +39,6 @@ export interface FollowOptions {
 
 /** A queue item saying "the feed saw a commit; read the store". */
 const NOTICED = "noticed" as const;
-/** A noticed event the head does not cover yet (its commit is between its two writes) is re-read this often, doubling. */
-const RECHECK_FIRST_MS = 5;
-const RECHECK_MAX_MS = 500;
-/** After this many re-reads the event is taken for an orphan of a dead commit; its successor will be noticed. */
-const RECHECK_LIMIT = 10;
 
 /**
  * Watching a task's commits: the transition hook says that something was committed (and hands the events
@@ -63,10 +59,14 @@ export class TaskObserver {
     let latest = wait.start;
     let resolve!: (record: TaskRecord | undefined) => void;
     const settled = new Promise<TaskRecord | undefined>((r) => (resolve = r));
-    const unsubscribe = hook.onTask(wait.taskId, ({ record }) => {
+    const consider = (record: TaskRecord) => {
       if (!latest || record.version > latest.version) latest = record;
       if (wait.until(record)) resolve(record);
-    });
+    };
+    const unsubscribe = hook.onTask(wait.taskId, ({ record }) => consider(record));
+    // Commits of other instances: the feed says when, the head is read from the store.
+    const refresher = new HeadRefresher(() => reads.get(wait.taskId, wait.tenant), consider);
+    const unfeed = this.options.feed?.onTask(wait.taskId, ({ sequence }) => refresher.notice(sequence));
     const giveUp = () => resolve(latest);
     const timer = setTimeout(giveUp, wait.timeoutMs);
     wait.signal?.addEventListener("abort", giveUp, { once: true });
@@ -79,6 +79,8 @@ export class TaskObserver {
     } finally {
       clearTimeout(timer);
       unsubscribe();
+      unfeed?.();
+      refresher.stop();
       wait.signal?.removeEventListener("abort", giveUp);
     }
   }
@@ -163,7 +165,7 @@ export class TaskObserver {
           if (ended) return;
           // The store trusts only events the head covers: read again shortly until it moves.
           if (noticedUpTo >= next && rechecks < RECHECK_LIMIT) {
-            recheck = setTimeout(wake, Math.min(RECHECK_FIRST_MS * 2 ** rechecks++, RECHECK_MAX_MS));
+            recheck = setTimeout(wake, recheckDelay(rechecks++));
           } else if (noticedUpTo < next) rechecks = 0;
           continue;
         }

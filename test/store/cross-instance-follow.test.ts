@@ -74,5 +74,17 @@ for (const mode of ["change-stream", "poll"] as const) {
         abort.abort();
       }
     }, 20_000);
+
+    it("a wait on the reader ends with the writer's commit that satisfies it", async () => {
+      const taskId = randomUUID();
+      await writer.create(record(taskId), [event(taskId, 0, "run.created")]);
+      const { snapshot, a2a, expireAt, timerDueAt } = record(taskId);
+      await writer.commit(taskId, 0, { status: "running", a2a, snapshot, updatedAt: at(), expireAt, timerDueAt }, [event(taskId, 1)]);
+      // Far longer than the test's timeout: only the feed can end this wait in time.
+      const waiting = observer.waitUntil({ taskId, tenant: "t1", until: (r) => r.status === "completed", timeoutMs: 600_000 });
+      await new Promise((r) => setTimeout(r, 100)); // its first read (running) is done
+      await writer.commit(taskId, 1, { status: "completed", a2a, snapshot, updatedAt: at(), expireAt, timerDueAt }, [event(taskId, 2, "run.completed")]);
+      expect(await waiting).toMatchObject({ status: "completed", version: 2 });
+    }, 20_000);
   });
 }
