@@ -66,7 +66,10 @@ export class TaskObserver {
     const unsubscribe = hook.onTask(wait.taskId, ({ record }) => consider(record));
     // Commits of other instances: the feed says when, the head is read from the store.
     const refresher = new HeadRefresher(() => reads.get(wait.taskId, wait.tenant), consider);
-    const unfeed = this.options.feed?.onTask(wait.taskId, ({ sequence }) => refresher.notice(sequence));
+    const unfeed = this.options.feed?.onTask(wait.taskId, ({ sequence }) => {
+      // This instance's own commits reach `latest` through the hook first: no read for them.
+      if (sequence === undefined || !latest || sequence > latest.version) refresher.notice(sequence);
+    });
     const giveUp = () => resolve(latest);
     const timer = setTimeout(giveUp, wait.timeoutMs);
     wait.signal?.addEventListener("abort", giveUp, { once: true });
