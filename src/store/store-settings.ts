@@ -1,3 +1,4 @@
+import type { CommitFeedSettings } from "./commit-feed.js";
 import type { EnvReader } from "../domain/env-settings.js";
 import { DEFAULT_TASK_SIZE_LIMITS, type TaskSizeLimits } from "./task-size-limits.js";
 
@@ -8,6 +9,8 @@ export interface StoreSettings {
   /** MONGODB_DB when set, else the database named in MONGODB_URI's path, else `openwop_a2a`. */
   mongodbDb: string;
   taskStore: TaskStoreSettings;
+  /** How this instance hears commits made by other instances (README "Running several instances"). */
+  commitFeed: CommitFeedSettings;
 }
 
 /** What every task store adapter is built with. */
@@ -35,7 +38,12 @@ export function readStoreSettings(env: EnvReader, production: boolean): StoreSet
     if (store === "memory") env.problem("NODE_ENV=production does not allow STORE=memory");
   }
   const mongodbDb = env.raw("MONGODB_DB") || (mongodbUri !== undefined ? databaseInUri(mongodbUri) : undefined) || DEFAULT_DATABASE;
-  return { store, ...(mongodbUri !== undefined ? { mongodbUri } : {}), mongodbDb, taskStore: readTaskStoreSettings(env, production) };
+  return { store, ...(mongodbUri !== undefined ? { mongodbUri } : {}), mongodbDb, taskStore: readTaskStoreSettings(env, production), commitFeed: readCommitFeedSettings(env) };
+}
+
+/** COMMIT_FEED (auto | change-stream | poll) and COMMIT_FEED_POLL_MS. */
+function readCommitFeedSettings(env: EnvReader): CommitFeedSettings {
+  return { mode: env.oneOf("COMMIT_FEED", ["auto", "change-stream", "poll"] as const, "auto"), pollMs: env.int("COMMIT_FEED_POLL_MS", 100, 5, 60_000) };
 }
 
 /** MAX_MESSAGE_BYTES, MAX_ARTIFACT_BYTES, MAX_TASK_BYTES, and the test-only crash seam. */

@@ -6,25 +6,7 @@ import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
 import { DuplicateIdempotencyKeyError, DuplicateTaskError, StaleWriteError, type RunEvent, type TaskRecord, type TaskStore } from "../../src/store/task-store.js";
 import { DomainError } from "../../src/domain/errors.js";
 import "../support/mongo.js";
-
-function record(taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord {
-  const at = new Date().toISOString();
-  return {
-    taskId,
-    tenant: "t1",
-    contextId: "ctx",
-    workflowId: "echo",
-    version: 0,
-    status: "pending",
-    a2a: { taskId, runId: taskId, state: "submitted", updatedAt: at },
-    snapshot: { value: "pending", context: { note: "café ☕" } },
-    createdAt: at,
-    updatedAt: at,
-    expireAt: null,
-    timerDueAt: null,
-    ...overrides,
-  };
-}
+import { record } from "../support/task-records.js";
 
 function events(taskId: string, from: number, count: number): RunEvent[] {
   return Array.from({ length: count }, (_, i) => ({
