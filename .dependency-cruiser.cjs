@@ -19,7 +19,8 @@ const allowed = {
   runs: ["domain", "engine", "machine", "store", "interrupts", "auth", "observability"],
   a2a: ["domain", "engine", "machine", "store", "push", "interrupts", "auth", "schemas", "gen", "observability"],
   transport: ["domain", "a2a", "runs", "auth", "gen", "observability"],
-  config: ["domain", "auth", "egress", "interrupts", "peer", "push", "store", "engine", "secrets", "observability"],
+  // a2a: the agent-card settings (which card the bare well-known path serves) live with the card.
+  config: ["domain", "auth", "egress", "interrupts", "peer", "push", "store", "engine", "secrets", "observability", "a2a"],
 };
 
 const folders = Object.keys(allowed);

@@ -24,6 +24,7 @@ import { addDiscoveryRoutes, CONFORMANCE_FIXTURES } from "./transport/rest/disco
 import { addConformanceSeamRoutes } from "./transport/rest/conformance-seam-routes.js";
 import { addOpenwopInterruptRoutes } from "./transport/rest/openwop-interrupt-routes.js";
 import { addOpenwopRunsRoutes } from "./transport/rest/openwop-runs-routes.js";
+import { addOpenApiRoute } from "./transport/openapi/openapi-route.js";
 import { exportTaskMachine } from "./machine/machine-export.js";
 import { ConsolePush } from "./a2a/console-push.js";
 import { ConsoleOperations } from "./runs/console-operations.js";
@@ -46,6 +47,8 @@ export interface App {
   listen(): Promise<AddressInfo>;
   /** Graceful shutdown: ends streams, drains requests, stops the supervisor. The store stays open. */
   close(): Promise<void>;
+  /** Every HTTP route (OpenWOP, discovery, operator, A2A HTTP+JSON per version): what /v1/openapi.json is checked against. */
+  routes(): Array<{ binding: string; template: string; methods: string[] }>;
 }
 
 /**
@@ -100,9 +103,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     // Clarification interrupts work end to end (waiting-input, answers), which is what this envelope claims.
     supportedEnvelopes: ["clarification.request"],
     taskMachine: exportTaskMachine,
+    cardSettings: config.agentCard,
   });
   const readiness = new Readiness({ ping: () => options.store.ping?.() ?? Promise.resolve(), timeoutMs: config.readinessTimeoutMs, leaseProblem: () => core.supervisor.leaseProblem() });
   addOpsRoutes(router, { readiness, telemetry: core.telemetry });
+  addOpenApiRoute(router, { publicUrl: config.publicUrl, version: packageVersion });
 
   const shutdown = new AbortController();
   // Connect, gRPC and gRPC-Web calls (/a2a.v1.A2AService/* for 0.3, /lf.a2a.v1.A2AService/* for 1.0) go to the
@@ -136,6 +141,12 @@ export async function createApp(options: AppOptions): Promise<App> {
       const address = await server.listen(config.port, config.host);
       await core.start();
       return address;
+    },
+    routes() {
+      return [
+        ...router.list().map((r) => ({ binding: "openwop", ...r })),
+        ...[...a2aRest].flatMap(([version, r]) => r.list().map((route) => ({ binding: `a2a-rest ${version}`, ...route }))),
+      ];
     },
     async close() {
       readiness.drain();

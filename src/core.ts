@@ -120,7 +120,9 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const supervisor = new TaskSupervisor({ store, catalog, handlers, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, leases: config.leases, peerInvoker });
   const stopObservingTasks = observeTasks({ hook, supervisor, telemetry, logger });
   const reads = supervisor.reads;
-  const observer = new TaskObserver({ reads, hook, maxBuffered: config.subscriberBuffer });
+  // Other instances' commits (MongoDB): a change stream on the event log, or polling on a standalone server.
+  const commitFeed = await options.store.openCommitFeed?.(config.commitFeed, (err) => logger.warn({ err }, "the commit feed failed; restarting it from its resume token"));
+  const observer = new TaskObserver({ reads, hook, feed: commitFeed, maxBuffered: config.subscriberBuffer });
   const pushConfigs = observedPushConfigStore(options.pushConfigs ?? new MemoryPushConfigStore(), telemetry);
   const push = await createPushNotifications({
     settings: config.push,
@@ -195,6 +197,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
       await supervisor.stop();
       await peerClient.close();
       await push.stop();
+      await commitFeed?.close();
       if (!options.telemetry) await telemetry.shutdown();
     },
   };

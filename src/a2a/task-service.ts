@@ -78,7 +78,11 @@ export class TaskService {
     return this.view(settled, params.history, ctx);
   }
 
-  /** The Task first, then every status and artifact update in commit order, until a final state; a stateless skill's one Message. */
+  /**
+   * The Task first, then every status and artifact update in commit order, until a final state: a terminal
+   * one, or an interrupt (A2A §3.1.2, §11.7; the reply is a new send, which streams the rest). A stateless
+   * skill's answer is its one Message.
+   */
   async *streamMessage(params: SendParams, ctx: CallContext): AsyncGenerator<StreamEvent> {
     const answer = await this.statelessAnswer(params, ctx);
     if (answer) {
@@ -86,7 +90,7 @@ export class TaskService {
       return;
     }
     const record = await this.accept(params, ctx);
-    yield* this.observe(record, ctx, params.history);
+    yield* this.observe(record, ctx, params.history, isFinalA2AState);
   }
 
   async getTask(taskId: string, history: HistoryLimit, ctx: CallContext): Promise<Task> {
@@ -101,8 +105,11 @@ export class TaskService {
   }
 
   /**
-   * Re-attach to a task: read-only, it never re-runs anything. A terminal task answers its Task and closes,
-   * or, with `terminal: "refuse"` (A2A 1.0 SubscribeToTask), is refused as an unsupported operation.
+   * Re-attach to a task: read-only, it never re-runs anything. The stream stays open through interrupts and
+   * ends only at a terminal state (OpenWOP RFC 0100, A2A 1.0 §3.1.6): whoever re-attaches to a task waiting
+   * for input sees the reply's effect and the rest of the run on the same stream. A terminal task answers its
+   * Task and closes, or, with `terminal: "refuse"` (A2A 1.0 SubscribeToTask), is refused as an unsupported
+   * operation.
    */
   async *subscribe(taskId: string, ctx: CallContext, options: { terminal?: "task" | "refuse" } = {}): AsyncGenerator<StreamEvent> {
     requireScope(ctx.principal, "runs:read");
@@ -110,7 +117,7 @@ export class TaskService {
     if (options.terminal === "refuse" && isTerminalA2AState(record.a2a.state)) {
       throw new DomainError("unsupported-operation", `Task ${taskId} is in a terminal state (${record.a2a.state}) and cannot be subscribed to; this operation is not supported (read it with GetTask)`, { taskId, state: record.a2a.state });
     }
-    yield* this.observe(record, ctx, undefined);
+    yield* this.observe(record, ctx, undefined, isTerminalA2AState);
   }
 
   /** A page of the caller's tenant's tasks, newest first (A2A 1.0 ListTasks). */
@@ -269,14 +276,14 @@ export class TaskService {
 
   /**
    * Streams a task from `start`: the Task as of that commit, then every A2A update after it, in commit
-   * order (the observer catches up from the store), until a final state. A subscriber that falls too far
-   * behind is dropped and may resubscribe.
+   * order (the observer catches up from the store), until a state where `endsAt` says the stream ends (its
+   * status update carries `final: true`). A subscriber that falls too far behind is dropped and may resubscribe.
    */
-  private async *observe(start: TaskRecord, ctx: CallContext, history: HistoryLimit): AsyncGenerator<StreamEvent> {
+  private async *observe(start: TaskRecord, ctx: CallContext, history: HistoryLimit, endsAt: (state: TaskRecord["a2a"]["state"]) => boolean): AsyncGenerator<StreamEvent> {
     yield { kind: "task", task: this.view(start, history, ctx) };
-    if (isFinalA2AState(start.a2a.state)) return;
+    if (endsAt(start.a2a.state)) return;
     for await (const event of this.options.observer.follow(start, start.version + 1, { signal: ctx.signal, onOverflow: "drop" })) {
-      for (const update of updatesOf(start, event)) {
+      for (const update of updatesOf(start, event, endsAt)) {
         yield update;
         if (update.kind === "status-update" && update.final) return;
       }
@@ -284,7 +291,7 @@ export class TaskService {
   }
 }
 
-function updatesOf(task: TaskRecord, event: RunEvent): StreamEvent[] {
+function updatesOf(task: TaskRecord, event: RunEvent, endsAt: (state: TaskRecord["a2a"]["state"]) => boolean): StreamEvent[] {
   const updates: StreamEvent[] = [];
   if (event.a2a?.artifact) {
     const { artifact, append = false, lastChunk = true } = event.a2a;
@@ -296,7 +303,7 @@ function updatesOf(task: TaskRecord, event: RunEvent): StreamEvent[] {
       taskId: task.taskId,
       contextId: task.contextId,
       status: event.a2a.status,
-      final: isFinalA2AState(event.a2a.status.state),
+      final: endsAt(event.a2a.status.state),
       ...(event.a2a.metadata ? { metadata: event.a2a.metadata } : {}),
     };
     updates.push(update);

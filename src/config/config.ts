@@ -1,4 +1,5 @@
 import { isAbsolute, join } from "node:path";
+import { readAgentCardSettings, type AgentCardSettings } from "../a2a/agent-card-settings.js";
 import { loadAuthSettings, type AuthSettings } from "../auth/auth-settings.js";
 import { DEFAULT_MAX_INPUT_DEPTH, WIRE_MAX_DEPTH } from "../domain/json-input.js";
 import { EnvReader, type Env } from "../domain/env-settings.js";
@@ -46,6 +47,8 @@ export interface Config extends StoreSettings {
   readinessTimeoutMs: number;
   /** The operator console (CONSOLE_ENABLED) and XState live inspection (XSTATE_INSPECT, XSTATE_INSPECT_FILE). */
   operator: OperatorSettings;
+  /** What the bare agent-card path serves (AGENT_CARD_BARE) and how long caches keep it (AGENT_CARD_MAX_AGE_SECONDS). */
+  agentCard: AgentCardSettings;
 }
 
 /**
@@ -87,6 +90,7 @@ export function loadConfig(env: Env = process.env): Config {
     push: readPushSettings(reader),
     a2aPeer: readPeerSettings(reader, production),
     operator: readOperatorSettings(reader, production),
+    agentCard: readAgentCardSettings(reader),
   };
   if (production) {
     if (reader.raw("PUBLIC_URL") === undefined) reader.problem("NODE_ENV=production needs PUBLIC_URL (the address callers use; it goes on the agent card)");

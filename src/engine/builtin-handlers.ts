@@ -16,6 +16,9 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/** The conformance fixture's bound for `conformance-cancellable`'s `delayMs`. */
+const MAX_CANCELLABLE_DELAY_MS = 60_000;
+
 function latestFeedback(ctx: HandlerContext): string {
   const last = ctx.feedback.at(-1);
   return last ? `\n\nRevised after feedback: ${last}` : "";
@@ -77,9 +80,16 @@ const handlers: Record<string, TaskHandler> = {
     return { output: { audience }, artifacts: text("message", body) };
   },
 
-  /** Runs until cancelled or until `params.ms` passes: for cancellation tests and the cancellable fixture. */
+  /**
+   * Runs until cancelled or until `params.ms` (else the run's `delayMs` input, 1-60000 as the conformance
+   * fixture defines it, else an hour) passes: for cancellation tests and the cancellable fixture.
+   */
   async "wait-until-cancelled"(ctx) {
-    const ms = typeof ctx.params["ms"] === "number" ? ctx.params["ms"] : 60 * 60 * 1000;
+    const delayMs = ctx.input.data["delayMs"];
+    if (delayMs !== undefined && !(Number.isInteger(delayMs) && (delayMs as number) >= 1 && (delayMs as number) <= MAX_CANCELLABLE_DELAY_MS)) {
+      throw new HandlerError("validation_error", `inputs.delayMs must be a whole number of milliseconds from 1 to ${MAX_CANCELLABLE_DELAY_MS}`);
+    }
+    const ms = typeof ctx.params["ms"] === "number" ? ctx.params["ms"] : ((delayMs as number | undefined) ?? 60 * 60 * 1000);
     await sleep(ms, ctx.signal);
     return { output: { waitedMs: ms } };
   },

@@ -1,13 +1,17 @@
 import { DomainError } from "../domain/errors.js";
 import { isTerminalRunStatus, TERMINAL_RUN_EVENT_TYPES } from "../domain/run-status.js";
+import type { CommitFeed, CommitNotice } from "../store/commit-feed.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { RunEvent, TaskRecord } from "../store/task-store.js";
+import { HeadRefresher, RECHECK_LIMIT, recheckDelay } from "./head-refresher.js";
 import { SubscriptionQueue } from "./subscription-queue.js";
 import type { TransitionHook } from "./transition-hook.js";
 
 export interface TaskObserverOptions {
-  reads: TaskReadPort;
+  reads: Pick<TaskReadPort, "get" | "readEvents">;
   hook: TransitionHook;
+  /** Commits made by other instances on the same database (none on the memory store). */
+  feed?: CommitFeed | undefined;
   /** Commits a follower may fall behind by before it is dropped (or, with `onOverflow: "catch-up"`, re-reads the store). */
   maxBuffered: number;
   /** Events per store read. */
@@ -33,6 +37,9 @@ export interface FollowOptions {
   onOverflow: "drop" | "catch-up";
 }
 
+/** A queue item saying "the feed saw a commit; read the store". */
+const NOTICED = "noticed" as const;
+
 /**
  * Watching a task's commits: the transition hook says that something was committed (and hands the events
  * over when they are next in line); the store is the source for anything the hook did not deliver (it
@@ -52,9 +59,16 @@ export class TaskObserver {
     let latest = wait.start;
     let resolve!: (record: TaskRecord | undefined) => void;
     const settled = new Promise<TaskRecord | undefined>((r) => (resolve = r));
-    const unsubscribe = hook.onTask(wait.taskId, ({ record }) => {
+    const consider = (record: TaskRecord) => {
       if (!latest || record.version > latest.version) latest = record;
       if (wait.until(record)) resolve(record);
+    };
+    const unsubscribe = hook.onTask(wait.taskId, ({ record }) => consider(record));
+    // Commits of other instances: the feed says when, the head is read from the store.
+    const refresher = new HeadRefresher(() => reads.get(wait.taskId, wait.tenant), consider);
+    const unfeed = this.options.feed?.onTask(wait.taskId, ({ sequence }) => {
+      // This instance's own commits reach `latest` through the hook first: no read for them.
+      if (sequence === undefined || !latest || sequence > latest.version) refresher.notice(sequence);
     });
     const giveUp = () => resolve(latest);
     const timer = setTimeout(giveUp, wait.timeoutMs);
@@ -68,6 +82,8 @@ export class TaskObserver {
     } finally {
       clearTimeout(timer);
       unsubscribe();
+      unfeed?.();
+      refresher.stop();
       wait.signal?.removeEventListener("abort", giveUp);
     }
   }
@@ -79,8 +95,25 @@ export class TaskObserver {
    */
   async *follow(task: Pick<TaskRecord, "taskId" | "status">, fromSequence: number, options: FollowOptions): AsyncGenerator<RunEvent> {
     const { taskId } = task;
-    const queue = new SubscriptionQueue<RunEvent[]>(this.options.maxBuffered);
+    const queue = new SubscriptionQueue<RunEvent[] | typeof NOTICED>(this.options.maxBuffered);
     const unsubscribe = this.options.hook.onTask(taskId, ({ events }) => queue.push(events));
+    // Another instance's commits: one pending notice at a time, and none for what was already yielded.
+    let noticePending = false;
+    let noticedUpTo = -1;
+    let rechecks = 0;
+    let recheck: NodeJS.Timeout | undefined;
+    const wake = () => {
+      if (noticePending) return;
+      noticePending = true;
+      queue.push(NOTICED);
+    };
+    const unfeed = this.options.feed?.onTask(taskId, (notice: CommitNotice) => {
+      if (notice.sequence !== undefined) {
+        if (notice.sequence < next) return;
+        noticedUpTo = Math.max(noticedUpTo, notice.sequence);
+      }
+      wake();
+    });
     const onAbort = () => queue.close();
     options.signal?.addEventListener("abort", onAbort, { once: true });
     let next = fromSequence;
@@ -117,17 +150,28 @@ export class TaskObserver {
       // A task that had already ended has nothing more to come after its log.
       if (ended || isTerminalRunStatus(task.status)) return;
       for (;;) {
-        let batch: RunEvent[] | undefined;
+        let batch: RunEvent[] | typeof NOTICED | undefined;
         try {
           batch = await queue.next();
         } catch (err) {
           if (!(err instanceof DomainError) || !queue.overflowed || options.onOverflow === "drop") throw err;
           queue.resume();
+          noticePending = false;
           yield* catchUp();
           if (ended) return;
           continue;
         }
         if (!batch) return;
+        if (batch === NOTICED) {
+          noticePending = false;
+          yield* catchUp();
+          if (ended) return;
+          // The store trusts only events the head covers: read again shortly until it moves.
+          if (noticedUpTo >= next && rechecks < RECHECK_LIMIT) {
+            recheck = setTimeout(wake, recheckDelay(rechecks++));
+          } else if (noticedUpTo < next) rechecks = 0;
+          continue;
+        }
         const first = batch[0];
         if (first && first.sequence > next) yield* catchUp(first.sequence);
         if (ended) return;
@@ -136,6 +180,8 @@ export class TaskObserver {
       }
     } finally {
       unsubscribe();
+      unfeed?.();
+      clearTimeout(recheck);
       options.signal?.removeEventListener("abort", onAbort);
     }
   }

@@ -1,3 +1,4 @@
+import { KeyedListeners } from "../domain/keyed-listeners.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { RunEvent, TaskRecord } from "../store/task-store.js";
 import type { Logger } from "../observability/logger.js";
@@ -16,19 +17,13 @@ export type TransitionListener = (transition: CommittedTransition) => void;
  * Listeners run synchronously and must not throw into the committer; a failing listener is logged.
  */
 export class TransitionHook {
-  private readonly byTask = new Map<string, Set<TransitionListener>>();
+  private readonly byTask = new KeyedListeners<CommittedTransition>();
   private readonly global = new Set<TransitionListener>();
 
   constructor(private readonly logger: Logger) {}
 
   onTask(taskId: string, listener: TransitionListener): () => void {
-    let set = this.byTask.get(taskId);
-    if (!set) this.byTask.set(taskId, (set = new Set()));
-    set.add(listener);
-    return () => {
-      set.delete(listener);
-      if (set.size === 0) this.byTask.delete(taskId);
-    };
+    return this.byTask.add(taskId, listener);
   }
 
   onAny(listener: TransitionListener): () => void {
@@ -37,7 +32,7 @@ export class TransitionHook {
   }
 
   publish(transition: CommittedTransition): void {
-    const listeners = [...(this.byTask.get(transition.record.taskId) ?? []), ...this.global];
+    const listeners = [...this.byTask.of(transition.record.taskId), ...this.global];
     for (const listener of listeners) {
       try {
         listener(transition);
@@ -48,6 +43,6 @@ export class TransitionHook {
   }
 
   subscriberCount(taskId: string): number {
-    return this.byTask.get(taskId)?.size ?? 0;
+    return this.byTask.count(taskId);
   }
 }

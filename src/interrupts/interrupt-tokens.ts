@@ -8,7 +8,9 @@ import { createHmac, timingSafeEqual } from "node:crypto";
  *   payload = { runId, nodeId, interruptId, expiresAt, intent: "resolve" | "inspect", kid }
  *
  * `kid` names the key that signed it, so keys can rotate: the first configured key signs, every configured
- * key verifies. Tokens are not stored; whether one may still be used is decided by the run's state.
+ * key verifies. Tokens are not stored; whether one may still be used is decided by the run's state. Issued
+ * from the interrupt's own request time, a token is a pure function of the interrupt and the signing key: every
+ * read, subscriber and instance shows the same token for one interrupt.
  */
 export interface InterruptTokenKey {
   kid: string;
@@ -41,6 +43,8 @@ export interface TokenSubject {
   nodeId: string;
   interruptId: string;
   expiresAt?: string;
+  /** When the interrupt was raised: the TTL runs from here (without it, from now). */
+  issuedAt?: string;
 }
 
 export const DEFAULT_INTERRUPT_TOKEN_TTL_MS = 30 * 60 * 1000;
@@ -68,9 +72,10 @@ export class InterruptTokenSigner {
     this.clock = options.clock ?? (() => new Date());
   }
 
-  /** A token for `subject`, valid for the configured TTL from now, never past the interrupt's own deadline. */
+  /** A token for `subject`, valid for the configured TTL from `issuedAt` (or now), never past the interrupt's own deadline. */
   issue(subject: TokenSubject, intent: InterruptTokenIntent): string {
-    let expires = this.clock().getTime() + this.ttlMs;
+    const issuedAt = subject.issuedAt ? Date.parse(subject.issuedAt) : Number.NaN;
+    let expires = (Number.isNaN(issuedAt) ? this.clock().getTime() : issuedAt) + this.ttlMs;
     if (subject.expiresAt) expires = Math.min(expires, Date.parse(subject.expiresAt));
     const payload: InterruptTokenPayload = {
       runId: subject.runId,

@@ -19,7 +19,14 @@ export function interruptTokensFor(
 ): { resolve?: string; inspect: string } | undefined {
   const interrupt = context.interrupt;
   if (!interrupt || !isWaiting(record.status)) return undefined;
-  const subject = { runId: record.taskId, nodeId: interrupt.nodeId, interruptId: interrupt.interruptId, ...(interrupt.expiresAt ? { expiresAt: interrupt.expiresAt } : {}) };
+  // Issued as of the interrupt's request: the same token on every read, for every principal that may see it.
+  const subject = {
+    runId: record.taskId,
+    nodeId: interrupt.nodeId,
+    interruptId: interrupt.interruptId,
+    issuedAt: interrupt.requestedAt,
+    ...(interrupt.expiresAt ? { expiresAt: interrupt.expiresAt } : {}),
+  };
   const mayRespond = !principal || principal.scopes === "*" || principal.scopes.includes("approvals:respond");
   return { ...(mayRespond ? { resolve: signer.issue(subject, "resolve") } : {}), inspect: signer.issue(subject, "inspect") };
 }

@@ -1,3 +1,5 @@
+import type { CommitFeed, CommitFeedSettings } from "./commit-feed.js";
+import { openMongoCommitFeed } from "./change-stream-commit-feed.js";
 import { randomUUID } from "node:crypto";
 import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db, type Filter, type MongoClient, type WriteError } from "mongodb";
 import { RUNNABLE_RUN_STATUSES, TERMINAL_RUN_STATUSES } from "../domain/run-status.js";
@@ -78,6 +80,8 @@ export class MongoTaskStore implements TaskStore {
   private readonly group = new GroupCommit<Write>((batch) => (this.oneCommand ? this.oneCommand.write(batch) : this.writeBatch(batch)));
   /** Set by init() when the server runs the client-level bulkWrite command (MongoDB >= 8.0). */
   private oneCommand: OneCommandBatch | undefined;
+  /** Commit feeds opened on this store's client, closed with it. */
+  private readonly feeds = new Set<CommitFeed>();
 
   constructor(
     private readonly client: MongoClient,
@@ -227,7 +231,15 @@ export class MongoTaskStore implements TaskStore {
     return docs.map((d) => d._id);
   }
 
+  async openCommitFeed(settings: CommitFeedSettings, onError: (err: unknown) => void): Promise<CommitFeed> {
+    const feed = await openMongoCommitFeed(this.db, settings, onError);
+    this.feeds.add(feed);
+    return feed;
+  }
+
   async close(): Promise<void> {
+    // A feed left open would reconnect the client it watches through.
+    await Promise.all([...this.feeds].map((feed) => feed.close()));
     await this.client.close();
   }
 

@@ -53,7 +53,7 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
   if (config.store === "memory") return memoryStore(config.taskStore);
   if (config.mongodbUri) {
     const { store, idempotency, pushConfigs } = await connectMongoStore(config.mongodbUri, config.mongodbDb, config.taskStore);
-    return { store, idempotency, pushConfigs, description: `MongoDB (${redactUri(config.mongodbUri)}; ${store.writePath})`, durable: true, stop: () => store.close() };
+    return { store, idempotency, pushConfigs, description: `MongoDB (${redactUri(config.mongodbUri)}, database ${config.mongodbDb}; ${store.writePath})`, durable: true, stop: () => store.close() };
   }
   const dbPath = join(config.dataDir, "mongo");
   try {
@@ -67,7 +67,7 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
       store,
       idempotency,
       pushConfigs,
-      description: `embedded MongoDB (data in ${dbPath}; ${store.writePath})`,
+      description: `embedded MongoDB (data in ${dbPath}, database ${config.mongodbDb}; ${store.writePath})`,
       durable: true,
       stop: async () => {
         await store.close();

@@ -1,3 +1,4 @@
+import type { CommitFeedSettings } from "./commit-feed.js";
 import type { EnvReader } from "../domain/env-settings.js";
 import { DEFAULT_TASK_SIZE_LIMITS, type TaskSizeLimits } from "./task-size-limits.js";
 
@@ -5,8 +6,11 @@ import { DEFAULT_TASK_SIZE_LIMITS, type TaskSizeLimits } from "./task-size-limit
 export interface StoreSettings {
   store: "auto" | "mongodb" | "memory";
   mongodbUri?: string;
+  /** MONGODB_DB when set, else the database named in MONGODB_URI's path, else `openwop_a2a`. */
   mongodbDb: string;
   taskStore: TaskStoreSettings;
+  /** How this instance hears commits made by other instances (README "Running several instances"). */
+  commitFeed: CommitFeedSettings;
 }
 
 /** What every task store adapter is built with. */
@@ -33,7 +37,13 @@ export function readStoreSettings(env: EnvReader, production: boolean): StoreSet
     if (mongodbUri === undefined) env.problem("NODE_ENV=production needs MONGODB_URI: production never runs on the embedded or in-memory store");
     if (store === "memory") env.problem("NODE_ENV=production does not allow STORE=memory");
   }
-  return { store, ...(mongodbUri !== undefined ? { mongodbUri } : {}), mongodbDb: env.raw("MONGODB_DB") ?? "openwop_a2a", taskStore: readTaskStoreSettings(env, production) };
+  const mongodbDb = env.raw("MONGODB_DB") || (mongodbUri !== undefined ? databaseInUri(mongodbUri) : undefined) || DEFAULT_DATABASE;
+  return { store, ...(mongodbUri !== undefined ? { mongodbUri } : {}), mongodbDb, taskStore: readTaskStoreSettings(env, production), commitFeed: readCommitFeedSettings(env) };
+}
+
+/** COMMIT_FEED (auto | change-stream | poll) and COMMIT_FEED_POLL_MS. */
+function readCommitFeedSettings(env: EnvReader): CommitFeedSettings {
+  return { mode: env.oneOf("COMMIT_FEED", ["auto", "change-stream", "poll"] as const, "auto"), pollMs: env.int("COMMIT_FEED_POLL_MS", 100, 5, 60_000) };
 }
 
 /** MAX_MESSAGE_BYTES, MAX_ARTIFACT_BYTES, MAX_TASK_BYTES, and the test-only crash seam. */
@@ -46,4 +56,20 @@ function readTaskStoreSettings(env: EnvReader, production: boolean): TaskStoreSe
   const kill = env.raw("OPENWOP_TEST_KILL_AFTER_EVENTS_WRITE");
   if (kill !== undefined && production) env.problem("OPENWOP_TEST_KILL_AFTER_EVENTS_WRITE is a test-only fault seam and is refused when NODE_ENV=production");
   return { limits, ...(kill !== undefined ? { killAfterEventsWriteOf: kill } : {}) };
+}
+
+const DEFAULT_DATABASE = "openwop_a2a";
+
+/** The database a connection string names in its path (`mongodb://host/prod?...` names `prod`), if any. */
+export function databaseInUri(uri: string): string | undefined {
+  const rest = uri.replace(/^mongodb(\+srv)?:\/\//, "");
+  // Credentials and hosts hold no unescaped "/", so the first one starts the path.
+  const slash = rest.indexOf("/");
+  if (slash < 0) return undefined;
+  const path = rest.slice(slash + 1).split("?")[0] ?? "";
+  try {
+    return decodeURIComponent(path) || undefined;
+  } catch {
+    return path || undefined;
+  }
 }

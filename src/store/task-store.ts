@@ -1,3 +1,4 @@
+import type { CommitFeed, CommitFeedSettings } from "./commit-feed.js";
 import type { A2ATaskState, Artifact, TaskStatus } from "../domain/a2a-types.js";
 import type { A2ATaskStateValue, RunStatus } from "../domain/run-status.js";
 import type { TaskSizeLimits } from "./task-size-limits.js";
@@ -132,6 +133,8 @@ export interface TaskStore {
   init(): Promise<void>;
   /** Resolves when the store can serve commands now (readiness); optional so test doubles need not care. */
   ping?(): Promise<void>;
+  /** Other instances' commits on the same database (MongoDB only; the memory store has the in-process hook only). */
+  openCommitFeed?(settings: CommitFeedSettings, onError: (err: unknown) => void): Promise<CommitFeed>;
   /** Throws DuplicateTaskError (same task id) or DuplicateIdempotencyKeyError (same key as a live task). */
   create(record: TaskRecord, events: RunEvent[]): Promise<void>;
   /** With `fence`, also refused (LeaseLostError) unless the head is still leased to (owner, epoch). */

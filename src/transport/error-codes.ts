@@ -52,5 +52,5 @@ export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
   "interrupt-not-found": { jsonRpc: -32001, grpc: "NOT_FOUND", http: 404, rest: "interrupt_not_found" },
   "interrupt-already-resolved": { jsonRpc: -32004, grpc: "FAILED_PRECONDITION", http: 409, rest: "interrupt_already_resolved" },
   "interrupt-expired": { jsonRpc: -32004, grpc: "FAILED_PRECONDITION", http: 410, rest: "interrupt_expired" },
-  "idempotency-conflict": { jsonRpc: -32602, grpc: "ALREADY_EXISTS", http: 409, rest: "idempotency_conflict" },
+  "idempotency-conflict": { jsonRpc: -32602, grpc: "ALREADY_EXISTS", http: 409, rest: "idempotency_key_mismatch" },
 };

@@ -48,6 +48,8 @@ export class SseWriter {
       ...(h1 ? { connection: "keep-alive" } : {}),
       ...headers,
     });
+    // Node holds the headers back until the first body write; a quiet stream would leave the caller waiting.
+    (res as ServerResponse).flushHeaders();
     res.on("close", () => this.stop());
     this.keepalive = setInterval(() => void this.write(": keepalive\n\n"), keepaliveMs);
     this.keepalive.unref();

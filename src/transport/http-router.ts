@@ -37,6 +37,11 @@ export class HttpRouter {
     return this;
   }
 
+  /** Every registered path template with its methods (the OpenAPI document is checked against this). */
+  list(): Array<{ template: string; methods: string[] }> {
+    return this.routes.map((r) => ({ template: r.template, methods: [...r.methods] }));
+  }
+
   match(method: string, path: string): RouteMatch {
     const allowed = new Set<string>();
     for (const route of this.routes) {

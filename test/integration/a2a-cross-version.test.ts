@@ -3,7 +3,9 @@
 // meaning; message.messageId is an idempotency key across versions; A2A-Version negotiation on every
 // binding; the card with and without A2A-Version: 1.0 and the discovery versions; tenants; bad input.
 import { randomUUID } from "node:crypto";
+import { fromJson } from "@bufbuild/protobuf";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { MongoClient } from "mongodb";
@@ -95,6 +97,35 @@ describe("A2A 0.3 and 1.0 side by side over the same durable tasks", () => {
   const grpc10 = (): Client<typeof V10Service> => createClient(V10Service, createGrpcTransport({ baseUrl: t.baseUrl }));
   const grpc03 = (): Client<typeof V03Service> => createClient(V03Service, createGrpcTransport({ baseUrl: t.baseUrl }));
 
+  it("every observer of a waiting task sees the same interrupt token, on every binding and version; it stops working once resolved", async () => {
+    const created = (await rpc("message/send", { message: msg03("Send the quarterly report", "approval-gate") })).result!;
+    const id = created["id"] as string;
+    const token = created["metadata"]["openwop"]["interruptToken"] as string;
+    expect(token).toEqual(expect.any(String));
+    // Repeated reads are identical, whole Task included.
+    const get03 = async () => (await rpc("tasks/get", { id })).result!;
+    expect(await get03()).toEqual(await get03());
+    const get10 = async () => (await rpc10("GetTask", { id })).result!;
+    expect(await get10()).toEqual(await get10());
+    const rest10 = async () => (await (await rest(`/tasks/${id}`, { headers: v10 })).json()) as Obj;
+    expect(await rest10()).toEqual(await rest10());
+    // One token, whoever reads it and however.
+    const seen = [
+      (await get03())["metadata"]["openwop"]["interruptToken"],
+      (await get10())["metadata"]["openwop"]["interruptToken"],
+      (await rest10())["metadata"]["openwop"]["interruptToken"],
+      (await grpc10().getTask({ id }, { headers: auth() })).metadata?.["openwop"],
+      (await grpc03().getTask({ name: `tasks/${id}` }, { headers: auth() })).metadata?.["openwop"],
+      ((await (await fetch(`${t.baseUrl}/v1/runs/${id}`, { headers: auth() })).json()) as Obj)["interrupts"][0]["token"],
+    ].map((v) => (typeof v === "string" ? v : (v as Obj)["interruptToken"]));
+    expect(new Set(seen)).toEqual(new Set([token]));
+    // Resolved: the same token no longer works.
+    const done = (await rpc("message/send", { message: msg03("ok", undefined, { taskId: id, parts: [{ kind: "data", data: { action: "accept" } }] }) })).result!;
+    expect(done["status"]["state"]).toBe("completed");
+    const late = await fetch(`${t.baseUrl}/v1/interrupts/${token}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ resumeValue: { action: "accept" } }) });
+    expect(late.status).toBe(409);
+  });
+
   it("a task created over 0.3 is read, subscribed and cancelled over 1.0", async () => {
     const created = await rpc("message/send", { message: msg03("Send the quarterly report", "approval-gate") });
     const task = created.result!;
@@ -109,14 +140,15 @@ describe("A2A 0.3 and 1.0 side by side over the same durable tasks", () => {
     expect(read["history"][0]["kind"]).toBeUndefined();
     expect(read["metadata"]["openwop"]["interrupt"]["kind"]).toBe("approval");
 
-    // 1.0 HTTP+JSON subscribe: the Task first; the task is paused, so the stream ends there.
-    const frames = await readSse(await rest(`/tasks/${task["id"]}:subscribe`, { headers: v10 }));
-    expect(frames.map((f) => Object.keys(f.data as Obj)[0])).toEqual(["task"]);
-    expect((frames[0]!.data as Obj)["task"]["status"]["state"]).toBe("TASK_STATE_INPUT_REQUIRED");
-
-    // 1.0 gRPC cancel; 0.3 reads it as canceled.
+    // 1.0 HTTP+JSON subscribe: the Task first; the stream stays open through the interrupt and ends when a
+    // 1.0 gRPC cancel makes the task terminal. 0.3 reads it as canceled.
+    const subscription = readSse(await rest(`/tasks/${task["id"]}:subscribe`, { headers: v10 }));
     const cancelled = await grpc10().cancelTask({ id: task["id"] }, { headers: auth() });
     expect(cancelled.status?.state).toBe(V10State.CANCELED);
+    const frames = await subscription;
+    expect(Object.keys(frames[0]!.data as Obj)).toEqual(["task"]);
+    expect((frames[0]!.data as Obj)["task"]["status"]["state"]).toBe("TASK_STATE_INPUT_REQUIRED");
+    expect((frames.at(-1)!.data as Obj)["statusUpdate"]["status"]["state"]).toBe("TASK_STATE_CANCELED");
     expect((await rpc("tasks/get", { id: task["id"] })).result!["status"]["state"]).toBe("canceled");
     // A terminal task: 1.0 refuses the subscription (-32004), 0.3 answers the Task and closes.
     const refused = await rpc10("SubscribeToTask", { id: task["id"] });
@@ -138,21 +170,25 @@ describe("A2A 0.3 and 1.0 side by side over the same durable tasks", () => {
     const run = await fetch(`${t.baseUrl}/v1/runs/${task["id"]}`, { headers: auth() });
     expect(run.status).toBe(200);
 
-    // 0.3 resubscribe: the Task first, then updates until final at input-required.
+    // 0.3 resubscribe: the Task first, then updates; it stays open at input-required (final: false) and ends
+    // when a 0.3 gRPC cancel (CANCELLED, two Ls) makes the task terminal; 1.0 reads TASK_STATE_CANCELED.
+    let cancelled: Promise<{ status?: { state: V03State } }> | undefined;
     const frames = await readSse(
       await fetch(`${t.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json", ...auth() }, body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tasks/resubscribe", params: { id: task["id"] } }) }),
+      (f) => {
+        const r = (f.data as Rpc).result!;
+        if (!cancelled && r["status"]?.state === "input-required") cancelled = grpc03().cancelTask({ name: `tasks/${task["id"]}` }, { headers: auth() });
+      },
     );
     const results = frames.map((f) => (f.data as Rpc).result!);
     expect(results[0]!["kind"]).toBe("task");
-    expect(results.at(-1)).toMatchObject({ kind: "status-update", final: true, status: { state: "input-required" } });
-
-    // 0.3 gRPC cancel (CANCELLED, two Ls); 1.0 reads TASK_STATE_CANCELED.
-    const cancelled = await grpc03().cancelTask({ name: `tasks/${task["id"]}` }, { headers: auth() });
-    expect(cancelled.status?.state).toBe(V03State.CANCELLED);
+    expect(results.filter((r) => r["kind"] === "status-update" && r["status"].state === "input-required").every((r) => r["final"] === false)).toBe(true);
+    expect(results.at(-1)).toMatchObject({ kind: "status-update", final: true, status: { state: "canceled" } });
+    expect((await cancelled!).status?.state).toBe(V03State.CANCELLED);
     expect((await rpc10("GetTask", { id: task["id"] })).result!["status"]["state"]).toBe("TASK_STATE_CANCELED");
   });
 
-  it("1.0 streams over Connect and gRPC-Web too: the Task, then updates, closing at input-required", async () => {
+  it("1.0 streams over Connect and gRPC-Web too: the Task, then updates, closing at input-required; SubscribeToTask stays open through it", async () => {
     const transports: Array<[string, Transport]> = [
       ["Connect JSON", createConnectTransport({ baseUrl: t.baseUrl, httpVersion: "1.1", useBinaryFormat: false })],
       ["Connect binary", createConnectTransport({ baseUrl: t.baseUrl, httpVersion: "1.1", useBinaryFormat: true })],
@@ -161,14 +197,29 @@ describe("A2A 0.3 and 1.0 side by side over the same durable tasks", () => {
     for (const [name, transport] of transports) {
       const client = createClient(V10Service, transport);
       const states: string[] = [];
+      let taskId = "";
       for await (const event of client.sendStreamingMessage(
         { message: { messageId: randomUUID(), role: V10Role.USER, parts: [{ content: { case: "text", value: name } }], metadata: { skillId: "approval-gate" } } },
         { headers: auth() },
       )) {
+        if (event.payload.case === "task") taskId = event.payload.value.id;
         states.push(event.payload.case === "statusUpdate" ? V10State[event.payload.value.status!.state] : String(event.payload.case));
       }
       expect(states[0], name).toBe("task");
       expect(states.at(-1), name).toBe("INPUT_REQUIRED");
+      // Re-attach to the waiting task, reply, and watch it complete on the same subscription.
+      const watched: string[] = [];
+      let replied: Promise<unknown> | undefined;
+      for await (const event of client.subscribeToTask({ id: taskId }, { headers: auth() })) {
+        const state = event.payload.case === "task" || event.payload.case === "statusUpdate" ? event.payload.value.status!.state : undefined;
+        watched.push(event.payload.case === "statusUpdate" ? V10State[state!] : String(event.payload.case));
+        if (!replied && state === V10State.INPUT_REQUIRED) {
+          replied = client.sendMessage({ message: { messageId: randomUUID(), role: V10Role.USER, taskId, parts: [{ content: { case: "data", value: fromJson(ValueSchema, { action: "accept" }) } }] } }, { headers: auth() });
+        }
+      }
+      await replied;
+      expect(watched[0], name).toBe("task");
+      expect(watched.at(-1), name).toBe("COMPLETED");
     }
   });
 

@@ -116,7 +116,7 @@ describe("A2A 1.0 with the @a2a-js/sdk 1.x client", () => {
       expect(last?.$case === "statusUpdate" && last.value.status?.state).toBe(STATE.INPUT_REQUIRED);
     });
 
-    it("subscribe after a dropped stream: the Task first, then the rest, read-only", async () => {
+    it("subscribe after a dropped stream: the Task first, then the rest, read-only; it stays open through the interrupt and ends at completed", async () => {
       const stream = sdk.sendMessageStream(send([textPart("slow one")], { skillId: "slow-approval" }));
       const first = await stream.next();
       await stream.return(undefined); // the caller goes away mid-stream
@@ -124,12 +124,21 @@ describe("A2A 1.0 with the @a2a-js/sdk 1.x client", () => {
       expect(payload?.$case).toBe("task");
       const taskId = payload?.$case === "task" ? payload.value.id : "";
       const again = [];
-      for await (const event of sdk.resubscribeTask({ tenant: "", id: taskId })) again.push(event);
+      let replied: Promise<unknown> | undefined;
+      for await (const event of sdk.resubscribeTask({ tenant: "", id: taskId })) {
+        again.push(event);
+        const p = event.payload;
+        const state = p?.$case === "task" ? p.value.status?.state : p?.$case === "statusUpdate" ? p.value.status?.state : undefined;
+        // The re-attached caller answers the interrupt and watches the run finish on the same stream.
+        if (!replied && state === STATE.INPUT_REQUIRED) replied = sdk.sendMessage(send([dataPart({ action: "accept" })], { taskId }));
+      }
       expect(again[0]?.payload?.$case).toBe("task");
+      expect(replied).toBeDefined();
+      await replied;
       const last = again.at(-1)?.payload;
-      expect(last?.$case === "statusUpdate" && last.value.status?.state).toBe(STATE.INPUT_REQUIRED);
+      expect(last?.$case === "statusUpdate" && last.value.status?.state).toBe(STATE.COMPLETED);
       const stored = await sdk.getTask({ tenant: "", id: taskId });
-      expect(stored.status?.state).toBe(STATE.INPUT_REQUIRED);
+      expect(stored.status?.state).toBe(STATE.COMPLETED);
     });
 
     it("list pages through the caller's tasks with filters", async () => {

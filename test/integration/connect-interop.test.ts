@@ -108,6 +108,24 @@ describe("A2A v0.3 over Connect and gRPC-Web (connect-es clients)", () => {
       expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i));
     });
 
+    it("TaskSubscription to a task waiting for approval stays open: the reply's effect and completion arrive on it", async () => {
+      const waiting = await client.sendMessage({ request: message("Ship it", "approval-gate") });
+      const taskId = waiting.payload.case === "task" ? waiting.payload.value.id : "";
+      expect(waiting.payload.case === "task" && waiting.payload.value.status?.state).toBe(TaskState.INPUT_REQUIRED);
+      const seen: number[] = [];
+      let replied: Promise<unknown> | undefined;
+      for await (const event of client.taskSubscription({ name: `tasks/${taskId}` })) {
+        const state = event.payload.case === "task" || event.payload.case === "statusUpdate" ? event.payload.value.status?.state : undefined;
+        if (event.payload.case === "statusUpdate") seen.push(state ?? -1);
+        if (!replied && state === TaskState.INPUT_REQUIRED) {
+          replied = client.sendMessage({ request: { messageId: randomUUID(), role: Role.USER, taskId, content: [{ part: { case: "data", value: { data: { action: "accept" } } } }] } });
+        }
+      }
+      await replied;
+      expect(seen.at(-1)).toBe(TaskState.COMPLETED);
+      expect(seen).toContain(TaskState.WORKING);
+    });
+
     it("maps domain errors to codes: NOT_FOUND, INVALID_ARGUMENT", async () => {
       expect((await codeOf(client.getTask({ name: `tasks/${randomUUID()}` }))).code).toBe(Code.NotFound);
       const malformed = await codeOf(client.cancelTask({ name: "foo/bar" }));

@@ -15,7 +15,7 @@ describe("discovery and the durable read over REST", () => {
     validateCapabilities(doc);
     const card = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as Record<string, any>;
     expect(doc["a2a"].supported).toBe(true);
-    expect(doc["a2a"].agentCardUrl).toBe(`${t.baseUrl}/.well-known/agent-card.json`);
+    expect(doc["a2a"].agentCardUrl).toBe(`${t.baseUrl}/.well-known/agent-card.json?A2A-Version=1.0`);
     expect(doc["a2a"].streaming).toBe(card["capabilities"].streaming);
     expect(doc["a2a"].pushNotifications).toBe(card["capabilities"].pushNotifications);
     expect(doc["a2a"].durableTasks).toBe(false); // this test app runs on the in-memory store
@@ -44,7 +44,7 @@ describe("discovery and the durable read over REST", () => {
     expect(route.status).toBe(404);
     const wrongMethod = await fetch(`${t.baseUrl}/.well-known/openwop`, { method: "DELETE" });
     expect(wrongMethod.status).toBe(405);
-    expect(wrongMethod.headers.get("allow")).toBe("GET");
+    expect(wrongMethod.headers.get("allow")).toBe("GET, HEAD") // HEAD: issue 12 item 13;
   });
 
   it("advertises the loaded conformance fixtures, the rest transport and the clarification envelope", async () => {

@@ -24,7 +24,7 @@ describe("A2A v0.3 JSON-RPC binding", () => {
   };
   const message = (text: string, extra: Record<string, unknown> = {}) => ({ kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], ...extra });
   const reply = (taskId: string, data: Record<string, unknown>) => ({ kind: "message", messageId: randomUUID(), role: "user", taskId, parts: [{ kind: "data", data }] });
-  const stream = async (method: string, params: unknown, id = randomUUID(), until?: (f: SseFrame) => boolean) => {
+  const stream = async (method: string, params: unknown, id = randomUUID(), until?: (f: SseFrame) => boolean | void) => {
     const res = await fetch(endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id, method, params }) });
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     return readSse(res, until);
@@ -68,15 +68,24 @@ describe("A2A v0.3 JSON-RPC binding", () => {
     expect(events.slice(0, -1).every((e) => e["final"] !== true)).toBe(true);
   });
 
-  it("resubscribes after a dropped stream without re-running anything, then completes on reply", async () => {
+  it("resubscribes after a dropped stream without re-running anything; the stream stays open through the interrupt and ends at completed", async () => {
     const frames = await stream("message/stream", { message: message("Slow one", { metadata: { skillId: "slow-approval" } }) }, randomUUID(), () => true);
     const taskId = (frames[0]!.data as Rpc).result!["id"] as string;
-    const resubscribed = results(await stream("tasks/resubscribe", { id: taskId }));
+    let replied: Promise<Rpc> | undefined;
+    const resubscribed = results(
+      await stream("tasks/resubscribe", { id: taskId }, randomUUID(), (f) => {
+        // Reply once the re-attached stream shows the task waiting; the same stream then watches it finish.
+        const r = (f.data as Rpc).result!;
+        if (!replied && r["status"]?.state === "input-required") replied = rpc("message/send", { message: reply(taskId, { action: "accept" }) });
+      }),
+    );
     expect(resubscribed[0]!["kind"]).toBe("task");
     expect(resubscribed[0]!["id"]).toBe(taskId);
-    expect(resubscribed.at(-1)!["status"].state).toBe("input-required");
-    const done = await rpc("message/send", { message: reply(taskId, { action: "accept" }) });
-    expect(done.result!["status"].state).toBe("completed");
+    const waiting = resubscribed.find((e) => e["kind"] === "status-update" && e["status"].state === "input-required");
+    if (waiting) expect(waiting["final"]).toBe(false);
+    expect(resubscribed.filter((e) => e["final"] === true)).toHaveLength(1);
+    expect(resubscribed.at(-1)).toMatchObject({ kind: "status-update", final: true, status: { state: "completed" } });
+    const done = await replied!;
     expect(done.result!["id"]).toBe(taskId);
     const log = await t.store.readEvents(taskId, 0);
     expect(log.filter((e) => e.type === "run.started")).toHaveLength(1);
@@ -84,13 +93,24 @@ describe("A2A v0.3 JSON-RPC binding", () => {
     expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i));
   });
 
-  it("gives concurrent subscribers identical ordered events", async () => {
-    const created = await rpc("message/send", { message: message("Watch me", { metadata: { skillId: "slow-approval" } }), configuration: { blocking: false } });
+  it("gives concurrent subscribers identical events, the first one (with its interrupt token) included", async () => {
+    const created = await rpc("message/send", { message: message("Watch me", { metadata: { skillId: "approval-gate" } }) });
     const taskId = created.result!["id"] as string;
-    const [a, b] = await Promise.all([stream("tasks/resubscribe", { id: taskId }), stream("tasks/resubscribe", { id: taskId })]);
-    const strip = (f: SseFrame[]) => results(f).slice(1);
-    expect(strip(a)).toEqual(strip(b));
-    expect(results(a).at(-1)!["final"]).toBe(true);
+    expect(created.result!["status"].state).toBe("input-required");
+    let seen = 0;
+    let replied: Promise<Rpc> | undefined;
+    const onFirst = () => {
+      // Both streams hold the waiting task: one reply, both watch it complete.
+      if (++seen === 2) replied = rpc("message/send", { message: reply(taskId, { action: "accept" }) });
+    };
+    const watch = () => stream("tasks/resubscribe", { id: taskId }, randomUUID(), (f) => void ((f.data as Rpc).result!["kind"] === "task" && onFirst()));
+    const [a, b] = await Promise.all([watch(), watch()]);
+    await replied;
+    expect(results(a)[0]!["metadata"].openwop.interruptToken).toEqual(expect.any(String));
+    expect(results(a)).toEqual(results(b));
+    expect(results(a).at(-1)).toMatchObject({ final: true, status: { state: "completed" } });
+    // Repeated reads of the waiting task were identical too (the token is minted once per interrupt).
+    expect(results(a)[0]!["metadata"].openwop.interruptToken).toBe(created.result!["metadata"].openwop.interruptToken);
   });
 
   it("tasks/resubscribe to a terminal task returns the Task and closes", async () => {

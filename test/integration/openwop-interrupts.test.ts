@@ -236,7 +236,7 @@ describe("OpenWOP interrupt tokens: expiry", () => {
   });
   afterAll(() => t.close());
 
-  it("an expired token is 410 interrupt_expired and resolves nothing; a fresh read gives a fresh token", async () => {
+  it("an expired token is 410 interrupt_expired and resolves nothing; reads keep showing that one token; the API key still resolves", async () => {
     const runId = await api.startRun("conformance-approval");
     const { interrupts } = await api.waitForRun(runId, (s) => s.status === "waiting-approval");
     await new Promise((r) => setTimeout(r, 1100));
@@ -245,9 +245,11 @@ describe("OpenWOP interrupt tokens: expiry", () => {
       expect(res.status).toBe(410);
       expectErrorEnvelope(res.body, "interrupt_expired");
     }
-    const fresh = (await api.call("GET", `/v1/runs/${runId}`)).body.interrupts[0].token;
-    expect(fresh).not.toBe(interrupts[0].token);
-    expect((await api.call("POST", `/v1/interrupts/${fresh}`, { resumeValue: { action: "accept" } })).status).toBe(200);
+    // Minted once per interrupt: a later read shows the same token, still expired.
+    const again = (await api.call("GET", `/v1/runs/${runId}`)).body.interrupts[0];
+    expect(again.token).toBe(interrupts[0].token);
+    expect((await api.call("POST", `/v1/interrupts/${again.token}`, { resumeValue: { action: "accept" } })).status).toBe(410);
+    expect((await api.call("POST", `/v1/runs/${runId}/interrupts/${again.nodeId}`, { resumeValue: { action: "accept" } })).status).toBe(200);
   });
 });
 

@@ -147,17 +147,17 @@ describe("OpenWOP runs API", () => {
     expectErrorEnvelope(bad.body, "validation_error");
   });
 
-  it("Idempotency-Key: same key and body → the same stored 201; another body → 409 idempotency_conflict", async () => {
+  it("Idempotency-Key: same key and body → the same stored 201 with OpenWOP-Idempotent-Replay: true; another body → 409 idempotency_key_mismatch", async () => {
     const key = randomUUID();
     const before = store.creates;
     const first = await api.call("POST", "/v1/runs", { workflowId: "conformance-approval", inputs: { a: 1, b: [1, 2] } }, { "idempotency-key": key });
     expect(first.status).toBe(201);
-    expect(first.headers.get("idempotent-replayed")).toBeNull();
+    expect(first.headers.get("openwop-idempotent-replay")).toBeNull();
     // Same JSON, other key order: the same request.
     const again = await api.call("POST", "/v1/runs", { inputs: { b: [1, 2], a: 1 }, workflowId: "conformance-approval" }, { "idempotency-key": key });
     expect(again.status).toBe(201);
     expect(again.body).toEqual(first.body);
-    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.headers.get("openwop-idempotent-replay")).toBe("true");
     const concurrent = await Promise.all(
       Array.from({ length: 5 }, () => api.call("POST", "/v1/runs", { workflowId: "conformance-approval", inputs: { a: 1, b: [1, 2] } }, { "idempotency-key": key })),
     );
@@ -167,7 +167,7 @@ describe("OpenWOP runs API", () => {
 
     const conflict = await api.call("POST", "/v1/runs", { workflowId: "conformance-approval", inputs: { a: 2 } }, { "idempotency-key": key });
     expect(conflict.status).toBe(409);
-    expectErrorEnvelope(conflict.body, "idempotency_conflict");
+    expectErrorEnvelope(conflict.body, "idempotency_key_mismatch");
     expect(store.creates - before).toBe(1);
 
     const otherKey = await api.call("POST", "/v1/runs", { workflowId: "conformance-approval", inputs: { a: 1, b: [1, 2] } }, { "idempotency-key": randomUUID() });
@@ -179,6 +179,32 @@ describe("OpenWOP runs API", () => {
     expectErrorEnvelope(badKey.body, "validation_error");
   });
 
+  it("the conformance-idempotent fixture: a replay creates no second run and completes; another nonce under the key is 409", async () => {
+    const key = `idempotent-${randomUUID()}`;
+    const before = store.creates;
+    const body = { workflowId: "conformance-idempotent", inputs: { nonce: "first-attempt" } };
+    const calls = [];
+    for (let i = 0; i < 3; i++) calls.push(await api.call("POST", "/v1/runs", body, { "idempotency-key": key }));
+    expect(calls.map((c) => c.status)).toEqual([201, 201, 201]);
+    expect(calls.map((c) => c.headers.get("openwop-idempotent-replay"))).toEqual([null, "true", "true"]);
+    expect(new Set(calls.map((c) => c.body.runId)).size).toBe(1);
+    expect(store.creates - before).toBe(1);
+    expect((await api.waitForRun(calls[0]!.body.runId, (s) => s.status === "completed")).status).toBe("completed");
+    const changed = await api.call("POST", "/v1/runs", { ...body, inputs: { nonce: "second-attempt" } }, { "idempotency-key": key });
+    expect(changed.status).toBe(409);
+    expectErrorEnvelope(changed.body, "idempotency_key_mismatch");
+  });
+
+  it("conformance-cancellable honours delayMs: it completes after the delay unless cancelled; a bad delayMs fails the run", async () => {
+    const short = await api.startRun("conformance-cancellable", { delayMs: 200 });
+    const done = await api.waitForRun(short, (s) => s.status === "completed" || s.status === "failed" || s.status === "cancelled");
+    expect(done.status).toBe("completed");
+    const bad = await api.startRun("conformance-cancellable", { delayMs: 0 });
+    const failed = await api.waitForRun(bad, (s) => s.status === "failed" || s.status === "completed");
+    expect(failed.status).toBe("failed");
+    expect(failed.error).toMatchObject({ code: "validation_error", message: expect.stringContaining("delayMs") });
+  });
+
   it("a refused request keeps no idempotency record: the key still works for a valid body", async () => {
     const key = randomUUID();
     const refused = await api.call("POST", "/v1/runs", { workflowId: "no-such-workflow" }, { "idempotency-key": key });
@@ -187,13 +213,12 @@ describe("OpenWOP runs API", () => {
     expect(ok.status).toBe(201);
   });
 
-  it("cancel: 202/200 with the snapshot, the run ends cancelled, a second cancel is 409 run_terminal", async () => {
-    const runId = await api.startRun("conformance-cancellable");
+  it("cancel: 200 with the run in cancelling, the run ends cancelled, a second cancel is 409 run_terminal", async () => {
+    const runId = await api.startRun("conformance-cancellable", { delayMs: 60_000 });
     await api.waitForRun(runId, (s) => s.status === "running");
     const res = await api.call("POST", `/v1/runs/${runId}/cancel`, { reason: "operator says stop" });
-    expect([200, 202]).toContain(res.status);
-    expect(["cancelling", "cancelled"]).toContain(res.body.status);
-    expect(res.status === 200).toBe(res.body.status === "cancelled");
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe("cancelling");
     expect(res.body.runId).toBe(runId);
     const done = await api.waitForRun(runId, (s) => s.status === "cancelled");
     expect(done.metadata).toEqual({ cancelReason: "operator says stop" });
@@ -211,7 +236,7 @@ describe("OpenWOP runs API", () => {
     const runId = await api.startRun("conformance-approval");
     await api.waitForRun(runId, (s) => s.status === "waiting-approval");
     const res = await fetch(`${t.baseUrl}/v1/runs/${runId}/cancel`, { method: "POST" });
-    expect([200, 202]).toContain(res.status);
+    expect(res.status).toBe(200);
     await api.waitForRun(runId, (s) => s.status === "cancelled");
   });
 

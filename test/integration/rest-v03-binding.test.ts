@@ -106,21 +106,32 @@ describe("A2A v0.3 HTTP+JSON binding (plain fetch)", () => {
     await expectError(await postJson(`/v1/tasks/${taskId}:cancel`, { name: "tasks/other" }), 400, -32602);
   });
 
-  it("GET and POST /v1/tasks/{id}:subscribe re-attach to a running task; approval completes it", async () => {
+  it("GET and POST /v1/tasks/{id}:subscribe re-attach to a running task and stay open through its interrupt; approval completes it on the same streams", async () => {
     const first = await postJson("/v1/message:stream", { message: message("Deploy", { metadata: { skillId: "slow-approval" } }) });
     const [created] = await sse(first, () => true); // drop the stream after the Task
     const taskId = created!["task"]["id"] as string;
 
-    const viaGet = await sse(await fetch(url(`/v1/tasks/${taskId}:subscribe`)));
-    expect(viaGet[0]!["task"]["id"]).toBe(taskId);
-    expect(states(viaGet).at(-1)).toBe("TASK_STATE_INPUT_REQUIRED");
-
-    const viaPost = await sse(await fetch(url(`/v1/tasks/${taskId}:subscribe`), { method: "POST" }));
-    expect(viaPost).toHaveLength(1);
-    expect(viaPost[0]!["task"]["status"]["state"]).toBe("TASK_STATE_INPUT_REQUIRED");
-
-    const approved = await sse(await postJson("/v1/message:stream", { message: reply(taskId, { action: "accept" }) }));
-    expect(states(approved).at(-1)).toBe("TASK_STATE_COMPLETED");
+    // Both subscriptions stay open through the interrupt; once both show the task waiting, one reply, and
+    // both watch it run to completed.
+    let waiting = 0;
+    let approved: Promise<Response> | undefined;
+    const watch = (res: Response) => {
+      let seen = false;
+      return sse(res, (f) => {
+        const e = f.data as Obj;
+        const state = e["task"]?.["status"]?.["state"] ?? e["statusUpdate"]?.["status"]?.["state"];
+        if (state === "TASK_STATE_INPUT_REQUIRED" && !seen && (seen = true) && ++waiting === 2) {
+          approved = postJson("/v1/message:send", { message: reply(taskId, { action: "accept" }) });
+        }
+        return false;
+      });
+    };
+    const [viaGet, viaPost] = await Promise.all([watch(await fetch(url(`/v1/tasks/${taskId}:subscribe`))), watch(await fetch(url(`/v1/tasks/${taskId}:subscribe`), { method: "POST" }))]);
+    for (const events of [viaGet, viaPost]) {
+      expect(events[0]!["task"]["id"]).toBe(taskId);
+      expect(states(events).at(-1)).toBe("TASK_STATE_COMPLETED");
+    }
+    expect((await approved!).status).toBe(200);
     const after = await sse(await postJson(`/v1/tasks/${taskId}:subscribe`, { name: `tasks/${taskId}` }));
     expect(after.map((e) => e["task"]?.["status"]?.["state"])).toEqual(["TASK_STATE_COMPLETED"]);
   });

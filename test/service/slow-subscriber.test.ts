@@ -37,7 +37,14 @@ describe("a slow subscriber", () => {
     const slowNext = slow.next(); // reads one update, then stops reading
     const fast = (async () => {
       const seen: string[] = [];
-      for await (const e of t.core.service.subscribe(task.id, ctx)) seen.push(e.kind === "status-update" ? e.status.state : e.kind);
+      for await (const e of t.core.service.subscribe(task.id, ctx)) {
+        seen.push(e.kind === "status-update" ? e.status.state : e.kind);
+        // A subscription stays open through an interrupt (final: false); this one stops watching there.
+        if (e.kind === "status-update" && e.status.state === "input-required") {
+          expect(e.final).toBe(false);
+          break;
+        }
+      }
       return seen;
     })();
     const seen = await fast;

@@ -7,7 +7,7 @@ import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
 import { LeaseLostError, StaleWriteError, type TaskRecord, type TaskStore } from "../../src/store/task-store.js";
 import "../support/mongo.js";
-import { changes, events, record } from "../support/task-fixtures.js";
+import { changes, events, record } from "../support/task-records.js";
 
 const T0 = Date.parse("2030-01-01T00:00:00.000Z");
 const at = (ms: number) => new Date(T0 + ms);

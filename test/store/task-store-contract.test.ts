@@ -6,7 +6,7 @@ import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
 import { DuplicateIdempotencyKeyError, DuplicateTaskError, StaleWriteError, type TaskStore } from "../../src/store/task-store.js";
 import { DomainError } from "../../src/domain/errors.js";
 import "../support/mongo.js";
-import { changes, events, record } from "../support/task-fixtures.js";
+import { changes, events, record } from "../support/task-records.js";
 
 /** One contract, every adapter. */
 function contract(name: string, open: () => Promise<TaskStore>, close: () => Promise<void>) {

@@ -48,7 +48,7 @@ const CANONICAL_REST_CODES = new Set([
   "forbidden",
   "unauthenticated",
   "conflict",
-  "idempotency_conflict",
+  "idempotency_key_mismatch",
   "interrupt_not_found",
   "interrupt_already_resolved",
   "interrupt_expired",

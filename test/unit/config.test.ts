@@ -28,9 +28,23 @@ describe("configuration", () => {
     [{ API_KEYS: '[{"id":"a","tenant":"t","scopes":["runs:fly"],"key":"0123456789abcdef"}]' }, "API_KEYS[0].scopes must be an array of"],
     [{ API_KEYS: '[{"id":"a","tenant":"t","scopes":[],"key":"short"}]' }, 'API_KEYS[0] needs "key" (at least 16 characters)'],
     [{ MAX_BODY_BYTES: "12" }, "MAX_BODY_BYTES must be a whole number between 1024"],
+    [{ AGENT_CARD_BARE: "0.3" }, "AGENT_CARD_BARE must be one of auto, hybrid, 1.0"],
+    [{ AGENT_CARD_MAX_AGE_SECONDS: "-1" }, "AGENT_CARD_MAX_AGE_SECONDS must be a whole number"],
   ])("refuses %j with a clear message", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
+  });
+
+  it.each([
+    [{}, "openwop_a2a"],
+    [{ MONGODB_URI: "mongodb://db:27017" }, "openwop_a2a"],
+    [{ MONGODB_URI: "mongodb://db:27017/" }, "openwop_a2a"],
+    [{ MONGODB_URI: "mongodb://u:p%2F@db1,db2:27017/prod?replicaSet=rs0" }, "prod"],
+    [{ MONGODB_URI: "mongodb+srv://cluster.example/dev" }, "dev"],
+    [{ MONGODB_URI: "mongodb://db/prod", MONGODB_DB: "override" }, "override"],
+    [{ MONGODB_DB: "only_db" }, "only_db"],
+  ])("uses the database of %j: %s (MONGODB_DB only when set, else the URI's path)", (env, db) => {
+    expect(loadConfig(env).mongodbDb).toBe(db);
   });
 
   it("reports every problem of one start in one error, not just the first", () => {

@@ -153,6 +153,7 @@ describe("the real workflow definitions", () => {
       "conformance-approval",
       "conformance-cancellable",
       "conformance-delay",
+      "conformance-idempotent",
       "conformance-noop",
       "echo",
       "files-and-data",

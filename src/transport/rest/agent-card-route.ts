@@ -1,26 +1,27 @@
 import type { AgentCard } from "../../a2a/agent-card.js";
-import { a2aVersionOf, PREFERRED_A2A_VERSION, type A2AVersion } from "../../a2a/protocol-version.js";
+import { a2aVersionOf, PREFERRED_A2A_VERSION, requestedA2AVersion, type A2AVersion } from "../../a2a/protocol-version.js";
 import { versionModule } from "../../a2a/versions.js";
-import { sendJson, type HttpRequest, type HttpResponse } from "../http-io.js";
+import { sendCacheableJson, type Cacheability } from "../cacheable-json.js";
+import type { HttpRequest, HttpResponse } from "../http-io.js";
 import { sendA2ARestError } from "./a2a-rest-router.js";
 
 /**
  * `GET /.well-known/agent-card.json` for every era (wire facts §5.7, as a2a-js serves it): the card as the
- * requested version's clients read it (registry `card.document`): without `A2A-Version` (or with 0.3) the
- * v0.3 card with the v1.0 `supportedInterfaces` embedded; with `A2A-Version: 1.0` the pure v1.0 card.
- * `Vary: A2A-Version` keeps caches apart; an unsupported version answers 400 VersionNotSupported in the
- * preferred version's HTTP+JSON shape.
+ * requested version's clients read it (registry `card.document`): with `A2A-Version: 0.3` the v0.3 card with
+ * the v1.0 `supportedInterfaces` embedded (the hybrid card); with `A2A-Version: 1.0` (header or query) the pure
+ * v1.0 card; without it, whichever `bareVersion` names (AGENT_CARD_BARE). `Vary: A2A-Version` keeps caches
+ * apart; an unsupported version answers 400 VersionNotSupported in the preferred version's HTTP+JSON shape.
  */
-export function serveAgentCard(req: HttpRequest, res: HttpResponse, card: AgentCard): void {
+export function serveAgentCard(req: HttpRequest, res: HttpResponse, card: AgentCard, bareVersion: A2AVersion, cache: Omit<Cacheability, "headers">): void {
   const vary = { vary: "A2A-Version" };
   let version: A2AVersion;
   try {
-    version = a2aVersionOf(req);
+    version = requestedA2AVersion(req.headers, req.url) === undefined ? bareVersion : a2aVersionOf(req);
   } catch (err) {
     sendA2ARestError(res, PREFERRED_A2A_VERSION, err, { ...vary, "content-type": "application/json" });
     return;
   }
-  sendJson(res, 200, versionModule(version).card.document(card), vary);
+  sendCacheableJson(req, res, versionModule(version).card.document(card), { ...cache, headers: vary });
 }
 
 /** Discovery's `a2a` version fields, read off the card so they always equal the versions its interfaces declare. */

@@ -1,6 +1,9 @@
+import { A2A_03_LEGACY_WINDOW_ENDS, bareCardVersion, type AgentCardSettings } from "../../a2a/agent-card-settings.js";
+import { A2A_VERSION_QUERY } from "../../a2a/protocol-version.js";
 import type { TaskService } from "../../a2a/task-service.js";
 import type { HttpRouter } from "../http-router.js";
 import { sendJson } from "../http-io.js";
+import { sendCacheableJson } from "../cacheable-json.js";
 import { a2aVersionFields, serveAgentCard } from "./agent-card-route.js";
 
 export interface DiscoveryOptions {
@@ -15,12 +18,17 @@ export interface DiscoveryOptions {
   supportedEnvelopes?: string[];
   /** The task machine's JSON definition for the visualizer (the composition root passes the machine's export). */
   taskMachine: () => Record<string, unknown>;
+  /** What the bare card path serves, and how long caches keep the card and the discovery document. */
+  cardSettings: AgentCardSettings;
+  clock?: () => Date;
 }
 
 /** The conformance fixtures this host ships (or may load from WORKFLOWS_DIR); only loaded ones are advertised. */
-export const CONFORMANCE_FIXTURES = ["conformance-noop", "conformance-approval", "conformance-cancellable", "conformance-delay", "conformance-a2a-task-roundtrip"] as const;
+export const CONFORMANCE_FIXTURES = ["conformance-noop", "conformance-approval", "conformance-cancellable", "conformance-delay", "conformance-idempotent", "conformance-a2a-task-roundtrip"] as const;
 
 export const AGENT_CARD_PATH = "/.well-known/agent-card.json";
+/** The pure A2A 1.0 card without any header: the same path, the version named in the query. */
+export const V10_AGENT_CARD_PATH = `${AGENT_CARD_PATH}?${A2A_VERSION_QUERY}=1.0`;
 
 /** The OpenWOP discovery document: required fields plus the `a2a` family at the document root (RFC 0073). */
 export function discoveryDocument(options: DiscoveryOptions): Record<string, unknown> {
@@ -36,7 +44,8 @@ export function discoveryDocument(options: DiscoveryOptions): Record<string, unk
     eventLogSchemaVersion: 2,
     a2a: {
       supported: true,
-      agentCardUrl: `${options.publicUrl}${AGENT_CARD_PATH}`,
+      // The pure 1.0 card, whatever the bare path serves: a strict 1.0 client refuses the hybrid one.
+      agentCardUrl: `${options.publicUrl}${V10_AGENT_CARD_PATH}`,
       streaming: card.capabilities.streaming,
       pushNotifications: card.capabilities.pushNotifications,
       durableTasks: options.durableTasks,
@@ -47,8 +56,21 @@ export function discoveryDocument(options: DiscoveryOptions): Record<string, unk
 }
 
 export function addDiscoveryRoutes(router: HttpRouter, options: DiscoveryOptions): void {
-  router.add("GET", AGENT_CARD_PATH, async (req, res) => serveAgentCard(req, res, options.service.agentCard));
-  router.add("GET", "/.well-known/openwop", async (_req, res) => sendJson(res, 200, discoveryDocument(options)));
+  const clock = options.clock ?? (() => new Date());
+  const { bareCard, cacheMaxAgeSeconds } = options.cardSettings;
+  // The card and the discovery document are built once, at start; the bare card changes shape once more
+  // when the 0.3 legacy window ends (under `auto`).
+  const startedAt = clock();
+  const lastModified = (): Date => {
+    const windowEnd = new Date(A2A_03_LEGACY_WINDOW_ENDS);
+    return bareCard === "auto" && startedAt < windowEnd && clock() >= windowEnd ? windowEnd : startedAt;
+  };
+  router.add(["GET", "HEAD"], AGENT_CARD_PATH, async (req, res) =>
+    serveAgentCard(req, res, options.service.agentCard, bareCardVersion(bareCard, clock()), { maxAgeSeconds: cacheMaxAgeSeconds, lastModified: lastModified() }),
+  );
+  router.add(["GET", "HEAD"], "/.well-known/openwop", async (req, res) =>
+    sendCacheableJson(req, res, discoveryDocument(options), { maxAgeSeconds: cacheMaxAgeSeconds, lastModified: startedAt }),
+  );
   router.add("GET", "/v1/a2a/tasks/{taskId}", async (_req, res, params, ctx) => {
     sendJson(res, 200, await options.service.getA2ATaskState(params["taskId"]!, ctx));
   });

@@ -2,7 +2,6 @@ import { invalidParams } from "../../domain/errors.js";
 import type { RunEventFeed } from "../../runs/run-event-feed.js";
 import type { RunInterrupts } from "../../runs/run-interrupts.js";
 import type { RunService, StartRunRequest } from "../../runs/run-service.js";
-import { isTerminalRunStatus } from "../../domain/run-status.js";
 import { expectObject, onlyKnownFields, optionalObject, optionalString, optionalStringArray, requiredString, type JsonObject } from "../../domain/json-shape.js";
 import { sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
 import type { HttpRouter } from "../http-router.js";
@@ -26,6 +25,8 @@ const MAX_TAGS = 100;
 const MAX_TAG_LENGTH = 256;
 /** Idempotency-Key: printable ASCII, at most 255 characters. */
 const IDEMPOTENCY_KEY = /^[\x21-\x7e][\x20-\x7e]{0,254}$/;
+/** rest-endpoints.md: a response replayed from the Idempotency-Key cache says so. */
+const IDEMPOTENT_REPLAY_HEADER = "OpenWOP-Idempotent-Replay";
 const POLL_DEFAULT_TIMEOUT_MS = 10_000;
 const POLL_MAX_TIMEOUT_MS = 30_000;
 const POLL_MAX_LIMIT = 1000;
@@ -41,7 +42,7 @@ export function addOpenwopRunsRoutes(router: HttpRouter, options: OpenwopRunsRou
     const idempotencyKey = idempotencyKeyOf(req);
     const request = decodeStartRun((await readJsonObject(req, options))!);
     const result = await runs.startRun(request, ctx, idempotencyKey);
-    sendJson(res, result.status, result.body, { location: result.body.statusUrl, ...(result.replayed ? { "idempotent-replayed": "true" } : {}) });
+    sendJson(res, result.status, result.body, { location: result.body.statusUrl, ...(result.replayed ? { [IDEMPOTENT_REPLAY_HEADER]: "true" } : {}) });
   });
 
   router.add("GET", "/v1/runs/{runId}", async (_req, res, { runId }, ctx) => {
@@ -65,8 +66,9 @@ export function addOpenwopRunsRoutes(router: HttpRouter, options: OpenwopRunsRou
     const body = await readJsonObject(req, options, { optional: true });
     if (body) onlyKnownFields(body, "body", ["reason"]);
     const reason = body ? optionalString(body, "reason", "body") : undefined;
+    // 200 with the run as the cancel left it: `cancelling` until the engine has stopped it, then `cancelled`.
     const record = await runs.cancel(runId!, ctx, reason);
-    sendJson(res, isTerminalRunStatus(record.status) ? 200 : 202, runs.snapshotOf(record, ctx.principal));
+    sendJson(res, 200, runs.snapshotOf(record, ctx.principal));
   });
 
   router.add("POST", "/v1/runs/{runId}/interrupts/{nodeId}", async (req, res, { runId, nodeId }, ctx) => {

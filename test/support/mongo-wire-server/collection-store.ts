@@ -10,6 +10,7 @@
 import { BSON } from "mongodb";
 import { bsonSize, canonicalKey, formatDocument, type Doc } from "./bson-values.js";
 import { valuesAtPath } from "./document-paths.js";
+import { ChangeLog, type OperationType } from "./change-log.js";
 import { ErrorCode, fail } from "./errors.js";
 import { Index, idIndexSpec, normalizeIndexSpec, sameIndexOptions, sameKeyPattern, validateId } from "./indexes.js";
 
@@ -24,6 +25,8 @@ export class Collection {
   /** Natural order of each document (by canonical `_id`), so index plans return what a scan would, in the same order. */
   private readonly positions = new Map<string, number>();
   private nextPosition = 0;
+  /** Where writes are recorded for change streams (collections of the server's store; not scratch copies). */
+  changes: ChangeLog | undefined;
 
   constructor(
     readonly db: string,
@@ -72,10 +75,11 @@ export class Collection {
     this.docs.set(id, doc);
     this.positions.set(id, this.nextPosition++);
     for (const index of this.indexList) index.add(doc, id);
+    this.changes?.record(this.db, this.name, "insert", doc);
   }
 
-  /** Stores `next` in place of `previous` (same `_id`). */
-  replace(previous: Doc, next: Doc): void {
+  /** Stores `next` in place of `previous` (same `_id`); `kind` names the write for change streams. */
+  replace(previous: Doc, next: Doc, kind: Exclude<OperationType, "insert"> = "update"): void {
     validateId(next._id);
     const size = bsonSize(next);
     if (size > MAX_BSON_OBJECT_SIZE) fail(17419, `Resulting document after update is larger than ${MAX_BSON_OBJECT_SIZE}`);
@@ -84,6 +88,7 @@ export class Collection {
     for (const index of this.indexList) index.remove(previous, id);
     this.docs.set(id, next); // Map.set on an existing key keeps the document's natural position
     for (const index of this.indexList) index.add(next, id);
+    this.changes?.record(this.db, this.name, kind, next, previous);
   }
 
   remove(doc: Doc): boolean {
@@ -201,6 +206,7 @@ export interface QueryStats {
 
 export class Store {
   private readonly databases = new Map<string, Map<string, Collection>>();
+  readonly changes = new ChangeLog();
   readonly queryStats: QueryStats = { scanned: 0, scannedObjects: 0, collectionScans: 0 };
 
   getCollection(db: string, name: string): Collection | undefined {
@@ -220,6 +226,7 @@ export class Store {
     if (this.getCollection(db, name)) fail(ErrorCode.NamespaceExists, `Collection ${db}.${name} already exists.`);
     const collections = this.databases.get(db) ?? new Map<string, Collection>();
     const collection = new Collection(db, name, options);
+    collection.changes = this.changes;
     collections.set(name, collection);
     this.databases.set(db, collections);
     return collection;

@@ -3,6 +3,7 @@
 
 import { bsonTypeName, integerValue, isDocument, isNumeric, toDouble, type Doc } from "./bson-values.js";
 import { validateCollectionName, validateDatabaseName, type Store } from "./collection-store.js";
+import type { ChangeStreamCursors } from "./change-streams.js";
 import type { CursorManager } from "./cursors.js";
 import { ErrorCode, fail } from "./errors.js";
 import type { TtlMonitor } from "./ttl-monitor.js";
@@ -10,6 +11,7 @@ import type { TtlMonitor } from "./ttl-monitor.js";
 export interface ServerState {
   readonly store: Store;
   readonly cursors: CursorManager;
+  readonly changeStreams: ChangeStreamCursors;
   readonly ttl: TtlMonitor;
   readonly host: string;
   readonly port: number;

@@ -23,6 +23,20 @@ export function supportedCommandNames(): string[] {
   return [...COMMANDS.keys()];
 }
 
+/**
+ * runCommand, except that a getMore on a change stream answers later (awaitData): the connection
+ * holds its next requests until the reply is written.
+ */
+export function runAwaitableCommand(command: Doc, context: CommandContext): Doc | Promise<Doc> {
+  if (Object.keys(command)[0] === "getMore" && context.server.changeStreams.owns(command.getMore)) {
+    return context.server.changeStreams.getMore(command, context).catch((error: unknown) => {
+      if (!(error instanceof CommandError)) context.server.logInternalError("getMore", error);
+      return errorReply(error, "getMore");
+    });
+  }
+  return runCommand(command, context);
+}
+
 export function runCommand(command: Doc, context: CommandContext): Doc {
   const name = Object.keys(command)[0] ?? "";
   try {

@@ -90,7 +90,7 @@ function takeBatch(docs: readonly Doc[], start: number, limit: number | undefine
   return { batch, next: position };
 }
 
-function newCursorId(): BSON.Long {
+export function newCursorId(): BSON.Long {
   // Positive, non-zero, random 63-bit ids, like mongod's.
   const value = BigInt.asUintN(63, randomBytes(8).readBigUInt64LE());
   return BSON.Long.fromBigInt(value === 0n ? 1n : value);

@@ -32,6 +32,7 @@ export const ErrorCode = {
   IndexKeySpecsConflict: 86,
   InvalidPipelineOperator: 168,
   InvalidIndexSpecificationOption: 197,
+  ChangeStreamHistoryLost: 286,
   UnsupportedOpQueryCommand: 352,
   DuplicateKey: 11000,
 } as const;

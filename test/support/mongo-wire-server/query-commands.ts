@@ -70,7 +70,7 @@ function killCursors(command: Doc, context: CommandContext): Doc {
   const cursorsNotFound: BSON.Long[] = [];
   for (const id of ids) {
     if (!(id instanceof BSON.Long)) fail(ErrorCode.TypeMismatch, `BSON field 'killCursors.cursors' contains an element of the wrong type '${bsonTypeName(id)}', expected type 'long'`);
-    (context.server.cursors.kill(id) ? cursorsKilled : cursorsNotFound).push(id);
+    (context.server.cursors.kill(id) || context.server.changeStreams.kill(id) ? cursorsKilled : cursorsNotFound).push(id);
   }
   return { cursorsKilled, cursorsNotFound, cursorsAlive: [], cursorsUnknown: [], ok: 1 };
 }
@@ -114,6 +114,8 @@ function aggregate(command: Doc, context: CommandContext): Doc {
   }
   const collection = collectionArgument(command, "aggregate", context);
   if (command.explain !== undefined && command.explain !== false) fail(ErrorCode.BadValue, "explain is not supported by the wire-protocol test server");
+  const head = Array.isArray(command.pipeline) ? command.pipeline[0] : undefined;
+  if (isDocument(head) && "$changeStream" in head) return context.server.changeStreams.aggregate(command, context, collection);
   for (const stage of Array.isArray(command.pipeline) ? command.pipeline : []) {
     const name = isDocument(stage) ? Object.keys(stage)[0] : undefined;
     if (name === "$out" || name === "$merge") fail(ErrorCode.BadValue, `${name} is not supported by the wire-protocol test server`);

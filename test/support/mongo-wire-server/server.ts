@@ -3,14 +3,16 @@
 //
 // Commands run synchronously, one message at a time, so pipelined requests on one connection
 // are answered in order and every command sees a consistent store (it runs to completion
-// before any other command starts).
+// before any other command starts). The one exception is a change stream's getMore, which may
+// wait for a change (awaitData): its connection holds later requests until it answers.
 
 import net from "node:net";
 import { isDocument, type Doc } from "./bson-values.js";
 import { MAX_MESSAGE_SIZE_BYTES } from "./admin-commands.js";
 import type { CommandContext, ServerState } from "./command-context.js";
 import { Store } from "./collection-store.js";
-import { OP_QUERY_COMMANDS, runCommand } from "./commands.js";
+import { ChangeStreamCursors } from "./change-streams.js";
+import { OP_QUERY_COMMANDS, runAwaitableCommand, runCommand } from "./commands.js";
 import { CursorManager } from "./cursors.js";
 import { CommandError, ErrorCode, errorReply, fail } from "./errors.js";
 import { TtlMonitor } from "./ttl-monitor.js";
@@ -23,6 +25,8 @@ export interface MongoWireServerOptions {
   host?: string;
   /** How often expired TTL documents are deleted (mongod: 60 s; default here: 1 s). */
   ttlMonitorIntervalMs?: number;
+  /** false: refuse `$changeStream` as a standalone mongod does (default true, as a replica set). */
+  changeStreams?: boolean;
   /** Where protocol problems and internal errors are reported (default: stderr). */
   log?: (line: string) => void;
 }
@@ -40,6 +44,7 @@ export async function startMongoWireServer(options: MongoWireServerOptions = {})
   const log = options.log ?? ((line: string) => process.stderr.write(`[mongo-wire-server] ${line}\n`));
   const store = new Store();
   const cursors = new CursorManager();
+  const changeStreams = new ChangeStreamCursors(store.changes, options.changeStreams ?? true);
   const ttl = new TtlMonitor(store, options.ttlMonitorIntervalMs ?? 1000, (error) => log(`TTL monitor error: ${describeError(error)}`));
   const sockets = new Set<net.Socket>();
   let totalConnections = 0;
@@ -48,6 +53,7 @@ export async function startMongoWireServer(options: MongoWireServerOptions = {})
   const state: ServerState = {
     store,
     cursors,
+    changeStreams,
     ttl,
     host,
     get port() {
@@ -89,6 +95,7 @@ export async function startMongoWireServer(options: MongoWireServerOptions = {})
         ttl.stop();
         clearInterval(reaper);
         cursors.clear();
+        changeStreams.clear();
         server.close(() => resolve());
         for (const socket of sockets) socket.destroy();
       });
@@ -111,34 +118,55 @@ function serveConnection(socket: net.Socket, state: ServerState, connectionId: n
     clientAddress: `${socket.remoteAddress ?? "unknown"}:${socket.remotePort ?? 0}`,
   });
 
+  // Requests that arrive while a reply is pending (a change stream's awaitData getMore) wait their turn.
+  const queued: Buffer[] = [];
+  let awaiting = false;
+  const fatal = (error: unknown) => {
+    log(`closing connection ${connectionId} after an unexpected error: ${describeError(error)}`);
+    socket.destroy();
+  };
+  const drain = () => {
+    while (!awaiting && queued.length > 0) {
+      if (socket.destroyed) return;
+      const message = queued.shift() as Buffer;
+      let reply: Buffer | undefined | Promise<Buffer | undefined>;
+      try {
+        reply = handleMessage(message, context);
+      } catch (error) {
+        fatal(error);
+        return;
+      }
+      if (reply instanceof Promise) {
+        awaiting = true;
+        reply
+          .then((late) => void (late && !socket.destroyed && socket.write(late)), fatal)
+          .finally(() => {
+            awaiting = false;
+            drain();
+          });
+        return;
+      }
+      if (reply) socket.write(reply);
+    }
+  };
+
   socket.on("data", (chunk: Buffer) => {
-    let messages: Buffer[];
     try {
-      messages = framer.push(chunk);
+      queued.push(...framer.push(chunk));
     } catch (error) {
       // A corrupt length prefix means we cannot find the next message: mongod closes too.
       log(`closing connection ${connectionId}: ${describeError(error)}`);
       socket.destroy();
       return;
     }
-    for (const message of messages) {
-      if (socket.destroyed) return;
-      try {
-        const reply = handleMessage(message, context);
-        if (reply) socket.write(reply);
-      } catch (error) {
-        log(`closing connection ${connectionId} after an unexpected error: ${describeError(error)}`);
-        socket.destroy();
-        return;
-      }
-    }
+    drain();
   });
   // Clients disconnecting abruptly (ECONNRESET...) are normal.
   socket.on("error", () => socket.destroy());
 }
 
 /** Runs one message; returns the encoded reply, or undefined when none is expected. */
-function handleMessage(message: Buffer, context: (db: string) => CommandContext): Buffer | undefined {
+function handleMessage(message: Buffer, context: (db: string) => CommandContext): Buffer | undefined | Promise<Buffer | undefined> {
   const header = readHeader(message);
   let request: Request | undefined;
   try {
@@ -158,14 +186,15 @@ function handleMessage(message: Buffer, context: (db: string) => CommandContext)
     return encodeOpReply(header.requestId, runLegacyCommand(request, context));
   }
   const reply = runMessageCommand(request.body, context);
-  if (request.flags & MSG_MORE_TO_COME) return undefined; // fire-and-forget (w: 0)
-  return encodeReply(header.requestId, reply);
+  const moreToCome = (request.flags & MSG_MORE_TO_COME) !== 0; // fire-and-forget (w: 0)
+  if (reply instanceof Promise) return reply.then((late) => (moreToCome ? undefined : encodeReply(header.requestId, late)));
+  return moreToCome ? undefined : encodeReply(header.requestId, reply);
 }
 
-function runMessageCommand(body: Doc, context: (db: string) => CommandContext): Doc {
+function runMessageCommand(body: Doc, context: (db: string) => CommandContext): Doc | Promise<Doc> {
   const db = body.$db;
   if (typeof db !== "string") return errorReply(new CommandError(40571, "OP_MSG requests require a $db argument"), Object.keys(body)[0] ?? "");
-  return runCommand(body, context(db));
+  return runAwaitableCommand(body, context(db));
 }
 
 function runLegacyCommand(request: Extract<Request, { kind: "query" }>, context: (db: string) => CommandContext): Doc {

@@ -114,7 +114,7 @@ export function update(command: Doc, context: CommandContext): Doc {
     for (const current of multi ? matches : matches.slice(0, 1)) {
       const next = compiled.apply(current, { isInsert: false });
       if (!sameBytes(current, next)) {
-        (collection as Collection).replace(current, next);
+        (collection as Collection).replace(current, next, compiled.isReplacement ? "replace" : "update");
         nModified++;
       }
       n++;

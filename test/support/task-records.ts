@@ -1,6 +1,6 @@
 import type { RunEvent, TaskRecord } from "../../src/store/task-store.js";
 
-/** A stored task as the store tests write it (a pending echo task, unless overridden). */
+/** A new task's head as the store tests write it (pending, version 0), with `overrides`. */
 export function record(taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord {
   const at = new Date().toISOString();
   return {

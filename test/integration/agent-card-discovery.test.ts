@@ -1,0 +1,98 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { A2A_03_LEGACY_WINDOW_ENDS, bareCardVersion } from "../../src/a2a/agent-card-settings.js";
+import { validateCapabilities } from "../../src/schemas/schema-validator.js";
+import { startTestApp, type TestApp } from "../support/start-server.js";
+
+type Obj = Record<string, any>;
+/** Fields only the 0.3 shape has: a strict 1.0 client refuses a card carrying them next to supportedInterfaces. */
+const V03_ONLY = ["url", "preferredTransport", "additionalInterfaces", "protocolVersion", "supportsAuthenticatedExtendedCard"];
+const isPure10 = (card: Obj) => Array.isArray(card["supportedInterfaces"]) && V03_ONLY.every((k) => !(k in card));
+const isHybrid = (card: Obj) => card["protocolVersion"] === "0.3.0" && Array.isArray(card["supportedInterfaces"]);
+
+describe("the agent card and the discovery document: caching, conditional requests, HEAD", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ AGENT_CARD_MAX_AGE_SECONDS: "120" });
+  });
+  afterAll(() => t.close());
+
+  const documents: Array<[string, string, Record<string, string>]> = [
+    ["the bare card", "/.well-known/agent-card.json", {}],
+    ["the 1.0 card (header)", "/.well-known/agent-card.json", { "A2A-Version": "1.0" }],
+    ["the 1.0 card (query)", "/.well-known/agent-card.json?A2A-Version=1.0", {}],
+    ["the discovery document", "/.well-known/openwop", {}],
+  ];
+
+  it.each(documents)("%s: Cache-Control max-age, ETag, Last-Modified; If-None-Match → 304; HEAD → headers only", async (_name, path, headers) => {
+    const url = `${t.baseUrl}${path}`;
+    const res = await fetch(url, { headers });
+    expect(res.status).toBe(200);
+    const body = await res.text();
+    expect(JSON.parse(body)).toBeTypeOf("object");
+    expect(res.headers.get("cache-control")).toBe("public, max-age=120");
+    const etag = res.headers.get("etag")!;
+    expect(etag).toMatch(/^"[A-Za-z0-9_-]+"$/);
+    const lastModified = res.headers.get("last-modified")!;
+    expect(Date.parse(lastModified)).not.toBeNaN();
+
+    const again = await fetch(url, { headers: { ...headers, "if-none-match": etag } });
+    expect(again.status).toBe(304);
+    expect(await again.text()).toBe("");
+    expect(again.headers.get("etag")).toBe(etag);
+    expect((await fetch(url, { headers: { ...headers, "if-none-match": `W/${etag}, "other"` } })).status).toBe(304);
+    const changed = await fetch(url, { headers: { ...headers, "if-none-match": '"something-else"' } });
+    expect(changed.status).toBe(200);
+    expect(await changed.text()).toBe(body);
+    expect((await fetch(url, { headers: { ...headers, "if-modified-since": lastModified } })).status).toBe(304);
+
+    const head = await fetch(url, { method: "HEAD", headers });
+    expect(head.status).toBe(200);
+    expect(head.headers.get("etag")).toBe(etag);
+    expect(head.headers.get("content-length")).toBe(String(Buffer.byteLength(body)));
+    expect(await head.text()).toBe("");
+  });
+
+  it("the hybrid and the 1.0 card have different ETags (Vary: A2A-Version)", async () => {
+    const bare = await fetch(`${t.baseUrl}/.well-known/agent-card.json`);
+    const v10 = await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "1.0" } });
+    expect(bare.headers.get("vary")).toBe("A2A-Version");
+    expect(bare.headers.get("etag")).not.toBe(v10.headers.get("etag"));
+  });
+
+  it("discovery's agentCardUrl serves the pure 1.0 card with no header; the bare path stays hybrid in the 0.3 legacy window", async () => {
+    const doc = (await (await fetch(`${t.baseUrl}/.well-known/openwop`)).json()) as Obj;
+    validateCapabilities(doc);
+    const cardUrl = doc["a2a"]["agentCardUrl"] as string;
+    expect(cardUrl).toBe(`${t.baseUrl}/.well-known/agent-card.json?A2A-Version=1.0`);
+    const pure = (await (await fetch(cardUrl)).json()) as Obj;
+    expect(isPure10(pure)).toBe(true);
+    expect(pure["supportedInterfaces"][0]).toMatchObject({ protocolVersion: "1.0" });
+    // Today (before 2027-03-12) the bare path serves the hybrid card, so 0.3 clients keep working.
+    expect(Date.now()).toBeLessThan(Date.parse(A2A_03_LEGACY_WINDOW_ENDS));
+    expect(isHybrid((await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as Obj)).toBe(true);
+  });
+});
+
+describe("AGENT_CARD_BARE chooses what the bare well-known path serves", () => {
+  it("auto: hybrid until the 0.3 legacy window ends (2027-03-12), pure 1.0 from then on; hybrid and 1.0 force either", () => {
+    const end = Date.parse(A2A_03_LEGACY_WINDOW_ENDS);
+    expect(bareCardVersion("auto", new Date(end - 1))).toBe("0.3");
+    expect(bareCardVersion("auto", new Date(end))).toBe("1.0");
+    expect(bareCardVersion("hybrid", new Date(end + 1e10))).toBe("0.3");
+    expect(bareCardVersion("1.0", new Date(end - 1e10))).toBe("1.0");
+  });
+
+  it.each([
+    ["1.0", isPure10],
+    ["hybrid", isHybrid],
+  ] as const)("AGENT_CARD_BARE=%s over a real server; an explicit A2A-Version still gets its own card", async (choice, expected) => {
+    const t = await startTestApp({ AGENT_CARD_BARE: choice });
+    try {
+      expect(expected((await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as Obj)).toBe(true);
+      expect(isHybrid((await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "0.3" } })).json()) as Obj)).toBe(true);
+      expect(isPure10((await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "1.0" } })).json()) as Obj)).toBe(true);
+    } finally {
+      await t.close();
+    }
+  });
+});

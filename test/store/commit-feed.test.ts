@@ -1,0 +1,116 @@
+// The commit feed of the MongoDB store: which kind a server gets, and what a change stream hands to the
+// followers of a task (through the real driver, on the wire-protocol test server or MONGODB_URI).
+import { MongoClient, type Document } from "mongodb";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { ChangeStreamCommitFeed, openMongoCommitFeed } from "../../src/store/change-stream-commit-feed.js";
+import type { CommitNotice } from "../../src/store/commit-feed.js";
+import { testDbName } from "../support/mongo.js";
+import { startMongoWireServer, type MongoWireServer } from "../support/mongo-wire-server/server.js";
+
+const noError = (err: unknown) => {
+  throw err;
+};
+
+describe("the MongoDB commit feed", () => {
+  let standalone: MongoWireServer;
+  let client: MongoClient;
+  let standaloneClient: MongoClient;
+  const dbName = testDbName("feed");
+
+  beforeAll(async () => {
+    standalone = await startMongoWireServer({ port: 0, changeStreams: false });
+    client = await MongoClient.connect(inject("mongoUri"));
+    standaloneClient = await MongoClient.connect(standalone.uri);
+  });
+  afterAll(async () => {
+    await client?.db(dbName).dropDatabase();
+    await Promise.all([client?.close(), standaloneClient?.close()]);
+    await standalone?.close();
+  });
+
+  it("uses a change stream where the server opens one, and polling where it refuses $changeStream", async () => {
+    const streamed = await openMongoCommitFeed(client.db(dbName), { mode: "auto", pollMs: 50 }, noError);
+    const polled = await openMongoCommitFeed(standaloneClient.db(dbName), { mode: "auto", pollMs: 50 }, noError);
+    expect(streamed.mode).toBe("change-stream");
+    expect(polled.mode).toBe("poll");
+    await Promise.all([streamed.close(), polled.close()]);
+  });
+
+  it("refuses to start when a change stream is required and the server has none", async () => {
+    await expect(openMongoCommitFeed(standaloneClient.db(dbName), { mode: "change-stream", pollMs: 50 }, noError)).rejects.toThrow(/only supported on replica sets/);
+  });
+
+  it("hands each task's followers the sequences inserted into task_events, in order, and nothing of other tasks", async () => {
+    const feed = await openMongoCommitFeed(client.db(dbName), { mode: "change-stream", pollMs: 50 }, noError);
+    const seen: CommitNotice[] = [];
+    const done = new Promise<void>((resolve) => {
+      feed.onTask("t1", (notice) => {
+        seen.push(notice);
+        if (notice.sequence === 2) resolve();
+      });
+    });
+    const events = client.db(dbName).collection("task_events");
+    await events.insertMany([0, 1].map((sequence) => ({ taskId: "t1", sequence, type: "x" })));
+    await events.insertOne({ taskId: "t2", sequence: 0, type: "x" });
+    // An orphan's successor replaces it: the feed hears the replacement too.
+    await events.replaceOne({ taskId: "t1", sequence: 1 }, { taskId: "t1", sequence: 1, type: "y" });
+    await events.insertOne({ taskId: "t1", sequence: 2, type: "x" });
+    await done;
+    expect(seen).toEqual([0, 1, 1, 2].map((sequence) => ({ taskId: "t1", sequence })));
+    await feed.close();
+  });
+
+  it("a watcher (re)started from a resume token hands over every change after it, none before", async () => {
+    const db = client.db(dbName);
+    const events = db.collection("task_events");
+    await events.insertOne({ taskId: "t4", sequence: 0, type: "x" });
+    const opened = await db.command({ aggregate: "task_events", pipeline: [{ $changeStream: {} }], cursor: {} });
+    const cursor = opened["cursor"] as { id: unknown; postBatchResumeToken: Document };
+    await db.command({ killCursors: "task_events", cursors: [cursor.id] });
+    // Committed while no watcher runs (what a restarting watcher's gap looks like).
+    await events.insertMany([1, 2].map((sequence) => ({ taskId: "t4", sequence, type: "x" })));
+    const feed = new ChangeStreamCommitFeed(db, cursor.postBatchResumeToken, noError);
+    const seen: number[] = [];
+    await new Promise<void>((resolve) => {
+      feed.onTask("t4", ({ sequence }) => {
+        seen.push(sequence ?? -1);
+        if (sequence === 3) resolve();
+      });
+      void events.insertOne({ taskId: "t4", sequence: 3, type: "x" });
+    });
+    expect(seen).toEqual([1, 2, 3]);
+    await feed.close();
+  });
+
+  it("a polling feed wakes the followers of a task while they are open, and stops when the last leaves", async () => {
+    const feed = await openMongoCommitFeed(client.db(dbName), { mode: "poll", pollMs: 10 }, noError);
+    let wakes = 0;
+    await new Promise<void>((resolve) => {
+      const leave = feed.onTask("t3", (notice) => {
+        expect(notice).toEqual({ taskId: "t3" });
+        if (++wakes === 3) {
+          leave();
+          resolve();
+        }
+      });
+    });
+    const after = wakes;
+    await new Promise((r) => setTimeout(r, 50));
+    expect(wakes).toBe(after);
+    await feed.close();
+  });
+});
+
+describe("the change stream feed when its client goes away", () => {
+  it("stops watching (no restart loop) when the store's client is closed under it", async () => {
+    const client = await MongoClient.connect(inject("mongoUri"));
+    const errors: unknown[] = [];
+    const feed = await openMongoCommitFeed(client.db(testDbName("closed")), { mode: "change-stream", pollMs: 50 }, (err) => errors.push(err));
+    await client.close();
+    await new Promise((r) => setTimeout(r, 500));
+    // The loop ended on its own: the feed's close does not reopen anything, and the client stays closed.
+    await feed.close();
+    await expect(client.db("admin").command({ ping: 1 }, { timeoutMS: 200 })).rejects.toThrow();
+    expect(errors).toEqual([]);
+  });
+});

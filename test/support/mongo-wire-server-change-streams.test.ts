@@ -1,0 +1,111 @@
+// Change streams on the wire-protocol test server, through the real driver: `$changeStream`
+// aggregate, awaitData getMore, resume tokens. Runs against a server started here and against the
+// run's backend (with MONGODB_URI pointing at a replica set, that shows mongod behaves the same).
+import type { Long} from "mongodb";
+import { MongoClient, type ChangeStreamDocument, type ChangeStreamInsertDocument, type Db, type Document } from "mongodb";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { testDbName } from "./mongo.js";
+import { startMongoWireServer, type MongoWireServer } from "./mongo-wire-server/server.js";
+
+let local: MongoWireServer;
+beforeAll(async () => {
+  local = await startMongoWireServer({ port: 0 });
+});
+afterAll(async () => {
+  await local?.close();
+});
+
+const backends: [string, () => string][] = [
+  ["a wire-protocol test server started here", () => local.uri],
+  ["the run's MongoDB backend", () => inject("mongoUri")],
+];
+
+describe.each(backends)("change streams on %s", (_name, uri) => {
+  let client: MongoClient;
+  let db: Db;
+  beforeAll(async () => {
+    client = await MongoClient.connect(uri());
+    db = client.db(testDbName("changes"));
+  });
+  afterAll(async () => {
+    await db?.dropDatabase();
+    await client?.close();
+  });
+
+  it("sees an insert, with its resume token and the full document", async () => {
+    const coll = db.collection("seen");
+    const stream = coll.watch([], { maxAwaitTimeMS: 50 });
+    try {
+      expect(await stream.tryNext()).toBeNull(); // opened: nothing happened since
+      const next = stream.next();
+      await coll.insertOne({ _id: "a" as unknown as Document["_id"], n: 1 });
+      const change = (await next) as ChangeStreamInsertDocument<Document>;
+      expect(change.operationType).toBe("insert");
+      expect(change.ns).toEqual({ db: db.databaseName, coll: "seen" });
+      expect(change.documentKey).toEqual({ _id: "a" });
+      expect(change.fullDocument).toEqual({ _id: "a", n: 1 });
+      expect(change._id).toBeTypeOf("object");
+    } finally {
+      await stream.close();
+    }
+  }, 20_000);
+
+  it("resumes after a token: the changes after it, none before, in order", async () => {
+    const coll = db.collection("resumed");
+    const first = coll.watch([], { maxAwaitTimeMS: 50 });
+    expect(await first.tryNext()).toBeNull();
+    await coll.insertMany([{ n: 1 }, { n: 2 }]);
+    const one = await first.next();
+    await first.close();
+    await coll.insertOne({ n: 3 });
+    const resumed = coll.watch([], { resumeAfter: one._id, maxAwaitTimeMS: 50 });
+    try {
+      const seen = [await resumed.next(), await resumed.next()] as (ChangeStreamDocument<Document> & { fullDocument: Document })[];
+      expect(seen.map((c) => c.fullDocument["n"])).toEqual([2, 3]);
+    } finally {
+      await resumed.close();
+    }
+  }, 20_000);
+
+  it("filters with $match after the stage, names updates and replacements, and ignores other collections", async () => {
+    const coll = db.collection("filtered");
+    await coll.insertOne({ _id: "x" as unknown as Document["_id"], v: 0 });
+    const stream = coll.watch([{ $match: { operationType: { $in: ["update", "replace"] } } }], { maxAwaitTimeMS: 50 });
+    try {
+      expect(await stream.tryNext()).toBeNull();
+      await coll.insertOne({ v: 1 });
+      await db.collection("elsewhere").updateOne({ _id: "x" as unknown as Document["_id"] }, { $set: { v: 9 } }, { upsert: true });
+      await coll.updateOne({ _id: "x" as unknown as Document["_id"] }, { $set: { v: 2 } });
+      await coll.replaceOne({ _id: "x" as unknown as Document["_id"] }, { v: 3 });
+      const update = (await stream.next()) as Document;
+      const replace = (await stream.next()) as Document;
+      expect(update["operationType"]).toBe("update");
+      expect(update["updateDescription"]["updatedFields"]).toEqual({ v: 2 });
+      expect(replace["operationType"]).toBe("replace");
+      expect(replace["fullDocument"]).toEqual({ _id: "x", v: 3 });
+    } finally {
+      await stream.close();
+    }
+  }, 20_000);
+
+  it("an awaitData getMore waits for the next insert and answers with it", async () => {
+    const coll = db.collection("awaited");
+    const opened = await db.command({ aggregate: "awaited", pipeline: [{ $changeStream: {} }], cursor: {} });
+    const cursor = opened["cursor"] as { id: Long; firstBatch: Document[]; postBatchResumeToken: Document };
+    expect(cursor.firstBatch).toEqual([]);
+    expect(cursor.postBatchResumeToken).toBeTypeOf("object");
+    // Far longer than the test's own timeout: only the insert can end this wait in time.
+    const waiting = db.command({ getMore: cursor.id, collection: "awaited", maxTimeMS: 600_000 });
+    await new Promise((r) => setTimeout(r, 50));
+    await coll.insertOne({ n: 7 });
+    const more = (await waiting)["cursor"] as { id: Long; nextBatch: Document[]; postBatchResumeToken: Document };
+    expect(more.nextBatch.map((c) => c["fullDocument"]["n"])).toEqual([7]);
+    expect(more.postBatchResumeToken).toEqual(more.nextBatch[0]!["_id"]);
+    expect(more.id.toString()).toBe(cursor.id.toString());
+    // Nothing new: an empty batch once maxTimeMS passes, the cursor still open.
+    const idle = (await db.command({ getMore: cursor.id, collection: "awaited", maxTimeMS: 20 }))["cursor"] as { id: Long; nextBatch: Document[] };
+    expect(idle.nextBatch).toEqual([]);
+    expect(idle.id.toString()).toBe(cursor.id.toString());
+    await db.command({ killCursors: "awaited", cursors: [cursor.id] });
+  }, 10_000);
+});

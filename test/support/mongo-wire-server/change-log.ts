@@ -1,0 +1,89 @@
+// The change log behind change streams: every insert, replacement and update of the server's
+// collections, in order, with the event a change stream returns for it. Resume tokens are
+// `{_data: <hex position in the log>}`, opaque to clients as mongod's are. The log keeps the
+// last MAX_CHANGES changes; resuming from before them is ChangeStreamHistoryLost.
+
+import { BSON } from "mongodb";
+import { isDocument, type Doc } from "./bson-values.js";
+import { ErrorCode, fail } from "./errors.js";
+
+const MAX_CHANGES = 100_000;
+
+export type OperationType = "insert" | "replace" | "update";
+
+export interface Change {
+  readonly position: number;
+  readonly db: string;
+  readonly coll: string;
+  readonly event: Doc;
+}
+
+export function token(position: number): Doc {
+  return { _data: position.toString(16).padStart(16, "0") };
+}
+
+export function positionOf(resume: unknown, field: string): number {
+  const data = isDocument(resume) ? resume._data : undefined;
+  if (typeof data !== "string" || !/^[0-9a-f]{16}$/.test(data)) fail(ErrorCode.BadValue, `invalid resume token in ${field}: ${JSON.stringify(resume)}`);
+  return Number.parseInt(data, 16);
+}
+
+/** What top-level fields an update set or removed (mongod's updateDescription, without array truncations). */
+function describeUpdate(previous: Doc, next: Doc): Doc {
+  const updatedFields: Doc = {};
+  for (const [key, value] of Object.entries(next)) {
+    if (key !== "_id" && !Buffer.from(BSON.serialize({ v: value })).equals(BSON.serialize({ v: previous[key] }))) updatedFields[key] = value;
+  }
+  const removedFields = Object.keys(previous).filter((key) => !(key in next));
+  return { updatedFields, removedFields, truncatedArrays: [] };
+}
+
+export class ChangeLog {
+  private readonly changes: Change[] = [];
+  private last = 0;
+  private readonly waiters = new Set<() => void>();
+
+  get position(): number {
+    return this.last;
+  }
+
+  record(db: string, coll: string, operationType: OperationType, doc: Doc, previous?: Doc): void {
+    const position = ++this.last;
+    const event: Doc = {
+      _id: token(position),
+      operationType,
+      clusterTime: new BSON.Timestamp({ t: Math.floor(Date.now() / 1000), i: position % 0xffffffff }),
+      wallTime: new Date(),
+      ns: { db, coll },
+      documentKey: { _id: doc._id },
+      ...(operationType === "update" && previous ? { updateDescription: describeUpdate(previous, doc) } : { fullDocument: doc }),
+    };
+    this.changes.push({ position, db, coll, event });
+    if (this.changes.length > MAX_CHANGES) this.changes.splice(0, this.changes.length - MAX_CHANGES);
+    for (const wake of [...this.waiters]) wake();
+  }
+
+  /** Changes after `position`, oldest first. */
+  after(position: number): Change[] {
+    const oldest = this.changes[0]?.position ?? this.last + 1;
+    if (position < oldest - 1) fail(ErrorCode.ChangeStreamHistoryLost, "Resume of change stream was not possible, as the resume point may no longer be in the oplog.");
+    return this.changes.slice(Math.max(0, position - oldest + 1));
+  }
+
+  /** Resolves at the next change, or after `ms`. */
+  waitForChange(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waiters.add(done);
+    });
+  }
+
+  wakeAll(): void {
+    for (const wake of [...this.waiters]) wake();
+  }
+}
