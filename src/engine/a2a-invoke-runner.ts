@@ -24,6 +24,7 @@ import {
 import { unexpandedVariables } from "./workflow-catalog.js";
 import { idempotencyKeyOf, runInputOf } from "./workflow-engine.js";
 import type { A2AInvokeNode } from "./workflow-types.js";
+import { abortableSleep } from "./abortable-sleep.js";
 
 /** Peer calls retry transport errors with ±20 % jitter around the exponential delay. */
 const PEER_JITTER = { min: 0.8, max: 1.2 } as const;
@@ -55,20 +56,6 @@ export interface InvokeRun {
   record(progress: PeerProgress): Promise<boolean>;
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
 
 function failed(nodeId: string, message: string): InvokeOutcome {
   return { type: "fail", error: { code: EXTERNAL_CALL_FAILED, message, nodeId } };
@@ -155,7 +142,7 @@ export class A2AInvokeRunner {
           await this.cancelPeer(progress, "the node timed out");
           return failed(node.id, `the remote agent did not finish within ${timeoutMs} ms (task ${task.id} is still ${task.state})`);
         }
-        await sleep(this.settings.pollMs, signal);
+        await abortableSleep(this.settings.pollMs, signal);
         const current = progress;
         task = await this.retrying("reading the remote task", () => client.getTask(current.endpoint, current.peerTaskId, signal), signal, log);
       }
@@ -210,7 +197,7 @@ export class A2AInvokeRunner {
         if (!decision.retry) throw new PeerCallError(`${what} failed ${attempt} times; last error: ${err.message}`, err.kind, false, err.rpcCode);
         const delay = decision.delayMs;
         log.warn({ attempt, delayMs: delay, err: { kind: err.kind, message: err.message } }, `${what} failed; retrying`);
-        await sleep(delay, signal);
+        await abortableSleep(delay, signal);
       }
     }
   }

@@ -1,20 +1,11 @@
 import type { HandlerContext, HandlerResult, TaskHandler } from "./workflow-types.js";
 import { HandlerError } from "./workflow-types.js";
+import { abortableSleep } from "./abortable-sleep.js";
 
 function text(name: string, body: string, description?: string): HandlerResult["artifacts"] {
   return [{ name, description, parts: [{ kind: "text", text: body }] }];
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    }, { once: true });
-  });
-}
 
 /** The conformance fixture's bound for `conformance-cancellable`'s `delayMs`. */
 const MAX_CANCELLABLE_DELAY_MS = 60_000;
@@ -90,7 +81,7 @@ const handlers: Record<string, TaskHandler> = {
       throw new HandlerError("validation_error", `inputs.delayMs must be a whole number of milliseconds from 1 to ${MAX_CANCELLABLE_DELAY_MS}`);
     }
     const ms = typeof ctx.params["ms"] === "number" ? ctx.params["ms"] : ((delayMs as number | undefined) ?? 60 * 60 * 1000);
-    await sleep(ms, ctx.signal);
+    await abortableSleep(ms, ctx.signal);
     return { output: { waitedMs: ms } };
   },
 
@@ -119,7 +110,7 @@ const handlers: Record<string, TaskHandler> = {
     const size = Math.ceil(body.length / count);
     const pieces = Array.from({ length: count }, (_, i) => body.slice(i * size, (i + 1) * size)).filter((p) => p.length > 0);
     for (const [i, piece] of pieces.entries()) {
-      if (i > 0) await sleep(delayMs, ctx.signal);
+      if (i > 0) await abortableSleep(delayMs, ctx.signal);
       await ctx.emitArtifactChunk({ artifactId: `${ctx.nodeId}.stream`, name: "stream", parts: [{ kind: "text", text: piece }], append: i > 0, lastChunk: i === pieces.length - 1 });
     }
     return { output: { chunks: pieces.length } };
