@@ -32,7 +32,9 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
   };
   return {
     kind: store.kind,
+    // Optional members pass through as they are, so the wrapper never hides what the store can do.
     ...(store.limits ? { limits: store.limits } : {}),
+    ...(store.openCommitFeed ? { openCommitFeed: store.openCommitFeed.bind(store) } : {}),
     init: () => store.init(),
     ping: () => (store.ping ? store.ping() : Promise.resolve()),
     create: (record, events) => {
@@ -48,7 +50,6 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
       return timed("list", undefined, () => store.list(query));
     },
     listActive: () => timed("listActive", undefined, () => store.listActive()),
-    runnableTaskIds: () => timed("runnableTaskIds", undefined, () => store.runnableTaskIds()),
     dueTimers: (now, limit) => timed("dueTimers", undefined, () => store.dueTimers(now, limit)),
     claimTimer: (taskId, now, retryAt) => timed("claimTimer", taskId, () => store.claimTimer(taskId, now, retryAt)),
     acquireLease: (taskId, owner, now, expiresAt) => timed("acquireLease", taskId, () => store.acquireLease(taskId, owner, now, expiresAt)),

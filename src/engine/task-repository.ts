@@ -294,10 +294,6 @@ export class TaskRepository implements TaskReadPort {
   }
 
   /** Every task that is not terminal (start-up recovery). */
-  runnableTaskIds(): Promise<string[]> {
-    return this.options.store.runnableTaskIds();
-  }
-
   /** Task ids whose durable timer is due at `now`. */
   dueTimers(now: Date, limit: number): Promise<string[]> {
     return this.options.store.dueTimers(now, limit);

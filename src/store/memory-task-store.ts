@@ -153,10 +153,6 @@ export class MemoryTaskStore implements TaskStore {
       .map((e) => structuredClone(e.record));
   }
 
-  async runnableTaskIds(): Promise<string[]> {
-    return [...this.tasks.values()].filter((e) => RUNNABLE_RUN_STATUSES.has(e.record.status)).map((e) => e.record.taskId);
-  }
-
   async dueTimers(now: Date, limit: number): Promise<string[]> {
     return [...this.tasks.values()]
       .filter((e) => e.record.timerDueAt && Date.parse(e.record.timerDueAt) <= now.getTime())

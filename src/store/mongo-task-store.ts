@@ -2,7 +2,7 @@ import type { CommitFeed, CommitFeedSettings } from "./commit-feed.js";
 import { openMongoCommitFeed } from "./change-stream-commit-feed.js";
 import { randomUUID } from "node:crypto";
 import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db, type Filter, type MongoClient, type WriteError } from "mongodb";
-import { RUNNABLE_RUN_STATUSES, TERMINAL_RUN_STATUSES } from "../domain/run-status.js";
+import { TERMINAL_RUN_STATUSES } from "../domain/run-status.js";
 import { GroupCommit } from "./group-commit.js";
 import { headError, OneCommandBatch, type StoreWrite as Write } from "./mongo-one-command.js";
 import { migrateTaskLayout } from "./mongo-layout-migration.js";
@@ -215,11 +215,6 @@ export class MongoTaskStore implements TaskStore {
   async listActive(): Promise<TaskRecord[]> {
     const docs = await this.tasks.find({ status: { $nin: [...TERMINAL_RUN_STATUSES] } }).toArray();
     return docs.map(toRecord);
-  }
-
-  async runnableTaskIds(): Promise<string[]> {
-    const docs = await this.tasks.find({ status: { $in: [...RUNNABLE_RUN_STATUSES] } }, { projection: { _id: 1 } }).toArray();
-    return docs.map((d) => d._id);
   }
 
   async dueTimers(now: Date, limit: number): Promise<string[]> {

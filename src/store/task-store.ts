@@ -152,8 +152,6 @@ export interface TaskStore {
   list(query: TaskListQuery): Promise<TaskListPage>;
   /** Every task that is not terminal. */
   listActive(): Promise<TaskRecord[]>;
-  /** Ids of the tasks a restart resumes (RUNNABLE_RUN_STATUSES): ids only, so waiting tasks cost nothing at start. */
-  runnableTaskIds(): Promise<string[]>;
   /** Task ids whose durable timer is due at `now`. */
   dueTimers(now: Date, limit: number): Promise<string[]>;
   /**

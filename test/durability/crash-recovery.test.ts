@@ -45,7 +45,6 @@ class CrashAfter implements TaskStore {
   async findByIdempotencyKey(key: string) { this.check(); return this.inner.findByIdempotencyKey(key); }
   async list(query: Parameters<TaskStore["list"]>[0]) { this.check(); return this.inner.list(query); }
   async listActive() { this.check(); return this.inner.listActive(); }
-  async runnableTaskIds() { this.check(); return this.inner.runnableTaskIds(); }
   async dueTimers(now: Date, limit: number) { this.check(); return this.inner.dueTimers(now, limit); }
   async claimTimer(id: string, now: Date, retryAt: Date) { this.check(); return this.inner.claimTimer(id, now, retryAt); }
   async acquireLease(id: string, owner: string, now: Date, expiresAt: Date) { this.check(); return this.inner.acquireLease(id, owner, now, expiresAt); }

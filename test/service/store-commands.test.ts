@@ -78,7 +78,6 @@ class CountingStore implements TaskStore {
   findByIdempotencyKey = (key: string) => this.inner.findByIdempotencyKey(key);
   list: TaskStore["list"] = (query) => this.inner.list(query);
   listActive = () => this.inner.listActive();
-  runnableTaskIds = () => this.inner.runnableTaskIds();
   dueTimers = (now: Date, limit: number) => this.inner.dueTimers(now, limit);
   claimTimer: TaskStore["claimTimer"] = (...args) => this.inner.claimTimer(...args);
   acquireLease: TaskStore["acquireLease"] = (...args) => this.inner.acquireLease(...args);

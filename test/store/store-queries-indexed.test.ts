@@ -130,7 +130,6 @@ describe(`every task-store query is served by an index (${inject("mongoBackend")
     await store.list({ tenant: "tenant-a", contextId: "ctx-2", limit: 5 });
     await store.list({ tenant: "tenant-b", state: "working", updatedAtOrAfter: at(10), limit: 5 });
     expect((await store.listActive()).length).toBeGreaterThan(0);
-    await store.runnableTaskIds();
     await store.dueTimers(new Date(at(30)), 10);
 
     // Task execution leases and timer claims (several instances on one database).

@@ -72,15 +72,6 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
       expect(await store.dueTimers(new Date(Date.now() - 60_000), 100)).not.toContain(timed);
     });
 
-    it("runnable task ids: what a restart resumes, never a task waiting for input or ended", async () => {
-      const ids = { pending: randomUUID(), running: randomUUID(), cancelling: randomUUID(), waiting: randomUUID(), done: randomUUID() };
-      const statuses = { pending: "pending", running: "running", cancelling: "cancelling", waiting: "waiting-approval", done: "completed" } as const;
-      for (const [name, id] of Object.entries(ids)) await store.create(record(id, { status: statuses[name as keyof typeof statuses] }), events(id, 0, 1));
-      const runnable = await store.runnableTaskIds();
-      expect(runnable).toEqual(expect.arrayContaining([ids.pending, ids.running, ids.cancelling]));
-      expect(runnable).not.toContain(ids.waiting);
-      expect(runnable).not.toContain(ids.done);
-    });
 
     it("idempotency keys: one live task per key, found by key; an expired holder frees it", async () => {
       const key = `key-${randomUUID()}`;
