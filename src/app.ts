@@ -69,15 +69,17 @@ export async function createApp(options: AppOptions): Promise<App> {
   }
 
   const router = new HttpRouter();
+  // What every JSON surface bounds: body size and nesting depth.
+  const inputLimits = { maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth };
   // Each A2A version's operations, bound once; the JSON-RPC endpoint, HTTP+JSON routers and Connect handler read them.
   const versions = bindVersions({ service, durableTasks: options.durableStore, logger });
   const report = errorReporter(logger);
-  const jsonRpc = createJsonRpcEndpoint({ versions, report, maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth, supportedExtensions: SUPPORTED_EXTENSIONS });
-  const a2aRest = createA2ARestRouters({ versions, report, maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth });
+  const jsonRpc = createJsonRpcEndpoint({ versions, report, ...inputLimits, supportedExtensions: SUPPORTED_EXTENSIONS });
+  const a2aRest = createA2ARestRouters({ versions, report, ...inputLimits });
   addPushRoutes(router, { service });
   // The OpenWOP REST surface: runs (the same durable tasks A2A sees), events, interrupts, workflows.
-  addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, report, maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth });
-  addOpenwopInterruptRoutes(router, { interrupts: runInterrupts, maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth });
+  addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, report, ...inputLimits });
+  addOpenwopInterruptRoutes(router, { interrupts: runInterrupts, ...inputLimits });
   if (config.operator.console) {
     // The operator console lists across the tenants of the configured keys ("default" with auth off).
     const tenants = config.auth.mode === "apikey" ? [...new Set(config.auth.keys.map((k) => k.tenant))] : ["default"];
@@ -85,13 +87,12 @@ export async function createApp(options: AppOptions): Promise<App> {
       operations: new ConsoleOperations({ supervisor, reads: core.reads, hook: core.hook, feed, tokens: core.tokens, tenants }),
       push: new ConsolePush({ enabled: push.enabled, configs: core.pushConfigs, worker: push.worker }),
       report,
-      maxBodyBytes: config.maxBodyBytes,
-      maxInputDepth: config.maxInputDepth,
+      ...inputLimits,
       assetsDir: join(projectRoot, "src", "transport", "console", "assets"),
     });
   }
   if (config.conformanceSeams) {
-    addConformanceSeamRoutes(router, { service, runs, checkPushUrl: (url, path) => push.configs.checkUrl(url, path), maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth });
+    addConformanceSeamRoutes(router, { service, runs, checkPushUrl: (url, path) => push.configs.checkUrl(url, path), ...inputLimits });
   }
   addDiscoveryRoutes(router, {
     service,
