@@ -1,8 +1,7 @@
-import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
 import { MongoClient } from "mongodb";
 import type { Logger } from "../observability/logger.js";
 import { embeddedMongodUnavailable } from "./embedded-mongod-probe.js";
+import { EMBEDDED_REPLICA_SET, startEmbeddedReplicaSet } from "./embedded-replica-set.js";
 import type { IdempotencyStore } from "./idempotency-store.js";
 import { MemoryIdempotencyStore } from "./memory-idempotency-store.js";
 import { MemoryPushConfigStore } from "./memory-push-config-store.js";
@@ -46,8 +45,9 @@ export async function connectMongoStore(
 }
 
 /**
- * MONGODB_URI if given; otherwise (STORE=auto) an embedded real mongod with its data under DATA_DIR; if that
- * cannot start (no binary and no network to fetch one), the in-memory store with a clear warning.
+ * MONGODB_URI if given; otherwise (STORE=auto) an embedded real mongod, a single-node replica set (so the commit
+ * feed gets change streams), with its data under DATA_DIR; if that cannot start (no binary and no network to
+ * fetch one, its recorded port taken), the in-memory store with a clear warning.
  */
 export async function openStore(config: StoreSettings & { dataDir: string }, logger: Logger): Promise<OpenedStore> {
   if (config.store === "memory") return memoryStore(config.taskStore);
@@ -55,23 +55,23 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
     const { store, idempotency, pushConfigs } = await connectMongoStore(config.mongodbUri, config.mongodbDb, config.taskStore);
     return { store, idempotency, pushConfigs, description: `MongoDB (${redactUri(config.mongodbUri)}, database ${config.mongodbDb}; ${store.writePath})`, durable: true, stop: () => store.close() };
   }
-  const dbPath = join(config.dataDir, "mongo");
   try {
     const unavailable = await embeddedMongodUnavailable();
     if (unavailable) throw new Error(unavailable);
-    await mkdir(dbPath, { recursive: true });
-    const { MongoMemoryServer } = await import("mongodb-memory-server-core");
-    const server = await MongoMemoryServer.create({ instance: { dbPath, storageEngine: "wiredTiger" } });
-    const { store, idempotency, pushConfigs } = await connectMongoStore(server.getUri(), config.mongodbDb, config.taskStore);
+    const mongod = await startEmbeddedReplicaSet(config.dataDir);
+    const { store, idempotency, pushConfigs } = await connectMongoStore(mongod.uri, config.mongodbDb, config.taskStore).catch(async (err: unknown) => {
+      await mongod.stop();
+      throw err;
+    });
     return {
       store,
       idempotency,
       pushConfigs,
-      description: `embedded MongoDB (data in ${dbPath}, database ${config.mongodbDb}; ${store.writePath})`,
+      description: `embedded MongoDB, single-node replica set ${EMBEDDED_REPLICA_SET} (change streams on; data in ${mongod.dbPath}, database ${config.mongodbDb}; ${store.writePath})`,
       durable: true,
       stop: async () => {
         await store.close();
-        await server.stop({ doCleanup: false });
+        await mongod.stop();
       },
     };
   } catch (err) {
