@@ -11,6 +11,8 @@ export interface StoreWrite extends PendingWrite {
   commit?: { expectedVersion: number; changes: TaskRecordChanges; commitId: string; fence?: LeaseFence };
   /** The head's expiry after this write: set once the task has ended. */
   expireAt: string | null | undefined;
+  /** Set when the write's events met existing keys: its head carries them (redo), the log gets them after. */
+  redo?: boolean;
 }
 
 /** The two-command path's steps, for the writes of a batch whose ops the server did not run. */
@@ -19,7 +21,7 @@ export interface TwoCommandSteps {
   writeBatch(writes: StoreWrite[]): Promise<void>;
   /** Heads and the log's expiry, for writes whose events stand; settles them. */
   writeHeads(writes: StoreWrite[]): Promise<void>;
-  /** A write whose events met existing keys: orphans are replaced, then its head; settles it. */
+  /** A write whose events met existing keys: its head moves carrying them, then the log gets them; settles it. */
   resolveConflict(write: StoreWrite): Promise<void>;
   /** Log expiry stamps and refused creates' cleanup, for writes whose heads were settled here. */
   afterHeads(writes: StoreWrite[], errors: Map<StoreWrite, Error>): Promise<void>;

@@ -15,6 +15,12 @@ export interface TaskDocument extends Omit<TaskRecord, "taskId" | "expireAt" | "
   leaseOwner?: string | null;
   leaseEpoch?: number;
   leaseExpiresAt?: Date | null;
+  /**
+   * The events of a commit that met existing keys (`s<sequence>` → event), written with its head move and
+   * removed once they are copied into the log: readers take them over the log's documents, so the log's
+   * copies of these sequences may be rewritten after the head moved (see MongoTaskStore, "redo").
+   */
+  redo?: Record<string, EventDocument>;
 }
 
 /**
@@ -61,7 +67,7 @@ export function toTaskDocument(record: TaskRecord): TaskDocument {
 }
 
 export function toRecord(doc: TaskDocument): TaskRecord {
-  const { _id, expireAt, timerDueAt, commitId: _commitId, leaseOwner, leaseEpoch, leaseExpiresAt, ...rest } = doc;
+  const { _id, expireAt, timerDueAt, commitId: _commitId, leaseOwner, leaseEpoch, leaseExpiresAt, redo: _redo, ...rest } = doc;
   const lease = leaseOwner && leaseExpiresAt ? { lease: { owner: leaseOwner, epoch: leaseEpoch ?? 0, expiresAt: leaseExpiresAt.toISOString() } } : {};
   return { ...rest, taskId: _id, expireAt: expireAt ? expireAt.toISOString() : null, timerDueAt: timerDueAt ? timerDueAt.toISOString() : null, ...lease };
 }
@@ -75,8 +81,41 @@ export function toEvent(doc: EventDocument): RunEvent {
   return event;
 }
 
-export function headUpdate(taskId: string, expectedVersion: number, changes: TaskRecordChanges, version: number, commitId: string, fence?: LeaseFence): AnyBulkWriteOperation<TaskDocument> {
-  return { updateOne: headMove(taskId, expectedVersion, changes, version, commitId, fence) };
+export function headUpdate(
+  taskId: string,
+  expectedVersion: number,
+  changes: TaskRecordChanges,
+  version: number,
+  commitId: string,
+  fence?: LeaseFence,
+  redo?: EventDocument[],
+): AnyBulkWriteOperation<TaskDocument> {
+  const move = headMove(taskId, expectedVersion, changes, version, commitId, fence);
+  if (redo) Object.assign(move.update.$set as object, redoFields(redo));
+  return { updateOne: move };
+}
+
+/** The head document's key of one redo event. */
+export function redoKey(sequence: number): string {
+  return `s${sequence}`;
+}
+
+/** `$set` fields that add these events to the head's redo (next to any a still unapplied commit left). */
+function redoFields(events: EventDocument[]): Record<string, EventDocument> {
+  return Object.fromEntries(events.map((e) => [`redo.${redoKey(e.sequence)}`, e]));
+}
+
+/**
+ * The committed events from `fromSequence` (at most `limit`): the log's documents up to the head's version,
+ * with the head's redo events in place of the log's documents of those sequences.
+ */
+export function committedEvents(head: Pick<TaskDocument, "version" | "redo">, docs: EventDocument[], fromSequence: number, limit: number): EventDocument[] {
+  const committed = docs.filter((doc) => doc.sequence <= head.version);
+  const redo = Object.values(head.redo ?? {}).filter((doc) => doc.sequence >= fromSequence && doc.sequence <= head.version);
+  if (redo.length === 0) return committed;
+  const bySequence = new Map(committed.map((doc) => [doc.sequence, doc]));
+  for (const doc of redo) bySequence.set(doc.sequence, doc);
+  return [...bySequence.values()].sort((a, b) => a.sequence - b.sequence).slice(0, limit);
 }
 
 /** The head's move: matched only while the head is still at the version the commit was computed from. */

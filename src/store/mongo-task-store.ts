@@ -11,7 +11,9 @@ import {
   DUPLICATE_KEY,
   EVENT_INDEXES,
   TASK_INDEXES,
+  committedEvents,
   headUpdate,
+  redoKey,
   toDate,
   toEvent,
   toEventDocument,
@@ -23,7 +25,6 @@ import {
 import { assertWriteSize, DEFAULT_TASK_SIZE_LIMITS, type TaskSizeLimits } from "./task-size-limits.js";
 import {
   DuplicateIdempotencyKeyError,
-  DuplicateTaskError,
   LeaseLostError,
   StaleWriteError,
   type LeaseFence,
@@ -52,21 +53,27 @@ export interface MongoTaskStoreOptions {
 const CLIENT_BULK_WRITE_WIRE_VERSION = 25;
 
 const HEAD_ONLY = { _id: 1, version: 1, expireAt: 1, leaseOwner: 1, leaseEpoch: 1 } as const;
+const HEAD_AND_REDO = { ...HEAD_ONLY, redo: 1 } as const;
 
 /**
  * Two collections: `tasks` holds each task's head (record, snapshot, version), `task_events` its event log.
  * There are no multi-document transactions, so a write is ordered to be crash-safe instead: the events are
- * inserted first (unique (taskId, sequence)), then the head moves with its version check. Readers trust
- * only events up to the head's version, so events of a writer that died (or lost) between the two writes
- * are invisible; the next writer of those sequences finds them by their key, checks the head, and
- * overwrites them. Writes from concurrent callers go out together (group commit), each head with its own
- * version filter: on MongoDB >= 8.0 in ONE ordered client bulkWrite command across both collections
- * (OneCommandBatch), on older servers as one unordered insert of all their events, then one unordered bulk
- * of all their heads (this class's two-command path, also the fallback for a stopped bulkWrite).
+ * inserted first (unique (taskId, sequence)), then the head moves with its version check (and, for the
+ * driver, its lease). Readers read the head, then trust only events up to its version, so events of a writer
+ * that died (or lost) between the two writes are invisible. Writes from concurrent callers go out together
+ * (group commit), each head with its own version filter: on MongoDB >= 8.0 in ONE ordered client bulkWrite
+ * command across both collections (OneCommandBatch), on older servers as one unordered insert of all their
+ * events, then one unordered bulk of all their heads (this class's two-command path, also the fallback for a
+ * stopped bulkWrite).
  *
- * Overwriting an orphan assumes one writer per task: within this process the group commit never writes
- * one task twice at once; across instances the driver's commits are fenced by the task's lease (a writer
- * that lost it neither replaces orphans nor moves the head: LeaseLostError).
+ * Redo: a write whose events meet existing keys (orphans of a dead writer, the events of a live writer that
+ * has not moved its head yet, or a stale writer's) never touches the log first. Its head moves first, with
+ * the same version and lease filter, carrying the events (`redo`); only a writer whose head moved copies
+ * them into the log (replacing whatever held those sequences), then drops them from the head. Readers take
+ * the head's redo events over the log's. So no one rewrites a committed event (only the writer that
+ * committed a sequence rewrites it, with what it committed), and a head never stands over another writer's
+ * events; without this, a writer paused between a head check and its replacement (a fenced-out owner, a
+ * version-checked reply on another instance) overwrote the winner's committed events.
  */
 export class MongoTaskStore implements TaskStore {
   readonly kind = "mongodb" as const;
@@ -202,14 +209,13 @@ export class MongoTaskStore implements TaskStore {
   }
 
   async readEvents(taskId: string, fromSequence: number, limit = 10_000): Promise<RunEvent[]> {
-    // Both in parallel: events above the head (an unfinished write) sort last, so dropping them after the
-    // limit never hides a committed event.
-    const [head, docs] = await Promise.all([
-      this.tasks.findOne({ _id: taskId }, { projection: HEAD_ONLY }),
-      this.events.find({ taskId, sequence: { $gte: fromSequence } }).sort({ taskId: 1, sequence: 1 }).limit(limit).toArray(),
-    ]);
+    // The head first: events read after it are either committed as read, or rewritten by their committer
+    // with what its redo (read with the head) holds. Events above the head (an unfinished write) sort last,
+    // so dropping them after the limit never hides a committed event.
+    const head = await this.tasks.findOne({ _id: taskId }, { projection: HEAD_AND_REDO });
     if (!head || this.expired(head)) return [];
-    return docs.filter((doc) => doc.sequence <= head.version).map(toEvent);
+    const docs = await this.events.find({ taskId, sequence: { $gte: fromSequence, $lte: head.version } }).sort({ taskId: 1, sequence: 1 }).limit(limit).toArray();
+    return committedEvents(head, docs, fromSequence, limit).map(toEvent);
   }
 
   async listActive(): Promise<TaskRecord[]> {
@@ -277,27 +283,21 @@ export class MongoTaskStore implements TaskStore {
     ]);
   }
 
+  /** Events that met existing keys: the head moves first and carries them (redo, see the class comment). */
   private resolveConflict(write: Write): Promise<void> {
-    return this.replaceOrphans(write).then(() => this.writeHeads([write]), (err: unknown) => write.reject(err));
+    write.redo = true;
+    return this.writeHeads([write]);
   }
 
-  /**
-   * Events already stored under this write's keys: either the task's committed log (a duplicate create, a
-   * stale commit) or orphans above the head, left by a writer that stopped before moving it. Only the
-   * latter are replaced.
-   */
-  private async replaceOrphans(write: Write): Promise<void> {
-    const head = await this.tasks.findOne({ _id: write.taskId }, { projection: HEAD_ONLY });
-    if (write.create && head) throw new DuplicateTaskError(write.taskId);
-    const fence = write.commit?.fence;
-    if (fence && !fenceHolds(head, fence)) throw new LeaseLostError(write.taskId, fence.owner, fence.epoch);
-    if (write.commit && head?.version !== write.commit.expectedVersion) throw new StaleWriteError(write.taskId, write.commit.expectedVersion);
+  /** The redo events of a write whose head moved, copied into the log, then dropped from the head. */
+  private async applyRedo(write: Write): Promise<void> {
+    const docs = write.events.map((event) => toEventDocument(write.taskId, event, this.writer, write.expireAt));
     await this.events.bulkWrite(
-      write.events.map((event) => ({
-        replaceOne: { filter: { taskId: write.taskId, sequence: event.sequence }, replacement: toEventDocument(write.taskId, event, this.writer, write.expireAt), upsert: true },
-      })),
+      docs.map((doc) => ({ replaceOne: { filter: { taskId: write.taskId, sequence: doc.sequence }, replacement: doc, upsert: true } })),
       { ordered: false },
     );
+    // Unset by key: a later commit's redo entries (other sequences) stay.
+    await this.tasks.updateOne({ _id: write.taskId }, { $unset: Object.fromEntries(docs.map((doc) => [`redo.${redoKey(doc.sequence)}`, ""])) });
   }
 
   /** Moves the heads (inserts for creates, version-filtered updates for commits) and settles every write. */
@@ -305,8 +305,8 @@ export class MongoTaskStore implements TaskStore {
     if (writes.length === 0) return;
     const ops: AnyBulkWriteOperation<TaskDocument>[] = writes.map((w) =>
       w.create
-        ? { insertOne: { document: toTaskDocument(w.create) } }
-        : headUpdate(w.taskId, w.commit!.expectedVersion, w.commit!.changes, w.events.at(-1)?.sequence ?? w.commit!.expectedVersion, w.commit!.commitId, w.commit!.fence),
+        ? { insertOne: { document: { ...toTaskDocument(w.create), ...(w.redo ? { redo: redoOf(w, this.writer) } : {}) } } }
+        : headUpdate(w.taskId, w.commit!.expectedVersion, w.commit!.changes, w.events.at(-1)?.sequence ?? w.commit!.expectedVersion, w.commit!.commitId, w.commit!.fence, w.redo ? Object.values(redoOf(w, this.writer)) : undefined),
     );
     const errors = new Map<Write, Error>();
     let matched: number;
@@ -340,6 +340,8 @@ export class MongoTaskStore implements TaskStore {
 
   /** A task that ended stamps its earlier events with its expiry; a refused create drops the events it wrote. */
   private async afterHeads(writes: Write[], errors: Map<Write, Error>): Promise<void> {
+    // The commit stands once its head moved: a failed copy leaves its events in the head, where readers find them.
+    await Promise.all(writes.filter((w) => w.redo && !errors.has(w)).map((w) => this.applyRedo(w).catch(() => undefined)));
     const cleanup: AnyBulkWriteOperation<EventDocument>[] = [];
     for (const w of writes) {
       const error = errors.get(w);
@@ -363,6 +365,11 @@ export class MongoTaskStore implements TaskStore {
   private expired(doc: Pick<TaskDocument, "expireAt">): boolean {
     return doc.expireAt instanceof Date && doc.expireAt.getTime() <= this.now().getTime();
   }
+}
+
+/** A conflicted write's events as the head's redo holds them. */
+function redoOf(write: Write, writer: string): Record<string, EventDocument> {
+  return Object.fromEntries(write.events.map((event) => [redoKey(event.sequence), toEventDocument(write.taskId, event, writer, write.expireAt)]));
 }
 
 function writeErrorsOf(err: MongoBulkWriteError): WriteError[] {

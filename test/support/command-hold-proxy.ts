@@ -1,0 +1,104 @@
+// A TCP proxy between one MongoDB client and the server that can stop a client's write command on the way
+// (and everything that connection sends after it) until the test lets it go: a deterministic interleaving
+// of two real clients on one database, with nothing mocked. It reads the OP_MSG framing only to know each
+// message's command name (the first key of its body).
+import net from "node:net";
+
+const OP_MSG = 2013;
+const WRITES = new Set(["insert", "update", "delete", "bulkWrite", "findAndModify"]);
+
+export interface CommandHoldProxy {
+  /** A connection string to the server through the proxy (a direct connection to its first host). */
+  uri: string;
+  /**
+   * Stops the `n`th write command (insert, update, delete, bulkWrite, findAndModify) sent from now on;
+   * resolves with its name once it is held.
+   */
+  holdWrite(n: number): Promise<string>;
+  /** Lets the held command (and what its connection queued behind it) through. */
+  release(): void;
+  close(): Promise<void>;
+}
+
+/** The command name of one OP_MSG (body section first), else undefined. */
+function commandName(message: Buffer): string | undefined {
+  if (message.readInt32LE(12) !== OP_MSG || message[20] !== 0) return undefined;
+  const start = 26;
+  const end = message.indexOf(0, start);
+  return end > start ? message.toString("utf8", start, end) : undefined;
+}
+
+export async function startCommandHoldProxy(serverUri: string): Promise<CommandHoldProxy> {
+  const match = /^mongodb:\/\/(?:([^@/]*)@)?([^/?,]+)[^/?]*(\/[^?]*)?(\?.*)?$/.exec(serverUri);
+  if (!match) throw new Error(`the command hold proxy needs a mongodb:// URI (got ${serverUri})`);
+  const [, credentials, firstHost, path, query] = match;
+  const colon = firstHost!.lastIndexOf(":");
+  const target = { host: colon > 0 ? firstHost!.slice(0, colon).replace(/^\[|\]$/g, "") : firstHost!, port: colon > 0 ? Number(firstHost!.slice(colon + 1)) : 27017 };
+
+  let armed: { remaining: number; onHeld: (name: string) => void } | undefined;
+  let releaseHeld: (() => void) | undefined;
+  const sockets = new Set<net.Socket>();
+
+  const server = net.createServer((client) => {
+    const upstream = net.connect(target);
+    sockets.add(client).add(upstream);
+    let pending = Buffer.alloc(0);
+    let held: Buffer[] | undefined;
+    const forward = (message: Buffer) => {
+      if (held) {
+        held.push(message);
+        return;
+      }
+      const name = commandName(message);
+      if (armed && name && WRITES.has(name) && --armed.remaining === 0) {
+        const { onHeld } = armed;
+        armed = undefined;
+        held = [message];
+        releaseHeld = () => {
+          const queued = held ?? [];
+          held = undefined;
+          for (const m of queued) upstream.write(m);
+        };
+        onHeld(name);
+        return;
+      }
+      upstream.write(message);
+    };
+    client.on("data", (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      while (pending.length >= 4 && pending.length >= pending.readInt32LE(0)) {
+        const length = pending.readInt32LE(0);
+        forward(pending.subarray(0, length));
+        pending = pending.subarray(length);
+      }
+    });
+    upstream.on("data", (chunk) => client.write(chunk));
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    client.on("close", end).on("error", end);
+    upstream.on("close", end).on("error", end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  const params = new URLSearchParams(query?.slice(1) ?? "");
+  params.delete("replicaSet");
+  params.set("directConnection", "true");
+
+  return {
+    uri: `mongodb://${credentials ? `${credentials}@` : ""}127.0.0.1:${port}${path ?? "/"}?${params.toString()}`,
+    holdWrite: (n) => new Promise<string>((onHeld) => (armed = { remaining: n, onHeld })),
+    release: () => {
+      const go = releaseHeld;
+      releaseHeld = undefined;
+      go?.();
+    },
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
