@@ -18,6 +18,7 @@ import { writeFile } from "node:fs/promises";
 import os from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { pathToFileURL } from "node:url";
 import { MongoClient } from "mongodb";
 import { projectRoot } from "../src/domain/project-root.js";
 import { TaskObserver } from "../src/engine/task-observer.js";
@@ -29,8 +30,6 @@ import { MongoTaskStore } from "../src/store/mongo-task-store.js";
 import type { RunEvent, TaskRecord } from "../src/store/task-store.js";
 import { dropDatabase, startStoreServer } from "./lib/store-server.js";
 
-const commits = Number(process.argv[2] ?? 200);
-const gapMs = Number(process.argv[3] ?? 5);
 const FEEDS: CommitFeedSettings[] = [
   { mode: "change-stream", pollMs: 100 },
   { mode: "poll", pollMs: 100 },
@@ -49,7 +48,7 @@ const summary = (values: number[]) => {
   return { n: s.length, p50: r(quantile(s, 0.5)), p95: r(quantile(s, 0.95)), p99: r(quantile(s, 0.99)), max: r(s.at(-1) ?? NaN) };
 };
 
-async function measure(uri: string, dbName: string, settings: CommitFeedSettings) {
+async function measure(uri: string, dbName: string, settings: CommitFeedSettings, commits: number, gapMs: number) {
   const [clientA, clientB] = [await MongoClient.connect(uri), await MongoClient.connect(uri)];
   const writer = new MongoTaskStore(clientA, clientA.db(dbName));
   const reader = new MongoTaskStore(clientB, clientB.db(dbName));
@@ -86,21 +85,33 @@ async function measure(uri: string, dbName: string, settings: CommitFeedSettings
   return { feed: settings.mode, ...(settings.mode === "poll" ? { pollMs: settings.pollMs } : {}), latencyMs: summary(latencies), commitMs: summary(commitMs), inOrderOnce };
 }
 
-const store = await startStoreServer();
-try {
+/** Both feeds, each on a fresh database of the store at `uri` (dropped after); `npm run bench -- multi` uses it too. */
+export async function measureCrossInstanceLatency(uri: string, commits: number, gapMs: number) {
   const results = [];
   for (const settings of FEEDS) {
     const dbName = `bench_fanout_${randomUUID().slice(0, 8)}`;
     try {
-      results.push(await measure(store.uri, dbName, settings));
+      results.push(await measure(uri, dbName, settings, commits, gapMs));
     } finally {
-      await dropDatabase(store.uri, dbName);
+      await dropDatabase(uri, dbName);
     }
   }
-  const cpus = os.cpus();
-  const out = { at: now(), machine: { cpu: cpus[0]?.model, cores: cpus.length, node: process.version, loadavg: os.loadavg() }, store: store.description, commits, gapMs, results };
-  console.table(results.map((r) => ({ feed: r.feed, ...Object.fromEntries(Object.entries(r.latencyMs).map(([k, v]) => [`latency ${k}`, v])), "commit p50": r.commitMs.p50, inOrderOnce: r.inOrderOnce })));
-  await writeFile(join(projectRoot, "bench/results/cross-instance-latency.json"), `${JSON.stringify(out, null, 2)}\n`);
-} finally {
-  await store.stop();
+  return results;
 }
+
+async function main(): Promise<void> {
+  const commits = Number(process.argv[2] ?? 200);
+  const gapMs = Number(process.argv[3] ?? 5);
+  const store = await startStoreServer();
+  try {
+    const results = await measureCrossInstanceLatency(store.uri, commits, gapMs);
+    const cpus = os.cpus();
+    const out = { at: now(), machine: { cpu: cpus[0]?.model, cores: cpus.length, node: process.version, loadavg: os.loadavg() }, store: store.description, commits, gapMs, results };
+    console.table(results.map((r) => ({ feed: r.feed, ...Object.fromEntries(Object.entries(r.latencyMs).map(([k, v]) => [`latency ${k}`, v])), "commit p50": r.commitMs.p50, inOrderOnce: r.inOrderOnce })));
+    await writeFile(join(projectRoot, "bench/results/cross-instance-latency.json"), `${JSON.stringify(out, null, 2)}\n`);
+  } finally {
+    await store.stop();
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();

@@ -1,14 +1,17 @@
-// `npm run bench -- [all|compare|scale] [--quick] [--name N] [size flags]`: see bench/README.md.
+// `npm run bench -- [all|compare|scale|multi] [--quick] [--name N] [size flags]`: see bench/README.md.
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runCompare } from "./compare.js";
+import { runMulti } from "./multi.js";
 import { startStoreServer } from "./lib/store-server.js";
 import { machine } from "./lib/summary.js";
 import { runScale } from "./scale.js";
 
-const FULL = { "round-ms": 5000, "warmup-ms": 2000, rounds: 3, concurrency: "1,32", waiting: 100_000, events: 5000, streams: 10_000, "latency-streams": 1000, triggers: 5 };
-const QUICK = { "round-ms": 1500, "warmup-ms": 500, rounds: 2, concurrency: "1,32", waiting: 5000, events: 500, streams: 1000, "latency-streams": 200, triggers: 2 };
+const MULTI_FULL = { "failover-samples": 10, "lease-ttl-ms": 3000, "lease-heartbeat-ms": 750, "latency-commits": 200 };
+const MULTI_QUICK = { "failover-samples": 3, "lease-ttl-ms": 3000, "lease-heartbeat-ms": 750, "latency-commits": 100 };
+const FULL = { "round-ms": 5000, "warmup-ms": 2000, rounds: 3, concurrency: "1,32", waiting: 100_000, events: 5000, streams: 10_000, "latency-streams": 1000, triggers: 5, ...MULTI_FULL };
+const QUICK = { "round-ms": 1500, "warmup-ms": 500, rounds: 2, concurrency: "1,32", waiting: 5000, events: 500, streams: 1000, "latency-streams": 200, triggers: 2, ...MULTI_QUICK };
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -19,8 +22,8 @@ const { values, positionals } = parseArgs({
   },
 });
 const mode = positionals[0] ?? "all";
-if (!["all", "compare", "scale"].includes(mode)) {
-  console.error(`unknown sub-command "${mode}": use all, compare or scale`);
+if (!["all", "compare", "scale", "multi"].includes(mode)) {
+  console.error(`unknown sub-command "${mode}": use all, compare, scale or multi`);
   process.exit(2);
 }
 const preset: Record<string, string | number> = values.quick ? QUICK : FULL;
@@ -40,19 +43,36 @@ const startedAt = Date.now();
 const store = await startStoreServer();
 const result: Record<string, unknown> = { benchmark: "openwop-a2a-host side-by-side", date: new Date().toISOString(), machine: machine(), mode, quick: values.quick, store: store.description };
 try {
-  if (mode !== "scale") {
+  if (mode === "all" || mode === "compare") {
     const settings = { roundMs: setting("round-ms"), warmupMs: setting("warmup-ms"), rounds: setting("rounds"), concurrencies };
     console.log(`compare: ${JSON.stringify(settings)}; store: ${store.description}`);
     const { rows, printed } = await runCompare(settings, store);
     console.log(`\n${printed}\n`);
     result["compare"] = { settings, rows };
   }
-  if (mode !== "compare") {
+  if (mode === "all" || mode === "scale") {
     const settings = { waiting: setting("waiting"), events: setting("events"), streams: setting("streams"), latencyStreams: setting("latency-streams"), triggers: setting("triggers"), roundMs: setting("round-ms") };
     console.log(`scale: ${JSON.stringify(settings)}`);
     const { figures, printed } = await runScale(settings, store);
     console.log(`\n${printed}\n`);
     result["scale"] = { settings, figures };
+  }
+  if (mode === "all" || mode === "multi") {
+    const settings = {
+      failoverSamples: setting("failover-samples"),
+      leaseTtlMs: setting("lease-ttl-ms"),
+      leaseHeartbeatMs: setting("lease-heartbeat-ms"),
+      roundMs: setting("round-ms"),
+      warmupMs: setting("warmup-ms"),
+      rounds: setting("rounds"),
+      concurrency: 32,
+      instanceCounts: [1, 2, 3],
+      latencyCommits: setting("latency-commits"),
+    };
+    console.log(`multi: ${JSON.stringify(settings)}`);
+    const { figures, printed } = await runMulti(settings, store);
+    console.log(`\n${printed}\n`);
+    result["multi"] = { settings, figures };
   }
 } finally {
   await store.stop();

@@ -7,6 +7,8 @@ import { closeStreams, openStreams, streamReceipts } from "./streams.js";
 
 export interface RoundSpec {
   baseUrl: string;
+  /** Several instances of one service: each call goes to the next one in turn (round robin); else `baseUrl`. */
+  baseUrls?: string[];
   protocol: Protocol;
   concurrency: number;
   durationMs: number;
@@ -27,7 +29,8 @@ export interface RoundResult {
 }
 
 async function round(spec: RoundSpec): Promise<RoundResult> {
-  const sender = createSender(spec.baseUrl, spec.protocol, spec.concurrency);
+  const senders = (spec.baseUrls ?? [spec.baseUrl]).map((url) => createSender(url, spec.protocol, spec.concurrency));
+  let turn = 0;
   const latenciesMs: number[] = [];
   let errors = 0;
   let firstError: string | undefined;
@@ -40,7 +43,7 @@ async function round(spec: RoundSpec): Promise<RoundResult> {
       while (performance.now() < deadline) {
         const t0 = performance.now();
         try {
-          const { state } = await sender.send(op);
+          const { state } = await senders[turn++ % senders.length]!.send(op);
           if (state !== spec.expectState) throw new Error(`task ended ${state}, expected ${spec.expectState}`);
           latenciesMs.push(performance.now() - t0);
         } catch (err) {
@@ -53,7 +56,7 @@ async function round(spec: RoundSpec): Promise<RoundResult> {
     }),
   );
   const elapsedMs = performance.now() - started;
-  await sender.close();
+  await Promise.all(senders.map((sender) => sender.close()));
   return { count: latenciesMs.length, errors, ...(firstError ? { firstError } : {}), elapsedMs, latenciesMs, cpuMs: selfUsage().cpuMs - cpuBefore };
 }
 
