@@ -1,6 +1,7 @@
 import { requireScope, type Principal } from "../auth/principal.js";
 import { DomainError } from "../domain/errors.js";
-import { targetOf, type PushDeliveryWorker } from "../push/push-delivery-worker.js";
+import type { PushDeliveryWorker } from "../push/push-delivery-worker.js";
+import { targetOf } from "../push/webhook-attempts.js";
 import type { PushConfigStore, PushDeadLetter, PushDelivery } from "../store/push-config-store.js";
 
 /** One push config as the console shows it: where it goes (scheme, host, port only) and how delivery stands. */
