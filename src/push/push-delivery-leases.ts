@@ -1,5 +1,5 @@
 import type { Logger } from "../observability/logger.js";
-import type { PushConfigRecord, PushConfigStore, PushLeaseFence } from "../store/push-config-store.js";
+import type { PushConfigKey, PushConfigRecord, PushConfigStore, PushLeaseFence } from "../store/push-config-store.js";
 
 /** Who this instance is and the lease timing: the task lease settings (INSTANCE_ID, LEASE_TTL_MS, LEASE_HEARTBEAT_MS). */
 export interface PushLeaseSettings {
@@ -13,6 +13,8 @@ export interface DeliveryLeasesOptions {
   settings: PushLeaseSettings;
   logger: Logger;
   clock: () => Date;
+  /** Configs whose lease expired without being given back (found every heartbeat): the worker takes them over. */
+  expired: (keys: PushConfigKey[]) => void;
 }
 
 interface Held {
@@ -23,12 +25,16 @@ interface Held {
   confirmedAt: number;
 }
 
+/** How many expired leases one heartbeat hands to the worker (the next heartbeat takes the rest). */
+const EXPIRED_SCAN_LIMIT = 500;
+
 const keyOf = (taskId: string, configId: string): string => JSON.stringify([taskId, configId]);
 
 /**
  * The delivery leases this instance holds, one per push config it is delivering (or holding a retry for).
- * A claim takes a free or expired lease; the heartbeat renews every held lease in one command; a lease is
- * given back when its config is idle, and all of them on shutdown. Before each POST the holder makes sure
+ * A claim takes a free or expired lease; the heartbeat renews every held lease in one command and looks for
+ * leases that expired without being given back (their holder died: failover within TTL + heartbeat); a
+ * lease is given back when its config is idle, and all of them on shutdown. Before each POST the holder makes sure
  * the lease was confirmed within half its TTL: a process that was frozen (GC pause, SIGSTOP) longer than
  * that renews it first, fenced by its epoch, and stops if another instance took it meanwhile.
  */
@@ -75,12 +81,10 @@ export class DeliveryLeases {
     return false;
   }
 
-  /** When another instance's live lease on the config expires (ms), or undefined when it may be claimed. */
-  heldElsewhereUntil(config: PushConfigRecord, now: number): number | undefined {
+  /** Whether another instance holds a live lease on the config. */
+  heldElsewhere(config: PushConfigRecord, now: number): boolean {
     const lease = config.lease;
-    if (!lease?.owner || !lease.expiresAt || lease.owner === this.instanceId) return undefined;
-    const until = Date.parse(lease.expiresAt);
-    return until > now ? until : undefined;
+    return Boolean(lease?.owner && lease.expiresAt && lease.owner !== this.instanceId && Date.parse(lease.expiresAt) > now);
   }
 
   /** Claims the config's lease; answers the config as stored after the claim, or null when another instance holds it. */
@@ -135,8 +139,14 @@ export class DeliveryLeases {
     return this.held.has(keyOf(taskId, configId));
   }
 
-  /** One heartbeat: renews every held lease; the ones another instance took are forgotten. */
-  async renew(): Promise<void> {
+  /** One heartbeat: renews every held lease (the ones another instance took are forgotten), then finds expired ones. */
+  async beat(): Promise<void> {
+    await this.renew();
+    const expired = await this.options.configs.expiredDeliveryLeases(this.options.clock(), EXPIRED_SCAN_LIMIT);
+    if (expired.length > 0 && !this.stopped) this.options.expired(expired);
+  }
+
+  private async renew(): Promise<void> {
     const { configs, settings, clock } = this.options;
     const held = [...this.held.values()];
     if (held.length === 0) return;
@@ -159,7 +169,7 @@ export class DeliveryLeases {
   private schedule(): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.renewing = this.renew()
+      this.renewing = this.beat()
         .catch((err: unknown) => this.options.logger.warn({ err, instanceId: this.instanceId }, "push: delivery lease renewal failed; leases are confirmed again before the next push"))
         .finally(() => {
           this.renewing = undefined;

@@ -41,8 +41,6 @@ export interface PushDeliveryWorkerOptions {
 
 /** A config whose task is not found is only dropped once it is this old (an inline config is stored just before its task). */
 const ORPHAN_GRACE_MS = 5 * 60 * 1000;
-/** How long after another instance's lease expires this one looks again (clock skew between instances). */
-const FOLLOW_MARGIN_MS = 25;
 const SWEEP_PAGE = 500;
 
 type Step = { kind: "done" } | { kind: "reload" };
@@ -58,11 +56,11 @@ type Step = { kind: "done" } | { kind: "reload" };
  * (`DeliveryLeases`). An instance claims it only when there is something to push, keeps it (renewed by the
  * heartbeat) while it delivers or waits to retry, and gives it back when the config is idle. Each cursor
  * move is fenced by the lease, so an instance that lost it (frozen past the TTL) cannot move the cursor,
- * and it checks the lease before a POST. An instance that finds the lease held elsewhere looks again when it
- * expires: after a crash a survivor continues from the stored cursor within the TTL.
+ * and it checks the lease before a POST. A lease left behind by a dead instance is found by every
+ * instance's heartbeat once it expires: a survivor continues from the stored cursor.
  *
  * Wake-ups: the transition hook (after commit), other instances' commits (the change stream) for tasks
- * with configs, retry timers (persisted as `nextAttemptAt`), another instance's lease expiring, a sweep of
+ * with configs, retry timers (persisted as `nextAttemptAt`), expired leases (heartbeat), a sweep of
  * every unsettled config at start (what a crash left pending) and then every `sweepIntervalMs`.
  * One delivery runs per config at a time; at most `concurrency` run at once; a circuit breaker per
  * webhook origin keeps a dead receiver from holding slots.
@@ -85,7 +83,18 @@ export class PushDeliveryWorker {
     this.clock = options.clock ?? (() => new Date());
     this.webhooks = new WebhookAttempts({ ...options, clock: this.clock });
     this.watched = new WatchedTasks(options.remoteCommits, (taskId) => void this.wakeTask(taskId));
-    this.leases = new DeliveryLeases({ configs: options.configs, settings: options.leases, logger: options.logger, clock: this.clock });
+    this.leases = new DeliveryLeases({
+      configs: options.configs,
+      settings: options.leases,
+      logger: options.logger,
+      clock: this.clock,
+      expired: (keys) => {
+        for (const { taskId, configId } of keys) {
+          this.watched.add(taskId);
+          this.enqueue(taskId, configId);
+        }
+      },
+    });
   }
 
   /** Listens to commits and delivers whatever is pending from before (a crash, a restart). */
@@ -269,11 +278,15 @@ export class PushDeliveryWorker {
     }
     const now = this.clock().getTime();
     let mine = this.leases.holds(config);
-    const heldUntil = mine ? undefined : this.leases.heldElsewhereUntil(config, now);
-    if (heldUntil !== undefined) {
-      // Another instance delivers it; look again when its lease would expire (it renews it while alive).
-      this.wakeAt(taskId, configId, heldUntil + FOLLOW_MARGIN_MS);
-      return { kind: "done" };
+    // Another instance delivers it (it watches the task too); if it dies, the expired-lease scan finds the config.
+    if (!mine && this.leases.heldElsewhere(config, now)) return { kind: "done" };
+    if (!mine && config.lease?.owner) {
+      // A lease its holder left behind (it died or froze past the TTL): taken over, pending work or not, so
+      // it is given back cleanly once idle.
+      const claimed = await this.leases.claim(config);
+      if (!claimed) return { kind: "reload" };
+      config = claimed;
+      mine = true;
     }
     if (this.waitsForRetry(config, now)) return { kind: "done" };
     const task = await tasks.find(taskId);
@@ -307,7 +320,7 @@ export class PushDeliveryWorker {
       // The lease is taken only when there is something to push; the cursor then moves under it.
       if (!this.hasWork(config.delivery, events)) return { kind: "done" };
       const claimed = await this.leases.claim(config);
-      // Another instance claimed it first: the reload finds its lease and follows it.
+      // Another instance claimed it first: the reload finds its lease.
       if (!claimed) return { kind: "reload" };
       config = claimed;
       mine = true;

@@ -93,6 +93,14 @@ export class MemoryPushConfigStore implements PushConfigStore {
     return kept;
   }
 
+  async expiredDeliveryLeases(now: Date, limit: number): Promise<PushConfigKey[]> {
+    return [...this.configs.keys()]
+      .map((key) => this.live(key))
+      .filter((c): c is PushConfigRecord => c?.lease?.expiresAt != null && Date.parse(c.lease.expiresAt) <= now.getTime())
+      .slice(0, limit)
+      .map(({ taskId, configId }) => ({ taskId, configId }));
+  }
+
   async releaseDelivery(taskId: string, configId: string, fence: PushLeaseFence): Promise<void> {
     const config = this.live(keyOf(taskId, configId));
     if (config?.lease && fenceHolds(config, fence)) config.lease = { ...config.lease, owner: null, expiresAt: null };

@@ -14,8 +14,8 @@ import {
  * Collection `pushConfigs`: one document per (task, config id), `_id` = `["taskId","configId"]` as JSON so an
  * upsert needs no extra unique index. Token and credentials live only in `sealed` (AES-256-GCM). `expireAt`
  * is a Date for the TTL index. The delivery lease (`lease`) lives on the config document: every lease operation
- * is one single-document update by `_id`, so document atomicity picks the one winner and no index is needed
- * beyond `_id`. Collection `pushDeadLetters`: pushes given up on, also TTL-bound.
+ * is one single-document update by `_id`, so document atomicity picks the one winner; `lease_expiry` finds
+ * the leases a dead instance left. Collection `pushDeadLetters`: pushes given up on, also TTL-bound.
  */
 interface PushConfigDocument extends Omit<PushConfigRecord, "expireAt" | "lease"> {
   _id: string;
@@ -50,6 +50,8 @@ export class MongoPushConfigStore implements PushConfigStore {
       // The restart sweep: configs whose delivery is not settled, in key order.
       { key: { "delivery.settled": 1, taskId: 1, configId: 1 }, name: "unsettled" },
       { key: { expireAt: 1 }, name: "retention_ttl", expireAfterSeconds: 0 },
+      // Failover: delivery leases that expired without being given back (a released lease has no expiry).
+      { key: { "lease.expiresAt": 1 }, name: "lease_expiry" },
     ]);
     await this.deadLetters.createIndexes([
       { key: { tenant: 1, createdAt: -1 }, name: "tenant_recent" },
@@ -124,6 +126,11 @@ export class MongoPushConfigStore implements PushConfigStore {
     const docs = await this.configs.find({ _id: { $in: ids }, "lease.owner": owner }, { projection: { _id: 1, "lease.epoch": 1 } }).toArray();
     const epochs = new Map(docs.map((d) => [d._id, d.lease?.epoch]));
     return leases.filter((l) => epochs.get(idOf(l.taskId, l.configId)) === l.epoch).map(({ taskId, configId }) => ({ taskId, configId }));
+  }
+
+  async expiredDeliveryLeases(now: Date, limit: number): Promise<PushConfigKey[]> {
+    const docs = await this.configs.find({ "lease.expiresAt": { $lte: now } }, { projection: { _id: 0, taskId: 1, configId: 1 } }).limit(limit).toArray();
+    return docs.map(({ taskId, configId }) => ({ taskId, configId }));
   }
 
   async releaseDelivery(taskId: string, configId: string, fence: PushLeaseFence): Promise<void> {

@@ -139,6 +139,8 @@ export interface PushConfigStore {
   claimDelivery(taskId: string, configId: string, owner: string, now: Date, expiresAt: Date): Promise<PushConfigRecord | null>;
   /** Extends the leases `owner` holds with these epochs; answers the ones it still holds. */
   renewDeliveries(owner: string, leases: Array<PushConfigKey & { epoch: number }>, expiresAt: Date): Promise<PushConfigKey[]>;
+  /** Configs whose delivery lease expired without being given back: their holder died or froze (failover). */
+  expiredDeliveryLeases(now: Date, limit: number): Promise<PushConfigKey[]>;
   /** Gives the lease back (owner and epoch must still match) so another instance may claim it at once. */
   releaseDelivery(taskId: string, configId: string, fence: PushLeaseFence): Promise<void>;
   /** Configs whose delivery is not settled, ordered by (taskId, configId), after the given key. */

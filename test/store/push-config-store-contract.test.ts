@@ -112,10 +112,15 @@ function contract(name: string, open: () => Promise<PushConfigStore>, close: () 
       expect(a).toMatchObject({ taskId, configId: "c1", revision: 1, delivery: { cursor: 2 }, lease: { owner: "host-a", epoch: 1, expiresAt: iso(10_000) } });
       expect((await store.get(taskId, "c1"))?.lease).toEqual({ owner: "host-a", epoch: 1, expiresAt: iso(10_000) });
       expect(await store.claimDelivery(taskId, "c1", "host-b", at(9_999), at(19_999))).toBeNull();
+      // Failover finds a lease that expired without being given back.
+      const expired = async (ms: number) => (await store.expiredDeliveryLeases(at(ms), 10_000)).filter((k) => k.taskId === taskId);
+      expect(await expired(9_999)).toEqual([]);
+      expect(await expired(10_000)).toEqual([{ taskId, configId: "c1" }]);
       // A holder moves the cursor; the instance that takes over continues from there.
       expect(await store.updateDelivery(taskId, "c1", { revision: 1, cursor: 2, lease: { owner: "host-a", epoch: 1 } }, { ...created.delivery, cursor: 5 }, null)).toBe(true);
       const b = await store.claimDelivery(taskId, "c1", "host-b", at(10_000), at(20_000));
       expect(b).toMatchObject({ delivery: { cursor: 5 }, lease: { owner: "host-b", epoch: 2, expiresAt: iso(20_000) } });
+      expect(await expired(15_000)).toEqual([]);
       // Only one of two racing claimers wins.
       const raced = await Promise.all([store.claimDelivery(taskId, "c1", "host-c", at(30_000), at(40_000)), store.claimDelivery(taskId, "c1", "host-d", at(30_000), at(40_000))]);
       expect(raced.filter((r) => r !== null)).toHaveLength(1);
@@ -162,6 +167,7 @@ function contract(name: string, open: () => Promise<PushConfigStore>, close: () 
       expect((await store.get(t2, "c1"))?.lease?.owner).toBe("host-b");
       await store.releaseDelivery(t2, "c1", { owner: "host-b", epoch: 2 });
       expect((await store.get(t2, "c1"))?.lease).toEqual({ owner: null, epoch: 2, expiresAt: null });
+      expect((await store.expiredDeliveryLeases(at(60_000), 10_000)).filter((k) => k.taskId === t2)).toEqual([]);
       expect(await store.claimDelivery(t2, "c1", "host-c", at(11_000), at(21_000))).toMatchObject({ lease: { owner: "host-c", epoch: 3 } });
       // A re-registration (upsert) keeps the lease.
       expect((await store.upsert(write(t2, "c1", { url: "https://other.example.com/y" }), initialDelivery(-1, null), 10)).lease).toMatchObject({ owner: "host-c", epoch: 3 });

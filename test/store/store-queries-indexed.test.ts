@@ -204,7 +204,7 @@ describe(`every push-config delivery query is served by an index (${inject("mong
     await client.close();
   });
 
-  it("the worker's lookups, the delivery lease (claim, renew, release) and the fenced cursor move examine no collection", async () => {
+  it("the worker's lookups, the delivery lease (claim, renew, release, expired ones) and the fenced cursor move examine no collection", async () => {
     const ids = Array.from({ length: 40 }, () => randomUUID());
     const write = (taskId: string) => ({ tenant: "t1", taskId, configId: "c1", url: "https://hooks.example.com/a", schemes: null, sealed: null, tokenFingerprint: null, updatedAt: at(0) });
     await Promise.all(ids.map((id) => configs.upsert(write(id), initialDelivery(-1, null), 10)));
@@ -222,6 +222,7 @@ describe(`every push-config delivery query is served by an index (${inject("mong
     expect(await configs.renewDeliveries("me", [{ taskId: first, configId: "c1", epoch: 1 }, { taskId: second, configId: "c1", epoch: 1 }], new Date(at(20)))).toHaveLength(1);
     expect(await configs.updateDelivery(first, "c1", { revision: 1, cursor: -1, lease: { owner: "me", epoch: 1 } }, initialDelivery(3, null), null)).toBe(true);
     await configs.releaseDelivery(first, "c1", { owner: "me", epoch: 1 });
+    expect(await configs.expiredDeliveryLeases(new Date(at(40)), 10)).toEqual([{ taskId: second, configId: "c1" }]);
     await configs.delete(second, "c1");
 
     const plans: Array<{ command: string; stages: string[] }> = [];
