@@ -41,7 +41,7 @@ const keyOf = (taskId: string, configId: string): string => JSON.stringify([task
 export class DeliveryLeases {
   private readonly held = new Map<string, Held>();
   private timer: NodeJS.Timeout | undefined;
-  private stopped = true;
+  private stopped = false;
   private renewing: Promise<void> | undefined;
 
   constructor(private readonly options: DeliveryLeasesOptions) {}

@@ -14,6 +14,8 @@ import { PushReceiver, waitFor, type PushHit } from "../support/push-receiver.js
 import { startServerProcess, type ServerProcess } from "../support/server-process.js";
 
 const TTL_MS = 1_500;
+/** Two host processes start per test; on a loaded machine that alone takes a while. */
+const TEST_TIMEOUT_MS = 90_000;
 const HEARTBEAT_MS = 300;
 /** Every status change of a task registered at its first gate, answered twice (PUSH_TRANSITIONS=all). */
 const AFTER_FIRST_GATE = ["working", "input-required", "working", "completed"];
@@ -119,7 +121,7 @@ describe("push delivery leases across host processes", () => {
       expect(stored?.lease?.owner ?? null).toBeNull();
       expect(stored?.lease?.epoch).toBeGreaterThanOrEqual(1);
     }
-  });
+  }, TEST_TIMEOUT_MS);
 
   it("both instances watch every config (frequent sweeps) and race on every commit: still one POST per event id", async () => {
     const hook = await new PushReceiver().start();
@@ -144,7 +146,7 @@ describe("push delivery leases across host processes", () => {
       expect(statesOf(hits)).toEqual(AFTER_FIRST_GATE);
       expect(new Set(eventIdsOf(hits)).size).toBe(hits.length);
     }
-  });
+  }, TEST_TIMEOUT_MS);
 
   it("SIGKILL of the lease holder while a push is pending: the other instance takes the lease over after the TTL and continues from the stored cursor", async () => {
     const hook = await new PushReceiver().start();
@@ -177,5 +179,5 @@ describe("push delivery leases across host processes", () => {
     const stored = await storedConfig(taskId);
     expect(stored?.delivery.settled).toBe(true);
     expect(stored?.lease?.epoch).toBeGreaterThanOrEqual(2);
-  });
+  }, TEST_TIMEOUT_MS);
 });
