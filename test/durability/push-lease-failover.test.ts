@@ -165,6 +165,9 @@ describe("push delivery leases across host processes", () => {
       return stored && stored.delivery.attempts >= 2 && stored.lease?.owner === "push-d" ? stored : undefined;
     }, 15_000, "B retrying under its lease");
     expect(pending.delivery.settled).toBe(false);
+    // Any instance's console shows which instance delivers the config.
+    const consoleView = (await (await fetch(`${a.baseUrl}/console/api/tasks/${taskId}/push`)).json()) as { configs: Array<{ lease?: { owner: string } }> };
+    expect(consoleView.configs[0]?.lease?.owner).toBe("push-d");
 
     await b.kill();
     await hook.start(port);
