@@ -96,6 +96,17 @@ describe("push delivery leases across host processes", () => {
   const eventIdsOf = (hits: PushHit[]) => hits.map((h) => h.headers["x-a2a-event-id"] as string);
   const completed = (hook: PushReceiver, taskId: string) => () => (statesOf(hook.forTask(taskId)).includes("completed") ? hook.forTask(taskId) : undefined);
 
+  /** Every task's states arrive in order, one POST per event id (late duplicates would come within a few heartbeats). */
+  async function expectEachStateOnce(hook: PushReceiver, taskIds: string[]): Promise<void> {
+    for (const taskId of taskIds) await waitFor(completed(hook, taskId), 15_000, `the completed push of ${taskId}`);
+    await new Promise((r) => setTimeout(r, 2 * TTL_MS));
+    for (const taskId of taskIds) {
+      const hits = hook.forTask(taskId);
+      expect(statesOf(hits)).toEqual(AFTER_FIRST_GATE);
+      expect(new Set(eventIdsOf(hits)).size).toBe(hits.length);
+    }
+  }
+
   it("tasks driven on A, configs registered through B: B hears A's commits and every state arrives once, in order", async () => {
     const hook = await new PushReceiver().start();
     receivers.push(hook);
@@ -107,13 +118,9 @@ describe("push delivery leases across host processes", () => {
     for (const taskId of taskIds) expect(await accept(a, taskId)).toBe("input-required");
     for (const taskId of taskIds) expect(await accept(a, taskId)).toBe("completed");
 
-    for (const taskId of taskIds) await waitFor(completed(hook, taskId), 15_000, `the completed push of ${taskId}`);
-    // Late duplicates would come within a few heartbeats: wait past two lease lifetimes before counting.
-    await new Promise((r) => setTimeout(r, 2 * TTL_MS));
+    await expectEachStateOnce(hook, taskIds);
     for (const taskId of taskIds) {
       const hits = hook.forTask(taskId);
-      expect(statesOf(hits)).toEqual(AFTER_FIRST_GATE);
-      expect(new Set(eventIdsOf(hits)).size).toBe(hits.length);
       expect(hits.every((h) => h.headers["x-a2a-notification-token"] === `token-${taskId}`)).toBe(true);
       // Delivered under a lease, given back when the config settled.
       const stored = await storedConfig(taskId);
@@ -139,13 +146,7 @@ describe("push delivery leases across host processes", () => {
     for (const [i, taskId] of taskIds.entries()) expect(await accept(i % 2 === 0 ? a : b, taskId)).toBe("input-required");
     for (const [i, taskId] of taskIds.entries()) expect(await accept(i % 2 === 0 ? b : a, taskId)).toBe("completed");
 
-    for (const taskId of taskIds) await waitFor(completed(hook, taskId), 15_000, `the completed push of ${taskId}`);
-    await new Promise((r) => setTimeout(r, 2 * TTL_MS));
-    for (const taskId of taskIds) {
-      const hits = hook.forTask(taskId);
-      expect(statesOf(hits)).toEqual(AFTER_FIRST_GATE);
-      expect(new Set(eventIdsOf(hits)).size).toBe(hits.length);
-    }
+    await expectEachStateOnce(hook, taskIds);
   }, TEST_TIMEOUT_MS);
 
   it("SIGKILL of the lease holder while a push is pending: the other instance takes the lease over after the TTL and continues from the stored cursor", async () => {

@@ -91,6 +91,20 @@ function asSent(command: Document): Document {
   return BSON.deserialize(BSON.serialize(plain));
 }
 
+/** Each sent command replayed as `explain`: its text (shortened) and every plan stage. */
+async function plansOf(db: Db, sent: Document[]): Promise<Array<{ command: string; stages: string[] }>> {
+  const plans: Array<{ command: string; stages: string[] }> = [];
+  for (const command of sent) {
+    for (const one of explainable(command)) {
+      const answer = await db.command({ explain: one, verbosity: "executionStats" });
+      plans.push({ command: JSON.stringify(one).slice(0, 200), stages: stagesOf(answer) });
+    }
+  }
+  return plans;
+}
+
+const scansCollection = (plan: { stages: string[] }): boolean => plan.stages.includes("COLLSCAN") || !plan.stages.some((s) => /IXSCAN|IDHACK|COUNT_SCAN|DISTINCT_SCAN/.test(s));
+
 describe(`every task-store query is served by an index (${inject("mongoBackend")})`, () => {
   const sent: Document[] = [];
   let client: MongoClient;
@@ -154,18 +168,12 @@ describe(`every task-store query is served by an index (${inject("mongoBackend")
     await store.commit(third, 3, changes("completed", { expireAt: new Date(Date.now() - 1).toISOString() }), events(third, 4, 1));
     await store.create(record(randomUUID(), 1, { idempotencyKey: `key-${third}` }), events("reuse", 0, 2));
 
-    const plans: Array<{ command: string; stages: string[] }> = [];
-    for (const command of sent) {
-      for (const one of explainable(command)) {
-        const answer = await db.command({ explain: one, verbosity: "executionStats" });
-        plans.push({ command: JSON.stringify(one).slice(0, 200), stages: stagesOf(answer) });
-      }
-    }
+    const plans = await plansOf(db, sent);
     expect(plans.length).toBeGreaterThan(15);
     // The head moves and the log's expiry stamps (inside bulkWrite on MongoDB >= 8.0) are among the plans.
     expect(plans.some((p) => p.command.startsWith('{"update":"tasks"'))).toBe(true);
     expect(plans.some((p) => p.command.startsWith('{"update":"task_events"'))).toBe(true);
-    const scans = plans.filter((p) => p.stages.includes("COLLSCAN") || !p.stages.some((s) => /IXSCAN|IDHACK|COUNT_SCAN|DISTINCT_SCAN/.test(s)));
+    const scans = plans.filter(scansCollection);
     expect(scans, "queries without an index").toEqual([]);
 
     if (inject("mongoBackend") === "wire-protocol test server") {
@@ -225,15 +233,9 @@ describe(`every push-config delivery query is served by an index (${inject("mong
     expect(await configs.expiredDeliveryLeases(new Date(at(40)), 10)).toEqual([{ taskId: second, configId: "c1" }]);
     await configs.delete(second, "c1");
 
-    const plans: Array<{ command: string; stages: string[] }> = [];
-    for (const command of sent) {
-      for (const one of explainable(command)) {
-        const answer = await db.command({ explain: one, verbosity: "executionStats" });
-        plans.push({ command: JSON.stringify(one).slice(0, 200), stages: stagesOf(answer) });
-      }
-    }
+    const plans = await plansOf(db, sent);
     expect(plans.some((p) => p.command.startsWith('{"findAndModify":"pushConfigs"'))).toBe(true);
-    const scans = plans.filter((p) => p.stages.includes("COLLSCAN") || !p.stages.some((s) => /IXSCAN|IDHACK|COUNT_SCAN|DISTINCT_SCAN/.test(s)));
+    const scans = plans.filter(scansCollection);
     expect(scans, "queries without an index").toEqual([]);
   });
 });
