@@ -5,6 +5,7 @@ import type { SecretValue } from "../secrets/secret-value.js";
 import type { PushConfigRecord, PushConfigStore, PushDelivery } from "../store/push-config-store.js";
 import type { RunEvent } from "../store/task-store.js";
 import type { PushHttpClient } from "./push-http-client.js";
+import { DeliverySlots } from "./delivery-slots.js";
 import { DeliveryLeases, type PushLeaseSettings } from "./push-delivery-leases.js";
 import type { CommittedChange, CommittedChanges, PushBodyEncoders, PushTaskLog, RemoteCommits } from "./push-ports.js";
 import type { PushSecretBox } from "./push-secrets.js";
@@ -68,10 +69,9 @@ type Step = { kind: "done" } | { kind: "reload" };
 export class PushDeliveryWorker {
   private readonly jobs = new Map<string, { again: boolean; done: Promise<void> }>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
-  private readonly slotWaiters: Array<() => void> = [];
+  private readonly slots: DeliverySlots;
   private readonly webhooks: WebhookAttempts;
   private readonly clock: () => Date;
-  private active = 0;
   private stopped = true;
   private unsubscribe: (() => void) | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -81,6 +81,7 @@ export class PushDeliveryWorker {
 
   constructor(private readonly options: PushDeliveryWorkerOptions) {
     this.clock = options.clock ?? (() => new Date());
+    this.slots = new DeliverySlots(options.concurrency);
     this.webhooks = new WebhookAttempts({ ...options, clock: this.clock });
     this.watched = new WatchedTasks(options.remoteCommits, (taskId) => void this.wakeTask(taskId));
     this.leases = new DeliveryLeases({
@@ -115,7 +116,7 @@ export class PushDeliveryWorker {
     clearTimeout(this.sweepTimer);
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
-    for (const wake of this.slotWaiters.splice(0)) wake();
+    this.slots.wakeAll();
     await this.sweeping?.catch(() => undefined);
     await Promise.allSettled([...this.jobs.values()].map((j) => j.done));
     await this.leases.stop();
@@ -208,7 +209,7 @@ export class PushDeliveryWorker {
     const job = { again: false, done: Promise.resolve() };
     this.jobs.set(key, job);
     job.done = (async () => {
-      await this.acquireSlot();
+      await this.slots.acquire(this.stopped);
       try {
         for (;;) {
           do {
@@ -227,7 +228,7 @@ export class PushDeliveryWorker {
           if (!job.again || this.stopped) break;
         }
       } finally {
-        this.releaseSlot();
+        this.slots.release();
         this.jobs.delete(key);
       }
     })();
@@ -243,20 +244,6 @@ export class PushDeliveryWorker {
     }, Math.max(0, at - this.clock().getTime()));
     timer.unref();
     this.timers.set(key, timer);
-  }
-
-  private async acquireSlot(): Promise<void> {
-    if (this.active < this.options.concurrency || this.stopped) {
-      this.active++;
-      return;
-    }
-    await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
-    this.active++;
-  }
-
-  private releaseSlot(): void {
-    this.active--;
-    this.slotWaiters.shift()?.();
   }
 
   // ---------------------------------------------------------------- delivery
