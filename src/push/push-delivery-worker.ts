@@ -297,7 +297,9 @@ export class PushDeliveryWorker {
       if (isTerminalA2AState(task.a2a.state)) {
         const expireAt = new Date(now + this.options.retentionMs).toISOString();
         const fence = this.leases.fence(taskId, configId);
-        await configs.updateDelivery(taskId, configId, { revision: config.revision, cursor: config.delivery.cursor, ...(fence ? { lease: fence } : {}) }, { ...config.delivery, settled: true }, expireAt);
+        const expected = { revision: config.revision, cursor: config.delivery.cursor, ...(fence ? { lease: fence } : {}) };
+        // Settling gives the lease back in the same write.
+        if (await configs.updateDelivery(taskId, configId, expected, { ...config.delivery, settled: true }, expireAt)) this.leases.forget(taskId, configId);
       }
       return { kind: "done" };
     }
@@ -310,7 +312,6 @@ export class PushDeliveryWorker {
       // Another instance claimed it first: the reload finds its lease.
       if (!claimed) return { kind: "reload" };
       config = claimed;
-      mine = true;
       if (this.waitsForRetry(config, this.clock().getTime())) return { kind: "done" };
     }
     const fence = this.leases.fence(taskId, configId);
