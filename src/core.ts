@@ -133,6 +133,10 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     tasks: reads,
     log: reads,
     commits: hook,
+    // Other instances' commits wake delivery through the change stream. The polling fallback is not used for
+    // this (it would look configs up per watched task every period): without change streams the sweep does.
+    ...(commitFeed?.mode === "change-stream" ? { remoteCommits: commitFeed } : {}),
+    leases: config.leases,
     // A config keeps the A2A version it was registered over; its deliveries are that version's push body.
     bodies: (version) => pushBody(negotiateA2AVersion(version)),
     logger,

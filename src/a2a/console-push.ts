@@ -1,7 +1,8 @@
 import { requireScope, type Principal } from "../auth/principal.js";
 import { DomainError } from "../domain/errors.js";
-import { targetOf, type PushDeliveryWorker } from "../push/push-delivery-worker.js";
-import type { PushConfigStore, PushDeadLetter, PushDelivery } from "../store/push-config-store.js";
+import type { PushDeliveryWorker } from "../push/push-delivery-worker.js";
+import { targetOf } from "../push/webhook-attempts.js";
+import type { PushConfigRecord, PushConfigStore, PushDeadLetter, PushDelivery } from "../store/push-config-store.js";
 
 /** One push config as the console shows it: where it goes (scheme, host, port only) and how delivery stands. */
 export interface ConsolePushConfig {
@@ -11,6 +12,8 @@ export interface ConsolePushConfig {
   createdAt: string;
   updatedAt: string;
   delivery: PushDelivery;
+  /** The instance delivering this config's events now (several instances), while it holds the lease. */
+  lease?: { owner: string; epoch: number; expiresAt: string };
 }
 
 export interface ConsolePushView {
@@ -40,7 +43,7 @@ export class ConsolePush {
     const deadLetters = await this.options.configs.listDeadLetters(tenant, { taskId, limit: 100 });
     return {
       enabled: true,
-      configs: configs.map((c) => ({ configId: c.configId, target: targetOf(c.url), protocolVersion: c.protocolVersion ?? "0.3", createdAt: c.createdAt, updatedAt: c.updatedAt, delivery: c.delivery })),
+      configs: configs.map((c) => ({ configId: c.configId, target: targetOf(c.url), protocolVersion: c.protocolVersion ?? "0.3", createdAt: c.createdAt, updatedAt: c.updatedAt, delivery: c.delivery, ...leaseOf(c) })),
       deadLetters,
     };
   }
@@ -60,4 +63,9 @@ export class ConsolePush {
     await worker.wakeTask(taskId);
     return { configId, target: targetOf(config.url), protocolVersion: config.protocolVersion ?? "0.3", createdAt: config.createdAt, updatedAt: config.updatedAt, delivery };
   }
+}
+
+function leaseOf(config: PushConfigRecord): Pick<ConsolePushConfig, "lease"> {
+  const lease = config.lease;
+  return lease?.owner && lease.expiresAt ? { lease: { owner: lease.owner, epoch: lease.epoch, expiresAt: lease.expiresAt } } : {};
 }

@@ -3,20 +3,25 @@ import { isFinalA2AState, isTerminalA2AState, type A2ATaskStateValue } from "../
 import type { Logger } from "../observability/logger.js";
 import type { SecretValue } from "../secrets/secret-value.js";
 import type { PushConfigRecord, PushConfigStore, PushDelivery } from "../store/push-config-store.js";
-import type { RunEvent, TaskRecord } from "../store/task-store.js";
-import { CircuitBreakers } from "./circuit-breaker.js";
-import { artifactRefsUpTo } from "./push-artifact-refs.js";
-import type { PushHttpClient, PushResult } from "./push-http-client.js";
-import type { CommittedChange, CommittedChanges, PushBodyEncoders, PushTaskLog } from "./push-ports.js";
-import { secretsAad, type PushSecretBox, type PushSecrets } from "./push-secrets.js";
+import type { RunEvent } from "../store/task-store.js";
+import type { PushHttpClient } from "./push-http-client.js";
+import { DeliverySlots } from "./delivery-slots.js";
+import { DeliveryLeases, type PushLeaseSettings } from "./push-delivery-leases.js";
+import type { CommittedChange, CommittedChanges, PushBodyEncoders, PushTaskLog, RemoteCommits } from "./push-ports.js";
+import type { PushSecretBox } from "./push-secrets.js";
 import type { PushTransitions } from "./push-settings.js";
-import { EVENT_ID_HEADER, NOTIFICATION_TOKEN_HEADER, SIGNATURE_HEADER, signPushBody, TIMESTAMP_HEADER } from "./push-signature.js";
+import { WatchedTasks } from "./push-watched-tasks.js";
+import { statusKeyOf, targetOf, WebhookAttempts } from "./webhook-attempts.js";
 
 export interface PushDeliveryWorkerOptions {
   tasks: PushTaskLog;
   configs: PushConfigStore;
   /** Commits as they happen (wake-ups); the sweep covers anything missed. */
   commits: CommittedChanges;
+  /** Commits other instances make (a change stream); without it their commits are found by the sweep. */
+  remoteCommits?: RemoteCommits;
+  /** This instance's id and the lease timing (the task lease settings): one instance delivers a config at a time. */
+  leases: PushLeaseSettings;
   /** The body of each A2A version a config can be registered over. */
   bodies: PushBodyEncoders;
   client: PushHttpClient;
@@ -48,7 +53,15 @@ type Step = { kind: "done" } | { kind: "reload" };
  * letter), or an event is not pushable. So a crash at any point re-sends at most the one event in flight,
  * with the same `X-A2A-Event-Id`: at-least-once, in order per task and config.
  *
- * Wake-ups: the transition hook (after commit), retry timers (persisted as `nextAttemptAt`), a sweep of
+ * Several instances: one instance at a time delivers a config's events, under the config's delivery lease
+ * (`DeliveryLeases`). An instance claims it only when there is something to push, keeps it (renewed by the
+ * heartbeat) while it delivers or waits to retry, and gives it back when the config is idle. Each cursor
+ * move is fenced by the lease, so an instance that lost it (frozen past the TTL) cannot move the cursor,
+ * and it checks the lease before a POST. A lease left behind by a dead instance is found by every
+ * instance's heartbeat once it expires: a survivor continues from the stored cursor.
+ *
+ * Wake-ups: the transition hook (after commit), other instances' commits (the change stream) for tasks
+ * with configs, retry timers (persisted as `nextAttemptAt`), expired leases (heartbeat), a sweep of
  * every unsettled config at start (what a crash left pending) and then every `sweepIntervalMs`.
  * One delivery runs per config at a time; at most `concurrency` run at once; a circuit breaker per
  * webhook origin keeps a dead receiver from holding slots.
@@ -56,59 +69,69 @@ type Step = { kind: "done" } | { kind: "reload" };
 export class PushDeliveryWorker {
   private readonly jobs = new Map<string, { again: boolean; done: Promise<void> }>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
-  private readonly slotWaiters: Array<() => void> = [];
-  private readonly breakers: CircuitBreakers;
+  private readonly slots: DeliverySlots;
+  private readonly webhooks: WebhookAttempts;
   private readonly clock: () => Date;
-  private active = 0;
   private stopped = true;
   private unsubscribe: (() => void) | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweeping: Promise<number> | undefined;
-  /**
-   * Tasks that have push configs, as this process knows them: configs stored here and every sweep's unsettled
-   * ones. A commit of any other task costs no config lookup (most tasks have none).
-   */
-  private readonly watched = new Set<string>();
-  /** Bumped by every stored config, so a lookup that raced one does not unwatch its task. */
-  private storedConfigs = 0;
+  private readonly watched: WatchedTasks;
+  private readonly leases: DeliveryLeases;
 
   constructor(private readonly options: PushDeliveryWorkerOptions) {
     this.clock = options.clock ?? (() => new Date());
-    this.breakers = new CircuitBreakers({ ...options.breaker, clock: () => this.clock().getTime() });
+    this.slots = new DeliverySlots(options.concurrency);
+    this.webhooks = new WebhookAttempts({ ...options, clock: this.clock });
+    this.watched = new WatchedTasks(options.remoteCommits, (taskId) => void this.wakeTask(taskId));
+    this.leases = new DeliveryLeases({
+      configs: options.configs,
+      settings: options.leases,
+      logger: options.logger,
+      clock: this.clock,
+      expired: (keys) => {
+        for (const { taskId, configId } of keys) {
+          this.watched.add(taskId);
+          this.enqueue(taskId, configId);
+        }
+      },
+    });
   }
 
   /** Listens to commits and delivers whatever is pending from before (a crash, a restart). */
   async start(): Promise<{ pending: number }> {
     this.stopped = false;
     this.unsubscribe = this.options.commits.onAny((t) => this.onTransition(t));
+    this.leases.start();
     const pending = await this.sweep();
     this.scheduleSweep();
     return { pending };
   }
 
-  /** Stops taking work and waits for deliveries in flight (each bounded by the attempt timeout). */
+  /** Stops taking work, waits for deliveries in flight (each bounded by the attempt timeout), gives the leases back. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.unsubscribe?.();
+    this.watched.clear();
     clearTimeout(this.sweepTimer);
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
-    for (const wake of this.slotWaiters.splice(0)) wake();
+    this.slots.wakeAll();
     await this.sweeping?.catch(() => undefined);
     await Promise.allSettled([...this.jobs.values()].map((j) => j.done));
+    await this.leases.stop();
     await this.options.client.close();
   }
 
   /** A config of the task was stored: its commits are looked at from now on. */
   watchTask(taskId: string): void {
-    this.storedConfigs++;
-    this.watched.add(taskId);
+    this.watched.stored(taskId);
   }
 
   /** Delivers what is pending for every config of the task (after a commit or a registration). */
   async wakeTask(taskId: string): Promise<void> {
     if (this.stopped) return;
-    const storedBefore = this.storedConfigs;
+    const mark = this.watched.mark;
     try {
       let unsettled = 0;
       for (const config of await this.options.configs.list(taskId)) {
@@ -118,7 +141,7 @@ export class PushDeliveryWorker {
       }
       // Settled configs never reopen: a task with none left needs no more lookups (a new config watches it again).
       if (unsettled > 0) this.watched.add(taskId);
-      else if (this.storedConfigs === storedBefore) this.watched.delete(taskId);
+      else this.watched.deleteUnlessStored(taskId, mark);
     } catch (err) {
       // The periodic sweep picks it up.
       this.options.logger.error({ err, taskId }, "push: could not list the task's push configs");
@@ -159,7 +182,10 @@ export class PushDeliveryWorker {
 
   private onTransition(transition: CommittedChange): void {
     const { taskId } = transition.record;
-    if (this.watched.has(taskId) && transition.events.some((e) => e.a2a?.status)) void this.wakeTask(taskId);
+    if (!this.watched.has(taskId)) return;
+    const last = transition.events.at(-1);
+    if (last) this.watched.committedLocally(taskId, last.sequence);
+    if (transition.events.some((e) => e.a2a?.status)) void this.wakeTask(taskId);
   }
 
   private scheduleSweep(): void {
@@ -183,20 +209,26 @@ export class PushDeliveryWorker {
     const job = { again: false, done: Promise.resolve() };
     this.jobs.set(key, job);
     job.done = (async () => {
-      await this.acquireSlot();
+      await this.slots.acquire(this.stopped);
       try {
-        do {
-          job.again = false;
-          if (this.stopped) break;
-          try {
-            await this.deliver(taskId, configId);
-          } catch (err) {
-            this.options.logger.error({ err, taskId, configId }, "push: delivery failed unexpectedly; retrying later");
-            this.wakeAt(taskId, configId, this.clock().getTime() + this.options.retry.baseMs);
-          }
-        } while (job.again);
+        for (;;) {
+          do {
+            job.again = false;
+            if (this.stopped) break;
+            try {
+              await this.deliver(taskId, configId);
+            } catch (err) {
+              this.options.logger.error({ err, taskId, configId }, "push: delivery failed unexpectedly; retrying later");
+              this.wakeAt(taskId, configId, this.clock().getTime() + this.options.retry.baseMs);
+            }
+          } while (job.again);
+          // Idle (nothing pending, no retry waiting): the lease goes back, so any instance may deliver what comes next.
+          if (!this.leases.isHeld(taskId, configId) || this.timers.has(key)) break;
+          await this.leases.release(taskId, configId).catch((err: unknown) => this.options.logger.warn({ err, taskId, configId }, "push: could not release the delivery lease; it expires"));
+          if (!job.again || this.stopped) break;
+        }
       } finally {
-        this.releaseSlot();
+        this.slots.release();
         this.jobs.delete(key);
       }
     })();
@@ -214,20 +246,6 @@ export class PushDeliveryWorker {
     this.timers.set(key, timer);
   }
 
-  private async acquireSlot(): Promise<void> {
-    if (this.active < this.options.concurrency || this.stopped) {
-      this.active++;
-      return;
-    }
-    await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
-    this.active++;
-  }
-
-  private releaseSlot(): void {
-    this.active--;
-    this.slotWaiters.shift()?.();
-  }
-
   // ---------------------------------------------------------------- delivery
 
   private async deliver(taskId: string, configId: string): Promise<void> {
@@ -240,17 +258,29 @@ export class PushDeliveryWorker {
 
   private async deliverOnce(taskId: string, configId: string): Promise<Step> {
     const { configs, tasks, logger } = this.options;
-    const config = await configs.get(taskId, configId);
-    if (!config || config.delivery.settled) return { kind: "done" };
-    const now = this.clock().getTime();
-    if (config.delivery.nextAttemptAt && Date.parse(config.delivery.nextAttemptAt) > now) {
-      this.wakeAt(taskId, configId, Date.parse(config.delivery.nextAttemptAt));
+    let config = await configs.get(taskId, configId);
+    if (!config || config.delivery.settled) {
+      this.leases.forget(taskId, configId);
       return { kind: "done" };
     }
+    const now = this.clock().getTime();
+    let mine = this.leases.holds(config);
+    // Another instance delivers it (it watches the task too); if it dies, the expired-lease scan finds the config.
+    if (!mine && this.leases.heldElsewhere(config, now)) return { kind: "done" };
+    if (!mine && config.lease?.owner) {
+      // A lease its holder left behind (it died or froze past the TTL): taken over, pending work or not, so
+      // it is given back cleanly once idle.
+      const claimed = await this.leases.claim(config);
+      if (!claimed) return { kind: "reload" };
+      config = claimed;
+      mine = true;
+    }
+    if (this.waitsForRetry(config, now)) return { kind: "done" };
     const task = await tasks.find(taskId);
     if (!task) {
       if (now - Date.parse(config.createdAt) > ORPHAN_GRACE_MS) {
         await configs.delete(taskId, configId);
+        this.leases.forget(taskId, configId);
         logger.info({ taskId, configId }, "push: dropped the config of a task that no longer exists");
       }
       return { kind: "done" };
@@ -258,6 +288,7 @@ export class PushDeliveryWorker {
     if (task.tenant !== config.tenant) {
       // Never deliver a task's events to a subscription of another tenant.
       await configs.delete(taskId, configId);
+      this.leases.forget(taskId, configId);
       logger.error({ taskId, configId }, "push: dropped a config whose tenant does not match its task");
       return { kind: "done" };
     }
@@ -265,18 +296,34 @@ export class PushDeliveryWorker {
       // Registered on a task that had already ended: nothing will come, so settle (and let it expire).
       if (isTerminalA2AState(task.a2a.state)) {
         const expireAt = new Date(now + this.options.retentionMs).toISOString();
-        await configs.updateDelivery(taskId, configId, { revision: config.revision, cursor: config.delivery.cursor }, { ...config.delivery, settled: true }, expireAt);
+        const fence = this.leases.fence(taskId, configId);
+        const expected = { revision: config.revision, cursor: config.delivery.cursor, ...(fence ? { lease: fence } : {}) };
+        // Settling gives the lease back in the same write.
+        if (await configs.updateDelivery(taskId, configId, expected, { ...config.delivery, settled: true }, expireAt)) this.leases.forget(taskId, configId);
       }
       return { kind: "done" };
     }
 
     const events = await tasks.readEvents(taskId, 0);
-    let expected = { revision: config.revision, cursor: config.delivery.cursor };
+    if (!mine) {
+      // The lease is taken only when there is something to push; the cursor then moves under it.
+      if (!this.hasWork(config.delivery, events)) return { kind: "done" };
+      const claimed = await this.leases.claim(config);
+      // Another instance claimed it first: the reload finds its lease.
+      if (!claimed) return { kind: "reload" };
+      config = claimed;
+      if (this.waitsForRetry(config, this.clock().getTime())) return { kind: "done" };
+    }
+    const fence = this.leases.fence(taskId, configId);
+    if (!fence) return { kind: "reload" };
+    let expected = { revision: config.revision, cursor: config.delivery.cursor, lease: fence };
     let delivery: PushDelivery = { ...config.delivery };
+    const revision = config.revision;
     const save = async (next: PushDelivery): Promise<boolean> => {
       const expireAt = next.settled ? new Date(this.clock().getTime() + this.options.retentionMs).toISOString() : null;
       if (!(await configs.updateDelivery(taskId, configId, expected, next, expireAt))) return false;
-      expected = { revision: config.revision, cursor: next.cursor };
+      if (next.settled) this.leases.forget(taskId, configId);
+      expected = { revision, cursor: next.cursor, lease: fence };
       delivery = next;
       return true;
     };
@@ -289,7 +336,7 @@ export class PushDeliveryWorker {
         delivery = { ...delivery, cursor: event.sequence };
         continue;
       }
-      const statusKey = `${status.state}|${interruptIdOf(event) ?? ""}`;
+      const statusKey = statusKeyOf(event, status.state);
       const passed: PushDelivery = { ...delivery, cursor: event.sequence, lastStatusKey: statusKey, attempts: 0, nextAttemptAt: null, lastError: null, settled: isTerminalA2AState(status.state) };
       if (!this.isPushable(status.state, statusKey, delivery.lastStatusKey)) {
         delivery = passed;
@@ -298,8 +345,10 @@ export class PushDeliveryWorker {
       }
       // Everything before this event is handled; record it so a crash does not redo it.
       if (delivery.cursor !== expected.cursor && !(await save(delivery))) return { kind: "reload" };
+      // A process that was frozen past its lease finds out here, before it POSTs.
+      if (!(await this.leases.confirm(taskId, configId))) return { kind: "reload" };
 
-      const outcome = await this.attempt(config, task, event, events);
+      const outcome = await this.webhooks.attempt(config, task, event, events);
       if (outcome.kind === "blocked") {
         this.wakeAt(taskId, configId, outcome.retryAt);
         return { kind: "done" };
@@ -313,7 +362,7 @@ export class PushDeliveryWorker {
       const lastError = result.error ?? `webhook answered ${result.status ?? "nothing"}`;
       const reason = giveUpReason(this.options.retry, result, attempts, { firstAt: Date.parse(event.timestamp), now: this.clock().getTime() });
       if (reason) {
-        await this.deadLetter(config, event, status.state, reason, attempts, lastError);
+        await this.webhooks.deadLetter(config, event, status.state, reason, attempts, lastError);
         if (!(await save({ ...passed, lastError: `dead-lettered (${reason}): ${lastError}` }))) return { kind: "reload" };
         continue;
       }
@@ -327,91 +376,30 @@ export class PushDeliveryWorker {
     return { kind: "done" };
   }
 
+  /** A retry is scheduled for later: wake then (the lease, if held, is kept through the wait). */
+  private waitsForRetry(config: PushConfigRecord, now: number): boolean {
+    const at = config.delivery.nextAttemptAt ? Date.parse(config.delivery.nextAttemptAt) : 0;
+    if (at <= now) return false;
+    this.wakeAt(config.taskId, config.configId, at);
+    return true;
+  }
+
+  /** Whether the log after the cursor holds a status to push or to settle on (else no lease is worth taking). */
+  private hasWork(from: PushDelivery, events: readonly RunEvent[]): boolean {
+    let last = from.lastStatusKey;
+    for (const event of events) {
+      const status = event.a2a?.status;
+      if (event.sequence <= from.cursor || !status) continue;
+      const statusKey = statusKeyOf(event, status.state);
+      if (isTerminalA2AState(status.state) || this.isPushable(status.state, statusKey, last)) return true;
+      last = statusKey;
+    }
+    return false;
+  }
+
   private isPushable(state: A2ATaskStateValue, statusKey: string, lastStatusKey: string | null): boolean {
     if (statusKey === lastStatusKey) return false;
     // The minimum set (OpenWOP RFC 0100 §4): a caller must hear when its task needs input or ends.
     return this.options.transitions === "all" || isFinalA2AState(state);
   }
-
-  /** One POST, unless the origin's breaker is open. */
-  private async attempt(config: PushConfigRecord, task: TaskRecord, event: RunEvent, log: RunEvent[]): Promise<{ kind: "blocked"; retryAt: number } | { kind: "sent"; result: PushResult }> {
-    const origin = originOf(config.url);
-    const gate = this.breakers.allow(origin);
-    if (!gate.allowed) return { kind: "blocked", retryAt: gate.retryAt };
-
-    let secrets: PushSecrets = {};
-    if (config.sealed) {
-      try {
-        secrets = this.options.secrets.open(config.sealed, secretsAad(config.tenant, config.taskId, config.configId));
-      } catch (err) {
-        this.breakers.release(origin, gate.probe);
-        this.options.logger.error({ err, taskId: config.taskId, configId: config.configId }, "push: the config's secrets cannot be decrypted (check PUSH_ENCRYPTION_KEY)");
-        return { kind: "sent", result: { ok: false, retryable: true, error: "push secrets cannot be decrypted with the configured keys", durationMs: 0 } };
-      }
-    }
-    // The body in the version the config was registered over (0.3 a bare status-update, 1.0 a StreamResponse).
-    const encoder = this.options.bodies(config.protocolVersion);
-    const body = encoder.encode(task, event, artifactRefsUpTo(log, event.sequence));
-    const timestamp = Math.floor(this.clock().getTime() / 1000);
-    const headers: Record<string, string> = {
-      "Content-Type": encoder.contentType,
-      [EVENT_ID_HEADER]: event.eventId,
-      [TIMESTAMP_HEADER]: String(timestamp),
-      [SIGNATURE_HEADER]: signPushBody(this.options.signingKey.reveal(), timestamp, body),
-    };
-    if (secrets.token) headers[NOTIFICATION_TOKEN_HEADER] = secrets.token;
-    const scheme = config.schemes?.[0];
-    if (scheme && secrets.credentials) headers["Authorization"] = `${scheme} ${secrets.credentials}`;
-
-    const result = await this.options.client.post({ url: config.url, body, headers, timeoutMs: this.options.timeoutMs });
-    if (result.ok || (result.status !== undefined && !result.retryable)) this.breakers.success(origin);
-    else if (result.retryable) this.breakers.failure(origin, gate.probe);
-    else this.breakers.release(origin, gate.probe);
-    this.options.logger.debug({ taskId: config.taskId, configId: config.configId, eventId: event.eventId, status: result.status, ok: result.ok, durationMs: result.durationMs }, "push: attempt");
-    return { kind: "sent", result };
-  }
-
-  private async deadLetter(config: PushConfigRecord, event: RunEvent, state: string, reason: "max-attempts" | "max-age" | "not-retryable", attempts: number, lastError: string): Promise<void> {
-    const now = this.clock();
-    const target = targetOf(config.url);
-    await this.options.configs.addDeadLetter({
-      id: `${event.eventId}:${config.configId}`,
-      tenant: config.tenant,
-      taskId: config.taskId,
-      configId: config.configId,
-      eventId: event.eventId,
-      sequence: event.sequence,
-      state,
-      target,
-      reason,
-      attempts,
-      lastError,
-      eventAt: event.timestamp,
-      createdAt: now.toISOString(),
-      expireAt: new Date(now.getTime() + this.options.retentionMs).toISOString(),
-    });
-    this.options.logger.warn({ taskId: config.taskId, configId: config.configId, eventId: event.eventId, target, reason, attempts, lastError }, "push: given up; dead letter recorded");
-  }
-}
-
-function interruptIdOf(event: RunEvent): string | undefined {
-  const openwop = event.a2a?.metadata?.["openwop"] as { interrupt?: { interruptId?: unknown } } | undefined;
-  const id = openwop?.interrupt?.interruptId;
-  return typeof id === "string" ? id : undefined;
-}
-
-function originOf(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return "(invalid URL)";
-  }
-}
-
-/**
- * The webhook as logs and dead letters show it: scheme, host and port only. Paths and queries often carry
- * secrets (e.g. `/services/T0/B0/<secret>`), so they are never shown; the config id says which webhook it is.
- */
-export function targetOf(url: string): string {
-  return originOf(url);
 }

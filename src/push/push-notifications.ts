@@ -5,7 +5,8 @@ import { PushConfigService } from "./push-config-service.js";
 import { PushDeliveryWorker } from "./push-delivery-worker.js";
 import { createPushHttpClient, type PushHttpClient } from "./push-http-client.js";
 import { resolvePushKeys } from "./push-keys.js";
-import type { CommittedChanges, PushBodyEncoders, PushTaskLog, PushTaskReader } from "./push-ports.js";
+import type { PushLeaseSettings } from "./push-delivery-leases.js";
+import type { CommittedChanges, PushBodyEncoders, PushTaskLog, PushTaskReader, RemoteCommits } from "./push-ports.js";
 import { PushSecretBox } from "./push-secrets.js";
 import type { PushSettings } from "./push-settings.js";
 
@@ -20,6 +21,10 @@ export interface PushNotificationsOptions {
   /** The committed task log the worker delivers from. */
   log: PushTaskLog;
   commits: CommittedChanges;
+  /** Other instances' commits (a change stream on the event log), when the store has them. */
+  remoteCommits?: RemoteCommits;
+  /** This instance's id and the lease timing: each config's delivery is leased to one instance at a time. */
+  leases: PushLeaseSettings;
   bodies: PushBodyEncoders;
   logger: Logger;
   /** Tests only: a resolver for the egress guard (registration and delivery). */
@@ -57,6 +62,8 @@ export async function createPushNotifications(options: PushNotificationsOptions)
     tasks: options.log,
     configs,
     commits: options.commits,
+    ...(options.remoteCommits ? { remoteCommits: options.remoteCommits } : {}),
+    leases: options.leases,
     bodies: options.bodies,
     client,
     secrets,

@@ -30,6 +30,14 @@ export interface CommittedChanges {
   onAny(listener: (change: CommittedChange) => void): () => void;
 }
 
+/**
+ * Commits made by any instance on the same database, per task (the store's commit feed). A notice only
+ * says "something was committed to this task" (up to `sequence`, when the feed knows it).
+ */
+export interface RemoteCommits {
+  onTask(taskId: string, listener: (notice: { sequence?: number }) => void): () => void;
+}
+
 /** The push body in one A2A version's wire shape, and its content type. */
 export interface PushBodyEncoder {
   contentType: string;

@@ -4,7 +4,9 @@ import {
   type PushConfigStore,
   type PushConfigWrite,
   type PushDeadLetter,
+  type PushConfigKey,
   type PushDelivery,
+  type PushLeaseFence,
 } from "./push-config-store.js";
 
 const keyOf = (taskId: string, configId: string): string => JSON.stringify([taskId, configId]);
@@ -58,12 +60,50 @@ export class MemoryPushConfigStore implements PushConfigStore {
     return n;
   }
 
-  async updateDelivery(taskId: string, configId: string, expected: { revision: number; cursor: number }, delivery: PushDelivery, expireAt: string | null): Promise<boolean> {
+  async updateDelivery(taskId: string, configId: string, expected: { revision: number; cursor: number; lease?: PushLeaseFence }, delivery: PushDelivery, expireAt: string | null): Promise<boolean> {
     const key = keyOf(taskId, configId);
     const config = this.live(key);
     if (!config || config.revision !== expected.revision || config.delivery.cursor !== expected.cursor) return false;
-    this.configs.set(key, { ...config, delivery: structuredClone(delivery), expireAt });
+    if (expected.lease && !fenceHolds(config, expected.lease)) return false;
+    const lease = delivery.settled && config.lease ? { ...config.lease, owner: null, expiresAt: null } : config.lease;
+    this.configs.set(key, { ...config, delivery: structuredClone(delivery), expireAt, ...(lease ? { lease } : {}) });
     return true;
+  }
+
+  async claimDelivery(taskId: string, configId: string, owner: string, now: Date, expiresAt: Date): Promise<PushConfigRecord | null> {
+    const key = keyOf(taskId, configId);
+    const config = this.live(key);
+    if (!config || config.delivery.settled) return null;
+    const held = config.lease;
+    const free = !held?.owner || !held.expiresAt || Date.parse(held.expiresAt) <= now.getTime() || held.owner === owner;
+    if (!free) return null;
+    const claimed: PushConfigRecord = { ...config, lease: { owner, epoch: (held?.epoch ?? 0) + 1, expiresAt: expiresAt.toISOString() } };
+    this.configs.set(key, claimed);
+    return structuredClone(claimed);
+  }
+
+  async renewDeliveries(owner: string, leases: Array<PushConfigKey & { epoch: number }>, expiresAt: Date): Promise<PushConfigKey[]> {
+    const kept: PushConfigKey[] = [];
+    for (const { taskId, configId, epoch } of leases) {
+      const config = this.live(keyOf(taskId, configId));
+      if (!config?.lease || !fenceHolds(config, { owner, epoch })) continue;
+      config.lease = { ...config.lease, expiresAt: expiresAt.toISOString() };
+      kept.push({ taskId, configId });
+    }
+    return kept;
+  }
+
+  async expiredDeliveryLeases(now: Date, limit: number): Promise<PushConfigKey[]> {
+    return [...this.configs.keys()]
+      .map((key) => this.live(key))
+      .filter((c): c is PushConfigRecord => c?.lease?.expiresAt != null && Date.parse(c.lease.expiresAt) <= now.getTime())
+      .slice(0, limit)
+      .map(({ taskId, configId }) => ({ taskId, configId }));
+  }
+
+  async releaseDelivery(taskId: string, configId: string, fence: PushLeaseFence): Promise<void> {
+    const config = this.live(keyOf(taskId, configId));
+    if (config?.lease && fenceHolds(config, fence)) config.lease = { ...config.lease, owner: null, expiresAt: null };
   }
 
   async listUnsettled(after: { taskId: string; configId: string } | null, limit: number): Promise<PushConfigRecord[]> {
@@ -102,4 +142,8 @@ export class MemoryPushConfigStore implements PushConfigStore {
     }
     return config;
   }
+}
+
+function fenceHolds(config: PushConfigRecord, fence: PushLeaseFence): boolean {
+  return config.lease?.owner === fence.owner && config.lease.epoch === fence.epoch;
 }

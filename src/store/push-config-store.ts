@@ -46,6 +46,30 @@ export interface PushConfigRecord {
   delivery: PushDelivery;
   /** Set once delivery is settled: the config is dropped after the task's retention. */
   expireAt: string | null;
+  /** Which instance delivers the config's events now; absent until the first claim. */
+  lease?: PushDeliveryLease;
+}
+
+/**
+ * The delivery lease of one config (several instances on one database): one instance at a time reads the
+ * log after the cursor and POSTs. `owner` and `expiresAt` are null once released; `epoch` only grows (each
+ * claim bumps it), so a cursor move fenced with an older epoch is refused.
+ */
+export interface PushDeliveryLease {
+  owner: string | null;
+  epoch: number;
+  expiresAt: string | null;
+}
+
+/** The lease a delivery holds, as its fenced writes name it. */
+export interface PushLeaseFence {
+  owner: string;
+  epoch: number;
+}
+
+export interface PushConfigKey {
+  taskId: string;
+  configId: string;
 }
 
 /** What a registration writes; the store keeps `createdAt` and the delivery of an existing config. */
@@ -101,9 +125,24 @@ export interface PushConfigStore {
   deleteTask(taskId: string): Promise<number>;
   /**
    * Writes `delivery` (and `expireAt`) only if the config still has `expected.revision` and
-   * `expected.cursor`; false when it was replaced, deleted or moved by another delivery.
+   * `expected.cursor` and, when `expected.lease` is given, that delivery lease (owner and epoch); false when
+   * it was replaced, deleted, moved by another delivery, or its lease was taken over. A settled delivery
+   * releases the lease in the same write.
    */
-  updateDelivery(taskId: string, configId: string, expected: { revision: number; cursor: number }, delivery: PushDelivery, expireAt: string | null): Promise<boolean>;
+  updateDelivery(taskId: string, configId: string, expected: { revision: number; cursor: number; lease?: PushLeaseFence }, delivery: PushDelivery, expireAt: string | null): Promise<boolean>;
+  /**
+   * Takes the delivery lease of an unsettled config whose lease is free (never taken, released), expired at
+   * `now`, or `owner`'s own (a restart with the same instance id): owner, epoch + 1, `expiresAt`. Answers the
+   * config as it now stands (its cursor is where delivery continues), or null when another owner holds a
+   * live lease, or the config is settled or gone.
+   */
+  claimDelivery(taskId: string, configId: string, owner: string, now: Date, expiresAt: Date): Promise<PushConfigRecord | null>;
+  /** Extends the leases `owner` holds with these epochs; answers the ones it still holds. */
+  renewDeliveries(owner: string, leases: Array<PushConfigKey & { epoch: number }>, expiresAt: Date): Promise<PushConfigKey[]>;
+  /** Configs whose delivery lease expired without being given back: their holder died or froze (failover). */
+  expiredDeliveryLeases(now: Date, limit: number): Promise<PushConfigKey[]>;
+  /** Gives the lease back (owner and epoch must still match) so another instance may claim it at once. */
+  releaseDelivery(taskId: string, configId: string, fence: PushLeaseFence): Promise<void>;
   /** Configs whose delivery is not settled, ordered by (taskId, configId), after the given key. */
   listUnsettled(after: { taskId: string; configId: string } | null, limit: number): Promise<PushConfigRecord[]>;
   addDeadLetter(letter: PushDeadLetter): Promise<void>;

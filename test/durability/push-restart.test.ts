@@ -23,6 +23,8 @@ describe("push delivery survives SIGKILL", () => {
     PUSH_RETRY_BASE_MS: "50",
     PUSH_RETRY_MAX_MS: "200",
     PUSH_TIMEOUT_MS: "30000",
+    // The restarted process is the same instance: it takes the dead one's delivery leases back at once.
+    INSTANCE_ID: "push-restart",
   };
   let mongo: MongoClient;
   let server: ServerProcess | undefined;

@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { BSON, MongoClient, type Db, type Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { MongoPushConfigStore } from "../../src/store/mongo-push-config-store.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
+import { initialDelivery } from "../../src/store/push-config-store.js";
 import type { RunEvent, TaskRecord } from "../../src/store/task-store.js";
 import "../support/mongo.js";
 
@@ -89,6 +91,20 @@ function asSent(command: Document): Document {
   return BSON.deserialize(BSON.serialize(plain));
 }
 
+/** Each sent command replayed as `explain`: its text (shortened) and every plan stage. */
+async function plansOf(db: Db, sent: Document[]): Promise<Array<{ command: string; stages: string[] }>> {
+  const plans: Array<{ command: string; stages: string[] }> = [];
+  for (const command of sent) {
+    for (const one of explainable(command)) {
+      const answer = await db.command({ explain: one, verbosity: "executionStats" });
+      plans.push({ command: JSON.stringify(one).slice(0, 200), stages: stagesOf(answer) });
+    }
+  }
+  return plans;
+}
+
+const scansCollection = (plan: { stages: string[] }): boolean => plan.stages.includes("COLLSCAN") || !plan.stages.some((s) => /IXSCAN|IDHACK|COUNT_SCAN|DISTINCT_SCAN/.test(s));
+
 describe(`every task-store query is served by an index (${inject("mongoBackend")})`, () => {
   const sent: Document[] = [];
   let client: MongoClient;
@@ -152,18 +168,12 @@ describe(`every task-store query is served by an index (${inject("mongoBackend")
     await store.commit(third, 3, changes("completed", { expireAt: new Date(Date.now() - 1).toISOString() }), events(third, 4, 1));
     await store.create(record(randomUUID(), 1, { idempotencyKey: `key-${third}` }), events("reuse", 0, 2));
 
-    const plans: Array<{ command: string; stages: string[] }> = [];
-    for (const command of sent) {
-      for (const one of explainable(command)) {
-        const answer = await db.command({ explain: one, verbosity: "executionStats" });
-        plans.push({ command: JSON.stringify(one).slice(0, 200), stages: stagesOf(answer) });
-      }
-    }
+    const plans = await plansOf(db, sent);
     expect(plans.length).toBeGreaterThan(15);
     // The head moves and the log's expiry stamps (inside bulkWrite on MongoDB >= 8.0) are among the plans.
     expect(plans.some((p) => p.command.startsWith('{"update":"tasks"'))).toBe(true);
     expect(plans.some((p) => p.command.startsWith('{"update":"task_events"'))).toBe(true);
-    const scans = plans.filter((p) => p.stages.includes("COLLSCAN") || !p.stages.some((s) => /IXSCAN|IDHACK|COUNT_SCAN|DISTINCT_SCAN/.test(s)));
+    const scans = plans.filter(scansCollection);
     expect(scans, "queries without an index").toEqual([]);
 
     if (inject("mongoBackend") === "wire-protocol test server") {
@@ -179,5 +189,53 @@ describe(`every task-store query is served by an index (${inject("mongoBackend")
     expect(answer["executionStats"]["totalDocsExamined"]).toBe(2);
     const head = await db.command({ explain: { find: "tasks", filter: { _id: id } }, verbosity: "executionStats" });
     expect(head["executionStats"]["totalDocsExamined"]).toBe(1);
+  });
+});
+
+describe(`every push-config delivery query is served by an index (${inject("mongoBackend")})`, () => {
+  const sent: Document[] = [];
+  let client: MongoClient;
+  let db: Db;
+  let configs: MongoPushConfigStore;
+
+  beforeAll(async () => {
+    client = await MongoClient.connect(inject("mongoUri"), { monitorCommands: true });
+    db = client.db(`indexed_push_${randomUUID().slice(0, 8)}`);
+    configs = new MongoPushConfigStore(db);
+    await configs.init();
+    client.on("commandStarted", (e) => {
+      if (QUERY_COMMANDS.has(e.commandName)) sent.push(asSent(e.command));
+    });
+  });
+  afterAll(async () => {
+    await db.dropDatabase();
+    await client.close();
+  });
+
+  it("the worker's lookups, the delivery lease (claim, renew, release, expired ones) and the fenced cursor move examine no collection", async () => {
+    const ids = Array.from({ length: 40 }, () => randomUUID());
+    const write = (taskId: string) => ({ tenant: "t1", taskId, configId: "c1", url: "https://hooks.example.com/a", schemes: null, sealed: null, tokenFingerprint: null, updatedAt: at(0) });
+    await Promise.all(ids.map((id) => configs.upsert(write(id), initialDelivery(-1, null), 10)));
+    const [first, second] = ids as [string, string];
+
+    expect(await configs.get(first, "c1")).not.toBeNull();
+    expect(await configs.list(first)).toHaveLength(1);
+    expect((await configs.listUnsettled(null, 5)).length).toBe(5);
+    await configs.listUnsettled({ taskId: first, configId: "c1" }, 5);
+    const claimed = await configs.claimDelivery(first, "c1", "me", new Date(at(0)), new Date(at(10)));
+    expect(claimed?.lease?.owner).toBe("me");
+    await configs.claimDelivery(second, "c1", "me", new Date(at(0)), new Date(at(10)));
+    await configs.claimDelivery(second, "c1", "other", new Date(at(20)), new Date(at(30)));
+    // One lease lost: the renewal reads which ones it still holds.
+    expect(await configs.renewDeliveries("me", [{ taskId: first, configId: "c1", epoch: 1 }, { taskId: second, configId: "c1", epoch: 1 }], new Date(at(20)))).toHaveLength(1);
+    expect(await configs.updateDelivery(first, "c1", { revision: 1, cursor: -1, lease: { owner: "me", epoch: 1 } }, initialDelivery(3, null), null)).toBe(true);
+    await configs.releaseDelivery(first, "c1", { owner: "me", epoch: 1 });
+    expect(await configs.expiredDeliveryLeases(new Date(at(40)), 10)).toEqual([{ taskId: second, configId: "c1" }]);
+    await configs.delete(second, "c1");
+
+    const plans = await plansOf(db, sent);
+    expect(plans.some((p) => p.command.startsWith('{"findAndModify":"pushConfigs"'))).toBe(true);
+    const scans = plans.filter(scansCollection);
+    expect(scans, "queries without an index").toEqual([]);
   });
 });

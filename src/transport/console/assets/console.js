@@ -237,10 +237,11 @@ async function showTask(taskId) {
     if (!push.enabled) return pushBox.replaceChildren(el("p", { class: "muted" }, "Push notifications are disabled on this host."));
     if (push.configs.length === 0 && push.deadLetters.length === 0) return pushBox.replaceChildren(el("p", { class: "muted" }, "No push configs."));
     pushBox.replaceChildren(
-      el("table", {}, el("thead", {}, el("tr", {}, ["Config", "Target", "Delivered up to", "Attempts", "Next retry", "Last error", ""].map((h) => el("th", {}, h)))),
+      el("table", {}, el("thead", {}, el("tr", {}, ["Config", "Target", "Delivered up to", "Attempts", "Next retry", "Last error", "Delivering instance", ""].map((h) => el("th", {}, h)))),
         el("tbody", {}, push.configs.map((c) => el("tr", {},
           el("td", { class: "mono" }, c.configId), el("td", { class: "mono" }, c.target), el("td", {}, c.delivery.settled ? "settled" : `#${c.delivery.cursor}`),
           el("td", {}, c.delivery.attempts), el("td", {}, time(c.delivery.nextAttemptAt) || "—"), el("td", { class: "mono" }, c.delivery.lastError ?? ""),
+          el("td", { class: "mono" }, c.lease ? `${c.lease.owner} (until ${time(c.lease.expiresAt)})` : "—"),
           el("td", {}, c.delivery.settled ? "" : el("button", { class: "secondary", onclick: () => act(() => postJson(`/console/api/tasks/${encodeURIComponent(taskId)}/push/${encodeURIComponent(c.configId)}/retry`)) }, "Retry now")),
         )))),
       push.deadLetters.length ? el("h2", {}, "Dead letters") : "",
