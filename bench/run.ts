@@ -1,11 +1,11 @@
-// `npm run bench -- [all|compare|scale] [--quick] [--name N] [size flags]`: see bench/README.md.
+// `npm run bench -- [all|compare|scale|streams] [--quick] [--name N] [size flags]`: see bench/README.md.
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runCompare } from "./compare.js";
 import { startStoreServer } from "./lib/store-server.js";
 import { machine } from "./lib/summary.js";
-import { runScale } from "./scale.js";
+import { runScale, runStreams } from "./scale.js";
 
 const FULL = { "round-ms": 5000, "warmup-ms": 2000, rounds: 3, concurrency: "1,32", waiting: 100_000, events: 5000, streams: 10_000, "latency-streams": 1000, triggers: 5 };
 const QUICK = { "round-ms": 1500, "warmup-ms": 500, rounds: 2, concurrency: "1,32", waiting: 5000, events: 500, streams: 1000, "latency-streams": 200, triggers: 2 };
@@ -19,8 +19,8 @@ const { values, positionals } = parseArgs({
   },
 });
 const mode = positionals[0] ?? "all";
-if (!["all", "compare", "scale"].includes(mode)) {
-  console.error(`unknown sub-command "${mode}": use all, compare or scale`);
+if (!["all", "compare", "scale", "streams"].includes(mode)) {
+  console.error(`unknown sub-command "${mode}": use all, compare, scale or streams`);
   process.exit(2);
 }
 const preset: Record<string, string | number> = values.quick ? QUICK : FULL;
@@ -40,7 +40,7 @@ const startedAt = Date.now();
 const store = await startStoreServer();
 const result: Record<string, unknown> = { benchmark: "openwop-a2a-host side-by-side", date: new Date().toISOString(), machine: machine(), mode, quick: values.quick, store: store.description };
 try {
-  if (mode !== "scale") {
+  if (mode === "all" || mode === "compare") {
     const settings = { roundMs: setting("round-ms"), warmupMs: setting("warmup-ms"), rounds: setting("rounds"), concurrencies };
     console.log(`compare: ${JSON.stringify(settings)}; store: ${store.description}`);
     const { rows, printed } = await runCompare(settings, store);
@@ -48,9 +48,10 @@ try {
     result["compare"] = { settings, rows };
   }
   if (mode !== "compare") {
+    const run = mode === "streams" ? runStreams : runScale;
     const settings = { waiting: setting("waiting"), events: setting("events"), streams: setting("streams"), latencyStreams: setting("latency-streams"), triggers: setting("triggers"), roundMs: setting("round-ms") };
     console.log(`scale: ${JSON.stringify(settings)}`);
-    const { figures, printed } = await runScale(settings, store);
+    const { figures, printed } = await run(settings, store);
     console.log(`\n${printed}\n`);
     result["scale"] = { settings, figures };
   }
