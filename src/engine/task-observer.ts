@@ -1,9 +1,10 @@
 import { DomainError } from "../domain/errors.js";
 import { isTerminalRunStatus, TERMINAL_RUN_EVENT_TYPES } from "../domain/run-status.js";
-import type { CommitFeed, CommitNotice } from "../store/commit-feed.js";
+import type { CommitFeed } from "../store/commit-feed.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { RunEvent, TaskRecord } from "../store/task-store.js";
-import { HeadRefresher, RECHECK_LIMIT, recheckDelay } from "./head-refresher.js";
+import { CommitFanout } from "./commit-fanout.js";
+import { HeadRefresher } from "./head-refresher.js";
 import { SubscriptionQueue } from "./subscription-queue.js";
 import type { TransitionHook } from "./transition-hook.js";
 
@@ -37,9 +38,6 @@ export interface FollowOptions {
   onOverflow: "drop" | "catch-up";
 }
 
-/** A queue item saying "the feed saw a commit; read the store". */
-const NOTICED = "noticed" as const;
-
 /**
  * Watching a task's commits: the transition hook says that something was committed (and hands the events
  * over when they are next in line); the store is the source for anything the hook did not deliver (it
@@ -48,9 +46,16 @@ const NOTICED = "noticed" as const;
  */
 export class TaskObserver {
   private readonly pageSize: number;
+  private readonly fanout: CommitFanout;
 
   constructor(private readonly options: TaskObserverOptions) {
     this.pageSize = options.pageSize ?? 500;
+    this.fanout = new CommitFanout({ reads: options.reads, hook: options.hook, feed: options.feed, pageSize: this.pageSize });
+  }
+
+  /** How many tasks have followers here (each task one channel, whatever its number of followers). */
+  get followedTasks(): number {
+    return this.fanout.followedTasks;
   }
 
   /** Resolves with the first committed record satisfying `until`, or the latest one at the timeout or abort. */
@@ -91,28 +96,14 @@ export class TaskObserver {
   /**
    * The task's committed events with sequence >= `fromSequence`, in order, as they are committed. Ends after
    * a terminal event (`run.completed`...), when the task was already terminal and nothing is left to read,
-   * or when `signal` aborts.
+   * or when `signal` aborts. Followers of one task share its channel (`commit-fanout.ts`): a commit is
+   * handed to all of them as one batch, and the store is read only for what a follower missed.
    */
   async *follow(task: Pick<TaskRecord, "taskId" | "status">, fromSequence: number, options: FollowOptions): AsyncGenerator<RunEvent> {
-    const { taskId } = task;
-    const queue = new SubscriptionQueue<RunEvent[] | typeof NOTICED>(this.options.maxBuffered);
-    const unsubscribe = this.options.hook.onTask(taskId, ({ events }) => queue.push(events));
-    // Another instance's commits: one pending notice at a time, and none for what was already yielded.
-    let noticePending = false;
-    let noticedUpTo = -1;
-    let rechecks = 0;
-    let recheck: NodeJS.Timeout | undefined;
-    const wake = () => {
-      if (noticePending) return;
-      noticePending = true;
-      queue.push(NOTICED);
-    };
-    const unfeed = this.options.feed?.onTask(taskId, (notice: CommitNotice) => {
-      if (notice.sequence !== undefined) {
-        if (notice.sequence < next) return;
-        noticedUpTo = Math.max(noticedUpTo, notice.sequence);
-      }
-      wake();
+    const queue = new SubscriptionQueue<RunEvent[] | FeedFailure>(this.options.maxBuffered);
+    const member = this.fanout.join(task.taskId, fromSequence, {
+      deliver: (events) => queue.push(events),
+      fail: (err) => queue.push(new FeedFailure(err)),
     });
     const onAbort = () => queue.close();
     options.signal?.addEventListener("abort", onAbort, { once: true });
@@ -131,14 +122,13 @@ export class TaskObserver {
         }
       }
     };
-    const reads = this.options.reads;
     const pageSize = this.pageSize;
     // Everything committed up to `until` (exclusive; unbounded without it) that is not yet yielded.
     const catchUp = async function* (until?: number): AsyncGenerator<RunEvent, void> {
       for (;;) {
         const limit = until === undefined ? pageSize : Math.min(pageSize, until - next);
         if (limit <= 0) return;
-        const page = await reads.readEvents(taskId, next, limit);
+        const page = await member.read(next, limit);
         const before = next;
         yield* take(page);
         if (ended || page.length < limit || next === before) return;
@@ -150,28 +140,18 @@ export class TaskObserver {
       // A task that had already ended has nothing more to come after its log.
       if (ended || isTerminalRunStatus(task.status)) return;
       for (;;) {
-        let batch: RunEvent[] | typeof NOTICED | undefined;
+        let batch: RunEvent[] | FeedFailure | undefined;
         try {
           batch = await queue.next();
         } catch (err) {
           if (!(err instanceof DomainError) || !queue.overflowed || options.onOverflow === "drop") throw err;
           queue.resume();
-          noticePending = false;
           yield* catchUp();
           if (ended) return;
           continue;
         }
         if (!batch) return;
-        if (batch === NOTICED) {
-          noticePending = false;
-          yield* catchUp();
-          if (ended) return;
-          // The store trusts only events the head covers: read again shortly until it moves.
-          if (noticedUpTo >= next && rechecks < RECHECK_LIMIT) {
-            recheck = setTimeout(wake, recheckDelay(rechecks++));
-          } else if (noticedUpTo < next) rechecks = 0;
-          continue;
-        }
+        if (batch instanceof FeedFailure) throw batch.cause;
         const first = batch[0];
         if (first && first.sequence > next) yield* catchUp(first.sequence);
         if (ended) return;
@@ -179,10 +159,13 @@ export class TaskObserver {
         if (ended) return;
       }
     } finally {
-      unsubscribe();
-      unfeed?.();
-      clearTimeout(recheck);
+      member.leave();
       options.signal?.removeEventListener("abort", onAbort);
     }
   }
+}
+
+/** A queue item: the channel's store read failed, so the follower ends with that error. */
+class FeedFailure {
+  constructor(readonly cause: unknown) {}
 }
