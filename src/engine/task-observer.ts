@@ -109,18 +109,21 @@ export class TaskObserver {
     options.signal?.addEventListener("abort", onAbort, { once: true });
     let next = fromSequence;
     let ended = false;
-    // Yields stored or delivered events from `next` on, in order; stops at a gap (the caller reads the store).
-    const take = function* (events: RunEvent[]): Generator<RunEvent, void> {
+    // What of `events` is next in line, from `next` on, in order: stops at a gap (the caller reads the store)
+    // and after a terminal event. An array, not a generator: the live path runs once per follower per commit.
+    const take = (events: RunEvent[]): RunEvent[] => {
+      const accepted: RunEvent[] = [];
       for (const event of events) {
         if (event.sequence < next) continue;
-        if (event.sequence > next) return;
+        if (event.sequence > next) break;
         next = event.sequence + 1;
-        yield event;
+        accepted.push(event);
         if (TERMINAL_RUN_EVENT_TYPES.has(event.type)) {
           ended = true;
-          return;
+          break;
         }
       }
+      return accepted;
     };
     const pageSize = this.pageSize;
     // Everything committed up to `until` (exclusive; unbounded without it) that is not yet yielded.
@@ -129,9 +132,9 @@ export class TaskObserver {
         const limit = until === undefined ? pageSize : Math.min(pageSize, until - next);
         if (limit <= 0) return;
         const page = await member.read(next, limit);
-        const before = next;
-        yield* take(page);
-        if (ended || page.length < limit || next === before) return;
+        const accepted = take(page);
+        for (const event of accepted) yield event;
+        if (ended || page.length < limit || accepted.length === 0) return;
       }
     };
     try {
@@ -155,7 +158,7 @@ export class TaskObserver {
         const first = batch[0];
         if (first && first.sequence > next) yield* catchUp(first.sequence);
         if (ended) return;
-        yield* take(batch);
+        for (const event of take(batch)) yield event;
         if (ended) return;
       }
     } finally {
