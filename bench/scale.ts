@@ -131,7 +131,7 @@ async function longTaskFigures(ctx: Ctx, reader: TaskStore, targetEvents: number
  * it, and takes, for each stream, the time from the cancel's first commit returning in the server to the
  * stream receiving its next event. Resolves with the server's RSS while the streams were open.
  */
-async function fanOut(ctx: Ctx, streams: number): Promise<{ latenciesMs: number[]; ownCommitMs: number[]; commits: number; missed: number; rssBytes: number; openSec: number; commands: number; cpuMs: number }> {
+async function fanOut(ctx: Ctx, streams: number): Promise<{ latenciesMs: number[]; ownCommitMs: number[]; commits: number; missed: number; rssBytes: number; openSec: number; commands: number; cpuMs: number; loadCpuMs: number }> {
   const [task] = await ctx.load.call<Sent[]>("createTasks", { baseUrl: ctx.baseUrl, skill: "conformance-cancellable", count: 1, concurrency: 1, blocking: false });
   const opened = performance.now();
   await ctx.load.call("openStreams", { baseUrl: ctx.baseUrl, taskId: task!.taskId, count: streams, batch: 500 });
@@ -139,6 +139,7 @@ async function fanOut(ctx: Ctx, streams: number): Promise<{ latenciesMs: number[
   const { rssBytes } = await ctx.server.call<Usage>("gc");
   const commandsBefore = await commandTotal(ctx.server);
   const cpuBefore = (await ctx.server.call<Usage>("stats")).cpuMs;
+  const loadCpuBefore = procCpuMs(ctx.load.pid);
   const from = wallNow();
   const [cancelled] = (await ctx.load.call<{ results: Sent[] }>("sequence", { baseUrl: ctx.baseUrl, protocol: "jsonrpc", ops: [{ cancel: task!.taskId }] })).results;
   if (cancelled?.state !== "canceled") throw new Error(`cancel left task ${task!.taskId} ${cancelled?.state ?? "?"}`);
@@ -151,6 +152,7 @@ async function fanOut(ctx: Ctx, streams: number): Promise<{ latenciesMs: number[
   }
   const commands = (await commandTotal(ctx.server)) - commandsBefore;
   const cpuMs = (await ctx.server.call<Usage>("stats")).cpuMs - cpuBefore;
+  const loadCpuMs = procCpuMs(ctx.load.pid) - loadCpuBefore;
   const commits = (await ctx.server.call<number[]>("commitTimes", task!.taskId)).filter((c) => c >= from);
   const commit = commits[0];
   if (commit === undefined) throw new Error(`no commit of task ${task!.taskId} after the cancel`);
@@ -168,13 +170,13 @@ async function fanOut(ctx: Ctx, streams: number): Promise<{ latenciesMs: number[
       ownCommitMs.push(got - commits.filter((c) => c <= got).at(-1)!);
     }
   }
-  return { latenciesMs, ownCommitMs, commits: commits.length, missed, rssBytes, openSec, commands, cpuMs };
+  return { latenciesMs, ownCommitMs, commits: commits.length, missed, rssBytes, openSec, commands, cpuMs, loadCpuMs };
 }
 
 async function streamFigures(ctx: Ctx, options: ScaleOptions): Promise<Record<string, unknown>> {
   const idle = await ctx.server.call<Usage>("gc");
   const few = Math.min(options.latencyStreams, options.streams);
-  const samples = { latenciesMs: [] as number[], ownCommitMs: [] as number[], commits: 0, missed: 0, rssBytes: 0, commands: 0, cpuMs: 0 };
+  const samples = { latenciesMs: [] as number[], ownCommitMs: [] as number[], commits: 0, missed: 0, rssBytes: 0, commands: 0, cpuMs: 0, loadCpuMs: 0 };
   for (let i = 0; i < options.triggers; i++) {
     const r = await fanOut(ctx, few);
     samples.latenciesMs.push(...r.latenciesMs);
@@ -184,12 +186,13 @@ async function streamFigures(ctx: Ctx, options: ScaleOptions): Promise<Record<st
     samples.rssBytes = Math.max(samples.rssBytes, r.rssBytes);
     samples.commands += r.commands;
     samples.cpuMs += r.cpuMs;
+    samples.loadCpuMs += r.loadCpuMs;
   }
   const all = await fanOut(ctx, options.streams);
   // Store commands from the cancel until every stream got its event: the cancel's own, plus the fan-out's reads.
   // Our server's CPU from the cancel until every stream got its event (and ended), per stream: less noisy
-  // than the latency on a shared machine.
-  const latency = (r: { latenciesMs: number[]; ownCommitMs: number[]; missed: number }, perCancel: { commands: number; commits: number; cpuMs: number }, streams: number) => {
+  // than the latency on a shared machine. The load generator's too: its receiving is part of the latency.
+  const latency = (r: { latenciesMs: number[]; ownCommitMs: number[]; missed: number }, perCancel: { commands: number; commits: number; cpuMs: number; loadCpuMs: number }, streams: number) => {
     const own = latencySummary(r.ownCommitMs);
     return {
       ...latencySummary(r.latenciesMs),
@@ -200,6 +203,7 @@ async function streamFigures(ctx: Ctx, options: ScaleOptions): Promise<Record<st
       storeCommandsPerCancel: round2(perCancel.commands),
       commitsPerCancel: round2(perCancel.commits),
       serverCpuUsPerStream: Math.round((perCancel.cpuMs * 1000) / streams),
+      loadGeneratorCpuUsPerStream: Math.round((perCancel.loadCpuMs * 1000) / streams),
     };
   };
   return {
@@ -207,7 +211,7 @@ async function streamFigures(ctx: Ctx, options: ScaleOptions): Promise<Record<st
     [`rssAt${few}StreamsMb`]: mb(samples.rssBytes),
     [`rssAt${options.streams}StreamsMb`]: mb(all.rssBytes),
     [`openSecFor${options.streams}Streams`]: round2(all.openSec),
-    [`commitToSubscriberAt${few}Streams`]: latency(samples, { commands: samples.commands / options.triggers, commits: samples.commits / options.triggers, cpuMs: samples.cpuMs / options.triggers }, few),
+    [`commitToSubscriberAt${few}Streams`]: latency(samples, { commands: samples.commands / options.triggers, commits: samples.commits / options.triggers, cpuMs: samples.cpuMs / options.triggers, loadCpuMs: samples.loadCpuMs / options.triggers }, few),
     [`commitToSubscriberAt${options.streams}Streams`]: latency(all, all, options.streams),
   };
 }
