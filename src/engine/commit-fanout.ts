@@ -138,7 +138,10 @@ class TaskChannel {
         for (;;) {
           const page = await this.read(this.known, this.options.pageSize);
           if (this.closed) return;
-          this.deliver(page);
+          // Only what the hook did not hand over meanwhile: a stale batch would still take a place in every
+          // follower's bounded queue.
+          const fresh = page.findIndex((event) => event.sequence >= this.known);
+          if (fresh >= 0) this.deliver(fresh === 0 ? page : page.slice(fresh));
           if (page.length < this.options.pageSize) break;
         }
       } while (this.again && !this.closed);

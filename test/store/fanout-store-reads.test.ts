@@ -133,6 +133,26 @@ for (const mode of ["change-stream", "poll"] as const) {
         abort.abort();
       }
     }, 30_000);
+
+    it("a follower that joins from an earlier sequence than the task's other followers still gets what the feed notices", async () => {
+      const taskId = randomUUID();
+      await f.writer.create(record(taskId), events(taskId, 0, 1));
+      const abort = new AbortController();
+      // The first follower waits for sequence 3 on; the second from 1, below where the shared channel started.
+      const [ahead] = follow(observer, taskId, 3, 1, abort.signal);
+      const [behind] = follow(observer, taskId, 1, 1, abort.signal);
+      try {
+        await new Promise((r) => setTimeout(r, 100)); // both have done their first read (nothing yet)
+        await f.writer.commit(taskId, 0, changes("running"), events(taskId, 1, 2));
+        await until(() => behind!.seen.length === 2, "the commit at the follower from 1");
+        await f.writer.commit(taskId, 2, changes("completed"), [terminal(taskId, 3)]);
+        await Promise.all([ahead!.done, behind!.done]);
+        expect(behind!.seen).toEqual([1, 2, 3]);
+        expect(ahead!.seen).toEqual([3]);
+      } finally {
+        abort.abort();
+      }
+    }, 30_000);
   });
 }
 
