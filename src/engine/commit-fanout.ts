@@ -1,7 +1,7 @@
 import type { CommitFeed } from "../store/commit-feed.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { RunEvent } from "../store/task-store.js";
-import { RECHECK_LIMIT, recheckDelay } from "./head-refresher.js";
+import { NoticedReads } from "./head-refresher.js";
 import type { TransitionHook } from "./transition-hook.js";
 
 /** What a follower hears from its task's channel. */
@@ -61,10 +61,16 @@ class TaskChannel {
    */
   private known: number;
   private noticedUpTo = -1;
-  private reading = false;
-  private again = false;
-  private rechecks = 0;
-  private recheck: NodeJS.Timeout | undefined;
+  /** The polling feed woke the task (it never says up to where): read even if nothing is known to be new. */
+  private polled = false;
+  // The store trusts only events the head covers: a noticed event whose commit has not moved the head yet is
+  // read again shortly (one timer for the task, not one per follower) until the head covers it.
+  private readonly reads = new NoticedReads(
+    () => this.readNew(),
+    (err) => {
+      for (const listener of this.listeners) listener.fail(err);
+    },
+  );
   private closed = false;
   private readonly inFlight = new Map<string, Promise<RunEvent[]>>();
 
@@ -111,57 +117,36 @@ class TaskChannel {
 
   /** The feed saw a commit (up to `sequence`, when it knows): anything not delivered yet is read once, for all. */
   private notice(sequence: number | undefined): void {
-    if (sequence !== undefined) {
+    if (sequence === undefined) this.polled = true;
+    else {
       // This instance's commits usually reach the followers through the hook before the feed tells of them.
       if (sequence < this.known) return;
       this.noticedUpTo = Math.max(this.noticedUpTo, sequence);
     }
-    this.pull();
+    this.reads.kick();
   }
 
-  private pull(): void {
-    if (this.closed) return;
-    if (this.reading) {
-      this.again = true;
-      return;
+  /** Reads from what was not delivered yet, page by page; true when the head covers every noticed event. */
+  private async readNew(): Promise<boolean> {
+    // A re-read whose noticed events the hook has handed over meanwhile (this instance's own commit).
+    if (!this.polled && this.noticedUpTo < this.known) return true;
+    this.polled = false;
+    for (;;) {
+      const page = await this.read(this.known, this.options.pageSize);
+      if (this.closed) return true;
+      // Only what the hook did not hand over meanwhile: a stale batch would still take a place in every
+      // follower's bounded queue.
+      const fresh = page.findIndex((event) => event.sequence >= this.known);
+      if (fresh >= 0) this.deliver(fresh === 0 ? page : page.slice(fresh));
+      if (page.length < this.options.pageSize) return this.noticedUpTo < this.known;
     }
-    clearTimeout(this.recheck);
-    this.recheck = undefined;
-    this.reading = true;
-    void this.readNew();
-  }
-
-  private async readNew(): Promise<void> {
-    try {
-      do {
-        this.again = false;
-        for (;;) {
-          const page = await this.read(this.known, this.options.pageSize);
-          if (this.closed) return;
-          // Only what the hook did not hand over meanwhile: a stale batch would still take a place in every
-          // follower's bounded queue.
-          const fresh = page.findIndex((event) => event.sequence >= this.known);
-          if (fresh >= 0) this.deliver(fresh === 0 ? page : page.slice(fresh));
-          if (page.length < this.options.pageSize) break;
-        }
-      } while (this.again && !this.closed);
-    } catch (err) {
-      if (!this.closed) for (const listener of this.listeners) listener.fail(err);
-      return;
-    } finally {
-      this.reading = false;
-    }
-    // The store trusts only events the head covers: a noticed event whose commit has not moved the head yet
-    // is read again shortly (one timer for the task, not one per follower) until the head covers it.
-    if (this.noticedUpTo < this.known) this.rechecks = 0;
-    else if (this.rechecks < RECHECK_LIMIT) this.recheck = setTimeout(() => this.pull(), recheckDelay(this.rechecks++));
   }
 
   private close(): void {
     this.closed = true;
     this.unhook();
     this.unfeed?.();
-    clearTimeout(this.recheck);
+    this.reads.stop();
     this.onClose();
   }
 }
