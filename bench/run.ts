@@ -1,4 +1,4 @@
-// `npm run bench -- [all|compare|scale|multi] [--quick] [--name N] [size flags]`: see bench/README.md.
+// `npm run bench -- [all|compare|scale|multi|streams] [--quick] [--name N] [size flags]`: see bench/README.md.
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -6,7 +6,7 @@ import { runCompare } from "./compare.js";
 import { runMulti } from "./multi.js";
 import { startStoreServer } from "./lib/store-server.js";
 import { machine } from "./lib/summary.js";
-import { runScale } from "./scale.js";
+import { runScale, runStreams } from "./scale.js";
 
 const MULTI_FULL = { "failover-samples": 10, "lease-ttl-ms": 3000, "lease-heartbeat-ms": 750, "latency-commits": 200 };
 const MULTI_QUICK = { "failover-samples": 3, "lease-ttl-ms": 3000, "lease-heartbeat-ms": 750, "latency-commits": 100 };
@@ -22,8 +22,8 @@ const { values, positionals } = parseArgs({
   },
 });
 const mode = positionals[0] ?? "all";
-if (!["all", "compare", "scale", "multi"].includes(mode)) {
-  console.error(`unknown sub-command "${mode}": use all, compare, scale or multi`);
+if (!["all", "compare", "scale", "multi", "streams"].includes(mode)) {
+  console.error(`unknown sub-command "${mode}": use all, compare, scale, multi or streams`);
   process.exit(2);
 }
 const preset: Record<string, string | number> = values.quick ? QUICK : FULL;
@@ -50,10 +50,11 @@ try {
     console.log(`\n${printed}\n`);
     result["compare"] = { settings, rows };
   }
-  if (mode === "all" || mode === "scale") {
+  if (mode === "all" || mode === "scale" || mode === "streams") {
+    const run = mode === "streams" ? runStreams : runScale;
     const settings = { waiting: setting("waiting"), events: setting("events"), streams: setting("streams"), latencyStreams: setting("latency-streams"), triggers: setting("triggers"), roundMs: setting("round-ms") };
     console.log(`scale: ${JSON.stringify(settings)}`);
-    const { figures, printed } = await runScale(settings, store);
+    const { figures, printed } = await run(settings, store);
     console.log(`\n${printed}\n`);
     result["scale"] = { settings, figures };
   }

@@ -291,7 +291,24 @@ export class TaskService {
   }
 }
 
-function updatesOf(task: TaskRecord, event: RunEvent, endsAt: (state: TaskRecord["a2a"]["state"]) => boolean): StreamEvent[] {
+type EndsAt = (state: TaskRecord["a2a"]["state"]) => boolean;
+
+/**
+ * The updates of one committed event, made once for all the streams of its task: every follower receives
+ * the same event object, so with the same `endsAt` they share (and must not change) the same updates, and
+ * the codecs can encode them once too.
+ */
+const sharedUpdates = new WeakMap<RunEvent, { endsAt: EndsAt; updates: StreamEvent[] }>();
+
+function updatesOf(task: TaskRecord, event: RunEvent, endsAt: EndsAt): StreamEvent[] {
+  const shared = sharedUpdates.get(event);
+  if (shared?.endsAt === endsAt) return shared.updates;
+  const updates = newUpdatesOf(task, event, endsAt);
+  sharedUpdates.set(event, { endsAt, updates });
+  return updates;
+}
+
+function newUpdatesOf(task: TaskRecord, event: RunEvent, endsAt: EndsAt): StreamEvent[] {
   const updates: StreamEvent[] = [];
   if (event.a2a?.artifact) {
     const { artifact, append = false, lastChunk = true } = event.a2a;

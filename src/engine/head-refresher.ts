@@ -9,26 +9,33 @@ export const RECHECK_LIMIT = 10;
 export const recheckDelay = (attempt: number): number => Math.min(RECHECK_FIRST_MS * 2 ** attempt, RECHECK_MAX_MS);
 
 /**
- * For a wait on a task another instance drives: each commit the feed notices re-reads the task's head (one
- * read at a time, one more if notices came meanwhile), and reads again shortly while the head does not yet
- * cover the noticed event.
+ * The store reads that commit-feed notices ask for: one read at a time (notices during a read make one more
+ * after it), and again shortly, doubling, while `read` answers that a noticed event is not covered by the
+ * head yet.
  */
-export class HeadRefresher {
+export class NoticedReads {
   private reading = false;
   private again = false;
   private stopped = false;
-  private noticedUpTo = -1;
   private rechecks = 0;
   private timer: NodeJS.Timeout | undefined;
 
+  /** `read` resolves true when the head covers every noticed event. */
   constructor(
-    private readonly read: () => Promise<TaskRecord>,
-    private readonly consider: (record: TaskRecord) => void,
+    private readonly read: () => Promise<boolean>,
+    private readonly failed: (err: unknown) => void,
   ) {}
 
-  notice(sequence: number | undefined): void {
-    if (sequence !== undefined) this.noticedUpTo = Math.max(this.noticedUpTo, sequence);
-    this.kick();
+  kick(): void {
+    if (this.stopped) return;
+    if (this.reading) {
+      this.again = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.reading = true;
+    void this.run();
   }
 
   stop(): void {
@@ -36,30 +43,54 @@ export class HeadRefresher {
     clearTimeout(this.timer);
   }
 
-  private kick(): void {
-    if (this.stopped) return;
-    if (this.reading) {
-      this.again = true;
-      return;
-    }
-    this.reading = true;
-    void this.run();
-  }
-
   private async run(): Promise<void> {
+    let covered = true;
     try {
       do {
         this.again = false;
-        const record = await this.read();
-        if (this.stopped) return;
-        this.consider(record);
-        if (this.noticedUpTo <= record.version) this.rechecks = 0;
-        else if (!this.again && this.rechecks < RECHECK_LIMIT) this.timer = setTimeout(() => this.kick(), recheckDelay(this.rechecks++));
+        covered = await this.read();
       } while (this.again && !this.stopped);
-    } catch {
-      // A failed read (the task expired, the store is away): the wait still ends at its timeout or abort.
+    } catch (err) {
+      if (!this.stopped) this.failed(err);
+      return;
     } finally {
       this.reading = false;
     }
+    if (this.stopped) return;
+    if (covered) this.rechecks = 0;
+    else if (this.rechecks < RECHECK_LIMIT) this.timer = setTimeout(() => this.kick(), recheckDelay(this.rechecks++));
+  }
+}
+
+/**
+ * For a wait on a task another instance drives: each commit the feed notices re-reads the task's head, and
+ * reads again shortly while the head does not yet cover the noticed event.
+ */
+export class HeadRefresher {
+  private stopped = false;
+  private noticedUpTo = -1;
+  private readonly reads: NoticedReads;
+
+  constructor(read: () => Promise<TaskRecord>, consider: (record: TaskRecord) => void) {
+    this.reads = new NoticedReads(
+      async () => {
+        const record = await read();
+        if (this.stopped) return true;
+        consider(record);
+        return this.noticedUpTo <= record.version;
+      },
+      // A failed read (the task expired, the store is away): the wait still ends at its timeout or abort.
+      () => undefined,
+    );
+  }
+
+  notice(sequence: number | undefined): void {
+    if (sequence !== undefined) this.noticedUpTo = Math.max(this.noticedUpTo, sequence);
+    this.reads.kick();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.reads.stop();
   }
 }

@@ -1,9 +1,10 @@
 import { DomainError } from "../domain/errors.js";
 import { isTerminalRunStatus, TERMINAL_RUN_EVENT_TYPES } from "../domain/run-status.js";
-import type { CommitFeed, CommitNotice } from "../store/commit-feed.js";
+import type { CommitFeed } from "../store/commit-feed.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { RunEvent, TaskRecord } from "../store/task-store.js";
-import { HeadRefresher, RECHECK_LIMIT, recheckDelay } from "./head-refresher.js";
+import { CommitFanout } from "./commit-fanout.js";
+import { HeadRefresher } from "./head-refresher.js";
 import { SubscriptionQueue } from "./subscription-queue.js";
 import type { TransitionHook } from "./transition-hook.js";
 
@@ -37,9 +38,6 @@ export interface FollowOptions {
   onOverflow: "drop" | "catch-up";
 }
 
-/** A queue item saying "the feed saw a commit; read the store". */
-const NOTICED = "noticed" as const;
-
 /**
  * Watching a task's commits: the transition hook says that something was committed (and hands the events
  * over when they are next in line); the store is the source for anything the hook did not deliver (it
@@ -48,9 +46,16 @@ const NOTICED = "noticed" as const;
  */
 export class TaskObserver {
   private readonly pageSize: number;
+  private readonly fanout: CommitFanout;
 
   constructor(private readonly options: TaskObserverOptions) {
     this.pageSize = options.pageSize ?? 500;
+    this.fanout = new CommitFanout({ reads: options.reads, hook: options.hook, feed: options.feed, pageSize: this.pageSize });
+  }
+
+  /** How many tasks have followers here (each task one channel, whatever its number of followers). */
+  get followedTasks(): number {
+    return this.fanout.followedTasks;
   }
 
   /** Resolves with the first committed record satisfying `until`, or the latest one at the timeout or abort. */
@@ -91,57 +96,45 @@ export class TaskObserver {
   /**
    * The task's committed events with sequence >= `fromSequence`, in order, as they are committed. Ends after
    * a terminal event (`run.completed`...), when the task was already terminal and nothing is left to read,
-   * or when `signal` aborts.
+   * or when `signal` aborts. Followers of one task share its channel (`commit-fanout.ts`): a commit is
+   * handed to all of them as one batch, and the store is read only for what a follower missed.
    */
   async *follow(task: Pick<TaskRecord, "taskId" | "status">, fromSequence: number, options: FollowOptions): AsyncGenerator<RunEvent> {
-    const { taskId } = task;
-    const queue = new SubscriptionQueue<RunEvent[] | typeof NOTICED>(this.options.maxBuffered);
-    const unsubscribe = this.options.hook.onTask(taskId, ({ events }) => queue.push(events));
-    // Another instance's commits: one pending notice at a time, and none for what was already yielded.
-    let noticePending = false;
-    let noticedUpTo = -1;
-    let rechecks = 0;
-    let recheck: NodeJS.Timeout | undefined;
-    const wake = () => {
-      if (noticePending) return;
-      noticePending = true;
-      queue.push(NOTICED);
-    };
-    const unfeed = this.options.feed?.onTask(taskId, (notice: CommitNotice) => {
-      if (notice.sequence !== undefined) {
-        if (notice.sequence < next) return;
-        noticedUpTo = Math.max(noticedUpTo, notice.sequence);
-      }
-      wake();
+    const queue = new SubscriptionQueue<RunEvent[] | FeedFailure>(this.options.maxBuffered);
+    const member = this.fanout.join(task.taskId, fromSequence, {
+      deliver: (events) => queue.push(events),
+      fail: (err) => queue.push(new FeedFailure(err)),
     });
     const onAbort = () => queue.close();
     options.signal?.addEventListener("abort", onAbort, { once: true });
     let next = fromSequence;
     let ended = false;
-    // Yields stored or delivered events from `next` on, in order; stops at a gap (the caller reads the store).
-    const take = function* (events: RunEvent[]): Generator<RunEvent, void> {
+    // What of `events` is next in line, from `next` on, in order: stops at a gap (the caller reads the store)
+    // and after a terminal event. An array, not a generator: the live path runs once per follower per commit.
+    const take = (events: RunEvent[]): RunEvent[] => {
+      const accepted: RunEvent[] = [];
       for (const event of events) {
         if (event.sequence < next) continue;
-        if (event.sequence > next) return;
+        if (event.sequence > next) break;
         next = event.sequence + 1;
-        yield event;
+        accepted.push(event);
         if (TERMINAL_RUN_EVENT_TYPES.has(event.type)) {
           ended = true;
-          return;
+          break;
         }
       }
+      return accepted;
     };
-    const reads = this.options.reads;
     const pageSize = this.pageSize;
     // Everything committed up to `until` (exclusive; unbounded without it) that is not yet yielded.
     const catchUp = async function* (until?: number): AsyncGenerator<RunEvent, void> {
       for (;;) {
         const limit = until === undefined ? pageSize : Math.min(pageSize, until - next);
         if (limit <= 0) return;
-        const page = await reads.readEvents(taskId, next, limit);
-        const before = next;
-        yield* take(page);
-        if (ended || page.length < limit || next === before) return;
+        const page = await member.read(next, limit);
+        const accepted = take(page);
+        for (const event of accepted) yield event;
+        if (ended || page.length < limit || accepted.length === 0) return;
       }
     };
     try {
@@ -150,39 +143,32 @@ export class TaskObserver {
       // A task that had already ended has nothing more to come after its log.
       if (ended || isTerminalRunStatus(task.status)) return;
       for (;;) {
-        let batch: RunEvent[] | typeof NOTICED | undefined;
+        let batch: RunEvent[] | FeedFailure | undefined;
         try {
           batch = await queue.next();
         } catch (err) {
           if (!(err instanceof DomainError) || !queue.overflowed || options.onOverflow === "drop") throw err;
           queue.resume();
-          noticePending = false;
           yield* catchUp();
           if (ended) return;
           continue;
         }
         if (!batch) return;
-        if (batch === NOTICED) {
-          noticePending = false;
-          yield* catchUp();
-          if (ended) return;
-          // The store trusts only events the head covers: read again shortly until it moves.
-          if (noticedUpTo >= next && rechecks < RECHECK_LIMIT) {
-            recheck = setTimeout(wake, recheckDelay(rechecks++));
-          } else if (noticedUpTo < next) rechecks = 0;
-          continue;
-        }
+        if (batch instanceof FeedFailure) throw batch.cause;
         const first = batch[0];
         if (first && first.sequence > next) yield* catchUp(first.sequence);
         if (ended) return;
-        yield* take(batch);
+        for (const event of take(batch)) yield event;
         if (ended) return;
       }
     } finally {
-      unsubscribe();
-      unfeed?.();
-      clearTimeout(recheck);
+      member.leave();
       options.signal?.removeEventListener("abort", onAbort);
     }
   }
+}
+
+/** A queue item: the channel's store read failed, so the follower ends with that error. */
+class FeedFailure {
+  constructor(readonly cause: unknown) {}
 }

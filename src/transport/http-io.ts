@@ -34,6 +34,24 @@ export function sendJson(res: HttpResponse, status: number, body: unknown, heade
   res.end(text);
 }
 
+/** A value already serialized: SSE writes its text as the `data:`. */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
+const jsonOnce = new WeakMap<object, string>();
+
+/**
+ * JSON of a value that many streams send (the same encoded update, see `a2a/task-service.ts`), serialized
+ * once. The value must not change after it was sent.
+ */
+export function sharedJson(value: unknown): string {
+  if (typeof value !== "object" || value === null) return JSON.stringify(value) ?? "null";
+  let text = jsonOnce.get(value);
+  if (text === undefined) jsonOnce.set(value, (text = JSON.stringify(value)));
+  return text;
+}
+
 /** Server-Sent Events on either protocol version; honours back-pressure and sends keepalive comments. */
 export class SseWriter {
   private keepalive: NodeJS.Timeout | undefined;
@@ -63,7 +81,7 @@ export class SseWriter {
     let frame = "";
     if (options.id !== undefined) frame += `id: ${options.id}\n`;
     if (options.event) frame += `event: ${options.event}\n`;
-    frame += `data: ${JSON.stringify(data)}\n\n`;
+    frame += `data: ${data instanceof JsonText ? data.text : JSON.stringify(data)}\n\n`;
     await this.write(frame);
   }
 

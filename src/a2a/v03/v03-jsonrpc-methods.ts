@@ -11,8 +11,15 @@ import {
 } from "./v03-json-codec.js";
 import type { V03Operations } from "./v03-operations.js";
 
+/** The streams of one task share their update objects (task-service `updatesOf`): each is encoded once. */
+const encodedOnce = new WeakMap<StreamEvent, unknown>();
+
 async function* encodeStream(events: AsyncIterable<StreamEvent>): AsyncGenerator<unknown> {
-  for await (const event of events) yield encodeStreamEvent(event);
+  for await (const event of events) {
+    let encoded = encodedOnce.get(event);
+    if (encoded === undefined) encodedOnce.set(event, (encoded = encodeStreamEvent(event)));
+    yield encoded;
+  }
 }
 
 /** A2A 0.3 JSON-RPC methods (slash names): the 0.3 JSON codec around the 0.3 operations. */

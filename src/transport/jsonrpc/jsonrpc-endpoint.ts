@@ -8,7 +8,7 @@ import { jsonRpcErrorBody, type JsonRpcId } from "../errors/a2a-error-exits.js";
 import type { ReportError } from "../errors/wire-error.js";
 import { noteRequest } from "../../observability/request-notes.js";
 import { activatedExtensions } from "../extensions-header.js";
-import { mediaTypeOf, pipeToSse, readBody, sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
+import { JsonText, mediaTypeOf, pipeToSse, readBody, sendJson, sharedJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
 
 /** JSON-RPC bodies are application/json; application/a2a+json (the 1.0 media type) is accepted too. */
 const JSON_MEDIA_TYPES = ["application/json", "application/a2a+json"];
@@ -95,7 +95,8 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
     // Each SSE `data:` is a complete JSON-RPC response with the request id; an error ends the stream.
     await pipeToSse(res, outcome.events, {
       headers,
-      encode: (result) => ({ jsonrpc: "2.0", id, result }),
+      // The same text as JSON.stringify({ jsonrpc, id, result }), with the result's JSON shared by the task's streams.
+      encode: (result) => new JsonText(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${sharedJson(result)}}`),
       failedBeforeFirst: async (err) => {
         if (versionModule(version).errors.jsonRpcStreamFailure === "plain") return fail(200, version, id, err);
         const sse = new SseWriter(res, 15_000, headers);
