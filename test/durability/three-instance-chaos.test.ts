@@ -20,7 +20,7 @@ const INSTANCES = 3;
 const KILLS = 4;
 const LEASE_TTL_MS = 2_000;
 /** Sends are spread over this window so the kills land while tasks keep arriving. */
-const SEND_WINDOW_MS = 24_000;
+const SEND_WINDOW_MS = 34_000;
 const SENDERS = 6;
 /** Between two kills: the victim's tasks are taken over (TTL) and their nodes finish before the next kill. */
 const KILL_SPACING_MS = LEASE_TTL_MS + 2_500;
@@ -186,27 +186,29 @@ describe("three instances on one database, under SIGKILL chaos", () => {
       }
     };
 
-    // --- the chaos: SIGKILL a random live instance, restart its slot as a new incarnation, repeat
+    // --- the chaos: SIGKILL a random live instance and restart its slot (as a new incarnation) in the
+    // background; the next kill follows KILL_SPACING_MS later, while at least one other instance is up.
     const kills: string[] = [];
     const chaos = async () => {
+      const restarts: Array<Promise<unknown>> = [];
       await sleep(2_000);
       for (let k = 0; k < KILLS; k++) {
+        while (cluster.live().length < 2) await sleep(100);
         const live = cluster.live();
         const victim = live[Math.floor(random() * live.length)]!;
-        const killedAt = Date.now();
+        kills.push(`${victim.instanceId} at +${Date.now() - startedAt} ms`);
         await cluster.kill(victim.slot);
-        kills.push(`${victim.instanceId} at +${killedAt - startedAt} ms`);
-        await cluster.start(victim.slot);
-        const rest = killedAt + KILL_SPACING_MS - Date.now();
-        if (rest > 0) await sleep(rest);
+        restarts.push(cluster.start(victim.slot));
+        await sleep(KILL_SPACING_MS);
       }
+      await Promise.all(restarts);
     };
 
     const approving = approver();
     await Promise.all([...Array.from({ length: SENDERS }, sender), chaos()]);
     sending = false;
     await approving;
-    console.log(`chaos seed ${seed}; kills: ${kills.join(", ")}; acknowledged ${sent.length}/${TASKS}; not acknowledged: ${unacknowledged.length}`);
+    console.log(`chaos seed ${seed}; kills: ${kills.join(", ")}; acknowledged ${sent.length}/${TASKS}; not acknowledged: ${unacknowledged.length}`, unacknowledged);
 
     // --- settle: every acknowledged task ends (bounded; polls the store)
     const ids = sent.map((s) => s.taskId);
@@ -242,7 +244,7 @@ describe("three instances on one database, under SIGKILL chaos", () => {
           const second = runs[1]!;
           // A failover: the first runner was killed, or stalled past its lease (starved of CPU) and was fenced.
           if (cluster.killed.has(first.instanceId)) afterKill++;
-          else if (cluster.leasesLost(first.instanceId).has(task.taskId)) afterStall++;
+          else if (await waitFor(() => cluster.leasesLost(first.instanceId).has(task.taskId), 10_000).catch(() => false)) afterStall++;
           else problems.push(`${label}: node ${nodeId} ran twice, but ${first.instanceId} (first run) was neither killed nor lost its lease: ${JSON.stringify(runs)}; log ${JSON.stringify(log.map((e) => [e.sequence, e.type, e.nodeId, (e as { timestamp?: string }).timestamp]))}`);
           if (second.instanceId === first.instanceId || second.idempotencyKey !== first.idempotencyKey) problems.push(`${label}: node ${nodeId} re-ran as ${JSON.stringify(second)} after ${JSON.stringify(first)}`);
         }
