@@ -33,12 +33,15 @@ const A2A_TERMINAL = new Set(["completed", "failed", "canceled", "rejected"]);
 const RUN_TERMINAL = new Set(["run.completed", "run.failed", "run.cancelled"]);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Follows a task until its end (or `deadline`), attaching to a live instance other than `avoidSlot` each time. */
-export async function followTask(cluster: HostCluster, kind: FollowResult["kind"], taskId: string, avoidSlot: number, deadline: number): Promise<FollowResult> {
+/**
+ * Follows a task until its end (or the deadline, which may move), attaching to a live instance other than
+ * `avoidSlot` each time.
+ */
+export async function followTask(cluster: HostCluster, kind: FollowResult["kind"], taskId: string, avoidSlot: number, deadline: () => number): Promise<FollowResult> {
   const result: FollowResult = { kind, taskId, segments: [], reachedEnd: false };
   let lastSequence: number | undefined;
   let turn = avoidSlot + 1;
-  while (Date.now() < deadline && !result.reachedEnd) {
+  while (Date.now() < deadline() && !result.reachedEnd) {
     const on: Incarnation | undefined = cluster.live().filter((s) => s.slot !== avoidSlot)[turn++ % 2] ?? cluster.live()[0];
     if (!on) {
       await sleep(100);
@@ -46,7 +49,7 @@ export async function followTask(cluster: HostCluster, kind: FollowResult["kind"
     }
     const segment: Segment = { instanceId: on.instanceId, frames: [] };
     result.segments.push(segment);
-    const abort = AbortSignal.timeout(Math.max(1, deadline - Date.now()));
+    const abort = AbortSignal.timeout(Math.max(1, deadline() - Date.now()));
     try {
       const res =
         kind === "a2a"
