@@ -127,7 +127,7 @@ describe("three instances on one database, under SIGKILL chaos", () => {
     const answered = new Map<string, string>();
     const attempts = new Map<string, string[]>();
     let sending = true;
-    let sentAt: number | undefined;
+    let sentAt: number | undefined = undefined;
     /** Followers and the approver give up SETTLE_MS after the last send (until then, in 30 s steps). */
     const settleDeadline = () => (sentAt === undefined ? Date.now() + 30_000 : sentAt + SETTLE_MS);
 
