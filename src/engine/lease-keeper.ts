@@ -26,6 +26,7 @@ export class LeaseKeeper {
   private stopping = false;
   private lastBeat: number;
   private failing: string | undefined;
+  private scanning: Promise<void> | undefined;
 
   constructor(private readonly options: LeaseKeeperOptions) {
     this.lastBeat = options.clock().getTime();
@@ -61,6 +62,11 @@ export class LeaseKeeper {
 
   /** One heartbeat: renew, then scan. */
   async beat(): Promise<void> {
+    if (await this.renew()) await this.takeOver();
+  }
+
+  /** Renews the leases held here and aborts cancelled work; false when the store did not answer. */
+  private async renew(): Promise<boolean> {
     const { repository, logger, clock } = this.options;
     const settings = repository.leaseSettings;
     let cancelled: string[];
@@ -77,18 +83,31 @@ export class LeaseKeeper {
         const dropped = repository.forgetLeases();
         if (dropped.length > 0) logger.error({ instanceId: settings.instanceId, taskIds: dropped }, "task leases expired during a heartbeat outage; other instances may drive these tasks now");
       }
-      return;
+      return false;
     }
     for (const taskId of cancelled) this.options.cancelled(taskId);
-    const kicked = await this.scan();
-    if (kicked > 0) logger.info({ instanceId: settings.instanceId, tasks: kicked }, "taking over runnable tasks with a free or expired lease");
+    return true;
   }
 
+  private async takeOver(): Promise<void> {
+    const kicked = await this.scan();
+    if (kicked > 0) this.options.logger.info({ instanceId: this.options.repository.leaseSettings.instanceId, tasks: kicked }, "taking over runnable tasks with a free or expired lease");
+  }
+
+  /**
+   * The renewals keep their own pace: the takeover scan runs beside them (one at a time), so a slow scan (a
+   * loaded store, many free tasks) does not stretch the renewal period past the TTL and lose this
+   * instance's own leases.
+   */
   private schedule(): void {
     if (this.stopping) return;
+    const warn = (err: unknown) => this.options.logger.warn({ err }, "lease scan failed");
     this.loop = setTimeout(() => {
-      void this.beat()
-        .catch((err: unknown) => this.options.logger.warn({ err }, "lease scan failed"))
+      void this.renew()
+        .then((healthy) => {
+          if (healthy && !this.scanning && !this.stopping) this.scanning = this.takeOver().catch(warn).finally(() => (this.scanning = undefined));
+        })
+        .catch(warn)
         .finally(() => this.schedule());
     }, this.options.repository.leaseSettings.heartbeatMs);
     this.loop.unref();

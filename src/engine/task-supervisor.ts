@@ -6,7 +6,7 @@ import { isTerminalRunStatus } from "../domain/run-status.js";
 import { runStatusOf, stateMetaOf } from "../machine/task-projection.js";
 import type { Logger } from "../observability/logger.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
-import type { TaskRecord, TaskStore } from "../store/task-store.js";
+import { LeaseLostError, type TaskRecord, type TaskStore } from "../store/task-store.js";
 import { A2AInvokeRunner, DEFAULT_A2A_INVOKE_SETTINGS } from "./a2a-invoke-runner.js";
 import { InFlightWork, ShutdownSignal } from "./in-flight-work.js";
 import { LeaseKeeper } from "./lease-keeper.js";
@@ -136,8 +136,9 @@ export class TaskSupervisor {
     // handler, an approval gate's interrupt) reach the store in one write; the creator is answered with the
     // task as of run.created, and streams follow its log from there.
     // The driver's section: the creating write takes the task's lease (epoch 1) when the task is runnable.
-    const { record, next } = await this.repository.withLock(taskId, async () => {
-      const created = this.repository.stageCreate({
+    let created: TaskRecord | undefined;
+    const section = this.repository.withLock(taskId, async () => {
+      created = this.repository.stageCreate({
         taskId,
         contextId,
         workflowId: workflow.id,
@@ -149,9 +150,20 @@ export class TaskSupervisor {
       });
       return { record: created, next: await this.driver.advance(taskId, await this.repository.load(taskId)) };
     }, { fenced: true });
+    let outcome: Awaited<typeof section>;
+    try {
+      outcome = await section;
+    } catch (err) {
+      // Only a stored task has a lease to lose: the creating write went through, then (this instance stalled
+      // past the lease TTL before its next write, e.g. node.started of a handler with effects) another instance
+      // took the task over. The task exists and is driven there: the creator gets it, not an error to retry.
+      if (!(err instanceof LeaseLostError) || !created) throw err;
+      this.options.logger.warn({ taskId, owner: this.repository.leaseSettings.instanceId }, "task lease lost right after creating the task: another instance drives it now");
+      return created;
+    }
     // A new task has no driver loop yet: the one started here runs its first effect.
-    if (next !== false) this.driver.kick(taskId, typeof next === "function" ? next : undefined);
-    return record;
+    if (outcome.next !== false) this.driver.kick(taskId, typeof outcome.next === "function" ? outcome.next : undefined);
+    return outcome.record;
   }
 
   /** A caller's message to an existing task: resolves its pending interrupt. */

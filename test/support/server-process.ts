@@ -3,6 +3,10 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 
 const root = join(import.meta.dirname, "..", "..");
+/** The process entry of `npm start`. */
+export const HOST_MAIN = join(root, "src", "main.ts");
+/** A host with a `record-effect` handler that writes each execution to EFFECTS_COLLECTION (test/support/effect-recording-host.ts). */
+export const EFFECT_RECORDING_HOST = join(root, "test", "support", "effect-recording-host.ts");
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -26,10 +30,10 @@ export interface ServerProcess {
   terminate(): Promise<number | null>;
 }
 
-/** Runs the real server (`src/main.ts`) as its own process, the way `npm start` does, and waits until it listens. */
-export async function startServerProcess(env: Record<string, string>, port?: number): Promise<ServerProcess> {
+/** Runs the real server (`src/main.ts`, or another entry) as its own process, the way `npm start` does, and waits until it listens. */
+export async function startServerProcess(env: Record<string, string>, port?: number, entry = HOST_MAIN): Promise<ServerProcess> {
   const chosen = port ?? (await freePort());
-  const child = spawn(process.execPath, ["--import", "tsx", join(root, "src", "main.ts")], {
+  const child = spawn(process.execPath, ["--import", "tsx", entry], {
     cwd: root,
     env: { ...process.env, PORT: String(chosen), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${chosen}`, LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],

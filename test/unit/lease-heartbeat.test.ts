@@ -89,4 +89,37 @@ describe("lease heartbeat", () => {
     expect(keeper.problem).toBeUndefined();
     expect((await readiness.check()).ready).toBe(true);
   });
+
+  it("keeps renewing its leases at its own pace while a takeover scan waits on a slow store", async () => {
+    class SlowScanStore extends MemoryTaskStore {
+      renewals = 0;
+      release: () => void = () => {};
+      private readonly gate = new Promise<void>((resolve) => (this.release = resolve));
+      override async renewLeases(owner: string, taskIds: string[], expiresAt: Date): Promise<number> {
+        this.renewals++;
+        return super.renewLeases(owner, taskIds, expiresAt);
+      }
+      override async leaseableTaskIds(now: Date, owner: string, limit: number): Promise<string[]> {
+        await this.gate;
+        return super.leaseableTaskIds(now, owner, limit);
+      }
+    }
+    const store = new SlowScanStore();
+    const logger = createLogger("silent");
+    const repository = new TaskRepository({ store, hook: new TransitionHook(logger), retentionMs: 1000, leases: { instanceId: "me", ttlMs: 100, heartbeatMs: 10 } });
+    await store.create(running("mine"), []);
+    expect(await repository.acquireLease("mine")).toBe(true);
+    const keeper = new LeaseKeeper({ repository, logger, clock: () => new Date(), kick: () => {}, cancelled: () => {} });
+    keeper.start();
+    try {
+      // The first beat's scan never answers; the renewals must not wait for it (the lease would lapse).
+      const deadline = Date.now() + 10_000;
+      while (store.renewals < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      expect(store.renewals).toBeGreaterThanOrEqual(4);
+      expect((await store.get("mine"))?.lease?.owner).toBe("me");
+    } finally {
+      keeper.stop();
+      store.release();
+    }
+  });
 });
