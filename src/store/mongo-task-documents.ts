@@ -46,6 +46,8 @@ export const TASK_INDEXES: IndexDescription[] = [
 
 export const EVENT_INDEXES: IndexDescription[] = [
   { key: { taskId: 1, sequence: 1 }, name: "task_sequence", unique: true },
+  // A task's A2A history: only the events that carry messages, by the history index after their last one.
+  { key: { taskId: 1, historyEnd: 1 }, name: "task_history", partialFilterExpression: { historyEnd: { $exists: true } } },
   // The log of an ended task goes with it (its events are stamped with the head's expiry).
   { key: { expireAt: 1 }, name: "retention_ttl", expireAfterSeconds: 0 },
 ];

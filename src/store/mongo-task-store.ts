@@ -2,7 +2,9 @@ import type { CommitFeed, CommitFeedSettings } from "./commit-feed.js";
 import { openMongoCommitFeed } from "./change-stream-commit-feed.js";
 import { randomUUID } from "node:crypto";
 import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db, type Filter, type MongoClient, type WriteError } from "mongodb";
+import type { Message } from "../domain/a2a-types.js";
 import { TERMINAL_RUN_STATUSES } from "../domain/run-status.js";
+import { historyMessagesOf } from "./history-events.js";
 import { GroupCommit } from "./group-commit.js";
 import { headError, OneCommandBatch, type StoreWrite as Write } from "./mongo-one-command.js";
 import { migrateTaskLayout } from "./mongo-layout-migration.js";
@@ -52,6 +54,7 @@ export interface MongoTaskStoreOptions {
 const CLIENT_BULK_WRITE_WIRE_VERSION = 25;
 
 const HEAD_ONLY = { _id: 1, version: 1, expireAt: 1, leaseOwner: 1, leaseEpoch: 1 } as const;
+const HISTORY_ONLY = { _id: 0, sequence: 1, history: 1, historyEnd: 1 } as const;
 
 /**
  * Two collections: `tasks` holds each task's head (record, snapshot, version), `task_events` its event log.
@@ -210,6 +213,21 @@ export class MongoTaskStore implements TaskStore {
     ]);
     if (!head || this.expired(head)) return [];
     return docs.filter((doc) => doc.sequence <= head.version).map(toEvent);
+  }
+
+  async readHistory(taskId: string, fromIndex: number, upToVersion: number): Promise<Message[]> {
+    // The `$exists` clause repeats the partial index's filter, so the planner can use that index.
+    const docs = await this.events
+      .find({ taskId, historyEnd: { $exists: true, $gt: fromIndex } }, { projection: HISTORY_ONLY })
+      .sort({ taskId: 1, historyEnd: 1 })
+      .toArray();
+    return historyMessagesOf(docs.filter((doc) => doc.sequence <= upToVersion), fromIndex);
+  }
+
+  async findHistoryMessage(taskId: string, messageId: string, upToVersion: number): Promise<Message | null> {
+    const docs = await this.events.find({ taskId, historyEnd: { $exists: true }, "history.messageId": messageId }, { projection: HISTORY_ONLY }).toArray();
+    const committed = docs.filter((doc) => doc.sequence <= upToVersion);
+    return historyMessagesOf(committed, 0).find((m) => m.messageId === messageId) ?? null;
   }
 
   async listActive(): Promise<TaskRecord[]> {

@@ -75,6 +75,8 @@ class CountingStore implements TaskStore {
     this.write("commit", events, () => this.inner.commit(taskId, expectedVersion, changes, events, fence));
   get = (taskId: string) => this.inner.get(taskId);
   readEvents = (taskId: string, from: number, limit?: number) => this.inner.readEvents(taskId, from, limit);
+  readHistory: TaskStore["readHistory"] = (...args) => this.inner.readHistory(...args);
+  findHistoryMessage: TaskStore["findHistoryMessage"] = (...args) => this.inner.findHistoryMessage(...args);
   findByIdempotencyKey = (key: string) => this.inner.findByIdempotencyKey(key);
   list: TaskStore["list"] = (query) => this.inner.list(query);
   listActive = () => this.inner.listActive();
