@@ -48,6 +48,8 @@ export const EVENT_INDEXES: IndexDescription[] = [
   { key: { taskId: 1, sequence: 1 }, name: "task_sequence", unique: true },
   // A task's A2A history: only the events that carry messages, by the history index after their last one.
   { key: { taskId: 1, historyEnd: 1 }, name: "task_history", partialFilterExpression: { historyEnd: { $exists: true } } },
+  // A caller's retry of a message, however long ago it was sent (messageId idempotency of replies).
+  { key: { taskId: 1, "history.messageId": 1 }, name: "task_history_message", partialFilterExpression: { historyEnd: { $exists: true } } },
   // The log of an ended task goes with it (its events are stamped with the head's expiry).
   { key: { expireAt: 1 }, name: "retention_ttl", expireAfterSeconds: 0 },
 ];

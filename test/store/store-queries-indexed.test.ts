@@ -186,6 +186,9 @@ describe(`every task-store query is served by an index (${inject("mongoBackend")
     const history = await db.command({ explain: { find: "task_events", filter: { taskId: id, historyEnd: { $exists: true, $gt: 1 } }, sort: { taskId: 1, historyEnd: 1 } }, verbosity: "executionStats" });
     expect(history["executionStats"]["totalDocsExamined"]).toBe(1);
     expect((await store.readHistory(id, 0, 6)).map((m) => m.messageId)).toEqual(["m-1", "m-3"]);
+    const byId = await db.command({ explain: { find: "task_events", filter: { taskId: id, historyEnd: { $exists: true }, "history.messageId": "m-3" } }, verbosity: "executionStats" });
+    expect(byId["executionStats"]["totalDocsExamined"]).toBe(1);
+    expect((await store.findHistoryMessage(id, "m-3", 6))?.messageId).toBe("m-3");
     const head = await db.command({ explain: { find: "tasks", filter: { _id: id } }, verbosity: "executionStats" });
     expect(head["executionStats"]["totalDocsExamined"]).toBe(1);
   });
