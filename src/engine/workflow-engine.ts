@@ -59,7 +59,7 @@ export function nextStep(context: TaskContext, workflow: WorkflowDefinition): St
 
 /** The message a `switch` routes on: the newest from the caller (the first one, for a new task). */
 export function incomingMessageOf(context: TaskContext): Message | undefined {
-  return context.history.findLast((m) => m.role === "user") ?? context.unloggedHistory?.findLast((m) => m.role === "user") ?? context.request;
+  return context.lastUserMessage ?? context.history.findLast((m) => m.role === "user") ?? context.unloggedHistory?.findLast((m) => m.role === "user") ?? context.request;
 }
 
 export function idempotencyKeyOf(context: TaskContext, nodeId: string): string {

@@ -55,6 +55,8 @@ export interface TaskContext {
   artifactsByNode: Record<string, string[]>;
   /** The creating message: what the caller asked for (the first message of the history). */
   request: Message;
+  /** The newest message from the caller after the first (a `switch` routes on it), also once it left `history`. */
+  lastUserMessage?: Message;
   /** How many messages the task's A2A history holds (`history` is only its newest part). */
   historyCount: number;
   /**

@@ -56,11 +56,16 @@ export function withProgress(current: TaskContext["nodeProgress"], nodeId: strin
 export const RECENT_HISTORY = 8;
 
 /** Appends to the A2A history: counted, and kept in the context's window of the newest messages. */
-export function appendMessages(context: Pick<TaskContext, "history" | "historyCount">, ...messages: Array<Message | undefined>): Partial<Pick<TaskContext, "history" | "historyCount">> {
+export function appendMessages(context: Pick<TaskContext, "history" | "historyCount">, ...messages: Array<Message | undefined>): Partial<Pick<TaskContext, "history" | "historyCount" | "lastUserMessage">> {
   const added = messages.filter((m): m is Message => m !== undefined);
   if (added.length === 0) return {};
   const history = [...context.history, ...added];
-  return { history: history.length > RECENT_HISTORY ? history.slice(history.length - RECENT_HISTORY) : history, historyCount: context.historyCount + added.length };
+  const fromUser = added.findLast((m) => m.role === "user");
+  return {
+    history: history.length > RECENT_HISTORY ? history.slice(history.length - RECENT_HISTORY) : history,
+    historyCount: context.historyCount + added.length,
+    ...(fromUser ? { lastUserMessage: fromUser } : {}),
+  };
 }
 
 /**

@@ -181,7 +181,7 @@ describe(`every task-store query is served by an index (${inject("mongoBackend")
     const answer = await db.command({ explain: { find: "task_events", filter: { taskId: id, sequence: { $gte: 1 } }, sort: { taskId: 1, sequence: 1 } }, verbosity: "executionStats" });
     expect(answer["executionStats"]["totalDocsExamined"]).toBe(2);
     // The history read examines only the task's events that carry messages, from the index asked for.
-    const said = (end: number) => ({ history: [{ messageId: `m-${end}`, role: "user", parts: [] }], historyEnd: end });
+    const said = (end: number) => ({ history: [{ messageId: `m-${end}`, role: "user" as const, parts: [] }], historyEnd: end });
     await store.commit(id, 2, changes("running"), events(id, 3, 4).map((e, i) => (i % 2 === 0 ? e : { ...e, ...said(i) })));
     const history = await db.command({ explain: { find: "task_events", filter: { taskId: id, historyEnd: { $exists: true, $gt: 1 } }, sort: { taskId: 1, historyEnd: 1 } }, verbosity: "executionStats" });
     expect(history["executionStats"]["totalDocsExamined"]).toBe(1);

@@ -58,8 +58,8 @@ describe("persisted task snapshots", () => {
   });
 
   it("version 1 (the whole history in the context) keeps that history in the head, and the newest messages in the window", () => {
-    const old = { ...versionOneSnapshot(RECENT_HISTORY + 5), machineVersion: 1 };
-    const oldHistory = (old.context as { history: Message[] }).history;
+    const old: Record<string, unknown> = { ...versionOneSnapshot(RECENT_HISTORY + 5), machineVersion: 1 };
+    const oldHistory = (old["context"] as { history: Message[] }).history;
     const context = persistedContextOf(old, "t-1");
     expect(context.request.messageId).toBe("m-0");
     expect(context.historyCount).toBe(RECENT_HISTORY + 5);
