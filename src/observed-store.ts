@@ -44,6 +44,8 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
     commit: (taskId, expectedVersion, changes, events, fence) => timed("commit", taskId, () => store.commit(taskId, expectedVersion, changes, events, fence), true),
     get: async (taskId) => note(await timed("get", taskId, () => store.get(taskId))),
     readEvents: (taskId, fromSequence, limit) => timed("readEvents", taskId, () => store.readEvents(taskId, fromSequence, limit)),
+    readHistory: (taskId, fromIndex, upToVersion) => timed("readHistory", taskId, () => store.readHistory(taskId, fromIndex, upToVersion)),
+    findHistoryMessage: (taskId, messageId, upToVersion) => timed("findHistoryMessage", taskId, () => store.findHistoryMessage(taskId, messageId, upToVersion)),
     findByIdempotencyKey: (key) => timed("findByIdempotencyKey", undefined, () => store.findByIdempotencyKey(key)),
     list: (query) => {
       noteRequest({ tenant: query.tenant });

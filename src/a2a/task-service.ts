@@ -136,10 +136,12 @@ export class TaskService {
     const records = page.records.slice(0, pageSize);
     const last = records.at(-1);
     return {
-      tasks: records.map((r) => {
-        const task = this.view(r, query.history, ctx);
-        return query.includeArtifacts ? task : { ...task, artifacts: [] };
-      }),
+      tasks: await Promise.all(
+        records.map(async (r) => {
+          const task = await this.view(r, query.history, ctx);
+          return query.includeArtifacts ? task : { ...task, artifacts: [] };
+        }),
+      ),
       nextPageToken: page.records.length > pageSize && last ? encodePageToken(last) : "",
       pageSize,
       totalSize: page.total,
@@ -260,10 +262,12 @@ export class TaskService {
     }
   }
 
-  private view(record: TaskRecord, history: HistoryLimit, ctx: CallContext): Task {
+  /** The Task as of `record`; a history longer than the head's window of newest messages is read from the log. */
+  private async view(record: TaskRecord, history: HistoryLimit, ctx: CallContext): Promise<Task> {
     const context = this.options.reads.contextOf(record);
+    const messages = await this.options.reads.historyOf(record, history);
     const interruptToken = this.options.interruptToken?.(record, context, ctx.principal);
-    return taskView(record, context, history, interruptToken ? { interruptToken } : {});
+    return taskView(record, context, messages, interruptToken ? { interruptToken } : {});
   }
 
   private waitUntilFinal(record: TaskRecord, ctx: CallContext): Promise<TaskRecord> {
@@ -280,7 +284,7 @@ export class TaskService {
    * status update carries `final: true`). A subscriber that falls too far behind is dropped and may resubscribe.
    */
   private async *observe(start: TaskRecord, ctx: CallContext, history: HistoryLimit, endsAt: (state: TaskRecord["a2a"]["state"]) => boolean): AsyncGenerator<StreamEvent> {
-    yield { kind: "task", task: this.view(start, history, ctx) };
+    yield { kind: "task", task: await this.view(start, history, ctx) };
     if (endsAt(start.a2a.state)) return;
     for await (const event of this.options.observer.follow(start, start.version + 1, { signal: ctx.signal, onOverflow: "drop" })) {
       for (const update of updatesOf(start, event, endsAt)) {

@@ -1,4 +1,4 @@
-import type { Task } from "../domain/a2a-types.js";
+import type { Message, Task } from "../domain/a2a-types.js";
 import { isTerminalRunStatus } from "../domain/run-status.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { TaskRecord } from "../store/task-store.js";
@@ -7,12 +7,12 @@ import type { TaskRecord } from "../store/task-store.js";
 export type HistoryLimit = number | undefined;
 
 /**
- * The A2A Task a stored record shows. `interruptToken` is the signed resolve token of the pending interrupt
- * (issued by the caller, so this stays pure); it goes to `metadata.openwop.interruptToken`.
+ * The A2A Task a stored record shows, with the history the caller asked for (read by `TaskReadPort.historyOf`).
+ * `interruptToken` is the signed resolve token of the pending interrupt (issued by the caller, so this stays
+ * pure); it goes to `metadata.openwop.interruptToken`.
  */
-export function taskView(record: TaskRecord, context: TaskContext, historyLimit?: HistoryLimit, extras: { interruptToken?: string } = {}): Task {
+export function taskView(record: TaskRecord, context: TaskContext, history: Message[], extras: { interruptToken?: string } = {}): Task {
   const { interrupt, error, statusMessage } = context;
-  const history = historyLimit === undefined ? context.history : historyLimit === 0 ? [] : context.history.slice(-historyLimit);
   return {
     id: record.taskId,
     contextId: record.contextId,

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { A2ATaskState } from "../domain/a2a-types.js";
+import type { A2ATaskState, Message } from "../domain/a2a-types.js";
 import { DomainError, taskNotFound } from "../domain/errors.js";
 import { isTerminalRunStatus, RUNNABLE_RUN_STATUSES } from "../domain/run-status.js";
 import { persistedContextOf, persistTaskSnapshot } from "../machine/persisted-task-snapshot.js";
@@ -14,6 +14,7 @@ import type { IdempotencySeed } from "./message-idempotency.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { DEFAULT_LEASE_SETTINGS, type LeaseSettings } from "./lease-settings.js";
 import type { TransitionHook } from "./transition-hook.js";
+import { findTaskHistoryMessage, readTaskHistory } from "./task-history.js";
 import { logEventsFor } from "./transition-log.js";
 
 /**
@@ -283,6 +284,15 @@ export class TaskRepository implements TaskReadPort {
 
   readEvents(taskId: string, fromSequence: number, limit?: number): Promise<RunEvent[]> {
     return this.options.store.readEvents(taskId, fromSequence, limit);
+  }
+
+  historyOf(record: TaskRecord, limit?: number): Promise<Message[]> {
+    return readTaskHistory(this.options.store, record, this.contextOf(record), limit);
+  }
+
+  /** A message of the task's history by id (a caller's retry is recognised however long ago it was sent). */
+  historyMessage(live: LiveTask, messageId: string): Promise<Message | undefined> {
+    return findTaskHistoryMessage(this.options.store, live.record, live.actor.getSnapshot().context, messageId);
   }
 
   findByIdempotencyKey(idempotencyKey: string): Promise<TaskRecord | null> {

@@ -207,7 +207,8 @@ export class TaskSupervisor {
       const status = runStatusOf(snapshot);
       const interrupt = snapshot.context.interrupt;
       // A message already received (same messageId, same content) is a retry: it changes nothing.
-      if ("message" in reply && classifyReply(snapshot.context.history, taskId, reply.message) === "repeat") return live.record;
+      const earlier = "message" in reply ? await repository.historyMessage(live, reply.message.messageId) : undefined;
+      if ("message" in reply && classifyReply(earlier ? [earlier] : [], taskId, reply.message) === "repeat") return live.record;
       if (isTerminalRunStatus(status)) {
         throw new DomainError("unsupported-operation", `Task ${taskId} is in a terminal state (${stateMetaOf(snapshot).a2aState}) and cannot be modified; this operation is not supported`, { taskId, status });
       }

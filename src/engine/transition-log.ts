@@ -180,9 +180,13 @@ export function logEventsFor(args: {
     event.type === "CREATED"
       ? [{ type: "run.created", payload: { workflowId: after.context.workflowId, owner: { tenant: after.context.tenant } } }]
       : draftsFor(event, before?.context ?? after.context, after.context);
-  if (a2aChanged(before, after)) {
-    const last = drafts[drafts.length - 1]!;
-    last.a2a = { ...last.a2a, status: a2aStatusOf(after, event.at), metadata: openwopStatusMetadata(after) };
+  const last = drafts[drafts.length - 1]!;
+  if (a2aChanged(before, after)) last.a2a = { ...last.a2a, status: a2aStatusOf(after, event.at), metadata: openwopStatusMetadata(after) };
+  // The messages the transition appended (never more than the context's window holds) go to the log.
+  const added = after.context.historyCount - (before?.context.historyCount ?? 0);
+  if (added > 0) {
+    last.history = after.context.history.slice(after.context.history.length - added);
+    last.historyEnd = after.context.historyCount;
   }
   const runId = after.context.taskId;
   return drafts.map((draft, i) => {

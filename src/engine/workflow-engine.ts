@@ -59,7 +59,7 @@ export function nextStep(context: TaskContext, workflow: WorkflowDefinition): St
 
 /** The message a `switch` routes on: the newest from the caller (the first one, for a new task). */
 export function incomingMessageOf(context: TaskContext): Message | undefined {
-  return context.history.findLast((m) => m.role === "user");
+  return context.lastUserMessage ?? context.history.findLast((m) => m.role === "user") ?? context.unloggedHistory?.findLast((m) => m.role === "user") ?? context.request;
 }
 
 export function idempotencyKeyOf(context: TaskContext, nodeId: string): string {
@@ -68,7 +68,7 @@ export function idempotencyKeyOf(context: TaskContext, nodeId: string): string {
 
 /** The first message's text and data parts: what the caller asked for. */
 export function runInputOf(context: TaskContext): { text: string; data: Record<string, unknown> } {
-  return inputOfMessage(context.history.find((m) => m.role === "user"));
+  return inputOfMessage(context.request);
 }
 
 /** Refine feedback that approval gates sent back to `nodeId`. */

@@ -1,5 +1,5 @@
 import { exportTaskMachine } from "./machine-export.js";
-import { appendMessages, mergeArtifactChunk, mergeArtifacts, taskMachine, withProgress } from "./task-machine.js";
+import { appendMessages, mergeArtifactChunk, mergeArtifacts, RECENT_HISTORY, taskMachine, withProgress } from "./task-machine.js";
 
 /**
  * The task machine as a JavaScript/TypeScript module: `createMachine({...}, { guards, actions })`, the form
@@ -16,6 +16,7 @@ export function exportTaskMachineModule(): string {
     "// Paste into Stately's \"Import from code\", or import it and run it with XState v5.",
     'import { assign, createMachine } from "xstate";',
     "",
+    `const RECENT_HISTORY = ${RECENT_HISTORY};\n`,
     ...helpers.map((h) => `${h}\n`),
     `export const taskMachine = createMachine(${JSON.stringify(exportTaskMachine(), null, 2)}, {`,
     "  guards: {",

@@ -1,17 +1,37 @@
 import type { Snapshot } from "xstate";
 import { DomainError } from "../domain/errors.js";
 import type { TaskContext } from "./task-context.js";
-import { TASK_MACHINE_VERSION, taskMachine } from "./task-machine.js";
+import type { Message } from "../domain/a2a-types.js";
+import { RECENT_HISTORY, TASK_MACHINE_VERSION, taskMachine } from "./task-machine.js";
 import type { TaskSnapshot } from "./task-projection.js";
 
 /** Snapshots stored before the version was recorded were written by version 1. */
 const UNVERSIONED = 1;
 
 /**
- * Migrations of older snapshots to the current machine, keyed by the version they read. Empty while only
- * version 1 exists; a version missing here (and not current) is refused, never guessed at.
+ * Migrations of older snapshots to the current machine, keyed by the version they read. A version missing
+ * here (and not current) is refused, never guessed at.
  */
-const MIGRATIONS: Record<number, (persisted: Record<string, unknown>) => Record<string, unknown>> = {};
+const MIGRATIONS: Record<number, (persisted: Record<string, unknown>) => Record<string, unknown>> = {
+  // Version 1 kept the whole A2A history in the context, and its log events carry no messages. The history
+  // it had stays in the head (`unloggedHistory`, no longer growing); what is appended from now on is logged.
+  1: (persisted) => {
+    const context = persisted["context"] as Record<string, unknown>;
+    // Already counted: a current snapshot persisted without its version (XState's getPersistedSnapshot).
+    if (typeof context["historyCount"] === "number") return persisted;
+    const history = (context["history"] ?? []) as Message[];
+    return {
+      ...persisted,
+      context: {
+        ...context,
+        request: history.find((m) => m.role === "user") ?? history[0],
+        historyCount: history.length,
+        history: history.slice(Math.max(0, history.length - RECENT_HISTORY)),
+        ...(history.length > 0 ? { unloggedHistory: history } : {}),
+      },
+    };
+  },
+};
 
 /** The persisted XState snapshot as plain JSON (no class instances) with the machine version it was written by. */
 export function persistTaskSnapshot(snapshot: TaskSnapshot): Record<string, unknown> {

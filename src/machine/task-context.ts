@@ -53,7 +53,23 @@ export interface TaskContext {
   artifacts: Artifact[];
   /** Which node produced which artifacts (approval gates put a node's artifacts up for review). */
   artifactsByNode: Record<string, string[]>;
+  /** The creating message: what the caller asked for (the first message of the history). */
+  request: Message;
+  /** The newest message from the caller after the first (a `switch` routes on it), also once it left `history`. */
+  lastUserMessage?: Message;
+  /** How many messages the task's A2A history holds (`history` is only its newest part). */
+  historyCount: number;
+  /**
+   * The newest messages of the A2A history, at most RECENT_HISTORY of them (all of it while it is that
+   * short). The whole history lives in the event log: each transition's log events carry the messages it
+   * appended (`RunEvent.history`), so the task head does not grow with the conversation.
+   */
   history: Message[];
+  /**
+   * Only on tasks stored by machine version 1, whose log does not carry messages: the history they had then
+   * (indexes 0 to length - 1), kept in the head. Messages appended since are in the log as for any task.
+   */
+  unloggedHistory?: Message[];
   /**
    * Per-node progress of a node that works in several steps (an `a2a.invoke` records the peer's task id and
    * last state here as soon as the peer answers), so a restart resumes the step instead of repeating it.

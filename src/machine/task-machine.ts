@@ -49,9 +49,23 @@ export function withProgress(current: TaskContext["nodeProgress"], nodeId: strin
   return { nodeProgress: { ...current, [nodeId]: progress } };
 }
 
-export function appendMessages(history: Message[], ...messages: Array<Message | undefined>): Message[] {
+/**
+ * How many of the newest history messages the context keeps (the rest are read from the event log). At least
+ * the most one transition appends (two), so the log events of a transition can take its messages from here.
+ */
+export const RECENT_HISTORY = 8;
+
+/** Appends to the A2A history: counted, and kept in the context's window of the newest messages. */
+export function appendMessages(context: Pick<TaskContext, "history" | "historyCount">, ...messages: Array<Message | undefined>): Partial<Pick<TaskContext, "history" | "historyCount" | "lastUserMessage">> {
   const added = messages.filter((m): m is Message => m !== undefined);
-  return added.length === 0 ? history : [...history, ...added];
+  if (added.length === 0) return {};
+  const history = [...context.history, ...added];
+  const fromUser = added.findLast((m) => m.role === "user");
+  return {
+    history: history.length > RECENT_HISTORY ? history.slice(history.length - RECENT_HISTORY) : history,
+    historyCount: context.historyCount + added.length,
+    ...(fromUser ? { lastUserMessage: fromUser } : {}),
+  };
 }
 
 /**
@@ -59,7 +73,7 @@ export function appendMessages(history: Message[], ...messages: Array<Message | 
  * the states or the context would misread snapshots written before, and teach `restorePersistedSnapshot`
  * (persisted-task-snapshot.ts) to migrate the older version on purpose.
  */
-export const TASK_MACHINE_VERSION = 1;
+export const TASK_MACHINE_VERSION = 2;
 
 export const taskMachine = setup({
   types: {
@@ -121,7 +135,7 @@ export const taskMachine = setup({
         statusMessage: event.statusMessage,
         timer: event.timer,
         nodeStarted: false,
-        history: appendMessages(context.history, event.statusMessage),
+        ...appendMessages(context, event.statusMessage),
       };
     }),
     recordResume: assign(({ context, event }) => {
@@ -129,7 +143,7 @@ export const taskMachine = setup({
       return {
         outputs: { ...context.outputs, [event.nodeId]: event.output },
         artifacts: mergeArtifacts(context.artifacts, event.artifacts),
-        history: appendMessages(context.history, event.message),
+        ...appendMessages(context, event.message),
         interrupt: undefined,
         timer: undefined,
         statusMessage: undefined,
@@ -145,7 +159,7 @@ export const taskMachine = setup({
       return {
         interrupt: { ...context.interrupt, exchanges: [...context.interrupt.exchanges, exchange] },
         statusMessage: event.statusMessage,
-        history: appendMessages(context.history, event.message, event.statusMessage),
+        ...appendMessages(context, event.message, event.statusMessage),
       };
     }),
     recordCancelRequest: assign(({ event }) =>
@@ -163,7 +177,7 @@ export const taskMachine = setup({
       return {
         endedAt: event.at,
         statusMessage: event.statusMessage,
-        history: appendMessages(context.history, event.statusMessage),
+        ...appendMessages(context, event.statusMessage),
       };
     }),
     recordFail: assign(({ context, event }) => {
@@ -176,7 +190,7 @@ export const taskMachine = setup({
         timer: undefined,
         nodeStarted: false,
         statusMessage: event.statusMessage,
-        history: appendMessages(context.history, event.statusMessage),
+        ...appendMessages(context, event.statusMessage),
       };
     }),
   },
@@ -195,6 +209,8 @@ export const taskMachine = setup({
     outputs: {},
     artifacts: [],
     artifactsByNode: {},
+    request: input.message,
+    historyCount: 1,
     history: [input.message],
   }),
   states: {

@@ -124,7 +124,7 @@ export class ConsoleOperations {
       ...(interruptTokens ? { interruptTokens } : {}),
       ...(context.error ? { error: context.error } : {}),
       artifacts: context.artifacts,
-      history: context.history,
+      history: await reads.historyOf(record),
       events: events.map(toRunEventDoc),
       path: statePathOf(events),
     };

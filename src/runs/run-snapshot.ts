@@ -48,7 +48,8 @@ export interface RunRequestInfo {
 }
 
 export function runRequestInfoOf(context: TaskContext): RunRequestInfo | undefined {
-  const first: Message | undefined = context.history.find((m) => m.role === "user");
+  // `request` is the first message; contexts built by hand (tests) may have only the history.
+  const first: Message | undefined = context.request ?? context.history.find((m) => m.role === "user");
   const openwop = first?.metadata?.["openwop"];
   const run = typeof openwop === "object" && openwop !== null ? (openwop as { run?: unknown }).run : undefined;
   return typeof run === "object" && run !== null ? (run as RunRequestInfo) : undefined;

@@ -1,4 +1,6 @@
+import type { Message } from "../domain/a2a-types.js";
 import { isTerminalRunStatus, RUNNABLE_RUN_STATUSES } from "../domain/run-status.js";
+import { historyMessagesOf } from "./history-events.js";
 import { assertWriteSize, DEFAULT_TASK_SIZE_LIMITS, type TaskSizeLimits } from "./task-size-limits.js";
 import {
   DuplicateIdempotencyKeyError,
@@ -122,6 +124,17 @@ export class MemoryTaskStore implements TaskStore {
     const entry = this.live(taskId);
     if (!entry) return [];
     return structuredClone(entry.events.slice(fromSequence, fromSequence + limit));
+  }
+
+  async readHistory(taskId: string, fromIndex: number, upToVersion: number): Promise<Message[]> {
+    const events = this.live(taskId)?.events ?? [];
+    return structuredClone(historyMessagesOf(events.slice(0, upToVersion + 1), fromIndex));
+  }
+
+  async findHistoryMessage(taskId: string, messageId: string, upToVersion: number): Promise<Message | null> {
+    const events = this.live(taskId)?.events ?? [];
+    const found = historyMessagesOf(events.slice(0, upToVersion + 1), 0).find((m) => m.messageId === messageId);
+    return found ? structuredClone(found) : null;
   }
 
   async findByIdempotencyKey(idempotencyKey: string): Promise<TaskRecord | null> {

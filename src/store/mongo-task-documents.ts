@@ -52,6 +52,10 @@ export const TASK_INDEXES: IndexDescription[] = [
 
 export const EVENT_INDEXES: IndexDescription[] = [
   { key: { taskId: 1, sequence: 1 }, name: "task_sequence", unique: true },
+  // A task's A2A history: only the events that carry messages, by the history index after their last one.
+  { key: { taskId: 1, historyEnd: 1 }, name: "task_history", partialFilterExpression: { historyEnd: { $exists: true } } },
+  // A caller's retry of a message, however long ago it was sent (messageId idempotency of replies).
+  { key: { taskId: 1, "history.messageId": 1 }, name: "task_history_message", partialFilterExpression: { historyEnd: { $exists: true } } },
   // The log of an ended task goes with it (its events are stamped with the head's expiry).
   { key: { expireAt: 1 }, name: "retention_ttl", expireAfterSeconds: 0 },
 ];
@@ -116,6 +120,12 @@ export function committedEvents(head: Pick<TaskDocument, "version" | "redo">, do
   const bySequence = new Map(committed.map((doc) => [doc.sequence, doc]));
   for (const doc of redo) bySequence.set(doc.sequence, doc);
   return [...bySequence.values()].sort((a, b) => a.sequence - b.sequence).slice(0, limit);
+}
+
+/** The committed events up to `upToVersion` among `docs` (any subset of the log), with the head's redo in place. */
+export function committedUpTo(head: Pick<TaskDocument, "version" | "redo">, docs: EventDocument[], upToVersion: number): EventDocument[] {
+  const version = Math.min(upToVersion, head.version);
+  return committedEvents({ version, redo: head.redo }, docs, 0, Number.MAX_SAFE_INTEGER);
 }
 
 /** The head's move: matched only while the head is still at the version the commit was computed from. */

@@ -2,7 +2,9 @@ import type { CommitFeed, CommitFeedSettings } from "./commit-feed.js";
 import { openMongoCommitFeed } from "./change-stream-commit-feed.js";
 import { randomUUID } from "node:crypto";
 import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db, type Filter, type MongoClient, type WriteError } from "mongodb";
+import type { Message } from "../domain/a2a-types.js";
 import { TERMINAL_RUN_STATUSES } from "../domain/run-status.js";
+import { historyMessagesOf } from "./history-events.js";
 import { GroupCommit } from "./group-commit.js";
 import { headError, OneCommandBatch, type StoreWrite as Write } from "./mongo-one-command.js";
 import { migrateTaskLayout } from "./mongo-layout-migration.js";
@@ -12,6 +14,7 @@ import {
   EVENT_INDEXES,
   TASK_INDEXES,
   committedEvents,
+  committedUpTo,
   headUpdate,
   redoKey,
   toDate,
@@ -54,6 +57,7 @@ const CLIENT_BULK_WRITE_WIRE_VERSION = 25;
 
 const HEAD_ONLY = { _id: 1, version: 1, expireAt: 1, leaseOwner: 1, leaseEpoch: 1 } as const;
 const HEAD_AND_REDO = { ...HEAD_ONLY, redo: 1 } as const;
+const HISTORY_ONLY = { _id: 0, sequence: 1, history: 1, historyEnd: 1 } as const;
 
 /**
  * Two collections: `tasks` holds each task's head (record, snapshot, version), `task_events` its event log.
@@ -216,6 +220,26 @@ export class MongoTaskStore implements TaskStore {
     if (!head || this.expired(head)) return [];
     const docs = await this.events.find({ taskId, sequence: { $gte: fromSequence, $lte: head.version } }).sort({ taskId: 1, sequence: 1 }).limit(limit).toArray();
     return committedEvents(head, docs, fromSequence, limit).map(toEvent);
+  }
+
+  async readHistory(taskId: string, fromIndex: number, upToVersion: number): Promise<Message[]> {
+    // The head first, for the same reason as readEvents: a log document of a committed sequence may still be
+    // an orphan's until its committer copies the redo the head holds. The `$exists` clause repeats the
+    // partial index's filter, so the planner can use that index.
+    const head = await this.tasks.findOne({ _id: taskId }, { projection: HEAD_AND_REDO });
+    if (!head || this.expired(head)) return [];
+    const docs = await this.events
+      .find({ taskId, historyEnd: { $exists: true, $gt: fromIndex } }, { projection: HISTORY_ONLY })
+      .sort({ taskId: 1, historyEnd: 1 })
+      .toArray();
+    return historyMessagesOf(committedUpTo(head, docs, upToVersion), fromIndex);
+  }
+
+  async findHistoryMessage(taskId: string, messageId: string, upToVersion: number): Promise<Message | null> {
+    const head = await this.tasks.findOne({ _id: taskId }, { projection: HEAD_AND_REDO });
+    if (!head || this.expired(head)) return null;
+    const docs = await this.events.find({ taskId, historyEnd: { $exists: true }, "history.messageId": messageId }, { projection: HISTORY_ONLY }).toArray();
+    return historyMessagesOf(committedUpTo(head, docs, upToVersion), 0).find((m) => m.messageId === messageId) ?? null;
   }
 
   async listActive(): Promise<TaskRecord[]> {

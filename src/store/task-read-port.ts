@@ -1,3 +1,4 @@
+import type { Message } from "../domain/a2a-types.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { RunEvent, TaskListPage, TaskListQuery, TaskRecord } from "./task-store.js";
 
@@ -10,8 +11,13 @@ export interface TaskReadPort {
   get(taskId: string, tenant: string): Promise<TaskRecord>;
   /** The task whatever its tenant, or null: for callers whose credential names the task (interrupt tokens, push). */
   find(taskId: string): Promise<TaskRecord | null>;
-  /** The machine context of a record (history, artifacts, interrupt), read through the machine-version check. */
+  /**
+   * The machine context of a record (artifacts, interrupt, the newest history messages), read through the
+   * machine-version check. Its `history` is only the newest part: read the whole with `historyOf`.
+   */
   contextOf(record: TaskRecord): TaskContext;
+  /** The A2A history as of `record`: the last `limit` messages, or all when undefined (0: none). */
+  historyOf(record: TaskRecord, limit?: number): Promise<Message[]>;
   /** Committed events with sequence >= fromSequence, in order, at most `limit`. */
   readEvents(taskId: string, fromSequence: number, limit?: number): Promise<RunEvent[]>;
   /** The live task created with this idempotency key, or null. */

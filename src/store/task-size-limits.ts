@@ -11,7 +11,12 @@ export interface TaskSizeLimits {
   maxMessageBytes: number;
   /** `MAX_ARTIFACT_BYTES`: one artifact a node produces. */
   maxArtifactBytes: number;
-  /** `MAX_TASK_BYTES`: the stored task head (snapshot with its history and artifacts, projections). */
+  /**
+   * `MAX_TASK_BYTES`: the stored task head: the snapshot (its bounded context: cursor, interrupt, outputs, the
+   * current artifacts, the newest history messages) and projections. The whole history is in the event log,
+   * one message at most `maxMessageBytes`, so it does not count here: a task's total size is its head plus
+   * its log, and only the head has to fit in one MongoDB document.
+   */
   maxTaskBytes: number;
 }
 

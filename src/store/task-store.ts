@@ -1,5 +1,5 @@
 import type { CommitFeed, CommitFeedSettings } from "./commit-feed.js";
-import type { A2ATaskState, Artifact, TaskStatus } from "../domain/a2a-types.js";
+import type { A2ATaskState, Artifact, Message, TaskStatus } from "../domain/a2a-types.js";
 import type { A2ATaskStateValue, RunStatus } from "../domain/run-status.js";
 import type { TaskSizeLimits } from "./task-size-limits.js";
 
@@ -16,6 +16,13 @@ export interface RunEvent {
   /** The A2A update this event produces, if any: a status change or an artifact. */
   /** `append`/`lastChunk` only on a streamed chunk (absent: a whole artifact). */
   a2a?: { status?: TaskStatus; artifact?: Artifact; append?: boolean; lastChunk?: boolean; metadata?: Record<string, unknown> };
+  /**
+   * The messages this event's transition appended to the task's A2A history (on the last event of the
+   * transition), and `historyEnd`, the history's length after them: its messages are at indexes
+   * historyEnd - history.length to historyEnd - 1. The log is where the whole history lives.
+   */
+  history?: Message[];
+  historyEnd?: number;
 }
 
 /** The durable task: the machine snapshot and its projections, committed together with its events. */
@@ -143,6 +150,13 @@ export interface TaskStore {
   get(taskId: string): Promise<TaskRecord | null>;
   /** Events with sequence >= fromSequence, in order, at most `limit`. */
   readEvents(taskId: string, fromSequence: number, limit?: number): Promise<RunEvent[]>;
+  /**
+   * The A2A history messages at indexes >= fromIndex, in order, from the log's events up to sequence
+   * `upToVersion` (the version of the head the caller read: events above it are not committed).
+   */
+  readHistory(taskId: string, fromIndex: number, upToVersion: number): Promise<Message[]>;
+  /** The history message with this messageId (from the log up to `upToVersion`), or null. */
+  findHistoryMessage(taskId: string, messageId: string, upToVersion: number): Promise<Message | null>;
   /**
    * The live (not expired) task created with this idempotency key, or null. Not needed before a create: the
    * create itself fails with DuplicateIdempotencyKeyError; read the holder with this then.

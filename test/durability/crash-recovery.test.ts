@@ -42,6 +42,8 @@ class CrashAfter implements TaskStore {
   }
   async get(id: string) { this.check(); return this.inner.get(id); }
   async readEvents(id: string, from: number, limit?: number) { this.check(); return this.inner.readEvents(id, from, limit); }
+  async readHistory(id: string, from: number, upTo: number) { this.check(); return this.inner.readHistory(id, from, upTo); }
+  async findHistoryMessage(id: string, messageId: string, upTo: number) { this.check(); return this.inner.findHistoryMessage(id, messageId, upTo); }
   async findByIdempotencyKey(key: string) { this.check(); return this.inner.findByIdempotencyKey(key); }
   async list(query: Parameters<TaskStore["list"]>[0]) { this.check(); return this.inner.list(query); }
   async listActive() { this.check(); return this.inner.listActive(); }

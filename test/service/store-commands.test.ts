@@ -13,6 +13,7 @@ import type { CallContext } from "../../src/auth/call-context.js";
 import type { Message } from "../../src/domain/a2a-types.js";
 import type { CommittedTransition } from "../../src/engine/transition-hook.js";
 import type { TaskHandler } from "../../src/engine/workflow-types.js";
+import { RECENT_HISTORY } from "../../src/machine/task-machine.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
 import type { LeaseFence, RunEvent, TaskRecord, TaskRecordChanges, TaskStore } from "../../src/store/task-store.js";
 import { startTestCore, type TestCore } from "../support/start-core.js";
@@ -75,6 +76,8 @@ class CountingStore implements TaskStore {
     this.write("commit", events, () => this.inner.commit(taskId, expectedVersion, changes, events, fence));
   get = (taskId: string) => this.inner.get(taskId);
   readEvents = (taskId: string, from: number, limit?: number) => this.inner.readEvents(taskId, from, limit);
+  readHistory: TaskStore["readHistory"] = (...args) => this.inner.readHistory(...args);
+  findHistoryMessage: TaskStore["findHistoryMessage"] = (...args) => this.inner.findHistoryMessage(...args);
   findByIdempotencyKey = (key: string) => this.inner.findByIdempotencyKey(key);
   list: TaskStore["list"] = (query) => this.inner.list(query);
   listActive = () => this.inner.listActive();
@@ -168,6 +171,45 @@ describe(`store commands per task (mongodb: ${inject("mongoBackend")})`, () => {
     expect(writes()).toEqual([{ call: "create", events: ["run.created", "run.started", "node.suspended", "interrupt.requested", "approval.requested"] }]);
     expectCommandsPerWrite();
     await expectLogIntact(task.id);
+  });
+
+  it("a conversation longer than the head's window: reading all of it is one more command (the log), the newest part none", async () => {
+    const task = await send("approval-gate");
+    const reply = (i: number) =>
+      t.core.service.sendMessage({ message: { messageId: `ask-${task.id}-${i}`, role: "user", taskId: task.id, contextId: task.contextId, parts: [{ kind: "data", data: { action: "ask", question: `why ${i}?` } }] }, blocking: true, history: 2 }, ctx);
+    // Commands on the log's collection (the head's own reads depend on whether the task is held in memory).
+    let logCommands: string[] = [];
+    const onCommand = (e: CommandStartedEvent) => {
+      if (e.command[e.commandName] === "task_events" && e.commandName !== "getMore") logCommands.push(e.commandName);
+    };
+    client.on("commandStarted", onCommand);
+    const commandsOf = async <T>(work: () => Promise<T>): Promise<{ result: T; commands: string[] }> => {
+      store.reset();
+      logCommands = [];
+      const result = await work();
+      return { result, commands: logCommands };
+    };
+    expect((await t.core.service.getTask(task.id, undefined, ctx)).history).toHaveLength(2);
+    // Each "ask" adds the question and the agent's answer; the head keeps the newest RECENT_HISTORY of them.
+    const replies = RECENT_HISTORY;
+    for (let i = 0; i < replies; i++) expect((await reply(i)).history.map((m) => m.messageId)).toEqual([`ask-${task.id}-${i}`, expect.any(String)]);
+    const all = await commandsOf(() => t.core.service.getTask(task.id, undefined, ctx));
+    expect(all.result.history).toHaveLength(2 + 2 * replies);
+    expect(all.result.history[0]!.parts).toEqual(message("approval-gate").parts);
+    expect(all.result.history.filter((m) => m.role === "user").map((m) => m.messageId).slice(1)).toEqual(Array.from({ length: replies }, (_, i) => `ask-${task.id}-${i}`));
+    // The newest messages come from the head alone; reaching further back is one read of the log.
+    const recent = await commandsOf(() => t.core.service.getTask(task.id, RECENT_HISTORY, ctx));
+    expect(recent.result.history).toEqual(all.result.history.slice(-RECENT_HISTORY));
+    expect(recent.commands).toEqual([]);
+    expect(all.commands).toEqual(["find"]);
+    // A retry of a message that left the head's window long ago is still recognised: nothing is written.
+    const version = (await t.core.reads.get(task.id, "default")).version;
+    const retried = await commandsOf(() => reply(0));
+    expect(retried.result.status.state).toBe("input-required");
+    expect((await t.core.reads.get(task.id, "default")).version).toBe(version);
+    expect(store.writes).toEqual([]);
+    expect(retried.commands).toEqual(["find"]);
+    client.off("commandStarted", onCommand);
   });
 
   it("a handler with side effects: its node.started is written alone, before it runs", async () => {

@@ -42,53 +42,54 @@ function bigReply(task: { id: string; contextId: string }, bytes: number) {
 
 /**
  * A chatty task used to reach MongoDB's 16 MiB document limit after ~80 large replies of 200 KB, and every
- * later write failed with an internal error. Now the store refuses the write that would pass MAX_TASK_BYTES
- * with a clear invalid-params error (before writing anything), the task stays readable and unchanged, and a
- * single message over MAX_MESSAGE_BYTES is refused the same way (413 on HTTP). The same scenario with the
- * limits scaled down 8x (2 MiB per task, 256 KiB per message) so it runs in seconds; the defaults against a
- * document over 16 MiB are covered by the store contract.
+ * later write failed with an internal error. The history now lives in the event log (each transition's
+ * events carry its messages) and the task head keeps only the newest messages, so such a task keeps going:
+ * its head stays far below MAX_TASK_BYTES however long the conversation, and every message stays readable.
+ * A single message over MAX_MESSAGE_BYTES is refused with invalid-params before anything is looked up (413 on
+ * HTTP). The limits are scaled down 8x (2 MiB per task head, 256 KiB per message), so 82 replies of 200 KB
+ * hold 8 times the head limit; a head over MAX_TASK_BYTES is refused as the store contract shows.
  */
 const LIMITS = { maxTaskBytes: 2 * 1024 * KB, maxMessageBytes: 256 * KB };
+
 function sizeCaps(name: string, open: () => Promise<TaskStore>) {
   describe(`size caps (${name})`, () => {
     let t: TestApp | undefined;
     afterAll(async () => t?.close());
 
-    it("82 replies of 200 KB: the one that would pass the task limit is refused with invalid-params; the task stays readable", async () => {
+    it("82 replies of 200 KB: all accepted, the task head stays bounded, the whole history stays readable", async () => {
       const store = await open();
       t = await startTestApp({ MAX_BODY_BYTES: String(2 * 1024 * KB), MAX_TASK_BYTES: String(LIMITS.maxTaskBytes), MAX_MESSAGE_BYTES: String(LIMITS.maxMessageBytes) }, store);
       const created = await rpc(t, "message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "draft" }], metadata: { skillId: "approval-gate" } } });
       const task = created.result!;
       expect(task.status.state).toBe("input-required");
 
-      let refused: RpcAnswer["error"] | undefined;
-      let accepted = 0;
-      for (let i = 0; i < 82 && !refused; i++) {
-        const answer = await rpc(t, "message/send", bigReply(task, 200 * KB));
-        if (answer.error) refused = answer.error;
-        else accepted++;
+      const replies = 82;
+      let headBytes = 0;
+      for (let i = 0; i < replies; i++) {
+        const answer = await rpc(t, "message/send", { ...bigReply(task, 200 * KB), configuration: { historyLength: 1 } });
+        expect(answer.error, `reply ${i}`).toBeUndefined();
+        headBytes = Math.max(headBytes, Buffer.byteLength(JSON.stringify((await store.get(task.id))!.snapshot)));
       }
-      expect(refused, "a reply is refused before the task reaches the store's limit").toBeDefined();
-      expect(refused!.code).toBe(-32602);
-      expect(refused!.message).toMatch(/over the limit of \d+ bytes/);
-      expect(accepted).toBeGreaterThan(5);
-      expect(accepted * 200 * KB).toBeLessThanOrEqual(LIMITS.maxTaskBytes);
+      expect(replies * 200 * KB).toBeGreaterThan(8 * LIMITS.maxTaskBytes);
+      expect(headBytes).toBeLessThan(LIMITS.maxTaskBytes / 2);
 
-      // Unchanged and readable: same version as after the last accepted reply, still waiting.
+      // Every message is there, in order: the first request, then each reply with the agent's question after it.
+      const read = await rpc(t, "tasks/get", { id: task.id });
+      const history = (read.result as unknown as { history: Array<{ role: string; parts: Array<{ kind: string; text?: string }> }> }).history;
+      expect(history).toHaveLength(2 + 2 * replies);
+      expect(history[0]!.parts[0]!.text).toBe("draft");
+      expect(history.filter((m) => m.role === "user" && m.parts[0]!.text?.length === 200 * KB)).toHaveLength(replies);
+      const last = await rpc(t, "tasks/get", { id: task.id, historyLength: 3 });
+      expect((last.result as unknown as { history: unknown[] }).history).toEqual(history.slice(-3));
       const before = await store.get(task.id);
-      const again = await rpc(t, "message/send", bigReply(task, 200 * KB));
-      expect(again.error?.code).toBe(-32602);
-      const after = await store.get(task.id);
-      expect(after?.version).toBe(before?.version);
-      const read = await rpc(t, "tasks/get", { id: task.id, historyLength: 1 });
-      expect(read.result?.status.state).toBe("input-required");
       const log = await store.readEvents(task.id, 0);
       expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i));
-      expect(log.at(-1)?.sequence).toBe(after?.version);
+      expect(log.at(-1)?.sequence).toBe(before?.version);
 
       // A single message over MAX_MESSAGE_BYTES: refused before anything is looked up; 413 on HTTP+JSON.
       const tooBig = await rpc(t, "message/send", bigReply(task, LIMITS.maxMessageBytes + KB));
       expect(tooBig.error?.code).toBe(-32602);
+      expect(tooBig.error?.message).toMatch(/over the limit of \d+ bytes/);
       const http = await fetch(`${t.baseUrl}/v1/message:send`, {
         method: "POST",
         headers: { "content-type": "application/json" },

@@ -138,6 +138,9 @@ describe(`every task-store query is served by an index (${inject("mongoBackend")
     // Reads.
     expect(await store.get(first)).not.toBeNull();
     expect((await store.readEvents(first, 1, 2)).map((e) => e.sequence)).toEqual([1, 2]);
+    // A history longer than the head's window, and a retried message looked up by id.
+    expect(await store.readHistory(first, 0, 3)).toEqual([]);
+    expect(await store.findHistoryMessage(first, "m-1", 3)).toBeNull();
     expect((await store.findByIdempotencyKey(`key-${first}`))?.taskId).toBe(first);
     const page = await store.list({ tenant: "tenant-a", limit: 5 });
     expect(page.records).toHaveLength(5);
@@ -187,6 +190,15 @@ describe(`every task-store query is served by an index (${inject("mongoBackend")
     await store.create(record(id, 2, { version: 2 }), events(id, 0, 3));
     const answer = await db.command({ explain: { find: "task_events", filter: { taskId: id, sequence: { $gte: 1 } }, sort: { taskId: 1, sequence: 1 } }, verbosity: "executionStats" });
     expect(answer["executionStats"]["totalDocsExamined"]).toBe(2);
+    // The history read examines only the task's events that carry messages, from the index asked for.
+    const said = (end: number) => ({ history: [{ messageId: `m-${end}`, role: "user" as const, parts: [] }], historyEnd: end });
+    await store.commit(id, 2, changes("running"), events(id, 3, 4).map((e, i) => (i % 2 === 0 ? e : { ...e, ...said(i) })));
+    const history = await db.command({ explain: { find: "task_events", filter: { taskId: id, historyEnd: { $exists: true, $gt: 1 } }, sort: { taskId: 1, historyEnd: 1 } }, verbosity: "executionStats" });
+    expect(history["executionStats"]["totalDocsExamined"]).toBe(1);
+    expect((await store.readHistory(id, 0, 6)).map((m) => m.messageId)).toEqual(["m-1", "m-3"]);
+    const byId = await db.command({ explain: { find: "task_events", filter: { taskId: id, historyEnd: { $exists: true }, "history.messageId": "m-3" } }, verbosity: "executionStats" });
+    expect(byId["executionStats"]["totalDocsExamined"]).toBe(1);
+    expect((await store.findHistoryMessage(id, "m-3", 6))?.messageId).toBe("m-3");
     const head = await db.command({ explain: { find: "tasks", filter: { _id: id } }, verbosity: "executionStats" });
     expect(head["executionStats"]["totalDocsExamined"]).toBe(1);
   });

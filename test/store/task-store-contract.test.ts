@@ -3,10 +3,13 @@ import { MongoClient, type Db, type Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
-import { DuplicateIdempotencyKeyError, DuplicateTaskError, StaleWriteError, type TaskStore } from "../../src/store/task-store.js";
+import type { Message } from "../../src/domain/a2a-types.js";
+import { DuplicateIdempotencyKeyError, DuplicateTaskError, StaleWriteError, type RunEvent, type TaskStore } from "../../src/store/task-store.js";
 import { DomainError } from "../../src/domain/errors.js";
 import "../support/mongo.js";
 import { changes, events, record } from "../support/task-records.js";
+
+const message = (i: number): Message => ({ messageId: `m-${i}`, role: i % 2 === 0 ? "user" : "agent", parts: [{ kind: "text", text: `message ${i}` }] });
 
 /** One contract, every adapter. */
 function contract(name: string, open: () => Promise<TaskStore>, close: () => Promise<void>) {
@@ -56,6 +59,23 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
       expect((await store.readEvents(id, 8)).map((e) => e.sequence)).toEqual([8, 9]);
       expect(await store.readEvents(id, 10)).toEqual([]);
       expect(await store.readEvents("missing", 0)).toEqual([]);
+    });
+
+    it("reads the A2A history from the events that carry it, from any index, only up to the version asked for", async () => {
+      const id = randomUUID();
+      const [created, started, completed, asked] = events(id, 0, 4) as [RunEvent, RunEvent, RunEvent, RunEvent];
+      await store.create(record(id), [{ ...created, history: [message(0)], historyEnd: 1 }]);
+      await store.commit(id, 0, changes("running"), [started, { ...completed, history: [message(1), message(2)], historyEnd: 3 }]);
+      await store.commit(id, 2, changes("running"), [{ ...asked, history: [message(3)], historyEnd: 4 }]);
+      const ids = (messages: Message[]) => messages.map((m) => m.messageId);
+      expect(ids(await store.readHistory(id, 0, 3))).toEqual(["m-0", "m-1", "m-2", "m-3"]);
+      expect(await store.readHistory(id, 2, 3)).toEqual([message(2), message(3)]);
+      expect(ids(await store.readHistory(id, 0, 2))).toEqual(["m-0", "m-1", "m-2"]);
+      expect(await store.readHistory(id, 4, 3)).toEqual([]);
+      expect(await store.readHistory("missing", 0, 3)).toEqual([]);
+      expect(await store.findHistoryMessage(id, "m-2", 3)).toEqual(message(2));
+      expect(await store.findHistoryMessage(id, "m-3", 2)).toBeNull();
+      expect(await store.findHistoryMessage(id, "nope", 3)).toBeNull();
     });
 
     it("lists active tasks and due timers", async () => {
@@ -355,6 +375,16 @@ for (const oneCommand of [true, false]) describe(`MongoDB store write paths (${o
     expect(await db.collection("task_events").countDocuments({ taskId: id })).toBe(5);
     await store.commit(id, 3, changes("paused"), events(id, 4, 1));
     expect((await store.readEvents(id, 0)).map((e) => e.type)).not.toContain("orphan");
+    await done();
+  });
+
+  it("history carried by orphan events above the head is not read, nor found by id", async () => {
+    const { store, db, done } = await monitoredStore();
+    const id = randomUUID();
+    await store.create(record(id), [{ ...events(id, 0, 1)[0]!, history: [message(0)], historyEnd: 1 }]);
+    await db.collection("task_events").insertOne({ ...events(id, 1, 1)[0]!, type: "orphan", taskId: id, writer: "dead", history: [message(1)], historyEnd: 2 });
+    expect(await store.readHistory(id, 0, 0)).toEqual([message(0)]);
+    expect(await store.findHistoryMessage(id, "m-1", 0)).toBeNull();
     await done();
   });
 

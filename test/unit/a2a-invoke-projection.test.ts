@@ -80,6 +80,8 @@ function contextAt(overrides: Partial<TaskContext> = {}): TaskContext {
     outputs: {},
     artifacts: [],
     artifactsByNode: {},
+    request: { messageId: "m-1", role: "user", parts: [{ kind: "text", text: "Find the numbers" }, { kind: "data", data: { year: 2025 } }] },
+    historyCount: 1,
     history: [{ messageId: "m-1", role: "user", parts: [{ kind: "text", text: "Find the numbers" }, { kind: "data", data: { year: 2025 } }] }],
     ...overrides,
   };

@@ -4,7 +4,7 @@ import type { Message } from "../../src/domain/a2a-types.js";
 import { DomainError } from "../../src/domain/errors.js";
 import { persistedContextOf, persistTaskSnapshot, restorePersistedSnapshot } from "../../src/machine/persisted-task-snapshot.js";
 import { applyTaskEvent, createTaskActor, restoreTaskActor } from "../../src/machine/task-actor.js";
-import { TASK_MACHINE_VERSION, taskMachine } from "../../src/machine/task-machine.js";
+import { RECENT_HISTORY, TASK_MACHINE_VERSION, taskMachine } from "../../src/machine/task-machine.js";
 import { runStatusOf, type TaskSnapshot } from "../../src/machine/task-projection.js";
 
 const at = "2026-03-01T10:00:00.000Z";
@@ -13,6 +13,14 @@ function runningActor(message: Message = { messageId: "m-1", role: "user", parts
   const actor = createTaskActor({ taskId: "t-1", contextId: "c-1", workflowId: "echo", tenant: "default", firstNode: "echo", message });
   applyTaskEvent(actor, { type: "START", at });
   return actor;
+}
+
+/** A running echo task as machine version 1 stored it: the whole history in the context, no count, no request. */
+function versionOneSnapshot(messages: number): Record<string, unknown> {
+  const current = JSON.parse(JSON.stringify(taskMachine.getPersistedSnapshot(runningActor().getSnapshot()))) as { context: Record<string, unknown> };
+  const { request: _request, historyCount: _count, ...context } = current.context;
+  const history: Message[] = Array.from({ length: messages }, (_, i) => ({ messageId: `m-${i}`, role: i % 2 === 0 ? "user" : "agent", parts: [{ kind: "text", text: `message ${i}` }] }));
+  return { ...current, context: { ...context, history } };
 }
 
 describe("persisted task snapshots", () => {
@@ -41,12 +49,31 @@ describe("persisted task snapshots", () => {
     expect(restorePersistedSnapshot(persistTaskSnapshot(actor.getSnapshot()))).not.toHaveProperty("machineVersion");
   });
 
-  it("an old snapshot without a version reads as version 1", () => {
-    const old = JSON.parse(JSON.stringify(taskMachine.getPersistedSnapshot(runningActor().getSnapshot()))) as Record<string, unknown>;
+  it("an old snapshot without a version reads as version 1, and is migrated to the current version", () => {
+    const old = versionOneSnapshot(3);
     expect(old).not.toHaveProperty("machineVersion");
-    expect(TASK_MACHINE_VERSION).toBe(1);
+    expect(TASK_MACHINE_VERSION).toBe(2);
     expect(runStatusOf(restoreTaskActor(old, "t-1").getSnapshot())).toBe("running");
     expect(persistedContextOf(old, "t-1").taskId).toBe("t-1");
+  });
+
+  it("version 1 (the whole history in the context) keeps that history in the head, and the newest messages in the window", () => {
+    const old: Record<string, unknown> = { ...versionOneSnapshot(RECENT_HISTORY + 5), machineVersion: 1 };
+    const oldHistory = (old["context"] as { history: Message[] }).history;
+    const context = persistedContextOf(old, "t-1");
+    expect(context.request.messageId).toBe("m-0");
+    expect(context.historyCount).toBe(RECENT_HISTORY + 5);
+    expect(context.history).toEqual(oldHistory.slice(-RECENT_HISTORY));
+    expect(context.unloggedHistory).toEqual(oldHistory);
+    // The restored actor appends as any task does: counted, the window moves, the early history stays.
+    const actor = restoreTaskActor(old, "t-1");
+    applyTaskEvent(actor, { type: "NODE_STARTED", at, nodeId: "echo" });
+    applyTaskEvent(actor, { type: "NODE_COMPLETED", at, nodeId: "echo", output: {}, artifacts: [], next: null });
+    applyTaskEvent(actor, { type: "COMPLETE", at, statusMessage: { messageId: "done", role: "agent", parts: [{ kind: "text", text: "done" }] } });
+    const after = actor.getSnapshot().context;
+    expect(after.historyCount).toBe(RECENT_HISTORY + 6);
+    expect(after.history.map((m) => m.messageId)).toEqual([...oldHistory.slice(-RECENT_HISTORY + 1).map((m) => m.messageId), "done"]);
+    expect(after.unloggedHistory).toEqual(oldHistory);
   });
 
   it("an unknown version is an internal error naming the task, for actors and for readers alike", () => {

@@ -7,7 +7,9 @@ import { conditionHolds, switchTarget } from "../../src/engine/message-route.js"
 import { StatelessSkills } from "../../src/engine/stateless-skill.js";
 import { checkWorkflow, WorkflowLoadError } from "../../src/engine/workflow-catalog.js";
 import { incomingMessageOf, nodeAfter } from "../../src/engine/workflow-engine.js";
+import { applyTaskEvent, createTaskActor } from "../../src/machine/task-actor.js";
 import type { TaskContext } from "../../src/machine/task-context.js";
+import { RECENT_HISTORY } from "../../src/machine/task-machine.js";
 import type { SwitchNode, WorkflowDefinition } from "../../src/engine/workflow-types.js";
 import { createLogger } from "../../src/observability/logger.js";
 
@@ -53,6 +55,23 @@ describe("the message a switch routes on in a task", () => {
     const agent: Message = { messageId: "agent", role: "agent", parts: [] };
     expect(incomingMessageOf({ history: [first, agent] } as unknown as TaskContext)?.messageId).toBe("first");
     expect(incomingMessageOf({ history: [first, agent, reply, agent] } as unknown as TaskContext)?.messageId).toBe("reply");
+  });
+
+  it("is still the newest reply once later agent messages pushed it out of the head's window of recent history", () => {
+    const actor = createTaskActor({ taskId: "t", contextId: "c", workflowId: "w", tenant: "x", firstNode: "gate", message: message({ messageId: "first" }) });
+    const at = "2026-03-01T10:00:00.000Z";
+    const interrupt = (i: number) => ({ type: "INTERRUPT" as const, at, interrupt: { interruptId: `i-${i}`, nodeId: "gate", kind: "approval" as const, data: { actions: ["accept"] }, requestedAt: at, exchanges: [] }, statusMessage: { messageId: `status-${i}`, role: "agent" as const, parts: [] } });
+    applyTaskEvent(actor, { type: "START", at });
+    applyTaskEvent(actor, interrupt(0));
+    applyTaskEvent(actor, { type: "RESUME", at, nodeId: "gate", resumeValue: {}, resolvedBy: "a", message: message({ messageId: "reply" }), next: "gate", output: {} });
+    // Timeouts and new interrupts: agent messages only, more than the window holds.
+    for (let i = 1; i <= RECENT_HISTORY; i++) {
+      applyTaskEvent(actor, interrupt(i));
+      applyTaskEvent(actor, { type: "RESUME", at, nodeId: "gate", resumeValue: {}, resolvedBy: "system:timeout", next: "gate", output: {} });
+    }
+    const context = actor.getSnapshot().context;
+    expect(context.history.some((m) => m.role === "user")).toBe(false);
+    expect(incomingMessageOf(context)?.messageId).toBe("reply");
   });
 });
 

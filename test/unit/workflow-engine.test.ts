@@ -77,6 +77,8 @@ function contextOf(w: WorkflowDefinition, overrides: Partial<TaskContext> = {}):
     visits: {},
     outputs: {},
     artifacts: [],
+    request: { messageId: "m-1", role: "user", parts: [{ kind: "text", text: "Send the report" }] },
+    historyCount: 1,
     history: [{ messageId: "m-1", role: "user", parts: [{ kind: "text", text: "Send the report" }] }],
     ...overrides,
   };
