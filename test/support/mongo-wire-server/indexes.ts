@@ -7,6 +7,7 @@ import { BSON } from "mongodb";
 import {
   bsonTypeName,
   canonicalKey,
+  canonicalTypeOrder,
   formatDocument,
   formatValue,
   isDocument,
@@ -19,6 +20,7 @@ import {
 import { someValueAtPath, splitPath } from "./document-paths.js";
 import { CommandError, ErrorCode, fail } from "./errors.js";
 import { compileFilter, type DocPredicate } from "./query-matcher.js";
+import { SortedKeys } from "./sorted-keys.js";
 
 /** One key an index holds for a document: the field values in key-pattern order. */
 export interface IndexKey {
@@ -114,14 +116,25 @@ export function sameKeyPattern(a: Doc, b: Doc): boolean {
   return sameBytes(a.key as Doc, b.key as Doc);
 }
 
-/** One level of an index's key tree: the documents under this key prefix, and the next field's values. */
+/** One value of the next key field, and the subtree of the documents holding it. */
+export interface KeyChild {
+  readonly value: unknown;
+  readonly canonical: string;
+  readonly node: KeyNode;
+}
+
+/**
+ * One level of an index's key tree: the documents under this key prefix, and the next field's values,
+ * by canonical key (equality) and in key order (ranges).
+ */
 export interface KeyNode {
   readonly ids: Set<string>;
-  readonly children: Map<string, { value: unknown; node: KeyNode }>;
+  readonly children: Map<string, KeyChild>;
+  readonly ordered: SortedKeys<KeyChild>;
 }
 
 function newNode(): KeyNode {
-  return { ids: new Set(), children: new Map() };
+  return { ids: new Set(), children: new Map(), ordered: new SortedKeys() };
 }
 
 /** A marker for the key an empty array produces (mongod indexes `[]` as undefined, not null). */
@@ -203,7 +216,11 @@ export class Index {
       for (const value of key.values) {
         const canonical = value === undefined ? "undefined" : canonicalKey(value);
         let child = node.children.get(canonical);
-        if (!child) node.children.set(canonical, (child = { value, node: newNode() }));
+        if (!child) {
+          child = { value, canonical, node: newNode() };
+          node.children.set(canonical, child);
+          node.ordered.insert(child);
+        }
         node = child.node;
         node.ids.add(id);
       }
@@ -214,6 +231,20 @@ export class Index {
       holders.add(id);
       this.entries.set(key.canonical, holders);
     }
+  }
+
+  /**
+   * TTL: the documents holding a date before `cutoff` in this (single-field) index, found in key order.
+   * An array of dates is indexed under each of them, so it is found by its earliest, as mongod expires it.
+   */
+  idsWithDateBefore(cutoff: number): Set<string> {
+    const ids = new Set<string>();
+    const dateOrder = canonicalTypeOrder(new Date(0));
+    for (const { value, node } of this.tree.ordered.from((e) => canonicalTypeOrder(e.value) < dateOrder)) {
+      if (!(value instanceof Date) || value.getTime() >= cutoff) break;
+      node.ids.forEach((id) => ids.add(id));
+    }
+    return ids;
   }
 
   remove(doc: Doc, id: string): void {
@@ -251,7 +282,10 @@ function removeFromTree(node: KeyNode, values: readonly unknown[], depth: number
   const child = node.children.get(canonical);
   if (!child) return;
   removeFromTree(child.node, values, depth + 1, id);
-  if (child.node.ids.size === 0) node.children.delete(canonical);
+  if (child.node.ids.size === 0) {
+    node.children.delete(canonical);
+    node.ordered.remove(child);
+  }
 }
 
 export function idIndexSpec(): Doc {
