@@ -5,7 +5,7 @@ import { parseArgs } from "node:util";
 import { runCompare } from "./compare.js";
 import { startStoreServer } from "./lib/store-server.js";
 import { machine } from "./lib/summary.js";
-import { runScale } from "./scale.js";
+import { runScale, SCALE_PARTS, type ScalePart } from "./scale.js";
 
 const FULL = { "round-ms": 5000, "warmup-ms": 2000, rounds: 3, concurrency: "1,32", waiting: 100_000, events: 5000, streams: 10_000, "latency-streams": 1000, triggers: 5 };
 const QUICK = { "round-ms": 1500, "warmup-ms": 500, rounds: 2, concurrency: "1,32", waiting: 5000, events: 500, streams: 1000, "latency-streams": 200, triggers: 2 };
@@ -14,6 +14,7 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     quick: { type: "boolean", default: false },
+    parts: { type: "string", default: SCALE_PARTS.join(",") },
     name: { type: "string" },
     ...Object.fromEntries(Object.keys(FULL).map((k) => [k, { type: "string" as const }])),
   },
@@ -34,6 +35,8 @@ const concurrencies = String((values as Record<string, unknown>)["concurrency"] 
   .split(",")
   .map(Number);
 if (concurrencies.some((c) => !Number.isInteger(c) || c < 1)) throw new Error("--concurrency must be positive whole numbers, comma-separated");
+const parts = values.parts.split(",") as ScalePart[];
+if (parts.some((part) => !SCALE_PARTS.includes(part))) throw new Error(`--parts must be some of ${SCALE_PARTS.join(",")}, comma-separated`);
 const name = values.name ?? `${mode}-${values.quick ? "quick-" : ""}${new Date().toISOString().slice(0, 19).replace(/[:T]/g, "-")}`;
 
 const startedAt = Date.now();
@@ -48,7 +51,7 @@ try {
     result["compare"] = { settings, rows };
   }
   if (mode !== "compare") {
-    const settings = { waiting: setting("waiting"), events: setting("events"), streams: setting("streams"), latencyStreams: setting("latency-streams"), triggers: setting("triggers"), roundMs: setting("round-ms") };
+    const settings = { parts, waiting: setting("waiting"), events: setting("events"), streams: setting("streams"), latencyStreams: setting("latency-streams"), triggers: setting("triggers"), roundMs: setting("round-ms") };
     console.log(`scale: ${JSON.stringify(settings)}`);
     const { figures, printed } = await runScale(settings, store);
     console.log(`\n${printed}\n`);
