@@ -5,7 +5,8 @@ import { BSON, MongoClient, type Document } from "mongodb";
 import { connectMongoStore } from "../src/store/open-store.js";
 import type { RunEvent, TaskRecord } from "../src/store/task-store.js";
 
-const BULK_BATCH = 1000;
+// Copies per insertMany: a few thousand documents per command, so no single command holds the store server long.
+const BULK_BATCH = 250;
 const STORE_API_CONCURRENCY = 64;
 const WRITE_COMMANDS = new Set(["insert", "update", "delete", "findAndModify", "bulkWrite"]);
 
@@ -38,7 +39,7 @@ function groupByCollection(inserts: Insert[]): Insert[] {
  * Copies the waiting task `templateId` `count` times. The first copy goes through the store API
  * (`TaskStore.create`) with the driver's command monitoring on. When that create wrote by inserts only
  * (`insert` commands, or one client-level `bulkWrite` of inserts), the other copies are those documents with
- * fresh ids, 1 000 copies to an `insertMany` per collection, whatever the store's layout (one collection or
+ * fresh ids, 250 copies to an `insertMany` per collection, whatever the store's layout (one collection or
  * several); otherwise every copy goes through the store API.
  */
 export async function seedWaiting(uri: string, dbName: string, templateId: string, count: number): Promise<{ perSec: number; bulk: boolean }> {

@@ -11,7 +11,7 @@
 
 import { canonicalKey, canonicalTypeOrder, compareValues, isDocument, isRegex, sameBytes, valuesEqual, type Doc } from "./bson-values.js";
 import type { Collection, Store } from "./collection-store.js";
-import type { Index, KeyNode } from "./indexes.js";
+import { childrenFrom, type Index, type KeyNode } from "./indexes.js";
 
 /**
  * What a filter says about one field that an index can use. A range from $gt/$gte/$lt/$lte also names
@@ -143,7 +143,7 @@ export function planQuery(collection: Collection | undefined, filter: Doc | unde
       // end (their type's values are contiguous there); $ne and $nin only filter the keys read.
       const intervals = range.filter((r) => r.lower !== undefined);
       const filters = range.filter((r) => r.lower === undefined);
-      for (const { value, node: child } of node.ordered.from((e) => intervals.some((r) => startsBefore(e.value, r.lower!)))) {
+      for (const { value, node: child } of childrenFrom(node, (e) => intervals.some((r) => startsBefore(e.value, r.lower!)))) {
         keysExamined++;
         if (intervals.some((r) => !r.test(value))) break;
         if (filters.every((r) => r.test(value))) child.ids.forEach((id) => ids.add(id));
@@ -153,7 +153,7 @@ export function planQuery(collection: Collection | undefined, filter: Doc | unde
     const field = index.fields[depth]!.name;
     const values = (bounds.get(field)?.find((b) => b.kind === "eq") as { values: unknown[] }).values;
     for (const value of values) {
-      const child = node.children.get(canonicalKey(value))?.node;
+      const child = node.next?.byKey.get(canonicalKey(value))?.node;
       keysExamined++;
       if (child) walk(child, depth + 1);
     }
