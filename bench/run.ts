@@ -1,4 +1,4 @@
-// `npm run bench -- [all|compare|scale|multi|streams] [--quick] [--name N] [size flags]`: see bench/README.md.
+// `npm run bench -- [all|compare|scale|multi] [--quick] [--name N] [size flags]`: see bench/README.md.
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -6,7 +6,7 @@ import { runCompare } from "./compare.js";
 import { runMulti } from "./multi.js";
 import { startStoreServer } from "./lib/store-server.js";
 import { machine } from "./lib/summary.js";
-import { runScale, runStreams } from "./scale.js";
+import { runScale, SCALE_PARTS, type ScalePart } from "./scale.js";
 
 const MULTI_FULL = { "failover-samples": 10, "lease-ttl-ms": 3000, "lease-heartbeat-ms": 750, "latency-commits": 200 };
 const MULTI_QUICK = { "failover-samples": 3, "lease-ttl-ms": 3000, "lease-heartbeat-ms": 750, "latency-commits": 100 };
@@ -17,13 +17,14 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
     quick: { type: "boolean", default: false },
+    parts: { type: "string", default: SCALE_PARTS.join(",") },
     name: { type: "string" },
     ...Object.fromEntries(Object.keys(FULL).map((k) => [k, { type: "string" as const }])),
   },
 });
 const mode = positionals[0] ?? "all";
-if (!["all", "compare", "scale", "multi", "streams"].includes(mode)) {
-  console.error(`unknown sub-command "${mode}": use all, compare, scale, multi or streams`);
+if (!["all", "compare", "scale", "multi"].includes(mode)) {
+  console.error(`unknown sub-command "${mode}": use all, compare, scale or multi`);
   process.exit(2);
 }
 const preset: Record<string, string | number> = values.quick ? QUICK : FULL;
@@ -37,6 +38,8 @@ const concurrencies = String((values as Record<string, unknown>)["concurrency"] 
   .split(",")
   .map(Number);
 if (concurrencies.some((c) => !Number.isInteger(c) || c < 1)) throw new Error("--concurrency must be positive whole numbers, comma-separated");
+const parts = values.parts.split(",") as ScalePart[];
+if (parts.some((part) => !SCALE_PARTS.includes(part))) throw new Error(`--parts must be some of ${SCALE_PARTS.join(",")}, comma-separated`);
 const name = values.name ?? `${mode}-${values.quick ? "quick-" : ""}${new Date().toISOString().slice(0, 19).replace(/[:T]/g, "-")}`;
 
 const startedAt = Date.now();
@@ -50,11 +53,10 @@ try {
     console.log(`\n${printed}\n`);
     result["compare"] = { settings, rows };
   }
-  if (mode === "all" || mode === "scale" || mode === "streams") {
-    const run = mode === "streams" ? runStreams : runScale;
-    const settings = { waiting: setting("waiting"), events: setting("events"), streams: setting("streams"), latencyStreams: setting("latency-streams"), triggers: setting("triggers"), roundMs: setting("round-ms") };
+  if (mode === "all" || mode === "scale") {
+    const settings = { parts, waiting: setting("waiting"), events: setting("events"), streams: setting("streams"), latencyStreams: setting("latency-streams"), triggers: setting("triggers"), roundMs: setting("round-ms") };
     console.log(`scale: ${JSON.stringify(settings)}`);
-    const { figures, printed } = await run(settings, store);
+    const { figures, printed } = await runScale(settings, store);
     console.log(`\n${printed}\n`);
     result["scale"] = { settings, figures };
   }

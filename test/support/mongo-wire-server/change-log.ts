@@ -1,13 +1,16 @@
 // The change log behind change streams: every insert, replacement and update of the server's
 // collections, in order, with the event a change stream returns for it. Resume tokens are
-// `{_data: <hex position in the log>}`, opaque to clients as mongod's are. The log keeps the
-// last MAX_CHANGES changes; resuming from before them is ChangeStreamHistoryLost.
+// `{_data: <hex position in the log>}`, opaque to clients as mongod's are. The log keeps at least
+// the last MAX_CHANGES changes (like a capped oplog); resuming from before them is
+// ChangeStreamHistoryLost. It is trimmed in chunks of TRIM_CHUNK, so a write never moves the
+// whole log.
 
 import { BSON } from "mongodb";
 import { isDocument, type Doc } from "./bson-values.js";
 import { ErrorCode, fail } from "./errors.js";
 
 const MAX_CHANGES = 100_000;
+const TRIM_CHUNK = 10_000;
 
 export type OperationType = "insert" | "replace" | "update";
 
@@ -59,7 +62,7 @@ export class ChangeLog {
       ...(operationType === "update" && previous ? { updateDescription: describeUpdate(previous, doc) } : { fullDocument: doc }),
     };
     this.changes.push({ position, db, coll, event });
-    if (this.changes.length > MAX_CHANGES) this.changes.splice(0, this.changes.length - MAX_CHANGES);
+    if (this.changes.length >= MAX_CHANGES + TRIM_CHUNK) this.changes.splice(0, this.changes.length - MAX_CHANGES);
     for (const wake of [...this.waiters]) wake();
   }
 

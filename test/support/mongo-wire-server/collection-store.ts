@@ -9,7 +9,6 @@
 
 import { BSON } from "mongodb";
 import { bsonSize, canonicalKey, formatDocument, type Doc } from "./bson-values.js";
-import { valuesAtPath } from "./document-paths.js";
 import { ChangeLog, type OperationType } from "./change-log.js";
 import { ErrorCode, fail } from "./errors.js";
 import { Index, idIndexSpec, normalizeIndexSpec, sameIndexOptions, sameKeyPattern, validateId } from "./indexes.js";
@@ -114,9 +113,28 @@ export class Collection {
    * already exists; fails like mongod for conflicting names/options or duplicate existing data.
    */
   createIndex(rawSpec: unknown): boolean {
-    const spec = normalizeIndexSpec(rawSpec);
-    const requested = new Index(spec);
-    const byName = this.indexList.find((index) => index.name === requested.name);
+    return this.createIndexes([rawSpec]) > 0;
+  }
+
+  /**
+   * createIndexes, all-or-nothing: every new index is checked against the existing ones and those
+   * requested before it, and built over the documents, before any becomes visible. Returns how many
+   * were new. Only the new indexes are built (one pass over the documents each), so re-declaring the
+   * indexes of a large collection at start-up costs no copy of it.
+   */
+  createIndexes(rawSpecs: readonly unknown[]): number {
+    const accepted: Index[] = [];
+    for (const rawSpec of rawSpecs) {
+      const spec = normalizeIndexSpec(rawSpec);
+      if (this.admits(spec, [...this.indexList, ...accepted])) accepted.push(this.buildIndex(spec));
+    }
+    this.indexList.push(...accepted);
+    return accepted.length;
+  }
+
+  /** Whether `spec` is a new index next to `list` (false: an identical one exists); fails on a conflict. */
+  private admits(spec: Doc, list: readonly Index[]): boolean {
+    const byName = list.find((index) => index.name === spec.name);
     if (byName) {
       if (sameKeyPattern(byName.spec, spec) && sameIndexOptions(byName.spec, spec)) return false;
       const detail = `Requested index: ${describeSpec(spec)}, existing index: ${describeSpec(byName.spec)}`;
@@ -128,20 +146,23 @@ export class Collection {
         `An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. ${detail}`,
       );
     }
-    const byKey = this.indexList.find((index) => sameKeyPattern(index.spec, spec) && sameIndexOptions(index.spec, spec));
+    const byKey = list.find((index) => sameKeyPattern(index.spec, spec) && sameIndexOptions(index.spec, spec));
     if (byKey) fail(ErrorCode.IndexOptionsConflict, `Index already exists with a different name: ${byKey.name}`);
     // Several indexes may share a key pattern only when their partial filters tell them apart.
-    const sameKeyOtherOptions = this.indexList.find((index) => sameKeyPattern(index.spec, spec) && !spec.partialFilterExpression && !index.spec.partialFilterExpression);
+    const sameKeyOtherOptions = list.find((index) => sameKeyPattern(index.spec, spec) && !spec.partialFilterExpression && !index.spec.partialFilterExpression);
     if (sameKeyOtherOptions) {
       fail(
         ErrorCode.IndexOptionsConflict,
         `An existing index has the same key pattern but different options. Requested index: ${describeSpec(spec)}, existing index: ${describeSpec(sameKeyOtherOptions.spec)}`,
       );
     }
+    return true;
+  }
 
-    // Build the new index over the existing documents before making it visible.
-    for (const doc of this.docs.values()) {
-      const id = canonicalKey(doc._id);
+  /** The index over the existing documents, not yet visible; fails on duplicate data for a unique one. */
+  private buildIndex(spec: Doc): Index {
+    const requested = new Index(spec);
+    for (const [id, doc] of this.docs) {
       const conflict = requested.findConflict(doc, undefined);
       if (conflict) {
         const error = requested.duplicateKeyError(this.ns, conflict);
@@ -149,8 +170,7 @@ export class Collection {
       }
       requested.add(doc, id);
     }
-    this.indexList.push(requested);
-    return true;
+    return requested;
   }
 
   dropIndex(name: string): void {
@@ -160,19 +180,14 @@ export class Collection {
     this.indexList.splice(position, 1);
   }
 
-  /** TTL: removes documents whose indexed date is older than expireAfterSeconds. */
+  /** TTL: removes documents whose indexed date is older than expireAfterSeconds (found through the index). */
   removeExpired(now: number): number {
     let removed = 0;
     for (const index of this.indexList) {
       if (index.expireAfterSeconds === undefined || index.fields.length !== 1) continue;
-      const parts = (index.fields[0] as { parts: string[] }).parts;
-      const cutoff = now - index.expireAfterSeconds * 1000;
-      for (const doc of this.all()) {
-        if (!index.covers(doc)) continue;
-        // Like mongod, an array of dates expires with its earliest date; other values never do.
-        const dates = valuesAtPath(doc, parts).filter((value): value is Date => value instanceof Date);
-        if (dates.length === 0) continue;
-        if (Math.min(...dates.map((date) => date.getTime())) < cutoff && this.remove(doc)) removed++;
+      for (const id of index.idsWithDateBefore(now - index.expireAfterSeconds * 1000)) {
+        const doc = this.docs.get(id);
+        if (doc && this.remove(doc)) removed++;
       }
     }
     return removed;

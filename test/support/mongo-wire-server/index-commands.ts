@@ -15,19 +15,15 @@ function createIndexes(command: Doc, context: CommandContext): Doc {
 
   const store = context.server.store;
   const existing = store.getCollection(context.db, name);
-  // Build on a scratch copy of the index list first so that a failure on the second spec
-  // does not leave the first one created: createIndexes is all-or-nothing.
-  const scratch = new Collection(context.db, name);
-  for (const index of existing?.indexes ?? []) if (index.name !== "_id_") scratch.createIndex(index.spec);
-  for (const doc of existing?.all() ?? []) scratch.insert(doc);
-  const before = scratch.indexes.length;
-  let created = 0;
-  for (const spec of specs) if (scratch.createIndex(spec)) created++;
-
+  const before = existing?.indexes.length ?? 1;
+  // All-or-nothing: a failing spec leaves the collection (even a new one) as it was.
+  const scratch = existing ?? new Collection(context.db, name);
+  const created = scratch.createIndexes(specs);
   if (created === 0) return { numIndexesBefore: before, numIndexesAfter: before, note: "all indexes already exist", ok: 1 };
-  const { collection, created: createdCollection } = store.getOrCreateCollection(context.db, name);
-  for (const spec of specs) collection.createIndex(spec);
-  return { numIndexesBefore: before, numIndexesAfter: collection.indexes.length, createdCollectionAutomatically: createdCollection, ok: 1 };
+  if (existing) return { numIndexesBefore: before, numIndexesAfter: existing.indexes.length, createdCollectionAutomatically: false, ok: 1 };
+  const { collection } = store.getOrCreateCollection(context.db, name);
+  collection.createIndexes(specs);
+  return { numIndexesBefore: before, numIndexesAfter: collection.indexes.length, createdCollectionAutomatically: true, ok: 1 };
 }
 
 function listIndexes(command: Doc, context: CommandContext): Doc {

@@ -7,6 +7,7 @@ import { BSON } from "mongodb";
 import {
   bsonTypeName,
   canonicalKey,
+  canonicalTypeOrder,
   formatDocument,
   formatValue,
   isDocument,
@@ -19,6 +20,7 @@ import {
 import { someValueAtPath, splitPath } from "./document-paths.js";
 import { CommandError, ErrorCode, fail } from "./errors.js";
 import { compileFilter, type DocPredicate } from "./query-matcher.js";
+import { SortedKeys } from "./sorted-keys.js";
 
 /** One key an index holds for a document: the field values in key-pattern order. */
 export interface IndexKey {
@@ -114,14 +116,32 @@ export function sameKeyPattern(a: Doc, b: Doc): boolean {
   return sameBytes(a.key as Doc, b.key as Doc);
 }
 
-/** One level of an index's key tree: the documents under this key prefix, and the next field's values. */
+/** One value of the next key field, and the subtree of the documents holding it. */
+export interface KeyChild {
+  readonly value: unknown;
+  readonly canonical: string;
+  readonly node: KeyNode;
+}
+
+/**
+ * One level of an index's key tree: the documents under this key prefix, and the next field's values,
+ * by canonical key (equality) and in key order (ranges). `next` is made with the first child: the nodes
+ * of the last key field (most of them) never have one.
+ */
 export interface KeyNode {
   readonly ids: Set<string>;
-  readonly children: Map<string, { value: unknown; node: KeyNode }>;
+  next?: { readonly byKey: Map<string, KeyChild>; readonly ordered: SortedKeys<KeyChild> };
 }
 
 function newNode(): KeyNode {
-  return { ids: new Set(), children: new Map() };
+  return { ids: new Set() };
+}
+
+const NO_CHILDREN: readonly KeyChild[] = [];
+
+/** The children of `node` in key order, from the first one that is not `before`. */
+export function childrenFrom(node: KeyNode, before: (child: KeyChild) => boolean): Iterable<KeyChild> {
+  return node.next ? node.next.ordered.from(before) : NO_CHILDREN;
 }
 
 /** A marker for the key an empty array produces (mongod indexes `[]` as undefined, not null). */
@@ -135,8 +155,6 @@ export class Index {
   readonly expireAfterSeconds: number | undefined;
   readonly fields: { name: string; parts: string[] }[];
   private readonly partial: DocPredicate | undefined;
-  /** Unique indexes only: index key -> canonical `_id`s of the documents holding it. */
-  private readonly entries = new Map<string, Set<string>>();
   /** Every key, field by field (for the planner). */
   readonly tree: KeyNode = newNode();
   readonly sparse: boolean;
@@ -189,8 +207,10 @@ export class Index {
   findConflict(doc: Doc, ownId: string | undefined): IndexKey | undefined {
     if (!this.unique) return undefined;
     for (const key of this.keysFor(doc)) {
-      const holders = this.entries.get(key.canonical);
-      if (holders && [...holders].some((id) => id !== ownId)) return key;
+      // The tree's node at the full key holds the documents with that key.
+      let node: KeyNode | undefined = this.tree;
+      for (const value of key.values) node = node?.next?.byKey.get(keyPart(value))?.node;
+      if (node && [...node.ids].some((id) => id !== ownId)) return key;
     }
     return undefined;
   }
@@ -201,30 +221,37 @@ export class Index {
       let node = this.tree;
       node.ids.add(id);
       for (const value of key.values) {
-        const canonical = value === undefined ? "undefined" : canonicalKey(value);
-        let child = node.children.get(canonical);
-        if (!child) node.children.set(canonical, (child = { value, node: newNode() }));
+        const canonical = keyPart(value);
+        const next = (node.next ??= { byKey: new Map(), ordered: new SortedKeys() });
+        let child = next.byKey.get(canonical);
+        if (!child) {
+          child = { value, canonical, node: newNode() };
+          next.byKey.set(canonical, child);
+          next.ordered.insert(child);
+        }
         node = child.node;
         node.ids.add(id);
       }
     }
-    if (!this.unique) return;
-    for (const key of keys) {
-      const holders = this.entries.get(key.canonical) ?? new Set<string>();
-      holders.add(id);
-      this.entries.set(key.canonical, holders);
+  }
+
+  /**
+   * TTL: the documents holding a date before `cutoff` in this (single-field) index, found in key order.
+   * An array of dates is indexed under each of them, so it is found by its earliest, as mongod expires it.
+   */
+  idsWithDateBefore(cutoff: number): Set<string> {
+    const ids = new Set<string>();
+    const dateOrder = canonicalTypeOrder(new Date(0));
+    for (const { value, node } of childrenFrom(this.tree, (e) => canonicalTypeOrder(e.value) < dateOrder)) {
+      if (!(value instanceof Date) || value.getTime() >= cutoff) break;
+      node.ids.forEach((id) => ids.add(id));
     }
+    return ids;
   }
 
   remove(doc: Doc, id: string): void {
     const keys = this.keysFor(doc);
     for (const key of keys) removeFromTree(this.tree, key.values, 0, id);
-    if (!this.unique) return;
-    for (const key of keys) {
-      const holders = this.entries.get(key.canonical);
-      holders?.delete(id);
-      if (holders?.size === 0) this.entries.delete(key.canonical);
-    }
   }
 
   /** mongod's E11000 error for `key`, with the keyPattern / keyValue fields the driver exposes. */
@@ -243,15 +270,23 @@ export class Index {
   }
 }
 
+/** One key field's value as the tree stores it (`undefined`: the key of an empty array). */
+function keyPart(value: unknown): string {
+  return value === undefined ? "undefined" : canonicalKey(value);
+}
+
 function removeFromTree(node: KeyNode, values: readonly unknown[], depth: number, id: string): void {
   node.ids.delete(id);
   if (depth === values.length) return;
   const value = values[depth];
-  const canonical = value === undefined ? "undefined" : canonicalKey(value);
-  const child = node.children.get(canonical);
+  const canonical = keyPart(value);
+  const child = node.next?.byKey.get(canonical);
   if (!child) return;
   removeFromTree(child.node, values, depth + 1, id);
-  if (child.node.ids.size === 0) node.children.delete(canonical);
+  if (child.node.ids.size === 0) {
+    node.next!.byKey.delete(canonical);
+    node.next!.ordered.remove(child);
+  }
 }
 
 export function idIndexSpec(): Doc {

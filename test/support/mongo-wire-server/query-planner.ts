@@ -11,10 +11,19 @@
 
 import { canonicalKey, canonicalTypeOrder, compareValues, isDocument, isRegex, sameBytes, valuesEqual, type Doc } from "./bson-values.js";
 import type { Collection, Store } from "./collection-store.js";
-import type { Index, KeyNode } from "./indexes.js";
+import { childrenFrom, type Index, type KeyNode } from "./indexes.js";
 
-/** What a filter says about one field that an index can use. */
-type FieldBound = { kind: "eq"; values: unknown[] } | { kind: "range"; test: (value: unknown) => boolean };
+/**
+ * What a filter says about one field that an index can use. A range from $gt/$gte/$lt/$lte also names
+ * its bound, so the plan can seek to where it starts in key order ($ne, $nin test every key).
+ */
+type FieldBound = { kind: "eq"; values: unknown[] } | { kind: "range"; test: (value: unknown) => boolean; lower?: LowerBound };
+
+/** Where a $gt/$gte/$lt/$lte range starts: at its value, or at the first value of its type. */
+interface LowerBound {
+  typeOrder: number;
+  from?: { value: unknown; inclusive: boolean };
+}
 
 export interface QueryPlan {
   stage: "IXSCAN" | "COLLSCAN" | "EOF";
@@ -60,7 +69,9 @@ export function fieldBounds(filter: Doc | undefined): Map<string, FieldBound[]> 
       else if (operator in RANGE_OPERATORS && isScalar(argument)) {
         const holds = RANGE_OPERATORS[operator] as (order: number) => boolean;
         // Type bracketing: a range only matches values of the bound's type.
-        add(field, { kind: "range", test: (value) => canonicalTypeOrder(value) === canonicalTypeOrder(argument) && holds(compareValues(value, argument)) });
+        const test = (value: unknown) => canonicalTypeOrder(value) === canonicalTypeOrder(argument) && holds(compareValues(value, argument));
+        const from = operator === "$gt" || operator === "$gte" ? { from: { value: argument, inclusive: operator === "$gte" } } : {};
+        add(field, { kind: "range", test, lower: { typeOrder: canonicalTypeOrder(argument), ...from } });
       } else if (operator === "$ne" && isScalar(argument)) add(field, { kind: "range", test: (value) => !valuesEqual(value, argument) });
       else if (operator === "$nin" && Array.isArray(argument) && argument.every(isScalar)) {
         add(field, { kind: "range", test: (value) => !argument.some((excluded) => valuesEqual(value, excluded)) });
@@ -68,6 +79,14 @@ export function fieldBounds(filter: Doc | undefined): Map<string, FieldBound[]> 
     }
   }
   return bounds;
+}
+
+/** Whether key `value` sorts before where a range starts. */
+function startsBefore(value: unknown, lower: LowerBound): boolean {
+  const typeOrder = canonicalTypeOrder(value);
+  if (typeOrder !== lower.typeOrder || !lower.from) return typeOrder < lower.typeOrder;
+  const order = compareValues(value, lower.from.value);
+  return order < 0 || (order === 0 && !lower.from.inclusive);
 }
 
 /** A partial index answers a query only when the query repeats its filter expression. */
@@ -83,13 +102,14 @@ function impliesPartialFilter(filter: Doc | undefined, partial: Doc): boolean {
 /** How far an index's key fields are pinned: equality fields count 2, a range on the next one 1. */
 type RangeBound = Extract<FieldBound, { kind: "range" }>;
 
-function rate(index: Index, bounds: Map<string, FieldBound[]>, filter: Doc | undefined): { score: number; eq: number; range?: RangeBound } {
+function rate(index: Index, bounds: Map<string, FieldBound[]>, filter: Doc | undefined): { score: number; eq: number; range?: RangeBound[] } {
   const partial = index.spec.partialFilterExpression;
   if (isDocument(partial) && !impliesPartialFilter(filter, partial)) return { score: 0, eq: 0 };
   let eq = 0;
   while (eq < index.fields.length && bounds.get(index.fields[eq]!.name)?.some((b) => b.kind === "eq")) eq++;
   const next = index.fields[eq];
-  const range = next ? bounds.get(next.name)?.find((b): b is RangeBound => b.kind === "range") : undefined;
+  const ranges = next ? (bounds.get(next.name) ?? []).filter((b): b is RangeBound => b.kind === "range") : [];
+  const range = ranges.length > 0 ? ranges : undefined;
   // A sparse index has no key for documents missing the field: usable only when the query cannot match them.
   if (index.sparse) {
     const first = bounds.get(index.fields[0]!.name) ?? [];
@@ -102,7 +122,7 @@ function rate(index: Index, bounds: Map<string, FieldBound[]>, filter: Doc | und
 export function planQuery(collection: Collection | undefined, filter: Doc | undefined): QueryPlan {
   if (!collection) return { stage: "EOF", candidates: [], keysExamined: 0 };
   const bounds = fieldBounds(filter);
-  let best: { index: Index; score: number; eq: number; range?: RangeBound } | undefined;
+  let best: { index: Index; score: number; eq: number; range?: RangeBound[] } | undefined;
   for (const index of collection.indexes) {
     const rating = rate(index, bounds, filter);
     if (rating.score > 0 && (!best || rating.score > best.score || (rating.score === best.score && index.fields.length < best.index.fields.length))) best = { index, ...rating };
@@ -119,16 +139,21 @@ export function planQuery(collection: Collection | undefined, filter: Doc | unde
         node.ids.forEach((id) => ids.add(id));
         return;
       }
-      for (const { value, node: child } of node.children.values()) {
+      // $gt/$gte/$lt/$lte seek to where they start in key order and stop at the first key past their
+      // end (their type's values are contiguous there); $ne and $nin only filter the keys read.
+      const intervals = range.filter((r) => r.lower !== undefined);
+      const filters = range.filter((r) => r.lower === undefined);
+      for (const { value, node: child } of childrenFrom(node, (e) => intervals.some((r) => startsBefore(e.value, r.lower!)))) {
         keysExamined++;
-        if (range.test(value)) child.ids.forEach((id) => ids.add(id));
+        if (intervals.some((r) => !r.test(value))) break;
+        if (filters.every((r) => r.test(value))) child.ids.forEach((id) => ids.add(id));
       }
       return;
     }
     const field = index.fields[depth]!.name;
     const values = (bounds.get(field)?.find((b) => b.kind === "eq") as { values: unknown[] }).values;
     for (const value of values) {
-      const child = node.children.get(canonicalKey(value))?.node;
+      const child = node.next?.byKey.get(canonicalKey(value))?.node;
       keysExamined++;
       if (child) walk(child, depth + 1);
     }

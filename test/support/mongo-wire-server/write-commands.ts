@@ -6,7 +6,7 @@
 // findAndModify reports failures as a command error instead.
 
 import { BSON } from "mongodb";
-import { bsonTypeName, cloneDocument, formatValue, integerValue, isDocument, isTruthy, sameBytes, withIdFirst, type Doc } from "./bson-values.js";
+import { bsonTypeName, formatValue, integerValue, isDocument, isTruthy, sameBytes, withIdFirst, type Doc } from "./bson-values.js";
 import type { Collection } from "./collection-store.js";
 import {
   collectionArgument,
@@ -53,10 +53,12 @@ function withWriteErrors(reply: Doc, writeErrors: Doc[]): Doc {
   return writeErrors.length > 0 ? { ...reply, writeErrors, ok: 1 } : { ...reply, ok: 1 };
 }
 
-/** A copy of a document to insert, with `_id` first (generated when missing, as mongod does). */
+/**
+ * A document to insert, with `_id` first (generated when missing, as mongod does). No deep copy: the
+ * command was decoded from the wire for this call alone, so nothing else holds its documents.
+ */
 function prepareInsert(doc: Doc): Doc {
-  const copy = cloneDocument(doc);
-  return Object.hasOwn(copy, "_id") ? withIdFirst(copy) : { _id: new BSON.ObjectId(), ...copy };
+  return Object.hasOwn(doc, "_id") ? withIdFirst(doc) : { _id: new BSON.ObjectId(), ...doc };
 }
 
 export function insert(command: Doc, context: CommandContext): Doc {
