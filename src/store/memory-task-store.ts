@@ -36,6 +36,12 @@ export class MemoryTaskStore implements TaskStore {
   private readonly tasks = new Map<string, Entry>();
   /** Idempotency key → task id (the unique index of the MongoDB adapter). */
   private readonly byIdempotencyKey = new Map<string, string>();
+  /**
+   * Ids of the tasks in a runnable status, and of those with a timer: what the lease and timer polls scan
+   * (as the MongoDB adapter's indexes serve them), instead of every task the store holds.
+   */
+  private readonly runnable = new Set<string>();
+  private readonly timed = new Set<string>();
 
   constructor(
     private readonly now: () => Date = () => new Date(),
@@ -59,6 +65,7 @@ export class MemoryTaskStore implements TaskStore {
       this.byIdempotencyKey.set(key, record.taskId);
     }
     this.tasks.set(record.taskId, { record: deepFrozen({ ...record }), events: events.map(deepFrozen), leaseEpoch: record.lease?.epoch ?? 0 });
+    this.reindex(record);
   }
 
   async commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[], fence?: LeaseFence): Promise<void> {
@@ -70,6 +77,7 @@ export class MemoryTaskStore implements TaskStore {
     const { lease: held, ...rest } = entry.record;
     const lease = fence ? (fence.expiresAt ? { owner: fence.owner, epoch: fence.epoch, expiresAt: fence.expiresAt } : undefined) : held;
     entry.record = deepFrozen({ ...rest, ...changes, version: last ? last.sequence : entry.record.version, ...(lease ? { lease } : {}) });
+    this.reindex(entry.record);
     for (const event of events) entry.events.push(deepFrozen(event));
   }
 
@@ -114,8 +122,8 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   async leaseableTaskIds(now: Date, owner: string, limit: number): Promise<string[]> {
-    return [...this.tasks.values()]
-      .map((e) => e.record)
+    return [...this.runnable]
+      .map((id) => this.tasks.get(id)!.record)
       .filter((r) => RUNNABLE_RUN_STATUSES.has(r.status) && leaseFree(r.lease, now, owner) && (!r.timerDueAt || Date.parse(r.timerDueAt) <= now.getTime()))
       .slice(0, limit)
       .map((r) => r.taskId);
@@ -162,7 +170,8 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   async dueTimers(now: Date, limit: number): Promise<string[]> {
-    return [...this.tasks.values()]
+    return [...this.timed]
+      .map((id) => this.tasks.get(id)!)
       .filter((e) => e.record.timerDueAt && Date.parse(e.record.timerDueAt) <= now.getTime())
       .sort((a, b) => Date.parse(a.record.timerDueAt ?? "") - Date.parse(b.record.timerDueAt ?? ""))
       .slice(0, limit)
@@ -171,11 +180,20 @@ export class MemoryTaskStore implements TaskStore {
 
   async close(): Promise<void> {}
 
+  private reindex(record: TaskRecord): void {
+    if (RUNNABLE_RUN_STATUSES.has(record.status)) this.runnable.add(record.taskId);
+    else this.runnable.delete(record.taskId);
+    if (record.timerDueAt) this.timed.add(record.taskId);
+    else this.timed.delete(record.taskId);
+  }
+
   /** Expired tasks read as not found and are dropped, as the TTL index does in MongoDB. */
   private live(taskId: string): Entry | undefined {
     const entry = this.tasks.get(taskId);
     if (entry?.record.expireAt && Date.parse(entry.record.expireAt) <= this.now().getTime()) {
       this.tasks.delete(taskId);
+      this.runnable.delete(taskId);
+      this.timed.delete(taskId);
       const key = entry.record.idempotencyKey;
       if (key && this.byIdempotencyKey.get(key) === taskId) this.byIdempotencyKey.delete(key);
       return undefined;
