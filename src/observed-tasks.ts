@@ -55,13 +55,15 @@ export function observeTasks(options: { hook: CountingTransitionHook; supervisor
     const to = record.a2a.state;
     const created = events[0]?.sequence === 0;
     const from = created ? undefined : last.get(taskId);
-    const task = { taskId, tenant: record.tenant, workflowId: record.workflowId, contextId: record.contextId };
-    if (created) logger.info({ ...task, event: "task.created", state: to }, "task created");
+    const logging = logger.isLevelEnabled("info");
+    const task = logging ? { taskId, tenant: record.tenant, workflowId: record.workflowId, contextId: record.contextId } : undefined;
+    if (created && logging) logger.info({ ...task, event: "task.created", state: to }, "task created");
     if (from === to && !created) return;
     metrics.transitions.add(1, { from: from ?? (created ? "none" : "unknown"), to });
     move(from, to);
     if (isTerminalA2AState(to)) last.delete(taskId);
     else last.set(taskId, to);
+    if (!logging) return;
 
     if (INTERRUPTED.has(to)) logger.info({ ...task, event: "task.interrupted", state: to, ...(context.interrupt ? { interruptKind: context.interrupt.kind, interruptId: context.interrupt.interruptId } : {}) }, "task interrupted");
     else if (to === "working" && from && INTERRUPTED.has(from)) logger.info({ ...task, event: "task.resumed", from }, "task resumed");

@@ -61,14 +61,26 @@ export function assertDepth(value: unknown, maxDepth: number, what: string): voi
 /** How deep objects and arrays nest in `value`; stops counting once past `stopAbove`. */
 export function nestingDepth(value: unknown, stopAbove = Number.POSITIVE_INFINITY): number {
   let deepest = 0;
-  const pending: Array<{ value: unknown; depth: number }> = [{ value, depth: 0 }];
-  while (pending.length > 0) {
-    const item = pending.pop()!;
-    if (item.value === null || typeof item.value !== "object") continue;
-    const depth = item.depth + 1;
+  // Two parallel stacks, and only objects pushed: no allocation per value (this runs on every request body).
+  const values: object[] = [];
+  const depths: number[] = [];
+  if (value !== null && typeof value === "object") {
+    values.push(value);
+    depths.push(1);
+  }
+  while (values.length > 0) {
+    const item = values.pop()!;
+    const depth = depths.pop()!;
     if (depth > deepest) deepest = depth;
     if (deepest > stopAbove) return deepest;
-    for (const child of Object.values(item.value)) pending.push({ value: child, depth });
+    const children: unknown[] = Array.isArray(item) ? item : Object.values(item);
+    for (let i = 0; i < children.length; i++) {
+      const child = children[i];
+      if (child !== null && typeof child === "object") {
+        values.push(child);
+        depths.push(depth + 1);
+      }
+    }
   }
   return deepest;
 }

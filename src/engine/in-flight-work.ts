@@ -6,16 +6,19 @@ export class ShutdownSignal extends Error {}
  * can abort it. At most one per task: the driver runs one step of a task at a time.
  */
 export class InFlightWork {
-  private readonly controllers = new Map<string, AbortController>();
+  private readonly controllers = new Map<string, LazyAbortController>();
 
-  /** Runs `work` with a signal that `abort(taskId)` or `abortAll` fires. */
-  async run<T>(taskId: string, work: (signal: AbortSignal) => Promise<T>): Promise<{ value?: T; error?: unknown; signal: AbortSignal }> {
-    const controller = new AbortController();
+  /**
+   * Runs `work` with a signal that `abort(taskId)` or `abortAll` fires (made when first read: most handlers,
+   * the pure built-in ones, never read it). `abort` tells whether and why the work was aborted.
+   */
+  async run<T>(taskId: string, work: (abortable: { readonly signal: AbortSignal }) => Promise<T>): Promise<{ value?: T; error?: unknown; abort: Aborted }> {
+    const controller = new LazyAbortController();
     this.controllers.set(taskId, controller);
     try {
-      return { value: await work(controller.signal), signal: controller.signal };
+      return { value: await work(controller), abort: controller };
     } catch (error) {
-      return { error, signal: controller.signal };
+      return { error, abort: controller };
     } finally {
       this.controllers.delete(taskId);
     }
@@ -27,5 +30,31 @@ export class InFlightWork {
 
   abortAll(reason: unknown): void {
     for (const controller of this.controllers.values()) controller.abort(reason);
+  }
+}
+
+export interface Aborted {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+}
+
+/** An AbortController whose signal exists only once it is read or aborted (an AbortSignal is costly to make). */
+class LazyAbortController implements Aborted {
+  private controller: AbortController | undefined;
+
+  get signal(): AbortSignal {
+    return (this.controller ??= new AbortController()).signal;
+  }
+
+  get aborted(): boolean {
+    return this.controller?.signal.aborted ?? false;
+  }
+
+  get reason(): unknown {
+    return this.controller?.signal.reason;
+  }
+
+  abort(reason: unknown): void {
+    (this.controller ??= new AbortController()).abort(reason);
   }
 }

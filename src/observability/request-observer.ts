@@ -70,19 +70,21 @@ export function createRequestObserver(options: { telemetry: Telemetry; logger: L
     const notes: RequestNotes = {};
     let grpcStatus: string | undefined;
     let jsonRpcCode: number | undefined;
-    // The gRPC status travels in headers (trailers-only) or trailers; JSON-RPC errors inside a 200 body.
-    const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => Res;
-    (res as { writeHead: unknown }).writeHead = (...args: unknown[]) => {
-      const headers = args.find((a) => typeof a === "object" && a !== null) as OutgoingHttpHeaders | undefined;
-      grpcStatus ??= grpcStatusOf(headers) ?? grpcStatusOf(res.getHeaders());
-      return writeHead(...args);
-    };
-    const addTrailers = res.addTrailers.bind(res) as (headers: OutgoingHttpHeaders) => void;
-    (res as { addTrailers: unknown }).addTrailers = (headers: OutgoingHttpHeaders) => {
-      grpcStatus = grpcStatusOf(headers) ?? grpcStatus;
-      addTrailers(headers);
-    };
-    if (shape.binding === "jsonrpc") {
+    // The gRPC status travels in headers (trailers-only) or trailers, only on the Connect handler's bindings;
+    // JSON-RPC errors inside a 200 body. Plain HTTP answers need neither wrapper.
+    if (shape.binding !== "jsonrpc" && shape.binding !== "http") {
+      const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => Res;
+      (res as { writeHead: unknown }).writeHead = (...args: unknown[]) => {
+        const headers = args.find((a) => typeof a === "object" && a !== null) as OutgoingHttpHeaders | undefined;
+        grpcStatus ??= grpcStatusOf(headers) ?? grpcStatusOf(res.getHeaders());
+        return writeHead(...args);
+      };
+      const addTrailers = res.addTrailers.bind(res) as (headers: OutgoingHttpHeaders) => void;
+      (res as { addTrailers: unknown }).addTrailers = (headers: OutgoingHttpHeaders) => {
+        grpcStatus = grpcStatusOf(headers) ?? grpcStatus;
+        addTrailers(headers);
+      };
+    } else if (shape.binding === "jsonrpc") {
       const end = res.end.bind(res) as (...args: unknown[]) => Res;
       (res as { end: unknown }).end = (...args: unknown[]) => {
         const body = args[0];
@@ -117,6 +119,8 @@ export function createRequestObserver(options: { telemetry: Telemetry; logger: L
         if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
         span.end();
       }
+      const level = ops ? "debug" : "info";
+      if (!logger.isLevelEnabled(level)) return;
       const line = {
         access: true,
         binding: shape.binding,
@@ -130,8 +134,7 @@ export function createRequestObserver(options: { telemetry: Telemetry; logger: L
         ...(notes.tenant ? { tenant: notes.tenant } : {}),
         ...(span ? { traceId: span.spanContext().traceId } : {}),
       };
-      if (ops) logger.debug(line, "request");
-      else logger.info(line, "request");
+      logger[level](line, "request");
     };
     res.once("finish", finish);
     res.once("close", finish);

@@ -6,18 +6,40 @@ import { DomainError } from "../domain/errors.js";
 export type HttpRequest = IncomingMessage | Http2ServerRequest;
 export type HttpResponse = ServerResponse | Http2ServerResponse;
 
-/** Reads the whole body, refusing more than `limit` bytes before buffering it. */
-export async function readBody(req: HttpRequest, limit: number): Promise<Buffer> {
+/**
+ * Reads the whole body, refusing more than `limit` bytes before buffering it (the request is destroyed then).
+ * Events rather than `for await`: the async iterator cost more than the rest of reading a small body.
+ */
+export function readBody(req: HttpRequest, limit: number): Promise<Buffer> {
   const declared = Number(req.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > limit) throw tooLarge(limit);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge(limit);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+  if (Number.isFinite(declared) && declared > limit) return Promise.reject(tooLarge(limit));
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const settle = (err: unknown): void => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", settle);
+      req.off("close", onClose);
+      if (err) reject(err);
+      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size <= limit) {
+        chunks.push(chunk);
+        return;
+      }
+      settle(tooLarge(limit));
+      req.destroy();
+    };
+    const onEnd = (): void => settle(null);
+    const onClose = (): void => settle(Object.assign(new Error("the request closed before its body ended"), { code: "ERR_STREAM_PREMATURE_CLOSE" }));
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", settle);
+    req.on("close", onClose);
+  });
 }
 
 function tooLarge(limit: number): DomainError {

@@ -55,6 +55,16 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
   const openwop: Candidate = { binding: { kind: "openwop" }, match: (method, path) => options.openwop.match(method, path) };
   const a2a = [...options.a2aRest].map(([version, router]): Candidate => ({ binding: { kind: "a2a-rest", version }, match: (method, path) => router.match(method, path) }));
 
+  // The JSON-RPC endpoint is one fixed path: its route is known without parsing the URL or trying routers.
+  const jsonRpcRoute: Found = { binding: jsonRpc.binding, ...(jsonRpc.match("POST", options.jsonRpcPath) as { handler: RouteHandler; params: Record<string, string>; template: string }) };
+  const jsonRpcPublic = options.publicPaths.some((p) => p.test(options.jsonRpcPath));
+  // Each request's signal is its own controller; shutdown aborts those in flight (AbortSignal.any per request cost more).
+  const inFlight = new Set<AbortController>();
+  const { shutdownSignal } = options;
+  shutdownSignal.addEventListener("abort", () => {
+    for (const controller of inFlight) controller.abort(shutdownSignal.reason);
+  }, { once: true });
+
   function candidatesFor(req: HttpRequest): Candidate[] {
     const requested = requestedVersion(req) ?? DEFAULT_A2A_VERSION;
     const first = a2a.filter((c) => c.binding.kind === "a2a-rest" && c.binding.version === requested);
@@ -69,21 +79,30 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
   }
 
   return async (req, res) => {
+    const jsonRpcCall = req.url === options.jsonRpcPath;
     // JSON-RPC echoes activated extensions itself (its error paths write their own headers).
-    if (!req.url?.startsWith(options.jsonRpcPath)) {
+    if (!jsonRpcCall && !req.url?.startsWith(options.jsonRpcPath)) {
       for (const [name, value] of Object.entries(activatedExtensions(req, options.supportedExtensions))) res.setHeader(name, value);
     }
-    if (options.rpc.handles(req.url)) return options.rpc.handle(req, res);
+    if (!jsonRpcCall && options.rpc.handles(req.url)) return options.rpc.handle(req, res);
     const requestDone = new AbortController();
-    // A fixed reason: abort() without one builds a DOMException (with its stack) for every request.
-    res.on("close", () => requestDone.abort(CALLER_GONE));
+    if (shutdownSignal.aborted) requestDone.abort(shutdownSignal.reason);
+    inFlight.add(requestDone);
+    let handled = false;
+    res.on("close", () => {
+      inFlight.delete(requestDone);
+      // Once the handler is done nothing listens any more; before, the caller going away stops its work.
+      // A fixed reason: abort() without one builds a DOMException (with its stack).
+      if (!handled) requestDone.abort(CALLER_GONE);
+    });
     const method = req.method ?? "GET";
-    const path = new URL(req.url ?? "/", "http://host").pathname;
-    const found = route(candidatesFor(req), method, path);
+    const path = jsonRpcCall ? options.jsonRpcPath : new URL(req.url ?? "/", "http://host").pathname;
+    const found = jsonRpcCall ? jsonRpcRoute : route(candidatesFor(req), method, path);
     const binding = found?.binding ?? fallbackBinding(req);
     let principal: Principal;
     try {
-      principal = options.publicPaths.some((p) => p.test(path)) ? options.publicPrincipal : options.authenticator.authenticate((name) => headerValue(req, name));
+      const isPublic = jsonRpcCall ? jsonRpcPublic : options.publicPaths.some((p) => p.test(path));
+      principal = isPublic ? options.publicPrincipal : options.authenticator.authenticate((name) => headerValue(req, name));
     } catch (err) {
       sendError(res, binding, err, { "www-authenticate": 'Bearer realm="openwop-a2a-host"' });
       return;
@@ -93,12 +112,14 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
     if ("allowed" in found) {
       return sendError(res, binding, new DomainError("method-not-allowed", `${method} is not allowed on ${path}`, { allowed: found.allowed }), { allow: found.allowed.join(", ") });
     }
-    const ctx: CallContext = { principal, signal: AbortSignal.any([requestDone.signal, options.shutdownSignal]) };
+    const ctx: CallContext = { principal, signal: requestDone.signal };
     try {
       await found.handler(req, res, found.params, ctx);
     } catch (err) {
       if (!res.headersSent) sendError(res, binding, err);
       else res.end();
+    } finally {
+      handled = true;
     }
   };
 }

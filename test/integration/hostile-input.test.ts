@@ -41,8 +41,10 @@ class HostileStore extends MemoryTaskStore {
     const page = await super.list(query);
     return { ...page, records: page.records.map((r) => this.poison(r)!) };
   }
-  private poison(record: TaskRecord | null): TaskRecord | null {
-    if (!record || !this.poisoned.has(record.taskId)) return record;
+  private poison(stored: TaskRecord | null): TaskRecord | null {
+    if (!stored || !this.poisoned.has(stored.taskId)) return stored;
+    // The memory store hands out its frozen records: poison a copy, as if it had been read so from a database.
+    const record = structuredClone(stored);
     const context = (record.snapshot as { context: { history: Array<{ parts: unknown[]; metadata?: unknown }> } }).context;
     context.history[0]!.parts.push({ kind: "data", data: nest(101) as Record<string, unknown> });
     context.history[0]!.metadata = nest(150);

@@ -32,7 +32,7 @@ async function runHandler(
   const { taskId, node, context, workflow } = args;
   const { repository, logger } = runtime;
   const handler = handlers[node.handler];
-  const ran = await runtime.inFlight.run(taskId, (signal): Promise<HandlerResult> => {
+  const ran = await runtime.inFlight.run(taskId, (abortable): Promise<HandlerResult> => {
     if (!handler) throw new HandlerError("handler_missing", `no handler named "${node.handler}" is registered`);
     return handler({
       taskId,
@@ -44,12 +44,14 @@ async function runHandler(
       input: runInputOf(context),
       outputs: context.outputs,
       feedback: feedbackFor(context, workflow, node.id),
-      signal,
+      get signal() {
+        return abortable.signal;
+      },
       emitArtifactChunk: chunkEmitter(runtime, taskId, node.id),
     });
   });
-  if (ran.signal.aborted) {
-    if (ran.signal.reason instanceof ShutdownSignal) throw ran.signal.reason;
+  if (ran.abort.aborted) {
+    if (ran.abort.reason instanceof ShutdownSignal) throw ran.abort.reason;
     return; // cancelled: the driver's next step commits CANCELLED
   }
   let failure: { code: string; message: string; retryable: boolean } | undefined;

@@ -60,6 +60,8 @@ function checkRequestBytes(bytes: Buffer, request: RpcRequest): Buffer {
   const encoding = request.header.get(type.startsWith("application/connect") ? "connect-content-encoding" : "grpc-encoding");
   const compressed = encoding !== null && encoding !== "identity";
   const frames: Buffer[] = [];
+  // Binary frames come back as they are: when every frame does, the body is passed on without a copy.
+  let rewritten = false;
   let offset = 0;
   while (offset + ENVELOPE_HEADER <= bytes.length) {
     const flags = bytes[offset]!;
@@ -70,9 +72,12 @@ function checkRequestBytes(bytes: Buffer, request: RpcRequest): Buffer {
       throw new ConnectError("the request frame has the compressed flag set, but the request names no encoding (grpc-encoding)", Code.InvalidArgument);
     }
     const plain = !(flags & COMPRESSED_FLAG) && !(flags & END_STREAM_FLAG);
-    frames.push(plain ? envelope(flags, checkMessage(payload, request.input, json)) : bytes.subarray(offset, offset + ENVELOPE_HEADER + length));
+    const checked = plain ? checkMessage(payload, request.input, json) : payload;
+    if (checked !== payload) rewritten = true;
+    frames.push(checked !== payload ? envelope(flags, checked) : bytes.subarray(offset, offset + ENVELOPE_HEADER + length));
     offset += ENVELOPE_HEADER + length;
   }
+  if (!rewritten) return bytes;
   frames.push(bytes.subarray(offset));
   return Buffer.concat(frames);
 }
