@@ -91,12 +91,12 @@ async function creationRound(ctx: Ctx, durationMs: number): Promise<Record<strin
 }
 
 /** (c) Refines one at a time, on the same long task or one each on fresh tasks: latency, CPU, commands. */
-async function refineBatch(ctx: Ctx, reader: TaskStore, taskIds: string[]): Promise<{ latenciesMs: number[]; cpuMs: number; commands: number; events: number }> {
+async function refineBatch(ctx: Ctx, reader: TaskStore, taskIds: string[], historyLength?: number): Promise<{ latenciesMs: number[]; cpuMs: number; commands: number; events: number }> {
   const distinct = [...new Set(taskIds)];
   const versions = await Promise.all(distinct.map(async (id) => (await reader.get(id))!.version));
   const before = await ctx.server.call<Usage>("stats");
   const commandsBefore = await commandTotal(ctx.server);
-  const ops: SendOp[] = taskIds.map((taskId) => ({ taskId, data: REFINE }));
+  const ops: SendOp[] = taskIds.map((taskId) => ({ taskId, data: REFINE, ...(historyLength === undefined ? {} : { historyLength }) }));
   const { latenciesMs, results } = await ctx.load.call<{ latenciesMs: number[]; results: Sent[] }>("sequence", { baseUrl: ctx.baseUrl, protocol: "jsonrpc", ops });
   const after = await ctx.server.call<Usage>("stats");
   const commands = (await commandTotal(ctx.server)) - commandsBefore;
@@ -123,17 +123,21 @@ async function longTaskFigures(ctx: Ctx, reader: TaskStore, targetEvents: number
   const buildSec = round2((performance.now() - built) / 1000);
   const eventsAtStart = (await reader.get(long!.taskId))!.version + 1;
   const fresh = await ctx.load.call<Sent[]>("createTasks", { baseUrl: ctx.baseUrl, skill: "approval-gate", count: TRANSITION_SAMPLES * TRANSITION_BATCHES, concurrency: 4 });
-  const acc = { long: { latenciesMs: [] as number[], cpuMs: 0, commands: 0, events: 0, n: 0 }, fresh: { latenciesMs: [] as number[], cpuMs: 0, commands: 0, events: 0, n: 0 } };
+  // Each refine twice over: answered with the whole history (what a 0.3 send without historyLength gets), and
+  // with historyLength 1 (the transition itself: the answer no longer grows with the history).
+  const empty = () => ({ latenciesMs: [] as number[], cpuMs: 0, commands: 0, events: 0, n: 0 });
+  const acc = { long: empty(), fresh: empty(), longBounded: empty(), freshBounded: empty() };
   for (let b = 0; b < TRANSITION_BATCHES; b++) {
-    const kinds = { long: Array<string>(TRANSITION_SAMPLES).fill(long!.taskId), fresh: fresh.slice(b * TRANSITION_SAMPLES, (b + 1) * TRANSITION_SAMPLES).map((t) => t.taskId) };
-    for (const kind of ["long", "fresh"] as const) {
-      const r = await refineBatch(ctx, reader, kinds[kind]);
+    const ids = { long: Array<string>(TRANSITION_SAMPLES).fill(long!.taskId), fresh: fresh.slice(b * TRANSITION_SAMPLES, (b + 1) * TRANSITION_SAMPLES).map((t) => t.taskId) };
+    const runs = [["long", ids.long, undefined], ["fresh", ids.fresh, undefined], ["longBounded", ids.long, 1], ["freshBounded", ids.fresh, 1]] as const;
+    for (const [kind, taskIds, historyLength] of runs) {
+      const r = await refineBatch(ctx, reader, [...taskIds], historyLength);
       const a = acc[kind];
       a.latenciesMs.push(...r.latenciesMs);
       a.cpuMs += r.cpuMs;
       a.commands += r.commands;
       a.events += r.events;
-      a.n += kinds[kind].length;
+      a.n += taskIds.length;
     }
   }
   const summary = (a: (typeof acc)["long"]) => ({
@@ -142,9 +146,15 @@ async function longTaskFigures(ctx: Ctx, reader: TaskStore, targetEvents: number
     storeCommandsPerTransition: round2(a.commands / a.events),
     eventsPerRefine: round2(a.events / a.n),
   });
-  const longFigures = summary(acc.long);
-  const freshFigures = summary(acc.fresh);
-  return { eventsAtStart, buildSec, longTask: longFigures, freshTask: freshFigures, cpuRatio: round2(longFigures.cpuMsPerTransition / freshFigures.cpuMsPerTransition) };
+  const [longFigures, freshFigures, longBounded, freshBounded] = [summary(acc.long), summary(acc.fresh), summary(acc.longBounded), summary(acc.freshBounded)];
+  return {
+    eventsAtStart,
+    buildSec,
+    longTask: longFigures,
+    freshTask: freshFigures,
+    cpuRatio: round2(longFigures.cpuMsPerTransition / freshFigures.cpuMsPerTransition),
+    historyLength1: { longTask: longBounded, freshTask: freshBounded, cpuRatio: round2(longBounded.cpuMsPerTransition / freshBounded.cpuMsPerTransition) },
+  };
 }
 
 /**
@@ -258,9 +268,12 @@ export async function runScale(options: ScaleOptions, store: StoreServer): Promi
     if (runs("long")) {
       console.log(`  (c) growing a task to ${options.events} events…`);
       const l = (figures["longTask"] = await longTaskFigures(ctx(), reader.store, options.events)) as Record<string, Record<string, number>>;
+      const h = l["historyLength1"] as unknown as Record<string, Record<string, number>>;
       rows.push(
         [`(c) CPU per transition, ${String(l["eventsAtStart"])}-event task vs fresh`, `${l["longTask"]!["cpuMsPerTransition"]} vs ${l["freshTask"]!["cpuMsPerTransition"]} ms (×${String(l["cpuRatio"])})`, "the same"],
         [`(c) refine p50, long vs fresh`, `${l["longTask"]!["p50Ms"]} vs ${l["freshTask"]!["p50Ms"]} ms`, "the same"],
+        [`(c) the same, answered with historyLength 1: CPU`, `${h["longTask"]!["cpuMsPerTransition"]} vs ${h["freshTask"]!["cpuMsPerTransition"]} ms (×${String(h["cpuRatio"])})`, "the same"],
+        [`(c) the same, answered with historyLength 1: p50`, `${h["longTask"]!["p50Ms"]} vs ${h["freshTask"]!["p50Ms"]} ms`, "the same"],
       );
     }
     if (runs("streams")) {

@@ -11,9 +11,10 @@ export type Protocol = "jsonrpc" | "rest" | "grpc";
 
 /**
  * A new task of `skill` with this text (blocking unless `blocking: false`), a reply (a data part) to a waiting
- * task, or (JSON-RPC only) `tasks/cancel`.
+ * task (JSON-RPC: with `historyLength`, the answer carries only that many of the newest messages), or
+ * (JSON-RPC only) `tasks/cancel`.
  */
-export type SendOp = { skill: string; text: string; blocking?: boolean } | { taskId: string; data: Record<string, unknown> } | { cancel: string };
+export type SendOp = { skill: string; text: string; blocking?: boolean } | { taskId: string; data: Record<string, unknown>; historyLength?: number } | { cancel: string };
 
 const blocking = (op: SendOp) => !("blocking" in op && op.blocking === false);
 
@@ -52,7 +53,8 @@ function jsonRpcSender(baseUrl: string, connections: number): Sender {
           "skill" in op
             ? { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: op.text }], metadata: { skillId: op.skill } }
             : { kind: "message", messageId: randomUUID(), role: "user", taskId: op.taskId, parts: [{ kind: "data", data: op.data }] };
-        request = { method: "message/send", params: { message, configuration: { blocking: blocking(op) } } };
+        const historyLength = "historyLength" in op && op.historyLength !== undefined ? { historyLength: op.historyLength } : {};
+        request = { method: "message/send", params: { message, configuration: { blocking: blocking(op), ...historyLength } } };
       }
       const res = await pool.request({
         path: "/a2a/jsonrpc",
