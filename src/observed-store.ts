@@ -1,4 +1,5 @@
 import type { Logger } from "./observability/logger.js";
+import { labelSets } from "./observability/metrics.js";
 import { noteRequest } from "./observability/request-notes.js";
 import { inSpan } from "./observability/spans.js";
 import type { Telemetry } from "./observability/telemetry.js";
@@ -12,6 +13,7 @@ import type { TaskRecord, TaskStore } from "./store/task-store.js";
  */
 export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger: Logger): TaskStore {
   const { tracer, metrics } = telemetry;
+  const storeLabels = labelSets(["command", "outcome", "store"]);
   async function timed<T>(command: string, taskId: string | undefined, work: () => Promise<T>, traced = false): Promise<T> {
     const started = performance.now();
     let outcome = "ok";
@@ -23,7 +25,7 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
       if (outcome === "error" || outcome.startsWith("Mongo")) logger.warn({ err, operation: `store.${command}`, ...(taskId ? { taskId } : {}) }, `store ${command} failed`);
       throw err;
     } finally {
-      metrics.storeDuration.record((performance.now() - started) / 1000, { command, outcome, store: store.kind });
+      metrics.storeDuration.record((performance.now() - started) / 1000, storeLabels(command, outcome, store.kind));
     }
   }
   const note = (record: TaskRecord | null): TaskRecord | null => {

@@ -2,6 +2,7 @@ import { isTerminalA2AState, type A2ATaskStateValue } from "./domain/run-status.
 import type { TaskSupervisor } from "./engine/task-supervisor.js";
 import { TransitionHook, type CommittedTransition, type TransitionListener } from "./engine/transition-hook.js";
 import type { Logger } from "./observability/logger.js";
+import { labelSets } from "./observability/metrics.js";
 import type { Telemetry } from "./observability/telemetry.js";
 
 /** The transition hook that also counts its open per-task subscriptions (streams, blocking sends). */
@@ -49,6 +50,7 @@ export function observeTasks(options: { hook: CountingTransitionHook; supervisor
   metrics.observe("actors", (report) => report(supervisor.liveTaskCount()));
   metrics.observe("streams", (report) => report(hook.openSubscriptions()));
 
+  const transitionLabels = labelSets(["from", "to"]);
   const listener = (transition: CommittedTransition): void => {
     const { record, context, events } = transition;
     const taskId = record.taskId;
@@ -59,7 +61,7 @@ export function observeTasks(options: { hook: CountingTransitionHook; supervisor
     const task = logging ? { taskId, tenant: record.tenant, workflowId: record.workflowId, contextId: record.contextId } : undefined;
     if (created && logging) logger.info({ ...task, event: "task.created", state: to }, "task created");
     if (from === to && !created) return;
-    metrics.transitions.add(1, { from: from ?? (created ? "none" : "unknown"), to });
+    metrics.transitions.add(1, transitionLabels(from ?? (created ? "none" : "unknown"), to));
     move(from, to);
     if (isTerminalA2AState(to)) last.delete(taskId);
     else last.set(taskId, to);

@@ -43,3 +43,45 @@ export function createMetrics(meter: Meter): Metrics {
     },
   };
 }
+
+/** Distinct label sets a cache keeps; past it (never with our bounded labels) each call builds its own object. */
+const MAX_LABEL_SETS = 4096;
+
+type LabelValues = (a: string, b?: string, c?: string, d?: string) => Attributes;
+
+/**
+ * One frozen attribute object per label set, found through nested maps by value: recording a metric then
+ * allocates no attribute object (and no key string) per call. Up to four labels, in the order of `keys`.
+ */
+export function labelSets(keys: readonly [string, ...string[]]): LabelValues {
+  if (keys.length > 4) throw new Error("labelSets takes at most four labels");
+  const root = new Map<string, unknown>();
+  const depth = keys.length;
+  let count = 0;
+  const valueAt = (i: number, a: string, b?: string, c?: string, d?: string): string => (i === 0 ? a : i === 1 ? b : i === 2 ? c : d) ?? "";
+  const build: LabelValues = (a, b, c, d) => {
+    const attributes: Attributes = {};
+    for (let i = 0; i < depth; i++) attributes[keys[i]!] = valueAt(i, a, b, c, d);
+    return Object.freeze(attributes);
+  };
+  return (a, b, c, d) => {
+    let level = root;
+    for (let i = 0; i < depth - 1; i++) {
+      const value = valueAt(i, a, b, c, d);
+      let next = level.get(value) as Map<string, unknown> | undefined;
+      if (!next) {
+        if (count >= MAX_LABEL_SETS) return build(a, b, c, d);
+        level.set(value, (next = new Map()));
+      }
+      level = next;
+    }
+    const last = valueAt(depth - 1, a, b, c, d);
+    let attributes = level.get(last) as Attributes | undefined;
+    if (!attributes) {
+      if (count >= MAX_LABEL_SETS) return build(a, b, c, d);
+      count++;
+      level.set(last, (attributes = build(a, b, c, d)));
+    }
+    return attributes;
+  };
+}

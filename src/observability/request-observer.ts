@@ -2,6 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import type { Logger } from "./logger.js";
+import { labelSets } from "./metrics.js";
 import { withRequestNotes, type RequestNotes } from "./request-notes.js";
 import { extractTraceContext } from "./spans.js";
 import type { Telemetry } from "./telemetry.js";
@@ -62,6 +63,7 @@ export function createRequestObserver(options: { telemetry: Telemetry; logger: L
   const { telemetry, logger, jsonRpcPath } = options;
   const rpcMethods = new Set(options.rpcMethods);
   const { tracer, metrics } = telemetry;
+  const requestLabels = labelSets(["binding", "method", "outcome", "a2a.version"]);
   return function observe(req: Req, res: Res, handle: () => void): void {
     const started = performance.now();
     const shape = requestShape(req, jsonRpcPath, rpcMethods);
@@ -109,7 +111,7 @@ export function createRequestObserver(options: { telemetry: Telemetry; logger: L
       const outcome = grpcStatus ?? (jsonRpcCode !== undefined ? String(jsonRpcCode) : String(status));
       const method = notes.method ?? shape.method ?? (ops ? `${req.method} ${path}` : "unmatched");
       const version = notes.version ?? versionOf(req, shape);
-      const labels = { binding: shape.binding, method, outcome, "a2a.version": version };
+      const labels = requestLabels(shape.binding, method, outcome, version);
       metrics.requests.add(1, labels);
       metrics.requestDuration.record(seconds, labels);
       if (span) {

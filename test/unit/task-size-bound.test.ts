@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DomainError } from "../../src/domain/errors.js";
+import type { DomainError } from "../../src/domain/errors.js";
 import { assertMessageSize, assertWriteSize, jsonBytes } from "../../src/store/task-size-limits.js";
 
 /**
