@@ -21,8 +21,15 @@ const OPS_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
  * interrupt URLs (`/v1/interrupts/<token>`: the token is the credential) replaced.
  */
 export function loggablePath(url: string | undefined): string {
-  const path = (url ?? "/").split("?")[0] ?? "/";
-  return path.replace(/^\/v1\/interrupts\/[^/]+/, "/v1/interrupts/[redacted]");
+  const path = pathOf(url);
+  return path.startsWith("/v1/interrupts/") ? path.replace(/^\/v1\/interrupts\/[^/]+/, "/v1/interrupts/[redacted]") : path;
+}
+
+/** The request path without the query (no array per request, as `split` would make). */
+function pathOf(url: string | undefined): string {
+  const raw = url ?? "/";
+  const query = raw.indexOf("?");
+  return query < 0 ? raw : raw.slice(0, query);
 }
 
 export interface RequestShape {
@@ -36,7 +43,7 @@ export interface RequestShape {
  * any other path would let a caller mint metric label values at will.
  */
 export function requestShape(req: Req, jsonRpcPath: string, rpcMethods: ReadonlySet<string>): RequestShape {
-  const path = (req.url ?? "/").split("?")[0] ?? "/";
+  const path = pathOf(req.url);
   const contentType = String(req.headers["content-type"] ?? "");
   const rpc = /^\/([a-z][\w.]*\.[A-Z]\w*)\/(\w+)$/.exec(path);
   if (rpc) {
