@@ -5,48 +5,6 @@
  * The walk keeps its own stack (no recursion), so a deeply nested value cannot overflow the call stack.
  */
 export function canonicalJson(value: unknown): string {
-  try {
-    return shallowCanonicalJson(value, 0);
-  } catch (err) {
-    if (err !== TOO_DEEP) throw err;
-    return deepCanonicalJson(value);
-  }
-}
-
-/** Nesting the recursive writer takes; deeper values are written by the stack walk. */
-const MAX_RECURSION = 200;
-const TOO_DEEP = new Error("nested too deeply for the recursive writer");
-
-/**
- * The same text as the stack walk, written recursively into one string: no work items nor entry arrays per
- * value (every message's idempotency fingerprint is written on the request path).
- */
-function shallowCanonicalJson(value: unknown, depth: number): string {
-  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
-  if (depth >= MAX_RECURSION) throw TOO_DEEP;
-  if (Array.isArray(value)) {
-    let out = "[";
-    // `in` skips holes as forEach does in the stack walk.
-    for (let i = 0; i < value.length; i++) {
-      if (!(i in value)) continue;
-      const item: unknown = value[i];
-      out += (i > 0 ? "," : "") + shallowCanonicalJson(item === undefined ? null : item, depth + 1);
-    }
-    return out + "]";
-  }
-  const keys = Object.keys(value).sort();
-  let out = "{";
-  let first = true;
-  for (const key of keys) {
-    const item = (value as Record<string, unknown>)[key];
-    if (item === undefined) continue;
-    out += (first ? "" : ",") + JSON.stringify(key) + ":" + shallowCanonicalJson(item, depth + 1);
-    first = false;
-  }
-  return out + "}";
-}
-
-function deepCanonicalJson(value: unknown): string {
   let out = "";
   // Work items popped from the end: literal text to append, or a value to write.
   const work: Array<{ text: string } | { value: unknown }> = [{ value }];
