@@ -43,6 +43,7 @@ export class DeliveryLeases {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private renewing: Promise<void> | undefined;
+  private scanning: Promise<void> | undefined;
 
   constructor(private readonly options: DeliveryLeasesOptions) {}
 
@@ -59,7 +60,7 @@ export class DeliveryLeases {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
-    await this.renewing?.catch(() => undefined);
+    await Promise.allSettled([this.renewing, this.scanning]);
     const held = [...this.held.values()];
     this.held.clear();
     await Promise.allSettled(held.map((h) => this.options.configs.releaseDelivery(h.taskId, h.configId, { owner: this.instanceId, epoch: h.epoch })));
@@ -142,6 +143,10 @@ export class DeliveryLeases {
   /** One heartbeat: renews every held lease (the ones another instance took are forgotten), then finds expired ones. */
   async beat(): Promise<void> {
     await this.renew();
+    await this.scanExpired();
+  }
+
+  private async scanExpired(): Promise<void> {
     const expired = await this.options.configs.expiredDeliveryLeases(this.options.clock(), EXPIRED_SCAN_LIMIT);
     if (expired.length > 0 && !this.stopped) this.options.expired(expired);
   }
@@ -166,11 +171,21 @@ export class DeliveryLeases {
     this.options.logger.warn({ taskId: held.taskId, configId: held.configId, instanceId: this.instanceId, epoch: held.epoch }, "push: delivery lease lost; another instance delivers this config");
   }
 
+  /**
+   * Renewals keep their own pace; the scan for expired leases runs beside them, one at a time, so a slow scan
+   * never stretches the renewal period (as in the task LeaseKeeper).
+   */
   private schedule(): void {
     if (this.stopped) return;
+    const { logger } = this.options;
     this.timer = setTimeout(() => {
-      this.renewing = this.beat()
-        .catch((err: unknown) => this.options.logger.warn({ err, instanceId: this.instanceId }, "push: delivery lease renewal failed; leases are confirmed again before the next push"))
+      if (!this.scanning) {
+        this.scanning = this.scanExpired()
+          .catch((err: unknown) => logger.warn({ err, instanceId: this.instanceId }, "push: the scan for expired delivery leases failed"))
+          .finally(() => (this.scanning = undefined));
+      }
+      this.renewing = this.renew()
+        .catch((err: unknown) => logger.warn({ err, instanceId: this.instanceId }, "push: delivery lease renewal failed; leases are confirmed again before the next push"))
         .finally(() => {
           this.renewing = undefined;
           this.schedule();
