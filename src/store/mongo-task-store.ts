@@ -216,8 +216,8 @@ export class MongoTaskStore implements TaskStore {
     // The head first: events read after it are either committed as read, or rewritten by their committer
     // with what its redo (read with the head) holds. Events above the head (an unfinished write) sort last,
     // so dropping them after the limit never hides a committed event.
-    const head = await this.tasks.findOne({ _id: taskId }, { projection: HEAD_AND_REDO });
-    if (!head || this.expired(head)) return [];
+    const head = await this.liveHead(taskId);
+    if (!head) return [];
     const docs = await this.events.find({ taskId, sequence: { $gte: fromSequence, $lte: head.version } }).sort({ taskId: 1, sequence: 1 }).limit(limit).toArray();
     return committedEvents(head, docs, fromSequence, limit).map(toEvent);
   }
@@ -226,8 +226,8 @@ export class MongoTaskStore implements TaskStore {
     // The head first, for the same reason as readEvents: a log document of a committed sequence may still be
     // an orphan's until its committer copies the redo the head holds. The `$exists` clause repeats the
     // partial index's filter, so the planner can use that index.
-    const head = await this.tasks.findOne({ _id: taskId }, { projection: HEAD_AND_REDO });
-    if (!head || this.expired(head)) return [];
+    const head = await this.liveHead(taskId);
+    if (!head) return [];
     const docs = await this.events
       .find({ taskId, historyEnd: { $exists: true, $gt: fromIndex } }, { projection: HISTORY_ONLY })
       .sort({ taskId: 1, historyEnd: 1 })
@@ -236,8 +236,8 @@ export class MongoTaskStore implements TaskStore {
   }
 
   async findHistoryMessage(taskId: string, messageId: string, upToVersion: number): Promise<Message | null> {
-    const head = await this.tasks.findOne({ _id: taskId }, { projection: HEAD_AND_REDO });
-    if (!head || this.expired(head)) return null;
+    const head = await this.liveHead(taskId);
+    if (!head) return null;
     const docs = await this.events.find({ taskId, historyEnd: { $exists: true }, "history.messageId": messageId }, { projection: HISTORY_ONLY }).toArray();
     return historyMessagesOf(committedUpTo(head, docs, upToVersion), 0).find((m) => m.messageId === messageId) ?? null;
   }
@@ -386,6 +386,12 @@ export class MongoTaskStore implements TaskStore {
   }
 
   /** The TTL monitor runs about once a minute; a task past its expiry already reads as not found. */
+  /** The head's version and redo, read before the log by every log reader (see readEvents); null when gone or expired. */
+  private async liveHead(taskId: string): Promise<Pick<TaskDocument, "version" | "redo" | "expireAt"> | null> {
+    const head = await this.tasks.findOne({ _id: taskId }, { projection: HEAD_AND_REDO });
+    return head && !this.expired(head) ? head : null;
+  }
+
   private expired(doc: Pick<TaskDocument, "expireAt">): boolean {
     return doc.expireAt instanceof Date && doc.expireAt.getTime() <= this.now().getTime();
   }
