@@ -6,19 +6,16 @@ export class ShutdownSignal extends Error {}
  * can abort it. At most one per task: the driver runs one step of a task at a time.
  */
 export class InFlightWork {
-  private readonly controllers = new Map<string, LazyAbortController>();
+  private readonly controllers = new Map<string, AbortController>();
 
-  /**
-   * Runs `work` with a signal that `abort(taskId)` or `abortAll` fires (made when first read: most handlers,
-   * the pure built-in ones, never read it). `abort` tells whether and why the work was aborted.
-   */
-  async run<T>(taskId: string, work: (abortable: { readonly signal: AbortSignal }) => Promise<T>): Promise<{ value?: T; error?: unknown; abort: Aborted }> {
-    const controller = new LazyAbortController();
+  /** Runs `work` with a signal that `abort(taskId)` or `abortAll` fires. */
+  async run<T>(taskId: string, work: (signal: AbortSignal) => Promise<T>): Promise<{ value?: T; error?: unknown; signal: AbortSignal }> {
+    const controller = new AbortController();
     this.controllers.set(taskId, controller);
     try {
-      return { value: await work(controller), abort: controller };
+      return { value: await work(controller.signal), signal: controller.signal };
     } catch (error) {
-      return { error, abort: controller };
+      return { error, signal: controller.signal };
     } finally {
       this.controllers.delete(taskId);
     }
@@ -30,31 +27,5 @@ export class InFlightWork {
 
   abortAll(reason: unknown): void {
     for (const controller of this.controllers.values()) controller.abort(reason);
-  }
-}
-
-export interface Aborted {
-  readonly aborted: boolean;
-  readonly reason: unknown;
-}
-
-/** An AbortController whose signal exists only once it is read or aborted (an AbortSignal is costly to make). */
-class LazyAbortController implements Aborted {
-  private controller: AbortController | undefined;
-
-  get signal(): AbortSignal {
-    return (this.controller ??= new AbortController()).signal;
-  }
-
-  get aborted(): boolean {
-    return this.controller?.signal.aborted ?? false;
-  }
-
-  get reason(): unknown {
-    return this.controller?.signal.reason;
-  }
-
-  abort(reason: unknown): void {
-    (this.controller ??= new AbortController()).abort(reason);
   }
 }

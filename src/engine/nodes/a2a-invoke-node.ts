@@ -34,7 +34,7 @@ async function invokePeer(
 ): Promise<NodeOutcome | void> {
   const { taskId, node, context, workflow } = args;
   const { repository } = runtime;
-  const ran = await runtime.inFlight.run(taskId, ({ signal }) =>
+  const ran = await runtime.inFlight.run(taskId, (signal) =>
     peerInvoker.run({
       taskId,
       node,
@@ -48,7 +48,7 @@ async function invokePeer(
         }, { fenced: true }),
     }),
   );
-  if (ran.abort.reason instanceof ShutdownSignal) throw ran.abort.reason;
+  if (ran.signal.reason instanceof ShutdownSignal) throw ran.signal.reason;
   if ("error" in ran) throw ran.error;
   const outcome = ran.value as InvokeOutcome;
   if (outcome.type === "stopped") return;

@@ -32,7 +32,7 @@ async function runHandler(
   const { taskId, node, context, workflow } = args;
   const { repository, logger } = runtime;
   const handler = handlers[node.handler];
-  const ran = await runtime.inFlight.run(taskId, (abortable): Promise<HandlerResult> => {
+  const ran = await runtime.inFlight.run(taskId, (signal): Promise<HandlerResult> => {
     if (!handler) throw new HandlerError("handler_missing", `no handler named "${node.handler}" is registered`);
     return handler({
       taskId,
@@ -44,14 +44,12 @@ async function runHandler(
       input: runInputOf(context),
       outputs: context.outputs,
       feedback: feedbackFor(context, workflow, node.id),
-      get signal() {
-        return abortable.signal;
-      },
+      signal,
       emitArtifactChunk: chunkEmitter(runtime, taskId, node.id),
     });
   });
-  if (ran.abort.aborted) {
-    if (ran.abort.reason instanceof ShutdownSignal) throw ran.abort.reason;
+  if (ran.signal.aborted) {
+    if (ran.signal.reason instanceof ShutdownSignal) throw ran.signal.reason;
     return; // cancelled: the driver's next step commits CANCELLED
   }
   let failure: { code: string; message: string; retryable: boolean } | undefined;
