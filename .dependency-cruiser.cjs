@@ -9,18 +9,26 @@ const allowed = {
   secrets: ["domain", "observability"],
   egress: ["domain", "observability"],
   machine: ["domain"],
+  // What a user writes: workflow definitions, task handlers and their context (the public types), and the
+  // handlers of our built-in workflows.
+  workflows: ["domain"],
   schemas: ["domain"],
   auth: ["domain"],
   store: ["domain", "machine", "observability"],
   interrupts: ["domain", "machine", "secrets", "observability"],
-  peer: ["domain", "egress", "gen", "observability"],
+  peer: ["domain", "egress", "gen", "secrets", "observability"],
   push: ["domain", "egress", "store", "machine", "auth", "secrets", "observability"],
-  engine: ["domain", "machine", "store", "schemas", "auth", "peer", "observability"],
-  runs: ["domain", "engine", "machine", "store", "interrupts", "auth", "observability"],
-  a2a: ["domain", "engine", "machine", "store", "push", "interrupts", "auth", "schemas", "gen", "observability"],
+  engine: ["domain", "machine", "store", "schemas", "auth", "peer", "observability", "workflows"],
+  runs: ["domain", "engine", "machine", "store", "interrupts", "auth", "observability", "workflows"],
+  a2a: ["domain", "engine", "machine", "store", "push", "interrupts", "auth", "schemas", "gen", "observability", "workflows"],
   transport: ["domain", "a2a", "runs", "auth", "gen", "observability"],
-  // a2a: the agent-card settings (which card the bare well-known path serves) live with the card.
-  config: ["domain", "auth", "egress", "interrupts", "peer", "push", "store", "engine", "secrets", "observability", "a2a"],
+  // The operator console, whole: its operations over the engine and the runs API, push views, access rule, routes and page.
+  console: ["domain", "auth", "engine", "interrupts", "machine", "push", "runs", "store", "transport", "observability", "workflows"],
+  // Telemetry wrapped around the store, the egress clients, handlers and tasks (core.ts installs them).
+  observed: ["domain", "engine", "observability", "peer", "push", "store", "workflows"],
+  // a2a: the agent-card settings (which card the bare well-known path serves) live with the card;
+  // transport: the listening port's connection timeouts and caps (transport/connection-settings.ts).
+  config: ["domain", "auth", "egress", "interrupts", "peer", "push", "store", "engine", "secrets", "observability", "a2a", "workflows", "transport"],
 };
 
 const folders = Object.keys(allowed);

@@ -27,7 +27,7 @@ import { createLogger } from "../src/observability/logger.js";
 import { openMongoCommitFeed } from "../src/store/change-stream-commit-feed.js";
 import type { CommitFeedSettings } from "../src/store/commit-feed.js";
 import { MongoTaskStore } from "../src/store/mongo-task-store.js";
-import type { RunEvent, TaskRecord } from "../src/store/task-store.js";
+import type { RunEvent, TaskRecord } from "../src/domain/task-record.js";
 import { dropDatabase, startStoreServer } from "./lib/store-server.js";
 
 const FEEDS: CommitFeedSettings[] = [

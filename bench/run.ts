@@ -1,17 +1,18 @@
-// `npm run bench -- [all|compare|scale|multi] [--quick] [--name N] [size flags]`: see bench/README.md.
+// `npm run bench -- [all|compare|scale|multi|peer-handoff] [--quick] [--name N] [size flags]`: see bench/README.md.
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runCompare } from "./compare.js";
 import { runMulti } from "./multi.js";
+import { runPeerHandoff } from "./peer-handoff.js";
 import { startStoreServer } from "./lib/store-server.js";
 import { machine } from "./lib/summary.js";
 import { runScale, SCALE_PARTS, type ScalePart } from "./scale.js";
 
 const MULTI_FULL = { "failover-samples": 10, "lease-ttl-ms": 3000, "lease-heartbeat-ms": 750, "latency-commits": 200 };
 const MULTI_QUICK = { "failover-samples": 3, "lease-ttl-ms": 3000, "lease-heartbeat-ms": 750, "latency-commits": 100 };
-const FULL = { "round-ms": 5000, "warmup-ms": 2000, rounds: 3, concurrency: "1,32", waiting: 100_000, events: 5000, streams: 10_000, "latency-streams": 1000, triggers: 5, ...MULTI_FULL };
-const QUICK = { "round-ms": 1500, "warmup-ms": 500, rounds: 2, concurrency: "1,32", waiting: 5000, events: 500, streams: 1000, "latency-streams": 200, triggers: 2, ...MULTI_QUICK };
+const FULL = { samples: 20, "round-ms": 5000, "warmup-ms": 2000, rounds: 3, concurrency: "1,32", waiting: 100_000, events: 5000, streams: 10_000, "latency-streams": 1000, triggers: 5, ...MULTI_FULL };
+const QUICK = { samples: 5, "round-ms": 1500, "warmup-ms": 500, rounds: 2, concurrency: "1,32", waiting: 5000, events: 500, streams: 1000, "latency-streams": 200, triggers: 2, ...MULTI_QUICK };
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -23,8 +24,8 @@ const { values, positionals } = parseArgs({
   },
 });
 const mode = positionals[0] ?? "all";
-if (!["all", "compare", "scale", "multi"].includes(mode)) {
-  console.error(`unknown sub-command "${mode}": use all, compare, scale or multi`);
+if (!["all", "compare", "scale", "multi", "peer-handoff"].includes(mode)) {
+  console.error(`unknown sub-command "${mode}": use all, compare, scale, multi or peer-handoff`);
   process.exit(2);
 }
 const preset: Record<string, string | number> = values.quick ? QUICK : FULL;
@@ -76,6 +77,13 @@ try {
     const { figures, printed } = await runMulti(settings, store);
     console.log(`\n${printed}\n`);
     result["multi"] = { settings, figures };
+  }
+  if (mode === "all" || mode === "peer-handoff") {
+    const settings = { samples: setting("samples"), pollMs: 1000 };
+    console.log(`peer-handoff: ${JSON.stringify(settings)}`);
+    const { figures, printed } = await runPeerHandoff(settings, store.uri);
+    console.log(`\n${printed}\n`);
+    result["peerHandoff"] = { settings, figures };
   }
 } finally {
   await store.stop();

@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import { BSON, MongoClient, type Document } from "mongodb";
 import { connectMongoStore } from "../src/store/open-store.js";
-import type { RunEvent, TaskRecord } from "../src/store/task-store.js";
+import type { RunEvent, TaskRecord } from "../src/domain/task-record.js";
 
 // Copies per insertMany: a few thousand documents per command, so no single command holds the store server long.
 const BULK_BATCH = 250;

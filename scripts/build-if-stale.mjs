@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm start`'s prestart: compiles only when the build is missing or older than a source (src/, the
+// `npm start`'s and `npm test`'s pre-step: compiles only when the build is missing or older than a source (src/, the
 // tsconfig files, package.json). An up-to-date build starts at once instead of spending ~14 s in tsc.
 // console and process are imported explicitly: eslint.config.js declares no Node globals for .mjs.
 import { spawnSync } from "node:child_process";
@@ -26,4 +26,6 @@ const sources = Math.max(...["src", "tsconfig.json", "tsconfig.build.json", "pac
 if (built > sources) process.exit(0);
 console.error(built ? "build is older than the sources: compiling" : "no build yet: compiling");
 const result = spawnSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json"], { cwd: root, stdio: "inherit" });
-process.exit(result.status ?? 1);
+if (result.status !== 0) process.exit(result.status ?? 1);
+const assets = spawnSync(process.execPath, [join(root, "scripts", "copy-assets.mjs")], { cwd: root, stdio: "inherit" });
+process.exit(assets.status ?? 1);

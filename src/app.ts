@@ -1,6 +1,4 @@
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
-import { projectRoot } from "./domain/project-root.js";
 import { createCore, JSONRPC_PATH, OPENWOP_EXTENSION_URI, packageVersion, type CoreOptions } from "./core.js";
 import type { TaskService } from "./a2a/task-service.js";
 import type { TaskSupervisor } from "./engine/task-supervisor.js";
@@ -8,8 +6,10 @@ import { apiKeyAuthenticator, devAuthenticator } from "./auth/api-key-authentica
 import type { Principal } from "./auth/principal.js";
 import type { PushNotifications } from "./push/push-notifications.js";
 import { addPushRoutes } from "./transport/rest/push-routes.js";
+import { addPeerCallbackRoutes } from "./transport/rest/peer-callback-routes.js";
 import { createA2AConnectHandler, isA2ARpcPath } from "./transport/connect/a2a-connect-handler.js";
-import { DualProtocolServer } from "./transport/http-server.js";
+import { isRpcRequest } from "./transport/connect/rpc-unknown-method.js";
+import { connectionMetrics, DualProtocolServer } from "./transport/http-server.js";
 import { HttpRouter } from "./transport/http-router.js";
 import { bindVersions, versionModules } from "./a2a/versions.js";
 import { Readiness } from "./observability/readiness.js";
@@ -19,17 +19,19 @@ import { addOpsRoutes } from "./transport/rest/ops-routes.js";
 import { errorReporter } from "./transport/errors/wire-error.js";
 import { createA2ARestRouters } from "./transport/rest/a2a-rest-router.js";
 import { createRequestDispatch } from "./transport/request-dispatch.js";
-import { createJsonRpcEndpoint } from "./transport/jsonrpc/jsonrpc-endpoint.js";
+import { createJsonRpcEndpoint, createJsonRpcRefusal } from "./transport/jsonrpc/jsonrpc-endpoint.js";
 import { addDiscoveryRoutes, CONFORMANCE_FIXTURES } from "./transport/rest/discovery-routes.js";
 import { addConformanceSeamRoutes } from "./transport/rest/conformance-seam-routes.js";
 import { addOpenwopInterruptRoutes } from "./transport/rest/openwop-interrupt-routes.js";
 import { addOpenwopRunsRoutes } from "./transport/rest/openwop-runs-routes.js";
 import { addOpenApiRoute } from "./transport/openapi/openapi-route.js";
 import { exportTaskMachine } from "./machine/machine-export.js";
-import { ConsolePush } from "./a2a/console-push.js";
-import { ConsoleOperations } from "./runs/console-operations.js";
-import { CONSOLE_PUBLIC_PATH } from "./transport/console/console-assets.js";
-import { addConsoleRoutes } from "./transport/console/console-routes.js";
+import { recoveryEvidence } from "./engine/recovery-settings.js";
+import { ConsolePush } from "./console/console-push.js";
+import { ConsoleOperations } from "./console/console-operations.js";
+import { ConsoleAccess } from "./console/console-access.js";
+import { CONSOLE_PUBLIC_PATH } from "./console/console-assets.js";
+import { addConsoleRoutes } from "./console/console-routes.js";
 
 export { JSONRPC_PATH, OPENWOP_EXTENSION_URI };
 const SUPPORTED_EXTENSIONS = [OPENWOP_EXTENSION_URI];
@@ -43,6 +45,9 @@ export interface App {
   service: TaskService;
   /** Push notifications: the registration service, the delivery worker (when enabled), a start-up phrase. */
   push: PushNotifications;
+  /** The agent's name on its card, and the skills (workflow ids) it serves: for the start-up line. */
+  agentName: string;
+  skills: string[];
   /** Starts listening and resumes every unfinished task. */
   listen(): Promise<AddressInfo>;
   /** Graceful shutdown: ends streams, drains requests, stops the supervisor. The store stays open. */
@@ -55,7 +60,7 @@ export interface App {
  * Paths without an API key: discovery, health, and signed interrupt tokens (the token is the credential).
  * Their handlers see a principal that belongs to no tenant and holds no scope.
  */
-const PUBLIC_PATHS = [/^\/\.well-known\//, /^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/v1\/interrupts\//, CONSOLE_PUBLIC_PATH];
+const PUBLIC_PATHS = [/^\/\.well-known\//, /^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/v1\/interrupts\//, /^\/v1\/peer-callbacks\//, CONSOLE_PUBLIC_PATH];
 const PUBLIC_PRINCIPAL: Principal = { tenant: "", id: "public", scopes: [] };
 
 export async function createApp(options: AppOptions): Promise<App> {
@@ -77,18 +82,20 @@ export async function createApp(options: AppOptions): Promise<App> {
   const jsonRpc = createJsonRpcEndpoint({ versions, report, ...inputLimits, supportedExtensions: SUPPORTED_EXTENSIONS });
   const a2aRest = createA2ARestRouters({ versions, report, ...inputLimits });
   addPushRoutes(router, { service });
+  // Peers' pushes for our a2a.invoke nodes: the per-task token is the credential (docs/security.md).
+  if (core.peerCallbacks) addPeerCallbackRoutes(router, { callbacks: core.peerCallbacks, maxBodyBytes: config.maxBodyBytes });
   // The OpenWOP REST surface: runs (the same durable tasks A2A sees), events, interrupts, workflows.
   addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, report, ...inputLimits });
   addOpenwopInterruptRoutes(router, { interrupts: runInterrupts, ...inputLimits });
   if (config.operator.console) {
-    // The operator console lists across the tenants of the configured keys ("default" with auth off).
-    const tenants = config.auth.mode === "apikey" ? [...new Set(config.auth.keys.map((k) => k.tenant))] : ["default"];
+    // The operator console is tenant-scoped like every other surface: a key sees its own tenant; one with
+    // console:all-tenants sees every tenant of the configured keys ("default" with auth off).
+    const access = ConsoleAccess.fromAuth(config.auth);
     addConsoleRoutes(router, {
-      operations: new ConsoleOperations({ supervisor, reads: core.reads, hook: core.hook, feed, tokens: core.tokens, tenants }),
-      push: new ConsolePush({ enabled: push.enabled, configs: core.pushConfigs, worker: push.worker }),
+      operations: new ConsoleOperations({ supervisor, reads: core.reads, hook: core.hook, feed, tokens: core.tokens, access, catalog, interrupts: runInterrupts }),
+      push: new ConsolePush({ enabled: push.enabled, configs: core.pushConfigs, worker: push.worker, access }),
       report,
       ...inputLimits,
-      assetsDir: join(projectRoot, "src", "transport", "console", "assets"),
     });
   }
   if (config.conformanceSeams) {
@@ -105,6 +112,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     supportedEnvelopes: ["clarification.request"],
     taskMachine: exportTaskMachine,
     cardSettings: config.agentCard,
+    recoveryEvidence: recoveryEvidence(config.leases, config.recovery),
   });
   const readiness = new Readiness({ ping: () => options.store.ping?.() ?? Promise.resolve(), timeoutMs: config.readinessTimeoutMs, leaseProblem: () => core.supervisor.leaseProblem() });
   addOpsRoutes(router, { readiness, telemetry: core.telemetry });
@@ -113,16 +121,18 @@ export async function createApp(options: AppOptions): Promise<App> {
   const shutdown = new AbortController();
   // Connect, gRPC and gRPC-Web calls (/a2a.v1.A2AService/* for 0.3, /lf.a2a.v1.A2AService/* for 1.0) go to the
   // Connect adapter (which authenticates in its interceptor); everything else is authenticated, then routed.
-  const rpc = createA2AConnectHandler({ versions, authenticator, report, maxBodyBytes: config.maxBodyBytes, shutdownSignal: shutdown.signal });
+  const rpc = createA2AConnectHandler({ versions, authenticator, report, maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth, shutdownSignal: shutdown.signal });
   // grpc.health.v1 and server reflection (public, like /healthz): same port, their own Connect router.
   const rpcServices = versionModules().map((m) => m.connectService);
   const opsRpc = createOpsConnectHandler({ services: rpcServices, ready: async () => (await readiness.check()).ready, shutdownSignal: shutdown.signal });
   const handle = createRequestDispatch({
     jsonRpcPath: JSONRPC_PATH,
     jsonRpc,
+    jsonRpcRefused: createJsonRpcRefusal({ report, maxBodyBytes: config.maxBodyBytes, supportedExtensions: SUPPORTED_EXTENSIONS }),
     a2aRest,
     openwop: router,
-    rpc: { handles: (url) => isA2ARpcPath(url) || isOpsRpcPath(url), handle: (req, res) => (isOpsRpcPath(req.url) ? opsRpc(req, res) : rpc(req, res)) },
+    // Any other gRPC, gRPC-Web or Connect call goes there too, to be answered UNIMPLEMENTED in its protocol.
+    rpc: { handles: (req) => isA2ARpcPath(req.url) || isOpsRpcPath(req.url) || isRpcRequest(req), handle: (req, res) => (isOpsRpcPath(req.url) ? opsRpc(req, res) : rpc(req, res)) },
     authenticator,
     publicPaths: PUBLIC_PATHS,
     publicPrincipal: PUBLIC_PRINCIPAL,
@@ -132,12 +142,15 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   const rpcMethods = [...rpcServices, ...OPS_SERVICES].flatMap((service) => service.methods.map((m) => `${service.typeName}/${m.name}`));
   const observe = createRequestObserver({ telemetry: core.telemetry, logger, jsonRpcPath: JSONRPC_PATH, rpcMethods });
-  const server = new DualProtocolServer((req, res) => observe(req, res, () => void handle(req, res)));
+  const server = new DualProtocolServer((req, res) => observe(req, res, () => void handle(req, res)), config.connections, connectionMetrics(core.telemetry.metrics, logger));
+  core.telemetry.metrics.observe("connections", (report) => report(server.openConnections));
 
   return {
     supervisor,
     service,
     push,
+    agentName: card.name,
+    skills: catalog.ids(),
     async listen() {
       const address = await server.listen(config.port, config.host);
       await core.start();

@@ -4,27 +4,34 @@ import { buildAgentCard, type AgentCard, type AgentInterface } from "./a2a/agent
 import { TaskService } from "./a2a/task-service.js";
 import type { Config } from "./config/config.js";
 import { projectRoot } from "./domain/project-root.js";
-import { A2AInvokeRunner } from "./engine/a2a-invoke-runner.js";
-import { builtinHandlers } from "./engine/builtin-handlers.js";
+import { A2AInvokeRunner } from "./engine/nodes/a2a-invoke-runner.js";
+import { PeerCallbackService } from "./engine/peer-callback-service.js";
+import { PeerCallbackKey } from "./peer/peer-callbacks.js";
+import { resolvePushKeys } from "./push/push-keys.js";
+import { builtinHandlers } from "./workflows/builtin-handlers.js";
 import { StatelessSkills } from "./engine/stateless-skill.js";
 import { TaskObserver } from "./engine/task-observer.js";
 import { TaskSupervisor } from "./engine/task-supervisor.js";
 import { loadWorkflowCatalog, type WorkflowCatalog } from "./engine/workflow-catalog.js";
-import type { TaskHandler } from "./engine/workflow-types.js";
+import type { TaskHandler, WorkflowDefinition } from "./workflows/workflow-types.js";
+import { builtinWorkflowSets } from "./workflows/workflow-settings.js";
 import { loadInterruptTokenKeys } from "./interrupts/interrupt-token-keys.js";
 import { InterruptTokenSigner } from "./interrupts/interrupt-tokens.js";
 import { configureTaskInspection } from "./machine/task-inspection.js";
 import { createInspectionSink } from "./observability/inspection-sink.js";
 import type { Logger } from "./observability/logger.js";
 import { createTelemetry, type Telemetry } from "./observability/telemetry.js";
-import { observedHandlers, observedPeerHttp, observedPeerTransport, observedPushClient } from "./observed-egress.js";
-import { observedPushConfigStore, observedTaskStore } from "./observed-store.js";
-import { CountingTransitionHook, observeTasks } from "./observed-tasks.js";
+import { observedHandlers, observedPeerHttp, observedPeerTransport, observedPushClient } from "./observed/observed-egress.js";
+import { observedPushConfigStore, observedTaskStore } from "./observed/observed-store.js";
+import { CountingTransitionHook, observeTasks } from "./observed/observed-tasks.js";
 import type { TransitionHook } from "./engine/transition-hook.js";
 import { createA2APeerClient } from "./peer/a2a-peer-client.js";
 import { createGrpcPeerTransport } from "./peer/grpc-peer-client.js";
 import { createPeerHttpClient } from "./peer/peer-http-client.js";
+import { HttpNodeRunner } from "./engine/nodes/http-node.js";
+import { workflowVariableValues } from "./engine/nodes/http-node-settings.js";
 import * as v03ProtoCodec from "./a2a/v03/v03-proto-codec.js";
+import * as v10ProtoCodec from "./a2a/v10/v10-proto-codec.js";
 import { negotiateA2AVersion } from "./a2a/protocol-version.js";
 import { pushBody } from "./a2a/versions.js";
 import type { Resolver } from "./egress/egress-guard.js";
@@ -37,6 +44,7 @@ import { MemoryIdempotencyStore } from "./store/memory-idempotency-store.js";
 import { MemoryPushConfigStore } from "./store/memory-push-config-store.js";
 import type { PushConfigStore } from "./store/push-config-store.js";
 import type { TaskReadPort } from "./store/task-read-port.js";
+import { CappedTaskReads } from "./store/capped-task-reads.js";
 import type { TaskStore } from "./store/task-store.js";
 import { DEFAULT_TASK_SIZE_LIMITS } from "./store/task-size-limits.js";
 
@@ -53,6 +61,8 @@ export interface CoreOptions {
   telemetry?: Telemetry;
   store: TaskStore;
   handlers?: Record<string, TaskHandler>;
+  /** Workflow definitions given as objects (`startHost({ workflows })`), validated exactly like files; they count as the user's own (see BUILTIN_WORKFLOWS). */
+  workflows?: WorkflowDefinition[];
   /** Push-config store (open it next to the task store); in-memory when not given. */
   pushConfigs?: PushConfigStore;
   /** Tests only: the DNS resolver of the push egress guard. */
@@ -80,6 +90,8 @@ export interface Core {
   tokens: InterruptTokenSigner;
   /** The push-config store (the console shows deliveries and dead letters). */
   pushConfigs: PushConfigStore;
+  /** The receiver of peers' pushes for a2a.invoke nodes (POST /v1/peer-callbacks/{taskId}); none when A2A_PEER_PUSH=false or no key. */
+  peerCallbacks?: PeerCallbackService;
   /** Resumes every unfinished task and starts push delivery. */
   start(): Promise<void>;
   /** Stops the engine, peer clients and push; the store stays open. */
@@ -97,27 +109,40 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const telemetry = options.telemetry ?? (await createTelemetry({ version: packageVersion }));
   const store = observedTaskStore(options.store, telemetry, logger);
   const handlers = observedHandlers({ ...builtinHandlers, ...options.handlers }, telemetry);
+  // Our built-in sets (BUILTIN_WORKFLOWS; by default the demos, and none once the user brings workflows of
+  // their own), then the user's: WORKFLOWS_DIR and the definitions given as objects.
   const catalog = await loadWorkflowCatalog({
     builtinDir: join(projectRoot, "workflows"),
+    builtin: builtinWorkflowSets(config, options.workflows?.length ?? 0),
     ...(config.workflowsDir ? { extraDir: config.workflowsDir } : {}),
+    ...(options.workflows ? { workflows: options.workflows } : {}),
     handlers,
-    defaultWorkflowId: config.defaultSkill,
+    ...(config.defaultSkill !== undefined ? { defaultWorkflowId: config.defaultSkill } : {}),
     // `${A2A_PEER_CARD_URL}` in an a2a.invoke node's agentCardUrl (README "Workflows").
-    variables: { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl },
+    variables: { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl, ...workflowVariableValues(config.httpNode) },
+    // Named peers (A2A_PEERS): a node naming another one stops the start.
+    peers: Object.fromEntries([...config.a2aPeer.peers.values()].map((p) => [p.name, p.cardUrl ?? p.url ?? ""])),
   });
   // XSTATE_INSPECT: XState's inspection API on the actors of the chosen tasks (README "Live inspection").
   const { inspectTasks, inspectSink } = config.operator;
   configureTaskInspection(inspectTasks ? { taskIds: inspectTasks, sink: createInspectionSink(inspectSink) } : undefined);
   const hook = new CountingTransitionHook(logger);
   // a2a.invoke: outbound calls to remote A2A agents go through the same egress guard as push deliveries.
-  // The card picks the wire: JSON-RPC 0.3 over undici, or gRPC (a2a.v1) over HTTP/2 when the card prefers it.
+  // The card (or a named peer's pins) picks the wire: JSON-RPC or HTTP+JSON over undici, gRPC over HTTP/2, A2A 1.0 or 0.3.
   const peerClient = createA2APeerClient({
     http: observedPeerHttp(createPeerHttpClient({ policy: config.a2aPeer.egress }), telemetry),
-    grpc: observedPeerTransport(createGrpcPeerTransport({ policy: config.a2aPeer.egress, codec: v03ProtoCodec, requestTimeoutMs: config.a2aPeer.requestTimeoutMs }), telemetry),
+    grpc: observedPeerTransport(createGrpcPeerTransport({ policy: config.a2aPeer.egress, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: config.a2aPeer.requestTimeoutMs }), telemetry),
+    codec: v03ProtoCodec,
+    codecV10: v10ProtoCodec,
     requestTimeoutMs: config.a2aPeer.requestTimeoutMs,
+    streamIdleMs: config.a2aPeer.streamIdleMs,
+    peers: config.a2aPeer.peers,
   });
   const peerInvoker = new A2AInvokeRunner(peerClient, config.a2aPeer, logger);
-  const supervisor = new TaskSupervisor({ store, catalog, handlers, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, leases: config.leases, peerInvoker });
+  // http nodes: calls to services, through the same egress guard and pinned pools, with their own policy (HTTP_NODE_*).
+  const httpNodeClient = observedPeerHttp(createPeerHttpClient({ policy: config.httpNode.egress, maxResponseBytes: config.httpNode.maxResponseBytes, userAgent: "openwop-a2a-host/http-node", subject: "http node" }), telemetry);
+  const httpRunner = new HttpNodeRunner(httpNodeClient, config.httpNode, { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl, ...workflowVariableValues(config.httpNode) });
+  const supervisor = new TaskSupervisor({ store, catalog, handlers, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, leases: config.leases, recovery: config.recovery, peerInvoker, httpRunner });
   const stopObservingTasks = observeTasks({ hook, supervisor, telemetry, logger });
   const reads = supervisor.reads;
   // Other instances' commits (MongoDB): a change stream on the event log, or polling on a standalone server.
@@ -142,16 +167,31 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     logger,
     ...(options.pushResolver ? { resolve: options.pushResolver } : {}),
   });
+  // a2a.invoke learns by push where the peer offers it: per-visit callback tokens derive from the push key.
+  const callbackKey = config.a2aPeer.push ? await resolvePushKeys(config.push, config.dataDir).then((k) => new PeerCallbackKey(k.encryptionKey), (err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, "a2a.invoke: no push key, so peers are not asked to push (stream or poll instead)")) : undefined;
+  // Only an https callback is offered (a plain-http one only under the test-only loopback allowance): a peer must never be sent to its own localhost.
+  const callbackBase = config.a2aPeer.callbackUrl ?? config.publicUrl;
+  const callbackOk = callbackBase.startsWith("https://") || config.a2aPeer.egress.allowHttpLoopback;
+  peerInvoker.useCallbacks(callbackKey && callbackOk ? { baseUrl: callbackBase, key: callbackKey } : undefined);
+  // A push committed by another instance wakes the node here through the change stream (not the polling fallback:
+  // it would read the store per waiting node every period; without change streams the backstop poll catches it).
+  peerInvoker.news.useRemoteCommits(commitFeed?.mode === "change-stream" ? (taskId, onCommit) => commitFeed.onTask(taskId, () => onCommit()) : undefined);
+  const peerCallbacks = callbackKey ? new PeerCallbackService({ supervisor, reads, key: callbackKey, peers: config.a2aPeer.peers, news: peerInvoker.news, logger }) : undefined;
   // JSON-RPC first (preferred). gRPC clients take a "host:port" target, not a URL; HTTP+JSON is under /v1.
   const interfaces: AgentInterface[] = [
     { url: `${config.publicUrl}${JSONRPC_PATH}`, transport: "JSONRPC" },
     { url: grpcTarget(config.publicUrl), transport: "GRPC" },
     { url: config.publicUrl, transport: "HTTP+JSON" },
   ];
+  // The agent's identity (AGENT_*); unset fields keep the host's own name, a description naming the skills, the package version.
+  const identity = config.agentCard.identity;
   const card = buildAgentCard(catalog, {
-    name: "OpenWOP A2A host",
-    description: `Durable A2A tasks backed by OpenWOP workflow runs. Skills: ${catalog.ids().join(", ")}.`,
-    version: packageVersion,
+    name: identity.name ?? "OpenWOP A2A host",
+    description: identity.description ?? `Durable A2A tasks backed by OpenWOP workflow runs. Skills: ${catalog.ids().join(", ")}.`,
+    version: identity.version ?? packageVersion,
+    ...(identity.provider ? { provider: identity.provider } : {}),
+    ...(identity.documentationUrl ? { documentationUrl: identity.documentationUrl } : {}),
+    ...(identity.iconUrl ? { iconUrl: identity.iconUrl } : {}),
     interfaces,
     streaming: true,
     pushNotifications: push.enabled,
@@ -167,16 +207,19 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     catalog,
     card,
     blockingTimeoutMs: config.blockingTimeoutMs,
+    storeTimeoutMs: config.storeTimeoutMs,
     sizeLimits: store.limits ?? DEFAULT_TASK_SIZE_LIMITS,
     maxInputDepth: config.maxInputDepth,
     push: push.configs,
     interruptToken: (record, context, principal) => interruptTokensFor(tokens, record, context, principal)?.resolve,
-    stateless: new StatelessSkills({ handlers, logger }),
+    stateless: new StatelessSkills({ handlers, logger, reads }),
   });
   // The OpenWOP runs API: the same durable tasks A2A sees, their events and interrupts.
-  const runs = new RunService({ supervisor, reads, observer, catalog, idempotency: options.idempotency ?? new MemoryIdempotencyStore(), idempotencyTtlMs: config.idempotencyTtlMs, tokens });
-  const runInterrupts = new RunInterrupts({ supervisor, reads, catalog, tokens });
-  const feed = new RunEventFeed({ reads, observer });
+  const runs = new RunService({ supervisor, reads, observer, catalog, idempotency: options.idempotency ?? new MemoryIdempotencyStore(), idempotencyTtlMs: config.idempotencyTtlMs, tokens, storeTimeoutMs: config.storeTimeoutMs });
+  // Their reads are bounded by STORE_TIMEOUT_MS (these routes carry no caller deadline).
+  const cappedReads = new CappedTaskReads(reads, config.storeTimeoutMs);
+  const runInterrupts = new RunInterrupts({ supervisor, reads: cappedReads, catalog, tokens });
+  const feed = new RunEventFeed({ reads: cappedReads, observer });
   return {
     catalog,
     hook,
@@ -192,6 +235,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     tokens,
     pushConfigs,
     telemetry,
+    ...(peerCallbacks ? { peerCallbacks } : {}),
     async start() {
       await supervisor.start();
       await push.start();
@@ -200,6 +244,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
       stopObservingTasks();
       await supervisor.stop();
       await peerClient.close();
+      await httpNodeClient.close();
       await push.stop();
       await commitFeed?.close();
       if (!options.telemetry) await telemetry.shutdown();

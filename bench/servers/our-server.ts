@@ -33,7 +33,8 @@ function tracingCommits(store: TaskStore): TaskStore {
 
 // DATA_DIR holds the development keys (interrupt tokens, push secrets) generated at start: a fresh one per run.
 const dataDir = await mkdtemp(join(tmpdir(), "openwop-bench-"));
-const env = { ...process.env, LOG_LEVEL: "silent", DATA_DIR: dataDir };
+// The scale and multi-instance benches drive the conformance-cancellable fixture next to the demos.
+const env = { BUILTIN_WORKFLOWS: "demo,conformance", ...process.env, LOG_LEVEL: "silent", DATA_DIR: dataDir };
 const config = loadConfig(env);
 const logger = createLogger(config.logLevel);
 const opened = config.store === "memory" ? await openStore(config, logger) : undefined;

@@ -1,6 +1,6 @@
 // The reference: the @a2a-js/sdk 1.3.0 server (DefaultRequestHandler + InMemoryTaskStore, the Express
 // JSON-RPC handler with its v0.3 compatibility layer), in its own process. Its executor does what our `echo`
-// skill does (workflows/echo.yaml, src/engine/builtin-handlers.ts): the task is submitted, works, gets one
+// skill does (workflows/demo/echo.yaml, src/engine/builtin-handlers.ts): the task is submitted, works, gets one
 // text artifact "echo" holding the text it was sent, and completes.
 import { once } from "node:events";
 import type { Server } from "node:http";

@@ -30,6 +30,7 @@ export interface AgentCard {
   provider?: { organization: string; url: string };
   version: string;
   documentationUrl?: string;
+  iconUrl?: string;
   capabilities: { streaming: boolean; pushNotifications: boolean; stateTransitionHistory: boolean; extensions?: Array<{ uri: string; description?: string; required?: boolean }> };
   securitySchemes?: Record<string, Record<string, unknown>>;
   security?: Array<Record<string, string[]>>;
@@ -44,6 +45,10 @@ export interface AgentCardOptions {
   name: string;
   description: string;
   version: string;
+  /** The organization behind the agent (AGENT_PROVIDER_ORGANIZATION and AGENT_PROVIDER_URL). */
+  provider?: { organization: string; url: string };
+  documentationUrl?: string;
+  iconUrl?: string;
   /** The interfaces actually served, preferred first: the first one is the card's `url`. */
   interfaces: AgentInterface[];
   streaming: boolean;
@@ -62,7 +67,10 @@ export function buildAgentCard(catalog: WorkflowCatalog, options: AgentCardOptio
     url: preferred.url,
     preferredTransport: preferred.transport,
     additionalInterfaces: options.interfaces,
+    ...(options.iconUrl ? { iconUrl: options.iconUrl } : {}),
+    ...(options.provider ? { provider: { organization: options.provider.organization, url: options.provider.url } } : {}),
     version: options.version,
+    ...(options.documentationUrl ? { documentationUrl: options.documentationUrl } : {}),
     capabilities: { streaming: options.streaming, pushNotifications: options.pushNotifications, stateTransitionHistory: false },
     defaultInputModes: ["text/plain", "application/json"],
     defaultOutputModes: ["text/plain", "application/json"],

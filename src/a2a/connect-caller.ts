@@ -8,9 +8,10 @@ import type { Principal } from "../auth/principal.js";
  */
 export const CALLER = createContextKey<Principal | undefined>(undefined, { description: "the authenticated caller" });
 
-/** The handler context as the operations' CallContext; its signal fires on cancel, deadline and shutdown. */
+/** The handler context as the operations' CallContext; its signal fires on cancel, deadline and shutdown; `deadline` is the caller's. */
 export function callContextOf(ctx: HandlerContext): CallContext {
   const principal = ctx.values.get(CALLER);
   if (!principal) throw new Error("no authenticated caller: the authentication interceptor did not run");
-  return { principal, signal: ctx.signal };
+  const timeoutMs = ctx.timeoutMs();
+  return { principal, signal: ctx.signal, ...(timeoutMs !== undefined ? { deadline: Date.now() + timeoutMs } : {}) };
 }

@@ -1,7 +1,7 @@
 import type { TaskStatus } from "../domain/a2a-types.js";
 import { isTerminalA2AState, type A2ATaskStateValue } from "../domain/run-status.js";
 import type { ArtifactRef } from "../push/push-artifact-refs.js";
-import type { RunEvent, TaskRecord } from "../store/task-store.js";
+import type { RunEvent, TaskRecord } from "../domain/task-record.js";
 
 /** A version's push body: how one committed event is spelled for a webhook registered over that version. */
 export interface PushBody {

@@ -1,7 +1,7 @@
 import { invalidParams } from "../domain/errors.js";
 import type { A2ATaskStateValue } from "../domain/run-status.js";
 import type { Task } from "../domain/a2a-types.js";
-import type { TaskRecord } from "../store/task-store.js";
+import type { TaskRecord } from "../domain/task-record.js";
 import type { HistoryLimit } from "./task-view.js";
 
 /** ListTasks (A2A 1.0; no v0.3 equivalent): filters and paging, always within the caller's tenant. */

@@ -13,8 +13,10 @@ import type { PushConfigService } from "../push/push-config-service.js";
 import type { PushDeadLetter } from "../store/push-config-store.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
-import { DuplicateIdempotencyKeyError, type RunEvent, type TaskRecord } from "../store/task-store.js";
+import type { RunEvent, TaskRecord } from "../domain/task-record.js";
+import { DuplicateIdempotencyKeyError } from "../store/task-store.js";
 import { assertMessageSize, type TaskSizeLimits } from "../store/task-size-limits.js";
+import { DEFAULT_STORE_TIMEOUT_MS, isUnknownStoreOutcome, withinStoreBudget, type StoreCallBudget } from "../store/store-call-budget.js";
 import { assertSameRequest, creationSeed, type IdempotencySeed } from "../engine/message-idempotency.js";
 import { decodePageToken, encodePageToken, pageSizeOf, type ListTasksQuery, type TaskPage } from "./task-list.js";
 import type { AgentCard } from "./agent-card.js";
@@ -52,6 +54,8 @@ export interface TaskServiceOptions {
   interruptToken?: (record: TaskRecord, context: TaskContext, principal: Principal) => string | undefined;
   /** Answers messages for stateless skills (`stateless: true`) without creating a task. */
   stateless?: StatelessSkills;
+  /** STORE_TIMEOUT_MS: the longest a call waits for one store operation (the caller's deadline may cut it shorter). */
+  storeTimeoutMs?: number;
 }
 
 /**
@@ -95,12 +99,12 @@ export class TaskService {
 
   async getTask(taskId: string, history: HistoryLimit, ctx: CallContext): Promise<Task> {
     requireScope(ctx.principal, "runs:read");
-    return this.view(await this.options.reads.get(taskId, ctx.principal.tenant), history, ctx);
+    return this.view(await this.read(ctx, () => this.options.reads.get(taskId, ctx.principal.tenant)), history, ctx);
   }
 
   async cancelTask(taskId: string, ctx: CallContext): Promise<Task> {
     requireScope(ctx.principal, "runs:cancel");
-    const record = await this.options.supervisor.cancel(taskId, ctx.principal);
+    const record = await this.bounded(ctx, () => this.options.supervisor.cancel(taskId, ctx.principal));
     return this.view(await this.waitUntil(record, ctx, (r) => isTerminalA2AState(r.a2a.state), this.options.blockingTimeoutMs), undefined, ctx);
   }
 
@@ -113,7 +117,7 @@ export class TaskService {
    */
   async *subscribe(taskId: string, ctx: CallContext, options: { terminal?: "task" | "refuse" } = {}): AsyncGenerator<StreamEvent> {
     requireScope(ctx.principal, "runs:read");
-    const record = await this.options.reads.get(taskId, ctx.principal.tenant);
+    const record = await this.read(ctx, () => this.options.reads.get(taskId, ctx.principal.tenant));
     if (options.terminal === "refuse" && isTerminalA2AState(record.a2a.state)) {
       throw new DomainError("unsupported-operation", `Task ${taskId} is in a terminal state (${record.a2a.state}) and cannot be subscribed to; this operation is not supported (read it with GetTask)`, { taskId, state: record.a2a.state });
     }
@@ -125,14 +129,14 @@ export class TaskService {
     requireScope(ctx.principal, "runs:read");
     const pageSize = pageSizeOf(query.pageSize);
     const after = query.pageToken ? decodePageToken(query.pageToken) : undefined;
-    const page = await this.options.reads.list({
+    const page = await this.read(ctx, () => this.options.reads.list({
       tenant: ctx.principal.tenant,
       ...(query.contextId ? { contextId: query.contextId } : {}),
       ...(query.state ? { state: query.state } : {}),
       ...(query.statusTimestampAfter ? { updatedAtOrAfter: query.statusTimestampAfter } : {}),
       ...(after ? { after } : {}),
       limit: pageSize + 1,
-    });
+    }));
     const records = page.records.slice(0, pageSize);
     const last = records.at(-1);
     return {
@@ -151,8 +155,8 @@ export class TaskService {
   /** The durable read model; `pushConfig` shows the task's push target (url and token fingerprint only). */
   async getA2ATaskState(taskId: string, ctx: CallContext): Promise<A2ATaskState> {
     requireScope(ctx.principal, "runs:read");
-    const record = await this.options.reads.get(taskId, ctx.principal.tenant);
-    const pushConfig = await this.options.push.stateView(record);
+    const record = await this.read(ctx, () => this.options.reads.get(taskId, ctx.principal.tenant));
+    const pushConfig = await this.bounded(ctx, () => this.options.push.stateView(record));
     return { ...record.a2a, ...(pushConfig ? { pushConfig } : {}) };
   }
 
@@ -162,29 +166,29 @@ export class TaskService {
   /** Create or replace (upsert by config id; the id defaults to the task id). The URL is checked before the task is looked up. */
   async setPushConfig(taskId: string, config: PushNotificationConfig, ctx: CallContext, path?: string): Promise<TaskPushNotificationConfig> {
     requireScope(ctx.principal, "webhooks:manage");
-    return this.options.push.set(taskId, config, ctx.principal, path);
+    return this.bounded(ctx, () => this.options.push.set(taskId, config, ctx.principal, path));
   }
 
   /** Without a config id: the config whose id is the task id. */
   async getPushConfig(taskId: string, configId: string | undefined, ctx: CallContext): Promise<TaskPushNotificationConfig> {
     requireScope(ctx.principal, "webhooks:manage");
-    return this.options.push.get(taskId, configId, ctx.principal);
+    return this.bounded(ctx, () => this.options.push.get(taskId, configId, ctx.principal));
   }
 
   async listPushConfigs(taskId: string, ctx: CallContext): Promise<TaskPushNotificationConfig[]> {
     requireScope(ctx.principal, "webhooks:manage");
-    return this.options.push.list(taskId, ctx.principal);
+    return this.bounded(ctx, () => this.options.push.list(taskId, ctx.principal));
   }
 
   async deletePushConfig(taskId: string, configId: string, ctx: CallContext): Promise<void> {
     requireScope(ctx.principal, "webhooks:manage");
-    return this.options.push.delete(taskId, configId, ctx.principal);
+    return this.bounded(ctx, () => this.options.push.delete(taskId, configId, ctx.principal));
   }
 
   /** Pushes given up on, newest first (operators; the caller's tenant only). */
   async pushDeadLetters(filter: { taskId?: string; limit: number }, ctx: CallContext): Promise<PushDeadLetter[]> {
     requireScope(ctx.principal, "webhooks:manage");
-    return this.options.push.deadLetters(ctx.principal, filter);
+    return this.bounded(ctx, () => this.options.push.deadLetters(ctx.principal, filter));
   }
 
   // ------------------------------------------------------------------------------------------
@@ -201,7 +205,7 @@ export class TaskService {
     if (params.pushNotificationConfig) {
       throw invalidParams(`skill "${workflow.id}" answers with a Message and creates no task, so there is nothing to notify about; send it without a push notification config`);
     }
-    return stateless.answer(workflow, message, ctx.signal ?? new AbortController().signal);
+    return stateless.answer(workflow, message, ctx.signal ?? new AbortController().signal, ctx.principal.tenant);
   }
 
   private async accept(params: SendParams, ctx: CallContext): Promise<TaskRecord> {
@@ -221,12 +225,12 @@ export class TaskService {
     assertMessageSize(message, this.options.sizeLimits);
     if (message.taskId) {
       requireScope(ctx.principal, "approvals:respond");
-      const existing = await reads.get(message.taskId, ctx.principal.tenant);
+      const existing = await this.read(ctx, () => reads.get(message.taskId!, ctx.principal.tenant));
       if (message.contextId && message.contextId !== existing.contextId) {
         throw invalidParams(`message.contextId "${message.contextId}" does not match the contextId of task ${existing.taskId}`, { taskId: existing.taskId });
       }
-      if (pushConfig) await push.registerForExistingTask(existing, pushConfig);
-      return supervisor.reply(existing.taskId, message, ctx.principal);
+      if (pushConfig) await this.bounded(ctx, () => push.registerForExistingTask(existing, pushConfig));
+      return this.bounded(ctx, () => supervisor.reply(existing.taskId, message, ctx.principal));
     }
     requireScope(ctx.principal, "runs:create");
     const skillId = skillIdOf(message, params.metadata) ?? this.options.catalog.defaultWorkflowId;
@@ -234,28 +238,30 @@ export class TaskService {
     // The create itself refuses a repeat (unique index): no lookup before every create.
     const idempotency = creationSeed(ctx.principal, message, skillId);
     const create = { workflowId: skillId, message, ...(message.contextId ? { contextId: message.contextId } : {}), principal: ctx.principal, idempotency };
-    if (!pushConfig) return this.createOnce(create);
+    if (!pushConfig) return this.createOnce(create, ctx);
     // Stored before the task exists, so its very first transition is covered even if we crash right after.
     const taskId = randomUUID();
-    await push.registerForNewTask(taskId, ctx.principal.tenant, pushConfig);
+    await this.bounded(ctx, () => push.registerForNewTask(taskId, ctx.principal.tenant, pushConfig));
     try {
-      const record = await this.createOnce({ ...create, taskId });
+      const record = await this.createOnce({ ...create, taskId }, ctx);
       // A concurrent identical message won the race: its task stands, this registration is dropped.
       if (record.taskId !== taskId) await push.discard(taskId).catch(() => undefined);
       return record;
     } catch (err) {
+      // A create the store did not confirm may still commit: its push target stays (the retry finds that task).
+      if (isUnknownStoreOutcome(err)) throw err;
       if (!(await reads.find(taskId).catch(() => null))) await push.discard(taskId).catch(() => undefined);
       throw err;
     }
   }
 
   /** Creates the task, or answers the one a concurrent identical message created (same idempotency key). */
-  private async createOnce(create: Parameters<TaskSupervisor["createTask"]>[0] & { idempotency: IdempotencySeed }): Promise<TaskRecord> {
+  private async createOnce(create: Parameters<TaskSupervisor["createTask"]>[0] & { idempotency: IdempotencySeed }, ctx: CallContext): Promise<TaskRecord> {
     try {
-      return await this.options.supervisor.createTask(create);
+      return await this.bounded(ctx, () => this.options.supervisor.createTask(create));
     } catch (err) {
       if (!(err instanceof DuplicateIdempotencyKeyError)) throw err;
-      const existing = await this.options.reads.findByIdempotencyKey(create.idempotency.key);
+      const existing = await this.read(ctx, () => this.options.reads.findByIdempotencyKey(create.idempotency.key));
       if (!existing) throw new DomainError("conflict", `message ${create.message.messageId} is being processed concurrently; retry the request`, { messageId: create.message.messageId }, { cause: err });
       assertSameRequest(existing, create.idempotency, create.message.messageId);
       return existing;
@@ -265,9 +271,29 @@ export class TaskService {
   /** The Task as of `record`; a history longer than the head's window of newest messages is read from the log. */
   private async view(record: TaskRecord, history: HistoryLimit, ctx: CallContext): Promise<Task> {
     const context = this.options.reads.contextOf(record);
-    const messages = await this.options.reads.historyOf(record, history);
+    const messages = await this.read(ctx, () => this.options.reads.historyOf(record, history));
     const interruptToken = this.options.interruptToken?.(record, context, ctx.principal);
     return taskView(record, context, messages, interruptToken ? { interruptToken } : {});
+  }
+
+  /** The caller's store budget: its deadline, and STORE_TIMEOUT_MS per operation. */
+  private budget(ctx: CallContext): StoreCallBudget {
+    return { deadline: ctx.deadline, capMs: this.options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS };
+  }
+
+  /** A read within the caller's budget: the driver cancels it there (MongoDB timeoutMS). */
+  private read<T>(ctx: CallContext, op: () => Promise<T>): Promise<T> {
+    return withinStoreBudget(this.budget(ctx), op, { cancel: true });
+  }
+
+  /**
+   * A store call the caller waits for within its budget without cancelling it: a write or a supervisor step
+   * (run outside the caller's deadline: the engine must not inherit it), a push-config call. A write may still
+   * commit after the caller was answered DEADLINE_EXCEEDED or UNAVAILABLE; a retried send finds that task by
+   * its message id.
+   */
+  private bounded<T>(ctx: CallContext, op: () => Promise<T>): Promise<T> {
+    return withinStoreBudget(this.budget(ctx), op);
   }
 
   private waitUntilFinal(record: TaskRecord, ctx: CallContext): Promise<TaskRecord> {

@@ -1,7 +1,7 @@
 import type { Message, Task } from "../domain/a2a-types.js";
 import { isTerminalRunStatus } from "../domain/run-status.js";
 import type { TaskContext } from "../machine/task-context.js";
-import type { TaskRecord } from "../store/task-store.js";
+import type { TaskRecord } from "../domain/task-record.js";
 
 /** How much history a read returns: `undefined` = all, 0 = none, n = the last n messages. */
 export type HistoryLimit = number | undefined;

@@ -62,6 +62,9 @@ export function parseApiKeys(raw: string): ApiKeyEntry[] {
     const where = `API_KEYS[${i}]`;
     if (typeof e?.["id"] !== "string" || !e["id"]) throw new Error(`${where}.id must be a non-empty string`);
     if (typeof e["tenant"] !== "string" || !e["tenant"]) throw new Error(`${where}.tenant must be a non-empty string`);
+    // Tenants are compared exactly everywhere: "*" would be one more tenant, never a wildcard. Refused so
+    // that nobody configures it believing otherwise; the console's wide view is a scope of its own.
+    if (e["tenant"] === "*") throw new Error(`${where}.tenant "*" is not allowed (a key belongs to one tenant; for a console over every tenant give the key the "console:all-tenants" scope)`);
     const scopes = e["scopes"];
     if (!Array.isArray(scopes) || scopes.some((s) => !(SCOPES as readonly unknown[]).includes(s))) {
       throw new Error(`${where}.scopes must be an array of ${SCOPES.join(", ")}`);

@@ -5,4 +5,9 @@ export interface CallContext {
   principal: Principal;
   /** Abort when the caller goes away (streams stop, nothing else is undone). */
   signal?: AbortSignal;
+  /**
+   * The caller's deadline (epoch ms), when its binding carries one (gRPC `grpc-timeout`, Connect
+   * `connect-timeout-ms`); store operations give up at it (and at STORE_TIMEOUT_MS in any case).
+   */
+  deadline?: number;
 }

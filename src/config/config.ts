@@ -1,28 +1,29 @@
-import { isAbsolute, join } from "node:path";
+import { resolve } from "node:path";
 import { readAgentCardSettings, type AgentCardSettings } from "../a2a/agent-card-settings.js";
 import { loadAuthSettings, type AuthSettings } from "../auth/auth-settings.js";
 import { DEFAULT_MAX_INPUT_DEPTH, WIRE_MAX_DEPTH } from "../domain/json-input.js";
 import { EnvReader, type Env } from "../domain/env-settings.js";
-import { projectRoot } from "../domain/project-root.js";
 import { readOperatorSettings, type OperatorSettings } from "../observability/operator-settings.js";
 import { readInterruptTokenSettings, type InterruptTokenSettings } from "../interrupts/interrupt-settings.js";
 import { readPeerSettings, type A2APeerSettings } from "../peer/peer-settings.js";
 import { pushProductionProblems, readPushSettings, type PushSettings } from "../push/push-settings.js";
 import { readStoreSettings, type StoreSettings } from "../store/store-settings.js";
 import { readLeaseSettings, type LeaseSettings } from "../engine/lease-settings.js";
+import { readRecoverySettings, type RecoverySettings } from "../engine/recovery-settings.js";
+import { readHttpNodeSettings, type HttpNodeSettings } from "../engine/nodes/http-node-settings.js";
+import { readWorkflowSettings, type WorkflowSettings } from "../workflows/workflow-settings.js";
+import { readConnectionSettings, type ConnectionSettings } from "../transport/connection-settings.js";
 
 export { ConfigError } from "../domain/env-settings.js";
 
 /** Configuration from the environment, validated once at start. Every variable is in the README table. */
-export interface Config extends StoreSettings {
+export interface Config extends StoreSettings, WorkflowSettings {
   env: "development" | "test" | "production";
   port: number;
   host: string;
   publicUrl: string;
   logLevel: string;
   dataDir: string;
-  workflowsDir?: string;
-  defaultSkill: string;
   retentionMs: number;
   maxBodyBytes: number;
   /** Deepest nesting of objects and arrays accepted in a request body or a message's data and metadata. */
@@ -32,11 +33,17 @@ export interface Config extends StoreSettings {
   timerPollMs: number;
   /** Task execution leases across instances: INSTANCE_ID, LEASE_TTL_MS, LEASE_HEARTBEAT_MS. */
   leases: LeaseSettings;
+  /** Poison work: RECOVERY_MAX_ATTEMPTS. */
+  recovery: RecoverySettings;
   shutdownGraceMs: number;
+  /** The listening port's connection timeouts and caps: HTTP_*_TIMEOUT_MS, HTTP2_SETTINGS_TIMEOUT_MS, MAX_CONNECTIONS*. */
+  connections: ConnectionSettings;
   auth: AuthSettings;
   push: PushSettings;
   /** Calls to remote A2A agents (`a2a.invoke` nodes): A2A_PEER_* variables. */
   a2aPeer: A2APeerSettings;
+  /** Calls to services (`http` nodes): HTTP_NODE_* variables, and WORKFLOW_VARIABLES (what definitions may reference). */
+  httpNode: HttpNodeSettings;
   /** Signed interrupt tokens: configured keys (the first signs, all verify) and the lifetime of an issued token. */
   interruptTokens: InterruptTokenSettings;
   /** The host-sample conformance seams under /v1/host/sample/ (on by default in development and test). */
@@ -47,7 +54,7 @@ export interface Config extends StoreSettings {
   readinessTimeoutMs: number;
   /** The operator console (CONSOLE_ENABLED) and XState live inspection (XSTATE_INSPECT, XSTATE_INSPECT_FILE). */
   operator: OperatorSettings;
-  /** What the bare agent-card path serves (AGENT_CARD_BARE) and how long caches keep it (AGENT_CARD_MAX_AGE_SECONDS). */
+  /** What the bare agent-card path serves (AGENT_CARD_BARE), how long caches keep it (AGENT_CARD_MAX_AGE_SECONDS), the agent's identity (AGENT_*). */
   agentCard: AgentCardSettings;
 }
 
@@ -61,7 +68,6 @@ export function loadConfig(env: Env = process.env): Config {
   const production = nodeEnv === "production";
   const port = reader.int("PORT", 8080, 0, 65535);
   const dataDirRaw = reader.raw("DATA_DIR") ?? "data";
-  const workflowsDir = reader.raw("WORKFLOWS_DIR");
   const auth = loadAuthSettings(env, production);
   if (typeof auth === "string") reader.problem(auth);
   const config: Config = {
@@ -71,9 +77,10 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl: reader.url("PUBLIC_URL", `http://localhost:${port}`),
     logLevel: reader.oneOf("LOG_LEVEL", ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const, "info"),
     ...readStoreSettings(reader, production),
-    dataDir: isAbsolute(dataDirRaw) ? dataDirRaw : join(projectRoot, dataDirRaw),
-    ...(workflowsDir !== undefined ? { workflowsDir } : {}),
-    defaultSkill: reader.raw("DEFAULT_SKILL") ?? "echo",
+    // Relative to the working directory: an installed package keeps its data with the project that runs it.
+    dataDir: resolve(dataDirRaw),
+    // WORKFLOWS_DIR, BUILTIN_WORKFLOWS, DEFAULT_SKILL.
+    ...readWorkflowSettings(reader),
     retentionMs: reader.int("TASK_RETENTION_HOURS", 24 * 7, 1) * 60 * 60 * 1000,
     maxBodyBytes: reader.int("MAX_BODY_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     maxInputDepth: reader.int("MAX_INPUT_DEPTH", DEFAULT_MAX_INPUT_DEPTH, 4, WIRE_MAX_DEPTH),
@@ -81,7 +88,9 @@ export function loadConfig(env: Env = process.env): Config {
     subscriberBuffer: reader.int("SUBSCRIBER_BUFFER", 256, 1, 100_000),
     timerPollMs: reader.int("TIMER_POLL_MS", 1_000, 10, 60_000),
     leases: readLeaseSettings(reader),
+    recovery: readRecoverySettings(reader),
     shutdownGraceMs: reader.int("SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
+    connections: readConnectionSettings(reader),
     readinessTimeoutMs: reader.int("READINESS_TIMEOUT_MS", 1_000, 10, 60_000),
     interruptTokens: readInterruptTokenSettings(reader, production),
     conformanceSeams: reader.bool("CONFORMANCE_SEAMS", !production),
@@ -89,6 +98,7 @@ export function loadConfig(env: Env = process.env): Config {
     auth: typeof auth === "string" ? { mode: "apikey", keys: [] } : auth,
     push: readPushSettings(reader),
     a2aPeer: readPeerSettings(reader, production),
+    httpNode: readHttpNodeSettings(reader, production),
     operator: readOperatorSettings(reader, production),
     agentCard: readAgentCardSettings(reader),
   };

@@ -93,6 +93,20 @@ export class EnvReader {
     return ports;
   }
 
+  /** An absolute http(s) URL kept as given (a link, not a base to append paths to); undefined when unset. */
+  optionalUrl(name: string): string | undefined {
+    const raw = this.raw(name)?.trim();
+    if (raw === undefined || raw === "") return undefined;
+    try {
+      const parsed = new URL(raw);
+      if (parsed.protocol === "http:" || parsed.protocol === "https:") return raw;
+    } catch {
+      // reported below
+    }
+    this.problem(`${name} must be an absolute http(s) URL (got "${raw}")`);
+    return undefined;
+  }
+
   /** An absolute http(s) URL without trailing slashes. */
   url(name: string, fallback: string): string {
     const raw = this.raw(name) ?? fallback;

@@ -23,13 +23,18 @@ export const ERROR_CODES = [
   "unauthenticated",
   "permission-denied",
   "not-found",
+  // No HTTP route for the request's method and path (an unknown URL): HTTP 404, not an A2A TaskNotFound.
+  "route-not-found",
   "method-not-allowed",
   "conflict",
   "gone",
   "payload-too-large",
   // One message, artifact or task over its stored-size cap (MAX_MESSAGE_BYTES & co.): invalid params, 413 on HTTP.
   "content-too-large",
+  // The store (or another dependency) is down or stalled: retryable (UNAVAILABLE, 503 + Retry-After).
   "unavailable",
+  // The caller's deadline (grpc-timeout, connect-timeout-ms) passed first: retryable (DEADLINE_EXCEEDED, 504).
+  "deadline-exceeded",
   // OpenWOP REST domain codes (interrupt.md, rest-endpoints.md).
   "interrupt-not-found",
   "interrupt-already-resolved",

@@ -10,6 +10,8 @@
 /** A failure (an error or a result) that knows whether the same call may succeed later. */
 export interface RetryHint {
   readonly retryable: boolean;
+  /** The server's `Retry-After` (ms), when it gave one: the delay before the retry is then at least this, up to the policy's maxMs. */
+  readonly retryAfterMs?: number;
 }
 
 /** True only for a failure that says it may succeed later. */
@@ -57,7 +59,19 @@ export function decideRetry(
   random: () => number = Math.random,
 ): RetryDecision {
   const reason = giveUpReason(policy, failure, failedAttempts, age);
-  return reason ? { retry: false, reason } : { retry: true, delayMs: backoffDelay(policy, failedAttempts, random) };
+  if (reason) return { retry: false, reason };
+  const delayMs = backoffDelay(policy, failedAttempts, random);
+  const asked = (failure as Partial<RetryHint>).retryAfterMs;
+  return { retry: true, delayMs: typeof asked === "number" && asked > delayMs ? Math.min(asked, policy.maxMs) : delayMs };
+}
+
+/** A `Retry-After` header (delay-seconds or an HTTP date) in ms from `now`; undefined when absent or unreadable. */
+export function retryAfterMs(header: string | undefined, now: number): number | undefined {
+  if (header === undefined) return undefined;
+  const text = header.trim();
+  if (/^\d{1,10}$/.test(text)) return Number(text) * 1000;
+  const at = Date.parse(text);
+  return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
 }
 
 /** Why a failure is given up now, or undefined when it should be retried. */

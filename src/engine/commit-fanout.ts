@@ -1,6 +1,6 @@
 import type { CommitFeed } from "../store/commit-feed.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
-import type { RunEvent } from "../store/task-store.js";
+import type { RunEvent } from "../domain/task-record.js";
 import { NoticedReads } from "./head-refresher.js";
 import type { TransitionHook } from "./transition-hook.js";
 

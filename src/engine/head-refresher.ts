@@ -1,4 +1,4 @@
-import type { TaskRecord } from "../store/task-store.js";
+import type { TaskRecord } from "../domain/task-record.js";
 
 /** A noticed event the head does not cover yet (its commit is between its two writes) is re-read this often, doubling. */
 export const RECHECK_FIRST_MS = 5;

@@ -3,7 +3,7 @@ import type { Principal } from "../auth/principal.js";
 import type { Message } from "../domain/a2a-types.js";
 import { canonicalJson } from "../domain/canonical-json.js";
 import { DomainError } from "../domain/errors.js";
-import type { TaskRecord } from "../store/task-store.js";
+import type { TaskRecord } from "../domain/task-record.js";
 
 /**
  * A2A `message.messageId` as an idempotency key (OpenWOP RFC 0152, for A2A 0.3 and 1.0 alike): per

@@ -1,6 +1,6 @@
 import type { Message } from "../domain/a2a-types.js";
 import { canonicalJson } from "../domain/canonical-json.js";
-import { END_TARGET, type SwitchCondition, type SwitchNode } from "./workflow-types.js";
+import { END_TARGET, type SwitchCondition, type SwitchNode } from "../workflows/workflow-types.js";
 
 /** Where a `switch` sends the run for this message: the first matching case, else its default; `undefined` = the next node. */
 export function switchTarget(node: SwitchNode, message: Message | undefined): { target: string | undefined; matched: number | "default" } {

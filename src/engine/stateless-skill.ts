@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { Artifact, Message, Part } from "../domain/a2a-types.js";
 import type { Logger } from "../observability/logger.js";
+import { conversationOf, type ConversationReads } from "./handler-conversation.js";
 import { cursorOf, inputOfMessage, switchTarget } from "./message-route.js";
 import { firstNodeOf, nodeAfter } from "./workflow-engine.js";
-import { HandlerError, type HandlerResult, type TaskHandler, type WorkflowDefinition } from "./workflow-types.js";
+import { HandlerError, type HandlerResult, type TaskHandler, type WorkflowDefinition } from "../workflows/workflow-types.js";
 
 /** A loop of switch and task nodes that never ends is cut off here (a stateless answer must be quick). */
 const MAX_STEPS = 100;
@@ -15,24 +16,29 @@ const MAX_STEPS = 100;
  * again (the built-in handlers are deterministic).
  */
 export class StatelessSkills {
-  constructor(private readonly options: { handlers: Record<string, TaskHandler>; logger: Logger }) {}
+  /** `reads`: what handlers may read of the caller's tenant's tasks (HandlerContext `referencedTasks`, `contextTasks`). */
+  constructor(private readonly options: { handlers: Record<string, TaskHandler>; logger: Logger; reads: ConversationReads }) {}
 
-  async answer(workflow: WorkflowDefinition, message: Message, signal: AbortSignal): Promise<Message> {
+  /** `tenant`: the caller's, whose tasks handlers may read. */
+  async answer(workflow: WorkflowDefinition, message: Message, signal: AbortSignal, tenant: string): Promise<Message> {
     const artifacts: Artifact[] = [];
     const outputs: Record<string, unknown> = {};
     const input = inputOfMessage(message);
+    // Handlers see the contextId the answer will carry (a new one when the message names none).
+    const contextId = message.contextId ?? randomUUID();
+    const replyTo: Message = { ...message, contextId };
     const runId = `message:${message.messageId}`;
     let cursor = firstNodeOf(workflow);
     let lastOutput: unknown;
     for (let steps = 0; cursor !== null; steps++) {
       const node = workflow.nodes.find((n) => n.id === cursor);
-      if (!node || steps >= MAX_STEPS) return this.failed(workflow, message, "workflow_invalid", node ? `more than ${MAX_STEPS} steps` : `node "${cursor}" is not in workflow ${workflow.id}`);
+      if (!node || steps >= MAX_STEPS) return this.failed(workflow, replyTo, "workflow_invalid", node ? `more than ${MAX_STEPS} steps` : `node "${cursor}" is not in workflow ${workflow.id}`);
       if (node.kind === "switch") {
         const { target } = switchTarget(node, message);
         cursor = target === undefined ? nodeAfter(workflow, node.id) : cursorOf(target);
         continue;
       }
-      if (node.kind !== "task") return this.failed(workflow, message, "workflow_invalid", `a stateless skill cannot run "${node.kind}" nodes`);
+      if (node.kind !== "task") return this.failed(workflow, replyTo, "workflow_invalid", `a stateless skill cannot run "${node.kind}" nodes`);
       const handler = this.options.handlers[node.handler];
       let result: HandlerResult;
       try {
@@ -45,6 +51,7 @@ export class StatelessSkills {
           attempt: 1,
           params: node.params ?? {},
           input,
+          ...conversationOf(this.options.reads, { tenant, contextId, message }),
           outputs,
           feedback: [],
           signal,
@@ -57,7 +64,7 @@ export class StatelessSkills {
       } catch (err) {
         this.options.logger.warn({ err, skillId: workflow.id, nodeId: node.id }, "stateless skill: handler failed");
         const code = err instanceof HandlerError ? err.code : "handler_error";
-        return this.failed(workflow, message, code, err instanceof Error ? err.message : String(err));
+        return this.failed(workflow, replyTo, code, err instanceof Error ? err.message : String(err));
       }
       outputs[node.id] = result.output ?? null;
       lastOutput = result.output;
@@ -66,7 +73,7 @@ export class StatelessSkills {
     }
     const parts: Part[] = artifacts.flatMap((a) => a.parts);
     if (parts.length === 0 && isObject(lastOutput)) parts.push({ kind: "data", data: lastOutput });
-    return this.reply(workflow, message, parts.length > 0 ? parts : [{ kind: "text", text: "" }]);
+    return this.reply(workflow, replyTo, parts.length > 0 ? parts : [{ kind: "text", text: "" }]);
   }
 
   /** A handler failure answers a Message too (there is no task to fail), saying so in text and metadata. */

@@ -4,10 +4,11 @@ import type { Logger } from "../observability/logger.js";
 import { LeaseLostError } from "../store/task-store.js";
 import { ShutdownSignal } from "./in-flight-work.js";
 import { failureMessage, type NodeEffect, type NodeExecutor, type NodeExecutors } from "./nodes/node-executor.js";
+import { POISON_EXHAUSTED, type RecoverySettings } from "./recovery-settings.js";
 import type { LiveTask, TaskRepository } from "./task-repository.js";
 import type { WorkflowCatalog } from "./workflow-catalog.js";
 import { findNode, nextStep } from "./workflow-engine.js";
-import type { WorkflowNode } from "./workflow-types.js";
+import type { WorkflowNode } from "../workflows/workflow-types.js";
 
 export interface TaskDriverOptions {
   repository: TaskRepository;
@@ -15,6 +16,8 @@ export interface TaskDriverOptions {
   executors: NodeExecutors;
   logger: Logger;
   now(): string;
+  /** Poison work: how many executions of one node may die with their instance. */
+  recovery: RecoverySettings;
 }
 
 /** What a task does after a locked section: an effect to run outside the lock, look again (true), or rest (false). */
@@ -155,6 +158,8 @@ export class TaskDriver {
     const snapshot = live.actor.getSnapshot();
     const status = runStatusOf(snapshot);
     const at = this.options.now();
+    // Asked once per acquired lease, whatever the task does now: only a node already started counts.
+    const holderDied = repository.takeLeaseFromDeadHolder(taskId);
     if (status === "pending") {
       repository.stage(live, { type: "START", at });
       return true;
@@ -179,7 +184,32 @@ export class TaskDriver {
       return true;
     }
     const node = findNode(workflow, snapshot.context.cursor!)!;
+    if (holderDied && snapshot.context.nodeStarted && this.poisoned(taskId, live, node, at)) return true;
     return this.executorOf(node).step({ taskId, node, step, live, workflow, at });
+  }
+
+  /**
+   * The node was started and never finished, and its lease was taken from a holder that never gave it back:
+   * that execution died with its instance (out of memory, a native crash, SIGKILL). Counted in the same write
+   * as the node's next start, so a crash during the next execution leaves the count raised; at
+   * RECOVERY_MAX_ATTEMPTS the run fails instead of killing one more instance. A SIGTERM releases the lease
+   * and a handler's retry keeps it, so neither counts here.
+   */
+  private poisoned(taskId: string, live: LiveTask, node: WorkflowNode, at: string): boolean {
+    const { repository, logger, recovery } = this.options;
+    const crashes = repository.stage(live, { type: "NODE_INTERRUPTED", at, nodeId: node.id }).context.crashes ?? 0;
+    if (crashes < recovery.maxAttempts) {
+      logger.warn({ taskId, nodeId: node.id, crashes, maxAttempts: recovery.maxAttempts }, "node was running when its instance died; running it again");
+      return false;
+    }
+    const error = {
+      code: POISON_EXHAUSTED,
+      message: `node "${node.id}" was running when its instance died ${crashes} times (RECOVERY_MAX_ATTEMPTS ${recovery.maxAttempts}); it is not run again`,
+      nodeId: node.id,
+    };
+    logger.error({ taskId, nodeId: node.id, crashes, maxAttempts: recovery.maxAttempts }, "poison work: the node killed its instance too often; the run fails");
+    repository.stage(live, { type: "FAIL", at, error, statusMessage: failureMessage(live.record, error.code) });
+    return true;
   }
 
   private executorOf(node: WorkflowNode): NodeExecutor<WorkflowNode> {

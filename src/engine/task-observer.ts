@@ -2,7 +2,7 @@ import { DomainError } from "../domain/errors.js";
 import { isTerminalRunStatus, TERMINAL_RUN_EVENT_TYPES } from "../domain/run-status.js";
 import type { CommitFeed } from "../store/commit-feed.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
-import type { RunEvent, TaskRecord } from "../store/task-store.js";
+import type { RunEvent, TaskRecord } from "../domain/task-record.js";
 import { CommitFanout } from "./commit-fanout.js";
 import { HeadRefresher } from "./head-refresher.js";
 import { SubscriptionQueue } from "./subscription-queue.js";
@@ -79,8 +79,12 @@ export class TaskObserver {
     const timer = setTimeout(giveUp, wait.timeoutMs);
     wait.signal?.addEventListener("abort", giveUp, { once: true });
     try {
-      // Catch what committed between the caller's read and the subscription.
-      const current = await reads.get(wait.taskId, wait.tenant);
+      // Catch what committed between the caller's read and the subscription. A store that stalls here must
+      // not hold the caller past its timeout or abort: those settle the wait with what it has.
+      const reading = reads.get(wait.taskId, wait.tenant);
+      reading.catch(() => undefined); // once the wait settled first, a late failure is nobody's
+      const current = await Promise.race([reading, settled]);
+      if (current === undefined) return latest!;
       if (!latest || current.version > latest.version) latest = current;
       if (wait.until(latest)) return latest;
       return (await settled) ?? latest;

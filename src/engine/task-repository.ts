@@ -9,7 +9,8 @@ import type { TaskEvent } from "../machine/task-events.js";
 import type { TaskMachineInput } from "../machine/task-machine.js";
 import { runStatusOf, stateMetaOf, type TaskSnapshot } from "../machine/task-projection.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
-import { LeaseLostError, StaleWriteError, type LeaseFence, type RunEvent, type TaskListPage, type TaskListQuery, type TaskRecord, type TaskRecordChanges, type TaskStore } from "../store/task-store.js";
+import type { RunEvent, TaskRecord } from "../domain/task-record.js";
+import { LeaseLostError, StaleWriteError, type LeaseFence, type TaskListPage, type TaskListQuery, type TaskRecordChanges, type TaskStore } from "../store/task-store.js";
 import type { IdempotencySeed } from "./message-idempotency.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { DEFAULT_LEASE_SETTINGS, type LeaseSettings } from "./lease-settings.js";
@@ -64,6 +65,11 @@ export class TaskRepository implements TaskReadPort {
   private readonly lock = new KeyedLock();
   /** Tasks whose lease this instance holds → its epoch. */
   private readonly held = new Map<string, number>();
+  /**
+   * Tasks whose lease this instance took from a holder that never gave it back (it died, or stalled past the
+   * TTL), until the first write after: the driver counts a node it finds started there as a crashed attempt.
+   */
+  private readonly takenFromDead = new Set<string>();
   /** Tasks whose current locked section is the driver's; `released` once a write of it gave the lease back. */
   private readonly fencedSections = new Map<string, { released: boolean }>();
   readonly leaseSettings: LeaseSettings;
@@ -169,7 +175,10 @@ export class TaskRepository implements TaskReadPort {
       else await this.options.store.create({ ...live.record, ...changes, version, ...(fence?.expiresAt ? { lease: { ...fence, expiresAt: fence.expiresAt } } : {}) }, events);
     } catch (err) {
       this.passivate(taskId);
-      if (err instanceof LeaseLostError) this.held.delete(taskId);
+      if (err instanceof LeaseLostError) {
+        this.held.delete(taskId);
+        this.takenFromDead.delete(taskId);
+      }
       if (err instanceof StaleWriteError) {
         throw new DomainError("conflict", `Task ${taskId} was changed concurrently; retry the request`, { taskId }, { cause: err });
       }
@@ -177,6 +186,7 @@ export class TaskRepository implements TaskReadPort {
     }
     if (fence?.expiresAt) this.held.set(taskId, fence.epoch);
     else if (fence) this.released(taskId);
+    if (fence) this.takenFromDead.delete(taskId);
     const { lease: held, ...committed } = live.record;
     const lease = fence ? (fence.expiresAt ? { ...fence, expiresAt: fence.expiresAt } : undefined) : held;
     live.record = { ...committed, ...changes, version, ...(lease ? { lease } : {}) };
@@ -218,12 +228,23 @@ export class TaskRepository implements TaskReadPort {
     const now = this.clock();
     const lease = await this.options.store.acquireLease(taskId, this.leaseSettings.instanceId, now, this.leaseExpiry(now));
     if (lease) this.held.set(taskId, lease.epoch);
+    if (lease?.unreleased) this.takenFromDead.add(taskId);
     return lease !== null;
+  }
+
+  /**
+   * Once per acquisition: whether the lease held now was taken from a holder that never released it (expired,
+   * or this id's own from before a restart) and nothing was decided since. A node found started then was cut
+   * short by that holder's death, not by a SIGTERM (which releases) nor a handler's retry (same holder).
+   */
+  takeLeaseFromDeadHolder(taskId: string): boolean {
+    return this.takenFromDead.delete(taskId);
   }
 
   /** Gives the lease back (the driver stopped, or the process shuts down); a failure leaves it to expire. */
   async releaseLease(taskId: string): Promise<void> {
     const epoch = this.held.get(taskId);
+    this.takenFromDead.delete(taskId);
     if (epoch === undefined) return;
     this.held.delete(taskId);
     const live = this.live.get(taskId);
@@ -246,6 +267,7 @@ export class TaskRepository implements TaskReadPort {
   forgetLeases(): string[] {
     const ids = [...this.held.keys()];
     this.held.clear();
+    this.takenFromDead.clear();
     for (const id of ids) this.passivate(id);
     return ids;
   }

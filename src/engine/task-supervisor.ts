@@ -6,21 +6,25 @@ import { isTerminalRunStatus } from "../domain/run-status.js";
 import { runStatusOf, stateMetaOf } from "../machine/task-projection.js";
 import type { Logger } from "../observability/logger.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
-import { LeaseLostError, type TaskRecord, type TaskStore } from "../store/task-store.js";
-import { A2AInvokeRunner, DEFAULT_A2A_INVOKE_SETTINGS } from "./a2a-invoke-runner.js";
+import type { TaskRecord } from "../domain/task-record.js";
+import { LeaseLostError, type TaskStore } from "../store/task-store.js";
+import { A2AInvokeRunner, DEFAULT_A2A_INVOKE_SETTINGS } from "./nodes/a2a-invoke-runner.js";
 import { InFlightWork, ShutdownSignal } from "./in-flight-work.js";
 import { LeaseKeeper } from "./lease-keeper.js";
 import type { LeaseSettings } from "./lease-settings.js";
 import { classifyReply, type IdempotencySeed } from "./message-idempotency.js";
-import { failureMessage } from "./nodes/node-executor.js";
+import { failureMessage, stillRunning } from "./nodes/node-executor.js";
+import type { TaskContext } from "../machine/task-context.js";
+import { HttpNodeRunner } from "./nodes/http-node.js";
 import { nodeExecutors } from "./nodes/node-registry.js";
 import { TaskDriver } from "./task-driver.js";
+import { DEFAULT_RECOVERY_SETTINGS, type RecoverySettings } from "./recovery-settings.js";
 import { TaskRepository } from "./task-repository.js";
 import { TimerScheduler } from "./timer-scheduler.js";
 import type { TransitionHook } from "./transition-hook.js";
 import type { WorkflowCatalog } from "./workflow-catalog.js";
 import { firstNodeOf, interpretReply, resumeValueFromMessage } from "./workflow-engine.js";
-import type { TaskHandler } from "./workflow-types.js";
+import type { TaskHandler } from "../workflows/workflow-types.js";
 
 export interface SupervisorOptions {
   store: TaskStore;
@@ -33,9 +37,13 @@ export interface SupervisorOptions {
   timerPollMs: number;
   /** Task execution leases (several instances on one database); defaults: a random id, 10 s TTL, 3 s heartbeat. */
   leases?: LeaseSettings;
+  /** Poison work: how many times a node may die with its instance (RECOVERY_MAX_ATTEMPTS; default 5). */
+  recovery?: RecoverySettings;
   clock?: () => Date;
   /** Runs `a2a.invoke` nodes. Without it such nodes fail with `external_call_failed` (no client configured). */
   peerInvoker?: A2AInvokeRunner;
+  /** Runs `http` nodes' calls. Without it such nodes fail with `http_node_unavailable` (no client configured). */
+  httpRunner?: HttpNodeRunner;
 }
 
 type Reply = { message: Message } | { nodeId: string; resumeValue: Record<string, unknown>; interruptId?: string };
@@ -67,8 +75,8 @@ export class TaskSupervisor {
       ...(options.leases ? { leases: options.leases } : {}),
     }));
     const peerInvoker = options.peerInvoker ?? new A2AInvokeRunner(undefined, DEFAULT_A2A_INVOKE_SETTINGS, options.logger, clock);
-    const executors = nodeExecutors({ repository, inFlight: this.inFlight, logger: options.logger, now, clock }, { handlers: options.handlers, peerInvoker });
-    this.driver = new TaskDriver({ repository, catalog: options.catalog, executors, logger: options.logger, now });
+    const executors = nodeExecutors({ repository, inFlight: this.inFlight, logger: options.logger, now, clock }, { handlers: options.handlers, peerInvoker, httpRunner: options.httpRunner ?? new HttpNodeRunner(undefined, { timeoutMs: 30_000, maxAttempts: 1, retryBaseMs: 1, retryMaxMs: 1 }) });
+    this.driver = new TaskDriver({ repository, catalog: options.catalog, executors, logger: options.logger, now, recovery: options.recovery ?? DEFAULT_RECOVERY_SETTINGS });
     this.timers = new TimerScheduler({
       repository,
       pollMs: options.timerPollMs,
@@ -167,6 +175,29 @@ export class TaskSupervisor {
   }
 
   /** A caller's message to an existing task: resolves its pending interrupt. */
+  /**
+   * A peer's push for an `a2a.invoke` node (peer-callback-service.ts): under the task's lock and without the lease
+   * (the version check alone, like a reply or a cancel), `decide` reads the task as stored and answers the
+   * NODE_PROGRESS to commit, or nothing (a duplicate, a replay, a run that moved on). Resolves once the commit is
+   * stored; a concurrent write makes it read again. Nothing is driven from here: the instance holding the task's
+   * lease hears of the commit and acts on it.
+   */
+  async commitPeerProgress<T>(taskId: string, decide: (context: TaskContext, running: (nodeId: string) => boolean) => { commit?: { nodeId: string; progress: Record<string, unknown> }; answer: T }): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.repository.withLock(taskId, async () => {
+          const live = await this.repository.load(taskId);
+          const decision = decide(live.actor.getSnapshot().context, (nodeId) => stillRunning(live, nodeId));
+          if (decision.commit) await this.repository.commit(taskId, { type: "NODE_PROGRESS", at: this.now(), nodeId: decision.commit.nodeId, progress: decision.commit.progress });
+          return decision.answer;
+        });
+      } catch (err) {
+        if (attempt < 3 && err instanceof DomainError && err.code === "conflict") continue;
+        throw err;
+      }
+    }
+  }
+
   async reply(taskId: string, message: Message, principal: Principal): Promise<TaskRecord> {
     return this.resolve(taskId, principal, { message });
   }

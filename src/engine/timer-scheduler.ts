@@ -1,6 +1,6 @@
 import type { Principal } from "../auth/principal.js";
 import type { Logger } from "../observability/logger.js";
-import type { TaskRecord } from "../store/task-store.js";
+import type { TaskRecord } from "../domain/task-record.js";
 import { failureMessage } from "./nodes/node-executor.js";
 import type { TaskRepository } from "./task-repository.js";
 import { SYSTEM_TIMEOUT } from "./workflow-engine.js";

@@ -1,6 +1,6 @@
 import { KeyedListeners } from "../domain/keyed-listeners.js";
 import type { TaskContext } from "../machine/task-context.js";
-import type { RunEvent, TaskRecord } from "../store/task-store.js";
+import type { RunEvent, TaskRecord } from "../domain/task-record.js";
 import type { Logger } from "../observability/logger.js";
 
 /** Published after a transition is committed to the store, never before. */

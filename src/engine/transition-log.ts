@@ -2,7 +2,7 @@ import type { TaskStatus } from "../domain/a2a-types.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { TaskEvent } from "../machine/task-events.js";
 import { runStatusOf, stateMetaOf, type TaskSnapshot } from "../machine/task-projection.js";
-import type { RunEvent } from "../store/task-store.js";
+import type { RunEvent } from "../domain/task-record.js";
 
 type EventDraft = Omit<RunEvent, "eventId" | "runId" | "sequence" | "timestamp">;
 
@@ -13,6 +13,9 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
       return [{ type: "run.started", payload: { workflowId: after.workflowId, owner: { tenant: after.tenant } } }];
     case "NODE_STARTED":
       return [{ type: "node.started", nodeId: event.nodeId, payload: { nodeId: event.nodeId, attempt: after.attempt } }];
+    case "NODE_INTERRUPTED":
+      // `attempt`: the execution that died; the node.started after it is the next one.
+      return [{ type: "node.interrupted", nodeId: event.nodeId, payload: { nodeId: event.nodeId, attempt: after.attempt, crashes: after.crashes ?? 0, cause: "instance-died" } }];
     case "NODE_COMPLETED":
       return [
         { type: "node.completed", nodeId: event.nodeId, payload: { nodeId: event.nodeId, visit: after.visits[event.nodeId] ?? 1 } },

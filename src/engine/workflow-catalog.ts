@@ -3,7 +3,10 @@ import { extname, join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { DomainError } from "../domain/errors.js";
 import { validateWorkflowDefinition } from "../schemas/schema-validator.js";
-import type { TaskHandler, TaskNode, WorkflowDefinition, WorkflowNode } from "./workflow-types.js";
+import { nodeProblem, statelessNodeKinds } from "./nodes/node-registry.js";
+import type { TaskHandler, TaskNode, WorkflowDefinition, WorkflowNode } from "../workflows/workflow-types.js";
+import type { BuiltinWorkflowSet } from "../workflows/workflow-settings.js";
+import { unexpandedVariables, VARIABLE_REFERENCE } from "../workflows/workflow-variables.js";
 
 /**
  * Configuration values a definition may reference as `${NAME}` in an `a2a.invoke` node's `agentCardUrl`
@@ -14,12 +17,8 @@ export type WorkflowVariables = Readonly<Record<string, string | undefined>>;
 /** The variables every definition may reference, configured or not. */
 export const WORKFLOW_VARIABLE_NAMES: readonly string[] = ["A2A_PEER_CARD_URL"];
 
-const VARIABLE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
-
-/** The `${NAME}` references left in a string (after loading: the ones that were not configured). */
-export function unexpandedVariables(text: string): string[] {
-  return [...text.matchAll(VARIABLE)].map((m) => m[1]!);
-}
+const VARIABLE = VARIABLE_REFERENCE;
+export { unexpandedVariables };
 
 export class WorkflowLoadError extends Error {
   override readonly name = "WorkflowLoadError";
@@ -58,21 +57,39 @@ export class WorkflowCatalog {
 
 const DEFINITION_EXTENSIONS = new Set([".yaml", ".yml", ".json"]);
 
+/** A checked definition and where it came from (a file path, or `workflows[i]` for one given as an object). */
+interface LoadedWorkflow {
+  workflow: WorkflowDefinition;
+  source: string;
+}
+
 /** Reads every definition file of a directory; a bad file is refused with its path and the reason. */
 export async function readWorkflowDirectory(dir: string, handlers: Record<string, TaskHandler>, variables: WorkflowVariables = {}): Promise<WorkflowDefinition[]> {
+  return (await readDirectory(dir, handlers, variables)).map((l) => l.workflow);
+}
+
+/** The named peers a definition's `a2a.invoke` nodes may call (name → card URL or url, shown as the node's agentCardUrl), and where to list unknown ones. */
+export interface PeerNames {
+  peers: Readonly<Record<string, string>>;
+  /** Collects each node naming an unknown peer (the caller lists them all at once) instead of refusing at the first. */
+  onUnknownPeer?: (problem: string) => void;
+}
+
+/** With `missingHandlers`, a task node naming an unknown handler is collected there instead of refusing the file. */
+async function readDirectory(dir: string, handlers: Record<string, TaskHandler>, variables: WorkflowVariables, missingHandlers?: string[], peers?: PeerNames): Promise<LoadedWorkflow[]> {
   let names: string[];
   try {
     names = (await readdir(dir)).filter((n) => DEFINITION_EXTENSIONS.has(extname(n))).sort();
   } catch (err) {
     throw new WorkflowLoadError(`cannot read the workflow directory ${dir}: ${(err as Error).message}`);
   }
-  const workflows: WorkflowDefinition[] = [];
+  const workflows: LoadedWorkflow[] = [];
   for (const name of names) {
     const path = join(dir, name);
     try {
       const text = await readFile(path, "utf8");
       const value: unknown = extname(name) === ".json" ? JSON.parse(text) : parseYaml(text);
-      workflows.push(checkWorkflow(value, handlers, variables));
+      workflows.push({ workflow: checkWorkflow(value, handlers, variables, missingHandlers && ((m) => missingHandlers.push(`${path}: ${m}`)), peers && sourced(peers, path)), source: path });
     } catch (err) {
       throw new WorkflowLoadError(`${path}: ${(err as Error).message}`);
     }
@@ -80,21 +97,91 @@ export async function readWorkflowDirectory(dir: string, handlers: Record<string
   return workflows;
 }
 
-export async function loadWorkflowCatalog(options: {
+/** Definitions given as objects, checked exactly like files; each is copied, so later changes to it do not leak in. */
+function checkGivenWorkflows(given: readonly unknown[], handlers: Record<string, TaskHandler>, variables: WorkflowVariables, missingHandlers: string[], peers: PeerNames): LoadedWorkflow[] {
+  return given.map((value, i) => {
+    const source = `workflows[${i}]`;
+    try {
+      let copy: unknown;
+      try {
+        copy = structuredClone(value);
+      } catch {
+        throw new WorkflowLoadError("a workflow definition must be plain JSON data (objects, arrays, strings, numbers, booleans, null)");
+      }
+      return { workflow: checkWorkflow(copy, handlers, variables, (m) => missingHandlers.push(`${source}: ${m}`), sourced(peers, source)), source };
+    } catch (err) {
+      throw new WorkflowLoadError(`${source}: ${(err as Error).message}`);
+    }
+  });
+}
+
+export interface WorkflowCatalogOptions {
+  /** The folder holding one subfolder per built-in set (`demo/`, `conformance/`). */
   builtinDir: string;
+  /** The built-in sets to load (BUILTIN_WORKFLOWS, resolved): none means only the user's workflows. */
+  builtin: readonly BuiltinWorkflowSet[];
+  /** WORKFLOWS_DIR: the user's definition files. */
   extraDir?: string;
+  /** Definitions given as objects (`startHost({ workflows })`), validated like files; loaded after WORKFLOWS_DIR. */
+  workflows?: readonly WorkflowDefinition[];
   handlers: Record<string, TaskHandler>;
-  defaultWorkflowId: string;
+  /** DEFAULT_SKILL when set (it must be loaded); else `echo` when loaded, else the user's first workflow, else the first built-in. */
+  defaultWorkflowId?: string;
   variables?: WorkflowVariables;
-}): Promise<WorkflowCatalog> {
-  const builtin = await readWorkflowDirectory(options.builtinDir, options.handlers, options.variables);
-  const extra = options.extraDir ? await readWorkflowDirectory(options.extraDir, options.handlers, options.variables) : [];
-  const seen = new Set<string>();
-  for (const w of [...builtin, ...extra]) {
-    if (seen.has(w.id)) throw new WorkflowLoadError(`workflow id "${w.id}" is defined twice`);
-    seen.add(w.id);
+  /** The named peers (A2A_PEERS): name → card URL (or url). A node naming any other peer stops the start. */
+  peers?: Readonly<Record<string, string>>;
+}
+
+/** `peers`, with each unknown-peer problem prefixed by where the definition came from. */
+function sourced(peers: PeerNames, source: string): PeerNames {
+  const collect = peers.onUnknownPeer;
+  return { peers: peers.peers, ...(collect ? { onUnknownPeer: (m: string) => collect(`${source}: ${m}`) } : {}) };
+}
+
+/**
+ * The built-in sets asked for, then the user's workflows (WORKFLOWS_DIR, then those given as objects). Every
+ * task node naming a handler nothing provides is listed in one error; a workflow id defined twice, or no
+ * workflow at all, stops the start too.
+ */
+export async function loadWorkflowCatalog(options: WorkflowCatalogOptions): Promise<WorkflowCatalog> {
+  const variables = options.variables ?? {};
+  const missingHandlers: string[] = [];
+  const unknownPeers: string[] = [];
+  const peers: PeerNames = { peers: options.peers ?? {}, onUnknownPeer: (m) => unknownPeers.push(m) };
+  const builtin: LoadedWorkflow[] = [];
+  for (const set of options.builtin) builtin.push(...(await readDirectory(join(options.builtinDir, set), options.handlers, variables, missingHandlers, peers)));
+  // One order for the built-ins whatever the sets: by id, as when they shared one folder.
+  builtin.sort((a, b) => (a.workflow.id < b.workflow.id ? -1 : a.workflow.id > b.workflow.id ? 1 : 0));
+  const user = [
+    ...(options.extraDir ? await readDirectory(options.extraDir, options.handlers, variables, missingHandlers, peers) : []),
+    ...checkGivenWorkflows(options.workflows ?? [], options.handlers, variables, missingHandlers, peers),
+  ];
+  if (missingHandlers.length > 0) {
+    const known = Object.keys(options.handlers).sort().join(", ");
+    throw new WorkflowLoadError(
+      `${missingHandlers.length === 1 ? "a task node names a handler" : `${missingHandlers.length} task nodes name handlers`} that nothing provides (register them as handlers; known: ${known}):\n${missingHandlers.map((m) => `- ${m}`).join("\n")}`,
+    );
   }
-  return new WorkflowCatalog([...builtin, ...extra], options.defaultWorkflowId);
+  if (unknownPeers.length > 0) {
+    const configured = Object.keys(peers.peers).sort().join(", ") || "none";
+    throw new WorkflowLoadError(
+      `${unknownPeers.length === 1 ? "an a2a.invoke node names a peer that is" : `${unknownPeers.length} a2a.invoke nodes name peers that are`} not configured (configure peers in A2A_PEERS, A2A_PEERS_FILE or startHost's peers; configured: ${configured}):\n${unknownPeers.map((m) => `- ${m}`).join("\n")}`,
+    );
+  }
+  const bySource = new Map<string, string>();
+  for (const { workflow, source } of [...builtin, ...user]) {
+    const first = bySource.get(workflow.id);
+    if (first !== undefined) throw new WorkflowLoadError(`workflow id "${workflow.id}" is defined twice: in ${first} and in ${source}`);
+    bySource.set(workflow.id, source);
+  }
+  const all = [...builtin, ...user].map((l) => l.workflow);
+  if (all.length === 0) {
+    throw new WorkflowLoadError(
+      "no workflows are loaded: give your own (WORKFLOWS_DIR, or workflow definitions to startHost) or turn on a built-in set (BUILTIN_WORKFLOWS=demo)",
+    );
+  }
+  const defaultWorkflowId = options.defaultWorkflowId ?? (bySource.has("echo") ? "echo" : (user[0] ?? builtin[0])!.workflow.id);
+  return new WorkflowCatalog(all, defaultWorkflowId);
 }
 
 /**
@@ -103,20 +190,34 @@ export async function loadWorkflowCatalog(options: {
  * is refused, and one that is known but not configured stays in place (the node then fails when it runs,
  * with a message naming the variable), so the definition still loads.
  */
-export function checkWorkflow(value: unknown, handlers: Record<string, TaskHandler>, variables: WorkflowVariables = {}): WorkflowDefinition {
-  const { expanded, forValidation } = expandVariables(value, variables);
+export function checkWorkflow(
+  value: unknown,
+  handlers: Record<string, TaskHandler>,
+  variables: WorkflowVariables = {},
+  /** Collects each missing handler (the caller lists them all at once) instead of refusing at the first. */
+  onMissingHandler?: (problem: string) => void,
+  /** The named peers `peer:` may name; none by default. */
+  peers: PeerNames = { peers: {} },
+): WorkflowDefinition {
+  const { expanded, forValidation } = expandVariables(value, variables, peers.peers);
   validateWorkflowDefinition(forValidation);
   const workflow = expanded as WorkflowDefinition;
   for (const node of workflow.nodes as Array<WorkflowNode | { kind: string; id: string }>) {
-    if (node.kind === "task" && !handlers[(node as TaskNode).handler]) {
-      throw new WorkflowLoadError(`node "${node.id}": no handler named "${(node as TaskNode).handler}" is registered (known: ${Object.keys(handlers).join(", ")})`);
+    if (node.kind === "task" && !Object.hasOwn(handlers, (node as TaskNode).handler)) {
+      if (!onMissingHandler) throw new WorkflowLoadError(`node "${node.id}": no handler named "${(node as TaskNode).handler}" is registered (known: ${Object.keys(handlers).join(", ")})`);
+      onMissingHandler(`workflow "${workflow.id}", node "${node.id}": no handler named "${(node as TaskNode).handler}"`);
     }
-    if (!["task", "approval", "clarification", "delay", "a2a.invoke", "switch"].includes(node.kind)) {
-      throw new WorkflowLoadError(`node "${node.id}": node kind "${node.kind}" is not supported by this host yet`);
-    }
+    // The kind's own load-time checks (node-registry.ts); an unknown kind is refused there.
+    const problem = nodeProblem(node, {
+      handlers,
+      variables: { ...Object.fromEntries(WORKFLOW_VARIABLE_NAMES.map((n) => [n, undefined])), ...variables },
+      peers: Object.keys(peers.peers),
+      ...(peers.onUnknownPeer ? { onUnknownPeer: (m: string) => peers.onUnknownPeer!(`workflow "${workflow.id}", ${m}`) } : {}),
+    });
+    if (problem) throw new WorkflowLoadError(problem);
     // A stateless skill answers at once and stores nothing, so it cannot pause, wait or call out.
-    if (workflow.stateless && !["task", "switch"].includes(node.kind)) {
-      throw new WorkflowLoadError(`node "${node.id}": a stateless workflow may only hold task and switch nodes (found "${node.kind}")`);
+    if (workflow.stateless && !statelessNodeKinds().includes(node.kind)) {
+      throw new WorkflowLoadError(`node "${node.id}": a stateless workflow may only hold ${statelessNodeKinds().join(" and ")} nodes (found "${node.kind}")`);
     }
   }
   return workflow;
@@ -125,14 +226,20 @@ export function checkWorkflow(value: unknown, handlers: Record<string, TaskHandl
 /** A stand-in that passes `format: uri` while a reference stays unexpanded; only the schema check sees it. */
 const UNSET_STAND_IN = "https://unset-variable.invalid/";
 
-function expandVariables(value: unknown, variables: WorkflowVariables): { expanded: unknown; forValidation: unknown } {
+function expandVariables(value: unknown, variables: WorkflowVariables, peers: Readonly<Record<string, string>>): { expanded: unknown; forValidation: unknown } {
   const nodes = (value as { nodes?: unknown } | null)?.nodes;
   if (!Array.isArray(nodes)) return { expanded: value, forValidation: value };
   const expandedNodes: unknown[] = [];
   const validationNodes: unknown[] = [];
   for (const node of nodes) {
-    const candidate = node as { kind?: unknown; id?: unknown; agentCardUrl?: unknown } | null;
+    const candidate = node as { kind?: unknown; id?: unknown; agentCardUrl?: unknown; peer?: unknown } | null;
     const url = candidate?.agentCardUrl;
+    // A named peer's node shows the peer's card URL (or url) as its agentCardUrl; the schema sees it as written.
+    if (candidate?.kind === "a2a.invoke" && url === undefined && typeof candidate.peer === "string" && Object.hasOwn(peers, candidate.peer)) {
+      expandedNodes.push({ ...node, agentCardUrl: peers[candidate.peer] });
+      validationNodes.push(node);
+      continue;
+    }
     if (candidate?.kind !== "a2a.invoke" || typeof url !== "string" || unexpandedVariables(url).length === 0) {
       expandedNodes.push(node);
       validationNodes.push(node);

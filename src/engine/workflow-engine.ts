@@ -2,9 +2,9 @@ import type { Artifact, Message, Part } from "../domain/a2a-types.js";
 import { invalidParams } from "../domain/errors.js";
 import { APPROVAL_ACTIONS, type ApprovalAction } from "../domain/run-status.js";
 import type { DurableTimer, PendingInterrupt, RunError, TaskContext } from "../machine/task-context.js";
-import { peerReplyFromText, peerReplyOutcome } from "./a2a-invoke.js";
+import { peerReplyFromText, peerReplyOutcome } from "./nodes/a2a-invoke.js";
 import { cursorOf, inputOfMessage } from "./message-route.js";
-import type { A2AInvokeNode, ApprovalNode, ClarificationNode, DelayNode, SwitchNode, TaskNode, WorkflowDefinition, WorkflowNode } from "./workflow-types.js";
+import type { A2AInvokeNode, ApprovalNode, ClarificationNode, DelayNode, SwitchNode, TaskNode, WorkflowDefinition, WorkflowNode } from "../workflows/workflow-types.js";
 
 /**
  * Pure workflow decisions: what the running task does next, and what a caller's reply means. The
@@ -17,6 +17,8 @@ export type Step =
   | { type: "wait-timer" }
   | { type: "interrupt"; node: ApprovalNode | ClarificationNode }
   | { type: "invoke-peer"; node: A2AInvokeNode }
+  /** Any other kind: its executor decides (a kind added as one module needs no case here). */
+  | { type: "run"; node: WorkflowNode }
   | { type: "route"; node: SwitchNode }
   | { type: "fail"; error: RunError };
 
@@ -28,7 +30,9 @@ export function firstNodeOf(workflow: WorkflowDefinition): string | null {
 export function nodeAfter(workflow: WorkflowDefinition, nodeId: string): string | null {
   const index = workflow.nodes.findIndex((n) => n.id === nodeId);
   const node = workflow.nodes[index];
-  if (node?.kind === "task" && node.next !== undefined) return cursorOf(node.next);
+  // Any kind whose schema has `next` (task, http): the field means the same for all of them.
+  const next = (node as { next?: unknown } | undefined)?.next;
+  if (typeof next === "string") return cursorOf(next);
   return workflow.nodes[index + 1]?.id ?? null;
 }
 
@@ -54,6 +58,8 @@ export function nextStep(context: TaskContext, workflow: WorkflowDefinition): St
       return { type: "invoke-peer", node };
     case "switch":
       return { type: "route", node };
+    default:
+      return { type: "run", node };
   }
 }
 

@@ -47,6 +47,12 @@ export interface TaskContext {
   nodeStarted: boolean;
   /** Executions of the current node, for idempotency keys (at-least-once across crashes). */
   attempt: number;
+  /**
+   * Executions of the current node cut short by the death of the instance running them (found started, never
+   * finished, under a lease its holder never gave back): poison work, bounded by RECOVERY_MAX_ATTEMPTS. Not
+   * handler retries (`retry.maxAttempts`) nor SIGTERM restarts. Absent means 0 (also on snapshots from before it).
+   */
+  crashes?: number;
   /** Completed executions per node: refine loops visit a node again, and each visit has its own idempotency key. */
   visits: Record<string, number>;
   outputs: Record<string, unknown>;

@@ -6,6 +6,8 @@ export type TaskEvent =
   | { type: "START"; at: string }
   | { type: "NODE_STARTED"; at: string; nodeId: string }
   | { type: "NODE_COMPLETED"; at: string; nodeId: string; output: unknown; artifacts: Artifact[]; next: string | null }
+  /** The running node's last execution died with its instance (counted in `crashes`); logged as node.interrupted. */
+  | { type: "NODE_INTERRUPTED"; at: string; nodeId: string }
   /** A running node recorded progress (replaces its whole `nodeProgress` entry); logged as node.progress. */
   | { type: "NODE_PROGRESS"; at: string; nodeId: string; progress: Record<string, unknown> }
   /** A running node streamed a piece of an artifact (`append`: add its parts to the artifact with that id). */
@@ -42,6 +44,7 @@ export const TASK_EVENT_TYPES: readonly TaskEventType[] = [
   "START",
   "NODE_STARTED",
   "NODE_COMPLETED",
+  "NODE_INTERRUPTED",
   "NODE_PROGRESS",
   "ARTIFACT_CHUNK",
   "TIMER_SET",

@@ -86,6 +86,7 @@ export const taskMachine = setup({
     isClarificationInterrupt: ({ event }) => event.type === "INTERRUPT" && event.interrupt.kind === "clarification",
     isExternalInterrupt: ({ event }) => event.type === "INTERRUPT" && event.interrupt.kind === "external-event",
     startsCursorNode: ({ context, event }) => event.type === "NODE_STARTED" && context.cursor === event.nodeId,
+    interruptsRunningNode: ({ context, event }) => event.type === "NODE_INTERRUPTED" && context.nodeStarted && context.cursor === event.nodeId,
     completesRunningNode: ({ context, event }) =>
       event.type === "NODE_COMPLETED" && context.nodeStarted && context.cursor === event.nodeId,
     progressesRunningNode: ({ context, event }) =>
@@ -102,6 +103,7 @@ export const taskMachine = setup({
       const sameNode = context.cursor === event.nodeId;
       return { cursor: event.nodeId, nodeStarted: true, attempt: sameNode ? context.attempt + 1 : 1 };
     }),
+    recordNodeInterrupted: assign(({ context }) => ({ crashes: (context.crashes ?? 0) + 1 })),
     recordNodeCompleted: assign(({ context, event }) => {
       if (event.type !== "NODE_COMPLETED") return {};
       return {
@@ -112,6 +114,7 @@ export const taskMachine = setup({
         cursor: event.next,
         nodeStarted: false,
         attempt: 0,
+        crashes: undefined,
         timer: undefined,
         ...withProgress(context.nodeProgress, event.nodeId, undefined),
       };
@@ -150,6 +153,7 @@ export const taskMachine = setup({
         cursor: event.next,
         nodeStarted: false,
         attempt: 0,
+        crashes: undefined,
         ...(event.progress ? withProgress(context.nodeProgress, event.nodeId, event.progress) : {}),
       };
     }),
@@ -225,6 +229,7 @@ export const taskMachine = setup({
       meta: { a2aState: "working", description: "The engine is executing workflow nodes." },
       on: {
         NODE_STARTED: { guard: "startsCursorNode", actions: "recordNodeStarted" },
+        NODE_INTERRUPTED: { guard: "interruptsRunningNode", actions: "recordNodeInterrupted" },
         NODE_COMPLETED: { guard: "completesRunningNode", actions: "recordNodeCompleted" },
         NODE_PROGRESS: { guard: "progressesRunningNode", actions: "recordNodeProgress" },
         ARTIFACT_CHUNK: { guard: "progressesRunningNode", actions: "recordArtifactChunk" },

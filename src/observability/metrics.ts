@@ -11,16 +11,25 @@ export interface Metrics {
   pushDeliveries: Counter;
   pushDeadLetters: Counter;
   pushQueueLag: Histogram;
+  /** Node executions found cut short by the death of their instance (each is run again, up to RECOVERY_MAX_ATTEMPTS). */
+  nodeInterruptions: Counter;
+  /** Runs failed with `poison_exhausted`: a node killed its instance RECOVERY_MAX_ATTEMPTS times. */
+  poisonExhausted: Counter;
+  /** Connections the port closed at once: over MAX_CONNECTIONS or MAX_CONNECTIONS_PER_CLIENT. */
+  connectionsRefused: Counter;
+  /** Connections the port closed for a header, HTTP/2 SETTINGS or idle timeout. */
+  connectionsTimedOut: Counter;
   /** Registers a callback that reports a gauge (tasks by state, live actors, open streams). */
   observe(name: GaugeName, read: (report: (value: number, attributes?: Attributes) => void) => void): void;
 }
 
-export type GaugeName = "tasks" | "actors" | "streams";
+export type GaugeName = "tasks" | "actors" | "streams" | "connections";
 
 const GAUGES: Record<GaugeName, { name: string; description: string }> = {
   tasks: { name: "openwop.tasks", description: "Tasks this instance has seen, by current A2A state" },
   actors: { name: "openwop.actors.live", description: "Task actors held in memory" },
   streams: { name: "openwop.subscriber.streams", description: "Open subscriber streams (SSE, gRPC server streams, blocking sends)" },
+  connections: { name: "openwop.connections.open", description: "Open TCP connections on the listening port (HTTP/1.1 and h2c)" },
 };
 
 /** The instruments, named `openwop.*` (Prometheus: `openwop_*`, dots become underscores). */
@@ -36,6 +45,10 @@ export function createMetrics(meter: Meter): Metrics {
     pushDeliveries: meter.createCounter("openwop.push.deliveries", { description: "Webhook POSTs by outcome and whether it was a retry" }),
     pushDeadLetters: meter.createCounter("openwop.push.dead_letters", { description: "Push notifications given up on, by reason" }),
     pushQueueLag: seconds("openwop.push.queue_lag_seconds", "Time from the task event to its webhook POST"),
+    nodeInterruptions: meter.createCounter("openwop.node.interruptions", { description: "Node executions cut short by the death of their instance, found on takeover or restart" }),
+    poisonExhausted: meter.createCounter("openwop.poison_exhausted", { description: "Runs failed because a node killed its instance RECOVERY_MAX_ATTEMPTS times" }),
+    connectionsRefused: meter.createCounter("openwop.connections.refused", { description: "New connections closed at once, by the cap they were over" }),
+    connectionsTimedOut: meter.createCounter("openwop.connections.timed_out", { description: "Connections closed by a timeout (headers, http2-settings, idle), by protocol" }),
     observe(name, read) {
       let gauge = gauges.get(name);
       if (!gauge) gauges.set(name, (gauge = meter.createObservableGauge(GAUGES[name].name, { description: GAUGES[name].description })));

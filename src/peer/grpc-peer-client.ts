@@ -1,45 +1,39 @@
 /**
- * The A2A v0.3 gRPC transport of the `a2a.invoke` node: `a2a.v1.A2AService` SendMessage, GetTask and CancelTask
- * over HTTP/2 (@connectrpc/connect-node), chosen when the peer's card prefers gRPC (a2a-peer-client.ts).
+ * The gRPC wire of the `a2a.invoke` node, both versions over HTTP/2 (@connectrpc/connect-node): A2A 1.0 is
+ * `lf.a2a.v1.A2AService`, A2A 0.3 `a2a.v1.A2AService` — SendMessage, GetTask and CancelTask, chosen by the
+ * version the recorded endpoint names (`grpc+1.0+https://host:port`; `grpc+https://…` from before versions were
+ * named reads as 0.3). `https://` is TLS, `http://` plaintext h2c (test-only loopback allowance).
  *
- * Endpoints are recorded (in node progress) as `grpc+https://host:port` (TLS) or `grpc+http://host:port`
- * (plaintext h2c), so a restarted node knows the wire without reading the card again. Egress is guarded like
- * JSON-RPC: before every call the target, in its https:// (or http://) form, passes the same guard
- * (`checkEgressUrl`; http only to loopback under the test-only allowance), and the HTTP/2 session's socket
- * `lookup` answers only with the checked addresses. Responses are capped; each call has one deadline.
+ * Egress is guarded like the HTTP wires: before every call the target, in its https:// (or http://) form, passes
+ * the same guard (`checkEgressUrl`; http only to loopback under the test-only allowance), and the HTTP/2
+ * session's socket `lookup` answers only with the checked addresses. Responses are capped; each call has one
+ * deadline. The peer's credentials go in the call's metadata (`authorization` or the API key header) with
+ * `a2a-version`, and never into an error message.
  *
- * What the peer answers is untrusted input: the proto Task is reduced to our PeerTask, dropping what does not
- * fit (unknown parts, messages without an id), like the JSON-RPC client does with JSON. The a2a.v1 part, message
- * and state conversions are the A2A 0.3 codec's, handed in (`PeerProtoCodec`) so peer does not import wire codecs.
+ * What the peer answers is untrusted input, reduced to our PeerTask by the version's codec (peer-codec-v03.ts,
+ * peer-codec-v10.ts).
  */
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import type { Artifact, Message, Part } from "../domain/a2a-types.js";
 import { defaultResolver, type EgressPolicy, type ResolvedAddress, type Resolver } from "../egress/egress-guard.js";
 import { errorCode, pinnedLookup } from "../egress/pinned-connection.js";
 import * as pb from "../gen/a2a/v1/a2a_pb.js";
+import * as v10pb from "../gen/lf/a2a/v1/a2a_pb.js";
 import { injectTraceHeaders } from "../observability/spans.js";
+import { peerReplyFromProto, peerTaskFromProto, type PeerProtoCodec } from "./peer-codec-v03.js";
+import { cancelTaskRequestV10, getTaskRequestV10, peerReplyFromV10, peerTaskFromV10, sendRequestV10, type PeerProtoCodecV10 } from "./peer-codec-v10.js";
+import { formatPeerEndpoint, grpcOriginOf, parsePeerEndpoint } from "./peer-endpoint.js";
 import { checkPeerUrl, DEFAULT_MAX_PEER_RESPONSE_BYTES, PeerCallError } from "./peer-http-client.js";
-import type { PeerReply, PeerTask, PeerTransport } from "./peer-types.js";
+import type { PeerCallOptions, PeerTransport } from "./peer-types.js";
 
-/** The a2a.v1 (A2A 0.3) proto conversions the gRPC transport needs; the 0.3 proto codec module satisfies it. */
-export interface PeerProtoCodec {
-  /** Throws on a part it cannot decode (the part is then dropped). */
-  decodePart(part: pb.Part, path: string): Part;
-  encodeMessage(message: Message): pb.Message;
-  /** Throws on TASK_STATE_UNSPECIFIED or an unknown number (read as "unknown"). */
-  taskStateFromProto(state: pb.TaskState): string;
-  isoOf(timestamp: pb.TaskStatus["timestamp"]): string | undefined;
-}
+export type { PeerProtoCodec } from "./peer-codec-v03.js";
+export { peerTaskFromProto } from "./peer-codec-v03.js";
 
 /** The resource name of a task in a2a.v1 requests. */
 function taskName(taskId: string): string {
   return `tasks/${taskId}`;
 }
-
-/** Marks a recorded endpoint as gRPC; what follows is the https:// or http:// origin of the target. */
-export const GRPC_ENDPOINT_PREFIX = "grpc+";
 
 const MAX_SESSIONS = 16;
 const ALL_HISTORY = 2_147_483_647;
@@ -47,103 +41,12 @@ const ALL_HISTORY = 2_147_483_647;
 const IDLE_CONNECTION_MS = 30_000;
 
 export function isGrpcEndpoint(endpoint: string): boolean {
-  return endpoint.startsWith(GRPC_ENDPOINT_PREFIX);
+  return endpoint.startsWith("grpc+");
 }
 
-function invalid(what: string): PeerCallError {
-  return new PeerCallError(`the remote agent sent an invalid ${what}`, "protocol", false);
-}
-
-/**
- * A card's gRPC target as our endpoint. A 0.3 card's gRPC `url` is usually a bare `host:port` (no scheme), sometimes
- * a URL: `https://` and `grpcs://` mean TLS, `http://` and `grpc://` plaintext h2c (then refused by the egress
- * guard unless the test-only loopback allowance is on and the target is loopback). A bare target takes the
- * card's own scheme: TLS when the card came over https, which is always the case outside the test allowance.
- * A path is ignored (gRPC routes by service and method).
- */
-export function grpcEndpointOf(target: string, cardUrl: string): string {
-  const raw = target.trim();
-  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(raw);
-  let url: URL;
-  try {
-    if (scheme) {
-      const name = scheme[1]!.toLowerCase();
-      const tls = name === "https" || name === "grpcs";
-      if (!tls && name !== "http" && name !== "grpc") throw new Error("scheme");
-      url = new URL(`${tls ? "https" : "http"}://${raw.slice(scheme[0].length)}`);
-    } else {
-      if (raw === "" || /[/?#@\s\\]/.test(raw)) throw new Error("not host:port");
-      url = new URL(`${new URL(cardUrl).protocol === "http:" ? "http" : "https"}://${raw}`);
-    }
-  } catch {
-    throw invalid("agent card (its gRPC url is neither host:port nor an http(s) or grpc(s) URL)");
-  }
-  if (!url.hostname || url.username || url.password) throw invalid("agent card (its gRPC url is neither host:port nor an http(s) or grpc(s) URL)");
-  return `${GRPC_ENDPOINT_PREFIX}${url.origin}`;
-}
-
-// ------------------------------------------------------------------------------------------ decoding
-
-function structOf(value: pb.Message["metadata"]): Record<string, unknown> | undefined {
-  return value === undefined ? undefined : (value as Record<string, unknown>);
-}
-
-/** Parts the codec cannot decode (an empty oneof, an empty file URI) are dropped, as unknown JSON kinds are. */
-function partsOf(parts: readonly pb.Part[], codec: PeerProtoCodec): Part[] {
-  return parts.flatMap((p, i) => {
-    try {
-      return [codec.decodePart(p, `part[${i}]`)];
-    } catch {
-      return [];
-    }
-  });
-}
-
-function messageOf(msg: pb.Message | undefined, codec: PeerProtoCodec): Message | undefined {
-  if (!msg?.messageId) return undefined;
-  const metadata = structOf(msg.metadata);
-  return {
-    messageId: msg.messageId,
-    role: msg.role === pb.Role.USER ? "user" : "agent",
-    parts: partsOf(msg.content, codec),
-    ...(msg.taskId ? { taskId: msg.taskId } : {}),
-    ...(msg.contextId ? { contextId: msg.contextId } : {}),
-    ...(metadata ? { metadata } : {}),
-  };
-}
-
-function artifactOf(a: pb.Artifact, index: number, codec: PeerProtoCodec): Artifact {
-  const metadata = structOf(a.metadata);
-  return {
-    artifactId: a.artifactId || `artifact-${index}`,
-    ...(a.name ? { name: a.name } : {}),
-    ...(a.description ? { description: a.description } : {}),
-    parts: partsOf(a.parts, codec),
-    ...(metadata ? { metadata } : {}),
-  };
-}
-
-/** A peer's proto Task as our PeerTask. TASK_STATE_UNSPECIFIED (and any number we do not know) reads as "unknown". */
-export function peerTaskFromProto(task: pb.Task | undefined, codec: PeerProtoCodec): PeerTask {
-  if (!task) throw invalid("task (none)");
-  if (!task.id || !task.status) throw invalid("task (id and status are required)");
-  let state: string;
-  try {
-    state = codec.taskStateFromProto(task.status.state);
-  } catch {
-    state = "unknown";
-  }
-  const statusMessage = messageOf(task.status.update, codec);
-  const statusTimestamp = codec.isoOf(task.status.timestamp);
-  return {
-    id: task.id,
-    contextId: task.contextId,
-    state,
-    ...(statusMessage ? { statusMessage } : {}),
-    ...(statusTimestamp ? { statusTimestamp } : {}),
-    artifacts: task.artifacts.map((a, i) => artifactOf(a, i, codec)),
-    history: task.history.flatMap((m) => messageOf(m, codec) ?? []),
-  };
+/** A card's gRPC target as a recorded endpoint of `version` (see grpcOriginOf in peer-endpoint.ts). */
+export function grpcEndpointOf(target: string, cardUrl: string, version: "0.3" | "1.0" = "0.3"): string {
+  return formatPeerEndpoint({ binding: "grpc", version, url: grpcOriginOf(target, cardUrl) });
 }
 
 // ------------------------------------------------------------------------------------------ errors
@@ -200,6 +103,10 @@ export function grpcCallError(err: unknown, ctx: { method: string; where: string
     // Our own cap, not the peer's quota: retrying would get the same answer.
     return new PeerCallError(`${where} answered ${method} with more than ${DEFAULT_MAX_PEER_RESPONSE_BYTES} bytes (or the message is too large to send)`, "protocol", false, err.code);
   }
+  if (err.code === Code.Unauthenticated || err.code === Code.PermissionDenied) {
+    const why = err.code === Code.Unauthenticated ? "the credentials for this peer are missing or wrong" : "the credentials for this peer are not allowed to do this";
+    return new PeerCallError(`the remote agent answered ${method} with gRPC status ${status} (${why})${said ? `: ${said}` : ""}`, "unauthorized", false, err.code);
+  }
   return new PeerCallError(`the remote agent answered ${method} with gRPC status ${status}${said ? ` (${said})` : ""}`, "rpc", RETRYABLE_CODES.has(err.code), err.code);
 }
 
@@ -207,28 +114,39 @@ export function grpcCallError(err: unknown, ctx: { method: string; where: string
 
 export interface GrpcPeerTransportOptions {
   policy: EgressPolicy;
+  /** The a2a.v1 (0.3) conversions. */
   codec: PeerProtoCodec;
+  /** The lf.a2a.v1 (1.0) encoder. */
+  codecV10: PeerProtoCodecV10;
   requestTimeoutMs: number;
   resolve?: Resolver;
   maxResponseBytes?: number;
   userAgent?: string;
 }
 
+interface Session {
+  manager: Http2SessionManager;
+  v03: Client<typeof pb.A2AService>;
+  v10: Client<typeof v10pb.A2AService>;
+}
+
+type CallOptions = { timeoutMs: number; signal?: AbortSignal; headers: Record<string, string> };
+
 export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTransport {
   const resolve = opts.resolve ?? defaultResolver;
   const codec = opts.codec;
   const readMaxBytes = opts.maxResponseBytes ?? DEFAULT_MAX_PEER_RESPONSE_BYTES;
   // One HTTP/2 session per origin + checked addresses: a connection is only reused for exactly what was checked.
-  const sessions = new Map<string, { manager: Http2SessionManager; client: Client<typeof pb.A2AService> }>();
+  const sessions = new Map<string, Session>();
   let closed = false;
 
-  function clientFor(origin: URL, addresses: readonly ResolvedAddress[]): Client<typeof pb.A2AService> {
+  function sessionFor(origin: URL, addresses: readonly ResolvedAddress[]): Session {
     const key = `${origin.origin}|${addresses.map((a) => a.address).join(",")}`;
     const existing = sessions.get(key);
     if (existing) {
       sessions.delete(key);
       sessions.set(key, existing);
-      return existing.client;
+      return existing;
     }
     const hostname = origin.hostname.endsWith(".") ? origin.hostname.slice(0, -1) : origin.hostname;
     const isName = !hostname.startsWith("[") && !/^[0-9.]+$/.test(hostname);
@@ -238,62 +156,70 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
     // close() can end its connection.
     const manager = new Http2SessionManager(origin.origin, { idleConnectionTimeoutMs: IDLE_CONNECTION_MS }, nodeOptions);
     const transport = createGrpcTransport({ baseUrl: origin.origin, sessionManager: manager, readMaxBytes, acceptCompression: [] });
-    const client = createClient(pb.A2AService, transport);
-    sessions.set(key, { manager, client });
+    const session = { manager, v03: createClient(pb.A2AService, transport), v10: createClient(v10pb.A2AService, transport) };
+    sessions.set(key, session);
     for (const [oldKey] of sessions) {
       if (sessions.size <= MAX_SESSIONS) break;
       // Not aborted: a call may still be in flight on it. Idle sessions are unref'd and close when they idle out.
       sessions.delete(oldKey);
     }
-    return client;
+    return session;
   }
 
-  async function call<T>(endpoint: string, method: string, run: (client: Client<typeof pb.A2AService>, options: { timeoutMs: number; signal?: AbortSignal; headers: Record<string, string> }) => Promise<T>, signal?: AbortSignal): Promise<T> {
+  async function call<T>(recorded: string, method: string, run: (session: Session, options: CallOptions, tenant: string | undefined) => Promise<T>, options: PeerCallOptions | undefined): Promise<{ version: "0.3" | "1.0"; value: T }> {
     if (closed) throw new PeerCallError("the peer gRPC client is closed", "aborted", false);
-    if (!isGrpcEndpoint(endpoint)) throw new PeerCallError("not a gRPC endpoint", "unsupported", false);
-    const checked = await checkPeerUrl(endpoint.slice(GRPC_ENDPOINT_PREFIX.length), opts.policy, resolve);
-    const where = `${GRPC_ENDPOINT_PREFIX}${checked.url.protocol}//${checked.url.host}`;
+    if (!isGrpcEndpoint(recorded)) throw new PeerCallError("not a gRPC endpoint", "unsupported", false);
+    const endpoint = parsePeerEndpoint(recorded);
+    const checked = await checkPeerUrl(endpoint.url, opts.policy, resolve);
+    const where = `grpc+${checked.url.protocol}//${checked.url.host}`;
+    const signal = options?.signal;
     try {
-      return await run(clientFor(checked.url, checked.addresses), {
+      const value = await run(sessionFor(checked.url, checked.addresses), {
         timeoutMs: opts.requestTimeoutMs,
         ...(signal ? { signal } : {}),
         // traceparent of the active span (none when tracing is off), so the peer joins the caller's trace.
-        headers: injectTraceHeaders({ "user-agent": opts.userAgent ?? "openwop-a2a-host/a2a-invoke" }),
-      });
+        headers: injectTraceHeaders({ "user-agent": opts.userAgent ?? "openwop-a2a-host/a2a-invoke", ...lowerCased(options?.headers), "a2a-version": endpoint.version }),
+      }, endpoint.tenant);
+      return { version: endpoint.version, value };
     } catch (err) {
       throw grpcCallError(err, { method, where, timeoutMs: opts.requestTimeoutMs, callerSignal: signal });
     }
   }
 
   return {
-    async send(endpoint, message, signal) {
-      // Non-blocking, as over JSON-RPC: the peer answers with its task at once; we record its id, then poll.
-      const request = create(pb.SendMessageRequestSchema, { request: codec.encodeMessage(message), configuration: create(pb.SendMessageConfigurationSchema, { blocking: false }) });
-      const response = await call(endpoint, "SendMessage", (client, options) => client.sendMessage(request, options), signal);
-      switch (response.payload.case) {
-        case "task":
-          return { kind: "task", task: peerTaskFromProto(response.payload.value, codec) } satisfies PeerReply;
-        case "msg": {
-          const reply = messageOf(response.payload.value, codec);
-          if (!reply) throw invalid("SendMessage response (message without an id)");
-          return { kind: "message", message: reply } satisfies PeerReply;
-        }
-        default:
-          throw invalid("SendMessage response (neither a task nor a message)");
+    async send(endpoint, message, options) {
+      if (parsePeerEndpoint(endpoint).version === "1.0") {
+        const { value } = await call(endpoint, "SendMessage", (s, o, tenant) => s.v10.sendMessage(sendRequestV10(message, opts.codecV10, tenant, options?.push), o), options);
+        return peerReplyFromV10(value);
       }
+      // Non-blocking, as over JSON-RPC: the peer answers with its task at once; we record its id, then poll.
+      const push = options?.push ? { pushNotification: create(pb.PushNotificationConfigSchema, { url: options.push.url, token: options.push.token, authentication: create(pb.AuthenticationInfoSchema, { schemes: ["Bearer"], credentials: options.push.token }) }) } : {};
+      const request = create(pb.SendMessageRequestSchema, { request: codec.encodeMessage(message), configuration: create(pb.SendMessageConfigurationSchema, { blocking: false, ...push }) });
+      const { value } = await call(endpoint, "SendMessage", (s, o) => s.v03.sendMessage(request, o), options);
+      return peerReplyFromProto(value, codec);
     },
 
-    async getTask(endpoint, taskId, signal) {
+    async getTask(endpoint, taskId, options) {
+      if (parsePeerEndpoint(endpoint).version === "1.0") {
+        const { value } = await call(endpoint, "GetTask", (s, o, tenant) => s.v10.getTask(getTaskRequestV10(taskId, tenant), o), options);
+        return peerTaskFromV10(value);
+      }
       // The whole history tells whether a forwarded reply already arrived. history_length 0 means "all" in the
       // v0.3 proto but "none" to peers that read it with 1.0 semantics (the @a2a-js/sdk v0.3 gRPC service does),
       // so ask for the most an int32 can say, which both read as "all".
       const request = create(pb.GetTaskRequestSchema, { name: taskName(taskId), historyLength: ALL_HISTORY });
-      return peerTaskFromProto(await call(endpoint, "GetTask", (client, options) => client.getTask(request, options), signal), codec);
+      const { value } = await call(endpoint, "GetTask", (s, o) => s.v03.getTask(request, o), options);
+      return peerTaskFromProto(value, codec);
     },
 
-    async cancelTask(endpoint, taskId, signal) {
+    async cancelTask(endpoint, taskId, options) {
+      if (parsePeerEndpoint(endpoint).version === "1.0") {
+        const { value } = await call(endpoint, "CancelTask", (s, o, tenant) => s.v10.cancelTask(cancelTaskRequestV10(taskId, tenant), o), options);
+        return peerTaskFromV10(value);
+      }
       const request = create(pb.CancelTaskRequestSchema, { name: taskName(taskId) });
-      return peerTaskFromProto(await call(endpoint, "CancelTask", (client, options) => client.cancelTask(request, options), signal), codec);
+      const { value } = await call(endpoint, "CancelTask", (s, o) => s.v03.cancelTask(request, o), options);
+      return peerTaskFromProto(value, codec);
     },
 
     async close(): Promise<void> {
@@ -302,4 +228,9 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
       sessions.clear();
     },
   };
+}
+
+/** gRPC metadata keys are lower case. */
+function lowerCased(headers: Readonly<Record<string, string>> | undefined): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
 }

@@ -1,5 +1,6 @@
 import { EnvReader, type Env } from "../domain/env-settings.js";
 import type { EgressPolicy } from "../egress/egress-guard.js";
+import { readPeersConfig, type PeerConfig } from "./peer-config.js";
 
 /** How `a2a.invoke` nodes call peers: polling, deadlines and the retry policy of transport errors. */
 export interface A2AInvokeSettings {
@@ -14,12 +15,24 @@ export interface A2AInvokeSettings {
   retryMaxMs: number;
   /** Deadline of each HTTP request, and of the best-effort cancel. */
   requestTimeoutMs: number;
+  /** Register a push config on the peer's task when its card offers push (A2A_PEER_PUSH). */
+  push: boolean;
+  /** Hold the task's stream when the card offers streaming and push is not used (A2A_PEER_STREAM). */
+  streaming: boolean;
+  /** With push or a stream, `GetTask` only as a backstop: at most this often (A2A_PEER_BACKSTOP_POLL_MS; at least pollMs). */
+  backstopPollMs: number;
+  /** A held task stream silent this long is dropped and re-attached (A2A_PEER_STREAM_IDLE_MS). */
+  streamIdleMs: number;
 }
 
 /** Calls to remote A2A agents (`a2a.invoke` nodes). README "Configuration". */
 export interface A2APeerSettings extends A2AInvokeSettings {
   /** `A2A_PEER_CARD_URL`: what `${A2A_PEER_CARD_URL}` in a workflow's agentCardUrl expands to. */
   cardUrl?: string;
+  /** `A2A_PEERS` / `A2A_PEERS_FILE`: the peers a node may name (`peer: <name>`), with their credentials (peer-config.ts). */
+  peers: ReadonlyMap<string, PeerConfig>;
+  /** `A2A_PEER_CALLBACK_URL`: the base of the push callback URL peers are given (default PUBLIC_URL). */
+  callbackUrl?: string;
   /** The egress guard's policy for peer URLs (cards and endpoints): https and public addresses only, unless the test-only loopback allowance is on. */
   egress: EgressPolicy;
 }
@@ -46,12 +59,30 @@ export function readPeerSettings(env: EnvReader, production: boolean): A2APeerSe
     retryBaseMs: env.int("A2A_PEER_RETRY_BASE_MS", 500, 1, 600_000),
     retryMaxMs: env.int("A2A_PEER_RETRY_MAX_MS", 10_000, 1, 3_600_000),
     requestTimeoutMs: env.int("A2A_PEER_REQUEST_TIMEOUT_MS", 15_000, 100, 600_000),
+    push: env.bool("A2A_PEER_PUSH", true),
+    streaming: env.bool("A2A_PEER_STREAM", true),
+    backstopPollMs: env.int("A2A_PEER_BACKSTOP_POLL_MS", 60_000, 10, 24 * 3_600_000),
+    streamIdleMs: env.int("A2A_PEER_STREAM_IDLE_MS", 60_000, 100, 3_600_000),
   };
+  const callbackUrl = env.raw("A2A_PEER_CALLBACK_URL");
+  if (callbackUrl !== undefined) {
+    let ok = false;
+    try {
+      const parsed = new URL(callbackUrl);
+      ok = (parsed.protocol === "https:" || parsed.protocol === "http:") && !parsed.username && !parsed.password && !parsed.search && !parsed.hash;
+    } catch {
+      ok = false;
+    }
+    if (!ok) env.problem(`A2A_PEER_CALLBACK_URL must be an absolute http(s) URL without userinfo, query or fragment (got "${callbackUrl}")`);
+  }
   const allowedPorts = env.ports("A2A_PEER_ALLOWED_PORTS");
+  const peers = readPeersConfig(env.raw("A2A_PEERS"), env.raw("A2A_PEERS_FILE"), (m) => env.problem(m));
   if (settings.retryMaxMs < settings.retryBaseMs) env.problem("A2A_PEER_RETRY_MAX_MS must not be smaller than A2A_PEER_RETRY_BASE_MS");
   return {
     ...settings,
     ...(cardUrl !== undefined ? { cardUrl } : {}),
+    ...(callbackUrl !== undefined ? { callbackUrl } : {}),
+    peers,
     // http:// and loopback peers only under the test-only allowance; nothing else private, ever.
     egress: { allowHttpLoopback: allowLoopback, allowedPorts, allowHosts: [], denyHosts: [] },
   };

@@ -1,4 +1,4 @@
-import type { RunEvent } from "../store/task-store.js";
+import type { RunEvent } from "../domain/task-record.js";
 
 export interface ArtifactRef {
   artifactId: string;

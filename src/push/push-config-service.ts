@@ -2,7 +2,7 @@ import type { A2ATaskState, PushNotificationConfig, TaskPushNotificationConfig }
 import { DomainError, invalidParams } from "../domain/errors.js";
 import type { Principal } from "../auth/principal.js";
 import { initialDelivery, TooManyPushConfigsError, type PushConfigRecord, type PushConfigStore, type PushDeadLetter } from "../store/push-config-store.js";
-import type { TaskRecord } from "../store/task-store.js";
+import type { TaskRecord } from "../domain/task-record.js";
 import { checkEgressUrl, checkEgressUrlSyntax, EgressRefusedError, EgressResolutionError, type EgressPolicy, type Resolver } from "../egress/egress-guard.js";
 import type { PushTaskReader } from "./push-ports.js";
 import { secretsAad, type PushSecretBox, type PushSecrets } from "./push-secrets.js";

@@ -3,7 +3,7 @@ import { isFinalA2AState, isTerminalA2AState, type A2ATaskStateValue } from "../
 import type { Logger } from "../observability/logger.js";
 import type { SecretValue } from "../secrets/secret-value.js";
 import type { PushConfigRecord, PushConfigStore, PushDelivery } from "../store/push-config-store.js";
-import type { RunEvent } from "../store/task-store.js";
+import type { RunEvent } from "../domain/task-record.js";
 import type { PushHttpClient } from "./push-http-client.js";
 import { DeliverySlots } from "./delivery-slots.js";
 import { DeliveryLeases, type PushLeaseSettings } from "./push-delivery-leases.js";

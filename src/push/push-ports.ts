@@ -1,7 +1,7 @@
 import type { TaskContext } from "../machine/task-context.js";
 import type { ArtifactRef } from "./push-artifact-refs.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
-import type { RunEvent, TaskRecord } from "../store/task-store.js";
+import type { RunEvent, TaskRecord } from "../domain/task-record.js";
 
 /**
  * What push needs from the rest of the host, declared here and wired in app.ts, so push depends on no engine

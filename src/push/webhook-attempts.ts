@@ -1,7 +1,7 @@
 import type { Logger } from "../observability/logger.js";
 import type { SecretValue } from "../secrets/secret-value.js";
 import type { DeadLetterReason, PushConfigRecord, PushConfigStore } from "../store/push-config-store.js";
-import type { RunEvent, TaskRecord } from "../store/task-store.js";
+import type { RunEvent, TaskRecord } from "../domain/task-record.js";
 import { CircuitBreakers } from "./circuit-breaker.js";
 import { artifactRefsUpTo } from "./push-artifact-refs.js";
 import type { PushHttpClient, PushResult } from "./push-http-client.js";

@@ -3,7 +3,7 @@ import type { CallContext } from "../auth/call-context.js";
 import { isTerminalRunStatus, TERMINAL_RUN_EVENT_TYPES } from "../domain/run-status.js";
 import type { TaskObserver } from "../engine/task-observer.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
-import type { RunEvent } from "../store/task-store.js";
+import type { RunEvent } from "../domain/task-record.js";
 
 /** The event-log envelope on the wire (run-event.schema.json, additionalProperties false). */
 export type RunEventDoc = Omit<RunEvent, "a2a">;

@@ -8,7 +8,7 @@ import { findNode, SYSTEM_TIMEOUT } from "../engine/workflow-engine.js";
 import { InterruptTokenError, type InterruptTokenPayload, type InterruptTokenSigner } from "../interrupts/interrupt-tokens.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
-import type { RunEvent, TaskRecord } from "../store/task-store.js";
+import type { RunEvent, TaskRecord } from "../domain/task-record.js";
 
 /** The tokens of a run's pending interrupt; the resolve token only for a principal allowed to respond. */
 export function interruptTokensFor(

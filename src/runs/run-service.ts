@@ -7,11 +7,13 @@ import { DomainError } from "../domain/errors.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
 import type { TaskObserver } from "../engine/task-observer.js";
 import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
-import type { WorkflowDefinition } from "../engine/workflow-types.js";
+import type { WorkflowDefinition } from "../workflows/workflow-types.js";
 import type { InterruptTokenSigner } from "../interrupts/interrupt-tokens.js";
 import type { IdempotencyKeyRef, IdempotencyStore } from "../store/idempotency-store.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
-import { DuplicateTaskError, type TaskRecord } from "../store/task-store.js";
+import type { TaskRecord } from "../domain/task-record.js";
+import { DuplicateTaskError } from "../store/task-store.js";
+import { DEFAULT_STORE_TIMEOUT_MS, isUnknownStoreOutcome, withinStoreBudget, type StoreCallBudget } from "../store/store-call-budget.js";
 import { interruptTokensFor } from "./run-interrupts.js";
 import { runSnapshotOf, type RunRequestInfo, type RunSnapshot } from "./run-snapshot.js";
 
@@ -56,6 +58,8 @@ export interface RunServiceOptions {
   idempotencyTtlMs: number;
   tokens: InterruptTokenSigner;
   clock?: () => Date;
+  /** STORE_TIMEOUT_MS: the longest a call waits for one store operation. */
+  storeTimeoutMs?: number;
 }
 
 const START_RUN_OPERATION = "POST /v1/runs";
@@ -80,7 +84,7 @@ export class RunService {
     this.workflowOrThrow(request.workflowId);
     if (idempotencyKey === undefined) {
       const runId = randomUUID();
-      await this.create(request, principal, runId);
+      await this.bounded(ctx, () => this.create(request, principal, runId));
       return { status: 201, body: createdBody(runId), replayed: false };
     }
 
@@ -89,24 +93,26 @@ export class RunService {
     const fingerprint = fingerprintOf(request);
     const now = this.clock();
     const runId = randomUUID();
-    const existing = await idempotency.reserve({
+    const existing = await this.bounded(ctx, () => idempotency.reserve({
       ...ref,
       fingerprint,
       resourceId: runId,
       state: "reserved",
       createdAt: now.toISOString(),
       expireAt: new Date(now.getTime() + idempotencyTtlMs).toISOString(),
-    });
+    }));
     if (!existing) {
       try {
         // A concurrent replay of this key may already have created the run (same id): that is success too.
-        await this.createUnlessExists(request, principal, runId);
+        await this.bounded(ctx, () => this.createUnlessExists(request, principal, runId));
       } catch (err) {
-        await idempotency.release(ref).catch(() => undefined);
+        // A store that did not answer may still create the run: the reservation (with its run id) stays, so
+        // the retry of this key finishes that same run instead of starting a second one.
+        if (!isUnknownStoreOutcome(err)) await idempotency.release(ref).catch(() => undefined);
         throw err;
       }
       const response = { status: 201, body: createdBody(runId) };
-      await idempotency.complete(ref, response);
+      await this.bounded(ctx, () => idempotency.complete(ref, response));
       return { ...response, replayed: false };
     }
     if (existing.fingerprint !== fingerprint) {
@@ -120,15 +126,15 @@ export class RunService {
     }
     // Reserved but not completed: the first request is still creating the run, or its process died between
     // the two writes. Either way finish the SAME run (its id was fixed in the reservation).
-    if (!(await this.options.reads.find(existing.resourceId))) await this.createUnlessExists(request, principal, existing.resourceId);
+    if (!(await this.read(ctx, () => this.options.reads.find(existing.resourceId)))) await this.bounded(ctx, () => this.createUnlessExists(request, principal, existing.resourceId));
     const response = { status: 201, body: createdBody(existing.resourceId) };
-    await idempotency.complete(ref, response);
+    await this.bounded(ctx, () => idempotency.complete(ref, response));
     return { ...response, replayed: true };
   }
 
   async snapshot(runId: string, ctx: CallContext): Promise<RunSnapshot> {
     requireScope(ctx.principal, "runs:read");
-    return this.snapshotOf(await this.options.reads.get(runId, ctx.principal.tenant), ctx.principal);
+    return this.snapshotOf(await this.read(ctx, () => this.options.reads.get(runId, ctx.principal.tenant)), ctx.principal);
   }
 
   /** The snapshot of a record, with interrupt tokens for `principal`. */
@@ -141,7 +147,7 @@ export class RunService {
   async cancel(runId: string, ctx: CallContext, reason?: string): Promise<TaskRecord> {
     requireScope(ctx.principal, "runs:cancel");
     try {
-      return await this.options.supervisor.cancel(runId, ctx.principal, reason);
+      return await this.bounded(ctx, () => this.options.supervisor.cancel(runId, ctx.principal, reason));
     } catch (err) {
       if (err instanceof DomainError && err.code === "task-not-cancelable") {
         const status = err.details?.["status"];
@@ -173,6 +179,21 @@ export class RunService {
   }
 
   // ------------------------------------------------------------------------------------------
+
+  /** The caller's store budget: its deadline, and STORE_TIMEOUT_MS per operation. */
+  private budget(ctx: CallContext): StoreCallBudget {
+    return { deadline: ctx.deadline, capMs: this.options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS };
+  }
+
+  /** A read within the caller's budget, cancelled by the driver there. */
+  private read<T>(ctx: CallContext, op: () => Promise<T>): Promise<T> {
+    return withinStoreBudget(this.budget(ctx), op, { cancel: true });
+  }
+
+  /** A write (or supervisor step) the caller waits for within its budget; it may still commit after (a retry with the same Idempotency-Key finishes that run). */
+  private bounded<T>(ctx: CallContext, op: () => Promise<T>): Promise<T> {
+    return withinStoreBudget(this.budget(ctx), op);
+  }
 
   private workflowOrThrow(workflowId: string): WorkflowDefinition {
     const workflow = this.options.catalog.get(workflowId);

@@ -1,7 +1,7 @@
 import type { Message } from "../domain/a2a-types.js";
 import { isTerminalRunStatus, type InterruptKind, type RunStatus } from "../domain/run-status.js";
 import type { TaskContext } from "../machine/task-context.js";
-import type { TaskRecord } from "../store/task-store.js";
+import type { TaskRecord } from "../domain/task-record.js";
 
 /** A pending interrupt as GET /v1/runs/{runId} shows it (interrupt.md `interrupt.requested`, plus its tokens). */
 export interface RunInterruptView {

@@ -12,6 +12,7 @@ const RESTART_DELAY_MS = 200;
 
 interface EventChange {
   _id: ResumeToken;
+  operationType?: string;
   fullDocument?: { taskId?: unknown; sequence?: unknown };
 }
 
@@ -19,12 +20,16 @@ interface EventChange {
  * One change stream per instance on `task_events`, fanned out to the followers by task id. It keeps the
  * last resume token, so a watcher restarted after an error (the driver already resumes across elections
  * and dropped connections) continues after the last change it handed over: nothing is missed.
+ * A drop of the collection (or its database) ends the stream with an `invalidate`, which no `$match`
+ * filters; MongoDB refuses `resumeAfter` an invalidate, so the next stream starts with `startAfter` it.
  */
 export class ChangeStreamCommitFeed implements CommitFeed {
   readonly mode = "change-stream" as const;
   private readonly fanout = new KeyedListeners<CommitNotice>();
   private stream: ChangeStream<Document, EventChange> | undefined;
   private closed = false;
+  /** The token is an invalidate's (or a later one no change has followed yet): continue with `startAfter`. */
+  private afterInvalidate = false;
   private readonly running: Promise<void>;
 
   constructor(
@@ -41,11 +46,18 @@ export class ChangeStreamCommitFeed implements CommitFeed {
 
   private async run(): Promise<void> {
     while (!this.closed) {
-      const stream = this.db.collection(EVENTS).watch<Document, EventChange>(PIPELINE, { resumeAfter: this.resumeToken, maxAwaitTimeMS: 1000 });
+      const from = this.afterInvalidate ? { startAfter: this.resumeToken } : { resumeAfter: this.resumeToken };
+      const stream = this.db.collection(EVENTS).watch<Document, EventChange>(PIPELINE, { ...from, maxAwaitTimeMS: 1000 });
       this.stream = stream;
+      let invalidated = false;
       try {
         for await (const change of stream) {
           this.resumeToken = change._id;
+          this.afterInvalidate = change.operationType === "invalidate";
+          if (this.afterInvalidate) {
+            invalidated = true; // the server closed the cursor: start the next one after the invalidate
+            break;
+          }
           const { taskId, sequence } = change.fullDocument ?? {};
           if (typeof taskId === "string" && typeof sequence === "number") for (const listener of this.fanout.of(taskId)) listener({ taskId, sequence });
         }
@@ -57,7 +69,10 @@ export class ChangeStreamCommitFeed implements CommitFeed {
           await new Promise((r) => setTimeout(r, RESTART_DELAY_MS).unref());
         }
       } finally {
-        if (stream.resumeToken) this.resumeToken = stream.resumeToken;
+        // After an invalidate the token to start after is that invalidate's, already kept. Otherwise the
+        // stream's latest token; until a stream started after an invalidate has handed over a change,
+        // it still continues with startAfter (as the driver's own resume does), which accepts any token.
+        if (!invalidated && stream.resumeToken) this.resumeToken = stream.resumeToken;
         await stream.close().catch(() => undefined);
       }
     }

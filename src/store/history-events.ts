@@ -1,5 +1,5 @@
 import type { Message } from "../domain/a2a-types.js";
-import type { RunEvent } from "./task-store.js";
+import type { RunEvent } from "../domain/task-record.js";
 
 /**
  * The history messages at indexes >= fromIndex that these log events carry, in order. The events must be in

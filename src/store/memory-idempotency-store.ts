@@ -4,6 +4,9 @@ import type { IdempotencyKeyRef, IdempotencyRecord, IdempotencyResponse, Idempot
 export class MemoryIdempotencyStore implements IdempotencyStore {
   readonly kind = "memory" as const;
   private readonly records = new Map<string, IdempotencyRecord>();
+  /** Ids in the order they were reserved (the TTL is fixed, so in expiry order): what `reserve` sweeps. */
+  private reserved: string[] = [];
+  private reservedHead = 0;
 
   constructor(private readonly now: () => Date = () => new Date()) {}
 
@@ -12,7 +15,10 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   async reserve(record: IdempotencyRecord): Promise<IdempotencyRecord | null> {
     const existing = this.live(record);
     if (existing) return structuredClone(existing);
-    this.records.set(idOf(record), structuredClone(record));
+    this.sweep();
+    const id = idOf(record);
+    this.records.set(id, structuredClone(record));
+    this.reserved.push(id);
     return null;
   }
 
@@ -31,6 +37,22 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   }
 
   async close(): Promise<void> {}
+
+  /** Frees expired records from the front of the reservation order, as the TTL index does in MongoDB. */
+  private sweep(): void {
+    const now = this.now().getTime();
+    while (this.reservedHead < this.reserved.length) {
+      const id = this.reserved[this.reservedHead]!;
+      const record = this.records.get(id);
+      if (record && !(Date.parse(record.expireAt) <= now)) break;
+      if (record) this.records.delete(id);
+      this.reservedHead++;
+    }
+    if (this.reservedHead > 1024 && this.reservedHead * 2 > this.reserved.length) {
+      this.reserved = this.reserved.slice(this.reservedHead);
+      this.reservedHead = 0;
+    }
+  }
 
   private live(ref: IdempotencyKeyRef): IdempotencyRecord | undefined {
     const id = idOf(ref);

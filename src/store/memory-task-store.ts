@@ -1,28 +1,26 @@
 import type { Message } from "../domain/a2a-types.js";
-import { isTerminalRunStatus, RUNNABLE_RUN_STATUSES } from "../domain/run-status.js";
+import { isTerminalRunStatus, RUNNABLE_RUN_STATUSES, type A2ATaskStateValue } from "../domain/run-status.js";
 import { historyMessagesOf } from "./history-events.js";
 import { assertWriteSize, DEFAULT_TASK_SIZE_LIMITS, type TaskSizeLimits } from "./task-size-limits.js";
-import {
-  DuplicateIdempotencyKeyError,
-  DuplicateTaskError,
-  LeaseLostError,
-  StaleWriteError,
-  type LeaseFence,
-  type RunEvent,
-  type TaskListPage,
-  type TaskListQuery,
-  type TaskRecord,
-  type TaskRecordChanges,
-  type TaskLease,
-  type TaskStore,
-} from "./task-store.js";
+import type { RunEvent, TaskRecord, TaskLease } from "../domain/task-record.js";
+import { DuplicateIdempotencyKeyError, DuplicateTaskError, LeaseLostError, StaleWriteError, type AcquiredLease, type LeaseFence, type TaskListPage, type TaskListQuery, type TaskRecordChanges, type TaskStore } from "./task-store.js";
 
 interface Entry {
   record: TaskRecord;
   events: RunEvent[];
   /** Last epoch handed out; it outlives a released lease, as `leaseEpoch` does in MongoDB. */
   leaseEpoch: number;
+  /**
+   * When the task is dropped (epoch ms): the earlier of its `expireAt` and its first terminal commit plus the
+   * store's retention. Unset while the task has no `expireAt` (not terminal).
+   */
+  evictAt?: number;
+  /** Its first terminal commit plus the retention: set once, so a later commit cannot extend it. */
+  retainUntil?: number;
 }
+
+/** How often a store with a retention sweeps expired tasks, besides the sweep every create runs. */
+const SWEEP_INTERVAL_MS = 1_000;
 
 /**
  * In-process store: fast tests, and the fallback when no MongoDB is reachable. Nothing survives a restart.
@@ -31,6 +29,11 @@ interface Entry {
  * which replaces a record rather than editing it.
  * Like the MongoDB adapter it keeps each task's head and its event log apart, refuses the same oversized
  * writes, and drops the log together with an expired head.
+ * Terminal tasks are dropped (head, log, idempotency key, indexes) at their `expireAt` or `terminalRetentionMs`
+ * after they ended, whichever comes first (MEMORY_STORE_RETENTION_MS), and the oldest first once more than
+ * `maxTerminalTasks` have ended (MEMORY_STORE_MAX_TERMINAL_TASKS): a sweep of a queue in the order tasks
+ * ended, run by every create and (with a bound) once a second, so the store holds at most that many tasks
+ * that ended within the retention, besides the tasks still going. A dropped task reads as not found.
  */
 export class MemoryTaskStore implements TaskStore {
   readonly kind = "memory" as const;
@@ -44,15 +47,30 @@ export class MemoryTaskStore implements TaskStore {
    */
   private readonly runnable = new Set<string>();
   private readonly timed = new Set<string>();
+  /** Ids of the terminal tasks, in the order they ended (so, as retention is fixed, in `evictAt` order); from `head` on. */
+  private ending: string[] = [];
+  private endingHead = 0;
+  /** Terminal tasks held (queued in `ending` and not dropped yet). */
+  private terminalHeld = 0;
+  private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly now: () => Date = () => new Date(),
     limits: TaskSizeLimits = DEFAULT_TASK_SIZE_LIMITS,
+    /** How long a terminal task is kept at most (its `expireAt` may come sooner); Infinity: until `expireAt`. */
+    private readonly terminalRetentionMs = Number.POSITIVE_INFINITY,
+    /** How many terminal tasks are kept at most: past it, those that ended first are dropped first. */
+    private readonly maxTerminalTasks = Number.POSITIVE_INFINITY,
   ) {
     this.limits = limits;
   }
 
   async init(): Promise<void> {}
+
+  /** Tasks held (live or expired but not yet swept); for tests and diagnostics. */
+  get size(): number {
+    return this.tasks.size;
+  }
 
   /** Memory is always there. */
   async ping(): Promise<void> {}
@@ -66,8 +84,14 @@ export class MemoryTaskStore implements TaskStore {
       if (holder !== undefined && this.live(holder)) throw new DuplicateIdempotencyKeyError(key);
       this.byIdempotencyKey.set(key, record.taskId);
     }
-    this.tasks.set(record.taskId, { record: deepFrozen({ ...record }), events: events.map(deepFrozen), leaseEpoch: record.lease?.epoch ?? 0 });
-    this.reindex(record);
+    const entry: Entry = { record: deepFrozen({ ...record }), events: events.map(deepFrozen), leaseEpoch: record.lease?.epoch ?? 0 };
+    this.tasks.set(record.taskId, entry);
+    this.reindex(entry);
+    this.sweep(this.now().getTime());
+    // With a retention, a sweep each second too: what ended is freed even when no more tasks come.
+    if (this.sweeper === undefined && (Number.isFinite(this.terminalRetentionMs) || Number.isFinite(this.maxTerminalTasks))) {
+      this.sweeper = setInterval(() => this.sweep(this.now().getTime()), SWEEP_INTERVAL_MS).unref();
+    }
   }
 
   async commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[], fence?: LeaseFence): Promise<void> {
@@ -79,7 +103,7 @@ export class MemoryTaskStore implements TaskStore {
     const { lease: held, ...rest } = entry.record;
     const lease = fence ? (fence.expiresAt ? { owner: fence.owner, epoch: fence.epoch, expiresAt: fence.expiresAt } : undefined) : held;
     entry.record = deepFrozen({ ...rest, ...changes, version: last ? last.sequence : entry.record.version, ...(lease ? { lease } : {}) });
-    this.reindex(entry.record);
+    this.reindex(entry);
     for (const event of events) entry.events.push(deepFrozen(event));
   }
 
@@ -91,13 +115,14 @@ export class MemoryTaskStore implements TaskStore {
     return true;
   }
 
-  async acquireLease(taskId: string, owner: string, now: Date, expiresAt: Date): Promise<TaskLease | null> {
+  async acquireLease(taskId: string, owner: string, now: Date, expiresAt: Date): Promise<AcquiredLease | null> {
     const entry = this.live(taskId);
     if (!entry || !RUNNABLE_RUN_STATUSES.has(entry.record.status) || !leaseFree(entry.record.lease, now, owner)) return null;
+    const unreleased = !!entry.record.lease;
     entry.leaseEpoch += 1;
     const lease = { owner, epoch: entry.leaseEpoch, expiresAt: expiresAt.toISOString() };
     entry.record = Object.freeze({ ...entry.record, lease: Object.freeze(lease) });
-    return { ...lease };
+    return { ...lease, unreleased };
   }
 
   async renewLeases(owner: string, taskIds: string[], expiresAt: Date): Promise<number> {
@@ -160,20 +185,26 @@ export class MemoryTaskStore implements TaskStore {
   }
 
   async list(query: TaskListQuery): Promise<TaskListPage> {
-    const matching = [...this.tasks.keys()]
+    const anyState = [...this.tasks.keys()]
       .map((id) => this.live(id)?.record)
       .filter((r): r is TaskRecord => r !== undefined)
       .filter(
         (r) =>
           r.tenant === query.tenant &&
           (query.contextId === undefined || r.contextId === query.contextId) &&
-          (query.state === undefined || r.a2a.state === query.state) &&
-          (query.updatedAtOrAfter === undefined || r.updatedAt >= query.updatedAtOrAfter),
-      )
-      .sort(newestFirst);
+          (query.workflowId === undefined || r.workflowId === query.workflowId) &&
+          (query.idPrefix === undefined || r.taskId.startsWith(query.idPrefix)) &&
+          (query.updatedAtOrAfter === undefined || r.updatedAt >= query.updatedAtOrAfter) &&
+          (query.updatedBefore === undefined || r.updatedAt < query.updatedBefore) &&
+          (query.createdAtOrAfter === undefined || r.createdAt >= query.createdAtOrAfter) &&
+          (query.createdBefore === undefined || r.createdAt < query.createdBefore),
+      );
+    const matching = anyState.filter((r) => query.state === undefined || r.a2a.state === query.state).sort(newestFirst);
     const after = query.after;
     const page = after ? matching.filter((r) => newestFirst(r, { updatedAt: after.updatedAt, taskId: after.taskId }) > 0) : matching;
-    return { records: page.slice(0, query.limit), total: matching.length };
+    const states: Partial<Record<A2ATaskStateValue, number>> = {};
+    if (query.countStates) for (const r of anyState) states[r.a2a.state] = (states[r.a2a.state] ?? 0) + 1;
+    return { records: page.slice(0, query.limit), total: query.countTotal === false ? -1 : matching.length, ...(query.countStates ? { states } : {}) };
   }
 
   async listActive(): Promise<TaskRecord[]> {
@@ -191,27 +222,72 @@ export class MemoryTaskStore implements TaskStore {
       .map((e) => e.record.taskId);
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
 
-  private reindex(record: TaskRecord): void {
+  private reindex(entry: Entry): void {
+    const record = entry.record;
     if (RUNNABLE_RUN_STATUSES.has(record.status)) this.runnable.add(record.taskId);
     else this.runnable.delete(record.taskId);
     if (record.timerDueAt) this.timed.add(record.taskId);
     else this.timed.delete(record.taskId);
+    if (!record.expireAt) {
+      entry.evictAt = undefined;
+      return;
+    }
+    if (entry.retainUntil === undefined) {
+      entry.retainUntil = this.now().getTime() + this.terminalRetentionMs;
+      this.ending.push(record.taskId);
+      this.terminalHeld++;
+    }
+    const expiry = Date.parse(record.expireAt);
+    entry.evictAt = Number.isNaN(expiry) ? entry.retainUntil : Math.min(expiry, entry.retainUntil);
+  }
+
+  /**
+   * Drops the tasks at the front of the ending queue whose time has come, and those over the count; stops at
+   * the first that is neither (those behind it ended later). A task read after its time but before a sweep
+   * is dropped by `live`.
+   */
+  private sweep(nowMs: number): void {
+    while (this.endingHead < this.ending.length) {
+      const taskId = this.ending[this.endingHead]!;
+      const entry = this.tasks.get(taskId);
+      if (entry?.evictAt !== undefined && entry.evictAt > nowMs && this.terminalHeld <= this.maxTerminalTasks) break;
+      if (entry?.evictAt !== undefined) this.drop(taskId, entry);
+      else if (entry?.retainUntil !== undefined) {
+        // No longer terminal: out of the queue (it is queued again if it ends again).
+        entry.retainUntil = undefined;
+        this.terminalHeld--;
+      }
+      this.endingHead++;
+    }
+    // Compact once the swept front is most of the array (amortised O(1) per task).
+    if (this.endingHead > 1024 && this.endingHead * 2 > this.ending.length) {
+      this.ending = this.ending.slice(this.endingHead);
+      this.endingHead = 0;
+    }
   }
 
   /** Expired tasks read as not found and are dropped, as the TTL index does in MongoDB. */
   private live(taskId: string): Entry | undefined {
     const entry = this.tasks.get(taskId);
-    if (entry?.record.expireAt && Date.parse(entry.record.expireAt) <= this.now().getTime()) {
-      this.tasks.delete(taskId);
-      this.runnable.delete(taskId);
-      this.timed.delete(taskId);
-      const key = entry.record.idempotencyKey;
-      if (key && this.byIdempotencyKey.get(key) === taskId) this.byIdempotencyKey.delete(key);
+    if (entry?.evictAt !== undefined && entry.evictAt <= this.now().getTime()) {
+      this.drop(taskId, entry);
       return undefined;
     }
     return entry;
+  }
+
+  private drop(taskId: string, entry: Entry): void {
+    if (entry.retainUntil !== undefined) this.terminalHeld--;
+    this.tasks.delete(taskId);
+    this.runnable.delete(taskId);
+    this.timed.delete(taskId);
+    const key = entry.record.idempotencyKey;
+    if (key && this.byIdempotencyKey.get(key) === taskId) this.byIdempotencyKey.delete(key);
   }
 }
 

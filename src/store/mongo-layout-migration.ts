@@ -1,6 +1,6 @@
 import type { Db } from "mongodb";
 import { toEventDocument, type EventDocument, type TaskDocument } from "./mongo-task-documents.js";
-import type { RunEvent } from "./task-store.js";
+import type { RunEvent } from "../domain/task-record.js";
 
 const LAYOUT_ID = "task-layout";
 /** 1: the event log inside each task document (`events`); 2: the log in `task_events`. */

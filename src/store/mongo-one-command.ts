@@ -1,7 +1,8 @@
 import { MongoClientBulkWriteError, type ClientBulkWriteModel, type ClientBulkWriteResult, type Db, type MongoClient } from "mongodb";
 import type { PendingWrite } from "./group-commit.js";
 import { DUPLICATE_KEY, headMove, type EventDocument, type TaskDocument, isIdempotencyKeyViolation, toDate, toEventDocument, toTaskDocument } from "./mongo-task-documents.js";
-import { DuplicateIdempotencyKeyError, DuplicateTaskError, StaleWriteError, type LeaseFence, type RunEvent, type TaskRecord, type TaskRecordChanges } from "./task-store.js";
+import type { RunEvent, TaskRecord } from "../domain/task-record.js";
+import { DuplicateIdempotencyKeyError, DuplicateTaskError, StaleWriteError, type LeaseFence, type TaskRecordChanges } from "./task-store.js";
 
 /** A create or commit waiting for its group commit. */
 export interface StoreWrite extends PendingWrite {

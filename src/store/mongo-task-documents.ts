@@ -1,5 +1,6 @@
 import type { AnyBulkWriteOperation, Filter, IndexDescription, ObjectId, UpdateFilter } from "mongodb";
-import type { LeaseFence, RunEvent, TaskRecord, TaskRecordChanges } from "./task-store.js";
+import type { RunEvent, TaskRecord } from "../domain/task-record.js";
+import type { LeaseFence, TaskRecordChanges } from "./task-store.js";
 
 /**
  * The head of a task (`tasks`): the record fields only, no event log, so a transition rewrites a document
@@ -46,6 +47,8 @@ export const TASK_INDEXES: IndexDescription[] = [
   { key: { tenant: 1, contextId: 1, updatedAt: -1, _id: -1 }, name: "tenant_context_updated" },
   // ListTasks without a context filter: a tenant's tasks, newest first.
   { key: { tenant: 1, updatedAt: -1, _id: -1 }, name: "tenant_updated" },
+  // The operator console's skill filter: a tenant's tasks of one workflow, newest first.
+  { key: { tenant: 1, workflowId: 1, updatedAt: -1, _id: -1 }, name: "tenant_workflow_updated" },
   // A2A message.messageId idempotency: one live task per (tenant, principal, messageId) digest; the create fails on a repeat.
   { key: { idempotencyKey: 1 }, name: "idempotency_key", unique: true, partialFilterExpression: { idempotencyKey: { $type: "string" } } },
 ];

@@ -1,7 +1,7 @@
 import type { Collection, Filter } from "mongodb";
 import { RUNNABLE_RUN_STATUSES } from "../domain/run-status.js";
 import type { TaskDocument } from "./mongo-task-documents.js";
-import type { LeaseFence, TaskLease } from "./task-store.js";
+import type { AcquiredLease, LeaseFence } from "./task-store.js";
 
 /**
  * Task execution leases on the task head (`leaseOwner`, `leaseEpoch`, `leaseExpiresAt`): each operation is
@@ -10,13 +10,15 @@ import type { LeaseFence, TaskLease } from "./task-store.js";
 export class MongoTaskLeases {
   constructor(private readonly tasks: Collection<TaskDocument>) {}
 
-  async acquire(taskId: string, owner: string, now: Date, expiresAt: Date): Promise<TaskLease | null> {
+  /** The head as it was before (one command): whether a holder left the lease without giving it back. */
+  async acquire(taskId: string, owner: string, now: Date, expiresAt: Date): Promise<AcquiredLease | null> {
     const doc = await this.tasks.findOneAndUpdate(
       { _id: taskId, status: { $in: [...RUNNABLE_RUN_STATUSES] }, ...leaseFree(now, owner) },
       { $set: { leaseOwner: owner, leaseExpiresAt: expiresAt }, $inc: { leaseEpoch: 1 } },
-      { returnDocument: "after", projection: { leaseOwner: 1, leaseEpoch: 1, leaseExpiresAt: 1 } },
+      { returnDocument: "before", projection: { leaseOwner: 1, leaseEpoch: 1, leaseExpiresAt: 1 } },
     );
-    return doc ? { owner, epoch: doc.leaseEpoch ?? 1, expiresAt: expiresAt.toISOString() } : null;
+    if (!doc) return null;
+    return { owner, epoch: (doc.leaseEpoch ?? 0) + 1, expiresAt: expiresAt.toISOString(), unreleased: !!doc.leaseOwner && !!doc.leaseExpiresAt };
   }
 
   async renew(owner: string, taskIds: string[], expiresAt: Date): Promise<number> {

@@ -3,10 +3,11 @@ import { openMongoCommitFeed } from "./change-stream-commit-feed.js";
 import { randomUUID } from "node:crypto";
 import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db, type Filter, type MongoClient, type WriteError } from "mongodb";
 import type { Message } from "../domain/a2a-types.js";
-import { TERMINAL_RUN_STATUSES } from "../domain/run-status.js";
+import { TERMINAL_RUN_STATUSES, type A2ATaskStateValue } from "../domain/run-status.js";
 import { historyMessagesOf } from "./history-events.js";
 import { GroupCommit } from "./group-commit.js";
 import { headError, OneCommandBatch, type StoreWrite as Write } from "./mongo-one-command.js";
+import { readTimeout } from "./store-call-budget.js";
 import { migrateTaskLayout } from "./mongo-layout-migration.js";
 import { fenceHolds, MongoTaskLeases } from "./mongo-task-leases.js";
 import {
@@ -26,19 +27,8 @@ import {
   type TaskDocument,
 } from "./mongo-task-documents.js";
 import { assertWriteSize, DEFAULT_TASK_SIZE_LIMITS, type TaskSizeLimits } from "./task-size-limits.js";
-import {
-  DuplicateIdempotencyKeyError,
-  LeaseLostError,
-  StaleWriteError,
-  type LeaseFence,
-  type RunEvent,
-  type TaskListPage,
-  type TaskListQuery,
-  type TaskRecord,
-  type TaskRecordChanges,
-  type TaskLease,
-  type TaskStore,
-} from "./task-store.js";
+import type { RunEvent, TaskRecord, TaskLease } from "../domain/task-record.js";
+import { DuplicateIdempotencyKeyError, LeaseLostError, StaleWriteError, type LeaseFence, type TaskListPage, type TaskListQuery, type TaskRecordChanges, type TaskStore } from "./task-store.js";
 
 export interface MongoTaskStoreOptions {
   now?: () => Date;
@@ -183,32 +173,43 @@ export class MongoTaskStore implements TaskStore {
 
   async findByIdempotencyKey(idempotencyKey: string): Promise<TaskRecord | null> {
     // The `$type` clause repeats the partial index's filter, so the planner can use that index.
-    const doc = await this.tasks.findOne({ idempotencyKey: { $eq: idempotencyKey, $type: "string" } });
+    const doc = await this.tasks.findOne({ idempotencyKey: { $eq: idempotencyKey, $type: "string" } }, readTimeout());
     return doc && !this.expired(doc) ? toRecord(doc) : null;
   }
 
   async list(query: TaskListQuery): Promise<TaskListPage> {
     const live: Filter<TaskDocument> = { $or: [{ expireAt: null }, { expireAt: { $gt: this.now() } }] };
-    const filter: Filter<TaskDocument> = {
+    const range = (from: string | undefined, before: string | undefined) =>
+      from !== undefined || before !== undefined ? { ...(from !== undefined ? { $gte: from } : {}), ...(before !== undefined ? { $lt: before } : {}) } : undefined;
+    const updated = range(query.updatedAtOrAfter, query.updatedBefore);
+    const created = range(query.createdAtOrAfter, query.createdBefore);
+    // Every filter but the state: the per-state counts take this one.
+    const anyState: Filter<TaskDocument> = {
       tenant: query.tenant,
       ...(query.contextId !== undefined ? { contextId: query.contextId } : {}),
-      ...(query.state !== undefined ? { "a2a.state": query.state } : {}),
-      ...(query.updatedAtOrAfter !== undefined ? { updatedAt: { $gte: query.updatedAtOrAfter } } : {}),
+      ...(query.workflowId !== undefined ? { workflowId: query.workflowId } : {}),
+      ...(query.idPrefix !== undefined ? { _id: { $gte: query.idPrefix, $lt: `${query.idPrefix}\uffff` } } : {}),
+      ...(updated ? { updatedAt: updated } : {}),
+      ...(created ? { createdAt: created } : {}),
       $and: [live],
     };
+    const filter: Filter<TaskDocument> = { ...anyState, ...(query.state !== undefined ? { "a2a.state": query.state } : {}) };
     const after = query.after;
     const pageFilter: Filter<TaskDocument> = after
       ? { ...filter, $and: [live, { $or: [{ updatedAt: { $lt: after.updatedAt } }, { updatedAt: after.updatedAt, _id: { $lt: after.taskId } }] }] }
       : filter;
-    const [docs, total] = await Promise.all([
-      this.tasks.find(pageFilter).sort({ updatedAt: -1, _id: -1 }).limit(query.limit).toArray(),
-      this.tasks.countDocuments(filter),
+    const [docs, total, counts] = await Promise.all([
+      this.tasks.find(pageFilter, readTimeout()).sort({ updatedAt: -1, _id: -1 }).limit(query.limit).toArray(),
+      query.countTotal === false ? -1 : this.tasks.countDocuments(filter, readTimeout()),
+      query.countStates
+        ? this.tasks.aggregate<{ _id: A2ATaskStateValue; n: number }>([{ $match: anyState }, { $group: { _id: "$a2a.state", n: { $sum: 1 } } }], readTimeout()).toArray()
+        : undefined,
     ]);
-    return { records: docs.map(toRecord), total };
+    return { records: docs.map(toRecord), total, ...(counts ? { states: Object.fromEntries(counts.map((c) => [c._id, c.n])) } : {}) };
   }
 
   async get(taskId: string): Promise<TaskRecord | null> {
-    const doc = await this.tasks.findOne({ _id: taskId });
+    const doc = await this.tasks.findOne({ _id: taskId }, readTimeout());
     return doc && !this.expired(doc) ? toRecord(doc) : null;
   }
 
@@ -218,7 +219,7 @@ export class MongoTaskStore implements TaskStore {
     // so dropping them after the limit never hides a committed event.
     const head = await this.liveHead(taskId);
     if (!head) return [];
-    const docs = await this.events.find({ taskId, sequence: { $gte: fromSequence, $lte: head.version } }).sort({ taskId: 1, sequence: 1 }).limit(limit).toArray();
+    const docs = await this.events.find({ taskId, sequence: { $gte: fromSequence, $lte: head.version } }, readTimeout()).sort({ taskId: 1, sequence: 1 }).limit(limit).toArray();
     return committedEvents(head, docs, fromSequence, limit).map(toEvent);
   }
 
@@ -229,7 +230,7 @@ export class MongoTaskStore implements TaskStore {
     const head = await this.liveHead(taskId);
     if (!head) return [];
     const docs = await this.events
-      .find({ taskId, historyEnd: { $exists: true, $gt: fromIndex } }, { projection: HISTORY_ONLY })
+      .find({ taskId, historyEnd: { $exists: true, $gt: fromIndex } }, { projection: HISTORY_ONLY, ...readTimeout() })
       .sort({ taskId: 1, historyEnd: 1 })
       .toArray();
     return historyMessagesOf(committedUpTo(head, docs, upToVersion), fromIndex);
@@ -238,7 +239,7 @@ export class MongoTaskStore implements TaskStore {
   async findHistoryMessage(taskId: string, messageId: string, upToVersion: number): Promise<Message | null> {
     const head = await this.liveHead(taskId);
     if (!head) return null;
-    const docs = await this.events.find({ taskId, historyEnd: { $exists: true }, "history.messageId": messageId }, { projection: HISTORY_ONLY }).toArray();
+    const docs = await this.events.find({ taskId, historyEnd: { $exists: true }, "history.messageId": messageId }, { projection: HISTORY_ONLY, ...readTimeout() }).toArray();
     return historyMessagesOf(committedUpTo(head, docs, upToVersion), 0).find((m) => m.messageId === messageId) ?? null;
   }
 
@@ -388,7 +389,7 @@ export class MongoTaskStore implements TaskStore {
   /** The TTL monitor runs about once a minute; a task past its expiry already reads as not found. */
   /** The head's version and redo, read before the log by every log reader (see readEvents); null when gone or expired. */
   private async liveHead(taskId: string): Promise<Pick<TaskDocument, "version" | "redo" | "expireAt"> | null> {
-    const head = await this.tasks.findOne({ _id: taskId }, { projection: HEAD_AND_REDO });
+    const head = await this.tasks.findOne({ _id: taskId }, { projection: HEAD_AND_REDO, ...readTimeout() });
     return head && !this.expired(head) ? head : null;
   }
 

@@ -84,7 +84,7 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
 }
 
 function memoryStore(settings: TaskStoreSettings): OpenedStore {
-  const store = new MemoryTaskStore(undefined, settings.limits);
+  const store = new MemoryTaskStore(undefined, settings.limits, settings.memoryRetentionMs, settings.memoryMaxTerminalTasks);
   return { store, idempotency: new MemoryIdempotencyStore(), pushConfigs: new MemoryPushConfigStore(), description: "in-memory store (tasks do not survive a restart)", durable: false, stop: () => store.close() };
 }
 

@@ -1,6 +1,7 @@
 import type { Message } from "../domain/a2a-types.js";
 import type { TaskContext } from "../machine/task-context.js";
-import type { RunEvent, TaskListPage, TaskListQuery, TaskRecord } from "./task-store.js";
+import type { RunEvent, TaskRecord } from "../domain/task-record.js";
+import type { TaskListPage, TaskListQuery } from "./task-store.js";
 
 /**
  * What readers of tasks (the A2A service, the runs API, push) may ask: committed state only, never a write.

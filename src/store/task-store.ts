@@ -1,68 +1,8 @@
 import type { CommitFeed, CommitFeedSettings } from "./commit-feed.js";
-import type { A2ATaskState, Artifact, Message, TaskStatus } from "../domain/a2a-types.js";
-import type { A2ATaskStateValue, RunStatus } from "../domain/run-status.js";
+import type { Message } from "../domain/a2a-types.js";
+import type { A2ATaskStateValue } from "../domain/run-status.js";
+import type { RunEvent, TaskLease, TaskRecord } from "../domain/task-record.js";
 import type { TaskSizeLimits } from "./task-size-limits.js";
-
-/** One entry of the per-task event log (OpenWOP RunEventDoc) plus what it means on the A2A wire. */
-export interface RunEvent {
-  eventId: string;
-  runId: string;
-  nodeId?: string;
-  type: string;
-  payload: Record<string, unknown>;
-  timestamp: string;
-  /** Gap-free per task, from 0; equal to the event's index in the log. */
-  sequence: number;
-  /** The A2A update this event produces, if any: a status change or an artifact. */
-  /** `append`/`lastChunk` only on a streamed chunk (absent: a whole artifact). */
-  a2a?: { status?: TaskStatus; artifact?: Artifact; append?: boolean; lastChunk?: boolean; metadata?: Record<string, unknown> };
-  /**
-   * The messages this event's transition appended to the task's A2A history (on the last event of the
-   * transition), and `historyEnd`, the history's length after them: its messages are at indexes
-   * historyEnd - history.length to historyEnd - 1. The log is where the whole history lives.
-   */
-  history?: Message[];
-  historyEnd?: number;
-}
-
-/** The durable task: the machine snapshot and its projections, committed together with its events. */
-export interface TaskRecord {
-  taskId: string;
-  tenant: string;
-  contextId: string;
-  workflowId: string;
-  /** Sequence of the last committed event. */
-  version: number;
-  status: RunStatus;
-  a2a: A2ATaskState;
-  /** XState persisted snapshot. */
-  snapshot: unknown;
-  createdAt: string;
-  updatedAt: string;
-  /** Set when terminal: the task reads as not found after this instant. */
-  expireAt?: string | null;
-  /** Due time of the durable timer (delay node or interrupt deadline), for the scheduler. */
-  timerDueAt?: string | null;
-  /**
-   * The creating message's idempotency key: a digest of (tenant, caller principal, message.messageId). Unique
-   * among live tasks, so a repeated message never starts a second run. Absent on tasks created otherwise.
-   */
-  idempotencyKey?: string | null;
-  /** Digest of the creating request's content, to tell a retry (same content) from a reused messageId. */
-  requestFingerprint?: string | null;
-  /** Which instance drives the task's nodes now (runnable tasks only; a waiting or ended task holds none). */
-  lease?: TaskLease | null;
-}
-
-/**
- * A task execution lease: one instance at a time drives a task's nodes. `epoch` grows with every
- * acquisition (it survives a release), so a commit fenced by an older epoch is refused.
- */
-export interface TaskLease {
-  owner: string;
-  epoch: number;
-  expiresAt: string;
-}
 
 /**
  * What a driver's commit carries: the head must still be leased to (owner, epoch), else LeaseLostError.
@@ -72,6 +12,16 @@ export interface LeaseFence {
   owner: string;
   epoch: number;
   expiresAt: string | null;
+}
+
+/**
+ * A lease `acquireLease` handed out. `unreleased`: it was taken from a holder that never gave it back (the
+ * lease expired, or it was this owner id's own from before a restart): that holder died or stalled, so a
+ * node it had started did not end (poison work is counted on this, docs/operating.md "Poison work").
+ * False or absent: the task held no lease (new, released on SIGTERM, or after a wait).
+ */
+export interface AcquiredLease extends TaskLease {
+  unreleased?: boolean;
 }
 
 /** A fenced commit by an instance whose lease was taken over (or released): it must stop driving the task. */
@@ -116,15 +66,30 @@ export interface TaskListQuery {
   state?: A2ATaskStateValue;
   /** Only tasks whose status timestamp (`updatedAt`) is at or after this ISO instant. */
   updatedAtOrAfter?: string;
+  /** Only tasks whose `updatedAt` is before this ISO instant (the operator console's time range). */
+  updatedBefore?: string;
+  /** Only tasks created at or after / before these ISO instants (the operator console's time range). */
+  createdAtOrAfter?: string;
+  createdBefore?: string;
+  /** Only tasks of this workflow (skill). */
+  workflowId?: string;
+  /** Only tasks whose id starts with this (the console's search). */
+  idPrefix?: string;
   /** Keyset cursor: only tasks strictly after this position in the sort order. */
   after?: { updatedAt: string; taskId: string };
   limit: number;
+  /** Also count the matching tasks per A2A state (`state` ignored for the counts). */
+  countStates?: boolean;
+  /** `false`: leave `total` uncounted (-1), e.g. for the next page of a list whose first page counted it. */
+  countTotal?: boolean;
 }
 
 export interface TaskListPage {
   records: TaskRecord[];
-  /** How many live tasks match the filters (ignoring `after` and `limit`). */
+  /** How many live tasks match the filters (ignoring `after` and `limit`); -1 with `countTotal: false`. */
   total: number;
+  /** With `countStates`: live tasks matching every filter but `state`, per A2A state (states with none left out). */
+  states?: Partial<Record<A2ATaskStateValue, number>>;
 }
 
 /**
@@ -178,7 +143,7 @@ export interface TaskStore {
    * of `owner`'s own (a restarted process with the same INSTANCE_ID); null when another instance holds it
    * or the task is not runnable.
    */
-  acquireLease(taskId: string, owner: string, now: Date, expiresAt: Date): Promise<TaskLease | null>;
+  acquireLease(taskId: string, owner: string, now: Date, expiresAt: Date): Promise<AcquiredLease | null>;
   /** Heartbeat: moves the expiry of these tasks' leases still held by `owner`; answers how many. */
   renewLeases(owner: string, taskIds: string[], expiresAt: Date): Promise<number>;
   /** Gives the lease back if (owner, epoch) still holds it. */

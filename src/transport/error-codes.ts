@@ -7,7 +7,7 @@ import type { ErrorCode } from "../domain/errors.js";
 export interface WireCodes {
   jsonRpc: number;
   /** gRPC / Connect status name. */
-  grpc: "INVALID_ARGUMENT" | "NOT_FOUND" | "FAILED_PRECONDITION" | "UNIMPLEMENTED" | "INTERNAL" | "UNAUTHENTICATED" | "PERMISSION_DENIED" | "ALREADY_EXISTS" | "ABORTED" | "RESOURCE_EXHAUSTED" | "UNAVAILABLE";
+  grpc: "INVALID_ARGUMENT" | "NOT_FOUND" | "FAILED_PRECONDITION" | "UNIMPLEMENTED" | "INTERNAL" | "UNAUTHENTICATED" | "PERMISSION_DENIED" | "ALREADY_EXISTS" | "ABORTED" | "RESOURCE_EXHAUSTED" | "UNAVAILABLE" | "DEADLINE_EXCEEDED";
   http: number;
   /** OpenWOP REST error envelope `error` value. */
   rest: string;
@@ -43,12 +43,19 @@ export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
   unauthenticated: { jsonRpc: -32600, grpc: "UNAUTHENTICATED", http: 401, rest: "unauthenticated" },
   "permission-denied": { jsonRpc: -32600, grpc: "PERMISSION_DENIED", http: 403, rest: "forbidden" },
   "not-found": { jsonRpc: -32001, grpc: "NOT_FOUND", http: 404, rest: "not_found", reason: "TASK_NOT_FOUND" },
+  // An unknown URL: google.rpc NOT_FOUND / HTTP 404 with a reason of its own (ROUTE_NOT_FOUND, domain
+  // openwop.dev), so no caller mistakes a mistyped path for a missing task. JSON-RPC never routes by path.
+  "route-not-found": { jsonRpc: -32601, grpc: "NOT_FOUND", http: 404, rest: "not_found" },
   "method-not-allowed": { jsonRpc: -32600, grpc: "UNIMPLEMENTED", http: 405, rest: "method_not_allowed" },
   conflict: { jsonRpc: -32603, grpc: "ABORTED", http: 409, rest: "conflict" },
   gone: { jsonRpc: -32001, grpc: "NOT_FOUND", http: 410, rest: "gone", reason: "TASK_NOT_FOUND", http10: 404 },
   "payload-too-large": { jsonRpc: -32600, grpc: "RESOURCE_EXHAUSTED", http: 413, rest: "payload_too_large" },
   "content-too-large": { jsonRpc: -32602, grpc: "INVALID_ARGUMENT", http: 413, rest: "payload_too_large", reason: "INVALID_PARAMS" },
+  // A2A defines no JSON-RPC code for either: Internal error, with `data` saying it is retryable ({retryable: true}
+  // on 0.3, ErrorInfo reason UNAVAILABLE / DEADLINE_EXCEEDED with metadata retryable=true on 1.0). HTTP 503
+  // carries Retry-After; 504 is the gateway-timeout answer HTTP clients retry.
   unavailable: { jsonRpc: -32603, grpc: "UNAVAILABLE", http: 503, rest: "unavailable" },
+  "deadline-exceeded": { jsonRpc: -32603, grpc: "DEADLINE_EXCEEDED", http: 504, rest: "deadline_exceeded" },
   "interrupt-not-found": { jsonRpc: -32001, grpc: "NOT_FOUND", http: 404, rest: "interrupt_not_found" },
   "interrupt-already-resolved": { jsonRpc: -32004, grpc: "FAILED_PRECONDITION", http: 409, rest: "interrupt_already_resolved" },
   "interrupt-expired": { jsonRpc: -32004, grpc: "FAILED_PRECONDITION", http: 410, rest: "interrupt_expired" },

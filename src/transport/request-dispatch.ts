@@ -19,12 +19,14 @@ export type Binding = { kind: "jsonrpc" } | { kind: "a2a-rest"; version: A2AVers
 export interface RequestDispatchOptions {
   jsonRpcPath: string;
   jsonRpc: (req: HttpRequest, res: HttpResponse, ctx: CallContext) => Promise<void>;
+  /** A JSON-RPC call refused before it runs (authentication): answered with the request's id when it can be read. */
+  jsonRpcRefused: (req: HttpRequest, res: HttpResponse, err: unknown, headers: Record<string, string>) => Promise<void>;
   /** The A2A HTTP+JSON routers, one per version. */
   a2aRest: ReadonlyMap<A2AVersion, HttpRouter>;
   /** OpenWOP REST, discovery and operator routes. */
   openwop: HttpRouter;
   /** Connect, gRPC and gRPC-Web calls: authenticated by the Connect handler's own interceptor. */
-  rpc: { handles(url: string | undefined): boolean; handle(req: HttpRequest, res: HttpResponse): void };
+  rpc: { handles(req: HttpRequest): boolean; handle(req: HttpRequest, res: HttpResponse): void };
   authenticator: Authenticator;
   /** Paths without credentials; their handlers see `publicPrincipal`. */
   publicPaths: RegExp[];
@@ -84,7 +86,7 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
     if (!jsonRpcCall && !req.url?.startsWith(options.jsonRpcPath)) {
       for (const [name, value] of Object.entries(activatedExtensions(req, options.supportedExtensions))) res.setHeader(name, value);
     }
-    if (!jsonRpcCall && options.rpc.handles(req.url)) return options.rpc.handle(req, res);
+    if (!jsonRpcCall && options.rpc.handles(req)) return options.rpc.handle(req, res);
     const requestDone = new AbortController();
     if (shutdownSignal.aborted) requestDone.abort(shutdownSignal.reason);
     inFlight.add(requestDone);
@@ -96,19 +98,28 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
       if (!handled) requestDone.abort(CALLER_GONE);
     });
     const method = req.method ?? "GET";
-    const path = jsonRpcCall ? options.jsonRpcPath : new URL(req.url ?? "/", "http://host").pathname;
-    const found = jsonRpcCall ? jsonRpcRoute : route(candidatesFor(req), method, path);
+    const asked = jsonRpcCall ? options.jsonRpcPath : new URL(req.url ?? "/", "http://host").pathname;
+    let found = jsonRpcCall ? jsonRpcRoute : route(candidatesFor(req), method, asked);
+    // One trailing slash on a known route is ignored (`/v1/runs/`, `/tasks/{id}/`, `/message:send/`), for
+    // every method: the route answers as without it. Routes registered with the slash match first.
+    let path = asked;
+    if (!found && asked.length > 1 && asked.endsWith("/")) {
+      found = route(candidatesFor(req), method, asked.slice(0, -1));
+      if (found) path = asked.slice(0, -1);
+    }
     const binding = found?.binding ?? fallbackBinding(req);
     let principal: Principal;
     try {
       const isPublic = jsonRpcCall ? jsonRpcPublic : options.publicPaths.some((p) => p.test(path));
       principal = isPublic ? options.publicPrincipal : options.authenticator.authenticate((name) => headerValue(req, name));
     } catch (err) {
-      sendError(res, binding, err, { "www-authenticate": 'Bearer realm="openwop-a2a-host"' });
+      const headers = { "www-authenticate": 'Bearer realm="openwop-a2a-host"' };
+      if (binding.kind === "jsonrpc" && found && "handler" in found) return options.jsonRpcRefused(req, res, err, headers);
+      sendError(res, binding, err, headers);
       return;
     }
     noteRequest({ tenant: principal.tenant, ...(found && "template" in found ? { method: `${method} ${found.template}` } : {}) });
-    if (!found) return sendError(res, binding, new DomainError("not-found", `no route for ${method} ${path}`));
+    if (!found) return sendError(res, binding, new DomainError("route-not-found", `no route for ${method} ${path}`));
     if ("allowed" in found) {
       return sendError(res, binding, new DomainError("method-not-allowed", `${method} is not allowed on ${path}`, { allowed: found.allowed }), { allow: found.allowed.join(", ") });
     }
@@ -124,7 +135,7 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
   };
 }
 
-const CALLER_GONE = new Error("the caller went away");
+const CALLER_GONE = Object.assign(new Error("the caller went away"), { code: "ERR_CALLER_GONE" });
 
 type Found = { binding: Binding; handler: RouteHandler; params: Record<string, string> } | { binding: Binding; allowed: string[] } | null;
 

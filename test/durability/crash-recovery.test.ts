@@ -5,9 +5,10 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { CallContext } from "../../src/auth/call-context.js";
 import type { Message } from "../../src/domain/a2a-types.js";
-import type { HandlerContext, TaskHandler } from "../../src/engine/workflow-types.js";
+import type { HandlerContext, TaskHandler } from "../../src/workflows/workflow-types.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
-import type { LeaseFence, RunEvent, TaskRecordChanges, TaskStore } from "../../src/store/task-store.js";
+import type { RunEvent } from "../../src/domain/task-record.js";
+import type { LeaseFence, TaskRecordChanges, TaskStore } from "../../src/store/task-store.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 
 class ProcessDied extends Error {}

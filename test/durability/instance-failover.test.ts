@@ -102,6 +102,8 @@ describe("task execution leases across host processes", () => {
     expectOneCleanRun(log);
     // At-least-once: the node started again on B (attempt 2), after A's attempt 1 was lost with A.
     expect(log.filter((e) => e.type === "node.started").map((e) => e.payload["attempt"])).toEqual([1, 2]);
+    // A's execution died with A (its lease was never given back): counted once toward RECOVERY_MAX_ATTEMPTS.
+    expect(log.filter((e) => e.type === "node.interrupted").map((e) => e.payload)).toEqual([{ nodeId: "work", attempt: 1, crashes: 1, cause: "instance-died" }]);
     expect(b.output()).toContain("taking over runnable tasks with a free or expired lease");
   });
 
@@ -134,7 +136,10 @@ describe("task execution leases across host processes", () => {
     expect([null, "host-f"]).toContain(released?.["leaseOwner"] ?? null);
     const done = await openwopClient(b.baseUrl).waitForRun(runId, (s) => s.status === "completed", NODE_MS + 10_000);
     expect(done.status).toBe("completed");
-    expectOneCleanRun(await committedLog(runId));
+    const log = await committedLog(runId);
+    expectOneCleanRun(log);
+    // A graceful stop gave the lease back: the node runs again, but that is no poison attempt.
+    expect(log.map((e) => e.type)).not.toContain("node.interrupted");
   });
 
   it("a cancel sent to another instance stops the owner's running node (its heartbeat sees the cancel)", async () => {

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import "../support/mongo.js";
 import { answerTask, BINDINGS, HostCluster, sendTask, type Binding } from "../support/host-cluster.js";
 import { PushReceiver, waitFor } from "../support/push-receiver.js";
-import { EFFECT_RECORDING_HOST } from "../support/server-process.js";
+import { EFFECT_RECORDING_HANDLERS, HOST_MAIN } from "../support/server-process.js";
 import { followProblems, followTask, type FollowResult, type LoggedEvent } from "../support/task-followers.js";
 
 const TASKS = 300;
@@ -87,6 +87,7 @@ describe("three instances on one database, under SIGKILL chaos", () => {
         LOG_LEVEL: "info",
         WORKFLOWS_DIR,
         EFFECTS_COLLECTION: EFFECTS,
+        HANDLERS_MODULE: EFFECT_RECORDING_HANDLERS,
         TIMER_POLL_MS: "100",
         LEASE_TTL_MS: String(LEASE_TTL_MS),
         LEASE_HEARTBEAT_MS: "400",
@@ -97,7 +98,7 @@ describe("three instances on one database, under SIGKILL chaos", () => {
         PUSH_RETRY_MAX_MS: "500",
         PUSH_SWEEP_INTERVAL_MS: "500",
       },
-      EFFECT_RECORDING_HOST,
+      HOST_MAIN,
     );
     await Promise.all(Array.from({ length: INSTANCES }, (_, slot) => cluster.start(slot)));
   }, 90_000);

@@ -19,12 +19,13 @@ import type { AddressInfo } from "node:net";
 import { TaskState } from "@a2a-js/sdk";
 import { status as GrpcStatus } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { peerMessageId } from "../../src/engine/a2a-invoke.js";
+import { peerMessageId } from "../../src/engine/nodes/a2a-invoke.js";
 import { createGrpcPeerTransport } from "../../src/peer/grpc-peer-client.js";
 import * as v03ProtoCodec from "../../src/a2a/v03/v03-proto-codec.js";
+import * as v10ProtoCodec from "../../src/a2a/v10/v10-proto-codec.js";
 import { PeerCallError } from "../../src/peer/peer-http-client.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
-import type { RunEvent } from "../../src/store/task-store.js";
+import type { RunEvent } from "../../src/domain/task-record.js";
 import { startTestPeer, type TestPeer } from "../support/a2a-peer.js";
 import { freePort } from "../support/server-process.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
@@ -519,7 +520,8 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
     expect(sends[0]).toMatchObject({ messageId: peerMessageId(`${task["id"]}:call:1:send`), text: "scenario:complete please", metadata: { skillId: "scripted" } });
     expect(peer.requests.find((r) => r.method === "message/send")?.params["configuration"]).toEqual({ blocking: false });
     const progress = await progressOf(task["id"]);
-    expect(progress[0]).toMatchObject({ endpoint: `grpc+http://127.0.0.1:${peer.grpcPort}`, peerState: "submitted" });
+    // The recorded endpoint names binding and version (the peer's card offers only 0.3).
+    expect(progress[0]).toMatchObject({ endpoint: `grpc+0.3+http://127.0.0.1:${peer.grpcPort}/`, peerState: "submitted" });
     expect(progress.at(-1)).toMatchObject({ peerState: "completed", peerTaskId: progress[0]!["peerTaskId"] });
     expect(grpcCalls("tasks/get", progress[0]!["peerTaskId"]).length).toBeGreaterThanOrEqual(1);
     noJsonRpc();
@@ -632,7 +634,7 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
     const policy = { allowHttpLoopback: true, allowedPorts: [], allowHosts: [], denyHosts: [] };
     // A name that does not resolve in DNS: the call can only reach the peer through the checked address.
     const resolved: string[] = [];
-    const pinned = createGrpcPeerTransport({ policy, codec: v03ProtoCodec, requestTimeoutMs: 2000, resolve: async (name) => (resolved.push(name), [{ address: "127.0.0.1", family: 4 }]) });
+    const pinned = createGrpcPeerTransport({ policy, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: 2000, resolve: async (name) => (resolved.push(name), [{ address: "127.0.0.1", family: 4 }]) });
     const before = grpcCalls("message/send").length;
     const reply = await pinned.send(`grpc+http://a2a-peer.example:${peer.grpcPort}`, { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "scenario:complete" }] });
     expect(reply.kind).toBe("task");
@@ -647,7 +649,7 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
     await pinned.close();
 
     // Without the allowance, plaintext (and loopback) is refused before anything is sent.
-    const strict = createGrpcPeerTransport({ policy: { ...policy, allowHttpLoopback: false }, codec: v03ProtoCodec, requestTimeoutMs: 2000 });
+    const strict = createGrpcPeerTransport({ policy: { ...policy, allowHttpLoopback: false }, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: 2000 });
     const refused = await strict.getTask(`grpc+http://127.0.0.1:${peer.grpcPort}`, "any").catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(PeerCallError);
     expect(refused).toMatchObject({ kind: "egress", retryable: false });

@@ -8,7 +8,7 @@ import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } f
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { A2AService, Role, SendMessageRequestSchema, TaskState, type MessageSchema, type StreamResponse } from "../../src/gen/a2a/v1/a2a_pb.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
-import type { RunEvent, TaskRecord } from "../../src/store/task-store.js";
+import type { RunEvent, TaskRecord } from "../../src/domain/task-record.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 
 const MAX_BODY_BYTES = 16 * 1024;
@@ -195,7 +195,8 @@ describe("A2A v0.3 over Connect and gRPC-Web (connect-es clients)", () => {
     expect(unary.status).toBe(400);
     const e1 = (await unary.json()) as { code: string; message: string };
     expect(e1.code).toBe("invalid_argument");
-    expect(e1.message).toContain("premature EOF");
+    // In our words: protobuf-es's parser text is not passed on.
+    expect(e1.message).toContain("truncated");
 
     // Connect server-streaming: the envelope announces more bytes than arrive.
     const streaming = await post("SendStreamingMessage", "application/connect+proto", envelope(full.subarray(0, 10), full.length));

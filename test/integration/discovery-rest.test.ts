@@ -58,6 +58,12 @@ describe("discovery and the durable read over REST", () => {
     expect(doc["supportedTransports"]).toContain("rest");
     expect(doc["supportedEnvelopes"]).toEqual(["clarification.request"]);
     expect(doc["eventLogSchemaVersion"]).toBe(2);
+    // OpenWOP RFC 0158: the recovery bound, derived from the lease settings (docs/operating.md "RFC 0158 evidence").
+    const [bound] = doc["recoveryEvidence"].recoveryBounds as Array<{ class: string; bound: number; terms: Array<{ name: string; ms: number }> }>;
+    expect(bound!.class).toBe("task-execution-lease");
+    expect(bound!.terms.map((t) => t.name)).toEqual(["LEASE_TTL_MS", "LEASE_HEARTBEAT_MS"]);
+    expect(bound!.bound).toBe(bound!.terms.reduce((sum, t) => sum + t.ms, 0));
+    expect(doc["recoveryEvidence"].attemptBound).toEqual({ maxAttempts: 5, setting: "RECOVERY_MAX_ATTEMPTS", terminalError: "poison_exhausted" });
   });
 
   it("echoes supported extensions on every binding, not only JSON-RPC", async () => {

@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as v03pb from "../../src/gen/a2a/v1/a2a_pb.js";
 import * as v10pb from "../../src/gen/lf/a2a/v1/a2a_pb.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
-import type { RunEvent, TaskListPage, TaskListQuery, TaskRecord } from "../../src/store/task-store.js";
+import type { RunEvent, TaskRecord } from "../../src/domain/task-record.js";
+import type { TaskListPage, TaskListQuery } from "../../src/store/task-store.js";
 import { readSse } from "../support/sse.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 
@@ -227,5 +228,134 @@ describe("hostile input", () => {
     expect(answer.closed).toBe(true);
     expect(answer.rstCode).toBe(0);
     expect(answer.again).toBe("0");
+  });
+
+  // Trust under attack, item 5.1: any nesting depth and any size get the protocol's own answer on every
+  // binding (invalid argument; too large: 413 / RESOURCE_EXHAUSTED), never INTERNAL, and no answer repeats
+  // the parser's text or the body's bytes.
+  describe("any depth, any junk, any size", () => {
+    const SECRET = "s3cr3t-body-bytes";
+    const deepText = (depth: number) => '{"d":'.repeat(depth) + '"x"' + "}".repeat(depth);
+    const deep = deepText(100_000);
+    const junk = `{"message": {"messageId": "m", "role": ${SECRET}}}`;
+    /** A Value nested `depth` levels (Struct in Value), as protobuf binary inside an lf.a2a.v1.SendMessageRequest (protobuf-es cannot encode it). */
+    function deepBinaryRequest(depth: number): Buffer {
+      const varint = (n: number) => {
+        const out: number[] = [];
+        for (; n > 127; n = Math.floor(n / 128)) out.push((n & 127) | 128);
+        out.push(n);
+        return out;
+      };
+      // Outside in: request.message (2), message_id "m" + role USER + parts (5), part.data (4), then Value.struct_value (5) → Struct.fields (1) → entry key "d" + value (2).
+      const layers: number[][] = [[0x12], [0x0a, 1, 0x6d, 0x20, 1, 0x2a], [0x22]];
+      for (let i = 0; i < depth; i++) layers.push([0x2a], [0x0a], [0x0a, 1, 0x64, 0x12]);
+      const core = [0x1a, 1, 0x78]; // Value.string_value "x"
+      const heads: number[][] = [];
+      let length = core.length;
+      for (let i = layers.length - 1; i >= 0; i--) {
+        const head = [...layers[i]!, ...varint(length)];
+        heads.push(head);
+        length += head.length;
+      }
+      return Buffer.from([...heads.reverse().flat(), ...core]);
+    }
+    const noEcho = (text: string) => {
+      expect(text).not.toContain(SECRET);
+      expect(text).not.toMatch(/Unexpected token|is not valid JSON\b.*\.\.\.|recursion depth|"d":\{/);
+    };
+    async function still() {
+      // The server is still up and answers normally.
+      expect((await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).status).toBe(200);
+    }
+    const rpcBody = (method: string, params: string) => `{"jsonrpc":"2.0","id":7,"method":"${method}","params":${params}}`;
+
+    it("JSON-RPC (0.3 and 1.0), HTTP+JSON (0.3 and 1.0) and OpenWOP REST: invalid params / parse error, no echo", async () => {
+      const before = store.created;
+      for (const [body, code] of [[deep, -32602], [junk, -32700]] as const) {
+        for (const [method, headers] of [["message/send", {}], ["SendMessage", v10]] as const) {
+          const res = await post("/a2a/jsonrpc", rpcBody(method, `{"message":${body}}`), headers);
+          expect(res.status).toBe(200);
+          const text = await res.text();
+          expect((JSON.parse(text) as Rpc).error?.code).toBe(code);
+          noEcho(text);
+        }
+        for (const [path, headers] of [["/v1/message:send", {}], ["/message:send", v10]] as const) {
+          const res = await post(path, `{"message":${body}}`, headers);
+          expect(res.status).toBe(400);
+          noEcho(await res.text());
+        }
+        const runs = await post("/v1/runs", `{"workflowId":"conformance-noop","input":${body}}`);
+        expect(runs.status).toBe(400);
+        const text = await runs.text();
+        expect((JSON.parse(text) as Obj)["error"]).toBe("validation_error");
+        noEcho(text);
+      }
+      expect(store.created).toBe(before);
+      await still();
+    });
+
+    it("Connect JSON, gRPC+json and gRPC-Web+json: INVALID_ARGUMENT for 100 000 levels and for junk, in our words", async () => {
+      const before = store.created;
+      for (const body of [`{"message":${deep}}`, `{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"data":${deep}}]}}`, junk]) {
+        for (const [path, headers] of [["/a2a.v1.A2AService/SendMessage", {}], ["/lf.a2a.v1.A2AService/SendMessage", v10]] as const) {
+          const connect = await post(path, body, headers);
+          const text = await connect.text();
+          expect(connect.status, text.slice(0, 200)).toBe(400);
+          expect((JSON.parse(text) as Obj)["code"]).toBe("invalid_argument");
+          noEcho(text);
+          const grpc = await grpcRaw(path, frameOf(Buffer.from(body)), { "content-type": "application/grpc+json", ...(path.startsWith("/lf.") ? { "a2a-version": "1.0" } : {}) });
+          expect(grpc.status, grpc.message).toBe("3");
+          expect(grpc.message).toMatch(/nested too deeply|not valid JSON/);
+          noEcho(grpc.message);
+          const web = await post(path, frameOf(Buffer.from(body)), { "content-type": "application/grpc-web+json", ...headers });
+          const trailer = decodeURIComponent(Buffer.from(await web.arrayBuffer()).toString("latin1"));
+          expect(trailer).toMatch(/grpc-status: ?3\b/);
+          noEcho(trailer);
+        }
+      }
+      expect(store.created).toBe(before);
+      await still();
+    });
+
+    it("binary protobuf nested 40 000 levels: INVALID_ARGUMENT on Connect, gRPC and gRPC-Web, without the parser's text", async () => {
+      const before = store.created;
+      const bin = deepBinaryRequest(40_000);
+      expect(bin.length).toBeLessThan(1024 * 1024);
+      const path = "/lf.a2a.v1.A2AService/SendMessage";
+      const connect = await post(path, bin, { "content-type": "application/proto", ...v10 });
+      expect(connect.status).toBe(400);
+      const text = await connect.text();
+      expect((JSON.parse(text) as Obj)["code"]).toBe("invalid_argument");
+      noEcho(text);
+      const grpc = await grpcRaw(path, frameOf(bin), { "a2a-version": "1.0" });
+      expect(grpc.status).toBe("3");
+      noEcho(grpc.message);
+      expect(grpc.again).toBe("0");
+      const web = await post(path, frameOf(bin), { "content-type": "application/grpc-web+proto", ...v10 });
+      expect(Buffer.from(await web.arrayBuffer()).toString("latin1")).toMatch(/grpc-status: ?3\b/);
+      expect(store.created).toBe(before);
+      await still();
+    });
+
+    it("over MAX_BODY_BYTES: 413 on the HTTP bindings, RESOURCE_EXHAUSTED on Connect, gRPC and gRPC-Web, never INTERNAL", async () => {
+      const before = store.created;
+      const big = `{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"${"a".repeat(1_100_000)}"}]}}`;
+      for (const [path, headers] of [["/a2a/jsonrpc", {}], ["/a2a/jsonrpc", v10], ["/v1/message:send", {}], ["/message:send", v10], ["/v1/runs", {}]] as const) {
+        const res = await post(path, big, headers);
+        expect(res.status, path).toBe(413);
+        noEcho(await res.text());
+      }
+      for (const [path, headers] of [["/a2a.v1.A2AService/SendMessage", {}], ["/lf.a2a.v1.A2AService/SendMessage", v10]] as const) {
+        const connect = await post(path, big, headers);
+        expect(connect.status).toBe(429); // Connect's HTTP status for resource_exhausted
+        expect(((await connect.json()) as Obj)["code"]).toBe("resource_exhausted");
+        const grpc = await grpcRaw(path, frameOf(Buffer.from(big)), { "content-type": "application/grpc+json" });
+        expect(grpc.status).toBe("8");
+        const web = await post(path, frameOf(Buffer.from(big)), { "content-type": "application/grpc-web+json", ...headers });
+        expect(Buffer.from(await web.arrayBuffer()).toString("latin1")).toMatch(/grpc-status: ?8\b/);
+      }
+      expect(store.created).toBe(before);
+      await still();
+    });
   });
 });

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
-import type { RunEvent, TaskRecord } from "../../src/store/task-store.js";
+import type { RunEvent, TaskRecord } from "../../src/domain/task-record.js";
 import { expectErrorEnvelope, openwopClient, testTokenKeys } from "../support/openwop-client.js";
 import { readSse, type SseFrame } from "../support/sse.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";

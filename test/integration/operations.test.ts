@@ -34,7 +34,7 @@ afterEach(async () => {
 
 async function start(store: TaskStore = new MemoryTaskStore(), env: Record<string, string> = {}): Promise<Started> {
   const port = await freePort();
-  const config = loadConfig({ PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: "info", TIMER_POLL_MS: "50", SHUTDOWN_GRACE_MS: "500", READINESS_TIMEOUT_MS: "500", ...env });
+  const config = loadConfig({ PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: "info", TIMER_POLL_MS: "50", SHUTDOWN_GRACE_MS: "500", READINESS_TIMEOUT_MS: "500", BUILTIN_WORKFLOWS: "demo,conformance", ...env });
   const logs: string[] = [];
   const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(line) });
   const app = await createApp({ config, logger, store, durableStore: store.kind === "mongodb" });

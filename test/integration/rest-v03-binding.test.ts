@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { ClientFactory, DefaultAgentCardResolver, RestTransportFactory } from "@a2a-js/sdk/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
-import type { RunEvent, TaskRecord } from "../../src/store/task-store.js";
+import type { RunEvent, TaskRecord } from "../../src/domain/task-record.js";
 import { readSse, type SseFrame } from "../support/sse.js";
 import { startTestApp, type TestApp, TEST_WORKFLOWS_DIR } from "../support/start-server.js";
 

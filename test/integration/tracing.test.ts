@@ -99,6 +99,7 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
       HOST: "127.0.0.1",
       PUBLIC_URL: `http://127.0.0.1:${port}`,
       LOG_LEVEL: "silent",
+      BUILTIN_WORKFLOWS: "demo,conformance",
       PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true",
       PUSH_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
       PUSH_SIGNING_KEY: `signing-${randomBytes(16).toString("hex")}`,

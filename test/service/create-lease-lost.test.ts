@@ -6,9 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
-import type { TaskHandler } from "../../src/engine/workflow-types.js";
+import type { TaskHandler } from "../../src/workflows/workflow-types.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
-import type { RunEvent, TaskRecord } from "../../src/store/task-store.js";
+import type { RunEvent, TaskRecord } from "../../src/domain/task-record.js";
 import { startTestCore, type TestCore } from "../support/start-core.js";
 
 /** Another instance takes every task's lease right after it was created, as if the creator stalled past the TTL. */

@@ -5,7 +5,7 @@ import type { TaskSupervisor } from "../../src/engine/task-supervisor.js";
 import type { RunService } from "../../src/runs/run-service.js";
 import { MemoryIdempotencyStore } from "../../src/store/memory-idempotency-store.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
-import type { RunEvent, TaskRecord } from "../../src/store/task-store.js";
+import type { RunEvent, TaskRecord } from "../../src/domain/task-record.js";
 import { startTestCore, type TestCore } from "../support/start-core.js";
 
 class CountingStore extends MemoryTaskStore {

@@ -12,10 +12,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "v
 import type { CallContext } from "../../src/auth/call-context.js";
 import type { Message } from "../../src/domain/a2a-types.js";
 import type { CommittedTransition } from "../../src/engine/transition-hook.js";
-import type { TaskHandler } from "../../src/engine/workflow-types.js";
+import type { TaskHandler } from "../../src/workflows/workflow-types.js";
 import { RECENT_HISTORY } from "../../src/machine/task-machine.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
-import type { LeaseFence, RunEvent, TaskRecord, TaskRecordChanges, TaskStore } from "../../src/store/task-store.js";
+import type { RunEvent, TaskRecord } from "../../src/domain/task-record.js";
+import type { LeaseFence, TaskRecordChanges, TaskStore } from "../../src/store/task-store.js";
 import { startTestCore, type TestCore } from "../support/start-core.js";
 
 const EXTRA = `

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CallContext } from "../../src/auth/call-context.js";
-import type { RunEvent } from "../../src/store/task-store.js";
+import type { RunEvent } from "../../src/domain/task-record.js";
 import { startTestCore, type TestCore } from "../support/start-core.js";
 
 const STEPS = `

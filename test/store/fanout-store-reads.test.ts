@@ -15,7 +15,7 @@ import { createLogger } from "../../src/observability/logger.js";
 import { openMongoCommitFeed } from "../../src/store/change-stream-commit-feed.js";
 import type { CommitFeed } from "../../src/store/commit-feed.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
-import type { RunEvent } from "../../src/store/task-store.js";
+import type { RunEvent } from "../../src/domain/task-record.js";
 import { testDbName } from "../support/mongo.js";
 import { changes, events, record } from "../support/task-records.js";
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { MongoPushConfigStore } from "../../src/store/mongo-push-config-store.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
 import { initialDelivery } from "../../src/store/push-config-store.js";
-import type { RunEvent, TaskRecord } from "../../src/store/task-store.js";
+import type { RunEvent, TaskRecord } from "../../src/domain/task-record.js";
 import "../support/mongo.js";
 
 /**
@@ -147,7 +147,14 @@ describe(`every task-store query is served by an index (${inject("mongoBackend")
     const last = page.records.at(-1)!;
     await store.list({ tenant: "tenant-a", limit: 5, after: { updatedAt: last.updatedAt, taskId: last.taskId } });
     await store.list({ tenant: "tenant-a", contextId: "ctx-2", limit: 5 });
+    // A handler's contextTasks pages the same list by context (HandlerContext.contextTasks).
+    await store.list({ tenant: "tenant-a", contextId: "ctx-2", limit: 2, after: { updatedAt: last.updatedAt, taskId: last.taskId } });
     await store.list({ tenant: "tenant-b", state: "working", updatedAtOrAfter: at(10), limit: 5 });
+    // The operator console: a skill, an id prefix, time ranges, per-state counts, the next page.
+    expect((await store.list({ tenant: "tenant-a", workflowId: "echo", limit: 5, countStates: true })).states?.["working"]).toBeGreaterThan(0);
+    await store.list({ tenant: "tenant-a", idPrefix: first.slice(0, 4), limit: 5 });
+    await store.list({ tenant: "tenant-b", state: "working", createdAtOrAfter: at(1), createdBefore: at(40), updatedBefore: at(100), limit: 5, countStates: true });
+    expect((await store.list({ tenant: "tenant-a", workflowId: "echo", limit: 5, countTotal: false, after: { updatedAt: last.updatedAt, taskId: last.taskId } })).total).toBe(-1);
     expect((await store.listActive()).length).toBeGreaterThan(0);
     await store.dueTimers(new Date(at(30)), 10);
 

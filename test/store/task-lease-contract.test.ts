@@ -5,7 +5,8 @@ import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
-import { LeaseLostError, StaleWriteError, type TaskRecord, type TaskStore } from "../../src/store/task-store.js";
+import type { TaskRecord } from "../../src/domain/task-record.js";
+import { LeaseLostError, StaleWriteError, type TaskStore } from "../../src/store/task-store.js";
 import "../support/mongo.js";
 import { changes, events, record } from "../support/task-records.js";
 
@@ -40,12 +41,25 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
       expect(await store.acquireLease(id, "b", at(5_000), at(15_000))).toBeNull();
       expect(await store.leaseableTaskIds(at(5_000), "b", 100)).not.toContain(id);
       expect(await store.leaseableTaskIds(at(10_000), "b", 100)).toContain(id);
-      expect(await store.acquireLease(id, "b", at(10_000), at(20_000))).toEqual({ owner: "b", epoch: 2, expiresAt: iso(20_000) });
+      // Taken from a holder that never gave it back: a node it had started died with it (poison work counts this).
+      expect(await store.acquireLease(id, "b", at(10_000), at(20_000))).toEqual({ owner: "b", epoch: 2, expiresAt: iso(20_000), unreleased: true });
       expect((await store.get(id))?.lease).toEqual({ owner: "b", epoch: 2, expiresAt: iso(20_000) });
       // Only one of two racing acquirers wins.
       const raced = await Promise.all([store.acquireLease(id, "c", at(30_000), at(40_000)), store.acquireLease(id, "d", at(30_000), at(40_000))]);
       expect(raced.filter((l) => l !== null)).toHaveLength(1);
       expect(raced.find((l) => l !== null)?.epoch).toBe(3);
+    });
+
+    it("acquire says whether the lease was given back: released (SIGTERM) no, expired or this id's own from before a restart yes", async () => {
+      const id = randomUUID();
+      await store.create(running(id, { lease: { owner: "a", epoch: 1, expiresAt: iso(10_000) } }), events(id, 0, 1));
+      await store.releaseLease(id, "a", 1);
+      expect(await store.acquireLease(id, "b", at(1_000), at(11_000))).toMatchObject({ owner: "b", epoch: 2, unreleased: false });
+      // The same owner id again (a restarted process): its own lease, never released, so its holder died.
+      expect(await store.acquireLease(id, "b", at(2_000), at(12_000))).toMatchObject({ owner: "b", epoch: 3, unreleased: true });
+      const fresh = randomUUID();
+      await store.create(running(fresh), events(fresh, 0, 1));
+      expect(await store.acquireLease(fresh, "c", at(0), at(10_000))).toMatchObject({ owner: "c", epoch: 1, unreleased: false });
     });
 
     it("fencing: the old owner's commit after a takeover is refused, the new owner's commits and the old one's log stays intact", async () => {

@@ -5,6 +5,8 @@
 // Every JSON-RPC request that reaches the peer is recorded (method + params) before the SDK handles it, so a
 // test can count exactly how many `message/send` calls the peer got.
 //
+// With `{ v10: true }` its card also offers the JSON-RPC endpoint for A2A 1.0, first (recorded as `SendMessage`, …).
+//
 // With `{ grpc: true }` the same handler is also served over A2A v0.3 gRPC — the SDK's own v0.3 gRPC service
 // (`@a2a-js/sdk/compat/v0_3/server/grpc`, `a2a.v1.A2AService`) on a @grpc/grpc-js server, plaintext on another
 // loopback port — and the card prefers it (`preferredTransport: "GRPC"`, `url: "127.0.0.1:<port>"`), with the
@@ -221,7 +223,7 @@ function paramsOfGrpc(method: GrpcMethod, request: Record<string, any>): Record<
 }
 
 /** Starts the peer on a free loopback port (and its gRPC server on another, with `{ grpc: true }`). */
-export async function startTestPeer(options: { grpc?: boolean } = {}): Promise<TestPeer> {
+export async function startTestPeer(options: { grpc?: boolean; v10?: boolean } = {}): Promise<TestPeer> {
   const executor = new ScriptedExecutor();
   const requests: RecordedRequest[] = [];
   const grpcFailures = new Map<GrpcMethod, grpc.status[]>();
@@ -233,8 +235,11 @@ export async function startTestPeer(options: { grpc?: boolean } = {}): Promise<T
     name: "Test peer",
     description: "A scripted A2A agent for the a2a.invoke tests",
     // The first 0.3 interface becomes the 0.3 card's url/preferredTransport (the SDK's card compat layer).
-    supportedInterfaces:
-      grpcPort === undefined ? [jsonRpcInterface()] : [{ url: `127.0.0.1:${grpcPort}`, protocolBinding: "GRPC", tenant: "", protocolVersion: "0.3" }, jsonRpcInterface()],
+    // With `{ v10: true }` the JSON-RPC endpoint is offered for A2A 1.0 too, first (the SDK serves both on it).
+    supportedInterfaces: [
+      ...(options.v10 ? [{ ...jsonRpcInterface(), protocolVersion: "1.0" }] : []),
+      ...(grpcPort === undefined ? [jsonRpcInterface()] : [{ url: `127.0.0.1:${grpcPort}`, protocolBinding: "GRPC", tenant: "", protocolVersion: "0.3" }, jsonRpcInterface()]),
+    ],
     provider: undefined,
     version: "1.0.0",
     capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
@@ -295,9 +300,11 @@ export async function startTestPeer(options: { grpc?: boolean } = {}): Promise<T
     },
     sends() {
       return requests
-        .filter((r) => r.method === "message/send")
+        .filter((r) => r.method === "message/send" || r.method === "SendMessage")
         .map((r) => {
-          const message = r.params["message"] as { messageId: string; taskId?: string; contextId?: string; parts: Array<{ kind: string; text?: string; data?: unknown }>; metadata?: Record<string, unknown> };
+          const message = r.params["message"] as { messageId: string; taskId?: string; contextId?: string; parts: Array<{ kind?: string; text?: string; data?: unknown }>; metadata?: Record<string, unknown> };
+          // 1.0 ProtoJSON parts have no kind: the member present says it.
+          for (const p of message.parts) p.kind ??= p.text !== undefined ? "text" : p.data !== undefined ? "data" : "other";
           return {
             messageId: message.messageId,
             ...(message.taskId ? { taskId: message.taskId } : {}),

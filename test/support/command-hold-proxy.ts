@@ -17,8 +17,20 @@ export interface CommandHoldProxy {
   holdWrite(n: number): Promise<string>;
   /** Lets the held command (and what its connection queued behind it) through. */
   release(): void;
+  /**
+   * A stalled store: from now on every command but the handshake and monitoring (`hello`) waits, on every
+   * connection, until `resume()` lets them through in order. The server stays reachable, it just never answers.
+   */
+  stall(): void;
+  resume(): void;
+  /** A store that is down: every open connection is cut and new ones are refused, until `accept()`. */
+  refuse(): void;
+  accept(): void;
   close(): Promise<void>;
 }
+
+/** What the driver's handshake and server monitoring send: never stalled, so the server stays "up" while stalled. */
+const MONITORING = new Set(["hello", "isMaster", "ismaster"]);
 
 /** The command name of one OP_MSG (body section first), else undefined. */
 function commandName(message: Buffer): string | undefined {
@@ -38,8 +50,16 @@ export async function startCommandHoldProxy(serverUri: string): Promise<CommandH
   let armed: { remaining: number; onHeld: (name: string) => void } | undefined;
   let releaseHeld: (() => void) | undefined;
   const sockets = new Set<net.Socket>();
+  let stalled = false;
+  let refusing = false;
+  /** Per connection, lets its stalled commands through. */
+  const stalledFlushes = new Set<() => void>();
 
   const server = net.createServer((client) => {
+    if (refusing) {
+      client.destroy();
+      return;
+    }
     const upstream = net.connect(target);
     sockets.add(client).add(upstream);
     let pending = Buffer.alloc(0);
@@ -50,6 +70,17 @@ export async function startCommandHoldProxy(serverUri: string): Promise<CommandH
         return;
       }
       const name = commandName(message);
+      if (stalled && !(name && MONITORING.has(name))) {
+        held = [message];
+        const flush = () => {
+          stalledFlushes.delete(flush);
+          const queued = held ?? [];
+          held = undefined;
+          for (const m of queued) upstream.write(m);
+        };
+        stalledFlushes.add(flush);
+        return;
+      }
       if (armed && name && WRITES.has(name) && --armed.remaining === 0) {
         const { onHeld } = armed;
         armed = undefined;
@@ -95,6 +126,20 @@ export async function startCommandHoldProxy(serverUri: string): Promise<CommandH
       const go = releaseHeld;
       releaseHeld = undefined;
       go?.();
+    },
+    stall: () => {
+      stalled = true;
+    },
+    resume: () => {
+      stalled = false;
+      for (const flush of [...stalledFlushes]) flush();
+    },
+    refuse: () => {
+      refusing = true;
+      for (const s of sockets) s.destroy();
+    },
+    accept: () => {
+      refusing = false;
     },
     close: async () => {
       for (const s of sockets) s.destroy();

@@ -108,4 +108,91 @@ describe.each(backends)("change streams on %s", (_name, uri) => {
     expect(idle.id.toString()).toBe(cursor.id.toString());
     await db.command({ killCursors: "awaited", cursors: [cursor.id] });
   }, 10_000);
+
+  it("a dropped collection ends its streams: drop, then invalidate (which no $match filters), then the cursor is closed", async () => {
+    const coll = db.collection("dropped");
+    await coll.insertOne({ n: 0 });
+    const all = coll.watch([], { maxAwaitTimeMS: 50 });
+    const insertsOnly = coll.watch([{ $match: { operationType: "insert" } }], { maxAwaitTimeMS: 50 });
+    try {
+      expect(await all.tryNext()).toBeNull();
+      expect(await insertsOnly.tryNext()).toBeNull();
+      await coll.insertOne({ n: 1 });
+      await coll.drop();
+      const seen = [await all.next(), await all.next(), await all.next()];
+      expect(seen.map((c) => c.operationType)).toEqual(["insert", "drop", "invalidate"]);
+      expect(seen[1]).toMatchObject({ ns: { db: db.databaseName, coll: "dropped" } });
+      expect(Object.keys(seen[2]!).sort()).toEqual(["_id", "clusterTime", "operationType", "wallTime"].sort());
+      const filtered = [await insertsOnly.next(), await insertsOnly.next()];
+      expect(filtered.map((c) => c.operationType)).toEqual(["insert", "invalidate"]);
+      expect(filtered[1]!._id).toEqual(seen[2]!._id);
+      // The server closed the cursor with the invalidate: the stream has nothing more.
+      await expect(all.next()).rejects.toThrow();
+
+      // Resuming after the drop itself meets the invalidate again.
+      const afterDrop = coll.watch([], { resumeAfter: seen[1]!._id, maxAwaitTimeMS: 50 });
+      try {
+        expect((await afterDrop.next()).operationType).toBe("invalidate");
+      } finally {
+        await afterDrop.close();
+      }
+    } finally {
+      await all.close();
+      await insertsOnly.close();
+    }
+  }, 20_000);
+
+  it("after an invalidate, resumeAfter its token is refused (InvalidResumeToken) and startAfter continues with the changes after it", async () => {
+    const coll = db.collection("restarted");
+    await coll.insertOne({ n: 0 });
+    const stream = coll.watch([], { maxAwaitTimeMS: 50 });
+    let invalidate: Document;
+    try {
+      expect(await stream.tryNext()).toBeNull();
+      await coll.drop();
+      expect((await stream.next()).operationType).toBe("drop");
+      invalidate = await stream.next();
+      expect(invalidate["operationType"]).toBe("invalidate");
+    } finally {
+      await stream.close();
+    }
+    await coll.insertOne({ n: 1 }); // recreates the collection
+
+    const refused = coll.watch([], { resumeAfter: invalidate["_id"], maxAwaitTimeMS: 50 });
+    try {
+      const error = await refused.tryNext().then(
+        () => undefined,
+        (e: unknown) => e as { code?: number },
+      );
+      expect(error?.code).toBe(260);
+    } finally {
+      await refused.close();
+    }
+
+    const restarted = coll.watch([], { startAfter: invalidate["_id"], maxAwaitTimeMS: 50 });
+    try {
+      const first = (await restarted.next()) as ChangeStreamInsertDocument<Document>;
+      expect(first.operationType).toBe("insert");
+      expect(first.fullDocument["n"]).toBe(1);
+      await coll.insertOne({ n: 2 });
+      expect(((await restarted.next()) as ChangeStreamInsertDocument<Document>).fullDocument["n"]).toBe(2);
+    } finally {
+      await restarted.close();
+    }
+  }, 20_000);
+
+  it("dropDatabase ends the streams on its collections: drop, then invalidate", async () => {
+    const other = client.db(testDbName("dropped_db"));
+    const coll = other.collection("inside");
+    await coll.insertOne({ n: 0 });
+    const stream = coll.watch([], { maxAwaitTimeMS: 50 });
+    try {
+      expect(await stream.tryNext()).toBeNull();
+      await other.dropDatabase();
+      const seen = [await stream.next(), await stream.next()];
+      expect(seen.map((c) => c.operationType)).toEqual(["drop", "invalidate"]);
+    } finally {
+      await stream.close();
+    }
+  }, 20_000);
 });

@@ -594,11 +594,28 @@ describe("wire-protocol test server", () => {
       await db.dropDatabase();
     });
 
-    it("reports MongoDB 8.0 on a standalone server", async () => {
+    it("reports MongoDB 8.0, the primary of a one-node replica set (or a standalone server when asked)", async () => {
       const admin = client.db("admin");
       const hello = await admin.command({ hello: 1 });
       expect(hello).toMatchObject({ isWritablePrimary: true, minWireVersion: 0, maxWireVersion: 25, maxWriteBatchSize: 100000, maxMessageSizeBytes: 48000000, logicalSessionTimeoutMinutes: 30, ok: 1 });
-      expect(hello.setName).toBeUndefined();
+      const me = `127.0.0.1:${server.port}`;
+      expect(hello).toMatchObject({ setName: "rs0", hosts: [me], primary: me, me, secondary: false, setVersion: 1 });
+      expect(hello.topologyVersion.processId).toBeInstanceOf(ObjectId);
+      expect(Number(hello.topologyVersion.counter)).toBe(0); // an int64 (the driver promotes it)
+      expect(hello.electionId).toBeInstanceOf(ObjectId);
+      expect(hello.lastWrite.lastWriteDate).toBeInstanceOf(Date);
+      const standalone = await startMongoWireServer({ port: 0, replicaSet: false, log: () => {} });
+      const direct = await MongoClient.connect(standalone.uri);
+      try {
+        const single = await direct.db("admin").command({ hello: 1 });
+        expect(single).toMatchObject({ isWritablePrimary: true, logicalSessionTimeoutMinutes: 30, ok: 1 });
+        expect(single.setName).toBeUndefined();
+        expect(single.topologyVersion).toBeUndefined();
+        await expectServerError(direct.db("x").command({ aggregate: "c", pipeline: [{ $changeStream: {} }], cursor: {} }), 40573);
+      } finally {
+        await direct.close();
+        await standalone.close();
+      }
       expect((await admin.command({ buildInfo: 1 })).version).toBe("8.0.0");
       expect(await admin.command({ getParameter: 1, featureCompatibilityVersion: 1 })).toMatchObject({ featureCompatibilityVersion: { version: "8.0" } });
       for (const command of [{ endSessions: [] }, { killAllSessions: [] }, { hostInfo: 1 }, { serverStatus: 1 }]) {

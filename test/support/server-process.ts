@@ -5,8 +5,8 @@ import { join } from "node:path";
 const root = join(import.meta.dirname, "..", "..");
 /** The process entry of `npm start`. */
 export const HOST_MAIN = join(root, "src", "main.ts");
-/** A host with a `record-effect` handler that writes each execution to EFFECTS_COLLECTION (test/support/effect-recording-host.ts). */
-export const EFFECT_RECORDING_HOST = join(root, "test", "support", "effect-recording-host.ts");
+/** A HANDLERS_MODULE with a `record-effect` handler that writes each execution to EFFECTS_COLLECTION. */
+export const EFFECT_RECORDING_HANDLERS = join(root, "test", "support", "effect-recording-handlers.ts");
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -30,12 +30,15 @@ export interface ServerProcess {
   terminate(): Promise<number | null>;
 }
 
+/** The built-in sets the test helpers load unless a test sets BUILTIN_WORKFLOWS itself (the product's default is `demo`, or none with WORKFLOWS_DIR). */
+export const TEST_BUILTIN_WORKFLOWS = "demo,conformance";
+
 /** Runs the real server (`src/main.ts`, or another entry) as its own process, the way `npm start` does, and waits until it listens. */
 export async function startServerProcess(env: Record<string, string>, port?: number, entry = HOST_MAIN): Promise<ServerProcess> {
   const chosen = port ?? (await freePort());
   const child = spawn(process.execPath, ["--import", "tsx", entry], {
     cwd: root,
-    env: { ...process.env, PORT: String(chosen), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${chosen}`, LOG_LEVEL: "info", ...env },
+    env: { ...process.env, PORT: String(chosen), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${chosen}`, LOG_LEVEL: "info", BUILTIN_WORKFLOWS: TEST_BUILTIN_WORKFLOWS, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let log = "";

@@ -1,11 +1,12 @@
 import { loadConfig, type Config } from "../../src/config/config.js";
 import { createCore, type Core } from "../../src/core.js";
-import type { TaskHandler } from "../../src/engine/workflow-types.js";
+import type { TaskHandler } from "../../src/workflows/workflow-types.js";
 import { createLogger } from "../../src/observability/logger.js";
 import type { IdempotencyStore } from "../../src/store/idempotency-store.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import type { PushConfigStore } from "../../src/store/push-config-store.js";
 import type { TaskStore } from "../../src/store/task-store.js";
+import { TEST_BUILTIN_WORKFLOWS } from "./server-process.js";
 
 export interface TestCore {
   core: Core;
@@ -20,7 +21,7 @@ export async function startTestCore(
   options: { store?: TaskStore; handlers?: Record<string, TaskHandler>; idempotency?: IdempotencyStore; pushConfigs?: PushConfigStore } = {},
 ): Promise<TestCore> {
   const store = options.store ?? new MemoryTaskStore();
-  const config = loadConfig({ LOG_LEVEL: "silent", TIMER_POLL_MS: "50", ...env });
+  const config = loadConfig({ LOG_LEVEL: "silent", TIMER_POLL_MS: "50", BUILTIN_WORKFLOWS: TEST_BUILTIN_WORKFLOWS, ...env });
   const logger = createLogger(config.logLevel);
   const core = await createCore({
     config,

@@ -3,8 +3,8 @@ import { loadConfig, type Config } from "../../src/config/config.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import type { TaskStore } from "../../src/store/task-store.js";
-import type { TaskHandler } from "../../src/engine/workflow-types.js";
-import { freePort } from "./server-process.js";
+import type { TaskHandler } from "../../src/workflows/workflow-types.js";
+import { freePort, TEST_BUILTIN_WORKFLOWS } from "./server-process.js";
 
 export interface TestApp {
   baseUrl: string;
@@ -18,7 +18,8 @@ export interface TestApp {
 /** The real app, in this process, on a free loopback port (in-memory store unless one is given). */
 export async function startTestApp(env: Record<string, string> = {}, store: TaskStore = new MemoryTaskStore(), handlers?: Record<string, TaskHandler>): Promise<TestApp> {
   const port = await freePort();
-  const config = loadConfig({ PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: "silent", TIMER_POLL_MS: "50", SHUTDOWN_GRACE_MS: "1000", ...env });
+  // Tests may use every built-in workflow (demos and conformance fixtures) next to their WORKFLOWS_DIR, unless they set BUILTIN_WORKFLOWS.
+  const config = loadConfig({ PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: "silent", TIMER_POLL_MS: "50", SHUTDOWN_GRACE_MS: "1000", BUILTIN_WORKFLOWS: TEST_BUILTIN_WORKFLOWS, ...env });
   const logger = createLogger(config.logLevel);
   const app = await createApp({ config, logger, store, durableStore: store.kind === "mongodb", ...(handlers ? { handlers } : {}) });
   await app.listen();

@@ -1,4 +1,4 @@
-import type { RunEvent, TaskRecord } from "../../src/store/task-store.js";
+import type { RunEvent, TaskRecord } from "../../src/domain/task-record.js";
 
 /** A new task's head as the store tests write it (pending, version 0), with `overrides`. */
 export function record(taskId: string, overrides: Partial<TaskRecord> = {}): TaskRecord {

@@ -26,12 +26,12 @@ import {
   type PeerProgress,
   type PeerReply,
   type PeerTask,
-} from "../../src/engine/a2a-invoke.js";
-import { A2AInvokeRunner, DEFAULT_A2A_INVOKE_SETTINGS, type InvokeOutcome } from "../../src/engine/a2a-invoke-runner.js";
-import { builtinHandlers } from "../../src/engine/builtin-handlers.js";
+} from "../../src/engine/nodes/a2a-invoke.js";
+import { A2AInvokeRunner, DEFAULT_A2A_INVOKE_SETTINGS, type InvokeOutcome } from "../../src/engine/nodes/a2a-invoke-runner.js";
+import { builtinHandlers } from "../../src/workflows/builtin-handlers.js";
 import { checkWorkflow, WorkflowLoadError } from "../../src/engine/workflow-catalog.js";
 import { idempotencyKeyOf, interpretReply, nextStep, resumeValueFromMessage } from "../../src/engine/workflow-engine.js";
-import type { A2AInvokeNode, WorkflowDefinition } from "../../src/engine/workflow-types.js";
+import type { A2AInvokeNode, WorkflowDefinition } from "../../src/workflows/workflow-types.js";
 import { applyTaskEvent, createTaskActor } from "../../src/machine/task-actor.js";
 import * as pb from "../../src/gen/a2a/v1/a2a_pb.js";
 import type { TaskContext } from "../../src/machine/task-context.js";
@@ -40,6 +40,7 @@ import { createLogger } from "../../src/observability/logger.js";
 import type { A2APeerClient } from "../../src/peer/a2a-peer-client.js";
 import { parsePeerTask, peerEndpointOf } from "../../src/peer/a2a-peer-client.js";
 import { grpcCallError, grpcEndpointOf, peerTaskFromProto as peerTaskFromProtoWith } from "../../src/peer/grpc-peer-client.js";
+import { apiKeyHeaderOf, formatPeerEndpoint, grpcOriginOf, parsePeerEndpoint, shownEndpoint } from "../../src/peer/peer-endpoint.js";
 import * as v03ProtoCodec from "../../src/a2a/v03/v03-proto-codec.js";
 import { PeerCallError } from "../../src/peer/peer-http-client.js";
 import { loadPeerSettings } from "../../src/peer/peer-settings.js";
@@ -284,7 +285,7 @@ function fakeClient(script: { send?: Array<PeerReply | PeerCallError>; tasks?: A
       const failure = script.discover?.[calls.discover];
       calls.discover += 1;
       if (failure) throw failure;
-      return { endpoint: "https://peer.example/a2a", transport: "JSONRPC" };
+      return { endpoint: "https://peer.example/a2a" };
     },
     async send(_endpoint, message) {
       calls.send.push(message);
@@ -452,60 +453,75 @@ describe("A2AInvokeRunner", () => {
 
 // ------------------------------------------------------------------------------------------- the wire
 
-describe("agent card transport choice", () => {
-  it("uses the 0.3 JSON-RPC url of a v0.3 card", () => {
-    expect(peerEndpointOf({ name: "P", url: "https://p.example/rpc", preferredTransport: "JSONRPC", protocolVersion: "0.3.0" }, CARD)).toEqual({ endpoint: "https://p.example/rpc", transport: "JSONRPC", name: "P" });
+describe("agent card interface choice (1.0 preferred, 0.3 only when nothing newer; pins never downgrade)", () => {
+  const chosen = (card: unknown, pin: Parameters<typeof peerEndpointOf>[2] = {}) => formatPeerEndpoint(peerEndpointOf(card, CARD, pin));
+
+  it("uses the 0.3 url/preferredTransport of a 0.3 card, whatever its binding", () => {
+    expect(peerEndpointOf({ name: "P", url: "https://p.example/rpc", preferredTransport: "JSONRPC", protocolVersion: "0.3.0" }, CARD)).toEqual({ binding: "jsonrpc", version: "0.3", url: "https://p.example/rpc" });
+    const grpcFirst = { url: "p.example:443", preferredTransport: "GRPC", protocolVersion: "0.3", additionalInterfaces: [{ url: "p.example:443", transport: "GRPC" }, { url: "https://p.example/jsonrpc", transport: "JSONRPC" }] };
+    expect(chosen(grpcFirst)).toBe("grpc+0.3+https://p.example/");
+    const restFirst = { url: "https://p.example", preferredTransport: "HTTP+JSON", protocolVersion: "0.3", additionalInterfaces: [{ url: "https://p.example/jsonrpc", transport: "JSONRPC" }] };
+    expect(chosen(restFirst)).toBe("http+json+0.3+https://p.example/");
   });
 
-  it("uses gRPC when a 0.3 card prefers it, even when it also offers JSON-RPC", () => {
-    const card = { url: "p.example:443", preferredTransport: "GRPC", protocolVersion: "0.3", additionalInterfaces: [{ url: "p.example:443", transport: "GRPC" }, { url: "https://p.example/jsonrpc", transport: "JSONRPC" }] };
-    expect(peerEndpointOf(card, CARD)).toEqual({ endpoint: "grpc+https://p.example", transport: "GRPC" });
+  it("prefers a 1.0 interface over a 0.3 one, in the card's order; resolves relative urls against the card", () => {
+    const card = { url: "https://p.example/legacy", protocolVersion: "0.3.0", supportedInterfaces: [{ url: "/a2a/v1", protocolBinding: "JSONRPC", protocolVersion: "1.0" }, { url: "/a2a/legacy", protocolBinding: "JSONRPC", protocolVersion: "0.3" }] };
+    expect(chosen(card)).toBe("jsonrpc+1.0+https://peer.example/a2a/v1");
+    const grpcFirst = { supportedInterfaces: [{ url: "p.example:9000", protocolBinding: "GRPC", protocolVersion: "0.3" }, { url: "p.example:9000", protocolBinding: "GRPC", protocolVersion: "1.0", tenant: "acme" }] };
+    expect(chosen(grpcFirst)).toBe("grpc+1.0+https://p.example:9000/#tenant=acme");
+    expect(parsePeerEndpoint(chosen(grpcFirst))).toEqual({ binding: "grpc", version: "1.0", url: "https://p.example:9000/", tenant: "acme" });
   });
 
-  it("picks JSON-RPC from additionalInterfaces when the card prefers HTTP+JSON", () => {
-    const card = { url: "https://p.example/v1", preferredTransport: "HTTP+JSON", protocolVersion: "0.3", additionalInterfaces: [{ url: "p.example:8443", transport: "GRPC" }, { url: "https://p.example/jsonrpc", transport: "JSONRPC" }] };
-    expect(peerEndpointOf(card, CARD)).toEqual({ endpoint: "https://p.example/jsonrpc", transport: "JSONRPC" });
-  });
-
-  it("uses a card's only gRPC interface (0.3 additionalInterfaces, or a 1.0 card's 0.3 entry)", () => {
-    const v03 = { url: "https://p.example/v1", preferredTransport: "HTTP+JSON", protocolVersion: "0.3", additionalInterfaces: [{ url: "p.example:8443", transport: "GRPC" }] };
-    expect(peerEndpointOf(v03, CARD).endpoint).toBe("grpc+https://p.example:8443");
-    const v10 = { supportedInterfaces: [{ url: "https://p.example/a2a", protocolBinding: "JSONRPC", protocolVersion: "1.0" }, { url: "p.example:9000", protocolBinding: "GRPC", protocolVersion: "0.3" }] };
-    expect(peerEndpointOf(v10, CARD)).toEqual({ endpoint: "grpc+https://p.example:9000", transport: "GRPC" });
-  });
-
-  it("reads a 1.0 card's supportedInterfaces and resolves a relative url against the card; its first 0.3 interface is its preference", () => {
-    const card = { supportedInterfaces: [{ url: "/a2a/v1", protocolBinding: "JSONRPC", protocolVersion: "1.0" }, { url: "/a2a/legacy", protocolBinding: "JSONRPC", protocolVersion: "0.3" }] };
-    expect(peerEndpointOf(card, CARD).endpoint).toBe("https://peer.example/a2a/legacy");
-    const grpcFirst = { supportedInterfaces: [{ url: "p.example:9000", protocolBinding: "GRPC", protocolVersion: "0.3" }, { url: "/a2a/legacy", protocolBinding: "JSONRPC", protocolVersion: "0.3" }] };
-    expect(peerEndpointOf(grpcFirst, CARD).transport).toBe("GRPC");
-  });
-
-  it("gRPC targets: bare host:port takes the card's scheme; URLs say TLS (https, grpcs) or h2c (http, grpc); paths are dropped", () => {
-    expect(grpcEndpointOf("p.example:50051", CARD)).toBe("grpc+https://p.example:50051");
-    expect(grpcEndpointOf("127.0.0.1:50051", "http://127.0.0.1:8080/.well-known/agent-card.json")).toBe("grpc+http://127.0.0.1:50051");
-    expect(grpcEndpointOf("[::1]:50051", "http://[::1]:8080/card")).toBe("grpc+http://[::1]:50051");
-    expect(grpcEndpointOf("p.example", CARD)).toBe("grpc+https://p.example");
-    expect(grpcEndpointOf("https://p.example:8443/a2a", CARD)).toBe("grpc+https://p.example:8443");
-    expect(grpcEndpointOf("grpcs://p.example:443", CARD)).toBe("grpc+https://p.example");
-    expect(grpcEndpointOf("grpc://127.0.0.1:5000", CARD)).toBe("grpc+http://127.0.0.1:5000");
-    expect(grpcEndpointOf("http://p.example:5000", CARD)).toBe("grpc+http://p.example:5000");
-    for (const bad of ["", "dns:///p.example:443", "ftp://p.example", "p.example:443/path", "user@p.example:443", "https://user:pw@p.example", "p.example:99999"]) {
-      expect(() => grpcEndpointOf(bad, CARD), bad).toThrow(PeerCallError);
-    }
-  });
-
-  it("refuses a peer without a 0.3 JSON-RPC or gRPC interface, saying what it offers", () => {
+  it("a pinned binding keeps the version preference within it; a pinned version or binding the peer does not offer is refused, naming what it offers", () => {
+    const card = { supportedInterfaces: [{ url: "/a2a", protocolBinding: "JSONRPC", protocolVersion: "1.0" }, { url: "p.example:9000", protocolBinding: "GRPC", protocolVersion: "0.3" }] };
+    expect(chosen(card, { binding: "grpc" })).toBe("grpc+0.3+https://p.example:9000/");
+    expect(chosen(card, { protocolVersion: "0.3" })).toBe("grpc+0.3+https://p.example:9000/");
     let thrown: unknown;
     try {
-      peerEndpointOf({ url: "https://p.example/v1", preferredTransport: "HTTP+JSON", protocolVersion: "0.3" }, CARD);
+      chosen(card, { binding: "http+json" });
     } catch (err) {
       thrown = err;
     }
     expect(thrown).toBeInstanceOf(PeerCallError);
     expect((thrown as PeerCallError).retryable).toBe(false);
-    expect((thrown as PeerCallError).message).toContain("offers: HTTP+JSON 0.3");
+    expect((thrown as PeerCallError).message).toBe("the remote agent does not offer binding HTTP+JSON, which this peer is pinned to (its card offers: JSONRPC 1.0, GRPC 0.3)");
+    expect(() => chosen({ url: "https://p.example/rpc", protocolVersion: "0.3.0" }, { protocolVersion: "1.0" })).toThrow("does not offer A2A 1.0, which this peer is pinned to (its card offers: JSONRPC 0.3.0)");
+  });
+
+  it("refuses a card with nothing we speak, and a url that is not http(s)", () => {
+    expect(() => chosen({ supportedInterfaces: [{ url: "https://p.example", protocolBinding: "SLIMRPC", protocolVersion: "1.0" }, { url: "https://p.example", protocolBinding: "JSONRPC", protocolVersion: "2.0" }] })).toThrow(
+      "offers no A2A 1.0 or 0.3 interface over JSON-RPC, gRPC or HTTP+JSON (its card offers: SLIMRPC 1.0, JSONRPC 2.0)",
+    );
     expect(() => peerEndpointOf({ url: "grpc+https://p.example", preferredTransport: "JSONRPC" }, CARD)).toThrow(/not an http\(s\) URL/);
+  });
+
+  it("recorded endpoints: today's names version and binding; those of an older host read as 0.3", () => {
+    expect(parsePeerEndpoint("https://p.example/a2a/jsonrpc")).toEqual({ binding: "jsonrpc", version: "0.3", url: "https://p.example/a2a/jsonrpc" });
+    expect(parsePeerEndpoint("grpc+https://p.example:8443")).toEqual({ binding: "grpc", version: "0.3", url: "https://p.example:8443/" });
+    expect(parsePeerEndpoint("http+json+1.0+https://p.example/base")).toEqual({ binding: "http+json", version: "1.0", url: "https://p.example/base" });
+    expect(() => parsePeerEndpoint("jsonrpc+2.0+https://p.example")).toThrow(PeerCallError);
+    expect(shownEndpoint("jsonrpc+1.0+https://p.example/a2a?k=v#tenant=t")).toBe("jsonrpc+1.0+https://p.example/a2a");
+  });
+
+  it("an API key's header comes from the card's apiKey scheme, 0.3 or 1.0 shape; only header keys", () => {
+    expect(apiKeyHeaderOf({ securitySchemes: { k: { type: "apiKey", in: "header", name: "X-Key" } } })).toBe("X-Key");
+    expect(apiKeyHeaderOf({ securitySchemes: { b: { httpAuthSecurityScheme: { scheme: "bearer" } }, k: { apiKeySecurityScheme: { location: "header", name: "X-Api-Key" } } } })).toBe("X-Api-Key");
+    expect(() => apiKeyHeaderOf({ securitySchemes: { k: { type: "apiKey", in: "query", name: "key" } } })).toThrow(/not take the key in a header/);
+    expect(() => apiKeyHeaderOf({ securitySchemes: {} })).toThrow(/declares no apiKey security scheme/);
+  });
+
+  it("gRPC targets: bare host:port takes the card's scheme; URLs say TLS (https, grpcs) or h2c (http, grpc); paths are dropped", () => {
+    expect(grpcEndpointOf("p.example:50051", CARD)).toBe("grpc+0.3+https://p.example:50051/");
+    expect(grpcEndpointOf("127.0.0.1:50051", "http://127.0.0.1:8080/.well-known/agent-card.json", "1.0")).toBe("grpc+1.0+http://127.0.0.1:50051/");
+    expect(grpcOriginOf("[::1]:50051", "http://[::1]:8080/card")).toBe("http://[::1]:50051");
+    expect(grpcOriginOf("p.example", CARD)).toBe("https://p.example");
+    expect(grpcOriginOf("https://p.example:8443/a2a", CARD)).toBe("https://p.example:8443");
+    expect(grpcOriginOf("grpcs://p.example:443", CARD)).toBe("https://p.example");
+    expect(grpcOriginOf("grpc://127.0.0.1:5000", CARD)).toBe("http://127.0.0.1:5000");
+    expect(grpcOriginOf("http://p.example:5000", CARD)).toBe("http://p.example:5000");
+    for (const bad of ["", "dns:///p.example:443", "ftp://p.example", "p.example:443/path", "user@p.example:443", "https://user:pw@p.example", "p.example:99999"]) {
+      expect(() => grpcOriginOf(bad, CARD), bad).toThrow(PeerCallError);
+    }
   });
 
   it("parsePeerTask keeps what it understands and refuses a task without id/contextId/state", () => {
@@ -557,9 +573,12 @@ describe("agent card transport choice", () => {
     };
     for (const code of [Code.Unavailable, Code.ResourceExhausted, Code.Internal]) expect(decide(code), Code[code]).toEqual(["rpc", true]);
     expect(decide(Code.DeadlineExceeded)).toEqual(["timeout", true]);
-    for (const code of [Code.NotFound, Code.InvalidArgument, Code.FailedPrecondition, Code.Unimplemented, Code.PermissionDenied, Code.Unauthenticated]) {
+    for (const code of [Code.NotFound, Code.InvalidArgument, Code.FailedPrecondition, Code.Unimplemented]) {
       expect(decide(code), Code[code]).toEqual(["rpc", false]);
     }
+    // Refused credentials say so, and are never retried.
+    for (const code of [Code.PermissionDenied, Code.Unauthenticated]) expect(decide(code), Code[code]).toEqual(["unauthorized", false]);
+    expect(grpcCallError(new ConnectError("no key", Code.Unauthenticated), ctx).message).toContain("the credentials for this peer are missing or wrong");
     const refused = Object.assign(new Error("connect ECONNREFUSED 10.1.2.3:443"), { code: "ECONNREFUSED" });
     const unreachable = grpcCallError(new ConnectError("connect ECONNREFUSED", Code.Unavailable, undefined, undefined, refused), ctx);
     expect(unreachable).toMatchObject({ kind: "connection", retryable: true, message: "cannot reach grpc+https://p.example (ECONNREFUSED)" });

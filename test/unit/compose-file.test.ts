@@ -11,6 +11,8 @@ import { projectRoot } from "../../src/domain/project-root.js";
 
 interface Service {
   image?: string;
+  restart?: string;
+  volumes?: string[];
   build?: string;
   command?: string[];
   environment?: Record<string, string>;
@@ -25,8 +27,9 @@ const secrets: Record<string, string> = {
   PUSH_SIGNING_KEY: randomBytes(48).toString("base64"),
 };
 
-/** What `docker compose` does with `${NAME:?message}`: the variable's value, or a refusal to start. */
-const interpolate = (value: string) => value.replace(/\$\{(\w+):\?[^}]*\}/g, (_, name: string) => secrets[name] ?? `<unset ${name}>`);
+/** What `docker compose` does with `${NAME:?message}` (the value, or a refusal to start) and `${NAME:-default}`. */
+const interpolate = (value: string) =>
+  value.replace(/\$\{(\w+):\?[^}]*\}/g, (_, name: string) => secrets[name] ?? `<unset ${name}>`).replace(/\$\{(\w+):-([^}]*)\}/g, (_, name: string, fallback: string) => secrets[name] ?? fallback);
 
 describe("compose.yaml", async () => {
   const doc = parseDocument(await readFile(join(projectRoot, "compose.yaml"), "utf8"), { merge: true });
@@ -52,5 +55,22 @@ describe("compose.yaml", async () => {
       expect(service.depends_on).toEqual({ mongo: { condition: "service_healthy" } });
     }
     expect(ids.size).toBe(2);
+  });
+
+  it("restarts every service, opens the console, and serves the mounted agent (the example by default)", async () => {
+    for (const [name, service] of Object.entries(services)) expect(service.restart, name).toBe("unless-stopped");
+    for (const [, service] of instances) {
+      const env = Object.fromEntries(Object.entries(service.environment ?? {}).map(([k, v]) => [k, interpolate(String(v))]));
+      const config = loadConfig(env);
+      expect(config.operator.console).toBe(true);
+      const [source, target] = interpolate((service.volumes ?? [])[0]!).split(":");
+      expect(target).toBe("/agent");
+      // The default mount is the example agent, whose files the variables name.
+      const mounted = (path: string) => join(projectRoot, source!, path.replace(/^\/agent\//, ""));
+      expect(config.workflowsDir).toBe("/agent/workflows");
+      await expect(readFile(mounted(env["HANDLERS_MODULE"]!), "utf8")).resolves.toContain("export const handlers");
+      const { readdir } = await import("node:fs/promises");
+      expect(await readdir(mounted(config.workflowsDir!))).toContain("expense.yaml");
+    }
   });
 });

@@ -6,7 +6,11 @@ const KEYS = '[{"id":"ops","tenant":"acme","scopes":["runs:read"],"key":"0123456
 describe("configuration", () => {
   it("has working defaults for a fresh machine", () => {
     const config = loadConfig({});
-    expect(config).toMatchObject({ env: "development", port: 8080, host: "127.0.0.1", publicUrl: "http://localhost:8080", store: "auto", defaultSkill: "echo" });
+    expect(config).toMatchObject({ env: "development", port: 8080, host: "127.0.0.1", publicUrl: "http://localhost:8080", store: "auto" });
+    // No DEFAULT_SKILL or BUILTIN_WORKFLOWS: the loader decides (echo, the demos); no identity: the host's own.
+    expect(config.defaultSkill).toBeUndefined();
+    expect(config.builtinWorkflows).toBeUndefined();
+    expect(config.agentCard.identity).toEqual({});
     expect(config.retentionMs).toBe(7 * 24 * 3600 * 1000);
   });
 
@@ -27,6 +31,7 @@ describe("configuration", () => {
     [{ API_KEYS: "not json" }, "API_KEYS must be a JSON array"],
     [{ API_KEYS: '[{"id":"a","tenant":"t","scopes":["runs:fly"],"key":"0123456789abcdef"}]' }, "API_KEYS[0].scopes must be an array of"],
     [{ API_KEYS: '[{"id":"a","tenant":"t","scopes":[],"key":"short"}]' }, 'API_KEYS[0] needs "key" (at least 16 characters)'],
+    [{ API_KEYS: '[{"id":"a","tenant":"*","scopes":["console:operate"],"key":"0123456789abcdef"}]' }, 'API_KEYS[0].tenant "*" is not allowed'],
     [{ MAX_BODY_BYTES: "12" }, "MAX_BODY_BYTES must be a whole number between 1024"],
     [{ AGENT_CARD_BARE: "0.3" }, "AGENT_CARD_BARE must be one of auto, hybrid, 1.0"],
     [{ AGENT_CARD_MAX_AGE_SECONDS: "-1" }, "AGENT_CARD_MAX_AGE_SECONDS must be a whole number"],
@@ -78,5 +83,49 @@ describe("configuration", () => {
     expect(err).toBeInstanceOf(ConfigError);
     for (const name of ["MONGODB_URI", "PUBLIC_URL", "INTERRUPT_TOKEN_KEYS", "PUSH_ENCRYPTION_KEY", "PUSH_SIGNING_KEY"]) expect(err.message, name).toContain(name);
     expect(err.problems.filter((p) => p.startsWith("NODE_ENV=production"))).toHaveLength(4);
+  });
+
+  it("reads the agent's identity (AGENT_*)", () => {
+    const config = loadConfig({
+      AGENT_NAME: "Acme travel agent",
+      AGENT_DESCRIPTION: "Books trips.",
+      AGENT_VERSION: "2.1.0",
+      AGENT_PROVIDER_ORGANIZATION: "Acme",
+      AGENT_PROVIDER_URL: "https://acme.example",
+      AGENT_DOCUMENTATION_URL: "https://acme.example/docs/",
+      AGENT_ICON_URL: "https://acme.example/icon.png",
+    });
+    expect(config.agentCard.identity).toEqual({
+      name: "Acme travel agent",
+      description: "Books trips.",
+      version: "2.1.0",
+      provider: { organization: "Acme", url: "https://acme.example" },
+      documentationUrl: "https://acme.example/docs/",
+      iconUrl: "https://acme.example/icon.png",
+    });
+  });
+
+  it("reports a half provider and every bad AGENT_* URL in one error", () => {
+    let error: unknown;
+    try {
+      loadConfig({ AGENT_PROVIDER_ORGANIZATION: "Acme", AGENT_DOCUMENTATION_URL: "docs.acme.example", AGENT_ICON_URL: "ftp://acme.example/icon.png" });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems;
+    expect(problems).toHaveLength(3);
+    expect(problems.join("\n")).toMatch(/AGENT_PROVIDER_ORGANIZATION needs AGENT_PROVIDER_URL/);
+    expect(problems.join("\n")).toMatch(/AGENT_DOCUMENTATION_URL must be an absolute http\(s\) URL/);
+    expect(problems.join("\n")).toMatch(/AGENT_ICON_URL must be an absolute http\(s\) URL/);
+    expect(() => loadConfig({ AGENT_PROVIDER_URL: "https://acme.example" })).toThrow(/AGENT_PROVIDER_URL needs AGENT_PROVIDER_ORGANIZATION/);
+  });
+
+  it("reads BUILTIN_WORKFLOWS: a list of demo and conformance, or none alone", () => {
+    expect(loadConfig({ BUILTIN_WORKFLOWS: "demo, conformance" }).builtinWorkflows).toEqual(["demo", "conformance"]);
+    expect(loadConfig({ BUILTIN_WORKFLOWS: "none" }).builtinWorkflows).toEqual([]);
+    expect(() => loadConfig({ BUILTIN_WORKFLOWS: "none,demo" })).toThrow(/BUILTIN_WORKFLOWS=none cannot be combined/);
+    expect(() => loadConfig({ BUILTIN_WORKFLOWS: "demos" })).toThrow(/BUILTIN_WORKFLOWS must be a comma-separated list of demo, conformance, or none \(got "demos"\)/);
+    expect(loadConfig({ DEFAULT_SKILL: "router" }).defaultSkill).toBe("router");
   });
 });

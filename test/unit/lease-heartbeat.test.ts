@@ -7,7 +7,7 @@ import { TransitionHook } from "../../src/engine/transition-hook.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { Readiness } from "../../src/observability/readiness.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
-import type { TaskRecord } from "../../src/store/task-store.js";
+import type { TaskRecord } from "../../src/domain/task-record.js";
 
 class FlakyStore extends MemoryTaskStore {
   down = false;

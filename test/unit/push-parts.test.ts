@@ -14,7 +14,7 @@ import { PUSH_KEY_FILE, resolvePushKeys } from "../../src/push/push-keys.js";
 import { PushSecretBox, secretsAad } from "../../src/push/push-secrets.js";
 import { signPushBody, verifyPushSignature } from "../../src/push/push-signature.js";
 import { backoffDelay, giveUpReason } from "../../src/domain/retry-policy.js";
-import type { RunEvent } from "../../src/store/task-store.js";
+import type { RunEvent } from "../../src/domain/task-record.js";
 
 const key = () => new SecretValue(randomBytes(32));
 

@@ -245,6 +245,24 @@ describe("workflow definition", () => {
     ).not.toThrow();
   });
 
+  it("accepts an http node with every field, and a minimal one", () => {
+    const http = {
+      kind: "http",
+      id: "notify",
+      title: "Notify billing",
+      url: "https://${BILLING_HOST}/hooks/doc?key=${BILLING_KEY}",
+      method: "PUT",
+      headers: { Authorization: "Bearer ${BILLING_TOKEN}", "X-Team": "docs" },
+      params: { channel: "email" },
+      timeoutMs: 5_000,
+      retry: { maxAttempts: 4 },
+      next: "$end",
+    };
+    expect(() => validateWorkflowDefinition({ ...valid, nodes: [...valid.nodes, http] })).not.toThrow();
+    expect(() => validateWorkflowDefinition({ ...valid, nodes: [{ kind: "http", id: "h", url: "https://svc.example.com/run" }] })).not.toThrow();
+    expect(() => validateWorkflowDefinition({ ...valid, nodes: [{ ...http, next: "nowhere" }] })).toThrow(/nodes\/0\/next: unknown node id 'nowhere'/);
+  });
+
   it("reports an unknown node kind at its path, without noise from the other node kinds", () => {
     const error = errorOf(() =>
       validateWorkflowDefinition({ ...valid, nodes: [valid.nodes[0], { kind: "script", id: "x", code: "rm -rf /" }] }),
@@ -253,7 +271,7 @@ describe("workflow definition", () => {
     expect(error.issues).toEqual([
       {
         path: "nodes/1/kind",
-        message: 'must be equal to one of the allowed values ("task", "approval", "clarification", "delay", "a2a.invoke", "switch")',
+        message: 'must be equal to one of the allowed values ("task", "approval", "clarification", "delay", "a2a.invoke", "switch", "http")',
       },
     ]);
   });
@@ -275,6 +293,13 @@ describe("workflow definition", () => {
       [{ kind: "delay", id: "d", durationMs: 1.5 }, /nodes\/0\/durationMs: must be integer/],
       [{ kind: "a2a.invoke", id: "i", agentCardUrl: "/relative/card.json" }, /nodes\/0\/agentCardUrl: must match format "uri"/],
       [{ kind: "a2a.invoke", id: "i" }, /nodes\/0: must have required property 'agentCardUrl'/],
+      [{ kind: "http", id: "h" }, /nodes\/0: must have required property 'url'/],
+      [{ kind: "http", id: "h", url: "" }, /nodes\/0\/url: must NOT have fewer than 1 characters/],
+      [{ kind: "http", id: "h", url: "https://svc.example.com", method: "GET" }, /nodes\/0\/method: must be equal to one of the allowed values/],
+      [{ kind: "http", id: "h", url: "https://svc.example.com", headers: { "Bad Header": "x" } }, /nodes\/0\/headers: property name must be valid/],
+      [{ kind: "http", id: "h", url: "https://svc.example.com", headers: { "X-N": 1 } }, /nodes\/0\/headers\/X-N: must be string/],
+      [{ kind: "http", id: "h", url: "https://svc.example.com", retry: { maxAttempts: 0 } }, /nodes\/0\/retry\/maxAttempts: must be >= 1/],
+      [{ kind: "http", id: "h", url: "https://svc.example.com", handler: "x" }, /nodes\/0: must NOT have additional property 'handler'/],
       [{ id: "k" }, /nodes\/0: must have required property 'kind'/],
     ];
     for (const [node, expected] of cases) {

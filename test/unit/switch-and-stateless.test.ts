@@ -2,15 +2,17 @@
 // definition with a switch is validated, where the run goes next, and the stateless runner's answer.
 import { describe, expect, it } from "vitest";
 import type { Message } from "../../src/domain/a2a-types.js";
-import { builtinHandlers } from "../../src/engine/builtin-handlers.js";
+import { builtinHandlers } from "../../src/workflows/builtin-handlers.js";
 import { conditionHolds, switchTarget } from "../../src/engine/message-route.js";
 import { StatelessSkills } from "../../src/engine/stateless-skill.js";
+import type { ConversationReads } from "../../src/engine/handler-conversation.js";
+import { taskNotFound } from "../../src/domain/errors.js";
 import { checkWorkflow, WorkflowLoadError } from "../../src/engine/workflow-catalog.js";
 import { incomingMessageOf, nodeAfter } from "../../src/engine/workflow-engine.js";
 import { applyTaskEvent, createTaskActor } from "../../src/machine/task-actor.js";
 import type { TaskContext } from "../../src/machine/task-context.js";
 import { RECENT_HISTORY } from "../../src/machine/task-machine.js";
-import type { SwitchNode, WorkflowDefinition } from "../../src/engine/workflow-types.js";
+import type { SwitchNode, WorkflowDefinition } from "../../src/workflows/workflow-types.js";
 import { createLogger } from "../../src/observability/logger.js";
 
 const message = (over: Partial<Message> = {}): Message => ({
@@ -101,7 +103,9 @@ describe("workflow definitions with switch, next and stateless", () => {
 });
 
 describe("the stateless runner", () => {
-  const skills = new StatelessSkills({ handlers: builtinHandlers, logger: createLogger("silent") });
+  // No tasks to read: referencedTasks and contextTasks are covered over a real server (test/integration/handler-conversation.test.ts).
+  const reads: ConversationReads = { get: async (id) => Promise.reject(taskNotFound(id)), list: async () => ({ records: [], total: 0 }), contextOf: () => { throw new Error("no tasks"); } };
+  const skills = new StatelessSkills({ handlers: builtinHandlers, logger: createLogger("silent"), reads });
   const signal = new AbortController().signal;
   const quick = checkWorkflow(
     definition({
@@ -117,17 +121,17 @@ describe("the stateless runner", () => {
   );
 
   it("answers an agent Message with the handlers' artifact parts, in the caller's context", async () => {
-    const answer = await skills.answer(quick, message({ contextId: "ctx-1", parts: [{ kind: "text", text: "hi" }] }), signal);
+    const answer = await skills.answer(quick, message({ contextId: "ctx-1", parts: [{ kind: "text", text: "hi" }] }), signal, "t1");
     expect(answer).toMatchObject({ role: "agent", contextId: "ctx-1", parts: [{ kind: "text", text: "hi" }], metadata: { openwop: { skillId: "t", stateless: true } } });
   });
 
   it("gathers streamed chunks into one artifact's parts", async () => {
-    const answer = await skills.answer(quick, message({ parts: [{ kind: "text", text: "abcdef" }], metadata: { mode: "stream" } }), signal);
+    const answer = await skills.answer(quick, message({ parts: [{ kind: "text", text: "abcdef" }], metadata: { mode: "stream" } }), signal, "t1");
     expect(answer.parts).toEqual([{ kind: "text", text: "ab" }, { kind: "text", text: "cd" }, { kind: "text", text: "ef" }]);
   });
 
   it("a handler failure is a Message saying so, with the code in metadata", async () => {
-    const answer = await skills.answer(quick, message({ parts: [{ kind: "text", text: "boom" }] }), signal);
+    const answer = await skills.answer(quick, message({ parts: [{ kind: "text", text: "boom" }] }), signal, "t1");
     expect(answer.parts).toEqual([{ kind: "text", text: "The skill failed (kaput)." }]);
     expect(answer.metadata).toMatchObject({ openwop: { error: { code: "kaput" } } });
   });

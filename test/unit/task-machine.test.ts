@@ -161,6 +161,7 @@ const VARIANTS: EventVariant[] = [
   { label: "START", type: "START", build: () => ev.start() },
   { label: "NODE_STARTED", type: "NODE_STARTED", build: (c) => ev.nodeStarted(cursorOf(c)) },
   { label: "NODE_COMPLETED", type: "NODE_COMPLETED", build: (c) => ev.nodeCompleted(cursorOf(c), "gate") },
+  { label: "NODE_INTERRUPTED", type: "NODE_INTERRUPTED", build: (c) => ({ type: "NODE_INTERRUPTED", at: at(), nodeId: cursorOf(c) }) },
   { label: "NODE_PROGRESS", type: "NODE_PROGRESS", build: (c) => ev.nodeProgress(cursorOf(c)) },
   { label: "ARTIFACT_CHUNK", type: "ARTIFACT_CHUNK", build: (c) => ev.artifactChunk(cursorOf(c), "a", false) },
   {
@@ -270,6 +271,7 @@ const TRANSITIONS: Record<RunStatus, Partial<Record<string, RunStatus>>> = {
   running: {
     NODE_STARTED: "running",
     NODE_COMPLETED: "running",
+    NODE_INTERRUPTED: "running",
     NODE_PROGRESS: "running",
     ARTIFACT_CHUNK: "running",
     TIMER_SET: "running",
@@ -301,7 +303,7 @@ describe("task machine states", () => {
 
   it("the event variants cover every TASK_EVENT_TYPES entry (and nothing else)", () => {
     expect(new Set(VARIANTS.map((v) => v.type))).toEqual(new Set(TASK_EVENT_TYPES));
-    expect(TASK_EVENT_TYPES).toHaveLength(15);
+    expect(TASK_EVENT_TYPES).toHaveLength(16);
   });
 });
 
@@ -505,6 +507,21 @@ describe("context effects", () => {
     expect(actor.getSnapshot().context).toMatchObject({ cursor: "finalize", nodeStarted: false, attempt: 0 });
     applyTaskEvent(actor, ev.nodeStarted("finalize"));
     expect(actor.getSnapshot().context.attempt).toBe(1);
+  });
+
+  it("NODE_INTERRUPTED counts executions of the running node that died with their instance, apart from attempt; completion clears it", () => {
+    const actor = newActor();
+    applyTaskEvent(actor, ev.start());
+    expect(() => applyTaskEvent(actor, { type: "NODE_INTERRUPTED", at: at(), nodeId: "prepare" })).toThrow(); // not started: nothing died
+    applyTaskEvent(actor, ev.nodeStarted("prepare"));
+    expect(actor.getSnapshot().context.crashes).toBeUndefined(); // absent reads as 0 (also on snapshots from before the field)
+    applyTaskEvent(actor, { type: "NODE_INTERRUPTED", at: at(), nodeId: "prepare" });
+    applyTaskEvent(actor, ev.nodeStarted("prepare"));
+    applyTaskEvent(actor, { type: "NODE_INTERRUPTED", at: at(), nodeId: "prepare" });
+    applyTaskEvent(actor, ev.nodeStarted("prepare"));
+    expect(actor.getSnapshot().context).toMatchObject({ crashes: 2, attempt: 3, nodeStarted: true });
+    applyTaskEvent(actor, ev.nodeCompleted("prepare", "finalize"));
+    expect(actor.getSnapshot().context.crashes).toBeUndefined();
   });
 
   it("NODE_COMPLETED records the output, counts the visit and moves the cursor", () => {

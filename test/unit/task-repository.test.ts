@@ -6,7 +6,8 @@ import { TaskRepository } from "../../src/engine/task-repository.js";
 import { TransitionHook, type CommittedTransition } from "../../src/engine/transition-hook.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
-import type { RunEvent, TaskRecordChanges } from "../../src/store/task-store.js";
+import type { RunEvent } from "../../src/domain/task-record.js";
+import type { TaskRecordChanges } from "../../src/store/task-store.js";
 
 const at = "2026-03-01T10:00:00.000Z";
 

@@ -1,4 +1,4 @@
-// The pure workflow decisions, run against the real definitions in workflows/: what a running task does
+// The pure workflow decisions, run against the real definitions in workflows/{demo,conformance}/: what a running task does
 // next (nextStep), the interrupt a waiting node raises (buildInterrupt), what a caller's reply means
 // (interpretReply, the OpenWOP 5-action vocabulary and the legacy `decision` form), how a reply message
 // becomes a resume value (resumeValueFromMessage), and how bad workflow files are refused.
@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { projectRoot } from "../../src/domain/project-root.js";
 import type { Artifact, Message } from "../../src/domain/a2a-types.js";
 import { DomainError } from "../../src/domain/errors.js";
-import { builtinHandlers } from "../../src/engine/builtin-handlers.js";
+import { builtinHandlers } from "../../src/workflows/builtin-handlers.js";
 import { WorkflowLoadError, checkWorkflow, readWorkflowDirectory } from "../../src/engine/workflow-catalog.js";
 import {
   buildInterrupt,
@@ -23,7 +23,7 @@ import {
   SYSTEM_TIMEOUT,
   type ReplyOutcome,
 } from "../../src/engine/workflow-engine.js";
-import type { ApprovalNode, ClarificationNode, WorkflowDefinition, WorkflowNode } from "../../src/engine/workflow-types.js";
+import type { ApprovalNode, ClarificationNode, WorkflowDefinition, WorkflowNode } from "../../src/workflows/workflow-types.js";
 import type { PendingInterrupt, TaskContext } from "../../src/machine/task-context.js";
 
 // ------------------------------------------------------------------------------------------ helpers
@@ -31,7 +31,10 @@ import type { PendingInterrupt, TaskContext } from "../../src/machine/task-conte
 let workflows: Map<string, WorkflowDefinition>;
 
 beforeAll(async () => {
-  const loaded = await readWorkflowDirectory(join(projectRoot, "workflows"), builtinHandlers);
+  const loaded = [
+    ...(await readWorkflowDirectory(join(projectRoot, "workflows", "demo"), builtinHandlers)),
+    ...(await readWorkflowDirectory(join(projectRoot, "workflows", "conformance"), builtinHandlers)),
+  ];
   workflows = new Map(loaded.map((w) => [w.id, w]));
 });
 
@@ -146,7 +149,7 @@ function prefixCollisionContext(): TaskContext {
 // ------------------------------------------------------------------------------------------- tests
 
 describe("the real workflow definitions", () => {
-  it("all load from workflows/ with the built-in handlers", () => {
+  it("all load from workflows/demo and workflows/conformance with the built-in handlers", () => {
     expect([...workflows.keys()].sort()).toEqual([
       "approval-gate",
       "campaign-brief",
@@ -160,6 +163,7 @@ describe("the real workflow definitions", () => {
       "echo",
       "files-and-data",
       "quick-answer",
+      "refine",
       "router",
       "streaming-artifact",
     ]);

@@ -80,6 +80,7 @@ export function encodeAgentCard(card: AgentCard): pb.AgentCard {
     provider: card.provider ? create(pb.AgentProviderSchema, { organization: card.provider.organization, url: card.provider.url }) : undefined,
     version: card.version,
     documentationUrl: card.documentationUrl ?? "",
+    iconUrl: card.iconUrl ?? "",
     capabilities: create(pb.AgentCapabilitiesSchema, {
       streaming: card.capabilities.streaming,
       pushNotifications: card.capabilities.pushNotifications,

@@ -1,11 +1,30 @@
 import { randomUUID } from "node:crypto";
 import type { TaskContext } from "../../machine/task-context.js";
-import { buildPeerInterrupt, CROSS_PROTOCOL_CANCEL, peerTaskToCancel } from "../a2a-invoke.js";
-import type { A2AInvokeRunner, InvokeOutcome } from "../a2a-invoke-runner.js";
+import { buildPeerInterrupt, CROSS_PROTOCOL_CANCEL, peerProgressOf, peerTaskToCancel } from "./a2a-invoke.js";
+import type { A2AInvokeRunner, InvokeOutcome } from "./a2a-invoke-runner.js";
 import { ShutdownSignal } from "../in-flight-work.js";
 import { idempotencyKeyOf, nodeAfter } from "../workflow-engine.js";
-import type { A2AInvokeNode, WorkflowDefinition } from "../workflow-types.js";
+import type { A2AInvokeNode, WorkflowDefinition } from "../../workflows/workflow-types.js";
 import { failureMessage, stillRunning, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "./node-executor.js";
+import type { NodeCheckContext, NodeKind } from "./node-kind.js";
+
+/** The kind, for the registry (node-registry.ts): the named-peer check at load, the executor. */
+export const a2aInvokeNodeKind: NodeKind<A2AInvokeNode> = {
+  check: a2aInvokeNodeProblem,
+  executor: (runtime, services) => a2aInvokeNodeExecutor(runtime, services.peerInvoker),
+};
+
+/**
+ * A node naming a peer that is not configured: reported to `onUnknownPeer` when the loader collects them (it
+ * lists every such node at once), else answered as the problem.
+ */
+export function a2aInvokeNodeProblem(node: A2AInvokeNode, context: NodeCheckContext): string | undefined {
+  if (node.peer === undefined || context.peers.includes(node.peer)) return undefined;
+  const problem = `node "${node.id}": peer "${node.peer}" is not configured (configured: ${context.peers.length > 0 ? context.peers.join(", ") : "none"})`;
+  if (!context.onUnknownPeer) return problem;
+  context.onUnknownPeer(`node "${node.id}": peer "${node.peer}"`);
+  return undefined;
+}
 
 /**
  * `a2a.invoke` nodes: call a remote A2A agent outside the lock (cancel aborts the call), committing the
@@ -46,6 +65,13 @@ async function invokePeer(
           await repository.commit(taskId, { type: "NODE_PROGRESS", at: runtime.now(), nodeId: node.id, progress: progress as unknown as Record<string, unknown> });
           return true;
         }, { fenced: true }),
+      // Another instance committed to the task (a push it received): our cached copy is stale, read the store.
+      stored: () =>
+        repository.withLock(taskId, async () => {
+          repository.passivate(taskId);
+          const live = await repository.load(taskId);
+          return peerProgressOf(live.actor.getSnapshot().context, node.id, idempotencyKeyOf(context, node.id));
+        }),
     }),
   );
   if (ran.signal.reason instanceof ShutdownSignal) throw ran.signal.reason;

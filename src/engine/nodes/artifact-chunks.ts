@@ -1,4 +1,4 @@
-import { HandlerError, type ArtifactChunk } from "../workflow-types.js";
+import { HandlerError, type ArtifactChunk } from "../../workflows/workflow-types.js";
 import { stillRunning, type NodeRuntime } from "./node-executor.js";
 
 /**

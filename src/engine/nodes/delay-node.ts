@@ -1,4 +1,4 @@
-import type { DelayNode } from "../workflow-types.js";
+import type { DelayNode } from "../../workflows/workflow-types.js";
 import { nodeAfter } from "../workflow-engine.js";
 import type { NodeExecutor, NodeRuntime } from "./node-executor.js";
 

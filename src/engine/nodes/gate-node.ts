@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { buildInterrupt } from "../workflow-engine.js";
-import type { ApprovalNode, ClarificationNode } from "../workflow-types.js";
+import type { ApprovalNode, ClarificationNode } from "../../workflows/workflow-types.js";
 import type { NodeExecutor, NodeRuntime } from "./node-executor.js";
 
 /**

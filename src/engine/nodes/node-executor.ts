@@ -3,11 +3,11 @@ import type { Message } from "../../domain/a2a-types.js";
 import type { TaskContext } from "../../machine/task-context.js";
 import { runStatusOf } from "../../machine/task-projection.js";
 import type { Logger } from "../../observability/logger.js";
-import type { TaskRecord } from "../../store/task-store.js";
+import type { TaskRecord } from "../../domain/task-record.js";
 import type { InFlightWork } from "../in-flight-work.js";
 import type { LiveTask, TaskRepository } from "../task-repository.js";
 import type { Step } from "../workflow-engine.js";
-import type { WorkflowDefinition, WorkflowNode } from "../workflow-types.js";
+import type { WorkflowDefinition, WorkflowNode } from "../../workflows/workflow-types.js";
 
 /**
  * Work a node runs after the task's lock is released (a handler, a peer call); its node.started is already

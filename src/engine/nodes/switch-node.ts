@@ -1,6 +1,6 @@
 import { cursorOf, switchTarget } from "../message-route.js";
 import { incomingMessageOf, nodeAfter } from "../workflow-engine.js";
-import type { SwitchNode } from "../workflow-types.js";
+import type { SwitchNode } from "../../workflows/workflow-types.js";
 import type { NodeExecutor, NodeRuntime } from "./node-executor.js";
 
 /** `switch` nodes: route on the incoming message; the chosen case is the node's output (no effect to run). */

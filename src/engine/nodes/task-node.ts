@@ -2,8 +2,9 @@ import { giveUpReason } from "../../domain/retry-policy.js";
 import { runStatusOf } from "../../machine/task-projection.js";
 import type { TaskContext } from "../../machine/task-context.js";
 import { ShutdownSignal } from "../in-flight-work.js";
-import { feedbackFor, idempotencyKeyOf, nodeAfter, runInputOf } from "../workflow-engine.js";
-import { HandlerError, type HandlerResult, type TaskHandler, type TaskNode, type WorkflowDefinition } from "../workflow-types.js";
+import { conversationOf } from "../handler-conversation.js";
+import { feedbackFor, idempotencyKeyOf, incomingMessageOf, nodeAfter, runInputOf } from "../workflow-engine.js";
+import { HandlerError, type HandlerResult, type TaskHandler, type TaskNode, type WorkflowDefinition } from "../../workflows/workflow-types.js";
 import { chunkEmitter } from "./artifact-chunks.js";
 import { failureMessage, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "./node-executor.js";
 
@@ -19,7 +20,7 @@ export function taskNodeExecutor(runtime: NodeRuntime, handlers: Record<string, 
       const { repository } = runtime;
       if (!handlers[node.handler]?.pure) await repository.flush(taskId);
       const context = repository.stage(live, { type: "NODE_STARTED", at, nodeId: node.id }).context;
-      return () => runHandler(runtime, handlers, { taskId, node, context, workflow });
+      return () => runHandler(runtime, handlers, { taskId, node, context, workflow, createdAt: live.record.createdAt });
     },
   };
 }
@@ -27,9 +28,9 @@ export function taskNodeExecutor(runtime: NodeRuntime, handlers: Record<string, 
 async function runHandler(
   runtime: NodeRuntime,
   handlers: Record<string, TaskHandler>,
-  args: { taskId: string; node: TaskNode; context: TaskContext; workflow: WorkflowDefinition },
+  args: { taskId: string; node: TaskNode; context: TaskContext; workflow: WorkflowDefinition; createdAt: string },
 ): Promise<NodeOutcome | void> {
-  const { taskId, node, context, workflow } = args;
+  const { taskId, node, context, workflow, createdAt } = args;
   const { repository, logger } = runtime;
   const handler = handlers[node.handler];
   const ran = await runtime.inFlight.run(taskId, (signal): Promise<HandlerResult> => {
@@ -42,6 +43,7 @@ async function runHandler(
       attempt: context.attempt,
       params: node.params ?? {},
       input: runInputOf(context),
+      ...conversationOf(repository, { tenant: context.tenant, contextId: context.contextId, message: incomingMessageOf(context) ?? context.request, self: { taskId, createdAt } }),
       outputs: context.outputs,
       feedback: feedbackFor(context, workflow, node.id),
       signal,
@@ -66,7 +68,8 @@ async function runHandler(
     if (runStatusOf(live.actor.getSnapshot()) !== "running") return; // cancelled or paused while the handler ran; its result is dropped
     if (failure) {
       // Handler retries are immediate (the next step starts the node again); the handler's error says whether to.
-      if (!giveUpReason({ baseMs: 0, maxMs: 0, maxAttempts: node.retry?.maxAttempts ?? 1 }, failure, context.attempt)) return;
+      // Executions that died with their instance are poison work's budget (RECOVERY_MAX_ATTEMPTS), not this one.
+      if (!giveUpReason({ baseMs: 0, maxMs: 0, maxAttempts: node.retry?.maxAttempts ?? 1 }, failure, context.attempt - (context.crashes ?? 0))) return;
       const error = { code: failure.code, message: failure.message, nodeId: node.id };
       repository.stage(live, { type: "FAIL", at, error, statusMessage: failureMessage(live.record, error.code) });
       return;

@@ -8,6 +8,8 @@ import { connectErrorOf } from "../errors/a2a-error-exits.js";
 import type { ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
 import { checkedRequestBody, resetUnreadRequestAfterTrailers } from "./rpc-request-check.js";
+import { clampDeadlineHeaders, untilDeadline } from "./rpc-deadline.js";
+import { answerUnknownMethod } from "./rpc-unknown-method.js";
 
 /** Connect, gRPC and gRPC-Web paths of the registered services: `/a2a.v1.A2AService/*` (0.3), `/lf.a2a.v1.A2AService/*` (1.0). */
 const A2A_RPC_PREFIXES = versionModules().map((m) => `/${m.connectService.typeName}/`);
@@ -19,6 +21,8 @@ export interface A2AConnectHandlerOptions {
   report: ReportError;
   /** Per-message limit (the same as the HTTP body limit); larger messages answer RESOURCE_EXHAUSTED. */
   maxBodyBytes: number;
+  /** MAX_INPUT_DEPTH: JSON messages nested deeper (plus their envelope) answer INVALID_ARGUMENT before they are decoded. */
+  maxInputDepth: number;
   /** Aborts every handler's signal, so open streams end when the app shuts down. */
   shutdownSignal: AbortSignal;
 }
@@ -41,7 +45,8 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
     try {
       negotiateA2AVersion(req.header.get(A2A_VERSION_HEADER));
       req.contextValues.set(CALLER, authenticator.authenticate((name) => req.header.get(name) ?? undefined));
-      const res = await next(req);
+      // A unary call answers DEADLINE_EXCEEDED at its deadline, whatever it still waits for (rpc-deadline.ts).
+      const res = await untilDeadline(next(req), req.signal);
       if (!res.stream) return res;
       return { ...res, message: mapStreamErrors(res.message, fail) };
     } catch (err) {
@@ -65,14 +70,16 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
   return (req, res) => {
     const handler = handlers.get(req.url?.split("?", 2)[0] ?? "");
     if (!handler) {
-      res.writeHead(404).end();
+      // An unknown method of a known service, or an unknown service: UNIMPLEMENTED in the caller's protocol.
+      answerUnknownMethod(req, res, versionOfRpcService(/^\/([^/]+)\//.exec(req.url ?? "")?.[1] ?? "") ?? DEFAULT_A2A_VERSION);
       return;
     }
     resetUnreadRequestAfterTrailers(req);
     const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
+    clampDeadlineHeaders(uReq.header);
     // A JSON body may come back shorter (unknown fields dropped), so its declared length no longer holds.
     if (uReq.header.get("content-type")?.includes("json")) uReq.header.delete("content-length");
-    const checked = { ...uReq, body: checkedRequestBody(uReq.body as AsyncIterable<Uint8Array>, { contentType: uReq.header.get("content-type") ?? "", header: uReq.header, input: handler.method.input, maxBytes: options.maxBodyBytes }) };
+    const checked = { ...uReq, body: checkedRequestBody(uReq.body as AsyncIterable<Uint8Array>, { contentType: uReq.header.get("content-type") ?? "", header: uReq.header, input: handler.method.input, maxBytes: options.maxBodyBytes, maxDepth: options.maxInputDepth }) };
     handler(checked)
       .then((uRes) => universalResponseToNodeResponse(uRes, res))
       .catch((err: unknown) => {

@@ -6,6 +6,7 @@ import { ServerReflection as ReflectionV1alpha } from "../../gen/grpc/reflection
 import type { HttpRequest, HttpResponse } from "../http-io.js";
 import { createHealthService } from "./grpc-health.js";
 import { createReflectionServices } from "./grpc-reflection.js";
+import { answerUnknownMethod } from "./rpc-unknown-method.js";
 
 /** The operator's gRPC services (health, reflection v1 and v1alpha). */
 export const OPS_SERVICES: DescService[] = [Health, ReflectionV1, ReflectionV1alpha];
@@ -38,6 +39,8 @@ export function createOpsConnectHandler(options: OpsConnectOptions): (req: HttpR
     grpcWeb: true,
     connect: true,
     shutdownSignal: options.shutdownSignal,
+    // An unknown method of these services: UNIMPLEMENTED in the caller's protocol, not a bare 404.
+    fallback: (req, res) => answerUnknownMethod(req, res as unknown as HttpResponse),
   });
 }
 

@@ -2,6 +2,7 @@ import { fromBinary, type DescMessage, type JsonValue } from "@bufbuild/protobuf
 import { Code, ConnectError } from "@connectrpc/connect";
 import { constants as h2 } from "node:http2";
 import { withoutUnknownFields } from "../../a2a/proto-json-unknown-fields.js";
+import { BODY_ENVELOPE_DEPTH, nestingDepth } from "../../domain/json-input.js";
 import type { HttpRequest } from "../http-io.js";
 
 /**
@@ -13,6 +14,10 @@ import type { HttpRequest } from "../http-io.js";
  * - JSON that is not UTF-8 is refused rather than decoded lossily; unknown JSON fields are dropped (A2A 1.0
  *   §5.7, as binary protobuf skips unknown fields), so connect's strict reader still refuses wrong types and
  *   unknown enum names.
+ * - JSON that does not parse, or nests deeper than MAX_INPUT_DEPTH plus the envelope, is INVALID_ARGUMENT
+ *   here with a message of our own: connect's reader would echo the parser's text with a slice of the body,
+ *   and recursing into a deep value (protobuf-es `fromJson`) overflows the stack (INTERNAL). Binary
+ *   protobuf is bounded by protobuf-es itself (recursion limit 100); its parser text is not echoed either.
  * Every A2A rpc takes exactly one request message, so reading it whole first changes nothing.
  */
 export function checkedRequestBody(body: AsyncIterable<Uint8Array>, request: RpcRequest): AsyncIterable<Uint8Array> {
@@ -41,6 +46,8 @@ export interface RpcRequest {
   header: Headers;
   input: DescMessage;
   maxBytes: number;
+  /** MAX_INPUT_DEPTH: a JSON message nested deeper than it plus its envelope is refused before it is decoded. */
+  maxDepth: number;
 }
 
 const ENVELOPE_HEADER = 5;
@@ -54,7 +61,7 @@ function checkRequestBytes(bytes: Buffer, request: RpcRequest): Buffer {
   if (type === "application/proto" || type === "application/json") {
     // Connect unary: the body is the message (decompressed by connect when Content-Encoding says so).
     const encoding = request.header.get("content-encoding");
-    return encoding && encoding !== "identity" ? bytes : checkMessage(bytes, request.input, json);
+    return encoding && encoding !== "identity" ? bytes : checkMessage(bytes, request, json);
   }
   if (!/^application\/(grpc|grpc-web|connect)(\+|$)/.test(type)) return bytes;
   const encoding = request.header.get(type.startsWith("application/connect") ? "connect-content-encoding" : "grpc-encoding");
@@ -72,7 +79,7 @@ function checkRequestBytes(bytes: Buffer, request: RpcRequest): Buffer {
       throw new ConnectError("the request frame has the compressed flag set, but the request names no encoding (grpc-encoding)", Code.InvalidArgument);
     }
     const plain = !(flags & COMPRESSED_FLAG) && !(flags & END_STREAM_FLAG);
-    const checked = plain ? checkMessage(payload, request.input, json) : payload;
+    const checked = plain ? checkMessage(payload, request, json) : payload;
     if (checked !== payload) rewritten = true;
     frames.push(checked !== payload ? envelope(flags, checked) : bytes.subarray(offset, offset + ENVELOPE_HEADER + length));
     offset += ENVELOPE_HEADER + length;
@@ -89,13 +96,17 @@ function envelope(flags: number, payload: Buffer): Buffer {
   return Buffer.concat([header, payload]);
 }
 
-/** Binary: it must parse. JSON: strict UTF-8, unknown fields dropped; JSON syntax is left to connect. */
-function checkMessage(bytes: Buffer, input: DescMessage, json: boolean): Buffer {
+/**
+ * Binary: it must parse. JSON: strict UTF-8, valid JSON, bounded nesting, unknown fields dropped. The
+ * messages name what is wrong, never the parser's text or the body's bytes.
+ */
+function checkMessage(bytes: Buffer, request: RpcRequest, json: boolean): Buffer {
+  const { input } = request;
   if (!json) {
     try {
       fromBinary(input, bytes);
     } catch (err) {
-      throw new ConnectError(`the request is not a valid ${input.typeName} in protobuf binary: ${err instanceof Error ? err.message : String(err)}`, Code.InvalidArgument);
+      throw new ConnectError(`the request is not a valid ${input.typeName} in protobuf binary: ${binaryProblem(err)}`, Code.InvalidArgument);
     }
     return bytes;
   }
@@ -109,9 +120,22 @@ function checkMessage(bytes: Buffer, input: DescMessage, json: boolean): Buffer 
   try {
     value = JSON.parse(text) as JsonValue;
   } catch {
-    return bytes;
+    throw new ConnectError("the request body is not valid JSON", Code.InvalidArgument);
+  }
+  // The same bound and words as the JSON bodies of the other bindings (`parseJsonBody`).
+  const maxDepth = request.maxDepth + BODY_ENVELOPE_DEPTH;
+  if (nestingDepth(value, maxDepth) > maxDepth) {
+    throw new ConnectError(`the body is nested too deeply: more than ${maxDepth} levels of objects and arrays`, Code.InvalidArgument);
   }
   return Buffer.from(JSON.stringify(withoutUnknownFields(input, value)));
+}
+
+/** What is wrong with binary protobuf, in our words: protobuf-es's own text is not passed on. */
+function binaryProblem(err: unknown): string {
+  const text = err instanceof Error ? err.message : "";
+  if (/recursion depth/i.test(text)) return "it nests deeper than protobuf's recursion limit of 100";
+  if (/premature EOF|out of range|too long|truncated/i.test(text)) return "it ends before its last field does (truncated)";
+  return "it is malformed";
 }
 
 /**

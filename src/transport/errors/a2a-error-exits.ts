@@ -38,6 +38,7 @@ const CONNECT_CODE: Record<WireCodes["grpc"], Code> = {
   ABORTED: Code.Aborted,
   RESOURCE_EXHAUSTED: Code.ResourceExhausted,
   UNAVAILABLE: Code.Unavailable,
+  DEADLINE_EXCEEDED: Code.DeadlineExceeded,
 };
 
 /**

@@ -1,6 +1,7 @@
 import { toDomainError } from "../../domain/errors.js";
 import { WIRE_CODES } from "../error-codes.js";
 import { sendJson, type HttpResponse } from "../http-io.js";
+import { statusHeaders } from "./wire-error.js";
 
 /** The OpenWOP REST error envelope: exactly `{error, message, details?}`, with its HTTP status. */
 export function openwopErrorBody(err: unknown): { status: number; body: { error: string; message: string; details?: Record<string, unknown> } } {
@@ -12,5 +13,5 @@ export function openwopErrorBody(err: unknown): { status: number; body: { error:
 /** The OpenWOP REST error exit. */
 export function sendOpenwopError(res: HttpResponse, err: unknown, headers: Record<string, string> = {}): void {
   const { status, body } = openwopErrorBody(err);
-  sendJson(res, status, body, headers);
+  sendJson(res, status, body, { ...statusHeaders(status), ...headers });
 }

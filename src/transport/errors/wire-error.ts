@@ -1,3 +1,4 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { A2AVersion } from "../../a2a/protocol-version.js";
 import type { WireError } from "../../a2a/version-module.js";
 import { versionModule } from "../../a2a/versions.js";
@@ -14,9 +15,38 @@ export type ReportError = (err: unknown, where: Record<string, unknown>) => Doma
 export function errorReporter(logger: Logger): ReportError {
   return (err, where) => {
     const domain = toDomainError(err);
-    if (domain.code === "internal") logger.error({ err: domain.cause ?? err, ...where }, "request failed");
+    // The store out of reach: the caller reads "retry", the operator reads why.
+    if (domain.code === "unavailable" && domain.cause !== undefined) logger.warn({ err: domain.cause, ...where }, "request answered unavailable");
+    if (domain.code !== "internal") return domain;
+    // A caller that reset or dropped its connection is not a fault of ours: debug, not error.
+    if (isCallerGone(domain.cause ?? err)) logger.debug({ err: domain.cause ?? err, ...where }, "the caller went away");
+    else logger.error({ err: domain.cause ?? err, ...where }, "request failed");
     return domain;
   };
+}
+
+/** Node's error codes for a connection or stream the peer reset, aborted or closed early (and ours for a caller gone). */
+const CALLER_GONE_CODES: ReadonlySet<string> = new Set([
+  "ECONNRESET",
+  "EPIPE",
+  "ECONNABORTED",
+  "ERR_STREAM_PREMATURE_CLOSE",
+  "ERR_STREAM_DESTROYED",
+  "ERR_HTTP2_STREAM_CANCEL",
+  "ERR_HTTP2_INVALID_STREAM",
+  "ERR_CALLER_GONE",
+]);
+
+/** Whether an error (or one of its causes) says the caller went away mid-request: a reset, a broken pipe, an aborted request. */
+export function isCallerGone(err: unknown): boolean {
+  let current: unknown = err;
+  for (let depth = 0; depth < 5 && current !== null && typeof current === "object"; depth++) {
+    if (current instanceof ConnectError && current.code === Code.Canceled) return true;
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string" && CALLER_GONE_CODES.has(code)) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
 }
 
 /** A domain error with its row of the one table (`WIRE_CODES`), in the status columns `version` answers with. */
@@ -33,4 +63,12 @@ export function wireErrorOf(err: unknown, version: A2AVersion): WireError {
     grpc: (v10Columns ? codes.grpc10 : undefined) ?? codes.grpc,
     reason: codes.reason ?? domain.code.toUpperCase().replace(/-/g, "_"),
   };
+}
+
+/** Seconds a 503 (store unavailable) asks HTTP callers to wait before retrying. */
+export const RETRY_AFTER_SECONDS = 1;
+
+/** The headers an HTTP error status carries by itself: `Retry-After` on 503 (RFC 9110 §10.2.3). */
+export function statusHeaders(status: number): Record<string, string> {
+  return status === 503 ? { "retry-after": String(RETRY_AFTER_SECONDS) } : {};
 }

@@ -5,7 +5,7 @@ import { DomainError } from "../../domain/errors.js";
 import { parseJsonBody } from "../../domain/json-input.js";
 import { isObject } from "../../domain/json-shape.js";
 import { jsonRpcErrorBody, type JsonRpcId } from "../errors/a2a-error-exits.js";
-import type { ReportError } from "../errors/wire-error.js";
+import { wireErrorOf, type ReportError } from "../errors/wire-error.js";
 import { noteRequest } from "../../observability/request-notes.js";
 import { activatedExtensions } from "../extensions-header.js";
 import { JsonText, mediaTypeOf, pipeToSse, readBody, sendJson, sharedJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
@@ -105,6 +105,29 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
       },
       errorFrame: errorOf,
     });
+  };
+}
+
+/**
+ * The answer to a JSON-RPC call refused before the endpoint ran (401 / 403 from authentication): the body is
+ * still read (within MAX_BODY_BYTES), so the error carries the request's id, and the version its method
+ * names, whenever they can be read; otherwise id null in the 0.3 shape.
+ */
+export function createJsonRpcRefusal(options: { report: ReportError; maxBodyBytes: number; supportedExtensions: string[] }) {
+  return async function refuseJsonRpc(req: HttpRequest, res: HttpResponse, err: unknown, headers: Record<string, string> = {}): Promise<void> {
+    let id: JsonRpcId = null;
+    let version: A2AVersion = DEFAULT_A2A_VERSION;
+    try {
+      const request: unknown = JSON.parse((await readBody(req, options.maxBodyBytes)).toString("utf8"));
+      const envelope = checkEnvelope(request);
+      id = envelope.id;
+      if ("method" in envelope) version = versionOfJsonRpcMethod(envelope.method);
+    } catch {
+      // Unreadable (too large, not JSON, the caller gone): the id stays null.
+    }
+    const domain = options.report(err, { binding: "jsonrpc", rpcId: id });
+    const all = { ...activatedExtensions(req, options.supportedExtensions), ...headers };
+    if (!res.writableEnded) sendJson(res, wireErrorOf(domain, version).http, jsonRpcErrorBody(version, id, domain), all);
   };
 }
 

@@ -1,4 +1,5 @@
 import { A2A_03_LEGACY_WINDOW_ENDS, bareCardVersion, type AgentCardSettings } from "../../a2a/agent-card-settings.js";
+import type { AgentCard } from "../../a2a/agent-card.js";
 import { A2A_VERSION_QUERY } from "../../a2a/protocol-version.js";
 import type { TaskService } from "../../a2a/task-service.js";
 import type { HttpRouter } from "../http-router.js";
@@ -20,10 +21,16 @@ export interface DiscoveryOptions {
   taskMachine: () => Record<string, unknown>;
   /** What the bare card path serves, and how long caches keep the card and the discovery document. */
   cardSettings: AgentCardSettings;
+  /**
+   * OpenWOP RFC 0158's recovery bound and attempt bound, derived from the lease and recovery settings (the
+   * composition root builds it). Served as `recoveryEvidence`: the RFC puts these in the host's evidence
+   * bundle and mints no capability field, so this is a host field in that row's shape, and claims no rung.
+   */
+  recoveryEvidence?: Record<string, unknown>;
   clock?: () => Date;
 }
 
-/** The conformance fixtures this host ships (or may load from WORKFLOWS_DIR); only loaded ones are advertised. */
+/** The conformance fixtures this host ships (loaded with BUILTIN_WORKFLOWS=conformance, or from WORKFLOWS_DIR); only loaded ones are advertised. */
 export const CONFORMANCE_FIXTURES = ["conformance-noop", "conformance-approval", "conformance-cancellable", "conformance-delay", "conformance-idempotent", "conformance-a2a-task-roundtrip"] as const;
 
 export const AGENT_CARD_PATH = "/.well-known/agent-card.json";
@@ -35,13 +42,15 @@ export function discoveryDocument(options: DiscoveryOptions): Record<string, unk
   const card = options.service.agentCard;
   return {
     protocolVersion: "1.0",
-    implementation: { name: "openwop-a2a-host", version: options.version },
+    // The software (name, version); with an identity configured (AGENT_*), also the agent it serves, as on its card.
+    implementation: { name: "openwop-a2a-host", version: options.version, ...agentOf(card, options.cardSettings) },
     supportedEnvelopes: options.supportedEnvelopes ?? [],
     schemaVersions: { a2aTaskState: 1, workflow: 1 },
     limits: { clarificationRounds: 10, schemaRounds: 0, envelopesPerTurn: 0 },
     supportedTransports: options.transports,
     ...(options.fixtures ? { fixtures: options.fixtures } : {}),
     eventLogSchemaVersion: 2,
+    ...(options.recoveryEvidence ? { recoveryEvidence: options.recoveryEvidence } : {}),
     a2a: {
       supported: true,
       // The pure 1.0 card, whatever the bare path serves: a strict 1.0 client refuses the hybrid one.
@@ -51,6 +60,21 @@ export function discoveryDocument(options: DiscoveryOptions): Record<string, unk
       durableTasks: options.durableTasks,
       // ["0.3", "1.0"], "1.0", ["a2a-1.0", "a2a-0.3-legacy"]: the versions the card's supportedInterfaces declare.
       ...a2aVersionFields(card),
+    },
+  };
+}
+
+/** `implementation.agent`: the card's identity, only when one is configured (the default document stays as it was). */
+function agentOf(card: AgentCard, settings: AgentCardSettings): { agent?: Record<string, unknown> } {
+  if (Object.keys(settings.identity).length === 0) return {};
+  return {
+    agent: {
+      name: card.name,
+      description: card.description,
+      version: card.version,
+      ...(card.provider ? { provider: card.provider } : {}),
+      ...(card.documentationUrl ? { documentationUrl: card.documentationUrl } : {}),
+      ...(card.iconUrl ? { iconUrl: card.iconUrl } : {}),
     },
   };
 }

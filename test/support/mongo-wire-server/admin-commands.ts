@@ -2,7 +2,7 @@
 
 import os from "node:os";
 import { BSON } from "mongodb";
-import { isNumeric, toDouble, type Doc } from "./bson-values.js";
+import { isDocument, isNumeric, toDouble, type Doc } from "./bson-values.js";
 import {
   collectionArgument,
   cursorBatchSize,
@@ -24,26 +24,74 @@ export const MAX_MESSAGE_SIZE_BYTES = 48_000_000;
 const MAX_WRITE_BATCH_SIZE = 100_000;
 const LOGICAL_SESSION_TIMEOUT_MINUTES = 30;
 
+/** The address this server calls itself in hello (`me`, `hosts`, `primary`), as the driver spells it. */
+export function selfAddress(context: CommandContext): string {
+  const host = context.server.host.includes(":") ? `[${context.server.host}]` : context.server.host;
+  return `${host}:${context.server.port}`;
+}
+
+/** A fixed election: this primary was elected once (term 1) and stays primary. */
+const ELECTION_ID = new BSON.ObjectId("7fffffff0000000000000001");
+
 /**
- * The reply to hello / isMaster of a standalone mongod. There is deliberately no
- * `topologyVersion`: without it the driver monitors the server by polling hello instead of
- * using the streaming (exhaust) protocol, which a test server does not need.
+ * The reply to hello / isMaster: the primary of a one-node replica set (by default), or a
+ * standalone mongod. A replica set member reports a `topologyVersion`, so the driver monitors it
+ * with the streaming protocol (an awaitable hello, see server.ts); a standalone one has none.
  */
 function hello(legacy: boolean): CommandHandler {
-  return (command, context) => ({
-    ...(command.helloOk === true ? { helloOk: true } : {}),
-    [legacy ? "ismaster" : "isWritablePrimary"]: true,
-    maxBsonObjectSize: MAX_BSON_OBJECT_SIZE,
-    maxMessageSizeBytes: MAX_MESSAGE_SIZE_BYTES,
-    maxWriteBatchSize: MAX_WRITE_BATCH_SIZE,
-    localTime: new Date(),
-    logicalSessionTimeoutMinutes: LOGICAL_SESSION_TIMEOUT_MINUTES,
-    connectionId: context.connectionId,
-    minWireVersion: 0,
-    maxWireVersion: MAX_WIRE_VERSION,
-    readOnly: false,
-    ok: 1,
-  });
+  return (command, context) => {
+    const { replicaSet } = context.server;
+    const me = selfAddress(context);
+    const now = new Date();
+    const opTime = { ts: new BSON.Timestamp({ t: Math.floor(now.getTime() / 1000), i: 1 }), t: BSON.Long.fromNumber(1) };
+    const member: Doc = replicaSet
+      ? {
+          topologyVersion: { processId: context.server.topologyVersion.processId, counter: context.server.topologyVersion.counter },
+          hosts: [me],
+          setName: replicaSet,
+          setVersion: 1,
+          [legacy ? "ismaster" : "isWritablePrimary"]: true,
+          secondary: false,
+          primary: me,
+          me,
+          electionId: ELECTION_ID,
+          lastWrite: { opTime, lastWriteDate: now, majorityOpTime: opTime, majorityWriteDate: now },
+        }
+      : { [legacy ? "ismaster" : "isWritablePrimary"]: true };
+    return {
+      ...(command.helloOk === true ? { helloOk: true } : {}),
+      ...member,
+      maxBsonObjectSize: MAX_BSON_OBJECT_SIZE,
+      maxMessageSizeBytes: MAX_MESSAGE_SIZE_BYTES,
+      maxWriteBatchSize: MAX_WRITE_BATCH_SIZE,
+      localTime: now,
+      logicalSessionTimeoutMinutes: LOGICAL_SESSION_TIMEOUT_MINUTES,
+      connectionId: context.connectionId,
+      minWireVersion: 0,
+      maxWireVersion: MAX_WIRE_VERSION,
+      readOnly: false,
+      ok: 1,
+    };
+  };
+}
+
+/** Whether a hello asks to wait for a topology change (the streaming protocol's awaitable hello). */
+export function isAwaitableHello(command: Doc, context: CommandContext): number | undefined {
+  const name = Object.keys(command)[0];
+  if (name !== "hello" && name !== "isMaster" && name !== "ismaster") return undefined;
+  const requested = command.topologyVersion;
+  if (!context.server.replicaSet || !isDocument(requested) || !isNumeric(command.maxAwaitTimeMS)) return undefined;
+  const current = context.server.topologyVersion;
+  const sameProcess = requested.processId instanceof BSON.ObjectId && requested.processId.equals(current.processId);
+  const counter = requested.counter;
+  const sameCounter = (counter instanceof BSON.Long ? counter.toNumber() : Number(counter)) === current.counter.toNumber();
+  // A client that knows an older topology is answered at once, as mongod does.
+  return sameProcess && sameCounter ? Math.max(0, toDouble(command.maxAwaitTimeMS)) : undefined;
+}
+
+function configureFailPoint(command: Doc, context: CommandContext): Doc {
+  requireAdminDatabase("configureFailPoint", context);
+  return context.server.failPoints.configure(command);
 }
 
 function buildInfo(): Doc {
@@ -253,6 +301,7 @@ export const adminCommands: Record<string, CommandHandler> = {
   isMaster: hello(true),
   ismaster: hello(true),
   ping: ok,
+  configureFailPoint,
   buildInfo,
   buildinfo: buildInfo,
   getParameter,

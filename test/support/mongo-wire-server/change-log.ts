@@ -3,7 +3,9 @@
 // `{_data: <hex position in the log>}`, opaque to clients as mongod's are. The log keeps at least
 // the last MAX_CHANGES changes (like a capped oplog); resuming from before them is
 // ChangeStreamHistoryLost. It is trimmed in chunks of TRIM_CHUNK, so a write never moves the
-// whole log.
+// whole log. Dropping a collection logs a `drop`, dropping a database a `drop` per collection
+// then a `dropDatabase`; a stream on a dropped collection ends with an `invalidate` whose token
+// (the drop's position, marked) may only be used with `startAfter`.
 
 import { BSON } from "mongodb";
 import { isDocument, type Doc } from "./bson-values.js";
@@ -12,23 +14,44 @@ import { ErrorCode, fail } from "./errors.js";
 const MAX_CHANGES = 100_000;
 const TRIM_CHUNK = 10_000;
 
-export type OperationType = "insert" | "replace" | "update";
+export type OperationType = "insert" | "replace" | "update" | "drop" | "dropDatabase";
 
 export interface Change {
   readonly position: number;
   readonly db: string;
+  /** Empty for `dropDatabase`. */
   readonly coll: string;
+  readonly operationType: OperationType;
   readonly event: Doc;
 }
 
-export function token(position: number): Doc {
-  return { _data: position.toString(16).padStart(16, "0") };
+/**
+ * A resume token: the position in the log. An invalidate's token is its drop's position marked
+ * "ff"; a stream started after an invalidate reports, until a later change, a high-water mark past
+ * it (marked "fe"), from which resumeAfter may continue without meeting the invalidate again.
+ */
+export type TokenKind = "event" | "invalidate" | "pastInvalidate";
+
+const TOKEN_SUFFIX: Record<TokenKind, string> = { event: "", invalidate: "ff", pastInvalidate: "fe" };
+
+export function token(position: number, kind: TokenKind = "event"): Doc {
+  return { _data: position.toString(16).padStart(16, "0") + TOKEN_SUFFIX[kind] };
+}
+
+export function parseToken(resume: unknown, field: string): { position: number; kind: TokenKind } {
+  const data = isDocument(resume) ? resume._data : undefined;
+  if (typeof data !== "string" || !/^[0-9a-f]{16}(ff|fe)?$/.test(data)) fail(ErrorCode.BadValue, `invalid resume token in ${field}: ${JSON.stringify(resume)}`);
+  const suffix = data.slice(16);
+  return { position: Number.parseInt(data.slice(0, 16), 16), kind: suffix === "ff" ? "invalidate" : suffix === "fe" ? "pastInvalidate" : "event" };
 }
 
 export function positionOf(resume: unknown, field: string): number {
-  const data = isDocument(resume) ? resume._data : undefined;
-  if (typeof data !== "string" || !/^[0-9a-f]{16}$/.test(data)) fail(ErrorCode.BadValue, `invalid resume token in ${field}: ${JSON.stringify(resume)}`);
-  return Number.parseInt(data, 16);
+  return parseToken(resume, field).position;
+}
+
+/** The event that ends a stream whose collection (or database) was dropped at `position`. */
+export function invalidateEvent(position: number, clusterTime: unknown): Doc {
+  return { _id: token(position, "invalidate"), operationType: "invalidate", clusterTime, wallTime: new Date() };
 }
 
 /** What top-level fields an update set or removed (mongod's updateDescription, without array truncations). */
@@ -39,6 +62,10 @@ function describeUpdate(previous: Doc, next: Doc): Doc {
   }
   const removedFields = Object.keys(previous).filter((key) => !(key in next));
   return { updatedFields, removedFields, truncatedArrays: [] };
+}
+
+function clusterTime(position: number): BSON.Timestamp {
+  return new BSON.Timestamp({ t: Math.floor(Date.now() / 1000), i: position % 0xffffffff });
 }
 
 export class ChangeLog {
@@ -55,13 +82,33 @@ export class ChangeLog {
     const event: Doc = {
       _id: token(position),
       operationType,
-      clusterTime: new BSON.Timestamp({ t: Math.floor(Date.now() / 1000), i: position % 0xffffffff }),
+      clusterTime: clusterTime(position),
       wallTime: new Date(),
       ns: { db, coll },
       documentKey: { _id: doc._id },
       ...(operationType === "update" && previous ? { updateDescription: describeUpdate(previous, doc) } : { fullDocument: doc }),
     };
-    this.changes.push({ position, db, coll, event });
+    this.append({ position, db, coll, operationType, event });
+  }
+
+  recordDrop(db: string, coll: string): void {
+    const position = ++this.last;
+    this.append({ position, db, coll, operationType: "drop", event: { _id: token(position), operationType: "drop", clusterTime: clusterTime(position), wallTime: new Date(), ns: { db, coll } } });
+  }
+
+  recordDropDatabase(db: string): void {
+    const position = ++this.last;
+    this.append({ position, db, coll: "", operationType: "dropDatabase", event: { _id: token(position), operationType: "dropDatabase", clusterTime: clusterTime(position), wallTime: new Date(), ns: { db } } });
+  }
+
+  /** The change at `position`, if the log still holds it. */
+  at(position: number): Change | undefined {
+    const oldest = this.changes[0]?.position;
+    return oldest === undefined ? undefined : this.changes[position - oldest];
+  }
+
+  private append(change: Change): void {
+    this.changes.push(change);
     if (this.changes.length >= MAX_CHANGES + TRIM_CHUNK) this.changes.splice(0, this.changes.length - MAX_CHANGES);
     for (const wake of [...this.waiters]) wake();
   }

@@ -3,11 +3,14 @@
 // collection and by the stages after it ($match, $project...). `getMore` on it waits
 // (awaitData) until a new change arrives or `maxTimeMS` (default 1 s) passes, and every reply
 // carries a `postBatchResumeToken`; `resumeAfter`/`startAfter` continue after a change's `_id`.
+// Dropping the collection (or its database) sends `drop` (through the pipeline's stages) then
+// `invalidate` (past them, as mongod does), and closes the cursor; only `startAfter` may continue
+// after an invalidate.
 
 import { BSON } from "mongodb";
 import { bsonTypeName, cloneDocument, isDocument, type Doc } from "./bson-values.js";
 import { compilePipeline } from "./aggregation.js";
-import { positionOf, token, type ChangeLog } from "./change-log.js";
+import { invalidateEvent, parseToken, token, type Change, type ChangeLog } from "./change-log.js";
 import { cursorBatchSize, optionalNonNegativeInteger, type CommandContext } from "./command-context.js";
 import { newCursorId } from "./cursors.js";
 import { ErrorCode, fail } from "./errors.js";
@@ -22,6 +25,10 @@ interface StreamCursor {
   readonly coll: string;
   readonly run: (docs: Doc[]) => Doc[];
   position: number;
+  /** Set once the stream has returned its invalidate: the cursor is then closed. */
+  invalidated: boolean;
+  /** Resumed with resumeAfter from the drop itself: the invalidate comes first. */
+  pendingInvalidate?: Change;
 }
 
 export class ChangeStreamCursors {
@@ -49,12 +56,32 @@ export class ChangeStreamCursors {
     }
     if (spec.resumeAfter !== undefined && spec.startAfter !== undefined) fail(ErrorCode.BadValue, "Only one type of resume option is allowed, but multiple were found");
     const resume = spec.resumeAfter ?? spec.startAfter;
-    const position = resume === undefined ? this.log.position : positionOf(resume, spec.resumeAfter !== undefined ? "resumeAfter" : "startAfter");
-    this.log.after(position); // refuses a resume point the log no longer holds
-    const cursor: StreamCursor = { id: newCursorId(), ns: `${context.db}.${coll}`, db: context.db, coll, run: compilePipeline(rest), position };
+    const resumeField = spec.resumeAfter !== undefined ? "resumeAfter" : "startAfter";
+    const from = resume === undefined ? { position: this.log.position, kind: "event" } : parseToken(resume, resumeField);
+    if (from.kind === "invalidate" && resumeField === "resumeAfter") {
+      fail(ErrorCode.InvalidResumeToken, "Attempting to resume a change stream using 'resumeAfter' is not allowed from an invalidate notification.");
+    }
+    this.log.after(from.position); // refuses a resume point the log no longer holds
+    const cursor: StreamCursor = { id: newCursorId(), ns: `${context.db}.${coll}`, db: context.db, coll, run: compilePipeline(rest), position: from.position, invalidated: false };
+    // Resuming from the drop event itself (not from past its invalidate) meets the invalidate first.
+    const resumedAt = resume === undefined || from.kind !== "event" ? undefined : this.log.at(from.position);
+    if (resumedAt && this.invalidates(cursor, resumedAt)) cursor.pendingInvalidate = resumedAt;
     this.open.set(cursor.id.toString(), cursor);
     const batch = this.take(cursor, cursorBatchSize(command, "aggregate"));
-    return { cursor: { firstBatch: batch, postBatchResumeToken: token(cursor.position), id: cursor.id, ns: cursor.ns }, ok: 1 };
+    if (cursor.invalidated) this.open.delete(cursor.id.toString());
+    return { cursor: { firstBatch: batch, postBatchResumeToken: this.resumeToken(cursor), id: cursor.invalidated ? BSON.Long.ZERO : cursor.id, ns: cursor.ns }, ok: 1 };
+  }
+
+  private resumeToken(cursor: StreamCursor): Doc {
+    if (cursor.invalidated) return token(cursor.position, "invalidate");
+    const at = cursor.pendingInvalidate ? undefined : this.log.at(cursor.position);
+    return token(cursor.position, at && this.invalidates(cursor, at) ? "pastInvalidate" : "event");
+  }
+
+  /** Whether `change` ends a stream on the cursor's collection. */
+  private invalidates(cursor: StreamCursor, change: Change): boolean {
+    if (change.db !== cursor.db) return false;
+    return (change.operationType === "drop" && change.coll === cursor.coll) || change.operationType === "dropDatabase";
   }
 
   /** getMore: the next changes, waiting up to maxTimeMS for one when there are none yet. */
@@ -72,7 +99,8 @@ export class ChangeStreamCursors {
       batch = this.take(cursor, batchSize);
     }
     if (!this.open.has(id.toString())) fail(ErrorCode.CursorNotFound, `cursor id ${id.toString()} not found`);
-    return { cursor: { nextBatch: batch, postBatchResumeToken: token(cursor.position), id: cursor.id, ns: cursor.ns }, ok: 1 };
+    if (cursor.invalidated) this.open.delete(id.toString());
+    return { cursor: { nextBatch: batch, postBatchResumeToken: this.resumeToken(cursor), id: cursor.invalidated ? BSON.Long.ZERO : cursor.id, ns: cursor.ns }, ok: 1 };
   }
 
   kill(id: BSON.Long): boolean {
@@ -92,8 +120,26 @@ export class ChangeStreamCursors {
   private take(cursor: StreamCursor, batchSize: number | undefined): Doc[] {
     const batch: Doc[] = [];
     const limit = batchSize === undefined || batchSize === 0 ? Number.POSITIVE_INFINITY : batchSize;
+    if (cursor.invalidated) return batch;
+    if (cursor.pendingInvalidate) {
+      batch.push(invalidateEvent(cursor.pendingInvalidate.position, cursor.pendingInvalidate.event.clusterTime));
+      cursor.invalidated = true;
+      return batch;
+    }
     for (const change of this.log.after(cursor.position)) {
       if (batch.length >= limit) break;
+      if (this.invalidates(cursor, change)) {
+        // A dropDatabase after the collection's own drop already ended the stream; otherwise it ends it now.
+        if (change.operationType === "drop") batch.push(...cursor.run([cloneDocument(change.event)]));
+        cursor.position = change.position;
+        if (batch.length >= limit) {
+          cursor.pendingInvalidate = change;
+          break;
+        }
+        batch.push(invalidateEvent(change.position, change.event.clusterTime));
+        cursor.invalidated = true;
+        break;
+      }
       if (change.db === cursor.db && change.coll === cursor.coll) batch.push(...cursor.run([cloneDocument(change.event)]));
       cursor.position = change.position;
     }

@@ -254,11 +254,17 @@ export class Store {
     collections.delete(name);
     // A database without collections no longer exists (listDatabases stops showing it).
     if (collections.size === 0) this.databases.delete(db);
+    this.changes.recordDrop(db, name);
     return collection;
   }
 
+  /** As mongod: a `drop` event for each collection, then `dropDatabase`. */
   dropDatabase(db: string): void {
+    const collections = this.databases.get(db);
+    if (!collections) return;
     this.databases.delete(db);
+    for (const name of [...collections.keys()].sort()) this.changes.recordDrop(db, name);
+    this.changes.recordDropDatabase(db);
   }
 
   databaseNames(): string[] {

@@ -1,11 +1,14 @@
 // What command implementations receive, and the argument checks they share. Argument errors
 // use the messages of mongod's IDL parser ("BSON field 'find.filter' is the wrong type ...").
 
+import type { BSON } from "mongodb";
 import { bsonTypeName, integerValue, isDocument, isNumeric, toDouble, type Doc } from "./bson-values.js";
 import { validateCollectionName, validateDatabaseName, type Store } from "./collection-store.js";
 import type { ChangeStreamCursors } from "./change-streams.js";
 import type { CursorManager } from "./cursors.js";
 import { ErrorCode, fail } from "./errors.js";
+import type { FailPoints } from "./fail-points.js";
+import type { RetryableWrites } from "./retryable-writes.js";
 import type { TtlMonitor } from "./ttl-monitor.js";
 
 export interface ServerState {
@@ -13,6 +16,12 @@ export interface ServerState {
   readonly cursors: CursorManager;
   readonly changeStreams: ChangeStreamCursors;
   readonly ttl: TtlMonitor;
+  readonly failPoints: FailPoints;
+  readonly retryableWrites: RetryableWrites;
+  /** The replica set this server is the only member (and primary) of; undefined: a standalone server. */
+  readonly replicaSet: string | undefined;
+  /** hello's topologyVersion: constant, as nothing here ever changes the topology. */
+  readonly topologyVersion: { readonly processId: BSON.ObjectId; readonly counter: BSON.Long };
   readonly host: string;
   readonly port: number;
   readonly startedAt: Date;
@@ -28,6 +37,8 @@ export interface CommandContext {
   readonly db: string;
   readonly connectionId: number;
   readonly clientAddress: string;
+  /** The application name the connection's handshake gave (fail points may target it). */
+  readonly appName?: string | undefined;
 }
 
 export type CommandHandler = (command: Doc, context: CommandContext) => Doc;

@@ -18,6 +18,7 @@ export const ErrorCode = {
   PathNotViable: 28,
   ConflictingUpdateOperators: 40,
   CursorNotFound: 43,
+  MaxTimeMSExpired: 50,
   NamespaceExists: 48,
   DollarPrefixedFieldName: 52,
   InvalidIdField: 53,
@@ -32,7 +33,16 @@ export const ErrorCode = {
   IndexKeySpecsConflict: 86,
   InvalidPipelineOperator: 168,
   InvalidIndexSpecificationOption: 197,
+  TransactionTooOld: 225,
+  InvalidResumeToken: 260,
   ChangeStreamHistoryLost: 286,
+  NotWritablePrimary: 10107,
+  HostUnreachable: 6,
+  NetworkTimeout: 89,
+  ShutdownInProgress: 91,
+  PrimarySteppedDown: 189,
+  SocketException: 9001,
+  InterruptedDueToReplStateChange: 11602,
   UnsupportedOpQueryCommand: 352,
   DuplicateKey: 11000,
 } as const;
@@ -62,6 +72,14 @@ export class CommandError extends Error {
 /** Shorthand used all over the command implementations. */
 export function fail(code: number, message: string, extra: Doc = {}): never {
   throw new CommandError(code, message, extra);
+}
+
+/**
+ * Thrown to drop the client's connection without a reply (a fail point's `closeConnection`):
+ * the client sees a network error, as when a mongod is killed or a network partition starts.
+ */
+export class CloseConnection extends Error {
+  override name = "CloseConnection";
 }
 
 /** Converts anything thrown while running a command into a command reply. */

@@ -181,11 +181,11 @@ function header(buffer: Buffer, responseTo: number, opCode: number): void {
   buffer.writeInt32LE(opCode, 12);
 }
 
-export function encodeOpMsg(responseTo: number, body: Doc): Buffer {
+export function encodeOpMsg(responseTo: number, body: Doc, flags = 0): Buffer {
   const bson = encodeDocument(body);
   const buffer = Buffer.alloc(HEADER_SIZE + 4 + 1 + bson.length);
   header(buffer, responseTo, OP_MSG);
-  buffer.writeUInt32LE(0, HEADER_SIZE); // flags
+  buffer.writeUInt32LE(flags, HEADER_SIZE); // flags (moreToCome in an exhaust stream)
   buffer.writeUInt8(0, HEADER_SIZE + 4); // section kind 0: body
   buffer.set(bson, HEADER_SIZE + 5);
   return buffer;

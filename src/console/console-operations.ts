@@ -1,0 +1,353 @@
+import { requireScope, type Principal } from "../auth/principal.js";
+import type { CallContext } from "../auth/call-context.js";
+import type { Artifact, Message } from "../domain/a2a-types.js";
+import type { A2ATaskStateValue, RunStatus } from "../domain/run-status.js";
+import { DomainError, invalidParams, taskNotFound } from "../domain/errors.js";
+import type { TaskSupervisor } from "../engine/task-supervisor.js";
+import type { TransitionHook } from "../engine/transition-hook.js";
+import type { TaskReadPort } from "../store/task-read-port.js";
+import type { InterruptTokenSigner } from "../interrupts/interrupt-tokens.js";
+import { exportTaskMachine } from "../machine/machine-export.js";
+import type { PendingInterrupt, RunError } from "../machine/task-context.js";
+import type { TaskRecord } from "../domain/task-record.js";
+import { CONSOLE_SCOPE, type ConsoleAccess } from "./console-access.js";
+import { statePathOf } from "./console-state-path.js";
+import { toRunEventDoc, type RunEventDoc, type RunEventFeed } from "../runs/run-event-feed.js";
+import { interruptTokensFor, readWholeLog, type RunInterrupts } from "../runs/run-interrupts.js";
+import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
+import type { TaskContext } from "../machine/task-context.js";
+import type { TaskListQuery } from "../store/task-store.js";
+import { decodeCursor, encodeCursor, filterDigest } from "./console-cursor.js";
+import {
+  interruptFormOf,
+  nodePathOf,
+  nodeRef,
+  redactSecrets,
+  remoteTasksOf,
+  titleOf,
+  waitingForOf,
+  type ConsoleInterruptForm,
+  type ConsoleNodeRef,
+  type ConsoleWaitingFor,
+} from "./console-task-view.js";
+import { workflowGraphOf, type ConsoleWorkflowGraph } from "./console-workflow-graph.js";
+
+/** One row of the console's task list (and one message of its live stream). */
+export interface ConsoleTaskSummary {
+  taskId: string;
+  tenant: string;
+  contextId: string;
+  /** The skill: the workflow the task runs. */
+  workflowId: string;
+  status: RunStatus;
+  a2aState: A2ATaskStateValue;
+  version: number;
+  createdAt: string;
+  updatedAt: string;
+  /** A title a person can read: the skill's name and the request's first line, or one the workflow set. */
+  title: string;
+  /** Milliseconds since the task was created, as of this answer. */
+  ageMs: number;
+  /** The node that runs next or is running (null once the workflow has no more nodes). */
+  currentNode: ConsoleNodeRef | null;
+  /** Whom the task waits for: an approver, an answer, a peer agent, a timer. Absent when it waits for no one. */
+  waitingFor?: ConsoleWaitingFor;
+}
+
+/** One page of the console's task list. */
+export interface ConsoleTaskPage {
+  tenants: readonly string[];
+  tasks: ConsoleTaskSummary[];
+  /** Pass back as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null;
+  /** First page only: tasks matching every filter (all pages). */
+  total?: number;
+  /** First page only: tasks matching every filter but `state`, per A2A state. */
+  counts?: Partial<Record<A2ATaskStateValue, number>>;
+}
+
+export interface ConsoleBulkResult {
+  taskId: string;
+  ok: boolean;
+  /** Cancel: the task's summary after the cancel was accepted. */
+  task?: ConsoleTaskSummary;
+  /** Retry pushes: the configs whose wait was dropped. */
+  retried?: string[];
+  error?: { code: string; message: string };
+}
+
+export interface ConsoleTaskDetail {
+  task: ConsoleTaskSummary;
+  cursor: string | null;
+  interrupt?: PendingInterrupt;
+  /** Signed tokens of the pending interrupt; `resolve` only when the operator may respond to approvals. */
+  interruptTokens?: { resolve?: string; inspect: string };
+  error?: RunError;
+  artifacts: Artifact[];
+  history: Message[];
+  events: RunEventDoc[];
+  /** The machine states the task went through, in order (consecutive repeats collapsed). */
+  path: string[];
+  /** The workflow node the task is at (as in the summary). */
+  currentNode: ConsoleNodeRef | null;
+  /** The workflow nodes the task entered, in order (a refine loop enters one again). */
+  nodePath: string[];
+  /** The peer task of each a2a.invoke node that has one. */
+  remote: Record<string, { peerTaskId: string; agent: string; peerState?: string }>;
+  /** The pending interrupt as a form: labelled questions, or the approval's actions and the artifacts under review. */
+  interruptForm?: ConsoleInterruptForm;
+}
+
+export interface ConsoleTaskFilter {
+  tenant?: string;
+  state?: A2ATaskStateValue;
+  contextId?: string;
+  workflowId?: string;
+  /** A task id or a prefix of one. */
+  idPrefix?: string;
+  /** ISO instants: created at or after `createdFrom` and before `createdTo`; the same for the last update. */
+  createdFrom?: string;
+  createdTo?: string;
+  updatedFrom?: string;
+  updatedTo?: string;
+}
+
+export interface ConsolePageRequest {
+  limit: number;
+  cursor?: string;
+}
+
+export interface ConsoleOperationsOptions {
+  supervisor: Pick<TaskSupervisor, "cancel">;
+  reads: TaskReadPort;
+  hook: Pick<TransitionHook, "onAny">;
+  feed: RunEventFeed;
+  tokens: InterruptTokenSigner;
+  /** Which tenants a caller sees: its own, or every configured tenant with `console:all-tenants`. */
+  access: ConsoleAccess;
+  /** The workflows (skills): names for titles, nodes for the graph. */
+  catalog: Pick<WorkflowCatalog, "get">;
+  /** Answers an interrupt as the operator (so the log says who decided). */
+  interrupts: Pick<RunInterrupts, "resolveAtNode">;
+  now?: () => number;
+}
+
+/** The most tasks one bulk action takes. */
+export const BULK_MAX = 200;
+export { CONSOLE_SCOPE };
+
+/**
+ * What the operator console reads and does, tenant-scoped like every other surface: a key sees and acts on
+ * its own tenant's tasks; one that also holds `console:all-tenants` sees every configured tenant and acts in
+ * a task's own tenant under its own name. A task outside the caller's tenants is not found, exactly like an
+ * unknown id. Every operation needs the `console:operate` scope. An interrupt is answered as the operator
+ * (`resolve`, needs `approvals:respond`, so the log names who decided) or, for a peer agent's question, through
+ * the signed-token API, whose resolve token is issued only to a principal that also holds `approvals:respond`
+ * (the REST rule), and only with a detail the caller may read.
+ */
+export class ConsoleOperations {
+  constructor(private readonly options: ConsoleOperationsOptions) {}
+
+  machine(ctx: CallContext): Record<string, unknown> {
+    requireScope(ctx.principal, CONSOLE_SCOPE);
+    return exportTaskMachine();
+  }
+
+  /**
+   * One page of the tasks the caller may see, newest update first (then task id), over any number of tasks:
+   * a keyset cursor (the last row's updatedAt and id, bound to the filters) names where the next page starts,
+   * so commits made while paging never repeat a row; a task updated meanwhile moves to the top (the live
+   * stream brings it there). Each visible tenant is read with its own indexed query and the pages merged.
+   */
+  async list(filter: ConsoleTaskFilter, page: ConsolePageRequest, ctx: CallContext): Promise<ConsoleTaskPage> {
+    requireScope(ctx.principal, CONSOLE_SCOPE);
+    const visible = this.options.access.tenantsFor(ctx.principal);
+    // A tenant the caller may not see lists nothing, like a tenant without tasks.
+    const tenants = filter.tenant ? visible.filter((t) => t === filter.tenant) : visible;
+    const digest = filterDigest({ ...filter });
+    const after = page.cursor ? decodeCursor(page.cursor, digest) : undefined;
+    const query: Omit<TaskListQuery, "tenant" | "limit"> = {
+      ...(filter.state ? { state: filter.state } : {}),
+      ...(filter.contextId ? { contextId: filter.contextId } : {}),
+      ...(filter.workflowId ? { workflowId: filter.workflowId } : {}),
+      ...(filter.idPrefix ? { idPrefix: filter.idPrefix } : {}),
+      ...(filter.createdFrom ? { createdAtOrAfter: filter.createdFrom } : {}),
+      ...(filter.createdTo ? { createdBefore: filter.createdTo } : {}),
+      ...(filter.updatedFrom ? { updatedAtOrAfter: filter.updatedFrom } : {}),
+      ...(filter.updatedTo ? { updatedBefore: filter.updatedTo } : {}),
+      // The first page counts (total, per state); the next ones only read their rows.
+      ...(after ? { after, countTotal: false } : { countStates: true }),
+    };
+    const pages = await Promise.all(tenants.map((tenant) => this.options.reads.list({ tenant, ...query, limit: page.limit + 1 })));
+    const merged = pages.flatMap((p) => p.records).sort((a, b) => (a.updatedAt === b.updatedAt ? (a.taskId < b.taskId ? 1 : a.taskId > b.taskId ? -1 : 0) : a.updatedAt < b.updatedAt ? 1 : -1));
+    const records = merged.slice(0, page.limit);
+    const last = records.at(-1);
+    const counts: Partial<Record<A2ATaskStateValue, number>> = {};
+    for (const p of pages) for (const [state, n] of Object.entries(p.states ?? {})) counts[state as A2ATaskStateValue] = (counts[state as A2ATaskStateValue] ?? 0) + n;
+    return {
+      tenants: visible,
+      tasks: records.map((r) => this.summaryOf(r)),
+      nextCursor: merged.length > page.limit && last ? encodeCursor({ updatedAt: last.updatedAt, taskId: last.taskId }, digest) : null,
+      ...(after ? {} : { total: pages.reduce((sum, p) => sum + p.total, 0), counts }),
+    };
+  }
+
+  /** The graph of a workflow (skill): its nodes and the edges the engine can take between them. */
+  workflow(skillId: string, ctx: CallContext): ConsoleWorkflowGraph {
+    requireScope(ctx.principal, CONSOLE_SCOPE);
+    const workflow = this.options.catalog.get(skillId);
+    if (!workflow) throw new DomainError("not-found", `workflow "${skillId}" not found`, { skillId });
+    return workflowGraphOf(workflow);
+  }
+
+  /** Calls `listener` with the summary of every task the caller may see after each commit, until the returned function is called. */
+  watch(listener: (summary: ConsoleTaskSummary) => void, ctx: CallContext): () => void {
+    requireScope(ctx.principal, CONSOLE_SCOPE);
+    const visible = new Set(this.options.access.tenantsFor(ctx.principal));
+    return this.options.hook.onAny(({ record }) => {
+      if (visible.has(record.tenant)) listener(this.summaryOf(record));
+    });
+  }
+
+  async detail(taskId: string, ctx: CallContext): Promise<ConsoleTaskDetail> {
+    requireScope(ctx.principal, CONSOLE_SCOPE);
+    const { reads, tokens } = this.options;
+    const record = await this.find(taskId, ctx.principal);
+    const context = reads.contextOf(record);
+    const events = await readWholeLog(reads, taskId);
+    const interruptTokens = interruptTokensFor(tokens, record, context, ctx.principal);
+    const workflow = this.options.catalog.get(record.workflowId);
+    const summary = this.summaryOf(record, context);
+    const interruptForm = record.status.startsWith("waiting-") ? interruptFormOf(context, workflow) : undefined;
+    return {
+      task: summary,
+      cursor: context.cursor,
+      ...(context.interrupt ? { interrupt: context.interrupt } : {}),
+      ...(interruptTokens ? { interruptTokens } : {}),
+      ...(context.error ? { error: context.error } : {}),
+      artifacts: context.artifacts,
+      history: await reads.historyOf(record),
+      events: events.map((e) => redactedDoc(toRunEventDoc(e))),
+      path: statePathOf(events),
+      currentNode: summary.currentNode,
+      nodePath: nodePathOf(events),
+      remote: remoteTasksOf(events),
+      ...(interruptForm ? { interruptForm } : {}),
+    };
+  }
+
+  /** The tenant of a task the console may see (push views and actions run in it). */
+  async tenantOf(taskId: string, ctx: CallContext): Promise<string> {
+    requireScope(ctx.principal, CONSOLE_SCOPE);
+    return (await this.find(taskId, ctx.principal)).tenant;
+  }
+
+  /** The task's event log after `after`, following live commits until the run ends. */
+  async events(taskId: string, after: number, ctx: CallContext): Promise<AsyncGenerator<RunEventDoc>> {
+    requireScope(ctx.principal, CONSOLE_SCOPE);
+    const record = await this.find(taskId, ctx.principal);
+    const docs = await this.options.feed.open(taskId, after, { principal: this.actingIn(record, ctx.principal, "runs:read"), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    return (async function* redacted() {
+      for await (const doc of docs) yield redactedDoc(doc);
+    })();
+  }
+
+  async cancel(taskId: string, reason: string | undefined, ctx: CallContext): Promise<ConsoleTaskSummary> {
+    requireScope(ctx.principal, CONSOLE_SCOPE);
+    requireScope(ctx.principal, "runs:cancel");
+    const record = await this.find(taskId, ctx.principal);
+    const after = await this.options.supervisor.cancel(taskId, this.actingIn(record, ctx.principal, "runs:cancel"), reason ?? `cancelled from the console by ${ctx.principal.id}`);
+    return this.summaryOf(after);
+  }
+
+  /**
+   * Answers the task's pending interrupt at `nodeId` (approval or clarification) as the operator, acting in
+   * the task's tenant: the log records the operator's id as the one who decided. Needs `approvals:respond`.
+   */
+  async resolve(taskId: string, nodeId: string, resumeValue: Record<string, unknown>, ctx: CallContext): Promise<ConsoleTaskSummary> {
+    requireScope(ctx.principal, CONSOLE_SCOPE);
+    requireScope(ctx.principal, "approvals:respond");
+    const record = await this.find(taskId, ctx.principal);
+    const operator: Principal = { tenant: record.tenant, id: ctx.principal.id, scopes: ["approvals:respond"] };
+    const after = await this.options.interrupts.resolveAtNode(taskId, nodeId, resumeValue, { ...ctx, principal: operator });
+    return this.summaryOf(after);
+  }
+
+  /**
+   * Cancels each of `taskIds` as `cancel` does (the same scopes, the same tenant rule), one at a time; one
+   * task's failure (not found, already ended) is its own result and stops nothing.
+   */
+  async cancelMany(taskIds: string[], reason: string | undefined, ctx: CallContext): Promise<ConsoleBulkResult[]> {
+    requireScope(ctx.principal, CONSOLE_SCOPE);
+    requireScope(ctx.principal, "runs:cancel");
+    return eachTask(taskIds, async (taskId) => ({ task: await this.cancel(taskId, reason, ctx) }));
+  }
+
+  // ------------------------------------------------------------------------------------------
+
+  private summaryOf(record: TaskRecord, known?: TaskContext): ConsoleTaskSummary {
+    const workflow = this.options.catalog.get(record.workflowId);
+    let context: TaskContext | undefined = known;
+    try {
+      context ??= this.options.reads.contextOf(record);
+    } catch {
+      context = undefined; // a snapshot this version cannot read: the row still shows what the record says
+    }
+    const waitingFor = context ? waitingForOf(record.status, context, workflow) : undefined;
+    const now = this.options.now?.() ?? Date.now();
+    return {
+      taskId: record.taskId,
+      tenant: record.tenant,
+      contextId: record.contextId,
+      workflowId: record.workflowId,
+      status: record.status,
+      a2aState: record.a2a.state,
+      version: record.version,
+      createdAt: record.createdAt,
+      updatedAt: record.updatedAt,
+      title: context ? titleOf(context, workflow) : (workflow?.name ?? record.workflowId),
+      ageMs: Math.max(0, now - Date.parse(record.createdAt)),
+      currentNode: context ? nodeRef(workflow, context.cursor) : null,
+      ...(waitingFor ? { waitingFor } : {}),
+    };
+  }
+
+  /** The task when the caller may see its tenant; otherwise the very not-found of an unknown id. */
+  private async find(taskId: string, principal: Principal): Promise<TaskRecord> {
+    const record = await this.options.reads.find(taskId);
+    if (!record || !this.options.access.canSee(principal, record.tenant)) throw taskNotFound(taskId);
+    return record;
+  }
+
+  /** The operator, acting in the task's tenant with one scope it holds. */
+  private actingIn(record: TaskRecord, operator: Principal, scope: "runs:read" | "runs:cancel"): Principal {
+    return { tenant: record.tenant, id: operator.id, scopes: [scope] };
+  }
+
+}
+
+/** Runs `action` for each distinct id, in order; a DomainError becomes that task's result. */
+export async function eachTask(taskIds: string[], action: (taskId: string) => Promise<Omit<ConsoleBulkResult, "taskId" | "ok">>): Promise<ConsoleBulkResult[]> {
+  const results: ConsoleBulkResult[] = [];
+  for (const taskId of [...new Set(taskIds)]) {
+    try {
+      results.push({ taskId, ok: true, ...(await action(taskId)) });
+    } catch (err) {
+      if (!(err instanceof DomainError) || err.code === "internal") throw err;
+      results.push({ taskId, ok: false, error: { code: err.code, message: err.message } });
+    }
+  }
+  return results;
+}
+
+/** The ids of a bulk request: 1 to BULK_MAX task ids. */
+export function bulkTaskIds(raw: unknown): string[] {
+  if (!Array.isArray(raw) || raw.length === 0 || raw.length > BULK_MAX || !raw.every((id) => typeof id === "string" && id.length > 0 && id.length <= 200)) {
+    throw invalidParams(`taskIds must be a list of 1 to ${BULK_MAX} task ids`, { path: "taskIds" });
+  }
+  return raw as string[];
+}
+
+function redactedDoc(doc: RunEventDoc): RunEventDoc {
+  return { ...doc, payload: redactSecrets(doc.payload) as Record<string, unknown> };
+}

@@ -1,0 +1,375 @@
+/**
+ * The `http` node: the run's step is done by a service in any language (Python, Go, …) that answers one JSON
+ * POST, the way Conductor's HTTP task plugs in workers. The request carries what a TypeScript TaskHandler sees
+ * (input, params, earlier outputs, ids, the idempotency key); the answer is a HandlerResult (`{output?, artifacts?}`).
+ *
+ * Egress: the same guard and pinned connections as push deliveries and peer calls (peer/peer-http-client.ts with
+ * its own policy, HTTP_NODE_*): https and public addresses only, no redirects, a deadline per request, the answer
+ * capped. Retries: 5xx, 408/425/429, timeouts and network errors, under the one retry policy (domain/retry-policy.ts,
+ * Retry-After honoured up to its cap); a 4xx fails the node at once.
+ *
+ * Secrets: `${NAME}` in the url and header values names a variable listed in WORKFLOW_VARIABLES; it is resolved
+ * when the request is sent, so the definition (GET /v1/workflows/…) and the task record never hold the value.
+ * Errors name the service's origin only (never its path, query or headers), and a service's error message is
+ * truncated with every resolved variable value redacted.
+ *
+ * Durability: as a task node whose handler is not pure: node.started is a write of its own before the call, the
+ * call runs at least once, and a re-run after a crash sends the same idempotency key (also the `Idempotency-Key`
+ * header), so the service can deduplicate.
+ */
+import { isObject } from "../../domain/json-shape.js";
+import type { Part } from "../../domain/a2a-types.js";
+import { decideRetry, retryAfterMs, type RetryPolicy } from "../../domain/retry-policy.js";
+import type { TaskContext } from "../../machine/task-context.js";
+import { PeerCallError, type PeerHttpClient } from "../../peer/peer-http-client.js";
+import { abortableSleep } from "../../domain/abortable-sleep.js";
+import { ShutdownSignal } from "../in-flight-work.js";
+import { feedbackFor, idempotencyKeyOf, incomingMessageOf, nodeAfter, runInputOf } from "../workflow-engine.js";
+import { HandlerError, type HandlerArtifact, type HandlerResult, type HttpNode, type WorkflowDefinition } from "../../workflows/workflow-types.js";
+import { VARIABLE_REFERENCE } from "../../workflows/workflow-variables.js";
+import type { HttpNodeSettings } from "./http-node-settings.js";
+import { failureMessage, stillRunning, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "./node-executor.js";
+import type { NodeKind } from "./node-kind.js";
+
+/** The kind, for the registry (node-registry.ts): checks at load, no stateless use, the executor. */
+export const httpNodeKind: NodeKind<HttpNode> = {
+  check: (node, { variables }) => httpNodeProblem(node, variables),
+  executor: (runtime, services) => httpNodeExecutor(runtime, services.httpRunner),
+};
+
+// Its runner joins the executors' services from here (its node type is public: workflows/workflow-types.ts).
+declare module "./node-kind.js" {
+  interface NodeServices {
+    httpRunner: HttpNodeRunner;
+  }
+}
+
+
+/** The stable error codes an `http` node fails with (the run's `error.code`). */
+export const HTTP_NODE_ERRORS = {
+  /** The service answered 4xx (not 408/425/429): the request itself is wrong; not retried. */
+  clientError: "http_client_error",
+  /** Every attempt failed with a retryable failure (5xx, 408/425/429, timeout, network). */
+  retriesExhausted: "http_retries_exhausted",
+  /** The answer is not a HandlerResult (not JSON, unknown fields, bad artifacts), too large, or a redirect. */
+  badResponse: "http_bad_response",
+  /** The egress guard refused the URL (scheme, private or loopback address, port, allow/deny lists). */
+  egressRefused: "http_egress_refused",
+  /** The url or a header names a variable of WORKFLOW_VARIABLES that is not set. */
+  variableUnset: "http_variable_unset",
+  /** The host runs without an HTTP client for http nodes (an engine built without one, e.g. in tests). */
+  unavailable: "http_node_unavailable",
+} as const;
+
+/** Headers the host owns: the connection, the body's framing and type, the idempotency key. Refused at load. */
+const OWNED_HEADERS: ReadonlySet<string> = new Set([
+  "host",
+  "connection",
+  "content-length",
+  "content-type",
+  "transfer-encoding",
+  "upgrade",
+  "keep-alive",
+  "te",
+  "trailer",
+  "expect",
+  "proxy-connection",
+  "proxy-authorization",
+  "idempotency-key",
+]);
+
+const VARIABLE = VARIABLE_REFERENCE;
+const RETRYABLE_4XX: ReadonlySet<number> = new Set([408, 425, 429]);
+const MAX_DETAIL = 200;
+
+// ---------------------------------------------------------------------------------------------
+// Load time
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * What the schema cannot say about an `http` node (after it passed the schema): the url is an absolute http(s)
+ * URL, `${NAME}` references name known variables, no header the host owns is set. Answers the problem, or
+ * undefined. Variable values are used to check the url and are not kept.
+ */
+export function httpNodeProblem(node: HttpNode, variables: Readonly<Record<string, string | undefined>>): string | undefined {
+  const unknown = (text: string) => [...text.matchAll(VARIABLE)].map((m) => m[1]!).find((name) => !Object.hasOwn(variables, name));
+  const known = () => (Object.keys(variables).length > 0 ? Object.keys(variables).join(", ") : "none; list them in WORKFLOW_VARIABLES");
+  const badUrlVariable = unknown(node.url);
+  if (badUrlVariable) return `node "${node.id}": url refers to \${${badUrlVariable}}, which is not a variable workflows may use (known: ${known()})`;
+  const url = node.url.replace(VARIABLE, (_whole, name: string) => variables[name] ?? "unset-variable.invalid");
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || (parsed.protocol !== "https:" && parsed.protocol !== "http:")) {
+    return `node "${node.id}": url must be an absolute http(s) URL (got "${node.url.slice(0, 120)}")`;
+  }
+  for (const [name, value] of Object.entries(node.headers ?? {})) {
+    if (OWNED_HEADERS.has(name.toLowerCase())) return `node "${node.id}": header "${name}" is set by the host and may not be given`;
+    const badHeaderVariable = unknown(value);
+    if (badHeaderVariable) return `node "${node.id}": header "${name}" refers to \${${badHeaderVariable}}, which is not a variable workflows may use (known: ${known()})`;
+  }
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The request and the answer
+// ---------------------------------------------------------------------------------------------
+
+/** The JSON body sent to the service: what a TaskHandler's context holds, minus the functions. */
+export interface HttpNodeRequestBody {
+  taskId: string;
+  runId: string;
+  contextId: string;
+  workflowId: string;
+  nodeId: string;
+  attempt: number;
+  idempotencyKey: string;
+  /** The creating message: its text and merged data parts (as a handler's `input`), and all its parts. */
+  input: { text: string; data: Record<string, unknown>; parts: Part[] };
+  /** The caller's newest message (a reply after the first, or the first). */
+  message?: { messageId: string; parts: Part[]; metadata?: Record<string, unknown> };
+  params: Record<string, unknown>;
+  /** Earlier nodes' outputs, by node id. */
+  outputs: Readonly<Record<string, unknown>>;
+  /** Refine feedback an approval gate sent back to this node, newest last. */
+  feedback: string[];
+}
+
+export function httpNodeRequestBody(node: HttpNode, context: TaskContext, workflow: WorkflowDefinition): HttpNodeRequestBody {
+  const incoming = incomingMessageOf(context);
+  return {
+    taskId: context.taskId,
+    runId: context.taskId,
+    contextId: context.contextId,
+    workflowId: workflow.id,
+    nodeId: node.id,
+    attempt: context.attempt,
+    idempotencyKey: idempotencyKeyOf(context, node.id),
+    input: { ...runInputOf(context), parts: context.request.parts },
+    ...(incoming ? { message: { messageId: incoming.messageId, parts: incoming.parts, ...(incoming.metadata ? { metadata: incoming.metadata } : {}) } } : {}),
+    params: node.params ?? {},
+    outputs: context.outputs,
+    feedback: feedbackFor(context, workflow, node.id),
+  };
+}
+
+function malformed(where: string, reason: string): HandlerError {
+  return new HandlerError(HTTP_NODE_ERRORS.badResponse, `${where} answered a malformed result: ${reason}`);
+}
+
+function parsePart(raw: unknown, path: string, where: string): Part {
+  if (!isObject(raw)) throw malformed(where, `${path} must be an object`);
+  const metadata = raw["metadata"];
+  if (metadata !== undefined && !isObject(metadata)) throw malformed(where, `${path}.metadata must be an object`);
+  const meta = metadata !== undefined ? { metadata } : {};
+  switch (raw["kind"]) {
+    case "text":
+      if (typeof raw["text"] !== "string") throw malformed(where, `${path}.text must be a string`);
+      return { kind: "text", text: raw["text"], ...meta };
+    case "data":
+      if (!isObject(raw["data"])) throw malformed(where, `${path}.data must be an object`);
+      return { kind: "data", data: raw["data"], ...meta };
+    case "file": {
+      const file = raw["file"];
+      if (!isObject(file)) throw malformed(where, `${path}.file must be an object`);
+      for (const key of ["uri", "bytes", "mimeType", "name"]) {
+        if (file[key] !== undefined && typeof file[key] !== "string") throw malformed(where, `${path}.file.${key} must be a string`);
+      }
+      if (file["uri"] === undefined && file["bytes"] === undefined) throw malformed(where, `${path}.file needs uri or bytes`);
+      const pick = Object.fromEntries(["uri", "bytes", "mimeType", "name"].flatMap((k) => (file[k] !== undefined ? [[k, file[k]]] : [])));
+      return { kind: "file", file: pick, ...meta };
+    }
+    default:
+      throw malformed(where, `${path}.kind must be "text", "data" or "file"`);
+  }
+}
+
+/** The service's 2xx body as a HandlerResult: empty, or a JSON object with only `output` and `artifacts`. */
+export function parseHttpNodeAnswer(body: string, where: string): HandlerResult {
+  if (body.trim() === "") return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    throw malformed(where, "the body is not JSON");
+  }
+  if (!isObject(value)) throw malformed(where, "the body must be a JSON object {output?, artifacts?}");
+  const extra = Object.keys(value).filter((k) => k !== "output" && k !== "artifacts");
+  if (extra.length > 0) throw malformed(where, `unknown field${extra.length > 1 ? "s" : ""} ${extra.slice(0, 5).map((k) => JSON.stringify(k.slice(0, 40))).join(", ")} (expected output, artifacts)`);
+  const result: HandlerResult = {};
+  if (value["output"] !== undefined) result.output = value["output"];
+  const artifacts = value["artifacts"];
+  if (artifacts === undefined) return result;
+  if (!Array.isArray(artifacts)) throw malformed(where, "artifacts must be an array");
+  result.artifacts = artifacts.map((raw, i): HandlerArtifact => {
+    const path = `artifacts[${i}]`;
+    if (!isObject(raw)) throw malformed(where, `${path} must be an object`);
+    const { artifactId, name, description, parts } = raw;
+    if (artifactId !== undefined && (typeof artifactId !== "string" || artifactId === "")) throw malformed(where, `${path}.artifactId must be a non-empty string`);
+    if (typeof name !== "string" || name === "") throw malformed(where, `${path}.name must be a non-empty string`);
+    if (description !== undefined && typeof description !== "string") throw malformed(where, `${path}.description must be a string`);
+    if (!Array.isArray(parts) || parts.length === 0) throw malformed(where, `${path}.parts must be a non-empty array`);
+    return {
+      ...(artifactId !== undefined ? { artifactId } : {}),
+      name,
+      ...(description !== undefined ? { description } : {}),
+      parts: parts.map((p, j) => parsePart(p, `${path}.parts[${j}]`, where)),
+    };
+  });
+  return result;
+}
+
+/**
+ * A readable reason from an error answer: `error` (a string, or an object's `message`), `message`, `detail` or
+ * `title` of a JSON body; one line, truncated, with every value in `secrets` redacted. Undefined when none.
+ */
+export function errorDetailOf(body: string, secrets: readonly string[] = []): string | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+  if (!isObject(value)) return undefined;
+  const error = value["error"];
+  const candidates = [error, isObject(error) ? error["message"] : undefined, value["message"], value["detail"], value["title"]];
+  let text = candidates.find((c): c is string => typeof c === "string" && c.trim() !== "");
+  if (text === undefined) return undefined;
+  for (const secret of secrets) if (secret.length >= 4) text = text.split(secret).join("[redacted]");
+  // eslint-disable-next-line no-control-regex
+  text = text.replace(/[\u0000-\u001f\u007f-\u009f\s]+/gu, " ").trim();
+  return text.length > MAX_DETAIL ? `${text.slice(0, MAX_DETAIL)}…` : text;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The call
+// ---------------------------------------------------------------------------------------------
+
+/** A retryable failed attempt (RetryHint), with what to say if it was the last. */
+interface FailedAttempt {
+  retryable: true;
+  retryAfterMs?: number;
+  message: string;
+}
+
+/** Runs `http` nodes' calls: resolves variables, sends, retries, maps the answer. Without a client every node fails. */
+export class HttpNodeRunner {
+  constructor(
+    private readonly client: PeerHttpClient | undefined,
+    private readonly settings: Pick<HttpNodeSettings, "timeoutMs" | "maxAttempts" | "retryBaseMs" | "retryMaxMs">,
+    private readonly variables: Readonly<Record<string, string | undefined>> = {},
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** One node execution: at most `retry.maxAttempts` requests. Throws HandlerError with an HTTP_NODE_ERRORS code. */
+  async run(args: { node: HttpNode; context: TaskContext; workflow: WorkflowDefinition; signal: AbortSignal }): Promise<HandlerResult> {
+    const { node, context, workflow, signal } = args;
+    if (!this.client) throw new HandlerError(HTTP_NODE_ERRORS.unavailable, "no HTTP client is configured for http nodes");
+    const used: string[] = [];
+    const resolve = (text: string, what: string) =>
+      text.replace(VARIABLE, (_whole, name: string) => {
+        const value = this.variables[name];
+        if (value === undefined) throw new HandlerError(HTTP_NODE_ERRORS.variableUnset, `node "${node.id}": ${what} refers to \${${name}}, which is not set (WORKFLOW_VARIABLES lists it; set it in the environment)`);
+        used.push(value);
+        return value;
+      });
+    const url = resolve(node.url, "url");
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(node.headers ?? {})) headers[name] = resolve(value, `header "${name}"`);
+    const idempotencyKey = idempotencyKeyOf(context, node.id);
+    headers["idempotency-key"] = idempotencyKey;
+    const body = JSON.stringify(httpNodeRequestBody(node, context, workflow));
+    const where = originOf(url);
+    const timeoutMs = node.timeoutMs ?? this.settings.timeoutMs;
+    const policy: RetryPolicy = { baseMs: this.settings.retryBaseMs, maxMs: this.settings.retryMaxMs, maxAttempts: node.retry?.maxAttempts ?? this.settings.maxAttempts };
+
+    for (let attempt = 1; ; attempt++) {
+      let failed: FailedAttempt;
+      try {
+        const response = await this.client.request({ method: node.method ?? "POST", url, body, headers, timeoutMs, signal, returnErrorStatus: true });
+        if (response.status >= 200 && response.status < 300) return parseHttpNodeAnswer(response.body, where);
+        const detail = errorDetailOf(response.body, used);
+        const message = `${where} answered HTTP ${response.status}${detail ? `: ${detail}` : ""}`;
+        if (response.status < 500 && !RETRYABLE_4XX.has(response.status)) throw new HandlerError(HTTP_NODE_ERRORS.clientError, message);
+        const after = retryAfterMs(response.retryAfter, this.clock());
+        failed = { retryable: true, message, ...(after !== undefined ? { retryAfterMs: after } : {}) };
+      } catch (err) {
+        if (signal.aborted) throw signal.reason;
+        if (!(err instanceof PeerCallError)) throw err;
+        if (err.kind === "egress") throw new HandlerError(HTTP_NODE_ERRORS.egressRefused, err.message);
+        if (!err.retryable) throw new HandlerError(HTTP_NODE_ERRORS.badResponse, err.message);
+        failed = { retryable: true, message: err.message };
+      }
+      const decision = decideRetry(policy, failed, attempt);
+      if (!decision.retry) throw new HandlerError(HTTP_NODE_ERRORS.retriesExhausted, `gave up after ${attempt} attempt${attempt > 1 ? "s" : ""}: ${failed.message}`);
+      await abortableSleep(decision.delayMs, signal);
+    }
+  }
+}
+
+/** scheme://host[:port] of a URL, for messages (never the path or query); a placeholder if it does not parse. */
+function originOf(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}`;
+  } catch {
+    return "the service";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The executor
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * `http` nodes: what came before is written first and node.started is a write of its own (the call acts outside
+ * this host), then the call runs outside the lock (a cancel aborts it), then its result is staged.
+ */
+export function httpNodeExecutor(runtime: NodeRuntime, runner: HttpNodeRunner): NodeExecutor<HttpNode> {
+  return {
+    async step({ taskId, node, live, workflow, at }) {
+      await runtime.repository.flush(taskId);
+      const context = runtime.repository.stage(live, { type: "NODE_STARTED", at, nodeId: node.id }).context;
+      return () => callService(runtime, runner, { taskId, node, context, workflow });
+    },
+  };
+}
+
+async function callService(
+  runtime: NodeRuntime,
+  runner: HttpNodeRunner,
+  args: { taskId: string; node: HttpNode; context: TaskContext; workflow: WorkflowDefinition },
+): Promise<NodeOutcome | void> {
+  const { taskId, node, context, workflow } = args;
+  const { repository, logger } = runtime;
+  const ran = await runtime.inFlight.run(taskId, (signal) => runner.run({ node, context, workflow, signal }));
+  if (ran.signal.aborted) {
+    if (ran.signal.reason instanceof ShutdownSignal) throw ran.signal.reason;
+    return; // cancelled: the driver's next step commits CANCELLED
+  }
+  let failure: { code: string; message: string } | undefined;
+  if ("error" in ran) {
+    const err = ran.error;
+    failure = err instanceof HandlerError ? { code: err.code, message: err.message } : { code: "http_node_error", message: `the http node failed: ${(err as Error)?.message ?? String(err)}` };
+    logger.warn({ taskId, nodeId: node.id, code: failure.code, reason: failure.message }, "http node failed");
+  }
+  return (live) => {
+    if (!stillRunning(live, node.id)) return; // cancelled or paused meanwhile; dropped
+    const at = runtime.now();
+    if (failure) {
+      const error = { ...failure, nodeId: node.id };
+      repository.stage(live, { type: "FAIL", at, error, statusMessage: failureMessage(live.record, error.code) });
+      return;
+    }
+    const artifacts = (ran.value?.artifacts ?? []).map((a, i) => ({
+      artifactId: a.artifactId ?? `${node.id}.${i}`,
+      name: a.name,
+      ...(a.description ? { description: a.description } : {}),
+      parts: a.parts,
+    }));
+    repository.stage(live, { type: "NODE_COMPLETED", at, nodeId: node.id, output: ran.value?.output ?? null, artifacts, next: nodeAfter(workflow, node.id) });
+  };
+}

@@ -1,0 +1,264 @@
+/**
+ * The HTTP-based wires of the `a2a.invoke` node, over the guarded peer HTTP client (egress guard, pinned
+ * connections, capped bodies, no redirects):
+ *
+ *   JSON-RPC 0.3   POST <url>  `message/send`, `tasks/get`, `tasks/cancel`; 0.3 JSON (`kind` discriminators)
+ *   JSON-RPC 1.0   POST <url>  `SendMessage`, `GetTask`, `CancelTask`; ProtoJSON of lf.a2a.v1; `A2A-Version: 1.0`
+ *   HTTP+JSON 0.3  `/v1/message:send`, `/v1/tasks/{id}`, `/v1/tasks/{id}:cancel`; ProtoJSON of a2a.v1
+ *   HTTP+JSON 1.0  `[/{tenant}]/message:send`, `/tasks/{id}`, `/tasks/{id}:cancel`; ProtoJSON of lf.a2a.v1,
+ *                  `application/a2a+json`, `A2A-Version: 1.0`
+ *
+ * Every request says its version in `A2A-Version` (absent means 0.3, but saying it lets a dual-version peer
+ * route without guessing). Sends are non-blocking (0.3 `blocking: false`, 1.0 `returnImmediately: true`): the
+ * peer answers with its task at once; the node records its id, then polls.
+ *
+ * Errors are PeerCallErrors with the retry decision: 401/403 say the credentials were refused (final), 5xx,
+ * 408, 425 and 429 may clear up (retried), a JSON-RPC -32603 may too; every other answer is final.
+ */
+import { create } from "@bufbuild/protobuf";
+import { randomUUID } from "node:crypto";
+import type { Message } from "../domain/a2a-types.js";
+import * as v03pb from "../gen/a2a/v1/a2a_pb.js";
+import * as v10pb from "../gen/lf/a2a/v1/a2a_pb.js";
+import { invalidAnswer, parsePeerJson, parsePeerReply, parsePeerStreamEventV03, parsePeerTask, peerReplyFromProto, peerTaskFromProto, wireMessageV03, type PeerProtoCodec } from "./peer-codec-v03.js";
+import { ALL_HISTORY, cancelTaskRequestV10, getTaskRequestV10, peerReplyFromV10, peerStreamEventFromV10, peerTaskFromV10, protoJson, readProtoJson, sendRequestV10, subscribeRequestV10, type PeerProtoCodecV10 } from "./peer-codec-v10.js";
+import { parsePeerEndpoint, type PeerEndpoint } from "./peer-endpoint.js";
+import { DEFAULT_MAX_PEER_RESPONSE_BYTES, PeerCallError, RETRYABLE_HTTP_STATUS, type PeerHttpClient, type PeerHttpResponse } from "./peer-http-client.js";
+import { sseData } from "./peer-sse.js";
+import type { PeerCallOptions, PeerReply, PeerSendOptions, PeerStreamEvent, PeerTask, PeerTransport } from "./peer-types.js";
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+
+const A2A_JSON = "application/a2a+json";
+/** A task stream silent this long is taken for broken and re-attached (our own hosts send a keepalive every 15 s). */
+export const DEFAULT_STREAM_IDLE_MS = 60_000;
+
+function whereOf(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.protocol}//${parsed.host}`;
+}
+
+/** What a refused or failed HTTP answer says, as a PeerCallError; `detail` is what the body said (clipped). */
+export function httpStatusError(where: string, status: number, detail?: string): PeerCallError {
+  const said = detail ? `: ${detail.slice(0, 200)}` : "";
+  if (status === 401) return new PeerCallError(`${where} answered HTTP 401 Unauthorized (the credentials for this peer are missing or wrong)${said}`, "unauthorized", false);
+  if (status === 403) return new PeerCallError(`${where} answered HTTP 403 Forbidden (the credentials for this peer are not allowed to do this)${said}`, "unauthorized", false);
+  return new PeerCallError(`${where} answered HTTP ${status}${said}`, "http", status >= 500 || RETRYABLE_HTTP_STATUS.has(status));
+}
+
+/** The message of an error body: JSON-RPC `error.message`, 1.0 `{error: {message}}`, 0.3 `{message}`. */
+function errorDetail(text: string): string | undefined {
+  try {
+    const body = JSON.parse(text) as unknown;
+    if (!isObject(body)) return undefined;
+    const error = isObject(body["error"]) ? body["error"] : body;
+    return typeof error["message"] === "string" ? error["message"] : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** One request; a 4xx/5xx answer throws, except (for JSON-RPC) a 4xx other than 401/403 carrying a JSON-RPC error, which is read as the answer. */
+async function exchange(http: PeerHttpClient, request: Parameters<PeerHttpClient["request"]>[0], jsonRpc = false): Promise<PeerHttpResponse> {
+  const response = await http.request({ ...request, returnErrorStatus: true });
+  const { status } = response;
+  if (status < 400) return response;
+  if (jsonRpc && status < 500 && status !== 401 && status !== 403 && isJsonRpcError(response.body)) return response;
+  throw httpStatusError(whereOf(request.url), status, errorDetail(response.body));
+}
+
+/** A 4xx whose body is a JSON-RPC error is an answer (read as one), not a transport failure. */
+function isJsonRpcError(text: string): boolean {
+  try {
+    const body = JSON.parse(text) as unknown;
+    return isObject(body) && body["jsonrpc"] === "2.0" && isObject(body["error"]);
+  } catch {
+    return false;
+  }
+}
+
+// ------------------------------------------------------------------------------------------ JSON-RPC
+
+/** A JSON-RPC error answer as a PeerCallError: -32603 (internal error) may be transient; every other one is an answer. */
+function rpcError(method: string, body: unknown): PeerCallError {
+  const error = isObject(body) && isObject(body["error"]) ? body["error"] : {};
+  const code = typeof error["code"] === "number" ? error["code"] : 0;
+  const message = typeof error["message"] === "string" ? error["message"].slice(0, 200) : "";
+  return new PeerCallError(`the remote agent answered ${method} with JSON-RPC error ${code}${message ? ` (${message})` : ""}`, "rpc", code === -32603, code);
+}
+
+/** JSON-RPC 0.3 and 1.0, chosen per call by the version the endpoint names. */
+export function createJsonRpcPeerTransport(opts: { http: PeerHttpClient; requestTimeoutMs: number; codec: PeerProtoCodec; codecV10: PeerProtoCodecV10; streamIdleMs?: number }): PeerTransport {
+  const { http } = opts;
+
+  async function rpc(endpoint: PeerEndpoint, method: string, params: Json, options: PeerCallOptions | undefined): Promise<unknown> {
+    const response = await exchange(http, {
+      method: "POST",
+      url: endpoint.url,
+      headers: { ...options?.headers, "a2a-version": endpoint.version },
+      body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }),
+      timeoutMs: opts.requestTimeoutMs,
+      ...(options?.signal ? { signal: options.signal } : {}),
+    }, true);
+    const body = parsePeerJson(response.body, `${method} response`);
+    if (!isObject(body) || body["jsonrpc"] !== "2.0") throw invalidAnswer(`${method} response (not JSON-RPC 2.0)`);
+    if (isObject(body["error"])) throw rpcError(method, body);
+    if (!("result" in body)) throw invalidAnswer(`${method} response (no result)`);
+    return body["result"];
+  }
+
+  /**
+   * 1.0 `SubscribeToTask` / 0.3 `tasks/resubscribe`: the task's SSE stream, each `result` a StreamResponse (1.0) or
+   * a bare Task / status-update / artifact-update (0.3). A JSON answer instead of a stream is the peer's error
+   * (a terminal task is refused by 1.0 peers).
+   */
+  async function* subscribe(recorded: string, taskId: string, options: PeerCallOptions | undefined): AsyncGenerator<PeerStreamEvent> {
+    if (!http.stream) throw new PeerCallError("this host's peer HTTP client cannot hold streams", "unsupported", false);
+    const endpoint = parsePeerEndpoint(recorded);
+    const v10 = endpoint.version === "1.0";
+    const method = v10 ? "SubscribeToTask" : "tasks/resubscribe";
+    const params = v10 ? protoJson(v10pb.SubscribeToTaskRequestSchema, subscribeRequestV10(taskId, endpoint.tenant)) : { id: taskId };
+    const response = await http.stream({
+      method: "POST",
+      url: endpoint.url,
+      headers: { ...options?.headers, "a2a-version": endpoint.version },
+      body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }),
+      timeoutMs: opts.requestTimeoutMs,
+      idleTimeoutMs: opts.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS,
+      ...(options?.signal ? { signal: options.signal } : {}),
+    });
+    if (response.status >= 400 || !response.contentType.toLowerCase().startsWith("text/event-stream")) {
+      let text = "";
+      for await (const chunk of response.text) {
+        text += chunk;
+        if (text.length > 65_536) break;
+      }
+      if (response.status >= 400 && !isJsonRpcError(text)) throw httpStatusError(whereOf(endpoint.url), response.status, errorDetail(text));
+      throw rpcError(method, parsePeerJson(text, `${method} response`));
+    }
+    for await (const data of sseData(response.text, DEFAULT_MAX_PEER_RESPONSE_BYTES)) {
+      const frame = parsePeerJson(data, `${method} event`);
+      if (!isObject(frame) || frame["jsonrpc"] !== "2.0") throw invalidAnswer(`${method} event (not JSON-RPC 2.0)`);
+      if (isObject(frame["error"])) throw rpcError(method, frame);
+      const event = v10 ? peerStreamEventFromV10(readProtoJson(v10pb.StreamResponseSchema, frame["result"], `${method} event`)) : parsePeerStreamEventV03(frame["result"]);
+      if (event) yield event;
+    }
+  }
+
+  return {
+    subscribe: (recorded, taskId, options) => subscribe(recorded, taskId, options),
+    async send(recorded, message, options) {
+      const endpoint = parsePeerEndpoint(recorded);
+      const push = options?.push;
+      if (endpoint.version === "0.3") {
+        const configuration = { blocking: false, ...(push ? { pushNotificationConfig: { url: push.url, token: push.token, authentication: { schemes: ["Bearer"], credentials: push.token } } } : {}) };
+        return parsePeerReply(await rpc(endpoint, "message/send", { message: wireMessageV03(message), configuration }, options));
+      }
+      const result = await rpc(endpoint, "SendMessage", protoJson(v10pb.SendMessageRequestSchema, sendRequestV10(message, opts.codecV10, endpoint.tenant, push)), options);
+      return peerReplyFromV10(readProtoJson(v10pb.SendMessageResponseSchema, result, "SendMessage result"));
+    },
+    async getTask(recorded, taskId, options) {
+      const endpoint = parsePeerEndpoint(recorded);
+      if (endpoint.version === "0.3") return parsePeerTask(await rpc(endpoint, "tasks/get", { id: taskId }, options));
+      const result = await rpc(endpoint, "GetTask", protoJson(v10pb.GetTaskRequestSchema, getTaskRequestV10(taskId, endpoint.tenant)), options);
+      return peerTaskFromV10(readProtoJson(v10pb.TaskSchema, result, "GetTask result"));
+    },
+    async cancelTask(recorded, taskId, options) {
+      const endpoint = parsePeerEndpoint(recorded);
+      if (endpoint.version === "0.3") return parsePeerTask(await rpc(endpoint, "tasks/cancel", { id: taskId }, options));
+      const result = await rpc(endpoint, "CancelTask", protoJson(v10pb.CancelTaskRequestSchema, cancelTaskRequestV10(taskId, endpoint.tenant)), options);
+      return peerTaskFromV10(readProtoJson(v10pb.TaskSchema, result, "CancelTask result"));
+    },
+    close: () => http.close(),
+  };
+}
+
+// ------------------------------------------------------------------------------------------ HTTP+JSON
+
+/** HTTP+JSON 0.3 (`/v1/…`, a2a.v1 ProtoJSON) and 1.0 (`/…`, lf.a2a.v1 ProtoJSON), by the endpoint's version. */
+export function createRestPeerTransport(opts: { http: PeerHttpClient; requestTimeoutMs: number; codec: PeerProtoCodec; codecV10: PeerProtoCodecV10; streamIdleMs?: number }): PeerTransport {
+  const { http, codec } = opts;
+
+  /** The URL of `path` under the endpoint's base: `/v1` for 0.3, the tenant's prefix for 1.0. */
+  function urlOf(endpoint: PeerEndpoint, path: string, query = ""): string {
+    const base = endpoint.url.replace(/\/+$/, "");
+    const prefix = endpoint.version === "0.3" ? "/v1" : endpoint.tenant ? `/${encodeURIComponent(endpoint.tenant)}` : "";
+    return `${base}${prefix}${path}${query}`;
+  }
+
+  async function call(endpoint: PeerEndpoint, what: string, method: "GET" | "POST", url: string, body: Json | undefined, options: PeerCallOptions | undefined): Promise<unknown> {
+    const type = endpoint.version === "1.0" ? A2A_JSON : "application/json";
+    const response = await exchange(http, {
+      method,
+      url,
+      headers: { ...options?.headers, accept: `${A2A_JSON}, application/json`, ...(body !== undefined ? { "content-type": type } : {}), "a2a-version": endpoint.version },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      timeoutMs: opts.requestTimeoutMs,
+      ...(options?.signal ? { signal: options.signal } : {}),
+    });
+    return parsePeerJson(response.body, `${what} response`);
+  }
+
+  const taskPath = (taskId: string) => `/tasks/${encodeURIComponent(taskId)}`;
+
+  /**
+   * 1.0 `POST [/{tenant}]/tasks/{id}:subscribe`: an SSE stream whose `data` is a StreamResponse in ProtoJSON. (0.3
+   * HTTP+JSON has no stream here: such a peer is pushed to or polled.) An answer that is not a stream is the peer's error.
+   */
+  async function* subscribe(recorded: string, taskId: string, options: PeerCallOptions | undefined): AsyncGenerator<PeerStreamEvent> {
+    const endpoint = parsePeerEndpoint(recorded);
+    if (!http.stream || endpoint.version !== "1.0") throw new PeerCallError("no task stream over HTTP+JSON 0.3 here", "unsupported", false);
+    const url = urlOf(endpoint, `${taskPath(taskId)}:subscribe`);
+    const response = await http.stream({
+      method: "POST",
+      url,
+      headers: { ...options?.headers, accept: "text/event-stream", "content-type": A2A_JSON, "a2a-version": endpoint.version },
+      body: JSON.stringify(protoJson(v10pb.SubscribeToTaskRequestSchema, subscribeRequestV10(taskId, endpoint.tenant))),
+      timeoutMs: opts.requestTimeoutMs,
+      idleTimeoutMs: opts.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS,
+      ...(options?.signal ? { signal: options.signal } : {}),
+    });
+    if (response.status >= 400 || !response.contentType.toLowerCase().startsWith("text/event-stream")) {
+      let text = "";
+      for await (const chunk of response.text) {
+        text += chunk;
+        if (text.length > 65_536) break;
+      }
+      throw httpStatusError(whereOf(url), response.status >= 400 ? response.status : 502, errorDetail(text));
+    }
+    for await (const data of sseData(response.text, DEFAULT_MAX_PEER_RESPONSE_BYTES)) {
+      const event = peerStreamEventFromV10(readProtoJson(v10pb.StreamResponseSchema, parsePeerJson(data, "tasks:subscribe event"), "tasks:subscribe event"));
+      if (event) yield event;
+    }
+  }
+
+  return {
+    subscribe: (recorded, taskId, options) => subscribe(recorded, taskId, options),
+    async send(recorded, message: Message, options?: PeerSendOptions): Promise<PeerReply> {
+      const endpoint = parsePeerEndpoint(recorded);
+      if (endpoint.version === "0.3") {
+        const push = options?.push ? { pushNotification: create(v03pb.PushNotificationConfigSchema, { url: options.push.url, token: options.push.token, authentication: create(v03pb.AuthenticationInfoSchema, { schemes: ["Bearer"], credentials: options.push.token }) }) } : {};
+        const request = create(v03pb.SendMessageRequestSchema, { request: codec.encodeMessage(message), configuration: create(v03pb.SendMessageConfigurationSchema, { blocking: false, ...push }) });
+        const json = await call(endpoint, "message:send", "POST", urlOf(endpoint, "/message:send"), protoJson(v03pb.SendMessageRequestSchema, request), options);
+        return peerReplyFromProto(readProtoJson(v03pb.SendMessageResponseSchema, json, "message:send response"), codec);
+      }
+      const json = await call(endpoint, "message:send", "POST", urlOf(endpoint, "/message:send"), protoJson(v10pb.SendMessageRequestSchema, sendRequestV10(message, opts.codecV10, endpoint.tenant, options?.push)), options);
+      return peerReplyFromV10(readProtoJson(v10pb.SendMessageResponseSchema, json, "message:send response"));
+    },
+    async getTask(recorded, taskId, options): Promise<PeerTask> {
+      const endpoint = parsePeerEndpoint(recorded);
+      const json = await call(endpoint, "tasks/get", "GET", urlOf(endpoint, taskPath(taskId), `?historyLength=${ALL_HISTORY}`), undefined, options);
+      if (endpoint.version === "0.3") return peerTaskFromProto(readProtoJson(v03pb.TaskSchema, json, "task"), codec);
+      return peerTaskFromV10(readProtoJson(v10pb.TaskSchema, json, "task"));
+    },
+    async cancelTask(recorded, taskId, options): Promise<PeerTask> {
+      const endpoint = parsePeerEndpoint(recorded);
+      const body = endpoint.version === "0.3" ? { name: `tasks/${taskId}` } : protoJson(v10pb.CancelTaskRequestSchema, cancelTaskRequestV10(taskId, endpoint.tenant));
+      const json = await call(endpoint, "tasks:cancel", "POST", urlOf(endpoint, `${taskPath(taskId)}:cancel`), body, options);
+      if (endpoint.version === "0.3") return peerTaskFromProto(readProtoJson(v03pb.TaskSchema, json, "task"), codec);
+      return peerTaskFromV10(readProtoJson(v10pb.TaskSchema, json, "task"));
+    },
+    close: () => http.close(),
+  };
+}

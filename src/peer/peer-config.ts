@@ -1,0 +1,180 @@
+/**
+ * Named peers: the remote A2A agents `a2a.invoke` nodes may call by name (`peer: billing`), from `A2A_PEERS`
+ * (JSON) or `A2A_PEERS_FILE` (YAML or JSON). `startHost({ peers })` is the same object.
+ *
+ *   { "billing": { "cardUrl": "https://billing.example/.well-known/agent-card.json",
+ *                  "binding": "grpc", "protocolVersion": "1.0",          (both optional: pins)
+ *                  "credentials": { "bearer": "…" } },                    (or { "apiKey": "…", "header"?: "X-API-Key" })
+ *     "legacy":  { "url": "https://legacy.example/a2a", "protocolVersion": "0.3", "binding": "jsonrpc" } }
+ *
+ * A peer without a card names its endpoint (`url`), version and binding itself. An API key goes in the header
+ * the peer's card names in its apiKey security scheme, unless `credentials.header` says otherwise (required for
+ * a peer without a card). Credentials are SecretValues from here on: they never print, and only the peer's
+ * NAME is ever recorded in a task.
+ */
+import { readFileSync } from "node:fs";
+import { parse as parseYaml } from "yaml";
+import { SecretValue } from "../secrets/secret-value.js";
+import { PEER_BINDINGS, peerVersionOf, type PeerBinding, type PeerVersion } from "./peer-endpoint.js";
+
+export type PeerCredentials = { kind: "bearer"; token: SecretValue<string> } | { kind: "apiKey"; key: SecretValue<string>; header?: string };
+
+export interface PeerConfig {
+  name: string;
+  /** The peer's agent card: the interface is chosen from it when the node first calls. */
+  cardUrl?: string;
+  /** A peer without a card: its endpoint, with `binding` and `protocolVersion` (both required then). */
+  url?: string;
+  binding?: PeerBinding;
+  protocolVersion?: PeerVersion;
+  credentials?: PeerCredentials;
+  /**
+   * The key the peer signs its pushes with (`X-OpenWOP-Signature`, HMAC-SHA256 as our own push worker signs: the
+   * peer's PUSH_SIGNING_KEY). When set, a push to our callback without a valid signature is refused (401).
+   */
+  signingKey?: SecretValue<string>;
+}
+
+/** What `startHost({ peers })` takes (and A2A_PEERS holds as JSON): name → peer. */
+export interface PeerConfigInput {
+  cardUrl?: string;
+  url?: string;
+  binding?: PeerBinding;
+  protocolVersion?: string;
+  credentials?: { bearer: string } | { apiKey: string; header?: string };
+  signingKey?: string;
+}
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
+const HEADER = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
+/** Headers a credential may not be put in: the wire's own. */
+const RESERVED_HEADERS = new Set(["host", "content-type", "content-length", "a2a-version", "accept", "user-agent", "traceparent", "connection", "te", "transfer-encoding"]);
+const FIELDS = new Set(["cardUrl", "url", "binding", "protocolVersion", "credentials", "signingKey"]);
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function httpUrl(value: unknown): boolean {
+  if (typeof value !== "string") return false;
+  try {
+    const url = new URL(value);
+    return (url.protocol === "https:" || url.protocol === "http:") && !url.username && !url.password;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Checks a peers object, reporting every problem to `problem` (`source` names where it came from). Problems
+ * name the peer and the field, never a credential's value.
+ */
+export function parsePeers(value: unknown, source: string, problem: (message: string) => void): Map<string, PeerConfig> {
+  const peers = new Map<string, PeerConfig>();
+  if (!isObject(value)) {
+    problem(`${source} must be an object mapping peer names to {cardUrl | url, binding?, protocolVersion?, credentials?}`);
+    return peers;
+  }
+  for (const [name, raw] of Object.entries(value)) {
+    const where = `${source}: peer "${name.slice(0, 64)}"`;
+    let clean = true;
+    const report = (m: string) => {
+      clean = false;
+      problem(`${where}: ${m}`);
+    };
+    if (!NAME.test(name)) report("a peer name is letters, digits, '.', '_' and '-' (at most 63, starting with a letter or digit)");
+    if (!isObject(raw)) {
+      report("must be an object");
+      continue;
+    }
+    for (const key of Object.keys(raw)) if (!FIELDS.has(key)) report(`unknown field "${key}" (known: ${[...FIELDS].join(", ")})`);
+    const { cardUrl, url, binding, protocolVersion, credentials } = raw;
+    if ((cardUrl === undefined) === (url === undefined)) report('needs exactly one of "cardUrl" (its agent card) or "url" (a peer without a card)');
+    if (cardUrl !== undefined && !httpUrl(cardUrl)) report("cardUrl must be an absolute http(s) URL without userinfo");
+    if (url !== undefined && !httpUrl(url) && !(binding === "grpc" && typeof url === "string" && /^[^/?#@\s]+:\d+$/.test(url))) {
+      report("url must be an absolute http(s) URL without userinfo (for gRPC also host:port)");
+    }
+    if (binding !== undefined && !PEER_BINDINGS.includes(binding as PeerBinding)) report(`binding must be one of ${PEER_BINDINGS.join(", ")}`);
+    const version = protocolVersion === undefined ? undefined : peerVersionOf(protocolVersion);
+    if (protocolVersion !== undefined && version === undefined) report('protocolVersion must be "1.0" or "0.3"');
+    if (url !== undefined && (binding === undefined || protocolVersion === undefined)) report('a peer given by "url" (no card) needs "binding" and "protocolVersion" too');
+    const creds = parseCredentials(credentials, report, url !== undefined);
+    const signingKey = raw["signingKey"];
+    if (signingKey !== undefined && (typeof signingKey !== "string" || signingKey.length < 16 || /[\r\n]/.test(signingKey))) report("signingKey must be a single-line string of at least 16 characters (the peer's push signing key)");
+    if (!clean) continue;
+    peers.set(name, {
+      name,
+      ...(typeof cardUrl === "string" ? { cardUrl } : {}),
+      ...(typeof url === "string" ? { url } : {}),
+      ...(binding !== undefined ? { binding: binding as PeerBinding } : {}),
+      ...(version !== undefined ? { protocolVersion: version } : {}),
+      ...(creds ? { credentials: creds } : {}),
+      ...(typeof signingKey === "string" ? { signingKey: new SecretValue(signingKey) } : {}),
+    });
+  }
+  return peers;
+}
+
+function parseCredentials(raw: unknown, report: (m: string) => void, noCard: boolean): PeerCredentials | undefined {
+  if (raw === undefined) return undefined;
+  const shape = 'credentials must be {"bearer": "<token>"} or {"apiKey": "<key>", "header"?: "<header name>"}';
+  if (!isObject(raw)) {
+    report(shape);
+    return undefined;
+  }
+  const keys = Object.keys(raw);
+  if (keys.length === 1 && keys[0] === "bearer") {
+    if (typeof raw["bearer"] !== "string" || !raw["bearer"] || /[\r\n]/.test(raw["bearer"])) {
+      report("credentials.bearer must be a non-empty single-line string");
+      return undefined;
+    }
+    return { kind: "bearer", token: new SecretValue(raw["bearer"]) };
+  }
+  if (keys.includes("apiKey") && keys.every((k) => k === "apiKey" || k === "header")) {
+    const header = raw["header"];
+    if (typeof raw["apiKey"] !== "string" || !raw["apiKey"] || /[\r\n]/.test(raw["apiKey"])) {
+      report("credentials.apiKey must be a non-empty single-line string");
+      return undefined;
+    }
+    if (header !== undefined && (typeof header !== "string" || !HEADER.test(header) || RESERVED_HEADERS.has(header.toLowerCase()))) {
+      report("credentials.header must be an HTTP header name (not one the wire sets itself)");
+      return undefined;
+    }
+    if (header === undefined && noCard) {
+      report('credentials.header is required for an API key to a peer without a card (the card would name the header)');
+      return undefined;
+    }
+    return { kind: "apiKey", key: new SecretValue(raw["apiKey"]), ...(typeof header === "string" ? { header } : {}) };
+  }
+  report(shape);
+  return undefined;
+}
+
+/** A2A_PEERS (JSON) or A2A_PEERS_FILE (YAML or JSON): the named peers, every problem reported to `problem`. */
+export function readPeersConfig(json: string | undefined, file: string | undefined, problem: (message: string) => void): Map<string, PeerConfig> {
+  if (json !== undefined && file !== undefined) {
+    problem("set A2A_PEERS or A2A_PEERS_FILE, not both");
+    return new Map();
+  }
+  if (json !== undefined) {
+    let value: unknown;
+    try {
+      value = JSON.parse(json);
+    } catch {
+      problem("A2A_PEERS must be JSON: an object mapping peer names to {cardUrl | url, binding?, protocolVersion?, credentials?}");
+      return new Map();
+    }
+    return parsePeers(value, "A2A_PEERS", problem);
+  }
+  if (file !== undefined) {
+    let value: unknown;
+    try {
+      value = parseYaml(readFileSync(file, "utf8"));
+    } catch (err) {
+      // The message names the file and the reason, never its content (it holds credentials).
+      const reason = (err as NodeJS.ErrnoException).code ?? (err instanceof Error ? err.name : "unreadable");
+      problem(`A2A_PEERS_FILE ${file} cannot be read as YAML or JSON (${reason})`);
+      return new Map();
+    }
+    return parsePeers(value, `A2A_PEERS_FILE ${file}`, problem);
+  }
+  return new Map();
+}

@@ -1,0 +1,234 @@
+/**
+ * Which wire an `a2a.invoke` node speaks to a peer, and how that choice is recorded.
+ *
+ * A peer endpoint is a binding (JSON-RPC, gRPC or HTTP+JSON), an A2A protocol version (1.0 or 0.3) and a URL.
+ * It is recorded (in node progress) as one string, `<binding>+<version>+<url>`: `jsonrpc+1.0+https://p/a2a`,
+ * `grpc+1.0+https://p:443`, `http+json+0.3+https://p`. A 1.0 interface's `tenant` rides in the URL's fragment
+ * (`#tenant=acme`: never sent, never shown). Endpoints recorded before versions were named read as 0.3: a bare
+ * `https://…` is JSON-RPC 0.3 and `grpc+https://…` gRPC 0.3, so a task recorded by an older host keeps working.
+ *
+ * Choosing from a card (`choosePeerInterface`): every interface the card offers is collected — the 1.0
+ * `supportedInterfaces` (binding and version per entry) and the 0.3 `url`/`preferredTransport` plus
+ * `additionalInterfaces` — in the card's own order of preference. A pinned binding or version keeps only the
+ * interfaces that match it; then 1.0 wins when it is offered, and 0.3 is used only when nothing newer is; the
+ * first remaining interface (the card's preference) is taken. A pin the peer does not offer is an error naming
+ * what it does offer: there is no silent downgrade.
+ */
+import { PeerCallError } from "./peer-http-client.js";
+
+export type PeerBinding = "jsonrpc" | "grpc" | "http+json";
+export type PeerVersion = "1.0" | "0.3";
+
+export const PEER_BINDINGS: readonly PeerBinding[] = ["jsonrpc", "grpc", "http+json"];
+/** Newest first: the order of preference. */
+export const PEER_VERSIONS: readonly PeerVersion[] = ["1.0", "0.3"];
+
+export interface PeerEndpoint {
+  binding: PeerBinding;
+  version: PeerVersion;
+  /** JSON-RPC: the URL to POST to. gRPC: the https:// (or h2c http://) origin. HTTP+JSON: the base URL the paths go under. */
+  url: string;
+  /** A 1.0 interface's tenant, sent in every request. */
+  tenant?: string;
+}
+
+const WIRE_NAMES: Record<string, PeerBinding> = { JSONRPC: "jsonrpc", GRPC: "grpc", "HTTP+JSON": "http+json" };
+const CARD_NAMES: Record<PeerBinding, string> = { jsonrpc: "JSONRPC", grpc: "GRPC", "http+json": "HTTP+JSON" };
+
+/** The binding a card names (`JSONRPC`, `GRPC`, `HTTP+JSON`, any case), if we speak it. */
+export function bindingOfCardName(name: unknown): PeerBinding | undefined {
+  return typeof name === "string" ? WIRE_NAMES[name.toUpperCase()] : undefined;
+}
+
+/** `1.0`, `1.0.0`, `0.3`, `0.3.0` → our version; anything else (other majors/minors, garbage) → undefined. */
+export function peerVersionOf(version: unknown): PeerVersion | undefined {
+  if (typeof version !== "string") return undefined;
+  const match = /^(\d+)\.(\d+)(\.\d+)?$/.exec(version.trim());
+  if (!match) return undefined;
+  const majorMinor = `${Number(match[1])}.${Number(match[2])}`;
+  return majorMinor === "1.0" || majorMinor === "0.3" ? majorMinor : undefined;
+}
+
+export function formatPeerEndpoint(endpoint: PeerEndpoint): string {
+  const url = new URL(endpoint.url);
+  url.hash = endpoint.tenant ? `tenant=${encodeURIComponent(endpoint.tenant)}` : "";
+  return `${endpoint.binding}+${endpoint.version}+${url.href}`;
+}
+
+function invalidEndpoint(): PeerCallError {
+  return new PeerCallError("the recorded peer endpoint is not one this host understands", "protocol", false);
+}
+
+/** A recorded endpoint, including those recorded before versions were named (read as 0.3). */
+export function parsePeerEndpoint(recorded: string): PeerEndpoint {
+  let binding: PeerBinding;
+  let rest: string;
+  if (recorded.startsWith("http+json+")) [binding, rest] = ["http+json", recorded.slice("http+json+".length)];
+  else if (recorded.startsWith("jsonrpc+")) [binding, rest] = ["jsonrpc", recorded.slice("jsonrpc+".length)];
+  else if (recorded.startsWith("grpc+")) [binding, rest] = ["grpc", recorded.slice("grpc+".length)];
+  else [binding, rest] = ["jsonrpc", recorded]; // the 0.3-era JSON-RPC endpoint: the bare URL
+  let version: PeerVersion = "0.3"; // `grpc+https://…` (0.3 era) names no version
+  const versioned = /^(\d+\.\d+)\+/.exec(rest);
+  if (versioned) {
+    const named = peerVersionOf(versioned[1]);
+    if (!named) throw invalidEndpoint();
+    version = named;
+    rest = rest.slice(versioned[0].length);
+  }
+  let url: URL;
+  try {
+    url = new URL(rest);
+  } catch {
+    throw invalidEndpoint();
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") throw invalidEndpoint();
+  const tenant = /^#tenant=(.*)$/.exec(url.hash)?.[1];
+  url.hash = "";
+  return { binding, version, url: url.href, ...(tenant ? { tenant: decodeURIComponent(tenant) } : {}) };
+}
+
+/** A recorded endpoint as shown in logs and messages: binding, version and origin + path (no query, no tenant). */
+export function shownEndpoint(recorded: string): string {
+  try {
+    const e = parsePeerEndpoint(recorded);
+    const url = new URL(e.url);
+    return `${e.binding}+${e.version}+${url.origin}${url.pathname}`;
+  } catch {
+    return "(not an endpoint)";
+  }
+}
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function invalidCard(what: string): PeerCallError {
+  return new PeerCallError(`the remote agent sent an invalid agent card (${what})`, "protocol", false);
+}
+
+/** One interface a card offers, in our terms. */
+export interface OfferedInterface {
+  binding: PeerBinding | undefined;
+  /** The card's own spelling, for messages. */
+  bindingName: string;
+  version: PeerVersion | undefined;
+  versionName: string;
+  url: unknown;
+  tenant?: string;
+}
+
+/** Every interface a card offers, in its order of preference (1.0 `supportedInterfaces` first, then the 0.3 fields). */
+export function offeredInterfaces(card: Json): OfferedInterface[] {
+  const offered: OfferedInterface[] = [];
+  for (const i of Array.isArray(card["supportedInterfaces"]) ? card["supportedInterfaces"] : []) {
+    if (!isObject(i)) continue;
+    const tenant = typeof i["tenant"] === "string" && i["tenant"] ? i["tenant"] : undefined;
+    offered.push({
+      binding: bindingOfCardName(i["protocolBinding"]),
+      bindingName: String(i["protocolBinding"] ?? "?"),
+      // AgentInterface.protocol_version is required in 1.0; an entry without it is read as 0.3 (wire facts §5.7).
+      version: i["protocolVersion"] === undefined || i["protocolVersion"] === "" ? "0.3" : peerVersionOf(i["protocolVersion"]),
+      versionName: String(i["protocolVersion"] ?? "0.3"),
+      url: i["url"],
+      ...(tenant ? { tenant } : {}),
+    });
+  }
+  // The 0.3 fields: the card's url serves preferredTransport (JSONRPC when absent); additionalInterfaces may repeat it.
+  const v03Version = card["protocolVersion"] === undefined ? "0.3" : peerVersionOf(card["protocolVersion"]);
+  const v03Name = String(card["protocolVersion"] ?? "0.3");
+  if (card["url"] !== undefined) {
+    const transport = card["preferredTransport"] ?? "JSONRPC";
+    offered.push({ binding: bindingOfCardName(transport), bindingName: String(transport), version: v03Version, versionName: v03Name, url: card["url"] });
+  }
+  for (const i of Array.isArray(card["additionalInterfaces"]) ? card["additionalInterfaces"] : []) {
+    if (isObject(i)) offered.push({ binding: bindingOfCardName(i["transport"]), bindingName: String(i["transport"] ?? "?"), version: v03Version, versionName: v03Name, url: i["url"] });
+  }
+  return offered;
+}
+
+export interface InterfacePin {
+  binding?: PeerBinding;
+  protocolVersion?: PeerVersion;
+}
+
+/** The interface to call (see the top of this file); `cardUrl` resolves relative URLs and gives bare gRPC targets their scheme. */
+export function choosePeerInterface(card: unknown, cardUrl: string, pin: InterfacePin = {}): PeerEndpoint {
+  if (!isObject(card)) throw invalidCard("not an object");
+  const offered = offeredInterfaces(card);
+  const usable = offered.filter((i) => i.binding !== undefined && i.version !== undefined && typeof i.url === "string" && i.url !== "");
+  const pinned = usable.filter((i) => (pin.binding === undefined || i.binding === pin.binding) && (pin.protocolVersion === undefined || i.version === pin.protocolVersion));
+  const version = PEER_VERSIONS.find((v) => pinned.some((i) => i.version === v));
+  const chosen = pinned.find((i) => i.version === version);
+  if (!chosen) {
+    const list = [...new Set(offered.map((i) => `${i.bindingName} ${i.versionName}`))].join(", ") || "none";
+    const wanted = [pin.binding ? `binding ${CARD_NAMES[pin.binding]}` : "", pin.protocolVersion ? `A2A ${pin.protocolVersion}` : ""].filter(Boolean).join(" over ");
+    const why = wanted ? `the remote agent does not offer ${wanted}, which this peer is pinned to` : "the remote agent offers no A2A 1.0 or 0.3 interface over JSON-RPC, gRPC or HTTP+JSON";
+    throw new PeerCallError(`${why} (its card offers: ${list})`, "unsupported", false);
+  }
+  return endpointOf(chosen.binding!, chosen.version!, chosen.url as string, cardUrl, chosen.tenant);
+}
+
+/** A configured or offered interface as an endpoint: URLs checked, gRPC targets normalised to their origin. */
+export function endpointOf(binding: PeerBinding, version: PeerVersion, url: string, base: string, tenant?: string): PeerEndpoint {
+  const withTenant = version === "1.0" && tenant ? { tenant } : {};
+  if (binding === "grpc") return { binding, version, url: grpcOriginOf(url, base), ...withTenant };
+  let parsed: URL;
+  try {
+    parsed = new URL(url, base);
+  } catch {
+    throw invalidCard(`its ${CARD_NAMES[binding]} url is not a URL`);
+  }
+  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") throw invalidCard(`its ${CARD_NAMES[binding]} url is not an http(s) URL`);
+  if (parsed.username || parsed.password) throw invalidCard(`its ${CARD_NAMES[binding]} url carries credentials`);
+  parsed.hash = "";
+  return { binding, version, url: parsed.href, ...withTenant };
+}
+
+/**
+ * A card's gRPC target as an origin. A gRPC url is usually a bare `host:port` (no scheme), sometimes a URL:
+ * `https://` and `grpcs://` mean TLS, `http://` and `grpc://` plaintext h2c (then refused by the egress guard
+ * unless the test-only loopback allowance is on and the target is loopback). A bare target takes the card's own
+ * scheme: TLS when the card came over https, which is always the case outside the test allowance. A path is
+ * ignored (gRPC routes by service and method).
+ */
+export function grpcOriginOf(target: string, cardUrl: string): string {
+  const raw = target.trim();
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(raw);
+  const bad = () => invalidCard("its gRPC url is neither host:port nor an http(s) or grpc(s) URL");
+  let url: URL;
+  try {
+    if (scheme) {
+      const name = scheme[1]!.toLowerCase();
+      const tls = name === "https" || name === "grpcs";
+      if (!tls && name !== "http" && name !== "grpc") throw new Error("scheme");
+      url = new URL(`${tls ? "https" : "http"}://${raw.slice(scheme[0].length)}`);
+    } else {
+      if (raw === "" || /[/?#@\s\\]/.test(raw)) throw new Error("not host:port");
+      url = new URL(`${new URL(cardUrl).protocol === "http:" ? "http" : "https"}://${raw}`);
+    }
+  } catch {
+    throw bad();
+  }
+  if (!url.hostname || url.username || url.password) throw bad();
+  return url.origin;
+}
+
+/**
+ * The header an API key goes in, from the card's apiKey security scheme: the 0.3 JSON shape
+ * (`{type: "apiKey", in: "header", name}`) or the 1.0 ProtoJSON one (`{apiKeySecurityScheme: {location, name}}`).
+ * Only `header` locations are used (a key in a query string or cookie would end up in logs and caches).
+ */
+export function apiKeyHeaderOf(card: unknown): string {
+  const schemes = isObject(card) && isObject(card["securitySchemes"]) ? Object.values(card["securitySchemes"]) : [];
+  const apiKeys = schemes.flatMap((s) => {
+    if (!isObject(s)) return [];
+    if (s["type"] === "apiKey") return [{ location: s["in"], name: s["name"] }];
+    const v10 = s["apiKeySecurityScheme"];
+    return isObject(v10) ? [{ location: v10["location"], name: v10["name"] }] : [];
+  });
+  const header = apiKeys.find((k) => String(k.location).toLowerCase() === "header" && typeof k.name === "string" && /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(k.name));
+  if (header) return header.name as string;
+  if (apiKeys.length > 0) {
+    throw new PeerCallError("the remote agent's apiKey security scheme does not take the key in a header (only header API keys are sent); set credentials.header to send it anyway", "unsupported", false);
+  }
+  throw new PeerCallError("the remote agent's card declares no apiKey security scheme, so the header for the API key is unknown; set credentials.header, or use bearer credentials", "unsupported", false);
+}

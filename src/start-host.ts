@@ -1,0 +1,125 @@
+import { createServer } from "node:net";
+import { createApp } from "./app.js";
+import { consoleAccessDescription } from "./console/console-access.js";
+import { ConfigError, loadConfig, type Config } from "./config/config.js";
+import type { Env } from "./domain/env-settings.js";
+import type { TaskHandler } from "./workflows/workflow-types.js";
+import { loadHandlersModule } from "./handlers-module.js";
+import { resolveHostOptions, type HostOptions } from "./host-options.js";
+import { createLogger, type Logger } from "./observability/logger.js";
+import { createTelemetry } from "./observability/telemetry.js";
+import { openStore } from "./store/open-store.js";
+
+/** A host started by `startHost`. */
+export interface RunningHost {
+  /** Where it listens, e.g. `http://127.0.0.1:8080` (the agent card's JSON-RPC endpoint is `${url}/a2a/jsonrpc`). */
+  url: string;
+  /** The address callers are told about on the agent card (PUBLIC_URL; `url` when not set). */
+  publicUrl: string;
+  port: number;
+  /** Drains like SIGTERM: refuses new requests, ends streams, releases task leases, closes the store. */
+  close(): Promise<void>;
+}
+
+/** PORT=0 without PUBLIC_URL: a free port is chosen first, so the agent card names the port callers reach. */
+async function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, host, () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Reads options and environment as one settings object; every problem of either is in one ConfigError. */
+async function settle(options: HostOptions, processEnv: Env): Promise<{ config: Config; handlers: Record<string, TaskHandler> }> {
+  const resolved = resolveHostOptions(options, processEnv);
+  const problems = [...resolved.problems];
+  if (resolved.env["PORT"] === "0" && !resolved.env["PUBLIC_URL"]) resolved.env["PORT"] = String(await freePort(resolved.env["HOST"] || "127.0.0.1"));
+  let config: Config | undefined;
+  try {
+    config = loadConfig(resolved.env);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.problems.map((p) => resolved.explain(p)));
+  }
+  const handlers: Record<string, TaskHandler> = {};
+  const modulePath = resolved.env["HANDLERS_MODULE"];
+  if (modulePath) {
+    const loaded = await loadHandlersModule(modulePath);
+    problems.push(...loaded.problems);
+    Object.assign(handlers, loaded.handlers);
+  }
+  for (const [name, handler] of Object.entries(options.handlers ?? {})) {
+    if (name in handlers) problems.push(`handler "${name}" is given both as an option and by HANDLERS_MODULE`);
+    else handlers[name] = handler;
+  }
+  if (problems.length > 0 || !config) throw new ConfigError(problems);
+  return { config, handlers };
+}
+
+function startupLine(config: Config, store: string, app: Awaited<ReturnType<typeof createApp>>): string {
+  const auth = config.auth.mode === "apikey" ? `API keys (${config.auth.keys.length})` : "off (dev: every caller is the default tenant)";
+  return (
+    `openwop-a2a-host listening on ${config.publicUrl} (HTTP/1.1 + h2c) — A2A JSON-RPC, gRPC, Connect, gRPC-Web, HTTP+JSON, OpenWOP REST; ` +
+    `agent: "${app.agentName}", skills: ${app.skills.join(", ")}; store: ${store}; auth: ${auth}; ${consoleAccessDescription(config)}; ${app.push.description}`
+  );
+}
+
+/**
+ * Runs the host inside this process: your handlers, workflows and identity, the same settings as the CLI
+ * (what `options` leaves out is read from the environment). Resolves once it listens and has resumed every
+ * unfinished task. Bad options or environment: a ConfigError listing every problem, and nothing started.
+ */
+export function startHost(options: HostOptions = {}): Promise<RunningHost> {
+  return launchHost(options, process.env);
+}
+
+/** `startHost` with the environment and logger given: what tests and the bench embed. */
+export async function launchHost(options: HostOptions, processEnv: Env, logger?: Logger): Promise<RunningHost> {
+  const { config, handlers } = await settle(options, processEnv);
+  // Every line names the instance: with several instances on one database, the task lease owner it is.
+  const log = (logger ?? createLogger(config.logLevel)).child({ instanceId: config.leases.instanceId });
+  const opened = await openStore(config, log);
+  // OTEL_EXPORTER_OTLP_ENDPOINT (and the other standard OTEL_* variables) turn on OTLP export; /metrics is always served.
+  const telemetry = await createTelemetry({ env: processEnv });
+  let app: Awaited<ReturnType<typeof createApp>>;
+  try {
+    app = await createApp({
+      config,
+      logger: log,
+      store: opened.store,
+      durableStore: opened.durable,
+      pushConfigs: opened.pushConfigs,
+      idempotency: opened.idempotency,
+      telemetry,
+      handlers,
+      ...(options.workflows ? { workflows: options.workflows } : {}),
+    });
+  } catch (err) {
+    await opened.stop();
+    await telemetry.shutdown();
+    throw err;
+  }
+  const address = await app.listen();
+  log.info({ port: address.port, host: address.address, env: config.env, store: opened.store.kind, startupMs: Math.round(process.uptime() * 1000) }, startupLine(config, opened.description, app));
+  const host = address.address === "0.0.0.0" || address.address === "::" ? "localhost" : address.family === "IPv6" ? `[${address.address}]` : address.address;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${host}:${address.port}`,
+    publicUrl: config.publicUrl,
+    port: address.port,
+    close() {
+      closing ??= (async () => {
+        log.info("shutting down: draining requests and ending streams");
+        await app.close();
+        await opened.stop();
+        await telemetry.shutdown();
+        log.info("stopped");
+      })();
+      return closing;
+    },
+  };
+}

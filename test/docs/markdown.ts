@@ -1,0 +1,73 @@
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** Helpers the docs tests share: where the repo is, the Markdown files, their sections, code blocks and headings. */
+export const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
+
+export function readRepoFile(path: string): string {
+  return readFileSync(join(repoRoot, path), "utf8");
+}
+
+/** README.md and every docs/*.md, as repo-relative paths. */
+export function markdownFiles(): string[] {
+  const docs = existsSync(join(repoRoot, "docs")) ? readdirSync(join(repoRoot, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`) : [];
+  return ["README.md", ...docs.sort()];
+}
+
+/** The lines of a Markdown text outside fenced code blocks (fences themselves dropped), with their indexes. */
+export function proseLines(markdown: string): Array<{ line: string; index: number }> {
+  const out: Array<{ line: string; index: number }> = [];
+  let fence: string | undefined;
+  markdown.split("\n").forEach((line, index) => {
+    const match = /^\s*(```+|~~~+)/.exec(line);
+    if (match) {
+      if (fence === undefined) fence = match[1]![0]!.repeat(match[1]!.length);
+      else if (line.trim().startsWith(fence)) fence = undefined;
+      return;
+    }
+    if (fence === undefined) out.push({ line, index });
+  });
+  return out;
+}
+
+/** The text of the section under the heading whose title is `title` (any level), up to the next heading of the same or a higher level. */
+export function section(markdown: string, title: string): string | undefined {
+  const lines = markdown.split("\n");
+  const heads = proseLines(markdown).filter(({ line }) => /^#{1,6}\s/.test(line));
+  const start = heads.find(({ line }) => line.replace(/^#+\s+/, "").trim() === title);
+  if (!start) return undefined;
+  const level = /^#+/.exec(start.line)![0].length;
+  const end = heads.find(({ line, index }) => index > start.index && /^#+/.exec(line)![0].length <= level);
+  return lines.slice(start.index + 1, end ? end.index : lines.length).join("\n");
+}
+
+/** The bodies of the fenced code blocks of one language (```sh). */
+export function codeBlocks(markdown: string, language: string): string[] {
+  const blocks: string[] = [];
+  const re = new RegExp("^```" + language + "[ \\t]*\\n([\\s\\S]*?)^```[ \\t]*$", "gm");
+  for (const match of markdown.matchAll(re)) blocks.push(match[1]!);
+  return blocks;
+}
+
+/** GitHub's heading anchor: lower case, punctuation dropped (but `-` and `_`), spaces to `-`; repeats get -1, -2... */
+export function headingAnchors(markdown: string): Set<string> {
+  const anchors = new Set<string>();
+  const seen = new Map<string, number>();
+  for (const { line } of proseLines(markdown)) {
+    const match = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+    if (!match) continue;
+    const text = match[1]!
+      .replace(/!\[[^\]]*\]\([^)]*\)/g, "")
+      .replace(/\[([^\]]*)\]\([^)]*\)/g, "$1")
+      .replace(/<[^>]+>/g, "");
+    const base = text
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, "")
+      .replace(/\s/g, "-");
+    const count = seen.get(base) ?? 0;
+    seen.set(base, count + 1);
+    anchors.add(count === 0 ? base : `${base}-${count}`);
+  }
+  return anchors;
+}

@@ -1,0 +1,433 @@
+// How an a2a.invoke node learns what became of the peer's task: by push (the peer's card offers push
+// notifications: we register our callback with the send), by the task's stream (SubscribeToTask held open), or by
+// polling GetTask. Two hosts of ours on loopback over A2A 1.0 JSON-RPC, the peer behind a counting proxy (its
+// PUBLIC_URL, so its card sends us there) with an API key; the peer's "hold" handler finishes only when the test
+// releases it. Checked per path: zero GetTask polls while the peer works (poll interval and backstop 60 s), the
+// run's next node starts soon after the peer's terminal commit, and (push) the callback receiver's answers: a
+// wrong token 401, an unknown task 404, a replay 200 without a second commit, no run moved by a forged push.
+import { randomBytes, randomUUID } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { MongoClient } from "mongodb";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { PeerCallbackKey } from "../../src/peer/peer-callbacks.js";
+import { resolvePushKeys } from "../../src/push/push-keys.js";
+import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
+import type { TaskHandler } from "../../src/workflows/workflow-types.js";
+import { startCountingProxy, type CountingProxy } from "../support/counting-proxy.js";
+import { freePort } from "../support/server-process.js";
+import { startTestApp, type TestApp } from "../support/start-server.js";
+
+type WireTask = Record<string, any>;
+
+const KEY = "push-caller-key-0123456789abcdef";
+const ALL = ["runs:create", "runs:read", "runs:cancel", "approvals:respond", "webhooks:manage", "manifest:read"];
+
+/** The peer's handler: holds until the test releases the run whose input text it is. */
+const gates = new Map<string, () => void>();
+const waiting = new Map<string, Promise<void>>();
+function gate(text: string): Promise<void> {
+  if (!waiting.has(text)) waiting.set(text, new Promise<void>((resolve) => gates.set(text, resolve)));
+  return waiting.get(text)!;
+}
+function release(text: string): number {
+  void gate(text);
+  const at = Date.now();
+  gates.get(text)!();
+  return at;
+}
+const peerHandlers: Record<string, TaskHandler> = {
+  async hold(ctx) {
+    // A cancel on the peer aborts the handler (its signal), as a well-behaved handler does.
+    await Promise.race([gate(ctx.input.text), new Promise((_, reject) => ctx.signal.addEventListener("abort", () => reject(new Error("cancelled")), { once: true }))]);
+    return { output: { text: `held ${ctx.input.text}` }, artifacts: [{ name: "held", parts: [{ kind: "text", text: `held ${ctx.input.text}` }] }] };
+  },
+};
+/** Our side: when the node after a2a.invoke started, per run. */
+const nextNodeAt = new Map<string, number>();
+const callerHandlers: Record<string, TaskHandler> = {
+  async mark(ctx) {
+    nextNodeAt.set(ctx.taskId, Date.now());
+    return { output: {} };
+  },
+};
+
+function callerOf(baseUrl: () => string) {
+  const rpc = async (method: string, params: unknown): Promise<WireTask> => {
+    const res = await fetch(`${baseUrl()}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }) });
+    const body = (await res.json()) as { result?: WireTask; error?: unknown };
+    if (!body.result) throw new Error(`JSON-RPC error: ${JSON.stringify(body.error)}`);
+    return body.result;
+  };
+  return {
+    start: (text: string, skillId: string) => rpc("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], metadata: { skillId } }, configuration: { blocking: false } }),
+    get: (id: string) => rpc("tasks/get", { id }),
+    async waitFor(id: string, done: (task: WireTask) => boolean, what: string, timeoutMs = 15_000): Promise<WireTask> {
+      const until = Date.now() + timeoutMs;
+      for (;;) {
+        const task = await rpc("tasks/get", { id });
+        if (done(task)) return task;
+        if (Date.now() > until) throw new Error(`task ${id} did not reach ${what}; it is ${JSON.stringify(task["status"])}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    },
+  };
+}
+
+const terminal = (task: WireTask) => ["completed", "failed", "canceled", "rejected"].includes(task["status"].state);
+
+describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, two hosts)", () => {
+  let mongo: MongoClient;
+  const dbName = `push_${randomUUID().slice(0, 8)}`;
+  let peerHost: TestApp;
+  let proxy: CountingProxy;
+  let cardServer: Server | undefined;
+  let v03CardServer: Server | undefined;
+  let clusterBase: Record<string, string> = {};
+  const callers: Record<"push" | "stream" | "poll", TestApp> = {} as never;
+
+  beforeAll(async () => {
+    mongo = await MongoClient.connect(inject("mongoUri"));
+    const store = new MongoTaskStore(mongo, mongo.db(dbName));
+    await store.init();
+    const peerDir = await mkdtemp(join(tmpdir(), "a2a-push-peer-"));
+    await writeFile(join(peerDir, "hold.json"), JSON.stringify({ id: "hold", name: "Hold", description: "Works until the test releases it.", nodes: [{ kind: "task", id: "work", handler: "hold" }] }));
+    // The peer sits behind the counting proxy: its card (PUBLIC_URL) names the proxy.
+    const peerPort = await freePort();
+    proxy = await startCountingProxy(peerPort);
+    peerHost = await startTestApp(
+      {
+        PORT: String(peerPort),
+        PUBLIC_URL: proxy.url,
+        WORKFLOWS_DIR: peerDir,
+        API_KEYS: JSON.stringify([{ id: "caller", tenant: "acme", scopes: ALL, key: KEY }]),
+        // Our callback is on loopback: the peer's push egress guard allows it only under the test flag.
+        PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true",
+        PUSH_RETRY_BASE_MS: "50",
+        PUSH_RETRY_MAX_MS: "200",
+      },
+      store,
+      peerHandlers,
+    );
+    const callerDir = await mkdtemp(join(tmpdir(), "a2a-push-caller-"));
+    await writeFile(
+      join(callerDir, "call-hold.json"),
+      JSON.stringify({ id: "call-hold", name: "Call hold", description: "Calls the peer's hold skill, then marks the time.", nodes: [{ kind: "a2a.invoke", id: "call", peer: "peer", skillId: "hold" }, { kind: "task", id: "after", handler: "mark" }] }),
+    );
+    await writeFile(join(callerDir, "ask-peer.json"), JSON.stringify({ id: "ask-peer", name: "Ask peer", description: "The peer asks us a question.", nodes: [{ kind: "a2a.invoke", id: "call", peer: "peer", skillId: "clarify" }] }));
+    for (const peer of ["grpc", "rest"]) {
+      await writeFile(
+        join(callerDir, `call-hold-${peer}.json`),
+        JSON.stringify({ id: `call-hold-${peer}`, name: `Call hold (${peer})`, description: "The same over another binding.", nodes: [{ kind: "a2a.invoke", id: "call", peer, skillId: "hold" }, { kind: "task", id: "after", handler: "mark" }] }),
+      );
+    }
+    const cardUrl = `${proxy.url}/.well-known/agent-card.json`;
+    // gRPC (HTTP/2) cannot pass the HTTP/1.1 counting proxy: the gRPC peer reads a copy of the card that names the peer itself.
+    const card = await (await fetch(cardUrl, { headers: { "a2a-version": "1.0" } })).text();
+    const direct = card.replaceAll(`127.0.0.1:${proxy.port}`, `127.0.0.1:${peerPort}`);
+    cardServer = createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(direct));
+    await new Promise<void>((r) => cardServer!.listen(0, "127.0.0.1", r));
+    const directCardUrl = `http://127.0.0.1:${(cardServer.address() as AddressInfo).port}/.well-known/agent-card.json`;
+    // The peer as a 0.3-only agent would describe itself (through the proxy), offering push and streaming.
+    const v03 = JSON.stringify({
+      protocolVersion: "0.3.0",
+      name: "Peer host (0.3 only)",
+      description: "Our peer host, as a 0.3-only card",
+      url: `${proxy.url}/a2a/jsonrpc`,
+      preferredTransport: "JSONRPC",
+      version: "1.0.0",
+      capabilities: { streaming: true, pushNotifications: true },
+      defaultInputModes: ["text/plain"],
+      defaultOutputModes: ["text/plain"],
+      skills: [],
+    });
+    v03CardServer = createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(v03));
+    await new Promise<void>((r) => v03CardServer!.listen(0, "127.0.0.1", r));
+    const v03CardUrl = `http://127.0.0.1:${(v03CardServer.address() as AddressInfo).port}/.well-known/agent-card.json`;
+    await writeFile(
+      join(callerDir, "call-hold-v03.json"),
+      JSON.stringify({ id: "call-hold-v03", name: "Call hold (0.3)", description: "The same over A2A 0.3.", nodes: [{ kind: "a2a.invoke", id: "call", peer: "v03", skillId: "hold" }, { kind: "task", id: "after", handler: "mark" }] }),
+    );
+    const peers = JSON.stringify({
+      v03: { cardUrl: v03CardUrl, credentials: { bearer: KEY } },
+      peer: { cardUrl, binding: "jsonrpc", protocolVersion: "1.0", credentials: { bearer: KEY } },
+      grpc: { cardUrl: directCardUrl, binding: "grpc", protocolVersion: "1.0", credentials: { bearer: KEY } },
+      rest: { cardUrl, binding: "http+json", protocolVersion: "1.0", credentials: { bearer: KEY } },
+    });
+    const base = { A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS: "true", A2A_PEERS: peers, WORKFLOWS_DIR: callerDir, A2A_PEER_RETRY_BASE_MS: "20", A2A_PEER_RETRY_MAX_MS: "40", A2A_PEER_REQUEST_TIMEOUT_MS: "3000" };
+    clusterBase = base;
+    // Push and stream: a 60 s poll interval (and the default 60 s backstop), so only news can move the run on.
+    callers.push = await startTestApp({ ...base, A2A_PEER_POLL_MS: "60000" }, undefined, callerHandlers);
+    callers.stream = await startTestApp({ ...base, A2A_PEER_POLL_MS: "60000", A2A_PEER_PUSH: "false" }, undefined, callerHandlers);
+    callers.poll = await startTestApp({ ...base, A2A_PEER_POLL_MS: "50", A2A_PEER_PUSH: "false", A2A_PEER_STREAM: "false" }, undefined, callerHandlers);
+  });
+
+  afterAll(async () => {
+    for (const text of waiting.keys()) release(text);
+    for (const caller of Object.values(callers)) await caller?.close();
+    await peerHost?.close();
+    await proxy?.close();
+    cardServer?.close();
+    v03CardServer?.close();
+    await mongo?.db(dbName).dropDatabase();
+    await mongo?.close();
+  });
+
+  const progressOf = async (caller: TestApp, runId: string): Promise<Array<Record<string, any>>> =>
+    (await caller.store.readEvents(runId, 0)).filter((e) => e.type === "node.progress").map((e) => (e.payload as { progress: Record<string, any> }).progress);
+
+  /** Starts call-hold on `caller`, waits until the peer works on it, lets it work a while, releases it; answers the numbers. */
+  async function runPath(path: "push" | "stream" | "poll", skill = "call-hold") {
+    const caller = callers[path];
+    const ours = callerOf(() => caller.baseUrl);
+    const text = `${path} ${randomUUID()}`;
+    const started = await ours.start(text, skill);
+    await ours.waitFor(started["id"], () => true, "started");
+    let progress: Array<Record<string, any>> = [];
+    for (let i = 0; i < 200 && progress.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      progress = await progressOf(caller, started["id"]);
+    }
+    expect(progress.length, "the peer's task id is recorded").toBeGreaterThan(0);
+    proxy.reset();
+    // The peer works for a while: long enough for several polls at the poll path's interval.
+    await new Promise((r) => setTimeout(r, 600));
+    const whileWorking = proxy.counts();
+    release(text);
+    const task = await ours.waitFor(started["id"], terminal, "a terminal state");
+    const peerTaskId = progress[0]!["peerTaskId"] as string;
+    const peerRecord = await peerHost.store.get(peerTaskId);
+    const peerDoneAt = Date.parse(peerRecord!.updatedAt);
+    return { caller, task, progress: await progressOf(caller, task["id"]), whileWorking, afterRelease: proxy.counts(), handoffMs: nextNodeAt.get(task["id"])! - peerDoneAt, peerTaskId };
+  }
+
+  it("push: the peer's card offers push, our callback is registered with the send; no GetTask while it works; the run moves on at once", async () => {
+    const r = await runPath("push");
+    expect(r.task["status"].state, JSON.stringify(r.task["metadata"])).toBe("completed");
+    expect(r.progress[0]).toMatchObject({ notify: "push" });
+    expect(r.whileWorking["GetTask"] ?? 0).toBe(0);
+    expect(r.whileWorking["SubscribeToTask"] ?? 0).toBe(0);
+    // The push is content-free (a status update): one read of the finished task, for its artifacts.
+    expect(r.afterRelease["GetTask"] ?? 0).toBeLessThanOrEqual(1);
+    expect(r.progress.some((p) => p["pushedAt"] !== undefined && p["peerState"] === "completed"), "the pushed state was committed").toBe(true);
+    expect(JSON.stringify(r.task["artifacts"])).toContain("held push");
+    expect(r.task["artifacts"][0].metadata).toMatchObject({ contentTrust: "untrusted" });
+    // Poll interval 60 s and backstop 60 s: only the push can have moved it on this fast.
+    expect(r.handoffMs).toBeLessThan(5_000);
+    console.log(`push handoff ${r.handoffMs} ms; peer calls after release: ${JSON.stringify(r.afterRelease)}`);
+  });
+
+  for (const binding of ["grpc", "rest"] as const) {
+    it(`push over ${binding === "grpc" ? "gRPC" : "HTTP+JSON"} 1.0: the config goes inline with the send there too`, async () => {
+      const r = await runPath("push", `call-hold-${binding}`);
+      expect(r.task["status"].state, JSON.stringify(r.task["metadata"])).toBe("completed");
+      expect(r.progress[0]).toMatchObject({ notify: "push" });
+      // (gRPC goes to the peer directly, so only the HTTP+JSON reads are counted here.)
+      if (binding === "rest") expect(r.whileWorking[`GET /tasks/${r.peerTaskId}`] ?? 0).toBe(0);
+      expect(r.handoffMs).toBeLessThan(5_000);
+    });
+  }
+
+  for (const path of ["push", "stream"] as const) {
+    it(`${path} over A2A 0.3 JSON-RPC (${path === "push" ? "pushNotificationConfig inline, a 0.3 status-update pushed" : "tasks/resubscribe held"})`, async () => {
+      const r = await runPath(path, "call-hold-v03");
+      expect(r.task["status"].state, JSON.stringify(r.task["metadata"])).toBe("completed");
+      expect(r.progress[0]).toMatchObject({ notify: path, endpoint: `jsonrpc+0.3+${proxy.url}/a2a/jsonrpc` });
+      expect(r.whileWorking["tasks/get"] ?? 0).toBe(0);
+      expect(r.afterRelease["tasks/get"] ?? 0).toBeLessThanOrEqual(path === "push" ? 1 : 0);
+      expect(JSON.stringify(r.task["artifacts"])).toContain(`held ${path}`);
+      expect(r.handoffMs).toBeLessThan(5_000);
+    });
+  }
+
+  it("stream over HTTP+JSON 1.0: POST /tasks/{id}:subscribe held; no GetTask", async () => {
+    const r = await runPath("stream", "call-hold-rest");
+    expect(r.task["status"].state, JSON.stringify(r.task["metadata"])).toBe("completed");
+    expect(r.progress[0]).toMatchObject({ notify: "stream" });
+    expect(r.whileWorking[`GET /tasks/${r.peerTaskId}`] ?? 0).toBe(0);
+    expect(r.afterRelease[`GET /tasks/${r.peerTaskId}`] ?? 0).toBe(0);
+    // (The subscribe was attached before the counts were reset; with no read at all, only the stream can have told us.)
+    expect(Object.keys(r.afterRelease).filter((k) => k.startsWith("GET "))).toEqual([]);
+    expect(JSON.stringify(r.task["artifacts"])).toContain("held stream");
+    expect(r.handoffMs).toBeLessThan(5_000);
+  });
+
+  it("stream: without push, SubscribeToTask is held; no GetTask at all; the run moves on at once", async () => {
+    const r = await runPath("stream");
+    expect(r.task["status"].state, JSON.stringify(r.task["metadata"])).toBe("completed");
+    expect(r.progress[0]).toMatchObject({ notify: "stream" });
+    expect(r.whileWorking["GetTask"] ?? 0).toBe(0);
+    expect(r.afterRelease["GetTask"] ?? 0).toBe(0);
+    expect(JSON.stringify(r.task["artifacts"])).toContain("held stream");
+    expect(r.handoffMs).toBeLessThan(5_000);
+    console.log(`stream handoff ${r.handoffMs} ms; peer calls after release: ${JSON.stringify(r.afterRelease)}`);
+  });
+
+  it("poll only: GetTask every A2A_PEER_POLL_MS", async () => {
+    const r = await runPath("poll");
+    expect(r.task["status"].state).toBe("completed");
+    expect(r.progress[0]).toMatchObject({ notify: "poll" });
+    expect(r.whileWorking["GetTask"] ?? 0).toBeGreaterThan(3);
+    console.log(`poll handoff ${r.handoffMs} ms; GetTask while working 600 ms: ${r.whileWorking["GetTask"]}`);
+  });
+
+  for (const path of ["push", "stream"] as const) {
+    it(`${path}: the peer's question comes in by ${path}, our answer is forwarded once, its completion comes in by ${path}; no GetTask poll`, async () => {
+      const caller = callers[path];
+      const ours = callerOf(() => caller.baseUrl);
+      proxy.reset();
+      const started = await ours.start("Announce the new office hours", "ask-peer");
+      const asking = await ours.waitFor(started["id"], (t) => t["status"].state === "input-required" || terminal(t), "input-required");
+      expect(asking["status"].state).toBe("input-required");
+      expect(JSON.stringify(asking["status"].message)).toContain("Who is the audience");
+      const rpc = await fetch(`${caller.baseUrl}/a2a/jsonrpc`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", taskId: asking["id"], contextId: asking["contextId"], parts: [{ kind: "text", text: "the night shift" }] } } }),
+      });
+      expect(rpc.status).toBe(200);
+      const done = await ours.waitFor(started["id"], terminal, "a terminal state");
+      expect(done["status"].state, JSON.stringify(done["metadata"])).toBe("completed");
+      expect(JSON.stringify(done["artifacts"])).toContain("night shift");
+      // One send, one forwarded answer; GetTask only to read what a content-free push announced (the question,
+      // the finished task) and once when the node resumed with the answer.
+      expect(proxy.count("SendMessage")).toBe(2);
+      expect(proxy.count("GetTask")).toBeLessThanOrEqual(path === "push" ? 3 : 1);
+      const peerTaskId = (await progressOf(caller, started["id"]))[0]!["peerTaskId"];
+      const peerRecord = await peerHost.store.get(peerTaskId);
+      expect(peerRecord!.a2a.state).toBe("completed");
+    });
+  }
+
+  it("push: cancel both ways — the peer's cancel arrives by push and cancels our run; our cancel cancels the peer's task", async () => {
+    const caller = callers.push;
+    const ours = callerOf(() => caller.baseUrl);
+    const peerRpc = async (method: string, params: unknown) => {
+      const res = await fetch(`${proxy.url}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+      return ((await res.json()) as { result?: WireTask }).result;
+    };
+    const startAndRecord = async () => {
+      const started = await ours.start(`cancel ${randomUUID()}`, "call-hold");
+      let progress: Array<Record<string, any>> = [];
+      for (let i = 0; i < 300 && progress.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        progress = await progressOf(caller, started["id"]);
+      }
+      return { id: started["id"] as string, peerTaskId: progress[0]!["peerTaskId"] as string };
+    };
+    const theirs = await startAndRecord();
+    await peerRpc("tasks/cancel", { id: theirs.peerTaskId });
+    const cancelled = await ours.waitFor(theirs.id, terminal, "cancelled by the peer");
+    expect(cancelled["status"].state).toBe("canceled");
+    expect(JSON.stringify(await caller.store.readEvents(theirs.id, 0))).toContain("cross_protocol_cancel");
+
+    const mine = await startAndRecord();
+    await fetch(`${caller.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/cancel", params: { id: mine.id } }) });
+    for (let i = 0; i < 300; i++) {
+      if ((await peerHost.store.get(mine.peerTaskId))?.a2a.state === "canceled") break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect((await peerHost.store.get(mine.peerTaskId))?.a2a.state).toBe("canceled");
+  });
+
+  it("several instances: a push that lands on another instance is committed there once, and the lease holder moves the run on", async () => {
+    // Two caller instances on one database (change streams carry commits between them); the run's instance gives
+    // peers the OTHER instance's callback URL, as a load balancer might route the push.
+    const encryptionKey = randomBytes(32).toString("hex");
+    const callerDb = `push_cluster_${randomUUID().slice(0, 8)}`;
+    const storeOf = async () => {
+      const store = new MongoTaskStore(mongo, mongo.db(callerDb));
+      await store.init();
+      return store;
+    };
+    const shared = { ...clusterBase, A2A_PEER_POLL_MS: "60000", PUSH_ENCRYPTION_KEY: encryptionKey, PUSH_SIGNING_KEY: randomBytes(24).toString("base64url") };
+    const other = await startTestApp({ ...shared, INSTANCE_ID: "receiver" }, await storeOf(), callerHandlers);
+    const holder = await startTestApp({ ...shared, INSTANCE_ID: "holder", A2A_PEER_CALLBACK_URL: other.baseUrl }, await storeOf(), callerHandlers);
+    try {
+      const ours = callerOf(() => holder.baseUrl);
+      const text = `cluster ${randomUUID()}`;
+      const started = await ours.start(text, "call-hold");
+      let progress: Array<Record<string, any>> = [];
+      for (let i = 0; i < 300 && progress.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        progress = await progressOf(holder, started["id"]);
+      }
+      expect(progress[0]).toMatchObject({ notify: "push" });
+      await new Promise((r) => setTimeout(r, 300));
+      proxy.reset();
+      release(text);
+      const task = await ours.waitFor(started["id"], terminal, "a terminal state", 20_000);
+      expect(task["status"].state).toBe("completed");
+      const all = await progressOf(holder, started["id"]);
+      // The push was committed once (by the other instance), then the holder read the finished task once.
+      expect(all.filter((p) => p["pushedAt"] !== undefined && p["peerState"] === "completed")).toHaveLength(1);
+      expect(proxy.count("GetTask")).toBe(1);
+      const peerRecord = await peerHost.store.get(all[0]!["peerTaskId"]);
+      const handoff = nextNodeAt.get(started["id"])! - Date.parse(peerRecord!.updatedAt);
+      expect(handoff).toBeLessThan(5_000);
+      console.log(`cross-instance push handoff ${handoff} ms`);
+    } finally {
+      await holder.close();
+      await other.close();
+      await mongo.db(callerDb).dropDatabase();
+    }
+  });
+
+  it("the callback receiver: wrong token 401, unknown task 404, a replay commits nothing, a forged push moves no run", async () => {
+    const caller = callers.push;
+    const ours = callerOf(() => caller.baseUrl);
+    const text = `receiver ${randomUUID()}`;
+    const started = await ours.start(text, "call-hold");
+    let progress: Array<Record<string, any>> = [];
+    for (let i = 0; i < 200 && progress.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      progress = await progressOf(caller, started["id"]);
+    }
+    const first = progress[0]!;
+    const url = `${caller.baseUrl}/v1/peer-callbacks/${started["id"]}`;
+    const key = new PeerCallbackKey((await resolvePushKeys(caller.config.push, caller.config.dataDir)).encryptionKey);
+    const token = key.tokenFor(started["id"], first["key"]);
+    const push = (state: string, timestamp: string, withToken = token, target = url) =>
+      fetch(target, {
+        method: "POST",
+        headers: { "content-type": "application/a2a+json", "x-a2a-notification-token": withToken },
+        body: JSON.stringify({ statusUpdate: { taskId: first["peerTaskId"], contextId: first["peerContextId"], status: { state, timestamp } } }),
+      });
+
+    // A forged push (wrong token) of a terminal state: refused, nothing committed, the run still waits on the peer.
+    const forged = await push("TASK_STATE_COMPLETED", new Date().toISOString(), "forged-token");
+    expect(forged.status).toBe(401);
+    expect((await fetch(url, { method: "POST", body: "{}" })).status).toBe(401);
+    expect((await push("TASK_STATE_WORKING", new Date().toISOString(), token, `${caller.baseUrl}/v1/peer-callbacks/${randomUUID()}`)).status).toBe(404);
+    expect((await ours.get(started["id"]))["status"].state).toBe("working");
+    expect(await progressOf(caller, started["id"])).toHaveLength(progress.length);
+
+    // A genuine push of a newer "working" status is committed once; the same push again (a replay), and an older one, commit nothing.
+    const at = new Date(Date.now() + 1000).toISOString();
+    const before = (await progressOf(caller, started["id"])).length;
+    const firstPush = await push("TASK_STATE_WORKING", at);
+    expect(firstPush.status).toBe(200);
+    const committed = ((await firstPush.json()) as { outcome: string }).outcome;
+    const replay = await push("TASK_STATE_WORKING", at);
+    expect(replay.status).toBe(200);
+    expect(((await replay.json()) as { outcome: string }).outcome).toBe("duplicate");
+    const older = await push("TASK_STATE_WORKING", new Date(Date.now() - 60_000).toISOString());
+    expect(((await older.json()) as { outcome: string }).outcome).toBe("duplicate");
+    const after = (await progressOf(caller, started["id"])).length;
+    expect(after - before).toBe(committed === "committed" ? 1 : 0);
+
+    release(text);
+    const done = await ours.waitFor(started["id"], terminal, "a terminal state");
+    expect(done["status"].state).toBe("completed");
+    // The token is in no record and no event of ours.
+    expect(JSON.stringify(await caller.store.readEvents(started["id"], 0))).not.toContain(token);
+    expect(JSON.stringify(await caller.store.get(started["id"]))).not.toContain(token);
+    // After the end: a late duplicate of the terminal push is acknowledged without a commit.
+    const late = await push("TASK_STATE_COMPLETED", new Date().toISOString());
+    expect(late.status).toBe(200);
+    expect(["moved-on", "duplicate"]).toContain(((await late.json()) as { outcome: string }).outcome);
+  });
+});

@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import { decodeCursor, encodeCursor, filterDigest } from "../../src/console/console-cursor.js";
+import { nodePathOf, redactSecrets, REDACTED } from "../../src/console/console-task-view.js";
+
+describe("console task view", () => {
+  it("redacts secrets in event payloads: push tokens, credentials, interrupt tokens, URL userinfo", () => {
+    const payload = {
+      nodeId: "n",
+      pushNotificationConfig: { url: "https://hooks.example.com/x", token: "push-secret", authentication: { schemes: ["Bearer"], credentials: "cred-secret" } },
+      resolveToken: "eyJ.resolve.token",
+      headers: { Authorization: "Bearer abc", "X-Api-Key": "k1" },
+      endpoint: "https://user:pw@peer.example.com/a2a",
+      nested: [{ password: "p" }, { keep: "visible" }],
+      key: "task:node:interrupt",
+    };
+    const out = JSON.stringify(redactSecrets(payload));
+    for (const secret of ["push-secret", "cred-secret", "eyJ.resolve.token", "Bearer abc", "k1", "user:pw", '"p"']) expect(out).not.toContain(secret);
+    expect(out).toContain(REDACTED);
+    expect(out).toContain("visible");
+    expect(out).toContain("https://[redacted]@peer.example.com/a2a");
+    expect(out).toContain("task:node:interrupt");
+  });
+
+  it("the node path collapses repeats and keeps refine loops", () => {
+    const e = (type: string, nodeId?: string) => ({ type, ...(nodeId ? { nodeId } : {}) });
+    expect(nodePathOf([e("run.created"), e("node.started", "prepare"), e("node.completed", "prepare"), e("node.suspended", "gate"), e("interrupt.requested", "gate"), e("node.started", "prepare"), e("node.suspended", "gate")])).toEqual(["prepare", "gate", "prepare", "gate"]);
+  });
+
+  it("cursors round-trip and refuse tampering, other filters and junk", () => {
+    const digest = filterDigest({ state: "completed" });
+    const cursor = encodeCursor({ updatedAt: "2030-01-01T00:00:00.000Z", taskId: "t-1" }, digest);
+    expect(decodeCursor(cursor, digest)).toEqual({ updatedAt: "2030-01-01T00:00:00.000Z", taskId: "t-1" });
+    expect(() => decodeCursor(cursor, filterDigest({}))).toThrow(/other filters/);
+    const forged = Buffer.from(JSON.stringify({ v: 1, u: "2030-01-01", i: "t-1", f: digest })).toString("base64url");
+    expect(() => decodeCursor(forged, digest)).toThrow(/bad position/);
+    const extra = Buffer.from(JSON.stringify({ v: 1, u: "2030-01-01T00:00:00.000Z", i: "t-1", f: digest, $where: 1 })).toString("base64url");
+    expect(() => decodeCursor(extra, digest)).toThrow(/cursor/);
+    expect(() => decodeCursor("%%%", digest)).toThrow(/cursor/);
+    expect(() => decodeCursor("x".repeat(2000), digest)).toThrow(/cursor/);
+  });
+});
