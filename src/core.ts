@@ -131,7 +131,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   // The card (or a named peer's pins) picks the wire: JSON-RPC or HTTP+JSON over undici, gRPC over HTTP/2, A2A 1.0 or 0.3.
   const peerClient = createA2APeerClient({
     http: observedPeerHttp(createPeerHttpClient({ policy: config.a2aPeer.egress }), telemetry),
-    grpc: observedPeerTransport(createGrpcPeerTransport({ policy: config.a2aPeer.egress, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: config.a2aPeer.requestTimeoutMs }), telemetry),
+    grpc: observedPeerTransport(createGrpcPeerTransport({ policy: config.a2aPeer.egress, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: config.a2aPeer.requestTimeoutMs, streamIdleMs: config.a2aPeer.streamIdleMs }), telemetry),
     codec: v03ProtoCodec,
     codecV10: v10ProtoCodec,
     requestTimeoutMs: config.a2aPeer.requestTimeoutMs,

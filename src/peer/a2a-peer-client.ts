@@ -47,7 +47,7 @@ export interface A2APeerClient {
   send(target: PeerTarget, message: Message, signal?: AbortSignal, push?: PeerPushRequest): Promise<PeerReply>;
   /** The peer task's stream on the recorded wire; undefined when that wire has none here (then push or polling). */
   subscribe?(target: PeerTarget, taskId: string, signal: AbortSignal): AsyncIterable<PeerStreamEvent> | undefined;
-  /** Whether `subscribe` has a stream on the target's wire: JSON-RPC (1.0 and 0.3) and HTTP+JSON 1.0; not gRPC yet. */
+  /** Whether `subscribe` has a stream on the target's wire: JSON-RPC (1.0 and 0.3), HTTP+JSON 1.0 and gRPC 1.0. */
   canStream?(target: PeerTarget): boolean;
   getTask(target: PeerTarget, taskId: string, signal?: AbortSignal): Promise<PeerTask>;
   cancelTask(target: PeerTarget, taskId: string, signal?: AbortSignal): Promise<PeerTask>;
@@ -89,7 +89,7 @@ export function createA2APeerClient(opts: {
 
   function canStream(target: PeerTarget): boolean {
     const { binding, version } = parsePeerEndpoint(target.endpoint);
-    return binding === "jsonrpc" || (binding === "http+json" && version === "1.0");
+    return binding === "jsonrpc" || version === "1.0";
   }
 
   function configOf(name: string): PeerConfig {

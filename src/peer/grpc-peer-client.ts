@@ -22,10 +22,10 @@ import * as pb from "../gen/a2a/v1/a2a_pb.js";
 import * as v10pb from "../gen/lf/a2a/v1/a2a_pb.js";
 import { injectTraceHeaders } from "../observability/spans.js";
 import { peerReplyFromProto, peerTaskFromProto, type PeerProtoCodec } from "./peer-codec-v03.js";
-import { cancelTaskRequestV10, getTaskRequestV10, peerReplyFromV10, peerTaskFromV10, sendRequestV10, type PeerProtoCodecV10 } from "./peer-codec-v10.js";
+import { cancelTaskRequestV10, getTaskRequestV10, peerReplyFromV10, peerStreamEventFromV10, peerTaskFromV10, sendRequestV10, subscribeRequestV10, type PeerProtoCodecV10 } from "./peer-codec-v10.js";
 import { formatPeerEndpoint, grpcOriginOf, parsePeerEndpoint } from "./peer-endpoint.js";
 import { checkPeerUrl, DEFAULT_MAX_PEER_RESPONSE_BYTES, PeerCallError } from "./peer-http-client.js";
-import type { PeerCallOptions, PeerTransport } from "./peer-types.js";
+import { DEFAULT_STREAM_IDLE_MS, type PeerCallOptions, type PeerStreamEvent, type PeerTransport } from "./peer-types.js";
 
 export type { PeerProtoCodec } from "./peer-codec-v03.js";
 export { peerTaskFromProto } from "./peer-codec-v03.js";
@@ -119,6 +119,8 @@ export interface GrpcPeerTransportOptions {
   /** The lf.a2a.v1 (1.0) encoder. */
   codecV10: PeerProtoCodecV10;
   requestTimeoutMs: number;
+  /** A held SubscribeToTask stream silent this long is dropped (the runner re-attaches); A2A_PEER_STREAM_IDLE_MS. */
+  streamIdleMs?: number;
   resolve?: Resolver;
   maxResponseBytes?: number;
   userAgent?: string;
@@ -166,23 +168,55 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
     return session;
   }
 
-  async function call<T>(recorded: string, method: string, run: (session: Session, options: CallOptions, tenant: string | undefined) => Promise<T>, options: PeerCallOptions | undefined): Promise<{ version: "0.3" | "1.0"; value: T }> {
+  /** The checked, pinned session for a recorded endpoint, and the metadata every call carries. */
+  async function open(recorded: string, options: PeerCallOptions | undefined) {
     if (closed) throw new PeerCallError("the peer gRPC client is closed", "aborted", false);
     if (!isGrpcEndpoint(recorded)) throw new PeerCallError("not a gRPC endpoint", "unsupported", false);
     const endpoint = parsePeerEndpoint(recorded);
     const checked = await checkPeerUrl(endpoint.url, opts.policy, resolve);
-    const where = `grpc+${checked.url.protocol}//${checked.url.host}`;
+    return {
+      endpoint,
+      session: sessionFor(checked.url, checked.addresses),
+      where: `grpc+${checked.url.protocol}//${checked.url.host}`,
+      // traceparent of the active span (none when tracing is off), so the peer joins the caller's trace.
+      headers: injectTraceHeaders({ "user-agent": opts.userAgent ?? "openwop-a2a-host/a2a-invoke", ...lowerCased(options?.headers), "a2a-version": endpoint.version }),
+    };
+  }
+
+  async function call<T>(recorded: string, method: string, run: (session: Session, options: CallOptions, tenant: string | undefined) => Promise<T>, options: PeerCallOptions | undefined): Promise<{ version: "0.3" | "1.0"; value: T }> {
+    const { endpoint, session, where, headers } = await open(recorded, options);
     const signal = options?.signal;
     try {
-      const value = await run(sessionFor(checked.url, checked.addresses), {
-        timeoutMs: opts.requestTimeoutMs,
-        ...(signal ? { signal } : {}),
-        // traceparent of the active span (none when tracing is off), so the peer joins the caller's trace.
-        headers: injectTraceHeaders({ "user-agent": opts.userAgent ?? "openwop-a2a-host/a2a-invoke", ...lowerCased(options?.headers), "a2a-version": endpoint.version }),
-      }, endpoint.tenant);
+      const value = await run(session, { timeoutMs: opts.requestTimeoutMs, ...(signal ? { signal } : {}), headers }, endpoint.tenant);
       return { version: endpoint.version, value };
     } catch (err) {
       throw grpcCallError(err, { method, where, timeoutMs: opts.requestTimeoutMs, callerSignal: signal });
+    }
+  }
+
+  /**
+   * 1.0 `SubscribeToTask`, held open: the task first, then its updates, until the peer ends the stream or it stays
+   * silent for the idle time (then it is cancelled and ends; the runner re-attaches). 0.3 gRPC has no stream here.
+   */
+  async function* subscribe(recorded: string, taskId: string, options: PeerCallOptions | undefined): AsyncGenerator<PeerStreamEvent> {
+    const { endpoint, session, where, headers } = await open(recorded, options);
+    if (endpoint.version !== "1.0") return;
+    const idleMs = opts.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
+    const idle = new AbortController();
+    const signal = options?.signal ? AbortSignal.any([options.signal, idle.signal]) : idle.signal;
+    let timer = setTimeout(() => idle.abort(), idleMs);
+    try {
+      for await (const response of session.v10.subscribeToTask(subscribeRequestV10(taskId, endpoint.tenant), { signal, headers })) {
+        clearTimeout(timer);
+        timer = setTimeout(() => idle.abort(), idleMs);
+        const event = peerStreamEventFromV10(response);
+        if (event) yield event;
+      }
+    } catch (err) {
+      if (idle.signal.aborted && !options?.signal?.aborted) return; // silent too long: end, to be re-attached
+      throw grpcCallError(err, { method: "SubscribeToTask", where, timeoutMs: idleMs, callerSignal: options?.signal });
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -221,6 +255,8 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
       const { value } = await call(endpoint, "CancelTask", (s, o) => s.v03.cancelTask(request, o), options);
       return peerTaskFromProto(value, codec);
     },
+
+    subscribe: (recorded, taskId, options) => subscribe(recorded, taskId, options),
 
     async close(): Promise<void> {
       closed = true;

@@ -25,14 +25,12 @@ import { ALL_HISTORY, cancelTaskRequestV10, getTaskRequestV10, peerReplyFromV10,
 import { parsePeerEndpoint, type PeerEndpoint } from "./peer-endpoint.js";
 import { DEFAULT_MAX_PEER_RESPONSE_BYTES, PeerCallError, RETRYABLE_HTTP_STATUS, type PeerHttpClient, type PeerHttpResponse } from "./peer-http-client.js";
 import { sseData } from "./peer-sse.js";
-import type { PeerCallOptions, PeerReply, PeerSendOptions, PeerStreamEvent, PeerTask, PeerTransport } from "./peer-types.js";
+import { DEFAULT_STREAM_IDLE_MS, type PeerCallOptions, type PeerReply, type PeerSendOptions, type PeerStreamEvent, type PeerTask, type PeerTransport } from "./peer-types.js";
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 
 const A2A_JSON = "application/a2a+json";
-/** A task stream silent this long is taken for broken and re-attached (our own hosts send a keepalive every 15 s). */
-export const DEFAULT_STREAM_IDLE_MS = 60_000;
 
 function whereOf(url: string): string {
   const parsed = new URL(url);

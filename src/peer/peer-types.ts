@@ -61,3 +61,6 @@ export interface PeerTransport {
   subscribe?(endpoint: string, taskId: string, options?: PeerCallOptions): AsyncIterable<PeerStreamEvent>;
   close(): Promise<void>;
 }
+
+/** A task stream silent this long is taken for broken and re-attached (our own hosts send a keepalive every 15 s). */
+export const DEFAULT_STREAM_IDLE_MS = 60_000;

@@ -84,14 +84,22 @@ export function isUnknownStoreOutcome(err: unknown): boolean {
  * not a bug: no server selectable, a network error or timeout (a cleared pool's error is one), an operation
  * past its timeoutMS, a closed topology, and server errors MongoDB itself labels transient.
  */
-export function isStoreUnavailable(err: unknown): boolean {
+export function isStoreUnavailable(err: unknown, depth = 0): boolean {
   if (err instanceof MongoServerSelectionError || err instanceof MongoNetworkError || err instanceof MongoOperationTimeoutError) return true;
+  // The driver lets a few socket errors through unwrapped (a write after the server ended the connection is a
+  // bare EPIPE from net.Socket); from a store call they mean the same as a MongoNetworkError.
+  if (err instanceof Error && !(err instanceof MongoError) && SOCKET_ERROR_CODES.has((err as NodeJS.ErrnoException).code ?? "")) return true;
+  // A client bulkWrite wraps the server's error (a NotWritablePrimary, say) as its cause.
+  if (err instanceof Error && err.name === "MongoClientBulkWriteError" && depth < 2 && isStoreUnavailable(err.cause, depth + 1)) return true;
   if (err instanceof MongoNotConnectedError || err instanceof MongoTopologyClosedError || err instanceof MongoServerClosedError) return true;
   if (!(err instanceof MongoError)) return false;
   if (err.name === "MongoPoolClearedError" || err.name === "MongoWaitQueueTimeoutError") return true;
   if (err.hasErrorLabel("RetryableWriteError") || err.hasErrorLabel("SystemOverloadedError")) return true;
   return typeof err.code === "number" && TRANSIENT_SERVER_CODES.has(err.code);
 }
+
+/** Node's codes for a store connection that broke, was refused or timed out. */
+const SOCKET_ERROR_CODES: ReadonlySet<string> = new Set(["EPIPE", "ECONNRESET", "ECONNREFUSED", "ECONNABORTED", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENETDOWN", "EAI_AGAIN", "ERR_STREAM_WRITE_AFTER_END", "ERR_SOCKET_CLOSED"]);
 
 /**
  * Server codes of a node that cannot serve now (stepping down, shutting down, unreachable peers, MaxTimeMSExpired

@@ -255,6 +255,17 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     expect(r.handoffMs).toBeLessThan(5_000);
   });
 
+  it("stream over gRPC 1.0: SubscribeToTask held on the HTTP/2 session; the run moves on at once", async () => {
+    const r = await runPath("stream", "call-hold-grpc");
+    expect(r.task["status"].state, JSON.stringify(r.task["metadata"])).toBe("completed");
+    expect(r.progress[0]).toMatchObject({ notify: "stream" });
+    expect(String(r.progress[0]!["endpoint"])).toMatch(/^grpc\+1\.0\+/);
+    expect(JSON.stringify(r.task["artifacts"])).toContain("held stream");
+    // (gRPC goes to the peer directly, past the counting proxy.) Poll interval and backstop are 60 s: only the
+    // held stream can have told us this fast.
+    expect(r.handoffMs).toBeLessThan(5_000);
+  });
+
   it("stream: without push, SubscribeToTask is held; no GetTask at all; the run moves on at once", async () => {
     const r = await runPath("stream");
     expect(r.task["status"].state, JSON.stringify(r.task["metadata"])).toBe("completed");

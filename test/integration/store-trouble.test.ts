@@ -141,7 +141,7 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
     }
     const { status, headers, body } = answer as Answer;
     if (binding === "JSON-RPC 0.3") {
-      expect(body["error"], binding).toMatchObject({ code: -32603, data: { retryable: true } });
+      expect(body["error"], `${binding}: ${JSON.stringify(body)}`).toMatchObject({ code: -32603, data: { retryable: true } });
     } else if (binding === "JSON-RPC 1.0") {
       expect(body["error"], binding).toMatchObject({ code: -32603, data: [{ reason: "UNAVAILABLE", metadata: { retryable: "true" } }] });
     } else if (binding === "Connect") {

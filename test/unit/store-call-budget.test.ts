@@ -1,6 +1,6 @@
 // Which store failures a caller reads as "retry" (unavailable / deadline-exceeded) and which stay bugs, and how a
 // caller's deadline header is kept within Node's timers.
-import { MongoNetworkError, MongoNetworkTimeoutError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError } from "mongodb";
+import { MongoClientBulkWriteError, MongoNetworkError, MongoNetworkTimeoutError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError } from "mongodb";
 import { describe, expect, it } from "vitest";
 import { DomainError } from "../../src/domain/errors.js";
 import { budgetMs, isStoreUnavailable, isUnknownStoreOutcome, MAX_TIMER_MS, readTimeout, storeCallError, withinStoreBudget } from "../../src/store/store-call-budget.js";
@@ -18,11 +18,16 @@ describe("store failures", () => {
       serverError(91), // ShutdownInProgress
       serverError(10107), // NotWritablePrimary
       serverError(50), // MaxTimeMSExpired
+      // A bare socket error the driver lets through: a command written after the server ended the connection.
+      Object.assign(new Error("This socket has been ended by the other party"), { code: "EPIPE" }),
+      // A client bulkWrite wraps the server's error as its cause.
+      Object.assign(new MongoClientBulkWriteError({ message: "bulk write failed" }), { cause: serverError(10107) }),
     ]) {
       expect(isStoreUnavailable(err), err.message).toBe(true);
       expect(storeCallError(err, { capMs: 1000 })).toMatchObject({ code: "unavailable", details: { retryable: true } });
     }
-    for (const err of [serverError(11000), new TypeError("x is undefined"), new DomainError("conflict", "busy")]) {
+    const duplicateInBulk = Object.assign(new MongoClientBulkWriteError({ message: "bulk write failed" }), { cause: serverError(11000) });
+    for (const err of [serverError(11000), duplicateInBulk, new TypeError("x is undefined"), new DomainError("conflict", "busy")]) {
       expect(isStoreUnavailable(err)).toBe(false);
       expect(storeCallError(err, { capMs: 1000 })).toBe(err);
     }
