@@ -16,7 +16,7 @@ import type { TaskReadPort } from "../store/task-read-port.js";
 import type { RunEvent, TaskRecord } from "../domain/task-record.js";
 import { DuplicateIdempotencyKeyError } from "../store/task-store.js";
 import { assertMessageSize, type TaskSizeLimits } from "../store/task-size-limits.js";
-import { DEFAULT_STORE_TIMEOUT_MS, isUnknownStoreOutcome, withinStoreBudget, type StoreCallBudget } from "../store/store-call-budget.js";
+import { CallerStoreCalls, isUnknownStoreOutcome } from "../store/store-call-budget.js";
 import { assertSameRequest, creationSeed, type IdempotencySeed } from "../engine/message-idempotency.js";
 import { decodePageToken, encodePageToken, pageSizeOf, type ListTasksQuery, type TaskPage } from "./task-list.js";
 import type { AgentCard } from "./agent-card.js";
@@ -63,7 +63,12 @@ export interface TaskServiceOptions {
  * decode their wire shapes into these calls and encode the results; none of them holds task logic.
  */
 export class TaskService {
-  constructor(private readonly options: TaskServiceOptions) {}
+  /** Store calls bounded by the caller's deadline and STORE_TIMEOUT_MS. */
+  private readonly storeCalls: CallerStoreCalls;
+
+  constructor(private readonly options: TaskServiceOptions) {
+    this.storeCalls = new CallerStoreCalls(options.storeTimeoutMs);
+  }
 
   get agentCard(): AgentCard {
     return this.options.card;
@@ -99,12 +104,12 @@ export class TaskService {
 
   async getTask(taskId: string, history: HistoryLimit, ctx: CallContext): Promise<Task> {
     requireScope(ctx.principal, "runs:read");
-    return this.view(await this.read(ctx, () => this.options.reads.get(taskId, ctx.principal.tenant)), history, ctx);
+    return this.view(await this.storeCalls.read(ctx, () => this.options.reads.get(taskId, ctx.principal.tenant)), history, ctx);
   }
 
   async cancelTask(taskId: string, ctx: CallContext): Promise<Task> {
     requireScope(ctx.principal, "runs:cancel");
-    const record = await this.bounded(ctx, () => this.options.supervisor.cancel(taskId, ctx.principal));
+    const record = await this.storeCalls.bounded(ctx, () => this.options.supervisor.cancel(taskId, ctx.principal));
     return this.view(await this.waitUntil(record, ctx, (r) => isTerminalA2AState(r.a2a.state), this.options.blockingTimeoutMs), undefined, ctx);
   }
 
@@ -117,7 +122,7 @@ export class TaskService {
    */
   async *subscribe(taskId: string, ctx: CallContext, options: { terminal?: "task" | "refuse" } = {}): AsyncGenerator<StreamEvent> {
     requireScope(ctx.principal, "runs:read");
-    const record = await this.read(ctx, () => this.options.reads.get(taskId, ctx.principal.tenant));
+    const record = await this.storeCalls.read(ctx, () => this.options.reads.get(taskId, ctx.principal.tenant));
     if (options.terminal === "refuse" && isTerminalA2AState(record.a2a.state)) {
       throw new DomainError("unsupported-operation", `Task ${taskId} is in a terminal state (${record.a2a.state}) and cannot be subscribed to; this operation is not supported (read it with GetTask)`, { taskId, state: record.a2a.state });
     }
@@ -129,7 +134,7 @@ export class TaskService {
     requireScope(ctx.principal, "runs:read");
     const pageSize = pageSizeOf(query.pageSize);
     const after = query.pageToken ? decodePageToken(query.pageToken) : undefined;
-    const page = await this.read(ctx, () => this.options.reads.list({
+    const page = await this.storeCalls.read(ctx, () => this.options.reads.list({
       tenant: ctx.principal.tenant,
       ...(query.contextId ? { contextId: query.contextId } : {}),
       ...(query.state ? { state: query.state } : {}),
@@ -155,8 +160,8 @@ export class TaskService {
   /** The durable read model; `pushConfig` shows the task's push target (url and token fingerprint only). */
   async getA2ATaskState(taskId: string, ctx: CallContext): Promise<A2ATaskState> {
     requireScope(ctx.principal, "runs:read");
-    const record = await this.read(ctx, () => this.options.reads.get(taskId, ctx.principal.tenant));
-    const pushConfig = await this.bounded(ctx, () => this.options.push.stateView(record));
+    const record = await this.storeCalls.read(ctx, () => this.options.reads.get(taskId, ctx.principal.tenant));
+    const pushConfig = await this.storeCalls.bounded(ctx, () => this.options.push.stateView(record));
     return { ...record.a2a, ...(pushConfig ? { pushConfig } : {}) };
   }
 
@@ -166,29 +171,29 @@ export class TaskService {
   /** Create or replace (upsert by config id; the id defaults to the task id). The URL is checked before the task is looked up. */
   async setPushConfig(taskId: string, config: PushNotificationConfig, ctx: CallContext, path?: string): Promise<TaskPushNotificationConfig> {
     requireScope(ctx.principal, "webhooks:manage");
-    return this.bounded(ctx, () => this.options.push.set(taskId, config, ctx.principal, path));
+    return this.storeCalls.bounded(ctx, () => this.options.push.set(taskId, config, ctx.principal, path));
   }
 
   /** Without a config id: the config whose id is the task id. */
   async getPushConfig(taskId: string, configId: string | undefined, ctx: CallContext): Promise<TaskPushNotificationConfig> {
     requireScope(ctx.principal, "webhooks:manage");
-    return this.bounded(ctx, () => this.options.push.get(taskId, configId, ctx.principal));
+    return this.storeCalls.bounded(ctx, () => this.options.push.get(taskId, configId, ctx.principal));
   }
 
   async listPushConfigs(taskId: string, ctx: CallContext): Promise<TaskPushNotificationConfig[]> {
     requireScope(ctx.principal, "webhooks:manage");
-    return this.bounded(ctx, () => this.options.push.list(taskId, ctx.principal));
+    return this.storeCalls.bounded(ctx, () => this.options.push.list(taskId, ctx.principal));
   }
 
   async deletePushConfig(taskId: string, configId: string, ctx: CallContext): Promise<void> {
     requireScope(ctx.principal, "webhooks:manage");
-    return this.bounded(ctx, () => this.options.push.delete(taskId, configId, ctx.principal));
+    return this.storeCalls.bounded(ctx, () => this.options.push.delete(taskId, configId, ctx.principal));
   }
 
   /** Pushes given up on, newest first (operators; the caller's tenant only). */
   async pushDeadLetters(filter: { taskId?: string; limit: number }, ctx: CallContext): Promise<PushDeadLetter[]> {
     requireScope(ctx.principal, "webhooks:manage");
-    return this.bounded(ctx, () => this.options.push.deadLetters(ctx.principal, filter));
+    return this.storeCalls.bounded(ctx, () => this.options.push.deadLetters(ctx.principal, filter));
   }
 
   // ------------------------------------------------------------------------------------------
@@ -225,12 +230,12 @@ export class TaskService {
     assertMessageSize(message, this.options.sizeLimits);
     if (message.taskId) {
       requireScope(ctx.principal, "approvals:respond");
-      const existing = await this.read(ctx, () => reads.get(message.taskId!, ctx.principal.tenant));
+      const existing = await this.storeCalls.read(ctx, () => reads.get(message.taskId!, ctx.principal.tenant));
       if (message.contextId && message.contextId !== existing.contextId) {
         throw invalidParams(`message.contextId "${message.contextId}" does not match the contextId of task ${existing.taskId}`, { taskId: existing.taskId });
       }
-      if (pushConfig) await this.bounded(ctx, () => push.registerForExistingTask(existing, pushConfig));
-      return this.bounded(ctx, () => supervisor.reply(existing.taskId, message, ctx.principal));
+      if (pushConfig) await this.storeCalls.bounded(ctx, () => push.registerForExistingTask(existing, pushConfig));
+      return this.storeCalls.bounded(ctx, () => supervisor.reply(existing.taskId, message, ctx.principal));
     }
     requireScope(ctx.principal, "runs:create");
     const skillId = skillIdOf(message, params.metadata) ?? this.options.catalog.defaultWorkflowId;
@@ -241,7 +246,7 @@ export class TaskService {
     if (!pushConfig) return this.createOnce(create, ctx);
     // Stored before the task exists, so its very first transition is covered even if we crash right after.
     const taskId = randomUUID();
-    await this.bounded(ctx, () => push.registerForNewTask(taskId, ctx.principal.tenant, pushConfig));
+    await this.storeCalls.bounded(ctx, () => push.registerForNewTask(taskId, ctx.principal.tenant, pushConfig));
     try {
       const record = await this.createOnce({ ...create, taskId }, ctx);
       // A concurrent identical message won the race: its task stands, this registration is dropped.
@@ -258,10 +263,10 @@ export class TaskService {
   /** Creates the task, or answers the one a concurrent identical message created (same idempotency key). */
   private async createOnce(create: Parameters<TaskSupervisor["createTask"]>[0] & { idempotency: IdempotencySeed }, ctx: CallContext): Promise<TaskRecord> {
     try {
-      return await this.bounded(ctx, () => this.options.supervisor.createTask(create));
+      return await this.storeCalls.bounded(ctx, () => this.options.supervisor.createTask(create));
     } catch (err) {
       if (!(err instanceof DuplicateIdempotencyKeyError)) throw err;
-      const existing = await this.read(ctx, () => this.options.reads.findByIdempotencyKey(create.idempotency.key));
+      const existing = await this.storeCalls.read(ctx, () => this.options.reads.findByIdempotencyKey(create.idempotency.key));
       if (!existing) throw new DomainError("conflict", `message ${create.message.messageId} is being processed concurrently; retry the request`, { messageId: create.message.messageId }, { cause: err });
       assertSameRequest(existing, create.idempotency, create.message.messageId);
       return existing;
@@ -271,29 +276,9 @@ export class TaskService {
   /** The Task as of `record`; a history longer than the head's window of newest messages is read from the log. */
   private async view(record: TaskRecord, history: HistoryLimit, ctx: CallContext): Promise<Task> {
     const context = this.options.reads.contextOf(record);
-    const messages = await this.read(ctx, () => this.options.reads.historyOf(record, history));
+    const messages = await this.storeCalls.read(ctx, () => this.options.reads.historyOf(record, history));
     const interruptToken = this.options.interruptToken?.(record, context, ctx.principal);
     return taskView(record, context, messages, interruptToken ? { interruptToken } : {});
-  }
-
-  /** The caller's store budget: its deadline, and STORE_TIMEOUT_MS per operation. */
-  private budget(ctx: CallContext): StoreCallBudget {
-    return { deadline: ctx.deadline, capMs: this.options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS };
-  }
-
-  /** A read within the caller's budget: the driver cancels it there (MongoDB timeoutMS). */
-  private read<T>(ctx: CallContext, op: () => Promise<T>): Promise<T> {
-    return withinStoreBudget(this.budget(ctx), op, { cancel: true });
-  }
-
-  /**
-   * A store call the caller waits for within its budget without cancelling it: a write or a supervisor step
-   * (run outside the caller's deadline: the engine must not inherit it), a push-config call. A write may still
-   * commit after the caller was answered DEADLINE_EXCEEDED or UNAVAILABLE; a retried send finds that task by
-   * its message id.
-   */
-  private bounded<T>(ctx: CallContext, op: () => Promise<T>): Promise<T> {
-    return withinStoreBudget(this.budget(ctx), op);
   }
 
   private waitUntilFinal(record: TaskRecord, ctx: CallContext): Promise<TaskRecord> {

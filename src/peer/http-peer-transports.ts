@@ -86,6 +86,16 @@ function rpcError(method: string, body: unknown): PeerCallError {
   return new PeerCallError(`the remote agent answered ${method} with JSON-RPC error ${code}${message ? ` (${message})` : ""}`, "rpc", code === -32603, code);
 }
 
+/** The first 64 KiB of an answer that is not the stream asked for: enough to read the peer's error. */
+async function errorBodyOf(text: AsyncIterable<string>): Promise<string> {
+  let body = "";
+  for await (const chunk of text) {
+    body += chunk;
+    if (body.length > 65_536) break;
+  }
+  return body;
+}
+
 /** JSON-RPC 0.3 and 1.0, chosen per call by the version the endpoint names. */
 export function createJsonRpcPeerTransport(opts: { http: PeerHttpClient; requestTimeoutMs: number; codec: PeerProtoCodec; codecV10: PeerProtoCodecV10; streamIdleMs?: number }): PeerTransport {
   const { http } = opts;
@@ -127,11 +137,7 @@ export function createJsonRpcPeerTransport(opts: { http: PeerHttpClient; request
       ...(options?.signal ? { signal: options.signal } : {}),
     });
     if (response.status >= 400 || !response.contentType.toLowerCase().startsWith("text/event-stream")) {
-      let text = "";
-      for await (const chunk of response.text) {
-        text += chunk;
-        if (text.length > 65_536) break;
-      }
+      const text = await errorBodyOf(response.text);
       if (response.status >= 400 && !isJsonRpcError(text)) throw httpStatusError(whereOf(endpoint.url), response.status, errorDetail(text));
       throw rpcError(method, parsePeerJson(text, `${method} response`));
     }
@@ -218,11 +224,7 @@ export function createRestPeerTransport(opts: { http: PeerHttpClient; requestTim
       ...(options?.signal ? { signal: options.signal } : {}),
     });
     if (response.status >= 400 || !response.contentType.toLowerCase().startsWith("text/event-stream")) {
-      let text = "";
-      for await (const chunk of response.text) {
-        text += chunk;
-        if (text.length > 65_536) break;
-      }
+      const text = await errorBodyOf(response.text);
       throw httpStatusError(whereOf(url), response.status >= 400 ? response.status : 502, errorDetail(text));
     }
     for await (const data of sseData(response.text, DEFAULT_MAX_PEER_RESPONSE_BYTES)) {

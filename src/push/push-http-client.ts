@@ -15,6 +15,7 @@ import type { Dispatcher } from "undici";
 import { EgressRefusedError, EgressResolutionError, checkEgressUrl, defaultResolver, type EgressPolicy, type Resolver } from "../egress/egress-guard.js";
 import { errorCode, hasUpgradeToken } from "../egress/pinned-connection.js";
 import { createPinnedPools } from "../egress/pinned-pools.js";
+import { CONNECTION_HEADERS } from "../domain/http-headers.js";
 
 export interface PushRequest {
   url: string;
@@ -48,19 +49,7 @@ const KEEP_ALIVE_MS = 4_000;
  * Request headers the caller may not set: they are connection-level, or the client owns them
  * (Host must match the checked URL). They are dropped silently.
  */
-const OWNED_HEADERS: ReadonlySet<string> = new Set([
-  "host",
-  "connection",
-  "content-length",
-  "transfer-encoding",
-  "upgrade",
-  "keep-alive",
-  "te",
-  "trailer",
-  "expect",
-  "proxy-connection",
-  "proxy-authorization",
-]);
+const OWNED_HEADERS: ReadonlySet<string> = new Set(CONNECTION_HEADERS);
 
 const RETRYABLE_STATUS: ReadonlySet<number> = new Set([408, 425, 429]);
 

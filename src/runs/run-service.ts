@@ -13,7 +13,7 @@ import type { IdempotencyKeyRef, IdempotencyStore } from "../store/idempotency-s
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { TaskRecord } from "../domain/task-record.js";
 import { DuplicateTaskError } from "../store/task-store.js";
-import { DEFAULT_STORE_TIMEOUT_MS, isUnknownStoreOutcome, withinStoreBudget, type StoreCallBudget } from "../store/store-call-budget.js";
+import { CallerStoreCalls, isUnknownStoreOutcome } from "../store/store-call-budget.js";
 import { interruptTokensFor } from "./run-interrupts.js";
 import { runSnapshotOf, type RunRequestInfo, type RunSnapshot } from "./run-snapshot.js";
 
@@ -71,8 +71,12 @@ const START_RUN_OPERATION = "POST /v1/runs";
 export class RunService {
   private readonly clock: () => Date;
 
+  /** Store calls bounded by the caller's deadline and STORE_TIMEOUT_MS. */
+  private readonly storeCalls: CallerStoreCalls;
+
   constructor(private readonly options: RunServiceOptions) {
     this.clock = options.clock ?? (() => new Date());
+    this.storeCalls = new CallerStoreCalls(options.storeTimeoutMs);
   }
 
   async startRun(request: StartRunRequest, ctx: CallContext, idempotencyKey?: string): Promise<StartRunResult> {
@@ -84,7 +88,7 @@ export class RunService {
     this.workflowOrThrow(request.workflowId);
     if (idempotencyKey === undefined) {
       const runId = randomUUID();
-      await this.bounded(ctx, () => this.create(request, principal, runId));
+      await this.storeCalls.bounded(ctx, () => this.create(request, principal, runId));
       return { status: 201, body: createdBody(runId), replayed: false };
     }
 
@@ -93,7 +97,7 @@ export class RunService {
     const fingerprint = fingerprintOf(request);
     const now = this.clock();
     const runId = randomUUID();
-    const existing = await this.bounded(ctx, () => idempotency.reserve({
+    const existing = await this.storeCalls.bounded(ctx, () => idempotency.reserve({
       ...ref,
       fingerprint,
       resourceId: runId,
@@ -104,7 +108,7 @@ export class RunService {
     if (!existing) {
       try {
         // A concurrent replay of this key may already have created the run (same id): that is success too.
-        await this.bounded(ctx, () => this.createUnlessExists(request, principal, runId));
+        await this.storeCalls.bounded(ctx, () => this.createUnlessExists(request, principal, runId));
       } catch (err) {
         // A store that did not answer may still create the run: the reservation (with its run id) stays, so
         // the retry of this key finishes that same run instead of starting a second one.
@@ -112,7 +116,7 @@ export class RunService {
         throw err;
       }
       const response = { status: 201, body: createdBody(runId) };
-      await this.bounded(ctx, () => idempotency.complete(ref, response));
+      await this.storeCalls.bounded(ctx, () => idempotency.complete(ref, response));
       return { ...response, replayed: false };
     }
     if (existing.fingerprint !== fingerprint) {
@@ -126,15 +130,15 @@ export class RunService {
     }
     // Reserved but not completed: the first request is still creating the run, or its process died between
     // the two writes. Either way finish the SAME run (its id was fixed in the reservation).
-    if (!(await this.read(ctx, () => this.options.reads.find(existing.resourceId)))) await this.bounded(ctx, () => this.createUnlessExists(request, principal, existing.resourceId));
+    if (!(await this.storeCalls.read(ctx, () => this.options.reads.find(existing.resourceId)))) await this.storeCalls.bounded(ctx, () => this.createUnlessExists(request, principal, existing.resourceId));
     const response = { status: 201, body: createdBody(existing.resourceId) };
-    await this.bounded(ctx, () => idempotency.complete(ref, response));
+    await this.storeCalls.bounded(ctx, () => idempotency.complete(ref, response));
     return { ...response, replayed: true };
   }
 
   async snapshot(runId: string, ctx: CallContext): Promise<RunSnapshot> {
     requireScope(ctx.principal, "runs:read");
-    return this.snapshotOf(await this.read(ctx, () => this.options.reads.get(runId, ctx.principal.tenant)), ctx.principal);
+    return this.snapshotOf(await this.storeCalls.read(ctx, () => this.options.reads.get(runId, ctx.principal.tenant)), ctx.principal);
   }
 
   /** The snapshot of a record, with interrupt tokens for `principal`. */
@@ -147,7 +151,7 @@ export class RunService {
   async cancel(runId: string, ctx: CallContext, reason?: string): Promise<TaskRecord> {
     requireScope(ctx.principal, "runs:cancel");
     try {
-      return await this.bounded(ctx, () => this.options.supervisor.cancel(runId, ctx.principal, reason));
+      return await this.storeCalls.bounded(ctx, () => this.options.supervisor.cancel(runId, ctx.principal, reason));
     } catch (err) {
       if (err instanceof DomainError && err.code === "task-not-cancelable") {
         const status = err.details?.["status"];
@@ -179,21 +183,6 @@ export class RunService {
   }
 
   // ------------------------------------------------------------------------------------------
-
-  /** The caller's store budget: its deadline, and STORE_TIMEOUT_MS per operation. */
-  private budget(ctx: CallContext): StoreCallBudget {
-    return { deadline: ctx.deadline, capMs: this.options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS };
-  }
-
-  /** A read within the caller's budget, cancelled by the driver there. */
-  private read<T>(ctx: CallContext, op: () => Promise<T>): Promise<T> {
-    return withinStoreBudget(this.budget(ctx), op, { cancel: true });
-  }
-
-  /** A write (or supervisor step) the caller waits for within its budget; it may still commit after (a retry with the same Idempotency-Key finishes that run). */
-  private bounded<T>(ctx: CallContext, op: () => Promise<T>): Promise<T> {
-    return withinStoreBudget(this.budget(ctx), op);
-  }
 
   private workflowOrThrow(workflowId: string): WorkflowDefinition {
     const workflow = this.options.catalog.get(workflowId);

@@ -61,6 +61,28 @@ export async function withinStoreBudget<T>(budget: StoreCallBudget, op: () => Pr
   }
 }
 
+/**
+ * A service's store calls on a caller's behalf (A2A, the runs API), each bounded by the caller's deadline and the
+ * cap per operation (STORE_TIMEOUT_MS).
+ */
+export class CallerStoreCalls {
+  constructor(private readonly capMs = DEFAULT_STORE_TIMEOUT_MS) {}
+
+  /** A read within the caller's budget: the driver cancels it there (MongoDB timeoutMS). */
+  read<T>(caller: { deadline?: number | undefined }, op: () => Promise<T>): Promise<T> {
+    return withinStoreBudget({ deadline: caller.deadline, capMs: this.capMs }, op, { cancel: true });
+  }
+
+  /**
+   * A store call the caller waits for within its budget without cancelling it: a write or a supervisor step (run
+   * outside the caller's deadline: the engine must not inherit it), a push-config call. A write may still commit
+   * after the caller was answered DEADLINE_EXCEEDED or UNAVAILABLE; a retry finds it by its idempotency key.
+   */
+  bounded<T>(caller: { deadline?: number | undefined }, op: () => Promise<T>): Promise<T> {
+    return withinStoreBudget({ deadline: caller.deadline, capMs: this.capMs }, op);
+  }
+}
+
 /** Milliseconds left of a budget (≤ 0 when the caller's deadline has passed), at most the cap and the timer limit. */
 export function budgetMs(budget: StoreCallBudget): number {
   const cap = Math.min(budget.capMs, MAX_TIMER_MS);

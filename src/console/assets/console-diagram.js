@@ -15,6 +15,27 @@ function svg(name, attrs = {}, text) {
   return el;
 }
 
+/** The laid-out graph's <svg>, with two arrow heads: `${arrow}` and `${arrow}-taken` (for the path taken). */
+function diagramRoot(graph, label, arrow) {
+  const { width, height } = graph.graph();
+  const root = svg("svg", { viewBox: `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`, width: Math.ceil(width), height: Math.ceil(height), role: "img", "aria-label": label });
+  const defs = svg("defs");
+  for (const [id, color] of [[arrow, "#b7bfcf"], [`${arrow}-taken`, "#2f6fed"]]) {
+    const marker = svg("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
+    marker.append(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: color }));
+    defs.append(marker);
+  }
+  root.append(defs);
+  return root;
+}
+
+/** The steps a path took ("from\u0000to") and the states or nodes it entered. */
+function pathSets(path) {
+  const taken = new Set();
+  for (let i = 1; i < path.length; i++) taken.add(`${path[i - 1]}\u0000${path[i]}`);
+  return { taken, visited: new Set(path) };
+}
+
 /** Transitions with a target, merged per (source, target): one arrow labelled with every event that takes it. */
 export function machineEdges(machine) {
   const edges = new Map();
@@ -55,19 +76,8 @@ export function layoutMachine(machine) {
  */
 export function drawMachine(layout, current, path) {
   const { graph, edges, machine } = layout;
-  const { width, height } = graph.graph();
-  const root = svg("svg", { viewBox: `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`, width: Math.ceil(width), height: Math.ceil(height), role: "img", "aria-label": `task machine, current state ${current}` });
-  const defs = svg("defs");
-  for (const [id, color] of [["arrow", "#b7bfcf"], ["arrow-taken", "#2f6fed"]]) {
-    const marker = svg("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
-    marker.append(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: color }));
-    defs.append(marker);
-  }
-  root.append(defs);
-
-  const taken = new Set();
-  for (let i = 1; i < path.length; i++) taken.add(`${path[i - 1]}\u0000${path[i]}`);
-  const visited = new Set(path);
+  const root = diagramRoot(graph, `task machine, current state ${current}`, "arrow");
+  const { taken, visited } = pathSets(path);
 
   for (const edge of edges) {
     const key = `${edge.source}\u0000${edge.target}`;
@@ -129,18 +139,8 @@ export function layoutWorkflow(workflow) {
  */
 export function drawWorkflow(layout, { current, path = [], remote = {} }) {
   const { graph, workflow } = layout;
-  const { width, height } = graph.graph();
-  const root = svg("svg", { viewBox: `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`, width: Math.ceil(width), height: Math.ceil(height), role: "img", "aria-label": `workflow ${workflow.name}, current node ${current ?? "none"}` });
-  const defs = svg("defs");
-  for (const [id, color] of [["wf-arrow", "#b7bfcf"], ["wf-arrow-taken", "#2f6fed"]]) {
-    const marker = svg("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
-    marker.append(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: color }));
-    defs.append(marker);
-  }
-  root.append(defs);
-  const taken = new Set();
-  for (let i = 1; i < path.length; i++) taken.add(`${path[i - 1]}\u0000${path[i]}`);
-  const visited = new Set(path);
+  const root = diagramRoot(graph, `workflow ${workflow.name}, current node ${current ?? "none"}`, "wf-arrow");
+  const { taken, visited } = pathSets(path);
   workflow.edges.forEach((edge, i) => {
     const laid = graph.edge({ v: edge.from, w: edge.to, name: `e${i}` });
     if (!laid) return;

@@ -17,6 +17,7 @@
  * call runs at least once, and a re-run after a crash sends the same idempotency key (also the `Idempotency-Key`
  * header), so the service can deduplicate.
  */
+import { CONNECTION_HEADERS } from "../../domain/http-headers.js";
 import { isObject } from "../../domain/json-shape.js";
 import type { Part } from "../../domain/a2a-types.js";
 import { decideRetry, retryAfterMs, type RetryPolicy } from "../../domain/retry-policy.js";
@@ -24,11 +25,11 @@ import type { TaskContext } from "../../machine/task-context.js";
 import { PeerCallError, type PeerHttpClient } from "../../peer/peer-http-client.js";
 import { abortableSleep } from "../../domain/abortable-sleep.js";
 import { ShutdownSignal } from "../in-flight-work.js";
-import { feedbackFor, idempotencyKeyOf, incomingMessageOf, nodeAfter, runInputOf } from "../workflow-engine.js";
+import { feedbackFor, idempotencyKeyOf, incomingMessageOf, runInputOf } from "../workflow-engine.js";
 import { HandlerError, type HandlerArtifact, type HandlerResult, type HttpNode, type WorkflowDefinition } from "../../workflows/workflow-types.js";
 import { VARIABLE_REFERENCE } from "../../workflows/workflow-variables.js";
 import type { HttpNodeSettings } from "./http-node-settings.js";
-import { failureMessage, stillRunning, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "./node-executor.js";
+import { failureMessage, stageNodeCompleted, stillRunning, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "./node-executor.js";
 import type { NodeKind } from "./node-kind.js";
 
 /** The kind, for the registry (node-registry.ts): checks at load, no stateless use, the executor. */
@@ -62,21 +63,7 @@ export const HTTP_NODE_ERRORS = {
 } as const;
 
 /** Headers the host owns: the connection, the body's framing and type, the idempotency key. Refused at load. */
-const OWNED_HEADERS: ReadonlySet<string> = new Set([
-  "host",
-  "connection",
-  "content-length",
-  "content-type",
-  "transfer-encoding",
-  "upgrade",
-  "keep-alive",
-  "te",
-  "trailer",
-  "expect",
-  "proxy-connection",
-  "proxy-authorization",
-  "idempotency-key",
-]);
+const OWNED_HEADERS: ReadonlySet<string> = new Set([...CONNECTION_HEADERS, "content-type", "idempotency-key"]);
 
 const VARIABLE = VARIABLE_REFERENCE;
 const RETRYABLE_4XX: ReadonlySet<number> = new Set([408, 425, 429]);
@@ -364,12 +351,6 @@ async function callService(
       repository.stage(live, { type: "FAIL", at, error, statusMessage: failureMessage(live.record, error.code) });
       return;
     }
-    const artifacts = (ran.value?.artifacts ?? []).map((a, i) => ({
-      artifactId: a.artifactId ?? `${node.id}.${i}`,
-      name: a.name,
-      ...(a.description ? { description: a.description } : {}),
-      parts: a.parts,
-    }));
-    repository.stage(live, { type: "NODE_COMPLETED", at, nodeId: node.id, output: ran.value?.output ?? null, artifacts, next: nodeAfter(workflow, node.id) });
+    stageNodeCompleted(repository, live, workflow, node.id, at, ran.value);
   };
 }

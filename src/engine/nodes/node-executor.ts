@@ -6,8 +6,8 @@ import type { Logger } from "../../observability/logger.js";
 import type { TaskRecord } from "../../domain/task-record.js";
 import type { InFlightWork } from "../in-flight-work.js";
 import type { LiveTask, TaskRepository } from "../task-repository.js";
-import type { Step } from "../workflow-engine.js";
-import type { WorkflowDefinition, WorkflowNode } from "../../workflows/workflow-types.js";
+import { nodeAfter, type Step } from "../workflow-engine.js";
+import type { HandlerResult, WorkflowDefinition, WorkflowNode } from "../../workflows/workflow-types.js";
 
 /**
  * Work a node runs after the task's lock is released (a handler, a peer call); its node.started is already
@@ -59,6 +59,20 @@ export interface NodeRuntime {
 /** The agent status message of a failed run. */
 export function failureMessage(record: TaskRecord, code: string): Message {
   return { messageId: randomUUID(), role: "agent", taskId: record.taskId, contextId: record.contextId, parts: [{ kind: "text", text: `The run failed (${code}).` }] };
+}
+
+/**
+ * Under the lock: stages a node's result (a handler's or a service's) as its completion: artifacts without an id
+ * get `<nodeId>.<index>`, and the run goes on to the node after it.
+ */
+export function stageNodeCompleted(repository: TaskRepository, live: LiveTask, workflow: WorkflowDefinition, nodeId: string, at: string, result: HandlerResult | undefined): void {
+  const artifacts = (result?.artifacts ?? []).map((a, i) => ({
+    artifactId: a.artifactId ?? `${nodeId}.${i}`,
+    name: a.name,
+    ...(a.description ? { description: a.description } : {}),
+    parts: a.parts,
+  }));
+  repository.stage(live, { type: "NODE_COMPLETED", at, nodeId, output: result?.output ?? null, artifacts, next: nodeAfter(workflow, nodeId) });
 }
 
 /** Under the lock: whether the run is still running `nodeId` (not cancelled, paused or moved on). */

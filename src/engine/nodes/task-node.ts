@@ -3,10 +3,10 @@ import { runStatusOf } from "../../machine/task-projection.js";
 import type { TaskContext } from "../../machine/task-context.js";
 import { ShutdownSignal } from "../in-flight-work.js";
 import { conversationOf } from "../handler-conversation.js";
-import { feedbackFor, idempotencyKeyOf, incomingMessageOf, nodeAfter, runInputOf } from "../workflow-engine.js";
+import { feedbackFor, idempotencyKeyOf, incomingMessageOf, runInputOf } from "../workflow-engine.js";
 import { HandlerError, type HandlerResult, type TaskHandler, type TaskNode, type WorkflowDefinition } from "../../workflows/workflow-types.js";
 import { chunkEmitter } from "./artifact-chunks.js";
-import { failureMessage, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "./node-executor.js";
+import { failureMessage, stageNodeCompleted, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "./node-executor.js";
 
 /**
  * `task` nodes: stage node.started, run the named handler outside the lock, then stage its result. A
@@ -74,12 +74,6 @@ async function runHandler(
       repository.stage(live, { type: "FAIL", at, error, statusMessage: failureMessage(live.record, error.code) });
       return;
     }
-    const artifacts = (ran.value?.artifacts ?? []).map((a, i) => ({
-      artifactId: a.artifactId ?? `${node.id}.${i}`,
-      name: a.name,
-      ...(a.description ? { description: a.description } : {}),
-      parts: a.parts,
-    }));
-    repository.stage(live, { type: "NODE_COMPLETED", at, nodeId: node.id, output: ran.value?.output ?? null, artifacts, next: nodeAfter(workflow, node.id) });
+    stageNodeCompleted(repository, live, workflow, node.id, at, ran.value);
   };
 }
