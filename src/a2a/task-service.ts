@@ -7,6 +7,7 @@ import type { CallContext } from "../auth/call-context.js";
 import { requireScope, type Principal } from "../auth/principal.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
 import type { TaskObserver } from "../engine/task-observer.js";
+import { afterFanOut, onceSink, withLive, type LiveIterable, type LiveSink, type StopLive } from "../domain/live-stream.js";
 import type { StatelessSkills } from "../engine/stateless-skill.js";
 import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
 import type { PushConfigService } from "../push/push-config-service.js";
@@ -92,14 +93,13 @@ export class TaskService {
    * one, or an interrupt (A2A §3.1.2, §11.7; the reply is a new send, which streams the rest). A stateless
    * skill's answer is its one Message.
    */
-  async *streamMessage(params: SendParams, ctx: CallContext): AsyncGenerator<StreamEvent> {
-    const answer = await this.statelessAnswer(params, ctx);
-    if (answer) {
-      yield { kind: "message", message: answer };
-      return;
-    }
-    const record = await this.accept(params, ctx);
-    yield* this.observe(record, ctx, params.history, isFinalA2AState);
+  streamMessage(params: SendParams, ctx: CallContext): AsyncGenerator<StreamEvent> & LiveIterable<StreamEvent> {
+    const open = async (): Promise<Opened> => {
+      const answer = await this.statelessAnswer(params, ctx);
+      if (answer) return { kind: "message", message: answer };
+      return { start: await this.accept(params, ctx), history: params.history, endsAt: isFinalA2AState };
+    };
+    return withLive(this.observe(open, ctx), (sink: LiveSink<StreamEvent>) => this.observeLive(open, ctx, sink));
   }
 
   async getTask(taskId: string, history: HistoryLimit, ctx: CallContext): Promise<Task> {
@@ -120,13 +120,16 @@ export class TaskService {
    * Task and closes, or, with `terminal: "refuse"` (A2A 1.0 SubscribeToTask), is refused as an unsupported
    * operation.
    */
-  async *subscribe(taskId: string, ctx: CallContext, options: { terminal?: "task" | "refuse" } = {}): AsyncGenerator<StreamEvent> {
-    requireScope(ctx.principal, "runs:read");
-    const record = await this.storeCalls.read(ctx, () => this.options.reads.get(taskId, ctx.principal.tenant));
-    if (options.terminal === "refuse" && isTerminalA2AState(record.a2a.state)) {
-      throw new DomainError("unsupported-operation", `Task ${taskId} is in a terminal state (${record.a2a.state}) and cannot be subscribed to; this operation is not supported (read it with GetTask)`, { taskId, state: record.a2a.state });
-    }
-    yield* this.observe(record, ctx, undefined, isTerminalA2AState);
+  subscribe(taskId: string, ctx: CallContext, options: { terminal?: "task" | "refuse" } = {}): AsyncGenerator<StreamEvent> & LiveIterable<StreamEvent> {
+    const open = async (): Promise<Opened> => {
+      requireScope(ctx.principal, "runs:read");
+      const record = await this.storeCalls.read(ctx, () => this.options.reads.get(taskId, ctx.principal.tenant));
+      if (options.terminal === "refuse" && isTerminalA2AState(record.a2a.state)) {
+        throw new DomainError("unsupported-operation", `Task ${taskId} is in a terminal state (${record.a2a.state}) and cannot be subscribed to; this operation is not supported (read it with GetTask)`, { taskId, state: record.a2a.state });
+      }
+      return { start: record, history: undefined, endsAt: isTerminalA2AState };
+    };
+    return withLive(this.observe(open, ctx), (sink: LiveSink<StreamEvent>) => this.observeLive(open, ctx, sink));
   }
 
   /** A page of the caller's tenant's tasks, newest first (A2A 1.0 ListTasks). */
@@ -294,7 +297,13 @@ export class TaskService {
    * order (the observer catches up from the store), until a state where `endsAt` says the stream ends (its
    * status update carries `final: true`). A subscriber that falls too far behind is dropped and may resubscribe.
    */
-  private async *observe(start: TaskRecord, ctx: CallContext, history: HistoryLimit, endsAt: (state: TaskRecord["a2a"]["state"]) => boolean): AsyncGenerator<StreamEvent> {
+  private async *observe(open: () => Promise<Opened>, ctx: CallContext): AsyncGenerator<StreamEvent> {
+    const opened = await open();
+    if (!("start" in opened)) {
+      yield opened;
+      return;
+    }
+    const { start, history, endsAt } = opened;
     yield { kind: "task", task: await this.view(start, history, ctx) };
     if (endsAt(start.a2a.state)) return;
     for await (const event of this.options.observer.follow(start, start.version + 1, { signal: ctx.signal, onOverflow: "drop" })) {
@@ -304,7 +313,63 @@ export class TaskService {
       }
     }
   }
+
+  /**
+   * `observe` through a sink (the live lane, `domain/live-stream.ts`): the same events, but after the Task
+   * (an async read) each update is handed over synchronously inside the commit's delivery to the task's
+   * followers. A failure before the Task reaches the sink as its first call (`fail`).
+   */
+  private observeLive(open: () => Promise<Opened>, ctx: CallContext, target: LiveSink<StreamEvent>): StopLive {
+    const sink = onceSink(target);
+    let following: StopLive | undefined;
+    let stopped = false;
+    const stop = (): void => {
+      if (stopped) return;
+      stopped = true;
+      // Nothing is passed on from now; the rest is let go of after the commit's fan-out.
+      afterFanOut(() => {
+        following?.();
+        ctx.signal?.removeEventListener("abort", onAbort);
+      });
+    };
+    const close = (last: () => void): void => {
+      stop();
+      last();
+    };
+    // The caller's request was aborted (shutdown): the stream ends, as `follow` ends on its signal.
+    const onAbort = (): void => close(() => sink.end());
+    void (async () => {
+      const opened = await open();
+      if (stopped) return;
+      if (!("start" in opened)) return close(() => (sink.next(opened), sink.end()));
+      const { start, history, endsAt } = opened;
+      const task = await this.view(start, history, ctx);
+      if (stopped) return;
+      sink.next({ kind: "task", task });
+      if (endsAt(start.a2a.state) || ctx.signal?.aborted) return close(() => sink.end());
+      ctx.signal?.addEventListener("abort", onAbort, { once: true });
+      following = this.options.observer.followLive(start, start.version + 1, {
+        next: (event) => {
+          for (const update of updatesOf(start, event, endsAt)) {
+            if (stopped) return;
+            sink.next(update);
+            if (update.kind === "status-update" && update.final) return close(() => sink.end());
+          }
+        },
+        end: () => close(() => sink.end()),
+        fail: (err) => close(() => sink.fail(err)),
+        backlog: target.backlog,
+        flush: target.flush,
+      });
+    })().catch((err: unknown) => {
+      if (!stopped) close(() => sink.fail(err));
+    });
+    return stop;
+  }
 }
+
+/** Where a stream starts: a stateless skill's one Message, or a task record and when its stream ends. */
+type Opened = Extract<StreamEvent, { kind: "message" }> | { start: TaskRecord; history: HistoryLimit; endsAt: EndsAt };
 
 type EndsAt = (state: TaskRecord["a2a"]["state"]) => boolean;
 

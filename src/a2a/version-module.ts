@@ -2,6 +2,7 @@ import type { DescService, JsonValue } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
 import type { Logger } from "../observability/logger.js";
 import type { CallContext } from "../auth/call-context.js";
+import { mapStream } from "../domain/live-stream.js";
 import type { ErrorCode } from "../domain/errors.js";
 import type { TaskService } from "./task-service.js";
 import type { AgentCard } from "./agent-card.js";
@@ -43,6 +44,7 @@ export interface VersionBindings {
   connect(router: ConnectRouter): void;
 }
 
+/** A stream's events may be live (`domain/live-stream.ts`): the endpoint then writes each frame synchronously. */
 export type JsonRpcResult = { kind: "unary"; result: unknown } | { kind: "stream"; events: AsyncIterable<unknown> };
 export type JsonRpcMethod = (params: unknown, ctx: CallContext) => Promise<JsonRpcResult> | JsonRpcResult;
 
@@ -71,7 +73,8 @@ export interface RestRoute {
   kind: "unary" | "stream";
   /** Success status (200 unless said). */
   status?: number;
-  run(req: RestRequest, ctx: CallContext): Promise<unknown> | AsyncIterable<unknown>;
+  /** A unary route's result; a stream route's events (live when its operation's are), once the request is decoded. */
+  run(req: RestRequest, ctx: CallContext): Promise<unknown>;
 }
 
 /** Declares a route with its parts typed, and erases the types for the registry. */
@@ -95,16 +98,19 @@ export function restStreamRoute<I, O>(route: {
   operation(input: I, ctx: CallContext): AsyncIterable<O>;
   encode(event: O): unknown;
 }): RestRoute {
-  return { ...placeOf(route), kind: "stream", run: (req, ctx) => mapStream(req, ctx, route) };
+  // The streams of one task share their update objects (task-service `updatesOf`): each is encoded once.
+  const encoded = new WeakMap<object, unknown>();
+  const encodeOnce = (event: O): unknown => {
+    if (typeof event !== "object" || event === null) return route.encode(event);
+    let value = encoded.get(event);
+    if (value === undefined) encoded.set(event, (value = route.encode(event)));
+    return value;
+  };
+  return { ...placeOf(route), kind: "stream", run: async (req, ctx) => mapStream(route.operation(await route.decode(req), ctx), encodeOnce) };
 }
 
 function placeOf(route: { methods: string | readonly string[]; path: string; name: string }): Pick<RestRoute, "methods" | "path" | "name"> {
   return { methods: [route.methods].flat(), path: route.path, name: route.name };
-}
-
-async function* mapStream<I, O>(req: RestRequest, ctx: CallContext, route: { decode(req: RestRequest): Promise<I> | I; operation(input: I, ctx: CallContext): AsyncIterable<O>; encode(event: O): unknown }) {
-  const input = await route.decode(req);
-  for await (const event of route.operation(input, ctx)) yield route.encode(event);
 }
 
 /**

@@ -23,20 +23,25 @@ export interface ConversationScope {
   self?: { taskId: string; createdAt: string };
 }
 
+type Conversation = Pick<HandlerContext, "message" | "contextId" | "referencedTasks" | "contextTasks">;
+/** The rest of a handler's context, which each path builds itself. */
+export type HandlerContextBase = Omit<HandlerContext, keyof Conversation>;
+
 /**
- * What a handler sees of its conversation (HandlerContext `message`, `contextId`, `referencedTasks`,
- * `contextTasks`), the same on the durable and the stateless path. Reads go through the read port (get by
- * id and tenant, ListTasks by tenant and contextId), so they are indexed and tenant-scoped, and can be
- * repeated after a restart.
+ * `base` with what a handler sees of its conversation (HandlerContext `message`, `contextId`,
+ * `referencedTasks`, `contextTasks`), the same on the durable and the stateless path. Reads go through the
+ * read port (get by id and tenant, ListTasks by tenant and contextId), so they are indexed and tenant-scoped,
+ * and can be repeated after a restart. The handler's copy of the message is made when it first reads it (most
+ * handlers read only `input`); a deep copy per call was a measurable share of a short task's CPU.
  */
-export function conversationOf(reads: ConversationReads, scope: ConversationScope): Pick<HandlerContext, "message" | "contextId" | "referencedTasks" | "contextTasks"> {
+export function withConversation(base: HandlerContextBase, reads: ConversationReads, scope: ConversationScope): HandlerContext {
   const { tenant, contextId, self } = scope;
-  const message = structuredClone(scope.message);
-  const referenced = [...new Set(message.referenceTaskIds ?? [])].slice(0, MAX_REFERENCED_TASKS);
-  return {
-    message,
+  let message: Message | undefined;
+  const messageCopy = (): Message => (message ??= structuredClone(scope.message));
+  const conversation: Omit<Conversation, "message"> = {
     contextId,
     async referencedTasks() {
+      const referenced = [...new Set(scope.message.referenceTaskIds ?? [])].slice(0, MAX_REFERENCED_TASKS);
       const records = await Promise.all(referenced.map((id) => reads.get(id, tenant).catch(absentIfNotFound)));
       return records.filter((r): r is TaskRecord => r !== null).map((r) => conversationTaskOf(reads, r));
     },
@@ -59,6 +64,9 @@ export function conversationOf(reads: ConversationReads, scope: ConversationScop
       return found;
     },
   };
+  Object.assign(base, conversation);
+  // Enumerable, so a handler that spreads or logs its context still sees the message.
+  return Object.defineProperty(base, "message", { get: messageCopy, enumerable: true, configurable: true }) as HandlerContext;
 }
 
 function boundedLimit(limit: number | undefined): number {

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Artifact, Message, Part } from "../domain/a2a-types.js";
 import type { Logger } from "../observability/logger.js";
-import { conversationOf, type ConversationReads } from "./handler-conversation.js";
+import { withConversation, type ConversationReads, type HandlerContextBase } from "./handler-conversation.js";
 import { cursorOf, inputOfMessage, switchTarget } from "./message-route.js";
 import { firstNodeOf, nodeAfter } from "./workflow-engine.js";
 import { HandlerError, type HandlerResult, type TaskHandler, type WorkflowDefinition } from "../workflows/workflow-types.js";
@@ -43,7 +43,7 @@ export class StatelessSkills {
       let result: HandlerResult;
       try {
         if (!handler) throw new HandlerError("handler_missing", `no handler named "${node.handler}" is registered`);
-        result = await handler({
+        const base: HandlerContextBase = {
           taskId: runId,
           runId,
           nodeId: node.id,
@@ -51,7 +51,6 @@ export class StatelessSkills {
           attempt: 1,
           params: node.params ?? {},
           input,
-          ...conversationOf(this.options.reads, { tenant, contextId, message }),
           outputs,
           feedback: [],
           signal,
@@ -60,7 +59,8 @@ export class StatelessSkills {
             if (existing && chunk.append) existing.parts.push(...chunk.parts);
             else artifacts.push({ artifactId: chunk.artifactId, ...(chunk.name ? { name: chunk.name } : {}), parts: [...chunk.parts] });
           },
-        });
+        };
+        result = await handler(withConversation(base, this.options.reads, { tenant, contextId, message }));
       } catch (err) {
         this.options.logger.warn({ err, skillId: workflow.id, nodeId: node.id }, "stateless skill: handler failed");
         const code = err instanceof HandlerError ? err.code : "handler_error";

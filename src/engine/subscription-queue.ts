@@ -43,7 +43,7 @@ export class SubscriptionQueue<T> {
   async next(): Promise<T | undefined> {
     for (;;) {
       if (this.dropped) {
-        throw new DomainError("unavailable", `the subscriber fell more than ${this.capacity} updates behind and was dropped; resubscribe to catch up from the stored task`);
+        throw fellBehind(this.capacity);
       }
       const item = this.items.shift();
       if (item !== undefined) return item;
@@ -57,4 +57,9 @@ export class SubscriptionQueue<T> {
     this.waiter = undefined;
     waiter?.();
   }
+}
+
+/** Why a subscriber more than `capacity` updates behind was dropped: `unavailable`, and it may resubscribe. */
+export function fellBehind(capacity: number): DomainError {
+  return new DomainError("unavailable", `the subscriber fell more than ${capacity} updates behind and was dropped; resubscribe to catch up from the stored task`);
 }

@@ -5,7 +5,8 @@ import type { TaskReadPort } from "../store/task-read-port.js";
 import type { RunEvent, TaskRecord } from "../domain/task-record.js";
 import { CommitFanout } from "./commit-fanout.js";
 import { HeadRefresher } from "./head-refresher.js";
-import { SubscriptionQueue } from "./subscription-queue.js";
+import { afterFanOut, type LiveSink, type StopLive } from "../domain/live-stream.js";
+import { fellBehind, SubscriptionQueue } from "./subscription-queue.js";
 import type { TransitionHook } from "./transition-hook.js";
 
 export interface TaskObserverOptions {
@@ -111,41 +112,24 @@ export class TaskObserver {
     });
     const onAbort = () => queue.close();
     options.signal?.addEventListener("abort", onAbort, { once: true });
-    let next = fromSequence;
-    let ended = false;
-    // What of `events` is next in line, from `next` on, in order: stops at a gap (the caller reads the store)
-    // and after a terminal event. An array, not a generator: the live path runs once per follower per commit.
-    const take = (events: RunEvent[]): RunEvent[] => {
-      const accepted: RunEvent[] = [];
-      for (const event of events) {
-        if (event.sequence < next) continue;
-        if (event.sequence > next) break;
-        next = event.sequence + 1;
-        accepted.push(event);
-        if (TERMINAL_RUN_EVENT_TYPES.has(event.type)) {
-          ended = true;
-          break;
-        }
-      }
-      return accepted;
-    };
+    const cursor = new Cursor(fromSequence);
     const pageSize = this.pageSize;
     // Everything committed up to `until` (exclusive; unbounded without it) that is not yet yielded.
     const catchUp = async function* (until?: number): AsyncGenerator<RunEvent, void> {
       for (;;) {
-        const limit = until === undefined ? pageSize : Math.min(pageSize, until - next);
+        const limit = cursor.limit(pageSize, until);
         if (limit <= 0) return;
-        const page = await member.read(next, limit);
-        const accepted = take(page);
+        const page = await member.read(cursor.next, limit);
+        const accepted = cursor.take(page);
         for (const event of accepted) yield event;
-        if (ended || page.length < limit || accepted.length === 0) return;
+        if (cursor.ended || page.length < limit || accepted.length === 0) return;
       }
     };
     try {
       if (options.signal?.aborted) return;
       yield* catchUp();
       // A task that had already ended has nothing more to come after its log.
-      if (ended || isTerminalRunStatus(task.status)) return;
+      if (cursor.ended || isTerminalRunStatus(task.status)) return;
       for (;;) {
         let batch: RunEvent[] | FeedFailure | undefined;
         try {
@@ -154,21 +138,141 @@ export class TaskObserver {
           if (!(err instanceof DomainError) || !queue.overflowed || options.onOverflow === "drop") throw err;
           queue.resume();
           yield* catchUp();
-          if (ended) return;
+          if (cursor.ended) return;
           continue;
         }
         if (!batch) return;
         if (batch instanceof FeedFailure) throw batch.cause;
         const first = batch[0];
-        if (first && first.sequence > next) yield* catchUp(first.sequence);
-        if (ended) return;
-        for (const event of take(batch)) yield event;
-        if (ended) return;
+        if (first && first.sequence > cursor.next) yield* catchUp(first.sequence);
+        if (cursor.ended) return;
+        for (const event of cursor.take(batch)) yield event;
+        if (cursor.ended) return;
       }
     } finally {
       member.leave();
       options.signal?.removeEventListener("abort", onAbort);
     }
+  }
+
+  /**
+   * `follow` through a sink: the same events in the same order, but once caught up a commit reaches the sink
+   * synchronously inside the channel's delivery, with no promise per follower (so 1 000 streams of a task
+   * each write their frame within one loop). The store is read first; commits delivered meanwhile are held
+   * (at most `maxBuffered`, else the follower is dropped) and passed on in order once the read is done. A
+   * follower whose sink has `maxBuffered` items not flushed when a commit comes is dropped with the same
+   * `unavailable` error. Ends like `follow`; the returned stop releases the follower silently. Nothing is
+   * passed on after the end or the stop; the channel membership is let go of right after (`afterFanOut`).
+   */
+  followLive(task: Pick<TaskRecord, "taskId" | "status">, fromSequence: number, sink: LiveSink<RunEvent>): StopLive {
+    const { maxBuffered } = this.options;
+    const pageSize = this.pageSize;
+    const cursor = new Cursor(fromSequence);
+    /** Commits delivered while the store is being read; undefined once live. */
+    let held: RunEvent[][] | undefined = [];
+    let done = false;
+    const finish = (last: () => void): void => {
+      if (done) return;
+      done = true;
+      afterFanOut(() => member.leave());
+      last();
+    };
+    /** Passes on what of `events` is next in line; how many that was. */
+    const pass = (events: RunEvent[]): number => {
+      const accepted = cursor.take(events);
+      for (const event of accepted) {
+        if (done) break;
+        sink.next(event);
+      }
+      if (accepted.length > 0 && !done) sink.flush?.();
+      if (cursor.ended) finish(() => sink.end());
+      return accepted.length;
+    };
+    /** Everything committed up to `until` (exclusive; unbounded without it) not passed on yet. */
+    const read = async (until?: number): Promise<void> => {
+      for (;;) {
+        const limit = cursor.limit(pageSize, until);
+        if (limit <= 0) return;
+        const page = await member.read(cursor.next, limit);
+        if (done) return;
+        const accepted = pass(page);
+        if (done || page.length < limit || accepted === 0) return;
+      }
+    };
+    /** Reads the store (from the start, or the gap before a held commit), passes on what was held, then goes live. */
+    const catchUp = async (start: boolean): Promise<void> => {
+      try {
+        if (start) {
+          await read();
+          if (done) return;
+          // A task that had already ended has nothing more to come after its log.
+          if (isTerminalRunStatus(task.status)) return finish(() => sink.end());
+        }
+        for (let batch = held!.shift(); batch; batch = held!.shift()) {
+          const head = batch[0];
+          if (head && head.sequence > cursor.next) await read(head.sequence);
+          if (done) return;
+          pass(batch);
+          if (done) return;
+        }
+        held = undefined;
+      } catch (err) {
+        finish(() => sink.fail(err));
+      }
+    };
+    const member = this.fanout.join(task.taskId, fromSequence, {
+      deliver: (events) => {
+        if (done) return;
+        if (held) {
+          if (held.length >= maxBuffered) finish(() => sink.fail(fellBehind(maxBuffered)));
+          else held.push(events);
+          return;
+        }
+        if ((sink.backlog?.() ?? 0) >= maxBuffered) return finish(() => sink.fail(fellBehind(maxBuffered)));
+        const head = events[0];
+        if (head && head.sequence > cursor.next) {
+          // A gap (a commit of another instance, read by the channel later): read it, then this batch.
+          held = [events];
+          void catchUp(false);
+          return;
+        }
+        pass(events);
+      },
+      fail: (err) => finish(() => sink.fail(err)),
+    });
+    void catchUp(true);
+    return () => finish(() => undefined);
+  }
+}
+
+/** A follower's place in the task's log: the next sequence it expects, and whether a terminal event ended it. */
+class Cursor {
+  ended = false;
+
+  constructor(public next: number) {}
+
+  /**
+   * What of `events` is next in line, from `next` on, in order: stops at a gap (the caller reads the store)
+   * and after a terminal event. An array, not a generator: the live path runs once per follower per commit.
+   */
+  take(events: RunEvent[]): RunEvent[] {
+    const accepted: RunEvent[] = [];
+    for (const event of events) {
+      if (event.sequence < this.next) continue;
+      if (event.sequence > this.next) break;
+      this.next = event.sequence + 1;
+      accepted.push(event);
+      if (TERMINAL_RUN_EVENT_TYPES.has(event.type)) {
+        this.ended = true;
+        break;
+      }
+    }
+    return accepted;
+  }
+
+  /** How many events the next store page asks for, reading up to `until` (exclusive; unbounded without it). */
+  limit(pageSize: number, until: number | undefined): number {
+    return until === undefined ? pageSize : Math.min(pageSize, until - this.next);
   }
 }
 

@@ -306,12 +306,16 @@ function newestFirst(a: Pick<TaskRecord, "updatedAt" | "taskId">, b: Pick<TaskRe
   return a.taskId === b.taskId ? 0 : a.taskId < b.taskId ? 1 : -1;
 }
 
-/** Freezes `value` and everything in it (plain JSON data: objects, arrays, scalars); answers it. */
+/**
+ * Freezes `value` and everything in it (plain JSON data: objects, arrays, scalars); answers it. A frozen
+ * object is taken as frozen all through: this store freezes bottom-up, and a commit mostly re-stores parts of
+ * the previous head (and of the snapshot copy, see `persisted-task-snapshot.ts`), which need no second walk.
+ */
 function deepFrozen<T>(value: T): T {
-  if (value === null || typeof value !== "object") return value;
+  if (value === null || typeof value !== "object" || Object.isFrozen(value)) return value;
   // for...in over own keys: no entries array per object (this walk runs on every write).
   for (const key in value) {
     if (Object.hasOwn(value, key)) deepFrozen((value as Record<string, unknown>)[key]);
   }
-  return Object.isFrozen(value) ? value : Object.freeze(value);
+  return Object.freeze(value);
 }

@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { DomainError } from "../domain/errors.js";
+import { afterFanOut, isLive, type LiveIterable, type StopLive } from "../domain/live-stream.js";
 
 /** HTTP/1.1 and h2c requests share one handler through Node's compatibility API. */
 export type HttpRequest = IncomingMessage | Http2ServerRequest;
@@ -58,7 +60,14 @@ export function sendJson(res: HttpResponse, status: number, body: unknown, heade
 
 /** A value already serialized: SSE writes its text as the `data:`. */
 export class JsonText {
+  private frame: Buffer | undefined;
+
   constructor(readonly text: string) {}
+
+  /** The SSE frame `data: <text>`, made once for all the streams that send this same text. */
+  get dataFrame(): Buffer {
+    return (this.frame ??= Buffer.from(`data: ${this.text}\n\n`));
+  }
 }
 
 const jsonOnce = new WeakMap<object, string>();
@@ -74,10 +83,23 @@ export function sharedJson(value: unknown): string {
   return text;
 }
 
+const textOnce = new WeakMap<object, JsonText>();
+
+/** `sharedJson` as a JsonText: the streams sending the same value also share its SSE frame. */
+export function sharedJsonText(value: unknown): JsonText {
+  if (typeof value !== "object" || value === null) return new JsonText(sharedJson(value));
+  let text = textOnce.get(value);
+  if (text === undefined) textOnce.set(value, (text = new JsonText(sharedJson(value))));
+  return text;
+}
+
 /** Server-Sent Events on either protocol version; honours back-pressure and sends keepalive comments. */
 export class SseWriter {
   private keepalive: NodeJS.Timeout | undefined;
   private closed = false;
+  private unflushed = 0;
+  /** The socket `sendNow` corked, until `flush`. */
+  private corked: Socket | undefined;
 
   constructor(private readonly res: HttpResponse, keepaliveMs = 15_000, headers: Record<string, string> = {}) {
     const h1 = !("stream" in res);
@@ -100,11 +122,47 @@ export class SseWriter {
   }
 
   async send(data: unknown, options: { event?: string; id?: string | number } = {}): Promise<void> {
-    let frame = "";
-    if (options.id !== undefined) frame += `id: ${options.id}\n`;
-    if (options.event) frame += `event: ${options.event}\n`;
-    frame += `data: ${data instanceof JsonText ? data.text : JSON.stringify(data)}\n\n`;
-    await this.write(frame);
+    await this.write(frameOf(data, options));
+  }
+
+  /**
+   * Writes the frame now, without waiting for the client to read the ones before (the live lane); the
+   * frames it could not flush yet count in `backlog`, which the caller bounds.
+   */
+  sendNow(data: unknown, options: { event?: string } = {}): void {
+    if (this.closed || this.res.writableEnded) return;
+    const res = this.res as ServerResponse;
+    this.cork();
+    if (res.write(frameOf(data, options)) && this.unflushed === 0) return;
+    if (this.unflushed++ === 0) res.once("drain", () => (this.unflushed = 0));
+  }
+
+  /** Sends what `sendNow` wrote since the last flush (one write to the socket); else it goes after the fan-out. */
+  flush(): void {
+    const socket = this.corked;
+    this.corked = undefined;
+    socket?.uncork();
+  }
+
+  /**
+   * Node corks an HTTP/1.1 socket on a response's first write of a tick and uncorks it on a process.nextTick
+   * of its own: with async hooks on (AsyncLocalStorage), each of those ticks costs more than the write, and
+   * every frame of a fan-out would wait for its end. The writer corks the socket itself and uncorks it at
+   * `flush`, or at the latest in one microtask for all writers right after the fan-out.
+   */
+  private cork(): void {
+    if (this.corked || "stream" in this.res) return; // HTTP/2: the session's socket is not the response's to cork
+    const socket = this.res.socket;
+    if (!socket || socket.writableCorked) return;
+    socket.cork();
+    this.corked = socket;
+    if (corked.length === 0) queueMicrotask(uncorkAll);
+    corked.push(this);
+  }
+
+  /** Frames written by `sendNow` since the response last had to buffer them, until it drains. */
+  get backlog(): number {
+    return this.unflushed;
   }
 
   end(): void {
@@ -117,7 +175,7 @@ export class SseWriter {
     clearInterval(this.keepalive);
   }
 
-  private async write(frame: string): Promise<void> {
+  private async write(frame: string | Buffer): Promise<void> {
     if (this.closed || this.res.writableEnded) return;
     const res = this.res as ServerResponse;
     if (!res.write(frame)) {
@@ -132,6 +190,22 @@ export class SseWriter {
       });
     }
   }
+}
+
+let corked: SseWriter[] = [];
+
+function uncorkAll(): void {
+  const now = corked;
+  corked = [];
+  for (const writer of now) writer.flush();
+}
+
+function frameOf(data: unknown, options: { event?: string; id?: string | number }): string | Buffer {
+  if (data instanceof JsonText && options.id === undefined && !options.event) return data.dataFrame;
+  let frame = "";
+  if (options.id !== undefined) frame += `id: ${options.id}\n`;
+  if (options.event) frame += `event: ${options.event}\n`;
+  return frame + `data: ${data instanceof JsonText ? data.text : JSON.stringify(data)}\n\n`;
 }
 
 export interface SsePipeOptions<T> {
@@ -149,7 +223,7 @@ export interface SsePipeOptions<T> {
  * failure (unknown task, bad input) can still answer with a proper status; a caller that goes away ends
  * the source stream.
  */
-export async function pipeToSse<T>(res: HttpResponse, events: AsyncIterable<T>, options: SsePipeOptions<T>): Promise<void> {
+async function pipeToSse<T>(res: HttpResponse, events: AsyncIterable<T>, options: SsePipeOptions<T>): Promise<void> {
   const iterator = events[Symbol.asyncIterator]();
   let first: IteratorResult<T>;
   try {
@@ -170,4 +244,59 @@ export async function pipeToSse<T>(res: HttpResponse, events: AsyncIterable<T>, 
   } finally {
     sse.end();
   }
+}
+
+/**
+ * `pipeToSse` for a live stream (`domain/live-stream.ts`): the same answers, but each frame is written
+ * synchronously as the stream hands its item over (a commit reaches all of a task's streams in one loop).
+ * The first item still comes before any header, so a failure before it answers a proper error. A client
+ * that does not read is not waited for: its unflushed frames are the stream's backlog, bounded upstream (it
+ * is dropped with the error frame). The response ends on the next turn of the loop, so the ends of many
+ * streams do not hold back the frames of the others.
+ */
+export function liveToSse<T>(res: HttpResponse, events: LiveIterable<T>, options: SsePipeOptions<T>): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let sse: SseWriter | undefined;
+    let done = false;
+    const open = (): SseWriter => (sse ??= new SseWriter(res, 15_000, options.headers));
+    const finish = (end: () => void): void => {
+      if (done) return;
+      done = true;
+      stop();
+      end();
+    };
+    const stop: StopLive = events.live({
+      next: (value) => {
+        if (!done) open().sendNow(options.encode(value));
+      },
+      end: () => {
+        if (done) return;
+        const writer = open();
+        finish(() => afterFanOut(() => (writer.end(), resolve())));
+      },
+      fail: (err) => {
+        if (done) return;
+        if (!sse) {
+          done = true;
+          stop();
+          Promise.resolve()
+            .then(() => options.failedBeforeFirst(err))
+            .then(() => resolve(), reject);
+          return;
+        }
+        const writer = sse;
+        writer.sendNow(options.errorFrame(err), { event: "error" });
+        finish(() => afterFanOut(() => (writer.end(), resolve())));
+      },
+      backlog: () => sse?.backlog ?? 0,
+      flush: () => sse?.flush(),
+    });
+    // The caller went away (before the first item too): stop the stream (the channel lets go of it).
+    res.on("close", () => finish(() => (sse?.end(), resolve())));
+  });
+}
+
+/** A stream as SSE: written frame by frame inside each commit's fan-out when it is live, else through `pipeToSse`. */
+export function streamToSse<T>(res: HttpResponse, events: AsyncIterable<T>, options: SsePipeOptions<T>): Promise<void> {
+  return isLive(events) ? liveToSse(res, events, options) : pipeToSse(res, events, options);
 }

@@ -1,4 +1,5 @@
 import type { StreamEvent } from "../../domain/a2a-types.js";
+import { mapStream } from "../../domain/live-stream.js";
 import type { JsonRpcMethod } from "../version-module.js";
 import {
   decodePushConfigQuery,
@@ -14,12 +15,15 @@ import type { V03Operations } from "./v03-operations.js";
 /** The streams of one task share their update objects (task-service `updatesOf`): each is encoded once. */
 const encodedOnce = new WeakMap<StreamEvent, unknown>();
 
-async function* encodeStream(events: AsyncIterable<StreamEvent>): AsyncGenerator<unknown> {
-  for await (const event of events) {
-    let encoded = encodedOnce.get(event);
-    if (encoded === undefined) encodedOnce.set(event, (encoded = encodeStreamEvent(event)));
-    yield encoded;
-  }
+function encodeOnce(event: StreamEvent): unknown {
+  let encoded = encodedOnce.get(event);
+  if (encoded === undefined) encodedOnce.set(event, (encoded = encodeStreamEvent(event)));
+  return encoded;
+}
+
+/** Live streams stay live: each event is encoded synchronously as its commit reaches the stream. */
+function encodeStream(events: AsyncIterable<StreamEvent>): AsyncIterable<unknown> {
+  return mapStream(events, encodeOnce);
 }
 
 /** A2A 0.3 JSON-RPC methods (slash names): the 0.3 JSON codec around the 0.3 operations. */

@@ -3,6 +3,7 @@ import { EmptySchema, type Empty } from "@bufbuild/protobuf/wkt";
 import { DomainError } from "../../domain/errors.js";
 import type { StreamEvent } from "../../domain/a2a-types.js";
 import * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
+import { mapStream } from "../../domain/live-stream.js";
 import type { Logger } from "../../observability/logger.js";
 import type { CallContext } from "../../auth/call-context.js";
 import type { TaskService, SendParams } from "../task-service.js";
@@ -40,6 +41,9 @@ export interface V10OperationsOptions {
  * (spec §3.1.2 says terminal only; the facts note the contradiction). A paused task can wait for days; the
  * caller replies with a new SendStreamingMessage, which streams the rest.
  */
+/** Each shared stream update as A2A 1.0, encoded once for every stream of its task. */
+const encodedOnce = new WeakMap<StreamEvent, pb.StreamResponse>();
+
 export function v10Operations(options: V10OperationsOptions) {
   const { service } = options;
 
@@ -54,18 +58,24 @@ export function v10Operations(options: V10OperationsOptions) {
     return params;
   }
 
-  /** Stream events; one that cannot be encoded is logged and skipped, so the stream goes on. */
-  async function* encoded(events: AsyncIterable<StreamEvent>): AsyncGenerator<pb.StreamResponse> {
-    for await (const event of events) {
-      let response: pb.StreamResponse;
+  /**
+   * Stream events, live when the service's stream is (`domain/live-stream.ts`); one that cannot be encoded is
+   * logged and skipped, so the stream goes on. The streams of one task share their update objects (task-service
+   * `updatesOf`), so each is encoded once for all of them.
+   */
+  function encoded(events: AsyncIterable<StreamEvent>): AsyncIterable<pb.StreamResponse> {
+    return mapStream(events, (event) => {
+      let response = encodedOnce.get(event);
+      if (response) return response;
       try {
         response = encodeStreamEvent(event);
       } catch (err) {
         options.logger.error({ err, event: event.kind }, "a stream event could not be encoded for A2A 1.0; it is skipped");
-        continue;
+        return undefined;
       }
-      yield response;
-    }
+      encodedOnce.set(event, response);
+      return response;
+    });
   }
 
   return {
@@ -73,9 +83,9 @@ export function v10Operations(options: V10OperationsOptions) {
       return encodeSendResponse(await service.send(sendParams(req, ctx), ctx));
     },
 
-    /** Validation happens on the first `next()`, before anything is streamed. */
-    async *sendStreamingMessage(req: pb.SendMessageRequest, ctx: CallContext): AsyncGenerator<pb.StreamResponse> {
-      yield* encoded(service.streamMessage(sendParams(req, ctx), ctx));
+    /** A request that is not valid throws here, before anything is streamed. */
+    sendStreamingMessage(req: pb.SendMessageRequest, ctx: CallContext): AsyncIterable<pb.StreamResponse> {
+      return encoded(service.streamMessage(sendParams(req, ctx), ctx));
     },
 
     async getTask(req: pb.GetTaskRequest, ctx: CallContext): Promise<pb.Task> {
@@ -98,10 +108,10 @@ export function v10Operations(options: V10OperationsOptions) {
     },
 
     /** The Task first, then its updates; a terminal task is refused with UnsupportedOperation (1.0). */
-    async *subscribeToTask(req: pb.SubscribeToTaskRequest, ctx: CallContext): AsyncGenerator<pb.StreamResponse> {
+    subscribeToTask(req: pb.SubscribeToTaskRequest, ctx: CallContext): AsyncIterable<pb.StreamResponse> {
       const id = decodeTaskId(req.id);
       checkTenant(req.tenant, ctx.principal, id);
-      yield* encoded(service.subscribe(id, ctx, { terminal: "refuse" }));
+      return encoded(service.subscribe(id, ctx, { terminal: "refuse" }));
     },
 
     async createTaskPushNotificationConfig(req: pb.TaskPushNotificationConfig, ctx: CallContext): Promise<pb.TaskPushNotificationConfig> {

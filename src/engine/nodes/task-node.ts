@@ -2,7 +2,7 @@ import { giveUpReason } from "../../domain/retry-policy.js";
 import { runStatusOf } from "../../machine/task-projection.js";
 import type { TaskContext } from "../../machine/task-context.js";
 import { ShutdownSignal } from "../in-flight-work.js";
-import { conversationOf } from "../handler-conversation.js";
+import { withConversation, type HandlerContextBase } from "../handler-conversation.js";
 import { feedbackFor, idempotencyKeyOf, incomingMessageOf, runInputOf } from "../workflow-engine.js";
 import { HandlerError, type HandlerResult, type TaskHandler, type TaskNode, type WorkflowDefinition } from "../../workflows/workflow-types.js";
 import { chunkEmitter } from "./artifact-chunks.js";
@@ -35,7 +35,7 @@ async function runHandler(
   const handler = handlers[node.handler];
   const ran = await runtime.inFlight.run(taskId, (signal): Promise<HandlerResult> => {
     if (!handler) throw new HandlerError("handler_missing", `no handler named "${node.handler}" is registered`);
-    return handler({
+    const base: HandlerContextBase = {
       taskId,
       runId: taskId,
       nodeId: node.id,
@@ -43,12 +43,12 @@ async function runHandler(
       attempt: context.attempt,
       params: node.params ?? {},
       input: runInputOf(context),
-      ...conversationOf(repository, { tenant: context.tenant, contextId: context.contextId, message: incomingMessageOf(context) ?? context.request, self: { taskId, createdAt } }),
       outputs: context.outputs,
       feedback: feedbackFor(context, workflow, node.id),
       signal,
       emitArtifactChunk: chunkEmitter(runtime, taskId, node.id),
-    });
+    };
+    return handler(withConversation(base, repository, { tenant: context.tenant, contextId: context.contextId, message: incomingMessageOf(context) ?? context.request, self: { taskId, createdAt } }));
   });
   if (ran.signal.aborted) {
     if (ran.signal.reason instanceof ShutdownSignal) throw ran.signal.reason;

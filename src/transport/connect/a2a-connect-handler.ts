@@ -1,15 +1,15 @@
 import { Code, ConnectError, createConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { CALLER } from "../../a2a/connect-caller.js";
-import { A2A_VERSION_HEADER, negotiateA2AVersion } from "../../a2a/protocol-version.js";
 import { versionModules, versionOfRpcService, DEFAULT_A2A_VERSION, type BoundVersions } from "../../a2a/versions.js";
 import type { Authenticator } from "../../auth/api-key-authenticator.js";
-import { connectErrorOf } from "../errors/a2a-error-exits.js";
 import type { ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
 import { checkedRequestBody, resetUnreadRequestAfterTrailers } from "./rpc-request-check.js";
 import { clampDeadlineHeaders, untilDeadline } from "./rpc-deadline.js";
 import { answerUnknownMethod } from "./rpc-unknown-method.js";
+import { admitRpcCaller, rpcErrorOf } from "./rpc-call-guard.js";
+import { GrpcUnaryFastPath } from "./grpc-unary-fast-path.js";
 
 /** Connect, gRPC and gRPC-Web paths of the registered services: `/a2a.v1.A2AService/*` (0.3), `/lf.a2a.v1.A2AService/*` (1.0). */
 const A2A_RPC_PREFIXES = versionModules().map((m) => `/${m.connectService.typeName}/`);
@@ -34,17 +34,18 @@ export interface A2AConnectHandlerOptions {
  * not serve answers FAILED_PRECONDITION VersionNotSupported), authenticates the caller (UNAUTHENTICATED),
  * and turns every error of the call, streamed or not, into the status and details of the service's
  * version. Request bytes are checked first (`rpc-request-check.ts`): malformed input is INVALID_ARGUMENT, and
- * unknown fields in Connect JSON are ignored, as binary protobuf does.
+ * unknown fields in Connect JSON are ignored, as binary protobuf does. Plain unary gRPC calls take a lean path
+ * with the same answers (`grpc-unary-fast-path.ts`); the interceptor and that path share `rpc-call-guard.ts`.
  */
 export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req: HttpRequest, res: HttpResponse) => void {
   const { authenticator, report } = options;
+  const acceptCompression = [compressionGzip, compressionBrotli];
   const guard: Interceptor = (next) => async (req) => {
     const version = versionOfRpcService(req.service.typeName) ?? DEFAULT_A2A_VERSION;
-    // ConnectErrors raised by the framework (cancellation, deadline, malformed input) keep their code.
-    const fail = (err: unknown) => (err instanceof ConnectError ? err : connectErrorOf(version, report(err, { rpc: req.method.name })));
+    // The same checks and error mapping as the gRPC unary fast path (rpc-call-guard.ts).
+    const fail = (err: unknown) => rpcErrorOf(version, report, req.method.name, err);
     try {
-      negotiateA2AVersion(req.header.get(A2A_VERSION_HEADER));
-      req.contextValues.set(CALLER, authenticator.authenticate((name) => req.header.get(name) ?? undefined));
+      req.contextValues.set(CALLER, admitRpcCaller(authenticator, (name) => req.header.get(name)));
       // A unary call answers DEADLINE_EXCEEDED at its deadline, whatever it still waits for (rpc-deadline.ts).
       const res = await untilDeadline(next(req), req.signal);
       if (!res.stream) return res;
@@ -62,13 +63,17 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
     shutdownSignal: options.shutdownSignal,
     // Strict: unknown fields are already dropped (and non-UTF-8 bodies refused) by the body check.
     jsonOptions: { ignoreUnknownFields: false },
-    acceptCompression: [compressionGzip, compressionBrotli],
+    acceptCompression,
   });
-  for (const bindings of options.versions.values()) bindings.connect(router);
+  // Plain unary gRPC calls skip connect's per-call machinery (grpc-unary-fast-path.ts); it records the impls.
+  const fastPath = new GrpcUnaryFastPath({ authenticator, report, maxBodyBytes: options.maxBodyBytes, shutdownSignal: options.shutdownSignal, acceptCompression });
+  for (const bindings of options.versions.values()) bindings.connect(fastPath.recording(router));
   const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
   // connectNodeAdapter's loop, with the request body checked first (rpc-request-check.ts).
   return (req, res) => {
-    const handler = handlers.get(req.url?.split("?", 2)[0] ?? "");
+    const path = req.url?.split("?", 2)[0] ?? "";
+    const handler = handlers.get(path);
+    if (handler && fastPath.handle(req, res, path)) return;
     if (!handler) {
       // An unknown method of a known service, or an unknown service: UNIMPLEMENTED in the caller's protocol.
       answerUnknownMethod(req, res, versionOfRpcService(/^\/([^/]+)\//.exec(req.url ?? "")?.[1] ?? "") ?? DEFAULT_A2A_VERSION);

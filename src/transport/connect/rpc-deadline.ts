@@ -17,10 +17,16 @@ const GRPC_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000,
 /** Rewrites a deadline header past Node's timer limit to that limit; malformed values are left for the framework to refuse. */
 export function clampDeadlineHeaders(header: Headers): void {
   const grpc = header.get("grpc-timeout");
-  const match = grpc ? /^(\d{1,8})([HMSmun])$/.exec(grpc) : null;
-  if (match && Number(match[1]) * GRPC_UNIT_MS[match[2]!]! > MAX_TIMER_MS) header.set("grpc-timeout", CLAMPED_GRPC_TIMEOUT);
+  const clamped = clampGrpcTimeout(grpc);
+  if (clamped !== grpc) header.set("grpc-timeout", clamped!);
   const connect = header.get("connect-timeout-ms");
   if (connect && /^\d{1,10}$/.test(connect) && Number(connect) > MAX_TIMER_MS) header.set("connect-timeout-ms", CLAMPED_CONNECT_TIMEOUT);
+}
+
+/** A `grpc-timeout` value past Node's timer limit as that limit; any other value (or none) as it is. */
+export function clampGrpcTimeout(value: string | null): string | null {
+  const match = value ? /^(\d{1,8})([HMSmun])$/.exec(value) : null;
+  return match && Number(match[1]) * GRPC_UNIT_MS[match[2]!]! > MAX_TIMER_MS ? CLAMPED_GRPC_TIMEOUT : value;
 }
 
 /**

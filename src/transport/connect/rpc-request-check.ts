@@ -1,4 +1,4 @@
-import { fromBinary, type DescMessage, type JsonValue } from "@bufbuild/protobuf";
+import { fromBinary, type DescMessage, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { constants as h2 } from "node:http2";
 import { withoutUnknownFields } from "../../a2a/proto-json-unknown-fields.js";
@@ -75,9 +75,7 @@ function checkRequestBytes(bytes: Buffer, request: RpcRequest): Buffer {
     const length = bytes.readUInt32BE(offset + 1);
     const payload = bytes.subarray(offset + ENVELOPE_HEADER, offset + ENVELOPE_HEADER + length);
     if (payload.length < length) break; // a truncated frame: connect answers it (INVALID_ARGUMENT)
-    if (flags & COMPRESSED_FLAG && !compressed) {
-      throw new ConnectError("the request frame has the compressed flag set, but the request names no encoding (grpc-encoding)", Code.InvalidArgument);
-    }
+    if (flags & COMPRESSED_FLAG && !compressed) throw compressedWithoutEncoding();
     const plain = !(flags & COMPRESSED_FLAG) && !(flags & END_STREAM_FLAG);
     const checked = plain ? checkMessage(payload, request, json) : payload;
     if (checked !== payload) rewritten = true;
@@ -103,11 +101,7 @@ function envelope(flags: number, payload: Buffer): Buffer {
 function checkMessage(bytes: Buffer, request: RpcRequest, json: boolean): Buffer {
   const { input } = request;
   if (!json) {
-    try {
-      fromBinary(input, bytes);
-    } catch (err) {
-      throw new ConnectError(`the request is not a valid ${input.typeName} in protobuf binary: ${binaryProblem(err)}`, Code.InvalidArgument);
-    }
+    parseBinaryRequest(input, bytes);
     return bytes;
   }
   let text: string;
@@ -128,6 +122,20 @@ function checkMessage(bytes: Buffer, request: RpcRequest, json: boolean): Buffer
     throw new ConnectError(`the body is nested too deeply: more than ${maxDepth} levels of objects and arrays`, Code.InvalidArgument);
   }
   return Buffer.from(JSON.stringify(withoutUnknownFields(input, value)));
+}
+
+/** A binary request message, or INVALID_ARGUMENT in our words (also used by the gRPC unary fast path). */
+export function parseBinaryRequest<Desc extends DescMessage>(input: Desc, bytes: Uint8Array): MessageShape<Desc> {
+  try {
+    return fromBinary(input, bytes);
+  } catch (err) {
+    throw new ConnectError(`the request is not a valid ${input.typeName} in protobuf binary: ${binaryProblem(err)}`, Code.InvalidArgument);
+  }
+}
+
+/** A frame flagged compressed in a request that names no `grpc-encoding`. */
+export function compressedWithoutEncoding(): ConnectError {
+  return new ConnectError("the request frame has the compressed flag set, but the request names no encoding (grpc-encoding)", Code.InvalidArgument);
 }
 
 /** What is wrong with binary protobuf, in our words: protobuf-es's own text is not passed on. */

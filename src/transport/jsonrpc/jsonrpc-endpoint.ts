@@ -8,7 +8,7 @@ import { jsonRpcErrorBody, type JsonRpcId } from "../errors/a2a-error-exits.js";
 import { wireErrorOf, type ReportError } from "../errors/wire-error.js";
 import { noteRequest } from "../../observability/request-notes.js";
 import { activatedExtensions } from "../extensions-header.js";
-import { JsonText, mediaTypeOf, pipeToSse, readBody, sendJson, sharedJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
+import { JsonText, mediaTypeOf, readBody, sendJson, sharedJson, SseWriter, streamToSse, type HttpRequest, type HttpResponse } from "../http-io.js";
 
 /** JSON-RPC bodies are application/json; application/a2a+json (the 1.0 media type) is accepted too. */
 const JSON_MEDIA_TYPES = ["application/json", "application/a2a+json"];
@@ -93,10 +93,9 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
     }
     const errorOf = (err: unknown) => jsonRpcErrorBody(version, id, report(err, { rpcId: id }));
     // Each SSE `data:` is a complete JSON-RPC response with the request id; an error ends the stream.
-    await pipeToSse(res, outcome.events, {
+    await streamToSse(res, outcome.events, {
       headers,
-      // The same text as JSON.stringify({ jsonrpc, id, result }), with the result's JSON shared by the task's streams.
-      encode: (result) => new JsonText(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${sharedJson(result)}}`),
+      encode: (result) => responseText(id, result),
       failedBeforeFirst: async (err) => {
         if (versionModule(version).errors.jsonRpcStreamFailure === "plain") return fail(200, version, id, err);
         const sse = new SseWriter(res, 15_000, headers);
@@ -129,6 +128,24 @@ export function createJsonRpcRefusal(options: { report: ReportError; maxBodyByte
     const all = { ...activatedExtensions(req, options.supportedExtensions), ...headers };
     if (!res.writableEnded) sendJson(res, wireErrorOf(domain, version).http, jsonRpcErrorBody(version, id, domain), all);
   };
+}
+
+/** Per shared result (an update many streams send), its response text per request id. */
+const responses = new WeakMap<object, Map<JsonRpcId, JsonText>>();
+
+/**
+ * The same text as JSON.stringify({ jsonrpc, id, result }), with the result's JSON shared by the task's
+ * streams, and made once per id for a shared result (streams whose requests used the same id send the same
+ * frame: see `JsonText.dataFrame`).
+ */
+function responseText(id: JsonRpcId, result: unknown): JsonText {
+  const make = () => new JsonText(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${sharedJson(result)}}`);
+  if (typeof result !== "object" || result === null) return make();
+  let byId = responses.get(result);
+  if (!byId) responses.set(result, (byId = new Map()));
+  let text = byId.get(id);
+  if (!text) byId.set(id, (text = make()));
+  return text;
 }
 
 type Envelope = { id: JsonRpcId; method: string; params: unknown } | { id: JsonRpcId; error: DomainError };

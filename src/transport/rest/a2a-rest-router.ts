@@ -4,7 +4,7 @@ import type { RestRequest, RestRoute } from "../../a2a/version-module.js";
 import { versionModule, type BoundVersions } from "../../a2a/versions.js";
 import { httpJsonError } from "../errors/a2a-error-exits.js";
 import { statusHeaders, type ReportError } from "../errors/wire-error.js";
-import { mediaTypeOf, pipeToSse, readBody, sendJson, type HttpRequest, type HttpResponse } from "../http-io.js";
+import { mediaTypeOf, readBody, sendJson, sharedJsonText, streamToSse, type HttpRequest, type HttpResponse } from "../http-io.js";
 import { HttpRouter, type RouteHandler } from "../http-router.js";
 
 export interface A2ARestRouterOptions {
@@ -36,12 +36,14 @@ function handlerOf(version: A2AVersion, route: RestRoute, options: A2ARestRouter
     a2aVersionOf(req); // an A2A-Version we do not serve: 400 VersionNotSupported
     const request = restRequestOf(req, params, options);
     if (route.kind === "unary") {
-      const body = await (route.run(request, ctx) as Promise<unknown>);
+      const body = await route.run(request, ctx);
       sendJson(res, route.status ?? 200, body, { "content-type": mediaType });
       return;
     }
-    await pipeToSse(res, route.run(request, ctx) as AsyncIterable<unknown>, {
-      encode: (event) => event,
+    // A stream route answers once its request is decoded (a bad one: a plain HTTP error).
+    const events = await (route.run(request, ctx) as Promise<AsyncIterable<unknown>>);
+    await streamToSse(res, events, {
+      encode: sharedJsonText,
       // Nothing streamed yet: a plain HTTP error (404 unknown task, 400 bad message...).
       failedBeforeFirst: (err) => {
         throw err;

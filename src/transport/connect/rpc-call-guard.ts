@@ -1,0 +1,24 @@
+import { ConnectError } from "@connectrpc/connect";
+import { A2A_VERSION_HEADER, negotiateA2AVersion, type A2AVersion } from "../../a2a/protocol-version.js";
+import type { Principal } from "../../auth/principal.js";
+import type { Authenticator } from "../../auth/api-key-authenticator.js";
+import { connectErrorOf } from "../errors/a2a-error-exits.js";
+import type { ReportError } from "../errors/wire-error.js";
+
+/**
+ * What every A2A RPC checks before its method runs, shared by connect's interceptor (`a2a-connect-handler.ts`)
+ * and the gRPC unary fast path (`grpc-unary-fast-path.ts`): the `a2a-version` metadata (absent or empty = 0.3;
+ * a version we do not serve throws VersionNotSupported), then the caller (throws `unauthenticated`).
+ */
+export function admitRpcCaller(authenticator: Authenticator, header: (name: string) => string | null): Principal {
+  negotiateA2AVersion(header(A2A_VERSION_HEADER));
+  return authenticator.authenticate((name) => header(name) ?? undefined);
+}
+
+/**
+ * An error of an RPC as the status it answers in the service's version. ConnectErrors raised by the framework
+ * (cancellation, deadline, malformed input) keep their code; anything else is reported and mapped.
+ */
+export function rpcErrorOf(version: A2AVersion, report: ReportError, rpc: string, err: unknown): ConnectError {
+  return err instanceof ConnectError ? err : connectErrorOf(version, report(err, { rpc }));
+}
