@@ -156,8 +156,8 @@ export class SseWriter {
     if (!socket || socket.writableCorked) return;
     socket.cork();
     this.corked = socket;
-    if (corked.length === 0) queueMicrotask(uncorkAll);
-    corked.push(this);
+    if (corkedWriters.length === 0) queueMicrotask(uncorkAll);
+    corkedWriters.push(this);
   }
 
   /** Frames written by `sendNow` since the response last had to buffer them, until it drains. */
@@ -192,11 +192,12 @@ export class SseWriter {
   }
 }
 
-let corked: SseWriter[] = [];
+/** The writers that corked their socket in this turn; one microtask uncorks all that `flush` has not. */
+let corkedWriters: SseWriter[] = [];
 
 function uncorkAll(): void {
-  const now = corked;
-  corked = [];
+  const now = corkedWriters;
+  corkedWriters = [];
   for (const writer of now) writer.flush();
 }
 
