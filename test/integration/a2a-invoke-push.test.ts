@@ -304,9 +304,11 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
       expect(done["status"].state, JSON.stringify(done["metadata"])).toBe("completed");
       expect(JSON.stringify(done["artifacts"])).toContain("night shift");
       // One send, one forwarded answer; GetTask only to read what a content-free push announced (the question,
-      // the finished task) and once when the node resumed with the answer.
+      // the finished task) and once when the node resumed with the answer. The forwarded answer is sent
+      // non-blocking, so the peer may finish before our SubscribeToTask reaches it: 1.0 refuses a stream of an
+      // ended task, and the final task is then read once more. Never a periodic poll.
       expect(proxy.count("SendMessage")).toBe(2);
-      expect(proxy.count("GetTask")).toBeLessThanOrEqual(path === "push" ? 3 : 1);
+      expect(proxy.count("GetTask"), JSON.stringify(proxy.counts())).toBeLessThanOrEqual((path === "push" ? 3 : 1) + proxy.count("SubscribeToTask refused"));
       const peerTaskId = (await progressOf(caller, started["id"]))[0]!["peerTaskId"];
       const peerRecord = await peerHost.store.get(peerTaskId);
       expect(peerRecord!.a2a.state).toBe("completed");

@@ -3,7 +3,8 @@ import type { AddressInfo } from "node:net";
 
 /**
  * A loopback HTTP proxy in front of a peer host that counts the JSON-RPC methods it carries (GetTask,
- * SubscribeToTask…) and every other request by `METHOD path`. Responses (streams too) are piped through as they
+ * SubscribeToTask…, and `SubscribeToTask refused` for a subscription answered without a stream) and every other
+ * request by `METHOD path`. Responses (streams too) are piped through as they
  * come. Give the peer host this proxy's URL as PUBLIC_URL so its card sends callers here.
  */
 export interface CountingProxy {
@@ -38,6 +39,8 @@ export async function startCountingProxy(targetPort: number, port = 0): Promise<
       }
       bump(name);
       const upstream = request({ host: "127.0.0.1", port: target, method: req.method, path: req.url, headers: { ...req.headers, host: `127.0.0.1:${target}` } }, (answer) => {
+        // A stream the peer refused (a 1.0 SubscribeToTask of a task that already ended) answers plain JSON.
+        if (name === "SubscribeToTask" && !String(answer.headers["content-type"] ?? "").startsWith("text/event-stream")) bump("SubscribeToTask refused");
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
         // The peer died mid-response: the caller's connection breaks too (as it would without the proxy).
