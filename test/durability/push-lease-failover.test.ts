@@ -180,7 +180,7 @@ describe("push delivery leases across host processes", () => {
     expect(statesOf(firstOfEach)).toEqual(AFTER_FIRST_GATE);
     expect(eventIdsOf(hits)).toEqual([...eventIdsOf(hits)].sort((x, y) => Number(x.split(":").at(-1)) - Number(y.split(":").at(-1))));
     expect(a.output()).toContain("took over the delivery lease");
-    // The worker records the delivery as settled after the receiver's 2xx: the last push can arrive first.
+    // The worker settles the config in a pass after the last push's cursor is stored: the push arrives first.
     const stored = await waitFor(async () => {
       const config = await storedConfig(taskId);
       return config?.delivery.settled ? config : undefined;
