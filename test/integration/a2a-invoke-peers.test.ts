@@ -24,8 +24,8 @@ import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
 import { startTestPeer, type TestPeer } from "../support/a2a-peer.js";
 import { freePort, TEST_BUILTIN_WORKFLOWS } from "../support/server-process.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
+import { jsonRpcCaller, type WireTask } from "../support/jsonrpc-caller.js";
 
-type WireTask = Record<string, any>;
 
 const KEY = "peer-caller-key-0123456789abcdef";
 const WRONG_KEY = "not-the-peer-key-0123456789abcdef";
@@ -74,38 +74,6 @@ async function startLoggedApp(env: Record<string, string>, store = new MemoryTas
   return { baseUrl: `http://127.0.0.1:${port}`, app, store, logs: () => lines.join(""), close: () => app.close() };
 }
 
-function callerOf(baseUrl: () => string, key?: string) {
-  const rpc = async (method: string, params: unknown): Promise<{ result?: WireTask; error?: { code: number; message: string } }> => {
-    const res = await fetch(`${baseUrl()}/a2a/jsonrpc`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
-      body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }),
-    });
-    return (await res.json()) as { result?: WireTask; error?: { code: number; message: string } };
-  };
-  const ok = (r: { result?: WireTask; error?: unknown }): WireTask => {
-    if (!r.result) throw new Error(`JSON-RPC error: ${JSON.stringify(r.error)}`);
-    return r.result;
-  };
-  return {
-    start: async (text: string, skillId: string): Promise<WireTask> =>
-      ok(await rpc("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], metadata: { skillId } }, configuration: { blocking: false } })),
-    reply: async (task: WireTask, text: string): Promise<WireTask> =>
-      ok(await rpc("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", taskId: task["id"], contextId: task["contextId"], parts: [{ kind: "text", text }] } })),
-    get: async (id: string): Promise<WireTask> => ok(await rpc("tasks/get", { id })),
-    cancel: async (id: string): Promise<WireTask> => ok(await rpc("tasks/cancel", { id })),
-    waitFor: async (id: string, done: (task: WireTask) => boolean, what: string, timeoutMs = 10_000): Promise<WireTask> => {
-      const until = Date.now() + timeoutMs;
-      for (;;) {
-        const task = ok(await rpc("tasks/get", { id }));
-        if (done(task)) return task;
-        if (Date.now() > until) throw new Error(`task ${id} did not reach ${what}; it is ${JSON.stringify(task["status"])} ${JSON.stringify(task["metadata"]?.["openwop"])}`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    },
-  };
-}
-
 const terminal = (task: WireTask) => ["completed", "failed", "canceled", "rejected"].includes(task["status"].state);
 
 describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with credentials", () => {
@@ -116,8 +84,8 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
   let mongo: MongoClient;
   let callerEnv: Record<string, string>;
   const dbName = `peers_${randomUUID().slice(0, 8)}`;
-  const ours = callerOf(() => caller.baseUrl);
-  const onPeer = callerOf(() => peerHost.baseUrl, KEY);
+  const ours = jsonRpcCaller(() => caller.baseUrl, { blocking: false });
+  const onPeer = jsonRpcCaller(() => peerHost.baseUrl, { key: KEY, blocking: false });
 
   beforeAll(async () => {
     // The peer host keeps durable tasks (MongoDB), so it takes a 1.0 `returnImmediately` send.

@@ -20,8 +20,8 @@ import type { TaskHandler } from "../../src/workflows/workflow-types.js";
 import { startCountingProxy, type CountingProxy } from "../support/counting-proxy.js";
 import { freePort } from "../support/server-process.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
+import { jsonRpcCaller, type WireTask } from "../support/jsonrpc-caller.js";
 
-type WireTask = Record<string, any>;
 
 const KEY = "push-caller-key-0123456789abcdef";
 const ALL = ["runs:create", "runs:read", "runs:cancel", "approvals:respond", "webhooks:manage", "manifest:read"];
@@ -54,28 +54,6 @@ const callerHandlers: Record<string, TaskHandler> = {
     return { output: {} };
   },
 };
-
-function callerOf(baseUrl: () => string) {
-  const rpc = async (method: string, params: unknown): Promise<WireTask> => {
-    const res = await fetch(`${baseUrl()}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }) });
-    const body = (await res.json()) as { result?: WireTask; error?: unknown };
-    if (!body.result) throw new Error(`JSON-RPC error: ${JSON.stringify(body.error)}`);
-    return body.result;
-  };
-  return {
-    start: (text: string, skillId: string) => rpc("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], metadata: { skillId } }, configuration: { blocking: false } }),
-    get: (id: string) => rpc("tasks/get", { id }),
-    async waitFor(id: string, done: (task: WireTask) => boolean, what: string, timeoutMs = 15_000): Promise<WireTask> {
-      const until = Date.now() + timeoutMs;
-      for (;;) {
-        const task = await rpc("tasks/get", { id });
-        if (done(task)) return task;
-        if (Date.now() > until) throw new Error(`task ${id} did not reach ${what}; it is ${JSON.stringify(task["status"])}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    },
-  };
-}
 
 const terminal = (task: WireTask) => ["completed", "failed", "canceled", "rejected"].includes(task["status"].state);
 
@@ -182,7 +160,7 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
   /** Starts call-hold on `caller`, waits until the peer works on it, lets it work a while, releases it; answers the numbers. */
   async function runPath(path: "push" | "stream" | "poll", skill = "call-hold") {
     const caller = callers[path];
-    const ours = callerOf(() => caller.baseUrl);
+    const ours = jsonRpcCaller(() => caller.baseUrl, { blocking: false, waitMs: 15_000 });
     const text = `${path} ${randomUUID()}`;
     const started = await ours.start(text, skill);
     await ours.waitFor(started["id"], () => true, "started");
@@ -288,7 +266,7 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
   for (const path of ["push", "stream"] as const) {
     it(`${path}: the peer's question comes in by ${path}, our answer is forwarded once, its completion comes in by ${path}; no GetTask poll`, async () => {
       const caller = callers[path];
-      const ours = callerOf(() => caller.baseUrl);
+      const ours = jsonRpcCaller(() => caller.baseUrl, { blocking: false, waitMs: 15_000 });
       proxy.reset();
       const started = await ours.start("Announce the new office hours", "ask-peer");
       const asking = await ours.waitFor(started["id"], (t) => t["status"].state === "input-required" || terminal(t), "input-required");
@@ -317,7 +295,7 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
 
   it("push: cancel both ways — the peer's cancel arrives by push and cancels our run; our cancel cancels the peer's task", async () => {
     const caller = callers.push;
-    const ours = callerOf(() => caller.baseUrl);
+    const ours = jsonRpcCaller(() => caller.baseUrl, { blocking: false, waitMs: 15_000 });
     const peerRpc = async (method: string, params: unknown) => {
       const res = await fetch(`${proxy.url}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
       return ((await res.json()) as { result?: WireTask }).result;
@@ -360,7 +338,7 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     const other = await startTestApp({ ...shared, INSTANCE_ID: "receiver" }, await storeOf(), callerHandlers);
     const holder = await startTestApp({ ...shared, INSTANCE_ID: "holder", A2A_PEER_CALLBACK_URL: other.baseUrl }, await storeOf(), callerHandlers);
     try {
-      const ours = callerOf(() => holder.baseUrl);
+      const ours = jsonRpcCaller(() => holder.baseUrl, { blocking: false, waitMs: 15_000 });
       const text = `cluster ${randomUUID()}`;
       const started = await ours.start(text, "call-hold");
       let progress: Array<Record<string, any>> = [];
@@ -391,7 +369,7 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
 
   it("the callback receiver: wrong token 401, unknown task 404, a replay commits nothing, a forged push moves no run", async () => {
     const caller = callers.push;
-    const ours = callerOf(() => caller.baseUrl);
+    const ours = jsonRpcCaller(() => caller.baseUrl, { blocking: false, waitMs: 15_000 });
     const text = `receiver ${randomUUID()}`;
     const started = await ours.start(text, "call-hold");
     let progress: Array<Record<string, any>> = [];

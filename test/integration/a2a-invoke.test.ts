@@ -29,9 +29,8 @@ import type { RunEvent } from "../../src/domain/task-record.js";
 import { startTestPeer, type TestPeer } from "../support/a2a-peer.js";
 import { freePort } from "../support/server-process.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
+import { jsonRpcCaller, type WireTask } from "../support/jsonrpc-caller.js";
 
-type Rpc = { jsonrpc: string; id: unknown; result?: Record<string, any>; error?: { code: number; message: string } };
-type WireTask = Record<string, any>;
 
 const FAST = {
   A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS: "true",
@@ -79,36 +78,6 @@ async function workflowDir(files: Record<string, string>): Promise<string> {
 }
 
 /** A JSON-RPC caller of our host. */
-function callerOf(t: () => TestApp) {
-  const rpc = async (method: string, params: unknown): Promise<Rpc> => {
-    const res = await fetch(`${t().baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }) });
-    expect(res.status).toBe(200);
-    return (await res.json()) as Rpc;
-  };
-  const ok = (r: Rpc): WireTask => {
-    if (!r.result) throw new Error(`JSON-RPC error: ${JSON.stringify(r.error)}`);
-    return r.result;
-  };
-  return {
-    rpc,
-    start: async (text: string, skillId: string, blocking = true): Promise<WireTask> =>
-      ok(await rpc("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], metadata: { skillId } }, configuration: { blocking } })),
-    reply: async (task: WireTask, parts: unknown[]): Promise<WireTask> =>
-      ok(await rpc("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", taskId: task["id"], contextId: task["contextId"], parts } })),
-    get: async (id: string): Promise<WireTask> => ok(await rpc("tasks/get", { id })),
-    cancel: async (id: string): Promise<WireTask> => ok(await rpc("tasks/cancel", { id })),
-    /** Polls tasks/get until `done` holds. */
-    waitFor: async (id: string, done: (task: WireTask) => boolean, what = "the expected state", timeoutMs = 10_000): Promise<WireTask> => {
-      const until = Date.now() + timeoutMs;
-      for (;;) {
-        const task = ok(await rpc("tasks/get", { id }));
-        if (done(task)) return task;
-        if (Date.now() > until) throw new Error(`task ${id} did not reach ${what}; it is ${JSON.stringify(task["status"])} ${JSON.stringify(task["metadata"])}`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    },
-  };
-}
 
 const openwop = (task: WireTask): Record<string, any> => task["metadata"]["openwop"];
 
@@ -132,7 +101,7 @@ describe("a2a.invoke against a real A2A peer (@a2a-js/sdk server, JSON-RPC 0.3)"
   let peer: TestPeer;
   let t: TestApp;
   const store = new MemoryTaskStore();
-  const caller = callerOf(() => t);
+  const caller = jsonRpcCaller(() => t.baseUrl);
   let dir: string;
   let env: Record<string, string>;
 
@@ -280,7 +249,7 @@ describe("a2a.invoke against a real A2A peer (@a2a-js/sdk server, JSON-RPC 0.3)"
   });
 
   it("submitted/working keeps the run working; an unknown peer state is waited out (pending-like) until the peer moves on", async () => {
-    const task = await caller.start("scenario:unknown", "peer-call", false);
+    const task = await caller.start("scenario:unknown", "peer-call", { blocking: false });
     const peerTaskId = await peerTaskOf(task["id"]);
     await until("the unknown state to be recorded", async () => (await events(task["id"])).some((e) => e.type === "node.progress" && (e.payload["progress"] as any).peerState === "unknown"));
     const meanwhile = await caller.get(task["id"]);
@@ -292,7 +261,7 @@ describe("a2a.invoke against a real A2A peer (@a2a-js/sdk server, JSON-RPC 0.3)"
   });
 
   it("our cancel cancels the peer task (tasks/cancel, best effort)", async () => {
-    const task = await caller.start("scenario:working", "peer-call", false);
+    const task = await caller.start("scenario:working", "peer-call", { blocking: false });
     const peerTaskId = await peerTaskOf(task["id"]);
     const cancelled = await caller.cancel(task["id"]);
     expect(cancelled["status"].state).toBe("canceled");
@@ -310,7 +279,7 @@ describe("a2a.invoke against a real A2A peer (@a2a-js/sdk server, JSON-RPC 0.3)"
   });
 
   it("a node timeout fails the node with external_call_failed and cancels the peer task", async () => {
-    const task = await caller.start("scenario:working", "peer-quick-timeout", false);
+    const task = await caller.start("scenario:working", "peer-quick-timeout", { blocking: false });
     const peerTaskId = await peerTaskOf(task["id"]);
     const failed = await caller.waitFor(task["id"], (x) => x["status"].state === "failed", "failed");
     expect(openwop(failed)["error"].code).toBe("external_call_failed");
@@ -319,7 +288,7 @@ describe("a2a.invoke against a real A2A peer (@a2a-js/sdk server, JSON-RPC 0.3)"
   });
 
   it("restart safety: after a restart the node resumes with tasks/get on the recorded peer task and never sends again", async () => {
-    const task = await caller.start("scenario:working", "peer-call", false);
+    const task = await caller.start("scenario:working", "peer-call", { blocking: false });
     const peerTaskId = await peerTaskOf(task["id"]);
     await until("a poll of the peer task", () => peer.requests.some((r) => r.method === "tasks/get" && r.params["id"] === peerTaskId));
     await t.close(); // stop while waiting on the peer
@@ -390,7 +359,7 @@ describe("a2a.invoke transport errors, configuration and egress", () => {
   it("transport errors are retried with backoff; the node recovers when the peer answers in time", async () => {
     const flaky = await flakyCard(2);
     const t = await app({ A2A_PEER_CARD_URL: flaky.url, ...FAST });
-    const task = await callerOf(() => t).start("scenario:complete", "peer-call");
+    const task = await jsonRpcCaller(() => t.baseUrl).start("scenario:complete", "peer-call");
     expect(task["status"].state).toBe("completed");
     expect(flaky.hits()).toBe(3);
   });
@@ -398,7 +367,7 @@ describe("a2a.invoke transport errors, configuration and egress", () => {
   it("a peer that stays down fails the node after the attempts run out: external_call_failed on node.failed and the run", async () => {
     const flaky = await flakyCard(1_000);
     const t = await app({ A2A_PEER_CARD_URL: flaky.url, ...FAST });
-    const failed = await callerOf(() => t).start("scenario:complete", "peer-call");
+    const failed = await jsonRpcCaller(() => t.baseUrl).start("scenario:complete", "peer-call");
     expect(failed["status"].state).toBe("failed");
     expect(flaky.hits()).toBe(3); // A2A_PEER_MAX_ATTEMPTS
     const error = openwop(failed)["error"];
@@ -412,7 +381,7 @@ describe("a2a.invoke transport errors, configuration and egress", () => {
   it("a peer that is not listening at all (connection refused) fails with external_call_failed", async () => {
     const port = await freePort();
     const t = await app({ A2A_PEER_CARD_URL: `http://127.0.0.1:${port}/.well-known/agent-card.json`, ...FAST });
-    const failed = await callerOf(() => t).start("scenario:complete", "peer-call");
+    const failed = await jsonRpcCaller(() => t.baseUrl).start("scenario:complete", "peer-call");
     expect(failed["status"].state).toBe("failed");
     expect(openwop(failed)["error"]).toMatchObject({ code: "external_call_failed" });
     expect(openwop(failed)["error"].message).toContain("cannot reach http://127.0.0.1");
@@ -420,7 +389,7 @@ describe("a2a.invoke transport errors, configuration and egress", () => {
 
   it("the conformance fixture calls the configured peer: auth-required → waiting-input (subkind auth), rejected → rejected_by_remote", async () => {
     const t = await app({ A2A_PEER_CARD_URL: peer.cardUrl, ...FAST });
-    const caller = callerOf(() => t);
+    const caller = jsonRpcCaller(() => t.baseUrl);
     const auth = await caller.start("scenario:auth-required", "conformance-a2a-task-roundtrip");
     expect(openwop(auth)["status"]).toBe("waiting-input");
     expect(openwop(auth)["interrupt"].metadata.subkind).toBe("auth");
@@ -433,7 +402,7 @@ describe("a2a.invoke transport errors, configuration and egress", () => {
     const t = await app({ ...FAST });
     const card = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as { skills: Array<{ id: string }> };
     expect(card.skills.map((s) => s.id)).toContain("conformance-a2a-task-roundtrip");
-    const failed = await callerOf(() => t).start("hello", "conformance-a2a-task-roundtrip");
+    const failed = await jsonRpcCaller(() => t.baseUrl).start("hello", "conformance-a2a-task-roundtrip");
     expect(failed["status"].state).toBe("failed");
     expect(openwop(failed)["error"].code).toBe("external_call_failed");
     expect(openwop(failed)["error"].message).toContain("A2A_PEER_CARD_URL");
@@ -442,7 +411,7 @@ describe("a2a.invoke transport errors, configuration and egress", () => {
   it("loopback peers are refused by the egress guard unless the test-only allowance is on", async () => {
     const before = peer.requests.length;
     const t = await app({ A2A_PEER_CARD_URL: peer.cardUrl, A2A_PEER_POLL_MS: "25" });
-    const failed = await callerOf(() => t).start("scenario:complete", "peer-call");
+    const failed = await jsonRpcCaller(() => t.baseUrl).start("scenario:complete", "peer-call");
     expect(failed["status"].state).toBe("failed");
     expect(openwop(failed)["error"].code).toBe("external_call_failed");
     expect(openwop(failed)["error"].message).toMatch(/refused by the (scheme|address) arm of the egress guard/);
@@ -459,7 +428,7 @@ nodes:
   - { kind: a2a.invoke, id: call, agentCardUrl: "https://10.0.0.5/.well-known/agent-card.json" }
 `,
     });
-    const failed = await callerOf(() => t).start("hi", "private-peer");
+    const failed = await jsonRpcCaller(() => t.baseUrl).start("hi", "private-peer");
     expect(openwop(failed)["error"].code).toBe("external_call_failed");
     expect(openwop(failed)["error"].message).toContain("refused by the address arm");
   });
@@ -469,7 +438,7 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
   let peer: TestPeer;
   let t: TestApp;
   const store = new MemoryTaskStore();
-  const caller = callerOf(() => t);
+  const caller = jsonRpcCaller(() => t.baseUrl);
   let env: Record<string, string>;
   const apps: TestApp[] = [];
   const servers: Server[] = [];
@@ -559,7 +528,7 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
   });
 
   it("our cancel cancels the peer task with CancelTask", async () => {
-    const task = await caller.start("scenario:working", "peer-call", false);
+    const task = await caller.start("scenario:working", "peer-call", { blocking: false });
     const peerTaskId = await peerTaskOf(task["id"]);
     expect((await caller.cancel(task["id"]))["status"].state).toBe("canceled");
     await until("the peer to receive CancelTask", () => grpcCalls("tasks/cancel", peerTaskId).length === 1);
@@ -568,7 +537,7 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
   });
 
   it("restart safety: the node resumes with GetTask on the recorded gRPC endpoint and never sends again", async () => {
-    const task = await caller.start("scenario:working", "peer-call", false);
+    const task = await caller.start("scenario:working", "peer-call", { blocking: false });
     const peerTaskId = await peerTaskOf(task["id"]);
     await until("a poll of the peer task", () => grpcCalls("tasks/get", peerTaskId).length > 0);
     await t.close();
@@ -594,7 +563,7 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
     expect(new Set(attempts.map((s) => s.messageId))).toEqual(new Set([peerMessageId(`${task["id"]}:call:1:send`)]));
 
     peer.failNextGrpc("tasks/get", GrpcStatus.NOT_FOUND);
-    const gone = await caller.start("scenario:working", "peer-call", false);
+    const gone = await caller.start("scenario:working", "peer-call", { blocking: false });
     const peerTaskId = await peerTaskOf(gone["id"]);
     const failed = await caller.waitFor(gone["id"], (x) => x["status"].state === "failed", "failed");
     expect(openwop(failed)["error"].code).toBe("external_call_failed");
@@ -609,7 +578,7 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
     const cardUrl = await staticCard({ name: "Down", url: `127.0.0.1:${port}`, preferredTransport: "GRPC", protocolVersion: "0.3.0" }, servers);
     const app = await startTestApp({ ...env, A2A_PEER_CARD_URL: cardUrl });
     apps.push(app);
-    const failed = await callerOf(() => app).start("scenario:complete", "peer-call");
+    const failed = await jsonRpcCaller(() => app.baseUrl).start("scenario:complete", "peer-call");
     expect(failed["status"].state).toBe("failed");
     const error = openwop(failed)["error"];
     expect(error.code).toBe("external_call_failed");
@@ -624,7 +593,7 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
       const cardUrl = await staticCard({ name: "Private", url: target, preferredTransport: "GRPC", protocolVersion: "0.3" }, servers);
       const app = await startTestApp({ ...env, A2A_PEER_CARD_URL: cardUrl });
       apps.push(app);
-      const failed = await callerOf(() => app).start("scenario:complete", "peer-call");
+      const failed = await jsonRpcCaller(() => app.baseUrl).start("scenario:complete", "peer-call");
       expect(openwop(failed)["error"].code, target).toBe("external_call_failed");
       expect(openwop(failed)["error"].message, target).toMatch(/refused by the (scheme|address) arm of the egress guard/);
     }

@@ -10,6 +10,7 @@ import { A2AService, Role, SendMessageRequestSchema, TaskState, type MessageSche
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import type { RunEvent, TaskRecord } from "../../src/domain/task-record.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
+import { grpcFrame } from "../support/grpc-frame.js";
 
 const MAX_BODY_BYTES = 16 * 1024;
 
@@ -32,14 +33,6 @@ async function codeOf(promise: Promise<unknown>): Promise<ConnectError> {
   );
   if (!(err instanceof ConnectError)) throw new Error(`expected a ConnectError, got ${String(err)}`);
   return err;
-}
-
-/** A Connect/gRPC-Web envelope: flags byte, 4-byte big-endian length, payload. */
-function envelope(payload: Uint8Array, declaredLength = payload.length): Uint8Array {
-  const out = new Uint8Array(5 + payload.length);
-  new DataView(out.buffer).setUint32(1, declaredLength);
-  out.set(payload, 5);
-  return out;
 }
 
 describe("A2A v0.3 over Connect and gRPC-Web (connect-es clients)", () => {
@@ -199,14 +192,14 @@ describe("A2A v0.3 over Connect and gRPC-Web (connect-es clients)", () => {
     expect(e1.message).toContain("truncated");
 
     // Connect server-streaming: the envelope announces more bytes than arrive.
-    const streaming = await post("SendStreamingMessage", "application/connect+proto", envelope(full.subarray(0, 10), full.length));
+    const streaming = await post("SendStreamingMessage", "application/connect+proto", grpcFrame(full.subarray(0, 10), 0, full.length));
     const streamBody = new Uint8Array(await streaming.arrayBuffer());
     const endStream = JSON.parse(new TextDecoder().decode(streamBody.subarray(5))) as { error?: { code: string; message: string } };
     expect(endStream.error?.code).toBe("invalid_argument");
     expect(endStream.error?.message).toMatch(/envelope|incomplete|premature/i);
 
     // gRPC-Web: same truncated frame; the status comes back in the trailer frame.
-    const grpcWeb = await post("SendMessage", "application/grpc-web+proto", envelope(full.subarray(0, 10), full.length));
+    const grpcWeb = await post("SendMessage", "application/grpc-web+proto", grpcFrame(full.subarray(0, 10), 0, full.length));
     const trailer = new TextDecoder().decode(new Uint8Array(await grpcWeb.arrayBuffer()));
     expect(trailer).toMatch(new RegExp(`grpc-status: ?${Code.InvalidArgument}\\b`, "i"));
     expect(decodeURIComponent(trailer)).toContain("incomplete envelope");

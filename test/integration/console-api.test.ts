@@ -34,6 +34,23 @@ const API_KEYS = JSON.stringify([
 describe("operator console API", () => {
   let t: TestApp;
   const hook = new PushReceiver();
+  /** An approval-gate task of tenant acme, registered for push to `hookPath` on the receiver with `token`. */
+  const startWithPush = async (text: string, hookPath: string, token: string): Promise<string> => {
+    const rpc = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${KEYS.acme}` },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "message/send",
+        params: {
+          message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], metadata: { skillId: "approval-gate" } },
+          configuration: { blocking: false, pushNotificationConfig: { url: hook.url(hookPath), token } },
+        },
+      }),
+    });
+    return ((await rpc.json()) as { result: { id: string } }).result.id;
+  };
 
   const call = async (method: string, path: string, key?: string, body?: unknown) => {
     const res = await fetch(`${t.baseUrl}${path}`, {
@@ -180,20 +197,7 @@ describe("operator console API", () => {
   it("shows push deliveries and retries a failed one now", async () => {
     let fail = true;
     hook.reply = (_hit, res) => (fail ? res.writeHead(503).end("down") : res.writeHead(200).end("ok"));
-    const rpc = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${KEYS.acme}` },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "message/send",
-        params: {
-          message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "push me" }], metadata: { skillId: "approval-gate" } },
-          configuration: { blocking: false, pushNotificationConfig: { url: hook.url("/console-hook"), token: "secret-token" } },
-        },
-      }),
-    });
-    const taskId = ((await rpc.json()) as { result: { id: string } }).result.id;
+    const taskId = await startWithPush("push me", "/console-hook", "secret-token");
     const failed = await waitFor(async () => {
       const view = (await call("GET", `/console/api/tasks/${taskId}/push`, KEYS.viewer)).body;
       return view.configs?.[0]?.delivery.attempts >= 1 && view;
@@ -258,20 +262,7 @@ describe("operator console API", () => {
   it("another tenant's task is not found on every console route, exactly like an unknown id, and stays as it was", async () => {
     hook.reply = (_hit, res) => res.writeHead(200).end("ok");
     // Tenant A's task, waiting at its gate, with a push config.
-    const rpc = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${KEYS.acme}` },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "message/send",
-        params: {
-          message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "tenant A" }], metadata: { skillId: "approval-gate" } },
-          configuration: { blocking: false, pushNotificationConfig: { url: hook.url("/tenant-a-hook"), token: "tenant-a-token" } },
-        },
-      }),
-    });
-    const taskId = ((await rpc.json()) as { result: { id: string } }).result.id;
+    const taskId = await startWithPush("tenant A", "/tenant-a-hook", "tenant-a-token");
     const before = await waitStatus(taskId, "waiting-approval");
     await waitFor(async () => (await call("GET", `/console/api/tasks/${taskId}/push`, KEYS.operator)).body.configs?.length === 1, 10_000, "A's push config");
     const pushBefore = (await call("GET", `/console/api/tasks/${taskId}/push`, KEYS.operator)).body;

@@ -12,19 +12,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as v03pb from "../../src/gen/a2a/v1/a2a_pb.js";
 import * as v10pb from "../../src/gen/lf/a2a/v1/a2a_pb.js";
 import { startTestApp, TEST_WORKFLOWS_DIR, type TestApp } from "../support/start-server.js";
+import { grpcFrame } from "../support/grpc-frame.js";
 
 const KEY = "fast-path-key-0123456789abcdef";
 const MAX_BODY_BYTES = 64 * 1024;
 const V03 = "/a2a.v1.A2AService";
 const V10 = "/lf.a2a.v1.A2AService";
-
-function frameOf(payload: Uint8Array, flags = 0, length = payload.length): Buffer {
-  const out = Buffer.alloc(5 + payload.length);
-  out[0] = flags;
-  out.writeUInt32BE(length, 1);
-  Buffer.from(payload).copy(out, 5);
-  return out;
-}
 
 interface Answer {
   headers: IncomingHttpHeaders;
@@ -94,12 +87,12 @@ describe("gRPC unary fast path", () => {
   const within = <T>(promise: Promise<T>, ms: number) => Promise.race([promise, new Promise<"pending">((resolve) => setTimeout(() => resolve("pending"), ms))]);
 
   const send03 = (skillId = "echo") =>
-    frameOf(toBinary(v03pb.SendMessageRequestSchema, create(v03pb.SendMessageRequestSchema, { request: { messageId: randomUUID(), role: v03pb.Role.USER, content: [{ part: { case: "text", value: "hello" } }], metadata: { skillId } }, configuration: { blocking: true } })));
-  const getTask10 = (id: string) => frameOf(toBinary(v10pb.GetTaskRequestSchema, create(v10pb.GetTaskRequestSchema, { id })));
-  const card03 = frameOf(toBinary(v03pb.GetAgentCardRequestSchema, create(v03pb.GetAgentCardRequestSchema)));
+    grpcFrame(toBinary(v03pb.SendMessageRequestSchema, create(v03pb.SendMessageRequestSchema, { request: { messageId: randomUUID(), role: v03pb.Role.USER, content: [{ part: { case: "text", value: "hello" } }], metadata: { skillId } }, configuration: { blocking: true } })));
+  const getTask10 = (id: string) => grpcFrame(toBinary(v10pb.GetTaskRequestSchema, create(v10pb.GetTaskRequestSchema, { id })));
+  const card03 = grpcFrame(toBinary(v03pb.GetAgentCardRequestSchema, create(v03pb.GetAgentCardRequestSchema)));
 
   it("the fast path is at work: it answers an oversized frame from its header, while connect waits for the body", async () => {
-    const header = frameOf(new Uint8Array(), 0, MAX_BODY_BYTES + 1);
+    const header = grpcFrame(new Uint8Array(), 0, MAX_BODY_BYTES + 1);
     const fast = send(`${V03}/GetTask`, header, {}, false);
     const answered = await within(fast.answer, 2000);
     expect(answered).not.toBe("pending");
@@ -176,14 +169,14 @@ describe("gRPC unary fast path", () => {
 
   it("malformed bodies: the same codes and messages as connect behind the body check", async () => {
     const junk = Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f, 0x01]);
-    const malformed = await sameAnswer(`${V03}/SendMessage`, frameOf(junk));
+    const malformed = await sameAnswer(`${V03}/SendMessage`, grpcFrame(junk));
     expect(malformed).toMatchObject({ status: "3", message: expect.stringContaining("not a valid a2a.v1.SendMessageRequest in protobuf binary") });
     expect(await sameAnswer(`${V03}/GetAgentCard`, Buffer.alloc(0))).toMatchObject({ status: "12", message: "protocol error: missing input message for unary method" });
     expect(await sameAnswer(`${V03}/GetAgentCard`, Buffer.concat([card03, card03]))).toMatchObject({ status: "12", message: "protocol error: received extra input message for unary method" });
-    expect(await sameAnswer(`${V03}/GetAgentCard`, frameOf(Buffer.from([1, 2, 3]), 0, 10))).toMatchObject({ status: "3", message: "protocol error: incomplete envelope" });
+    expect(await sameAnswer(`${V03}/GetAgentCard`, grpcFrame(Buffer.from([1, 2, 3]), 0, 10))).toMatchObject({ status: "3", message: "protocol error: incomplete envelope" });
     expect(await sameAnswer(`${V03}/GetAgentCard`, Buffer.concat([card03, Buffer.from([0, 0])]))).toMatchObject({ status: "3", message: "protocol error: incomplete envelope" });
     // A frame flagged end-of-stream is parsed by connect itself (the body check skips it).
-    expect((await sameAnswer(`${V03}/SendMessage`, frameOf(junk, 2))).status).toBe("13");
+    expect((await sameAnswer(`${V03}/SendMessage`, grpcFrame(junk, 2))).status).toBe("13");
   });
 
   it("the request observer still reads the status from the trailers (metrics outcome)", async () => {
@@ -198,7 +191,7 @@ describe("gRPC unary fast path", () => {
   });
 
   it("a compressed frame without grpc-encoding is refused in the body check's words", async () => {
-    const answer = await send(`${V03}/GetAgentCard`, frameOf(Buffer.from([0x1f, 0x8b]), 1)).answer;
+    const answer = await send(`${V03}/GetAgentCard`, grpcFrame(Buffer.from([0x1f, 0x8b]), 1)).answer;
     expect(answer).toMatchObject({ status: "3", message: "the request frame has the compressed flag set, but the request names no encoding (grpc-encoding)" });
   });
 });

@@ -17,6 +17,7 @@ import type { RunEvent, TaskRecord } from "../../src/domain/task-record.js";
 import type { TaskListPage, TaskListQuery } from "../../src/store/task-store.js";
 import { readSse } from "../support/sse.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
+import { grpcFrame } from "../support/grpc-frame.js";
 
 type Obj = Record<string, any>;
 type Rpc = { id: unknown; result?: Obj; error?: { code: number; message: string } };
@@ -51,14 +52,6 @@ class HostileStore extends MemoryTaskStore {
     context.history[0]!.metadata = nest(150);
     return record;
   }
-}
-
-function frameOf(payload: Uint8Array, flags = 0): Buffer {
-  const out = Buffer.alloc(5 + payload.length);
-  out[0] = flags;
-  out.writeUInt32BE(payload.length, 1);
-  Buffer.from(payload).copy(out, 5);
-  return out;
 }
 
 describe("hostile input", () => {
@@ -103,7 +96,7 @@ describe("hostile input", () => {
         req.on("error", reject);
         req.resume();
         req.on("close", () => resolve(status));
-        req.end(frameOf(new Uint8Array()));
+        req.end(grpcFrame(new Uint8Array()));
       });
       return { ...answer, again };
     } finally {
@@ -132,10 +125,10 @@ describe("hostile input", () => {
     // gRPC binary (no JSON anywhere): the same bound, checked where every binding meets.
     // A Value with no kind inside is malformed input, not an internal error.
     const noKind = create(v10pb.SendMessageRequestSchema, { message: { messageId: randomUUID(), role: v10pb.Role.USER, parts: [{ content: { case: "data", value: create(ValueSchema) } }] } });
-    const malformed = await grpcRaw("/lf.a2a.v1.A2AService/SendMessage", frameOf(toBinary(v10pb.SendMessageRequestSchema, noKind)), v10);
+    const malformed = await grpcRaw("/lf.a2a.v1.A2AService/SendMessage", grpcFrame(toBinary(v10pb.SendMessageRequestSchema, noKind)), v10);
     expect(malformed.status, malformed.message).toBe("3");
     const request = create(v10pb.SendMessageRequestSchema, { message: { messageId: randomUUID(), role: v10pb.Role.USER, parts: [{ content: { case: "data", value: fromJson(ValueSchema, tooDeep as JsonValue) } }] } });
-    const grpc = await grpcRaw("/lf.a2a.v1.A2AService/SendMessage", frameOf(toBinary(v10pb.SendMessageRequestSchema, request)), v10);
+    const grpc = await grpcRaw("/lf.a2a.v1.A2AService/SendMessage", grpcFrame(toBinary(v10pb.SendMessageRequestSchema, request)), v10);
     expect(grpc.status, grpc.message).toBe("3");
     expect(grpc.message).toMatch(/nested too deeply/);
     expect(store.created).toBe(before);
@@ -182,7 +175,7 @@ describe("hostile input", () => {
     expect(JSON.stringify(history[0])).toContain("unencodable");
     const get03 = await rpc("tasks/get", { id: poisonedId });
     expect(get03.error).toBeUndefined();
-    const grpc = await grpcRaw("/lf.a2a.v1.A2AService/GetTask", frameOf(toBinary(v10pb.GetTaskRequestSchema, create(v10pb.GetTaskRequestSchema, { id: poisonedId }))), v10);
+    const grpc = await grpcRaw("/lf.a2a.v1.A2AService/GetTask", grpcFrame(toBinary(v10pb.GetTaskRequestSchema, create(v10pb.GetTaskRequestSchema, { id: poisonedId }))), v10);
     expect(grpc.status).toBe("0");
 
     const stream = await fetch(`${t.baseUrl}/tasks/${poisonedId}:subscribe`, { headers: v10 });
@@ -201,13 +194,13 @@ describe("hostile input", () => {
     expect(((await connectUnary.json()) as Obj)["code"]).toBe("invalid_argument");
     const valid = toBinary(v03pb.SendMessageRequestSchema, create(v03pb.SendMessageRequestSchema, { request: { messageId: randomUUID(), role: v03pb.Role.USER, content: [{ part: { case: "text", value: "x" } }] } }));
 
-    const grpcJunk = await grpcRaw("/a2a.v1.A2AService/SendMessage", frameOf(junk));
+    const grpcJunk = await grpcRaw("/a2a.v1.A2AService/SendMessage", grpcFrame(junk));
     expect(grpcJunk.status).toBe("3");
-    const grpcCompressed = await grpcRaw("/a2a.v1.A2AService/SendMessage", frameOf(valid, 1));
+    const grpcCompressed = await grpcRaw("/a2a.v1.A2AService/SendMessage", grpcFrame(valid, 1));
     expect(grpcCompressed.status).toBe("3");
     expect(grpcCompressed.message).toContain("compressed flag");
 
-    for (const payload of [frameOf(valid, 1), frameOf(junk)]) {
+    for (const payload of [grpcFrame(valid, 1), grpcFrame(junk)]) {
       const web = await post("/a2a.v1.A2AService/SendMessage", payload, { "content-type": "application/grpc-web+proto" });
       const trailer = Buffer.from(await web.arrayBuffer()).toString("latin1");
       expect(trailer).toMatch(/grpc-status: ?3\b/);
@@ -303,11 +296,11 @@ describe("hostile input", () => {
           expect(connect.status, text.slice(0, 200)).toBe(400);
           expect((JSON.parse(text) as Obj)["code"]).toBe("invalid_argument");
           noEcho(text);
-          const grpc = await grpcRaw(path, frameOf(Buffer.from(body)), { "content-type": "application/grpc+json", ...(path.startsWith("/lf.") ? { "a2a-version": "1.0" } : {}) });
+          const grpc = await grpcRaw(path, grpcFrame(Buffer.from(body)), { "content-type": "application/grpc+json", ...(path.startsWith("/lf.") ? { "a2a-version": "1.0" } : {}) });
           expect(grpc.status, grpc.message).toBe("3");
           expect(grpc.message).toMatch(/nested too deeply|not valid JSON/);
           noEcho(grpc.message);
-          const web = await post(path, frameOf(Buffer.from(body)), { "content-type": "application/grpc-web+json", ...headers });
+          const web = await post(path, grpcFrame(Buffer.from(body)), { "content-type": "application/grpc-web+json", ...headers });
           const trailer = decodeURIComponent(Buffer.from(await web.arrayBuffer()).toString("latin1"));
           expect(trailer).toMatch(/grpc-status: ?3\b/);
           noEcho(trailer);
@@ -327,11 +320,11 @@ describe("hostile input", () => {
       const text = await connect.text();
       expect((JSON.parse(text) as Obj)["code"]).toBe("invalid_argument");
       noEcho(text);
-      const grpc = await grpcRaw(path, frameOf(bin), { "a2a-version": "1.0" });
+      const grpc = await grpcRaw(path, grpcFrame(bin), { "a2a-version": "1.0" });
       expect(grpc.status).toBe("3");
       noEcho(grpc.message);
       expect(grpc.again).toBe("0");
-      const web = await post(path, frameOf(bin), { "content-type": "application/grpc-web+proto", ...v10 });
+      const web = await post(path, grpcFrame(bin), { "content-type": "application/grpc-web+proto", ...v10 });
       expect(Buffer.from(await web.arrayBuffer()).toString("latin1")).toMatch(/grpc-status: ?3\b/);
       expect(store.created).toBe(before);
       await still();
@@ -349,9 +342,9 @@ describe("hostile input", () => {
         const connect = await post(path, big, headers);
         expect(connect.status).toBe(429); // Connect's HTTP status for resource_exhausted
         expect(((await connect.json()) as Obj)["code"]).toBe("resource_exhausted");
-        const grpc = await grpcRaw(path, frameOf(Buffer.from(big)), { "content-type": "application/grpc+json" });
+        const grpc = await grpcRaw(path, grpcFrame(Buffer.from(big)), { "content-type": "application/grpc+json" });
         expect(grpc.status).toBe("8");
-        const web = await post(path, frameOf(Buffer.from(big)), { "content-type": "application/grpc-web+json", ...headers });
+        const web = await post(path, grpcFrame(Buffer.from(big)), { "content-type": "application/grpc-web+json", ...headers });
         expect(Buffer.from(await web.arrayBuffer()).toString("latin1")).toMatch(/grpc-status: ?8\b/);
       }
       expect(store.created).toBe(before);

@@ -5,7 +5,6 @@
 // task, retries on 503 and on 429 with Retry-After, a 400 failing with http_client_error and the service's
 // message, a timeout, malformed answers, the egress guard refusing loopback without the test setting (nothing
 // half-written), secrets kept out of the task record, and definitions refused at load.
-import { randomUUID } from "node:crypto";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -14,9 +13,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
+import { jsonRpcCaller, type WireTask } from "../support/jsonrpc-caller.js";
 
-type Rpc = { jsonrpc: string; id: unknown; result?: Record<string, any>; error?: { code: number; message: string } };
-type WireTask = Record<string, any>;
 
 const FIXTURES = new URL("../fixtures/http-workflows", import.meta.url).pathname;
 const TOKEN = "s3cr3t-token-value";
@@ -90,29 +88,6 @@ async function startService(peek?: (taskId: string) => Promise<string[]>): Promi
   };
 }
 
-function callerOf(t: () => TestApp) {
-  const rpc = async (method: string, params: unknown): Promise<Rpc> => {
-    const res = await fetch(`${t().baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }) });
-    expect(res.status).toBe(200);
-    return (await res.json()) as Rpc;
-  };
-  const ok = (r: Rpc): WireTask => {
-    if (!r.result) throw new Error(`JSON-RPC error: ${JSON.stringify(r.error)}`);
-    return r.result;
-  };
-  return {
-    start: async (text: string, skillId: string, data?: Record<string, unknown>, blocking = true): Promise<WireTask> =>
-      ok(
-        await rpc("message/send", {
-          message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }, ...(data ? [{ kind: "data", data }] : [])], metadata: { skillId } },
-          configuration: { blocking },
-        }),
-      ),
-    get: async (id: string): Promise<WireTask> => ok(await rpc("tasks/get", { id })),
-    cancel: async (id: string): Promise<WireTask> => ok(await rpc("tasks/cancel", { id })),
-  };
-}
-
 const openwop = (task: WireTask): Record<string, any> => task["metadata"]["openwop"];
 
 const FAST = {
@@ -128,7 +103,7 @@ describe("http node against a real HTTP service on loopback", () => {
   let service: Awaited<ReturnType<typeof startService>>;
   let t: TestApp;
   const store = new MemoryTaskStore();
-  const caller = callerOf(() => t);
+  const caller = jsonRpcCaller(() => t.baseUrl);
   const requestsOf = (taskId: string) => service.received.filter((r) => r.body["taskId"] === taskId);
   const outputsOf = async (taskId: string) => ((await store.get(taskId))?.snapshot as { context: { outputs: Record<string, unknown> } }).context.outputs;
 
@@ -142,7 +117,7 @@ describe("http node against a real HTTP service on loopback", () => {
   });
 
   it("posts the run's state with the idempotency key, and the answer's output and artifacts land on the task", async () => {
-    const task = await caller.start("ok please", "http-call", { amount: 7 });
+    const task = await caller.start("ok please", "http-call", { data: { amount: 7 } });
     expect(task["status"].state).toBe("completed");
     const [request, ...more] = requestsOf(task["id"]);
     expect(more).toHaveLength(0);
@@ -244,7 +219,7 @@ describe("http node against a real HTTP service on loopback", () => {
   });
 
   it("a cancel aborts the call in flight: the run is canceled and its result never lands", async () => {
-    const task = await caller.start("hold", "http-once", undefined, false);
+    const task = await caller.start("hold", "http-once", { blocking: false });
     for (const deadline = Date.now() + 10_000; requestsOf(task["id"]).length < 1; ) {
       if (Date.now() > deadline) throw new Error("the service got no request");
       await new Promise((r) => setTimeout(r, 20));
@@ -269,7 +244,7 @@ describe("http node against a real HTTP service on loopback", () => {
 describe("http node timeouts", () => {
   let service: Awaited<ReturnType<typeof startService>>;
   let t: TestApp;
-  const caller = callerOf(() => t);
+  const caller = jsonRpcCaller(() => t.baseUrl);
 
   beforeAll(async () => {
     service = await startService();
@@ -294,7 +269,7 @@ describe("http node egress guard", () => {
   let service: Awaited<ReturnType<typeof startService>>;
   let t: TestApp;
   const store = new MemoryTaskStore();
-  const caller = callerOf(() => t);
+  const caller = jsonRpcCaller(() => t.baseUrl);
 
   beforeAll(async () => {
     service = await startService();
@@ -356,7 +331,7 @@ describe("http node across a restart (at-least-once, the same idempotency key)",
   let service: Awaited<ReturnType<typeof startService>>;
   let t: TestApp;
   const store = new MemoryTaskStore();
-  const caller = callerOf(() => t);
+  const caller = jsonRpcCaller(() => t.baseUrl);
   let env: Record<string, string>;
 
   beforeAll(async () => {
@@ -370,7 +345,7 @@ describe("http node across a restart (at-least-once, the same idempotency key)",
   });
 
   it("a host stopped during the call runs the node again after its restart, with the same Idempotency-Key", async () => {
-    const task = await caller.start("hold", "http-once", undefined, false);
+    const task = await caller.start("hold", "http-once", { blocking: false });
     const requestsOf = () => service.received.filter((r) => r.body["taskId"] === task["id"]);
     for (const deadline = Date.now() + 10_000; requestsOf().length < 1; ) {
       if (Date.now() > deadline) throw new Error("the service got no request");

@@ -13,6 +13,7 @@ import { createLogger } from "../../src/observability/logger.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import type { RunEvent, TaskRecord } from "../../src/domain/task-record.js";
 import { freePort, TEST_BUILTIN_WORKFLOWS } from "../support/server-process.js";
+import { grpcFrame } from "../support/grpc-frame.js";
 
 type Obj = Record<string, any>;
 
@@ -26,14 +27,6 @@ class CountingStore extends MemoryTaskStore {
 
 const KEY = "trust-key-0123456789abcdef";
 const SCOPES = ["runs:create", "runs:read", "runs:cancel", "approvals:respond", "webhooks:manage", "manifest:read"];
-
-function frameOf(payload: Uint8Array, flags = 0): Buffer {
-  const out = Buffer.alloc(5 + payload.length);
-  out[0] = flags;
-  out.writeUInt32BE(payload.length, 1);
-  Buffer.from(payload).copy(out, 5);
-  return out;
-}
 
 describe("trust under attack and faults", () => {
   let app: App;
@@ -103,7 +96,7 @@ describe("trust under attack and faults", () => {
       const before = store.created;
       for (const path of ["/a2a.v1.A2AService/Nope", "/lf.a2a.v1.A2AService/Nope", "/unknown.Service/Method", "/grpc.health.v1.Health/Nope"]) {
         for (const type of ["application/grpc", "application/grpc+json"]) {
-          const answer = await grpcCall(path, frameOf(new Uint8Array()), { "content-type": type });
+          const answer = await grpcCall(path, grpcFrame(new Uint8Array()), { "content-type": type });
           expect(answer.http, path).toBe(200);
           expect(answer.status, `${path} ${type}`).toBe("12");
           expect(answer.message).toContain(path);
@@ -115,7 +108,7 @@ describe("trust under attack and faults", () => {
 
     it("gRPC-Web: a trailer frame with grpc-status 12", async () => {
       for (const path of ["/lf.a2a.v1.A2AService/Nope", "/unknown.Service/Method"]) {
-        const res = await post(path, frameOf(new Uint8Array()), { "content-type": "application/grpc-web+proto" });
+        const res = await post(path, grpcFrame(new Uint8Array()), { "content-type": "application/grpc-web+proto" });
         expect(res.status).toBe(200);
         const bytes = Buffer.from(await res.arrayBuffer());
         expect(bytes[0]).toBe(0x80);
@@ -134,7 +127,7 @@ describe("trust under attack and faults", () => {
       // The 1.0 service's errors carry its ErrorInfo.
       const v10Unary = (await (await post("/lf.a2a.v1.A2AService/Nope", "{}")).json()) as Obj;
       expect(v10Unary["details"]?.[0]?.["debug"]?.["reason"]).toBe("METHOD_NOT_FOUND");
-      const stream = await post("/lf.a2a.v1.A2AService/Nope", frameOf(Buffer.from("{}")), { "content-type": "application/connect+json" });
+      const stream = await post("/lf.a2a.v1.A2AService/Nope", grpcFrame(Buffer.from("{}")), { "content-type": "application/connect+json" });
       expect(stream.status).toBe(200);
       const bytes = Buffer.from(await stream.arrayBuffer());
       expect(bytes[0]).toBe(0b10);
