@@ -54,7 +54,7 @@ async function startServer(ctx: Pick<Ctx, "store" | "db">): Promise<BenchChild> 
     env: { STORE: "mongodb", PORT: "0", MONGODB_URI: ctx.store.uri, MONGODB_DB: ctx.db, BENCH_TRACE_COMMITS: "1" },
     readyTimeoutMs: 600_000,
     // BENCH_CPU_PROF_DIR=dir: a V8 CPU profile of our server, written there when it stops.
-    ...(process.env["BENCH_CPU_PROF_DIR"] ? { nodeArgs: ["--cpu-prof", "--cpu-prof-dir", process.env["BENCH_CPU_PROF_DIR"]] } : {}),
+    ...(process.env["BENCH_CPU_PROF_DIR"] ? { nodeArgs: ["--cpu-prof", "--cpu-prof-dir", process.env["BENCH_CPU_PROF_DIR"], ...(process.env["BENCH_CPU_PROF_INTERVAL_US"] ? ["--cpu-prof-interval", process.env["BENCH_CPU_PROF_INTERVAL_US"]] : [])] } : {}),
   });
 }
 

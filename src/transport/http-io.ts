@@ -61,6 +61,7 @@ export function sendJson(res: HttpResponse, status: number, body: unknown, heade
 /** A value already serialized: SSE writes its text as the `data:`. */
 export class JsonText {
   private frame: Buffer | undefined;
+  private chunk: Buffer | undefined;
 
   constructor(readonly text: string) {}
 
@@ -68,7 +69,16 @@ export class JsonText {
   get dataFrame(): Buffer {
     return (this.frame ??= Buffer.from(`data: ${this.text}\n\n`));
   }
+
+  /** `dataFrame` as one HTTP/1.1 chunk (size line, frame, CRLF): what a chunked response writes for it. */
+  get dataChunk(): Buffer {
+    if (this.chunk) return this.chunk;
+    const frame = this.dataFrame;
+    return (this.chunk = Buffer.concat([Buffer.from(`${frame.length.toString(16)}\r\n`, "latin1"), frame, CRLF]));
+  }
 }
+
+const CRLF = Buffer.from("\r\n", "latin1");
 
 const jsonOnce = new WeakMap<object, string>();
 
@@ -100,6 +110,11 @@ export class SseWriter {
   private unflushed = 0;
   /** The socket `sendNow` corked, until `flush`. */
   private corked: Socket | undefined;
+  /** Shared chunks `sendNow` holds for `heldSocket` until `flush`. */
+  private held: Buffer[] = [];
+  private heldSocket: Socket | undefined;
+  /** In `queuedWriters`, to be flushed after the fan-out. */
+  private queued = false;
 
   constructor(private readonly res: HttpResponse, keepaliveMs = 15_000, headers: Record<string, string> = {}) {
     const h1 = !("stream" in res);
@@ -132,6 +147,16 @@ export class SseWriter {
   sendNow(data: unknown, options: { event?: string } = {}): void {
     if (this.closed || this.res.writableEnded) return;
     const res = this.res as ServerResponse;
+    // A frame many streams share goes to the socket as the one chunk they share, held until `flush`: one
+    // plain write per stream and commit, with no chunk framing, string conversion or corking per stream.
+    const socket = data instanceof JsonText && !options.event ? chunkedSocketOf(res) : undefined;
+    if (socket) {
+      this.held.push((data as JsonText).dataChunk);
+      this.heldSocket = socket;
+      this.queue();
+      return;
+    }
+    this.flush(); // what is held goes out first
     this.cork();
     if (res.write(frameOf(data, options)) && this.unflushed === 0) return;
     if (this.unflushed++ === 0) res.once("drain", () => (this.unflushed = 0));
@@ -139,9 +164,20 @@ export class SseWriter {
 
   /** Sends what `sendNow` wrote since the last flush (one write to the socket); else it goes after the fan-out. */
   flush(): void {
-    const socket = this.corked;
+    this.queued = false;
+    const held = this.held;
+    if (held.length > 0) {
+      const socket = this.heldSocket!;
+      this.held = [];
+      const written = socket.write(held.length === 1 ? held[0]! : Buffer.concat(held));
+      if (!written || this.unflushed > 0) {
+        if (this.unflushed === 0) socket.once("drain", () => (this.unflushed = 0));
+        this.unflushed += held.length;
+      }
+    }
+    const corked = this.corked;
     this.corked = undefined;
-    socket?.uncork();
+    corked?.uncork();
   }
 
   /**
@@ -156,8 +192,15 @@ export class SseWriter {
     if (!socket || socket.writableCorked) return;
     socket.cork();
     this.corked = socket;
-    if (corkedWriters.length === 0) queueMicrotask(uncorkAll);
-    corkedWriters.push(this);
+    this.queue();
+  }
+
+  /** Flushes this writer in the microtask after the fan-out if its sink's `flush` has not by then. */
+  private queue(): void {
+    if (this.queued) return;
+    this.queued = true;
+    if (queuedWriters.length === 0) queueMicrotask(flushQueued);
+    queuedWriters.push(this);
   }
 
   /** Frames written by `sendNow` since the response last had to buffer them, until it drains. */
@@ -167,6 +210,7 @@ export class SseWriter {
 
   end(): void {
     this.stop();
+    this.flush();
     if (!this.res.writableEnded) this.res.end();
   }
 
@@ -178,6 +222,7 @@ export class SseWriter {
   private async write(frame: string | Buffer): Promise<void> {
     if (this.closed || this.res.writableEnded) return;
     const res = this.res as ServerResponse;
+    this.flush();
     if (!res.write(frame)) {
       await new Promise<void>((resolve) => {
         const done = () => {
@@ -192,12 +237,23 @@ export class SseWriter {
   }
 }
 
-/** The writers that corked their socket in this turn; one microtask uncorks all that `flush` has not. */
-let corkedWriters: SseWriter[] = [];
+/**
+ * The socket of an HTTP/1.1 response that sends chunked and has nothing of its own waiting (headers out, not
+ * queued behind a pipelined response): a chunk written straight to it lands where `res.write` would put it.
+ */
+function chunkedSocketOf(res: ServerResponse): Socket | undefined {
+  const internal = res as ServerResponse & { chunkedEncoding?: boolean; outputData?: unknown[] };
+  if (!internal.chunkedEncoding || !res.headersSent || internal.outputData?.length !== 0) return undefined;
+  const socket = res.socket;
+  return socket && (socket as Socket & { _httpMessage?: unknown })._httpMessage === res && socket.writable ? socket : undefined;
+}
 
-function uncorkAll(): void {
-  const now = corkedWriters;
-  corkedWriters = [];
+/** The writers that held frames or corked their socket in this turn; one microtask flushes them all. */
+let queuedWriters: SseWriter[] = [];
+
+function flushQueued(): void {
+  const now = queuedWriters;
+  queuedWriters = [];
   for (const writer of now) writer.flush();
 }
 
