@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { hash, timingSafeEqual } from "node:crypto";
 import { DomainError } from "../domain/errors.js";
 import { SCOPES, type Principal, type Scope } from "./principal.js";
 
@@ -42,7 +42,7 @@ export function apiKeyAuthenticator(entries: ApiKeyEntry[]): Authenticator {
 }
 
 function sha256(value: string): Buffer {
-  return createHash("sha256").update(value, "utf8").digest();
+  return hash("sha256", value, "buffer");
 }
 
 /**

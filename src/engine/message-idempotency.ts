@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import type { Principal } from "../auth/principal.js";
 import type { Message } from "../domain/a2a-types.js";
 import { canonicalJson } from "../domain/canonical-json.js";
@@ -61,5 +61,5 @@ function reused(messageId: string, taskId: string): DomainError {
 }
 
 function digest(value: unknown): string {
-  return createHash("sha256").update(canonicalJson(value)).digest("hex");
+  return hash("sha256", canonicalJson(value), "hex");
 }

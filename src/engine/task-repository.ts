@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { A2ATaskState, Message } from "../domain/a2a-types.js";
 import { DomainError, taskNotFound } from "../domain/errors.js";
 import { isTerminalRunStatus, RUNNABLE_RUN_STATUSES } from "../domain/run-status.js";
-import { persistedContextOf, persistTaskSnapshot } from "../machine/persisted-task-snapshot.js";
+import { persistedContextOf, persistTaskSnapshot, type PersistedCopy } from "../machine/persisted-task-snapshot.js";
 import { applyTaskEvent, createTaskActor, restoreTaskActor, type TaskActor } from "../machine/task-actor.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { TaskEvent } from "../machine/task-events.js";
@@ -28,6 +28,8 @@ export interface LiveTask {
   staged: RunEvent[];
   stagedAt: string;
   stored: boolean;
+  /** The persisted copy of the snapshot last written (or staged to be), shared with the next (`persistTaskSnapshot`). */
+  persisted?: PersistedCopy;
 }
 
 /** A task to create: the machine's input, when, and the creating message's idempotency key. */
@@ -127,7 +129,7 @@ export class TaskRepository implements TaskReadPort {
       ...this.changesFor(snapshot, at),
       ...(idempotency ? { idempotencyKey: idempotency.key, requestFingerprint: idempotency.fingerprint } : {}),
     };
-    this.live.set(taskId, { actor, record, staged: events, stagedAt: at, stored: false });
+    this.live.set(taskId, { actor, record, staged: events, stagedAt: at, stored: false, persisted: { source: snapshot, persisted: record.snapshot } });
     return record;
   }
 
@@ -167,7 +169,8 @@ export class TaskRepository implements TaskReadPort {
     const events = live.staged;
     if (events.length === 0) return live.record;
     const snapshot = live.actor.getSnapshot();
-    const changes = this.changesFor(snapshot, live.stagedAt);
+    const changes = this.changesFor(snapshot, live.stagedAt, live.persisted);
+    live.persisted = { source: snapshot, persisted: changes.snapshot };
     const version = events[events.length - 1]!.sequence;
     const fence = this.fenceFor(taskId, changes, live.stored);
     try {
@@ -364,7 +367,7 @@ export class TaskRepository implements TaskReadPort {
     return new Date(now.getTime() + this.leaseSettings.ttlMs);
   }
 
-  private changesFor(snapshot: TaskSnapshot, at: string): TaskRecordChanges {
+  private changesFor(snapshot: TaskSnapshot, at: string, previous?: PersistedCopy): TaskRecordChanges {
     const status = runStatusOf(snapshot);
     const meta = stateMetaOf(snapshot);
     const { context } = snapshot;
@@ -379,7 +382,7 @@ export class TaskRepository implements TaskReadPort {
     return {
       status,
       a2a,
-      snapshot: persistTaskSnapshot(snapshot),
+      snapshot: persistTaskSnapshot(snapshot, previous),
       updatedAt: at,
       expireAt: isTerminalRunStatus(status) ? new Date(Date.parse(at) + this.options.retentionMs).toISOString() : null,
       timerDueAt: context.timer?.dueAt ?? null,

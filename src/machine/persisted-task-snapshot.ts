@@ -38,21 +38,53 @@ const MIGRATIONS: Record<number, (persisted: Record<string, unknown>) => Record<
  * frozen all through: nothing changes a stored snapshot, and the memory store, which keeps what it is given
  * frozen, then has nothing left to walk (freezing it there was a second walk of every snapshot per commit).
  */
-export function persistTaskSnapshot(snapshot: TaskSnapshot): Record<string, unknown> {
-  const persisted = jsonCopy(flatPersistedSnapshot(snapshot) ?? taskMachine.getPersistedSnapshot(snapshot)) as Record<string, unknown>;
-  return Object.freeze({ ...persisted, machineVersion: TASK_MACHINE_VERSION });
+export function persistTaskSnapshot(snapshot: TaskSnapshot, previous?: PersistedCopy): Record<string, unknown> {
+  if (previous?.source === snapshot) return previous.persisted as Record<string, unknown>;
+  const persisted = flatPersistedSnapshot(snapshot, previous) ?? { ...(jsonCopy(taskMachine.getPersistedSnapshot(snapshot)) as Record<string, unknown>) };
+  persisted["machineVersion"] = TASK_MACHINE_VERSION;
+  return Object.freeze(persisted);
+}
+
+/**
+ * A snapshot and its persisted copy, kept for the task's next write: a transition replaces only the context
+ * members it changes (XState's `assign` keeps the others as they were), so the next copy takes the unchanged
+ * ones from this copy instead of copying them again, and the same snapshot written twice is copied once.
+ */
+export interface PersistedCopy {
+  source: TaskSnapshot;
+  /** What `persistTaskSnapshot` made of `source`. */
+  persisted: unknown;
 }
 
 /**
  * XState's persisted form of a snapshot of our flat machine (no child actors, no history states), built
  * without `getPersistedSnapshot`'s walk of the whole context looking for actor references that this machine
- * never holds (a unit test checks it equals XState's). Undefined when the snapshot is not that simple.
+ * never holds (a unit test checks it equals XState's), and copied. Undefined when the snapshot is not that simple.
  */
-function flatPersistedSnapshot(snapshot: TaskSnapshot): Record<string, unknown> | undefined {
+function flatPersistedSnapshot(snapshot: TaskSnapshot, previous: PersistedCopy | undefined): Record<string, unknown> | undefined {
   const { status, output, error, value, historyValue, children, context } = snapshot;
   if (Object.keys(children).length > 0 || Object.keys(historyValue).length > 0) return undefined;
-  return { status, output, error, value, historyValue: {}, context, children: {} };
+  const before = previous?.source.context as Record<string, unknown> | undefined;
+  const beforeCopy = (previous?.persisted as Record<string, unknown> | undefined)?.["context"] as Record<string, unknown> | undefined;
+  const copy: Record<string, unknown> = {};
+  for (const key in context) {
+    if (!Object.hasOwn(context, key)) continue;
+    const item = (context as unknown as Record<string, unknown>)[key];
+    if (dropped(item)) continue;
+    copy[key] = before && beforeCopy && before[key] === item && Object.hasOwn(beforeCopy, key) ? beforeCopy[key] : jsonCopy(item);
+  }
+  // As JSON has them: members that are undefined are left out.
+  const persisted: Record<string, unknown> = { status };
+  if (!dropped(output)) persisted["output"] = jsonCopy(output);
+  if (!dropped(error)) persisted["error"] = jsonCopy(error);
+  persisted["value"] = jsonCopy(value);
+  persisted["historyValue"] = EMPTY;
+  persisted["context"] = Object.freeze(copy);
+  persisted["children"] = EMPTY;
+  return persisted;
 }
+
+const EMPTY = Object.freeze({});
 
 /**
  * What `JSON.parse(JSON.stringify(value))` gives (undefined members dropped, `toJSON` applied, functions

@@ -75,6 +75,26 @@ export function appendMessages(context: Pick<TaskContext, "history" | "historyCo
  */
 export const TASK_MACHINE_VERSION = 2;
 
+/** A new task's context: what the machine starts from in `pending`. */
+export function initialContext(input: TaskMachineInput): TaskContext {
+  return {
+    taskId: input.taskId,
+    contextId: input.contextId,
+    workflowId: input.workflowId,
+    tenant: input.tenant,
+    cursor: input.firstNode,
+    nodeStarted: false,
+    attempt: 0,
+    visits: {},
+    outputs: {},
+    artifacts: [],
+    artifactsByNode: {},
+    request: input.message,
+    historyCount: 1,
+    history: [input.message],
+  };
+}
+
 export const taskMachine = setup({
   types: {
     context: {} as TaskContext,
@@ -201,22 +221,7 @@ export const taskMachine = setup({
 }).createMachine({
   id: "task",
   initial: "pending",
-  context: ({ input }) => ({
-    taskId: input.taskId,
-    contextId: input.contextId,
-    workflowId: input.workflowId,
-    tenant: input.tenant,
-    cursor: input.firstNode,
-    nodeStarted: false,
-    attempt: 0,
-    visits: {},
-    outputs: {},
-    artifacts: [],
-    artifactsByNode: {},
-    request: input.message,
-    historyCount: 1,
-    history: [input.message],
-  }),
+  context: ({ input }) => initialContext(input),
   states: {
     pending: {
       meta: { a2aState: "submitted", description: "Accepted and stored; the run has not started." },

@@ -41,6 +41,30 @@ describe("persisted task snapshots", () => {
     expect(persistTaskSnapshot(actor.getSnapshot())).toStrictEqual(viaXState(actor.getSnapshot()));
   });
 
+  it("made after an earlier copy: the context members a transition left alone are that copy's, the rest fresh, all equal to a copy from scratch", () => {
+    const actor = runningActor({ messageId: "m-1", role: "user", parts: [{ kind: "data", data: { when: new Date(at), list: [1, undefined], gone: undefined } }] });
+    const first = actor.getSnapshot();
+    const firstCopy = persistTaskSnapshot(first);
+    // The same snapshot again (a create written after it was staged): the same copy.
+    expect(persistTaskSnapshot(first, { source: first, persisted: firstCopy })).toBe(firstCopy);
+    applyTaskEvent(actor, { type: "NODE_STARTED", at, nodeId: "echo" });
+    applyTaskEvent(actor, { type: "NODE_COMPLETED", at, nodeId: "echo", output: { text: "hi", skipped: undefined }, artifacts: [], next: null });
+    const second = actor.getSnapshot();
+    const shared = persistTaskSnapshot(second, { source: first, persisted: firstCopy });
+    expect(shared).toStrictEqual(persistTaskSnapshot(second));
+    const context = (copy: Record<string, unknown>) => copy["context"] as Record<string, unknown>;
+    expect(context(shared)["request"]).toBe(context(firstCopy)["request"]);
+    expect(context(shared)["outputs"]).not.toBe(context(firstCopy)["outputs"]);
+    expect(context(shared)["outputs"]).toEqual({ echo: { text: "hi" } });
+    // Frozen all through, shared members included.
+    expect(Object.isFrozen(shared)).toBe(true);
+    expect(Object.isFrozen(context(shared))).toBe(true);
+    expect(Object.isFrozen((context(shared)["outputs"] as Record<string, object>)["echo"])).toBe(true);
+    // A previous copy of another task's snapshot shares nothing that differs.
+    const other = runningActor({ messageId: "m-2", role: "user", parts: [{ kind: "text", text: "other" }] }).getSnapshot();
+    expect(persistTaskSnapshot(other, { source: first, persisted: firstCopy })).toStrictEqual(persistTaskSnapshot(other));
+  });
+
   it("restore to the same state and context, without the version key", () => {
     const actor = runningActor();
     const restored = restoreTaskActor(persistTaskSnapshot(actor.getSnapshot()), "t-1");

@@ -5,6 +5,7 @@
 // The expected values below are written from the issue text (openwop-facts §1 difference 3, §2), not
 // read from the machine: the machine is what is being checked.
 import { describe, expect, it } from "vitest";
+import { createActor } from "xstate";
 import type { Artifact, Message } from "../../src/domain/a2a-types.js";
 import { DomainError } from "../../src/domain/errors.js";
 import { RUN_STATUSES, type A2ATaskStateValue, type InterruptKind, type RunStatus } from "../../src/domain/run-status.js";
@@ -299,6 +300,16 @@ describe("task machine states", () => {
   it("are exactly the ten OpenWOP run statuses, starting at pending", () => {
     expect(Object.keys(taskMachine.root.states).sort()).toEqual([...RUN_STATUSES].sort());
     expect(statusOf(newActor())).toBe("pending");
+  });
+
+  it("a new task's snapshot is the one XState's own initial step gives (no entry action is skipped)", () => {
+    const ours = newActor().getSnapshot();
+    const xstates = createActor(taskMachine, { input: INPUT }).getSnapshot();
+    expect(ours.value).toBe(xstates.value);
+    expect(ours.status).toBe(xstates.status);
+    expect(ours.context).toEqual(xstates.context);
+    expect(ours.toJSON()).toEqual(xstates.toJSON());
+    expect(ours.can({ type: "START", at: "2026-01-01T00:00:00.000Z" })).toBe(true);
   });
 
   it("the event variants cover every TASK_EVENT_TYPES entry (and nothing else)", () => {

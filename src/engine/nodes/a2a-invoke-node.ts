@@ -53,12 +53,12 @@ async function invokePeer(
 ): Promise<NodeOutcome | void> {
   const { taskId, node, context, workflow } = args;
   const { repository } = runtime;
-  const ran = await runtime.inFlight.run(taskId, (signal) =>
+  const ran = await runtime.inFlight.run(taskId, (abort) =>
     peerInvoker.run({
       taskId,
       node,
       context,
-      signal,
+      signal: abort.signal,
       record: (progress) =>
         repository.withLock(taskId, async () => {
           if (!stillRunning(await repository.load(taskId), node.id)) return false;
@@ -74,7 +74,7 @@ async function invokePeer(
         }),
     }),
   );
-  if (ran.signal.reason instanceof ShutdownSignal) throw ran.signal.reason;
+  if (ran.abort.reason instanceof ShutdownSignal) throw ran.abort.reason;
   if ("error" in ran) throw ran.error;
   const outcome = ran.value as InvokeOutcome;
   if (outcome.type === "stopped") return;

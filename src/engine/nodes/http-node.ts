@@ -332,9 +332,9 @@ async function callService(
 ): Promise<NodeOutcome | void> {
   const { taskId, node, context, workflow } = args;
   const { repository, logger } = runtime;
-  const ran = await runtime.inFlight.run(taskId, (signal) => runner.run({ node, context, workflow, signal }));
-  if (ran.signal.aborted) {
-    if (ran.signal.reason instanceof ShutdownSignal) throw ran.signal.reason;
+  const ran = await runtime.inFlight.run(taskId, (abort) => runner.run({ node, context, workflow, signal: abort.signal }));
+  if (ran.abort.aborted) {
+    if (ran.abort.reason instanceof ShutdownSignal) throw ran.abort.reason;
     return; // cancelled: the driver's next step commits CANCELLED
   }
   let failure: { code: string; message: string } | undefined;

@@ -33,7 +33,7 @@ async function runHandler(
   const { taskId, node, context, workflow, createdAt } = args;
   const { repository, logger } = runtime;
   const handler = handlers[node.handler];
-  const ran = await runtime.inFlight.run(taskId, (signal): Promise<HandlerResult> => {
+  const ran = await runtime.inFlight.run(taskId, (abort): Promise<HandlerResult> => {
     if (!handler) throw new HandlerError("handler_missing", `no handler named "${node.handler}" is registered`);
     const base: HandlerContextBase = {
       taskId,
@@ -45,13 +45,16 @@ async function runHandler(
       input: runInputOf(context),
       outputs: context.outputs,
       feedback: feedbackFor(context, workflow, node.id),
-      signal,
+      // Made when the handler reads it: most handlers never do.
+      get signal() {
+        return abort.signal;
+      },
       emitArtifactChunk: chunkEmitter(runtime, taskId, node.id),
     };
     return handler(withConversation(base, repository, { tenant: context.tenant, contextId: context.contextId, message: incomingMessageOf(context) ?? context.request, self: { taskId, createdAt } }));
   });
-  if (ran.signal.aborted) {
-    if (ran.signal.reason instanceof ShutdownSignal) throw ran.signal.reason;
+  if (ran.abort.aborted) {
+    if (ran.abort.reason instanceof ShutdownSignal) throw ran.abort.reason;
     return; // cancelled: the driver's next step commits CANCELLED
   }
   let failure: { code: string; message: string; retryable: boolean } | undefined;
