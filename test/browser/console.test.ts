@@ -5,8 +5,9 @@
 // (current node, path taken, a remote node linked to its peer task) beside the machine diagram; the timeline's
 // events expanded to their redacted payloads; interrupts answered through forms (a clarification's labelled
 // fields with errors shown next to them, an approval with the artifact under review; reject and cancel ask
-// first); bulk cancel and push retry after a confirmation. Screenshots go to test-artifacts/console/, and the
-// ones the docs show to docs/ (console.png, console-list.png, console-task.png, console-form.png).
+// first); bulk cancel and push retry after a confirmation. Screenshots go to test-artifacts/console/; with
+// UPDATE_DOCS_SCREENSHOTS=1 the ones the docs show go to docs/ (console.png, console-list.png, console-task.png,
+// console-form.png), so a plain test run leaves the working tree as it was.
 import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -20,7 +21,8 @@ import { startTestPeer, type TestPeer } from "../support/a2a-peer.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 
 const ARTIFACTS = join(projectRoot, "test-artifacts", "console");
-const DOCS = join(projectRoot, "docs");
+/** Where the screenshots the docs show go: docs/ only when asked to refresh them. */
+const DOCS = process.env["UPDATE_DOCS_SCREENSHOTS"] === "1" ? join(projectRoot, "docs") : ARTIFACTS;
 const executablePath = findChromium();
 const SEEDED = 260;
 
