@@ -3,6 +3,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import type { Logger } from "../observability/logger.js";
 import type { CallContext } from "../auth/call-context.js";
 import { mapStream } from "../domain/live-stream.js";
+import { oncePerObject } from "../domain/once-per-object.js";
 import type { ErrorCode } from "../domain/errors.js";
 import type { TaskService } from "./task-service.js";
 import type { AgentCard } from "./agent-card.js";
@@ -99,13 +100,7 @@ export function restStreamRoute<I, O>(route: {
   encode(event: O): unknown;
 }): RestRoute {
   // The streams of one task share their update objects (task-service `updatesOf`): each is encoded once.
-  const encoded = new WeakMap<object, unknown>();
-  const encodeOnce = (event: O): unknown => {
-    if (typeof event !== "object" || event === null) return route.encode(event);
-    let value = encoded.get(event);
-    if (value === undefined) encoded.set(event, (value = route.encode(event)));
-    return value;
-  };
+  const encodeOnce = oncePerObject((event: O) => route.encode(event));
   return { ...placeOf(route), kind: "stream", run: async (req, ctx) => mapStream(route.operation(await route.decode(req), ctx), encodeOnce) };
 }
 

@@ -3,6 +3,7 @@ import type { Socket } from "node:net";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { DomainError } from "../domain/errors.js";
 import { afterFanOut, isLive, type LiveIterable, type StopLive } from "../domain/live-stream.js";
+import { oncePerObject } from "../domain/once-per-object.js";
 
 /** HTTP/1.1 and h2c requests share one handler through Node's compatibility API. */
 export type HttpRequest = IncomingMessage | Http2ServerRequest;
@@ -80,28 +81,14 @@ export class JsonText {
 
 const CRLF = Buffer.from("\r\n", "latin1");
 
-const jsonOnce = new WeakMap<object, string>();
-
 /**
  * JSON of a value that many streams send (the same encoded update, see `a2a/task-service.ts`), serialized
  * once. The value must not change after it was sent.
  */
-export function sharedJson(value: unknown): string {
-  if (typeof value !== "object" || value === null) return JSON.stringify(value) ?? "null";
-  let text = jsonOnce.get(value);
-  if (text === undefined) jsonOnce.set(value, (text = JSON.stringify(value)));
-  return text;
-}
-
-const textOnce = new WeakMap<object, JsonText>();
+export const sharedJson: (value: unknown) => string = oncePerObject((value: unknown) => JSON.stringify(value) ?? "null");
 
 /** `sharedJson` as a JsonText: the streams sending the same value also share its SSE frame. */
-export function sharedJsonText(value: unknown): JsonText {
-  if (typeof value !== "object" || value === null) return new JsonText(sharedJson(value));
-  let text = textOnce.get(value);
-  if (text === undefined) textOnce.set(value, (text = new JsonText(sharedJson(value))));
-  return text;
-}
+export const sharedJsonText: (value: unknown) => JsonText = oncePerObject((value: unknown) => new JsonText(sharedJson(value)));
 
 /** Server-Sent Events on either protocol version; honours back-pressure and sends keepalive comments. */
 export class SseWriter {
@@ -311,7 +298,7 @@ async function pipeToSse<T>(res: HttpResponse, events: AsyncIterable<T>, options
  * is dropped with the error frame). The response ends on the next turn of the loop, so the ends of many
  * streams do not hold back the frames of the others.
  */
-export function liveToSse<T>(res: HttpResponse, events: LiveIterable<T>, options: SsePipeOptions<T>): Promise<void> {
+function liveToSse<T>(res: HttpResponse, events: LiveIterable<T>, options: SsePipeOptions<T>): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     let sse: SseWriter | undefined;
     let done = false;
@@ -333,15 +320,9 @@ export function liveToSse<T>(res: HttpResponse, events: LiveIterable<T>, options
       },
       fail: (err) => {
         if (done) return;
-        if (!sse) {
-          done = true;
-          stop();
-          Promise.resolve()
-            .then(() => options.failedBeforeFirst(err))
-            .then(() => resolve(), reject);
-          return;
-        }
         const writer = sse;
+        // Before the first item: the protocol's plain answer; one that throws (HTTP+JSON rethrows) rejects.
+        if (!writer) return finish(() => void Promise.resolve().then(() => options.failedBeforeFirst(err)).then(() => resolve(), reject));
         writer.sendNow(options.errorFrame(err), { event: "error" });
         finish(() => afterFanOut(() => (writer.end(), resolve())));
       },

@@ -1,5 +1,6 @@
 import type { StreamEvent } from "../../domain/a2a-types.js";
 import { mapStream } from "../../domain/live-stream.js";
+import { oncePerObject } from "../../domain/once-per-object.js";
 import type { JsonRpcMethod } from "../version-module.js";
 import {
   decodePushConfigQuery,
@@ -13,13 +14,7 @@ import {
 import type { V03Operations } from "./v03-operations.js";
 
 /** The streams of one task share their update objects (task-service `updatesOf`): each is encoded once. */
-const encodedOnce = new WeakMap<StreamEvent, unknown>();
-
-function encodeOnce(event: StreamEvent): unknown {
-  let encoded = encodedOnce.get(event);
-  if (encoded === undefined) encodedOnce.set(event, (encoded = encodeStreamEvent(event)));
-  return encoded;
-}
+const encodeOnce = oncePerObject((event: StreamEvent): unknown => encodeStreamEvent(event));
 
 /** Live streams stay live: each event is encoded synchronously as its commit reaches the stream. */
 function encodeStream(events: AsyncIterable<StreamEvent>): AsyncIterable<unknown> {

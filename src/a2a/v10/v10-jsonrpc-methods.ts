@@ -3,6 +3,7 @@ import { EmptySchema } from "@bufbuild/protobuf/wkt";
 import type { CallContext } from "../../auth/call-context.js";
 import * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
 import { mapStream } from "../../domain/live-stream.js";
+import { oncePerObject } from "../../domain/once-per-object.js";
 import type { JsonRpcMethod } from "../version-module.js";
 import { readV10, writeTaskPageV10, writeV10 } from "./v10-json.js";
 import type { V10Operations } from "./v10-operations.js";
@@ -15,13 +16,7 @@ function unary<I extends DescMessage, O extends DescMessage>(input: I, output: O
 }
 
 /** Each (shared) stream response as ProtoJSON, written once for every stream of its task. */
-const jsonOnce = new WeakMap<pb.StreamResponse, unknown>();
-
-function streamJson(event: pb.StreamResponse): unknown {
-  let json = jsonOnce.get(event);
-  if (json === undefined) jsonOnce.set(event, (json = writeV10(pb.StreamResponseSchema, event)));
-  return json;
-}
+const streamJson = oncePerObject((event: pb.StreamResponse): unknown => writeV10(pb.StreamResponseSchema, event));
 
 function stream<I extends DescMessage>(input: I, op: (req: MessageShape<I>, ctx: CallContext) => AsyncIterable<pb.StreamResponse>): JsonRpcMethod {
   return (params, ctx) => ({ kind: "stream", events: mapStream(op(readV10(input, params, "params"), ctx), streamJson) });

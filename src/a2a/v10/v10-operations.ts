@@ -4,6 +4,7 @@ import { DomainError } from "../../domain/errors.js";
 import type { StreamEvent } from "../../domain/a2a-types.js";
 import * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
 import { mapStream } from "../../domain/live-stream.js";
+import { oncePerObject } from "../../domain/once-per-object.js";
 import type { Logger } from "../../observability/logger.js";
 import type { CallContext } from "../../auth/call-context.js";
 import type { TaskService, SendParams } from "../task-service.js";
@@ -41,8 +42,8 @@ export interface V10OperationsOptions {
  * (spec §3.1.2 says terminal only; the facts note the contradiction). A paused task can wait for days; the
  * caller replies with a new SendStreamingMessage, which streams the rest.
  */
-/** Each shared stream update as A2A 1.0, encoded once for every stream of its task. */
-const encodedOnce = new WeakMap<StreamEvent, pb.StreamResponse>();
+/** Each shared stream update as A2A 1.0, encoded once for every stream of its task (one that throws is not kept). */
+const encodeOnce = oncePerObject(encodeStreamEvent);
 
 export function v10Operations(options: V10OperationsOptions) {
   const { service } = options;
@@ -65,16 +66,12 @@ export function v10Operations(options: V10OperationsOptions) {
    */
   function encoded(events: AsyncIterable<StreamEvent>): AsyncIterable<pb.StreamResponse> {
     return mapStream(events, (event) => {
-      let response = encodedOnce.get(event);
-      if (response) return response;
       try {
-        response = encodeStreamEvent(event);
+        return encodeOnce(event);
       } catch (err) {
         options.logger.error({ err, event: event.kind }, "a stream event could not be encoded for A2A 1.0; it is skipped");
         return undefined;
       }
-      encodedOnce.set(event, response);
-      return response;
     });
   }
 

@@ -7,6 +7,7 @@ import { isObject } from "../../domain/json-shape.js";
 import { jsonRpcErrorBody, type JsonRpcId } from "../errors/a2a-error-exits.js";
 import { wireErrorOf, type ReportError } from "../errors/wire-error.js";
 import { noteRequest } from "../../observability/request-notes.js";
+import { oncePerObject } from "../../domain/once-per-object.js";
 import { activatedExtensions } from "../extensions-header.js";
 import { JsonText, mediaTypeOf, readBody, sendJson, sharedJson, SseWriter, streamToSse, type HttpRequest, type HttpResponse } from "../http-io.js";
 
@@ -131,7 +132,7 @@ export function createJsonRpcRefusal(options: { report: ReportError; maxBodyByte
 }
 
 /** Per shared result (an update many streams send), its response text per request id. */
-const responses = new WeakMap<object, Map<JsonRpcId, JsonText>>();
+const responsesOf = oncePerObject((_result: object) => new Map<JsonRpcId, JsonText>());
 
 /**
  * The same text as JSON.stringify({ jsonrpc, id, result }), with the result's JSON shared by the task's
@@ -141,8 +142,7 @@ const responses = new WeakMap<object, Map<JsonRpcId, JsonText>>();
 function responseText(id: JsonRpcId, result: unknown): JsonText {
   const make = () => new JsonText(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${sharedJson(result)}}`);
   if (typeof result !== "object" || result === null) return make();
-  let byId = responses.get(result);
-  if (!byId) responses.set(result, (byId = new Map()));
+  const byId = responsesOf(result);
   let text = byId.get(id);
   if (!text) byId.set(id, (text = make()));
   return text;
