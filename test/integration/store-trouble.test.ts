@@ -2,7 +2,8 @@
 // TCP proxy (test/support/command-hold-proxy.ts) between them that stalls every command (the server is
 // reachable but never answers) or cuts and refuses connections (the server is down). Callers with a deadline
 // are answered DEADLINE_EXCEEDED at it; everyone else is answered UNAVAILABLE (503 + Retry-After, JSON-RPC
-// Internal error marked retryable) within STORE_TIMEOUT_MS; and the same request retried once the store is
+// Internal error marked retryable) within STORE_TIMEOUT_MS, the operator console included, and every HTTP answer
+// of it carries Retry-After (Connect, gRPC-Web, JSON-RPC too); and the same request retried once the store is
 // back succeeds and leaves exactly one task.
 import http2 from "node:http2";
 import { randomUUID } from "node:crypto";
@@ -325,6 +326,9 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
       Connect: () => timed("POST", "/a2a.v1.A2AService/GetTask", { body: { name: `tasks/${taskId}` } }),
       "gRPC-Web": () => timed("POST", "/a2a.v1.A2AService/GetTask", { raw: grpcWebGetTask(taskId), headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1" } }),
       "JSON-RPC": () => timed("POST", "/a2a/jsonrpc", { body: { jsonrpc: "2.0", id: 7, method: "tasks/get", params: { id: taskId } } }),
+      // Streams that fail before their first event: 0.3 answers an SSE error event, 1.0 a plain JSON-RPC error.
+      "JSON-RPC stream 0.3": () => timed("POST", "/a2a/jsonrpc", { body: { jsonrpc: "2.0", id: 8, method: "tasks/resubscribe", params: { id: taskId } } }),
+      "JSON-RPC stream 1.0": () => timed("POST", "/a2a/jsonrpc", { body: { jsonrpc: "2.0", id: 9, method: "SubscribeToTask", params: { id: taskId } }, headers: { "A2A-Version": "1.0" } }),
     };
 
     proxy.stall();
@@ -354,7 +358,8 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
       expect(answer.headers.get("retry-after"), name).toBe("1");
       // At the budget: not before it (the store was waited for), not long after (not the driver's own timeouts).
       expect(answer.ms, name).toBeGreaterThanOrEqual(STORE_TIMEOUT_MS - 10);
-      expect(answer.ms, name).toBeLessThanOrEqual(STORE_TIMEOUT_MS + 5 * SLACK_MS);
+      // Thirteen calls at once on a shared machine: the bound, with room (still far below any driver timeout).
+      expect(answer.ms, name).toBeLessThanOrEqual(STORE_TIMEOUT_MS + 10 * SLACK_MS);
       if (name in consoleCalls) {
         expect({ status: answer.status, error: answer.body?.["error"] }, name).toEqual({ status: 503, error: "unavailable" });
         expect(answer.body?.["message"], name).toMatch(/task store .*retried/);
@@ -368,6 +373,9 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
     expect(by["gRPC-Web"]!.text).toMatch(/grpc-status:\s*14/);
     expect(by["JSON-RPC"]!.status).toBe(200);
     expect(by["JSON-RPC"]!.body?.["error"]).toMatchObject({ code: -32603, data: { retryable: true } });
+    expect(by["JSON-RPC stream 0.3"]!.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    expect(by["JSON-RPC stream 0.3"]!.text).toMatch(/event: error[\s\S]*"retryable":true/);
+    expect(by["JSON-RPC stream 1.0"]!.body?.["error"]).toMatchObject({ code: -32603, data: [{ reason: "UNAVAILABLE" }] });
 
     // Nothing changed: no cancel, no approval, no event.
     const after = await head();
