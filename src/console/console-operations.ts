@@ -352,7 +352,7 @@ export class ConsoleOperations {
  * Runs `action` for each distinct id, in order; a DomainError becomes that task's result. The store out of
  * reach (unavailable, deadline-exceeded) ends the whole action with that answer instead (503 + Retry-After):
  * every later task would wait out the same budget, one after the other. Tasks done before it stay done; a
- * retry of the action answers them "not cancelable" and does the rest.
+ * retry of the action reports each of them on its own and does the rest.
  */
 export async function eachTask(taskIds: string[], action: (taskId: string) => Promise<Omit<ConsoleBulkResult, "taskId" | "ok">>): Promise<ConsoleBulkResult[]> {
   const results: ConsoleBulkResult[] = [];
