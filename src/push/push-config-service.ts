@@ -144,9 +144,17 @@ export class PushConfigService {
     return { url: chosen.url, ...(chosen.tokenFingerprint ? { tokenFingerprint: chosen.tokenFingerprint } : {}) };
   }
 
+  /**
+   * The caller's tenant's dead letters, newest first. Filtered by a task, the task must be the caller's: one of
+   * another tenant (or none at all) is not found, as on every other surface, rather than an empty list. The
+   * letters are read first (they are the tenant's own whatever the task), so those of a task already past its
+   * retention stay readable; only an empty answer needs the task looked up.
+   */
   async deadLetters(principal: Principal, filter: { taskId?: string; limit: number }): Promise<PushDeadLetter[]> {
     this.assertEnabled();
-    return this.options.configs.listDeadLetters(principal.tenant, filter);
+    const letters = await this.options.configs.listDeadLetters(principal.tenant, filter);
+    if (filter.taskId !== undefined && letters.length === 0) await this.options.tasks.get(filter.taskId, principal.tenant);
+    return letters;
   }
 
   // ------------------------------------------------------------------------------------------

@@ -399,6 +399,24 @@ describe("tenants", () => {
     const bobLetters = (await (await fetch(`${t.baseUrl}/v1/push/dead-letters`, { headers: as(keys[1]!.key) })).json()) as { deadLetters: unknown[] };
     expect(bobLetters.deadLetters).toEqual([]);
   });
+
+  it("dead letters of another tenant's task answer not found, exactly like an unknown task; the owner reads its (empty) list", async () => {
+    const t = await pushApp({ API_KEYS: JSON.stringify(keys) });
+    const sent = await rpc(t.baseUrl, "message/send", { message: message("x") }, as(keys[0]!.key));
+    const taskId = sent.result.id as string;
+    const letters = async (id: string, key: string) => {
+      const res = await fetch(`${t.baseUrl}/v1/push/dead-letters?taskId=${encodeURIComponent(id)}`, { headers: as(key) });
+      return { status: res.status, body: (await res.json()) as Record<string, any> };
+    };
+    expect(await letters(taskId, keys[0]!.key)).toEqual({ status: 200, body: { deadLetters: [] } });
+    const otherTenant = await letters(taskId, keys[1]!.key);
+    const unknownId = randomUUID();
+    const unknown = await letters(unknownId, keys[1]!.key);
+    expect(otherTenant.status).toBe(404);
+    expect(otherTenant.body["error"]).toBe("not_found");
+    expect(unknown.status).toBe(404);
+    expect(JSON.stringify(otherTenant.body).replaceAll(taskId, "ID")).toBe(JSON.stringify(unknown.body).replaceAll(unknownId, "ID"));
+  });
 });
 
 describe("secrets at rest (MongoDB)", () => {
