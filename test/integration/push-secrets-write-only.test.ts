@@ -7,8 +7,8 @@ import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as v03pb from "../../src/gen/a2a/v1/a2a_pb.js";
 import * as v10pb from "../../src/gen/lf/a2a/v1/a2a_pb.js";
-import { grpcFrame } from "../support/grpc-frame.js";
 import { PushReceiver, waitFor } from "../support/push-receiver.js";
+import { rawRpc, type Wire } from "../support/raw-rpc.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 
 type Obj = Record<string, any>;
@@ -144,54 +144,8 @@ describe("push config secrets are write-only on every binding", () => {
 
   // ---- the proto bindings, each answer read as the bytes on the wire --------------------------------------
 
-  type Wire = "gRPC" | "Connect" | "gRPC-Web";
-  interface RawAnswer {
-    /** Everything the server sent back: headers, body and trailers. */
-    raw: Buffer;
-    /** The one response message. */
-    message: Uint8Array;
-  }
-
-  function messageOf(frames: Buffer, what: string): Uint8Array {
-    for (let offset = 0; offset + 5 <= frames.length; offset += 5 + frames.readUInt32BE(offset + 1)) {
-      if ((frames[offset]! & 0x80) === 0) return frames.subarray(offset + 5, offset + 5 + frames.readUInt32BE(offset + 1));
-    }
-    throw new Error(`${what}: no message frame in ${frames.toString("latin1")}`);
-  }
-
-  async function rawCall(wire: Wire, path: string, request: Uint8Array, headers: Record<string, string>): Promise<RawAnswer> {
-    if (wire === "Connect") {
-      const res = await fetch(`${t.baseUrl}${path}`, { method: "POST", headers: { "content-type": "application/proto", "connect-protocol-version": "1", ...headers }, body: request });
-      const body = Buffer.from(await res.arrayBuffer());
-      expect(res.status, `${path}: ${body.toString("latin1")}`).toBe(200);
-      return { raw: Buffer.concat([Buffer.from(JSON.stringify([...res.headers])), body]), message: body };
-    }
-    if (wire === "gRPC-Web") {
-      const res = await fetch(`${t.baseUrl}${path}`, { method: "POST", headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1", ...headers }, body: grpcFrame(request) });
-      const body = Buffer.from(await res.arrayBuffer());
-      expect(body.toString("latin1"), path).toMatch(/grpc-status: ?0\b/);
-      return { raw: Buffer.concat([Buffer.from(JSON.stringify([...res.headers])), body]), message: messageOf(body, path) };
-    }
-    return new Promise<RawAnswer>((resolve, reject) => {
-      const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", "grpc-accept-encoding": "identity", ...headers });
-      const chunks: Buffer[] = [];
-      let head = {};
-      let trailers: Record<string, unknown> = {};
-      req.on("response", (h) => (head = h));
-      req.on("trailers", (h) => (trailers = h));
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("error", reject);
-      req.on("close", () => {
-        const body = Buffer.concat(chunks);
-        if (trailers["grpc-status"] !== "0") return reject(new Error(`${path}: grpc-status ${String(trailers["grpc-status"])} ${String(trailers["grpc-message"])}`));
-        resolve({ raw: Buffer.concat([Buffer.from(JSON.stringify(head)), body, Buffer.from(JSON.stringify(trailers))]), message: messageOf(body, path) });
-      });
-      req.end(grpcFrame(request));
-    });
-  }
-
   async function call<I extends DescMessage, O extends DescMessage>(wire: Wire, path: string, input: I, init: MessageInitShape<I>, output: O, headers: Record<string, string> = {}): Promise<{ raw: Buffer; answer: MessageShape<O> }> {
-    const { raw, message } = await rawCall(wire, path, toBinary(input, create(input, init)), headers);
+    const { raw, message } = await rawRpc(t.baseUrl, session, wire, path, toBinary(input, create(input, init)), headers);
     return { raw, answer: fromBinary(output, message) };
   }
 
