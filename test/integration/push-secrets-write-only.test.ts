@@ -94,8 +94,16 @@ describe("push config secrets are write-only on every binding", () => {
       expectNoSecret(answer.text, secret, what);
       expectNoSecret(answer.text, inline, what);
     }
+    // The other views of the task and its configs: the console's push view, A2ATaskState, the runs API.
+    for (const path of [`/console/api/tasks/${taskId}/push`, `/console/api/tasks/${taskId}`, `/v1/a2a/tasks/${taskId}`, `/v1/runs/${taskId}`, `/v1/runs/${taskId}/events/poll`]) {
+      const view = await get(path);
+      expect(view.status, `${path}: ${view.text}`).toBe(200);
+      expectNoSecret(view.text, secret, path);
+      expectNoSecret(view.text, inline, path);
+    }
     await expectDelivered(taskId, "/jsonrpc03", secret);
     await expectHeard("/jsonrpc03-inline", inline);
+    expectNoSecret((await get(`/console/api/tasks/${taskId}/push`)).text, secret, "the console's push view after delivery");
   });
 
   it("JSON-RPC 1.0: CreateTaskPushNotificationConfig / Get / List", async () => {
