@@ -203,21 +203,15 @@ export class PushConfigService {
     }
   }
 
-  /** The config as the caller registered it, secrets included (the caller is authorized for the task). */
+  /**
+   * The config as answers show it: id, url and schemes. The token and credentials are write-only (RFC 0214
+   * §A: a push credential enters no response), so they stay sealed; only the webhook ever receives them.
+   */
   private toWire(config: PushConfigRecord): TaskPushNotificationConfig {
-    let secrets: PushSecrets = {};
-    if (config.sealed) {
-      try {
-        secrets = this.options.secrets!.open(config.sealed, secretsAad(config.tenant, config.taskId, config.configId));
-      } catch (err) {
-        throw new DomainError("internal", "Internal error", undefined, { cause: err });
-      }
-    }
     const pushNotificationConfig: TaskPushNotificationConfig["pushNotificationConfig"] = {
       id: config.configId,
       url: config.url,
-      ...(secrets.token !== undefined ? { token: secrets.token } : {}),
-      ...(config.schemes ? { authentication: { schemes: [...config.schemes], ...(secrets.credentials !== undefined ? { credentials: secrets.credentials } : {}) } } : {}),
+      ...(config.schemes ? { authentication: { schemes: [...config.schemes] } } : {}),
     };
     return { taskId: config.taskId, pushNotificationConfig };
   }

@@ -103,12 +103,13 @@ describe("push notification configs over JSON-RPC", () => {
     const taskId = await startTask(t.baseUrl);
 
     const first = await rpc(t.baseUrl, "tasks/pushNotificationConfig/set", { taskId, pushNotificationConfig: { url: hook.url("/a"), token: "tok-1" } });
-    expect(first.result).toEqual({ taskId, pushNotificationConfig: { id: taskId, url: hook.url("/a"), token: "tok-1" } });
+    // Token and credentials are write-only: no answer carries them (push-secrets-write-only.test.ts, every binding).
+    expect(first.result).toEqual({ taskId, pushNotificationConfig: { id: taskId, url: hook.url("/a") } });
     const second = await rpc(t.baseUrl, "tasks/pushNotificationConfig/set", {
       taskId,
       pushNotificationConfig: { id: "ops", url: hook.url("/b"), authentication: { schemes: ["Bearer"], credentials: "cred-1" } },
     });
-    expect(second.result.pushNotificationConfig).toEqual({ id: "ops", url: hook.url("/b"), authentication: { schemes: ["Bearer"], credentials: "cred-1" } });
+    expect(second.result.pushNotificationConfig).toEqual({ id: "ops", url: hook.url("/b"), authentication: { schemes: ["Bearer"] } });
 
     // get without an id reads the default config; with an id, that one.
     expect((await rpc(t.baseUrl, "tasks/pushNotificationConfig/get", { id: taskId })).result.pushNotificationConfig.url).toBe(hook.url("/a"));
@@ -118,8 +119,8 @@ describe("push notification configs over JSON-RPC", () => {
     await rpc(t.baseUrl, "tasks/pushNotificationConfig/set", { taskId, pushNotificationConfig: { url: hook.url("/a2"), token: "tok-2" } });
     const listed = await rpc(t.baseUrl, "tasks/pushNotificationConfig/list", { id: taskId });
     expect(listed.result).toEqual([
-      { taskId, pushNotificationConfig: { id: taskId, url: hook.url("/a2"), token: "tok-2" } },
-      { taskId, pushNotificationConfig: { id: "ops", url: hook.url("/b"), authentication: { schemes: ["Bearer"], credentials: "cred-1" } } },
+      { taskId, pushNotificationConfig: { id: taskId, url: hook.url("/a2") } },
+      { taskId, pushNotificationConfig: { id: "ops", url: hook.url("/b"), authentication: { schemes: ["Bearer"] } } },
     ]);
 
     // A2ATaskState carries the url and a token fingerprint, never the token.
@@ -384,7 +385,9 @@ describe("tenants", () => {
     const t = await pushApp({ API_KEYS: JSON.stringify(keys) });
     const sent = await rpc(t.baseUrl, "message/send", { message: message("x"), configuration: { pushNotificationConfig: { url: hook.url(), token: "alice-secret-token" } } }, as(keys[0]!.key));
     const taskId = sent.result.id as string;
-    expect((await rpc(t.baseUrl, "tasks/pushNotificationConfig/get", { id: taskId }, as(keys[0]!.key))).result.pushNotificationConfig.token).toBe("alice-secret-token");
+    const own = await rpc(t.baseUrl, "tasks/pushNotificationConfig/get", { id: taskId }, as(keys[0]!.key));
+    expect(own.result.pushNotificationConfig.url).toBe(hook.url());
+    expect(JSON.stringify(own)).not.toContain("alice-secret-token");
     for (const [method, params] of [
       ["tasks/pushNotificationConfig/get", { id: taskId }],
       ["tasks/pushNotificationConfig/list", { id: taskId }],
