@@ -14,7 +14,7 @@ import type { AddressInfo } from "node:net";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { exportJWK, generateKeyPair, SignJWT } from "jose";
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { PeerCallbackKey } from "../../src/peer/peer-callbacks.js";
@@ -346,7 +346,7 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     expect((await peerHost.store.get(mine.peerTaskId))?.a2a.state).toBe("canceled");
   });
 
-  it("several instances: a push that lands on another instance is committed there once, and the lease holder moves the run on", async () => {
+  it("several instances: an unsigned push that lands on another instance is marked there once (a wake, no state), and the lease holder reads the peer and moves the run on", async () => {
     // Two caller instances on one database (change streams carry commits between them); the run's instance gives
     // peers the OTHER instance's callback URL, as a load balancer might route the push.
     const encryptionKey = randomBytes(32).toString("hex");
