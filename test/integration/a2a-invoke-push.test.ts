@@ -461,7 +461,7 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     expect(["moved-on", "duplicate"]).toContain(await outcomeOf(late));
   });
 
-  it("no existence oracle: an unknown task, a missing token and a wrong token get the same answer (401, same body); a wrong token moves no run", async () => {
+  it("no existence oracle: an unknown task, a missing token and a wrong token get the same answer (401, same body); a wrong token moves no run; the other routes taking a task id answer an unauthenticated caller the same for an existing and an unknown id", async () => {
     const h = await startHeld("call-hold");
     const unknown = `${h.caller.baseUrl}/v1/peer-callbacks/${randomUUID()}`;
     const body = h.status("TASK_STATE_COMPLETED");
@@ -481,6 +481,26 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     for (const a of answers) expect(a).toEqual(answers[0]);
     expect((await h.ours.get(h.id))["status"].state).toBe("working");
     expect((await progressOf(h.caller, h.id)).filter((p) => p["pushedAt"] !== undefined)).toEqual([]);
+    // The other routes that take a task id authenticate first: on the peer host (API keys), an unauthenticated
+    // read or cancel of its existing task and of an unknown id get the same 401.
+    const peerTaskId = h.first["peerTaskId"] as string;
+    const ask = async (id: string, method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${proxy.url}${path.replace("{id}", id)}`, { method, headers: { "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body).replace("{id}", id) } : {}) });
+      return { status: res.status, body: (await res.text()).replaceAll(id, "{id}") };
+    };
+    for (const [method, path, body] of [
+      ["GET", "/v1/runs/{id}"],
+      ["GET", "/v1/runs/{id}/events"],
+      ["POST", "/v1/runs/{id}/cancel", {}],
+      ["GET", "/console/api/tasks/{id}"],
+      ["GET", "/console/api/tasks/{id}/push"],
+      ["GET", "/v1/a2a/tasks/{id}"],
+      ["POST", "/a2a/jsonrpc", { jsonrpc: "2.0", id: 1, method: "tasks/get", params: { id: "{id}" } }],
+    ] as const) {
+      const existing = await ask(peerTaskId, method, path, body);
+      expect(existing.status, `${method} ${path}`).toBe(401);
+      expect(await ask(randomUUID(), method, path, body), `${method} ${path}`).toEqual(existing);
+    }
     await h.ours.cancel(h.id);
   });
 
