@@ -46,6 +46,9 @@ const UNAUTHENTICATED = answer(401, "unauthenticated");
  *     state) is committed for the commit feed to carry. Claims that would not move the run (still working, a
  *     status we already hold) wake nothing.
  *
+ *   A replayed signed push is a duplicate: its state is not newer than the one committed, and this instance
+ *   remembers the signatures it committed for their tolerance (peer-push-trust.ts).
+ *
  *   unknown task, no or wrong token, bad signature → 401 (the same answer: no existence oracle);
  *   not a body we can read → 400; the visit's progress not committed yet (the push raced the send's answer) →
  *   503 + Retry-After (the peer retries); same or older state, a run that moved on → 200 without a commit.
@@ -74,7 +77,7 @@ export class PeerCallbackService {
     if (!token) return UNAUTHENTICATED;
     const record = await reads.find(taskId);
     if (!record) {
-      logger.warn({ taskId }, "peer callback refused: the token does not match");
+      logger.warn({ taskId }, "peer callback refused: no such task");
       return UNAUTHENTICATED;
     }
     const context = reads.contextOf(record);
