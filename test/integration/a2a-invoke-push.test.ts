@@ -417,7 +417,7 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
   const outcomeOf = async (res: Response) => ((await res.json()) as { outcome: string }).outcome;
   const settle = () => new Promise((r) => setTimeout(r, 300));
 
-  it("an unsigned push with a genuine token is a hint: a forged completed Task with an artifact, and a forged completed status, commit nothing; the node reads the peer once for each and the peer's real state wins", async () => {
+  it("an unsigned push with a genuine token is a hint: a forged completed Task with an artifact, a forged completed status and a forged artifact update commit nothing; the node reads the peer once for each and the peer's real state wins", async () => {
     const h = await startHeld("call-hold");
     const peerTaskId = h.first["peerTaskId"] as string;
     await settle(); // the peer's own "working" push has come and gone
@@ -441,6 +441,9 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     const progress = await progressOf(h.caller, h.id);
     expect(progress.filter((p) => p["pushedAt"] !== undefined || p["peerState"] === "completed")).toEqual([]);
     expect(JSON.stringify(await h.caller.store.readEvents(h.id, 0))).not.toContain("FORGED");
+    // A forged artifact update: never taken from a push (artifacts come with the task when it is read).
+    const forgedArtifact = JSON.stringify({ artifactUpdate: { taskId: peerTaskId, contextId: h.first["peerContextId"], artifact: { artifactId: "forged", parts: [{ text: "FORGED ARTIFACT" }] } } });
+    expect(await outcomeOf(await h.post(forgedArtifact, { "x-a2a-notification-token": h.token }))).toBe("ignored");
     // A claim that would not move the run (still working) wakes nothing and reads nothing.
     expect(await outcomeOf(await h.post(h.status("TASK_STATE_WORKING", new Date(Date.now() + 1000).toISOString()), { "x-a2a-notification-token": h.token }))).toBe("duplicate");
     expect(await outcomeOf(await h.post(h.status("TASK_STATE_SUBMITTED", new Date(Date.now() + 1000).toISOString()), { "x-a2a-notification-token": h.token }))).toBe("ignored");
