@@ -43,7 +43,8 @@ describe("HTTP_NODE_PRIVATE_HOSTS", () => {
   });
 
   it("a sidecar not listed is refused, and the refusal names HTTP_NODE_PRIVATE_HOSTS", async () => {
-    for (const env of [{}, { HTTP_NODE_ALLOW_HOSTS: "127.0.0.1", HTTP_NODE_ALLOWED_PORTS: "8080" }, { HTTP_NODE_PRIVATE_HOSTS: "other:8080" }]) {
+    const envs: Array<Record<string, string>> = [{}, { HTTP_NODE_ALLOW_HOSTS: "127.0.0.1", HTTP_NODE_ALLOWED_PORTS: "8080" }, { HTTP_NODE_PRIVATE_HOSTS: "other:8080" }];
+    for (const env of envs) {
       for (const url of ["http://sidecar:8080/", "https://sidecar:8080/", "http://127.0.0.1:8080/", "https://127.0.0.1:8080/", "https://ledger.corp.example.com/"]) {
         const err = await refusal(url, env);
         expect(err.message, `${url} ${JSON.stringify(env)}`).toContain("list it as host:port in HTTP_NODE_PRIVATE_HOSTS");

@@ -5,6 +5,7 @@ import { versionModules, versionOfRpcService, DEFAULT_A2A_VERSION, type BoundVer
 import type { Authenticator } from "../../auth/api-key-authenticator.js";
 import type { ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
+import { encodeGrpcMessagesAsSpec } from "./grpc-message.js";
 import { checkedRequestBody, resetUnreadRequestAfterTrailers } from "./rpc-request-check.js";
 import { clampDeadlineHeaders, untilDeadline } from "./rpc-deadline.js";
 import { answerUnknownMethod } from "./rpc-unknown-method.js";
@@ -80,6 +81,7 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
       return;
     }
     resetUnreadRequestAfterTrailers(req);
+    if (/^application\/grpc(?:\+|;|$)/.test(req.headers["content-type"] ?? "")) encodeGrpcMessagesAsSpec(res);
     const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
     clampDeadlineHeaders(uReq.header);
     // A JSON body may come back shorter (unknown fields dropped), so its declared length no longer holds.
