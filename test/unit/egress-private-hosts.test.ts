@@ -3,6 +3,7 @@
 // and every refusal names the setting that would allow the target. DNS is a fake zone (the guard's resolver seam).
 import { describe, expect, it } from "vitest";
 import { checkEgressUrl, EgressRefusedError, type EgressPolicy, type ResolvedAddress, type Resolver } from "../../src/egress/egress-guard.js";
+import { loadConfig } from "../../src/config/config.js";
 import { loadHttpNodeSettings, type HttpNodeSettings } from "../../src/engine/nodes/http-node-settings.js";
 
 const ZONE: Record<string, string[]> = {
@@ -106,5 +107,19 @@ describe("HTTP_NODE_PRIVATE_HOSTS", () => {
       expect(result as string, entry).toContain(`HTTP_NODE_PRIVATE_HOSTS: invalid private service ${JSON.stringify(entry)}: ${why}`);
     }
     expect(typeof loadHttpNodeSettings({ HTTP_NODE_PRIVATE_HOSTS: "sidecar:8080, [fd00::1]:8080, 10.0.0.0/8:80" }, true)).toBe("object");
+  });
+
+  it("opens nothing for push or peers: their private targets stay refused, and no refusal offers the http node setting", async () => {
+    const config = loadConfig({ HTTP_NODE_PRIVATE_HOSTS: "sidecar:8080,127.0.0.1:8080,10.0.0.0/8:8080" });
+    for (const [subject, policy] of [["push", config.push.egress], ["peer", config.a2aPeer.egress]] as const) {
+      for (const url of ["http://sidecar:8080/", "https://127.0.0.1:8080/", "https://ledger.corp.example.com:8080/", "http://10.1.2.3:8080/"]) {
+        const err = await checkEgressUrl(url, policy, subject, resolve).then(() => undefined, (e: unknown) => e);
+        expect(err, `${subject} ${url}`).toBeInstanceOf(EgressRefusedError);
+        expect((err as Error).message, `${subject} ${url}`).not.toContain("HTTP_NODE_PRIVATE_HOSTS");
+      }
+    }
+    // Their own settings are named where they would allow the target.
+    const port = await checkEgressUrl("https://api.example.com:8443/", config.push.egress, "push", resolve).catch((e: Error) => e);
+    expect((port as Error).message).toContain("add it to PUSH_ALLOWED_PORTS");
   });
 });
