@@ -136,10 +136,11 @@ interface Analysis {
   /** Listed private CIDRs on the target's port: a name whose every address lies in them passes `deferred`. */
   privateRanges: Cidr[];
   /**
-   * Checks that can only be decided once a name is resolved: they pass when every address is loopback (under the
-   * test-only allowance) or lies in `privateRanges`; otherwise the first one refuses.
+   * Checks that can only be decided once a name is resolved: each passes when every address lies in
+   * `privateRanges`, or (`loopbackOk`, under the test-only allowance) every address is loopback; the first that
+   * does not pass refuses.
    */
-  deferred: Array<{ arm: EgressArm; reason: string }>;
+  deferred: Array<{ arm: EgressArm; reason: string; loopbackOk: boolean }>;
   /** "; list it as host:port in HTTP_NODE_PRIVATE_HOSTS" when the policy has such a setting, else "". */
   privateHint: string;
 }
@@ -242,7 +243,7 @@ function analyze(raw: unknown, policy: EgressPolicy, subject: EgressSubject): An
     if (literal !== undefined) {
       if (!literalLoopback) refuse("scheme", reason);
     } else {
-      deferred.push({ arm: "scheme", reason });
+      deferred.push({ arm: "scheme", reason, loopbackOk: true });
     }
   }
 
@@ -254,7 +255,7 @@ function analyze(raw: unknown, policy: EgressPolicy, subject: EgressSubject): An
       // Named by the operator with its port: private names (single-label, .internal, localhost) are what it is for.
     } else if (isLoopbackName(name)) {
       if (!policy.allowHttpLoopback && !mayDefer) refuse("address", `${display} is a loopback name${privateHint}`);
-      deferred.push({ arm: "address", reason: `${display} is a loopback name but resolves to a non-loopback address${privateHint}` });
+      deferred.push({ arm: "address", reason: `${display} is a loopback name but resolves to a non-loopback address${privateHint}`, loopbackOk: true });
     } else {
       const privateName =
         PRIVATE_SUFFIXES.find(([suffix]) => name.endsWith(suffix))?.[1] ??
@@ -262,7 +263,8 @@ function analyze(raw: unknown, policy: EgressPolicy, subject: EgressSubject): An
       if (privateName !== undefined) {
         const reason = `${display} is ${privateName}${privateHint}`;
         if (!mayDefer) refuse("address", reason);
-        deferred.push({ arm: "address", reason });
+        // Only a listed CIDR can make a private name acceptable; the test-only loopback allowance never did.
+        deferred.push({ arm: "address", reason, loopbackOk: false });
       }
     }
   }
@@ -286,7 +288,7 @@ function analyze(raw: unknown, policy: EgressPolicy, subject: EgressSubject): An
     if (literal !== undefined) {
       if (!literalLoopback) refuse("port", reason);
     } else {
-      deferred.push({ arm: "port", reason });
+      deferred.push({ arm: "port", reason, loopbackOk: true });
     }
   }
 
@@ -350,9 +352,7 @@ export async function checkEgressUrl(
       addresses.push({ address: text, family: ip.kind() === "ipv4" ? 4 : 6 });
     }
   }
-  if (!allLoopback && !allInPrivateRanges) {
-    const first = a.deferred[0];
-    if (first) refuse(first.arm, first.reason);
-  }
+  const failed = a.deferred.find((check) => !allInPrivateRanges && !(check.loopbackOk && allLoopback));
+  if (failed) refuse(failed.arm, failed.reason);
   return { url: a.url, addresses };
 }

@@ -78,6 +78,17 @@ describe("HTTP_NODE_PRIVATE_HOSTS", () => {
     expect((await refusal("http://api.example.com:9000/", env)).arm).toBe("scheme");
   });
 
+  it("a CIDR entry never makes the test-only loopback allowance open private names", async () => {
+    const settings = loadHttpNodeSettings({ HTTP_NODE_PRIVATE_HOSTS: "10.0.0.0/8:8080", HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS: "true" }, false) as HttpNodeSettings;
+    // "sidecar" is single-label and resolves to loopback, outside the listed range: refused as before.
+    const err = await checkEgressUrl("http://sidecar:8080/", settings.egress, "http node", resolve).then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(EgressRefusedError);
+    expect((err as EgressRefusedError).arm).toBe("address");
+    expect((err as Error).message).toContain("sidecar is a single-label name");
+    // A proper loopback target still passes under the test-only allowance.
+    expect((await checkEgressUrl("http://127.0.0.1:8080/", settings.egress, "http node", resolve)).addresses).toEqual([{ address: "127.0.0.1", family: 4 }]);
+  });
+
   it("never opens metadata, link-local or other special addresses, listed or not", async () => {
     const env = { HTTP_NODE_PRIVATE_HOSTS: "169.254.0.0/16:80,sneaky.corp.example.com:80,0.0.0.0/0:80" };
     const meta = await refusal("http://169.254.169.254/latest/meta-data", env);
