@@ -92,6 +92,7 @@ export async function launchHost(options: HostOptions, processEnv: Env, logger?:
       logger: log,
       store: opened.store,
       durableStore: opened.durable,
+      ...(opened.warning ? { storeWarning: opened.warning } : {}),
       pushConfigs: opened.pushConfigs,
       idempotency: opened.idempotency,
       telemetry,

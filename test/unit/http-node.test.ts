@@ -142,7 +142,7 @@ describe("load-time checks", () => {
 describe("settings", () => {
   it("has defaults, reads every HTTP_NODE_* variable and WORKFLOW_VARIABLES, and never prints a value", () => {
     const defaults = loadHttpNodeSettings({}, false);
-    expect(defaults).toMatchObject({ timeoutMs: 30_000, maxAttempts: 3, retryBaseMs: 500, retryMaxMs: 10_000, maxResponseBytes: 1024 * 1024, egress: { allowHttpLoopback: false, allowedPorts: [], allowHosts: [], denyHosts: [] }, variableNames: [] });
+    expect(defaults).toMatchObject({ timeoutMs: 30_000, maxAttempts: 3, retryBaseMs: 500, retryMaxMs: 10_000, maxResponseBytes: 1024 * 1024, egress: { allowHttpLoopback: false, allowedPorts: [], allowHosts: [], denyHosts: [], privateHosts: [] }, variableNames: [] });
     const settings = loadHttpNodeSettings(
       {
         HTTP_NODE_TIMEOUT_MS: "5000",
@@ -150,6 +150,7 @@ describe("settings", () => {
         HTTP_NODE_ALLOWED_PORTS: "8443",
         HTTP_NODE_ALLOW_HOSTS: "*.svc.example.com",
         HTTP_NODE_DENY_HOSTS: "bad.svc.example.com",
+        HTTP_NODE_PRIVATE_HOSTS: "sidecar:8080, 10.0.0.0/8:9000",
         HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS: "true",
         WORKFLOW_VARIABLES: "SVC_URL, SVC_TOKEN,UNSET_ONE",
         SVC_URL: "https://a.svc.example.com",
@@ -158,7 +159,14 @@ describe("settings", () => {
       false,
     );
     if (typeof settings === "string") throw new Error(settings);
-    expect(settings.egress).toEqual({ allowHttpLoopback: true, allowedPorts: [8443], allowHosts: ["*.svc.example.com"], denyHosts: ["bad.svc.example.com"] });
+    expect(settings.egress).toEqual({
+      allowHttpLoopback: true,
+      allowedPorts: [8443],
+      allowHosts: ["*.svc.example.com"],
+      denyHosts: ["bad.svc.example.com"],
+      privateHosts: ["sidecar:8080", "10.0.0.0/8:9000"],
+      settings: { allowedPorts: "HTTP_NODE_ALLOWED_PORTS", allowHosts: "HTTP_NODE_ALLOW_HOSTS", denyHosts: "HTTP_NODE_DENY_HOSTS", privateHosts: "HTTP_NODE_PRIVATE_HOSTS" },
+    });
     expect(settings.timeoutMs).toBe(5000);
     expect(settings.maxAttempts).toBe(5);
     expect(workflowVariableValues(settings)).toEqual({ SVC_URL: "https://a.svc.example.com", SVC_TOKEN: "t0ps3cret", UNSET_ONE: undefined });

@@ -4,8 +4,8 @@
  * (input, params, earlier outputs, ids, the idempotency key); the answer is a HandlerResult (`{output?, artifacts?}`).
  *
  * Egress: the same guard and pinned connections as push deliveries and peer calls (peer/peer-http-client.ts with
- * its own policy, HTTP_NODE_*): https and public addresses only, no redirects, a deadline per request, the answer
- * capped. Retries: 5xx, 408/425/429, timeouts and network errors, under the one retry policy (domain/retry-policy.ts,
+ * its own policy, HTTP_NODE_*): https and public addresses, plus the private services HTTP_NODE_PRIVATE_HOSTS lists
+ * (plain http allowed for exactly those), no redirects, a deadline per request, the answer capped. Retries: 5xx, 408/425/429, timeouts and network errors, under the one retry policy (domain/retry-policy.ts,
  * Retry-After honoured up to its cap); a 4xx fails the node at once.
  *
  * Secrets: `${NAME}` in the url and header values names a variable listed in WORKFLOW_VARIABLES; it is resolved
@@ -55,7 +55,7 @@ export const HTTP_NODE_ERRORS = {
   retriesExhausted: "http_retries_exhausted",
   /** The answer is not a HandlerResult (not JSON, unknown fields, bad artifacts), too large, or a redirect. */
   badResponse: "http_bad_response",
-  /** The egress guard refused the URL (scheme, private or loopback address, port, allow/deny lists). */
+  /** The egress guard refused the URL (scheme, private or loopback address, port, allow/deny lists); the message names the setting that would allow it. */
   egressRefused: "http_egress_refused",
   /** The url or a header names a variable of WORKFLOW_VARIABLES that is not set. */
   variableUnset: "http_variable_unset",
