@@ -3,7 +3,6 @@ import type { CliCommand } from "./cli/cli-args.js";
 import { startFailure } from "./cli/start-failure.js";
 import { packageVersion } from "./domain/package-version.js";
 import { createLogger } from "./observability/logger.js";
-import { settleHost } from "./start-host.js";
 
 /**
  * The CLI's commands other than starting: help, version, a usage mistake, and `check`. Each answers its exit
@@ -30,6 +29,7 @@ async function check(): Promise<number> {
   // Its own lines are the point of the command: at info whatever LOG_LEVEL says.
   const log = createLogger("info");
   try {
+    const { settleHost } = await import("./start-host.js");
     const { catalog, handlers } = await settleHost({}, process.env, { pickPort: false, logger: log });
     const skills = catalog.ids();
     log.info({ event: "check.ok", skills, handlers: Object.keys(handlers).sort() }, `configuration, handlers and workflows are valid: ${skills.length} skill${skills.length === 1 ? "" : "s"} (${skills.join(", ")})`);

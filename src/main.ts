@@ -3,7 +3,6 @@ import { parseCliArgs } from "./cli/cli-args.js";
 import { startFailure } from "./cli/start-failure.js";
 import { runCommand } from "./cli-commands.js";
 import { createLogger } from "./observability/logger.js";
-import { startHost } from "./start-host.js";
 
 // The CLI (`openwop-a2a-host`, `npm start`, the container): settings from the environment, your handlers from
 // HANDLERS_MODULE. `--help`, `--version` and `check` never listen (cli-commands.ts). SIGTERM/SIGINT drain and
@@ -12,6 +11,8 @@ import { startHost } from "./start-host.js";
 const command = parseCliArgs(process.argv.slice(2));
 if (command.kind !== "start") process.exit(await runCommand(command));
 try {
+  // Loaded only to start: --help and --version answer without loading the host.
+  const { startHost } = await import("./start-host.js");
   const host = await startHost();
   let stopping = false;
   const stop = (): void => {

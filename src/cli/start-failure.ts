@@ -1,5 +1,5 @@
 import { ConfigError } from "../domain/env-settings.js";
-import { WorkflowLoadError } from "../engine/workflow-catalog.js";
+import { WorkflowLoadError } from "../engine/workflow-load-error.js";
 
 /** How the CLI reports a failed start (or check): the exit code and the fields of its one log line. */
 export interface StartFailure {

@@ -8,6 +8,9 @@ import { nodeProblem, statelessNodeKinds } from "./nodes/node-registry.js";
 import type { TaskHandler, WorkflowDefinition, WorkflowNode } from "../workflows/workflow-types.js";
 import type { BuiltinWorkflowSet } from "../workflows/workflow-settings.js";
 import { unexpandedVariables, VARIABLE_REFERENCE } from "../workflows/workflow-variables.js";
+import { WorkflowLoadError } from "./workflow-load-error.js";
+
+export { WorkflowLoadError };
 
 /**
  * Configuration values a definition may reference as `${NAME}` in an `a2a.invoke` node's `agentCardUrl`
@@ -20,18 +23,6 @@ export const WORKFLOW_VARIABLE_NAMES: readonly string[] = ["A2A_PEER_CARD_URL"];
 
 const VARIABLE = VARIABLE_REFERENCE;
 export { unexpandedVariables };
-
-/** Workflow definitions that cannot be served: every problem found, one per line (each names its file or `workflows[i]`). */
-export class WorkflowLoadError extends Error {
-  override readonly name = "WorkflowLoadError";
-  readonly problems: readonly string[];
-
-  constructor(problems: string | readonly string[]) {
-    const list = typeof problems === "string" ? [problems] : [...problems];
-    super(list.length === 1 ? list[0]! : `${list.length} workflow problems:\n${list.map((p) => `- ${p}`).join("\n")}`);
-    this.problems = list;
-  }
-}
 
 /** All workflows this host serves; each one becomes an AgentSkill on the agent card. */
 export class WorkflowCatalog {
