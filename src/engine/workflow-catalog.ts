@@ -24,6 +24,9 @@ export const WORKFLOW_VARIABLE_NAMES: readonly string[] = ["A2A_PEER_CARD_URL"];
 const VARIABLE = VARIABLE_REFERENCE;
 export { unexpandedVariables };
 
+/** Each loaded definition's form before its variables were expanded (checkWorkflow), where they differ. */
+const AS_WRITTEN = new WeakMap<WorkflowDefinition, WorkflowDefinition>();
+
 /** All workflows this host serves; each one becomes an AgentSkill on the agent card. */
 export class WorkflowCatalog {
   private readonly byId: Map<string, WorkflowDefinition>;
@@ -48,6 +51,15 @@ export class WorkflowCatalog {
 
   list(): WorkflowDefinition[] {
     return [...this.byId.values()];
+  }
+
+  /**
+   * The definition as its author wrote it, for answers (GET /v1/workflows/{id}): `${NAME}` references stay
+   * references, since their configured values (WORKFLOW_VARIABLES, A2A_PEER_CARD_URL) may hold secrets.
+   */
+  asWritten(id: string): WorkflowDefinition | undefined {
+    const workflow = this.byId.get(id);
+    return workflow && (AS_WRITTEN.get(workflow) ?? workflow);
   }
 
   ids(): string[] {
@@ -222,6 +234,7 @@ function inspectWorkflow(value: unknown, context: CheckContext): { workflow?: Wo
   }
   if (!valid) return { problems };
   const workflow = expanded as WorkflowDefinition;
+  if (expanded !== value) AS_WRITTEN.set(workflow, value as WorkflowDefinition);
   for (const node of workflow.nodes as Array<WorkflowNode | { kind: string; id: string }>) {
     // The kind's own load-time checks (node-registry.ts); an unknown kind is refused there.
     const problem = nodeProblem(node, {
