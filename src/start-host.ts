@@ -125,8 +125,8 @@ export async function launchHost(options: HostOptions, processEnv: Env, logger?:
       idempotency: opened.idempotency,
       telemetry,
       handlers,
+      // Checked above, before the store was opened (options.workflows included).
       catalog,
-      ...(options.workflows ? { workflows: options.workflows } : {}),
     });
   } catch (err) {
     await opened.stop();
