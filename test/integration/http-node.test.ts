@@ -323,7 +323,7 @@ describe("http node definitions are checked at load", () => {
     expect(await loadError('  - { kind: http, id: call, url: "/relative" }\n')).toContain('node "call": url must be an absolute http(s) URL');
     expect(await loadError('  - { kind: http, id: call, url: "https://${NOT_LISTED}/x" }\n')).toContain('node "call": url refers to ${NOT_LISTED}, which is not a variable workflows may use');
     expect(await loadError('  - { kind: http, id: call, url: "https://svc.example.com/x", headers: { Authorization: "${API_KEY}" } }\n', { WORKFLOW_VARIABLES: "OTHER" })).toContain(
-      'node "call": header "Authorization" refers to ${API_KEY}, which is not a variable workflows may use (known: A2A_PEER_CARD_URL, OTHER)',
+      'node "call": header "Authorization" refers to ${API_KEY}, which is not a variable workflows may use (add API_KEY to WORKFLOW_VARIABLES; known: A2A_PEER_CARD_URL, OTHER)',
     );
     expect(await loadError('  - { kind: http, id: call, url: "https://svc.example.com/x", headers: { Idempotency-Key: "k" } }\n')).toContain('header "Idempotency-Key" is set by the host');
     expect(await loadError('  - { kind: http, id: call, url: "https://svc.example.com/x", method: GET }\n')).toMatch(/nodes\/0\/method: must be equal to one of the allowed values/);

@@ -131,8 +131,12 @@ describe("load-time checks", () => {
     expect(httpNodeProblem(node({ url: "ftp://svc.example.com/x" }), {})).toBe('node "call": url must be an absolute http(s) URL (got "ftp://svc.example.com/x")');
     expect(httpNodeProblem(node({ url: "svc.example.com/x" }), {})).toContain("url must be an absolute http(s) URL");
     expect(httpNodeProblem(node({ url: "${SVC_URL}/x" }), { SVC_URL: "file:///etc" })).toContain("url must be an absolute http(s) URL");
-    expect(httpNodeProblem(node({ url: "https://${NOPE}/x" }), {})).toBe('node "call": url refers to ${NOPE}, which is not a variable workflows may use (known: none; list them in WORKFLOW_VARIABLES)');
-    expect(httpNodeProblem(node({ headers: { "X-Key": "${NOPE}" } }), { A: "a" })).toBe('node "call": header "X-Key" refers to ${NOPE}, which is not a variable workflows may use (known: A)');
+    expect(httpNodeProblem(node({ url: "https://${NOPE}/x" }), {})).toBe('node "call": url refers to ${NOPE}, which is not a variable workflows may use (add NOPE to WORKFLOW_VARIABLES; known: none)');
+    expect(httpNodeProblem(node({ headers: { "X-Key": "${NOPE}" } }), { A: "a" })).toBe('node "call": header "X-Key" refers to ${NOPE}, which is not a variable workflows may use (add NOPE to WORKFLOW_VARIABLES; known: A)');
+    // Listed but unset, where the url needs it to be absolute: the variable and the fix, not only the raw url.
+    expect(httpNodeProblem(node({ url: "${SCORER_URL}/score" }), { SCORER_URL: undefined })).toBe(
+      'node "call": url refers to ${SCORER_URL}, listed in WORKFLOW_VARIABLES but not set (set SCORER_URL in the environment; got "${SCORER_URL}/score")',
+    );
     for (const name of ["Host", "content-type", "Idempotency-Key", "Transfer-Encoding", "Connection"]) {
       expect(httpNodeProblem(node({ headers: { [name]: "x" } }), {})).toBe(`node "call": header "${name}" is set by the host and may not be given`);
     }

@@ -81,9 +81,11 @@ const MAX_DETAIL = 200;
  */
 export function httpNodeProblem(node: HttpNode, variables: Readonly<Record<string, string | undefined>>): string | undefined {
   const unknown = (text: string) => [...text.matchAll(VARIABLE)].map((m) => m[1]!).find((name) => !Object.hasOwn(variables, name));
-  const known = () => (Object.keys(variables).length > 0 ? Object.keys(variables).join(", ") : "none; list them in WORKFLOW_VARIABLES");
+  // The fix first (the variable to list), then what is listed: the message alone says what to do.
+  const notListed = (where: string, name: string) =>
+    `node "${node.id}": ${where} refers to \${${name}}, which is not a variable workflows may use (add ${name} to WORKFLOW_VARIABLES; known: ${Object.keys(variables).join(", ") || "none"})`;
   const badUrlVariable = unknown(node.url);
-  if (badUrlVariable) return `node "${node.id}": url refers to \${${badUrlVariable}}, which is not a variable workflows may use (known: ${known()})`;
+  if (badUrlVariable) return notListed("url", badUrlVariable);
   const url = node.url.replace(VARIABLE, (_whole, name: string) => variables[name] ?? "unset-variable.invalid");
   let parsed: URL | undefined;
   try {
@@ -92,12 +94,17 @@ export function httpNodeProblem(node: HttpNode, variables: Readonly<Record<strin
     parsed = undefined;
   }
   if (!parsed || (parsed.protocol !== "https:" && parsed.protocol !== "http:")) {
+    // Listed but not set: the url cannot be checked, and the variable is what to fix.
+    const unset = [...node.url.matchAll(VARIABLE)].map((m) => m[1]!).filter((name) => variables[name] === undefined);
+    if (unset.length > 0) {
+      return `node "${node.id}": url refers to ${unset.map((n) => `\${${n}}`).join(", ")}, listed in WORKFLOW_VARIABLES but not set (set ${unset.join(", ")} in the environment; got "${node.url.slice(0, 120)}")`;
+    }
     return `node "${node.id}": url must be an absolute http(s) URL (got "${node.url.slice(0, 120)}")`;
   }
   for (const [name, value] of Object.entries(node.headers ?? {})) {
     if (OWNED_HEADERS.has(name.toLowerCase())) return `node "${node.id}": header "${name}" is set by the host and may not be given`;
     const badHeaderVariable = unknown(value);
-    if (badHeaderVariable) return `node "${node.id}": header "${name}" refers to \${${badHeaderVariable}}, which is not a variable workflows may use (known: ${known()})`;
+    if (badHeaderVariable) return notListed(`header "${name}"`, badHeaderVariable);
   }
   return undefined;
 }
