@@ -5,6 +5,7 @@ import { versionModules, versionOfRpcService, DEFAULT_A2A_VERSION, type BoundVer
 import type { Authenticator } from "../../auth/api-key-authenticator.js";
 import type { ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
+import { settleUnreadBody } from "../unread-request-body.js";
 import { checkedRequestBody, resetUnreadRequestAfterTrailers } from "./rpc-request-check.js";
 import { clampDeadlineHeaders, untilDeadline } from "./rpc-deadline.js";
 import { answerUnknownMethod } from "./rpc-unknown-method.js";
@@ -84,9 +85,13 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
     clampDeadlineHeaders(uReq.header);
     // A JSON body may come back shorter (unknown fields dropped), so its declared length no longer holds.
     if (uReq.header.get("content-type")?.includes("json")) uReq.header.delete("content-length");
-    const checked = { ...uReq, body: checkedRequestBody(uReq.body as AsyncIterable<Uint8Array>, { contentType: uReq.header.get("content-type") ?? "", header: uReq.header, input: handler.method.input, maxBytes: options.maxBodyBytes, maxDepth: options.maxInputDepth }) };
-    handler(checked)
-      .then((uRes) => universalResponseToNodeResponse(uRes, res))
+    const body = checkedRequestBody(uReq.body as AsyncIterable<Uint8Array>, { contentType: uReq.header.get("content-type") ?? "", header: uReq.header, input: handler.method.input, maxBytes: options.maxBodyBytes, maxDepth: options.maxInputDepth });
+    handler({ ...uReq, body })
+      .then((uRes) => {
+        // Answered before the body's end (too large, refused from its headers): drain it or close the connection.
+        if (!body.reading) settleUnreadBody(req, res);
+        return universalResponseToNodeResponse(uRes, res);
+      })
       .catch((err: unknown) => {
         if (ConnectError.from(err).code !== Code.Aborted) report(err, { rpc: handler.method.name });
       });
