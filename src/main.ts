@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { ConfigError } from "./config/config.js";
 import { createLogger } from "./observability/logger.js";
+import { exitAtShutdownDeadline } from "./shutdown-deadline.js";
 import { startHost } from "./start-host.js";
 
 // The CLI (`openwop-a2a-host`, `npm start`, the container): settings from the environment, your handlers from
@@ -12,6 +13,7 @@ try {
   const stop = (): void => {
     if (stopping) return;
     stopping = true;
+    exitAtShutdownDeadline(host.shutdown); // whatever hangs, the process ends (shutdown-deadline.ts)
     void host.close().then(() => process.exit(0));
   };
   process.on("SIGTERM", stop);

@@ -1,8 +1,12 @@
 import { pino, type Logger } from "pino";
+import { stdoutDestination } from "./log-destination.js";
 
 export type { Logger };
 
-/** Structured JSON logs. Secret-bearing fields are redacted wherever they appear. */
+/**
+ * Structured JSON logs. Secret-bearing fields are redacted wherever they appear. By default to stdout through
+ * `LogDestination`: asynchronous, and a log reader that goes away never blocks the process or its exit.
+ */
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
     {
@@ -13,6 +17,6 @@ export function createLogger(level: string, destination?: pino.DestinationStream
         censor: "[redacted]",
       },
     },
-    destination,
+    destination ?? stdoutDestination(),
   );
 }

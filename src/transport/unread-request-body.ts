@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { HttpRequest, HttpResponse } from "./http-io.js";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 
 /**
  * The rest of a refused HTTP/1.1 body is read and dropped when the request declares a length up to this
@@ -20,7 +20,7 @@ export const UNREAD_BODY_DRAIN_BYTES = 4 * 1024 * 1024;
  * socket once the answer is sent. HTTP/2 streams end on their own (gRPC: `resetUnreadRequestAfterTrailers`).
  * Call it only when nothing else reads the body any more.
  */
-export function settleUnreadBody(req: HttpRequest, res: HttpResponse): void {
+export function settleUnreadBody(req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void {
   if ("stream" in req || req.complete || res.headersSent) return;
   const chunked = req.headers["transfer-encoding"] !== undefined;
   const declared = Number(req.headers["content-length"] ?? 0);
