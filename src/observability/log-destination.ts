@@ -46,7 +46,8 @@ export class LogDestination {
   /** Writes what waits now, synchronously and bounded (at exit): a reader that is gone costs nothing. */
   flushSync(): void {
     clearTimeout(this.retry);
-    // A write in the thread pool cannot be waited for; the lines after it still go out.
+    // A write in the thread pool cannot be waited for (it completes on its own); the lines after it still go
+    // out, possibly ahead of it (sonic-boom does the same).
     const rest = [...(this.current && !this.writing ? [this.current] : []), ...(this.pending.length > 0 ? [Buffer.from(this.pending.join(""))] : [])];
     this.pending = [];
     this.pendingBytes = 0;

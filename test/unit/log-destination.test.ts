@@ -5,9 +5,26 @@ import { describe, expect, it } from "vitest";
 
 const root = join(import.meta.dirname, "..", "..");
 
+const writer = (lines: number) =>
+  spawn(process.execPath, ["--import", "tsx", join(root, "test", "fixtures", "log-writer.ts")], { cwd: root, env: { ...process.env, LINES: String(lines) }, stdio: ["ignore", "pipe", "pipe"] });
+
 describe("the stdout log destination", () => {
+  it("with a reader: every line arrives, those logged right before process.exit too", async () => {
+    const child = writer(50);
+    let stdout = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+    expect(code).toBe(0);
+    const lines = stdout.trim().split("\n").map((l) => JSON.parse(l) as { msg: string; n?: number });
+    // Every line, once. (The exit flush cannot wait for a write already under way in the thread pool, so the
+    // lines it writes may overtake that one, as with sonic-boom.)
+    const got = lines.map((l) => l.n ?? l.msg);
+    expect(got).toHaveLength(52);
+    expect(new Set(got)).toEqual(new Set([...Array.from({ length: 50 }, (_, i) => i), "last line", "exit line"]));
+  });
+
   it("drops lines once the reader is gone (EPIPE), says so once on stderr, and the process still exits 0", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", join(root, "test", "fixtures", "log-writer.ts")], { cwd: root, env: { ...process.env, LINES: "100" }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = writer(100);
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
