@@ -96,8 +96,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     // console:all-tenants sees every tenant of the configured keys ("default" with auth off).
     const access = ConsoleAccess.fromAuth(config.auth);
     addConsoleRoutes(router, {
-      operations: new ConsoleOperations({ supervisor, reads: core.reads, hook: core.hook, feed, tokens: core.tokens, access, catalog, interrupts: runInterrupts }),
-      push: new ConsolePush({ enabled: push.enabled, configs: core.pushConfigs, worker: push.worker, access }),
+      operations: new ConsoleOperations({ supervisor, reads: core.reads, hook: core.hook, feed, tokens: core.tokens, access, catalog, interrupts: runInterrupts, storeTimeoutMs: config.storeTimeoutMs }),
+      push: new ConsolePush({ enabled: push.enabled, configs: core.pushConfigs, worker: push.worker, access, storeTimeoutMs: config.storeTimeoutMs }),
       report,
       ...inputLimits,
     });

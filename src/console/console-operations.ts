@@ -17,6 +17,7 @@ import { interruptTokensFor, readWholeLog, type RunInterrupts } from "../runs/ru
 import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { TaskListQuery } from "../store/task-store.js";
+import { CallerStoreCalls, isUnknownStoreOutcome, storeCallError } from "../store/store-call-budget.js";
 import { decodeCursor, encodeCursor, filterDigest } from "./console-cursor.js";
 import {
   interruptFormOf,
@@ -129,6 +130,8 @@ export interface ConsoleOperationsOptions {
   catalog: Pick<WorkflowCatalog, "get">;
   /** Answers an interrupt as the operator (so the log says who decided). */
   interrupts: Pick<RunInterrupts, "resolveAtNode">;
+  /** STORE_TIMEOUT_MS: the longest a console call waits for one store operation (a caller's deadline may cut it shorter). */
+  storeTimeoutMs: number;
   now?: () => number;
 }
 
@@ -143,10 +146,17 @@ export { CONSOLE_SCOPE };
  * unknown id. Every operation needs the `console:operate` scope. An interrupt is answered as the operator
  * (`resolve`, needs `approvals:respond`, so the log names who decided) or, for a peer agent's question, through
  * the signed-token API, whose resolve token is issued only to a principal that also holds `approvals:respond`
- * (the REST rule), and only with a detail the caller may read.
+ * (the REST rule), and only with a detail the caller may read. Every store call is bounded like on every other
+ * surface (STORE_TIMEOUT_MS, or the caller's deadline): a store down or stalled answers `unavailable` (503 +
+ * Retry-After) or `deadline-exceeded` there, never an internal error after the driver's own timeouts.
  */
 export class ConsoleOperations {
-  constructor(private readonly options: ConsoleOperationsOptions) {}
+  /** Store calls bounded by the caller's deadline and STORE_TIMEOUT_MS. */
+  private readonly storeCalls: CallerStoreCalls;
+
+  constructor(private readonly options: ConsoleOperationsOptions) {
+    this.storeCalls = new CallerStoreCalls(options.storeTimeoutMs);
+  }
 
   machine(ctx: CallContext): Record<string, unknown> {
     requireScope(ctx.principal, CONSOLE_SCOPE);
@@ -178,7 +188,8 @@ export class ConsoleOperations {
       // The first page counts (total, per state); the next ones only read their rows.
       ...(after ? { after, countTotal: false } : { countStates: true }),
     };
-    const pages = await Promise.all(tenants.map((tenant) => this.options.reads.list({ tenant, ...query, limit: page.limit + 1 })));
+    const reads = this.options.reads;
+    const pages = await this.storeCalls.read(ctx, () => Promise.all(tenants.map((tenant) => reads.list({ tenant, ...query, limit: page.limit + 1 }))));
     const merged = pages.flatMap((p) => p.records).sort((a, b) => (a.updatedAt === b.updatedAt ? (a.taskId < b.taskId ? 1 : a.taskId > b.taskId ? -1 : 0) : a.updatedAt < b.updatedAt ? 1 : -1));
     const records = merged.slice(0, page.limit);
     const last = records.at(-1);
@@ -212,9 +223,9 @@ export class ConsoleOperations {
   async detail(taskId: string, ctx: CallContext): Promise<ConsoleTaskDetail> {
     requireScope(ctx.principal, CONSOLE_SCOPE);
     const { reads, tokens } = this.options;
-    const record = await this.find(taskId, ctx.principal);
+    const record = await this.find(taskId, ctx);
     const context = reads.contextOf(record);
-    const events = await readWholeLog(reads, taskId);
+    const [events, history] = await this.storeCalls.read(ctx, () => Promise.all([readWholeLog(reads, taskId), reads.historyOf(record)]));
     const interruptTokens = interruptTokensFor(tokens, record, context, ctx.principal);
     const workflow = this.options.catalog.get(record.workflowId);
     const summary = this.summaryOf(record, context);
@@ -226,7 +237,7 @@ export class ConsoleOperations {
       ...(interruptTokens ? { interruptTokens } : {}),
       ...(context.error ? { error: context.error } : {}),
       artifacts: context.artifacts,
-      history: await reads.historyOf(record),
+      history,
       events: events.map((e) => redactedDoc(toRunEventDoc(e))),
       path: statePathOf(events),
       currentNode: summary.currentNode,
@@ -239,24 +250,35 @@ export class ConsoleOperations {
   /** The tenant of a task the console may see (push views and actions run in it). */
   async tenantOf(taskId: string, ctx: CallContext): Promise<string> {
     requireScope(ctx.principal, CONSOLE_SCOPE);
-    return (await this.find(taskId, ctx.principal)).tenant;
+    return (await this.find(taskId, ctx)).tenant;
   }
 
-  /** The task's event log after `after`, following live commits until the run ends. */
+  /**
+   * The task's event log after `after`, following live commits until the run ends. Opening it is bounded like
+   * any read (an error answer, before the stream starts); a store failure once it streams ends it with an
+   * `unavailable` error event, not an internal one.
+   */
   async events(taskId: string, after: number, ctx: CallContext): Promise<AsyncGenerator<RunEventDoc>> {
     requireScope(ctx.principal, CONSOLE_SCOPE);
-    const record = await this.find(taskId, ctx.principal);
-    const docs = await this.options.feed.open(taskId, after, { principal: this.actingIn(record, ctx.principal, "runs:read"), ...(ctx.signal ? { signal: ctx.signal } : {}) });
+    const record = await this.find(taskId, ctx);
+    const principal = this.actingIn(record, ctx.principal, "runs:read");
+    const docs = await this.storeCalls.bounded(ctx, () => this.options.feed.open(taskId, after, { principal, ...(ctx.signal ? { signal: ctx.signal } : {}) }));
     return (async function* redacted() {
-      for await (const doc of docs) yield redactedDoc(doc);
+      try {
+        for await (const doc of docs) yield redactedDoc(doc);
+      } catch (err) {
+        throw storeCallError(err);
+      }
     })();
   }
 
   async cancel(taskId: string, reason: string | undefined, ctx: CallContext): Promise<ConsoleTaskSummary> {
     requireScope(ctx.principal, CONSOLE_SCOPE);
     requireScope(ctx.principal, "runs:cancel");
-    const record = await this.find(taskId, ctx.principal);
-    const after = await this.options.supervisor.cancel(taskId, this.actingIn(record, ctx.principal, "runs:cancel"), reason ?? `cancelled from the console by ${ctx.principal.id}`);
+    const record = await this.find(taskId, ctx);
+    const acting = this.actingIn(record, ctx.principal, "runs:cancel");
+    // Waited for within the budget, not cancelled: a cancel the caller stopped waiting for may still commit.
+    const after = await this.storeCalls.bounded(ctx, () => this.options.supervisor.cancel(taskId, acting, reason ?? `cancelled from the console by ${ctx.principal.id}`));
     return this.summaryOf(after);
   }
 
@@ -267,9 +289,9 @@ export class ConsoleOperations {
   async resolve(taskId: string, nodeId: string, resumeValue: Record<string, unknown>, ctx: CallContext): Promise<ConsoleTaskSummary> {
     requireScope(ctx.principal, CONSOLE_SCOPE);
     requireScope(ctx.principal, "approvals:respond");
-    const record = await this.find(taskId, ctx.principal);
+    const record = await this.find(taskId, ctx);
     const operator: Principal = { tenant: record.tenant, id: ctx.principal.id, scopes: ["approvals:respond"] };
-    const after = await this.options.interrupts.resolveAtNode(taskId, nodeId, resumeValue, { ...ctx, principal: operator });
+    const after = await this.storeCalls.bounded(ctx, () => this.options.interrupts.resolveAtNode(taskId, nodeId, resumeValue, { ...ctx, principal: operator }));
     return this.summaryOf(after);
   }
 
@@ -313,9 +335,9 @@ export class ConsoleOperations {
   }
 
   /** The task when the caller may see its tenant; otherwise the very not-found of an unknown id. */
-  private async find(taskId: string, principal: Principal): Promise<TaskRecord> {
-    const record = await this.options.reads.find(taskId);
-    if (!record || !this.options.access.canSee(principal, record.tenant)) throw taskNotFound(taskId);
+  private async find(taskId: string, ctx: CallContext): Promise<TaskRecord> {
+    const record = await this.storeCalls.read(ctx, () => this.options.reads.find(taskId));
+    if (!record || !this.options.access.canSee(ctx.principal, record.tenant)) throw taskNotFound(taskId);
     return record;
   }
 
@@ -326,14 +348,19 @@ export class ConsoleOperations {
 
 }
 
-/** Runs `action` for each distinct id, in order; a DomainError becomes that task's result. */
+/**
+ * Runs `action` for each distinct id, in order; a DomainError becomes that task's result. The store out of
+ * reach (unavailable, deadline-exceeded) ends the whole action with that answer instead (503 + Retry-After):
+ * every later task would wait out the same budget, one after the other. Tasks done before it stay done; a
+ * retry of the action reports each of them on its own and does the rest.
+ */
 export async function eachTask(taskIds: string[], action: (taskId: string) => Promise<Omit<ConsoleBulkResult, "taskId" | "ok">>): Promise<ConsoleBulkResult[]> {
   const results: ConsoleBulkResult[] = [];
   for (const taskId of [...new Set(taskIds)]) {
     try {
       results.push({ taskId, ok: true, ...(await action(taskId)) });
     } catch (err) {
-      if (!(err instanceof DomainError) || err.code === "internal") throw err;
+      if (!(err instanceof DomainError) || err.code === "internal" || isUnknownStoreOutcome(err)) throw err;
       results.push({ taskId, ok: false, error: { code: err.code, message: err.message } });
     }
   }

@@ -62,7 +62,7 @@ export function addConsoleRoutes(router: HttpRouter, options: ConsoleRoutesOptio
     const taskIds = bulkTaskIds(body["taskIds"]);
     requireScope(ctx.principal, CONSOLE_SCOPE);
     requireScope(ctx.principal, "webhooks:manage");
-    const results = await eachTask(taskIds, async (taskId) => ({ retried: await push.retryTask(taskId, await operations.tenantOf(taskId, ctx), ctx.principal) }));
+    const results = await eachTask(taskIds, async (taskId) => ({ retried: await push.retryTask(taskId, await operations.tenantOf(taskId, ctx), ctx) }));
     sendJson(res, 200, { results });
   });
 
@@ -107,12 +107,12 @@ export function addConsoleRoutes(router: HttpRouter, options: ConsoleRoutesOptio
 
   router.add("GET", "/console/api/tasks/{taskId}/push", async (_req, res, { taskId }, ctx) => {
     const tenant = await operations.tenantOf(taskId!, ctx);
-    sendJson(res, 200, await push.view(taskId!, tenant, ctx.principal), { "cache-control": "no-store" });
+    sendJson(res, 200, await push.view(taskId!, tenant, ctx), { "cache-control": "no-store" });
   });
 
   router.add("POST", "/console/api/tasks/{taskId}/push/{configId}/retry", async (_req, res, { taskId, configId }, ctx) => {
     const tenant = await operations.tenantOf(taskId!, ctx);
-    sendJson(res, 202, await push.retryNow(taskId!, configId!, tenant, ctx.principal));
+    sendJson(res, 202, await push.retryNow(taskId!, configId!, tenant, ctx));
   });
 }
 

@@ -157,7 +157,7 @@ function analyze(raw: unknown, policy: EgressPolicy, subject: EgressSubject): An
   // disagree about userinfo, and it is the classic way to make a URL look like another host.
   const authority = raw.slice(raw.indexOf(":") + 1).replace(/^[/\\]*/, "").split(/[/\\?#]/, 1)[0] ?? "";
   if (url.username !== "" || url.password !== "" || authority.includes("@")) {
-    refuse("url", "the URL carries userinfo (user:password@); put credentials in the ${subject} authentication instead");
+    refuse("url", `the URL carries userinfo (user:password@); put credentials in the ${subject} authentication instead`);
   }
   if (url.hostname === "") refuse("url", "the URL has no host");
 

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Artifact, Message, Part } from "../domain/a2a-types.js";
 import type { Logger } from "../observability/logger.js";
 import { withConversation, type ConversationReads, type HandlerContextBase } from "./handler-conversation.js";
+import { callerFailure } from "./handler-failure.js";
 import { cursorOf, inputOfMessage, switchTarget } from "./message-route.js";
 import { firstNodeOf, nodeAfter } from "./workflow-engine.js";
 import { HandlerError, type HandlerResult, type TaskHandler, type WorkflowDefinition } from "../workflows/workflow-types.js";
@@ -62,9 +63,8 @@ export class StatelessSkills {
         };
         result = await handler(withConversation(base, this.options.reads, { tenant, contextId, message }));
       } catch (err) {
-        this.options.logger.warn({ err, skillId: workflow.id, nodeId: node.id }, "stateless skill: handler failed");
-        const code = err instanceof HandlerError ? err.code : "handler_error";
-        return this.failed(workflow, replyTo, code, err instanceof Error ? err.message : String(err));
+        const failure = callerFailure(err, this.options.logger, { skillId: workflow.id, nodeId: node.id }, `handler "${node.handler}"`);
+        return this.failed(workflow, replyTo, failure.code, failure.message);
       }
       outputs[node.id] = result.output ?? null;
       lastOutput = result.output;

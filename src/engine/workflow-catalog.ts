@@ -20,6 +20,9 @@ export const WORKFLOW_VARIABLE_NAMES: readonly string[] = ["A2A_PEER_CARD_URL"];
 const VARIABLE = VARIABLE_REFERENCE;
 export { unexpandedVariables };
 
+/** Each loaded definition's form before its variables were expanded (checkWorkflow), where they differ. */
+const AS_WRITTEN = new WeakMap<WorkflowDefinition, WorkflowDefinition>();
+
 export class WorkflowLoadError extends Error {
   override readonly name = "WorkflowLoadError";
 }
@@ -48,6 +51,15 @@ export class WorkflowCatalog {
 
   list(): WorkflowDefinition[] {
     return [...this.byId.values()];
+  }
+
+  /**
+   * The definition as its author wrote it, for answers (GET /v1/workflows/{id}): `${NAME}` references stay
+   * references, since their configured values (WORKFLOW_VARIABLES, A2A_PEER_CARD_URL) may hold secrets.
+   */
+  asWritten(id: string): WorkflowDefinition | undefined {
+    const workflow = this.byId.get(id);
+    return workflow && (AS_WRITTEN.get(workflow) ?? workflow);
   }
 
   ids(): string[] {
@@ -202,6 +214,7 @@ export function checkWorkflow(
   const { expanded, forValidation } = expandVariables(value, variables, peers.peers);
   validateWorkflowDefinition(forValidation);
   const workflow = expanded as WorkflowDefinition;
+  if (expanded !== value) AS_WRITTEN.set(workflow, value as WorkflowDefinition);
   for (const node of workflow.nodes as Array<WorkflowNode | { kind: string; id: string }>) {
     if (node.kind === "task" && !Object.hasOwn(handlers, (node as TaskNode).handler)) {
       if (!onMissingHandler) throw new WorkflowLoadError(`node "${node.id}": no handler named "${(node as TaskNode).handler}" is registered (known: ${Object.keys(handlers).join(", ")})`);

@@ -112,6 +112,32 @@ export function createA2APeerClient(opts: {
     return { [header.toLowerCase()]: credentials.key.reveal() };
   }
 
+  /**
+   * What a peer's error may not carry back to us: a peer that quotes the request in its error text (an echoed
+   * header, our callback token) would otherwise put our secrets into the node's failure, which callers read.
+   */
+  function secretsOf(target: PeerTarget, push?: PeerPushRequest): string[] {
+    const credentials = target.peer === undefined ? undefined : peers.get(target.peer)?.credentials;
+    const own = credentials ? [credentials.kind === "bearer" ? credentials.token.reveal() : credentials.key.reveal()] : [];
+    return push ? [...own, push.token] : own;
+  }
+
+  async function guarded<T>(target: PeerTarget, call: () => Promise<T>, push?: PeerPushRequest): Promise<T> {
+    try {
+      return await call();
+    } catch (err) {
+      throw withoutSecrets(err, secretsOf(target, push));
+    }
+  }
+
+  async function* guardedStream(target: PeerTarget, stream: AsyncIterable<PeerStreamEvent>): AsyncIterable<PeerStreamEvent> {
+    try {
+      yield* stream;
+    } catch (err) {
+      throw withoutSecrets(err, secretsOf(target));
+    }
+  }
+
   async function readCard(cardUrl: string, signal: AbortSignal | undefined): Promise<unknown> {
     const response = await http.request({ method: "GET", url: cardUrl, timeoutMs: opts.requestTimeoutMs, ...(signal ? { signal } : {}) });
     return parsePeerJson(response.body, "agent card");
@@ -135,16 +161,26 @@ export function createA2APeerClient(opts: {
       const apiKeyHeader = peer.credentials?.kind === "apiKey" ? (peer.credentials.header ?? apiKeyHeaderOf(card)) : undefined;
       return { endpoint, peer: peer.name, ...(apiKeyHeader ? { apiKeyHeader } : {}), capabilities: capabilitiesOf(card) };
     },
-    send: async (target, message, signal, push) => over(target.endpoint).send(target.endpoint, message, { headers: headersOf(target), ...(signal ? { signal } : {}), ...(push ? { push } : {}) }),
+    send: (target, message, signal, push) =>
+      guarded(target, () => over(target.endpoint).send(target.endpoint, message, { headers: headersOf(target), ...(signal ? { signal } : {}), ...(push ? { push } : {}) }), push),
     canStream,
     subscribe(target, taskId, signal) {
       const transport = over(target.endpoint);
-      return canStream(target) && transport.subscribe ? transport.subscribe(target.endpoint, taskId, { headers: headersOf(target), signal }) : undefined;
+      return canStream(target) && transport.subscribe ? guardedStream(target, transport.subscribe(target.endpoint, taskId, { headers: headersOf(target), signal })) : undefined;
     },
-    getTask: async (target, taskId, signal) => over(target.endpoint).getTask(target.endpoint, taskId, { headers: headersOf(target), ...(signal ? { signal } : {}) }),
-    cancelTask: async (target, taskId, signal) => over(target.endpoint).cancelTask(target.endpoint, taskId, { headers: headersOf(target), ...(signal ? { signal } : {}) }),
+    getTask: (target, taskId, signal) => guarded(target, () => over(target.endpoint).getTask(target.endpoint, taskId, { headers: headersOf(target), ...(signal ? { signal } : {}) })),
+    cancelTask: (target, taskId, signal) => guarded(target, () => over(target.endpoint).cancelTask(target.endpoint, taskId, { headers: headersOf(target), ...(signal ? { signal } : {}) })),
     async close() {
       await Promise.all([jsonRpc.close(), grpc.close()]);
     },
   };
+}
+
+/** A PeerCallError whose text quotes one of `secrets` comes back with each of them replaced by "[redacted]". */
+export function withoutSecrets(err: unknown, secrets: readonly string[]): unknown {
+  if (!(err instanceof PeerCallError)) return err;
+  const quoted = secrets.filter((secret) => secret.length > 0 && err.message.includes(secret));
+  if (quoted.length === 0) return err;
+  const message = quoted.reduce((text, secret) => text.split(secret).join("[redacted]"), err.message);
+  return new PeerCallError(message, err.kind, err.retryable, err.rpcCode);
 }

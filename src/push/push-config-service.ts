@@ -144,9 +144,17 @@ export class PushConfigService {
     return { url: chosen.url, ...(chosen.tokenFingerprint ? { tokenFingerprint: chosen.tokenFingerprint } : {}) };
   }
 
+  /**
+   * The caller's tenant's dead letters, newest first. Filtered by a task, the task must be the caller's: one of
+   * another tenant (or none at all) is not found, as on every other surface, rather than an empty list. The
+   * letters are read first (they are the tenant's own whatever the task), so those of a task already past its
+   * retention stay readable; only an empty answer needs the task looked up.
+   */
   async deadLetters(principal: Principal, filter: { taskId?: string; limit: number }): Promise<PushDeadLetter[]> {
     this.assertEnabled();
-    return this.options.configs.listDeadLetters(principal.tenant, filter);
+    const letters = await this.options.configs.listDeadLetters(principal.tenant, filter);
+    if (filter.taskId !== undefined && letters.length === 0) await this.options.tasks.get(filter.taskId, principal.tenant);
+    return letters;
   }
 
   // ------------------------------------------------------------------------------------------
@@ -195,21 +203,15 @@ export class PushConfigService {
     }
   }
 
-  /** The config as the caller registered it, secrets included (the caller is authorized for the task). */
+  /**
+   * The config as answers show it: id, url and schemes. The token and credentials are write-only (RFC 0214
+   * §A: a push credential enters no response), so they stay sealed; only the webhook ever receives them.
+   */
   private toWire(config: PushConfigRecord): TaskPushNotificationConfig {
-    let secrets: PushSecrets = {};
-    if (config.sealed) {
-      try {
-        secrets = this.options.secrets!.open(config.sealed, secretsAad(config.tenant, config.taskId, config.configId));
-      } catch (err) {
-        throw new DomainError("internal", "Internal error", undefined, { cause: err });
-      }
-    }
     const pushNotificationConfig: TaskPushNotificationConfig["pushNotificationConfig"] = {
       id: config.configId,
       url: config.url,
-      ...(secrets.token !== undefined ? { token: secrets.token } : {}),
-      ...(config.schemes ? { authentication: { schemes: [...config.schemes], ...(secrets.credentials !== undefined ? { credentials: secrets.credentials } : {}) } } : {}),
+      ...(config.schemes ? { authentication: { schemes: [...config.schemes] } } : {}),
     };
     return { taskId: config.taskId, pushNotificationConfig };
   }

@@ -179,7 +179,8 @@ export class RunService {
 
   workflow(workflowId: string, ctx: CallContext): WorkflowDefinition {
     requireScope(ctx.principal, "manifest:read");
-    return this.workflowOrThrow(workflowId);
+    this.workflowOrThrow(workflowId);
+    return this.options.catalog.asWritten(workflowId)!;
   }
 
   // ------------------------------------------------------------------------------------------

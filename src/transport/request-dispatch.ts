@@ -7,7 +7,7 @@ import { DomainError } from "../domain/errors.js";
 import { noteRequest } from "../observability/request-notes.js";
 import { jsonRpcErrorBody } from "./errors/a2a-error-exits.js";
 import { sendOpenwopError } from "./errors/openwop-error-exit.js";
-import { wireErrorOf, type ReportError } from "./errors/wire-error.js";
+import { retryAfterOf, wireErrorOf, type ReportError } from "./errors/wire-error.js";
 import { activatedExtensions } from "./extensions-header.js";
 import { sendJson, type HttpRequest, type HttpResponse } from "./http-io.js";
 import type { HttpRouter, RouteHandler } from "./http-router.js";
@@ -75,7 +75,7 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
 
   function sendError(res: HttpResponse, binding: Binding, err: unknown, headers: Record<string, string> = {}): void {
     const domain = report(err, { binding: binding.kind });
-    if (binding.kind === "jsonrpc") sendJson(res, wireErrorOf(domain, DEFAULT_A2A_VERSION).http, jsonRpcErrorBody(DEFAULT_A2A_VERSION, null, domain), headers);
+    if (binding.kind === "jsonrpc") sendJson(res, wireErrorOf(domain, DEFAULT_A2A_VERSION).http, jsonRpcErrorBody(DEFAULT_A2A_VERSION, null, domain), { ...retryAfterOf(domain), ...headers });
     else if (binding.kind === "a2a-rest") sendA2ARestError(res, binding.version, domain, headers);
     else sendOpenwopError(res, domain, headers);
   }

@@ -186,7 +186,9 @@ describe("A2A 1.0 with the @a2a-js/sdk 1.x client", () => {
         token: "tok-123",
         authentication: { scheme: "Bearer", credentials: "cred-456" },
       });
-      expect(created).toMatchObject({ id: configId, taskId: task.id, url: receiver.url(`/v10/${binding}`), authentication: { scheme: "Bearer", credentials: "cred-456" } });
+      // The token and credentials are write-only: the answer names the scheme, the webhook gets the credentials.
+      expect(created).toMatchObject({ id: configId, taskId: task.id, url: receiver.url(`/v10/${binding}`), authentication: { scheme: "Bearer" } });
+      expect(JSON.stringify(created)).not.toMatch(/tok-123|cred-456/);
       const got = await sdk.getTaskPushNotificationConfig({ tenant: "", taskId: task.id, id: configId });
       expect(got.url).toBe(created.url);
       const listed = await sdk.listTaskPushNotificationConfig({ tenant: "", taskId: task.id, pageSize: 0, pageToken: "" });

@@ -207,10 +207,11 @@ describe("A2A v0.3 over gRPC (grpc-js + proto-loader)", () => {
     // A literal public address: passes the egress guard without DNS; nothing is delivered while the task waits.
     const url = "https://93.184.215.14/hook";
     const created = await call("CreateTaskPushNotificationConfig", { parent: `tasks/${taskId}`, config: { pushNotificationConfig: { url, token: "grpc-token" } } });
-    expect(created).toMatchObject({ name: `tasks/${taskId}/pushNotificationConfigs/${taskId}`, pushNotificationConfig: { id: taskId, url, token: "grpc-token" } });
+    // The token and credentials are write-only: the answers leave them empty (proto3 defaults, not on the wire).
+    expect(created).toMatchObject({ name: `tasks/${taskId}/pushNotificationConfigs/${taskId}`, pushNotificationConfig: { id: taskId, url, token: "" } });
     await call("CreateTaskPushNotificationConfig", { parent: `tasks/${taskId}`, configId: "ops", config: { pushNotificationConfig: { url, authentication: { schemes: ["Bearer"], credentials: "grpc-cred" } } } });
     const got = await call("GetTaskPushNotificationConfig", { name: `tasks/${taskId}/pushNotificationConfigs/ops` });
-    expect(got["pushNotificationConfig"]).toMatchObject({ id: "ops", url, authentication: { schemes: ["Bearer"], credentials: "grpc-cred" } });
+    expect(got["pushNotificationConfig"]).toMatchObject({ id: "ops", url, authentication: { schemes: ["Bearer"], credentials: "" } });
     const listed = await call("ListTaskPushNotificationConfig", { parent: `tasks/${taskId}` });
     expect(listed["configs"].map((c: Obj) => c["name"])).toEqual([`tasks/${taskId}/pushNotificationConfigs/${taskId}`, `tasks/${taskId}/pushNotificationConfigs/ops`]);
     await call("DeleteTaskPushNotificationConfig", { name: `tasks/${taskId}/pushNotificationConfigs/ops` });

@@ -103,12 +103,13 @@ describe("push notification configs over JSON-RPC", () => {
     const taskId = await startTask(t.baseUrl);
 
     const first = await rpc(t.baseUrl, "tasks/pushNotificationConfig/set", { taskId, pushNotificationConfig: { url: hook.url("/a"), token: "tok-1" } });
-    expect(first.result).toEqual({ taskId, pushNotificationConfig: { id: taskId, url: hook.url("/a"), token: "tok-1" } });
+    // Token and credentials are write-only: no answer carries them (push-secrets-write-only.test.ts, every binding).
+    expect(first.result).toEqual({ taskId, pushNotificationConfig: { id: taskId, url: hook.url("/a") } });
     const second = await rpc(t.baseUrl, "tasks/pushNotificationConfig/set", {
       taskId,
       pushNotificationConfig: { id: "ops", url: hook.url("/b"), authentication: { schemes: ["Bearer"], credentials: "cred-1" } },
     });
-    expect(second.result.pushNotificationConfig).toEqual({ id: "ops", url: hook.url("/b"), authentication: { schemes: ["Bearer"], credentials: "cred-1" } });
+    expect(second.result.pushNotificationConfig).toEqual({ id: "ops", url: hook.url("/b"), authentication: { schemes: ["Bearer"] } });
 
     // get without an id reads the default config; with an id, that one.
     expect((await rpc(t.baseUrl, "tasks/pushNotificationConfig/get", { id: taskId })).result.pushNotificationConfig.url).toBe(hook.url("/a"));
@@ -118,8 +119,8 @@ describe("push notification configs over JSON-RPC", () => {
     await rpc(t.baseUrl, "tasks/pushNotificationConfig/set", { taskId, pushNotificationConfig: { url: hook.url("/a2"), token: "tok-2" } });
     const listed = await rpc(t.baseUrl, "tasks/pushNotificationConfig/list", { id: taskId });
     expect(listed.result).toEqual([
-      { taskId, pushNotificationConfig: { id: taskId, url: hook.url("/a2"), token: "tok-2" } },
-      { taskId, pushNotificationConfig: { id: "ops", url: hook.url("/b"), authentication: { schemes: ["Bearer"], credentials: "cred-1" } } },
+      { taskId, pushNotificationConfig: { id: taskId, url: hook.url("/a2") } },
+      { taskId, pushNotificationConfig: { id: "ops", url: hook.url("/b"), authentication: { schemes: ["Bearer"] } } },
     ]);
 
     // A2ATaskState carries the url and a token fingerprint, never the token.
@@ -384,7 +385,9 @@ describe("tenants", () => {
     const t = await pushApp({ API_KEYS: JSON.stringify(keys) });
     const sent = await rpc(t.baseUrl, "message/send", { message: message("x"), configuration: { pushNotificationConfig: { url: hook.url(), token: "alice-secret-token" } } }, as(keys[0]!.key));
     const taskId = sent.result.id as string;
-    expect((await rpc(t.baseUrl, "tasks/pushNotificationConfig/get", { id: taskId }, as(keys[0]!.key))).result.pushNotificationConfig.token).toBe("alice-secret-token");
+    const own = await rpc(t.baseUrl, "tasks/pushNotificationConfig/get", { id: taskId }, as(keys[0]!.key));
+    expect(own.result.pushNotificationConfig.url).toBe(hook.url());
+    expect(JSON.stringify(own)).not.toContain("alice-secret-token");
     for (const [method, params] of [
       ["tasks/pushNotificationConfig/get", { id: taskId }],
       ["tasks/pushNotificationConfig/list", { id: taskId }],
@@ -398,6 +401,24 @@ describe("tenants", () => {
     expect((await rpc(t.baseUrl, "tasks/pushNotificationConfig/list", { id: taskId }, as(keys[0]!.key))).result).toHaveLength(1);
     const bobLetters = (await (await fetch(`${t.baseUrl}/v1/push/dead-letters`, { headers: as(keys[1]!.key) })).json()) as { deadLetters: unknown[] };
     expect(bobLetters.deadLetters).toEqual([]);
+  });
+
+  it("dead letters of another tenant's task answer not found, exactly like an unknown task; the owner reads its (empty) list", async () => {
+    const t = await pushApp({ API_KEYS: JSON.stringify(keys) });
+    const sent = await rpc(t.baseUrl, "message/send", { message: message("x") }, as(keys[0]!.key));
+    const taskId = sent.result.id as string;
+    const letters = async (id: string, key: string) => {
+      const res = await fetch(`${t.baseUrl}/v1/push/dead-letters?taskId=${encodeURIComponent(id)}`, { headers: as(key) });
+      return { status: res.status, body: (await res.json()) as Record<string, any> };
+    };
+    expect(await letters(taskId, keys[0]!.key)).toEqual({ status: 200, body: { deadLetters: [] } });
+    const otherTenant = await letters(taskId, keys[1]!.key);
+    const unknownId = randomUUID();
+    const unknown = await letters(unknownId, keys[1]!.key);
+    expect(otherTenant.status).toBe(404);
+    expect(otherTenant.body["error"]).toBe("not_found");
+    expect(unknown.status).toBe(404);
+    expect(JSON.stringify(otherTenant.body).replaceAll(taskId, "ID")).toBe(JSON.stringify(unknown.body).replaceAll(unknownId, "ID"));
   });
 });
 

@@ -2,7 +2,8 @@
 // TCP proxy (test/support/command-hold-proxy.ts) between them that stalls every command (the server is
 // reachable but never answers) or cuts and refuses connections (the server is down). Callers with a deadline
 // are answered DEADLINE_EXCEEDED at it; everyone else is answered UNAVAILABLE (503 + Retry-After, JSON-RPC
-// Internal error marked retryable) within STORE_TIMEOUT_MS; and the same request retried once the store is
+// Internal error marked retryable) within STORE_TIMEOUT_MS, the operator console included, and every HTTP answer
+// of it carries Retry-After (Connect, gRPC-Web, JSON-RPC too); and the same request retried once the store is
 // back succeeds and leaves exactly one task.
 import http2 from "node:http2";
 import { randomUUID } from "node:crypto";
@@ -140,15 +141,17 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
       return;
     }
     const { status, headers, body } = answer as Answer;
+    // Every HTTP answer says when to retry, whatever its status (JSON-RPC's error rides on 200).
+    expect(headers.get("retry-after"), binding).toMatch(/^\d+$/);
     if (binding === "JSON-RPC 0.3") {
       expect(body["error"], `${binding}: ${JSON.stringify(body)}`).toMatchObject({ code: -32603, data: { retryable: true } });
     } else if (binding === "JSON-RPC 1.0") {
       expect(body["error"], binding).toMatchObject({ code: -32603, data: [{ reason: "UNAVAILABLE", metadata: { retryable: "true" } }] });
     } else if (binding === "Connect") {
+      expect(status, binding).toBe(503);
       expect(body["code"], binding).toBe("unavailable");
     } else {
       expect(status, binding).toBe(503);
-      expect(headers.get("retry-after"), binding).toMatch(/^\d+$/);
       if (binding === "OpenWOP REST") expect(body["error"]).toBe("unavailable");
     }
   }
@@ -266,6 +269,123 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
     const taskId = await retryUntilDone(sends["JSON-RPC 0.3"]!, messageId);
     expect(await retryUntilDone(sends["JSON-RPC 0.3"]!, messageId)).toBe(taskId);
     expect(await tasksWithId(taskId)).toBe(1);
+  });
+
+  // ------------------------------------------------------------------ the console, and Retry-After on every binding
+
+  /** A GET or POST with no deadline header: status, headers, body (JSON when it is JSON) and how long it took. */
+  const timed = async (method: string, path: string, init: { body?: unknown; headers?: Record<string, string>; raw?: Uint8Array } = {}) => {
+    const started = Date.now();
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: { ...(init.body !== undefined ? { "content-type": "application/json" } : {}), ...init.headers },
+      ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : init.raw ? { body: init.raw } : {}),
+    });
+    const bytes = new Uint8Array(await res.arrayBuffer());
+    const ms = Date.now() - started;
+    const text = Buffer.from(bytes).toString("latin1");
+    return { status: res.status, headers: res.headers, ms, text, body: res.headers.get("content-type")?.includes("json") ? (JSON.parse(text) as Obj) : undefined };
+  };
+
+  /** A 0.3 GetTask request (`name: tasks/<id>`) in one gRPC-Web frame. */
+  const grpcWebGetTask = (taskId: string): Uint8Array => {
+    const name = Buffer.from(`tasks/${taskId}`);
+    const message = Buffer.concat([Buffer.from([0x0a, name.length]), name]);
+    const frame = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), message]);
+    frame.writeUInt32BE(message.length, 1);
+    return frame;
+  };
+
+  it("stalled: every console route and action answers 503 unavailable + Retry-After at STORE_TIMEOUT_MS (never 500) and changes nothing; the live list still opens; Connect, gRPC-Web and JSON-RPC answers carry Retry-After too", async () => {
+    // A task waiting at its approval gate, and what the store holds of it before the stall.
+    const started = await post("/a2a/jsonrpc", { jsonrpc: "2.0", id: 1, method: "message/send", params: { message: msg03(randomUUID()), configuration: { blocking: false } } });
+    const taskId = started.body["result"].id as string;
+    const head = async () => (await db.collection("tasks").findOne({ _id: taskId } as never)) as Obj;
+    const deadlineAt = Date.now() + 10_000;
+    while ((await head())?.["status"] !== "waiting-approval") {
+      if (Date.now() > deadlineAt) throw new Error(`task ${taskId} never reached its approval gate: ${JSON.stringify(await head())}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const before = await head();
+    const eventsBefore = await db.collection("events").countDocuments({ taskId });
+    // Warm the console's code paths (first calls load modules), so the timings measure the store budget.
+    expect((await timed("GET", `/console/api/tasks/${taskId}`)).status).toBe(200);
+
+    const consoleCalls: Record<string, () => ReturnType<typeof timed>> = {
+      "GET /console/api/tasks": () => timed("GET", "/console/api/tasks"),
+      "GET /console/api/tasks/{id}": () => timed("GET", `/console/api/tasks/${taskId}`),
+      "GET /console/api/tasks/{id}/events": () => timed("GET", `/console/api/tasks/${taskId}/events`),
+      "GET /console/api/tasks/{id}/push": () => timed("GET", `/console/api/tasks/${taskId}/push`),
+      "POST /console/api/tasks/{id}/cancel": () => timed("POST", `/console/api/tasks/${taskId}/cancel`, { body: { reason: "stalled" } }),
+      "POST /console/api/tasks/{id}/interrupts/gate": () => timed("POST", `/console/api/tasks/${taskId}/interrupts/gate`, { body: { resumeValue: { action: "accept" } } }),
+      "POST /console/api/bulk/cancel": () => timed("POST", "/console/api/bulk/cancel", { body: { taskIds: [taskId] } }),
+      "POST /console/api/bulk/retry-push": () => timed("POST", "/console/api/bulk/retry-push", { body: { taskIds: [taskId] } }),
+    };
+    const otherCalls = {
+      // GetTask without a deadline: held to STORE_TIMEOUT_MS, UNAVAILABLE.
+      Connect: () => timed("POST", "/a2a.v1.A2AService/GetTask", { body: { name: `tasks/${taskId}` } }),
+      "gRPC-Web": () => timed("POST", "/a2a.v1.A2AService/GetTask", { raw: grpcWebGetTask(taskId), headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1" } }),
+      "JSON-RPC": () => timed("POST", "/a2a/jsonrpc", { body: { jsonrpc: "2.0", id: 7, method: "tasks/get", params: { id: taskId } } }),
+      // Streams that fail before their first event: 0.3 answers an SSE error event, 1.0 a plain JSON-RPC error.
+      "JSON-RPC stream 0.3": () => timed("POST", "/a2a/jsonrpc", { body: { jsonrpc: "2.0", id: 8, method: "tasks/resubscribe", params: { id: taskId } } }),
+      "JSON-RPC stream 1.0": () => timed("POST", "/a2a/jsonrpc", { body: { jsonrpc: "2.0", id: 9, method: "SubscribeToTask", params: { id: taskId } }, headers: { "A2A-Version": "1.0" } }),
+    };
+
+    proxy.stall();
+    // Should an answer wait for the store itself (the bug), the store comes back after three budgets, so the
+    // test ends with a failed timing instead of hanging.
+    const safety = setTimeout(() => proxy.resume(), 3 * STORE_TIMEOUT_MS);
+    let answers: Array<[string, Awaited<ReturnType<typeof timed>>]>;
+    let liveList: string;
+    try {
+      const live = new AbortController();
+      const opening = fetch(`${base}/console/api/tasks/stream`, { signal: live.signal }).then(async (res) => {
+        const reader = res.body!.getReader();
+        const first = new TextDecoder().decode((await reader.read()).value);
+        live.abort();
+        return `${res.status} ${first}`;
+      });
+      [answers, liveList] = await Promise.all([Promise.all(Object.entries({ ...consoleCalls, ...otherCalls }).map(async ([name, call]) => [name, await call()] as [string, Awaited<ReturnType<typeof timed>>])), opening]);
+    } finally {
+      clearTimeout(safety);
+      proxy.resume();
+    }
+
+    // The live list does not wait for the store: it opens with its "ready" event while the store is stalled.
+    expect(liveList).toMatch(/^200 [\s\S]*event: ready/);
+    for (const [name, answer] of answers) {
+      figures[`stalled:${name}`] = answer.ms;
+      expect(answer.headers.get("retry-after"), name).toBe("1");
+      // At the budget: not before it (the store was waited for), not long after (not the driver's own timeouts).
+      expect(answer.ms, name).toBeGreaterThanOrEqual(STORE_TIMEOUT_MS - 10);
+      // Thirteen calls at once on a shared machine: the bound, with room (still far below any driver timeout).
+      expect(answer.ms, name).toBeLessThanOrEqual(STORE_TIMEOUT_MS + 10 * SLACK_MS);
+      if (name in consoleCalls) {
+        expect({ status: answer.status, error: answer.body?.["error"] }, name).toEqual({ status: 503, error: "unavailable" });
+        expect(answer.body?.["message"], name).toMatch(/task store .*retried/);
+      }
+    }
+    const by = Object.fromEntries(answers);
+    expect(by["Connect"]!.status).toBe(503);
+    expect(by["Connect"]!.body?.["code"]).toBe("unavailable");
+    // gRPC-Web: HTTP 200, the status in the trailer frame; the HTTP answer still says when to retry.
+    expect(by["gRPC-Web"]!.status).toBe(200);
+    expect(by["gRPC-Web"]!.text).toMatch(/grpc-status:\s*14/);
+    expect(by["JSON-RPC"]!.status).toBe(200);
+    expect(by["JSON-RPC"]!.body?.["error"]).toMatchObject({ code: -32603, data: { retryable: true } });
+    expect(by["JSON-RPC stream 0.3"]!.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    expect(by["JSON-RPC stream 0.3"]!.text).toMatch(/event: error[\s\S]*"retryable":true/);
+    expect(by["JSON-RPC stream 1.0"]!.body?.["error"]).toMatchObject({ code: -32603, data: [{ reason: "UNAVAILABLE" }] });
+
+    // Nothing changed: no cancel, no approval, no event.
+    const after = await head();
+    expect({ version: after["version"], status: after["status"], state: after["a2a"]?.state }).toEqual({ version: before["version"], status: "waiting-approval", state: before["a2a"]?.state });
+    expect(await db.collection("events").countDocuments({ taskId })).toBe(eventsBefore);
+    // Once the store answers, the same console action goes through.
+    const until = Date.now() + 20_000;
+    let cancel = await timed("POST", `/console/api/tasks/${taskId}/cancel`, { body: { reason: "store back" } });
+    while (cancel.status === 503 && Date.now() < until) cancel = await timed("POST", `/console/api/tasks/${taskId}/cancel`, { body: { reason: "store back" } });
+    expect(cancel.status).toBe(202);
   });
 
   // ------------------------------------------------------------------ down

@@ -24,6 +24,7 @@ import { decideRetry, retryAfterMs, type RetryPolicy } from "../../domain/retry-
 import type { TaskContext } from "../../machine/task-context.js";
 import { PeerCallError, type PeerHttpClient } from "../../peer/peer-http-client.js";
 import { abortableSleep } from "../../domain/abortable-sleep.js";
+import { opaqueFailure } from "../handler-failure.js";
 import { ShutdownSignal } from "../in-flight-work.js";
 import { feedbackFor, idempotencyKeyOf, incomingMessageOf, runInputOf } from "../workflow-engine.js";
 import { HandlerError, type HandlerArtifact, type HandlerResult, type HttpNode, type WorkflowDefinition } from "../../workflows/workflow-types.js";
@@ -340,8 +341,14 @@ async function callService(
   let failure: { code: string; message: string } | undefined;
   if ("error" in ran) {
     const err = ran.error;
-    failure = err instanceof HandlerError ? { code: err.code, message: err.message } : { code: "http_node_error", message: `the http node failed: ${(err as Error)?.message ?? String(err)}` };
-    logger.warn({ taskId, nodeId: node.id, code: failure.code, reason: failure.message }, "http node failed");
+    if (err instanceof HandlerError) {
+      failure = { code: err.code, message: err.message };
+      logger.warn({ taskId, nodeId: node.id, code: failure.code, reason: failure.message }, "http node failed");
+    } else {
+      // Not one of ours: its text is internals, so callers get a correlation id and the log the error.
+      const { code, message } = opaqueFailure(err, logger, { taskId, nodeId: node.id }, `http node "${node.id}"`, "http_node_error");
+      failure = { code, message };
+    }
   }
   return (live) => {
     if (!stillRunning(live, node.id)) return; // cancelled or paused meanwhile; dropped

@@ -3,6 +3,7 @@ import { runStatusOf } from "../../machine/task-projection.js";
 import type { TaskContext } from "../../machine/task-context.js";
 import { ShutdownSignal } from "../in-flight-work.js";
 import { withConversation, type HandlerContextBase } from "../handler-conversation.js";
+import { callerFailure, type CallerFailure } from "../handler-failure.js";
 import { feedbackFor, idempotencyKeyOf, incomingMessageOf, runInputOf } from "../workflow-engine.js";
 import { HandlerError, type HandlerResult, type TaskHandler, type TaskNode, type WorkflowDefinition } from "../../workflows/workflow-types.js";
 import { chunkEmitter } from "./artifact-chunks.js";
@@ -57,14 +58,9 @@ async function runHandler(
     if (ran.abort.reason instanceof ShutdownSignal) throw ran.abort.reason;
     return; // cancelled: the driver's next step commits CANCELLED
   }
-  let failure: { code: string; message: string; retryable: boolean } | undefined;
+  let failure: CallerFailure | undefined;
   if ("error" in ran) {
-    const err = ran.error;
-    failure =
-      err instanceof HandlerError
-        ? { code: err.code, message: err.message, retryable: err.retryable }
-        : { code: "handler_error", message: `handler "${node.handler}" threw: ${(err as Error)?.message ?? String(err)}`, retryable: false };
-    logger.warn({ err, taskId, nodeId: node.id }, "task handler failed");
+    failure = callerFailure(ran.error, logger, { taskId, nodeId: node.id }, `handler "${node.handler}"`);
   }
   return (live) => {
     const at = runtime.now();

@@ -1,9 +1,9 @@
-import { Code, ConnectError, createConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, createContextKey, createContextValues, type Interceptor } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { CALLER } from "../../a2a/connect-caller.js";
 import { versionModules, versionOfRpcService, DEFAULT_A2A_VERSION, type BoundVersions } from "../../a2a/versions.js";
 import type { Authenticator } from "../../auth/api-key-authenticator.js";
-import type { ReportError } from "../errors/wire-error.js";
+import { RETRY_AFTER_SECONDS, type ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
 import { settleUnreadBody } from "../unread-request-body.js";
 import { checkedRequestBody, resetUnreadRequestAfterTrailers } from "./rpc-request-check.js";
@@ -11,6 +11,13 @@ import { clampDeadlineHeaders, untilDeadline } from "./rpc-deadline.js";
 import { answerUnknownMethod } from "./rpc-unknown-method.js";
 import { admitRpcCaller, rpcErrorOf } from "./rpc-call-guard.js";
 import { GrpcUnaryFastPath } from "./grpc-unary-fast-path.js";
+
+/**
+ * Set by the interceptor when a call answers UNAVAILABLE, so that its HTTP answer carries `Retry-After`: Connect's
+ * 503 and gRPC-Web's 200 alike (the status itself is in a trailer frame of the body there, out of an HTTP
+ * client's sight). The interceptor sees no response headers on an error, hence a per-request flag.
+ */
+const UNAVAILABLE_ANSWER = createContextKey<{ unavailable: boolean } | undefined>(undefined, { description: "the call answered UNAVAILABLE" });
 
 /** Connect, gRPC and gRPC-Web paths of the registered services: `/a2a.v1.A2AService/*` (0.3), `/lf.a2a.v1.A2AService/*` (1.0). */
 const A2A_RPC_PREFIXES = versionModules().map((m) => `/${m.connectService.typeName}/`);
@@ -44,7 +51,14 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
   const guard: Interceptor = (next) => async (req) => {
     const version = versionOfRpcService(req.service.typeName) ?? DEFAULT_A2A_VERSION;
     // The same checks and error mapping as the gRPC unary fast path (rpc-call-guard.ts).
-    const fail = (err: unknown) => rpcErrorOf(version, report, req.method.name, err);
+    const fail = (err: unknown) => {
+      const error = rpcErrorOf(version, report, req.method.name, err);
+      if (error.code === Code.Unavailable) {
+        const answer = req.contextValues.get(UNAVAILABLE_ANSWER);
+        if (answer) answer.unavailable = true;
+      }
+      return error;
+    };
     try {
       req.contextValues.set(CALLER, admitRpcCaller(authenticator, (name) => req.header.get(name)));
       // A unary call answers DEADLINE_EXCEEDED at its deadline, whatever it still waits for (rpc-deadline.ts).
@@ -81,13 +95,19 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
       return;
     }
     resetUnreadRequestAfterTrailers(req);
-    const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
+    const answer = { unavailable: false };
+    const values = createContextValues();
+    values.set(UNAVAILABLE_ANSWER, answer);
+    const uReq = universalRequestFromNodeRequest(req, res, undefined, values);
     clampDeadlineHeaders(uReq.header);
     // A JSON body may come back shorter (unknown fields dropped), so its declared length no longer holds.
     if (uReq.header.get("content-type")?.includes("json")) uReq.header.delete("content-length");
     const body = checkedRequestBody(uReq.body as AsyncIterable<Uint8Array>, { contentType: uReq.header.get("content-type") ?? "", header: uReq.header, input: handler.method.input, maxBytes: options.maxBodyBytes, maxDepth: options.maxInputDepth });
     handler({ ...uReq, body })
       .then((uRes) => {
+        // The answer's headers are not written yet: the handler resolves once the first body bytes (here the
+        // error's) are ready, so a failure before them has set the flag.
+        if (answer.unavailable) uRes.header?.set("retry-after", String(RETRY_AFTER_SECONDS));
         // Answered before the body's end (too large, refused from its headers): drain it or close the connection.
         if (!body.reading) settleUnreadBody(req, res);
         return universalResponseToNodeResponse(uRes, res);

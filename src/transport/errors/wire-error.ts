@@ -72,3 +72,11 @@ export const RETRY_AFTER_SECONDS = 1;
 export function statusHeaders(status: number): Record<string, string> {
   return status === 503 ? { "retry-after": String(RETRY_AFTER_SECONDS) } : {};
 }
+
+/**
+ * The same `Retry-After` for an error answered on an HTTP status of its own binding (a JSON-RPC error rides on
+ * 200, a gRPC-Web status on 200): whenever the one table says 503 for it, the HTTP answer says when to retry.
+ */
+export function retryAfterOf(err: DomainError): Record<string, string> {
+  return statusHeaders(WIRE_CODES[err.code].http);
+}

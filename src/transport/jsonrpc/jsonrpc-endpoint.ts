@@ -5,7 +5,7 @@ import { DomainError } from "../../domain/errors.js";
 import { parseJsonBody } from "../../domain/json-input.js";
 import { isObject } from "../../domain/json-shape.js";
 import { jsonRpcErrorBody, type JsonRpcId } from "../errors/a2a-error-exits.js";
-import { wireErrorOf, type ReportError } from "../errors/wire-error.js";
+import { retryAfterOf, wireErrorOf, type ReportError } from "../errors/wire-error.js";
 import { noteRequest } from "../../observability/request-notes.js";
 import { oncePerObject } from "../../domain/once-per-object.js";
 import { activatedExtensions } from "../extensions-header.js";
@@ -37,7 +37,11 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
 
   return async function handleJsonRpc(req: HttpRequest, res: HttpResponse, ctx: CallContext): Promise<void> {
     const headers = activatedExtensions(req, options.supportedExtensions);
-    const fail = (status: number, version: A2AVersion, id: JsonRpcId, err: unknown) => sendJson(res, status, jsonRpcErrorBody(version, id, report(err, { rpcId: id })), headers);
+    // A retryable error (the store unavailable) carries Retry-After on its HTTP answer, as 503s do elsewhere.
+    const fail = (status: number, version: A2AVersion, id: JsonRpcId, err: unknown) => {
+      const domain = report(err, { rpcId: id });
+      sendJson(res, status, jsonRpcErrorBody(version, id, domain), { ...headers, ...retryAfterOf(domain) });
+    };
     if (req.method !== "POST") {
       sendJson(res, 405, jsonRpcErrorBody(legacy, null, new DomainError("invalid-request", "JSON-RPC requests must use POST")), { allow: "POST", ...headers });
       return;
@@ -99,8 +103,9 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
       encode: (result) => responseText(id, result),
       failedBeforeFirst: async (err) => {
         if (versionModule(version).errors.jsonRpcStreamFailure === "plain") return fail(200, version, id, err);
-        const sse = new SseWriter(res, 15_000, headers);
-        await sse.send(errorOf(err), { event: "error" });
+        const domain = report(err, { rpcId: id });
+        const sse = new SseWriter(res, 15_000, { ...headers, ...retryAfterOf(domain) });
+        await sse.send(jsonRpcErrorBody(version, id, domain), { event: "error" });
         sse.end();
       },
       errorFrame: errorOf,
