@@ -39,6 +39,8 @@ const SUPPORTED_EXTENSIONS = [OPENWOP_EXTENSION_URI];
 
 export interface AppOptions extends CoreOptions {
   durableStore: boolean;
+  /** The in-memory fallback's warning (store/memory-fallback.ts), shown on /readyz. */
+  storeWarning?: string[];
 }
 
 export interface App {
@@ -118,7 +120,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     cardSettings: config.agentCard,
     recoveryEvidence: recoveryEvidence(config.leases, config.recovery),
   });
-  const readiness = new Readiness({ ping: () => options.store.ping?.() ?? Promise.resolve(), timeoutMs: config.readinessTimeoutMs, leaseProblem: () => core.supervisor.leaseProblem() });
+  const readiness = new Readiness({ ping: () => options.store.ping?.() ?? Promise.resolve(), timeoutMs: config.readinessTimeoutMs, leaseProblem: () => core.supervisor.leaseProblem(), details: { store: options.store.kind, durable: options.durableStore, ...(options.storeWarning ? { warning: options.storeWarning } : {}) } });
   addOpsRoutes(router, { readiness, telemetry: core.telemetry });
   addOpenApiRoute(router, { publicUrl: config.publicUrl, version: packageVersion });
 

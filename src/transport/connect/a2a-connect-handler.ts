@@ -6,6 +6,7 @@ import type { Authenticator } from "../../auth/api-key-authenticator.js";
 import { RETRY_AFTER_SECONDS, type ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
 import { settleUnreadBody } from "../unread-request-body.js";
+import { encodeGrpcMessagesAsSpec } from "./grpc-message.js";
 import { checkedRequestBody, resetUnreadRequestAfterTrailers } from "./rpc-request-check.js";
 import { clampDeadlineHeaders, untilDeadline } from "./rpc-deadline.js";
 import { answerUnknownMethod } from "./rpc-unknown-method.js";
@@ -95,6 +96,7 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
       return;
     }
     resetUnreadRequestAfterTrailers(req);
+    if (/^application\/grpc(?:\+|;|$)/.test(req.headers["content-type"] ?? "")) encodeGrpcMessagesAsSpec(res);
     const answer = { unavailable: false };
     const values = createContextValues();
     values.set(UNAVAILABLE_ANSWER, answer);
