@@ -3,6 +3,7 @@ import { parseCliArgs } from "./cli/cli-args.js";
 import { startFailure } from "./cli/start-failure.js";
 import { runCommand } from "./cli-commands.js";
 import { createLogger } from "./observability/logger.js";
+import { exitAtShutdownDeadline } from "./shutdown-deadline.js";
 
 // The CLI (`openwop-a2a-host`, `npm start`, the container): settings from the environment, your handlers from
 // HANDLERS_MODULE. `--help`, `--version` and `check` never listen (cli-commands.ts). SIGTERM/SIGINT drain and
@@ -18,6 +19,7 @@ try {
   const stop = (): void => {
     if (stopping) return;
     stopping = true;
+    exitAtShutdownDeadline(host.shutdown); // whatever hangs, the process ends (shutdown-deadline.ts)
     void host.close().then(() => process.exit(0));
   };
   process.on("SIGTERM", stop);
