@@ -13,13 +13,13 @@ const command = parseCliArgs(process.argv.slice(2));
 if (command.kind !== "start") process.exit(await runCommand(command));
 try {
   // Loaded only to start: --help and --version answer without loading the host.
-  const { startHost } = await import("./start-host.js");
+  const { startHost, shutdownPlanOf } = await import("./start-host.js");
   const host = await startHost();
   let stopping = false;
   const stop = (): void => {
     if (stopping) return;
     stopping = true;
-    exitAtShutdownDeadline(host.shutdown); // whatever hangs, the process ends (shutdown-deadline.ts)
+    exitAtShutdownDeadline(shutdownPlanOf(host)); // whatever hangs, the process ends (shutdown-deadline.ts)
     void host.close().then(() => process.exit(0));
   };
   process.on("SIGTERM", stop);

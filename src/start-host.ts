@@ -23,8 +23,22 @@ export interface RunningHost {
   port: number;
   /** Drains like SIGTERM: refuses new requests, ends streams, releases task leases, closes the store. */
   close(): Promise<void>;
-  /** @internal SHUTDOWN_GRACE_MS, and the step `close()` is in: what the CLI's shutdown deadline reads (src/main.ts). */
-  readonly shutdown: { graceMs: number; steps: ShutdownSteps };
+}
+
+/** What the CLI's shutdown deadline reads of a host (src/main.ts): SHUTDOWN_GRACE_MS and the step `close()` is in. */
+export interface ShutdownPlan {
+  graceMs: number;
+  steps: ShutdownSteps;
+}
+
+// Kept beside the host object rather than on it: RunningHost is public, the shutdown plan is the CLI's business.
+const shutdownPlans = new WeakMap<RunningHost, ShutdownPlan>();
+
+/** The shutdown plan of a host this module started. */
+export function shutdownPlanOf(host: RunningHost): ShutdownPlan {
+  const plan = shutdownPlans.get(host);
+  if (!plan) throw new Error("not a host started by startHost");
+  return plan;
 }
 
 /** PORT=0 without PUBLIC_URL: a free port is chosen first, so the agent card names the port callers reach. */
@@ -142,11 +156,10 @@ export async function launchHost(options: HostOptions, processEnv: Env, logger?:
   const host = address.address === "0.0.0.0" || address.address === "::" ? "localhost" : address.family === "IPv6" ? `[${address.address}]` : address.address;
   let closing: Promise<void> | undefined;
   const steps = new ShutdownSteps();
-  return {
+  const running: RunningHost = {
     url: `http://${host}:${address.port}`,
     publicUrl: config.publicUrl,
     port: address.port,
-    shutdown: { graceMs: config.shutdownGraceMs, steps },
     close() {
       closing ??= (async () => {
         log.info("shutting down: draining requests and ending streams");
@@ -158,4 +171,6 @@ export async function launchHost(options: HostOptions, processEnv: Env, logger?:
       return closing;
     },
   };
+  shutdownPlans.set(running, { graceMs: config.shutdownGraceMs, steps });
+  return running;
 }
