@@ -16,6 +16,24 @@ const PAGE_SIZE = 50;
 const view = document.getElementById("view");
 const errorBox = document.getElementById("error");
 const liveDot = document.getElementById("live");
+
+/**
+ * The indicator in the header says what the page's live stream is doing, in words (its title says more):
+ * "live" while updates arrive; "ended" when a task finished and its stream closed, as it does after the
+ * last event (nothing is wrong: no more updates will come); "disconnected" when the stream failed.
+ */
+const LIVE = {
+  live: ["● live", "Live: changes appear as they happen."],
+  ended: ["● ended", "This task has finished: its event stream closed after the last event, so no more updates will come."],
+  lost: ["● disconnected", "Live updates stopped: the stream to the host failed. Reload the page to reconnect."],
+};
+function setLive(state, detail) {
+  const [text, title] = LIVE[state];
+  liveDot.textContent = text;
+  liveDot.title = detail ? `${title} (${detail})` : title;
+  liveDot.className = `live ${state}`;
+  liveDot.dataset.live = state;
+}
 let machineLayout;
 const workflowLayouts = new Map();
 /** Aborted when the view changes: stops the streams the previous view opened. */
@@ -55,7 +73,7 @@ function postJson(path, body) {
 async function stream(path, signal, onMessage) {
   const res = await fetch(path, { headers: headers({ accept: "text/event-stream" }), signal });
   if (!res.ok || !res.body) throw new Error(`${path}: ${res.status}`);
-  liveDot.classList.remove("off");
+  setLive("live");
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   try {
@@ -367,7 +385,10 @@ async function showList(params) {
     tbody.prepend(rowOf(summary));
     renderCounts();
     renderStatus();
-  }).catch(streamFailed);
+  }).then(() => {
+    // The list's stream has no last event: it closed because the host went away (a restart, a deploy).
+    if (!signal.aborted) setLive("lost", "the host closed the stream");
+  }, streamFailed);
 }
 
 // ------------------------------------------------------------------ task page
@@ -472,10 +493,13 @@ async function showTask(taskId) {
         el("button", { type: "button", class: "danger", id: "cancel", disabled: !cancellable, onclick: () => void cancelTask() }, "Cancel task…"),
       ),
     );
-    diagram.replaceChildren(drawMachine(machineLayout, t.status, detail.path));
+    diagram.replaceChildren(drawMachine(machineLayout, t.status, detail.path, t.a2aState));
     if (workflow) {
       const ended = ["completed"].includes(t.status);
-      wfDiagram.replaceChildren(drawWorkflow(workflow.layout, { current: ended ? "$end" : detail.currentNode?.id, path: ended ? [...detail.nodePath, "$end"] : detail.nodePath, remote: detail.remote }));
+      const outcome = ["completed", "failed", "cancelled"].includes(t.status) ? t.a2aState : undefined;
+      // A task that failed or was cancelled stopped at the last node it entered.
+      const current = ended ? "$end" : (detail.currentNode?.id ?? (outcome ? detail.nodePath.at(-1) : undefined));
+      wfDiagram.replaceChildren(drawWorkflow(workflow.layout, { current, path: ended ? [...detail.nodePath, "$end"] : detail.nodePath, remote: detail.remote, outcome }));
     }
     renderInterrupt();
     historyBox.replaceChildren(...(detail.history.length ? detail.history.map((m) => el("div", { class: "message" }, el("span", { class: "role" }, m.role), partsView(m.parts))) : [el("p", { class: "muted" }, "None.")]));
@@ -561,6 +585,7 @@ async function showTask(taskId) {
       } }, "Reject…"));
       parts.push(labelled("interrupt-text", "Feedback (for Refine) or question (for Ask)", note));
       parts.push(el("div", { class: "actions" }, buttons));
+      if (actions.includes("edit-accept")) parts.push(editAcceptForm(form.artifacts[0], (editedArtifactData) => send({ action: "edit-accept", editedArtifactData }), fieldError, labelled, !token));
     } else {
       const raw = el("textarea", { id: "interrupt-json", rows: 3, "aria-describedby": "interrupt-json-error" });
       parts.push(el("details", {}, el("summary", {}, "Interrupt data"), el("pre", {}, JSON.stringify(pending.data, null, 2))));
@@ -634,15 +659,45 @@ async function showTask(taskId) {
       addEvent(data);
       scheduleRefresh();
     });
-    liveDot.classList.add("off");
+    setLive("ended");
   };
   follow().catch(streamFailed);
 }
 
 function streamFailed(err) {
   if (err?.name === "AbortError") return; // the view changed
-  liveDot.classList.add("off");
+  setLive("lost", String(err?.message ?? err));
   showError(err);
+}
+
+/**
+ * Edit and accept: an editable copy of the proposal under review (its text, or its data as JSON), sent as
+ * `editedArtifactData` (a string stays text; JSON is parsed, and must parse).
+ */
+function editAcceptForm(artifact, send, fieldError, labelled, disabled) {
+  const text = (artifact?.parts ?? []).filter((p) => p.kind === "text").map((p) => p.text).join("\n");
+  const data = (artifact?.parts ?? []).find((p) => p.kind === "data")?.data;
+  const asJson = !text && data !== undefined;
+  const copy = el("textarea", { id: "edit-copy", rows: 4, "aria-describedby": "edit-copy-error", value: asJson ? JSON.stringify(data.value ?? data, null, 2) : text });
+  const submit = () => {
+    let value = copy.value;
+    if (asJson) {
+      try {
+        value = JSON.parse(copy.value);
+      } catch {
+        return void fieldError(copy, "Write valid JSON.");
+      }
+    } else if (!value.trim()) {
+      return void (fieldError(copy, "The edited proposal is empty."), copy.focus());
+    }
+    fieldError(copy);
+    void send(value);
+  };
+  return el("details", { class: "edit-accept", id: "edit-accept-panel" },
+    el("summary", {}, "Edit the proposal, then accept it"),
+    labelled("edit-copy", asJson ? "Edited proposal (JSON)" : "Edited proposal", copy, "(replaces the artifact under review)"),
+    el("div", { class: "actions" }, el("button", { type: "button", id: "edit-accept", disabled, onclick: submit }, "Accept with edits")),
+  );
 }
 
 function partsView(parts) {
@@ -664,7 +719,7 @@ function navigate(url) {
 async function route() {
   viewScope.abort();
   viewScope = new AbortController();
-  liveDot.classList.remove("off");
+  setLive("live");
   // Links of the first console (#/tasks/{id}, #/?filters) still open what they named.
   const legacy = /^#\/(tasks\/(.+)|\?(.*))?$/.exec(location.hash);
   if (legacy) history.replaceState(null, "", legacy[2] ? taskHref(decodeURIComponent(legacy[2])) : `/console${legacy[3] ? `?${legacy[3]}` : ""}`);
