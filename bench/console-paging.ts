@@ -99,6 +99,8 @@ async function measure(kind: string) {
         }
         const mark = performance.getEntriesByName("console-rows")[0];
         if (mark) out.rowsRenderedMs = at(mark.startTime);
+        const start = performance.getEntriesByName("console-start")[0];
+        if (start) out.scriptStartMs = at(start.startTime);
         const read = performance.getEntriesByName("console-api")[0];
         if (read) out.apiReadMs = at(read.startTime);
         const paint = performance.getEntriesByName("first-contentful-paint")[0];

@@ -44,7 +44,7 @@ async function unlabelledControls(page: Page): Promise<string[]> {
 
 const focusedId = (page: Page) => page.evaluate<string | undefined>("document.activeElement?.id");
 /** The computed fill of the first element matching `selector` (an SVG rect). */
-const fillOf = (page: Page, selector: string) => page.locator(selector).first().evaluate((el) => getComputedStyle(el).fill);
+const fillOf = (page: Page, selector: string) => page.evaluate<string>(`getComputedStyle(document.querySelector(${JSON.stringify(selector)})).fill`);
 const GREEN = "rgb(213, 243, 225)";
 const RED = "rgb(253, 226, 226)";
 const GREY = "rgb(236, 239, 243)";
