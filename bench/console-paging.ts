@@ -5,8 +5,8 @@
 // "Fresh" rounds open the page in a new browser context each time (empty cache, no open connection: what an
 // operator's first visit costs), with the page's own timeline from the Performance API: the document, each
 // script, the API call and the rows rendered.
-//   npx tsx bench/console-paging.ts [--tasks 3000] [--rounds 5] [--store memory,mongodb]
-// Writes bench/results/console-paging-<UTC time>.json.
+//   npx tsx bench/console-paging.ts [--tasks 3000] [--rounds 5] [--store memory,mongodb] [--label before]
+// Writes bench/results/console-paging-[<label>-]<UTC time>.json.
 import { randomUUID } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { cpus } from "node:os";
