@@ -77,9 +77,10 @@ export function nodeTitle(node: WorkflowNode): string {
 }
 
 /**
- * Scheme, host and port only: a URL's path, query and userinfo may hold secrets. A definition as written may
- * name its URL through a ${VARIABLE} reference (the workflow variables are filled in only when the node
- * runs): then the reference itself, up to the path, which names the setting and not its value.
+ * Scheme, host and port only: a URL's path, query and userinfo may hold secrets. A URL may still be a
+ * ${VARIABLE} reference here (an http node's WORKFLOW_VARIABLES are resolved only when it runs; an a2a.invoke
+ * variable that is not configured stays as written): then the reference itself, up to the path, which names
+ * the setting and not its value.
  */
 export function originOf(url: string): string {
   if (url.includes("${")) {
