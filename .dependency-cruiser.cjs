@@ -28,6 +28,8 @@ const allowed = {
   observed: ["domain", "engine", "observability", "peer", "push", "store", "workflows"],
   // a2a: the agent-card settings (which card the bare well-known path serves) live with the card;
   // transport: the listening port's connection timeouts and caps (transport/connection-settings.ts).
+  // The command line's pieces: its arguments, the help text, how a failed start is reported (src/main.ts runs them).
+  cli: ["domain", "engine", "observability"],
   config: ["domain", "auth", "egress", "interrupts", "peer", "push", "store", "engine", "secrets", "observability", "a2a", "workflows", "transport"],
 };
 

@@ -27,6 +27,8 @@ RUN npm ci --omit=dev --workspaces=false --no-audit --no-fund && npm cache clean
 COPY --from=build /app/dist/src ./dist/src
 COPY workflows ./workflows
 COPY schemas ./schemas
+# The variables' table: the host reads it to warn about a misspelled variable (PUSH_ENABLE for PUSH_ENABLED).
+COPY docs/configuration.md ./docs/configuration.md
 # The CLI on the PATH, and the package where modules outside /app (your /agent) find it by name.
 RUN chmod +x dist/src/main.js && ln -s /app/dist/src/main.js /usr/local/bin/openwop-a2a-host \
   && mkdir -p /node_modules && ln -s /app /node_modules/openwop-a2a-host \

@@ -1,8 +1,8 @@
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildAgentCard, type AgentCard, type AgentInterface } from "./a2a/agent-card.js";
 import { TaskService } from "./a2a/task-service.js";
 import type { Config } from "./config/config.js";
+import { packageVersion } from "./domain/package-version.js";
 import { projectRoot } from "./domain/project-root.js";
 import { A2AInvokeRunner } from "./engine/nodes/a2a-invoke-runner.js";
 import { PeerCallbackService } from "./engine/peer-callback-service.js";
@@ -52,7 +52,7 @@ export const JSONRPC_PATH = "/a2a/jsonrpc";
 /** The OpenWOP extension our tasks carry (`metadata.openwop`: run status, interrupt carrier, error). */
 export const OPENWOP_EXTENSION_URI = "https://openwop.dev/extensions/a2a-durable-tasks/v1";
 
-export const packageVersion = (JSON.parse(readFileSync(join(projectRoot, "package.json"), "utf8")) as { version: string }).version;
+export { packageVersion };
 
 export interface CoreOptions {
   config: Config;
@@ -63,6 +63,8 @@ export interface CoreOptions {
   handlers?: Record<string, TaskHandler>;
   /** Workflow definitions given as objects (`startHost({ workflows })`), validated exactly like files; they count as the user's own (see BUILTIN_WORKFLOWS). */
   workflows?: WorkflowDefinition[];
+  /** The catalog, when the caller loaded it already (`startHost` checks the workflows before opening the store); else loaded here. */
+  catalog?: WorkflowCatalog;
   /** Push-config store (open it next to the task store); in-memory when not given. */
   pushConfigs?: PushConfigStore;
   /** Tests only: the DNS resolver of the push egress guard. */
@@ -104,25 +106,31 @@ function grpcTarget(publicUrl: string): string {
   return `${url.hostname}:${url.port || (url.protocol === "https:" ? "443" : "80")}`;
 }
 
-export async function createCore(options: CoreOptions): Promise<Core> {
-  const { config, logger } = options;
-  const telemetry = options.telemetry ?? (await createTelemetry({ version: packageVersion }));
-  const store = observedTaskStore(options.store, telemetry, logger);
-  const handlers = observedHandlers({ ...builtinHandlers, ...options.handlers }, telemetry);
-  // Our built-in sets (BUILTIN_WORKFLOWS; by default the demos, and none once the user brings workflows of
-  // their own), then the user's: WORKFLOWS_DIR and the definitions given as objects.
-  const catalog = await loadWorkflowCatalog({
+/**
+ * Our built-in sets (BUILTIN_WORKFLOWS; by default the demos, and none once the user brings workflows of their
+ * own), then the user's: WORKFLOWS_DIR and the definitions given as objects. Every problem in one WorkflowLoadError.
+ */
+export function loadCatalog(config: Config, handlers: Record<string, TaskHandler>, workflows?: WorkflowDefinition[]): Promise<WorkflowCatalog> {
+  return loadWorkflowCatalog({
     builtinDir: join(projectRoot, "workflows"),
-    builtin: builtinWorkflowSets(config, options.workflows?.length ?? 0),
+    builtin: builtinWorkflowSets(config, workflows?.length ?? 0),
     ...(config.workflowsDir ? { extraDir: config.workflowsDir } : {}),
-    ...(options.workflows ? { workflows: options.workflows } : {}),
-    handlers,
+    ...(workflows ? { workflows } : {}),
+    handlers: { ...builtinHandlers, ...handlers },
     ...(config.defaultSkill !== undefined ? { defaultWorkflowId: config.defaultSkill } : {}),
     // `${A2A_PEER_CARD_URL}` in an a2a.invoke node's agentCardUrl (README "Workflows").
     variables: { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl, ...workflowVariableValues(config.httpNode) },
     // Named peers (A2A_PEERS): a node naming another one stops the start.
     peers: Object.fromEntries([...config.a2aPeer.peers.values()].map((p) => [p.name, p.cardUrl ?? p.url ?? ""])),
   });
+}
+
+export async function createCore(options: CoreOptions): Promise<Core> {
+  const { config, logger } = options;
+  const telemetry = options.telemetry ?? (await createTelemetry({ version: packageVersion }));
+  const store = observedTaskStore(options.store, telemetry, logger);
+  const handlers = observedHandlers({ ...builtinHandlers, ...options.handlers }, telemetry);
+  const catalog = options.catalog ?? (await loadCatalog(config, handlers, options.workflows));
   // XSTATE_INSPECT: XState's inspection API on the actors of the chosen tasks (README "Live inspection").
   const { inspectTasks, inspectSink } = config.operator;
   configureTaskInspection(inspectTasks ? { taskIds: inspectTasks, sink: createInspectionSink(inspectSink) } : undefined);

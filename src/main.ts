@@ -1,27 +1,31 @@
 #!/usr/bin/env node
-import { ConfigError } from "./config/config.js";
+import { parseCliArgs } from "./cli/cli-args.js";
+import { startFailure } from "./cli/start-failure.js";
+import { runCommand } from "./cli-commands.js";
 import { createLogger } from "./observability/logger.js";
-import { startHost } from "./start-host.js";
+import { exitAtShutdownDeadline } from "./shutdown-deadline.js";
 
 // The CLI (`openwop-a2a-host`, `npm start`, the container): settings from the environment, your handlers from
-// HANDLERS_MODULE. SIGTERM/SIGINT drain and exit 0; a configuration problem exits 2, any other failed start 1.
-// Start-up failures are one JSON line, like every other log line, so log pipelines see why.
+// HANDLERS_MODULE. `--help`, `--version` and `check` never listen (cli-commands.ts). SIGTERM/SIGINT drain and
+// exit 0; configuration, handler or workflow problems exit 2 (one `config.invalid` line listing them all), any
+// other failed start 1. Start-up failures are one log line, like every other, so log pipelines see why.
+const command = parseCliArgs(process.argv.slice(2));
+if (command.kind !== "start") process.exit(await runCommand(command));
 try {
+  // Loaded only to start: --help and --version answer without loading the host.
+  const { startHost } = await import("./start-host.js");
   const host = await startHost();
   let stopping = false;
   const stop = (): void => {
     if (stopping) return;
     stopping = true;
+    exitAtShutdownDeadline(host.shutdown); // whatever hangs, the process ends (shutdown-deadline.ts)
     void host.close().then(() => process.exit(0));
   };
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
 } catch (err) {
-  const fatal = createLogger("info");
-  if (err instanceof ConfigError) {
-    fatal.fatal({ event: "config.invalid", reason: err.message, problems: err.problems }, "configuration error");
-    process.exit(2);
-  }
-  fatal.fatal({ event: "start.failed", reason: err instanceof Error ? err.message.split("\n")[0] : String(err) }, "openwop-a2a-host failed to start");
-  process.exit(1);
+  const failure = startFailure(err);
+  createLogger("info").fatal(failure.fields, failure.message);
+  process.exit(failure.exitCode);
 }

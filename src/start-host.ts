@@ -2,13 +2,17 @@ import { createServer } from "node:net";
 import { createApp } from "./app.js";
 import { consoleAccessDescription } from "./console/console-access.js";
 import { ConfigError, loadConfig, type Config } from "./config/config.js";
-import type { Env } from "./domain/env-settings.js";
+import { checkVariableNames, type NearVariable } from "./config/known-variables.js";
+import { loadCatalog } from "./core.js";
+import { EnvReader, type Env } from "./domain/env-settings.js";
+import type { WorkflowCatalog } from "./engine/workflow-catalog.js";
 import type { TaskHandler } from "./workflows/workflow-types.js";
 import { loadHandlersModule } from "./handlers-module.js";
 import { resolveHostOptions, type HostOptions } from "./host-options.js";
 import { createLogger, type Logger } from "./observability/logger.js";
 import { createTelemetry } from "./observability/telemetry.js";
 import { openStore } from "./store/open-store.js";
+import { ShutdownSteps } from "./shutdown-deadline.js";
 
 /** A host started by `startHost`. */
 export interface RunningHost {
@@ -19,6 +23,8 @@ export interface RunningHost {
   port: number;
   /** Drains like SIGTERM: refuses new requests, ends streams, releases task leases, closes the store. */
   close(): Promise<void>;
+  /** @internal SHUTDOWN_GRACE_MS, and the step `close()` is in: what the CLI's shutdown deadline reads (src/main.ts). */
+  readonly shutdown: { graceMs: number; steps: ShutdownSteps };
 }
 
 /** PORT=0 without PUBLIC_URL: a free port is chosen first, so the agent card names the port callers reach. */
@@ -33,17 +39,37 @@ async function freePort(host: string): Promise<number> {
   });
 }
 
-/** Reads options and environment as one settings object; every problem of either is in one ConfigError. */
-async function settle(options: HostOptions, processEnv: Env): Promise<{ config: Config; handlers: Record<string, TaskHandler> }> {
+/** What a start needs before it opens the store: every setting, handler and workflow checked. */
+export interface SettledHost {
+  config: Config;
+  handlers: Record<string, TaskHandler>;
+  catalog: WorkflowCatalog;
+}
+
+/**
+ * Reads options and environment as one settings object; every problem of either is in one ConfigError (unknown
+ * `env` names too). Then the workflows, before the store is opened: every problem in one WorkflowLoadError.
+ * Environment variables one typo away from one we read are warnings on `logger` (else a logger at LOG_LEVEL),
+ * logged even when the start then fails: the typo may be why. `pickPort`: PORT=0 without PUBLIC_URL picks the
+ * free port now (a start); a check leaves it.
+ */
+export async function settleHost(options: HostOptions, processEnv: Env, { pickPort = true, logger }: { pickPort?: boolean; logger?: Logger } = {}): Promise<SettledHost> {
   const resolved = resolveHostOptions(options, processEnv);
   const problems = [...resolved.problems];
-  if (resolved.env["PORT"] === "0" && !resolved.env["PUBLIC_URL"]) resolved.env["PORT"] = String(await freePort(resolved.env["HOST"] || "127.0.0.1"));
+  if (pickPort && resolved.env["PORT"] === "0" && !resolved.env["PUBLIC_URL"]) resolved.env["PORT"] = String(await freePort(resolved.env["HOST"] || "127.0.0.1"));
   let config: Config | undefined;
   try {
     config = loadConfig(resolved.env);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     problems.push(...err.problems.map((p) => resolved.explain(p)));
+  }
+  const optionsEnv = typeof options.env === "object" && options.env !== null ? options.env : undefined;
+  const names = checkVariableNames(processEnv, optionsEnv, new EnvReader(resolved.env).list("WORKFLOW_VARIABLES"));
+  problems.push(...names.problems);
+  if (names.warnings.length > 0) {
+    const log = logger ?? createLogger(config?.logLevel ?? "info");
+    for (const warning of names.warnings) log.warn({ event: "config.unknown_variable", ...warning }, unknownVariableLine(warning));
   }
   const handlers: Record<string, TaskHandler> = {};
   const modulePath = resolved.env["HANDLERS_MODULE"];
@@ -57,7 +83,13 @@ async function settle(options: HostOptions, processEnv: Env): Promise<{ config: 
     else handlers[name] = handler;
   }
   if (problems.length > 0 || !config) throw new ConfigError(problems);
-  return { config, handlers };
+  const catalog = await loadCatalog(config, handlers, options.workflows);
+  return { config, handlers, catalog };
+}
+
+/** The warning for a variable that is set but not read, naming the one it probably means. */
+export function unknownVariableLine({ variable, suggestion }: NearVariable): string {
+  return `${variable} is set but openwop-a2a-host does not read it: did you mean ${suggestion}? (as set, it has no effect)`;
 }
 
 function startupLine(config: Config, store: string, app: Awaited<ReturnType<typeof createApp>>): string {
@@ -79,7 +111,7 @@ export function startHost(options: HostOptions = {}): Promise<RunningHost> {
 
 /** `startHost` with the environment and logger given: what tests and the bench embed. */
 export async function launchHost(options: HostOptions, processEnv: Env, logger?: Logger): Promise<RunningHost> {
-  const { config, handlers } = await settle(options, processEnv);
+  const { config, handlers, catalog } = await settleHost(options, processEnv, logger ? { logger } : {});
   // Every line names the instance: with several instances on one database, the task lease owner it is.
   const log = (logger ?? createLogger(config.logLevel)).child({ instanceId: config.leases.instanceId });
   const opened = await openStore(config, log);
@@ -92,11 +124,13 @@ export async function launchHost(options: HostOptions, processEnv: Env, logger?:
       logger: log,
       store: opened.store,
       durableStore: opened.durable,
+      ...(opened.warning ? { storeWarning: opened.warning } : {}),
       pushConfigs: opened.pushConfigs,
       idempotency: opened.idempotency,
       telemetry,
       handlers,
-      ...(options.workflows ? { workflows: options.workflows } : {}),
+      // Checked above, before the store was opened (options.workflows included).
+      catalog,
     });
   } catch (err) {
     await opened.stop();
@@ -107,16 +141,18 @@ export async function launchHost(options: HostOptions, processEnv: Env, logger?:
   log.info({ port: address.port, host: address.address, env: config.env, store: opened.store.kind, startupMs: Math.round(process.uptime() * 1000) }, startupLine(config, opened.description, app));
   const host = address.address === "0.0.0.0" || address.address === "::" ? "localhost" : address.family === "IPv6" ? `[${address.address}]` : address.address;
   let closing: Promise<void> | undefined;
+  const steps = new ShutdownSteps();
   return {
     url: `http://${host}:${address.port}`,
     publicUrl: config.publicUrl,
     port: address.port,
+    shutdown: { graceMs: config.shutdownGraceMs, steps },
     close() {
       closing ??= (async () => {
         log.info("shutting down: draining requests and ending streams");
-        await app.close();
-        await opened.stop();
-        await telemetry.shutdown();
+        await app.close(steps);
+        await steps.run("closing the store", () => opened.stop());
+        await steps.run("flushing telemetry", () => telemetry.shutdown());
         log.info("stopped");
       })();
       return closing;

@@ -228,3 +228,57 @@ export function matchesUnmapped(ip: IP, range: Cidr): boolean {
   if (ip.kind() === "ipv6" && (ip as IPv6).isIPv4MappedAddress()) return matches((ip as IPv6).toIPv4Address(), range);
   return false;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Private services (an operator's host:port and CIDR:port entries, e.g. HTTP_NODE_PRIVATE_HOSTS)
+// ---------------------------------------------------------------------------------------------
+
+/** A private service the operator names: an exact host name or an IP/CIDR, on exactly one port. */
+export interface PrivateService {
+  pattern: Extract<HostPattern, { kind: "exact" | "cidr" }>;
+  port: number;
+}
+
+/**
+ * `host:port`, `10.0.0.0/8:8080`, `[fd00::1]:8080` or `[fd00::/64]:8080`. The port is required: a listed service
+ * is one port, never a whole host. Wildcards are refused (name each service). Throws TypeError.
+ */
+export function compilePrivateService(entry: string): PrivateService {
+  const text = entry.trim().toLowerCase();
+  const bad = (why: string) => new TypeError(`invalid private service ${JSON.stringify(entry)}: ${why}`);
+  const split = text.startsWith("[") ? /^\[([^\]]+)\]:([0-9]+)$/.exec(text) : /^([^:[\]]+):([0-9]+)$/.exec(text);
+  if (!split) throw bad("expected host:port, ip:port, cidr:port or [ipv6]:port");
+  const [, host = "", portText = ""] = split;
+  const port = Number(portText);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw bad("the port must be 1-65535");
+  if (host.startsWith("*.")) throw bad("wildcards are not allowed; name each service");
+  if (METADATA_NAMES.has(host.replace(/\.$/, ""))) throw bad("a cloud metadata host can never be a private service");
+  let pattern: HostPattern;
+  try {
+    pattern = compilePattern(host);
+  } catch {
+    throw bad("the host is not a DNS name, an IP address or a CIDR");
+  }
+  if (pattern.kind === "suffix") throw bad("wildcards are not allowed; name each service");
+  return { pattern, port };
+}
+
+/** What a listed private service may resolve to besides public addresses: loopback and the private-use ranges. */
+const PRIVATE_SERVICE_RANGES: readonly Cidr[] = [
+  cidr("10.0.0.0/8"),
+  cidr("172.16.0.0/12"),
+  cidr("192.168.0.0/16"),
+  cidr("100.64.0.0/10"),
+  cidr("fc00::/7"),
+];
+const METADATA_ADDRESSES: readonly Cidr[] = [cidr("169.254.169.254/32"), cidr("fd00:ec2::254/128")];
+
+/**
+ * The verdict for an address of a LISTED private service: loopback and private-use addresses are allowed as well
+ * as public ones; metadata, link-local, multicast, reserved and every other special range stay refused.
+ */
+export function classifyPrivateService(ip: IP): Verdict {
+  if (METADATA_ADDRESSES.some((range) => matches(ip, range))) return { ok: false, reason: "a cloud metadata address" };
+  if (PRIVATE_SERVICE_RANGES.some((range) => matches(ip, range))) return { ok: true, loopback: false };
+  return classify(ip, true);
+}

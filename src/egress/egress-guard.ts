@@ -9,20 +9,26 @@
  *
  * Arms, in the order they run:
  *   url     — the string must be a short, clean, absolute WHATWG URL without userinfo and with a host
- *   scheme  — https: only; http: only under the test-only `allowHttpLoopback` AND to a loopback target
- *   address — literal IPs, well-known internal names (synchronously), then every resolved address
+ *   scheme  — https: only; http: only to a listed private service (`privateHosts`), or under the test-only
+ *             `allowHttpLoopback` to a loopback target
+ *   address — literal IPs, well-known internal names (synchronously), then every resolved address; a listed
+ *             private service may be loopback or private-use (never metadata, link-local or special-purpose)
  *   policy  — host-configured deny list (checked first) and allow list
- *   port    — the scheme's default port, `allowedPorts`, or any port on loopback under `allowHttpLoopback`
+ *   port    — the scheme's default port, `allowedPorts`, a listed private service's port, or any port on
+ *             loopback under `allowHttpLoopback`
  * Name targets are resolved once per check; the address, policy (CIDR deny entries), scheme and port
  * arms that depend on the answer run again on the resolved addresses.
  *
- * Error messages name the host, scheme and port only, never the path or query (which may carry secrets).
+ * Error messages name the host, scheme and port only, never the path or query (which may carry secrets), and,
+ * when the policy names its settings, the setting that would allow the target.
  */
 import { promises as dnsPromises } from "node:dns";
 import ipaddr from "ipaddr.js";
 import {
   classify,
+  classifyPrivateService,
   compilePattern,
+  compilePrivateService,
   DNS_NAME,
   formatIp,
   isLoopbackName,
@@ -31,6 +37,7 @@ import {
   parseAddress,
   patternMatchesHost,
   PRIVATE_SUFFIXES,
+  type Cidr,
   type HostPattern,
   type IP,
 } from "./egress-addresses.js";
@@ -44,6 +51,22 @@ export interface EgressPolicy {
   allowHosts: string[];
   /** Deny list, same syntax, checked first. IP and CIDR entries are also matched against every resolved address. */
   denyHosts: string[];
+  /**
+   * Private services the operator names (`host:port`, `cidr:port`; egress-addresses.ts `compilePrivateService`):
+   * a target listed by name or IP on its port may be plain http, loopback or private-use; a name whose every
+   * resolved address lies in a listed CIDR on that port likewise. Everything else private stays refused.
+   */
+  privateHosts?: string[];
+  /** The settings behind this policy, named in refusals so an operator knows what would allow the target. */
+  settings?: EgressSettingNames;
+}
+
+/** Environment variables that configure a policy (e.g. HTTP_NODE_ALLOWED_PORTS); absent ones are not offered. */
+export interface EgressSettingNames {
+  allowedPorts?: string;
+  allowHosts?: string;
+  denyHosts?: string;
+  privateHosts?: string;
 }
 
 export interface ResolvedAddress {
@@ -108,8 +131,18 @@ interface Analysis {
   port: number | undefined;
   literal: IP | undefined;
   deny: HostPattern[];
-  /** Checks that can only be decided once a name is resolved: every address must then be loopback. */
-  needLoopback: Array<{ arm: EgressArm; reason: string }>;
+  /** The target is a listed private service (by name or IP, on its port): private addresses and http allowed. */
+  listed: boolean;
+  /** Listed private CIDRs on the target's port: a name whose every address lies in them passes `deferred`. */
+  privateRanges: Cidr[];
+  /**
+   * Checks that can only be decided once a name is resolved: each passes when every address lies in
+   * `privateRanges`, or (`loopbackOk`, under the test-only allowance) every address is loopback; the first that
+   * does not pass refuses.
+   */
+  deferred: Array<{ arm: EgressArm; reason: string; loopbackOk: boolean }>;
+  /** "; list it as host:port in HTTP_NODE_PRIVATE_HOSTS" when the policy has such a setting, else "". */
+  privateHint: string;
 }
 
 type Refuse = (arm: EgressArm, reason: string) => never;
@@ -187,63 +220,80 @@ function analyze(raw: unknown, policy: EgressPolicy, subject: EgressSubject): An
   const port = url.port === "" ? undefined : Number(url.port);
   const where = `${scheme}://${literal?.kind() === "ipv6" ? `[${display}]` : display}${port === undefined ? "" : `:${port}`}`;
 
-  const literalVerdict = literal ? classify(literal, policy.allowHttpLoopback) : undefined;
+  // --- private services the operator listed on this port (HTTP_NODE_PRIVATE_HOSTS) ---
+  const settings = policy.settings ?? {};
+  const privateHint = settings.privateHosts ? `; to reach a private service, list it as host:port in ${settings.privateHosts}` : "";
+  const services = (policy.privateHosts ?? []).map(compilePrivateService).filter((s) => s.port === (port ?? (scheme === "https" ? 443 : 80)));
+  const listed = services.some((s) => patternMatchesHost(s.pattern, name, literal));
+  const privateRanges = literal === undefined ? services.flatMap((s) => (s.pattern.kind === "cidr" ? [s.pattern.range] : [])) : [];
+  // A name not listed itself may still be a private service: decided on its addresses (checkEgressUrl).
+  const mayDefer = privateRanges.length > 0;
+
+  const literalVerdict = literal ? (listed ? classifyPrivateService(literal) : classify(literal, policy.allowHttpLoopback)) : undefined;
   const literalLoopback = literalVerdict?.ok === true && literalVerdict.loopback;
 
-  // --- scheme arm (http only to loopback under the test-only policy) ---
-  const needLoopback: Analysis["needLoopback"] = [];
-  if (scheme === "http") {
-    if (!policy.allowHttpLoopback) {
-      refuse("scheme", `http is not allowed for ${where}; ${subject} URLs must use https`);
+  // --- scheme arm (http only to listed private services, or to loopback under the test-only policy) ---
+  const deferred: Analysis["deferred"] = [];
+  if (scheme === "http" && !listed) {
+    if (!policy.allowHttpLoopback && !mayDefer) {
+      refuse("scheme", `http is not allowed for ${where}; ${subject} URLs must use https${privateHint}`);
     }
-    const reason = `http is only allowed to loopback targets (${where} is not loopback)`;
+    const allowedTo = policy.allowHttpLoopback ? "loopback targets" : `the private services listed in ${settings.privateHosts ?? "the private host list"}`;
+    const reason = `http is only allowed to ${allowedTo} (${where} is not one)${policy.allowHttpLoopback ? privateHint : ""}`;
     if (literal !== undefined) {
       if (!literalLoopback) refuse("scheme", reason);
     } else {
-      needLoopback.push({ arm: "scheme", reason });
+      deferred.push({ arm: "scheme", reason, loopbackOk: true });
     }
   }
 
   // --- address arm (synchronous part: literal IPs and names) ---
-  if (literalVerdict && !literalVerdict.ok) refuse("address", `${display} is ${literalVerdict.reason}`);
+  if (literalVerdict && !literalVerdict.ok) refuse("address", `${display} is ${literalVerdict.reason}${classifyPrivateService(literal!).ok ? privateHint : ""}`);
   if (literal === undefined) {
     if (METADATA_NAMES.has(name)) refuse("address", `${display} is a cloud metadata host`);
-    if (isLoopbackName(name)) {
-      if (!policy.allowHttpLoopback) refuse("address", `${display} is a loopback name`);
-      needLoopback.push({ arm: "address", reason: `${display} is a loopback name but resolves to a non-loopback address` });
+    if (listed) {
+      // Named by the operator with its port: private names (single-label, .internal, localhost) are what it is for.
+    } else if (isLoopbackName(name)) {
+      if (!policy.allowHttpLoopback && !mayDefer) refuse("address", `${display} is a loopback name${privateHint}`);
+      deferred.push({ arm: "address", reason: `${display} is a loopback name but resolves to a non-loopback address${privateHint}`, loopbackOk: true });
     } else {
-      for (const [suffix, why] of PRIVATE_SUFFIXES) {
-        if (name.endsWith(suffix)) refuse("address", `${display} is ${why}`);
-      }
-      if (!name.includes(".")) {
-        refuse("address", `${display} is a single-label name (not fully qualified; it would resolve through local search domains)`);
+      const privateName =
+        PRIVATE_SUFFIXES.find(([suffix]) => name.endsWith(suffix))?.[1] ??
+        (name.includes(".") ? undefined : "a single-label name (not fully qualified; it would resolve through local search domains)");
+      if (privateName !== undefined) {
+        const reason = `${display} is ${privateName}${privateHint}`;
+        if (!mayDefer) refuse("address", reason);
+        // Only a listed CIDR can make a private name acceptable; the test-only loopback allowance never did.
+        deferred.push({ arm: "address", reason, loopbackOk: false });
       }
     }
   }
 
   // --- policy arm ---
   const deny = policy.denyHosts.map(compilePattern);
-  if (deny.some((p) => patternMatchesHost(p, name, literal))) refuse("policy", `${display} is on the ${subject} deny list`);
-  if (policy.allowHosts.length > 0) {
+  const denyHint = settings.denyHosts ? ` (${settings.denyHosts})` : "";
+  if (deny.some((p) => patternMatchesHost(p, name, literal))) refuse("policy", `${display} is on the ${subject} deny list${denyHint}`);
+  if (policy.allowHosts.length > 0 && !listed) {
     const allow = policy.allowHosts.map(compilePattern);
     if (!allow.some((p) => patternMatchesHost(p, name, literal))) {
-      refuse("policy", `${display} is not on the ${subject} allow list`);
+      refuse("policy", `${display} is not on the ${subject} allow list${settings.allowHosts ? ` (add it to ${settings.allowHosts})` : ""}${privateHint}`);
     }
   }
 
-  // --- port arm ---
-  if (port !== undefined && !policy.allowedPorts.includes(port)) {
-    const reason = `port ${port} is not allowed for ${where} (only the default port or configured ports)`;
-    if (!policy.allowHttpLoopback) refuse("port", reason);
+  // --- port arm (a listed private service is allowed on the port its entry names) ---
+  if (port !== undefined && !listed && !policy.allowedPorts.includes(port)) {
+    const portHint = settings.allowedPorts ? `; add it to ${settings.allowedPorts}` : "";
+    const reason = `port ${port} is not allowed for ${where} (only the default port or configured ports)${portHint}${privateHint}`;
+    if (!policy.allowHttpLoopback && !mayDefer) refuse("port", reason);
     if (literal !== undefined) {
       if (!literalLoopback) refuse("port", reason);
     } else {
-      needLoopback.push({ arm: "port", reason });
+      deferred.push({ arm: "port", reason, loopbackOk: true });
     }
   }
 
   url.hash = "";
-  return { url, name, display, scheme, port, literal, deny, needLoopback };
+  return { url, name, display, scheme, port, literal, deny, listed, privateRanges, deferred, privateHint };
 }
 
 /**
@@ -284,24 +334,25 @@ export async function checkEgressUrl(
   const addresses: ResolvedAddress[] = [];
   const seen = new Set<string>();
   let allLoopback = true;
+  let allInPrivateRanges = true;
   for (const answer of answers) {
     const ip = typeof answer?.address === "string" ? parseAddress(answer.address) : undefined;
     if (ip === undefined) refuse("address", `${a.display} resolved to a malformed address`);
     const text = formatIp(ip);
-    const verdict = classify(ip, policy.allowHttpLoopback);
-    if (!verdict.ok) refuse("address", `${a.display} resolves to ${text}, ${verdict.reason}`);
-    if (!verdict.loopback) allLoopback = false;
+    const inRange = a.privateRanges.some((range) => ip.kind() === range[0].kind() && ip.match(range));
+    const verdict = a.listed || inRange ? classifyPrivateService(ip) : classify(ip, policy.allowHttpLoopback);
+    if (!verdict.ok) refuse("address", `${a.display} resolves to ${text}, ${verdict.reason}${classifyPrivateService(ip).ok ? a.privateHint : ""}`);
+    if (!verdict.loopback || (inRange && !policy.allowHttpLoopback)) allLoopback = false;
+    if (!inRange) allInPrivateRanges = false;
     if (a.deny.some((p) => p.kind === "cidr" && matchesUnmapped(ip, p.range))) {
-      refuse("policy", `${a.display} resolves to ${text}, which is on the ${subject} deny list`);
+      refuse("policy", `${a.display} resolves to ${text}, which is on the ${subject} deny list${policy.settings?.denyHosts ? ` (${policy.settings.denyHosts})` : ""}`);
     }
     if (!seen.has(text)) {
       seen.add(text);
       addresses.push({ address: text, family: ip.kind() === "ipv4" ? 4 : 6 });
     }
   }
-  if (!allLoopback) {
-    const first = a.needLoopback[0];
-    if (first) refuse(first.arm, first.reason);
-  }
+  const failed = a.deferred.find((check) => !allInPrivateRanges && !(check.loopbackOk && allLoopback));
+  if (failed) refuse(failed.arm, failed.reason);
   return { url: a.url, addresses };
 }

@@ -1,10 +1,11 @@
 import type { Logger } from "../observability/logger.js";
-import { verifyPeerSignature, type PeerCallbackKey } from "../peer/peer-callbacks.js";
+import type { PeerCallbackKey } from "../peer/peer-callbacks.js";
 import type { PeerConfig } from "../peer/peer-config.js";
 import { PeerCallError } from "../peer/peer-http-client.js";
 import { decodePeerPush } from "../peer/peer-push-body.js";
+import { PeerPushTrust } from "../peer/peer-push-trust.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
-import { isNewPeerStatus, peerProgressOf, type PeerProgress } from "./nodes/a2a-invoke.js";
+import { isInterruptedPeerState, isNewPeerStatus, isTerminalPeerState, peerProgressOf, type PeerProgress } from "./nodes/a2a-invoke.js";
 import type { PeerNewsBoard } from "./nodes/a2a-invoke-news.js";
 import type { TaskSupervisor } from "./task-supervisor.js";
 import { idempotencyKeyOf } from "./workflow-engine.js";
@@ -17,9 +18,9 @@ export interface PeerCallbackRequest {
 }
 
 export interface PeerCallbackAnswer {
-  status: 200 | 400 | 401 | 404 | 503;
+  status: 200 | 400 | 401 | 503;
   /** What happened, for the peer (never a secret, never our task's content). */
-  outcome: "committed" | "duplicate" | "moved-on" | "ignored" | "unauthenticated" | "not-found" | "invalid" | "not-ready";
+  outcome: "committed" | "woken" | "duplicate" | "moved-on" | "ignored" | "unauthenticated" | "invalid" | "not-ready";
   retryAfterSeconds?: number;
 }
 
@@ -28,19 +29,33 @@ const MAX_PAST_VISITS = 20;
 
 const answer = (status: PeerCallbackAnswer["status"], outcome: PeerCallbackAnswer["outcome"]): PeerCallbackAnswer => ({ status, outcome });
 
+/** One answer for an unknown task and a missing or wrong token, so the answer says nothing of which tasks exist. */
+const UNAUTHENTICATED = answer(401, "unauthenticated");
+
 /**
- * The receiver of peers' pushes (`POST /v1/peer-callbacks/{taskId}`): authenticates the push with the per-visit
- * token (peer-callbacks.ts) and, when the peer is configured with a signing key, its X-OpenWOP-Signature; then
- * commits the pushed peer state as the node's progress under the task's lock with the version check (so a push
- * delivered twice, or to two instances at once, is committed once: the second sees the state already recorded),
- * and only then answers 2xx. The instance holding the task's lease acts on it: on this instance through the news
- * board, on another through the commit feed. A forged push commits nothing and moves no run.
+ * The receiver of peers' pushes (`POST /v1/peer-callbacks/{taskId}`). The per-visit token (peer-callbacks.ts)
+ * says who may wake us; the body is the peer's word only when it is signed with a key configured for that peer
+ * (peer-push-trust.ts: its `signingKey` or `jwksUrl`). Then:
  *
- *   unknown task → 404; no or wrong token, bad signature → 401; not a body we can read → 400;
- *   the visit's progress not committed yet (the push raced the send's answer) → 503 + Retry-After (the peer retries);
- *   same or older state, a run that moved on → 200 without a commit.
+ *   - signed: the pushed state is committed as the node's progress under the task's lock with the version check
+ *     (so a push delivered twice, or to two instances at once, is committed once), and only then answered 2xx;
+ *     a pushed whole task spares the lease holder a GetTask.
+ *   - unsigned (the peer has no key configured): a hint. Nothing of the body is committed: the waiting node is
+ *     woken and reads the peer's task (one GetTask, our credentials) and commits what the PEER says. On this
+ *     instance through the news board; when the node waits on another instance, a wake mark (`pushedAt`, no
+ *     state) is committed for the commit feed to carry. Claims that would not move the run (still working, a
+ *     status we already hold) wake nothing.
+ *
+ *   A replayed signed push is a duplicate: its state is not newer than the one committed, and this instance
+ *   remembers the signatures it committed for their tolerance (peer-push-trust.ts).
+ *
+ *   unknown task, no or wrong token, bad signature → 401 (the same answer: no existence oracle);
+ *   not a body we can read → 400; the visit's progress not committed yet (the push raced the send's answer) →
+ *   503 + Retry-After (the peer retries); same or older state, a run that moved on → 200 without a commit.
  */
 export class PeerCallbackService {
+  private readonly trust: PeerPushTrust;
+
   constructor(
     private readonly options: {
       supervisor: Pick<TaskSupervisor, "commitPeerProgress">;
@@ -51,15 +66,20 @@ export class PeerCallbackService {
       logger: Logger;
       clock?: () => Date;
     },
-  ) {}
+  ) {
+    this.trust = new PeerPushTrust(options.peers, () => Math.floor(this.now().getTime() / 1000));
+  }
 
   async receive(req: PeerCallbackRequest): Promise<PeerCallbackAnswer> {
     const { reads, key, logger } = this.options;
     const { taskId } = req;
-    const record = await reads.find(taskId);
-    if (!record) return answer(404, "not-found");
     const token = tokenOf(req.headers);
-    if (!token) return answer(401, "unauthenticated");
+    if (!token) return UNAUTHENTICATED;
+    const record = await reads.find(taskId);
+    if (!record) {
+      logger.warn({ taskId }, "peer callback refused: no such task");
+      return UNAUTHENTICATED;
+    }
     const context = reads.contextOf(record);
     // The visit whose token this is: one that registered a callback, or the current one (its progress may not be committed yet).
     const visits = Object.entries(context.nodeProgress ?? {}).flatMap(([nodeId, raw]) => {
@@ -79,13 +99,13 @@ export class PeerCallbackService {
       });
       if (past) return answer(200, "moved-on");
       logger.warn({ taskId }, "peer callback refused: the token does not match");
-      return answer(401, "unauthenticated");
+      return UNAUTHENTICATED;
     }
     const log = logger.child({ taskId, nodeId: visit.nodeId, peerTaskId: visit.progress.peerTaskId, ...(visit.progress.peer !== undefined ? { peer: visit.progress.peer } : {}) });
-    const signingKey = visit.progress.peer !== undefined ? this.options.peers.get(visit.progress.peer)?.signingKey : undefined;
-    if (signingKey && !verifyPeerSignature({ key: signingKey.reveal(), body: req.body, timestamp: req.headers["x-openwop-timestamp"], signature: req.headers["x-openwop-signature"] })) {
-      log.warn("peer callback refused: the signature is missing or wrong");
-      return answer(401, "unauthenticated");
+    const trust = await this.trust.check(visit.progress.peer, req);
+    if (trust.verdict === "refused") {
+      log.warn({ why: trust.why }, "peer callback refused: not signed with the peer's key");
+      return UNAUTHENTICATED;
     }
     let event;
     try {
@@ -103,12 +123,15 @@ export class PeerCallbackService {
       log.warn({ pushedTaskId: pushed.taskId }, "peer callback refused: it names another remote task");
       return answer(400, "invalid");
     }
-    const at = (this.options.clock?.() ?? new Date()).toISOString();
+    const claim = { state: pushed.state, ...(pushed.timestamp ? { timestamp: pushed.timestamp } : {}) };
+    if (trust.verdict === "unsigned") return this.wake(taskId, visit, claim, log);
+    if (this.trust.isReplay(trust.proof)) return answer(200, "duplicate");
+    const at = this.now().toISOString();
     const outcome = await this.options.supervisor.commitPeerProgress(taskId, (ctx, running) => {
       if (!running(visit.nodeId)) return { answer: "moved-on" as const };
       const stored = peerProgressOf(ctx, visit.nodeId, visit.progress.key);
       if (!stored) return { answer: "moved-on" as const };
-      if (!isNewPeerStatus(stored, { state: pushed.state, ...(pushed.timestamp ? { timestamp: pushed.timestamp } : {}) })) return { answer: "duplicate" as const };
+      if (!isNewPeerStatus(stored, claim)) return { answer: "duplicate" as const };
       const { peerStatusAt: _old, ...rest } = stored;
       const progress: PeerProgress = {
         ...rest,
@@ -120,11 +143,39 @@ export class PeerCallbackService {
       return { commit: { nodeId: visit.nodeId, progress: progress as unknown as Record<string, unknown> }, answer: "committed" as const };
     });
     if (outcome === "committed") {
-      log.info({ peerState: pushed.state }, "peer pushed a new state; committed");
-      // A push that carries the whole task (0.3 SDKs send the Task) spares the lease holder a GetTask.
+      this.trust.remember(trust.proof);
+      log.info({ peerState: pushed.state, signedBy: trust.by }, "peer pushed a new state (signed); committed");
+      // A signed push that carries the whole task (0.3 SDKs send the Task) spares the lease holder a GetTask.
       this.options.news.post(taskId, { kind: "push", state: pushed.state, pushedAt: at, ...(pushed.task ? { task: pushed.task } : {}) });
     }
     return answer(200, outcome);
+  }
+
+  /**
+   * An unsigned push: only a hint that the peer's task changed. Its claim is checked against the progress we
+   * hold (read from the peer or from a signed push, never from a hint): one the run would not act on wakes
+   * nothing; else the waiting node is woken to read the peer's task. The claim itself is never committed.
+   */
+  private async wake(taskId: string, visit: { nodeId: string; progress: PeerProgress }, claim: { state: string; timestamp?: string }, log: Logger): Promise<PeerCallbackAnswer> {
+    if (!isNewPeerStatus(visit.progress, claim)) return answer(200, "duplicate");
+    if (!isTerminalPeerState(claim.state) && !isInterruptedPeerState(claim.state)) return answer(200, "ignored");
+    const at = this.now().toISOString();
+    if (this.options.news.post(taskId, { kind: "push", state: claim.state, pushedAt: at })) {
+      log.info({ claimedState: claim.state }, "peer push (unsigned) woke the node; it reads the remote task");
+      return answer(200, "woken");
+    }
+    // The node waits on another instance (or on none): a wake mark for the commit feed, no peer state.
+    const outcome = await this.options.supervisor.commitPeerProgress(taskId, (ctx, running) => {
+      const stored = running(visit.nodeId) ? peerProgressOf(ctx, visit.nodeId, visit.progress.key) : undefined;
+      if (!stored) return { answer: "moved-on" as const };
+      return { commit: { nodeId: visit.nodeId, progress: { ...stored, pushedAt: at } as unknown as Record<string, unknown> }, answer: "woken" as const };
+    });
+    if (outcome === "woken") log.info({ claimedState: claim.state }, "peer push (unsigned) marked for the node's instance; it reads the remote task");
+    return answer(200, outcome);
+  }
+
+  private now(): Date {
+    return this.options.clock?.() ?? new Date();
   }
 }
 

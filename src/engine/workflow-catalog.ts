@@ -2,11 +2,15 @@ import { readdir, readFile } from "node:fs/promises";
 import { extname, join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { DomainError } from "../domain/errors.js";
-import { validateWorkflowDefinition } from "../schemas/schema-validator.js";
+import { didYouMean } from "../domain/closest-name.js";
+import { formatSchemaIssue, SchemaValidationError, validateWorkflowDefinition } from "../schemas/schema-validator.js";
 import { nodeProblem, statelessNodeKinds } from "./nodes/node-registry.js";
-import type { TaskHandler, TaskNode, WorkflowDefinition, WorkflowNode } from "../workflows/workflow-types.js";
+import type { TaskHandler, WorkflowDefinition, WorkflowNode } from "../workflows/workflow-types.js";
 import type { BuiltinWorkflowSet } from "../workflows/workflow-settings.js";
 import { unexpandedVariables, VARIABLE_REFERENCE } from "../workflows/workflow-variables.js";
+import { WorkflowLoadError } from "./workflow-load-error.js";
+
+export { WorkflowLoadError };
 
 /**
  * Configuration values a definition may reference as `${NAME}` in an `a2a.invoke` node's `agentCardUrl`
@@ -22,10 +26,6 @@ export { unexpandedVariables };
 
 /** Each loaded definition's form before its variables were expanded (checkWorkflow), where they differ. */
 const AS_WRITTEN = new WeakMap<WorkflowDefinition, WorkflowDefinition>();
-
-export class WorkflowLoadError extends Error {
-  override readonly name = "WorkflowLoadError";
-}
 
 /** All workflows this host serves; each one becomes an AgentSkill on the agent card. */
 export class WorkflowCatalog {
@@ -75,56 +75,66 @@ interface LoadedWorkflow {
   source: string;
 }
 
-/** Reads every definition file of a directory; a bad file is refused with its path and the reason. */
-export async function readWorkflowDirectory(dir: string, handlers: Record<string, TaskHandler>, variables: WorkflowVariables = {}): Promise<WorkflowDefinition[]> {
-  return (await readDirectory(dir, handlers, variables)).map((l) => l.workflow);
-}
-
-/** The named peers a definition's `a2a.invoke` nodes may call (name → card URL or url, shown as the node's agentCardUrl), and where to list unknown ones. */
-export interface PeerNames {
+/** What one definition is checked against: the handlers, the variables and the named peers it may use. */
+interface CheckContext {
+  handlers: Record<string, TaskHandler>;
+  variables: WorkflowVariables;
+  /** The named peers (A2A_PEERS): name → card URL (or url), shown as the node's agentCardUrl. */
   peers: Readonly<Record<string, string>>;
-  /** Collects each node naming an unknown peer (the caller lists them all at once) instead of refusing at the first. */
-  onUnknownPeer?: (problem: string) => void;
 }
 
-/** With `missingHandlers`, a task node naming an unknown handler is collected there instead of refusing the file. */
-async function readDirectory(dir: string, handlers: Record<string, TaskHandler>, variables: WorkflowVariables, missingHandlers?: string[], peers?: PeerNames): Promise<LoadedWorkflow[]> {
+/** Reads every definition file of a directory; bad files are refused with their paths and every problem. */
+export async function readWorkflowDirectory(dir: string, handlers: Record<string, TaskHandler>, variables: WorkflowVariables = {}): Promise<WorkflowDefinition[]> {
+  const problems: string[] = [];
+  const loaded = await readDirectory(dir, { handlers, variables, peers: {} }, problems);
+  if (problems.length > 0) throw new WorkflowLoadError(problems);
+  return loaded.map((l) => l.workflow);
+}
+
+/** Each file's problems go to `problems` (prefixed by its path), so one run names every bad file. */
+async function readDirectory(dir: string, context: CheckContext, problems: string[]): Promise<LoadedWorkflow[]> {
   let names: string[];
   try {
     names = (await readdir(dir)).filter((n) => DEFINITION_EXTENSIONS.has(extname(n))).sort();
   } catch (err) {
-    throw new WorkflowLoadError(`cannot read the workflow directory ${dir}: ${(err as Error).message}`);
+    problems.push(`cannot read the workflow directory ${dir}: ${(err as Error).message}`);
+    return [];
   }
   const workflows: LoadedWorkflow[] = [];
   for (const name of names) {
     const path = join(dir, name);
+    let value: unknown;
     try {
       const text = await readFile(path, "utf8");
-      const value: unknown = extname(name) === ".json" ? JSON.parse(text) : parseYaml(text);
-      workflows.push({ workflow: checkWorkflow(value, handlers, variables, missingHandlers && ((m) => missingHandlers.push(`${path}: ${m}`)), peers && sourced(peers, path)), source: path });
+      value = extname(name) === ".json" ? JSON.parse(text) : parseYaml(text);
     } catch (err) {
-      throw new WorkflowLoadError(`${path}: ${(err as Error).message}`);
+      problems.push(`${path}: ${(err as Error).message}`);
+      continue;
     }
+    const checked = inspectWorkflow(value, context);
+    problems.push(...checked.problems.map((p) => `${path}: ${p}`));
+    if (checked.workflow) workflows.push({ workflow: checked.workflow, source: path });
   }
   return workflows;
 }
 
 /** Definitions given as objects, checked exactly like files; each is copied, so later changes to it do not leak in. */
-function checkGivenWorkflows(given: readonly unknown[], handlers: Record<string, TaskHandler>, variables: WorkflowVariables, missingHandlers: string[], peers: PeerNames): LoadedWorkflow[] {
-  return given.map((value, i) => {
+function checkGivenWorkflows(given: readonly unknown[], context: CheckContext, problems: string[]): LoadedWorkflow[] {
+  const workflows: LoadedWorkflow[] = [];
+  given.forEach((value, i) => {
     const source = `workflows[${i}]`;
+    let copy: unknown;
     try {
-      let copy: unknown;
-      try {
-        copy = structuredClone(value);
-      } catch {
-        throw new WorkflowLoadError("a workflow definition must be plain JSON data (objects, arrays, strings, numbers, booleans, null)");
-      }
-      return { workflow: checkWorkflow(copy, handlers, variables, (m) => missingHandlers.push(`${source}: ${m}`), sourced(peers, source)), source };
-    } catch (err) {
-      throw new WorkflowLoadError(`${source}: ${(err as Error).message}`);
+      copy = structuredClone(value);
+    } catch {
+      problems.push(`${source}: a workflow definition must be plain JSON data (objects, arrays, strings, numbers, booleans, null)`);
+      return;
     }
+    const checked = inspectWorkflow(copy, context);
+    problems.push(...checked.problems.map((p) => `${source}: ${p}`));
+    if (checked.workflow) workflows.push({ workflow: checked.workflow, source });
   });
+  return workflows;
 }
 
 export interface WorkflowCatalogOptions {
@@ -144,48 +154,26 @@ export interface WorkflowCatalogOptions {
   peers?: Readonly<Record<string, string>>;
 }
 
-/** `peers`, with each unknown-peer problem prefixed by where the definition came from. */
-function sourced(peers: PeerNames, source: string): PeerNames {
-  const collect = peers.onUnknownPeer;
-  return { peers: peers.peers, ...(collect ? { onUnknownPeer: (m: string) => collect(`${source}: ${m}`) } : {}) };
-}
-
 /**
  * The built-in sets asked for, then the user's workflows (WORKFLOWS_DIR, then those given as objects). Every
- * task node naming a handler nothing provides is listed in one error; a workflow id defined twice, or no
- * workflow at all, stops the start too.
+ * problem of every definition (schema, missing handlers, unknown peers, variables), a workflow id defined
+ * twice, or no workflow at all: one WorkflowLoadError listing them all, so one run shows everything to fix.
  */
 export async function loadWorkflowCatalog(options: WorkflowCatalogOptions): Promise<WorkflowCatalog> {
-  const variables = options.variables ?? {};
-  const missingHandlers: string[] = [];
-  const unknownPeers: string[] = [];
-  const peers: PeerNames = { peers: options.peers ?? {}, onUnknownPeer: (m) => unknownPeers.push(m) };
+  const context: CheckContext = { handlers: options.handlers, variables: options.variables ?? {}, peers: options.peers ?? {} };
+  const problems: string[] = [];
   const builtin: LoadedWorkflow[] = [];
-  for (const set of options.builtin) builtin.push(...(await readDirectory(join(options.builtinDir, set), options.handlers, variables, missingHandlers, peers)));
+  for (const set of options.builtin) builtin.push(...(await readDirectory(join(options.builtinDir, set), context, problems)));
   // One order for the built-ins whatever the sets: by id, as when they shared one folder.
   builtin.sort((a, b) => (a.workflow.id < b.workflow.id ? -1 : a.workflow.id > b.workflow.id ? 1 : 0));
-  const user = [
-    ...(options.extraDir ? await readDirectory(options.extraDir, options.handlers, variables, missingHandlers, peers) : []),
-    ...checkGivenWorkflows(options.workflows ?? [], options.handlers, variables, missingHandlers, peers),
-  ];
-  if (missingHandlers.length > 0) {
-    const known = Object.keys(options.handlers).sort().join(", ");
-    throw new WorkflowLoadError(
-      `${missingHandlers.length === 1 ? "a task node names a handler" : `${missingHandlers.length} task nodes name handlers`} that nothing provides (register them as handlers; known: ${known}):\n${missingHandlers.map((m) => `- ${m}`).join("\n")}`,
-    );
-  }
-  if (unknownPeers.length > 0) {
-    const configured = Object.keys(peers.peers).sort().join(", ") || "none";
-    throw new WorkflowLoadError(
-      `${unknownPeers.length === 1 ? "an a2a.invoke node names a peer that is" : `${unknownPeers.length} a2a.invoke nodes name peers that are`} not configured (configure peers in A2A_PEERS, A2A_PEERS_FILE or startHost's peers; configured: ${configured}):\n${unknownPeers.map((m) => `- ${m}`).join("\n")}`,
-    );
-  }
+  const user = [...(options.extraDir ? await readDirectory(options.extraDir, context, problems) : []), ...checkGivenWorkflows(options.workflows ?? [], context, problems)];
   const bySource = new Map<string, string>();
   for (const { workflow, source } of [...builtin, ...user]) {
     const first = bySource.get(workflow.id);
-    if (first !== undefined) throw new WorkflowLoadError(`workflow id "${workflow.id}" is defined twice: in ${first} and in ${source}`);
-    bySource.set(workflow.id, source);
+    if (first !== undefined) problems.push(`workflow id "${workflow.id}" is defined twice: in ${first} and in ${source}`);
+    else bySource.set(workflow.id, source);
   }
+  if (problems.length > 0) throw new WorkflowLoadError(problems);
   const all = [...builtin, ...user].map((l) => l.workflow);
   if (all.length === 0) {
     throw new WorkflowLoadError(
@@ -197,49 +185,76 @@ export async function loadWorkflowCatalog(options: WorkflowCatalogOptions): Prom
 }
 
 /**
- * Schema validation (which also checks node ids and references), plus the handler names. `${NAME}` in an
- * `a2a.invoke` node's agentCardUrl is expanded from `variables` first; a name that is not a known variable
- * is refused, and one that is known but not configured stays in place (the node then fails when it runs,
- * with a message naming the variable), so the definition still loads.
+ * Schema validation (which also checks node ids and references), plus the handler names and each node kind's
+ * own checks. `${NAME}` in an `a2a.invoke` node's agentCardUrl is expanded from `variables` first; a name that is
+ * not a known variable is refused, and one that is known but not configured stays in place (the node then fails
+ * when it runs, with a message naming the variable), so the definition still loads. Throws a WorkflowLoadError
+ * listing every problem.
  */
 export function checkWorkflow(
   value: unknown,
   handlers: Record<string, TaskHandler>,
   variables: WorkflowVariables = {},
-  /** Collects each missing handler (the caller lists them all at once) instead of refusing at the first. */
-  onMissingHandler?: (problem: string) => void,
-  /** The named peers `peer:` may name; none by default. */
-  peers: PeerNames = { peers: {} },
+  /** The named peers `peer:` may name (name → card URL or url); none by default. */
+  peers: Readonly<Record<string, string>> = {},
 ): WorkflowDefinition {
-  const { expanded, forValidation } = expandVariables(value, variables, peers.peers);
-  validateWorkflowDefinition(forValidation);
+  const { workflow, problems } = inspectWorkflow(value, { handlers, variables, peers });
+  if (!workflow || problems.length > 0) throw new WorkflowLoadError(problems);
+  return workflow;
+}
+
+/**
+ * Every problem of one definition. The handler names are checked even when the schema is not met (a typo'd
+ * handler shows up in the same run as a schema error); the kinds' own checks need a valid node, so they run
+ * only after the schema passed.
+ */
+function inspectWorkflow(value: unknown, context: CheckContext): { workflow?: WorkflowDefinition; problems: string[] } {
+  const id = (value as { id?: unknown } | null)?.id;
+  const where = typeof id === "string" ? `workflow "${id}", ` : "";
+  const problems: string[] = [];
+  const { expanded, forValidation } = expandVariables(value, context.variables, context.peers, problems);
+  problems.forEach((p, i) => (problems[i] = `${where}${p}`));
+  let valid = true;
+  try {
+    validateWorkflowDefinition(forValidation);
+  } catch (err) {
+    if (!(err instanceof SchemaValidationError)) throw err;
+    valid = false;
+    problems.push(...err.issues.map((issue) => `invalid workflow definition: ${formatSchemaIssue(issue)}`));
+  }
+  const nodes = (expanded as { nodes?: unknown } | null)?.nodes;
+  for (const node of Array.isArray(nodes) ? (nodes as Array<Record<string, unknown> | null>) : []) {
+    if (node?.["kind"] === "task" && typeof node["handler"] === "string" && !Object.hasOwn(context.handlers, node["handler"])) {
+      const handler = node["handler"];
+      const known = Object.keys(context.handlers).sort();
+      problems.push(
+        `${where}node "${String(node["id"])}": no handler named "${handler}"${didYouMean(handler, known)} (register it as a handler: startHost's handlers or HANDLERS_MODULE; known: ${known.join(", ") || "none"})`,
+      );
+    }
+  }
+  if (!valid) return { problems };
   const workflow = expanded as WorkflowDefinition;
   if (expanded !== value) AS_WRITTEN.set(workflow, value as WorkflowDefinition);
   for (const node of workflow.nodes as Array<WorkflowNode | { kind: string; id: string }>) {
-    if (node.kind === "task" && !Object.hasOwn(handlers, (node as TaskNode).handler)) {
-      if (!onMissingHandler) throw new WorkflowLoadError(`node "${node.id}": no handler named "${(node as TaskNode).handler}" is registered (known: ${Object.keys(handlers).join(", ")})`);
-      onMissingHandler(`workflow "${workflow.id}", node "${node.id}": no handler named "${(node as TaskNode).handler}"`);
-    }
     // The kind's own load-time checks (node-registry.ts); an unknown kind is refused there.
     const problem = nodeProblem(node, {
-      handlers,
-      variables: { ...Object.fromEntries(WORKFLOW_VARIABLE_NAMES.map((n) => [n, undefined])), ...variables },
-      peers: Object.keys(peers.peers),
-      ...(peers.onUnknownPeer ? { onUnknownPeer: (m: string) => peers.onUnknownPeer!(`workflow "${workflow.id}", ${m}`) } : {}),
+      handlers: context.handlers,
+      variables: { ...Object.fromEntries(WORKFLOW_VARIABLE_NAMES.map((n) => [n, undefined])), ...context.variables },
+      peers: Object.keys(context.peers),
     });
-    if (problem) throw new WorkflowLoadError(problem);
+    if (problem) problems.push(`${where}${problem}`);
     // A stateless skill answers at once and stores nothing, so it cannot pause, wait or call out.
     if (workflow.stateless && !statelessNodeKinds().includes(node.kind)) {
-      throw new WorkflowLoadError(`node "${node.id}": a stateless workflow may only hold ${statelessNodeKinds().join(" and ")} nodes (found "${node.kind}")`);
+      problems.push(`${where}node "${node.id}": a stateless workflow may only hold ${statelessNodeKinds().join(" and ")} nodes (found "${node.kind}")`);
     }
   }
-  return workflow;
+  return problems.length > 0 ? { problems } : { workflow, problems };
 }
 
 /** A stand-in that passes `format: uri` while a reference stays unexpanded; only the schema check sees it. */
 const UNSET_STAND_IN = "https://unset-variable.invalid/";
 
-function expandVariables(value: unknown, variables: WorkflowVariables, peers: Readonly<Record<string, string>>): { expanded: unknown; forValidation: unknown } {
+function expandVariables(value: unknown, variables: WorkflowVariables, peers: Readonly<Record<string, string>>, problems: string[]): { expanded: unknown; forValidation: unknown } {
   const nodes = (value as { nodes?: unknown } | null)?.nodes;
   if (!Array.isArray(nodes)) return { expanded: value, forValidation: value };
   const expandedNodes: unknown[] = [];
@@ -262,7 +277,7 @@ function expandVariables(value: unknown, variables: WorkflowVariables, peers: Re
     for (const name of unexpandedVariables(url)) {
       if (!WORKFLOW_VARIABLE_NAMES.includes(name) && !Object.hasOwn(variables, name)) {
         const known = [...new Set([...WORKFLOW_VARIABLE_NAMES, ...Object.keys(variables)])];
-        throw new WorkflowLoadError(`node "${id}": agentCardUrl refers to \${${name}}, which is not a variable workflows may use (known: ${known.join(", ")})`);
+        problems.push(`node "${id}": agentCardUrl refers to \${${name}}, which is not a variable workflows may use (add ${name} to WORKFLOW_VARIABLES; known: ${known.join(", ")})`);
       }
     }
     const result = url.replace(VARIABLE, (whole, name: string) => variables[name] ?? whole);

@@ -4,6 +4,15 @@ export interface ReadinessReport {
   /** Set when not ready: what an operator should look at. */
   reason?: string;
   checks: { store: "ok" | "failing" | "timeout"; draining: boolean; leases?: "lost" };
+  /** What kind of store serves, whether tasks survive a restart, and the fallback warning when there is one. */
+  details?: StoreDetails;
+}
+
+export interface StoreDetails {
+  store: "memory" | "mongodb";
+  durable: boolean;
+  /** Set when STORE=auto found no MongoDB and fell back to memory: the start-up warning, line by line. */
+  warning?: string[];
 }
 
 export interface ReadinessOptions {
@@ -13,6 +22,8 @@ export interface ReadinessOptions {
   timeoutMs: number;
   /** Why the instance lost its task-lease heartbeat (it takes no leases then), or undefined while it beats. */
   leaseProblem?: () => string | undefined;
+  /** Reported with every answer (ready or not), so a non-durable instance says so where operators look. */
+  details?: StoreDetails;
 }
 
 /**
@@ -30,19 +41,19 @@ export class Readiness {
   }
 
   async check(): Promise<ReadinessReport> {
-    if (this.draining) return { ready: false, reason: "draining: the instance is shutting down", checks: { store: "ok", draining: true } };
+    if (this.draining) return { ready: false, reason: "draining: the instance is shutting down", checks: { store: "ok", draining: true }, details: this.options.details };
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<"timeout">((resolve) => {
       timer = setTimeout(() => resolve("timeout"), this.options.timeoutMs);
     });
     try {
       const result = await Promise.race([this.options.ping().then(() => "ok" as const), timeout]);
-      if (result === "timeout") return { ready: false, reason: `store: no answer to a ping within ${this.options.timeoutMs} ms`, checks: { store: "timeout", draining: false } };
+      if (result === "timeout") return { ready: false, reason: `store: no answer to a ping within ${this.options.timeoutMs} ms`, checks: { store: "timeout", draining: false }, details: this.options.details };
       const leaseProblem = this.options.leaseProblem?.();
-      if (leaseProblem) return { ready: false, reason: leaseProblem, checks: { store: "ok", draining: false, leases: "lost" } };
-      return { ready: true, checks: { store: "ok", draining: false } };
+      if (leaseProblem) return { ready: false, reason: leaseProblem, checks: { store: "ok", draining: false, leases: "lost" }, details: this.options.details };
+      return { ready: true, checks: { store: "ok", draining: false }, details: this.options.details };
     } catch (err) {
-      return { ready: false, reason: `store: ${(err as Error).message.split("\n")[0]}`, checks: { store: "failing", draining: false } };
+      return { ready: false, reason: `store: ${(err as Error).message.split("\n")[0]}`, checks: { store: "failing", draining: false }, details: this.options.details };
     } finally {
       clearTimeout(timer);
     }

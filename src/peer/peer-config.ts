@@ -4,7 +4,8 @@
  *
  *   { "billing": { "cardUrl": "https://billing.example/.well-known/agent-card.json",
  *                  "binding": "grpc", "protocolVersion": "1.0",          (both optional: pins)
- *                  "credentials": { "bearer": "…" } },                    (or { "apiKey": "…", "header"?: "X-API-Key" })
+ *                  "credentials": { "bearer": "…" },                      (or { "apiKey": "…", "header"?: "X-API-Key" })
+ *                  "signingKey": "…" },                                   (or "jwksUrl": "https://…": its pushes are signed)
  *     "legacy":  { "url": "https://legacy.example/a2a", "protocolVersion": "0.3", "binding": "jsonrpc" } }
  *
  * A peer without a card names its endpoint (`url`), version and binding itself. An API key goes in the header
@@ -30,9 +31,15 @@ export interface PeerConfig {
   credentials?: PeerCredentials;
   /**
    * The key the peer signs its pushes with (`X-OpenWOP-Signature`, HMAC-SHA256 as our own push worker signs: the
-   * peer's PUSH_SIGNING_KEY). When set, a push to our callback without a valid signature is refused (401).
+   * peer's PUSH_SIGNING_KEY). When set, a push to our callback without a valid signature is refused (401); a valid
+   * one is taken as the peer's word (peer-push-trust.ts).
    */
   signingKey?: SecretValue<string>;
+  /**
+   * The peer's JWKS: its pushes carry `Authorization: Bearer <JWT>` signed with one of these keys (A2A's push
+   * signing). As with `signingKey`, a push without a valid one is refused, a valid one is trusted.
+   */
+  jwksUrl?: string;
 }
 
 /** What `startHost({ peers })` takes (and A2A_PEERS holds as JSON): name → peer. */
@@ -43,13 +50,14 @@ export interface PeerConfigInput {
   protocolVersion?: string;
   credentials?: { bearer: string } | { apiKey: string; header?: string };
   signingKey?: string;
+  jwksUrl?: string;
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 const HEADER = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
 /** Headers a credential may not be put in: the wire's own. */
 const RESERVED_HEADERS = new Set(["host", "content-type", "content-length", "a2a-version", "accept", "user-agent", "traceparent", "connection", "te", "transfer-encoding"]);
-const FIELDS = new Set(["cardUrl", "url", "binding", "protocolVersion", "credentials", "signingKey"]);
+const FIELDS = new Set(["cardUrl", "url", "binding", "protocolVersion", "credentials", "signingKey", "jwksUrl"]);
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -99,6 +107,8 @@ export function parsePeers(value: unknown, source: string, problem: (message: st
     const creds = parseCredentials(credentials, report, url !== undefined);
     const signingKey = raw["signingKey"];
     if (signingKey !== undefined && (typeof signingKey !== "string" || signingKey.length < 16 || /[\r\n]/.test(signingKey))) report("signingKey must be a single-line string of at least 16 characters (the peer's push signing key)");
+    const jwksUrl = raw["jwksUrl"];
+    if (jwksUrl !== undefined && !httpUrl(jwksUrl)) report("jwksUrl must be an absolute http(s) URL without userinfo (the peer's JWKS, for its signed pushes)");
     if (!clean) continue;
     peers.set(name, {
       name,
@@ -108,6 +118,7 @@ export function parsePeers(value: unknown, source: string, problem: (message: st
       ...(version !== undefined ? { protocolVersion: version } : {}),
       ...(creds ? { credentials: creds } : {}),
       ...(typeof signingKey === "string" ? { signingKey: new SecretValue(signingKey) } : {}),
+      ...(typeof jwksUrl === "string" ? { jwksUrl } : {}),
     });
   }
   return peers;

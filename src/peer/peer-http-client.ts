@@ -10,6 +10,7 @@
  */
 import type { Dispatcher } from "undici";
 import { EgressRefusedError, EgressResolutionError, checkEgressUrl, defaultResolver, type EgressPolicy, type EgressSubject, type ResolvedAddress, type Resolver } from "../egress/egress-guard.js";
+import { compilePrivateService } from "../egress/egress-addresses.js";
 import { errorCode, hasUpgradeToken } from "../egress/pinned-connection.js";
 import { createPinnedPools } from "../egress/pinned-pools.js";
 
@@ -105,6 +106,16 @@ export async function checkPeerUrl(url: string, policy: EgressPolicy, resolve: R
     if (err instanceof EgressRefusedError) throw new PeerCallError(`${subject} URL refused by the ${err.arm} arm of the egress guard: ${err.reason}`, "egress", false);
     if (err instanceof EgressResolutionError) throw new PeerCallError(err.message, "resolution", true);
     throw new PeerCallError(`${subject} URL check failed (egress policy error)`, "egress", false);
+  }
+}
+
+/** A private-service entry (host:port, cidr:port) for a client's policy: undefined when valid, else why not. */
+export function privateServiceEntryProblem(entry: string): string | undefined {
+  try {
+    compilePrivateService(entry);
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
   }
 }
 

@@ -84,7 +84,7 @@ export function readPeerSettings(env: EnvReader, production: boolean): A2APeerSe
     ...(callbackUrl !== undefined ? { callbackUrl } : {}),
     peers,
     // http:// and loopback peers only under the test-only allowance; nothing else private, ever.
-    egress: { allowHttpLoopback: allowLoopback, allowedPorts, allowHosts: [], denyHosts: [] },
+    egress: { allowHttpLoopback: allowLoopback, allowedPorts, allowHosts: [], denyHosts: [], settings: { allowedPorts: "A2A_PEER_ALLOWED_PORTS" } },
   };
 }
 

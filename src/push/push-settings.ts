@@ -55,6 +55,8 @@ export function readPushSettings(env: EnvReader): PushSettings {
     allowedPorts: env.ports("PUSH_ALLOWED_PORTS"),
     allowHosts: env.list("PUSH_ALLOW_HOSTS"),
     denyHosts: env.list("PUSH_DENY_HOSTS"),
+    // No private-host setting: push targets are public, always (webhooks come from callers, not the operator).
+    settings: { allowedPorts: "PUSH_ALLOWED_PORTS", allowHosts: "PUSH_ALLOW_HOSTS", denyHosts: "PUSH_DENY_HOSTS" },
   };
   // The guard compiles the lists on every check; compile them once now so a bad entry stops the start.
   const probes: Array<[string, EgressPolicy]> = [

@@ -38,7 +38,7 @@ export class SchemaValidationError extends Error {
     readonly subject: string,
     readonly issues: readonly SchemaIssue[],
   ) {
-    super(`invalid ${subject}: ${issues.map(formatIssue).join("; ")}`);
+    super(`invalid ${subject}: ${issues.map(formatSchemaIssue).join("; ")}`);
   }
 }
 
@@ -109,13 +109,14 @@ export function ajvErrorsToIssues(errors: readonly ErrorObject[] | null | undefi
   return issues;
 }
 
-function formatIssue(issue: SchemaIssue): string {
+/** One issue as a line: "nodes/1/kind: must be …" ("(root)" for the whole value). */
+export function formatSchemaIssue(issue: SchemaIssue): string {
   return `${issue.path === "" ? "(root)" : issue.path}: ${issue.message}`;
 }
 
 /** Human-readable, one line per failure: "nodes/1/kind: must be equal to one of the allowed values (...)". */
 export function formatAjvErrors(errors: readonly ErrorObject[] | null | undefined): string {
-  return ajvErrorsToIssues(errors).map(formatIssue).join("\n");
+  return ajvErrorsToIssues(errors).map(formatSchemaIssue).join("\n");
 }
 
 function validateWith(name: SchemaName, subject: string, value: unknown): void {

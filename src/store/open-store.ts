@@ -3,6 +3,7 @@ import type { Logger } from "../observability/logger.js";
 import { embeddedMongodUnavailable } from "./embedded-mongod-probe.js";
 import { EMBEDDED_REPLICA_SET, startEmbeddedReplicaSet } from "./embedded-replica-set.js";
 import type { IdempotencyStore } from "./idempotency-store.js";
+import { FALLBACK_DESCRIPTION, memoryFallbackWarning } from "./memory-fallback.js";
 import { MemoryIdempotencyStore } from "./memory-idempotency-store.js";
 import { MemoryPushConfigStore } from "./memory-push-config-store.js";
 import { MemoryTaskStore } from "./memory-task-store.js";
@@ -22,6 +23,8 @@ export interface OpenedStore {
   /** One phrase for the start-up line: which store, and whether tasks survive a restart. */
   description: string;
   durable: boolean;
+  /** Set when STORE=auto fell back to memory: the loud warning (memory-fallback.ts), line by line, for /readyz. */
+  warning?: string[];
   stop(): Promise<void>;
 }
 
@@ -47,7 +50,7 @@ export async function connectMongoStore(
 /**
  * MONGODB_URI if given; otherwise (STORE=auto) an embedded real mongod, a single-node replica set (so the commit
  * feed gets change streams), with its data under DATA_DIR; if that cannot start (no binary and no network to
- * fetch one, its recorded port taken), the in-memory store with a clear warning.
+ * fetch one, its recorded port taken), the in-memory store with a loud warning (memory-fallback.ts).
  */
 export async function openStore(config: StoreSettings & { dataDir: string }, logger: Logger): Promise<OpenedStore> {
   if (config.store === "memory") return memoryStore(config.taskStore);
@@ -75,17 +78,16 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
       },
     };
   } catch (err) {
-    logger.warn(
-      { reason: (err as Error).message.split("\n")[0] },
-      "no MongoDB available (set MONGODB_URI, or allow the embedded mongod to download once): using the in-memory store, so tasks will NOT survive a restart",
-    );
-    return memoryStore(config.taskStore);
+    const reason = (err as Error).message.split("\n")[0] ?? "unknown";
+    const warning = memoryFallbackWarning(reason);
+    for (const line of warning) logger.warn({ store: "memory", durable: false }, line);
+    return { ...memoryStore(config.taskStore), description: FALLBACK_DESCRIPTION, warning };
   }
 }
 
 function memoryStore(settings: TaskStoreSettings): OpenedStore {
   const store = new MemoryTaskStore(undefined, settings.limits, settings.memoryRetentionMs, settings.memoryMaxTerminalTasks);
-  return { store, idempotency: new MemoryIdempotencyStore(), pushConfigs: new MemoryPushConfigStore(), description: "in-memory store (tasks do not survive a restart)", durable: false, stop: () => store.close() };
+  return { store, idempotency: new MemoryIdempotencyStore(), pushConfigs: new MemoryPushConfigStore(), description: "in-memory store (not durable: tasks do not survive a restart)", durable: false, stop: () => store.close() };
 }
 
 export function redactUri(uri: string): string {

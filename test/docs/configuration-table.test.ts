@@ -1,11 +1,13 @@
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
+import { documentedVariables, READ_BY_LIBRARIES } from "../../src/config/known-variables.js";
 import { readRepoFile, repoRoot } from "./markdown.js";
 
 /**
  * docs/configuration.md has ONE table of every environment variable (name | default | meaning). This test
  * collects the names src/ reads and the names the table lists, and fails naming what is missing on either side.
+ * The table's parser is the host's own (src/config/known-variables.ts): the same list warns about typos at start.
  */
 
 /** The EnvReader methods that take a variable name first (`raw`, `int`, `url`, ...), read off the class itself. */
@@ -62,23 +64,6 @@ export function variablesReadBySrc(): Map<string, string[]> {
   }
   return found;
 }
-
-/** The names in the first column of docs/configuration.md's table (several per row allowed: `A` / `B`, `X=none`). */
-export function documentedVariables(markdown: string): { names: Set<string>; tables: number } {
-  const lines = markdown.split("\n");
-  const headers = lines.map((line, i) => ({ line, i })).filter(({ line }) => /^\|\s*Variable\s*\|\s*Default\s*\|\s*Meaning\s*\|\s*$/.test(line));
-  const names = new Set<string>();
-  for (const { i } of headers) {
-    for (let row = i + 2; row < lines.length && lines[row]!.startsWith("|"); row++) {
-      const first = lines[row]!.split("|")[1] ?? "";
-      for (const match of first.matchAll(/`([A-Z][A-Z0-9_]*(?:\*)?)(?:=[^`]*)?`/g)) names.add(match[1]!);
-    }
-  }
-  return { names, tables: headers.length };
-}
-
-/** Standard variables read by libraries rather than by our code (the OpenTelemetry SDK, mongodb-memory-server). */
-const READ_BY_LIBRARIES = /^(OTEL_|MONGOMS_)/;
 
 function covered(name: string, documented: Set<string>): boolean {
   if (documented.has(name)) return true;

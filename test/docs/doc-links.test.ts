@@ -1,31 +1,9 @@
 import { existsSync, statSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
 import { describe, expect, it } from "vitest";
-import { headingAnchors, markdownFiles, proseLines, readRepoFile, repoRoot } from "./markdown.js";
+import { headingAnchors, isRelative, linksOf, markdownFiles, readRepoFile, repoRoot, type Link } from "./markdown.js";
 
 /** Every relative link in README.md and docs/*.md points at a file that exists, and a #anchor at a heading of it. */
-
-interface Link {
-  file: string;
-  line: number;
-  target: string;
-}
-
-/** Inline links and images `[text](target)` / `![alt](target)` and reference definitions `[id]: target`, outside code. */
-export function linksOf(file: string, markdown: string): Link[] {
-  const links: Link[] = [];
-  for (const { line, index } of proseLines(markdown)) {
-    const text = line.replace(/`[^`]*`/g, "``"); // links inside inline code are not links
-    for (const match of text.matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) links.push({ file, line: index + 1, target: match[1]! });
-    const definition = /^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+"[^"]*")?\s*$/.exec(text);
-    if (definition) links.push({ file, line: index + 1, target: definition[1]! });
-  }
-  return links;
-}
-
-function isRelative(target: string): boolean {
-  return !/^[a-z][a-z0-9+.-]*:/i.test(target) && !target.startsWith("//");
-}
 
 /** What is wrong with one relative link, or undefined. */
 function problemOf(link: Link): string | undefined {

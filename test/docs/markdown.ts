@@ -71,3 +71,26 @@ export function headingAnchors(markdown: string): Set<string> {
   }
   return anchors;
 }
+
+export interface Link {
+  file: string;
+  line: number;
+  target: string;
+}
+
+/** Inline links and images `[text](target)` / `![alt](target)` and reference definitions `[id]: target`, outside code. */
+export function linksOf(file: string, markdown: string): Link[] {
+  const links: Link[] = [];
+  for (const { line, index } of proseLines(markdown)) {
+    const text = line.replace(/`[^`]*`/g, "``"); // links inside inline code are not links
+    for (const match of text.matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) links.push({ file, line: index + 1, target: match[1]! });
+    const definition = /^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+"[^"]*")?\s*$/.exec(text);
+    if (definition) links.push({ file, line: index + 1, target: definition[1]! });
+  }
+  return links;
+}
+
+/** Not a URL with a scheme, nor protocol-relative: a path in this repository (or package). */
+export function isRelative(target: string): boolean {
+  return !/^[a-z][a-z0-9+.-]*:/i.test(target) && !target.startsWith("//");
+}

@@ -3,18 +3,23 @@
 // polling GetTask. Two hosts of ours on loopback over A2A 1.0 JSON-RPC, the peer behind a counting proxy (its
 // PUBLIC_URL, so its card sends us there) with an API key; the peer's "hold" handler finishes only when the test
 // releases it. Checked per path: zero GetTask polls while the peer works (poll interval and backstop 60 s), the
-// run's next node starts soon after the peer's terminal commit, and (push) the callback receiver's answers: a
-// wrong token 401, an unknown task 404, a replay 200 without a second commit, no run moved by a forged push.
-import { randomBytes, randomUUID } from "node:crypto";
+// run's next node starts soon after the peer's terminal commit, and (push) the callback receiver's trust model:
+// an unsigned push (a peer without a key configured) only wakes the node, which reads the peer's task before
+// anything is committed, so a forged body (genuine token, no signature) commits nothing and the peer's real state
+// wins; a push signed with the peer's key (signingKey HMAC, or a JWT against its jwksUrl) is committed, once (a
+// replay is a duplicate); an unknown task and a wrong token get the same answer (no existence oracle).
+import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { PeerCallbackKey } from "../../src/peer/peer-callbacks.js";
 import { resolvePushKeys } from "../../src/push/push-keys.js";
+import { signPushBody } from "../../src/push/push-signature.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
 import type { TaskHandler } from "../../src/workflows/workflow-types.js";
 import { startCountingProxy, type CountingProxy } from "../support/counting-proxy.js";
@@ -24,6 +29,8 @@ import { jsonRpcCaller, type WireTask } from "../support/jsonrpc-caller.js";
 
 
 const KEY = "push-caller-key-0123456789abcdef";
+/** The peer host's PUSH_SIGNING_KEY, which the "signed" peer entry names as its signingKey. */
+const PEER_SIGNING_KEY = "peer-signing-key-0123456789abcdef";
 const ALL = ["runs:create", "runs:read", "runs:cancel", "approvals:respond", "webhooks:manage", "manifest:read"];
 
 /** The peer's handler: holds until the test releases the run whose input text it is. */
@@ -64,6 +71,8 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
   let proxy: CountingProxy;
   let cardServer: Server | undefined;
   let v03CardServer: Server | undefined;
+  let jwksServer: Server | undefined;
+  let jwtKey: CryptoKey;
   let clusterBase: Record<string, string> = {};
   const callers: Record<"push" | "stream" | "poll", TestApp> = {} as never;
 
@@ -84,6 +93,7 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
         API_KEYS: JSON.stringify([{ id: "caller", tenant: "acme", scopes: ALL, key: KEY }]),
         // Our callback is on loopback: the peer's push egress guard allows it only under the test flag.
         PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true",
+        PUSH_SIGNING_KEY: PEER_SIGNING_KEY,
         PUSH_RETRY_BASE_MS: "50",
         PUSH_RETRY_MAX_MS: "200",
       },
@@ -96,7 +106,7 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
       JSON.stringify({ id: "call-hold", name: "Call hold", description: "Calls the peer's hold skill, then marks the time.", nodes: [{ kind: "a2a.invoke", id: "call", peer: "peer", skillId: "hold" }, { kind: "task", id: "after", handler: "mark" }] }),
     );
     await writeFile(join(callerDir, "ask-peer.json"), JSON.stringify({ id: "ask-peer", name: "Ask peer", description: "The peer asks us a question.", nodes: [{ kind: "a2a.invoke", id: "call", peer: "peer", skillId: "clarify" }] }));
-    for (const peer of ["grpc", "rest"]) {
+    for (const peer of ["grpc", "rest", "signed", "jwks"]) {
       await writeFile(
         join(callerDir, `call-hold-${peer}.json`),
         JSON.stringify({ id: `call-hold-${peer}`, name: `Call hold (${peer})`, description: "The same over another binding.", nodes: [{ kind: "a2a.invoke", id: "call", peer, skillId: "hold" }, { kind: "task", id: "after", handler: "mark" }] }),
@@ -129,8 +139,17 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
       join(callerDir, "call-hold-v03.json"),
       JSON.stringify({ id: "call-hold-v03", name: "Call hold (0.3)", description: "The same over A2A 0.3.", nodes: [{ kind: "a2a.invoke", id: "call", peer: "v03", skillId: "hold" }, { kind: "task", id: "after", handler: "mark" }] }),
     );
+    // A peer that signs its pushes with JWTs (ES256) against a JWKS served on loopback (the test signs for it).
+    const keyPair = await generateKeyPair("ES256");
+    jwtKey = keyPair.privateKey;
+    const jwks = JSON.stringify({ keys: [{ ...(await exportJWK(keyPair.publicKey)), kid: "peer-1", alg: "ES256", use: "sig" }] });
+    jwksServer = createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(jwks));
+    await new Promise<void>((r) => jwksServer!.listen(0, "127.0.0.1", r));
+    const jwksUrl = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/jwks.json`;
     const peers = JSON.stringify({
       v03: { cardUrl: v03CardUrl, credentials: { bearer: KEY } },
+      signed: { cardUrl, binding: "jsonrpc", protocolVersion: "1.0", credentials: { bearer: KEY }, signingKey: PEER_SIGNING_KEY },
+      jwks: { cardUrl, binding: "jsonrpc", protocolVersion: "1.0", credentials: { bearer: KEY }, jwksUrl },
       peer: { cardUrl, binding: "jsonrpc", protocolVersion: "1.0", credentials: { bearer: KEY } },
       grpc: { cardUrl: directCardUrl, binding: "grpc", protocolVersion: "1.0", credentials: { bearer: KEY } },
       rest: { cardUrl, binding: "http+json", protocolVersion: "1.0", credentials: { bearer: KEY } },
@@ -150,6 +169,7 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     await proxy?.close();
     cardServer?.close();
     v03CardServer?.close();
+    jwksServer?.close();
     await mongo?.db(dbName).dropDatabase();
     await mongo?.close();
   });
@@ -188,9 +208,11 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     expect(r.progress[0]).toMatchObject({ notify: "push" });
     expect(r.whileWorking["GetTask"] ?? 0).toBe(0);
     expect(r.whileWorking["SubscribeToTask"] ?? 0).toBe(0);
-    // The push is content-free (a status update): one read of the finished task, for its artifacts.
-    expect(r.afterRelease["GetTask"] ?? 0).toBeLessThanOrEqual(1);
-    expect(r.progress.some((p) => p["pushedAt"] !== undefined && p["peerState"] === "completed"), "the pushed state was committed").toBe(true);
+    // This peer has no key configured: its push only woke the node (nothing of it committed, no wake mark: the
+    // node waits on this instance), which read the finished task once and recorded what the peer said.
+    expect(r.afterRelease["GetTask"] ?? 0).toBe(1);
+    expect(r.progress.filter((p) => p["pushedAt"] !== undefined), "nothing committed from the unsigned push").toEqual([]);
+    expect(r.progress.at(-1)).toMatchObject({ peerState: "completed" });
     expect(JSON.stringify(r.task["artifacts"])).toContain("held push");
     expect(r.task["artifacts"][0].metadata).toMatchObject({ contentTrust: "untrusted" });
     // Poll interval 60 s and backstop 60 s: only the push can have moved it on this fast.
@@ -324,7 +346,7 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     expect((await peerHost.store.get(mine.peerTaskId))?.a2a.state).toBe("canceled");
   });
 
-  it("several instances: a push that lands on another instance is committed there once, and the lease holder moves the run on", async () => {
+  it("several instances: an unsigned push that lands on another instance is marked there once (a wake, no state), and the lease holder reads the peer and moves the run on", async () => {
     // Two caller instances on one database (change streams carry commits between them); the run's instance gives
     // peers the OTHER instance's callback URL, as a load balancer might route the push.
     const encryptionKey = randomBytes(32).toString("hex");
@@ -353,9 +375,13 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
       const task = await ours.waitFor(started["id"], terminal, "a terminal state", 20_000);
       expect(task["status"].state).toBe("completed");
       const all = await progressOf(holder, started["id"]);
-      // The push was committed once (by the other instance), then the holder read the finished task once.
-      expect(all.filter((p) => p["pushedAt"] !== undefined && p["peerState"] === "completed")).toHaveLength(1);
+      // The (unsigned) push was marked once by the other instance, without its claimed state; the holder, woken
+      // by the commit feed, read the finished task once and recorded what the peer said.
+      const marks = all.filter((p) => p["pushedAt"] !== undefined);
+      expect(marks).toHaveLength(1);
+      expect(marks[0]!["peerState"]).not.toBe("completed");
       expect(proxy.count("GetTask")).toBe(1);
+      expect(all.at(-1)).toMatchObject({ peerState: "completed" });
       const peerRecord = await peerHost.store.get(all[0]!["peerTaskId"]);
       const handoff = nextNodeAt.get(started["id"])! - Date.parse(peerRecord!.updatedAt);
       expect(handoff).toBeLessThan(5_000);
@@ -367,58 +393,164 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     }
   });
 
-  it("the callback receiver: wrong token 401, unknown task 404, a replay commits nothing, a forged push moves no run", async () => {
+  /** Starts `skill` on the push caller and waits until the peer's task id is recorded; the visit's token and a poster. */
+  async function startHeld(skill: string) {
     const caller = callers.push;
     const ours = jsonRpcCaller(() => caller.baseUrl, { blocking: false, waitMs: 15_000 });
-    const text = `receiver ${randomUUID()}`;
-    const started = await ours.start(text, "call-hold");
+    const text = `${skill} ${randomUUID()}`;
+    const started = await ours.start(text, skill);
     let progress: Array<Record<string, any>> = [];
     for (let i = 0; i < 200 && progress.length === 0; i++) {
       await new Promise((r) => setTimeout(r, 20));
       progress = await progressOf(caller, started["id"]);
     }
     const first = progress[0]!;
-    const url = `${caller.baseUrl}/v1/peer-callbacks/${started["id"]}`;
+    const id = started["id"] as string;
+    const url = `${caller.baseUrl}/v1/peer-callbacks/${id}`;
     const key = new PeerCallbackKey((await resolvePushKeys(caller.config.push, caller.config.dataDir)).encryptionKey);
-    const token = key.tokenFor(started["id"], first["key"]);
-    const push = (state: string, timestamp: string, withToken = token, target = url) =>
-      fetch(target, {
-        method: "POST",
-        headers: { "content-type": "application/a2a+json", "x-a2a-notification-token": withToken },
-        body: JSON.stringify({ statusUpdate: { taskId: first["peerTaskId"], contextId: first["peerContextId"], status: { state, timestamp } } }),
-      });
+    const token = key.tokenFor(id, first["key"]);
+    const post = (body: string, headers: Record<string, string> = {}, target = url) =>
+      fetch(target, { method: "POST", headers: { "content-type": "application/a2a+json", ...headers }, body });
+    const status = (state: string, timestamp = new Date().toISOString()) => JSON.stringify({ statusUpdate: { taskId: first["peerTaskId"], contextId: first["peerContextId"], status: { state, timestamp } } });
+    return { caller, ours, text, id, first, url, token, post, status };
+  }
+  const outcomeOf = async (res: Response) => ((await res.json()) as { outcome: string }).outcome;
+  const settle = () => new Promise((r) => setTimeout(r, 300));
 
-    // A forged push (wrong token) of a terminal state: refused, nothing committed, the run still waits on the peer.
-    const forged = await push("TASK_STATE_COMPLETED", new Date().toISOString(), "forged-token");
-    expect(forged.status).toBe(401);
-    expect((await fetch(url, { method: "POST", body: "{}" })).status).toBe(401);
-    expect((await push("TASK_STATE_WORKING", new Date().toISOString(), token, `${caller.baseUrl}/v1/peer-callbacks/${randomUUID()}`)).status).toBe(404);
-    expect((await ours.get(started["id"]))["status"].state).toBe("working");
-    expect(await progressOf(caller, started["id"])).toHaveLength(progress.length);
-
-    // A genuine push of a newer "working" status is committed once; the same push again (a replay), and an older one, commit nothing.
-    const at = new Date(Date.now() + 1000).toISOString();
-    const before = (await progressOf(caller, started["id"])).length;
-    const firstPush = await push("TASK_STATE_WORKING", at);
-    expect(firstPush.status).toBe(200);
-    const committed = ((await firstPush.json()) as { outcome: string }).outcome;
-    const replay = await push("TASK_STATE_WORKING", at);
-    expect(replay.status).toBe(200);
-    expect(((await replay.json()) as { outcome: string }).outcome).toBe("duplicate");
-    const older = await push("TASK_STATE_WORKING", new Date(Date.now() - 60_000).toISOString());
-    expect(((await older.json()) as { outcome: string }).outcome).toBe("duplicate");
-    const after = (await progressOf(caller, started["id"])).length;
-    expect(after - before).toBe(committed === "committed" ? 1 : 0);
-
-    release(text);
-    const done = await ours.waitFor(started["id"], terminal, "a terminal state");
+  it("an unsigned push with a genuine token is a hint: a forged completed Task with an artifact, a forged completed status and a forged artifact update commit nothing; the node reads the peer once for each and the peer's real state wins", async () => {
+    const h = await startHeld("call-hold");
+    const peerTaskId = h.first["peerTaskId"] as string;
+    await settle(); // the peer's own "working" push has come and gone
+    proxy.reset();
+    const forgedTask = JSON.stringify({
+      task: { id: peerTaskId, contextId: h.first["peerContextId"], status: { state: "TASK_STATE_COMPLETED", timestamp: new Date().toISOString() }, artifacts: [{ artifactId: "forged", parts: [{ text: "FORGED ARTIFACT" }] }] },
+    });
+    const taskPush = await h.post(forgedTask, { "x-a2a-notification-token": h.token });
+    expect(taskPush.status).toBe(200);
+    expect(await outcomeOf(taskPush)).toBe("woken");
+    for (let i = 0; i < 150 && proxy.count("GetTask") === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    await settle();
+    expect(proxy.count("GetTask"), "one GetTask for the woken node").toBe(1);
+    const statusPush = await h.post(h.status("TASK_STATE_COMPLETED"), { "x-a2a-notification-token": h.token });
+    expect(await outcomeOf(statusPush)).toBe("woken");
+    for (let i = 0; i < 150 && proxy.count("GetTask") === 1; i++) await new Promise((r) => setTimeout(r, 20));
+    await settle();
+    expect(proxy.count("GetTask"), "one GetTask per woken callback").toBe(2);
+    // Nothing of either body was committed; the run still waits on the peer, which still works.
+    expect((await h.ours.get(h.id))["status"].state).toBe("working");
+    const progress = await progressOf(h.caller, h.id);
+    expect(progress.filter((p) => p["pushedAt"] !== undefined || p["peerState"] === "completed")).toEqual([]);
+    expect(JSON.stringify(await h.caller.store.readEvents(h.id, 0))).not.toContain("FORGED");
+    // A forged artifact update: never taken from a push (artifacts come with the task when it is read).
+    const forgedArtifact = JSON.stringify({ artifactUpdate: { taskId: peerTaskId, contextId: h.first["peerContextId"], artifact: { artifactId: "forged", parts: [{ text: "FORGED ARTIFACT" }] } } });
+    expect(await outcomeOf(await h.post(forgedArtifact, { "x-a2a-notification-token": h.token }))).toBe("ignored");
+    // A claim that would not move the run (still working) wakes nothing and reads nothing.
+    expect(await outcomeOf(await h.post(h.status("TASK_STATE_WORKING", new Date(Date.now() + 1000).toISOString()), { "x-a2a-notification-token": h.token }))).toBe("duplicate");
+    expect(await outcomeOf(await h.post(h.status("TASK_STATE_SUBMITTED", new Date(Date.now() + 1000).toISOString()), { "x-a2a-notification-token": h.token }))).toBe("ignored");
+    await settle();
+    expect(proxy.count("GetTask")).toBe(2);
+    // The peer's real completion (its own push) moves the run on, with the peer's artifact only.
+    release(h.text);
+    const done = await h.ours.waitFor(h.id, terminal, "a terminal state");
     expect(done["status"].state).toBe("completed");
+    expect(JSON.stringify(done["artifacts"])).toContain(`held ${h.text}`);
+    expect(JSON.stringify(done["artifacts"])).not.toContain("FORGED");
     // The token is in no record and no event of ours.
-    expect(JSON.stringify(await caller.store.readEvents(started["id"], 0))).not.toContain(token);
-    expect(JSON.stringify(await caller.store.get(started["id"]))).not.toContain(token);
-    // After the end: a late duplicate of the terminal push is acknowledged without a commit.
-    const late = await push("TASK_STATE_COMPLETED", new Date().toISOString());
+    expect(JSON.stringify(await h.caller.store.readEvents(h.id, 0))).not.toContain(h.token);
+    expect(JSON.stringify(await h.caller.store.get(h.id))).not.toContain(h.token);
+    // After the end: a late push is acknowledged without a commit.
+    const late = await h.post(h.status("TASK_STATE_COMPLETED"), { "x-a2a-notification-token": h.token });
     expect(late.status).toBe(200);
-    expect(["moved-on", "duplicate"]).toContain(((await late.json()) as { outcome: string }).outcome);
+    expect(["moved-on", "duplicate"]).toContain(await outcomeOf(late));
+  });
+
+  it("no existence oracle: an unknown task, a missing token and a wrong token get the same answer (401, same body); a wrong token moves no run; the other routes taking a task id answer an unauthenticated caller the same for an existing and an unknown id", async () => {
+    const h = await startHeld("call-hold");
+    const unknown = `${h.caller.baseUrl}/v1/peer-callbacks/${randomUUID()}`;
+    const body = h.status("TASK_STATE_COMPLETED");
+    const answers = await Promise.all(
+      [
+        h.post(body, { "x-a2a-notification-token": "forged-token" }),
+        h.post(body),
+        h.post(body, { "x-a2a-notification-token": h.token }, unknown),
+        h.post(body, { "x-a2a-notification-token": "forged-token" }, unknown),
+        h.post(body, {}, unknown),
+      ].map(async (p) => {
+        const res = await p;
+        return { status: res.status, body: await res.text(), challenge: res.headers.get("www-authenticate") };
+      }),
+    );
+    expect(answers[0]).toEqual({ status: 401, body: JSON.stringify({ outcome: "unauthenticated" }), challenge: expect.stringContaining("Bearer") });
+    for (const a of answers) expect(a).toEqual(answers[0]);
+    expect((await h.ours.get(h.id))["status"].state).toBe("working");
+    expect((await progressOf(h.caller, h.id)).filter((p) => p["pushedAt"] !== undefined)).toEqual([]);
+    // The other routes that take a task id authenticate first: on the peer host (API keys), an unauthenticated
+    // read or cancel of its existing task and of an unknown id get the same 401.
+    const peerTaskId = h.first["peerTaskId"] as string;
+    const ask = async (id: string, method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${proxy.url}${path.replace("{id}", id)}`, { method, headers: { "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body).replace("{id}", id) } : {}) });
+      return { status: res.status, body: (await res.text()).replaceAll(id, "{id}") };
+    };
+    for (const [method, path, body] of [
+      ["GET", "/v1/runs/{id}"],
+      ["GET", "/v1/runs/{id}/events"],
+      ["POST", "/v1/runs/{id}/cancel", {}],
+      ["GET", "/console/api/tasks/{id}"],
+      ["GET", "/console/api/tasks/{id}/push"],
+      ["GET", "/v1/a2a/tasks/{id}"],
+      ["POST", "/a2a/jsonrpc", { jsonrpc: "2.0", id: 1, method: "tasks/get", params: { id: "{id}" } }],
+    ] as const) {
+      const existing = await ask(peerTaskId, method, path, body);
+      expect(existing.status, `${method} ${path}`).toBe(401);
+      expect(await ask(randomUUID(), method, path, body), `${method} ${path}`).toEqual(existing);
+    }
+    await h.ours.cancel(h.id);
+  });
+
+  it("push signed with the peer's signingKey (HMAC): taken as the peer's word and committed by the receiver; the run moves on at once", async () => {
+    const r = await runPath("push", "call-hold-signed");
+    expect(r.task["status"].state, JSON.stringify(r.task["metadata"])).toBe("completed");
+    expect(r.progress.some((p) => p["pushedAt"] !== undefined && p["peerState"] === "completed"), "the signed pushed state was committed").toBe(true);
+    expect(r.afterRelease["GetTask"] ?? 0).toBeLessThanOrEqual(1);
+    expect(JSON.stringify(r.task["artifacts"])).toContain("held push");
+  });
+
+  it("a signed push (HMAC) is committed once: a replay is a duplicate; unsigned or wrongly signed pushes of that peer are refused (401)", async () => {
+    const h = await startHeld("call-hold-signed");
+    const body = h.status("TASK_STATE_INPUT_REQUIRED");
+    const timestamp = Math.floor(Date.now() / 1000);
+    const signed = { "x-a2a-notification-token": h.token, "x-openwop-timestamp": String(timestamp), "x-openwop-signature": signPushBody(PEER_SIGNING_KEY, timestamp, body) };
+    expect((await h.post(body, { "x-a2a-notification-token": h.token })).status).toBe(401);
+    expect((await h.post(body, { ...signed, "x-openwop-signature": signPushBody("another-key-0123456789abcdef", timestamp, body) })).status).toBe(401);
+    expect((await h.post(h.status("TASK_STATE_COMPLETED"), signed)).status, "the signature covers the body").toBe(401);
+    const first = await h.post(body, signed);
+    expect(first.status).toBe(200);
+    expect(await outcomeOf(first)).toBe("committed");
+    const replay = await h.post(body, signed);
+    expect(replay.status).toBe(200);
+    expect(await outcomeOf(replay)).toBe("duplicate");
+    await settle();
+    const committed = (await progressOf(h.caller, h.id)).filter((p) => p["pushedAt"] !== undefined && p["peerState"] === "input-required");
+    expect(committed).toHaveLength(1);
+    await h.ours.cancel(h.id);
+  });
+
+  it("a push signed with a JWT against the peer's jwksUrl is committed once (a replay is a duplicate); a JWT of another body or key, or none, is refused (401)", async () => {
+    const h = await startHeld("call-hold-jwks");
+    const body = h.status("TASK_STATE_INPUT_REQUIRED");
+    const sha = (text: string) => createHash("sha256").update(text).digest("hex");
+    const jwtFor = (text: string, key: CryptoKey = jwtKey) => new SignJWT({ request_body_sha256: sha(text) }).setProtectedHeader({ alg: "ES256", kid: "peer-1" }).setIssuedAt().setJti(randomUUID()).sign(key);
+    const withJwt = async (text: string, key?: CryptoKey) => ({ "x-a2a-notification-token": h.token, authorization: `Bearer ${await jwtFor(text, key)}` });
+    expect((await h.post(body, { "x-a2a-notification-token": h.token })).status).toBe(401);
+    expect((await h.post(body, await withJwt(h.status("TASK_STATE_COMPLETED")))).status, "the JWT covers another body").toBe(401);
+    expect((await h.post(body, await withJwt(body, (await generateKeyPair("ES256")).privateKey))).status, "a key not in the JWKS").toBe(401);
+    const headers = await withJwt(body);
+    const first = await h.post(body, headers);
+    expect(first.status).toBe(200);
+    expect(await outcomeOf(first)).toBe("committed");
+    expect(await outcomeOf(await h.post(body, headers))).toBe("duplicate");
+    await settle();
+    expect((await progressOf(h.caller, h.id)).filter((p) => p["pushedAt"] !== undefined && p["peerState"] === "input-required")).toHaveLength(1);
+    await h.ours.cancel(h.id);
   });
 });

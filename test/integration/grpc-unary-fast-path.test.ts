@@ -107,6 +107,16 @@ describe("gRPC unary fast path", () => {
     expect((answered as Answer).rstCode).toBe(0);
   });
 
+  it("grpc-message is percent-encoded as the gRPC spec says, on the fast path and through connect alike", async () => {
+    const plain = await sameAnswer(`${V10}/GetTask`, getTask10("nope-x"));
+    expect(plain.status).toBe("5");
+    expect(plain.trailers["grpc-message"]).toBe("Task not found: nope-x");
+    // Only bytes outside 0x20-0x7E (here the UTF-8 of "é") and "%" itself are encoded.
+    const odd = await sameAnswer(`${V10}/GetTask`, getTask10("50%-off/café,ok"));
+    expect(odd.trailers["grpc-message"]).toBe("Task not found: 50%25-off/caf%C3%A9,ok");
+    expect(odd.message).toBe("Task not found: 50%-off/café,ok");
+  });
+
   it("a whole oversized frame: RESOURCE_EXHAUSTED, and the session stays usable", async () => {
     const big = Buffer.alloc(MAX_BODY_BYTES * 2 + 5, 1);
     big[0] = 0;

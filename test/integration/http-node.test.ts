@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 import { jsonRpcCaller, type WireTask } from "../support/jsonrpc-caller.js";
+import { testTokenKeys } from "../support/openwop-client.js";
 
 
 const FIXTURES = new URL("../fixtures/http-workflows", import.meta.url).pathname;
@@ -287,7 +288,9 @@ describe("http node egress guard", () => {
     expect(service.received).toHaveLength(0);
     const error = openwop(task)["error"];
     expect(error).toMatchObject({ code: "http_egress_refused" });
-    expect(error.message).toBe("http node URL refused by the scheme arm of the egress guard: http is not allowed for http://127.0.0.1:" + new URL(service.url).port + "; http node URLs must use https");
+    expect(error.message).toBe(
+      `http node URL refused by the scheme arm of the egress guard: http is not allowed for http://127.0.0.1:${new URL(service.url).port}; http node URLs must use https; to reach a private service, list it as host:port in HTTP_NODE_PRIVATE_HOSTS`,
+    );
     expect(error.message).not.toContain(TOKEN);
     const log = await store.readEvents(task["id"], 0);
     // node.started, then the failure: no completion, no output, no artifact of the node.
@@ -320,7 +323,7 @@ describe("http node definitions are checked at load", () => {
     expect(await loadError('  - { kind: http, id: call, url: "/relative" }\n')).toContain('node "call": url must be an absolute http(s) URL');
     expect(await loadError('  - { kind: http, id: call, url: "https://${NOT_LISTED}/x" }\n')).toContain('node "call": url refers to ${NOT_LISTED}, which is not a variable workflows may use');
     expect(await loadError('  - { kind: http, id: call, url: "https://svc.example.com/x", headers: { Authorization: "${API_KEY}" } }\n', { WORKFLOW_VARIABLES: "OTHER" })).toContain(
-      'node "call": header "Authorization" refers to ${API_KEY}, which is not a variable workflows may use (known: A2A_PEER_CARD_URL, OTHER)',
+      'node "call": header "Authorization" refers to ${API_KEY}, which is not a variable workflows may use (add API_KEY to WORKFLOW_VARIABLES; known: A2A_PEER_CARD_URL, OTHER)',
     );
     expect(await loadError('  - { kind: http, id: call, url: "https://svc.example.com/x", headers: { Idempotency-Key: "k" } }\n')).toContain('header "Idempotency-Key" is set by the host');
     expect(await loadError('  - { kind: http, id: call, url: "https://svc.example.com/x", method: GET }\n')).toMatch(/nodes\/0\/method: must be equal to one of the allowed values/);
@@ -367,4 +370,83 @@ describe("http node across a restart (at-least-once, the same idempotency key)",
     expect(second!.body["idempotencyKey"]).toBe(first!.body["idempotencyKey"]);
     expect(second!.body["attempt"]).toBeGreaterThan(first!.body["attempt"]);
   }, 30_000);
+});
+
+// Production: the test-only loopback allowance is refused there, so a service on the private network (here a
+// sidecar on loopback, reached over plain http) is reachable only when HTTP_NODE_PRIVATE_HOSTS lists it.
+describe("http node private services in NODE_ENV=production (HTTP_NODE_PRIVATE_HOSTS)", () => {
+  const KEY = "private-hosts-test-key-0123456789";
+  let service: Awaited<ReturnType<typeof startService>>;
+  let port: number;
+  const caller = jsonRpcCaller(() => t.baseUrl, { key: KEY });
+  let t: TestApp;
+
+  beforeAll(async () => {
+    service = await startService();
+    port = Number(new URL(service.url).port);
+  });
+  afterAll(async () => {
+    await service?.close();
+  });
+
+  async function startProduction(env: Record<string, string>): Promise<TestApp> {
+    const { HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS: _allowed, ...fast } = FAST;
+    t = await startTestApp({
+      NODE_ENV: "production",
+      API_KEYS: JSON.stringify([{ id: "ops", tenant: "default", scopes: ["runs:create", "runs:read"], key: KEY }]),
+      MONGODB_URI: "mongodb://127.0.0.1:1/unused-the-test-passes-its-store",
+      INTERRUPT_TOKEN_KEYS: testTokenKeys(),
+      PUSH_ENABLED: "false",
+      WORKFLOWS_DIR: FIXTURES,
+      HTTP_SERVICE_URL: service.url,
+      ...fast,
+      ...env,
+    });
+    return t;
+  }
+
+  it("a listed sidecar (host:port) is reached over plain http", async () => {
+    const app = await startProduction({ HTTP_NODE_PRIVATE_HOSTS: `127.0.0.1:${port}` });
+    try {
+      expect(app.config.env).toBe("production");
+      const task = await caller.start("ok", "http-call");
+      expect(task["status"].state).toBe("completed");
+      expect(service.received.filter((r) => r.body["taskId"] === task["id"])).toHaveLength(1);
+      expect(task["artifacts"].map((a: any) => a.artifactId)).toContain("report");
+    } finally {
+      await app.close();
+    }
+  });
+
+  it("a CIDR entry with the port reaches it too", async () => {
+    const app = await startProduction({ HTTP_NODE_PRIVATE_HOSTS: `10.0.0.0/8:${port}, 127.0.0.0/8:${port}` });
+    try {
+      const task = await caller.start("ok", "http-call");
+      expect(task["status"].state).toBe("completed");
+    } finally {
+      await app.close();
+    }
+  });
+
+  it.each([
+    ["not listed", {}],
+    ["named only by the allow list and allowed ports", { HTTP_NODE_ALLOW_HOSTS: "127.0.0.1", HTTP_NODE_ALLOWED_PORTS: "PORT" }],
+    ["listed on another port", { HTTP_NODE_PRIVATE_HOSTS: "127.0.0.1:PORT+1" }],
+  ])("a sidecar %s is refused, and the error names HTTP_NODE_PRIVATE_HOSTS", async (_case, raw: Record<string, string>) => {
+    const env = Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, v.replace("PORT+1", String(port + 1)).replace("PORT", String(port))]));
+    const before = service.received.length;
+    const app = await startProduction(env);
+    try {
+      const task = await caller.start("ok", "http-call");
+      expect(task["status"].state).toBe("failed");
+      const error = openwop(task)["error"];
+      expect(error).toMatchObject({ code: "http_egress_refused" });
+      expect(error.message).toContain(`http://127.0.0.1:${port}`);
+      expect(error.message).toContain("list it as host:port in HTTP_NODE_PRIVATE_HOSTS");
+      expect(error.message).not.toContain(TOKEN);
+      expect(service.received.length).toBe(before);
+    } finally {
+      await app.close();
+    }
+  });
 });

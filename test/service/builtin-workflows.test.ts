@@ -11,7 +11,7 @@ import { loadConfig } from "../../src/config/config.js";
 import { createCore, type Core } from "../../src/core.js";
 import { projectRoot } from "../../src/domain/project-root.js";
 import { builtinHandlers } from "../../src/workflows/builtin-handlers.js";
-import { readWorkflowDirectory } from "../../src/engine/workflow-catalog.js";
+import { readWorkflowDirectory, WorkflowLoadError } from "../../src/engine/workflow-catalog.js";
 import type { WorkflowDefinition } from "../../src/workflows/workflow-types.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
@@ -124,10 +124,38 @@ nodes:
       () => undefined,
       (err: unknown) => err as Error,
     );
-    expect(error?.message).toMatch(/3 task nodes name handlers that nothing provides/);
-    expect(error?.message).toContain(`${join(dir, "a.yaml")}: workflow "needs-two", node "first": no handler named "charge-card"`);
-    expect(error?.message).toContain(`${join(dir, "a.yaml")}: workflow "needs-two", node "second": no handler named "send-invoice"`);
-    expect(error?.message).toContain(`workflows[0]: workflow "needs-one", node "only": no handler named "book-seat"`);
+    expect(error).toBeInstanceOf(WorkflowLoadError);
+    const known = `(register it as a handler: startHost's handlers or HANDLERS_MODULE; known: ${Object.keys(builtinHandlers).sort().join(", ")})`;
+    expect((error as WorkflowLoadError).problems).toEqual([
+      `${join(dir, "a.yaml")}: workflow "needs-two", node "first": no handler named "charge-card" ${known}`,
+      `${join(dir, "a.yaml")}: workflow "needs-two", node "second": no handler named "send-invoice" ${known}`,
+      `workflows[0]: workflow "needs-one", node "only": no handler named "book-seat" ${known}`,
+    ]);
+    expect(error?.message).toMatch(/^3 workflow problems:\n- /);
+  });
+
+  it("a schema error does not hide the handler check, and a typo'd handler gets a suggestion (every file, one run)", async () => {
+    const dir = await userDir({
+      "a.yaml": `
+id: broken
+name: Broken
+description: A schema error and a missing handler.
+nodes:
+  - { kind: task, id: first, handler: ecoh }
+  - { kind: approval, id: gate }
+`,
+      "b.yaml": `id: other\nname: Other\ndescription: Another typo.\nnodes:\n  - { kind: task, id: only, handler: nop }\n`,
+    });
+    const error = await core({ WORKFLOWS_DIR: dir }).then(
+      () => undefined,
+      (err: unknown) => err as WorkflowLoadError,
+    );
+    const known = `(register it as a handler: startHost's handlers or HANDLERS_MODULE; known: ${Object.keys(builtinHandlers).sort().join(", ")})`;
+    expect(error?.problems).toEqual([
+      `${join(dir, "a.yaml")}: invalid workflow definition: nodes/1: must have required property 'title'`,
+      `${join(dir, "a.yaml")}: workflow "broken", node "first": no handler named "ecoh" (did you mean "echo"?) ${known}`,
+      `${join(dir, "b.yaml")}: workflow "other", node "only": no handler named "nop" (did you mean "noop"?) ${known}`,
+    ]);
   });
 
   it("a workflow id defined twice across sources names both", async () => {

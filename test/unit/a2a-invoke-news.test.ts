@@ -107,4 +107,13 @@ describe("PeerNewsBoard", () => {
     board.post("t1", { kind: "fetch" });
     expect(await watch.next(5, signal)).toBe("timeout");
   });
+  it("post answers whether a node waits here (an unsigned push's wake needs no commit then)", () => {
+    const board = new PeerNewsBoard();
+    expect(board.post("t1", { kind: "fetch" })).toBe(false);
+    const watch = board.watch("t1");
+    expect(board.post("t1", { kind: "fetch" })).toBe(true);
+    expect(board.post("t2", { kind: "fetch" })).toBe(false);
+    watch.close();
+    expect(board.post("t1", { kind: "fetch" })).toBe(false);
+  });
 });

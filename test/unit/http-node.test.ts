@@ -131,8 +131,12 @@ describe("load-time checks", () => {
     expect(httpNodeProblem(node({ url: "ftp://svc.example.com/x" }), {})).toBe('node "call": url must be an absolute http(s) URL (got "ftp://svc.example.com/x")');
     expect(httpNodeProblem(node({ url: "svc.example.com/x" }), {})).toContain("url must be an absolute http(s) URL");
     expect(httpNodeProblem(node({ url: "${SVC_URL}/x" }), { SVC_URL: "file:///etc" })).toContain("url must be an absolute http(s) URL");
-    expect(httpNodeProblem(node({ url: "https://${NOPE}/x" }), {})).toBe('node "call": url refers to ${NOPE}, which is not a variable workflows may use (known: none; list them in WORKFLOW_VARIABLES)');
-    expect(httpNodeProblem(node({ headers: { "X-Key": "${NOPE}" } }), { A: "a" })).toBe('node "call": header "X-Key" refers to ${NOPE}, which is not a variable workflows may use (known: A)');
+    expect(httpNodeProblem(node({ url: "https://${NOPE}/x" }), {})).toBe('node "call": url refers to ${NOPE}, which is not a variable workflows may use (add NOPE to WORKFLOW_VARIABLES; known: none)');
+    expect(httpNodeProblem(node({ headers: { "X-Key": "${NOPE}" } }), { A: "a" })).toBe('node "call": header "X-Key" refers to ${NOPE}, which is not a variable workflows may use (add NOPE to WORKFLOW_VARIABLES; known: A)');
+    // Listed but unset, where the url needs it to be absolute: the variable and the fix, not only the raw url.
+    expect(httpNodeProblem(node({ url: "${SCORER_URL}/score" }), { SCORER_URL: undefined })).toBe(
+      'node "call": url refers to ${SCORER_URL}, listed in WORKFLOW_VARIABLES but not set (set SCORER_URL in the environment; got "${SCORER_URL}/score")',
+    );
     for (const name of ["Host", "content-type", "Idempotency-Key", "Transfer-Encoding", "Connection"]) {
       expect(httpNodeProblem(node({ headers: { [name]: "x" } }), {})).toBe(`node "call": header "${name}" is set by the host and may not be given`);
     }
@@ -142,7 +146,7 @@ describe("load-time checks", () => {
 describe("settings", () => {
   it("has defaults, reads every HTTP_NODE_* variable and WORKFLOW_VARIABLES, and never prints a value", () => {
     const defaults = loadHttpNodeSettings({}, false);
-    expect(defaults).toMatchObject({ timeoutMs: 30_000, maxAttempts: 3, retryBaseMs: 500, retryMaxMs: 10_000, maxResponseBytes: 1024 * 1024, egress: { allowHttpLoopback: false, allowedPorts: [], allowHosts: [], denyHosts: [] }, variableNames: [] });
+    expect(defaults).toMatchObject({ timeoutMs: 30_000, maxAttempts: 3, retryBaseMs: 500, retryMaxMs: 10_000, maxResponseBytes: 1024 * 1024, egress: { allowHttpLoopback: false, allowedPorts: [], allowHosts: [], denyHosts: [], privateHosts: [] }, variableNames: [] });
     const settings = loadHttpNodeSettings(
       {
         HTTP_NODE_TIMEOUT_MS: "5000",
@@ -150,6 +154,7 @@ describe("settings", () => {
         HTTP_NODE_ALLOWED_PORTS: "8443",
         HTTP_NODE_ALLOW_HOSTS: "*.svc.example.com",
         HTTP_NODE_DENY_HOSTS: "bad.svc.example.com",
+        HTTP_NODE_PRIVATE_HOSTS: "sidecar:8080, 10.0.0.0/8:9000",
         HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS: "true",
         WORKFLOW_VARIABLES: "SVC_URL, SVC_TOKEN,UNSET_ONE",
         SVC_URL: "https://a.svc.example.com",
@@ -158,7 +163,14 @@ describe("settings", () => {
       false,
     );
     if (typeof settings === "string") throw new Error(settings);
-    expect(settings.egress).toEqual({ allowHttpLoopback: true, allowedPorts: [8443], allowHosts: ["*.svc.example.com"], denyHosts: ["bad.svc.example.com"] });
+    expect(settings.egress).toEqual({
+      allowHttpLoopback: true,
+      allowedPorts: [8443],
+      allowHosts: ["*.svc.example.com"],
+      denyHosts: ["bad.svc.example.com"],
+      privateHosts: ["sidecar:8080", "10.0.0.0/8:9000"],
+      settings: { allowedPorts: "HTTP_NODE_ALLOWED_PORTS", allowHosts: "HTTP_NODE_ALLOW_HOSTS", denyHosts: "HTTP_NODE_DENY_HOSTS", privateHosts: "HTTP_NODE_PRIVATE_HOSTS" },
+    });
     expect(settings.timeoutMs).toBe(5000);
     expect(settings.maxAttempts).toBe(5);
     expect(workflowVariableValues(settings)).toEqual({ SVC_URL: "https://a.svc.example.com", SVC_TOKEN: "t0ps3cret", UNSET_ONE: undefined });

@@ -651,7 +651,8 @@ describe("readWorkflowDirectory refuses a bad workflow file with its path and th
     }
     expect(thrown, `${fileName} should be refused`).toBeInstanceOf(WorkflowLoadError);
     const error = thrown as WorkflowLoadError;
-    expect(error.message.startsWith(`${path}: `), error.message).toBe(true);
+    expect(error.problems.length).toBeGreaterThan(0);
+    for (const problem of error.problems) expect(problem.startsWith(`${path}: `), problem).toBe(true);
     return { error, path };
   }
 

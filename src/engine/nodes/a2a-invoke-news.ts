@@ -2,8 +2,10 @@ import type { PeerTask } from "../../peer/peer-types.js";
 
 /**
  * What wakes a waiting `a2a.invoke` node before its (backstop) poll is due:
- *   - "push":   our callback receiver committed a pushed peer state (peer-callback-service.ts) on this instance;
- *               `task` when the push carried the whole task (then no `GetTask` is needed), else its `state`.
+ *   - "push":   our callback receiver took a push (peer-callback-service.ts) on this instance. A push signed with a
+ *               key we trust for the peer was committed, and `task` is set when it carried the whole task (then no
+ *               `GetTask` is needed). An unsigned push is a hint only: `state` is what it claims, nothing of it was
+ *               committed, and the node reads the peer's task (`GetTask`, our credentials) before acting.
  *   - "stream": an event of the held task stream, folded into the whole task (peer-stream.ts).
  *   - "remote": another instance committed to our task (the commit feed); the runner re-reads its stored progress.
  *   - "fetch":  read the peer task now (a stream ended on a state it cannot show, e.g. a terminal task refusing SubscribeToTask).
@@ -25,15 +27,17 @@ export class PeerNewsWatch {
 
   constructor(private readonly detach: () => void) {}
 
-  post(news: PeerNews): void {
-    if (this.closed) return;
+  /** Queues `news`; false when this watch is closed (its node no longer waits here). */
+  post(news: PeerNews): boolean {
+    if (this.closed) return false;
     // Only the latest whole-task snapshot of a stream matters; anything else is kept in order.
     if (news.kind === "stream") this.queue = this.queue.filter((n) => n.kind !== "stream");
-    if (news.kind === "remote" && this.queue.some((n) => n.kind === "remote")) return;
+    if (news.kind === "remote" && this.queue.some((n) => n.kind === "remote")) return true;
     this.queue.push(news);
     const wake = this.wake;
     this.wake = undefined;
     wake?.();
+    return true;
   }
 
   /** The next news, or "timeout" after `ms`, or "aborted". */
@@ -92,7 +96,10 @@ export class PeerNewsBoard {
     return watch;
   }
 
-  post(taskId: string, news: PeerNews): void {
-    for (const watch of this.watches.get(taskId) ?? []) watch.post(news);
+  /** Posts `news` to the nodes waiting on `taskId` here; answers whether one took it (else none waits on this instance). */
+  post(taskId: string, news: PeerNews): boolean {
+    let taken = false;
+    for (const watch of this.watches.get(taskId) ?? []) taken = watch.post(news) || taken;
+    return taken;
   }
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { didYouMean } from "../../domain/closest-name.js";
 import type { TaskContext } from "../../machine/task-context.js";
 import { buildPeerInterrupt, CROSS_PROTOCOL_CANCEL, peerProgressOf, peerTaskToCancel } from "./a2a-invoke.js";
 import type { A2AInvokeRunner, InvokeOutcome } from "./a2a-invoke-runner.js";
@@ -14,16 +15,11 @@ export const a2aInvokeNodeKind: NodeKind<A2AInvokeNode> = {
   executor: (runtime, services) => a2aInvokeNodeExecutor(runtime, services.peerInvoker),
 };
 
-/**
- * A node naming a peer that is not configured: reported to `onUnknownPeer` when the loader collects them (it
- * lists every such node at once), else answered as the problem.
- */
+/** A node naming a peer that is not configured, with where peers are configured and a likely typo named. */
 export function a2aInvokeNodeProblem(node: A2AInvokeNode, context: NodeCheckContext): string | undefined {
   if (node.peer === undefined || context.peers.includes(node.peer)) return undefined;
-  const problem = `node "${node.id}": peer "${node.peer}" is not configured (configured: ${context.peers.length > 0 ? context.peers.join(", ") : "none"})`;
-  if (!context.onUnknownPeer) return problem;
-  context.onUnknownPeer(`node "${node.id}": peer "${node.peer}"`);
-  return undefined;
+  const configured = context.peers.length > 0 ? context.peers.join(", ") : "none";
+  return `node "${node.id}": peer "${node.peer}" is not configured${didYouMean(node.peer, context.peers)} (configure it in A2A_PEERS, A2A_PEERS_FILE or startHost's peers; configured: ${configured})`;
 }
 
 /**

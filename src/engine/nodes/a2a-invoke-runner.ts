@@ -252,9 +252,10 @@ export class A2AInvokeRunner {
 
   /**
    * Waits for news of the peer task until `ms` pass. Answers the task to project when news carried it (a stream
-   * snapshot, a push with the whole task); no task means "read it now" (GetTask): the backstop poll, or news that
-   * says the state changed without its content (our own hosts' pushes are content-free). `progress` follows what
-   * the callback receiver committed (so the next record does not count it again).
+   * snapshot, a signed push with the whole task); no task means "read it now" (GetTask): the backstop poll, an
+   * unsigned push (a hint: its claim is never projected), or news that says the state changed without its content
+   * (our own hosts' pushes are content-free). `progress` follows what the callback receiver committed (so the
+   * next record does not count it again).
    */
   private async awaitPeer(r: InvokeRun, watch: PeerNewsWatch, progress: PeerProgress, ms: number): Promise<{ progress: PeerProgress; task?: PeerTask }> {
     const until = this.clock().getTime() + ms;

@@ -1,4 +1,5 @@
 import { EnvReader, type Env } from "../../domain/env-settings.js";
+import { privateServiceEntryProblem } from "../../peer/peer-http-client.js";
 import type { A2APeerSettings } from "../../peer/peer-settings.js";
 
 /** The egress guard's policy (egress/egress-guard.ts), as the peer layer passes it on. */
@@ -15,7 +16,7 @@ export interface HttpNodeSettings {
   retryMaxMs: number;
   /** Largest answer read; a longer one fails the node (`http_bad_response`). */
   maxResponseBytes: number;
-  /** The egress guard's policy: https and public addresses only, unless the test-only loopback allowance is on. */
+  /** The egress guard's policy: https and public addresses, and the private services HTTP_NODE_PRIVATE_HOSTS lists. */
   egress: EgressPolicy;
   /**
    * `WORKFLOW_VARIABLES`: the environment variables a definition may reference as `${NAME}` (an `http` node's url
@@ -50,11 +51,29 @@ export function readHttpNodeSettings(env: EnvReader, production: boolean): HttpN
     retryBaseMs,
     retryMaxMs,
     maxResponseBytes: env.int("HTTP_NODE_MAX_RESPONSE_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
-    // http:// and loopback services only under the test-only allowance; nothing else private, ever.
-    egress: { allowHttpLoopback: allowLoopback, allowedPorts: env.ports("HTTP_NODE_ALLOWED_PORTS"), allowHosts: env.list("HTTP_NODE_ALLOW_HOSTS"), denyHosts: env.list("HTTP_NODE_DENY_HOSTS") },
+    // https and public addresses, plus the private services the operator lists (host:port, cidr:port), which may
+    // be plain http; http:// and loopback in general only under the test-only allowance.
+    egress: {
+      allowHttpLoopback: allowLoopback,
+      allowedPorts: env.ports("HTTP_NODE_ALLOWED_PORTS"),
+      allowHosts: env.list("HTTP_NODE_ALLOW_HOSTS"),
+      denyHosts: env.list("HTTP_NODE_DENY_HOSTS"),
+      privateHosts: readPrivateHosts(env),
+      settings: { allowedPorts: "HTTP_NODE_ALLOWED_PORTS", allowHosts: "HTTP_NODE_ALLOW_HOSTS", denyHosts: "HTTP_NODE_DENY_HOSTS", privateHosts: "HTTP_NODE_PRIVATE_HOSTS" },
+    },
     variableNames: Object.keys(variables),
     variableValues: () => ({ ...variables }),
   };
+}
+
+/** HTTP_NODE_PRIVATE_HOSTS, each entry checked now so a bad one stops the start (the guard compiles them per call). */
+function readPrivateHosts(env: EnvReader): string[] {
+  const entries = env.list("HTTP_NODE_PRIVATE_HOSTS");
+  for (const entry of entries) {
+    const problem = privateServiceEntryProblem(entry);
+    if (problem !== undefined) env.problem(`HTTP_NODE_PRIVATE_HOSTS: ${problem}`);
+  }
+  return entries;
 }
 
 /** `readHttpNodeSettings` on its own: the settings, or every problem as one message. */

@@ -4,8 +4,8 @@
  * (input, params, earlier outputs, ids, the idempotency key); the answer is a HandlerResult (`{output?, artifacts?}`).
  *
  * Egress: the same guard and pinned connections as push deliveries and peer calls (peer/peer-http-client.ts with
- * its own policy, HTTP_NODE_*): https and public addresses only, no redirects, a deadline per request, the answer
- * capped. Retries: 5xx, 408/425/429, timeouts and network errors, under the one retry policy (domain/retry-policy.ts,
+ * its own policy, HTTP_NODE_*): https and public addresses, plus the private services HTTP_NODE_PRIVATE_HOSTS lists
+ * (plain http allowed for exactly those), no redirects, a deadline per request, the answer capped. Retries: 5xx, 408/425/429, timeouts and network errors, under the one retry policy (domain/retry-policy.ts,
  * Retry-After honoured up to its cap); a 4xx fails the node at once.
  *
  * Secrets: `${NAME}` in the url and header values names a variable listed in WORKFLOW_VARIABLES; it is resolved
@@ -55,7 +55,7 @@ export const HTTP_NODE_ERRORS = {
   retriesExhausted: "http_retries_exhausted",
   /** The answer is not a HandlerResult (not JSON, unknown fields, bad artifacts), too large, or a redirect. */
   badResponse: "http_bad_response",
-  /** The egress guard refused the URL (scheme, private or loopback address, port, allow/deny lists). */
+  /** The egress guard refused the URL (scheme, private or loopback address, port, allow/deny lists); the message names the setting that would allow it. */
   egressRefused: "http_egress_refused",
   /** The url or a header names a variable of WORKFLOW_VARIABLES that is not set. */
   variableUnset: "http_variable_unset",
@@ -81,9 +81,11 @@ const MAX_DETAIL = 200;
  */
 export function httpNodeProblem(node: HttpNode, variables: Readonly<Record<string, string | undefined>>): string | undefined {
   const unknown = (text: string) => [...text.matchAll(VARIABLE)].map((m) => m[1]!).find((name) => !Object.hasOwn(variables, name));
-  const known = () => (Object.keys(variables).length > 0 ? Object.keys(variables).join(", ") : "none; list them in WORKFLOW_VARIABLES");
+  // The fix first (the variable to list), then what is listed: the message alone says what to do.
+  const notListed = (where: string, name: string) =>
+    `node "${node.id}": ${where} refers to \${${name}}, which is not a variable workflows may use (add ${name} to WORKFLOW_VARIABLES; known: ${Object.keys(variables).join(", ") || "none"})`;
   const badUrlVariable = unknown(node.url);
-  if (badUrlVariable) return `node "${node.id}": url refers to \${${badUrlVariable}}, which is not a variable workflows may use (known: ${known()})`;
+  if (badUrlVariable) return notListed("url", badUrlVariable);
   const url = node.url.replace(VARIABLE, (_whole, name: string) => variables[name] ?? "unset-variable.invalid");
   let parsed: URL | undefined;
   try {
@@ -92,12 +94,17 @@ export function httpNodeProblem(node: HttpNode, variables: Readonly<Record<strin
     parsed = undefined;
   }
   if (!parsed || (parsed.protocol !== "https:" && parsed.protocol !== "http:")) {
+    // Listed but not set: the url cannot be checked, and the variable is what to fix.
+    const unset = [...node.url.matchAll(VARIABLE)].map((m) => m[1]!).filter((name) => variables[name] === undefined);
+    if (unset.length > 0) {
+      return `node "${node.id}": url refers to ${unset.map((n) => `\${${n}}`).join(", ")}, listed in WORKFLOW_VARIABLES but not set (set ${unset.join(", ")} in the environment; got "${node.url.slice(0, 120)}")`;
+    }
     return `node "${node.id}": url must be an absolute http(s) URL (got "${node.url.slice(0, 120)}")`;
   }
   for (const [name, value] of Object.entries(node.headers ?? {})) {
     if (OWNED_HEADERS.has(name.toLowerCase())) return `node "${node.id}": header "${name}" is set by the host and may not be given`;
     const badHeaderVariable = unknown(value);
-    if (badHeaderVariable) return `node "${node.id}": header "${name}" refers to \${${badHeaderVariable}}, which is not a variable workflows may use (known: ${known()})`;
+    if (badHeaderVariable) return notListed(`header "${name}"`, badHeaderVariable);
   }
   return undefined;
 }

@@ -25,8 +25,6 @@ export interface NodeCheckContext {
   variables: Readonly<Record<string, string | undefined>>;
   /** The named peers an `a2a.invoke` node may call (A2A_PEERS). */
   peers: readonly string[];
-  /** Where a node naming an unknown peer is reported, so the loader lists every such node at once; without it, the check answers the problem. */
-  onUnknownPeer?: (problem: string) => void;
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Http2ServerRequest, Http2ServerResponse, IncomingHttpHeaders, Outg
 import { create, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues, createServiceImplSpec, type ConnectRouter, type HandlerContext, type MethodImpl, type MethodImplSpec, type ServiceImpl } from "@connectrpc/connect";
 import { compressionNegotiate, type Compression, type UniversalHandlerOptions } from "@connectrpc/connect/protocol";
-import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
 import { CALLER } from "../../a2a/connect-caller.js";
 import type { A2AVersion } from "../../a2a/protocol-version.js";
 import { DEFAULT_A2A_VERSION, versionOfRpcService } from "../../a2a/versions.js";
@@ -11,6 +11,7 @@ import type { ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
 import { admitRpcCaller, rpcErrorOf } from "./rpc-call-guard.js";
 import { clampGrpcTimeout, untilDeadline } from "./rpc-deadline.js";
+import { setGrpcTrailerStatus } from "./grpc-message.js";
 import { COMPRESSED, frame, GONE, readUnaryRequest, serialize } from "./grpc-unary-frames.js";
 import { resetUnreadRequestAfterTrailers } from "./rpc-request-check.js";
 
@@ -77,7 +78,7 @@ export class GrpcUnaryFastPath {
       // Answered before the body was read to its end (deadline header, oversized frame): reset the request side.
       if (!req.complete) resetUnreadRequestAfterTrailers(req);
       res.writeHead(200, ctx.nodeHeader());
-      res.addTrailers(failure ? nodeHeaders(setTrailerStatus(ctx.responseTrailer, failure)) : ctx.nodeTrailer());
+      res.addTrailers(failure ? nodeHeaders(setGrpcTrailerStatus(ctx.responseTrailer, failure)) : ctx.nodeTrailer());
       if (body) res.end(body);
       else res.end();
     } catch (err) {

@@ -1,6 +1,5 @@
 import type { ConnectError } from "@connectrpc/connect";
 import { endStreamFlag, endStreamToJson, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import type { ServerResponse } from "node:http";
 import type { A2AVersion } from "../../a2a/protocol-version.js";
@@ -8,6 +7,8 @@ import { DEFAULT_A2A_VERSION } from "../../a2a/versions.js";
 import { DomainError } from "../../domain/errors.js";
 import { connectErrorOf } from "../errors/a2a-error-exits.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
+import { settleUnreadBody } from "../unread-request-body.js";
+import { setGrpcTrailerStatus } from "./grpc-message.js";
 
 /** The gRPC, gRPC-Web and Connect streaming media types: these requests are RPC calls whatever their path. */
 const RPC_MEDIA_TYPE = /^application\/(grpc|grpc-web|grpc-web-text|connect)(\+[\w.-]+)?$/;
@@ -41,8 +42,9 @@ export function answerUnknownMethod(req: HttpRequest, res: HttpResponse, version
   const error: ConnectError = connectErrorOf(version, new DomainError("method-not-found", `unknown method: this server has no rpc ${JSON.stringify(path.slice(0, 200))}`));
   const type = mediaType(req);
   const out = res as ServerResponse;
+  settleUnreadBody(req, res); // nothing reads the body of an unknown method
   if (/^application\/grpc-web/.test(type)) {
-    const trailer = trailerSerialize(setTrailerStatus(new Headers(), error));
+    const trailer = trailerSerialize(setGrpcTrailerStatus(new Headers(), error));
     const frame = Buffer.alloc(5 + trailer.byteLength);
     frame[0] = trailerFlag;
     frame.writeUInt32BE(trailer.byteLength, 1);
@@ -54,7 +56,7 @@ export function answerUnknownMethod(req: HttpRequest, res: HttpResponse, version
   } else if (/^application\/grpc/.test(type)) {
     // Trailers-only: the status travels in the one HEADERS frame that ends the stream.
     const headers: Record<string, string> = { "content-type": "application/grpc" };
-    setTrailerStatus(new Headers(), error).forEach((value, key) => (headers[key] = value));
+    setGrpcTrailerStatus(new Headers(), error).forEach((value, key) => (headers[key] = value));
     out.writeHead(200, headers);
     out.end();
   } else if (type.startsWith("application/connect+")) {

@@ -33,7 +33,7 @@ const OPENWOP: Operation[] = [
   { methods: ["get"], path: "/v1/workflows", tag: "OpenWOP runs", summary: "The workflows this host runs" },
   { methods: ["get"], path: "/v1/workflows/{workflowId}", tag: "OpenWOP runs", summary: "One workflow definition" },
   { methods: ["get"], path: "/v1/push/dead-letters", tag: "OpenWOP runs", summary: "Push deliveries given up on (webhooks:manage)" },
-  { methods: ["post"], path: "/v1/peer-callbacks/{taskId}", tag: "OpenWOP runs", summary: "Pushes from peers our a2a.invoke nodes call (the per-task token is the credential; 2xx after the commit)", public: true },
+  { methods: ["post"], path: "/v1/peer-callbacks/{taskId}", tag: "OpenWOP runs", summary: "Pushes from peers our a2a.invoke nodes call (the per-task token is the credential; a body signed with the peer's key is committed before the 2xx, an unsigned one only wakes the node to read the peer)", public: true },
   { methods: ["get"], path: "/v1/a2a/tasks/{taskId}", tag: "OpenWOP runs", summary: "The durable A2ATaskState read model" },
   { methods: ["get"], path: "/v1/a2a/task-machine.json", tag: "Discovery", summary: "The task machine's JSON definition (XState / Stately visualizer)" },
   { methods: ["get", "head"], path: "/.well-known/agent-card.json", tag: "Discovery", summary: "The A2A agent card (A2A-Version picks the shape; cacheable, ETag, 304)", public: true },

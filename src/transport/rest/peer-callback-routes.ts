@@ -14,8 +14,9 @@ export interface PeerCallbackRoutesOptions {
 /**
  * `POST /v1/peer-callbacks/{taskId}`: where peers called by our `a2a.invoke` nodes push their task's changes. No
  * API key (peers do not hold ours): the per-task token (`X-A2A-Notification-Token` or `Authorization: Bearer`) is
- * the credential, checked by the service with the signature when the peer has a signing key. The raw body is
- * handed over as received (the signature covers its bytes). 2xx only after the pushed state is committed.
+ * the credential (who may wake us), checked by the service; the body counts as the peer's word only when signed
+ * with the peer's configured key, else it only wakes the node, which reads the peer's task. The raw body is handed
+ * over as received (a signature covers its bytes). 2xx only once a signed state is committed or the node woken.
  */
 export function addPeerCallbackRoutes(router: HttpRouter, options: PeerCallbackRoutesOptions): void {
   router.add("POST", "/v1/peer-callbacks/{taskId}", async (req, res, params) => {

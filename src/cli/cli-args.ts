@@ -1,0 +1,30 @@
+import { didYouMean } from "../domain/closest-name.js";
+
+/** What the command line asks for. No arguments: start the host (what `npm start` and the image run). */
+export type CliCommand = { kind: "start" } | { kind: "check" } | { kind: "help" } | { kind: "version" } | { kind: "usage"; problem: string };
+
+const COMMANDS: Record<string, CliCommand["kind"]> = {
+  start: "start",
+  check: "check",
+  help: "help",
+  "--help": "help",
+  "-h": "help",
+  version: "version",
+  "--version": "version",
+  "-v": "version",
+};
+
+/** `argv` without node and the script. Settings are never arguments: they come from the environment. */
+export function parseCliArgs(argv: readonly string[]): CliCommand {
+  // `--help` / `--version` anywhere win, so `check --help` shows the help instead of running the check.
+  if (argv.some((a) => COMMANDS[a] === "help")) return { kind: "help" };
+  if (argv.some((a) => COMMANDS[a] === "version")) return { kind: "version" };
+  if (argv.length === 0) return { kind: "start" };
+  const [first, ...rest] = argv as [string, ...string[]];
+  const kind = Object.hasOwn(COMMANDS, first) ? COMMANDS[first] : undefined;
+  if (kind === undefined) return { kind: "usage", problem: `unknown command "${first}"${didYouMean(first, Object.keys(COMMANDS))}` };
+  if (rest.length > 0) {
+    return { kind: "usage", problem: `"${first}" takes no arguments (got ${rest.map((a) => `"${a}"`).join(" ")}); settings come from the environment (docs/configuration.md)` };
+  }
+  return { kind } as CliCommand;
+}
