@@ -32,6 +32,7 @@ import { ConsoleOperations } from "./console/console-operations.js";
 import { ConsoleAccess } from "./console/console-access.js";
 import { CONSOLE_PUBLIC_PATH } from "./console/console-assets.js";
 import { addConsoleRoutes } from "./console/console-routes.js";
+import { ShutdownSteps } from "./shutdown-deadline.js";
 
 export { JSONRPC_PATH, OPENWOP_EXTENSION_URI };
 const SUPPORTED_EXTENSIONS = [OPENWOP_EXTENSION_URI];
@@ -52,8 +53,11 @@ export interface App {
   skills: string[];
   /** Starts listening and resumes every unfinished task. */
   listen(): Promise<AddressInfo>;
-  /** Graceful shutdown: ends streams, drains requests, stops the supervisor. The store stays open. */
-  close(): Promise<void>;
+  /**
+   * Graceful shutdown: ends streams, drains requests, stops the supervisor. The store stays open. `steps`
+   * records which part is under way (the CLI's shutdown deadline names it).
+   */
+  close(steps?: ShutdownSteps): Promise<void>;
   /** Every HTTP route (OpenWOP, discovery, operator, A2A HTTP+JSON per version): what /v1/openapi.json is checked against. */
   routes(): Array<{ binding: string; template: string; methods: string[] }>;
 }
@@ -164,11 +168,11 @@ export async function createApp(options: AppOptions): Promise<App> {
         ...[...a2aRest].flatMap(([version, r]) => r.list().map((route) => ({ binding: `a2a-rest ${version}`, ...route }))),
       ];
     },
-    async close() {
+    async close(steps = new ShutdownSteps()) {
       readiness.drain();
       shutdown.abort();
-      await server.close(config.shutdownGraceMs);
-      await core.stop();
+      await steps.run("draining requests", () => server.close(config.shutdownGraceMs));
+      await steps.run("stopping task work (leases, pushes, peers)", () => core.stop());
     },
   };
 }

@@ -12,6 +12,7 @@ import { resolveHostOptions, type HostOptions } from "./host-options.js";
 import { createLogger, type Logger } from "./observability/logger.js";
 import { createTelemetry } from "./observability/telemetry.js";
 import { openStore } from "./store/open-store.js";
+import { ShutdownSteps } from "./shutdown-deadline.js";
 
 /** A host started by `startHost`. */
 export interface RunningHost {
@@ -22,6 +23,22 @@ export interface RunningHost {
   port: number;
   /** Drains like SIGTERM: refuses new requests, ends streams, releases task leases, closes the store. */
   close(): Promise<void>;
+}
+
+/** What the CLI's shutdown deadline reads of a host (src/main.ts): SHUTDOWN_GRACE_MS and the step `close()` is in. */
+export interface ShutdownPlan {
+  graceMs: number;
+  steps: ShutdownSteps;
+}
+
+// Kept beside the host object rather than on it: RunningHost is public, the shutdown plan is the CLI's business.
+const shutdownPlans = new WeakMap<RunningHost, ShutdownPlan>();
+
+/** The shutdown plan of a host this module started. */
+export function shutdownPlanOf(host: RunningHost): ShutdownPlan {
+  const plan = shutdownPlans.get(host);
+  if (!plan) throw new Error("not a host started by startHost");
+  return plan;
 }
 
 /** PORT=0 without PUBLIC_URL: a free port is chosen first, so the agent card names the port callers reach. */
@@ -138,19 +155,22 @@ export async function launchHost(options: HostOptions, processEnv: Env, logger?:
   log.info({ port: address.port, host: address.address, env: config.env, store: opened.store.kind, startupMs: Math.round(process.uptime() * 1000) }, startupLine(config, opened.description, app));
   const host = address.address === "0.0.0.0" || address.address === "::" ? "localhost" : address.family === "IPv6" ? `[${address.address}]` : address.address;
   let closing: Promise<void> | undefined;
-  return {
+  const steps = new ShutdownSteps();
+  const running: RunningHost = {
     url: `http://${host}:${address.port}`,
     publicUrl: config.publicUrl,
     port: address.port,
     close() {
       closing ??= (async () => {
         log.info("shutting down: draining requests and ending streams");
-        await app.close();
-        await opened.stop();
-        await telemetry.shutdown();
+        await app.close(steps);
+        await steps.run("closing the store", () => opened.stop());
+        await steps.run("flushing telemetry", () => telemetry.shutdown());
         log.info("stopped");
       })();
       return closing;
     },
   };
+  shutdownPlans.set(running, { graceMs: config.shutdownGraceMs, steps });
+  return running;
 }

@@ -36,7 +36,9 @@ export function addConsoleAssetRoutes(router: HttpRouter): void {
     ["console-diagram.js", { body: readFileSync(join(assetsDir, "console-diagram.js")), type: "text/javascript; charset=utf-8" }],
     ["console.css", { body: readFileSync(join(assetsDir, "console.css")), type: "text/css; charset=utf-8" }],
     ["dagre.esm.js", { body: readFileSync(dagrePath()), type: "text/javascript; charset=utf-8" }],
+    ["favicon.svg", { body: readFileSync(join(assetsDir, "favicon.svg")), type: "image/svg+xml" }],
   ]);
+  const favicon: Asset = { body: readFileSync(join(assetsDir, "favicon.ico")), type: "image/x-icon" };
   const page: Asset = { body: readFileSync(join(assetsDir, "index.html")), type: "text/html; charset=utf-8" };
   const send = (asset: Asset) => async (_req: unknown, res: HttpResponse) => {
     res.writeHead(200, { "content-type": asset.type, "content-length": String(asset.body.length), "cache-control": "no-cache", ...SECURITY_HEADERS });
@@ -47,7 +49,9 @@ export function addConsoleAssetRoutes(router: HttpRouter): void {
   // A deep link to one task: the same page, which reads the id from the path.
   router.add("GET", "/console/tasks/{taskId}", send(page));
   for (const [name, asset] of assets) router.add("GET", `/console/assets/${name}`, send(asset));
+  // Browsers ask for /favicon.ico on their own (any page of the host, and the console before its <link> is read).
+  router.add("GET", "/favicon.ico", send(favicon));
 }
 
 /** The paths served without credentials (the app's list of public paths takes this pattern). */
-export const CONSOLE_PUBLIC_PATH = /^\/console(\/|\/assets\/[a-z.-]+|\/tasks\/[^/]+)?$/;
+export const CONSOLE_PUBLIC_PATH = /^\/(console(\/|\/assets\/[a-z.-]+|\/tasks\/[^/]+)?|favicon\.ico)$/;

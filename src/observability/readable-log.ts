@@ -37,6 +37,6 @@ export function readableLine(json: string): string {
 }
 
 /** A pino destination writing readable lines to `out`. */
-export function readableDestination(out: NodeJS.WritableStream): { write(chunk: string): boolean } {
+export function readableDestination(out: { write(chunk: string): boolean }): { write(chunk: string): boolean } {
   return { write: (chunk: string) => out.write(readableLine(chunk.trimEnd())) };
 }

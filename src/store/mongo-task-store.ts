@@ -198,14 +198,19 @@ export class MongoTaskStore implements TaskStore {
     const pageFilter: Filter<TaskDocument> = after
       ? { ...filter, $and: [live, { $or: [{ updatedAt: { $lt: after.updatedAt } }, { updatedAt: after.updatedAt, _id: { $lt: after.taskId } }] }] }
       : filter;
-    const [docs, total, counts] = await Promise.all([
+    // With the per-state counts asked for, the total is their sum (or the filtered state's count): one scan
+    // of the tenant's tasks, not two (the console's first page asks for both).
+    const [docs, counted, counts] = await Promise.all([
       this.tasks.find(pageFilter, readTimeout()).sort({ updatedAt: -1, _id: -1 }).limit(query.limit).toArray(),
-      query.countTotal === false ? -1 : this.tasks.countDocuments(filter, readTimeout()),
+      query.countTotal === false || query.countStates ? -1 : this.tasks.countDocuments(filter, readTimeout()),
       query.countStates
         ? this.tasks.aggregate<{ _id: A2ATaskStateValue; n: number }>([{ $match: anyState }, { $group: { _id: "$a2a.state", n: { $sum: 1 } } }], readTimeout()).toArray()
         : undefined,
     ]);
-    return { records: docs.map(toRecord), total, ...(counts ? { states: Object.fromEntries(counts.map((c) => [c._id, c.n])) } : {}) };
+    const states = counts ? Object.fromEntries(counts.map((c) => [c._id, c.n])) : undefined;
+    let total = counted;
+    if (states && query.countTotal !== false) total = query.state !== undefined ? (states[query.state] ?? 0) : Object.values(states).reduce((sum, n) => sum + n, 0);
+    return { records: docs.map(toRecord), total, ...(states ? { states } : {}) };
   }
 
   async get(taskId: string): Promise<TaskRecord | null> {

@@ -4,14 +4,17 @@ import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { DomainError } from "../domain/errors.js";
 import { afterFanOut, isLive, type LiveIterable, type StopLive } from "../domain/live-stream.js";
 import { oncePerObject } from "../domain/once-per-object.js";
+import { settleUnreadBody } from "./unread-request-body.js";
 
 /** HTTP/1.1 and h2c requests share one handler through Node's compatibility API. */
 export type HttpRequest = IncomingMessage | Http2ServerRequest;
 export type HttpResponse = ServerResponse | Http2ServerResponse;
 
 /**
- * Reads the whole body, refusing more than `limit` bytes before buffering it (the request is destroyed then).
- * Events rather than `for await`: the async iterator cost more than the rest of reading a small body.
+ * Reads the whole body, refusing more than `limit` bytes before buffering it. A refused HTTP/1.1 body is left
+ * to `sendJson`'s answer, which drains it or closes the connection (unread-request-body.ts); an HTTP/2
+ * stream is reset. Events rather than `for await`: the async iterator cost more than the rest of reading a
+ * small body.
  */
 export function readBody(req: HttpRequest, limit: number): Promise<Buffer> {
   const declared = Number(req.headers["content-length"]);
@@ -34,7 +37,8 @@ export function readBody(req: HttpRequest, limit: number): Promise<Buffer> {
         return;
       }
       settle(tooLarge(limit));
-      req.destroy();
+      // HTTP/1.1: still flowing with no listener, so what arrives until the answer is dropped.
+      if ("stream" in req) req.destroy();
     };
     const onEnd = (): void => settle(null);
     const onClose = (): void => settle(Object.assign(new Error("the request closed before its body ended"), { code: "ERR_STREAM_PREMATURE_CLOSE" }));
@@ -55,6 +59,8 @@ export function mediaTypeOf(req: HttpRequest): string {
 
 export function sendJson(res: HttpResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
+  // An answer before the body was read to its end (413, 401, 415 ...) drains it or closes the connection.
+  settleUnreadBody((res as ServerResponse).req, res);
   (res as ServerResponse).writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers });
   res.end(text);
 }

@@ -43,6 +43,11 @@ async function unlabelledControls(page: Page): Promise<string[]> {
 }
 
 const focusedId = (page: Page) => page.evaluate<string | undefined>("document.activeElement?.id");
+/** The computed fill of the first element matching `selector` (an SVG rect). */
+const fillOf = (page: Page, selector: string) => page.evaluate<string>(`getComputedStyle(document.querySelector(${JSON.stringify(selector)})).fill`);
+const GREEN = "rgb(213, 243, 225)";
+const RED = "rgb(253, 226, 226)";
+const GREY = "rgb(236, 239, 243)";
 
 describe("operator console in headless Chromium", () => {
   let t: TestApp;
@@ -170,6 +175,14 @@ describe("operator console in headless Chromium", () => {
     await page.locator("#reject").click();
     await page.locator("#confirm-yes").click();
     await page.locator('#diagram g.state.current[data-state="failed"]').waitFor();
+    // Coloured by its outcome: red, not the green of a completed task; the gate where it ended too.
+    expect(await page.locator('#diagram g.state.current[data-state="failed"]').getAttribute("data-outcome")).toBe("failed");
+    expect(await fillOf(page, '#diagram g.state.current[data-state="failed"] rect')).toBe(RED);
+    await page.locator('#workflow-graph g.wf-node.current.outcome-failed[data-node="gate"]').waitFor();
+    // The live indicator says why it stopped: the task ended (not an error).
+    await page.locator('#live[data-live="ended"]').waitFor();
+    expect(await page.locator("#live").textContent()).toBe("● ended");
+    expect(await page.locator("#live").getAttribute("title")).toContain("This task has finished");
     const resolved = page.locator('#event-log li[data-type="interrupt.resolved"]');
     await resolved.waitFor();
     expect(await resolved.locator(".note.decision").textContent()).toBe("decided by anonymous: reject");
@@ -194,13 +207,44 @@ describe("operator console in headless Chromium", () => {
     }
     // A marker on the window: a reload would lose it.
     await page.evaluate(() => ((globalThis as unknown as { consoleMarker: number }).consoleMarker = 42));
+    expect(await page.locator("#live").getAttribute("data-live")).toBe("live");
     await page.locator("#approve").click();
     await page.locator('#diagram g.state.current[data-state="completed"]').waitFor();
+    expect(await fillOf(page, '#diagram g.state.current[data-state="completed"] rect')).toBe(GREEN);
     await page.locator('#event-log li[data-type="run.completed"]').waitFor();
     await page.locator('#workflow-graph g.wf-node.current[data-node="$end"]').waitFor();
     expect(await page.locator('#workflow-graph g.edge.taken[data-from="gate"][data-to="finalize"]').count()).toBe(1);
     expect(await page.locator("#interrupt").textContent()).toBe("");
     expect(await page.evaluate(() => (globalThis as unknown as { consoleMarker?: number }).consoleMarker)).toBe(42);
+    expect((await api().waitForRun(runId, (s) => s.status === "completed")).status).toBe("completed");
+  }, 60_000);
+
+  it.runIf(executablePath)("the approval form offers every action the gate offers: edit-accept sends an edited copy of the proposal", async () => {
+    const runId = await api().startRun("approval-gate", { text: "Rename the staging database" });
+    await api().waitForRun(runId, (s) => s.status === "waiting-approval");
+    await page.goto(`${t.baseUrl}/console/tasks/${runId}`);
+    await page.locator("#review-artifacts .artifact").waitFor();
+    // Every action the interrupt offers (accept, reject, refine, edit-accept, ask) has its control.
+    for (const id of ["approve", "reject", "refine", "ask", "edit-accept"]) expect(await page.locator(`#${id}`).count(), id).toBe(1);
+    // The copy starts as the proposal under review, and is editable from the keyboard.
+    await page.locator("#edit-accept-panel summary").focus();
+    await page.keyboard.press("Enter");
+    const copy = page.getByLabel("Edited proposal");
+    await copy.waitFor();
+    expect(await copy.inputValue()).toContain("Rename the staging database");
+    expect(await unlabelledControls(page)).toEqual([]);
+    // Empty: the error is shown next to the field and nothing is sent.
+    await copy.fill("  ");
+    await page.locator("#edit-accept").click();
+    await page.locator("#edit-copy-error").filter({ hasText: "empty" }).waitFor();
+    expect((await api().waitForRun(runId, () => true)).status).toBe("waiting-approval");
+    await copy.fill("Rename the staging database to staging-2024 (edited by the operator)");
+    await page.locator("#edit-accept").click();
+    await page.locator('#diagram g.state.current[data-state="completed"]').waitFor();
+    const resolved = page.locator('#event-log li[data-type="interrupt.resolved"]');
+    await resolved.waitFor();
+    expect(await resolved.locator(".note.decision").textContent()).toBe("decided by anonymous: edit-accept");
+    await page.locator("#artifacts").filter({ hasText: "edited by the operator" }).waitFor();
     expect((await api().waitForRun(runId, (s) => s.status === "completed")).status).toBe("completed");
   }, 60_000);
 
@@ -272,6 +316,8 @@ describe("operator console in headless Chromium", () => {
     await page.locator("#cancel").click();
     await page.locator("#confirm-yes").click();
     await page.locator('#diagram g.state.current[data-state="cancelled"]').waitFor();
+    expect(await page.locator('#diagram g.state.current[data-state="cancelled"]').getAttribute("data-outcome")).toBe("canceled");
+    expect(await fillOf(page, '#diagram g.state.current[data-state="cancelled"] rect')).toBe(GREY);
     // A link of the first console (#/tasks/{id}) still opens the task, under its path.
     await page.goto(`${t.baseUrl}/console#/tasks/${ids[2]}`);
     await page.waitForURL(new RegExp(`/console/tasks/${ids[2]}$`));

@@ -102,6 +102,19 @@ describe("operator console API", () => {
     expect((await call("GET", "/console/assets/../../package.json")).status).toBe(401);
   });
 
+  it("serves a favicon without credentials: /favicon.ico (an icon file) and the SVG the page links", async () => {
+    const ico = await fetch(`${t.baseUrl}/favicon.ico`);
+    expect(ico.status).toBe(200);
+    expect(ico.headers.get("content-type")).toBe("image/x-icon");
+    // An ICO header: reserved 0, type 1 (icon), one image.
+    expect([...new Uint8Array(await ico.arrayBuffer()).slice(0, 6)]).toEqual([0, 0, 1, 0, 1, 0]);
+    const page = await call("GET", "/console");
+    expect(page.body).toContain('<link rel="icon" href="/console/assets/favicon.svg"');
+    const svg = await call("GET", "/console/assets/favicon.svg");
+    expect(svg.status).toBe(200);
+    expect(svg.headers.get("content-type")).toBe("image/svg+xml");
+  });
+
   it("the API needs an API key with console:operate", async () => {
     expect((await call("GET", "/console/api/tasks")).status).toBe(401);
     const denied = await call("GET", "/console/api/tasks", KEYS.acme);

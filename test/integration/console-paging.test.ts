@@ -174,8 +174,17 @@ describe.each(stores)("operator console at scale (%s)", (_name, open) => {
     expect(created.sort()).toEqual(seeded.slice(10, 20).map((r) => r.taskId).sort());
     const early = await ids(`updatedTo=${at(5)}&updatedFrom=2029-12-31T00:00:00Z`);
     expect(early.every((id) => seeded.slice(0, 5).some((r) => r.taskId === id))).toBe(true);
-    const counts = (await call("GET", "/console/api/tasks?skill=approval-gate&state=completed", KEYS.ops)).body.counts;
-    expect(counts["input-required"]).toBeGreaterThanOrEqual(1);
+    const filtered = (await call("GET", "/console/api/tasks?skill=approval-gate&state=completed", KEYS.ops)).body;
+    expect(filtered.counts["input-required"]).toBeGreaterThanOrEqual(1);
+    // The total counts the filtered state only; without a state, every state (the counts' sum).
+    expect(filtered.total).toBe(filtered.counts["completed"] ?? 0);
+    const waitingOnly = (await call("GET", "/console/api/tasks?skill=approval-gate&state=input-required", KEYS.ops)).body;
+    expect(waitingOnly.total).toBe(waitingOnly.counts["input-required"]);
+    expect(waitingOnly.total).toBe((await ids("state=input-required&skill=approval-gate")).length);
+    const anyState = (await call("GET", "/console/api/tasks", KEYS.ops)).body;
+    expect(anyState.total).toBe(Object.values(anyState.counts as Record<string, number>).reduce((a, b) => a + b, 0));
+    expect(anyState.total).toBe(anyState.counts["completed"] + anyState.counts["input-required"]);
+    expect(anyState.total).toBeGreaterThan(waitingOnly.total);
   });
 
   it("refuses a bad cursor or filter with 400 and the reason", async () => {

@@ -607,7 +607,7 @@ describe("configuration and loading", () => {
   it("A2A_PEER_* settings: defaults, the loopback allowance is test-only, bad values are refused", () => {
     const defaults = loadPeerSettings({}, false);
     if (typeof defaults === "string") throw new Error(defaults);
-    expect(defaults.egress).toEqual({ allowHttpLoopback: false, allowedPorts: [], allowHosts: [], denyHosts: [] });
+    expect(defaults.egress).toEqual({ allowHttpLoopback: false, allowedPorts: [], allowHosts: [], denyHosts: [], settings: { allowedPorts: "A2A_PEER_ALLOWED_PORTS" } });
     expect(defaults.cardUrl).toBeUndefined();
     const test = loadPeerSettings({ A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS: "true", A2A_PEER_CARD_URL: CARD, A2A_PEER_ALLOWED_PORTS: "8443" }, false);
     if (typeof test === "string") throw new Error(test);

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { decodeCursor, encodeCursor, filterDigest } from "../../src/console/console-cursor.js";
-import { nodePathOf, redactSecrets, REDACTED } from "../../src/console/console-task-view.js";
+import { nodePathOf, nodeTitle, redactSecrets, REDACTED } from "../../src/console/console-task-view.js";
+import { workflowGraphOf } from "../../src/console/console-workflow-graph.js";
+import type { WorkflowDefinition } from "../../src/workflows/workflow-types.js";
 
 describe("console task view", () => {
   it("redacts secrets in event payloads: push tokens, credentials, interrupt tokens, URL userinfo", () => {
@@ -19,6 +21,26 @@ describe("console task view", () => {
     expect(out).toContain("visible");
     expect(out).toContain("https://[redacted]@peer.example.com/a2a");
     expect(out).toContain("task:node:interrupt");
+  });
+
+  it("labels an untitled node by its kind: an http node says http, its method and host (never a peer), whether its URL is literal or a ${VARIABLE}", () => {
+    const workflow = {
+      id: "w",
+      name: "W",
+      description: "",
+      nodes: [
+        { kind: "http", id: "notify", url: "https://user:pw@hooks.example.com:8443/path?key=secret" },
+        { kind: "http", id: "configured", method: "PUT", url: "${NOTIFY_URL}/hooks/x?token=t" },
+        { kind: "http", id: "templated", url: "https://me:${PASSWORD}@${NOTIFY_HOST}/x" },
+        { kind: "a2a.invoke", id: "ask", agentCardUrl: "${A2A_PEER_CARD_URL}" },
+        { kind: "http", id: "titled", title: "Tell the CRM", url: "https://crm.example.com/x" },
+      ],
+    } as unknown as WorkflowDefinition;
+    const titles = workflow.nodes.map((n) => nodeTitle(n));
+    expect(titles).toEqual(["http POST https://hooks.example.com:8443", "http PUT ${NOTIFY_URL}", "http POST https://${NOTIFY_HOST}", "call ${A2A_PEER_CARD_URL}", "Tell the CRM"]);
+    expect(titles.join(" ")).not.toMatch(/configured peer|secret|pw|PASSWORD|token/);
+    // The workflow graph the console draws carries the same labels.
+    expect(workflowGraphOf(workflow).nodes.slice(0, 2).map((n) => n.title)).toEqual(["http POST https://hooks.example.com:8443", "http PUT ${NOTIFY_URL}"]);
   });
 
   it("the node path collapses repeats and keeps refine loops", () => {

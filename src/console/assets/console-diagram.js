@@ -73,8 +73,10 @@ export function layoutMachine(machine) {
  * @param layout from layoutMachine
  * @param current the task's machine state (run status)
  * @param path the states the task went through, in order
+ * @param a2aState the task's A2A state: a final state is coloured by it (completed green; failed and rejected
+ *   red; canceled grey), so a failed task's last state does not look like a success
  */
-export function drawMachine(layout, current, path) {
+export function drawMachine(layout, current, path, a2aState) {
   const { graph, edges, machine } = layout;
   const root = diagramRoot(graph, `task machine, current state ${current}`, "arrow");
   const { taken, visited } = pathSets(path);
@@ -100,7 +102,9 @@ export function drawMachine(layout, current, path) {
     if (config.type === "final") classes.push("final");
     if (visited.has(name)) classes.push("visited");
     if (name === current) classes.push("current");
-    const group = svg("g", { class: classes.join(" "), "data-state": name, transform: `translate(${node.x - NODE_W / 2}, ${node.y - NODE_H / 2})` });
+    const outcome = config.type === "final" && name === current ? (a2aState ?? config.meta?.a2aState) : undefined;
+    if (outcome) classes.push(`outcome-${outcome}`);
+    const group = svg("g", { class: classes.join(" "), "data-state": name, ...(outcome ? { "data-outcome": outcome } : {}), transform: `translate(${node.x - NODE_W / 2}, ${node.y - NODE_H / 2})` });
     const selfEvents = Object.entries(config.on ?? {})
       .filter(([, raw]) => [raw].flat().some((t) => typeof t !== "string" && !t.target))
       .map(([eventType]) => eventType);
@@ -135,9 +139,10 @@ export function layoutWorkflow(workflow) {
 
 /**
  * @param layout from layoutWorkflow
- * @param task { current: node id (or "$end"), path: node ids entered in order, remote: { [nodeId]: { peerTaskId, agent } } }
+ * @param task { current: node id (or "$end"), path: node ids entered in order, remote: { [nodeId]: { peerTaskId, agent } },
+ *   outcome: the A2A state of an ended task (its current node is coloured by it) }
  */
-export function drawWorkflow(layout, { current, path = [], remote = {} }) {
+export function drawWorkflow(layout, { current, path = [], remote = {}, outcome }) {
   const { graph, workflow } = layout;
   const root = diagramRoot(graph, `workflow ${workflow.name}, current node ${current ?? "none"}`, "wf-arrow");
   const { taken, visited } = pathSets(path);
@@ -160,7 +165,7 @@ export function drawWorkflow(layout, { current, path = [], remote = {} }) {
     const h = laid.height;
     const classes = ["wf-node", `kind-${node.kind.replace(".", "-")}`];
     if (visited.has(node.id)) classes.push("visited");
-    if (node.id === current) classes.push("current");
+    if (node.id === current) classes.push("current", ...(outcome ? [`outcome-${outcome}`] : []));
     if (node.remote) classes.push("remote");
     const group = svg("g", { class: classes.join(" "), "data-node": node.id, "data-kind": node.kind, transform: `translate(${laid.x - w / 2}, ${laid.y - h / 2})` });
     group.append(svg("title", {}, `${node.title}\n${node.kind} node ${node.id}${node.remote ? ` → ${node.remote.agent}` : ""}`));

@@ -3,13 +3,38 @@
 // through a keyset cursor and a task page, both live. Plain browser JavaScript, no framework and no build
 // step; every request carries the API key the operator entered (kept for this tab only). Data is only ever
 // put into the page as text, never as HTML. Every control has a label and works from the keyboard.
-import { drawMachine, layoutMachine, drawWorkflow, layoutWorkflow } from "/console/assets/console-diagram.js";
 
+/**
+ * The diagrams (and dagre under them) load only when a task page needs them, or once the list is on screen:
+ * a static import would put two more sequential script fetches before the list's first request.
+ */
+let diagramModule;
+const diagrams = () => (diagramModule ??= import("/console/assets/console-diagram.js"));
+
+performance.mark("console-start"); // for bench/console-paging.ts: the script runs
 const STATES = ["submitted", "working", "input-required", "auth-required", "completed", "failed", "canceled", "rejected"];
 const PAGE_SIZE = 50;
 const view = document.getElementById("view");
 const errorBox = document.getElementById("error");
 const liveDot = document.getElementById("live");
+
+/**
+ * The indicator in the header says what the page's live stream is doing, in words (its title says more):
+ * "live" while updates arrive; "ended" when a task finished and its stream closed, as it does after the
+ * last event (nothing is wrong: no more updates will come); "disconnected" when the stream failed.
+ */
+const LIVE = {
+  live: ["● live", "Live: changes appear as they happen."],
+  ended: ["● ended", "This task has finished: its event stream closed after the last event, so no more updates will come."],
+  lost: ["● disconnected", "Live updates stopped: the stream to the host failed. Reload the page to reconnect."],
+};
+function setLive(state, detail) {
+  const [text, title] = LIVE[state];
+  liveDot.textContent = text;
+  liveDot.title = detail ? `${title} (${detail})` : title;
+  liveDot.className = `live ${state}`;
+  liveDot.dataset.live = state;
+}
 let machineLayout;
 const workflowLayouts = new Map();
 /** Aborted when the view changes: stops the streams the previous view opened. */
@@ -49,7 +74,7 @@ function postJson(path, body) {
 async function stream(path, signal, onMessage) {
   const res = await fetch(path, { headers: headers({ accept: "text/event-stream" }), signal });
   if (!res.ok || !res.body) throw new Error(`${path}: ${res.status}`);
-  liveDot.classList.remove("off");
+  setLive("live");
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   try {
@@ -98,7 +123,17 @@ function el(tag, attrs = {}, ...children) {
 }
 
 const badge = (state) => el("span", { class: `badge ${state}`, "data-a2a-state": state }, state);
-const time = (iso) => (iso ? new Date(iso).toLocaleTimeString() : "");
+const pad = (n) => String(n).padStart(2, "0");
+/**
+ * Local time as HH:MM:SS (the full instant is in the cell's title). Not toLocaleTimeString / Intl: in a fresh
+ * page the first call loads the locale data, which measured 80–100 ms before the first rows could show
+ * (bench/console-paging.ts).
+ */
+function time(iso) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
 const taskHref = (id) => `/console/tasks/${encodeURIComponent(id)}`;
 
 /** "3 s", "4 min", "2 h", "5 d". */
@@ -118,7 +153,6 @@ const ageOf = (task) => duration(Date.now() - Date.parse(task.createdAt));
 function toLocalInput(iso) {
   if (!iso) return "";
   const d = new Date(iso);
-  const pad = (n) => String(n).padStart(2, "0");
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
@@ -165,6 +199,7 @@ async function showList(params) {
   const signal = viewScope.signal;
   const started = performance.now();
   const first = await api(`/console/api/tasks?${query}&limit=${PAGE_SIZE}`);
+  performance.mark("console-api"); // for bench/console-paging.ts: the first page's answer is read
   const rows = new Map();
   const selected = new Set();
   let nextCursor = first.nextCursor;
@@ -337,6 +372,8 @@ async function showList(params) {
   append(first.tasks);
   updateSelection();
   table.setAttribute("data-first-page-ms", String(Math.round(performance.now() - started)));
+  performance.mark("console-rows"); // for bench/console-paging.ts: when the first rows are in the table
+  diagrams().catch(() => undefined); // ready for the first task opened from the list
 
   stream("/console/api/tasks/stream", signal, (event, summary) => {
     if (event !== "message") return;
@@ -356,12 +393,16 @@ async function showList(params) {
     tbody.prepend(rowOf(summary));
     renderCounts();
     renderStatus();
-  }).catch(streamFailed);
+  }).then(() => {
+    // The list's stream has no last event: it closed because the host went away (a restart, a deploy).
+    if (!signal.aborted) setLive("lost", "the host closed the stream");
+  }, streamFailed);
 }
 
 // ------------------------------------------------------------------ task page
 
 async function showTask(taskId) {
+  const { drawMachine, layoutMachine, drawWorkflow, layoutWorkflow } = await diagrams();
   machineLayout ??= layoutMachine(await api("/console/api/machine"));
   const signal = viewScope.signal;
   const diagram = el("div", { class: "diagram", id: "diagram" });
@@ -460,10 +501,13 @@ async function showTask(taskId) {
         el("button", { type: "button", class: "danger", id: "cancel", disabled: !cancellable, onclick: () => void cancelTask() }, "Cancel task…"),
       ),
     );
-    diagram.replaceChildren(drawMachine(machineLayout, t.status, detail.path));
+    diagram.replaceChildren(drawMachine(machineLayout, t.status, detail.path, t.a2aState));
     if (workflow) {
       const ended = ["completed"].includes(t.status);
-      wfDiagram.replaceChildren(drawWorkflow(workflow.layout, { current: ended ? "$end" : detail.currentNode?.id, path: ended ? [...detail.nodePath, "$end"] : detail.nodePath, remote: detail.remote }));
+      const outcome = ["completed", "failed", "cancelled"].includes(t.status) ? t.a2aState : undefined;
+      // A task that failed or was cancelled stopped at the last node it entered.
+      const current = ended ? "$end" : (detail.currentNode?.id ?? (outcome ? detail.nodePath.at(-1) : undefined));
+      wfDiagram.replaceChildren(drawWorkflow(workflow.layout, { current, path: ended ? [...detail.nodePath, "$end"] : detail.nodePath, remote: detail.remote, outcome }));
     }
     renderInterrupt();
     historyBox.replaceChildren(...(detail.history.length ? detail.history.map((m) => el("div", { class: "message" }, el("span", { class: "role" }, m.role), partsView(m.parts))) : [el("p", { class: "muted" }, "None.")]));
@@ -549,6 +593,7 @@ async function showTask(taskId) {
       } }, "Reject…"));
       parts.push(labelled("interrupt-text", "Feedback (for Refine) or question (for Ask)", note));
       parts.push(el("div", { class: "actions" }, buttons));
+      if (actions.includes("edit-accept")) parts.push(editAcceptForm(form.artifacts[0], (editedArtifactData) => send({ action: "edit-accept", editedArtifactData }), fieldError, labelled, !token));
     } else {
       const raw = el("textarea", { id: "interrupt-json", rows: 3, "aria-describedby": "interrupt-json-error" });
       parts.push(el("details", {}, el("summary", {}, "Interrupt data"), el("pre", {}, JSON.stringify(pending.data, null, 2))));
@@ -622,15 +667,45 @@ async function showTask(taskId) {
       addEvent(data);
       scheduleRefresh();
     });
-    liveDot.classList.add("off");
+    setLive("ended");
   };
   follow().catch(streamFailed);
 }
 
 function streamFailed(err) {
   if (err?.name === "AbortError") return; // the view changed
-  liveDot.classList.add("off");
+  setLive("lost", String(err?.message ?? err));
   showError(err);
+}
+
+/**
+ * Edit and accept: an editable copy of the proposal under review (its text, or its data as JSON), sent as
+ * `editedArtifactData` (a string stays text; JSON is parsed, and must parse).
+ */
+function editAcceptForm(artifact, send, fieldError, labelled, disabled) {
+  const text = (artifact?.parts ?? []).filter((p) => p.kind === "text").map((p) => p.text).join("\n");
+  const data = (artifact?.parts ?? []).find((p) => p.kind === "data")?.data;
+  const asJson = !text && data !== undefined;
+  const copy = el("textarea", { id: "edit-copy", rows: 4, "aria-describedby": "edit-copy-error", value: asJson ? JSON.stringify(data.value ?? data, null, 2) : text });
+  const submit = () => {
+    let value = copy.value;
+    if (asJson) {
+      try {
+        value = JSON.parse(copy.value);
+      } catch {
+        return void fieldError(copy, "Write valid JSON.");
+      }
+    } else if (!value.trim()) {
+      return void (fieldError(copy, "The edited proposal is empty."), copy.focus());
+    }
+    fieldError(copy);
+    void send(value);
+  };
+  return el("details", { class: "edit-accept", id: "edit-accept-panel" },
+    el("summary", {}, "Edit the proposal, then accept it"),
+    labelled("edit-copy", asJson ? "Edited proposal (JSON)" : "Edited proposal", copy, "(replaces the artifact under review)"),
+    el("div", { class: "actions" }, el("button", { type: "button", id: "edit-accept", disabled, onclick: submit }, "Accept with edits")),
+  );
 }
 
 function partsView(parts) {
@@ -652,7 +727,7 @@ function navigate(url) {
 async function route() {
   viewScope.abort();
   viewScope = new AbortController();
-  liveDot.classList.remove("off");
+  setLive("live");
   // Links of the first console (#/tasks/{id}, #/?filters) still open what they named.
   const legacy = /^#\/(tasks\/(.+)|\?(.*))?$/.exec(location.hash);
   if (legacy) history.replaceState(null, "", legacy[2] ? taskHref(decodeURIComponent(legacy[2])) : `/console${legacy[3] ? `?${legacy[3]}` : ""}`);

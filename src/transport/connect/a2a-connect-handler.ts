@@ -5,6 +5,7 @@ import { versionModules, versionOfRpcService, DEFAULT_A2A_VERSION, type BoundVer
 import type { Authenticator } from "../../auth/api-key-authenticator.js";
 import { RETRY_AFTER_SECONDS, type ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
+import { settleUnreadBody } from "../unread-request-body.js";
 import { encodeGrpcMessagesAsSpec } from "./grpc-message.js";
 import { checkedRequestBody, resetUnreadRequestAfterTrailers } from "./rpc-request-check.js";
 import { clampDeadlineHeaders, untilDeadline } from "./rpc-deadline.js";
@@ -103,12 +104,14 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
     clampDeadlineHeaders(uReq.header);
     // A JSON body may come back shorter (unknown fields dropped), so its declared length no longer holds.
     if (uReq.header.get("content-type")?.includes("json")) uReq.header.delete("content-length");
-    const checked = { ...uReq, body: checkedRequestBody(uReq.body as AsyncIterable<Uint8Array>, { contentType: uReq.header.get("content-type") ?? "", header: uReq.header, input: handler.method.input, maxBytes: options.maxBodyBytes, maxDepth: options.maxInputDepth }) };
-    handler(checked)
+    const body = checkedRequestBody(uReq.body as AsyncIterable<Uint8Array>, { contentType: uReq.header.get("content-type") ?? "", header: uReq.header, input: handler.method.input, maxBytes: options.maxBodyBytes, maxDepth: options.maxInputDepth });
+    handler({ ...uReq, body })
       .then((uRes) => {
         // The answer's headers are not written yet: the handler resolves once the first body bytes (here the
         // error's) are ready, so a failure before them has set the flag.
         if (answer.unavailable) uRes.header?.set("retry-after", String(RETRY_AFTER_SECONDS));
+        // Answered before the body's end (too large, refused from its headers): drain it or close the connection.
+        if (!body.reading) settleUnreadBody(req, res);
         return universalResponseToNodeResponse(uRes, res);
       })
       .catch((err: unknown) => {

@@ -19,26 +19,43 @@ import type { HttpRequest } from "../http-io.js";
  *   and recursing into a deep value (protobuf-es `fromJson`) overflows the stack (INTERNAL). Binary
  *   protobuf is bounded by protobuf-es itself (recursion limit 100); its parser text is not echoed either.
  * Every A2A rpc takes exactly one request message, so reading it whole first changes nothing.
+ *
+ * A body larger than any message we take is not read on: what came so far goes to connect, which answers
+ * RESOURCE_EXHAUSTED from it (its own words), else the body ends with our RESOURCE_EXHAUSTED. `reading` tells
+ * whether connect may still pull the body: once it may not, the node handler drains the rest or closes the
+ * connection (unread-request-body.ts), so the next request on an HTTP/1.1 connection is answered.
  */
-export function checkedRequestBody(body: AsyncIterable<Uint8Array>, request: RpcRequest): AsyncIterable<Uint8Array> {
+export function checkedRequestBody(body: AsyncIterable<Uint8Array>, request: RpcRequest): CheckedRequestBody {
+  let reading = false;
   return {
+    get reading() {
+      return reading;
+    },
     async *[Symbol.asyncIterator]() {
-      const chunks: Uint8Array[] = [];
-      let size = 0;
-      const iterator = body[Symbol.asyncIterator]();
-      for (let step = await iterator.next(); !step.done; step = await iterator.next()) {
-        chunks.push(step.value);
-        size += step.value.byteLength;
-        // Larger than any message we take: connect answers RESOURCE_EXHAUSTED from the frame header, unbuffered.
-        if (size > request.maxBytes + ENVELOPE_HEADER) {
-          yield* chunks;
-          for (let rest = await iterator.next(); !rest.done; rest = await iterator.next()) yield rest.value;
-          return;
+      reading = true;
+      try {
+        const chunks: Uint8Array[] = [];
+        let size = 0;
+        const iterator = body[Symbol.asyncIterator]();
+        for (let step = await iterator.next(); !step.done; step = await iterator.next()) {
+          chunks.push(step.value);
+          size += step.value.byteLength;
+          if (size > request.maxBytes + ENVELOPE_HEADER) {
+            yield* chunks;
+            throw new ConnectError(`the request body is larger than the limit of ${request.maxBytes} bytes`, Code.ResourceExhausted);
+          }
         }
+        yield checkRequestBytes(Buffer.concat(chunks), request);
+      } finally {
+        reading = false;
       }
-      yield checkRequestBytes(Buffer.concat(chunks), request);
     },
   };
+}
+
+/** The checked body, and whether connect is pulling it now (started, and neither at its end nor refused). */
+export interface CheckedRequestBody extends AsyncIterable<Uint8Array> {
+  readonly reading: boolean;
 }
 
 export interface RpcRequest {

@@ -7,6 +7,7 @@ import { DEFAULT_A2A_VERSION } from "../../a2a/versions.js";
 import { DomainError } from "../../domain/errors.js";
 import { connectErrorOf } from "../errors/a2a-error-exits.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
+import { settleUnreadBody } from "../unread-request-body.js";
 import { setGrpcTrailerStatus } from "./grpc-message.js";
 
 /** The gRPC, gRPC-Web and Connect streaming media types: these requests are RPC calls whatever their path. */
@@ -41,6 +42,7 @@ export function answerUnknownMethod(req: HttpRequest, res: HttpResponse, version
   const error: ConnectError = connectErrorOf(version, new DomainError("method-not-found", `unknown method: this server has no rpc ${JSON.stringify(path.slice(0, 200))}`));
   const type = mediaType(req);
   const out = res as ServerResponse;
+  settleUnreadBody(req, res); // nothing reads the body of an unknown method
   if (/^application\/grpc-web/.test(type)) {
     const trailer = trailerSerialize(setGrpcTrailerStatus(new Headers(), error));
     const frame = Buffer.alloc(5 + trailer.byteLength);
