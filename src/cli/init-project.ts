@@ -84,7 +84,7 @@ function pinnedVersions(): Record<string, string> {
   return { ...pkg.dependencies, ...pkg.devDependencies, [pkg.name]: `^${pkg.version}` };
 }
 
-/** Every file under `root`, as paths relative to it, sorted. */
+/** Every file under `root`, as paths relative to it. */
 function templateFiles(root: string): string[] {
   const out: string[] = [];
   const walk = (dir: string): void => {
@@ -95,7 +95,7 @@ function templateFiles(root: string): string[] {
     }
   };
   walk(root);
-  return out.sort();
+  return out;
 }
 
 /** What `init` prints when it has written the project: the files and the commands a new user types next. */
