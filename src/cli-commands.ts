@@ -1,12 +1,13 @@
 import { cliHelp } from "./cli/cli-help.js";
+import { initProject, initSummary } from "./cli/init-project.js";
 import type { CliCommand } from "./cli/cli-args.js";
 import { startFailure } from "./cli/start-failure.js";
 import { packageVersion } from "./domain/package-version.js";
 import { createLogger } from "./observability/logger.js";
 
 /**
- * The CLI's commands other than starting: help, version, a usage mistake, and `check`. Each answers its exit
- * code; none listens or opens the store.
+ * The CLI's commands other than starting: help, version, a usage mistake, `check` and `init`. Each answers its
+ * exit code; none listens or opens the store.
  */
 export async function runCommand(command: Exclude<CliCommand, { kind: "start" }>): Promise<number> {
   switch (command.kind) {
@@ -21,6 +22,15 @@ export async function runCommand(command: Exclude<CliCommand, { kind: "start" }>
       return 2;
     case "check":
       return check();
+    case "init": {
+      const result = await initProject(command.dir);
+      if (!result.ok) {
+        process.stderr.write(`openwop-a2a-host init: ${result.problem}\n`);
+        return 2;
+      }
+      process.stdout.write(initSummary(result, command.dir));
+      return 0;
+    }
   }
 }
 

@@ -1,12 +1,14 @@
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { TaskHandler } from "./workflows/workflow-types.js";
 
 /**
  * HANDLERS_MODULE: an ES module whose named export `handlers` (or default export) maps handler names to
  * TaskHandlers, so users of the container or of `npx openwop-a2a-host` add logic without building this package.
- * A path is resolved from the working directory. Every way it can fail is a problem naming the path.
+ * A path is resolved from the working directory. A TypeScript module (.ts, .mts, .cts) is loaded through the
+ * user's own tsx (see importTypeScript). Every way it can fail is a problem naming the path.
  */
 export async function loadHandlersModule(specifier: string): Promise<{ handlers: Record<string, TaskHandler>; problems: string[] }> {
   const path = resolve(specifier);
@@ -14,7 +16,11 @@ export async function loadHandlersModule(specifier: string): Promise<{ handlers:
   if (!existsSync(path)) return { ...none, problems: [`HANDLERS_MODULE ${path}: no such file`] };
   let module: Record<string, unknown>;
   try {
-    module = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
+    if (TYPESCRIPT.test(path)) {
+      const imported = await importTypeScript(path);
+      if (typeof imported === "string") return { ...none, problems: [`HANDLERS_MODULE ${path}: ${imported}`] };
+      module = imported;
+    } else module = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
   } catch (err) {
     return { ...none, problems: [`HANDLERS_MODULE ${path}: importing it failed: ${err instanceof Error ? err.message.split("\n")[0] : String(err)}`] };
   }
@@ -30,4 +36,26 @@ export async function loadHandlersModule(specifier: string): Promise<{ handlers:
   }
   if (Object.keys(handlers).length === 0 && problems.length === 0) problems.push(`HANDLERS_MODULE ${path}: its handler map is empty`);
   return { handlers, problems };
+}
+
+const TYPESCRIPT = /\.[mc]?ts$/;
+
+/**
+ * A TypeScript handlers module, imported through tsx's ESM API (`tsImport`) as found from the working directory,
+ * i.e. the user's project: tsx is theirs (its version, their tsconfig), never a dependency of the host. Without
+ * it, the problem (a string) says what to install.
+ */
+async function importTypeScript(path: string): Promise<Record<string, unknown> | string> {
+  let manifest: string;
+  try {
+    manifest = createRequire(join(process.cwd(), "package.json")).resolve("tsx/package.json");
+  } catch {
+    return `a TypeScript module needs tsx in your project (not found from ${process.cwd()}): run \`npm install --save-dev tsx\` there, or compile the handlers to JavaScript`;
+  }
+  // Its ESM entry, by hand: require.resolve would give the CommonJS one, which cannot register tsx's ESM hooks.
+  const exports = (JSON.parse(readFileSync(manifest, "utf8")) as { exports?: Record<string, { import?: { default?: string } }> }).exports;
+  const entry = exports?.["./esm/api"]?.import?.default;
+  if (!entry) return `the tsx of your project (${dirname(manifest)}) has no ESM API (tsx/esm/api): install tsx 4 or newer`;
+  const { tsImport } = (await import(pathToFileURL(join(dirname(manifest), entry)).href)) as { tsImport: (specifier: string, parentURL: string) => Promise<Record<string, unknown>> };
+  return tsImport(pathToFileURL(path).href, import.meta.url);
 }

@@ -1,11 +1,18 @@
 import { didYouMean } from "../domain/closest-name.js";
 
 /** What the command line asks for. No arguments: start the host (what `npm start` and the image run). */
-export type CliCommand = { kind: "start" } | { kind: "check" } | { kind: "help" } | { kind: "version" } | { kind: "usage"; problem: string };
+export type CliCommand =
+  | { kind: "start" }
+  | { kind: "check" }
+  | { kind: "init"; dir: string }
+  | { kind: "help" }
+  | { kind: "version" }
+  | { kind: "usage"; problem: string };
 
 const COMMANDS: Record<string, CliCommand["kind"]> = {
   start: "start",
   check: "check",
+  init: "init",
   help: "help",
   "--help": "help",
   "-h": "help",
@@ -14,7 +21,7 @@ const COMMANDS: Record<string, CliCommand["kind"]> = {
   "-v": "version",
 };
 
-/** `argv` without node and the script. Settings are never arguments: they come from the environment. */
+/** `argv` without node and the script. Settings are never arguments: they come from the environment; only `init` takes a folder. */
 export function parseCliArgs(argv: readonly string[]): CliCommand {
   // `--help` / `--version` anywhere win, so `check --help` shows the help instead of running the check.
   if (argv.some((a) => COMMANDS[a] === "help")) return { kind: "help" };
@@ -23,6 +30,10 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
   const [first, ...rest] = argv as [string, ...string[]];
   const kind = Object.hasOwn(COMMANDS, first) ? COMMANDS[first] : undefined;
   if (kind === undefined) return { kind: "usage", problem: `unknown command "${first}"${didYouMean(first, Object.keys(COMMANDS))}` };
+  if (kind === "init") {
+    if (rest.length > 1 || rest[0]?.startsWith("-")) return { kind: "usage", problem: `"init" takes one folder and no options (got ${rest.map((a) => `"${a}"`).join(" ")})` };
+    return { kind: "init", dir: rest[0] ?? "." };
+  }
   if (rest.length > 0) {
     return { kind: "usage", problem: `"${first}" takes no arguments (got ${rest.map((a) => `"${a}"`).join(" ")}); settings come from the environment (docs/configuration.md)` };
   }

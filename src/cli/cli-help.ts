@@ -9,11 +9,14 @@ Usage:
   openwop-a2a-host [start]     start the host (the default); SIGTERM or SIGINT drain it and exit 0
   openwop-a2a-host check       load the configuration, the handlers and the workflows, report every
                                problem and exit (0: all good, 2: problems); never listens
+  openwop-a2a-host init [dir]  write a new agent project into dir (default: here; new or empty only):
+                               workflows, TypeScript handlers, startHost, a test; then npm install
   openwop-a2a-host --help      this help (also -h)
   openwop-a2a-host --version   the version (also -v)
 
 Settings come from the environment, never from arguments. The ones a first run needs:
-  HANDLERS_MODULE      your task handlers: an ES module exporting \`handlers\` (or a default export)
+  HANDLERS_MODULE      your task handlers: an ES module exporting \`handlers\` (or a default export);
+                       a .ts file needs tsx installed in your project
   WORKFLOWS_DIR        the folder of your workflow definitions (YAML or JSON)
   WORKFLOW_VARIABLES   environment variables workflows may use as \${NAME} (comma-separated)
   A2A_PEERS            remote A2A agents a2a.invoke nodes call by name (JSON)

@@ -2,7 +2,7 @@
 // environment, asserting the exit code and the output. The bad inputs are the ones that misled first users
 // (issue 29): a typo'd handler, an unknown peer, a misspelled variable, a listed variable left unset.
 import { execFile, spawnSync } from "node:child_process";
-import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, readdir, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -92,7 +92,7 @@ describe("--help and --version", () => {
     const ran = await cli(["--help"], {}, dir);
     expect(ran.code).toBe(0);
     expect(ran.stdout).toContain(`openwop-a2a-host ${packageVersion}`);
-    for (const command of ["openwop-a2a-host [start]", "openwop-a2a-host check", "openwop-a2a-host --help", "openwop-a2a-host --version"]) expect(ran.stdout).toContain(command);
+    for (const command of ["openwop-a2a-host [start]", "openwop-a2a-host check", "openwop-a2a-host init [dir]", "openwop-a2a-host --help", "openwop-a2a-host --version"]) expect(ran.stdout).toContain(command);
     expect(ran.stdout).not.toContain("listening on");
     const named = new Set([...ran.stdout.matchAll(/\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\b(?:PORT|HOST)\b/g)].map((m) => m[0]));
     for (const name of ["HANDLERS_MODULE", "WORKFLOWS_DIR", "WORKFLOW_VARIABLES", "PORT", "PUBLIC_URL", "MONGODB_URI", "LOG_LEVEL"]) expect(named.has(name), name).toBe(true);
@@ -165,5 +165,58 @@ describe("check", () => {
     expect(line["problems"]).toHaveLength(2);
     expect((line["problems"] as string[])[0]).toBe('PORT must be a whole number between 0 and 65535 (got "http")');
     expect((line["problems"] as string[])[1]).toContain(join(dir, "nope.mjs"));
+  });
+});
+
+/** Handlers in TypeScript: only TypeScript can load this (a type annotation, `satisfies`). */
+const TS_HANDLERS = `type Score = { score: number };
+const score = async (): Promise<{ output: Score; artifacts: [] }> => ({ output: { score: 1 } satisfies Score, artifacts: [] });
+export const handlers = { "score-lead": score };
+`;
+
+describe("TypeScript handlers (HANDLERS_MODULE=./src/handlers.ts)", () => {
+  it("loads them through the tsx of the user's project", async () => {
+    const project = await mkdtemp(join(dir, "ts-project-"));
+    await writeFile(join(project, "package.json"), JSON.stringify({ name: "ts-project", type: "module" }));
+    await mkdir(join(project, "src"));
+    await writeFile(join(project, "src", "handlers.ts"), TS_HANDLERS);
+    // The project's own tsx (ours, linked in as `npm install --save-dev tsx` would put it).
+    await mkdir(join(project, "node_modules"));
+    await symlink(join(root, "node_modules", "tsx"), join(project, "node_modules", "tsx"), "dir");
+    const ran = await cli(["check"], { HANDLERS_MODULE: "./src/handlers.ts", WORKFLOWS_DIR: await workflowsDir({ "lead.yaml": GOOD }) }, project);
+    expect(ran.code, ran.stdout + ran.stderr).toBe(0);
+    expect(ran.lines.at(-1)).toMatchObject({ event: "check.ok", skills: ["lead-intake"], handlers: ["score-lead"] });
+  });
+
+  it("without tsx in the project: exit 2, one config.invalid line saying what to install", async () => {
+    const project = await mkdtemp(join(dir, "no-tsx-"));
+    await writeFile(join(project, "handlers.ts"), TS_HANDLERS);
+    const ran = await cli(["check"], { HANDLERS_MODULE: "./handlers.ts", WORKFLOWS_DIR: await workflowsDir({ "lead.yaml": GOOD }) }, project);
+    expect(ran.code).toBe(2);
+    const line = ran.lines.find((l) => l["event"] === "config.invalid")!;
+    expect(line["problems"]).toEqual([
+      `HANDLERS_MODULE ${join(project, "handlers.ts")}: a TypeScript module needs tsx in your project (not found from ${project}): run \`npm install --save-dev tsx\` there, or compile the handlers to JavaScript`,
+    ]);
+  });
+});
+
+describe("init", () => {
+  it("refuses a folder that is not empty: exit 2, the reason on stderr, nothing written", async () => {
+    const project = await mkdtemp(join(dir, "existing-"));
+    await writeFile(join(project, "README.md"), "mine\n");
+    const ran = await cli(["init", project], {}, dir);
+    expect(ran.code).toBe(2);
+    expect(ran.stdout).toBe("");
+    expect(ran.stderr).toBe(`openwop-a2a-host init: ${project} is not empty (README.md); init writes only into a new or empty folder, so nothing was written\n`);
+    expect(await readdir(project)).toEqual(["README.md"]);
+    expect(await readFile(join(project, "README.md"), "utf8")).toBe("mine\n");
+  });
+
+  it("writes the project into a new folder and says what to type next", async () => {
+    const ran = await cli(["init", "new-agent"], {}, dir);
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(ran.stdout).toContain(`Created the agent project "new-agent" in ${join(dir, "new-agent")}`);
+    expect(ran.stdout).toContain("  cd new-agent\n  npm install\n  npm test");
+    expect((await readdir(join(dir, "new-agent"))).sort()).toEqual([".gitignore", "README.md", "package.json", "src", "test", "tsconfig.json", "workflows"]);
   });
 });

@@ -1,6 +1,7 @@
 // The package as a user gets it: `npm pack`, installed into an empty project, its API type-checked under a
 // plain strict nodenext tsconfig (nothing copied from ours), and a tiny agent run from it two ways: through
 // `startHost` and through the `openwop-a2a-host` CLI with HANDLERS_MODULE. A stock A2A client talks to both.
+// Then `openwop-a2a-host init`'s project, from the same tarball: installed, its own test run, started.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtemp, mkdir, readdir, rm, writeFile } from "node:fs/promises";
@@ -152,7 +153,9 @@ describe("the packed package, installed into an empty project", () => {
     expect(files.some((f) => f.startsWith("package/workflows/demo/"))).toBe(true);
     expect(files.some((f) => f.startsWith("package/schemas/"))).toBe(true);
     expect(files.some((f) => /\/assets\/index\.html$/.test(f))).toBe(true);
-    expect(files.filter((f) => /^package\/(src|test|bench)\//.test(f) || f.endsWith(".ts") && !f.endsWith(".d.ts"))).toEqual([]);
+    // TypeScript sources only in the project template `init` writes.
+    expect(files.filter((f) => /^package\/(src|test|bench)\//.test(f) || (f.endsWith(".ts") && !f.endsWith(".d.ts") && !f.startsWith("package/templates/agent/")))).toEqual([]);
+    expect(files).toContain("package/templates/agent/src/agent.ts");
   });
 
   it("type-checks the public API under the user's own strict nodenext tsconfig", async () => {
@@ -220,6 +223,37 @@ describe("the packed package, installed into an empty project", () => {
     }
     expect(child.exitCode).toBe(0);
   }, 90_000);
+
+  it("init writes an agent project that installs, type-checks, passes its own test and starts under its own name", async () => {
+    const bin = join(project, "app", "node_modules", ".bin", "openwop-a2a-host");
+    const agent = join(project, "my-agent");
+    // What a new user has: no variables of this test run (vitest's, npm's, our MongoDB's).
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(VITEST|npm_|TEST$|NODE_ENV$|MONGODB_URI$)/.test(k)));
+    const init = await run(bin, ["init", "my-agent"], { cwd: project, env });
+    expect(init.stdout).toContain(`Created the agent project "my-agent" in ${agent}`);
+    // The package from this tarball (it is not on the registry yet); the rest as package.json pins it, from the cache.
+    await run("npm", ["install", tarball, "--prefer-offline", "--no-audit", "--no-fund"], { cwd: agent, env, maxBuffer: 64 * 1024 * 1024 });
+    await run("npm", ["run", "typecheck"], { cwd: agent, env }).catch((err: { stdout: string }) => {
+      throw new Error(`the generated project does not type-check:\n${err.stdout}`);
+    });
+    const tested = await run("npm", ["test"], { cwd: agent, env: { ...env, NO_COLOR: "1" } }).catch((err: { stdout: string; stderr: string }) => {
+      throw new Error(`the generated project's test failed:\n${err.stdout}\n${err.stderr}`);
+    });
+    expect(tested.stdout).toMatch(/Tests\s+3 passed/);
+
+    const port = await freePort();
+    // `npm start` in its own process group, so the signal reaches npm, tsx and the agent alike.
+    const child = spawn("npm", ["start"], { cwd: agent, detached: true, env: { ...env, PORT: String(port), STORE: "memory" }, stdio: ["ignore", "pipe", "pipe"] });
+    try {
+      await readyUrl(child, /(listening on)/);
+      const card = (await (await fetch(`http://127.0.0.1:${port}/.well-known/agent-card.json`)).json()) as GreetResult["card"];
+      expect(card.name).toBe("my-agent");
+      expect(card.skills.map((s) => s.id)).toEqual(["draft"]);
+    } finally {
+      process.kill(-child.pid!, "SIGTERM");
+      await exited(child);
+    }
+  }, 300_000);
 
   it("stops a CLI start whose HANDLERS_MODULE is missing, with its path and the reason", async () => {
     const app = join(project, "app");

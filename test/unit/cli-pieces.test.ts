@@ -15,6 +15,11 @@ describe("parseCliArgs", () => {
     for (const args of [["--version"], ["-v"], ["version"]]) expect(parseCliArgs(args)).toEqual({ kind: "version" });
     expect(parseCliArgs(["chek"])).toEqual({ kind: "usage", problem: 'unknown command "chek" (did you mean "check"?)' });
     expect(parseCliArgs(["--port=8080"])).toEqual({ kind: "usage", problem: 'unknown command "--port=8080"' });
+    expect(parseCliArgs(["init"])).toEqual({ kind: "init", dir: "." });
+    expect(parseCliArgs(["init", "my-agent"])).toEqual({ kind: "init", dir: "my-agent" });
+    expect(parseCliArgs(["init", "a", "b"])).toEqual({ kind: "usage", problem: '"init" takes one folder and no options (got "a" "b")' });
+    expect(parseCliArgs(["init", "--force"])).toEqual({ kind: "usage", problem: '"init" takes one folder and no options (got "--force")' });
+    expect(parseCliArgs(["init", "-h"])).toEqual({ kind: "help" });
     expect(parseCliArgs(["check", "now"])).toEqual({ kind: "usage", problem: '"check" takes no arguments (got "now"); settings come from the environment (docs/configuration.md)' });
   });
 });
