@@ -30,6 +30,8 @@ const JWKS_CACHE_MS = 10 * 60 * 1000;
 const JWKS_TIMEOUT_MS = 5_000;
 /** Signed pushes remembered against replay (each for the signature tolerance); the oldest go first past this. */
 const MAX_REMEMBERED = 10_000;
+/** Asymmetric algorithms only: never `none`, never an HMAC algorithm keyed with a published key. */
+const JWT_ALGORITHMS = ["ES256", "ES384", "ES512", "EdDSA", "Ed25519", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512"];
 
 export class PeerPushTrust {
   /** One remote key set per peer, made when first needed (jose caches the keys and refetches on rotation). */
@@ -85,7 +87,7 @@ export class PeerPushTrust {
     if (!keys) this.keySets.set(name, (keys = createRemoteJWKSet(new URL(jwksUrl), { cacheMaxAge: JWKS_CACHE_MS, timeoutDuration: JWKS_TIMEOUT_MS })));
     let claims;
     try {
-      ({ payload: claims } = await jwtVerify(jwt, keys, { maxTokenAge: PEER_SIGNATURE_TOLERANCE_SECONDS, clockTolerance: 30, currentDate: new Date(this.nowSeconds() * 1000) }));
+      ({ payload: claims } = await jwtVerify(jwt, keys, { algorithms: JWT_ALGORITHMS, maxTokenAge: PEER_SIGNATURE_TOLERANCE_SECONDS, clockTolerance: 30, currentDate: new Date(this.nowSeconds() * 1000) }));
     } catch (err) {
       return { why: err instanceof joseErrors.JOSEError ? `the JWT does not verify against the peer's JWKS (${err.code})` : "the JWT does not verify against the peer's JWKS" };
     }
