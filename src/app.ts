@@ -20,6 +20,7 @@ import { errorReporter } from "./transport/errors/wire-error.js";
 import { createA2ARestRouters } from "./transport/rest/a2a-rest-router.js";
 import { createRequestDispatch } from "./transport/request-dispatch.js";
 import { createJsonRpcEndpoint, createJsonRpcRefusal } from "./transport/jsonrpc/jsonrpc-endpoint.js";
+import { addJwksRoute } from "./transport/rest/jwks-route.js";
 import { addDiscoveryRoutes, CONFORMANCE_FIXTURES } from "./transport/rest/discovery-routes.js";
 import { addConformanceSeamRoutes } from "./transport/rest/conformance-seam-routes.js";
 import { addOpenwopInterruptRoutes } from "./transport/rest/openwop-interrupt-routes.js";
@@ -120,6 +121,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     cardSettings: config.agentCard,
     recoveryEvidence: recoveryEvidence(config.leases, config.recovery),
   });
+  // Five minutes: an added key reaches receivers' caches well before it signs (docs/security.md "Signing keys").
+  addJwksRoute(router, { jwks: () => core.signingKeys.jwks(), maxAgeSeconds: 300 });
   const readiness = new Readiness({ ping: () => options.store.ping?.() ?? Promise.resolve(), timeoutMs: config.readinessTimeoutMs, leaseProblem: () => core.supervisor.leaseProblem(), details: { store: options.store.kind, durable: options.durableStore, ...(options.storeWarning ? { warning: options.storeWarning } : {}) } });
   addOpsRoutes(router, { readiness, telemetry: core.telemetry });
   addOpenApiRoute(router, { publicUrl: config.publicUrl, version: packageVersion });
