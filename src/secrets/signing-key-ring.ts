@@ -1,6 +1,6 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from "node:crypto";
 import { join } from "node:path";
-import { calculateJwkThumbprint, exportJWK, type JWK } from "jose";
+import { calculateJwkThumbprint, exportJWK, FlattenedSign, type JWK } from "jose";
 import { readOrCreateSecretFile } from "./local-key-file.js";
 import { SecretValue } from "./secret-value.js";
 
@@ -35,6 +35,16 @@ export class SigningKeyRing {
   /** The key that signs. */
   get current(): SigningKey {
     return this.keys[0]!;
+  }
+
+  /**
+   * A detached JWS (RFC 7515 appendix F) over `payload` with the current key: the base64url protected header
+   * (`alg`, `kid`, `typ: "JOSE"` and `header`'s members) and signature; the payload is not carried.
+   */
+  async signDetached(payload: Uint8Array, header: { jku?: string } = {}): Promise<{ protected: string; signature: string }> {
+    const key = this.current;
+    const jws = await new FlattenedSign(payload).setProtectedHeader({ alg: key.alg, kid: key.kid, typ: "JOSE", ...header }).sign(key.privateKey.reveal());
+    return { protected: jws.protected!, signature: jws.signature };
   }
 
   /** The public JSON Web Key Set served at /.well-known/jwks.json. */
