@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { SignJWT } from "jose";
 import type { SigningKeyRing } from "../secrets/signing-key-ring.js";
 
@@ -8,8 +8,9 @@ export const PUSH_JWT_TTL_SECONDS = 300;
 /**
  * `Authorization: Bearer <JWT>` for a config that asks for Bearer and carries no credentials (A2A push
  * authentication): signed by the ring's current key (`kid` in the header), `iss` the host's public URL,
- * `aud` the webhook, `iat`/`exp` five minutes apart, a fresh `jti` per delivery attempt and the `taskId`.
- * The receiver verifies it with the keys at /.well-known/jwks.json.
+ * `aud` the webhook, `iat`/`exp` five minutes apart, a fresh `jti` per delivery attempt and the `taskId`, and
+ * `request_body_sha256` (hex SHA-256 of the exact body, as A2A's sample push senders put it), so a captured
+ * token cannot carry another body. The receiver verifies it with the keys at /.well-known/jwks.json.
  */
 export class PushJwtSigner {
   constructor(
@@ -17,9 +18,9 @@ export class PushJwtSigner {
     private readonly issuer: string,
   ) {}
 
-  async sign(args: { audience: string; taskId: string; nowSeconds: number }): Promise<string> {
+  async sign(args: { audience: string; taskId: string; body: string; nowSeconds: number }): Promise<string> {
     const key = this.keys.current;
-    return new SignJWT({ taskId: args.taskId })
+    return new SignJWT({ taskId: args.taskId, request_body_sha256: createHash("sha256").update(args.body, "utf8").digest("hex") })
       .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: "JWT" })
       .setIssuer(this.issuer)
       .setAudience(args.audience)

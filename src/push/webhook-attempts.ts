@@ -70,7 +70,7 @@ export class WebhookAttempts {
     const scheme = config.schemes?.[0];
     if (scheme && secrets.credentials) headers["Authorization"] = `${scheme} ${secrets.credentials}`;
     // Bearer without credentials: the host signs a JWT per attempt (a fresh jti; the receiver checks it against the JWKS).
-    else if (wantsBearer(config.schemes)) headers["Authorization"] = `Bearer ${await this.options.jwt.sign({ audience: config.url, taskId: config.taskId, nowSeconds: timestamp })}`;
+    else if (wantsBearer(config.schemes)) headers["Authorization"] = `Bearer ${await this.options.jwt.sign({ audience: config.url, taskId: config.taskId, body, nowSeconds: timestamp })}`;
 
     const result = await this.options.client.post({ url: config.url, body, headers, timeoutMs: this.options.timeoutMs });
     if (result.ok || (result.status !== undefined && !result.retryable)) this.breakers.success(origin);

@@ -1,4 +1,4 @@
-import { generateKeyPairSync, randomBytes, randomUUID } from "node:crypto";
+import { createHash, generateKeyPairSync, randomBytes, randomUUID } from "node:crypto";
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from "jose";
 import { MongoClient } from "mongodb";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
@@ -329,6 +329,11 @@ describe("JWT-signed pushes (authentication.schemes Bearer without credentials)"
       expect(payload["taskId"]).toBe(taskId);
       expect(payload.exp! - payload.iat!).toBeLessThanOrEqual(300);
       expect(payload.exp! - payload.iat!).toBeGreaterThan(0);
+    }
+    // Each JWT covers its own body (request_body_sha256 of the exact bytes).
+    for (const hit of hook.hits) {
+      const { payload } = await jwtVerify((hit.headers["authorization"] as string).slice("Bearer ".length), hostJwks, { issuer: t.baseUrl, audience: hook.url("/jwt") });
+      expect(payload["request_body_sha256"]).toBe(createHash("sha256").update(hit.body, "utf8").digest("hex"));
     }
     expect(new Set(verified.map((v) => v.payload.jti)).size).toBe(verified.length);
     // The HMAC scheme and the notification token stay alongside the JWT.
