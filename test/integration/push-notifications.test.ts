@@ -296,7 +296,10 @@ describe("JWT-signed pushes (authentication.schemes Bearer without credentials)"
     const ed25519 = { ...generateKeyPairSync("ed25519").privateKey.export({ format: "jwk" }), kid: "next" };
     const hook = await receiver();
     const t = await pushApp({ SIGNING_KEYS: es256, PUSH_TRANSITIONS: "all" });
-    const jwks = (await (await fetch(`${t.baseUrl}/.well-known/jwks.json`)).json()) as { keys: Array<Record<string, unknown>> };
+    const published = await fetch(`${t.baseUrl}/.well-known/jwks.json`);
+    expect(published.headers.get("content-type")).toBe("application/jwk-set+json");
+    expect(published.headers.get("cache-control")).toBe("public, max-age=300");
+    const jwks = (await published.json()) as { keys: Array<Record<string, unknown>> };
     expect(jwks.keys).toHaveLength(1);
     expect(JSON.stringify(jwks)).not.toContain('"d"');
     const t2 = await pushApp({ SIGNING_KEYS: JSON.stringify([ed25519]) });
