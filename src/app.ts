@@ -11,7 +11,7 @@ import { createA2AConnectHandler, isA2ARpcPath } from "./transport/connect/a2a-c
 import { isRpcRequest } from "./transport/connect/rpc-unknown-method.js";
 import { connectionMetrics, DualProtocolServer } from "./transport/http-server.js";
 import { HttpRouter } from "./transport/http-router.js";
-import { bindVersions, versionModules } from "./a2a/versions.js";
+import { bindVersions, versionModule, versionModules } from "./a2a/versions.js";
 import { Readiness } from "./observability/readiness.js";
 import { createRequestObserver } from "./observability/request-observer.js";
 import { createOpsConnectHandler, isOpsRpcPath, OPS_SERVICES } from "./transport/connect/ops-connect-handler.js";
@@ -20,6 +20,8 @@ import { errorReporter } from "./transport/errors/wire-error.js";
 import { createA2ARestRouters } from "./transport/rest/a2a-rest-router.js";
 import { createRequestDispatch } from "./transport/request-dispatch.js";
 import { createJsonRpcEndpoint, createJsonRpcRefusal } from "./transport/jsonrpc/jsonrpc-endpoint.js";
+import { addJwksRoute, JWKS_PATH } from "./transport/rest/jwks-route.js";
+import { signCardDocument } from "./a2a/agent-card-signature.js";
 import { addDiscoveryRoutes, CONFORMANCE_FIXTURES } from "./transport/rest/discovery-routes.js";
 import { addConformanceSeamRoutes } from "./transport/rest/conformance-seam-routes.js";
 import { addOpenwopInterruptRoutes } from "./transport/rest/openwop-interrupt-routes.js";
@@ -107,6 +109,9 @@ export async function createApp(options: AppOptions): Promise<App> {
   if (config.conformanceSeams) {
     addConformanceSeamRoutes(router, { service, runs, checkPushUrl: (url, path) => push.configs.checkUrl(url, path), ...inputLimits });
   }
+  // The 1.0 card's signature (A2A AgentCardSignature, `jku` = our JWKS), made once: the card is final from here on.
+  const jku = `${config.publicUrl}${JWKS_PATH}`;
+  const signedV10Card = await signCardDocument(versionModule("1.0").card.document(card) as Record<string, unknown>, (payload) => core.signingKeys.signDetached(payload, { jku }));
   addDiscoveryRoutes(router, {
     service,
     publicUrl: config.publicUrl,
@@ -118,8 +123,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     supportedEnvelopes: ["clarification.request"],
     taskMachine: exportTaskMachine,
     cardSettings: config.agentCard,
+    signedCards: { "1.0": signedV10Card },
     recoveryEvidence: recoveryEvidence(config.leases, config.recovery),
   });
+  // Five minutes: an added key reaches receivers' caches well before it signs (docs/security.md "Signing keys").
+  addJwksRoute(router, { jwks: () => core.signingKeys.jwks(), maxAgeSeconds: 300 });
   const readiness = new Readiness({ ping: () => options.store.ping?.() ?? Promise.resolve(), timeoutMs: config.readinessTimeoutMs, leaseProblem: () => core.supervisor.leaseProblem(), details: { store: options.store.kind, durable: options.durableStore, ...(options.storeWarning ? { warning: options.storeWarning } : {}) } });
   addOpsRoutes(router, { readiness, telemetry: core.telemetry });
   addOpenApiRoute(router, { publicUrl: config.publicUrl, version: packageVersion });

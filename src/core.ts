@@ -8,6 +8,7 @@ import { A2AInvokeRunner } from "./engine/nodes/a2a-invoke-runner.js";
 import { PeerCallbackService } from "./engine/peer-callback-service.js";
 import { PeerCallbackKey } from "./peer/peer-callbacks.js";
 import { resolvePushKeys } from "./push/push-keys.js";
+import { loadSigningKeyRing, type SigningKeyRing } from "./secrets/signing-key-ring.js";
 import { builtinHandlers } from "./workflows/builtin-handlers.js";
 import { StatelessSkills } from "./engine/stateless-skill.js";
 import { TaskObserver } from "./engine/task-observer.js";
@@ -88,6 +89,8 @@ export interface Core {
   push: PushNotifications;
   card: AgentCard;
   telemetry: Telemetry;
+  /** The host's signing keys: push JWTs, the card's signature, the JWKS at /.well-known/jwks.json. */
+  signingKeys: SigningKeyRing;
   /** Signs and checks interrupt tokens (REST interrupts API, console). */
   tokens: InterruptTokenSigner;
   /** The push-config store (the console shows deliveries and dead letters). */
@@ -156,10 +159,14 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   // Other instances' commits (MongoDB): a change stream on the event log, or polling on a standalone server.
   const commitFeed = await store.openCommitFeed?.(config.commitFeed, (err) => logger.warn({ err }, "the commit feed failed; restarting it from its resume token"));
   const observer = new TaskObserver({ reads, hook, feed: commitFeed, maxBuffered: config.subscriberBuffer });
+  // One key ring for everything the host signs asymmetrically (SIGNING_KEYS, or a dev key under DATA_DIR).
+  const signingKeys = await loadSigningKeyRing({ ...(config.signingKeys.keys ? { configured: config.signingKeys.keys } : {}), dataDir: config.dataDir, production: config.env === "production" });
   const pushConfigs = observedPushConfigStore(options.pushConfigs ?? new MemoryPushConfigStore(), telemetry);
   const push = await createPushNotifications({
     settings: config.push,
     dataDir: config.dataDir,
+    signingKeys,
+    publicUrl: config.publicUrl,
     retentionMs: config.retentionMs,
     configs: pushConfigs,
     decorateClient: (client) => observedPushClient(client, telemetry),
@@ -241,6 +248,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     push,
     card,
     tokens,
+    signingKeys,
     pushConfigs,
     telemetry,
     ...(peerCallbacks ? { peerCallbacks } : {}),

@@ -7,6 +7,7 @@ import { readOperatorSettings, type OperatorSettings } from "../observability/op
 import { readInterruptTokenSettings, type InterruptTokenSettings } from "../interrupts/interrupt-settings.js";
 import { readPeerSettings, type A2APeerSettings } from "../peer/peer-settings.js";
 import { pushProductionProblems, readPushSettings, type PushSettings } from "../push/push-settings.js";
+import { readSigningKeySettings, type SigningKeySettings } from "../secrets/signing-key-settings.js";
 import { readStoreSettings, type StoreSettings } from "../store/store-settings.js";
 import { readLeaseSettings, type LeaseSettings } from "../engine/lease-settings.js";
 import { readRecoverySettings, type RecoverySettings } from "../engine/recovery-settings.js";
@@ -46,6 +47,8 @@ export interface Config extends StoreSettings, WorkflowSettings {
   httpNode: HttpNodeSettings;
   /** Signed interrupt tokens: configured keys (the first signs, all verify) and the lifetime of an issued token. */
   interruptTokens: InterruptTokenSettings;
+  /** The host's asymmetric signing keys (SIGNING_KEYS): push JWTs, the card's signature, the JWKS. */
+  signingKeys: SigningKeySettings;
   /** The host-sample conformance seams under /v1/host/sample/ (on by default in development and test). */
   conformanceSeams: boolean;
   /** How long an Idempotency-Key record of POST /v1/runs is kept (at least 24 h). */
@@ -93,6 +96,7 @@ export function loadConfig(env: Env = process.env): Config {
     connections: readConnectionSettings(reader),
     readinessTimeoutMs: reader.int("READINESS_TIMEOUT_MS", 1_000, 10, 60_000),
     interruptTokens: readInterruptTokenSettings(reader, production),
+    signingKeys: readSigningKeySettings(reader, production),
     conformanceSeams: reader.bool("CONFORMANCE_SEAMS", !production),
     idempotencyTtlMs: reader.int("IDEMPOTENCY_TTL_HOURS", 24, 24, 24 * 365) * 60 * 60 * 1000,
     auth: typeof auth === "string" ? { mode: "apikey", keys: [] } : auth,

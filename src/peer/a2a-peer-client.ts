@@ -11,6 +11,7 @@
 import type { Message } from "../domain/a2a-types.js";
 import { choosePeerInterface, endpointOf, apiKeyHeaderOf, formatPeerEndpoint, parsePeerEndpoint, type PeerEndpoint } from "./peer-endpoint.js";
 import { parsePeerJson } from "./peer-codec-v03.js";
+import { PeerCardSignatures } from "./peer-card-signature.js";
 import type { PeerConfig } from "./peer-config.js";
 import { PeerCallError, type PeerHttpClient } from "./peer-http-client.js";
 import type { PeerPushRequest, PeerReply, PeerStreamEvent, PeerTask, PeerTransport } from "./peer-types.js";
@@ -138,6 +139,8 @@ export function createA2APeerClient(opts: {
     }
   }
 
+  const cardSignatures = new PeerCardSignatures();
+
   async function readCard(cardUrl: string, signal: AbortSignal | undefined): Promise<unknown> {
     const response = await http.request({ method: "GET", url: cardUrl, timeoutMs: opts.requestTimeoutMs, ...(signal ? { signal } : {}) });
     return parsePeerJson(response.body, "agent card");
@@ -157,6 +160,8 @@ export function createA2APeerClient(opts: {
       }
       const cardUrl = peer.cardUrl!;
       const card = await readCard(cardUrl, signal);
+      // cardSignature: required: a card that does not verify with the peer's keys is not used at all.
+      await cardSignatures.check(peer, card);
       const endpoint = formatPeerEndpoint(peerEndpointOf(card, cardUrl, peer));
       const apiKeyHeader = peer.credentials?.kind === "apiKey" ? (peer.credentials.header ?? apiKeyHeaderOf(card)) : undefined;
       return { endpoint, peer: peer.name, ...(apiKeyHeader ? { apiKeyHeader } : {}), capabilities: capabilitiesOf(card) };

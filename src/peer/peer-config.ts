@@ -6,6 +6,7 @@
  *                  "binding": "grpc", "protocolVersion": "1.0",          (both optional: pins)
  *                  "credentials": { "bearer": "…" },                      (or { "apiKey": "…", "header"?: "X-API-Key" })
  *                  "signingKey": "…" },                                   (or "jwksUrl": "https://…": its pushes are signed)
+ *     "signed":  { "cardUrl": "…", "cardSignature": "required", "jwksUrl": "https://…" },   (or pinned "jwks": {"keys": […]})
  *     "legacy":  { "url": "https://legacy.example/a2a", "protocolVersion": "0.3", "binding": "jsonrpc" } }
  *
  * A peer without a card names its endpoint (`url`), version and binding itself. An API key goes in the header
@@ -40,6 +41,13 @@ export interface PeerConfig {
    * signing). As with `signingKey`, a push without a valid one is refused, a valid one is trusted.
    */
   jwksUrl?: string;
+  /**
+   * `required`: the peer's agent card must carry an A2A AgentCardSignature that verifies with the peer's keys
+   * (`jwks` pinned here, else `jwksUrl`; never the card's own `jku`), or the call is refused (peer-card-signature.ts).
+   */
+  cardSignature?: "required";
+  /** The peer's public keys, pinned (a JWKS, public JWKs only): they verify its card instead of `jwksUrl`. */
+  jwks?: { keys: Array<Record<string, unknown>> };
 }
 
 /** What `startHost({ peers })` takes (and A2A_PEERS holds as JSON): name → peer. */
@@ -51,13 +59,15 @@ export interface PeerConfigInput {
   credentials?: { bearer: string } | { apiKey: string; header?: string };
   signingKey?: string;
   jwksUrl?: string;
+  cardSignature?: "required";
+  jwks?: { keys: Array<Record<string, unknown>> };
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 const HEADER = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
 /** Headers a credential may not be put in: the wire's own. */
 const RESERVED_HEADERS = new Set(["host", "content-type", "content-length", "a2a-version", "accept", "user-agent", "traceparent", "connection", "te", "transfer-encoding"]);
-const FIELDS = new Set(["cardUrl", "url", "binding", "protocolVersion", "credentials", "signingKey", "jwksUrl"]);
+const FIELDS = new Set(["cardUrl", "url", "binding", "protocolVersion", "credentials", "signingKey", "jwksUrl", "cardSignature", "jwks"]);
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -109,6 +119,15 @@ export function parsePeers(value: unknown, source: string, problem: (message: st
     if (signingKey !== undefined && (typeof signingKey !== "string" || signingKey.length < 16 || /[\r\n]/.test(signingKey))) report("signingKey must be a single-line string of at least 16 characters (the peer's push signing key)");
     const jwksUrl = raw["jwksUrl"];
     if (jwksUrl !== undefined && !httpUrl(jwksUrl)) report("jwksUrl must be an absolute http(s) URL without userinfo (the peer's JWKS, for its signed pushes)");
+    const cardSignature = raw["cardSignature"];
+    if (cardSignature !== undefined && cardSignature !== "required") report('cardSignature must be "required" (or left out)');
+    const jwks = raw["jwks"];
+    const jwksKeys = isObject(jwks) && Array.isArray(jwks["keys"]) ? jwks["keys"] : undefined;
+    if (jwks !== undefined && (!jwksKeys || jwksKeys.length === 0 || !jwksKeys.every((k) => isObject(k) && typeof k["kty"] === "string" && k["kty"] !== "oct" && k["d"] === undefined))) {
+      report('jwks must be {"keys": [...]} with the peer\'s public JWKs (no private or HMAC keys)');
+    }
+    if (cardSignature === "required" && url !== undefined) report('cardSignature needs a card ("cardUrl"); a peer given by "url" has none');
+    if (cardSignature === "required" && jwksUrl === undefined && jwks === undefined) report('cardSignature "required" needs the peer\'s keys: "jwksUrl" or pinned "jwks"');
     if (!clean) continue;
     peers.set(name, {
       name,
@@ -119,6 +138,8 @@ export function parsePeers(value: unknown, source: string, problem: (message: st
       ...(creds ? { credentials: creds } : {}),
       ...(typeof signingKey === "string" ? { signingKey: new SecretValue(signingKey) } : {}),
       ...(typeof jwksUrl === "string" ? { jwksUrl } : {}),
+      ...(cardSignature === "required" ? { cardSignature } : {}),
+      ...(jwksKeys ? { jwks: { keys: jwksKeys as Array<Record<string, unknown>> } } : {}),
     });
   }
   return peers;

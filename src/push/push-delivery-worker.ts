@@ -11,6 +11,7 @@ import type { CommittedChange, CommittedChanges, PushBodyEncoders, PushTaskLog, 
 import type { PushSecretBox } from "./push-secrets.js";
 import type { PushTransitions } from "./push-settings.js";
 import { WatchedTasks } from "./push-watched-tasks.js";
+import type { PushJwtSigner } from "./push-jwt.js";
 import { statusKeyOf, targetOf, WebhookAttempts } from "./webhook-attempts.js";
 
 export interface PushDeliveryWorkerOptions {
@@ -27,6 +28,8 @@ export interface PushDeliveryWorkerOptions {
   client: PushHttpClient;
   secrets: PushSecretBox;
   signingKey: SecretValue<string>;
+  /** Signs the Bearer JWT of configs that ask for Bearer without credentials. */
+  jwt: PushJwtSigner;
   logger: Logger;
   transitions: PushTransitions;
   retry: RetryPolicy;

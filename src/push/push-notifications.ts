@@ -4,6 +4,8 @@ import type { PushConfigStore } from "../store/push-config-store.js";
 import { PushConfigService } from "./push-config-service.js";
 import { PushDeliveryWorker } from "./push-delivery-worker.js";
 import { createPushHttpClient, type PushHttpClient } from "./push-http-client.js";
+import type { SigningKeyRing } from "../secrets/signing-key-ring.js";
+import { PushJwtSigner } from "./push-jwt.js";
 import { resolvePushKeys } from "./push-keys.js";
 import type { PushLeaseSettings } from "./push-delivery-leases.js";
 import type { CommittedChanges, PushBodyEncoders, PushTaskLog, PushTaskReader, RemoteCommits } from "./push-ports.js";
@@ -13,6 +15,9 @@ import type { PushSettings } from "./push-settings.js";
 export interface PushNotificationsOptions {
   settings: PushSettings;
   dataDir: string;
+  /** The host's signing key ring (push JWTs) and its public URL (their `iss`). */
+  signingKeys: SigningKeyRing;
+  publicUrl: string;
   /** Task retention: settled configs and dead letters are kept as long. */
   retentionMs: number;
   configs: PushConfigStore;
@@ -68,6 +73,7 @@ export async function createPushNotifications(options: PushNotificationsOptions)
     client,
     secrets,
     signingKey: keys.signingKey,
+    jwt: new PushJwtSigner(options.signingKeys, options.publicUrl),
     logger,
     transitions: settings.transitions,
     retry: { baseMs: settings.retryBaseMs, maxMs: settings.retryMaxMs, maxAttempts: settings.maxAttempts, maxAgeMs: settings.maxAgeMs },

@@ -4,6 +4,7 @@ import type { DeadLetterReason, PushConfigRecord, PushConfigStore } from "../sto
 import type { RunEvent, TaskRecord } from "../domain/task-record.js";
 import { CircuitBreakers } from "./circuit-breaker.js";
 import { artifactRefsUpTo } from "./push-artifact-refs.js";
+import { wantsBearer, type PushJwtSigner } from "./push-jwt.js";
 import type { PushHttpClient, PushResult } from "./push-http-client.js";
 import type { PushBodyEncoders } from "./push-ports.js";
 import { secretsAad, type PushSecretBox, type PushSecrets } from "./push-secrets.js";
@@ -15,6 +16,8 @@ export interface WebhookAttemptsOptions {
   client: PushHttpClient;
   secrets: PushSecretBox;
   signingKey: SecretValue<string>;
+  /** Signs the Bearer JWT of configs that ask for Bearer without credentials. */
+  jwt: PushJwtSigner;
   logger: Logger;
   timeoutMs: number;
   breaker: { threshold: number; cooldownMs: number };
@@ -66,6 +69,8 @@ export class WebhookAttempts {
     if (secrets.token) headers[NOTIFICATION_TOKEN_HEADER] = secrets.token;
     const scheme = config.schemes?.[0];
     if (scheme && secrets.credentials) headers["Authorization"] = `${scheme} ${secrets.credentials}`;
+    // Bearer without credentials: the host signs a JWT per attempt (a fresh jti; the receiver checks it against the JWKS).
+    else if (wantsBearer(config.schemes)) headers["Authorization"] = `Bearer ${await this.options.jwt.sign({ audience: config.url, taskId: config.taskId, body, nowSeconds: timestamp })}`;
 
     const result = await this.options.client.post({ url: config.url, body, headers, timeoutMs: this.options.timeoutMs });
     if (result.ok || (result.status !== undefined && !result.retryable)) this.breakers.success(origin);

@@ -7,7 +7,8 @@
 // clear message (401 from the peer); a pinned version the peer does not offer fails with a clear message; a
 // workflow naming unknown peers is refused at load, listing them all; credentials appear in no task record,
 // event and log line. And ours calling an @a2a-js/sdk 1.3 server over 1.0 JSON-RPC.
-import { randomUUID } from "node:crypto";
+import { generateKeyPairSync, randomUUID } from "node:crypto";
+import { createRemoteJWKSet, decodeProtectedHeader, flattenedVerify } from "jose";
 import { createServer, type Server } from "node:http";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -118,7 +119,19 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
       },
       servers,
     );
+    // Signed cards (cardSignature: required): the peer host's 1.0 card carries an AgentCardSignature.
+    const signedCardUrl = `${peerHost.baseUrl}/.well-known/agent-card.json?A2A-Version=1.0`;
+    const jwksUrl = `${peerHost.baseUrl}/.well-known/jwks.json`;
+    const pinned = (await (await fetch(jwksUrl)).json()) as { keys: Array<Record<string, unknown>> };
+    const otherKeys = { keys: [{ ...generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" }), kid: pinned.keys[0]!["kid"] }] };
+    const signedCard = (await (await fetch(signedCardUrl)).json()) as Record<string, unknown>;
+    const tamperedCard = await staticCard({ ...signedCard, description: "Not what the peer signed" }, servers);
     const peers = {
+      signed: { cardUrl: signedCardUrl, cardSignature: "required", jwksUrl, credentials: { bearer: KEY } },
+      "signed-pinned": { cardUrl: signedCardUrl, cardSignature: "required", jwks: pinned, credentials: { bearer: KEY } },
+      "signed-other-keys": { cardUrl: signedCardUrl, cardSignature: "required", jwks: otherKeys, credentials: { bearer: KEY } },
+      "signed-tampered": { cardUrl: tamperedCard, cardSignature: "required", jwksUrl, credentials: { bearer: KEY } },
+      "signed-unsigned": { cardUrl: v03Card, cardSignature: "required", jwksUrl, credentials: { apiKey: KEY } },
       "jsonrpc-10": { cardUrl, binding: "jsonrpc", credentials: { bearer: KEY } },
       "grpc-10": { cardUrl, binding: "grpc", credentials: { bearer: KEY } },
       "rest-10": { cardUrl, binding: "http+json", credentials: { apiKey: KEY, header: "X-API-Key" } },
@@ -133,6 +146,11 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
     };
     const echo = { skillId: "echo" };
     const dir = await workflowDir({
+      signed: echo,
+      "signed-pinned": echo,
+      "signed-other-keys": echo,
+      "signed-tampered": echo,
+      "signed-unsigned": echo,
       "jsonrpc-10": echo,
       "grpc-10": echo,
       "rest-10": echo,
@@ -252,6 +270,40 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
     }
   });
 
+  it("the 1.0 card is signed (A2A AgentCardSignature: detached JWS over the canonical card, kid and jku in the header), verifiable with the JWKS", async () => {
+    const card = (await (await fetch(`${peerHost.baseUrl}/.well-known/agent-card.json?A2A-Version=1.0`)).json()) as Record<string, any>;
+    expect(card["signatures"]).toHaveLength(1);
+    const [signature] = card["signatures"] as Array<{ protected: string; signature: string }>;
+    const header = decodeProtectedHeader(signature!);
+    const jwks = (await (await fetch(`${peerHost.baseUrl}/.well-known/jwks.json`)).json()) as { keys: Array<Record<string, unknown>> };
+    expect(header).toMatchObject({ kid: jwks.keys[0]!["kid"], jku: `${peerHost.baseUrl}/.well-known/jwks.json`, typ: "JOSE" });
+    // The payload is the card's canonical JSON without signatures: keys sorted at every level, no whitespace.
+    const sorted = (v: unknown): unknown => (Array.isArray(v) ? v.map(sorted) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted((v as Record<string, unknown>)[k])])) : v);
+    const { signatures: _s, ...unsigned } = card;
+    const payload = Buffer.from(JSON.stringify(sorted(unsigned))).toString("base64url");
+    const keys = createRemoteJWKSet(new URL(header.jku!));
+    await expect(flattenedVerify({ ...signature!, payload }, keys)).resolves.toBeDefined();
+    await expect(flattenedVerify({ ...signature!, payload: Buffer.from(JSON.stringify(sorted({ ...unsigned, name: "forged" }))).toString("base64url") }, keys)).rejects.toThrow();
+    // The hybrid 0.3 card carries none (its signature would cover another document).
+    expect(((await (await fetch(`${peerHost.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "0.3" } })).json()) as Record<string, unknown>)["signatures"]).toBeUndefined();
+  });
+
+  it("cardSignature: required calls a peer whose card verifies (keys from jwksUrl or pinned) and refuses one that does not", async () => {
+    for (const peer of ["signed", "signed-pinned"]) {
+      const { task } = await callPeer(peer);
+      expect(task["status"].state, peer).toBe("completed");
+    }
+    for (const [peer, said] of [
+      ["signed-other-keys", `the agent card of peer "signed-other-keys" is refused: no signature verifies with the peer's keys`],
+      ["signed-tampered", `the agent card of peer "signed-tampered" is refused: no signature verifies with the peer's keys`],
+      ["signed-unsigned", `the agent card of peer "signed-unsigned" carries no signatures`],
+    ] as const) {
+      const { task } = await callPeer(peer);
+      expect(task["status"].state, peer).toBe("failed");
+      expect(task["metadata"]["openwop"]["error"].message, peer).toContain(said);
+    }
+  });
+
   it("a pinned version the peer does not offer fails the node, naming what the card offers (no silent downgrade)", async () => {
     const { task } = await callPeer("pinned-10");
     expect(task["status"].state).toBe("failed");
@@ -337,5 +389,30 @@ describe("named peers at load", () => {
     expect(message).toContain('peer "a": a peer given by "url" (no card) needs "binding" and "protocolVersion" too');
     expect(message).toContain('peer "b": protocolVersion must be "1.0" or "0.3"');
     expect(message).not.toContain("s3cret-value-123");
+  });
+
+  it("cardSignature problems: an unknown value, no keys to verify with, no card, private or HMAC keys pinned", () => {
+    const privateJwk = generateKeyPairSync("ed25519").privateKey.export({ format: "jwk" });
+    const peers = {
+      s1: { cardUrl: "https://s1.example", cardSignature: "optional", jwksUrl: "https://s1.example/jwks" },
+      s2: { cardUrl: "https://s2.example", cardSignature: "required" },
+      s3: { url: "https://s3.example/a2a", binding: "jsonrpc", protocolVersion: "1.0", cardSignature: "required", jwksUrl: "https://s3.example/jwks" },
+      s4: { cardUrl: "https://s4.example", cardSignature: "required", jwks: { keys: [privateJwk] } },
+      s5: { cardUrl: "https://s5.example", cardSignature: "required", jwks: { keys: [{ kty: "oct", k: "c2VjcmV0" }] } },
+    };
+    const message = (() => {
+      try {
+        loadConfig({ A2A_PEERS: JSON.stringify(peers) });
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return "";
+    })();
+    expect(message).toContain('peer "s1": cardSignature must be "required" (or left out)');
+    expect(message).toContain('peer "s2": cardSignature "required" needs the peer\'s keys: "jwksUrl" or pinned "jwks"');
+    expect(message).toContain('peer "s3": cardSignature needs a card ("cardUrl")');
+    expect(message).toContain('peer "s4": jwks must be {"keys": [...]} with the peer\'s public JWKs (no private or HMAC keys)');
+    expect(message).toContain('peer "s5": jwks must be');
+    expect(message).not.toContain(String(privateJwk.d));
   });
 });

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 import { jsonRpcCaller, type WireTask } from "../support/jsonrpc-caller.js";
-import { testTokenKeys } from "../support/openwop-client.js";
+import { testSigningKeys, testTokenKeys } from "../support/openwop-client.js";
 
 
 const FIXTURES = new URL("../fixtures/http-workflows", import.meta.url).pathname;
@@ -396,6 +396,7 @@ describe("http node private services in NODE_ENV=production (HTTP_NODE_PRIVATE_H
       API_KEYS: JSON.stringify([{ id: "ops", tenant: "default", scopes: ["runs:create", "runs:read"], key: KEY }]),
       MONGODB_URI: "mongodb://127.0.0.1:1/unused-the-test-passes-its-store",
       INTERRUPT_TOKEN_KEYS: testTokenKeys(),
+      SIGNING_KEYS: testSigningKeys(),
       PUSH_ENABLED: "false",
       WORKFLOWS_DIR: FIXTURES,
       HTTP_SERVICE_URL: service.url,

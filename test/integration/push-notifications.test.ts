@@ -1,4 +1,5 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { createHash, generateKeyPairSync, randomBytes, randomUUID } from "node:crypto";
+import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from "jose";
 import { MongoClient } from "mongodb";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { createApp, type App } from "../../src/app.js";
@@ -285,6 +286,87 @@ describe("push notification configs over JSON-RPC", () => {
     expect(lastArrival - backAt).toBeLessThanOrEqual(bound);
     // While open, the breaker held attempts back: about one probe per cool-down, not one per retry interval per task.
     expect(failedDuringOutage).toBeLessThan(6 * (3_000 / retryMaxMs));
+  });
+});
+
+describe("JWT-signed pushes (authentication.schemes Bearer without credentials)", () => {
+  it("each delivery carries a JWT the receiver verifies through the host's JWKS (createRemoteJWKSet): iss, aud, iat, exp <= 5 min, unique jti, taskId, kid", async () => {
+    // SIGNING_KEYS takes PEM (this host, ES256) and JWK (a second host, Ed25519, whose keys must not verify the first's JWTs).
+    const es256 = generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ format: "pem", type: "pkcs8" }).toString();
+    const ed25519 = { ...generateKeyPairSync("ed25519").privateKey.export({ format: "jwk" }), kid: "next" };
+    const hook = await receiver();
+    const t = await pushApp({ SIGNING_KEYS: es256, PUSH_TRANSITIONS: "all" });
+    const published = await fetch(`${t.baseUrl}/.well-known/jwks.json`);
+    expect(published.headers.get("content-type")).toBe("application/jwk-set+json");
+    expect(published.headers.get("cache-control")).toBe("public, max-age=300");
+    const jwks = (await published.json()) as { keys: Array<Record<string, unknown>> };
+    expect(jwks.keys).toHaveLength(1);
+    expect(JSON.stringify(jwks)).not.toContain('"d"');
+    const t2 = await pushApp({ SIGNING_KEYS: JSON.stringify([ed25519]) });
+    const otherJwks = createRemoteJWKSet(new URL(`${t2.baseUrl}/.well-known/jwks.json`));
+
+    // The receiver: verifies every push with the host's published keys, answers 401 when that fails.
+    const hostJwks = createRemoteJWKSet(new URL(`${t.baseUrl}/.well-known/jwks.json`));
+    const verified: Array<{ payload: JWTPayload; kid: string | undefined }> = [];
+    const refused: string[] = [];
+    hook.reply = (hit, res) => {
+      const token = /^Bearer (.+)$/.exec(hit.headers["authorization"] ?? "")?.[1] ?? "";
+      jwtVerify(token, hostJwks, { issuer: t.baseUrl, audience: hook.url("/jwt"), algorithms: ["ES256", "EdDSA"], requiredClaims: ["iat", "exp", "jti", "taskId"], maxTokenAge: "5 min" }).then(
+        ({ payload, protectedHeader }) => {
+          verified.push({ payload, kid: protectedHeader.kid });
+          res.writeHead(200).end("ok");
+        },
+        (err: Error) => {
+          refused.push(err.message);
+          res.writeHead(401).end();
+        },
+      );
+    };
+    const taskId = await startTask(t.baseUrl, { url: hook.url("/jwt"), token: "jwt-token", authentication: { schemes: ["Bearer"] } });
+    expect((await rpc(t.baseUrl, "message/send", { message: accept(taskId) })).result.status.state).toBe("completed");
+    await waitFor(() => verified.some((v) => v.payload["taskId"] === taskId && hook.hits.some((h) => h.json["status"]?.state === "completed")) && verified.length === hook.hits.length && verified.length >= 3, 10_000, "the verified pushes");
+    expect(refused).toEqual([]);
+
+    for (const { payload, kid } of verified) {
+      expect(kid).toBe(jwks.keys[0]!["kid"]);
+      expect(payload["taskId"]).toBe(taskId);
+      expect(payload.exp! - payload.iat!).toBeLessThanOrEqual(300);
+      expect(payload.exp! - payload.iat!).toBeGreaterThan(0);
+    }
+    // Each JWT covers its own body (request_body_sha256 of the exact bytes).
+    for (const hit of hook.hits) {
+      const { payload } = await jwtVerify((hit.headers["authorization"] as string).slice("Bearer ".length), hostJwks, { issuer: t.baseUrl, audience: hook.url("/jwt") });
+      expect(payload["request_body_sha256"]).toBe(createHash("sha256").update(hit.body, "utf8").digest("hex"));
+    }
+    expect(new Set(verified.map((v) => v.payload.jti)).size).toBe(verified.length);
+    // The HMAC scheme and the notification token stay alongside the JWT.
+    for (const hit of hook.hits) {
+      expect(hit.headers["x-a2a-notification-token"]).toBe("jwt-token");
+      expect(verifyPushSignature({ key: SIGNING_KEY, body: hit.body, timestamp: hit.headers["x-openwop-timestamp"] as string, signature: hit.headers["x-openwop-signature"] as string })).toBe(true);
+    }
+    // Another host's keys do not verify it, and neither does another audience.
+    const jwt = (hook.hits[0]!.headers["authorization"] as string).slice("Bearer ".length);
+    expect(decodeProtectedHeader(jwt)).toMatchObject({ alg: "ES256", typ: "JWT" });
+    await expect(jwtVerify(jwt, otherJwks)).rejects.toThrow();
+    await expect(jwtVerify(jwt, hostJwks, { issuer: t.baseUrl, audience: hook.url("/elsewhere") })).rejects.toThrow(/aud/);
+  });
+
+  it("rotation: with two keys the first signs, both are published; credentials given by the client win over the JWT", async () => {
+    const first = { ...generateKeyPairSync("ed25519").privateKey.export({ format: "jwk" }), kid: "k2" };
+    const second = { ...generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ format: "jwk" }), kid: "k1" };
+    const hook = await receiver();
+    const t = await pushApp({ SIGNING_KEYS: JSON.stringify({ keys: [first, second] }) });
+    const jwks = (await (await fetch(`${t.baseUrl}/.well-known/jwks.json`)).json()) as { keys: Array<Record<string, unknown>> };
+    expect(jwks.keys.map((k) => [k["kid"], k["alg"], k["d"]])).toEqual([["k2", "EdDSA", undefined], ["k1", "ES256", undefined]]);
+    const taskId = await startTask(t.baseUrl, { url: hook.url("/jwt"), authentication: { schemes: ["Basic", "Bearer"] } });
+    await rpc(t.baseUrl, "tasks/pushNotificationConfig/set", { taskId, pushNotificationConfig: { id: "static", url: hook.url("/static"), authentication: { schemes: ["Bearer"], credentials: "static-cred" } } });
+    expect((await rpc(t.baseUrl, "message/send", { message: accept(taskId) })).result.status.state).toBe("completed");
+    await waitFor(() => hook.hits.filter((h) => h.json["status"]?.state === "completed").length >= 2, 10_000, "both completed pushes");
+    const jwtHit = hook.hits.find((h) => h.path === "/jwt")!;
+    const { payload, protectedHeader } = await jwtVerify((jwtHit.headers["authorization"] as string).slice("Bearer ".length), createRemoteJWKSet(new URL(`${t.baseUrl}/.well-known/jwks.json`)), { issuer: t.baseUrl, audience: hook.url("/jwt") });
+    expect(protectedHeader).toMatchObject({ alg: "EdDSA", kid: "k2" });
+    expect(payload["taskId"]).toBe(taskId);
+    expect(hook.hits.filter((h) => h.path === "/static").every((h) => h.headers["authorization"] === "Bearer static-cred")).toBe(true);
   });
 });
 

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from "node:crypto";
 import { expect } from "vitest";
 
 /** Plain-fetch helpers for the OpenWOP REST surface (no client library: the wire is what is tested). */
@@ -73,6 +74,11 @@ export function expectErrorEnvelope(body: any, error?: string): void {
 /** The payload of a signed token (base64url JSON before the dot). */
 export function tokenPayload(token: string): Record<string, any> {
   return JSON.parse(Buffer.from(token.split(".")[0]!, "base64url").toString("utf8")) as Record<string, any>;
+}
+
+/** SIGNING_KEYS for a production-mode test: one fresh Ed25519 private key as PEM. */
+export function testSigningKeys(): string {
+  return generateKeyPairSync("ed25519").privateKey.export({ format: "pem", type: "pkcs8" }).toString();
 }
 
 export function testTokenKeys(): string {

@@ -6,6 +6,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseDocument } from "yaml";
 import { describe, expect, it } from "vitest";
+import { testSigningKeys } from "../support/openwop-client.js";
 import { loadConfig } from "../../src/config/config.js";
 import { projectRoot } from "../../src/domain/project-root.js";
 
@@ -25,6 +26,7 @@ const secrets: Record<string, string> = {
   INTERRUPT_TOKEN_KEYS: `k1:${randomBytes(32).toString("base64")}`,
   PUSH_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
   PUSH_SIGNING_KEY: randomBytes(48).toString("base64"),
+  SIGNING_KEYS: testSigningKeys(),
 };
 
 /** What `docker compose` does with `${NAME:?message}` (the value, or a refusal to start) and `${NAME:-default}`. */

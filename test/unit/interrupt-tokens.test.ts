@@ -3,6 +3,7 @@ import { mkdtemp, readFile, stat, writeFile, mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { testSigningKeys } from "../support/openwop-client.js";
 import { ConfigError, loadConfig } from "../../src/config/config.js";
 import { INTERRUPT_TOKEN_KEY_FILE, loadInterruptTokenKeys, parseInterruptTokenKeys } from "../../src/interrupts/interrupt-token-keys.js";
 import { InterruptTokenError, InterruptTokenSigner, type InterruptTokenKey } from "../../src/interrupts/interrupt-tokens.js";
@@ -151,6 +152,7 @@ describe("configuration of the OpenWOP REST surface", () => {
       PUBLIC_URL: "https://a2a.example.com",
       API_KEYS: JSON.stringify([{ id: "k", tenant: "t", scopes: ["runs:read"], keySha256: "0".repeat(64) }]),
       PUSH_ENABLED: "false",
+      SIGNING_KEYS: testSigningKeys(),
     };
     expect(() => loadConfig(production)).toThrow("NODE_ENV=production needs INTERRUPT_TOKEN_KEYS");
     const config = loadConfig({ ...production, INTERRUPT_TOKEN_KEYS: `k1:${secret}` });

@@ -37,6 +37,7 @@ const OPENWOP: Operation[] = [
   { methods: ["get"], path: "/v1/a2a/tasks/{taskId}", tag: "OpenWOP runs", summary: "The durable A2ATaskState read model" },
   { methods: ["get"], path: "/v1/a2a/task-machine.json", tag: "Discovery", summary: "The task machine's JSON definition (XState / Stately visualizer)" },
   { methods: ["get", "head"], path: "/.well-known/agent-card.json", tag: "Discovery", summary: "The A2A agent card (A2A-Version picks the shape; cacheable, ETag, 304)", public: true },
+  { methods: ["get", "head"], path: "/.well-known/jwks.json", tag: "Discovery", summary: "The public keys of the host's push JWTs and agent card signature (JWKS, cacheable)", public: true },
   { methods: ["get", "head"], path: "/.well-known/openwop", tag: "Discovery", summary: "The OpenWOP discovery document (cacheable, ETag, 304)", public: true },
   { methods: ["get"], path: "/healthz", tag: "Discovery", summary: "Liveness", public: true },
   { methods: ["get"], path: "/readyz", tag: "Discovery", summary: "Readiness: 200 when the store answers in time, else 503 with the reason", public: true },

@@ -11,8 +11,9 @@ import { sendA2ARestError } from "./a2a-rest-router.js";
  * the v1.0 `supportedInterfaces` embedded (the hybrid card); with `A2A-Version: 1.0` (header or query) the pure
  * v1.0 card; without it, whichever `bareVersion` names (AGENT_CARD_BARE). `Vary: A2A-Version` keeps caches
  * apart; an unsupported version answers 400 VersionNotSupported in the preferred version's HTTP+JSON shape.
+ * `signed` holds a version's card as signed at start (the 1.0 card with `signatures`), served as it is.
  */
-export function serveAgentCard(req: HttpRequest, res: HttpResponse, card: AgentCard, bareVersion: A2AVersion, cache: Omit<Cacheability, "headers">): void {
+export function serveAgentCard(req: HttpRequest, res: HttpResponse, card: AgentCard, bareVersion: A2AVersion, cache: Omit<Cacheability, "headers">, signed: SignedCards = {}): void {
   const vary = { vary: "A2A-Version" };
   let version: A2AVersion;
   try {
@@ -21,8 +22,11 @@ export function serveAgentCard(req: HttpRequest, res: HttpResponse, card: AgentC
     sendA2ARestError(res, PREFERRED_A2A_VERSION, err, { ...vary, "content-type": "application/json" });
     return;
   }
-  sendCacheableJson(req, res, versionModule(version).card.document(card), { ...cache, headers: vary });
+  sendCacheableJson(req, res, signed[version] ?? versionModule(version).card.document(card), { ...cache, headers: vary });
 }
+
+/** Card documents signed once at start, by version (the card does not change while the host runs). */
+export type SignedCards = Partial<Record<A2AVersion, Record<string, unknown>>>;
 
 /** Discovery's `a2a` version fields, read off the card so they always equal the versions its interfaces declare. */
 export function a2aVersionFields(card: AgentCard): { protocolVersions: string[]; preferredVersion: string; profiles: string[] } {

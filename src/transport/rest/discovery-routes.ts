@@ -5,7 +5,7 @@ import type { TaskService } from "../../a2a/task-service.js";
 import type { HttpRouter } from "../http-router.js";
 import { sendJson } from "../http-io.js";
 import { sendCacheableJson } from "../cacheable-json.js";
-import { a2aVersionFields, serveAgentCard } from "./agent-card-route.js";
+import { a2aVersionFields, serveAgentCard, type SignedCards } from "./agent-card-route.js";
 
 export interface DiscoveryOptions {
   service: TaskService;
@@ -21,6 +21,8 @@ export interface DiscoveryOptions {
   taskMachine: () => Record<string, unknown>;
   /** What the bare card path serves, and how long caches keep the card and the discovery document. */
   cardSettings: AgentCardSettings;
+  /** The 1.0 card with its `signatures` (A2A AgentCardSignature), made at start with the host's signing key. */
+  signedCards?: SignedCards;
   /**
    * OpenWOP RFC 0158's recovery bound and attempt bound, derived from the lease and recovery settings (the
    * composition root builds it). Served as `recoveryEvidence`: the RFC puts these in the host's evidence
@@ -90,7 +92,7 @@ export function addDiscoveryRoutes(router: HttpRouter, options: DiscoveryOptions
     return bareCard === "auto" && startedAt < windowEnd && clock() >= windowEnd ? windowEnd : startedAt;
   };
   router.add(["GET", "HEAD"], AGENT_CARD_PATH, async (req, res) =>
-    serveAgentCard(req, res, options.service.agentCard, bareCardVersion(bareCard, clock()), { maxAgeSeconds: cacheMaxAgeSeconds, lastModified: lastModified() }),
+    serveAgentCard(req, res, options.service.agentCard, bareCardVersion(bareCard, clock()), { maxAgeSeconds: cacheMaxAgeSeconds, lastModified: lastModified() }, options.signedCards),
   );
   router.add(["GET", "HEAD"], "/.well-known/openwop", async (req, res) =>
     sendCacheableJson(req, res, discoveryDocument(options), { maxAgeSeconds: cacheMaxAgeSeconds, lastModified: startedAt }),

@@ -1,0 +1,67 @@
+/**
+ * `cardSignature: "required"` for a named peer: its agent card must carry an A2A AgentCardSignature (a JWS with
+ * the payload detached: the RFC 8785 canonical JSON of the card without `signatures`) that verifies with the
+ * peer's keys: the `jwks` pinned in its configuration, else its `jwksUrl` (jose's remote key set: cached,
+ * refetched on an unknown `kid`). The card's own `jku` is never followed: a forged card would name its own keys.
+ * One signature that verifies is enough (a peer rotating its keys may carry two).
+ */
+import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, flattenedVerify, type JWSHeaderParameters, type FlattenedJWSInput, type CryptoKey, type KeyObject, type JWK } from "jose";
+import { canonicalJson } from "../domain/canonical-json.js";
+import type { PeerConfig } from "./peer-config.js";
+import { PeerCallError } from "./peer-http-client.js";
+
+type GetKey = (header: JWSHeaderParameters, token: FlattenedJWSInput) => Promise<CryptoKey | KeyObject | JWK | Uint8Array>;
+
+/** Asymmetric algorithms only: a JWKS never makes an HMAC secret of a public value. */
+const ALGORITHMS = ["ES256", "ES384", "ES512", "EdDSA", "Ed25519", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512"];
+const JWKS_CACHE_MS = 10 * 60 * 1000;
+const JWKS_TIMEOUT_MS = 5_000;
+
+export class PeerCardSignatures {
+  /** One key set per peer, made when first needed. */
+  private readonly keySets = new Map<string, GetKey>();
+
+  /** Resolves when the card is signed by the peer's keys (or the peer does not require it); else a PeerCallError. */
+  async check(peer: PeerConfig, card: unknown): Promise<void> {
+    if (peer.cardSignature !== "required") return;
+    const document = typeof card === "object" && card !== null && !Array.isArray(card) ? (card as Record<string, unknown>) : {};
+    const signatures = Array.isArray(document["signatures"]) ? (document["signatures"] as unknown[]) : [];
+    const where = `the agent card of peer "${peer.name}"`;
+    if (signatures.length === 0) throw new PeerCallError(`${where} carries no signatures, and this peer's card must be signed (cardSignature: required)`, "unauthorized", false);
+    const { signatures: _signatures, ...unsigned } = document;
+    const payload = Buffer.from(canonicalJson(unsigned), "utf8").toString("base64url");
+    const keys = this.keysOf(peer);
+    let reason = "no signature verifies";
+    for (const entry of signatures) {
+      const sig = typeof entry === "object" && entry !== null ? (entry as Record<string, unknown>) : {};
+      if (typeof sig["protected"] !== "string" || typeof sig["signature"] !== "string") {
+        reason = "a signature is not {protected, signature}";
+        continue;
+      }
+      try {
+        await flattenedVerify({ protected: sig["protected"], signature: sig["signature"], payload, ...(isObject(sig["header"]) ? { header: sig["header"] } : {}) }, keys, { algorithms: ALGORITHMS });
+        return;
+      } catch (err) {
+        // The keys could not be fetched: the same call may succeed later, unlike a signature that is wrong.
+        if (!(err instanceof joseErrors.JOSEError) || err instanceof joseErrors.JWKSTimeout || err instanceof joseErrors.JWKSInvalid) {
+          throw new PeerCallError(`${where}: the peer's keys (${peer.jwksUrl ?? "jwks"}) could not be read to check its signature`, "connection", true);
+        }
+        reason = `no signature verifies with the peer's keys (${err.code})`;
+      }
+    }
+    throw new PeerCallError(`${where} is refused: ${reason} (cardSignature: required)`, "unauthorized", false);
+  }
+
+  private keysOf(peer: PeerConfig): GetKey {
+    let keys = this.keySets.get(peer.name);
+    if (!keys) {
+      keys = peer.jwks ? createLocalJWKSet(peer.jwks as { keys: JWK[] }) : createRemoteJWKSet(new URL(peer.jwksUrl!), { cacheMaxAge: JWKS_CACHE_MS, timeoutDuration: JWKS_TIMEOUT_MS });
+      this.keySets.set(peer.name, keys);
+    }
+    return keys;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
