@@ -2,7 +2,8 @@ import type { AddressInfo } from "node:net";
 import { createCore, JSONRPC_PATH, OPENWOP_EXTENSION_URI, packageVersion, type CoreOptions } from "./core.js";
 import type { TaskService } from "./a2a/task-service.js";
 import type { TaskSupervisor } from "./engine/task-supervisor.js";
-import { apiKeyAuthenticator, devAuthenticator } from "./auth/api-key-authenticator.js";
+import type { AuthDescription } from "./auth/authenticator.js";
+import { hostAuthenticator } from "./auth/host-authenticator.js";
 import type { Principal } from "./auth/principal.js";
 import type { PushNotifications } from "./push/push-notifications.js";
 import { addPushRoutes } from "./transport/rest/push-routes.js";
@@ -53,6 +54,8 @@ export interface App {
   /** The agent's name on its card, and the skills (workflow ids) it serves: for the start-up line. */
   agentName: string;
   skills: string[];
+  /** The ways in, as the authenticators describe them: for the start-up line. */
+  auth: AuthDescription;
   /** Starts listening and resumes every unfinished task. */
   listen(): Promise<AddressInfo>;
   /**
@@ -75,10 +78,12 @@ export async function createApp(options: AppOptions): Promise<App> {
   const { config, logger } = options;
   const core = await createCore(options);
   const { catalog, supervisor, service, push, card, runs, runInterrupts, feed } = core;
-  const authenticator = config.auth.mode === "apikey" ? apiKeyAuthenticator(config.auth.keys) : devAuthenticator;
-  if (authenticator.enabled) {
-    card.securitySchemes = { apiKey: { type: "http", scheme: "bearer", description: "An API key issued by the operator: Authorization: Bearer <key>" } };
-    card.security = [{ apiKey: [] }];
+  const authenticator = hostAuthenticator(config.auth);
+  // The card declares exactly the configured ways in (API keys, OIDC, client certificates).
+  const auth = authenticator.describe();
+  if (auth.enabled) {
+    card.securitySchemes = auth.schemes;
+    card.security = auth.requirements;
   }
 
   const router = new HttpRouter();
@@ -98,7 +103,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   if (config.operator.console) {
     // The operator console is tenant-scoped like every other surface: a key sees its own tenant; one with
     // console:all-tenants sees every tenant of the configured keys ("default" with auth off).
-    const access = ConsoleAccess.fromAuth(config.auth);
+    const access = ConsoleAccess.fromAuth(auth);
     addConsoleRoutes(router, {
       operations: new ConsoleOperations({ supervisor, reads: core.reads, hook: core.hook, feed, tokens: core.tokens, access, catalog, interrupts: runInterrupts, storeTimeoutMs: config.storeTimeoutMs }),
       push: new ConsolePush({ enabled: push.enabled, configs: core.pushConfigs, worker: push.worker, access, storeTimeoutMs: config.storeTimeoutMs }),
@@ -130,7 +135,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   addJwksRoute(router, { jwks: () => core.signingKeys.jwks(), maxAgeSeconds: 300 });
   const readiness = new Readiness({ ping: () => options.store.ping?.() ?? Promise.resolve(), timeoutMs: config.readinessTimeoutMs, leaseProblem: () => core.supervisor.leaseProblem(), details: { store: options.store.kind, durable: options.durableStore, ...(options.storeWarning ? { warning: options.storeWarning } : {}) } });
   addOpsRoutes(router, { readiness, telemetry: core.telemetry });
-  addOpenApiRoute(router, { publicUrl: config.publicUrl, version: packageVersion });
+  addOpenApiRoute(router, { publicUrl: config.publicUrl, version: packageVersion, auth });
 
   const shutdown = new AbortController();
   // Connect, gRPC and gRPC-Web calls (/a2a.v1.A2AService/* for 0.3, /lf.a2a.v1.A2AService/* for 1.0) go to the
@@ -165,6 +170,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     push,
     agentName: card.name,
     skills: catalog.ids(),
+    auth,
     async listen() {
       const address = await server.listen(config.port, config.host);
       await core.start();

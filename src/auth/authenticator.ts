@@ -86,3 +86,22 @@ function mergeDescriptions(parts: AuthDescription[]): AuthDescription {
     summary: enabled.map((p) => p.summary).join(" + ") || parts[0]?.summary || "",
   };
 }
+
+/**
+ * The RFC 6750 challenge for a refused request: `invalid_token` when it carried a bearer credential that was
+ * refused (401), `insufficient_scope` when a bearer caller lacks a scope (403); a bare challenge otherwise.
+ */
+export function bearerChallenge(headers: HeaderLookup, err: unknown): string {
+  const realm = 'Bearer realm="openwop-a2a-host"';
+  if (!(err instanceof DomainError) || !bearerOf(headers)) return realm;
+  if (err.code === "unauthenticated") return `${realm}, error="invalid_token", error_description="${quoted(err.message)}"`;
+  if (err.code === "permission-denied" && typeof err.details?.["requiredScope"] === "string") {
+    return `${realm}, error="insufficient_scope", scope="${quoted(err.details["requiredScope"])}"`;
+  }
+  return realm;
+}
+
+/** RFC 6750 §3: error_description and scope are %x20-21 / %x23-5B / %x5D-7E (no quote, no backslash). */
+function quoted(value: string): string {
+  return value.replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, "");
+}

@@ -1,6 +1,6 @@
 import { a2aVersionOf, requestedA2AVersion, type A2AVersion } from "../a2a/protocol-version.js";
 import { DEFAULT_A2A_VERSION } from "../a2a/versions.js";
-import type { Authenticator } from "../auth/api-key-authenticator.js";
+import { bearerChallenge, type Authenticator, type HeaderLookup } from "../auth/authenticator.js";
 import type { CallContext } from "../auth/call-context.js";
 import type { Principal } from "../auth/principal.js";
 import { DomainError } from "../domain/errors.js";
@@ -109,13 +109,16 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
     }
     const binding = found?.binding ?? fallbackBinding(req);
     let principal: Principal;
+    const headers: HeaderLookup = (name) => headerValue(req, name);
     try {
       const isPublic = jsonRpcCall ? jsonRpcPublic : options.publicPaths.some((p) => p.test(path));
-      principal = isPublic ? options.publicPrincipal : options.authenticator.authenticate((name) => headerValue(req, name));
+      const answer = isPublic ? options.publicPrincipal : options.authenticator.authenticate({ headers });
+      // API keys answer synchronously; only a token check (JWKS) costs a promise hop.
+      principal = answer instanceof Promise ? await answer : answer;
     } catch (err) {
-      const headers = { "www-authenticate": 'Bearer realm="openwop-a2a-host"' };
-      if (binding.kind === "jsonrpc" && found && "handler" in found) return options.jsonRpcRefused(req, res, err, headers);
-      sendError(res, binding, err, headers);
+      const challenge = { "www-authenticate": bearerChallenge(headers, err) };
+      if (binding.kind === "jsonrpc" && found && "handler" in found) return options.jsonRpcRefused(req, res, err, challenge);
+      sendError(res, binding, err, challenge);
       return;
     }
     noteRequest({ tenant: principal.tenant, ...(found && "template" in found ? { method: `${method} ${found.template}` } : {}) });
@@ -127,7 +130,8 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
     try {
       await found.handler(req, res, found.params, ctx);
     } catch (err) {
-      if (!res.headersSent) sendError(res, binding, err);
+      // A bearer caller without the scope gets RFC 6750's insufficient_scope challenge with its 403.
+      if (!res.headersSent) sendError(res, binding, err, err instanceof DomainError && err.code === "permission-denied" ? { "www-authenticate": bearerChallenge(headers, err) } : {});
       else res.end();
     } finally {
       handled = true;

@@ -2,7 +2,7 @@ import { Code, ConnectError, createConnectRouter, createContextKey, createContex
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { CALLER } from "../../a2a/connect-caller.js";
 import { versionModules, versionOfRpcService, DEFAULT_A2A_VERSION, type BoundVersions } from "../../a2a/versions.js";
-import type { Authenticator } from "../../auth/api-key-authenticator.js";
+import type { Authenticator } from "../../auth/authenticator.js";
 import { RETRY_AFTER_SECONDS, type ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
 import { settleUnreadBody } from "../unread-request-body.js";
@@ -61,7 +61,8 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
       return error;
     };
     try {
-      req.contextValues.set(CALLER, admitRpcCaller(authenticator, (name) => req.header.get(name)));
+      const caller = admitRpcCaller(authenticator, (name) => req.header.get(name));
+      req.contextValues.set(CALLER, caller instanceof Promise ? await caller : caller);
       // A unary call answers DEADLINE_EXCEEDED at its deadline, whatever it still waits for (rpc-deadline.ts).
       const res = await untilDeadline(next(req), req.signal);
       if (!res.stream) return res;
