@@ -18,6 +18,8 @@ export interface OidcAuthenticatorOptions {
   timeoutMs?: number;
   /** jose's cooldown: the JWKS is refetched for an unknown `kid` at most this often (default 30 s). */
   cooldownMs?: number;
+  /** How long a fetched JWKS counts as fresh before it is refetched (default 10 min, jose's). */
+  cacheMaxAgeMs?: number;
 }
 
 type KeyGetter = (header: JWSHeaderParameters, token: FlattenedJWSInput) => Promise<CryptoKey>;
@@ -55,7 +57,7 @@ export function oidcAuthenticator(settings: OidcSettings, options: OidcAuthentic
     if (typeof document.jwks_uri !== "string") throw new Error("OIDC discovery has no jwks_uri");
     const jwksUrl = new URL(document.jwks_uri);
     if (jwksUrl.protocol !== "https:" && !(settings.allowInsecure && jwksUrl.protocol === "http:")) throw new Error("jwks_uri must be https://");
-    const remote = createRemoteJWKSet(jwksUrl, { timeoutDuration: timeoutMs, cooldownDuration: options.cooldownMs ?? 30_000 });
+    const remote = createRemoteJWKSet(jwksUrl, { timeoutDuration: timeoutMs, cooldownDuration: options.cooldownMs ?? 30_000, cacheMaxAge: options.cacheMaxAgeMs ?? 600_000 });
     return async (header, token) => {
       try {
         return await remote(header, token);

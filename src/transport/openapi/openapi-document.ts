@@ -135,7 +135,7 @@ export function openApiDocument(options: { publicUrl: string; version: string; a
     servers: [{ url: options.publicUrl }],
     tags: [...new Set(DOCUMENTED_OPERATIONS.map((o) => o.tag))].map((name) => ({ name })),
     paths,
-    components: { schemas: ERROR_SCHEMAS, securitySchemes: { apiKey: { type: "http", scheme: "bearer", description: "An API key: Authorization: Bearer <key> (when API_KEYS is set)" } } },
-    security: [{ apiKey: [] }],
+    components: { schemas: ERROR_SCHEMAS, securitySchemes: options.auth.schemes },
+    security: options.auth.requirements,
   };
 }
