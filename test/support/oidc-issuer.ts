@@ -20,9 +20,9 @@ export class OidcIssuer {
 
   static async start(): Promise<OidcIssuer> {
     const keys = new Map<string, { privateKey: CryptoKey; publicJwk: JWK; published: boolean }>();
-    let self: OidcIssuer | undefined;
+    const ref: { issuer?: OidcIssuer } = {};
     const server = createServer((req, res) => {
-      const issuer = self!;
+      const issuer = ref.issuer!;
       if (req.url === "/.well-known/openid-configuration") {
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ issuer: issuer.issuer, jwks_uri: `${issuer.issuer}/jwks`, id_token_signing_alg_values_supported: ["ES256"] }));
         return;
@@ -36,9 +36,9 @@ export class OidcIssuer {
       res.writeHead(200, { "content-type": "application/json" }).end(body);
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    self = new OidcIssuer(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, keys);
-    await self.addKey("key-1");
-    return self;
+    const issuer = (ref.issuer = new OidcIssuer(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, keys));
+    await issuer.addKey("key-1");
+    return issuer;
   }
 
   /** A new signing key under `kid`, in the JWKS unless `published` is false (a key nobody trusts). */
