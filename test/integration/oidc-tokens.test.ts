@@ -150,6 +150,8 @@ describe("OIDC bearer tokens on every binding", () => {
     const v10 = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "1.0" } })).json()) as Obj;
     expect(v10["securitySchemes"]).toEqual({ oidc: { openIdConnectSecurityScheme: expect.objectContaining({ openIdConnectUrl }) }, apiKey: { httpAuthSecurityScheme: expect.objectContaining({ scheme: "bearer" }) } });
     expect(v10["securityRequirements"]).toEqual([{ schemes: { oidc: { list: [] } } }, { schemes: { apiKey: { list: [] } } }]);
+    const discovery = (await (await fetch(`${t.baseUrl}/.well-known/openwop`)).json()) as Obj;
+    expect(discovery["auth"]).toEqual({ required: true, schemes: v03["securitySchemes"], security: [{ oidc: [] }, { apiKey: [] }] });
     const openapi = (await (await fetch(`${t.baseUrl}/v1/openapi.json`, { headers: { authorization: `Bearer ${API_KEY}` } })).json()) as Obj;
     expect(Object.keys(openapi["components"]["securitySchemes"]).sort()).toEqual(["apiKey", "oidc"]);
     expect(openapi["security"]).toEqual([{ oidc: [] }, { apiKey: [] }]);
