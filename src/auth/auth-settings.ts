@@ -18,9 +18,10 @@ export interface AuthSettings {
 export function loadAuthSettings(env: Record<string, string | undefined>, production: boolean): AuthSettings | string {
   const requested = env["AUTH"] || (env["API_KEYS"] || env["AUTH_OIDC_ISSUER"] || production ? "on" : "off");
   if (requested !== "off" && requested !== "on" && requested !== "apikey") return `AUTH must be one of off, on (or apikey, its older name) (got "${requested}")`;
-  if (requested === "off") return production ? "NODE_ENV=production does not allow AUTH=off" : { mode: "off", keys: [] };
+  // Checked even with AUTH=off: a half-configured issuer is a mistake to report, not to ignore.
   const oidc = loadOidcSettings(env, production);
   if (typeof oidc === "string") return oidc;
+  if (requested === "off") return production ? "NODE_ENV=production does not allow AUTH=off" : { mode: "off", keys: [] };
   if (!env["API_KEYS"] && !oidc) return "AUTH=on needs API_KEYS (a JSON array of {id, tenant, scopes, key | keySha256}) or AUTH_OIDC_ISSUER (with AUTH_OIDC_AUDIENCE)";
   try {
     return { mode: "on", keys: env["API_KEYS"] ? parseApiKeys(env["API_KEYS"]) : [], ...(oidc ? { oidc } : {}) };
