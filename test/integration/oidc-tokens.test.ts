@@ -2,11 +2,14 @@
 // JWKS, ES256 keys made with jose), the real app, and real clients (fetch, @a2a-js/sdk, @grpc/grpc-js).
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { ClientFactory, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
 import { base64url, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { A2AService as A2AServiceV10 } from "../../src/gen/lf/a2a/v1/a2a_pb.js";
 import { OidcIssuer } from "../support/oidc-issuer.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 
@@ -78,6 +81,23 @@ describe("OIDC bearer tokens on every binding", () => {
     const globex = await token({ tenant: "globex", sub: "user-2" });
     expect((await rpc("tasks/get", { id }, globex)).body.error?.code).toBe(-32001);
     expect(((await grpcGetTask(`tasks/${id}`, globex)) as grpc.ServiceError).code).toBe(grpc.status.NOT_FOUND);
+  });
+
+  it("Connect and gRPC-Web (A2A 1.0 service) take tokens; the console too", async () => {
+    const acme = await token({ scope: `${ALL.join(" ")} console:operate` });
+    const id = (await rpc("message/send", sendParams(), acme)).body.result.id as string;
+    const withToken = (bearer: string) => [(next: any) => (req: any) => (req.header.set("authorization", `Bearer ${bearer}`), next(req))];
+    for (const transport of [createConnectTransport, createGrpcWebTransport]) {
+      const client = createClient(A2AServiceV10, transport({ baseUrl: t.baseUrl, httpVersion: "1.1", interceptors: withToken(acme) }));
+      expect((await client.getTask({ id })).id).toBe(id);
+      const refused = createClient(A2AServiceV10, transport({ baseUrl: t.baseUrl, httpVersion: "1.1", interceptors: withToken(await token({}, { expiresAt: 1 })) }));
+      const err = await refused.getTask({ id }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ConnectError);
+      expect((err as ConnectError).code).toBe(Code.Unauthenticated);
+    }
+    const page = await fetch(`${t.baseUrl}/console/api/tasks`, { headers: { authorization: `Bearer ${acme}` } });
+    expect(page.status).toBe(200);
+    expect(JSON.stringify(await page.json())).toContain(id);
   });
 
   it("a token without the scope: 403 with RFC 6750 insufficient_scope; scp arrays count", async () => {
