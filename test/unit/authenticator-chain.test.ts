@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { apiKeyAuthenticator, parseApiKeys } from "../../src/auth/api-key-authenticator.js";
 import { bearerOf, chain, isJwtShaped, type Authenticator } from "../../src/auth/authenticator.js";
+import { devAuthenticator } from "../../src/auth/dev-authenticator.js";
 import { DomainError } from "../../src/domain/errors.js";
 
 const KEY = "chain-key-0123456789abcdef";
@@ -32,6 +33,9 @@ describe("chain(...authenticators)", () => {
     await expect(Promise.resolve().then(() => both.authenticate(bearer("x.y.z")))).rejects.toThrow("invalid token: test");
     expect(() => both.authenticate(bearer("not-a-key-0123456789"))).toThrow("invalid API key");
     expect(() => both.authenticate(bearer())).toThrow("missing credentials");
+    // Even when a later authenticator would take anything (dev), the first that recognises decides.
+    await expect(Promise.resolve().then(() => chain(tokens, devAuthenticator).authenticate(bearer("x.y.z")))).rejects.toThrow("invalid token: test");
+    expect(chain(tokens, devAuthenticator).authenticate(bearer(KEY))).toEqual(expect.objectContaining({ id: "anonymous" }));
   });
 
   it("nobody recognising the credential is unauthenticated", () => {
