@@ -1,6 +1,6 @@
 import { a2aVersionOf, requestedA2AVersion, type A2AVersion } from "../a2a/protocol-version.js";
 import { DEFAULT_A2A_VERSION } from "../a2a/versions.js";
-import { bearerChallenge, type Authenticator, type HeaderLookup } from "../auth/authenticator.js";
+import { bearerChallenge, bearerOf, type Authenticator, type HeaderLookup } from "../auth/authenticator.js";
 import type { CallContext } from "../auth/call-context.js";
 import type { Principal } from "../auth/principal.js";
 import { DomainError } from "../domain/errors.js";
@@ -131,7 +131,8 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
       await found.handler(req, res, found.params, ctx);
     } catch (err) {
       // A bearer caller without the scope gets RFC 6750's insufficient_scope challenge with its 403.
-      if (!res.headersSent) sendError(res, binding, err, err instanceof DomainError && err.code === "permission-denied" ? { "www-authenticate": bearerChallenge(headers, err) } : {});
+      const scopeRefused = err instanceof DomainError && err.code === "permission-denied" && bearerOf(headers) !== undefined;
+      if (!res.headersSent) sendError(res, binding, err, scopeRefused ? { "www-authenticate": bearerChallenge(headers, err) } : {});
       else res.end();
     } finally {
       handled = true;
