@@ -226,3 +226,41 @@ describe("TLS without client certificates, and rotation", () => {
     expect(served).toBe(wanted);
   });
 });
+
+describe("TLS_CLIENT_PRINCIPALS without API keys, and SIGHUP", () => {
+  let t: TestApp;
+  const live = { certFile: join(certs.dir, "hup.crt"), keyFile: join(certs.dir, "hup.key") };
+  beforeAll(async () => {
+    copyFileSync(server.certFile, live.certFile);
+    copyFileSync(server.keyFile, live.keyFile);
+    // The periodic check is a day away: only SIGHUP can pick up the new files in this test.
+    t = await startTestApp(tlsEnv({ API_KEYS: "", TLS_CERT_FILE: live.certFile, TLS_KEY_FILE: live.keyFile, TLS_RELOAD_INTERVAL_MS: "86400000" }));
+  });
+  afterAll(() => t.close());
+
+  it("mapped certificates alone turn authentication on", async () => {
+    expect((await jsonRpc(t, "tasks/get", { id: "nope" })).status).toBe(401);
+    expect((await jsonRpc(t, "tasks/get", { id: "nope" }, stranger)).status).toBe(401);
+    expect((await jsonRpc(t, "tasks/get", { id: "nope" }, billing)).body.error?.code).toBe(-32001);
+  });
+
+  it("SIGHUP re-reads the files at once", async () => {
+    const next = certs.leaf("server-hup", serverCa, "/CN=localhost", { san: "DNS:localhost,IP:127.0.0.1" });
+    copyFileSync(next.keyFile, live.keyFile);
+    copyFileSync(next.certFile, live.certFile);
+    const { X509Certificate } = await import("node:crypto");
+    const wanted = new X509Certificate(next.cert).fingerprint256;
+    const served = (): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = tlsConnect({ host: "127.0.0.1", port: t.port, ca: serverCa.cert, ALPNProtocols: ["http/1.1"] }, () => {
+          resolve(socket.getPeerCertificate().fingerprint256);
+          socket.end();
+        });
+        socket.on("error", reject);
+      });
+    expect(await served()).not.toBe(wanted);
+    // The listeners the host registered, as the signal would call them (no real signal to the test runner).
+    process.emit("SIGHUP" as never);
+    expect(await served()).toBe(wanted);
+  });
+});
