@@ -75,6 +75,9 @@ const PUBLIC_PRINCIPAL: Principal = { tenant: "", id: "public", scopes: [] };
 
 export async function createApp(options: AppOptions): Promise<App> {
   const { config, logger } = options;
+  // TLS_CERT_FILE / TLS_KEY_FILE: the one port speaks TLS; read first, so unusable files stop the start before
+  // anything runs. The files are re-read for rotation (tls-files.ts).
+  const tls = config.tls ? loadTlsServing(config.tls) : undefined;
   const core = await createCore(options);
   const { catalog, supervisor, service, push, card, runs, runInterrupts, feed } = core;
   // Mutual TLS: verified client certificates mapped to principals, tried before the request's credentials.
@@ -162,8 +165,6 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   const rpcMethods = [...rpcServices, ...OPS_SERVICES].flatMap((service) => service.methods.map((m) => `${service.typeName}/${m.name}`));
   const observe = createRequestObserver({ telemetry: core.telemetry, logger, jsonRpcPath: JSONRPC_PATH, rpcMethods });
-  // TLS_CERT_FILE / TLS_KEY_FILE: the one port speaks TLS; the files are re-read for rotation (tls-files.ts).
-  const tls = config.tls ? loadTlsServing(config.tls) : undefined;
   const server = new DualProtocolServer((req, res) => observe(req, res, () => void handle(req, res)), config.connections, connectionMetrics(core.telemetry.metrics, logger), tls);
   const tlsWatcher =
     config.tls && tls
