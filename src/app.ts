@@ -3,6 +3,8 @@ import { createCore, JSONRPC_PATH, OPENWOP_EXTENSION_URI, packageVersion, type C
 import type { TaskService } from "./a2a/task-service.js";
 import type { TaskSupervisor } from "./engine/task-supervisor.js";
 import { apiKeyAuthenticator, devAuthenticator } from "./auth/api-key-authenticator.js";
+import { ClientCertificateAuthenticator } from "./auth/client-certificate-authenticator.js";
+import { loadTlsServing, TlsFileWatcher } from "./transport/tls-files.js";
 import type { Principal } from "./auth/principal.js";
 import type { PushNotifications } from "./push/push-notifications.js";
 import { addPushRoutes } from "./transport/rest/push-routes.js";
@@ -73,9 +75,15 @@ const PUBLIC_PRINCIPAL: Principal = { tenant: "", id: "public", scopes: [] };
 
 export async function createApp(options: AppOptions): Promise<App> {
   const { config, logger } = options;
+  // TLS_CERT_FILE / TLS_KEY_FILE: the one port speaks TLS; read first, so unusable files stop the start before
+  // anything runs. The files are re-read for rotation (tls-files.ts).
+  const tls = config.tls ? loadTlsServing(config.tls) : undefined;
   const core = await createCore(options);
   const { catalog, supervisor, service, push, card, runs, runInterrupts, feed } = core;
-  const authenticator = config.auth.mode === "apikey" ? apiKeyAuthenticator(config.auth.keys) : devAuthenticator;
+  // Mutual TLS: verified client certificates mapped to principals, tried before the request's credentials.
+  // Mapped certificates alone turn authentication on: without API keys, other callers are refused.
+  const clientCertificates = config.tls?.clientPrincipals.length ? new ClientCertificateAuthenticator(config.tls.clientPrincipals) : undefined;
+  const authenticator = config.auth.mode === "apikey" ? apiKeyAuthenticator(config.auth.keys) : clientCertificates ? apiKeyAuthenticator([]) : devAuthenticator;
   if (authenticator.enabled) {
     card.securitySchemes = { apiKey: { type: "http", scheme: "bearer", description: "An API key issued by the operator: Authorization: Bearer <key>" } };
     card.security = [{ apiKey: [] }];
@@ -135,7 +143,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const shutdown = new AbortController();
   // Connect, gRPC and gRPC-Web calls (/a2a.v1.A2AService/* for 0.3, /lf.a2a.v1.A2AService/* for 1.0) go to the
   // Connect adapter (which authenticates in its interceptor); everything else is authenticated, then routed.
-  const rpc = createA2AConnectHandler({ versions, authenticator, report, maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth, shutdownSignal: shutdown.signal });
+  const rpc = createA2AConnectHandler({ versions, authenticator, clientCertificates, report, maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth, shutdownSignal: shutdown.signal });
   // grpc.health.v1 and server reflection (public, like /healthz): same port, their own Connect router.
   const rpcServices = versionModules().map((m) => m.connectService);
   const opsRpc = createOpsConnectHandler({ services: rpcServices, ready: async () => (await readiness.check()).ready, shutdownSignal: shutdown.signal });
@@ -148,6 +156,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     // Any other gRPC, gRPC-Web or Connect call goes there too, to be answered UNIMPLEMENTED in its protocol.
     rpc: { handles: (req) => isA2ARpcPath(req.url) || isOpsRpcPath(req.url) || isRpcRequest(req), handle: (req, res) => (isOpsRpcPath(req.url) ? opsRpc(req, res) : rpc(req, res)) },
     authenticator,
+    clientCertificates,
     publicPaths: PUBLIC_PATHS,
     publicPrincipal: PUBLIC_PRINCIPAL,
     supportedExtensions: SUPPORTED_EXTENSIONS,
@@ -156,7 +165,22 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   const rpcMethods = [...rpcServices, ...OPS_SERVICES].flatMap((service) => service.methods.map((m) => `${service.typeName}/${m.name}`));
   const observe = createRequestObserver({ telemetry: core.telemetry, logger, jsonRpcPath: JSONRPC_PATH, rpcMethods });
-  const server = new DualProtocolServer((req, res) => observe(req, res, () => void handle(req, res)), config.connections, connectionMetrics(core.telemetry.metrics, logger));
+  const server = new DualProtocolServer((req, res) => observe(req, res, () => void handle(req, res)), config.connections, connectionMetrics(core.telemetry.metrics, logger), tls);
+  const tlsWatcher =
+    config.tls && tls
+      ? new TlsFileWatcher(
+          config.tls,
+          tls,
+          (context) => {
+            server.setSecureContext(context);
+            logger.info("TLS certificate, key or client CA files changed: new connections use them");
+          },
+          (err) => logger.warn({ err }, "TLS files could not be reloaded; new connections keep the previous certificate"),
+        )
+      : undefined;
+  // SIGHUP re-reads the TLS files at once (rotation without waiting for TLS_RELOAD_INTERVAL_MS).
+  const onHangup = (): void => void tlsWatcher?.check();
+  if (tlsWatcher) process.on("SIGHUP", onHangup);
   core.telemetry.metrics.observe("connections", (report) => report(server.openConnections));
 
   return {
@@ -179,6 +203,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     async close(steps = new ShutdownSteps()) {
       readiness.drain();
       shutdown.abort();
+      tlsWatcher?.stop();
+      process.off("SIGHUP", onHangup);
       await steps.run("draining requests", () => server.close(config.shutdownGraceMs));
       await steps.run("stopping task work (leases, pushes, peers)", () => core.stop());
     },

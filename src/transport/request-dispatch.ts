@@ -2,6 +2,7 @@ import { a2aVersionOf, requestedA2AVersion, type A2AVersion } from "../a2a/proto
 import { DEFAULT_A2A_VERSION } from "../a2a/versions.js";
 import type { Authenticator } from "../auth/api-key-authenticator.js";
 import type { CallContext } from "../auth/call-context.js";
+import type { ClientCertificateAuthenticator } from "../auth/client-certificate-authenticator.js";
 import type { Principal } from "../auth/principal.js";
 import { DomainError } from "../domain/errors.js";
 import { noteRequest } from "../observability/request-notes.js";
@@ -10,6 +11,7 @@ import { sendOpenwopError } from "./errors/openwop-error-exit.js";
 import { retryAfterOf, wireErrorOf, type ReportError } from "./errors/wire-error.js";
 import { activatedExtensions } from "./extensions-header.js";
 import { sendJson, type HttpRequest, type HttpResponse } from "./http-io.js";
+import { verifiedPeerCertificate } from "./peer-certificate.js";
 import type { HttpRouter, RouteHandler } from "./http-router.js";
 import { sendA2ARestError } from "./rest/a2a-rest-router.js";
 
@@ -28,6 +30,8 @@ export interface RequestDispatchOptions {
   /** Connect, gRPC and gRPC-Web calls: authenticated by the Connect handler's own interceptor. */
   rpc: { handles(req: HttpRequest): boolean; handle(req: HttpRequest, res: HttpResponse): void };
   authenticator: Authenticator;
+  /** Mutual TLS callers (TLS_CLIENT_PRINCIPALS): a mapped, verified client certificate is tried before `authenticator`. */
+  clientCertificates?: ClientCertificateAuthenticator | undefined;
   /** Paths without credentials; their handlers see `publicPrincipal`. */
   publicPaths: RegExp[];
   publicPrincipal: Principal;
@@ -111,7 +115,8 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
     let principal: Principal;
     try {
       const isPublic = jsonRpcCall ? jsonRpcPublic : options.publicPaths.some((p) => p.test(path));
-      principal = isPublic ? options.publicPrincipal : options.authenticator.authenticate((name) => headerValue(req, name));
+      const headers = (name: string): string | undefined => headerValue(req, name);
+      principal = isPublic ? options.publicPrincipal : (options.clientCertificates?.authenticate({ headers, peerCertificate: verifiedPeerCertificate(req.socket) }) ?? options.authenticator.authenticate(headers));
     } catch (err) {
       const headers = { "www-authenticate": 'Bearer realm="openwop-a2a-host"' };
       if (binding.kind === "jsonrpc" && found && "handler" in found) return options.jsonRpcRefused(req, res, err, headers);

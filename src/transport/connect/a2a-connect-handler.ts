@@ -2,7 +2,10 @@ import { Code, ConnectError, createConnectRouter, createContextKey, createContex
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { CALLER } from "../../a2a/connect-caller.js";
 import { versionModules, versionOfRpcService, DEFAULT_A2A_VERSION, type BoundVersions } from "../../a2a/versions.js";
+import type { PeerCertificate } from "node:tls";
 import type { Authenticator } from "../../auth/api-key-authenticator.js";
+import type { ClientCertificateAuthenticator } from "../../auth/client-certificate-authenticator.js";
+import { verifiedPeerCertificate } from "../peer-certificate.js";
 import { RETRY_AFTER_SECONDS, type ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
 import { settleUnreadBody } from "../unread-request-body.js";
@@ -18,6 +21,8 @@ import { GrpcUnaryFastPath } from "./grpc-unary-fast-path.js";
  * 503 and gRPC-Web's 200 alike (the status itself is in a trailer frame of the body there, out of an HTTP
  * client's sight). The interceptor sees no response headers on an error, hence a per-request flag.
  */
+/** The connection's verified client certificate (mutual TLS), set per call from the Node request. */
+const PEER_CERTIFICATE = createContextKey<PeerCertificate | undefined>(undefined, { description: "the verified TLS client certificate" });
 const UNAVAILABLE_ANSWER = createContextKey<{ unavailable: boolean } | undefined>(undefined, { description: "the call answered UNAVAILABLE" });
 
 /** Connect, gRPC and gRPC-Web paths of the registered services: `/a2a.v1.A2AService/*` (0.3), `/lf.a2a.v1.A2AService/*` (1.0). */
@@ -27,6 +32,8 @@ export interface A2AConnectHandlerOptions {
   versions: BoundVersions;
   /** Who the caller is, from the request's credentials (the same API keys as every other binding). */
   authenticator: Authenticator;
+  /** Mutual TLS callers (TLS_CLIENT_PRINCIPALS), tried before `authenticator`. */
+  clientCertificates?: ClientCertificateAuthenticator | undefined;
   report: ReportError;
   /** Per-message limit (the same as the HTTP body limit); larger messages answer RESOURCE_EXHAUSTED. */
   maxBodyBytes: number;
@@ -47,7 +54,7 @@ export interface A2AConnectHandlerOptions {
  * with the same answers (`grpc-unary-fast-path.ts`); the interceptor and that path share `rpc-call-guard.ts`.
  */
 export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req: HttpRequest, res: HttpResponse) => void {
-  const { authenticator, report } = options;
+  const { authenticator, clientCertificates, report } = options;
   const acceptCompression = [compressionGzip, compressionBrotli];
   const guard: Interceptor = (next) => async (req) => {
     const version = versionOfRpcService(req.service.typeName) ?? DEFAULT_A2A_VERSION;
@@ -61,7 +68,7 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
       return error;
     };
     try {
-      req.contextValues.set(CALLER, admitRpcCaller(authenticator, (name) => req.header.get(name)));
+      req.contextValues.set(CALLER, admitRpcCaller(authenticator, (name) => req.header.get(name), clientCertificates, req.contextValues.get(PEER_CERTIFICATE)));
       // A unary call answers DEADLINE_EXCEEDED at its deadline, whatever it still waits for (rpc-deadline.ts).
       const res = await untilDeadline(next(req), req.signal);
       if (!res.stream) return res;
@@ -82,7 +89,7 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
     acceptCompression,
   });
   // Plain unary gRPC calls skip connect's per-call machinery (grpc-unary-fast-path.ts); it records the impls.
-  const fastPath = new GrpcUnaryFastPath({ authenticator, report, maxBodyBytes: options.maxBodyBytes, shutdownSignal: options.shutdownSignal, acceptCompression });
+  const fastPath = new GrpcUnaryFastPath({ authenticator, clientCertificates, report, maxBodyBytes: options.maxBodyBytes, shutdownSignal: options.shutdownSignal, acceptCompression });
   for (const bindings of options.versions.values()) bindings.connect(fastPath.recording(router));
   const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
   // connectNodeAdapter's loop, with the request body checked first (rpc-request-check.ts).
@@ -100,6 +107,7 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
     const answer = { unavailable: false };
     const values = createContextValues();
     values.set(UNAVAILABLE_ANSWER, answer);
+    values.set(PEER_CERTIFICATE, verifiedPeerCertificate(req.socket));
     const uReq = universalRequestFromNodeRequest(req, res, undefined, values);
     clampDeadlineHeaders(uReq.header);
     // A JSON body may come back shorter (unknown fields dropped), so its declared length no longer holds.

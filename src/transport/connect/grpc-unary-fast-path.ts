@@ -7,6 +7,8 @@ import { CALLER } from "../../a2a/connect-caller.js";
 import type { A2AVersion } from "../../a2a/protocol-version.js";
 import { DEFAULT_A2A_VERSION, versionOfRpcService } from "../../a2a/versions.js";
 import type { Authenticator } from "../../auth/api-key-authenticator.js";
+import type { ClientCertificateAuthenticator } from "../../auth/client-certificate-authenticator.js";
+import { verifiedPeerCertificate } from "../peer-certificate.js";
 import type { ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
 import { admitRpcCaller, rpcErrorOf } from "./rpc-call-guard.js";
@@ -49,7 +51,7 @@ export class GrpcUnaryFastPath {
   }
 
   private async call(spec: UnarySpec, version: A2AVersion, req: Http2ServerRequest, res: Http2ServerResponse): Promise<void> {
-    const { authenticator, report, maxBodyBytes, shutdownSignal, acceptCompression } = this.options;
+    const { authenticator, clientCertificates, report, maxBodyBytes, shutdownSignal, acceptCompression } = this.options;
     const { method } = spec;
     const compression = compressionNegotiate(acceptCompression, null, header(req.headers, "grpc-accept-encoding"), "grpc-accept-encoding").response;
     const timeout = parseTimeout(clampGrpcTimeout(header(req.headers, "grpc-timeout")), Number.MAX_SAFE_INTEGER);
@@ -61,7 +63,7 @@ export class GrpcUnaryFastPath {
       const input = await readUnaryRequest(req, method.input, maxBodyBytes);
       let output: Message;
       try {
-        ctx.values.set(CALLER, admitRpcCaller(authenticator, (name) => header(req.headers, name)));
+        ctx.values.set(CALLER, admitRpcCaller(authenticator, (name) => header(req.headers, name), clientCertificates, verifiedPeerCertificate(req.socket)));
         output = await untilDeadline(invoke(spec, input, ctx), ctx.signal);
       } catch (err) {
         throw rpcErrorOf(version, report, method.name, err);
@@ -89,6 +91,8 @@ export class GrpcUnaryFastPath {
 
 export interface FastPathOptions {
   authenticator: Authenticator;
+  /** Mutual TLS callers (TLS_CLIENT_PRINCIPALS), tried before `authenticator`. */
+  clientCertificates?: ClientCertificateAuthenticator | undefined;
   report: ReportError;
   /** Per-message limit, as connect's `readMaxBytes`. */
   maxBodyBytes: number;

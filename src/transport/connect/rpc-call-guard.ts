@@ -1,18 +1,22 @@
 import { ConnectError } from "@connectrpc/connect";
 import { A2A_VERSION_HEADER, negotiateA2AVersion, type A2AVersion } from "../../a2a/protocol-version.js";
 import type { Principal } from "../../auth/principal.js";
+import type { PeerCertificate } from "node:tls";
 import type { Authenticator } from "../../auth/api-key-authenticator.js";
+import type { ClientCertificateAuthenticator } from "../../auth/client-certificate-authenticator.js";
 import { connectErrorOf } from "../errors/a2a-error-exits.js";
 import type { ReportError } from "../errors/wire-error.js";
 
 /**
  * What every A2A RPC checks before its method runs, shared by connect's interceptor (`a2a-connect-handler.ts`)
  * and the gRPC unary fast path (`grpc-unary-fast-path.ts`): the `a2a-version` metadata (absent or empty = 0.3;
- * a version we do not serve throws VersionNotSupported), then the caller (throws `unauthenticated`).
+ * a version we do not serve throws VersionNotSupported), then the caller (throws `unauthenticated`): a verified
+ * client certificate mapped in TLS_CLIENT_PRINCIPALS first, else the request's credentials.
  */
-export function admitRpcCaller(authenticator: Authenticator, header: (name: string) => string | null): Principal {
+export function admitRpcCaller(authenticator: Authenticator, header: (name: string) => string | null, clientCertificates?: ClientCertificateAuthenticator, peerCertificate?: PeerCertificate): Principal {
   negotiateA2AVersion(header(A2A_VERSION_HEADER));
-  return authenticator.authenticate((name) => header(name) ?? undefined);
+  const headers = (name: string): string | undefined => header(name) ?? undefined;
+  return clientCertificates?.authenticate({ headers, peerCertificate }) ?? authenticator.authenticate(headers);
 }
 
 /**
