@@ -40,7 +40,7 @@ function whereOf(url: string): string {
 /** What a refused or failed HTTP answer says, as a PeerCallError; `detail` is what the body said (clipped). */
 export function httpStatusError(where: string, status: number, detail?: string): PeerCallError {
   const said = detail ? `: ${detail.slice(0, 200)}` : "";
-  if (status === 401) return new PeerCallError(`${where} answered HTTP 401 Unauthorized (the credentials for this peer are missing or wrong)${said}`, "unauthorized", false);
+  if (status === 401) return new PeerCallError(`${where} answered HTTP 401 Unauthorized (the credentials for this peer are missing or wrong)${said}`, "unauthorized", false, undefined, 401);
   if (status === 403) return new PeerCallError(`${where} answered HTTP 403 Forbidden (the credentials for this peer are not allowed to do this)${said}`, "unauthorized", false);
   return new PeerCallError(`${where} answered HTTP ${status}${said}`, "http", status >= 500 || RETRYABLE_HTTP_STATUS.has(status));
 }

@@ -4,7 +4,9 @@
  *
  *   { "billing": { "cardUrl": "https://billing.example/.well-known/agent-card.json",
  *                  "binding": "grpc", "protocolVersion": "1.0",          (both optional: pins)
- *                  "credentials": { "bearer": "…" },                      (or { "apiKey": "…", "header"?: "X-API-Key" })
+ *                  "credentials": { "bearer": "…" },                      (or { "apiKey": "…", "header"?: "X-API-Key" },
+ *                                                                          or { "oauth2": { "tokenUrl", "clientId", "clientSecret",
+ *                                                                                           "scopes"?, "audience"? } })
  *                  "signingKey": "…" },                                   (or "jwksUrl": "https://…": its pushes are signed)
  *     "signed":  { "cardUrl": "…", "cardSignature": "required", "jwksUrl": "https://…" },   (or pinned "jwks": {"keys": […]})
  *     "legacy":  { "url": "https://legacy.example/a2a", "protocolVersion": "0.3", "binding": "jsonrpc" } }
@@ -19,7 +21,10 @@ import { parse as parseYaml } from "yaml";
 import { SecretValue } from "../secrets/secret-value.js";
 import { PEER_BINDINGS, peerVersionOf, type PeerBinding, type PeerVersion } from "./peer-endpoint.js";
 
-export type PeerCredentials = { kind: "bearer"; token: SecretValue<string> } | { kind: "apiKey"; key: SecretValue<string>; header?: string };
+export type PeerCredentialSettings =
+  | { kind: "bearer"; token: SecretValue<string> }
+  | { kind: "apiKey"; key: SecretValue<string>; header?: string }
+  | { kind: "oauth2"; tokenUrl: string; clientId: string; clientSecret: SecretValue<string>; scopes?: string[]; audience?: string };
 
 export interface PeerConfig {
   name: string;
@@ -29,7 +34,7 @@ export interface PeerConfig {
   url?: string;
   binding?: PeerBinding;
   protocolVersion?: PeerVersion;
-  credentials?: PeerCredentials;
+  credentials?: PeerCredentialSettings;
   /**
    * The key the peer signs its pushes with (`X-OpenWOP-Signature`, HMAC-SHA256 as our own push worker signs: the
    * peer's PUSH_SIGNING_KEY). When set, a push to our callback without a valid signature is refused (401); a valid
@@ -56,7 +61,7 @@ export interface PeerConfigInput {
   url?: string;
   binding?: PeerBinding;
   protocolVersion?: string;
-  credentials?: { bearer: string } | { apiKey: string; header?: string };
+  credentials?: { bearer: string } | { apiKey: string; header?: string } | { oauth2: { tokenUrl: string; clientId: string; clientSecret: string; scopes?: string[]; audience?: string } };
   signingKey?: string;
   jwksUrl?: string;
   cardSignature?: "required";
@@ -145,9 +150,9 @@ export function parsePeers(value: unknown, source: string, problem: (message: st
   return peers;
 }
 
-function parseCredentials(raw: unknown, report: (m: string) => void, noCard: boolean): PeerCredentials | undefined {
+function parseCredentials(raw: unknown, report: (m: string) => void, noCard: boolean): PeerCredentialSettings | undefined {
   if (raw === undefined) return undefined;
-  const shape = 'credentials must be {"bearer": "<token>"} or {"apiKey": "<key>", "header"?: "<header name>"}';
+  const shape = 'credentials must be {"bearer": "<token>"}, {"apiKey": "<key>", "header"?: "<header name>"} or {"oauth2": {"tokenUrl", "clientId", "clientSecret", "scopes"?, "audience"?}}';
   if (!isObject(raw)) {
     report(shape);
     return undefined;
@@ -160,6 +165,7 @@ function parseCredentials(raw: unknown, report: (m: string) => void, noCard: boo
     }
     return { kind: "bearer", token: new SecretValue(raw["bearer"]) };
   }
+  if (keys.length === 1 && keys[0] === "oauth2") return parseOAuth2(raw["oauth2"], report);
   if (keys.includes("apiKey") && keys.every((k) => k === "apiKey" || k === "header")) {
     const header = raw["header"];
     if (typeof raw["apiKey"] !== "string" || !raw["apiKey"] || /[\r\n]/.test(raw["apiKey"])) {
@@ -178,6 +184,40 @@ function parseCredentials(raw: unknown, report: (m: string) => void, noCard: boo
   }
   report(shape);
   return undefined;
+}
+
+const OAUTH2_FIELDS = new Set(["tokenUrl", "clientId", "clientSecret", "scopes", "audience"]);
+/** RFC 6749 §3.3: a scope token is printable ASCII without space, '"' or '\\'. */
+const SCOPE = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
+const singleLine = (v: unknown): v is string => typeof v === "string" && v.length > 0 && !/[\r\n]/.test(v);
+
+/** OAuth2 client credentials (RFC 6749 §4.4): the token endpoint, the client, and what to ask for. */
+function parseOAuth2(raw: unknown, report: (m: string) => void): PeerCredentialSettings | undefined {
+  if (!isObject(raw)) {
+    report('credentials.oauth2 must be {"tokenUrl", "clientId", "clientSecret", "scopes"?, "audience"?}');
+    return undefined;
+  }
+  let clean = true;
+  const bad = (m: string) => {
+    clean = false;
+    report(`credentials.oauth2: ${m}`);
+  };
+  for (const key of Object.keys(raw)) if (!OAUTH2_FIELDS.has(key)) bad(`unknown field "${key}" (known: ${[...OAUTH2_FIELDS].join(", ")})`);
+  const { tokenUrl, clientId, clientSecret, scopes, audience } = raw;
+  if (!httpUrl(tokenUrl)) bad("tokenUrl must be an absolute http(s) URL without userinfo");
+  if (!singleLine(clientId)) bad("clientId must be a non-empty single-line string");
+  if (!singleLine(clientSecret)) bad("clientSecret must be a non-empty single-line string");
+  if (scopes !== undefined && !(Array.isArray(scopes) && scopes.every((s) => typeof s === "string" && SCOPE.test(s)))) bad("scopes must be a list of scope names (no spaces or quotes)");
+  if (audience !== undefined && !singleLine(audience)) bad("audience must be a non-empty single-line string");
+  if (!clean) return undefined;
+  return {
+    kind: "oauth2",
+    tokenUrl: tokenUrl as string,
+    clientId: clientId as string,
+    clientSecret: new SecretValue(clientSecret as string),
+    ...(Array.isArray(scopes) ? { scopes: scopes as string[] } : {}),
+    ...(typeof audience === "string" ? { audience } : {}),
+  };
 }
 
 /** A2A_PEERS (JSON) or A2A_PEERS_FILE (YAML or JSON): the named peers, every problem reported to `problem`. */

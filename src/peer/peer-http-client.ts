@@ -14,11 +14,13 @@ import { compilePrivateService } from "../egress/egress-addresses.js";
 import { errorCode, hasUpgradeToken } from "../egress/pinned-connection.js";
 import { createPinnedPools } from "../egress/pinned-pools.js";
 
-export type PeerCallErrorKind = "egress" | "resolution" | "timeout" | "connection" | "http" | "protocol" | "rpc" | "aborted" | "unsupported" | "unauthorized";
+export type PeerCallErrorKind = "egress" | "resolution" | "timeout" | "connection" | "http" | "protocol" | "rpc" | "aborted" | "unsupported" | "unauthorized" | "credentials";
 
 /**
  * A failed call to a peer. `retryable` says whether the same call may succeed later (transport trouble).
- * `rpcCode` is the peer's JSON-RPC error code, or its gRPC status code for a call over gRPC.
+ * `rpcCode` is the peer's JSON-RPC error code, or its gRPC status code for a call over gRPC; `httpStatus` the
+ * HTTP status of a refused answer (a 401 lets fetched credentials be fetched again). Kind "credentials": our
+ * own credentials could not be had (the peer's OAuth2 token endpoint failed).
  */
 export class PeerCallError extends Error {
   override readonly name = "PeerCallError";
@@ -27,6 +29,7 @@ export class PeerCallError extends Error {
     readonly kind: PeerCallErrorKind,
     readonly retryable: boolean,
     readonly rpcCode?: number,
+    readonly httpStatus?: number,
   ) {
     super(message);
   }
