@@ -18,7 +18,7 @@ import { Code } from "@connectrpc/connect";
 import { createOAuth2PeerCredentials } from "./oauth2-peer-credentials.js";
 import type { PeerCredentials } from "./peer-credentials.js";
 import { createStaticPeerCredentials } from "./static-peer-credentials.js";
-import { PeerCallError, type PeerHttpClient } from "./peer-http-client.js";
+import { PeerCallError, type PeerClientTls, type PeerHttpClient } from "./peer-http-client.js";
 import type { PeerPushRequest, PeerReply, PeerStreamEvent, PeerTask, PeerTransport } from "./peer-types.js";
 import { createJsonRpcPeerTransport, createRestPeerTransport } from "./http-peer-transports.js";
 import type { PeerProtoCodec } from "./peer-codec-v03.js";
@@ -123,6 +123,12 @@ export function createA2APeerClient(opts: {
     return providers.get(target.peer);
   }
 
+  /** The client certificate of the target's peer (mTLS), as call options; none for an unnamed peer. */
+  function tlsOf(target: PeerTarget): { tls?: PeerClientTls } {
+    const tls = target.peer === undefined ? undefined : configOf(target.peer).tls;
+    return tls ? { tls } : {};
+  }
+
   /** The credentials of the target's peer as headers; none for an unnamed peer. */
   async function headersOf(target: PeerTarget): Promise<Record<string, string>> {
     const credentials = credentialsOf(target);
@@ -158,7 +164,7 @@ export function createA2APeerClient(opts: {
 
   async function* authorizedStream(target: PeerTarget, transport: PeerTransport, taskId: string, signal: AbortSignal): AsyncIterable<PeerStreamEvent> {
     try {
-      yield* transport.subscribe!(target.endpoint, taskId, { headers: await headersOf(target), signal });
+      yield* transport.subscribe!(target.endpoint, taskId, { headers: await headersOf(target), ...tlsOf(target), signal });
     } catch (err) {
       // Not made again here: the runner reads the task instead, with credentials fetched afresh.
       if (isUnauthenticated(err)) credentialsOf(target)?.onUnauthorized();
@@ -168,8 +174,8 @@ export function createA2APeerClient(opts: {
 
   const cardSignatures = new PeerCardSignatures();
 
-  async function readCard(cardUrl: string, signal: AbortSignal | undefined): Promise<unknown> {
-    const response = await http.request({ method: "GET", url: cardUrl, timeoutMs: opts.requestTimeoutMs, ...(signal ? { signal } : {}) });
+  async function readCard(cardUrl: string, signal: AbortSignal | undefined, tls?: PeerClientTls): Promise<unknown> {
+    const response = await http.request({ method: "GET", url: cardUrl, timeoutMs: opts.requestTimeoutMs, ...(signal ? { signal } : {}), ...(tls ? { tls } : {}) });
     return parsePeerJson(response.body, "agent card");
   }
 
@@ -186,21 +192,21 @@ export function createA2APeerClient(opts: {
         return { endpoint: formatPeerEndpoint(endpoint), peer: peer.name };
       }
       const cardUrl = peer.cardUrl!;
-      const card = await readCard(cardUrl, signal);
+      const card = await readCard(cardUrl, signal, peer.tls);
       // cardSignature: required: a card that does not verify with the peer's keys is not used at all.
       await cardSignatures.check(peer, card);
       const endpoint = formatPeerEndpoint(peerEndpointOf(card, cardUrl, peer));
       const apiKeyHeader = peer.credentials?.kind === "apiKey" ? (peer.credentials.header ?? apiKeyHeaderOf(card)) : undefined;
       return { endpoint, peer: peer.name, ...(apiKeyHeader ? { apiKeyHeader } : {}), capabilities: capabilitiesOf(card) };
     },
-    send: (target, message, signal, push) => authorized(target, (headers) => over(target.endpoint).send(target.endpoint, message, { headers, ...(signal ? { signal } : {}), ...(push ? { push } : {}) }), push),
+    send: (target, message, signal, push) => authorized(target, (headers) => over(target.endpoint).send(target.endpoint, message, { headers, ...tlsOf(target), ...(signal ? { signal } : {}), ...(push ? { push } : {}) }), push),
     canStream,
     subscribe(target, taskId, signal) {
       const transport = over(target.endpoint);
       return canStream(target) && transport.subscribe ? authorizedStream(target, transport, taskId, signal) : undefined;
     },
-    getTask: (target, taskId, signal) => authorized(target, (headers) => over(target.endpoint).getTask(target.endpoint, taskId, { headers, ...(signal ? { signal } : {}) })),
-    cancelTask: (target, taskId, signal) => authorized(target, (headers) => over(target.endpoint).cancelTask(target.endpoint, taskId, { headers, ...(signal ? { signal } : {}) })),
+    getTask: (target, taskId, signal) => authorized(target, (headers) => over(target.endpoint).getTask(target.endpoint, taskId, { headers, ...tlsOf(target), ...(signal ? { signal } : {}) })),
+    cancelTask: (target, taskId, signal) => authorized(target, (headers) => over(target.endpoint).cancelTask(target.endpoint, taskId, { headers, ...tlsOf(target), ...(signal ? { signal } : {}) })),
     async close() {
       await Promise.all([jsonRpc.close(), grpc.close()]);
     },

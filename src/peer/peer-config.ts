@@ -6,7 +6,8 @@
  *                  "binding": "grpc", "protocolVersion": "1.0",          (both optional: pins)
  *                  "credentials": { "bearer": "…" },                      (or { "apiKey": "…", "header"?: "X-API-Key" },
  *                                                                          or { "oauth2": { "tokenUrl", "clientId", "clientSecret",
- *                                                                                           "scopes"?, "audience"? } })
+ *                                                                                           "scopes"?, "audience"? } };
+ *                                                                          with or without "mtls": { "certFile", "keyFile", "caFile"? })
  *                  "signingKey": "…" },                                   (or "jwksUrl": "https://…": its pushes are signed)
  *     "signed":  { "cardUrl": "…", "cardSignature": "required", "jwksUrl": "https://…" },   (or pinned "jwks": {"keys": […]})
  *     "legacy":  { "url": "https://legacy.example/a2a", "protocolVersion": "0.3", "binding": "jsonrpc" } }
@@ -16,10 +17,12 @@
  * a peer without a card). Credentials are SecretValues from here on: they never print, and only the peer's
  * NAME is ever recorded in a task.
  */
+import { X509Certificate, createPrivateKey } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { SecretValue } from "../secrets/secret-value.js";
 import { PEER_BINDINGS, peerVersionOf, type PeerBinding, type PeerVersion } from "./peer-endpoint.js";
+import type { PeerClientTls } from "./peer-http-client.js";
 
 export type PeerCredentialSettings =
   | { kind: "bearer"; token: SecretValue<string> }
@@ -35,6 +38,8 @@ export interface PeerConfig {
   binding?: PeerBinding;
   protocolVersion?: PeerVersion;
   credentials?: PeerCredentialSettings;
+  /** The client certificate its connections present (`credentials.mtls`, read from the PEM files at start). */
+  tls?: PeerClientTls;
   /**
    * The key the peer signs its pushes with (`X-OpenWOP-Signature`, HMAC-SHA256 as our own push worker signs: the
    * peer's PUSH_SIGNING_KEY). When set, a push to our callback without a valid signature is refused (401); a valid
@@ -61,7 +66,9 @@ export interface PeerConfigInput {
   url?: string;
   binding?: PeerBinding;
   protocolVersion?: string;
-  credentials?: { bearer: string } | { apiKey: string; header?: string } | { oauth2: { tokenUrl: string; clientId: string; clientSecret: string; scopes?: string[]; audience?: string } };
+  credentials?: ({ bearer: string } | { apiKey: string; header?: string } | { oauth2: { tokenUrl: string; clientId: string; clientSecret: string; scopes?: string[]; audience?: string } } | Record<never, never>) & {
+    mtls?: { certFile: string; keyFile: string; caFile?: string };
+  };
   signingKey?: string;
   jwksUrl?: string;
   cardSignature?: "required";
@@ -119,7 +126,11 @@ export function parsePeers(value: unknown, source: string, problem: (message: st
     const version = protocolVersion === undefined ? undefined : peerVersionOf(protocolVersion);
     if (protocolVersion !== undefined && version === undefined) report('protocolVersion must be "1.0" or "0.3"');
     if (url !== undefined && (binding === undefined || protocolVersion === undefined)) report('a peer given by "url" (no card) needs "binding" and "protocolVersion" too');
-    const creds = parseCredentials(credentials, report, url !== undefined);
+    // mTLS is the connection's, and may come with any of the header credentials (or alone).
+    const { mtls, ...headerCredentials } = isObject(credentials) ? credentials : {};
+    const tls = isObject(credentials) && "mtls" in credentials ? parseMtls(mtls, name, report) : undefined;
+    const onlyMtls = isObject(credentials) && "mtls" in credentials && Object.keys(headerCredentials).length === 0;
+    const creds = onlyMtls ? undefined : parseCredentials(isObject(credentials) ? headerCredentials : credentials, report, url !== undefined);
     const signingKey = raw["signingKey"];
     if (signingKey !== undefined && (typeof signingKey !== "string" || signingKey.length < 16 || /[\r\n]/.test(signingKey))) report("signingKey must be a single-line string of at least 16 characters (the peer's push signing key)");
     const jwksUrl = raw["jwksUrl"];
@@ -141,6 +152,7 @@ export function parsePeers(value: unknown, source: string, problem: (message: st
       ...(binding !== undefined ? { binding: binding as PeerBinding } : {}),
       ...(version !== undefined ? { protocolVersion: version } : {}),
       ...(creds ? { credentials: creds } : {}),
+      ...(tls ? { tls } : {}),
       ...(typeof signingKey === "string" ? { signingKey: new SecretValue(signingKey) } : {}),
       ...(typeof jwksUrl === "string" ? { jwksUrl } : {}),
       ...(cardSignature === "required" ? { cardSignature } : {}),
@@ -218,6 +230,51 @@ function parseOAuth2(raw: unknown, report: (m: string) => void): PeerCredentialS
     ...(Array.isArray(scopes) ? { scopes: scopes as string[] } : {}),
     ...(typeof audience === "string" ? { audience } : {}),
   };
+}
+
+const MTLS_FIELDS = new Set(["certFile", "keyFile", "caFile"]);
+
+/**
+ * `credentials.mtls`: the client certificate and key (and the CAs to trust for the peer's certificate, instead of
+ * the default ones), PEM files read now so a missing or mismatched file stops the start. Problems name the file
+ * and the reason, never its content.
+ */
+function parseMtls(raw: unknown, peer: string, report: (m: string) => void): PeerClientTls | undefined {
+  if (!isObject(raw)) {
+    report('credentials.mtls must be {"certFile", "keyFile", "caFile"?} (PEM files)');
+    return undefined;
+  }
+  let clean = true;
+  const bad = (m: string) => {
+    clean = false;
+    report(`credentials.mtls: ${m}`);
+  };
+  for (const key of Object.keys(raw)) if (!MTLS_FIELDS.has(key)) bad(`unknown field "${key}" (known: ${[...MTLS_FIELDS].join(", ")})`);
+  const read = (field: string, required: boolean, marker: RegExp, what: string): string | undefined => {
+    const file = raw[field];
+    if (file === undefined && !required) return undefined;
+    if (typeof file !== "string" || !file) return void bad(`${field} must be the path of a PEM file (${what})`);
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (err) {
+      return void bad(`${field} ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? "unreadable"})`);
+    }
+    if (!marker.test(text)) return void bad(`${field} ${file} is not PEM (${what})`);
+    return text;
+  };
+  const cert = read("certFile", true, /-----BEGIN CERTIFICATE-----/, "the client certificate");
+  const key = read("keyFile", true, /-----BEGIN [A-Z ]*PRIVATE KEY-----/, "the client certificate's private key");
+  const ca = read("caFile", false, /-----BEGIN CERTIFICATE-----/, "the CA certificates to trust for the peer");
+  if (cert !== undefined && key !== undefined) {
+    try {
+      if (!new X509Certificate(cert).checkPrivateKey(createPrivateKey(key))) bad("keyFile is not the private key of certFile's certificate");
+    } catch {
+      bad("certFile or keyFile cannot be read as a certificate and its private key");
+    }
+  }
+  if (!clean || cert === undefined || key === undefined) return undefined;
+  return { id: peer, cert, key: new SecretValue(key), ...(ca !== undefined ? { ca } : {}) };
 }
 
 /** A2A_PEERS (JSON) or A2A_PEERS_FILE (YAML or JSON): the named peers, every problem reported to `problem`. */
