@@ -6,6 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer as createH2cServer, type Http2Server } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -65,6 +66,9 @@ describe("a2a.invoke to a peer with OAuth2 client credentials", () => {
   const servers: Server[] = [];
   const seen: TokenRequest[] = [];
   const started: string[] = [];
+  /** The Authorization headers the gRPC peer got. */
+  const grpcAuth: string[] = [];
+  let grpcPeer: Http2Server;
   let callerUrl = "";
   const ours = jsonRpcCaller(() => callerUrl, { blocking: false });
 
@@ -76,11 +80,22 @@ describe("a2a.invoke to a peer with OAuth2 client credentials", () => {
         steady: { values: [GOOD], expiresIn: 3600 },
         rotating: { values: [STALE, GOOD], expiresIn: 3600 },
         short: { values: [GOOD], expiresIn: 30 },
+        "rotating-grpc": { values: [STALE, GOOD], expiresIn: 3600 },
       },
       seen,
     );
     servers.push(endpoint);
     const tokens = await listen(endpoint);
+    // A gRPC peer (h2c on loopback) that takes only GOOD: UNAUTHENTICATED otherwise; with GOOD every call is
+    // UNIMPLEMENTED, which is enough to see which token got through.
+    grpcPeer = createH2cServer();
+    grpcPeer.on("stream", (stream, headers) => {
+      grpcAuth.push(String(headers["authorization"]));
+      const ok = headers["authorization"] === `Bearer ${GOOD}`;
+      stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": ok ? "12" : "16", "grpc-message": ok ? "nothing here" : "bad token" }, { endStream: true });
+    });
+    await new Promise<void>((r) => grpcPeer.listen(0, "127.0.0.1", r));
+    const grpcUrl = `http://127.0.0.1:${(grpcPeer.address() as AddressInfo).port}`;
     const down = createServer();
     const downUrl = await listen(down);
     await new Promise((r) => down.close(r)); // nothing listens there any more
@@ -90,7 +105,7 @@ describe("a2a.invoke to a peer with OAuth2 client credentials", () => {
       protocolVersion: "0.3",
       credentials: { oauth2: { tokenUrl, clientId, clientSecret: SECRET, scopes: ["a2a.call", "tasks.read"], audience: "https://peer.example" } },
     });
-    const peers = { steady: peer("steady"), rotating: peer("rotating"), short: peer("short"), refused: peer("refused"), down: peer("steady", `${downUrl}/oauth/token`) };
+    const peers = { steady: peer("steady"), rotating: peer("rotating"), short: peer("short"), refused: peer("refused"), down: peer("steady", `${downUrl}/oauth/token`), "rotating-grpc": { ...peer("rotating-grpc"), url: grpcUrl, binding: "grpc", protocolVersion: "1.0" } };
     const dir = await mkdtemp(join(tmpdir(), "peer-oauth2-"));
     for (const name of Object.keys(peers)) {
       await writeFile(join(dir, `call-${name}.json`), JSON.stringify({ id: `call-${name}`, name: `Call ${name}`, description: `Calls ${name}.`, nodes: [{ kind: "a2a.invoke", id: "call", peer: name, skillId: "echo" }] }));
@@ -129,6 +144,7 @@ describe("a2a.invoke to a peer with OAuth2 client credentials", () => {
     await caller?.close();
     await peerHost?.close();
     for (const s of servers) await new Promise((r) => s.close(r));
+    await new Promise((r) => grpcPeer?.close(r));
   });
 
   async function run(peer: string, text = `hello ${peer}`): Promise<WireTask> {
@@ -163,6 +179,14 @@ describe("a2a.invoke to a peer with OAuth2 client credentials", () => {
     const done = await run("rotating");
     expect(done["status"].state, JSON.stringify(done["metadata"])).toBe("completed");
     expect(fetchesBy("rotating")).toHaveLength(2);
+  });
+
+  it("over gRPC too: UNAUTHENTICATED to a token fetches a new one once and the call is made again with it", async () => {
+    const failed = await run("rotating-grpc");
+    // GOOD got through: the peer's own answer (UNIMPLEMENTED), not UNAUTHENTICATED.
+    expect(failed["metadata"]["openwop"]["error"].message).toContain("gRPC status UNIMPLEMENTED");
+    expect(grpcAuth.slice(0, 2)).toEqual([`Bearer ${STALE}`, `Bearer ${GOOD}`]);
+    expect(fetchesBy("rotating-grpc")).toHaveLength(2);
   });
 
   it("a token endpoint that refuses the client fails the node with a clear, retried reason, the secret not quoted", async () => {
