@@ -4,6 +4,7 @@ import type { TaskService } from "./a2a/task-service.js";
 import type { TaskSupervisor } from "./engine/task-supervisor.js";
 import type { AuthDescription } from "./auth/authenticator.js";
 import { hostAuthenticator } from "./auth/host-authenticator.js";
+import { loadTlsServing, TlsFileWatcher } from "./transport/tls-files.js";
 import type { Principal } from "./auth/principal.js";
 import type { PushNotifications } from "./push/push-notifications.js";
 import { addPushRoutes } from "./transport/rest/push-routes.js";
@@ -76,9 +77,14 @@ const PUBLIC_PRINCIPAL: Principal = { tenant: "", id: "public", scopes: [] };
 
 export async function createApp(options: AppOptions): Promise<App> {
   const { config, logger } = options;
+  // TLS_CERT_FILE / TLS_KEY_FILE: the one port speaks TLS; read first, so unusable files stop the start before
+  // anything runs. The files are re-read for rotation (tls-files.ts).
+  const tls = config.tls ? loadTlsServing(config.tls) : undefined;
   const core = await createCore(options);
   const { catalog, supervisor, service, push, card, runs, runInterrupts, feed } = core;
-  const authenticator = hostAuthenticator(config.auth);
+  // Mutual TLS (TLS_CLIENT_PRINCIPALS): verified client certificates mapped to principals, tried first; mapped
+  // certificates alone turn authentication on.
+  const authenticator = hostAuthenticator(config.auth, config.tls?.clientPrincipals ?? []);
   // The card declares exactly the configured ways in (API keys, OIDC, client certificates).
   const auth = authenticator.describe();
   if (auth.enabled) {
@@ -161,7 +167,22 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   const rpcMethods = [...rpcServices, ...OPS_SERVICES].flatMap((service) => service.methods.map((m) => `${service.typeName}/${m.name}`));
   const observe = createRequestObserver({ telemetry: core.telemetry, logger, jsonRpcPath: JSONRPC_PATH, rpcMethods });
-  const server = new DualProtocolServer((req, res) => observe(req, res, () => void handle(req, res)), config.connections, connectionMetrics(core.telemetry.metrics, logger));
+  const server = new DualProtocolServer((req, res) => observe(req, res, () => void handle(req, res)), config.connections, connectionMetrics(core.telemetry.metrics, logger), tls);
+  const tlsWatcher =
+    config.tls && tls
+      ? new TlsFileWatcher(
+          config.tls,
+          tls,
+          (context) => {
+            server.setSecureContext(context);
+            logger.info("TLS certificate, key or client CA files changed: new connections use them");
+          },
+          (err) => logger.warn({ err }, "TLS files could not be reloaded; new connections keep the previous certificate"),
+        )
+      : undefined;
+  // SIGHUP re-reads the TLS files at once (rotation without waiting for TLS_RELOAD_INTERVAL_MS).
+  const onHangup = (): void => void tlsWatcher?.check();
+  if (tlsWatcher) process.on("SIGHUP", onHangup);
   core.telemetry.metrics.observe("connections", (report) => report(server.openConnections));
 
   return {
@@ -185,6 +206,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     async close(steps = new ShutdownSteps()) {
       readiness.drain();
       shutdown.abort();
+      tlsWatcher?.stop();
+      process.off("SIGHUP", onHangup);
       await steps.run("draining requests", () => server.close(config.shutdownGraceMs));
       await steps.run("stopping task work (leases, pushes, peers)", () => core.stop());
     },

@@ -9,7 +9,7 @@ export type HeaderLookup = (name: string) => string | undefined;
 export interface AuthRequest {
   headers: HeaderLookup;
   /** The client certificate of a mutual-TLS connection, when the listener asked for one and it verified. */
-  peerCertificate?: PeerCertificate;
+  peerCertificate?: PeerCertificate | undefined;
 }
 
 /**

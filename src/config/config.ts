@@ -14,6 +14,7 @@ import { readRecoverySettings, type RecoverySettings } from "../engine/recovery-
 import { readHttpNodeSettings, type HttpNodeSettings } from "../engine/nodes/http-node-settings.js";
 import { readWorkflowSettings, type WorkflowSettings } from "../workflows/workflow-settings.js";
 import { readConnectionSettings, type ConnectionSettings } from "../transport/connection-settings.js";
+import { readTlsSettings, type TlsSettings } from "../transport/tls-settings.js";
 
 export { ConfigError } from "../domain/env-settings.js";
 
@@ -59,6 +60,8 @@ export interface Config extends StoreSettings, WorkflowSettings {
   operator: OperatorSettings;
   /** What the bare agent-card path serves (AGENT_CARD_BARE), how long caches keep it (AGENT_CARD_MAX_AGE_SECONDS), the agent's identity (AGENT_*). */
   agentCard: AgentCardSettings;
+  /** TLS and mutual TLS on the port (TLS_*); absent = cleartext. */
+  tls: TlsSettings | undefined;
 }
 
 /**
@@ -73,11 +76,12 @@ export function loadConfig(env: Env = process.env): Config {
   const dataDirRaw = reader.raw("DATA_DIR") ?? "data";
   const auth = loadAuthSettings(env, production);
   if (typeof auth === "string") reader.problem(auth);
+  const tls = readTlsSettings(reader);
   const config: Config = {
     env: nodeEnv,
     port,
     host: reader.raw("HOST") ?? "127.0.0.1",
-    publicUrl: reader.url("PUBLIC_URL", `http://localhost:${port}`),
+    publicUrl: reader.url("PUBLIC_URL", `${tls ? "https" : "http"}://localhost:${port}`),
     logLevel: reader.oneOf("LOG_LEVEL", ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const, "info"),
     ...readStoreSettings(reader, production),
     // Relative to the working directory: an installed package keeps its data with the project that runs it.
@@ -105,6 +109,7 @@ export function loadConfig(env: Env = process.env): Config {
     httpNode: readHttpNodeSettings(reader, production),
     operator: readOperatorSettings(reader, production),
     agentCard: readAgentCardSettings(reader),
+    tls,
   };
   if (production) {
     if (reader.raw("PUBLIC_URL") === undefined) reader.problem("NODE_ENV=production needs PUBLIC_URL (the address callers use; it goes on the agent card)");

@@ -12,9 +12,18 @@ export interface PinnedPool {
   readonly pool: Pool;
 }
 
+/** A client certificate (mTLS) for the connections of a pool, PEM; `id` keys the pool so no other caller shares it. */
+export interface ClientTls {
+  id: string;
+  cert: string;
+  key: string;
+  /** Trusted CAs for the server's certificate, instead of the default ones. */
+  ca?: string;
+}
+
 export interface PinnedPools {
-  /** A pool for the checked URL and addresses; give it back with `release`. */
-  acquire(url: URL, addresses: readonly ResolvedAddress[]): PinnedPool;
+  /** A pool for the checked URL and addresses (and client certificate, if any); give it back with `release`. */
+  acquire(url: URL, addresses: readonly ResolvedAddress[], tls?: ClientTls): PinnedPool;
   /** `failed`: the request failed at the connection level, so the pool is dropped once nobody uses it. */
   release(entry: PinnedPool, failed: boolean): void;
   /** Drops every connection. */
@@ -51,8 +60,8 @@ export function createPinnedPools(opts: PinnedPoolsOptions): PinnedPools {
   }
 
   return {
-    acquire(url, addresses) {
-      const key = `${url.origin}|${addresses.map((a) => a.address).join(",")}`;
+    acquire(url, addresses, tls) {
+      const key = `${url.origin}|${addresses.map((a) => a.address).join(",")}${tls ? `|tls:${tls.id}` : ""}`;
       let entry = pools.get(key);
       if (entry !== undefined && !entry.pool.closed && !entry.pool.destroyed) {
         pools.delete(key);
@@ -66,6 +75,7 @@ export function createPinnedPools(opts: PinnedPoolsOptions): PinnedPools {
             lookup: pinnedLookup(addresses),
             // SNI and certificate checks use the URL's name (without a trailing dot), never the IP.
             ...(url.protocol === "https:" && isName ? { servername: hostname } : {}),
+            ...(tls ? { cert: tls.cert, key: tls.key, ...(tls.ca !== undefined ? { ca: tls.ca } : {}) } : {}),
           },
           ...(opts.autoSelectFamily ? { autoSelectFamily: true } : {}),
           keepAliveTimeout: opts.keepAliveMs,

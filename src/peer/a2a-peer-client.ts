@@ -4,8 +4,9 @@
  * 0.3 (peer-endpoint.ts says how the interface is chosen and how the choice is recorded). Everything a peer
  * answers is untrusted input: each wire's codec checks it and reduces it to our PeerTask.
  *
- * Named peers (peer-config.ts) carry credentials: each call looks them up by the peer's name and sends them as
- * `Authorization: Bearer …` or in the API key header the card named. Nothing but the name (and that header's
+ * Named peers (peer-config.ts) carry credentials: each call looks up the peer's credentials provider by the
+ * peer's name (peer-credentials.ts) and sends what it gives: `Authorization: Bearer …` (static or an OAuth2
+ * token) or the API key header the card named. Nothing but the name (and that header's
  * name) is ever recorded, so a restarted node finds them again in the configuration.
  */
 import type { Message } from "../domain/a2a-types.js";
@@ -13,7 +14,11 @@ import { choosePeerInterface, endpointOf, apiKeyHeaderOf, formatPeerEndpoint, pa
 import { parsePeerJson } from "./peer-codec-v03.js";
 import { PeerCardSignatures } from "./peer-card-signature.js";
 import type { PeerConfig } from "./peer-config.js";
-import { PeerCallError, type PeerHttpClient } from "./peer-http-client.js";
+import { Code } from "@connectrpc/connect";
+import { createOAuth2PeerCredentials } from "./oauth2-peer-credentials.js";
+import type { PeerCredentials } from "./peer-credentials.js";
+import { createStaticPeerCredentials } from "./static-peer-credentials.js";
+import { PeerCallError, type PeerClientTls, type PeerHttpClient } from "./peer-http-client.js";
 import type { PeerPushRequest, PeerReply, PeerStreamEvent, PeerTask, PeerTransport } from "./peer-types.js";
 import { createJsonRpcPeerTransport, createRestPeerTransport } from "./http-peer-transports.js";
 import type { PeerProtoCodec } from "./peer-codec-v03.js";
@@ -102,15 +107,32 @@ export function createA2APeerClient(opts: {
     return peer;
   }
 
+  /** Each named peer's credentials provider, made on first use (a fetched OAuth2 token lives in it). */
+  const providers = new Map<string, PeerCredentials | undefined>();
+  function credentialsOf(target: PeerTarget): PeerCredentials | undefined {
+    if (target.peer === undefined) return undefined;
+    if (!providers.has(target.peer)) {
+      const { name, credentials } = configOf(target.peer);
+      const provider = !credentials
+        ? undefined
+        : credentials.kind === "oauth2"
+          ? createOAuth2PeerCredentials({ peer: name, settings: credentials, http, timeoutMs: opts.requestTimeoutMs })
+          : createStaticPeerCredentials(name, credentials);
+      providers.set(target.peer, provider);
+    }
+    return providers.get(target.peer);
+  }
+
+  /** The client certificate of the target's peer (mTLS), as call options; none for an unnamed peer. */
+  function tlsOf(target: PeerTarget): { tls?: PeerClientTls } {
+    const tls = target.peer === undefined ? undefined : configOf(target.peer).tls;
+    return tls ? { tls } : {};
+  }
+
   /** The credentials of the target's peer as headers; none for an unnamed peer. */
-  function headersOf(target: PeerTarget): Record<string, string> {
-    if (target.peer === undefined) return {};
-    const credentials = configOf(target.peer).credentials;
-    if (!credentials) return {};
-    if (credentials.kind === "bearer") return { authorization: `Bearer ${credentials.token.reveal()}` };
-    const header = credentials.header ?? target.apiKeyHeader;
-    if (!header) throw new PeerCallError(`the header for peer "${target.peer}"'s API key is unknown (set credentials.header)`, "unsupported", false);
-    return { [header.toLowerCase()]: credentials.key.reveal() };
+  async function headersOf(target: PeerTarget): Promise<Record<string, string>> {
+    const credentials = credentialsOf(target);
+    return credentials ? credentials.headersFor(target.apiKeyHeader !== undefined ? { apiKeyHeader: target.apiKeyHeader } : {}) : {};
   }
 
   /**
@@ -118,31 +140,42 @@ export function createA2APeerClient(opts: {
    * header, our callback token) would otherwise put our secrets into the node's failure, which callers read.
    */
   function secretsOf(target: PeerTarget, push?: PeerPushRequest): string[] {
-    const credentials = target.peer === undefined ? undefined : peers.get(target.peer)?.credentials;
-    const own = credentials ? [credentials.kind === "bearer" ? credentials.token.reveal() : credentials.key.reveal()] : [];
+    const own = target.peer === undefined ? [] : (providers.get(target.peer)?.secrets() ?? []);
     return push ? [...own, push.token] : own;
   }
 
-  async function guarded<T>(target: PeerTarget, call: () => Promise<T>, push?: PeerPushRequest): Promise<T> {
+  /**
+   * One call with the peer's credentials. A 401 / UNAUTHENTICATED to credentials that can be fetched again (an
+   * OAuth2 token the peer no longer takes) is answered by fetching them once and making the call once more.
+   */
+  async function authorized<T>(target: PeerTarget, call: (headers: Record<string, string>) => Promise<T>, push?: PeerPushRequest): Promise<T> {
     try {
-      return await call();
+      const headers = await headersOf(target);
+      try {
+        return await call(headers);
+      } catch (err) {
+        if (!isUnauthenticated(err) || !credentialsOf(target)?.onUnauthorized()) throw err;
+        return await call(await headersOf(target));
+      }
     } catch (err) {
       throw withoutSecrets(err, secretsOf(target, push));
     }
   }
 
-  async function* guardedStream(target: PeerTarget, stream: AsyncIterable<PeerStreamEvent>): AsyncIterable<PeerStreamEvent> {
+  async function* authorizedStream(target: PeerTarget, transport: PeerTransport, taskId: string, signal: AbortSignal): AsyncIterable<PeerStreamEvent> {
     try {
-      yield* stream;
+      yield* transport.subscribe!(target.endpoint, taskId, { headers: await headersOf(target), ...tlsOf(target), signal });
     } catch (err) {
+      // Not made again here: the runner reads the task instead, with credentials fetched afresh.
+      if (isUnauthenticated(err)) credentialsOf(target)?.onUnauthorized();
       throw withoutSecrets(err, secretsOf(target));
     }
   }
 
   const cardSignatures = new PeerCardSignatures();
 
-  async function readCard(cardUrl: string, signal: AbortSignal | undefined): Promise<unknown> {
-    const response = await http.request({ method: "GET", url: cardUrl, timeoutMs: opts.requestTimeoutMs, ...(signal ? { signal } : {}) });
+  async function readCard(cardUrl: string, signal: AbortSignal | undefined, tls?: PeerClientTls): Promise<unknown> {
+    const response = await http.request({ method: "GET", url: cardUrl, timeoutMs: opts.requestTimeoutMs, ...(signal ? { signal } : {}), ...(tls ? { tls } : {}) });
     return parsePeerJson(response.body, "agent card");
   }
 
@@ -159,26 +192,30 @@ export function createA2APeerClient(opts: {
         return { endpoint: formatPeerEndpoint(endpoint), peer: peer.name };
       }
       const cardUrl = peer.cardUrl!;
-      const card = await readCard(cardUrl, signal);
+      const card = await readCard(cardUrl, signal, peer.tls);
       // cardSignature: required: a card that does not verify with the peer's keys is not used at all.
       await cardSignatures.check(peer, card);
       const endpoint = formatPeerEndpoint(peerEndpointOf(card, cardUrl, peer));
       const apiKeyHeader = peer.credentials?.kind === "apiKey" ? (peer.credentials.header ?? apiKeyHeaderOf(card)) : undefined;
       return { endpoint, peer: peer.name, ...(apiKeyHeader ? { apiKeyHeader } : {}), capabilities: capabilitiesOf(card) };
     },
-    send: (target, message, signal, push) =>
-      guarded(target, () => over(target.endpoint).send(target.endpoint, message, { headers: headersOf(target), ...(signal ? { signal } : {}), ...(push ? { push } : {}) }), push),
+    send: (target, message, signal, push) => authorized(target, (headers) => over(target.endpoint).send(target.endpoint, message, { headers, ...tlsOf(target), ...(signal ? { signal } : {}), ...(push ? { push } : {}) }), push),
     canStream,
     subscribe(target, taskId, signal) {
       const transport = over(target.endpoint);
-      return canStream(target) && transport.subscribe ? guardedStream(target, transport.subscribe(target.endpoint, taskId, { headers: headersOf(target), signal })) : undefined;
+      return canStream(target) && transport.subscribe ? authorizedStream(target, transport, taskId, signal) : undefined;
     },
-    getTask: (target, taskId, signal) => guarded(target, () => over(target.endpoint).getTask(target.endpoint, taskId, { headers: headersOf(target), ...(signal ? { signal } : {}) })),
-    cancelTask: (target, taskId, signal) => guarded(target, () => over(target.endpoint).cancelTask(target.endpoint, taskId, { headers: headersOf(target), ...(signal ? { signal } : {}) })),
+    getTask: (target, taskId, signal) => authorized(target, (headers) => over(target.endpoint).getTask(target.endpoint, taskId, { headers, ...tlsOf(target), ...(signal ? { signal } : {}) })),
+    cancelTask: (target, taskId, signal) => authorized(target, (headers) => over(target.endpoint).cancelTask(target.endpoint, taskId, { headers, ...tlsOf(target), ...(signal ? { signal } : {}) })),
     async close() {
       await Promise.all([jsonRpc.close(), grpc.close()]);
     },
   };
+}
+
+/** A 401 (HTTP) or UNAUTHENTICATED (gRPC) from the peer: its credentials were not taken (a 403 is an answer). */
+function isUnauthenticated(err: unknown): boolean {
+  return err instanceof PeerCallError && err.kind === "unauthorized" && (err.httpStatus === 401 || err.rpcCode === Code.Unauthenticated);
 }
 
 /** A PeerCallError whose text quotes one of `secrets` comes back with each of them replaced by "[redacted]". */
@@ -187,5 +224,5 @@ export function withoutSecrets(err: unknown, secrets: readonly string[]): unknow
   const quoted = secrets.filter((secret) => secret.length > 0 && err.message.includes(secret));
   if (quoted.length === 0) return err;
   const message = quoted.reduce((text, secret) => text.split(secret).join("[redacted]"), err.message);
-  return new PeerCallError(message, err.kind, err.retryable, err.rpcCode);
+  return new PeerCallError(message, err.kind, err.retryable, err.rpcCode, err.httpStatus);
 }

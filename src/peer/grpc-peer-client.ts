@@ -8,7 +8,7 @@
  * the same guard (`checkEgressUrl`; http only to loopback under the test-only allowance), and the HTTP/2
  * session's socket `lookup` answers only with the checked addresses. Responses are capped; each call has one
  * deadline. The peer's credentials go in the call's metadata (`authorization` or the API key header) with
- * `a2a-version`, and never into an error message.
+ * `a2a-version`, and never into an error message; its client certificate (mTLS), if any, on its own sessions.
  *
  * What the peer answers is untrusted input, reduced to our PeerTask by the version's codec (peer-codec-v03.ts,
  * peer-codec-v10.ts).
@@ -24,7 +24,7 @@ import { injectTraceHeaders } from "../observability/spans.js";
 import { peerReplyFromProto, peerTaskFromProto, type PeerProtoCodec } from "./peer-codec-v03.js";
 import { cancelTaskRequestV10, getTaskRequestV10, peerReplyFromV10, peerStreamEventFromV10, peerTaskFromV10, sendRequestV10, subscribeRequestV10, type PeerProtoCodecV10 } from "./peer-codec-v10.js";
 import { formatPeerEndpoint, grpcOriginOf, parsePeerEndpoint } from "./peer-endpoint.js";
-import { checkPeerUrl, DEFAULT_MAX_PEER_RESPONSE_BYTES, PeerCallError } from "./peer-http-client.js";
+import { checkPeerUrl, DEFAULT_MAX_PEER_RESPONSE_BYTES, PeerCallError, type PeerClientTls } from "./peer-http-client.js";
 import { DEFAULT_STREAM_IDLE_MS, type PeerCallOptions, type PeerStreamEvent, type PeerTransport } from "./peer-types.js";
 
 export type { PeerProtoCodec } from "./peer-codec-v03.js";
@@ -142,8 +142,9 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
   const sessions = new Map<string, Session>();
   let closed = false;
 
-  function sessionFor(origin: URL, addresses: readonly ResolvedAddress[]): Session {
-    const key = `${origin.origin}|${addresses.map((a) => a.address).join(",")}`;
+  function sessionFor(origin: URL, addresses: readonly ResolvedAddress[], tls: PeerClientTls | undefined): Session {
+    // A peer's client certificate (mTLS) keys its sessions too: no other caller rides on its connection.
+    const key = `${origin.origin}|${addresses.map((a) => a.address).join(",")}${tls ? `|tls:${tls.id}` : ""}`;
     const existing = sessions.get(key);
     if (existing) {
       sessions.delete(key);
@@ -153,7 +154,11 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
     const hostname = origin.hostname.endsWith(".") ? origin.hostname.slice(0, -1) : origin.hostname;
     const isName = !hostname.startsWith("[") && !/^[0-9.]+$/.test(hostname);
     // node:http2 passes these to net.connect / tls.connect: the socket only ever dials a checked address.
-    const nodeOptions = { lookup: pinnedLookup(addresses), ...(origin.protocol === "https:" && isName ? { servername: hostname } : {}) };
+    const nodeOptions = {
+      lookup: pinnedLookup(addresses),
+      ...(origin.protocol === "https:" && isName ? { servername: hostname } : {}),
+      ...(tls ? { cert: tls.cert, key: tls.key.reveal(), ...(tls.ca !== undefined ? { ca: tls.ca } : {}) } : {}),
+    };
     // The session manager is ours (createGrpcTransport would otherwise make one from the same nodeOptions) so
     // close() can end its connection.
     const manager = new Http2SessionManager(origin.origin, { idleConnectionTimeoutMs: IDLE_CONNECTION_MS }, nodeOptions);
@@ -176,7 +181,7 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
     const checked = await checkPeerUrl(endpoint.url, opts.policy, resolve);
     return {
       endpoint,
-      session: sessionFor(checked.url, checked.addresses),
+      session: sessionFor(checked.url, checked.addresses, options?.tls),
       where: `grpc+${checked.url.protocol}//${checked.url.host}`,
       // traceparent of the active span (none when tracing is off), so the peer joins the caller's trace.
       headers: injectTraceHeaders({ "user-agent": opts.userAgent ?? "openwop-a2a-host/a2a-invoke", ...lowerCased(options?.headers), "a2a-version": endpoint.version }),

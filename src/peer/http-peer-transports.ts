@@ -40,7 +40,7 @@ function whereOf(url: string): string {
 /** What a refused or failed HTTP answer says, as a PeerCallError; `detail` is what the body said (clipped). */
 export function httpStatusError(where: string, status: number, detail?: string): PeerCallError {
   const said = detail ? `: ${detail.slice(0, 200)}` : "";
-  if (status === 401) return new PeerCallError(`${where} answered HTTP 401 Unauthorized (the credentials for this peer are missing or wrong)${said}`, "unauthorized", false);
+  if (status === 401) return new PeerCallError(`${where} answered HTTP 401 Unauthorized (the credentials for this peer are missing or wrong)${said}`, "unauthorized", false, undefined, 401);
   if (status === 403) return new PeerCallError(`${where} answered HTTP 403 Forbidden (the credentials for this peer are not allowed to do this)${said}`, "unauthorized", false);
   return new PeerCallError(`${where} answered HTTP ${status}${said}`, "http", status >= 500 || RETRYABLE_HTTP_STATUS.has(status));
 }
@@ -108,6 +108,7 @@ export function createJsonRpcPeerTransport(opts: { http: PeerHttpClient; request
       body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }),
       timeoutMs: opts.requestTimeoutMs,
       ...(options?.signal ? { signal: options.signal } : {}),
+      ...(options?.tls ? { tls: options.tls } : {}),
     }, true);
     const body = parsePeerJson(response.body, `${method} response`);
     if (!isObject(body) || body["jsonrpc"] !== "2.0") throw invalidAnswer(`${method} response (not JSON-RPC 2.0)`);
@@ -135,6 +136,7 @@ export function createJsonRpcPeerTransport(opts: { http: PeerHttpClient; request
       timeoutMs: opts.requestTimeoutMs,
       idleTimeoutMs: opts.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS,
       ...(options?.signal ? { signal: options.signal } : {}),
+      ...(options?.tls ? { tls: options.tls } : {}),
     });
     if (response.status >= 400 || !response.contentType.toLowerCase().startsWith("text/event-stream")) {
       const text = await errorBodyOf(response.text);
@@ -200,6 +202,7 @@ export function createRestPeerTransport(opts: { http: PeerHttpClient; requestTim
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       timeoutMs: opts.requestTimeoutMs,
       ...(options?.signal ? { signal: options.signal } : {}),
+      ...(options?.tls ? { tls: options.tls } : {}),
     });
     return parsePeerJson(response.body, `${what} response`);
   }
@@ -222,6 +225,7 @@ export function createRestPeerTransport(opts: { http: PeerHttpClient; requestTim
       timeoutMs: opts.requestTimeoutMs,
       idleTimeoutMs: opts.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS,
       ...(options?.signal ? { signal: options.signal } : {}),
+      ...(options?.tls ? { tls: options.tls } : {}),
     });
     if (response.status >= 400 || !response.contentType.toLowerCase().startsWith("text/event-stream")) {
       const text = await errorBodyOf(response.text);

@@ -4,7 +4,10 @@
  *
  *   { "billing": { "cardUrl": "https://billing.example/.well-known/agent-card.json",
  *                  "binding": "grpc", "protocolVersion": "1.0",          (both optional: pins)
- *                  "credentials": { "bearer": "…" },                      (or { "apiKey": "…", "header"?: "X-API-Key" })
+ *                  "credentials": { "bearer": "…" },                      (or { "apiKey": "…", "header"?: "X-API-Key" },
+ *                                                                          or { "oauth2": { "tokenUrl", "clientId", "clientSecret",
+ *                                                                                           "scopes"?, "audience"? } };
+ *                                                                          with or without "mtls": { "certFile", "keyFile", "caFile"? })
  *                  "signingKey": "…" },                                   (or "jwksUrl": "https://…": its pushes are signed)
  *     "signed":  { "cardUrl": "…", "cardSignature": "required", "jwksUrl": "https://…" },   (or pinned "jwks": {"keys": […]})
  *     "legacy":  { "url": "https://legacy.example/a2a", "protocolVersion": "0.3", "binding": "jsonrpc" } }
@@ -14,12 +17,17 @@
  * a peer without a card). Credentials are SecretValues from here on: they never print, and only the peer's
  * NAME is ever recorded in a task.
  */
+import { X509Certificate, createPrivateKey } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { SecretValue } from "../secrets/secret-value.js";
 import { PEER_BINDINGS, peerVersionOf, type PeerBinding, type PeerVersion } from "./peer-endpoint.js";
+import type { PeerClientTls } from "./peer-http-client.js";
 
-export type PeerCredentials = { kind: "bearer"; token: SecretValue<string> } | { kind: "apiKey"; key: SecretValue<string>; header?: string };
+export type PeerCredentialSettings =
+  | { kind: "bearer"; token: SecretValue<string> }
+  | { kind: "apiKey"; key: SecretValue<string>; header?: string }
+  | { kind: "oauth2"; tokenUrl: string; clientId: string; clientSecret: SecretValue<string>; scopes?: string[]; audience?: string };
 
 export interface PeerConfig {
   name: string;
@@ -29,7 +37,9 @@ export interface PeerConfig {
   url?: string;
   binding?: PeerBinding;
   protocolVersion?: PeerVersion;
-  credentials?: PeerCredentials;
+  credentials?: PeerCredentialSettings;
+  /** The client certificate its connections present (`credentials.mtls`, read from the PEM files at start). */
+  tls?: PeerClientTls;
   /**
    * The key the peer signs its pushes with (`X-OpenWOP-Signature`, HMAC-SHA256 as our own push worker signs: the
    * peer's PUSH_SIGNING_KEY). When set, a push to our callback without a valid signature is refused (401); a valid
@@ -56,7 +66,9 @@ export interface PeerConfigInput {
   url?: string;
   binding?: PeerBinding;
   protocolVersion?: string;
-  credentials?: { bearer: string } | { apiKey: string; header?: string };
+  credentials?: ({ bearer: string } | { apiKey: string; header?: string } | { oauth2: { tokenUrl: string; clientId: string; clientSecret: string; scopes?: string[]; audience?: string } } | Record<never, never>) & {
+    mtls?: { certFile: string; keyFile: string; caFile?: string };
+  };
   signingKey?: string;
   jwksUrl?: string;
   cardSignature?: "required";
@@ -114,7 +126,11 @@ export function parsePeers(value: unknown, source: string, problem: (message: st
     const version = protocolVersion === undefined ? undefined : peerVersionOf(protocolVersion);
     if (protocolVersion !== undefined && version === undefined) report('protocolVersion must be "1.0" or "0.3"');
     if (url !== undefined && (binding === undefined || protocolVersion === undefined)) report('a peer given by "url" (no card) needs "binding" and "protocolVersion" too');
-    const creds = parseCredentials(credentials, report, url !== undefined);
+    // mTLS is the connection's, and may come with any of the header credentials (or alone).
+    const { mtls, ...headerCredentials } = isObject(credentials) ? credentials : {};
+    const tls = isObject(credentials) && "mtls" in credentials ? parseMtls(mtls, name, report) : undefined;
+    const onlyMtls = isObject(credentials) && "mtls" in credentials && Object.keys(headerCredentials).length === 0;
+    const creds = onlyMtls ? undefined : parseCredentials(isObject(credentials) ? headerCredentials : credentials, report, url !== undefined);
     const signingKey = raw["signingKey"];
     if (signingKey !== undefined && (typeof signingKey !== "string" || signingKey.length < 16 || /[\r\n]/.test(signingKey))) report("signingKey must be a single-line string of at least 16 characters (the peer's push signing key)");
     const jwksUrl = raw["jwksUrl"];
@@ -136,6 +152,7 @@ export function parsePeers(value: unknown, source: string, problem: (message: st
       ...(binding !== undefined ? { binding: binding as PeerBinding } : {}),
       ...(version !== undefined ? { protocolVersion: version } : {}),
       ...(creds ? { credentials: creds } : {}),
+      ...(tls ? { tls } : {}),
       ...(typeof signingKey === "string" ? { signingKey: new SecretValue(signingKey) } : {}),
       ...(typeof jwksUrl === "string" ? { jwksUrl } : {}),
       ...(cardSignature === "required" ? { cardSignature } : {}),
@@ -145,9 +162,9 @@ export function parsePeers(value: unknown, source: string, problem: (message: st
   return peers;
 }
 
-function parseCredentials(raw: unknown, report: (m: string) => void, noCard: boolean): PeerCredentials | undefined {
+function parseCredentials(raw: unknown, report: (m: string) => void, noCard: boolean): PeerCredentialSettings | undefined {
   if (raw === undefined) return undefined;
-  const shape = 'credentials must be {"bearer": "<token>"} or {"apiKey": "<key>", "header"?: "<header name>"}';
+  const shape = 'credentials must be {"bearer": "<token>"}, {"apiKey": "<key>", "header"?: "<header name>"} or {"oauth2": {"tokenUrl", "clientId", "clientSecret", "scopes"?, "audience"?}}';
   if (!isObject(raw)) {
     report(shape);
     return undefined;
@@ -160,6 +177,7 @@ function parseCredentials(raw: unknown, report: (m: string) => void, noCard: boo
     }
     return { kind: "bearer", token: new SecretValue(raw["bearer"]) };
   }
+  if (keys.length === 1 && keys[0] === "oauth2") return parseOAuth2(raw["oauth2"], report);
   if (keys.includes("apiKey") && keys.every((k) => k === "apiKey" || k === "header")) {
     const header = raw["header"];
     if (typeof raw["apiKey"] !== "string" || !raw["apiKey"] || /[\r\n]/.test(raw["apiKey"])) {
@@ -178,6 +196,85 @@ function parseCredentials(raw: unknown, report: (m: string) => void, noCard: boo
   }
   report(shape);
   return undefined;
+}
+
+const OAUTH2_FIELDS = new Set(["tokenUrl", "clientId", "clientSecret", "scopes", "audience"]);
+/** RFC 6749 §3.3: a scope token is printable ASCII without space, '"' or '\\'. */
+const SCOPE = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
+const singleLine = (v: unknown): v is string => typeof v === "string" && v.length > 0 && !/[\r\n]/.test(v);
+
+/** OAuth2 client credentials (RFC 6749 §4.4): the token endpoint, the client, and what to ask for. */
+function parseOAuth2(raw: unknown, report: (m: string) => void): PeerCredentialSettings | undefined {
+  if (!isObject(raw)) {
+    report('credentials.oauth2 must be {"tokenUrl", "clientId", "clientSecret", "scopes"?, "audience"?}');
+    return undefined;
+  }
+  let clean = true;
+  const bad = (m: string) => {
+    clean = false;
+    report(`credentials.oauth2: ${m}`);
+  };
+  for (const key of Object.keys(raw)) if (!OAUTH2_FIELDS.has(key)) bad(`unknown field "${key}" (known: ${[...OAUTH2_FIELDS].join(", ")})`);
+  const { tokenUrl, clientId, clientSecret, scopes, audience } = raw;
+  if (!httpUrl(tokenUrl)) bad("tokenUrl must be an absolute http(s) URL without userinfo");
+  if (!singleLine(clientId)) bad("clientId must be a non-empty single-line string");
+  if (!singleLine(clientSecret)) bad("clientSecret must be a non-empty single-line string");
+  if (scopes !== undefined && !(Array.isArray(scopes) && scopes.every((s) => typeof s === "string" && SCOPE.test(s)))) bad("scopes must be a list of scope names (no spaces or quotes)");
+  if (audience !== undefined && !singleLine(audience)) bad("audience must be a non-empty single-line string");
+  if (!clean) return undefined;
+  return {
+    kind: "oauth2",
+    tokenUrl: tokenUrl as string,
+    clientId: clientId as string,
+    clientSecret: new SecretValue(clientSecret as string),
+    ...(Array.isArray(scopes) ? { scopes: scopes as string[] } : {}),
+    ...(typeof audience === "string" ? { audience } : {}),
+  };
+}
+
+const MTLS_FIELDS = new Set(["certFile", "keyFile", "caFile"]);
+
+/**
+ * `credentials.mtls`: the client certificate and key (and the CAs to trust for the peer's certificate, instead of
+ * the default ones), PEM files read now so a missing or mismatched file stops the start. Problems name the file
+ * and the reason, never its content.
+ */
+function parseMtls(raw: unknown, peer: string, report: (m: string) => void): PeerClientTls | undefined {
+  if (!isObject(raw)) {
+    report('credentials.mtls must be {"certFile", "keyFile", "caFile"?} (PEM files)');
+    return undefined;
+  }
+  let clean = true;
+  const bad = (m: string) => {
+    clean = false;
+    report(`credentials.mtls: ${m}`);
+  };
+  for (const key of Object.keys(raw)) if (!MTLS_FIELDS.has(key)) bad(`unknown field "${key}" (known: ${[...MTLS_FIELDS].join(", ")})`);
+  const read = (field: string, required: boolean, marker: RegExp, what: string): string | undefined => {
+    const file = raw[field];
+    if (file === undefined && !required) return undefined;
+    if (typeof file !== "string" || !file) return void bad(`${field} must be the path of a PEM file (${what})`);
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (err) {
+      return void bad(`${field} ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? "unreadable"})`);
+    }
+    if (!marker.test(text)) return void bad(`${field} ${file} is not PEM (${what})`);
+    return text;
+  };
+  const cert = read("certFile", true, /-----BEGIN CERTIFICATE-----/, "the client certificate");
+  const key = read("keyFile", true, /-----BEGIN [A-Z ]*PRIVATE KEY-----/, "the client certificate's private key");
+  const ca = read("caFile", false, /-----BEGIN CERTIFICATE-----/, "the CA certificates to trust for the peer");
+  if (cert !== undefined && key !== undefined) {
+    try {
+      if (!new X509Certificate(cert).checkPrivateKey(createPrivateKey(key))) bad("keyFile is not the private key of certFile's certificate");
+    } catch {
+      bad("certFile or keyFile cannot be read as a certificate and its private key");
+    }
+  }
+  if (!clean || cert === undefined || key === undefined) return undefined;
+  return { id: peer, cert, key: new SecretValue(key), ...(ca !== undefined ? { ca } : {}) };
 }
 
 /** A2A_PEERS (JSON) or A2A_PEERS_FILE (YAML or JSON): the named peers, every problem reported to `problem`. */

@@ -12,13 +12,30 @@ import type { Dispatcher } from "undici";
 import { EgressRefusedError, EgressResolutionError, checkEgressUrl, defaultResolver, type EgressPolicy, type EgressSubject, type ResolvedAddress, type Resolver } from "../egress/egress-guard.js";
 import { compilePrivateService } from "../egress/egress-addresses.js";
 import { errorCode, hasUpgradeToken } from "../egress/pinned-connection.js";
-import { createPinnedPools } from "../egress/pinned-pools.js";
+import { createPinnedPools, type ClientTls } from "../egress/pinned-pools.js";
+import type { SecretValue } from "../secrets/secret-value.js";
 
-export type PeerCallErrorKind = "egress" | "resolution" | "timeout" | "connection" | "http" | "protocol" | "rpc" | "aborted" | "unsupported" | "unauthorized";
+/** A named peer's client certificate (mTLS, PEM): its connections present it; `ca` replaces the default CAs. */
+export interface PeerClientTls {
+  /** The peer's name: its connections are pooled apart from everyone else's. */
+  id: string;
+  cert: string;
+  key: SecretValue<string>;
+  ca?: string;
+}
+
+/** The pool's view of a client certificate (the key revealed only here, into the TLS options). */
+function clientTlsOf(tls: PeerClientTls | undefined): ClientTls | undefined {
+  return tls ? { id: tls.id, cert: tls.cert, key: tls.key.reveal(), ...(tls.ca !== undefined ? { ca: tls.ca } : {}) } : undefined;
+}
+
+export type PeerCallErrorKind = "egress" | "resolution" | "timeout" | "connection" | "http" | "protocol" | "rpc" | "aborted" | "unsupported" | "unauthorized" | "credentials";
 
 /**
  * A failed call to a peer. `retryable` says whether the same call may succeed later (transport trouble).
- * `rpcCode` is the peer's JSON-RPC error code, or its gRPC status code for a call over gRPC.
+ * `rpcCode` is the peer's JSON-RPC error code, or its gRPC status code for a call over gRPC; `httpStatus` the
+ * HTTP status of a refused answer (a 401 lets fetched credentials be fetched again). Kind "credentials": our
+ * own credentials could not be had (the peer's OAuth2 token endpoint failed).
  */
 export class PeerCallError extends Error {
   override readonly name = "PeerCallError";
@@ -27,6 +44,7 @@ export class PeerCallError extends Error {
     readonly kind: PeerCallErrorKind,
     readonly retryable: boolean,
     readonly rpcCode?: number,
+    readonly httpStatus?: number,
   ) {
     super(message);
   }
@@ -42,6 +60,8 @@ export interface PeerHttpRequest {
   signal?: AbortSignal;
   /** Answer 4xx/5xx responses (body capped) instead of throwing, for callers that read error bodies (the `http` node). */
   returnErrorStatus?: boolean;
+  /** The named peer's client certificate (mTLS). */
+  tls?: PeerClientTls;
   /** `stream` only: a body silent this long (no event, no keepalive) is dropped as broken (a half-open connection). */
   idleTimeoutMs?: number;
 }
@@ -144,7 +164,7 @@ export function createPeerHttpClient(opts: { policy: EgressPolicy; resolve?: Res
 
       const checked = await checkPeerUrl(req.url, opts.policy, resolve, opts.subject);
       where = `${checked.url.protocol}//${checked.url.host}`;
-      const entry = pools.acquire(checked.url, checked.addresses);
+      const entry = pools.acquire(checked.url, checked.addresses, clientTlsOf(req.tls));
       try {
         return await exchange(entry.pool, checked.url, req, signal, where, failure, cap, opts.userAgent);
       } finally {
@@ -157,7 +177,7 @@ export function createPeerHttpClient(opts: { policy: EgressPolicy; resolve?: Res
       const headersDeadline = AbortSignal.timeout(req.timeoutMs);
       const checked = await checkPeerUrl(req.url, opts.policy, resolve, opts.subject);
       const where = `${checked.url.protocol}//${checked.url.host}`;
-      const entry = streamPools.acquire(checked.url, checked.addresses);
+      const entry = streamPools.acquire(checked.url, checked.addresses, clientTlsOf(req.tls));
       let response: Dispatcher.ResponseData;
       const abortHeaders = new AbortController();
       const onDeadline = () => abortHeaders.abort();

@@ -1,4 +1,5 @@
 import type { Artifact, Message } from "../domain/a2a-types.js";
+import type { PeerClientTls } from "./peer-http-client.js";
 
 /**
  * A peer's task as read off the wire (A2A 0.3 JSON, a2a.v1 or lf.a2a.v1 proto or ProtoJSON, checked by the
@@ -23,6 +24,8 @@ export type PeerReply = { kind: "task"; task: PeerTask } | { kind: "message"; me
 export interface PeerCallOptions {
   signal?: AbortSignal;
   headers?: Readonly<Record<string, string>>;
+  /** The named peer's client certificate (mTLS): the connection presents it. */
+  tls?: PeerClientTls;
 }
 
 /**

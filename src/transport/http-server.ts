@@ -1,6 +1,7 @@
 import { createServer as createHttp1Server, type IncomingMessage, type Server as Http1Server, type ServerResponse } from "node:http";
 import { createServer as createHttp2Server, type Http2Server, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from "node:http2";
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
+import { createServer as createTlsServer, type SecureContextOptions, type Server as TlsServer } from "node:tls";
 import type { Logger } from "../observability/logger.js";
 import { labelSets, type Metrics } from "../observability/metrics.js";
 import type { ConnectionSettings } from "./connection-settings.js";
@@ -21,6 +22,13 @@ export interface ConnectionEvents {
   timedOut?(reason: ConnectionTimeout, protocol: ConnectionProtocol): void;
   /** accept(2) failed (EMFILE, ENFILE, …): the server keeps listening. */
   acceptError?(error: Error): void;
+}
+
+/** TLS on the port: the server's certificate and key (and the client CA), and whether client certificates are asked for / required. */
+export interface TlsServing {
+  context: SecureContextOptions;
+  requestCert: boolean;
+  rejectUnauthorized: boolean;
 }
 
 interface Connection {
@@ -53,11 +61,15 @@ function clientOf(socket: Socket): string {
  * sent its SETTINGS) in time is closed, as is an HTTP/1.1 keep-alive connection or an HTTP/2 session idle
  * between requests; a request in flight (a stream open for minutes, a slow upload) is never cut by those.
  * New connections over the total or per-client cap are closed at once.
+ *
+ * With `tls`, the port speaks TLS (ALPN `h2` and `http/1.1`) and the same routing runs on the decrypted
+ * stream; the TLS handshake is bounded by the headers timeout. `setSecureContext` swaps the certificate,
+ * key and client CA for new connections (rotation); open connections keep theirs.
  */
 export class DualProtocolServer {
   private readonly http1: Http1Server;
   private readonly http2: Http2Server;
-  private readonly net: NetServer;
+  private readonly net: NetServer | TlsServer;
   private readonly connections = new Map<Socket, Connection>();
   private readonly perClient = new Map<string, number>();
   private readonly sessions = new Set<ServerHttp2Session>();
@@ -68,6 +80,7 @@ export class DualProtocolServer {
     handler: Handler,
     private readonly limits: ConnectionSettings,
     private readonly events: ConnectionEvents = {},
+    tls?: TlsServing,
   ) {
     this.http1 = createHttp1Server({
       // Node closes an idle keep-alive connection 1 s after the advertised `Keep-Alive: timeout=`.
@@ -78,7 +91,9 @@ export class DualProtocolServer {
       connectionsCheckingInterval: Math.min(1_000, Math.max(10, Math.floor(limits.headersTimeoutMs / 4))),
     });
     this.http2 = createHttp2Server({ settings: { enableConnectProtocol: false } });
-    this.net = createNetServer((socket) => this.route(socket));
+    this.net = tls
+      ? createTlsServer({ ...tls.context, ALPNProtocols: ["h2", "http/1.1"], requestCert: tls.requestCert, rejectUnauthorized: tls.rejectUnauthorized, handshakeTimeout: limits.headersTimeoutMs }, (socket) => this.route(socket))
+      : createNetServer((socket) => this.route(socket));
     if (limits.maxConnections > 0) {
       // Over the cap, Node closes the accepted descriptor before any JavaScript object exists for it.
       this.net.maxConnections = limits.maxConnections;
@@ -95,6 +110,11 @@ export class DualProtocolServer {
       session.on("close", () => this.sessions.delete(session));
       if (this.handingOff) this.watchSession(this.handingOff, session);
     });
+  }
+
+  /** New TLS connections use these certificate, key and client CA files' contents (a no-op without TLS). */
+  setSecureContext(context: SecureContextOptions): void {
+    if ("setSecureContext" in this.net) this.net.setSecureContext(context);
   }
 
   /** Connections open on the port (including ones not yet past their first request head). */

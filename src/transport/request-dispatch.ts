@@ -10,6 +10,7 @@ import { sendOpenwopError } from "./errors/openwop-error-exit.js";
 import { retryAfterOf, wireErrorOf, type ReportError } from "./errors/wire-error.js";
 import { activatedExtensions } from "./extensions-header.js";
 import { sendJson, type HttpRequest, type HttpResponse } from "./http-io.js";
+import { verifiedPeerCertificate } from "./peer-certificate.js";
 import type { HttpRouter, RouteHandler } from "./http-router.js";
 import { sendA2ARestError } from "./rest/a2a-rest-router.js";
 
@@ -112,8 +113,8 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
     const headers: HeaderLookup = (name) => headerValue(req, name);
     try {
       const isPublic = jsonRpcCall ? jsonRpcPublic : options.publicPaths.some((p) => p.test(path));
-      const answer = isPublic ? options.publicPrincipal : options.authenticator.authenticate({ headers });
-      // API keys answer synchronously; only a token check (JWKS) costs a promise hop.
+      const answer = isPublic ? options.publicPrincipal : options.authenticator.authenticate({ headers, peerCertificate: verifiedPeerCertificate(req.socket) });
+      // API keys and certificates answer synchronously; only a token check (JWKS) costs a promise hop.
       principal = answer instanceof Promise ? await answer : answer;
     } catch (err) {
       const challenge = { "www-authenticate": bearerChallenge(headers, err) };

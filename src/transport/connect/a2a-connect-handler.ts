@@ -2,7 +2,9 @@ import { Code, ConnectError, createConnectRouter, createContextKey, createContex
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { CALLER } from "../../a2a/connect-caller.js";
 import { versionModules, versionOfRpcService, DEFAULT_A2A_VERSION, type BoundVersions } from "../../a2a/versions.js";
+import type { PeerCertificate } from "node:tls";
 import type { Authenticator } from "../../auth/authenticator.js";
+import { verifiedPeerCertificate } from "../peer-certificate.js";
 import { RETRY_AFTER_SECONDS, type ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
 import { settleUnreadBody } from "../unread-request-body.js";
@@ -18,6 +20,8 @@ import { GrpcUnaryFastPath } from "./grpc-unary-fast-path.js";
  * 503 and gRPC-Web's 200 alike (the status itself is in a trailer frame of the body there, out of an HTTP
  * client's sight). The interceptor sees no response headers on an error, hence a per-request flag.
  */
+/** The connection's verified client certificate (mutual TLS), set per call from the Node request. */
+const PEER_CERTIFICATE = createContextKey<PeerCertificate | undefined>(undefined, { description: "the verified TLS client certificate" });
 const UNAVAILABLE_ANSWER = createContextKey<{ unavailable: boolean } | undefined>(undefined, { description: "the call answered UNAVAILABLE" });
 
 /** Connect, gRPC and gRPC-Web paths of the registered services: `/a2a.v1.A2AService/*` (0.3), `/lf.a2a.v1.A2AService/*` (1.0). */
@@ -25,7 +29,7 @@ const A2A_RPC_PREFIXES = versionModules().map((m) => `/${m.connectService.typeNa
 
 export interface A2AConnectHandlerOptions {
   versions: BoundVersions;
-  /** Who the caller is, from the request's credentials (the same API keys as every other binding). */
+  /** Who the caller is, from the request's credentials and client certificate (the same port as every other binding). */
   authenticator: Authenticator;
   report: ReportError;
   /** Per-message limit (the same as the HTTP body limit); larger messages answer RESOURCE_EXHAUSTED. */
@@ -61,7 +65,7 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
       return error;
     };
     try {
-      const caller = admitRpcCaller(authenticator, (name) => req.header.get(name));
+      const caller = admitRpcCaller(authenticator, (name) => req.header.get(name), req.contextValues.get(PEER_CERTIFICATE));
       req.contextValues.set(CALLER, caller instanceof Promise ? await caller : caller);
       // A unary call answers DEADLINE_EXCEEDED at its deadline, whatever it still waits for (rpc-deadline.ts).
       const res = await untilDeadline(next(req), req.signal);
@@ -101,6 +105,7 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
     const answer = { unavailable: false };
     const values = createContextValues();
     values.set(UNAVAILABLE_ANSWER, answer);
+    values.set(PEER_CERTIFICATE, verifiedPeerCertificate(req.socket));
     const uReq = universalRequestFromNodeRequest(req, res, undefined, values);
     clampDeadlineHeaders(uReq.header);
     // A JSON body may come back shorter (unknown fields dropped), so its declared length no longer holds.

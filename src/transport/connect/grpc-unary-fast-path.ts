@@ -7,6 +7,7 @@ import { CALLER } from "../../a2a/connect-caller.js";
 import type { A2AVersion } from "../../a2a/protocol-version.js";
 import { DEFAULT_A2A_VERSION, versionOfRpcService } from "../../a2a/versions.js";
 import type { Authenticator } from "../../auth/authenticator.js";
+import { verifiedPeerCertificate } from "../peer-certificate.js";
 import type { ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
 import { admitRpcCaller, rpcErrorOf } from "./rpc-call-guard.js";
@@ -61,7 +62,7 @@ export class GrpcUnaryFastPath {
       const input = await readUnaryRequest(req, method.input, maxBodyBytes);
       let output: Message;
       try {
-        const caller = admitRpcCaller(authenticator, (name) => header(req.headers, name));
+        const caller = admitRpcCaller(authenticator, (name) => header(req.headers, name), verifiedPeerCertificate(req.socket));
         ctx.values.set(CALLER, caller instanceof Promise ? await caller : caller);
         output = await untilDeadline(invoke(spec, input, ctx), ctx.signal);
       } catch (err) {

@@ -1,6 +1,7 @@
 import { ConnectError } from "@connectrpc/connect";
 import { A2A_VERSION_HEADER, negotiateA2AVersion, type A2AVersion } from "../../a2a/protocol-version.js";
 import type { Principal } from "../../auth/principal.js";
+import type { PeerCertificate } from "node:tls";
 import type { Authenticator } from "../../auth/authenticator.js";
 import { connectErrorOf } from "../errors/a2a-error-exits.js";
 import type { ReportError } from "../errors/wire-error.js";
@@ -8,12 +9,13 @@ import type { ReportError } from "../errors/wire-error.js";
 /**
  * What every A2A RPC checks before its method runs, shared by connect's interceptor (`a2a-connect-handler.ts`)
  * and the gRPC unary fast path (`grpc-unary-fast-path.ts`): the `a2a-version` metadata (absent or empty = 0.3;
- * a version we do not serve throws VersionNotSupported), then the caller (throws `unauthenticated`). A Principal
- * straight away for API keys; a Promise only for token checks, so callers await only when they must.
+ * a version we do not serve throws VersionNotSupported), then the caller (throws `unauthenticated`) from its
+ * credentials and verified client certificate. A Principal straight away for API keys and certificates; a
+ * Promise only for token checks, so callers await only when they must.
  */
-export function admitRpcCaller(authenticator: Authenticator, header: (name: string) => string | null): Principal | Promise<Principal> {
+export function admitRpcCaller(authenticator: Authenticator, header: (name: string) => string | null, peerCertificate?: PeerCertificate): Principal | Promise<Principal> {
   negotiateA2AVersion(header(A2A_VERSION_HEADER));
-  return authenticator.authenticate({ headers: (name) => header(name) ?? undefined });
+  return authenticator.authenticate({ headers: (name) => header(name) ?? undefined, ...(peerCertificate ? { peerCertificate } : {}) });
 }
 
 /**
