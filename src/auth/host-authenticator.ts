@@ -9,14 +9,14 @@ import { oidcAuthenticator } from "./oidc-authenticator.js";
 /**
  * The host's way in from its settings: dev (AUTH=off, no client certificates), or the configured
  * authenticators side by side. A mapped, verified client certificate decides first; then a JWT-shaped bearer
- * goes to OIDC, anything else to API keys (with certificates alone, an empty key list refuses other callers).
+ * goes to OIDC, anything else to API keys (with certificates alone, every other caller is refused).
  */
 export function hostAuthenticator(settings: AuthSettings, clientPrincipals: readonly ClientCertificateEntry[] = []): Authenticator {
   if (settings.mode === "off" && clientPrincipals.length === 0) return devAuthenticator;
   const parts: Authenticator[] = [];
   if (clientPrincipals.length > 0) parts.push(clientCertificatePort(new ClientCertificateAuthenticator(clientPrincipals), clientPrincipals));
   if (settings.oidc) parts.push(oidcAuthenticator(settings.oidc));
-  if (settings.keys.length > 0 || !settings.oidc) parts.push(apiKeyAuthenticator(settings.keys));
+  if (settings.keys.length > 0) parts.push(apiKeyAuthenticator(settings.keys));
   return chain(...parts);
 }
 
