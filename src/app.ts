@@ -2,8 +2,8 @@ import type { AddressInfo } from "node:net";
 import { createCore, JSONRPC_PATH, OPENWOP_EXTENSION_URI, packageVersion, type CoreOptions } from "./core.js";
 import type { TaskService } from "./a2a/task-service.js";
 import type { TaskSupervisor } from "./engine/task-supervisor.js";
-import { apiKeyAuthenticator, devAuthenticator } from "./auth/api-key-authenticator.js";
-import { ClientCertificateAuthenticator } from "./auth/client-certificate-authenticator.js";
+import type { AuthDescription } from "./auth/authenticator.js";
+import { hostAuthenticator } from "./auth/host-authenticator.js";
 import { loadTlsServing, TlsFileWatcher } from "./transport/tls-files.js";
 import type { Principal } from "./auth/principal.js";
 import type { PushNotifications } from "./push/push-notifications.js";
@@ -55,6 +55,8 @@ export interface App {
   /** The agent's name on its card, and the skills (workflow ids) it serves: for the start-up line. */
   agentName: string;
   skills: string[];
+  /** The ways in, as the authenticators describe them: for the start-up line. */
+  auth: AuthDescription;
   /** Starts listening and resumes every unfinished task. */
   listen(): Promise<AddressInfo>;
   /**
@@ -80,13 +82,14 @@ export async function createApp(options: AppOptions): Promise<App> {
   const tls = config.tls ? loadTlsServing(config.tls) : undefined;
   const core = await createCore(options);
   const { catalog, supervisor, service, push, card, runs, runInterrupts, feed } = core;
-  // Mutual TLS: verified client certificates mapped to principals, tried before the request's credentials.
-  // Mapped certificates alone turn authentication on: without API keys, other callers are refused.
-  const clientCertificates = config.tls?.clientPrincipals.length ? new ClientCertificateAuthenticator(config.tls.clientPrincipals) : undefined;
-  const authenticator = config.auth.mode === "apikey" ? apiKeyAuthenticator(config.auth.keys) : clientCertificates ? apiKeyAuthenticator([]) : devAuthenticator;
-  if (authenticator.enabled) {
-    card.securitySchemes = { apiKey: { type: "http", scheme: "bearer", description: "An API key issued by the operator: Authorization: Bearer <key>" } };
-    card.security = [{ apiKey: [] }];
+  // Mutual TLS (TLS_CLIENT_PRINCIPALS): verified client certificates mapped to principals, tried first; mapped
+  // certificates alone turn authentication on.
+  const authenticator = hostAuthenticator(config.auth, config.tls?.clientPrincipals ?? []);
+  // The card declares exactly the configured ways in (API keys, OIDC, client certificates).
+  const auth = authenticator.describe();
+  if (auth.enabled) {
+    card.securitySchemes = auth.schemes;
+    card.security = auth.requirements;
   }
 
   const router = new HttpRouter();
@@ -106,7 +109,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   if (config.operator.console) {
     // The operator console is tenant-scoped like every other surface: a key sees its own tenant; one with
     // console:all-tenants sees every tenant of the configured keys ("default" with auth off).
-    const access = ConsoleAccess.fromAuth(config.auth);
+    const access = ConsoleAccess.fromAuth(auth);
     addConsoleRoutes(router, {
       operations: new ConsoleOperations({ supervisor, reads: core.reads, hook: core.hook, feed, tokens: core.tokens, access, catalog, interrupts: runInterrupts, storeTimeoutMs: config.storeTimeoutMs }),
       push: new ConsolePush({ enabled: push.enabled, configs: core.pushConfigs, worker: push.worker, access, storeTimeoutMs: config.storeTimeoutMs }),
@@ -138,12 +141,12 @@ export async function createApp(options: AppOptions): Promise<App> {
   addJwksRoute(router, { jwks: () => core.signingKeys.jwks(), maxAgeSeconds: 300 });
   const readiness = new Readiness({ ping: () => options.store.ping?.() ?? Promise.resolve(), timeoutMs: config.readinessTimeoutMs, leaseProblem: () => core.supervisor.leaseProblem(), details: { store: options.store.kind, durable: options.durableStore, ...(options.storeWarning ? { warning: options.storeWarning } : {}) } });
   addOpsRoutes(router, { readiness, telemetry: core.telemetry });
-  addOpenApiRoute(router, { publicUrl: config.publicUrl, version: packageVersion });
+  addOpenApiRoute(router, { publicUrl: config.publicUrl, version: packageVersion, auth });
 
   const shutdown = new AbortController();
   // Connect, gRPC and gRPC-Web calls (/a2a.v1.A2AService/* for 0.3, /lf.a2a.v1.A2AService/* for 1.0) go to the
   // Connect adapter (which authenticates in its interceptor); everything else is authenticated, then routed.
-  const rpc = createA2AConnectHandler({ versions, authenticator, clientCertificates, report, maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth, shutdownSignal: shutdown.signal });
+  const rpc = createA2AConnectHandler({ versions, authenticator, report, maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth, shutdownSignal: shutdown.signal });
   // grpc.health.v1 and server reflection (public, like /healthz): same port, their own Connect router.
   const rpcServices = versionModules().map((m) => m.connectService);
   const opsRpc = createOpsConnectHandler({ services: rpcServices, ready: async () => (await readiness.check()).ready, shutdownSignal: shutdown.signal });
@@ -156,7 +159,6 @@ export async function createApp(options: AppOptions): Promise<App> {
     // Any other gRPC, gRPC-Web or Connect call goes there too, to be answered UNIMPLEMENTED in its protocol.
     rpc: { handles: (req) => isA2ARpcPath(req.url) || isOpsRpcPath(req.url) || isRpcRequest(req), handle: (req, res) => (isOpsRpcPath(req.url) ? opsRpc(req, res) : rpc(req, res)) },
     authenticator,
-    clientCertificates,
     publicPaths: PUBLIC_PATHS,
     publicPrincipal: PUBLIC_PRINCIPAL,
     supportedExtensions: SUPPORTED_EXTENSIONS,
@@ -189,6 +191,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     push,
     agentName: card.name,
     skills: catalog.ids(),
+    auth,
     async listen() {
       const address = await server.listen(config.port, config.host);
       await core.start();

@@ -107,10 +107,9 @@ export function unknownVariableLine({ variable, suggestion }: NearVariable): str
 }
 
 function startupLine(config: Config, store: string, app: Awaited<ReturnType<typeof createApp>>): string {
-  const auth = config.auth.mode === "apikey" ? `API keys (${config.auth.keys.length})` : "off (dev: every caller is the default tenant)";
   return (
     `openwop-a2a-host listening on ${config.publicUrl} (HTTP/1.1 + h2c) — A2A JSON-RPC, gRPC, Connect, gRPC-Web, HTTP+JSON, OpenWOP REST; ` +
-    `agent: "${app.agentName}", skills: ${app.skills.join(", ")}; store: ${store}; auth: ${auth}; ${consoleAccessDescription(config)}; ${app.push.description}`
+    `agent: "${app.agentName}", skills: ${app.skills.join(", ")}; store: ${store}; auth: ${app.auth.summary}; ${consoleAccessDescription(app.auth, config.operator)}; ${app.push.description}`
   );
 }
 

@@ -1,6 +1,7 @@
 import { hash, timingSafeEqual } from "node:crypto";
 import { DomainError } from "../domain/errors.js";
-import { SCOPES, type Principal, type Scope } from "./principal.js";
+import { bearerOf, isJwtShaped, type AuthDescription, type Authenticator } from "./authenticator.js";
+import { SCOPES, type Scope } from "./principal.js";
 
 /** One configured API key. Configuration may hold the key itself or only its SHA-256. */
 export interface ApiKeyEntry {
@@ -10,27 +11,29 @@ export interface ApiKeyEntry {
   keySha256: Buffer;
 }
 
-/** Dev mode (AUTH=off): every caller acts as this principal in the default tenant. */
-export const DEV_PRINCIPAL: Principal = { tenant: "default", id: "anonymous", scopes: "*" };
-
-export type HeaderLookup = (name: string) => string | undefined;
-
-export interface Authenticator {
-  readonly enabled: boolean;
-  /** The principal behind a request's credentials; throws `unauthenticated` without a valid key. */
-  authenticate(header: HeaderLookup): Principal;
-}
-
-export const devAuthenticator: Authenticator = { enabled: false, authenticate: () => DEV_PRINCIPAL };
-
-/** Bearer API keys (`Authorization: Bearer <key>` or `X-API-Key: <key>`), compared in constant time by digest. */
+/**
+ * Bearer API keys (`Authorization: Bearer <key>` or `X-API-Key: <key>`), compared in constant time by digest.
+ * Synchronous: the hot path pays no promise hop. In a chain it recognises every request but JWT-shaped bearers
+ * (those go to the token authenticator); alone, it refuses those as unknown keys.
+ */
 export function apiKeyAuthenticator(entries: ApiKeyEntry[]): Authenticator {
-  return {
+  const tenants = [...new Set(entries.map((k) => k.tenant))];
+  const allTenantsHolders = entries.filter((k) => k.scopes.includes("console:operate") && k.scopes.includes("console:all-tenants")).map((k) => k.id);
+  const description: AuthDescription = {
     enabled: true,
-    authenticate(header) {
-      const authorization = header("authorization");
-      const bearer = authorization && /^bearer\s+(.+)$/i.exec(authorization)?.[1]?.trim();
-      const key = bearer || header("x-api-key")?.trim();
+    schemes: { apiKey: { type: "http", scheme: "bearer", description: "An API key issued by the operator: Authorization: Bearer <key>" } },
+    requirements: [{ apiKey: [] }],
+    tenants,
+    allTenantsHolders,
+    summary: `API keys (${entries.length})`,
+  };
+  return {
+    recognises({ headers }) {
+      const bearer = bearerOf(headers);
+      return bearer === undefined || !isJwtShaped(bearer);
+    },
+    authenticate({ headers }) {
+      const key = bearerOf(headers) || headers("x-api-key")?.trim();
       if (!key) throw new DomainError("unauthenticated", "missing credentials: send Authorization: Bearer <API key>");
       const digest = sha256(key);
       let found: ApiKeyEntry | undefined;
@@ -38,6 +41,7 @@ export function apiKeyAuthenticator(entries: ApiKeyEntry[]): Authenticator {
       if (!found) throw new DomainError("unauthenticated", "invalid API key");
       return { tenant: found.tenant, id: `apikey:${found.id}`, scopes: found.scopes };
     },
+    describe: () => description,
   };
 }
 

@@ -1,22 +1,30 @@
 import { parseApiKeys, type ApiKeyEntry } from "./api-key-authenticator.js";
+import { loadOidcSettings, type OidcSettings } from "./oidc-settings.js";
 
-/** AUTH=off (dev: every caller is the default tenant's anonymous principal) or apikey (bearer API keys). */
+/**
+ * AUTH=off (dev: every caller is the default tenant's anonymous principal) or on: API keys (`API_KEYS`),
+ * OIDC bearer tokens (`AUTH_OIDC_ISSUER`), or both side by side. `apikey` is the older name of `on`.
+ */
 export interface AuthSettings {
-  mode: "off" | "apikey";
+  mode: "off" | "on";
   keys: ApiKeyEntry[];
+  oidc?: OidcSettings;
 }
 
 /**
- * API keys are on whenever `API_KEYS` is set (or `AUTH=apikey`), and always in production, which refuses
- * to start without keys. Returns an error message instead of throwing so config.ts keeps one error type.
+ * Auth is on whenever `API_KEYS` or `AUTH_OIDC_ISSUER` is set (or `AUTH=on`), and always in production, which
+ * refuses to start without a way in. Returns an error message instead of throwing so config.ts keeps one error type.
  */
 export function loadAuthSettings(env: Record<string, string | undefined>, production: boolean): AuthSettings | string {
-  const mode = env["AUTH"] || (env["API_KEYS"] || production ? "apikey" : "off");
-  if (mode !== "off" && mode !== "apikey") return `AUTH must be one of off, apikey (got "${mode}")`;
-  if (mode === "off") return production ? "NODE_ENV=production does not allow AUTH=off" : { mode, keys: [] };
-  if (!env["API_KEYS"]) return "AUTH=apikey needs API_KEYS (a JSON array of {id, tenant, scopes, key | keySha256})";
+  const requested = env["AUTH"] || (env["API_KEYS"] || env["AUTH_OIDC_ISSUER"] || production ? "on" : "off");
+  if (requested !== "off" && requested !== "on" && requested !== "apikey") return `AUTH must be one of off, on (or apikey, its older name) (got "${requested}")`;
+  // Checked even with AUTH=off: a half-configured issuer is a mistake to report, not to ignore.
+  const oidc = loadOidcSettings(env, production);
+  if (typeof oidc === "string") return oidc;
+  if (requested === "off") return production ? "NODE_ENV=production does not allow AUTH=off" : { mode: "off", keys: [] };
+  if (!env["API_KEYS"] && !oidc) return "AUTH=on needs API_KEYS (a JSON array of {id, tenant, scopes, key | keySha256}) or AUTH_OIDC_ISSUER (with AUTH_OIDC_AUDIENCE)";
   try {
-    return { mode, keys: parseApiKeys(env["API_KEYS"]) };
+    return { mode: "on", keys: env["API_KEYS"] ? parseApiKeys(env["API_KEYS"]) : [], ...(oidc ? { oidc } : {}) };
   } catch (err) {
     return (err as Error).message;
   }

@@ -103,7 +103,7 @@ export function loadConfig(env: Env = process.env): Config {
     signingKeys: readSigningKeySettings(reader, production),
     conformanceSeams: reader.bool("CONFORMANCE_SEAMS", !production),
     idempotencyTtlMs: reader.int("IDEMPOTENCY_TTL_HOURS", 24, 24, 24 * 365) * 60 * 60 * 1000,
-    auth: typeof auth === "string" ? { mode: "apikey", keys: [] } : auth,
+    auth: typeof auth === "string" ? { mode: "on", keys: [] } : auth,
     push: readPushSettings(reader),
     a2aPeer: readPeerSettings(reader, production),
     httpNode: readHttpNodeSettings(reader, production),

@@ -1,4 +1,4 @@
-import type { AuthSettings } from "../auth/auth-settings.js";
+import type { AuthDescription } from "../auth/authenticator.js";
 import type { Principal } from "../auth/principal.js";
 
 /** Opens the operator console (/console/api/*): the key's own tenant only. */
@@ -12,16 +12,17 @@ export const CONSOLE_ALL_TENANTS_SCOPE = "console:all-tenants";
  * explicit scope counts: the dev principal (auth off, scopes "*") stays in the "default" tenant, as today.
  */
 export class ConsoleAccess {
-  /** `allTenants`: the tenants of the configured keys ("default" with auth off). */
+  /** `allTenants`: the tenants the authenticators know (the configured keys'; "default" with auth off). */
   constructor(private readonly allTenants: readonly string[]) {}
 
-  static fromAuth(auth: AuthSettings): ConsoleAccess {
-    return new ConsoleAccess(auth.mode === "apikey" ? [...new Set(auth.keys.map((k) => k.tenant))] : ["default"]);
+  static fromAuth(auth: Pick<AuthDescription, "tenants">): ConsoleAccess {
+    return new ConsoleAccess(auth.tenants);
   }
 
-  /** The tenants `principal` sees, in a stable order. */
+  /** The tenants `principal` sees, in a stable order (a token's tenant need not be among the configured ones). */
   tenantsFor(principal: Principal): readonly string[] {
-    return seesAllTenants(principal) ? this.allTenants : [principal.tenant];
+    if (!seesAllTenants(principal)) return [principal.tenant];
+    return this.allTenants.includes(principal.tenant) ? this.allTenants : [...this.allTenants, principal.tenant];
   }
 
   canSee(principal: Principal, tenant: string): boolean {
@@ -37,12 +38,10 @@ export function seesAllTenants(principal: Principal): boolean {
  * The start-up phrase of the console's access rule, e.g.
  * "console: per-tenant; all tenants for keys ops-1 (console:all-tenants)".
  */
-export function consoleAccessDescription(config: { auth: AuthSettings; operator: { console: boolean } }): string {
-  if (!config.operator.console) return "console: off";
-  if (config.auth.mode !== "apikey") return "console: tenant default (auth off)";
-  const wide = config.auth.keys
-    .filter((k) => k.scopes.includes(CONSOLE_SCOPE) && k.scopes.includes(CONSOLE_ALL_TENANTS_SCOPE))
-    .map((k) => k.id);
+export function consoleAccessDescription(auth: Pick<AuthDescription, "enabled" | "allTenantsHolders">, operator: { console: boolean }): string {
+  if (!operator.console) return "console: off";
+  if (!auth.enabled) return "console: tenant default (auth off)";
+  const wide = auth.allTenantsHolders;
   return wide.length
     ? `console: per-tenant; all tenants for keys ${wide.join(", ")} (${CONSOLE_ALL_TENANTS_SCOPE})`
     : `console: per-tenant; no key sees all tenants (${CONSOLE_ALL_TENANTS_SCOPE})`;

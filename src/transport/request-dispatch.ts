@@ -1,8 +1,7 @@
 import { a2aVersionOf, requestedA2AVersion, type A2AVersion } from "../a2a/protocol-version.js";
 import { DEFAULT_A2A_VERSION } from "../a2a/versions.js";
-import type { Authenticator } from "../auth/api-key-authenticator.js";
+import { bearerChallenge, bearerOf, type Authenticator, type HeaderLookup } from "../auth/authenticator.js";
 import type { CallContext } from "../auth/call-context.js";
-import type { ClientCertificateAuthenticator } from "../auth/client-certificate-authenticator.js";
 import type { Principal } from "../auth/principal.js";
 import { DomainError } from "../domain/errors.js";
 import { noteRequest } from "../observability/request-notes.js";
@@ -30,8 +29,6 @@ export interface RequestDispatchOptions {
   /** Connect, gRPC and gRPC-Web calls: authenticated by the Connect handler's own interceptor. */
   rpc: { handles(req: HttpRequest): boolean; handle(req: HttpRequest, res: HttpResponse): void };
   authenticator: Authenticator;
-  /** Mutual TLS callers (TLS_CLIENT_PRINCIPALS): a mapped, verified client certificate is tried before `authenticator`. */
-  clientCertificates?: ClientCertificateAuthenticator | undefined;
   /** Paths without credentials; their handlers see `publicPrincipal`. */
   publicPaths: RegExp[];
   publicPrincipal: Principal;
@@ -113,14 +110,16 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
     }
     const binding = found?.binding ?? fallbackBinding(req);
     let principal: Principal;
+    const headers: HeaderLookup = (name) => headerValue(req, name);
     try {
       const isPublic = jsonRpcCall ? jsonRpcPublic : options.publicPaths.some((p) => p.test(path));
-      const headers = (name: string): string | undefined => headerValue(req, name);
-      principal = isPublic ? options.publicPrincipal : (options.clientCertificates?.authenticate({ headers, peerCertificate: verifiedPeerCertificate(req.socket) }) ?? options.authenticator.authenticate(headers));
+      const answer = isPublic ? options.publicPrincipal : options.authenticator.authenticate({ headers, peerCertificate: verifiedPeerCertificate(req.socket) });
+      // API keys and certificates answer synchronously; only a token check (JWKS) costs a promise hop.
+      principal = answer instanceof Promise ? await answer : answer;
     } catch (err) {
-      const headers = { "www-authenticate": 'Bearer realm="openwop-a2a-host"' };
-      if (binding.kind === "jsonrpc" && found && "handler" in found) return options.jsonRpcRefused(req, res, err, headers);
-      sendError(res, binding, err, headers);
+      const challenge = { "www-authenticate": bearerChallenge(headers, err) };
+      if (binding.kind === "jsonrpc" && found && "handler" in found) return options.jsonRpcRefused(req, res, err, challenge);
+      sendError(res, binding, err, challenge);
       return;
     }
     noteRequest({ tenant: principal.tenant, ...(found && "template" in found ? { method: `${method} ${found.template}` } : {}) });
@@ -132,7 +131,9 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
     try {
       await found.handler(req, res, found.params, ctx);
     } catch (err) {
-      if (!res.headersSent) sendError(res, binding, err);
+      // A bearer caller without the scope gets RFC 6750's insufficient_scope challenge with its 403.
+      const scopeRefused = err instanceof DomainError && err.code === "permission-denied" && bearerOf(headers) !== undefined;
+      if (!res.headersSent) sendError(res, binding, err, scopeRefused ? { "www-authenticate": bearerChallenge(headers, err) } : {});
       else res.end();
     } finally {
       handled = true;

@@ -121,6 +121,13 @@ describe("mutual TLS, TLS_CLIENT_AUTH=optional", () => {
     }
   });
 
+  it("the card declares both ways in: mutualTLS and the API key", async () => {
+    const card = (await (await request(`${t.baseUrl}/.well-known/agent-card.json`, { dispatcher: agentFor() })).body.json()) as any;
+    expect(Object.keys(card.securitySchemes).sort()).toEqual(["apiKey", "mtls"]);
+    expect(card.securitySchemes.mtls).toEqual(expect.objectContaining({ type: "mutualTLS" }));
+    expect(card.security).toEqual([{ mtls: [] }, { apiKey: [] }]);
+  });
+
   it("callers without a certificate (or with an unmapped one) still use API keys", async () => {
     expect((await jsonRpc(t, "tasks/get", { id: "nope" }, undefined, KEY)).body.error?.code).toBe(-32001);
     expect((await jsonRpc(t, "tasks/get", { id: "nope" }, stranger, KEY)).body.error?.code).toBe(-32001);
@@ -239,6 +246,9 @@ describe("TLS_CLIENT_PRINCIPALS without API keys, and SIGHUP", () => {
   afterAll(() => t.close());
 
   it("mapped certificates alone turn authentication on", async () => {
+    const card = (await (await request(`${t.baseUrl}/.well-known/agent-card.json`, { dispatcher: agentFor() })).body.json()) as any;
+    expect(card.securitySchemes).toEqual({ mtls: expect.objectContaining({ type: "mutualTLS" }) });
+    expect(card.security).toEqual([{ mtls: [] }]);
     expect((await jsonRpc(t, "tasks/get", { id: "nope" })).status).toBe(401);
     expect((await jsonRpc(t, "tasks/get", { id: "nope" }, stranger)).status).toBe(401);
     expect((await jsonRpc(t, "tasks/get", { id: "nope" }, billing)).body.error?.code).toBe(-32001);

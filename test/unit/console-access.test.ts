@@ -1,9 +1,9 @@
 // The console's tenant rule: a key sees its own tenant; console:all-tenants (with console:operate) every
 // configured tenant; the dev principal the default tenant; and the start-up phrase that names the grant.
 import { describe, expect, it } from "vitest";
-import { DEV_PRINCIPAL, parseApiKeys } from "../../src/auth/api-key-authenticator.js";
+import { apiKeyAuthenticator, parseApiKeys } from "../../src/auth/api-key-authenticator.js";
+import { DEV_PRINCIPAL, devAuthenticator } from "../../src/auth/dev-authenticator.js";
 import { ConsoleAccess, consoleAccessDescription } from "../../src/console/console-access.js";
-import type { AuthSettings } from "../../src/auth/auth-settings.js";
 
 const keys = parseApiKeys(
   JSON.stringify([
@@ -12,7 +12,8 @@ const keys = parseApiKeys(
     { id: "half", tenant: "globex", scopes: ["console:all-tenants"], key: "0123456789abcdef-h" },
   ]),
 );
-const apikey: AuthSettings = { mode: "apikey", keys };
+const apikey = apiKeyAuthenticator(keys).describe();
+const off = devAuthenticator.describe();
 
 describe("console access", () => {
   it("a key sees its own tenant; the all-tenants scope every configured tenant", () => {
@@ -23,16 +24,16 @@ describe("console access", () => {
   });
 
   it("auth off: the dev principal sees the default tenant, and scopes \"*\" are no all-tenants grant", () => {
-    const access = ConsoleAccess.fromAuth({ mode: "off", keys: [] });
+    const access = ConsoleAccess.fromAuth(off);
     expect(access.tenantsFor(DEV_PRINCIPAL)).toEqual(["default"]);
     expect(access.tenantsFor({ tenant: "other", id: "x", scopes: "*" })).toEqual(["other"]);
   });
 
   it("names the grant for the start-up line", () => {
-    expect(consoleAccessDescription({ auth: apikey, operator: { console: true } })).toBe("console: per-tenant; all tenants for keys ops-1 (console:all-tenants)");
-    expect(consoleAccessDescription({ auth: { mode: "apikey", keys: keys.slice(0, 1) }, operator: { console: true } })).toBe("console: per-tenant; no key sees all tenants (console:all-tenants)");
-    expect(consoleAccessDescription({ auth: { mode: "off", keys: [] }, operator: { console: true } })).toBe("console: tenant default (auth off)");
-    expect(consoleAccessDescription({ auth: apikey, operator: { console: false } })).toBe("console: off");
+    expect(consoleAccessDescription(apikey, { console: true })).toBe("console: per-tenant; all tenants for keys ops-1 (console:all-tenants)");
+    expect(consoleAccessDescription(apiKeyAuthenticator(keys.slice(0, 1)).describe(), { console: true })).toBe("console: per-tenant; no key sees all tenants (console:all-tenants)");
+    expect(consoleAccessDescription(off, { console: true })).toBe("console: tenant default (auth off)");
+    expect(consoleAccessDescription(apikey, { console: false })).toBe("console: off");
   });
 
   it("refuses tenant \"*\": tenants are compared exactly everywhere, never a wildcard", () => {

@@ -3,8 +3,7 @@ import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, un
 import { CALLER } from "../../a2a/connect-caller.js";
 import { versionModules, versionOfRpcService, DEFAULT_A2A_VERSION, type BoundVersions } from "../../a2a/versions.js";
 import type { PeerCertificate } from "node:tls";
-import type { Authenticator } from "../../auth/api-key-authenticator.js";
-import type { ClientCertificateAuthenticator } from "../../auth/client-certificate-authenticator.js";
+import type { Authenticator } from "../../auth/authenticator.js";
 import { verifiedPeerCertificate } from "../peer-certificate.js";
 import { RETRY_AFTER_SECONDS, type ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
@@ -30,10 +29,8 @@ const A2A_RPC_PREFIXES = versionModules().map((m) => `/${m.connectService.typeNa
 
 export interface A2AConnectHandlerOptions {
   versions: BoundVersions;
-  /** Who the caller is, from the request's credentials (the same API keys as every other binding). */
+  /** Who the caller is, from the request's credentials and client certificate (the same port as every other binding). */
   authenticator: Authenticator;
-  /** Mutual TLS callers (TLS_CLIENT_PRINCIPALS), tried before `authenticator`. */
-  clientCertificates?: ClientCertificateAuthenticator | undefined;
   report: ReportError;
   /** Per-message limit (the same as the HTTP body limit); larger messages answer RESOURCE_EXHAUSTED. */
   maxBodyBytes: number;
@@ -54,7 +51,7 @@ export interface A2AConnectHandlerOptions {
  * with the same answers (`grpc-unary-fast-path.ts`); the interceptor and that path share `rpc-call-guard.ts`.
  */
 export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req: HttpRequest, res: HttpResponse) => void {
-  const { authenticator, clientCertificates, report } = options;
+  const { authenticator, report } = options;
   const acceptCompression = [compressionGzip, compressionBrotli];
   const guard: Interceptor = (next) => async (req) => {
     const version = versionOfRpcService(req.service.typeName) ?? DEFAULT_A2A_VERSION;
@@ -68,7 +65,8 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
       return error;
     };
     try {
-      req.contextValues.set(CALLER, admitRpcCaller(authenticator, (name) => req.header.get(name), clientCertificates, req.contextValues.get(PEER_CERTIFICATE)));
+      const caller = admitRpcCaller(authenticator, (name) => req.header.get(name), req.contextValues.get(PEER_CERTIFICATE));
+      req.contextValues.set(CALLER, caller instanceof Promise ? await caller : caller);
       // A unary call answers DEADLINE_EXCEEDED at its deadline, whatever it still waits for (rpc-deadline.ts).
       const res = await untilDeadline(next(req), req.signal);
       if (!res.stream) return res;
@@ -89,7 +87,7 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
     acceptCompression,
   });
   // Plain unary gRPC calls skip connect's per-call machinery (grpc-unary-fast-path.ts); it records the impls.
-  const fastPath = new GrpcUnaryFastPath({ authenticator, clientCertificates, report, maxBodyBytes: options.maxBodyBytes, shutdownSignal: options.shutdownSignal, acceptCompression });
+  const fastPath = new GrpcUnaryFastPath({ authenticator, report, maxBodyBytes: options.maxBodyBytes, shutdownSignal: options.shutdownSignal, acceptCompression });
   for (const bindings of options.versions.values()) bindings.connect(fastPath.recording(router));
   const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
   // connectNodeAdapter's loop, with the request body checked first (rpc-request-check.ts).

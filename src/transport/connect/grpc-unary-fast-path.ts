@@ -6,8 +6,7 @@ import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
 import { CALLER } from "../../a2a/connect-caller.js";
 import type { A2AVersion } from "../../a2a/protocol-version.js";
 import { DEFAULT_A2A_VERSION, versionOfRpcService } from "../../a2a/versions.js";
-import type { Authenticator } from "../../auth/api-key-authenticator.js";
-import type { ClientCertificateAuthenticator } from "../../auth/client-certificate-authenticator.js";
+import type { Authenticator } from "../../auth/authenticator.js";
 import { verifiedPeerCertificate } from "../peer-certificate.js";
 import type { ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
@@ -51,7 +50,7 @@ export class GrpcUnaryFastPath {
   }
 
   private async call(spec: UnarySpec, version: A2AVersion, req: Http2ServerRequest, res: Http2ServerResponse): Promise<void> {
-    const { authenticator, clientCertificates, report, maxBodyBytes, shutdownSignal, acceptCompression } = this.options;
+    const { authenticator, report, maxBodyBytes, shutdownSignal, acceptCompression } = this.options;
     const { method } = spec;
     const compression = compressionNegotiate(acceptCompression, null, header(req.headers, "grpc-accept-encoding"), "grpc-accept-encoding").response;
     const timeout = parseTimeout(clampGrpcTimeout(header(req.headers, "grpc-timeout")), Number.MAX_SAFE_INTEGER);
@@ -63,7 +62,8 @@ export class GrpcUnaryFastPath {
       const input = await readUnaryRequest(req, method.input, maxBodyBytes);
       let output: Message;
       try {
-        ctx.values.set(CALLER, admitRpcCaller(authenticator, (name) => header(req.headers, name), clientCertificates, verifiedPeerCertificate(req.socket)));
+        const caller = admitRpcCaller(authenticator, (name) => header(req.headers, name), verifiedPeerCertificate(req.socket));
+        ctx.values.set(CALLER, caller instanceof Promise ? await caller : caller);
         output = await untilDeadline(invoke(spec, input, ctx), ctx.signal);
       } catch (err) {
         throw rpcErrorOf(version, report, method.name, err);
@@ -91,8 +91,6 @@ export class GrpcUnaryFastPath {
 
 export interface FastPathOptions {
   authenticator: Authenticator;
-  /** Mutual TLS callers (TLS_CLIENT_PRINCIPALS), tried before `authenticator`. */
-  clientCertificates?: ClientCertificateAuthenticator | undefined;
   report: ReportError;
   /** Per-message limit, as connect's `readMaxBytes`. */
   maxBodyBytes: number;

@@ -2,21 +2,20 @@ import { ConnectError } from "@connectrpc/connect";
 import { A2A_VERSION_HEADER, negotiateA2AVersion, type A2AVersion } from "../../a2a/protocol-version.js";
 import type { Principal } from "../../auth/principal.js";
 import type { PeerCertificate } from "node:tls";
-import type { Authenticator } from "../../auth/api-key-authenticator.js";
-import type { ClientCertificateAuthenticator } from "../../auth/client-certificate-authenticator.js";
+import type { Authenticator } from "../../auth/authenticator.js";
 import { connectErrorOf } from "../errors/a2a-error-exits.js";
 import type { ReportError } from "../errors/wire-error.js";
 
 /**
  * What every A2A RPC checks before its method runs, shared by connect's interceptor (`a2a-connect-handler.ts`)
  * and the gRPC unary fast path (`grpc-unary-fast-path.ts`): the `a2a-version` metadata (absent or empty = 0.3;
- * a version we do not serve throws VersionNotSupported), then the caller (throws `unauthenticated`): a verified
- * client certificate mapped in TLS_CLIENT_PRINCIPALS first, else the request's credentials.
+ * a version we do not serve throws VersionNotSupported), then the caller (throws `unauthenticated`) from its
+ * credentials and verified client certificate. A Principal straight away for API keys and certificates; a
+ * Promise only for token checks, so callers await only when they must.
  */
-export function admitRpcCaller(authenticator: Authenticator, header: (name: string) => string | null, clientCertificates?: ClientCertificateAuthenticator, peerCertificate?: PeerCertificate): Principal {
+export function admitRpcCaller(authenticator: Authenticator, header: (name: string) => string | null, peerCertificate?: PeerCertificate): Principal | Promise<Principal> {
   negotiateA2AVersion(header(A2A_VERSION_HEADER));
-  const headers = (name: string): string | undefined => header(name) ?? undefined;
-  return clientCertificates?.authenticate({ headers, peerCertificate }) ?? authenticator.authenticate(headers);
+  return authenticator.authenticate({ headers: (name) => header(name) ?? undefined, ...(peerCertificate ? { peerCertificate } : {}) });
 }
 
 /**

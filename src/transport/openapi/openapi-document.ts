@@ -1,3 +1,4 @@
+import type { AuthDescription } from "../../auth/authenticator.js";
 /**
  * The OpenAPI 3.1 description of the REST surface: OpenWOP runs, interrupts, discovery, the operator console's
  * JSON API, and A2A HTTP+JSON for 0.3 and 1.0. Written by hand as documentation; a test checks it against the
@@ -121,7 +122,8 @@ function operationObject(op: Operation, method: Method): Record<string, unknown>
   };
 }
 
-export function openApiDocument(options: { publicUrl: string; version: string }): Record<string, unknown> {
+/** `auth`: the configured ways in (the authenticator's description); none (auth off) declares no scheme. */
+export function openApiDocument(options: { publicUrl: string; version: string; auth: Pick<AuthDescription, "schemes" | "requirements"> }): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const op of DOCUMENTED_OPERATIONS) {
     const item = (paths[op.path] ??= {});
@@ -133,7 +135,7 @@ export function openApiDocument(options: { publicUrl: string; version: string })
     servers: [{ url: options.publicUrl }],
     tags: [...new Set(DOCUMENTED_OPERATIONS.map((o) => o.tag))].map((name) => ({ name })),
     paths,
-    components: { schemas: ERROR_SCHEMAS, securitySchemes: { apiKey: { type: "http", scheme: "bearer", description: "An API key: Authorization: Bearer <key> (when API_KEYS is set)" } } },
-    security: [{ apiKey: [] }],
+    components: { schemas: ERROR_SCHEMAS, securitySchemes: options.auth.schemes },
+    security: options.auth.requirements,
   };
 }

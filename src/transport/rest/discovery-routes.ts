@@ -53,6 +53,8 @@ export function discoveryDocument(options: DiscoveryOptions): Record<string, unk
     ...(options.fixtures ? { fixtures: options.fixtures } : {}),
     eventLogSchemaVersion: 2,
     ...(options.recoveryEvidence ? { recoveryEvidence: options.recoveryEvidence } : {}),
+    // How callers authenticate: the card's schemes and requirements (the configured authenticators' own words).
+    auth: { required: (card.security ?? []).length > 0, schemes: card.securitySchemes ?? {}, security: card.security ?? [] },
     a2a: {
       supported: true,
       // The pure 1.0 card, whatever the bare path serves: a strict 1.0 client refuses the hybrid one.

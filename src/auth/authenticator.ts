@@ -1,0 +1,107 @@
+import type { PeerCertificate } from "node:tls";
+import { DomainError } from "../domain/errors.js";
+import type { Principal } from "./principal.js";
+
+/** A request header by lower-case name (the first value when repeated). */
+export type HeaderLookup = (name: string) => string | undefined;
+
+/** What an authenticator sees of a request, whatever its binding (HTTP, JSON-RPC, gRPC, Connect, gRPC-Web). */
+export interface AuthRequest {
+  headers: HeaderLookup;
+  /** The client certificate of a mutual-TLS connection, when the listener asked for one and it verified. */
+  peerCertificate?: PeerCertificate | undefined;
+}
+
+/**
+ * A security scheme as the A2A 0.3 card and OpenAPI 3 write it (`type`: apiKey | http | oauth2 | openIdConnect |
+ * mutualTLS); the 1.0 card codec turns it into its oneof.
+ */
+export type SecurityScheme = Record<string, unknown>;
+
+/** What an authenticator tells the rest of the host about itself; nothing outside `auth/` asks which kind it is. */
+export interface AuthDescription {
+  /** False only in dev mode (AUTH=off): every caller is the dev principal. */
+  enabled: boolean;
+  /** Card and OpenAPI security schemes, by name. */
+  schemes: Record<string, SecurityScheme>;
+  /** Alternatives (OR): each names schemes that together suffice (AND). Empty when `enabled` is false. */
+  requirements: Array<Record<string, string[]>>;
+  /** The tenants the operator console may show a `console:all-tenants` caller. */
+  tenants: readonly string[];
+  /** Who holds `console:all-tenants` by configuration (API key ids), for the start-up line; tokens decide per call. */
+  allTenantsHolders: readonly string[];
+  /** The start-up line's words, e.g. "API keys (3)" or "OIDC https://idp.example (audience a2a-host)". */
+  summary: string;
+}
+
+/**
+ * The authentication port: every way in (API key, OIDC bearer token, client certificate) is one of these,
+ * and all end in the same Principal. `authenticate` answers a Principal directly when it can (API keys: no
+ * promise hop on the hot path) or a Promise (token verification that may fetch a JWKS); callers await only
+ * a promise. It throws (or rejects with) DomainError `unauthenticated` for a credential it recognises but refuses.
+ */
+export interface Authenticator {
+  /** Whether this request carries the kind of credential this authenticator decides about. */
+  recognises(request: AuthRequest): boolean;
+  authenticate(request: AuthRequest): Principal | Promise<Principal>;
+  describe(): AuthDescription;
+}
+
+/** The bearer credential of `Authorization: Bearer <value>`, if any. */
+export function bearerOf(headers: HeaderLookup): string | undefined {
+  const authorization = headers("authorization");
+  return (authorization && /^bearer\s+(.+)$/i.exec(authorization)?.[1]?.trim()) || undefined;
+}
+
+/** A compact JWS (three base64url segments): such bearers go to the token authenticator, others to API keys. */
+export function isJwtShaped(value: string): boolean {
+  return /^[\w-]+\.[\w-]+\.[\w-]*$/.test(value);
+}
+
+/**
+ * Several ways in side by side: the first authenticator that recognises the request's credential decides
+ * (a refusal is final: no fallback to the next); none recognising it is 401. Descriptions are merged.
+ */
+export function chain(...authenticators: Authenticator[]): Authenticator {
+  if (authenticators.length === 1) return authenticators[0]!;
+  const description = mergeDescriptions(authenticators.map((a) => a.describe()));
+  return {
+    recognises: (request) => authenticators.some((a) => a.recognises(request)),
+    authenticate(request) {
+      for (const authenticator of authenticators) if (authenticator.recognises(request)) return authenticator.authenticate(request);
+      throw new DomainError("unauthenticated", "missing credentials: send Authorization: Bearer <API key or access token>");
+    },
+    describe: () => description,
+  };
+}
+
+function mergeDescriptions(parts: AuthDescription[]): AuthDescription {
+  const enabled = parts.filter((p) => p.enabled);
+  return {
+    enabled: enabled.length > 0,
+    schemes: Object.assign({}, ...enabled.map((p) => p.schemes)) as Record<string, SecurityScheme>,
+    requirements: enabled.flatMap((p) => p.requirements),
+    tenants: [...new Set(parts.flatMap((p) => p.tenants))],
+    allTenantsHolders: parts.flatMap((p) => p.allTenantsHolders),
+    summary: enabled.map((p) => p.summary).join(" + ") || parts[0]?.summary || "",
+  };
+}
+
+/**
+ * The RFC 6750 challenge for a refused request: `invalid_token` when it carried a bearer credential that was
+ * refused (401), `insufficient_scope` when a bearer caller lacks a scope (403); a bare challenge otherwise.
+ */
+export function bearerChallenge(headers: HeaderLookup, err: unknown): string {
+  const realm = 'Bearer realm="openwop-a2a-host"';
+  if (!(err instanceof DomainError) || !bearerOf(headers)) return realm;
+  if (err.code === "unauthenticated") return `${realm}, error="invalid_token", error_description="${quoted(err.message)}"`;
+  if (err.code === "permission-denied" && typeof err.details?.["requiredScope"] === "string") {
+    return `${realm}, error="insufficient_scope", scope="${quoted(err.details["requiredScope"])}"`;
+  }
+  return realm;
+}
+
+/** RFC 6750 §3: error_description and scope are %x20-21 / %x23-5B / %x5D-7E (no quote, no backslash). */
+function quoted(value: string): string {
+  return value.replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, "");
+}
