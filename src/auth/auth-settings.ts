@@ -13,7 +13,8 @@ export interface AuthSettings {
 
 /**
  * Auth is on whenever `API_KEYS` or `AUTH_OIDC_ISSUER` is set (or `AUTH=on`), and always in production, which
- * refuses to start without a way in. Returns an error message instead of throwing so config.ts keeps one error type.
+ * refuses to start without a way in: API keys, OIDC tokens, or client certificates (`TLS_CLIENT_PRINCIPALS`, whose
+ * own checks live with the TLS settings; each alone is enough). Returns an error message instead of throwing so config.ts keeps one error type.
  */
 export function loadAuthSettings(env: Record<string, string | undefined>, production: boolean): AuthSettings | string {
   const requested = env["AUTH"] || (env["API_KEYS"] || env["AUTH_OIDC_ISSUER"] || production ? "on" : "off");
@@ -22,7 +23,9 @@ export function loadAuthSettings(env: Record<string, string | undefined>, produc
   const oidc = loadOidcSettings(env, production);
   if (typeof oidc === "string") return oidc;
   if (requested === "off") return production ? "NODE_ENV=production does not allow AUTH=off" : { mode: "off", keys: [] };
-  if (!env["API_KEYS"] && !oidc) return "AUTH=on needs API_KEYS (a JSON array of {id, tenant, scopes, key | keySha256}) or AUTH_OIDC_ISSUER (with AUTH_OIDC_AUDIENCE)";
+  if (!env["API_KEYS"] && !oidc && !env["TLS_CLIENT_PRINCIPALS"]) {
+    return "AUTH=on needs API_KEYS (a JSON array of {id, tenant, scopes, key | keySha256}), AUTH_OIDC_ISSUER (with AUTH_OIDC_AUDIENCE) or TLS_CLIENT_PRINCIPALS (with TLS)";
+  }
   try {
     return { mode: "on", keys: env["API_KEYS"] ? parseApiKeys(env["API_KEYS"]) : [], ...(oidc ? { oidc } : {}) };
   } catch (err) {

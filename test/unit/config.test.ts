@@ -14,6 +14,13 @@ describe("configuration", () => {
     expect(config.retentionMs).toBe(7 * 24 * 3600 * 1000);
   });
 
+  it("client certificates alone are a way in, as API keys or OIDC tokens are: production asks for no API_KEYS then", () => {
+    const principals = '[{"subject":"CN=ops","tenant":"ops","scopes":["runs:read"]}]';
+    expect(() => loadConfig({ NODE_ENV: "production", TLS_CLIENT_PRINCIPALS: principals })).toThrow(ConfigError);
+    expect(() => loadConfig({ NODE_ENV: "production", TLS_CLIENT_PRINCIPALS: principals })).not.toThrow("AUTH=on needs");
+    expect(() => loadConfig({ NODE_ENV: "production" })).toThrow("AUTH=on needs API_KEYS");
+  });
+
   it.each([
     [{ PORT: "http" }, "PORT must be a whole number between 0 and 65535"],
     [{ PORT: "70000" }, "PORT must be a whole number"],
