@@ -1,11 +1,11 @@
 import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JWSHeaderParameters, type FlattenedJWSInput, type JWTPayload, type CryptoKey } from "jose";
+import { ASYMMETRIC_JWS_ALGORITHMS } from "../domain/asymmetric-algorithms.js";
 import { DomainError } from "../domain/errors.js";
 import { bearerOf, isJwtShaped, type AuthDescription, type Authenticator } from "./authenticator.js";
 import type { OidcSettings } from "./oidc-settings.js";
 import { SCOPES, type Principal, type Scope } from "./principal.js";
 
 /** Asymmetric signatures only: never `none`, never HS* (an HMAC "signed" with the public key would verify). */
-const ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"];
 /** Larger bearers are refused before any parsing. */
 const MAX_TOKEN_CHARS = 8192;
 /** Clock skew tolerated on exp/nbf/iat, in seconds. */
@@ -91,7 +91,7 @@ export function oidcAuthenticator(settings: OidcSettings, options: OidcAuthentic
       if (!isJwtShaped(token)) throw new DomainError("unauthenticated", "invalid token: not a JWT");
       let payload: JWTPayload;
       try {
-        ({ payload } = await jwtVerify(token, await keyGetter(), { issuer: settings.issuer, audience: settings.audience, algorithms: ALGORITHMS, clockTolerance: CLOCK_TOLERANCE_SECONDS }));
+        ({ payload } = await jwtVerify(token, await keyGetter(), { issuer: settings.issuer, audience: settings.audience, algorithms: [...ASYMMETRIC_JWS_ALGORITHMS], clockTolerance: CLOCK_TOLERANCE_SECONDS }));
       } catch (err) {
         throw new DomainError("unauthenticated", `invalid token: ${reasonOf(err)}`);
       }

@@ -5,17 +5,15 @@
  * refetched on an unknown `kid`). The card's own `jku` is never followed: a forged card would name its own keys.
  * One signature that verifies is enough (a peer rotating its keys may carry two).
  */
-import { createLocalJWKSet, createRemoteJWKSet, errors as joseErrors, flattenedVerify, type JWSHeaderParameters, type FlattenedJWSInput, type CryptoKey, type KeyObject, type JWK } from "jose";
+import { createLocalJWKSet, errors as joseErrors, flattenedVerify, type JWSHeaderParameters, type FlattenedJWSInput, type CryptoKey, type KeyObject, type JWK } from "jose";
+import { ASYMMETRIC_JWS_ALGORITHMS } from "../domain/asymmetric-algorithms.js";
 import { canonicalJson } from "../domain/canonical-json.js";
 import type { PeerConfig } from "./peer-config.js";
 import { PeerCallError } from "./peer-http-client.js";
+import { peerRemoteKeys } from "./peer-jwks.js";
 
 type GetKey = (header: JWSHeaderParameters, token: FlattenedJWSInput) => Promise<CryptoKey | KeyObject | JWK | Uint8Array>;
 
-/** Asymmetric algorithms only: a JWKS never makes an HMAC secret of a public value. */
-const ALGORITHMS = ["ES256", "ES384", "ES512", "EdDSA", "Ed25519", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512"];
-const JWKS_CACHE_MS = 10 * 60 * 1000;
-const JWKS_TIMEOUT_MS = 5_000;
 
 export class PeerCardSignatures {
   /** One key set per peer, made when first needed. */
@@ -39,7 +37,7 @@ export class PeerCardSignatures {
         continue;
       }
       try {
-        await flattenedVerify({ protected: sig["protected"], signature: sig["signature"], payload, ...(isObject(sig["header"]) ? { header: sig["header"] } : {}) }, keys, { algorithms: ALGORITHMS });
+        await flattenedVerify({ protected: sig["protected"], signature: sig["signature"], payload, ...(isObject(sig["header"]) ? { header: sig["header"] } : {}) }, keys, { algorithms: [...ASYMMETRIC_JWS_ALGORITHMS] });
         return;
       } catch (err) {
         // The keys could not be fetched: the same call may succeed later, unlike a signature that is wrong.
@@ -55,7 +53,7 @@ export class PeerCardSignatures {
   private keysOf(peer: PeerConfig): GetKey {
     let keys = this.keySets.get(peer.name);
     if (!keys) {
-      keys = peer.jwks ? createLocalJWKSet(peer.jwks as { keys: JWK[] }) : createRemoteJWKSet(new URL(peer.jwksUrl!), { cacheMaxAge: JWKS_CACHE_MS, timeoutDuration: JWKS_TIMEOUT_MS });
+      keys = peer.jwks ? createLocalJWKSet(peer.jwks as { keys: JWK[] }) : peerRemoteKeys(peer.jwksUrl!);
       this.keySets.set(peer.name, keys);
     }
     return keys;

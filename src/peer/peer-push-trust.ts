@@ -12,10 +12,12 @@
  * "unsigned": its push is a hint (the receiver reads the peer's task before committing anything of it).
  */
 import { createHash } from "node:crypto";
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTVerifyGetKey } from "jose";
+import { errors as joseErrors, jwtVerify } from "jose";
+import { ASYMMETRIC_JWS_ALGORITHMS } from "../domain/asymmetric-algorithms.js";
 import { canonicalJson } from "../domain/canonical-json.js";
 import { PEER_SIGNATURE_TOLERANCE_SECONDS, verifyPeerSignature } from "./peer-callbacks.js";
 import type { PeerConfig } from "./peer-config.js";
+import { peerRemoteKeys } from "./peer-jwks.js";
 
 /** `proof`: the signature or JWT that made the push trusted (to recognise a replay of it; never logged). */
 export type PushTrust = { verdict: "signed"; by: "hmac" | "jwks"; proof: string } | { verdict: "unsigned" } | { verdict: "refused"; why: string };
@@ -25,17 +27,10 @@ export interface SignedPush {
   body: string;
 }
 
-/** How long a peer's JWKS answer is kept before it is fetched again (jose refetches at once for an unknown `kid`). */
-const JWKS_CACHE_MS = 10 * 60 * 1000;
-const JWKS_TIMEOUT_MS = 5_000;
 /** Signed pushes remembered against replay (each for the signature tolerance); the oldest go first past this. */
 const MAX_REMEMBERED = 10_000;
-/** Asymmetric algorithms only: never `none`, never an HMAC algorithm keyed with a published key. */
-const JWT_ALGORITHMS = ["ES256", "ES384", "ES512", "EdDSA", "Ed25519", "RS256", "RS384", "RS512", "PS256", "PS384", "PS512"];
 
 export class PeerPushTrust {
-  /** One remote key set per peer, made when first needed (jose caches the keys and refetches on rotation). */
-  private readonly keySets = new Map<string, JWTVerifyGetKey>();
   /** SHA-256 of the proofs of signed pushes committed here → until when (seconds) a replay of one is recognised. */
   private readonly committed = new Map<string, number>();
 
@@ -83,11 +78,10 @@ export class PeerPushTrust {
   private async checkJwt(name: string, jwksUrl: string, push: SignedPush): Promise<{ jwt: string } | { why: string }> {
     const jwt = /^Bearer\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)\s*$/i.exec(push.headers["authorization"] ?? "")?.[1];
     if (!jwt) return { why: "no signed JWT (Authorization: Bearer) from a peer with a JWKS" };
-    let keys = this.keySets.get(name);
-    if (!keys) this.keySets.set(name, (keys = createRemoteJWKSet(new URL(jwksUrl), { cacheMaxAge: JWKS_CACHE_MS, timeoutDuration: JWKS_TIMEOUT_MS })));
+    const keys = peerRemoteKeys(jwksUrl);
     let claims;
     try {
-      ({ payload: claims } = await jwtVerify(jwt, keys, { algorithms: JWT_ALGORITHMS, maxTokenAge: PEER_SIGNATURE_TOLERANCE_SECONDS, clockTolerance: 30, currentDate: new Date(this.nowSeconds() * 1000) }));
+      ({ payload: claims } = await jwtVerify(jwt, keys, { algorithms: [...ASYMMETRIC_JWS_ALGORITHMS], maxTokenAge: PEER_SIGNATURE_TOLERANCE_SECONDS, clockTolerance: 30, currentDate: new Date(this.nowSeconds() * 1000) }));
     } catch (err) {
       return { why: err instanceof joseErrors.JOSEError ? `the JWT does not verify against the peer's JWKS (${err.code})` : "the JWT does not verify against the peer's JWKS" };
     }
