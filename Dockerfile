@@ -40,5 +40,6 @@ EXPOSE 8080
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # NODE_ENV=production refuses to start without MONGODB_URI and PUBLIC_URL, and (push on by default) without
-# PUSH_ENCRYPTION_KEY and PUSH_SIGNING_KEY; PUSH_ENABLED=false turns push off.
+# PUSH_ENCRYPTION_KEY and PUSH_SIGNING_KEY (PUSH_ENABLED=false turns push off), and (A2A_PEER_PUSH on by
+# default) without A2A_PEER_CALLBACK_KEY.
 CMD ["openwop-a2a-host"]

@@ -7,7 +7,7 @@ import { projectRoot } from "./domain/project-root.js";
 import { A2AInvokeRunner } from "./engine/nodes/a2a-invoke-runner.js";
 import { PeerCallbackService } from "./engine/peer-callback-service.js";
 import { PeerCallbackKey } from "./peer/peer-callbacks.js";
-import { resolvePushKeys } from "./push/push-keys.js";
+import { loadPeerCallbackKey } from "./peer/peer-callback-key.js";
 import { loadSigningKeyRing, type SigningKeyRing } from "./secrets/signing-key-ring.js";
 import { builtinHandlers } from "./workflows/builtin-handlers.js";
 import { StatelessSkills } from "./engine/stateless-skill.js";
@@ -182,8 +182,14 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     logger,
     ...(options.pushResolver ? { resolve: options.pushResolver } : {}),
   });
-  // a2a.invoke learns by push where the peer offers it: per-visit callback tokens derive from the push key.
-  const callbackKey = config.a2aPeer.push ? await resolvePushKeys(config.push, config.dataDir).then((k) => new PeerCallbackKey(k.encryptionKey), (err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, "a2a.invoke: no push key, so peers are not asked to push (stream or poll instead)")) : undefined;
+  // a2a.invoke learns by push where the peer offers it: per-visit callback tokens under a key of their own
+  // (A2A_PEER_CALLBACK_KEY, or a dev key under DATA_DIR), never the push key.
+  const callbackKey = config.a2aPeer.push
+    ? await loadPeerCallbackKey({ ...(config.a2aPeer.callbackKey ? { configured: config.a2aPeer.callbackKey } : {}), dataDir: config.dataDir, production: config.env === "production" }).then(
+        (loaded) => new PeerCallbackKey(loaded.key),
+        (err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, "a2a.invoke: no peer callback key, so peers are not asked to push (stream or poll instead)"),
+      )
+    : undefined;
   // Only an https callback is offered (a plain-http one only under the test-only loopback allowance): a peer must never be sent to its own localhost.
   const callbackBase = config.a2aPeer.callbackUrl ?? config.publicUrl;
   const callbackOk = callbackBase.startsWith("https://") || config.a2aPeer.egress.allowHttpLoopback;

@@ -15,7 +15,7 @@ import { createHash } from "node:crypto";
 import { errors as joseErrors, jwtVerify } from "jose";
 import { ASYMMETRIC_JWS_ALGORITHMS } from "../domain/asymmetric-algorithms.js";
 import { canonicalJson } from "../domain/canonical-json.js";
-import { PEER_SIGNATURE_TOLERANCE_SECONDS, verifyPeerSignature } from "./peer-callbacks.js";
+import { SIGNATURE_TOLERANCE_SECONDS, verifyBodySignature } from "../secrets/hmac-signature.js";
 import type { PeerConfig } from "./peer-config.js";
 import { peerRemoteKeys } from "./peer-jwks.js";
 
@@ -44,7 +44,7 @@ export class PeerPushTrust {
     const peer = peerName !== undefined ? this.peers.get(peerName) : undefined;
     if (!peer || (!peer.signingKey && !peer.jwksUrl)) return { verdict: "unsigned" };
     const signature = push.headers["x-openwop-signature"];
-    if (peer.signingKey && signature && verifyPeerSignature({ key: peer.signingKey.reveal(), body: push.body, timestamp: push.headers["x-openwop-timestamp"], signature, nowSeconds: this.nowSeconds() })) {
+    if (peer.signingKey && signature && verifyBodySignature({ key: peer.signingKey.reveal(), body: push.body, timestamp: push.headers["x-openwop-timestamp"], signature, nowSeconds: this.nowSeconds() })) {
       return { verdict: "signed", by: "hmac", proof: signature };
     }
     if (peer.jwksUrl) {
@@ -71,7 +71,7 @@ export class PeerPushTrust {
       if (until >= now && this.committed.size < MAX_REMEMBERED) break;
       this.committed.delete(key);
     }
-    this.committed.set(digest(proof), now + 2 * PEER_SIGNATURE_TOLERANCE_SECONDS);
+    this.committed.set(digest(proof), now + 2 * SIGNATURE_TOLERANCE_SECONDS);
   }
 
   /** The push's JWT when it is the peer's and covers this body; else why not (no secret in it). */
@@ -81,7 +81,7 @@ export class PeerPushTrust {
     const keys = peerRemoteKeys(jwksUrl);
     let claims;
     try {
-      ({ payload: claims } = await jwtVerify(jwt, keys, { algorithms: [...ASYMMETRIC_JWS_ALGORITHMS], maxTokenAge: PEER_SIGNATURE_TOLERANCE_SECONDS, clockTolerance: 30, currentDate: new Date(this.nowSeconds() * 1000) }));
+      ({ payload: claims } = await jwtVerify(jwt, keys, { algorithms: [...ASYMMETRIC_JWS_ALGORITHMS], maxTokenAge: SIGNATURE_TOLERANCE_SECONDS, clockTolerance: 30, currentDate: new Date(this.nowSeconds() * 1000) }));
     } catch (err) {
       return { why: err instanceof joseErrors.JOSEError ? `the JWT does not verify against the peer's JWKS (${err.code})` : "the JWT does not verify against the peer's JWKS" };
     }

@@ -1,5 +1,7 @@
 import { EnvReader, type Env } from "../domain/env-settings.js";
 import type { EgressPolicy } from "../egress/egress-guard.js";
+import { key256Problem, parseKey256 } from "../secrets/key-256.js";
+import { SecretValue } from "../secrets/secret-value.js";
 import { readPeersConfig, type PeerConfig } from "./peer-config.js";
 
 /** How `a2a.invoke` nodes call peers: polling, deadlines and the retry policy of transport errors. */
@@ -33,6 +35,8 @@ export interface A2APeerSettings extends A2AInvokeSettings {
   peers: ReadonlyMap<string, PeerConfig>;
   /** `A2A_PEER_CALLBACK_URL`: the base of the push callback URL peers are given (default PUBLIC_URL). */
   callbackUrl?: string;
+  /** `A2A_PEER_CALLBACK_KEY`: the key of the per-visit callback tokens (32 bytes); absent = generated under DATA_DIR (not in production). */
+  callbackKey?: SecretValue<Buffer>;
   /** The egress guard's policy for peer URLs (cards and endpoints): https and public addresses only, unless the test-only loopback allowance is on. */
   egress: EgressPolicy;
 }
@@ -75,6 +79,13 @@ export function readPeerSettings(env: EnvReader, production: boolean): A2APeerSe
     }
     if (!ok) env.problem(`A2A_PEER_CALLBACK_URL must be an absolute http(s) URL without userinfo, query or fragment (got "${callbackUrl}")`);
   }
+  const callbackKeyRaw = env.raw("A2A_PEER_CALLBACK_KEY");
+  const callbackKey = callbackKeyRaw !== undefined ? parseKey256(callbackKeyRaw) : undefined;
+  if (callbackKeyRaw !== undefined && !callbackKey) env.problem(key256Problem("A2A_PEER_CALLBACK_KEY"));
+  // The push keys' rule: production never runs on a generated key, so a host that asks peers to push needs one.
+  if (production && settings.push && callbackKeyRaw === undefined) {
+    env.problem("NODE_ENV=production with A2A_PEER_PUSH on needs A2A_PEER_CALLBACK_KEY from configuration (the key of peers' callback tokens; `openssl rand -base64 32`), or A2A_PEER_PUSH=false");
+  }
   const allowedPorts = env.ports("A2A_PEER_ALLOWED_PORTS");
   const peers = readPeersConfig(env.raw("A2A_PEERS"), env.raw("A2A_PEERS_FILE"), (m) => env.problem(m));
   if (settings.retryMaxMs < settings.retryBaseMs) env.problem("A2A_PEER_RETRY_MAX_MS must not be smaller than A2A_PEER_RETRY_BASE_MS");
@@ -82,6 +93,7 @@ export function readPeerSettings(env: EnvReader, production: boolean): A2APeerSe
     ...settings,
     ...(cardUrl !== undefined ? { cardUrl } : {}),
     ...(callbackUrl !== undefined ? { callbackUrl } : {}),
+    ...(callbackKey ? { callbackKey: new SecretValue(callbackKey) } : {}),
     peers,
     // http:// and loopback peers only under the test-only allowance; nothing else private, ever.
     egress: { allowHttpLoopback: allowLoopback, allowedPorts, allowHosts: [], denyHosts: [], settings: { allowedPorts: "A2A_PEER_ALLOWED_PORTS" } },

@@ -1,5 +1,6 @@
 import { checkEgressUrlSyntax, EgressRefusedError, type EgressPolicy } from "../egress/egress-guard.js";
 import { EnvReader, ConfigError, type Env } from "../domain/env-settings.js";
+import { key256Problem, parseKey256 } from "../secrets/key-256.js";
 import { SecretValue } from "../secrets/secret-value.js";
 
 /** Which A2A status changes are pushed: the interrupted and terminal ones (the minimum), or every one. */
@@ -30,14 +31,11 @@ export interface PushSettings {
   sweepIntervalMs: number;
 }
 
-/** A 256-bit key as 64 hex characters or base64/base64url (the value itself is never echoed in errors). */
+/** A 256-bit key (secrets/key-256.ts; the value itself is never echoed in errors). */
 function aesKey(env: EnvReader, raw: string, name: string): SecretValue<Buffer> | undefined {
-  const text = raw.trim();
-  let key: Buffer | undefined;
-  if (/^[0-9a-fA-F]{64}$/.test(text)) key = Buffer.from(text, "hex");
-  else if (/^[A-Za-z0-9+/_-]{43}={0,1}$/.test(text)) key = Buffer.from(text.replace(/-/g, "+").replace(/_/g, "/"), "base64");
-  if (!key || key.length !== 32) {
-    env.problem(`${name} must be a 256-bit key: 64 hex characters or 32 bytes in base64 (e.g. \`openssl rand -base64 32\`)`);
+  const key = parseKey256(raw);
+  if (!key) {
+    env.problem(key256Problem(name));
     return undefined;
   }
   return new SecretValue(key);

@@ -18,7 +18,7 @@ import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { PeerCallbackKey } from "../../src/peer/peer-callbacks.js";
-import { resolvePushKeys } from "../../src/push/push-keys.js";
+import { loadPeerCallbackKey } from "../../src/peer/peer-callback-key.js";
 import { signPushBody } from "../../src/push/push-signature.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
 import type { TaskHandler } from "../../src/workflows/workflow-types.js";
@@ -407,7 +407,7 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     const first = progress[0]!;
     const id = started["id"] as string;
     const url = `${caller.baseUrl}/v1/peer-callbacks/${id}`;
-    const key = new PeerCallbackKey((await resolvePushKeys(caller.config.push, caller.config.dataDir)).encryptionKey);
+    const key = new PeerCallbackKey((await loadPeerCallbackKey({ dataDir: caller.config.dataDir, production: false })).key);
     const token = key.tokenFor(id, first["key"]);
     const post = (body: string, headers: Record<string, string> = {}, target = url) =>
       fetch(target, { method: "POST", headers: { "content-type": "application/a2a+json", ...headers }, body });

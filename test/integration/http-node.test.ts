@@ -398,6 +398,7 @@ describe("http node private services in NODE_ENV=production (HTTP_NODE_PRIVATE_H
       INTERRUPT_TOKEN_KEYS: testTokenKeys(),
       SIGNING_KEYS: testSigningKeys(),
       PUSH_ENABLED: "false",
+      A2A_PEER_PUSH: "false",
       WORKFLOWS_DIR: FIXTURES,
       HTTP_SERVICE_URL: service.url,
       ...fast,

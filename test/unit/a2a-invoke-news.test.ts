@@ -3,11 +3,12 @@
 import { describe, expect, it } from "vitest";
 import { foldPeerEvent, isNewPeerStatus } from "../../src/engine/nodes/a2a-invoke.js";
 import { PeerNewsBoard } from "../../src/engine/nodes/a2a-invoke-news.js";
-import { PeerCallbackKey, peerCallbackUrl, verifyPeerSignature } from "../../src/peer/peer-callbacks.js";
+import { PeerCallbackKey, peerCallbackUrl } from "../../src/peer/peer-callbacks.js";
 import { decodePeerPush } from "../../src/peer/peer-push-body.js";
 import { sseData } from "../../src/peer/peer-sse.js";
 import type { PeerTask } from "../../src/peer/peer-types.js";
 import { signPushBody } from "../../src/push/push-signature.js";
+import { verifyBodySignature } from "../../src/secrets/hmac-signature.js";
 import { SecretValue } from "../../src/secrets/secret-value.js";
 
 const task: PeerTask = { id: "p1", contextId: "c1", state: "working", artifacts: [], history: [] };
@@ -85,9 +86,9 @@ describe("peer callback tokens and signatures", () => {
   it("verifies our own push worker's signature format", () => {
     const now = Math.floor(Date.now() / 1000);
     const signature = signPushBody("peer-signing-key-0123456789", now, "{}");
-    expect(verifyPeerSignature({ key: "peer-signing-key-0123456789", body: "{}", timestamp: String(now), signature })).toBe(true);
-    expect(verifyPeerSignature({ key: "peer-signing-key-0123456789", body: "{ }", timestamp: String(now), signature })).toBe(false);
-    expect(verifyPeerSignature({ key: "peer-signing-key-0123456789", body: "{}", timestamp: String(now - 1000), signature: signPushBody("peer-signing-key-0123456789", now - 1000, "{}") })).toBe(false);
+    expect(verifyBodySignature({ key: "peer-signing-key-0123456789", body: "{}", timestamp: String(now), signature })).toBe(true);
+    expect(verifyBodySignature({ key: "peer-signing-key-0123456789", body: "{ }", timestamp: String(now), signature })).toBe(false);
+    expect(verifyBodySignature({ key: "peer-signing-key-0123456789", body: "{}", timestamp: String(now - 1000), signature: signPushBody("peer-signing-key-0123456789", now - 1000, "{}") })).toBe(false);
   });
 });
 

@@ -27,6 +27,7 @@ const secrets: Record<string, string> = {
   PUSH_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
   PUSH_SIGNING_KEY: randomBytes(48).toString("base64"),
   SIGNING_KEYS: testSigningKeys(),
+  A2A_PEER_CALLBACK_KEY: randomBytes(32).toString("base64"),
 };
 
 /** What `docker compose` does with `${NAME:?message}` (the value, or a refusal to start) and `${NAME:-default}`. */

@@ -93,8 +93,8 @@ describe("configuration", () => {
       return undefined;
     })() as ConfigError;
     expect(err).toBeInstanceOf(ConfigError);
-    for (const name of ["MONGODB_URI", "PUBLIC_URL", "INTERRUPT_TOKEN_KEYS", "PUSH_ENCRYPTION_KEY", "PUSH_SIGNING_KEY", "SIGNING_KEYS"]) expect(err.message, name).toContain(name);
-    expect(err.problems.filter((p) => p.startsWith("NODE_ENV=production"))).toHaveLength(5);
+    for (const name of ["MONGODB_URI", "PUBLIC_URL", "INTERRUPT_TOKEN_KEYS", "PUSH_ENCRYPTION_KEY", "PUSH_SIGNING_KEY", "SIGNING_KEYS", "A2A_PEER_CALLBACK_KEY"]) expect(err.message, name).toContain(name);
+    expect(err.problems.filter((p) => p.startsWith("NODE_ENV=production"))).toHaveLength(6);
   });
 
   it("reads the agent's identity (AGENT_*)", () => {

@@ -152,6 +152,7 @@ describe("configuration of the OpenWOP REST surface", () => {
       PUBLIC_URL: "https://a2a.example.com",
       API_KEYS: JSON.stringify([{ id: "k", tenant: "t", scopes: ["runs:read"], keySha256: "0".repeat(64) }]),
       PUSH_ENABLED: "false",
+      A2A_PEER_PUSH: "false",
       SIGNING_KEYS: testSigningKeys(),
     };
     expect(() => loadConfig(production)).toThrow("NODE_ENV=production needs INTERRUPT_TOKEN_KEYS");

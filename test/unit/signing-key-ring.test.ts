@@ -55,6 +55,7 @@ describe("SIGNING_KEYS parsing", () => {
       PUBLIC_URL: "https://a2a.example.com",
       API_KEYS: JSON.stringify([{ id: "k", tenant: "t", scopes: ["runs:read"], keySha256: "0".repeat(64) }]),
       PUSH_ENABLED: "false",
+      A2A_PEER_PUSH: "false",
       INTERRUPT_TOKEN_KEYS: testTokenKeys(),
     };
     expect(() => loadConfig(production)).toThrow(ConfigError);
