@@ -13,19 +13,21 @@ const allowed = {
   // handlers of our built-in workflows.
   workflows: ["domain"],
   schemas: ["domain"],
-  auth: ["domain"],
+  // egress: the OIDC issuer's discovery and JWKS are fetched through the one outbound client.
+  auth: ["domain", "egress"],
   store: ["domain", "machine", "observability"],
   interrupts: ["domain", "machine", "secrets", "observability"],
   peer: ["domain", "egress", "gen", "secrets", "observability"],
   push: ["domain", "egress", "store", "machine", "auth", "secrets", "observability"],
-  engine: ["domain", "machine", "store", "schemas", "auth", "peer", "observability", "workflows"],
+  // egress: the `http` node calls services through the one outbound client.
+  engine: ["domain", "machine", "store", "schemas", "auth", "egress", "peer", "observability", "workflows"],
   runs: ["domain", "engine", "machine", "store", "interrupts", "auth", "observability", "workflows"],
   a2a: ["domain", "engine", "machine", "store", "push", "interrupts", "auth", "schemas", "gen", "observability", "workflows"],
   transport: ["domain", "a2a", "runs", "auth", "gen", "observability"],
   // The operator console, whole: its operations over the engine and the runs API, push views, access rule, routes and page.
   console: ["domain", "auth", "engine", "interrupts", "machine", "push", "runs", "store", "transport", "observability", "workflows"],
   // Telemetry wrapped around the store, the egress clients, handlers and tasks (core.ts installs them).
-  observed: ["domain", "engine", "observability", "peer", "push", "store", "workflows"],
+  observed: ["domain", "egress", "engine", "observability", "peer", "push", "store", "workflows"],
   // a2a: the agent-card settings (which card the bare well-known path serves) live with the card;
   // transport: the listening port's connection timeouts and caps (transport/connection-settings.ts).
   // The command line's pieces: its arguments, the help text, how a failed start is reported (src/main.ts runs them).
@@ -51,6 +53,13 @@ module.exports = {
       from: { path: "^src/[^/]+/", pathNot: `^src/(${folders.join("|")})/` },
       to: {},
     },
+    {
+      name: "undici-only-in-egress",
+      severity: "error",
+      comment: "Outbound HTTP goes through the one egress client (src/egress/egress-http-client.ts): undici is imported only under src/egress/.",
+      from: { path: "^src/", pathNot: "^src/egress/" },
+      to: { path: "node_modules/undici/" },
+    },
     ...folders.map((folder) => ({
       name: `layer-${folder}`,
       severity: "error",
@@ -60,7 +69,8 @@ module.exports = {
     })),
   ],
   options: {
-    includeOnly: "^src/",
+    // undici is the one package followed in: the rule above keeps it inside src/egress/.
+    includeOnly: "(^src/|node_modules/undici/)",
     tsConfig: { fileName: "tsconfig.json" },
     tsPreCompilationDeps: true,
     enhancedResolveOptions: { extensions: [".ts", ".js"] },

@@ -22,13 +22,16 @@ import { configureTaskInspection } from "./machine/task-inspection.js";
 import { createInspectionSink } from "./observability/inspection-sink.js";
 import type { Logger } from "./observability/logger.js";
 import { createTelemetry, type Telemetry } from "./observability/telemetry.js";
-import { observedHandlers, observedPeerHttp, observedPeerTransport, observedPushClient } from "./observed/observed-egress.js";
+import { observedEgressHttp, observedHandlers, observedPeerTransport, observedPushClient } from "./observed/observed-egress.js";
 import { observedPushConfigStore, observedTaskStore } from "./observed/observed-store.js";
 import { CountingTransitionHook, observeTasks } from "./observed/observed-tasks.js";
 import type { TransitionHook } from "./engine/transition-hook.js";
 import { createA2APeerClient } from "./peer/a2a-peer-client.js";
 import { createGrpcPeerTransport } from "./peer/grpc-peer-client.js";
 import { createPeerHttpClient } from "./peer/peer-http-client.js";
+import { createEgressHttpClient } from "./egress/egress-http-client.js";
+import { egressFetch } from "./egress/egress-fetch.js";
+import { PEER_JWKS_TIMEOUT_MS, PeerJwks } from "./peer/peer-jwks.js";
 import { HttpNodeRunner } from "./engine/nodes/http-node.js";
 import { workflowVariableValues } from "./engine/nodes/http-node-settings.js";
 import * as v03ProtoCodec from "./a2a/v03/v03-proto-codec.js";
@@ -139,9 +142,13 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   configureTaskInspection(inspectTasks ? { taskIds: inspectTasks, sink: createInspectionSink(inspectSink) } : undefined);
   const hook = new CountingTransitionHook(logger);
   // a2a.invoke: outbound calls to remote A2A agents go through the same egress guard as push deliveries.
-  // The card (or a named peer's pins) picks the wire: JSON-RPC or HTTP+JSON over undici, gRPC over HTTP/2, A2A 1.0 or 0.3.
+  // The card (or a named peer's pins) picks the wire: JSON-RPC or HTTP+JSON over the egress client, gRPC over HTTP/2, A2A 1.0 or 0.3.
+  const peerHttp = observedEgressHttp(createPeerHttpClient({ policy: config.a2aPeer.egress }), telemetry, "peer");
+  // Peers' JWKS (card signatures, signed pushes) come through the same client and policy: one key set per URL.
+  const peerJwks = new PeerJwks(egressFetch(peerHttp, PEER_JWKS_TIMEOUT_MS));
   const peerClient = createA2APeerClient({
-    http: observedPeerHttp(createPeerHttpClient({ policy: config.a2aPeer.egress }), telemetry),
+    http: peerHttp,
+    jwks: peerJwks,
     grpc: observedPeerTransport(createGrpcPeerTransport({ policy: config.a2aPeer.egress, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: config.a2aPeer.requestTimeoutMs, streamIdleMs: config.a2aPeer.streamIdleMs }), telemetry),
     codec: v03ProtoCodec,
     codecV10: v10ProtoCodec,
@@ -150,8 +157,8 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     peers: config.a2aPeer.peers,
   });
   const peerInvoker = new A2AInvokeRunner(peerClient, config.a2aPeer, logger);
-  // http nodes: calls to services, through the same egress guard and pinned pools, with their own policy (HTTP_NODE_*).
-  const httpNodeClient = observedPeerHttp(createPeerHttpClient({ policy: config.httpNode.egress, maxResponseBytes: config.httpNode.maxResponseBytes, userAgent: "openwop-a2a-host/http-node", subject: "http node" }), telemetry);
+  // http nodes: calls to services through the same egress client, with their own policy (HTTP_NODE_*).
+  const httpNodeClient = observedEgressHttp(createEgressHttpClient({ policy: config.httpNode.egress, subject: "http node", maxResponseBytes: config.httpNode.maxResponseBytes, userAgent: "openwop-a2a-host/http-node", accept: "application/json" }), telemetry, "http node");
   const httpRunner = new HttpNodeRunner(httpNodeClient, config.httpNode, { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl, ...workflowVariableValues(config.httpNode) });
   const supervisor = new TaskSupervisor({ store, catalog, handlers, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, leases: config.leases, recovery: config.recovery, peerInvoker, httpRunner });
   const stopObservingTasks = observeTasks({ hook, supervisor, telemetry, logger });
@@ -197,7 +204,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   // A push committed by another instance wakes the node here through the change stream (not the polling fallback:
   // it would read the store per waiting node every period; without change streams the backstop poll catches it).
   peerInvoker.news.useRemoteCommits(commitFeed?.mode === "change-stream" ? (taskId, onCommit) => commitFeed.onTask(taskId, () => onCommit()) : undefined);
-  const peerCallbacks = callbackKey ? new PeerCallbackService({ supervisor, reads, key: callbackKey, peers: config.a2aPeer.peers, news: peerInvoker.news, logger }) : undefined;
+  const peerCallbacks = callbackKey ? new PeerCallbackService({ supervisor, reads, key: callbackKey, peers: config.a2aPeer.peers, jwks: peerJwks, news: peerInvoker.news, logger }) : undefined;
   // JSON-RPC first (preferred). gRPC clients take a "host:port" target, not a URL; HTTP+JSON is under /v1.
   const interfaces: AgentInterface[] = [
     { url: `${config.publicUrl}${JSONRPC_PATH}`, transport: "JSONRPC" },

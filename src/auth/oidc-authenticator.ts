@@ -1,5 +1,8 @@
-import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JWSHeaderParameters, type FlattenedJWSInput, type JWTPayload, type CryptoKey } from "jose";
+import { createLocalJWKSet, createRemoteJWKSet, customFetch, errors, jwtVerify, type JWSHeaderParameters, type FlattenedJWSInput, type JWTPayload, type CryptoKey } from "jose";
 import { ASYMMETRIC_JWS_ALGORITHMS } from "../domain/asymmetric-algorithms.js";
+import { egressFetch } from "../egress/egress-fetch.js";
+import type { EgressPolicy, Resolver } from "../egress/egress-guard.js";
+import { createEgressHttpClient } from "../egress/egress-http-client.js";
 import { DomainError } from "../domain/errors.js";
 import { bearerOf, isJwtShaped, type AuthDescription, type Authenticator } from "./authenticator.js";
 import type { OidcSettings } from "./oidc-settings.js";
@@ -12,6 +15,8 @@ const MAX_TOKEN_CHARS = 8192;
 const CLOCK_TOLERANCE_SECONDS = 30;
 /** A failed discovery is retried after this long; until then tokens fail closed (401). */
 const DISCOVERY_RETRY_MS = 5_000;
+/** A discovery document or a JWKS larger than this is refused. */
+const MAX_DOCUMENT_BYTES = 1024 * 1024;
 
 export interface OidcAuthenticatorOptions {
   /** How long one fetch (discovery or JWKS) may take (default 3 s). */
@@ -20,13 +25,34 @@ export interface OidcAuthenticatorOptions {
   cooldownMs?: number;
   /** How long a fetched JWKS counts as fresh before it is refetched (default 10 min, jose's). */
   cacheMaxAgeMs?: number;
+  /** Tests only: the DNS resolver of the egress guard. */
+  resolve?: Resolver;
+}
+
+/**
+ * What the issuer's fetches may reach (egress/egress-guard.ts): the issuer itself, on its port, even on a private
+ * address (the operator named it; an identity provider inside the network is common), and public https
+ * addresses; never metadata, link-local or special-purpose ones, and nothing else private. So a discovery
+ * document cannot send our JWKS fetch to an internal address. http:// only to loopback under the test switch.
+ */
+export function oidcEgressPolicy(settings: Pick<OidcSettings, "issuer" | "allowInsecure">): EgressPolicy {
+  const issuer = new URL(settings.issuer);
+  const port = issuer.port !== "" ? Number(issuer.port) : issuer.protocol === "https:" ? 443 : 80;
+  return {
+    allowHttpLoopback: settings.allowInsecure,
+    allowedPorts: issuer.port !== "" ? [port] : [],
+    allowHosts: [],
+    denyHosts: [],
+    privateHosts: [`${issuer.hostname}:${port}`],
+  };
 }
 
 type KeyGetter = (header: JWSHeaderParameters, token: FlattenedJWSInput) => Promise<CryptoKey>;
 
 /**
  * OIDC/OAuth2 access tokens (`Authorization: Bearer <JWT>`) from one issuer: keys from its discovery document's
- * `jwks_uri` (jose's cached remote JWKS, refetched on an unknown `kid` within its cooldown). When the JWKS
+ * `jwks_uri` (jose's cached remote JWKS, refetched on an unknown `kid` within its cooldown), both fetched through
+ * the egress client under `oidcEgressPolicy`. When the JWKS
  * endpoint is down, slow or answers garbage, keys already known keep verifying from the last good set; an
  * unknown `kid` fails closed (401). The tenant and scopes come from configured claims: the same Principal an
  * API key gives.
@@ -34,6 +60,15 @@ type KeyGetter = (header: JWSHeaderParameters, token: FlattenedJWSInput) => Prom
 export function oidcAuthenticator(settings: OidcSettings, options: OidcAuthenticatorOptions = {}): Authenticator {
   const timeoutMs = options.timeoutMs ?? 3_000;
   const discoveryUrl = `${settings.issuer.replace(/\/$/, "")}/.well-known/openid-configuration`;
+  // Discovery and the JWKS go out through the one outbound client, under the issuer's policy.
+  const http = createEgressHttpClient({
+    policy: oidcEgressPolicy(settings),
+    subject: "OIDC",
+    userAgent: "openwop-a2a-host/oidc",
+    maxResponseBytes: MAX_DOCUMENT_BYTES,
+    accept: "application/json",
+    ...(options.resolve ? { resolve: options.resolve } : {}),
+  });
   let keys: Promise<KeyGetter> | undefined;
   let failedAt = 0;
 
@@ -49,15 +84,15 @@ export function oidcAuthenticator(settings: OidcSettings, options: OidcAuthentic
   }
 
   async function discover(): Promise<KeyGetter> {
-    const response = await fetch(discoveryUrl, { signal: AbortSignal.timeout(timeoutMs), redirect: "error" });
+    const response = await http.request({ method: "GET", url: discoveryUrl, timeoutMs, returnErrorStatus: true });
     if (response.status !== 200) throw new Error(`OIDC discovery answered ${response.status}`);
-    const document = (await response.json()) as { issuer?: unknown; jwks_uri?: unknown };
+    const document = JSON.parse(response.body) as { issuer?: unknown; jwks_uri?: unknown };
     // OpenID Connect Discovery §4.3: the document's issuer is exactly the one we were configured with.
     if (document.issuer !== settings.issuer) throw new Error("OIDC discovery names another issuer");
     if (typeof document.jwks_uri !== "string") throw new Error("OIDC discovery has no jwks_uri");
     const jwksUrl = new URL(document.jwks_uri);
     if (jwksUrl.protocol !== "https:" && !(settings.allowInsecure && jwksUrl.protocol === "http:")) throw new Error("jwks_uri must be https://");
-    const remote = createRemoteJWKSet(jwksUrl, { timeoutDuration: timeoutMs, cooldownDuration: options.cooldownMs ?? 30_000, cacheMaxAge: options.cacheMaxAgeMs ?? 600_000 });
+    const remote = createRemoteJWKSet(jwksUrl, { timeoutDuration: timeoutMs, cooldownDuration: options.cooldownMs ?? 30_000, cacheMaxAge: options.cacheMaxAgeMs ?? 600_000, [customFetch]: egressFetch(http, timeoutMs) });
     return async (header, token) => {
       try {
         return await remote(header, token);

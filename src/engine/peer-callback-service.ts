@@ -1,5 +1,6 @@
 import type { Logger } from "../observability/logger.js";
 import type { PeerCallbackKey } from "../peer/peer-callbacks.js";
+import type { PeerJwks } from "../peer/peer-jwks.js";
 import type { PeerConfig } from "../peer/peer-config.js";
 import { PeerCallError } from "../peer/peer-http-client.js";
 import { decodePeerPush } from "../peer/peer-push-body.js";
@@ -62,12 +63,14 @@ export class PeerCallbackService {
       reads: Pick<TaskReadPort, "find" | "contextOf">;
       key: PeerCallbackKey;
       peers: ReadonlyMap<string, PeerConfig>;
+      /** The peers' key sets for signed pushes (the same ones the peer client checks cards with). */
+      jwks: PeerJwks;
       news: PeerNewsBoard;
       logger: Logger;
       clock?: () => Date;
     },
   ) {
-    this.trust = new PeerPushTrust(options.peers, () => Math.floor(this.now().getTime() / 1000));
+    this.trust = new PeerPushTrust(options.peers, options.jwks, () => Math.floor(this.now().getTime() / 1000));
   }
 
   async receive(req: PeerCallbackRequest): Promise<PeerCallbackAnswer> {

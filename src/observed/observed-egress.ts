@@ -2,8 +2,8 @@ import { SpanStatusCode } from "@opentelemetry/api";
 import type { TaskHandler } from "../workflows/workflow-types.js";
 import { inSpan, injectTraceHeaders, SpanKind } from "../observability/spans.js";
 import type { Telemetry } from "../observability/telemetry.js";
+import type { EgressRequest, EgressResponse, EgressStream } from "../egress/egress-http-client.js";
 import type { PeerTransport } from "../peer/a2a-peer-client.js";
-import type { PeerHttpClient } from "../peer/peer-http-client.js";
 import type { PushHttpClient } from "../push/push-http-client.js";
 
 /** How many (event, webhook) pairs are remembered to tell a first attempt from a retry. */
@@ -55,15 +55,26 @@ export function observedPushClient(client: PushHttpClient, telemetry: Telemetry)
   };
 }
 
-/** Outbound HTTP of a2a.invoke (card discovery, JSON-RPC calls to peers): a client span and its `traceparent`. */
-export function observedPeerHttp(http: PeerHttpClient, telemetry: Telemetry): PeerHttpClient {
+/** The calls an HTTP client of the egress client's shape makes (a peer's, an `http` node's). */
+interface ObservableHttp {
+  request(req: EgressRequest): Promise<EgressResponse>;
+  stream?(req: EgressRequest): Promise<EgressStream>;
+  close(): Promise<void>;
+}
+
+/**
+ * Outbound HTTP over the egress client (a2a.invoke's card discovery and calls to peers, `http` nodes' calls): a
+ * client span per request named for its caller (`peer POST`, `http node POST`) and its `traceparent`.
+ */
+export function observedEgressHttp<T extends ObservableHttp>(http: T, telemetry: Telemetry, caller: string): T {
   const { tracer } = telemetry;
   if (!tracer) return http;
   return {
+    ...http,
     close: () => http.close(),
     ...(http.stream ? { stream: http.stream.bind(http) } : {}),
-    request: (req) =>
-      inSpan(tracer, `peer ${req.method}`, { "url.full": new URL(req.url).origin, "http.request.method": req.method }, async (span) => {
+    request: (req: EgressRequest) =>
+      inSpan(tracer, `${caller} ${req.method}`, { "url.full": new URL(req.url).origin, "http.request.method": req.method }, async (span) => {
         const response = await http.request({ ...req, headers: injectTraceHeaders({ ...req.headers }) });
         span?.setAttribute("http.response.status_code", response.status);
         return response;

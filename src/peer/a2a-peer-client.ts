@@ -13,6 +13,8 @@ import type { Message } from "../domain/a2a-types.js";
 import { choosePeerInterface, endpointOf, apiKeyHeaderOf, formatPeerEndpoint, parsePeerEndpoint, type PeerEndpoint } from "./peer-endpoint.js";
 import { parsePeerJson } from "./peer-codec-v03.js";
 import { PeerCardSignatures } from "./peer-card-signature.js";
+import { PEER_JWKS_TIMEOUT_MS, PeerJwks } from "./peer-jwks.js";
+import { egressFetch } from "../egress/egress-fetch.js";
 import type { PeerConfig } from "./peer-config.js";
 import { Code } from "@connectrpc/connect";
 import { createOAuth2PeerCredentials } from "./oauth2-peer-credentials.js";
@@ -83,6 +85,8 @@ export function createA2APeerClient(opts: {
   /** A held task stream silent this long is dropped and re-attached (A2A_PEER_STREAM_IDLE_MS). */
   streamIdleMs?: number;
   peers?: ReadonlyMap<string, PeerConfig>;
+  /** The peers' key sets (card signatures); by default fetched through `http`. */
+  jwks?: PeerJwks;
 }): A2APeerClient {
   const { http, grpc, codec, codecV10 } = opts;
   const peers = opts.peers ?? new Map<string, PeerConfig>();
@@ -172,7 +176,7 @@ export function createA2APeerClient(opts: {
     }
   }
 
-  const cardSignatures = new PeerCardSignatures();
+  const cardSignatures = new PeerCardSignatures(opts.jwks ?? new PeerJwks(egressFetch(http, PEER_JWKS_TIMEOUT_MS)));
 
   async function readCard(cardUrl: string, signal: AbortSignal | undefined, tls?: PeerClientTls): Promise<unknown> {
     const response = await http.request({ method: "GET", url: cardUrl, timeoutMs: opts.requestTimeoutMs, ...(signal ? { signal } : {}), ...(tls ? { tls } : {}) });

@@ -10,7 +10,7 @@ import { ASYMMETRIC_JWS_ALGORITHMS } from "../domain/asymmetric-algorithms.js";
 import { canonicalJson } from "../domain/canonical-json.js";
 import type { PeerConfig } from "./peer-config.js";
 import { PeerCallError } from "./peer-http-client.js";
-import { peerRemoteKeys } from "./peer-jwks.js";
+import type { PeerJwks } from "./peer-jwks.js";
 
 type GetKey = (header: JWSHeaderParameters, token: FlattenedJWSInput) => Promise<CryptoKey | KeyObject | JWK | Uint8Array>;
 
@@ -18,6 +18,9 @@ type GetKey = (header: JWSHeaderParameters, token: FlattenedJWSInput) => Promise
 export class PeerCardSignatures {
   /** One key set per peer, made when first needed. */
   private readonly keySets = new Map<string, GetKey>();
+
+  /** `jwks`: the host's peer key sets, fetched through the egress client with the peer policy. */
+  constructor(private readonly jwks: PeerJwks) {}
 
   /** Resolves when the card is signed by the peer's keys (or the peer does not require it); else a PeerCallError. */
   async check(peer: PeerConfig, card: unknown): Promise<void> {
@@ -40,6 +43,8 @@ export class PeerCardSignatures {
         await flattenedVerify({ protected: sig["protected"], signature: sig["signature"], payload, ...(isObject(sig["header"]) ? { header: sig["header"] } : {}) }, keys, { algorithms: [...ASYMMETRIC_JWS_ALGORITHMS] });
         return;
       } catch (err) {
+        // The egress guard refused the JWKS URL: configuration, final.
+        if (err instanceof PeerCallError && err.kind === "egress") throw new PeerCallError(`${where}: the peer's keys cannot be fetched: ${err.message}`, "egress", false);
         // The keys could not be fetched: the same call may succeed later, unlike a signature that is wrong.
         if (!(err instanceof joseErrors.JOSEError) || err instanceof joseErrors.JWKSTimeout || err instanceof joseErrors.JWKSInvalid) {
           throw new PeerCallError(`${where}: the peer's keys (${peer.jwksUrl ?? "jwks"}) could not be read to check its signature`, "connection", true);
@@ -53,7 +58,7 @@ export class PeerCardSignatures {
   private keysOf(peer: PeerConfig): GetKey {
     let keys = this.keySets.get(peer.name);
     if (!keys) {
-      keys = peer.jwks ? createLocalJWKSet(peer.jwks as { keys: JWK[] }) : peerRemoteKeys(peer.jwksUrl!);
+      keys = peer.jwks ? createLocalJWKSet(peer.jwks as { keys: JWK[] }) : this.jwks.keys(peer.jwksUrl!);
       this.keySets.set(peer.name, keys);
     }
     return keys;

@@ -17,7 +17,7 @@ import { ASYMMETRIC_JWS_ALGORITHMS } from "../domain/asymmetric-algorithms.js";
 import { canonicalJson } from "../domain/canonical-json.js";
 import { SIGNATURE_TOLERANCE_SECONDS, verifyBodySignature } from "../secrets/hmac-signature.js";
 import type { PeerConfig } from "./peer-config.js";
-import { peerRemoteKeys } from "./peer-jwks.js";
+import type { PeerJwks } from "./peer-jwks.js";
 
 /** `proof`: the signature or JWT that made the push trusted (to recognise a replay of it; never logged). */
 export type PushTrust = { verdict: "signed"; by: "hmac" | "jwks"; proof: string } | { verdict: "unsigned" } | { verdict: "refused"; why: string };
@@ -36,6 +36,8 @@ export class PeerPushTrust {
 
   constructor(
     private readonly peers: ReadonlyMap<string, PeerConfig>,
+    /** The host's peer key sets (fetched through the egress client with the peer policy). */
+    private readonly jwks: PeerJwks,
     private readonly nowSeconds: () => number = () => Math.floor(Date.now() / 1000),
   ) {}
 
@@ -78,7 +80,7 @@ export class PeerPushTrust {
   private async checkJwt(name: string, jwksUrl: string, push: SignedPush): Promise<{ jwt: string } | { why: string }> {
     const jwt = /^Bearer\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)\s*$/i.exec(push.headers["authorization"] ?? "")?.[1];
     if (!jwt) return { why: "no signed JWT (Authorization: Bearer) from a peer with a JWKS" };
-    const keys = peerRemoteKeys(jwksUrl);
+    const keys = this.jwks.keys(jwksUrl);
     let claims;
     try {
       ({ payload: claims } = await jwtVerify(jwt, keys, { algorithms: [...ASYMMETRIC_JWS_ALGORITHMS], maxTokenAge: SIGNATURE_TOLERANCE_SECONDS, clockTolerance: 30, currentDate: new Date(this.nowSeconds() * 1000) }));

@@ -1,20 +1,16 @@
 /**
- * Push-notification delivery over undici, pinned to the addresses the egress guard checked.
+ * Push-notification delivery: one POST per attempt over the one outbound client (egress/egress-http-client.ts)
+ * with the push policy. Every post re-runs the egress guard (delivery-time revalidation against DNS rebinding) and
+ * connects only to the addresses it checked; redirects are never followed (a 3xx is a failed attempt),
+ * `Connection: upgrade` answers are refused, the whole attempt (DNS, connect, headers, body) runs under one
+ * timeout, and at most `maxResponseBytes` of the response body are read and discarded.
  *
- * Every `post` re-runs `checkEgressUrl` (delivery-time revalidation against DNS rebinding), then sends
- * the request through a pinned pool (egress/pinned-pools.ts): the OS resolver is never asked a second
- * time between check and connect.
- *
- * Redirects are never followed (a 3xx is a failed attempt), `Connection: upgrade` answers are
- * refused, the whole attempt (DNS, connect, headers, body) runs under one timeout, and at most
- * `maxResponseBytes` of the response body are read and discarded.
- *
- * Header values carry tokens: they are never logged and never appear in a PushResult.
+ * What this adds: the headers a caller may not set are dropped, and every outcome is a PushResult (the status
+ * decides; failures say whether a retry may help). Header values carry tokens: they are never logged and never
+ * appear in a PushResult.
  */
-import type { Dispatcher } from "undici";
-import { EgressRefusedError, EgressResolutionError, checkEgressUrl, defaultResolver, type EgressPolicy, type Resolver } from "../egress/egress-guard.js";
-import { errorCode, hasUpgradeToken } from "../egress/pinned-connection.js";
-import { createPinnedPools } from "../egress/pinned-pools.js";
+import { createEgressHttpClient, EgressCallError } from "../egress/egress-http-client.js";
+import type { EgressPolicy, Resolver } from "../egress/egress-guard.js";
 import { CONNECTION_HEADERS } from "../domain/http-headers.js";
 
 export interface PushRequest {
@@ -42,8 +38,6 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 
 /** How many pinned (origin, addresses) connection pools are kept for reuse. */
 const MAX_POOLS = 32;
-const CONNECTIONS_PER_POOL = 4;
-const KEEP_ALIVE_MS = 4_000;
 
 /**
  * Request headers the caller may not set: they are connection-level, or the client owns them
@@ -53,20 +47,6 @@ const OWNED_HEADERS: ReadonlySet<string> = new Set(CONNECTION_HEADERS);
 
 const RETRYABLE_STATUS: ReadonlySet<number> = new Set([408, 425, 429]);
 
-const TIMEOUT_CODES: ReadonlySet<string> = new Set([
-  "UND_ERR_CONNECT_TIMEOUT",
-  "UND_ERR_HEADERS_TIMEOUT",
-  "UND_ERR_BODY_TIMEOUT",
-  "ETIMEDOUT",
-]);
-
-class AttemptTimeout extends Error {
-  constructor() {
-    super("attempt timed out");
-    this.name = "AttemptTimeout";
-  }
-}
-
 function sanitizeHeaders(headers: Record<string, string>, body: string): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
@@ -75,31 +55,12 @@ function sanitizeHeaders(headers: Record<string, string>, body: string): Record<
     out[lower] = value;
   }
   out["content-type"] ??= "application/json";
-  out["user-agent"] ??= "openwop-a2a-host-push/1";
   out["content-length"] = String(Buffer.byteLength(body));
   return out;
 }
 
-/** Read at most `cap` bytes of the body and discard them; stop early (destroying the stream) past the cap. */
-async function drainCapped(body: Dispatcher.ResponseData["body"], cap: number): Promise<void> {
-  let seen = 0;
-  try {
-    for await (const chunk of body) {
-      seen += (chunk as Buffer).length;
-      if (seen > cap) break;
-    }
-  } catch {
-    // Body errors (timeout, reset, abort) do not change an outcome already decided by the status.
-  } finally {
-    if (!body.destroyed && seen > cap) body.destroy();
-  }
-}
-
 function classifyStatus(status: number): { ok: boolean; retryable: boolean; error?: string } {
   if (status >= 200 && status < 300) return { ok: true, retryable: false };
-  if (status >= 300 && status < 400) {
-    return { ok: false, retryable: false, error: `redirect refused (3xx): webhook answered ${status}` };
-  }
   if (status >= 500 || RETRYABLE_STATUS.has(status)) {
     return { ok: false, retryable: true, error: `webhook answered ${status}` };
   }
@@ -107,64 +68,35 @@ function classifyStatus(status: number): { ok: boolean; retryable: boolean; erro
 }
 
 export function createPushHttpClient(opts: { policy: EgressPolicy; resolve?: Resolver }): PushHttpClient {
-  const resolve = opts.resolve ?? defaultResolver;
-  const pools = createPinnedPools({ maxPools: MAX_POOLS, connectionsPerPool: CONNECTIONS_PER_POOL, keepAliveMs: KEEP_ALIVE_MS, autoSelectFamily: true });
+  const egress = createEgressHttpClient({
+    policy: opts.policy,
+    subject: "push",
+    userAgent: "openwop-a2a-host-push/1",
+    maxResponseBytes: DEFAULT_MAX_RESPONSE_BYTES,
+    maxPools: MAX_POOLS,
+    autoSelectFamily: true,
+    ...(opts.resolve ? { resolve: opts.resolve } : {}),
+  });
   const inflight = new Set<Promise<PushResult>>();
   let closed = false;
 
-  async function attempt(req: PushRequest, signal: AbortSignal, started: number): Promise<PushResult> {
+  async function attempt(req: PushRequest, started: number): Promise<PushResult> {
     const elapsed = (): number => Math.round(performance.now() - started);
-    const remaining = (): number => Math.max(1, Math.ceil(req.timeoutMs - (performance.now() - started)));
-
-    // 1. Delivery-time revalidation (one resolution through `resolve`), raced against the deadline.
-    let checked: Awaited<ReturnType<typeof checkEgressUrl>>;
     try {
-      checked = await raceAbort(checkEgressUrl(req.url, opts.policy, "push", resolve), signal);
+      const answer = await egress.request({
+        method: "POST",
+        url: req.url,
+        headers: sanitizeHeaders(req.headers, req.body),
+        body: req.body,
+        timeoutMs: req.timeoutMs,
+        returnErrorStatus: true,
+        // The outcome is decided by the status; the body is only drained (capped) so the connection can be reused.
+        discardBody: true,
+        ...(req.maxResponseBytes !== undefined ? { maxResponseBytes: req.maxResponseBytes } : {}),
+      });
+      return { ...classifyStatus(answer.status), status: answer.status, durationMs: elapsed() };
     } catch (err) {
-      if (err instanceof EgressRefusedError) return { ok: false, error: err.message, retryable: false, durationMs: elapsed() };
-      if (err instanceof EgressResolutionError) return { ok: false, error: err.message, retryable: true, durationMs: elapsed() };
-      if (err instanceof AttemptTimeout) {
-        return { ok: false, error: `timeout after ${req.timeoutMs} ms (resolving the push URL host)`, retryable: true, durationMs: elapsed() };
-      }
-      return { ok: false, error: "push URL check failed (egress policy error)", retryable: false, durationMs: elapsed() };
-    }
-    if (closed) return { ok: false, error: "push client closed", retryable: true, durationMs: elapsed() };
-
-    // 2. One POST over a connection pinned to the checked addresses.
-    const entry = pools.acquire(checked.url, checked.addresses);
-    let failed = false;
-    try {
-      let response: Dispatcher.ResponseData;
-      try {
-        response = await entry.pool.request({
-          method: "POST",
-          path: `${checked.url.pathname}${checked.url.search}`,
-          headers: sanitizeHeaders(req.headers, req.body),
-          body: req.body,
-          signal,
-          headersTimeout: remaining(),
-          bodyTimeout: remaining(),
-        });
-      } catch (err) {
-        failed = true;
-        return { ...describeFailure(err, signal, req.timeoutMs), durationMs: elapsed() };
-      }
-
-      const { statusCode, headers, body } = response;
-      // Destroying a body early makes undici emit an abort error on it; nobody else listens.
-      body.on("error", ignore);
-      if (statusCode === 101 || hasUpgradeToken(headers["connection"])) {
-        failed = true;
-        body.destroy();
-        return { ok: false, status: statusCode, error: "webhook answered with Connection: upgrade (refused)", retryable: false, durationMs: elapsed() };
-      }
-      // The outcome is decided by the status; the body is only drained (capped) so the connection
-      // can be reused, and abandoned at the deadline or past the cap.
-      await drainCapped(body, req.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES);
-      const verdict = classifyStatus(statusCode);
-      return { ...verdict, status: statusCode, durationMs: elapsed() };
-    } finally {
-      pools.release(entry, failed);
+      return { ...describeFailure(err, req.timeoutMs, closed), durationMs: elapsed() };
     }
   }
 
@@ -174,11 +106,8 @@ export function createPushHttpClient(opts: { policy: EgressPolicy; resolve?: Res
       if (req.maxResponseBytes !== undefined && (!Number.isInteger(req.maxResponseBytes) || req.maxResponseBytes < 0)) {
         throw new RangeError("maxResponseBytes must be a non-negative integer");
       }
-      const started = performance.now();
       if (closed) return { ok: false, error: "push client closed", retryable: true, durationMs: 0 };
-      const controller = new AbortController();
-      const timer = setTimeout(() => controller.abort(new AttemptTimeout()), req.timeoutMs);
-      const run = attempt(req, controller.signal, started).finally(() => clearTimeout(timer));
+      const run = attempt(req, performance.now());
       inflight.add(run);
       try {
         return await run;
@@ -191,45 +120,33 @@ export function createPushHttpClient(opts: { policy: EgressPolicy; resolve?: Res
     async close(): Promise<void> {
       closed = true;
       await Promise.allSettled([...inflight]);
-      await pools.destroyAll();
+      await egress.close();
     },
   };
 }
 
-function ignore(): void {}
-
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(new AttemptTimeout());
-  return new Promise<T>((resolvePromise, reject) => {
-    const onAbort = (): void => reject(new AttemptTimeout());
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolvePromise(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(err);
-      },
-    );
-  });
-}
-
-/** Map a request failure to a result without echoing error messages (which may name headers or URLs). */
-function describeFailure(err: unknown, signal: AbortSignal, timeoutMs: number): Omit<PushResult, "durationMs"> {
-  const code = errorCode(err);
-  if (signal.aborted || (code !== undefined && TIMEOUT_CODES.has(code))) {
-    return { ok: false, error: `timeout after ${timeoutMs} ms${code ? ` (${code})` : ""}`, retryable: true };
+/** A failed attempt as a result, in the push vocabulary, without echoing error messages (which may name headers or URLs). */
+function describeFailure(err: unknown, timeoutMs: number, closed: boolean): Omit<PushResult, "durationMs"> {
+  if (!(err instanceof EgressCallError)) return { ok: false, error: "connection error", retryable: true };
+  const { code, httpStatus, guard, resolving, upgrade } = err.detail;
+  switch (err.kind) {
+    case "egress":
+    case "resolution":
+      return { ok: false, error: guard?.message ?? "push URL check failed (egress policy error)", retryable: err.kind === "resolution" };
+    case "timeout":
+      return { ok: false, error: `timeout after ${timeoutMs} ms${code ? ` (${code})` : resolving ? " (resolving the push URL host)" : ""}`, retryable: true };
+    case "http":
+      // Only redirects get here (the status of any other answer is the outcome).
+      return { ok: false, ...(httpStatus !== undefined ? { status: httpStatus } : {}), error: `redirect refused (3xx): webhook answered ${httpStatus}`, retryable: false };
+    case "protocol":
+      if (upgrade) return { ok: false, ...(httpStatus !== undefined ? { status: httpStatus } : {}), error: "webhook answered with Connection: upgrade (refused)", retryable: false };
+      return { ok: false, error: "webhook answer refused", retryable: false };
+    case "invalid-request":
+      return { ok: false, error: "invalid push request (a header name or value was rejected)", retryable: false };
+    case "aborted":
+      return { ok: false, error: closed ? "push client closed" : "push attempt abandoned", retryable: true };
+    case "connection":
+      if (code !== undefined && /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/.test(code)) return { ok: false, error: `TLS error (${code})`, retryable: true };
+      return { ok: false, error: `connection error${code ? ` (${code})` : ""}`, retryable: true };
   }
-  if (code === "UND_ERR_SOCKET" && (err as Error).message === "bad upgrade") {
-    return { ok: false, error: "webhook answered with Connection: upgrade (refused)", retryable: false };
-  }
-  if (code === "UND_ERR_INVALID_ARG" || code === "ERR_INVALID_CHAR" || code === "ERR_INVALID_HTTP_TOKEN") {
-    return { ok: false, error: "invalid push request (a header name or value was rejected)", retryable: false };
-  }
-  if (code !== undefined && /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/.test(code)) {
-    return { ok: false, error: `TLS error (${code})`, retryable: true };
-  }
-  return { ok: false, error: `connection error${code ? ` (${code})` : ""}`, retryable: true };
 }

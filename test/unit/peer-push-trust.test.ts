@@ -4,6 +4,7 @@
 // and a committed signed push recognised when replayed, for the signature tolerance.
 import { describe, expect, it } from "vitest";
 import { parsePeers } from "../../src/peer/peer-config.js";
+import { PeerJwks } from "../../src/peer/peer-jwks.js";
 import { PeerPushTrust } from "../../src/peer/peer-push-trust.js";
 import { signPushBody } from "../../src/push/push-signature.js";
 
@@ -23,7 +24,8 @@ const signed = (at: number, key = KEY, text = body) => ({ headers: { "x-openwop-
 describe("PeerPushTrust", () => {
   const now = 1_800_000_000;
   let clock = now;
-  const trust = new PeerPushTrust(peers, () => clock);
+  // No peer here has a JWKS: a fetch would be a bug.
+  const trust = new PeerPushTrust(peers, new PeerJwks(() => Promise.reject(new Error("no JWKS fetch expected"))), () => clock);
 
   it("a peer without a key (or no named peer): unsigned, a hint whatever headers it sends", async () => {
     expect(problems).toEqual([]);

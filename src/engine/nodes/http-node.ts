@@ -3,8 +3,8 @@
  * POST, the way Conductor's HTTP task plugs in workers. The request carries what a TypeScript TaskHandler sees
  * (input, params, earlier outputs, ids, the idempotency key); the answer is a HandlerResult (`{output?, artifacts?}`).
  *
- * Egress: the same guard and pinned connections as push deliveries and peer calls (peer/peer-http-client.ts with
- * its own policy, HTTP_NODE_*): https and public addresses, plus the private services HTTP_NODE_PRIVATE_HOSTS lists
+ * Egress: the one outbound client (egress/egress-http-client.ts) with its own policy (HTTP_NODE_*), as push
+ * deliveries and peer calls: https and public addresses, plus the private services HTTP_NODE_PRIVATE_HOSTS lists
  * (plain http allowed for exactly those), no redirects, a deadline per request, the answer capped. Retries: 5xx, 408/425/429, timeouts and network errors, under the one retry policy (domain/retry-policy.ts,
  * Retry-After honoured up to its cap); a 4xx fails the node at once.
  *
@@ -22,7 +22,7 @@ import { isObject } from "../../domain/json-shape.js";
 import type { Part } from "../../domain/a2a-types.js";
 import { decideRetry, retryAfterMs, type RetryPolicy } from "../../domain/retry-policy.js";
 import type { TaskContext } from "../../machine/task-context.js";
-import { PeerCallError, type PeerHttpClient } from "../../peer/peer-http-client.js";
+import { EgressCallError, type EgressHttpClient } from "../../egress/egress-http-client.js";
 import { abortableSleep } from "../../domain/abortable-sleep.js";
 import { opaqueFailure } from "../handler-failure.js";
 import { ShutdownSignal } from "../in-flight-work.js";
@@ -253,7 +253,7 @@ interface FailedAttempt {
 /** Runs `http` nodes' calls: resolves variables, sends, retries, maps the answer. Without a client every node fails. */
 export class HttpNodeRunner {
   constructor(
-    private readonly client: PeerHttpClient | undefined,
+    private readonly client: Pick<EgressHttpClient, "request"> | undefined,
     private readonly settings: Pick<HttpNodeSettings, "timeoutMs" | "maxAttempts" | "retryBaseMs" | "retryMaxMs">,
     private readonly variables: Readonly<Record<string, string | undefined>> = {},
     private readonly clock: () => number = Date.now,
@@ -293,7 +293,7 @@ export class HttpNodeRunner {
         failed = { retryable: true, message, ...(after !== undefined ? { retryAfterMs: after } : {}) };
       } catch (err) {
         if (signal.aborted) throw signal.reason;
-        if (!(err instanceof PeerCallError)) throw err;
+        if (!(err instanceof EgressCallError)) throw err;
         if (err.kind === "egress") throw new HandlerError(HTTP_NODE_ERRORS.egressRefused, err.message);
         if (!err.retryable) throw new HandlerError(HTTP_NODE_ERRORS.badResponse, err.message);
         failed = { retryable: true, message: err.message };
