@@ -1,9 +1,11 @@
 /**
- * SSRF guard for every outbound URL: push-notification webhooks and calls to peer agents.
+ * SSRF guard for every outbound URL: push-notification webhooks, calls to peer agents (and their cards, OAuth2
+ * token endpoints and JWKS), `http` nodes' services and the OIDC issuer; egress-http-client.ts runs it on every
+ * request, the gRPC peer client on every call.
  *
  * For push it is applied twice: when a push config is registered (`checkEgressUrlSyntax`, then
  * `checkEgressUrl`) and again before EVERY delivery (`checkEgressUrl`, whose resolved addresses the
- * guarded client then pins the connection to — see pinned-pools.ts). Peer calls check every request. It follows OpenWOP
+ * egress client then pins the connection to — see pinned-pools.ts). Every other caller checks every request. It follows OpenWOP
  * `webhooks.md` §"SSRF protection" / RFC 0093 §A and A2A v1.0 §13.2, and is stricter where those
  * are silent (ports, special-purpose ranges, embedded IPv4 in IPv6 transition prefixes).
  *

@@ -3,8 +3,8 @@ import type { LookupFunction } from "node:net";
 import type { ResolvedAddress } from "./egress-guard.js";
 
 /**
- * Pieces every guarded outbound HTTP client shares (push delivery, calls to peer agents): the socket is
- * pinned to the addresses the egress guard checked, so nothing resolves the name a second time.
+ * Pieces the guarded outbound clients share (the egress HTTP client, the gRPC peer client's HTTP/2 sessions): the
+ * socket is pinned to the addresses the egress guard checked, so nothing resolves the name a second time.
  */
 
 /** A socket lookup that only ever answers with the pre-validated addresses. */

@@ -3,7 +3,7 @@ import type { ResolvedAddress } from "./egress-guard.js";
 import { pinnedLookup } from "./pinned-connection.js";
 
 /**
- * The connection part of every guarded HTTP client (push delivery, calls to peer agents): undici pools keyed
+ * The connection part of the egress HTTP client (egress-http-client.ts): undici pools keyed
  * by origin + the addresses the egress guard checked, so a connection is only ever reused for exactly what a
  * request validated, and whose socket `lookup` answers only with those addresses (the name is never resolved
  * a second time between check and connect). The URL's name stays the Host header and the TLS servername.

@@ -63,6 +63,7 @@ describe("a2a.invoke by push across a SIGKILL of the caller", () => {
       A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS: "true",
       A2A_PEER_POLL_MS: "60000",
       // The callback tokens derive from this key: the same key after the restart.
+      A2A_PEER_CALLBACK_KEY: randomBytes(32).toString("hex"),
       PUSH_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
       PUSH_SIGNING_KEY: randomBytes(24).toString("base64url"),
     };
