@@ -9,6 +9,7 @@ import type { TaskService } from "./task-service.js";
 import type { AgentCard } from "./agent-card.js";
 import type { A2AVersion } from "./protocol-version.js";
 import type { PushBody } from "./push-status-facts.js";
+import type { PeerVersionClient } from "../peer/peer-version.js";
 
 /**
  * What every A2A version folder (`src/a2a/v03/`, `src/a2a/v10/`...) exports, and what the bindings read
@@ -28,6 +29,8 @@ export interface A2AVersionModule {
   errors: VersionErrorShapes;
   push: PushBody;
   card: VersionCardFields;
+  /** The client half: how the `a2a.invoke` node calls a peer over this version (peer/peer-version.ts). */
+  peer: PeerVersionClient;
 }
 
 export interface VersionDeps {

@@ -8,8 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
-import * as v03ProtoCodec from "../../src/a2a/v03/v03-proto-codec.js";
-import * as v10ProtoCodec from "../../src/a2a/v10/v10-proto-codec.js";
+import { peerVersions } from "../../src/a2a/versions.js";
 import { createA2APeerClient } from "../../src/peer/a2a-peer-client.js";
 import { readPeersConfig, type PeerConfig } from "../../src/peer/peer-config.js";
 import { PeerCallError, type PeerHttpClient, type PeerHttpRequest } from "../../src/peer/peer-http-client.js";
@@ -61,7 +60,7 @@ describe("peer client dispatch", () => {
   it("endpoints recorded by an older host read as 0.3 over the same wire", async () => {
     const { http, requests } = recordingHttp(() => ({ body: { jsonrpc: "2.0", id: 1, result: V03_TASK } }));
     const { grpc, calls } = recordingGrpc();
-    const client = createA2APeerClient({ http, grpc, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: 1000 });
+    const client = createA2APeerClient({ http, grpc, versions: peerVersions(), requestTimeoutMs: 1000 });
     const task = await client.getTask({ endpoint: "https://peer.example/a2a/jsonrpc" }, "t1");
     expect(task.state).toBe("working");
     expect(requests[0]).toMatchObject({ method: "POST", url: "https://peer.example/a2a/jsonrpc", headers: { "a2a-version": "0.3" } });
@@ -72,7 +71,7 @@ describe("peer client dispatch", () => {
 
   it("1.0 JSON-RPC: PascalCase methods, ProtoJSON params and result, A2A-Version 1.0, the named peer's bearer token", async () => {
     const { http, requests } = recordingHttp(() => ({ body: { jsonrpc: "2.0", id: 1, result: V10_TASK } }));
-    const client = createA2APeerClient({ http, grpc: recordingGrpc().grpc, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: 1000, peers: peersOf({ p: { cardUrl: "https://peer.example/card", credentials: { bearer: "tok-123" } } }) });
+    const client = createA2APeerClient({ http, grpc: recordingGrpc().grpc, versions: peerVersions(), requestTimeoutMs: 1000, peers: peersOf({ p: { cardUrl: "https://peer.example/card", credentials: { bearer: "tok-123" } } }) });
     const task = await client.getTask({ endpoint: "jsonrpc+1.0+https://peer.example/a2a#tenant=acme", peer: "p" }, "t1");
     expect(task).toMatchObject({ id: "t1", state: "input-required", statusMessage: { messageId: "m1", role: "agent", parts: [{ kind: "text", text: "which?" }] } });
     expect(requests[0]).toMatchObject({ url: "https://peer.example/a2a", headers: { "a2a-version": "1.0", authorization: "Bearer tok-123" } });
@@ -81,7 +80,7 @@ describe("peer client dispatch", () => {
 
   it("1.0 HTTP+JSON: the tenant's path, application/a2a+json, the API key in the header the card named", async () => {
     const { http, requests } = recordingHttp(() => ({ body: { task: V10_TASK } }));
-    const client = createA2APeerClient({ http, grpc: recordingGrpc().grpc, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: 1000, peers: peersOf({ p: { cardUrl: "https://peer.example/card", credentials: { apiKey: "key-456" } } }) });
+    const client = createA2APeerClient({ http, grpc: recordingGrpc().grpc, versions: peerVersions(), requestTimeoutMs: 1000, peers: peersOf({ p: { cardUrl: "https://peer.example/card", credentials: { apiKey: "key-456" } } }) });
     const reply = await client.send({ endpoint: "http+json+1.0+https://peer.example/base/#tenant=acme", peer: "p", apiKeyHeader: "X-Key" }, { messageId: "m", role: "user", parts: [{ kind: "text", text: "hi" }] });
     expect(reply.kind).toBe("task");
     expect(requests[0]).toMatchObject({ method: "POST", url: "https://peer.example/base/acme/message:send", headers: { "content-type": "application/a2a+json", "a2a-version": "1.0", "x-key": "key-456" } });
@@ -90,7 +89,7 @@ describe("peer client dispatch", () => {
 
   it("HTTP 401 says the credentials were refused and is final; a peer removed from configuration fails clearly", async () => {
     const { http } = recordingHttp(() => ({ status: 401, body: { error: { code: 401, message: "invalid API key" } } }));
-    const client = createA2APeerClient({ http, grpc: recordingGrpc().grpc, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: 1000, peers: peersOf({ p: { cardUrl: "https://peer.example/card", credentials: { bearer: "tok" } } }) });
+    const client = createA2APeerClient({ http, grpc: recordingGrpc().grpc, versions: peerVersions(), requestTimeoutMs: 1000, peers: peersOf({ p: { cardUrl: "https://peer.example/card", credentials: { bearer: "tok" } } }) });
     const refused = await client.getTask({ endpoint: "http+json+1.0+https://peer.example/", peer: "p" }, "t1").catch((e: unknown) => e as PeerCallError);
     expect(refused).toMatchObject({ kind: "unauthorized", retryable: false });
     expect((refused as Error).message).toBe("https://peer.example answered HTTP 401 Unauthorized (the credentials for this peer are missing or wrong): invalid API key");
