@@ -140,9 +140,18 @@ export interface ConnectDetail {
   debug?: JsonValue;
 }
 
+/** A gRPC / Connect status name, as the wire table spells it. */
+export type GrpcStatusName = "INVALID_ARGUMENT" | "NOT_FOUND" | "FAILED_PRECONDITION" | "UNIMPLEMENTED" | "INTERNAL" | "UNAUTHENTICATED" | "PERMISSION_DENIED" | "ALREADY_EXISTS" | "ABORTED" | "RESOURCE_EXHAUSTED" | "UNAVAILABLE" | "DEADLINE_EXCEEDED";
+
+/**
+ * A version's column of the one wire table (transport/error-codes.ts): its HTTP and gRPC statuses where they
+ * differ from the table's shared row. Every registered version has one, so the table has a column per version.
+ */
+export type VersionStatusColumn = Partial<Record<ErrorCode, { http?: number; grpc?: GrpcStatusName }>>;
+
 export interface VersionErrorShapes {
-  /** Which status columns of the wire table the version answers with ("1.0": the A2A 1.0 §5.4 statuses). */
-  statusColumns: "0.3" | "1.0";
+  /** The version's status column (empty: the shared row as it is). */
+  statuses: VersionStatusColumn;
   jsonRpc(id: string | number | null, err: WireError): JsonRpcErrorBody;
   httpJson(err: WireError): unknown;
   connectDetails(err: WireError): ConnectDetail[];

@@ -13,6 +13,7 @@ import { createA2APeerClient } from "../../src/peer/a2a-peer-client.js";
 import { readPeersConfig, type PeerConfig } from "../../src/peer/peer-config.js";
 import { PeerCallError, type PeerHttpClient, type PeerHttpRequest } from "../../src/peer/peer-http-client.js";
 import type { PeerTransport } from "../../src/peer/peer-types.js";
+import type { PeerVersionClient } from "../../src/peer/peer-version.js";
 
 const V03_TASK = { kind: "task", id: "t1", contextId: "c1", status: { state: "working" } };
 const V10_TASK = { id: "t1", contextId: "c1", status: { state: "TASK_STATE_INPUT_REQUIRED", message: { messageId: "m1", role: "ROLE_AGENT", parts: [{ text: "which?" }] } } };
@@ -95,6 +96,44 @@ describe("peer client dispatch", () => {
     expect((refused as Error).message).toBe("https://peer.example answered HTTP 401 Unauthorized (the credentials for this peer are missing or wrong): invalid API key");
     const gone = await client.getTask({ endpoint: "http+json+1.0+https://peer.example/", peer: "removed" }, "t1").catch((e: unknown) => e as PeerCallError);
     expect((gone as Error).message).toBe('no peer named "removed" is configured (A2A_PEERS; configured: p)');
+  });
+});
+
+describe("peer client: every version's wire comes from its module's client half", () => {
+  // A stand-in 1.0 client half with other method names, media type and stream bindings: the transports must
+  // send and read exactly what the version says, and name nothing themselves (adding a version adds no branch).
+  const v10 = peerVersions().find((v) => v.version === "1.0")!;
+  const altered: PeerVersionClient = {
+    ...v10,
+    streams: new Set(["jsonrpc"]),
+    jsonRpc: { ...v10.jsonRpc, methods: { ...v10.jsonRpc.methods, get: "tasks.fetch" }, getParams: (taskId, tenant) => ({ task: taskId, space: tenant }) },
+    rest: { ...v10.rest, mediaType: "application/x-test+json", prefix: (tenant) => `/t/${tenant ?? "-"}` },
+  };
+  const versions = peerVersions().map((v) => (v.version === "1.0" ? altered : v));
+
+  it("JSON-RPC: the method name and params the version builds; the version's reader reads the result", async () => {
+    const { http, requests } = recordingHttp(() => ({ body: { jsonrpc: "2.0", id: 1, result: V10_TASK } }));
+    const client = createA2APeerClient({ http, grpc: recordingGrpc().grpc, versions, requestTimeoutMs: 1000 });
+    const task = await client.getTask({ endpoint: "jsonrpc+1.0+https://peer.example/a2a#tenant=acme" }, "t1");
+    expect(task.state).toBe("input-required");
+    expect(jsonRpcBody(requests[0]!)).toMatchObject({ method: "tasks.fetch", params: { task: "t1", space: "acme" } });
+  });
+
+  it("HTTP+JSON: the version's path prefix and media type; streams only over the bindings the version lists", async () => {
+    const { http, requests } = recordingHttp(() => ({ body: V10_TASK }));
+    const client = createA2APeerClient({ http, grpc: recordingGrpc().grpc, versions, requestTimeoutMs: 1000 });
+    await client.cancelTask({ endpoint: "http+json+1.0+https://peer.example/base#tenant=acme" }, "t1");
+    expect(requests[0]).toMatchObject({ url: "https://peer.example/base/t/acme/tasks/t1:cancel", headers: { "content-type": "application/x-test+json", "a2a-version": "1.0" } });
+    expect(client.canStream!({ endpoint: "jsonrpc+1.0+https://peer.example/a2a" })).toBe(true);
+    expect(client.canStream!({ endpoint: "http+json+1.0+https://peer.example/base" })).toBe(false);
+    expect(client.canStream!({ endpoint: "grpc+1.0+https://peer.example:443" })).toBe(false);
+    // The registry's own halves: 1.0 streams on every binding, 0.3 over JSON-RPC only.
+    const registry = createA2APeerClient({ http, grpc: recordingGrpc().grpc, versions: peerVersions(), requestTimeoutMs: 1000 });
+    expect(["jsonrpc+1.0+https://p.example/a", "http+json+1.0+https://p.example/", "grpc+1.0+https://p.example:443", "jsonrpc+0.3+https://p.example/a", "http+json+0.3+https://p.example/", "grpc+0.3+https://p.example:443"].map((endpoint) => registry.canStream!({ endpoint }))).toEqual([true, true, true, true, false, false]);
+  });
+
+  it("the registry lists the client halves newest first (the order a card's interfaces are preferred in)", () => {
+    expect(peerVersions().map((v) => v.version)).toEqual(["1.0", "0.3"]);
   });
 });
 
