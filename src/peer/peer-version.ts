@@ -21,8 +21,6 @@ export interface PeerVersionClient {
   version: A2AVersion;
   /** The bindings over which this version holds a task stream here (others are pushed to or polled). */
   streams: ReadonlySet<PeerBinding>;
-  /** Whether an interface's `tenant` is sent (1.0); a version without tenants drops it from the endpoint. */
-  tenants: boolean;
   jsonRpc: PeerJsonRpcCodec;
   rest: PeerRestCodec;
   grpc: PeerGrpcCodec;

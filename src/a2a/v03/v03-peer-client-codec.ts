@@ -264,7 +264,6 @@ export const v03PeerClient: PeerVersionClient = {
   version: "0.3",
   // Only `tasks/resubscribe` over JSON-RPC: 0.3 HTTP+JSON and gRPC peers are pushed to or polled.
   streams: new Set(["jsonrpc"]),
-  tenants: false,
   jsonRpc: {
     methods: { send: "message/send", get: "tasks/get", cancel: "tasks/cancel", subscribe: "tasks/resubscribe" },
     sendParams: (message, _tenant, push) => ({ message: wireMessageV03(message), configuration: jsonRpcConfiguration(push) }),

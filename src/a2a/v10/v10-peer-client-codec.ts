@@ -189,7 +189,6 @@ function grpcClient(transport: Transport): PeerGrpcClient {
 export const v10PeerClient: PeerVersionClient = {
   version: "1.0",
   streams: new Set(["jsonrpc", "http+json", "grpc"]),
-  tenants: true,
   jsonRpc: {
     methods: { send: "SendMessage", get: "GetTask", cancel: "CancelTask", subscribe: "SubscribeToTask" },
     sendParams: (message, tenant, push) => protoJson(pb.SendMessageRequestSchema, sendRequestV10(message, tenant, push)),
