@@ -7,7 +7,9 @@
  * answer reads, so peer/ never asks which version it speaks.
  *
  * Everything a peer answers is untrusted input: the decoders check it and reduce it to our PeerTask, throwing a
- * PeerCallError ("protocol") on what does not fit.
+ * PeerCallError ("protocol") on what does not fit. A refused call is read by its binding, the same in every
+ * version (HTTP status, JSON-RPC error code, gRPC status: http-peer-transports.ts, grpc-peer-client.ts), and
+ * the error's text read from either version's body shape, so a version adds nothing there.
  */
 import type { DescService } from "@bufbuild/protobuf";
 import type { Transport } from "@connectrpc/connect";
