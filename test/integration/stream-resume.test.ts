@@ -115,6 +115,22 @@ describe("every A2A SSE stream sends ids, and resumes from Last-Event-ID", () =>
     expect(await readSse(atEnd)).toEqual([]);
   });
 
+  it.each([
+    ["JSON-RPC 0.3 message/stream", () => fetch(`${t.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/stream", params: { message: message() } }) })],
+    ["JSON-RPC 1.0 SendStreamingMessage", () => fetch(`${t.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json", "A2A-Version": "1.0" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendStreamingMessage", params: { message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "Send it" }], metadata: { skillId: "approval-gate" } } } }) })],
+    ["HTTP+JSON 0.3 /v1/message:stream", () => fetch(`${t.baseUrl}/v1/message:stream`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ message: { messageId: randomUUID(), role: "ROLE_USER", content: [{ text: "Send it" }], metadata: { skillId: "approval-gate" } } }) })],
+    ["HTTP+JSON 1.0 /message:stream", () => fetch(`${t.baseUrl}/message:stream`, { method: "POST", headers: { "content-type": "application/a2a+json", "A2A-Version": "1.0" }, body: JSON.stringify({ message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "Send it" }], metadata: { skillId: "approval-gate" } } }) })],
+  ] as const)("%s: a streaming send's events carry increasing cursors too", async (_name, send) => {
+    const frames = await readSse(await send());
+    expect(frames.length).toBeGreaterThan(1);
+    const first = frames[0]!.data as Obj;
+    const task = (first["result"] ?? first) as Obj;
+    const taskId = (task["id"] ?? task["task"]?.["id"]) as string;
+    const sequences = frames.map((f) => sequenceOf(taskId, f.id));
+    expect(sequences).toEqual([...sequences].sort((a, b) => a - b));
+    expect(new Set(sequences).size).toBe(sequences.length);
+  });
+
   it.each(BINDINGS)("$name: a resume while the task still runs replays nothing twice and continues live to the end", async (binding) => {
     const taskId = await waitingTask(t.baseUrl);
     const dropped = await firstFrame(binding, t.baseUrl, taskId);
