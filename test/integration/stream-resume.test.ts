@@ -10,6 +10,7 @@ import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
 import { readSse, type SseFrame } from "../support/sse.js";
+import { startServerProcess } from "../support/server-process.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 
 type Obj = Record<string, any>;
@@ -267,4 +268,32 @@ describe("a stream resumes on another instance of the same store", () => {
     const after = await readSse(await binding.open(b.baseUrl, taskId, { "Last-Event-ID": dropped.id! }));
     expect(after.map((f) => [f.id, f.data])).toEqual(live.map((f) => [f.id, f.data]));
   });
+});
+
+describe("a stream resumes after the instance that served it was killed (SIGKILL)", () => {
+  it("JSON-RPC 0.3: the cursor from the killed process replays, on a new process over the same database, what came after it", async () => {
+    const dbName = `resume_kill_${randomUUID().slice(0, 8)}`;
+    const env = { MONGODB_URI: inject("mongoUri"), MONGODB_DB: dbName, NODE_ENV: "test" };
+    const binding = BINDINGS[0]!;
+    const first = await startServerProcess(env);
+    let second: Awaited<ReturnType<typeof startServerProcess>> | undefined;
+    try {
+      const taskId = await waitingTask(first.baseUrl);
+      const dropped = await firstFrame(binding, first.baseUrl, taskId);
+      await first.kill();
+      second = await startServerProcess(env);
+      const resumed = readSse(await binding.open(second.baseUrl, taskId, { "Last-Event-ID": dropped.id! }));
+      await approve(second.baseUrl, taskId);
+      const frames = await resumed;
+      expect(frames.map((f) => kindOf(binding.item(f)))).not.toContain("task");
+      expect(statesOf(binding, frames)).toEqual(["working", "completed"]);
+      expect(frames.every((f) => sequenceOf(taskId, f.id) > sequenceOf(taskId, dropped.id))).toBe(true);
+    } finally {
+      await first.kill().catch(() => undefined);
+      await second?.terminate();
+      const client = await MongoClient.connect(inject("mongoUri"));
+      await client.db(dbName).dropDatabase();
+      await client.close();
+    }
+  }, 90_000);
 });
