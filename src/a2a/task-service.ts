@@ -180,7 +180,7 @@ export class TaskService {
   // ---------------------------------------------------------------- push notification configs
   // Registering a webhook (and reading its secrets back) is webhook management: scope webhooks:manage.
 
-  /** Create or replace (upsert by config id; the id defaults to the task id). The URL is checked before the task is looked up. */
+  /** Create or replace (upsert by config id; without one, a new config: `PushConfigService.set`). The URL is checked before the task is looked up. */
   async setPushConfig(taskId: string, config: PushNotificationConfig, ctx: CallContext, path?: string): Promise<TaskPushNotificationConfig> {
     requireScope(ctx.principal, "webhooks:manage");
     return this.storeCalls.bounded(ctx, () => this.options.push.set(taskId, config, ctx.principal, path));
