@@ -220,6 +220,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     card,
     blockingTimeoutMs: config.blockingTimeoutMs,
     storeTimeoutMs: config.storeTimeoutMs,
+    resumeMaxEvents: config.streamResumeMaxEvents,
     sizeLimits: store.limits ?? DEFAULT_TASK_SIZE_LIMITS,
     maxInputDepth: config.maxInputDepth,
     push: push.configs,
