@@ -34,10 +34,8 @@ import { egressFetch } from "./egress/egress-fetch.js";
 import { PEER_JWKS_TIMEOUT_MS, PeerJwks } from "./peer/peer-jwks.js";
 import { HttpNodeRunner } from "./engine/nodes/http-node.js";
 import { workflowVariableValues } from "./engine/nodes/http-node-settings.js";
-import * as v03ProtoCodec from "./a2a/v03/v03-proto-codec.js";
-import * as v10ProtoCodec from "./a2a/v10/v10-proto-codec.js";
 import { negotiateA2AVersion } from "./a2a/protocol-version.js";
-import { pushBody } from "./a2a/versions.js";
+import { peerVersions, pushBody } from "./a2a/versions.js";
 import type { Resolver } from "./egress/egress-guard.js";
 import { createPushNotifications, type PushNotifications } from "./push/push-notifications.js";
 import { RunEventFeed } from "./runs/run-event-feed.js";
@@ -149,9 +147,8 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const peerClient = createA2APeerClient({
     http: peerHttp,
     jwks: peerJwks,
-    grpc: observedPeerTransport(createGrpcPeerTransport({ policy: config.a2aPeer.egress, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: config.a2aPeer.requestTimeoutMs, streamIdleMs: config.a2aPeer.streamIdleMs }), telemetry),
-    codec: v03ProtoCodec,
-    codecV10: v10ProtoCodec,
+    grpc: observedPeerTransport(createGrpcPeerTransport({ policy: config.a2aPeer.egress, versions: peerVersions(), requestTimeoutMs: config.a2aPeer.requestTimeoutMs, streamIdleMs: config.a2aPeer.streamIdleMs }), telemetry),
+    versions: peerVersions(),
     requestTimeoutMs: config.a2aPeer.requestTimeoutMs,
     streamIdleMs: config.a2aPeer.streamIdleMs,
     peers: config.a2aPeer.peers,
@@ -204,7 +201,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   // A push committed by another instance wakes the node here through the change stream (not the polling fallback:
   // it would read the store per waiting node every period; without change streams the backstop poll catches it).
   peerInvoker.news.useRemoteCommits(commitFeed?.mode === "change-stream" ? (taskId, onCommit) => commitFeed.onTask(taskId, () => onCommit()) : undefined);
-  const peerCallbacks = callbackKey ? new PeerCallbackService({ supervisor, reads, key: callbackKey, peers: config.a2aPeer.peers, jwks: peerJwks, news: peerInvoker.news, logger }) : undefined;
+  const peerCallbacks = callbackKey ? new PeerCallbackService({ supervisor, reads, key: callbackKey, peers: config.a2aPeer.peers, jwks: peerJwks, news: peerInvoker.news, versions: peerVersions(), logger }) : undefined;
   // JSON-RPC first (preferred). gRPC clients take a "host:port" target, not a URL; HTTP+JSON is under /v1.
   const interfaces: AgentInterface[] = [
     { url: `${config.publicUrl}${JSONRPC_PATH}`, transport: "JSONRPC" },
@@ -236,6 +233,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     card,
     blockingTimeoutMs: config.blockingTimeoutMs,
     storeTimeoutMs: config.storeTimeoutMs,
+    resumeMaxEvents: config.streamResumeMaxEvents,
     sizeLimits: store.limits ?? DEFAULT_TASK_SIZE_LIMITS,
     maxInputDepth: config.maxInputDepth,
     push: push.configs,
