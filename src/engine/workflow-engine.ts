@@ -2,7 +2,7 @@ import type { Artifact, Message, Part } from "../domain/a2a-types.js";
 import { invalidParams } from "../domain/errors.js";
 import { APPROVAL_ACTIONS, type ApprovalAction } from "../domain/run-status.js";
 import type { DurableTimer, PendingInterrupt, RunError, TaskContext } from "../machine/task-context.js";
-import { peerReplyFromText, peerReplyOutcome } from "./nodes/a2a-invoke.js";
+import { peerReplyFromText, peerReplyOutcome } from "./nodes/a2a-invoke/a2a-invoke.js";
 import { cursorOf, inputOfMessage } from "./message-route.js";
 import type { A2AInvokeNode, ApprovalNode, ClarificationNode, DelayNode, SwitchNode, TaskNode, WorkflowDefinition, WorkflowNode } from "../workflows/workflow-types.js";
 

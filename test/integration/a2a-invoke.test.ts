@@ -19,7 +19,7 @@ import type { AddressInfo } from "node:net";
 import { TaskState } from "@a2a-js/sdk";
 import { status as GrpcStatus } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { peerMessageId } from "../../src/engine/nodes/a2a-invoke.js";
+import { peerMessageId } from "../../src/engine/nodes/a2a-invoke/a2a-invoke.js";
 import { createGrpcPeerTransport } from "../../src/peer/grpc-peer-client.js";
 import * as v03ProtoCodec from "../../src/a2a/v03/v03-proto-codec.js";
 import * as v10ProtoCodec from "../../src/a2a/v10/v10-proto-codec.js";

@@ -1,4 +1,4 @@
-import type { A2AInvokeRunner } from "./a2a-invoke-runner.js";
+import type { A2AInvokeRunner } from "./a2a-invoke/a2a-invoke-runner.js";
 import type { TaskHandler, WorkflowNode } from "../../workflows/workflow-types.js";
 import type { NodeExecutor, NodeRuntime } from "./node-executor.js";
 

@@ -1,8 +1,8 @@
 import type { TaskNode } from "../../workflows/workflow-types.js";
-import { a2aInvokeNodeKind } from "./a2a-invoke-node.js";
+import { a2aInvokeNodeKind } from "./a2a-invoke/a2a-invoke-node.js";
 import { delayNodeExecutor } from "./delay-node.js";
 import { gateNodeExecutor } from "./gate-node.js";
-import { httpNodeKind } from "./http-node.js";
+import { httpNodeKind } from "./http/http-node.js";
 import type { NodeCheckContext, NodeKind, NodeKinds, NodeServices } from "./node-kind.js";
 import { switchNodeExecutor } from "./switch-node.js";
 import type { NodeExecutors, NodeRuntime } from "./node-executor.js";

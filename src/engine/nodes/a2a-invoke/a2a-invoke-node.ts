@@ -1,13 +1,13 @@
 import { randomUUID } from "node:crypto";
-import { didYouMean } from "../../domain/closest-name.js";
-import type { TaskContext } from "../../machine/task-context.js";
+import { didYouMean } from "../../../domain/closest-name.js";
+import type { TaskContext } from "../../../machine/task-context.js";
 import { buildPeerInterrupt, CROSS_PROTOCOL_CANCEL, peerProgressOf, peerTaskToCancel } from "./a2a-invoke.js";
 import type { A2AInvokeRunner, InvokeOutcome } from "./a2a-invoke-runner.js";
-import { ShutdownSignal } from "../in-flight-work.js";
-import { idempotencyKeyOf, nodeAfter } from "../workflow-engine.js";
-import type { A2AInvokeNode, WorkflowDefinition } from "../../workflows/workflow-types.js";
-import { failureMessage, stillRunning, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "./node-executor.js";
-import type { NodeCheckContext, NodeKind } from "./node-kind.js";
+import { ShutdownSignal } from "../../in-flight-work.js";
+import { idempotencyKeyOf, nodeAfter } from "../../workflow-engine.js";
+import type { A2AInvokeNode, WorkflowDefinition } from "../../../workflows/workflow-types.js";
+import { failureMessage, stillRunning, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "../node-executor.js";
+import type { NodeCheckContext, NodeKind } from "../node-kind.js";
 
 /** The kind, for the registry (node-registry.ts): the named-peer check at load, the executor. */
 export const a2aInvokeNodeKind: NodeKind<A2AInvokeNode> = {

@@ -17,21 +17,21 @@
  * call runs at least once, and a re-run after a crash sends the same idempotency key (also the `Idempotency-Key`
  * header), so the service can deduplicate.
  */
-import { CONNECTION_HEADERS } from "../../domain/http-headers.js";
-import { isObject } from "../../domain/json-shape.js";
-import type { Part } from "../../domain/a2a-types.js";
-import { decideRetry, retryAfterMs, type RetryPolicy } from "../../domain/retry-policy.js";
-import type { TaskContext } from "../../machine/task-context.js";
-import { PeerCallError, type PeerHttpClient } from "../../peer/peer-http-client.js";
-import { abortableSleep } from "../../domain/abortable-sleep.js";
-import { opaqueFailure } from "../handler-failure.js";
-import { ShutdownSignal } from "../in-flight-work.js";
-import { feedbackFor, idempotencyKeyOf, incomingMessageOf, runInputOf } from "../workflow-engine.js";
-import { HandlerError, type HandlerArtifact, type HandlerResult, type HttpNode, type WorkflowDefinition } from "../../workflows/workflow-types.js";
-import { VARIABLE_REFERENCE } from "../../workflows/workflow-variables.js";
+import { CONNECTION_HEADERS } from "../../../domain/http-headers.js";
+import { isObject } from "../../../domain/json-shape.js";
+import type { Part } from "../../../domain/a2a-types.js";
+import { decideRetry, retryAfterMs, type RetryPolicy } from "../../../domain/retry-policy.js";
+import type { TaskContext } from "../../../machine/task-context.js";
+import { PeerCallError, type PeerHttpClient } from "../../../peer/peer-http-client.js";
+import { abortableSleep } from "../../../domain/abortable-sleep.js";
+import { opaqueFailure } from "../../handler-failure.js";
+import { ShutdownSignal } from "../../in-flight-work.js";
+import { feedbackFor, idempotencyKeyOf, incomingMessageOf, runInputOf } from "../../workflow-engine.js";
+import { HandlerError, type HandlerArtifact, type HandlerResult, type HttpNode, type WorkflowDefinition } from "../../../workflows/workflow-types.js";
+import { VARIABLE_REFERENCE } from "../../../workflows/workflow-variables.js";
 import type { HttpNodeSettings } from "./http-node-settings.js";
-import { failureMessage, stageNodeCompleted, stillRunning, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "./node-executor.js";
-import type { NodeKind } from "./node-kind.js";
+import { failureMessage, stageNodeCompleted, stillRunning, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "../node-executor.js";
+import type { NodeKind } from "../node-kind.js";
 
 /** The kind, for the registry (node-registry.ts): checks at load, no stateless use, the executor. */
 export const httpNodeKind: NodeKind<HttpNode> = {
@@ -40,7 +40,7 @@ export const httpNodeKind: NodeKind<HttpNode> = {
 };
 
 // Its runner joins the executors' services from here (its node type is public: workflows/workflow-types.ts).
-declare module "./node-kind.js" {
+declare module "../node-kind.js" {
   interface NodeServices {
     httpRunner: HttpNodeRunner;
   }

@@ -1,14 +1,14 @@
-import type { Logger } from "../observability/logger.js";
-import type { PeerCallbackKey } from "../peer/peer-callbacks.js";
-import type { PeerConfig } from "../peer/peer-config.js";
-import { PeerCallError } from "../peer/peer-http-client.js";
-import { decodePeerPush } from "../peer/peer-push-body.js";
-import { PeerPushTrust } from "../peer/peer-push-trust.js";
-import type { TaskReadPort } from "../store/task-read-port.js";
-import { isInterruptedPeerState, isNewPeerStatus, isTerminalPeerState, peerProgressOf, type PeerProgress } from "./nodes/a2a-invoke.js";
-import type { PeerNewsBoard } from "./nodes/a2a-invoke-news.js";
-import type { TaskSupervisor } from "./task-supervisor.js";
-import { idempotencyKeyOf } from "./workflow-engine.js";
+import type { Logger } from "../../../observability/logger.js";
+import type { PeerCallbackKey } from "../../../peer/peer-callbacks.js";
+import type { PeerConfig } from "../../../peer/peer-config.js";
+import { PeerCallError } from "../../../peer/peer-http-client.js";
+import { decodePeerPush } from "../../../peer/peer-push-body.js";
+import { PeerPushTrust } from "../../../peer/peer-push-trust.js";
+import type { TaskReadPort } from "../../../store/task-read-port.js";
+import { isInterruptedPeerState, isNewPeerStatus, isTerminalPeerState, peerProgressOf, type PeerProgress } from "./a2a-invoke.js";
+import type { PeerNewsBoard } from "./a2a-invoke-news.js";
+import type { TaskSupervisor } from "../../task-supervisor.js";
+import { idempotencyKeyOf } from "../../workflow-engine.js";
 
 /** One push as the route hands it over: our task id from the path, the headers (lower-case names), the raw body. */
 export interface PeerCallbackRequest {
