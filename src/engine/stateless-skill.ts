@@ -4,7 +4,7 @@ import type { Logger } from "../observability/logger.js";
 import { withConversation, type ConversationReads, type HandlerContextBase } from "./handler-conversation.js";
 import { callerFailure } from "./handler-failure.js";
 import { cursorOf, inputOfMessage, switchTarget } from "./message-route.js";
-import { firstNodeOf, nodeAfter } from "./workflow-engine.js";
+import { firstNodeOf, nodeAfter } from "./workflow-walk.js";
 import { HandlerError, type HandlerResult, type TaskHandler, type WorkflowDefinition } from "../workflows/workflow-types.js";
 
 /** A loop of switch and task nodes that never ends is cut off here (a stateless answer must be quick). */

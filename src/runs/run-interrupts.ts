@@ -4,7 +4,7 @@ import { DomainError } from "../domain/errors.js";
 import type { InterruptKind, RunStatus } from "../domain/run-status.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
 import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
-import { findNode, SYSTEM_TIMEOUT } from "../engine/workflow-engine.js";
+import { findNode, SYSTEM_TIMEOUT } from "../engine/workflow-walk.js";
 import { InterruptTokenError, type InterruptTokenPayload, type InterruptTokenSigner } from "../interrupts/interrupt-tokens.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { TaskReadPort } from "../store/task-read-port.js";

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { decodeCursor, encodeCursor, filterDigest } from "../../src/console/console-cursor.js";
 import { nodePathOf, nodeTitle, redactSecrets, REDACTED } from "../../src/console/console-task-view.js";
 import { workflowGraphOf } from "../../src/console/console-workflow-graph.js";
+import { builtinNodeKinds } from "../../src/engine/nodes/node-registry.js";
 import type { WorkflowDefinition } from "../../src/workflows/workflow-types.js";
 
 describe("console task view", () => {
@@ -36,11 +37,14 @@ describe("console task view", () => {
         { kind: "http", id: "titled", title: "Tell the CRM", url: "https://crm.example.com/x" },
       ],
     } as unknown as WorkflowDefinition;
-    const titles = workflow.nodes.map((n) => nodeTitle(n));
+    const titles = workflow.nodes.map((n) => nodeTitle(n, builtinNodeKinds()));
     expect(titles).toEqual(["http POST https://hooks.example.com:8443", "http PUT ${NOTIFY_URL}", "http POST https://${NOTIFY_HOST}", "call ${A2A_PEER_CARD_URL}", "Tell the CRM"]);
     expect(titles.join(" ")).not.toMatch(/configured peer|secret|pw|PASSWORD|token/);
     // The workflow graph the console draws carries the same labels.
-    expect(workflowGraphOf(workflow).nodes.slice(0, 2).map((n) => n.title)).toEqual(["http POST https://hooks.example.com:8443", "http PUT ${NOTIFY_URL}"]);
+    const graph = workflowGraphOf(workflow, builtinNodeKinds());
+    expect(graph.nodes.slice(0, 2).map((n) => n.title)).toEqual(["http POST https://hooks.example.com:8443", "http PUT ${NOTIFY_URL}"]);
+    // The graph's sub-label of an http node: its method and the target host (no userinfo, path or query).
+    expect(graph.nodes.slice(0, 3).map((n) => n.label)).toEqual(["POST hooks.example.com:8443", "PUT ${NOTIFY_URL}", "POST ${NOTIFY_HOST}"]);
   });
 
   it("the node path collapses repeats and keeps refine loops", () => {

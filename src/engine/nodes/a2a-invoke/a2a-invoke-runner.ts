@@ -26,7 +26,7 @@ import {
   type PeerProgress,
 } from "./a2a-invoke.js";
 import { unexpandedVariables } from "../../../workflows/workflow-variables.js";
-import { idempotencyKeyOf, runInputOf } from "../../workflow-engine.js";
+import { idempotencyKeyOf, runInputOf } from "../../workflow-walk.js";
 import type { A2AInvokeNode } from "../../../workflows/workflow-types.js";
 import { abortableSleep } from "../../../domain/abortable-sleep.js";
 

@@ -24,9 +24,11 @@ import { decideRetry, retryAfterMs, type RetryPolicy } from "../../../domain/ret
 import type { TaskContext } from "../../../machine/task-context.js";
 import { PeerCallError, type PeerHttpClient } from "../../../peer/peer-http-client.js";
 import { abortableSleep } from "../../../domain/abortable-sleep.js";
+import { originOf as originOfUrl } from "../../../domain/url-origin.js";
 import { opaqueFailure } from "../../handler-failure.js";
 import { ShutdownSignal } from "../../in-flight-work.js";
-import { feedbackFor, idempotencyKeyOf, incomingMessageOf, runInputOf } from "../../workflow-engine.js";
+import { idempotencyKeyOf, incomingMessageOf, runInputOf } from "../../workflow-walk.js";
+import { feedbackFor } from "../gates/approval-node.js";
 import { HandlerError, type HandlerArtifact, type HandlerResult, type HttpNode, type WorkflowDefinition } from "../../../workflows/workflow-types.js";
 import { VARIABLE_REFERENCE } from "../../../workflows/workflow-variables.js";
 import type { HttpNodeSettings } from "./http-node-settings.js";
@@ -36,11 +38,23 @@ import type { NodeKind } from "../node-kind.js";
 /** The kind, for the registry (node-registry.ts): checks at load, no stateless use, the executor. */
 export const httpNodeKind: NodeKind<HttpNode> = {
   check: (node, { variables }) => httpNodeProblem(node, variables),
+  createServices: (deps) => ({ services: { httpRunner: deps.host.httpNode ? new HttpNodeRunner(deps.host.httpNode.client, deps.host.httpNode.settings, deps.host.httpNode.variables) : new HttpNodeRunner(undefined, UNCONFIGURED) } }),
   executor: (runtime, services) => httpNodeExecutor(runtime, services.httpRunner),
+  view: {
+    title: (node) => `http ${node.method ?? "POST"} ${originOfUrl(node.url)}`,
+    // Its method and the service's host (never the path or query: they may hold secrets).
+    label: (node) => `${node.method ?? "POST"} ${originOfUrl(node.url).replace(/^[a-z][a-z0-9+.-]*:\/\//i, "")}`,
+  },
 };
 
-// Its runner joins the executors' services from here (its node type is public: workflows/workflow-types.ts).
+/** A runner without a client: its nodes fail with `http_node_unavailable`. */
+const UNCONFIGURED = { timeoutMs: 30_000, maxAttempts: 1, retryBaseMs: 1, retryMaxMs: 1 };
+
+// What it needs from the host (core.ts builds the egress client) and the runner it adds to the executors' services.
 declare module "../node-kind.js" {
+  interface NodeHostServices {
+    httpNode?: { client: PeerHttpClient; settings: HttpNodeSettings; variables: Readonly<Record<string, string | undefined>> };
+  }
   interface NodeServices {
     httpRunner: HttpNodeRunner;
   }
