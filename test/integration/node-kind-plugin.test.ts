@@ -1,0 +1,105 @@
+// The node-kind plugin contract from outside src (docs/architecture.md "How to add a node kind"): a kind defined
+// only in this file, `uppercase`, registered through createCore's `nodeKinds`, with its schema fragment, a
+// load-time check, its own service (createServices) and route, an executor that upper-cases the caller's text into
+// an artifact, and its console title, graph label and edges. A real task runs through the real server over the
+// A2A 0.3 JSON-RPC binding; the console's graph of the workflow shows the kind's words.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { NodeKind } from "../../src/engine/nodes/node-kind.js";
+import { stageNodeCompleted, stillRunning } from "../../src/engine/nodes/node-executor.js";
+import { runInputOf } from "../../src/engine/workflow-walk.js";
+import { checkWorkflow } from "../../src/engine/workflow-catalog.js";
+import { NodeKindRegistry } from "../../src/engine/nodes/node-registry.js";
+import type { WorkflowDefinition, WorkflowNode } from "../../src/workflows/workflow-types.js";
+import { jsonRpcCaller } from "../support/jsonrpc-caller.js";
+import { startTestApp, type TestApp } from "../support/start-server.js";
+
+/** The node as a definition writes it. */
+interface UppercaseNode {
+  kind: "uppercase";
+  id: string;
+  title?: string;
+  /** Put after the upper-cased text. */
+  suffix?: string;
+}
+
+// Its service, added to the executors' services the way a kind in src adds its own.
+declare module "../../src/engine/nodes/node-kind.js" {
+  interface NodeServices {
+    shout?: (text: string) => string;
+  }
+}
+
+const uppercase: NodeKind<WorkflowNode> = {
+  schema: {
+    type: "object",
+    additionalProperties: false,
+    required: ["kind", "id"],
+    properties: { kind: { const: "uppercase" }, id: { $ref: "#/$defs/Id" }, title: { $ref: "#/$defs/Title" }, suffix: { type: "string" } },
+  },
+  stateless: false,
+  check: (node) => ((node as unknown as UppercaseNode).suffix === "!!!" ? `node "${node.id}": one "!" is enough` : undefined),
+  createServices: () => ({ services: { shout: (text: string) => text.toUpperCase() } }),
+  routes: (services) => [
+    { method: "GET", path: "/v1/uppercase/{word}", public: true, handle: async ({ params }) => ({ status: 200, body: { shouted: services.shout!(params["word"]!) } }) },
+  ],
+  executor: (runtime, services) => ({
+    async step({ node, live, workflow, at }) {
+      runtime.repository.stage(live, { type: "NODE_STARTED", at, nodeId: node.id });
+      const { text } = runInputOf(live.actor.getSnapshot().context);
+      const shouted = `${services.shout!(text)}${(node as unknown as UppercaseNode).suffix ?? ""}`;
+      // An effect outside the lock, as any kind with work to do; its outcome is staged under the lock.
+      return async () => (next) => {
+        if (!stillRunning(next, node.id)) return;
+        stageNodeCompleted(runtime.repository, next, workflow, node.id, runtime.now(), { output: { length: shouted.length }, artifacts: [{ name: "shouted", parts: [{ kind: "text", text: shouted }] }] });
+      };
+    },
+  }),
+  view: { title: () => "shout it", label: (node) => `UPPERCASE${(node as unknown as UppercaseNode).suffix ?? ""}` },
+};
+
+const WORKFLOW = {
+  id: "shout",
+  name: "Shout",
+  description: "Upper-cases the request.",
+  nodes: [{ kind: "uppercase", id: "loud", suffix: "!" }],
+} as unknown as WorkflowDefinition;
+
+describe("a node kind defined outside src, registered through createCore's nodeKinds", () => {
+  let t: TestApp;
+  const caller = jsonRpcCaller(() => t.baseUrl);
+
+  beforeAll(async () => {
+    t = await startTestApp({ BUILTIN_WORKFLOWS: "none" }, undefined, undefined, { nodeKinds: { uppercase }, workflows: [WORKFLOW] });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it("runs a real task: the kind's executor and service upper-case the text into an artifact", async () => {
+    const task = await caller.start("hello plugins", "shout");
+    expect(task["status"].state).toBe("completed");
+    expect(task["artifacts"]).toEqual([expect.objectContaining({ artifactId: "loud.0", name: "shouted", parts: [{ kind: "text", text: "HELLO PLUGINS!" }] })]);
+  });
+
+  it("serves the kind's route (public: no API key asked)", async () => {
+    const res = await fetch(`${t.baseUrl}/v1/uppercase/quiet`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ shouted: "QUIET" });
+  });
+
+  it("the console graph shows the kind's title and label, and the default next edge", async () => {
+    const res = await fetch(`${t.baseUrl}/console/api/workflows/shout`);
+    expect(res.status).toBe(200);
+    const graph = (await res.json()) as { nodes: Array<Record<string, unknown>>; edges: Array<Record<string, unknown>> };
+    expect(graph.nodes[0]).toEqual({ id: "loud", kind: "uppercase", title: "shout it", label: "UPPERCASE!" });
+    expect(graph.edges).toEqual([{ from: "loud", to: "$end", kind: "next" }]);
+  });
+
+  it("the loader validates it with its schema fragment and runs its check; hosts without it refuse the kind", () => {
+    const kinds = new NodeKindRegistry({ uppercase });
+    expect(() => checkWorkflow({ ...WORKFLOW, nodes: [{ kind: "uppercase", id: "loud", volume: 11 }] }, {}, {}, {}, kinds)).toThrow(/nodes\/0: must NOT have additional property 'volume'/);
+    expect(() => checkWorkflow({ ...WORKFLOW, nodes: [{ kind: "uppercase", id: "loud", suffix: "!!!" }] }, {}, {}, {}, kinds)).toThrow(/node "loud": one "!" is enough/);
+    expect(() => checkWorkflow(WORKFLOW, {})).toThrow(/nodes\/0\/kind: must be equal to one of the allowed values/);
+    expect(() => new NodeKindRegistry({ http: uppercase })).toThrow(/node kind "http" is built in/);
+  });
+});
