@@ -162,13 +162,12 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const callbackOk = callbackBase.startsWith("https://") || config.a2aPeer.egress.allowHttpLoopback;
   // Each node kind builds its services from the host's pieces (engine/nodes/*: createServices); the supervisor
   // (made next) is reached through the handles, which are called only once tasks run.
-  let supervisor: TaskSupervisor | undefined;
   const nodeServices = catalog.kinds.createServices(
     {
       logger,
       clock: () => new Date(),
-      reads: { find: (taskId) => supervisor!.reads.find(taskId), contextOf: (record) => supervisor!.reads.contextOf(record) },
-      progress: { commitNodeProgress: (taskId, decide) => supervisor!.commitNodeProgress(taskId, decide) },
+      reads: { find: (taskId) => supervisor.reads.find(taskId), contextOf: (record) => supervisor.reads.contextOf(record) },
+      progress: { commitNodeProgress: (taskId, decide) => supervisor.commitNodeProgress(taskId, decide) },
       host: {
         a2aInvoke: {
           client: peerClient,
@@ -184,7 +183,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     },
     handlers,
   );
-  supervisor = new TaskSupervisor({ store, catalog, services: nodeServices.services, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, leases: config.leases, recovery: config.recovery });
+  const supervisor: TaskSupervisor = new TaskSupervisor({ store, catalog, services: nodeServices.services, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, leases: config.leases, recovery: config.recovery });
   const stopObservingTasks = observeTasks({ hook, supervisor, telemetry, logger });
   const reads = supervisor.reads;
   const observer = new TaskObserver({ reads, hook, feed: commitFeed, maxBuffered: config.subscriberBuffer });
@@ -246,7 +245,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     maxInputDepth: config.maxInputDepth,
     push: push.configs,
     interruptToken: (record, context, principal) => interruptTokensFor(tokens, record, context, principal)?.resolve,
-    stateless: new StatelessSkills({ handlers, logger, reads }),
+    stateless: new StatelessSkills({ handlers, logger, reads, kinds: catalog.kinds }),
   });
   // The OpenWOP runs API: the same durable tasks A2A sees, their events and interrupts.
   const runs = new RunService({ supervisor, reads, observer, catalog, idempotency: options.idempotency ?? new MemoryIdempotencyStore(), idempotencyTtlMs: config.idempotencyTtlMs, tokens, storeTimeoutMs: config.storeTimeoutMs });
@@ -272,12 +271,12 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     telemetry,
     nodeRoutes: catalog.kinds.routes(nodeServices.services),
     async start() {
-      await supervisor!.start();
+      await supervisor.start();
       await push.start();
     },
     async stop() {
       stopObservingTasks();
-      await supervisor!.stop();
+      await supervisor.stop();
       await nodeServices.close();
       await peerClient.close();
       await httpNodeClient.close();

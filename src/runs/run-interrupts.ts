@@ -82,7 +82,7 @@ export class RunInterrupts {
     const record = await reads.get(runId, ctx.principal.tenant);
     const workflow = catalog.get(record.workflowId);
     const node = workflow ? findNode(workflow, nodeId) : undefined;
-    if (!node || (node.kind !== "approval" && node.kind !== "clarification")) {
+    if (!node || !catalog.kinds.of(node.kind)?.reply?.byNodeId) {
       throw new DomainError("interrupt-not-found", `run ${runId} (workflow ${record.workflowId}) has no interrupt node "${nodeId}"`, { runId, nodeId });
     }
     const pending = reads.contextOf(record).interrupt;

@@ -36,7 +36,6 @@ const uppercase: NodeKind<WorkflowNode> = {
     required: ["kind", "id"],
     properties: { kind: { const: "uppercase" }, id: { $ref: "#/$defs/Id" }, title: { $ref: "#/$defs/Title" }, suffix: { type: "string" } },
   },
-  stateless: false,
   check: (node) => ((node as unknown as UppercaseNode).suffix === "!!!" ? `node "${node.id}": one "!" is enough` : undefined),
   createServices: () => ({ services: { shout: (text: string) => text.toUpperCase() } }),
   routes: (services) => [

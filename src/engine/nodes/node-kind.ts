@@ -1,8 +1,10 @@
 import type { Logger } from "../../observability/logger.js";
 import type { PendingInterrupt, TaskContext } from "../../machine/task-context.js";
 import type { TaskReadPort } from "../../store/task-read-port.js";
-import type { TaskHandler, WorkflowDefinition, WorkflowNode } from "../../workflows/workflow-types.js";
-import type { ReplyOutcome, Step } from "../workflow-engine.js";
+import type { Message } from "../../domain/a2a-types.js";
+import type { ConversationReads } from "../handler-conversation.js";
+import type { ArtifactChunk, HandlerResult, TaskHandler, WorkflowDefinition, WorkflowNode } from "../../workflows/workflow-types.js";
+import type { ReplyOutcome, Step } from "../workflow-walk.js";
 import type { NodeExecutor, NodeProgressPort, NodeRuntime } from "./node-executor.js";
 
 /**
@@ -15,8 +17,8 @@ import type { NodeExecutor, NodeProgressPort, NodeRuntime } from "./node-executo
 export interface NodeKind<N extends WorkflowNode = WorkflowNode> {
   /** The schema of its nodes (`kind` a const), for a kind the published schema does not hold; the validator adds it. */
   schema?: Record<string, unknown>;
-  /** May a stateless skill (`stateless: true`: runs at once, stores nothing) hold this kind? Default no. */
-  stateless?: boolean;
+  /** How a stateless skill (`stateless: true`: runs at once, stores nothing) runs it; without it such skills may not hold the kind. */
+  stateless?: StatelessNodeRunner<N>;
   /** Checks that need no valid definition (run even when the schema fails, so one run shows them too): the problem, or undefined. */
   precheck?(node: Readonly<Record<string, unknown>>, context: NodeCheckContext): string | undefined;
   /**
@@ -38,6 +40,28 @@ export interface NodeKind<N extends WorkflowNode = WorkflowNode> {
   executor(runtime: NodeRuntime, services: NodeServices): NodeExecutor<N>;
   /** How the console shows it. */
   view?: NodeView<N>;
+}
+
+/** One node of a stateless skill, run at once in this process (engine/stateless-skill.ts drives the loop). */
+export interface StatelessNodeRunner<N extends WorkflowNode> {
+  /** Where the run goes next and what the node produced, or why the skill fails. */
+  run(node: N, run: StatelessRun): Promise<{ next: string | null; result?: HandlerResult } | { failure: { code: string; message: string } }>;
+}
+
+/** What a stateless node sees: the message (nothing is stored), the run so far, the host's handlers. */
+export interface StatelessRun {
+  workflow: WorkflowDefinition;
+  message: Message;
+  runId: string;
+  tenant: string;
+  contextId: string;
+  input: { text: string; data: Record<string, unknown> };
+  outputs: Record<string, unknown>;
+  signal: AbortSignal;
+  handlers: Readonly<Record<string, TaskHandler>>;
+  reads: ConversationReads;
+  logger: Logger;
+  emitArtifactChunk(chunk: ArtifactChunk): Promise<void>;
 }
 
 /** What load-time checks see. */
@@ -62,6 +86,8 @@ export interface NodeExpandContext {
 export interface NodeReplyReader<N extends WorkflowNode> {
   /** What the resume value does to the run; a value it cannot take is refused (invalidParams) with a clear message. */
   interpret(args: { node: N; workflow: WorkflowDefinition; context: TaskContext; interrupt: PendingInterrupt; resumeValue: Record<string, unknown>; decision: { decidedBy: string; decidedAt: string } }): ReplyOutcome;
+  /** Its interrupts may be resolved by node id (POST /v1/runs/{runId}/interrupts/{nodeId}); else only by a reply message or token. */
+  byNodeId?: boolean;
   /** The resume value of a text-only reply message; none: the reply needs a data part. */
   fromText?(text: string, node: N, interrupt: PendingInterrupt): Record<string, unknown>;
 }

@@ -6,7 +6,12 @@ import type { NodeGraphEdge, NodeKind } from "./node-kind.js";
 
 /** The kind, for the registry: routes at once (a stateless skill may hold it); its cases are the graph's edges. */
 export const switchNodeKind: NodeKind<SwitchNode> = {
-  stateless: true,
+  stateless: {
+    async run(node, { workflow, message }) {
+      const { target } = switchTarget(node, message);
+      return { next: target === undefined ? nodeAfter(workflow, node.id) : cursorOf(target) };
+    },
+  },
   decide: (node) => ({ type: "route", node }),
   executor: (runtime) => switchNodeExecutor(runtime),
   view: {

@@ -15,7 +15,7 @@ import { ShutdownSignal } from "../../in-flight-work.js";
 import { idempotencyKeyOf, nodeAfter } from "../../workflow-walk.js";
 import type { A2AInvokeNode, WorkflowDefinition } from "../../../workflows/workflow-types.js";
 import { failureMessage, stillRunning, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "../node-executor.js";
-import type { NodeCheckContext, NodeExpandContext, NodeHostDeps, NodeKind, NodeRoute, NodeServiceParts, NodeServices, NodeWaiting } from "../node-kind.js";
+import type { NodeCheckContext, NodeExpandContext, NodeHostDeps, NodeKind, NodeRoute, NodeServiceParts, NodeWaiting } from "../node-kind.js";
 
 // What the kind needs from the host (core.ts builds the client and the callback key) and what it adds to the executors' services.
 declare module "../node-kind.js" {

@@ -5,7 +5,7 @@ import type { RunError, TaskContext } from "../../../machine/task-context.js";
 import { nodeAfter, SYSTEM_TIMEOUT, type ReplyOutcome } from "../../workflow-walk.js";
 import type { ApprovalNode, WorkflowDefinition } from "../../../workflows/workflow-types.js";
 import type { NodeGraphEdge, NodeKind } from "../node-kind.js";
-import { gateNodeExecutor } from "./gate-node.js";
+import { gateNodeExecutor, offeredActions } from "./gate-node.js";
 
 /**
  * `approval` nodes: a gate that raises an approval interrupt and waits for a decision (accept, reject, refine,
@@ -13,7 +13,7 @@ import { gateNodeExecutor } from "./gate-node.js";
  */
 export const approvalNodeKind: NodeKind<ApprovalNode> = {
   decide: (node) => ({ type: "interrupt", node }),
-  reply: { interpret: ({ node, workflow, context, resumeValue, decision }) => approvalOutcome(node, workflow, context, resumeValue, decision) },
+  reply: { byNodeId: true, interpret: ({ node, workflow, context, resumeValue, decision }) => approvalOutcome(node, workflow, context, resumeValue, decision) },
   executor: (runtime) => gateNodeExecutor(runtime),
   view: { edges: approvalEdges },
 };
@@ -46,10 +46,6 @@ function refineTarget(node: ApprovalNode, workflow: WorkflowDefinition): string 
   return workflow.nodes[index - 1]?.id ?? null;
 }
 
-export function offeredActions(node: ApprovalNode): ApprovalAction[] {
-  const offered = node.actions ?? ["accept", "reject", "refine", "edit", "ask"];
-  return offered.map((a) => (a === "edit" ? "edit-accept" : a));
-}
 
 const LEGACY_DECISIONS: Record<string, (feedback: unknown) => Record<string, unknown>> = {
   approved: () => ({ action: "accept" }),

@@ -8,6 +8,7 @@ import { gateNodeExecutor } from "./gate-node.js";
 export const clarificationNodeKind: NodeKind<ClarificationNode> = {
   decide: (node) => ({ type: "interrupt", node }),
   reply: {
+    byNodeId: true,
     interpret: ({ node, workflow, resumeValue, decision }) => ({ type: "resume", ...clarificationOutcome(node, workflow, resumeValue, decision) }),
     // Plain text answers a single question.
     fromText(text, node) {

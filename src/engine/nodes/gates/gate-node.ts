@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Message, Part } from "../../../domain/a2a-types.js";
 import type { DurableTimer, PendingInterrupt, TaskContext } from "../../../machine/task-context.js";
-import { offeredActions } from "./approval-node.js";
+import type { ApprovalAction } from "../../../domain/run-status.js";
 import type { ApprovalNode, ClarificationNode } from "../../../workflows/workflow-types.js";
 import type { NodeExecutor, NodeRuntime } from "../node-executor.js";
 
@@ -64,3 +64,9 @@ export function buildInterrupt(
   return { interrupt, statusMessage, ...(timer ? { timer } : {}) };
 }
 
+
+/** The actions an approval gate offers (all five unless its `actions` narrows them; `edit` is `edit-accept` on the wire). */
+export function offeredActions(node: ApprovalNode): ApprovalAction[] {
+  const offered = node.actions ?? ["accept", "reject", "refine", "edit", "ask"];
+  return offered.map((a) => (a === "edit" ? "edit-accept" : a));
+}
