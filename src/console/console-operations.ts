@@ -229,7 +229,7 @@ export class ConsoleOperations {
     const interruptTokens = interruptTokensFor(tokens, record, context, ctx.principal);
     const workflow = this.options.catalog.get(record.workflowId);
     const summary = this.summaryOf(record, context);
-    const interruptForm = record.status.startsWith("waiting-") ? interruptFormOf(context, workflow) : undefined;
+    const interruptForm = record.status.startsWith("waiting-") ? interruptFormOf(context, workflow, this.options.catalog.kinds) : undefined;
     return {
       task: summary,
       cursor: context.cursor,

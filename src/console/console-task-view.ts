@@ -118,7 +118,7 @@ export type ConsoleInterruptForm =
   | { kind: "questions"; fields: Array<{ id: string; label: string; required: boolean }>; remote: boolean }
   | { kind: "approval"; title: string; description?: string; actions: string[]; artifacts: Artifact[] };
 
-export function interruptFormOf(context: TaskContext, workflow: WorkflowDefinition | undefined): ConsoleInterruptForm | undefined {
+export function interruptFormOf(context: TaskContext, workflow: WorkflowDefinition | undefined, kinds: NodeKindRegistry): ConsoleInterruptForm | undefined {
   const interrupt = context.interrupt;
   if (!interrupt) return undefined;
   const node = workflow?.nodes.find((n) => n.id === interrupt.nodeId);
@@ -139,7 +139,8 @@ export function interruptFormOf(context: TaskContext, workflow: WorkflowDefiniti
   const required = new Map(Array.isArray(asked) ? asked.map((q) => [q.id, q.required !== false]) : []);
   return {
     kind: "questions",
-    remote: interrupt.metadata?.["source"] === "a2a.invoke",
+    // A node that calls another agent (its kind shows a remote): the question is the remote agent's.
+    remote: node !== undefined && kinds.of(node.kind)?.view?.remote?.(node as never) !== undefined,
     fields: questions.map((q) => ({ id: String(q.id), label: String(q.question ?? q.id), required: required.get(String(q.id)) ?? true })),
   };
 }
