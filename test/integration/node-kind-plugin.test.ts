@@ -63,12 +63,16 @@ const WORKFLOW = {
   nodes: [{ kind: "uppercase", id: "loud", suffix: "!" }],
 } as unknown as WorkflowDefinition;
 
+const KEY = "plugin-test-key-0123456789";
+// API keys on, so a public route is public because the kind said so (everything else asks for the key).
+const API_KEYS = JSON.stringify([{ id: "caller", tenant: "acme", key: KEY, scopes: ["runs:create", "runs:read", "console:operate"] }]);
+
 describe("a node kind defined outside src, registered through createCore's nodeKinds", () => {
   let t: TestApp;
-  const caller = jsonRpcCaller(() => t.baseUrl);
+  const caller = jsonRpcCaller(() => t.baseUrl, { key: KEY });
 
   beforeAll(async () => {
-    t = await startTestApp({ BUILTIN_WORKFLOWS: "none" }, undefined, undefined, { nodeKinds: { uppercase }, workflows: [WORKFLOW] });
+    t = await startTestApp({ BUILTIN_WORKFLOWS: "none", API_KEYS }, undefined, undefined, { nodeKinds: { uppercase }, workflows: [WORKFLOW] });
   });
   afterAll(async () => {
     await t?.close();
@@ -84,10 +88,12 @@ describe("a node kind defined outside src, registered through createCore's nodeK
     const res = await fetch(`${t.baseUrl}/v1/uppercase/quiet`);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ shouted: "QUIET" });
+    // Routes not declared public still ask for the key.
+    expect((await fetch(`${t.baseUrl}/console/api/workflows/shout`)).status).toBe(401);
   });
 
   it("the console graph shows the kind's title and label, and the default next edge", async () => {
-    const res = await fetch(`${t.baseUrl}/console/api/workflows/shout`);
+    const res = await fetch(`${t.baseUrl}/console/api/workflows/shout`, { headers: { authorization: `Bearer ${KEY}` } });
     expect(res.status).toBe(200);
     const graph = (await res.json()) as { nodes: Array<Record<string, unknown>>; edges: Array<Record<string, unknown>> };
     expect(graph.nodes[0]).toEqual({ id: "loud", kind: "uppercase", title: "shout it", label: "UPPERCASE!" });
