@@ -13,7 +13,8 @@ import { createA2AConnectHandler, isA2ARpcPath } from "./transport/connect/a2a-c
 import { isRpcRequest } from "./transport/connect/rpc-unknown-method.js";
 import { connectionMetrics, DualProtocolServer } from "./transport/http-server.js";
 import { HttpRouter } from "./transport/http-router.js";
-import { bindVersions, versionModule, versionModules } from "./a2a/versions.js";
+import { bindVersions, versionModule, versionModules, versionOfRpcService } from "./a2a/versions.js";
+import { UNNAMED_A2A_VERSION } from "./a2a/protocol-version.js";
 import { Readiness } from "./observability/readiness.js";
 import { createRequestObserver } from "./observability/request-observer.js";
 import { createOpsConnectHandler, isOpsRpcPath, OPS_SERVICES } from "./transport/connect/ops-connect-handler.js";
@@ -166,7 +167,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     shutdownSignal: shutdown.signal,
   });
   const rpcMethods = [...rpcServices, ...OPS_SERVICES].flatMap((service) => service.methods.map((m) => `${service.typeName}/${m.name}`));
-  const observe = createRequestObserver({ telemetry: core.telemetry, logger, jsonRpcPath: JSONRPC_PATH, rpcMethods });
+  const observe = createRequestObserver({ telemetry: core.telemetry, logger, jsonRpcPath: JSONRPC_PATH, rpcMethods, versions: { ofRpcService: versionOfRpcService, unnamed: UNNAMED_A2A_VERSION } });
   const server = new DualProtocolServer((req, res) => observe(req, res, () => void handle(req, res)), config.connections, connectionMetrics(core.telemetry.metrics, logger), tls);
   const tlsWatcher =
     config.tls && tls

@@ -30,10 +30,8 @@ import { createA2APeerClient } from "./peer/a2a-peer-client.js";
 import { createGrpcPeerTransport } from "./peer/grpc-peer-client.js";
 import { createPeerHttpClient } from "./peer/peer-http-client.js";
 import { workflowVariableValues } from "./engine/nodes/http/http-node-settings.js";
-import * as v03ProtoCodec from "./a2a/v03/v03-proto-codec.js";
-import * as v10ProtoCodec from "./a2a/v10/v10-proto-codec.js";
 import { negotiateA2AVersion } from "./a2a/protocol-version.js";
-import { pushBody } from "./a2a/versions.js";
+import { peerVersions, pushBody } from "./a2a/versions.js";
 import type { Resolver } from "./egress/egress-guard.js";
 import { createPushNotifications, type PushNotifications } from "./push/push-notifications.js";
 import { RunEventFeed } from "./runs/run-event-feed.js";
@@ -144,9 +142,8 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   // The card (or a named peer's pins) picks the wire: JSON-RPC or HTTP+JSON over undici, gRPC over HTTP/2, A2A 1.0 or 0.3.
   const peerClient = createA2APeerClient({
     http: observedPeerHttp(createPeerHttpClient({ policy: config.a2aPeer.egress }), telemetry),
-    grpc: observedPeerTransport(createGrpcPeerTransport({ policy: config.a2aPeer.egress, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: config.a2aPeer.requestTimeoutMs, streamIdleMs: config.a2aPeer.streamIdleMs }), telemetry),
-    codec: v03ProtoCodec,
-    codecV10: v10ProtoCodec,
+    grpc: observedPeerTransport(createGrpcPeerTransport({ policy: config.a2aPeer.egress, versions: peerVersions(), requestTimeoutMs: config.a2aPeer.requestTimeoutMs, streamIdleMs: config.a2aPeer.streamIdleMs }), telemetry),
+    versions: peerVersions(),
     requestTimeoutMs: config.a2aPeer.requestTimeoutMs,
     streamIdleMs: config.a2aPeer.streamIdleMs,
     peers: config.a2aPeer.peers,
@@ -172,6 +169,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
         a2aInvoke: {
           client: peerClient,
           settings: config.a2aPeer,
+          versions: peerVersions(),
           ...(callbackKey ? { callbackKey } : {}),
           ...(callbackKey && callbackOk ? { callbackBaseUrl: callbackBase } : {}),
           // A push committed by another instance wakes the node here through the change stream (not the polling fallback:
@@ -241,6 +239,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     card,
     blockingTimeoutMs: config.blockingTimeoutMs,
     storeTimeoutMs: config.storeTimeoutMs,
+    resumeMaxEvents: config.streamResumeMaxEvents,
     sizeLimits: store.limits ?? DEFAULT_TASK_SIZE_LIMITS,
     maxInputDepth: config.maxInputDepth,
     push: push.configs,

@@ -1,12 +1,16 @@
 import type { EnvReader } from "../domain/env-settings.js";
-import type { A2AVersion } from "./protocol-version.js";
 
 /**
- * What the bare `/.well-known/agent-card.json` (no `A2A-Version`) serves (README "Configuration"):
+ * What the bare `/.well-known/agent-card.json` (no `A2A-Version`) serves (docs/configuration.md):
  * `auto`: the hybrid card (0.3 plus the 1.0 `supportedInterfaces`) until the 0.3 legacy window ends, the pure
- * 1.0 card after; `hybrid` or `1.0` force either. An explicit `A2A-Version` always gets its own version's card.
+ * 1.0 card after; `hybrid` or `1.0` force either; `0.3` forces the pure 0.3 card (no `supportedInterfaces`),
+ * which is what OpenWOP RFC 0152 §B expects while 0.3 is advertised ("a card with both shapes is neither").
+ * An explicit `A2A-Version` always gets its own version's card.
  */
-export type BareCardChoice = "auto" | "hybrid" | "1.0";
+export type BareCardChoice = "auto" | "hybrid" | "1.0" | "0.3";
+
+/** The documents the bare path can serve: the hybrid 0.3 card, the pure 0.3 card or the pure 1.0 card. */
+export type BareCardShape = "hybrid" | "pure-0.3" | "1.0";
 
 /**
  * Who this agent is, on the A2A cards (0.3 and 1.0) and the OpenWOP discovery document. Every field is
@@ -36,7 +40,7 @@ export const A2A_03_LEGACY_WINDOW_ENDS = "2027-03-12T00:00:00.000Z";
 /** AGENT_CARD_BARE, AGENT_CARD_MAX_AGE_SECONDS and the agent's identity (AGENT_*). */
 export function readAgentCardSettings(env: EnvReader): AgentCardSettings {
   return {
-    bareCard: env.oneOf("AGENT_CARD_BARE", ["auto", "hybrid", "1.0"] as const, "auto"),
+    bareCard: env.oneOf("AGENT_CARD_BARE", ["auto", "hybrid", "1.0", "0.3"] as const, "auto"),
     cacheMaxAgeSeconds: env.int("AGENT_CARD_MAX_AGE_SECONDS", 300, 0, 86_400),
     identity: readAgentIdentity(env),
   };
@@ -68,9 +72,10 @@ function readAgentIdentity(env: EnvReader): AgentIdentity {
   };
 }
 
-/** The version whose card document the bare path serves at `now` (0.3's document is the hybrid card). */
-export function bareCardVersion(choice: BareCardChoice, now: Date): A2AVersion {
-  if (choice === "hybrid") return "0.3";
+/** The card document the bare path serves at `now`. */
+export function bareCardShape(choice: BareCardChoice, now: Date): BareCardShape {
+  if (choice === "0.3") return "pure-0.3";
+  if (choice === "hybrid") return "hybrid";
   if (choice === "1.0") return "1.0";
-  return now.getTime() < Date.parse(A2A_03_LEGACY_WINDOW_ENDS) ? "0.3" : "1.0";
+  return now.getTime() < Date.parse(A2A_03_LEGACY_WINDOW_ENDS) ? "hybrid" : "1.0";
 }

@@ -11,6 +11,16 @@ import { DomainError } from "../domain/errors.js";
 export const A2A_VERSIONS = ["0.3", "1.0"] as const;
 export type A2AVersion = (typeof A2A_VERSIONS)[number];
 
+/** What a request, card or recorded endpoint that names no version speaks (the protocol before versions were named). */
+export const UNNAMED_A2A_VERSION: A2AVersion = "0.3";
+
+/** Every served version, newest first (compared as numbers): the peer client's order of preference. */
+export const A2A_VERSIONS_NEWEST_FIRST: readonly A2AVersion[] = [...A2A_VERSIONS].sort((a, b) => {
+  const [aMajor = 0, aMinor = 0] = a.split(".").map(Number);
+  const [bMajor = 0, bMinor = 0] = b.split(".").map(Number);
+  return bMajor - aMajor || bMinor - aMinor;
+});
+
 /** The version new clients should use (discovery `preferredVersion`, first on the card). */
 export const PREFERRED_A2A_VERSION: A2AVersion = "1.0";
 
@@ -24,7 +34,7 @@ const VERSION = /^(\d{1,4})\.(\d{1,4})(?:\.\d{1,4})?$/;
 /** The version a request asks for; throws version-not-supported for anything but 0.3 and 1.0. */
 export function negotiateA2AVersion(requested: string | undefined | null): A2AVersion {
   const raw = (requested ?? "").trim();
-  if (raw === "") return "0.3";
+  if (raw === "") return UNNAMED_A2A_VERSION;
   const found = VERSION.exec(raw);
   const version = found ? `${Number(found[1])}.${Number(found[2])}` : undefined;
   const served = A2A_VERSIONS.find((v) => v === version);

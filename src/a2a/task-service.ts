@@ -8,6 +8,7 @@ import { requireScope, type Principal } from "../auth/principal.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
 import type { TaskObserver } from "../engine/task-observer.js";
 import { afterFanOut, onceSink, withLive, type LiveIterable, type LiveSink, type StopLive } from "../domain/live-stream.js";
+import { formatStreamCursor, parseStreamCursor, tagStreamCursor, type StreamCursor } from "../domain/stream-cursor.js";
 import type { StatelessSkills } from "../engine/stateless-skill.js";
 import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
 import type { PushConfigService } from "../push/push-config-service.js";
@@ -57,6 +58,11 @@ export interface TaskServiceOptions {
   stateless?: StatelessSkills;
   /** STORE_TIMEOUT_MS: the longest a call waits for one store operation (the caller's deadline may cut it shorter). */
   storeTimeoutMs?: number;
+  /**
+   * STREAM_RESUME_MAX_EVENTS: how many log events a resumed subscription replays at most; a cursor further
+   * behind gets the Task snapshot first instead (marked `metadata.openwop.resume: "snapshot"`).
+   */
+  resumeMaxEvents?: number;
 }
 
 /**
@@ -123,7 +129,10 @@ export class TaskService {
   subscribe(taskId: string, ctx: CallContext, options: { terminal?: "task" | "refuse" } = {}): AsyncGenerator<StreamEvent> & LiveIterable<StreamEvent> {
     const open = async (): Promise<Opened> => {
       requireScope(ctx.principal, "runs:read");
+      // A Last-Event-ID that is not a cursor is refused before the task is read.
+      const cursor = ctx.resumeFrom === undefined ? undefined : parseStreamCursor(ctx.resumeFrom);
       const record = await this.storeCalls.read(ctx, () => this.options.reads.get(taskId, ctx.principal.tenant));
+      if (cursor) return { start: record, history: undefined, endsAt: isTerminalA2AState, ...this.resumeOf(record, cursor) };
       if (options.terminal === "refuse" && isTerminalA2AState(record.a2a.state)) {
         throw new DomainError("unsupported-operation", `Task ${taskId} is in a terminal state (${record.a2a.state}) and cannot be subscribed to; this operation is not supported (read it with GetTask)`, { taskId, state: record.a2a.state });
       }
@@ -171,7 +180,7 @@ export class TaskService {
   // ---------------------------------------------------------------- push notification configs
   // Registering a webhook (and reading its secrets back) is webhook management: scope webhooks:manage.
 
-  /** Create or replace (upsert by config id; the id defaults to the task id). The URL is checked before the task is looked up. */
+  /** Create or replace (upsert by config id; without one, a new config: `PushConfigService.set`). The URL is checked before the task is looked up. */
   async setPushConfig(taskId: string, config: PushNotificationConfig, ctx: CallContext, path?: string): Promise<TaskPushNotificationConfig> {
     requireScope(ctx.principal, "webhooks:manage");
     return this.storeCalls.bounded(ctx, () => this.options.push.set(taskId, config, ctx.principal, path));
@@ -200,6 +209,19 @@ export class TaskService {
   }
 
   // ------------------------------------------------------------------------------------------
+
+  /**
+   * Where a subscription with a cursor starts. A cursor of this task within the replay window: no Task, the
+   * log events after it (the rest of a partly sent event first), in order, then live; a task that ended
+   * meanwhile replays through its terminal event and closes. Any other cursor (another task, ahead of the
+   * log, or further behind than STREAM_RESUME_MAX_EVENTS) is unknown: the Task snapshot first, marked so, then
+   * live, as a fresh subscription (a terminal task: its snapshot, then the stream closes; never refused).
+   */
+  private resumeOf(record: TaskRecord, cursor: StreamCursor): { resume: Resume } {
+    const behind = record.version - cursor.sequence;
+    const known = cursor.taskId === record.taskId && behind >= 0 && behind <= (this.options.resumeMaxEvents ?? DEFAULT_RESUME_MAX_EVENTS);
+    return { resume: known ? { after: cursor } : "snapshot" };
+  }
 
   /** A new message to a stateless skill: its answer (nothing is stored). Undefined for every other message. */
   private async statelessAnswer(params: SendParams, ctx: CallContext): Promise<Message | undefined> {
@@ -303,15 +325,26 @@ export class TaskService {
       yield opened;
       return;
     }
-    const { start, history, endsAt } = opened;
-    yield { kind: "task", task: await this.view(start, history, ctx) };
-    if (endsAt(start.a2a.state)) return;
-    for await (const event of this.options.observer.follow(start, start.version + 1, { signal: ctx.signal, onOverflow: "drop" })) {
-      for (const update of updatesOf(start, event, endsAt)) {
+    const { start, endsAt } = opened;
+    const after = typeof opened.resume === "object" ? opened.resume.after : undefined;
+    if (!after) {
+      yield await this.firstTask(opened, ctx);
+      if (endsAt(start.a2a.state)) return;
+    }
+    for await (const event of this.options.observer.follow(start, followFrom(start, after), { signal: ctx.signal, onOverflow: "drop" })) {
+      for (const update of updatesAfter(start, event, endsAt, after)) {
         yield update;
         if (update.kind === "status-update" && update.final) return;
       }
     }
+  }
+
+  /** The Task a stream opens with, its cursor the version it shows; marked when it stands in for a resume. */
+  private async firstTask(opened: Extract<Opened, { start: TaskRecord }>, ctx: CallContext): Promise<StreamEvent> {
+    const { start, history } = opened;
+    const task = await this.view(start, history, ctx);
+    const shown = opened.resume === "snapshot" ? { ...task, metadata: { ...task.metadata, openwop: { ...openwopOf(task), resume: "snapshot" } } } : task;
+    return tagStreamCursor({ kind: "task", task: shown }, formatStreamCursor({ taskId: start.taskId, sequence: start.version }));
   }
 
   /**
@@ -342,15 +375,21 @@ export class TaskService {
       const opened = await open();
       if (stopped) return;
       if (!("start" in opened)) return close(() => (sink.next(opened), sink.end()));
-      const { start, history, endsAt } = opened;
-      const task = await this.view(start, history, ctx);
-      if (stopped) return;
-      sink.next({ kind: "task", task });
-      if (endsAt(start.a2a.state) || ctx.signal?.aborted) return close(() => sink.end());
+      const { start, endsAt } = opened;
+      const after = typeof opened.resume === "object" ? opened.resume.after : undefined;
+      if (!after) {
+        const first = await this.firstTask(opened, ctx);
+        if (stopped) return;
+        sink.next(first);
+        if (endsAt(start.a2a.state)) return close(() => sink.end());
+      }
+      if (ctx.signal?.aborted) return close(() => sink.end());
+      // A resume may have nothing to replay yet: its headers go out now, not with the next commit.
+      if (after) target.opened?.();
       ctx.signal?.addEventListener("abort", onAbort, { once: true });
-      following = this.options.observer.followLive(start, start.version + 1, {
+      following = this.options.observer.followLive(start, followFrom(start, after), {
         next: (event) => {
-          for (const update of updatesOf(start, event, endsAt)) {
+          for (const update of updatesAfter(start, event, endsAt, after)) {
             if (stopped) return;
             sink.next(update);
             if (update.kind === "status-update" && update.final) return close(() => sink.end());
@@ -368,8 +407,33 @@ export class TaskService {
   }
 }
 
-/** Where a stream starts: a stateless skill's one Message, or a task record and when its stream ends. */
-type Opened = Extract<StreamEvent, { kind: "message" }> | { start: TaskRecord; history: HistoryLimit; endsAt: EndsAt };
+/**
+ * Where a stream starts: a stateless skill's one Message, or a task record and when its stream ends; a
+ * resumed subscription starts after its cursor, or with the Task snapshot marked as standing in for one.
+ */
+type Opened = Extract<StreamEvent, { kind: "message" }> | { start: TaskRecord; history: HistoryLimit; endsAt: EndsAt; resume?: Resume };
+
+type Resume = { after: StreamCursor } | "snapshot";
+
+/** Replay window of a resumed subscription when none is configured (STREAM_RESUME_MAX_EVENTS). */
+export const DEFAULT_RESUME_MAX_EVENTS = 10_000;
+
+/** The first log event a stream follows: after the Task's version, or after the cursor (its event again when only part of it was sent). */
+function followFrom(start: TaskRecord, after: StreamCursor | undefined): number {
+  if (!after) return start.version + 1;
+  return after.part === undefined ? after.sequence + 1 : after.sequence;
+}
+
+/** The updates of `event` the stream has not sent: past `after.part` for the event the cursor names. */
+function updatesAfter(task: TaskRecord, event: RunEvent, endsAt: EndsAt, after: StreamCursor | undefined): StreamEvent[] {
+  const updates = updatesOf(task, event, endsAt);
+  return after?.part !== undefined && event.sequence === after.sequence ? updates.slice(after.part + 1) : updates;
+}
+
+function openwopOf(task: Task): Record<string, unknown> {
+  const value = task.metadata["openwop"];
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}
 
 type EndsAt = (state: TaskRecord["a2a"]["state"]) => boolean;
 
@@ -388,7 +452,14 @@ function updatesOf(task: TaskRecord, event: RunEvent, endsAt: EndsAt): StreamEve
   return updates;
 }
 
+/** Each update carries its cursor (the SSE `id:`): `${taskId}:${sequence}`, with `.${part}` on all but the last of its event. */
 function newUpdatesOf(task: TaskRecord, event: RunEvent, endsAt: EndsAt): StreamEvent[] {
+  const updates = newUpdatesOfEvent(task, event, endsAt);
+  updates.forEach((update, i) => tagStreamCursor(update, formatStreamCursor({ taskId: task.taskId, sequence: event.sequence, ...(i < updates.length - 1 ? { part: i } : {}) })));
+  return updates;
+}
+
+function newUpdatesOfEvent(task: TaskRecord, event: RunEvent, endsAt: EndsAt): StreamEvent[] {
   const updates: StreamEvent[] = [];
   if (event.a2a?.artifact) {
     const { artifact, append = false, lastChunk = true } = event.a2a;

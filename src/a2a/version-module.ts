@@ -9,6 +9,7 @@ import type { TaskService } from "./task-service.js";
 import type { AgentCard } from "./agent-card.js";
 import type { A2AVersion } from "./protocol-version.js";
 import type { PushBody } from "./push-status-facts.js";
+import type { PeerVersionClient } from "../peer/peer-version.js";
 
 /**
  * What every A2A version folder (`src/a2a/v03/`, `src/a2a/v10/`...) exports, and what the bindings read
@@ -28,6 +29,8 @@ export interface A2AVersionModule {
   errors: VersionErrorShapes;
   push: PushBody;
   card: VersionCardFields;
+  /** The client half: how the `a2a.invoke` node calls a peer over this version (peer/peer-version.ts). */
+  peer: PeerVersionClient;
 }
 
 export interface VersionDeps {
@@ -137,9 +140,18 @@ export interface ConnectDetail {
   debug?: JsonValue;
 }
 
+/** A gRPC / Connect status name, as the wire table spells it. */
+export type GrpcStatusName = "INVALID_ARGUMENT" | "NOT_FOUND" | "FAILED_PRECONDITION" | "UNIMPLEMENTED" | "INTERNAL" | "UNAUTHENTICATED" | "PERMISSION_DENIED" | "ALREADY_EXISTS" | "ABORTED" | "RESOURCE_EXHAUSTED" | "UNAVAILABLE" | "DEADLINE_EXCEEDED";
+
+/**
+ * A version's column of the one wire table (transport/error-codes.ts): its HTTP and gRPC statuses where they
+ * differ from the table's shared row. Every registered version has one, so the table has a column per version.
+ */
+export type VersionStatusColumn = Partial<Record<ErrorCode, { http?: number; grpc?: GrpcStatusName }>>;
+
 export interface VersionErrorShapes {
-  /** Which status columns of the wire table the version answers with ("1.0": the A2A 1.0 §5.4 statuses). */
-  statusColumns: "0.3" | "1.0";
+  /** The version's status column (empty: the shared row as it is). */
+  statuses: VersionStatusColumn;
   jsonRpc(id: string | number | null, err: WireError): JsonRpcErrorBody;
   httpJson(err: WireError): unknown;
   connectDetails(err: WireError): ConnectDetail[];

@@ -1,7 +1,8 @@
-import { A2A_VERSIONS, type A2AVersion } from "./protocol-version.js";
+import { A2A_VERSIONS, A2A_VERSIONS_NEWEST_FIRST, type A2AVersion } from "./protocol-version.js";
 import type { PushBody } from "./push-status-facts.js";
 import { v03 } from "./v03/v03-version.js";
 import { v10 } from "./v10/v10-version.js";
+import type { PeerVersionClient } from "../peer/peer-version.js";
 import type { A2AVersionModule, VersionBindings, VersionDeps } from "./version-module.js";
 
 /**
@@ -35,6 +36,14 @@ export function versionOfJsonRpcMethod(method: string): A2AVersion {
 /** The version whose gRPC service is `typeName` (`a2a.v1.A2AService`, `lf.a2a.v1.A2AService`). */
 export function versionOfRpcService(typeName: string): A2AVersion | undefined {
   return versionModules().find((m) => m.connectService.typeName === typeName)?.version;
+}
+
+/**
+ * The client halves the peer client speaks, newest first: its order of preference when a card offers several
+ * versions (peer/peer-endpoint.ts). core.ts hands them to the peer client, which never names a version.
+ */
+export function peerVersions(): PeerVersionClient[] {
+  return A2A_VERSIONS_NEWEST_FIRST.map((v) => REGISTRY[v].peer);
 }
 
 /** The push body encoder (and content type) for a config registered over `version`. */

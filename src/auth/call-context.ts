@@ -10,4 +10,9 @@ export interface CallContext {
    * `connect-timeout-ms`); store operations give up at it (and at STORE_TIMEOUT_MS in any case).
    */
   deadline?: number;
+  /**
+   * Where a re-attaching stream left off: the `Last-Event-ID` header (SSE bindings) or `a2a-last-event-id`
+   * metadata (gRPC, Connect, gRPC-Web), as sent; only subscriptions read it (`domain/stream-cursor.ts`).
+   */
+  resumeFrom?: string;
 }

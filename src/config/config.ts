@@ -32,6 +32,8 @@ export interface Config extends StoreSettings, WorkflowSettings {
   maxInputDepth: number;
   blockingTimeoutMs: number;
   subscriberBuffer: number;
+  /** Log events a resumed subscription (Last-Event-ID) replays at most; further behind gets the Task snapshot. */
+  streamResumeMaxEvents: number;
   timerPollMs: number;
   /** Task execution leases across instances: INSTANCE_ID, LEASE_TTL_MS, LEASE_HEARTBEAT_MS. */
   leases: LeaseSettings;
@@ -93,6 +95,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxInputDepth: reader.int("MAX_INPUT_DEPTH", DEFAULT_MAX_INPUT_DEPTH, 4, WIRE_MAX_DEPTH),
     blockingTimeoutMs: reader.int("BLOCKING_TIMEOUT_MS", 60_000, 0),
     subscriberBuffer: reader.int("SUBSCRIBER_BUFFER", 256, 1, 100_000),
+    streamResumeMaxEvents: reader.int("STREAM_RESUME_MAX_EVENTS", 10_000, 0, 10_000_000),
     timerPollMs: reader.int("TIMER_POLL_MS", 1_000, 10, 60_000),
     leases: readLeaseSettings(reader),
     recovery: readRecoverySettings(reader),

@@ -1,3 +1,5 @@
+import { streamCursorOf, tagStreamCursor } from "./stream-cursor.js";
+
 /**
  * The live lane of a stream: items pushed synchronously into a sink, so that a commit reaches every SSE
  * subscriber of its task inside one loop (the channel's `deliver`), with no promise hop per stream. A
@@ -21,6 +23,11 @@ export interface LiveSink<T> {
   backlog?: () => number;
   /** The items of one commit were all handed over: the consumer may send them now, together. */
   flush?: () => void;
+  /**
+   * The stream is open and can no longer fail before its first item (a resumed subscription may have nothing
+   * to send yet): the consumer may answer its headers now. Called unbound, like `backlog` and `flush`.
+   */
+  opened?: () => void;
 }
 
 /** Stops a live stream from the consumer's side: the sink hears nothing more, everything held is released. */
@@ -41,9 +48,14 @@ export function isLive<T>(events: AsyncIterable<T>): events is LiveIterable<T> {
 
 /**
  * `events` with `map` applied to each item, leaving out the items it maps to undefined; still live when
- * `events` is (the map then runs synchronously in the lane).
+ * `events` is (the map then runs synchronously in the lane). An item's stream cursor (its SSE id) goes with it.
  */
-export function mapStream<T, U>(events: AsyncIterable<T>, map: (value: T) => U | undefined): AsyncIterable<U> {
+export function mapStream<T, U>(events: AsyncIterable<T>, convert: (value: T) => U | undefined): AsyncIterable<U> {
+  const map = (value: T): U | undefined => {
+    const item = convert(value);
+    const cursor = streamCursorOf(value);
+    return cursor === undefined ? item : tagStreamCursor(item, cursor);
+  };
   const mapped = (async function* (): AsyncGenerator<U> {
     for await (const value of events) {
       const item = map(value);
@@ -76,6 +88,7 @@ export function mapStream<T, U>(events: AsyncIterable<T>, map: (value: T) => U |
       },
       backlog: sink.backlog,
       flush: sink.flush,
+      opened: sink.opened,
     });
     return stop;
   });
@@ -121,5 +134,6 @@ export function onceSink<T>(sink: LiveSink<T>): LiveSink<T> & { readonly closed:
     },
     backlog: sink.backlog,
     flush: sink.flush,
+    opened: sink.opened,
   };
 }

@@ -66,8 +66,15 @@ function grpcStatusOf(headers: OutgoingHttpHeaders | Record<string, unknown> | u
  * latency histogram, and one JSON access line when the response ends. Lower layers add the method, task id
  * and tenant through `noteRequest`.
  */
-export function createRequestObserver(options: { telemetry: Telemetry; logger: Logger; jsonRpcPath: string; rpcMethods: Iterable<string> }) {
-  const { telemetry, logger, jsonRpcPath } = options;
+export function createRequestObserver(options: {
+  telemetry: Telemetry;
+  logger: Logger;
+  jsonRpcPath: string;
+  rpcMethods: Iterable<string>;
+  /** The A2A versions, as the registry knows them (a2a/versions.ts): observability names none itself. */
+  versions: ObservedVersions;
+}) {
+  const { telemetry, logger, jsonRpcPath, versions } = options;
   const rpcMethods = new Set(options.rpcMethods);
   const { tracer, metrics } = telemetry;
   const requestLabels = labelSets(["binding", "method", "outcome", "a2a.version"]);
@@ -117,7 +124,7 @@ export function createRequestObserver(options: { telemetry: Telemetry; logger: L
       const status = res.statusCode;
       const outcome = grpcStatus ?? (jsonRpcCode !== undefined ? String(jsonRpcCode) : String(status));
       const method = notes.method ?? shape.method ?? (ops ? `${req.method} ${path}` : "unmatched");
-      const version = notes.version ?? versionOf(req, shape);
+      const version = notes.version ?? versionOf(req, shape, versions);
       const labels = requestLabels(shape.binding, method, outcome, version);
       metrics.requests.add(1, labels);
       metrics.requestDuration.record(seconds, labels);
@@ -153,18 +160,29 @@ export function createRequestObserver(options: { telemetry: Telemetry; logger: L
   };
 }
 
+/** What the observer asks the version registry. */
+export interface ObservedVersions {
+  /** The version whose gRPC service is `typeName` (`lf.a2a.v1.A2AService` → 1.0); undefined outside A2A. */
+  ofRpcService(typeName: string): string | undefined;
+  /** What a request that names no version speaks (0.3). */
+  unnamed: string;
+}
+
 /**
- * The A2A version of a call: the gRPC package says it (a2a.v1 = 0.3, lf.a2a.v1 = 1.0); over HTTP the
- * `A2A-Version` header, absent meaning 0.3 on A2A paths; "" for calls outside A2A (OpenWOP, probes).
+ * The A2A version of a call: the registry says whose gRPC service it is; over HTTP the `A2A-Version` header,
+ * absent meaning the unnamed version on A2A paths; "" for calls outside A2A (OpenWOP, probes, gRPC health).
+ * (JSON-RPC notes the version of its method when it routes the call.)
  */
-function versionOf(req: Req, shape: RequestShape): string {
-  if (shape.method?.startsWith("lf.a2a.")) return "1.0";
-  if (shape.method?.startsWith("a2a.")) return "0.3";
+function versionOf(req: Req, shape: RequestShape, versions: ObservedVersions): string {
+  if (shape.method !== undefined) {
+    const version = versions.ofRpcService(shape.method.slice(0, shape.method.indexOf("/")));
+    if (version !== undefined) return version;
+  }
   if (shape.binding !== "http" && shape.binding !== "jsonrpc") return "";
   const header = headerOf(req, "a2a-version");
   if (header) return header;
   const path = req.url ?? "";
-  return shape.binding === "jsonrpc" || /^\/(v1\/)?(message|tasks)\b|^\/[^/]+\/tasks\b/.test(path) ? "0.3" : "";
+  return shape.binding === "jsonrpc" || /^\/(v1\/)?(message|tasks)\b|^\/[^/]+\/tasks\b/.test(path) ? versions.unnamed : "";
 }
 
 function headerOf(req: Req, name: string): string | undefined {

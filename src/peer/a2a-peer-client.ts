@@ -11,7 +11,7 @@
  */
 import type { Message } from "../domain/a2a-types.js";
 import { choosePeerInterface, endpointOf, apiKeyHeaderOf, formatPeerEndpoint, parsePeerEndpoint, type PeerEndpoint } from "./peer-endpoint.js";
-import { parsePeerJson } from "./peer-codec-v03.js";
+import { parsePeerJson } from "./peer-json.js";
 import { PeerCardSignatures } from "./peer-card-signature.js";
 import type { PeerConfig } from "./peer-config.js";
 import { Code } from "@connectrpc/connect";
@@ -21,11 +21,9 @@ import { createStaticPeerCredentials } from "./static-peer-credentials.js";
 import { PeerCallError, type PeerClientTls, type PeerHttpClient } from "./peer-http-client.js";
 import type { PeerPushRequest, PeerReply, PeerStreamEvent, PeerTask, PeerTransport } from "./peer-types.js";
 import { createJsonRpcPeerTransport, createRestPeerTransport } from "./http-peer-transports.js";
-import type { PeerProtoCodec } from "./peer-codec-v03.js";
-import type { PeerProtoCodecV10 } from "./peer-codec-v10.js";
+import { peerVersionIn, type PeerVersions } from "./peer-version.js";
 
 export type { PeerCallOptions, PeerTransport } from "./peer-types.js";
-export { parsePeerTask } from "./peer-codec-v03.js";
 
 /** What the node calls: a named peer (configured), or the agent card URL of an unnamed one (no credentials). */
 export interface PeerRef {
@@ -53,7 +51,7 @@ export interface A2APeerClient {
   send(target: PeerTarget, message: Message, signal?: AbortSignal, push?: PeerPushRequest): Promise<PeerReply>;
   /** The peer task's stream on the recorded wire; undefined when that wire has none here (then push or polling). */
   subscribe?(target: PeerTarget, taskId: string, signal: AbortSignal): AsyncIterable<PeerStreamEvent> | undefined;
-  /** Whether `subscribe` has a stream on the target's wire: JSON-RPC (1.0 and 0.3), HTTP+JSON 1.0 and gRPC 1.0. */
+  /** Whether `subscribe` has a stream on the target's wire (the version says over which bindings: 1.0 all, 0.3 JSON-RPC). */
   canStream?(target: PeerTarget): boolean;
   getTask(target: PeerTarget, taskId: string, signal?: AbortSignal): Promise<PeerTask>;
   cancelTask(target: PeerTarget, taskId: string, signal?: AbortSignal): Promise<PeerTask>;
@@ -75,19 +73,17 @@ export function capabilitiesOf(card: unknown): PeerCapabilities {
 export function createA2APeerClient(opts: {
   http: PeerHttpClient;
   grpc: PeerTransport;
-  /** The a2a.v1 (0.3) proto conversions, for HTTP+JSON 0.3 (gRPC 0.3 has them already). */
-  codec: PeerProtoCodec;
-  /** The lf.a2a.v1 (1.0) encoder, for JSON-RPC and HTTP+JSON 1.0. */
-  codecV10: PeerProtoCodecV10;
+  /** The client half of each version, newest first (the registry's `peerVersions()`). */
+  versions: PeerVersions;
   requestTimeoutMs: number;
   /** A held task stream silent this long is dropped and re-attached (A2A_PEER_STREAM_IDLE_MS). */
   streamIdleMs?: number;
   peers?: ReadonlyMap<string, PeerConfig>;
 }): A2APeerClient {
-  const { http, grpc, codec, codecV10 } = opts;
+  const { http, grpc, versions } = opts;
   const peers = opts.peers ?? new Map<string, PeerConfig>();
-  const jsonRpc = createJsonRpcPeerTransport({ http, requestTimeoutMs: opts.requestTimeoutMs, codec, codecV10, ...(opts.streamIdleMs !== undefined ? { streamIdleMs: opts.streamIdleMs } : {}) });
-  const rest = createRestPeerTransport({ http, requestTimeoutMs: opts.requestTimeoutMs, codec, codecV10, ...(opts.streamIdleMs !== undefined ? { streamIdleMs: opts.streamIdleMs } : {}) });
+  const jsonRpc = createJsonRpcPeerTransport({ http, requestTimeoutMs: opts.requestTimeoutMs, versions, ...(opts.streamIdleMs !== undefined ? { streamIdleMs: opts.streamIdleMs } : {}) });
+  const rest = createRestPeerTransport({ http, requestTimeoutMs: opts.requestTimeoutMs, versions, ...(opts.streamIdleMs !== undefined ? { streamIdleMs: opts.streamIdleMs } : {}) });
   const over = (endpoint: string): PeerTransport => {
     const binding = parsePeerEndpoint(endpoint).binding;
     return binding === "grpc" ? grpc : binding === "http+json" ? rest : jsonRpc;
@@ -95,7 +91,7 @@ export function createA2APeerClient(opts: {
 
   function canStream(target: PeerTarget): boolean {
     const { binding, version } = parsePeerEndpoint(target.endpoint);
-    return binding === "jsonrpc" || version === "1.0";
+    return peerVersionIn(versions, version).streams.has(binding);
   }
 
   function configOf(name: string): PeerConfig {

@@ -1,5 +1,5 @@
 /**
- * The gRPC wire of the `a2a.invoke` node, both versions over HTTP/2 (@connectrpc/connect-node): A2A 1.0 is
+ * The gRPC wire of the `a2a.invoke` node, every version over HTTP/2 (@connectrpc/connect-node): A2A 1.0 is
  * `lf.a2a.v1.A2AService`, A2A 0.3 `a2a.v1.A2AService` — SendMessage, GetTask and CancelTask, chosen by the
  * version the recorded endpoint names (`grpc+1.0+https://host:port`; `grpc+https://…` from before versions were
  * named reads as 0.3). `https://` is TLS, `http://` plaintext h2c (test-only loopback allowance).
@@ -10,33 +10,22 @@
  * deadline. The peer's credentials go in the call's metadata (`authorization` or the API key header) with
  * `a2a-version`, and never into an error message; its client certificate (mTLS), if any, on its own sessions.
  *
- * What the peer answers is untrusted input, reduced to our PeerTask by the version's codec (peer-codec-v03.ts,
- * peer-codec-v10.ts).
+ * Each version's service descriptor, requests and readers are its module's client half (peer-version.ts: the
+ * `grpc` part of each version folder's peer client codec, e.g. `src/a2a/v10/v10-peer-client-codec.ts`); what the peer answers is untrusted input, reduced to our
+ * PeerTask there.
  */
-import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { defaultResolver, type EgressPolicy, type ResolvedAddress, type Resolver } from "../egress/egress-guard.js";
 import { errorCode, pinnedLookup } from "../egress/pinned-connection.js";
-import * as pb from "../gen/a2a/v1/a2a_pb.js";
-import * as v10pb from "../gen/lf/a2a/v1/a2a_pb.js";
+import { UNNAMED_A2A_VERSION } from "../a2a/protocol-version.js";
 import { injectTraceHeaders } from "../observability/spans.js";
-import { peerReplyFromProto, peerTaskFromProto, type PeerProtoCodec } from "./peer-codec-v03.js";
-import { cancelTaskRequestV10, getTaskRequestV10, peerReplyFromV10, peerStreamEventFromV10, peerTaskFromV10, sendRequestV10, subscribeRequestV10, type PeerProtoCodecV10 } from "./peer-codec-v10.js";
-import { formatPeerEndpoint, grpcOriginOf, parsePeerEndpoint } from "./peer-endpoint.js";
+import { formatPeerEndpoint, grpcOriginOf, parsePeerEndpoint, type PeerVersion } from "./peer-endpoint.js";
 import { checkPeerUrl, DEFAULT_MAX_PEER_RESPONSE_BYTES, PeerCallError, type PeerClientTls } from "./peer-http-client.js";
 import { DEFAULT_STREAM_IDLE_MS, type PeerCallOptions, type PeerStreamEvent, type PeerTransport } from "./peer-types.js";
-
-export type { PeerProtoCodec } from "./peer-codec-v03.js";
-export { peerTaskFromProto } from "./peer-codec-v03.js";
-
-/** The resource name of a task in a2a.v1 requests. */
-function taskName(taskId: string): string {
-  return `tasks/${taskId}`;
-}
+import { peerVersionIn, type PeerGrpcCallOptions, type PeerGrpcClient, type PeerVersions } from "./peer-version.js";
 
 const MAX_SESSIONS = 16;
-const ALL_HISTORY = 2_147_483_647;
 /** An HTTP/2 connection nobody used for this long is closed (a live node polls far more often). */
 const IDLE_CONNECTION_MS = 30_000;
 
@@ -45,7 +34,7 @@ export function isGrpcEndpoint(endpoint: string): boolean {
 }
 
 /** A card's gRPC target as a recorded endpoint of `version` (see grpcOriginOf in peer-endpoint.ts). */
-export function grpcEndpointOf(target: string, cardUrl: string, version: "0.3" | "1.0" = "0.3"): string {
+export function grpcEndpointOf(target: string, cardUrl: string, version: PeerVersion = UNNAMED_A2A_VERSION): string {
   return formatPeerEndpoint({ binding: "grpc", version, url: grpcOriginOf(target, cardUrl) });
 }
 
@@ -114,10 +103,8 @@ export function grpcCallError(err: unknown, ctx: { method: string; where: string
 
 export interface GrpcPeerTransportOptions {
   policy: EgressPolicy;
-  /** The a2a.v1 (0.3) conversions. */
-  codec: PeerProtoCodec;
-  /** The lf.a2a.v1 (1.0) encoder. */
-  codecV10: PeerProtoCodecV10;
+  /** The client half of each version (the registry's `peerVersions()`): service, requests, readers. */
+  versions: PeerVersions;
   requestTimeoutMs: number;
   /** A held SubscribeToTask stream silent this long is dropped (the runner re-attaches); A2A_PEER_STREAM_IDLE_MS. */
   streamIdleMs?: number;
@@ -128,15 +115,13 @@ export interface GrpcPeerTransportOptions {
 
 interface Session {
   manager: Http2SessionManager;
-  v03: Client<typeof pb.A2AService>;
-  v10: Client<typeof v10pb.A2AService>;
+  /** One client per version over the session's connection. */
+  clients: ReadonlyMap<PeerVersion, PeerGrpcClient>;
 }
-
-type CallOptions = { timeoutMs: number; signal?: AbortSignal; headers: Record<string, string> };
 
 export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTransport {
   const resolve = opts.resolve ?? defaultResolver;
-  const codec = opts.codec;
+  const { versions } = opts;
   const readMaxBytes = opts.maxResponseBytes ?? DEFAULT_MAX_PEER_RESPONSE_BYTES;
   // One HTTP/2 session per origin + checked addresses: a connection is only reused for exactly what was checked.
   const sessions = new Map<string, Session>();
@@ -163,7 +148,7 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
     // close() can end its connection.
     const manager = new Http2SessionManager(origin.origin, { idleConnectionTimeoutMs: IDLE_CONNECTION_MS }, nodeOptions);
     const transport = createGrpcTransport({ baseUrl: origin.origin, sessionManager: manager, readMaxBytes, acceptCompression: [] });
-    const session = { manager, v03: createClient(pb.A2AService, transport), v10: createClient(v10pb.A2AService, transport) };
+    const session = { manager, clients: new Map(versions.map((v) => [v.version, v.grpc.client(transport)])) };
     sessions.set(key, session);
     for (const [oldKey] of sessions) {
       if (sessions.size <= MAX_SESSIONS) break;
@@ -178,43 +163,43 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
     if (closed) throw new PeerCallError("the peer gRPC client is closed", "aborted", false);
     if (!isGrpcEndpoint(recorded)) throw new PeerCallError("not a gRPC endpoint", "unsupported", false);
     const endpoint = parsePeerEndpoint(recorded);
+    peerVersionIn(versions, endpoint.version);
     const checked = await checkPeerUrl(endpoint.url, opts.policy, resolve);
     return {
       endpoint,
-      session: sessionFor(checked.url, checked.addresses, options?.tls),
+      client: sessionFor(checked.url, checked.addresses, options?.tls).clients.get(endpoint.version)!,
       where: `grpc+${checked.url.protocol}//${checked.url.host}`,
       // traceparent of the active span (none when tracing is off), so the peer joins the caller's trace.
       headers: injectTraceHeaders({ "user-agent": opts.userAgent ?? "openwop-a2a-host/a2a-invoke", ...lowerCased(options?.headers), "a2a-version": endpoint.version }),
     };
   }
 
-  async function call<T>(recorded: string, method: string, run: (session: Session, options: CallOptions, tenant: string | undefined) => Promise<T>, options: PeerCallOptions | undefined): Promise<{ version: "0.3" | "1.0"; value: T }> {
-    const { endpoint, session, where, headers } = await open(recorded, options);
+  async function call<T>(recorded: string, method: string, run: (client: PeerGrpcClient, options: PeerGrpcCallOptions, tenant: string | undefined) => Promise<T>, options: PeerCallOptions | undefined): Promise<T> {
+    const { endpoint, client, where, headers } = await open(recorded, options);
     const signal = options?.signal;
     try {
-      const value = await run(session, { timeoutMs: opts.requestTimeoutMs, ...(signal ? { signal } : {}), headers }, endpoint.tenant);
-      return { version: endpoint.version, value };
+      return await run(client, { timeoutMs: opts.requestTimeoutMs, ...(signal ? { signal } : {}), headers }, endpoint.tenant);
     } catch (err) {
       throw grpcCallError(err, { method, where, timeoutMs: opts.requestTimeoutMs, callerSignal: signal });
     }
   }
 
   /**
-   * 1.0 `SubscribeToTask`, held open: the task first, then its updates, until the peer ends the stream or it stays
-   * silent for the idle time (then it is cancelled and ends; the runner re-attaches). 0.3 gRPC has no stream here.
+   * The task's stream (1.0 `SubscribeToTask`), held open: the task first, then its updates, until the peer ends the
+   * stream or it stays silent for the idle time (then it is cancelled and ends; the runner re-attaches). A version
+   * without a gRPC stream here (0.3) ends at once.
    */
   async function* subscribe(recorded: string, taskId: string, options: PeerCallOptions | undefined): AsyncGenerator<PeerStreamEvent> {
-    const { endpoint, session, where, headers } = await open(recorded, options);
-    if (endpoint.version !== "1.0") return;
+    const { endpoint, client, where, headers } = await open(recorded, options);
+    if (!client.subscribe) return;
     const idleMs = opts.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
     const idle = new AbortController();
     const signal = options?.signal ? AbortSignal.any([options.signal, idle.signal]) : idle.signal;
     let timer = setTimeout(() => idle.abort(), idleMs);
     try {
-      for await (const response of session.v10.subscribeToTask(subscribeRequestV10(taskId, endpoint.tenant), { signal, headers })) {
+      for await (const event of client.subscribe(taskId, endpoint.tenant, { signal, headers })) {
         clearTimeout(timer);
         timer = setTimeout(() => idle.abort(), idleMs);
-        const event = peerStreamEventFromV10(response);
         if (event) yield event;
       }
     } catch (err) {
@@ -226,41 +211,10 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
   }
 
   return {
-    async send(endpoint, message, options) {
-      if (parsePeerEndpoint(endpoint).version === "1.0") {
-        const { value } = await call(endpoint, "SendMessage", (s, o, tenant) => s.v10.sendMessage(sendRequestV10(message, opts.codecV10, tenant, options?.push), o), options);
-        return peerReplyFromV10(value);
-      }
-      // Non-blocking, as over JSON-RPC: the peer answers with its task at once; we record its id, then poll.
-      const push = options?.push ? { pushNotification: create(pb.PushNotificationConfigSchema, { url: options.push.url, token: options.push.token, authentication: create(pb.AuthenticationInfoSchema, { schemes: ["Bearer"], credentials: options.push.token }) }) } : {};
-      const request = create(pb.SendMessageRequestSchema, { request: codec.encodeMessage(message), configuration: create(pb.SendMessageConfigurationSchema, { blocking: false, ...push }) });
-      const { value } = await call(endpoint, "SendMessage", (s, o) => s.v03.sendMessage(request, o), options);
-      return peerReplyFromProto(value, codec);
-    },
-
-    async getTask(endpoint, taskId, options) {
-      if (parsePeerEndpoint(endpoint).version === "1.0") {
-        const { value } = await call(endpoint, "GetTask", (s, o, tenant) => s.v10.getTask(getTaskRequestV10(taskId, tenant), o), options);
-        return peerTaskFromV10(value);
-      }
-      // The whole history tells whether a forwarded reply already arrived. history_length 0 means "all" in the
-      // v0.3 proto but "none" to peers that read it with 1.0 semantics (the @a2a-js/sdk v0.3 gRPC service does),
-      // so ask for the most an int32 can say, which both read as "all".
-      const request = create(pb.GetTaskRequestSchema, { name: taskName(taskId), historyLength: ALL_HISTORY });
-      const { value } = await call(endpoint, "GetTask", (s, o) => s.v03.getTask(request, o), options);
-      return peerTaskFromProto(value, codec);
-    },
-
-    async cancelTask(endpoint, taskId, options) {
-      if (parsePeerEndpoint(endpoint).version === "1.0") {
-        const { value } = await call(endpoint, "CancelTask", (s, o, tenant) => s.v10.cancelTask(cancelTaskRequestV10(taskId, tenant), o), options);
-        return peerTaskFromV10(value);
-      }
-      const request = create(pb.CancelTaskRequestSchema, { name: taskName(taskId) });
-      const { value } = await call(endpoint, "CancelTask", (s, o) => s.v03.cancelTask(request, o), options);
-      return peerTaskFromProto(value, codec);
-    },
-
+    // Non-blocking, as over JSON-RPC: the peer answers with its task at once; we record its id, then poll.
+    send: (endpoint, message, options) => call(endpoint, "SendMessage", (c, o, tenant) => c.send(message, tenant, options?.push, o), options),
+    getTask: (endpoint, taskId, options) => call(endpoint, "GetTask", (c, o, tenant) => c.getTask(taskId, tenant, o), options),
+    cancelTask: (endpoint, taskId, options) => call(endpoint, "CancelTask", (c, o, tenant) => c.cancelTask(taskId, tenant, o), options),
     subscribe: (recorded, taskId, options) => subscribe(recorded, taskId, options),
 
     async close(): Promise<void> {

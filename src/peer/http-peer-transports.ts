@@ -8,6 +8,9 @@
  *   HTTP+JSON 1.0  `[/{tenant}]/message:send`, `/tasks/{id}`, `/tasks/{id}:cancel`; ProtoJSON of lf.a2a.v1,
  *                  `application/a2a+json`, `A2A-Version: 1.0`
  *
+ * What goes in each request and how each answer reads is the version's (its module's client half,
+ * peer-version.ts); these transports own the wire: URLs, headers, SSE, errors.
+ *
  * Every request says its version in `A2A-Version` (absent means 0.3, but saying it lets a dual-version peer
  * route without guessing). Sends are non-blocking (0.3 `blocking: false`, 1.0 `returnImmediately: true`): the
  * peer answers with its task at once; the node records its id, then polls.
@@ -15,22 +18,25 @@
  * Errors are PeerCallErrors with the retry decision: 401/403 say the credentials were refused (final), 5xx,
  * 408, 425 and 429 may clear up (retried), a JSON-RPC -32603 may too; every other answer is final.
  */
-import { create } from "@bufbuild/protobuf";
 import { randomUUID } from "node:crypto";
 import type { Message } from "../domain/a2a-types.js";
-import * as v03pb from "../gen/a2a/v1/a2a_pb.js";
-import * as v10pb from "../gen/lf/a2a/v1/a2a_pb.js";
-import { invalidAnswer, parsePeerJson, parsePeerReply, parsePeerStreamEventV03, parsePeerTask, peerReplyFromProto, peerTaskFromProto, wireMessageV03, type PeerProtoCodec } from "./peer-codec-v03.js";
-import { ALL_HISTORY, cancelTaskRequestV10, getTaskRequestV10, peerReplyFromV10, peerStreamEventFromV10, peerTaskFromV10, protoJson, readProtoJson, sendRequestV10, subscribeRequestV10, type PeerProtoCodecV10 } from "./peer-codec-v10.js";
 import { parsePeerEndpoint, type PeerEndpoint } from "./peer-endpoint.js";
 import { DEFAULT_MAX_PEER_RESPONSE_BYTES, PeerCallError, RETRYABLE_HTTP_STATUS, type PeerHttpClient, type PeerHttpResponse } from "./peer-http-client.js";
+import { ALL_HISTORY, invalidAnswer, parsePeerJson } from "./peer-json.js";
 import { sseData } from "./peer-sse.js";
+import { peerVersionIn, type PeerVersionClient, type PeerVersions } from "./peer-version.js";
 import { DEFAULT_STREAM_IDLE_MS, type PeerCallOptions, type PeerReply, type PeerSendOptions, type PeerStreamEvent, type PeerTask, type PeerTransport } from "./peer-types.js";
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 
 const A2A_JSON = "application/a2a+json";
+
+/** A recorded endpoint and the client half of the version it names. */
+function resolved(versions: PeerVersions, recorded: string): { endpoint: PeerEndpoint; version: PeerVersionClient } {
+  const endpoint = parsePeerEndpoint(recorded);
+  return { endpoint, version: peerVersionIn(versions, endpoint.version) };
+}
 
 function whereOf(url: string): string {
   const parsed = new URL(url);
@@ -96,11 +102,11 @@ async function errorBodyOf(text: AsyncIterable<string>): Promise<string> {
   return body;
 }
 
-/** JSON-RPC 0.3 and 1.0, chosen per call by the version the endpoint names. */
-export function createJsonRpcPeerTransport(opts: { http: PeerHttpClient; requestTimeoutMs: number; codec: PeerProtoCodec; codecV10: PeerProtoCodecV10; streamIdleMs?: number }): PeerTransport {
-  const { http } = opts;
+/** JSON-RPC in every version, chosen per call by the version the endpoint names. */
+export function createJsonRpcPeerTransport(opts: { http: PeerHttpClient; requestTimeoutMs: number; versions: PeerVersions; streamIdleMs?: number }): PeerTransport {
+  const { http, versions } = opts;
 
-  async function rpc(endpoint: PeerEndpoint, method: string, params: Json, options: PeerCallOptions | undefined): Promise<unknown> {
+  async function rpc(endpoint: PeerEndpoint, method: string, params: unknown, options: PeerCallOptions | undefined): Promise<unknown> {
     const response = await exchange(http, {
       method: "POST",
       url: endpoint.url,
@@ -118,21 +124,20 @@ export function createJsonRpcPeerTransport(opts: { http: PeerHttpClient; request
   }
 
   /**
-   * 1.0 `SubscribeToTask` / 0.3 `tasks/resubscribe`: the task's SSE stream, each `result` a StreamResponse (1.0) or
-   * a bare Task / status-update / artifact-update (0.3). A JSON answer instead of a stream is the peer's error
-   * (a terminal task is refused by 1.0 peers).
+   * The version's task stream method (1.0 `SubscribeToTask`, 0.3 `tasks/resubscribe`): an SSE stream, each `result`
+   * an event the version reads. A JSON answer instead of a stream is the peer's error (a terminal task is refused
+   * by 1.0 peers).
    */
   async function* subscribe(recorded: string, taskId: string, options: PeerCallOptions | undefined): AsyncGenerator<PeerStreamEvent> {
     if (!http.stream) throw new PeerCallError("this host's peer HTTP client cannot hold streams", "unsupported", false);
-    const endpoint = parsePeerEndpoint(recorded);
-    const v10 = endpoint.version === "1.0";
-    const method = v10 ? "SubscribeToTask" : "tasks/resubscribe";
-    const params = v10 ? protoJson(v10pb.SubscribeToTaskRequestSchema, subscribeRequestV10(taskId, endpoint.tenant)) : { id: taskId };
+    const { endpoint, version } = resolved(versions, recorded);
+    const codec = version.jsonRpc;
+    const method = codec.methods.subscribe;
     const response = await http.stream({
       method: "POST",
       url: endpoint.url,
       headers: { ...options?.headers, "a2a-version": endpoint.version },
-      body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }),
+      body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params: codec.subscribeParams(taskId, endpoint.tenant) }),
       timeoutMs: opts.requestTimeoutMs,
       idleTimeoutMs: opts.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS,
       ...(options?.signal ? { signal: options.signal } : {}),
@@ -147,7 +152,7 @@ export function createJsonRpcPeerTransport(opts: { http: PeerHttpClient; request
       const frame = parsePeerJson(data, `${method} event`);
       if (!isObject(frame) || frame["jsonrpc"] !== "2.0") throw invalidAnswer(`${method} event (not JSON-RPC 2.0)`);
       if (isObject(frame["error"])) throw rpcError(method, frame);
-      const event = v10 ? peerStreamEventFromV10(readProtoJson(v10pb.StreamResponseSchema, frame["result"], `${method} event`)) : parsePeerStreamEventV03(frame["result"]);
+      const event = codec.readStreamEvent(frame["result"], `${method} event`);
       if (event) yield event;
     }
   }
@@ -155,26 +160,19 @@ export function createJsonRpcPeerTransport(opts: { http: PeerHttpClient; request
   return {
     subscribe: (recorded, taskId, options) => subscribe(recorded, taskId, options),
     async send(recorded, message, options) {
-      const endpoint = parsePeerEndpoint(recorded);
-      const push = options?.push;
-      if (endpoint.version === "0.3") {
-        const configuration = { blocking: false, ...(push ? { pushNotificationConfig: { url: push.url, token: push.token, authentication: { schemes: ["Bearer"], credentials: push.token } } } : {}) };
-        return parsePeerReply(await rpc(endpoint, "message/send", { message: wireMessageV03(message), configuration }, options));
-      }
-      const result = await rpc(endpoint, "SendMessage", protoJson(v10pb.SendMessageRequestSchema, sendRequestV10(message, opts.codecV10, endpoint.tenant, push)), options);
-      return peerReplyFromV10(readProtoJson(v10pb.SendMessageResponseSchema, result, "SendMessage result"));
+      const { endpoint, version } = resolved(versions, recorded);
+      const { methods, sendParams, readReply } = version.jsonRpc;
+      return readReply(await rpc(endpoint, methods.send, sendParams(message, endpoint.tenant, options?.push), options), `${methods.send} result`);
     },
     async getTask(recorded, taskId, options) {
-      const endpoint = parsePeerEndpoint(recorded);
-      if (endpoint.version === "0.3") return parsePeerTask(await rpc(endpoint, "tasks/get", { id: taskId }, options));
-      const result = await rpc(endpoint, "GetTask", protoJson(v10pb.GetTaskRequestSchema, getTaskRequestV10(taskId, endpoint.tenant)), options);
-      return peerTaskFromV10(readProtoJson(v10pb.TaskSchema, result, "GetTask result"));
+      const { endpoint, version } = resolved(versions, recorded);
+      const { methods, getParams, readTask } = version.jsonRpc;
+      return readTask(await rpc(endpoint, methods.get, getParams(taskId, endpoint.tenant), options), `${methods.get} result`);
     },
     async cancelTask(recorded, taskId, options) {
-      const endpoint = parsePeerEndpoint(recorded);
-      if (endpoint.version === "0.3") return parsePeerTask(await rpc(endpoint, "tasks/cancel", { id: taskId }, options));
-      const result = await rpc(endpoint, "CancelTask", protoJson(v10pb.CancelTaskRequestSchema, cancelTaskRequestV10(taskId, endpoint.tenant)), options);
-      return peerTaskFromV10(readProtoJson(v10pb.TaskSchema, result, "CancelTask result"));
+      const { endpoint, version } = resolved(versions, recorded);
+      const { methods, cancelParams, readTask } = version.jsonRpc;
+      return readTask(await rpc(endpoint, methods.cancel, cancelParams(taskId, endpoint.tenant), options), `${methods.cancel} result`);
     },
     close: () => http.close(),
   };
@@ -182,23 +180,21 @@ export function createJsonRpcPeerTransport(opts: { http: PeerHttpClient; request
 
 // ------------------------------------------------------------------------------------------ HTTP+JSON
 
-/** HTTP+JSON 0.3 (`/v1/…`, a2a.v1 ProtoJSON) and 1.0 (`/…`, lf.a2a.v1 ProtoJSON), by the endpoint's version. */
-export function createRestPeerTransport(opts: { http: PeerHttpClient; requestTimeoutMs: number; codec: PeerProtoCodec; codecV10: PeerProtoCodecV10; streamIdleMs?: number }): PeerTransport {
-  const { http, codec } = opts;
+/** HTTP+JSON in every version (0.3: `/v1/…`, a2a.v1 ProtoJSON; 1.0: `[/{tenant}]/…`, lf.a2a.v1 ProtoJSON), by the endpoint's version. */
+export function createRestPeerTransport(opts: { http: PeerHttpClient; requestTimeoutMs: number; versions: PeerVersions; streamIdleMs?: number }): PeerTransport {
+  const { http, versions } = opts;
 
-  /** The URL of `path` under the endpoint's base: `/v1` for 0.3, the tenant's prefix for 1.0. */
-  function urlOf(endpoint: PeerEndpoint, path: string, query = ""): string {
+  /** The URL of `path` under the endpoint's base and the version's prefix (`/v1` for 0.3, the tenant's for 1.0). */
+  function urlOf(endpoint: PeerEndpoint, version: PeerVersionClient, path: string, query = ""): string {
     const base = endpoint.url.replace(/\/+$/, "");
-    const prefix = endpoint.version === "0.3" ? "/v1" : endpoint.tenant ? `/${encodeURIComponent(endpoint.tenant)}` : "";
-    return `${base}${prefix}${path}${query}`;
+    return `${base}${version.rest.prefix(endpoint.tenant)}${path}${query}`;
   }
 
-  async function call(endpoint: PeerEndpoint, what: string, method: "GET" | "POST", url: string, body: Json | undefined, options: PeerCallOptions | undefined): Promise<unknown> {
-    const type = endpoint.version === "1.0" ? A2A_JSON : "application/json";
+  async function call(endpoint: PeerEndpoint, version: PeerVersionClient, what: string, method: "GET" | "POST", url: string, body: unknown, options: PeerCallOptions | undefined): Promise<unknown> {
     const response = await exchange(http, {
       method,
       url,
-      headers: { ...options?.headers, accept: `${A2A_JSON}, application/json`, ...(body !== undefined ? { "content-type": type } : {}), "a2a-version": endpoint.version },
+      headers: { ...options?.headers, accept: `${A2A_JSON}, application/json`, ...(body !== undefined ? { "content-type": version.rest.mediaType } : {}), "a2a-version": endpoint.version },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       timeoutMs: opts.requestTimeoutMs,
       ...(options?.signal ? { signal: options.signal } : {}),
@@ -210,18 +206,19 @@ export function createRestPeerTransport(opts: { http: PeerHttpClient; requestTim
   const taskPath = (taskId: string) => `/tasks/${encodeURIComponent(taskId)}`;
 
   /**
-   * 1.0 `POST [/{tenant}]/tasks/{id}:subscribe`: an SSE stream whose `data` is a StreamResponse in ProtoJSON. (0.3
-   * HTTP+JSON has no stream here: such a peer is pushed to or polled.) An answer that is not a stream is the peer's error.
+   * `POST …/tasks/{id}:subscribe`, where the version has it (1.0): an SSE stream whose `data` the version reads.
+   * (0.3 HTTP+JSON has no stream here: such a peer is pushed to or polled.) An answer that is not a stream is the peer's error.
    */
   async function* subscribe(recorded: string, taskId: string, options: PeerCallOptions | undefined): AsyncGenerator<PeerStreamEvent> {
-    const endpoint = parsePeerEndpoint(recorded);
-    if (!http.stream || endpoint.version !== "1.0") throw new PeerCallError("no task stream over HTTP+JSON 0.3 here", "unsupported", false);
-    const url = urlOf(endpoint, `${taskPath(taskId)}:subscribe`);
+    const { endpoint, version } = resolved(versions, recorded);
+    const stream = version.rest.subscribe;
+    if (!http.stream || !stream) throw new PeerCallError(`no task stream over HTTP+JSON ${endpoint.version} here`, "unsupported", false);
+    const url = urlOf(endpoint, version, `${taskPath(taskId)}:subscribe`);
     const response = await http.stream({
       method: "POST",
       url,
-      headers: { ...options?.headers, accept: "text/event-stream", "content-type": A2A_JSON, "a2a-version": endpoint.version },
-      body: JSON.stringify(protoJson(v10pb.SubscribeToTaskRequestSchema, subscribeRequestV10(taskId, endpoint.tenant))),
+      headers: { ...options?.headers, accept: "text/event-stream", "content-type": version.rest.mediaType, "a2a-version": endpoint.version },
+      body: JSON.stringify(stream.body(taskId, endpoint.tenant)),
       timeoutMs: opts.requestTimeoutMs,
       idleTimeoutMs: opts.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS,
       ...(options?.signal ? { signal: options.signal } : {}),
@@ -232,7 +229,7 @@ export function createRestPeerTransport(opts: { http: PeerHttpClient; requestTim
       throw httpStatusError(whereOf(url), response.status >= 400 ? response.status : 502, errorDetail(text));
     }
     for await (const data of sseData(response.text, DEFAULT_MAX_PEER_RESPONSE_BYTES)) {
-      const event = peerStreamEventFromV10(readProtoJson(v10pb.StreamResponseSchema, parsePeerJson(data, "tasks:subscribe event"), "tasks:subscribe event"));
+      const event = stream.readEvent(parsePeerJson(data, "tasks:subscribe event"), "tasks:subscribe event");
       if (event) yield event;
     }
   }
@@ -240,28 +237,19 @@ export function createRestPeerTransport(opts: { http: PeerHttpClient; requestTim
   return {
     subscribe: (recorded, taskId, options) => subscribe(recorded, taskId, options),
     async send(recorded, message: Message, options?: PeerSendOptions): Promise<PeerReply> {
-      const endpoint = parsePeerEndpoint(recorded);
-      if (endpoint.version === "0.3") {
-        const push = options?.push ? { pushNotification: create(v03pb.PushNotificationConfigSchema, { url: options.push.url, token: options.push.token, authentication: create(v03pb.AuthenticationInfoSchema, { schemes: ["Bearer"], credentials: options.push.token }) }) } : {};
-        const request = create(v03pb.SendMessageRequestSchema, { request: codec.encodeMessage(message), configuration: create(v03pb.SendMessageConfigurationSchema, { blocking: false, ...push }) });
-        const json = await call(endpoint, "message:send", "POST", urlOf(endpoint, "/message:send"), protoJson(v03pb.SendMessageRequestSchema, request), options);
-        return peerReplyFromProto(readProtoJson(v03pb.SendMessageResponseSchema, json, "message:send response"), codec);
-      }
-      const json = await call(endpoint, "message:send", "POST", urlOf(endpoint, "/message:send"), protoJson(v10pb.SendMessageRequestSchema, sendRequestV10(message, opts.codecV10, endpoint.tenant, options?.push)), options);
-      return peerReplyFromV10(readProtoJson(v10pb.SendMessageResponseSchema, json, "message:send response"));
+      const { endpoint, version } = resolved(versions, recorded);
+      const json = await call(endpoint, version, "message:send", "POST", urlOf(endpoint, version, "/message:send"), version.rest.sendBody(message, endpoint.tenant, options?.push), options);
+      return version.rest.readReply(json, "message:send response");
     },
     async getTask(recorded, taskId, options): Promise<PeerTask> {
-      const endpoint = parsePeerEndpoint(recorded);
-      const json = await call(endpoint, "tasks/get", "GET", urlOf(endpoint, taskPath(taskId), `?historyLength=${ALL_HISTORY}`), undefined, options);
-      if (endpoint.version === "0.3") return peerTaskFromProto(readProtoJson(v03pb.TaskSchema, json, "task"), codec);
-      return peerTaskFromV10(readProtoJson(v10pb.TaskSchema, json, "task"));
+      const { endpoint, version } = resolved(versions, recorded);
+      const json = await call(endpoint, version, "tasks/get", "GET", urlOf(endpoint, version, taskPath(taskId), `?historyLength=${ALL_HISTORY}`), undefined, options);
+      return version.rest.readTask(json, "task");
     },
     async cancelTask(recorded, taskId, options): Promise<PeerTask> {
-      const endpoint = parsePeerEndpoint(recorded);
-      const body = endpoint.version === "0.3" ? { name: `tasks/${taskId}` } : protoJson(v10pb.CancelTaskRequestSchema, cancelTaskRequestV10(taskId, endpoint.tenant));
-      const json = await call(endpoint, "tasks:cancel", "POST", urlOf(endpoint, `${taskPath(taskId)}:cancel`), body, options);
-      if (endpoint.version === "0.3") return peerTaskFromProto(readProtoJson(v03pb.TaskSchema, json, "task"), codec);
-      return peerTaskFromV10(readProtoJson(v10pb.TaskSchema, json, "task"));
+      const { endpoint, version } = resolved(versions, recorded);
+      const json = await call(endpoint, version, "tasks:cancel", "POST", urlOf(endpoint, version, `${taskPath(taskId)}:cancel`), version.rest.cancelBody(taskId, endpoint.tenant), options);
+      return version.rest.readTask(json, "task");
     },
     close: () => http.close(),
   };

@@ -21,7 +21,7 @@ import { X509Certificate, createPrivateKey } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { SecretValue } from "../secrets/secret-value.js";
-import { PEER_BINDINGS, peerVersionOf, type PeerBinding, type PeerVersion } from "./peer-endpoint.js";
+import { PEER_BINDINGS, PEER_VERSIONS, peerVersionOf, type PeerBinding, type PeerVersion } from "./peer-endpoint.js";
 import type { PeerClientTls } from "./peer-http-client.js";
 
 export type PeerCredentialSettings =
@@ -124,7 +124,7 @@ export function parsePeers(value: unknown, source: string, problem: (message: st
     }
     if (binding !== undefined && !PEER_BINDINGS.includes(binding as PeerBinding)) report(`binding must be one of ${PEER_BINDINGS.join(", ")}`);
     const version = protocolVersion === undefined ? undefined : peerVersionOf(protocolVersion);
-    if (protocolVersion !== undefined && version === undefined) report('protocolVersion must be "1.0" or "0.3"');
+    if (protocolVersion !== undefined && version === undefined) report(`protocolVersion must be ${PEER_VERSIONS.map((v) => JSON.stringify(v)).join(" or ")}`);
     if (url !== undefined && (binding === undefined || protocolVersion === undefined)) report('a peer given by "url" (no card) needs "binding" and "protocolVersion" too');
     // mTLS is the connection's, and may come with any of the header credentials (or alone).
     const { mtls, ...headerCredentials } = isObject(credentials) ? credentials : {};

@@ -14,14 +14,16 @@
  * first remaining interface (the card's preference) is taken. A pin the peer does not offer is an error naming
  * what it does offer: there is no silent downgrade.
  */
+import { A2A_VERSIONS_NEWEST_FIRST, UNNAMED_A2A_VERSION, type A2AVersion } from "../a2a/protocol-version.js";
 import { PeerCallError } from "./peer-http-client.js";
 
 export type PeerBinding = "jsonrpc" | "grpc" | "http+json";
-export type PeerVersion = "1.0" | "0.3";
+/** The versions a peer is called over are the served ones (each version module has its client half). */
+export type PeerVersion = A2AVersion;
 
 export const PEER_BINDINGS: readonly PeerBinding[] = ["jsonrpc", "grpc", "http+json"];
 /** Newest first: the order of preference. */
-export const PEER_VERSIONS: readonly PeerVersion[] = ["1.0", "0.3"];
+export const PEER_VERSIONS: readonly PeerVersion[] = A2A_VERSIONS_NEWEST_FIRST;
 
 export interface PeerEndpoint {
   binding: PeerBinding;
@@ -40,13 +42,13 @@ export function bindingOfCardName(name: unknown): PeerBinding | undefined {
   return typeof name === "string" ? WIRE_NAMES[name.toUpperCase()] : undefined;
 }
 
-/** `1.0`, `1.0.0`, `0.3`, `0.3.0` → our version; anything else (other majors/minors, garbage) → undefined. */
+/** `1.0`, `1.0.0`, `0.3`, `0.3.0` → our version; anything else (versions we do not speak, garbage) → undefined. */
 export function peerVersionOf(version: unknown): PeerVersion | undefined {
   if (typeof version !== "string") return undefined;
   const match = /^(\d+)\.(\d+)(\.\d+)?$/.exec(version.trim());
   if (!match) return undefined;
   const majorMinor = `${Number(match[1])}.${Number(match[2])}`;
-  return majorMinor === "1.0" || majorMinor === "0.3" ? majorMinor : undefined;
+  return PEER_VERSIONS.find((v) => v === majorMinor);
 }
 
 export function formatPeerEndpoint(endpoint: PeerEndpoint): string {
@@ -67,7 +69,7 @@ export function parsePeerEndpoint(recorded: string): PeerEndpoint {
   else if (recorded.startsWith("jsonrpc+")) [binding, rest] = ["jsonrpc", recorded.slice("jsonrpc+".length)];
   else if (recorded.startsWith("grpc+")) [binding, rest] = ["grpc", recorded.slice("grpc+".length)];
   else [binding, rest] = ["jsonrpc", recorded]; // the 0.3-era JSON-RPC endpoint: the bare URL
-  let version: PeerVersion = "0.3"; // `grpc+https://…` (0.3 era) names no version
+  let version: PeerVersion = UNNAMED_A2A_VERSION; // `grpc+https://…` (0.3 era) names no version
   const versioned = /^(\d+\.\d+)\+/.exec(rest);
   if (versioned) {
     const named = peerVersionOf(versioned[1]);
@@ -126,15 +128,15 @@ export function offeredInterfaces(card: Json): OfferedInterface[] {
       binding: bindingOfCardName(i["protocolBinding"]),
       bindingName: String(i["protocolBinding"] ?? "?"),
       // AgentInterface.protocol_version is required in 1.0; an entry without it is read as 0.3 (wire facts §5.7).
-      version: i["protocolVersion"] === undefined || i["protocolVersion"] === "" ? "0.3" : peerVersionOf(i["protocolVersion"]),
-      versionName: String(i["protocolVersion"] ?? "0.3"),
+      version: i["protocolVersion"] === undefined || i["protocolVersion"] === "" ? UNNAMED_A2A_VERSION : peerVersionOf(i["protocolVersion"]),
+      versionName: String(i["protocolVersion"] ?? UNNAMED_A2A_VERSION),
       url: i["url"],
       ...(tenant ? { tenant } : {}),
     });
   }
   // The 0.3 fields: the card's url serves preferredTransport (JSONRPC when absent); additionalInterfaces may repeat it.
-  const v03Version = card["protocolVersion"] === undefined ? "0.3" : peerVersionOf(card["protocolVersion"]);
-  const v03Name = String(card["protocolVersion"] ?? "0.3");
+  const v03Version = card["protocolVersion"] === undefined ? UNNAMED_A2A_VERSION : peerVersionOf(card["protocolVersion"]);
+  const v03Name = String(card["protocolVersion"] ?? UNNAMED_A2A_VERSION);
   if (card["url"] !== undefined) {
     const transport = card["preferredTransport"] ?? "JSONRPC";
     offered.push({ binding: bindingOfCardName(transport), bindingName: String(transport), version: v03Version, versionName: v03Name, url: card["url"] });
@@ -161,7 +163,7 @@ export function choosePeerInterface(card: unknown, cardUrl: string, pin: Interfa
   if (!chosen) {
     const list = [...new Set(offered.map((i) => `${i.bindingName} ${i.versionName}`))].join(", ") || "none";
     const wanted = [pin.binding ? `binding ${CARD_NAMES[pin.binding]}` : "", pin.protocolVersion ? `A2A ${pin.protocolVersion}` : ""].filter(Boolean).join(" over ");
-    const why = wanted ? `the remote agent does not offer ${wanted}, which this peer is pinned to` : "the remote agent offers no A2A 1.0 or 0.3 interface over JSON-RPC, gRPC or HTTP+JSON";
+    const why = wanted ? `the remote agent does not offer ${wanted}, which this peer is pinned to` : `the remote agent offers no A2A ${PEER_VERSIONS.join(" or ")} interface over JSON-RPC, gRPC or HTTP+JSON`;
     throw new PeerCallError(`${why} (its card offers: ${list})`, "unsupported", false);
   }
   return endpointOf(chosen.binding!, chosen.version!, chosen.url as string, cardUrl, chosen.tenant);
@@ -169,7 +171,8 @@ export function choosePeerInterface(card: unknown, cardUrl: string, pin: Interfa
 
 /** A configured or offered interface as an endpoint: URLs checked, gRPC targets normalised to their origin. */
 export function endpointOf(binding: PeerBinding, version: PeerVersion, url: string, base: string, tenant?: string): PeerEndpoint {
-  const withTenant = version === "1.0" && tenant ? { tenant } : {};
+  // Tenants came with 1.0: the version an unnamed one means (0.3) has none, so its interfaces' tenant is dropped.
+  const withTenant = version !== UNNAMED_A2A_VERSION && tenant ? { tenant } : {};
   if (binding === "grpc") return { binding, version, url: grpcOriginOf(url, base), ...withTenant };
   let parsed: URL;
   try {

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { A2ATaskState, PushNotificationConfig, TaskPushNotificationConfig } from "../domain/a2a-types.js";
 import { DomainError, invalidParams } from "../domain/errors.js";
 import type { Principal } from "../auth/principal.js";
@@ -87,7 +88,11 @@ export class PushConfigService {
     }
   }
 
-  /** `tasks/pushNotificationConfig/set`: an upsert by config id (default: the task id). */
+  /**
+   * `tasks/pushNotificationConfig/set`: an upsert by config id. Without an id, the task id when the task has no
+   * config by that id yet (as the SDKs default it, so `get` without an id finds it), else a freshly minted one:
+   * a config created without an id never replaces another (OpenWOP RFC 0214); the answer names the id it got.
+   */
   async set(taskId: string, config: PushNotificationConfig, principal: Principal, path = "params.pushNotificationConfig"): Promise<TaskPushNotificationConfig> {
     await this.validate(config, path);
     const task = await this.options.tasks.get(taskId, principal.tenant);
@@ -170,7 +175,7 @@ export class PushConfigService {
   private async store(task: Pick<TaskRecord, "taskId" | "tenant">, config: PushNotificationConfig, cursor: number, lastStatusKey: string | null): Promise<PushConfigRecord> {
     const secrets = this.options.secrets;
     if (!secrets) throw new DomainError("push-not-supported", "Push Notification is not supported by this agent");
-    const configId = config.id ?? task.taskId;
+    const configId = config.id ?? (await this.unusedDefaultId(task));
     const plain: PushSecrets = {
       ...(config.token !== undefined ? { token: config.token } : {}),
       ...(config.authentication?.credentials !== undefined ? { credentials: config.authentication.credentials } : {}),
@@ -201,6 +206,15 @@ export class PushConfigService {
       }
       throw err;
     }
+  }
+
+  /**
+   * The id of a config created without one. Neither the A2A specification nor either TCK fixes it (the TCKs
+   * always send an id; the task id is only what the SDKs default to), so the task id is used only while it is
+   * free, and a later id-less config gets its own id instead of silently replacing the first.
+   */
+  private async unusedDefaultId(task: Pick<TaskRecord, "taskId">): Promise<string> {
+    return (await this.options.configs.get(task.taskId, task.taskId)) ? randomUUID() : task.taskId;
   }
 
   /**

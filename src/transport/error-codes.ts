@@ -1,13 +1,16 @@
+import type { GrpcStatusName, VersionStatusColumn } from "../a2a/version-module.js";
 import type { ErrorCode } from "../domain/errors.js";
 
 /**
  * The one mapping from domain error codes to each transport's code (A2A 1.0 §5.4 table, used for 0.3 too,
- * and the OpenWOP REST envelope's canonical codes). Every transport reads its column from here.
+ * and the OpenWOP REST envelope's canonical codes). Every transport reads its column from here. The A2A
+ * statuses have a column per registered version: the shared row below, with the version module's own
+ * statuses (`errors.statuses`, e.g. src/a2a/v10/v10-errors.ts) where its spec differs (`statusesOf`).
  */
 export interface WireCodes {
   jsonRpc: number;
-  /** gRPC / Connect status name. */
-  grpc: "INVALID_ARGUMENT" | "NOT_FOUND" | "FAILED_PRECONDITION" | "UNIMPLEMENTED" | "INTERNAL" | "UNAUTHENTICATED" | "PERMISSION_DENIED" | "ALREADY_EXISTS" | "ABORTED" | "RESOURCE_EXHAUSTED" | "UNAVAILABLE" | "DEADLINE_EXCEEDED";
+  /** gRPC / Connect status name (the shared row follows a2a-js 0.3). */
+  grpc: GrpcStatusName;
   http: number;
   /** OpenWOP REST error envelope `error` value. */
   rest: string;
@@ -17,10 +20,13 @@ export interface WireCodes {
    * (spec §5.4) are spelled out below and carry the domain `a2a-protocol.org`.
    */
   reason?: string;
-  /** HTTP status on the A2A 1.0 HTTP+JSON binding (spec §5.4 table), where it differs from `http`. */
-  http10?: number;
-  /** gRPC status on the A2A 1.0 bindings (spec §5.4 table), where it differs from `grpc` (which follows a2a-js 0.3). */
-  grpc10?: WireCodes["grpc"];
+}
+
+/** The HTTP and gRPC statuses of `code` in a version's column: the version's own where it has one, else the shared row. */
+export function statusesOf(code: ErrorCode, column: VersionStatusColumn): { http: number; grpc: GrpcStatusName } {
+  const row = WIRE_CODES[code];
+  const own = column[code];
+  return { http: own?.http ?? row.http, grpc: own?.grpc ?? row.grpc };
 }
 
 export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
@@ -30,14 +36,14 @@ export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
   "invalid-params": { jsonRpc: -32602, grpc: "INVALID_ARGUMENT", http: 400, rest: "validation_error", reason: "INVALID_PARAMS" },
   internal: { jsonRpc: -32603, grpc: "INTERNAL", http: 500, rest: "internal_error", reason: "INTERNAL_ERROR" },
   "task-not-found": { jsonRpc: -32001, grpc: "NOT_FOUND", http: 404, rest: "not_found", reason: "TASK_NOT_FOUND" },
-  "task-not-cancelable": { jsonRpc: -32002, grpc: "FAILED_PRECONDITION", http: 409, rest: "run_terminal", reason: "TASK_NOT_CANCELABLE", http10: 400 },
-  "push-not-supported": { jsonRpc: -32003, grpc: "UNIMPLEMENTED", http: 501, rest: "not_implemented", reason: "PUSH_NOTIFICATION_NOT_SUPPORTED", http10: 400, grpc10: "FAILED_PRECONDITION" },
+  "task-not-cancelable": { jsonRpc: -32002, grpc: "FAILED_PRECONDITION", http: 409, rest: "run_terminal", reason: "TASK_NOT_CANCELABLE" },
+  "push-not-supported": { jsonRpc: -32003, grpc: "UNIMPLEMENTED", http: 501, rest: "not_implemented", reason: "PUSH_NOTIFICATION_NOT_SUPPORTED" },
   "unsupported-operation": { jsonRpc: -32004, grpc: "FAILED_PRECONDITION", http: 400, rest: "unsupported_operation", reason: "UNSUPPORTED_OPERATION" },
   "content-type-not-supported": { jsonRpc: -32005, grpc: "INVALID_ARGUMENT", http: 400, rest: "validation_error", reason: "CONTENT_TYPE_NOT_SUPPORTED" },
   // A Content-Type header the binding does not read: 415 on every HTTP binding (RFC 9110 §15.5.16), the
   // JSON-RPC body says invalid request. Not A2A's ContentTypeNotSupported (the row above), which is about parts.
   "unsupported-media-type": { jsonRpc: -32600, grpc: "INVALID_ARGUMENT", http: 415, rest: "unsupported_media_type" },
-  "invalid-agent-response": { jsonRpc: -32006, grpc: "INTERNAL", http: 502, rest: "invalid_agent_response", reason: "INVALID_AGENT_RESPONSE", http10: 500 },
+  "invalid-agent-response": { jsonRpc: -32006, grpc: "INTERNAL", http: 502, rest: "invalid_agent_response", reason: "INVALID_AGENT_RESPONSE" },
   "extended-card-not-configured": { jsonRpc: -32007, grpc: "FAILED_PRECONDITION", http: 400, rest: "not_configured", reason: "EXTENDED_AGENT_CARD_NOT_CONFIGURED" },
   "version-not-supported": { jsonRpc: -32009, grpc: "FAILED_PRECONDITION", http: 400, rest: "version_not_supported", reason: "VERSION_NOT_SUPPORTED" },
   unauthenticated: { jsonRpc: -32600, grpc: "UNAUTHENTICATED", http: 401, rest: "unauthenticated" },
@@ -48,7 +54,7 @@ export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
   "route-not-found": { jsonRpc: -32601, grpc: "NOT_FOUND", http: 404, rest: "not_found" },
   "method-not-allowed": { jsonRpc: -32600, grpc: "UNIMPLEMENTED", http: 405, rest: "method_not_allowed" },
   conflict: { jsonRpc: -32603, grpc: "ABORTED", http: 409, rest: "conflict" },
-  gone: { jsonRpc: -32001, grpc: "NOT_FOUND", http: 410, rest: "gone", reason: "TASK_NOT_FOUND", http10: 404 },
+  gone: { jsonRpc: -32001, grpc: "NOT_FOUND", http: 410, rest: "gone", reason: "TASK_NOT_FOUND" },
   "payload-too-large": { jsonRpc: -32600, grpc: "RESOURCE_EXHAUSTED", http: 413, rest: "payload_too_large" },
   "content-too-large": { jsonRpc: -32602, grpc: "INVALID_ARGUMENT", http: 413, rest: "payload_too_large", reason: "INVALID_PARAMS" },
   // A2A defines no JSON-RPC code for either: Internal error, with `data` saying it is retryable ({retryable: true}

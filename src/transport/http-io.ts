@@ -4,6 +4,7 @@ import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { DomainError } from "../domain/errors.js";
 import { afterFanOut, isLive, type LiveIterable, type StopLive } from "../domain/live-stream.js";
 import { oncePerObject } from "../domain/once-per-object.js";
+import { streamCursorOf } from "../domain/stream-cursor.js";
 import { settleUnreadBody } from "./unread-request-body.js";
 
 /** HTTP/1.1 and h2c requests share one handler through Node's compatibility API. */
@@ -65,16 +66,16 @@ export function sendJson(res: HttpResponse, status: number, body: unknown, heade
   res.end(text);
 }
 
-/** A value already serialized: SSE writes its text as the `data:`. */
+/** A value already serialized: SSE writes its text as the `data:`, and its stream cursor, if any, as the `id:`. */
 export class JsonText {
   private frame: Buffer | undefined;
   private chunk: Buffer | undefined;
 
-  constructor(readonly text: string) {}
+  constructor(readonly text: string, readonly sseId?: string) {}
 
-  /** The SSE frame `data: <text>`, made once for all the streams that send this same text. */
+  /** The SSE frame `[id: <sseId>\n]data: <text>`, made once for all the streams that send this same text. */
   get dataFrame(): Buffer {
-    return (this.frame ??= Buffer.from(`data: ${this.text}\n\n`));
+    return (this.frame ??= Buffer.from(`${idLine(this.sseId)}data: ${this.text}\n\n`));
   }
 
   /** `dataFrame` as one HTTP/1.1 chunk (size line, frame, CRLF): what a chunked response writes for it. */
@@ -94,7 +95,12 @@ const CRLF = Buffer.from("\r\n", "latin1");
 export const sharedJson: (value: unknown) => string = oncePerObject((value: unknown) => JSON.stringify(value) ?? "null");
 
 /** `sharedJson` as a JsonText: the streams sending the same value also share its SSE frame. */
-export const sharedJsonText: (value: unknown) => JsonText = oncePerObject((value: unknown) => new JsonText(sharedJson(value)));
+export const sharedJsonText: (value: unknown) => JsonText = oncePerObject((value: unknown) => new JsonText(sharedJson(value), streamCursorOf(value)));
+
+/** The SSE `id:` line of a stream cursor (`domain/stream-cursor.ts`), or nothing. */
+function idLine(id: string | number | undefined): string {
+  return id === undefined ? "" : `id: ${id}\n`;
+}
 
 /** Server-Sent Events on either protocol version; honours back-pressure and sends keepalive comments. */
 export class SseWriter {
@@ -252,8 +258,7 @@ function flushQueued(): void {
 
 function frameOf(data: unknown, options: { event?: string; id?: string | number }): string | Buffer {
   if (data instanceof JsonText && options.id === undefined && !options.event) return data.dataFrame;
-  let frame = "";
-  if (options.id !== undefined) frame += `id: ${options.id}\n`;
+  let frame = idLine(options.id ?? (data instanceof JsonText ? data.sseId : undefined));
   if (options.event) frame += `event: ${options.event}\n`;
   return frame + `data: ${data instanceof JsonText ? data.text : JSON.stringify(data)}\n\n`;
 }
@@ -334,6 +339,9 @@ function liveToSse<T>(res: HttpResponse, events: LiveIterable<T>, options: SsePi
       },
       backlog: () => sse?.backlog ?? 0,
       flush: () => sse?.flush(),
+      opened: () => {
+        if (!done) open();
+      },
     });
     // The caller went away (before the first item too): stop the stream (the channel lets go of it).
     res.on("close", () => finish(() => (sse?.end(), resolve())));

@@ -127,7 +127,8 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
     if ("allowed" in found) {
       return sendError(res, binding, new DomainError("method-not-allowed", `${method} is not allowed on ${path}`, { allowed: found.allowed }), { allow: found.allowed.join(", ") });
     }
-    const ctx: CallContext = { principal, signal: requestDone.signal };
+    const lastEventId = headers("last-event-id");
+    const ctx: CallContext = { principal, signal: requestDone.signal, ...(lastEventId !== undefined ? { resumeFrom: lastEventId } : {}) };
     try {
       await found.handler(req, res, found.params, ctx);
     } catch (err) {

@@ -21,8 +21,7 @@ import { status as GrpcStatus } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { peerMessageId } from "../../src/engine/nodes/a2a-invoke/a2a-invoke.js";
 import { createGrpcPeerTransport } from "../../src/peer/grpc-peer-client.js";
-import * as v03ProtoCodec from "../../src/a2a/v03/v03-proto-codec.js";
-import * as v10ProtoCodec from "../../src/a2a/v10/v10-proto-codec.js";
+import { peerVersions } from "../../src/a2a/versions.js";
 import { PeerCallError } from "../../src/peer/peer-http-client.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import type { RunEvent } from "../../src/domain/task-record.js";
@@ -603,7 +602,7 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
     const policy = { allowHttpLoopback: true, allowedPorts: [], allowHosts: [], denyHosts: [] };
     // A name that does not resolve in DNS: the call can only reach the peer through the checked address.
     const resolved: string[] = [];
-    const pinned = createGrpcPeerTransport({ policy, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: 2000, resolve: async (name) => (resolved.push(name), [{ address: "127.0.0.1", family: 4 }]) });
+    const pinned = createGrpcPeerTransport({ policy, versions: peerVersions(), requestTimeoutMs: 2000, resolve: async (name) => (resolved.push(name), [{ address: "127.0.0.1", family: 4 }]) });
     const before = grpcCalls("message/send").length;
     const reply = await pinned.send(`grpc+http://a2a-peer.example:${peer.grpcPort}`, { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "scenario:complete" }] });
     expect(reply.kind).toBe("task");
@@ -618,7 +617,7 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
     await pinned.close();
 
     // Without the allowance, plaintext (and loopback) is refused before anything is sent.
-    const strict = createGrpcPeerTransport({ policy: { ...policy, allowHttpLoopback: false }, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: 2000 });
+    const strict = createGrpcPeerTransport({ policy: { ...policy, allowHttpLoopback: false }, versions: peerVersions(), requestTimeoutMs: 2000 });
     const refused = await strict.getTask(`grpc+http://127.0.0.1:${peer.grpcPort}`, "any").catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(PeerCallError);
     expect(refused).toMatchObject({ kind: "egress", retryable: false });

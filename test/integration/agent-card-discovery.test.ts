@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { A2A_03_LEGACY_WINDOW_ENDS, bareCardVersion } from "../../src/a2a/agent-card-settings.js";
+import { A2A_03_LEGACY_WINDOW_ENDS, bareCardShape } from "../../src/a2a/agent-card-settings.js";
 import { validateCapabilities } from "../../src/schemas/schema-validator.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 
@@ -8,6 +8,8 @@ type Obj = Record<string, any>;
 const V03_ONLY = ["url", "preferredTransport", "additionalInterfaces", "protocolVersion", "supportsAuthenticatedExtendedCard"];
 const isPure10 = (card: Obj) => Array.isArray(card["supportedInterfaces"]) && V03_ONLY.every((k) => !(k in card));
 const isHybrid = (card: Obj) => card["protocolVersion"] === "0.3.0" && Array.isArray(card["supportedInterfaces"]);
+/** A 0.3 card and nothing else (OpenWOP RFC 0152 §B): every 0.3 field, no 1.0 `supportedInterfaces`. */
+const isPure03 = (card: Obj) => card["protocolVersion"] === "0.3.0" && V03_ONLY.every((k) => k in card) && !("supportedInterfaces" in card);
 
 describe("the agent card and the discovery document: caching, conditional requests, HEAD", () => {
   let t: TestApp;
@@ -74,23 +76,47 @@ describe("the agent card and the discovery document: caching, conditional reques
 });
 
 describe("AGENT_CARD_BARE chooses what the bare well-known path serves", () => {
-  it("auto: hybrid until the 0.3 legacy window ends (2027-03-12), pure 1.0 from then on; hybrid and 1.0 force either", () => {
+  it("auto: hybrid until the 0.3 legacy window ends (2027-03-12), pure 1.0 from then on; hybrid, 1.0 and 0.3 force one", () => {
     const end = Date.parse(A2A_03_LEGACY_WINDOW_ENDS);
-    expect(bareCardVersion("auto", new Date(end - 1))).toBe("0.3");
-    expect(bareCardVersion("auto", new Date(end))).toBe("1.0");
-    expect(bareCardVersion("hybrid", new Date(end + 1e10))).toBe("0.3");
-    expect(bareCardVersion("1.0", new Date(end - 1e10))).toBe("1.0");
+    expect(bareCardShape("auto", new Date(end - 1))).toBe("hybrid");
+    expect(bareCardShape("auto", new Date(end))).toBe("1.0");
+    expect(bareCardShape("hybrid", new Date(end + 1e10))).toBe("hybrid");
+    expect(bareCardShape("1.0", new Date(end - 1e10))).toBe("1.0");
+    expect(bareCardShape("0.3", new Date(end - 1e10))).toBe("pure-0.3");
   });
 
   it.each([
     ["1.0", isPure10],
     ["hybrid", isHybrid],
-  ] as const)("AGENT_CARD_BARE=%s over a real server; an explicit A2A-Version still gets its own card", async (choice, expected) => {
+    ["0.3", isPure03],
+  ] as const)("AGENT_CARD_BARE=%s over a real server; an explicit A2A-Version still gets its own card; agentCardUrl serves what discovery says", async (choice, expected) => {
     const t = await startTestApp({ AGENT_CARD_BARE: choice });
     try {
-      expect(expected((await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as Obj)).toBe(true);
+      const bare = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as Obj;
+      expect(expected(bare)).toBe(true);
       expect(isHybrid((await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "0.3" } })).json()) as Obj)).toBe(true);
       expect(isPure10((await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "1.0" } })).json()) as Obj)).toBe(true);
+      // Discovery's agentCardUrl, fetched header-less as the RFC 0152 suite does, serves a card whose interfaces
+      // declare exactly discovery's protocolVersions, whatever the bare path serves.
+      const a2a = ((await (await fetch(`${t.baseUrl}/.well-known/openwop`)).json()) as Obj)["a2a"] as Obj;
+      const atCardUrl = (await (await fetch(a2a["agentCardUrl"] as string)).json()) as Obj;
+      expect(isPure10(atCardUrl)).toBe(true);
+      expect([...new Set((atCardUrl["supportedInterfaces"] as Obj[]).map((i) => i["protocolVersion"]))].sort()).toEqual(a2a["protocolVersions"]);
+      expect(atCardUrl["capabilities"]["streaming"]).toBe(a2a["streaming"]);
+      expect(atCardUrl["capabilities"]["pushNotifications"]).toBe(a2a["pushNotifications"]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it("AGENT_CARD_BARE=0.3: the pure 0.3 card lists the same interfaces as the hybrid one, without the 1.0 ones", async () => {
+    const t = await startTestApp({ AGENT_CARD_BARE: "0.3" });
+    try {
+      const bare = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as Obj;
+      const hybrid = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "0.3" } })).json()) as Obj;
+      const { supportedInterfaces: _dropped, ...hybridWithout } = hybrid;
+      expect(bare).toEqual(hybridWithout);
+      expect(bare["url"]).toMatch(/\/a2a\/jsonrpc$/);
     } finally {
       await t.close();
     }

@@ -13,7 +13,8 @@ import { createLogger } from "../../src/observability/logger.js";
 import { MemoryPushConfigStore } from "../../src/store/memory-push-config-store.js";
 import type { PushConfigRecord, PushDeadLetter } from "../../src/store/push-config-store.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
-import { WIRE_CODES, type WireCodes } from "../../src/transport/error-codes.js";
+import { statusesOf, WIRE_CODES, type WireCodes } from "../../src/transport/error-codes.js";
+import { versionModule } from "../../src/a2a/versions.js";
 
 /**
  * Every domain error code through every binding, against the real server: each binding must answer the
@@ -144,9 +145,9 @@ describe("every domain error code on every binding, from the one table", () => {
 
     it("HTTP+JSON 1.0: the table's 1.0 HTTP status and gRPC status name", async () => {
       const { status, body } = await get(`/tasks/${taskId}/pushNotificationConfigs/${configId}`, v10);
-      const http = codes.http10 ?? codes.http;
+      const { http, grpc } = statusesOf(code, versionModule("1.0").errors.statuses);
       expect(status).toBe(http);
-      expect(body["error"]).toMatchObject({ code: http, status: codes.grpc10 ?? codes.grpc, message: message(code), details: [{ reason: reasonOf(code) }] });
+      expect(body["error"]).toMatchObject({ code: http, status: grpc, message: message(code), details: [{ reason: reasonOf(code) }] });
     });
 
     it.each(rpcTransports)("%s 0.3 and 1.0: the table's gRPC status (1.0 with an ErrorInfo detail)", async (_name, transport) => {
@@ -154,7 +155,7 @@ describe("every domain error code on every binding, from the one table", () => {
       expect(v03Err.code).toBe(connectCode(codes.grpc));
       expect(v03Err.rawMessage).toBe(message(code));
       const v10Err = await connectError(createClient(V10Service, transport()).getTaskPushNotificationConfig({ taskId, id: configId }, { headers: v10 }));
-      expect(v10Err.code).toBe(connectCode(codes.grpc10 ?? codes.grpc));
+      expect(v10Err.code).toBe(connectCode(statusesOf(code, versionModule("1.0").errors.statuses).grpc));
       expect(v10Err.rawMessage).toBe(message(code));
       expect(errorInfoReason(v10Err)).toBe(reasonOf(code));
     });

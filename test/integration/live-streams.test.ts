@@ -86,7 +86,8 @@ describe("streams on the live lane", () => {
       await until(() => body.includes("\n\n"), "the task frame");
       await rpc("tasks/cancel", { id: task["id"] });
       await ended;
-      const frames = body.split("\n\n").filter(Boolean).map((f) => JSON.parse(f.replace(/^data: /, "")) as Obj);
+      // Each frame: its `id:` (the stream cursor), then its `data:`.
+      const frames = body.split("\n\n").filter(Boolean).map((f) => JSON.parse(f.split("\n").find((l) => l.startsWith("data: "))!.slice(6)) as Obj);
       expect(frames[0]).toMatchObject({ id: 3, result: { kind: "task" } });
       expect(frames.at(-1)).toMatchObject({ id: 3, result: { kind: "status-update", final: true, status: { state: "canceled" } } });
     } finally {

@@ -98,7 +98,7 @@ async function pushApp(...args: Parameters<typeof startPushApp>): Promise<PushAp
 }
 
 describe("push notification configs over JSON-RPC", () => {
-  it("set / get / list / delete: the id defaults to the task id, set is an upsert, several configs per task", async () => {
+  it("set / get / list / delete: the id defaults to the task id while it is free, set is an upsert, several configs per task", async () => {
     const hook = await receiver();
     const t = await pushApp();
     const taskId = await startTask(t.baseUrl);
@@ -117,7 +117,7 @@ describe("push notification configs over JSON-RPC", () => {
     expect((await rpc(t.baseUrl, "tasks/pushNotificationConfig/get", { id: taskId, pushNotificationConfigId: "ops" })).result.pushNotificationConfig.id).toBe("ops");
 
     // upsert: same id, new target.
-    await rpc(t.baseUrl, "tasks/pushNotificationConfig/set", { taskId, pushNotificationConfig: { url: hook.url("/a2"), token: "tok-2" } });
+    await rpc(t.baseUrl, "tasks/pushNotificationConfig/set", { taskId, pushNotificationConfig: { id: taskId, url: hook.url("/a2"), token: "tok-2" } });
     const listed = await rpc(t.baseUrl, "tasks/pushNotificationConfig/list", { id: taskId });
     expect(listed.result).toEqual([
       { taskId, pushNotificationConfig: { id: taskId, url: hook.url("/a2") } },
@@ -140,6 +140,51 @@ describe("push notification configs over JSON-RPC", () => {
     expect((await rpc(t.baseUrl, "tasks/pushNotificationConfig/list", { id: "nope" })).error?.code).toBe(-32001);
     expect((await rpc(t.baseUrl, "tasks/pushNotificationConfig/delete", { id: taskId })).error?.code).toBe(-32602);
     expect((await rpc(t.baseUrl, "tasks/pushNotificationConfig/set", { taskId, pushNotificationConfig: { url: hook.url(), token: "bad\r\ntoken" } })).error?.code).toBe(-32602);
+  });
+
+  // OpenWOP RFC 0214: two configs created without an id are two configs; neither replaces the other.
+  const idlessCreates: Array<[string, (base: string, taskId: string, url: string) => Promise<string>]> = [
+    ["JSON-RPC 0.3", async (base, taskId, url) => (await rpc(base, "tasks/pushNotificationConfig/set", { taskId, pushNotificationConfig: { url } })).result.pushNotificationConfig.id],
+    ["JSON-RPC 1.0", async (base, taskId, url) => (await rpc(base, "CreateTaskPushNotificationConfig", { taskId, url }, { "A2A-Version": "1.0" })).result.id],
+    ["HTTP+JSON 0.3", async (base, taskId, url) => {
+      const res = await fetch(`${base}/v1/tasks/${taskId}/pushNotificationConfigs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ parent: `tasks/${taskId}`, config: { pushNotificationConfig: { url } } }) });
+      const name = ((await res.json()) as { name: string }).name;
+      return name.slice(`tasks/${taskId}/pushNotificationConfigs/`.length);
+    }],
+    ["HTTP+JSON 1.0", async (base, taskId, url) => {
+      const res = await fetch(`${base}/tasks/${taskId}/pushNotificationConfigs`, { method: "POST", headers: { "content-type": "application/a2a+json", "A2A-Version": "1.0" }, body: JSON.stringify({ taskId, url }) });
+      return ((await res.json()) as { id: string }).id;
+    }],
+  ];
+
+  it.each(idlessCreates)("%s: a second config created without an id gets its own id instead of replacing the first", async (_binding, create) => {
+    const hook = await receiver();
+    const t = await pushApp();
+    const taskId = await startTask(t.baseUrl);
+    const first = await create(t.baseUrl, taskId, hook.url("/first"));
+    const second = await create(t.baseUrl, taskId, hook.url("/second"));
+    expect(first).toBe(taskId);
+    expect(second).not.toBe(first);
+    expect(second).toMatch(/^[0-9a-f-]{36}$/);
+    const listed = (await rpc(t.baseUrl, "tasks/pushNotificationConfig/list", { id: taskId })).result as Array<{ pushNotificationConfig: { id: string; url: string } }>;
+    expect(listed.map((c) => [c.pushNotificationConfig.id, c.pushNotificationConfig.url])).toEqual([
+      [first, hook.url("/first")],
+      [second, hook.url("/second")],
+    ]);
+  });
+
+  it("discard-on-delete (RFC 0214): of two id-less configs, the deleted one hears nothing more and the other still delivers", async () => {
+    const hook = await receiver();
+    const t = await pushApp();
+    const taskId = await startTask(t.baseUrl);
+    const kept = (await rpc(t.baseUrl, "tasks/pushNotificationConfig/set", { taskId, pushNotificationConfig: { url: hook.url("/kept") } })).result.pushNotificationConfig.id as string;
+    const dropped = (await rpc(t.baseUrl, "tasks/pushNotificationConfig/set", { taskId, pushNotificationConfig: { url: hook.url("/dropped") } })).result.pushNotificationConfig.id as string;
+    expect(dropped).not.toBe(kept);
+    expect((await rpc(t.baseUrl, "tasks/pushNotificationConfig/delete", { id: taskId, pushNotificationConfigId: dropped })).result).toBeNull();
+    expect((await rpc(t.baseUrl, "message/send", { message: accept(taskId) })).result.status.state).toBe("completed");
+    await waitFor(async () => (hook.hits.some((h) => h.path === "/kept" && h.json["status"]?.state === "completed") ? true : undefined), 10_000, "the kept config's completed push");
+    expect(hook.hits.filter((h) => h.path === "/dropped")).toEqual([]);
+    expect(states(hook.hits.filter((h) => h.path === "/kept"))).toEqual(["completed"]);
   });
 
   it("a config set on a task that already ended pushes nothing and is settled (it then expires with the task)", async () => {

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { foldPeerEvent, isNewPeerStatus } from "../../src/engine/nodes/a2a-invoke/a2a-invoke.js";
 import { PeerNewsBoard } from "../../src/engine/nodes/a2a-invoke/a2a-invoke-news.js";
 import { PeerCallbackKey, peerCallbackUrl, verifyPeerSignature } from "../../src/peer/peer-callbacks.js";
+import { peerVersions } from "../../src/a2a/versions.js";
 import { decodePeerPush } from "../../src/peer/peer-push-body.js";
 import { sseData } from "../../src/peer/peer-sse.js";
 import type { PeerTask } from "../../src/peer/peer-types.js";
@@ -43,14 +44,14 @@ describe("foldPeerEvent", () => {
 
 describe("decodePeerPush", () => {
   it("reads a 1.0 StreamResponse and a 0.3 status-update or Task", () => {
-    expect(decodePeerPush(JSON.stringify({ statusUpdate: { taskId: "p1", contextId: "c1", status: { state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:00Z" } } }))).toMatchObject({ kind: "status", taskId: "p1", state: "completed" });
-    expect(decodePeerPush(JSON.stringify({ kind: "status-update", taskId: "p1", contextId: "c1", status: { state: "input-required" }, final: false }))).toMatchObject({ kind: "status", state: "input-required" });
-    expect(decodePeerPush(JSON.stringify({ kind: "task", id: "p1", contextId: "c1", status: { state: "completed" }, artifacts: [] }))).toMatchObject({ kind: "task", task: { id: "p1", state: "completed" } });
+    expect(decodePeerPush(JSON.stringify({ statusUpdate: { taskId: "p1", contextId: "c1", status: { state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:00Z" } } }), peerVersions())).toMatchObject({ kind: "status", taskId: "p1", state: "completed" });
+    expect(decodePeerPush(JSON.stringify({ kind: "status-update", taskId: "p1", contextId: "c1", status: { state: "input-required" }, final: false }), peerVersions())).toMatchObject({ kind: "status", state: "input-required" });
+    expect(decodePeerPush(JSON.stringify({ kind: "task", id: "p1", contextId: "c1", status: { state: "completed" }, artifacts: [] }), peerVersions())).toMatchObject({ kind: "task", task: { id: "p1", state: "completed" } });
   });
   it("refuses what is not a push body", () => {
-    expect(() => decodePeerPush("not json")).toThrow();
-    expect(() => decodePeerPush(JSON.stringify({ statusUpdate: { status: { state: 5 } } }))).toThrow();
-    expect(() => decodePeerPush(JSON.stringify({ kind: "status-update" }))).toThrow();
+    expect(() => decodePeerPush("not json", peerVersions())).toThrow();
+    expect(() => decodePeerPush(JSON.stringify({ statusUpdate: { status: { state: 5 } } }), peerVersions())).toThrow();
+    expect(() => decodePeerPush(JSON.stringify({ kind: "status-update" }), peerVersions())).toThrow();
   });
 });
 

@@ -38,17 +38,16 @@ import type { TaskContext } from "../../src/machine/task-context.js";
 import { runStatusOf, stateMetaOf } from "../../src/machine/task-projection.js";
 import { createLogger } from "../../src/observability/logger.js";
 import type { A2APeerClient } from "../../src/peer/a2a-peer-client.js";
-import { parsePeerTask, peerEndpointOf } from "../../src/peer/a2a-peer-client.js";
-import { grpcCallError, grpcEndpointOf, peerTaskFromProto as peerTaskFromProtoWith } from "../../src/peer/grpc-peer-client.js";
+import { peerEndpointOf } from "../../src/peer/a2a-peer-client.js";
+import { parsePeerTask, peerTaskFromProto } from "../../src/a2a/v03/v03-peer-client-codec.js";
+import { grpcCallError, grpcEndpointOf } from "../../src/peer/grpc-peer-client.js";
 import { apiKeyHeaderOf, formatPeerEndpoint, grpcOriginOf, parsePeerEndpoint, shownEndpoint } from "../../src/peer/peer-endpoint.js";
-import * as v03ProtoCodec from "../../src/a2a/v03/v03-proto-codec.js";
 import { PeerCallError } from "../../src/peer/peer-http-client.js";
 import { loadPeerSettings } from "../../src/peer/peer-settings.js";
 
 // ------------------------------------------------------------------------------------------ helpers
 
 /** The gRPC peer transport reads a2a.v1 with the 0.3 proto codec (injected, as app.ts does). */
-const peerTaskFromProto = (task: Parameters<typeof peerTaskFromProtoWith>[0]) => peerTaskFromProtoWith(task, v03ProtoCodec);
 
 const CARD = "https://peer.example/.well-known/agent-card.json";
 const AT = "2026-03-01T10:00:00.000Z";

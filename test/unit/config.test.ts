@@ -45,7 +45,7 @@ describe("configuration", () => {
     [{ API_KEYS: '[{"id":"a","tenant":"t","scopes":[],"key":"short"}]' }, 'API_KEYS[0] needs "key" (at least 16 characters)'],
     [{ API_KEYS: '[{"id":"a","tenant":"*","scopes":["console:operate"],"key":"0123456789abcdef"}]' }, 'API_KEYS[0].tenant "*" is not allowed'],
     [{ MAX_BODY_BYTES: "12" }, "MAX_BODY_BYTES must be a whole number between 1024"],
-    [{ AGENT_CARD_BARE: "0.3" }, "AGENT_CARD_BARE must be one of auto, hybrid, 1.0"],
+    [{ AGENT_CARD_BARE: "0.2" }, "AGENT_CARD_BARE must be one of auto, hybrid, 1.0, 0.3"],
     [{ AGENT_CARD_MAX_AGE_SECONDS: "-1" }, "AGENT_CARD_MAX_AGE_SECONDS must be a whole number"],
   ])("refuses %j with a clear message", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);

@@ -8,12 +8,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
-import * as v03ProtoCodec from "../../src/a2a/v03/v03-proto-codec.js";
-import * as v10ProtoCodec from "../../src/a2a/v10/v10-proto-codec.js";
+import { peerVersions } from "../../src/a2a/versions.js";
 import { createA2APeerClient } from "../../src/peer/a2a-peer-client.js";
 import { readPeersConfig, type PeerConfig } from "../../src/peer/peer-config.js";
 import { PeerCallError, type PeerHttpClient, type PeerHttpRequest } from "../../src/peer/peer-http-client.js";
 import type { PeerTransport } from "../../src/peer/peer-types.js";
+import type { PeerVersionClient } from "../../src/peer/peer-version.js";
 
 const V03_TASK = { kind: "task", id: "t1", contextId: "c1", status: { state: "working" } };
 const V10_TASK = { id: "t1", contextId: "c1", status: { state: "TASK_STATE_INPUT_REQUIRED", message: { messageId: "m1", role: "ROLE_AGENT", parts: [{ text: "which?" }] } } };
@@ -61,7 +61,7 @@ describe("peer client dispatch", () => {
   it("endpoints recorded by an older host read as 0.3 over the same wire", async () => {
     const { http, requests } = recordingHttp(() => ({ body: { jsonrpc: "2.0", id: 1, result: V03_TASK } }));
     const { grpc, calls } = recordingGrpc();
-    const client = createA2APeerClient({ http, grpc, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: 1000 });
+    const client = createA2APeerClient({ http, grpc, versions: peerVersions(), requestTimeoutMs: 1000 });
     const task = await client.getTask({ endpoint: "https://peer.example/a2a/jsonrpc" }, "t1");
     expect(task.state).toBe("working");
     expect(requests[0]).toMatchObject({ method: "POST", url: "https://peer.example/a2a/jsonrpc", headers: { "a2a-version": "0.3" } });
@@ -72,7 +72,7 @@ describe("peer client dispatch", () => {
 
   it("1.0 JSON-RPC: PascalCase methods, ProtoJSON params and result, A2A-Version 1.0, the named peer's bearer token", async () => {
     const { http, requests } = recordingHttp(() => ({ body: { jsonrpc: "2.0", id: 1, result: V10_TASK } }));
-    const client = createA2APeerClient({ http, grpc: recordingGrpc().grpc, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: 1000, peers: peersOf({ p: { cardUrl: "https://peer.example/card", credentials: { bearer: "tok-123" } } }) });
+    const client = createA2APeerClient({ http, grpc: recordingGrpc().grpc, versions: peerVersions(), requestTimeoutMs: 1000, peers: peersOf({ p: { cardUrl: "https://peer.example/card", credentials: { bearer: "tok-123" } } }) });
     const task = await client.getTask({ endpoint: "jsonrpc+1.0+https://peer.example/a2a#tenant=acme", peer: "p" }, "t1");
     expect(task).toMatchObject({ id: "t1", state: "input-required", statusMessage: { messageId: "m1", role: "agent", parts: [{ kind: "text", text: "which?" }] } });
     expect(requests[0]).toMatchObject({ url: "https://peer.example/a2a", headers: { "a2a-version": "1.0", authorization: "Bearer tok-123" } });
@@ -81,7 +81,7 @@ describe("peer client dispatch", () => {
 
   it("1.0 HTTP+JSON: the tenant's path, application/a2a+json, the API key in the header the card named", async () => {
     const { http, requests } = recordingHttp(() => ({ body: { task: V10_TASK } }));
-    const client = createA2APeerClient({ http, grpc: recordingGrpc().grpc, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: 1000, peers: peersOf({ p: { cardUrl: "https://peer.example/card", credentials: { apiKey: "key-456" } } }) });
+    const client = createA2APeerClient({ http, grpc: recordingGrpc().grpc, versions: peerVersions(), requestTimeoutMs: 1000, peers: peersOf({ p: { cardUrl: "https://peer.example/card", credentials: { apiKey: "key-456" } } }) });
     const reply = await client.send({ endpoint: "http+json+1.0+https://peer.example/base/#tenant=acme", peer: "p", apiKeyHeader: "X-Key" }, { messageId: "m", role: "user", parts: [{ kind: "text", text: "hi" }] });
     expect(reply.kind).toBe("task");
     expect(requests[0]).toMatchObject({ method: "POST", url: "https://peer.example/base/acme/message:send", headers: { "content-type": "application/a2a+json", "a2a-version": "1.0", "x-key": "key-456" } });
@@ -90,12 +90,50 @@ describe("peer client dispatch", () => {
 
   it("HTTP 401 says the credentials were refused and is final; a peer removed from configuration fails clearly", async () => {
     const { http } = recordingHttp(() => ({ status: 401, body: { error: { code: 401, message: "invalid API key" } } }));
-    const client = createA2APeerClient({ http, grpc: recordingGrpc().grpc, codec: v03ProtoCodec, codecV10: v10ProtoCodec, requestTimeoutMs: 1000, peers: peersOf({ p: { cardUrl: "https://peer.example/card", credentials: { bearer: "tok" } } }) });
+    const client = createA2APeerClient({ http, grpc: recordingGrpc().grpc, versions: peerVersions(), requestTimeoutMs: 1000, peers: peersOf({ p: { cardUrl: "https://peer.example/card", credentials: { bearer: "tok" } } }) });
     const refused = await client.getTask({ endpoint: "http+json+1.0+https://peer.example/", peer: "p" }, "t1").catch((e: unknown) => e as PeerCallError);
     expect(refused).toMatchObject({ kind: "unauthorized", retryable: false });
     expect((refused as Error).message).toBe("https://peer.example answered HTTP 401 Unauthorized (the credentials for this peer are missing or wrong): invalid API key");
     const gone = await client.getTask({ endpoint: "http+json+1.0+https://peer.example/", peer: "removed" }, "t1").catch((e: unknown) => e as PeerCallError);
     expect((gone as Error).message).toBe('no peer named "removed" is configured (A2A_PEERS; configured: p)');
+  });
+});
+
+describe("peer client: every version's wire comes from its module's client half", () => {
+  // A stand-in 1.0 client half with other method names, media type and stream bindings: the transports must
+  // send and read exactly what the version says, and name nothing themselves (adding a version adds no branch).
+  const v10 = peerVersions().find((v) => v.version === "1.0")!;
+  const altered: PeerVersionClient = {
+    ...v10,
+    streams: new Set(["jsonrpc"]),
+    jsonRpc: { ...v10.jsonRpc, methods: { ...v10.jsonRpc.methods, get: "tasks.fetch" }, getParams: (taskId, tenant) => ({ task: taskId, space: tenant }) },
+    rest: { ...v10.rest, mediaType: "application/x-test+json", prefix: (tenant) => `/t/${tenant ?? "-"}` },
+  };
+  const versions = peerVersions().map((v) => (v.version === "1.0" ? altered : v));
+
+  it("JSON-RPC: the method name and params the version builds; the version's reader reads the result", async () => {
+    const { http, requests } = recordingHttp(() => ({ body: { jsonrpc: "2.0", id: 1, result: V10_TASK } }));
+    const client = createA2APeerClient({ http, grpc: recordingGrpc().grpc, versions, requestTimeoutMs: 1000 });
+    const task = await client.getTask({ endpoint: "jsonrpc+1.0+https://peer.example/a2a#tenant=acme" }, "t1");
+    expect(task.state).toBe("input-required");
+    expect(jsonRpcBody(requests[0]!)).toMatchObject({ method: "tasks.fetch", params: { task: "t1", space: "acme" } });
+  });
+
+  it("HTTP+JSON: the version's path prefix and media type; streams only over the bindings the version lists", async () => {
+    const { http, requests } = recordingHttp(() => ({ body: V10_TASK }));
+    const client = createA2APeerClient({ http, grpc: recordingGrpc().grpc, versions, requestTimeoutMs: 1000 });
+    await client.cancelTask({ endpoint: "http+json+1.0+https://peer.example/base#tenant=acme" }, "t1");
+    expect(requests[0]).toMatchObject({ url: "https://peer.example/base/t/acme/tasks/t1:cancel", headers: { "content-type": "application/x-test+json", "a2a-version": "1.0" } });
+    expect(client.canStream!({ endpoint: "jsonrpc+1.0+https://peer.example/a2a" })).toBe(true);
+    expect(client.canStream!({ endpoint: "http+json+1.0+https://peer.example/base" })).toBe(false);
+    expect(client.canStream!({ endpoint: "grpc+1.0+https://peer.example:443" })).toBe(false);
+    // The registry's own halves: 1.0 streams on every binding, 0.3 over JSON-RPC only.
+    const registry = createA2APeerClient({ http, grpc: recordingGrpc().grpc, versions: peerVersions(), requestTimeoutMs: 1000 });
+    expect(["jsonrpc+1.0+https://p.example/a", "http+json+1.0+https://p.example/", "grpc+1.0+https://p.example:443", "jsonrpc+0.3+https://p.example/a", "http+json+0.3+https://p.example/", "grpc+0.3+https://p.example:443"].map((endpoint) => registry.canStream!({ endpoint }))).toEqual([true, true, true, true, false, false]);
+  });
+
+  it("the registry lists the client halves newest first (the order a card's interfaces are preferred in)", () => {
+    expect(peerVersions().map((v) => v.version)).toEqual(["1.0", "0.3"]);
   });
 });
 

@@ -6,7 +6,8 @@ import type { VersionErrorShapes } from "../version-module.js";
  * stream that fails before its first event still answers SSE (strict 0.3 clients expect it).
  */
 export const v03ErrorShapes: VersionErrorShapes = {
-  statusColumns: "0.3",
+  // The table's shared row follows a2a-js 0.3: nothing of its own.
+  statuses: {},
   jsonRpc: (id, err) => ({ jsonrpc: "2.0", id, error: { code: err.jsonRpc, message: err.message, ...(err.details ? { data: err.details } : {}) } }),
   httpJson: (err) => ({ code: err.jsonRpc, message: err.message, ...(err.details ? { data: err.details } : {}) }),
   connectDetails: () => [],

@@ -4,6 +4,7 @@ import { v03ConnectService } from "./v03-connect-service.js";
 import { v03ErrorShapes } from "./v03-errors.js";
 import { v03JsonRpcMethods } from "./v03-jsonrpc-methods.js";
 import { v03Operations } from "./v03-operations.js";
+import { v03PeerClient } from "./v03-peer-client-codec.js";
 import { v03PushBody } from "./v03-push-body.js";
 import { v03RestRoutes } from "./v03-rest-routes.js";
 
@@ -36,6 +37,7 @@ export const v03: A2AVersionModule = {
   restMediaType: "application/json",
   errors: v03ErrorShapes,
   push: v03PushBody,
+  peer: v03PeerClient,
   // The superset card: the 0.3 card with the 1.0 `supportedInterfaces` embedded, which every 0.3 client reads.
   card: { profile: "a2a-0.3-legacy", document: (card) => card },
 };

@@ -1,5 +1,5 @@
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
-import type { VersionErrorShapes, WireError } from "../version-module.js";
+import type { VersionErrorShapes, VersionStatusColumn, WireError } from "../version-module.js";
 
 /**
  * The A2A 1.0 error shapes (spec §5.4 / §11.6), one per binding, all carrying a `google.rpc.ErrorInfo`
@@ -63,8 +63,17 @@ export function encodeErrorInfo(info: ErrorInfo): Uint8Array {
   return writer.finish();
 }
 
+/** Where the A2A 1.0 §5.4 table answers other statuses than the shared row (which follows a2a-js 0.3). */
+const V10_STATUSES: VersionStatusColumn = {
+  "task-not-cancelable": { http: 400 },
+  "push-not-supported": { http: 400, grpc: "FAILED_PRECONDITION" },
+  "invalid-agent-response": { http: 500 },
+  // 1.0 has no 410: a task gone for good answers as TASK_NOT_FOUND does (404).
+  gone: { http: 404 },
+};
+
 export const v10ErrorShapes: VersionErrorShapes = {
-  statusColumns: "1.0",
+  statuses: V10_STATUSES,
   jsonRpc: (id, err) => ({ jsonrpc: "2.0", id, error: { code: err.jsonRpc, message: err.message, data: [errorInfoOf(err)] } }),
   httpJson: (err) => ({ error: { code: err.http, status: err.grpc, message: err.message, details: [errorInfoOf(err)] } }),
   connectDetails: (err) => {

@@ -6,6 +6,7 @@ import { writeV10 } from "./v10-json.js";
 import { v10JsonRpcMethods } from "./v10-jsonrpc-methods.js";
 import { v10Operations } from "./v10-operations.js";
 import { encodeAgentCard } from "./v10-card-codec.js";
+import { v10PeerClient } from "./v10-peer-client-codec.js";
 import { v10PushBody } from "./v10-push-body.js";
 import { v10RestRoutes } from "./v10-rest-routes.js";
 
@@ -26,6 +27,7 @@ export const v10: A2AVersionModule = {
   restMediaType: "application/a2a+json",
   errors: v10ErrorShapes,
   push: v10PushBody,
+  peer: v10PeerClient,
   // The pure 1.0 card (ProtoJSON of `lf.a2a.v1.AgentCard`).
   card: { profile: "a2a-1.0", document: (card) => writeV10(AgentCardSchema, encodeAgentCard(card)) },
 };

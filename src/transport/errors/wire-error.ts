@@ -4,7 +4,7 @@ import type { WireError } from "../../a2a/version-module.js";
 import { versionModule } from "../../a2a/versions.js";
 import { toDomainError, type DomainError } from "../../domain/errors.js";
 import type { Logger } from "../../observability/logger.js";
-import { WIRE_CODES } from "../error-codes.js";
+import { statusesOf, WIRE_CODES } from "../error-codes.js";
 
 /**
  * The one place that decides whether an error is internal and logs its cause: every binding's error exit
@@ -49,18 +49,18 @@ export function isCallerGone(err: unknown): boolean {
   return false;
 }
 
-/** A domain error with its row of the one table (`WIRE_CODES`), in the status columns `version` answers with. */
+/** A domain error with its row of the one table (`WIRE_CODES`), in the status column of `version`. */
 export function wireErrorOf(err: unknown, version: A2AVersion): WireError {
   const domain = toDomainError(err);
   const codes = WIRE_CODES[domain.code];
-  const v10Columns = versionModule(version).errors.statusColumns === "1.0";
+  const statuses = statusesOf(domain.code, versionModule(version).errors.statuses);
   return {
     code: domain.code,
     message: domain.message,
     ...(domain.details ? { details: domain.details } : {}),
     jsonRpc: codes.jsonRpc,
-    http: (v10Columns ? codes.http10 : undefined) ?? codes.http,
-    grpc: (v10Columns ? codes.grpc10 : undefined) ?? codes.grpc,
+    http: statuses.http,
+    grpc: statuses.grpc,
     reason: codes.reason ?? domain.code.toUpperCase().replace(/-/g, "_"),
   };
 }

@@ -8,6 +8,7 @@ import { jsonRpcErrorBody, type JsonRpcId } from "../errors/a2a-error-exits.js";
 import { retryAfterOf, wireErrorOf, type ReportError } from "../errors/wire-error.js";
 import { noteRequest } from "../../observability/request-notes.js";
 import { oncePerObject } from "../../domain/once-per-object.js";
+import { streamCursorOf } from "../../domain/stream-cursor.js";
 import { activatedExtensions } from "../extensions-header.js";
 import { JsonText, mediaTypeOf, readBody, sendJson, sharedJson, SseWriter, streamToSse, type HttpRequest, type HttpResponse } from "../http-io.js";
 
@@ -145,7 +146,8 @@ const responsesOf = oncePerObject((_result: object) => new Map<JsonRpcId, JsonTe
  * frame: see `JsonText.dataFrame`).
  */
 function responseText(id: JsonRpcId, result: unknown): JsonText {
-  const make = () => new JsonText(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${sharedJson(result)}}`);
+  // The result's stream cursor (its task and log event) is the frame's SSE `id:`, for Last-Event-ID.
+  const make = () => new JsonText(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${sharedJson(result)}}`, streamCursorOf(result));
   if (typeof result !== "object" || result === null) return make();
   const byId = responsesOf(result);
   let text = byId.get(id);

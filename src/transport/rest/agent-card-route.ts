@@ -1,3 +1,4 @@
+import type { BareCardShape } from "../../a2a/agent-card-settings.js";
 import type { AgentCard } from "../../a2a/agent-card.js";
 import { a2aVersionOf, PREFERRED_A2A_VERSION, requestedA2AVersion, type A2AVersion } from "../../a2a/protocol-version.js";
 import { versionModule } from "../../a2a/versions.js";
@@ -9,20 +10,32 @@ import { sendA2ARestError } from "./a2a-rest-router.js";
  * `GET /.well-known/agent-card.json` for every era (wire facts §5.7, as a2a-js serves it): the card as the
  * requested version's clients read it (registry `card.document`): with `A2A-Version: 0.3` the v0.3 card with
  * the v1.0 `supportedInterfaces` embedded (the hybrid card); with `A2A-Version: 1.0` (header or query) the pure
- * v1.0 card; without it, whichever `bareVersion` names (AGENT_CARD_BARE). `Vary: A2A-Version` keeps caches
- * apart; an unsupported version answers 400 VersionNotSupported in the preferred version's HTTP+JSON shape.
- * `signed` holds a version's card as signed at start (the 1.0 card with `signatures`), served as it is.
+ * v1.0 card; without it, whichever `bare` names (AGENT_CARD_BARE: the hybrid card, the pure 0.3 card or the
+ * pure 1.0 card). `Vary: A2A-Version` keeps caches apart; an unsupported version answers 400
+ * VersionNotSupported in the preferred version's HTTP+JSON shape. `signed` holds a version's card as signed at
+ * start (the 1.0 card with `signatures`), served as it is.
  */
-export function serveAgentCard(req: HttpRequest, res: HttpResponse, card: AgentCard, bareVersion: A2AVersion, cache: Omit<Cacheability, "headers">, signed: SignedCards = {}): void {
+export function serveAgentCard(req: HttpRequest, res: HttpResponse, card: AgentCard, bare: BareCardShape, cache: Omit<Cacheability, "headers">, signed: SignedCards = {}): void {
   const vary = { vary: "A2A-Version" };
   let version: A2AVersion;
   try {
-    version = requestedA2AVersion(req.headers, req.url) === undefined ? bareVersion : a2aVersionOf(req);
+    if (requestedA2AVersion(req.headers, req.url) === undefined) {
+      if (bare === "pure-0.3") return sendCacheableJson(req, res, pure03Card(card), { ...cache, headers: vary });
+      version = bare === "hybrid" ? "0.3" : "1.0";
+    } else {
+      version = a2aVersionOf(req);
+    }
   } catch (err) {
     sendA2ARestError(res, PREFERRED_A2A_VERSION, err, { ...vary, "content-type": "application/json" });
     return;
   }
   sendCacheableJson(req, res, signed[version] ?? versionModule(version).card.document(card), { ...cache, headers: vary });
+}
+
+/** The 0.3 card alone: the hybrid card without the 1.0 `supportedInterfaces` (OpenWOP RFC 0152 §B). */
+function pure03Card(card: AgentCard): Omit<AgentCard, "supportedInterfaces"> {
+  const { supportedInterfaces: _omitted, ...v03 } = card;
+  return v03;
 }
 
 /** Card documents signed once at start, by version (the card does not change while the host runs). */

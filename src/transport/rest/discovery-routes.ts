@@ -1,4 +1,4 @@
-import { A2A_03_LEGACY_WINDOW_ENDS, bareCardVersion, type AgentCardSettings } from "../../a2a/agent-card-settings.js";
+import { A2A_03_LEGACY_WINDOW_ENDS, bareCardShape, type AgentCardSettings } from "../../a2a/agent-card-settings.js";
 import type { AgentCard } from "../../a2a/agent-card.js";
 import { A2A_VERSION_QUERY } from "../../a2a/protocol-version.js";
 import type { TaskService } from "../../a2a/task-service.js";
@@ -94,7 +94,7 @@ export function addDiscoveryRoutes(router: HttpRouter, options: DiscoveryOptions
     return bareCard === "auto" && startedAt < windowEnd && clock() >= windowEnd ? windowEnd : startedAt;
   };
   router.add(["GET", "HEAD"], AGENT_CARD_PATH, async (req, res) =>
-    serveAgentCard(req, res, options.service.agentCard, bareCardVersion(bareCard, clock()), { maxAgeSeconds: cacheMaxAgeSeconds, lastModified: lastModified() }, options.signedCards),
+    serveAgentCard(req, res, options.service.agentCard, bareCardShape(bareCard, clock()), { maxAgeSeconds: cacheMaxAgeSeconds, lastModified: lastModified() }, options.signedCards),
   );
   router.add(["GET", "HEAD"], "/.well-known/openwop", async (req, res) =>
     sendCacheableJson(req, res, discoveryDocument(options), { maxAgeSeconds: cacheMaxAgeSeconds, lastModified: startedAt }),

@@ -5,6 +5,7 @@ import type { TaskContext } from "../../../machine/task-context.js";
 import type { A2APeerClient } from "../../../peer/a2a-peer-client.js";
 import type { PeerCallbackKey } from "../../../peer/peer-callbacks.js";
 import type { PeerConfig } from "../../../peer/peer-config.js";
+import type { PeerVersions } from "../../../peer/peer-version.js";
 import { unexpandedVariables, VARIABLE_REFERENCE } from "../../../workflows/workflow-variables.js";
 import { buildPeerInterrupt, CROSS_PROTOCOL_CANCEL, peerProgressOf, peerReplyFromText, peerReplyOutcome, peerTaskToCancel } from "./a2a-invoke.js";
 import type { RemoteCommitWatch } from "./a2a-invoke-news.js";
@@ -24,6 +25,8 @@ declare module "../node-kind.js" {
       /** The outbound A2A client (every binding and version). */
       client: A2APeerClient;
       settings: A2AInvokeSettings & { peers: ReadonlyMap<string, PeerConfig> };
+      /** The client half of each A2A version: the receiver reads a pushed body with the one whose shape it has. */
+      versions: PeerVersions;
       /** The per-visit callback token key: with it this host receives peers' pushes (POST /v1/peer-callbacks/{taskId}). */
       callbackKey?: PeerCallbackKey;
       /** Where peers push to (offered only when https, or plain http under the test-only loopback allowance). */
@@ -71,7 +74,7 @@ function a2aInvokeServices(deps: NodeHostDeps): NodeServiceParts {
   runner.useCallbacks(host?.callbackKey && host.callbackBaseUrl ? { baseUrl: host.callbackBaseUrl, key: host.callbackKey } : undefined);
   runner.news.useRemoteCommits(host?.remoteCommits);
   const receiver = host?.callbackKey
-    ? new PeerCallbackService({ progress: deps.progress, reads: deps.reads, key: host.callbackKey, peers: host.settings.peers, news: runner.news, logger: deps.logger })
+    ? new PeerCallbackService({ progress: deps.progress, reads: deps.reads, key: host.callbackKey, peers: host.settings.peers, news: runner.news, versions: host.versions, logger: deps.logger })
     : undefined;
   return { services: { peerInvoker: runner, ...(receiver ? { peerCallbacks: receiver } : {}) } };
 }

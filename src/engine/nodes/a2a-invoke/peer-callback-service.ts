@@ -4,6 +4,7 @@ import type { PeerConfig } from "../../../peer/peer-config.js";
 import { PeerCallError } from "../../../peer/peer-http-client.js";
 import { decodePeerPush } from "../../../peer/peer-push-body.js";
 import { PeerPushTrust } from "../../../peer/peer-push-trust.js";
+import type { PeerVersions } from "../../../peer/peer-version.js";
 import type { TaskReadPort } from "../../../store/task-read-port.js";
 import { isInterruptedPeerState, isNewPeerStatus, isTerminalPeerState, peerProgressOf, type PeerProgress } from "./a2a-invoke.js";
 import type { PeerNewsBoard } from "./a2a-invoke-news.js";
@@ -63,6 +64,8 @@ export class PeerCallbackService {
       key: PeerCallbackKey;
       peers: ReadonlyMap<string, PeerConfig>;
       news: PeerNewsBoard;
+      /** The client half of each A2A version: the one whose shape a pushed body has reads it. */
+      versions: PeerVersions;
       logger: Logger;
       clock?: () => Date;
     },
@@ -109,7 +112,7 @@ export class PeerCallbackService {
     }
     let event;
     try {
-      event = decodePeerPush(req.body);
+      event = decodePeerPush(req.body, this.options.versions);
     } catch (err) {
       log.warn({ err: err instanceof PeerCallError ? err.message : String(err) }, "peer callback refused: not a push body we can read");
       return answer(400, "invalid");

@@ -1,21 +1,22 @@
 /**
- * A2A 1.0 (`lf.a2a.v1`) for the peer client: our message out, the peer's task and message back. All three 1.0
- * bindings share it — gRPC carries the proto messages, JSON-RPC and HTTP+JSON their ProtoJSON (normative in
- * 1.0), read here with `fromJson` (unknown fields ignored) and then reduced like a proto.
+ * A2A 1.0 (`lf.a2a.v1`) for the peer client (the client half of the 1.0 version module): our message out, the
+ * peer's task and message back. All three 1.0 bindings share it — gRPC carries the proto messages, JSON-RPC and
+ * HTTP+JSON their ProtoJSON (normative in 1.0), read with `fromJson` (unknown fields ignored) and then reduced
+ * like a proto.
  *
  * What a peer answers is untrusted input: it is reduced to our PeerTask, dropping what does not fit (parts
  * without content, data that is not an object, messages without an id); a state we do not know reads as
  * "unknown" (the node then keeps waiting).
  */
-import { create, fromJson, toJson, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
+import { create, toJson } from "@bufbuild/protobuf";
 import { timestampDate, ValueSchema, type Timestamp } from "@bufbuild/protobuf/wkt";
-import type { Artifact, Message, Part } from "../domain/a2a-types.js";
-import * as pb from "../gen/lf/a2a/v1/a2a_pb.js";
-import { PeerCallError } from "./peer-http-client.js";
-import type { PeerReply, PeerStreamEvent, PeerTask } from "./peer-types.js";
-
-/** The most an int32 history length can say: every message (1.0 reads an unset length as "the server's default"). */
-export const ALL_HISTORY = 2_147_483_647;
+import { createClient, type Transport } from "@connectrpc/connect";
+import type { Artifact, Message, Part } from "../../domain/a2a-types.js";
+import * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
+import { ALL_HISTORY, invalidAnswer, protoJson, readProtoJson } from "../../peer/peer-json.js";
+import type { PeerGrpcClient, PeerVersionClient } from "../../peer/peer-version.js";
+import type { PeerPushRequest, PeerReply, PeerStreamEvent, PeerTask } from "../../peer/peer-types.js";
+import { encodeMessage } from "./v10-proto-codec.js";
 
 const STATES = new Map<pb.TaskState, string>([
   [pb.TaskState.SUBMITTED, "submitted"],
@@ -28,16 +29,7 @@ const STATES = new Map<pb.TaskState, string>([
   [pb.TaskState.REJECTED, "rejected"],
 ]);
 
-function invalid(what: string): PeerCallError {
-  return new PeerCallError(`the remote agent sent an invalid ${what}`, "protocol", false);
-}
-
 // ------------------------------------------------------------------------------------------ encoding
-
-/** The lf.a2a.v1 (A2A 1.0) encoder the peer client needs; the 1.0 proto codec module satisfies it (core.ts passes it). */
-export interface PeerProtoCodecV10 {
-  encodeMessage(message: Message): pb.Message;
-}
 
 /**
  * The non-blocking SendMessage request: the peer answers with its task at once; we record its id, then learn what
@@ -45,10 +37,10 @@ export interface PeerProtoCodecV10 {
  * the token goes both in `token` (sent as X-A2A-Notification-Token by SDKs that keep it) and as Bearer
  * `authentication` (the header 1.0 names), so either reaches the receiver.
  */
-export function sendRequestV10(message: Message, codec: PeerProtoCodecV10, tenant: string | undefined, push?: { url: string; token: string }): pb.SendMessageRequest {
+function sendRequestV10(message: Message, tenant: string | undefined, push: PeerPushRequest | undefined): pb.SendMessageRequest {
   return create(pb.SendMessageRequestSchema, {
     tenant: tenant ?? "",
-    message: codec.encodeMessage(message),
+    message: encodeMessage(message),
     configuration: create(pb.SendMessageConfigurationSchema, {
       returnImmediately: true,
       historyLength: ALL_HISTORY,
@@ -58,20 +50,20 @@ export function sendRequestV10(message: Message, codec: PeerProtoCodecV10, tenan
 }
 
 /** A 1.0 StreamResponse (a stream event or a push body) as our stream event; a message or an empty payload is none. */
-export function peerStreamEventFromV10(response: pb.StreamResponse): PeerStreamEvent | undefined {
+function peerStreamEventFromV10(response: pb.StreamResponse): PeerStreamEvent | undefined {
   switch (response.payload.case) {
     case "task":
       return { kind: "task", task: peerTaskFromV10(response.payload.value) };
     case "statusUpdate": {
       const update = response.payload.value;
-      if (!update.taskId || !update.status) throw invalid("status update (taskId and status are required)");
+      if (!update.taskId || !update.status) throw invalidAnswer("status update (taskId and status are required)");
       const statusMessage = messageFromV10(update.status.message);
       const statusTimestamp = isoOf(update.status.timestamp);
       return { kind: "status", taskId: update.taskId, state: STATES.get(update.status.state) ?? "unknown", ...(statusMessage ? { statusMessage } : {}), ...(statusTimestamp ? { statusTimestamp } : {}) };
     }
     case "artifactUpdate": {
       const update = response.payload.value;
-      if (!update.taskId || !update.artifact) throw invalid("artifact update (taskId and artifact are required)");
+      if (!update.taskId || !update.artifact) throw invalidAnswer("artifact update (taskId and artifact are required)");
       return { kind: "artifact", taskId: update.taskId, artifact: artifactOf(update.artifact, 0), append: update.append };
     }
     default:
@@ -79,31 +71,16 @@ export function peerStreamEventFromV10(response: pb.StreamResponse): PeerStreamE
   }
 }
 
-export function subscribeRequestV10(taskId: string, tenant: string | undefined): pb.SubscribeToTaskRequest {
+function subscribeRequestV10(taskId: string, tenant: string | undefined): pb.SubscribeToTaskRequest {
   return create(pb.SubscribeToTaskRequestSchema, { tenant: tenant ?? "", id: taskId });
 }
 
-export function getTaskRequestV10(taskId: string, tenant: string | undefined): pb.GetTaskRequest {
+function getTaskRequestV10(taskId: string, tenant: string | undefined): pb.GetTaskRequest {
   return create(pb.GetTaskRequestSchema, { tenant: tenant ?? "", id: taskId, historyLength: ALL_HISTORY });
 }
 
-export function cancelTaskRequestV10(taskId: string, tenant: string | undefined): pb.CancelTaskRequest {
+function cancelTaskRequestV10(taskId: string, tenant: string | undefined): pb.CancelTaskRequest {
   return create(pb.CancelTaskRequestSchema, { tenant: tenant ?? "", id: taskId });
-}
-
-/** ProtoJSON of a request (JSON-RPC params, HTTP+JSON bodies). */
-export function protoJson<D extends DescMessage>(schema: D, message: MessageShape<D>): JsonObject {
-  return toJson(schema, message) as JsonObject;
-}
-
-/** A peer's ProtoJSON as a proto message; unknown fields are ignored, a value of the wrong type is invalid. */
-export function readProtoJson<D extends DescMessage>(schema: D, json: unknown, what: string): MessageShape<D> {
-  if (typeof json !== "object" || json === null || Array.isArray(json)) throw invalid(`${what} (not a JSON object)`);
-  try {
-    return fromJson(schema, json as JsonValue, { ignoreUnknownFields: true });
-  } catch {
-    throw invalid(`${what} (not ${schema.typeName} in ProtoJSON)`);
-  }
 }
 
 // ------------------------------------------------------------------------------------------ decoding
@@ -137,7 +114,7 @@ function partsOf(parts: readonly pb.Part[]): Part[] {
   return parts.flatMap((p) => decodePart(p) ?? []);
 }
 
-export function messageFromV10(msg: pb.Message | undefined): Message | undefined {
+function messageFromV10(msg: pb.Message | undefined): Message | undefined {
   if (!msg?.messageId) return undefined;
   return {
     messageId: msg.messageId,
@@ -160,9 +137,9 @@ function artifactOf(a: pb.Artifact, index: number): Artifact {
 }
 
 /** A peer's 1.0 Task as our PeerTask. */
-export function peerTaskFromV10(task: pb.Task | undefined): PeerTask {
-  if (!task) throw invalid("task (none)");
-  if (!task.id || !task.status) throw invalid("task (id and status are required)");
+function peerTaskFromV10(task: pb.Task | undefined): PeerTask {
+  if (!task) throw invalidAnswer("task (none)");
+  if (!task.id || !task.status) throw invalidAnswer("task (id and status are required)");
   const statusMessage = messageFromV10(task.status.message);
   const statusTimestamp = isoOf(task.status.timestamp);
   return {
@@ -177,16 +154,64 @@ export function peerTaskFromV10(task: pb.Task | undefined): PeerTask {
 }
 
 /** A 1.0 SendMessageResponse (`{task}` or `{message}`) as our reply. */
-export function peerReplyFromV10(response: pb.SendMessageResponse): PeerReply {
+function peerReplyFromV10(response: pb.SendMessageResponse): PeerReply {
   switch (response.payload.case) {
     case "task":
       return { kind: "task", task: peerTaskFromV10(response.payload.value) };
     case "message": {
       const message = messageFromV10(response.payload.value);
-      if (!message) throw invalid("SendMessage response (a message without an id)");
+      if (!message) throw invalidAnswer("SendMessage response (a message without an id)");
       return { kind: "message", message };
     }
     default:
-      throw invalid("SendMessage response (neither a task nor a message)");
+      throw invalidAnswer("SendMessage response (neither a task nor a message)");
   }
 }
+
+// ------------------------------------------------------------------------------------------ the client half
+
+/** Pushed bodies in the 1.0 shape: a StreamResponse's member (camelCase or proto names), never a 0.3 `kind`. */
+const PUSH_MEMBERS = ["statusUpdate", "task", "artifactUpdate", "message", "status_update", "artifact_update"];
+
+function grpcClient(transport: Transport): PeerGrpcClient {
+  const client = createClient(pb.A2AService, transport);
+  return {
+    send: async (message, tenant, push, options) => peerReplyFromV10(await client.sendMessage(sendRequestV10(message, tenant, push), options)),
+    getTask: async (taskId, tenant, options) => peerTaskFromV10(await client.getTask(getTaskRequestV10(taskId, tenant), options)),
+    cancelTask: async (taskId, tenant, options) => peerTaskFromV10(await client.cancelTask(cancelTaskRequestV10(taskId, tenant), options)),
+    async *subscribe(taskId, tenant, options) {
+      for await (const response of client.subscribeToTask(subscribeRequestV10(taskId, tenant), options)) yield peerStreamEventFromV10(response);
+    },
+  };
+}
+
+/** A2A 1.0 as the peer client speaks it: JSON-RPC (PascalCase methods), HTTP+JSON and gRPC, all lf.a2a.v1. */
+export const v10PeerClient: PeerVersionClient = {
+  version: "1.0",
+  streams: new Set(["jsonrpc", "http+json", "grpc"]),
+  jsonRpc: {
+    methods: { send: "SendMessage", get: "GetTask", cancel: "CancelTask", subscribe: "SubscribeToTask" },
+    sendParams: (message, tenant, push) => protoJson(pb.SendMessageRequestSchema, sendRequestV10(message, tenant, push)),
+    getParams: (taskId, tenant) => protoJson(pb.GetTaskRequestSchema, getTaskRequestV10(taskId, tenant)),
+    cancelParams: (taskId, tenant) => protoJson(pb.CancelTaskRequestSchema, cancelTaskRequestV10(taskId, tenant)),
+    subscribeParams: (taskId, tenant) => protoJson(pb.SubscribeToTaskRequestSchema, subscribeRequestV10(taskId, tenant)),
+    readReply: (result, what) => peerReplyFromV10(readProtoJson(pb.SendMessageResponseSchema, result, what)),
+    readTask: (result, what) => peerTaskFromV10(readProtoJson(pb.TaskSchema, result, what)),
+    readStreamEvent: (result, what) => peerStreamEventFromV10(readProtoJson(pb.StreamResponseSchema, result, what)),
+  },
+  rest: {
+    mediaType: "application/a2a+json",
+    prefix: (tenant) => (tenant ? `/${encodeURIComponent(tenant)}` : ""),
+    sendBody: (message, tenant, push) => protoJson(pb.SendMessageRequestSchema, sendRequestV10(message, tenant, push)),
+    cancelBody: (taskId, tenant) => protoJson(pb.CancelTaskRequestSchema, cancelTaskRequestV10(taskId, tenant)),
+    readReply: (json, what) => peerReplyFromV10(readProtoJson(pb.SendMessageResponseSchema, json, what)),
+    readTask: (json, what) => peerTaskFromV10(readProtoJson(pb.TaskSchema, json, what)),
+    subscribe: {
+      body: (taskId, tenant) => protoJson(pb.SubscribeToTaskRequestSchema, subscribeRequestV10(taskId, tenant)),
+      readEvent: (json, what) => peerStreamEventFromV10(readProtoJson(pb.StreamResponseSchema, json, what)),
+    },
+  },
+  grpc: { service: pb.A2AService, client: grpcClient },
+  claimsPush: (json) => typeof json === "object" && json !== null && !Array.isArray(json) && !("kind" in json) && PUSH_MEMBERS.some((m) => m in json),
+  readPush: (json) => peerStreamEventFromV10(readProtoJson(pb.StreamResponseSchema, json, "push body")),
+};

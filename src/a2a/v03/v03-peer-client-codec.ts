@@ -1,39 +1,22 @@
 /**
- * A2A 0.3 for the peer client, both shapes: the JSON-RPC JSON (`kind` discriminators, `parts`) and the `a2a.v1`
- * proto, which gRPC carries and HTTP+JSON sends as ProtoJSON (wire facts §2.4). What a peer answers is untrusted
- * input: it is checked field by field and reduced to our PeerTask, dropping what does not fit.
- *
- * The a2a.v1 part, message and state conversions are the A2A 0.3 codec's, handed in by core.ts
- * (`PeerProtoCodec`), so peer does not import wire codecs.
+ * A2A 0.3 for the peer client (the client half of the 0.3 version module), both shapes: the JSON-RPC JSON (`kind`
+ * discriminators, `parts`) and the `a2a.v1` proto, which gRPC carries and HTTP+JSON sends as ProtoJSON (wire facts
+ * §2.4). What a peer answers is untrusted input: it is checked field by field and reduced to our PeerTask,
+ * dropping what does not fit.
  */
-import { nestingDepth, WIRE_MAX_DEPTH } from "../domain/json-input.js";
-import type { Artifact, Message, Part, Role } from "../domain/a2a-types.js";
-import type * as pb from "../gen/a2a/v1/a2a_pb.js";
-import { Role as ProtoRole } from "../gen/a2a/v1/a2a_pb.js";
-import { PeerCallError } from "./peer-http-client.js";
-import type { PeerReply, PeerStreamEvent, PeerTask } from "./peer-types.js";
+import { create } from "@bufbuild/protobuf";
+import { createClient, type Transport } from "@connectrpc/connect";
+import type { Artifact, Message, Part, Role } from "../../domain/a2a-types.js";
+import * as pb from "../../gen/a2a/v1/a2a_pb.js";
+import { ALL_HISTORY, invalidAnswer, protoJson, readProtoJson } from "../../peer/peer-json.js";
+import type { PeerGrpcClient, PeerVersionClient } from "../../peer/peer-version.js";
+import type { PeerPushRequest, PeerReply, PeerStreamEvent, PeerTask } from "../../peer/peer-types.js";
+import { decodePart, encodeMessage, isoOf, taskStateFromProto } from "./v03-proto-codec.js";
 
 type Json = Record<string, unknown>;
 
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
-
-export function invalidAnswer(what: string): PeerCallError {
-  return new PeerCallError(`the remote agent sent an invalid ${what}`, "protocol", false);
-}
-
-/** A peer's JSON body (JSON-RPC envelope, ProtoJSON): parsed, and no deeper than the wire may carry back out. */
-export function parsePeerJson(text: string, what: string): unknown {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw invalidAnswer(`${what} (not JSON)`);
-  }
-  // A peer's answer is stored in our task: nothing deeper than the wire can carry back out.
-  if (nestingDepth(body, WIRE_MAX_DEPTH) > WIRE_MAX_DEPTH) throw invalidAnswer(`${what} (nested deeper than ${WIRE_MAX_DEPTH} levels)`);
-  return body;
-}
 
 // ------------------------------------------------------------------------------------------ 0.3 JSON
 
@@ -68,7 +51,7 @@ function parseParts(raw: unknown): Part[] {
   return Array.isArray(raw) ? raw.flatMap((p) => parsePart(p) ?? []) : [];
 }
 
-export function parsePeerMessage(raw: unknown): Message | undefined {
+function parsePeerMessage(raw: unknown): Message | undefined {
   if (!isObject(raw) || typeof raw["messageId"] !== "string") return undefined;
   const role: Role = raw["role"] === "user" ? "user" : "agent";
   const taskId = str(raw["taskId"]);
@@ -118,7 +101,7 @@ export function parsePeerTask(raw: unknown): PeerTask {
 }
 
 /** A 0.3 `message/send` result (a bare Task or Message, told apart by `kind`) as our reply. */
-export function parsePeerReply(result: unknown): PeerReply {
+function parsePeerReply(result: unknown): PeerReply {
   if (isObject(result) && result["kind"] === "message") {
     const reply = parsePeerMessage(result);
     if (!reply) throw invalidAnswer("message/send result (message)");
@@ -131,7 +114,7 @@ export function parsePeerReply(result: unknown): PeerReply {
  * A 0.3 JSON stream event or push body (`tasks/resubscribe` results, a0.3 webhook POST): a Task (with or without
  * `kind`), a `status-update` or an `artifact-update`; a message or anything else is none.
  */
-export function parsePeerStreamEventV03(raw: unknown): PeerStreamEvent | undefined {
+function parsePeerStreamEventV03(raw: unknown): PeerStreamEvent | undefined {
   if (!isObject(raw)) throw invalidAnswer("stream event (not an object)");
   const kind = raw["kind"];
   if (kind === "status-update") {
@@ -153,7 +136,7 @@ export function parsePeerStreamEventV03(raw: unknown): PeerStreamEvent | undefin
 }
 
 /** Our message in the 0.3 JSON shape. */
-export function wireMessageV03(message: Message): Json {
+function wireMessageV03(message: Message): Json {
   return {
     kind: "message",
     messageId: message.messageId,
@@ -167,85 +150,75 @@ export function wireMessageV03(message: Message): Json {
 
 // ------------------------------------------------------------------------------------------ a2a.v1 proto
 
-/** The a2a.v1 (A2A 0.3) proto conversions the peer client needs; the 0.3 proto codec module satisfies it. */
-export interface PeerProtoCodec {
-  /** Throws on a part it cannot decode (the part is then dropped). */
-  decodePart(part: pb.Part, path: string): Part;
-  encodeMessage(message: Message): pb.Message;
-  /** Throws on TASK_STATE_UNSPECIFIED or an unknown number (read as "unknown"). */
-  taskStateFromProto(state: pb.TaskState): string;
-  isoOf(timestamp: pb.TaskStatus["timestamp"]): string | undefined;
-}
-
 function structOf(value: pb.Message["metadata"]): Record<string, unknown> | undefined {
   return value === undefined ? undefined : (value as Record<string, unknown>);
 }
 
 /** Parts the codec cannot decode (an empty oneof, an empty file URI) are dropped, as unknown JSON kinds are. */
-function partsOf(parts: readonly pb.Part[], codec: PeerProtoCodec): Part[] {
+function partsOf(parts: readonly pb.Part[]): Part[] {
   return parts.flatMap((p, i) => {
     try {
-      return [codec.decodePart(p, `part[${i}]`)];
+      return [decodePart(p, `part[${i}]`)];
     } catch {
       return [];
     }
   });
 }
 
-export function messageFromProto(msg: pb.Message | undefined, codec: PeerProtoCodec): Message | undefined {
+function messageFromProto(msg: pb.Message | undefined): Message | undefined {
   if (!msg?.messageId) return undefined;
   const metadata = structOf(msg.metadata);
   return {
     messageId: msg.messageId,
-    role: msg.role === ProtoRole.USER ? "user" : "agent",
-    parts: partsOf(msg.content, codec),
+    role: msg.role === pb.Role.USER ? "user" : "agent",
+    parts: partsOf(msg.content),
     ...(msg.taskId ? { taskId: msg.taskId } : {}),
     ...(msg.contextId ? { contextId: msg.contextId } : {}),
     ...(metadata ? { metadata } : {}),
   };
 }
 
-function artifactOf(a: pb.Artifact, index: number, codec: PeerProtoCodec): Artifact {
+function artifactOf(a: pb.Artifact, index: number): Artifact {
   const metadata = structOf(a.metadata);
   return {
     artifactId: a.artifactId || `artifact-${index}`,
     ...(a.name ? { name: a.name } : {}),
     ...(a.description ? { description: a.description } : {}),
-    parts: partsOf(a.parts, codec),
+    parts: partsOf(a.parts),
     ...(metadata ? { metadata } : {}),
   };
 }
 
 /** A peer's a2a.v1 Task as our PeerTask. TASK_STATE_UNSPECIFIED (and any number we do not know) reads as "unknown". */
-export function peerTaskFromProto(task: pb.Task | undefined, codec: PeerProtoCodec): PeerTask {
+export function peerTaskFromProto(task: pb.Task | undefined): PeerTask {
   if (!task) throw invalidAnswer("task (none)");
   if (!task.id || !task.status) throw invalidAnswer("task (id and status are required)");
   let state: string;
   try {
-    state = codec.taskStateFromProto(task.status.state);
+    state = taskStateFromProto(task.status.state);
   } catch {
     state = "unknown";
   }
-  const statusMessage = messageFromProto(task.status.update, codec);
-  const statusTimestamp = codec.isoOf(task.status.timestamp);
+  const statusMessage = messageFromProto(task.status.update);
+  const statusTimestamp = isoOf(task.status.timestamp);
   return {
     id: task.id,
     contextId: task.contextId,
     state,
     ...(statusMessage ? { statusMessage } : {}),
     ...(statusTimestamp ? { statusTimestamp } : {}),
-    artifacts: task.artifacts.map((a, i) => artifactOf(a, i, codec)),
-    history: task.history.flatMap((m) => messageFromProto(m, codec) ?? []),
+    artifacts: task.artifacts.map((a, i) => artifactOf(a, i)),
+    history: task.history.flatMap((m) => messageFromProto(m) ?? []),
   };
 }
 
 /** An a2a.v1 SendMessageResponse (`task` or `msg`) as our reply. */
-export function peerReplyFromProto(response: pb.SendMessageResponse, codec: PeerProtoCodec): PeerReply {
+function peerReplyFromProto(response: pb.SendMessageResponse): PeerReply {
   switch (response.payload.case) {
     case "task":
-      return { kind: "task", task: peerTaskFromProto(response.payload.value, codec) };
+      return { kind: "task", task: peerTaskFromProto(response.payload.value) };
     case "msg": {
-      const reply = messageFromProto(response.payload.value, codec);
+      const reply = messageFromProto(response.payload.value);
       if (!reply) throw invalidAnswer("SendMessage response (message without an id)");
       return { kind: "message", message: reply };
     }
@@ -253,3 +226,64 @@ export function peerReplyFromProto(response: pb.SendMessageResponse, codec: Peer
       throw invalidAnswer("SendMessage response (neither a task nor a message)");
   }
 }
+
+// ------------------------------------------------------------------------------------------ requests
+
+/**
+ * The 0.3 JSON-RPC `configuration` of a non-blocking send: the peer answers with its task at once; we record its
+ * id, then learn what becomes of it. `push`: our callback registered inline, its token also as Bearer credentials.
+ */
+function jsonRpcConfiguration(push: PeerPushRequest | undefined): Json {
+  return { blocking: false, ...(push ? { pushNotificationConfig: { url: push.url, token: push.token, authentication: { schemes: ["Bearer"], credentials: push.token } } } : {}) };
+}
+
+/** The a2a.v1 non-blocking SendMessageRequest (gRPC, and HTTP+JSON as ProtoJSON). */
+function sendRequest(message: Message, push: PeerPushRequest | undefined): pb.SendMessageRequest {
+  const inline = push ? { pushNotification: create(pb.PushNotificationConfigSchema, { url: push.url, token: push.token, authentication: create(pb.AuthenticationInfoSchema, { schemes: ["Bearer"], credentials: push.token }) }) } : {};
+  return create(pb.SendMessageRequestSchema, { request: encodeMessage(message), configuration: create(pb.SendMessageConfigurationSchema, { blocking: false, ...inline }) });
+}
+
+/** The resource name of a task in a2a.v1 requests. */
+const taskName = (taskId: string) => `tasks/${taskId}`;
+
+function grpcClient(transport: Transport): PeerGrpcClient {
+  const client = createClient(pb.A2AService, transport);
+  return {
+    send: async (message, _tenant, push, options) => peerReplyFromProto(await client.sendMessage(sendRequest(message, push), options)),
+    // The whole history tells whether a forwarded reply already arrived. history_length 0 means "all" in the
+    // v0.3 proto but "none" to peers that read it with 1.0 semantics (the @a2a-js/sdk v0.3 gRPC service does),
+    // so ask for the most an int32 can say, which both read as "all".
+    getTask: async (taskId, _tenant, options) => peerTaskFromProto(await client.getTask(create(pb.GetTaskRequestSchema, { name: taskName(taskId), historyLength: ALL_HISTORY }), options)),
+    cancelTask: async (taskId, _tenant, options) => peerTaskFromProto(await client.cancelTask(create(pb.CancelTaskRequestSchema, { name: taskName(taskId) }), options)),
+    // No task stream over gRPC 0.3 here: such a peer is pushed to or polled.
+  };
+}
+
+/** A2A 0.3 as the peer client speaks it: JSON-RPC (slash methods, 0.3 JSON), HTTP+JSON (`/v1`, a2a.v1 ProtoJSON), gRPC a2a.v1. */
+export const v03PeerClient: PeerVersionClient = {
+  version: "0.3",
+  // Only `tasks/resubscribe` over JSON-RPC: 0.3 HTTP+JSON and gRPC peers are pushed to or polled.
+  streams: new Set(["jsonrpc"]),
+  jsonRpc: {
+    methods: { send: "message/send", get: "tasks/get", cancel: "tasks/cancel", subscribe: "tasks/resubscribe" },
+    sendParams: (message, _tenant, push) => ({ message: wireMessageV03(message), configuration: jsonRpcConfiguration(push) }),
+    getParams: (taskId) => ({ id: taskId }),
+    cancelParams: (taskId) => ({ id: taskId }),
+    subscribeParams: (taskId) => ({ id: taskId }),
+    readReply: (result) => parsePeerReply(result),
+    readTask: (result) => parsePeerTask(result),
+    readStreamEvent: (result) => parsePeerStreamEventV03(result),
+  },
+  rest: {
+    mediaType: "application/json",
+    prefix: () => "/v1",
+    sendBody: (message, _tenant, push) => protoJson(pb.SendMessageRequestSchema, sendRequest(message, push)),
+    cancelBody: (taskId) => ({ name: taskName(taskId) }),
+    readReply: (json, what) => peerReplyFromProto(readProtoJson(pb.SendMessageResponseSchema, json, what)),
+    readTask: (json, what) => peerTaskFromProto(readProtoJson(pb.TaskSchema, json, what)),
+  },
+  grpc: { service: pb.A2AService, client: grpcClient },
+  // The fallback shape: a bare Task or a `kind`-tagged event (the SDKs POST the Task).
+  claimsPush: () => true,
+  readPush: (json) => parsePeerStreamEventV03(json),
+};
