@@ -8,7 +8,7 @@ import { loadTlsServing, TlsFileWatcher } from "./transport/tls-files.js";
 import type { Principal } from "./auth/principal.js";
 import type { PushNotifications } from "./push/push-notifications.js";
 import { addPushRoutes } from "./transport/rest/push-routes.js";
-import { addPeerCallbackRoutes } from "./transport/rest/peer-callback-routes.js";
+import { addNodeKindRoutes, publicNodeKindPaths } from "./transport/rest/node-kind-routes.js";
 import { createA2AConnectHandler, isA2ARpcPath } from "./transport/connect/a2a-connect-handler.js";
 import { isRpcRequest } from "./transport/connect/rpc-unknown-method.js";
 import { connectionMetrics, DualProtocolServer } from "./transport/http-server.js";
@@ -73,7 +73,7 @@ export interface App {
  * Paths without an API key: discovery, health, and signed interrupt tokens (the token is the credential).
  * Their handlers see a principal that belongs to no tenant and holds no scope.
  */
-const PUBLIC_PATHS = [/^\/\.well-known\//, /^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/v1\/interrupts\//, /^\/v1\/peer-callbacks\//, CONSOLE_PUBLIC_PATH];
+const PUBLIC_PATHS = [/^\/\.well-known\//, /^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/v1\/interrupts\//, CONSOLE_PUBLIC_PATH];
 const PUBLIC_PRINCIPAL: Principal = { tenant: "", id: "public", scopes: [] };
 
 export async function createApp(options: AppOptions): Promise<App> {
@@ -102,8 +102,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   const jsonRpc = createJsonRpcEndpoint({ versions, report, ...inputLimits, supportedExtensions: SUPPORTED_EXTENSIONS });
   const a2aRest = createA2ARestRouters({ versions, report, ...inputLimits });
   addPushRoutes(router, { service });
-  // Peers' pushes for our a2a.invoke nodes: the per-task token is the credential (docs/security.md).
-  if (core.peerCallbacks) addPeerCallbackRoutes(router, { callbacks: core.peerCallbacks, maxBodyBytes: config.maxBodyBytes });
+  // The node kinds' routes (a2a.invoke: peers' pushes, whose per-task token is the credential; docs/security.md).
+  addNodeKindRoutes(router, { routes: core.nodeRoutes, maxBodyBytes: config.maxBodyBytes });
   // The OpenWOP REST surface: runs (the same durable tasks A2A sees), events, interrupts, workflows.
   addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, report, ...inputLimits });
   addOpenwopInterruptRoutes(router, { interrupts: runInterrupts, ...inputLimits });
@@ -160,7 +160,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     // Any other gRPC, gRPC-Web or Connect call goes there too, to be answered UNIMPLEMENTED in its protocol.
     rpc: { handles: (req) => isA2ARpcPath(req.url) || isOpsRpcPath(req.url) || isRpcRequest(req), handle: (req, res) => (isOpsRpcPath(req.url) ? opsRpc(req, res) : rpc(req, res)) },
     authenticator,
-    publicPaths: PUBLIC_PATHS,
+    publicPaths: [...PUBLIC_PATHS, ...publicNodeKindPaths(core.nodeRoutes)],
     publicPrincipal: PUBLIC_PRINCIPAL,
     supportedExtensions: SUPPORTED_EXTENSIONS,
     report,

@@ -4,8 +4,8 @@ import { TaskService } from "./a2a/task-service.js";
 import type { Config } from "./config/config.js";
 import { packageVersion } from "./domain/package-version.js";
 import { projectRoot } from "./domain/project-root.js";
-import { A2AInvokeRunner } from "./engine/nodes/a2a-invoke-runner.js";
-import { PeerCallbackService } from "./engine/peer-callback-service.js";
+import type { NodeRoute, NodeServices } from "./engine/nodes/node-kind.js";
+import { NodeKindRegistry, type NodeKindTable } from "./engine/nodes/node-registry.js";
 import { PeerCallbackKey } from "./peer/peer-callbacks.js";
 import { loadPeerCallbackKey } from "./peer/peer-callback-key.js";
 import { loadSigningKeyRing, type SigningKeyRing } from "./secrets/signing-key-ring.js";
@@ -32,8 +32,7 @@ import { createPeerHttpClient } from "./peer/peer-http-client.js";
 import { createEgressHttpClient } from "./egress/egress-http-client.js";
 import { egressFetch } from "./egress/egress-fetch.js";
 import { PEER_JWKS_TIMEOUT_MS, PeerJwks } from "./peer/peer-jwks.js";
-import { HttpNodeRunner } from "./engine/nodes/http-node.js";
-import { workflowVariableValues } from "./engine/nodes/http-node-settings.js";
+import { workflowVariableValues } from "./engine/nodes/http/http-node-settings.js";
 import { negotiateA2AVersion } from "./a2a/protocol-version.js";
 import { peerVersions, pushBody } from "./a2a/versions.js";
 import type { Resolver } from "./egress/egress-guard.js";
@@ -73,6 +72,8 @@ export interface CoreOptions {
   pushResolver?: Resolver;
   /** Idempotency-Key records of POST /v1/runs (open it next to the task store); in-memory when not given. */
   idempotency?: IdempotencyStore;
+  /** Node kinds beyond the built-in ones (tests prove the plugin contract with one; not part of startHost's API). */
+  nodeKinds?: NodeKindTable;
 }
 
 /** The host without HTTP: the engine and the services every binding calls. */
@@ -96,8 +97,10 @@ export interface Core {
   tokens: InterruptTokenSigner;
   /** The push-config store (the console shows deliveries and dead letters). */
   pushConfigs: PushConfigStore;
-  /** The receiver of peers' pushes for a2a.invoke nodes (POST /v1/peer-callbacks/{taskId}); none when A2A_PEER_PUSH=false or no key. */
-  peerCallbacks?: PeerCallbackService;
+  /** The node kinds' HTTP routes (a2a.invoke: the receiver of peers' pushes, POST /v1/peer-callbacks/{taskId}, when it has a callback key). */
+  nodeRoutes: NodeRoute[];
+  /** Each node kind's services (a2a.invoke's runner and callback receiver, the http node's runner). */
+  nodeServices: NodeServices;
   /** Resumes every unfinished task and starts push delivery. */
   start(): Promise<void>;
   /** Stops the engine, peer clients and push; the store stays open. */
@@ -114,8 +117,9 @@ function grpcTarget(publicUrl: string): string {
  * Our built-in sets (BUILTIN_WORKFLOWS; by default the demos, and none once the user brings workflows of their
  * own), then the user's: WORKFLOWS_DIR and the definitions given as objects. Every problem in one WorkflowLoadError.
  */
-export function loadCatalog(config: Config, handlers: Record<string, TaskHandler>, workflows?: WorkflowDefinition[]): Promise<WorkflowCatalog> {
+export function loadCatalog(config: Config, handlers: Record<string, TaskHandler>, workflows?: WorkflowDefinition[], kinds?: NodeKindRegistry): Promise<WorkflowCatalog> {
   return loadWorkflowCatalog({
+    ...(kinds ? { kinds } : {}),
     builtinDir: join(projectRoot, "workflows"),
     builtin: builtinWorkflowSets(config, workflows?.length ?? 0),
     ...(config.workflowsDir ? { extraDir: config.workflowsDir } : {}),
@@ -134,7 +138,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const telemetry = options.telemetry ?? (await createTelemetry({ version: packageVersion }));
   const store = observedTaskStore(options.store, telemetry, logger);
   const handlers = observedHandlers({ ...builtinHandlers, ...options.handlers }, telemetry);
-  const catalog = options.catalog ?? (await loadCatalog(config, handlers, options.workflows));
+  const catalog = options.catalog ?? (await loadCatalog(config, handlers, options.workflows, options.nodeKinds ? new NodeKindRegistry(options.nodeKinds) : undefined));
   // XSTATE_INSPECT: XState's inspection API on the actors of the chosen tasks (README "Live inspection").
   const { inspectTasks, inspectSink } = config.operator;
   configureTaskInspection(inspectTasks ? { taskIds: inspectTasks, sink: createInspectionSink(inspectSink) } : undefined);
@@ -153,15 +157,49 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     streamIdleMs: config.a2aPeer.streamIdleMs,
     peers: config.a2aPeer.peers,
   });
-  const peerInvoker = new A2AInvokeRunner(peerClient, config.a2aPeer, logger);
   // http nodes: calls to services through the same egress client, with their own policy (HTTP_NODE_*).
   const httpNodeClient = observedEgressHttp(createEgressHttpClient({ policy: config.httpNode.egress, subject: "http node", maxResponseBytes: config.httpNode.maxResponseBytes, userAgent: "openwop-a2a-host/http-node", accept: "application/json" }), telemetry, "http node");
-  const httpRunner = new HttpNodeRunner(httpNodeClient, config.httpNode, { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl, ...workflowVariableValues(config.httpNode) });
-  const supervisor = new TaskSupervisor({ store, catalog, handlers, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, leases: config.leases, recovery: config.recovery, peerInvoker, httpRunner });
-  const stopObservingTasks = observeTasks({ hook, supervisor, telemetry, logger });
-  const reads = supervisor.reads;
   // Other instances' commits (MongoDB): a change stream on the event log, or polling on a standalone server.
   const commitFeed = await store.openCommitFeed?.(config.commitFeed, (err) => logger.warn({ err }, "the commit feed failed; restarting it from its resume token"));
+  // a2a.invoke learns by push where the peer offers it: per-visit callback tokens under a key of their own
+  // (A2A_PEER_CALLBACK_KEY, or a dev key under DATA_DIR), never the push key.
+  const callbackKey = config.a2aPeer.push
+    ? await loadPeerCallbackKey({ ...(config.a2aPeer.callbackKey ? { configured: config.a2aPeer.callbackKey } : {}), dataDir: config.dataDir, production: config.env === "production" }).then(
+        (loaded) => new PeerCallbackKey(loaded.key),
+        (err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, "a2a.invoke: no peer callback key, so peers are not asked to push (stream or poll instead)"),
+      )
+    : undefined;
+  // Only an https callback is offered (a plain-http one only under the test-only loopback allowance): a peer must never be sent to its own localhost.
+  const callbackBase = config.a2aPeer.callbackUrl ?? config.publicUrl;
+  const callbackOk = callbackBase.startsWith("https://") || config.a2aPeer.egress.allowHttpLoopback;
+  // Each node kind builds its services from the host's pieces (engine/nodes/*: createServices); the supervisor
+  // (made next) is reached through the handles, which are called only once tasks run.
+  const nodeServices = catalog.kinds.createServices(
+    {
+      logger,
+      clock: () => new Date(),
+      reads: { find: (taskId) => supervisor.reads.find(taskId), contextOf: (record) => supervisor.reads.contextOf(record) },
+      progress: { commitNodeProgress: (taskId, decide) => supervisor.commitNodeProgress(taskId, decide) },
+      host: {
+        a2aInvoke: {
+          client: peerClient,
+          settings: config.a2aPeer,
+          versions: peerVersions(),
+          jwks: peerJwks,
+          ...(callbackKey ? { callbackKey } : {}),
+          ...(callbackKey && callbackOk ? { callbackBaseUrl: callbackBase } : {}),
+          // A push committed by another instance wakes the node here through the change stream (not the polling fallback:
+          // it would read the store per waiting node every period; without change streams the backstop poll catches it).
+          ...(commitFeed?.mode === "change-stream" ? { remoteCommits: (taskId: string, onCommit: () => void) => commitFeed.onTask(taskId, () => onCommit()) } : {}),
+        },
+        httpNode: { client: httpNodeClient, settings: config.httpNode, variables: { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl, ...workflowVariableValues(config.httpNode) } },
+      },
+    },
+    handlers,
+  );
+  const supervisor: TaskSupervisor = new TaskSupervisor({ store, catalog, services: nodeServices.services, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, leases: config.leases, recovery: config.recovery });
+  const stopObservingTasks = observeTasks({ hook, supervisor, telemetry, logger });
+  const reads = supervisor.reads;
   const observer = new TaskObserver({ reads, hook, feed: commitFeed, maxBuffered: config.subscriberBuffer });
   // One key ring for everything the host signs asymmetrically (SIGNING_KEYS, or a dev key under DATA_DIR).
   const signingKeys = await loadSigningKeyRing({ ...(config.signingKeys.keys ? { configured: config.signingKeys.keys } : {}), dataDir: config.dataDir, production: config.env === "production" });
@@ -186,22 +224,6 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     logger,
     ...(options.pushResolver ? { resolve: options.pushResolver } : {}),
   });
-  // a2a.invoke learns by push where the peer offers it: per-visit callback tokens under a key of their own
-  // (A2A_PEER_CALLBACK_KEY, or a dev key under DATA_DIR), never the push key.
-  const callbackKey = config.a2aPeer.push
-    ? await loadPeerCallbackKey({ ...(config.a2aPeer.callbackKey ? { configured: config.a2aPeer.callbackKey } : {}), dataDir: config.dataDir, production: config.env === "production" }).then(
-        (loaded) => new PeerCallbackKey(loaded.key),
-        (err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, "a2a.invoke: no peer callback key, so peers are not asked to push (stream or poll instead)"),
-      )
-    : undefined;
-  // Only an https callback is offered (a plain-http one only under the test-only loopback allowance): a peer must never be sent to its own localhost.
-  const callbackBase = config.a2aPeer.callbackUrl ?? config.publicUrl;
-  const callbackOk = callbackBase.startsWith("https://") || config.a2aPeer.egress.allowHttpLoopback;
-  peerInvoker.useCallbacks(callbackKey && callbackOk ? { baseUrl: callbackBase, key: callbackKey } : undefined);
-  // A push committed by another instance wakes the node here through the change stream (not the polling fallback:
-  // it would read the store per waiting node every period; without change streams the backstop poll catches it).
-  peerInvoker.news.useRemoteCommits(commitFeed?.mode === "change-stream" ? (taskId, onCommit) => commitFeed.onTask(taskId, () => onCommit()) : undefined);
-  const peerCallbacks = callbackKey ? new PeerCallbackService({ supervisor, reads, key: callbackKey, peers: config.a2aPeer.peers, jwks: peerJwks, news: peerInvoker.news, versions: peerVersions(), logger }) : undefined;
   // JSON-RPC first (preferred). gRPC clients take a "host:port" target, not a URL; HTTP+JSON is under /v1.
   const interfaces: AgentInterface[] = [
     { url: `${config.publicUrl}${JSONRPC_PATH}`, transport: "JSONRPC" },
@@ -238,7 +260,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     maxInputDepth: config.maxInputDepth,
     push: push.configs,
     interruptToken: (record, context, principal) => interruptTokensFor(tokens, record, context, principal)?.resolve,
-    stateless: new StatelessSkills({ handlers, logger, reads }),
+    stateless: new StatelessSkills({ handlers, logger, reads, kinds: catalog.kinds }),
   });
   // The OpenWOP runs API: the same durable tasks A2A sees, their events and interrupts.
   const runs = new RunService({ supervisor, reads, observer, catalog, idempotency: options.idempotency ?? new MemoryIdempotencyStore(), idempotencyTtlMs: config.idempotencyTtlMs, tokens, storeTimeoutMs: config.storeTimeoutMs });
@@ -262,7 +284,8 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     signingKeys,
     pushConfigs,
     telemetry,
-    ...(peerCallbacks ? { peerCallbacks } : {}),
+    nodeRoutes: catalog.kinds.routes(nodeServices.services),
+    nodeServices: nodeServices.services,
     async start() {
       await supervisor.start();
       await push.start();
@@ -270,6 +293,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     async stop() {
       stopObservingTasks();
       await supervisor.stop();
+      await nodeServices.close();
       await peerClient.close();
       await httpNodeClient.close();
       await push.stop();

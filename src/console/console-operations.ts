@@ -127,7 +127,7 @@ export interface ConsoleOperationsOptions {
   /** Which tenants a caller sees: its own, or every configured tenant with `console:all-tenants`. */
   access: ConsoleAccess;
   /** The workflows (skills): names for titles, nodes for the graph. */
-  catalog: Pick<WorkflowCatalog, "get">;
+  catalog: Pick<WorkflowCatalog, "get" | "kinds">;
   /** Answers an interrupt as the operator (so the log says who decided). */
   interrupts: Pick<RunInterrupts, "resolveAtNode">;
   /** STORE_TIMEOUT_MS: the longest a console call waits for one store operation (a caller's deadline may cut it shorter). */
@@ -208,7 +208,7 @@ export class ConsoleOperations {
     requireScope(ctx.principal, CONSOLE_SCOPE);
     const workflow = this.options.catalog.get(skillId);
     if (!workflow) throw new DomainError("not-found", `workflow "${skillId}" not found`, { skillId });
-    return workflowGraphOf(workflow);
+    return workflowGraphOf(workflow, this.options.catalog.kinds);
   }
 
   /** Calls `listener` with the summary of every task the caller may see after each commit, until the returned function is called. */
@@ -229,7 +229,7 @@ export class ConsoleOperations {
     const interruptTokens = interruptTokensFor(tokens, record, context, ctx.principal);
     const workflow = this.options.catalog.get(record.workflowId);
     const summary = this.summaryOf(record, context);
-    const interruptForm = record.status.startsWith("waiting-") ? interruptFormOf(context, workflow) : undefined;
+    const interruptForm = record.status.startsWith("waiting-") ? interruptFormOf(context, workflow, this.options.catalog.kinds) : undefined;
     return {
       task: summary,
       cursor: context.cursor,
@@ -315,7 +315,7 @@ export class ConsoleOperations {
     } catch {
       context = undefined; // a snapshot this version cannot read: the row still shows what the record says
     }
-    const waitingFor = context ? waitingForOf(record.status, context, workflow) : undefined;
+    const waitingFor = context ? waitingForOf(record.status, context, workflow, this.options.catalog.kinds) : undefined;
     const now = this.options.now?.() ?? Date.now();
     return {
       taskId: record.taskId,
@@ -329,7 +329,7 @@ export class ConsoleOperations {
       updatedAt: record.updatedAt,
       title: context ? titleOf(context, workflow) : (workflow?.name ?? record.workflowId),
       ageMs: Math.max(0, now - Date.parse(record.createdAt)),
-      currentNode: context ? nodeRef(workflow, context.cursor) : null,
+      currentNode: context ? nodeRef(workflow, context.cursor, this.options.catalog.kinds) : null,
       ...(waitingFor ? { waitingFor } : {}),
     };
   }

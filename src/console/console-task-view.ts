@@ -1,21 +1,20 @@
 import type { Artifact, Message } from "../domain/a2a-types.js";
 import type { RunEvent } from "../domain/task-record.js";
 import type { TaskContext } from "../machine/task-context.js";
+import type { NodeKindRegistry } from "../engine/nodes/node-registry.js";
+import type { NodeWaiting } from "../engine/nodes/node-kind.js";
+import { originOf } from "../domain/url-origin.js";
 import type { WorkflowDefinition, WorkflowNode } from "../workflows/workflow-types.js";
 
+export { originOf };
+
 /** Whom or what a task waits for, in words an operator reads in a list row. */
-export interface ConsoleWaitingFor {
-  kind: "approver" | "clarification" | "peer" | "timer" | "external";
-  /** E.g. "an approver: Approve the proposal", "an answer: Who is the audience?", "the timer (due …)". */
-  label: string;
-  nodeId: string;
-  since?: string;
-  until?: string;
-}
+/** E.g. "an approver: Approve the proposal", "an answer: Who is the audience?", "the timer (due …)". */
+export type ConsoleWaitingFor = NodeWaiting;
 
 export interface ConsoleNodeRef {
   id: string;
-  kind: WorkflowNode["kind"] | "unknown";
+  kind: string;
   title: string;
 }
 
@@ -53,57 +52,29 @@ export function titleOf(context: TaskContext, workflow: WorkflowDefinition | und
   return clip(line ? `${name}: ${line}` : name);
 }
 
-export function nodeRef(workflow: WorkflowDefinition | undefined, nodeId: string | null | undefined): ConsoleNodeRef | null {
+export function nodeRef(workflow: WorkflowDefinition | undefined, nodeId: string | null | undefined, kinds: NodeKindRegistry): ConsoleNodeRef | null {
   if (!nodeId) return null;
   const node = workflow?.nodes.find((n) => n.id === nodeId);
-  return { id: nodeId, kind: node?.kind ?? "unknown", title: (node && nodeTitle(node)) ?? nodeId };
+  return { id: nodeId, kind: node?.kind ?? "unknown", title: (node && nodeTitle(node, kinds)) ?? nodeId };
 }
 
-/** A node's label when its definition sets no title: what the node does, in words of its kind. */
-export function nodeTitle(node: WorkflowNode): string {
-  if (node.title) return node.title;
-  switch (node.kind) {
-    case "clarification":
-      return node.questions[0]?.question ?? node.id;
-    case "delay":
-      return `wait ${Math.round(node.durationMs / 1000)}s`;
-    case "a2a.invoke":
-      return `call ${originOf(node.agentCardUrl)}`;
-    case "http":
-      return `http ${node.method ?? "POST"} ${originOf(node.url)}`;
-    default:
-      return node.id;
-  }
-}
-
-/**
- * Scheme, host and port only: a URL's path, query and userinfo may hold secrets. A URL may still be a
- * ${VARIABLE} reference here (an http node's WORKFLOW_VARIABLES are resolved only when it runs; an a2a.invoke
- * variable that is not configured stays as written): then the reference itself, up to the path, which names
- * the setting and not its value.
- */
-export function originOf(url: string): string {
-  if (url.includes("${")) {
-    // Before the URL parser, which would take (and lower-case) a reference for a host name.
-    const authority = /^(?:[a-z][a-z0-9+.-]*:\/\/)?[^/?#]*/i.exec(url)?.[0] ?? url;
-    return authority.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^@/]*@/i, "$1");
-  }
-  try {
-    return new URL(url).origin;
-  } catch {
-    return "(invalid URL)";
-  }
+/** A node's label when its definition sets no title: what the node does, in words of its kind (else its id). */
+export function nodeTitle(node: WorkflowNode, kinds: NodeKindRegistry): string {
+  return node.title ?? kinds.of(node.kind)?.view?.title?.(node as never) ?? node.id;
 }
 
 /** What a waiting task waits for; undefined when it waits for nothing (it runs, or it ended). */
-export function waitingForOf(status: string, context: TaskContext, workflow: WorkflowDefinition | undefined): ConsoleWaitingFor | undefined {
+export function waitingForOf(status: string, context: TaskContext, workflow: WorkflowDefinition | undefined, kinds: NodeKindRegistry): ConsoleWaitingFor | undefined {
   const interrupt = context.interrupt;
+  // The node's kind says first (a2a.invoke: the peer agent); else the interrupt's kind, the timer, nothing.
+  const viewOf = (nodeId: string | null) => {
+    const node = nodeId === null ? undefined : workflow?.nodes.find((n) => n.id === nodeId);
+    return node && kinds.of(node.kind)?.view?.waitingFor?.(node as never, context, status);
+  };
   if (interrupt && status.startsWith("waiting-")) {
     const base = { nodeId: interrupt.nodeId, since: interrupt.requestedAt, ...(interrupt.expiresAt ? { until: interrupt.expiresAt } : {}) };
-    if (interrupt.metadata?.["source"] === "a2a.invoke") {
-      const node = workflow?.nodes.find((n) => n.id === interrupt.nodeId);
-      return { kind: "peer", label: `a reply to the peer agent ${node?.kind === "a2a.invoke" ? originOf(node.agentCardUrl) : ""}`.trim(), ...base };
-    }
+    const byKind = viewOf(interrupt.nodeId);
+    if (byKind) return byKind;
     if (interrupt.kind === "approval") return { kind: "approver", label: `an approver: ${String(interrupt.data["title"] ?? interrupt.nodeId)}`, ...base };
     if (interrupt.kind === "clarification") {
       const questions = Array.isArray(interrupt.data["questions"]) ? (interrupt.data["questions"] as Array<{ question?: unknown }>) : [];
@@ -114,13 +85,7 @@ export function waitingForOf(status: string, context: TaskContext, workflow: Wor
   if (context.timer && context.timer.purpose === "delay" && !status.startsWith("waiting-") && status !== "completed" && status !== "failed" && status !== "cancelled") {
     return { kind: "timer", label: `the timer (due ${context.timer.dueAt})`, nodeId: context.timer.nodeId, until: context.timer.dueAt };
   }
-  const node = context.cursor ? workflow?.nodes.find((n) => n.id === context.cursor) : undefined;
-  if (node?.kind === "a2a.invoke" && context.nodeStarted && !["completed", "failed", "cancelled"].includes(status)) {
-    const progress = context.nodeProgress?.[node.id];
-    const state = typeof progress?.["peerState"] === "string" ? ` (${progress["peerState"]})` : "";
-    return { kind: "peer", label: `the peer agent ${originOf(node.agentCardUrl)}${state}`, nodeId: node.id };
-  }
-  return undefined;
+  return viewOf(context.cursor);
 }
 
 /**
@@ -153,7 +118,7 @@ export type ConsoleInterruptForm =
   | { kind: "questions"; fields: Array<{ id: string; label: string; required: boolean }>; remote: boolean }
   | { kind: "approval"; title: string; description?: string; actions: string[]; artifacts: Artifact[] };
 
-export function interruptFormOf(context: TaskContext, workflow: WorkflowDefinition | undefined): ConsoleInterruptForm | undefined {
+export function interruptFormOf(context: TaskContext, workflow: WorkflowDefinition | undefined, kinds: NodeKindRegistry): ConsoleInterruptForm | undefined {
   const interrupt = context.interrupt;
   if (!interrupt) return undefined;
   const node = workflow?.nodes.find((n) => n.id === interrupt.nodeId);
@@ -169,10 +134,13 @@ export function interruptFormOf(context: TaskContext, workflow: WorkflowDefiniti
     };
   }
   const questions = Array.isArray(interrupt.data["questions"]) ? (interrupt.data["questions"] as Array<{ id?: unknown; question?: unknown }>) : [];
-  const required = new Map(node?.kind === "clarification" ? node.questions.map((q) => [q.id, q.required !== false]) : []);
+  // Which questions the node marks optional (a node that asks questions lists them).
+  const asked = (node as { questions?: Array<{ id: string; required?: boolean }> } | undefined)?.questions;
+  const required = new Map(Array.isArray(asked) ? asked.map((q) => [q.id, q.required !== false]) : []);
   return {
     kind: "questions",
-    remote: interrupt.metadata?.["source"] === "a2a.invoke",
+    // A node that calls another agent (its kind shows a remote): the question is the remote agent's.
+    remote: node !== undefined && kinds.of(node.kind)?.view?.remote?.(node as never) !== undefined,
     fields: questions.map((q) => ({ id: String(q.id), label: String(q.question ?? q.id), required: required.get(String(q.id)) ?? true })),
   };
 }

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { Artifact, Message, Part } from "../domain/a2a-types.js";
 import type { Logger } from "../observability/logger.js";
-import { withConversation, type ConversationReads, type HandlerContextBase } from "./handler-conversation.js";
-import { callerFailure } from "./handler-failure.js";
-import { cursorOf, inputOfMessage, switchTarget } from "./message-route.js";
-import { firstNodeOf, nodeAfter } from "./workflow-engine.js";
-import { HandlerError, type HandlerResult, type TaskHandler, type WorkflowDefinition } from "../workflows/workflow-types.js";
+import type { ConversationReads } from "./handler-conversation.js";
+import { inputOfMessage } from "./message-route.js";
+import { builtinNodeKinds, type NodeKindRegistry } from "./nodes/node-registry.js";
+import { firstNodeOf } from "./workflow-walk.js";
+import type { ArtifactChunk, TaskHandler, WorkflowDefinition } from "../workflows/workflow-types.js";
 
 /** A loop of switch and task nodes that never ends is cut off here (a stateless answer must be quick). */
 const MAX_STEPS = 100;
@@ -17,8 +17,8 @@ const MAX_STEPS = 100;
  * again (the built-in handlers are deterministic).
  */
 export class StatelessSkills {
-  /** `reads`: what handlers may read of the caller's tenant's tasks (HandlerContext `referencedTasks`, `contextTasks`). */
-  constructor(private readonly options: { handlers: Record<string, TaskHandler>; logger: Logger; reads: ConversationReads }) {}
+  /** `kinds`: the host's node kinds, which run the nodes (the built-in ones by default). `reads`: what handlers may read of the caller's tenant's tasks (HandlerContext `referencedTasks`, `contextTasks`). */
+  constructor(private readonly options: { handlers: Record<string, TaskHandler>; logger: Logger; reads: ConversationReads; kinds?: NodeKindRegistry }) {}
 
   /** `tenant`: the caller's, whose tasks handlers may read. */
   async answer(workflow: WorkflowDefinition, message: Message, signal: AbortSignal, tenant: string): Promise<Message> {
@@ -31,45 +31,38 @@ export class StatelessSkills {
     const runId = `message:${message.messageId}`;
     let cursor = firstNodeOf(workflow);
     let lastOutput: unknown;
+    const run = {
+      workflow,
+      message,
+      runId,
+      tenant,
+      contextId,
+      input,
+      outputs,
+      signal,
+      handlers: this.options.handlers,
+      reads: this.options.reads,
+      logger: this.options.logger,
+      emitArtifactChunk: async (chunk: ArtifactChunk) => {
+        const existing = artifacts.find((a) => a.artifactId === chunk.artifactId);
+        if (existing && chunk.append) existing.parts.push(...chunk.parts);
+        else artifacts.push({ artifactId: chunk.artifactId, ...(chunk.name ? { name: chunk.name } : {}), parts: [...chunk.parts] });
+      },
+    };
     for (let steps = 0; cursor !== null; steps++) {
       const node = workflow.nodes.find((n) => n.id === cursor);
       if (!node || steps >= MAX_STEPS) return this.failed(workflow, replyTo, "workflow_invalid", node ? `more than ${MAX_STEPS} steps` : `node "${cursor}" is not in workflow ${workflow.id}`);
-      if (node.kind === "switch") {
-        const { target } = switchTarget(node, message);
-        cursor = target === undefined ? nodeAfter(workflow, node.id) : cursorOf(target);
-        continue;
+      // The node's kind runs it (engine/nodes/: task and switch); a kind without a stateless runner cannot be here.
+      const runner = (this.options.kinds ?? builtinNodeKinds()).of(node.kind)?.stateless;
+      if (!runner) return this.failed(workflow, replyTo, "workflow_invalid", `a stateless skill cannot run "${node.kind}" nodes`);
+      const step = await runner.run(node as never, run);
+      if ("failure" in step) return this.failed(workflow, replyTo, step.failure.code, step.failure.message);
+      if (step.result) {
+        outputs[node.id] = step.result.output ?? null;
+        lastOutput = step.result.output;
+        for (const [i, a] of (step.result.artifacts ?? []).entries()) artifacts.push({ artifactId: a.artifactId ?? `${node.id}.${i}`, name: a.name, parts: a.parts });
       }
-      if (node.kind !== "task") return this.failed(workflow, replyTo, "workflow_invalid", `a stateless skill cannot run "${node.kind}" nodes`);
-      const handler = this.options.handlers[node.handler];
-      let result: HandlerResult;
-      try {
-        if (!handler) throw new HandlerError("handler_missing", `no handler named "${node.handler}" is registered`);
-        const base: HandlerContextBase = {
-          taskId: runId,
-          runId,
-          nodeId: node.id,
-          idempotencyKey: `${runId}:${node.id}`,
-          attempt: 1,
-          params: node.params ?? {},
-          input,
-          outputs,
-          feedback: [],
-          signal,
-          emitArtifactChunk: async (chunk) => {
-            const existing = artifacts.find((a) => a.artifactId === chunk.artifactId);
-            if (existing && chunk.append) existing.parts.push(...chunk.parts);
-            else artifacts.push({ artifactId: chunk.artifactId, ...(chunk.name ? { name: chunk.name } : {}), parts: [...chunk.parts] });
-          },
-        };
-        result = await handler(withConversation(base, this.options.reads, { tenant, contextId, message }));
-      } catch (err) {
-        const failure = callerFailure(err, this.options.logger, { skillId: workflow.id, nodeId: node.id }, `handler "${node.handler}"`);
-        return this.failed(workflow, replyTo, failure.code, failure.message);
-      }
-      outputs[node.id] = result.output ?? null;
-      lastOutput = result.output;
-      for (const [i, a] of (result.artifacts ?? []).entries()) artifacts.push({ artifactId: a.artifactId ?? `${node.id}.${i}`, name: a.name, parts: a.parts });
-      cursor = nodeAfter(workflow, node.id);
+      cursor = step.next;
     }
     const parts: Part[] = artifacts.flatMap((a) => a.parts);
     if (parts.length === 0 && isObject(lastOutput)) parts.push({ kind: "data", data: lastOutput });

@@ -174,7 +174,7 @@ export class TaskDriver {
     }
     if (status !== "running") return false;
     const workflow = catalog.ofTask(live.record);
-    const step = nextStep(snapshot.context, workflow);
+    const step = nextStep(snapshot.context, workflow, this.options.catalog.kinds);
     if (step.type === "complete") {
       repository.stage(live, { type: "COMPLETE", at });
       return true;

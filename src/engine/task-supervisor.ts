@@ -8,15 +8,13 @@ import type { Logger } from "../observability/logger.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { TaskRecord } from "../domain/task-record.js";
 import { LeaseLostError, type TaskStore } from "../store/task-store.js";
-import { A2AInvokeRunner, DEFAULT_A2A_INVOKE_SETTINGS } from "./nodes/a2a-invoke-runner.js";
 import { InFlightWork, ShutdownSignal } from "./in-flight-work.js";
 import { LeaseKeeper } from "./lease-keeper.js";
 import type { LeaseSettings } from "./lease-settings.js";
 import { classifyReply, type IdempotencySeed } from "./message-idempotency.js";
-import { failureMessage, stillRunning } from "./nodes/node-executor.js";
+import { failureMessage, stillRunning, type NodeProgressPort } from "./nodes/node-executor.js";
 import type { TaskContext } from "../machine/task-context.js";
-import { HttpNodeRunner } from "./nodes/http-node.js";
-import { nodeExecutors } from "./nodes/node-registry.js";
+import type { NodeServices } from "./nodes/node-kind.js";
 import { TaskDriver } from "./task-driver.js";
 import { DEFAULT_RECOVERY_SETTINGS, type RecoverySettings } from "./recovery-settings.js";
 import { TaskRepository } from "./task-repository.js";
@@ -24,12 +22,13 @@ import { TimerScheduler } from "./timer-scheduler.js";
 import type { TransitionHook } from "./transition-hook.js";
 import type { WorkflowCatalog } from "./workflow-catalog.js";
 import { firstNodeOf, interpretReply, resumeValueFromMessage } from "./workflow-engine.js";
-import type { TaskHandler } from "../workflows/workflow-types.js";
 
 export interface SupervisorOptions {
   store: TaskStore;
+  /** The workflows, and the node kinds they were checked against (their executors run the nodes). */
   catalog: WorkflowCatalog;
-  handlers: Record<string, TaskHandler>;
+  /** What the kinds' executors use: the handlers and each kind's own services (NodeKindRegistry.createServices). */
+  services: NodeServices;
   hook: TransitionHook;
   logger: Logger;
   /** How long a terminal task stays readable. */
@@ -40,10 +39,6 @@ export interface SupervisorOptions {
   /** Poison work: how many times a node may die with its instance (RECOVERY_MAX_ATTEMPTS; default 5). */
   recovery?: RecoverySettings;
   clock?: () => Date;
-  /** Runs `a2a.invoke` nodes. Without it such nodes fail with `external_call_failed` (no client configured). */
-  peerInvoker?: A2AInvokeRunner;
-  /** Runs `http` nodes' calls. Without it such nodes fail with `http_node_unavailable` (no client configured). */
-  httpRunner?: HttpNodeRunner;
 }
 
 type Reply = { message: Message } | { nodeId: string; resumeValue: Record<string, unknown>; interruptId?: string };
@@ -54,7 +49,7 @@ type Reply = { message: Message } | { nodeId: string; resumeValue: Record<string
  * driver (steps a running task through its nodes, one executor per node kind) and the timer scheduler.
  * Readers use `reads`, never the store.
  */
-export class TaskSupervisor {
+export class TaskSupervisor implements NodeProgressPort {
   /** Committed tasks and their event logs, for readers. */
   readonly reads: TaskReadPort;
   private readonly repository: TaskRepository;
@@ -74,8 +69,7 @@ export class TaskSupervisor {
       clock,
       ...(options.leases ? { leases: options.leases } : {}),
     }));
-    const peerInvoker = options.peerInvoker ?? new A2AInvokeRunner(undefined, DEFAULT_A2A_INVOKE_SETTINGS, options.logger, clock);
-    const executors = nodeExecutors({ repository, inFlight: this.inFlight, logger: options.logger, now, clock }, { handlers: options.handlers, peerInvoker, httpRunner: options.httpRunner ?? new HttpNodeRunner(undefined, { timeoutMs: 30_000, maxAttempts: 1, retryBaseMs: 1, retryMaxMs: 1 }) });
+    const executors = options.catalog.kinds.executors({ repository, inFlight: this.inFlight, logger: options.logger, now, clock }, options.services);
     this.driver = new TaskDriver({ repository, catalog: options.catalog, executors, logger: options.logger, now, recovery: options.recovery ?? DEFAULT_RECOVERY_SETTINGS });
     this.timers = new TimerScheduler({
       repository,
@@ -174,15 +168,14 @@ export class TaskSupervisor {
     return outcome.record;
   }
 
-  /** A caller's message to an existing task: resolves its pending interrupt. */
   /**
-   * A peer's push for an `a2a.invoke` node (peer-callback-service.ts): under the task's lock and without the lease
+   * Progress a node learns from outside its run (a2a.invoke: a peer's push to its receiver): under the task's lock and without the lease
    * (the version check alone, like a reply or a cancel), `decide` reads the task as stored and answers the
    * NODE_PROGRESS to commit, or nothing (a duplicate, a replay, a run that moved on). Resolves once the commit is
    * stored; a concurrent write makes it read again. Nothing is driven from here: the instance holding the task's
    * lease hears of the commit and acts on it.
    */
-  async commitPeerProgress<T>(taskId: string, decide: (context: TaskContext, running: (nodeId: string) => boolean) => { commit?: { nodeId: string; progress: Record<string, unknown> }; answer: T }): Promise<T> {
+  async commitNodeProgress<T>(taskId: string, decide: (context: TaskContext, running: (nodeId: string) => boolean) => { commit?: { nodeId: string; progress: Record<string, unknown> }; answer: T }): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.repository.withLock(taskId, async () => {
@@ -198,6 +191,7 @@ export class TaskSupervisor {
     }
   }
 
+  /** A caller's message to an existing task: resolves its pending interrupt. */
   async reply(taskId: string, message: Message, principal: Principal): Promise<TaskRecord> {
     return this.resolve(taskId, principal, { message });
   }
@@ -256,8 +250,8 @@ export class TaskSupervisor {
       const workflow = this.options.catalog.ofTask(live.record);
       const at = this.now();
       const message = "message" in reply ? { ...reply.message, taskId, contextId: live.record.contextId } : undefined;
-      const resumeValue = "resumeValue" in reply ? reply.resumeValue : resumeValueFromMessage(reply.message, interrupt, workflow);
-      const outcome = interpretReply(workflow, snapshot.context, interrupt, resumeValue, { decidedBy: principal.id, decidedAt: at });
+      const resumeValue = "resumeValue" in reply ? reply.resumeValue : resumeValueFromMessage(reply.message, interrupt, workflow, this.options.catalog.kinds);
+      const outcome = interpretReply(workflow, snapshot.context, interrupt, resumeValue, { decidedBy: principal.id, decidedAt: at }, this.options.catalog.kinds);
       if (outcome.type === "ask") {
         const statusMessage: Message = {
           messageId: randomUUID(),

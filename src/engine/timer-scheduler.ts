@@ -3,7 +3,7 @@ import type { Logger } from "../observability/logger.js";
 import type { TaskRecord } from "../domain/task-record.js";
 import { failureMessage } from "./nodes/node-executor.js";
 import type { TaskRepository } from "./task-repository.js";
-import { SYSTEM_TIMEOUT } from "./workflow-engine.js";
+import { SYSTEM_TIMEOUT } from "./workflow-walk.js";
 
 export interface TimerSchedulerOptions {
   repository: TaskRepository;

@@ -2,12 +2,11 @@ import { readdir, readFile } from "node:fs/promises";
 import { extname, join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { DomainError } from "../domain/errors.js";
-import { didYouMean } from "../domain/closest-name.js";
 import { formatSchemaIssue, SchemaValidationError, validateWorkflowDefinition } from "../schemas/schema-validator.js";
-import { nodeProblem, statelessNodeKinds } from "./nodes/node-registry.js";
+import { builtinNodeKinds, type NodeKindRegistry } from "./nodes/node-registry.js";
 import type { TaskHandler, WorkflowDefinition, WorkflowNode } from "../workflows/workflow-types.js";
 import type { BuiltinWorkflowSet } from "../workflows/workflow-settings.js";
-import { unexpandedVariables, VARIABLE_REFERENCE } from "../workflows/workflow-variables.js";
+import { unexpandedVariables } from "../workflows/workflow-variables.js";
 import { WorkflowLoadError } from "./workflow-load-error.js";
 
 export { WorkflowLoadError };
@@ -21,7 +20,6 @@ export type WorkflowVariables = Readonly<Record<string, string | undefined>>;
 /** The variables every definition may reference, configured or not. */
 export const WORKFLOW_VARIABLE_NAMES: readonly string[] = ["A2A_PEER_CARD_URL"];
 
-const VARIABLE = VARIABLE_REFERENCE;
 export { unexpandedVariables };
 
 /** Each loaded definition's form before its variables were expanded (checkWorkflow), where they differ. */
@@ -31,7 +29,12 @@ const AS_WRITTEN = new WeakMap<WorkflowDefinition, WorkflowDefinition>();
 export class WorkflowCatalog {
   private readonly byId: Map<string, WorkflowDefinition>;
 
-  constructor(workflows: WorkflowDefinition[], readonly defaultWorkflowId: string) {
+  constructor(
+    workflows: WorkflowDefinition[],
+    readonly defaultWorkflowId: string,
+    /** The node kinds its workflows were checked against: the engine, the supervisor and the console ask them. */
+    readonly kinds: NodeKindRegistry = builtinNodeKinds(),
+  ) {
     this.byId = new Map(workflows.map((w) => [w.id, w]));
     if (!this.byId.has(defaultWorkflowId)) {
       throw new WorkflowLoadError(`the default skill "${defaultWorkflowId}" is not a loaded workflow (loaded: ${this.ids().join(", ")})`);
@@ -81,12 +84,13 @@ interface CheckContext {
   variables: WorkflowVariables;
   /** The named peers (A2A_PEERS): name → card URL (or url), shown as the node's agentCardUrl. */
   peers: Readonly<Record<string, string>>;
+  kinds: NodeKindRegistry;
 }
 
 /** Reads every definition file of a directory; bad files are refused with their paths and every problem. */
 export async function readWorkflowDirectory(dir: string, handlers: Record<string, TaskHandler>, variables: WorkflowVariables = {}): Promise<WorkflowDefinition[]> {
   const problems: string[] = [];
-  const loaded = await readDirectory(dir, { handlers, variables, peers: {} }, problems);
+  const loaded = await readDirectory(dir, { handlers, variables, peers: {}, kinds: builtinNodeKinds() }, problems);
   if (problems.length > 0) throw new WorkflowLoadError(problems);
   return loaded.map((l) => l.workflow);
 }
@@ -152,6 +156,8 @@ export interface WorkflowCatalogOptions {
   variables?: WorkflowVariables;
   /** The named peers (A2A_PEERS): name → card URL (or url). A node naming any other peer stops the start. */
   peers?: Readonly<Record<string, string>>;
+  /** The node kinds definitions may use: the built-in ones unless given (createCore's `nodeKinds`). */
+  kinds?: NodeKindRegistry;
 }
 
 /**
@@ -160,7 +166,8 @@ export interface WorkflowCatalogOptions {
  * twice, or no workflow at all: one WorkflowLoadError listing them all, so one run shows everything to fix.
  */
 export async function loadWorkflowCatalog(options: WorkflowCatalogOptions): Promise<WorkflowCatalog> {
-  const context: CheckContext = { handlers: options.handlers, variables: options.variables ?? {}, peers: options.peers ?? {} };
+  const kinds = options.kinds ?? builtinNodeKinds();
+  const context: CheckContext = { handlers: options.handlers, variables: options.variables ?? {}, peers: options.peers ?? {}, kinds };
   const problems: string[] = [];
   const builtin: LoadedWorkflow[] = [];
   for (const set of options.builtin) builtin.push(...(await readDirectory(join(options.builtinDir, set), context, problems)));
@@ -181,7 +188,7 @@ export async function loadWorkflowCatalog(options: WorkflowCatalogOptions): Prom
     );
   }
   const defaultWorkflowId = options.defaultWorkflowId ?? (bySource.has("echo") ? "echo" : (user[0] ?? builtin[0])!.workflow.id);
-  return new WorkflowCatalog(all, defaultWorkflowId);
+  return new WorkflowCatalog(all, defaultWorkflowId, kinds);
 }
 
 /**
@@ -197,8 +204,9 @@ export function checkWorkflow(
   variables: WorkflowVariables = {},
   /** The named peers `peer:` may name (name → card URL or url); none by default. */
   peers: Readonly<Record<string, string>> = {},
+  kinds: NodeKindRegistry = builtinNodeKinds(),
 ): WorkflowDefinition {
-  const { workflow, problems } = inspectWorkflow(value, { handlers, variables, peers });
+  const { workflow, problems } = inspectWorkflow(value, { handlers, variables, peers, kinds });
   if (!workflow || problems.length > 0) throw new WorkflowLoadError(problems);
   return workflow;
 }
@@ -212,11 +220,16 @@ function inspectWorkflow(value: unknown, context: CheckContext): { workflow?: Wo
   const id = (value as { id?: unknown } | null)?.id;
   const where = typeof id === "string" ? `workflow "${id}", ` : "";
   const problems: string[] = [];
-  const { expanded, forValidation } = expandVariables(value, context.variables, context.peers, problems);
+  const checkContext = {
+    handlers: context.handlers,
+    variables: { ...Object.fromEntries(WORKFLOW_VARIABLE_NAMES.map((n) => [n, undefined])), ...context.variables },
+    peers: Object.keys(context.peers),
+  };
+  const { expanded, forValidation } = expandNodes(value, context, problems);
   problems.forEach((p, i) => (problems[i] = `${where}${p}`));
   let valid = true;
   try {
-    validateWorkflowDefinition(forValidation);
+    validateWorkflowDefinition(forValidation, context.kinds.extraSchemas());
   } catch (err) {
     if (!(err instanceof SchemaValidationError)) throw err;
     valid = false;
@@ -224,65 +237,41 @@ function inspectWorkflow(value: unknown, context: CheckContext): { workflow?: Wo
   }
   const nodes = (expanded as { nodes?: unknown } | null)?.nodes;
   for (const node of Array.isArray(nodes) ? (nodes as Array<Record<string, unknown> | null>) : []) {
-    if (node?.["kind"] === "task" && typeof node["handler"] === "string" && !Object.hasOwn(context.handlers, node["handler"])) {
-      const handler = node["handler"];
-      const known = Object.keys(context.handlers).sort();
-      problems.push(
-        `${where}node "${String(node["id"])}": no handler named "${handler}"${didYouMean(handler, known)} (register it as a handler: startHost's handlers or HANDLERS_MODULE; known: ${known.join(", ") || "none"})`,
-      );
-    }
+    const problem = node && typeof node["kind"] === "string" ? context.kinds.of(node["kind"])?.precheck?.(node, checkContext) : undefined;
+    if (problem) problems.push(`${where}${problem}`);
   }
   if (!valid) return { problems };
   const workflow = expanded as WorkflowDefinition;
   if (expanded !== value) AS_WRITTEN.set(workflow, value as WorkflowDefinition);
   for (const node of workflow.nodes as Array<WorkflowNode | { kind: string; id: string }>) {
     // The kind's own load-time checks (node-registry.ts); an unknown kind is refused there.
-    const problem = nodeProblem(node, {
-      handlers: context.handlers,
-      variables: { ...Object.fromEntries(WORKFLOW_VARIABLE_NAMES.map((n) => [n, undefined])), ...context.variables },
-      peers: Object.keys(context.peers),
-    });
+    const problem = context.kinds.problem(node, checkContext);
     if (problem) problems.push(`${where}${problem}`);
     // A stateless skill answers at once and stores nothing, so it cannot pause, wait or call out.
-    if (workflow.stateless && !statelessNodeKinds().includes(node.kind)) {
-      problems.push(`${where}node "${node.id}": a stateless workflow may only hold ${statelessNodeKinds().join(" and ")} nodes (found "${node.kind}")`);
+    const stateless = context.kinds.statelessNames();
+    if (workflow.stateless && !stateless.includes(node.kind)) {
+      problems.push(`${where}node "${node.id}": a stateless workflow may only hold ${stateless.join(" and ")} nodes (found "${node.kind}")`);
     }
   }
   return problems.length > 0 ? { problems } : { workflow, problems };
 }
 
-/** A stand-in that passes `format: uri` while a reference stays unexpanded; only the schema check sees it. */
-const UNSET_STAND_IN = "https://unset-variable.invalid/";
-
-function expandVariables(value: unknown, variables: WorkflowVariables, peers: Readonly<Record<string, string>>, problems: string[]): { expanded: unknown; forValidation: unknown } {
+/** Each node as its kind expands it (`${NAME}` references, named peers), and the form the schema sees. */
+function expandNodes(value: unknown, context: CheckContext, problems: string[]): { expanded: unknown; forValidation: unknown } {
   const nodes = (value as { nodes?: unknown } | null)?.nodes;
   if (!Array.isArray(nodes)) return { expanded: value, forValidation: value };
+  const expandContext = { variables: context.variables, known: WORKFLOW_VARIABLE_NAMES, peers: context.peers };
   const expandedNodes: unknown[] = [];
   const validationNodes: unknown[] = [];
+  let changed = false;
   for (const node of nodes) {
-    const candidate = node as { kind?: unknown; id?: unknown; agentCardUrl?: unknown; peer?: unknown } | null;
-    const url = candidate?.agentCardUrl;
-    // A named peer's node shows the peer's card URL (or url) as its agentCardUrl; the schema sees it as written.
-    if (candidate?.kind === "a2a.invoke" && url === undefined && typeof candidate.peer === "string" && Object.hasOwn(peers, candidate.peer)) {
-      expandedNodes.push({ ...node, agentCardUrl: peers[candidate.peer] });
-      validationNodes.push(node);
-      continue;
-    }
-    if (candidate?.kind !== "a2a.invoke" || typeof url !== "string" || unexpandedVariables(url).length === 0) {
-      expandedNodes.push(node);
-      validationNodes.push(node);
-      continue;
-    }
-    const id = String(candidate.id);
-    for (const name of unexpandedVariables(url)) {
-      if (!WORKFLOW_VARIABLE_NAMES.includes(name) && !Object.hasOwn(variables, name)) {
-        const known = [...new Set([...WORKFLOW_VARIABLE_NAMES, ...Object.keys(variables)])];
-        problems.push(`node "${id}": agentCardUrl refers to \${${name}}, which is not a variable workflows may use (add ${name} to WORKFLOW_VARIABLES; known: ${known.join(", ")})`);
-      }
-    }
-    const result = url.replace(VARIABLE, (whole, name: string) => variables[name] ?? whole);
-    expandedNodes.push({ ...node, agentCardUrl: result });
-    validationNodes.push({ ...node, agentCardUrl: unexpandedVariables(result).length ? UNSET_STAND_IN : result });
+    const candidate = node as Record<string, unknown> | null;
+    const kind = candidate && typeof candidate["kind"] === "string" ? context.kinds.of(candidate["kind"]) : undefined;
+    const result = candidate && kind?.expand?.(candidate, expandContext, problems);
+    changed ||= result !== undefined;
+    expandedNodes.push(result ? result.node : node);
+    validationNodes.push(result ? result.forValidation : node);
   }
+  if (!changed) return { expanded: value, forValidation: value };
   return { expanded: { ...(value as object), nodes: expandedNodes }, forValidation: { ...(value as object), nodes: validationNodes } };
 }

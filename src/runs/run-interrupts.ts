@@ -4,7 +4,7 @@ import { DomainError } from "../domain/errors.js";
 import type { InterruptKind, RunStatus } from "../domain/run-status.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
 import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
-import { findNode, SYSTEM_TIMEOUT } from "../engine/workflow-engine.js";
+import { findNode, SYSTEM_TIMEOUT } from "../engine/workflow-walk.js";
 import { InterruptTokenError, type InterruptTokenPayload, type InterruptTokenSigner } from "../interrupts/interrupt-tokens.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
@@ -82,7 +82,7 @@ export class RunInterrupts {
     const record = await reads.get(runId, ctx.principal.tenant);
     const workflow = catalog.get(record.workflowId);
     const node = workflow ? findNode(workflow, nodeId) : undefined;
-    if (!node || (node.kind !== "approval" && node.kind !== "clarification")) {
+    if (!node || !catalog.kinds.of(node.kind)?.reply?.byNodeId) {
       throw new DomainError("interrupt-not-found", `run ${runId} (workflow ${record.workflowId}) has no interrupt node "${nodeId}"`, { runId, nodeId });
     }
     const pending = reads.contextOf(record).interrupt;

@@ -52,15 +52,22 @@ export function schemasDirectory(): string {
 
 let compiled: Record<SchemaName, ValidateFunction> | undefined;
 
-function validators(): Record<SchemaName, ValidateFunction> {
-  if (compiled) return compiled;
+function newAjv(): Ajv2020 {
   // allErrors: report every problem at once, so a definition can be fixed in one pass.
   // strict: a typo in a schema keyword is a bug in our schema, not something to ignore.
   const ajv = new Ajv2020({ allErrors: true, strict: true });
   addFormats(ajv);
-  const dir = schemasDirectory();
-  const load = (name: SchemaName): ValidateFunction =>
-    ajv.compile(JSON.parse(readFileSync(join(dir, SCHEMA_FILES[name]), "utf8")) as object);
+  return ajv;
+}
+
+function readSchema(name: SchemaName): Record<string, unknown> {
+  return JSON.parse(readFileSync(join(schemasDirectory(), SCHEMA_FILES[name]), "utf8")) as Record<string, unknown>;
+}
+
+function validators(): Record<SchemaName, ValidateFunction> {
+  if (compiled) return compiled;
+  const ajv = newAjv();
+  const load = (name: SchemaName): ValidateFunction => ajv.compile(readSchema(name));
   compiled = {
     a2aTaskState: load("a2aTaskState"),
     capabilities: load("capabilities"),
@@ -119,8 +126,32 @@ export function formatAjvErrors(errors: readonly ErrorObject[] | null | undefine
   return ajvErrorsToIssues(errors).map(formatSchemaIssue).join("\n");
 }
 
-function validateWith(name: SchemaName, subject: string, value: unknown): void {
-  const validate = validators()[name];
+/** Workflow validators for node kinds beyond the published schema (registered from outside src), by their fragments. */
+const extended = new Map<string, ValidateFunction>();
+
+/**
+ * The workflow schema with more node kinds: each fragment joins `$defs`, the kind's name the enum, and an if/then
+ * branch picks it, exactly as the published schema does for the built-in kinds.
+ */
+function workflowValidatorWith(extraKinds: Readonly<Record<string, Record<string, unknown>>>): ValidateFunction {
+  const key = JSON.stringify(extraKinds);
+  let validate = extended.get(key);
+  if (validate) return validate;
+  const schema = readSchema("workflow") as { $id?: string; $defs: Record<string, { properties: { kind: { enum: string[] } }; allOf: unknown[] }> };
+  delete schema.$id; // one compiled schema per id in an Ajv instance; this one is a variant
+  const node = schema.$defs["Node"]!;
+  for (const [name, fragment] of Object.entries(extraKinds)) {
+    const def = `Kind_${name.replace(/[^A-Za-z0-9_]/g, "_")}`;
+    (schema.$defs as Record<string, unknown>)[def] = fragment;
+    node.properties.kind.enum.push(name);
+    node.allOf.push({ if: { type: "object", required: ["kind"], properties: { kind: { const: name } } }, then: { $ref: `#/$defs/${def}` } });
+  }
+  validate = newAjv().compile(schema);
+  extended.set(key, validate);
+  return validate;
+}
+
+function validateWith(name: SchemaName, subject: string, value: unknown, validate: ValidateFunction = validators()[name]): void {
   if (!validate(value)) {
     throw new SchemaValidationError(subject, ajvErrorsToIssues(validate.errors));
   }
@@ -155,8 +186,8 @@ function gotoTarget(value: unknown): unknown {
  * checks what JSON Schema cannot express: node ids are unique, and artifactFrom / onReject.goto /
  * onRefine.goto / next / a switch's goto and default name a node of the same workflow (or `$end`).
  */
-export function validateWorkflowDefinition(value: unknown): void {
-  validateWith("workflow", "workflow definition", value);
+export function validateWorkflowDefinition(value: unknown, extraKinds: Readonly<Record<string, Record<string, unknown>>> = {}): void {
+  validateWith("workflow", "workflow definition", value, Object.keys(extraKinds).length > 0 ? workflowValidatorWith(extraKinds) : undefined);
   const nodes = (value as { nodes: NodeRefs[] }).nodes;
   const issues: SchemaIssue[] = [];
   const ids = new Set<string>();

@@ -19,7 +19,7 @@ import type { AddressInfo } from "node:net";
 import { TaskState } from "@a2a-js/sdk";
 import { status as GrpcStatus } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { peerMessageId } from "../../src/engine/nodes/a2a-invoke.js";
+import { peerMessageId } from "../../src/engine/nodes/a2a-invoke/a2a-invoke.js";
 import { createGrpcPeerTransport } from "../../src/peer/grpc-peer-client.js";
 import { peerVersions } from "../../src/a2a/versions.js";
 import { PeerCallError } from "../../src/peer/peer-http-client.js";

@@ -75,12 +75,12 @@ describe("the peer callback key", () => {
     const { key } = await loadPeerCallbackKey({ dataDir, production: false });
     const token = new PeerCallbackKey(key).tokenFor(task.id, `${task.id}:echo:1`);
     const push = { taskId: task.id, headers: { "x-a2a-notification-token": token }, body: "{}" };
-    expect(await t.core.peerCallbacks!.receive(push)).toEqual({ status: 200, outcome: "moved-on" });
+    expect(await t.core.nodeServices.peerCallbacks!.receive(push)).toEqual({ status: 200, outcome: "moved-on" });
     await t.close();
 
     t = await startTestCore({ ...env, PUSH_ENCRYPTION_KEY: key256(), PUSH_ENCRYPTION_KEY_PREVIOUS: oldPushKey }, { store });
-    expect(await t.core.peerCallbacks!.receive(push)).toEqual({ status: 200, outcome: "moved-on" });
+    expect(await t.core.nodeServices.peerCallbacks!.receive(push)).toEqual({ status: 200, outcome: "moved-on" });
     const forged = new PeerCallbackKey(loadConfig({ A2A_PEER_CALLBACK_KEY: key256() }).a2aPeer.callbackKey!).tokenFor(task.id, `${task.id}:echo:1`);
-    expect(await t.core.peerCallbacks!.receive({ ...push, headers: { "x-a2a-notification-token": forged } })).toEqual({ status: 401, outcome: "unauthenticated" });
+    expect(await t.core.nodeServices.peerCallbacks!.receive({ ...push, headers: { "x-a2a-notification-token": forged } })).toEqual({ status: 401, outcome: "unauthenticated" });
   });
 });

@@ -1,8 +1,8 @@
 // The pure parts of learning by push or stream: which pushed status is news, folding stream events into the
 // task, reading push bodies of both versions, SSE framing, the per-visit callback token, the news inbox.
 import { describe, expect, it } from "vitest";
-import { foldPeerEvent, isNewPeerStatus } from "../../src/engine/nodes/a2a-invoke.js";
-import { PeerNewsBoard } from "../../src/engine/nodes/a2a-invoke-news.js";
+import { foldPeerEvent, isNewPeerStatus } from "../../src/engine/nodes/a2a-invoke/a2a-invoke.js";
+import { PeerNewsBoard } from "../../src/engine/nodes/a2a-invoke/a2a-invoke-news.js";
 import { PeerCallbackKey, peerCallbackUrl } from "../../src/peer/peer-callbacks.js";
 import { peerVersions } from "../../src/a2a/versions.js";
 import { decodePeerPush } from "../../src/peer/peer-push-body.js";

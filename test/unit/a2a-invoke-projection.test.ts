@@ -26,8 +26,8 @@ import {
   type PeerProgress,
   type PeerReply,
   type PeerTask,
-} from "../../src/engine/nodes/a2a-invoke.js";
-import { A2AInvokeRunner, DEFAULT_A2A_INVOKE_SETTINGS, type InvokeOutcome } from "../../src/engine/nodes/a2a-invoke-runner.js";
+} from "../../src/engine/nodes/a2a-invoke/a2a-invoke.js";
+import { A2AInvokeRunner, DEFAULT_A2A_INVOKE_SETTINGS, type InvokeOutcome } from "../../src/engine/nodes/a2a-invoke/a2a-invoke-runner.js";
 import { builtinHandlers } from "../../src/workflows/builtin-handlers.js";
 import { checkWorkflow, WorkflowLoadError } from "../../src/engine/workflow-catalog.js";
 import { idempotencyKeyOf, interpretReply, nextStep, resumeValueFromMessage } from "../../src/engine/workflow-engine.js";

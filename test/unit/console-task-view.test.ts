@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { decodeCursor, encodeCursor, filterDigest } from "../../src/console/console-cursor.js";
-import { nodePathOf, nodeTitle, redactSecrets, REDACTED } from "../../src/console/console-task-view.js";
+import { nodePathOf, nodeTitle, redactSecrets, REDACTED, waitingForOf } from "../../src/console/console-task-view.js";
 import { workflowGraphOf } from "../../src/console/console-workflow-graph.js";
+import { builtinNodeKinds } from "../../src/engine/nodes/node-registry.js";
+import type { TaskContext } from "../../src/machine/task-context.js";
 import type { WorkflowDefinition } from "../../src/workflows/workflow-types.js";
 
 describe("console task view", () => {
@@ -36,11 +38,23 @@ describe("console task view", () => {
         { kind: "http", id: "titled", title: "Tell the CRM", url: "https://crm.example.com/x" },
       ],
     } as unknown as WorkflowDefinition;
-    const titles = workflow.nodes.map((n) => nodeTitle(n));
+    const titles = workflow.nodes.map((n) => nodeTitle(n, builtinNodeKinds()));
     expect(titles).toEqual(["http POST https://hooks.example.com:8443", "http PUT ${NOTIFY_URL}", "http POST https://${NOTIFY_HOST}", "call ${A2A_PEER_CARD_URL}", "Tell the CRM"]);
     expect(titles.join(" ")).not.toMatch(/configured peer|secret|pw|PASSWORD|token/);
     // The workflow graph the console draws carries the same labels.
-    expect(workflowGraphOf(workflow).nodes.slice(0, 2).map((n) => n.title)).toEqual(["http POST https://hooks.example.com:8443", "http PUT ${NOTIFY_URL}"]);
+    const graph = workflowGraphOf(workflow, builtinNodeKinds());
+    expect(graph.nodes.slice(0, 2).map((n) => n.title)).toEqual(["http POST https://hooks.example.com:8443", "http PUT ${NOTIFY_URL}"]);
+    // The graph's sub-label of an http node: its method and the target host (no userinfo, path or query).
+    expect(graph.nodes.slice(0, 3).map((n) => n.label)).toEqual(["POST hooks.example.com:8443", "PUT ${NOTIFY_URL}", "POST ${NOTIFY_HOST}"]);
+  });
+
+  it("an a2a.invoke node says what its task waits for: the peer's task (with its state), or a reply to the peer's question", () => {
+    const workflow = { id: "w", name: "W", description: "", nodes: [{ kind: "a2a.invoke", id: "ask", agentCardUrl: "https://user:pw@peer.example.com/card?k=s" }] } as unknown as WorkflowDefinition;
+    const base = { cursor: "ask", nodeStarted: true, nodeProgress: { ask: { peerState: "working" } } } as unknown as TaskContext;
+    expect(waitingForOf("running", base, workflow, builtinNodeKinds())).toEqual({ kind: "peer", label: "the peer agent https://peer.example.com (working)", nodeId: "ask" });
+    const asked = { ...base, interrupt: { interruptId: "i", nodeId: "ask", kind: "clarification", data: {}, requestedAt: "2026-01-01T00:00:00.000Z", exchanges: [] } } as TaskContext;
+    expect(waitingForOf("waiting-input", asked, workflow, builtinNodeKinds())).toEqual({ kind: "peer", label: "a reply to the peer agent https://peer.example.com", nodeId: "ask", since: "2026-01-01T00:00:00.000Z" });
+    expect(waitingForOf("completed", { ...base, cursor: null } as TaskContext, workflow, builtinNodeKinds())).toBeUndefined();
   });
 
   it("the node path collapses repeats and keeps refine loops", () => {

@@ -171,7 +171,8 @@ export function drawWorkflow(layout, { current, path = [], remote = {}, outcome 
     group.append(svg("title", {}, `${node.title}\n${node.kind} node ${node.id}${node.remote ? ` → ${node.remote.agent}` : ""}`));
     group.append(svg("rect", { width: w, height: h, rx: node.kind === "end" ? h / 2 : 8 }));
     group.append(svg("text", { x: w / 2, y: node.kind === "end" ? h / 2 : 18 }, clip(node.title, 23)));
-    const sub = node.remote ? `⇄ remote ${node.kind}` : node.title === node.id ? node.kind : `${node.kind} · ${node.id}`;
+    // The kind may name its own sub-label (an http node: its method and target host).
+    const sub = node.label ?? (node.remote ? `⇄ remote ${node.kind}` : node.title === node.id ? node.kind : `${node.kind} · ${node.id}`);
     if (node.kind !== "end") group.append(svg("text", { class: "sub", x: w / 2, y: 35 }, clip(sub, 30)));
     const peer = remote[node.id];
     if (node.remote && peer?.peerTaskId) {

@@ -1,6 +1,14 @@
 import type { DelayNode } from "../../workflows/workflow-types.js";
-import { nodeAfter } from "../workflow-engine.js";
+import { nodeAfter } from "../workflow-walk.js";
 import type { NodeExecutor, NodeRuntime } from "./node-executor.js";
+import type { NodeKind } from "./node-kind.js";
+
+/** The kind, for the registry: start the timer, or wait for it; shown as "wait Ns". */
+export const delayNodeKind: NodeKind<DelayNode> = {
+  decide: (node, context) => (context.timer?.nodeId === node.id ? { type: "wait-timer" } : { type: "start-delay", node }),
+  executor: (runtime) => delayNodeExecutor(runtime),
+  view: { title: (node) => `wait ${Math.round(node.durationMs / 1000)}s` },
+};
 
 /**
  * `delay` nodes: a durable timer stored with its due time (XState's `after` is not part of a persisted

@@ -6,7 +6,7 @@ import type { Logger } from "../../observability/logger.js";
 import type { TaskRecord } from "../../domain/task-record.js";
 import type { InFlightWork } from "../in-flight-work.js";
 import type { LiveTask, TaskRepository } from "../task-repository.js";
-import { nodeAfter, type Step } from "../workflow-engine.js";
+import { nodeAfter, type Step } from "../workflow-walk.js";
 import type { HandlerResult, WorkflowDefinition, WorkflowNode } from "../../workflows/workflow-types.js";
 
 /**
@@ -44,8 +44,8 @@ export interface NodeExecutor<N extends WorkflowNode> {
   onCancelled?(args: { taskId: string; node: N; context: TaskContext; workflow: WorkflowDefinition }): NodeEffect | undefined;
 }
 
-/** One executor per node kind (the registry in node-registry.ts). */
-export type NodeExecutors = { [K in WorkflowNode["kind"]]: NodeExecutor<Extract<WorkflowNode, { kind: K }>> };
+/** One executor per node kind (the registry in node-registry.ts), by kind name. */
+export type NodeExecutors = Readonly<Record<string, NodeExecutor<WorkflowNode>>>;
 
 /** What executors share: the repository (commits under the task's lock), in-flight work, the clock. */
 export interface NodeRuntime {
@@ -79,4 +79,13 @@ export function stageNodeCompleted(repository: TaskRepository, live: LiveTask, w
 export function stillRunning(live: LiveTask, nodeId: string): boolean {
   const snapshot = live.actor.getSnapshot();
   return runStatusOf(snapshot) === "running" && snapshot.context.cursor === nodeId && snapshot.context.nodeStarted;
+}
+
+/**
+ * Commits a node's progress from outside its run (a peer's push to a2a.invoke's receiver): under the task's lock
+ * and without the lease, `decide` reads the task as stored and answers the NODE_PROGRESS to commit, or nothing.
+ * TaskSupervisor.commitNodeProgress implements it.
+ */
+export interface NodeProgressPort {
+  commitNodeProgress<T>(taskId: string, decide: (context: TaskContext, running: (nodeId: string) => boolean) => { commit?: { nodeId: string; progress: Record<string, unknown> }; answer: T }): Promise<T>;
 }

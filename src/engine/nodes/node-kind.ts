@@ -1,21 +1,67 @@
-import type { A2AInvokeRunner } from "./a2a-invoke-runner.js";
-import type { TaskHandler, WorkflowNode } from "../../workflows/workflow-types.js";
-import type { NodeExecutor, NodeRuntime } from "./node-executor.js";
+import type { Logger } from "../../observability/logger.js";
+import type { PendingInterrupt, TaskContext } from "../../machine/task-context.js";
+import type { TaskReadPort } from "../../store/task-read-port.js";
+import type { Message } from "../../domain/a2a-types.js";
+import type { ConversationReads } from "../handler-conversation.js";
+import type { ArtifactChunk, HandlerResult, TaskHandler, WorkflowDefinition, WorkflowNode } from "../../workflows/workflow-types.js";
+import type { ReplyOutcome, Step } from "../workflow-walk.js";
+import type { NodeExecutor, NodeProgressPort, NodeRuntime } from "./node-executor.js";
 
 /**
- * One kind of workflow node, as one module: its node type (added to `WorkflowNodeTypes` in workflow-types.ts by
- * module augmentation), its load-time checks, whether a stateless skill may hold it, and its executor. The
- * registry (node-registry.ts) lists every kind, one line each; the loader, the engine and the driver read it.
- * Its JSON Schema fragment lives in schemas/workflow.schema.json (the published schema editors use), which a
- * unit test keeps in step with the registry.
+ * One kind of workflow node, as one folder (or module): everything about the kind is here, and the registry
+ * (node-registry.ts) lists every kind, one line each. The loader, the engine, the supervisor, the host's routes
+ * and the console read the registry and never name a kind. Its node type is added to `WorkflowNodeTypes` in
+ * workflow-types.ts; its JSON Schema fragment lives in schemas/workflow.schema.json (the published schema editors
+ * use, kept in step with the registry by a unit test), or, for a kind registered from outside src, in `schema`.
  */
-export interface NodeKind<N extends WorkflowNode> {
-  /** May a stateless skill (`stateless: true`: runs at once, stores nothing) hold this kind? Default no. */
-  stateless?: boolean;
+export interface NodeKind<N extends WorkflowNode = WorkflowNode> {
+  /** The schema of its nodes (`kind` a const), for a kind the published schema does not hold; the validator adds it. */
+  schema?: Record<string, unknown>;
+  /** How a stateless skill (`stateless: true`: runs at once, stores nothing) runs it; without it such skills may not hold the kind. */
+  stateless?: StatelessNodeRunner<N>;
+  /** Checks that need no valid definition (run even when the schema fails, so one run shows them too): the problem, or undefined. */
+  precheck?(node: Readonly<Record<string, unknown>>, context: NodeCheckContext): string | undefined;
+  /**
+   * Before the schema: the node with its `${NAME}` references expanded (`node`, stored) and the form the schema
+   * sees (`forValidation`); problems (naming the node) go to `problems`. Undefined: the node as written.
+   */
+  expand?(node: Readonly<Record<string, unknown>>, context: NodeExpandContext, problems: string[]): { node: unknown; forValidation: unknown } | undefined;
   /** What the schema cannot say, checked when a definition is loaded: the problem (it names the node), or undefined. */
   check?(node: N, context: NodeCheckContext): string | undefined;
+  /** What a running task at this node does next (pure). Default `{ type: "run", node }`: the executor decides. */
+  decide?(node: N, context: TaskContext): Step;
+  /** How the node reads a reply to the interrupt it raised; a kind without one accepts no replies. */
+  reply?: NodeReplyReader<N>;
+  /** The services its executor and routes need, built once from the host's (core.ts). */
+  createServices?(deps: NodeHostDeps): NodeServiceParts;
+  /** HTTP routes the kind serves (e.g. a2a.invoke's peer callback receiver), from its services. */
+  routes?(services: NodeServices): NodeRoute[];
   /** Builds the kind's executor from what the host provides. */
   executor(runtime: NodeRuntime, services: NodeServices): NodeExecutor<N>;
+  /** How the console shows it. */
+  view?: NodeView<N>;
+}
+
+/** One node of a stateless skill, run at once in this process (engine/stateless-skill.ts drives the loop). */
+export interface StatelessNodeRunner<N extends WorkflowNode> {
+  /** Where the run goes next and what the node produced, or why the skill fails. */
+  run(node: N, run: StatelessRun): Promise<{ next: string | null; result?: HandlerResult } | { failure: { code: string; message: string } }>;
+}
+
+/** What a stateless node sees: the message (nothing is stored), the run so far, the host's handlers. */
+export interface StatelessRun {
+  workflow: WorkflowDefinition;
+  message: Message;
+  runId: string;
+  tenant: string;
+  contextId: string;
+  input: { text: string; data: Record<string, unknown> };
+  outputs: Record<string, unknown>;
+  signal: AbortSignal;
+  handlers: Readonly<Record<string, TaskHandler>>;
+  reads: ConversationReads;
+  logger: Logger;
+  emitArtifactChunk(chunk: ArtifactChunk): Promise<void>;
 }
 
 /** What load-time checks see. */
@@ -27,14 +73,108 @@ export interface NodeCheckContext {
   peers: readonly string[];
 }
 
+/** What `expand` sees: the configured variables (only those: the names every definition may use are in `known`) and the named peers. */
+export interface NodeExpandContext {
+  variables: Readonly<Record<string, string | undefined>>;
+  /** Names any definition may reference, configured or not. */
+  known: readonly string[];
+  /** The named peers: name → card URL (or url). */
+  peers: Readonly<Record<string, string>>;
+}
+
+/** A reply to a node's interrupt, read by its kind. */
+export interface NodeReplyReader<N extends WorkflowNode> {
+  /** What the resume value does to the run; a value it cannot take is refused (invalidParams) with a clear message. */
+  interpret(args: { node: N; workflow: WorkflowDefinition; context: TaskContext; interrupt: PendingInterrupt; resumeValue: Record<string, unknown>; decision: { decidedBy: string; decidedAt: string } }): ReplyOutcome;
+  /** Its interrupts may be resolved by node id (POST /v1/runs/{runId}/interrupts/{nodeId}); else only by a reply message or token. */
+  byNodeId?: boolean;
+  /** The resume value of a text-only reply message; none: the reply needs a data part. */
+  fromText?(text: string, node: N, interrupt: PendingInterrupt): Record<string, unknown>;
+}
+
 /**
- * The host's services executors may use. A kind that needs one of its own adds it from its module by
- * augmentation, as http-node.ts adds `httpRunner`; the host (task-supervisor.ts) provides it.
+ * What the host hands kinds to build their services from. `host` carries the host's own pieces (configuration,
+ * clients, keys, the commit feed) as core.ts names them; a kind reads the ones it needs.
+ */
+export interface NodeHostDeps {
+  logger: Logger;
+  clock: () => Date;
+  /** Committed tasks, for readers (a receiver reading the task a push names). */
+  reads: Pick<TaskReadPort, "find" | "contextOf">;
+  /** Commits a node's progress under the task's lock (the supervisor's `commitNodeProgress`). */
+  progress: NodeProgressPort;
+  host: NodeHostServices;
+}
+
+/** The host's pieces kinds may use. Each kind that needs one adds it by augmentation from its folder; core.ts provides it. */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface NodeHostServices {}
+
+/**
+ * The services executors and routes may use. Each kind that needs one adds it from its folder by augmentation
+ * (a2a-invoke adds `peerInvoker`, http `httpRunner`) and builds it in its `createServices`.
  */
 export interface NodeServices {
   handlers: Record<string, TaskHandler>;
-  peerInvoker: A2AInvokeRunner;
 }
 
-/** One entry per node kind. */
-export type NodeKinds = { [K in WorkflowNode["kind"]]: NodeKind<Extract<WorkflowNode, { kind: K }>> };
+/** What a kind's `createServices` answers: its services, and what to close when the host stops. */
+export interface NodeServiceParts {
+  services: Partial<NodeServices>;
+  close?(): Promise<void>;
+}
+
+/** One HTTP route of a kind. The transport layer mounts it (transport/rest/node-kind-routes.ts). */
+export interface NodeRoute {
+  method: "POST" | "GET";
+  /** With `{name}` path parameters. */
+  path: string;
+  /** True: no API key (the route checks its own credential, e.g. a per-task token). */
+  public: boolean;
+  handle(request: NodeRouteRequest): Promise<NodeRouteAnswer>;
+}
+
+export interface NodeRouteRequest {
+  params: Readonly<Record<string, string>>;
+  /** Lower-case names. */
+  headers: Readonly<Record<string, string | undefined>>;
+  /** The raw body, as received. */
+  body: string;
+}
+
+export interface NodeRouteAnswer {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+/** Whom or what a waiting task waits for, as the console shows it. */
+export interface NodeWaiting {
+  kind: "approver" | "clarification" | "peer" | "timer" | "external";
+  label: string;
+  nodeId: string;
+  since?: string;
+  until?: string;
+}
+
+/** One edge of the console's graph from this node. */
+export interface NodeGraphEdge {
+  from: string;
+  to: string;
+  kind: "next" | "case" | "default" | "accept" | "refine" | "reject";
+  condition?: string;
+}
+
+/** How the console shows a kind's nodes. */
+export interface NodeView<N extends WorkflowNode> {
+  /** Its label when the definition sets no title (default: the node id). */
+  title?(node: N): string;
+  /** The graph's sub-label (default: the kind, and the id when a title is set). */
+  label?(node: N): string;
+  /** A node that calls another agent: the agent (scheme, host and port only). */
+  remote?(node: N): { agent: string; skillId?: string } | undefined;
+  /** Its outgoing edges (default: one `next` edge to `after`). `before`: the node before it. */
+  edges?(node: N, around: { after: string; before: string | undefined }): NodeGraphEdge[];
+  /** Whom a task at this node waits for, from its pending interrupt or its running state; undefined: the console's default. */
+  waitingFor?(node: N, context: TaskContext, status: string): NodeWaiting | undefined;
+}

@@ -1,7 +1,38 @@
 import { cursorOf, switchTarget } from "../message-route.js";
-import { incomingMessageOf, nodeAfter } from "../workflow-engine.js";
+import { incomingMessageOf, nodeAfter } from "../workflow-walk.js";
 import type { SwitchNode } from "../../workflows/workflow-types.js";
 import type { NodeExecutor, NodeRuntime } from "./node-executor.js";
+import type { NodeGraphEdge, NodeKind } from "./node-kind.js";
+
+/** The kind, for the registry: routes at once (a stateless skill may hold it); its cases are the graph's edges. */
+export const switchNodeKind: NodeKind<SwitchNode> = {
+  stateless: {
+    async run(node, { workflow, message }) {
+      const { target } = switchTarget(node, message);
+      return { next: target === undefined ? nodeAfter(workflow, node.id) : cursorOf(target) };
+    },
+  },
+  decide: (node) => ({ type: "route", node }),
+  executor: (runtime) => switchNodeExecutor(runtime),
+  view: {
+    edges: (node, { after }): NodeGraphEdge[] => [
+      ...node.cases.map((c): NodeGraphEdge => ({ from: node.id, to: c.goto, kind: "case", condition: conditionText(c.when as Record<string, unknown>) })),
+      { from: node.id, to: node.default ?? after, kind: "default", condition: "default" },
+    ],
+  },
+};
+
+/** A case's condition in words, for the graph's edge label. */
+function conditionText(when: Record<string, unknown>): string {
+  const words: string[] = [];
+  for (const [key, value] of Object.entries(when)) {
+    if (key === "messageIdPrefix") words.push(`messageId ^${String(value)}`);
+    else if (key === "textContains") words.push(`text ∋ "${String(value)}"`);
+    else if (key === "textMatches") words.push(`text ~ /${String(value)}/`);
+    else if (value && typeof value === "object") words.push(...Object.entries(value).map(([path, v]) => `${key}.${path} = ${JSON.stringify(v)}`));
+  }
+  return words.join(" & ") || "always";
+}
 
 /** `switch` nodes: route on the incoming message; the chosen case is the node's output (no effect to run). */
 export function switchNodeExecutor(runtime: NodeRuntime): NodeExecutor<SwitchNode> {

@@ -4,10 +4,54 @@ import type { TaskContext } from "../../machine/task-context.js";
 import { ShutdownSignal } from "../in-flight-work.js";
 import { withConversation, type HandlerContextBase } from "../handler-conversation.js";
 import { callerFailure, type CallerFailure } from "../handler-failure.js";
-import { feedbackFor, idempotencyKeyOf, incomingMessageOf, runInputOf } from "../workflow-engine.js";
+import { didYouMean } from "../../domain/closest-name.js";
+import { idempotencyKeyOf, incomingMessageOf, nodeAfter, runInputOf } from "../workflow-walk.js";
+import { feedbackFor } from "./gates/approval-node.js";
 import { HandlerError, type HandlerResult, type TaskHandler, type TaskNode, type WorkflowDefinition } from "../../workflows/workflow-types.js";
 import { chunkEmitter } from "./artifact-chunks.js";
 import { failureMessage, stageNodeCompleted, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "./node-executor.js";
+import type { NodeCheckContext, NodeKind, StatelessRun } from "./node-kind.js";
+
+/** The kind, for the registry: its handler must be registered (checked even when the schema fails), stateless use allowed. */
+export const taskNodeKind: NodeKind<TaskNode> = {
+  stateless: { run: runStatelessTask },
+  precheck: taskHandlerProblem,
+  decide: (node) => ({ type: "run-task", node }),
+  executor: (runtime, services) => taskNodeExecutor(runtime, services.handlers),
+};
+
+/** A stateless skill's task node: its handler runs at once; nothing is stored. */
+async function runStatelessTask(node: TaskNode, run: StatelessRun): Promise<{ next: string | null; result: HandlerResult } | { failure: CallerFailure }> {
+  const handler = run.handlers[node.handler];
+  try {
+    if (!handler) throw new HandlerError("handler_missing", `no handler named "${node.handler}" is registered`);
+    const base: HandlerContextBase = {
+      taskId: run.runId,
+      runId: run.runId,
+      nodeId: node.id,
+      idempotencyKey: `${run.runId}:${node.id}`,
+      attempt: 1,
+      params: node.params ?? {},
+      input: run.input,
+      outputs: run.outputs,
+      feedback: [],
+      signal: run.signal,
+      emitArtifactChunk: run.emitArtifactChunk,
+    };
+    const result = await handler(withConversation(base, run.reads, { tenant: run.tenant, contextId: run.contextId, message: run.message }));
+    return { next: nodeAfter(run.workflow, node.id), result };
+  } catch (err) {
+    return { failure: callerFailure(err, run.logger, { skillId: run.workflow.id, nodeId: node.id }, `handler "${node.handler}"`) };
+  }
+}
+
+/** A handler name no handler is registered under, with the likely typo and the known names. */
+function taskHandlerProblem(node: Readonly<Record<string, unknown>>, context: NodeCheckContext): string | undefined {
+  const handler = node["handler"];
+  if (typeof handler !== "string" || Object.hasOwn(context.handlers, handler)) return undefined;
+  const known = Object.keys(context.handlers).sort();
+  return `node "${String(node["id"])}": no handler named "${handler}"${didYouMean(handler, known)} (register it as a handler: startHost's handlers or HANDLERS_MODULE; known: ${known.join(", ") || "none"})`;
+}
 
 /**
  * `task` nodes: stage node.started, run the named handler outside the lock, then stage its result. A

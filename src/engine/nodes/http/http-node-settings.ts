@@ -1,6 +1,6 @@
-import { EnvReader, type Env } from "../../domain/env-settings.js";
-import { privateServiceEntryProblem } from "../../peer/peer-http-client.js";
-import type { A2APeerSettings } from "../../peer/peer-settings.js";
+import { EnvReader, type Env } from "../../../domain/env-settings.js";
+import { privateServiceEntryProblem } from "../../../peer/peer-http-client.js";
+import type { A2APeerSettings } from "../../../peer/peer-settings.js";
 
 /** The egress guard's policy (egress/egress-guard.ts), as the peer layer passes it on. */
 type EgressPolicy = A2APeerSettings["egress"];

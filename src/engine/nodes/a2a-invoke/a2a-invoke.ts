@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
-import type { Artifact, Message, Part } from "../../domain/a2a-types.js";
-import { DomainError, invalidParams } from "../../domain/errors.js";
-import { isA2ATaskState, isInterruptedA2AState, isTerminalA2AState } from "../../domain/run-status.js";
-import type { PendingInterrupt, RunError, TaskContext } from "../../machine/task-context.js";
-import type { PeerStreamEvent, PeerTask } from "../../peer/peer-types.js";
-import type { A2AInvokeNode, WorkflowDefinition } from "../../workflows/workflow-types.js";
+import type { Artifact, Message, Part } from "../../../domain/a2a-types.js";
+import { DomainError, invalidParams } from "../../../domain/errors.js";
+import { isA2ATaskState, isInterruptedA2AState, isTerminalA2AState } from "../../../domain/run-status.js";
+import type { PendingInterrupt, RunError, TaskContext } from "../../../machine/task-context.js";
+import type { PeerStreamEvent, PeerTask } from "../../../peer/peer-types.js";
+import type { A2AInvokeNode, WorkflowDefinition } from "../../../workflows/workflow-types.js";
 
 /**
  * The pure half of the `a2a.invoke` node (the host as an A2A client): how a peer's task projects onto our
@@ -32,7 +32,7 @@ export const UNTRUSTED = "untrusted";
 /** The id of the single question a peer interrupt asks: a text reply answers it. */
 export const PEER_REPLY_QUESTION_ID = "reply";
 
-export type { PeerReply, PeerTask } from "../../peer/peer-types.js";
+export type { PeerReply, PeerTask } from "../../../peer/peer-types.js";
 
 /**
  * What an a2a.invoke node records in `nodeProgress` (and so in `node.progress` log events) as soon as the

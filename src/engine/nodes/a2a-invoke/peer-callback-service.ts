@@ -1,16 +1,16 @@
-import type { Logger } from "../observability/logger.js";
-import type { PeerCallbackKey } from "../peer/peer-callbacks.js";
-import type { PeerJwks } from "../peer/peer-jwks.js";
-import type { PeerConfig } from "../peer/peer-config.js";
-import { PeerCallError } from "../peer/peer-http-client.js";
-import { decodePeerPush } from "../peer/peer-push-body.js";
-import { PeerPushTrust } from "../peer/peer-push-trust.js";
-import type { PeerVersions } from "../peer/peer-version.js";
-import type { TaskReadPort } from "../store/task-read-port.js";
-import { isInterruptedPeerState, isNewPeerStatus, isTerminalPeerState, peerProgressOf, type PeerProgress } from "./nodes/a2a-invoke.js";
-import type { PeerNewsBoard } from "./nodes/a2a-invoke-news.js";
-import type { TaskSupervisor } from "./task-supervisor.js";
-import { idempotencyKeyOf } from "./workflow-engine.js";
+import type { Logger } from "../../../observability/logger.js";
+import type { PeerCallbackKey } from "../../../peer/peer-callbacks.js";
+import type { PeerJwks } from "../../../peer/peer-jwks.js";
+import type { PeerConfig } from "../../../peer/peer-config.js";
+import { PeerCallError } from "../../../peer/peer-http-client.js";
+import { decodePeerPush } from "../../../peer/peer-push-body.js";
+import { PeerPushTrust } from "../../../peer/peer-push-trust.js";
+import type { PeerVersions } from "../../../peer/peer-version.js";
+import type { TaskReadPort } from "../../../store/task-read-port.js";
+import { isInterruptedPeerState, isNewPeerStatus, isTerminalPeerState, peerProgressOf, type PeerProgress } from "./a2a-invoke.js";
+import type { PeerNewsBoard } from "./a2a-invoke-news.js";
+import type { NodeProgressPort } from "../node-executor.js";
+import { idempotencyKeyOf } from "../../workflow-walk.js";
 
 /** One push as the route hands it over: our task id from the path, the headers (lower-case names), the raw body. */
 export interface PeerCallbackRequest {
@@ -60,7 +60,7 @@ export class PeerCallbackService {
 
   constructor(
     private readonly options: {
-      supervisor: Pick<TaskSupervisor, "commitPeerProgress">;
+      progress: NodeProgressPort;
       reads: Pick<TaskReadPort, "find" | "contextOf">;
       key: PeerCallbackKey;
       peers: ReadonlyMap<string, PeerConfig>;
@@ -133,7 +133,7 @@ export class PeerCallbackService {
     if (trust.verdict === "unsigned") return this.wake(taskId, visit, claim, log);
     if (this.trust.isReplay(trust.proof)) return answer(200, "duplicate");
     const at = this.now().toISOString();
-    const outcome = await this.options.supervisor.commitPeerProgress(taskId, (ctx, running) => {
+    const outcome = await this.options.progress.commitNodeProgress(taskId, (ctx, running) => {
       if (!running(visit.nodeId)) return { answer: "moved-on" as const };
       const stored = peerProgressOf(ctx, visit.nodeId, visit.progress.key);
       if (!stored) return { answer: "moved-on" as const };
@@ -171,7 +171,7 @@ export class PeerCallbackService {
       return answer(200, "woken");
     }
     // The node waits on another instance (or on none): a wake mark for the commit feed, no peer state.
-    const outcome = await this.options.supervisor.commitPeerProgress(taskId, (ctx, running) => {
+    const outcome = await this.options.progress.commitNodeProgress(taskId, (ctx, running) => {
       const stored = running(visit.nodeId) ? peerProgressOf(ctx, visit.nodeId, visit.progress.key) : undefined;
       if (!stored) return { answer: "moved-on" as const };
       return { commit: { nodeId: visit.nodeId, progress: { ...stored, pushedAt: at } as unknown as Record<string, unknown> }, answer: "woken" as const };

@@ -1,4 +1,4 @@
-import type { PeerTask } from "../../peer/peer-types.js";
+import type { PeerTask } from "../../../peer/peer-types.js";
 
 /**
  * What wakes a waiting `a2a.invoke` node before its (backstop) poll is due:

@@ -17,30 +17,44 @@
  * call runs at least once, and a re-run after a crash sends the same idempotency key (also the `Idempotency-Key`
  * header), so the service can deduplicate.
  */
-import { CONNECTION_HEADERS } from "../../domain/http-headers.js";
-import { isObject } from "../../domain/json-shape.js";
-import type { Part } from "../../domain/a2a-types.js";
-import { decideRetry, retryAfterMs, type RetryPolicy } from "../../domain/retry-policy.js";
-import type { TaskContext } from "../../machine/task-context.js";
-import { EgressCallError, type EgressHttpClient } from "../../egress/egress-http-client.js";
-import { abortableSleep } from "../../domain/abortable-sleep.js";
-import { opaqueFailure } from "../handler-failure.js";
-import { ShutdownSignal } from "../in-flight-work.js";
-import { feedbackFor, idempotencyKeyOf, incomingMessageOf, runInputOf } from "../workflow-engine.js";
-import { HandlerError, type HandlerArtifact, type HandlerResult, type HttpNode, type WorkflowDefinition } from "../../workflows/workflow-types.js";
-import { VARIABLE_REFERENCE } from "../../workflows/workflow-variables.js";
+import { CONNECTION_HEADERS } from "../../../domain/http-headers.js";
+import { isObject } from "../../../domain/json-shape.js";
+import type { Part } from "../../../domain/a2a-types.js";
+import { decideRetry, retryAfterMs, type RetryPolicy } from "../../../domain/retry-policy.js";
+import type { TaskContext } from "../../../machine/task-context.js";
+import { EgressCallError, type EgressHttpClient } from "../../../egress/egress-http-client.js";
+import { abortableSleep } from "../../../domain/abortable-sleep.js";
+import { originOf as originOfUrl } from "../../../domain/url-origin.js";
+import { opaqueFailure } from "../../handler-failure.js";
+import { ShutdownSignal } from "../../in-flight-work.js";
+import { idempotencyKeyOf, incomingMessageOf, runInputOf } from "../../workflow-walk.js";
+import { feedbackFor } from "../gates/approval-node.js";
+import { HandlerError, type HandlerArtifact, type HandlerResult, type HttpNode, type WorkflowDefinition } from "../../../workflows/workflow-types.js";
+import { VARIABLE_REFERENCE } from "../../../workflows/workflow-variables.js";
 import type { HttpNodeSettings } from "./http-node-settings.js";
-import { failureMessage, stageNodeCompleted, stillRunning, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "./node-executor.js";
-import type { NodeKind } from "./node-kind.js";
+import { failureMessage, stageNodeCompleted, stillRunning, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "../node-executor.js";
+import type { NodeKind } from "../node-kind.js";
 
 /** The kind, for the registry (node-registry.ts): checks at load, no stateless use, the executor. */
 export const httpNodeKind: NodeKind<HttpNode> = {
   check: (node, { variables }) => httpNodeProblem(node, variables),
+  createServices: (deps) => ({ services: { httpRunner: deps.host.httpNode ? new HttpNodeRunner(deps.host.httpNode.client, deps.host.httpNode.settings, deps.host.httpNode.variables) : new HttpNodeRunner(undefined, UNCONFIGURED) } }),
   executor: (runtime, services) => httpNodeExecutor(runtime, services.httpRunner),
+  view: {
+    title: (node) => `http ${node.method ?? "POST"} ${originOfUrl(node.url)}`,
+    // Its method and the service's host (never the path or query: they may hold secrets).
+    label: (node) => `${node.method ?? "POST"} ${originOfUrl(node.url).replace(/^[a-z][a-z0-9+.-]*:\/\//i, "")}`,
+  },
 };
 
-// Its runner joins the executors' services from here (its node type is public: workflows/workflow-types.ts).
-declare module "./node-kind.js" {
+/** A runner without a client: its nodes fail with `http_node_unavailable`. */
+const UNCONFIGURED = { timeoutMs: 30_000, maxAttempts: 1, retryBaseMs: 1, retryMaxMs: 1 };
+
+// What it needs from the host (core.ts builds the egress client) and the runner it adds to the executors' services.
+declare module "../node-kind.js" {
+  interface NodeHostServices {
+    httpNode?: { client: EgressHttpClient; settings: HttpNodeSettings; variables: Readonly<Record<string, string | undefined>> };
+  }
   interface NodeServices {
     httpRunner: HttpNodeRunner;
   }

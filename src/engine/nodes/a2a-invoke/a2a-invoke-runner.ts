@@ -1,13 +1,13 @@
-import type { Artifact, Message } from "../../domain/a2a-types.js";
-import { decideRetry, type RetryPolicy } from "../../domain/retry-policy.js";
-import type { RunError, TaskContext } from "../../machine/task-context.js";
-import type { Logger } from "../../observability/logger.js";
-import type { A2APeerClient, PeerCapabilities, PeerTarget } from "../../peer/a2a-peer-client.js";
-import { shownEndpoint } from "../../peer/peer-endpoint.js";
-import { PeerCallError } from "../../peer/peer-http-client.js";
-import type { A2AInvokeSettings } from "../../peer/peer-settings.js";
-import type { PeerPushRequest, PeerTask } from "../../peer/peer-types.js";
-import { peerCallbackUrl, type PeerCallbackKey } from "../../peer/peer-callbacks.js";
+import type { Artifact, Message } from "../../../domain/a2a-types.js";
+import { decideRetry, type RetryPolicy } from "../../../domain/retry-policy.js";
+import type { RunError, TaskContext } from "../../../machine/task-context.js";
+import type { Logger } from "../../../observability/logger.js";
+import type { A2APeerClient, PeerCapabilities, PeerTarget } from "../../../peer/a2a-peer-client.js";
+import { shownEndpoint } from "../../../peer/peer-endpoint.js";
+import { PeerCallError } from "../../../peer/peer-http-client.js";
+import type { A2AInvokeSettings } from "../../../peer/peer-settings.js";
+import type { PeerPushRequest, PeerTask } from "../../../peer/peer-types.js";
+import { peerCallbackUrl, type PeerCallbackKey } from "../../../peer/peer-callbacks.js";
 import { PeerNewsBoard, type PeerNewsWatch } from "./a2a-invoke-news.js";
 import {
   EXTERNAL_CALL_FAILED,
@@ -25,10 +25,10 @@ import {
   withPeerStatus,
   type PeerProgress,
 } from "./a2a-invoke.js";
-import { unexpandedVariables } from "../../workflows/workflow-variables.js";
-import { idempotencyKeyOf, runInputOf } from "../workflow-engine.js";
-import type { A2AInvokeNode } from "../../workflows/workflow-types.js";
-import { abortableSleep } from "../../domain/abortable-sleep.js";
+import { unexpandedVariables } from "../../../workflows/workflow-variables.js";
+import { idempotencyKeyOf, runInputOf } from "../../workflow-walk.js";
+import type { A2AInvokeNode } from "../../../workflows/workflow-types.js";
+import { abortableSleep } from "../../../domain/abortable-sleep.js";
 
 /** Peer calls retry transport errors with ±20 % jitter around the exponential delay. */
 const PEER_JITTER = { min: 0.8, max: 1.2 } as const;
