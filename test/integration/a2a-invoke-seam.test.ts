@@ -269,3 +269,19 @@ describe("the invoke seam against a peer shaped like the OpenWOP suite's (tasks 
     expect(sdkPeer.requests.map((r) => r.method)).toContain("CancelTask");
   });
 });
+
+describe("the invoke seam on a host without the conformance fixtures", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ BUILTIN_WORKFLOWS: "demo", A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS: "true" });
+  });
+  afterAll(() => t?.close());
+
+  it("says which setting it needs, in the flat envelope and not as a 404 (which the suite reads as no seam)", async () => {
+    const res = await openwopClient(t.baseUrl).call("POST", INVOKE, { peerUrl: "http://127.0.0.1:9/" });
+    expect(res.status).toBe(400);
+    expect(Object.keys(res.body).filter((k) => k !== "details")).toEqual(["error", "message"]);
+    expect(res.body.error).toBe("unsupported_operation");
+    expect(res.body.message).toContain("BUILTIN_WORKFLOWS");
+  });
+});

@@ -1,6 +1,6 @@
 import { pinnedVersionOf, type PeerInvokeReport, type PeerInvokeRequest } from "../../a2a/peer-invoke-probe.js";
 import type { CallContext } from "../../auth/call-context.js";
-import { invalidParams } from "../../domain/errors.js";
+import { DomainError, invalidParams } from "../../domain/errors.js";
 import { optionalBoolean, optionalString, requiredString } from "../../domain/json-shape.js";
 import type { RunService } from "../../runs/run-service.js";
 import type { RunSnapshot } from "../../runs/run-snapshot.js";
@@ -56,7 +56,13 @@ export function addInvokeSeamRoute(router: HttpRouter, options: InvokeSeamOption
     // A version we do not speak is refused before anything runs.
     pinnedVersionOf(request);
 
-    const taskId = await options.startGatedRun(ctx);
+    const taskId = await options.startGatedRun(ctx).catch((err: unknown) => {
+      // Not a 404: the suite reads a 404 as "no seam here", and this one is here but cannot run.
+      if (err instanceof DomainError && err.code === "not-found") {
+        throw new DomainError("unsupported-operation", `the invoke seam runs the conformance-approval fixture, which is not loaded: set BUILTIN_WORKFLOWS to include conformance (e.g. demo,conformance)`, {});
+      }
+      throw err;
+    });
     try {
       const before = gateOf(await runs.snapshot(taskId, ctx));
       const scopesBefore = JSON.stringify(ctx.principal.scopes);
