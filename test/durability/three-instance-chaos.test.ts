@@ -249,16 +249,20 @@ describe("three instances on one database, under SIGKILL chaos", () => {
         const runs = effects.filter((e) => e.taskId === task.taskId && e.nodeId === nodeId).sort((a, b) => a.attempt - b.attempt);
         if (runs.length < 1) problems.push(`${label}: node ${nodeId} never ran`);
         // Each re-run follows a failover of the runner before it: killed, or stalled past its lease and fenced
-        // (a CPU-starved process; it may even take the lease back later). Only stalls explain a third run.
+        // (a CPU-starved process; it may even take the lease back later). A kill explains one re-run only: a third
+        // run needs a second victim (the runner that took over was killed too: recovery slower than the spacing of
+        // the kills, on a loaded machine) or a stall; the same victim twice is a problem.
         let stalls = 0;
+        const victims = new Set<string>();
         for (const [k, run] of runs.slice(0, -1).entries()) {
           if (run.idempotencyKey !== runs[k + 1]!.idempotencyKey) problems.push(`${label}: node ${nodeId} re-ran with another idempotency key: ${JSON.stringify(runs)}`);
-          if (cluster.killed.has(run.instanceId)) afterKill++;
-          else if (await waitFor(() => cluster.leasesLost(run.instanceId).has(task.taskId), 10_000).catch(() => false)) stalls++;
+          if (cluster.killed.has(run.instanceId) && !victims.has(run.instanceId)) {
+            victims.add(run.instanceId);
+            afterKill++;
+          } else if (await waitFor(() => cluster.leasesLost(run.instanceId).has(task.taskId), 10_000).catch(() => false)) stalls++;
           else problems.push(`${label}: node ${nodeId} re-ran, but ${run.instanceId} (run ${k + 1}) was neither killed nor lost its lease: ${JSON.stringify(runs)}; log ${JSON.stringify(log.map((e) => [e.sequence, e.type, e.nodeId, (e as { timestamp?: string }).timestamp]))}`);
         }
         afterStall += stalls;
-        if (runs.length > 2 && stalls === 0) problems.push(`${label}: node ${nodeId} ran ${runs.length} times across kills alone`);
       }
       // Push: every pushable state of the log arrived, each event at least once, in order (first arrivals).
       if (task.pushPath) {
