@@ -32,7 +32,7 @@ import { createPeerHttpClient } from "./peer/peer-http-client.js";
 import { HttpNodeRunner } from "./engine/nodes/http-node.js";
 import { workflowVariableValues } from "./engine/nodes/http-node-settings.js";
 import { negotiateA2AVersion } from "./a2a/protocol-version.js";
-import { peerVersions, pushBody } from "./a2a/versions.js";
+import { peerVersions, pushBody, servedVersions } from "./a2a/versions.js";
 import type { Resolver } from "./egress/egress-guard.js";
 import { createPushNotifications, type PushNotifications } from "./push/push-notifications.js";
 import { RunEventFeed } from "./runs/run-event-feed.js";
@@ -205,6 +205,8 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     ...(identity.documentationUrl ? { documentationUrl: identity.documentationUrl } : {}),
     ...(identity.iconUrl ? { iconUrl: identity.iconUrl } : {}),
     interfaces,
+    // A2A_DRAFT_VERSIONS: the drafts' interfaces beside the released ones.
+    protocolVersions: servedVersions(config.a2aDraftVersions),
     streaming: true,
     pushNotifications: push.enabled,
   });
@@ -220,6 +222,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     card,
     blockingTimeoutMs: config.blockingTimeoutMs,
     storeTimeoutMs: config.storeTimeoutMs,
+    longPollMaxMs: config.a2aLongPollMaxMs,
     sizeLimits: store.limits ?? DEFAULT_TASK_SIZE_LIMITS,
     maxInputDepth: config.maxInputDepth,
     push: push.configs,

@@ -17,7 +17,8 @@ export function serveAgentCard(req: HttpRequest, res: HttpResponse, card: AgentC
   const vary = { vary: "A2A-Version" };
   let version: A2AVersion;
   try {
-    version = requestedA2AVersion(req.headers, req.url) === undefined ? bareVersion : a2aVersionOf(req);
+    // The versions the card's interfaces declare are the ones served (drafts included when switched on).
+    version = requestedA2AVersion(req.headers, req.url) === undefined ? bareVersion : a2aVersionOf(req, cardVersions(card));
   } catch (err) {
     sendA2ARestError(res, PREFERRED_A2A_VERSION, err, { ...vary, "content-type": "application/json" });
     return;
@@ -35,4 +36,8 @@ export function a2aVersionFields(card: AgentCard): { protocolVersions: string[];
   // Newest first; 0.3 is served for the legacy window (OpenWOP RFC 0152).
   const profiles = [...protocolVersions].reverse().map((v) => versionModule(v).card.profile);
   return { protocolVersions, preferredVersion, profiles };
+}
+
+function cardVersions(card: AgentCard): A2AVersion[] {
+  return [...new Set(card.supportedInterfaces.map((i) => i.protocolVersion))];
 }
