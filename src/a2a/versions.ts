@@ -9,8 +9,8 @@ import type { A2AVersionModule, VersionBindings, VersionDeps } from "./version-m
 /**
  * The registry of served A2A versions: one line per version folder. The JSON-RPC endpoint, the Connect
  * handler, the HTTP+JSON router, the agent card and the push worker read a version's parts from here and
- * nowhere else. Adding a version: its folder (the same file set as v10/), its id in `A2A_VERSIONS`, and a
- * line here.
+ * nowhere else. Adding a version: its folder (the same file set as v10/), its id in `A2A_VERSIONS` (a draft's
+ * in `A2A_DRAFT_VERSIONS`), and a line here (docs/architecture.md "How to add …").
  */
 const REGISTRY: Record<A2AVersion, A2AVersionModule> = {
   "0.3": v03,
