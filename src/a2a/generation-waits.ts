@@ -10,6 +10,7 @@ export function generationPassed(record: TaskRecord, after: number): boolean {
 interface SharedWait {
   /** Ends the observer's wait once no caller is left. */
   stop: AbortController;
+  closed: boolean;
   callers: number;
   result: Promise<TaskRecord>;
 }
@@ -23,19 +24,21 @@ interface SharedWait {
 export class GenerationWaits {
   private readonly shared = new Map<string, SharedWait>();
   private callers = 0;
+  /** Observer waits open now (each holds a hook and a feed listener). */
+  private open = 0;
 
   constructor(private readonly observer: TaskObserver, private readonly maxWaitMs: number) {}
 
   /** Callers waiting now, and the observer waits they share. */
   get waiting(): { callers: number; waits: number } {
-    return { callers: this.callers, waits: this.shared.size };
+    return { callers: this.callers, waits: this.open };
   }
 
   /** The task's record once its generation passed `after`; undefined at `timeoutMs` or when `signal` aborts. */
   async wait(start: TaskRecord, after: number, timeoutMs: number, signal?: AbortSignal): Promise<TaskRecord | undefined> {
     if (signal?.aborted) return undefined;
     const key = `${start.tenant}\u0000${start.taskId}\u0000${after}`;
-    const entry = this.shared.get(key) ?? this.open(key, start, after);
+    const entry = this.shared.get(key) ?? this.start(key, start, after);
     entry.callers++;
     this.callers++;
     let timer: NodeJS.Timeout | undefined;
@@ -56,10 +59,11 @@ export class GenerationWaits {
     }
   }
 
-  private open(key: string, start: TaskRecord, after: number): SharedWait {
+  private start(key: string, start: TaskRecord, after: number): SharedWait {
     const stop = new AbortController();
+    this.open++;
     const result = this.observer.waitUntil({ taskId: start.taskId, tenant: start.tenant, start, until: (r) => generationPassed(r, after), timeoutMs: this.maxWaitMs, signal: stop.signal });
-    const entry: SharedWait = { stop, callers: 0, result };
+    const entry: SharedWait = { stop, closed: false, callers: 0, result };
     // Settled (passed, at the cap, or failed): later callers start a new wait. A failure reaches the callers waiting.
     result.then(
       () => this.close(key, entry),
@@ -71,6 +75,9 @@ export class GenerationWaits {
 
   private close(key: string, entry: SharedWait): void {
     if (this.shared.get(key) === entry) this.shared.delete(key);
+    if (entry.closed) return;
+    entry.closed = true;
+    this.open--;
     entry.stop.abort();
   }
 }

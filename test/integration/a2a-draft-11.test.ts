@@ -8,6 +8,8 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DEV_PRINCIPAL } from "../../src/auth/dev-authenticator.js";
 import { A2AService as V11Service, Role } from "../../src/gen/lf/a2a/v1/draft11/a2a_pb.js";
+import type { TaskRecord } from "../../src/domain/task-record.js";
+import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
 import { readSse } from "../support/sse.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
@@ -38,10 +40,38 @@ async function gate(t: TestApp): Promise<{ id: string; generation: number }> {
   return { id: task["id"], generation: Number(task["generation"]) };
 }
 
+/**
+ * The real in-memory store, with one addition for the race: once armed for a task, its next `count` reads of
+ * that task are answered together, when the last of them arrives, so that many callers hold the same record
+ * before any of them writes (the interleaving two approvers get when their requests arrive together).
+ */
+class ReadBarrierStore extends MemoryTaskStore {
+  private barrier: { taskId: string; count: number; arrived: Array<() => void> } | undefined;
+
+  arm(taskId: string, count: number): void {
+    this.barrier = { taskId, count, arrived: [] };
+  }
+
+  override async get(taskId: string): Promise<TaskRecord | null> {
+    const record = await super.get(taskId);
+    const barrier = this.barrier;
+    if (barrier?.taskId === taskId) {
+      await new Promise<void>((resolve) => {
+        barrier.arrived.push(resolve);
+        if (barrier.arrived.length < barrier.count) return;
+        this.barrier = undefined;
+        for (const release of barrier.arrived) release();
+      });
+    }
+    return record;
+  }
+}
+
 describe("A2A 1.1 draft switched on (A2A_DRAFT_VERSIONS=1.1)", () => {
   let t: TestApp;
+  const store = new ReadBarrierStore();
   beforeAll(async () => {
-    t = await startTestApp({ A2A_DRAFT_VERSIONS: "1.1", A2A_LONG_POLL_MAX_MS: "20000" });
+    t = await startTestApp({ A2A_DRAFT_VERSIONS: "1.1", A2A_LONG_POLL_MAX_MS: "20000", PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true" }, store);
   });
   afterAll(async () => {
     await t?.close();
@@ -86,6 +116,16 @@ describe("A2A 1.1 draft switched on (A2A_DRAFT_VERSIONS=1.1)", () => {
     expect(JSON.stringify(v10)).not.toContain("generation");
     const v03 = (await rpc(t, "tasks/get", { id: task["id"] }, {}))["result"] as Obj;
     expect(JSON.stringify(v03)).not.toContain("generation");
+    // 0.3 and 1.0 streams share the update objects the 1.1 stream reads its generations from: none on their wire.
+    for (const [method, headers, message] of [
+      ["message/stream", {}, { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "s" }], metadata: { skillId: "streaming-artifact" } }],
+      ["SendStreamingMessage", { "A2A-Version": "1.0" }, msg("s", "streaming-artifact")],
+    ] as const) {
+      const stream = await fetch(`${t.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: { message } }) });
+      const text = JSON.stringify((await readSse(stream)).map((f) => f.data));
+      expect(text, method).toContain("artifact");
+      expect(text, method).not.toContain("generation");
+    }
   });
 
   it("HTTP+JSON: generation on GET /tasks/{id}; a non-numeric or negative currentGeneration is invalid params (400)", async () => {
@@ -118,13 +158,16 @@ describe("A2A 1.1 draft switched on (A2A_DRAFT_VERSIONS=1.1)", () => {
     const task = await client.getTask({ id }, { headers });
     expect(task.generation).toBe(BigInt(generation));
     const reply = { messageId: randomUUID(), taskId: id, role: Role.USER, parts: [{ content: { case: "text" as const, value: "accept" } }] };
-    const refused = await client.sendMessage({ message: reply, configuration: { ifGenerationMatch: BigInt(generation + 5) } }, { headers }).catch((e: unknown) => e);
+    // With a push config: a mismatch registers nothing either.
+    const push = { taskId: "", id: "draft-hook", url: "http://127.0.0.1:9/hook", token: "", tenant: "" };
+    const refused = await client.sendMessage({ message: reply, configuration: { ifGenerationMatch: BigInt(generation + 5), taskPushNotificationConfig: push } }, { headers }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ConnectError);
     expect((refused as ConnectError).code).toBe(Code.Aborted);
     expect((refused as ConnectError).rawMessage).toContain("generation");
     const after = await client.getTask({ id }, { headers });
     expect(after.generation).toBe(BigInt(generation));
     expect(after.history.some((m) => m.messageId === reply.messageId)).toBe(false);
+    expect((await client.listTaskPushNotificationConfigs({ taskId: id }, { headers })).configs).toEqual([]);
     // The matching generation is accepted: the gate is passed, the generation moves on.
     const passed = await client.sendMessage({ message: { ...reply, messageId: randomUUID() }, configuration: { ifGenerationMatch: BigInt(generation) } }, { headers });
     expect(passed.payload.case === "task" && passed.payload.value.generation > BigInt(generation)).toBe(true);
@@ -135,6 +178,8 @@ describe("A2A 1.1 draft switched on (A2A_DRAFT_VERSIONS=1.1)", () => {
   it("ifGenerationMatch: two approvers racing on one gate, exactly one wins; the loser gets -32010 and nothing of its reply is kept", async () => {
     const { id, generation } = await gate(t);
     const [a, b] = [approve(id, "accept"), approve(id, "reject")];
+    // Both approvers read the task (at `generation`) before either writes: only the check under the task's lock can stop the second.
+    store.arm(id, 2);
     const answers = await Promise.all([a, b].map((message) => rpc(t, "SendMessage", { message, configuration: { ifGenerationMatch: String(generation) } })));
     const won = answers.filter((r) => r["result"]);
     const lost = answers.filter((r) => r["error"]);
