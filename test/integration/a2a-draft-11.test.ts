@@ -41,28 +41,51 @@ async function gate(t: TestApp): Promise<{ id: string; generation: number }> {
 }
 
 /**
- * The real in-memory store, with one addition for the race: once armed for a task, its next `count` reads of
- * that task are answered together, when the last of them arrives, so that many callers hold the same record
- * before any of them writes (the interleaving two approvers get when their requests arrive together).
+ * For the races: once armed for a task with phases (e.g. 2, 2), the reads of that task a real store answers are
+ * handed back in groups, each group when its last read arrives, so that several callers hold the same record
+ * before any of them writes (the interleaving two approvers get when their requests arrive together). A group
+ * not complete after 2 s is let go, so a miscounted test fails instead of hanging.
  */
-class ReadBarrierStore extends MemoryTaskStore {
-  private barrier: { taskId: string; count: number; arrived: Array<() => void> } | undefined;
+class ReadBarrier {
+  private taskId = "";
+  private phases: number[] = [];
+  private arrived: Array<() => void> = [];
 
-  arm(taskId: string, count: number): void {
-    this.barrier = { taskId, count, arrived: [] };
+  arm(taskId: string, ...phases: number[]): void {
+    this.taskId = taskId;
+    this.phases = phases;
   }
 
+  async pass(taskId: string): Promise<void> {
+    if (taskId !== this.taskId || this.phases.length === 0) return;
+    await new Promise<void>((resolve) => {
+      this.arrived.push(resolve);
+      const release = () => {
+        const group = this.arrived;
+        this.arrived = [];
+        this.phases.shift();
+        for (const go of group) go();
+      };
+      if (this.arrived.length >= this.phases[0]!) release();
+      else if (this.arrived.length === 1) setTimeout(() => this.arrived.includes(resolve) && release(), 2_000);
+    });
+  }
+}
+
+class ReadBarrierStore extends MemoryTaskStore {
+  readonly barrier = new ReadBarrier();
   override async get(taskId: string): Promise<TaskRecord | null> {
     const record = await super.get(taskId);
-    const barrier = this.barrier;
-    if (barrier?.taskId === taskId) {
-      await new Promise<void>((resolve) => {
-        barrier.arrived.push(resolve);
-        if (barrier.arrived.length < barrier.count) return;
-        this.barrier = undefined;
-        for (const release of barrier.arrived) release();
-      });
-    }
+    await this.barrier.pass(taskId);
+    return record;
+  }
+}
+
+class ReadBarrierMongoStore extends MongoTaskStore {
+  barrier = new ReadBarrier();
+  override async get(taskId: string): Promise<TaskRecord | null> {
+    const record = await super.get(taskId);
+    await this.barrier.pass(taskId);
     return record;
   }
 }
@@ -179,7 +202,7 @@ describe("A2A 1.1 draft switched on (A2A_DRAFT_VERSIONS=1.1)", () => {
     const { id, generation } = await gate(t);
     const [a, b] = [approve(id, "accept"), approve(id, "reject")];
     // Both approvers read the task (at `generation`) before either writes: only the check under the task's lock can stop the second.
-    store.arm(id, 2);
+    store.barrier.arm(id, 2);
     const answers = await Promise.all([a, b].map((message) => rpc(t, "SendMessage", { message, configuration: { ifGenerationMatch: String(generation) } })));
     const won = answers.filter((r) => r["result"]);
     const lost = answers.filter((r) => r["error"]);
@@ -264,10 +287,13 @@ describe("A2A 1.1 long-poll across instances (two hosts, one database)", () => {
   let a: TestApp;
   let b: TestApp;
 
+  // One barrier for both instances' stores: the race below spans them.
+  const barrier = new ReadBarrier();
   async function host(): Promise<TestApp> {
     const client = await MongoClient.connect(inject("mongoUri"));
     clients.push(client);
-    const store = new MongoTaskStore(client, client.db(dbName));
+    const store = new ReadBarrierMongoStore(client, client.db(dbName));
+    store.barrier = barrier;
     await store.init();
     return startTestApp({ A2A_DRAFT_VERSIONS: "1.1", COMMIT_FEED_POLL_MS: "20" }, store);
   }
@@ -294,5 +320,19 @@ describe("A2A 1.1 long-poll across instances (two hosts, one database)", () => {
     const final = (await rpc(b, "GetTask", { id }))["result"] as Obj;
     expect(final["generation"]).toBe((await rpc(a, "GetTask", { id }))["result"]["generation"]);
     expect(Number(final["generation"])).toBeGreaterThanOrEqual(Number(approved["generation"]));
+  });
+
+  it("two approvers racing on one gate through two instances: both pass every check on the same generation, the store lets one write, the other gets -32010", async () => {
+    const { id, generation } = await gate(a);
+    // Phase 1: each instance's read before the send; phase 2: each one's read under its own lock. Both then
+    // write on the same version: the store refuses one, which answers a mismatch (the generation moved).
+    barrier.arm(id, 2, 2);
+    const [onA, onB] = [approve(id, "accept"), approve(id, "reject")];
+    const answers = await Promise.all([rpc(a, "SendMessage", { message: onA, configuration: { ifGenerationMatch: String(generation) } }), rpc(b, "SendMessage", { message: onB, configuration: { ifGenerationMatch: String(generation) } })]);
+    expect(answers.filter((r) => r["result"])).toHaveLength(1);
+    expect(answers.filter((r) => r["error"]).map((r) => r["error"]["code"])).toEqual([-32010]);
+    const loser = answers[0]!["error"] ? onA : onB;
+    const task = (await rpc(b, "GetTask", { id }))["result"] as Obj;
+    expect((task["history"] as Obj[]).some((m) => m["messageId"] === loser.messageId)).toBe(false);
   });
 });
