@@ -194,6 +194,10 @@ describe("A2A 1.1 draft switched on (A2A_DRAFT_VERSIONS=1.1)", () => {
     // The matching generation is accepted: the gate is passed, the generation moves on.
     const passed = await client.sendMessage({ message: { ...reply, messageId: randomUUID() }, configuration: { ifGenerationMatch: BigInt(generation) } }, { headers });
     expect(passed.payload.case === "task" && passed.payload.value.generation > BigInt(generation)).toBe(true);
+    // A long-poll is cut short by the caller's deadline: the task as it is, not DEADLINE_EXCEEDED.
+    const { id: waiting, generation: current } = await gate(t);
+    const polled = await client.getTask({ id: waiting, currentGeneration: BigInt(current) }, { headers, timeoutMs: 400 });
+    expect(polled.generation).toBe(BigInt(current));
     const negative = await client.getTask({ id, currentGeneration: -1n }, { headers }).catch((e: unknown) => e);
     expect((negative as ConnectError).code).toBe(Code.InvalidArgument);
   });
@@ -241,6 +245,24 @@ describe("A2A 1.1 draft switched on (A2A_DRAFT_VERSIONS=1.1)", () => {
     expect(answered.every((task) => (task.generation ?? 0) > generation)).toBe(true);
     expect(Number(((await (await http).json()) as Obj)["generation"])).toBeGreaterThan(generation);
     expect(service.longPollsWaiting).toEqual({ callers: 0, waits: 0 });
+  });
+});
+
+describe("A2A 1.1 long-poll cap (A2A_LONG_POLL_MAX_MS)", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ A2A_DRAFT_VERSIONS: "1.1", A2A_LONG_POLL_MAX_MS: "200" });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it("a long-poll nothing answers ends at the cap with the task as it is", async () => {
+    const { id, generation } = await gate(t);
+    const res = await fetch(`${t.baseUrl}/tasks/${id}?currentGeneration=${generation}`, { headers: V11 });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as Obj)["generation"]).toBe(String(generation));
+    expect(t.app.service.longPollsWaiting).toEqual({ callers: 0, waits: 0 });
   });
 });
 
