@@ -357,4 +357,19 @@ describe("A2A 1.1 long-poll across instances (two hosts, one database)", () => {
     const task = (await rpc(b, "GetTask", { id }))["result"] as Obj;
     expect((task["history"] as Obj[]).some((m) => m["messageId"] === loser.messageId)).toBe(false);
   });
+
+  it("the generation survives a restart: a new instance on the same database reads it and counts on from it", async () => {
+    const { id, generation } = await gate(a);
+    await a.close();
+    a = await host();
+    expect(Number((await rpc(a, "GetTask", { id }))["result"]["generation"])).toBe(generation);
+    const approved = (await rpc(a, "SendMessage", { message: approve(id), configuration: { ifGenerationMatch: String(generation) } }))["result"]["task"] as Obj;
+    expect(Number(approved["generation"])).toBeGreaterThan(generation);
+    const log = await a.store.readEvents(id, 0);
+    const stamped = log.filter((e) => e.a2a?.status || e.a2a?.artifact).map((e) => e.a2a!.generation);
+    // One generation per A2A mutation in the log, gap-free from 1 (an event with both updates counts two).
+    const mutations = log.reduce((n, e) => n + (e.a2a?.status ? 1 : 0) + (e.a2a?.artifact ? 1 : 0), 0);
+    expect(stamped.at(-1)).toBe(mutations);
+    expect(Number((await rpc(b, "GetTask", { id }))["result"]["generation"])).toBe(mutations);
+  });
 });
