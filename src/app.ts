@@ -98,7 +98,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   // What every JSON surface bounds: body size and nesting depth.
   const inputLimits = { maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth };
   // Each A2A version's operations, bound once; the JSON-RPC endpoint, HTTP+JSON routers and Connect handler read them.
-  const versions = bindVersions({ service, durableTasks: options.durableStore, logger });
+  const versions = bindVersions({ service, durableTasks: options.durableStore, logger }, config.a2aDraftVersions);
   const report = errorReporter(logger);
   const jsonRpc = createJsonRpcEndpoint({ versions, report, ...inputLimits, supportedExtensions: SUPPORTED_EXTENSIONS });
   const a2aRest = createA2ARestRouters({ versions, report, ...inputLimits });
@@ -138,7 +138,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     supportedEnvelopes: ["clarification.request"],
     taskMachine: exportTaskMachine,
     cardSettings: config.agentCard,
-    signedCards: { "1.0": signedV10Card },
+    // The 1.1 draft's card is the 1.0 card (v11-version.ts), so it is the same signed document.
+    signedCards: { "1.0": signedV10Card, ...(config.a2aDraftVersions.includes("1.1") ? { "1.1": signedV10Card } : {}) },
     recoveryEvidence: recoveryEvidence(config.leases, config.recovery),
   });
   // Five minutes: an added key reaches receivers' caches well before it signs (docs/security.md "Signing keys").

@@ -34,7 +34,7 @@ import { egressFetch } from "./egress/egress-fetch.js";
 import { PEER_JWKS_TIMEOUT_MS, PeerJwks } from "./peer/peer-jwks.js";
 import { workflowVariableValues } from "./engine/nodes/http/http-node-settings.js";
 import { negotiateA2AVersion } from "./a2a/protocol-version.js";
-import { peerVersions, pushBody } from "./a2a/versions.js";
+import { peerVersions, pushBody, servedVersions } from "./a2a/versions.js";
 import type { Resolver } from "./egress/egress-guard.js";
 import { createPushNotifications, type PushNotifications } from "./push/push-notifications.js";
 import { RunEventFeed } from "./runs/run-event-feed.js";
@@ -242,6 +242,8 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     ...(identity.documentationUrl ? { documentationUrl: identity.documentationUrl } : {}),
     ...(identity.iconUrl ? { iconUrl: identity.iconUrl } : {}),
     interfaces,
+    // A2A_DRAFT_VERSIONS: the drafts' interfaces beside the released ones.
+    protocolVersions: servedVersions(config.a2aDraftVersions),
     streaming: true,
     pushNotifications: push.enabled,
   });
@@ -258,6 +260,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     blockingTimeoutMs: config.blockingTimeoutMs,
     storeTimeoutMs: config.storeTimeoutMs,
     resumeMaxEvents: config.streamResumeMaxEvents,
+    longPollMaxMs: config.a2aLongPollMaxMs,
     sizeLimits: store.limits ?? DEFAULT_TASK_SIZE_LIMITS,
     maxInputDepth: config.maxInputDepth,
     push: push.configs,

@@ -9,7 +9,12 @@ import { DomainError } from "../domain/errors.js";
  * router where a path reads both ways (`/v1/tasks/{id}` is v0.3, or v1.0 in tenant "v1").
  */
 export const A2A_VERSIONS = ["0.3", "1.0"] as const;
-export type A2AVersion = (typeof A2A_VERSIONS)[number];
+/**
+ * Draft versions: served only when A2A_DRAFT_VERSIONS names them (the served set is then the keys of
+ * `bindVersions`, which every binding negotiates against), never offered to peers, never preferred.
+ */
+export const A2A_DRAFT_VERSIONS = ["1.1"] as const;
+export type A2AVersion = (typeof A2A_VERSIONS)[number] | (typeof A2A_DRAFT_VERSIONS)[number];
 
 /** What a request, card or recorded endpoint that names no version speaks (the protocol before versions were named). */
 export const UNNAMED_A2A_VERSION: A2AVersion = "0.3";
@@ -31,17 +36,20 @@ export const A2A_VERSION_QUERY = "A2A-Version";
 /** `Major.Minor`; a patch part, which clients should not send, is tolerated and ignored ("1.0.0" is 1.0). */
 const VERSION = /^(\d{1,4})\.(\d{1,4})(?:\.\d{1,4})?$/;
 
-/** The version a request asks for; throws version-not-supported for anything but 0.3 and 1.0. */
-export function negotiateA2AVersion(requested: string | undefined | null): A2AVersion {
+/**
+ * The version a request asks for among `served` (the released versions, plus the drafts switched on); throws
+ * version-not-supported for anything else: a draft that is off is refused exactly as an unknown version.
+ */
+export function negotiateA2AVersion(requested: string | undefined | null, served: readonly A2AVersion[] = A2A_VERSIONS): A2AVersion {
   const raw = (requested ?? "").trim();
   if (raw === "") return UNNAMED_A2A_VERSION;
   const found = VERSION.exec(raw);
   const version = found ? `${Number(found[1])}.${Number(found[2])}` : undefined;
-  const served = A2A_VERSIONS.find((v) => v === version);
-  if (served) return served;
-  throw new DomainError("version-not-supported", `A2A-Version ${JSON.stringify(raw.slice(0, 40))} is not supported; this agent serves ${A2A_VERSIONS.join(" and ")}`, {
+  const match = served.find((v) => v === version);
+  if (match) return match;
+  throw new DomainError("version-not-supported", `A2A-Version ${JSON.stringify(raw.slice(0, 40))} is not supported; this agent serves ${served.join(" and ")}`, {
     requestedVersion: raw.slice(0, 40),
-    supportedVersions: A2A_VERSIONS.join(","),
+    supportedVersions: served.join(","),
   });
 }
 
@@ -61,6 +69,6 @@ export function requestedA2AVersion(headers: HeaderBag, url: string | undefined)
 }
 
 /** Negotiates from an HTTP request's header or query parameter. */
-export function a2aVersionOf(req: { headers: HeaderBag; url?: string | undefined }): A2AVersion {
-  return negotiateA2AVersion(requestedA2AVersion(req.headers, req.url));
+export function a2aVersionOf(req: { headers: HeaderBag; url?: string | undefined }, served?: readonly A2AVersion[]): A2AVersion {
+  return negotiateA2AVersion(requestedA2AVersion(req.headers, req.url), served);
 }

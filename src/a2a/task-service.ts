@@ -15,7 +15,8 @@ import type { PushConfigService } from "../push/push-config-service.js";
 import type { PushDeadLetter } from "../store/push-config-store.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
-import type { RunEvent, TaskRecord } from "../domain/task-record.js";
+import { assertGeneration, generationMismatch, type RunEvent, type TaskRecord } from "../domain/task-record.js";
+import { GenerationWaits, generationPassed } from "./generation-waits.js";
 import { DuplicateIdempotencyKeyError } from "../store/task-store.js";
 import { assertMessageSize, type TaskSizeLimits } from "../store/task-size-limits.js";
 import { CallerStoreCalls, isUnknownStoreOutcome } from "../store/store-call-budget.js";
@@ -31,7 +32,14 @@ export interface SendParams {
   history?: HistoryLimit;
   pushNotificationConfig?: PushNotificationConfig;
   metadata?: Record<string, unknown>;
+  /** A2A 1.1 draft `ifGenerationMatch`: a reply to an existing task is refused unless it is at this generation (ignored for a new task). */
+  ifGenerationMatch?: number;
 }
+
+/** A2A_LONG_POLL_MAX_MS's default. */
+export const DEFAULT_LONG_POLL_MAX_MS = 30_000;
+/** A long-poll answers this long before the caller's deadline, so the answer still reaches it. */
+const DEADLINE_MARGIN_MS = 50;
 
 /** What `message/send` answers: the Task, or a Message for a stateless skill (A2A "Message or Task"). */
 export type SendResult = Extract<StreamEvent, { kind: "task" | "message" }>;
@@ -63,6 +71,8 @@ export interface TaskServiceOptions {
    * behind gets the Task snapshot first instead (marked `metadata.openwop.resume: "snapshot"`).
    */
   resumeMaxEvents?: number;
+  /** A2A_LONG_POLL_MAX_MS: the longest a GetTask with `currentGeneration` waits (the caller's deadline may cut it shorter). */
+  longPollMaxMs?: number;
 }
 
 /**
@@ -72,9 +82,17 @@ export interface TaskServiceOptions {
 export class TaskService {
   /** Store calls bounded by the caller's deadline and STORE_TIMEOUT_MS. */
   private readonly storeCalls: CallerStoreCalls;
+  /** Long-polls (`currentGeneration`) waiting for a commit; those on one task and generation share one wait. */
+  private readonly generationWaits: GenerationWaits;
 
   constructor(private readonly options: TaskServiceOptions) {
     this.storeCalls = new CallerStoreCalls(options.storeTimeoutMs);
+    this.generationWaits = new GenerationWaits(options.observer, options.longPollMaxMs ?? DEFAULT_LONG_POLL_MAX_MS);
+  }
+
+  /** Long-polls waiting now (a caller gone is no longer counted), and the observer waits they share. */
+  get longPollsWaiting(): { callers: number; waits: number } {
+    return this.generationWaits.waiting;
   }
 
   get agentCard(): AgentCard {
@@ -108,9 +126,23 @@ export class TaskService {
     return withLive(this.observe(open, ctx), (sink: LiveSink<StreamEvent>) => this.observeLive(open, ctx, sink));
   }
 
-  async getTask(taskId: string, history: HistoryLimit, ctx: CallContext): Promise<Task> {
+  /**
+   * `afterGeneration` (A2A 1.1 draft `currentGeneration`): a long-poll. The task is answered at once when its
+   * generation already exceeds it or it is terminal (it will not change again); otherwise when the next commit
+   * (of any instance) takes it past, or as it is at A2A_LONG_POLL_MAX_MS or the caller's deadline.
+   */
+  async getTask(taskId: string, history: HistoryLimit, ctx: CallContext, options: { afterGeneration?: number } = {}): Promise<Task> {
     requireScope(ctx.principal, "runs:read");
-    return this.view(await this.storeCalls.read(ctx, () => this.options.reads.get(taskId, ctx.principal.tenant)), history, ctx);
+    const read = () => this.storeCalls.read(ctx, () => this.options.reads.get(taskId, ctx.principal.tenant));
+    let record = await read();
+    const after = options.afterGeneration;
+    if (after !== undefined && !generationPassed(record, after)) {
+      const waitMs = Math.min(this.options.longPollMaxMs ?? DEFAULT_LONG_POLL_MAX_MS, ctx.deadline !== undefined ? Math.max(0, ctx.deadline - Date.now() - DEADLINE_MARGIN_MS) : Infinity);
+      const changed = await this.generationWaits.wait(record, after, waitMs, ctx.signal);
+      // Nothing passed it in time: the task as it is now (one more read), unless nobody is there to answer.
+      record = changed ?? (ctx.signal?.aborted ? record : await read());
+    }
+    return this.view(record, history, ctx);
   }
 
   async cancelTask(taskId: string, ctx: CallContext): Promise<Task> {
@@ -259,8 +291,18 @@ export class TaskService {
       if (message.contextId && message.contextId !== existing.contextId) {
         throw invalidParams(`message.contextId "${message.contextId}" does not match the contextId of task ${existing.taskId}`, { taskId: existing.taskId });
       }
+      const { ifGenerationMatch } = params;
+      // Checked before the push config is written too, so a mismatch changes nothing; the reply checks again under the lock.
+      if (ifGenerationMatch !== undefined) assertGeneration(existing, ifGenerationMatch);
       if (pushConfig) await this.storeCalls.bounded(ctx, () => push.registerForExistingTask(existing, pushConfig));
-      return this.storeCalls.bounded(ctx, () => supervisor.reply(existing.taskId, message, ctx.principal));
+      if (ifGenerationMatch === undefined) return this.storeCalls.bounded(ctx, () => supervisor.reply(existing.taskId, message, ctx.principal));
+      try {
+        return await this.storeCalls.bounded(ctx, () => supervisor.reply(existing.taskId, message, ctx.principal, { ifGeneration: ifGenerationMatch }));
+      } catch (err) {
+        // Another instance committed between our read and our write (the store's version check): the generation moved.
+        if (err instanceof DomainError && err.code === "conflict") throw generationMismatch(existing.taskId, ifGenerationMatch, undefined);
+        throw err;
+      }
     }
     requireScope(ctx.principal, "runs:create");
     const skillId = skillIdOf(message, params.metadata) ?? this.options.catalog.defaultWorkflowId;
@@ -461,9 +503,12 @@ function newUpdatesOf(task: TaskRecord, event: RunEvent, endsAt: EndsAt): Stream
 
 function newUpdatesOfEvent(task: TaskRecord, event: RunEvent, endsAt: EndsAt): StreamEvent[] {
   const updates: StreamEvent[] = [];
+  // An event's artifact update comes before its status update, and the generation it carries is after both.
+  const generation = event.a2a?.generation;
   if (event.a2a?.artifact) {
     const { artifact, append = false, lastChunk = true } = event.a2a;
-    updates.push({ kind: "artifact-update", taskId: task.taskId, contextId: task.contextId, artifact, append, lastChunk });
+    const after = generation !== undefined && event.a2a.status ? generation - 1 : generation;
+    updates.push({ kind: "artifact-update", taskId: task.taskId, contextId: task.contextId, artifact, append, lastChunk, ...(after !== undefined ? { generation: after } : {}) });
   }
   if (event.a2a?.status) {
     const update: TaskStatusUpdate = {
@@ -473,6 +518,7 @@ function newUpdatesOfEvent(task: TaskRecord, event: RunEvent, endsAt: EndsAt): S
       status: event.a2a.status,
       final: endsAt(event.a2a.status.state),
       ...(event.a2a.metadata ? { metadata: event.a2a.metadata } : {}),
+      ...(generation !== undefined ? { generation } : {}),
     };
     updates.push(update);
   }

@@ -32,5 +32,6 @@ export function taskView(record: TaskRecord, context: TaskContext, history: Mess
         ...(error ? { error: { code: error.code, message: error.message } } : {}),
       },
     },
+    ...(record.generation !== undefined ? { generation: record.generation } : {}),
   };
 }

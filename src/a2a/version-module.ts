@@ -18,6 +18,12 @@ import type { PeerVersionClient } from "../peer/peer-version.js";
  */
 export interface A2AVersionModule {
   version: A2AVersion;
+  /**
+   * A version (a draft) whose wire shapes are another's: the same JSON-RPC method names, gRPC service and
+   * HTTP+JSON paths. Shapes then cannot pick it; the bindings do, by the `A2A-Version` the call names
+   * (`versions.ts` `versionAsked`).
+   */
+  sharesShapesWith?: A2AVersion;
   /** The version's operations over the version-neutral service, bound once per app. */
   bind(deps: VersionDeps): VersionBindings;
   /** JSON-RPC method names this version answers (the endpoint routes a call by its method name). */

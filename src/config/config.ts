@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { readAgentCardSettings, type AgentCardSettings } from "../a2a/agent-card-settings.js";
+import { A2A_DRAFT_VERSIONS, type A2AVersion } from "../a2a/protocol-version.js";
 import { loadAuthSettings, type AuthSettings } from "../auth/auth-settings.js";
 import { DEFAULT_MAX_INPUT_DEPTH, WIRE_MAX_DEPTH } from "../domain/json-input.js";
 import { EnvReader, type Env } from "../domain/env-settings.js";
@@ -54,6 +55,10 @@ export interface Config extends StoreSettings, WorkflowSettings {
   signingKeys: SigningKeySettings;
   /** The host-sample conformance seams under /v1/host/sample/ (on by default in development and test). */
   conformanceSeams: boolean;
+  /** A2A_DRAFT_VERSIONS: draft A2A versions served beside the released ones (`1.1`); none by default. */
+  a2aDraftVersions: A2AVersion[];
+  /** A2A_LONG_POLL_MAX_MS: the longest a 1.1 GetTask with `currentGeneration` waits for the task to change. */
+  a2aLongPollMaxMs: number;
   /** How long an Idempotency-Key record of POST /v1/runs is kept (at least 24 h). */
   idempotencyTtlMs: number;
   /** How long /readyz and grpc.health.v1 wait for the store's ping. */
@@ -105,6 +110,8 @@ export function loadConfig(env: Env = process.env): Config {
     interruptTokens: readInterruptTokenSettings(reader, production),
     signingKeys: readSigningKeySettings(reader, production),
     conformanceSeams: reader.bool("CONFORMANCE_SEAMS", !production),
+    a2aDraftVersions: readDraftVersions(reader),
+    a2aLongPollMaxMs: reader.int("A2A_LONG_POLL_MAX_MS", 30_000, 0, 600_000),
     idempotencyTtlMs: reader.int("IDEMPOTENCY_TTL_HOURS", 24, 24, 24 * 365) * 60 * 60 * 1000,
     auth: typeof auth === "string" ? { mode: "on", keys: [] } : auth,
     push: readPushSettings(reader),
@@ -120,4 +127,15 @@ export function loadConfig(env: Env = process.env): Config {
   }
   reader.throwIfProblems();
   return config;
+}
+
+/** A2A_DRAFT_VERSIONS: a comma-separated list of the drafts this host can serve (A2A_DRAFT_VERSIONS in protocol-version.ts). */
+function readDraftVersions(reader: EnvReader): A2AVersion[] {
+  const drafts: A2AVersion[] = [];
+  for (const entry of reader.list("A2A_DRAFT_VERSIONS")) {
+    const draft = A2A_DRAFT_VERSIONS.find((d) => d === entry);
+    if (draft) drafts.push(draft);
+    else reader.problem(`A2A_DRAFT_VERSIONS may name ${A2A_DRAFT_VERSIONS.join(", ")} (got "${entry}")`);
+  }
+  return drafts;
 }

@@ -51,6 +51,8 @@ export interface Task {
   artifacts: Artifact[];
   history: Message[];
   metadata: Record<string, unknown>;
+  /** The task's A2A generation (1.1 draft; `TaskRecord.generation`): only the 1.1 codecs write it. */
+  generation?: number;
 }
 
 export interface TaskStatusUpdate {
@@ -60,6 +62,8 @@ export interface TaskStatusUpdate {
   status: TaskStatus;
   final: boolean;
   metadata?: Record<string, unknown>;
+  /** The task's generation after this update (1.1 draft): only the 1.1 codecs write it. */
+  generation?: number;
 }
 
 export interface TaskArtifactUpdate {
@@ -70,6 +74,8 @@ export interface TaskArtifactUpdate {
   append?: boolean;
   lastChunk?: boolean;
   metadata?: Record<string, unknown>;
+  /** The task's generation after this update (1.1 draft): only the 1.1 codecs write it. */
+  generation?: number;
 }
 
 export type StreamEvent = { kind: "task"; task: Task } | { kind: "message"; message: Message } | TaskStatusUpdate | TaskArtifactUpdate;

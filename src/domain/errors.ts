@@ -20,6 +20,8 @@ export const ERROR_CODES = [
   "invalid-agent-response",
   "extended-card-not-configured",
   "version-not-supported",
+  // The A2A 1.1 draft's TaskGenerationMismatchError: `ifGenerationMatch` named another generation than the task's.
+  "generation-mismatch",
   "unauthenticated",
   "permission-denied",
   "not-found",

@@ -1,4 +1,5 @@
 import type { A2ATaskState, Artifact, Message, TaskStatus } from "./a2a-types.js";
+import { DomainError } from "./errors.js";
 import type { RunStatus } from "./run-status.js";
 
 /** One entry of the per-task event log (OpenWOP RunEventDoc) plus what it means on the A2A wire. */
@@ -13,7 +14,11 @@ export interface RunEvent {
   sequence: number;
   /** The A2A update this event produces, if any: a status change or an artifact. */
   /** `append`/`lastChunk` only on a streamed chunk (absent: a whole artifact). */
-  a2a?: { status?: TaskStatus; artifact?: Artifact; append?: boolean; lastChunk?: boolean; metadata?: Record<string, unknown> };
+  /**
+   * `generation`: the task's A2A generation after this event (its artifact, then its status, each count one:
+   * `a2aMutationsOf`). Absent on events written before generations were kept.
+   */
+  a2a?: { status?: TaskStatus; artifact?: Artifact; append?: boolean; lastChunk?: boolean; metadata?: Record<string, unknown>; generation?: number };
   /**
    * The messages this event's transition appended to the task's A2A history (on the last event of the
    * transition), and `historyEnd`, the history's length after them: its messages are at indexes
@@ -31,6 +36,12 @@ export interface TaskRecord {
   workflowId: string;
   /** Sequence of the last committed event. */
   version: number;
+  /**
+   * The A2A generation (the 1.1 draft's `Task.generation`): how many A2A mutations (status changes and
+   * artifact additions or updates, one update event each) the log holds up to `version`; 1 at creation.
+   * Absent on tasks last written before generations were kept.
+   */
+  generation?: number;
   status: RunStatus;
   a2a: A2ATaskState;
   /** XState persisted snapshot. */
@@ -60,4 +71,27 @@ export interface TaskLease {
   owner: string;
   epoch: number;
   expiresAt: string;
+}
+
+/** How many A2A mutations an event carries: its artifact update and its status update count one each. */
+export function a2aMutationsOf(event: Pick<RunEvent, "a2a">): number {
+  return (event.a2a?.artifact ? 1 : 0) + (event.a2a?.status ? 1 : 0);
+}
+
+/**
+ * The A2A 1.1 draft's `ifGenerationMatch`: throws TaskGenerationMismatch unless the task's generation is
+ * `expected`. Checked on the record read before anything is written, and again under the task's lock.
+ */
+export function assertGeneration(record: Pick<TaskRecord, "taskId" | "generation">, expected: number): void {
+  if (record.generation === expected) return;
+  throw generationMismatch(record.taskId, expected, record.generation);
+}
+
+export function generationMismatch(taskId: string, expected: number, actual: number | undefined): DomainError {
+  const now = actual === undefined ? "unknown" : String(actual);
+  return new DomainError("generation-mismatch", `Task ${taskId} is at generation ${now}, not ${expected} (ifGenerationMatch); nothing was changed: read the task and retry`, {
+    taskId,
+    expectedGeneration: expected,
+    ...(actual !== undefined ? { currentGeneration: actual } : {}),
+  });
 }

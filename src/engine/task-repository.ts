@@ -118,13 +118,14 @@ export class TaskRepository implements TaskReadPort {
     const { taskId, contextId, workflowId, tenant, firstNode, message, at, idempotency } = task;
     const actor = createTaskActor({ taskId, contextId, workflowId, tenant, firstNode, message });
     const snapshot = actor.getSnapshot();
-    const events = logEventsFor({ event: { type: "CREATED", at }, after: snapshot, firstSequence: 0 });
+    const events = logEventsFor({ event: { type: "CREATED", at }, after: snapshot, firstSequence: 0, generation: 0 });
     const record: TaskRecord = {
       taskId,
       tenant,
       contextId,
       workflowId,
       version: events.length - 1,
+      generation: generationAfter(events, 0),
       createdAt: at,
       ...this.changesFor(snapshot, at),
       ...(idempotency ? { idempotencyKey: idempotency.key, requestFingerprint: idempotency.fingerprint } : {}),
@@ -153,7 +154,8 @@ export class TaskRepository implements TaskReadPort {
   stage(live: LiveTask, event: TaskEvent): TaskSnapshot {
     const { before, after } = applyTaskEvent(live.actor, event);
     const firstSequence = (live.staged.at(-1)?.sequence ?? live.record.version) + 1;
-    for (const logged of logEventsFor({ event, before, after, firstSequence })) live.staged.push(logged);
+    const generation = generationAfter(live.staged, live.record.generation);
+    for (const logged of logEventsFor({ event, before, after, firstSequence, generation })) live.staged.push(logged);
     live.stagedAt = event.at;
     return after;
   }
@@ -169,7 +171,8 @@ export class TaskRepository implements TaskReadPort {
     const events = live.staged;
     if (events.length === 0) return live.record;
     const snapshot = live.actor.getSnapshot();
-    const changes = this.changesFor(snapshot, live.stagedAt, live.persisted);
+    const generation = generationAfter(events, live.record.generation);
+    const changes = { ...this.changesFor(snapshot, live.stagedAt, live.persisted), ...(generation !== undefined ? { generation } : {}) };
     live.persisted = { source: snapshot, persisted: changes.snapshot };
     const version = events[events.length - 1]!.sequence;
     const fence = this.fenceFor(taskId, changes, live.stored);
@@ -388,4 +391,13 @@ export class TaskRepository implements TaskReadPort {
       timerDueAt: context.timer?.dueAt ?? null,
     };
   }
+}
+
+/** The generation after `events` (the last one that carries it), else the one before them. */
+function generationAfter(events: readonly RunEvent[], before: number | undefined): number | undefined {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const generation = events[i]!.a2a?.generation;
+    if (generation !== undefined) return generation;
+  }
+  return before;
 }

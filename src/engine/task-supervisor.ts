@@ -6,7 +6,7 @@ import { isTerminalRunStatus } from "../domain/run-status.js";
 import { runStatusOf, stateMetaOf } from "../machine/task-projection.js";
 import type { Logger } from "../observability/logger.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
-import type { TaskRecord } from "../domain/task-record.js";
+import { assertGeneration, type TaskRecord } from "../domain/task-record.js";
 import { LeaseLostError, type TaskStore } from "../store/task-store.js";
 import { InFlightWork, ShutdownSignal } from "./in-flight-work.js";
 import { LeaseKeeper } from "./lease-keeper.js";
@@ -191,9 +191,9 @@ export class TaskSupervisor implements NodeProgressPort {
     }
   }
 
-  /** A caller's message to an existing task: resolves its pending interrupt. */
-  async reply(taskId: string, message: Message, principal: Principal): Promise<TaskRecord> {
-    return this.resolve(taskId, principal, { message });
+  /** `ifGeneration` (A2A 1.1 draft `ifGenerationMatch`): refused unless the task is at that generation when the reply commits. */
+  async reply(taskId: string, message: Message, principal: Principal, options: { ifGeneration?: number } = {}): Promise<TaskRecord> {
+    return this.resolve(taskId, principal, { message }, options.ifGeneration);
   }
 
   /** Resolves the pending interrupt with an explicit resume value (REST interrupts API, tokens, timeouts). */
@@ -224,7 +224,7 @@ export class TaskSupervisor implements NodeProgressPort {
 
   // ------------------------------------------------------------------------------------------
 
-  private async resolve(taskId: string, principal: Principal, reply: Reply): Promise<TaskRecord> {
+  private async resolve(taskId: string, principal: Principal, reply: Reply, ifGeneration?: number): Promise<TaskRecord> {
     const { repository } = this;
     const record = await repository.withLock(taskId, async () => {
       const live = await repository.load(taskId, principal.tenant);
@@ -234,6 +234,8 @@ export class TaskSupervisor implements NodeProgressPort {
       // A message already received (same messageId, same content) is a retry: it changes nothing.
       const earlier = "message" in reply ? await repository.historyMessage(live, reply.message.messageId) : undefined;
       if ("message" in reply && classifyReply(earlier ? [earlier] : [], taskId, reply.message) === "repeat") return live.record;
+      // Under the lock, before anything is staged: two replies racing on one gate cannot both pass.
+      if (ifGeneration !== undefined) assertGeneration(live.record, ifGeneration);
       if (isTerminalRunStatus(status)) {
         throw new DomainError("unsupported-operation", `Task ${taskId} is in a terminal state (${stateMetaOf(snapshot).a2aState}) and cannot be modified; this operation is not supported`, { taskId, status });
       }

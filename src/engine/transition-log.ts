@@ -2,7 +2,7 @@ import type { TaskStatus } from "../domain/a2a-types.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { TaskEvent } from "../machine/task-events.js";
 import { runStatusOf, stateMetaOf, type TaskSnapshot } from "../machine/task-projection.js";
-import type { RunEvent } from "../domain/task-record.js";
+import { a2aMutationsOf, type RunEvent } from "../domain/task-record.js";
 
 type EventDraft = Omit<RunEvent, "eventId" | "runId" | "sequence" | "timestamp">;
 
@@ -170,13 +170,16 @@ function a2aChanged(before: TaskSnapshot | undefined, after: TaskSnapshot): bool
 
 /**
  * Turns one transition into numbered log events. When the A2A view changed, the last event carries the new
- * status, so streams and push read their updates straight from the log.
+ * status, so streams and push read their updates straight from the log. Each event with an A2A update also
+ * carries the task's generation after it, counted on from `generation` (the task's before the transition;
+ * undefined for a task written before generations were kept, whose events then carry none).
  */
 export function logEventsFor(args: {
   event: TaskEvent | { type: "CREATED"; at: string };
   before?: TaskSnapshot;
   after: TaskSnapshot;
   firstSequence: number;
+  generation: number | undefined;
 }): RunEvent[] {
   const { event, before, after, firstSequence } = args;
   const drafts: EventDraft[] =
@@ -190,6 +193,12 @@ export function logEventsFor(args: {
   if (added > 0) {
     last.history = after.context.history.slice(after.context.history.length - added);
     last.historyEnd = after.context.historyCount;
+  }
+  let generation = args.generation;
+  for (const draft of drafts) {
+    if (generation === undefined || !draft.a2a) continue;
+    generation += a2aMutationsOf(draft);
+    draft.a2a = { ...draft.a2a, generation };
   }
   const runId = after.context.taskId;
   return drafts.map((draft, i) => {

@@ -146,6 +146,7 @@ export function headMove(taskId: string, expectedVersion: number, changes: TaskR
         updatedAt: changes.updatedAt,
         expireAt: toDate(changes.expireAt),
         timerDueAt: toDate(changes.timerDueAt),
+        ...(changes.generation !== undefined ? { generation: changes.generation } : {}),
         version,
         commitId,
         ...lease,

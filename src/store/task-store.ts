@@ -33,7 +33,7 @@ export class LeaseLostError extends Error {
 }
 
 /** The fields a transition rewrites. */
-export type TaskRecordChanges = Pick<TaskRecord, "status" | "a2a" | "snapshot" | "updatedAt" | "expireAt" | "timerDueAt">;
+export type TaskRecordChanges = Pick<TaskRecord, "status" | "a2a" | "snapshot" | "updatedAt" | "expireAt" | "timerDueAt" | "generation">;
 
 /** A writer whose expected version is no longer current lost the race; it must reload and retry. */
 export class StaleWriteError extends Error {

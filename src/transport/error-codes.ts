@@ -46,6 +46,7 @@ export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
   "invalid-agent-response": { jsonRpc: -32006, grpc: "INTERNAL", http: 502, rest: "invalid_agent_response", reason: "INVALID_AGENT_RESPONSE" },
   "extended-card-not-configured": { jsonRpc: -32007, grpc: "FAILED_PRECONDITION", http: 400, rest: "not_configured", reason: "EXTENDED_AGENT_CARD_NOT_CONFIGURED" },
   "version-not-supported": { jsonRpc: -32009, grpc: "FAILED_PRECONDITION", http: 400, rest: "version_not_supported", reason: "VERSION_NOT_SUPPORTED" },
+  "generation-mismatch": { jsonRpc: -32010, grpc: "ABORTED", http: 409, rest: "generation_mismatch", reason: "TASK_GENERATION_MISMATCH" },
   unauthenticated: { jsonRpc: -32600, grpc: "UNAUTHENTICATED", http: 401, rest: "unauthenticated" },
   "permission-denied": { jsonRpc: -32600, grpc: "PERMISSION_DENIED", http: 403, rest: "forbidden" },
   "not-found": { jsonRpc: -32001, grpc: "NOT_FOUND", http: 404, rest: "not_found", reason: "TASK_NOT_FOUND" },

@@ -68,8 +68,9 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
     for (const controller of inFlight) controller.abort(shutdownSignal.reason);
   }, { once: true });
 
+  const served = [...options.a2aRest.keys()];
   function candidatesFor(req: HttpRequest): Candidate[] {
-    const requested = requestedVersion(req) ?? DEFAULT_A2A_VERSION;
+    const requested = requestedVersion(req, served) ?? DEFAULT_A2A_VERSION;
     const first = a2a.filter((c) => c.binding.kind === "a2a-rest" && c.binding.version === requested);
     return [jsonRpc, ...first, openwop, ...a2a.filter((c) => !first.includes(c))];
   }
@@ -108,7 +109,7 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
       found = route(candidatesFor(req), method, asked.slice(0, -1));
       if (found) path = asked.slice(0, -1);
     }
-    const binding = found?.binding ?? fallbackBinding(req);
+    const binding = found?.binding ?? fallbackBinding(req, served);
     let principal: Principal;
     const headers: HeaderLookup = (name) => headerValue(req, name);
     try {
@@ -158,18 +159,18 @@ function route(candidates: Candidate[], method: string, path: string): Found {
 }
 
 /** The A2A version a request explicitly names (header or query), if it is one we serve. */
-function requestedVersion(req: HttpRequest): A2AVersion | undefined {
+function requestedVersion(req: HttpRequest, served: readonly A2AVersion[]): A2AVersion | undefined {
   if (requestedA2AVersion(req.headers, req.url) === undefined) return undefined;
   try {
-    return a2aVersionOf(req);
+    return a2aVersionOf(req, served);
   } catch {
     return undefined;
   }
 }
 
 /** No route: an explicit A2A-Version means an A2A HTTP+JSON caller; anyone else reads the OpenWOP envelope. */
-function fallbackBinding(req: HttpRequest): Binding {
-  const version = requestedVersion(req);
+function fallbackBinding(req: HttpRequest, served: readonly A2AVersion[]): Binding {
+  const version = requestedVersion(req, served);
   return version ? { kind: "a2a-rest", version } : { kind: "openwop" };
 }
 

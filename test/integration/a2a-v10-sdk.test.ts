@@ -62,7 +62,8 @@ function taskOf(result: Awaited<ReturnType<Client["sendMessage"]>>) {
   return result;
 }
 
-describe("A2A 1.0 with the @a2a-js/sdk 1.x client", () => {
+// The same 1.0 clients, unchanged, against a host serving only the released versions and one with the 1.1 draft on.
+describe.each([{ drafts: "" }, { drafts: "1.1" }])("A2A 1.0 with the @a2a-js/sdk 1.x client (A2A_DRAFT_VERSIONS=$drafts)", ({ drafts }) => {
   let t: TestApp;
   const receiver = new PushReceiver();
 
@@ -72,6 +73,7 @@ describe("A2A 1.0 with the @a2a-js/sdk 1.x client", () => {
       WORKFLOWS_DIR: TEST_WORKFLOWS_DIR,
       API_KEYS: JSON.stringify([{ id: "sdk", tenant: "acme", scopes: ALL, key: KEY }]),
       PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true",
+      A2A_DRAFT_VERSIONS: drafts,
     });
   });
   afterAll(async () => {
@@ -82,7 +84,8 @@ describe("A2A 1.0 with the @a2a-js/sdk 1.x client", () => {
   it("the card the SDK resolves (A2A-Version: 1.0) is the pure 1.0 card listing every binding for 1.0 and 0.3", async () => {
     const card = await new DefaultAgentCardResolver().resolve(t.baseUrl);
     const seen = card.supportedInterfaces.map((i) => `${i.protocolBinding}@${i.protocolVersion}`);
-    expect(seen).toEqual(["JSONRPC@1.0", "GRPC@1.0", "HTTP+JSON@1.0", "JSONRPC@0.3", "GRPC@0.3", "HTTP+JSON@0.3"]);
+    const draft = drafts ? ["JSONRPC@1.1", "GRPC@1.1", "HTTP+JSON@1.1"] : [];
+    expect(seen).toEqual(["JSONRPC@1.0", "GRPC@1.0", "HTTP+JSON@1.0", "JSONRPC@0.3", "GRPC@0.3", "HTTP+JSON@0.3", ...draft]);
     expect(card.capabilities?.streaming).toBe(true);
     expect(card.skills.map((s) => s.id)).toEqual(expect.arrayContaining(["echo", "approval-gate"]));
   });

@@ -162,10 +162,16 @@ export function encodeStreamEvent(event: StreamEvent): JsonObject {
     case "message":
       return encodeMessage(event.message);
     case "status-update":
-      return { ...event, status: { ...event.status, ...(event.status.message ? { message: encodeMessage(event.status.message) } : {}) } };
+      return { ...withoutGeneration(event), status: { ...event.status, ...(event.status.message ? { message: encodeMessage(event.status.message) } : {}) } };
     case "artifact-update":
-      return { ...event, artifact: encodeArtifact(event.artifact) };
+      return { ...withoutGeneration(event), artifact: encodeArtifact(event.artifact) };
   }
+}
+
+/** 0.3 has no generations (the 1.1 draft's): an update's is not part of its JSON. */
+function withoutGeneration<E extends { generation?: number }>(event: E): Omit<E, "generation"> {
+  const { generation: _generation, ...rest } = event;
+  return rest;
 }
 
 export { isObject };

@@ -76,6 +76,9 @@ export function v10Operations(options: V10OperationsOptions) {
   }
 
   return {
+    /** The service's SendParams of a request, checked (also what the 1.1 draft's operations start from). */
+    sendParams,
+
     async sendMessage(req: pb.SendMessageRequest, ctx: CallContext): Promise<pb.SendMessageResponse> {
       return encodeSendResponse(await service.send(sendParams(req, ctx), ctx));
     },

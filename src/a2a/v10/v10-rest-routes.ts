@@ -76,8 +76,8 @@ export function v10RestRoutes(ops: V10Operations): RestRoute[] {
   return routes.flatMap((route) => [route, { ...route, path: `/{tenant}${route.path}` }]);
 }
 
-/** The request message from the body or the query, with the path's parameters filled in (they must agree). */
-function decode<D extends DescMessage>(req: RestRequest, schema: D, source: Source): Promise<MessageShape<D>> | MessageShape<D> {
+/** The request message from the body or the query, with the path's parameters filled in (they must agree). Also the 1.1 draft's routes. */
+export function decode<D extends DescMessage>(req: RestRequest, schema: D, source: Source): Promise<MessageShape<D>> | MessageShape<D> {
   return source === "query" ? messageFromQuery(schema, req.query, req.params) : readMessage(req, schema, source === "body", req.params);
 }
 

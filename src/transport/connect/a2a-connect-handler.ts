@@ -1,7 +1,8 @@
 import { Code, ConnectError, createConnectRouter, createContextKey, createContextValues, type Interceptor } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { CALLER } from "../../a2a/connect-caller.js";
-import { versionModules, versionOfRpcService, DEFAULT_A2A_VERSION, type BoundVersions } from "../../a2a/versions.js";
+import { versionModule, versionModules, versionOfRpcService, DEFAULT_A2A_VERSION, type BoundVersions } from "../../a2a/versions.js";
+import { A2A_VERSION_HEADER, negotiateA2AVersion, type A2AVersion } from "../../a2a/protocol-version.js";
 import type { PeerCertificate } from "node:tls";
 import type { Authenticator } from "../../auth/authenticator.js";
 import { verifiedPeerCertificate } from "../peer-certificate.js";
@@ -53,8 +54,10 @@ export interface A2AConnectHandlerOptions {
 export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req: HttpRequest, res: HttpResponse) => void {
   const { authenticator, report } = options;
   const acceptCompression = [compressionGzip, compressionBrotli];
-  const guard: Interceptor = (next) => async (req) => {
-    const version = versionOfRpcService(req.service.typeName) ?? DEFAULT_A2A_VERSION;
+  const served = [...options.versions.keys()];
+  // `fixed`: the version of a router that only one version's calls reach (a draft's, picked by its header).
+  const guardOf = (fixed?: A2AVersion): Interceptor => (next) => async (req) => {
+    const version = fixed ?? versionOfRpcService(req.service.typeName) ?? DEFAULT_A2A_VERSION;
     // The same checks and error mapping as the gRPC unary fast path (rpc-call-guard.ts).
     const fail = (err: unknown) => {
       const error = rpcErrorOf(version, report, req.method.name, err);
@@ -65,7 +68,7 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
       return error;
     };
     try {
-      const caller = admitRpcCaller(authenticator, (name) => req.header.get(name), req.contextValues.get(PEER_CERTIFICATE));
+      const caller = admitRpcCaller(authenticator, (name) => req.header.get(name), req.contextValues.get(PEER_CERTIFICATE), served);
       req.contextValues.set(CALLER, caller instanceof Promise ? await caller : caller);
       // A unary call answers DEADLINE_EXCEEDED at its deadline, whatever it still waits for (rpc-deadline.ts).
       const res = await untilDeadline(next(req), req.signal);
@@ -75,26 +78,49 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
       throw fail(err);
     }
   };
-  const router = createConnectRouter({
-    interceptors: [guard],
-    grpc: true,
-    grpcWeb: true,
-    connect: true,
-    readMaxBytes: options.maxBodyBytes,
-    shutdownSignal: options.shutdownSignal,
-    // Strict: unknown fields are already dropped (and non-UTF-8 bodies refused) by the body check.
-    jsonOptions: { ignoreUnknownFields: false },
-    acceptCompression,
-  });
+  const routerOf = (fixed?: A2AVersion) =>
+    createConnectRouter({
+      interceptors: [guardOf(fixed)],
+      grpc: true,
+      grpcWeb: true,
+      connect: true,
+      readMaxBytes: options.maxBodyBytes,
+      shutdownSignal: options.shutdownSignal,
+      // Strict: unknown fields are already dropped (and non-UTF-8 bodies refused) by the body check.
+      jsonOptions: { ignoreUnknownFields: false },
+      acceptCompression,
+    });
+  const router = routerOf();
   // Plain unary gRPC calls skip connect's per-call machinery (grpc-unary-fast-path.ts); it records the impls.
-  const fastPath = new GrpcUnaryFastPath({ authenticator, report, maxBodyBytes: options.maxBodyBytes, shutdownSignal: options.shutdownSignal, acceptCompression });
-  for (const bindings of options.versions.values()) bindings.connect(fastPath.recording(router));
+  const fastPath = new GrpcUnaryFastPath({ authenticator, report, served, maxBodyBytes: options.maxBodyBytes, shutdownSignal: options.shutdownSignal, acceptCompression });
+  // A version sharing another's service (a draft: 1.1 over 1.0) gets its own router, which its `a2a-version` picks.
+  const byHeader = new Map<A2AVersion, Map<string, UniversalHandlerOf<typeof router>>>();
+  for (const [version, bindings] of options.versions) {
+    if (!versionModule(version).sharesShapesWith) {
+      bindings.connect(fastPath.recording(router));
+      continue;
+    }
+    const own = routerOf(version);
+    bindings.connect(own);
+    byHeader.set(version, new Map(own.handlers.map((h) => [h.requestPath, h])));
+  }
   const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  /** The handlers of the version a call's `a2a-version` names, when that version has a router of its own. */
+  const pickedByHeader = (req: HttpRequest) => {
+    if (byHeader.size === 0) return undefined;
+    const raw = req.headers[A2A_VERSION_HEADER];
+    try {
+      return byHeader.get(negotiateA2AVersion(Array.isArray(raw) ? raw[0] : raw, served));
+    } catch {
+      return undefined; // refused by the guard, in the shape of the service's version
+    }
+  };
   // connectNodeAdapter's loop, with the request body checked first (rpc-request-check.ts).
   return (req, res) => {
     const path = req.url?.split("?", 2)[0] ?? "";
-    const handler = handlers.get(path);
-    if (handler && fastPath.handle(req, res, path)) return;
+    const picked = pickedByHeader(req)?.get(path);
+    const handler = picked ?? handlers.get(path);
+    if (handler && !picked && fastPath.handle(req, res, path)) return;
     if (!handler) {
       // An unknown method of a known service, or an unknown service: UNIMPLEMENTED in the caller's protocol.
       answerUnknownMethod(req, res, versionOfRpcService(/^\/([^/]+)\//.exec(req.url ?? "")?.[1] ?? "") ?? DEFAULT_A2A_VERSION);
@@ -138,3 +164,5 @@ export function isA2ARpcPath(url: string | undefined): boolean {
   const path = url ?? "";
   return A2A_RPC_PREFIXES.some((prefix) => path.startsWith(prefix));
 }
+
+type UniversalHandlerOf<R extends { handlers: unknown[] }> = R["handlers"][number];

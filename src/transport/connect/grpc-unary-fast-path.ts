@@ -62,7 +62,7 @@ export class GrpcUnaryFastPath {
       const input = await readUnaryRequest(req, method.input, maxBodyBytes);
       let output: Message;
       try {
-        const caller = admitRpcCaller(authenticator, (name) => header(req.headers, name), verifiedPeerCertificate(req.socket));
+        const caller = admitRpcCaller(authenticator, (name) => header(req.headers, name), verifiedPeerCertificate(req.socket), this.options.served);
         ctx.values.set(CALLER, caller instanceof Promise ? await caller : caller);
         output = await untilDeadline(invoke(spec, input, ctx), ctx.signal);
       } catch (err) {
@@ -91,6 +91,8 @@ export class GrpcUnaryFastPath {
 
 export interface FastPathOptions {
   authenticator: Authenticator;
+  /** The versions the app serves (`a2a-version` is negotiated against them). */
+  served: readonly A2AVersion[];
   report: ReportError;
   /** Per-message limit, as connect's `readMaxBytes`. */
   maxBodyBytes: number;

@@ -1,6 +1,6 @@
 import type { CallContext } from "../../auth/call-context.js";
 import { a2aVersionOf, type A2AVersion } from "../../a2a/protocol-version.js";
-import { DEFAULT_A2A_VERSION, versionModule, versionOfJsonRpcMethod, type BoundVersions } from "../../a2a/versions.js";
+import { DEFAULT_A2A_VERSION, versionAsked, versionModule, versionOfJsonRpcMethod, type BoundVersions } from "../../a2a/versions.js";
 import { DomainError } from "../../domain/errors.js";
 import { parseJsonBody } from "../../domain/json-input.js";
 import { isObject } from "../../domain/json-shape.js";
@@ -35,6 +35,7 @@ export interface JsonRpcEndpointOptions {
 export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
   const { report } = options;
   const legacy = DEFAULT_A2A_VERSION;
+  const served = [...options.versions.keys()];
 
   return async function handleJsonRpc(req: HttpRequest, res: HttpResponse, ctx: CallContext): Promise<void> {
     const headers = activatedExtensions(req, options.supportedExtensions);
@@ -71,9 +72,10 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
       return;
     }
     const { id, method, params } = envelope;
-    const version = versionOfJsonRpcMethod(method);
+    let version = versionOfJsonRpcMethod(method);
     try {
-      a2aVersionOf(req);
+      // A draft sharing the method's version's names (1.1 over 1.0) answers when the call asks for it.
+      version = versionAsked(version, a2aVersionOf(req, served));
     } catch (err) {
       fail(200, version, id, err);
       return;

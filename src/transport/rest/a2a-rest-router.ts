@@ -32,8 +32,9 @@ export function createA2ARestRouters(options: A2ARestRouterOptions): Map<A2AVers
 /** Errors before anything is written leave through the dispatcher's exit for this route's binding (this version's HTTP+JSON shape). */
 function handlerOf(version: A2AVersion, route: RestRoute, options: A2ARestRouterOptions): RouteHandler {
   const mediaType = versionModule(version).restMediaType;
+  const served = [...options.versions.keys()];
   return async (req, res, params, ctx) => {
-    a2aVersionOf(req); // an A2A-Version we do not serve: 400 VersionNotSupported
+    a2aVersionOf(req, served); // an A2A-Version we do not serve: 400 VersionNotSupported
     const request = restRequestOf(req, params, options);
     if (route.kind === "unary") {
       const body = await route.run(request, ctx);

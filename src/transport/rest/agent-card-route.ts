@@ -19,11 +19,12 @@ export function serveAgentCard(req: HttpRequest, res: HttpResponse, card: AgentC
   const vary = { vary: "A2A-Version" };
   let version: A2AVersion;
   try {
+    // Without a version asked for, AGENT_CARD_BARE decides; an asked version must be one the card's interfaces declare (drafts included when switched on).
     if (requestedA2AVersion(req.headers, req.url) === undefined) {
       if (bare === "pure-0.3") return sendCacheableJson(req, res, pure03Card(card), { ...cache, headers: vary });
       version = bare === "hybrid" ? "0.3" : "1.0";
     } else {
-      version = a2aVersionOf(req);
+      version = a2aVersionOf(req, cardVersions(card));
     }
   } catch (err) {
     sendA2ARestError(res, PREFERRED_A2A_VERSION, err, { ...vary, "content-type": "application/json" });
@@ -48,4 +49,8 @@ export function a2aVersionFields(card: AgentCard): { protocolVersions: string[];
   // Newest first; 0.3 is served for the legacy window (OpenWOP RFC 0152).
   const profiles = [...protocolVersions].reverse().map((v) => versionModule(v).card.profile);
   return { protocolVersions, preferredVersion, profiles };
+}
+
+function cardVersions(card: AgentCard): A2AVersion[] {
+  return [...new Set(card.supportedInterfaces.map((i) => i.protocolVersion))];
 }
