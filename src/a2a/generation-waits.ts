@@ -2,9 +2,13 @@ import { isTerminalA2AState } from "../domain/run-status.js";
 import type { TaskRecord } from "../domain/task-record.js";
 import type { TaskObserver } from "../engine/task-observer.js";
 
-/** Whether a long-poll for `after` is answered by `record`: its generation exceeds it, or it will never change again. */
+/**
+ * Whether a long-poll for `after` is answered by `record`: its generation exceeds it, or it will never change
+ * again, or it has no generation (last written before generations existed: no commit would ever tell, so the
+ * caller is answered at once rather than held to the cap).
+ */
 export function generationPassed(record: TaskRecord, after: number): boolean {
-  return (record.generation ?? 0) > after || isTerminalA2AState(record.a2a.state);
+  return record.generation === undefined || record.generation > after || isTerminalA2AState(record.a2a.state);
 }
 
 interface SharedWait {
