@@ -5,7 +5,7 @@ import type { RunEvent, TaskRecord } from "../domain/task-record.js";
 import type { CommitBus } from "../store/commit-bus.js";
 
 /**
- * What push needs from the rest of the host, declared here and wired in app.ts, so push depends on no engine
+ * What push needs from the rest of the host, declared here and wired in core.ts, so push depends on no engine
  * class: a caller's task (tenant-checked), the committed task log (the outbox), commits as they happen, and
  * the push body of each A2A version.
  */
