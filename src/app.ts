@@ -30,6 +30,7 @@ import { addJwksRoute, JWKS_PATH } from "./transport/rest/jwks-route.js";
 import { signCardDocument } from "./a2a/agent-card-signature.js";
 import { addDiscoveryRoutes, CONFORMANCE_FIXTURES } from "./transport/rest/discovery-routes.js";
 import { addConformanceSeamRoutes } from "./transport/rest/conformance-seam-routes.js";
+import { PeerInvokeProbe } from "./a2a/peer-invoke-probe.js";
 import { addOpenwopInterruptRoutes } from "./transport/rest/openwop-interrupt-routes.js";
 import { addOpenwopRunsRoutes } from "./transport/rest/openwop-runs-routes.js";
 import { addOpenApiRoute } from "./transport/openapi/openapi-route.js";
@@ -134,7 +135,9 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     });
   }
   if (config.conformanceSeams) {
-    addConformanceSeamRoutes(router, { service, runs, checkPushUrl: (url, path) => push.configs.checkUrl(url, path), ...inputLimits });
+    // The invoke seam drives a2a.invoke's runner over the host's own peer client and egress guard.
+    const probe = new PeerInvokeProbe(core.peerClient, config.a2aPeer, core.reads, logger);
+    addConformanceSeamRoutes(router, { service, runs, checkPushUrl: (url, path) => push.configs.checkUrl(url, path), invokePeer: (request, run) => probe.invoke(request, run), ...inputLimits });
   }
   // The 1.0 card's signature (A2A AgentCardSignature, `jku` = our JWKS), made once: the card is final from here on.
   const jku = `${config.publicUrl}${JWKS_PATH}`;

@@ -27,7 +27,7 @@ import { observedEgressHttp, observedHandlers, observedPeerTransport, observedPu
 import { observedPushConfigStore, observedTaskStore } from "./observed/observed-store.js";
 import { CountingTransitionHook, observeTasks } from "./observed/observed-tasks.js";
 import type { TransitionHook } from "./engine/transition-hook.js";
-import { createA2APeerClient } from "./peer/a2a-peer-client.js";
+import { createA2APeerClient, type A2APeerClient } from "./peer/a2a-peer-client.js";
 import { createGrpcPeerTransport } from "./peer/grpc-peer-client.js";
 import { createPeerHttpClient } from "./peer/peer-http-client.js";
 import { createEgressHttpClient } from "./egress/egress-http-client.js";
@@ -104,6 +104,8 @@ export interface Core {
   nodeRoutes: NodeRoute[];
   /** Each node kind's services (a2a.invoke's runner and callback receiver, the http node's runner). */
   nodeServices: NodeServices;
+  /** The A2A client a2a.invoke calls peers with (the conformance invoke seam drives the same one). */
+  peerClient: A2APeerClient;
   /** Resumes every unfinished task and starts push delivery. */
   start(): Promise<void>;
   /** Stops the engine, peer clients, push and the commit feed; the store and the telemetry stay open (their owners close them). */
@@ -278,6 +280,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     telemetry,
     nodeRoutes: catalog.kinds.routes(nodeServices.services),
     nodeServices: nodeServices.services,
+    peerClient,
     async start() {
       await supervisor.start();
       await push.start();

@@ -40,6 +40,9 @@ export const ERROR_CODES = [
   "interrupt-already-resolved",
   "interrupt-expired",
   "idempotency-conflict",
+  // The host as an A2A client (the invoke seam): no A2A version both sides speak, or the peer's call failed.
+  "interop-version-unsupported",
+  "external-call-failed",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

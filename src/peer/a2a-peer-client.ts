@@ -10,7 +10,7 @@
  * name) is ever recorded, so a restarted node finds them again in the configuration.
  */
 import type { Message } from "../domain/a2a-types.js";
-import { choosePeerInterface, endpointOf, apiKeyHeaderOf, formatPeerEndpoint, parsePeerEndpoint, type PeerEndpoint } from "./peer-endpoint.js";
+import { choosePeerInterface, endpointOf, apiKeyHeaderOf, formatPeerEndpoint, parsePeerEndpoint, type PeerEndpoint, type PeerVersion } from "./peer-endpoint.js";
 import { parsePeerJson } from "./peer-json.js";
 import { PeerCardSignatures } from "./peer-card-signature.js";
 import { PEER_JWKS_TIMEOUT_MS, PeerJwks } from "./peer-jwks.js";
@@ -31,6 +31,8 @@ export type { PeerCallOptions, PeerTransport } from "./peer-types.js";
 export interface PeerRef {
   peer?: string;
   agentCardUrl: string;
+  /** An unnamed peer called over this version only (a named peer's pin is in its configuration): no silent downgrade. */
+  protocolVersion?: PeerVersion;
 }
 
 /** Everything a call needs, as recorded in node progress: the endpoint, the peer's name, the API key's header name. */
@@ -183,7 +185,8 @@ export function createA2APeerClient(opts: {
     async discover(ref, signal) {
       if (ref.peer === undefined) {
         const card = await readCard(ref.agentCardUrl, signal);
-        return { endpoint: formatPeerEndpoint(peerEndpointOf(card, ref.agentCardUrl)), capabilities: capabilitiesOf(card) };
+        const pin = ref.protocolVersion !== undefined ? { protocolVersion: ref.protocolVersion } : {};
+        return { endpoint: formatPeerEndpoint(peerEndpointOf(card, ref.agentCardUrl, pin)), capabilities: capabilitiesOf(card) };
       }
       const peer = configOf(ref.peer);
       if (peer.url !== undefined) {

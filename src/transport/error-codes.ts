@@ -66,4 +66,7 @@ export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
   "interrupt-already-resolved": { jsonRpc: -32004, grpc: "FAILED_PRECONDITION", http: 409, rest: "interrupt_already_resolved" },
   "interrupt-expired": { jsonRpc: -32004, grpc: "FAILED_PRECONDITION", http: 410, rest: "interrupt_expired" },
   "idempotency-conflict": { jsonRpc: -32602, grpc: "ALREADY_EXISTS", http: 409, rest: "idempotency_key_mismatch" },
+  // Outbound (a2a.invoke through the invoke seam): OpenWOP's interop envelope codes; only the REST seam sends them.
+  "interop-version-unsupported": { jsonRpc: -32009, grpc: "FAILED_PRECONDITION", http: 400, rest: "interop_version_unsupported" },
+  "external-call-failed": { jsonRpc: -32603, grpc: "UNAVAILABLE", http: 502, rest: "external_call_failed" },
 };

@@ -53,6 +53,9 @@ const CANONICAL_REST_CODES = new Set([
   "interrupt_not_found",
   "interrupt_already_resolved",
   "interrupt_expired",
+  // The invoke seam (the host as an A2A client): OpenWOP's interop codes.
+  "interop_version_unsupported",
+  "external_call_failed",
   "not_implemented",
   "internal_error",
 ]);

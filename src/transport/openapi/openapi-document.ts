@@ -59,6 +59,7 @@ const OPENWOP: Operation[] = [
   { methods: ["post"], path: "/v1/host/sample/a2a/tasks/start", tag: "Conformance seams", summary: "Start an A2A task for the conformance suite (CONFORMANCE_SEAMS)" },
   { methods: ["get"], path: "/v1/host/sample/a2a/tasks/{taskId}", tag: "Conformance seams", summary: "Read a task's A2ATaskState (CONFORMANCE_SEAMS)" },
   { methods: ["post"], path: "/v1/host/sample/a2a/tasks/push-config", tag: "Conformance seams", summary: "Check a push config (CONFORMANCE_SEAMS)" },
+  { methods: ["post"], path: "/v1/host/sample/a2a/invoke", tag: "Conformance seams", summary: "Drive the a2a.invoke client against a peer: negotiated version, peer authority (CONFORMANCE_SEAMS)" },
 ];
 
 const A2A_03: Operation[] = [

@@ -3,6 +3,8 @@ import { DomainError, invalidParams } from "../../domain/errors.js";
 import { isTerminalRunStatus, type RunStatus } from "../../domain/run-status.js";
 import type { RunService } from "../../runs/run-service.js";
 import { optionalString, requiredString } from "../../domain/json-shape.js";
+import type { CallContext } from "../../auth/call-context.js";
+import { addInvokeSeamRoute, type InvokePeer } from "./invoke-seam-route.js";
 import { sendJson } from "../http-io.js";
 import type { HttpRouter } from "../http-router.js";
 import { readJsonObject } from "./openwop-request.js";
@@ -16,6 +18,8 @@ export interface ConformanceSeamOptions {
   maxInputDepth: number;
   /** How long `tasks/start` waits for the run to reach its gate. */
   startTimeoutMs?: number;
+  /** The a2a.invoke runner against a peer (the invoke seam); without it the seam is not mounted. */
+  invokePeer?: InvokePeer;
 }
 
 /** Scenario → the fixture workflow it runs and the status it waits for. */
@@ -36,18 +40,28 @@ export function addConformanceSeamRoutes(router: HttpRouter, options: Conformanc
   router.add("POST", `${SEAM_PREFIX}/start`, async (req, res, _params, ctx) => {
     const body = (await readJsonObject(req, options))!;
     const name = requiredString(body, "scenario", "body");
-    const scenario = SCENARIOS[name];
-    if (!scenario || !Object.hasOwn(SCENARIOS, name)) {
+    if (!Object.hasOwn(SCENARIOS, name)) {
       throw invalidParams(`unknown scenario "${name}"; supported: ${Object.keys(SCENARIOS).join(", ")}`, { path: "body.scenario" });
     }
+    const { taskId, state } = await startScenario(name, ctx);
+    sendJson(res, 201, { taskId, runId: taskId, state });
+  });
+
+  /** Starts the scenario's run and waits until it reaches the status the scenario is about. */
+  async function startScenario(name: string, ctx: CallContext): Promise<{ taskId: string; state: string }> {
+    const scenario = SCENARIOS[name]!;
     const started = await runs.startRun({ workflowId: scenario.workflowId, inputs: { text: `conformance scenario ${name}` } }, ctx);
     const taskId = started.body.runId;
     const record = await runs.waitFor(taskId, ctx, (r) => r.status === scenario.until || isTerminalRunStatus(r.status), options.startTimeoutMs ?? 10_000);
     if (record.status !== scenario.until) {
       throw new DomainError("unavailable", `the ${name} run ${taskId} did not reach ${scenario.until} (it is ${record.status})`, { taskId, status: record.status });
     }
-    sendJson(res, 201, { taskId, runId: taskId, state: record.a2a.state });
-  });
+    return { taskId, state: record.a2a.state };
+  }
+
+  if (options.invokePeer) {
+    addInvokeSeamRoute(router, { runs, invokePeer: options.invokePeer, startGatedRun: async (ctx) => (await startScenario("paused-at-approval", ctx)).taskId, maxBodyBytes: options.maxBodyBytes, maxInputDepth: options.maxInputDepth });
+  }
 
   router.add("GET", `${SEAM_PREFIX}/{taskId}`, async (_req, res, { taskId }, ctx) => {
     sendJson(res, 200, await service.getA2ATaskState(taskId!, ctx));
