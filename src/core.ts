@@ -80,6 +80,7 @@ export interface CoreOptions {
 /** The host without HTTP: the engine and the services every binding calls. */
 export interface Core {
   catalog: WorkflowCatalog;
+  /** Where the supervisor publishes this instance's commits; listen on `commits`. */
   hook: TransitionHook;
   /** Commits as they happen, this instance's and other instances' (the observer, push and a2a.invoke listen here). */
   commits: CommitBus;
