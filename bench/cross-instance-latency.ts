@@ -23,6 +23,7 @@ import { MongoClient } from "mongodb";
 import { projectRoot } from "../src/domain/project-root.js";
 import { TaskObserver } from "../src/engine/task-observer.js";
 import { TransitionHook } from "../src/engine/transition-hook.js";
+import { CommitBus } from "../src/store/commit-bus.js";
 import { createLogger } from "../src/observability/logger.js";
 import { openMongoCommitFeed } from "../src/store/change-stream-commit-feed.js";
 import type { CommitFeedSettings } from "../src/store/commit-feed.js";
@@ -55,7 +56,7 @@ async function measure(uri: string, dbName: string, settings: CommitFeedSettings
   await writer.init();
   const feed = await openMongoCommitFeed(clientB.db(dbName), settings, (err) => console.error("feed error", err));
   const reads = { get: async (id: string) => (await reader.get(id)) as TaskRecord, readEvents: (id: string, from: number, limit?: number) => reader.readEvents(id, from, limit) };
-  const observer = new TaskObserver({ reads, hook: new TransitionHook(createLogger("silent")), feed, maxBuffered: 10_000 });
+  const observer = new TaskObserver({ reads, commits: new CommitBus(new TransitionHook(createLogger("silent")), feed), maxBuffered: 10_000 });
   const taskId = randomUUID();
   const base = record(taskId);
   await writer.create(base, [event(taskId, 0, "run.created")]);

@@ -1,5 +1,8 @@
 import type { AddressInfo } from "node:net";
-import { createCore, JSONRPC_PATH, OPENWOP_EXTENSION_URI, packageVersion, type CoreOptions } from "./core.js";
+import { createCore, packageVersion, type CoreOptions } from "./core.js";
+import { OPENWOP_EXTENSION_URI } from "./a2a/openwop-extension.js";
+import { hostInterfaces, JSONRPC_PATH } from "./transport/interface-urls.js";
+import { createTelemetry, type Telemetry } from "./observability/telemetry.js";
 import type { TaskService } from "./a2a/task-service.js";
 import type { TaskSupervisor } from "./engine/task-supervisor.js";
 import type { AuthDescription } from "./auth/authenticator.js";
@@ -43,7 +46,10 @@ import { ShutdownSteps } from "./shutdown-deadline.js";
 export { JSONRPC_PATH, OPENWOP_EXTENSION_URI };
 const SUPPORTED_EXTENSIONS = [OPENWOP_EXTENSION_URI];
 
-export interface AppOptions extends CoreOptions {
+/** Core's options less what the app supplies itself: the interfaces it serves, the ways in, and (when not given) telemetry. */
+export interface AppOptions extends Omit<CoreOptions, "telemetry" | "interfaces" | "auth"> {
+  /** Traces and metrics; when not given the app makes a metrics-only one and shuts it down on close (else its creator does). */
+  telemetry?: Telemetry;
   durableStore: boolean;
   /** The in-memory fallback's warning (store/memory-fallback.ts), shown on /readyz. */
   storeWarning?: string[];
@@ -77,22 +83,31 @@ export interface App {
 const PUBLIC_PATHS = [/^\/\.well-known\//, /^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/v1\/interrupts\//, CONSOLE_PUBLIC_PATH];
 const PUBLIC_PRINCIPAL: Principal = { tenant: "", id: "public", scopes: [] };
 
+/** The host over HTTP. Telemetry: whoever creates it shuts it down, once, on every path (here: only one made here). */
 export async function createApp(options: AppOptions): Promise<App> {
+  if (options.telemetry) return assembleApp(options, options.telemetry, false);
+  const telemetry = await createTelemetry({ version: packageVersion });
+  try {
+    return await assembleApp(options, telemetry, true);
+  } catch (err) {
+    await telemetry.shutdown();
+    throw err;
+  }
+}
+
+async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTelemetry: boolean): Promise<App> {
   const { config, logger } = options;
   // TLS_CERT_FILE / TLS_KEY_FILE: the one port speaks TLS; read first, so unusable files stop the start before
   // anything runs. The files are re-read for rotation (tls-files.ts).
   const tls = config.tls ? loadTlsServing(config.tls) : undefined;
-  const core = await createCore(options);
-  const { catalog, supervisor, service, push, card, runs, runInterrupts, feed } = core;
   // Mutual TLS (TLS_CLIENT_PRINCIPALS): verified client certificates mapped to principals, tried first; mapped
   // certificates alone turn authentication on.
   const authenticator = hostAuthenticator(config.auth, config.tls?.clientPrincipals ?? []);
-  // The card declares exactly the configured ways in (API keys, OIDC, client certificates).
+  // The card (built once, in core) declares exactly the configured ways in (API keys, OIDC, client certificates)
+  // and the interfaces served here.
   const auth = authenticator.describe();
-  if (auth.enabled) {
-    card.securitySchemes = auth.schemes;
-    card.security = auth.requirements;
-  }
+  const core = await createCore({ ...options, telemetry, interfaces: hostInterfaces(config.publicUrl), auth });
+  const { catalog, supervisor, service, push, card, runs, runInterrupts, feed } = core;
 
   const router = new HttpRouter();
   // What every JSON surface bounds: body size and nesting depth.
@@ -113,7 +128,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     // console:all-tenants sees every tenant of the configured keys ("default" with auth off).
     const access = ConsoleAccess.fromAuth(auth);
     addConsoleRoutes(router, {
-      operations: new ConsoleOperations({ supervisor, reads: core.reads, hook: core.hook, feed, tokens: core.tokens, access, catalog, interrupts: runInterrupts, storeTimeoutMs: config.storeTimeoutMs }),
+      operations: new ConsoleOperations({ supervisor, reads: core.reads, commits: core.commits, feed, tokens: core.tokens, access, catalog, interrupts: runInterrupts, storeTimeoutMs: config.storeTimeoutMs }),
       push: new ConsolePush({ enabled: push.enabled, configs: core.pushConfigs, worker: push.worker, access, storeTimeoutMs: config.storeTimeoutMs }),
       report,
       ...inputLimits,
@@ -215,6 +230,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       process.off("SIGHUP", onHangup);
       await steps.run("draining requests", () => server.close(config.shutdownGraceMs));
       await steps.run("stopping task work (leases, pushes, peers)", () => core.stop());
+      if (ownsTelemetry) await telemetry.shutdown();
     },
   };
 }

@@ -1,14 +1,16 @@
 import { join } from "node:path";
 import { buildAgentCard, type AgentCard, type AgentInterface } from "./a2a/agent-card.js";
+import { OPENWOP_EXTENSION } from "./a2a/openwop-extension.js";
+import type { AuthDescription } from "./auth/authenticator.js";
 import { TaskService } from "./a2a/task-service.js";
 import type { Config } from "./config/config.js";
 import { packageVersion } from "./domain/package-version.js";
 import { projectRoot } from "./domain/project-root.js";
 import type { NodeRoute, NodeServices } from "./engine/nodes/node-kind.js";
 import { NodeKindRegistry, type NodeKindTable } from "./engine/nodes/node-registry.js";
-import { PeerCallbackKey } from "./peer/peer-callbacks.js";
-import { loadPeerCallbackKey } from "./peer/peer-callback-key.js";
-import { loadSigningKeyRing, type SigningKeyRing } from "./secrets/signing-key-ring.js";
+import type { SigningKeyRing } from "./secrets/signing-key-ring.js";
+import { loadHostKeys } from "./host-keys.js";
+import { CommitBus } from "./store/commit-bus.js";
 import { builtinHandlers } from "./workflows/builtin-handlers.js";
 import { StatelessSkills } from "./engine/stateless-skill.js";
 import { TaskObserver } from "./engine/task-observer.js";
@@ -16,12 +18,11 @@ import { TaskSupervisor } from "./engine/task-supervisor.js";
 import { loadWorkflowCatalog, type WorkflowCatalog } from "./engine/workflow-catalog.js";
 import type { TaskHandler, WorkflowDefinition } from "./workflows/workflow-types.js";
 import { builtinWorkflowSets } from "./workflows/workflow-settings.js";
-import { loadInterruptTokenKeys } from "./interrupts/interrupt-token-keys.js";
-import { InterruptTokenSigner } from "./interrupts/interrupt-tokens.js";
+import type { InterruptTokenSigner } from "./interrupts/interrupt-tokens.js";
 import { configureTaskInspection } from "./machine/task-inspection.js";
 import { createInspectionSink } from "./observability/inspection-sink.js";
 import type { Logger } from "./observability/logger.js";
-import { createTelemetry, type Telemetry } from "./observability/telemetry.js";
+import type { Telemetry } from "./observability/telemetry.js";
 import { observedEgressHttp, observedHandlers, observedPeerTransport, observedPushClient } from "./observed/observed-egress.js";
 import { observedPushConfigStore, observedTaskStore } from "./observed/observed-store.js";
 import { CountingTransitionHook, observeTasks } from "./observed/observed-tasks.js";
@@ -49,17 +50,17 @@ import { CappedTaskReads } from "./store/capped-task-reads.js";
 import type { TaskStore } from "./store/task-store.js";
 import { DEFAULT_TASK_SIZE_LIMITS } from "./store/task-size-limits.js";
 
-export const JSONRPC_PATH = "/a2a/jsonrpc";
-/** The OpenWOP extension our tasks carry (`metadata.openwop`: run status, interrupt carrier, error). */
-export const OPENWOP_EXTENSION_URI = "https://openwop.dev/extensions/a2a-durable-tasks/v1";
-
 export { packageVersion };
 
 export interface CoreOptions {
   config: Config;
   logger: Logger;
-  /** Traces and metrics (main builds it from the OTEL_* variables); metrics only when not given. */
-  telemetry?: Telemetry;
+  /** Traces and metrics. Whoever creates it shuts it down (startHost, createApp when not given one, the tests' helpers): core only uses it. */
+  telemetry: Telemetry;
+  /** How callers reach this host, preferred first (transport/interface-urls.ts): the card's interfaces. Core knows no HTTP path. */
+  interfaces: AgentInterface[];
+  /** The ways in as the authenticator describes them (auth/authenticator.ts): the card's security schemes. None: no authentication. */
+  auth?: Pick<AuthDescription, "enabled" | "schemes" | "requirements">;
   store: TaskStore;
   handlers?: Record<string, TaskHandler>;
   /** Workflow definitions given as objects (`startHost({ workflows })`), validated exactly like files; they count as the user's own (see BUILTIN_WORKFLOWS). */
@@ -79,7 +80,10 @@ export interface CoreOptions {
 /** The host without HTTP: the engine and the services every binding calls. */
 export interface Core {
   catalog: WorkflowCatalog;
+  /** Where the supervisor publishes this instance's commits; listen on `commits`. */
   hook: TransitionHook;
+  /** Commits as they happen, this instance's and other instances' (the observer, push and a2a.invoke listen here). */
+  commits: CommitBus;
   supervisor: TaskSupervisor;
   reads: TaskReadPort;
   observer: TaskObserver;
@@ -105,14 +109,8 @@ export interface Core {
   peerClient: A2APeerClient;
   /** Resumes every unfinished task and starts push delivery. */
   start(): Promise<void>;
-  /** Stops the engine, peer clients and push; the store stays open. */
+  /** Stops the engine, peer clients, push and the commit feed; the store and the telemetry stay open (their owners close them). */
   stop(): Promise<void>;
-}
-
-/** `http://host[:port]` → `host:port`, the target form gRPC clients (grpc-js, a2a-js) expect. */
-function grpcTarget(publicUrl: string): string {
-  const url = new URL(publicUrl);
-  return `${url.hostname}:${url.port || (url.protocol === "https:" ? "443" : "80")}`;
 }
 
 /**
@@ -135,17 +133,28 @@ export function loadCatalog(config: Config, handlers: Record<string, TaskHandler
   });
 }
 
+/**
+ * Built in phases, each from what the ones before made: (1) keys and the commit bus; (2) the outbound clients,
+ * node kinds' services and the engine, each complete at construction; (3) push; (4) the card, once; (5) the
+ * services the bindings call. HTTP is not known here: the caller hands in the interfaces and the ways in.
+ */
 export async function createCore(options: CoreOptions): Promise<Core> {
-  const { config, logger } = options;
-  const telemetry = options.telemetry ?? (await createTelemetry({ version: packageVersion }));
+  const { config, logger, telemetry } = options;
   const store = observedTaskStore(options.store, telemetry, logger);
   const handlers = observedHandlers({ ...builtinHandlers, ...options.handlers }, telemetry);
   const catalog = options.catalog ?? (await loadCatalog(config, handlers, options.workflows, options.nodeKinds ? new NodeKindRegistry(options.nodeKinds) : undefined));
   // XSTATE_INSPECT: XState's inspection API on the actors of the chosen tasks (README "Live inspection").
   const { inspectTasks, inspectSink } = config.operator;
   configureTaskInspection(inspectTasks ? { taskIds: inspectTasks, sink: createInspectionSink(inspectSink) } : undefined);
+
+  // (1) Keys first (host-keys.ts): a missing one stops the start before anything runs. Then the commit bus: this
+  // instance's commits (the hook) and other instances' (MongoDB: a change stream on the event log, or polling).
+  const keys = await loadHostKeys(config, logger);
   const hook = new CountingTransitionHook(logger);
-  // a2a.invoke: outbound calls to remote A2A agents go through the same egress guard as push deliveries.
+  const commitFeed = await store.openCommitFeed?.(config.commitFeed, (err) => logger.warn({ err }, "the commit feed failed; restarting it from its resume token"));
+  const commits = new CommitBus(hook, commitFeed);
+
+  // (2) Outbound clients. a2a.invoke: calls to remote A2A agents go through the same egress guard as push deliveries.
   // The card (or a named peer's pins) picks the wire: JSON-RPC or HTTP+JSON over the egress client, gRPC over HTTP/2, A2A 1.0 or 0.3.
   const peerHttp = observedEgressHttp(createPeerHttpClient({ policy: config.a2aPeer.egress }), telemetry, "peer");
   // Peers' JWKS (card signatures, signed pushes) come through the same client and policy: one key set per URL.
@@ -161,27 +170,19 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   });
   // http nodes: calls to services through the same egress client, with their own policy (HTTP_NODE_*).
   const httpNodeClient = observedEgressHttp(createEgressHttpClient({ policy: config.httpNode.egress, subject: "http node", maxResponseBytes: config.httpNode.maxResponseBytes, userAgent: "openwop-a2a-host/http-node", accept: "application/json" }), telemetry, "http node");
-  // Other instances' commits (MongoDB): a change stream on the event log, or polling on a standalone server.
-  const commitFeed = await store.openCommitFeed?.(config.commitFeed, (err) => logger.warn({ err }, "the commit feed failed; restarting it from its resume token"));
-  // a2a.invoke learns by push where the peer offers it: per-visit callback tokens under a key of their own
-  // (A2A_PEER_CALLBACK_KEY, or a dev key under DATA_DIR), never the push key.
-  const callbackKey = config.a2aPeer.push
-    ? await loadPeerCallbackKey({ ...(config.a2aPeer.callbackKey ? { configured: config.a2aPeer.callbackKey } : {}), dataDir: config.dataDir, production: config.env === "production" }).then(
-        (loaded) => new PeerCallbackKey(loaded.key),
-        (err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err) }, "a2a.invoke: no peer callback key, so peers are not asked to push (stream or poll instead)"),
-      )
-    : undefined;
   // Only an https callback is offered (a plain-http one only under the test-only loopback allowance): a peer must never be sent to its own localhost.
+  const callbackKey = keys.peerCallback;
   const callbackBase = config.a2aPeer.callbackUrl ?? config.publicUrl;
   const callbackOk = callbackBase.startsWith("https://") || config.a2aPeer.egress.allowHttpLoopback;
-  // Each node kind builds its services from the host's pieces (engine/nodes/*: createServices); the supervisor
-  // (made next) is reached through the handles, which are called only once tasks run.
+  // Each node kind builds its services, complete, from the host's pieces (engine/nodes/*: createServices); the
+  // supervisor (made next) is reached through the handles, which are called only once tasks run.
   const nodeServices = catalog.kinds.createServices(
     {
       logger,
       clock: () => new Date(),
       reads: { find: (taskId) => supervisor.reads.find(taskId), contextOf: (record) => supervisor.reads.contextOf(record) },
       progress: { commitNodeProgress: (taskId, decide) => supervisor.commitNodeProgress(taskId, decide) },
+      commits,
       host: {
         a2aInvoke: {
           client: peerClient,
@@ -190,9 +191,6 @@ export async function createCore(options: CoreOptions): Promise<Core> {
           jwks: peerJwks,
           ...(callbackKey ? { callbackKey } : {}),
           ...(callbackKey && callbackOk ? { callbackBaseUrl: callbackBase } : {}),
-          // A push committed by another instance wakes the node here through the change stream (not the polling fallback:
-          // it would read the store per waiting node every period; without change streams the backstop poll catches it).
-          ...(commitFeed?.mode === "change-stream" ? { remoteCommits: (taskId: string, onCommit: () => void) => commitFeed.onTask(taskId, () => onCommit()) } : {}),
         },
         httpNode: { client: httpNodeClient, settings: config.httpNode, variables: { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl, ...workflowVariableValues(config.httpNode) } },
       },
@@ -202,37 +200,30 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const supervisor: TaskSupervisor = new TaskSupervisor({ store, catalog, services: nodeServices.services, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, leases: config.leases, recovery: config.recovery });
   const stopObservingTasks = observeTasks({ hook, supervisor, telemetry, logger });
   const reads = supervisor.reads;
-  const observer = new TaskObserver({ reads, hook, feed: commitFeed, maxBuffered: config.subscriberBuffer });
-  // One key ring for everything the host signs asymmetrically (SIGNING_KEYS, or a dev key under DATA_DIR).
-  const signingKeys = await loadSigningKeyRing({ ...(config.signingKeys.keys ? { configured: config.signingKeys.keys } : {}), dataDir: config.dataDir, production: config.env === "production" });
+  const observer = new TaskObserver({ reads, commits, maxBuffered: config.subscriberBuffer });
+
+  // (3) Push: its keys from phase 1, woken by the commit bus.
   const pushConfigs = observedPushConfigStore(options.pushConfigs ?? new MemoryPushConfigStore(), telemetry);
   const push = await createPushNotifications({
     settings: config.push,
-    dataDir: config.dataDir,
-    signingKeys,
+    keys: keys.push,
+    signingKeys: keys.signingKeys,
     publicUrl: config.publicUrl,
     retentionMs: config.retentionMs,
     configs: pushConfigs,
     decorateClient: (client) => observedPushClient(client, telemetry),
     tasks: reads,
     log: reads,
-    commits: hook,
-    // Other instances' commits wake delivery through the change stream. The polling fallback is not used for
-    // this (it would look configs up per watched task every period): without change streams the sweep does.
-    ...(commitFeed?.mode === "change-stream" ? { remoteCommits: commitFeed } : {}),
+    commits,
     leases: config.leases,
     // A config keeps the A2A version it was registered over; its deliveries are that version's push body.
     bodies: (version) => pushBody(negotiateA2AVersion(version)),
     logger,
     ...(options.pushResolver ? { resolve: options.pushResolver } : {}),
   });
-  // JSON-RPC first (preferred). gRPC clients take a "host:port" target, not a URL; HTTP+JSON is under /v1.
-  const interfaces: AgentInterface[] = [
-    { url: `${config.publicUrl}${JSONRPC_PATH}`, transport: "JSONRPC" },
-    { url: grpcTarget(config.publicUrl), transport: "GRPC" },
-    { url: config.publicUrl, transport: "HTTP+JSON" },
-  ];
-  // The agent's identity (AGENT_*); unset fields keep the host's own name, a description naming the skills, the package version.
+
+  // (4) The card, once and whole: the interfaces and ways in the caller serves, the OpenWOP extension, and the
+  // agent's identity (AGENT_*; unset fields keep the host's own name, a description naming the skills, the package version).
   const identity = config.agentCard.identity;
   const card = buildAgentCard(catalog, {
     name: identity.name ?? "OpenWOP A2A host",
@@ -241,16 +232,17 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     ...(identity.provider ? { provider: identity.provider } : {}),
     ...(identity.documentationUrl ? { documentationUrl: identity.documentationUrl } : {}),
     ...(identity.iconUrl ? { iconUrl: identity.iconUrl } : {}),
-    interfaces,
+    interfaces: options.interfaces,
     // A2A_DRAFT_VERSIONS: the drafts' interfaces beside the released ones.
     protocolVersions: servedVersions(config.a2aDraftVersions),
     streaming: true,
     pushNotifications: push.enabled,
+    extensions: [OPENWOP_EXTENSION],
+    ...(options.auth?.enabled ? { security: { schemes: options.auth.schemes, requirements: options.auth.requirements } } : {}),
   });
-  card.capabilities.extensions = [{ uri: OPENWOP_EXTENSION_URI, description: "metadata.openwop on tasks and status updates: run status, interrupt kind and id, error code", required: false }];
-  // Signed interrupt tokens: configured keys, or (development) a key generated once under DATA_DIR.
-  const tokenKeys = await loadInterruptTokenKeys({ configured: config.interruptTokens.keys?.reveal(), dataDir: config.dataDir, production: config.env === "production" });
-  const tokens = new InterruptTokenSigner(tokenKeys.keys, { ttlMs: config.interruptTokens.ttlMs });
+
+  // (5) The services every binding calls.
+  const { tokens, signingKeys } = keys;
   const service = new TaskService({
     supervisor,
     reads,
@@ -276,6 +268,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   return {
     catalog,
     hook,
+    commits,
     supervisor,
     reads,
     observer,
@@ -303,8 +296,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
       await peerClient.close();
       await httpNodeClient.close();
       await push.stop();
-      await commitFeed?.close();
-      if (!options.telemetry) await telemetry.shutdown();
+      await commits.close();
     },
   };
 }

@@ -53,6 +53,10 @@ export interface AgentCardOptions {
   interfaces: AgentInterface[];
   streaming: boolean;
   pushNotifications: boolean;
+  /** The extensions the agent's tasks carry (capabilities.extensions). */
+  extensions?: NonNullable<AgentCard["capabilities"]["extensions"]>;
+  /** The ways in the authenticator describes (auth/authenticator.ts describe()); none with authentication off. */
+  security?: { schemes: NonNullable<AgentCard["securitySchemes"]>; requirements: NonNullable<AgentCard["security"]> };
   /** Served protocol versions; default: all (the preferred one's interfaces first). */
   protocolVersions?: readonly A2AVersion[];
 }
@@ -71,7 +75,7 @@ export function buildAgentCard(catalog: WorkflowCatalog, options: AgentCardOptio
     ...(options.provider ? { provider: { organization: options.provider.organization, url: options.provider.url } } : {}),
     version: options.version,
     ...(options.documentationUrl ? { documentationUrl: options.documentationUrl } : {}),
-    capabilities: { streaming: options.streaming, pushNotifications: options.pushNotifications, stateTransitionHistory: false },
+    capabilities: { streaming: options.streaming, pushNotifications: options.pushNotifications, stateTransitionHistory: false, ...(options.extensions ? { extensions: [...options.extensions] } : {}) },
     defaultInputModes: ["text/plain", "application/json"],
     defaultOutputModes: ["text/plain", "application/json"],
     skills: catalog.list().map((w) => ({
@@ -85,6 +89,7 @@ export function buildAgentCard(catalog: WorkflowCatalog, options: AgentCardOptio
     })),
     supportsAuthenticatedExtendedCard: false,
     supportedInterfaces: versionedInterfaces(options.interfaces, options.protocolVersions ?? A2A_VERSIONS),
+    ...(options.security ? { securitySchemes: options.security.schemes, security: options.security.requirements } : {}),
   };
 }
 

@@ -4,7 +4,7 @@ import type { Artifact, Message } from "../domain/a2a-types.js";
 import type { A2ATaskStateValue, RunStatus } from "../domain/run-status.js";
 import { DomainError, invalidParams, taskNotFound } from "../domain/errors.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
-import type { TransitionHook } from "../engine/transition-hook.js";
+import type { CommitBus } from "../store/commit-bus.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { InterruptTokenSigner } from "../interrupts/interrupt-tokens.js";
 import { exportTaskMachine } from "../machine/machine-export.js";
@@ -121,7 +121,8 @@ export interface ConsolePageRequest {
 export interface ConsoleOperationsOptions {
   supervisor: Pick<TaskSupervisor, "cancel">;
   reads: TaskReadPort;
-  hook: Pick<TransitionHook, "onAny">;
+  /** This instance's commits (the commit bus): the task list's live updates. */
+  commits: Pick<CommitBus, "onAny">;
   feed: RunEventFeed;
   tokens: InterruptTokenSigner;
   /** Which tenants a caller sees: its own, or every configured tenant with `console:all-tenants`. */
@@ -215,7 +216,7 @@ export class ConsoleOperations {
   watch(listener: (summary: ConsoleTaskSummary) => void, ctx: CallContext): () => void {
     requireScope(ctx.principal, CONSOLE_SCOPE);
     const visible = new Set(this.options.access.tenantsFor(ctx.principal));
-    return this.options.hook.onAny(({ record }) => {
+    return this.options.commits.onAny(({ record }) => {
       if (visible.has(record.tenant)) listener(this.summaryOf(record));
     });
   }

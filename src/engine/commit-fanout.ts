@@ -1,8 +1,7 @@
-import type { CommitFeed } from "../store/commit-feed.js";
+import type { CommitBus } from "../store/commit-bus.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { RunEvent } from "../domain/task-record.js";
 import { NoticedReads } from "./head-refresher.js";
-import type { TransitionHook } from "./transition-hook.js";
 
 /** What a follower hears from its task's channel. */
 export interface FanoutListener {
@@ -20,14 +19,14 @@ export interface FanoutMember {
 
 export interface CommitFanoutOptions {
   reads: Pick<TaskReadPort, "readEvents">;
-  hook: TransitionHook;
-  feed?: CommitFeed | undefined;
+  /** This instance's commits (their events) and the feed's notices, polled ones too. */
+  commits: CommitBus;
   pageSize: number;
 }
 
 /**
- * The followers of each task on this instance share one channel: one transition-hook listener, one
- * commit-feed listener and one store read per noticed commit, whose events go to every follower as the
+ * The followers of each task on this instance share one channel: one local-commit listener, one
+ * remote-notice listener (the commit bus) and one store read per noticed commit, whose events go to every follower as the
  * same batch. So a commit costs the same store work with one follower of the task or ten thousand.
  */
 export class CommitFanout {
@@ -54,7 +53,7 @@ export class CommitFanout {
 class TaskChannel {
   private readonly listeners = new Set<FanoutListener>();
   private readonly unhook: () => void;
-  private readonly unfeed: (() => void) | undefined;
+  private readonly unfeed: () => void;
   /**
    * Every event below it was delivered to each current follower or committed before the follower joined
    * (so the follower's own first read has it). Deliveries move it; a follower joining lower moves it down.
@@ -81,8 +80,8 @@ class TaskChannel {
     private readonly onClose: () => void,
   ) {
     this.known = from;
-    this.unhook = options.hook.onTask(taskId, ({ events }) => this.deliver(events));
-    this.unfeed = options.feed?.onTask(taskId, ({ sequence }) => this.notice(sequence));
+    this.unhook = options.commits.onTask(taskId, ({ events }) => this.deliver(events));
+    this.unfeed = options.commits.onRemote(taskId, ({ sequence }) => this.notice(sequence));
   }
 
   join(from: number, listener: FanoutListener): FanoutMember {
@@ -145,7 +144,7 @@ class TaskChannel {
   private close(): void {
     this.closed = true;
     this.unhook();
-    this.unfeed?.();
+    this.unfeed();
     this.reads.stop();
     this.onClose();
   }

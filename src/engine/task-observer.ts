@@ -1,19 +1,17 @@
 import { DomainError } from "../domain/errors.js";
 import { isTerminalRunStatus, TERMINAL_RUN_EVENT_TYPES } from "../domain/run-status.js";
-import type { CommitFeed } from "../store/commit-feed.js";
+import type { CommitBus } from "../store/commit-bus.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { RunEvent, TaskRecord } from "../domain/task-record.js";
 import { CommitFanout } from "./commit-fanout.js";
 import { HeadRefresher } from "./head-refresher.js";
 import { afterFanOut, type LiveSink, type StopLive } from "../domain/live-stream.js";
 import { fellBehind, SubscriptionQueue } from "./subscription-queue.js";
-import type { TransitionHook } from "./transition-hook.js";
 
 export interface TaskObserverOptions {
   reads: Pick<TaskReadPort, "get" | "readEvents">;
-  hook: TransitionHook;
-  /** Commits made by other instances on the same database (none on the memory store). */
-  feed?: CommitFeed | undefined;
+  /** This instance's commits and the feed's notices of other instances' (polled ones too; none on the memory store). */
+  commits: CommitBus;
   /** Commits a follower may fall behind by before it is dropped (or, with `onOverflow: "catch-up"`, re-reads the store). */
   maxBuffered: number;
   /** Events per store read. */
@@ -51,7 +49,7 @@ export class TaskObserver {
 
   constructor(private readonly options: TaskObserverOptions) {
     this.pageSize = options.pageSize ?? 500;
-    this.fanout = new CommitFanout({ reads: options.reads, hook: options.hook, feed: options.feed, pageSize: this.pageSize });
+    this.fanout = new CommitFanout({ reads: options.reads, commits: options.commits, pageSize: this.pageSize });
   }
 
   /** How many tasks have followers here (each task one channel, whatever its number of followers). */
@@ -61,7 +59,7 @@ export class TaskObserver {
 
   /** Resolves with the first committed record satisfying `until`, or the latest one at the timeout or abort. */
   async waitUntil(wait: WaitUntil): Promise<TaskRecord> {
-    const { reads, hook } = this.options;
+    const { reads, commits } = this.options;
     let latest = wait.start;
     let resolve!: (record: TaskRecord | undefined) => void;
     const settled = new Promise<TaskRecord | undefined>((r) => (resolve = r));
@@ -69,10 +67,10 @@ export class TaskObserver {
       if (!latest || record.version > latest.version) latest = record;
       if (wait.until(record)) resolve(record);
     };
-    const unsubscribe = hook.onTask(wait.taskId, ({ record }) => consider(record));
+    const unsubscribe = commits.onTask(wait.taskId, ({ record }) => consider(record));
     // Commits of other instances: the feed says when, the head is read from the store.
     const refresher = new HeadRefresher(() => reads.get(wait.taskId, wait.tenant), consider);
-    const unfeed = this.options.feed?.onTask(wait.taskId, ({ sequence }) => {
+    const unfeed = commits.onRemote(wait.taskId, ({ sequence }) => {
       // This instance's own commits reach `latest` through the hook first: no read for them.
       if (sequence === undefined || !latest || sequence > latest.version) refresher.notice(sequence);
     });
@@ -92,7 +90,7 @@ export class TaskObserver {
     } finally {
       clearTimeout(timer);
       unsubscribe();
-      unfeed?.();
+      unfeed();
       refresher.stop();
       wait.signal?.removeEventListener("abort", giveUp);
     }

@@ -1,22 +1,15 @@
 import { KeyedListeners } from "../domain/keyed-listeners.js";
-import type { TaskContext } from "../machine/task-context.js";
-import type { RunEvent, TaskRecord } from "../domain/task-record.js";
 import type { Logger } from "../observability/logger.js";
+import type { CommittedTransition, LocalCommits, TransitionListener } from "../store/commit-bus.js";
 
-/** Published after a transition is committed to the store, never before. */
-export interface CommittedTransition {
-  record: TaskRecord;
-  context: TaskContext;
-  events: RunEvent[];
-}
-
-export type TransitionListener = (transition: CommittedTransition) => void;
+export type { CommittedTransition, TransitionListener };
 
 /**
- * The transition hook: live subscribers (streams, blocking sends) and the push worker hear every commit.
+ * The transition hook: where the supervisor publishes this instance's commits; the commit bus
+ * (store/commit-bus.ts) hands them to live subscribers (streams, blocking sends), push and a2a.invoke.
  * Listeners run synchronously and must not throw into the committer; a failing listener is logged.
  */
-export class TransitionHook {
+export class TransitionHook implements LocalCommits {
   private readonly byTask = new KeyedListeners<CommittedTransition>();
   private readonly global = new Set<TransitionListener>();
 

@@ -7,7 +7,8 @@ import type { RunEvent } from "../domain/task-record.js";
 import type { PushHttpClient } from "./push-http-client.js";
 import { DeliverySlots } from "./delivery-slots.js";
 import { DeliveryLeases, type PushLeaseSettings } from "./push-delivery-leases.js";
-import type { CommittedChange, CommittedChanges, PushBodyEncoders, PushTaskLog, RemoteCommits } from "./push-ports.js";
+import type { CommittedTransition } from "../store/commit-bus.js";
+import type { PushBodyEncoders, PushCommits, PushTaskLog } from "./push-ports.js";
 import type { PushSecretBox } from "./push-secrets.js";
 import type { PushTransitions } from "./push-settings.js";
 import { WatchedTasks } from "./push-watched-tasks.js";
@@ -18,9 +19,8 @@ export interface PushDeliveryWorkerOptions {
   tasks: PushTaskLog;
   configs: PushConfigStore;
   /** Commits as they happen (wake-ups); the sweep covers anything missed. */
-  commits: CommittedChanges;
-  /** Commits other instances make (a change stream); without it their commits are found by the sweep. */
-  remoteCommits?: RemoteCommits;
+  /** This instance's commits; other instances' only when pushed (a change stream), else the sweep finds them. */
+  commits: PushCommits;
   /** This instance's id and the lease timing (the task lease settings): one instance delivers a config at a time. */
   leases: PushLeaseSettings;
   /** The body of each A2A version a config can be registered over. */
@@ -86,7 +86,7 @@ export class PushDeliveryWorker {
     this.clock = options.clock ?? (() => new Date());
     this.slots = new DeliverySlots(options.concurrency);
     this.webhooks = new WebhookAttempts({ ...options, clock: this.clock });
-    this.watched = new WatchedTasks(options.remoteCommits, (taskId) => void this.wakeTask(taskId));
+    this.watched = new WatchedTasks(options.commits, (taskId) => void this.wakeTask(taskId));
     this.leases = new DeliveryLeases({
       configs: options.configs,
       settings: options.leases,
@@ -183,7 +183,7 @@ export class PushDeliveryWorker {
 
   // ---------------------------------------------------------------- scheduling
 
-  private onTransition(transition: CommittedChange): void {
+  private onTransition(transition: CommittedTransition): void {
     const { taskId } = transition.record;
     if (!this.watched.has(taskId)) return;
     const last = transition.events.at(-1);

@@ -6,15 +6,16 @@ import { PushDeliveryWorker } from "./push-delivery-worker.js";
 import { createPushHttpClient, type PushHttpClient } from "./push-http-client.js";
 import type { SigningKeyRing } from "../secrets/signing-key-ring.js";
 import { PushJwtSigner } from "./push-jwt.js";
-import { resolvePushKeys } from "./push-keys.js";
+import type { PushKeys } from "./push-keys.js";
 import type { PushLeaseSettings } from "./push-delivery-leases.js";
-import type { CommittedChanges, PushBodyEncoders, PushTaskLog, PushTaskReader, RemoteCommits } from "./push-ports.js";
+import type { PushBodyEncoders, PushCommits, PushTaskLog, PushTaskReader } from "./push-ports.js";
 import { PushSecretBox } from "./push-secrets.js";
 import type { PushSettings } from "./push-settings.js";
 
 export interface PushNotificationsOptions {
   settings: PushSettings;
-  dataDir: string;
+  /** The push keys (push-keys.ts: configured, or generated once under DATA_DIR), loaded with the host's other keys; none when push is disabled. */
+  keys: PushKeys | undefined;
   /** The host's signing key ring (push JWTs) and its public URL (their `iss`). */
   signingKeys: SigningKeyRing;
   publicUrl: string;
@@ -25,9 +26,8 @@ export interface PushNotificationsOptions {
   tasks: PushTaskReader;
   /** The committed task log the worker delivers from. */
   log: PushTaskLog;
-  commits: CommittedChanges;
-  /** Other instances' commits (a change stream on the event log), when the store has them. */
-  remoteCommits?: RemoteCommits;
+  /** Commits that wake delivery: this instance's, and other instances' when the feed pushes them (a change stream). */
+  commits: PushCommits;
   /** This instance's id and the lease timing: each config's delivery is leased to one instance at a time. */
   leases: PushLeaseSettings;
   bodies: PushBodyEncoders;
@@ -49,17 +49,16 @@ export interface PushNotifications {
 }
 
 /**
- * Composition of push: keys (configuration, or generated once under DATA_DIR), the secret box, the
- * registration service and the delivery worker. With push disabled only the service exists, and it
+ * Composition of push: the secret box over its keys, the registration service and the delivery worker. With push disabled only the service exists, and it
  * answers push-not-supported.
  */
 export async function createPushNotifications(options: PushNotificationsOptions): Promise<PushNotifications> {
   const { settings, configs, tasks, logger } = options;
-  if (!settings.enabled) {
+  const keys = options.keys;
+  if (!settings.enabled || !keys) {
     const service = new PushConfigService({ enabled: false, configs, tasks, egress: settings.egress, ...(options.resolve ? { resolve: options.resolve } : {}), maxConfigsPerTask: settings.maxConfigsPerTask });
     return { enabled: false, configs: service, worker: undefined, description: "push: disabled", start: async () => {}, stop: async () => {} };
   }
-  const keys = await resolvePushKeys(settings, options.dataDir);
   const secrets = new PushSecretBox(keys.encryptionKey, keys.previousEncryptionKeys);
   const created = createPushHttpClient({ policy: settings.egress, ...(options.resolve ? { resolve: options.resolve } : {}) });
   const client = options.decorateClient ? options.decorateClient(created) : created;
@@ -67,7 +66,6 @@ export async function createPushNotifications(options: PushNotificationsOptions)
     tasks: options.log,
     configs,
     commits: options.commits,
-    ...(options.remoteCommits ? { remoteCommits: options.remoteCommits } : {}),
     leases: options.leases,
     bodies: options.bodies,
     client,

@@ -2,9 +2,10 @@ import type { TaskContext } from "../machine/task-context.js";
 import type { ArtifactRef } from "./push-artifact-refs.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { RunEvent, TaskRecord } from "../domain/task-record.js";
+import type { CommitBus } from "../store/commit-bus.js";
 
 /**
- * What push needs from the rest of the host, declared here and wired in app.ts, so push depends on no engine
+ * What push needs from the rest of the host, declared here and wired in core.ts, so push depends on no engine
  * class: a caller's task (tenant-checked), the committed task log (the outbox), commits as they happen, and
  * the push body of each A2A version.
  */
@@ -19,24 +20,11 @@ export interface PushTaskReader {
 /** The committed tasks and their event logs, read by the delivery worker. */
 export type PushTaskLog = Pick<TaskReadPort, "find" | "readEvents">;
 
-/** A transition, published only after it is committed. */
-export interface CommittedChange {
-  record: Pick<TaskRecord, "taskId">;
-  events: readonly RunEvent[];
-}
-
-/** Subscription to every committed transition; returns the unsubscribe. */
-export interface CommittedChanges {
-  onAny(listener: (change: CommittedChange) => void): () => void;
-}
-
 /**
- * Commits made by any instance on the same database, per task (the store's commit feed). A notice only
- * says "something was committed to this task" (up to `sequence`, when the feed knows it).
+ * Commits as they happen (store/commit-bus.ts): this instance's transitions, and notices of other instances'
+ * commits per task, which push uses only when they are pushed (a change stream), not polled.
  */
-export interface RemoteCommits {
-  onTask(taskId: string, listener: (notice: { sequence?: number }) => void): () => void;
-}
+export type PushCommits = Pick<CommitBus, "onAny" | "onRemote" | "remotePushed">;
 
 /** The push body in one A2A version's wire shape, and its content type. */
 export interface PushBodyEncoder {

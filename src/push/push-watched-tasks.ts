@@ -1,4 +1,4 @@
-import type { RemoteCommits } from "./push-ports.js";
+import type { PushCommits } from "./push-ports.js";
 
 interface Watch {
   /** Stops following the task's commits made on other instances. */
@@ -9,9 +9,11 @@ interface Watch {
 
 /**
  * Tasks that have push configs, as this process knows them: configs stored here and every sweep's
- * unsettled ones. A commit of any other task costs no config lookup (most tasks have none). With a
- * cross-instance feed, each watched task's commits made by other instances wake the worker too, so the
- * instance that holds (or can claim) a config's delivery lease hears them within the feed's latency.
+ * unsettled ones. A commit of any other task costs no config lookup (most tasks have none). When the commit
+ * bus pushes other instances' notices (a change stream), each watched task's commits made by other instances
+ * wake the worker too, so the instance that holds (or can claim) a config's delivery lease hears them within
+ * the feed's latency. Polled notices are not used: they would look configs up per watched task every period
+ * (without change streams the sweep finds those commits).
  */
 export class WatchedTasks {
   private readonly tasks = new Map<string, Watch>();
@@ -21,7 +23,7 @@ export class WatchedTasks {
   private storedConfigs = 0;
 
   constructor(
-    private readonly remote: RemoteCommits | undefined,
+    private readonly commits: Pick<PushCommits, "onRemote" | "remotePushed">,
     private readonly wake: (taskId: string) => void,
   ) {}
 
@@ -33,7 +35,8 @@ export class WatchedTasks {
     if (this.tasks.has(taskId)) return;
     const watch: Watch = { unfollow: undefined, seenLocally: -1 };
     this.tasks.set(taskId, watch);
-    watch.unfollow = this.remote?.onTask(taskId, (notice) => {
+    if (!this.commits.remotePushed) return;
+    watch.unfollow = this.commits.onRemote(taskId, (notice) => {
       if (notice.sequence !== undefined && notice.sequence <= watch.seenLocally) return;
       if (this.queued.has(taskId)) return;
       this.queued.add(taskId);

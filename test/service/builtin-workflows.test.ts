@@ -14,6 +14,8 @@ import { builtinHandlers } from "../../src/workflows/builtin-handlers.js";
 import { readWorkflowDirectory, WorkflowLoadError } from "../../src/engine/workflow-catalog.js";
 import type { WorkflowDefinition } from "../../src/workflows/workflow-types.js";
 import { createLogger } from "../../src/observability/logger.js";
+import { createTelemetry, type Telemetry } from "../../src/observability/telemetry.js";
+import { hostInterfaces } from "../../src/transport/interface-urls.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 
 /** What each built-in set holds, read off its folder (the demos grow; the fixtures are OpenWOP's). */
@@ -39,17 +41,21 @@ nodes:
   - { kind: task, id: book, handler: echo }
 `;
 
-let cores: Core[] = [];
+let cores: Array<{ core: Core; telemetry: Telemetry }> = [];
 afterEach(async () => {
-  for (const core of cores) await core.stop();
+  for (const { core, telemetry } of cores) {
+    await core.stop();
+    await telemetry.shutdown();
+  }
   cores = [];
 });
 
 /** The product's defaults: unlike the test helpers, no BUILTIN_WORKFLOWS unless a test sets it. */
 async function core(env: Record<string, string>, workflows?: WorkflowDefinition[], handlers?: Record<string, never>): Promise<Core> {
   const config = loadConfig({ LOG_LEVEL: "silent", PUSH_ENABLED: "false", ...env });
-  const created = await createCore({ config, logger: createLogger("silent"), store: new MemoryTaskStore(), ...(workflows ? { workflows } : {}), ...(handlers ? { handlers } : {}) });
-  cores.push(created);
+  const telemetry = await createTelemetry();
+  const created = await createCore({ config, logger: createLogger("silent"), telemetry, interfaces: hostInterfaces(config.publicUrl), store: new MemoryTaskStore(), ...(workflows ? { workflows } : {}), ...(handlers ? { handlers } : {}) });
+  cores.push({ core: created, telemetry });
   return created;
 }
 

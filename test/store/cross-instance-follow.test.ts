@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DomainError } from "../../src/domain/errors.js";
 import { TaskObserver } from "../../src/engine/task-observer.js";
 import { TransitionHook } from "../../src/engine/transition-hook.js";
+import { CommitBus } from "../../src/store/commit-bus.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { openMongoCommitFeed } from "../../src/store/change-stream-commit-feed.js";
 import type { CommitFeed } from "../../src/store/commit-feed.js";
@@ -42,7 +43,7 @@ for (const mode of ["change-stream", "poll"] as const) {
         readEvents: (taskId: string, from: number, limit?: number) => reader.readEvents(taskId, from, limit),
       };
       // The reader's own hook never hears the writer: only the feed does.
-      observer = new TaskObserver({ reads, hook: new TransitionHook(createLogger("silent")), feed, maxBuffered: 16 });
+      observer = new TaskObserver({ reads, commits: new CommitBus(new TransitionHook(createLogger("silent")), feed), maxBuffered: 16 });
     });
     afterAll(async () => {
       await feed?.close();

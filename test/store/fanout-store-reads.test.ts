@@ -10,6 +10,7 @@ import { DomainError } from "../../src/domain/errors.js";
 import { RECHECK_LIMIT } from "../../src/engine/head-refresher.js";
 import { TaskObserver } from "../../src/engine/task-observer.js";
 import { TransitionHook } from "../../src/engine/transition-hook.js";
+import { CommitBus } from "../../src/store/commit-bus.js";
 import type { TaskContext } from "../../src/machine/task-context.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { openMongoCommitFeed } from "../../src/store/change-stream-commit-feed.js";
@@ -56,7 +57,7 @@ function observerOn(reader: MongoTaskStore, hook: TransitionHook, feed?: CommitF
     get: async (taskId: string) => (await reader.get(taskId)) ?? Promise.reject(new DomainError("task-not-found", taskId)),
     readEvents: (taskId: string, from: number, limit?: number) => reader.readEvents(taskId, from, limit),
   };
-  return new TaskObserver({ reads, hook, feed, maxBuffered: 16 });
+  return new TaskObserver({ reads, commits: new CommitBus(hook, feed), maxBuffered: 16 });
 }
 
 /** `count` followers from `from`, each collecting what it receives until its iterator ends. */

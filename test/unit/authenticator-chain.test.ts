@@ -4,6 +4,13 @@ import { describe, expect, it } from "vitest";
 import { apiKeyAuthenticator, parseApiKeys } from "../../src/auth/api-key-authenticator.js";
 import { bearerOf, chain, isJwtShaped, type Authenticator } from "../../src/auth/authenticator.js";
 import { devAuthenticator } from "../../src/auth/dev-authenticator.js";
+import { loadAuthSettings } from "../../src/auth/auth-settings.js";
+import { hostAuthenticator } from "../../src/auth/host-authenticator.js";
+import { buildAgentCard } from "../../src/a2a/agent-card.js";
+import { ConsoleAccess } from "../../src/console/console-access.js";
+import type { WorkflowCatalog } from "../../src/engine/workflow-catalog.js";
+import { openApiDocument } from "../../src/transport/openapi/openapi-document.js";
+import { hostInterfaces } from "../../src/transport/interface-urls.js";
 import { DomainError } from "../../src/domain/errors.js";
 
 const KEY = "chain-key-0123456789abcdef";
@@ -59,5 +66,58 @@ describe("chain(...authenticators)", () => {
       allTenantsHolders: [],
       summary: "tokens + API keys (1)",
     });
+  });
+});
+
+// docs/architecture.md "How to add an authenticator", followed with a throwaway one: a partner key in its own
+// header. The port alone, then one more part in host-authenticator.ts's chain, before the API keys (they take any
+// other request, so a part after them would never be asked; here: chained before the host's),
+// and the card, the OpenAPI document and the console's tenant list take it from describe(), with no change.
+describe("an authenticator added by the recipe", () => {
+  const partner: Authenticator = {
+    recognises: ({ headers }) => headers("x-partner-key") !== undefined,
+    authenticate({ headers }) {
+      if (headers("x-partner-key") !== "partner-secret-0123456789") throw new DomainError("unauthenticated", "invalid partner key");
+      return { tenant: "partners", id: "partner:p1", scopes: ["runs:read"] };
+    },
+    describe: () => ({
+      enabled: true,
+      schemes: { partnerKey: { type: "apiKey", in: "header", name: "X-Partner-Key" } },
+      requirements: [{ partnerKey: [] }],
+      tenants: ["partners"],
+      allTenantsHolders: [],
+      summary: "partner keys (1)",
+    }),
+  };
+  const settings = loadAuthSettings({ API_KEYS: JSON.stringify([{ id: "k", tenant: "acme", scopes: ["runs:read"], key: KEY }]) }, false);
+  if (typeof settings === "string") throw new Error(settings);
+  const host = chain(partner, hostAuthenticator(settings));
+  const header = (name: string, value: string) => ({ headers: (n: string) => (n === name ? value : undefined) });
+
+  it("decides its own requests (a refusal is final), leaves the others to the host's authenticators", () => {
+    expect(host.authenticate(header("x-partner-key", "partner-secret-0123456789"))).toEqual({ tenant: "partners", id: "partner:p1", scopes: ["runs:read"] });
+    expect(() => host.authenticate(header("x-partner-key", "wrong"))).toThrow("invalid partner key");
+    expect(host.authenticate(bearer(KEY))).toEqual({ tenant: "acme", id: "apikey:k", scopes: ["runs:read"] });
+    expect(() => host.authenticate(bearer())).toThrow("missing credentials");
+  });
+
+  it("the card, the OpenAPI document and the console read it from describe()", () => {
+    const auth = host.describe();
+    const card = buildAgentCard({ list: () => [] } as unknown as WorkflowCatalog, {
+      name: "a",
+      description: "b",
+      version: "1",
+      interfaces: hostInterfaces("https://agent.example"),
+      streaming: true,
+      pushNotifications: false,
+      security: { schemes: auth.schemes, requirements: auth.requirements },
+    });
+    expect(card.securitySchemes).toEqual({ partnerKey: { type: "apiKey", in: "header", name: "X-Partner-Key" }, apiKey: expect.objectContaining({ type: "http", scheme: "bearer" }) });
+    expect(card.security).toEqual([{ partnerKey: [] }, { apiKey: [] }]);
+    const openApi = openApiDocument({ publicUrl: "https://agent.example", version: "1", auth }) as { components: { securitySchemes: object }; security: unknown };
+    expect(openApi.components.securitySchemes).toHaveProperty("partnerKey");
+    expect(openApi.security).toEqual([{ partnerKey: [] }, { apiKey: [] }]);
+    expect(ConsoleAccess.fromAuth(auth).tenantsFor({ tenant: "acme", id: "op", scopes: ["console:all-tenants"] })).toEqual(["partners", "acme"]);
+    expect(auth.summary).toBe("partner keys (1) + API keys (1)");
   });
 });

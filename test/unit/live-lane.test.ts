@@ -9,6 +9,7 @@ import type { RunEvent, TaskRecord } from "../../src/domain/task-record.js";
 import { mapStream, withLive, type LiveIterable, type LiveSink } from "../../src/domain/live-stream.js";
 import { TaskObserver } from "../../src/engine/task-observer.js";
 import { TransitionHook } from "../../src/engine/transition-hook.js";
+import { CommitBus } from "../../src/store/commit-bus.js";
 import type { TaskContext } from "../../src/machine/task-context.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { streamToSse, type HttpResponse } from "../../src/transport/http-io.js";
@@ -35,7 +36,7 @@ function world(maxBuffered = 16, snapshot: "at-release" | "at-call" = "at-releas
     },
   };
   const hook = new TransitionHook(createLogger("silent"));
-  const observer = new TaskObserver({ reads, hook, maxBuffered });
+  const observer = new TaskObserver({ reads, commits: new CommitBus(hook), maxBuffered });
   const commit = (...events: RunEvent[]) => {
     log.push(...events);
     hook.publish({ record: { taskId: TASK } as TaskRecord, context: {} as TaskContext, events });

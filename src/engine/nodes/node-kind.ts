@@ -1,6 +1,7 @@
 import type { Logger } from "../../observability/logger.js";
 import type { PendingInterrupt, TaskContext } from "../../machine/task-context.js";
 import type { TaskReadPort } from "../../store/task-read-port.js";
+import type { CommitBus } from "../../store/commit-bus.js";
 import type { Message } from "../../domain/a2a-types.js";
 import type { ConversationReads } from "../handler-conversation.js";
 import type { ArtifactChunk, HandlerResult, TaskHandler, WorkflowDefinition, WorkflowNode } from "../../workflows/workflow-types.js";
@@ -94,7 +95,7 @@ export interface NodeReplyReader<N extends WorkflowNode> {
 
 /**
  * What the host hands kinds to build their services from. `host` carries the host's own pieces (configuration,
- * clients, keys, the commit feed) as core.ts names them; a kind reads the ones it needs.
+ * clients, keys) as core.ts names them; a kind reads the ones it needs.
  */
 export interface NodeHostDeps {
   logger: Logger;
@@ -103,6 +104,8 @@ export interface NodeHostDeps {
   reads: Pick<TaskReadPort, "find" | "contextOf">;
   /** Commits a node's progress under the task's lock (the supervisor's `commitNodeProgress`). */
   progress: NodeProgressPort;
+  /** Commits as they happen: this instance's and other instances' (store/commit-bus.ts). */
+  commits: CommitBus;
   host: NodeHostServices;
 }
 

@@ -1,4 +1,5 @@
 import type { PeerTask } from "../../../peer/peer-types.js";
+import type { CommitBus } from "../../../store/commit-bus.js";
 
 /**
  * What wakes a waiting `a2a.invoke` node before its (backstop) poll is due:
@@ -7,7 +8,7 @@ import type { PeerTask } from "../../../peer/peer-types.js";
  *               `GetTask` is needed). An unsigned push is a hint only: `state` is what it claims, nothing of it was
  *               committed, and the node reads the peer's task (`GetTask`, our credentials) before acting.
  *   - "stream": an event of the held task stream, folded into the whole task (peer-stream.ts).
- *   - "remote": another instance committed to our task (the commit feed); the runner re-reads its stored progress.
+ *   - "remote": another instance committed to our task (the commit bus, change stream only); the runner re-reads its stored progress.
  *   - "fetch":  read the peer task now (a stream ended on a state it cannot show, e.g. a terminal task refusing SubscribeToTask).
  */
 export type PeerNews =
@@ -15,9 +16,6 @@ export type PeerNews =
   | { kind: "stream"; task: PeerTask }
   | { kind: "remote" }
   | { kind: "fetch" };
-
-/** Other instances' commits to a task (the store's commit feed); answers an unsubscribe. */
-export type RemoteCommitWatch = (taskId: string, onCommit: () => void) => () => void;
 
 /** One waiting node's inbox: news queues here (the newest stream snapshot replaces older ones) until `next` takes it. */
 export class PeerNewsWatch {
@@ -70,22 +68,22 @@ export class PeerNewsWatch {
 /**
  * In-process news for the a2a.invoke nodes waiting on this instance, by our task id. The callback receiver
  * posts here after its commit; a task stream posts here as it reads; commits of other instances arrive through
- * the commit feed once one is wired (`useRemoteCommits`). Nothing here is durable: the store is (the runner
- * reads the peer's task again after a restart).
+ * the commit bus. Nothing here is durable: the store is (the runner reads the peer's task again after a restart).
  */
 export class PeerNewsBoard {
   private readonly watches = new Map<string, Set<PeerNewsWatch>>();
-  private remote: RemoteCommitWatch | undefined;
 
-  /** The store's commit feed (MongoDB): a push committed on another instance wakes the node here. */
-  useRemoteCommits(remote: RemoteCommitWatch | undefined): void {
-    this.remote = remote;
-  }
+  /**
+   * `commits`: a push committed on another instance wakes the node here, when the bus pushes remote notices (a
+   * change stream). Polled notices are not used: they would read the store per waiting node every period;
+   * without change streams the backstop poll catches such a commit.
+   */
+  constructor(private readonly commits?: Pick<CommitBus, "onRemote" | "remotePushed">) {}
 
   watch(taskId: string): PeerNewsWatch {
     let set = this.watches.get(taskId);
     if (!set) this.watches.set(taskId, (set = new Set()));
-    const unfeed = this.remote?.(taskId, () => watch.post({ kind: "remote" }));
+    const unfeed = this.commits?.remotePushed ? this.commits.onRemote(taskId, () => watch.post({ kind: "remote" })) : undefined;
     const watch: PeerNewsWatch = new PeerNewsWatch(() => {
       unfeed?.();
       const current = this.watches.get(taskId);

@@ -9,7 +9,6 @@ import type { PeerVersions } from "../../../peer/peer-version.js";
 import type { PeerJwks } from "../../../peer/peer-jwks.js";
 import { unexpandedVariables, VARIABLE_REFERENCE } from "../../../workflows/workflow-variables.js";
 import { buildPeerInterrupt, CROSS_PROTOCOL_CANCEL, peerProgressOf, peerReplyFromText, peerReplyOutcome, peerTaskToCancel } from "./a2a-invoke.js";
-import type { RemoteCommitWatch } from "./a2a-invoke-news.js";
 import type { A2AInvokeSettings } from "../../../peer/peer-settings.js";
 import { A2AInvokeRunner, DEFAULT_A2A_INVOKE_SETTINGS, type InvokeOutcome } from "./a2a-invoke-runner.js";
 import { PeerCallbackService } from "./peer-callback-service.js";
@@ -34,8 +33,6 @@ declare module "../node-kind.js" {
       callbackKey?: PeerCallbackKey;
       /** Where peers push to (offered only when https, or plain http under the test-only loopback allowance). */
       callbackBaseUrl?: string;
-      /** Other instances' commits to a task (the commit feed's change stream), which wake a waiting node here. */
-      remoteCommits?: RemoteCommitWatch;
     };
   }
   interface NodeServices {
@@ -73,9 +70,12 @@ export const a2aInvokeNodeKind: NodeKind<A2AInvokeNode> = {
 
 function a2aInvokeServices(deps: NodeHostDeps): NodeServiceParts {
   const host = deps.host.a2aInvoke;
-  const runner = new A2AInvokeRunner(host?.client, host?.settings ?? DEFAULT_A2A_INVOKE_SETTINGS, deps.logger);
-  runner.useCallbacks(host?.callbackKey && host.callbackBaseUrl ? { baseUrl: host.callbackBaseUrl, key: host.callbackKey } : undefined);
-  runner.news.useRemoteCommits(host?.remoteCommits);
+  const runner = new A2AInvokeRunner(host?.client, host?.settings ?? DEFAULT_A2A_INVOKE_SETTINGS, deps.logger, {
+    callbacks: host?.callbackKey && host.callbackBaseUrl ? { baseUrl: host.callbackBaseUrl, key: host.callbackKey } : undefined,
+    // A push committed by another instance wakes the node here (the bus's change stream; the news board ignores polling).
+    commits: deps.commits,
+    clock: deps.clock,
+  });
   const receiver = host?.callbackKey
     ? new PeerCallbackService({ progress: deps.progress, reads: deps.reads, key: host.callbackKey, peers: host.settings.peers, jwks: host.jwks, news: runner.news, versions: host.versions, logger: deps.logger })
     : undefined;

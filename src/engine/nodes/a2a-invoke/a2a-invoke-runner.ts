@@ -9,6 +9,7 @@ import type { A2AInvokeSettings } from "../../../peer/peer-settings.js";
 import type { PeerPushRequest, PeerTask } from "../../../peer/peer-types.js";
 import { peerCallbackUrl, type PeerCallbackKey } from "../../../peer/peer-callbacks.js";
 import { PeerNewsBoard, type PeerNewsWatch } from "./a2a-invoke-news.js";
+import type { CommitBus } from "../../../store/commit-bus.js";
 import {
   EXTERNAL_CALL_FAILED,
   firstProgress,
@@ -75,6 +76,15 @@ export interface PeerCallbackSettings {
   key: PeerCallbackKey;
 }
 
+/** What the runner is completed with at construction (core.ts hands both in through the kind's host services). */
+export interface A2AInvokeRunnerWiring {
+  /** Push on (when the settings allow it): the callback URL's base and the token key; none: stream or poll only. */
+  callbacks?: PeerCallbackSettings | undefined;
+  /** The commit bus: another instance's commit to a waiting node's task wakes it (change stream only). */
+  commits?: Pick<CommitBus, "onRemote" | "remotePushed"> | undefined;
+  clock?: () => Date;
+}
+
 /** What the wait loop knows of the held stream: whether one should run, and whether it gave up. */
 interface StreamHold {
   controller: AbortController;
@@ -104,19 +114,19 @@ function failed(nodeId: string, message: string): InvokeOutcome {
  */
 export class A2AInvokeRunner {
   /** Pushes committed here and stream events wake the waiting nodes through it (the receiver posts to it). */
-  readonly news = new PeerNewsBoard();
-  private callbacks: PeerCallbackSettings | undefined;
+  readonly news: PeerNewsBoard;
+  private readonly callbacks: PeerCallbackSettings | undefined;
+  private readonly clock: () => Date;
 
   constructor(
     private readonly client: A2APeerClient | undefined,
     private readonly settings: A2AInvokeSettings,
     private readonly logger: Logger,
-    private readonly clock: () => Date = () => new Date(),
-  ) {}
-
-  /** Turns push on (when the settings allow it): the callback URL's base and the token key. */
-  useCallbacks(callbacks: PeerCallbackSettings | undefined): void {
-    this.callbacks = callbacks;
+    wiring: A2AInvokeRunnerWiring = {},
+  ) {
+    this.news = new PeerNewsBoard(wiring.commits);
+    this.callbacks = wiring.callbacks;
+    this.clock = wiring.clock ?? (() => new Date());
   }
 
   /** The push config to register with a send: only when the card offers push and this host can receive it. */
