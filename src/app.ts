@@ -17,7 +17,7 @@ import { isRpcRequest } from "./transport/connect/rpc-unknown-method.js";
 import { connectionMetrics, DualProtocolServer } from "./transport/http-server.js";
 import { HttpRouter } from "./transport/http-router.js";
 import { bindVersions, versionModule, versionModules, versionOfRpcService } from "./a2a/versions.js";
-import { UNNAMED_A2A_VERSION } from "./a2a/protocol-version.js";
+import { UNNAMED_A2A_VERSION } from "./domain/a2a-version.js";
 import { Readiness } from "./observability/readiness.js";
 import { createRequestObserver } from "./observability/request-observer.js";
 import { createOpsConnectHandler, isOpsRpcPath, OPS_SERVICES } from "./transport/connect/ops-connect-handler.js";

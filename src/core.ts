@@ -34,7 +34,7 @@ import { createEgressHttpClient } from "./egress/egress-http-client.js";
 import { egressFetch } from "./egress/egress-fetch.js";
 import { PEER_JWKS_TIMEOUT_MS, PeerJwks } from "./peer/peer-jwks.js";
 import { workflowVariableValues } from "./engine/nodes/http/http-node-settings.js";
-import { negotiateA2AVersion } from "./a2a/protocol-version.js";
+import { negotiateA2AVersion } from "./domain/a2a-version.js";
 import { peerVersions, pushBody, servedVersions } from "./a2a/versions.js";
 import type { Resolver } from "./egress/egress-guard.js";
 import { createPushNotifications, type PushNotifications } from "./push/push-notifications.js";

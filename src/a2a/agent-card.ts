@@ -1,5 +1,5 @@
 import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
-import { A2A_VERSIONS, PREFERRED_A2A_VERSION, type A2AVersion } from "./protocol-version.js";
+import { A2A_VERSIONS, PREFERRED_A2A_VERSION, type A2AVersion } from "../domain/a2a-version.js";
 
 export type TransportName = "JSONRPC" | "GRPC" | "HTTP+JSON";
 

@@ -20,7 +20,7 @@ import { PeerCallError } from "../peer/peer-http-client.js";
 import type { A2AInvokeSettings } from "../peer/peer-settings.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { A2AInvokeNode } from "../workflows/workflow-types.js";
-import { PREFERRED_A2A_VERSION } from "./protocol-version.js";
+import { PREFERRED_A2A_VERSION } from "../domain/a2a-version.js";
 
 export interface PeerInvokeRequest {
   /** The peer's base URL (its card is at `/.well-known/agent-card.json`) or its card's URL. */

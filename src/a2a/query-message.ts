@@ -1,6 +1,6 @@
 import { fromJson, ScalarType, type DescField, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
 import { invalidParams } from "../domain/errors.js";
-import { A2A_VERSION_QUERY } from "./protocol-version.js";
+import { A2A_VERSION_QUERY } from "../domain/a2a-version.js";
 
 /**
  * An HTTP+JSON request message from its query string (and path), on every A2A version, as gRPC-transcoding

@@ -7,7 +7,7 @@ import { oncePerObject } from "../domain/once-per-object.js";
 import type { ErrorCode } from "../domain/errors.js";
 import type { TaskService } from "./task-service.js";
 import type { AgentCard } from "./agent-card.js";
-import type { A2AVersion } from "./protocol-version.js";
+import type { A2AVersion } from "../domain/a2a-version.js";
 import type { PushBody } from "./push-status-facts.js";
 import type { PeerVersionClient } from "../peer/peer-version.js";
 

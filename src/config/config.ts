@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import { readAgentCardSettings, type AgentCardSettings } from "../a2a/agent-card-settings.js";
-import { A2A_DRAFT_VERSIONS, type A2AVersion } from "../a2a/protocol-version.js";
+import { A2A_DRAFT_VERSIONS, type A2AVersion } from "../domain/a2a-version.js";
 import { loadAuthSettings, type AuthSettings } from "../auth/auth-settings.js";
 import { DEFAULT_MAX_INPUT_DEPTH, WIRE_MAX_DEPTH } from "../domain/json-input.js";
 import { EnvReader, type Env } from "../domain/env-settings.js";
@@ -129,7 +129,7 @@ export function loadConfig(env: Env = process.env): Config {
   return config;
 }
 
-/** A2A_DRAFT_VERSIONS: a comma-separated list of the drafts this host can serve (A2A_DRAFT_VERSIONS in protocol-version.ts). */
+/** A2A_DRAFT_VERSIONS: a comma-separated list of the drafts this host can serve (A2A_DRAFT_VERSIONS in domain/a2a-version.ts). */
 function readDraftVersions(reader: EnvReader): A2AVersion[] {
   const drafts: A2AVersion[] = [];
   for (const entry of reader.list("A2A_DRAFT_VERSIONS")) {

@@ -18,7 +18,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { defaultResolver, type EgressPolicy, type ResolvedAddress, type Resolver } from "../egress/egress-guard.js";
 import { errorCode, pinnedLookup } from "../egress/pinned-connection.js";
-import { UNNAMED_A2A_VERSION } from "../a2a/protocol-version.js";
+import { UNNAMED_A2A_VERSION } from "../domain/a2a-version.js";
 import { injectTraceHeaders } from "../observability/spans.js";
 import { formatPeerEndpoint, grpcOriginOf, parsePeerEndpoint, type PeerVersion } from "./peer-endpoint.js";
 import { checkPeerUrl, DEFAULT_MAX_PEER_RESPONSE_BYTES, PeerCallError, type PeerClientTls } from "./peer-http-client.js";

@@ -14,7 +14,7 @@
  * first remaining interface (the card's preference) is taken. A pin the peer does not offer is an error naming
  * what it does offer: there is no silent downgrade.
  */
-import { A2A_VERSIONS_NEWEST_FIRST, UNNAMED_A2A_VERSION, type A2AVersion } from "../a2a/protocol-version.js";
+import { A2A_VERSIONS_NEWEST_FIRST, UNNAMED_A2A_VERSION, type A2AVersion } from "../domain/a2a-version.js";
 import { PeerCallError } from "./peer-http-client.js";
 
 export type PeerBinding = "jsonrpc" | "grpc" | "http+json";

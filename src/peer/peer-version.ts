@@ -13,7 +13,7 @@
  */
 import type { DescService } from "@bufbuild/protobuf";
 import type { Transport } from "@connectrpc/connect";
-import type { A2AVersion } from "../a2a/protocol-version.js";
+import type { A2AVersion } from "../domain/a2a-version.js";
 import type { Message } from "../domain/a2a-types.js";
 import type { PeerBinding } from "./peer-endpoint.js";
 import { PeerCallError } from "./peer-http-client.js";

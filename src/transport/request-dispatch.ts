@@ -1,4 +1,4 @@
-import { a2aVersionOf, requestedA2AVersion, type A2AVersion } from "../a2a/protocol-version.js";
+import { a2aVersionOf, requestedA2AVersion, type A2AVersion } from "../domain/a2a-version.js";
 import { DEFAULT_A2A_VERSION } from "../a2a/versions.js";
 import { bearerChallenge, bearerOf, type Authenticator, type HeaderLookup } from "../auth/authenticator.js";
 import type { CallContext } from "../auth/call-context.js";

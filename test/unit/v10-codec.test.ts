@@ -1,7 +1,7 @@
 import { create, toJson } from "@bufbuild/protobuf";
 import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { describe, expect, it } from "vitest";
-import { negotiateA2AVersion, requestedA2AVersion } from "../../src/a2a/protocol-version.js";
+import { negotiateA2AVersion, requestedA2AVersion } from "../../src/domain/a2a-version.js";
 import { decodePageToken, encodePageToken, pageSizeOf } from "../../src/a2a/task-list.js";
 import { readV10, writeTaskPageV10, writeV10 } from "../../src/a2a/v10/v10-json.js";
 import { checkTenant, decodeMessage, decodeSendRequest, encodePart, encodeStreamEvent, encodeTask, taskStateNameV10 } from "../../src/a2a/v10/v10-proto-codec.js";

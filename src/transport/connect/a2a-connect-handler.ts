@@ -2,7 +2,7 @@ import { Code, ConnectError, createConnectRouter, createContextKey, createContex
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { CALLER } from "../../a2a/connect-caller.js";
 import { versionModule, versionModules, versionOfRpcService, DEFAULT_A2A_VERSION, type BoundVersions } from "../../a2a/versions.js";
-import { A2A_VERSION_HEADER, negotiateA2AVersion, type A2AVersion } from "../../a2a/protocol-version.js";
+import { A2A_VERSION_HEADER, negotiateA2AVersion, type A2AVersion } from "../../domain/a2a-version.js";
 import type { PeerCertificate } from "node:tls";
 import type { Authenticator } from "../../auth/authenticator.js";
 import { verifiedPeerCertificate } from "../peer-certificate.js";

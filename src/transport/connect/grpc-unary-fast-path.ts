@@ -4,7 +4,7 @@ import { Code, ConnectError, createContextValues, createServiceImplSpec, type Co
 import { compressionNegotiate, type Compression, type UniversalHandlerOptions } from "@connectrpc/connect/protocol";
 import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
 import { CALLER } from "../../a2a/connect-caller.js";
-import type { A2AVersion } from "../../a2a/protocol-version.js";
+import type { A2AVersion } from "../../domain/a2a-version.js";
 import { DEFAULT_A2A_VERSION, versionOfRpcService } from "../../a2a/versions.js";
 import type { Authenticator } from "../../auth/authenticator.js";
 import { verifiedPeerCertificate } from "../peer-certificate.js";

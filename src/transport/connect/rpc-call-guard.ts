@@ -1,5 +1,5 @@
 import { ConnectError } from "@connectrpc/connect";
-import { A2A_VERSION_HEADER, negotiateA2AVersion, type A2AVersion } from "../../a2a/protocol-version.js";
+import { A2A_VERSION_HEADER, negotiateA2AVersion, type A2AVersion } from "../../domain/a2a-version.js";
 import type { Principal } from "../../auth/principal.js";
 import type { PeerCertificate } from "node:tls";
 import type { Authenticator } from "../../auth/authenticator.js";

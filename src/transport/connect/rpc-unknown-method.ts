@@ -2,7 +2,7 @@ import type { ConnectError } from "@connectrpc/connect";
 import { endStreamFlag, endStreamToJson, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { trailerFlag, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import type { ServerResponse } from "node:http";
-import type { A2AVersion } from "../../a2a/protocol-version.js";
+import type { A2AVersion } from "../../domain/a2a-version.js";
 import { DEFAULT_A2A_VERSION } from "../../a2a/versions.js";
 import { DomainError } from "../../domain/errors.js";
 import { connectErrorOf } from "../errors/a2a-error-exits.js";

@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { A2AVersion } from "../../a2a/protocol-version.js";
+import type { A2AVersion } from "../../domain/a2a-version.js";
 import type { WireError } from "../../a2a/version-module.js";
 import { versionModule } from "../../a2a/versions.js";
 import { toDomainError, type DomainError } from "../../domain/errors.js";

@@ -1,5 +1,5 @@
 import type { CallContext } from "../../auth/call-context.js";
-import { a2aVersionOf, type A2AVersion } from "../../a2a/protocol-version.js";
+import { a2aVersionOf, type A2AVersion } from "../../domain/a2a-version.js";
 import { DEFAULT_A2A_VERSION, versionAsked, versionModule, versionOfJsonRpcMethod, type BoundVersions } from "../../a2a/versions.js";
 import { DomainError } from "../../domain/errors.js";
 import { parseJsonBody } from "../../domain/json-input.js";

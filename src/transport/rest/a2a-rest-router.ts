@@ -1,4 +1,4 @@
-import { a2aVersionOf, type A2AVersion } from "../../a2a/protocol-version.js";
+import { a2aVersionOf, type A2AVersion } from "../../domain/a2a-version.js";
 import { parseJsonBody } from "../../domain/json-input.js";
 import type { RestRequest, RestRoute } from "../../a2a/version-module.js";
 import { versionModule, type BoundVersions } from "../../a2a/versions.js";

@@ -1,6 +1,6 @@
 import type { BareCardShape } from "../../a2a/agent-card-settings.js";
 import type { AgentCard } from "../../a2a/agent-card.js";
-import { a2aVersionOf, PREFERRED_A2A_VERSION, requestedA2AVersion, type A2AVersion } from "../../a2a/protocol-version.js";
+import { a2aVersionOf, PREFERRED_A2A_VERSION, requestedA2AVersion, type A2AVersion } from "../../domain/a2a-version.js";
 import { versionModule } from "../../a2a/versions.js";
 import { sendCacheableJson, type Cacheability } from "../cacheable-json.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";

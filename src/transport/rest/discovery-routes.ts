@@ -1,6 +1,6 @@
 import { A2A_03_LEGACY_WINDOW_ENDS, bareCardShape, type AgentCardSettings } from "../../a2a/agent-card-settings.js";
 import type { AgentCard } from "../../a2a/agent-card.js";
-import { A2A_VERSION_QUERY } from "../../a2a/protocol-version.js";
+import { A2A_VERSION_QUERY } from "../../domain/a2a-version.js";
 import type { TaskService } from "../../a2a/task-service.js";
 import type { HttpRouter } from "../http-router.js";
 import { sendJson } from "../http-io.js";

@@ -1,4 +1,4 @@
-import { DomainError } from "../domain/errors.js";
+import { DomainError } from "./errors.js";
 
 /**
  * A2A protocol versions served side by side (wire facts §5.4, §5.7). Every binding routes a call to one
