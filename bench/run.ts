@@ -50,9 +50,9 @@ try {
   if (mode === "all" || mode === "compare") {
     const settings = { roundMs: setting("round-ms"), warmupMs: setting("warmup-ms"), rounds: setting("rounds"), concurrencies };
     console.log(`compare: ${JSON.stringify(settings)}; store: ${store.description}`);
-    const { rows, printed } = await runCompare(settings, store);
+    const { rows, printed, referencePostgres } = await runCompare(settings, store);
     console.log(`\n${printed}\n`);
-    result["compare"] = { settings, rows };
+    result["compare"] = { settings, referencePostgres, rows };
   }
   if (mode === "all" || mode === "scale") {
     const settings = { parts, waiting: setting("waiting"), events: setting("events"), streams: setting("streams"), latencyStreams: setting("latency-streams"), triggers: setting("triggers"), roundMs: setting("round-ms") };

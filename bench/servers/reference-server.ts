@@ -1,13 +1,17 @@
-// The reference: the @a2a-js/sdk 1.3.0 server (DefaultRequestHandler + InMemoryTaskStore, the Express
-// JSON-RPC handler with its v0.3 compatibility layer), in its own process. Its executor does what our `echo`
+// The reference: the @a2a-js/sdk 1.3.0 server (DefaultRequestHandler + InMemoryTaskStore, or with
+// REFERENCE_STORE=postgres its DatabaseTaskStore on Kysely + pg at DATABASE_URL, tables made by `a2a-db upgrade`;
+// the Express JSON-RPC handler with its v0.3 compatibility layer), in its own process. Its executor does what our `echo`
 // skill does (workflows/demo/echo.yaml, src/engine/builtin-handlers.ts): the task is submitted, works, gets one
 // text artifact "echo" holding the text it was sent, and completes.
 import { once } from "node:events";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import express from "express";
+import { Kysely, PostgresDialect } from "kysely";
+import pg from "pg";
 import { TaskState, type AgentCard, type Message, type Task } from "@a2a-js/sdk";
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor, type ExecutionEventBus, type RequestContext } from "@a2a-js/sdk/server";
+import { DatabaseTaskStore } from "@a2a-js/sdk/server/database";
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 import { serveIpc } from "../lib/ipc.js";
 
@@ -62,7 +66,9 @@ const card = (): AgentCard => ({
   skills: [{ id: "echo", name: "Echo", description: "Answers with the text it was sent", tags: [], examples: [], inputModes: [], outputModes: [], securityRequirements: [] }],
   signatures: [],
 });
-const handler = new DefaultRequestHandler(card(), new InMemoryTaskStore(), new EchoExecutor());
+// The pool as a user would build it, at pg's defaults (up to 10 connections).
+const db = process.env["REFERENCE_STORE"] === "postgres" ? new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: process.env["DATABASE_URL"] }) }) }) : undefined;
+const handler = new DefaultRequestHandler(card(), db ? new DatabaseTaskStore(db) : new InMemoryTaskStore(), new EchoExecutor());
 handler.getAgentCard = async () => card();
 app.use("/.well-known/agent-card.json", agentCardHandler({ agentCardProvider: handler, legacyCompat: { enabled: true } }));
 app.use("/a2a/jsonrpc", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
@@ -71,5 +77,5 @@ await once(server, "listening");
 const { port } = server.address() as AddressInfo;
 baseUrl = `http://127.0.0.1:${port}`;
 
-serveIpc({}, { port });
-process.on("SIGTERM", () => server.close(() => process.exit(0)));
+serveIpc({}, { port, store: db ? "postgres" : "memory" });
+process.on("SIGTERM", () => server.close(() => void (db?.destroy() ?? Promise.resolve()).finally(() => process.exit(0))));
