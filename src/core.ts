@@ -250,6 +250,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     catalog,
     card,
     blockingTimeoutMs: config.blockingTimeoutMs,
+    firstWriteWindowMs: config.blockingFirstWriteMs,
     storeTimeoutMs: config.storeTimeoutMs,
     resumeMaxEvents: config.streamResumeMaxEvents,
     longPollMaxMs: config.a2aLongPollMaxMs,

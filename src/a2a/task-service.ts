@@ -54,6 +54,11 @@ export interface TaskServiceOptions {
   card: AgentCard;
   /** A blocking send that has not reached a final state by then returns the task as it is. */
   blockingTimeoutMs: number;
+  /**
+   * BLOCKING_FIRST_WRITE_MS: how long a blocking send's new task may run its pure work before its first
+   * write, so a task that ends (or waits for input) by then is stored in one write; 0 writes it at once.
+   */
+  firstWriteWindowMs?: number;
   /** A caller's message over `maxMessageBytes` is refused before anything is looked up or stored. */
   sizeLimits: TaskSizeLimits;
   /** Push-config registration and reads (answers push-not-supported when push is disabled). */
@@ -108,7 +113,8 @@ export class TaskService {
   /** Always a task, also for a stateless skill (then a durable run of it, as the OpenWOP runs API starts). */
   async sendMessage(params: SendParams, ctx: CallContext): Promise<Task> {
     const record = await this.accept(params, ctx);
-    const settled = params.blocking ? await this.waitUntilFinal(record, ctx) : record;
+    // A task stored at its end (or a repeat of a finished one) needs no wait, and no read to start one.
+    const settled = params.blocking && !isFinalA2AState(record.a2a.state) ? await this.waitUntilFinal(record, ctx) : record;
     return this.view(settled, params.history, ctx);
   }
 
@@ -309,7 +315,15 @@ export class TaskService {
     // message.messageId is an idempotency key per caller: a repeat answers the task the first one created.
     // The create itself refuses a repeat (unique index): no lookup before every create.
     const idempotency = creationSeed(ctx.principal, message, skillId);
-    const create = { workflowId: skillId, message, ...(message.contextId ? { contextId: message.contextId } : {}), principal: ctx.principal, idempotency };
+    const firstWriteWithinMs = params.blocking ? this.firstWriteWindow(ctx) : 0;
+    const create = {
+      workflowId: skillId,
+      message,
+      ...(message.contextId ? { contextId: message.contextId } : {}),
+      principal: ctx.principal,
+      idempotency,
+      ...(firstWriteWithinMs > 0 ? { firstWriteWithinMs } : {}),
+    };
     if (!pushConfig) return this.createOnce(create, ctx);
     // Stored before the task exists, so its very first transition is covered even if we crash right after.
     const taskId = randomUUID();
@@ -325,6 +339,12 @@ export class TaskService {
       if (!(await reads.find(taskId).catch(() => null))) await push.discard(taskId).catch(() => undefined);
       throw err;
     }
+  }
+
+  /** How long a blocking send's new task may run before its first write: the window, within the caller's wait and deadline. */
+  private firstWriteWindow(ctx: CallContext): number {
+    const window = Math.min(this.options.firstWriteWindowMs ?? 0, this.options.blockingTimeoutMs);
+    return ctx.deadline === undefined ? window : Math.min(window, ctx.deadline - Date.now() - DEADLINE_MARGIN_MS);
   }
 
   /** Creates the task, or answers the one a concurrent identical message created (same idempotency key). */

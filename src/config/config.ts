@@ -19,6 +19,9 @@ import { readTlsSettings, type TlsSettings } from "../transport/tls-settings.js"
 
 export { ConfigError } from "../domain/env-settings.js";
 
+/** BLOCKING_FIRST_WRITE_MS's default: long enough for pure handlers that compute, short for one that waits on something. */
+export const DEFAULT_BLOCKING_FIRST_WRITE_MS = 200;
+
 /** Configuration from the environment, validated once at start. Every variable is in the README table. */
 export interface Config extends StoreSettings, WorkflowSettings {
   env: "development" | "test" | "production";
@@ -32,6 +35,8 @@ export interface Config extends StoreSettings, WorkflowSettings {
   /** Deepest nesting of objects and arrays accepted in a request body or a message's data and metadata. */
   maxInputDepth: number;
   blockingTimeoutMs: number;
+  /** BLOCKING_FIRST_WRITE_MS: how long a blocking send's new task may run pure work before its first write. */
+  blockingFirstWriteMs: number;
   subscriberBuffer: number;
   /** Log events a resumed subscription (Last-Event-ID) replays at most; further behind gets the Task snapshot. */
   streamResumeMaxEvents: number;
@@ -99,6 +104,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxBodyBytes: reader.int("MAX_BODY_BYTES", 1024 * 1024, 1024, 64 * 1024 * 1024),
     maxInputDepth: reader.int("MAX_INPUT_DEPTH", DEFAULT_MAX_INPUT_DEPTH, 4, WIRE_MAX_DEPTH),
     blockingTimeoutMs: reader.int("BLOCKING_TIMEOUT_MS", 60_000, 0),
+    blockingFirstWriteMs: reader.int("BLOCKING_FIRST_WRITE_MS", DEFAULT_BLOCKING_FIRST_WRITE_MS, 0, 10_000),
     subscriberBuffer: reader.int("SUBSCRIBER_BUFFER", 256, 1, 100_000),
     streamResumeMaxEvents: reader.int("STREAM_RESUME_MAX_EVENTS", 10_000, 0, 10_000_000),
     timerPollMs: reader.int("TIMER_POLL_MS", 1_000, 10, 60_000),

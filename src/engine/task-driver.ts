@@ -3,7 +3,7 @@ import { runStatusOf } from "../machine/task-projection.js";
 import type { Logger } from "../observability/logger.js";
 import { LeaseLostError } from "../store/task-store.js";
 import { ShutdownSignal } from "./in-flight-work.js";
-import { failureMessage, type NodeEffect, type NodeExecutor, type NodeExecutors } from "./nodes/node-executor.js";
+import { failureMessage, type NodeEffect, type NodeExecutor, type NodeExecutors, type NodeOutcome } from "./nodes/node-executor.js";
 import { POISON_EXHAUSTED, type RecoverySettings } from "./recovery-settings.js";
 import type { LiveTask, TaskRepository } from "./task-repository.js";
 import type { WorkflowCatalog } from "./workflow-catalog.js";
@@ -91,13 +91,44 @@ export class TaskDriver {
    * Under the task's lock: stages every transition the task makes without an effect, then writes them in
    * one store call before answering (commit before notify, and before effect). Passivates a task with
    * nothing to do now.
+   *
+   * `firstWriteWithinMs`, for a new task whose creator waits for its end (a blocking send): its local effects
+   * (pure handlers, which act on nothing outside this host) run here, under the creating lock, before the
+   * task's first write, for at most that long. A task that ends or waits for input within it is stored in
+   * ONE write, still before anyone is answered; nobody else knows its id until then. A crash before the write
+   * leaves nothing (the caller's retry with the same messageId runs it again); after it, the retry finds the
+   * task by its idempotency key. Past the window, or when an effect fails or its node reaches outside (it
+   * flushes first), the task is written as it stands and the effect still running goes to the driver loop.
    */
-  async advance(taskId: string, live: LiveTask): Promise<Next> {
+  async advance(taskId: string, live: LiveTask, firstWriteWithinMs = 0): Promise<Next> {
     const { repository } = this.options;
-    let next: Next = true;
-    for (let i = 0; i < MAX_STAGED_STEPS && next === true; i++) next = await this.decide(taskId, live);
+    let next = await this.stageSteps(taskId, live);
+    if (firstWriteWithinMs > 0) next = await this.runBeforeFirstWrite(taskId, live, next, Date.now() + firstWriteWithinMs);
     await repository.flush(taskId);
     if (next === false) repository.passivate(taskId);
+    return next;
+  }
+
+  /** Stages transitions while the task moves without an effect (at most MAX_STAGED_STEPS). */
+  private async stageSteps(taskId: string, live: LiveTask): Promise<Next> {
+    let next: Next = true;
+    for (let i = 0; i < MAX_STAGED_STEPS && next === true; i++) next = await this.decide(taskId, live);
+    return next;
+  }
+
+  /** `advance`'s window: local effects of a task not yet stored, each outcome staged with what follows it. */
+  private async runBeforeFirstWrite(taskId: string, live: LiveTask, first: Next, deadline: number): Promise<Next> {
+    let next = first;
+    while (typeof next === "function" && next.local && !live.stored) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) break;
+      const running = next();
+      const ended = await endsWithin(running, remaining);
+      // Still running, or failed: the task is written as it stands, and the driver loop takes the effect over.
+      if (!ended) return () => running;
+      ended.outcome?.(live);
+      next = await this.stageSteps(taskId, live);
+    }
     return next;
   }
 
@@ -214,5 +245,16 @@ export class TaskDriver {
 
   private executorOf(node: WorkflowNode): NodeExecutor<WorkflowNode> {
     return this.options.executors[node.kind] as NodeExecutor<WorkflowNode>;
+  }
+}
+
+/** The effect's outcome when it ends well within `ms`; undefined when it runs longer or fails (its promise keeps the failure). */
+async function endsWithin(running: ReturnType<NodeEffect>, ms: number): Promise<{ outcome: NodeOutcome | void } | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
+  try {
+    return await Promise.race([running.then((outcome) => ({ outcome }), () => undefined), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -125,8 +125,13 @@ export class TaskSupervisor implements NodeProgressPort {
     await this.repository.close();
   }
 
-  /** With `idempotency`, the store refuses a second live task with the same key (DuplicateIdempotencyKeyError). */
-  async createTask(args: { workflowId: string; message: Message; contextId?: string; principal: Principal; taskId?: string; idempotency?: IdempotencySeed }): Promise<TaskRecord> {
+  /**
+   * With `idempotency`, the store refuses a second live task with the same key (DuplicateIdempotencyKeyError).
+   * `firstWriteWithinMs` (a creator that waits for the end: a blocking send): the task's pure work may run
+   * before its first write for that long (TaskDriver.advance), and the answer is the task as written, often
+   * already final; without it, the task as of run.created.
+   */
+  async createTask(args: { workflowId: string; message: Message; contextId?: string; principal: Principal; taskId?: string; idempotency?: IdempotencySeed; firstWriteWithinMs?: number }): Promise<TaskRecord> {
     const { catalog } = this.options;
     const workflow = catalog.get(args.workflowId);
     if (!workflow) {
@@ -150,7 +155,9 @@ export class TaskSupervisor implements NodeProgressPort {
         at: this.now(),
         ...(args.idempotency ? { idempotency: args.idempotency } : {}),
       });
-      return { record: created, next: await this.driver.advance(taskId, await this.repository.load(taskId)) };
+      const live = await this.repository.load(taskId);
+      const next = await this.driver.advance(taskId, live, args.firstWriteWithinMs);
+      return { record: args.firstWriteWithinMs ? live.record : created, next };
     }, { fenced: true });
     let outcome: Awaited<typeof section>;
     try {

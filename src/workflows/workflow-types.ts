@@ -224,7 +224,9 @@ export interface TaskHandler {
   /**
    * True when the handler has no effect outside this host (it computes its result from its context alone).
    * Its node.started is then written together with the transitions before it; any other handler gets a
-   * store write of its own for node.started before it runs.
+   * store write of its own for node.started before it runs. For a blocking send's new task, a pure handler
+   * may even run before the task's first write (BLOCKING_FIRST_WRITE_MS), so the task is stored once, at
+   * its end; a crash before that write leaves nothing, and the caller's retry runs it again.
    */
   pure?: boolean;
 }

@@ -2,7 +2,8 @@
 // deterministic, so it is asserted; speed is measured in bench/, never here). The engine stages the
 // transitions a task makes with nothing observable or external between them and writes them in one store
 // call: created → started → node.started of a pure handler in the create, node.completed → completed in
-// one commit, an approval gate's interrupt in the same write as what led to it.
+// one commit, an approval gate's interrupt in the same write as what led to it. A blocking send's new task
+// runs its pure handlers before its first write (BLOCKING_FIRST_WRITE_MS), so a fast one is one write.
 import { randomUUID } from "node:crypto";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -27,6 +28,17 @@ nodes:
   - { kind: task, id: call, handler: notify-outside }
 `;
 
+const SLOW = `
+id: slow-pure
+name: Slow pure
+description: A pure handler that takes longer than the first-write window.
+nodes:
+  - { kind: task, id: think, handler: think-slowly }
+`;
+
+/** The window the tests run with; the slow handler takes longer. */
+const FIRST_WRITE_MS = 100;
+
 /**
  * MongoDB commands one TaskStore write costs with the current adapter (one client-level bulkWrite: MongoDB 8.0,
  * which the wire-protocol test server speaks; older servers take two). The
@@ -42,6 +54,17 @@ const notifyOutside: TaskHandler = async () => {
   writtenWhenRun = storeOf().writes.map((w) => w.events);
   return { output: { notified: true } };
 };
+/** Pure, but slower than the window: what the store held (and readers saw) while it ran. */
+let seenWhileThinking: { writes: string[][]; state: string | undefined } | undefined;
+let readWhileThinking: (taskId: string) => Promise<string | undefined>;
+const thinkSlowly: TaskHandler = Object.assign(
+  async (ctx: Parameters<TaskHandler>[0]) => {
+    await new Promise((r) => setTimeout(r, 3 * FIRST_WRITE_MS));
+    seenWhileThinking = { writes: storeOf().writes.map((w) => w.events), state: await readWhileThinking(ctx.taskId) };
+    return { output: { thought: true } };
+  },
+  { pure: true },
+);
 
 /** The TaskStore port with the commands each of its writes sends, told apart from every other command. */
 class CountingStore implements TaskStore {
@@ -107,9 +130,14 @@ describe(`store commands per task (mongodb: ${inject("mongoBackend")})`, () => {
     await store.init();
     const dir = await mkdtemp(join(tmpdir(), "commands-"));
     await writeFile(join(dir, "side-effect.yaml"), EXTRA);
+    await writeFile(join(dir, "slow-pure.yaml"), SLOW);
     // No push worker, and the durable timer scheduler polls once a minute (the most the config allows), so
     // every command counted here is one the task itself caused.
-    t = await startTestCore({ WORKFLOWS_DIR: dir, BLOCKING_TIMEOUT_MS: "10000", PUSH_ENABLED: "false", TIMER_POLL_MS: "60000", LEASE_HEARTBEAT_MS: "60000", LEASE_TTL_MS: "600000" }, { store, handlers: { "notify-outside": notifyOutside } });
+    t = await startTestCore(
+      { WORKFLOWS_DIR: dir, BLOCKING_TIMEOUT_MS: "10000", BLOCKING_FIRST_WRITE_MS: String(FIRST_WRITE_MS), PUSH_ENABLED: "false", TIMER_POLL_MS: "60000", LEASE_HEARTBEAT_MS: "60000", LEASE_TTL_MS: "600000" },
+      { store, handlers: { "notify-outside": notifyOutside, "think-slowly": thinkSlowly } },
+    );
+    readWhileThinking = async (taskId) => (await t.core.service.getTask(taskId, undefined, ctx).catch(() => undefined))?.status.state;
     t.core.hook.onAny((transition) => published.push(transition));
   });
   afterAll(async () => {
@@ -123,7 +151,7 @@ describe(`store commands per task (mongodb: ${inject("mongoBackend")})`, () => {
   });
 
   const message = (skillId: string): Message => ({ messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hello" }], metadata: { skillId } });
-  const send = (skillId: string) => t.core.service.sendMessage({ message: message(skillId), blocking: true }, ctx);
+  const send = (skillId: string, blocking = true) => t.core.service.sendMessage({ message: message(skillId), blocking }, ctx);
 
   const writes = () => store.writes.map(({ call, events }) => ({ call, events }));
   const expectCommandsPerWrite = () => {
@@ -138,31 +166,51 @@ describe(`store commands per task (mongodb: ${inject("mongoBackend")})`, () => {
     expect(stored.map((e) => e.sequence)).toEqual(seen);
   }
 
-  it("echo: two writes (the create with started and node.started, then node.completed with completed), one command each", async () => {
+  it("echo, blocking: one write (the create, holding the whole run), one command", async () => {
     const task = await send("echo");
     expect(task.status.state).toBe("completed");
+    expect(writes()).toEqual([{ call: "create", events: ["run.created", "run.started", "node.started", "node.completed", "artifact.created", "run.completed"] }]);
+    expectCommandsPerWrite();
+    // Nothing besides the write: the messageId check is the create itself (a unique index on the idempotency
+    // key), and the answer is the task as written (no read to wait for it), so an echo task costs 1 command.
+    expect(store.others).toEqual([]);
+    expect(store.writes.flatMap((w) => w.commands).length + store.others.length).toBe(COMMANDS_PER_WRITE);
+    expect(published.map((p) => p.events.length)).toEqual([6]);
+    expect(task.artifacts.map((a) => a.artifactId)).toEqual(["echo.0"]);
+    await expectLogIntact(task.id);
+  });
+
+  it("echo, not blocking: the acknowledged create first, then node.completed with completed", async () => {
+    const task = await send("echo", false);
+    expect(task.status.state).not.toBe("completed");
+    await t.core.observer.waitUntil({ taskId: task.id, tenant: "default", start: await t.core.reads.get(task.id, "default"), until: (r) => r.a2a.state === "completed", timeoutMs: 5000 });
     expect(writes()).toEqual([
       { call: "create", events: ["run.created", "run.started", "node.started"] },
       { call: "commit", events: ["node.completed", "artifact.created", "run.completed"] },
     ]);
-    expectCommandsPerWrite();
-    // Nothing besides the writes: the messageId check is the create itself (a unique index on the idempotency
-    // key), so an echo task costs 2 commands.
-    expect(store.others).toEqual([]);
-    expect(store.writes.flatMap((w) => w.commands).length + store.others.length).toBe(2 * COMMANDS_PER_WRITE);
-    expect(published.map((p) => p.events.length)).toEqual([3, 3]);
     await expectLogIntact(task.id);
   });
 
-  it("approval gate up to the wait: two writes (the interrupt rides with the completed proposal)", async () => {
+  it("approval gate up to the wait, blocking: one write (the proposal and the interrupt ride with the create)", async () => {
     const task = await send("approval-gate");
     expect(task.status.state).toBe("input-required");
     expect(writes()).toEqual([
-      { call: "create", events: ["run.created", "run.started", "node.started"] },
-      { call: "commit", events: ["node.completed", "artifact.created", "node.suspended", "interrupt.requested", "approval.requested"] },
+      { call: "create", events: ["run.created", "run.started", "node.started", "node.completed", "artifact.created", "node.suspended", "interrupt.requested", "approval.requested"] },
     ]);
     expectCommandsPerWrite();
     expect(store.others).toEqual([]);
+    await expectLogIntact(task.id);
+  });
+
+  it("a pure handler slower than the window: the task is written as it stands when the window ends, readable while the handler runs", async () => {
+    seenWhileThinking = undefined;
+    const task = await send("slow-pure");
+    expect(task.status.state).toBe("completed");
+    expect(seenWhileThinking).toEqual({ writes: [["run.created", "run.started", "node.started"]], state: "working" });
+    expect(writes()).toEqual([
+      { call: "create", events: ["run.created", "run.started", "node.started"] },
+      { call: "commit", events: ["node.completed", "run.completed"] },
+    ]);
     await expectLogIntact(task.id);
   });
 

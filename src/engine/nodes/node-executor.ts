@@ -12,9 +12,16 @@ import type { HandlerResult, WorkflowDefinition, WorkflowNode } from "../../work
 /**
  * Work a node runs after the task's lock is released (a handler, a peer call); its node.started is already
  * stored. It may answer its outcome, which the driver stages under the lock with whatever follows it, so
- * the result and the next transitions reach the store in one write.
+ * the result and the next transitions reach the store in one write. `local`: the work acts on nothing
+ * outside this host (a pure handler), so a new task whose creator waits for its end may run it before the
+ * task's first write (TaskDriver.advance's `firstWriteWithinMs`).
  */
-export type NodeEffect = () => Promise<NodeOutcome | void>;
+export type NodeEffect = (() => Promise<NodeOutcome | void>) & { readonly local?: boolean };
+
+/** Marks an effect as acting on nothing outside this host (see NodeEffect). */
+export function localEffect(effect: () => Promise<NodeOutcome | void>): NodeEffect {
+  return Object.assign(effect, { local: true });
+}
 
 /** Under the task's lock, after an effect: stages what the effect came to (or nothing, if the task moved on meanwhile). */
 export type NodeOutcome = (live: LiveTask) => void;

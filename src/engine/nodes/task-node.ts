@@ -9,7 +9,7 @@ import { idempotencyKeyOf, incomingMessageOf, nodeAfter, runInputOf } from "../w
 import { feedbackFor } from "./gates/approval-node.js";
 import { HandlerError, type HandlerResult, type TaskHandler, type TaskNode, type WorkflowDefinition } from "../../workflows/workflow-types.js";
 import { chunkEmitter } from "./artifact-chunks.js";
-import { failureMessage, stageNodeCompleted, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "./node-executor.js";
+import { failureMessage, localEffect, stageNodeCompleted, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "./node-executor.js";
 import type { NodeCheckContext, NodeKind, StatelessRun } from "./node-kind.js";
 
 /** The kind, for the registry: its handler must be registered (checked even when the schema fails), stateless use allowed. */
@@ -57,15 +57,18 @@ function taskHandlerProblem(node: Readonly<Record<string, unknown>>, context: No
  * `task` nodes: stage node.started, run the named handler outside the lock, then stage its result. A
  * handler not marked `pure` may act outside this host, so what came before its node.started is written
  * first and node.started is a write of its own; a pure handler's node.started rides with the transitions
- * before it (created, started, or the previous node's completion).
+ * before it (created, started, or the previous node's completion), and its run is a local effect: a new
+ * task whose creator waits may run it before its first write, so a fast task is stored once, at its end.
  */
 export function taskNodeExecutor(runtime: NodeRuntime, handlers: Record<string, TaskHandler>): NodeExecutor<TaskNode> {
   return {
     async step({ taskId, node, live, workflow, at }) {
       const { repository } = runtime;
-      if (!handlers[node.handler]?.pure) await repository.flush(taskId);
+      const pure = handlers[node.handler]?.pure === true;
+      if (!pure) await repository.flush(taskId);
       const context = repository.stage(live, { type: "NODE_STARTED", at, nodeId: node.id }).context;
-      return () => runHandler(runtime, handlers, { taskId, node, context, workflow, createdAt: live.record.createdAt });
+      const run = () => runHandler(runtime, handlers, { taskId, node, context, workflow, createdAt: live.record.createdAt });
+      return pure ? localEffect(run) : run;
     },
   };
 }
