@@ -112,7 +112,7 @@ export class TaskService {
 
   /** Always a task, also for a stateless skill (then a durable run of it, as the OpenWOP runs API starts). */
   async sendMessage(params: SendParams, ctx: CallContext): Promise<Task> {
-    const record = await this.accept(params, ctx);
+    const record = await this.accept(params, ctx, params.blocking ? this.firstWriteWindow(ctx) : 0);
     // A task stored at its end (or a repeat of a finished one) needs no wait, and no read to start one.
     const settled = params.blocking && !isFinalA2AState(record.a2a.state) ? await this.waitUntilFinal(record, ctx) : record;
     return this.view(settled, params.history, ctx);
@@ -276,7 +276,11 @@ export class TaskService {
     return stateless.answer(workflow, message, ctx.signal ?? new AbortController().signal, ctx.principal.tenant);
   }
 
-  private async accept(params: SendParams, ctx: CallContext): Promise<TaskRecord> {
+  /**
+   * `firstWriteWithinMs`: a new task may run its pure work before its first write for that long (a blocking
+   * send, answered at the end anyway); 0 for a caller answered at once (non-blocking, or a stream's first Task).
+   */
+  private async accept(params: SendParams, ctx: CallContext, firstWriteWithinMs = 0): Promise<TaskRecord> {
     const { message } = params;
     if (message.role !== "user") throw invalidParams(`message.role must be "user" (got "${message.role}")`);
     // Every binding decodes into this call, so the bound holds for binary gRPC as well as JSON.
@@ -315,7 +319,6 @@ export class TaskService {
     // message.messageId is an idempotency key per caller: a repeat answers the task the first one created.
     // The create itself refuses a repeat (unique index): no lookup before every create.
     const idempotency = creationSeed(ctx.principal, message, skillId);
-    const firstWriteWithinMs = params.blocking ? this.firstWriteWindow(ctx) : 0;
     const create = {
       workflowId: skillId,
       message,

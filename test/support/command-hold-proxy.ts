@@ -18,6 +18,17 @@ export interface CommandHoldProxy {
   /** Lets the held command (and what its connection queued behind it) through. */
   release(): void;
   /**
+   * The next write command `match` accepts reaches the server, which applies it, but its reply (and
+   * everything after it on that connection) never reaches the client: a client that dies between the
+   * server's commit and learning of it. Resolves once the reply arrived and was kept back.
+   */
+  swallowReply(match: (write: WriteCommand) => boolean): Promise<WriteCommand>;
+  /**
+   * The next write command `match` accepts never reaches the server: every connection is cut and new ones are
+   * refused (as `refuse()`), so the driver's one retry fails too. Resolves once it happened; `accept()` ends it.
+   */
+  refuseAt(match: (write: WriteCommand) => boolean): Promise<WriteCommand>;
+  /**
    * A stalled store: from now on every command but the handshake and monitoring (`hello`) waits, on every
    * connection, until `resume()` lets them through in order. The server stays reachable, it just never answers.
    */
@@ -32,12 +43,27 @@ export interface CommandHoldProxy {
 /** What the driver's handshake and server monitoring send: never stalled, so the server stays "up" while stalled. */
 const MONITORING = new Set(["hello", "isMaster", "ismaster"]);
 
+/** A write command as the proxy sees it: its name, and the collection when the command names one (`insert: "tasks"`). */
+export interface WriteCommand {
+  name: string;
+  collection?: string;
+}
+
 /** The command name of one OP_MSG (body section first), else undefined. */
 function commandName(message: Buffer): string | undefined {
   if (message.readInt32LE(12) !== OP_MSG || message[20] !== 0) return undefined;
   const start = 26;
   const end = message.indexOf(0, start);
   return end > start ? message.toString("utf8", start, end) : undefined;
+}
+
+/** The write command of one OP_MSG: its name, and its first element's value when that is a string (BSON type 2). */
+function writeCommandOf(message: Buffer, name: string): WriteCommand {
+  const elementType = message[25];
+  const valueAt = 26 + Buffer.byteLength(name) + 1;
+  if (elementType !== 0x02) return { name };
+  const length = message.readInt32LE(valueAt);
+  return { name, collection: message.toString("utf8", valueAt + 4, valueAt + 4 + length - 1) };
 }
 
 export async function startCommandHoldProxy(serverUri: string): Promise<CommandHoldProxy> {
@@ -48,6 +74,8 @@ export async function startCommandHoldProxy(serverUri: string): Promise<CommandH
   const target = { host: colon > 0 ? firstHost!.slice(0, colon).replace(/^\[|\]$/g, "") : firstHost!, port: colon > 0 ? Number(firstHost!.slice(colon + 1)) : 27017 };
 
   let armed: { remaining: number; onHeld: (name: string) => void } | undefined;
+  let swallowing: { match: (write: WriteCommand) => boolean; onSwallowed: (write: WriteCommand) => void } | undefined;
+  let refusingAt: { match: (write: WriteCommand) => boolean; onRefused: (write: WriteCommand) => void } | undefined;
   let releaseHeld: (() => void) | undefined;
   const sockets = new Set<net.Socket>();
   let stalled = false;
@@ -64,12 +92,28 @@ export async function startCommandHoldProxy(serverUri: string): Promise<CommandH
     sockets.add(client).add(upstream);
     let pending = Buffer.alloc(0);
     let held: Buffer[] | undefined;
+    /** Set when this connection's next reply is to be kept back; `cut` once it was: nothing more reaches the client. */
+    let swallow: { write: WriteCommand; onSwallowed: (write: WriteCommand) => void } | undefined;
+    let cut = false;
     const forward = (message: Buffer) => {
       if (held) {
         held.push(message);
         return;
       }
       const name = commandName(message);
+      const write = name && WRITES.has(name) ? writeCommandOf(message, name) : undefined;
+      if (write && refusingAt?.match(write)) {
+        const { onRefused } = refusingAt;
+        refusingAt = undefined;
+        refusing = true;
+        for (const s of sockets) s.destroy();
+        onRefused(write);
+        return;
+      }
+      if (write && swallowing?.match(write)) {
+        swallow = { write, onSwallowed: swallowing.onSwallowed };
+        swallowing = undefined;
+      }
       if (stalled && !(name && MONITORING.has(name))) {
         held = [message];
         const flush = () => {
@@ -103,7 +147,15 @@ export async function startCommandHoldProxy(serverUri: string): Promise<CommandH
         pending = pending.subarray(length);
       }
     });
-    upstream.on("data", (chunk) => client.write(chunk));
+    upstream.on("data", (chunk) => {
+      if (swallow) {
+        const { write, onSwallowed } = swallow;
+        swallow = undefined;
+        cut = true;
+        onSwallowed(write);
+      }
+      if (!cut) client.write(chunk);
+    });
     const end = () => {
       client.destroy();
       upstream.destroy();
@@ -122,6 +174,8 @@ export async function startCommandHoldProxy(serverUri: string): Promise<CommandH
   return {
     uri: `mongodb://${credentials ? `${credentials}@` : ""}127.0.0.1:${port}${path ?? "/"}?${params.toString()}`,
     holdWrite: (n) => new Promise<string>((onHeld) => (armed = { remaining: n, onHeld })),
+    swallowReply: (match) => new Promise<WriteCommand>((onSwallowed) => (swallowing = { match, onSwallowed })),
+    refuseAt: (match) => new Promise<WriteCommand>((onRefused) => (refusingAt = { match, onRefused })),
     release: () => {
       const go = releaseHeld;
       releaseHeld = undefined;
