@@ -16,8 +16,9 @@ const RESTART_DELAY_MS = 200;
  *     never reach the client; a commit without events (same version) neither: there is nothing new to read.
  *   - not this instance's own commit (`writer`): every head write sets `commitId` to `<writer>:<uuid>`, a new
  *     value each time, so it is always among an update's fields; the hook already handed this instance's
- *     commits over. A writer of the version before this one (a rolling upgrade) sets a bare uuid, or none on
- *     a create: no writer prefix, so its commits pass and are heard.
+ *     commits over. Rolling upgrade: a writer of the version before this one sets a bare uuid, or none on a
+ *     create: no writer prefix, so its commits pass and are heard; its own feed watches `task_events`,
+ *     which writers of this version still fill, so it hears theirs.
  * The `_id` (resume token) must stay; documentKey carries the task id, fullDocument / updatedFields the version.
  */
 export function headChangesPipeline(writer?: string): Document[] {
