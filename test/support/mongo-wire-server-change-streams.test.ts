@@ -95,7 +95,7 @@ describe.each(backends)("change streams on %s", (_name, uri) => {
     const stream = coll.watch([{ $match: { operationType: "update" } }], { maxAwaitTimeMS: 50 });
     try {
       expect(await stream.tryNext()).toBeNull();
-      await coll.updateOne({ _id: "h" }, { $set: { version: 1, status: "working" }, $inc: { epoch: 1 } });
+      await coll.updateOne({ _id: "h" }, { $set: { version: 1, status: "working" }, $inc: { epoch: 1 } } as Document);
       await coll.updateOne({ _id: "h" }, { $set: { version: 2, status: "working" } });
       const unchangedVersion = (await stream.next()) as Document;
       const moved = (await stream.next()) as Document;
@@ -115,7 +115,7 @@ describe.each(backends)("change streams on %s", (_name, uri) => {
       await coll.insertOne({ _id: "own", version: 0, commitId: `${writer}:1` });
       await coll.insertOne({ _id: "other", version: 0, commitId: "w2:1", tenant: "t" });
       await coll.updateOne({ _id: "other" }, { $set: { version: 1, commitId: `${writer}:2` } });
-      await coll.updateOne({ _id: "other" }, { $set: { leaseOwner: "a", leaseExpiresAt: new Date() }, $inc: { leaseEpoch: 1 } });
+      await coll.updateOne({ _id: "other" }, { $set: { leaseOwner: "a", leaseExpiresAt: new Date() }, $inc: { leaseEpoch: 1 } } as Document);
       await coll.updateOne({ _id: "other" }, { $set: { "redo.s1": { sequence: 1 } } });
       await coll.updateOne({ _id: "other" }, { $unset: { "redo.s1": "" } });
       await coll.updateOne({ _id: "other" }, { $set: { version: 2, commitId: "w2:2", status: "running" } });
