@@ -237,4 +237,17 @@ describe("a commit of unknown outcome (applied, its reply lost)", () => {
     expect((await store.get(taskId))?.version).toBe(1);
     expect((await waiting).version).toBe(1);
   }, 20_000);
+
+  it("is announced (no sequence) at once and once more a little later, when the server may still apply it", async () => {
+    const taskId = randomUUID();
+    await store.create(record(taskId), events(taskId, 0, 1));
+    const notices = heard(feed, taskId);
+    // Both attempts (the driver retries once) lose their connection before they run.
+    await admin.db("admin").command({ configureFailPoint: "failCommand", mode: { times: 2 }, data: { failCommands: ["bulkWrite", "insert", "update"], appName: APP, closeConnection: true } });
+    const failure = await store.commit(taskId, 0, changes("running"), events(taskId, 1, 1)).catch((err: unknown) => err);
+    expect(isStoreUnavailable(failure)).toBe(true);
+    expect(notices).toEqual([{ taskId }]);
+    await until(() => notices.length === 2, "the second announcement");
+    expect(notices).toEqual([{ taskId }, { taskId }]);
+  }, 20_000);
 });
