@@ -148,7 +148,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   configureTaskInspection(inspectTasks ? { taskIds: inspectTasks, sink: createInspectionSink(inspectSink) } : undefined);
 
   // (1) Keys first (host-keys.ts): a missing one stops the start before anything runs. Then the commit bus: this
-  // instance's commits (the hook) and other instances' (MongoDB: a change stream on the event log, or polling).
+  // instance's commits (the hook) and other instances' (MongoDB: a change stream on the task heads, or polling).
   const keys = await loadHostKeys(config, logger);
   const hook = new CountingTransitionHook(logger);
   const commitFeed = await store.openCommitFeed?.(config.commitFeed, (err) => logger.warn({ err }, "the commit feed failed; restarting it from its resume token"));

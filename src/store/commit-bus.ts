@@ -19,8 +19,9 @@ export interface LocalCommits {
 
 /**
  * Every commit a consumer may hear, in one port: this instance's transitions (with their events, in order)
- * and notices of commits on the same database (the store's CommitFeed: other instances', and on a change
- * stream this instance's own again). A notice only says "something was committed to this task", so the
+ * and notices of commits on the same database (the store's CommitFeed: other instances'; a change stream
+ * leaves this instance's own out, a poll wakes for any; the store also announces its own writes of unknown
+ * outcome). A notice only says "something was committed to this task", so the
  * consumer reads the store. `remote` says how notices come: "change-stream" pushes them as they happen,
  * "poll" wakes every listened task each period, none on a store without a feed (memory). Each consumer keeps
  * its own policy: live followers take polled notices too; push delivery and a2a.invoke only pushed ones

@@ -1,15 +1,16 @@
 import { KeyedListeners } from "../domain/keyed-listeners.js";
 
 /**
- * Commits made by any instance on the same database. The in-process transition hook only hears this
- * instance's commits; a stream on instance B for a task driven by instance A hears A's through this feed.
+ * Commits made by other instances on the same database. The in-process transition hook only hears this
+ * instance's commits; a stream on instance B for a task driven by instance A hears A's through this feed
+ * (a change stream leaves this instance's own out on the server; polling wakes followers whoever committed).
  * A notice only says "something was committed to this task (up to `sequence`, when known)": the reader
  * still reads the store, which trusts only events covered by the head, so an event of a commit that has
  * not finished (or died) never reaches a subscriber.
  */
 export interface CommitNotice {
   taskId: string;
-  /** The sequence of the event seen, when the feed knows it (the change stream); polling does not. */
+  /** The version the task's head moved to, when the feed knows it (the change stream); polling does not. */
   sequence?: number;
 }
 
@@ -19,6 +20,8 @@ export interface CommitFeed {
   /** "change-stream" or "poll", for the start-up line. */
   readonly mode: CommitFeedMode;
   onTask(taskId: string, listener: CommitNoticeListener): () => void;
+  /** Hands `notice` to the task's followers here, as if the feed had seen it (the store's writes of unknown outcome). */
+  announce(notice: CommitNotice): void;
   close(): Promise<void>;
 }
 
@@ -52,8 +55,12 @@ export class PollingCommitFeed implements CommitFeed {
     };
   }
 
+  announce(notice: CommitNotice): void {
+    for (const listener of this.fanout.of(notice.taskId)) listener(notice);
+  }
+
   private tick(): void {
-    for (const taskId of this.fanout.keys()) for (const listener of this.fanout.of(taskId)) listener({ taskId });
+    for (const taskId of this.fanout.keys()) this.announce({ taskId });
   }
 
   private stopTimer(): void {

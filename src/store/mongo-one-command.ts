@@ -9,7 +9,9 @@ export interface StoreWrite extends PendingWrite {
   taskId: string;
   events: RunEvent[];
   create?: TaskRecord;
-  commit?: { expectedVersion: number; changes: TaskRecordChanges; commitId: string; fence?: LeaseFence };
+  commit?: { expectedVersion: number; changes: TaskRecordChanges; fence?: LeaseFence };
+  /** The head's `commitId` after this write: `<writer>:<uuid>` (see MongoTaskStore.newCommitId). */
+  commitId: string;
   /** The head's expiry after this write: set once the task has ended. */
   expireAt: string | null | undefined;
   /** Set when the write's events met existing keys: its head carries them (redo), the log gets them after. */
@@ -97,10 +99,10 @@ export class OneCommandBatch {
     }
     for (const w of batch) {
       plan.heads.set(w, plan.models.length);
-      if (w.create) add(w, "head", { namespace: this.tasksNs, name: "insertOne", document: toTaskDocument(w.create) });
+      if (w.create) add(w, "head", { namespace: this.tasksNs, name: "insertOne", document: toTaskDocument(w.create, w.commitId) });
       else {
-        const { expectedVersion, changes, commitId, fence } = w.commit!;
-        add(w, "head", { namespace: this.tasksNs, name: "updateOne", ...headMove(w.taskId, expectedVersion, changes, w.events.at(-1)?.sequence ?? expectedVersion, commitId, fence) });
+        const { expectedVersion, changes, fence } = w.commit!;
+        add(w, "head", { namespace: this.tasksNs, name: "updateOne", ...headMove(w.taskId, expectedVersion, changes, w.events.at(-1)?.sequence ?? expectedVersion, w.commitId, fence) });
       }
     }
     for (const w of batch) {

@@ -4,8 +4,9 @@ import type { LeaseFence, TaskRecordChanges } from "./task-store.js";
 
 /**
  * The head of a task (`tasks`): the record fields only, no event log, so a transition rewrites a document
- * whose size does not depend on how many events the task has. `commitId` names the last commit that moved
- * the head, so a batch can tell its own update from a concurrent writer's when the version filter missed.
+ * whose size does not depend on how many events the task has. `commitId` names the last write that moved
+ * the head (`<writer>:<uuid>`), so a batch can tell its own update from a concurrent writer's when the version
+ * filter missed, and a commit feed can leave its own store's commits out on the server.
  */
 export interface TaskDocument extends Omit<TaskRecord, "taskId" | "expireAt" | "timerDueAt" | "lease"> {
   _id: string;
@@ -67,10 +68,10 @@ export function toDate(value: string | null | undefined): Date | null {
   return value ? new Date(value) : null;
 }
 
-export function toTaskDocument(record: TaskRecord): TaskDocument {
+export function toTaskDocument(record: TaskRecord, commitId: string): TaskDocument {
   const { taskId, expireAt, timerDueAt, lease, ...rest } = record;
   const leaseFields = lease ? { leaseOwner: lease.owner, leaseEpoch: lease.epoch, leaseExpiresAt: new Date(lease.expiresAt) } : { leaseOwner: null, leaseEpoch: 0, leaseExpiresAt: null };
-  return { ...rest, _id: taskId, expireAt: toDate(expireAt), timerDueAt: toDate(timerDueAt), ...leaseFields };
+  return { ...rest, _id: taskId, expireAt: toDate(expireAt), timerDueAt: toDate(timerDueAt), ...leaseFields, commitId };
 }
 
 export function toRecord(doc: TaskDocument): TaskRecord {

@@ -7,7 +7,7 @@ import { TERMINAL_RUN_STATUSES, type A2ATaskStateValue } from "../domain/run-sta
 import { historyMessagesOf } from "./history-events.js";
 import { GroupCommit } from "./group-commit.js";
 import { headError, OneCommandBatch, type StoreWrite as Write } from "./mongo-one-command.js";
-import { readTimeout } from "./store-call-budget.js";
+import { isStoreUnavailable, readTimeout } from "./store-call-budget.js";
 import { migrateTaskLayout } from "./mongo-layout-migration.js";
 import { fenceHolds, MongoTaskLeases } from "./mongo-task-leases.js";
 import {
@@ -45,6 +45,9 @@ export interface MongoTaskStoreOptions {
 /** Wire version of MongoDB 8.0, the first with the client-level bulkWrite command. */
 const CLIENT_BULK_WRITE_WIRE_VERSION = 25;
 
+/** A write of unknown outcome is announced to this store's feeds at once and again after this long (see submit). */
+const UNKNOWN_OUTCOME_REANNOUNCE_MS = 2_000;
+
 const HEAD_ONLY = { _id: 1, version: 1, expireAt: 1, leaseOwner: 1, leaseEpoch: 1 } as const;
 const HEAD_AND_REDO = { ...HEAD_ONLY, redo: 1 } as const;
 const HISTORY_ONLY = { _id: 0, sequence: 1, history: 1, historyEnd: 1 } as const;
@@ -76,7 +79,7 @@ export class MongoTaskStore implements TaskStore {
   private readonly events: Collection<EventDocument>;
   private readonly leases: MongoTaskLeases;
   private readonly now: () => Date;
-  /** Marks the events this instance wrote (diagnostics of orphans). */
+  /** Marks the events this instance wrote (diagnostics of orphans) and its head writes (`commitId`). */
   private readonly writer = randomUUID();
   private readonly group = new GroupCommit<Write>((batch) => (this.oneCommand ? this.oneCommand.write(batch) : this.writeBatch(batch)));
   /** Set by init() when the server runs the client-level bulkWrite command (MongoDB >= 8.0). */
@@ -122,7 +125,7 @@ export class MongoTaskStore implements TaskStore {
 
   async create(record: TaskRecord, events: RunEvent[]): Promise<void> {
     assertWriteSize(record, events, this.limits);
-    const write = { key: record.taskId, taskId: record.taskId, events, create: record, expireAt: record.expireAt };
+    const write = { key: record.taskId, taskId: record.taskId, events, create: record, commitId: this.newCommitId(), expireAt: record.expireAt };
     try {
       await this.submit(write);
     } catch (err) {
@@ -138,7 +141,7 @@ export class MongoTaskStore implements TaskStore {
   async commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[], fence?: LeaseFence): Promise<void> {
     assertWriteSize({ taskId, snapshot: changes.snapshot, a2a: changes.a2a }, events, this.limits);
     try {
-      await this.submit({ key: taskId, taskId, events, commit: { expectedVersion, changes, commitId: randomUUID(), ...(fence ? { fence } : {}) }, expireAt: changes.expireAt });
+      await this.submit({ key: taskId, taskId, events, commit: { expectedVersion, changes, ...(fence ? { fence } : {}) }, commitId: this.newCommitId(), expireAt: changes.expireAt });
     } catch (err) {
       // The head did not move: tell a lost lease (stop driving) from a lost version race (reload).
       if (!fence || !(err instanceof StaleWriteError)) throw err;
@@ -263,7 +266,8 @@ export class MongoTaskStore implements TaskStore {
   }
 
   async openCommitFeed(settings: CommitFeedSettings, onError: (err: unknown) => void): Promise<CommitFeed> {
-    const feed = await openMongoCommitFeed(this.db, settings, onError);
+    // The change stream leaves this store's own commits out: the transition hook already hands them over.
+    const feed = await openMongoCommitFeed(this.db, settings, onError, this.writer);
     this.feeds.add(feed);
     return feed;
   }
@@ -276,8 +280,34 @@ export class MongoTaskStore implements TaskStore {
 
   // ---------------------------------------------------------------- group commit
 
-  private submit(write: Omit<Write, "resolve" | "reject">): Promise<void> {
-    return new Promise<void>((resolve, reject) => this.group.submit({ ...write, resolve, reject }));
+  /**
+   * A write of this store, settled by its group commit. One whose outcome is unknown (the store could not be
+   * reached, or did not answer: the server may have applied it, or may still) is announced to this store's
+   * feeds. The transition hook publishes only writes that succeeded, and the change stream leaves this
+   * store's own commits out, so without it a follower here of a commit that did land would never hear of it.
+   * Announced at once and once more a little later (a write the server applies after the driver gave up);
+   * with no sequence: followers re-read the head once each time, whatever happened.
+   */
+  private async submit(write: Omit<Write, "resolve" | "reject">): Promise<void> {
+    try {
+      await new Promise<void>((resolve, reject) => this.group.submit({ ...write, resolve, reject }));
+    } catch (err) {
+      if (isStoreUnavailable(err)) this.announceUnknownOutcome(write.taskId);
+      throw err;
+    }
+  }
+
+  private announceUnknownOutcome(taskId: string): void {
+    const announce = () => {
+      for (const feed of this.feeds) feed.announce({ taskId });
+    };
+    announce();
+    setTimeout(announce, UNKNOWN_OUTCOME_REANNOUNCE_MS).unref();
+  }
+
+  /** A head write's `commitId`: new on every write, prefixed with this store's writer id (the feed's filter). */
+  private newCommitId(): string {
+    return `${this.writer}:${randomUUID()}`;
   }
 
   /** Events of the whole batch, then the heads; writes whose events met existing keys take the slow path. */
@@ -335,8 +365,8 @@ export class MongoTaskStore implements TaskStore {
     if (writes.length === 0) return;
     const ops: AnyBulkWriteOperation<TaskDocument>[] = writes.map((w) =>
       w.create
-        ? { insertOne: { document: { ...toTaskDocument(w.create), ...(w.redo ? { redo: redoOf(w, this.writer) } : {}) } } }
-        : headUpdate(w.taskId, w.commit!.expectedVersion, w.commit!.changes, w.events.at(-1)?.sequence ?? w.commit!.expectedVersion, w.commit!.commitId, w.commit!.fence, w.redo ? Object.values(redoOf(w, this.writer)) : undefined),
+        ? { insertOne: { document: { ...toTaskDocument(w.create, w.commitId), ...(w.redo ? { redo: redoOf(w, this.writer) } : {}) } } }
+        : headUpdate(w.taskId, w.commit!.expectedVersion, w.commit!.changes, w.events.at(-1)?.sequence ?? w.commit!.expectedVersion, w.commitId, w.commit!.fence, w.redo ? Object.values(redoOf(w, this.writer)) : undefined),
     );
     const errors = new Map<Write, Error>();
     let matched: number;
@@ -358,7 +388,7 @@ export class MongoTaskStore implements TaskStore {
       // An unordered bulk reports only how many updates matched: the commit id on each head tells which.
       const heads = await this.tasks.find({ _id: { $in: commits.map((w) => w.taskId) } }, { projection: { commitId: 1 } }).toArray();
       const current = new Map(heads.map((h) => [h._id, h.commitId]));
-      for (const w of commits) if (current.get(w.taskId) !== w.commit!.commitId) errors.set(w, new StaleWriteError(w.taskId, w.commit!.expectedVersion));
+      for (const w of commits) if (current.get(w.taskId) !== w.commitId) errors.set(w, new StaleWriteError(w.taskId, w.commit!.expectedVersion));
     }
     await this.afterHeads(writes, errors);
     for (const w of writes) {

@@ -1,5 +1,6 @@
-// The commit feed of the MongoDB store: which kind a server gets, and what a change stream hands to the
-// followers of a task (through the real driver, on the wire-protocol test server or MONGODB_URI).
+// The commit feed of the MongoDB store: which kind a server gets, and what a change stream on the task heads
+// hands to the followers of a task (through the real driver, on the wire-protocol test server or MONGODB_URI).
+import { randomUUID } from "node:crypto";
 import { MongoClient, type Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { ChangeStreamCommitFeed, openMongoCommitFeed } from "../../src/store/change-stream-commit-feed.js";
@@ -40,35 +41,66 @@ describe("the MongoDB commit feed", () => {
     await expect(openMongoCommitFeed(standaloneClient.db(dbName), { mode: "change-stream", pollMs: 50 }, noError)).rejects.toThrow(/only supported on replica sets/);
   });
 
-  it("hands each task's followers the sequences inserted into task_events, in order, and nothing of other tasks", async () => {
+  it("hands each task's followers the version of every head move (insert, replace, an update of `version`), in order, and nothing of other tasks", async () => {
     const feed = await openMongoCommitFeed(client.db(dbName), { mode: "change-stream", pollMs: 50 }, noError);
     const seen: CommitNotice[] = [];
     const done = new Promise<void>((resolve) => {
       feed.onTask("t1", (notice) => {
         seen.push(notice);
-        if (notice.sequence === 2) resolve();
+        if (notice.sequence === 4) resolve();
       });
     });
-    const events = client.db(dbName).collection("task_events");
-    await events.insertMany([0, 1].map((sequence) => ({ taskId: "t1", sequence, type: "x" })));
-    await events.insertOne({ taskId: "t2", sequence: 0, type: "x" });
-    // An orphan's successor replaces it: the feed hears the replacement too.
-    await events.replaceOne({ taskId: "t1", sequence: 1 }, { taskId: "t1", sequence: 1, type: "y" });
-    await events.insertOne({ taskId: "t1", sequence: 2, type: "x" });
+    const heads = client.db(dbName).collection<{ _id: string; version: number }>("tasks");
+    await heads.insertOne({ _id: "t1", version: 0 });
+    await heads.insertOne({ _id: "t2", version: 0 });
+    await heads.updateOne({ _id: "t2" }, { $set: { version: 1 } });
+    await heads.updateOne({ _id: "t1" }, { $set: { version: 2, status: "running" } });
+    // Head writes that do not move the version (a lease, a timer claim, a redo cleanup, the same version set again): not sent.
+    await heads.updateOne({ _id: "t1" }, { $set: { leaseOwner: "a", leaseExpiresAt: new Date() }, $inc: { leaseEpoch: 1 } });
+    await heads.updateOne({ _id: "t1" }, { $set: { timerDueAt: new Date() } });
+    await heads.updateOne({ _id: "t1" }, { $unset: { "redo.s2": "" } });
+    await heads.updateOne({ _id: "t1" }, { $set: { version: 2, status: "working" } });
+    await heads.replaceOne({ _id: "t1" }, { version: 3 });
+    await heads.updateOne({ _id: "t1" }, { $set: { version: 4 } });
     await done;
-    expect(seen).toEqual([0, 1, 1, 2].map((sequence) => ({ taskId: "t1", sequence })));
+    expect(seen).toEqual([0, 2, 3, 4].map((sequence) => ({ taskId: "t1", sequence })));
+    await feed.close();
+  });
+
+  it("leaves out on the server the commits of its own writer (commitId `<writer>:…`), and hears every other", async () => {
+    const db = client.db(dbName);
+    const writer = randomUUID();
+    const feed = await openMongoCommitFeed(db, { mode: "change-stream", pollMs: 50 }, noError, writer);
+    const seen: number[] = [];
+    const done = new Promise<void>((resolve) => {
+      feed.onTask("t5", ({ sequence }) => {
+        seen.push(sequence ?? -1);
+        if (sequence === 5) resolve();
+      });
+    });
+    const heads = db.collection<{ _id: string; version: number; commitId?: string }>("tasks");
+    await heads.insertOne({ _id: "t5", version: 0, commitId: `${writer}:${randomUUID()}` });
+    await heads.updateOne({ _id: "t5" }, { $set: { version: 1, commitId: `${randomUUID()}:${randomUUID()}` } });
+    await heads.updateOne({ _id: "t5" }, { $set: { version: 2, commitId: `${writer}:${randomUUID()}` } });
+    // A writer of the version before (a rolling upgrade): a bare uuid, no writer prefix.
+    await heads.updateOne({ _id: "t5" }, { $set: { version: 3, commitId: randomUUID() } });
+    // The prefix is anchored: the writer id elsewhere in the value is someone else's.
+    await heads.updateOne({ _id: "t5" }, { $set: { version: 4, commitId: `x${writer}:${randomUUID()}` } });
+    await heads.replaceOne({ _id: "t5" }, { version: 5 });
+    await done;
+    expect(seen).toEqual([1, 3, 4, 5]);
     await feed.close();
   });
 
   it("a watcher (re)started from a resume token hands over every change after it, none before", async () => {
     const db = client.db(dbName);
-    const events = db.collection("task_events");
-    await events.insertOne({ taskId: "t4", sequence: 0, type: "x" });
-    const opened = await db.command({ aggregate: "task_events", pipeline: [{ $changeStream: {} }], cursor: {} });
+    const heads = db.collection<{ _id: string; version: number }>("tasks");
+    await heads.insertOne({ _id: "t4", version: 0 });
+    const opened = await db.command({ aggregate: "tasks", pipeline: [{ $changeStream: {} }], cursor: {} });
     const cursor = opened["cursor"] as { id: unknown; postBatchResumeToken: Document };
-    await db.command({ killCursors: "task_events", cursors: [cursor.id] });
+    await db.command({ killCursors: "tasks", cursors: [cursor.id] });
     // Committed while no watcher runs (what a restarting watcher's gap looks like).
-    await events.insertMany([1, 2].map((sequence) => ({ taskId: "t4", sequence, type: "x" })));
+    for (const version of [1, 2]) await heads.updateOne({ _id: "t4" }, { $set: { version } });
     const feed = new ChangeStreamCommitFeed(db, cursor.postBatchResumeToken, noError);
     const seen: number[] = [];
     await new Promise<void>((resolve) => {
@@ -76,7 +108,7 @@ describe("the MongoDB commit feed", () => {
         seen.push(sequence ?? -1);
         if (sequence === 3) resolve();
       });
-      void events.insertOne({ taskId: "t4", sequence: 3, type: "x" });
+      void heads.updateOne({ _id: "t4" }, { $set: { version: 3 } });
     });
     expect(seen).toEqual([1, 2, 3]);
     await feed.close();

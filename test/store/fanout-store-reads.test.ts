@@ -7,7 +7,6 @@ import { setMaxListeners } from "node:events";
 import { MongoClient, type CommandStartedEvent, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { DomainError } from "../../src/domain/errors.js";
-import { RECHECK_LIMIT } from "../../src/engine/head-refresher.js";
 import { TaskObserver } from "../../src/engine/task-observer.js";
 import { TransitionHook } from "../../src/engine/transition-hook.js";
 import { CommitBus } from "../../src/store/commit-bus.js";
@@ -119,10 +118,9 @@ for (const mode of ["change-stream", "poll"] as const) {
         const reads = f.eventReads() - readsBefore;
         const noticed = notices - noticesBefore;
         if (mode === "change-stream") {
-          // One read per commit, and a few re-reads while a noticed event's head write is still on its way;
-          // a read per follower would be at least 2 × FOLLOWERS.
-          expect(reads).toBeGreaterThanOrEqual(2);
-          expect(reads).toBeLessThanOrEqual(2 * (RECHECK_LIMIT + 2));
+          // One read per commit: the notice is the head's move, which covers the commit's events (a read per
+          // follower would be at least 2 × FOLLOWERS).
+          expect(reads).toBe(2);
         } else {
           // At most one read per poll period (plus one already under way), whatever the number of followers.
           expect(reads).toBeGreaterThanOrEqual(2);

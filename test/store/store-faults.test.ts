@@ -2,7 +2,7 @@
 // own MongoDB client (appName host-a / host-b), on one database of a wire-protocol test server of their own
 // (a one-node replica set with the `failCommand` and `onPrimaryTransactionalWrite` fail points; its own, so
 // no other test file meets the faults). Instance A drives tasks, a subscriber on B follows them through B's
-// commit feed (a change stream on task_events). Through every fault the stored log of each task stays
+// commit feed (a change stream on the task heads, `tasks`). Through every fault the stored log of each task stays
 // gap-free and without duplicates, and B's subscriber sees exactly A's commits.
 import { randomBytes, randomUUID } from "node:crypto";
 import { copyFile, mkdtemp, writeFile } from "node:fs/promises";
@@ -207,10 +207,10 @@ describe("two host instances through store faults", () => {
     expect(log.filter((e) => e.type === "run.completed")).toHaveLength(1);
   }, 60_000);
 
-  it("after task_events is dropped (invalidate), B's feed restarts with startAfter and follows the commits made after it", async () => {
+  it("after tasks (the heads B's feed watches) is dropped (invalidate), B's feed restarts with startAfter and follows the commits made after it", async () => {
     const first = await runningTask();
     expectFollowed(await subscribe(b, first));
-    await admin.db(dbName).collection("task_events").drop();
+    await admin.db(dbName).collection("tasks").drop();
     // The commits of a task started after the drop recreate the collection; B still hears them.
     const taskId = await runningTask();
     expectFollowed(await subscribe(b, taskId));
@@ -222,13 +222,13 @@ describe("the change stream commit feed across an invalidate", () => {
   it("restarts with startAfter the invalidate (resumeAfter is refused) and hands over every later commit, without an error", async () => {
     const client = await MongoClient.connect(server.uri, CLIENT_OPTIONS);
     const db: Db = client.db(testDbName("feed_invalidate"));
-    const events = db.collection("task_events");
+    const heads = db.collection<{ _id: string; version: number }>("tasks");
     const errors: unknown[] = [];
     try {
-      await events.insertOne({ taskId: "t", sequence: 0 });
-      const opened = await db.command({ aggregate: "task_events", pipeline: [{ $changeStream: {} }], cursor: {} });
+      await heads.insertOne({ _id: "t", version: 0 });
+      const opened = await db.command({ aggregate: "tasks", pipeline: [{ $changeStream: {} }], cursor: {} });
       const cursor = opened["cursor"] as { id: unknown; postBatchResumeToken: ResumeToken };
-      await db.command({ killCursors: "task_events", cursors: [cursor.id] });
+      await db.command({ killCursors: "tasks", cursors: [cursor.id] });
       const feed = new ChangeStreamCommitFeed(db, cursor.postBatchResumeToken, (err) => errors.push(err));
       const seen: number[] = [];
       const upTo = (n: number) =>
@@ -241,26 +241,28 @@ describe("the change stream commit feed across an invalidate", () => {
             }
           });
         });
+      const move = (version: number) => heads.updateOne({ _id: "t" }, { $set: { version } });
       try {
         const first = upTo(1);
-        await events.insertOne({ taskId: "t", sequence: 1 });
+        await move(1);
         await first;
-        await events.drop();
+        await heads.drop();
         const later = upTo(4);
-        // Inserted after the drop (the collection is recreated): the feed hands each over once.
-        await events.insertMany([2, 3].map((sequence) => ({ taskId: "t", sequence })));
+        // Written after the drop (the collection is recreated): the feed hands each over once.
+        await heads.insertOne({ _id: "t", version: 2 });
+        await move(3);
         await new Promise((r) => setTimeout(r, 300));
-        await events.insertOne({ taskId: "t", sequence: 4 });
+        await move(4);
         await later;
         // A second drop and more commits: the feed keeps going.
-        await events.drop();
+        await heads.drop();
         const last = upTo(5);
-        await events.insertOne({ taskId: "t", sequence: 5 });
+        await heads.insertOne({ _id: "t", version: 5 });
         await last;
         // And the whole database dropped (drop, then dropDatabase: two invalidates in a row).
         await db.dropDatabase();
         const afterDatabase = upTo(6);
-        await events.insertOne({ taskId: "t", sequence: 6 });
+        await heads.insertOne({ _id: "t", version: 6 });
         await afterDatabase;
         expect(seen).toEqual([1, 2, 3, 4, 5, 6]);
         expect(errors).toEqual([]);

@@ -4,6 +4,7 @@
 import type { Long} from "mongodb";
 import { MongoClient, type ChangeStreamDocument, type ChangeStreamInsertDocument, type Db, type Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { headChangesPipeline } from "../../src/store/change-stream-commit-feed.js";
 import { testDbName } from "./mongo.js";
 import { startMongoWireServer, type MongoWireServer } from "./mongo-wire-server/server.js";
 
@@ -83,6 +84,49 @@ describe.each(backends)("change streams on %s", (_name, uri) => {
       expect(update["updateDescription"]["updatedFields"]).toEqual({ v: 2 });
       expect(replace["operationType"]).toBe("replace");
       expect(replace["fullDocument"]).toEqual({ _id: "x", v: 3 });
+    } finally {
+      await stream.close();
+    }
+  }, 20_000);
+
+  it("reports an update's changed top-level fields as top-level keys of updatedFields, and leaves out a value set again unchanged", async () => {
+    const coll = db.collection<{ _id: string; [key: string]: unknown }>("described");
+    await coll.insertOne({ _id: "h", version: 1, status: "running", lease: null });
+    const stream = coll.watch([{ $match: { operationType: "update" } }], { maxAwaitTimeMS: 50 });
+    try {
+      expect(await stream.tryNext()).toBeNull();
+      await coll.updateOne({ _id: "h" }, { $set: { version: 1, status: "working" }, $inc: { epoch: 1 } } as Document);
+      await coll.updateOne({ _id: "h" }, { $set: { version: 2, status: "working" } });
+      const unchangedVersion = (await stream.next()) as Document;
+      const moved = (await stream.next()) as Document;
+      expect(unchangedVersion["updateDescription"]["updatedFields"]).toEqual({ status: "working", epoch: 1 });
+      expect(moved["updateDescription"]["updatedFields"]).toEqual({ version: 2 });
+    } finally {
+      await stream.close();
+    }
+  }, 20_000);
+
+  it("runs the commit feed's pipeline on the server: head moves of other writers only, projected to the task id and version", async () => {
+    const coll = db.collection<{ _id: string; [key: string]: unknown }>("heads");
+    const writer = "0b0e3a52-5c1e-4c0f-9a57-2f4f7c1d9e11";
+    const stream = coll.watch(headChangesPipeline(writer), { maxAwaitTimeMS: 50 });
+    try {
+      expect(await stream.tryNext()).toBeNull();
+      await coll.insertOne({ _id: "own", version: 0, commitId: `${writer}:1` });
+      await coll.insertOne({ _id: "other", version: 0, commitId: "w2:1", tenant: "t" });
+      await coll.updateOne({ _id: "other" }, { $set: { version: 1, commitId: `${writer}:2` } });
+      await coll.updateOne({ _id: "other" }, { $set: { leaseOwner: "a", leaseExpiresAt: new Date() }, $inc: { leaseEpoch: 1 } } as Document);
+      await coll.updateOne({ _id: "other" }, { $set: { "redo.s1": { sequence: 1 } } });
+      await coll.updateOne({ _id: "other" }, { $unset: { "redo.s1": "" } });
+      await coll.updateOne({ _id: "other" }, { $set: { version: 2, commitId: "w2:2", status: "running" } });
+      await coll.updateOne({ _id: "other" }, { $set: { version: 3, commitId: "old-uuid" } });
+      const changes = [(await stream.next()) as Document, (await stream.next()) as Document, (await stream.next()) as Document];
+      expect(await stream.tryNext()).toBeNull();
+      expect(changes.map(({ _id, ...rest }) => [typeof _id, rest])).toEqual([
+        ["object", { operationType: "insert", documentKey: { _id: "other" }, fullDocument: { version: 0 } }],
+        ["object", { operationType: "update", documentKey: { _id: "other" }, updateDescription: { updatedFields: { version: 2 } } }],
+        ["object", { operationType: "update", documentKey: { _id: "other" }, updateDescription: { updatedFields: { version: 3 } } }],
+      ]);
     } finally {
       await stream.close();
     }

@@ -21,7 +21,7 @@ class SentFeed implements CommitFeed {
   onTask(taskId: string, listener: (notice: CommitNotice) => void): () => void {
     return this.listeners.add(taskId, listener);
   }
-  send(notice: CommitNotice): void {
+  announce(notice: CommitNotice): void {
     for (const listener of this.listeners.of(notice.taskId)) listener(notice);
   }
   listening(taskId: string): number {
@@ -71,7 +71,7 @@ describe("CommitBus", () => {
     await new Promise((r) => setTimeout(r, 10));
     expect(feed.listening("t1")).toBe(1);
     stored = record("t1", 2);
-    feed.send({ taskId: "t1" });
+    feed.announce({ taskId: "t1" });
     expect((await waiting).version).toBe(2);
     watch.close();
     watched.clear();
@@ -91,10 +91,10 @@ describe("CommitBus", () => {
     const watch = new PeerNewsBoard(bus).watch("t1");
     expect(feed.listening("t1")).toBe(2);
 
-    feed.send({ taskId: "t1", sequence: 3 }); // this instance's own commit, seen again on the stream
+    feed.announce({ taskId: "t1", sequence: 3 }); // no further than this instance committed itself: nothing new
     await new Promise((r) => setImmediate(r));
     expect(woken).toEqual([]);
-    feed.send({ taskId: "t1", sequence: 4 });
+    feed.announce({ taskId: "t1", sequence: 4 });
     await new Promise((r) => setImmediate(r));
     expect(woken).toEqual(["t1"]);
     expect(await watch.next(1_000, new AbortController().signal)).toEqual({ kind: "remote" });
