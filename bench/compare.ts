@@ -73,13 +73,16 @@ function diff(after: Record<string, number>, before: Record<string, number>): Re
 }
 
 async function measuredRound(load: BenchChild, target: Target, store: StoreServer, spec: RoundSpec, tally: Tally): Promise<void> {
+  // Counted by the test server when it is the store (our server then runs without driver command monitoring,
+  // which costs it CPU the reference does not pay), else by our server's driver.
+  const storeCommands = () => (store.commands ? store.commands() : target.server.call<Record<string, number>>("storeCommands"));
   const before = await target.server.call<Usage>("stats");
-  const commandsBefore = target.countsCommands ? await target.server.call<Record<string, number>>("storeCommands") : {};
+  const commandsBefore = target.countsCommands ? await storeCommands() : {};
   const storeBefore = target.countsCommands && store.pid ? procCpuMs(store.pid) : 0;
   const result = await load.call<RoundResult>("round", spec);
   const after = await target.server.call<Usage>("stats");
   if (target.countsCommands) {
-    const commands = diff(await target.server.call<Record<string, number>>("storeCommands"), commandsBefore);
+    const commands = diff(await storeCommands(), commandsBefore);
     for (const [k, v] of Object.entries(commands)) tally.commands[k] = (tally.commands[k] ?? 0) + v;
     if (store.pid) tally.storeServerCpuMs += procCpuMs(store.pid) - storeBefore;
   }
@@ -115,7 +118,7 @@ export async function runCompare(options: CompareOptions, store: StoreServer): P
     const reference = await start("reference server", "bench/servers/reference-server.ts");
     const referencePg = typeof postgres === "string" ? undefined : await start("reference server (postgres)", "bench/servers/reference-server.ts", { REFERENCE_STORE: "postgres", DATABASE_URL: postgres.url });
     const memory = await start("our server (memory)", "bench/servers/our-server.ts", { STORE: "memory", PORT: "0" });
-    const mongo = await start("our server (mongodb)", "bench/servers/our-server.ts", { STORE: "mongodb", PORT: "0", MONGODB_URI: store.uri, MONGODB_DB: db });
+    const mongo = await start("our server (mongodb)", "bench/servers/our-server.ts", { STORE: "mongodb", PORT: "0", MONGODB_URI: store.uri, MONGODB_DB: db, BENCH_COUNT_COMMANDS: store.commands ? "0" : "1" });
     const load = await start("load generator", "bench/load/load-generator.ts");
     const targets: Target[] = [
       { name: "reference (@a2a-js/sdk 1.3.0, in-memory)", server: reference, protocol: "jsonrpc", countsCommands: false },

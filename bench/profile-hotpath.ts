@@ -17,7 +17,8 @@ let store: StoreServer | undefined;
 const children: BenchChild[] = [];
 const db = `bench_prof_${randomUUID().slice(0, 8)}`;
 try {
-  const env: Record<string, string> = { STORE: storeKind, PORT: "0" };
+  // No driver command monitoring: it costs the server CPU, and this script does not count commands.
+  const env: Record<string, string> = { STORE: storeKind, PORT: "0", BENCH_COUNT_COMMANDS: "0" };
   if (storeKind === "mongodb") {
     store = await startStoreServer();
     Object.assign(env, { MONGODB_URI: store.uri, MONGODB_DB: db });

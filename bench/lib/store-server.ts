@@ -8,6 +8,8 @@ export interface StoreServer {
   description: string;
   /** The test server's pid (its CPU and RSS are read from /proc); undefined for MONGODB_URI. */
   pid?: number;
+  /** The commands its clients sent so far, by name and collection (the test server only). */
+  commands?: () => Promise<Record<string, number>>;
   stop(): Promise<void>;
 }
 
@@ -20,6 +22,7 @@ export async function startStoreServer(): Promise<StoreServer> {
     uri: child.ready["uri"] as string,
     description: "the wire-protocol test server (test/support/mongo-wire-server, its own process)",
     pid: child.pid,
+    commands: () => child.call<Record<string, number>>("commands"),
     stop: () => child.stop(),
   };
 }

@@ -29,6 +29,8 @@ export interface ServerState {
   totalConnections(): number;
   /** Reports a bug in the test server (an InternalError answered to a client). */
   logInternalError(commandName: string, error: unknown): void;
+  /** MongoWireServerOptions.onCommand. */
+  readonly onCommand?: (body: Doc) => void;
 }
 
 export interface CommandContext {

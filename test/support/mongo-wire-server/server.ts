@@ -44,6 +44,8 @@ export interface MongoWireServerOptions {
   changeStreams?: boolean;
   /** Where protocol problems and internal errors are reported (default: stderr). */
   log?: (line: string) => void;
+  /** Hears every OP_MSG command before it runs (the bench counts a client's commands here, not in the client). */
+  onCommand?: (body: Doc) => void;
 }
 
 export interface MongoWireServer {
@@ -84,6 +86,7 @@ export async function startMongoWireServer(options: MongoWireServerOptions = {})
     currentConnections: () => sockets.size,
     totalConnections: () => totalConnections,
     logInternalError: (commandName, error) => log(`internal error in '${commandName}': ${describeError(error)}`),
+    ...(options.onCommand ? { onCommand: options.onCommand } : {}),
   };
 
   const server = net.createServer((socket) => {
@@ -291,6 +294,7 @@ function runMessageCommand(body: Doc, context: (db: string) => CommandContext, c
   const db = body.$db;
   if (typeof db !== "string") return errorReply(new CommandError(40571, "OP_MSG requests require a $db argument"), Object.keys(body)[0] ?? "");
   const commandContext = context(db);
+  commandContext.server.onCommand?.(body);
   if (Object.keys(body)[0] === "waitForFailPoint") {
     return commandContext.server.failPoints.waitFor(body).catch((error: unknown) => errorReply(error, "waitForFailPoint"));
   }
