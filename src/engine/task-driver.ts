@@ -44,7 +44,12 @@ export class TaskDriver {
    * effect an `advance` under the caller's lock returned (a new task's first node): the loop runs it first.
    */
   kick(taskId: string, first?: NodeEffect): void {
-    if (this.stopping) return;
+    if (this.stopping) {
+      // A new task written as we stop (its handler cut short by the shutdown): its lease goes back, as a
+      // loop's would, so the instance that takes it over does not count a crash.
+      if (first) void this.release(taskId);
+      return;
+    }
     const existing = this.loops.get(taskId);
     if (existing) {
       existing.again = true;

@@ -78,7 +78,9 @@ export class OneCommandBatch {
     }
     let result: ClientBulkWriteResult;
     try {
-      result = await this.client.bulkWrite(untyped(plan.models), { ordered: true, verboseResults: true });
+      // Per-op results say which commit's version filter matched; a batch of creates needs only the errors (a
+      // reply without per-op results, which the driver need not page through and merge).
+      result = await this.client.bulkWrite(untyped(plan.models), { ordered: true, verboseResults: batch.some((w) => w.commit !== undefined) });
     } catch (err) {
       if (!(err instanceof MongoClientBulkWriteError) || err.writeErrors.size !== 1 || !err.partialResult) throw err;
       const [[index, error]] = [...err.writeErrors] as [[number, { code: number; message: string }]];
