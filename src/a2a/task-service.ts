@@ -24,6 +24,7 @@ import { assertSameRequest, creationSeed, type IdempotencySeed } from "../engine
 import { decodePageToken, encodePageToken, pageSizeOf, type ListTasksQuery, type TaskPage } from "./task-list.js";
 import type { AgentCard } from "./agent-card.js";
 import { taskView, type HistoryLimit } from "./task-view.js";
+import { historyInHead } from "../engine/task-history.js";
 
 export interface SendParams {
   message: Message;
@@ -366,7 +367,8 @@ export class TaskService {
   /** The Task as of `record`; a history longer than the head's window of newest messages is read from the log. */
   private async view(record: TaskRecord, history: HistoryLimit, ctx: CallContext): Promise<Task> {
     const context = this.options.reads.contextOf(record);
-    const messages = await this.storeCalls.read(ctx, () => this.options.reads.historyOf(record, history));
+    // Mostly the head's window holds it: only a read of the log needs the caller's store budget.
+    const messages = historyInHead(context, history) ?? (await this.storeCalls.read(ctx, () => this.options.reads.historyOf(record, history)));
     const interruptToken = this.options.interruptToken?.(record, context, ctx.principal);
     return taskView(record, context, messages, interruptToken ? { interruptToken } : {});
   }
