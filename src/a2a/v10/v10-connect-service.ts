@@ -17,7 +17,8 @@ function stream<I, O>(op: (req: I, ctx: CallContext) => AsyncIterable<O>) {
 /**
  * `lf.a2a.v1.A2AService` (A2A 1.0) for gRPC, Connect and gRPC-Web: the 1.0 operations as they are (they
  * take and return the `lf.a2a.v1` messages). Version check, authentication and error statuses are the
- * transport's interceptors.
+ * transport's interceptors. A draft that keeps 1.0's service (1.1) registers it under its own descriptor,
+ * with its own operations.
  */
 export function v10ConnectService(ops: V10Operations): ServiceImpl<typeof A2AService> {
   return {

@@ -1,7 +1,14 @@
 import { fromJson, toJson, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
 import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { invalidParams } from "../../domain/errors.js";
+import type * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
 import { withoutUnknownFields } from "../proto-json-unknown-fields.js";
+
+/**
+ * The `lf.a2a.v1` message schemas a binding reads and writes: 1.0's generated module, or a draft's that keeps
+ * 1.0's shapes (the 1.1 draft's messages are 1.0's plus fields), so one binding table serves both.
+ */
+export type LfA2ASchemas = Omit<typeof pb, "file_lf_a2a_v1_a2a">;
 
 /**
  * ProtoJSON for the A2A 1.0 JSON bindings (JSON-RPC params/results, HTTP+JSON bodies, SSE events).

@@ -2,10 +2,10 @@ import { type DescMessage, type JsonObject, type MessageShape } from "@bufbuild/
 import { EmptySchema } from "@bufbuild/protobuf/wkt";
 import type { CallContext } from "../../auth/call-context.js";
 import { DomainError, invalidParams } from "../../domain/errors.js";
-import * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
+import * as lfA2A from "../../gen/lf/a2a/v1/a2a_pb.js";
 import { messageFromQuery } from "../query-message.js";
 import { restRoute, restStreamRoute, type RestRequest, type RestRoute } from "../version-module.js";
-import { readV10, writeTaskPageV10, writeV10 } from "./v10-json.js";
+import { readV10, writeTaskPageV10, writeV10, type LfA2ASchemas } from "./v10-json.js";
 import type { V10Operations } from "./v10-operations.js";
 
 /** Requests of the 1.0 HTTP+JSON binding: application/a2a+json, application/json accepted. */
@@ -32,9 +32,11 @@ function unary<I extends DescMessage, O extends DescMessage>(
  * The A2A 1.0 HTTP+JSON binding (wire facts §5.1) as data: paths without the `/v1` prefix, each also under
  * an optional `/{tenant}/` prefix; bodies, query parameters and responses are ProtoJSON of the `lf.a2a.v1`
  * messages (read strictly); streams are SSE whose `data:` lines are StreamResponse JSON. The tenant always
- * comes from the API key: a different `/{tenant}/` (or body `tenant`) reads as not found.
+ * comes from the API key: a different `/{tenant}/` (or body `tenant`) reads as not found. `pb`: a draft that
+ * keeps 1.0's paths and shapes (1.1, whose GET /tasks/{id} also reads `?currentGeneration=`) passes its own
+ * schemas and operations.
  */
-export function v10RestRoutes(ops: V10Operations): RestRoute[] {
+export function v10RestRoutes(ops: V10Operations, pb: LfA2ASchemas = lfA2A): RestRoute[] {
   const routes: RestRoute[] = [
     unary("POST", "/message:send", "message:send", "body", pb.SendMessageRequestSchema, pb.SendMessageResponseSchema, ops.sendMessage),
     restStreamRoute({
@@ -76,8 +78,8 @@ export function v10RestRoutes(ops: V10Operations): RestRoute[] {
   return routes.flatMap((route) => [route, { ...route, path: `/{tenant}${route.path}` }]);
 }
 
-/** The request message from the body or the query, with the path's parameters filled in (they must agree). Also the 1.1 draft's routes. */
-export function decode<D extends DescMessage>(req: RestRequest, schema: D, source: Source): Promise<MessageShape<D>> | MessageShape<D> {
+/** The request message from the body or the query, with the path's parameters filled in (they must agree). */
+function decode<D extends DescMessage>(req: RestRequest, schema: D, source: Source): Promise<MessageShape<D>> | MessageShape<D> {
   return source === "query" ? messageFromQuery(schema, req.query, req.params) : readMessage(req, schema, source === "body", req.params);
 }
 

@@ -1,10 +1,13 @@
-import { A2AService } from "../../gen/lf/a2a/v1/draft11/a2a_pb.js";
+import type { ServiceImpl } from "@connectrpc/connect";
+import * as draft11 from "../../gen/lf/a2a/v1/draft11/a2a_pb.js";
 import type { A2AVersionModule } from "../version-module.js";
 import { v10 } from "../v10/v10-version.js";
-import { v11ConnectService } from "./v11-connect-service.js";
-import { v11JsonRpcMethods } from "./v11-jsonrpc-methods.js";
+import { v10ConnectService } from "../v10/v10-connect-service.js";
+import { v10JsonRpcMethods } from "../v10/v10-jsonrpc-methods.js";
+import { v10RestRoutes } from "../v10/v10-rest-routes.js";
 import { v11Operations } from "./v11-operations.js";
-import { v11RestRoutes } from "./v11-rest-routes.js";
+
+const { A2AService } = draft11;
 
 /**
  * The A2A 1.1 draft (a2aproject/A2A dev-1.1, `lf.a2a.v1` plus generations), served only with
@@ -17,11 +20,12 @@ export const v11: A2AVersionModule = {
   version: "1.1",
   sharesShapesWith: "1.0",
   bind(deps) {
+    // 1.0's binding tables, with the draft's schemas and operations (the draft's messages are 1.0's plus fields).
     const ops = v11Operations(deps);
     return {
-      jsonRpc: v11JsonRpcMethods(ops),
-      rest: v11RestRoutes(ops),
-      connect: (router) => router.service(A2AService, v11ConnectService(ops)),
+      jsonRpc: v10JsonRpcMethods(ops, draft11),
+      rest: v10RestRoutes(ops, draft11),
+      connect: (router) => router.service(A2AService, v10ConnectService(ops) as ServiceImpl<typeof A2AService>),
     };
   },
   jsonRpcMethodNames: A2AService.methods.map((m) => m.name),
