@@ -7,6 +7,7 @@ import type { TaskService } from "./a2a/task-service.js";
 import type { TaskSupervisor } from "./engine/task-supervisor.js";
 import type { AuthDescription } from "./auth/authenticator.js";
 import { hostAuthenticator } from "./auth/host-authenticator.js";
+import { oidcObserver } from "./observed/observed-trust.js";
 import { loadTlsServing, TlsFileWatcher } from "./transport/tls-files.js";
 import type { Principal } from "./auth/principal.js";
 import type { PushNotifications } from "./push/push-notifications.js";
@@ -102,7 +103,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   const tls = config.tls ? loadTlsServing(config.tls) : undefined;
   // Mutual TLS (TLS_CLIENT_PRINCIPALS): verified client certificates mapped to principals, tried first; mapped
   // certificates alone turn authentication on.
-  const authenticator = hostAuthenticator(config.auth, config.tls?.clientPrincipals ?? []);
+  const authenticator = hostAuthenticator(config.auth, config.tls?.clientPrincipals ?? [], { oidc: oidcObserver(logger, telemetry) });
   // The card (built once, in core) declares exactly the configured ways in (API keys, OIDC, client certificates)
   // and the interfaces served here.
   const auth = authenticator.describe();

@@ -24,6 +24,7 @@ import { createInspectionSink } from "./observability/inspection-sink.js";
 import type { Logger } from "./observability/logger.js";
 import type { Telemetry } from "./observability/telemetry.js";
 import { observedEgressHttp, observedHandlers, observedPeerTransport, observedPushClient } from "./observed/observed-egress.js";
+import { peerTlsFailureReporter } from "./observed/observed-trust.js";
 import { observedPushConfigStore, observedTaskStore } from "./observed/observed-store.js";
 import { CountingTransitionHook, observeTasks } from "./observed/observed-tasks.js";
 import type { TransitionHook } from "./engine/transition-hook.js";
@@ -156,13 +157,15 @@ export async function createCore(options: CoreOptions): Promise<Core> {
 
   // (2) Outbound clients. a2a.invoke: calls to remote A2A agents go through the same egress guard as push deliveries.
   // The card (or a named peer's pins) picks the wire: JSON-RPC or HTTP+JSON over the egress client, gRPC over HTTP/2, A2A 1.0 or 0.3.
-  const peerHttp = observedEgressHttp(createPeerHttpClient({ policy: config.a2aPeer.egress }), telemetry, "peer");
+  // A private CA of peers' servers (A2A_PEERS_CA_FILE) is trusted by both wires; a failed handshake is logged once and counted.
+  const peerTls = { ...(config.a2aPeer.ca !== undefined ? { ca: config.a2aPeer.ca } : {}), onTlsFailure: peerTlsFailureReporter(logger, telemetry) };
+  const peerHttp = observedEgressHttp(createPeerHttpClient({ policy: config.a2aPeer.egress, ...peerTls }), telemetry, "peer");
   // Peers' JWKS (card signatures, signed pushes) come through the same client and policy: one key set per URL.
   const peerJwks = new PeerJwks(egressFetch(peerHttp, PEER_JWKS_TIMEOUT_MS));
   const peerClient = createA2APeerClient({
     http: peerHttp,
     jwks: peerJwks,
-    grpc: observedPeerTransport(createGrpcPeerTransport({ policy: config.a2aPeer.egress, versions: peerVersions(), requestTimeoutMs: config.a2aPeer.requestTimeoutMs, streamIdleMs: config.a2aPeer.streamIdleMs }), telemetry),
+    grpc: observedPeerTransport(createGrpcPeerTransport({ policy: config.a2aPeer.egress, versions: peerVersions(), requestTimeoutMs: config.a2aPeer.requestTimeoutMs, streamIdleMs: config.a2aPeer.streamIdleMs, ...peerTls }), telemetry),
     versions: peerVersions(),
     requestTimeoutMs: config.a2aPeer.requestTimeoutMs,
     streamIdleMs: config.a2aPeer.streamIdleMs,

@@ -4,18 +4,18 @@ import { chain, type AuthDescription, type Authenticator } from "./authenticator
 import type { AuthSettings } from "./auth-settings.js";
 import { ClientCertificateAuthenticator, type ClientCertificateEntry } from "./client-certificate-authenticator.js";
 import { devAuthenticator } from "./dev-authenticator.js";
-import { oidcAuthenticator } from "./oidc-authenticator.js";
+import { oidcAuthenticator, type OidcObserver } from "./oidc-authenticator.js";
 
 /**
  * The host's way in from its settings: dev (AUTH=off, no client certificates), or the configured
  * authenticators side by side. A mapped, verified client certificate decides first; then a JWT-shaped bearer
  * goes to OIDC, anything else to API keys (with certificates alone, every other caller is refused).
  */
-export function hostAuthenticator(settings: AuthSettings, clientPrincipals: readonly ClientCertificateEntry[] = []): Authenticator {
+export function hostAuthenticator(settings: AuthSettings, clientPrincipals: readonly ClientCertificateEntry[] = [], observers: { oidc?: OidcObserver } = {}): Authenticator {
   if (settings.mode === "off" && clientPrincipals.length === 0) return devAuthenticator;
   const parts: Authenticator[] = [];
   if (clientPrincipals.length > 0) parts.push(clientCertificatePort(new ClientCertificateAuthenticator(clientPrincipals), clientPrincipals));
-  if (settings.oidc) parts.push(oidcAuthenticator(settings.oidc));
+  if (settings.oidc) parts.push(oidcAuthenticator(settings.oidc, observers.oidc ? { observer: observers.oidc } : {}));
   if (settings.keys.length > 0) parts.push(apiKeyAuthenticator(settings.keys));
   return chain(...parts);
 }

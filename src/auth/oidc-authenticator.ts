@@ -1,30 +1,39 @@
-import { createLocalJWKSet, createRemoteJWKSet, customFetch, errors, jwtVerify, type JWSHeaderParameters, type FlattenedJWSInput, type JWTPayload, type CryptoKey } from "jose";
+import { createLocalJWKSet, createRemoteJWKSet, customFetch, decodeJwt, errors, jwtVerify, type JWSHeaderParameters, type FlattenedJWSInput, type JWTPayload, type CryptoKey } from "jose";
 import { ASYMMETRIC_JWS_ALGORITHMS } from "../domain/asymmetric-algorithms.js";
 import { egressFetch } from "../egress/egress-fetch.js";
 import type { EgressPolicy, Resolver } from "../egress/egress-guard.js";
 import { createEgressHttpClient } from "../egress/egress-http-client.js";
 import { DomainError } from "../domain/errors.js";
-import { bearerOf, isJwtShaped, type AuthDescription, type Authenticator } from "./authenticator.js";
-import type { OidcSettings } from "./oidc-settings.js";
+import { bearerOf, isJwtShaped, type AuthDescription, type Authenticator, type SecurityScheme } from "./authenticator.js";
+import type { OidcIssuerSettings, OidcSettings } from "./oidc-settings.js";
 import { SCOPES, type Principal, type Scope } from "./principal.js";
+import { tokenLifetimeProblem } from "./token-lifetime.js";
 
-/** Asymmetric signatures only: never `none`, never HS* (an HMAC "signed" with the public key would verify). */
 /** Larger bearers are refused before any parsing. */
 const MAX_TOKEN_CHARS = 8192;
 /** Clock skew tolerated on exp/nbf/iat, in seconds. */
-const CLOCK_TOLERANCE_SECONDS = 30;
+export const CLOCK_TOLERANCE_SECONDS = 30;
 /** A failed discovery is retried after this long; until then tokens fail closed (401). */
 const DISCOVERY_RETRY_MS = 5_000;
 /** A discovery document or a JWKS larger than this is refused. */
 const MAX_DOCUMENT_BYTES = 1024 * 1024;
 
+/** What the authenticator tells the host's log and metrics (auth/ knows neither). */
+export interface OidcObserver {
+  /** A token refused for a reason the answer does not carry (its lifetime), for the operator's log. */
+  refused(issuer: string, reason: string): void;
+  /** A TLS failure toward an issuer's discovery or JWKS (`code`: Node's or OpenSSL's). */
+  tlsFailure(where: string, code: string): void;
+}
+
 export interface OidcAuthenticatorOptions {
   /** How long one fetch (discovery or JWKS) may take (default 3 s). */
   timeoutMs?: number;
-  /** jose's cooldown: the JWKS is refetched for an unknown `kid` at most this often (default 30 s). */
+  /** Overrides `settings.jwksCooldownMs` (tests). */
   cooldownMs?: number;
   /** How long a fetched JWKS counts as fresh before it is refetched (default 10 min, jose's). */
   cacheMaxAgeMs?: number;
+  observer?: OidcObserver;
   /** Tests only: the DNS resolver of the egress guard. */
   resolve?: Resolver;
 }
@@ -35,7 +44,7 @@ export interface OidcAuthenticatorOptions {
  * addresses; never metadata, link-local or special-purpose ones, and nothing else private. So a discovery
  * document cannot send our JWKS fetch to an internal address. http:// only to loopback under the test switch.
  */
-export function oidcEgressPolicy(settings: Pick<OidcSettings, "issuer" | "allowInsecure">): EgressPolicy {
+export function oidcEgressPolicy(settings: Pick<OidcIssuerSettings, "issuer" | "allowInsecure">): EgressPolicy {
   const issuer = new URL(settings.issuer);
   const port = issuer.port !== "" ? Number(issuer.port) : issuer.protocol === "https:" ? 443 : 80;
   return {
@@ -50,38 +59,83 @@ export function oidcEgressPolicy(settings: Pick<OidcSettings, "issuer" | "allowI
 type KeyGetter = (header: JWSHeaderParameters, token: FlattenedJWSInput) => Promise<CryptoKey>;
 
 /**
- * OIDC/OAuth2 access tokens (`Authorization: Bearer <JWT>`) from one issuer: keys from its discovery document's
- * `jwks_uri` (jose's cached remote JWKS, refetched on an unknown `kid` within its cooldown), both fetched through
- * the egress client under `oidcEgressPolicy`. When the JWKS
- * endpoint is down, slow or answers garbage, keys already known keep verifying from the last good set; an
- * unknown `kid` fails closed (401). The tenant and scopes come from configured claims: the same Principal an
- * API key gives.
+ * OIDC/OAuth2 access tokens (`Authorization: Bearer <JWT>`) from the configured issuers. A token is checked against
+ * the one issuer its `iss` names, and no other: that issuer's keys (its discovery document's `jwks_uri`, jose's
+ * cached remote JWKS, refetched on an unknown `kid` at most once per cool-down), its audience, its token lifetime
+ * and its claims. Discovery and the JWKS come through the egress client under `oidcEgressPolicy`, trusting the
+ * issuer's CA bundle when one is set. When the JWKS endpoint is down, slow or answers garbage, keys already known
+ * keep verifying from the last good set; an unknown `kid` fails closed (401). The tenant and scopes come from
+ * configured claims: the same Principal an API key gives.
  */
 export function oidcAuthenticator(settings: OidcSettings, options: OidcAuthenticatorOptions = {}): Authenticator {
+  const verifiers = new Map(settings.issuers.map((issuer) => [issuer.issuer, issuerVerifier(issuer, { ...options, cooldownMs: options.cooldownMs ?? settings.jwksCooldownMs })]));
+  const description = describeIssuers(settings.issuers);
+
+  return {
+    recognises({ headers }) {
+      const bearer = bearerOf(headers);
+      return bearer !== undefined && isJwtShaped(bearer);
+    },
+    async authenticate({ headers }) {
+      const token = bearerOf(headers);
+      if (!token) throw new DomainError("unauthenticated", "missing credentials: send Authorization: Bearer <access token>");
+      if (token.length > MAX_TOKEN_CHARS) throw new DomainError("unauthenticated", `invalid token: longer than ${MAX_TOKEN_CHARS} characters`);
+      if (!isJwtShaped(token)) throw new DomainError("unauthenticated", "invalid token: not a JWT");
+      let iss: unknown;
+      try {
+        iss = decodeJwt(token).iss;
+      } catch {
+        throw new DomainError("unauthenticated", "invalid token: malformed");
+      }
+      // The unverified `iss` only picks whose keys, audience and rules the token is then verified with.
+      const verify = typeof iss === "string" ? verifiers.get(iss) : undefined;
+      if (!verify) throw new DomainError("unauthenticated", 'invalid token: its "iss" is not an issuer this host accepts');
+      return verify(token);
+    },
+    describe: () => description,
+  };
+}
+
+function issuerVerifier(settings: OidcIssuerSettings, options: OidcAuthenticatorOptions & { cooldownMs: number }): (token: string) => Promise<Principal> {
+  const keyGetter = issuerKeys(settings, options);
+  return async (token) => {
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, await keyGetter(), {
+        issuer: settings.issuer,
+        audience: settings.audience,
+        algorithms: [...ASYMMETRIC_JWS_ALGORITHMS],
+        clockTolerance: CLOCK_TOLERANCE_SECONDS,
+      }));
+    } catch (err) {
+      throw new DomainError("unauthenticated", `invalid token: ${reasonOf(err)}`);
+    }
+    const lifetime = tokenLifetimeProblem(payload, settings.maxTokenLifetimeSeconds, Math.floor(Date.now() / 1000), CLOCK_TOLERANCE_SECONDS);
+    if (lifetime) {
+      // The exact rule broken goes to the operator's log; the caller learns only that the lifetime is refused.
+      options.observer?.refused(settings.issuer, lifetime);
+      throw new DomainError("unauthenticated", "invalid token: its lifetime is not accepted (it needs exp and iat, within the issuer's maximum)");
+    }
+    return principalOf(payload, settings);
+  };
+}
+
+/** The issuer's keys, discovered once (retried after a failure) and cached by jose. */
+function issuerKeys(settings: OidcIssuerSettings, options: OidcAuthenticatorOptions & { cooldownMs: number }): () => Promise<KeyGetter> {
   const timeoutMs = options.timeoutMs ?? 3_000;
-  const discoveryUrl = `${settings.issuer.replace(/\/$/, "")}/.well-known/openid-configuration`;
-  // Discovery and the JWKS go out through the one outbound client, under the issuer's policy.
+  const discoveryUrl = discoveryUrlOf(settings.issuer);
   const http = createEgressHttpClient({
     policy: oidcEgressPolicy(settings),
     subject: "OIDC",
     userAgent: "openwop-a2a-host/oidc",
     maxResponseBytes: MAX_DOCUMENT_BYTES,
     accept: "application/json",
+    ...(settings.ca !== undefined ? { ca: settings.ca } : {}),
+    ...(options.observer ? { onTlsFailure: (where: string, code: string) => options.observer!.tlsFailure(where, code) } : {}),
     ...(options.resolve ? { resolve: options.resolve } : {}),
   });
   let keys: Promise<KeyGetter> | undefined;
   let failedAt = 0;
-
-  function keyGetter(): Promise<KeyGetter> {
-    if (!keys && Date.now() - failedAt >= DISCOVERY_RETRY_MS) {
-      keys = discover().catch((err: unknown) => {
-        failedAt = Date.now();
-        keys = undefined;
-        throw err;
-      });
-    }
-    return keys ?? Promise.reject(new Error("OIDC discovery failed recently"));
-  }
 
   async function discover(): Promise<KeyGetter> {
     const response = await http.request({ method: "GET", url: discoveryUrl, timeoutMs, returnErrorStatus: true });
@@ -92,7 +146,9 @@ export function oidcAuthenticator(settings: OidcSettings, options: OidcAuthentic
     if (typeof document.jwks_uri !== "string") throw new Error("OIDC discovery has no jwks_uri");
     const jwksUrl = new URL(document.jwks_uri);
     if (jwksUrl.protocol !== "https:" && !(settings.allowInsecure && jwksUrl.protocol === "http:")) throw new Error("jwks_uri must be https://");
-    const remote = createRemoteJWKSet(jwksUrl, { timeoutDuration: timeoutMs, cooldownDuration: options.cooldownMs ?? 30_000, cacheMaxAge: options.cacheMaxAgeMs ?? 600_000, [customFetch]: egressFetch(http, timeoutMs) });
+    // The cool-down bounds both how long a key the IdP just rotated in is refused and what a flood of random kids
+    // costs: at most one JWKS fetch per cool-down, however many tokens name unknown kids.
+    const remote = createRemoteJWKSet(jwksUrl, { timeoutDuration: timeoutMs, cooldownDuration: options.cooldownMs, cacheMaxAge: options.cacheMaxAgeMs ?? 600_000, [customFetch]: egressFetch(http, timeoutMs) });
     return async (header, token) => {
       try {
         return await remote(header, token);
@@ -105,35 +161,31 @@ export function oidcAuthenticator(settings: OidcSettings, options: OidcAuthentic
     };
   }
 
-  const description: AuthDescription = {
-    enabled: true,
-    schemes: { oidc: { type: "openIdConnect", openIdConnectUrl: discoveryUrl, description: `An access token from ${settings.issuer} for audience ${settings.audience}: Authorization: Bearer <token>` } },
-    requirements: [{ oidc: [] }],
-    tenants: [],
-    allTenantsHolders: [],
-    summary: `OIDC tokens from ${settings.issuer} (audience ${settings.audience})`,
+  return () => {
+    if (!keys && Date.now() - failedAt >= DISCOVERY_RETRY_MS) {
+      keys = discover().catch((err: unknown) => {
+        failedAt = Date.now();
+        keys = undefined;
+        throw err;
+      });
+    }
+    return keys ?? Promise.reject(new Error("OIDC discovery failed recently"));
   };
+}
 
-  return {
-    recognises({ headers }) {
-      const bearer = bearerOf(headers);
-      return bearer !== undefined && isJwtShaped(bearer);
-    },
-    async authenticate({ headers }) {
-      const token = bearerOf(headers);
-      if (!token) throw new DomainError("unauthenticated", "missing credentials: send Authorization: Bearer <access token>");
-      if (token.length > MAX_TOKEN_CHARS) throw new DomainError("unauthenticated", `invalid token: longer than ${MAX_TOKEN_CHARS} characters`);
-      if (!isJwtShaped(token)) throw new DomainError("unauthenticated", "invalid token: not a JWT");
-      let payload: JWTPayload;
-      try {
-        ({ payload } = await jwtVerify(token, await keyGetter(), { issuer: settings.issuer, audience: settings.audience, algorithms: [...ASYMMETRIC_JWS_ALGORITHMS], clockTolerance: CLOCK_TOLERANCE_SECONDS }));
-      } catch (err) {
-        throw new DomainError("unauthenticated", `invalid token: ${reasonOf(err)}`);
-      }
-      return principalOf(payload, settings);
-    },
-    describe: () => description,
-  };
+export function discoveryUrlOf(issuer: string): string {
+  return `${issuer.replace(/\/$/, "")}/.well-known/openid-configuration`;
+}
+
+/** One `openIdConnect` scheme per issuer (`oidc`, then `oidc-2`, …), any one of which suffices. */
+function describeIssuers(issuers: readonly OidcIssuerSettings[]): AuthDescription {
+  const names = issuers.map((_, i) => (i === 0 ? "oidc" : `oidc-${i + 1}`));
+  const schemes: Record<string, SecurityScheme> = {};
+  issuers.forEach((issuer, i) => {
+    schemes[names[i]!] = { type: "openIdConnect", openIdConnectUrl: discoveryUrlOf(issuer.issuer), description: `An access token from ${issuer.issuer} for audience ${issuer.audience}: Authorization: Bearer <token>` };
+  });
+  const summary = issuers.length === 1 ? `OIDC tokens from ${issuers[0]!.issuer} (audience ${issuers[0]!.audience})` : `OIDC tokens from ${issuers.length} issuers (${issuers.map((i) => i.issuer).join(", ")})`;
+  return { enabled: true, schemes, requirements: names.map((name) => ({ [name]: [] })), tenants: [], allTenantsHolders: [], summary };
 }
 
 /** A short, safe reason (never the token, never a key). */
@@ -147,17 +199,27 @@ function reasonOf(err: unknown): string {
   return "the issuer's keys are unavailable";
 }
 
-function principalOf(payload: JWTPayload, settings: OidcSettings): Principal {
+function principalOf(payload: JWTPayload, settings: OidcIssuerSettings): Principal {
   const tenant = payload[settings.tenantClaim];
   if (typeof tenant !== "string" || !tenant || tenant === "*") throw new DomainError("unauthenticated", `invalid token: no "${settings.tenantClaim}" claim naming a tenant`);
   const subject = typeof payload.sub === "string" && payload.sub ? payload.sub : undefined;
   if (!subject) throw new DomainError("unauthenticated", 'invalid token: no "sub" claim');
-  return { tenant, id: `oidc:${subject}`, scopes: scopesOf(payload, settings.scopeClaim) };
+  return { tenant, id: `oidc:${subject}`, scopes: scopesOf(payload, settings) };
 }
 
-/** Space-separated (`scope`, RFC 8693) or an array (`scp`, Entra ID); names we do not know are ignored. */
-function scopesOf(payload: JWTPayload, claim: string): Scope[] {
-  const raw = payload[claim] ?? (claim === "scope" ? payload["scp"] : undefined);
-  const names = typeof raw === "string" ? raw.split(" ") : Array.isArray(raw) ? raw.filter((s): s is string => typeof s === "string") : [];
+/**
+ * The token's own scopes (space-separated `scope`, RFC 8693, or an array, `scp` in Entra ID) and those its groups
+ * are granted in `groupScopes`; names we do not know are ignored.
+ */
+function scopesOf(payload: JWTPayload, settings: OidcIssuerSettings): Scope[] {
+  const claim = settings.scopeClaim;
+  const names = namesOf(payload[claim] ?? (claim === "scope" ? payload["scp"] : undefined));
+  if (settings.groupsClaim && settings.groupScopes) {
+    for (const group of namesOf(payload[settings.groupsClaim])) names.push(...(settings.groupScopes[group] ?? []));
+  }
   return [...new Set(names.filter((s): s is Scope => (SCOPES as readonly string[]).includes(s)))];
+}
+
+function namesOf(raw: unknown): string[] {
+  return typeof raw === "string" ? raw.split(" ") : Array.isArray(raw) ? raw.filter((s): s is string => typeof s === "string") : [];
 }

@@ -24,7 +24,7 @@ Settings come from the environment, never from arguments. The ones a first run n
   PORT, HOST           where to listen (8080 on 127.0.0.1)
   PUBLIC_URL           the address callers use, on the agent card (required in production)
   MONGODB_URI          the database (without it: embedded MongoDB under DATA_DIR, else in memory)
-  API_KEYS             callers' keys (AUTH_OIDC_ISSUER: identity-provider tokens; TLS_CLIENT_PRINCIPALS:
+  API_KEYS             callers' keys (AUTH_OIDC_ISSUER(S): identity-provider tokens; TLS_CLIENT_PRINCIPALS:
                        client certificates); with none, every caller is the default tenant (dev only)
   PUSH_ENABLED         push notifications on (true, the default) or off
   NODE_ENV             production refuses to start without MONGODB_URI, PUBLIC_URL, a way in and keys

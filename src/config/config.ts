@@ -87,7 +87,7 @@ export function loadConfig(env: Env = process.env): Config {
   const port = reader.int("PORT", 8080, 0, 65535);
   const dataDirRaw = reader.raw("DATA_DIR") ?? "data";
   const auth = loadAuthSettings(env, production);
-  if (typeof auth === "string") reader.problem(auth);
+  if (Array.isArray(auth)) for (const problem of auth) reader.problem(problem);
   const tls = readTlsSettings(reader);
   const config: Config = {
     env: nodeEnv,
@@ -119,7 +119,7 @@ export function loadConfig(env: Env = process.env): Config {
     a2aDraftVersions: readDraftVersions(reader),
     a2aLongPollMaxMs: reader.int("A2A_LONG_POLL_MAX_MS", 30_000, 0, 600_000),
     idempotencyTtlMs: reader.int("IDEMPOTENCY_TTL_HOURS", 24, 24, 24 * 365) * 60 * 60 * 1000,
-    auth: typeof auth === "string" ? { mode: "on", keys: [] } : auth,
+    auth: Array.isArray(auth) ? { mode: "on", keys: [] } : auth,
     push: readPushSettings(reader),
     a2aPeer: readPeerSettings(reader, production),
     httpNode: readHttpNodeSettings(reader, production),

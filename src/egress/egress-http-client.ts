@@ -18,6 +18,7 @@ import type { Dispatcher } from "undici";
 import { EgressRefusedError, EgressResolutionError, checkEgressUrl, defaultResolver, type EgressPolicy, type EgressSubject, type ResolvedAddress, type Resolver } from "./egress-guard.js";
 import { errorCode, hasUpgradeToken } from "./pinned-connection.js";
 import { createPinnedPools, type ClientTls, type PinnedPools } from "./pinned-pools.js";
+import { isTlsFailureCode } from "./tls-failure-report.js";
 
 /**
  * What went wrong: `egress` the guard refused the URL (final); `resolution` the name did not resolve; `timeout`
@@ -122,6 +123,10 @@ export interface EgressClientOptions {
   maxPools?: number;
   /** Happy eyeballs across the checked addresses. */
   autoSelectFamily?: boolean;
+  /** Trusted CAs (PEM) for servers' certificates, instead of Node's default ones (a request's client certificate may name its own). */
+  ca?: string;
+  /** Told of every TLS failure (`code`: Node's or OpenSSL's, e.g. UNABLE_TO_VERIFY_LEAF_SIGNATURE) toward `where` (an origin). */
+  onTlsFailure?: (where: string, code: string) => void;
 }
 
 const CONNECTIONS_PER_POOL = 4;
@@ -130,12 +135,11 @@ const MAX_STREAMS_PER_ORIGIN = 64;
 const KEEP_ALIVE_MS = 4_000;
 /** 4xx statuses that may clear up on their own (every 5xx may too). */
 export const RETRYABLE_HTTP_STATUS: ReadonlySet<number> = new Set([408, 425, 429, 502, 503, 504]);
-const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/;
 const INVALID_REQUEST_CODES: ReadonlySet<string> = new Set(["UND_ERR_INVALID_ARG", "ERR_INVALID_CHAR", "ERR_INVALID_HTTP_TOKEN"]);
 
 export function createEgressHttpClient(opts: EgressClientOptions): EgressHttpClient {
   const resolve = opts.resolve ?? defaultResolver;
-  const poolOptions = { maxPools: opts.maxPools ?? 16, keepAliveMs: KEEP_ALIVE_MS, ...(opts.autoSelectFamily ? { autoSelectFamily: true } : {}) };
+  const poolOptions = { maxPools: opts.maxPools ?? 16, keepAliveMs: KEEP_ALIVE_MS, ...(opts.autoSelectFamily ? { autoSelectFamily: true } : {}), ...(opts.ca !== undefined ? { ca: opts.ca } : {}) };
   const pools = createPinnedPools({ ...poolOptions, connectionsPerPool: CONNECTIONS_PER_POOL });
   let streamPools: PinnedPools | undefined;
   let closed = false;
@@ -176,7 +180,10 @@ export function createEgressHttpClient(opts: EgressClientOptions): EgressHttpCli
       return new EgressCallError(`${where} answered with Connection: upgrade (refused)`, "protocol", false, { ...detail, upgrade: true });
     }
     if (code !== undefined && INVALID_REQUEST_CODES.has(code)) return new EgressCallError(`the request to ${where} was refused before sending (a header name or value is invalid)`, "invalid-request", false, detail);
-    if (code !== undefined && TLS_CODE.test(code)) return new EgressCallError(`TLS error talking to ${where} (${code})`, "connection", true, detail);
+    if (isTlsFailureCode(code)) {
+      opts.onTlsFailure?.(where, code);
+      return new EgressCallError(`TLS error talking to ${where} (${code})`, "connection", true, detail);
+    }
     return new EgressCallError(`cannot reach ${where}${code ? ` (${code})` : ""}`, "connection", true, detail);
   }
 

@@ -37,6 +37,8 @@ export interface PinnedPoolsOptions {
   keepAliveMs: number;
   /** Happy eyeballs across the checked addresses. */
   autoSelectFamily?: boolean;
+  /** Trusted CAs (PEM) for every pool whose client certificate names none, instead of Node's default ones. */
+  ca?: string;
 }
 
 interface Entry extends PinnedPool {
@@ -75,7 +77,8 @@ export function createPinnedPools(opts: PinnedPoolsOptions): PinnedPools {
             lookup: pinnedLookup(addresses),
             // SNI and certificate checks use the URL's name (without a trailing dot), never the IP.
             ...(url.protocol === "https:" && isName ? { servername: hostname } : {}),
-            ...(tls ? { cert: tls.cert, key: tls.key, ...(tls.ca !== undefined ? { ca: tls.ca } : {}) } : {}),
+            ...(tls ? { cert: tls.cert, key: tls.key } : {}),
+            ...((tls?.ca ?? opts.ca) !== undefined ? { ca: tls?.ca ?? opts.ca } : {}),
           },
           ...(opts.autoSelectFamily ? { autoSelectFamily: true } : {}),
           keepAliveTimeout: opts.keepAliveMs,

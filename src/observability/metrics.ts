@@ -19,6 +19,8 @@ export interface Metrics {
   connectionsRefused: Counter;
   /** Connections the port closed for a header, HTTP/2 SETTINGS or idle timeout. */
   connectionsTimedOut: Counter;
+  /** Outbound TLS handshakes that failed (OIDC issuers, peers), by subject and cause (unknown-ca, expired, …). */
+  egressTlsFailures: Counter;
   /** Registers a callback that reports a gauge (tasks by state, live actors, open streams). */
   observe(name: GaugeName, read: (report: (value: number, attributes?: Attributes) => void) => void): void;
 }
@@ -49,6 +51,7 @@ export function createMetrics(meter: Meter): Metrics {
     poisonExhausted: meter.createCounter("openwop.poison_exhausted", { description: "Runs failed because a node killed its instance RECOVERY_MAX_ATTEMPTS times" }),
     connectionsRefused: meter.createCounter("openwop.connections.refused", { description: "New connections closed at once, by the cap they were over" }),
     connectionsTimedOut: meter.createCounter("openwop.connections.timed_out", { description: "Connections closed by a timeout (headers, http2-settings, idle), by protocol" }),
+    egressTlsFailures: meter.createCounter("openwop.egress.tls_failures", { description: "Outbound TLS handshakes that failed, by subject (OIDC, peer) and cause (unknown-ca, expired, not-yet-valid, name-mismatch, other)" }),
     observe(name, read) {
       let gauge = gauges.get(name);
       if (!gauge) gauges.set(name, (gauge = meter.createObservableGauge(GAUGES[name].name, { description: GAUGES[name].description })));

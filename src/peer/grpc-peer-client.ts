@@ -18,6 +18,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { defaultResolver, type EgressPolicy, type ResolvedAddress, type Resolver } from "../egress/egress-guard.js";
 import { errorCode, pinnedLookup } from "../egress/pinned-connection.js";
+import { isTlsFailureCode } from "../egress/tls-failure-report.js";
 import { UNNAMED_A2A_VERSION } from "../domain/a2a-version.js";
 import { injectTraceHeaders } from "../observability/spans.js";
 import { formatPeerEndpoint, grpcOriginOf, parsePeerEndpoint, type PeerVersion } from "./peer-endpoint.js";
@@ -84,7 +85,7 @@ export function grpcCallError(err: unknown, ctx: { method: string; where: string
   // A system error under the status means the connection itself failed (refused, reset, TLS, DNS).
   const system = errorCode(err.cause);
   if (err.code === Code.DeadlineExceeded) return new PeerCallError(`${where} did not answer ${method} within ${ctx.timeoutMs} ms`, "timeout", true, err.code);
-  if (system && /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/.test(system)) {
+  if (isTlsFailureCode(system)) {
     return new PeerCallError(`TLS error talking to ${where} (${system})`, "connection", true, err.code);
   }
   if (err.code === Code.Unavailable && system) return new PeerCallError(`cannot reach ${where} (${system})`, "connection", true, err.code);
@@ -111,6 +112,9 @@ export interface GrpcPeerTransportOptions {
   resolve?: Resolver;
   maxResponseBytes?: number;
   userAgent?: string;
+  /** CA certificates trusted for peers' servers (A2A_PEERS_CA_FILE); a peer's mTLS `caFile` wins. */
+  ca?: string;
+  onTlsFailure?: (where: string, code: string) => void;
 }
 
 interface Session {
@@ -142,7 +146,8 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
     const nodeOptions = {
       lookup: pinnedLookup(addresses),
       ...(origin.protocol === "https:" && isName ? { servername: hostname } : {}),
-      ...(tls ? { cert: tls.cert, key: tls.key.reveal(), ...(tls.ca !== undefined ? { ca: tls.ca } : {}) } : {}),
+      ...(tls ? { cert: tls.cert, key: tls.key.reveal() } : {}),
+      ...((tls?.ca ?? opts.ca) !== undefined ? { ca: tls?.ca ?? opts.ca } : {}),
     };
     // The session manager is ours (createGrpcTransport would otherwise make one from the same nodeOptions) so
     // close() can end its connection.
@@ -156,6 +161,12 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
       sessions.delete(oldKey);
     }
     return session;
+  }
+
+  /** A connection that failed its TLS handshake is reported (logged once, counted) by whoever built the transport. */
+  function reportTls(err: unknown, where: string): void {
+    const code = errorCode(err instanceof ConnectError ? err.cause : err);
+    if (isTlsFailureCode(code)) opts.onTlsFailure?.(where, code);
   }
 
   /** The checked, pinned session for a recorded endpoint, and the metadata every call carries. */
@@ -180,6 +191,7 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
     try {
       return await run(client, { timeoutMs: opts.requestTimeoutMs, ...(signal ? { signal } : {}), headers }, endpoint.tenant);
     } catch (err) {
+      reportTls(err, where);
       throw grpcCallError(err, { method, where, timeoutMs: opts.requestTimeoutMs, callerSignal: signal });
     }
   }
@@ -204,6 +216,7 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
       }
     } catch (err) {
       if (idle.signal.aborted && !options?.signal?.aborted) return; // silent too long: end, to be re-attached
+      reportTls(err, where);
       throw grpcCallError(err, { method: "SubscribeToTask", where, timeoutMs: idleMs, callerSignal: options?.signal });
     } finally {
       clearTimeout(timer);

@@ -89,7 +89,15 @@ export function privateServiceEntryProblem(entry: string): string | undefined {
  * The peers' client: the egress client (egress/egress-http-client.ts) with the peer policy, its limits and user
  * agent, whose failures come back as PeerCallErrors (stream chunks included).
  */
-export function createPeerHttpClient(opts: { policy: EgressPolicy; resolve?: Resolver; maxResponseBytes?: number; userAgent?: string }): PeerHttpClient {
+export function createPeerHttpClient(opts: {
+  policy: EgressPolicy;
+  resolve?: Resolver;
+  maxResponseBytes?: number;
+  userAgent?: string;
+  /** CA certificates trusted for peers' servers (A2A_PEERS_CA_FILE); a peer's mTLS `caFile` wins. */
+  ca?: string;
+  onTlsFailure?: (where: string, code: string) => void;
+}): PeerHttpClient {
   return peerHttpClient(
     createEgressHttpClient({
       policy: opts.policy,
@@ -98,6 +106,8 @@ export function createPeerHttpClient(opts: { policy: EgressPolicy; resolve?: Res
       maxResponseBytes: opts.maxResponseBytes ?? DEFAULT_MAX_PEER_RESPONSE_BYTES,
       accept: "application/json",
       ...(opts.resolve ? { resolve: opts.resolve } : {}),
+      ...(opts.ca !== undefined ? { ca: opts.ca } : {}),
+      ...(opts.onTlsFailure ? { onTlsFailure: opts.onTlsFailure } : {}),
     }),
   );
 }

@@ -1,4 +1,5 @@
 import { EnvReader, type Env } from "../domain/env-settings.js";
+import { readCaBundle } from "../egress/ca-bundle.js";
 import type { EgressPolicy } from "../egress/egress-guard.js";
 import { key256Problem, parseKey256 } from "../secrets/key-256.js";
 import { SecretValue } from "../secrets/secret-value.js";
@@ -39,6 +40,8 @@ export interface A2APeerSettings extends A2AInvokeSettings {
   callbackKey?: SecretValue<Buffer>;
   /** The egress guard's policy for peer URLs (cards and endpoints): https and public addresses only, unless the test-only loopback allowance is on. */
   egress: EgressPolicy;
+  /** `A2A_PEERS_CA_FILE`: CA certificates (PEM) trusted for peers' servers, instead of Node's default ones (a peer's `credentials.mtls.caFile` wins). */
+  ca?: string;
 }
 
 /** Reads the A2A_PEER_* variables, reporting every problem to `env`. */
@@ -88,6 +91,8 @@ export function readPeerSettings(env: EnvReader, production: boolean): A2APeerSe
   }
   const allowedPorts = env.ports("A2A_PEER_ALLOWED_PORTS");
   const peers = readPeersConfig(env.raw("A2A_PEERS"), env.raw("A2A_PEERS_FILE"), (m) => env.problem(m));
+  const caFile = env.raw("A2A_PEERS_CA_FILE");
+  const ca = caFile !== undefined ? readCaBundle(caFile, "A2A_PEERS_CA_FILE", (m) => env.problem(m)) : undefined;
   if (settings.retryMaxMs < settings.retryBaseMs) env.problem("A2A_PEER_RETRY_MAX_MS must not be smaller than A2A_PEER_RETRY_BASE_MS");
   return {
     ...settings,
@@ -95,6 +100,7 @@ export function readPeerSettings(env: EnvReader, production: boolean): A2APeerSe
     ...(callbackUrl !== undefined ? { callbackUrl } : {}),
     ...(callbackKey ? { callbackKey: new SecretValue(callbackKey) } : {}),
     peers,
+    ...(ca !== undefined ? { ca } : {}),
     // http:// and loopback peers only under the test-only allowance; nothing else private, ever.
     egress: { allowHttpLoopback: allowLoopback, allowedPorts, allowHosts: [], denyHosts: [], settings: { allowedPorts: "A2A_PEER_ALLOWED_PORTS" } },
   };

@@ -15,7 +15,8 @@ describe("OIDC: the JWKS endpoint failing", () => {
   });
   afterAll(() => idp.close());
 
-  const settings = () => ({ issuer: idp.issuer, audience: AUDIENCE, tenantClaim: "tenant", scopeClaim: "scope", allowInsecure: true });
+  const issuer = (url = idp.issuer) => ({ issuer: url, audience: AUDIENCE, tenantClaim: "tenant", scopeClaim: "scope", maxTokenLifetimeSeconds: 86_400, allowInsecure: true });
+  const settings = (url?: string) => ({ issuers: [issuer(url)], jwksCooldownMs: 3_000 });
   const request = (token: string) => ({ headers: (name: string) => (name === "authorization" ? `Bearer ${token}` : undefined) });
   const refusal = async (promise: Principalish): Promise<DomainError> => {
     const err = await Promise.resolve(promise).then(() => undefined, (e: unknown) => e);
@@ -47,7 +48,7 @@ describe("OIDC: the JWKS endpoint failing", () => {
   });
 
   it("an issuer whose discovery cannot be reached: 401, not 500", async () => {
-    const auth = oidcAuthenticator({ ...settings(), issuer: "http://127.0.0.1:9" }, { timeoutMs: 300 });
+    const auth = oidcAuthenticator(settings("http://127.0.0.1:9"), { timeoutMs: 300 });
     const token = await idp.token({ sub: "u", aud: AUDIENCE, tenant: "acme" }, { issuer: "http://127.0.0.1:9" });
     const err = await refusal(auth.authenticate(request(token)));
     expect(err.code).toBe("unauthenticated");

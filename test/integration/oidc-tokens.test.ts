@@ -128,6 +128,11 @@ describe("OIDC bearer tokens on every binding", () => {
     ["malformed", async () => "abc.def.ghi", /malformed/],
     ["oversized", async () => token({ padding: "x".repeat(10_000) }), /longer than/],
     ["no tenant claim", () => token({ tenant: undefined }), /tenant/],
+    // Tokens must expire (RFC 9068): no exp, no iat, or a life past the issuer's maximum (a day by default).
+    ["no exp, issued a year ago", () => token({}, { expiresAt: null, issuedAt: Math.floor(Date.now() / 1000) - 365 * 86_400 }), /lifetime is not accepted/],
+    ["no iat", () => token({}, { issuedAt: null }), /lifetime is not accepted/],
+    ["issued for two days", () => token({}, { expiresAt: Math.floor(Date.now() / 1000) + 2 * 86_400 }), /lifetime is not accepted/],
+    ["iat backdated a year, exp in an hour", () => token({}, { issuedAt: Math.floor(Date.now() / 1000) - 365 * 86_400 }), /lifetime is not accepted/],
   ];
 
   async function rogueToken(): Promise<string> {

@@ -44,7 +44,7 @@ describe("the card core builds", () => {
 
   it("declares the ways in the authenticator describes", async () => {
     const settings = loadAuthSettings({ API_KEYS: JSON.stringify([{ id: "k", tenant: "acme", scopes: ["runs:read"], key: "core-card-key-0123456789abcdef" }]) }, false);
-    if (typeof settings === "string") throw new Error(settings);
+    if (Array.isArray(settings)) throw new Error(settings.join("; "));
     const card = await cardOf(hostAuthenticator(settings).describe());
     expect(card.securitySchemes).toEqual({ apiKey: expect.objectContaining({ type: "http", scheme: "bearer" }) });
     expect(card.security).toEqual([{ apiKey: [] }]);

@@ -1,4 +1,5 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from "jose";
 
@@ -18,10 +19,11 @@ export class OidcIssuer {
     private readonly keys: Map<string, { privateKey: CryptoKey; publicJwk: JWK; published: boolean }>,
   ) {}
 
-  static async start(): Promise<OidcIssuer> {
+  /** On http://127.0.0.1, or https:// with `tls` (a certificate for 127.0.0.1, e.g. from a private CA). */
+  static async start(options: { tls?: { cert: Buffer; key: Buffer } } = {}): Promise<OidcIssuer> {
     const keys = new Map<string, { privateKey: CryptoKey; publicJwk: JWK; published: boolean }>();
     const ref: { issuer?: OidcIssuer } = {};
-    const server = createServer((req, res) => {
+    const serve = (req: IncomingMessage, res: ServerResponse): void => {
       const issuer = ref.issuer!;
       if (req.url === "/.well-known/openid-configuration") {
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ issuer: issuer.issuer, jwks_uri: `${issuer.issuer}/jwks`, id_token_signing_alg_values_supported: ["ES256"] }));
@@ -34,9 +36,11 @@ export class OidcIssuer {
       const body = JSON.stringify({ keys: [...keys.values()].filter((k) => k.published).map((k) => k.publicJwk) });
       if (issuer.mode === "slow") return void setTimeout(() => res.writeHead(200, { "content-type": "application/json" }).end(body), 10_000).unref();
       res.writeHead(200, { "content-type": "application/json" }).end(body);
-    });
+    };
+    const server = options.tls ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, serve) : createServer(serve);
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const issuer = (ref.issuer = new OidcIssuer(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`, keys));
+    const scheme = options.tls ? "https" : "http";
+    const issuer = (ref.issuer = new OidcIssuer(server, `${scheme}://127.0.0.1:${(server.address() as AddressInfo).port}`, keys));
     await issuer.addKey("key-1");
     return issuer;
   }
@@ -51,11 +55,16 @@ export class OidcIssuer {
     return this.keys.get(kid)!.publicJwk;
   }
 
-  /** A token signed with `kid`'s key; `claims` and `times` override the defaults (this issuer, an hour's life). */
-  async token(claims: JWTPayload, options: { kid?: string; issuer?: string; expiresAt?: number; notBefore?: number } = {}): Promise<string> {
+  /**
+   * A token signed with `kid`'s key; `claims` and the options override the defaults (this issuer, issued now, an
+   * hour's life); `null` leaves `exp` or `iat` out.
+   */
+  async token(claims: JWTPayload, options: { kid?: string; issuer?: string; expiresAt?: number | null; issuedAt?: number | null; notBefore?: number } = {}): Promise<string> {
     const kid = options.kid ?? "key-1";
     const now = Math.floor(Date.now() / 1000);
-    let jwt = new SignJWT(claims).setProtectedHeader({ alg: "ES256", kid }).setIssuer(options.issuer ?? this.issuer).setIssuedAt(now).setExpirationTime(options.expiresAt ?? now + 3600);
+    let jwt = new SignJWT(claims).setProtectedHeader({ alg: "ES256", kid }).setIssuer(options.issuer ?? this.issuer);
+    if (options.issuedAt !== null) jwt = jwt.setIssuedAt(options.issuedAt ?? now);
+    if (options.expiresAt !== null) jwt = jwt.setExpirationTime(options.expiresAt ?? now + 3600);
     if (options.notBefore !== undefined) jwt = jwt.setNotBefore(options.notBefore);
     return jwt.sign(this.keys.get(kid)!.privateKey);
   }

@@ -90,7 +90,7 @@ describe("an authenticator added by the recipe", () => {
     }),
   };
   const settings = loadAuthSettings({ API_KEYS: JSON.stringify([{ id: "k", tenant: "acme", scopes: ["runs:read"], key: KEY }]) }, false);
-  if (typeof settings === "string") throw new Error(settings);
+  if (Array.isArray(settings)) throw new Error(settings.join("; "));
   const host = chain(partner, hostAuthenticator(settings));
   const header = (name: string, value: string) => ({ headers: (n: string) => (n === name ? value : undefined) });
 
