@@ -17,7 +17,7 @@ import { createA2AConnectHandler, isA2ARpcPath } from "./transport/connect/a2a-c
 import { isRpcRequest } from "./transport/connect/rpc-unknown-method.js";
 import { connectionMetrics, DualProtocolServer } from "./transport/http-server.js";
 import { HttpRouter } from "./transport/http-router.js";
-import { bindVersions, versionModule, versionModules, versionOfRpcService } from "./a2a/versions.js";
+import { bindVersions, signedCardVersions, versionModule, versionModules, versionOfRpcService } from "./a2a/versions.js";
 import { UNNAMED_A2A_VERSION } from "./domain/a2a-version.js";
 import { Readiness } from "./observability/readiness.js";
 import { createRequestObserver } from "./observability/request-observer.js";
@@ -140,9 +140,13 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     const probe = new PeerInvokeProbe(core.peerClient, config.a2aPeer, core.reads, logger);
     addConformanceSeamRoutes(router, { service, runs, checkPushUrl: (url, path) => push.configs.checkUrl(url, path), invokePeer: (request, run) => probe.invoke(request, run), ...inputLimits });
   }
-  // The 1.0 card's signature (A2A AgentCardSignature, `jku` = our JWKS), made once: the card is final from here on.
+  // The signed cards (A2A AgentCardSignature, `jku` = our JWKS) of the versions whose module signs, made once: the card is final from here on.
   const jku = `${config.publicUrl}${JWKS_PATH}`;
-  const signedV10Card = await signCardDocument(versionModule("1.0").card.document(card) as Record<string, unknown>, (payload) => core.signingKeys.signDetached(payload, { jku }));
+  const signedCards = Object.fromEntries(
+    await Promise.all(
+      signedCardVersions(config.a2aDraftVersions).map(async (v) => [v, await signCardDocument(versionModule(v).card.document(card) as Record<string, unknown>, (payload) => core.signingKeys.signDetached(payload, { jku }))] as const),
+    ),
+  );
   addDiscoveryRoutes(router, {
     service,
     publicUrl: config.publicUrl,
@@ -154,8 +158,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     supportedEnvelopes: ["clarification.request"],
     taskMachine: exportTaskMachine,
     cardSettings: config.agentCard,
-    // The 1.1 draft's card is the 1.0 card (v11-version.ts), so it is the same signed document.
-    signedCards: { "1.0": signedV10Card, ...(config.a2aDraftVersions.includes("1.1") ? { "1.1": signedV10Card } : {}) },
+    signedCards,
     recoveryEvidence: recoveryEvidence(config.leases, config.recovery),
   });
   // Five minutes: an added key reaches receivers' caches well before it signs (docs/security.md "Signing keys").

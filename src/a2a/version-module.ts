@@ -170,4 +170,6 @@ export interface VersionCardFields {
   profile: string;
   /** The agent card as this version's clients read it at `/.well-known/agent-card.json`. */
   document(card: AgentCard): unknown;
+  /** The document carries an AgentCardSignature (`signatures`, JWS with `jku` = our JWKS), made once at start. */
+  signed?: boolean;
 }

@@ -62,6 +62,11 @@ export function peerVersions(): PeerVersionClient[] {
   return A2A_VERSIONS_NEWEST_FIRST.map((v) => REGISTRY[v].peer);
 }
 
+/** The served versions whose card is signed (their modules say so): the app signs each once at start. */
+export function signedCardVersions(drafts: readonly A2AVersion[] = []): A2AVersion[] {
+  return servedVersions(drafts).filter((v) => REGISTRY[v].card.signed === true);
+}
+
 /** The push body encoder (and content type) for a config registered over `version`. */
 export function pushBody(version: A2AVersion): PushBody {
   return REGISTRY[version].push;

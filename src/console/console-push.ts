@@ -1,3 +1,4 @@
+import { UNNAMED_A2A_VERSION, type A2AVersion } from "../domain/a2a-version.js";
 import { requireScope } from "../auth/principal.js";
 import type { CallContext } from "../auth/call-context.js";
 import { DomainError, taskNotFound } from "../domain/errors.js";
@@ -11,7 +12,7 @@ import { CallerStoreCalls } from "../store/store-call-budget.js";
 export interface ConsolePushConfig {
   configId: string;
   target: string;
-  protocolVersion: "0.3" | "1.0";
+  protocolVersion: A2AVersion;
   createdAt: string;
   updatedAt: string;
   delivery: PushDelivery;
@@ -58,7 +59,7 @@ export class ConsolePush {
     const configs = all.filter((c) => c.tenant === tenant);
     return {
       enabled: true,
-      configs: configs.map((c) => ({ configId: c.configId, target: targetOf(c.url), protocolVersion: c.protocolVersion ?? "0.3", createdAt: c.createdAt, updatedAt: c.updatedAt, delivery: c.delivery, ...leaseOf(c) })),
+      configs: configs.map((c) => ({ configId: c.configId, target: targetOf(c.url), protocolVersion: c.protocolVersion ?? UNNAMED_A2A_VERSION, createdAt: c.createdAt, updatedAt: c.updatedAt, delivery: c.delivery, ...leaseOf(c) })),
       deadLetters,
     };
   }
@@ -76,7 +77,7 @@ export class ConsolePush {
       throw new DomainError("conflict", `push config "${configId}" moved while retrying; read it again`, { taskId, configId });
     }
     await this.storeCalls.bounded(ctx, () => worker.wakeTask(taskId));
-    return { configId, target: targetOf(config.url), protocolVersion: config.protocolVersion ?? "0.3", createdAt: config.createdAt, updatedAt: config.updatedAt, delivery };
+    return { configId, target: targetOf(config.url), protocolVersion: config.protocolVersion ?? UNNAMED_A2A_VERSION, createdAt: config.createdAt, updatedAt: config.updatedAt, delivery };
   }
 
   /** "Retry now" for every config of the task that still has something to deliver; answers their ids. */

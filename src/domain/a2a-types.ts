@@ -1,3 +1,4 @@
+import type { A2AVersion } from "./a2a-version.js";
 import type { A2ATaskStateValue, InterruptKind } from "./run-status.js";
 
 /**
@@ -100,7 +101,7 @@ export interface PushNotificationConfig {
    * The A2A version the config was registered over (absent = 0.3): deliveries use that version's body
    * (0.3: a bare JSON event, application/json; 1.0: a StreamResponse, application/a2a+json).
    */
-  protocolVersion?: "0.3" | "1.0";
+  protocolVersion?: A2AVersion;
 }
 
 /**

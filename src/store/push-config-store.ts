@@ -1,3 +1,4 @@
+import type { A2AVersion } from "../domain/a2a-version.js";
 /** AES-256-GCM ciphertext as stored: key id, 96-bit IV, 128-bit tag, ciphertext (all base64). */
 export interface SealedSecrets {
   v: 1;
@@ -38,7 +39,7 @@ export interface PushConfigRecord {
   /** Salted digest of the token (A2ATaskState.pushConfig.tokenFingerprint). */
   tokenFingerprint: string | null;
   /** The A2A version the config was registered over: it picks the push body (absent = 0.3). */
-  protocolVersion?: "0.3" | "1.0";
+  protocolVersion?: A2AVersion;
   createdAt: string;
   updatedAt: string;
   /** 1 on creation, bumped by every upsert. */

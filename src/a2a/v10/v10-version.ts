@@ -29,5 +29,5 @@ export const v10: A2AVersionModule = {
   push: v10PushBody,
   peer: v10PeerClient,
   // The pure 1.0 card (ProtoJSON of `lf.a2a.v1.AgentCard`).
-  card: { profile: "a2a-1.0", document: (card) => writeV10(AgentCardSchema, encodeAgentCard(card)) },
+  card: { profile: "a2a-1.0", document: (card) => writeV10(AgentCardSchema, encodeAgentCard(card)), signed: true },
 };

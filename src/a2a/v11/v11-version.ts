@@ -34,5 +34,5 @@ export const v11: A2AVersionModule = {
   errors: v10.errors,
   push: v10.push,
   peer: v10.peer,
-  card: { profile: "a2a-1.1-draft", document: v10.card.document },
+  card: { profile: "a2a-1.1-draft", document: v10.card.document, signed: v10.card.signed },
 };
