@@ -3,9 +3,10 @@
 // /.well-known/jwks.json. A registers its callback so that B signs (Bearer without credentials, the per-visit token
 // in `token`), B's push worker sends `Authorization: Bearer <JWT>` and `X-A2A-Notification-Token`, and A's receiver
 // verifies the JWT against B's JWKS and commits the pushed state. A's poll interval and backstop are 60 s, so only
-// a push can move the run on within a second. Bad input with exact headers: a JWKS peer's push carrying only the
-// static token as Bearer (unsigned), and one signed by another key under B's kid, are refused (401) with nothing
-// committed, and the host keeps serving.
+// a push can move the run on within a second. Bad input with exact headers: a JWKS peer's push carrying the static
+// token as Bearer and no JWT (what B sent before the fix), and one signed by another key under B's kid, are refused (401) with nothing
+// committed, and the host keeps serving. A peer configured `"pushAuth": "static-bearer"` is given the token as its
+// Bearer credentials and its pushes wake the node (a hint) instead of being refused.
 import { createHash, randomUUID } from "node:crypto";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -20,6 +21,7 @@ import { createLogger } from "../../src/observability/logger.js";
 import { loadPeerCallbackKey } from "../../src/peer/peer-callback-key.js";
 import { PeerCallbackKey } from "../../src/peer/peer-callbacks.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
+import { signPushBody } from "../../src/push/push-signature.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
 import type { TaskHandler } from "../../src/workflows/workflow-types.js";
 import { jsonRpcCaller, type WireTask } from "../support/jsonrpc-caller.js";
@@ -27,6 +29,8 @@ import { freePort, TEST_BUILTIN_WORKFLOWS } from "../support/server-process.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 
 const KEY = "jwks-caller-key-0123456789abcdef";
+/** B's PUSH_SIGNING_KEY: B signs every push with it too, but A knows it not (no `signingKey` for B), so it proves nothing there. */
+const PEER_PUSH_SIGNING_KEY = "jwks-peer-push-signing-key-0123456789";
 const ALL = ["runs:create", "runs:read", "runs:cancel", "approvals:respond", "webhooks:manage", "manifest:read"];
 
 /** B's handler holds until the test releases the run whose input text it is. */
@@ -92,6 +96,7 @@ describe("a2a.invoke: a peer with a JWKS signs its pushes and is heard (two host
         API_KEYS: JSON.stringify([{ id: "caller", tenant: "acme", scopes: ALL, key: KEY }]),
         // A's callback is on loopback: B's push egress guard allows it only under the test flag.
         PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true",
+        PUSH_SIGNING_KEY: PEER_PUSH_SIGNING_KEY,
         PUSH_RETRY_BASE_MS: "50",
         PUSH_RETRY_MAX_MS: "200",
       },
@@ -217,8 +222,15 @@ describe("a2a.invoke: a peer with a JWKS signs its pushes and is heard (two host
   it("bad input: a JWKS peer's push with only the static token as Bearer, and one signed by another key under B's kid, are refused (401) and commit nothing; the host keeps serving and B's own push is heard", async () => {
     const h = await startHeld("jwks-10");
     const before = await progressOf(h.id);
-    // Unsigned: the token as the static Bearer credential and as the notification token, no JWT.
-    const unsigned = await h.post(h.completed, { "x-a2a-notification-token": h.token, authorization: `Bearer ${h.token}` });
+    // Unsigned: what B sent before the fix (its callback registered with the token as static Bearer credentials):
+    // the token as the notification token and as the Bearer, and B's HMAC signature, but no JWT.
+    const at = Math.floor(Date.now() / 1000);
+    const unsigned = await h.post(h.completed, {
+      "x-a2a-notification-token": h.token,
+      authorization: `Bearer ${h.token}`,
+      "x-openwop-timestamp": String(at),
+      "x-openwop-signature": signPushBody(PEER_PUSH_SIGNING_KEY, at, h.completed),
+    });
     expect(unsigned.status).toBe(401);
     expect(await unsigned.json()).toEqual({ outcome: "unauthenticated" });
     // Signed by a key not in B's JWKS, under B's kid, covering exactly this body.
