@@ -5,20 +5,14 @@
  * refetched on an unknown `kid`). The card's own `jku` is never followed: a forged card would name its own keys.
  * One signature that verifies is enough (a peer rotating its keys may carry two).
  */
-import { createLocalJWKSet, errors as joseErrors, flattenedVerify, type JWSHeaderParameters, type FlattenedJWSInput, type CryptoKey, type KeyObject, type JWK } from "jose";
+import { errors as joseErrors, flattenedVerify } from "jose";
 import { ASYMMETRIC_JWS_ALGORITHMS } from "../domain/asymmetric-algorithms.js";
 import { canonicalJson } from "../domain/canonical-json.js";
 import type { PeerConfig } from "./peer-config.js";
 import { PeerCallError } from "./peer-http-client.js";
 import type { PeerJwks } from "./peer-jwks.js";
 
-type GetKey = (header: JWSHeaderParameters, token: FlattenedJWSInput) => Promise<CryptoKey | KeyObject | JWK | Uint8Array>;
-
-
 export class PeerCardSignatures {
-  /** One key set per peer, made when first needed. */
-  private readonly keySets = new Map<string, GetKey>();
-
   /** `jwks`: the host's peer key sets, fetched through the egress client with the peer policy. */
   constructor(private readonly jwks: PeerJwks) {}
 
@@ -31,7 +25,8 @@ export class PeerCardSignatures {
     if (signatures.length === 0) throw new PeerCallError(`${where} carries no signatures, and this peer's card must be signed (cardSignature: required)`, "unauthorized", false);
     const { signatures: _signatures, ...unsigned } = document;
     const payload = Buffer.from(canonicalJson(unsigned), "utf8").toString("base64url");
-    const keys = this.keysOf(peer);
+    const keys = this.jwks.of(peer);
+    if (!keys) throw new PeerCallError(`${where} cannot be checked: the peer has no keys ("jwksUrl" or pinned "jwks")`, "unauthorized", false);
     let reason = "no signature verifies";
     for (const entry of signatures) {
       const sig = typeof entry === "object" && entry !== null ? (entry as Record<string, unknown>) : {};
@@ -53,15 +48,6 @@ export class PeerCardSignatures {
       }
     }
     throw new PeerCallError(`${where} is refused: ${reason} (cardSignature: required)`, "unauthorized", false);
-  }
-
-  private keysOf(peer: PeerConfig): GetKey {
-    let keys = this.keySets.get(peer.name);
-    if (!keys) {
-      keys = peer.jwks ? createLocalJWKSet(peer.jwks as { keys: JWK[] }) : this.jwks.keys(peer.jwksUrl!);
-      this.keySets.set(peer.name, keys);
-    }
-    return keys;
   }
 }
 

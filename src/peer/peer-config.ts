@@ -10,6 +10,7 @@
  *                                                                          with or without "mtls": { "certFile", "keyFile", "caFile"? })
  *                  "signingKey": "…" },                                   (or "jwksUrl": "https://…": its pushes are signed)
  *     "signed":  { "cardUrl": "…", "cardSignature": "required", "jwksUrl": "https://…" },   (or pinned "jwks": {"keys": […]})
+ *     "keyed":   { "cardUrl": "…", "jwksUrl": "https://…", "pushAuth": "static-bearer" },  (its pushes are not JWTs: peer-push-auth.ts)
  *     "legacy":  { "url": "https://legacy.example/a2a", "protocolVersion": "0.3", "binding": "jsonrpc" } }
  *
  * A peer without a card names its endpoint (`url`), version and binding itself. An API key goes in the header
@@ -23,6 +24,7 @@ import { parse as parseYaml } from "yaml";
 import { SecretValue } from "../secrets/secret-value.js";
 import { PEER_BINDINGS, PEER_VERSIONS, peerVersionOf, type PeerBinding, type PeerVersion } from "./peer-endpoint.js";
 import type { PeerClientTls } from "./peer-http-client.js";
+import { PEER_PUSH_AUTHS, type PeerPushAuth } from "./peer-push-auth.js";
 
 export type PeerCredentialSettings =
   | { kind: "bearer"; token: SecretValue<string> }
@@ -48,7 +50,8 @@ export interface PeerConfig {
   signingKey?: SecretValue<string>;
   /**
    * The peer's JWKS: its pushes carry `Authorization: Bearer <JWT>` signed with one of these keys (A2A's push
-   * signing). As with `signingKey`, a push without a valid one is refused, a valid one is trusted.
+   * signing; unless `pushAuth` is "static-bearer"). As with `signingKey`, a push without a valid one is refused, a
+   * valid one is trusted.
    */
   jwksUrl?: string;
   /**
@@ -56,8 +59,13 @@ export interface PeerConfig {
    * (`jwks` pinned here, else `jwksUrl`; never the card's own `jku`), or the call is refused (peer-card-signature.ts).
    */
   cardSignature?: "required";
-  /** The peer's public keys, pinned (a JWKS, public JWKs only): they verify its card instead of `jwksUrl`. */
+  /** The peer's public keys, pinned (a JWKS, public JWKs only): they verify its card and its pushes instead of `jwksUrl`. */
   jwks?: { keys: Array<Record<string, unknown>> };
+  /**
+   * How the peer authenticates its pushes (peer-push-auth.ts): "jwt" (the default for a peer with keys: it signs
+   * each push with its JWKS) or "static-bearer" (it can only send the token it is given: its pushes are hints).
+   */
+  pushAuth?: PeerPushAuth;
 }
 
 /** What `startHost({ peers })` takes (and A2A_PEERS holds as JSON): name → peer. */
@@ -73,13 +81,14 @@ export interface PeerConfigInput {
   jwksUrl?: string;
   cardSignature?: "required";
   jwks?: { keys: Array<Record<string, unknown>> };
+  pushAuth?: PeerPushAuth;
 }
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 const HEADER = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
 /** Headers a credential may not be put in: the wire's own. */
 const RESERVED_HEADERS = new Set(["host", "content-type", "content-length", "a2a-version", "accept", "user-agent", "traceparent", "connection", "te", "transfer-encoding"]);
-const FIELDS = new Set(["cardUrl", "url", "binding", "protocolVersion", "credentials", "signingKey", "jwksUrl", "cardSignature", "jwks"]);
+const FIELDS = new Set(["cardUrl", "url", "binding", "protocolVersion", "credentials", "signingKey", "jwksUrl", "cardSignature", "jwks", "pushAuth"]);
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -144,6 +153,9 @@ export function parsePeers(value: unknown, source: string, problem: (message: st
     }
     if (cardSignature === "required" && url !== undefined) report('cardSignature needs a card ("cardUrl"); a peer given by "url" has none');
     if (cardSignature === "required" && jwksUrl === undefined && jwks === undefined) report('cardSignature "required" needs the peer\'s keys: "jwksUrl" or pinned "jwks"');
+    const pushAuth = raw["pushAuth"];
+    if (pushAuth !== undefined && !PEER_PUSH_AUTHS.includes(pushAuth as PeerPushAuth)) report(`pushAuth must be ${PEER_PUSH_AUTHS.map((a) => JSON.stringify(a)).join(" or ")} (or left out: "jwt" for a peer with keys)`);
+    if (pushAuth === "jwt" && jwksUrl === undefined && jwks === undefined) report('pushAuth "jwt" needs the peer\'s keys to verify its pushes: "jwksUrl" or pinned "jwks"');
     if (!clean) continue;
     peers.set(name, {
       name,
@@ -157,6 +169,7 @@ export function parsePeers(value: unknown, source: string, problem: (message: st
       ...(typeof jwksUrl === "string" ? { jwksUrl } : {}),
       ...(cardSignature === "required" ? { cardSignature } : {}),
       ...(jwksKeys ? { jwks: { keys: jwksKeys as Array<Record<string, unknown>> } } : {}),
+      ...(pushAuth !== undefined ? { pushAuth: pushAuth as PeerPushAuth } : {}),
     });
   }
   return peers;

@@ -4,12 +4,15 @@
  * So the body is trusted only when it is signed with a key the operator configured for that peer:
  *
  *   - `signingKey`: `X-OpenWOP-Signature` over `${X-OpenWOP-Timestamp}.${rawBody}` (as our own hosts sign);
- *   - `jwksUrl`:    `Authorization: Bearer <JWT>` verified against the peer's JWKS (jose), issued within the
- *                   signature tolerance, with a `request_body_sha256` claim naming the body it covers (the hex
- *                   SHA-256 of the raw body, or of its canonical JSON as the A2A samples compute it).
+ *   - keys (`jwks` pinned, else `jwksUrl`) with push auth "jwt" (peer-push-auth.ts, the default with keys):
+ *                   `Authorization: Bearer <JWT>` verified against those keys (jose), issued within the signature
+ *                   tolerance, with a `request_body_sha256` claim naming the body it covers (the hex SHA-256 of the
+ *                   raw body, or of its canonical JSON as the A2A samples compute it). The token then comes in
+ *                   `X-A2A-Notification-Token`: that is how our callback is registered with such a peer.
  *
- * A peer with a key configured must sign: an unsigned or wrongly signed push is refused. A peer without one is
- * "unsigned": its push is a hint (the receiver reads the peer's task before committing anything of it).
+ * A peer with a key configured must sign: an unsigned or wrongly signed push is refused. A peer without one, or
+ * one configured `"pushAuth": "static-bearer"` (it can only send the token back), is "unsigned": its push is a
+ * hint (the receiver reads the peer's task before committing anything of it).
  */
 import { createHash } from "node:crypto";
 import { errors as joseErrors, jwtVerify } from "jose";
@@ -17,7 +20,8 @@ import { ASYMMETRIC_JWS_ALGORITHMS } from "../domain/asymmetric-algorithms.js";
 import { canonicalJson } from "../domain/canonical-json.js";
 import { SIGNATURE_TOLERANCE_SECONDS, verifyBodySignature } from "../secrets/hmac-signature.js";
 import type { PeerConfig } from "./peer-config.js";
-import type { PeerJwks } from "./peer-jwks.js";
+import type { PeerJwks, PeerKeySet } from "./peer-jwks.js";
+import { pushAuthOf } from "./peer-push-auth.js";
 
 /** `proof`: the signature or JWT that made the push trusted (to recognise a replay of it; never logged). */
 export type PushTrust = { verdict: "signed"; by: "hmac" | "jwks"; proof: string } | { verdict: "unsigned" } | { verdict: "refused"; why: string };
@@ -44,13 +48,15 @@ export class PeerPushTrust {
   /** The verdict on a push for a visit that called `peerName` (undefined: a node that named its agent card directly). */
   async check(peerName: string | undefined, push: SignedPush): Promise<PushTrust> {
     const peer = peerName !== undefined ? this.peers.get(peerName) : undefined;
-    if (!peer || (!peer.signingKey && !peer.jwksUrl)) return { verdict: "unsigned" };
+    // A peer that signs with a JWT: its pushes are checked against its keys (a static-bearer peer's keys verify its card only).
+    const keys = peer && pushAuthOf(peer) === "jwt" ? this.jwks.of(peer) : undefined;
+    if (!peer || (!peer.signingKey && !keys)) return { verdict: "unsigned" };
     const signature = push.headers["x-openwop-signature"];
     if (peer.signingKey && signature && verifyBodySignature({ key: peer.signingKey.reveal(), body: push.body, timestamp: push.headers["x-openwop-timestamp"], signature, nowSeconds: this.nowSeconds() })) {
       return { verdict: "signed", by: "hmac", proof: signature };
     }
-    if (peer.jwksUrl) {
-      const checked = await this.checkJwt(peer.name, peer.jwksUrl, push);
+    if (keys) {
+      const checked = await this.checkJwt(keys, push);
       return "jwt" in checked ? { verdict: "signed", by: "jwks", proof: checked.jwt } : { verdict: "refused", why: checked.why };
     }
     return { verdict: "refused", why: "the signature is missing or wrong" };
@@ -77,10 +83,9 @@ export class PeerPushTrust {
   }
 
   /** The push's JWT when it is the peer's and covers this body; else why not (no secret in it). */
-  private async checkJwt(name: string, jwksUrl: string, push: SignedPush): Promise<{ jwt: string } | { why: string }> {
+  private async checkJwt(keys: PeerKeySet, push: SignedPush): Promise<{ jwt: string } | { why: string }> {
     const jwt = /^Bearer\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)\s*$/i.exec(push.headers["authorization"] ?? "")?.[1];
     if (!jwt) return { why: "no signed JWT (Authorization: Bearer) from a peer with a JWKS" };
-    const keys = this.jwks.keys(jwksUrl);
     let claims;
     try {
       ({ payload: claims } = await jwtVerify(jwt, keys, { algorithms: [...ASYMMETRIC_JWS_ALGORITHMS], maxTokenAge: SIGNATURE_TOLERANCE_SECONDS, clockTolerance: 30, currentDate: new Date(this.nowSeconds() * 1000) }));

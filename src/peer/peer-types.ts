@@ -30,12 +30,15 @@ export interface PeerCallOptions {
 
 /**
  * A push config registered inline with a send: the peer POSTs its task's changes to `url` (our callback receiver)
- * with `token` (per task; we keep only its digest). Sent as `configuration.taskPushNotificationConfig` (1.0) or
- * `configuration.pushNotificationConfig` / `push_notification` (0.3).
+ * with `token` (per visit; never stored). Sent as `configuration.taskPushNotificationConfig` (1.0) or
+ * `configuration.pushNotificationConfig` / `push_notification` (0.3), always with Bearer `authentication`:
+ * with `credentials` (the token again, for a peer that can only send static credentials) or without, which asks
+ * the peer to sign a Bearer JWT with its own keys (A2A's push flow; peer-push-auth.ts decides which).
  */
 export interface PeerPushRequest {
   url: string;
   token: string;
+  credentials?: string;
 }
 
 /** A send's options: the call options, plus the push config to register inline (when the peer's card offers push). */

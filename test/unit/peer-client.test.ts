@@ -99,6 +99,32 @@ describe("peer client dispatch", () => {
   });
 });
 
+describe("peer client: our push callback registered inline with a send", () => {
+  const message = { messageId: "m", role: "user" as const, parts: [{ kind: "text" as const, text: "hi" }] };
+  const callback = "https://us.example/v1/peer-callbacks/our-task";
+  // A peer that signs its pushes (keys configured) is asked for a Bearer JWT: Bearer without credentials, the
+  // token in `token` only; a static-bearer peer gets the token as its Bearer credentials too (peer-push-auth.ts).
+  const cases = [
+    { push: { url: callback, token: "tok" }, auth10: { scheme: "Bearer" }, auth03: { schemes: ["Bearer"] } },
+    { push: { url: callback, token: "tok", credentials: "tok" }, auth10: { scheme: "Bearer", credentials: "tok" }, auth03: { schemes: ["Bearer"], credentials: "tok" } },
+  ];
+
+  for (const { push, auth10, auth03 } of cases) {
+    const what = push.credentials ? "with the token as static Bearer credentials" : "Bearer without credentials (the peer signs a JWT)";
+    it(`1.0 JSON-RPC, 0.3 JSON-RPC and 0.3 HTTP+JSON: ${what}`, async () => {
+      const { http, requests } = recordingHttp((req) => ({ body: req.url.endsWith("message:send") ? { task: V10_TASK } : { jsonrpc: "2.0", id: 1, result: req.headers?.["a2a-version"] === "1.0" ? { task: V10_TASK } : V03_TASK } }));
+      const client = createA2APeerClient({ http, grpc: recordingGrpc().grpc, versions: peerVersions(), requestTimeoutMs: 1000 });
+      await client.send({ endpoint: "jsonrpc+1.0+https://peer.example/a2a" }, message, undefined, push);
+      await client.send({ endpoint: "jsonrpc+0.3+https://peer.example/a2a" }, message, undefined, push);
+      await client.send({ endpoint: "http+json+0.3+https://peer.example/" }, message, undefined, push);
+      expect(jsonRpcBody(requests[0]!).params["configuration"]).toMatchObject({ taskPushNotificationConfig: { url: callback, token: "tok", authentication: auth10 } });
+      expect((jsonRpcBody(requests[0]!).params["configuration"] as Record<string, any>)["taskPushNotificationConfig"]["authentication"]).toEqual(auth10);
+      expect(jsonRpcBody(requests[1]!).params["configuration"]).toEqual({ blocking: false, pushNotificationConfig: { url: callback, token: "tok", authentication: auth03 } });
+      expect(JSON.parse(requests[2]!.body!)["configuration"]).toEqual({ pushNotification: { url: callback, token: "tok", authentication: auth03 } });
+    });
+  }
+});
+
 describe("peer client: every version's wire comes from its module's client half", () => {
   // A stand-in 1.0 client half with other method names, media type and stream bindings: the transports must
   // send and read exactly what the version says, and name nothing themselves (adding a version adds no branch).

@@ -231,15 +231,16 @@ function peerReplyFromProto(response: pb.SendMessageResponse): PeerReply {
 
 /**
  * The 0.3 JSON-RPC `configuration` of a non-blocking send: the peer answers with its task at once; we record its
- * id, then learn what becomes of it. `push`: our callback registered inline, its token also as Bearer credentials.
+ * id, then learn what becomes of it. `push`: our callback registered inline; Bearer with the credentials it names,
+ * or without any (the peer signs a JWT: peer-types.ts).
  */
 function jsonRpcConfiguration(push: PeerPushRequest | undefined): Json {
-  return { blocking: false, ...(push ? { pushNotificationConfig: { url: push.url, token: push.token, authentication: { schemes: ["Bearer"], credentials: push.token } } } : {}) };
+  return { blocking: false, ...(push ? { pushNotificationConfig: { url: push.url, token: push.token, authentication: { schemes: ["Bearer"], ...(push.credentials !== undefined ? { credentials: push.credentials } : {}) } } } : {}) };
 }
 
 /** The a2a.v1 non-blocking SendMessageRequest (gRPC, and HTTP+JSON as ProtoJSON). */
 function sendRequest(message: Message, push: PeerPushRequest | undefined): pb.SendMessageRequest {
-  const inline = push ? { pushNotification: create(pb.PushNotificationConfigSchema, { url: push.url, token: push.token, authentication: create(pb.AuthenticationInfoSchema, { schemes: ["Bearer"], credentials: push.token }) }) } : {};
+  const inline = push ? { pushNotification: create(pb.PushNotificationConfigSchema, { url: push.url, token: push.token, authentication: create(pb.AuthenticationInfoSchema, { schemes: ["Bearer"], credentials: push.credentials ?? "" }) }) } : {};
   return create(pb.SendMessageRequestSchema, { request: encodeMessage(message), configuration: create(pb.SendMessageConfigurationSchema, { blocking: false, ...inline }) });
 }
 

@@ -34,8 +34,9 @@ const STATES = new Map<pb.TaskState, string>([
 /**
  * The non-blocking SendMessage request: the peer answers with its task at once; we record its id, then learn what
  * becomes of it (push, stream, or poll). `push`: our callback, registered inline so it covers the task's first transition;
- * the token goes both in `token` (sent as X-A2A-Notification-Token by SDKs that keep it) and as Bearer
- * `authentication` (the header 1.0 names), so either reaches the receiver.
+ * the token goes in `token` (sent as X-A2A-Notification-Token by SDKs that keep it) and Bearer `authentication`
+ * either carries it too (a static-bearer peer: the header 1.0 names, so either reaches the receiver) or no
+ * credentials, which asks the peer to sign a Bearer JWT (peer-types.ts).
  */
 function sendRequestV10(message: Message, tenant: string | undefined, push: PeerPushRequest | undefined): pb.SendMessageRequest {
   return create(pb.SendMessageRequestSchema, {
@@ -44,7 +45,7 @@ function sendRequestV10(message: Message, tenant: string | undefined, push: Peer
     configuration: create(pb.SendMessageConfigurationSchema, {
       returnImmediately: true,
       historyLength: ALL_HISTORY,
-      ...(push ? { taskPushNotificationConfig: create(pb.TaskPushNotificationConfigSchema, { tenant: tenant ?? "", url: push.url, token: push.token, authentication: create(pb.AuthenticationInfoSchema, { scheme: "Bearer", credentials: push.token }) }) } : {}),
+      ...(push ? { taskPushNotificationConfig: create(pb.TaskPushNotificationConfigSchema, { tenant: tenant ?? "", url: push.url, token: push.token, authentication: create(pb.AuthenticationInfoSchema, { scheme: "Bearer", credentials: push.credentials ?? "" }) }) } : {}),
     }),
   });
 }

@@ -71,7 +71,7 @@ export const a2aInvokeNodeKind: NodeKind<A2AInvokeNode> = {
 function a2aInvokeServices(deps: NodeHostDeps): NodeServiceParts {
   const host = deps.host.a2aInvoke;
   const runner = new A2AInvokeRunner(host?.client, host?.settings ?? DEFAULT_A2A_INVOKE_SETTINGS, deps.logger, {
-    callbacks: host?.callbackKey && host.callbackBaseUrl ? { baseUrl: host.callbackBaseUrl, key: host.callbackKey } : undefined,
+    callbacks: host?.callbackKey && host.callbackBaseUrl ? { baseUrl: host.callbackBaseUrl, key: host.callbackKey, peers: host.settings.peers } : undefined,
     // A push committed by another instance wakes the node here (the bus's change stream; the news board ignores polling).
     commits: deps.commits,
     clock: deps.clock,

@@ -8,6 +8,8 @@ import { PeerCallError } from "../../../peer/peer-http-client.js";
 import type { A2AInvokeSettings } from "../../../peer/peer-settings.js";
 import type { PeerPushRequest, PeerTask } from "../../../peer/peer-types.js";
 import { peerCallbackUrl, type PeerCallbackKey } from "../../../peer/peer-callbacks.js";
+import type { PeerConfig } from "../../../peer/peer-config.js";
+import { pushAuthOf } from "../../../peer/peer-push-auth.js";
 import { PeerNewsBoard, type PeerNewsWatch } from "./a2a-invoke-news.js";
 import type { CommitBus } from "../../../store/commit-bus.js";
 import {
@@ -74,6 +76,8 @@ export interface InvokeRun {
 export interface PeerCallbackSettings {
   baseUrl: string;
   key: PeerCallbackKey;
+  /** The named peers: how each authenticates its pushes decides how our callback is registered with it. */
+  peers: ReadonlyMap<string, PeerConfig>;
 }
 
 /** What the runner is completed with at construction (core.ts hands both in through the kind's host services). */
@@ -129,10 +133,16 @@ export class A2AInvokeRunner {
     this.clock = wiring.clock ?? (() => new Date());
   }
 
-  /** The push config to register with a send: only when the card offers push and this host can receive it. */
-  private pushRequestFor(taskId: string, key: string, capabilities: PeerCapabilities | undefined): PeerPushRequest | undefined {
+  /**
+   * The push config to register with a send: only when the card offers push and this host can receive it. A peer
+   * that signs its pushes (keys configured) gets no static credentials, so that it signs a JWT; one that can only
+   * send static credentials gets the token as its Bearer credentials too (peer-push-auth.ts).
+   */
+  private pushRequestFor(taskId: string, key: string, capabilities: PeerCapabilities | undefined, peerName: string | undefined): PeerPushRequest | undefined {
     if (!this.settings.push || !this.callbacks || !capabilities?.push) return undefined;
-    return { url: peerCallbackUrl(this.callbacks.baseUrl, taskId), token: this.callbacks.key.tokenFor(taskId, key) };
+    const token = this.callbacks.key.tokenFor(taskId, key);
+    const peer = peerName !== undefined ? this.callbacks.peers.get(peerName) : undefined;
+    return { url: peerCallbackUrl(this.callbacks.baseUrl, taskId), token, ...(pushAuthOf(peer) === "static-bearer" ? { credentials: token } : {}) };
   }
 
   async run(r: InvokeRun): Promise<InvokeOutcome> {
@@ -167,7 +177,7 @@ export class A2AInvokeRunner {
         const { capabilities, ...target } = discovered;
         const messageId = peerMessageId(`${key}:send`);
         const message = initialPeerMessage(node, runInputOf(context), messageId);
-        const push = this.pushRequestFor(r.taskId, key, capabilities);
+        const push = this.pushRequestFor(r.taskId, key, capabilities, node.peer);
         // The send is not abandoned on cancel or shutdown (only on its own deadline): once the peer has
         // answered we must learn its task id, to record it or to cancel it.
         let pushed = push !== undefined;

@@ -37,7 +37,7 @@ const UNAUTHENTICATED = answer(401, "unauthenticated");
 /**
  * The receiver of peers' pushes (`POST /v1/peer-callbacks/{taskId}`). The per-visit token (peer-callbacks.ts)
  * says who may wake us; the body is the peer's word only when it is signed with a key configured for that peer
- * (peer-push-trust.ts: its `signingKey` or `jwksUrl`). Then:
+ * (peer-push-trust.ts: its `signingKey`, or a JWT verified with its `jwksUrl` or pinned `jwks`). Then:
  *
  *   - signed: the pushed state is committed as the node's progress under the task's lock with the version check
  *     (so a push delivered twice, or to two instances at once, is committed once), and only then answered 2xx;
@@ -64,7 +64,7 @@ export class PeerCallbackService {
       reads: Pick<TaskReadPort, "find" | "contextOf">;
       key: PeerCallbackKey;
       peers: ReadonlyMap<string, PeerConfig>;
-      /** The peers' key sets for signed pushes (the same ones the peer client checks cards with). */
+      /** The peers' key sets for JWT-signed pushes (the same ones the peer client checks cards with). */
       jwks: PeerJwks;
       news: PeerNewsBoard;
       /** The client half of each A2A version: the one whose shape a pushed body has reads it. */
@@ -185,7 +185,10 @@ export class PeerCallbackService {
   }
 }
 
-/** `X-A2A-Notification-Token` (0.3 and our own hosts), else `Authorization: Bearer …` (a 1.0 config's authentication). */
+/**
+ * `X-A2A-Notification-Token` (0.3, our own hosts, and every peer that signs its pushes: its Authorization is the
+ * JWT), else `Authorization: Bearer …` (a static-bearer peer's 1.0 config authentication, the token itself).
+ */
 function tokenOf(headers: Readonly<Record<string, string | undefined>>): string | undefined {
   const token = headers["x-a2a-notification-token"];
   if (token) return token;
