@@ -1,4 +1,4 @@
-import { A2A_DRAFT_VERSIONS, A2A_VERSIONS, A2A_VERSIONS_NEWEST_FIRST, type A2AVersion } from "../domain/a2a-version.js";
+import { A2A_DRAFT_VERSIONS, A2A_VERSIONS, A2A_VERSIONS_NEWEST_FIRST, UNNAMED_A2A_VERSION, type A2AVersion } from "../domain/a2a-version.js";
 import type { PushBody } from "./push-status-facts.js";
 import { v03 } from "./v03/v03-version.js";
 import { v10 } from "./v10/v10-version.js";
@@ -19,7 +19,7 @@ const REGISTRY: Record<A2AVersion, A2AVersionModule> = {
 };
 
 /** The version a request without `A2A-Version` speaks, and the one that answers unknown JSON-RPC methods. */
-export const DEFAULT_A2A_VERSION: A2AVersion = "0.3";
+export const DEFAULT_A2A_VERSION: A2AVersion = UNNAMED_A2A_VERSION;
 
 export function versionModule(version: A2AVersion): A2AVersionModule {
   return REGISTRY[version];

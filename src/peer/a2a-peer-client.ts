@@ -63,8 +63,8 @@ export interface A2APeerClient {
 }
 
 /** The interface a named peer's pins and card settle on (peer-endpoint.ts). */
-export function peerEndpointOf(card: unknown, cardUrl: string, pin: Pick<PeerConfig, "binding" | "protocolVersion"> = {}): PeerEndpoint {
-  return choosePeerInterface(card, cardUrl, { ...(pin.binding ? { binding: pin.binding } : {}), ...(pin.protocolVersion ? { protocolVersion: pin.protocolVersion } : {}) });
+export function peerEndpointOf(card: unknown, cardUrl: string, versions: PeerVersions, pin: Pick<PeerConfig, "binding" | "protocolVersion"> = {}): PeerEndpoint {
+  return choosePeerInterface(card, cardUrl, versions, { ...(pin.binding ? { binding: pin.binding } : {}), ...(pin.protocolVersion ? { protocolVersion: pin.protocolVersion } : {}) });
 }
 
 /** `capabilities.pushNotifications` and `capabilities.streaming` of a card (0.3 and 1.0 spell them alike); absent is false. */
@@ -186,7 +186,7 @@ export function createA2APeerClient(opts: {
       if (ref.peer === undefined) {
         const card = await readCard(ref.agentCardUrl, signal);
         const pin = ref.protocolVersion !== undefined ? { protocolVersion: ref.protocolVersion } : {};
-        return { endpoint: formatPeerEndpoint(peerEndpointOf(card, ref.agentCardUrl, pin)), capabilities: capabilitiesOf(card) };
+        return { endpoint: formatPeerEndpoint(peerEndpointOf(card, ref.agentCardUrl, versions, pin)), capabilities: capabilitiesOf(card) };
       }
       const peer = configOf(ref.peer);
       if (peer.url !== undefined) {
@@ -198,8 +198,8 @@ export function createA2APeerClient(opts: {
       const card = await readCard(cardUrl, signal, peer.tls);
       // cardSignature: required: a card that does not verify with the peer's keys is not used at all.
       await cardSignatures.check(peer, card);
-      const endpoint = formatPeerEndpoint(peerEndpointOf(card, cardUrl, peer));
-      const apiKeyHeader = peer.credentials?.kind === "apiKey" ? (peer.credentials.header ?? apiKeyHeaderOf(card)) : undefined;
+      const endpoint = formatPeerEndpoint(peerEndpointOf(card, cardUrl, versions, peer));
+      const apiKeyHeader = peer.credentials?.kind === "apiKey" ? (peer.credentials.header ?? apiKeyHeaderOf(card, versions)) : undefined;
       return { endpoint, peer: peer.name, ...(apiKeyHeader ? { apiKeyHeader } : {}), capabilities: capabilitiesOf(card) };
     },
     send: (target, message, signal, push) => authorized(target, (headers) => over(target.endpoint).send(target.endpoint, message, { headers, ...tlsOf(target), ...(signal ? { signal } : {}), ...(push ? { push } : {}) }), push),

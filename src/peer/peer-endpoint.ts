@@ -118,33 +118,24 @@ export interface OfferedInterface {
   tenant?: string;
 }
 
-/** Every interface a card offers, in its order of preference (1.0 `supportedInterfaces` first, then the 0.3 fields). */
-export function offeredInterfaces(card: Json): OfferedInterface[] {
-  const offered: OfferedInterface[] = [];
-  for (const i of Array.isArray(card["supportedInterfaces"]) ? card["supportedInterfaces"] : []) {
-    if (!isObject(i)) continue;
-    const tenant = typeof i["tenant"] === "string" && i["tenant"] ? i["tenant"] : undefined;
-    offered.push({
-      binding: bindingOfCardName(i["protocolBinding"]),
-      bindingName: String(i["protocolBinding"] ?? "?"),
-      // AgentInterface.protocol_version is required in 1.0; an entry without it is read as 0.3 (wire facts §5.7).
-      version: i["protocolVersion"] === undefined || i["protocolVersion"] === "" ? UNNAMED_A2A_VERSION : peerVersionOf(i["protocolVersion"]),
-      versionName: String(i["protocolVersion"] ?? UNNAMED_A2A_VERSION),
-      url: i["url"],
-      ...(tenant ? { tenant } : {}),
-    });
-  }
-  // The 0.3 fields: the card's url serves preferredTransport (JSONRPC when absent); additionalInterfaces may repeat it.
-  const v03Version = card["protocolVersion"] === undefined ? UNNAMED_A2A_VERSION : peerVersionOf(card["protocolVersion"]);
-  const v03Name = String(card["protocolVersion"] ?? UNNAMED_A2A_VERSION);
-  if (card["url"] !== undefined) {
-    const transport = card["preferredTransport"] ?? "JSONRPC";
-    offered.push({ binding: bindingOfCardName(transport), bindingName: String(transport), version: v03Version, versionName: v03Name, url: card["url"] });
-  }
-  for (const i of Array.isArray(card["additionalInterfaces"]) ? card["additionalInterfaces"] : []) {
-    if (isObject(i)) offered.push({ binding: bindingOfCardName(i["transport"]), bindingName: String(i["transport"] ?? "?"), version: v03Version, versionName: v03Name, url: i["url"] });
-  }
-  return offered;
+/** What a card says in one version's shape (PeerVersionClient.card). Both read untrusted JSON and skip what does not fit. */
+export interface PeerCardReader {
+  /** The interfaces the card's fields of this version's shape offer, in the card's order of preference. */
+  interfaces(card: Readonly<Record<string, unknown>>): OfferedInterface[];
+  /** The API-key security schemes in this version's shape: where the key goes and under which name. */
+  apiKeySchemes(card: Readonly<Record<string, unknown>>): Array<{ location: unknown; name: unknown }>;
+}
+
+/** The versions' card readers, newest first (the peer client's `versions`). */
+type CardReaders = ReadonlyArray<{ card: PeerCardReader }>;
+
+/**
+ * Every interface a card offers, in its order of preference: each version's card fields in `versions` order (newest
+ * first: 1.0 `supportedInterfaces`, then the 0.3 `url`/`preferredTransport`/`additionalInterfaces`). Each version's
+ * client half reads its own shape (PeerVersionClient.card).
+ */
+export function offeredInterfaces(card: Json, versions: CardReaders): OfferedInterface[] {
+  return versions.flatMap((v) => v.card.interfaces(card));
 }
 
 export interface InterfacePin {
@@ -153,9 +144,9 @@ export interface InterfacePin {
 }
 
 /** The interface to call (see the top of this file); `cardUrl` resolves relative URLs and gives bare gRPC targets their scheme. */
-export function choosePeerInterface(card: unknown, cardUrl: string, pin: InterfacePin = {}): PeerEndpoint {
+export function choosePeerInterface(card: unknown, cardUrl: string, versions: CardReaders, pin: InterfacePin = {}): PeerEndpoint {
   if (!isObject(card)) throw invalidCard("not an object");
-  const offered = offeredInterfaces(card);
+  const offered = offeredInterfaces(card, versions);
   const usable = offered.filter((i) => i.binding !== undefined && i.version !== undefined && typeof i.url === "string" && i.url !== "");
   const pinned = usable.filter((i) => (pin.binding === undefined || i.binding === pin.binding) && (pin.protocolVersion === undefined || i.version === pin.protocolVersion));
   const version = PEER_VERSIONS.find((v) => pinned.some((i) => i.version === v));
@@ -216,18 +207,12 @@ export function grpcOriginOf(target: string, cardUrl: string): string {
 }
 
 /**
- * The header an API key goes in, from the card's apiKey security scheme: the 0.3 JSON shape
- * (`{type: "apiKey", in: "header", name}`) or the 1.0 ProtoJSON one (`{apiKeySecurityScheme: {location, name}}`).
+ * The header an API key goes in, from the card's apiKey security scheme, in any version's shape (the 0.3 JSON
+ * `{type: "apiKey", in: "header", name}`, the 1.0 ProtoJSON `{apiKeySecurityScheme: {location, name}}`).
  * Only `header` locations are used (a key in a query string or cookie would end up in logs and caches).
  */
-export function apiKeyHeaderOf(card: unknown): string {
-  const schemes = isObject(card) && isObject(card["securitySchemes"]) ? Object.values(card["securitySchemes"]) : [];
-  const apiKeys = schemes.flatMap((s) => {
-    if (!isObject(s)) return [];
-    if (s["type"] === "apiKey") return [{ location: s["in"], name: s["name"] }];
-    const v10 = s["apiKeySecurityScheme"];
-    return isObject(v10) ? [{ location: v10["location"], name: v10["name"] }] : [];
-  });
+export function apiKeyHeaderOf(card: unknown, versions: CardReaders): string {
+  const apiKeys = isObject(card) ? versions.flatMap((v) => v.card.apiKeySchemes(card)) : [];
   const header = apiKeys.find((k) => String(k.location).toLowerCase() === "header" && typeof k.name === "string" && /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(k.name));
   if (header) return header.name as string;
   if (apiKeys.length > 0) {

@@ -15,7 +15,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import type { Transport } from "@connectrpc/connect";
 import type { A2AVersion } from "../domain/a2a-version.js";
 import type { Message } from "../domain/a2a-types.js";
-import type { PeerBinding } from "./peer-endpoint.js";
+import type { PeerBinding, PeerCardReader } from "./peer-endpoint.js";
 import { PeerCallError } from "./peer-http-client.js";
 import type { PeerPushRequest, PeerReply, PeerStreamEvent, PeerTask } from "./peer-types.js";
 
@@ -26,6 +26,8 @@ export interface PeerVersionClient {
   jsonRpc: PeerJsonRpcCodec;
   rest: PeerRestCodec;
   grpc: PeerGrpcCodec;
+  /** How this version's card shape offers interfaces and API-key schemes (a card may carry several versions' fields). */
+  card: PeerCardReader;
   /** Whether a pushed body (parsed JSON) is in this version's shape; the first version that claims it decodes it. */
   claimsPush(json: unknown): boolean;
   /** A pushed body as a stream event; undefined for one that carries no task state (a message). */

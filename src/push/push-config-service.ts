@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { UNNAMED_A2A_VERSION } from "../domain/a2a-version.js";
 import type { A2ATaskState, PushNotificationConfig, TaskPushNotificationConfig } from "../domain/a2a-types.js";
 import { DomainError, invalidParams } from "../domain/errors.js";
 import type { Principal } from "../auth/principal.js";
@@ -191,7 +192,7 @@ export class PushConfigService {
           schemes: config.authentication ? [...config.authentication.schemes] : null,
           sealed: hasSecrets ? secrets.seal(plain, secretsAad(task.tenant, task.taskId, configId)) : null,
           tokenFingerprint: config.token !== undefined ? secrets.fingerprint(config.token) : null,
-          protocolVersion: config.protocolVersion ?? "0.3",
+          protocolVersion: config.protocolVersion ?? UNNAMED_A2A_VERSION,
           updatedAt: this.clock().toISOString(),
         },
         initialDelivery(cursor, lastStatusKey),

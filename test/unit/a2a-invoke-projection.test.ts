@@ -39,6 +39,7 @@ import { runStatusOf, stateMetaOf } from "../../src/machine/task-projection.js";
 import { createLogger } from "../../src/observability/logger.js";
 import type { A2APeerClient } from "../../src/peer/a2a-peer-client.js";
 import { peerEndpointOf } from "../../src/peer/a2a-peer-client.js";
+import { peerVersions } from "../../src/a2a/versions.js";
 import { parsePeerTask, peerTaskFromProto } from "../../src/a2a/v03/v03-peer-client-codec.js";
 import { grpcCallError, grpcEndpointOf } from "../../src/peer/grpc-peer-client.js";
 import { apiKeyHeaderOf, formatPeerEndpoint, grpcOriginOf, parsePeerEndpoint, shownEndpoint } from "../../src/peer/peer-endpoint.js";
@@ -453,10 +454,10 @@ describe("A2AInvokeRunner", () => {
 // ------------------------------------------------------------------------------------------- the wire
 
 describe("agent card interface choice (1.0 preferred, 0.3 only when nothing newer; pins never downgrade)", () => {
-  const chosen = (card: unknown, pin: Parameters<typeof peerEndpointOf>[2] = {}) => formatPeerEndpoint(peerEndpointOf(card, CARD, pin));
+  const chosen = (card: unknown, pin: Parameters<typeof peerEndpointOf>[3] = {}) => formatPeerEndpoint(peerEndpointOf(card, CARD, peerVersions(), pin));
 
   it("uses the 0.3 url/preferredTransport of a 0.3 card, whatever its binding", () => {
-    expect(peerEndpointOf({ name: "P", url: "https://p.example/rpc", preferredTransport: "JSONRPC", protocolVersion: "0.3.0" }, CARD)).toEqual({ binding: "jsonrpc", version: "0.3", url: "https://p.example/rpc" });
+    expect(peerEndpointOf({ name: "P", url: "https://p.example/rpc", preferredTransport: "JSONRPC", protocolVersion: "0.3.0" }, CARD, peerVersions())).toEqual({ binding: "jsonrpc", version: "0.3", url: "https://p.example/rpc" });
     const grpcFirst = { url: "p.example:443", preferredTransport: "GRPC", protocolVersion: "0.3", additionalInterfaces: [{ url: "p.example:443", transport: "GRPC" }, { url: "https://p.example/jsonrpc", transport: "JSONRPC" }] };
     expect(chosen(grpcFirst)).toBe("grpc+0.3+https://p.example/");
     const restFirst = { url: "https://p.example", preferredTransport: "HTTP+JSON", protocolVersion: "0.3", additionalInterfaces: [{ url: "https://p.example/jsonrpc", transport: "JSONRPC" }] };
@@ -491,7 +492,7 @@ describe("agent card interface choice (1.0 preferred, 0.3 only when nothing newe
     expect(() => chosen({ supportedInterfaces: [{ url: "https://p.example", protocolBinding: "SLIMRPC", protocolVersion: "1.0" }, { url: "https://p.example", protocolBinding: "JSONRPC", protocolVersion: "2.0" }] })).toThrow(
       "offers no A2A 1.0 or 0.3 interface over JSON-RPC, gRPC or HTTP+JSON (its card offers: SLIMRPC 1.0, JSONRPC 2.0)",
     );
-    expect(() => peerEndpointOf({ url: "grpc+https://p.example", preferredTransport: "JSONRPC" }, CARD)).toThrow(/not an http\(s\) URL/);
+    expect(() => peerEndpointOf({ url: "grpc+https://p.example", preferredTransport: "JSONRPC" }, CARD, peerVersions())).toThrow(/not an http\(s\) URL/);
   });
 
   it("recorded endpoints: today's names version and binding; those of an older host read as 0.3", () => {
@@ -503,10 +504,10 @@ describe("agent card interface choice (1.0 preferred, 0.3 only when nothing newe
   });
 
   it("an API key's header comes from the card's apiKey scheme, 0.3 or 1.0 shape; only header keys", () => {
-    expect(apiKeyHeaderOf({ securitySchemes: { k: { type: "apiKey", in: "header", name: "X-Key" } } })).toBe("X-Key");
-    expect(apiKeyHeaderOf({ securitySchemes: { b: { httpAuthSecurityScheme: { scheme: "bearer" } }, k: { apiKeySecurityScheme: { location: "header", name: "X-Api-Key" } } } })).toBe("X-Api-Key");
-    expect(() => apiKeyHeaderOf({ securitySchemes: { k: { type: "apiKey", in: "query", name: "key" } } })).toThrow(/not take the key in a header/);
-    expect(() => apiKeyHeaderOf({ securitySchemes: {} })).toThrow(/declares no apiKey security scheme/);
+    expect(apiKeyHeaderOf({ securitySchemes: { k: { type: "apiKey", in: "header", name: "X-Key" } } }, peerVersions())).toBe("X-Key");
+    expect(apiKeyHeaderOf({ securitySchemes: { b: { httpAuthSecurityScheme: { scheme: "bearer" } }, k: { apiKeySecurityScheme: { location: "header", name: "X-Api-Key" } } } }, peerVersions())).toBe("X-Api-Key");
+    expect(() => apiKeyHeaderOf({ securitySchemes: { k: { type: "apiKey", in: "query", name: "key" } } }, peerVersions())).toThrow(/not take the key in a header/);
+    expect(() => apiKeyHeaderOf({ securitySchemes: {} }, peerVersions())).toThrow(/declares no apiKey security scheme/);
   });
 
   it("gRPC targets: bare host:port takes the card's scheme; URLs say TLS (https, grpcs) or h2c (http, grpc); paths are dropped", () => {

@@ -11,6 +11,8 @@ import * as pb from "../../gen/a2a/v1/a2a_pb.js";
 import { ALL_HISTORY, invalidAnswer, protoJson, readProtoJson } from "../../peer/peer-json.js";
 import type { PeerGrpcClient, PeerVersionClient } from "../../peer/peer-version.js";
 import type { PeerPushRequest, PeerReply, PeerStreamEvent, PeerTask } from "../../peer/peer-types.js";
+import { bindingOfCardName, peerVersionOf, type OfferedInterface } from "../../peer/peer-endpoint.js";
+import { UNNAMED_A2A_VERSION } from "../../domain/a2a-version.js";
 import { decodePart, encodeMessage, isoOf, taskStateFromProto } from "./v03-proto-codec.js";
 
 type Json = Record<string, unknown>;
@@ -265,6 +267,26 @@ export const v03PeerClient: PeerVersionClient = {
   version: "0.3",
   // Only `tasks/resubscribe` over JSON-RPC: 0.3 HTTP+JSON and gRPC peers are pushed to or polled.
   streams: new Set(["jsonrpc"]),
+  card: {
+    // The card's `url` serves `preferredTransport` (JSONRPC when absent); `additionalInterfaces` may repeat it. The
+    // card's own `protocolVersion` names the version of all of them.
+    interfaces(card) {
+      const version = card["protocolVersion"] === undefined ? UNNAMED_A2A_VERSION : peerVersionOf(card["protocolVersion"]);
+      const versionName = String(card["protocolVersion"] ?? UNNAMED_A2A_VERSION);
+      const offered: OfferedInterface[] = [];
+      if (card["url"] !== undefined) {
+        const transport = card["preferredTransport"] ?? "JSONRPC";
+        offered.push({ binding: bindingOfCardName(transport), bindingName: String(transport), version, versionName, url: card["url"] });
+      }
+      for (const i of Array.isArray(card["additionalInterfaces"]) ? card["additionalInterfaces"] : []) {
+        if (isObject(i)) offered.push({ binding: bindingOfCardName(i["transport"]), bindingName: String(i["transport"] ?? "?"), version, versionName, url: i["url"] });
+      }
+      return offered;
+    },
+    // OpenAPI's shape: `{type: "apiKey", in, name}`.
+    apiKeySchemes: (card) =>
+      Object.values(isObject(card["securitySchemes"]) ? card["securitySchemes"] : {}).flatMap((s) => (isObject(s) && s["type"] === "apiKey" ? [{ location: s["in"], name: s["name"] }] : [])),
+  },
   jsonRpc: {
     methods: { send: "message/send", get: "tasks/get", cancel: "tasks/cancel", subscribe: "tasks/resubscribe" },
     sendParams: (message, _tenant, push) => ({ message: wireMessageV03(message), configuration: jsonRpcConfiguration(push) }),

@@ -16,6 +16,10 @@ import * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
 import { ALL_HISTORY, invalidAnswer, protoJson, readProtoJson } from "../../peer/peer-json.js";
 import type { PeerGrpcClient, PeerVersionClient } from "../../peer/peer-version.js";
 import type { PeerPushRequest, PeerReply, PeerStreamEvent, PeerTask } from "../../peer/peer-types.js";
+import { bindingOfCardName, peerVersionOf, type OfferedInterface } from "../../peer/peer-endpoint.js";
+import { UNNAMED_A2A_VERSION } from "../../domain/a2a-version.js";
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 import { encodeMessage } from "./v10-proto-codec.js";
 
 const STATES = new Map<pb.TaskState, string>([
@@ -190,6 +194,32 @@ function grpcClient(transport: Transport): PeerGrpcClient {
 export const v10PeerClient: PeerVersionClient = {
   version: "1.0",
   streams: new Set(["jsonrpc", "http+json", "grpc"]),
+  card: {
+    // `supportedInterfaces`: binding and version per entry (AgentInterface.protocol_version is required in 1.0; an
+    // entry without it is read as the unnamed version, wire facts §5.7), each with its tenant.
+    interfaces: (card) =>
+      (Array.isArray(card["supportedInterfaces"]) ? card["supportedInterfaces"] : []).flatMap((i: unknown): OfferedInterface[] => {
+        if (!isRecord(i)) return [];
+        const tenant = typeof i["tenant"] === "string" && i["tenant"] ? i["tenant"] : undefined;
+        const unnamed = i["protocolVersion"] === undefined || i["protocolVersion"] === "";
+        return [
+          {
+            binding: bindingOfCardName(i["protocolBinding"]),
+            bindingName: String(i["protocolBinding"] ?? "?"),
+            version: unnamed ? UNNAMED_A2A_VERSION : peerVersionOf(i["protocolVersion"]),
+            versionName: String(i["protocolVersion"] ?? UNNAMED_A2A_VERSION),
+            url: i["url"],
+            ...(tenant ? { tenant } : {}),
+          },
+        ];
+      }),
+    // ProtoJSON: `{apiKeySecurityScheme: {location, name}}`.
+    apiKeySchemes: (card) =>
+      Object.values(isRecord(card["securitySchemes"]) ? card["securitySchemes"] : {}).flatMap((s) => {
+        const scheme = isRecord(s) ? s["apiKeySecurityScheme"] : undefined;
+        return isRecord(scheme) ? [{ location: scheme["location"], name: scheme["name"] }] : [];
+      }),
+  },
   jsonRpc: {
     methods: { send: "SendMessage", get: "GetTask", cancel: "CancelTask", subscribe: "SubscribeToTask" },
     sendParams: (message, tenant, push) => protoJson(pb.SendMessageRequestSchema, sendRequestV10(message, tenant, push)),
