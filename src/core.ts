@@ -201,7 +201,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     handlers,
   );
   const supervisor: TaskSupervisor = new TaskSupervisor({ store, catalog, services: nodeServices.services, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, leases: config.leases, recovery: config.recovery });
-  const stopObservingTasks = observeTasks({ hook, supervisor, telemetry, logger });
+  const stopObservingTasks = observeTasks({ commits, hook, supervisor, telemetry, logger });
   const reads = supervisor.reads;
   const observer = new TaskObserver({ reads, commits, maxBuffered: config.subscriberBuffer });
 

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { A2ATaskState, Message, PushNotificationConfig, StreamEvent, Task, TaskPushNotificationConfig, TaskStatusUpdate } from "../domain/a2a-types.js";
+import type { A2ATaskState, Message, PushNotificationConfig, StreamEvent, Task, TaskPushNotificationConfig } from "../domain/a2a-types.js";
 import { DomainError, invalidParams } from "../domain/errors.js";
 import { assertDepth } from "../domain/json-input.js";
 import { isFinalA2AState, isTerminalA2AState } from "../domain/run-status.js";
@@ -7,15 +7,15 @@ import type { CallContext } from "../auth/call-context.js";
 import { requireScope, type Principal } from "../auth/principal.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
 import type { TaskObserver } from "../engine/task-observer.js";
-import { afterFanOut, onceSink, withLive, type LiveIterable, type LiveSink, type StopLive } from "../domain/live-stream.js";
-import { formatStreamCursor, parseStreamCursor, tagStreamCursor, type StreamCursor } from "../domain/stream-cursor.js";
+import type { LiveIterable } from "../domain/live-stream.js";
+import { parseStreamCursor } from "../domain/stream-cursor.js";
 import type { StatelessSkills } from "../engine/stateless-skill.js";
 import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
 import type { PushConfigService } from "../push/push-config-service.js";
 import type { PushDeadLetter } from "../store/push-config-store.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
-import { assertGeneration, generationMismatch, type RunEvent, type TaskRecord } from "../domain/task-record.js";
+import { assertGeneration, generationMismatch, type TaskRecord } from "../domain/task-record.js";
 import { GenerationWaits, generationPassed } from "./generation-waits.js";
 import { DuplicateIdempotencyKeyError } from "../store/task-store.js";
 import { assertMessageSize, type TaskSizeLimits } from "../store/task-size-limits.js";
@@ -25,6 +25,7 @@ import { decodePageToken, encodePageToken, pageSizeOf, type ListTasksQuery, type
 import type { AgentCard } from "./agent-card.js";
 import { taskView, type HistoryLimit } from "./task-view.js";
 import { historyInHead } from "../engine/task-history.js";
+import { TaskStreams, type Opened } from "./task-streams.js";
 
 export interface SendParams {
   message: Message;
@@ -90,9 +91,16 @@ export class TaskService {
   private readonly storeCalls: CallerStoreCalls;
   /** Long-polls (`currentGeneration`) waiting for a commit; those on one task and generation share one wait. */
   private readonly generationWaits: GenerationWaits;
+  /** Message streams and re-attaching subscriptions. */
+  private readonly streams: TaskStreams;
 
   constructor(private readonly options: TaskServiceOptions) {
     this.storeCalls = new CallerStoreCalls(options.storeTimeoutMs);
+    this.streams = new TaskStreams({
+      observer: options.observer,
+      view: (record, history, ctx) => this.view(record, history, ctx),
+      ...(options.resumeMaxEvents !== undefined ? { resumeMaxEvents: options.resumeMaxEvents } : {}),
+    });
     this.generationWaits = new GenerationWaits(options.observer, options.longPollMaxMs ?? DEFAULT_LONG_POLL_MAX_MS);
   }
 
@@ -130,7 +138,7 @@ export class TaskService {
       if (answer) return { kind: "message", message: answer };
       return { start: await this.accept(params, ctx), history: params.history, endsAt: isFinalA2AState };
     };
-    return withLive(this.observe(open, ctx), (sink: LiveSink<StreamEvent>) => this.observeLive(open, ctx, sink));
+    return this.streams.stream(open, ctx);
   }
 
   /**
@@ -171,13 +179,13 @@ export class TaskService {
       // A Last-Event-ID that is not a cursor is refused before the task is read.
       const cursor = ctx.resumeFrom === undefined ? undefined : parseStreamCursor(ctx.resumeFrom);
       const record = await this.storeCalls.read(ctx, () => this.options.reads.get(taskId, ctx.principal.tenant));
-      if (cursor) return { start: record, history: undefined, endsAt: isTerminalA2AState, ...this.resumeOf(record, cursor) };
+      if (cursor) return { start: record, history: undefined, endsAt: isTerminalA2AState, ...this.streams.resumeOf(record, cursor) };
       if (options.terminal === "refuse" && isTerminalA2AState(record.a2a.state)) {
         throw new DomainError("unsupported-operation", `Task ${taskId} is in a terminal state (${record.a2a.state}) and cannot be subscribed to; this operation is not supported (read it with GetTask)`, { taskId, state: record.a2a.state });
       }
       return { start: record, history: undefined, endsAt: isTerminalA2AState };
     };
-    return withLive(this.observe(open, ctx), (sink: LiveSink<StreamEvent>) => this.observeLive(open, ctx, sink));
+    return this.streams.stream(open, ctx);
   }
 
   /** A page of the caller's tenant's tasks, newest first (A2A 1.0 ListTasks). */
@@ -249,18 +257,6 @@ export class TaskService {
 
   // ------------------------------------------------------------------------------------------
 
-  /**
-   * Where a subscription with a cursor starts. A cursor of this task within the replay window: no Task, the
-   * log events after it (the rest of a partly sent event first), in order, then live; a task that ended
-   * meanwhile replays through its terminal event and closes. Any other cursor (another task, ahead of the
-   * log, or further behind than STREAM_RESUME_MAX_EVENTS) is unknown: the Task snapshot first, marked so, then
-   * live, as a fresh subscription (a terminal task: its snapshot, then the stream closes; never refused).
-   */
-  private resumeOf(record: TaskRecord, cursor: StreamCursor): { resume: Resume } {
-    const behind = record.version - cursor.sequence;
-    const known = cursor.taskId === record.taskId && behind >= 0 && behind <= (this.options.resumeMaxEvents ?? DEFAULT_RESUME_MAX_EVENTS);
-    return { resume: known ? { after: cursor } : "snapshot" };
-  }
 
   /** A new message to a stateless skill: its answer (nothing is stored). Undefined for every other message. */
   private async statelessAnswer(params: SendParams, ctx: CallContext): Promise<Message | undefined> {
@@ -381,175 +377,7 @@ export class TaskService {
     return this.options.observer.waitUntil({ taskId: start.taskId, tenant: ctx.principal.tenant, start, until, timeoutMs, signal: ctx.signal });
   }
 
-  /**
-   * Streams a task from `start`: the Task as of that commit, then every A2A update after it, in commit
-   * order (the observer catches up from the store), until a state where `endsAt` says the stream ends (its
-   * status update carries `final: true`). A subscriber that falls too far behind is dropped and may resubscribe.
-   */
-  private async *observe(open: () => Promise<Opened>, ctx: CallContext): AsyncGenerator<StreamEvent> {
-    const opened = await open();
-    if (!("start" in opened)) {
-      yield opened;
-      return;
-    }
-    const { start, endsAt } = opened;
-    const after = typeof opened.resume === "object" ? opened.resume.after : undefined;
-    if (!after) {
-      yield await this.firstTask(opened, ctx);
-      if (endsAt(start.a2a.state)) return;
-    }
-    for await (const event of this.options.observer.follow(start, followFrom(start, after), { signal: ctx.signal, onOverflow: "drop" })) {
-      for (const update of updatesAfter(start, event, endsAt, after)) {
-        yield update;
-        if (update.kind === "status-update" && update.final) return;
-      }
-    }
-  }
-
-  /** The Task a stream opens with, its cursor the version it shows; marked when it stands in for a resume. */
-  private async firstTask(opened: Extract<Opened, { start: TaskRecord }>, ctx: CallContext): Promise<StreamEvent> {
-    const { start, history } = opened;
-    const task = await this.view(start, history, ctx);
-    const shown = opened.resume === "snapshot" ? { ...task, metadata: { ...task.metadata, openwop: { ...openwopOf(task), resume: "snapshot" } } } : task;
-    return tagStreamCursor({ kind: "task", task: shown }, formatStreamCursor({ taskId: start.taskId, sequence: start.version }));
-  }
-
-  /**
-   * `observe` through a sink (the live lane, `domain/live-stream.ts`): the same events, but after the Task
-   * (an async read) each update is handed over synchronously inside the commit's delivery to the task's
-   * followers. A failure before the Task reaches the sink as its first call (`fail`).
-   */
-  private observeLive(open: () => Promise<Opened>, ctx: CallContext, target: LiveSink<StreamEvent>): StopLive {
-    const sink = onceSink(target);
-    let following: StopLive | undefined;
-    let stopped = false;
-    const stop = (): void => {
-      if (stopped) return;
-      stopped = true;
-      // Nothing is passed on from now; the rest is let go of after the commit's fan-out.
-      afterFanOut(() => {
-        following?.();
-        ctx.signal?.removeEventListener("abort", onAbort);
-      });
-    };
-    const close = (last: () => void): void => {
-      stop();
-      last();
-    };
-    // The caller's request was aborted (shutdown): the stream ends, as `follow` ends on its signal.
-    const onAbort = (): void => close(() => sink.end());
-    void (async () => {
-      const opened = await open();
-      if (stopped) return;
-      if (!("start" in opened)) return close(() => (sink.next(opened), sink.end()));
-      const { start, endsAt } = opened;
-      const after = typeof opened.resume === "object" ? opened.resume.after : undefined;
-      if (!after) {
-        const first = await this.firstTask(opened, ctx);
-        if (stopped) return;
-        sink.next(first);
-        if (endsAt(start.a2a.state)) return close(() => sink.end());
-      }
-      if (ctx.signal?.aborted) return close(() => sink.end());
-      // A resume may have nothing to replay yet: its headers go out now, not with the next commit.
-      if (after) target.opened?.();
-      ctx.signal?.addEventListener("abort", onAbort, { once: true });
-      following = this.options.observer.followLive(start, followFrom(start, after), {
-        next: (event) => {
-          for (const update of updatesAfter(start, event, endsAt, after)) {
-            if (stopped) return;
-            sink.next(update);
-            if (update.kind === "status-update" && update.final) return close(() => sink.end());
-          }
-        },
-        end: () => close(() => sink.end()),
-        fail: (err) => close(() => sink.fail(err)),
-        backlog: target.backlog,
-        flush: target.flush,
-      });
-    })().catch((err: unknown) => {
-      if (!stopped) close(() => sink.fail(err));
-    });
-    return stop;
-  }
 }
-
-/**
- * Where a stream starts: a stateless skill's one Message, or a task record and when its stream ends; a
- * resumed subscription starts after its cursor, or with the Task snapshot marked as standing in for one.
- */
-type Opened = Extract<StreamEvent, { kind: "message" }> | { start: TaskRecord; history: HistoryLimit; endsAt: EndsAt; resume?: Resume };
-
-type Resume = { after: StreamCursor } | "snapshot";
-
-/** Replay window of a resumed subscription when none is configured (STREAM_RESUME_MAX_EVENTS). */
-export const DEFAULT_RESUME_MAX_EVENTS = 10_000;
-
-/** The first log event a stream follows: after the Task's version, or after the cursor (its event again when only part of it was sent). */
-function followFrom(start: TaskRecord, after: StreamCursor | undefined): number {
-  if (!after) return start.version + 1;
-  return after.part === undefined ? after.sequence + 1 : after.sequence;
-}
-
-/** The updates of `event` the stream has not sent: past `after.part` for the event the cursor names. */
-function updatesAfter(task: TaskRecord, event: RunEvent, endsAt: EndsAt, after: StreamCursor | undefined): StreamEvent[] {
-  const updates = updatesOf(task, event, endsAt);
-  return after?.part !== undefined && event.sequence === after.sequence ? updates.slice(after.part + 1) : updates;
-}
-
-function openwopOf(task: Task): Record<string, unknown> {
-  const value = task.metadata["openwop"];
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
-}
-
-type EndsAt = (state: TaskRecord["a2a"]["state"]) => boolean;
-
-/**
- * The updates of one committed event, made once for all the streams of its task: every follower receives
- * the same event object, so with the same `endsAt` they share (and must not change) the same updates, and
- * the codecs can encode them once too.
- */
-const sharedUpdates = new WeakMap<RunEvent, { endsAt: EndsAt; updates: StreamEvent[] }>();
-
-function updatesOf(task: TaskRecord, event: RunEvent, endsAt: EndsAt): StreamEvent[] {
-  const shared = sharedUpdates.get(event);
-  if (shared?.endsAt === endsAt) return shared.updates;
-  const updates = newUpdatesOf(task, event, endsAt);
-  sharedUpdates.set(event, { endsAt, updates });
-  return updates;
-}
-
-/** Each update carries its cursor (the SSE `id:`): `${taskId}:${sequence}`, with `.${part}` on all but the last of its event. */
-function newUpdatesOf(task: TaskRecord, event: RunEvent, endsAt: EndsAt): StreamEvent[] {
-  const updates = newUpdatesOfEvent(task, event, endsAt);
-  updates.forEach((update, i) => tagStreamCursor(update, formatStreamCursor({ taskId: task.taskId, sequence: event.sequence, ...(i < updates.length - 1 ? { part: i } : {}) })));
-  return updates;
-}
-
-function newUpdatesOfEvent(task: TaskRecord, event: RunEvent, endsAt: EndsAt): StreamEvent[] {
-  const updates: StreamEvent[] = [];
-  // An event's artifact update comes before its status update, and the generation it carries is after both.
-  const generation = event.a2a?.generation;
-  if (event.a2a?.artifact) {
-    const { artifact, append = false, lastChunk = true } = event.a2a;
-    const after = generation !== undefined && event.a2a.status ? generation - 1 : generation;
-    updates.push({ kind: "artifact-update", taskId: task.taskId, contextId: task.contextId, artifact, append, lastChunk, ...(after !== undefined ? { generation: after } : {}) });
-  }
-  if (event.a2a?.status) {
-    const update: TaskStatusUpdate = {
-      kind: "status-update",
-      taskId: task.taskId,
-      contextId: task.contextId,
-      status: event.a2a.status,
-      final: endsAt(event.a2a.status.state),
-      ...(event.a2a.metadata ? { metadata: event.a2a.metadata } : {}),
-      ...(generation !== undefined ? { generation } : {}),
-    };
-    updates.push(update);
-  }
-  return updates;
-}
-
 function skillIdOf(message: Message, metadata: Record<string, unknown> | undefined): string | undefined {
   for (const source of [message.metadata, metadata]) {
     const value = source?.["skillId"];

@@ -5,6 +5,7 @@ import { TransitionHook, type CommittedTransition, type TransitionListener } fro
 import type { Logger } from "../observability/logger.js";
 import { labelSets } from "../observability/metrics.js";
 import type { Telemetry } from "../observability/telemetry.js";
+import type { CommitBus } from "../store/commit-bus.js";
 
 /** The transition hook that also counts its open per-task subscriptions (streams, blocking sends). */
 export class CountingTransitionHook extends TransitionHook {
@@ -35,8 +36,8 @@ const INTERRUPTED: ReadonlySet<A2ATaskStateValue> = new Set(["input-required", "
  * interrupted, resumed, finished, canceled or failed (with the reason); the transition counter by from/to
  * state; gauges for tasks by state, live actors and open subscriber streams.
  */
-export function observeTasks(options: { hook: CountingTransitionHook; supervisor: TaskSupervisor; telemetry: Telemetry; logger: Logger }): () => void {
-  const { hook, supervisor, telemetry, logger } = options;
+export function observeTasks(options: { commits: CommitBus; hook: CountingTransitionHook; supervisor: TaskSupervisor; telemetry: Telemetry; logger: Logger }): () => void {
+  const { commits, hook, supervisor, telemetry, logger } = options;
   const { metrics } = telemetry;
   /** Last state of each unfinished task seen here; terminal tasks leave, their count stays in `byState`. */
   const last = new Map<string, A2ATaskStateValue>();
@@ -78,5 +79,6 @@ export function observeTasks(options: { hook: CountingTransitionHook; supervisor
     else if (to === "failed" || to === "rejected") logger.info({ ...task, event: "task.failed", state: to, reason: context.error ? `${context.error.code}: ${context.error.message}` : "unknown", ...(context.error?.nodeId ? { nodeId: context.error.nodeId } : {}) }, "task failed");
     else if (to === "canceled") logger.info({ ...task, event: "task.canceled", ...(context.cancelReason ? { reason: context.cancelReason } : {}) }, "task canceled");
   };
-  return hook.onAny(listener);
+  // This instance's commits, from the one bus every consumer of commits reads (the hook only counts the streams).
+  return commits.onAny(listener);
 }
