@@ -1,28 +1,23 @@
 import type { CommitFeed, CommitFeedSettings } from "./commit-feed.js";
 import { openMongoCommitFeed } from "./change-stream-commit-feed.js";
 import { randomUUID } from "node:crypto";
-import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db, type Filter, type MongoClient, type WriteError } from "mongodb";
+import type { Collection, Db, Filter, MongoClient } from "mongodb";
 import type { Message } from "../domain/a2a-types.js";
 import { TERMINAL_RUN_STATUSES, type A2ATaskStateValue } from "../domain/run-status.js";
 import { historyMessagesOf } from "./history-events.js";
 import { GroupCommit } from "./group-commit.js";
-import { headError, OneCommandBatch, type StoreWrite as Write } from "./mongo-one-command.js";
+import { OneCommandBatch, type StoreWrite as Write } from "./mongo-one-command.js";
+import { TwoCommandWrites } from "./mongo-two-command-writes.js";
 import { isStoreUnavailable, readTimeout } from "./store-call-budget.js";
 import { migrateTaskLayout } from "./mongo-layout-migration.js";
 import { fenceHolds, MongoTaskLeases } from "./mongo-task-leases.js";
 import {
-  DUPLICATE_KEY,
   EVENT_INDEXES,
   TASK_INDEXES,
   committedEvents,
   committedUpTo,
-  headUpdate,
-  redoKey,
-  toDate,
   toEvent,
-  toEventDocument,
   toRecord,
-  toTaskDocument,
   type EventDocument,
   type TaskDocument,
 } from "./mongo-task-documents.js";
@@ -81,7 +76,9 @@ export class MongoTaskStore implements TaskStore {
   private readonly now: () => Date;
   /** Marks the events this instance wrote (diagnostics of orphans) and its head writes (`commitId`). */
   private readonly writer = randomUUID();
-  private readonly group = new GroupCommit<Write>((batch) => (this.oneCommand ? this.oneCommand.write(batch) : this.writeBatch(batch)));
+  /** The two-command write path (events, then heads): servers before 8.0, and the fallback of the one-command one. */
+  private readonly twoCommands: TwoCommandWrites;
+  private readonly group = new GroupCommit<Write>((batch) => (this.oneCommand ? this.oneCommand.write(batch) : this.twoCommands.writeBatch(batch)));
   /** Set by init() when the server runs the client-level bulkWrite command (MongoDB >= 8.0). */
   private oneCommand: OneCommandBatch | undefined;
   /** Commit feeds opened on this store's client, closed with it. */
@@ -95,6 +92,7 @@ export class MongoTaskStore implements TaskStore {
     this.tasks = db.collection<TaskDocument>("tasks");
     this.events = db.collection<EventDocument>("task_events");
     this.leases = new MongoTaskLeases(this.tasks);
+    this.twoCommands = new TwoCommandWrites(this.tasks, this.events, this.writer, (batch) => this.killAsked(batch));
     this.now = options.now ?? (() => new Date());
     this.limits = options.limits ?? DEFAULT_TASK_SIZE_LIMITS;
   }
@@ -110,12 +108,7 @@ export class MongoTaskStore implements TaskStore {
     if (this.options.oneCommandWrites === false) return;
     const hello = await this.db.admin().command({ hello: 1 });
     if (Number(hello["maxWireVersion"]) < CLIENT_BULK_WRITE_WIRE_VERSION) return;
-    this.oneCommand = new OneCommandBatch(this.client, this.db, this.writer, {
-      writeBatch: (writes) => this.writeBatch(writes),
-      writeHeads: (writes) => this.writeHeads(writes),
-      resolveConflict: (write) => this.resolveConflict(write),
-      afterHeads: (writes, errors) => this.afterHeads(writes, errors),
-    }, (batch) => this.killAsked(batch));
+    this.oneCommand = new OneCommandBatch(this.client, this.db, this.writer, this.twoCommands, (batch) => this.killAsked(batch));
   }
 
   /** How a write reaches MongoDB, for the start-up line. */
@@ -310,112 +303,7 @@ export class MongoTaskStore implements TaskStore {
     return `${this.writer}:${randomUUID()}`;
   }
 
-  /** Events of the whole batch, then the heads; writes whose events met existing keys take the slow path. */
-  private async writeBatch(batch: Write[]): Promise<void> {
-    const owners: Write[] = [];
-    const inserts: AnyBulkWriteOperation<EventDocument>[] = [];
-    for (const write of batch) {
-      for (const event of write.events) {
-        owners.push(write);
-        inserts.push({ insertOne: { document: toEventDocument(write.taskId, event, this.writer, write.expireAt) } });
-      }
-    }
-    const conflicted = new Set<Write>();
-    const failed = new Map<Write, unknown>();
-    if (inserts.length > 0) {
-      try {
-        await this.events.bulkWrite(inserts, { ordered: false });
-      } catch (err) {
-        if (!(err instanceof MongoBulkWriteError)) throw err;
-        for (const error of writeErrorsOf(err)) {
-          const owner = owners[error.index] as Write;
-          if (error.code === DUPLICATE_KEY) conflicted.add(owner);
-          else failed.set(owner, err);
-        }
-      }
-    }
-    this.killIfAsked(batch);
-    for (const [write, err] of failed) write.reject(err);
-    const clean = batch.filter((w) => !conflicted.has(w) && !failed.has(w));
-    await Promise.all([
-      this.writeHeads(clean),
-      ...[...conflicted].filter((w) => !failed.has(w)).map((w) => this.resolveConflict(w)),
-    ]);
-  }
-
-  /** Events that met existing keys: the head moves first and carries them (redo, see the class comment). */
-  private resolveConflict(write: Write): Promise<void> {
-    write.redo = true;
-    return this.writeHeads([write]);
-  }
-
-  /** The redo events of a write whose head moved, copied into the log, then dropped from the head. */
-  private async applyRedo(write: Write): Promise<void> {
-    const docs = write.events.map((event) => toEventDocument(write.taskId, event, this.writer, write.expireAt));
-    await this.events.bulkWrite(
-      docs.map((doc) => ({ replaceOne: { filter: { taskId: write.taskId, sequence: doc.sequence }, replacement: doc, upsert: true } })),
-      { ordered: false },
-    );
-    // Unset by key: a later commit's redo entries (other sequences) stay.
-    await this.tasks.updateOne({ _id: write.taskId }, { $unset: Object.fromEntries(docs.map((doc) => [`redo.${redoKey(doc.sequence)}`, ""])) });
-  }
-
-  /** Moves the heads (inserts for creates, version-filtered updates for commits) and settles every write. */
-  private async writeHeads(writes: Write[]): Promise<void> {
-    if (writes.length === 0) return;
-    const ops: AnyBulkWriteOperation<TaskDocument>[] = writes.map((w) =>
-      w.create
-        ? { insertOne: { document: { ...toTaskDocument(w.create, w.commitId), ...(w.redo ? { redo: redoOf(w, this.writer) } : {}) } } }
-        : headUpdate(w.taskId, w.commit!.expectedVersion, w.commit!.changes, w.events.at(-1)?.sequence ?? w.commit!.expectedVersion, w.commitId, w.commit!.fence, w.redo ? Object.values(redoOf(w, this.writer)) : undefined),
-    );
-    const errors = new Map<Write, Error>();
-    let matched: number;
-    try {
-      matched = (await this.tasks.bulkWrite(ops, { ordered: false })).matchedCount;
-    } catch (err) {
-      if (!(err instanceof MongoBulkWriteError)) {
-        writes.forEach((w) => w.reject(err));
-        return;
-      }
-      matched = err.result.matchedCount;
-      for (const error of writeErrorsOf(err)) {
-        const write = writes[error.index] as Write;
-        errors.set(write, headError(write, { code: error.code, ...(error.err as object) }, err));
-      }
-    }
-    const commits = writes.filter((w) => w.commit && !errors.has(w));
-    if (matched < commits.length) {
-      // An unordered bulk reports only how many updates matched: the commit id on each head tells which.
-      const heads = await this.tasks.find({ _id: { $in: commits.map((w) => w.taskId) } }, { projection: { commitId: 1 } }).toArray();
-      const current = new Map(heads.map((h) => [h._id, h.commitId]));
-      for (const w of commits) if (current.get(w.taskId) !== w.commitId) errors.set(w, new StaleWriteError(w.taskId, w.commit!.expectedVersion));
-    }
-    await this.afterHeads(writes, errors);
-    for (const w of writes) {
-      const error = errors.get(w);
-      if (error) w.reject(error);
-      else w.resolve();
-    }
-  }
-
-  /** A task that ended stamps its earlier events with its expiry; a refused create drops the events it wrote. */
-  private async afterHeads(writes: Write[], errors: Map<Write, Error>): Promise<void> {
-    // The commit stands once its head moved: a failed copy leaves its events in the head, where readers find them.
-    await Promise.all(writes.filter((w) => w.redo && !errors.has(w)).map((w) => this.applyRedo(w).catch(() => undefined)));
-    const cleanup: AnyBulkWriteOperation<EventDocument>[] = [];
-    for (const w of writes) {
-      const error = errors.get(w);
-      if (w.create && error instanceof DuplicateIdempotencyKeyError) cleanup.push({ deleteMany: { filter: { taskId: w.taskId } } });
-      if (w.commit && !error && w.expireAt) cleanup.push({ updateMany: { filter: { taskId: w.taskId, expireAt: null }, update: { $set: { expireAt: toDate(w.expireAt) } } } });
-    }
-    // The commits already stand: a failure here only delays the log's removal, it must not fail them.
-    if (cleanup.length > 0) await this.events.bulkWrite(cleanup, { ordered: false }).catch(() => undefined);
-  }
-
-  private killIfAsked(batch: Write[]): void {
-    if (this.killAsked(batch)) process.kill(process.pid, "SIGKILL");
-  }
-
+  /** Tests (killAfterEventsWriteOf): a batch whose events were just written should die here, before its heads. */
   private killAsked(batch: Write[]): boolean {
     const type = this.options.killAfterEventsWriteOf;
     return type !== undefined && batch.some((w) => w.events.some((e) => e.type === type));
@@ -431,13 +319,4 @@ export class MongoTaskStore implements TaskStore {
   private expired(doc: Pick<TaskDocument, "expireAt">): boolean {
     return doc.expireAt instanceof Date && doc.expireAt.getTime() <= this.now().getTime();
   }
-}
-
-/** A conflicted write's events as the head's redo holds them. */
-function redoOf(write: Write, writer: string): Record<string, EventDocument> {
-  return Object.fromEntries(write.events.map((event) => [redoKey(event.sequence), toEventDocument(write.taskId, event, writer, write.expireAt)]));
-}
-
-function writeErrorsOf(err: MongoBulkWriteError): WriteError[] {
-  return [err.writeErrors].flat();
 }
