@@ -1,7 +1,5 @@
-import { randomUUID } from "node:crypto";
 import type { A2ATaskState, Message, PushNotificationConfig, StreamEvent, Task, TaskPushNotificationConfig } from "../domain/a2a-types.js";
 import { DomainError, invalidParams } from "../domain/errors.js";
-import { assertDepth } from "../domain/json-input.js";
 import { isFinalA2AState, isTerminalA2AState } from "../domain/run-status.js";
 import type { CallContext } from "../auth/call-context.js";
 import { requireScope, type Principal } from "../auth/principal.js";
@@ -15,28 +13,18 @@ import type { PushConfigService } from "../push/push-config-service.js";
 import type { PushDeadLetter } from "../store/push-config-store.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
-import { assertGeneration, generationMismatch, type TaskRecord } from "../domain/task-record.js";
+import type { TaskRecord } from "../domain/task-record.js";
 import { GenerationWaits, generationPassed } from "./generation-waits.js";
-import { DuplicateIdempotencyKeyError } from "../store/task-store.js";
-import { assertMessageSize, type TaskSizeLimits } from "../store/task-size-limits.js";
-import { CallerStoreCalls, isUnknownStoreOutcome } from "../store/store-call-budget.js";
-import { assertSameRequest, creationSeed, type IdempotencySeed } from "../engine/message-idempotency.js";
+import type { TaskSizeLimits } from "../store/task-size-limits.js";
+import { CallerStoreCalls } from "../store/store-call-budget.js";
 import { decodePageToken, encodePageToken, pageSizeOf, type ListTasksQuery, type TaskPage } from "./task-list.js";
 import type { AgentCard } from "./agent-card.js";
 import { taskView, type HistoryLimit } from "./task-view.js";
 import { historyInHead } from "../engine/task-history.js";
 import { TaskStreams, type Opened } from "./task-streams.js";
+import { MessageAdmission, skillIdOf, type SendParams } from "./message-admission.js";
 
-export interface SendParams {
-  message: Message;
-  /** false = return as soon as the task is committed (0.3 `blocking:false`, 1.0 `returnImmediately`). */
-  blocking: boolean;
-  history?: HistoryLimit;
-  pushNotificationConfig?: PushNotificationConfig;
-  metadata?: Record<string, unknown>;
-  /** A2A 1.1 draft `ifGenerationMatch`: a reply to an existing task is refused unless it is at this generation (ignored for a new task). */
-  ifGenerationMatch?: number;
-}
+export type { SendParams };
 
 /** A2A_LONG_POLL_MAX_MS's default. */
 export const DEFAULT_LONG_POLL_MAX_MS = 30_000;
@@ -93,9 +81,13 @@ export class TaskService {
   private readonly generationWaits: GenerationWaits;
   /** Message streams and re-attaching subscriptions. */
   private readonly streams: TaskStreams;
+  /** A caller's message taken in: a reply to its task, or a new task created once. */
+  private readonly admission: MessageAdmission;
 
   constructor(private readonly options: TaskServiceOptions) {
     this.storeCalls = new CallerStoreCalls(options.storeTimeoutMs);
+    const { supervisor, reads, catalog, push, sizeLimits, maxInputDepth } = options;
+    this.admission = new MessageAdmission({ supervisor, reads, catalog, push, sizeLimits, maxInputDepth, storeCalls: this.storeCalls });
     this.streams = new TaskStreams({
       observer: options.observer,
       view: (record, history, ctx) => this.view(record, history, ctx),
@@ -121,7 +113,7 @@ export class TaskService {
 
   /** Always a task, also for a stateless skill (then a durable run of it, as the OpenWOP runs API starts). */
   async sendMessage(params: SendParams, ctx: CallContext): Promise<Task> {
-    const record = await this.accept(params, ctx, params.blocking ? this.firstWriteWindow(ctx) : 0);
+    const record = await this.admission.accept(params, ctx, params.blocking ? this.firstWriteWindow(ctx) : 0);
     // A task stored at its end (or a repeat of a finished one) needs no wait, and no read to start one.
     const settled = params.blocking && !isFinalA2AState(record.a2a.state) ? await this.waitUntilFinal(record, ctx) : record;
     return this.view(settled, params.history, ctx);
@@ -136,7 +128,7 @@ export class TaskService {
     const open = async (): Promise<Opened> => {
       const answer = await this.statelessAnswer(params, ctx);
       if (answer) return { kind: "message", message: answer };
-      return { start: await this.accept(params, ctx), history: params.history, endsAt: isFinalA2AState };
+      return { start: await this.admission.accept(params, ctx), history: params.history, endsAt: isFinalA2AState };
     };
     return this.streams.stream(open, ctx);
   }
@@ -273,91 +265,10 @@ export class TaskService {
     return stateless.answer(workflow, message, ctx.signal ?? new AbortController().signal, ctx.principal.tenant);
   }
 
-  /**
-   * `firstWriteWithinMs`: a new task may run its pure work before its first write for that long (a blocking
-   * send, answered at the end anyway); 0 for a caller answered at once (non-blocking, or a stream's first Task).
-   */
-  private async accept(params: SendParams, ctx: CallContext, firstWriteWithinMs = 0): Promise<TaskRecord> {
-    const { message } = params;
-    if (message.role !== "user") throw invalidParams(`message.role must be "user" (got "${message.role}")`);
-    // Every binding decodes into this call, so the bound holds for binary gRPC as well as JSON.
-    assertContentDepth(params, this.options.maxInputDepth);
-    const { push } = this.options;
-    const pushConfig = params.pushNotificationConfig;
-    if (pushConfig) {
-      // The push URL is checked before any task is looked up or created.
-      push.assertEnabled();
-      requireScope(ctx.principal, "webhooks:manage");
-      await push.validate(pushConfig, "configuration.pushNotificationConfig");
-    }
-    const { supervisor, reads } = this.options;
-    assertMessageSize(message, this.options.sizeLimits);
-    if (message.taskId) {
-      requireScope(ctx.principal, "approvals:respond");
-      const existing = await this.storeCalls.read(ctx, () => reads.get(message.taskId!, ctx.principal.tenant));
-      if (message.contextId && message.contextId !== existing.contextId) {
-        throw invalidParams(`message.contextId "${message.contextId}" does not match the contextId of task ${existing.taskId}`, { taskId: existing.taskId });
-      }
-      const { ifGenerationMatch } = params;
-      // Checked before the push config is written too, so a mismatch changes nothing; the reply checks again under the lock.
-      if (ifGenerationMatch !== undefined) assertGeneration(existing, ifGenerationMatch);
-      if (pushConfig) await this.storeCalls.bounded(ctx, () => push.registerForExistingTask(existing, pushConfig));
-      if (ifGenerationMatch === undefined) return this.storeCalls.bounded(ctx, () => supervisor.reply(existing.taskId, message, ctx.principal));
-      try {
-        return await this.storeCalls.bounded(ctx, () => supervisor.reply(existing.taskId, message, ctx.principal, { ifGeneration: ifGenerationMatch }));
-      } catch (err) {
-        // Another instance committed between our read and our write (the store's version check): the generation moved.
-        if (err instanceof DomainError && err.code === "conflict") throw generationMismatch(existing.taskId, ifGenerationMatch, undefined);
-        throw err;
-      }
-    }
-    requireScope(ctx.principal, "runs:create");
-    const skillId = skillIdOf(message, params.metadata) ?? this.options.catalog.defaultWorkflowId;
-    // message.messageId is an idempotency key per caller: a repeat answers the task the first one created.
-    // The create itself refuses a repeat (unique index): no lookup before every create.
-    const idempotency = creationSeed(ctx.principal, message, skillId);
-    const create = {
-      workflowId: skillId,
-      message,
-      ...(message.contextId ? { contextId: message.contextId } : {}),
-      principal: ctx.principal,
-      idempotency,
-      ...(firstWriteWithinMs > 0 ? { firstWriteWithinMs } : {}),
-    };
-    if (!pushConfig) return this.createOnce(create, ctx);
-    // Stored before the task exists, so its very first transition is covered even if we crash right after.
-    const taskId = randomUUID();
-    await this.storeCalls.bounded(ctx, () => push.registerForNewTask(taskId, ctx.principal.tenant, pushConfig));
-    try {
-      const record = await this.createOnce({ ...create, taskId }, ctx);
-      // A concurrent identical message won the race: its task stands, this registration is dropped.
-      if (record.taskId !== taskId) await push.discard(taskId).catch(() => undefined);
-      return record;
-    } catch (err) {
-      // A create the store did not confirm may still commit: its push target stays (the retry finds that task).
-      if (isUnknownStoreOutcome(err)) throw err;
-      if (!(await reads.find(taskId).catch(() => null))) await push.discard(taskId).catch(() => undefined);
-      throw err;
-    }
-  }
-
   /** How long a blocking send's new task may run before its first write: the window, within the caller's wait and deadline. */
   private firstWriteWindow(ctx: CallContext): number {
     const window = Math.min(this.options.firstWriteWindowMs ?? 0, this.options.blockingTimeoutMs);
     return ctx.deadline === undefined ? window : Math.min(window, ctx.deadline - Date.now() - DEADLINE_MARGIN_MS);
-  }
-
-  /** Creates the task, or answers the one a concurrent identical message created (same idempotency key). */
-  private async createOnce(create: Parameters<TaskSupervisor["createTask"]>[0] & { idempotency: IdempotencySeed }, ctx: CallContext): Promise<TaskRecord> {
-    try {
-      return await this.storeCalls.bounded(ctx, () => this.options.supervisor.createTask(create));
-    } catch (err) {
-      if (!(err instanceof DuplicateIdempotencyKeyError)) throw err;
-      const existing = await this.storeCalls.read(ctx, () => this.options.reads.findByIdempotencyKey(create.idempotency.key));
-      if (!existing) throw new DomainError("conflict", `message ${create.message.messageId} is being processed concurrently; retry the request`, { messageId: create.message.messageId }, { cause: err });
-      assertSameRequest(existing, create.idempotency, create.message.messageId);
-      return existing;
-    }
   }
 
   /** The Task as of `record`; a history longer than the head's window of newest messages is read from the log. */
@@ -377,21 +288,4 @@ export class TaskService {
     return this.options.observer.waitUntil({ taskId: start.taskId, tenant: ctx.principal.tenant, start, until, timeoutMs, signal: ctx.signal });
   }
 
-}
-function skillIdOf(message: Message, metadata: Record<string, unknown> | undefined): string | undefined {
-  for (const source of [message.metadata, metadata]) {
-    const value = source?.["skillId"];
-    if (typeof value === "string" && value.length > 0) return value;
-  }
-  return undefined;
-}
-
-/** The caller's free-form JSON in a send (data parts, metadata) nests at most `maxDepth` levels. */
-function assertContentDepth(params: SendParams, maxDepth: number): void {
-  params.message.parts.forEach((part, i) => {
-    if (part.kind === "data") assertDepth(part.data, maxDepth, `message.parts[${i}].data`);
-    if (part.metadata) assertDepth(part.metadata, maxDepth, `message.parts[${i}].metadata`);
-  });
-  if (params.message.metadata) assertDepth(params.message.metadata, maxDepth, "message.metadata");
-  if (params.metadata) assertDepth(params.metadata, maxDepth, "metadata");
 }
