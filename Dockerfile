@@ -16,7 +16,7 @@
 ARG NODE_IMAGE=node:26-trixie-slim
 
 # Build stage: all dependencies, compile, then `npm pack` (prepack builds): the tarball npm would publish, holding
-# exactly package.json's "files".
+# package.json's "files" (less deploy/, which an image has no use for).
 FROM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
