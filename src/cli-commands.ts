@@ -1,13 +1,15 @@
 import { cliHelp } from "./cli/cli-help.js";
 import { initProject, initSummary } from "./cli/init-project.js";
 import type { CliCommand } from "./cli/cli-args.js";
+import { formatKeys } from "./cli/keys-output.js";
 import { startFailure } from "./cli/start-failure.js";
+import { generateProductionKeys } from "./config/production-keys.js";
 import { packageVersion } from "./domain/package-version.js";
 import { createLogger } from "./observability/logger.js";
 
 /**
- * The CLI's commands other than starting: help, version, a usage mistake, `check` and `init`. Each answers its
- * exit code; none listens or opens the store.
+ * The CLI's commands other than starting: help, version, a usage mistake, `check`, `init` and `keys`. Each
+ * answers its exit code; none listens or opens the store.
  */
 export async function runCommand(command: Exclude<CliCommand, { kind: "start" }>): Promise<number> {
   switch (command.kind) {
@@ -22,6 +24,10 @@ export async function runCommand(command: Exclude<CliCommand, { kind: "start" }>
       return 2;
     case "check":
       return check();
+    case "keys":
+      // Only the keys on stdout, so it can go straight to a file or `kubectl apply -f -`.
+      process.stdout.write(formatKeys({ ...(await generateProductionKeys()) }, command.format));
+      return 0;
     case "init": {
       const result = await initProject(command.dir);
       if (!result.ok) {

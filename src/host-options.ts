@@ -1,4 +1,5 @@
 import type { AgentIdentity } from "./a2a/agent-card-settings.js";
+import { readSecretFiles } from "./config/secret-files.js";
 import type { Env } from "./domain/env-settings.js";
 import type { PeerConfigInput } from "./peer/peer-config.js";
 import type { TaskHandler, WorkflowDefinition } from "./workflows/workflow-types.js";
@@ -78,7 +79,7 @@ export interface ResolvedOptions {
   env: Env;
   /** Problems found in the options' shape (unknown keys, wrong types), reported with the configuration's. */
   problems: string[];
-  /** Turns a configuration problem about a variable set by an option into one that names the option. */
+  /** Turns a configuration problem about a variable set by an option (or read from `<NAME>_FILE`) into one that says so. */
   explain(problem: string): string;
 }
 
@@ -99,7 +100,15 @@ export function resolveHostOptions(options: HostOptions, processEnv: Env): Resol
   }
   if (options.workflows !== undefined && !Array.isArray(options.workflows)) problems.push("option workflows must be an array of workflow definitions");
 
-  const env: Env = { ...processEnv, ...options.env };
+  // Each layer's `<NAME>_FILE` is read within the layer, so options.env (file or value) wins over the process's, as
+  // every other variable does.
+  const fromProcess = readSecretFiles(processEnv);
+  const optionsEnv = typeof options.env === "object" && options.env !== null ? options.env : {};
+  const fromOptions = readSecretFiles(optionsEnv);
+  problems.push(...fromProcess.problems, ...fromOptions.problems);
+  const env: Env = { ...fromProcess.env, ...fromOptions.env };
+  const fromFile = new Map([...fromProcess.fromFile].filter(([name]) => optionsEnv[name] === undefined));
+  for (const [name, fileVariable] of fromOptions.fromFile) fromFile.set(name, fileVariable);
   const fromOption = new Map<string, string>();
   for (const [path, variable, read] of OPTION_VARIABLES) {
     let value: Scalar;
@@ -115,14 +124,18 @@ export function resolveHostOptions(options: HostOptions, processEnv: Env): Resol
     }
     env[variable] = String(value);
     fromOption.set(variable, path);
+    fromFile.delete(variable);
   }
   return {
     env,
     problems,
     explain(problem) {
       const variable = /^[A-Z][A-Z0-9_]*/.exec(problem)?.[0];
-      const path = variable && fromOption.get(variable);
-      return path ? `option ${path}: ${problem}` : problem;
+      if (!variable) return problem;
+      const path = fromOption.get(variable);
+      if (path) return `option ${path}: ${problem}`;
+      const fileVariable = fromFile.get(variable);
+      return fileVariable ? `${problem} (${variable} was read from the file ${fileVariable} names)` : problem;
     },
   };
 }

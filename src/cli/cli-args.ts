@@ -1,10 +1,12 @@
 import { didYouMean } from "../domain/closest-name.js";
+import { KEYS_FORMATS, type KeysFormat } from "./keys-output.js";
 
 /** What the command line asks for. No arguments: start the host (what `npm start` and the image run). */
 export type CliCommand =
   | { kind: "start" }
   | { kind: "check" }
   | { kind: "init"; dir: string }
+  | { kind: "keys"; format: KeysFormat }
   | { kind: "help" }
   | { kind: "version" }
   | { kind: "usage"; problem: string };
@@ -13,6 +15,7 @@ const COMMANDS: Record<string, CliCommand["kind"]> = {
   start: "start",
   check: "check",
   init: "init",
+  keys: "keys",
   help: "help",
   "--help": "help",
   "-h": "help",
@@ -21,7 +24,10 @@ const COMMANDS: Record<string, CliCommand["kind"]> = {
   "-v": "version",
 };
 
-/** `argv` without node and the script. Settings are never arguments: they come from the environment; only `init` takes a folder. */
+/**
+ * `argv` without node and the script. Settings are never arguments: they come from the environment; only `init`
+ * takes a folder and `keys` its output format.
+ */
 export function parseCliArgs(argv: readonly string[]): CliCommand {
   // `--help` / `--version` anywhere win, so `check --help` shows the help instead of running the check.
   if (argv.some((a) => COMMANDS[a] === "help")) return { kind: "help" };
@@ -34,8 +40,18 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
     if (rest.length > 1 || rest[0]?.startsWith("-")) return { kind: "usage", problem: `"init" takes one folder and no options (got ${rest.map((a) => `"${a}"`).join(" ")})` };
     return { kind: "init", dir: rest[0] ?? "." };
   }
+  if (kind === "keys") return keysCommand(rest);
   if (rest.length > 0) {
     return { kind: "usage", problem: `"${first}" takes no arguments (got ${rest.map((a) => `"${a}"`).join(" ")}); settings come from the environment (docs/configuration.md)` };
   }
   return { kind } as CliCommand;
+}
+
+/** `keys`, `keys --format kubernetes`, `keys --format=env`. */
+function keysCommand(rest: readonly string[]): CliCommand {
+  const args = rest.flatMap((a) => (a.startsWith("--format=") ? ["--format", a.slice("--format=".length)] : [a]));
+  if (args.length === 0) return { kind: "keys", format: "env" };
+  const format = KEYS_FORMATS.find((f) => f === args[1]);
+  if (args.length === 2 && args[0] === "--format" && format) return { kind: "keys", format };
+  return { kind: "usage", problem: `"keys" takes --format ${KEYS_FORMATS.join(" or ")} and nothing else (got ${rest.map((a) => `"${a}"`).join(" ")})` };
 }

@@ -11,6 +11,9 @@ Usage:
                                problem and exit (0: all good, 2: problems); never listens
   openwop-a2a-host init [dir]  write a new agent project into dir (default: here; new or empty only):
                                workflows, TypeScript handlers, startHost, a test; then npm install
+  openwop-a2a-host keys [--format env|kubernetes]
+                               print every key a production start needs, freshly generated, as
+                               .env lines (the default) or a Kubernetes Secret manifest
   openwop-a2a-host --help      this help (also -h)
   openwop-a2a-host --version   the version (also -v)
 
@@ -28,6 +31,7 @@ Settings come from the environment, never from arguments. The ones a first run n
                        client certificates); with none, every caller is the default tenant (dev only)
   PUSH_ENABLED         push notifications on (true, the default) or off
   NODE_ENV             production refuses to start without MONGODB_URI, PUBLIC_URL, a way in and keys
+                       (each secret also reads from a file: API_KEYS_FILE, MONGODB_URI_FILE, …)
   LOG_LEVEL            fatal, error, warn, info (the default), debug, trace or silent
 Every variable: docs/configuration.md. A variable one typo away from one of these (PUSH_ENABLE) is
 reported as a warning.

@@ -46,7 +46,7 @@ function cidr(text: string): Cidr {
 }
 
 /** IPv4 ranges refused, most specific first. Anything ipaddr does not call "unicast" is refused too. */
-const V4_REFUSED: ReadonlyArray<readonly [Cidr, string]> = [
+export const V4_REFUSED: ReadonlyArray<readonly [Cidr, string]> = [
   [cidr("169.254.169.254/32"), "a cloud metadata address"],
   [cidr("0.0.0.0/8"), "an unspecified (\"this network\") address"],
   [cidr("127.0.0.0/8"), "a loopback address"],
@@ -69,7 +69,7 @@ const V4_REFUSED: ReadonlyArray<readonly [Cidr, string]> = [
 const V4_LOOPBACK = cidr("127.0.0.0/8");
 const V6_LOOPBACK = cidr("::1/128");
 const V6_UNSPECIFIED_OR_LOOPBACK = cidr("::/127");
-const V6_GLOBAL_UNICAST = cidr("2000::/3");
+export const V6_GLOBAL_UNICAST = cidr("2000::/3");
 const V6_MAPPED = cidr("::ffff:0:0/96");
 const V6_TRANSLATED = cidr("::ffff:0:0:0/96");
 const V6_COMPATIBLE = cidr("::/96");
@@ -78,7 +78,7 @@ const V6_6TO4 = cidr("2002::/16");
 const V6_TEREDO = cidr("2001::/32");
 
 /** IPv6 ranges refused outright (the unwrap cases above are handled before these). */
-const V6_REFUSED: ReadonlyArray<readonly [Cidr, string]> = [
+export const V6_REFUSED: ReadonlyArray<readonly [Cidr, string]> = [
   [cidr("::/128"), "the unspecified address"],
   [cidr("::1/128"), "a loopback address"],
   [cidr("fd00:ec2::254/128"), "a cloud metadata address"],

@@ -20,6 +20,11 @@ describe("parseCliArgs", () => {
     expect(parseCliArgs(["init", "a", "b"])).toEqual({ kind: "usage", problem: '"init" takes one folder and no options (got "a" "b")' });
     expect(parseCliArgs(["init", "--force"])).toEqual({ kind: "usage", problem: '"init" takes one folder and no options (got "--force")' });
     expect(parseCliArgs(["init", "-h"])).toEqual({ kind: "help" });
+    expect(parseCliArgs(["keys"])).toEqual({ kind: "keys", format: "env" });
+    expect(parseCliArgs(["keys", "--format", "kubernetes"])).toEqual({ kind: "keys", format: "kubernetes" });
+    expect(parseCliArgs(["keys", "--format=env"])).toEqual({ kind: "keys", format: "env" });
+    expect(parseCliArgs(["keys", "--format", "helm"])).toEqual({ kind: "usage", problem: '"keys" takes --format env or kubernetes and nothing else (got "--format" "helm")' });
+    expect(parseCliArgs(["keys", "--format"])).toEqual({ kind: "usage", problem: '"keys" takes --format env or kubernetes and nothing else (got "--format")' });
     expect(parseCliArgs(["check", "now"])).toEqual({ kind: "usage", problem: '"check" takes no arguments (got "now"); settings come from the environment (docs/configuration.md)' });
   });
 });
