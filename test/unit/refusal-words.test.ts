@@ -8,6 +8,8 @@ import { loadAuthSettings } from "../../src/auth/auth-settings.js";
 import { parseClientPrincipals } from "../../src/auth/client-certificate-authenticator.js";
 import { DEV_PRINCIPAL } from "../../src/auth/dev-authenticator.js";
 import { hostAuthenticator } from "../../src/auth/host-authenticator.js";
+import { certificateObserver } from "../../src/observed/observed-trust.js";
+import { createLogger } from "../../src/observability/logger.js";
 import { credentialOf, requireScope, SCOPES, type Principal } from "../../src/auth/principal.js";
 import { DomainError } from "../../src/domain/errors.js";
 
@@ -69,27 +71,31 @@ describe("challengeHeaders", () => {
 describe("an unmapped client certificate", () => {
   const KEY = "unmapped-key-0123456789abcdef";
   const settings = loadAuthSettings({ API_KEYS: JSON.stringify([{ id: "k", tenant: "acme", scopes: ["runs:read"], key: KEY }]) }, false);
-  if (typeof settings === "string") throw new Error(settings);
+  if (Array.isArray(settings)) throw new Error(settings.join("; "));
   const principals = parseClientPrincipals(JSON.stringify([{ subject: "CN=billing-agent,O=Acme", tenant: "acme", scopes: ["runs:read"] }]));
   const certificate = (subject: Record<string, string>, subjectaltname?: string) => ({ raw: Buffer.from("der"), subject, ...(subjectaltname ? { subjectaltname } : {}) }) as unknown as PeerCertificate;
   const stranger = certificate({ CN: "stranger", O: "Acme" }, "DNS:stranger.example, URI:spiffe://acme/stranger");
 
-  it("alone: refused as unmapped; the operator's notice names its subject and SANs and where to map them", () => {
-    const notices: Array<[Record<string, unknown>, string]> = [];
-    const host = hostAuthenticator(settings, principals, (fields, message) => notices.push([fields, message]));
+  it("alone: refused as unmapped; the operator's log line names its subject and SANs and the entry that maps them", () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = createLogger("warn", { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const host = hostAuthenticator(settings, principals, { certificates: certificateObserver(logger) });
     const err = refusalOf(() => host.authenticate({ headers: () => undefined, peerCertificate: stranger }));
     expect([err.code, err.message]).toEqual(["unauthenticated", "the client certificate is not mapped to a principal"]);
-    expect(notices).toEqual([
-      [
-        { event: "auth.unmapped_certificate", subject: "CN=stranger,O=Acme", subjectAltNames: ["DNS:stranger.example", "URI:spiffe://acme/stranger"] },
-        'refused a verified client certificate that is not mapped to a principal: to let it in, add {"subject":"CN=stranger,O=Acme","tenant":"<tenant>","scopes":["<scope>"]} (or {"san": …} with one of DNS:stranger.example, URI:spiffe://acme/stranger) to TLS_CLIENT_PRINCIPALS',
-      ],
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 40,
+        event: "auth.unmapped_certificate",
+        subject: "CN=stranger,O=Acme",
+        subjectAltNames: ["DNS:stranger.example", "URI:spiffe://acme/stranger"],
+        msg: 'refused a verified client certificate that is not mapped to a principal: to let it in, add {"subject":"CN=stranger,O=Acme","tenant":"<tenant>","scopes":["<scope>"]} (or {"san": …} with one of DNS:stranger.example, URI:spiffe://acme/stranger) to TLS_CLIENT_PRINCIPALS',
+      }),
     ]);
   });
 
-  it("with an API key (bearer or X-API-Key): the key decides, nothing is noticed", () => {
+  it("with an API key (bearer or X-API-Key): the key decides, nothing is reported", () => {
     const notices: unknown[] = [];
-    const host = hostAuthenticator(settings, principals, (...args) => notices.push(args));
+    const host = hostAuthenticator(settings, principals, { certificates: { unmapped: (...args) => void notices.push(args) } });
     for (const header of [{ authorization: `Bearer ${KEY}` }, { "x-api-key": KEY }] as Array<Record<string, string>>) {
       expect(host.authenticate({ headers: (name) => header[name], peerCertificate: stranger })).toEqual({ tenant: "acme", id: "apikey:k", scopes: ["runs:read"] });
     }
