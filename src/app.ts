@@ -7,7 +7,7 @@ import type { TaskService } from "./a2a/task-service.js";
 import type { TaskSupervisor } from "./engine/task-supervisor.js";
 import type { AuthDescription } from "./auth/authenticator.js";
 import { hostAuthenticator } from "./auth/host-authenticator.js";
-import { oidcObserver } from "./observed/observed-trust.js";
+import { certificateObserver, oidcObserver } from "./observed/observed-trust.js";
 import { loadTlsServing, TlsFileWatcher } from "./transport/tls-files.js";
 import type { Principal } from "./auth/principal.js";
 import type { PushNotifications } from "./push/push-notifications.js";
@@ -102,8 +102,9 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   // anything runs. The files are re-read for rotation (tls-files.ts).
   const tls = config.tls ? loadTlsServing(config.tls) : undefined;
   // Mutual TLS (TLS_CLIENT_PRINCIPALS): verified client certificates mapped to principals, tried first; mapped
-  // certificates alone turn authentication on.
-  const authenticator = hostAuthenticator(config.auth, config.tls?.clientPrincipals ?? [], { oidc: oidcObserver(logger, telemetry) });
+  // certificates alone turn authentication on. What only the operator can fix (a token's lifetime, an issuer's
+  // TLS, an unmapped certificate) is logged.
+  const authenticator = hostAuthenticator(config.auth, config.tls?.clientPrincipals ?? [], { oidc: oidcObserver(logger, telemetry), certificates: certificateObserver(logger) });
   // The card (built once, in core) declares exactly the configured ways in (API keys, OIDC, client certificates)
   // and the interfaces served here.
   const auth = authenticator.describe();

@@ -1,4 +1,4 @@
-import { createServer } from "node:net";
+import { createServer, type AddressInfo } from "node:net";
 import { createApp } from "./app.js";
 import { consoleAccessDescription } from "./console/console-access.js";
 import { ConfigError, loadConfig, type Config } from "./config/config.js";
@@ -16,7 +16,7 @@ import { ShutdownSteps } from "./shutdown-deadline.js";
 
 /** A host started by `startHost`. */
 export interface RunningHost {
-  /** Where it listens, e.g. `http://127.0.0.1:8080` (the agent card's JSON-RPC endpoint is `${url}/a2a/jsonrpc`). */
+  /** Where it listens, e.g. `http://127.0.0.1:8080` (`https://` with TLS; the agent card's JSON-RPC endpoint is `${url}/a2a/jsonrpc`). */
   url: string;
   /** The address callers are told about on the agent card (PUBLIC_URL; `url` when not set). */
   publicUrl: string;
@@ -106,9 +106,22 @@ export function unknownVariableLine({ variable, suggestion }: NearVariable): str
   return `${variable} is set but openwop-a2a-host does not read it: did you mean ${suggestion}? (as set, it has no effect)`;
 }
 
-function startupLine(config: Config, store: string, app: Awaited<ReturnType<typeof createApp>>): string {
+/** `scheme://address:port` of a listening socket (an IPv6 address in brackets), as bound: `0.0.0.0` says every interface. */
+function listeningUrl(config: Config, address: AddressInfo, host = address.address): string {
+  return `${config.tls ? "https" : "http"}://${address.family === "IPv6" && host === address.address ? `[${host}]` : host}:${address.port}`;
+}
+
+/**
+ * Where the host listens (the bound address, TLS or cleartext, which HTTP versions) and, when PUBLIC_URL is set
+ * to something else, the address the card tells callers: behind a proxy the two differ, and an operator
+ * checking the port needs the first.
+ */
+function startupLine(config: Config, address: AddressInfo, store: string, app: Awaited<ReturnType<typeof createApp>>): string {
+  const listening = listeningUrl(config, address);
+  const protocols = config.tls ? "TLS: HTTP/1.1 + h2" : "cleartext: HTTP/1.1 + h2c";
+  const publicUrl = config.publicUrlSet && config.publicUrl !== listening ? `, public URL ${config.publicUrl}` : "";
   return (
-    `openwop-a2a-host listening on ${config.publicUrl} (HTTP/1.1 + h2c) — A2A JSON-RPC, gRPC, Connect, gRPC-Web, HTTP+JSON, OpenWOP REST; ` +
+    `openwop-a2a-host listening on ${listening} (${protocols})${publicUrl} — A2A JSON-RPC, gRPC, Connect, gRPC-Web, HTTP+JSON, OpenWOP REST; ` +
     `agent: "${app.agentName}", skills: ${app.skills.join(", ")}; store: ${store}; auth: ${app.auth.summary}; ${consoleAccessDescription(app.auth, config.operator)}; ${app.push.description}`
   );
 }
@@ -151,12 +164,13 @@ export async function launchHost(options: HostOptions, processEnv: Env, logger?:
     throw err;
   }
   const address = await app.listen();
-  log.info({ port: address.port, host: address.address, env: config.env, store: opened.store.kind, startupMs: Math.round(process.uptime() * 1000) }, startupLine(config, opened.description, app));
-  const host = address.address === "0.0.0.0" || address.address === "::" ? "localhost" : address.family === "IPv6" ? `[${address.address}]` : address.address;
+  log.info({ port: address.port, host: address.address, env: config.env, store: opened.store.kind, startupMs: Math.round(process.uptime() * 1000) }, startupLine(config, address, opened.description, app));
+  // Every interface: callers on this machine reach it as localhost.
+  const wildcard = address.address === "0.0.0.0" || address.address === "::";
   let closing: Promise<void> | undefined;
   const steps = new ShutdownSteps();
   const running: RunningHost = {
-    url: `http://${host}:${address.port}`,
+    url: listeningUrl(config, address, wildcard ? "localhost" : address.address),
     publicUrl: config.publicUrl,
     port: address.port,
     close() {

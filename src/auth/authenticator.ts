@@ -88,17 +88,20 @@ function mergeDescriptions(parts: AuthDescription[]): AuthDescription {
 }
 
 /**
- * The RFC 6750 challenge for a refused request: `invalid_token` when it carried a bearer credential that was
- * refused (401), `insufficient_scope` when a bearer caller lacks a scope (403); a bare challenge otherwise.
+ * The `WWW-Authenticate` header of a refusal, the same on every HTTP binding: every 401 has one (RFC 9110
+ * §15.5.2), with `invalid_token` when a bearer credential was refused; a bearer caller missing a scope gets
+ * `insufficient_scope` with its 403 (RFC 6750 §3.1). Other answers, and a 403 to a caller that sent no
+ * bearer credential (a client certificate, `X-API-Key`), carry none.
  */
-export function bearerChallenge(headers: HeaderLookup, err: unknown): string {
+export function challengeHeaders(headers: HeaderLookup, err: unknown): Record<string, string> {
   const realm = 'Bearer realm="openwop-a2a-host"';
-  if (!(err instanceof DomainError) || !bearerOf(headers)) return realm;
-  if (err.code === "unauthenticated") return `${realm}, error="invalid_token", error_description="${quoted(err.message)}"`;
-  if (err.code === "permission-denied" && typeof err.details?.["requiredScope"] === "string") {
-    return `${realm}, error="insufficient_scope", scope="${quoted(err.details["requiredScope"])}"`;
+  if (!(err instanceof DomainError)) return {};
+  const bearer = bearerOf(headers) !== undefined;
+  if (err.code === "unauthenticated") return { "www-authenticate": bearer ? `${realm}, error="invalid_token", error_description="${quoted(err.message)}"` : realm };
+  if (bearer && err.code === "permission-denied" && typeof err.details?.["requiredScope"] === "string") {
+    return { "www-authenticate": `${realm}, error="insufficient_scope", scope="${quoted(err.details["requiredScope"])}"` };
   }
-  return realm;
+  return {};
 }
 
 /** RFC 6750 §3: error_description and scope are %x20-21 / %x23-5B / %x5D-7E (no quote, no backslash). */

@@ -38,6 +38,15 @@ export class ClientCertificateAuthenticator {
   }
 }
 
+/** A certificate as an operator maps it in `TLS_CLIENT_PRINCIPALS`: its subject (`CN=agent,O=Acme`, in the certificate's order) and subject alternative names. */
+export function certificateNames(certificate: PeerCertificate): { subject: string; subjectAltNames: string[] } {
+  const pairs: string[] = [];
+  for (const [key, value] of Object.entries(certificate.subject ?? {})) {
+    for (const v of Array.isArray(value) ? value : [value]) pairs.push(`${key}=${String(v)}`);
+  }
+  return { subject: pairs.join(","), subjectAltNames: subjectAltNames(certificate.subjectaltname) };
+}
+
 /** The subject's attributes as sorted `KEY=value` strings (a repeated attribute, e.g. two OUs, gives one pair per value). */
 function subjectPairs(subject: PeerCertificate["subject"] | undefined): string[] {
   const pairs: string[] = [];

@@ -15,8 +15,26 @@ export interface Principal {
   scopes: readonly Scope[] | "*";
 }
 
+/**
+ * The credential a principal came from, in the caller's words, by its id's prefix: every authenticator writes
+ * its kind there (`apikey:<key id>`, `oidc:<sub>`, `mtls:<subject or SAN>`), and those ids are what decisions
+ * are recorded under, so the prefix is already the one record of the kind.
+ */
+const CREDENTIALS = new Map<string, (name: string) => string>([
+  ["apikey", (name) => `the API key "${name}"`],
+  ["oidc", (name) => `the access token of "${name}"`],
+  ["mtls", (name) => `the client certificate "${name}"`],
+]);
+
+/** The credential `principal` presented, named for a message to that caller ("the API key \"ops\"", "the access token of \"user-1\""). */
+export function credentialOf(principal: Principal): string {
+  const colon = principal.id.indexOf(":");
+  const named = colon > 0 ? CREDENTIALS.get(principal.id.slice(0, colon)) : undefined;
+  return named ? named(principal.id.slice(colon + 1)) : `the caller "${principal.id}"`;
+}
+
 export function requireScope(principal: Principal, scope: Scope): void {
   if (principal.scopes !== "*" && !principal.scopes.includes(scope)) {
-    throw new DomainError("permission-denied", `this API key lacks the "${scope}" scope`, { requiredScope: scope });
+    throw new DomainError("permission-denied", `${credentialOf(principal)} lacks the "${scope}" scope`, { requiredScope: scope });
   }
 }

@@ -28,6 +28,8 @@ export interface Config extends StoreSettings, WorkflowSettings {
   port: number;
   host: string;
   publicUrl: string;
+  /** Whether PUBLIC_URL was given (else `publicUrl` is the local default): the start-up line names it beside the listening address then. */
+  publicUrlSet: boolean;
   logLevel: string;
   dataDir: string;
   retentionMs: number;
@@ -94,6 +96,7 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     host: reader.raw("HOST") ?? "127.0.0.1",
     publicUrl: reader.url("PUBLIC_URL", `${tls ? "https" : "http"}://localhost:${port}`),
+    publicUrlSet: reader.raw("PUBLIC_URL") !== undefined,
     logLevel: reader.oneOf("LOG_LEVEL", ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const, "info"),
     ...readStoreSettings(reader, production),
     // Relative to the working directory: an installed package keeps its data with the project that runs it.

@@ -24,3 +24,18 @@ const PEER_CA_HINT = "If the peer's certificate comes from a private CA, trust t
 export function peerTlsFailureReporter(logger: Logger, telemetry: Telemetry): (where: string, code: string) => void {
   return tlsFailureReporter({ logger, counter: telemetry.metrics.egressTlsFailures, subject: "peer", hint: PEER_CA_HINT });
 }
+
+/**
+ * The client-certificate port's reports (auth/host-authenticator.ts CertificateObserver): a verified certificate
+ * that no TLS_CLIENT_PRINCIPALS entry maps is logged with its names and the entry that would let it in; its
+ * caller is told only that it is not mapped.
+ */
+export function certificateObserver(logger: Logger): { unmapped(subject: string, subjectAltNames: string[]): void } {
+  return {
+    unmapped(subject, subjectAltNames) {
+      const entry = JSON.stringify({ subject, tenant: "<tenant>", scopes: ["<scope>"] });
+      const orSan = subjectAltNames.length > 0 ? ` (or {"san": …} with one of ${subjectAltNames.join(", ")})` : "";
+      logger.warn({ event: "auth.unmapped_certificate", subject, subjectAltNames }, `refused a verified client certificate that is not mapped to a principal: to let it in, add ${entry}${orSan} to TLS_CLIENT_PRINCIPALS`);
+    },
+  };
+}

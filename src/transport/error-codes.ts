@@ -20,6 +20,12 @@ export interface WireCodes {
    * (spec §5.4) are spelled out below and carry the domain `a2a-protocol.org`.
    */
   reason?: string;
+  /**
+   * Who may call, not what was asked: answered on its HTTP status on every HTTP binding, JSON-RPC included
+   * (A2A leaves authentication and authorization to HTTP: 401 / 403 with the challenge), where other
+   * JSON-RPC errors ride on 200.
+   */
+  refusal?: true;
 }
 
 /** The HTTP and gRPC statuses of `code` in a version's column: the version's own where it has one, else the shared row. */
@@ -47,8 +53,8 @@ export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
   "extended-card-not-configured": { jsonRpc: -32007, grpc: "FAILED_PRECONDITION", http: 400, rest: "not_configured", reason: "EXTENDED_AGENT_CARD_NOT_CONFIGURED" },
   "version-not-supported": { jsonRpc: -32009, grpc: "FAILED_PRECONDITION", http: 400, rest: "version_not_supported", reason: "VERSION_NOT_SUPPORTED" },
   "generation-mismatch": { jsonRpc: -32010, grpc: "ABORTED", http: 409, rest: "generation_mismatch", reason: "TASK_GENERATION_MISMATCH" },
-  unauthenticated: { jsonRpc: -32600, grpc: "UNAUTHENTICATED", http: 401, rest: "unauthenticated" },
-  "permission-denied": { jsonRpc: -32600, grpc: "PERMISSION_DENIED", http: 403, rest: "forbidden" },
+  unauthenticated: { jsonRpc: -32600, grpc: "UNAUTHENTICATED", http: 401, rest: "unauthenticated", refusal: true },
+  "permission-denied": { jsonRpc: -32600, grpc: "PERMISSION_DENIED", http: 403, rest: "forbidden", refusal: true },
   "not-found": { jsonRpc: -32001, grpc: "NOT_FOUND", http: 404, rest: "not_found", reason: "TASK_NOT_FOUND" },
   // An unknown URL: google.rpc NOT_FOUND / HTTP 404 with a reason of its own (ROUTE_NOT_FOUND, domain
   // openwop.dev), so no caller mistakes a mistyped path for a missing task. JSON-RPC never routes by path.

@@ -1,6 +1,6 @@
 import { a2aVersionOf, requestedA2AVersion, type A2AVersion } from "../domain/a2a-version.js";
 import { DEFAULT_A2A_VERSION } from "../a2a/versions.js";
-import { bearerChallenge, bearerOf, type Authenticator, type HeaderLookup } from "../auth/authenticator.js";
+import { challengeHeaders, type Authenticator, type HeaderLookup } from "../auth/authenticator.js";
 import type { CallContext } from "../auth/call-context.js";
 import type { Principal } from "../auth/principal.js";
 import { DomainError } from "../domain/errors.js";
@@ -118,7 +118,7 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
       // API keys and certificates answer synchronously; only a token check (JWKS) costs a promise hop.
       principal = answer instanceof Promise ? await answer : answer;
     } catch (err) {
-      const challenge = { "www-authenticate": bearerChallenge(headers, err) };
+      const challenge = challengeHeaders(headers, err);
       if (binding.kind === "jsonrpc" && found && "handler" in found) return options.jsonRpcRefused(req, res, err, challenge);
       sendError(res, binding, err, challenge);
       return;
@@ -134,8 +134,7 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
       await found.handler(req, res, found.params, ctx);
     } catch (err) {
       // A bearer caller without the scope gets RFC 6750's insufficient_scope challenge with its 403.
-      const scopeRefused = err instanceof DomainError && err.code === "permission-denied" && bearerOf(headers) !== undefined;
-      if (!res.headersSent) sendError(res, binding, err, scopeRefused ? { "www-authenticate": bearerChallenge(headers, err) } : {});
+      if (!res.headersSent) sendError(res, binding, err, challengeHeaders(headers, err));
       else res.end();
     } finally {
       handled = true;

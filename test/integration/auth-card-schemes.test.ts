@@ -1,8 +1,11 @@
 // The card tells the truth: per configuration, the 0.3 and 1.0 cards, /v1/openapi.json and the OpenWOP
 // discovery `auth` block declare exactly the configured ways in (both together: oidc-tokens.test.ts).
+import { Agent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { knownVariables } from "../../src/config/known-variables.js";
 import { OidcIssuer } from "../support/oidc-issuer.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
+import { TestCertificates } from "../support/test-certificates.js";
 
 type Obj = Record<string, any>;
 const KEY = "card-schemes-key-0123456789abcdef";
@@ -74,6 +77,51 @@ describe("the card's security schemes per configuration", () => {
       expect(discovery["auth"]).toEqual({ required: false, schemes: {}, security: [] });
     } finally {
       await t.close();
+    }
+  });
+
+  it("every way in at once (API keys, OIDC, client certificates): each scheme's description is in the caller's terms, no setting names", async () => {
+    const certs = new TestCertificates();
+    const ca = certs.ca("card-ca");
+    const server = certs.leaf("card-server", ca, "/CN=localhost", { san: "DNS:localhost,IP:127.0.0.1" });
+    const dispatcher = new Agent({ connect: { ca: ca.cert } });
+    const t = await startTestApp({
+      API_KEYS: JSON.stringify([{ id: "k", tenant: "acme", scopes: ["runs:read"], key: KEY }]),
+      AUTH_OIDC_ISSUER: idp.issuer,
+      AUTH_OIDC_AUDIENCE: "aud",
+      AUTH_OIDC_ALLOW_INSECURE_FOR_TESTS: "true",
+      TLS_CERT_FILE: server.certFile,
+      TLS_KEY_FILE: server.keyFile,
+      TLS_CLIENT_CA_FILE: ca.certFile,
+      TLS_CLIENT_AUTH: "optional",
+      TLS_CLIENT_PRINCIPALS: JSON.stringify([{ subject: "CN=agent", tenant: "acme", scopes: ["runs:read"] }]),
+    });
+    try {
+      const json = async (path: string, headers: Record<string, string> = {}) => (await (await request(`${t.baseUrl}${path}`, { dispatcher, headers })).body.json()) as Obj;
+      const v03 = await json("/.well-known/agent-card.json");
+      const v10 = await json("/.well-known/agent-card.json", { "A2A-Version": "1.0" });
+      const openapi = await json("/v1/openapi.json", { authorization: `Bearer ${KEY}` });
+      const discovery = await json("/.well-known/openwop");
+      expect(Object.keys(v03["securitySchemes"]).sort()).toEqual(["apiKey", "mtls", "oidc"]);
+      const descriptions = [
+        ...Object.values(v03["securitySchemes"] as Obj).map((scheme: Obj) => scheme["description"]),
+        // 1.0: each scheme is a oneof ({mtlsSecurityScheme: {description}}, ...).
+        ...Object.values(v10["securitySchemes"] as Obj).flatMap((scheme: Obj) => Object.values(scheme).map((inner: Obj) => inner["description"])),
+        ...Object.values(openapi["components"]["securitySchemes"] as Obj).map((scheme: Obj) => scheme["description"]),
+        ...Object.values(discovery["auth"]["schemes"] as Obj).map((scheme: Obj) => scheme["description"]),
+      ];
+      expect(descriptions).toHaveLength(12);
+      const settings = [...(knownVariables() ?? [])];
+      expect(settings).toContain("TLS_CLIENT_PRINCIPALS");
+      for (const description of descriptions) {
+        expect(typeof description).toBe("string");
+        expect(description, description).not.toMatch(/\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b/);
+        for (const name of settings) expect(description, description).not.toContain(name);
+      }
+    } finally {
+      await t.close();
+      await dispatcher.close();
+      certs.remove();
     }
   });
 });

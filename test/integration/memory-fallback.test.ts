@@ -52,6 +52,7 @@ describe("the in-memory fallback is loud", () => {
     const started = lines.findIndex((l) => l.msg.startsWith("openwop-a2a-host listening on"));
     expect(started).toBeGreaterThan(lines.indexOf(warnings.at(-1)!));
     expect(lines[started]!.msg).toContain("store: in-memory store, not durable: every task is lost when the process stops");
+    expect(lines[started]!.msg).toMatch(/^openwop-a2a-host listening on http:\/\/127\.0\.0\.1:\d+ \(cleartext: HTTP\/1\.1 \+ h2c\) — /);
   });
 
   it("/readyz carries the warning in details", async () => {

@@ -57,14 +57,14 @@ function agentFor(identity?: Issued): Agent {
 }
 
 /** A JSON-RPC 0.3 call over HTTPS/1.1, with an optional client certificate and API key. */
-async function jsonRpc(t: TestApp, method: string, params: unknown, identity?: Issued, key?: string): Promise<{ status: number; body: any }> {
+async function jsonRpc(t: TestApp, method: string, params: unknown, identity?: Issued, key?: string): Promise<{ status: number; challenge: string | undefined; body: any }> {
   const res = await request(`${t.baseUrl}/a2a/jsonrpc`, {
     method: "POST",
     dispatcher: agentFor(identity),
     headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
   });
-  return { status: res.statusCode, body: await res.body.json() };
+  return { status: res.statusCode, challenge: res.headers["www-authenticate"] as string | undefined, body: await res.body.json() };
 }
 
 function sendParams(text: string) {
@@ -92,8 +92,9 @@ afterAll(async () => {
 
 describe("mutual TLS, TLS_CLIENT_AUTH=optional", () => {
   let t: TestApp;
+  const logs: string[] = [];
   beforeAll(async () => {
-    t = await startTestApp(tlsEnv({ TLS_CLIENT_AUTH: "optional" }));
+    t = await startTestApp(tlsEnv({ TLS_CLIENT_AUTH: "optional", LOG_LEVEL: "warn" }), undefined, undefined, { logs });
   });
   afterAll(() => t.close());
 
@@ -108,16 +109,31 @@ describe("mutual TLS, TLS_CLIENT_AUTH=optional", () => {
     expect(byOps.body.error?.code).toBe(-32001);
   });
 
-  it("a certificate mapped by SAN gets that entry's scopes only", async () => {
+  it("a certificate mapped by SAN gets that entry's scopes only: 403 naming the certificate, no bearer challenge", async () => {
     const refused = await jsonRpc(t, "message/send", sendParams("no runs:create"), ops);
-    expect(refused.body.error?.data?.requiredScope).toBe("runs:create");
+    expect(refused.status).toBe(403);
+    expect(refused.challenge).toBeUndefined();
+    expect(refused.body.error).toEqual({ code: -32600, message: 'the client certificate "URI:spiffe://acme/ops" lacks the "runs:create" scope', data: { requiredScope: "runs:create" } });
   });
 
-  it("an unmapped, another CA's or an expired certificate grants nothing: 401 without other credentials", async () => {
-    for (const identity of [stranger, impostor, expired]) {
+  it("an unmapped certificate alone is refused as unmapped; the log (not the answer) tells the operator what to map", async () => {
+    logs.length = 0;
+    const answer = await jsonRpc(t, "tasks/get", { id: "nope" }, stranger);
+    expect(answer.status).toBe(401);
+    expect(answer.challenge).toBe('Bearer realm="openwop-a2a-host"');
+    expect(answer.body.error).toEqual({ code: -32600, message: "the client certificate is not mapped to a principal" });
+    const notice = logs.map((line) => JSON.parse(line) as Record<string, any>).find((l) => l["event"] === "auth.unmapped_certificate");
+    expect(notice).toMatchObject({ level: 40, subject: "CN=stranger,O=Acme", subjectAltNames: [] });
+    expect(notice?.["msg"]).toBe(
+      'refused a verified client certificate that is not mapped to a principal: to let it in, add {"subject":"CN=stranger,O=Acme","tenant":"<tenant>","scopes":["<scope>"]} to TLS_CLIENT_PRINCIPALS',
+    );
+  });
+
+  it("another CA's or an expired certificate is never looked at: 401 like a caller without credentials", async () => {
+    for (const identity of [impostor, expired]) {
       const answer = await jsonRpc(t, "tasks/get", { id: "nope" }, identity);
       expect(answer.status, identity.certFile).toBe(401);
-      expect(answer.body.error?.message).toMatch(/credentials|API key/);
+      expect(answer.body.error?.message).toMatch(/^missing credentials/);
     }
   });
 
@@ -142,7 +158,7 @@ describe("mutual TLS, TLS_CLIENT_AUTH=optional", () => {
     expect(((await mapped.body.json()) as any).code).toBe("not_found");
     const unmapped = await call(stranger);
     expect(unmapped.statusCode).toBe(401);
-    expect(((await unmapped.body.json()) as any).code).toBe("unauthenticated");
+    expect(await unmapped.body.json()).toEqual({ code: "unauthenticated", message: "the client certificate is not mapped to a principal" });
   });
 
   it("@grpc/grpc-js over TLS (ALPN h2) with a client certificate", async () => {
@@ -151,7 +167,7 @@ describe("mutual TLS, TLS_CLIENT_AUTH=optional", () => {
     const anonymous = grpcClient(t);
     try {
       expect((await grpcGetTask(mapped, "tasks/nope")).code).toBe(grpc.status.NOT_FOUND);
-      expect((await grpcGetTask(unmapped, "tasks/nope")).code).toBe(grpc.status.UNAUTHENTICATED);
+      expect(await grpcGetTask(unmapped, "tasks/nope")).toEqual({ code: grpc.status.UNAUTHENTICATED, details: "the client certificate is not mapped to a principal" });
       expect((await grpcGetTask(anonymous, "tasks/nope")).code).toBe(grpc.status.UNAUTHENTICATED);
     } finally {
       for (const c of [mapped, unmapped, anonymous]) c.close();
@@ -249,8 +265,10 @@ describe("TLS_CLIENT_PRINCIPALS without API keys, and SIGHUP", () => {
     const card = (await (await request(`${t.baseUrl}/.well-known/agent-card.json`, { dispatcher: agentFor() })).body.json()) as any;
     expect(card.securitySchemes).toEqual({ mtls: expect.objectContaining({ type: "mutualTLS" }) });
     expect(card.security).toEqual([{ mtls: [] }]);
-    expect((await jsonRpc(t, "tasks/get", { id: "nope" })).status).toBe(401);
-    expect((await jsonRpc(t, "tasks/get", { id: "nope" }, stranger)).status).toBe(401);
+    const none = await jsonRpc(t, "tasks/get", { id: "nope" });
+    expect([none.status, none.body.error?.message]).toEqual([401, "missing credentials: present a client certificate"]);
+    const unmapped = await jsonRpc(t, "tasks/get", { id: "nope" }, stranger);
+    expect([unmapped.status, unmapped.body.error?.message]).toEqual([401, "the client certificate is not mapped to a principal"]);
     expect((await jsonRpc(t, "tasks/get", { id: "nope" }, billing)).body.error?.code).toBe(-32001);
   });
 

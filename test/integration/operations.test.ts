@@ -127,6 +127,17 @@ describe("health and readiness", () => {
   }, 60_000);
 });
 
+describe("/readyz when not ready", () => {
+  it("answers 503 with Retry-After, as every other 503 of the host does", async () => {
+    const unreachable = Object.assign(new MemoryTaskStore(), { ping: () => Promise.reject(new Error("connection refused")) });
+    const { base } = await start(unreachable);
+    const res = await fetch(`${base}/readyz`);
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("5");
+    expect(await res.json()).toMatchObject({ status: "not-ready", reason: "store: connection refused" });
+  });
+});
+
 describe("gRPC server reflection", () => {
   it("lists both A2A services and health, and answers file_containing_symbol with the file and its imports (v1 and v1alpha)", async () => {
     const { base } = await start();

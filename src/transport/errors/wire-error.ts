@@ -65,6 +65,11 @@ export function wireErrorOf(err: unknown, version: A2AVersion): WireError {
   };
 }
 
+/** The HTTP status a JSON-RPC error answers on: 200, but a refusal (401, 403) on its own, as on the other bindings. */
+export function jsonRpcHttpStatus(err: DomainError, version: A2AVersion): number {
+  return WIRE_CODES[err.code].refusal ? statusesOf(err.code, versionModule(version).errors.statuses).http : 200;
+}
+
 /** Seconds a 503 (store unavailable) asks HTTP callers to wait before retrying. */
 export const RETRY_AFTER_SECONDS = 1;
 

@@ -1,3 +1,4 @@
+import { challengeHeaders, type HeaderLookup } from "../../auth/authenticator.js";
 import type { CallContext } from "../../auth/call-context.js";
 import { a2aVersionOf, type A2AVersion } from "../../domain/a2a-version.js";
 import { DEFAULT_A2A_VERSION, versionAsked, versionModule, versionOfJsonRpcMethod, type BoundVersions } from "../../a2a/versions.js";
@@ -5,7 +6,7 @@ import { DomainError } from "../../domain/errors.js";
 import { parseJsonBody } from "../../domain/json-input.js";
 import { isObject } from "../../domain/json-shape.js";
 import { jsonRpcErrorBody, type JsonRpcId } from "../errors/a2a-error-exits.js";
-import { retryAfterOf, wireErrorOf, type ReportError } from "../errors/wire-error.js";
+import { jsonRpcHttpStatus, retryAfterOf, wireErrorOf, type ReportError } from "../errors/wire-error.js";
 import { noteRequest } from "../../observability/request-notes.js";
 import { oncePerObject } from "../../domain/once-per-object.js";
 import { streamCursorOf } from "../../domain/stream-cursor.js";
@@ -29,8 +30,8 @@ export interface JsonRpcEndpointOptions {
  * The JSON-RPC 2.0 endpoint at the card's `url`, for every registered A2A version at once: the method name
  * picks the version (slash names 0.3, PascalCase 1.0; unknown names the default version), and its errors
  * answer in that version's shape. `A2A-Version` must name a served version (absent = 0.3), else -32009.
- * Protocol errors answer HTTP 200 with a JSON-RPC error; transport problems (method, media type, size)
- * answer their HTTP status with a JSON-RPC error body.
+ * Protocol errors answer HTTP 200 with a JSON-RPC error; transport problems (method, media type, size) and
+ * refusals (a missing scope: 403 with its challenge) answer their HTTP status with a JSON-RPC error body.
  */
 export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
   const { report } = options;
@@ -39,36 +40,42 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
 
   return async function handleJsonRpc(req: HttpRequest, res: HttpResponse, ctx: CallContext): Promise<void> {
     const headers = activatedExtensions(req, options.supportedExtensions);
-    // A retryable error (the store unavailable) carries Retry-After on its HTTP answer, as 503s do elsewhere.
-    const fail = (status: number, version: A2AVersion, id: JsonRpcId, err: unknown) => {
+    const lookup: HeaderLookup = (name) => {
+      const value = req.headers[name];
+      return Array.isArray(value) ? value[0] : value;
+    };
+    // A retryable error (the store unavailable) carries Retry-After on its HTTP answer, as 503s do elsewhere; a
+    // refusal its status and WWW-Authenticate, as on every HTTP binding. `status` only for transport problems.
+    const fail = (version: A2AVersion, id: JsonRpcId, err: unknown, status?: number) => {
       const domain = report(err, { rpcId: id });
-      sendJson(res, status, jsonRpcErrorBody(version, id, domain), { ...headers, ...retryAfterOf(domain) });
+      const all = { ...headers, ...retryAfterOf(domain), ...challengeHeaders(lookup, domain) };
+      sendJson(res, status ?? jsonRpcHttpStatus(domain, version), jsonRpcErrorBody(version, id, domain), all);
     };
     if (req.method !== "POST") {
       sendJson(res, 405, jsonRpcErrorBody(legacy, null, new DomainError("invalid-request", "JSON-RPC requests must use POST")), { allow: "POST", ...headers });
       return;
     }
     if (!JSON_MEDIA_TYPES.includes(mediaTypeOf(req))) {
-      fail(415, legacy, null, new DomainError("unsupported-media-type", `Content-Type must be application/json or application/a2a+json (got "${req.headers["content-type"] ?? ""}")`));
+      fail(legacy, null, new DomainError("unsupported-media-type", `Content-Type must be application/json or application/a2a+json (got "${req.headers["content-type"] ?? ""}")`), 415);
       return;
     }
     let body: Buffer;
     try {
       body = await readBody(req, options.maxBodyBytes);
     } catch (err) {
-      fail(413, legacy, null, err);
+      fail(legacy, null, err, 413);
       return;
     }
     let request: unknown;
     try {
       request = parseJsonBody(body, options.maxInputDepth);
     } catch (err) {
-      fail(200, legacy, null, err);
+      fail(legacy, null, err);
       return;
     }
     const envelope = checkEnvelope(request);
     if ("error" in envelope) {
-      fail(200, legacy, envelope.id, envelope.error);
+      fail(legacy, envelope.id, envelope.error);
       return;
     }
     const { id, method, params } = envelope;
@@ -77,7 +84,7 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
       // A draft sharing the method's version's names (1.1 over 1.0) answers when the call asks for it.
       version = versionAsked(version, a2aVersionOf(req, served));
     } catch (err) {
-      fail(200, version, id, err);
+      fail(version, id, err);
       return;
     }
     const table = options.versions.get(version)!.jsonRpc;
@@ -85,14 +92,14 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
     // Known names only: the method becomes a metric label, so unknown ones must not add label values.
     if (fn) noteRequest({ method, version });
     if (!fn) {
-      fail(200, legacy, id, new DomainError("method-not-found", `Method not found: ${method}`));
+      fail(legacy, id, new DomainError("method-not-found", `Method not found: ${method}`));
       return;
     }
     let outcome;
     try {
       outcome = await fn(params, ctx);
     } catch (err) {
-      fail(200, version, id, err);
+      fail(version, id, err);
       return;
     }
     if (outcome.kind === "unary") {
@@ -105,7 +112,9 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
       headers,
       encode: (result) => responseText(id, result),
       failedBeforeFirst: async (err) => {
-        if (versionModule(version).errors.jsonRpcStreamFailure === "plain") return fail(200, version, id, err);
+        // A refusal is an HTTP answer (403 and its challenge) in every version, not an event of a stream.
+        const refused = err instanceof DomainError && jsonRpcHttpStatus(err, version) !== 200;
+        if (refused || versionModule(version).errors.jsonRpcStreamFailure === "plain") return fail(version, id, err);
         const domain = report(err, { rpcId: id });
         const sse = new SseWriter(res, 15_000, { ...headers, ...retryAfterOf(domain) });
         await sse.send(jsonRpcErrorBody(version, id, domain), { event: "error" });
