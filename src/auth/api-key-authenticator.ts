@@ -26,6 +26,7 @@ export function apiKeyAuthenticator(entries: ApiKeyEntry[]): Authenticator {
     tenants,
     allTenantsHolders,
     summary: `API keys (${entries.length})`,
+    asks: "an API key (Authorization: Bearer <key>)",
   };
   return {
     recognises({ headers }) {

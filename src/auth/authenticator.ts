@@ -32,6 +32,8 @@ export interface AuthDescription {
   allTenantsHolders: readonly string[];
   /** The start-up line's words, e.g. "API keys (3)" or "OIDC https://idp.example (audience a2a-host)". */
   summary: string;
+  /** The credential it takes, in a caller's words ("an API key (Authorization: Bearer <key>)"), for a request with none. */
+  asks?: string;
 }
 
 /**
@@ -65,11 +67,14 @@ export function isJwtShaped(value: string): boolean {
 export function chain(...authenticators: Authenticator[]): Authenticator {
   if (authenticators.length === 1) return authenticators[0]!;
   const description = mergeDescriptions(authenticators.map((a) => a.describe()));
+  // What this host takes, as configured: a caller with none of it is told exactly those.
+  const asks = authenticators.flatMap((a) => a.describe().asks ?? []);
+  const missing = asks.length > 0 ? `missing credentials: this agent takes ${asks.length > 1 ? `${asks.slice(0, -1).join(", ")} or ${asks.at(-1)}` : asks[0]}` : "missing credentials";
   return {
     recognises: (request) => authenticators.some((a) => a.recognises(request)),
     authenticate(request) {
       for (const authenticator of authenticators) if (authenticator.recognises(request)) return authenticator.authenticate(request);
-      throw new DomainError("unauthenticated", "missing credentials: send Authorization: Bearer <API key or access token>");
+      throw new DomainError("unauthenticated", missing);
     },
     describe: () => description,
   };

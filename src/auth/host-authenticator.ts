@@ -41,6 +41,7 @@ function clientCertificatePort(certificates: ClientCertificateAuthenticator, ent
     tenants: [...new Set(entries.map((e) => e.tenant))],
     allTenantsHolders: [],
     summary: `client certificates (${entries.length})`,
+    asks: "a client certificate",
   };
   return {
     recognises: (request) => request.peerCertificate !== undefined && (!otherCredential(request.headers) || certificates.authenticate(request) !== undefined),

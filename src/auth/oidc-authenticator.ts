@@ -185,7 +185,7 @@ function describeIssuers(issuers: readonly OidcIssuerSettings[]): AuthDescriptio
     schemes[names[i]!] = { type: "openIdConnect", openIdConnectUrl: discoveryUrlOf(issuer.issuer), description: `An access token from ${issuer.issuer} for audience ${issuer.audience}: Authorization: Bearer <token>` };
   });
   const summary = issuers.length === 1 ? `OIDC tokens from ${issuers[0]!.issuer} (audience ${issuers[0]!.audience})` : `OIDC tokens from ${issuers.length} issuers (${issuers.map((i) => i.issuer).join(", ")})`;
-  return { enabled: true, schemes, requirements: names.map((name) => ({ [name]: [] })), tenants: [], allTenantsHolders: [], summary };
+  return { enabled: true, schemes, requirements: names.map((name) => ({ [name]: [] })), tenants: [], allTenantsHolders: [], summary, asks: "an access token (Authorization: Bearer <token>)" };
 }
 
 /** A short, safe reason (never the token, never a key). */

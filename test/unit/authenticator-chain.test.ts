@@ -121,3 +121,19 @@ describe("an authenticator added by the recipe", () => {
     expect(auth.summary).toBe("partner keys (1) + API keys (1)");
   });
 });
+
+describe("a request with no credential", () => {
+  it("is told what this host takes, as configured: no API key where none is configured", () => {
+    const oidcOnly = loadAuthSettings({ AUTH_OIDC_ISSUER: "https://idp.example", AUTH_OIDC_AUDIENCE: "host" }, false);
+    if (Array.isArray(oidcOnly)) throw new Error(oidcOnly.join("; "));
+    const certificates = [{ subject: "CN=agent", tenant: "acme", scopes: ["runs:read" as const] }];
+    const none = { headers: () => undefined };
+    expect(() => hostAuthenticator(oidcOnly, certificates).authenticate(none)).toThrow(
+      "missing credentials: this agent takes a client certificate or an access token (Authorization: Bearer <token>)",
+    );
+    const keys = loadAuthSettings({ API_KEYS: JSON.stringify([{ id: "k", tenant: "acme", scopes: ["runs:read"], key: "chain-key-0123456789abcdef" }]), AUTH_OIDC_ISSUER: "https://idp.example", AUTH_OIDC_AUDIENCE: "host" }, false);
+    if (Array.isArray(keys)) throw new Error(keys.join("; "));
+    // With API keys configured, a request without a bearer is the API-key authenticator's to refuse.
+    expect(() => hostAuthenticator(keys).authenticate(none)).toThrow("missing credentials: send Authorization: Bearer <API key>");
+  });
+});
