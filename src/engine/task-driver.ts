@@ -4,6 +4,7 @@ import type { Logger } from "../observability/logger.js";
 import { LeaseLostError } from "../store/task-store.js";
 import { ShutdownSignal } from "./in-flight-work.js";
 import { failureMessage, type NodeEffect, type NodeExecutor, type NodeExecutors, type NodeOutcome } from "./nodes/node-executor.js";
+import type { NodeBase } from "../workflows/workflow-types.js";
 import { POISON_EXHAUSTED, type RecoverySettings } from "./recovery-settings.js";
 import type { LiveTask, TaskRepository } from "./task-repository.js";
 import type { WorkflowCatalog } from "./workflow-catalog.js";
@@ -219,6 +220,8 @@ export class TaskDriver {
       repository.stage(live, { type: "FAIL", at, error: step.error, statusMessage: failureMessage(live.record, step.error.code) });
       return true;
     }
+    // Nothing to do until something kicks the task again (a timer, a reply, a push): it is passivated.
+    if (step.type === "wait") return false;
     const node = findNode(workflow, snapshot.context.cursor!)!;
     if (holderDied && snapshot.context.nodeStarted && this.poisoned(taskId, live, node, at)) return true;
     return this.executorOf(node).step({ taskId, node, step, live, workflow, at });
@@ -248,8 +251,8 @@ export class TaskDriver {
     return true;
   }
 
-  private executorOf(node: WorkflowNode): NodeExecutor<WorkflowNode> {
-    return this.options.executors[node.kind] as NodeExecutor<WorkflowNode>;
+  private executorOf(node: WorkflowNode): NodeExecutor<NodeBase> {
+    return this.options.executors[node.kind]!;
   }
 }
 

@@ -21,7 +21,7 @@ export function nextStep(context: TaskContext, workflow: WorkflowDefinition, kin
   if (!node) {
     return { type: "fail", error: { code: "workflow_invalid", message: `node "${context.cursor}" is not in workflow ${workflow.id}` } };
   }
-  return kinds.of(node.kind)?.decide?.(node as never, context) ?? { type: "run", node };
+  return kinds.of(node.kind)?.decide?.(node, context) ?? { type: "run" };
 }
 
 /** Interprets a resume value for a pending interrupt: the kind of the node that raised it reads it. Invalid values are refused with a clear message. */
