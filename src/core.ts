@@ -36,7 +36,7 @@ import { createGrpcPeerTransport } from "./peer/grpc-peer-client.js";
 import { createPeerHttpClient } from "./peer/peer-http-client.js";
 import { egressFetch } from "./egress/egress-fetch.js";
 import { PEER_JWKS_TIMEOUT_MS, PeerJwks } from "./peer/peer-jwks.js";
-import { workflowVariableValues } from "./engine/nodes/http/http-node-settings.js";
+import { workflowVariableValues } from "./engine/nodes/node-egress-settings.js";
 import { negotiateA2AVersion } from "./domain/a2a-version.js";
 import { peerVersions, pushBody, servedVersions } from "./a2a/versions.js";
 import type { Resolver } from "./egress/egress-guard.js";

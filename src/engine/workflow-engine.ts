@@ -11,8 +11,6 @@ import type { WorkflowDefinition } from "../workflows/workflow-types.js";
  * decides for its nodes (engine/nodes/, through the registry); the supervisor performs the effects and commits
  * the resulting machine events.
  */
-export { feedbackFor } from "./nodes/gates/approval-node.js";
-export { buildInterrupt, offeredActions } from "./nodes/gates/gate-node.js";
 export { findNode, firstNodeOf, idempotencyKeyOf, incomingMessageOf, nodeAfter, runInputOf, SYSTEM_TIMEOUT, type ReplyOutcome, type Step } from "./workflow-walk.js";
 
 export function nextStep(context: TaskContext, workflow: WorkflowDefinition, kinds: NodeKindRegistry = builtinNodeKinds()): Step {

@@ -1,5 +1,5 @@
 import { createEgressHttpClient, type EgressHttpClient } from "../egress/egress-http-client.js";
-import type { HttpNodeSettings } from "../engine/nodes/http/http-node-settings.js";
+import type { HttpNodeSettings } from "../engine/nodes/node-egress-settings.js";
 import type { NodeEgress } from "../engine/nodes/node-kind.js";
 import type { Telemetry } from "../observability/telemetry.js";
 import { observedEgressHttp } from "./observed-egress.js";

@@ -11,14 +11,13 @@ import type { Artifact, Message } from "../../src/domain/a2a-types.js";
 import { DomainError } from "../../src/domain/errors.js";
 import { builtinHandlers } from "../../src/workflows/builtin-handlers.js";
 import { WorkflowLoadError, checkWorkflow, readWorkflowDirectory } from "../../src/engine/workflow-catalog.js";
+import { feedbackFor } from "../../src/engine/nodes/gates/approval-node.js";
+import { buildInterrupt, offeredActions } from "../../src/engine/nodes/gates/gate-node.js";
 import {
-  buildInterrupt,
-  feedbackFor,
   firstNodeOf,
   idempotencyKeyOf,
   interpretReply,
   nextStep,
-  offeredActions,
   resumeValueFromMessage,
   SYSTEM_TIMEOUT,
   type ReplyOutcome,

@@ -51,7 +51,7 @@ export interface NodeKind<N extends NodeBase, S = undefined, P = undefined> {
 /** A kind's schema fragment: a JSON Schema object whose `kind` is a const; `#/$defs/Id` and `#/$defs/Title` may be referenced. */
 export interface NodeSchemaFragment {
   type: "object";
-  required: string[];
+  required: readonly string[];
   properties: { kind: { const: string }; [property: string]: unknown };
   additionalProperties?: boolean;
   [keyword: string]: unknown;

@@ -31,7 +31,7 @@ import { idempotencyKeyOf, incomingMessageOf, runInputOf } from "../../workflow-
 import { feedbackFor } from "../gates/approval-node.js";
 import { HandlerError, type HandlerArtifact, type HandlerResult, type HttpNode, type WorkflowDefinition } from "../../../workflows/workflow-types.js";
 import { VARIABLE_REFERENCE } from "../../../workflows/workflow-variables.js";
-import type { HttpNodeSettings } from "./http-node-settings.js";
+import type { HttpNodeSettings } from "../node-egress-settings.js";
 import { failureMessage, stageNodeCompleted, stillRunning, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "../node-executor.js";
 import type { EngineNodeKind } from "../node-kind.js";
 
