@@ -2,8 +2,9 @@
 // src/index.ts, without a cast, registered as a list (`nodeKinds`, as startHost takes it): `uppercase` with its
 // schema fragment, a load-time check, its own service (createServices) and route, an executor whose effect
 // upper-cases the caller's text into an artifact, and its console title, graph label and edges. A second kind,
-// `secret-word`, asks the caller (its own interrupt) and reads its own reply. A real task runs through the real
-// server over the A2A 0.3 JSON-RPC binding; the console's graph of the workflow shows the kind's words.
+// `secret-word`, asks the caller (its own interrupt) and reads its own reply; a third, `gatekeeper`, decides
+// (fail, complete, or run with a payload of its own). Real tasks run through the real server over the A2A 0.3
+// JSON-RPC binding; the console's graph of the workflow shows the kind's words.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HandlerError, type NodeKind, type WorkflowDefinition } from "../../src/index.js";
 import { checkWorkflow } from "../../src/engine/workflow-catalog.js";
@@ -78,6 +79,49 @@ const secretWord: NodeKind<SecretWordNode> = {
   view: { waitingFor: (node, run) => (run.interrupt?.nodeId === node.id ? { kind: "external", label: "the secret word", nodeId: node.id } : undefined) },
 };
 
+interface GateNode {
+  kind: "gatekeeper";
+  id: string;
+  title?: string;
+}
+
+/**
+ * A third kind for the engine's open step: its `decide` fails the run ("stop"), ends it ("done") or hands the node
+ * to its executor with a payload of its own; the executor completes at once to `$end` (a loud request) or runs an
+ * effect that refuses with a HandlerError (anything else).
+ */
+const gatekeeper: NodeKind<GateNode, undefined, { loud: boolean }> = {
+  kind: "gatekeeper",
+  schema: { type: "object", additionalProperties: false, required: ["kind", "id"], properties: { kind: { const: "gatekeeper" }, id: { $ref: "#/$defs/Id" }, title: { $ref: "#/$defs/Title" } } },
+  decide(_node, run) {
+    const { text } = run.input;
+    if (text === "stop") return { type: "fail", error: { code: "stopped_by_gate", message: "the gate said stop" } };
+    if (text === "done") return { type: "complete" };
+    return { type: "run", payload: { loud: text === text.toUpperCase() } };
+  },
+  executor: () => ({
+    async step(_node, run) {
+      if (run.payload?.loud) {
+        run.complete({ output: { loud: true } }, { next: "$end" });
+        return;
+      }
+      return run.effect(async () => {
+        throw new HandlerError("too_quiet", "speak up");
+      });
+    },
+  }),
+};
+
+const GATED: WorkflowDefinition<GateNode | UppercaseNode> = {
+  id: "gated",
+  name: "Gated",
+  description: "A gate, then the shout.",
+  nodes: [
+    { kind: "gatekeeper", id: "gate" },
+    { kind: "uppercase", id: "loud" },
+  ],
+};
+
 // A definition names the plugin node types it uses beside the built-in ones.
 const GUARDED: WorkflowDefinition<SecretWordNode> = {
   id: "guarded",
@@ -102,7 +146,7 @@ describe("node kinds defined outside src, registered as a list (nodeKinds)", () 
   const caller = jsonRpcCaller(() => t.baseUrl, { key: KEY });
 
   beforeAll(async () => {
-    t = await startTestApp({ BUILTIN_WORKFLOWS: "none", API_KEYS }, undefined, undefined, { nodeKinds: [uppercase, secretWord], workflows: [WORKFLOW, GUARDED] });
+    t = await startTestApp({ BUILTIN_WORKFLOWS: "none", API_KEYS }, undefined, undefined, { nodeKinds: [uppercase, secretWord, gatekeeper], workflows: [WORKFLOW, GUARDED, GATED] });
   });
   afterAll(async () => {
     await t?.close();
@@ -124,6 +168,24 @@ describe("node kinds defined outside src, registered as a list (nodeKinds)", () 
     expect(done["status"].state).toBe("completed");
     const stored = (await t.store.get(task["id"]))?.snapshot as { context: { outputs: Record<string, unknown> } };
     expect(stored.context.outputs["gate"]).toEqual({ word: "SWORDFISH" });
+  });
+
+  it("the open step: a kind's decision fails or ends the run, or runs the node with its own payload; an effect's HandlerError fails it with its code", async () => {
+    const errorOf = async (id: string) => ((await t.store.get(id))?.snapshot as { context: { error?: { code: string; nodeId?: string }; outputs: Record<string, unknown> } }).context;
+    const stopped = await caller.start("stop", "gated");
+    expect(stopped["status"].state).toBe("failed");
+    expect((await errorOf(stopped["id"])).error).toMatchObject({ code: "stopped_by_gate", nodeId: "gate" });
+    const done = await caller.start("done", "gated");
+    expect(done["status"].state).toBe("completed");
+    expect(done["artifacts"] ?? []).toEqual([]);
+    // Loud: completed at once, straight to $end (the shout after it never runs).
+    const loud = await caller.start("LOUD", "gated");
+    expect(loud["status"].state).toBe("completed");
+    expect(loud["artifacts"] ?? []).toEqual([]);
+    expect((await errorOf(loud["id"])).outputs).toEqual({ gate: { loud: true } });
+    const quiet = await caller.start("quiet", "gated");
+    expect(quiet["status"].state).toBe("failed");
+    expect((await errorOf(quiet["id"])).error).toMatchObject({ code: "too_quiet", message: "speak up", nodeId: "gate" });
   });
 
   it("serves the kind's route (public: no API key asked)", async () => {
