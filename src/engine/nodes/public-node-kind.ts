@@ -59,8 +59,8 @@ export interface NodeSchemaFragment {
 
 /**
  * What a task at one of the kind's nodes does next: `complete` ends the run (successfully), `fail` fails it,
- * `wait` leaves it until something kicks it again (a reply, a push to one of the kind's routes), and `run` hands the
- * node to the executor with `payload`.
+ * `wait` does nothing now (the task rests, its actor stopped, until something else moves it: a reply, a cancel,
+ * an operator's action; the kind is asked again then), and `run` hands the node to the executor with `payload`.
  */
 export type NodeDecision<P = undefined> =
   | { type: "complete" }
