@@ -85,7 +85,7 @@ export interface Core {
   catalog: WorkflowCatalog;
   /** Where the supervisor publishes this instance's commits; listen on `commits`. */
   hook: TransitionHook;
-  /** Commits as they happen, this instance's and other instances' (the observer, push and a2a.invoke listen here). */
+  /** Commits as they happen, this instance's and other instances' (the observer, push and node kinds listen here). */
   commits: CommitBus;
   supervisor: TaskSupervisor;
   reads: TaskReadPort;
@@ -104,11 +104,11 @@ export interface Core {
   tokens: InterruptTokenSigner;
   /** The push-config store (the console shows deliveries and dead letters). */
   pushConfigs: PushConfigStore;
-  /** The node kinds' HTTP routes (a2a.invoke: the receiver of peers' pushes, POST /v1/peer-callbacks/{taskId}, when it has a callback key). */
+  /** The node kinds' HTTP routes (e.g. the receiver of peers' pushes, POST /v1/peer-callbacks/{taskId}, when there is a callback key). */
   nodeRoutes: NodeRoute[];
   /** Each node kind's services, by kind (what its createServices built). */
   nodeServices: NodeServicesByKind;
-  /** The A2A client a2a.invoke calls peers with (the conformance invoke seam drives the same one). */
+  /** The A2A client peers are called with (node kinds get it as `peers`; the conformance invoke seam drives the same one). */
   peerClient: A2APeerClient;
   /** Resumes every unfinished task and starts push delivery. */
   start(): Promise<void>;
@@ -164,7 +164,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const commitFeed = await store.openCommitFeed?.(config.commitFeed, (err) => logger.warn({ err }, "the commit feed failed; restarting it from its resume token"));
   const commits = new CommitBus(hook, commitFeed);
 
-  // (2) Outbound clients. a2a.invoke: calls to remote A2A agents go through the same egress guard as push deliveries.
+  // (2) Outbound clients. Calls to remote A2A agents (peers) go through the same egress guard as push deliveries.
   // The card (or a named peer's pins) picks the wire: JSON-RPC or HTTP+JSON over the egress client, gRPC over HTTP/2, A2A 1.0 or 0.3.
   // A private CA of peers' servers (A2A_PEERS_CA_FILE) is trusted by both wires; a failed handshake is logged once and counted.
   const peerTls = { ...(config.a2aPeer.ca !== undefined ? { ca: config.a2aPeer.ca } : {}), onTlsFailure: peerTlsFailureReporter(logger, telemetry) };
