@@ -4,12 +4,11 @@ import type { Logger } from "../observability/logger.js";
 import { LeaseLostError } from "../store/task-store.js";
 import { ShutdownSignal } from "./in-flight-work.js";
 import { failureMessage, type NodeEffect, type NodeExecutor, type NodeExecutors, type NodeOutcome } from "./nodes/node-executor.js";
-import type { NodeBase } from "../workflows/workflow-types.js";
 import { POISON_EXHAUSTED, type RecoverySettings } from "./recovery-settings.js";
 import type { LiveTask, TaskRepository } from "./task-repository.js";
 import type { WorkflowCatalog } from "./workflow-catalog.js";
 import { findNode, nextStep } from "./workflow-engine.js";
-import type { WorkflowNode } from "../workflows/workflow-types.js";
+import type { NodeBase, WorkflowNode } from "../workflows/workflow-types.js";
 
 export interface TaskDriverOptions {
   repository: TaskRepository;

@@ -7,8 +7,7 @@ import type { TaskRecord } from "../../domain/task-record.js";
 import type { InFlightWork } from "../in-flight-work.js";
 import type { LiveTask, TaskRepository } from "../task-repository.js";
 import { nodeAfter, type Step } from "../workflow-walk.js";
-import type { HandlerResult, WorkflowDefinition } from "../../workflows/workflow-types.js";
-import type { NodeBase } from "../../workflows/workflow-types.js";
+import type { HandlerResult, NodeBase, WorkflowDefinition } from "../../workflows/workflow-types.js";
 
 /**
  * Work a node runs after the task's lock is released (a handler, a peer call); its node.started is already

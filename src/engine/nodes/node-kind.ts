@@ -4,7 +4,7 @@ import type { TaskReadPort } from "../../store/task-read-port.js";
 import type { CommitBus } from "../../store/commit-bus.js";
 import type { Message } from "../../domain/a2a-types.js";
 import type { ConversationReads } from "../handler-conversation.js";
-import type { ArtifactChunk, HandlerResult, TaskHandler, WorkflowDefinition, WorkflowNode } from "../../workflows/workflow-types.js";
+import type { ArtifactChunk, HandlerResult, NodeBase, TaskHandler, WorkflowDefinition, WorkflowNode } from "../../workflows/workflow-types.js";
 import type { ReplyOutcome, Step } from "../workflow-walk.js";
 import type { EgressHttpClient } from "../../egress/egress-http-client.js";
 import type { A2APeerClient } from "../../peer/a2a-peer-client.js";
@@ -13,7 +13,6 @@ import type { PeerConfig } from "../../peer/peer-config.js";
 import type { PeerJwks } from "../../peer/peer-jwks.js";
 import type { A2AInvokeSettings } from "../../peer/peer-settings.js";
 import type { PeerVersions } from "../../peer/peer-version.js";
-import type { NodeBase } from "../../workflows/workflow-types.js";
 import type { NodeExecutor, NodeProgressPort, NodeRuntime } from "./node-executor.js";
 
 export type { NodeBase };

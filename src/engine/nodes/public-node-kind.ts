@@ -6,8 +6,7 @@
  * lock stay inside (plugin-node-kind.ts turns one of these into an engine kind).
  */
 import type { Message } from "../../domain/a2a-types.js";
-import type { ArtifactChunk, HandlerResult } from "../../workflows/workflow-types.js";
-import type { NodeBase } from "../../workflows/workflow-types.js";
+import type { ArtifactChunk, HandlerResult, NodeBase } from "../../workflows/workflow-types.js";
 import type { NodeCheckContext, NodeGraphEdge, NodeRoute, NodeWaiting } from "./node-kind.js";
 
 export type { NodeBase };
