@@ -6,8 +6,11 @@ import { TaskService } from "./a2a/task-service.js";
 import type { Config } from "./config/config.js";
 import { packageVersion } from "./domain/package-version.js";
 import { projectRoot } from "./domain/project-root.js";
-import type { NodeRoute, NodeServices } from "./engine/nodes/node-kind.js";
-import { NodeKindRegistry, type NodeKindTable } from "./engine/nodes/node-registry.js";
+import type { NodeRoute } from "./engine/nodes/node-kind.js";
+import { withPluginKinds, type NodeKindRegistry, type NodeServicesByKind } from "./engine/nodes/node-registry.js";
+import type { AnyNodeKind } from "./engine/nodes/plugin-node-kind.js";
+import { ConfigError } from "./domain/env-settings.js";
+import { nodeEgress } from "./observed/node-egress.js";
 import type { SigningKeyRing } from "./secrets/signing-key-ring.js";
 import { loadHostKeys } from "./host-keys.js";
 import { CommitBus } from "./store/commit-bus.js";
@@ -16,7 +19,7 @@ import { StatelessSkills } from "./engine/stateless-skill.js";
 import { TaskObserver } from "./engine/task-observer.js";
 import { TaskSupervisor } from "./engine/task-supervisor.js";
 import { loadWorkflowCatalog, type WorkflowCatalog } from "./engine/workflow-catalog.js";
-import type { TaskHandler, WorkflowDefinition } from "./workflows/workflow-types.js";
+import type { NodeBase, TaskHandler, WorkflowDefinition } from "./workflows/workflow-types.js";
 import { builtinWorkflowSets } from "./workflows/workflow-settings.js";
 import type { InterruptTokenSigner } from "./interrupts/interrupt-tokens.js";
 import { configureTaskInspection } from "./machine/task-inspection.js";
@@ -31,10 +34,9 @@ import type { TransitionHook } from "./engine/transition-hook.js";
 import { createA2APeerClient, type A2APeerClient } from "./peer/a2a-peer-client.js";
 import { createGrpcPeerTransport } from "./peer/grpc-peer-client.js";
 import { createPeerHttpClient } from "./peer/peer-http-client.js";
-import { createEgressHttpClient } from "./egress/egress-http-client.js";
 import { egressFetch } from "./egress/egress-fetch.js";
 import { PEER_JWKS_TIMEOUT_MS, PeerJwks } from "./peer/peer-jwks.js";
-import { workflowVariableValues } from "./engine/nodes/http/http-node-settings.js";
+import { workflowVariableValues } from "./engine/nodes/node-egress-settings.js";
 import { negotiateA2AVersion } from "./domain/a2a-version.js";
 import { peerVersions, pushBody, servedVersions } from "./a2a/versions.js";
 import type { Resolver } from "./egress/egress-guard.js";
@@ -65,7 +67,7 @@ export interface CoreOptions {
   store: TaskStore;
   handlers?: Record<string, TaskHandler>;
   /** Workflow definitions given as objects (`startHost({ workflows })`), validated exactly like files; they count as the user's own (see BUILTIN_WORKFLOWS). */
-  workflows?: WorkflowDefinition[];
+  workflows?: WorkflowDefinition<NodeBase>[];
   /** The catalog, when the caller loaded it already (`startHost` checks the workflows before opening the store); else loaded here. */
   catalog?: WorkflowCatalog;
   /** Push-config store (open it next to the task store); in-memory when not given. */
@@ -74,8 +76,8 @@ export interface CoreOptions {
   pushResolver?: Resolver;
   /** Idempotency-Key records of POST /v1/runs (open it next to the task store); in-memory when not given. */
   idempotency?: IdempotencyStore;
-  /** Node kinds beyond the built-in ones (tests prove the plugin contract with one; not part of startHost's API). */
-  nodeKinds?: NodeKindTable;
+  /** Plugin node kinds (public-node-kind.ts), when the catalog is loaded here (startHost checks its own before). */
+  nodeKinds?: readonly AnyNodeKind[];
 }
 
 /** The host without HTTP: the engine and the services every binding calls. */
@@ -83,7 +85,7 @@ export interface Core {
   catalog: WorkflowCatalog;
   /** Where the supervisor publishes this instance's commits; listen on `commits`. */
   hook: TransitionHook;
-  /** Commits as they happen, this instance's and other instances' (the observer, push and a2a.invoke listen here). */
+  /** Commits as they happen, this instance's and other instances' (the observer, push and node kinds listen here). */
   commits: CommitBus;
   supervisor: TaskSupervisor;
   reads: TaskReadPort;
@@ -102,11 +104,11 @@ export interface Core {
   tokens: InterruptTokenSigner;
   /** The push-config store (the console shows deliveries and dead letters). */
   pushConfigs: PushConfigStore;
-  /** The node kinds' HTTP routes (a2a.invoke: the receiver of peers' pushes, POST /v1/peer-callbacks/{taskId}, when it has a callback key). */
+  /** The node kinds' HTTP routes (e.g. the receiver of peers' pushes, POST /v1/peer-callbacks/{taskId}, when there is a callback key). */
   nodeRoutes: NodeRoute[];
-  /** Each node kind's services (a2a.invoke's runner and callback receiver, the http node's runner). */
-  nodeServices: NodeServices;
-  /** The A2A client a2a.invoke calls peers with (the conformance invoke seam drives the same one). */
+  /** Each node kind's services, by kind (what its createServices built). */
+  nodeServices: NodeServicesByKind;
+  /** The A2A client peers are called with (node kinds get it as `peers`; the conformance invoke seam drives the same one). */
   peerClient: A2APeerClient;
   /** Resumes every unfinished task and starts push delivery. */
   start(): Promise<void>;
@@ -118,7 +120,7 @@ export interface Core {
  * Our built-in sets (BUILTIN_WORKFLOWS; by default the demos, and none once the user brings workflows of their
  * own), then the user's: WORKFLOWS_DIR and the definitions given as objects. Every problem in one WorkflowLoadError.
  */
-export function loadCatalog(config: Config, handlers: Record<string, TaskHandler>, workflows?: WorkflowDefinition[], kinds?: NodeKindRegistry): Promise<WorkflowCatalog> {
+export function loadCatalog(config: Config, handlers: Record<string, TaskHandler>, workflows?: WorkflowDefinition<NodeBase>[], kinds?: NodeKindRegistry): Promise<WorkflowCatalog> {
   return loadWorkflowCatalog({
     ...(kinds ? { kinds } : {}),
     builtinDir: join(projectRoot, "workflows"),
@@ -134,6 +136,13 @@ export function loadCatalog(config: Config, handlers: Record<string, TaskHandler
   });
 }
 
+/** The registry with the plugin kinds `kinds`; a problem with one of them is a ConfigError. */
+function pluginRegistry(kinds: readonly AnyNodeKind[]): NodeKindRegistry {
+  const { registry, problems } = withPluginKinds(kinds, "nodeKinds");
+  if (problems.length > 0) throw new ConfigError(problems);
+  return registry;
+}
+
 /**
  * Built in phases, each from what the ones before made: (1) keys and the commit bus; (2) the outbound clients,
  * node kinds' services and the engine, each complete at construction; (3) push; (4) the card, once; (5) the
@@ -143,7 +152,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const { config, logger, telemetry } = options;
   const store = observedTaskStore(options.store, telemetry, logger);
   const handlers = observedHandlers({ ...builtinHandlers, ...options.handlers }, telemetry);
-  const catalog = options.catalog ?? (await loadCatalog(config, handlers, options.workflows, options.nodeKinds ? new NodeKindRegistry(options.nodeKinds) : undefined));
+  const catalog = options.catalog ?? (await loadCatalog(config, handlers, options.workflows, pluginRegistry(options.nodeKinds ?? [])));
   // XSTATE_INSPECT: XState's inspection API on the actors of the chosen tasks (README "Live inspection").
   const { inspectTasks, inspectSink } = config.operator;
   configureTaskInspection(inspectTasks ? { taskIds: inspectTasks, sink: createInspectionSink(inspectSink) } : undefined);
@@ -155,7 +164,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const commitFeed = await store.openCommitFeed?.(config.commitFeed, (err) => logger.warn({ err }, "the commit feed failed; restarting it from its resume token"));
   const commits = new CommitBus(hook, commitFeed);
 
-  // (2) Outbound clients. a2a.invoke: calls to remote A2A agents go through the same egress guard as push deliveries.
+  // (2) Outbound clients. Calls to remote A2A agents (peers) go through the same egress guard as push deliveries.
   // The card (or a named peer's pins) picks the wire: JSON-RPC or HTTP+JSON over the egress client, gRPC over HTTP/2, A2A 1.0 or 0.3.
   // A private CA of peers' servers (A2A_PEERS_CA_FILE) is trusted by both wires; a failed handshake is logged once and counted.
   const peerTls = { ...(config.a2aPeer.ca !== undefined ? { ca: config.a2aPeer.ca } : {}), onTlsFailure: peerTlsFailureReporter(logger, telemetry) };
@@ -171,35 +180,32 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     streamIdleMs: config.a2aPeer.streamIdleMs,
     peers: config.a2aPeer.peers,
   });
-  // http nodes: calls to services through the same egress client, with their own policy (HTTP_NODE_*).
-  const httpNodeClient = observedEgressHttp(createEgressHttpClient({ policy: config.httpNode.egress, subject: "http node", maxResponseBytes: config.httpNode.maxResponseBytes, userAgent: "openwop-a2a-host/http-node", accept: "application/json" }), telemetry, "http node");
+  // Nodes' own calls (the http kind, plugin kinds): clients made on demand through the egress guard, with the node policy (HTTP_NODE_*).
+  const egress = nodeEgress(config.httpNode, telemetry);
   // Only an https callback is offered (a plain-http one only under the test-only loopback allowance): a peer must never be sent to its own localhost.
   const callbackKey = keys.peerCallback;
   const callbackBase = config.a2aPeer.callbackUrl ?? config.publicUrl;
   const callbackOk = callbackBase.startsWith("https://") || config.a2aPeer.egress.allowHttpLoopback;
-  // Each node kind builds its services, complete, from the host's pieces (engine/nodes/*: createServices); the
-  // supervisor (made next) is reached through the handles, which are called only once tasks run.
-  const nodeServices = catalog.kinds.createServices(
-    {
-      logger,
-      clock: () => new Date(),
-      reads: { find: (taskId) => supervisor.reads.find(taskId), contextOf: (record) => supervisor.reads.contextOf(record) },
-      progress: { commitNodeProgress: (taskId, decide) => supervisor.commitNodeProgress(taskId, decide) },
-      commits,
-      host: {
-        a2aInvoke: {
-          client: peerClient,
-          settings: config.a2aPeer,
-          versions: peerVersions(),
-          jwks: peerJwks,
-          ...(callbackKey ? { callbackKey } : {}),
-          ...(callbackKey && callbackOk ? { callbackBaseUrl: callbackBase } : {}),
-        },
-        httpNode: { client: httpNodeClient, settings: config.httpNode, variables: { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl, ...workflowVariableValues(config.httpNode) } },
-      },
-    },
+  // Each node kind builds its services, complete, from the same generic pieces (engine/nodes/*: createServices;
+  // nothing here names a kind); the supervisor (made next) is reached through the handles, called only once tasks run.
+  const nodeServices = catalog.kinds.createServices({
+    logger,
+    clock: () => new Date(),
+    reads: { find: (taskId) => supervisor.reads.find(taskId), contextOf: (record) => supervisor.reads.contextOf(record) },
+    progress: { commitNodeProgress: (taskId, decide) => supervisor.commitNodeProgress(taskId, decide) },
+    commits,
     handlers,
-  );
+    variables: { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl, ...workflowVariableValues(config.httpNode) },
+    peers: {
+      client: peerClient,
+      settings: config.a2aPeer,
+      versions: peerVersions(),
+      jwks: peerJwks,
+      ...(callbackKey ? { callbackKey } : {}),
+      ...(callbackKey && callbackOk ? { callbackBaseUrl: callbackBase } : {}),
+    },
+    egress,
+  });
   const supervisor: TaskSupervisor = new TaskSupervisor({ store, catalog, services: nodeServices.services, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, leases: config.leases, recovery: config.recovery });
   const stopObservingTasks = observeTasks({ commits, hook, supervisor, telemetry, logger });
   const reads = supervisor.reads;
@@ -298,7 +304,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
       await supervisor.stop();
       await nodeServices.close();
       await peerClient.close();
-      await httpNodeClient.close();
+      await egress.close();
       await push.stop();
       await commits.close();
     },

@@ -6,13 +6,13 @@ import type { TaskHandler } from "./workflows/workflow-types.js";
 
 /**
  * HANDLERS_MODULE: an ES module whose named export `handlers` (or default export) maps handler names to
- * TaskHandlers, so users of the container or of `npx openwop-a2a-host` add logic without building this package.
+ * TaskHandlers, and whose named export `nodeKinds`, if any, lists node kinds of its own (docs/node-kinds.md), so users of the container or of `npx openwop-a2a-host` add logic without building this package.
  * A path is resolved from the working directory. A TypeScript module (.ts, .mts, .cts) is loaded through the
  * user's own tsx (see importTypeScript). Every way it can fail is a problem naming the path.
  */
-export async function loadHandlersModule(specifier: string): Promise<{ handlers: Record<string, TaskHandler>; problems: string[] }> {
+export async function loadHandlersModule(specifier: string): Promise<{ handlers: Record<string, TaskHandler>; nodeKinds: unknown[]; problems: string[] }> {
   const path = resolve(specifier);
-  const none = { handlers: {}, problems: [] as string[] };
+  const none = { handlers: {}, nodeKinds: [], problems: [] as string[] };
   if (!existsSync(path)) return { ...none, problems: [`HANDLERS_MODULE ${path}: no such file`] };
   let module: Record<string, unknown>;
   try {
@@ -24,7 +24,10 @@ export async function loadHandlersModule(specifier: string): Promise<{ handlers:
   } catch (err) {
     return { ...none, problems: [`HANDLERS_MODULE ${path}: importing it failed: ${err instanceof Error ? err.message.split("\n")[0] : String(err)}`] };
   }
-  const map = module["handlers"] ?? module["default"];
+  const kinds = module["nodeKinds"];
+  if (kinds !== undefined && !Array.isArray(kinds)) return { ...none, problems: [`HANDLERS_MODULE ${path}: its nodeKinds export must be an array of node kinds (\`export const nodeKinds = [llm]\`)`] };
+  const nodeKinds = (kinds ?? []) as unknown[];
+  const map = module["handlers"] ?? module["default"] ?? (nodeKinds.length > 0 ? {} : undefined);
   if (typeof map !== "object" || map === null || Array.isArray(map)) {
     return { ...none, problems: [`HANDLERS_MODULE ${path}: exports no handler map (expected \`export const handlers = { name: async (ctx) => ({ output }) }\` or a default export of that shape)`] };
   }
@@ -34,8 +37,8 @@ export async function loadHandlersModule(specifier: string): Promise<{ handlers:
     if (typeof handler === "function") handlers[name] = handler as TaskHandler;
     else problems.push(`HANDLERS_MODULE ${path}: handler "${name}" is a ${handler === null ? "null" : typeof handler}, not a function`);
   }
-  if (Object.keys(handlers).length === 0 && problems.length === 0) problems.push(`HANDLERS_MODULE ${path}: its handler map is empty`);
-  return { handlers, problems };
+  if (Object.keys(handlers).length === 0 && nodeKinds.length === 0 && problems.length === 0) problems.push(`HANDLERS_MODULE ${path}: its handler map is empty`);
+  return { handlers, nodeKinds, problems };
 }
 
 const TYPESCRIPT = /\.[mc]?ts$/;

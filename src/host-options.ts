@@ -1,8 +1,9 @@
 import type { AgentIdentity } from "./a2a/agent-card-settings.js";
 import { readSecretFiles } from "./config/secret-files.js";
 import type { Env } from "./domain/env-settings.js";
+import type { AnyNodeKind } from "./engine/nodes/plugin-node-kind.js";
 import type { PeerConfigInput } from "./peer/peer-config.js";
-import type { TaskHandler, WorkflowDefinition } from "./workflows/workflow-types.js";
+import type { NodeBase, TaskHandler, WorkflowDefinition } from "./workflows/workflow-types.js";
 
 /** Your agent's identity on the A2A cards (0.3 and 1.0) and the OpenWOP discovery document. */
 export type { AgentIdentity };
@@ -17,8 +18,13 @@ export type PeerOptions = PeerConfigInput;
 export interface HostOptions {
   /** Task handlers by name, for the `task` nodes of your workflows (merged with those of HANDLERS_MODULE). */
   handlers?: Record<string, TaskHandler>;
-  /** Workflow definitions given as objects; validated like files. */
-  workflows?: WorkflowDefinition[];
+  /** Workflow definitions given as objects; validated like files (`WorkflowDefinition<LlmNode>` for one using a kind of yours). */
+  workflows?: WorkflowDefinition<NodeBase>[];
+  /**
+   * Node kinds of your own (docs/node-kinds.md), added to the built-in ones (with those of HANDLERS_MODULE's
+   * `nodeKinds`). A built-in name, or a name given twice, stops the start.
+   */
+  nodeKinds?: readonly AnyNodeKind[];
   /** A folder of workflow definitions (YAML or JSON). WORKFLOWS_DIR. */
   workflowsDir?: string;
   /** Our built-in workflows to serve too: `demo`, `conformance`, or "none". BUILTIN_WORKFLOWS. */
@@ -69,7 +75,7 @@ const OPTION_VARIABLES: Array<[path: string, variable: string, read: (o: HostOpt
 ];
 
 const KNOWN_KEYS: Record<string, readonly string[]> = {
-  "": ["handlers", "workflows", "workflowsDir", "builtinWorkflows", "defaultSkill", "agent", "peers", "port", "host", "publicUrl", "mongodbUri", "dataDir", "logLevel", "env"],
+  "": ["handlers", "workflows", "nodeKinds", "workflowsDir", "builtinWorkflows", "defaultSkill", "agent", "peers", "port", "host", "publicUrl", "mongodbUri", "dataDir", "logLevel", "env"],
   agent: ["name", "description", "version", "provider", "documentationUrl", "iconUrl"],
   "agent.provider": ["organization", "url"],
 };
@@ -99,6 +105,7 @@ export function resolveHostOptions(options: HostOptions, processEnv: Env): Resol
     for (const [name, handler] of Object.entries(options.handlers)) if (typeof handler !== "function") problems.push(`option handlers.${name} must be a function (a TaskHandler)`);
   }
   if (options.workflows !== undefined && !Array.isArray(options.workflows)) problems.push("option workflows must be an array of workflow definitions");
+  if (options.nodeKinds !== undefined && !Array.isArray(options.nodeKinds)) problems.push("option nodeKinds must be an array of node kinds");
 
   // Each layer's `<NAME>_FILE` is read within the layer, so options.env (file or value) wins over the process's, as
   // every other variable does.

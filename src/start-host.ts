@@ -6,6 +6,7 @@ import { checkVariableNames, type NearVariable } from "./config/known-variables.
 import { loadCatalog } from "./core.js";
 import { EnvReader, type Env } from "./domain/env-settings.js";
 import type { WorkflowCatalog } from "./engine/workflow-catalog.js";
+import { withPluginKinds } from "./engine/nodes/node-registry.js";
 import type { TaskHandler } from "./workflows/workflow-types.js";
 import { loadHandlersModule } from "./handlers-module.js";
 import { resolveHostOptions, type HostOptions } from "./host-options.js";
@@ -57,6 +58,7 @@ async function freePort(host: string): Promise<number> {
 export interface SettledHost {
   config: Config;
   handlers: Record<string, TaskHandler>;
+  /** The workflows, checked against the node kinds (built-in and plugin ones: `catalog.kinds`). */
   catalog: WorkflowCatalog;
 }
 
@@ -86,18 +88,24 @@ export async function settleHost(options: HostOptions, processEnv: Env, { pickPo
     for (const warning of names.warnings) log.warn({ event: "config.unknown_variable", ...warning }, unknownVariableLine(warning));
   }
   const handlers: Record<string, TaskHandler> = {};
+  // Plugin node kinds: the module's first, then the option's; one list, so a name given by both is a problem.
+  const nodeKinds: unknown[] = [];
   const modulePath = resolved.env["HANDLERS_MODULE"];
   if (modulePath) {
     const loaded = await loadHandlersModule(modulePath);
     problems.push(...loaded.problems);
     Object.assign(handlers, loaded.handlers);
+    nodeKinds.push(...loaded.nodeKinds);
   }
+  if (Array.isArray(options.nodeKinds)) nodeKinds.push(...options.nodeKinds);
+  const kinds = withPluginKinds(nodeKinds, modulePath && Array.isArray(options.nodeKinds) ? "nodeKinds (HANDLERS_MODULE's, then the option's)" : modulePath ? `HANDLERS_MODULE ${modulePath}: nodeKinds` : "option nodeKinds");
+  problems.push(...kinds.problems);
   for (const [name, handler] of Object.entries(options.handlers ?? {})) {
     if (name in handlers) problems.push(`handler "${name}" is given both as an option and by HANDLERS_MODULE`);
     else handlers[name] = handler;
   }
   if (problems.length > 0 || !config) throw new ConfigError(problems);
-  const catalog = await loadCatalog(config, handlers, options.workflows);
+  const catalog = await loadCatalog(config, handlers, options.workflows, kinds.registry);
   return { config, handlers, catalog };
 }
 

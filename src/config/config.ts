@@ -12,7 +12,7 @@ import { readSigningKeySettings, type SigningKeySettings } from "../secrets/sign
 import { readStoreSettings, type StoreSettings } from "../store/store-settings.js";
 import { readLeaseSettings, type LeaseSettings } from "../engine/lease-settings.js";
 import { readRecoverySettings, type RecoverySettings } from "../engine/recovery-settings.js";
-import { readHttpNodeSettings, type HttpNodeSettings } from "../engine/nodes/http/http-node-settings.js";
+import { readHttpNodeSettings, type HttpNodeSettings } from "../engine/nodes/node-egress-settings.js";
 import { readWorkflowSettings, type WorkflowSettings } from "../workflows/workflow-settings.js";
 import { readConnectionSettings, type ConnectionSettings } from "../transport/connection-settings.js";
 import { readTlsSettings, type TlsSettings } from "../transport/tls-settings.js";

@@ -81,7 +81,7 @@ export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
 export type EgressArm = "scheme" | "address" | "url" | "policy" | "port";
 
 /** What is being checked; refusals name it ("push URL refused by …", "peer URL host … could not be resolved"). */
-export type EgressSubject = "push" | "peer" | "http node" | "OIDC";
+export type EgressSubject = "push" | "peer" | "OIDC" | `${string} node`;
 
 export class EgressRefusedError extends Error {
   readonly arm: EgressArm;

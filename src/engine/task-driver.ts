@@ -8,7 +8,7 @@ import { POISON_EXHAUSTED, type RecoverySettings } from "./recovery-settings.js"
 import type { LiveTask, TaskRepository } from "./task-repository.js";
 import type { WorkflowCatalog } from "./workflow-catalog.js";
 import { findNode, nextStep } from "./workflow-engine.js";
-import type { WorkflowNode } from "../workflows/workflow-types.js";
+import type { NodeBase, WorkflowNode } from "../workflows/workflow-types.js";
 
 export interface TaskDriverOptions {
   repository: TaskRepository;
@@ -219,6 +219,8 @@ export class TaskDriver {
       repository.stage(live, { type: "FAIL", at, error: step.error, statusMessage: failureMessage(live.record, step.error.code) });
       return true;
     }
+    // Nothing to do until something kicks the task again (a timer, a reply, a push): it is passivated.
+    if (step.type === "wait") return false;
     const node = findNode(workflow, snapshot.context.cursor!)!;
     if (holderDied && snapshot.context.nodeStarted && this.poisoned(taskId, live, node, at)) return true;
     return this.executorOf(node).step({ taskId, node, step, live, workflow, at });
@@ -248,8 +250,8 @@ export class TaskDriver {
     return true;
   }
 
-  private executorOf(node: WorkflowNode): NodeExecutor<WorkflowNode> {
-    return this.options.executors[node.kind] as NodeExecutor<WorkflowNode>;
+  private executorOf(node: WorkflowNode): NodeExecutor<NodeBase> {
+    return this.options.executors[node.kind]!;
   }
 }
 

@@ -14,7 +14,7 @@ import type { LeaseSettings } from "./lease-settings.js";
 import { classifyReply, type IdempotencySeed } from "./message-idempotency.js";
 import { failureMessage, stillRunning, type NodeProgressPort } from "./nodes/node-executor.js";
 import type { TaskContext } from "../machine/task-context.js";
-import type { NodeServices } from "./nodes/node-kind.js";
+import type { NodeServicesByKind } from "./nodes/node-registry.js";
 import { TaskDriver } from "./task-driver.js";
 import { DEFAULT_RECOVERY_SETTINGS, type RecoverySettings } from "./recovery-settings.js";
 import { TaskRepository } from "./task-repository.js";
@@ -27,8 +27,8 @@ export interface SupervisorOptions {
   store: TaskStore;
   /** The workflows, and the node kinds they were checked against (their executors run the nodes). */
   catalog: WorkflowCatalog;
-  /** What the kinds' executors use: the handlers and each kind's own services (NodeKindRegistry.createServices). */
-  services: NodeServices;
+  /** What the kinds' executors use: each kind's own services, by kind (NodeKindRegistry.createServices). */
+  services: NodeServicesByKind;
   hook: TransitionHook;
   logger: Logger;
   /** How long a terminal task stays readable. */

@@ -4,7 +4,7 @@ import { parse as parseYaml } from "yaml";
 import { DomainError } from "../domain/errors.js";
 import { formatSchemaIssue, SchemaValidationError, validateWorkflowDefinition } from "../schemas/schema-validator.js";
 import { builtinNodeKinds, type NodeKindRegistry } from "./nodes/node-registry.js";
-import type { TaskHandler, WorkflowDefinition, WorkflowNode } from "../workflows/workflow-types.js";
+import type { NodeBase, TaskHandler, WorkflowDefinition, WorkflowNode } from "../workflows/workflow-types.js";
 import type { BuiltinWorkflowSet } from "../workflows/workflow-settings.js";
 import { unexpandedVariables } from "../workflows/workflow-variables.js";
 import { WorkflowLoadError } from "./workflow-load-error.js";
@@ -149,7 +149,7 @@ export interface WorkflowCatalogOptions {
   /** WORKFLOWS_DIR: the user's definition files. */
   extraDir?: string;
   /** Definitions given as objects (`startHost({ workflows })`), validated like files; loaded after WORKFLOWS_DIR. */
-  workflows?: readonly WorkflowDefinition[];
+  workflows?: readonly WorkflowDefinition<NodeBase>[];
   handlers: Record<string, TaskHandler>;
   /** DEFAULT_SKILL when set (it must be loaded); else `echo` when loaded, else the user's first workflow, else the first built-in. */
   defaultWorkflowId?: string;

@@ -11,8 +11,6 @@ import type { WorkflowDefinition } from "../workflows/workflow-types.js";
  * decides for its nodes (engine/nodes/, through the registry); the supervisor performs the effects and commits
  * the resulting machine events.
  */
-export { feedbackFor } from "./nodes/gates/approval-node.js";
-export { buildInterrupt, offeredActions } from "./nodes/gates/gate-node.js";
 export { findNode, firstNodeOf, idempotencyKeyOf, incomingMessageOf, nodeAfter, runInputOf, SYSTEM_TIMEOUT, type ReplyOutcome, type Step } from "./workflow-walk.js";
 
 export function nextStep(context: TaskContext, workflow: WorkflowDefinition, kinds: NodeKindRegistry = builtinNodeKinds()): Step {
@@ -21,7 +19,7 @@ export function nextStep(context: TaskContext, workflow: WorkflowDefinition, kin
   if (!node) {
     return { type: "fail", error: { code: "workflow_invalid", message: `node "${context.cursor}" is not in workflow ${workflow.id}` } };
   }
-  return kinds.of(node.kind)?.decide?.(node as never, context) ?? { type: "run", node };
+  return kinds.of(node.kind)?.decide?.(node, context) ?? { type: "run" };
 }
 
 /** Interprets a resume value for a pending interrupt: the kind of the node that raised it reads it. Invalid values are refused with a clear message. */

@@ -1,7 +1,7 @@
 import type { Artifact, Message } from "../domain/a2a-types.js";
 import type { RunError, TaskContext } from "../machine/task-context.js";
 import { cursorOf, inputOfMessage } from "./message-route.js";
-import type { A2AInvokeNode, ApprovalNode, ClarificationNode, DelayNode, SwitchNode, TaskNode, WorkflowDefinition, WorkflowNode } from "../workflows/workflow-types.js";
+import type { WorkflowDefinition, WorkflowNode } from "../workflows/workflow-types.js";
 
 /**
  * Walking a definition, the same for every node kind: where a run starts, what follows a node, what a node reads
@@ -9,19 +9,15 @@ import type { A2AInvokeNode, ApprovalNode, ClarificationNode, DelayNode, SwitchN
  */
 
 /**
- * What the running task does next. A kind decides it for its nodes (NodeKind.decide); `run` (the default) leaves it
- * to the kind's executor. The other shapes are the built-in kinds' own decisions, which their executors read.
+ * What the running task does next, as a node's kind decides it (EngineNodeKind.decide; default `run`). The engine knows
+ * these four and nothing of any kind: `complete` ends the run, `fail` fails it, `wait` leaves it until something
+ * kicks it again (a timer, a reply, a push), and `run` hands the node to its kind's executor with the decision's
+ * `payload`, which only that kind reads (a delay node: start its timer, or fire it).
  */
-export type Step =
+export type Step<P = unknown> =
   | { type: "complete" }
-  | { type: "run-task"; node: TaskNode }
-  | { type: "start-delay"; node: DelayNode }
-  | { type: "wait-timer" }
-  | { type: "interrupt"; node: ApprovalNode | ClarificationNode }
-  | { type: "invoke-peer"; node: A2AInvokeNode }
-  /** Any other kind: its executor decides (a kind added as one folder needs no decision of its own). */
-  | { type: "run"; node: WorkflowNode }
-  | { type: "route"; node: SwitchNode }
+  | { type: "run"; payload?: P }
+  | { type: "wait" }
   | { type: "fail"; error: RunError };
 
 /** What resolving an interrupt does to the run. */

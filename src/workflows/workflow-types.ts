@@ -2,6 +2,14 @@ import type { Artifact, Message, Part } from "../domain/a2a-types.js";
 import type { A2ATaskStateValue } from "../domain/run-status.js";
 
 /** Declarative workflow definitions (schemas/workflow.schema.json). */
+
+/** What every node of every kind has, a plugin kind's too: its kind's name and its id (and, optionally, a title). */
+export interface NodeBase {
+  kind: string;
+  id: string;
+  title?: string;
+}
+
 export interface TaskNode {
   kind: "task";
   id: string;
@@ -129,7 +137,8 @@ export interface WorkflowNodeTypes {
 
 export type WorkflowNode = WorkflowNodeTypes[keyof WorkflowNodeTypes];
 
-export interface WorkflowDefinition {
+/** A definition; `N`: the node types of plugin kinds it uses, beside the built-in ones (`WorkflowDefinition<LlmNode>`). */
+export interface WorkflowDefinition<N extends NodeBase = never> {
   id: string;
   name: string;
   description: string;
@@ -143,7 +152,7 @@ export interface WorkflowDefinition {
    * once, stores nothing and creates no task (A2A "Message or Task").
    */
   stateless?: boolean;
-  nodes: WorkflowNode[];
+  nodes: Array<WorkflowNode | N>;
 }
 
 /** What a task handler sees. Node execution is at-least-once: use `idempotencyKey` for external effects. */

@@ -1,6 +1,9 @@
 // startHost's start errors as an embedding program sees them: `ConfigError.problems` and
 // `WorkflowLoadError.problems`, asserted in full, with the exact inputs that misled (issue 29): a misspelled
 // variable in `env`, a typo'd handler, an unknown peer, a listed variable left unset, one not listed.
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, WorkflowLoadError, type WorkflowDefinition } from "../../src/index.js";
 import { createLogger } from "../../src/observability/logger.js";
@@ -82,6 +85,45 @@ describe("startHost({ workflows })", () => {
       `workflows[0]: workflow "lead-intake", node "notify": peer "biling" is not configured (did you mean "billing"?) (configure it in A2A_PEERS, A2A_PEERS_FILE or startHost's peers; configured: billing)`,
       `workflows[1]: invalid workflow definition: nodes/1: must have required property 'title'`,
       `workflows[1]: workflow "follow-up", node "draft": no handler named "scor-lead" (did you mean "score-lead"?) ${known}`,
+    ]);
+  });
+});
+
+describe("startHost({ nodeKinds }) and HANDLERS_MODULE's nodeKinds", () => {
+  /** A HANDLERS_MODULE exporting only node kinds: a `stamp` kind whose step completes its node at once. */
+  async function moduleWithKinds(): Promise<string> {
+    const dir = await mkdtemp(join(tmpdir(), "node-kinds-module-"));
+    const path = join(dir, "kinds.mjs");
+    const schema = { type: "object", additionalProperties: false, required: ["kind", "id"], properties: { kind: { const: "stamp" }, id: { type: "string" } } };
+    await writeFile(path, `export const nodeKinds = [{ kind: "stamp", schema: ${JSON.stringify(schema)}, executor: () => ({ step(node, run) { run.complete({ output: { stamped: node.id } }); } }) }];\n`);
+    return path;
+  }
+  const stamped: WorkflowDefinition<{ kind: "stamp"; id: string }> = { id: "stamped", name: "Stamped", description: "Stamps.", nodes: [{ kind: "stamp", id: "s" }] };
+
+  it("a module may bring kinds and no handlers; its kinds load and run a task to completion", async () => {
+    const host = await launchHost({ workflows: [stamped], logLevel: "silent" }, { ...BASE, HANDLERS_MODULE: await moduleWithKinds() });
+    try {
+      const res = await fetch(`${host.url}/a2a/jsonrpc`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "go" }] } } }),
+      });
+      const task = ((await res.json()) as { result: { status: { state: string } } }).result;
+      expect(task.status.state).toBe("completed");
+    } finally {
+      await host.close();
+    }
+  });
+
+  it("a kind given by the module and by the option, and one named like a built-in kind, are start problems", async () => {
+    const fromModule = await moduleWithKinds();
+    const again = { kind: "stamp", schema: { type: "object", required: ["kind"], properties: { kind: { const: "stamp" } } }, executor: () => ({ step() {} }) } as const;
+    const builtin = { ...again, kind: "task", schema: { ...again.schema, properties: { kind: { const: "task" } } } } as const;
+    const error = await startError({ nodeKinds: [again, builtin], workflows: [stamped], logLevel: "silent" }, { ...BASE, HANDLERS_MODULE: fromModule });
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems).toEqual([
+      `nodeKinds (HANDLERS_MODULE's, then the option's)[1]: node kind "stamp" is given twice`,
+      `nodeKinds (HANDLERS_MODULE's, then the option's)[2]: node kind "task" is built in; give yours another name`,
     ]);
   });
 });

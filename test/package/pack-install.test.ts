@@ -32,19 +32,33 @@ export const handlers = {
 };
 `;
 
-// Uses every name the issue lists, with their types, under strict.
-const AGENT = `import { startHost, HandlerError, type TaskHandler, type HandlerContext, type WorkflowDefinition } from "openwop-a2a-host";
+// Uses every name the issue lists, with their types, under strict; and a node kind of its own through the public
+// plugin API (NodeKind generic over its node type: no cast), which runs after the greeting.
+const AGENT = `import { startHost, HandlerError, type TaskHandler, type HandlerContext, type NodeKind, type WorkflowDefinition } from "openwop-a2a-host";
 
 const greet: TaskHandler = async (ctx: HandlerContext) => {
   if (!ctx.input.text) throw new HandlerError("empty", "nobody to greet");
   return { output: { greeted: ctx.input.text }, artifacts: [{ name: "greeting", parts: [{ kind: "text", text: \`Hello, \${ctx.input.text}!\` }] }] };
 };
 
-const workflow: WorkflowDefinition = {
+interface StampNode { kind: "stamp"; id: string; title?: string; by: string }
+const stamp: NodeKind<StampNode> = {
+  kind: "stamp",
+  schema: { type: "object", additionalProperties: false, required: ["kind", "id", "by"], properties: { kind: { const: "stamp" }, id: { type: "string" }, by: { type: "string" } } },
+  check: (node) => (node.by === "" ? \`node "\${node.id}": by is empty\` : undefined),
+  executor: () => ({
+    step(node, run) {
+      run.complete({ output: { stampedBy: node.by, greeted: run.outputs["greet"] } });
+    },
+  }),
+  view: { label: (node) => \`stamp by \${node.by}\` },
+};
+
+const workflow: WorkflowDefinition<StampNode> = {
   id: "greet",
   name: "Greeter",
   description: "Greets whoever the message names.",
-  nodes: [{ kind: "task", id: "greet", handler: "greet" }],
+  nodes: [{ kind: "task", id: "greet", handler: "greet" }, { kind: "stamp", id: "stamp", by: "pack-test" }],
 };
 
 const host = await startHost({
@@ -52,6 +66,7 @@ const host = await startHost({
   logLevel: "silent",
   agent: { name: "Pack Test Agent", description: "Greets people.", provider: { organization: "Example Org", url: "https://example.org" } },
   workflows: [workflow],
+  nodeKinds: [stamp],
   handlers: { greet },
   peers: { other: { cardUrl: "https://other.example/.well-known/agent-card.json", credentials: { bearer: "a-token-for-the-other-agent" } } },
   env: { STORE: "memory", CONFORMANCE_SEAMS: "false" },

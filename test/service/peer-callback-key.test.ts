@@ -11,6 +11,8 @@ import { ConfigError } from "../../src/domain/env-settings.js";
 import { loadPeerCallbackKey, PEER_CALLBACK_KEY_FILE } from "../../src/peer/peer-callback-key.js";
 import { PeerCallbackKey } from "../../src/peer/peer-callbacks.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
+import type { A2AInvokeServices } from "../../src/engine/nodes/a2a-invoke/a2a-invoke-node.js";
+import type { PeerCallbackService } from "../../src/engine/nodes/a2a-invoke/peer-callback-service.js";
 import { startTestCore, type TestCore } from "../support/start-core.js";
 
 const ctx: CallContext = { principal: { tenant: "default", id: "alice", scopes: "*" } };
@@ -22,6 +24,8 @@ describe("the peer callback key", () => {
     await t?.close();
     t = undefined;
   });
+  /** The a2a.invoke kind's receiver of peers' pushes, as this core built it. */
+  const receiver = (): PeerCallbackService => (t!.core.nodeServices["a2a.invoke"] as A2AInvokeServices).peerCallbacks!;
 
   it("outside production it is generated once under DATA_DIR (0600) and read back the same; configured wins; production refuses to run without it", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "peer-callback-key-"));
@@ -75,12 +79,12 @@ describe("the peer callback key", () => {
     const { key } = await loadPeerCallbackKey({ dataDir, production: false });
     const token = new PeerCallbackKey(key).tokenFor(task.id, `${task.id}:echo:1`);
     const push = { taskId: task.id, headers: { "x-a2a-notification-token": token }, body: "{}" };
-    expect(await t.core.nodeServices.peerCallbacks!.receive(push)).toEqual({ status: 200, outcome: "moved-on" });
+    expect(await receiver().receive(push)).toEqual({ status: 200, outcome: "moved-on" });
     await t.close();
 
     t = await startTestCore({ ...env, PUSH_ENCRYPTION_KEY: key256(), PUSH_ENCRYPTION_KEY_PREVIOUS: oldPushKey }, { store });
-    expect(await t.core.nodeServices.peerCallbacks!.receive(push)).toEqual({ status: 200, outcome: "moved-on" });
+    expect(await receiver().receive(push)).toEqual({ status: 200, outcome: "moved-on" });
     const forged = new PeerCallbackKey(loadConfig({ A2A_PEER_CALLBACK_KEY: key256() }).a2aPeer.callbackKey!).tokenFor(task.id, `${task.id}:echo:1`);
-    expect(await t.core.nodeServices.peerCallbacks!.receive({ ...push, headers: { "x-a2a-notification-token": forged } })).toEqual({ status: 401, outcome: "unauthenticated" });
+    expect(await receiver().receive({ ...push, headers: { "x-a2a-notification-token": forged } })).toEqual({ status: 401, outcome: "unauthenticated" });
   });
 });

@@ -154,8 +154,8 @@ describe("reverse projection of a peer task onto our run", () => {
     expect(projectPeerTask(NODE, CARD, askedAgain, progress)).toEqual({ type: "interrupt" });
   });
 
-  it("nextStep runs an a2a.invoke node as invoke-peer", () => {
-    expect(nextStep(contextAt(), WORKFLOW)).toEqual({ type: "invoke-peer", node: NODE });
+  it("nextStep hands an a2a.invoke node to its executor", () => {
+    expect(nextStep(contextAt(), WORKFLOW)).toEqual({ type: "run" });
   });
 });
 

@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { checkEgressUrl, EgressRefusedError, type EgressPolicy, type ResolvedAddress, type Resolver } from "../../src/egress/egress-guard.js";
 import { loadConfig } from "../../src/config/config.js";
-import { loadHttpNodeSettings, type HttpNodeSettings } from "../../src/engine/nodes/http/http-node-settings.js";
+import { loadHttpNodeSettings, type HttpNodeSettings } from "../../src/engine/nodes/node-egress-settings.js";
 
 const ZONE: Record<string, string[]> = {
   sidecar: ["127.0.0.1"],

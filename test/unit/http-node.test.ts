@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { decideRetry, retryAfterMs } from "../../src/domain/retry-policy.js";
 import { HandlerError, type HttpNode, type WorkflowDefinition } from "../../src/workflows/workflow-types.js";
 import { errorDetailOf, httpNodeProblem, httpNodeRequestBody, parseHttpNodeAnswer} from "../../src/engine/nodes/http/http-node.js";
-import { loadHttpNodeSettings, workflowVariableValues } from "../../src/engine/nodes/http/http-node-settings.js";
+import { loadHttpNodeSettings, workflowVariableValues } from "../../src/engine/nodes/node-egress-settings.js";
 import type { TaskContext } from "../../src/machine/task-context.js";
 
 const WHERE = "https://svc.example.com";

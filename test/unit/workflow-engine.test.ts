@@ -11,14 +11,13 @@ import type { Artifact, Message } from "../../src/domain/a2a-types.js";
 import { DomainError } from "../../src/domain/errors.js";
 import { builtinHandlers } from "../../src/workflows/builtin-handlers.js";
 import { WorkflowLoadError, checkWorkflow, readWorkflowDirectory } from "../../src/engine/workflow-catalog.js";
+import { feedbackFor } from "../../src/engine/nodes/gates/approval-node.js";
+import { buildInterrupt, offeredActions } from "../../src/engine/nodes/gates/gate-node.js";
 import {
-  buildInterrupt,
-  feedbackFor,
   firstNodeOf,
   idempotencyKeyOf,
   interpretReply,
   nextStep,
-  offeredActions,
   resumeValueFromMessage,
   SYSTEM_TIMEOUT,
   type ReplyOutcome,
@@ -175,30 +174,22 @@ it("the prefix-collision fixture is a valid workflow definition", () => {
 });
 
 describe("nextStep", () => {
-  it("task node → run-task", () => {
-    const w = workflow("echo");
-    const step = nextStep(contextOf(w), w);
-    expect(step).toEqual({ type: "run-task", node: node(w, "echo", "task") });
+  it("a node whose kind decides nothing (task, approval, clarification) → run: its executor decides", () => {
+    const echo = workflow("echo");
+    expect(nextStep(contextOf(echo), echo)).toEqual({ type: "run" });
+    const gate = workflow("approval-gate");
+    expect(nextStep(contextOf(gate, { cursor: "gate" }), gate)).toEqual({ type: "run" });
+    const clarify = workflow("clarify");
+    expect(nextStep(contextOf(clarify), clarify)).toEqual({ type: "run" });
   });
 
-  it("delay node without its timer → start-delay; with its timer → wait-timer", () => {
+  it("delay node: run with the kind's own payload, start without its timer, fire with it", () => {
     const w = workflow("conformance-delay");
-    const wait = node(w, "wait", "delay");
-    expect(nextStep(contextOf(w), w)).toEqual({ type: "start-delay", node: wait });
+    expect(nextStep(contextOf(w), w)).toEqual({ type: "run", payload: "start" });
     const timer = { nodeId: "wait", purpose: "delay" as const, dueAt: "2026-03-01T10:00:02.000Z" };
-    expect(nextStep(contextOf(w, { timer }), w)).toEqual({ type: "wait-timer" });
+    expect(nextStep(contextOf(w, { timer }), w)).toEqual({ type: "run", payload: "fire" });
     // A timer that belongs to another node does not count.
-    expect(nextStep(contextOf(w, { timer: { ...timer, nodeId: "done" } }), w)).toEqual({ type: "start-delay", node: wait });
-  });
-
-  it("approval node → interrupt", () => {
-    const w = workflow("approval-gate");
-    expect(nextStep(contextOf(w, { cursor: "gate" }), w)).toEqual({ type: "interrupt", node: node(w, "gate", "approval") });
-  });
-
-  it("clarification node → interrupt", () => {
-    const w = workflow("clarify");
-    expect(nextStep(contextOf(w), w)).toEqual({ type: "interrupt", node: node(w, "ask-audience", "clarification") });
+    expect(nextStep(contextOf(w, { timer: { ...timer, nodeId: "done" } }), w)).toEqual({ type: "run", payload: "start" });
   });
 
   it("no cursor → complete", () => {

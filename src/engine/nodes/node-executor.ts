@@ -7,7 +7,7 @@ import type { TaskRecord } from "../../domain/task-record.js";
 import type { InFlightWork } from "../in-flight-work.js";
 import type { LiveTask, TaskRepository } from "../task-repository.js";
 import { nodeAfter, type Step } from "../workflow-walk.js";
-import type { HandlerResult, WorkflowDefinition, WorkflowNode } from "../../workflows/workflow-types.js";
+import type { HandlerResult, NodeBase, WorkflowDefinition } from "../../workflows/workflow-types.js";
 
 /**
  * Work a node runs after the task's lock is released (a handler, a peer call); its node.started is already
@@ -27,11 +27,11 @@ export function localEffect(effect: () => Promise<NodeOutcome | void>): NodeEffe
 export type NodeOutcome = (live: LiveTask) => void;
 
 /** One step of a running task whose cursor is at `node`, seen under the task's lock. */
-export interface NodeStep<N extends WorkflowNode> {
+export interface NodeStep<N extends NodeBase, P = unknown> {
   taskId: string;
   node: N;
-  /** The pure decision of `nextStep` for this node (e.g. a delay node: start its timer, or wait for it). */
-  step: Step;
+  /** The kind's `run` decision for this node, with its payload (e.g. a delay node: start its timer, or fire it). */
+  step: Extract<Step<P>, { type: "run" }>;
   live: LiveTask;
   workflow: WorkflowDefinition;
   at: string;
@@ -45,14 +45,14 @@ export interface NodeStep<N extends WorkflowNode> {
  * came before it first, so its node.started is a write of its own. Effects run at least once: after a
  * crash between node.started and the result, the node runs again.
  */
-export interface NodeExecutor<N extends WorkflowNode> {
-  step(args: NodeStep<N>): Promise<boolean | NodeEffect>;
+export interface NodeExecutor<N extends NodeBase, P = unknown> {
+  step(args: NodeStep<N, P>): Promise<boolean | NodeEffect>;
   /** Under the lock, as the run is cancelled at this node: work to run once CANCELLED is committed. */
   onCancelled?(args: { taskId: string; node: N; context: TaskContext; workflow: WorkflowDefinition }): NodeEffect | undefined;
 }
 
 /** One executor per node kind (the registry in node-registry.ts), by kind name. */
-export type NodeExecutors = Readonly<Record<string, NodeExecutor<WorkflowNode>>>;
+export type NodeExecutors = Readonly<Record<string, NodeExecutor<NodeBase>>>;
 
 /** What executors share: the repository (commits under the task's lock), in-flight work, the clock. */
 export interface NodeRuntime {
@@ -70,16 +70,16 @@ export function failureMessage(record: TaskRecord, code: string): Message {
 
 /**
  * Under the lock: stages a node's result (a handler's or a service's) as its completion: artifacts without an id
- * get `<nodeId>.<index>`, and the run goes on to the node after it.
+ * get `<nodeId>.<index>`, and the run goes on to `next` (default: the node after it).
  */
-export function stageNodeCompleted(repository: TaskRepository, live: LiveTask, workflow: WorkflowDefinition, nodeId: string, at: string, result: HandlerResult | undefined): void {
+export function stageNodeCompleted(repository: TaskRepository, live: LiveTask, workflow: WorkflowDefinition, nodeId: string, at: string, result: HandlerResult | undefined, next = nodeAfter(workflow, nodeId)): void {
   const artifacts = (result?.artifacts ?? []).map((a, i) => ({
     artifactId: a.artifactId ?? `${nodeId}.${i}`,
     name: a.name,
     ...(a.description ? { description: a.description } : {}),
     parts: a.parts,
   }));
-  repository.stage(live, { type: "NODE_COMPLETED", at, nodeId, output: result?.output ?? null, artifacts, next: nodeAfter(workflow, nodeId) });
+  repository.stage(live, { type: "NODE_COMPLETED", at, nodeId, output: result?.output ?? null, artifacts, next });
 }
 
 /** Under the lock: whether the run is still running `nodeId` (not cancelled, paused or moved on). */

@@ -4,18 +4,28 @@ import type { TaskReadPort } from "../../store/task-read-port.js";
 import type { CommitBus } from "../../store/commit-bus.js";
 import type { Message } from "../../domain/a2a-types.js";
 import type { ConversationReads } from "../handler-conversation.js";
-import type { ArtifactChunk, HandlerResult, TaskHandler, WorkflowDefinition, WorkflowNode } from "../../workflows/workflow-types.js";
+import type { ArtifactChunk, HandlerResult, NodeBase, TaskHandler, WorkflowDefinition, WorkflowNode } from "../../workflows/workflow-types.js";
 import type { ReplyOutcome, Step } from "../workflow-walk.js";
+import type { EgressHttpClient } from "../../egress/egress-http-client.js";
+import type { A2APeerClient } from "../../peer/a2a-peer-client.js";
+import type { PeerCallbackKey } from "../../peer/peer-callbacks.js";
+import type { PeerConfig } from "../../peer/peer-config.js";
+import type { PeerJwks } from "../../peer/peer-jwks.js";
+import type { A2AInvokeSettings } from "../../peer/peer-settings.js";
+import type { PeerVersions } from "../../peer/peer-version.js";
 import type { NodeExecutor, NodeProgressPort, NodeRuntime } from "./node-executor.js";
 
+export type { NodeBase };
+
 /**
- * One kind of workflow node, as one folder (or module): everything about the kind is here, and the registry
- * (node-registry.ts) lists every kind, one line each. The loader, the engine, the supervisor, the host's routes
- * and the console read the registry and never name a kind. Its node type is added to `WorkflowNodeTypes` in
- * workflow-types.ts; its JSON Schema fragment lives in schemas/workflow.schema.json (the published schema editors
- * use, kept in step with the registry by a unit test), or, for a kind registered from outside src, in `schema`.
+ * One kind of workflow node as the engine runs it: everything about the kind is in one folder (or module), and the
+ * registry (node-registry.ts) lists every kind, one line each. The loader, the engine, the supervisor, the host's
+ * routes and the console read the registry and never name a kind. The built-in kinds are written to this contract
+ * (their executors stage machine events under the task's lock); a kind from outside src is written to the public
+ * one (public-node-kind.ts), which plugin-node-kind.ts turns into this. `N` is the kind's node type, `S` its
+ * services (what its createServices builds), `P` the payload of its `run` decisions.
  */
-export interface NodeKind<N extends WorkflowNode = WorkflowNode> {
+export interface EngineNodeKind<N extends NodeBase = WorkflowNode, S = unknown, P = unknown> {
   /** The schema of its nodes (`kind` a const), for a kind the published schema does not hold; the validator adds it. */
   schema?: Record<string, unknown>;
   /** How a stateless skill (`stateless: true`: runs at once, stores nothing) runs it; without it such skills may not hold the kind. */
@@ -29,22 +39,22 @@ export interface NodeKind<N extends WorkflowNode = WorkflowNode> {
   expand?(node: Readonly<Record<string, unknown>>, context: NodeExpandContext, problems: string[]): { node: unknown; forValidation: unknown } | undefined;
   /** What the schema cannot say, checked when a definition is loaded: the problem (it names the node), or undefined. */
   check?(node: N, context: NodeCheckContext): string | undefined;
-  /** What a running task at this node does next (pure). Default `{ type: "run", node }`: the executor decides. */
-  decide?(node: N, context: TaskContext): Step;
+  /** What a running task at this node does next (pure). Default `{ type: "run" }`: the executor decides. */
+  decide?(node: N, context: TaskContext): Step<P>;
   /** How the node reads a reply to the interrupt it raised; a kind without one accepts no replies. */
   reply?: NodeReplyReader<N>;
-  /** The services its executor and routes need, built once from the host's (core.ts). */
-  createServices?(deps: NodeHostDeps): NodeServiceParts;
+  /** Its services, built once from the host's generic pieces (core.ts hands every kind the same NodeHostDeps). */
+  createServices?(deps: NodeHostDeps): NodeServiceParts<S>;
   /** HTTP routes the kind serves (e.g. a2a.invoke's peer callback receiver), from its services. */
-  routes?(services: NodeServices): NodeRoute[];
-  /** Builds the kind's executor from what the host provides. */
-  executor(runtime: NodeRuntime, services: NodeServices): NodeExecutor<N>;
+  routes?(services: S): NodeRoute[];
+  /** Builds the kind's executor from what the host provides and its own services (undefined without createServices). */
+  executor(runtime: NodeRuntime, services: S): NodeExecutor<N, P>;
   /** How the console shows it. */
   view?: NodeView<N>;
 }
 
 /** One node of a stateless skill, run at once in this process (engine/stateless-skill.ts drives the loop). */
-export interface StatelessNodeRunner<N extends WorkflowNode> {
+export interface StatelessNodeRunner<N extends NodeBase> {
   /** Where the run goes next and what the node produced, or why the skill fails. */
   run(node: N, run: StatelessRun): Promise<{ next: string | null; result?: HandlerResult } | { failure: { code: string; message: string } }>;
 }
@@ -84,7 +94,7 @@ export interface NodeExpandContext {
 }
 
 /** A reply to a node's interrupt, read by its kind. */
-export interface NodeReplyReader<N extends WorkflowNode> {
+export interface NodeReplyReader<N extends NodeBase> {
   /** What the resume value does to the run; a value it cannot take is refused (invalidParams) with a clear message. */
   interpret(args: { node: N; workflow: WorkflowDefinition; context: TaskContext; interrupt: PendingInterrupt; resumeValue: Record<string, unknown>; decision: { decidedBy: string; decidedAt: string } }): ReplyOutcome;
   /** Its interrupts may be resolved by node id (POST /v1/runs/{runId}/interrupts/{nodeId}); else only by a reply message or token. */
@@ -94,8 +104,8 @@ export interface NodeReplyReader<N extends WorkflowNode> {
 }
 
 /**
- * What the host hands kinds to build their services from. `host` carries the host's own pieces (configuration,
- * clients, keys) as core.ts names them; a kind reads the ones it needs.
+ * What the host hands every kind to build its services from: generic pieces, the same for every kind (core.ts
+ * names no kind). A kind takes the ones it needs.
  */
 export interface NodeHostDeps {
   logger: Logger;
@@ -106,24 +116,46 @@ export interface NodeHostDeps {
   progress: NodeProgressPort;
   /** Commits as they happen: this instance's and other instances' (store/commit-bus.ts). */
   commits: CommitBus;
-  host: NodeHostServices;
+  /** The task handlers (startHost's, HANDLERS_MODULE's and the built-in ones), by name. */
+  handlers: Readonly<Record<string, TaskHandler>>;
+  /** The variables definitions may reference as `${NAME}` (A2A_PEER_CARD_URL and WORKFLOW_VARIABLES): value, or undefined when not set. */
+  variables: Readonly<Record<string, string | undefined>>;
+  /** Other A2A agents: the outbound A2A client and what goes with it (A2A_PEER_*, A2A_PEERS). Absent in engines built without one. */
+  peers?: NodePeerPieces;
+  /** Outbound HTTP from nodes (HTTP_NODE_*): the policy's settings and a client factory. Absent in engines built without one. */
+  egress?: NodeEgress;
 }
 
-/** The host's pieces kinds may use. Each kind that needs one adds it by augmentation from its folder; core.ts provides it. */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type
-export interface NodeHostServices {}
+/** The outbound A2A client and what goes with it, as core.ts builds them. */
+export interface NodePeerPieces {
+  /** The outbound A2A client (every binding and version). */
+  client: A2APeerClient;
+  settings: A2AInvokeSettings & { peers: ReadonlyMap<string, PeerConfig> };
+  /** The client half of each A2A version: a pushed body is read with the one whose shape it has. */
+  versions: PeerVersions;
+  /** Peers' key sets (their `jwksUrl`), fetched through the egress client: signed pushes are checked against them. */
+  jwks: PeerJwks;
+  /** The per-visit callback token key: with it this host receives peers' pushes. */
+  callbackKey?: PeerCallbackKey;
+  /** Where peers push to (offered only when https, or plain http under the test-only loopback allowance). */
+  callbackBaseUrl?: string;
+}
 
 /**
- * The services executors and routes may use. Each kind that needs one adds it from its folder by augmentation
- * (a2a-invoke adds `peerInvoker`, http `httpRunner`) and builds it in its `createServices`.
+ * Outbound HTTP from nodes: every client comes from `client` and goes through the egress guard with the HTTP_NODE_*
+ * policy (https and public addresses, the private services HTTP_NODE_PRIVATE_HOSTS lists, loopback only under the
+ * test-only allowance), is traced, and is closed by the host when it stops.
  */
-export interface NodeServices {
-  handlers: Record<string, TaskHandler>;
+export interface NodeEgress {
+  /** Deadlines, retries and the answer cap of node calls (HTTP_NODE_*). */
+  settings: { timeoutMs: number; maxAttempts: number; retryBaseMs: number; retryMaxMs: number; maxResponseBytes: number };
+  /** A client for one kind: `name` names it in refusals ("<name> node URL refused by …") and in traces. */
+  client(options: { name: string; accept?: string }): EgressHttpClient;
 }
 
 /** What a kind's `createServices` answers: its services, and what to close when the host stops. */
-export interface NodeServiceParts {
-  services: Partial<NodeServices>;
+export interface NodeServiceParts<S> {
+  services: S;
   close?(): Promise<void>;
 }
 
@@ -169,7 +201,7 @@ export interface NodeGraphEdge {
 }
 
 /** How the console shows a kind's nodes. */
-export interface NodeView<N extends WorkflowNode> {
+export interface NodeView<N extends NodeBase> {
   /** Its label when the definition sets no title (default: the node id). */
   title?(node: N): string;
   /** The graph's sub-label (default: the kind, and the id when a title is set). */

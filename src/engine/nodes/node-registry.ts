@@ -1,37 +1,46 @@
-import type { TaskNode, WorkflowNode } from "../../workflows/workflow-types.js";
+import type { WorkflowNode } from "../../workflows/workflow-types.js";
 import { a2aInvokeNodeKind } from "./a2a-invoke/a2a-invoke-node.js";
 import { delayNodeKind } from "./delay-node.js";
 import { approvalNodeKind } from "./gates/approval-node.js";
 import { clarificationNodeKind } from "./gates/clarification-node.js";
 import { httpNodeKind } from "./http/http-node.js";
-import type { NodeCheckContext, NodeHostDeps, NodeKind, NodeRoute, NodeServices } from "./node-kind.js";
+import type { NodeBase, NodeCheckContext, NodeHostDeps, EngineNodeKind, NodeRoute } from "./node-kind.js";
 import { switchNodeKind } from "./switch-node.js";
 import type { NodeExecutors, NodeRuntime } from "./node-executor.js";
 import { taskNodeKind } from "./task-node.js";
+import { pluginNodeKinds } from "./plugin-node-kind.js";
+
+/** Any kind, whatever its node type, services and payload (each kind reads only its own nodes and services). */
+export type AnyEngineNodeKind = EngineNodeKind<NodeBase, unknown, unknown>;
 
 /** Node kinds by name. */
-export type NodeKindTable = Readonly<Record<string, NodeKind<never>>>;
+export type NodeKindTable = Readonly<Record<string, AnyEngineNodeKind>>;
+
+/** Each kind's services, by kind name (what its createServices built; none for a kind without one). */
+export type NodeServicesByKind = Readonly<Record<string, unknown>>;
 
 /**
- * Every node kind shipped in src, one line each. A new kind: its folder (its NodeKind; see node-kind.ts and
- * http/http-node.ts), one line here, its node type in workflow-types.ts and its fragment in
- * schemas/workflow.schema.json. Built on first use, so the modules it names are all evaluated by then.
+ * Every node kind shipped in src, one line each, in the order of the published schema's `kind` enum. A new kind:
+ * its folder (its EngineNodeKind; see node-kind.ts and http/http-node.ts), one line here, its node type in
+ * workflow-types.ts and its fragment in schemas/workflow.schema.json. Built on first use, so the modules it names
+ * are all evaluated by then.
  */
 function builtinTable(): NodeKindTable {
   return {
     task: taskNodeKind,
-    delay: delayNodeKind,
     approval: approvalNodeKind,
     clarification: clarificationNodeKind,
+    delay: delayNodeKind,
     "a2a.invoke": a2aInvokeNodeKind,
     switch: switchNodeKind,
     http: httpNodeKind,
-  } satisfies { [K in WorkflowNode["kind"]]: NodeKind<Extract<WorkflowNode, { kind: K }>> } as unknown as NodeKindTable;
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind's own services and payload; only its node type is checked here
+  } satisfies { [K in WorkflowNode["kind"]]: EngineNodeKind<Extract<WorkflowNode, { kind: K }>, any, any> } as unknown as NodeKindTable;
 }
 
 /**
- * The node kinds one host runs: the built-in ones plus any given to createCore (`nodeKinds`, e.g. a test's own
- * kind). The loader, the engine, the supervisor, the routes and the console ask it; none of them names a kind.
+ * The node kinds one host runs: the built-in ones plus the plugin kinds given to it (startHost's `nodeKinds`,
+ * HANDLERS_MODULE's, createCore's; see withPluginKinds). The loader, the engine, the supervisor, the routes and the console ask it; none of them names a kind.
  */
 export class NodeKindRegistry {
   private readonly kinds: NodeKindTable;
@@ -43,7 +52,7 @@ export class NodeKindRegistry {
   }
 
   /** The kind named `kind`, or undefined when this host has none by that name. */
-  of(kind: string): NodeKind<never> | undefined {
+  of(kind: string): AnyEngineNodeKind | undefined {
     return Object.hasOwn(this.kinds, kind) ? this.kinds[kind] : undefined;
   }
 
@@ -67,27 +76,40 @@ export class NodeKindRegistry {
    * have is a problem too.
    */
   problem(node: { kind: string; id: string }, context: NodeCheckContext): string | undefined {
-    const kind = this.of(node.kind) as NodeKind<TaskNode> | undefined;
+    const kind = this.of(node.kind);
     if (!kind) return `node "${node.id}": node kind "${node.kind}" is not supported by this host yet`;
-    return kind.check?.(node as TaskNode, context);
+    return kind.check?.(node, context);
   }
 
-  /** Every kind's services, built from the host's; `close` closes what they opened. */
-  createServices(deps: NodeHostDeps, handlers: NodeServices["handlers"]): { services: NodeServices; close(): Promise<void> } {
-    const parts = Object.values(this.kinds).map((kind) => kind.createServices?.(deps));
-    const services = Object.assign({ handlers }, ...parts.map((p) => p?.services ?? {})) as NodeServices;
-    return { services, close: async () => void (await Promise.all(parts.map((p) => p?.close?.()))) };
+  /** Every kind's services, built from the host's generic pieces; `close` closes what they opened. */
+  createServices(deps: NodeHostDeps): { services: NodeServicesByKind; close(): Promise<void> } {
+    const parts = Object.entries(this.kinds).flatMap(([name, kind]) => {
+      const made = kind.createServices?.(deps);
+      return made ? [[name, made] as const] : [];
+    });
+    const services = Object.fromEntries(parts.map(([name, made]) => [name, made.services]));
+    return { services, close: async () => void (await Promise.all(parts.map(([, made]) => made.close?.()))) };
   }
 
   /** Every kind's HTTP routes. */
-  routes(services: NodeServices): NodeRoute[] {
-    return Object.values(this.kinds).flatMap((kind) => kind.routes?.(services) ?? []);
+  routes(services: NodeServicesByKind): NodeRoute[] {
+    return Object.entries(this.kinds).flatMap(([name, kind]) => kind.routes?.(services[name]) ?? []);
   }
 
   /** The executor of every node kind. */
-  executors(runtime: NodeRuntime, services: NodeServices): NodeExecutors {
-    return Object.fromEntries(Object.entries(this.kinds).map(([name, kind]) => [name, kind.executor(runtime, services)])) as unknown as NodeExecutors;
+  executors(runtime: NodeRuntime, services: NodeServicesByKind): NodeExecutors {
+    return Object.fromEntries(Object.entries(this.kinds).map(([name, kind]) => [name, kind.executor(runtime, services[name])]));
   }
+}
+
+/**
+ * The built-in kinds and the plugin kinds `kinds` (public-node-kind.ts), with every problem of the list, each
+ * prefixed with `where` (e.g. "option nodeKinds"). No plugin kinds: the built-in registry.
+ */
+export function withPluginKinds(kinds: readonly unknown[], where: string): { registry: NodeKindRegistry; problems: string[] } {
+  if (kinds.length === 0) return { registry: builtinNodeKinds(), problems: [] };
+  const { table, problems } = pluginNodeKinds(kinds, nodeKindNames(), where);
+  return { registry: new NodeKindRegistry(table), problems };
 }
 
 let builtin: NodeKindRegistry | undefined;
@@ -98,7 +120,7 @@ export function builtinNodeKinds(): NodeKindRegistry {
 }
 
 /** The built-in kind named `kind`, or undefined. */
-export function nodeKindOf(kind: string): NodeKind<never> | undefined {
+export function nodeKindOf(kind: string): AnyEngineNodeKind | undefined {
   return builtinNodeKinds().of(kind);
 }
 

@@ -2,17 +2,16 @@ import { cursorOf, switchTarget } from "../message-route.js";
 import { incomingMessageOf, nodeAfter } from "../workflow-walk.js";
 import type { SwitchNode } from "../../workflows/workflow-types.js";
 import type { NodeExecutor, NodeRuntime } from "./node-executor.js";
-import type { NodeGraphEdge, NodeKind } from "./node-kind.js";
+import type { NodeGraphEdge, EngineNodeKind } from "./node-kind.js";
 
 /** The kind, for the registry: routes at once (a stateless skill may hold it); its cases are the graph's edges. */
-export const switchNodeKind: NodeKind<SwitchNode> = {
+export const switchNodeKind: EngineNodeKind<SwitchNode> = {
   stateless: {
     async run(node, { workflow, message }) {
       const { target } = switchTarget(node, message);
       return { next: target === undefined ? nodeAfter(workflow, node.id) : cursorOf(target) };
     },
   },
-  decide: (node) => ({ type: "route", node }),
   executor: (runtime) => switchNodeExecutor(runtime),
   view: {
     edges: (node, { after }): NodeGraphEdge[] => [

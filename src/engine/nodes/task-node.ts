@@ -10,14 +10,14 @@ import { feedbackFor } from "./gates/approval-node.js";
 import { HandlerError, type HandlerResult, type TaskHandler, type TaskNode, type WorkflowDefinition } from "../../workflows/workflow-types.js";
 import { chunkEmitter } from "./artifact-chunks.js";
 import { failureMessage, localEffect, stageNodeCompleted, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "./node-executor.js";
-import type { NodeCheckContext, NodeKind, StatelessRun } from "./node-kind.js";
+import type { NodeCheckContext, EngineNodeKind, StatelessRun } from "./node-kind.js";
 
 /** The kind, for the registry: its handler must be registered (checked even when the schema fails), stateless use allowed. */
-export const taskNodeKind: NodeKind<TaskNode> = {
+export const taskNodeKind: EngineNodeKind<TaskNode, Readonly<Record<string, TaskHandler>>> = {
   stateless: { run: runStatelessTask },
   precheck: taskHandlerProblem,
-  decide: (node) => ({ type: "run-task", node }),
-  executor: (runtime, services) => taskNodeExecutor(runtime, services.handlers),
+  createServices: (deps) => ({ services: deps.handlers }),
+  executor: (runtime, handlers) => taskNodeExecutor(runtime, handlers),
 };
 
 /** A stateless skill's task node: its handler runs at once; nothing is stored. */
@@ -60,7 +60,7 @@ function taskHandlerProblem(node: Readonly<Record<string, unknown>>, context: No
  * before it (created, started, or the previous node's completion), and its run is a local effect: a new
  * task whose creator waits may run it before its first write, so a fast task is stored once, at its end.
  */
-export function taskNodeExecutor(runtime: NodeRuntime, handlers: Record<string, TaskHandler>): NodeExecutor<TaskNode> {
+export function taskNodeExecutor(runtime: NodeRuntime, handlers: Readonly<Record<string, TaskHandler>>): NodeExecutor<TaskNode> {
   return {
     async step({ taskId, node, live, workflow, at }) {
       const { repository } = runtime;
@@ -75,7 +75,7 @@ export function taskNodeExecutor(runtime: NodeRuntime, handlers: Record<string, 
 
 async function runHandler(
   runtime: NodeRuntime,
-  handlers: Record<string, TaskHandler>,
+  handlers: Readonly<Record<string, TaskHandler>>,
   args: { taskId: string; node: TaskNode; context: TaskContext; workflow: WorkflowDefinition; createdAt: string },
 ): Promise<NodeOutcome | void> {
   const { taskId, node, context, workflow, createdAt } = args;

@@ -2,44 +2,20 @@ import { randomUUID } from "node:crypto";
 import { didYouMean } from "../../../domain/closest-name.js";
 import { originOf } from "../../../domain/url-origin.js";
 import type { TaskContext } from "../../../machine/task-context.js";
-import type { A2APeerClient } from "../../../peer/a2a-peer-client.js";
-import type { PeerCallbackKey } from "../../../peer/peer-callbacks.js";
-import type { PeerConfig } from "../../../peer/peer-config.js";
-import type { PeerVersions } from "../../../peer/peer-version.js";
-import type { PeerJwks } from "../../../peer/peer-jwks.js";
 import { unexpandedVariables, VARIABLE_REFERENCE } from "../../../workflows/workflow-variables.js";
 import { buildPeerInterrupt, CROSS_PROTOCOL_CANCEL, peerProgressOf, peerReplyFromText, peerReplyOutcome, peerTaskToCancel } from "./a2a-invoke.js";
-import type { A2AInvokeSettings } from "../../../peer/peer-settings.js";
 import { A2AInvokeRunner, DEFAULT_A2A_INVOKE_SETTINGS, type InvokeOutcome } from "./a2a-invoke-runner.js";
 import { PeerCallbackService } from "./peer-callback-service.js";
 import { ShutdownSignal } from "../../in-flight-work.js";
 import { idempotencyKeyOf, nodeAfter } from "../../workflow-walk.js";
 import type { A2AInvokeNode, WorkflowDefinition } from "../../../workflows/workflow-types.js";
 import { failureMessage, stillRunning, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "../node-executor.js";
-import type { NodeCheckContext, NodeExpandContext, NodeHostDeps, NodeKind, NodeRoute, NodeServiceParts, NodeWaiting } from "../node-kind.js";
+import type { NodeCheckContext, NodeExpandContext, NodeHostDeps, EngineNodeKind, NodeRoute, NodeServiceParts, NodeWaiting } from "../node-kind.js";
 
-// What the kind needs from the host (core.ts builds the client and the callback key) and what it adds to the executors' services.
-declare module "../node-kind.js" {
-  interface NodeHostServices {
-    a2aInvoke?: {
-      /** The outbound A2A client (every binding and version). */
-      client: A2APeerClient;
-      settings: A2AInvokeSettings & { peers: ReadonlyMap<string, PeerConfig> };
-      /** The client half of each A2A version: the receiver reads a pushed body with the one whose shape it has. */
-      versions: PeerVersions;
-      /** Peers' key sets (their `jwksUrl`), fetched through the egress client: signed pushes are checked against them. */
-      jwks: PeerJwks;
-      /** The per-visit callback token key: with it this host receives peers' pushes (POST /v1/peer-callbacks/{taskId}). */
-      callbackKey?: PeerCallbackKey;
-      /** Where peers push to (offered only when https, or plain http under the test-only loopback allowance). */
-      callbackBaseUrl?: string;
-    };
-  }
-  interface NodeServices {
-    peerInvoker: A2AInvokeRunner;
-    /** The receiver of peers' pushes; none without a callback key. */
-    peerCallbacks?: PeerCallbackService;
-  }
+/** The kind's services: the runner its executor calls peers with, and the receiver of their pushes (none without a callback key). */
+export interface A2AInvokeServices {
+  peerInvoker: A2AInvokeRunner;
+  peerCallbacks?: PeerCallbackService;
 }
 
 /** The path peers push to (the same in the callback URL the runner registers: peer/peer-callbacks.ts). */
@@ -49,10 +25,9 @@ export const PEER_CALLBACK_PATH = "/v1/peer-callbacks/{taskId}";
  * The kind, for the registry (node-registry.ts): named peers and `${NAME}` in agentCardUrl at load, the executor,
  * the reply forwarded to the peer, its runner and callback receiver (its route), how the console shows it.
  */
-export const a2aInvokeNodeKind: NodeKind<A2AInvokeNode> = {
+export const a2aInvokeNodeKind: EngineNodeKind<A2AInvokeNode, A2AInvokeServices> = {
   expand: expandAgentCardUrl,
   check: a2aInvokeNodeProblem,
-  decide: (node) => ({ type: "invoke-peer", node }),
   // A remote agent's question: the answer goes to the remote agent. Never an approval decision.
   reply: {
     interpret: ({ node, context, interrupt, resumeValue, decision }) => ({ type: "resume", ...peerReplyOutcome(node, context, interrupt, resumeValue, decision, idempotencyKeyOf(context, node.id)) }),
@@ -68,8 +43,9 @@ export const a2aInvokeNodeKind: NodeKind<A2AInvokeNode> = {
   },
 };
 
-function a2aInvokeServices(deps: NodeHostDeps): NodeServiceParts {
-  const host = deps.host.a2aInvoke;
+/** Its runner and receiver, from the host's peer pieces (an engine built without them fails its nodes). */
+function a2aInvokeServices(deps: NodeHostDeps): NodeServiceParts<A2AInvokeServices> {
+  const host = deps.peers;
   const runner = new A2AInvokeRunner(host?.client, host?.settings ?? DEFAULT_A2A_INVOKE_SETTINGS, deps.logger, {
     callbacks: host?.callbackKey && host.callbackBaseUrl ? { baseUrl: host.callbackBaseUrl, key: host.callbackKey, peers: host.settings.peers } : undefined,
     // A push committed by another instance wakes the node here (the bus's change stream; the news board ignores polling).

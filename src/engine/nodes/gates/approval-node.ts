@@ -4,15 +4,14 @@ import { APPROVAL_ACTIONS, type ApprovalAction } from "../../../domain/run-statu
 import type { RunError, TaskContext } from "../../../machine/task-context.js";
 import { nodeAfter, SYSTEM_TIMEOUT, type ReplyOutcome } from "../../workflow-walk.js";
 import type { ApprovalNode, WorkflowDefinition } from "../../../workflows/workflow-types.js";
-import type { NodeGraphEdge, NodeKind } from "../node-kind.js";
+import type { NodeGraphEdge, EngineNodeKind } from "../node-kind.js";
 import { gateNodeExecutor, offeredActions } from "./gate-node.js";
 
 /**
  * `approval` nodes: a gate that raises an approval interrupt and waits for a decision (accept, reject, refine,
  * edit-accept, ask). Its refine loop sends the run back to the reviewed node, which reads the feedback (feedbackFor).
  */
-export const approvalNodeKind: NodeKind<ApprovalNode> = {
-  decide: (node) => ({ type: "interrupt", node }),
+export const approvalNodeKind: EngineNodeKind<ApprovalNode> = {
   reply: { byNodeId: true, interpret: ({ node, workflow, context, resumeValue, decision }) => approvalOutcome(node, workflow, context, resumeValue, decision) },
   executor: (runtime) => gateNodeExecutor(runtime),
   view: { edges: approvalEdges },

@@ -1,12 +1,11 @@
 import { invalidParams } from "../../../domain/errors.js";
 import { nodeAfter } from "../../workflow-walk.js";
 import type { ClarificationNode, WorkflowDefinition } from "../../../workflows/workflow-types.js";
-import type { NodeKind } from "../node-kind.js";
+import type { EngineNodeKind } from "../node-kind.js";
 import { gateNodeExecutor } from "./gate-node.js";
 
 /** `clarification` nodes: a gate that asks the caller questions and resumes with their answers. */
-export const clarificationNodeKind: NodeKind<ClarificationNode> = {
-  decide: (node) => ({ type: "interrupt", node }),
+export const clarificationNodeKind: EngineNodeKind<ClarificationNode> = {
   reply: {
     byNodeId: true,
     interpret: ({ node, workflow, resumeValue, decision }) => ({ type: "resume", ...clarificationOutcome(node, workflow, resumeValue, decision) }),

@@ -31,15 +31,18 @@ import { idempotencyKeyOf, incomingMessageOf, runInputOf } from "../../workflow-
 import { feedbackFor } from "../gates/approval-node.js";
 import { HandlerError, type HandlerArtifact, type HandlerResult, type HttpNode, type WorkflowDefinition } from "../../../workflows/workflow-types.js";
 import { VARIABLE_REFERENCE } from "../../../workflows/workflow-variables.js";
-import type { HttpNodeSettings } from "./http-node-settings.js";
+import type { HttpNodeSettings } from "../node-egress-settings.js";
 import { failureMessage, stageNodeCompleted, stillRunning, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "../node-executor.js";
-import type { NodeKind } from "../node-kind.js";
+import type { EngineNodeKind } from "../node-kind.js";
 
 /** The kind, for the registry (node-registry.ts): checks at load, no stateless use, the executor. */
-export const httpNodeKind: NodeKind<HttpNode> = {
+export const httpNodeKind: EngineNodeKind<HttpNode, HttpNodeRunner> = {
   check: (node, { variables }) => httpNodeProblem(node, variables),
-  createServices: (deps) => ({ services: { httpRunner: deps.host.httpNode ? new HttpNodeRunner(deps.host.httpNode.client, deps.host.httpNode.settings, deps.host.httpNode.variables) : new HttpNodeRunner(undefined, UNCONFIGURED) } }),
-  executor: (runtime, services) => httpNodeExecutor(runtime, services.httpRunner),
+  // Its client from the host's node egress (HTTP_NODE_*); an engine built without one fails its nodes.
+  createServices: ({ egress, variables }) => ({
+    services: egress ? new HttpNodeRunner(egress.client({ name: "http", accept: "application/json" }), egress.settings, variables) : new HttpNodeRunner(undefined, UNCONFIGURED),
+  }),
+  executor: (runtime, runner) => httpNodeExecutor(runtime, runner),
   view: {
     title: (node) => `http ${node.method ?? "POST"} ${originOfUrl(node.url)}`,
     // Its method and the service's host (never the path or query: they may hold secrets).
@@ -49,16 +52,6 @@ export const httpNodeKind: NodeKind<HttpNode> = {
 
 /** A runner without a client: its nodes fail with `http_node_unavailable`. */
 const UNCONFIGURED = { timeoutMs: 30_000, maxAttempts: 1, retryBaseMs: 1, retryMaxMs: 1 };
-
-// What it needs from the host (core.ts builds the egress client) and the runner it adds to the executors' services.
-declare module "../node-kind.js" {
-  interface NodeHostServices {
-    httpNode?: { client: EgressHttpClient; settings: HttpNodeSettings; variables: Readonly<Record<string, string | undefined>> };
-  }
-  interface NodeServices {
-    httpRunner: HttpNodeRunner;
-  }
-}
 
 
 /** The stable error codes an `http` node fails with (the run's `error.code`). */

@@ -1,11 +1,15 @@
-import { EnvReader, type Env } from "../../../domain/env-settings.js";
-import { privateServiceEntryProblem } from "../../../peer/peer-http-client.js";
-import type { A2APeerSettings } from "../../../peer/peer-settings.js";
+import { EnvReader, type Env } from "../../domain/env-settings.js";
+import { privateServiceEntryProblem } from "../../peer/peer-http-client.js";
+import type { A2APeerSettings } from "../../peer/peer-settings.js";
 
 /** The egress guard's policy (egress/egress-guard.ts), as the peer layer passes it on. */
 type EgressPolicy = A2APeerSettings["egress"];
 
-/** How `http` nodes call services (README "Configuration": HTTP_NODE_*, WORKFLOW_VARIABLES). */
+/**
+ * How nodes call out over HTTP (HTTP_NODE_*, docs/configuration.md): the `http` kind's calls and every plugin kind's
+ * (NodeHost.httpClient), through the egress guard with this policy; and WORKFLOW_VARIABLES, the `${NAME}` values
+ * definitions may reference. The variables keep their `HTTP_NODE_` names: the `http` kind was their first user.
+ */
 export interface HttpNodeSettings {
   /** Deadline of each request, for a node without `timeoutMs`. */
   timeoutMs: number;
