@@ -21,7 +21,7 @@ import { bindVersions, signedCardVersions, versionModule, versionModules, versio
 import { UNNAMED_A2A_VERSION } from "./domain/a2a-version.js";
 import { Readiness } from "./observability/readiness.js";
 import { createRequestObserver } from "./observability/request-observer.js";
-import { observedTaskService } from "./observed/observed-task-service.js";
+import { observedInvocations } from "./observed/observed-invocations.js";
 import { createOpsConnectHandler, isOpsRpcPath, OPS_SERVICES } from "./transport/connect/ops-connect-handler.js";
 import { addOpsRoutes } from "./transport/rest/ops-routes.js";
 import { errorReporter } from "./transport/errors/wire-error.js";
@@ -112,7 +112,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   const core = await createCore({ ...options, telemetry, interfaces: hostInterfaces(config.publicUrl), auth });
   const { catalog, supervisor, push, card, runs, runInterrupts, feed } = core;
   // Under the GenAI opt-in, a message sent to the agent (any binding, any version) is noted as an agent invocation.
-  const service = observedTaskService(core.service, core.telemetry);
+  const service = observedInvocations(core.service, core.telemetry, ["send", "sendMessage", "streamMessage"]);
 
   const router = new HttpRouter();
   // What every JSON surface bounds: body size and nesting depth.
