@@ -4,7 +4,8 @@
 // calling the peer host, named once per binding (JSON-RPC, gRPC, HTTP+JSON). Checked: ONE trace holds the caller's
 // invoke_agent SERVER span → an execute_tool span per node → the invoke_agent CLIENT span of the peer call → (the
 // wire's client span, which carries traceparent) → the peer's invoke_agent SERVER span, with the gen_ai attributes,
-// and the message text in no attribute. And a third host without the opt-in keeps the span names it always had.
+// and the message text in no attribute. A streamed message is an invoke_agent span too; a call that sends no message
+// (tasks/get) keeps its RPC name. And a third host without the opt-in keeps the span names it always had.
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
@@ -136,7 +137,8 @@ describe("GenAI conventions in traces (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_late
       const text = `hello over ${binding} ${randomUUID()}`;
       const { task, traceId, callerSpanId } = await send(caller, `via-${peerName}`, text);
       expect(task.status.state, JSON.stringify(task)).toBe("completed");
-      const peerServer = (spans: ReceivedSpan[]) => spans.find((s) => s.service === "peer-host" && s.kind === SPAN_KIND.SERVER && s.name === "invoke_agent Peer agent");
+      // The peer's span of the send that created its task; the caller's server span ends last, the export is batched.
+      const peerServer = (spans: ReceivedSpan[]) => spans.find((s) => s.service === "peer-host" && s.kind === SPAN_KIND.SERVER && s.name === "invoke_agent Peer agent" && attributeOf(s, "a2a.task.id") !== undefined);
       await waitFor(() => peerServer(otlp.inTrace(traceId)) && otlp.inTrace(traceId).some((s) => s.service === "caller-host" && s.kind === SPAN_KIND.SERVER), 10_000, "both hosts' invoke_agent spans");
       const spans = otlp.inTrace(traceId);
 
@@ -173,8 +175,7 @@ describe("GenAI conventions in traces (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_late
       // The peer's server span that took the message (a send refused first, e.g. for its push callback, is a span of its
       // own) joins the trace through the wire's client span, which carried its traceparent, under an invoke_agent CLIENT
       // span, itself a child of the a2a.invoke node's execute_tool span.
-      const remote = spans.find((s) => s.service === "peer-host" && s.kind === SPAN_KIND.SERVER && s.name === "invoke_agent Peer agent" && attributeOf(s, "a2a.task.id") !== undefined)!;
-      expect(remote, "the peer's invoke_agent span that created its task").toBeDefined();
+      const remote = peerServer(spans)!;
       const wire = parentOf(spans, remote)!;
       expect(wire.service).toBe("caller-host");
       expect(wire.kind).toBe(SPAN_KIND.CLIENT);
@@ -208,10 +209,45 @@ describe("GenAI conventions in traces (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_late
     });
   }
 
+  it("a streamed message (message/stream) is an invoke_agent span too, its conversation the task's", async () => {
+    const traceId = randomBytes(16).toString("hex");
+    const res = await fetch(`${caller.baseUrl}/a2a/jsonrpc`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream", traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/stream", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "streamed hello" }], metadata: { skillId: "echo" } } } }),
+    });
+    const events = (await res.text()).split("\n").filter((l) => l.startsWith("data:")).map((l) => JSON.parse(l.slice(5)) as { result: { kind: string; id?: string; taskId?: string; contextId: string } });
+    const first = events[0]!.result;
+    const taskId = first.kind === "task" ? first.id : first.taskId;
+    expect(taskId).toEqual(expect.any(String));
+    await waitFor(() => otlp.inTrace(traceId).some((s) => s.service === "caller-host" && s.kind === SPAN_KIND.SERVER), 10_000, "the stream's server span");
+    const server = otlp.inTrace(traceId).find((s) => s.service === "caller-host" && s.kind === SPAN_KIND.SERVER)!;
+    expect(server.name).toBe("invoke_agent Caller agent");
+    expect(attributeOf(server, "rpc.method")).toBe("message/stream");
+    expect(attributeOf(server, "a2a.task.id")).toBe(taskId);
+    expect(attributeOf(server, "gen_ai.conversation.id")).toBe(first.contextId);
+    expect(otlp.inTrace(traceId).some((s) => s.name === "execute_tool echo" && attributeOf(s, "gen_ai.tool.type") === "function")).toBe(true);
+  });
+
+  it("a call that sends no message (tasks/get) keeps its RPC name under the opt-in", async () => {
+    const { task } = await send(caller, "echo", "hello");
+    const traceId = randomBytes(16).toString("hex");
+    await fetch(`${caller.baseUrl}/a2a/jsonrpc`, {
+      method: "POST",
+      headers: { "content-type": "application/json", traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tasks/get", params: { id: task.id } }),
+    });
+    await waitFor(() => otlp.inTrace(traceId).some((s) => s.kind === SPAN_KIND.SERVER), 10_000, "the tasks/get span");
+    const server = otlp.inTrace(traceId).find((s) => s.kind === SPAN_KIND.SERVER)!;
+    expect(server.name).toBe("jsonrpc tasks/get");
+    expect(attributeOf(server, "a2a.task.id")).toBe(task.id);
+    expect(server.attributes.filter((a) => a.key.startsWith("gen_ai."))).toEqual([]);
+  });
+
   it("without the opt-in, a host's spans keep their names and carry no gen_ai attribute (the peer's, opted in, still joins the trace)", async () => {
     const { task, traceId } = await send(plain, "via-peer-jsonrpc", `hello plain ${randomUUID()}`);
     expect(task.status.state, JSON.stringify(task)).toBe("completed");
-    const peerInvoked = (s: ReceivedSpan) => s.service === "peer-host" && s.kind === SPAN_KIND.SERVER && attributeOf(s, "gen_ai.operation.name") === "invoke_agent";
+    const peerInvoked = (s: ReceivedSpan) => s.service === "peer-host" && s.kind === SPAN_KIND.SERVER && attributeOf(s, "gen_ai.operation.name") === "invoke_agent" && attributeOf(s, "a2a.task.id") !== undefined;
     await waitFor(() => otlp.inTrace(traceId).some(peerInvoked) && otlp.inTrace(traceId).some((s) => s.service === "plain-host" && s.kind === SPAN_KIND.SERVER), 10_000, "both hosts' server spans");
     const spans = otlp.inTrace(traceId);
     const ours = spans.filter((s) => s.service === "plain-host");
