@@ -1,6 +1,6 @@
 import { SpanStatusCode, type Attributes } from "@opentelemetry/api";
 import type { NodeServices } from "../engine/nodes/node-kind.js";
-import type { A2AInvokeRunner, InvokeRun } from "../engine/nodes/a2a-invoke/a2a-invoke-runner.js";
+import type { InvokeRun } from "../engine/nodes/a2a-invoke/a2a-invoke-runner.js";
 import type { HttpNodeRunner } from "../engine/nodes/http/http-node.js";
 import { idempotencyKeyOf } from "../engine/workflow-walk.js";
 import { errorTypeOf, executeToolSpanName } from "../observability/gen-ai-conventions.js";
@@ -80,24 +80,27 @@ export function nodeServicesAsTools<P extends { services: NodeServices }>(parts:
   if (!telemetry.tracer || !telemetry.genAi) return parts;
   const { peerInvoker, httpRunner } = parts.services;
   const services: NodeServices = { ...parts.services };
-  if (peerInvoker) services.peerInvoker = overriding(peerInvoker, "run", (run) => (r: InvokeRun) => {
-    const call = { tool: r.node.id, type: "extension" as const, callId: idempotencyKeyOf(r.context, r.node.id), taskId: r.taskId, nodeId: r.node.id, nodeKind: r.node.kind, attempt: r.context.attempt };
-    const agent = { cardUrl: r.node.agentCardUrl, ...(r.node.peer !== undefined ? { name: r.node.peer } : {}) };
-    return inToolSpan(telemetry, call, () => withPeerAgent(agent, () => run(r)), (outcome) => (outcome.type === "fail" ? outcome.error.code : undefined));
-  });
-  if (httpRunner) services.httpRunner = overriding(httpRunner, "run", (run) => (args: Parameters<HttpNodeRunner["run"]>[0]) => {
-    const call = { tool: args.node.id, type: "extension" as const, callId: idempotencyKeyOf(args.context, args.node.id), taskId: args.context.taskId, nodeId: args.node.id, nodeKind: args.node.kind, attempt: args.context.attempt };
-    return inToolSpan(telemetry, call, () => run(args));
-  });
+  if (peerInvoker) {
+    services.peerInvoker = withRun(peerInvoker, (r: InvokeRun) => {
+      const call = { tool: r.node.id, type: "extension" as const, callId: idempotencyKeyOf(r.context, r.node.id), taskId: r.taskId, nodeId: r.node.id, nodeKind: r.node.kind, attempt: r.context.attempt };
+      const agent = { cardUrl: r.node.agentCardUrl, ...(r.node.peer !== undefined ? { name: r.node.peer } : {}) };
+      return inToolSpan(telemetry, call, () => withPeerAgent(agent, () => peerInvoker.run(r)), (outcome) => (outcome.type === "fail" ? outcome.error.code : undefined));
+    });
+  }
+  if (httpRunner) {
+    services.httpRunner = withRun(httpRunner, (args: Parameters<HttpNodeRunner["run"]>[0]) => {
+      const call = { tool: args.node.id, type: "extension" as const, callId: idempotencyKeyOf(args.context, args.node.id), taskId: args.context.taskId, nodeId: args.node.id, nodeKind: args.node.kind, attempt: args.context.attempt };
+      return inToolSpan(telemetry, call, () => httpRunner.run(args));
+    });
+  }
   return { ...parts, services };
 }
 
-/** `target` with one method replaced (everything else, its other methods and fields, read from it as before). */
-function overriding<T extends A2AInvokeRunner | HttpNodeRunner, K extends "run">(target: T, key: K, wrap: (original: T[K]) => T[K]): T {
-  const wrapped = wrap((target[key] as (...args: never[]) => unknown).bind(target) as T[K]);
+/** `target` with its `run` replaced: everything else (its other methods, `news` of the peer invoker) read from it as before. */
+function withRun<T extends { run: unknown }>(target: T, run: T["run"]): T {
   return new Proxy(target, {
     get(object, property, receiver) {
-      if (property === key) return wrapped;
+      if (property === "run") return run;
       const value: unknown = Reflect.get(object, property, receiver);
       return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(object) : value;
     },
