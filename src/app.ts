@@ -21,6 +21,7 @@ import { bindVersions, signedCardVersions, versionModule, versionModules, versio
 import { UNNAMED_A2A_VERSION } from "./domain/a2a-version.js";
 import { Readiness } from "./observability/readiness.js";
 import { createRequestObserver } from "./observability/request-observer.js";
+import { observedInvocations } from "./observed/observed-invocations.js";
 import { createOpsConnectHandler, isOpsRpcPath, OPS_SERVICES } from "./transport/connect/ops-connect-handler.js";
 import { addOpsRoutes } from "./transport/rest/ops-routes.js";
 import { errorReporter } from "./transport/errors/wire-error.js";
@@ -109,7 +110,9 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   // and the interfaces served here.
   const auth = authenticator.describe();
   const core = await createCore({ ...options, telemetry, interfaces: hostInterfaces(config.publicUrl), auth });
-  const { catalog, supervisor, service, push, card, runs, runInterrupts, feed } = core;
+  const { catalog, supervisor, push, card, runs, runInterrupts, feed } = core;
+  // Under the GenAI opt-in, a message sent to the agent (any binding, any version) is noted as an agent invocation.
+  const service = observedInvocations(core.service, core.telemetry, ["send", "sendMessage", "streamMessage"]);
 
   const router = new HttpRouter();
   // What every JSON surface bounds: body size and nesting depth.
@@ -191,7 +194,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     shutdownSignal: shutdown.signal,
   });
   const rpcMethods = [...rpcServices, ...OPS_SERVICES].flatMap((service) => service.methods.map((m) => `${service.typeName}/${m.name}`));
-  const observe = createRequestObserver({ telemetry: core.telemetry, logger, jsonRpcPath: JSONRPC_PATH, rpcMethods, versions: { ofRpcService: versionOfRpcService, unnamed: UNNAMED_A2A_VERSION } });
+  const observe = createRequestObserver({ telemetry: core.telemetry, logger, jsonRpcPath: JSONRPC_PATH, rpcMethods, versions: { ofRpcService: versionOfRpcService, unnamed: UNNAMED_A2A_VERSION }, agent: { name: card.name, id: `${config.publicUrl.replace(/\/$/, "")}/.well-known/agent-card.json`, version: card.version } });
   const server = new DualProtocolServer((req, res) => observe(req, res, () => void handle(req, res)), config.connections, connectionMetrics(core.telemetry.metrics, logger), tls);
   const tlsWatcher =
     config.tls && tls

@@ -29,6 +29,8 @@ import type { Telemetry } from "./observability/telemetry.js";
 import { observedEgressHttp, observedHandlers, observedPeerTransport, observedPushClient } from "./observed/observed-egress.js";
 import { peerTlsFailureReporter } from "./observed/observed-trust.js";
 import { observedPushConfigStore, observedTaskStore } from "./observed/observed-store.js";
+import { observedPeerClient } from "./observed/observed-peer-client.js";
+import { nodeServicesAsTools } from "./observed/observed-tools.js";
 import { CountingTransitionHook, observeTasks } from "./observed/observed-tasks.js";
 import type { TransitionHook } from "./engine/transition-hook.js";
 import { createA2APeerClient, type A2APeerClient } from "./peer/a2a-peer-client.js";
@@ -171,7 +173,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const peerHttp = observedEgressHttp(createPeerHttpClient({ policy: config.a2aPeer.egress, ...peerTls }), telemetry, "peer");
   // Peers' JWKS (card signatures, signed pushes) come through the same client and policy: one key set per URL.
   const peerJwks = new PeerJwks(egressFetch(peerHttp, PEER_JWKS_TIMEOUT_MS));
-  const peerClient = createA2APeerClient({
+  const peerClient = observedPeerClient(createA2APeerClient({
     http: peerHttp,
     jwks: peerJwks,
     grpc: observedPeerTransport(createGrpcPeerTransport({ policy: config.a2aPeer.egress, versions: peerVersions(), requestTimeoutMs: config.a2aPeer.requestTimeoutMs, streamIdleMs: config.a2aPeer.streamIdleMs, ...peerTls }), telemetry),
@@ -179,7 +181,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     requestTimeoutMs: config.a2aPeer.requestTimeoutMs,
     streamIdleMs: config.a2aPeer.streamIdleMs,
     peers: config.a2aPeer.peers,
-  });
+  }), telemetry);
   // Nodes' own calls (the http kind, plugin kinds): clients made on demand through the egress guard, with the node policy (HTTP_NODE_*).
   const egress = nodeEgress(config.httpNode, telemetry);
   // Only an https callback is offered (a plain-http one only under the test-only loopback allowance): a peer must never be sent to its own localhost.
@@ -188,7 +190,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const callbackOk = callbackBase.startsWith("https://") || config.a2aPeer.egress.allowHttpLoopback;
   // Each node kind builds its services, complete, from the same generic pieces (engine/nodes/*: createServices;
   // nothing here names a kind); the supervisor (made next) is reached through the handles, called only once tasks run.
-  const nodeServices = catalog.kinds.createServices({
+  const nodeServices = nodeServicesAsTools(catalog.kinds.createServices({
     logger,
     clock: () => new Date(),
     reads: { find: (taskId) => supervisor.reads.find(taskId), contextOf: (record) => supervisor.reads.contextOf(record) },
@@ -205,7 +207,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
       ...(callbackKey && callbackOk ? { callbackBaseUrl: callbackBase } : {}),
     },
     egress,
-  });
+  }), telemetry);
   const supervisor: TaskSupervisor = new TaskSupervisor({ store, catalog, services: nodeServices.services, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, leases: config.leases, recovery: config.recovery });
   const stopObservingTasks = observeTasks({ commits, hook, supervisor, telemetry, logger });
   const reads = supervisor.reads;

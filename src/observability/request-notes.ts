@@ -7,7 +7,11 @@ export interface RequestNotes {
   /** A2A protocol version when the binding decides it from the body (JSON-RPC method names). */
   version?: string;
   taskId?: string;
+  /** The A2A contextId of that task (`gen_ai.conversation.id` of an invoke_agent span). */
+  contextId?: string;
   tenant?: string;
+  /** The call sends the agent a message (an A2A send or stream, any binding): an `invoke_agent` span under the GenAI opt-in. */
+  invokesAgent?: boolean;
 }
 
 const current = new AsyncLocalStorage<RequestNotes>();
@@ -27,5 +31,8 @@ export function noteRequest(fields: RequestNotes): void {
   if (fields.method !== undefined) notes.method = fields.method;
   if (fields.version !== undefined) notes.version = fields.version;
   if (fields.taskId !== undefined) notes.taskId ??= fields.taskId;
+  // The context of the task named first: a call's conversation is its task's.
+  if (fields.contextId !== undefined && (fields.taskId === undefined || fields.taskId === notes.taskId)) notes.contextId ??= fields.contextId;
+  if (fields.invokesAgent) notes.invokesAgent = true;
   if (fields.tenant) notes.tenant ??= fields.tenant;
 }

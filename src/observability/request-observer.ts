@@ -1,6 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { GEN_AI_PROVIDER, invokeAgentSpanName, type AgentIdentity } from "./gen-ai-conventions.js";
 import type { Logger } from "./logger.js";
 import { labelSets } from "./metrics.js";
 import { withRequestNotes, type RequestNotes } from "./request-notes.js";
@@ -64,7 +65,9 @@ function grpcStatusOf(headers: OutgoingHttpHeaders | Record<string, unknown> | u
 /**
  * Wraps every inbound call: one server span (the caller's `traceparent` continued), the request counter and
  * latency histogram, and one JSON access line when the response ends. Lower layers add the method, task id
- * and tenant through `noteRequest`.
+ * and tenant through `noteRequest`. Under the GenAI opt-in (telemetry.genAi) a call that sends the agent a message
+ * is the `invoke_agent {agent}` span of the GenAI conventions instead (still kind SERVER: it is the remote side of
+ * the caller's invoke_agent CLIENT span), with the RPC attributes kept beside the gen_ai ones.
  */
 export function createRequestObserver(options: {
   telemetry: Telemetry;
@@ -73,8 +76,10 @@ export function createRequestObserver(options: {
   rpcMethods: Iterable<string>;
   /** The A2A versions, as the registry knows them (a2a/versions.ts): observability names none itself. */
   versions: ObservedVersions;
+  /** This host as an agent (the card's name, URL, version): the gen_ai.agent.* attributes of invoke_agent spans. */
+  agent?: AgentIdentity;
 }) {
-  const { telemetry, logger, jsonRpcPath, versions } = options;
+  const { telemetry, logger, jsonRpcPath, versions, agent } = options;
   const rpcMethods = new Set(options.rpcMethods);
   const { tracer, metrics } = telemetry;
   const requestLabels = labelSets(["binding", "method", "outcome", "a2a.version"]);
@@ -129,9 +134,21 @@ export function createRequestObserver(options: {
       metrics.requests.add(1, labels);
       metrics.requestDuration.record(seconds, labels);
       if (span) {
-        span.updateName(`${shape.binding} ${method}`);
+        const invocation = telemetry.genAi && notes.invokesAgent === true;
+        span.updateName(invocation ? invokeAgentSpanName(agent?.name) : `${shape.binding} ${method}`);
         span.setAttributes({ "rpc.method": method, "a2a.version": version, "openwop.outcome": outcome, "http.response.status_code": status, ...(notes.taskId ? { "a2a.task.id": notes.taskId } : {}), ...(notes.tenant ? { "openwop.tenant": notes.tenant } : {}) });
         const failed = status >= 500 || (grpcStatus !== undefined && ["UNKNOWN", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "DEADLINE_EXCEEDED"].includes(grpcStatus));
+        if (invocation) {
+          span.setAttributes({
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.provider.name": GEN_AI_PROVIDER,
+            ...(agent?.name ? { "gen_ai.agent.name": agent.name } : {}),
+            ...(agent?.id ? { "gen_ai.agent.id": agent.id } : {}),
+            ...(agent?.version ? { "gen_ai.agent.version": agent.version } : {}),
+            ...(notes.contextId ? { "gen_ai.conversation.id": notes.contextId } : {}),
+            ...(failed ? { "error.type": outcome } : {}),
+          });
+        }
         if (failed) span.setStatus({ code: SpanStatusCode.ERROR, message: outcome });
         span.end();
       }

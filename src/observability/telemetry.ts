@@ -6,6 +6,7 @@ import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { MeterProvider, PeriodicExportingMetricReader, type MetricReader } from "@opentelemetry/sdk-metrics";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import { genAiOptedIn } from "./gen-ai-conventions.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 
 /** The environment variables telemetry reads (the standard OTEL_* names). */
@@ -14,6 +15,11 @@ export type TelemetryEnv = Partial<Record<string, string>>;
 export interface Telemetry {
   /** Undefined when tracing is off: every span helper then runs the work directly, with no allocation. */
   tracer: Tracer | undefined;
+  /**
+   * Spans in the OpenTelemetry GenAI conventions (`invoke_agent`, `execute_tool`): asked for with
+   * `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`, and only when tracing is on.
+   */
+  genAi: boolean;
   metrics: Metrics;
   /** Serves the Prometheus text format (GET /metrics). */
   serveMetrics(req: IncomingMessage, res: ServerResponse): void;
@@ -80,6 +86,7 @@ export async function createTelemetry(options: { env?: TelemetryEnv; version?: s
   }
   return {
     tracer: tracerProvider?.getTracer(SERVICE, options.version),
+    genAi: tracerProvider !== undefined && genAiOptedIn(env["OTEL_SEMCONV_STABILITY_OPT_IN"]),
     metrics: createMetrics(meter),
     serveMetrics: (req, res) => prometheus.getMetricsRequestHandler(req, res),
     async shutdown() {

@@ -5,6 +5,7 @@ import type { Telemetry } from "../observability/telemetry.js";
 import type { EgressRequest, EgressResponse, EgressStream } from "../egress/egress-http-client.js";
 import type { PeerTransport } from "../peer/a2a-peer-client.js";
 import type { PushHttpClient } from "../push/push-http-client.js";
+import { handlersAsTools } from "./observed-tools.js";
 
 /** How many (event, webhook) pairs are remembered to tell a first attempt from a retry. */
 const SEEN_LIMIT = 10_000;
@@ -96,10 +97,11 @@ export function observedPeerTransport(transport: PeerTransport, telemetry: Telem
   };
 }
 
-/** Each workflow node's handler in a span (task, node, attempt). */
+/** Each workflow node's handler in a span (task, node, attempt); under the GenAI opt-in an execute_tool span (observed-tools.ts). */
 export function observedHandlers(handlers: Record<string, TaskHandler>, telemetry: Telemetry): Record<string, TaskHandler> {
   const { tracer } = telemetry;
   if (!tracer) return handlers;
+  if (telemetry.genAi) return handlersAsTools(handlers, telemetry);
   return Object.fromEntries(
     Object.entries(handlers).map(([type, handler]) => [
       type,

@@ -30,7 +30,7 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
     }
   }
   const note = (record: TaskRecord | null): TaskRecord | null => {
-    if (record) noteRequest({ taskId: record.taskId, tenant: record.tenant });
+    if (record) noteRequest({ taskId: record.taskId, contextId: record.contextId, tenant: record.tenant });
     return record;
   };
   return {
@@ -41,7 +41,7 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
     init: () => store.init(),
     ping: () => (store.ping ? store.ping() : Promise.resolve()),
     create: (record, events) => {
-      noteRequest({ taskId: record.taskId, tenant: record.tenant });
+      noteRequest({ taskId: record.taskId, contextId: record.contextId, tenant: record.tenant });
       return timed("create", record.taskId, () => store.create(record, events), true);
     },
     commit: (taskId, expectedVersion, changes, events, fence) => timed("commit", taskId, () => store.commit(taskId, expectedVersion, changes, events, fence), true),
