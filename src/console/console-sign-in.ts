@@ -62,7 +62,13 @@ export function addConsoleSignInRoutes(router: HttpRouter, options: ConsoleSignI
     sendJson(res, 200, { signedOut: true, ...(endSessionUrl ? { endSessionUrl } : {}) }, { ...NO_STORE, "set-cookie": cookie(SESSION_COOKIE, "", { maxAge: 0, sameSite: "Strict" }) });
   });
 
-  if (!idp) return;
+  if (!idp) {
+    // The routes exist either way (one route table, one OpenAPI document): without an IdP they say so.
+    const off = async (_req: unknown, res: HttpResponse) => signInFailed(res, 404, new SignInError("sign-in through an identity provider is not configured on this host (CONSOLE_OIDC_CLIENT_ID); use an API key"));
+    router.add("GET", "/console/auth/login", off);
+    router.add("GET", CONSOLE_CALLBACK_PATH, off);
+    return;
+  }
 
   router.add("GET", "/console/auth/login", async (_req, res) => {
     const { state, codeVerifier } = sessions.begin();

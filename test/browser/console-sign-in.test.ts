@@ -86,7 +86,7 @@ describe("console sign-in through the IdP, in headless Chromium", () => {
     expect(session.expires).toBeGreaterThan(Date.now() / 1000);
     // The sign-in binding cookie is gone; the page's script cannot read the session cookie.
     expect(cookies.map((c) => c.name)).toEqual(["console_session"]);
-    expect(await page.evaluate(() => document.cookie)).toBe("");
+    expect(await page.evaluate<string>("document.cookie")).toBe("");
 
     await page.locator(`#tasks tr[data-task-id="${mine}"]`).waitFor();
     expect(await page.locator(`#tasks tr[data-task-id="${theirs}"]`).count()).toBe(0);

@@ -10,6 +10,8 @@ import { startTestApp, type TestApp } from "../support/start-server.js";
 const AUDIENCE = "openwop-host";
 const CLIENT_ID = "operator-console";
 const API_KEY = "ops-key-0123456789abcdef0123456789";
+/** Its answers' shapes are what the assertions check. */
+const json = (res: Response): Promise<any> => res.json();
 
 describe("console sign-in through the IdP (authorization code + PKCE, session cookie, CSRF)", () => {
   let idp: OidcIssuer;
@@ -57,7 +59,7 @@ describe("console sign-in through the IdP (authorization code + PKCE, session co
     expect(res.headers.get("location")).toBe("/console");
     const setCookie = res.headers.getSetCookie().find((c) => c.startsWith("console_session="))!;
     const cookie = setCookie.split(";")[0]!;
-    const session = await (await fetch(`${t.baseUrl}/console/auth/session`, { headers: { cookie } })).json();
+    const session = await json(await fetch(`${t.baseUrl}/console/auth/session`, { headers: { cookie } }));
     expect(session).toMatchObject({ signedIn: true, tenant: "acme", signIn: { issuer: idp.issuer } });
     return { cookie, csrf: session.csrfToken, setCookie };
   }
@@ -87,7 +89,7 @@ describe("console sign-in through the IdP (authorization code + PKCE, session co
     expect(setCookie).toMatch(/^console_session=[\w-]{43}; Path=\/console; Max-Age=\d+; HttpOnly; SameSite=Strict$/);
     // The cookie is no token: nothing in it is a JWT.
     expect(cookie).not.toMatch(/\./);
-    const list = await (await fetch(`${t.baseUrl}/console/api/tasks?limit=500`, { headers: { cookie } })).json();
+    const list = await json(await fetch(`${t.baseUrl}/console/api/tasks?limit=500`, { headers: { cookie } }));
     const ids = list.tasks.map((task: { taskId: string }) => task.taskId);
     expect(ids).toContain(mine);
     expect(ids).not.toContain(theirs);
@@ -96,13 +98,13 @@ describe("console sign-in through the IdP (authorization code + PKCE, session co
     const logout = await post("/console/auth/logout", { cookie, origin: t.baseUrl, "x-csrf-token": csrf });
     // Another session's CSRF token does not sign this one out.
     expect(logout.status).toBe(403);
-    const session = await (await fetch(`${t.baseUrl}/console/auth/session`, { headers: { cookie } })).json();
+    const session = await json(await fetch(`${t.baseUrl}/console/auth/session`, { headers: { cookie } }));
     const out = await post("/console/auth/logout", { cookie, origin: t.baseUrl, "x-csrf-token": session.csrfToken });
     expect(out.status).toBe(200);
     expect(out.headers.getSetCookie()[0]).toMatch(/^console_session=; Path=\/console; Max-Age=0/);
     const after = await fetch(`${t.baseUrl}/console/api/tasks`, { headers: { cookie } });
     expect(after.status).toBe(401);
-    expect((await after.json()).message).toMatch(/console session has ended/);
+    expect((await json(after)).message).toMatch(/console session has ended/);
   });
 
   it("a callback with a wrong state is refused and the real sign-in still completes", async () => {
@@ -191,7 +193,7 @@ describe("console sign-in through the IdP (authorization code + PKCE, session co
     for (const [what, headers, message] of refusals) {
       const res = await post(cancel, headers);
       expect(res.status, what).toBe(403);
-      const body = await res.json();
+      const body = await json(res);
       expect(body.error, what).toBe("forbidden");
       expect(body.message, what).toMatch(message);
     }
@@ -215,9 +217,9 @@ describe("console sign-in through the IdP (authorization code + PKCE, session co
     await new Promise((r) => setTimeout(r, 2_100));
     const res = await fetch(`${t.baseUrl}/console/api/tasks`, { headers: { cookie } });
     expect(res.status).toBe(401);
-    expect((await res.json()).message).toBe("the console session has ended (its access token expired, or it was signed out, or another instance made it): sign in again");
+    expect((await json(res)).message).toBe("the console session has ended (its access token expired, or it was signed out, or another instance made it): sign in again");
     expect(res.headers.getSetCookie()[0]).toMatch(/^console_session=; Path=\/console; Max-Age=0/);
-    expect(await (await fetch(`${t.baseUrl}/console/auth/session`, { headers: { cookie } })).json()).toMatchObject({ signedIn: false });
+    expect(await json(await fetch(`${t.baseUrl}/console/auth/session`, { headers: { cookie } }))).toMatchObject({ signedIn: false });
   });
 
   it("a token without console:operate makes no session", async () => {
