@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import { oidcEgressClient, type OidcObserver } from "../auth/oidc-authenticator.js";
 import { discoveredEndpoint, readDiscovery } from "../auth/oidc-discovery.js";
-import type { Resolver } from "../egress/egress-guard.js";
 import type { ConsoleSsoSettings } from "./console-sso-settings.js";
 
 /** The endpoints of the console's identity provider, from its discovery document. */
@@ -38,7 +37,7 @@ export class ConsoleIdp {
 
   constructor(
     private readonly settings: ConsoleSsoSettings,
-    options: { observer?: OidcObserver; resolve?: Resolver } = {},
+    options: { observer?: OidcObserver } = {},
   ) {
     this.http = oidcEgressClient(settings.issuer, options);
   }

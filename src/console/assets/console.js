@@ -1,4 +1,4 @@
-/* global document, window, location, history, sessionStorage, fetch, setTimeout, clearTimeout, AbortController, URLSearchParams, TextDecoderStream, Node, FormData, performance, CSS, Element */
+/* global document, window, location, history, sessionStorage, fetch, setTimeout, clearTimeout, AbortController, URLSearchParams, URL, TextDecoderStream, Node, FormData, performance, CSS, Element */
 // The operator console (served at /console, and at /console/tasks/{id} for one task): a task list paged
 // through a keyset cursor and a task page, both live. Plain browser JavaScript, no framework and no build
 // step; every request carries the API key the operator entered (kept for this tab only), or, signed in through
