@@ -231,3 +231,25 @@ describe("console sign-in through the IdP (authorization code + PKCE, session co
     expect(res.headers.getSetCookie().some((c) => c.startsWith("console_session="))).toBe(false);
   });
 });
+
+describe("console sign-in behind an https:// PUBLIC_URL", () => {
+  it("marks its cookies Secure and registers the redirect URI under PUBLIC_URL", async () => {
+    const idp = await OidcIssuer.start();
+    const t = await startTestApp({
+      AUTH_OIDC_ALLOW_INSECURE_FOR_TESTS: "true",
+      AUTH_OIDC_ISSUER: idp.issuer,
+      AUTH_OIDC_AUDIENCE: AUDIENCE,
+      CONSOLE_OIDC_CLIENT_ID: CLIENT_ID,
+      PUBLIC_URL: "https://console.example.com",
+    });
+    try {
+      const res = await fetch(`${t.baseUrl}/console/auth/login`, { redirect: "manual" });
+      expect(res.status).toBe(302);
+      expect(new URL(res.headers.get("location")!).searchParams.get("redirect_uri")).toBe("https://console.example.com/console/auth/callback");
+      expect(res.headers.getSetCookie()[0]).toMatch(/^console_sign_in=[\w-]{43}; Path=\/console\/auth\/callback; Max-Age=600; HttpOnly; SameSite=Lax; Secure$/);
+    } finally {
+      await t.close();
+      await idp.close();
+    }
+  });
+});
