@@ -26,14 +26,15 @@ const allowed = {
   a2a: ["domain", "engine", "machine", "store", "push", "interrupts", "auth", "schemas", "gen", "observability", "workflows", "peer"],
   transport: ["domain", "a2a", "runs", "auth", "gen", "observability"],
   // The operator console, whole: its operations over the engine and the runs API, push views, access rule, routes and page.
-  console: ["domain", "auth", "engine", "interrupts", "machine", "push", "runs", "store", "transport", "observability", "workflows"],
+  // secrets: its sign-in keeps the session's access token and the client secret as SecretValues.
+  console: ["domain", "auth", "engine", "interrupts", "machine", "push", "runs", "store", "transport", "observability", "workflows", "secrets"],
   // Telemetry wrapped around the store, the egress clients, handlers and tasks (core.ts installs them).
   observed: ["domain", "egress", "engine", "observability", "peer", "push", "store", "workflows"],
   // a2a: the agent-card settings (which card the bare well-known path serves) live with the card;
   // transport: the listening port's connection timeouts and caps (transport/connection-settings.ts).
   // The command line's pieces: its arguments, the help text, how a failed start is reported (src/main.ts runs them).
   cli: ["domain", "engine", "observability"],
-  config: ["domain", "auth", "egress", "interrupts", "peer", "push", "store", "engine", "secrets", "observability", "a2a", "workflows", "transport"],
+  config: ["domain", "auth", "egress", "interrupts", "peer", "push", "store", "engine", "secrets", "observability", "a2a", "workflows", "transport", "console"],
 };
 
 const folders = Object.keys(allowed);

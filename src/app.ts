@@ -43,6 +43,9 @@ import { ConsoleOperations } from "./console/console-operations.js";
 import { ConsoleAccess } from "./console/console-access.js";
 import { CONSOLE_PUBLIC_PATH } from "./console/console-assets.js";
 import { addConsoleRoutes } from "./console/console-routes.js";
+import { addConsoleSignInRoutes, CONSOLE_AUTH_PATH, consoleSessionGate } from "./console/console-sign-in.js";
+import { ConsoleSessions } from "./console/console-sessions.js";
+import { ConsoleIdp } from "./console/console-idp.js";
 import { ShutdownSteps } from "./shutdown-deadline.js";
 
 export { JSONRPC_PATH, OPENWOP_EXTENSION_URI };
@@ -82,7 +85,7 @@ export interface App {
  * Paths without an API key: discovery, health, and signed interrupt tokens (the token is the credential).
  * Their handlers see a principal that belongs to no tenant and holds no scope.
  */
-const PUBLIC_PATHS = [/^\/\.well-known\//, /^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/v1\/interrupts\//, CONSOLE_PUBLIC_PATH];
+const PUBLIC_PATHS = [/^\/\.well-known\//, /^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/v1\/interrupts\//, CONSOLE_PUBLIC_PATH, CONSOLE_AUTH_PATH];
 const PUBLIC_PRINCIPAL: Principal = { tenant: "", id: "public", scopes: [] };
 
 /** The host over HTTP. Telemetry: whoever creates it shuts it down, once, on every path (here: only one made here). */
@@ -128,7 +131,14 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   // The OpenWOP REST surface: runs (the same durable tasks A2A sees), events, interrupts, workflows.
   addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, report, ...inputLimits });
   addOpenwopInterruptRoutes(router, { interrupts: runInterrupts, ...inputLimits });
+  // The console's sign-in (docs/security.md "Console sign-in"): sessions in this instance's memory, each holding
+  // an access token the host's authenticator checks on every call, as any API caller's.
+  let sessionGate: ReturnType<typeof consoleSessionGate> | undefined;
   if (config.operator.console) {
+    const sessions = new ConsoleSessions();
+    const signIn = { sessions, publicUrl: config.publicUrl, secureCookies: config.tls !== undefined || config.publicUrl.startsWith("https:") };
+    addConsoleSignInRoutes(router, { ...signIn, authenticator, ...(config.consoleSso ? { idp: new ConsoleIdp(config.consoleSso, { observer: oidcObserver(logger, telemetry) }) } : {}) });
+    if (config.consoleSso) sessionGate = consoleSessionGate(signIn);
     // The operator console is tenant-scoped like every other surface: a key sees its own tenant; one with
     // console:all-tenants sees every tenant of the configured keys ("default" with auth off).
     const access = ConsoleAccess.fromAuth(auth);
@@ -195,7 +205,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   });
   const rpcMethods = [...rpcServices, ...OPS_SERVICES].flatMap((service) => service.methods.map((m) => `${service.typeName}/${m.name}`));
   const observe = createRequestObserver({ telemetry: core.telemetry, logger, jsonRpcPath: JSONRPC_PATH, rpcMethods, versions: { ofRpcService: versionOfRpcService, unnamed: UNNAMED_A2A_VERSION }, agent: { name: card.name, id: `${config.publicUrl.replace(/\/$/, "")}/.well-known/agent-card.json`, version: card.version } });
-  const server = new DualProtocolServer((req, res) => observe(req, res, () => void handle(req, res)), config.connections, connectionMetrics(core.telemetry.metrics, logger), tls);
+  const server = new DualProtocolServer((req, res) => observe(req, res, () => void (sessionGate && !sessionGate(req, res) ? undefined : handle(req, res))), config.connections, connectionMetrics(core.telemetry.metrics, logger), tls);
   const tlsWatcher =
     config.tls && tls
       ? new TlsFileWatcher(

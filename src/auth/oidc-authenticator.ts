@@ -2,12 +2,15 @@ import { createLocalJWKSet, createRemoteJWKSet, customFetch, decodeJwt, errors, 
 import { ASYMMETRIC_JWS_ALGORITHMS } from "../domain/asymmetric-algorithms.js";
 import { egressFetch } from "../egress/egress-fetch.js";
 import type { EgressPolicy, Resolver } from "../egress/egress-guard.js";
-import { createEgressHttpClient } from "../egress/egress-http-client.js";
+import { createEgressHttpClient, type EgressHttpClient } from "../egress/egress-http-client.js";
 import { DomainError } from "../domain/errors.js";
 import { bearerOf, isJwtShaped, type AuthDescription, type Authenticator, type SecurityScheme } from "./authenticator.js";
 import type { OidcIssuerSettings, OidcSettings } from "./oidc-settings.js";
 import { SCOPES, type Principal, type Scope } from "./principal.js";
 import { tokenLifetimeProblem } from "./token-lifetime.js";
+import { discoveredEndpoint, discoveryUrlOf, readDiscovery } from "./oidc-discovery.js";
+
+export { discoveryUrlOf };
 
 /** Larger bearers are refused before any parsing. */
 const MAX_TOKEN_CHARS = 8192;
@@ -54,6 +57,20 @@ export function oidcEgressPolicy(settings: Pick<OidcIssuerSettings, "issuer" | "
     denyHosts: [],
     privateHosts: [`${issuer.hostname}:${port}`],
   };
+}
+
+/** The egress client for one issuer's discovery, JWKS and (the console's sign-in) token endpoint. */
+export function oidcEgressClient(settings: OidcIssuerSettings, options: Pick<OidcAuthenticatorOptions, "observer" | "resolve"> = {}): EgressHttpClient {
+  return createEgressHttpClient({
+    policy: oidcEgressPolicy(settings),
+    subject: "OIDC",
+    userAgent: "openwop-a2a-host/oidc",
+    maxResponseBytes: MAX_DOCUMENT_BYTES,
+    accept: "application/json",
+    ...(settings.ca !== undefined ? { ca: settings.ca } : {}),
+    ...(options.observer ? { onTlsFailure: (where: string, code: string) => options.observer!.tlsFailure(where, code) } : {}),
+    ...(options.resolve ? { resolve: options.resolve } : {}),
+  });
 }
 
 type KeyGetter = (header: JWSHeaderParameters, token: FlattenedJWSInput) => Promise<CryptoKey>;
@@ -123,29 +140,13 @@ function issuerVerifier(settings: OidcIssuerSettings, options: OidcAuthenticator
 /** The issuer's keys, discovered once (retried after a failure) and cached by jose. */
 function issuerKeys(settings: OidcIssuerSettings, options: OidcAuthenticatorOptions & { cooldownMs: number }): () => Promise<KeyGetter> {
   const timeoutMs = options.timeoutMs ?? 3_000;
-  const discoveryUrl = discoveryUrlOf(settings.issuer);
-  const http = createEgressHttpClient({
-    policy: oidcEgressPolicy(settings),
-    subject: "OIDC",
-    userAgent: "openwop-a2a-host/oidc",
-    maxResponseBytes: MAX_DOCUMENT_BYTES,
-    accept: "application/json",
-    ...(settings.ca !== undefined ? { ca: settings.ca } : {}),
-    ...(options.observer ? { onTlsFailure: (where: string, code: string) => options.observer!.tlsFailure(where, code) } : {}),
-    ...(options.resolve ? { resolve: options.resolve } : {}),
-  });
+  const http = oidcEgressClient(settings, options);
   let keys: Promise<KeyGetter> | undefined;
   let failedAt = 0;
 
   async function discover(): Promise<KeyGetter> {
-    const response = await http.request({ method: "GET", url: discoveryUrl, timeoutMs, returnErrorStatus: true });
-    if (response.status !== 200) throw new Error(`OIDC discovery answered ${response.status}`);
-    const document = JSON.parse(response.body) as { issuer?: unknown; jwks_uri?: unknown };
-    // OpenID Connect Discovery §4.3: the document's issuer is exactly the one we were configured with.
-    if (document.issuer !== settings.issuer) throw new Error("OIDC discovery names another issuer");
-    if (typeof document.jwks_uri !== "string") throw new Error("OIDC discovery has no jwks_uri");
-    const jwksUrl = new URL(document.jwks_uri);
-    if (jwksUrl.protocol !== "https:" && !(settings.allowInsecure && jwksUrl.protocol === "http:")) throw new Error("jwks_uri must be https://");
+    const jwksUrl = discoveredEndpoint(await readDiscovery(http, settings, timeoutMs), "jwks_uri", settings);
+    if (!jwksUrl) throw new Error("OIDC discovery has no jwks_uri");
     // The cool-down bounds both how long a key the IdP just rotated in is refused and what a flood of random kids
     // costs: at most one JWKS fetch per cool-down, however many tokens name unknown kids.
     const remote = createRemoteJWKSet(jwksUrl, { timeoutDuration: timeoutMs, cooldownDuration: options.cooldownMs, cacheMaxAge: options.cacheMaxAgeMs ?? 600_000, [customFetch]: egressFetch(http, timeoutMs) });
@@ -173,9 +174,6 @@ function issuerKeys(settings: OidcIssuerSettings, options: OidcAuthenticatorOpti
   };
 }
 
-export function discoveryUrlOf(issuer: string): string {
-  return `${issuer.replace(/\/$/, "")}/.well-known/openid-configuration`;
-}
 
 /** One `openIdConnect` scheme per issuer (`oidc`, then `oidc-2`, …), any one of which suffices. */
 function describeIssuers(issuers: readonly OidcIssuerSettings[]): AuthDescription {

@@ -4,6 +4,7 @@ import { A2A_DRAFT_VERSIONS, type A2AVersion } from "../domain/a2a-version.js";
 import { loadAuthSettings, type AuthSettings } from "../auth/auth-settings.js";
 import { DEFAULT_MAX_INPUT_DEPTH, WIRE_MAX_DEPTH } from "../domain/json-input.js";
 import { EnvReader, type Env } from "../domain/env-settings.js";
+import { readConsoleSsoSettings, type ConsoleSsoSettings } from "../console/console-sso-settings.js";
 import { readOperatorSettings, type OperatorSettings } from "../observability/operator-settings.js";
 import { readInterruptTokenSettings, type InterruptTokenSettings } from "../interrupts/interrupt-settings.js";
 import { readPeerSettings, type A2APeerSettings } from "../peer/peer-settings.js";
@@ -72,6 +73,8 @@ export interface Config extends StoreSettings, WorkflowSettings {
   readinessTimeoutMs: number;
   /** The operator console (CONSOLE_ENABLED) and XState live inspection (XSTATE_INSPECT, XSTATE_INSPECT_FILE). */
   operator: OperatorSettings;
+  /** The console's sign-in through the identity provider (CONSOLE_OIDC_*); absent = API keys only. */
+  consoleSso?: ConsoleSsoSettings;
   /** What the bare agent-card path serves (AGENT_CARD_BARE), how long caches keep it (AGENT_CARD_MAX_AGE_SECONDS), the agent's identity (AGENT_*). */
   agentCard: AgentCardSettings;
   /** TLS and mutual TLS on the port (TLS_*); absent = cleartext. */
@@ -134,6 +137,8 @@ export function loadConfig(env: Env = process.env): Config {
     if (reader.raw("PUBLIC_URL") === undefined) reader.problem("NODE_ENV=production needs PUBLIC_URL (the address callers use; it goes on the agent card)");
     for (const problem of pushProductionProblems(config.push)) reader.problem(problem);
   }
+  const consoleSso = config.operator.console ? readConsoleSsoSettings(reader, config.auth.oidc, config.publicUrl) : undefined;
+  if (consoleSso) config.consoleSso = consoleSso;
   reader.throwIfProblems();
   return config;
 }

@@ -18,6 +18,7 @@ export const SECRET_VARIABLES = [
   "PUSH_ENCRYPTION_KEY_PREVIOUS",
   "PUSH_SIGNING_KEY",
   "A2A_PEER_CALLBACK_KEY",
+  "CONSOLE_OIDC_CLIENT_SECRET",
 ] as const;
 
 export type SecretVariable = (typeof SECRET_VARIABLES)[number];

@@ -19,6 +19,8 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "secret-files-"));
   keys = await generateProductionKeys();
   base = { NODE_ENV: "production", PUBLIC_URL: "https://agent.example.com", MONGODB_URI: "mongodb://user:s3cret-pass@db.example:27017/openwop?replicaSet=rs0", ...keys };
+  // The console signing in through an identity provider, so its client secret is read.
+  Object.assign(base, { CONSOLE_ENABLED: "true", AUTH_OIDC_ISSUER: "https://idp.example.com", AUTH_OIDC_AUDIENCE: "openwop-host", CONSOLE_OIDC_CLIENT_ID: "console" });
 });
 
 /** Each secret's value, one valid example per variable, and how the loaded configuration shows it was read. */
@@ -31,6 +33,7 @@ const VALUES: Record<SecretVariable, () => string> = {
   PUSH_ENCRYPTION_KEY_PREVIOUS: () => Buffer.alloc(32, 9).toString("hex"),
   PUSH_SIGNING_KEY: () => keys.PUSH_SIGNING_KEY,
   A2A_PEER_CALLBACK_KEY: () => keys.A2A_PEER_CALLBACK_KEY,
+  CONSOLE_OIDC_CLIENT_SECRET: () => "console-client-secret-5f2c9a7e1b3d4f60",
 };
 
 const READ: Record<SecretVariable, (config: Config) => unknown> = {
@@ -42,6 +45,7 @@ const READ: Record<SecretVariable, (config: Config) => unknown> = {
   PUSH_ENCRYPTION_KEY_PREVIOUS: (c) => c.push.previousEncryptionKeys.map((k) => k.reveal().toString("hex")),
   PUSH_SIGNING_KEY: (c) => c.push.signingKey?.reveal(),
   A2A_PEER_CALLBACK_KEY: (c) => c.a2aPeer.callbackKey?.reveal().toString("base64"),
+  CONSOLE_OIDC_CLIENT_SECRET: (c) => c.consoleSso?.clientSecret?.reveal(),
 };
 
 async function settle(env: Record<string, string>): Promise<Config> {
@@ -91,7 +95,7 @@ describe("the keys command's values", () => {
 describe("<NAME>_FILE", () => {
   it("covers the secret settings the issue lists", () => {
     expect([...SECRET_VARIABLES].sort()).toEqual(
-      ["A2A_PEER_CALLBACK_KEY", "API_KEYS", "INTERRUPT_TOKEN_KEYS", "MONGODB_URI", "PUSH_ENCRYPTION_KEY", "PUSH_ENCRYPTION_KEY_PREVIOUS", "PUSH_SIGNING_KEY", "SIGNING_KEYS"].sort(),
+      ["A2A_PEER_CALLBACK_KEY", "API_KEYS", "CONSOLE_OIDC_CLIENT_SECRET", "INTERRUPT_TOKEN_KEYS", "MONGODB_URI", "PUSH_ENCRYPTION_KEY", "PUSH_ENCRYPTION_KEY_PREVIOUS", "PUSH_SIGNING_KEY", "SIGNING_KEYS"].sort(),
     );
   });
 

@@ -1,7 +1,8 @@
-/* global document, window, location, history, sessionStorage, fetch, setTimeout, AbortController, URLSearchParams, TextDecoderStream, Node, FormData, performance, CSS, Element */
+/* global document, window, location, history, sessionStorage, fetch, setTimeout, clearTimeout, AbortController, URLSearchParams, URL, TextDecoderStream, Node, FormData, performance, CSS, Element */
 // The operator console (served at /console, and at /console/tasks/{id} for one task): a task list paged
 // through a keyset cursor and a task page, both live. Plain browser JavaScript, no framework and no build
-// step; every request carries the API key the operator entered (kept for this tab only). Data is only ever
+// step; every request carries the API key the operator entered (kept for this tab only), or, signed in through
+// the identity provider, the session cookie the browser keeps and the session's CSRF token. Data is only ever
 // put into the page as text, never as HTML. Every control has a label and works from the keyboard.
 
 /**
@@ -46,9 +47,35 @@ function apiKey() {
   return sessionStorage.getItem("openwop-console-key") ?? "";
 }
 
+/** The signed-in session's CSRF token (from /console/auth/session): sent on every call the cookie authenticates. */
+let csrfToken = "";
+
 function headers(extra = {}) {
   const key = apiKey();
-  return { ...(key ? { authorization: `Bearer ${key}` } : {}), ...extra };
+  return { ...(key ? { authorization: `Bearer ${key}` } : csrfToken ? { "x-csrf-token": csrfToken } : {}), ...extra };
+}
+
+/** Whether the host offers sign-in through its identity provider, and whether this browser is signed in. */
+async function loadSession() {
+  const signInLink = document.getElementById("sign-in");
+  const signedIn = document.getElementById("signed-in");
+  const signOut = document.getElementById("sign-out");
+  let session = { signIn: null, signedIn: false };
+  try {
+    const res = await fetch("/console/auth/session", { headers: { accept: "application/json" } });
+    if (res.ok) session = await res.json();
+  } catch {
+    // An older host without the route: API keys only.
+  }
+  csrfToken = session.signedIn ? session.csrfToken : "";
+  if (session.signIn) {
+    signInLink.textContent = `Sign in with ${new URL(session.signIn.issuer).host}`;
+    signInLink.href = session.signIn.loginUrl;
+  }
+  signInLink.hidden = !session.signIn || session.signedIn;
+  signedIn.hidden = !session.signedIn;
+  signedIn.textContent = session.signedIn ? `Signed in · tenant ${session.tenant}` : "";
+  signOut.hidden = !session.signedIn;
 }
 
 class ApiError extends Error {
@@ -100,11 +127,20 @@ async function stream(path, signal, onMessage) {
   }
 }
 
+let errorTimer;
 function showError(err) {
   if (err?.name === "AbortError") return;
   errorBox.textContent = String(err?.message ?? err);
   errorBox.hidden = false;
-  setTimeout(() => (errorBox.hidden = true), 8000);
+  clearTimeout(errorTimer);
+  errorTimer = setTimeout(clearError, 8000);
+}
+
+/** A new view (another key, a sign-in, a navigation) starts without the previous one's error. */
+function clearError() {
+  clearTimeout(errorTimer);
+  errorBox.hidden = true;
+  errorBox.textContent = "";
 }
 
 // ------------------------------------------------------------------ DOM helpers
@@ -725,6 +761,7 @@ function navigate(url) {
 }
 
 async function route() {
+  clearError();
   viewScope.abort();
   viewScope = new AbortController();
   setLive("live");
@@ -740,6 +777,8 @@ async function route() {
     if (err instanceof ApiError && err.status === 404) {
       view.replaceChildren(el("section", { class: "panel", id: "not-found" }, el("h1", {}, "Not found"), el("p", {}, err.body?.message ?? "There is no such task."), el("a", { href: "/console", "data-nav": "" }, "← all tasks")));
     }
+    // The session may have ended (its token expired): offer the sign-in again.
+    if (err instanceof ApiError && err.status === 401) void loadSession();
     showError(err);
   }
 }
@@ -756,9 +795,19 @@ document.getElementById("key-form").addEventListener("submit", (e) => {
   sessionStorage.setItem("openwop-console-key", document.getElementById("api-key").value.trim());
   void route();
 });
+document.getElementById("sign-out").addEventListener("click", async () => {
+  try {
+    const out = await postJson("/console/auth/logout");
+    if (out.endSessionUrl) return location.assign(out.endSessionUrl);
+  } catch (err) {
+    showError(err);
+  }
+  await loadSession();
+  void route();
+});
 window.addEventListener("popstate", () => void route());
 // Only the first console's links (#/…) route; other fragments (the skip link) stay in-page.
 window.addEventListener("hashchange", () => {
   if (location.hash.startsWith("#/")) void route();
 });
-void route();
+void loadSession().finally(() => void route());
