@@ -8,6 +8,8 @@ import type { TaskSupervisor } from "./engine/task-supervisor.js";
 import type { AuthDescription } from "./auth/authenticator.js";
 import { hostAuthenticator } from "./auth/host-authenticator.js";
 import { loadTlsServing, TlsFileWatcher } from "./transport/tls-files.js";
+import { consoleStreamCounter } from "./observed/observed-console.js";
+import { observeReadiness } from "./observed/observed-readiness.js";
 import type { Principal } from "./auth/principal.js";
 import type { PushNotifications } from "./push/push-notifications.js";
 import { addPushRoutes } from "./transport/rest/push-routes.js";
@@ -123,12 +125,13 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   // The OpenWOP REST surface: runs (the same durable tasks A2A sees), events, interrupts, workflows.
   addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, report, ...inputLimits });
   addOpenwopInterruptRoutes(router, { interrupts: runInterrupts, ...inputLimits });
+  const consoleStreams = consoleStreamCounter(core.telemetry.metrics);
   if (config.operator.console) {
     // The operator console is tenant-scoped like every other surface: a key sees its own tenant; one with
     // console:all-tenants sees every tenant of the configured keys ("default" with auth off).
     const access = ConsoleAccess.fromAuth(auth);
     addConsoleRoutes(router, {
-      operations: new ConsoleOperations({ supervisor, reads: core.reads, commits: core.commits, feed, tokens: core.tokens, access, catalog, interrupts: runInterrupts, storeTimeoutMs: config.storeTimeoutMs }),
+      operations: new ConsoleOperations({ supervisor, reads: core.reads, commits: consoleStreams.counted(core.commits), feed, tokens: core.tokens, access, catalog, interrupts: runInterrupts, storeTimeoutMs: config.storeTimeoutMs }),
       push: new ConsolePush({ enabled: push.enabled, configs: core.pushConfigs, worker: push.worker, access, storeTimeoutMs: config.storeTimeoutMs }),
       report,
       ...inputLimits,
@@ -160,6 +163,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   // Five minutes: an added key reaches receivers' caches well before it signs (docs/security.md "Signing keys").
   addJwksRoute(router, { jwks: () => core.signingKeys.jwks(), maxAgeSeconds: 300 });
   const readiness = new Readiness({ ping: () => options.store.ping?.() ?? Promise.resolve(), timeoutMs: config.readinessTimeoutMs, leaseProblem: () => core.supervisor.leaseProblem(), details: { store: options.store.kind, durable: options.durableStore, ...(options.storeWarning ? { warning: options.storeWarning } : {}) } });
+  observeReadiness(readiness, core.telemetry.metrics);
   addOpsRoutes(router, { readiness, telemetry: core.telemetry });
   addOpenApiRoute(router, { publicUrl: config.publicUrl, version: packageVersion, auth });
 
@@ -204,6 +208,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   const onHangup = (): void => void tlsWatcher?.check();
   if (tlsWatcher) process.on("SIGHUP", onHangup);
   core.telemetry.metrics.observe("connections", (report) => report(server.openConnections));
+  core.telemetry.metrics.observe("pushBacklog", (report) => report(push.worker?.backlog() ?? 0));
 
   return {
     supervisor,
