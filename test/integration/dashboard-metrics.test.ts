@@ -83,6 +83,12 @@ describe("the metrics the dashboards and alert rules query", () => {
     const invoked = await caller.start("scenario:complete please", "conformance-a2a-task-roundtrip", { blocking: false });
     await caller.waitFor(invoked["id"] as string, (task) => task["status"].state === "completed", "completed through the peer");
 
-    expect(problems(await scrape(host))).toEqual([]);
+    const samples = await scrape(host);
+    expect(problems(samples)).toEqual([]);
+    // And the new counts moved where the work happened: the peer calls, the delivery, the tasks per tenant.
+    const value = (name: string, labels: Record<string, string>) => samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((sum, s) => sum + s.value, 0);
+    expect(value("openwop_peer_requests_total", { transport: "http", outcome: "ok" })).toBeGreaterThanOrEqual(2);
+    expect(value("openwop_push_deliveries_total", { outcome: "delivered", retry: "false" })).toBeGreaterThanOrEqual(1);
+    expect(value("openwop_tasks", { tenant: "default", state: "completed" })).toBe(3);
   });
 });
