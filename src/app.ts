@@ -9,6 +9,8 @@ import type { AuthDescription } from "./auth/authenticator.js";
 import { hostAuthenticator } from "./auth/host-authenticator.js";
 import { certificateObserver, oidcObserver } from "./observed/observed-trust.js";
 import { loadTlsServing, TlsFileWatcher } from "./transport/tls-files.js";
+import { consoleStreamCounter } from "./observed/observed-console.js";
+import { observeReadiness } from "./observed/observed-readiness.js";
 import type { Principal } from "./auth/principal.js";
 import type { PushNotifications } from "./push/push-notifications.js";
 import { addPushRoutes } from "./transport/rest/push-routes.js";
@@ -134,6 +136,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   // The console's sign-in (docs/security.md "Console sign-in"): sessions in this instance's memory, each holding
   // an access token the host's authenticator checks on every call, as any API caller's.
   let sessionGate: ReturnType<typeof consoleSessionGate> | undefined;
+  const consoleStreams = consoleStreamCounter(core.telemetry.metrics);
   if (config.operator.console) {
     const sessions = new ConsoleSessions();
     const signIn = { sessions, publicUrl: config.publicUrl, secureCookies: config.tls !== undefined || config.publicUrl.startsWith("https:") };
@@ -143,7 +146,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     // console:all-tenants sees every tenant of the configured keys ("default" with auth off).
     const access = ConsoleAccess.fromAuth(auth);
     addConsoleRoutes(router, {
-      operations: new ConsoleOperations({ supervisor, reads: core.reads, commits: core.commits, feed, tokens: core.tokens, access, catalog, interrupts: runInterrupts, storeTimeoutMs: config.storeTimeoutMs }),
+      operations: new ConsoleOperations({ supervisor, reads: core.reads, commits: consoleStreams.counted(core.commits), feed, tokens: core.tokens, access, catalog, interrupts: runInterrupts, storeTimeoutMs: config.storeTimeoutMs }),
       push: new ConsolePush({ enabled: push.enabled, configs: core.pushConfigs, worker: push.worker, access, storeTimeoutMs: config.storeTimeoutMs }),
       report,
       ...inputLimits,
@@ -178,6 +181,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   // Five minutes: an added key reaches receivers' caches well before it signs (docs/security.md "Signing keys").
   addJwksRoute(router, { jwks: () => core.signingKeys.jwks(), maxAgeSeconds: 300 });
   const readiness = new Readiness({ ping: () => options.store.ping?.() ?? Promise.resolve(), timeoutMs: config.readinessTimeoutMs, leaseProblem: () => core.supervisor.leaseProblem(), details: { store: options.store.kind, durable: options.durableStore, ...(options.storeWarning ? { warning: options.storeWarning } : {}) } });
+  observeReadiness(readiness, core.telemetry.metrics);
   addOpsRoutes(router, { readiness, telemetry: core.telemetry });
   addOpenApiRoute(router, { publicUrl: config.publicUrl, version: packageVersion, auth });
 
@@ -222,6 +226,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   const onHangup = (): void => void tlsWatcher?.check();
   if (tlsWatcher) process.on("SIGHUP", onHangup);
   core.telemetry.metrics.observe("connections", (report) => report(server.openConnections));
+  core.telemetry.metrics.observe("pushBacklog", (report) => report(push.worker?.backlog() ?? 0));
 
   return {
     supervisor,

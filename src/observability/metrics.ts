@@ -21,17 +21,31 @@ export interface Metrics {
   connectionsTimedOut: Counter;
   /** Outbound TLS handshakes that failed (OIDC issuers, peers), by subject and cause (unknown-ca, expired, …). */
   egressTlsFailures: Counter;
-  /** Registers a callback that reports a gauge (tasks by state, live actors, open streams). */
-  observe(name: GaugeName, read: (report: (value: number, attributes?: Attributes) => void) => void): void;
+  /** Task leases taken from a holder that never gave them back (it died or stalled; or this id's own from before a restart). */
+  leaseTakeovers: Counter;
+  /** Calls to peer agents (a2a.invoke: card discovery, JSON-RPC, HTTP+JSON, gRPC) by transport and outcome. */
+  peerRequests: Counter;
+  peerRequestDuration: Histogram;
+  /**
+   * Registers a callback that reports a gauge (tasks by state, live actors, open streams, readiness). It may
+   * answer a promise (a readiness ping): the scrape waits for it, bounded by the check's own timeout.
+   */
+  observe(name: GaugeName, read: (report: (value: number, attributes?: Attributes) => void) => void | Promise<void>): void;
 }
 
-export type GaugeName = "tasks" | "actors" | "streams" | "connections";
+export type GaugeName = "tasks" | "actors" | "streams" | "connections" | "consoleStreams" | "pushBacklog" | "ready" | "storeUp" | "memory" | "eventLoopLag";
 
 const GAUGES: Record<GaugeName, { name: string; description: string }> = {
-  tasks: { name: "openwop.tasks", description: "Tasks this instance has seen, by current A2A state" },
+  tasks: { name: "openwop.tasks", description: "Tasks this instance has seen, by tenant and current A2A state" },
   actors: { name: "openwop.actors.live", description: "Task actors held in memory" },
   streams: { name: "openwop.subscriber.streams", description: "Open subscriber streams (SSE, gRPC server streams, blocking sends)" },
   connections: { name: "openwop.connections.open", description: "Open TCP connections on the listening port (HTTP/1.1 and h2c)" },
+  consoleStreams: { name: "openwop.console.streams", description: "Open operator-console task-list streams (SSE)" },
+  pushBacklog: { name: "openwop.push.backlog", description: "Push configs this instance has a delivery running, queued for a slot, or waiting to retry for" },
+  ready: { name: "openwop.ready", description: "1 when this instance is ready for traffic (as /readyz), else 0; checked at each scrape" },
+  storeUp: { name: "openwop.store.up", description: "1 when the task store answered a ping within READINESS_TIMEOUT_MS at this scrape, else 0" },
+  memory: { name: "openwop.process.memory_bytes", description: "Process memory by kind (rss, heap_used, heap_total, external, array_buffers)" },
+  eventLoopLag: { name: "openwop.event_loop.lag_seconds", description: "Event-loop lag (delay past the 10 ms sampling interval) since the previous scrape, by quantile (0.5, 0.99, 1 = max)" },
 };
 
 /** The instruments, named `openwop.*` (Prometheus: `openwop_*`, dots become underscores). */
@@ -52,12 +66,32 @@ export function createMetrics(meter: Meter): Metrics {
     connectionsRefused: meter.createCounter("openwop.connections.refused", { description: "New connections closed at once, by the cap they were over" }),
     connectionsTimedOut: meter.createCounter("openwop.connections.timed_out", { description: "Connections closed by a timeout (headers, http2-settings, idle), by protocol" }),
     egressTlsFailures: meter.createCounter("openwop.egress.tls_failures", { description: "Outbound TLS handshakes that failed, by subject (OIDC, peer) and cause (unknown-ca, expired, not-yet-valid, name-mismatch, other)" }),
+    leaseTakeovers: meter.createCounter("openwop.lease.takeovers", { description: "Task leases taken from a holder that never released them (it died or stalled, or this instance before a restart)" }),
+    peerRequests: meter.createCounter("openwop.peer.requests", { description: "Calls to peer agents by transport (http, grpc) and outcome (ok, error, no-answer)" }),
+    peerRequestDuration: seconds("openwop.peer.request.duration_seconds", "Peer agent call latency by transport and outcome"),
     observe(name, read) {
       let gauge = gauges.get(name);
       if (!gauge) gauges.set(name, (gauge = meter.createObservableGauge(GAUGES[name].name, { description: GAUGES[name].description })));
       gauge.addCallback((result: ObservableResult) => read((value, attributes) => result.observe(value, attributes)));
     },
   };
+}
+
+/**
+ * Exports each label set at 0 from now on. OpenTelemetry leaves a never-incremented series out of /metrics,
+ * and an absent series hides an alert (`increase(x[15m]) > 0` is empty, not false) and shows "No data" where
+ * the truth is "none yet": so each place that counts starts the label sets it knows in advance when it is set
+ * up (docs/operating.md "Dashboards and alerts").
+ */
+export function startAtZero(counter: Counter, labelSets: readonly Attributes[] = [{}]): void {
+  for (const labels of labelSets) counter.add(0, labels);
+}
+
+/** Every combination of the given label values, as attribute objects (the label sets a counter starts with). */
+export function everyLabelSet(values: Record<string, readonly string[]>): Attributes[] {
+  let sets: Attributes[] = [{}];
+  for (const [key, options] of Object.entries(values)) sets = sets.flatMap((set) => options.map((value) => ({ ...set, [key]: value })));
+  return sets;
 }
 
 /** Distinct label sets a cache keeps; past it (never with our bounded labels) each call builds its own object. */

@@ -8,6 +8,7 @@ import { MeterProvider, PeriodicExportingMetricReader, type MetricReader } from 
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { genAiOptedIn } from "./gen-ai-conventions.js";
 import { createMetrics, type Metrics } from "./metrics.js";
+import { observeRuntime } from "./runtime-metrics.js";
 
 /** The environment variables telemetry reads (the standard OTEL_* names). */
 export type TelemetryEnv = Partial<Record<string, string>>;
@@ -84,12 +85,15 @@ export async function createTelemetry(options: { env?: TelemetryEnv; version?: s
       spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: otlpUrl(env, "TRACES") }), { scheduledDelayMillis: Number(env["OTEL_BSP_SCHEDULE_DELAY"]) || 1_000 })],
     });
   }
+  const metrics = createMetrics(meter);
+  const stopRuntime = observeRuntime(metrics);
   return {
     tracer: tracerProvider?.getTracer(SERVICE, options.version),
     genAi: tracerProvider !== undefined && genAiOptedIn(env["OTEL_SEMCONV_STABILITY_OPT_IN"]),
-    metrics: createMetrics(meter),
+    metrics,
     serveMetrics: (req, res) => prometheus.getMetricsRequestHandler(req, res),
     async shutdown() {
+      stopRuntime();
       await tracerProvider?.shutdown();
       await meterProvider.shutdown();
     },

@@ -6,6 +6,8 @@ import type { EgressRequest, EgressResponse, EgressStream } from "../egress/egre
 import type { PeerTransport } from "../peer/a2a-peer-client.js";
 import type { PushHttpClient } from "../push/push-http-client.js";
 import { handlersAsTools } from "./observed-tools.js";
+import { everyLabelSet, startAtZero } from "../observability/metrics.js";
+import { countedPeerHttp, countedPeerTransport } from "./observed-peer.js";
 
 /** How many (event, webhook) pairs are remembered to tell a first attempt from a retry. */
 const SEEN_LIMIT = 10_000;
@@ -29,6 +31,7 @@ function pushedEvent(body: string): { taskId?: string; at?: number } {
  */
 export function observedPushClient(client: PushHttpClient, telemetry: Telemetry): PushHttpClient {
   const { tracer, metrics } = telemetry;
+  startAtZero(metrics.pushDeliveries, everyLabelSet({ outcome: ["delivered", "failed-retryable", "failed-final"], retry: ["false", "true"] }));
   const seen = new Set<string>();
   return {
     close: () => client.close(),
@@ -65,10 +68,12 @@ interface ObservableHttp {
 
 /**
  * Outbound HTTP over the egress client (a2a.invoke's card discovery and calls to peers, `http` nodes' calls): a
- * client span per request named for its caller (`peer POST`, `http node POST`) and its `traceparent`.
+ * client span per request named for its caller (`peer POST`, `http node POST`) and its `traceparent`; the
+ * peer's calls are also counted (`openwop_peer_requests_total`).
  */
-export function observedEgressHttp<T extends ObservableHttp>(http: T, telemetry: Telemetry, caller: string): T {
+export function observedEgressHttp<T extends ObservableHttp>(client: T, telemetry: Telemetry, caller: string): T {
   const { tracer } = telemetry;
+  const http = caller === "peer" ? countedPeerHttp(client, telemetry.metrics) : client;
   if (!tracer) return http;
   return {
     ...http,
@@ -83,9 +88,10 @@ export function observedEgressHttp<T extends ObservableHttp>(http: T, telemetry:
   };
 }
 
-/** gRPC calls of a2a.invoke: a client span per call (the transport itself adds `traceparent` to the metadata). */
-export function observedPeerTransport(transport: PeerTransport, telemetry: Telemetry): PeerTransport {
+/** gRPC calls of a2a.invoke: counted, and a client span per call (the transport itself adds `traceparent` to the metadata). */
+export function observedPeerTransport(client: PeerTransport, telemetry: Telemetry): PeerTransport {
   const { tracer } = telemetry;
+  const transport = countedPeerTransport(client, telemetry.metrics);
   if (!tracer) return transport;
   const span = <T>(method: string, endpoint: string, work: () => Promise<T>): Promise<T> => inSpan(tracer, `peer ${method}`, { "rpc.system": "grpc", "rpc.method": method, "server.address": endpoint }, work, SpanKind.CLIENT);
   return {

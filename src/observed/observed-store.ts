@@ -1,20 +1,22 @@
 import type { Logger } from "../observability/logger.js";
-import { labelSets } from "../observability/metrics.js";
+import { everyLabelSet, labelSets, startAtZero } from "../observability/metrics.js";
 import { noteRequest } from "../observability/request-notes.js";
 import { inSpan } from "../observability/spans.js";
 import type { Telemetry } from "../observability/telemetry.js";
-import type { PushConfigStore } from "../store/push-config-store.js";
+import type { DeadLetterReason, PushConfigStore } from "../store/push-config-store.js";
 import type { TaskRecord } from "../domain/task-record.js";
 import type { TaskStore } from "../store/task-store.js";
 
 /**
  * The task store with telemetry around every command: latency by command and outcome, a child span for each
- * write (create, commit), the task id and tenant noted on the inbound call, and a failure logged with the
- * operation and task it was about. Behaviour is unchanged: results and errors pass through as they are.
+ * write (create, commit), the task id and tenant noted on the inbound call, a failure logged with the
+ * operation and task it was about, and each lease taken from a holder that never released it (a takeover).
+ * Behaviour is unchanged: results and errors pass through as they are.
  */
 export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger: Logger): TaskStore {
   const { tracer, metrics } = telemetry;
   const storeLabels = labelSets(["command", "outcome", "store"]);
+  startAtZero(metrics.leaseTakeovers);
   async function timed<T>(command: string, taskId: string | undefined, work: () => Promise<T>, traced = false): Promise<T> {
     const started = performance.now();
     let outcome = "ok";
@@ -57,7 +59,11 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
     listActive: () => timed("listActive", undefined, () => store.listActive()),
     dueTimers: (now, limit) => timed("dueTimers", undefined, () => store.dueTimers(now, limit)),
     claimTimer: (taskId, now, retryAt) => timed("claimTimer", taskId, () => store.claimTimer(taskId, now, retryAt)),
-    acquireLease: (taskId, owner, now, expiresAt) => timed("acquireLease", taskId, () => store.acquireLease(taskId, owner, now, expiresAt)),
+    acquireLease: async (taskId, owner, now, expiresAt) => {
+      const lease = await timed("acquireLease", taskId, () => store.acquireLease(taskId, owner, now, expiresAt));
+      if (lease?.unreleased) metrics.leaseTakeovers.add(1);
+      return lease;
+    },
     renewLeases: (owner, taskIds, expiresAt) => timed("renewLeases", undefined, () => store.renewLeases(owner, taskIds, expiresAt)),
     releaseLease: (taskId, owner, epoch) => timed("releaseLease", taskId, () => store.releaseLease(taskId, owner, epoch)),
     cancellingTaskIds: (taskIds) => timed("cancellingTaskIds", undefined, () => store.cancellingTaskIds(taskIds)),
@@ -66,8 +72,12 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
   };
 }
 
+/** Every reason a push is given up for, each started at 0 (a record, so a new reason must be added here). */
+const DEAD_LETTER_REASONS = Object.keys({ "max-attempts": true, "max-age": true, "not-retryable": true } satisfies Record<DeadLetterReason, true>);
+
 /** Push configs with the dead-letter counter (the worker records every give-up through `addDeadLetter`). */
 export function observedPushConfigStore(configs: PushConfigStore, telemetry: Telemetry): PushConfigStore {
+  startAtZero(telemetry.metrics.pushDeadLetters, everyLabelSet({ reason: DEAD_LETTER_REASONS }));
   return new Proxy(configs, {
     get(target, property, receiver) {
       if (property === "addDeadLetter") {

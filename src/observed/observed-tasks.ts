@@ -3,7 +3,7 @@ import type { TaskSupervisor } from "../engine/task-supervisor.js";
 import { POISON_EXHAUSTED } from "../engine/recovery-settings.js";
 import { TransitionHook, type CommittedTransition, type TransitionListener } from "../engine/transition-hook.js";
 import type { Logger } from "../observability/logger.js";
-import { labelSets } from "../observability/metrics.js";
+import { labelSets, startAtZero } from "../observability/metrics.js";
 import type { Telemetry } from "../observability/telemetry.js";
 import type { CommitBus } from "../store/commit-bus.js";
 
@@ -34,21 +34,27 @@ const INTERRUPTED: ReadonlySet<A2ATaskStateValue> = new Set(["input-required", "
 /**
  * Task lifecycle as logs and metrics, from committed transitions: one info line when a task is created,
  * interrupted, resumed, finished, canceled or failed (with the reason); the transition counter by from/to
- * state; gauges for tasks by state, live actors and open subscriber streams.
+ * state; gauges for tasks by tenant and state, live actors and open subscriber streams.
  */
 export function observeTasks(options: { commits: CommitBus; hook: CountingTransitionHook; supervisor: TaskSupervisor; telemetry: Telemetry; logger: Logger }): () => void {
   const { commits, hook, supervisor, telemetry, logger } = options;
   const { metrics } = telemetry;
   /** Last state of each unfinished task seen here; terminal tasks leave, their count stays in `byState`. */
   const last = new Map<string, A2ATaskStateValue>();
-  const byState = new Map<A2ATaskStateValue, number>();
-  const move = (from: A2ATaskStateValue | undefined, to: A2ATaskStateValue): void => {
-    if (from) byState.set(from, (byState.get(from) ?? 1) - 1);
-    byState.set(to, (byState.get(to) ?? 0) + 1);
+  /** Counts by tenant, then state (tenants are the configured keys' or tokens' own: a bounded set). */
+  const byState = new Map<string, Map<A2ATaskStateValue, number>>();
+  const move = (tenant: string, from: A2ATaskStateValue | undefined, to: A2ATaskStateValue): void => {
+    let counts = byState.get(tenant);
+    if (!counts) byState.set(tenant, (counts = new Map()));
+    if (from) counts.set(from, (counts.get(from) ?? 1) - 1);
+    counts.set(to, (counts.get(to) ?? 0) + 1);
   };
+  const taskLabels = labelSets(["tenant", "state"]);
   metrics.observe("tasks", (report) => {
-    for (const [state, count] of byState) report(count, { state });
+    for (const [tenant, counts] of byState) for (const [state, count] of counts) report(count, taskLabels(tenant, state));
   });
+  startAtZero(metrics.nodeInterruptions);
+  startAtZero(metrics.poisonExhausted);
   metrics.observe("actors", (report) => report(supervisor.liveTaskCount()));
   metrics.observe("streams", (report) => report(hook.openSubscriptions()));
 
@@ -68,7 +74,7 @@ export function observeTasks(options: { commits: CommitBus; hook: CountingTransi
     }
     if (from === to && !created) return;
     metrics.transitions.add(1, transitionLabels(from ?? (created ? "none" : "unknown"), to));
-    move(from, to);
+    move(record.tenant, from, to);
     if (isTerminalA2AState(to)) last.delete(taskId);
     else last.set(taskId, to);
     if (!logging) return;

@@ -176,6 +176,13 @@ export class PushDeliveryWorker {
     return this.sweeping;
   }
 
+  /** Configs with a delivery running or queued for a slot here, or waiting here to retry (the push backlog gauge). */
+  backlog(): number {
+    let waiting = 0;
+    for (const key of this.timers.keys()) if (!this.jobs.has(key)) waiting++;
+    return this.jobs.size + waiting;
+  }
+
   /** Settles when no delivery is running (tests and shutdown). */
   async idle(): Promise<void> {
     while (this.jobs.size > 0) await Promise.allSettled([...this.jobs.values()].map((j) => j.done));

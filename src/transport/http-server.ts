@@ -3,7 +3,7 @@ import { createServer as createHttp2Server, type Http2Server, type Http2ServerRe
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
 import { createServer as createTlsServer, type SecureContextOptions, type Server as TlsServer } from "node:tls";
 import type { Logger } from "../observability/logger.js";
-import { labelSets, type Metrics } from "../observability/metrics.js";
+import { everyLabelSet, labelSets, startAtZero, type Metrics } from "../observability/metrics.js";
 import type { ConnectionSettings } from "./connection-settings.js";
 
 type Handler = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => void;
@@ -256,9 +256,16 @@ export class DualProtocolServer {
 
 /**
  * The connection events as metrics (`openwop_connections_refused_total{reason}` and
- * `openwop_connections_timed_out_total{reason,protocol}`), and a warning per failed accept.
+ * `openwop_connections_timed_out_total{reason,protocol}`), every label set started at 0, and a warning per
+ * failed accept.
  */
 export function connectionMetrics(metrics: Metrics, logger: Logger): ConnectionEvents {
+  // Records, so a new refusal, timeout or protocol must be started here too.
+  const refusals = Object.keys({ "max-connections": true, "max-connections-per-client": true } satisfies Record<ConnectionRefusal, true>);
+  const timeouts = Object.keys({ headers: true, "http2-settings": true, idle: true } satisfies Record<ConnectionTimeout, true>);
+  const protocols = Object.keys({ unknown: true, http1: true, h2c: true } satisfies Record<ConnectionProtocol, true>);
+  startAtZero(metrics.connectionsRefused, everyLabelSet({ reason: refusals }));
+  startAtZero(metrics.connectionsTimedOut, everyLabelSet({ reason: timeouts, protocol: protocols }));
   const refusedLabels = labelSets(["reason"]);
   const timeoutLabels = labelSets(["reason", "protocol"]);
   return {

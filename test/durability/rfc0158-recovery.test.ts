@@ -245,6 +245,8 @@ describe("OpenWOP RFC 0158 durability rows across host processes", () => {
     expect(got.result.metadata?.["openwop"]?.["error"]).toMatchObject({ code: "poison_exhausted" });
     const metrics = await (await fetch(`${host.baseUrl}/metrics`)).text();
     expect(metrics).toMatch(/openwop_poison_exhausted_total\{[^}]*\} 1\b/);
+    // It took the lease its previous life never released: a takeover (OpenwopLeaseTakeoversSpiking counts these).
+    expect(metrics).toMatch(/openwop_lease_takeovers_total\{[^}]*\} 1\b/);
     const log = await committedLog(taskId);
     expect(log.filter((e) => e.type === "node.interrupted").map((e) => e.payload["crashes"])).toEqual([1, 2, 3]);
     expect(log.at(-1)?.type).toBe("run.failed");
