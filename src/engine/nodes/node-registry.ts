@@ -34,9 +34,12 @@ function builtinTable(): NodeKindTable {
     "a2a.invoke": a2aInvokeNodeKind,
     switch: switchNodeKind,
     http: httpNodeKind,
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- each kind's own services and payload; only its node type is checked here
-  } satisfies { [K in WorkflowNode["kind"]]: EngineNodeKind<Extract<WorkflowNode, { kind: K }>, any, any> } as unknown as NodeKindTable;
+  } satisfies BuiltinKinds as unknown as NodeKindTable;
 }
+
+/** Each built-in kind for its own node type; its services and payload are its own, so only the node type is checked here. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- see above
+type BuiltinKinds = { [K in WorkflowNode["kind"]]: EngineNodeKind<Extract<WorkflowNode, { kind: K }>, any, any> };
 
 /**
  * The node kinds one host runs: the built-in ones plus the plugin kinds given to it (startHost's `nodeKinds`,
