@@ -65,17 +65,27 @@ export interface CompareRow {
   vsReferencePostgres: { reqPerSec: number; cpuPerTask: number; cpuPerTaskMedianOfRounds: number } | null;
 }
 
-
 const commandTotal = (c: Record<string, number>) => Object.values(c).reduce((a, b) => a + b, 0);
 
 function diff(after: Record<string, number>, before: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(Object.entries(after).map(([k, v]) => [k, v - (before[k] ?? 0)]).filter(([, v]) => (v as number) > 0));
+  return Object.fromEntries(
+    Object.entries(after)
+      .map(([k, v]) => [k, v - (before[k] ?? 0)])
+      .filter(([, v]) => (v as number) > 0),
+  );
 }
 
-async function measuredRound(load: BenchChild, target: Target, store: StoreServer, spec: RoundSpec, tally: Tally): Promise<void> {
+async function measuredRound(
+  load: BenchChild,
+  target: Target,
+  store: StoreServer,
+  spec: RoundSpec,
+  tally: Tally,
+): Promise<void> {
   // Counted by the test server when it is the store (our server then runs without driver command monitoring,
   // which costs it CPU the reference does not pay), else by our server's driver.
-  const storeCommands = () => (store.commands ? store.commands() : target.server.call<Record<string, number>>("storeCommands"));
+  const storeCommands = () =>
+    store.commands ? store.commands() : target.server.call<Record<string, number>>("storeCommands");
   const before = await target.server.call<Usage>("stats");
   const commandsBefore = target.countsCommands ? await storeCommands() : {};
   const storeBefore = target.countsCommands && store.pid ? procCpuMs(store.pid) : 0;
@@ -103,7 +113,10 @@ function median(values: number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-export async function runCompare(options: CompareOptions, store: StoreServer): Promise<{ rows: CompareRow[]; printed: string; referencePostgres: string }> {
+export async function runCompare(
+  options: CompareOptions,
+  store: StoreServer,
+): Promise<{ rows: CompareRow[]; printed: string; referencePostgres: string }> {
   const servers: BenchChild[] = [];
   const db = `bench_${randomUUID().slice(0, 8)}`;
   const postgres = await startPostgres();
@@ -116,15 +129,51 @@ export async function runCompare(options: CompareOptions, store: StoreServer): P
   };
   try {
     const reference = await start("reference server", "bench/servers/reference-server.ts");
-    const referencePg = typeof postgres === "string" ? undefined : await start("reference server (postgres)", "bench/servers/reference-server.ts", { REFERENCE_STORE: "postgres", DATABASE_URL: postgres.url });
+    const referencePg =
+      typeof postgres === "string"
+        ? undefined
+        : await start("reference server (postgres)", "bench/servers/reference-server.ts", {
+            REFERENCE_STORE: "postgres",
+            DATABASE_URL: postgres.url,
+          });
     const memory = await start("our server (memory)", "bench/servers/our-server.ts", { STORE: "memory", PORT: "0" });
-    const mongo = await start("our server (mongodb)", "bench/servers/our-server.ts", { STORE: "mongodb", PORT: "0", MONGODB_URI: store.uri, MONGODB_DB: db, BENCH_COUNT_COMMANDS: store.commands ? "0" : "1" });
+    const mongo = await start("our server (mongodb)", "bench/servers/our-server.ts", {
+      STORE: "mongodb",
+      PORT: "0",
+      MONGODB_URI: store.uri,
+      MONGODB_DB: db,
+      BENCH_COUNT_COMMANDS: store.commands ? "0" : "1",
+    });
     const load = await start("load generator", "bench/load/load-generator.ts");
     const targets: Target[] = [
-      { name: "reference (@a2a-js/sdk 1.3.0, in-memory)", server: reference, protocol: "jsonrpc", countsCommands: false },
-      ...(referencePg ? [{ name: "reference (@a2a-js/sdk 1.3.0, Postgres)", server: referencePg, protocol: "jsonrpc" as const, countsCommands: false }] : []),
-      ...(["jsonrpc", "rest", "grpc"] as const).map((protocol) => ({ name: "ours, in-memory store", server: memory, protocol, countsCommands: false })),
-      ...(["jsonrpc", "rest", "grpc"] as const).map((protocol) => ({ name: "ours, MongoDB", server: mongo, protocol, countsCommands: true })),
+      {
+        name: "reference (@a2a-js/sdk 1.3.0, in-memory)",
+        server: reference,
+        protocol: "jsonrpc",
+        countsCommands: false,
+      },
+      ...(referencePg
+        ? [
+            {
+              name: "reference (@a2a-js/sdk 1.3.0, Postgres)",
+              server: referencePg,
+              protocol: "jsonrpc" as const,
+              countsCommands: false,
+            },
+          ]
+        : []),
+      ...(["jsonrpc", "rest", "grpc"] as const).map((protocol) => ({
+        name: "ours, in-memory store",
+        server: memory,
+        protocol,
+        countsCommands: false,
+      })),
+      ...(["jsonrpc", "rest", "grpc"] as const).map((protocol) => ({
+        name: "ours, MongoDB",
+        server: mongo,
+        protocol,
+        countsCommands: true,
+      })),
     ];
     const rows: CompareRow[] = [];
     for (const concurrency of options.concurrencies) {
@@ -136,11 +185,25 @@ export async function runCompare(options: CompareOptions, store: StoreServer): P
         skill: "echo",
         expectState: "completed",
       });
-      console.log(`  concurrency ${concurrency}: warm-up, then ${options.rounds} interleaved rounds of ${targets.length} targets…`);
+      console.log(
+        `  concurrency ${concurrency}: warm-up, then ${options.rounds} interleaved rounds of ${targets.length} targets…`,
+      );
       for (const target of targets) await load.call<RoundResult>("round", spec(target, options.warmupMs));
-      const tallies = targets.map((): Tally => ({ count: 0, errors: 0, elapsedMs: 0, latenciesMs: [], cpuMs: 0, loadCpuMs: 0, storeServerCpuMs: 0, commands: {}, rssBytes: 0, rounds: [] }));
+      const tallies = targets.map((): Tally => ({
+        count: 0,
+        errors: 0,
+        elapsedMs: 0,
+        latenciesMs: [],
+        cpuMs: 0,
+        loadCpuMs: 0,
+        storeServerCpuMs: 0,
+        commands: {},
+        rssBytes: 0,
+        rounds: [],
+      }));
       for (let r = 0; r < options.rounds; r++) {
-        for (const [i, target] of targets.entries()) await measuredRound(load, target, store, spec(target, options.roundMs), tallies[i]!);
+        for (const [i, target] of targets.entries())
+          await measuredRound(load, target, store, spec(target, options.roundMs), tallies[i]!);
       }
       const ref = tallies[0]!;
       const refRate = (ref.count / ref.elapsedMs) * 1000;
@@ -163,22 +226,56 @@ export async function runCompare(options: CompareOptions, store: StoreServer): P
           loadGeneratorCpuSecPer1kTasks: round2(t.loadCpuMs / t.count),
           rssMb: mb(t.rssBytes),
           storeCommandsPerTask: target.countsCommands ? round2(commandTotal(t.commands) / t.count) : null,
-          storeCommandsByName: target.countsCommands ? Object.fromEntries(Object.entries(t.commands).map(([k, v]) => [k, round2(v / t.count)])) : null,
+          storeCommandsByName: target.countsCommands
+            ? Object.fromEntries(Object.entries(t.commands).map(([k, v]) => [k, round2(v / t.count)]))
+            : null,
           storeServerCpuSecPer1kTasks: target.countsCommands && store.pid ? round2(t.storeServerCpuMs / t.count) : null,
           vsReference: { reqPerSec: round2(reqPerSec / refRate), cpuPerTask: round2(cpuPerTask / refCpuPerTask) },
           vsReferencePostgres: pg
             ? {
                 reqPerSec: round2(reqPerSec / ((pg.count / pg.elapsedMs) * 1000)),
                 cpuPerTask: round2(cpuPerTask / (pg.cpuMs / pg.count)),
-                cpuPerTaskMedianOfRounds: round2(median(t.rounds.map((r, k) => r.cpuMs / r.count / (pg.rounds[k]!.cpuMs / pg.rounds[k]!.count)))),
+                cpuPerTaskMedianOfRounds: round2(
+                  median(t.rounds.map((r, k) => r.cpuMs / r.count / (pg.rounds[k]!.cpuMs / pg.rounds[k]!.count))),
+                ),
               }
             : null,
         });
       }
     }
     const table = renderTable(
-      ["server", "binding", "conc", "req/s", "p50 ms", "p99 ms", "CPU s/1k", "RSS MB", "cmds/task", "store CPU s/1k", "× ref req/s", "× ref CPU", "× pg ref CPU", "errors"],
-      rows.map((r) => [r.target, r.protocol, r.concurrency, r.reqPerSec, r.p50Ms, r.p99Ms, r.cpuSecPer1kTasks, r.rssMb, r.storeCommandsPerTask ?? "–", r.storeServerCpuSecPer1kTasks ?? "–", r.vsReference.reqPerSec, r.vsReference.cpuPerTask, r.vsReferencePostgres?.cpuPerTaskMedianOfRounds ?? "–", r.errors]),
+      [
+        "server",
+        "binding",
+        "conc",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "CPU s/1k",
+        "RSS MB",
+        "cmds/task",
+        "store CPU s/1k",
+        "× ref req/s",
+        "× ref CPU",
+        "× pg ref CPU",
+        "errors",
+      ],
+      rows.map((r) => [
+        r.target,
+        r.protocol,
+        r.concurrency,
+        r.reqPerSec,
+        r.p50Ms,
+        r.p99Ms,
+        r.cpuSecPer1kTasks,
+        r.rssMb,
+        r.storeCommandsPerTask ?? "–",
+        r.storeServerCpuSecPer1kTasks ?? "–",
+        r.vsReference.reqPerSec,
+        r.vsReference.cpuPerTask,
+        r.vsReferencePostgres?.cpuPerTaskMedianOfRounds ?? "–",
+        r.errors,
+      ]),
     );
     // What "CPU" counts, said next to the figures: each server process's own CPU only.
     const note = [
@@ -188,7 +285,11 @@ export async function runCompare(options: CompareOptions, store: StoreServer): P
       "CPU: against the reference on Postgres, the median of per-round ratios.",
     ].join("\n");
     const printed = `${table}\n\n${note}`;
-    return { rows, printed, referencePostgres: typeof postgres === "string" ? `skipped: ${postgres}` : postgres.description };
+    return {
+      rows,
+      printed,
+      referencePostgres: typeof postgres === "string" ? `skipped: ${postgres}` : postgres.description,
+    };
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
     try {

@@ -23,7 +23,14 @@ import { startMongoWireServer } from "../test/support/mongo-wire-server/server.j
 import { openwopClient } from "../test/support/openwop-client.js";
 import { startTestApp } from "../test/support/start-server.js";
 
-const { values } = parseArgs({ options: { tasks: { type: "string", default: "3000" }, rounds: { type: "string", default: "5" }, store: { type: "string", default: "memory,mongodb" }, label: { type: "string" } } });
+const { values } = parseArgs({
+  options: {
+    tasks: { type: "string", default: "3000" },
+    rounds: { type: "string", default: "5" },
+    store: { type: "string", default: "memory,mongodb" },
+    label: { type: "string" },
+  },
+});
 const TASKS = Number(values.tasks);
 const ROUNDS = Number(values.rounds);
 
@@ -56,15 +63,26 @@ async function storeFor(kind: string): Promise<{ store: TaskStore; description: 
 async function measure(kind: string) {
   const { store, description, close } = await storeFor(kind);
   const t = await startTestApp({}, store);
-  const browser = await chromium.launch({ executablePath: findChromium()!, headless: true, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+  const browser = await chromium.launch({
+    executablePath: findChromium()!,
+    headless: true,
+    args: ["--no-sandbox", "--disable-dev-shm-usage"],
+  });
   try {
     const api = openwopClient(t.baseUrl);
     const template = await api.startRun("echo", { text: "Summarise the incident report\nfor the weekly review" });
     await api.waitForRun(template, (s) => s.status === "completed");
-    const seedMs = await ms(() => seedCopies(store, template, TASKS, { at: (i) => new Date(Date.now() - (TASKS - i) * 1000).toISOString() }));
+    const seedMs = await ms(() =>
+      seedCopies(store, template, TASKS, { at: (i) => new Date(Date.now() - (TASKS - i) * 1000).toISOString() }),
+    );
 
     const page = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
-    const rounds: Array<{ firstPageMs: number; firstPageInPageMs: number; nextPageMs: number; nextPageInPageMs: number }> = [];
+    const rounds: Array<{
+      firstPageMs: number;
+      firstPageInPageMs: number;
+      nextPageMs: number;
+      nextPageInPageMs: number;
+    }> = [];
     for (let round = 0; round <= ROUNDS; round++) {
       const firstPageMs = await ms(async () => {
         await page.goto(`${t.baseUrl}/console`);
@@ -112,7 +130,10 @@ async function measure(kind: string) {
     }
 
     // The API alone: the first page, and a page half-way down the cursor chain (keyset: no deeper, no slower).
-    const get = (query: string) => fetch(`${t.baseUrl}/console/api/tasks?${query}`).then((r) => r.json() as Promise<{ nextCursor: string | null; total: number }>);
+    const get = (query: string) =>
+      fetch(`${t.baseUrl}/console/api/tasks?${query}`).then(
+        (r) => r.json() as Promise<{ nextCursor: string | null; total: number }>,
+      );
     const firstApi: number[] = [];
     for (let i = 0; i < ROUNDS; i++) firstApi.push(await ms(() => get("limit=50")));
     let cursor: string | null = null;
@@ -135,9 +156,17 @@ async function measure(kind: string) {
         nextPageMs: Math.round(median(rounds.map((r) => r.nextPageMs))),
         nextPageInPageMs: median(rounds.map((r) => r.nextPageInPageMs)),
         rounds,
-        fresh: { firstPageMs: Math.round(median(fresh.map((r) => r["firstPageMs"]!))), rowsRenderedMs: median(fresh.map((r) => r["rowsRenderedMs"] ?? NaN)), rounds: fresh },
+        fresh: {
+          firstPageMs: Math.round(median(fresh.map((r) => r["firstPageMs"]!))),
+          rowsRenderedMs: median(fresh.map((r) => r["rowsRenderedMs"] ?? NaN)),
+          rounds: fresh,
+        },
       },
-      api: { firstPageMs: Number(median(firstApi).toFixed(1)), deepPageMs: Number(median(deepApi).toFixed(1)), deepPageIndex: pages },
+      api: {
+        firstPageMs: Number(median(firstApi).toFixed(1)),
+        deepPageMs: Number(median(deepApi).toFixed(1)),
+        deepPageIndex: pages,
+      },
     };
   } finally {
     await browser.close();
@@ -149,8 +178,34 @@ async function measure(kind: string) {
 const results = [];
 for (const kind of values.store!.split(",")) results.push(await measure(kind.trim()));
 console.log(`console paging, ${TASKS} seeded tasks, median of ${ROUNDS} rounds (50 rows a page)`);
-console.table(results.map((r) => ({ store: r.store, tasks: r.tasks, "first page (browser)": `${r.browser.firstPageMs} ms`, "first page (fresh context)": `${r.browser.fresh.firstPageMs} ms`, "rows rendered (fresh, page clock)": `${r.browser.fresh.rowsRenderedMs} ms`, "next page (browser)": `${r.browser.nextPageMs} ms`, "API first page": `${r.api.firstPageMs} ms`, [`API page #${r.api.deepPageIndex}`]: `${r.api.deepPageMs} ms` })));
+console.table(
+  results.map((r) => ({
+    store: r.store,
+    tasks: r.tasks,
+    "first page (browser)": `${r.browser.firstPageMs} ms`,
+    "first page (fresh context)": `${r.browser.fresh.firstPageMs} ms`,
+    "rows rendered (fresh, page clock)": `${r.browser.fresh.rowsRenderedMs} ms`,
+    "next page (browser)": `${r.browser.nextPageMs} ms`,
+    "API first page": `${r.api.firstPageMs} ms`,
+    [`API page #${r.api.deepPageIndex}`]: `${r.api.deepPageMs} ms`,
+  })),
+);
 await mkdir(join("bench", "results"), { recursive: true });
-const out = join("bench", "results", `console-paging-${values.label ? `${values.label}-` : ""}${new Date().toISOString().replace(/[:.]/g, "-")}.json`);
-await writeFile(out, JSON.stringify({ machine: { cpu: cpus()[0]?.model, cores: cpus().length, node: process.version }, settings: { tasks: TASKS, rounds: ROUNDS, pageSize: 50 }, results }, null, 2));
+const out = join(
+  "bench",
+  "results",
+  `console-paging-${values.label ? `${values.label}-` : ""}${new Date().toISOString().replace(/[:.]/g, "-")}.json`,
+);
+await writeFile(
+  out,
+  JSON.stringify(
+    {
+      machine: { cpu: cpus()[0]?.model, cores: cpus().length, node: process.version },
+      settings: { tasks: TASKS, rounds: ROUNDS, pageSize: 50 },
+      results,
+    },
+    null,
+    2,
+  ),
+);
 console.log(`wrote ${out}`);

@@ -37,16 +37,43 @@ const FEEDS: CommitFeedSettings[] = [
 ];
 
 const now = () => new Date().toISOString();
-const event = (taskId: string, sequence: number, type = "node.started"): RunEvent => ({ eventId: `${taskId}:${sequence}`, runId: taskId, type, payload: {}, timestamp: now(), sequence });
+const event = (taskId: string, sequence: number, type = "node.started"): RunEvent => ({
+  eventId: `${taskId}:${sequence}`,
+  runId: taskId,
+  type,
+  payload: {},
+  timestamp: now(),
+  sequence,
+});
 function record(taskId: string): TaskRecord {
   const at = now();
-  return { taskId, tenant: "bench", contextId: "bench", workflowId: "echo", version: 0, status: "running", a2a: { taskId, runId: taskId, state: "working", updatedAt: at }, snapshot: { value: "running" }, createdAt: at, updatedAt: at, expireAt: null, timerDueAt: null };
+  return {
+    taskId,
+    tenant: "bench",
+    contextId: "bench",
+    workflowId: "echo",
+    version: 0,
+    status: "running",
+    a2a: { taskId, runId: taskId, state: "working", updatedAt: at },
+    snapshot: { value: "running" },
+    createdAt: at,
+    updatedAt: at,
+    expireAt: null,
+    timerDueAt: null,
+  };
 }
-const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] ?? NaN;
 const summary = (values: number[]) => {
   const s = [...values].sort((a, b) => a - b);
   const r = (x: number) => Math.round(x * 100) / 100;
-  return { n: s.length, p50: r(quantile(s, 0.5)), p95: r(quantile(s, 0.95)), p99: r(quantile(s, 0.99)), max: r(s.at(-1) ?? NaN) };
+  return {
+    n: s.length,
+    p50: r(quantile(s, 0.5)),
+    p95: r(quantile(s, 0.95)),
+    p99: r(quantile(s, 0.99)),
+    max: r(s.at(-1) ?? NaN),
+  };
 };
 
 async function measure(uri: string, dbName: string, settings: CommitFeedSettings, commits: number, gapMs: number) {
@@ -55,8 +82,15 @@ async function measure(uri: string, dbName: string, settings: CommitFeedSettings
   const reader = new MongoTaskStore(clientB, clientB.db(dbName));
   await writer.init();
   const feed = await openMongoCommitFeed(clientB.db(dbName), settings, (err) => console.error("feed error", err));
-  const reads = { get: async (id: string) => (await reader.get(id)) as TaskRecord, readEvents: (id: string, from: number, limit?: number) => reader.readEvents(id, from, limit) };
-  const observer = new TaskObserver({ reads, commits: new CommitBus(new TransitionHook(createLogger("silent")), feed), maxBuffered: 10_000 });
+  const reads = {
+    get: async (id: string) => (await reader.get(id)) as TaskRecord,
+    readEvents: (id: string, from: number, limit?: number) => reader.readEvents(id, from, limit),
+  };
+  const observer = new TaskObserver({
+    reads,
+    commits: new CommitBus(new TransitionHook(createLogger("silent")), feed),
+    maxBuffered: 10_000,
+  });
   const taskId = randomUUID();
   const base = record(taskId);
   await writer.create(base, [event(taskId, 0, "run.created")]);
@@ -74,7 +108,19 @@ async function measure(uri: string, dbName: string, settings: CommitFeedSettings
     const last = sequence === commits;
     const start = performance.now();
     sent.set(sequence, start);
-    await writer.commit(taskId, sequence - 1, { status: last ? "completed" : "running", a2a: base.a2a, snapshot: base.snapshot, updatedAt: now(), expireAt: null, timerDueAt: null }, [event(taskId, sequence, last ? "run.completed" : "node.started")]);
+    await writer.commit(
+      taskId,
+      sequence - 1,
+      {
+        status: last ? "completed" : "running",
+        a2a: base.a2a,
+        snapshot: base.snapshot,
+        updatedAt: now(),
+        expireAt: null,
+        timerDueAt: null,
+      },
+      [event(taskId, sequence, last ? "run.completed" : "node.started")],
+    );
     commitMs.push(performance.now() - start);
     await new Promise((r) => setTimeout(r, gapMs));
   }
@@ -83,7 +129,13 @@ async function measure(uri: string, dbName: string, settings: CommitFeedSettings
   await Promise.all([clientA.close(), clientB.close()]);
   const latencies = [...sent].map(([sequence, at]) => (seenAt.get(sequence) ?? NaN) - at);
   const inOrderOnce = order.length === commits && order.every((s, i) => s === i + 1);
-  return { feed: settings.mode, ...(settings.mode === "poll" ? { pollMs: settings.pollMs } : {}), latencyMs: summary(latencies), commitMs: summary(commitMs), inOrderOnce };
+  return {
+    feed: settings.mode,
+    ...(settings.mode === "poll" ? { pollMs: settings.pollMs } : {}),
+    latencyMs: summary(latencies),
+    commitMs: summary(commitMs),
+    inOrderOnce,
+  };
 }
 
 /** Both feeds, each on a fresh database of the store at `uri` (dropped after); `npm run bench -- multi` uses it too. */
@@ -107,9 +159,26 @@ async function main(): Promise<void> {
   try {
     const results = await measureCrossInstanceLatency(store.uri, commits, gapMs);
     const cpus = os.cpus();
-    const out = { at: now(), machine: { cpu: cpus[0]?.model, cores: cpus.length, node: process.version, loadavg: os.loadavg() }, store: store.description, commits, gapMs, results };
-    console.table(results.map((r) => ({ feed: r.feed, ...Object.fromEntries(Object.entries(r.latencyMs).map(([k, v]) => [`latency ${k}`, v])), "commit p50": r.commitMs.p50, inOrderOnce: r.inOrderOnce })));
-    await writeFile(join(projectRoot, "bench/results/cross-instance-latency.json"), `${JSON.stringify(out, null, 2)}\n`);
+    const out = {
+      at: now(),
+      machine: { cpu: cpus[0]?.model, cores: cpus.length, node: process.version, loadavg: os.loadavg() },
+      store: store.description,
+      commits,
+      gapMs,
+      results,
+    };
+    console.table(
+      results.map((r) => ({
+        feed: r.feed,
+        ...Object.fromEntries(Object.entries(r.latencyMs).map(([k, v]) => [`latency ${k}`, v])),
+        "commit p50": r.commitMs.p50,
+        inOrderOnce: r.inOrderOnce,
+      })),
+    );
+    await writeFile(
+      join(projectRoot, "bench/results/cross-instance-latency.json"),
+      `${JSON.stringify(out, null, 2)}\n`,
+    );
   } finally {
     await store.stop();
   }

@@ -38,30 +38,51 @@ interface Instance {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls the task's head every 5 ms until `done` holds; the head then and when it was read. */
-async function waitForHead(tasks: Collection<Head>, runId: string, done: (h: Head) => boolean, timeoutMs: number): Promise<{ head: Head; at: number }> {
+async function waitForHead(
+  tasks: Collection<Head>,
+  runId: string,
+  done: (h: Head) => boolean,
+  timeoutMs: number,
+): Promise<{ head: Head; at: number }> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const head = await tasks.findOne({ _id: runId });
     const at = wallNow();
     if (head && done(head)) return { head, at };
-    if (Date.now() > deadline) throw new Error(`task ${runId}: no such head within ${timeoutMs} ms (last: ${JSON.stringify(head)})`);
+    if (Date.now() > deadline)
+      throw new Error(`task ${runId}: no such head within ${timeoutMs} ms (last: ${JSON.stringify(head)})`);
     await sleep(5);
   }
 }
 
 async function rest(url: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
-  const res = await fetch(`${url}${path}`, { method, headers: { "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body) } : {}) });
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: { "content-type": "application/json" },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
   const json = (await res.json()) as Record<string, unknown>;
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
   return json;
 }
 
-export async function runMulti(options: MultiOptions, store: StoreServer): Promise<{ figures: Record<string, unknown>; printed: string }> {
+export async function runMulti(
+  options: MultiOptions,
+  store: StoreServer,
+): Promise<{ figures: Record<string, unknown>; printed: string }> {
   const children = new Set<BenchChild>();
   let serial = 0;
   const startInstance = async (db: string, label: string): Promise<Instance> => {
     const id = `${label}-${++serial}`;
-    const env = { STORE: "mongodb", PORT: "0", MONGODB_URI: store.uri, MONGODB_DB: db, INSTANCE_ID: id, LEASE_TTL_MS: String(options.leaseTtlMs), LEASE_HEARTBEAT_MS: String(options.leaseHeartbeatMs) };
+    const env = {
+      STORE: "mongodb",
+      PORT: "0",
+      MONGODB_URI: store.uri,
+      MONGODB_DB: db,
+      INSTANCE_ID: id,
+      LEASE_TTL_MS: String(options.leaseTtlMs),
+      LEASE_HEARTBEAT_MS: String(options.leaseHeartbeatMs),
+    };
     const child = await spawnChild(`our server ${id}`, "bench/servers/our-server.ts", { env });
     children.add(child);
     return { id, child, url: `http://127.0.0.1:${child.ready["port"] as number}` };
@@ -76,7 +97,12 @@ export async function runMulti(options: MultiOptions, store: StoreServer): Promi
     console.log(`  (c) cross-instance commit → subscriber latency, ${options.latencyCommits} commits per feed…`);
     const latency = await measureCrossInstanceLatency(store.uri, options.latencyCommits, 5);
     // The machine's load while it ran (1, 5, 15 min): the 2-core machine is often shared.
-    const figures = { loadAverageAtEnd: loadavg().map(round2), failover, throughput, crossInstanceLatency: { commits: options.latencyCommits, gapMs: 5, results: latency } };
+    const figures = {
+      loadAverageAtEnd: loadavg().map(round2),
+      failover,
+      throughput,
+      crossInstanceLatency: { commits: options.latencyCommits, gapMs: 5, results: latency },
+    };
     return { figures, printed: print(options, failover, throughput, latency) };
   } finally {
     await Promise.all([...children].map((c) => c.stop()));
@@ -95,14 +121,23 @@ async function measureFailover(
   const live = [await startInstance(db, "a"), await startInstance(db, "b")];
   const samples: Array<{ failoverMs: number; killed: string; takenBy: string | null | undefined }> = [];
   const budgetMs = options.leaseTtlMs + options.leaseHeartbeatMs + 15_000;
-  console.log(`  (a) failover: ${options.failoverSamples} SIGKILLs of a running task's owner (LEASE_TTL_MS ${options.leaseTtlMs}, LEASE_HEARTBEAT_MS ${options.leaseHeartbeatMs})…`);
+  console.log(
+    `  (a) failover: ${options.failoverSamples} SIGKILLs of a running task's owner (LEASE_TTL_MS ${options.leaseTtlMs}, LEASE_HEARTBEAT_MS ${options.leaseHeartbeatMs})…`,
+  );
   try {
     for (let i = 0; i < options.failoverSamples; i++) {
       const slot = i % 2;
       const owner = live[slot]!;
       // An hour-long node (the conformance-cancellable fixture): the task runs, holding its lease, until killed.
-      const { runId } = (await rest(owner.url, "POST", "/v1/runs", { workflowId: "conformance-cancellable" })) as { runId: string };
-      const { head } = await waitForHead(tasks, runId, (h) => h.status === "running" && h.leaseOwner === owner.id && h.version >= 2, budgetMs);
+      const { runId } = (await rest(owner.url, "POST", "/v1/runs", { workflowId: "conformance-cancellable" })) as {
+        runId: string;
+      };
+      const { head } = await waitForHead(
+        tasks,
+        runId,
+        (h) => h.status === "running" && h.leaseOwner === owner.id && h.version >= 2,
+        budgetMs,
+      );
       // Kill at a random point of the heartbeat period, as a crash would.
       await sleep(Math.random() * options.leaseHeartbeatMs);
       const killedAt = wallNow();
@@ -143,7 +178,9 @@ async function measureThroughput(
   const rows = [];
   try {
     for (const n of options.instanceCounts) {
-      console.log(`  (b) throughput with ${n} instance(s): warm-up, then ${options.rounds} rounds of ${options.roundMs} ms at concurrency ${options.concurrency}…`);
+      console.log(
+        `  (b) throughput with ${n} instance(s): warm-up, then ${options.rounds} rounds of ${options.roundMs} ms at concurrency ${options.concurrency}…`,
+      );
       const db = `bench_multi_${randomUUID().slice(0, 8)}`;
       const instances: Instance[] = [];
       try {
@@ -158,7 +195,15 @@ async function measureThroughput(
           expectState: "completed",
         });
         await load.call<RoundResult>("round", spec(options.warmupMs));
-        const tally = { count: 0, errors: 0, firstError: undefined as string | undefined, elapsedMs: 0, latenciesMs: [] as number[], cpuMs: 0, storeCpuMs: 0 };
+        const tally = {
+          count: 0,
+          errors: 0,
+          firstError: undefined as string | undefined,
+          elapsedMs: 0,
+          latenciesMs: [] as number[],
+          cpuMs: 0,
+          storeCpuMs: 0,
+        };
         for (let r = 0; r < options.rounds; r++) {
           const before = await Promise.all(instances.map((i) => i.child.call<Usage>("stats")));
           const storeBefore = store.pid ? procCpuMs(store.pid) : 0;
@@ -201,19 +246,43 @@ function print(
 ): string {
   return [
     `(a) failover, SIGKILL of the owner → the task's next commit by another instance (LEASE_TTL_MS ${failover.leaseTtlMs}, LEASE_HEARTBEAT_MS ${failover.leaseHeartbeatMs}, target ≤ ${failover.targetMs} ms)`,
-    table(["samples", "p50 ms", "max ms", "within target"], [[failover.samples.length, failover.p50Ms, failover.maxMs, `${failover.withinTarget}/${failover.samples.length}`]]),
+    table(
+      ["samples", "p50 ms", "max ms", "within target"],
+      [
+        [
+          failover.samples.length,
+          failover.p50Ms,
+          failover.maxMs,
+          `${failover.withinTarget}/${failover.samples.length}`,
+        ],
+      ],
+    ),
     "",
     `(b) throughput, echo over JSON-RPC 0.3, concurrency ${options.concurrency}, round robin over the instances, one database.`,
     "    On this 2-core machine more instances show the overhead of several processes on one database, not scale.",
     table(
       ["instances", "req/s", "p50 ms", "p99 ms", "server CPU s/1k", "store CPU s/1k", "errors"],
-      throughput.rows.map((r) => [r.instances, r.reqPerSec, r.p50Ms, r.p99Ms, r.serverCpuSecPer1kTasks, r.storeServerCpuSecPer1kTasks ?? Number.NaN, r.errors]),
+      throughput.rows.map((r) => [
+        r.instances,
+        r.reqPerSec,
+        r.p50Ms,
+        r.p99Ms,
+        r.serverCpuSecPer1kTasks,
+        r.storeServerCpuSecPer1kTasks ?? Number.NaN,
+        r.errors,
+      ]),
     ),
     "",
     "(c) cross-instance commit → subscriber latency (two stores, two clients; bench/cross-instance-latency.ts)",
     table(
       ["feed", "p50 ms", "p99 ms", "max ms", "in order, once"],
-      latency.map((r) => [r.feed === "poll" ? `poll (${r.pollMs} ms)` : r.feed, r.latencyMs.p50, r.latencyMs.p99, r.latencyMs.max, String(r.inOrderOnce)]),
+      latency.map((r) => [
+        r.feed === "poll" ? `poll (${r.pollMs} ms)` : r.feed,
+        r.latencyMs.p50,
+        r.latencyMs.p99,
+        r.latencyMs.max,
+        String(r.inOrderOnce),
+      ]),
     ),
   ].join("\n");
 }

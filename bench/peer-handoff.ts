@@ -42,15 +42,37 @@ const percentile = (xs: number[], p: number) => {
 };
 const round = (n: number) => Math.round(n * 10) / 10;
 
-export async function runPeerHandoff(settings: PeerHandoffSettings, storeUri: string): Promise<{ figures: Record<string, unknown>; printed: string }> {
+export async function runPeerHandoff(
+  settings: PeerHandoffSettings,
+  storeUri: string,
+): Promise<{ figures: Record<string, unknown>; printed: string }> {
   const mongo = await MongoClient.connect(storeUri);
   const dbName = `handoff_${randomUUID().slice(0, 8)}`;
   const store = new MongoTaskStore(mongo, mongo.db(dbName));
   await store.init();
   const peerDir = await mkdtemp(join(tmpdir(), "peer-handoff-"));
-  await writeFile(join(peerDir, "hold.json"), JSON.stringify({ id: "hold", name: "Hold", description: "Works until released.", nodes: [{ kind: "task", id: "work", handler: "hold" }] }));
+  await writeFile(
+    join(peerDir, "hold.json"),
+    JSON.stringify({
+      id: "hold",
+      name: "Hold",
+      description: "Works until released.",
+      nodes: [{ kind: "task", id: "work", handler: "hold" }],
+    }),
+  );
   const callerDir = await mkdtemp(join(tmpdir(), "peer-handoff-caller-"));
-  await writeFile(join(callerDir, "call-hold.json"), JSON.stringify({ id: "call-hold", name: "Call hold", description: "a2a.invoke, then mark.", nodes: [{ kind: "a2a.invoke", id: "call", peer: "peer", skillId: "hold" }, { kind: "task", id: "after", handler: "mark" }] }));
+  await writeFile(
+    join(callerDir, "call-hold.json"),
+    JSON.stringify({
+      id: "call-hold",
+      name: "Call hold",
+      description: "a2a.invoke, then mark.",
+      nodes: [
+        { kind: "a2a.invoke", id: "call", peer: "peer", skillId: "hold" },
+        { kind: "task", id: "after", handler: "mark" },
+      ],
+    }),
+  );
   const peerHandlers: Record<string, TaskHandler> = {
     async hold(ctx) {
       await gate(ctx.input.text);
@@ -68,12 +90,32 @@ export async function runPeerHandoff(settings: PeerHandoffSettings, storeUri: st
   const apps: TestApp[] = [];
   try {
     const peerHost = await startTestApp(
-      { PORT: String(peerPort), PUBLIC_URL: proxy.url, WORKFLOWS_DIR: peerDir, API_KEYS: JSON.stringify([{ id: "caller", tenant: "acme", scopes: ["runs:create", "runs:read", "runs:cancel", "webhooks:manage"], key: KEY }]), PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true" },
+      {
+        PORT: String(peerPort),
+        PUBLIC_URL: proxy.url,
+        WORKFLOWS_DIR: peerDir,
+        API_KEYS: JSON.stringify([
+          {
+            id: "caller",
+            tenant: "acme",
+            scopes: ["runs:create", "runs:read", "runs:cancel", "webhooks:manage"],
+            key: KEY,
+          },
+        ]),
+        PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true",
+      },
       store,
       peerHandlers,
     );
     apps.push(peerHost);
-    const peers = JSON.stringify({ peer: { cardUrl: `${proxy.url}/.well-known/agent-card.json`, binding: "jsonrpc", protocolVersion: "1.0", credentials: { bearer: KEY } } });
+    const peers = JSON.stringify({
+      peer: {
+        cardUrl: `${proxy.url}/.well-known/agent-card.json`,
+        binding: "jsonrpc",
+        protocolVersion: "1.0",
+        credentials: { bearer: KEY },
+      },
+    });
     const base = { A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS: "true", A2A_PEERS: peers, WORKFLOWS_DIR: callerDir };
     const envs: Record<Path, Record<string, string>> = {
       push: { ...base, A2A_PEER_POLL_MS: "60000" },
@@ -86,7 +128,11 @@ export async function runPeerHandoff(settings: PeerHandoffSettings, storeUri: st
       const caller = await startTestApp(envs[path], undefined, callerHandlers);
       apps.push(caller);
       const rpc = async (method: string, params: unknown) => {
-        const res = await fetch(`${caller.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }) });
+        const res = await fetch(`${caller.baseUrl}/a2a/jsonrpc`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }),
+        });
         return ((await res.json()) as { result: { id: string } }).result;
       };
       const handoffs: number[] = [];
@@ -95,7 +141,16 @@ export async function runPeerHandoff(settings: PeerHandoffSettings, storeUri: st
       for (let i = 0; i < settings.samples; i++) {
         const text = `${path} ${i} ${randomUUID()}`;
         void gate(text);
-        const started = await rpc("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], metadata: { skillId: "call-hold" } }, configuration: { blocking: false } });
+        const started = await rpc("message/send", {
+          message: {
+            kind: "message",
+            messageId: randomUUID(),
+            role: "user",
+            parts: [{ kind: "text", text }],
+            metadata: { skillId: "call-hold" },
+          },
+          configuration: { blocking: false },
+        });
         let peerTaskId: string | undefined;
         for (let t = 0; t < 500 && !peerTaskId; t++) {
           await new Promise((r) => setTimeout(r, 10));
@@ -119,25 +174,42 @@ export async function runPeerHandoff(settings: PeerHandoffSettings, storeUri: st
       }
       const figure = {
         samples: handoffs.length,
-        handoffMs: { p50: round(percentile(handoffs, 50)), p99: round(percentile(handoffs, 99)), max: round(Math.max(...handoffs)) },
-        getTaskWhileWorking300ms: { total: getTaskWhileWorking.reduce((a, b) => a + b, 0), perSample: round(getTaskWhileWorking.reduce((a, b) => a + b, 0) / handoffs.length) },
-        getTaskAfterTerminal: { total: getTaskAfterRelease.reduce((a, b) => a + b, 0), perSample: round(getTaskAfterRelease.reduce((a, b) => a + b, 0) / handoffs.length) },
+        handoffMs: {
+          p50: round(percentile(handoffs, 50)),
+          p99: round(percentile(handoffs, 99)),
+          max: round(Math.max(...handoffs)),
+        },
+        getTaskWhileWorking300ms: {
+          total: getTaskWhileWorking.reduce((a, b) => a + b, 0),
+          perSample: round(getTaskWhileWorking.reduce((a, b) => a + b, 0) / handoffs.length),
+        },
+        getTaskAfterTerminal: {
+          total: getTaskAfterRelease.reduce((a, b) => a + b, 0),
+          perSample: round(getTaskAfterRelease.reduce((a, b) => a + b, 0) / handoffs.length),
+        },
         pollMs: path === "poll" ? settings.pollMs : 60_000,
       };
       figures[path] = figure;
-      lines.push(`${path.padEnd(6)} handoff p50 ${figure.handoffMs.p50} ms  p99 ${figure.handoffMs.p99} ms  max ${figure.handoffMs.max} ms  | GetTask while working (300 ms): ${figure.getTaskWhileWorking300ms.perSample}/sample, after terminal: ${figure.getTaskAfterTerminal.perSample}/sample  (poll ${figure.pollMs} ms)`);
+      lines.push(
+        `${path.padEnd(6)} handoff p50 ${figure.handoffMs.p50} ms  p99 ${figure.handoffMs.p99} ms  max ${figure.handoffMs.max} ms  | GetTask while working (300 ms): ${figure.getTaskWhileWorking300ms.perSample}/sample, after terminal: ${figure.getTaskAfterTerminal.perSample}/sample  (poll ${figure.pollMs} ms)`,
+      );
     }
     return { figures, printed: lines.join("\n") };
   } finally {
     for (const app of apps.reverse()) await app.close().catch(() => undefined);
     await proxy.close();
-    await mongo.db(dbName).dropDatabase().catch(() => undefined);
+    await mongo
+      .db(dbName)
+      .dropDatabase()
+      .catch(() => undefined);
     await mongo.close();
   }
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const { values } = parseArgs({ options: { samples: { type: "string", default: "20" }, "poll-ms": { type: "string", default: "1000" } } });
+  const { values } = parseArgs({
+    options: { samples: { type: "string", default: "20" }, "poll-ms": { type: "string", default: "1000" } },
+  });
   const settings = { samples: Number(values.samples), pollMs: Number(values["poll-ms"]) };
   const server = await startStoreServer();
   try {
@@ -147,7 +219,21 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     const dir = join(import.meta.dirname, "results");
     await mkdir(dir, { recursive: true });
     const file = join(dir, `peer-handoff-${new Date().toISOString().replace(/[:.]/g, "-")}.json`);
-    await writeFile(file, JSON.stringify({ benchmark: "peer handoff (a2a.invoke: push, stream, poll)", date: new Date().toISOString(), machine: machine(), store: server.description, settings, figures }, null, 2) + "\n");
+    await writeFile(
+      file,
+      JSON.stringify(
+        {
+          benchmark: "peer handoff (a2a.invoke: push, stream, poll)",
+          date: new Date().toISOString(),
+          machine: machine(),
+          store: server.description,
+          settings,
+          figures,
+        },
+        null,
+        2,
+      ) + "\n",
+    );
     console.log(`wrote ${file}`);
   } finally {
     await server.stop();

@@ -42,7 +42,16 @@ try {
   const after = await server.call<Usage>("stats");
   const cpuMsPerTask = (after.cpuMs - before.cpuMs) / result.count;
   console.log(
-    JSON.stringify({ store: storeKind, protocol, concurrency: Number(concurrency), tasks: result.count, errors: result.errors, firstError: result.firstError, reqPerSec: Math.round((result.count / result.elapsedMs) * 1000), cpuMsPerTask: Math.round(cpuMsPerTask * 1000) / 1000 }),
+    JSON.stringify({
+      store: storeKind,
+      protocol,
+      concurrency: Number(concurrency),
+      tasks: result.count,
+      errors: result.errors,
+      firstError: result.firstError,
+      reqPerSec: Math.round((result.count / result.elapsedMs) * 1000),
+      cpuMsPerTask: Math.round(cpuMsPerTask * 1000) / 1000,
+    }),
   );
 } finally {
   for (const child of children.reverse()) await child.stop();

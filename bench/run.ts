@@ -11,8 +11,32 @@ import { runScale, SCALE_PARTS, type ScalePart } from "./scale.js";
 
 const MULTI_FULL = { "failover-samples": 10, "lease-ttl-ms": 3000, "lease-heartbeat-ms": 750, "latency-commits": 200 };
 const MULTI_QUICK = { "failover-samples": 3, "lease-ttl-ms": 3000, "lease-heartbeat-ms": 750, "latency-commits": 100 };
-const FULL = { samples: 20, "round-ms": 5000, "warmup-ms": 2000, rounds: 3, concurrency: "1,32", waiting: 100_000, events: 5000, streams: 10_000, "latency-streams": 1000, triggers: 5, ...MULTI_FULL };
-const QUICK = { samples: 5, "round-ms": 1500, "warmup-ms": 500, rounds: 2, concurrency: "1,32", waiting: 5000, events: 500, streams: 1000, "latency-streams": 200, triggers: 2, ...MULTI_QUICK };
+const FULL = {
+  samples: 20,
+  "round-ms": 5000,
+  "warmup-ms": 2000,
+  rounds: 3,
+  concurrency: "1,32",
+  waiting: 100_000,
+  events: 5000,
+  streams: 10_000,
+  "latency-streams": 1000,
+  triggers: 5,
+  ...MULTI_FULL,
+};
+const QUICK = {
+  samples: 5,
+  "round-ms": 1500,
+  "warmup-ms": 500,
+  rounds: 2,
+  concurrency: "1,32",
+  waiting: 5000,
+  events: 500,
+  streams: 1000,
+  "latency-streams": 200,
+  triggers: 2,
+  ...MULTI_QUICK,
+};
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -38,24 +62,48 @@ const setting = (key: keyof typeof FULL): number => {
 const concurrencies = String((values as Record<string, unknown>)["concurrency"] ?? preset["concurrency"])
   .split(",")
   .map(Number);
-if (concurrencies.some((c) => !Number.isInteger(c) || c < 1)) throw new Error("--concurrency must be positive whole numbers, comma-separated");
+if (concurrencies.some((c) => !Number.isInteger(c) || c < 1))
+  throw new Error("--concurrency must be positive whole numbers, comma-separated");
 const parts = values.parts.split(",") as ScalePart[];
-if (parts.some((part) => !SCALE_PARTS.includes(part))) throw new Error(`--parts must be some of ${SCALE_PARTS.join(",")}, comma-separated`);
-const name = values.name ?? `${mode}-${values.quick ? "quick-" : ""}${new Date().toISOString().slice(0, 19).replace(/[:T]/g, "-")}`;
+if (parts.some((part) => !SCALE_PARTS.includes(part)))
+  throw new Error(`--parts must be some of ${SCALE_PARTS.join(",")}, comma-separated`);
+const name =
+  values.name ??
+  `${mode}-${values.quick ? "quick-" : ""}${new Date().toISOString().slice(0, 19).replace(/[:T]/g, "-")}`;
 
 const startedAt = Date.now();
 const store = await startStoreServer();
-const result: Record<string, unknown> = { benchmark: "openwop-a2a-host side-by-side", date: new Date().toISOString(), machine: machine(), mode, quick: values.quick, store: store.description };
+const result: Record<string, unknown> = {
+  benchmark: "openwop-a2a-host side-by-side",
+  date: new Date().toISOString(),
+  machine: machine(),
+  mode,
+  quick: values.quick,
+  store: store.description,
+};
 try {
   if (mode === "all" || mode === "compare") {
-    const settings = { roundMs: setting("round-ms"), warmupMs: setting("warmup-ms"), rounds: setting("rounds"), concurrencies };
+    const settings = {
+      roundMs: setting("round-ms"),
+      warmupMs: setting("warmup-ms"),
+      rounds: setting("rounds"),
+      concurrencies,
+    };
     console.log(`compare: ${JSON.stringify(settings)}; store: ${store.description}`);
     const { rows, printed, referencePostgres } = await runCompare(settings, store);
     console.log(`\n${printed}\n`);
     result["compare"] = { settings, referencePostgres, rows };
   }
   if (mode === "all" || mode === "scale") {
-    const settings = { parts, waiting: setting("waiting"), events: setting("events"), streams: setting("streams"), latencyStreams: setting("latency-streams"), triggers: setting("triggers"), roundMs: setting("round-ms") };
+    const settings = {
+      parts,
+      waiting: setting("waiting"),
+      events: setting("events"),
+      streams: setting("streams"),
+      latencyStreams: setting("latency-streams"),
+      triggers: setting("triggers"),
+      roundMs: setting("round-ms"),
+    };
     console.log(`scale: ${JSON.stringify(settings)}`);
     const { figures, printed } = await runScale(settings, store);
     console.log(`\n${printed}\n`);

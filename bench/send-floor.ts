@@ -45,20 +45,24 @@ if (process.argv[2] === "--reader") {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as { port: number }).port;
-  const reader: ChildProcess = fork(new URL(import.meta.url).pathname, ["--reader", String(port), String(count)], { execArgv: process.execArgv });
-  const next = <T>(key: string): Promise<T> => new Promise((resolve) => {
-    const on = (msg: Record<string, unknown>) => {
-      if (key in msg) {
-        reader.off("message", on);
-        resolve(msg as T);
-      }
-    };
-    reader.on("message", on);
+  const reader: ChildProcess = fork(new URL(import.meta.url).pathname, ["--reader", String(port), String(count)], {
+    execArgv: process.execArgv,
   });
+  const next = <T>(key: string): Promise<T> =>
+    new Promise((resolve) => {
+      const on = (msg: Record<string, unknown>) => {
+        if (key in msg) {
+          reader.off("message", on);
+          resolve(msg as T);
+        }
+      };
+      reader.on("message", on);
+    });
   await next("ready");
   while (sockets.length < count) await new Promise((r) => setTimeout(r, 10));
   const frame = Buffer.alloc(300, "a");
-  const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+  const percentile = (sorted: number[], p: number): number =>
+    sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
   const results: Array<Record<string, unknown>> = [];
   for (let round = 0; round < rounds; round++) {
     await new Promise((r) => setTimeout(r, 200));
@@ -81,7 +85,10 @@ if (process.argv[2] === "--reader") {
     await new Promise((r) => setTimeout(r, 300));
     reader.send({ report: true });
     const { arrived } = await next<{ arrived: number[] }>("arrived");
-    const fromLoop = arrived.filter((t) => t > 0).map((t) => t - (performance.timeOrigin + t0)).sort((a, b) => a - b);
+    const fromLoop = arrived
+      .filter((t) => t > 0)
+      .map((t) => t - (performance.timeOrigin + t0))
+      .sort((a, b) => a - b);
     const row = {
       mode,
       loopMs: Math.round(loopMs * 100) / 100,
@@ -95,7 +102,20 @@ if (process.argv[2] === "--reader") {
     console.log(JSON.stringify(row));
   }
   const file = `bench/results/send-floor-${new Date().toISOString().slice(0, 10)}.json`;
-  writeFileSync(file, JSON.stringify({ benchmark: "one frame to each of N loopback sockets, nothing else", sockets: count, frameBytes: frame.length, machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version }, rounds: results }, null, 2) + "\n");
+  writeFileSync(
+    file,
+    JSON.stringify(
+      {
+        benchmark: "one frame to each of N loopback sockets, nothing else",
+        sockets: count,
+        frameBytes: frame.length,
+        machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, node: process.version },
+        rounds: results,
+      },
+      null,
+      2,
+    ) + "\n",
+  );
   console.log(`wrote ${file}`);
   reader.kill();
   for (const s of sockets) s.destroy();

@@ -41,16 +41,41 @@ async function child(mode: "on" | "off"): Promise<void> {
     });
   });
   await new Promise<void>((resolve) => sink.listen(0, "127.0.0.1", resolve));
-  const env = mode === "on" ? { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`, OTEL_BSP_SCHEDULE_DELAY: "200" } : {};
+  const env =
+    mode === "on"
+      ? {
+          OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`,
+          OTEL_BSP_SCHEDULE_DELAY: "200",
+        }
+      : {};
   const telemetry = await createTelemetry({ env });
-  const config = loadConfig({ PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", STORE: "memory", PUSH_ENABLED: "false" });
-  const app = await createApp({ config, logger: createLogger("silent"), store: new MemoryTaskStore(), durableStore: false, telemetry });
+  const config = loadConfig({
+    PORT: "0",
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "silent",
+    STORE: "memory",
+    PUSH_ENABLED: "false",
+  });
+  const app = await createApp({
+    config,
+    logger: createLogger("silent"),
+    store: new MemoryTaskStore(),
+    durableStore: false,
+    telemetry,
+  });
   const { port } = await app.listen();
   const send = async (): Promise<void> => {
     const res = await fetch(`http://127.0.0.1:${port}/a2a/jsonrpc`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hi" }] } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "message/send",
+        params: {
+          message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hi" }] },
+        },
+      }),
     });
     const body = (await res.json()) as { result?: { status: { state: string } } };
     if (body.result?.status.state !== "completed") throw new Error(`unexpected answer: ${JSON.stringify(body)}`);
@@ -58,9 +83,11 @@ async function child(mode: "on" | "off"): Promise<void> {
   const run = async (count: number): Promise<number> => {
     let next = 0;
     const started = performance.now();
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-      while (next++ < count) await send();
-    }));
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next++ < count) await send();
+      }),
+    );
     return performance.now() - started;
   };
   await run(Math.ceil(requests / 10));
@@ -68,7 +95,9 @@ async function child(mode: "on" | "off"): Promise<void> {
   await app.close();
   await telemetry.shutdown();
   sink.close();
-  process.stdout.write(JSON.stringify({ mode, requests, ms, perSecond: (requests / ms) * 1000, exportBatches: spans }) + "\n");
+  process.stdout.write(
+    JSON.stringify({ mode, requests, ms, perSecond: (requests / ms) * 1000, exportBatches: spans }) + "\n",
+  );
 }
 
 function median(values: number[]): number {
@@ -80,10 +109,20 @@ async function driver(): Promise<void> {
   const results: Array<{ mode: string; perSecond: number; exportBatches: number }> = [];
   for (let round = 0; round < rounds; round++) {
     for (const mode of ["off", "on"] as const) {
-      const out = spawnSync(process.execPath, [...process.execArgv, import.meta.filename, "--child", mode, String(requests), String(concurrency)], { encoding: "utf8" });
+      const out = spawnSync(
+        process.execPath,
+        [...process.execArgv, import.meta.filename, "--child", mode, String(requests), String(concurrency)],
+        { encoding: "utf8" },
+      );
       if (out.status !== 0) throw new Error(`child ${mode} failed: ${out.stderr}`);
-      const result = JSON.parse(out.stdout.trim().split("\n").at(-1)!) as { mode: string; perSecond: number; exportBatches: number };
-      console.log(`round ${round + 1} ${mode}: ${result.perSecond.toFixed(0)} sends/s${mode === "on" ? ` (${result.exportBatches} OTLP batches)` : ""}`);
+      const result = JSON.parse(out.stdout.trim().split("\n").at(-1)!) as {
+        mode: string;
+        perSecond: number;
+        exportBatches: number;
+      };
+      console.log(
+        `round ${round + 1} ${mode}: ${result.perSecond.toFixed(0)} sends/s${mode === "on" ? ` (${result.exportBatches} OTLP batches)` : ""}`,
+      );
       results.push(result);
     }
   }
@@ -102,8 +141,13 @@ async function driver(): Promise<void> {
     onOverheadPercent: Math.round(((median(off) - median(on)) / median(off)) * 1000) / 10,
     rounds_: results,
   };
-  console.log(`off: median ${summary.offMedianPerSecond}/s (spread between off rounds ${summary.offSpreadPercent} %); on: median ${summary.onMedianPerSecond}/s (${summary.onOverheadPercent} % slower than off)`);
-  await writeFile(join(import.meta.dirname, "results", "tracing-overhead.json"), JSON.stringify(summary, null, 2) + "\n");
+  console.log(
+    `off: median ${summary.offMedianPerSecond}/s (spread between off rounds ${summary.offSpreadPercent} %); on: median ${summary.onMedianPerSecond}/s (${summary.onOverheadPercent} % slower than off)`,
+  );
+  await writeFile(
+    join(import.meta.dirname, "results", "tracing-overhead.json"),
+    JSON.stringify(summary, null, 2) + "\n",
+  );
 }
 
 if (isChild) {

@@ -22,10 +22,16 @@ function newestMtime(path) {
 }
 
 const built = statSync(output, { throwIfNoEntry: false })?.mtimeMs ?? 0;
-const sources = Math.max(...["src", "tsconfig.json", "tsconfig.build.json", "package.json"].map((p) => newestMtime(join(root, p))));
+const sources = Math.max(
+  ...["src", "tsconfig.json", "tsconfig.build.json", "package.json"].map((p) => newestMtime(join(root, p))),
+);
 if (built > sources) process.exit(0);
 console.error(built ? "build is older than the sources: compiling" : "no build yet: compiling");
-const result = spawnSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json"], { cwd: root, stdio: "inherit" });
+const result = spawnSync(
+  process.execPath,
+  [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json"],
+  { cwd: root, stdio: "inherit" },
+);
 if (result.status !== 0) process.exit(result.status ?? 1);
 const assets = spawnSync(process.execPath, [join(root, "scripts", "copy-assets.mjs")], { cwd: root, stdio: "inherit" });
 process.exit(assets.status ?? 1);

@@ -13,10 +13,20 @@ const total = Number(process.argv[2] ?? 20_000);
 const concurrency = Number(process.argv[3] ?? 32);
 const config = loadConfig({ LOG_LEVEL: "silent", PUSH_ENABLED: "false" });
 const telemetry = await createTelemetry();
-const core = await createCore({ config, logger: createLogger(config.logLevel), telemetry, interfaces: hostInterfaces(config.publicUrl), store: new MemoryTaskStore() });
+const core = await createCore({
+  config,
+  logger: createLogger(config.logLevel),
+  telemetry,
+  interfaces: hostInterfaces(config.publicUrl),
+  store: new MemoryTaskStore(),
+});
 await core.start();
 const ctx = { principal: { tenant: "default", id: "bench", scopes: "*" as const } };
-const send = () => core.service.sendMessage({ message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hello" }] }, blocking: true }, ctx);
+const send = () =>
+  core.service.sendMessage(
+    { message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hello" }] }, blocking: true },
+    ctx,
+  );
 
 for (let i = 0; i < 500; i++) await send(); // warm up
 let issued = 0;
@@ -35,6 +45,14 @@ const seconds = Number(process.hrtime.bigint() - started) / 1e9;
 const cpu = process.cpuUsage(cpuBefore);
 // CPU time per task is what counts on a shared machine; wall-clock throughput moves with the neighbours' load.
 const cpuMsPerTask = (cpu.user + cpu.system) / 1000 / total;
-console.log(JSON.stringify({ tasks: total, concurrency, seconds: +seconds.toFixed(3), perSecond: Math.round(total / seconds), cpuMsPerTask: +cpuMsPerTask.toFixed(4) }));
+console.log(
+  JSON.stringify({
+    tasks: total,
+    concurrency,
+    seconds: +seconds.toFixed(3),
+    perSecond: Math.round(total / seconds),
+    cpuMsPerTask: +cpuMsPerTask.toFixed(4),
+  }),
+);
 await core.stop();
 await telemetry.shutdown();

@@ -19,7 +19,13 @@ import { createA2AConnectHandler, isA2ARpcPath } from "./transport/connect/a2a-c
 import { isRpcRequest } from "./transport/connect/rpc-unknown-method.js";
 import { connectionMetrics, DualProtocolServer } from "./transport/http-server.js";
 import { HttpRouter } from "./transport/http-router.js";
-import { bindVersions, signedCardVersions, versionModule, versionModules, versionOfRpcService } from "./a2a/versions.js";
+import {
+  bindVersions,
+  signedCardVersions,
+  versionModule,
+  versionModules,
+  versionOfRpcService,
+} from "./a2a/versions.js";
 import { UNNAMED_A2A_VERSION } from "./domain/a2a-version.js";
 import { Readiness } from "./observability/readiness.js";
 import { createRequestObserver } from "./observability/request-observer.js";
@@ -87,7 +93,15 @@ export interface App {
  * Paths without an API key: discovery, health, and signed interrupt tokens (the token is the credential).
  * Their handlers see a principal that belongs to no tenant and holds no scope.
  */
-const PUBLIC_PATHS = [/^\/\.well-known\//, /^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/v1\/interrupts\//, CONSOLE_PUBLIC_PATH, CONSOLE_AUTH_PATH];
+const PUBLIC_PATHS = [
+  /^\/\.well-known\//,
+  /^\/healthz$/,
+  /^\/readyz$/,
+  /^\/metrics$/,
+  /^\/v1\/interrupts\//,
+  CONSOLE_PUBLIC_PATH,
+  CONSOLE_AUTH_PATH,
+];
 const PUBLIC_PRINCIPAL: Principal = { tenant: "", id: "public", scopes: [] };
 
 /** The host over HTTP. Telemetry: whoever creates it shuts it down, once, on every path (here: only one made here). */
@@ -110,7 +124,10 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   // Mutual TLS (TLS_CLIENT_PRINCIPALS): verified client certificates mapped to principals, tried first; mapped
   // certificates alone turn authentication on. What only the operator can fix (a token's lifetime, an issuer's
   // TLS, an unmapped certificate) is logged.
-  const authenticator = hostAuthenticator(config.auth, config.tls?.clientPrincipals ?? [], { oidc: oidcObserver(logger, telemetry), certificates: certificateObserver(logger) });
+  const authenticator = hostAuthenticator(config.auth, config.tls?.clientPrincipals ?? [], {
+    oidc: oidcObserver(logger, telemetry),
+    certificates: certificateObserver(logger),
+  });
   // The card (built once, in core) declares exactly the configured ways in (API keys, OIDC, client certificates)
   // and the interfaces served here.
   const auth = authenticator.describe();
@@ -125,7 +142,12 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   // Each A2A version's operations, bound once; the JSON-RPC endpoint, HTTP+JSON routers and Connect handler read them.
   const versions = bindVersions({ service, durableTasks: options.durableStore, logger }, config.a2aDraftVersions);
   const report = errorReporter(logger);
-  const jsonRpc = createJsonRpcEndpoint({ versions, report, ...inputLimits, supportedExtensions: SUPPORTED_EXTENSIONS });
+  const jsonRpc = createJsonRpcEndpoint({
+    versions,
+    report,
+    ...inputLimits,
+    supportedExtensions: SUPPORTED_EXTENSIONS,
+  });
   const a2aRest = createA2ARestRouters({ versions, report, ...inputLimits });
   addPushRoutes(router, { service });
   // The node kinds' routes (a2a.invoke: peers' pushes, whose per-task token is the credential; docs/security.md).
@@ -139,15 +161,41 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   const consoleStreams = consoleStreamCounter(core.telemetry.metrics);
   if (config.operator.console) {
     const sessions = new ConsoleSessions();
-    const signIn = { sessions, publicUrl: config.publicUrl, secureCookies: config.tls !== undefined || config.publicUrl.startsWith("https:") };
-    addConsoleSignInRoutes(router, { ...signIn, authenticator, ...(config.consoleSso ? { idp: new ConsoleIdp(config.consoleSso, { observer: oidcObserver(logger, telemetry) }) } : {}) });
+    const signIn = {
+      sessions,
+      publicUrl: config.publicUrl,
+      secureCookies: config.tls !== undefined || config.publicUrl.startsWith("https:"),
+    };
+    addConsoleSignInRoutes(router, {
+      ...signIn,
+      authenticator,
+      ...(config.consoleSso
+        ? { idp: new ConsoleIdp(config.consoleSso, { observer: oidcObserver(logger, telemetry) }) }
+        : {}),
+    });
     if (config.consoleSso) sessionGate = consoleSessionGate(signIn);
     // The operator console is tenant-scoped like every other surface: a key sees its own tenant; one with
     // console:all-tenants sees every tenant of the configured keys ("default" with auth off).
     const access = ConsoleAccess.fromAuth(auth);
     addConsoleRoutes(router, {
-      operations: new ConsoleOperations({ supervisor, reads: core.reads, commits: consoleStreams.counted(core.commits), feed, tokens: core.tokens, access, catalog, interrupts: runInterrupts, storeTimeoutMs: config.storeTimeoutMs }),
-      push: new ConsolePush({ enabled: push.enabled, configs: core.pushConfigs, worker: push.worker, access, storeTimeoutMs: config.storeTimeoutMs }),
+      operations: new ConsoleOperations({
+        supervisor,
+        reads: core.reads,
+        commits: consoleStreams.counted(core.commits),
+        feed,
+        tokens: core.tokens,
+        access,
+        catalog,
+        interrupts: runInterrupts,
+        storeTimeoutMs: config.storeTimeoutMs,
+      }),
+      push: new ConsolePush({
+        enabled: push.enabled,
+        configs: core.pushConfigs,
+        worker: push.worker,
+        access,
+        storeTimeoutMs: config.storeTimeoutMs,
+      }),
       report,
       ...inputLimits,
     });
@@ -155,13 +203,27 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   if (config.conformanceSeams) {
     // The invoke seam drives a2a.invoke's runner over the host's own peer client and egress guard.
     const probe = new PeerInvokeProbe(core.peerClient, config.a2aPeer, core.reads, logger);
-    addConformanceSeamRoutes(router, { service, runs, checkPushUrl: (url, path) => push.configs.checkUrl(url, path), invokePeer: (request, run) => probe.invoke(request, run), ...inputLimits });
+    addConformanceSeamRoutes(router, {
+      service,
+      runs,
+      checkPushUrl: (url, path) => push.configs.checkUrl(url, path),
+      invokePeer: (request, run) => probe.invoke(request, run),
+      ...inputLimits,
+    });
   }
   // The signed cards (A2A AgentCardSignature, `jku` = our JWKS) of the versions whose module signs, made once: the card is final from here on.
   const jku = `${config.publicUrl}${JWKS_PATH}`;
   const signedCards = Object.fromEntries(
     await Promise.all(
-      signedCardVersions(config.a2aDraftVersions).map(async (v) => [v, await signCardDocument(versionModule(v).card.document(card) as Record<string, unknown>, (payload) => core.signingKeys.signDetached(payload, { jku }))] as const),
+      signedCardVersions(config.a2aDraftVersions).map(
+        async (v) =>
+          [
+            v,
+            await signCardDocument(versionModule(v).card.document(card) as Record<string, unknown>, (payload) =>
+              core.signingKeys.signDetached(payload, { jku }),
+            ),
+          ] as const,
+      ),
     ),
   );
   addDiscoveryRoutes(router, {
@@ -180,7 +242,16 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   });
   // Five minutes: an added key reaches receivers' caches well before it signs (docs/security.md "Signing keys").
   addJwksRoute(router, { jwks: () => core.signingKeys.jwks(), maxAgeSeconds: 300 });
-  const readiness = new Readiness({ ping: () => options.store.ping?.() ?? Promise.resolve(), timeoutMs: config.readinessTimeoutMs, leaseProblem: () => core.supervisor.leaseProblem(), details: { store: options.store.kind, durable: options.durableStore, ...(options.storeWarning ? { warning: options.storeWarning } : {}) } });
+  const readiness = new Readiness({
+    ping: () => options.store.ping?.() ?? Promise.resolve(),
+    timeoutMs: config.readinessTimeoutMs,
+    leaseProblem: () => core.supervisor.leaseProblem(),
+    details: {
+      store: options.store.kind,
+      durable: options.durableStore,
+      ...(options.storeWarning ? { warning: options.storeWarning } : {}),
+    },
+  });
   observeReadiness(readiness, core.telemetry.metrics);
   addOpsRoutes(router, { readiness, telemetry: core.telemetry });
   addOpenApiRoute(router, { publicUrl: config.publicUrl, version: packageVersion, auth });
@@ -188,18 +259,36 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   const shutdown = new AbortController();
   // Connect, gRPC and gRPC-Web calls (/a2a.v1.A2AService/* for 0.3, /lf.a2a.v1.A2AService/* for 1.0) go to the
   // Connect adapter (which authenticates in its interceptor); everything else is authenticated, then routed.
-  const rpc = createA2AConnectHandler({ versions, authenticator, report, maxBodyBytes: config.maxBodyBytes, maxInputDepth: config.maxInputDepth, shutdownSignal: shutdown.signal });
+  const rpc = createA2AConnectHandler({
+    versions,
+    authenticator,
+    report,
+    maxBodyBytes: config.maxBodyBytes,
+    maxInputDepth: config.maxInputDepth,
+    shutdownSignal: shutdown.signal,
+  });
   // grpc.health.v1 and server reflection (public, like /healthz): same port, their own Connect router.
   const rpcServices = versionModules().map((m) => m.connectService);
-  const opsRpc = createOpsConnectHandler({ services: rpcServices, ready: async () => (await readiness.check()).ready, shutdownSignal: shutdown.signal });
+  const opsRpc = createOpsConnectHandler({
+    services: rpcServices,
+    ready: async () => (await readiness.check()).ready,
+    shutdownSignal: shutdown.signal,
+  });
   const handle = createRequestDispatch({
     jsonRpcPath: JSONRPC_PATH,
     jsonRpc,
-    jsonRpcRefused: createJsonRpcRefusal({ report, maxBodyBytes: config.maxBodyBytes, supportedExtensions: SUPPORTED_EXTENSIONS }),
+    jsonRpcRefused: createJsonRpcRefusal({
+      report,
+      maxBodyBytes: config.maxBodyBytes,
+      supportedExtensions: SUPPORTED_EXTENSIONS,
+    }),
     a2aRest,
     openwop: router,
     // Any other gRPC, gRPC-Web or Connect call goes there too, to be answered UNIMPLEMENTED in its protocol.
-    rpc: { handles: (req) => isA2ARpcPath(req.url) || isOpsRpcPath(req.url) || isRpcRequest(req), handle: (req, res) => (isOpsRpcPath(req.url) ? opsRpc(req, res) : rpc(req, res)) },
+    rpc: {
+      handles: (req) => isA2ARpcPath(req.url) || isOpsRpcPath(req.url) || isRpcRequest(req),
+      handle: (req, res) => (isOpsRpcPath(req.url) ? opsRpc(req, res) : rpc(req, res)),
+    },
     authenticator,
     publicPaths: [...PUBLIC_PATHS, ...publicNodeKindPaths(core.nodeRoutes)],
     publicPrincipal: PUBLIC_PRINCIPAL,
@@ -207,9 +296,27 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     report,
     shutdownSignal: shutdown.signal,
   });
-  const rpcMethods = [...rpcServices, ...OPS_SERVICES].flatMap((service) => service.methods.map((m) => `${service.typeName}/${m.name}`));
-  const observe = createRequestObserver({ telemetry: core.telemetry, logger, jsonRpcPath: JSONRPC_PATH, rpcMethods, versions: { ofRpcService: versionOfRpcService, unnamed: UNNAMED_A2A_VERSION }, agent: { name: card.name, id: `${config.publicUrl.replace(/\/$/, "")}/.well-known/agent-card.json`, version: card.version } });
-  const server = new DualProtocolServer((req, res) => observe(req, res, () => void (sessionGate && !sessionGate(req, res) ? undefined : handle(req, res))), config.connections, connectionMetrics(core.telemetry.metrics, logger), tls);
+  const rpcMethods = [...rpcServices, ...OPS_SERVICES].flatMap((service) =>
+    service.methods.map((m) => `${service.typeName}/${m.name}`),
+  );
+  const observe = createRequestObserver({
+    telemetry: core.telemetry,
+    logger,
+    jsonRpcPath: JSONRPC_PATH,
+    rpcMethods,
+    versions: { ofRpcService: versionOfRpcService, unnamed: UNNAMED_A2A_VERSION },
+    agent: {
+      name: card.name,
+      id: `${config.publicUrl.replace(/\/$/, "")}/.well-known/agent-card.json`,
+      version: card.version,
+    },
+  });
+  const server = new DualProtocolServer(
+    (req, res) => observe(req, res, () => void (sessionGate && !sessionGate(req, res) ? undefined : handle(req, res))),
+    config.connections,
+    connectionMetrics(core.telemetry.metrics, logger),
+    tls,
+  );
   const tlsWatcher =
     config.tls && tls
       ? new TlsFileWatcher(
@@ -219,7 +326,8 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
             server.setSecureContext(context);
             logger.info("TLS certificate, key or client CA files changed: new connections use them");
           },
-          (err) => logger.warn({ err }, "TLS files could not be reloaded; new connections keep the previous certificate"),
+          (err) =>
+            logger.warn({ err }, "TLS files could not be reloaded; new connections keep the previous certificate"),
         )
       : undefined;
   // SIGHUP re-reads the TLS files at once (rotation without waiting for TLS_RELOAD_INTERVAL_MS).
@@ -243,7 +351,9 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     routes() {
       return [
         ...router.list().map((r) => ({ binding: "openwop", ...r })),
-        ...[...a2aRest].flatMap(([version, r]) => r.list().map((route) => ({ binding: `a2a-rest ${version}`, ...route }))),
+        ...[...a2aRest].flatMap(([version, r]) =>
+          r.list().map((route) => ({ binding: `a2a-rest ${version}`, ...route })),
+        ),
       ];
     },
     async close(steps = new ShutdownSteps()) {

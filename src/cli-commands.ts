@@ -48,7 +48,10 @@ async function check(): Promise<number> {
     const { settleHost } = await import("./start-host.js");
     const { catalog, handlers } = await settleHost({}, process.env, { pickPort: false, logger: log });
     const skills = catalog.ids();
-    log.info({ event: "check.ok", skills, handlers: Object.keys(handlers).sort() }, `configuration, handlers and workflows are valid: ${skills.length} skill${skills.length === 1 ? "" : "s"} (${skills.join(", ")})`);
+    log.info(
+      { event: "check.ok", skills, handlers: Object.keys(handlers).sort() },
+      `configuration, handlers and workflows are valid: ${skills.length} skill${skills.length === 1 ? "" : "s"} (${skills.join(", ")})`,
+    );
     return 0;
   } catch (err) {
     const failure = startFailure(err);

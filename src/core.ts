@@ -26,7 +26,12 @@ import { configureTaskInspection } from "./machine/task-inspection.js";
 import { createInspectionSink } from "./observability/inspection-sink.js";
 import type { Logger } from "./observability/logger.js";
 import type { Telemetry } from "./observability/telemetry.js";
-import { observedEgressHttp, observedHandlers, observedPeerTransport, observedPushClient } from "./observed/observed-egress.js";
+import {
+  observedEgressHttp,
+  observedHandlers,
+  observedPeerTransport,
+  observedPushClient,
+} from "./observed/observed-egress.js";
 import { peerTlsFailureReporter } from "./observed/observed-trust.js";
 import { observedPushConfigStore, observedTaskStore } from "./observed/observed-store.js";
 import { observedPeerClient } from "./observed/observed-peer-client.js";
@@ -122,7 +127,12 @@ export interface Core {
  * Our built-in sets (BUILTIN_WORKFLOWS; by default the demos, and none once the user brings workflows of their
  * own), then the user's: WORKFLOWS_DIR and the definitions given as objects. Every problem in one WorkflowLoadError.
  */
-export function loadCatalog(config: Config, handlers: Record<string, TaskHandler>, workflows?: WorkflowDefinition<NodeBase>[], kinds?: NodeKindRegistry): Promise<WorkflowCatalog> {
+export function loadCatalog(
+  config: Config,
+  handlers: Record<string, TaskHandler>,
+  workflows?: WorkflowDefinition<NodeBase>[],
+  kinds?: NodeKindRegistry,
+): Promise<WorkflowCatalog> {
   return loadWorkflowCatalog({
     ...(kinds ? { kinds } : {}),
     builtinDir: join(projectRoot, "workflows"),
@@ -154,34 +164,59 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const { config, logger, telemetry } = options;
   const store = observedTaskStore(options.store, telemetry, logger);
   const handlers = observedHandlers({ ...builtinHandlers, ...options.handlers }, telemetry);
-  const catalog = options.catalog ?? (await loadCatalog(config, handlers, options.workflows, pluginRegistry(options.nodeKinds ?? [])));
+  const catalog =
+    options.catalog ??
+    (await loadCatalog(config, handlers, options.workflows, pluginRegistry(options.nodeKinds ?? [])));
   // XSTATE_INSPECT: XState's inspection API on the actors of the chosen tasks (README "Live inspection").
   const { inspectTasks, inspectSink } = config.operator;
-  configureTaskInspection(inspectTasks ? { taskIds: inspectTasks, sink: createInspectionSink(inspectSink) } : undefined);
+  configureTaskInspection(
+    inspectTasks ? { taskIds: inspectTasks, sink: createInspectionSink(inspectSink) } : undefined,
+  );
 
   // (1) Keys first (host-keys.ts): a missing one stops the start before anything runs. Then the commit bus: this
   // instance's commits (the hook) and other instances' (MongoDB: a change stream on the task heads, or polling).
   const keys = await loadHostKeys(config, logger);
   const hook = new CountingTransitionHook(logger);
-  const commitFeed = await store.openCommitFeed?.(config.commitFeed, (err) => logger.warn({ err }, "the commit feed failed; restarting it from its resume token"));
+  const commitFeed = await store.openCommitFeed?.(config.commitFeed, (err) =>
+    logger.warn({ err }, "the commit feed failed; restarting it from its resume token"),
+  );
   const commits = new CommitBus(hook, commitFeed);
 
   // (2) Outbound clients. Calls to remote A2A agents (peers) go through the same egress guard as push deliveries.
   // The card (or a named peer's pins) picks the wire: JSON-RPC or HTTP+JSON over the egress client, gRPC over HTTP/2, A2A 1.0 or 0.3.
   // A private CA of peers' servers (A2A_PEERS_CA_FILE) is trusted by both wires; a failed handshake is logged once and counted.
-  const peerTls = { ...(config.a2aPeer.ca !== undefined ? { ca: config.a2aPeer.ca } : {}), onTlsFailure: peerTlsFailureReporter(logger, telemetry) };
-  const peerHttp = observedEgressHttp(createPeerHttpClient({ policy: config.a2aPeer.egress, ...peerTls }), telemetry, "peer");
+  const peerTls = {
+    ...(config.a2aPeer.ca !== undefined ? { ca: config.a2aPeer.ca } : {}),
+    onTlsFailure: peerTlsFailureReporter(logger, telemetry),
+  };
+  const peerHttp = observedEgressHttp(
+    createPeerHttpClient({ policy: config.a2aPeer.egress, ...peerTls }),
+    telemetry,
+    "peer",
+  );
   // Peers' JWKS (card signatures, signed pushes) come through the same client and policy: one key set per URL.
   const peerJwks = new PeerJwks(egressFetch(peerHttp, PEER_JWKS_TIMEOUT_MS));
-  const peerClient = observedPeerClient(createA2APeerClient({
-    http: peerHttp,
-    jwks: peerJwks,
-    grpc: observedPeerTransport(createGrpcPeerTransport({ policy: config.a2aPeer.egress, versions: peerVersions(), requestTimeoutMs: config.a2aPeer.requestTimeoutMs, streamIdleMs: config.a2aPeer.streamIdleMs, ...peerTls }), telemetry),
-    versions: peerVersions(),
-    requestTimeoutMs: config.a2aPeer.requestTimeoutMs,
-    streamIdleMs: config.a2aPeer.streamIdleMs,
-    peers: config.a2aPeer.peers,
-  }), telemetry);
+  const peerClient = observedPeerClient(
+    createA2APeerClient({
+      http: peerHttp,
+      jwks: peerJwks,
+      grpc: observedPeerTransport(
+        createGrpcPeerTransport({
+          policy: config.a2aPeer.egress,
+          versions: peerVersions(),
+          requestTimeoutMs: config.a2aPeer.requestTimeoutMs,
+          streamIdleMs: config.a2aPeer.streamIdleMs,
+          ...peerTls,
+        }),
+        telemetry,
+      ),
+      versions: peerVersions(),
+      requestTimeoutMs: config.a2aPeer.requestTimeoutMs,
+      streamIdleMs: config.a2aPeer.streamIdleMs,
+      peers: config.a2aPeer.peers,
+    }),
+    telemetry,
+  );
   // Nodes' own calls (the http kind, plugin kinds): clients made on demand through the egress guard, with the node policy (HTTP_NODE_*).
   const egress = nodeEgress(config.httpNode, telemetry);
   // Only an https callback is offered (a plain-http one only under the test-only loopback allowance): a peer must never be sent to its own localhost.
@@ -190,25 +225,41 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const callbackOk = callbackBase.startsWith("https://") || config.a2aPeer.egress.allowHttpLoopback;
   // Each node kind builds its services, complete, from the same generic pieces (engine/nodes/*: createServices;
   // nothing here names a kind); the supervisor (made next) is reached through the handles, called only once tasks run.
-  const nodeServices = nodeServicesAsTools(catalog.kinds.createServices({
+  const nodeServices = nodeServicesAsTools(
+    catalog.kinds.createServices({
+      logger,
+      clock: () => new Date(),
+      reads: {
+        find: (taskId) => supervisor.reads.find(taskId),
+        contextOf: (record) => supervisor.reads.contextOf(record),
+      },
+      progress: { commitNodeProgress: (taskId, decide) => supervisor.commitNodeProgress(taskId, decide) },
+      commits,
+      handlers,
+      variables: { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl, ...workflowVariableValues(config.httpNode) },
+      peers: {
+        client: peerClient,
+        settings: config.a2aPeer,
+        versions: peerVersions(),
+        jwks: peerJwks,
+        ...(callbackKey ? { callbackKey } : {}),
+        ...(callbackKey && callbackOk ? { callbackBaseUrl: callbackBase } : {}),
+      },
+      egress,
+    }),
+    telemetry,
+  );
+  const supervisor: TaskSupervisor = new TaskSupervisor({
+    store,
+    catalog,
+    services: nodeServices.services,
+    hook,
     logger,
-    clock: () => new Date(),
-    reads: { find: (taskId) => supervisor.reads.find(taskId), contextOf: (record) => supervisor.reads.contextOf(record) },
-    progress: { commitNodeProgress: (taskId, decide) => supervisor.commitNodeProgress(taskId, decide) },
-    commits,
-    handlers,
-    variables: { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl, ...workflowVariableValues(config.httpNode) },
-    peers: {
-      client: peerClient,
-      settings: config.a2aPeer,
-      versions: peerVersions(),
-      jwks: peerJwks,
-      ...(callbackKey ? { callbackKey } : {}),
-      ...(callbackKey && callbackOk ? { callbackBaseUrl: callbackBase } : {}),
-    },
-    egress,
-  }), telemetry);
-  const supervisor: TaskSupervisor = new TaskSupervisor({ store, catalog, services: nodeServices.services, hook, logger, retentionMs: config.retentionMs, timerPollMs: config.timerPollMs, leases: config.leases, recovery: config.recovery });
+    retentionMs: config.retentionMs,
+    timerPollMs: config.timerPollMs,
+    leases: config.leases,
+    recovery: config.recovery,
+  });
   const stopObservingTasks = observeTasks({ commits, hook, supervisor, telemetry, logger });
   const reads = supervisor.reads;
   const observer = new TaskObserver({ reads, commits, maxBuffered: config.subscriberBuffer });
@@ -238,7 +289,8 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const identity = config.agentCard.identity;
   const card = buildAgentCard(catalog, {
     name: identity.name ?? "OpenWOP A2A host",
-    description: identity.description ?? `Durable A2A tasks backed by OpenWOP workflow runs. Skills: ${catalog.ids().join(", ")}.`,
+    description:
+      identity.description ?? `Durable A2A tasks backed by OpenWOP workflow runs. Skills: ${catalog.ids().join(", ")}.`,
     version: identity.version ?? packageVersion,
     ...(identity.provider ? { provider: identity.provider } : {}),
     ...(identity.documentationUrl ? { documentationUrl: identity.documentationUrl } : {}),
@@ -249,7 +301,9 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     streaming: true,
     pushNotifications: push.enabled,
     extensions: [OPENWOP_EXTENSION],
-    ...(options.auth?.enabled ? { security: { schemes: options.auth.schemes, requirements: options.auth.requirements } } : {}),
+    ...(options.auth?.enabled
+      ? { security: { schemes: options.auth.schemes, requirements: options.auth.requirements } }
+      : {}),
   });
 
   // (5) The services every binding calls.
@@ -272,7 +326,16 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     stateless: new StatelessSkills({ handlers, logger, reads, kinds: catalog.kinds }),
   });
   // The OpenWOP runs API: the same durable tasks A2A sees, their events and interrupts.
-  const runs = new RunService({ supervisor, reads, observer, catalog, idempotency: options.idempotency ?? new MemoryIdempotencyStore(), idempotencyTtlMs: config.idempotencyTtlMs, tokens, storeTimeoutMs: config.storeTimeoutMs });
+  const runs = new RunService({
+    supervisor,
+    reads,
+    observer,
+    catalog,
+    idempotency: options.idempotency ?? new MemoryIdempotencyStore(),
+    idempotencyTtlMs: config.idempotencyTtlMs,
+    tokens,
+    storeTimeoutMs: config.storeTimeoutMs,
+  });
   // Their reads are bounded by STORE_TIMEOUT_MS (these routes carry no caller deadline).
   const cappedReads = new CappedTaskReads(reads, config.storeTimeoutMs);
   const runInterrupts = new RunInterrupts({ supervisor, reads: cappedReads, catalog, tokens });

@@ -10,7 +10,9 @@ import type { TaskHandler } from "./workflows/workflow-types.js";
  * A path is resolved from the working directory. A TypeScript module (.ts, .mts, .cts) is loaded through the
  * user's own tsx (see importTypeScript). Every way it can fail is a problem naming the path.
  */
-export async function loadHandlersModule(specifier: string): Promise<{ handlers: Record<string, TaskHandler>; nodeKinds: unknown[]; problems: string[] }> {
+export async function loadHandlersModule(
+  specifier: string,
+): Promise<{ handlers: Record<string, TaskHandler>; nodeKinds: unknown[]; problems: string[] }> {
   const path = resolve(specifier);
   const none = { handlers: {}, nodeKinds: [], problems: [] as string[] };
   if (!existsSync(path)) return { ...none, problems: [`HANDLERS_MODULE ${path}: no such file`] };
@@ -22,22 +24,42 @@ export async function loadHandlersModule(specifier: string): Promise<{ handlers:
       module = imported;
     } else module = (await import(pathToFileURL(path).href)) as Record<string, unknown>;
   } catch (err) {
-    return { ...none, problems: [`HANDLERS_MODULE ${path}: importing it failed: ${err instanceof Error ? err.message.split("\n")[0] : String(err)}`] };
+    return {
+      ...none,
+      problems: [
+        `HANDLERS_MODULE ${path}: importing it failed: ${err instanceof Error ? err.message.split("\n")[0] : String(err)}`,
+      ],
+    };
   }
   const kinds = module["nodeKinds"];
-  if (kinds !== undefined && !Array.isArray(kinds)) return { ...none, problems: [`HANDLERS_MODULE ${path}: its nodeKinds export must be an array of node kinds (\`export const nodeKinds = [llm]\`)`] };
+  if (kinds !== undefined && !Array.isArray(kinds))
+    return {
+      ...none,
+      problems: [
+        `HANDLERS_MODULE ${path}: its nodeKinds export must be an array of node kinds (\`export const nodeKinds = [llm]\`)`,
+      ],
+    };
   const nodeKinds = (kinds ?? []) as unknown[];
   const map = module["handlers"] ?? module["default"] ?? (nodeKinds.length > 0 ? {} : undefined);
   if (typeof map !== "object" || map === null || Array.isArray(map)) {
-    return { ...none, problems: [`HANDLERS_MODULE ${path}: exports no handler map (expected \`export const handlers = { name: async (ctx) => ({ output }) }\` or a default export of that shape)`] };
+    return {
+      ...none,
+      problems: [
+        `HANDLERS_MODULE ${path}: exports no handler map (expected \`export const handlers = { name: async (ctx) => ({ output }) }\` or a default export of that shape)`,
+      ],
+    };
   }
   const handlers: Record<string, TaskHandler> = {};
   const problems: string[] = [];
   for (const [name, handler] of Object.entries(map)) {
     if (typeof handler === "function") handlers[name] = handler as TaskHandler;
-    else problems.push(`HANDLERS_MODULE ${path}: handler "${name}" is a ${handler === null ? "null" : typeof handler}, not a function`);
+    else
+      problems.push(
+        `HANDLERS_MODULE ${path}: handler "${name}" is a ${handler === null ? "null" : typeof handler}, not a function`,
+      );
   }
-  if (Object.keys(handlers).length === 0 && nodeKinds.length === 0 && problems.length === 0) problems.push(`HANDLERS_MODULE ${path}: its handler map is empty`);
+  if (Object.keys(handlers).length === 0 && nodeKinds.length === 0 && problems.length === 0)
+    problems.push(`HANDLERS_MODULE ${path}: its handler map is empty`);
   return { handlers, nodeKinds, problems };
 }
 
@@ -56,9 +78,14 @@ async function importTypeScript(path: string): Promise<Record<string, unknown> |
     return `a TypeScript module needs tsx in your project (not found from ${process.cwd()}): run \`npm install --save-dev tsx\` there, or compile the handlers to JavaScript`;
   }
   // Its ESM entry, by hand: require.resolve would give the CommonJS one, which cannot register tsx's ESM hooks.
-  const exports = (JSON.parse(readFileSync(manifest, "utf8")) as { exports?: Record<string, { import?: { default?: string } }> }).exports;
+  const exports = (
+    JSON.parse(readFileSync(manifest, "utf8")) as { exports?: Record<string, { import?: { default?: string } }> }
+  ).exports;
   const entry = exports?.["./esm/api"]?.import?.default;
-  if (!entry) return `the tsx of your project (${dirname(manifest)}) has no ESM API (tsx/esm/api): install tsx 4 or newer`;
-  const { tsImport } = (await import(pathToFileURL(join(dirname(manifest), entry)).href)) as { tsImport: (specifier: string, parentURL: string) => Promise<Record<string, unknown>> };
+  if (!entry)
+    return `the tsx of your project (${dirname(manifest)}) has no ESM API (tsx/esm/api): install tsx 4 or newer`;
+  const { tsImport } = (await import(pathToFileURL(join(dirname(manifest), entry)).href)) as {
+    tsImport: (specifier: string, parentURL: string) => Promise<Record<string, unknown>>;
+  };
   return tsImport(pathToFileURL(path).href, import.meta.url);
 }

@@ -22,19 +22,39 @@ export interface HostKeys {
 /** Loads the keys before anything that uses them is built: a missing or bad key stops the start with nothing running. */
 export async function loadHostKeys(config: Config, logger: Logger): Promise<HostKeys> {
   const production = config.env === "production";
-  const signingKeys = await loadSigningKeyRing({ ...(config.signingKeys.keys ? { configured: config.signingKeys.keys } : {}), dataDir: config.dataDir, production });
+  const signingKeys = await loadSigningKeyRing({
+    ...(config.signingKeys.keys ? { configured: config.signingKeys.keys } : {}),
+    dataDir: config.dataDir,
+    production,
+  });
   const push = config.push.enabled ? await resolvePushKeys(config.push, config.dataDir) : undefined;
-  const tokenKeys = await loadInterruptTokenKeys({ configured: config.interruptTokens.keys?.reveal(), dataDir: config.dataDir, production });
+  const tokenKeys = await loadInterruptTokenKeys({
+    configured: config.interruptTokens.keys?.reveal(),
+    dataDir: config.dataDir,
+    production,
+  });
   // a2a.invoke learns by push where the peer offers it: per-visit callback tokens under a key of their own,
   // never the push key. Without one, peers are simply not asked to push (the node streams or polls).
   const peerCallback = config.a2aPeer.push
-    ? await loadPeerCallbackKey({ ...(config.a2aPeer.callbackKey ? { configured: config.a2aPeer.callbackKey } : {}), dataDir: config.dataDir, production }).then(
+    ? await loadPeerCallbackKey({
+        ...(config.a2aPeer.callbackKey ? { configured: config.a2aPeer.callbackKey } : {}),
+        dataDir: config.dataDir,
+        production,
+      }).then(
         (loaded) => new PeerCallbackKey(loaded.key),
         (err: unknown) => {
-          logger.warn({ err: err instanceof Error ? err.message : String(err) }, "a2a.invoke: no peer callback key, so peers are not asked to push (stream or poll instead)");
+          logger.warn(
+            { err: err instanceof Error ? err.message : String(err) },
+            "a2a.invoke: no peer callback key, so peers are not asked to push (stream or poll instead)",
+          );
           return undefined;
         },
       )
     : undefined;
-  return { signingKeys, tokens: new InterruptTokenSigner(tokenKeys.keys, { ttlMs: config.interruptTokens.ttlMs }), push, peerCallback };
+  return {
+    signingKeys,
+    tokens: new InterruptTokenSigner(tokenKeys.keys, { ttlMs: config.interruptTokens.ttlMs }),
+    push,
+    peerCallback,
+  };
 }

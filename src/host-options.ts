@@ -56,7 +56,16 @@ type Scalar = string | number | boolean | undefined;
 /** Each typed option and the variable it stands for. */
 const OPTION_VARIABLES: Array<[path: string, variable: string, read: (o: HostOptions) => Scalar]> = [
   ["workflowsDir", "WORKFLOWS_DIR", (o) => o.workflowsDir],
-  ["builtinWorkflows", "BUILTIN_WORKFLOWS", (o) => (Array.isArray(o.builtinWorkflows) ? (o.builtinWorkflows.length ? o.builtinWorkflows.join(",") : "none") : o.builtinWorkflows)],
+  [
+    "builtinWorkflows",
+    "BUILTIN_WORKFLOWS",
+    (o) =>
+      Array.isArray(o.builtinWorkflows)
+        ? o.builtinWorkflows.length
+          ? o.builtinWorkflows.join(",")
+          : "none"
+        : o.builtinWorkflows,
+  ],
   ["defaultSkill", "DEFAULT_SKILL", (o) => o.defaultSkill],
   ["agent.name", "AGENT_NAME", (o) => o.agent?.name],
   ["agent.description", "AGENT_DESCRIPTION", (o) => o.agent?.description],
@@ -75,7 +84,23 @@ const OPTION_VARIABLES: Array<[path: string, variable: string, read: (o: HostOpt
 ];
 
 const KNOWN_KEYS: Record<string, readonly string[]> = {
-  "": ["handlers", "workflows", "nodeKinds", "workflowsDir", "builtinWorkflows", "defaultSkill", "agent", "peers", "port", "host", "publicUrl", "mongodbUri", "dataDir", "logLevel", "env"],
+  "": [
+    "handlers",
+    "workflows",
+    "nodeKinds",
+    "workflowsDir",
+    "builtinWorkflows",
+    "defaultSkill",
+    "agent",
+    "peers",
+    "port",
+    "host",
+    "publicUrl",
+    "mongodbUri",
+    "dataDir",
+    "logLevel",
+    "env",
+  ],
   agent: ["name", "description", "version", "provider", "documentationUrl", "iconUrl"],
   "agent.provider": ["organization", "url"],
 };
@@ -93,19 +118,27 @@ export interface ResolvedOptions {
 export function resolveHostOptions(options: HostOptions, processEnv: Env): ResolvedOptions {
   const problems: string[] = [];
   for (const [path, keys] of Object.entries(KNOWN_KEYS)) {
-    const value = path === "" ? options : path.split(".").reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], options);
+    const value =
+      path === ""
+        ? options
+        : path.split(".").reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], options);
     if (value === undefined) continue;
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
       problems.push(`option ${path} must be an object`);
       continue;
     }
-    for (const key of Object.keys(value)) if (!keys.includes(key)) problems.push(`unknown option ${path ? `${path}.` : ""}${key} (known: ${keys.join(", ")})`);
+    for (const key of Object.keys(value))
+      if (!keys.includes(key))
+        problems.push(`unknown option ${path ? `${path}.` : ""}${key} (known: ${keys.join(", ")})`);
   }
   if (options.handlers !== undefined) {
-    for (const [name, handler] of Object.entries(options.handlers)) if (typeof handler !== "function") problems.push(`option handlers.${name} must be a function (a TaskHandler)`);
+    for (const [name, handler] of Object.entries(options.handlers))
+      if (typeof handler !== "function") problems.push(`option handlers.${name} must be a function (a TaskHandler)`);
   }
-  if (options.workflows !== undefined && !Array.isArray(options.workflows)) problems.push("option workflows must be an array of workflow definitions");
-  if (options.nodeKinds !== undefined && !Array.isArray(options.nodeKinds)) problems.push("option nodeKinds must be an array of node kinds");
+  if (options.workflows !== undefined && !Array.isArray(options.workflows))
+    problems.push("option workflows must be an array of workflow definitions");
+  if (options.nodeKinds !== undefined && !Array.isArray(options.nodeKinds))
+    problems.push("option nodeKinds must be an array of node kinds");
 
   // Each layer's `<NAME>_FILE` is read within the layer, so options.env (file or value) wins over the process's, as
   // every other variable does.

@@ -69,10 +69,15 @@ export interface SettledHost {
  * logged even when the start then fails: the typo may be why. `pickPort`: PORT=0 without PUBLIC_URL picks the
  * free port now (a start); a check leaves it.
  */
-export async function settleHost(options: HostOptions, processEnv: Env, { pickPort = true, logger }: { pickPort?: boolean; logger?: Logger } = {}): Promise<SettledHost> {
+export async function settleHost(
+  options: HostOptions,
+  processEnv: Env,
+  { pickPort = true, logger }: { pickPort?: boolean; logger?: Logger } = {},
+): Promise<SettledHost> {
   const resolved = resolveHostOptions(options, processEnv);
   const problems = [...resolved.problems];
-  if (pickPort && resolved.env["PORT"] === "0" && !resolved.env["PUBLIC_URL"]) resolved.env["PORT"] = String(await freePort(resolved.env["HOST"] || "127.0.0.1"));
+  if (pickPort && resolved.env["PORT"] === "0" && !resolved.env["PUBLIC_URL"])
+    resolved.env["PORT"] = String(await freePort(resolved.env["HOST"] || "127.0.0.1"));
   let config: Config | undefined;
   try {
     config = loadConfig(resolved.env);
@@ -85,7 +90,8 @@ export async function settleHost(options: HostOptions, processEnv: Env, { pickPo
   problems.push(...names.problems);
   if (names.warnings.length > 0) {
     const log = logger ?? createLogger(config?.logLevel ?? "info");
-    for (const warning of names.warnings) log.warn({ event: "config.unknown_variable", ...warning }, unknownVariableLine(warning));
+    for (const warning of names.warnings)
+      log.warn({ event: "config.unknown_variable", ...warning }, unknownVariableLine(warning));
   }
   const handlers: Record<string, TaskHandler> = {};
   // Plugin node kinds: the module's first, then the option's; one list, so a name given by both is a problem.
@@ -98,7 +104,14 @@ export async function settleHost(options: HostOptions, processEnv: Env, { pickPo
     nodeKinds.push(...loaded.nodeKinds);
   }
   if (Array.isArray(options.nodeKinds)) nodeKinds.push(...options.nodeKinds);
-  const kinds = withPluginKinds(nodeKinds, modulePath && Array.isArray(options.nodeKinds) ? "nodeKinds (HANDLERS_MODULE's, then the option's)" : modulePath ? `HANDLERS_MODULE ${modulePath}: nodeKinds` : "option nodeKinds");
+  const kinds = withPluginKinds(
+    nodeKinds,
+    modulePath && Array.isArray(options.nodeKinds)
+      ? "nodeKinds (HANDLERS_MODULE's, then the option's)"
+      : modulePath
+        ? `HANDLERS_MODULE ${modulePath}: nodeKinds`
+        : "option nodeKinds",
+  );
   problems.push(...kinds.problems);
   for (const [name, handler] of Object.entries(options.handlers ?? {})) {
     if (name in handlers) problems.push(`handler "${name}" is given both as an option and by HANDLERS_MODULE`);
@@ -124,7 +137,12 @@ function listeningUrl(config: Config, address: AddressInfo, host = address.addre
  * to something else, the address the card tells callers: behind a proxy the two differ, and an operator
  * checking the port needs the first.
  */
-function startupLine(config: Config, address: AddressInfo, store: string, app: Awaited<ReturnType<typeof createApp>>): string {
+function startupLine(
+  config: Config,
+  address: AddressInfo,
+  store: string,
+  app: Awaited<ReturnType<typeof createApp>>,
+): string {
   const listening = listeningUrl(config, address);
   const protocols = config.tls ? "TLS: HTTP/1.1 + h2" : "cleartext: HTTP/1.1 + h2c";
   const publicUrl = config.publicUrlSet && config.publicUrl !== listening ? `, public URL ${config.publicUrl}` : "";
@@ -172,7 +190,16 @@ export async function launchHost(options: HostOptions, processEnv: Env, logger?:
     throw err;
   }
   const address = await app.listen();
-  log.info({ port: address.port, host: address.address, env: config.env, store: opened.store.kind, startupMs: Math.round(process.uptime() * 1000) }, startupLine(config, address, opened.description, app));
+  log.info(
+    {
+      port: address.port,
+      host: address.address,
+      env: config.env,
+      store: opened.store.kind,
+      startupMs: Math.round(process.uptime() * 1000),
+    },
+    startupLine(config, address, opened.description, app),
+  );
   // Every interface: callers on this machine reach it as localhost.
   const wildcard = address.address === "0.0.0.0" || address.address === "::";
   let closing: Promise<void> | undefined;

@@ -50,7 +50,11 @@ export function serveIpc(handlers: Record<string, Handler>, ready: Record<string
         })
         .then(
           (result) => ({ id: raw.id, ok: true as const, result }),
-          (err: unknown) => ({ id: raw.id, ok: false as const, error: err instanceof Error ? (err.stack ?? err.message) : String(err) }),
+          (err: unknown) => ({
+            id: raw.id,
+            ok: false as const,
+            error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+          }),
         );
       process.send?.(reply);
     })();
@@ -76,11 +80,15 @@ export interface ChildOptions {
 /** Spawns `node --import tsx <script>` with an IPC channel and waits for its ready message. */
 export async function spawnChild(name: string, script: string, options: ChildOptions = {}): Promise<BenchChild> {
   const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", "--expose-gc", join(ROOT, script)], {
-    cwd: ROOT,
-    env: { ...process.env, ...options.env },
-    stdio: ["ignore", "pipe", "pipe", "ipc"],
-  });
+  const child = spawn(
+    process.execPath,
+    [...(options.nodeArgs ?? []), "--import", "tsx", "--expose-gc", join(ROOT, script)],
+    {
+      cwd: ROOT,
+      env: { ...process.env, ...options.env },
+      stdio: ["ignore", "pipe", "pipe", "ipc"],
+    },
+  );
   let log = "";
   const keep = (d: Buffer) => (log = (log + d.toString()).slice(-8000));
   child.stdout!.on("data", keep);
@@ -93,19 +101,25 @@ export async function spawnChild(name: string, script: string, options: ChildOpt
     pending.clear();
   });
   const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start within ${readyTimeoutMs / 1000} s:\n${log}`)), readyTimeoutMs);
-    child.on("message", (msg: { ready?: Record<string, unknown>; id?: number; ok?: boolean; result?: unknown; error?: string }) => {
-      if (msg.ready) {
-        clearTimeout(timer);
-        resolve(msg.ready);
-        return;
-      }
-      const waiter = pending.get(msg.id!);
-      if (!waiter) return;
-      pending.delete(msg.id!);
-      if (msg.ok) waiter.resolve(msg.result);
-      else waiter.reject(new Error(`${name}: ${msg.error}`));
-    });
+    const timer = setTimeout(
+      () => reject(new Error(`${name} did not start within ${readyTimeoutMs / 1000} s:\n${log}`)),
+      readyTimeoutMs,
+    );
+    child.on(
+      "message",
+      (msg: { ready?: Record<string, unknown>; id?: number; ok?: boolean; result?: unknown; error?: string }) => {
+        if (msg.ready) {
+          clearTimeout(timer);
+          resolve(msg.ready);
+          return;
+        }
+        const waiter = pending.get(msg.id!);
+        if (!waiter) return;
+        pending.delete(msg.id!);
+        if (msg.ok) waiter.resolve(msg.result);
+        else waiter.reject(new Error(`${name}: ${msg.error}`));
+      },
+    );
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`${name} exited (${code}) before it was ready:\n${log}`));

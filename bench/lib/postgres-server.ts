@@ -20,14 +20,24 @@ export interface PostgresServer {
 function findBinDir(): string | undefined {
   const has = (dir: string) => ["initdb", "postgres", "pg_ctl", "pg_isready"].every((b) => existsSync(join(dir, b)));
   const debian = "/usr/lib/postgresql";
-  const versions = existsSync(debian) ? readdirSync(debian).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
-  const candidates = [...versions.map((v) => join(debian, v, "bin")), ...(process.env["PATH"] ?? "").split(delimiter).filter(Boolean)];
+  const versions = existsSync(debian)
+    ? readdirSync(debian)
+        .filter((v) => /^\d+$/.test(v))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
+  const candidates = [
+    ...versions.map((v) => join(debian, v, "bin")),
+    ...(process.env["PATH"] ?? "").split(delimiter).filter(Boolean),
+  ];
   return candidates.find(has);
 }
 
 function run(file: string, args: string[]): { ok: boolean; output: string } {
   const result = spawnSync(file, args, { encoding: "utf8" });
-  return { ok: result.status === 0, output: `${result.stdout ?? ""}${result.stderr ?? ""}${result.error ? String(result.error) : ""}`.trim() };
+  return {
+    ok: result.status === 0,
+    output: `${result.stdout ?? ""}${result.stderr ?? ""}${result.error ? String(result.error) : ""}`.trim(),
+  };
 }
 
 async function freePort(): Promise<number> {
@@ -41,11 +51,13 @@ async function freePort(): Promise<number> {
 /** Starts the cluster, or answers why it cannot (a sentence for the "skipped" line). */
 export async function startPostgres(): Promise<PostgresServer | string> {
   const bin = findBinDir();
-  if (!bin) return "no Postgres binaries (initdb, postgres, pg_ctl, pg_isready) under /usr/lib/postgresql/*/bin or on PATH, install postgresql";
+  if (!bin)
+    return "no Postgres binaries (initdb, postgres, pg_ctl, pg_isready) under /usr/lib/postgresql/*/bin or on PATH, install postgresql";
   const isRoot = process.getuid?.() === 0;
   const user = !isRoot ? undefined : run("id", ["-u", "postgres"]).ok ? "postgres" : "nobody";
   // As root every Postgres command runs as `user`; runuser comes with util-linux.
-  const as = (cmd: string, args: string[]): [string, string[]] => (user ? ["runuser", ["-u", user, "--", join(bin, cmd), ...args]] : [join(bin, cmd), args]);
+  const as = (cmd: string, args: string[]): [string, string[]] =>
+    user ? ["runuser", ["-u", user, "--", join(bin, cmd), ...args]] : [join(bin, cmd), args];
   const dir = await mkdtemp(join(tmpdir(), "openwop-bench-pg-"));
   const data = join(dir, "data");
   let postgres: ChildProcess | undefined;
@@ -67,7 +79,16 @@ export async function startPostgres(): Promise<PostgresServer | string> {
     const port = await freePort();
     // In the foreground, as our child: Ctrl-C on the bench reaches it too (its process group), so no cluster
     // outlives the run. Durability settings are left at their defaults.
-    const [file, args] = as("postgres", ["-D", data, "-p", String(port), "-c", "listen_addresses=127.0.0.1", "-c", `unix_socket_directories=${dir}`]);
+    const [file, args] = as("postgres", [
+      "-D",
+      data,
+      "-p",
+      String(port),
+      "-c",
+      "listen_addresses=127.0.0.1",
+      "-c",
+      `unix_socket_directories=${dir}`,
+    ]);
     postgres = spawn(file, args, { stdio: ["ignore", "ignore", "pipe"] });
     let log = "";
     postgres.stderr!.on("data", (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
@@ -79,10 +100,19 @@ export async function startPostgres(): Promise<PostgresServer | string> {
     }
     const url = `postgresql://postgres@127.0.0.1:${port}/postgres`;
     // The SDK's CLI, as its README tells a user to run it: creates the task (and push config) tables.
-    const upgrade = run(process.execPath, [join(ROOT, "node_modules", "@a2a-js", "sdk", "dist", "cli", "a2a_db.js"), "upgrade", "--url", url]);
+    const upgrade = run(process.execPath, [
+      join(ROOT, "node_modules", "@a2a-js", "sdk", "dist", "cli", "a2a_db.js"),
+      "upgrade",
+      "--url",
+      url,
+    ]);
     if (!upgrade.ok) throw new Error(`a2a-db upgrade failed: ${upgrade.output}`);
     const version = run(join(bin, "postgres"), ["--version"]).output;
-    return { url, description: `${version}, a fresh cluster in ${dir} (default durability), tables by a2a-db upgrade`, stop: cleanUp };
+    return {
+      url,
+      description: `${version}, a fresh cluster in ${dir} (default durability), tables by a2a-db upgrade`,
+      stop: cleanUp,
+    };
   } catch (err) {
     await cleanUp();
     return err instanceof Error ? err.message : String(err);

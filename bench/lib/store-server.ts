@@ -17,7 +17,9 @@ export async function startStoreServer(): Promise<StoreServer> {
   const uri = process.env["MONGODB_URI"];
   if (uri) return { uri, description: "MongoDB at MONGODB_URI", stop: async () => {} };
   // The test server keeps every document in its heap: room for the 100 000 waiting tasks of the scale figures.
-  const child = await spawnChild("wire-protocol test server", "bench/servers/wire-server.ts", { nodeArgs: ["--max-old-space-size=8192"] });
+  const child = await spawnChild("wire-protocol test server", "bench/servers/wire-server.ts", {
+    nodeArgs: ["--max-old-space-size=8192"],
+  });
   return {
     uri: child.ready["uri"] as string,
     description: "the wire-protocol test server (test/support/mongo-wire-server, its own process)",

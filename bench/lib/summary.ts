@@ -18,12 +18,22 @@ export const mb = (bytes: number) => Math.round(bytes / 1024 / 1024);
 
 export function machine(): Record<string, unknown> {
   const list = cpus();
-  return { cpus: list.length, cpuModel: list[0]?.model ?? "unknown", node: process.version, platform: `${process.platform} ${process.arch}` };
+  return {
+    cpus: list.length,
+    cpuModel: list[0]?.model ?? "unknown",
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
+  };
 }
 
 /** A plain-text table: one header row, then one row per record, columns padded to fit. */
 export function table(headers: string[], rows: Array<Array<string | number>>): string {
-  const cells = [headers, ...rows.map((r) => r.map((c) => (typeof c === "number" && Number.isNaN(c) ? "–" : String(c))))];
+  const cells = [
+    headers,
+    ...rows.map((r) => r.map((c) => (typeof c === "number" && Number.isNaN(c) ? "–" : String(c)))),
+  ];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
-  return cells.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ")).join("\n");
+  return cells
+    .map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  "))
+    .join("\n");
 }

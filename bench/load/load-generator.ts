@@ -57,11 +57,22 @@ async function round(spec: RoundSpec): Promise<RoundResult> {
   );
   const elapsedMs = performance.now() - started;
   await Promise.all(senders.map((sender) => sender.close()));
-  return { count: latenciesMs.length, errors, ...(firstError ? { firstError } : {}), elapsedMs, latenciesMs, cpuMs: selfUsage().cpuMs - cpuBefore };
+  return {
+    count: latenciesMs.length,
+    errors,
+    ...(firstError ? { firstError } : {}),
+    elapsedMs,
+    latenciesMs,
+    cpuMs: selfUsage().cpuMs - cpuBefore,
+  };
 }
 
 /** Sends these operations one after another; the latency of each (ms) and the answers. */
-async function sequence(args: { baseUrl: string; protocol: Protocol; ops: SendOp[] }): Promise<{ latenciesMs: number[]; results: Array<{ taskId: string; state: string }> }> {
+async function sequence(args: {
+  baseUrl: string;
+  protocol: Protocol;
+  ops: SendOp[];
+}): Promise<{ latenciesMs: number[]; results: Array<{ taskId: string; state: string }> }> {
   const sender = createSender(args.baseUrl, args.protocol, 1);
   const latenciesMs: number[] = [];
   const results = [];
@@ -75,7 +86,13 @@ async function sequence(args: { baseUrl: string; protocol: Protocol; ops: SendOp
 }
 
 /** Creates `count` tasks, `concurrency` at a time; their ids and states. */
-async function createTasks(args: { baseUrl: string; skill: string; count: number; concurrency: number; blocking?: boolean }): Promise<Array<{ taskId: string; state: string }>> {
+async function createTasks(args: {
+  baseUrl: string;
+  skill: string;
+  count: number;
+  concurrency: number;
+  blocking?: boolean;
+}): Promise<Array<{ taskId: string; state: string }>> {
   const sender = createSender(args.baseUrl, "jsonrpc", args.concurrency);
   const out: Array<{ taskId: string; state: string }> = [];
   let next = 0;

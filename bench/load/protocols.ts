@@ -14,7 +14,10 @@ export type Protocol = "jsonrpc" | "rest" | "grpc";
  * task (JSON-RPC: with `historyLength`, the answer carries only that many of the newest messages), or
  * (JSON-RPC only) `tasks/cancel`.
  */
-export type SendOp = { skill: string; text: string; blocking?: boolean } | { taskId: string; data: Record<string, unknown>; historyLength?: number } | { cancel: string };
+export type SendOp =
+  | { skill: string; text: string; blocking?: boolean }
+  | { taskId: string; data: Record<string, unknown>; historyLength?: number }
+  | { cancel: string };
 
 const blocking = (op: SendOp) => !("blocking" in op && op.blocking === false);
 
@@ -33,13 +36,17 @@ interface Obj {
 }
 
 function asObject(value: unknown, what: string): Obj {
-  if (typeof value !== "object" || value === null) throw new Error(`unexpected ${what}: ${JSON.stringify(value)?.slice(0, 300)}`);
+  if (typeof value !== "object" || value === null)
+    throw new Error(`unexpected ${what}: ${JSON.stringify(value)?.slice(0, 300)}`);
   return value as Obj;
 }
 
 /** `TASK_STATE_INPUT_REQUIRED` → `input-required`. */
 function normalState(protoName: string): string {
-  return protoName.replace(/^TASK_STATE_/, "").toLowerCase().replace(/_/g, "-");
+  return protoName
+    .replace(/^TASK_STATE_/, "")
+    .toLowerCase()
+    .replace(/_/g, "-");
 }
 
 function jsonRpcSender(baseUrl: string, connections: number): Sender {
@@ -51,10 +58,26 @@ function jsonRpcSender(baseUrl: string, connections: number): Sender {
       else {
         const message =
           "skill" in op
-            ? { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: op.text }], metadata: { skillId: op.skill } }
-            : { kind: "message", messageId: randomUUID(), role: "user", taskId: op.taskId, parts: [{ kind: "data", data: op.data }] };
-        const historyLength = "historyLength" in op && op.historyLength !== undefined ? { historyLength: op.historyLength } : {};
-        request = { method: "message/send", params: { message, configuration: { blocking: blocking(op), ...historyLength } } };
+            ? {
+                kind: "message",
+                messageId: randomUUID(),
+                role: "user",
+                parts: [{ kind: "text", text: op.text }],
+                metadata: { skillId: op.skill },
+              }
+            : {
+                kind: "message",
+                messageId: randomUUID(),
+                role: "user",
+                taskId: op.taskId,
+                parts: [{ kind: "data", data: op.data }],
+              };
+        const historyLength =
+          "historyLength" in op && op.historyLength !== undefined ? { historyLength: op.historyLength } : {};
+        request = {
+          method: "message/send",
+          params: { message, configuration: { blocking: blocking(op), ...historyLength } },
+        };
       }
       const res = await pool.request({
         path: "/a2a/jsonrpc",
@@ -78,7 +101,12 @@ function restSender(baseUrl: string, connections: number): Sender {
       if ("cancel" in op) throw new Error("the bench cancels over JSON-RPC only");
       const message =
         "skill" in op
-          ? { messageId: randomUUID(), role: "ROLE_USER", content: [{ text: op.text }], metadata: { skillId: op.skill } }
+          ? {
+              messageId: randomUUID(),
+              role: "ROLE_USER",
+              content: [{ text: op.text }],
+              metadata: { skillId: op.skill },
+            }
           : { messageId: randomUUID(), role: "ROLE_USER", taskId: op.taskId, content: [{ data: { data: op.data } }] };
       const res = await pool.request({
         path: "/v1/message:send",
@@ -102,8 +130,18 @@ function grpcSender(baseUrl: string): Sender {
       if ("cancel" in op) throw new Error("the bench cancels over JSON-RPC only");
       const request =
         "skill" in op
-          ? { messageId: randomUUID(), role: Role.USER, content: [{ part: { case: "text" as const, value: op.text } }], metadata: { skillId: op.skill } }
-          : { messageId: randomUUID(), role: Role.USER, taskId: op.taskId, content: [{ part: { case: "data" as const, value: { data: op.data as JsonObject } } }] };
+          ? {
+              messageId: randomUUID(),
+              role: Role.USER,
+              content: [{ part: { case: "text" as const, value: op.text } }],
+              metadata: { skillId: op.skill },
+            }
+          : {
+              messageId: randomUUID(),
+              role: Role.USER,
+              taskId: op.taskId,
+              content: [{ part: { case: "data" as const, value: { data: op.data as JsonObject } } }],
+            };
       const res = await client.sendMessage({ request, configuration: { blocking: blocking(op) } });
       if (res.payload.case !== "task") throw new Error(`gRPC answered ${res.payload.case ?? "nothing"}, not a task`);
       const task = res.payload.value;

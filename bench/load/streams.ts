@@ -59,9 +59,16 @@ function openOne(baseUrl: string, taskId: string): Promise<void> {
 }
 
 /** Opens `count` more streams on one task, `batch` at a time; resolves once each got its first event. */
-export async function openStreams(args: { baseUrl: string; taskId: string; count: number; batch: number }): Promise<{ open: number }> {
+export async function openStreams(args: {
+  baseUrl: string;
+  taskId: string;
+  count: number;
+  batch: number;
+}): Promise<{ open: number }> {
   for (let done = 0; done < args.count; done += args.batch) {
-    await Promise.all(Array.from({ length: Math.min(args.batch, args.count - done) }, () => openOne(args.baseUrl, args.taskId)));
+    await Promise.all(
+      Array.from({ length: Math.min(args.batch, args.count - done) }, () => openOne(args.baseUrl, args.taskId)),
+    );
   }
   return { open: streams.length };
 }

@@ -20,7 +20,8 @@ function tracingCommits(store: TaskStore): TaskStore {
   return new Proxy(store, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
-      if (prop !== "commit" || typeof value !== "function") return typeof value === "function" ? value.bind(target) : value;
+      if (prop !== "commit" || typeof value !== "function")
+        return typeof value === "function" ? value.bind(target) : value;
       return async (...args: Parameters<TaskStore["commit"]>) => {
         await (value as TaskStore["commit"]).apply(target, args);
         const times = commitTimes.get(args[0]) ?? [];
@@ -43,11 +44,18 @@ const opened = config.store === "memory" ? await openStore(config, logger) : und
 const countCommands = process.env["BENCH_COUNT_COMMANDS"] !== "0";
 const mongo = opened
   ? undefined
-  : await connectMongoStore(config.mongodbUri!, config.mongodbDb, config.taskStore, countCommands ? (event) => {
-      // "update tasks", "find push_configs": the command and the collection it names.
-      const name = `${event.commandName} ${String(event.command[event.commandName])}`;
-      commands.set(name, (commands.get(name) ?? 0) + 1);
-    } : undefined);
+  : await connectMongoStore(
+      config.mongodbUri!,
+      config.mongodbDb,
+      config.taskStore,
+      countCommands
+        ? (event) => {
+            // "update tasks", "find push_configs": the command and the collection it names.
+            const name = `${event.commandName} ${String(event.command[event.commandName])}`;
+            commands.set(name, (commands.get(name) ?? 0) + 1);
+          }
+        : undefined,
+    );
 const baseStore = opened?.store ?? mongo!.store;
 const store = process.env["BENCH_TRACE_COMMITS"] === "1" ? tracingCommits(baseStore) : baseStore;
 const app = await createApp({
@@ -55,7 +63,9 @@ const app = await createApp({
   logger,
   store,
   durableStore: !opened,
-  ...(opened ? { pushConfigs: opened.pushConfigs, idempotency: opened.idempotency } : { pushConfigs: mongo!.pushConfigs, idempotency: mongo!.idempotency }),
+  ...(opened
+    ? { pushConfigs: opened.pushConfigs, idempotency: opened.idempotency }
+    : { pushConfigs: mongo!.pushConfigs, idempotency: mongo!.idempotency }),
 });
 const startedAt = performance.now();
 const address = await app.listen();

@@ -66,7 +66,9 @@ function readAgentIdentity(env: EnvReader): AgentIdentity {
     ...(name !== undefined ? { name } : {}),
     ...(description !== undefined ? { description } : {}),
     ...(version !== undefined ? { version } : {}),
-    ...(organization !== undefined && providerUrl !== undefined ? { provider: { organization, url: providerUrl } } : {}),
+    ...(organization !== undefined && providerUrl !== undefined
+      ? { provider: { organization, url: providerUrl } }
+      : {}),
     ...(documentationUrl !== undefined ? { documentationUrl } : {}),
     ...(iconUrl !== undefined ? { iconUrl } : {}),
   };

@@ -21,7 +21,10 @@ export function cardSigningInput(document: Record<string, unknown>): Uint8Array 
 }
 
 /** The card document with its `signatures`: one, by the host's current key. */
-export async function signCardDocument(document: Record<string, unknown>, sign: DetachedSigner): Promise<Record<string, unknown>> {
+export async function signCardDocument(
+  document: Record<string, unknown>,
+  sign: DetachedSigner,
+): Promise<Record<string, unknown>> {
   const signature: AgentCardSignature = await sign(cardSigningInput(document));
   return { ...document, signatures: [signature] };
 }

@@ -31,12 +31,25 @@ export interface AgentCard {
   version: string;
   documentationUrl?: string;
   iconUrl?: string;
-  capabilities: { streaming: boolean; pushNotifications: boolean; stateTransitionHistory: boolean; extensions?: Array<{ uri: string; description?: string; required?: boolean }> };
+  capabilities: {
+    streaming: boolean;
+    pushNotifications: boolean;
+    stateTransitionHistory: boolean;
+    extensions?: Array<{ uri: string; description?: string; required?: boolean }>;
+  };
   securitySchemes?: Record<string, Record<string, unknown>>;
   security?: Array<Record<string, string[]>>;
   defaultInputModes: string[];
   defaultOutputModes: string[];
-  skills: Array<{ id: string; name: string; description: string; tags: string[]; examples?: string[]; inputModes?: string[]; outputModes?: string[] }>;
+  skills: Array<{
+    id: string;
+    name: string;
+    description: string;
+    tags: string[];
+    examples?: string[];
+    inputModes?: string[];
+    outputModes?: string[];
+  }>;
   supportsAuthenticatedExtendedCard: boolean;
   supportedInterfaces: VersionedInterface[];
 }
@@ -72,10 +85,17 @@ export function buildAgentCard(catalog: WorkflowCatalog, options: AgentCardOptio
     preferredTransport: preferred.transport,
     additionalInterfaces: options.interfaces,
     ...(options.iconUrl ? { iconUrl: options.iconUrl } : {}),
-    ...(options.provider ? { provider: { organization: options.provider.organization, url: options.provider.url } } : {}),
+    ...(options.provider
+      ? { provider: { organization: options.provider.organization, url: options.provider.url } }
+      : {}),
     version: options.version,
     ...(options.documentationUrl ? { documentationUrl: options.documentationUrl } : {}),
-    capabilities: { streaming: options.streaming, pushNotifications: options.pushNotifications, stateTransitionHistory: false, ...(options.extensions ? { extensions: [...options.extensions] } : {}) },
+    capabilities: {
+      streaming: options.streaming,
+      pushNotifications: options.pushNotifications,
+      stateTransitionHistory: false,
+      ...(options.extensions ? { extensions: [...options.extensions] } : {}),
+    },
     defaultInputModes: ["text/plain", "application/json"],
     defaultOutputModes: ["text/plain", "application/json"],
     skills: catalog.list().map((w) => ({
@@ -95,6 +115,10 @@ export function buildAgentCard(catalog: WorkflowCatalog, options: AgentCardOptio
 
 /** Each interface once per version, the preferred version first (a v1.0 client takes the first match). */
 function versionedInterfaces(interfaces: AgentInterface[], versions: readonly A2AVersion[]): VersionedInterface[] {
-  const ordered = [...versions].sort((a, b) => (a === PREFERRED_A2A_VERSION ? -1 : b === PREFERRED_A2A_VERSION ? 1 : 0));
-  return ordered.flatMap((protocolVersion) => interfaces.map((i) => ({ url: i.url, protocolBinding: i.transport, protocolVersion })));
+  const ordered = [...versions].sort((a, b) =>
+    a === PREFERRED_A2A_VERSION ? -1 : b === PREFERRED_A2A_VERSION ? 1 : 0,
+  );
+  return ordered.flatMap((protocolVersion) =>
+    interfaces.map((i) => ({ url: i.url, protocolBinding: i.transport, protocolVersion })),
+  );
 }

@@ -20,5 +20,10 @@ export function callContextOf(ctx: HandlerContext): CallContext {
   if (!principal) throw new Error("no authenticated caller: the authentication interceptor did not run");
   const timeoutMs = ctx.timeoutMs();
   const resumeFrom = ctx.requestHeader.get(RESUME_METADATA_KEY);
-  return { principal, signal: ctx.signal, ...(timeoutMs !== undefined ? { deadline: Date.now() + timeoutMs } : {}), ...(resumeFrom !== null ? { resumeFrom } : {}) };
+  return {
+    principal,
+    signal: ctx.signal,
+    ...(timeoutMs !== undefined ? { deadline: Date.now() + timeoutMs } : {}),
+    ...(resumeFrom !== null ? { resumeFrom } : {}),
+  };
 }

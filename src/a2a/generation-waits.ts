@@ -31,7 +31,10 @@ export class GenerationWaits {
   /** Observer waits open now (each holds a hook and a feed listener). */
   private open = 0;
 
-  constructor(private readonly observer: TaskObserver, private readonly maxWaitMs: number) {}
+  constructor(
+    private readonly observer: TaskObserver,
+    private readonly maxWaitMs: number,
+  ) {}
 
   /** Callers waiting now, and the observer waits they share. */
   get waiting(): { callers: number; waits: number } {
@@ -39,7 +42,12 @@ export class GenerationWaits {
   }
 
   /** The task's record once its generation passed `after`; undefined at `timeoutMs` or when `signal` aborts. */
-  async wait(start: TaskRecord, after: number, timeoutMs: number, signal?: AbortSignal): Promise<TaskRecord | undefined> {
+  async wait(
+    start: TaskRecord,
+    after: number,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<TaskRecord | undefined> {
     if (signal?.aborted) return undefined;
     const key = `${start.tenant}\u0000${start.taskId}\u0000${after}`;
     const entry = this.shared.get(key) ?? this.start(key, start, after);
@@ -66,7 +74,14 @@ export class GenerationWaits {
   private start(key: string, start: TaskRecord, after: number): SharedWait {
     const stop = new AbortController();
     this.open++;
-    const result = this.observer.waitUntil({ taskId: start.taskId, tenant: start.tenant, start, until: (r) => generationPassed(r, after), timeoutMs: this.maxWaitMs, signal: stop.signal });
+    const result = this.observer.waitUntil({
+      taskId: start.taskId,
+      tenant: start.tenant,
+      start,
+      until: (r) => generationPassed(r, after),
+      timeoutMs: this.maxWaitMs,
+      signal: stop.signal,
+    });
     const entry: SharedWait = { stop, closed: false, callers: 0, result };
     // Settled (passed, at the cap, or failed): later callers start a new wait. A failure reaches the callers waiting.
     result.then(

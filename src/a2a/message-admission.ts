@@ -73,18 +73,25 @@ export class MessageAdmission {
       requireScope(ctx.principal, "approvals:respond");
       const existing = await this.storeCalls.read(ctx, () => reads.get(message.taskId!, ctx.principal.tenant));
       if (message.contextId && message.contextId !== existing.contextId) {
-        throw invalidParams(`message.contextId "${message.contextId}" does not match the contextId of task ${existing.taskId}`, { taskId: existing.taskId });
+        throw invalidParams(
+          `message.contextId "${message.contextId}" does not match the contextId of task ${existing.taskId}`,
+          { taskId: existing.taskId },
+        );
       }
       const { ifGenerationMatch } = params;
       // Checked before the push config is written too, so a mismatch changes nothing; the reply checks again under the lock.
       if (ifGenerationMatch !== undefined) assertGeneration(existing, ifGenerationMatch);
       if (pushConfig) await this.storeCalls.bounded(ctx, () => push.registerForExistingTask(existing, pushConfig));
-      if (ifGenerationMatch === undefined) return this.storeCalls.bounded(ctx, () => supervisor.reply(existing.taskId, message, ctx.principal));
+      if (ifGenerationMatch === undefined)
+        return this.storeCalls.bounded(ctx, () => supervisor.reply(existing.taskId, message, ctx.principal));
       try {
-        return await this.storeCalls.bounded(ctx, () => supervisor.reply(existing.taskId, message, ctx.principal, { ifGeneration: ifGenerationMatch }));
+        return await this.storeCalls.bounded(ctx, () =>
+          supervisor.reply(existing.taskId, message, ctx.principal, { ifGeneration: ifGenerationMatch }),
+        );
       } catch (err) {
         // Another instance committed between our read and our write (the store's version check): the generation moved.
-        if (err instanceof DomainError && err.code === "conflict") throw generationMismatch(existing.taskId, ifGenerationMatch, undefined);
+        if (err instanceof DomainError && err.code === "conflict")
+          throw generationMismatch(existing.taskId, ifGenerationMatch, undefined);
         throw err;
       }
     }
@@ -119,13 +126,24 @@ export class MessageAdmission {
   }
 
   /** Creates the task, or answers the one a concurrent identical message created (same idempotency key). */
-  private async createOnce(create: Parameters<TaskSupervisor["createTask"]>[0] & { idempotency: IdempotencySeed }, ctx: CallContext): Promise<TaskRecord> {
+  private async createOnce(
+    create: Parameters<TaskSupervisor["createTask"]>[0] & { idempotency: IdempotencySeed },
+    ctx: CallContext,
+  ): Promise<TaskRecord> {
     try {
       return await this.storeCalls.bounded(ctx, () => this.options.supervisor.createTask(create));
     } catch (err) {
       if (!(err instanceof DuplicateIdempotencyKeyError)) throw err;
-      const existing = await this.storeCalls.read(ctx, () => this.options.reads.findByIdempotencyKey(create.idempotency.key));
-      if (!existing) throw new DomainError("conflict", `message ${create.message.messageId} is being processed concurrently; retry the request`, { messageId: create.message.messageId }, { cause: err });
+      const existing = await this.storeCalls.read(ctx, () =>
+        this.options.reads.findByIdempotencyKey(create.idempotency.key),
+      );
+      if (!existing)
+        throw new DomainError(
+          "conflict",
+          `message ${create.message.messageId} is being processed concurrently; retry the request`,
+          { messageId: create.message.messageId },
+          { cause: err },
+        );
       assertSameRequest(existing, create.idempotency, create.message.messageId);
       return existing;
     }

@@ -12,7 +12,11 @@
  */
 import { DomainError } from "../domain/errors.js";
 import { A2AInvokeRunner, type InvokeOutcome, type InvokeRun } from "../engine/nodes/a2a-invoke/a2a-invoke-runner.js";
-import { isInterruptedPeerState, isTerminalPeerState, type PeerProgress } from "../engine/nodes/a2a-invoke/a2a-invoke.js";
+import {
+  isInterruptedPeerState,
+  isTerminalPeerState,
+  type PeerProgress,
+} from "../engine/nodes/a2a-invoke/a2a-invoke.js";
 import type { Logger } from "../observability/logger.js";
 import type { A2APeerClient, PeerTarget } from "../peer/a2a-peer-client.js";
 import { parsePeerEndpoint, peerVersionOf, PEER_VERSIONS, type PeerVersion } from "../peer/peer-endpoint.js";
@@ -63,13 +67,25 @@ function unsupportedVersion(message: string, details: Record<string, unknown>): 
 }
 
 /** The one version the request pins, if any; a version we do not speak, or two that disagree, is refused here. */
-export function pinnedVersionOf(request: Pick<PeerInvokeRequest, "requestVersion" | "peerOffersOnly">): PeerVersion | undefined {
-  const asked = (["requestVersion", "peerOffersOnly"] as const).flatMap((field) => (request[field] !== undefined ? [{ field, value: request[field] }] : []));
+export function pinnedVersionOf(
+  request: Pick<PeerInvokeRequest, "requestVersion" | "peerOffersOnly">,
+): PeerVersion | undefined {
+  const asked = (["requestVersion", "peerOffersOnly"] as const).flatMap((field) =>
+    request[field] !== undefined ? [{ field, value: request[field] }] : [],
+  );
   let pinned: PeerVersion | undefined;
   for (const { field, value } of asked) {
     const version = peerVersionOf(value);
-    if (!version) throw unsupportedVersion(`this host does not speak A2A ${value} (${field}); it speaks ${PEER_VERSIONS.join(", ")}`, { requested: value, path: `body.${field}` });
-    if (pinned !== undefined && pinned !== version) throw unsupportedVersion(`the request asks for A2A ${pinned} but the peer offers only ${version}`, { requested: pinned, offered: version });
+    if (!version)
+      throw unsupportedVersion(
+        `this host does not speak A2A ${value} (${field}); it speaks ${PEER_VERSIONS.join(", ")}`,
+        { requested: value, path: `body.${field}` },
+      );
+    if (pinned !== undefined && pinned !== version)
+      throw unsupportedVersion(`the request asks for A2A ${pinned} but the peer offers only ${version}`, {
+        requested: pinned,
+        offered: version,
+      });
     pinned = version;
   }
   return pinned;
@@ -77,12 +93,14 @@ export function pinnedVersionOf(request: Pick<PeerInvokeRequest, "requestVersion
 
 /** A call the runner could not make, as the seam's error: the version ones are interop errors, the egress guard's a bad URL. */
 function callError(err: PeerCallError, discovered: boolean): DomainError {
-  if (!discovered && err.kind === "unsupported") return unsupportedVersion(`the peer offers no version this call may use: ${err.message}`, {});
+  if (!discovered && err.kind === "unsupported")
+    return unsupportedVersion(`the peer offers no version this call may use: ${err.message}`, {});
   // The peer refused the version we called it over (A2A VersionNotSupported, -32009).
   if (err.rpcCode === -32009) return unsupportedVersion(`the peer refused the A2A version: ${err.message}`, {});
   if (err.kind === "egress") {
     // The suite's scripted peer listens on loopback: say which test-only setting lets the seam reach it.
-    const hint = "a scripted peer on loopback needs A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS=true (test only; no other private address is ever allowed)";
+    const hint =
+      "a scripted peer on loopback needs A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS=true (test only; no other private address is ever allowed)";
     return new DomainError("invalid-params", `peerUrl: ${err.message}; ${hint}`, { path: "body.peerUrl" });
   }
   return new DomainError("external-call-failed", `calling the peer failed: ${err.message}`, { kind: err.kind });
@@ -129,7 +147,17 @@ export class PeerInvokeProbe {
       close: async () => undefined,
     };
     // One attempt per call, no push callback, no held stream: the seam answers within a request.
-    const runner = new A2AInvokeRunner(client, { ...this.settings, push: false, streaming: false, maxAttempts: 1, pollMs: Math.min(this.settings.pollMs, SEAM_POLL_MS) }, this.logger);
+    const runner = new A2AInvokeRunner(
+      client,
+      {
+        ...this.settings,
+        push: false,
+        streaming: false,
+        maxAttempts: 1,
+        pollMs: Math.min(this.settings.pollMs, SEAM_POLL_MS),
+      },
+      this.logger,
+    );
     const node: A2AInvokeNode = {
       kind: "a2a.invoke",
       id: SEAM_NODE_ID,
@@ -158,7 +186,8 @@ export class PeerInvokeProbe {
       clearTimeout(settle);
     }
     if (outcome.type === "fail" && seen.error) throw callError(seen.error, seen.endpoint !== undefined);
-    if (!seen.endpoint) throw new DomainError("external-call-failed", `the peer's agent card did not come within ${SETTLE_MS} ms`, {});
+    if (!seen.endpoint)
+      throw new DomainError("external-call-failed", `the peer's agent card did not come within ${SETTLE_MS} ms`, {});
     if (outcome.type === "stopped" && progress && !isTerminalPeerState(progress.peerState)) {
       // Still running on the peer: not left behind.
       await runner.cancelPeer(progress, "the invoke seam stopped watching it");

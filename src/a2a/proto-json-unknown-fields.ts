@@ -9,7 +9,8 @@ import type { DescMessage, JsonValue } from "@bufbuild/protobuf";
  */
 export function withoutUnknownFields(schema: DescMessage, json: JsonValue): JsonValue {
   const root = { value: json };
-  const pending: Array<{ holder: Record<string, JsonValue> | JsonValue[]; key: string | number; schema: DescMessage }> = [{ holder: root as unknown as Record<string, JsonValue>, key: "value", schema }];
+  const pending: Array<{ holder: Record<string, JsonValue> | JsonValue[]; key: string | number; schema: DescMessage }> =
+    [{ holder: root as unknown as Record<string, JsonValue>, key: "value", schema }];
   while (pending.length > 0) {
     const { holder, key, schema: desc } = pending.pop()!;
     const value = (holder as Record<string | number, JsonValue>)[key];

@@ -25,7 +25,11 @@ export interface PushStatusFacts {
  * the task's artifacts so far, and the event id and sequence. Never the status message, history, run
  * inputs, artifact parts or error text. Each version spells these facts in its own shape.
  */
-export function pushStatusFacts(task: Pick<TaskRecord, "taskId" | "contextId">, event: RunEvent, artifacts: ArtifactRef[]): PushStatusFacts {
+export function pushStatusFacts(
+  task: Pick<TaskRecord, "taskId" | "contextId">,
+  event: RunEvent,
+  artifacts: ArtifactRef[],
+): PushStatusFacts {
   const status = event.a2a?.status as TaskStatus;
   const carried = (event.a2a?.metadata?.["openwop"] ?? {}) as {
     status?: unknown;

@@ -1,4 +1,12 @@
-import { fromJson, ScalarType, type DescField, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
+import {
+  fromJson,
+  ScalarType,
+  type DescField,
+  type DescMessage,
+  type JsonObject,
+  type JsonValue,
+  type MessageShape,
+} from "@bufbuild/protobuf";
 import { invalidParams } from "../domain/errors.js";
 import { A2A_VERSION_QUERY } from "../domain/a2a-version.js";
 
@@ -9,21 +17,31 @@ import { A2A_VERSION_QUERY } from "../domain/a2a-version.js";
  * a field given twice (in either spelling) or also given by the path is refused with invalid-params (400).
  * `A2A-Version` is the version selector, not a field.
  */
-export function messageFromQuery<D extends DescMessage>(schema: D, query: URLSearchParams, fromPath: Record<string, string | undefined>): MessageShape<D> {
+export function messageFromQuery<D extends DescMessage>(
+  schema: D,
+  query: URLSearchParams,
+  fromPath: Record<string, string | undefined>,
+): MessageShape<D> {
   const json: JsonObject = {};
   for (const [name, value] of query) {
     if (name.toLowerCase() === A2A_VERSION_QUERY.toLowerCase()) continue;
     const field = schema.fields.find((f) => f.jsonName === name || f.name === name);
-    if (!field) throw invalidParams(`unknown query parameter "${name}" (${schema.typeName} has no such field)`, { path: name });
-    if (fromPath[field.jsonName] !== undefined) throw invalidParams(`query parameter "${name}" is given by the path`, { path: name });
-    if (json[field.jsonName] !== undefined) throw invalidParams(`query parameter "${name}" is given more than once`, { path: name });
+    if (!field)
+      throw invalidParams(`unknown query parameter "${name}" (${schema.typeName} has no such field)`, { path: name });
+    if (fromPath[field.jsonName] !== undefined)
+      throw invalidParams(`query parameter "${name}" is given by the path`, { path: name });
+    if (json[field.jsonName] !== undefined)
+      throw invalidParams(`query parameter "${name}" is given more than once`, { path: name });
     json[field.jsonName] = valueOf(field, name, value);
   }
   for (const [key, value] of Object.entries(fromPath)) if (value !== undefined) json[key] = value;
   try {
     return fromJson(schema, json, { ignoreUnknownFields: false });
   } catch (err) {
-    throw invalidParams(`the query is not a valid ${schema.typeName}: ${err instanceof Error ? err.message : String(err)}`, { type: schema.typeName });
+    throw invalidParams(
+      `the query is not a valid ${schema.typeName}: ${err instanceof Error ? err.message : String(err)}`,
+      { type: schema.typeName },
+    );
   }
 }
 

@@ -35,7 +35,9 @@ export const MAX_PAGE_SIZE = 100;
 export function pageSizeOf(requested: number | undefined): number {
   if (requested === undefined || requested === 0) return DEFAULT_PAGE_SIZE;
   if (!Number.isInteger(requested) || requested < 1 || requested > MAX_PAGE_SIZE) {
-    throw invalidParams(`pageSize must be an integer from 1 to ${MAX_PAGE_SIZE} (got ${requested})`, { path: "pageSize" });
+    throw invalidParams(`pageSize must be an integer from 1 to ${MAX_PAGE_SIZE} (got ${requested})`, {
+      path: "pageSize",
+    });
   }
   return requested;
 }
@@ -48,11 +50,21 @@ export function encodePageToken(record: Pick<TaskRecord, "updatedAt" | "taskId">
 export function decodePageToken(token: string): { updatedAt: string; taskId: string } {
   try {
     const value: unknown = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
-    if (Array.isArray(value) && value.length === 3 && value[0] === 1 && typeof value[1] === "string" && typeof value[2] === "string" && !Number.isNaN(Date.parse(value[1]))) {
+    if (
+      Array.isArray(value) &&
+      value.length === 3 &&
+      value[0] === 1 &&
+      typeof value[1] === "string" &&
+      typeof value[2] === "string" &&
+      !Number.isNaN(Date.parse(value[1]))
+    ) {
       return { updatedAt: value[1], taskId: value[2] };
     }
   } catch {
     // fall through
   }
-  throw invalidParams("pageToken is not a token this agent issued (use nextPageToken of the previous page, or omit it)", { path: "pageToken" });
+  throw invalidParams(
+    "pageToken is not a token this agent issued (use nextPageToken of the previous page, or omit it)",
+    { path: "pageToken" },
+  );
 }

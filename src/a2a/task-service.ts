@@ -1,4 +1,11 @@
-import type { A2ATaskState, Message, PushNotificationConfig, StreamEvent, Task, TaskPushNotificationConfig } from "../domain/a2a-types.js";
+import type {
+  A2ATaskState,
+  Message,
+  PushNotificationConfig,
+  StreamEvent,
+  Task,
+  TaskPushNotificationConfig,
+} from "../domain/a2a-types.js";
 import { DomainError, invalidParams } from "../domain/errors.js";
 import { isFinalA2AState, isTerminalA2AState } from "../domain/run-status.js";
 import type { CallContext } from "../auth/call-context.js";
@@ -87,7 +94,15 @@ export class TaskService {
   constructor(private readonly options: TaskServiceOptions) {
     this.storeCalls = new CallerStoreCalls(options.storeTimeoutMs);
     const { supervisor, reads, catalog, push, sizeLimits, maxInputDepth } = options;
-    this.admission = new MessageAdmission({ supervisor, reads, catalog, push, sizeLimits, maxInputDepth, storeCalls: this.storeCalls });
+    this.admission = new MessageAdmission({
+      supervisor,
+      reads,
+      catalog,
+      push,
+      sizeLimits,
+      maxInputDepth,
+      storeCalls: this.storeCalls,
+    });
     this.streams = new TaskStreams({
       observer: options.observer,
       view: (record, history, ctx) => this.view(record, history, ctx),
@@ -115,7 +130,8 @@ export class TaskService {
   async sendMessage(params: SendParams, ctx: CallContext): Promise<Task> {
     const record = await this.admission.accept(params, ctx, params.blocking ? this.firstWriteWindow(ctx) : 0);
     // A task stored at its end (or a repeat of a finished one) needs no wait, and no read to start one.
-    const settled = params.blocking && !isFinalA2AState(record.a2a.state) ? await this.waitUntilFinal(record, ctx) : record;
+    const settled =
+      params.blocking && !isFinalA2AState(record.a2a.state) ? await this.waitUntilFinal(record, ctx) : record;
     return this.view(settled, params.history, ctx);
   }
 
@@ -138,13 +154,21 @@ export class TaskService {
    * generation already exceeds it or it is terminal (it will not change again); otherwise when the next commit
    * (of any instance) takes it past, or as it is at A2A_LONG_POLL_MAX_MS or the caller's deadline.
    */
-  async getTask(taskId: string, history: HistoryLimit, ctx: CallContext, options: { afterGeneration?: number } = {}): Promise<Task> {
+  async getTask(
+    taskId: string,
+    history: HistoryLimit,
+    ctx: CallContext,
+    options: { afterGeneration?: number } = {},
+  ): Promise<Task> {
     requireScope(ctx.principal, "runs:read");
     const read = () => this.storeCalls.read(ctx, () => this.options.reads.get(taskId, ctx.principal.tenant));
     let record = await read();
     const after = options.afterGeneration;
     if (after !== undefined && !generationPassed(record, after)) {
-      const waitMs = Math.min(this.options.longPollMaxMs ?? DEFAULT_LONG_POLL_MAX_MS, ctx.deadline !== undefined ? Math.max(0, ctx.deadline - Date.now() - DEADLINE_MARGIN_MS) : Infinity);
+      const waitMs = Math.min(
+        this.options.longPollMaxMs ?? DEFAULT_LONG_POLL_MAX_MS,
+        ctx.deadline !== undefined ? Math.max(0, ctx.deadline - Date.now() - DEADLINE_MARGIN_MS) : Infinity,
+      );
       const changed = await this.generationWaits.wait(record, after, waitMs, ctx.signal);
       // Nothing passed it in time: the task as it is now (one more read), unless nobody is there to answer.
       record = changed ?? (ctx.signal?.aborted ? record : await read());
@@ -155,7 +179,11 @@ export class TaskService {
   async cancelTask(taskId: string, ctx: CallContext): Promise<Task> {
     requireScope(ctx.principal, "runs:cancel");
     const record = await this.storeCalls.bounded(ctx, () => this.options.supervisor.cancel(taskId, ctx.principal));
-    return this.view(await this.waitUntil(record, ctx, (r) => isTerminalA2AState(r.a2a.state), this.options.blockingTimeoutMs), undefined, ctx);
+    return this.view(
+      await this.waitUntil(record, ctx, (r) => isTerminalA2AState(r.a2a.state), this.options.blockingTimeoutMs),
+      undefined,
+      ctx,
+    );
   }
 
   /**
@@ -165,15 +193,29 @@ export class TaskService {
    * Task and closes, or, with `terminal: "refuse"` (A2A 1.0 SubscribeToTask), is refused as an unsupported
    * operation.
    */
-  subscribe(taskId: string, ctx: CallContext, options: { terminal?: "task" | "refuse" } = {}): AsyncGenerator<StreamEvent> & LiveIterable<StreamEvent> {
+  subscribe(
+    taskId: string,
+    ctx: CallContext,
+    options: { terminal?: "task" | "refuse" } = {},
+  ): AsyncGenerator<StreamEvent> & LiveIterable<StreamEvent> {
     const open = async (): Promise<Opened> => {
       requireScope(ctx.principal, "runs:read");
       // A Last-Event-ID that is not a cursor is refused before the task is read.
       const cursor = ctx.resumeFrom === undefined ? undefined : parseStreamCursor(ctx.resumeFrom);
       const record = await this.storeCalls.read(ctx, () => this.options.reads.get(taskId, ctx.principal.tenant));
-      if (cursor) return { start: record, history: undefined, endsAt: isTerminalA2AState, ...this.streams.resumeOf(record, cursor) };
+      if (cursor)
+        return {
+          start: record,
+          history: undefined,
+          endsAt: isTerminalA2AState,
+          ...this.streams.resumeOf(record, cursor),
+        };
       if (options.terminal === "refuse" && isTerminalA2AState(record.a2a.state)) {
-        throw new DomainError("unsupported-operation", `Task ${taskId} is in a terminal state (${record.a2a.state}) and cannot be subscribed to; this operation is not supported (read it with GetTask)`, { taskId, state: record.a2a.state });
+        throw new DomainError(
+          "unsupported-operation",
+          `Task ${taskId} is in a terminal state (${record.a2a.state}) and cannot be subscribed to; this operation is not supported (read it with GetTask)`,
+          { taskId, state: record.a2a.state },
+        );
       }
       return { start: record, history: undefined, endsAt: isTerminalA2AState };
     };
@@ -185,14 +227,16 @@ export class TaskService {
     requireScope(ctx.principal, "runs:read");
     const pageSize = pageSizeOf(query.pageSize);
     const after = query.pageToken ? decodePageToken(query.pageToken) : undefined;
-    const page = await this.storeCalls.read(ctx, () => this.options.reads.list({
-      tenant: ctx.principal.tenant,
-      ...(query.contextId ? { contextId: query.contextId } : {}),
-      ...(query.state ? { state: query.state } : {}),
-      ...(query.statusTimestampAfter ? { updatedAtOrAfter: query.statusTimestampAfter } : {}),
-      ...(after ? { after } : {}),
-      limit: pageSize + 1,
-    }));
+    const page = await this.storeCalls.read(ctx, () =>
+      this.options.reads.list({
+        tenant: ctx.principal.tenant,
+        ...(query.contextId ? { contextId: query.contextId } : {}),
+        ...(query.state ? { state: query.state } : {}),
+        ...(query.statusTimestampAfter ? { updatedAtOrAfter: query.statusTimestampAfter } : {}),
+        ...(after ? { after } : {}),
+        limit: pageSize + 1,
+      }),
+    );
     const records = page.records.slice(0, pageSize);
     const last = records.at(-1);
     return {
@@ -220,13 +264,22 @@ export class TaskService {
   // Registering a webhook (and reading its secrets back) is webhook management: scope webhooks:manage.
 
   /** Create or replace (upsert by config id; without one, a new config: `PushConfigService.set`). The URL is checked before the task is looked up. */
-  async setPushConfig(taskId: string, config: PushNotificationConfig, ctx: CallContext, path?: string): Promise<TaskPushNotificationConfig> {
+  async setPushConfig(
+    taskId: string,
+    config: PushNotificationConfig,
+    ctx: CallContext,
+    path?: string,
+  ): Promise<TaskPushNotificationConfig> {
     requireScope(ctx.principal, "webhooks:manage");
     return this.storeCalls.bounded(ctx, () => this.options.push.set(taskId, config, ctx.principal, path));
   }
 
   /** Without a config id: the config whose id is the task id. */
-  async getPushConfig(taskId: string, configId: string | undefined, ctx: CallContext): Promise<TaskPushNotificationConfig> {
+  async getPushConfig(
+    taskId: string,
+    configId: string | undefined,
+    ctx: CallContext,
+  ): Promise<TaskPushNotificationConfig> {
     requireScope(ctx.principal, "webhooks:manage");
     return this.storeCalls.bounded(ctx, () => this.options.push.get(taskId, configId, ctx.principal));
   }
@@ -249,18 +302,21 @@ export class TaskService {
 
   // ------------------------------------------------------------------------------------------
 
-
   /** A new message to a stateless skill: its answer (nothing is stored). Undefined for every other message. */
   private async statelessAnswer(params: SendParams, ctx: CallContext): Promise<Message | undefined> {
     const { message } = params;
     const stateless = this.options.stateless;
     if (message.taskId || !stateless) return undefined;
-    const workflow = this.options.catalog.get(skillIdOf(message, params.metadata) ?? this.options.catalog.defaultWorkflowId);
+    const workflow = this.options.catalog.get(
+      skillIdOf(message, params.metadata) ?? this.options.catalog.defaultWorkflowId,
+    );
     if (!workflow?.stateless) return undefined;
     if (message.role !== "user") throw invalidParams(`message.role must be "user" (got "${message.role}")`);
     requireScope(ctx.principal, "runs:create");
     if (params.pushNotificationConfig) {
-      throw invalidParams(`skill "${workflow.id}" answers with a Message and creates no task, so there is nothing to notify about; send it without a push notification config`);
+      throw invalidParams(
+        `skill "${workflow.id}" answers with a Message and creates no task, so there is nothing to notify about; send it without a push notification config`,
+      );
     }
     return stateless.answer(workflow, message, ctx.signal ?? new AbortController().signal, ctx.principal.tenant);
   }
@@ -275,7 +331,9 @@ export class TaskService {
   private async view(record: TaskRecord, history: HistoryLimit, ctx: CallContext): Promise<Task> {
     const context = this.options.reads.contextOf(record);
     // Mostly the head's window holds it: only a read of the log needs the caller's store budget.
-    const messages = historyInHead(context, history) ?? (await this.storeCalls.read(ctx, () => this.options.reads.historyOf(record, history)));
+    const messages =
+      historyInHead(context, history) ??
+      (await this.storeCalls.read(ctx, () => this.options.reads.historyOf(record, history)));
     const interruptToken = this.options.interruptToken?.(record, context, ctx.principal);
     return taskView(record, context, messages, interruptToken ? { interruptToken } : {});
   }
@@ -284,8 +342,19 @@ export class TaskService {
     return this.waitUntil(record, ctx, (r) => isFinalA2AState(r.a2a.state), this.options.blockingTimeoutMs);
   }
 
-  private waitUntil(start: TaskRecord, ctx: CallContext, until: (r: TaskRecord) => boolean, timeoutMs: number): Promise<TaskRecord> {
-    return this.options.observer.waitUntil({ taskId: start.taskId, tenant: ctx.principal.tenant, start, until, timeoutMs, signal: ctx.signal });
+  private waitUntil(
+    start: TaskRecord,
+    ctx: CallContext,
+    until: (r: TaskRecord) => boolean,
+    timeoutMs: number,
+  ): Promise<TaskRecord> {
+    return this.options.observer.waitUntil({
+      taskId: start.taskId,
+      tenant: ctx.principal.tenant,
+      start,
+      until,
+      timeoutMs,
+      signal: ctx.signal,
+    });
   }
-
 }

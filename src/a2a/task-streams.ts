@@ -1,7 +1,14 @@
 import type { StreamEvent, Task, TaskStatusUpdate } from "../domain/a2a-types.js";
 import type { CallContext } from "../auth/call-context.js";
 import type { TaskObserver } from "../engine/task-observer.js";
-import { afterFanOut, onceSink, withLive, type LiveIterable, type LiveSink, type StopLive } from "../domain/live-stream.js";
+import {
+  afterFanOut,
+  onceSink,
+  withLive,
+  type LiveIterable,
+  type LiveSink,
+  type StopLive,
+} from "../domain/live-stream.js";
 import { formatStreamCursor, tagStreamCursor, type StreamCursor } from "../domain/stream-cursor.js";
 import type { RunEvent, TaskRecord } from "../domain/task-record.js";
 import type { HistoryLimit } from "./task-view.js";
@@ -41,7 +48,10 @@ export class TaskStreams {
    */
   resumeOf(record: TaskRecord, cursor: StreamCursor): { resume: Resume } {
     const behind = record.version - cursor.sequence;
-    const known = cursor.taskId === record.taskId && behind >= 0 && behind <= (this.options.resumeMaxEvents ?? DEFAULT_RESUME_MAX_EVENTS);
+    const known =
+      cursor.taskId === record.taskId &&
+      behind >= 0 &&
+      behind <= (this.options.resumeMaxEvents ?? DEFAULT_RESUME_MAX_EVENTS);
     return { resume: known ? { after: cursor } : "snapshot" };
   }
 
@@ -62,7 +72,10 @@ export class TaskStreams {
       yield await this.firstTask(opened, ctx);
       if (endsAt(start.a2a.state)) return;
     }
-    for await (const event of this.options.observer.follow(start, followFrom(start, after), { signal: ctx.signal, onOverflow: "drop" })) {
+    for await (const event of this.options.observer.follow(start, followFrom(start, after), {
+      signal: ctx.signal,
+      onOverflow: "drop",
+    })) {
       for (const update of updatesAfter(start, event, endsAt, after)) {
         yield update;
         if (update.kind === "status-update" && update.final) return;
@@ -74,8 +87,14 @@ export class TaskStreams {
   private async firstTask(opened: Extract<Opened, { start: TaskRecord }>, ctx: CallContext): Promise<StreamEvent> {
     const { start, history } = opened;
     const task = await this.options.view(start, history, ctx);
-    const shown = opened.resume === "snapshot" ? { ...task, metadata: { ...task.metadata, openwop: { ...openwopOf(task), resume: "snapshot" } } } : task;
-    return tagStreamCursor({ kind: "task", task: shown }, formatStreamCursor({ taskId: start.taskId, sequence: start.version }));
+    const shown =
+      opened.resume === "snapshot"
+        ? { ...task, metadata: { ...task.metadata, openwop: { ...openwopOf(task), resume: "snapshot" } } }
+        : task;
+    return tagStreamCursor(
+      { kind: "task", task: shown },
+      formatStreamCursor({ taskId: start.taskId, sequence: start.version }),
+    );
   }
 
   /**
@@ -142,7 +161,9 @@ export class TaskStreams {
  * Where a stream starts: a stateless skill's one Message, or a task record and when its stream ends; a
  * resumed subscription starts after its cursor, or with the Task snapshot marked as standing in for one.
  */
-export type Opened = Extract<StreamEvent, { kind: "message" }> | { start: TaskRecord; history: HistoryLimit; endsAt: EndsAt; resume?: Resume };
+export type Opened =
+  | Extract<StreamEvent, { kind: "message" }>
+  | { start: TaskRecord; history: HistoryLimit; endsAt: EndsAt; resume?: Resume };
 
 export type Resume = { after: StreamCursor } | "snapshot";
 
@@ -156,7 +177,12 @@ function followFrom(start: TaskRecord, after: StreamCursor | undefined): number 
 }
 
 /** The updates of `event` the stream has not sent: past `after.part` for the event the cursor names. */
-function updatesAfter(task: TaskRecord, event: RunEvent, endsAt: EndsAt, after: StreamCursor | undefined): StreamEvent[] {
+function updatesAfter(
+  task: TaskRecord,
+  event: RunEvent,
+  endsAt: EndsAt,
+  after: StreamCursor | undefined,
+): StreamEvent[] {
   const updates = updatesOf(task, event, endsAt);
   return after?.part !== undefined && event.sequence === after.sequence ? updates.slice(after.part + 1) : updates;
 }
@@ -186,7 +212,16 @@ function updatesOf(task: TaskRecord, event: RunEvent, endsAt: EndsAt): StreamEve
 /** Each update carries its cursor (the SSE `id:`): `${taskId}:${sequence}`, with `.${part}` on all but the last of its event. */
 function newUpdatesOf(task: TaskRecord, event: RunEvent, endsAt: EndsAt): StreamEvent[] {
   const updates = newUpdatesOfEvent(task, event, endsAt);
-  updates.forEach((update, i) => tagStreamCursor(update, formatStreamCursor({ taskId: task.taskId, sequence: event.sequence, ...(i < updates.length - 1 ? { part: i } : {}) })));
+  updates.forEach((update, i) =>
+    tagStreamCursor(
+      update,
+      formatStreamCursor({
+        taskId: task.taskId,
+        sequence: event.sequence,
+        ...(i < updates.length - 1 ? { part: i } : {}),
+      }),
+    ),
+  );
   return updates;
 }
 
@@ -197,7 +232,15 @@ function newUpdatesOfEvent(task: TaskRecord, event: RunEvent, endsAt: EndsAt): S
   if (event.a2a?.artifact) {
     const { artifact, append = false, lastChunk = true } = event.a2a;
     const after = generation !== undefined && event.a2a.status ? generation - 1 : generation;
-    updates.push({ kind: "artifact-update", taskId: task.taskId, contextId: task.contextId, artifact, append, lastChunk, ...(after !== undefined ? { generation: after } : {}) });
+    updates.push({
+      kind: "artifact-update",
+      taskId: task.taskId,
+      contextId: task.contextId,
+      artifact,
+      append,
+      lastChunk,
+      ...(after !== undefined ? { generation: after } : {}),
+    });
   }
   if (event.a2a?.status) {
     const update: TaskStatusUpdate = {

@@ -11,12 +11,21 @@ export type HistoryLimit = number | undefined;
  * `interruptToken` is the signed resolve token of the pending interrupt (issued by the caller, so this stays
  * pure); it goes to `metadata.openwop.interruptToken`.
  */
-export function taskView(record: TaskRecord, context: TaskContext, history: Message[], extras: { interruptToken?: string } = {}): Task {
+export function taskView(
+  record: TaskRecord,
+  context: TaskContext,
+  history: Message[],
+  extras: { interruptToken?: string } = {},
+): Task {
   const { interrupt, error, statusMessage } = context;
   return {
     id: record.taskId,
     contextId: record.contextId,
-    status: { state: record.a2a.state, ...(statusMessage ? { message: statusMessage } : {}), timestamp: record.updatedAt },
+    status: {
+      state: record.a2a.state,
+      ...(statusMessage ? { message: statusMessage } : {}),
+      timestamp: record.updatedAt,
+    },
     artifacts: context.artifacts,
     history,
     metadata: {
@@ -26,7 +35,17 @@ export function taskView(record: TaskRecord, context: TaskContext, history: Mess
         status: record.status,
         ...(context.cursor && !isTerminalRunStatus(record.status) ? { currentNodeId: context.cursor } : {}),
         ...(interrupt
-          ? { interrupt: { kind: interrupt.kind, nodeId: interrupt.nodeId, interruptId: interrupt.interruptId, data: interrupt.data, ...(interrupt.metadata ? { metadata: interrupt.metadata } : {}), ...(interrupt.expiresAt ? { expiresAt: interrupt.expiresAt } : {}), ...(interrupt.exchanges.length ? { exchanges: interrupt.exchanges } : {}) } }
+          ? {
+              interrupt: {
+                kind: interrupt.kind,
+                nodeId: interrupt.nodeId,
+                interruptId: interrupt.interruptId,
+                data: interrupt.data,
+                ...(interrupt.metadata ? { metadata: interrupt.metadata } : {}),
+                ...(interrupt.expiresAt ? { expiresAt: interrupt.expiresAt } : {}),
+                ...(interrupt.exchanges.length ? { exchanges: interrupt.exchanges } : {}),
+              },
+            }
           : {}),
         ...(interrupt && extras.interruptToken ? { interruptToken: extras.interruptToken } : {}),
         ...(error ? { error: { code: error.code, message: error.message } } : {}),

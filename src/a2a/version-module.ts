@@ -97,7 +97,12 @@ export function restRoute<I, O>(route: {
   operation(input: I, ctx: CallContext): Promise<O>;
   encode(output: O): unknown;
 }): RestRoute {
-  return { ...placeOf(route), kind: "unary", ...(route.status ? { status: route.status } : {}), run: async (req, ctx) => route.encode(await route.operation(await route.decode(req), ctx)) };
+  return {
+    ...placeOf(route),
+    kind: "unary",
+    ...(route.status ? { status: route.status } : {}),
+    run: async (req, ctx) => route.encode(await route.operation(await route.decode(req), ctx)),
+  };
 }
 
 export function restStreamRoute<I, O>(route: {
@@ -110,10 +115,18 @@ export function restStreamRoute<I, O>(route: {
 }): RestRoute {
   // The streams of one task share their update objects (task-service `updatesOf`): each is encoded once.
   const encodeOnce = oncePerObject((event: O) => route.encode(event));
-  return { ...placeOf(route), kind: "stream", run: async (req, ctx) => mapStream(route.operation(await route.decode(req), ctx), encodeOnce) };
+  return {
+    ...placeOf(route),
+    kind: "stream",
+    run: async (req, ctx) => mapStream(route.operation(await route.decode(req), ctx), encodeOnce),
+  };
 }
 
-function placeOf(route: { methods: string | readonly string[]; path: string; name: string }): Pick<RestRoute, "methods" | "path" | "name"> {
+function placeOf(route: {
+  methods: string | readonly string[];
+  path: string;
+  name: string;
+}): Pick<RestRoute, "methods" | "path" | "name"> {
   return { methods: [route.methods].flat(), path: route.path, name: route.name };
 }
 
@@ -147,7 +160,19 @@ export interface ConnectDetail {
 }
 
 /** A gRPC / Connect status name, as the wire table spells it. */
-export type GrpcStatusName = "INVALID_ARGUMENT" | "NOT_FOUND" | "FAILED_PRECONDITION" | "UNIMPLEMENTED" | "INTERNAL" | "UNAUTHENTICATED" | "PERMISSION_DENIED" | "ALREADY_EXISTS" | "ABORTED" | "RESOURCE_EXHAUSTED" | "UNAVAILABLE" | "DEADLINE_EXCEEDED";
+export type GrpcStatusName =
+  | "INVALID_ARGUMENT"
+  | "NOT_FOUND"
+  | "FAILED_PRECONDITION"
+  | "UNIMPLEMENTED"
+  | "INTERNAL"
+  | "UNAUTHENTICATED"
+  | "PERMISSION_DENIED"
+  | "ALREADY_EXISTS"
+  | "ABORTED"
+  | "RESOURCE_EXHAUSTED"
+  | "UNAVAILABLE"
+  | "DEADLINE_EXCEEDED";
 
 /**
  * A version's column of the one wire table (transport/error-codes.ts): its HTTP and gRPC statuses where they

@@ -1,4 +1,10 @@
-import { A2A_DRAFT_VERSIONS, A2A_VERSIONS, A2A_VERSIONS_NEWEST_FIRST, UNNAMED_A2A_VERSION, type A2AVersion } from "../domain/a2a-version.js";
+import {
+  A2A_DRAFT_VERSIONS,
+  A2A_VERSIONS,
+  A2A_VERSIONS_NEWEST_FIRST,
+  UNNAMED_A2A_VERSION,
+  type A2AVersion,
+} from "../domain/a2a-version.js";
 import type { PushBody } from "./push-status-facts.js";
 import { v03 } from "./v03/v03-version.js";
 import { v10 } from "./v10/v10-version.js";

@@ -18,10 +18,18 @@ export interface ApiKeyEntry {
  */
 export function apiKeyAuthenticator(entries: ApiKeyEntry[]): Authenticator {
   const tenants = [...new Set(entries.map((k) => k.tenant))];
-  const allTenantsHolders = entries.filter((k) => k.scopes.includes("console:operate") && k.scopes.includes("console:all-tenants")).map((k) => k.id);
+  const allTenantsHolders = entries
+    .filter((k) => k.scopes.includes("console:operate") && k.scopes.includes("console:all-tenants"))
+    .map((k) => k.id);
   const description: AuthDescription = {
     enabled: true,
-    schemes: { apiKey: { type: "http", scheme: "bearer", description: "An API key issued by the operator: Authorization: Bearer <key>" } },
+    schemes: {
+      apiKey: {
+        type: "http",
+        scheme: "bearer",
+        description: "An API key issued by the operator: Authorization: Bearer <key>",
+      },
+    },
     requirements: [{ apiKey: [] }],
     tenants,
     allTenantsHolders,
@@ -69,13 +77,17 @@ export function parseApiKeys(raw: string): ApiKeyEntry[] {
     if (typeof e["tenant"] !== "string" || !e["tenant"]) throw new Error(`${where}.tenant must be a non-empty string`);
     // Tenants are compared exactly everywhere: "*" would be one more tenant, never a wildcard. Refused so
     // that nobody configures it believing otherwise; the console's wide view is a scope of its own.
-    if (e["tenant"] === "*") throw new Error(`${where}.tenant "*" is not allowed (a key belongs to one tenant; for a console over every tenant give the key the "console:all-tenants" scope)`);
+    if (e["tenant"] === "*")
+      throw new Error(
+        `${where}.tenant "*" is not allowed (a key belongs to one tenant; for a console over every tenant give the key the "console:all-tenants" scope)`,
+      );
     const scopes = e["scopes"];
     if (!Array.isArray(scopes) || scopes.some((s) => !(SCOPES as readonly unknown[]).includes(s))) {
       throw new Error(`${where}.scopes must be an array of ${SCOPES.join(", ")}`);
     }
     let keySha256: Buffer;
-    if (typeof e["keySha256"] === "string" && /^[0-9a-f]{64}$/i.test(e["keySha256"])) keySha256 = Buffer.from(e["keySha256"], "hex");
+    if (typeof e["keySha256"] === "string" && /^[0-9a-f]{64}$/i.test(e["keySha256"]))
+      keySha256 = Buffer.from(e["keySha256"], "hex");
     else if (typeof e["key"] === "string" && e["key"].length >= 16) keySha256 = sha256(e["key"]);
     else throw new Error(`${where} needs "key" (at least 16 characters) or "keySha256" (64 hex digits)`);
     return { id: e["id"], tenant: e["tenant"], scopes: scopes as Scope[], keySha256 };

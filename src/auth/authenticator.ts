@@ -69,11 +69,15 @@ export function chain(...authenticators: Authenticator[]): Authenticator {
   const description = mergeDescriptions(authenticators.map((a) => a.describe()));
   // What this host takes, as configured: a caller with none of it is told exactly those.
   const asks = authenticators.flatMap((a) => a.describe().asks ?? []);
-  const missing = asks.length > 0 ? `missing credentials: this agent takes ${asks.length > 1 ? `${asks.slice(0, -1).join(", ")} or ${asks.at(-1)}` : asks[0]}` : "missing credentials";
+  const missing =
+    asks.length > 0
+      ? `missing credentials: this agent takes ${asks.length > 1 ? `${asks.slice(0, -1).join(", ")} or ${asks.at(-1)}` : asks[0]}`
+      : "missing credentials";
   return {
     recognises: (request) => authenticators.some((a) => a.recognises(request)),
     authenticate(request) {
-      for (const authenticator of authenticators) if (authenticator.recognises(request)) return authenticator.authenticate(request);
+      for (const authenticator of authenticators)
+        if (authenticator.recognises(request)) return authenticator.authenticate(request);
       throw new DomainError("unauthenticated", missing);
     },
     describe: () => description,
@@ -102,9 +106,16 @@ export function challengeHeaders(headers: HeaderLookup, err: unknown): Record<st
   const realm = 'Bearer realm="openwop-a2a-host"';
   if (!(err instanceof DomainError)) return {};
   const bearer = bearerOf(headers) !== undefined;
-  if (err.code === "unauthenticated") return { "www-authenticate": bearer ? `${realm}, error="invalid_token", error_description="${quoted(err.message)}"` : realm };
+  if (err.code === "unauthenticated")
+    return {
+      "www-authenticate": bearer
+        ? `${realm}, error="invalid_token", error_description="${quoted(err.message)}"`
+        : realm,
+    };
   if (bearer && err.code === "permission-denied" && typeof err.details?.["requiredScope"] === "string") {
-    return { "www-authenticate": `${realm}, error="insufficient_scope", scope="${quoted(err.details["requiredScope"])}"` };
+    return {
+      "www-authenticate": `${realm}, error="insufficient_scope", scope="${quoted(err.details["requiredScope"])}"`,
+    };
   }
   return {};
 }

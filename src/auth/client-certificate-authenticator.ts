@@ -31,7 +31,10 @@ export class ClientCertificateAuthenticator {
     const subject = subjectPairs(peerCertificate.subject);
     const sans = new Set(subjectAltNames(peerCertificate.subjectaltname));
     for (const entry of this.entries) {
-      const matched = entry.subject !== undefined ? sameSubject(subject, parseSubject(entry.subject)) : entry.san !== undefined && sans.has(entry.san);
+      const matched =
+        entry.subject !== undefined
+          ? sameSubject(subject, parseSubject(entry.subject))
+          : entry.san !== undefined && sans.has(entry.san);
       if (matched) return { tenant: entry.tenant, id: `mtls:${entry.subject ?? entry.san}`, scopes: entry.scopes };
     }
     return undefined;
@@ -57,7 +60,11 @@ function subjectPairs(subject: PeerCertificate["subject"] | undefined): string[]
 }
 
 function parseSubject(raw: string): string[] {
-  return raw.split(",").map((pair) => pair.trim().replace(/\s*=\s*/, "=")).filter(Boolean).sort();
+  return raw
+    .split(",")
+    .map((pair) => pair.trim().replace(/\s*=\s*/, "="))
+    .filter(Boolean)
+    .sort();
 }
 
 function sameSubject(a: string[], b: string[]): boolean {
@@ -86,24 +93,34 @@ export function parseClientPrincipals(raw: string): ClientCertificateEntry[] {
   } catch {
     throw new Error(`TLS_CLIENT_PRINCIPALS must be a JSON array of {"subject" | "san", "tenant", "scopes"}`);
   }
-  if (!Array.isArray(value) || value.length === 0) throw new Error("TLS_CLIENT_PRINCIPALS must be a non-empty JSON array");
+  if (!Array.isArray(value) || value.length === 0)
+    throw new Error("TLS_CLIENT_PRINCIPALS must be a non-empty JSON array");
   return value.map((entry: unknown, i) => {
     const e = (entry ?? {}) as Record<string, unknown>;
     const where = `TLS_CLIENT_PRINCIPALS[${i}]`;
     const subject = e["subject"];
     const san = e["san"];
-    if ((subject === undefined) === (san === undefined)) throw new Error(`${where} needs exactly one of "subject" or "san"`);
-    if (subject !== undefined && (typeof subject !== "string" || !/^[^=,]+=[^,]*(,[^=,]+=[^,]*)*$/.test(subject.trim()))) {
+    if ((subject === undefined) === (san === undefined))
+      throw new Error(`${where} needs exactly one of "subject" or "san"`);
+    if (
+      subject !== undefined &&
+      (typeof subject !== "string" || !/^[^=,]+=[^,]*(,[^=,]+=[^,]*)*$/.test(subject.trim()))
+    ) {
       throw new Error(`${where}.subject must be KEY=value pairs joined by commas (e.g. "CN=billing-agent,O=Acme")`);
     }
     if (san !== undefined && (typeof san !== "string" || !/^(DNS|URI|email|IP Address):.+$/.test(san))) {
       throw new Error(`${where}.san must be "DNS:…", "URI:…", "email:…" or "IP Address:…"`);
     }
-    if (typeof e["tenant"] !== "string" || !e["tenant"] || e["tenant"] === "*") throw new Error(`${where}.tenant must be a non-empty string (not "*")`);
+    if (typeof e["tenant"] !== "string" || !e["tenant"] || e["tenant"] === "*")
+      throw new Error(`${where}.tenant must be a non-empty string (not "*")`);
     const scopes = e["scopes"];
     if (!Array.isArray(scopes) || scopes.some((s) => !(SCOPES as readonly unknown[]).includes(s))) {
       throw new Error(`${where}.scopes must be an array of ${SCOPES.join(", ")}`);
     }
-    return { ...(subject !== undefined ? { subject: subject as string } : { san: san as string }), tenant: e["tenant"], scopes: scopes as Scope[] };
+    return {
+      ...(subject !== undefined ? { subject: subject as string } : { san: san as string }),
+      tenant: e["tenant"],
+      scopes: scopes as Scope[],
+    };
   });
 }

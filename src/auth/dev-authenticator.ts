@@ -14,4 +14,8 @@ const DESCRIPTION: AuthDescription = {
 };
 
 /** Dev mode: recognises every request, credentials or not, and answers the dev principal. */
-export const devAuthenticator: Authenticator = { recognises: () => true, authenticate: () => DEV_PRINCIPAL, describe: () => DESCRIPTION };
+export const devAuthenticator: Authenticator = {
+  recognises: () => true,
+  authenticate: () => DEV_PRINCIPAL,
+  describe: () => DESCRIPTION,
+};

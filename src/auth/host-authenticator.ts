@@ -2,7 +2,11 @@ import { DomainError } from "../domain/errors.js";
 import { apiKeyAuthenticator } from "./api-key-authenticator.js";
 import { chain, type AuthDescription, type Authenticator, type HeaderLookup } from "./authenticator.js";
 import type { AuthSettings } from "./auth-settings.js";
-import { certificateNames, ClientCertificateAuthenticator, type ClientCertificateEntry } from "./client-certificate-authenticator.js";
+import {
+  certificateNames,
+  ClientCertificateAuthenticator,
+  type ClientCertificateEntry,
+} from "./client-certificate-authenticator.js";
 import { devAuthenticator } from "./dev-authenticator.js";
 import { oidcAuthenticator, type OidcObserver } from "./oidc-authenticator.js";
 
@@ -18,10 +22,21 @@ export interface CertificateObserver {
  * request carries no other credential (then it is refused as unmapped); then a JWT-shaped bearer goes to OIDC,
  * anything else to API keys (with certificates alone, every other caller is refused).
  */
-export function hostAuthenticator(settings: AuthSettings, clientPrincipals: readonly ClientCertificateEntry[] = [], observers: { oidc?: OidcObserver; certificates?: CertificateObserver } = {}): Authenticator {
+export function hostAuthenticator(
+  settings: AuthSettings,
+  clientPrincipals: readonly ClientCertificateEntry[] = [],
+  observers: { oidc?: OidcObserver; certificates?: CertificateObserver } = {},
+): Authenticator {
   if (settings.mode === "off" && clientPrincipals.length === 0) return devAuthenticator;
   const parts: Authenticator[] = [];
-  if (clientPrincipals.length > 0) parts.push(clientCertificatePort(new ClientCertificateAuthenticator(clientPrincipals), clientPrincipals, observers.certificates));
+  if (clientPrincipals.length > 0)
+    parts.push(
+      clientCertificatePort(
+        new ClientCertificateAuthenticator(clientPrincipals),
+        clientPrincipals,
+        observers.certificates,
+      ),
+    );
   if (settings.oidc) parts.push(oidcAuthenticator(settings.oidc, observers.oidc ? { observer: observers.oidc } : {}));
   if (settings.keys.length > 0) parts.push(apiKeyAuthenticator(settings.keys));
   return chain(...parts);
@@ -32,11 +47,21 @@ export function hostAuthenticator(settings: AuthSettings, clientPrincipals: read
  * request's only credential. An unmapped one grants nothing; its caller learns that, the operator (who can map
  * it) learns which certificate it was.
  */
-function clientCertificatePort(certificates: ClientCertificateAuthenticator, entries: readonly ClientCertificateEntry[], observer: CertificateObserver | undefined): Authenticator {
+function clientCertificatePort(
+  certificates: ClientCertificateAuthenticator,
+  entries: readonly ClientCertificateEntry[],
+  observer: CertificateObserver | undefined,
+): Authenticator {
   const description: AuthDescription = {
     enabled: true,
     // In the caller's terms: the card is read by callers, who never see the host's settings.
-    schemes: { mtls: { type: "mutualTLS", description: "A client certificate from a CA the operator of this agent trusts, registered with the operator for a tenant and scopes" } },
+    schemes: {
+      mtls: {
+        type: "mutualTLS",
+        description:
+          "A client certificate from a CA the operator of this agent trusts, registered with the operator for a tenant and scopes",
+      },
+    },
     requirements: [{ mtls: [] }],
     tenants: [...new Set(entries.map((e) => e.tenant))],
     allTenantsHolders: [],
@@ -44,11 +69,14 @@ function clientCertificatePort(certificates: ClientCertificateAuthenticator, ent
     asks: "a client certificate",
   };
   return {
-    recognises: (request) => request.peerCertificate !== undefined && (!otherCredential(request.headers) || certificates.authenticate(request) !== undefined),
+    recognises: (request) =>
+      request.peerCertificate !== undefined &&
+      (!otherCredential(request.headers) || certificates.authenticate(request) !== undefined),
     authenticate(request) {
       const principal = certificates.authenticate(request);
       if (principal) return principal;
-      if (!request.peerCertificate) throw new DomainError("unauthenticated", "missing credentials: present a client certificate");
+      if (!request.peerCertificate)
+        throw new DomainError("unauthenticated", "missing credentials: present a client certificate");
       const { subject, subjectAltNames } = certificateNames(request.peerCertificate);
       observer?.unmapped(subject, subjectAltNames);
       throw new DomainError("unauthenticated", "the client certificate is not mapped to a principal");

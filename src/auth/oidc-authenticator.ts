@@ -1,10 +1,27 @@
-import { createLocalJWKSet, createRemoteJWKSet, customFetch, decodeJwt, errors, jwtVerify, type JWSHeaderParameters, type FlattenedJWSInput, type JWTPayload, type CryptoKey } from "jose";
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  customFetch,
+  decodeJwt,
+  errors,
+  jwtVerify,
+  type JWSHeaderParameters,
+  type FlattenedJWSInput,
+  type JWTPayload,
+  type CryptoKey,
+} from "jose";
 import { ASYMMETRIC_JWS_ALGORITHMS } from "../domain/asymmetric-algorithms.js";
 import { egressFetch } from "../egress/egress-fetch.js";
 import type { EgressPolicy, Resolver } from "../egress/egress-guard.js";
 import { createEgressHttpClient, type EgressHttpClient } from "../egress/egress-http-client.js";
 import { DomainError } from "../domain/errors.js";
-import { bearerOf, isJwtShaped, type AuthDescription, type Authenticator, type SecurityScheme } from "./authenticator.js";
+import {
+  bearerOf,
+  isJwtShaped,
+  type AuthDescription,
+  type Authenticator,
+  type SecurityScheme,
+} from "./authenticator.js";
 import type { OidcIssuerSettings, OidcSettings } from "./oidc-settings.js";
 import { SCOPES, type Principal, type Scope } from "./principal.js";
 import { tokenLifetimeProblem } from "./token-lifetime.js";
@@ -60,7 +77,10 @@ export function oidcEgressPolicy(settings: Pick<OidcIssuerSettings, "issuer" | "
 }
 
 /** The egress client for one issuer's discovery, JWKS and (the console's sign-in) token endpoint. */
-export function oidcEgressClient(settings: OidcIssuerSettings, options: Pick<OidcAuthenticatorOptions, "observer" | "resolve"> = {}): EgressHttpClient {
+export function oidcEgressClient(
+  settings: OidcIssuerSettings,
+  options: Pick<OidcAuthenticatorOptions, "observer" | "resolve"> = {},
+): EgressHttpClient {
   return createEgressHttpClient({
     policy: oidcEgressPolicy(settings),
     subject: "OIDC",
@@ -68,7 +88,9 @@ export function oidcEgressClient(settings: OidcIssuerSettings, options: Pick<Oid
     maxResponseBytes: MAX_DOCUMENT_BYTES,
     accept: "application/json",
     ...(settings.ca !== undefined ? { ca: settings.ca } : {}),
-    ...(options.observer ? { onTlsFailure: (where: string, code: string) => options.observer!.tlsFailure(where, code) } : {}),
+    ...(options.observer
+      ? { onTlsFailure: (where: string, code: string) => options.observer!.tlsFailure(where, code) }
+      : {}),
     ...(options.resolve ? { resolve: options.resolve } : {}),
   });
 }
@@ -85,7 +107,12 @@ type KeyGetter = (header: JWSHeaderParameters, token: FlattenedJWSInput) => Prom
  * configured claims: the same Principal an API key gives.
  */
 export function oidcAuthenticator(settings: OidcSettings, options: OidcAuthenticatorOptions = {}): Authenticator {
-  const verifiers = new Map(settings.issuers.map((issuer) => [issuer.issuer, issuerVerifier(issuer, { ...options, cooldownMs: options.cooldownMs ?? settings.jwksCooldownMs })]));
+  const verifiers = new Map(
+    settings.issuers.map((issuer) => [
+      issuer.issuer,
+      issuerVerifier(issuer, { ...options, cooldownMs: options.cooldownMs ?? settings.jwksCooldownMs }),
+    ]),
+  );
   const description = describeIssuers(settings.issuers);
 
   return {
@@ -95,8 +122,10 @@ export function oidcAuthenticator(settings: OidcSettings, options: OidcAuthentic
     },
     async authenticate({ headers }) {
       const token = bearerOf(headers);
-      if (!token) throw new DomainError("unauthenticated", "missing credentials: send Authorization: Bearer <access token>");
-      if (token.length > MAX_TOKEN_CHARS) throw new DomainError("unauthenticated", `invalid token: longer than ${MAX_TOKEN_CHARS} characters`);
+      if (!token)
+        throw new DomainError("unauthenticated", "missing credentials: send Authorization: Bearer <access token>");
+      if (token.length > MAX_TOKEN_CHARS)
+        throw new DomainError("unauthenticated", `invalid token: longer than ${MAX_TOKEN_CHARS} characters`);
       if (!isJwtShaped(token)) throw new DomainError("unauthenticated", "invalid token: not a JWT");
       let iss: unknown;
       try {
@@ -106,14 +135,18 @@ export function oidcAuthenticator(settings: OidcSettings, options: OidcAuthentic
       }
       // The unverified `iss` only picks whose keys, audience and rules the token is then verified with.
       const verify = typeof iss === "string" ? verifiers.get(iss) : undefined;
-      if (!verify) throw new DomainError("unauthenticated", 'invalid token: its "iss" is not an issuer this host accepts');
+      if (!verify)
+        throw new DomainError("unauthenticated", 'invalid token: its "iss" is not an issuer this host accepts');
       return verify(token);
     },
     describe: () => description,
   };
 }
 
-function issuerVerifier(settings: OidcIssuerSettings, options: OidcAuthenticatorOptions & { cooldownMs: number }): (token: string) => Promise<Principal> {
+function issuerVerifier(
+  settings: OidcIssuerSettings,
+  options: OidcAuthenticatorOptions & { cooldownMs: number },
+): (token: string) => Promise<Principal> {
   const keyGetter = issuerKeys(settings, options);
   return async (token) => {
     let payload: JWTPayload;
@@ -127,18 +160,29 @@ function issuerVerifier(settings: OidcIssuerSettings, options: OidcAuthenticator
     } catch (err) {
       throw new DomainError("unauthenticated", `invalid token: ${reasonOf(err)}`);
     }
-    const lifetime = tokenLifetimeProblem(payload, settings.maxTokenLifetimeSeconds, Math.floor(Date.now() / 1000), CLOCK_TOLERANCE_SECONDS);
+    const lifetime = tokenLifetimeProblem(
+      payload,
+      settings.maxTokenLifetimeSeconds,
+      Math.floor(Date.now() / 1000),
+      CLOCK_TOLERANCE_SECONDS,
+    );
     if (lifetime) {
       // The exact rule broken goes to the operator's log; the caller learns only that the lifetime is refused.
       options.observer?.refused(settings.issuer, lifetime);
-      throw new DomainError("unauthenticated", "invalid token: its lifetime is not accepted (it needs exp and iat, within the issuer's maximum)");
+      throw new DomainError(
+        "unauthenticated",
+        "invalid token: its lifetime is not accepted (it needs exp and iat, within the issuer's maximum)",
+      );
     }
     return principalOf(payload, settings);
   };
 }
 
 /** The issuer's keys, discovered once (retried after a failure) and cached by jose. */
-function issuerKeys(settings: OidcIssuerSettings, options: OidcAuthenticatorOptions & { cooldownMs: number }): () => Promise<KeyGetter> {
+function issuerKeys(
+  settings: OidcIssuerSettings,
+  options: OidcAuthenticatorOptions & { cooldownMs: number },
+): () => Promise<KeyGetter> {
   const timeoutMs = options.timeoutMs ?? 3_000;
   const http = oidcEgressClient(settings, options);
   let keys: Promise<KeyGetter> | undefined;
@@ -149,7 +193,12 @@ function issuerKeys(settings: OidcIssuerSettings, options: OidcAuthenticatorOpti
     if (!jwksUrl) throw new Error("OIDC discovery has no jwks_uri");
     // The cool-down bounds both how long a key the IdP just rotated in is refused and what a flood of random kids
     // costs: at most one JWKS fetch per cool-down, however many tokens name unknown kids.
-    const remote = createRemoteJWKSet(jwksUrl, { timeoutDuration: timeoutMs, cooldownDuration: options.cooldownMs, cacheMaxAge: options.cacheMaxAgeMs ?? 600_000, [customFetch]: egressFetch(http, timeoutMs) });
+    const remote = createRemoteJWKSet(jwksUrl, {
+      timeoutDuration: timeoutMs,
+      cooldownDuration: options.cooldownMs,
+      cacheMaxAge: options.cacheMaxAgeMs ?? 600_000,
+      [customFetch]: egressFetch(http, timeoutMs),
+    });
     return async (header, token) => {
       try {
         return await remote(header, token);
@@ -174,16 +223,30 @@ function issuerKeys(settings: OidcIssuerSettings, options: OidcAuthenticatorOpti
   };
 }
 
-
 /** One `openIdConnect` scheme per issuer (`oidc`, then `oidc-2`, …), any one of which suffices. */
 function describeIssuers(issuers: readonly OidcIssuerSettings[]): AuthDescription {
   const names = issuers.map((_, i) => (i === 0 ? "oidc" : `oidc-${i + 1}`));
   const schemes: Record<string, SecurityScheme> = {};
   issuers.forEach((issuer, i) => {
-    schemes[names[i]!] = { type: "openIdConnect", openIdConnectUrl: discoveryUrlOf(issuer.issuer), description: `An access token from ${issuer.issuer} for audience ${issuer.audience}: Authorization: Bearer <token>` };
+    schemes[names[i]!] = {
+      type: "openIdConnect",
+      openIdConnectUrl: discoveryUrlOf(issuer.issuer),
+      description: `An access token from ${issuer.issuer} for audience ${issuer.audience}: Authorization: Bearer <token>`,
+    };
   });
-  const summary = issuers.length === 1 ? `OIDC tokens from ${issuers[0]!.issuer} (audience ${issuers[0]!.audience})` : `OIDC tokens from ${issuers.length} issuers (${issuers.map((i) => i.issuer).join(", ")})`;
-  return { enabled: true, schemes, requirements: names.map((name) => ({ [name]: [] })), tenants: [], allTenantsHolders: [], summary, asks: "an access token (Authorization: Bearer <token>)" };
+  const summary =
+    issuers.length === 1
+      ? `OIDC tokens from ${issuers[0]!.issuer} (audience ${issuers[0]!.audience})`
+      : `OIDC tokens from ${issuers.length} issuers (${issuers.map((i) => i.issuer).join(", ")})`;
+  return {
+    enabled: true,
+    schemes,
+    requirements: names.map((name) => ({ [name]: [] })),
+    tenants: [],
+    allTenantsHolders: [],
+    summary,
+    asks: "an access token (Authorization: Bearer <token>)",
+  };
 }
 
 /** A short, safe reason (never the token, never a key). */
@@ -199,7 +262,8 @@ function reasonOf(err: unknown): string {
 
 function principalOf(payload: JWTPayload, settings: OidcIssuerSettings): Principal {
   const tenant = payload[settings.tenantClaim];
-  if (typeof tenant !== "string" || !tenant || tenant === "*") throw new DomainError("unauthenticated", `invalid token: no "${settings.tenantClaim}" claim naming a tenant`);
+  if (typeof tenant !== "string" || !tenant || tenant === "*")
+    throw new DomainError("unauthenticated", `invalid token: no "${settings.tenantClaim}" claim naming a tenant`);
   const subject = typeof payload.sub === "string" && payload.sub ? payload.sub : undefined;
   if (!subject) throw new DomainError("unauthenticated", 'invalid token: no "sub" claim');
   return { tenant, id: `oidc:${subject}`, scopes: scopesOf(payload, settings) };
@@ -219,5 +283,9 @@ function scopesOf(payload: JWTPayload, settings: OidcIssuerSettings): Scope[] {
 }
 
 function namesOf(raw: unknown): string[] {
-  return typeof raw === "string" ? raw.split(" ") : Array.isArray(raw) ? raw.filter((s): s is string => typeof s === "string") : [];
+  return typeof raw === "string"
+    ? raw.split(" ")
+    : Array.isArray(raw)
+      ? raw.filter((s): s is string => typeof s === "string")
+      : [];
 }

@@ -19,8 +19,17 @@ export function discoveryUrlOf(issuer: string): string {
  * Fetches `settings.issuer`'s discovery document through `http` (an egress client under the issuer's policy). It
  * must name exactly the configured issuer (§4.3): a document that names another is refused.
  */
-export async function readDiscovery(http: EgressHttpClient, settings: Pick<OidcIssuerSettings, "issuer">, timeoutMs: number): Promise<OidcDiscoveryDocument> {
-  const response = await http.request({ method: "GET", url: discoveryUrlOf(settings.issuer), timeoutMs, returnErrorStatus: true });
+export async function readDiscovery(
+  http: EgressHttpClient,
+  settings: Pick<OidcIssuerSettings, "issuer">,
+  timeoutMs: number,
+): Promise<OidcDiscoveryDocument> {
+  const response = await http.request({
+    method: "GET",
+    url: discoveryUrlOf(settings.issuer),
+    timeoutMs,
+    returnErrorStatus: true,
+  });
   if (response.status !== 200) throw new Error(`OIDC discovery answered ${response.status}`);
   const document = JSON.parse(response.body) as Partial<OidcDiscoveryDocument> | null;
   if (document?.issuer !== settings.issuer) throw new Error("OIDC discovery names another issuer");
@@ -28,11 +37,16 @@ export async function readDiscovery(http: EgressHttpClient, settings: Pick<OidcI
 }
 
 /** One endpoint of the document as a URL: https://, or http:// only under the test switch; undefined when absent. */
-export function discoveredEndpoint(document: OidcDiscoveryDocument, field: "jwks_uri" | "authorization_endpoint" | "token_endpoint" | "end_session_endpoint", settings: Pick<OidcIssuerSettings, "allowInsecure">): URL | undefined {
+export function discoveredEndpoint(
+  document: OidcDiscoveryDocument,
+  field: "jwks_uri" | "authorization_endpoint" | "token_endpoint" | "end_session_endpoint",
+  settings: Pick<OidcIssuerSettings, "allowInsecure">,
+): URL | undefined {
   const raw = document[field];
   if (raw === undefined) return undefined;
   if (typeof raw !== "string") throw new Error(`OIDC discovery's ${field} is not a URL`);
   const url = new URL(raw);
-  if (url.protocol !== "https:" && !(settings.allowInsecure && url.protocol === "http:")) throw new Error(`${field} must be https://`);
+  if (url.protocol !== "https:" && !(settings.allowInsecure && url.protocol === "http:"))
+    throw new Error(`${field} must be https://`);
   return url;
 }

@@ -39,7 +39,16 @@ const MAX_TOKEN_LIFETIME_RANGE = [60, 31_536_000] as const;
 /** jose's own default is 30 s, which keeps a key the IdP just rotated in refused for as long. */
 export const DEFAULT_JWKS_COOLDOWN_MS = 3_000;
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
-const ISSUER_FIELDS = new Set(["issuer", "audience", "tenantClaim", "scopeClaim", "groupsClaim", "groupScopes", "caFile", "maxTokenLifetimeSeconds"]);
+const ISSUER_FIELDS = new Set([
+  "issuer",
+  "audience",
+  "tenantClaim",
+  "scopeClaim",
+  "groupsClaim",
+  "groupScopes",
+  "caFile",
+  "maxTokenLifetimeSeconds",
+]);
 
 type Env = Record<string, string | undefined>;
 
@@ -53,26 +62,47 @@ export function loadOidcSettings(env: Env, production: boolean): OidcSettings | 
   const problems: string[] = [];
   const value = (name: string): string | undefined => (env[name] === "" ? undefined : env[name]);
   const allowInsecure = value("AUTH_OIDC_ALLOW_INSECURE_FOR_TESTS") === "true";
-  if (allowInsecure && production) problems.push("AUTH_OIDC_ALLOW_INSECURE_FOR_TESTS is test-only and is refused when NODE_ENV=production");
-  const lifetime = wholeNumber(value("AUTH_OIDC_MAX_TOKEN_LIFETIME_SECONDS"), "AUTH_OIDC_MAX_TOKEN_LIFETIME_SECONDS", MAX_TOKEN_LIFETIME_RANGE, problems) ?? DEFAULT_MAX_TOKEN_LIFETIME_SECONDS;
-  const cooldown = wholeNumber(value("AUTH_OIDC_JWKS_COOLDOWN_MS"), "AUTH_OIDC_JWKS_COOLDOWN_MS", [100, 300_000], problems) ?? DEFAULT_JWKS_COOLDOWN_MS;
+  if (allowInsecure && production)
+    problems.push("AUTH_OIDC_ALLOW_INSECURE_FOR_TESTS is test-only and is refused when NODE_ENV=production");
+  const lifetime =
+    wholeNumber(
+      value("AUTH_OIDC_MAX_TOKEN_LIFETIME_SECONDS"),
+      "AUTH_OIDC_MAX_TOKEN_LIFETIME_SECONDS",
+      MAX_TOKEN_LIFETIME_RANGE,
+      problems,
+    ) ?? DEFAULT_MAX_TOKEN_LIFETIME_SECONDS;
+  const cooldown =
+    wholeNumber(value("AUTH_OIDC_JWKS_COOLDOWN_MS"), "AUTH_OIDC_JWKS_COOLDOWN_MS", [100, 300_000], problems) ??
+    DEFAULT_JWKS_COOLDOWN_MS;
   const defaults = { caFile: value("AUTH_OIDC_CA_FILE"), maxTokenLifetimeSeconds: lifetime, allowInsecure };
 
   const list = issuerList(env, problems);
   const single = value("AUTH_OIDC_ISSUER");
   let raws: Array<{ where: string; raw: Record<string, unknown> }> = [];
-  if (list !== undefined && single !== undefined) problems.push("set AUTH_OIDC_ISSUERS (several issuers) or AUTH_OIDC_ISSUER (one), not both");
+  if (list !== undefined && single !== undefined)
+    problems.push("set AUTH_OIDC_ISSUERS (several issuers) or AUTH_OIDC_ISSUER (one), not both");
   else if (list !== undefined) raws = list;
   else if (single !== undefined) {
-    const raw: Record<string, unknown> = { issuer: single, audience: value("AUTH_OIDC_AUDIENCE"), tenantClaim: value("AUTH_TENANT_CLAIM"), scopeClaim: value("AUTH_SCOPE_CLAIM") };
-    if (raw["audience"] === undefined) problems.push("AUTH_OIDC_ISSUER needs AUTH_OIDC_AUDIENCE (the audience this host's tokens are issued for)");
+    const raw: Record<string, unknown> = {
+      issuer: single,
+      audience: value("AUTH_OIDC_AUDIENCE"),
+      tenantClaim: value("AUTH_TENANT_CLAIM"),
+      scopeClaim: value("AUTH_SCOPE_CLAIM"),
+    };
+    if (raw["audience"] === undefined)
+      problems.push("AUTH_OIDC_ISSUER needs AUTH_OIDC_AUDIENCE (the audience this host's tokens are issued for)");
     else raws = [{ where: "AUTH_OIDC_ISSUER", raw }];
   } else if (value("AUTH_OIDC_AUDIENCE") !== undefined) problems.push("AUTH_OIDC_AUDIENCE needs AUTH_OIDC_ISSUER");
 
-  const issuers = raws.map(({ where, raw }) => parseIssuer(raw, where, defaults, problems)).filter((i): i is OidcIssuerSettings => i !== undefined);
+  const issuers = raws
+    .map(({ where, raw }) => parseIssuer(raw, where, defaults, problems))
+    .filter((i): i is OidcIssuerSettings => i !== undefined);
   const seen = new Set<string>();
   for (const { issuer } of issuers) {
-    if (seen.has(issuer)) problems.push(`AUTH_OIDC_ISSUERS names the issuer ${issuer} twice (a token is checked against the one issuer its "iss" names)`);
+    if (seen.has(issuer))
+      problems.push(
+        `AUTH_OIDC_ISSUERS names the issuer ${issuer} twice (a token is checked against the one issuer its "iss" names)`,
+      );
     seen.add(issuer);
   }
   if (problems.length > 0) return problems;
@@ -94,7 +124,9 @@ function issuerList(env: Env, problems: string[]): Array<{ where: string; raw: R
     try {
       text = readFileSync(file, "utf8");
     } catch (err) {
-      problems.push(`AUTH_OIDC_ISSUERS_FILE ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? "unreadable"})`);
+      problems.push(
+        `AUTH_OIDC_ISSUERS_FILE ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? "unreadable"})`,
+      );
       return [];
     }
   }
@@ -102,7 +134,9 @@ function issuerList(env: Env, problems: string[]): Array<{ where: string; raw: R
   try {
     value = JSON.parse(text!);
   } catch {
-    problems.push(`${name} must be a JSON array of {"issuer", "audience", "tenantClaim"?, "scopeClaim"?, "groupsClaim"?, "groupScopes"?, "caFile"?, "maxTokenLifetimeSeconds"?}`);
+    problems.push(
+      `${name} must be a JSON array of {"issuer", "audience", "tenantClaim"?, "scopeClaim"?, "groupsClaim"?, "groupScopes"?, "caFile"?, "maxTokenLifetimeSeconds"?}`,
+    );
     return [];
   }
   if (!Array.isArray(value) || value.length === 0) {
@@ -115,7 +149,12 @@ function issuerList(env: Env, problems: string[]): Array<{ where: string; raw: R
 /** How a field of one issuer is named in a problem: `AUTH_OIDC_ISSUERS[1].audience`, or the shorthand's variable. */
 type FieldName = (field: string) => string;
 
-const SHORTHAND: Record<string, string> = { issuer: "AUTH_OIDC_ISSUER", audience: "AUTH_OIDC_AUDIENCE", tenantClaim: "AUTH_TENANT_CLAIM", scopeClaim: "AUTH_SCOPE_CLAIM" };
+const SHORTHAND: Record<string, string> = {
+  issuer: "AUTH_OIDC_ISSUER",
+  audience: "AUTH_OIDC_AUDIENCE",
+  tenantClaim: "AUTH_TENANT_CLAIM",
+  scopeClaim: "AUTH_SCOPE_CLAIM",
+};
 
 function parseIssuer(
   raw: Record<string, unknown>,
@@ -124,9 +163,12 @@ function parseIssuer(
   problems: string[],
 ): OidcIssuerSettings | undefined {
   const before = problems.length;
-  const name: FieldName = where === "AUTH_OIDC_ISSUER" ? (field) => SHORTHAND[field] ?? field : (field) => `${where}.${field}`;
+  const name: FieldName =
+    where === "AUTH_OIDC_ISSUER" ? (field) => SHORTHAND[field] ?? field : (field) => `${where}.${field}`;
   const bad = (field: string, message: string): void => void problems.push(`${name(field)} ${message}`);
-  for (const key of Object.keys(raw)) if (!ISSUER_FIELDS.has(key)) problems.push(`${where}: unknown field "${key}" (known: ${[...ISSUER_FIELDS].join(", ")})`);
+  for (const key of Object.keys(raw))
+    if (!ISSUER_FIELDS.has(key))
+      problems.push(`${where}: unknown field "${key}" (known: ${[...ISSUER_FIELDS].join(", ")})`);
   const issuer = raw["issuer"];
   let url: URL | undefined;
   try {
@@ -135,9 +177,14 @@ function parseIssuer(
     url = undefined;
   }
   const insecureOk = defaults.allowInsecure && url?.protocol === "http:" && LOOPBACK.has(url.hostname);
-  if (!url || (url.protocol !== "https:" && !insecureOk)) bad("issuer", `must be an https:// URL (http:// only on loopback with AUTH_OIDC_ALLOW_INSECURE_FOR_TESTS=true)${typeof issuer === "string" ? ` (got "${issuer}")` : ""}`);
+  if (!url || (url.protocol !== "https:" && !insecureOk))
+    bad(
+      "issuer",
+      `must be an https:// URL (http:// only on loopback with AUTH_OIDC_ALLOW_INSECURE_FOR_TESTS=true)${typeof issuer === "string" ? ` (got "${issuer}")` : ""}`,
+    );
   const audience = raw["audience"];
-  if (typeof audience !== "string" || !audience) bad("audience", "must be a non-empty string (the `aud` this host's tokens are issued for)");
+  if (typeof audience !== "string" || !audience)
+    bad("audience", "must be a non-empty string (the `aud` this host's tokens are issued for)");
   const claim = (field: string, fallback: string | undefined): string | undefined => {
     const v = raw[field];
     if (v === undefined) return fallback;
@@ -148,15 +195,21 @@ function parseIssuer(
   const scopeClaim = claim("scopeClaim", "scope")!;
   const groupsClaim = claim("groupsClaim", undefined);
   const groupScopes = parseGroupScopes(raw["groupScopes"], (m) => bad("groupScopes", m));
-  if (groupScopes !== undefined && groupsClaim === undefined) bad("groupScopes", "needs groupsClaim (the claim holding the caller's groups)");
+  if (groupScopes !== undefined && groupsClaim === undefined)
+    bad("groupScopes", "needs groupsClaim (the claim holding the caller's groups)");
   const lifetimeRaw = raw["maxTokenLifetimeSeconds"];
   const [min, max] = MAX_TOKEN_LIFETIME_RANGE;
-  if (lifetimeRaw !== undefined && !(Number.isInteger(lifetimeRaw) && (lifetimeRaw as number) >= min && (lifetimeRaw as number) <= max)) bad("maxTokenLifetimeSeconds", `must be a whole number of seconds between ${min} and ${max}`);
+  if (
+    lifetimeRaw !== undefined &&
+    !(Number.isInteger(lifetimeRaw) && (lifetimeRaw as number) >= min && (lifetimeRaw as number) <= max)
+  )
+    bad("maxTokenLifetimeSeconds", `must be a whole number of seconds between ${min} and ${max}`);
   const caFile = raw["caFile"] !== undefined ? raw["caFile"] : defaults.caFile;
   let ca: string | undefined;
   if (caFile !== undefined) {
     const caWhere = raw["caFile"] !== undefined ? name("caFile") : "AUTH_OIDC_CA_FILE";
-    if (typeof caFile !== "string" || !caFile) problems.push(`${caWhere} must be the path of a PEM file of CA certificates`);
+    if (typeof caFile !== "string" || !caFile)
+      problems.push(`${caWhere} must be the path of a PEM file of CA certificates`);
     else ca = readCaBundle(caFile, caWhere, (m) => problems.push(m));
   }
   if (problems.length > before) return undefined;
@@ -176,7 +229,11 @@ function parseIssuer(
 
 function parseGroupScopes(raw: unknown, bad: (message: string) => void): Record<string, Scope[]> | undefined {
   if (raw === undefined) return undefined;
-  const valid = isObject(raw) && Object.values(raw).every((scopes) => Array.isArray(scopes) && scopes.every((s) => (SCOPES as readonly unknown[]).includes(s)));
+  const valid =
+    isObject(raw) &&
+    Object.values(raw).every(
+      (scopes) => Array.isArray(scopes) && scopes.every((s) => (SCOPES as readonly unknown[]).includes(s)),
+    );
   if (!valid) {
     bad(`must map group names to arrays of ${SCOPES.join(", ")}`);
     return undefined;
@@ -184,7 +241,12 @@ function parseGroupScopes(raw: unknown, bad: (message: string) => void): Record<
   return raw as Record<string, Scope[]>;
 }
 
-function wholeNumber(raw: string | undefined, name: string, [min, max]: readonly [number, number], problems: string[]): number | undefined {
+function wholeNumber(
+  raw: string | undefined,
+  name: string,
+  [min, max]: readonly [number, number],
+  problems: string[],
+): number | undefined {
   if (raw === undefined) return undefined;
   const value = Number(raw);
   if (Number.isInteger(value) && value >= min && value <= max) return value;

@@ -4,7 +4,16 @@ import { DomainError } from "../domain/errors.js";
  * The scopes an API key can hold (OpenWOP rest-endpoints.md names, and ours: `console:operate` opens the
  * operator console on the key's own tenant; `console:all-tenants` widens it to every configured tenant).
  */
-export const SCOPES = ["runs:create", "runs:read", "runs:cancel", "approvals:respond", "webhooks:manage", "manifest:read", "console:operate", "console:all-tenants"] as const;
+export const SCOPES = [
+  "runs:create",
+  "runs:read",
+  "runs:cancel",
+  "approvals:respond",
+  "webhooks:manage",
+  "manifest:read",
+  "console:operate",
+  "console:all-tenants",
+] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** Who is acting: recorded as decidedBy / cancelledBy, and the tenant every lookup is scoped to. */
@@ -35,6 +44,8 @@ export function credentialOf(principal: Principal): string {
 
 export function requireScope(principal: Principal, scope: Scope): void {
   if (principal.scopes !== "*" && !principal.scopes.includes(scope)) {
-    throw new DomainError("permission-denied", `${credentialOf(principal)} lacks the "${scope}" scope`, { requiredScope: scope });
+    throw new DomainError("permission-denied", `${credentialOf(principal)} lacks the "${scope}" scope`, {
+      requiredScope: scope,
+    });
   }
 }

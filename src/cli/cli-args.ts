@@ -35,14 +35,22 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
   if (argv.length === 0) return { kind: "start" };
   const [first, ...rest] = argv as [string, ...string[]];
   const kind = Object.hasOwn(COMMANDS, first) ? COMMANDS[first] : undefined;
-  if (kind === undefined) return { kind: "usage", problem: `unknown command "${first}"${didYouMean(first, Object.keys(COMMANDS))}` };
+  if (kind === undefined)
+    return { kind: "usage", problem: `unknown command "${first}"${didYouMean(first, Object.keys(COMMANDS))}` };
   if (kind === "init") {
-    if (rest.length > 1 || rest[0]?.startsWith("-")) return { kind: "usage", problem: `"init" takes one folder and no options (got ${rest.map((a) => `"${a}"`).join(" ")})` };
+    if (rest.length > 1 || rest[0]?.startsWith("-"))
+      return {
+        kind: "usage",
+        problem: `"init" takes one folder and no options (got ${rest.map((a) => `"${a}"`).join(" ")})`,
+      };
     return { kind: "init", dir: rest[0] ?? "." };
   }
   if (kind === "keys") return keysCommand(rest);
   if (rest.length > 0) {
-    return { kind: "usage", problem: `"${first}" takes no arguments (got ${rest.map((a) => `"${a}"`).join(" ")}); settings come from the environment (docs/configuration.md)` };
+    return {
+      kind: "usage",
+      problem: `"${first}" takes no arguments (got ${rest.map((a) => `"${a}"`).join(" ")}); settings come from the environment (docs/configuration.md)`,
+    };
   }
   return { kind } as CliCommand;
 }
@@ -53,5 +61,8 @@ function keysCommand(rest: readonly string[]): CliCommand {
   if (args.length === 0) return { kind: "keys", format: "env" };
   const format = KEYS_FORMATS.find((f) => f === args[1]);
   if (args.length === 2 && args[0] === "--format" && format) return { kind: "keys", format };
-  return { kind: "usage", problem: `"keys" takes --format ${KEYS_FORMATS.join(" or ")} and nothing else (got ${rest.map((a) => `"${a}"`).join(" ")})` };
+  return {
+    kind: "usage",
+    problem: `"keys" takes --format ${KEYS_FORMATS.join(" or ")} and nothing else (got ${rest.map((a) => `"${a}"`).join(" ")})`,
+  };
 }

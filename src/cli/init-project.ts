@@ -36,11 +36,15 @@ export function packageNameFor(folder: string): string {
 export async function initProject(target: string): Promise<InitResult> {
   const dir = resolve(target);
   if (existsSync(dir)) {
-    if (!statSync(dir).isDirectory()) return { ok: false, problem: `${dir} is a file, not a folder; nothing was written` };
+    if (!statSync(dir).isDirectory())
+      return { ok: false, problem: `${dir} is a file, not a folder; nothing was written` };
     const present = readdirSync(dir);
     if (present.length > 0) {
       const shown = present.slice(0, 5).join(", ") + (present.length > 5 ? ", …" : "");
-      return { ok: false, problem: `${dir} is not empty (${shown}); init writes only into a new or empty folder, so nothing was written` };
+      return {
+        ok: false,
+        problem: `${dir} is not empty (${shown}); init writes only into a new or empty folder, so nothing was written`,
+      };
     }
   }
   const name = packageNameFor(basename(dir));
@@ -68,7 +72,8 @@ function render(file: string, name: string, versions: Record<string, string>): s
     .replaceAll("{{name}}", name)
     .replace(/\{\{version:([^}]+)\}\}/g, (_, pkg: string) => {
       const version = versions[pkg];
-      if (!version) throw new Error(`templates/agent/${file}: no version for ${pkg} in openwop-a2a-host's package.json`);
+      if (!version)
+        throw new Error(`templates/agent/${file}: no version for ${pkg} in openwop-a2a-host's package.json`);
       return version;
     });
 }
@@ -100,7 +105,8 @@ function templateFiles(root: string): string[] {
 
 /** What `init` prints when it has written the project: the files and the commands a new user types next. */
 export function initSummary(result: Extract<InitResult, { ok: true }>, target: string): string {
-  const cd = resolve(target) === resolve(".") ? "" : `  cd ${/^[\w./~-]+$/.test(target) ? target : JSON.stringify(target)}\n`;
+  const cd =
+    resolve(target) === resolve(".") ? "" : `  cd ${/^[\w./~-]+$/.test(target) ? target : JSON.stringify(target)}\n`;
   return `Created the agent project "${result.name}" in ${result.dir}:
 ${result.files.map((f) => `  ${f}`).join("\n")}
 

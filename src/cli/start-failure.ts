@@ -4,7 +4,9 @@ import { WorkflowLoadError } from "../engine/workflow-load-error.js";
 /** How the CLI reports a failed start (or check): the exit code and the fields of its one log line. */
 export interface StartFailure {
   exitCode: 1 | 2;
-  fields: { event: "config.invalid"; reason: string; problems: readonly string[] } | { event: "start.failed"; reason: string };
+  fields:
+    | { event: "config.invalid"; reason: string; problems: readonly string[] }
+    | { event: "start.failed"; reason: string };
   message: string;
 }
 
@@ -20,5 +22,9 @@ export function startFailure(err: unknown): StartFailure {
       message: err instanceof ConfigError ? "configuration error" : "workflow error",
     };
   }
-  return { exitCode: 1, fields: { event: "start.failed", reason: err instanceof Error ? err.message.split("\n")[0]! : String(err) }, message: "openwop-a2a-host failed to start" };
+  return {
+    exitCode: 1,
+    fields: { event: "start.failed", reason: err instanceof Error ? err.message.split("\n")[0]! : String(err) },
+    message: "openwop-a2a-host failed to start",
+  };
 }

@@ -100,7 +100,11 @@ export function loadConfig(env: Env = process.env): Config {
     host: reader.raw("HOST") ?? "127.0.0.1",
     publicUrl: reader.url("PUBLIC_URL", `${tls ? "https" : "http"}://localhost:${port}`),
     publicUrlSet: reader.raw("PUBLIC_URL") !== undefined,
-    logLevel: reader.oneOf("LOG_LEVEL", ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const, "info"),
+    logLevel: reader.oneOf(
+      "LOG_LEVEL",
+      ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const,
+      "info",
+    ),
     ...readStoreSettings(reader, production),
     // Relative to the working directory: an installed package keeps its data with the project that runs it.
     dataDir: resolve(dataDirRaw),
@@ -134,10 +138,13 @@ export function loadConfig(env: Env = process.env): Config {
     tls,
   };
   if (production) {
-    if (reader.raw("PUBLIC_URL") === undefined) reader.problem("NODE_ENV=production needs PUBLIC_URL (the address callers use; it goes on the agent card)");
+    if (reader.raw("PUBLIC_URL") === undefined)
+      reader.problem("NODE_ENV=production needs PUBLIC_URL (the address callers use; it goes on the agent card)");
     for (const problem of pushProductionProblems(config.push)) reader.problem(problem);
   }
-  const consoleSso = config.operator.console ? readConsoleSsoSettings(reader, config.auth.oidc, config.publicUrl) : undefined;
+  const consoleSso = config.operator.console
+    ? readConsoleSsoSettings(reader, config.auth.oidc, config.publicUrl)
+    : undefined;
   if (consoleSso) config.consoleSso = consoleSso;
   reader.throwIfProblems();
   return config;

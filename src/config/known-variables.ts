@@ -13,7 +13,9 @@ import { projectRoot } from "../domain/project-root.js";
 /** The names in the first column of the table (several per row allowed: `A` / `B`, `X=none`; `OTEL_*` a pattern). */
 export function documentedVariables(markdown: string): { names: Set<string>; tables: number } {
   const lines = markdown.split("\n");
-  const headers = lines.map((line, i) => ({ line, i })).filter(({ line }) => /^\|\s*Variable\s*\|\s*Default\s*\|\s*Meaning\s*\|\s*$/.test(line));
+  const headers = lines
+    .map((line, i) => ({ line, i }))
+    .filter(({ line }) => /^\|\s*Variable\s*\|\s*Default\s*\|\s*Meaning\s*\|\s*$/.test(line));
   const names = new Set<string>();
   for (const { i } of headers) {
     for (let row = i + 2; row < lines.length && lines[row]!.startsWith("|"); row++) {
@@ -64,14 +66,21 @@ export interface VariableCheck {
  * and a few edits from it is flagged; `options.env` is ours alone, so any unknown name there is a problem.
  * Names listed in WORKFLOW_VARIABLES are read too (by workflows).
  */
-export function checkVariableNames(processEnv: Env, optionsEnv: Env | undefined, workflowVariables: readonly string[], known = knownVariables()): VariableCheck {
+export function checkVariableNames(
+  processEnv: Env,
+  optionsEnv: Env | undefined,
+  workflowVariables: readonly string[],
+  known = knownVariables(),
+): VariableCheck {
   const result: VariableCheck = { warnings: [], problems: [] };
   if (!known) return result;
   const names = [...known].filter((n) => !n.includes("*"));
   for (const name of Object.keys(optionsEnv ?? {})) {
     if (isKnown(name, known, workflowVariables)) continue;
     const near = closestName(name, names);
-    result.problems.push(`option env.${name}: not a variable openwop-a2a-host reads (${near ? `did you mean ${near}? ` : ""}see docs/configuration.md)`);
+    result.problems.push(
+      `option env.${name}: not a variable openwop-a2a-host reads (${near ? `did you mean ${near}? ` : ""}see docs/configuration.md)`,
+    );
   }
   for (const name of Object.keys(processEnv)) {
     if (optionsEnv && Object.hasOwn(optionsEnv, name)) continue;

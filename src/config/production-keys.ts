@@ -27,7 +27,9 @@ export async function generateProductionKeys(now = new Date()): Promise<Producti
   const jwk = await exportJWK(privateKey);
   const kid = `${day}-${(await calculateJwkThumbprint(jwk)).slice(0, 16)}`;
   return {
-    API_KEYS: JSON.stringify([{ id: "ops", tenant: "default", scopes: [...SCOPES], key: randomBytes(32).toString("base64url") }]),
+    API_KEYS: JSON.stringify([
+      { id: "ops", tenant: "default", scopes: [...SCOPES], key: randomBytes(32).toString("base64url") },
+    ]),
     INTERRUPT_TOKEN_KEYS: `${day}-${randomBytes(4).toString("hex")}:${randomBytes(32).toString("base64")}`,
     SIGNING_KEYS: JSON.stringify({ ...jwk, kid, alg: "ES256" }),
     PUSH_ENCRYPTION_KEY: randomBytes(32).toString("base64"),

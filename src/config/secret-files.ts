@@ -67,7 +67,8 @@ function readSecretFile(path: string): { value: string } | { problem: string } {
   try {
     const stat = statSync(path);
     if (!stat.isFile()) return { problem: "is not a file" };
-    if (stat.size > MAX_SECRET_FILE_BYTES) return { problem: `is larger than ${MAX_SECRET_FILE_BYTES} bytes, too large for a secret` };
+    if (stat.size > MAX_SECRET_FILE_BYTES)
+      return { problem: `is larger than ${MAX_SECRET_FILE_BYTES} bytes, too large for a secret` };
     const value = readFileSync(path, "utf8").replace(/[\r\n]+$/, "");
     return value === "" ? { problem: "is empty" } : { value };
   } catch (err) {

@@ -38,7 +38,10 @@ export function seesAllTenants(principal: Principal): boolean {
  * The start-up phrase of the console's access rule, e.g.
  * "console: per-tenant; all tenants for keys ops-1 (console:all-tenants)".
  */
-export function consoleAccessDescription(auth: Pick<AuthDescription, "enabled" | "allTenantsHolders">, operator: { console: boolean }): string {
+export function consoleAccessDescription(
+  auth: Pick<AuthDescription, "enabled" | "allTenantsHolders">,
+  operator: { console: boolean },
+): string {
   if (!operator.console) return "console: off";
   if (!auth.enabled) return "console: tenant default (auth off)";
   const wide = auth.allTenantsHolders;

@@ -12,7 +12,8 @@ interface Asset {
 
 /** No inline script or style, nothing from another origin: the page runs only what we serve. */
 const SECURITY_HEADERS = {
-  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  "content-security-policy":
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
 };
@@ -33,7 +34,10 @@ const assetsDir = fileURLToPath(new URL("./assets/", import.meta.url));
 export function addConsoleAssetRoutes(router: HttpRouter): void {
   const assets = new Map<string, Asset>([
     ["console.js", { body: readFileSync(join(assetsDir, "console.js")), type: "text/javascript; charset=utf-8" }],
-    ["console-diagram.js", { body: readFileSync(join(assetsDir, "console-diagram.js")), type: "text/javascript; charset=utf-8" }],
+    [
+      "console-diagram.js",
+      { body: readFileSync(join(assetsDir, "console-diagram.js")), type: "text/javascript; charset=utf-8" },
+    ],
     ["console.css", { body: readFileSync(join(assetsDir, "console.css")), type: "text/css; charset=utf-8" }],
     ["dagre.esm.js", { body: readFileSync(dagrePath()), type: "text/javascript; charset=utf-8" }],
     ["favicon.svg", { body: readFileSync(join(assetsDir, "favicon.svg")), type: "image/svg+xml" }],
@@ -41,7 +45,12 @@ export function addConsoleAssetRoutes(router: HttpRouter): void {
   const favicon: Asset = { body: readFileSync(join(assetsDir, "favicon.ico")), type: "image/x-icon" };
   const page: Asset = { body: readFileSync(join(assetsDir, "index.html")), type: "text/html; charset=utf-8" };
   const send = (asset: Asset) => async (_req: unknown, res: HttpResponse) => {
-    res.writeHead(200, { "content-type": asset.type, "content-length": String(asset.body.length), "cache-control": "no-cache", ...SECURITY_HEADERS });
+    res.writeHead(200, {
+      "content-type": asset.type,
+      "content-length": String(asset.body.length),
+      "cache-control": "no-cache",
+      ...SECURITY_HEADERS,
+    });
     res.end(asset.body);
   };
   router.add("GET", "/console", send(page));

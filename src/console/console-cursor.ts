@@ -12,13 +12,19 @@ const MAX_CURSOR = 1024;
 
 /** A short digest of the filters a cursor was issued for: the same cursor under other filters is refused. */
 export function filterDigest(filter: Record<string, unknown>): string {
-  const canonical = JSON.stringify(Object.keys(filter).sort().map((k) => [k, filter[k]]));
+  const canonical = JSON.stringify(
+    Object.keys(filter)
+      .sort()
+      .map((k) => [k, filter[k]]),
+  );
   return createHash("sha256").update(canonical).digest("base64url").slice(0, 16);
 }
 
 /** Opaque to the page: base64url of a small JSON document (version, position, filter digest). */
 export function encodeCursor(position: ConsoleListPosition, digest: string): string {
-  return Buffer.from(JSON.stringify({ v: VERSION, u: position.updatedAt, i: position.taskId, f: digest })).toString("base64url");
+  return Buffer.from(JSON.stringify({ v: VERSION, u: position.updatedAt, i: position.taskId, f: digest })).toString(
+    "base64url",
+  );
 }
 
 /**
@@ -27,7 +33,8 @@ export function encodeCursor(position: ConsoleListPosition, digest: string): str
  * forged one can skip tasks but never show one the caller may not see. Anything else is invalid-params (400).
  */
 export function decodeCursor(cursor: string, digest: string): ConsoleListPosition {
-  const bad = (why: string) => invalidParams(`cursor is not valid: ${why}; start again without a cursor`, { path: "cursor" });
+  const bad = (why: string) =>
+    invalidParams(`cursor is not valid: ${why}; start again without a cursor`, { path: "cursor" });
   if (cursor.length > MAX_CURSOR || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw bad("not a cursor this console issued");
   let doc: unknown;
   try {
@@ -38,7 +45,8 @@ export function decodeCursor(cursor: string, digest: string): ConsoleListPositio
   if (!doc || typeof doc !== "object" || Array.isArray(doc)) throw bad("not a cursor this console issued");
   const { v, u, i, f, ...rest } = doc as Record<string, unknown>;
   if (Object.keys(rest).length > 0 || v !== VERSION) throw bad("unknown cursor version");
-  if (typeof u !== "string" || Number.isNaN(Date.parse(u)) || new Date(u).toISOString() !== u) throw bad("bad position");
+  if (typeof u !== "string" || Number.isNaN(Date.parse(u)) || new Date(u).toISOString() !== u)
+    throw bad("bad position");
   if (typeof i !== "string" || i.length === 0 || i.length > 200) throw bad("bad position");
   if (f !== digest) throw bad("it was issued for other filters");
   return { updatedAt: u, taskId: i };

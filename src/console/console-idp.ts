@@ -63,7 +63,13 @@ export class ConsoleIdp {
   /** The code the IdP redirected back with, exchanged for an access token (the verifier proves it is ours). */
   async exchange(code: string, codeVerifier: string): Promise<CodeExchange> {
     const { token } = await this.discover();
-    const form = new URLSearchParams({ grant_type: "authorization_code", code, redirect_uri: this.settings.redirectUri, client_id: this.settings.clientId, code_verifier: codeVerifier });
+    const form = new URLSearchParams({
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: this.settings.redirectUri,
+      client_id: this.settings.clientId,
+      code_verifier: codeVerifier,
+    });
     const headers: Record<string, string> = { "content-type": "application/x-www-form-urlencoded" };
     if (this.settings.clientSecret) {
       // RFC 6749 §2.3.1 client_secret_basic: the id and secret form-encoded, then base64.
@@ -72,7 +78,14 @@ export class ConsoleIdp {
     }
     let response;
     try {
-      response = await this.http.request({ method: "POST", url: token.href, body: form.toString(), headers, timeoutMs: TIMEOUT_MS, returnErrorStatus: true });
+      response = await this.http.request({
+        method: "POST",
+        url: token.href,
+        body: form.toString(),
+        headers,
+        timeoutMs: TIMEOUT_MS,
+        returnErrorStatus: true,
+      });
     } catch (err) {
       throw new SignInError(`the identity provider's token endpoint could not be reached (${(err as Error).message})`);
     }
@@ -84,11 +97,15 @@ export class ConsoleIdp {
     }
     if (response.status !== 200) {
       // RFC 6749 §5.2: `error` is a code from a fixed set; the description is the IdP's text, shortened, never echoed raw.
-      const error = typeof body["error"] === "string" ? body["error"].replace(/[^\w.-]/g, "").slice(0, 60) : `HTTP ${response.status}`;
+      const error =
+        typeof body["error"] === "string"
+          ? body["error"].replace(/[^\w.-]/g, "").slice(0, 60)
+          : `HTTP ${response.status}`;
       throw new SignInError(`the identity provider refused the code (${error})`);
     }
     const accessToken = body["access_token"];
-    if (typeof accessToken !== "string" || !accessToken) throw new SignInError("the identity provider's token response has no access_token");
+    if (typeof accessToken !== "string" || !accessToken)
+      throw new SignInError("the identity provider's token response has no access_token");
     return { accessToken };
   }
 
@@ -103,19 +120,25 @@ export class ConsoleIdp {
   }
 
   private discover(): Promise<IdpEndpoints> {
-    if (!this.endpoints && Date.now() - this.failedAt < DISCOVERY_RETRY_MS) return Promise.reject(new SignInError("the identity provider's discovery document is unavailable; try again in a few seconds"));
+    if (!this.endpoints && Date.now() - this.failedAt < DISCOVERY_RETRY_MS)
+      return Promise.reject(
+        new SignInError("the identity provider's discovery document is unavailable; try again in a few seconds"),
+      );
     this.endpoints ??= readDiscovery(this.http, this.settings.issuer, TIMEOUT_MS)
       .then((document) => {
         const authorization = discoveredEndpoint(document, "authorization_endpoint", this.settings.issuer);
         const token = discoveredEndpoint(document, "token_endpoint", this.settings.issuer);
-        if (!authorization || !token) throw new Error("the discovery document has no authorization_endpoint or token_endpoint");
+        if (!authorization || !token)
+          throw new Error("the discovery document has no authorization_endpoint or token_endpoint");
         const endSession = discoveredEndpoint(document, "end_session_endpoint", this.settings.issuer);
         return { authorization, token, ...(endSession ? { endSession } : {}) };
       })
       .catch((err: unknown) => {
         this.failedAt = Date.now();
         this.endpoints = undefined;
-        throw err instanceof SignInError ? err : new SignInError(`the identity provider's discovery failed (${(err as Error).message})`);
+        throw err instanceof SignInError
+          ? err
+          : new SignInError(`the identity provider's discovery failed (${(err as Error).message})`);
       });
     return this.endpoints;
   }

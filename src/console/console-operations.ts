@@ -190,16 +190,35 @@ export class ConsoleOperations {
       ...(after ? { after, countTotal: false } : { countStates: true }),
     };
     const reads = this.options.reads;
-    const pages = await this.storeCalls.read(ctx, () => Promise.all(tenants.map((tenant) => reads.list({ tenant, ...query, limit: page.limit + 1 }))));
-    const merged = pages.flatMap((p) => p.records).sort((a, b) => (a.updatedAt === b.updatedAt ? (a.taskId < b.taskId ? 1 : a.taskId > b.taskId ? -1 : 0) : a.updatedAt < b.updatedAt ? 1 : -1));
+    const pages = await this.storeCalls.read(ctx, () =>
+      Promise.all(tenants.map((tenant) => reads.list({ tenant, ...query, limit: page.limit + 1 }))),
+    );
+    const merged = pages
+      .flatMap((p) => p.records)
+      .sort((a, b) =>
+        a.updatedAt === b.updatedAt
+          ? a.taskId < b.taskId
+            ? 1
+            : a.taskId > b.taskId
+              ? -1
+              : 0
+          : a.updatedAt < b.updatedAt
+            ? 1
+            : -1,
+      );
     const records = merged.slice(0, page.limit);
     const last = records.at(-1);
     const counts: Partial<Record<A2ATaskStateValue, number>> = {};
-    for (const p of pages) for (const [state, n] of Object.entries(p.states ?? {})) counts[state as A2ATaskStateValue] = (counts[state as A2ATaskStateValue] ?? 0) + n;
+    for (const p of pages)
+      for (const [state, n] of Object.entries(p.states ?? {}))
+        counts[state as A2ATaskStateValue] = (counts[state as A2ATaskStateValue] ?? 0) + n;
     return {
       tenants: visible,
       tasks: records.map((r) => this.summaryOf(r)),
-      nextCursor: merged.length > page.limit && last ? encodeCursor({ updatedAt: last.updatedAt, taskId: last.taskId }, digest) : null,
+      nextCursor:
+        merged.length > page.limit && last
+          ? encodeCursor({ updatedAt: last.updatedAt, taskId: last.taskId }, digest)
+          : null,
       ...(after ? {} : { total: pages.reduce((sum, p) => sum + p.total, 0), counts }),
     };
   }
@@ -226,11 +245,15 @@ export class ConsoleOperations {
     const { reads, tokens } = this.options;
     const record = await this.find(taskId, ctx);
     const context = reads.contextOf(record);
-    const [events, history] = await this.storeCalls.read(ctx, () => Promise.all([readWholeLog(reads, taskId), reads.historyOf(record)]));
+    const [events, history] = await this.storeCalls.read(ctx, () =>
+      Promise.all([readWholeLog(reads, taskId), reads.historyOf(record)]),
+    );
     const interruptTokens = interruptTokensFor(tokens, record, context, ctx.principal);
     const workflow = this.options.catalog.get(record.workflowId);
     const summary = this.summaryOf(record, context);
-    const interruptForm = record.status.startsWith("waiting-") ? interruptFormOf(context, workflow, this.options.catalog.kinds) : undefined;
+    const interruptForm = record.status.startsWith("waiting-")
+      ? interruptFormOf(context, workflow, this.options.catalog.kinds)
+      : undefined;
     return {
       task: summary,
       cursor: context.cursor,
@@ -263,7 +286,9 @@ export class ConsoleOperations {
     requireScope(ctx.principal, CONSOLE_SCOPE);
     const record = await this.find(taskId, ctx);
     const principal = this.actingIn(record, ctx.principal, "runs:read");
-    const docs = await this.storeCalls.bounded(ctx, () => this.options.feed.open(taskId, after, { principal, ...(ctx.signal ? { signal: ctx.signal } : {}) }));
+    const docs = await this.storeCalls.bounded(ctx, () =>
+      this.options.feed.open(taskId, after, { principal, ...(ctx.signal ? { signal: ctx.signal } : {}) }),
+    );
     return (async function* redacted() {
       try {
         for await (const doc of docs) yield redactedDoc(doc);
@@ -279,7 +304,9 @@ export class ConsoleOperations {
     const record = await this.find(taskId, ctx);
     const acting = this.actingIn(record, ctx.principal, "runs:cancel");
     // Waited for within the budget, not cancelled: a cancel the caller stopped waiting for may still commit.
-    const after = await this.storeCalls.bounded(ctx, () => this.options.supervisor.cancel(taskId, acting, reason ?? `cancelled from the console by ${ctx.principal.id}`));
+    const after = await this.storeCalls.bounded(ctx, () =>
+      this.options.supervisor.cancel(taskId, acting, reason ?? `cancelled from the console by ${ctx.principal.id}`),
+    );
     return this.summaryOf(after);
   }
 
@@ -287,12 +314,19 @@ export class ConsoleOperations {
    * Answers the task's pending interrupt at `nodeId` (approval or clarification) as the operator, acting in
    * the task's tenant: the log records the operator's id as the one who decided. Needs `approvals:respond`.
    */
-  async resolve(taskId: string, nodeId: string, resumeValue: Record<string, unknown>, ctx: CallContext): Promise<ConsoleTaskSummary> {
+  async resolve(
+    taskId: string,
+    nodeId: string,
+    resumeValue: Record<string, unknown>,
+    ctx: CallContext,
+  ): Promise<ConsoleTaskSummary> {
     requireScope(ctx.principal, CONSOLE_SCOPE);
     requireScope(ctx.principal, "approvals:respond");
     const record = await this.find(taskId, ctx);
     const operator: Principal = { tenant: record.tenant, id: ctx.principal.id, scopes: ["approvals:respond"] };
-    const after = await this.storeCalls.bounded(ctx, () => this.options.interrupts.resolveAtNode(taskId, nodeId, resumeValue, { ...ctx, principal: operator }));
+    const after = await this.storeCalls.bounded(ctx, () =>
+      this.options.interrupts.resolveAtNode(taskId, nodeId, resumeValue, { ...ctx, principal: operator }),
+    );
     return this.summaryOf(after);
   }
 
@@ -346,7 +380,6 @@ export class ConsoleOperations {
   private actingIn(record: TaskRecord, operator: Principal, scope: "runs:read" | "runs:cancel"): Principal {
     return { tenant: record.tenant, id: operator.id, scopes: [scope] };
   }
-
 }
 
 /**
@@ -355,7 +388,10 @@ export class ConsoleOperations {
  * every later task would wait out the same budget, one after the other. Tasks done before it stay done; a
  * retry of the action reports each of them on its own and does the rest.
  */
-export async function eachTask(taskIds: string[], action: (taskId: string) => Promise<Omit<ConsoleBulkResult, "taskId" | "ok">>): Promise<ConsoleBulkResult[]> {
+export async function eachTask(
+  taskIds: string[],
+  action: (taskId: string) => Promise<Omit<ConsoleBulkResult, "taskId" | "ok">>,
+): Promise<ConsoleBulkResult[]> {
   const results: ConsoleBulkResult[] = [];
   for (const taskId of [...new Set(taskIds)]) {
     try {
@@ -370,7 +406,12 @@ export async function eachTask(taskIds: string[], action: (taskId: string) => Pr
 
 /** The ids of a bulk request: 1 to BULK_MAX task ids. */
 export function bulkTaskIds(raw: unknown): string[] {
-  if (!Array.isArray(raw) || raw.length === 0 || raw.length > BULK_MAX || !raw.every((id) => typeof id === "string" && id.length > 0 && id.length <= 200)) {
+  if (
+    !Array.isArray(raw) ||
+    raw.length === 0 ||
+    raw.length > BULK_MAX ||
+    !raw.every((id) => typeof id === "string" && id.length > 0 && id.length <= 200)
+  ) {
     throw invalidParams(`taskIds must be a list of 1 to ${BULK_MAX} task ids`, { path: "taskIds" });
   }
   return raw as string[];

@@ -55,11 +55,21 @@ export class ConsolePush {
     this.check(taskId, tenant, ctx);
     if (!this.options.enabled) return { enabled: false, configs: [], deadLetters: [] };
     const store = this.options.configs;
-    const [all, deadLetters] = await this.storeCalls.bounded(ctx, () => Promise.all([store.list(taskId), store.listDeadLetters(tenant, { taskId, limit: 100 })]));
+    const [all, deadLetters] = await this.storeCalls.bounded(ctx, () =>
+      Promise.all([store.list(taskId), store.listDeadLetters(tenant, { taskId, limit: 100 })]),
+    );
     const configs = all.filter((c) => c.tenant === tenant);
     return {
       enabled: true,
-      configs: configs.map((c) => ({ configId: c.configId, target: targetOf(c.url), protocolVersion: c.protocolVersion ?? UNNAMED_A2A_VERSION, createdAt: c.createdAt, updatedAt: c.updatedAt, delivery: c.delivery, ...leaseOf(c) })),
+      configs: configs.map((c) => ({
+        configId: c.configId,
+        target: targetOf(c.url),
+        protocolVersion: c.protocolVersion ?? UNNAMED_A2A_VERSION,
+        createdAt: c.createdAt,
+        updatedAt: c.updatedAt,
+        delivery: c.delivery,
+        ...leaseOf(c),
+      })),
       deadLetters,
     };
   }
@@ -68,23 +78,50 @@ export class ConsolePush {
     this.check(taskId, tenant, ctx);
     requireScope(ctx.principal, "webhooks:manage");
     const { configs, worker } = this.options;
-    if (!this.options.enabled || !worker) throw new DomainError("push-not-supported", "Push Notification is not supported by this agent");
+    if (!this.options.enabled || !worker)
+      throw new DomainError("push-not-supported", "Push Notification is not supported by this agent");
     const config = await this.storeCalls.bounded(ctx, () => configs.get(taskId, configId));
-    if (!config || config.tenant !== tenant) throw new DomainError("not-found", `Push notification config "${configId}" not found for task ${taskId}`, { taskId, configId });
-    if (config.delivery.settled) throw new DomainError("conflict", `push config "${configId}" has nothing left to deliver`, { taskId, configId });
+    if (!config || config.tenant !== tenant)
+      throw new DomainError("not-found", `Push notification config "${configId}" not found for task ${taskId}`, {
+        taskId,
+        configId,
+      });
+    if (config.delivery.settled)
+      throw new DomainError("conflict", `push config "${configId}" has nothing left to deliver`, { taskId, configId });
     const delivery = { ...config.delivery, nextAttemptAt: null };
-    if (!(await this.storeCalls.bounded(ctx, () => configs.updateDelivery(taskId, configId, { revision: config.revision, cursor: config.delivery.cursor }, delivery, null)))) {
-      throw new DomainError("conflict", `push config "${configId}" moved while retrying; read it again`, { taskId, configId });
+    if (
+      !(await this.storeCalls.bounded(ctx, () =>
+        configs.updateDelivery(
+          taskId,
+          configId,
+          { revision: config.revision, cursor: config.delivery.cursor },
+          delivery,
+          null,
+        ),
+      ))
+    ) {
+      throw new DomainError("conflict", `push config "${configId}" moved while retrying; read it again`, {
+        taskId,
+        configId,
+      });
     }
     await this.storeCalls.bounded(ctx, () => worker.wakeTask(taskId));
-    return { configId, target: targetOf(config.url), protocolVersion: config.protocolVersion ?? UNNAMED_A2A_VERSION, createdAt: config.createdAt, updatedAt: config.updatedAt, delivery };
+    return {
+      configId,
+      target: targetOf(config.url),
+      protocolVersion: config.protocolVersion ?? UNNAMED_A2A_VERSION,
+      createdAt: config.createdAt,
+      updatedAt: config.updatedAt,
+      delivery,
+    };
   }
 
   /** "Retry now" for every config of the task that still has something to deliver; answers their ids. */
   async retryTask(taskId: string, tenant: string, ctx: CallContext): Promise<string[]> {
     this.check(taskId, tenant, ctx);
     requireScope(ctx.principal, "webhooks:manage");
-    if (!this.options.enabled || !this.options.worker) throw new DomainError("push-not-supported", "Push Notification is not supported by this agent");
+    if (!this.options.enabled || !this.options.worker)
+      throw new DomainError("push-not-supported", "Push Notification is not supported by this agent");
     const retried: string[] = [];
     const configs = this.options.configs;
     for (const config of await this.storeCalls.bounded(ctx, () => configs.list(taskId))) {
@@ -103,5 +140,7 @@ export class ConsolePush {
 
 function leaseOf(config: PushConfigRecord): Pick<ConsolePushConfig, "lease"> {
   const lease = config.lease;
-  return lease?.owner && lease.expiresAt ? { lease: { owner: lease.owner, epoch: lease.epoch, expiresAt: lease.expiresAt } } : {};
+  return lease?.owner && lease.expiresAt
+    ? { lease: { owner: lease.owner, epoch: lease.epoch, expiresAt: lease.expiresAt } }
+    : {};
 }

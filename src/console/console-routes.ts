@@ -41,7 +41,9 @@ export function addConsoleRoutes(router: HttpRouter, options: ConsoleRoutesOptio
     const query = queryOf(req);
     const limit = integerParam(query.get("limit"), "limit", DEFAULT_PAGE, 1, MAX_PAGE);
     const cursor = query.get("cursor") || undefined;
-    sendJson(res, 200, await operations.list(filterOf(query), { limit, ...(cursor ? { cursor } : {}) }, ctx), { "cache-control": "no-store" });
+    sendJson(res, 200, await operations.list(filterOf(query), { limit, ...(cursor ? { cursor } : {}) }, ctx), {
+      "cache-control": "no-store",
+    });
   });
 
   router.add("GET", "/console/api/workflows/{skillId}", async (_req, res, { skillId }, ctx) => {
@@ -62,7 +64,9 @@ export function addConsoleRoutes(router: HttpRouter, options: ConsoleRoutesOptio
     const taskIds = bulkTaskIds(body["taskIds"]);
     requireScope(ctx.principal, CONSOLE_SCOPE);
     requireScope(ctx.principal, "webhooks:manage");
-    const results = await eachTask(taskIds, async (taskId) => ({ retried: await push.retryTask(taskId, await operations.tenantOf(taskId, ctx), ctx) }));
+    const results = await eachTask(taskIds, async (taskId) => ({
+      retried: await push.retryTask(taskId, await operations.tenantOf(taskId, ctx), ctx),
+    }));
     sendJson(res, 200, { results });
   });
 
@@ -93,7 +97,11 @@ export function addConsoleRoutes(router: HttpRouter, options: ConsoleRoutesOptio
   router.add("POST", "/console/api/tasks/{taskId}/cancel", async (req, res, { taskId }, ctx) => {
     const body = await readJsonObject(req, options, { optional: true });
     if (body) onlyKnownFields(body, "body", ["reason"]);
-    sendJson(res, 202, await operations.cancel(taskId!, body ? optionalString(body, "reason", "body") : undefined, ctx));
+    sendJson(
+      res,
+      202,
+      await operations.cancel(taskId!, body ? optionalString(body, "reason", "body") : undefined, ctx),
+    );
   });
 
   // The pending interrupt answered as the operator: { resumeValue } as on POST /v1/runs/{id}/interrupts/{nodeId}.
@@ -101,7 +109,8 @@ export function addConsoleRoutes(router: HttpRouter, options: ConsoleRoutesOptio
     const body = (await readJsonObject(req, options))!;
     onlyKnownFields(body, "body", ["resumeValue"]);
     const resumeValue = body["resumeValue"];
-    if (!resumeValue || typeof resumeValue !== "object" || Array.isArray(resumeValue)) throw invalidParams("resumeValue must be a JSON object", { path: "resumeValue" });
+    if (!resumeValue || typeof resumeValue !== "object" || Array.isArray(resumeValue))
+      throw invalidParams("resumeValue must be a JSON object", { path: "resumeValue" });
     sendJson(res, 200, await operations.resolve(taskId!, nodeId!, resumeValue as Record<string, unknown>, ctx));
   });
 
@@ -110,15 +119,31 @@ export function addConsoleRoutes(router: HttpRouter, options: ConsoleRoutesOptio
     sendJson(res, 200, await push.view(taskId!, tenant, ctx), { "cache-control": "no-store" });
   });
 
-  router.add("POST", "/console/api/tasks/{taskId}/push/{configId}/retry", async (_req, res, { taskId, configId }, ctx) => {
-    const tenant = await operations.tenantOf(taskId!, ctx);
-    sendJson(res, 202, await push.retryNow(taskId!, configId!, tenant, ctx));
-  });
+  router.add(
+    "POST",
+    "/console/api/tasks/{taskId}/push/{configId}/retry",
+    async (_req, res, { taskId, configId }, ctx) => {
+      const tenant = await operations.tenantOf(taskId!, ctx);
+      sendJson(res, 202, await push.retryNow(taskId!, configId!, tenant, ctx));
+    },
+  );
 }
 
 const DEFAULT_PAGE = 50;
 const MAX_PAGE = 500;
-const FILTERS = new Set(["limit", "cursor", "state", "skill", "tenant", "contextId", "q", "createdFrom", "createdTo", "updatedFrom", "updatedTo"]);
+const FILTERS = new Set([
+  "limit",
+  "cursor",
+  "state",
+  "skill",
+  "tenant",
+  "contextId",
+  "q",
+  "createdFrom",
+  "createdTo",
+  "updatedFrom",
+  "updatedTo",
+]);
 
 /** An ISO 8601 instant (with a time zone), as the store compares it: toISOString's form. */
 function instantParam(query: URLSearchParams, name: string): string | undefined {
@@ -126,14 +151,20 @@ function instantParam(query: URLSearchParams, name: string): string | undefined 
   if (!raw) return undefined;
   const ms = Date.parse(raw);
   if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/.test(raw) || Number.isNaN(ms)) {
-    throw invalidParams(`${name} must be an ISO 8601 instant such as 2026-01-31T12:00:00Z (got ${JSON.stringify(raw.slice(0, 40))})`, { path: name });
+    throw invalidParams(
+      `${name} must be an ISO 8601 instant such as 2026-01-31T12:00:00Z (got ${JSON.stringify(raw.slice(0, 40))})`,
+      { path: name },
+    );
   }
   return new Date(ms).toISOString();
 }
 
 function filterOf(query: URLSearchParams): ConsoleTaskFilter {
   for (const name of query.keys()) {
-    if (!FILTERS.has(name)) throw invalidParams(`unknown query parameter "${name.slice(0, 40)}" (known: ${[...FILTERS].join(", ")})`, { path: name.slice(0, 40) });
+    if (!FILTERS.has(name))
+      throw invalidParams(`unknown query parameter "${name.slice(0, 40)}" (known: ${[...FILTERS].join(", ")})`, {
+        path: name.slice(0, 40),
+      });
   }
   const range = (from: string, to: string) => {
     const [a, b] = [instantParam(query, from), instantParam(query, to)];
@@ -146,7 +177,8 @@ function filterOf(query: URLSearchParams): ConsoleTaskFilter {
   }
   const pick = (name: string) => {
     const value = query.get(name)?.trim() || undefined;
-    if (value && value.length > 200) throw invalidParams(`${name} is too long (at most 200 characters)`, { path: name });
+    if (value && value.length > 200)
+      throw invalidParams(`${name} is too long (at most 200 characters)`, { path: name });
     return value;
   };
   const tenant = pick("tenant");

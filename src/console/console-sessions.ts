@@ -47,7 +47,10 @@ export class ConsoleSessions {
     if (this.pending.size >= MAX_PENDING) this.pending.delete(this.pending.keys().next().value!);
     const state = randomToken();
     const codeVerifier = randomToken();
-    this.pending.set(keyOf(state), { codeVerifier: new SecretValue(codeVerifier), expiresAt: this.now() + SIGN_IN_TTL_MS });
+    this.pending.set(keyOf(state), {
+      codeVerifier: new SecretValue(codeVerifier),
+      expiresAt: this.now() + SIGN_IN_TTL_MS,
+    });
     return { state, codeVerifier };
   }
 
@@ -65,7 +68,12 @@ export class ConsoleSessions {
     if (this.sessions.size >= MAX_SESSIONS) this.sessions.delete(this.sessions.keys().next().value!);
     const id = randomToken();
     const csrfToken = randomToken();
-    this.sessions.set(keyOf(id), { accessToken: new SecretValue(accessToken), csrfToken: new SecretValue(csrfToken), expiresAt, tenant });
+    this.sessions.set(keyOf(id), {
+      accessToken: new SecretValue(accessToken),
+      csrfToken: new SecretValue(csrfToken),
+      expiresAt,
+      tenant,
+    });
     return { id, csrfToken };
   }
 

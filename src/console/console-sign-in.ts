@@ -48,8 +48,19 @@ export function addConsoleSignInRoutes(router: HttpRouter, options: ConsoleSignI
     const id = cookieOf(req, SESSION_COOKIE);
     const session = id ? sessions.get(id) : undefined;
     const signIn = idp ? { issuer: idp.issuer, loginUrl: "/console/auth/login" } : null;
-    const body = session ? { signIn, signedIn: true, tenant: session.tenant, expiresAt: new Date(session.expiresAt).toISOString(), csrfToken: session.csrfToken.reveal() } : { signIn, signedIn: false };
-    sendJson(res, 200, body, { ...NO_STORE, ...(id && !session ? { "set-cookie": cookie(SESSION_COOKIE, "", { maxAge: 0, sameSite: "Strict" }) } : {}) });
+    const body = session
+      ? {
+          signIn,
+          signedIn: true,
+          tenant: session.tenant,
+          expiresAt: new Date(session.expiresAt).toISOString(),
+          csrfToken: session.csrfToken.reveal(),
+        }
+      : { signIn, signedIn: false };
+    sendJson(res, 200, body, {
+      ...NO_STORE,
+      ...(id && !session ? { "set-cookie": cookie(SESSION_COOKIE, "", { maxAge: 0, sameSite: "Strict" }) } : {}),
+    });
   });
 
   router.add("POST", "/console/auth/logout", async (req, res) => {
@@ -58,13 +69,26 @@ export function addConsoleSignInRoutes(router: HttpRouter, options: ConsoleSignI
     // Signing someone out is a state change too: the same origin and CSRF checks as the console's API.
     if (session) crossSiteProblem(req, session, options.publicUrl, true);
     if (id) sessions.end(id);
-    const endSessionUrl = session && idp ? await idp.endSessionUrl(`${options.publicUrl.replace(/\/$/, "")}/console`) : undefined;
-    sendJson(res, 200, { signedOut: true, ...(endSessionUrl ? { endSessionUrl } : {}) }, { ...NO_STORE, "set-cookie": cookie(SESSION_COOKIE, "", { maxAge: 0, sameSite: "Strict" }) });
+    const endSessionUrl =
+      session && idp ? await idp.endSessionUrl(`${options.publicUrl.replace(/\/$/, "")}/console`) : undefined;
+    sendJson(
+      res,
+      200,
+      { signedOut: true, ...(endSessionUrl ? { endSessionUrl } : {}) },
+      { ...NO_STORE, "set-cookie": cookie(SESSION_COOKIE, "", { maxAge: 0, sameSite: "Strict" }) },
+    );
   });
 
   if (!idp) {
     // The routes exist either way (one route table, one OpenAPI document): without an IdP they say so.
-    const off = async (_req: unknown, res: HttpResponse) => signInFailed(res, 404, new SignInError("sign-in through an identity provider is not configured on this host (CONSOLE_OIDC_CLIENT_ID); use an API key"));
+    const off = async (_req: unknown, res: HttpResponse) =>
+      signInFailed(
+        res,
+        404,
+        new SignInError(
+          "sign-in through an identity provider is not configured on this host (CONSOLE_OIDC_CLIENT_ID); use an API key",
+        ),
+      );
     router.add("GET", "/console/auth/login", off);
     router.add("GET", CONSOLE_CALLBACK_PATH, off);
     return;
@@ -79,7 +103,11 @@ export function addConsoleSignInRoutes(router: HttpRouter, options: ConsoleSignI
       sessions.take(state);
       return signInFailed(res, 502, err);
     }
-    res.writeHead(302, { location, ...NO_STORE, "set-cookie": cookie(SIGN_IN_COOKIE, state, { maxAge: 600, sameSite: "Lax", path: CONSOLE_CALLBACK_PATH }) });
+    res.writeHead(302, {
+      location,
+      ...NO_STORE,
+      "set-cookie": cookie(SIGN_IN_COOKIE, state, { maxAge: 600, sameSite: "Lax", path: CONSOLE_CALLBACK_PATH }),
+    });
     res.end();
   });
 
@@ -87,15 +115,28 @@ export function addConsoleSignInRoutes(router: HttpRouter, options: ConsoleSignI
     const query = queryOf(req);
     const clearSignIn = cookie(SIGN_IN_COOKIE, "", { maxAge: 0, sameSite: "Lax", path: CONSOLE_CALLBACK_PATH });
     const error = query.get("error");
-    if (error) return signInFailed(res, 400, new SignInError(`the identity provider refused the sign-in (${error.replace(/[^\w.-]/g, "").slice(0, 60)})`), clearSignIn);
+    if (error)
+      return signInFailed(
+        res,
+        400,
+        new SignInError(`the identity provider refused the sign-in (${error.replace(/[^\w.-]/g, "").slice(0, 60)})`),
+        clearSignIn,
+      );
     const state = query.get("state") ?? "";
     const code = query.get("code") ?? "";
     if (!state || !code) return signInFailed(res, 400, new SignInError("the callback needs code and state"));
     // The state must be the one this browser was given (its cookie) and one this host is still waiting for (taken
     // here: a second use of the same state, a replay, finds nothing).
-    if (cookieOf(req, SIGN_IN_COOKIE) !== state) return signInFailed(res, 400, new SignInError("the state does not match a sign-in started in this browser"));
+    if (cookieOf(req, SIGN_IN_COOKIE) !== state)
+      return signInFailed(res, 400, new SignInError("the state does not match a sign-in started in this browser"));
     const pending = sessions.take(state);
-    if (!pending) return signInFailed(res, 400, new SignInError("the state is unknown, expired or already used (a sign-in is finished once)"), clearSignIn);
+    if (!pending)
+      return signInFailed(
+        res,
+        400,
+        new SignInError("the state is unknown, expired or already used (a sign-in is finished once)"),
+        clearSignIn,
+      );
     let accessToken: string;
     try {
       ({ accessToken } = await idp.exchange(code, pending.codeVerifier.reveal()));
@@ -105,17 +146,28 @@ export function addConsoleSignInRoutes(router: HttpRouter, options: ConsoleSignI
     let tenant: string;
     let expiresAt: number;
     try {
-      const principal = await options.authenticator.authenticate({ headers: (name) => (name === "authorization" ? `Bearer ${accessToken}` : undefined) });
+      const principal = await options.authenticator.authenticate({
+        headers: (name) => (name === "authorization" ? `Bearer ${accessToken}` : undefined),
+      });
       requireScope(principal, CONSOLE_SCOPE);
       tenant = principal.tenant;
       // The authenticator accepted it, so it is a JWT with an `exp` (token-lifetime.ts requires one).
       expiresAt = Number(decodeJwt(accessToken).exp) * 1000;
     } catch (err) {
-      return signInFailed(res, err instanceof DomainError && err.code === "permission-denied" ? 403 : 401, new SignInError(`the identity provider's access token is not accepted by this host: ${(err as Error).message}`), clearSignIn);
+      return signInFailed(
+        res,
+        err instanceof DomainError && err.code === "permission-denied" ? 403 : 401,
+        new SignInError(`the identity provider's access token is not accepted by this host: ${(err as Error).message}`),
+        clearSignIn,
+      );
     }
     const { id } = sessions.create(accessToken, expiresAt, tenant);
     const maxAge = Math.max(1, Math.floor((expiresAt - Date.now()) / 1000));
-    res.writeHead(303, { location: "/console", ...NO_STORE, "set-cookie": [cookie(SESSION_COOKIE, id, { maxAge, sameSite: "Strict" }), clearSignIn] });
+    res.writeHead(303, {
+      location: "/console",
+      ...NO_STORE,
+      "set-cookie": [cookie(SESSION_COOKIE, id, { maxAge, sameSite: "Strict" }), clearSignIn],
+    });
     res.end();
   });
 }
@@ -126,7 +178,9 @@ export function addConsoleSignInRoutes(router: HttpRouter, options: ConsoleSignI
  * authenticator checks it as every API caller's (tenant, scopes, expiry). Cookie calls that change state must come
  * from PUBLIC_URL's origin and carry the session's CSRF token. Answers false when it refused the request itself.
  */
-export function consoleSessionGate(options: Pick<ConsoleSignInOptions, "sessions" | "publicUrl" | "secureCookies">): (req: HttpRequest, res: HttpResponse) => boolean {
+export function consoleSessionGate(
+  options: Pick<ConsoleSignInOptions, "sessions" | "publicUrl" | "secureCookies">,
+): (req: HttpRequest, res: HttpResponse) => boolean {
   const cookie = cookieWriter(options.secureCookies);
   return (req, res) => {
     if (!req.url?.startsWith("/console/api/")) return true;
@@ -136,10 +190,18 @@ export function consoleSessionGate(options: Pick<ConsoleSignInOptions, "sessions
     if (!id) return true;
     const session = options.sessions.get(id);
     try {
-      if (!session) throw new DomainError("unauthenticated", "the console session has ended (its access token expired, or it was signed out, or another instance made it): sign in again");
+      if (!session)
+        throw new DomainError(
+          "unauthenticated",
+          "the console session has ended (its access token expired, or it was signed out, or another instance made it): sign in again",
+        );
       crossSiteProblem(req, session, options.publicUrl, !SAFE_METHODS.has(req.method ?? "GET"));
     } catch (err) {
-      sendOpenwopError(res, err, session ? {} : { "set-cookie": cookie(SESSION_COOKIE, "", { maxAge: 0, sameSite: "Strict" }) });
+      sendOpenwopError(
+        res,
+        err,
+        session ? {} : { "set-cookie": cookie(SESSION_COOKIE, "", { maxAge: 0, sameSite: "Strict" }) },
+      );
       return false;
     }
     req.headers["authorization"] = `Bearer ${session.accessToken.reveal()}`;
@@ -150,18 +212,36 @@ export function consoleSessionGate(options: Pick<ConsoleSignInOptions, "sessions
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /** A state-changing cookie call must come from the console's own origin and carry the session's CSRF token. */
-function crossSiteProblem(req: HttpRequest, session: Parameters<typeof csrfMatches>[0], publicUrl: string, changesState: boolean): void {
+function crossSiteProblem(
+  req: HttpRequest,
+  session: Parameters<typeof csrfMatches>[0],
+  publicUrl: string,
+  changesState: boolean,
+): void {
   if (!changesState) return;
   const origin = header(req, "origin");
   const expected = new URL(publicUrl).origin;
-  if (origin !== expected) throw new DomainError("permission-denied", `cross-site request refused: a console call that changes state must come from ${expected} (Origin: ${origin === undefined ? "absent" : JSON.stringify(origin.slice(0, 100))})`);
-  if (!csrfMatches(session, header(req, CSRF_HEADER))) throw new DomainError("permission-denied", `cross-site request refused: the ${CSRF_HEADER} header is absent or is not this session's CSRF token`);
+  if (origin !== expected)
+    throw new DomainError(
+      "permission-denied",
+      `cross-site request refused: a console call that changes state must come from ${expected} (Origin: ${origin === undefined ? "absent" : JSON.stringify(origin.slice(0, 100))})`,
+    );
+  if (!csrfMatches(session, header(req, CSRF_HEADER)))
+    throw new DomainError(
+      "permission-denied",
+      `cross-site request refused: the ${CSRF_HEADER} header is absent or is not this session's CSRF token`,
+    );
 }
 
 function signInFailed(res: HttpResponse, status: number, err: unknown, setCookie?: string): void {
   const reason = err instanceof SignInError ? err.message : "the sign-in failed";
   const body = `Console sign-in failed: ${reason}.\nStart again at /console.\n`;
-  res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff", ...NO_STORE, ...(setCookie ? { "set-cookie": setCookie } : {}) });
+  res.writeHead(status, {
+    "content-type": "text/plain; charset=utf-8",
+    "x-content-type-options": "nosniff",
+    ...NO_STORE,
+    ...(setCookie ? { "set-cookie": setCookie } : {}),
+  });
   res.end(body);
 }
 
@@ -183,6 +263,17 @@ export function cookieOf(req: HttpRequest, name: string): string | undefined {
 
 /** Set-Cookie values: HttpOnly always, Secure over TLS, Path /console unless narrower. */
 function cookieWriter(secure: boolean) {
-  return (name: string, value: string, options: { maxAge: number; sameSite: "Strict" | "Lax"; path?: string }): string =>
-    [`${name}=${value}`, `Path=${options.path ?? "/console"}`, `Max-Age=${options.maxAge}`, "HttpOnly", `SameSite=${options.sameSite}`, ...(secure ? ["Secure"] : [])].join("; ");
+  return (
+    name: string,
+    value: string,
+    options: { maxAge: number; sameSite: "Strict" | "Lax"; path?: string },
+  ): string =>
+    [
+      `${name}=${value}`,
+      `Path=${options.path ?? "/console"}`,
+      `Max-Age=${options.maxAge}`,
+      "HttpOnly",
+      `SameSite=${options.sameSite}`,
+      ...(secure ? ["Secure"] : []),
+    ].join("; ");
 }

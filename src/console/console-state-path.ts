@@ -14,7 +14,11 @@ const ENTERS: Record<string, RunStatus> = {
   "run.failed": "failed",
 };
 
-const WAITING: Record<string, RunStatus> = { approval: "waiting-approval", clarification: "waiting-input", "external-event": "waiting-external" };
+const WAITING: Record<string, RunStatus> = {
+  approval: "waiting-approval",
+  clarification: "waiting-input",
+  "external-event": "waiting-external",
+};
 
 /**
  * The machine states a task went through, read from its event log (the log is the history; snapshots keep

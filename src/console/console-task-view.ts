@@ -24,7 +24,10 @@ const TITLE_MAX = 120;
 function firstLine(message: Message | undefined): string {
   for (const part of message?.parts ?? []) {
     if (part.kind === "text") {
-      const line = part.text.split(/\r?\n/).map((l) => l.trim()).find((l) => l.length > 0);
+      const line = part.text
+        .split(/\r?\n/)
+        .map((l) => l.trim())
+        .find((l) => l.length > 0);
       if (line) return line;
     }
   }
@@ -52,7 +55,11 @@ export function titleOf(context: TaskContext, workflow: WorkflowDefinition | und
   return clip(line ? `${name}: ${line}` : name);
 }
 
-export function nodeRef(workflow: WorkflowDefinition | undefined, nodeId: string | null | undefined, kinds: NodeKindRegistry): ConsoleNodeRef | null {
+export function nodeRef(
+  workflow: WorkflowDefinition | undefined,
+  nodeId: string | null | undefined,
+  kinds: NodeKindRegistry,
+): ConsoleNodeRef | null {
   if (!nodeId) return null;
   const node = workflow?.nodes.find((n) => n.id === nodeId);
   return { id: nodeId, kind: node?.kind ?? "unknown", title: (node && nodeTitle(node, kinds)) ?? nodeId };
@@ -64,7 +71,12 @@ export function nodeTitle(node: WorkflowNode, kinds: NodeKindRegistry): string {
 }
 
 /** What a waiting task waits for; undefined when it waits for nothing (it runs, or it ended). */
-export function waitingForOf(status: string, context: TaskContext, workflow: WorkflowDefinition | undefined, kinds: NodeKindRegistry): ConsoleWaitingFor | undefined {
+export function waitingForOf(
+  status: string,
+  context: TaskContext,
+  workflow: WorkflowDefinition | undefined,
+  kinds: NodeKindRegistry,
+): ConsoleWaitingFor | undefined {
   const interrupt = context.interrupt;
   // The node's kind says first (a2a.invoke: the peer agent); else the interrupt's kind, the timer, nothing.
   const viewOf = (nodeId: string | null) => {
@@ -72,18 +84,45 @@ export function waitingForOf(status: string, context: TaskContext, workflow: Wor
     return node && kinds.of(node.kind)?.view?.waitingFor?.(node as never, context, status);
   };
   if (interrupt && status.startsWith("waiting-")) {
-    const base = { nodeId: interrupt.nodeId, since: interrupt.requestedAt, ...(interrupt.expiresAt ? { until: interrupt.expiresAt } : {}) };
+    const base = {
+      nodeId: interrupt.nodeId,
+      since: interrupt.requestedAt,
+      ...(interrupt.expiresAt ? { until: interrupt.expiresAt } : {}),
+    };
     const byKind = viewOf(interrupt.nodeId);
     if (byKind) return byKind;
-    if (interrupt.kind === "approval") return { kind: "approver", label: `an approver: ${String(interrupt.data["title"] ?? interrupt.nodeId)}`, ...base };
+    if (interrupt.kind === "approval")
+      return {
+        kind: "approver",
+        label: `an approver: ${String(interrupt.data["title"] ?? interrupt.nodeId)}`,
+        ...base,
+      };
     if (interrupt.kind === "clarification") {
-      const questions = Array.isArray(interrupt.data["questions"]) ? (interrupt.data["questions"] as Array<{ question?: unknown }>) : [];
-      return { kind: "clarification", label: clip(`an answer: ${questions.map((q) => String(q.question ?? "")).join(" · ")}`), ...base };
+      const questions = Array.isArray(interrupt.data["questions"])
+        ? (interrupt.data["questions"] as Array<{ question?: unknown }>)
+        : [];
+      return {
+        kind: "clarification",
+        label: clip(`an answer: ${questions.map((q) => String(q.question ?? "")).join(" · ")}`),
+        ...base,
+      };
     }
     return { kind: "external", label: "an external event", ...base };
   }
-  if (context.timer && context.timer.purpose === "delay" && !status.startsWith("waiting-") && status !== "completed" && status !== "failed" && status !== "cancelled") {
-    return { kind: "timer", label: `the timer (due ${context.timer.dueAt})`, nodeId: context.timer.nodeId, until: context.timer.dueAt };
+  if (
+    context.timer &&
+    context.timer.purpose === "delay" &&
+    !status.startsWith("waiting-") &&
+    status !== "completed" &&
+    status !== "failed" &&
+    status !== "cancelled"
+  ) {
+    return {
+      kind: "timer",
+      label: `the timer (due ${context.timer.dueAt})`,
+      nodeId: context.timer.nodeId,
+      until: context.timer.dueAt,
+    };
   }
   return viewOf(context.cursor);
 }
@@ -100,7 +139,9 @@ export function nodePathOf(events: readonly Pick<RunEvent, "type" | "nodeId">[])
 }
 
 /** The peer task of each a2a.invoke node that has one, from the node's progress events. */
-export function remoteTasksOf(events: readonly Pick<RunEvent, "type" | "nodeId" | "payload">[]): Record<string, { peerTaskId: string; agent: string; peerState?: string }> {
+export function remoteTasksOf(
+  events: readonly Pick<RunEvent, "type" | "nodeId" | "payload">[],
+): Record<string, { peerTaskId: string; agent: string; peerState?: string }> {
   const remote: Record<string, { peerTaskId: string; agent: string; peerState?: string }> = {};
   for (const event of events) {
     if (event.type !== "node.progress" || !event.nodeId) continue;
@@ -108,7 +149,11 @@ export function remoteTasksOf(events: readonly Pick<RunEvent, "type" | "nodeId" 
     const peerTaskId = progress?.["peerTaskId"];
     if (typeof peerTaskId !== "string") continue;
     const state = progress?.["peerState"];
-    remote[event.nodeId] = { peerTaskId, agent: originOf(String(progress?.["agentCardUrl"] ?? progress?.["endpoint"] ?? "")), ...(typeof state === "string" ? { peerState: state } : {}) };
+    remote[event.nodeId] = {
+      peerTaskId,
+      agent: originOf(String(progress?.["agentCardUrl"] ?? progress?.["endpoint"] ?? "")),
+      ...(typeof state === "string" ? { peerState: state } : {}),
+    };
   }
   return remote;
 }
@@ -118,7 +163,11 @@ export type ConsoleInterruptForm =
   | { kind: "questions"; fields: Array<{ id: string; label: string; required: boolean }>; remote: boolean }
   | { kind: "approval"; title: string; description?: string; actions: string[]; artifacts: Artifact[] };
 
-export function interruptFormOf(context: TaskContext, workflow: WorkflowDefinition | undefined, kinds: NodeKindRegistry): ConsoleInterruptForm | undefined {
+export function interruptFormOf(
+  context: TaskContext,
+  workflow: WorkflowDefinition | undefined,
+  kinds: NodeKindRegistry,
+): ConsoleInterruptForm | undefined {
   const interrupt = context.interrupt;
   if (!interrupt) return undefined;
   const node = workflow?.nodes.find((n) => n.id === interrupt.nodeId);
@@ -129,11 +178,15 @@ export function interruptFormOf(context: TaskContext, workflow: WorkflowDefiniti
       kind: "approval",
       title: String(interrupt.data["title"] ?? interrupt.nodeId),
       ...(description ? { description } : {}),
-      actions: Array.isArray(interrupt.data["actions"]) ? (interrupt.data["actions"] as string[]) : ["accept", "reject"],
+      actions: Array.isArray(interrupt.data["actions"])
+        ? (interrupt.data["actions"] as string[])
+        : ["accept", "reject"],
       artifacts: context.artifacts.filter((a) => ids.includes(a.artifactId)),
     };
   }
-  const questions = Array.isArray(interrupt.data["questions"]) ? (interrupt.data["questions"] as Array<{ id?: unknown; question?: unknown }>) : [];
+  const questions = Array.isArray(interrupt.data["questions"])
+    ? (interrupt.data["questions"] as Array<{ id?: unknown; question?: unknown }>)
+    : [];
   // Which questions the node marks optional (a node that asks questions lists them).
   const asked = (node as { questions?: Array<{ id: string; required?: boolean }> } | undefined)?.questions;
   const required = new Map(Array.isArray(asked) ? asked.map((q) => [q.id, q.required !== false]) : []);
@@ -141,11 +194,16 @@ export function interruptFormOf(context: TaskContext, workflow: WorkflowDefiniti
     kind: "questions",
     // A node that calls another agent (its kind shows a remote): the question is the remote agent's.
     remote: node !== undefined && kinds.of(node.kind)?.view?.remote?.(node as never) !== undefined,
-    fields: questions.map((q) => ({ id: String(q.id), label: String(q.question ?? q.id), required: required.get(String(q.id)) ?? true })),
+    fields: questions.map((q) => ({
+      id: String(q.id),
+      label: String(q.question ?? q.id),
+      required: required.get(String(q.id)) ?? true,
+    })),
   };
 }
 
-const SECRET_KEY = /token|secret|password|passwd|credential|authorization|api[-_]?key|cookie|signature|private[-_]?key/i;
+const SECRET_KEY =
+  /token|secret|password|passwd|credential|authorization|api[-_]?key|cookie|signature|private[-_]?key/i;
 export const REDACTED = "[redacted]";
 
 /**
@@ -156,8 +214,14 @@ export function redactSecrets(value: unknown, depth = 0): unknown {
   if (depth > 32) return REDACTED;
   if (Array.isArray(value)) return value.map((v) => redactSecrets(v, depth + 1));
   if (value && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, SECRET_KEY.test(k) && v !== null && v !== undefined && v !== false ? REDACTED : redactSecrets(v, depth + 1)]));
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [
+        k,
+        SECRET_KEY.test(k) && v !== null && v !== undefined && v !== false ? REDACTED : redactSecrets(v, depth + 1),
+      ]),
+    );
   }
-  if (typeof value === "string" && /^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*@/i.test(value)) return value.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/i, `$1${REDACTED}@`);
+  if (typeof value === "string" && /^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*@/i.test(value))
+    return value.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@\s]*@/i, `$1${REDACTED}@`);
   return value;
 }

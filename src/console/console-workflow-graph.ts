@@ -37,7 +37,13 @@ export function workflowGraphOf(workflow: WorkflowDefinition, kinds: NodeKindReg
     const view = kinds.of(node.kind)?.view;
     const remote = view?.remote?.(node as never);
     const label = view?.label?.(node as never);
-    return { id: node.id, kind: node.kind, title: nodeTitle(node, kinds), ...(label ? { label } : {}), ...(remote ? { remote } : {}) };
+    return {
+      id: node.id,
+      kind: node.kind,
+      title: nodeTitle(node, kinds),
+      ...(label ? { label } : {}),
+      ...(remote ? { remote } : {}),
+    };
   });
   const edges: ConsoleGraphEdge[] = [];
   const after = (index: number): string => {
@@ -46,8 +52,16 @@ export function workflowGraphOf(workflow: WorkflowDefinition, kinds: NodeKindReg
     return workflow.nodes[index + 1]?.id ?? END_TARGET;
   };
   workflow.nodes.forEach((node, index) => {
-    const drawn = kinds.of(node.kind)?.view?.edges?.(node as never, { after: after(index), before: workflow.nodes[index - 1]?.id });
+    const drawn = kinds
+      .of(node.kind)
+      ?.view?.edges?.(node as never, { after: after(index), before: workflow.nodes[index - 1]?.id });
     edges.push(...(drawn ?? [{ from: node.id, to: after(index), kind: "next" }]));
   });
-  return { id: workflow.id, name: workflow.name, description: workflow.description, nodes: edges.some((e) => e.to === END_TARGET) ? [...nodes, END] : nodes, edges };
+  return {
+    id: workflow.id,
+    name: workflow.name,
+    description: workflow.description,
+    nodes: edges.some((e) => e.to === END_TARGET) ? [...nodes, END] : nodes,
+    edges,
+  };
 }

@@ -79,7 +79,8 @@ export interface TaskArtifactUpdate {
   generation?: number;
 }
 
-export type StreamEvent = { kind: "task"; task: Task } | { kind: "message"; message: Message } | TaskStatusUpdate | TaskArtifactUpdate;
+export type StreamEvent =
+  { kind: "task"; task: Task } | { kind: "message"; message: Message } | TaskStatusUpdate | TaskArtifactUpdate;
 
 /** The persisted durable-task read model (schemas/a2a-task-state.schema.json). Never holds content or secrets. */
 export interface A2ATaskState {
@@ -108,7 +109,10 @@ export interface PushNotificationConfig {
  * A push config's `authentication` as the wire gave it: `{}` or an empty scheme list means no authentication
  * (credentials without a scheme cannot be sent), so such a config registers without one.
  */
-export function pushAuthentication(schemes: readonly string[] | undefined, credentials: string | undefined): { authentication?: PushNotificationConfig["authentication"] } {
+export function pushAuthentication(
+  schemes: readonly string[] | undefined,
+  credentials: string | undefined,
+): { authentication?: PushNotificationConfig["authentication"] } {
   const named = (schemes ?? []).filter((s) => s !== "");
   if (named.length === 0) return {};
   return { authentication: { schemes: named, ...(credentials ? { credentials } : {}) } };

@@ -40,17 +40,24 @@ const VERSION = /^(\d{1,4})\.(\d{1,4})(?:\.\d{1,4})?$/;
  * The version a request asks for among `served` (the released versions, plus the drafts switched on); throws
  * version-not-supported for anything else: a draft that is off is refused exactly as an unknown version.
  */
-export function negotiateA2AVersion(requested: string | undefined | null, served: readonly A2AVersion[] = A2A_VERSIONS): A2AVersion {
+export function negotiateA2AVersion(
+  requested: string | undefined | null,
+  served: readonly A2AVersion[] = A2A_VERSIONS,
+): A2AVersion {
   const raw = (requested ?? "").trim();
   if (raw === "") return UNNAMED_A2A_VERSION;
   const found = VERSION.exec(raw);
   const version = found ? `${Number(found[1])}.${Number(found[2])}` : undefined;
   const match = served.find((v) => v === version);
   if (match) return match;
-  throw new DomainError("version-not-supported", `A2A-Version ${JSON.stringify(raw.slice(0, 40))} is not supported; this agent serves ${served.join(" and ")}`, {
-    requestedVersion: raw.slice(0, 40),
-    supportedVersions: served.join(","),
-  });
+  throw new DomainError(
+    "version-not-supported",
+    `A2A-Version ${JSON.stringify(raw.slice(0, 40))} is not supported; this agent serves ${served.join(" and ")}`,
+    {
+      requestedVersion: raw.slice(0, 40),
+      supportedVersions: served.join(","),
+    },
+  );
 }
 
 type HeaderBag = Record<string, string | string[] | undefined>;
@@ -69,6 +76,9 @@ export function requestedA2AVersion(headers: HeaderBag, url: string | undefined)
 }
 
 /** Negotiates from an HTTP request's header or query parameter. */
-export function a2aVersionOf(req: { headers: HeaderBag; url?: string | undefined }, served?: readonly A2AVersion[]): A2AVersion {
+export function a2aVersionOf(
+  req: { headers: HeaderBag; url?: string | undefined },
+  served?: readonly A2AVersion[],
+): A2AVersion {
   return negotiateA2AVersion(requestedA2AVersion(req.headers, req.url), served);
 }

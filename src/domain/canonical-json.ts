@@ -25,7 +25,9 @@ export function canonicalJson(value: unknown): string {
 function expand(value: unknown): string | Array<{ text: string } | { value: unknown }> {
   if (Array.isArray(value)) {
     const items: Array<{ text: string } | { value: unknown }> = [{ text: "[" }];
-    value.forEach((v: unknown, i) => items.push(...(i > 0 ? [{ text: "," }] : []), { value: v === undefined ? null : v }));
+    value.forEach((v: unknown, i) =>
+      items.push(...(i > 0 ? [{ text: "," }] : []), { value: v === undefined ? null : v }),
+    );
     return [...items, { text: "]" }];
   }
   if (value !== null && typeof value === "object") {

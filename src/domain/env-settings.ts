@@ -13,7 +13,9 @@ export class ConfigError extends Error {
 
   constructor(problems: string | readonly string[]) {
     const list = typeof problems === "string" ? [problems] : [...problems];
-    super(list.length === 1 ? list[0]! : `${list.length} configuration problems:\n${list.map((p) => `- ${p}`).join("\n")}`);
+    super(
+      list.length === 1 ? list[0]! : `${list.length} configuration problems:\n${list.map((p) => `- ${p}`).join("\n")}`,
+    );
     this.problems = list;
   }
 }
@@ -87,7 +89,8 @@ export class EnvReader {
     const ports: number[] = [];
     for (const entry of this.list(name)) {
       const port = Number(entry);
-      if (!Number.isInteger(port) || port < 1 || port > 65535) this.problem(`${name} must be a comma-separated list of ports (got "${entry}")`);
+      if (!Number.isInteger(port) || port < 1 || port > 65535)
+        this.problem(`${name} must be a comma-separated list of ports (got "${entry}")`);
       else ports.push(port);
     }
     return ports;

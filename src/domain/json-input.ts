@@ -19,7 +19,9 @@ export const WIRE_MAX_DEPTH = 48;
 /** A JSON object for a protobuf Struct: the value itself, or a marker when it nests deeper than the wire carries. */
 export function wireSafeObject(value: Record<string, unknown>): Record<string, unknown> {
   if (nestingDepth(value, WIRE_MAX_DEPTH) > WIRE_MAX_DEPTH) {
-    return { unencodable: `this value nests deeper than ${WIRE_MAX_DEPTH} levels, more than the wire carries; it is left out` };
+    return {
+      unencodable: `this value nests deeper than ${WIRE_MAX_DEPTH} levels, more than the wire carries; it is left out`,
+    };
   }
   // The round trip drops `undefined` members, which Struct cannot carry.
   return JSON.parse(JSON.stringify(value)) as Record<string, unknown>;
@@ -54,7 +56,9 @@ export function parseJsonBody(raw: Uint8Array, maxDepth: number): unknown {
 /** Refuses a value whose objects and arrays nest deeper than `maxDepth` (a scalar is depth 0, `{}` depth 1). */
 export function assertDepth(value: unknown, maxDepth: number, what: string): void {
   if (nestingDepth(value, maxDepth) > maxDepth) {
-    throw invalidParams(`${what} is nested too deeply: more than ${maxDepth} levels of objects and arrays`, { maxDepth });
+    throw invalidParams(`${what} is nested too deeply: more than ${maxDepth} levels of objects and arrays`, {
+      maxDepth,
+    });
   }
 }
 

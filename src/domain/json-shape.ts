@@ -17,12 +17,17 @@ export function expectObject(value: unknown, path: string): JsonObject {
 
 export function onlyKnownFields(value: JsonObject, path: string, known: readonly string[]): void {
   const unknown = Object.keys(value).filter((k) => !known.includes(k));
-  if (unknown.length > 0) throw invalidParams(`${path} has unknown field${unknown.length > 1 ? "s" : ""}: ${unknown.join(", ")}`, { path, unknown });
+  if (unknown.length > 0)
+    throw invalidParams(`${path} has unknown field${unknown.length > 1 ? "s" : ""}: ${unknown.join(", ")}`, {
+      path,
+      unknown,
+    });
 }
 
 export function requiredString(obj: JsonObject, key: string, path: string): string {
   const value = obj[key];
-  if (typeof value !== "string" || value.length === 0) throw invalidParams(`${path}.${key} must be a non-empty string`, { path: `${path}.${key}` });
+  if (typeof value !== "string" || value.length === 0)
+    throw invalidParams(`${path}.${key} must be a non-empty string`, { path: `${path}.${key}` });
   return value;
 }
 
@@ -42,20 +47,23 @@ export function optionalObject(obj: JsonObject, key: string, path: string): Json
 export function optionalStringArray(obj: JsonObject, key: string, path: string): string[] | undefined {
   const value = obj[key];
   if (value === undefined || value === null) return undefined;
-  if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) throw invalidParams(`${path}.${key} must be an array of strings`, { path: `${path}.${key}` });
+  if (!Array.isArray(value) || value.some((v) => typeof v !== "string"))
+    throw invalidParams(`${path}.${key} must be an array of strings`, { path: `${path}.${key}` });
   return value as string[];
 }
 
 export function optionalBoolean(obj: JsonObject, key: string, path: string): boolean | undefined {
   const value = obj[key];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== "boolean") throw invalidParams(`${path}.${key} must be true or false`, { path: `${path}.${key}` });
+  if (typeof value !== "boolean")
+    throw invalidParams(`${path}.${key} must be true or false`, { path: `${path}.${key}` });
   return value;
 }
 
 export function optionalNonNegativeInt(obj: JsonObject, key: string, path: string): number | undefined {
   const value = obj[key];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== "number" || !Number.isInteger(value) || value < 0) throw invalidParams(`${path}.${key} must be a non-negative integer`, { path: `${path}.${key}` });
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0)
+    throw invalidParams(`${path}.${key} must be a non-negative integer`, { path: `${path}.${key}` });
   return value;
 }

@@ -38,7 +38,10 @@ export interface LiveIterable<T> extends AsyncIterable<T> {
 }
 
 /** `events` (not started: an async generator runs nothing before its first `next`) that can also be consumed live. */
-export function withLive<I extends AsyncIterable<T>, T>(events: I, live: (sink: LiveSink<T>) => StopLive): I & LiveIterable<T> {
+export function withLive<I extends AsyncIterable<T>, T>(
+  events: I,
+  live: (sink: LiveSink<T>) => StopLive,
+): I & LiveIterable<T> {
   return Object.assign(events, { live });
 }
 

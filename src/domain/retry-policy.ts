@@ -62,7 +62,10 @@ export function decideRetry(
   if (reason) return { retry: false, reason };
   const delayMs = backoffDelay(policy, failedAttempts, random);
   const asked = (failure as Partial<RetryHint>).retryAfterMs;
-  return { retry: true, delayMs: typeof asked === "number" && asked > delayMs ? Math.min(asked, policy.maxMs) : delayMs };
+  return {
+    retry: true,
+    delayMs: typeof asked === "number" && asked > delayMs ? Math.min(asked, policy.maxMs) : delayMs,
+  };
 }
 
 /** A `Retry-After` header (delay-seconds or an HTTP date) in ms from `now`; undefined when absent or unreadable. */
@@ -75,7 +78,12 @@ export function retryAfterMs(header: string | undefined, now: number): number | 
 }
 
 /** Why a failure is given up now, or undefined when it should be retried. */
-export function giveUpReason(policy: RetryPolicy, failure: unknown, failedAttempts: number, age?: { firstAt: number; now: number }): GiveUpReason | undefined {
+export function giveUpReason(
+  policy: RetryPolicy,
+  failure: unknown,
+  failedAttempts: number,
+  age?: { firstAt: number; now: number },
+): GiveUpReason | undefined {
   if (!isRetryable(failure)) return "not-retryable";
   if (failedAttempts >= policy.maxAttempts) return "max-attempts";
   if (policy.maxAgeMs !== undefined && age !== undefined && age.now - age.firstAt >= policy.maxAgeMs) return "max-age";

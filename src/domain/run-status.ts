@@ -22,7 +22,9 @@ export function isTerminalRunStatus(status: RunStatus): boolean {
 }
 
 /** The log events that enter a terminal status (`run.completed`...): a run's log never grows after one. */
-export const TERMINAL_RUN_EVENT_TYPES: ReadonlySet<string> = new Set([...TERMINAL_RUN_STATUSES].map((status) => `run.${status}`));
+export const TERMINAL_RUN_EVENT_TYPES: ReadonlySet<string> = new Set(
+  [...TERMINAL_RUN_STATUSES].map((status) => `run.${status}`),
+);
 
 /** A2A TaskState in its v0.3 wire spelling, which is also the canonical stored form (A2ATaskState.state). */
 export const A2A_TASK_STATES = [

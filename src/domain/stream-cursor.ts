@@ -26,9 +26,16 @@ export function parseStreamCursor(raw: string, path = "Last-Event-ID"): StreamCu
   const found = CURSOR.exec(raw.trim());
   // The value is not repeated back: it is the caller's, of any length and content.
   if (!found || /[\r\n]/.test(found[1]!)) {
-    throw invalidParams(`${path} must be the id of an event this stream sent ("<taskId>:<sequence>", a non-negative integer sequence)`, { path });
+    throw invalidParams(
+      `${path} must be the id of an event this stream sent ("<taskId>:<sequence>", a non-negative integer sequence)`,
+      { path },
+    );
   }
-  return { taskId: found[1]!, sequence: Number(found[2]), ...(found[3] !== undefined ? { part: Number(found[3]) } : {}) };
+  return {
+    taskId: found[1]!,
+    sequence: Number(found[2]),
+    ...(found[3] !== undefined ? { part: Number(found[3]) } : {}),
+  };
 }
 
 /**

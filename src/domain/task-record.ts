@@ -18,7 +18,14 @@ export interface RunEvent {
    * `generation`: the task's A2A generation after this event (its artifact, then its status, each count one:
    * `a2aMutationsOf`). Absent on events written before generations were kept.
    */
-  a2a?: { status?: TaskStatus; artifact?: Artifact; append?: boolean; lastChunk?: boolean; metadata?: Record<string, unknown>; generation?: number };
+  a2a?: {
+    status?: TaskStatus;
+    artifact?: Artifact;
+    append?: boolean;
+    lastChunk?: boolean;
+    metadata?: Record<string, unknown>;
+    generation?: number;
+  };
   /**
    * The messages this event's transition appended to the task's A2A history (on the last event of the
    * transition), and `historyEnd`, the history's length after them: its messages are at indexes
@@ -89,9 +96,13 @@ export function assertGeneration(record: Pick<TaskRecord, "taskId" | "generation
 
 export function generationMismatch(taskId: string, expected: number, actual: number | undefined): DomainError {
   const now = actual === undefined ? "unknown" : String(actual);
-  return new DomainError("generation-mismatch", `Task ${taskId} is at generation ${now}, not ${expected} (ifGenerationMatch); nothing was changed: read the task and retry`, {
-    taskId,
-    expectedGeneration: expected,
-    ...(actual !== undefined ? { currentGeneration: actual } : {}),
-  });
+  return new DomainError(
+    "generation-mismatch",
+    `Task ${taskId} is at generation ${now}, not ${expected} (ifGenerationMatch); nothing was changed: read the task and retry`,
+    {
+      taskId,
+      expectedGeneration: expected,
+      ...(actual !== undefined ? { currentGeneration: actual } : {}),
+    },
+  );
 }

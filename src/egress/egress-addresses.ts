@@ -48,7 +48,7 @@ function cidr(text: string): Cidr {
 /** IPv4 ranges refused, most specific first. Anything ipaddr does not call "unicast" is refused too. */
 export const V4_REFUSED: ReadonlyArray<readonly [Cidr, string]> = [
   [cidr("169.254.169.254/32"), "a cloud metadata address"],
-  [cidr("0.0.0.0/8"), "an unspecified (\"this network\") address"],
+  [cidr("0.0.0.0/8"), 'an unspecified ("this network") address'],
   [cidr("127.0.0.0/8"), "a loopback address"],
   [cidr("10.0.0.0/8"), "a private (RFC 1918) address"],
   [cidr("172.16.0.0/12"), "a private (RFC 1918) address"],
@@ -136,7 +136,10 @@ function classifyV6(ip: IPv6, allowLoopback: boolean): Verdict {
   }
   if (matches(ip, V6_TRANSLATED)) return { ok: false, reason: "an IPv4-translated (RFC 6145) address" };
   if (!matches(ip, V6_UNSPECIFIED_OR_LOOPBACK) && matches(ip, V6_COMPATIBLE)) {
-    return { ok: false, reason: `an IPv4-compatible IPv6 address (deprecated; embeds ${v4FromParts(p[6] ?? 0, p[7] ?? 0).toString()})` };
+    return {
+      ok: false,
+      reason: `an IPv4-compatible IPv6 address (deprecated; embeds ${v4FromParts(p[6] ?? 0, p[7] ?? 0).toString()})`,
+    };
   }
   // Transition prefixes: unwrap the embedded IPv4 and judge it. DNS64 networks legitimately answer
   // 64:ff9b::/96 for public hosts, so a public embedded address is allowed.
@@ -179,9 +182,7 @@ export function formatIp(ip: IP): string {
 // ---------------------------------------------------------------------------------------------
 
 export type HostPattern =
-  | { kind: "exact"; name: string }
-  | { kind: "suffix"; suffix: string }
-  | { kind: "cidr"; range: Cidr };
+  { kind: "exact"; name: string } | { kind: "suffix"; suffix: string } | { kind: "cidr"; range: Cidr };
 
 function normalizeName(text: string): string {
   let name = text.trim().toLowerCase();

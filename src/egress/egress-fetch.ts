@@ -1,7 +1,15 @@
 import type { EgressHttpClient } from "./egress-http-client.js";
 
 /** The `fetch` shape libraries take as a custom fetch (jose's `[customFetch]`, OIDC discovery). */
-export type GuardedFetch = (url: string, init?: { method?: string; headers?: ConstructorParameters<typeof Headers>[0]; body?: string; signal?: AbortSignal | null }) => Promise<Response>;
+export type GuardedFetch = (
+  url: string,
+  init?: {
+    method?: string;
+    headers?: ConstructorParameters<typeof Headers>[0];
+    body?: string;
+    signal?: AbortSignal | null;
+  },
+) => Promise<Response>;
 
 /** Statuses whose Response may not have a body. */
 const NULL_BODY = new Set([204, 205, 304]);
@@ -19,8 +27,19 @@ export function egressFetch(client: Pick<EgressHttpClient, "request">, timeoutMs
     const headers = Object.fromEntries(new Headers(init.headers).entries());
     const signal = init.signal ?? undefined;
     try {
-      const answer = await client.request({ method, url, headers, timeoutMs, returnErrorStatus: true, ...(init.body !== undefined ? { body: init.body } : {}), ...(signal ? { signal } : {}) });
-      return new Response(NULL_BODY.has(answer.status) ? null : answer.body, { status: answer.status, headers: answer.contentType ? { "content-type": answer.contentType } : {} });
+      const answer = await client.request({
+        method,
+        url,
+        headers,
+        timeoutMs,
+        returnErrorStatus: true,
+        ...(init.body !== undefined ? { body: init.body } : {}),
+        ...(signal ? { signal } : {}),
+      });
+      return new Response(NULL_BODY.has(answer.status) ? null : answer.body, {
+        status: answer.status,
+        headers: answer.contentType ? { "content-type": answer.contentType } : {},
+      });
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
       throw err;

@@ -190,9 +190,16 @@ function analyze(raw: unknown, policy: EgressPolicy, subject: EgressSubject): An
   // --- url arm (authority) ---
   // Any "@" in the authority is refused, even an empty userinfo that the parser drops: parsers
   // disagree about userinfo, and it is the classic way to make a URL look like another host.
-  const authority = raw.slice(raw.indexOf(":") + 1).replace(/^[/\\]*/, "").split(/[/\\?#]/, 1)[0] ?? "";
+  const authority =
+    raw
+      .slice(raw.indexOf(":") + 1)
+      .replace(/^[/\\]*/, "")
+      .split(/[/\\?#]/, 1)[0] ?? "";
   if (url.username !== "" || url.password !== "" || authority.includes("@")) {
-    refuse("url", `the URL carries userinfo (user:password@); put credentials in the ${subject} authentication instead`);
+    refuse(
+      "url",
+      `the URL carries userinfo (user:password@); put credentials in the ${subject} authentication instead`,
+    );
   }
   if (url.hostname === "") refuse("url", "the URL has no host");
 
@@ -224,14 +231,23 @@ function analyze(raw: unknown, policy: EgressPolicy, subject: EgressSubject): An
 
   // --- private services the operator listed on this port (HTTP_NODE_PRIVATE_HOSTS) ---
   const settings = policy.settings ?? {};
-  const privateHint = settings.privateHosts ? `; to reach a private service, list it as host:port in ${settings.privateHosts}` : "";
-  const services = (policy.privateHosts ?? []).map(compilePrivateService).filter((s) => s.port === (port ?? (scheme === "https" ? 443 : 80)));
+  const privateHint = settings.privateHosts
+    ? `; to reach a private service, list it as host:port in ${settings.privateHosts}`
+    : "";
+  const services = (policy.privateHosts ?? [])
+    .map(compilePrivateService)
+    .filter((s) => s.port === (port ?? (scheme === "https" ? 443 : 80)));
   const listed = services.some((s) => patternMatchesHost(s.pattern, name, literal));
-  const privateRanges = literal === undefined ? services.flatMap((s) => (s.pattern.kind === "cidr" ? [s.pattern.range] : [])) : [];
+  const privateRanges =
+    literal === undefined ? services.flatMap((s) => (s.pattern.kind === "cidr" ? [s.pattern.range] : [])) : [];
   // A name not listed itself may still be a private service: decided on its addresses (checkEgressUrl).
   const mayDefer = privateRanges.length > 0;
 
-  const literalVerdict = literal ? (listed ? classifyPrivateService(literal) : classify(literal, policy.allowHttpLoopback)) : undefined;
+  const literalVerdict = literal
+    ? listed
+      ? classifyPrivateService(literal)
+      : classify(literal, policy.allowHttpLoopback)
+    : undefined;
   const literalLoopback = literalVerdict?.ok === true && literalVerdict.loopback;
 
   // --- scheme arm (http only to listed private services, or to loopback under the test-only policy) ---
@@ -240,7 +256,9 @@ function analyze(raw: unknown, policy: EgressPolicy, subject: EgressSubject): An
     if (!policy.allowHttpLoopback && !mayDefer) {
       refuse("scheme", `http is not allowed for ${where}; ${subject} URLs must use https${privateHint}`);
     }
-    const allowedTo = policy.allowHttpLoopback ? "loopback targets" : `the private services listed in ${settings.privateHosts ?? "the private host list"}`;
+    const allowedTo = policy.allowHttpLoopback
+      ? "loopback targets"
+      : `the private services listed in ${settings.privateHosts ?? "the private host list"}`;
     const reason = `http is only allowed to ${allowedTo} (${where} is not one)${policy.allowHttpLoopback ? privateHint : ""}`;
     if (literal !== undefined) {
       if (!literalLoopback) refuse("scheme", reason);
@@ -250,18 +268,28 @@ function analyze(raw: unknown, policy: EgressPolicy, subject: EgressSubject): An
   }
 
   // --- address arm (synchronous part: literal IPs and names) ---
-  if (literalVerdict && !literalVerdict.ok) refuse("address", `${display} is ${literalVerdict.reason}${classifyPrivateService(literal!).ok ? privateHint : ""}`);
+  if (literalVerdict && !literalVerdict.ok)
+    refuse(
+      "address",
+      `${display} is ${literalVerdict.reason}${classifyPrivateService(literal!).ok ? privateHint : ""}`,
+    );
   if (literal === undefined) {
     if (METADATA_NAMES.has(name)) refuse("address", `${display} is a cloud metadata host`);
     if (listed) {
       // Named by the operator with its port: private names (single-label, .internal, localhost) are what it is for.
     } else if (isLoopbackName(name)) {
       if (!policy.allowHttpLoopback && !mayDefer) refuse("address", `${display} is a loopback name${privateHint}`);
-      deferred.push({ arm: "address", reason: `${display} is a loopback name but resolves to a non-loopback address${privateHint}`, loopbackOk: true });
+      deferred.push({
+        arm: "address",
+        reason: `${display} is a loopback name but resolves to a non-loopback address${privateHint}`,
+        loopbackOk: true,
+      });
     } else {
       const privateName =
         PRIVATE_SUFFIXES.find(([suffix]) => name.endsWith(suffix))?.[1] ??
-        (name.includes(".") ? undefined : "a single-label name (not fully qualified; it would resolve through local search domains)");
+        (name.includes(".")
+          ? undefined
+          : "a single-label name (not fully qualified; it would resolve through local search domains)");
       if (privateName !== undefined) {
         const reason = `${display} is ${privateName}${privateHint}`;
         if (!mayDefer) refuse("address", reason);
@@ -274,11 +302,15 @@ function analyze(raw: unknown, policy: EgressPolicy, subject: EgressSubject): An
   // --- policy arm ---
   const deny = policy.denyHosts.map(compilePattern);
   const denyHint = settings.denyHosts ? ` (${settings.denyHosts})` : "";
-  if (deny.some((p) => patternMatchesHost(p, name, literal))) refuse("policy", `${display} is on the ${subject} deny list${denyHint}`);
+  if (deny.some((p) => patternMatchesHost(p, name, literal)))
+    refuse("policy", `${display} is on the ${subject} deny list${denyHint}`);
   if (policy.allowHosts.length > 0 && !listed) {
     const allow = policy.allowHosts.map(compilePattern);
     if (!allow.some((p) => patternMatchesHost(p, name, literal))) {
-      refuse("policy", `${display} is not on the ${subject} allow list${settings.allowHosts ? ` (add it to ${settings.allowHosts})` : ""}${privateHint}`);
+      refuse(
+        "policy",
+        `${display} is not on the ${subject} allow list${settings.allowHosts ? ` (add it to ${settings.allowHosts})` : ""}${privateHint}`,
+      );
     }
   }
 
@@ -343,11 +375,18 @@ export async function checkEgressUrl(
     const text = formatIp(ip);
     const inRange = a.privateRanges.some((range) => ip.kind() === range[0].kind() && ip.match(range));
     const verdict = a.listed || inRange ? classifyPrivateService(ip) : classify(ip, policy.allowHttpLoopback);
-    if (!verdict.ok) refuse("address", `${a.display} resolves to ${text}, ${verdict.reason}${classifyPrivateService(ip).ok ? a.privateHint : ""}`);
+    if (!verdict.ok)
+      refuse(
+        "address",
+        `${a.display} resolves to ${text}, ${verdict.reason}${classifyPrivateService(ip).ok ? a.privateHint : ""}`,
+      );
     if (!verdict.loopback || (inRange && !policy.allowHttpLoopback)) allLoopback = false;
     if (!inRange) allInPrivateRanges = false;
     if (a.deny.some((p) => p.kind === "cidr" && matchesUnmapped(ip, p.range))) {
-      refuse("policy", `${a.display} resolves to ${text}, which is on the ${subject} deny list${policy.settings?.denyHosts ? ` (${policy.settings.denyHosts})` : ""}`);
+      refuse(
+        "policy",
+        `${a.display} resolves to ${text}, which is on the ${subject} deny list${policy.settings?.denyHosts ? ` (${policy.settings.denyHosts})` : ""}`,
+      );
     }
     if (!seen.has(text)) {
       seen.add(text);

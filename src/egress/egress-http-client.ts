@@ -15,7 +15,16 @@
  * PeerCallError, push's PushResult) translate them; nothing else here knows who is calling.
  */
 import type { Dispatcher } from "undici";
-import { EgressRefusedError, EgressResolutionError, checkEgressUrl, defaultResolver, type EgressPolicy, type EgressSubject, type ResolvedAddress, type Resolver } from "./egress-guard.js";
+import {
+  EgressRefusedError,
+  EgressResolutionError,
+  checkEgressUrl,
+  defaultResolver,
+  type EgressPolicy,
+  type EgressSubject,
+  type ResolvedAddress,
+  type Resolver,
+} from "./egress-guard.js";
 import { errorCode, hasUpgradeToken } from "./pinned-connection.js";
 import { createPinnedPools, type ClientTls, type PinnedPools } from "./pinned-pools.js";
 import { isTlsFailureCode } from "./tls-failure-report.js";
@@ -27,7 +36,8 @@ import { isTlsFailureCode } from "./tls-failure-report.js";
  * 3xx always, a 4xx/5xx unless the caller reads error bodies); `protocol` an upgrade or a body over the cap;
  * `aborted` the caller gave up or the client is closed.
  */
-export type EgressFailureKind = "egress" | "resolution" | "timeout" | "connection" | "invalid-request" | "http" | "protocol" | "aborted";
+export type EgressFailureKind =
+  "egress" | "resolution" | "timeout" | "connection" | "invalid-request" | "http" | "protocol" | "aborted";
 
 export class EgressCallError extends Error {
   override readonly name = "EgressCallError";
@@ -135,25 +145,51 @@ const MAX_STREAMS_PER_ORIGIN = 64;
 const KEEP_ALIVE_MS = 4_000;
 /** 4xx statuses that may clear up on their own (every 5xx may too). */
 export const RETRYABLE_HTTP_STATUS: ReadonlySet<number> = new Set([408, 425, 429, 502, 503, 504]);
-const INVALID_REQUEST_CODES: ReadonlySet<string> = new Set(["UND_ERR_INVALID_ARG", "ERR_INVALID_CHAR", "ERR_INVALID_HTTP_TOKEN"]);
+const INVALID_REQUEST_CODES: ReadonlySet<string> = new Set([
+  "UND_ERR_INVALID_ARG",
+  "ERR_INVALID_CHAR",
+  "ERR_INVALID_HTTP_TOKEN",
+]);
 
 export function createEgressHttpClient(opts: EgressClientOptions): EgressHttpClient {
   const resolve = opts.resolve ?? defaultResolver;
-  const poolOptions = { maxPools: opts.maxPools ?? 16, keepAliveMs: KEEP_ALIVE_MS, ...(opts.autoSelectFamily ? { autoSelectFamily: true } : {}), ...(opts.ca !== undefined ? { ca: opts.ca } : {}) };
+  const poolOptions = {
+    maxPools: opts.maxPools ?? 16,
+    keepAliveMs: KEEP_ALIVE_MS,
+    ...(opts.autoSelectFamily ? { autoSelectFamily: true } : {}),
+    ...(opts.ca !== undefined ? { ca: opts.ca } : {}),
+  };
   const pools = createPinnedPools({ ...poolOptions, connectionsPerPool: CONNECTIONS_PER_POOL });
   let streamPools: PinnedPools | undefined;
   let closed = false;
   const closedError = () => new EgressCallError(`the ${opts.subject} HTTP client is closed`, "aborted", false);
 
   /** The guard on the URL, raced against `deadline`: the addresses a connection may use. */
-  async function check(url: string, deadline: AbortSignal, timeoutMs: number): Promise<{ url: URL; addresses: ResolvedAddress[]; where: string }> {
+  async function check(
+    url: string,
+    deadline: AbortSignal,
+    timeoutMs: number,
+  ): Promise<{ url: URL; addresses: ResolvedAddress[]; where: string }> {
     let checked: Awaited<ReturnType<typeof checkEgressUrl>>;
     try {
       checked = await raceAbort(checkEgressUrl(url, opts.policy, opts.subject, resolve), deadline);
     } catch (err) {
-      if (err instanceof EgressRefusedError) throw new EgressCallError(`${opts.subject} URL refused by the ${err.arm} arm of the egress guard: ${err.reason}`, "egress", false, { guard: err });
-      if (err instanceof EgressResolutionError) throw new EgressCallError(err.message, "resolution", true, { guard: err });
-      if (deadline.aborted) throw new EgressCallError(`the ${opts.subject} URL host was not resolved within ${timeoutMs} ms`, "timeout", true, { resolving: true });
+      if (err instanceof EgressRefusedError)
+        throw new EgressCallError(
+          `${opts.subject} URL refused by the ${err.arm} arm of the egress guard: ${err.reason}`,
+          "egress",
+          false,
+          { guard: err },
+        );
+      if (err instanceof EgressResolutionError)
+        throw new EgressCallError(err.message, "resolution", true, { guard: err });
+      if (deadline.aborted)
+        throw new EgressCallError(
+          `the ${opts.subject} URL host was not resolved within ${timeoutMs} ms`,
+          "timeout",
+          true,
+          { resolving: true },
+        );
       throw new EgressCallError(`${opts.subject} URL check failed (egress policy error)`, "egress", false);
     }
     if (closed) throw closedError();
@@ -175,11 +211,21 @@ export function createEgressHttpClient(opts: EgressClientOptions): EgressHttpCli
     const code = errorCode(err);
     const detail = code !== undefined ? { code } : {};
     if (req.signal?.aborted) return new EgressCallError(`the call to ${where} was abandoned`, "aborted", false, detail);
-    if (deadline.aborted || (code && /TIMEOUT/.test(code))) return new EgressCallError(`${where} did not answer within ${req.timeoutMs} ms`, "timeout", true, detail);
+    if (deadline.aborted || (code && /TIMEOUT/.test(code)))
+      return new EgressCallError(`${where} did not answer within ${req.timeoutMs} ms`, "timeout", true, detail);
     if (code === "UND_ERR_SOCKET" && (err as Error).message === "bad upgrade") {
-      return new EgressCallError(`${where} answered with Connection: upgrade (refused)`, "protocol", false, { ...detail, upgrade: true });
+      return new EgressCallError(`${where} answered with Connection: upgrade (refused)`, "protocol", false, {
+        ...detail,
+        upgrade: true,
+      });
     }
-    if (code !== undefined && INVALID_REQUEST_CODES.has(code)) return new EgressCallError(`the request to ${where} was refused before sending (a header name or value is invalid)`, "invalid-request", false, detail);
+    if (code !== undefined && INVALID_REQUEST_CODES.has(code))
+      return new EgressCallError(
+        `the request to ${where} was refused before sending (a header name or value is invalid)`,
+        "invalid-request",
+        false,
+        detail,
+      );
     if (isTlsFailureCode(code)) {
       opts.onTlsFailure?.(where, code);
       return new EgressCallError(`TLS error talking to ${where} (${code})`, "connection", true, detail);
@@ -194,7 +240,9 @@ export function createEgressHttpClient(opts: EgressClientOptions): EgressHttpCli
       const deadline = AbortSignal.timeout(req.timeoutMs);
       const signal = req.signal ? AbortSignal.any([req.signal, deadline]) : deadline;
       const { url, addresses, where } = await check(req.url, signal, req.timeoutMs).catch((err: unknown) => {
-        throw req.signal?.aborted ? new EgressCallError(`the call to the ${opts.subject} URL was abandoned`, "aborted", false) : err;
+        throw req.signal?.aborted
+          ? new EgressCallError(`the call to the ${opts.subject} URL was abandoned`, "aborted", false)
+          : err;
       });
       // What is left of the deadline after the resolution, for undici's own timers.
       const remaining = () => Math.max(1, Math.ceil(req.timeoutMs - (performance.now() - started)));
@@ -222,11 +270,16 @@ export function createEgressHttpClient(opts: EgressClientOptions): EgressHttpCli
         if (statusCode === 101 || hasUpgradeToken(headers["connection"])) {
           failed = true;
           body.destroy();
-          throw new EgressCallError(`${where} answered with Connection: upgrade (refused)`, "protocol", false, { httpStatus: statusCode, upgrade: true });
+          throw new EgressCallError(`${where} answered with Connection: upgrade (refused)`, "protocol", false, {
+            httpStatus: statusCode,
+            upgrade: true,
+          });
         }
         if (statusCode >= 300 && statusCode < 400) {
           body.destroy();
-          throw new EgressCallError(`${where} answered ${statusCode}; redirects are not followed`, "http", false, { httpStatus: statusCode });
+          throw new EgressCallError(`${where} answered ${statusCode}; redirects are not followed`, "http", false, {
+            httpStatus: statusCode,
+          });
         }
         let text = "";
         const cap = req.maxResponseBytes ?? opts.maxResponseBytes;
@@ -239,10 +292,20 @@ export function createEgressHttpClient(opts: EgressClientOptions): EgressHttpCli
           }
         }
         if (statusCode >= 400 && req.returnErrorStatus !== true) {
-          throw new EgressCallError(`${where} answered HTTP ${statusCode}`, "http", statusCode >= 500 || RETRYABLE_HTTP_STATUS.has(statusCode), { httpStatus: statusCode });
+          throw new EgressCallError(
+            `${where} answered HTTP ${statusCode}`,
+            "http",
+            statusCode >= 500 || RETRYABLE_HTTP_STATUS.has(statusCode),
+            { httpStatus: statusCode },
+          );
         }
         const retryAfter = first(headers["retry-after"]);
-        return { status: statusCode, contentType: first(headers["content-type"]) ?? "", body: text, ...(retryAfter !== undefined ? { retryAfter } : {}) };
+        return {
+          status: statusCode,
+          contentType: first(headers["content-type"]) ?? "",
+          body: text,
+          ...(retryAfter !== undefined ? { retryAfter } : {}),
+        };
       } finally {
         pools.release(entry, failed);
       }
@@ -251,8 +314,14 @@ export function createEgressHttpClient(opts: EgressClientOptions): EgressHttpCli
     async stream(req) {
       if (closed) throw closedError();
       const headersDeadline = AbortSignal.timeout(req.timeoutMs);
-      const { url, addresses, where } = await check(req.url, req.signal ? AbortSignal.any([req.signal, headersDeadline]) : headersDeadline, req.timeoutMs).catch((err: unknown) => {
-        throw req.signal?.aborted ? new EgressCallError(`the stream from the ${opts.subject} URL was abandoned`, "aborted", false) : err;
+      const { url, addresses, where } = await check(
+        req.url,
+        req.signal ? AbortSignal.any([req.signal, headersDeadline]) : headersDeadline,
+        req.timeoutMs,
+      ).catch((err: unknown) => {
+        throw req.signal?.aborted
+          ? new EgressCallError(`the stream from the ${opts.subject} URL was abandoned`, "aborted", false)
+          : err;
       });
       streamPools ??= createPinnedPools({ ...poolOptions, connectionsPerPool: MAX_STREAMS_PER_ORIGIN });
       const streams = streamPools;
@@ -278,7 +347,9 @@ export function createEgressHttpClient(opts: EgressClientOptions): EgressHttpCli
       if (statusCode === 101 || hasUpgradeToken(headers["connection"]) || (statusCode >= 300 && statusCode < 400)) {
         body.destroy();
         streams.release(entry, false);
-        throw new EgressCallError(`${where} answered ${statusCode} to a stream request (refused)`, "http", false, { httpStatus: statusCode });
+        throw new EgressCallError(`${where} answered ${statusCode} to a stream request (refused)`, "http", false, {
+          httpStatus: statusCode,
+        });
       }
       async function* text(): AsyncGenerator<string> {
         try {
@@ -286,7 +357,12 @@ export function createEgressHttpClient(opts: EgressClientOptions): EgressHttpCli
         } catch (err) {
           if (req.signal?.aborted) return;
           const code = errorCode(err);
-          throw new EgressCallError(`the stream from ${where} broke${code ? ` (${code})` : ""}`, "connection", true, code !== undefined ? { code } : {});
+          throw new EgressCallError(
+            `the stream from ${where} broke${code ? ` (${code})` : ""}`,
+            "connection",
+            true,
+            code !== undefined ? { code } : {},
+          );
         } finally {
           body.destroy();
           streams.release(entry, false);
@@ -304,7 +380,9 @@ export function createEgressHttpClient(opts: EgressClientOptions): EgressHttpCli
 
 /** The pool's view of a client certificate (the key revealed only here, into the TLS options). */
 function clientTlsOf(tls: EgressClientTls | undefined): ClientTls | undefined {
-  return tls ? { id: tls.id, cert: tls.cert, key: tls.key.reveal(), ...(tls.ca !== undefined ? { ca: tls.ca } : {}) } : undefined;
+  return tls
+    ? { id: tls.id, cert: tls.cert, key: tls.key.reveal(), ...(tls.ca !== undefined ? { ca: tls.ca } : {}) }
+    : undefined;
 }
 
 function first(value: string | string[] | undefined): string | undefined {

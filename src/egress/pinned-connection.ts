@@ -10,7 +10,8 @@ import type { ResolvedAddress } from "./egress-guard.js";
 /** A socket lookup that only ever answers with the pre-validated addresses. */
 export function pinnedLookup(addresses: readonly ResolvedAddress[]): LookupFunction {
   return (_hostname: string, options: LookupOptions, callback) => {
-    const family = options.family === 4 || options.family === "IPv4" ? 4 : options.family === 6 || options.family === "IPv6" ? 6 : 0;
+    const family =
+      options.family === 4 || options.family === "IPv4" ? 4 : options.family === 6 || options.family === "IPv6" ? 6 : 0;
     const usable = family === 0 ? addresses : addresses.filter((a) => a.family === family);
     const first = usable[0];
     if (first === undefined) {
@@ -19,7 +20,11 @@ export function pinnedLookup(addresses: readonly ResolvedAddress[]): LookupFunct
       callback(err, "", 0);
       return;
     }
-    if (options.all === true) callback(null, usable.map((a): LookupAddress => ({ address: a.address, family: a.family })));
+    if (options.all === true)
+      callback(
+        null,
+        usable.map((a): LookupAddress => ({ address: a.address, family: a.family })),
+      );
     else callback(null, first.address, first.family);
   };
 }

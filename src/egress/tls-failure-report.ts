@@ -5,7 +5,12 @@ import type { Logger } from "../observability/logger.js";
 export type TlsFailureCause = "unknown-ca" | "expired" | "not-yet-valid" | "name-mismatch" | "other";
 
 const CAUSES: ReadonlyArray<{ cause: TlsFailureCause; codes: RegExp; says: string }> = [
-  { cause: "unknown-ca", codes: /^(UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|CERT_UNTRUSTED|CERT_SIGNATURE_FAILURE)$/, says: "unable to verify its certificate: it is not signed by a CA this host trusts" },
+  {
+    cause: "unknown-ca",
+    codes:
+      /^(UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT(_LOCALLY)?|SELF_SIGNED_CERT_IN_CHAIN|DEPTH_ZERO_SELF_SIGNED_CERT|CERT_UNTRUSTED|CERT_SIGNATURE_FAILURE)$/,
+    says: "unable to verify its certificate: it is not signed by a CA this host trusts",
+  },
   { cause: "expired", codes: /^CERT_HAS_EXPIRED$/, says: "its certificate has expired" },
   { cause: "not-yet-valid", codes: /^CERT_NOT_YET_VALID$/, says: "its certificate is not valid yet" },
   { cause: "name-mismatch", codes: /^ERR_TLS_CERT_ALTNAME_INVALID$/, says: "its certificate is for another name" },
@@ -27,7 +32,12 @@ export function tlsFailureCause(code: string): { cause: TlsFailureCause; says: s
  * (`hint`), so a CA that is not trusted is named in the log instead of hiding behind "keys unavailable", without
  * a line per request.
  */
-export function tlsFailureReporter(options: { logger: Logger; counter: Counter; subject: string; hint: string }): (where: string, code: string) => void {
+export function tlsFailureReporter(options: {
+  logger: Logger;
+  counter: Counter;
+  subject: string;
+  hint: string;
+}): (where: string, code: string) => void {
   const logged = new Set<string>();
   return (where, code) => {
     const { cause, says } = tlsFailureCause(code);
@@ -36,6 +46,9 @@ export function tlsFailureReporter(options: { logger: Logger; counter: Counter; 
     if (logged.has(key) || logged.size >= 1_000) return;
     logged.add(key);
     const unknownCa = cause === "unknown-ca" ? ` ${options.hint}` : "";
-    options.logger.warn({ subject: options.subject, where, code, cause }, `TLS to ${options.subject} ${where} failed: ${says} (${code}).${unknownCa}`);
+    options.logger.warn(
+      { subject: options.subject, where, code, cause },
+      `TLS to ${options.subject} ${where} failed: ${says} (${code}).${unknownCa}`,
+    );
   };
 }

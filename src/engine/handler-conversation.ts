@@ -34,7 +34,11 @@ export type HandlerContextBase = Omit<HandlerContext, keyof Conversation>;
  * and can be repeated after a restart. The handler's copy of the message is made when it first reads it (most
  * handlers read only `input`); a deep copy per call was a measurable share of a short task's CPU.
  */
-export function withConversation(base: HandlerContextBase, reads: ConversationReads, scope: ConversationScope): HandlerContext {
+export function withConversation(
+  base: HandlerContextBase,
+  reads: ConversationReads,
+  scope: ConversationScope,
+): HandlerContext {
   const { tenant, contextId, self } = scope;
   let message: Message | undefined;
   const messageCopy = (): Message => (message ??= structuredClone(scope.message));
@@ -66,7 +70,11 @@ export function withConversation(base: HandlerContextBase, reads: ConversationRe
   };
   Object.assign(base, conversation);
   // Enumerable, so a handler that spreads or logs its context still sees the message.
-  return Object.defineProperty(base, "message", { get: messageCopy, enumerable: true, configurable: true }) as HandlerContext;
+  return Object.defineProperty(base, "message", {
+    get: messageCopy,
+    enumerable: true,
+    configurable: true,
+  }) as HandlerContext;
 }
 
 function boundedLimit(limit: number | undefined): number {
@@ -80,5 +88,10 @@ function absentIfNotFound(err: unknown): null {
 }
 
 function conversationTaskOf(reads: ConversationReads, record: TaskRecord): ConversationTask {
-  return { id: record.taskId, contextId: record.contextId, state: record.a2a.state, artifacts: structuredClone(reads.contextOf(record).artifacts) };
+  return {
+    id: record.taskId,
+    contextId: record.contextId,
+    state: record.a2a.state,
+    artifacts: structuredClone(reads.contextOf(record).artifacts),
+  };
 }

@@ -15,7 +15,13 @@ export interface CallerFailure {
  * in a driver's message): callers get a generic message with a correlation id, and only the log, at error
  * level, gets the full text and stack under the same id.
  */
-export function callerFailure(err: unknown, logger: Logger, fields: Record<string, unknown>, subject: string, code = "handler_error"): CallerFailure {
+export function callerFailure(
+  err: unknown,
+  logger: Logger,
+  fields: Record<string, unknown>,
+  subject: string,
+  code = "handler_error",
+): CallerFailure {
   if (err instanceof HandlerError) {
     logger.warn({ err, ...fields }, `${subject} failed`);
     return { code: err.code, message: err.message, retryable: err.retryable };
@@ -24,7 +30,13 @@ export function callerFailure(err: unknown, logger: Logger, fields: Record<strin
 }
 
 /** An error whose text is not for callers: the generic message and a fresh correlation id, the error logged under it. */
-export function opaqueFailure(err: unknown, logger: Logger, fields: Record<string, unknown>, subject: string, code = "handler_error"): CallerFailure {
+export function opaqueFailure(
+  err: unknown,
+  logger: Logger,
+  fields: Record<string, unknown>,
+  subject: string,
+  code = "handler_error",
+): CallerFailure {
   const correlationId = randomUUID();
   logger.error({ err, correlationId, ...fields }, `${subject} threw; callers see only correlation id ${correlationId}`);
   return { code, message: `${subject} failed; correlation id ${correlationId}`, retryable: false };

@@ -40,7 +40,10 @@ export class InFlightWork {
   private readonly running = new Map<string, WorkAbort>();
 
   /** Runs `work` with an abort that `abort(taskId)` or `abortAll` fires; answers whether it did, and why. */
-  async run<T>(taskId: string, work: (abort: WorkAbort) => Promise<T>): Promise<{ value?: T; error?: unknown; abort: WorkAbort }> {
+  async run<T>(
+    taskId: string,
+    work: (abort: WorkAbort) => Promise<T>,
+  ): Promise<{ value?: T; error?: unknown; abort: WorkAbort }> {
     const abort = new WorkAbort();
     this.running.set(taskId, abort);
     try {

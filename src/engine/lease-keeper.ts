@@ -77,11 +77,19 @@ export class LeaseKeeper {
       this.failing = undefined;
       this.lastBeat = clock().getTime();
     } catch (err) {
-      if (!this.failing) logger.warn({ err, instanceId: settings.instanceId }, "lease heartbeat failed: taking no leases until the store answers");
+      if (!this.failing)
+        logger.warn(
+          { err, instanceId: settings.instanceId },
+          "lease heartbeat failed: taking no leases until the store answers",
+        );
       this.failing = `lease heartbeat: ${(err as Error).message.split("\n")[0]}`;
       if (clock().getTime() - this.lastBeat >= settings.ttlMs) {
         const dropped = repository.forgetLeases();
-        if (dropped.length > 0) logger.error({ instanceId: settings.instanceId, taskIds: dropped }, "task leases expired during a heartbeat outage; other instances may drive these tasks now");
+        if (dropped.length > 0)
+          logger.error(
+            { instanceId: settings.instanceId, taskIds: dropped },
+            "task leases expired during a heartbeat outage; other instances may drive these tasks now",
+          );
       }
       return false;
     }
@@ -91,7 +99,11 @@ export class LeaseKeeper {
 
   private async takeOver(): Promise<void> {
     const kicked = await this.scan();
-    if (kicked > 0) this.options.logger.info({ instanceId: this.options.repository.leaseSettings.instanceId, tasks: kicked }, "taking over runnable tasks with a free or expired lease");
+    if (kicked > 0)
+      this.options.logger.info(
+        { instanceId: this.options.repository.leaseSettings.instanceId, tasks: kicked },
+        "taking over runnable tasks with a free or expired lease",
+      );
   }
 
   /**
@@ -105,7 +117,10 @@ export class LeaseKeeper {
     this.loop = setTimeout(() => {
       void this.renew()
         .then((healthy) => {
-          if (healthy && !this.scanning && !this.stopping) this.scanning = this.takeOver().catch(warn).finally(() => (this.scanning = undefined));
+          if (healthy && !this.scanning && !this.stopping)
+            this.scanning = this.takeOver()
+              .catch(warn)
+              .finally(() => (this.scanning = undefined));
         })
         .catch(warn)
         .finally(() => this.schedule());

@@ -16,12 +16,15 @@ export const DEFAULT_LEASE_SETTINGS = { ttlMs: 10_000, heartbeatMs: 3_000 } as c
 /** INSTANCE_ID, LEASE_TTL_MS, LEASE_HEARTBEAT_MS. */
 export function readLeaseSettings(env: EnvReader): LeaseSettings {
   const raw = env.raw("INSTANCE_ID");
-  if (raw !== undefined && !/^[A-Za-z0-9._:-]{1,128}$/.test(raw)) env.problem(`INSTANCE_ID must be 1 to 128 letters, digits, ".", "_", ":" or "-" (got "${raw}")`);
+  if (raw !== undefined && !/^[A-Za-z0-9._:-]{1,128}$/.test(raw))
+    env.problem(`INSTANCE_ID must be 1 to 128 letters, digits, ".", "_", ":" or "-" (got "${raw}")`);
   const ttlMs = env.int("LEASE_TTL_MS", DEFAULT_LEASE_SETTINGS.ttlMs, 100, 600_000);
   const heartbeatMs = env.int("LEASE_HEARTBEAT_MS", DEFAULT_LEASE_SETTINGS.heartbeatMs, 10, 300_000);
   // Two missed renewals must still leave the lease alive, or a loaded but healthy owner loses its tasks.
   if (ttlMs <= 2 * heartbeatMs) {
-    env.problem(`LEASE_TTL_MS (${ttlMs}) must be more than twice LEASE_HEARTBEAT_MS (${heartbeatMs}), so a lease survives one late heartbeat`);
+    env.problem(
+      `LEASE_TTL_MS (${ttlMs}) must be more than twice LEASE_HEARTBEAT_MS (${heartbeatMs}), so a lease survives one late heartbeat`,
+    );
   }
   return { instanceId: raw ?? `${randomUUID()}`, ttlMs, heartbeatMs };
 }

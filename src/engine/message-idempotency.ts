@@ -26,8 +26,13 @@ export function creationSeed(principal: Principal, message: Message, workflowId:
 }
 
 /** A repeat of the message that created `existing`: fine when the content matches, refused otherwise. */
-export function assertSameRequest(existing: Pick<TaskRecord, "taskId" | "requestFingerprint">, seed: IdempotencySeed, messageId: string): void {
-  if (existing.requestFingerprint && existing.requestFingerprint !== seed.fingerprint) throw reused(messageId, existing.taskId);
+export function assertSameRequest(
+  existing: Pick<TaskRecord, "taskId" | "requestFingerprint">,
+  seed: IdempotencySeed,
+  messageId: string,
+): void {
+  if (existing.requestFingerprint && existing.requestFingerprint !== seed.fingerprint)
+    throw reused(messageId, existing.taskId);
 }
 
 /**

@@ -3,7 +3,10 @@ import { canonicalJson } from "../domain/canonical-json.js";
 import { END_TARGET, type SwitchCondition, type SwitchNode } from "../workflows/workflow-types.js";
 
 /** Where a `switch` sends the run for this message: the first matching case, else its default; `undefined` = the next node. */
-export function switchTarget(node: SwitchNode, message: Message | undefined): { target: string | undefined; matched: number | "default" } {
+export function switchTarget(
+  node: SwitchNode,
+  message: Message | undefined,
+): { target: string | undefined; matched: number | "default" } {
   const index = message ? node.cases.findIndex((c) => conditionHolds(c.when, message)) : -1;
   if (index >= 0) return { target: node.cases[index]!.goto, matched: index };
   return { target: node.default, matched: "default" };
@@ -34,7 +37,8 @@ function valuesMatch(expected: Record<string, unknown>, source: Record<string, u
 function valueAt(source: Record<string, unknown>, path: string): unknown {
   let current: unknown = source;
   for (const key of path.split(".")) {
-    if (typeof current !== "object" || current === null || Array.isArray(current) || !Object.hasOwn(current, key)) return undefined;
+    if (typeof current !== "object" || current === null || Array.isArray(current) || !Object.hasOwn(current, key))
+      return undefined;
     current = (current as Record<string, unknown>)[key];
   }
   return current;
@@ -43,6 +47,9 @@ function valueAt(source: Record<string, unknown>, path: string): unknown {
 export function inputOfMessage(message: Message | undefined): { text: string; data: Record<string, unknown> } {
   const parts = message?.parts ?? [];
   const text = parts.flatMap((p) => (p.kind === "text" ? [p.text] : [])).join("\n");
-  const data = Object.assign({}, ...parts.flatMap((p) => (p.kind === "data" ? [p.data] : []))) as Record<string, unknown>;
+  const data = Object.assign({}, ...parts.flatMap((p) => (p.kind === "data" ? [p.data] : []))) as Record<
+    string,
+    unknown
+  >;
   return { text, data };
 }

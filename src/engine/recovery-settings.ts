@@ -27,7 +27,10 @@ export function readRecoverySettings(env: EnvReader): RecoverySettings {
  * runs every LEASE_HEARTBEAT_MS, so another instance resumes the work within their sum. `attemptBound` is
  * §C.8's: a node that kills its instance runs at most RECOVERY_MAX_ATTEMPTS times, then the run fails.
  */
-export function recoveryEvidence(leases: Pick<LeaseSettings, "ttlMs" | "heartbeatMs">, recovery: RecoverySettings): Record<string, unknown> {
+export function recoveryEvidence(
+  leases: Pick<LeaseSettings, "ttlMs" | "heartbeatMs">,
+  recovery: RecoverySettings,
+): Record<string, unknown> {
   return {
     rfc: "0158",
     recoveryBounds: [
@@ -40,6 +43,10 @@ export function recoveryEvidence(leases: Pick<LeaseSettings, "ttlMs" | "heartbea
         ],
       },
     ],
-    attemptBound: { maxAttempts: recovery.maxAttempts, setting: "RECOVERY_MAX_ATTEMPTS", terminalError: POISON_EXHAUSTED },
+    attemptBound: {
+      maxAttempts: recovery.maxAttempts,
+      setting: "RECOVERY_MAX_ATTEMPTS",
+      terminalError: POISON_EXHAUSTED,
+    },
   };
 }

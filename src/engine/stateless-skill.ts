@@ -18,7 +18,14 @@ const MAX_STEPS = 100;
  */
 export class StatelessSkills {
   /** `kinds`: the host's node kinds, which run the nodes (the built-in ones by default). `reads`: what handlers may read of the caller's tenant's tasks (HandlerContext `referencedTasks`, `contextTasks`). */
-  constructor(private readonly options: { handlers: Record<string, TaskHandler>; logger: Logger; reads: ConversationReads; kinds?: NodeKindRegistry }) {}
+  constructor(
+    private readonly options: {
+      handlers: Record<string, TaskHandler>;
+      logger: Logger;
+      reads: ConversationReads;
+      kinds?: NodeKindRegistry;
+    },
+  ) {}
 
   /** `tenant`: the caller's, whose tasks handlers may read. */
   async answer(workflow: WorkflowDefinition, message: Message, signal: AbortSignal, tenant: string): Promise<Message> {
@@ -46,21 +53,34 @@ export class StatelessSkills {
       emitArtifactChunk: async (chunk: ArtifactChunk) => {
         const existing = artifacts.find((a) => a.artifactId === chunk.artifactId);
         if (existing && chunk.append) existing.parts.push(...chunk.parts);
-        else artifacts.push({ artifactId: chunk.artifactId, ...(chunk.name ? { name: chunk.name } : {}), parts: [...chunk.parts] });
+        else
+          artifacts.push({
+            artifactId: chunk.artifactId,
+            ...(chunk.name ? { name: chunk.name } : {}),
+            parts: [...chunk.parts],
+          });
       },
     };
     for (let steps = 0; cursor !== null; steps++) {
       const node = workflow.nodes.find((n) => n.id === cursor);
-      if (!node || steps >= MAX_STEPS) return this.failed(workflow, replyTo, "workflow_invalid", node ? `more than ${MAX_STEPS} steps` : `node "${cursor}" is not in workflow ${workflow.id}`);
+      if (!node || steps >= MAX_STEPS)
+        return this.failed(
+          workflow,
+          replyTo,
+          "workflow_invalid",
+          node ? `more than ${MAX_STEPS} steps` : `node "${cursor}" is not in workflow ${workflow.id}`,
+        );
       // The node's kind runs it (engine/nodes/: task and switch); a kind without a stateless runner cannot be here.
       const runner = (this.options.kinds ?? builtinNodeKinds()).of(node.kind)?.stateless;
-      if (!runner) return this.failed(workflow, replyTo, "workflow_invalid", `a stateless skill cannot run "${node.kind}" nodes`);
+      if (!runner)
+        return this.failed(workflow, replyTo, "workflow_invalid", `a stateless skill cannot run "${node.kind}" nodes`);
       const step = await runner.run(node as never, run);
       if ("failure" in step) return this.failed(workflow, replyTo, step.failure.code, step.failure.message);
       if (step.result) {
         outputs[node.id] = step.result.output ?? null;
         lastOutput = step.result.output;
-        for (const [i, a] of (step.result.artifacts ?? []).entries()) artifacts.push({ artifactId: a.artifactId ?? `${node.id}.${i}`, name: a.name, parts: a.parts });
+        for (const [i, a] of (step.result.artifacts ?? []).entries())
+          artifacts.push({ artifactId: a.artifactId ?? `${node.id}.${i}`, name: a.name, parts: a.parts });
       }
       cursor = step.next;
     }
@@ -71,10 +91,17 @@ export class StatelessSkills {
 
   /** A handler failure answers a Message too (there is no task to fail), saying so in text and metadata. */
   private failed(workflow: WorkflowDefinition, message: Message, code: string, detail: string): Message {
-    return this.reply(workflow, message, [{ kind: "text", text: `The skill failed (${code}).` }], { error: { code, message: detail } });
+    return this.reply(workflow, message, [{ kind: "text", text: `The skill failed (${code}).` }], {
+      error: { code, message: detail },
+    });
   }
 
-  private reply(workflow: WorkflowDefinition, message: Message, parts: Part[], extra: Record<string, unknown> = {}): Message {
+  private reply(
+    workflow: WorkflowDefinition,
+    message: Message,
+    parts: Part[],
+    extra: Record<string, unknown> = {},
+  ): Message {
     return {
       messageId: randomUUID(),
       role: "agent",

@@ -61,5 +61,8 @@ export class SubscriptionQueue<T> {
 
 /** Why a subscriber more than `capacity` updates behind was dropped: `unavailable`, and it may resubscribe. */
 export function fellBehind(capacity: number): DomainError {
-  return new DomainError("unavailable", `the subscriber fell more than ${capacity} updates behind and was dropped; resubscribe to catch up from the stored task`);
+  return new DomainError(
+    "unavailable",
+    `the subscriber fell more than ${capacity} updates behind and was dropped; resubscribe to catch up from the stored task`,
+  );
 }

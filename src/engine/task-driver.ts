@@ -3,7 +3,13 @@ import { runStatusOf } from "../machine/task-projection.js";
 import type { Logger } from "../observability/logger.js";
 import { LeaseLostError } from "../store/task-store.js";
 import { ShutdownSignal } from "./in-flight-work.js";
-import { failureMessage, type NodeEffect, type NodeExecutor, type NodeExecutors, type NodeOutcome } from "./nodes/node-executor.js";
+import {
+  failureMessage,
+  type NodeEffect,
+  type NodeExecutor,
+  type NodeExecutors,
+  type NodeOutcome,
+} from "./nodes/node-executor.js";
 import { POISON_EXHAUSTED, type RecoverySettings } from "./recovery-settings.js";
 import type { LiveTask, TaskRepository } from "./task-repository.js";
 import type { WorkflowCatalog } from "./workflow-catalog.js";
@@ -74,7 +80,11 @@ export class TaskDriver {
           next = await this.reloading(() => this.step(taskId));
         }
       } catch (err) {
-        if (err instanceof LeaseLostError) logger.warn({ taskId, owner: repository.leaseSettings.instanceId }, "task lease lost: another instance drives this task now");
+        if (err instanceof LeaseLostError)
+          logger.warn(
+            { taskId, owner: repository.leaseSettings.instanceId },
+            "task lease lost: another instance drives this task now",
+          );
         else if (!(err instanceof ShutdownSignal)) logger.error({ err, taskId }, "task driver stopped on an error");
       } finally {
         // A lease still held here (the task is runnable but has nothing to do now, or we stop) goes back.
@@ -108,7 +118,8 @@ export class TaskDriver {
   async advance(taskId: string, live: LiveTask, firstWriteWithinMs = 0): Promise<Next> {
     const { repository } = this.options;
     let next = await this.stageSteps(taskId, live);
-    if (firstWriteWithinMs > 0) next = await this.runBeforeFirstWrite(taskId, live, next, Date.now() + firstWriteWithinMs);
+    if (firstWriteWithinMs > 0)
+      next = await this.runBeforeFirstWrite(taskId, live, next, Date.now() + firstWriteWithinMs);
     await repository.flush(taskId);
     if (next === false) repository.passivate(taskId);
     return next;
@@ -166,14 +177,18 @@ export class TaskDriver {
       await repository.withLock(taskId, async () => repository.passivate(taskId));
       return false;
     }
-    return repository.withLock(taskId, async (): Promise<Next> => {
-      const live = await repository.load(taskId).catch((err: unknown) => {
-        if (err instanceof DomainError && err.code === "task-not-found") return undefined;
-        throw err;
-      });
-      if (!live) return false;
-      return this.advance(taskId, live);
-    }, { fenced: true });
+    return repository.withLock(
+      taskId,
+      async (): Promise<Next> => {
+        const live = await repository.load(taskId).catch((err: unknown) => {
+          if (err instanceof DomainError && err.code === "task-not-found") return undefined;
+          throw err;
+        });
+        if (!live) return false;
+        return this.advance(taskId, live);
+      },
+      { fenced: true },
+    );
   }
 
   /** Runs a node's effect outside the lock, then stages its outcome and what follows it in one locked section. */
@@ -181,11 +196,15 @@ export class TaskDriver {
     const outcome = await effect();
     if (!outcome) return true;
     const { repository } = this.options;
-    return repository.withLock(taskId, async () => {
-      const live = await repository.load(taskId);
-      outcome(live);
-      return this.advance(taskId, live);
-    }, { fenced: true });
+    return repository.withLock(
+      taskId,
+      async () => {
+        const live = await repository.load(taskId);
+        outcome(live);
+        return this.advance(taskId, live);
+      },
+      { fenced: true },
+    );
   }
 
   /** Under the lock: stages what the task does now, by its status and (when running) the kind of its current node. */
@@ -203,8 +222,12 @@ export class TaskDriver {
     if (status === "cancelling") {
       // The node being cancelled may have work to undo elsewhere (a peer's task), after our commit.
       const workflow = catalog.get(live.record.workflowId);
-      const node = workflow && snapshot.context.cursor !== null ? findNode(workflow, snapshot.context.cursor) : undefined;
-      const undo = node && workflow ? this.executorOf(node).onCancelled?.({ taskId, node, context: snapshot.context, workflow }) : undefined;
+      const node =
+        workflow && snapshot.context.cursor !== null ? findNode(workflow, snapshot.context.cursor) : undefined;
+      const undo =
+        node && workflow
+          ? this.executorOf(node).onCancelled?.({ taskId, node, context: snapshot.context, workflow })
+          : undefined;
       repository.stage(live, { type: "CANCELLED", at });
       return undo ?? true;
     }
@@ -216,7 +239,12 @@ export class TaskDriver {
       return true;
     }
     if (step.type === "fail") {
-      repository.stage(live, { type: "FAIL", at, error: step.error, statusMessage: failureMessage(live.record, step.error.code) });
+      repository.stage(live, {
+        type: "FAIL",
+        at,
+        error: step.error,
+        statusMessage: failureMessage(live.record, step.error.code),
+      });
       return true;
     }
     // Nothing to do until something kicks the task again (a timer, a reply, a push): it is passivated.
@@ -237,7 +265,10 @@ export class TaskDriver {
     const { repository, logger, recovery } = this.options;
     const crashes = repository.stage(live, { type: "NODE_INTERRUPTED", at, nodeId: node.id }).context.crashes ?? 0;
     if (crashes < recovery.maxAttempts) {
-      logger.warn({ taskId, nodeId: node.id, crashes, maxAttempts: recovery.maxAttempts }, "node was running when its instance died; running it again");
+      logger.warn(
+        { taskId, nodeId: node.id, crashes, maxAttempts: recovery.maxAttempts },
+        "node was running when its instance died; running it again",
+      );
       return false;
     }
     const error = {
@@ -245,7 +276,10 @@ export class TaskDriver {
       message: `node "${node.id}" was running when its instance died ${crashes} times (RECOVERY_MAX_ATTEMPTS ${recovery.maxAttempts}); it is not run again`,
       nodeId: node.id,
     };
-    logger.error({ taskId, nodeId: node.id, crashes, maxAttempts: recovery.maxAttempts }, "poison work: the node killed its instance too often; the run fails");
+    logger.error(
+      { taskId, nodeId: node.id, crashes, maxAttempts: recovery.maxAttempts },
+      "poison work: the node killed its instance too often; the run fails",
+    );
     repository.stage(live, { type: "FAIL", at, error, statusMessage: failureMessage(live.record, error.code) });
     return true;
   }
@@ -256,11 +290,20 @@ export class TaskDriver {
 }
 
 /** The effect's outcome when it ends well within `ms`; undefined when it runs longer or fails (its promise keeps the failure). */
-async function endsWithin(running: ReturnType<NodeEffect>, ms: number): Promise<{ outcome: NodeOutcome | void } | undefined> {
+async function endsWithin(
+  running: ReturnType<NodeEffect>,
+  ms: number,
+): Promise<{ outcome: NodeOutcome | void } | undefined> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
   try {
-    return await Promise.race([running.then((outcome) => ({ outcome }), () => undefined), late]);
+    return await Promise.race([
+      running.then(
+        (outcome) => ({ outcome }),
+        () => undefined,
+      ),
+      late,
+    ]);
   } finally {
     clearTimeout(timer);
   }

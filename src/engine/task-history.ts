@@ -7,7 +7,12 @@ import type { TaskStore } from "../store/task-store.js";
  * context holds the newest messages; only a read reaching further back reads the log (one indexed query over
  * the events that carry messages, up to that version).
  */
-export async function readTaskHistory(store: Pick<TaskStore, "readHistory">, at: { taskId: string; version: number }, context: TaskContext, limit?: number): Promise<Message[]> {
+export async function readTaskHistory(
+  store: Pick<TaskStore, "readHistory">,
+  at: { taskId: string; version: number },
+  context: TaskContext,
+  limit?: number,
+): Promise<Message[]> {
   const inHead = historyInHead(context, limit);
   if (inHead) return inHead;
   const count = context.historyCount;
@@ -28,8 +33,15 @@ export function historyInHead(context: TaskContext, limit?: number): Message[] |
 }
 
 /** The history's message with this id: looked up in the head first, in the log only when the head lacks messages. */
-export async function findTaskHistoryMessage(store: Pick<TaskStore, "findHistoryMessage">, at: { taskId: string; version: number }, context: TaskContext, messageId: string): Promise<Message | undefined> {
-  const inHead = context.history.find((m) => m.messageId === messageId) ?? context.unloggedHistory?.find((m) => m.messageId === messageId);
+export async function findTaskHistoryMessage(
+  store: Pick<TaskStore, "findHistoryMessage">,
+  at: { taskId: string; version: number },
+  context: TaskContext,
+  messageId: string,
+): Promise<Message | undefined> {
+  const inHead =
+    context.history.find((m) => m.messageId === messageId) ??
+    context.unloggedHistory?.find((m) => m.messageId === messageId);
   if (inHead) return inHead;
   const loggedOutsideWindow = context.historyCount - context.history.length - (context.unloggedHistory?.length ?? 0);
   if (loggedOutsideWindow <= 0) return undefined;

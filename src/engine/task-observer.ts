@@ -102,7 +102,11 @@ export class TaskObserver {
    * or when `signal` aborts. Followers of one task share its channel (`commit-fanout.ts`): a commit is
    * handed to all of them as one batch, and the store is read only for what a follower missed.
    */
-  async *follow(task: Pick<TaskRecord, "taskId" | "status">, fromSequence: number, options: FollowOptions): AsyncGenerator<RunEvent> {
+  async *follow(
+    task: Pick<TaskRecord, "taskId" | "status">,
+    fromSequence: number,
+    options: FollowOptions,
+  ): AsyncGenerator<RunEvent> {
     const queue = new SubscriptionQueue<RunEvent[] | FeedFailure>(this.options.maxBuffered);
     const member = this.fanout.join(task.taskId, fromSequence, {
       deliver: (events) => queue.push(events),

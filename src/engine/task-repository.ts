@@ -10,7 +10,15 @@ import type { TaskMachineInput } from "../machine/task-machine.js";
 import { runStatusOf, stateMetaOf, type TaskSnapshot } from "../machine/task-projection.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { RunEvent, TaskRecord } from "../domain/task-record.js";
-import { LeaseLostError, StaleWriteError, type LeaseFence, type TaskListPage, type TaskListQuery, type TaskRecordChanges, type TaskStore } from "../store/task-store.js";
+import {
+  LeaseLostError,
+  StaleWriteError,
+  type LeaseFence,
+  type TaskListPage,
+  type TaskListQuery,
+  type TaskRecordChanges,
+  type TaskStore,
+} from "../store/task-store.js";
 import type { IdempotencySeed } from "./message-idempotency.js";
 import { KeyedLock } from "./keyed-lock.js";
 import { DEFAULT_LEASE_SETTINGS, type LeaseSettings } from "./lease-settings.js";
@@ -130,7 +138,14 @@ export class TaskRepository implements TaskReadPort {
       ...this.changesFor(snapshot, at),
       ...(idempotency ? { idempotencyKey: idempotency.key, requestFingerprint: idempotency.fingerprint } : {}),
     };
-    this.live.set(taskId, { actor, record, staged: events, stagedAt: at, stored: false, persisted: { source: snapshot, persisted: record.snapshot } });
+    this.live.set(taskId, {
+      actor,
+      record,
+      staged: events,
+      stagedAt: at,
+      stored: false,
+      persisted: { source: snapshot, persisted: record.snapshot },
+    });
     return record;
   }
 
@@ -140,7 +155,13 @@ export class TaskRepository implements TaskReadPort {
     if (!live) {
       const record = await this.options.store.get(taskId);
       if (!record) throw taskNotFound(taskId);
-      live = { actor: restoreTaskActor(record.snapshot, taskId), record, staged: [], stagedAt: record.updatedAt, stored: true };
+      live = {
+        actor: restoreTaskActor(record.snapshot, taskId),
+        record,
+        staged: [],
+        stagedAt: record.updatedAt,
+        stored: true,
+      };
       this.live.set(taskId, live);
     }
     if (tenant !== undefined && live.record.tenant !== tenant) throw taskNotFound(taskId);
@@ -172,13 +193,25 @@ export class TaskRepository implements TaskReadPort {
     if (events.length === 0) return live.record;
     const snapshot = live.actor.getSnapshot();
     const generation = generationAfter(events, live.record.generation);
-    const changes = { ...this.changesFor(snapshot, live.stagedAt, live.persisted), ...(generation !== undefined ? { generation } : {}) };
+    const changes = {
+      ...this.changesFor(snapshot, live.stagedAt, live.persisted),
+      ...(generation !== undefined ? { generation } : {}),
+    };
     live.persisted = { source: snapshot, persisted: changes.snapshot };
     const version = events[events.length - 1]!.sequence;
     const fence = this.fenceFor(taskId, changes, live.stored);
     try {
       if (live.stored) await this.options.store.commit(taskId, live.record.version, changes, events, fence);
-      else await this.options.store.create({ ...live.record, ...changes, version, ...(fence?.expiresAt ? { lease: { ...fence, expiresAt: fence.expiresAt } } : {}) }, events);
+      else
+        await this.options.store.create(
+          {
+            ...live.record,
+            ...changes,
+            version,
+            ...(fence?.expiresAt ? { lease: { ...fence, expiresAt: fence.expiresAt } } : {}),
+          },
+          events,
+        );
     } catch (err) {
       this.passivate(taskId);
       if (err instanceof LeaseLostError) {
@@ -186,7 +219,12 @@ export class TaskRepository implements TaskReadPort {
         this.takenFromDead.delete(taskId);
       }
       if (err instanceof StaleWriteError) {
-        throw new DomainError("conflict", `Task ${taskId} was changed concurrently; retry the request`, { taskId }, { cause: err });
+        throw new DomainError(
+          "conflict",
+          `Task ${taskId} was changed concurrently; retry the request`,
+          { taskId },
+          { cause: err },
+        );
       }
       throw err;
     }
@@ -232,7 +270,12 @@ export class TaskRepository implements TaskReadPort {
   /** Takes the task's lease if it is runnable and free or expired (epoch + 1); false when another instance holds it. */
   async acquireLease(taskId: string): Promise<boolean> {
     const now = this.clock();
-    const lease = await this.options.store.acquireLease(taskId, this.leaseSettings.instanceId, now, this.leaseExpiry(now));
+    const lease = await this.options.store.acquireLease(
+      taskId,
+      this.leaseSettings.instanceId,
+      now,
+      this.leaseExpiry(now),
+    );
     if (lease) this.held.set(taskId, lease.epoch);
     if (lease?.unreleased) this.takenFromDead.add(taskId);
     return lease !== null;
@@ -352,12 +395,18 @@ export class TaskRepository implements TaskReadPort {
     if (epoch === undefined) throw new LeaseLostError(taskId, this.leaseSettings.instanceId, 0);
     const now = this.clock();
     // A running task waiting for its timer (a delay node) needs no driver until the timer fires either.
-    const waiting = !RUNNABLE_RUN_STATUSES.has(changes.status) || (!!changes.timerDueAt && Date.parse(changes.timerDueAt) > now.getTime());
+    const waiting =
+      !RUNNABLE_RUN_STATUSES.has(changes.status) ||
+      (!!changes.timerDueAt && Date.parse(changes.timerDueAt) > now.getTime());
     if (!stored && waiting) {
       section.released = true;
       return undefined;
     }
-    return { owner: this.leaseSettings.instanceId, epoch, expiresAt: waiting ? null : this.leaseExpiry(now).toISOString() };
+    return {
+      owner: this.leaseSettings.instanceId,
+      epoch,
+      expiresAt: waiting ? null : this.leaseExpiry(now).toISOString(),
+    };
   }
 
   private released(taskId: string): void {

@@ -62,22 +62,36 @@ export class TaskSupervisor implements NodeProgressPort {
   constructor(private readonly options: SupervisorOptions) {
     const clock = (this.clock = options.clock ?? (() => new Date()));
     const now = () => clock().toISOString();
-    const repository = (this.reads = this.repository = new TaskRepository({
-      store: options.store,
-      hook: options.hook,
-      retentionMs: options.retentionMs,
-      clock,
-      ...(options.leases ? { leases: options.leases } : {}),
-    }));
-    const executors = options.catalog.kinds.executors({ repository, inFlight: this.inFlight, logger: options.logger, now, clock }, options.services);
-    this.driver = new TaskDriver({ repository, catalog: options.catalog, executors, logger: options.logger, now, recovery: options.recovery ?? DEFAULT_RECOVERY_SETTINGS });
+    const repository =
+      (this.reads =
+      this.repository =
+        new TaskRepository({
+          store: options.store,
+          hook: options.hook,
+          retentionMs: options.retentionMs,
+          clock,
+          ...(options.leases ? { leases: options.leases } : {}),
+        }));
+    const executors = options.catalog.kinds.executors(
+      { repository, inFlight: this.inFlight, logger: options.logger, now, clock },
+      options.services,
+    );
+    this.driver = new TaskDriver({
+      repository,
+      catalog: options.catalog,
+      executors,
+      logger: options.logger,
+      now,
+      recovery: options.recovery ?? DEFAULT_RECOVERY_SETTINGS,
+    });
     this.timers = new TimerScheduler({
       repository,
       pollMs: options.timerPollMs,
       clock,
       logger: options.logger,
       kick: (taskId) => this.driver.kick(taskId),
-      resolveInterrupt: (taskId, principal, nodeId, resumeValue) => this.resolveInterrupt(taskId, principal, nodeId, resumeValue),
+      resolveInterrupt: (taskId, principal, nodeId, resumeValue) =>
+        this.resolveInterrupt(taskId, principal, nodeId, resumeValue),
     });
     this.leases = new LeaseKeeper({
       repository,
@@ -131,11 +145,21 @@ export class TaskSupervisor implements NodeProgressPort {
    * before its first write for that long (TaskDriver.advance), and the answer is the task as written, often
    * already final; without it, the task as of run.created.
    */
-  async createTask(args: { workflowId: string; message: Message; contextId?: string; principal: Principal; taskId?: string; idempotency?: IdempotencySeed; firstWriteWithinMs?: number }): Promise<TaskRecord> {
+  async createTask(args: {
+    workflowId: string;
+    message: Message;
+    contextId?: string;
+    principal: Principal;
+    taskId?: string;
+    idempotency?: IdempotencySeed;
+    firstWriteWithinMs?: number;
+  }): Promise<TaskRecord> {
     const { catalog } = this.options;
     const workflow = catalog.get(args.workflowId);
     if (!workflow) {
-      throw invalidParams(`unknown skill "${args.workflowId}"; this agent offers: ${catalog.ids().join(", ")}`, { skillId: args.workflowId });
+      throw invalidParams(`unknown skill "${args.workflowId}"; this agent offers: ${catalog.ids().join(", ")}`, {
+        skillId: args.workflowId,
+      });
     }
     const taskId = args.taskId ?? randomUUID();
     const contextId = args.contextId ?? randomUUID();
@@ -144,21 +168,25 @@ export class TaskSupervisor implements NodeProgressPort {
     // task as of run.created, and streams follow its log from there.
     // The driver's section: the creating write takes the task's lease (epoch 1) when the task is runnable.
     let created: TaskRecord | undefined;
-    const section = this.repository.withLock(taskId, async () => {
-      created = this.repository.stageCreate({
-        taskId,
-        contextId,
-        workflowId: workflow.id,
-        tenant: args.principal.tenant,
-        firstNode: firstNodeOf(workflow),
-        message: { ...args.message, taskId, contextId },
-        at: this.now(),
-        ...(args.idempotency ? { idempotency: args.idempotency } : {}),
-      });
-      const live = await this.repository.load(taskId);
-      const next = await this.driver.advance(taskId, live, args.firstWriteWithinMs);
-      return { record: args.firstWriteWithinMs ? live.record : created, next };
-    }, { fenced: true });
+    const section = this.repository.withLock(
+      taskId,
+      async () => {
+        created = this.repository.stageCreate({
+          taskId,
+          contextId,
+          workflowId: workflow.id,
+          tenant: args.principal.tenant,
+          firstNode: firstNodeOf(workflow),
+          message: { ...args.message, taskId, contextId },
+          at: this.now(),
+          ...(args.idempotency ? { idempotency: args.idempotency } : {}),
+        });
+        const live = await this.repository.load(taskId);
+        const next = await this.driver.advance(taskId, live, args.firstWriteWithinMs);
+        return { record: args.firstWriteWithinMs ? live.record : created, next };
+      },
+      { fenced: true },
+    );
     let outcome: Awaited<typeof section>;
     try {
       outcome = await section;
@@ -167,7 +195,10 @@ export class TaskSupervisor implements NodeProgressPort {
       // past the lease TTL before its next write, e.g. node.started of a handler with effects) another instance
       // took the task over. The task exists and is driven there: the creator gets it, not an error to retry.
       if (!(err instanceof LeaseLostError) || !created) throw err;
-      this.options.logger.warn({ taskId, owner: this.repository.leaseSettings.instanceId }, "task lease lost right after creating the task: another instance drives it now");
+      this.options.logger.warn(
+        { taskId, owner: this.repository.leaseSettings.instanceId },
+        "task lease lost right after creating the task: another instance drives it now",
+      );
       return created;
     }
     // A new task has no driver loop yet: the one started here runs its first effect.
@@ -182,13 +213,25 @@ export class TaskSupervisor implements NodeProgressPort {
    * stored; a concurrent write makes it read again. Nothing is driven from here: the instance holding the task's
    * lease hears of the commit and acts on it.
    */
-  async commitNodeProgress<T>(taskId: string, decide: (context: TaskContext, running: (nodeId: string) => boolean) => { commit?: { nodeId: string; progress: Record<string, unknown> }; answer: T }): Promise<T> {
+  async commitNodeProgress<T>(
+    taskId: string,
+    decide: (
+      context: TaskContext,
+      running: (nodeId: string) => boolean,
+    ) => { commit?: { nodeId: string; progress: Record<string, unknown> }; answer: T },
+  ): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.repository.withLock(taskId, async () => {
           const live = await this.repository.load(taskId);
           const decision = decide(live.actor.getSnapshot().context, (nodeId) => stillRunning(live, nodeId));
-          if (decision.commit) await this.repository.commit(taskId, { type: "NODE_PROGRESS", at: this.now(), nodeId: decision.commit.nodeId, progress: decision.commit.progress });
+          if (decision.commit)
+            await this.repository.commit(taskId, {
+              type: "NODE_PROGRESS",
+              at: this.now(),
+              nodeId: decision.commit.nodeId,
+              progress: decision.commit.progress,
+            });
           return decision.answer;
         });
       } catch (err) {
@@ -199,13 +242,28 @@ export class TaskSupervisor implements NodeProgressPort {
   }
 
   /** `ifGeneration` (A2A 1.1 draft `ifGenerationMatch`): refused unless the task is at that generation when the reply commits. */
-  async reply(taskId: string, message: Message, principal: Principal, options: { ifGeneration?: number } = {}): Promise<TaskRecord> {
+  async reply(
+    taskId: string,
+    message: Message,
+    principal: Principal,
+    options: { ifGeneration?: number } = {},
+  ): Promise<TaskRecord> {
     return this.resolve(taskId, principal, { message }, options.ifGeneration);
   }
 
   /** Resolves the pending interrupt with an explicit resume value (REST interrupts API, tokens, timeouts). */
-  async resolveInterrupt(taskId: string, principal: Principal, nodeId: string, resumeValue: Record<string, unknown>, options: { interruptId?: string } = {}): Promise<TaskRecord> {
-    return this.resolve(taskId, principal, { nodeId, resumeValue, ...(options.interruptId ? { interruptId: options.interruptId } : {}) });
+  async resolveInterrupt(
+    taskId: string,
+    principal: Principal,
+    nodeId: string,
+    resumeValue: Record<string, unknown>,
+    options: { interruptId?: string } = {},
+  ): Promise<TaskRecord> {
+    return this.resolve(taskId, principal, {
+      nodeId,
+      resumeValue,
+      ...(options.interruptId ? { interruptId: options.interruptId } : {}),
+    });
   }
 
   async cancel(taskId: string, principal: Principal, reason = "cancelled by the caller"): Promise<TaskRecord> {
@@ -214,7 +272,10 @@ export class TaskSupervisor implements NodeProgressPort {
       const live = await repository.load(taskId, principal.tenant);
       const status = runStatusOf(live.actor.getSnapshot());
       if (isTerminalRunStatus(status)) {
-        throw new DomainError("task-not-cancelable", `Task cannot be canceled: it is already ${status}`, { taskId, status });
+        throw new DomainError("task-not-cancelable", `Task cannot be canceled: it is already ${status}`, {
+          taskId,
+          status,
+        });
       }
       if (status === "cancelling") return live.record;
       return repository.commit(taskId, { type: "CANCEL", at: this.now(), reason, cancelledBy: principal.id });
@@ -231,7 +292,12 @@ export class TaskSupervisor implements NodeProgressPort {
 
   // ------------------------------------------------------------------------------------------
 
-  private async resolve(taskId: string, principal: Principal, reply: Reply, ifGeneration?: number): Promise<TaskRecord> {
+  private async resolve(
+    taskId: string,
+    principal: Principal,
+    reply: Reply,
+    ifGeneration?: number,
+  ): Promise<TaskRecord> {
     const { repository } = this;
     const record = await repository.withLock(taskId, async () => {
       const live = await repository.load(taskId, principal.tenant);
@@ -240,36 +306,70 @@ export class TaskSupervisor implements NodeProgressPort {
       const interrupt = snapshot.context.interrupt;
       // A message already received (same messageId, same content) is a retry: it changes nothing.
       const earlier = "message" in reply ? await repository.historyMessage(live, reply.message.messageId) : undefined;
-      if ("message" in reply && classifyReply(earlier ? [earlier] : [], taskId, reply.message) === "repeat") return live.record;
+      if ("message" in reply && classifyReply(earlier ? [earlier] : [], taskId, reply.message) === "repeat")
+        return live.record;
       // Under the lock, before anything is staged: two replies racing on one gate cannot both pass.
       if (ifGeneration !== undefined) assertGeneration(live.record, ifGeneration);
       if (isTerminalRunStatus(status)) {
-        throw new DomainError("unsupported-operation", `Task ${taskId} is in a terminal state (${stateMetaOf(snapshot).a2aState}) and cannot be modified; this operation is not supported`, { taskId, status });
+        throw new DomainError(
+          "unsupported-operation",
+          `Task ${taskId} is in a terminal state (${stateMetaOf(snapshot).a2aState}) and cannot be modified; this operation is not supported`,
+          { taskId, status },
+        );
       }
       if (!interrupt) {
-        throw new DomainError("unsupported-operation", `Task ${taskId} is ${status} and is not waiting for input; this operation is not supported now`, { taskId, status });
+        throw new DomainError(
+          "unsupported-operation",
+          `Task ${taskId} is ${status} and is not waiting for input; this operation is not supported now`,
+          { taskId, status },
+        );
       }
       if ("nodeId" in reply && reply.nodeId !== interrupt.nodeId) {
-        throw new DomainError("not-found", `node "${reply.nodeId}" has no pending interrupt in run ${taskId}`, { nodeId: reply.nodeId });
+        throw new DomainError("not-found", `node "${reply.nodeId}" has no pending interrupt in run ${taskId}`, {
+          nodeId: reply.nodeId,
+        });
       }
       // A signed token names one interrupt: a later interrupt on the same node (refine loop) is not its to answer.
       if ("nodeId" in reply && reply.interruptId !== undefined && reply.interruptId !== interrupt.interruptId) {
-        throw new DomainError("interrupt-already-resolved", `interrupt ${reply.interruptId} of run ${taskId} is no longer pending`, { nodeId: reply.nodeId, interruptId: reply.interruptId });
+        throw new DomainError(
+          "interrupt-already-resolved",
+          `interrupt ${reply.interruptId} of run ${taskId} is no longer pending`,
+          { nodeId: reply.nodeId, interruptId: reply.interruptId },
+        );
       }
       const workflow = this.options.catalog.ofTask(live.record);
       const at = this.now();
       const message = "message" in reply ? { ...reply.message, taskId, contextId: live.record.contextId } : undefined;
-      const resumeValue = "resumeValue" in reply ? reply.resumeValue : resumeValueFromMessage(reply.message, interrupt, workflow, this.options.catalog.kinds);
-      const outcome = interpretReply(workflow, snapshot.context, interrupt, resumeValue, { decidedBy: principal.id, decidedAt: at }, this.options.catalog.kinds);
+      const resumeValue =
+        "resumeValue" in reply
+          ? reply.resumeValue
+          : resumeValueFromMessage(reply.message, interrupt, workflow, this.options.catalog.kinds);
+      const outcome = interpretReply(
+        workflow,
+        snapshot.context,
+        interrupt,
+        resumeValue,
+        { decidedBy: principal.id, decidedAt: at },
+        this.options.catalog.kinds,
+      );
       if (outcome.type === "ask") {
         const statusMessage: Message = {
           messageId: randomUUID(),
           role: "agent",
           taskId,
           contextId: live.record.contextId,
-          parts: [{ kind: "text", text: `Question recorded for "${interrupt.nodeId}"; the approval is still pending.` }],
+          parts: [
+            { kind: "text", text: `Question recorded for "${interrupt.nodeId}"; the approval is still pending.` },
+          ],
         };
-        return repository.commit(taskId, { type: "ASK", at, question: outcome.question, askedBy: principal.id, statusMessage, ...(message ? { message } : {}) });
+        return repository.commit(taskId, {
+          type: "ASK",
+          at,
+          question: outcome.question,
+          askedBy: principal.id,
+          statusMessage,
+          ...(message ? { message } : {}),
+        });
       }
       return repository.commit(taskId, {
         type: "RESUME",
@@ -282,7 +382,9 @@ export class TaskSupervisor implements NodeProgressPort {
         ...(outcome.artifacts ? { artifacts: outcome.artifacts } : {}),
         ...(outcome.progress ? { progress: outcome.progress } : {}),
         ...(message ? { message } : {}),
-        ...(outcome.thenFail ? { fail: outcome.thenFail, statusMessage: failureMessage(live.record, outcome.thenFail.code) } : {}),
+        ...(outcome.thenFail
+          ? { fail: outcome.thenFail, statusMessage: failureMessage(live.record, outcome.thenFail.code) }
+          : {}),
       });
     });
     this.driver.kick(taskId);

@@ -13,7 +13,12 @@ export interface TimerSchedulerOptions {
   /** A due delay timer: the driver completes the node. */
   kick(taskId: string): void;
   /** An approval gate past its deadline is answered "reject" by the system principal. */
-  resolveInterrupt(taskId: string, principal: Principal, nodeId: string, resumeValue: Record<string, unknown>): Promise<unknown>;
+  resolveInterrupt(
+    taskId: string,
+    principal: Principal,
+    nodeId: string,
+    resumeValue: Record<string, unknown>,
+  ): Promise<unknown>;
 }
 
 /**
@@ -47,7 +52,10 @@ export class TimerScheduler {
       const record = await repository.find(taskId);
       if (!record) continue;
       const timer = repository.contextOf(record).timer;
-      if (timer?.purpose === "interrupt-timeout") await this.expireInterrupt(record).catch((err: unknown) => logger.warn({ err, taskId }, "interrupt timeout failed"));
+      if (timer?.purpose === "interrupt-timeout")
+        await this.expireInterrupt(record).catch((err: unknown) =>
+          logger.warn({ err, taskId }, "interrupt timeout failed"),
+        );
       else this.options.kick(taskId);
     }
   }
@@ -69,12 +77,24 @@ export class TimerScheduler {
     const interrupt = repository.contextOf(record).interrupt;
     if (!interrupt) return;
     if (interrupt.kind === "approval") {
-      await this.options.resolveInterrupt(record.taskId, system, interrupt.nodeId, { action: "reject", reason: "timeout" });
+      await this.options.resolveInterrupt(record.taskId, system, interrupt.nodeId, {
+        action: "reject",
+        reason: "timeout",
+      });
       return;
     }
     await repository.withLock(record.taskId, async () => {
-      const error = { code: `${interrupt.kind}_timeout`, message: `no answer for "${interrupt.nodeId}" before its deadline`, nodeId: interrupt.nodeId };
-      await repository.commit(record.taskId, { type: "FAIL", at: this.options.clock().toISOString(), error, statusMessage: failureMessage(record, error.code) });
+      const error = {
+        code: `${interrupt.kind}_timeout`,
+        message: `no answer for "${interrupt.nodeId}" before its deadline`,
+        nodeId: interrupt.nodeId,
+      };
+      await repository.commit(record.taskId, {
+        type: "FAIL",
+        at: this.options.clock().toISOString(),
+        error,
+        statusMessage: failureMessage(record, error.code),
+      });
     });
     this.options.kick(record.taskId);
   }

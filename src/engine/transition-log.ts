@@ -12,13 +12,30 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
     case "START":
       return [{ type: "run.started", payload: { workflowId: after.workflowId, owner: { tenant: after.tenant } } }];
     case "NODE_STARTED":
-      return [{ type: "node.started", nodeId: event.nodeId, payload: { nodeId: event.nodeId, attempt: after.attempt } }];
+      return [
+        { type: "node.started", nodeId: event.nodeId, payload: { nodeId: event.nodeId, attempt: after.attempt } },
+      ];
     case "NODE_INTERRUPTED":
       // `attempt`: the execution that died; the node.started after it is the next one.
-      return [{ type: "node.interrupted", nodeId: event.nodeId, payload: { nodeId: event.nodeId, attempt: after.attempt, crashes: after.crashes ?? 0, cause: "instance-died" } }];
+      return [
+        {
+          type: "node.interrupted",
+          nodeId: event.nodeId,
+          payload: {
+            nodeId: event.nodeId,
+            attempt: after.attempt,
+            crashes: after.crashes ?? 0,
+            cause: "instance-died",
+          },
+        },
+      ];
     case "NODE_COMPLETED":
       return [
-        { type: "node.completed", nodeId: event.nodeId, payload: { nodeId: event.nodeId, visit: after.visits[event.nodeId] ?? 1 } },
+        {
+          type: "node.completed",
+          nodeId: event.nodeId,
+          payload: { nodeId: event.nodeId, visit: after.visits[event.nodeId] ?? 1 },
+        },
         ...event.artifacts.map((artifact) => ({
           type: "artifact.created",
           nodeId: event.nodeId,
@@ -27,10 +44,23 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
         })),
       ];
     case "NODE_PROGRESS":
-      return [{ type: "node.progress", nodeId: event.nodeId, payload: { nodeId: event.nodeId, attempt: after.attempt, progress: event.progress } }];
+      return [
+        {
+          type: "node.progress",
+          nodeId: event.nodeId,
+          payload: { nodeId: event.nodeId, attempt: after.attempt, progress: event.progress },
+        },
+      ];
     case "ARTIFACT_CHUNK": {
       const { artifact, append, lastChunk } = event;
-      return [{ type: "output.chunk", nodeId: event.nodeId, payload: { nodeId: event.nodeId, artifactId: artifact.artifactId, append, lastChunk }, a2a: { artifact, append, lastChunk } }];
+      return [
+        {
+          type: "output.chunk",
+          nodeId: event.nodeId,
+          payload: { nodeId: event.nodeId, artifactId: artifact.artifactId, append, lastChunk },
+          a2a: { artifact, append, lastChunk },
+        },
+      ];
     }
     case "TIMER_SET":
       return [{ type: "timer.scheduled", nodeId: event.timer.nodeId, payload: { ...event.timer } }];
@@ -51,9 +81,21 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
                 actions: (interrupt.data["actions"] as string[]).map((a) => (a === "edit-accept" ? "edit" : a)),
               },
             }
-          : { type: "clarification.requested", nodeId: interrupt.nodeId, payload: { nodeId: interrupt.nodeId, interruptId: interrupt.interruptId, questions: interrupt.data["questions"] } };
+          : {
+              type: "clarification.requested",
+              nodeId: interrupt.nodeId,
+              payload: {
+                nodeId: interrupt.nodeId,
+                interruptId: interrupt.interruptId,
+                questions: interrupt.data["questions"],
+              },
+            };
       return [
-        { type: "node.suspended", nodeId: interrupt.nodeId, payload: { nodeId: interrupt.nodeId, interruptId: interrupt.interruptId, kind: interrupt.kind, key } },
+        {
+          type: "node.suspended",
+          nodeId: interrupt.nodeId,
+          payload: { nodeId: interrupt.nodeId, interruptId: interrupt.interruptId, kind: interrupt.kind, key },
+        },
         {
           type: "interrupt.requested",
           nodeId: interrupt.nodeId,
@@ -65,7 +107,9 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
             key,
             data: interrupt.data,
             requestedAt: interrupt.requestedAt,
-            ...(interrupt.expiresAt ? { timeoutMs: Date.parse(interrupt.expiresAt) - Date.parse(interrupt.requestedAt) } : {}),
+            ...(interrupt.expiresAt
+              ? { timeoutMs: Date.parse(interrupt.expiresAt) - Date.parse(interrupt.requestedAt) }
+              : {}),
           },
         },
         legacy,
@@ -77,7 +121,15 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
       const resolved: EventDraft = {
         type: "interrupt.resolved",
         nodeId: event.nodeId,
-        payload: { runId: after.taskId, nodeId: event.nodeId, interruptId: interrupt?.interruptId, kind, resumeValue: event.resumeValue, resolvedAt: event.at, resolvedBy: event.resolvedBy },
+        payload: {
+          runId: after.taskId,
+          nodeId: event.nodeId,
+          interruptId: interrupt?.interruptId,
+          kind,
+          resumeValue: event.resumeValue,
+          resolvedAt: event.at,
+          resolvedBy: event.resolvedBy,
+        },
       };
       const output = event.output as Record<string, unknown>;
       const legacy: EventDraft =
@@ -94,7 +146,11 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
                 ...(output["refineFeedback"] ? { refineFeedback: output["refineFeedback"] } : {}),
               },
             }
-          : { type: "clarification.resolved", nodeId: event.nodeId, payload: { nodeId: event.nodeId, interruptId: interrupt?.interruptId, resolvedBy: event.resolvedBy } };
+          : {
+              type: "clarification.resolved",
+              nodeId: event.nodeId,
+              payload: { nodeId: event.nodeId, interruptId: interrupt?.interruptId, resolvedBy: event.resolvedBy },
+            };
       const edited = (event.artifacts ?? []).map((artifact) => ({
         type: "artifact.created",
         nodeId: event.nodeId,
@@ -102,7 +158,12 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
         a2a: { artifact },
       }));
       const ending: EventDraft[] = event.fail
-        ? [{ type: "run.failed", payload: { error: event.fail, failedNodeId: event.nodeId, durationMs: durationOf(after) } }]
+        ? [
+            {
+              type: "run.failed",
+              payload: { error: event.fail, failedNodeId: event.nodeId, durationMs: durationOf(after) },
+            },
+          ]
         : [{ type: "node.resumed", nodeId: event.nodeId, payload: { nodeId: event.nodeId } }];
       return [resolved, legacy, ...edited, ...ending];
     }
@@ -111,7 +172,12 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
         {
           type: "interrupt.exchange",
           nodeId: before.interrupt?.nodeId,
-          payload: { nodeId: before.interrupt?.nodeId, interruptId: before.interrupt?.interruptId, question: event.question, askedBy: event.askedBy },
+          payload: {
+            nodeId: before.interrupt?.nodeId,
+            interruptId: before.interrupt?.interruptId,
+            question: event.question,
+            askedBy: event.askedBy,
+          },
         },
       ];
     case "PAUSE":
@@ -123,13 +189,31 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
     case "CANCELLED":
       return [{ type: "run.cancelled", payload: { reason: after.cancelReason, durationMs: durationOf(after) } }];
     case "COMPLETE":
-      return [{ type: "run.completed", payload: { artifactIds: after.artifacts.map((a) => a.artifactId), durationMs: durationOf(after) } }];
+      return [
+        {
+          type: "run.completed",
+          payload: { artifactIds: after.artifacts.map((a) => a.artifactId), durationMs: durationOf(after) },
+        },
+      ];
     case "FAIL": {
       const failed: EventDraft = {
         type: "run.failed",
-        payload: { error: event.error, ...(event.error.nodeId ? { failedNodeId: event.error.nodeId } : {}), durationMs: durationOf(after) },
+        payload: {
+          error: event.error,
+          ...(event.error.nodeId ? { failedNodeId: event.error.nodeId } : {}),
+          durationMs: durationOf(after),
+        },
       };
-      return event.error.nodeId ? [{ type: "node.failed", nodeId: event.error.nodeId, payload: { nodeId: event.error.nodeId, error: event.error } }, failed] : [failed];
+      return event.error.nodeId
+        ? [
+            {
+              type: "node.failed",
+              nodeId: event.error.nodeId,
+              payload: { nodeId: event.error.nodeId, error: event.error },
+            },
+            failed,
+          ]
+        : [failed];
     }
   }
 }
@@ -152,7 +236,14 @@ export function openwopStatusMetadata(snapshot: TaskSnapshot): Record<string, un
       runId: taskId,
       status: runStatusOf(snapshot),
       ...(interrupt
-        ? { interrupt: { kind: interrupt.kind, nodeId: interrupt.nodeId, interruptId: interrupt.interruptId, ...(interrupt.metadata ? { metadata: interrupt.metadata } : {}) } }
+        ? {
+            interrupt: {
+              kind: interrupt.kind,
+              nodeId: interrupt.nodeId,
+              interruptId: interrupt.interruptId,
+              ...(interrupt.metadata ? { metadata: interrupt.metadata } : {}),
+            },
+          }
         : {}),
       ...(error ? { error: { code: error.code, message: error.message } } : {}),
     },
@@ -184,10 +275,16 @@ export function logEventsFor(args: {
   const { event, before, after, firstSequence } = args;
   const drafts: EventDraft[] =
     event.type === "CREATED"
-      ? [{ type: "run.created", payload: { workflowId: after.context.workflowId, owner: { tenant: after.context.tenant } } }]
+      ? [
+          {
+            type: "run.created",
+            payload: { workflowId: after.context.workflowId, owner: { tenant: after.context.tenant } },
+          },
+        ]
       : draftsFor(event, before?.context ?? after.context, after.context);
   const last = drafts[drafts.length - 1]!;
-  if (a2aChanged(before, after)) last.a2a = { ...last.a2a, status: a2aStatusOf(after, event.at), metadata: openwopStatusMetadata(after) };
+  if (a2aChanged(before, after))
+    last.a2a = { ...last.a2a, status: a2aStatusOf(after, event.at), metadata: openwopStatusMetadata(after) };
   // The messages the transition appended (never more than the context's window holds) go to the log.
   const added = after.context.historyCount - (before?.context.historyCount ?? 0);
   if (added > 0) {

@@ -37,7 +37,9 @@ export class WorkflowCatalog {
   ) {
     this.byId = new Map(workflows.map((w) => [w.id, w]));
     if (!this.byId.has(defaultWorkflowId)) {
-      throw new WorkflowLoadError(`the default skill "${defaultWorkflowId}" is not a loaded workflow (loaded: ${this.ids().join(", ")})`);
+      throw new WorkflowLoadError(
+        `the default skill "${defaultWorkflowId}" is not a loaded workflow (loaded: ${this.ids().join(", ")})`,
+      );
     }
   }
 
@@ -48,7 +50,8 @@ export class WorkflowCatalog {
   /** The workflow a task runs; one that is no longer loaded is an internal error naming the task. */
   ofTask(task: { taskId: string; workflowId: string }): WorkflowDefinition {
     const workflow = this.byId.get(task.workflowId);
-    if (!workflow) throw new DomainError("internal", `workflow ${task.workflowId} of task ${task.taskId} is no longer loaded`);
+    if (!workflow)
+      throw new DomainError("internal", `workflow ${task.workflowId} of task ${task.taskId} is no longer loaded`);
     return workflow;
   }
 
@@ -88,7 +91,11 @@ interface CheckContext {
 }
 
 /** Reads every definition file of a directory; bad files are refused with their paths and every problem. */
-export async function readWorkflowDirectory(dir: string, handlers: Record<string, TaskHandler>, variables: WorkflowVariables = {}): Promise<WorkflowDefinition[]> {
+export async function readWorkflowDirectory(
+  dir: string,
+  handlers: Record<string, TaskHandler>,
+  variables: WorkflowVariables = {},
+): Promise<WorkflowDefinition[]> {
   const problems: string[] = [];
   const loaded = await readDirectory(dir, { handlers, variables, peers: {}, kinds: builtinNodeKinds() }, problems);
   if (problems.length > 0) throw new WorkflowLoadError(problems);
@@ -131,7 +138,9 @@ function checkGivenWorkflows(given: readonly unknown[], context: CheckContext, p
     try {
       copy = structuredClone(value);
     } catch {
-      problems.push(`${source}: a workflow definition must be plain JSON data (objects, arrays, strings, numbers, booleans, null)`);
+      problems.push(
+        `${source}: a workflow definition must be plain JSON data (objects, arrays, strings, numbers, booleans, null)`,
+      );
       return;
     }
     const checked = inspectWorkflow(copy, context);
@@ -167,17 +176,27 @@ export interface WorkflowCatalogOptions {
  */
 export async function loadWorkflowCatalog(options: WorkflowCatalogOptions): Promise<WorkflowCatalog> {
   const kinds = options.kinds ?? builtinNodeKinds();
-  const context: CheckContext = { handlers: options.handlers, variables: options.variables ?? {}, peers: options.peers ?? {}, kinds };
+  const context: CheckContext = {
+    handlers: options.handlers,
+    variables: options.variables ?? {},
+    peers: options.peers ?? {},
+    kinds,
+  };
   const problems: string[] = [];
   const builtin: LoadedWorkflow[] = [];
-  for (const set of options.builtin) builtin.push(...(await readDirectory(join(options.builtinDir, set), context, problems)));
+  for (const set of options.builtin)
+    builtin.push(...(await readDirectory(join(options.builtinDir, set), context, problems)));
   // One order for the built-ins whatever the sets: by id, as when they shared one folder.
   builtin.sort((a, b) => (a.workflow.id < b.workflow.id ? -1 : a.workflow.id > b.workflow.id ? 1 : 0));
-  const user = [...(options.extraDir ? await readDirectory(options.extraDir, context, problems) : []), ...checkGivenWorkflows(options.workflows ?? [], context, problems)];
+  const user = [
+    ...(options.extraDir ? await readDirectory(options.extraDir, context, problems) : []),
+    ...checkGivenWorkflows(options.workflows ?? [], context, problems),
+  ];
   const bySource = new Map<string, string>();
   for (const { workflow, source } of [...builtin, ...user]) {
     const first = bySource.get(workflow.id);
-    if (first !== undefined) problems.push(`workflow id "${workflow.id}" is defined twice: in ${first} and in ${source}`);
+    if (first !== undefined)
+      problems.push(`workflow id "${workflow.id}" is defined twice: in ${first} and in ${source}`);
     else bySource.set(workflow.id, source);
   }
   if (problems.length > 0) throw new WorkflowLoadError(problems);
@@ -187,7 +206,8 @@ export async function loadWorkflowCatalog(options: WorkflowCatalogOptions): Prom
       "no workflows are loaded: give your own (WORKFLOWS_DIR, or workflow definitions to startHost) or turn on a built-in set (BUILTIN_WORKFLOWS=demo)",
     );
   }
-  const defaultWorkflowId = options.defaultWorkflowId ?? (bySource.has("echo") ? "echo" : (user[0] ?? builtin[0])!.workflow.id);
+  const defaultWorkflowId =
+    options.defaultWorkflowId ?? (bySource.has("echo") ? "echo" : (user[0] ?? builtin[0])!.workflow.id);
   return new WorkflowCatalog(all, defaultWorkflowId, kinds);
 }
 
@@ -237,7 +257,10 @@ function inspectWorkflow(value: unknown, context: CheckContext): { workflow?: Wo
   }
   const nodes = (expanded as { nodes?: unknown } | null)?.nodes;
   for (const node of Array.isArray(nodes) ? (nodes as Array<Record<string, unknown> | null>) : []) {
-    const problem = node && typeof node["kind"] === "string" ? context.kinds.of(node["kind"])?.precheck?.(node, checkContext) : undefined;
+    const problem =
+      node && typeof node["kind"] === "string"
+        ? context.kinds.of(node["kind"])?.precheck?.(node, checkContext)
+        : undefined;
     if (problem) problems.push(`${where}${problem}`);
   }
   if (!valid) return { problems };
@@ -250,14 +273,20 @@ function inspectWorkflow(value: unknown, context: CheckContext): { workflow?: Wo
     // A stateless skill answers at once and stores nothing, so it cannot pause, wait or call out.
     const stateless = context.kinds.statelessNames();
     if (workflow.stateless && !stateless.includes(node.kind)) {
-      problems.push(`${where}node "${node.id}": a stateless workflow may only hold ${stateless.join(" and ")} nodes (found "${node.kind}")`);
+      problems.push(
+        `${where}node "${node.id}": a stateless workflow may only hold ${stateless.join(" and ")} nodes (found "${node.kind}")`,
+      );
     }
   }
   return problems.length > 0 ? { problems } : { workflow, problems };
 }
 
 /** Each node as its kind expands it (`${NAME}` references, named peers), and the form the schema sees. */
-function expandNodes(value: unknown, context: CheckContext, problems: string[]): { expanded: unknown; forValidation: unknown } {
+function expandNodes(
+  value: unknown,
+  context: CheckContext,
+  problems: string[],
+): { expanded: unknown; forValidation: unknown } {
   const nodes = (value as { nodes?: unknown } | null)?.nodes;
   if (!Array.isArray(nodes)) return { expanded: value, forValidation: value };
   const expandContext = { variables: context.variables, known: WORKFLOW_VARIABLE_NAMES, peers: context.peers };
@@ -273,5 +302,8 @@ function expandNodes(value: unknown, context: CheckContext, problems: string[]):
     validationNodes.push(result ? result.forValidation : node);
   }
   if (!changed) return { expanded: value, forValidation: value };
-  return { expanded: { ...(value as object), nodes: expandedNodes }, forValidation: { ...(value as object), nodes: validationNodes } };
+  return {
+    expanded: { ...(value as object), nodes: expandedNodes },
+    forValidation: { ...(value as object), nodes: validationNodes },
+  };
 }

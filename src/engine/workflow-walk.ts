@@ -15,10 +15,7 @@ import type { WorkflowDefinition, WorkflowNode } from "../workflows/workflow-typ
  * `payload`, which only that kind reads (a delay node: start its timer, or fire it).
  */
 export type Step<P = unknown> =
-  | { type: "complete" }
-  | { type: "run"; payload?: P }
-  | { type: "wait" }
-  | { type: "fail"; error: RunError };
+  { type: "complete" } | { type: "run"; payload?: P } | { type: "wait" } | { type: "fail"; error: RunError };
 
 /** What resolving an interrupt does to the run. */
 export type ReplyOutcome =
@@ -53,7 +50,12 @@ export function findNode(workflow: WorkflowDefinition, nodeId: string): Workflow
 
 /** The message a `switch` routes on: the newest from the caller (the first one, for a new task). */
 export function incomingMessageOf(context: TaskContext): Message | undefined {
-  return context.lastUserMessage ?? context.history.findLast((m) => m.role === "user") ?? context.unloggedHistory?.findLast((m) => m.role === "user") ?? context.request;
+  return (
+    context.lastUserMessage ??
+    context.history.findLast((m) => m.role === "user") ??
+    context.unloggedHistory?.findLast((m) => m.role === "user") ??
+    context.request
+  );
 }
 
 export function idempotencyKeyOf(context: TaskContext, nodeId: string): string {

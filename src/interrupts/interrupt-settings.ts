@@ -19,7 +19,12 @@ export function readInterruptTokenSettings(env: EnvReader, production: boolean):
     env.problem((err as Error).message);
   }
   if (production && raw === undefined) {
-    env.problem("NODE_ENV=production needs INTERRUPT_TOKEN_KEYS (kid:base64secret,...): interrupt tokens are never signed with a generated key in production");
+    env.problem(
+      "NODE_ENV=production needs INTERRUPT_TOKEN_KEYS (kid:base64secret,...): interrupt tokens are never signed with a generated key in production",
+    );
   }
-  return { ...(keys ? { keys: new SecretValue(keys) } : {}), ttlMs: env.int("INTERRUPT_TOKEN_TTL_SECONDS", 30 * 60, 1, 7 * 24 * 60 * 60) * 1000 };
+  return {
+    ...(keys ? { keys: new SecretValue(keys) } : {}),
+    ttlMs: env.int("INTERRUPT_TOKEN_TTL_SECONDS", 30 * 60, 1, 7 * 24 * 60 * 60) * 1000,
+  };
 }

@@ -27,11 +27,17 @@ export function parseInterruptTokenKeys(raw: string, source = "INTERRUPT_TOKEN_K
     const colon = entry.indexOf(":");
     const kid = colon > 0 ? entry.slice(0, colon) : "";
     const encoded = colon > 0 ? entry.slice(colon + 1) : "";
-    if (!KID_SHAPE.test(kid)) throw new Error(`${source} entry ${i + 1}: expected kid:base64secret with a key id of 1-64 characters A-Z a-z 0-9 . _ -`);
-    if (!BASE64_SHAPE.test(encoded)) throw new Error(`${source} entry ${i + 1} (kid "${kid}"): the secret is not base64`);
+    if (!KID_SHAPE.test(kid))
+      throw new Error(
+        `${source} entry ${i + 1}: expected kid:base64secret with a key id of 1-64 characters A-Z a-z 0-9 . _ -`,
+      );
+    if (!BASE64_SHAPE.test(encoded))
+      throw new Error(`${source} entry ${i + 1} (kid "${kid}"): the secret is not base64`);
     const secret = Buffer.from(encoded.replace(/-/g, "+").replace(/_/g, "/"), "base64");
     if (secret.length < MIN_SECRET_BYTES) {
-      throw new Error(`${source} entry ${i + 1} (kid "${kid}"): the secret must be at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`);
+      throw new Error(
+        `${source} entry ${i + 1} (kid "${kid}"): the secret must be at least ${MIN_SECRET_BYTES} bytes (e.g. \`openssl rand -base64 32\`)`,
+      );
     }
     return { kid, secret };
   });
@@ -51,9 +57,16 @@ export interface LoadedInterruptTokenKeys {
  * in `${dataDir}/keys/interrupt-token.key` with mode 0600, so tokens stay valid across restarts.
  * Production refuses to run on a generated key (config.ts already stops the start).
  */
-export async function loadInterruptTokenKeys(args: { configured?: InterruptTokenKey[]; dataDir: string; production: boolean }): Promise<LoadedInterruptTokenKeys> {
+export async function loadInterruptTokenKeys(args: {
+  configured?: InterruptTokenKey[];
+  dataDir: string;
+  production: boolean;
+}): Promise<LoadedInterruptTokenKeys> {
   if (args.configured && args.configured.length > 0) return { keys: args.configured, source: "INTERRUPT_TOKEN_KEYS" };
-  if (args.production) throw new Error("NODE_ENV=production needs INTERRUPT_TOKEN_KEYS: interrupt tokens are never signed with a generated key in production");
+  if (args.production)
+    throw new Error(
+      "NODE_ENV=production needs INTERRUPT_TOKEN_KEYS: interrupt tokens are never signed with a generated key in production",
+    );
   const path = join(args.dataDir, INTERRUPT_TOKEN_KEY_FILE);
   return { keys: await readOrCreateKeyFile(path), source: path };
 }

@@ -32,7 +32,10 @@ export interface InterruptTokenPayload {
 /** Why a token could not be read. `malformed`: not even token-shaped; `invalid`: shaped right but not one of ours. */
 export class InterruptTokenError extends Error {
   override readonly name = "InterruptTokenError";
-  constructor(readonly reason: "malformed" | "invalid", message: string) {
+  constructor(
+    readonly reason: "malformed" | "invalid",
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -63,7 +66,8 @@ export class InterruptTokenSigner {
     const first = keys[0];
     if (!first) throw new Error("interrupt tokens need at least one signing key");
     for (const key of keys) {
-      if (!KID_SHAPE.test(key.kid)) throw new Error(`interrupt token key id "${key.kid}" must be 1-64 characters of A-Z a-z 0-9 . _ -`);
+      if (!KID_SHAPE.test(key.kid))
+        throw new Error(`interrupt token key id "${key.kid}" must be 1-64 characters of A-Z a-z 0-9 . _ -`);
     }
     this.signingKey = first;
     this.keys = new Map(keys.map((k) => [k.kid, k.secret]));
@@ -95,7 +99,10 @@ export class InterruptTokenSigner {
    */
   verify(token: string): { payload: InterruptTokenPayload; expired: boolean } {
     if (typeof token !== "string" || token.length > MAX_TOKEN_LENGTH || !TOKEN_SHAPE.test(token)) {
-      throw new InterruptTokenError("malformed", "the interrupt token is malformed: expected <payload>.<signature> in base64url");
+      throw new InterruptTokenError(
+        "malformed",
+        "the interrupt token is malformed: expected <payload>.<signature> in base64url",
+      );
     }
     const [encoded, signature] = token.split(".") as [string, string];
     const payload = parsePayload(encoded);
@@ -104,7 +111,11 @@ export class InterruptTokenSigner {
     // Compute a MAC even for an unknown key, so both failures cost the same.
     const expected = mac(secret ?? this.signingKey.secret, encoded);
     const signatureOk = given.length === expected.length && timingSafeEqual(given, expected);
-    if (!payload || !secret || !signatureOk) throw new InterruptTokenError("invalid", "the interrupt token is not valid here (unknown, altered or signed with a retired key)");
+    if (!payload || !secret || !signatureOk)
+      throw new InterruptTokenError(
+        "invalid",
+        "the interrupt token is not valid here (unknown, altered or signed with a retired key)",
+      );
     return { payload, expired: Date.parse(payload.expiresAt) <= this.clock().getTime() };
   }
 }

@@ -18,6 +18,9 @@ const PLACEHOLDER_INPUT: TaskMachineInput = {
  */
 export function exportTaskMachine(): Record<string, unknown> {
   const { context: initialContext, ...config } = taskMachine.config as Record<string, unknown>;
-  const context = typeof initialContext === "function" ? (initialContext as (args: { input: TaskMachineInput }) => unknown)({ input: PLACEHOLDER_INPUT }) : initialContext;
+  const context =
+    typeof initialContext === "function"
+      ? (initialContext as (args: { input: TaskMachineInput }) => unknown)({ input: PLACEHOLDER_INPUT })
+      : initialContext;
   return JSON.parse(JSON.stringify({ ...config, context })) as Record<string, unknown>;
 }

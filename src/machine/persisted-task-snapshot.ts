@@ -40,7 +40,9 @@ const MIGRATIONS: Record<number, (persisted: Record<string, unknown>) => Record<
  */
 export function persistTaskSnapshot(snapshot: TaskSnapshot, previous?: PersistedCopy): Record<string, unknown> {
   if (previous?.source === snapshot) return previous.persisted as Record<string, unknown>;
-  const persisted = flatPersistedSnapshot(snapshot, previous) ?? { ...(jsonCopy(taskMachine.getPersistedSnapshot(snapshot)) as Record<string, unknown>) };
+  const persisted = flatPersistedSnapshot(snapshot, previous) ?? {
+    ...(jsonCopy(taskMachine.getPersistedSnapshot(snapshot)) as Record<string, unknown>),
+  };
   persisted["machineVersion"] = TASK_MACHINE_VERSION;
   return Object.freeze(persisted);
 }
@@ -61,17 +63,22 @@ export interface PersistedCopy {
  * without `getPersistedSnapshot`'s walk of the whole context looking for actor references that this machine
  * never holds (a unit test checks it equals XState's), and copied. Undefined when the snapshot is not that simple.
  */
-function flatPersistedSnapshot(snapshot: TaskSnapshot, previous: PersistedCopy | undefined): Record<string, unknown> | undefined {
+function flatPersistedSnapshot(
+  snapshot: TaskSnapshot,
+  previous: PersistedCopy | undefined,
+): Record<string, unknown> | undefined {
   const { status, output, error, value, historyValue, children, context } = snapshot;
   if (Object.keys(children).length > 0 || Object.keys(historyValue).length > 0) return undefined;
   const before = previous?.source.context as Record<string, unknown> | undefined;
-  const beforeCopy = (previous?.persisted as Record<string, unknown> | undefined)?.["context"] as Record<string, unknown> | undefined;
+  const beforeCopy = (previous?.persisted as Record<string, unknown> | undefined)?.["context"] as
+    Record<string, unknown> | undefined;
   const copy: Record<string, unknown> = {};
   for (const key in context) {
     if (!Object.hasOwn(context, key)) continue;
     const item = (context as unknown as Record<string, unknown>)[key];
     if (dropped(item)) continue;
-    copy[key] = before && beforeCopy && before[key] === item && Object.hasOwn(beforeCopy, key) ? beforeCopy[key] : jsonCopy(item);
+    copy[key] =
+      before && beforeCopy && before[key] === item && Object.hasOwn(beforeCopy, key) ? beforeCopy[key] : jsonCopy(item);
   }
   // As JSON has them: members that are undefined are left out.
   const persisted: Record<string, unknown> = { status };
@@ -92,7 +99,8 @@ const EMPTY = Object.freeze({});
  * this runs on every store write.
  */
 function jsonCopy(value: unknown): unknown {
-  if (value === null || typeof value !== "object") return typeof value === "number" && !Number.isFinite(value) ? null : value;
+  if (value === null || typeof value !== "object")
+    return typeof value === "number" && !Number.isFinite(value) ? null : value;
   const withJson = value as { toJSON?: () => unknown };
   if (typeof withJson.toJSON === "function") return jsonCopy(withJson.toJSON());
   if (Array.isArray(value)) {
@@ -119,7 +127,10 @@ function dropped(value: unknown): boolean {
  * The one way back from a stored snapshot: checks the machine version it was written by and migrates it to
  * the current one. An unknown version is an internal error naming the task (never a silent misread).
  */
-export function restorePersistedSnapshot(stored: unknown, taskId = "(unknown task)"): Snapshot<unknown> & { context: TaskContext } {
+export function restorePersistedSnapshot(
+  stored: unknown,
+  taskId = "(unknown task)",
+): Snapshot<unknown> & { context: TaskContext } {
   if (stored === null || typeof stored !== "object") {
     throw new DomainError("internal", `the stored snapshot of task ${taskId} is not an object`, { taskId });
   }

@@ -50,7 +50,16 @@ class InspectedTask implements TaskActor {
  * actions it would execute, and all of ours are `assign`s, resolved inside the transition.
  */
 const scope: ActorScope<TaskSnapshot, TaskEvent> = (() => {
-  const self = createActor(taskMachine, { input: { taskId: "", contextId: "", workflowId: "", tenant: "", firstNode: null, message: { messageId: "", role: "user", parts: [] } } });
+  const self = createActor(taskMachine, {
+    input: {
+      taskId: "",
+      contextId: "",
+      workflowId: "",
+      tenant: "",
+      firstNode: null,
+      message: { messageId: "", role: "user", parts: [] },
+    },
+  });
   return {
     self,
     id: "",
@@ -77,7 +86,10 @@ export function restoreTaskActor(stored: unknown, taskId?: string): TaskActor {
   const persisted = restorePersistedSnapshot(stored, taskId);
   const inspect = inspectorFor(taskId ?? (persisted as { context?: { taskId?: string } }).context?.taskId);
   // `input` is only read when the machine starts fresh; a restored snapshot already holds the context.
-  if (inspect) return new InspectedTask(createActor(taskMachine, { snapshot: persisted as never, input: undefined as never, inspect }).start());
+  if (inspect)
+    return new InspectedTask(
+      createActor(taskMachine, { snapshot: persisted as never, input: undefined as never, inspect }).start(),
+    );
   return new TaskState(taskMachine.restoreSnapshot(persisted as never, scope as never) as TaskSnapshot);
 }
 
@@ -92,11 +104,14 @@ export function applyTaskEvent(actor: TaskActor, event: TaskEvent): { before: Ta
   // false to): one pass over the transitions instead of two. Every transition of ours assigns or moves.
   if (after === before) {
     const status: RunStatus = runStatusOf(before);
-    throw new DomainError("unsupported-operation", `This operation is not supported while the task is ${status} (${event.type})`, {
-      status,
-      event: event.type,
-    });
+    throw new DomainError(
+      "unsupported-operation",
+      `This operation is not supported while the task is ${status} (${event.type})`,
+      {
+        status,
+        event: event.type,
+      },
+    );
   }
   return { before, after };
 }
-

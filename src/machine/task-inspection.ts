@@ -37,7 +37,14 @@ export function inspectorFor(taskId: string | undefined): ((event: InspectionEve
     if (event.type === "@xstate.event") current.sink({ taskId, type: event.type, event: event.event, at });
     else if (event.type === "@xstate.snapshot") {
       const snapshot = event.snapshot as { value?: unknown; status?: string };
-      current.sink({ taskId, type: event.type, event: event.event, state: snapshot.value, ...(snapshot.status ? { status: snapshot.status } : {}), at });
+      current.sink({
+        taskId,
+        type: event.type,
+        event: event.event,
+        state: snapshot.value,
+        ...(snapshot.status ? { status: snapshot.status } : {}),
+        at,
+      });
     } else current.sink({ taskId, type: event.type, at });
   };
 }

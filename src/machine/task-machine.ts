@@ -40,7 +40,11 @@ export function mergeArtifactChunk(current: Artifact[], chunk: Artifact, append:
   return current.map((a) => (a === existing ? { ...existing, parts: [...existing.parts, ...chunk.parts] } : a));
 }
 
-export function withProgress(current: TaskContext["nodeProgress"], nodeId: string, progress: Record<string, unknown> | undefined): Pick<TaskContext, "nodeProgress"> {
+export function withProgress(
+  current: TaskContext["nodeProgress"],
+  nodeId: string,
+  progress: Record<string, unknown> | undefined,
+): Pick<TaskContext, "nodeProgress"> {
   if (progress === undefined) {
     if (!current || !(nodeId in current)) return {};
     const { [nodeId]: _dropped, ...rest } = current;
@@ -56,7 +60,10 @@ export function withProgress(current: TaskContext["nodeProgress"], nodeId: strin
 export const RECENT_HISTORY = 8;
 
 /** Appends to the A2A history: counted, and kept in the context's window of the newest messages. */
-export function appendMessages(context: Pick<TaskContext, "history" | "historyCount">, ...messages: Array<Message | undefined>): Partial<Pick<TaskContext, "history" | "historyCount" | "lastUserMessage">> {
+export function appendMessages(
+  context: Pick<TaskContext, "history" | "historyCount">,
+  ...messages: Array<Message | undefined>
+): Partial<Pick<TaskContext, "history" | "historyCount" | "lastUserMessage">> {
   const added = messages.filter((m): m is Message => m !== undefined);
   if (added.length === 0) return {};
   const history = [...context.history, ...added];
@@ -106,15 +113,21 @@ export const taskMachine = setup({
     isClarificationInterrupt: ({ event }) => event.type === "INTERRUPT" && event.interrupt.kind === "clarification",
     isExternalInterrupt: ({ event }) => event.type === "INTERRUPT" && event.interrupt.kind === "external-event",
     startsCursorNode: ({ context, event }) => event.type === "NODE_STARTED" && context.cursor === event.nodeId,
-    interruptsRunningNode: ({ context, event }) => event.type === "NODE_INTERRUPTED" && context.nodeStarted && context.cursor === event.nodeId,
+    interruptsRunningNode: ({ context, event }) =>
+      event.type === "NODE_INTERRUPTED" && context.nodeStarted && context.cursor === event.nodeId,
     completesRunningNode: ({ context, event }) =>
       event.type === "NODE_COMPLETED" && context.nodeStarted && context.cursor === event.nodeId,
     progressesRunningNode: ({ context, event }) =>
-      (event.type === "NODE_PROGRESS" || event.type === "ARTIFACT_CHUNK") && context.nodeStarted && context.cursor === event.nodeId,
+      (event.type === "NODE_PROGRESS" || event.type === "ARTIFACT_CHUNK") &&
+      context.nodeStarted &&
+      context.cursor === event.nodeId,
     resolvesPendingInterrupt: ({ context, event }) =>
       event.type === "RESUME" && context.interrupt !== undefined && context.interrupt.nodeId === event.nodeId,
     resolvesAndFails: ({ context, event }) =>
-      event.type === "RESUME" && event.fail !== undefined && context.interrupt !== undefined && context.interrupt.nodeId === event.nodeId,
+      event.type === "RESUME" &&
+      event.fail !== undefined &&
+      context.interrupt !== undefined &&
+      context.interrupt.nodeId === event.nodeId,
   },
   actions: {
     recordStart: assign({ startedAt: ({ event }) => event.at }),
@@ -130,7 +143,10 @@ export const taskMachine = setup({
         outputs: { ...context.outputs, [event.nodeId]: event.output },
         visits: { ...context.visits, [event.nodeId]: (context.visits[event.nodeId] ?? 0) + 1 },
         artifacts: mergeArtifacts(context.artifacts, event.artifacts),
-        artifactsByNode: event.artifacts.length > 0 ? { ...context.artifactsByNode, [event.nodeId]: event.artifacts.map((a) => a.artifactId) } : context.artifactsByNode,
+        artifactsByNode:
+          event.artifacts.length > 0
+            ? { ...context.artifactsByNode, [event.nodeId]: event.artifacts.map((a) => a.artifactId) }
+            : context.artifactsByNode,
         cursor: event.next,
         nodeStarted: false,
         attempt: 0,
@@ -147,7 +163,9 @@ export const taskMachine = setup({
       const ids = context.artifactsByNode[event.nodeId] ?? [];
       return {
         artifacts: mergeArtifactChunk(context.artifacts, event.artifact, event.append),
-        artifactsByNode: ids.includes(event.artifact.artifactId) ? context.artifactsByNode : { ...context.artifactsByNode, [event.nodeId]: [...ids, event.artifact.artifactId] },
+        artifactsByNode: ids.includes(event.artifact.artifactId)
+          ? context.artifactsByNode
+          : { ...context.artifactsByNode, [event.nodeId]: [...ids, event.artifact.artifactId] },
       };
     }),
     recordTimer: assign({ timer: ({ event }) => (event.type === "TIMER_SET" ? event.timer : undefined) }),

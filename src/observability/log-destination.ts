@@ -48,7 +48,10 @@ export class LogDestination {
     clearTimeout(this.retry);
     // A write in the thread pool cannot be waited for (it completes on its own); the lines after it still go
     // out, possibly ahead of it (sonic-boom does the same).
-    const rest = [...(this.current && !this.writing ? [this.current] : []), ...(this.pending.length > 0 ? [Buffer.from(this.pending.join(""))] : [])];
+    const rest = [
+      ...(this.current && !this.writing ? [this.current] : []),
+      ...(this.pending.length > 0 ? [Buffer.from(this.pending.join(""))] : []),
+    ];
     this.pending = [];
     this.pendingBytes = 0;
     this.current = undefined;
@@ -100,7 +103,14 @@ export class LogDestination {
     this.pendingBytes = 0;
     this.current = undefined;
     if (!noteOnStderr || this.fd === 2) return;
-    const line = JSON.stringify({ level: 40, time: Date.now(), service: "openwop-a2a-host", event: "log.reader-gone", code: errorCode(err), msg: "the log reader is gone: log lines are dropped from now on" });
+    const line = JSON.stringify({
+      level: 40,
+      time: Date.now(),
+      service: "openwop-a2a-host",
+      event: "log.reader-gone",
+      code: errorCode(err),
+      msg: "the log reader is gone: log lines are dropped from now on",
+    });
     // Asynchronous, errors ignored: stderr may be gone too, or a pipe nobody reads.
     write(2, line + "\n", () => {});
   }

@@ -30,22 +30,57 @@ export interface Metrics {
    * Registers a callback that reports a gauge (tasks by state, live actors, open streams, readiness). It may
    * answer a promise (a readiness ping): the scrape waits for it, bounded by the check's own timeout.
    */
-  observe(name: GaugeName, read: (report: (value: number, attributes?: Attributes) => void) => void | Promise<void>): void;
+  observe(
+    name: GaugeName,
+    read: (report: (value: number, attributes?: Attributes) => void) => void | Promise<void>,
+  ): void;
 }
 
-export type GaugeName = "tasks" | "actors" | "streams" | "connections" | "consoleStreams" | "pushBacklog" | "ready" | "storeUp" | "memory" | "eventLoopLag";
+export type GaugeName =
+  | "tasks"
+  | "actors"
+  | "streams"
+  | "connections"
+  | "consoleStreams"
+  | "pushBacklog"
+  | "ready"
+  | "storeUp"
+  | "memory"
+  | "eventLoopLag";
 
 const GAUGES: Record<GaugeName, { name: string; description: string }> = {
   tasks: { name: "openwop.tasks", description: "Tasks this instance has seen, by tenant and current A2A state" },
   actors: { name: "openwop.actors.live", description: "Task actors held in memory" },
-  streams: { name: "openwop.subscriber.streams", description: "Open subscriber streams (SSE, gRPC server streams, blocking sends)" },
-  connections: { name: "openwop.connections.open", description: "Open TCP connections on the listening port (HTTP/1.1 and h2c)" },
+  streams: {
+    name: "openwop.subscriber.streams",
+    description: "Open subscriber streams (SSE, gRPC server streams, blocking sends)",
+  },
+  connections: {
+    name: "openwop.connections.open",
+    description: "Open TCP connections on the listening port (HTTP/1.1 and h2c)",
+  },
   consoleStreams: { name: "openwop.console.streams", description: "Open operator-console task-list streams (SSE)" },
-  pushBacklog: { name: "openwop.push.backlog", description: "Push configs this instance has a delivery running, queued for a slot, or waiting to retry for" },
-  ready: { name: "openwop.ready", description: "1 when this instance is ready for traffic (as /readyz), else 0; checked at each scrape" },
-  storeUp: { name: "openwop.store.up", description: "1 when the task store answered a ping within READINESS_TIMEOUT_MS at this scrape, else 0" },
-  memory: { name: "openwop.process.memory_bytes", description: "Process memory by kind (rss, heap_used, heap_total, external, array_buffers)" },
-  eventLoopLag: { name: "openwop.event_loop.lag_seconds", description: "Event-loop lag (delay past the 10 ms sampling interval) since the previous scrape, by quantile (0.5, 0.99, 1 = max)" },
+  pushBacklog: {
+    name: "openwop.push.backlog",
+    description: "Push configs this instance has a delivery running, queued for a slot, or waiting to retry for",
+  },
+  ready: {
+    name: "openwop.ready",
+    description: "1 when this instance is ready for traffic (as /readyz), else 0; checked at each scrape",
+  },
+  storeUp: {
+    name: "openwop.store.up",
+    description: "1 when the task store answered a ping within READINESS_TIMEOUT_MS at this scrape, else 0",
+  },
+  memory: {
+    name: "openwop.process.memory_bytes",
+    description: "Process memory by kind (rss, heap_used, heap_total, external, array_buffers)",
+  },
+  eventLoopLag: {
+    name: "openwop.event_loop.lag_seconds",
+    description:
+      "Event-loop lag (delay past the 10 ms sampling interval) since the previous scrape, by quantile (0.5, 0.99, 1 = max)",
+  },
 };
 
 /** The instruments, named `openwop.*` (Prometheus: `openwop_*`, dots become underscores). */
@@ -54,24 +89,55 @@ export function createMetrics(meter: Meter): Metrics {
     meter.createHistogram(name, { description, unit: "s", advice: { explicitBucketBoundaries: LATENCY_BUCKETS } });
   const gauges = new Map<GaugeName, ObservableGauge>();
   return {
-    requests: meter.createCounter("openwop.requests", { description: "Inbound calls by binding, A2A version, method and outcome" }),
+    requests: meter.createCounter("openwop.requests", {
+      description: "Inbound calls by binding, A2A version, method and outcome",
+    }),
     requestDuration: seconds("openwop.request.duration_seconds", "Inbound call latency by binding, method and outcome"),
-    transitions: meter.createCounter("openwop.task.transitions", { description: "Committed task state changes by from/to A2A state" }),
+    transitions: meter.createCounter("openwop.task.transitions", {
+      description: "Committed task state changes by from/to A2A state",
+    }),
     storeDuration: seconds("openwop.store.duration_seconds", "Task store command latency by command and outcome"),
-    pushDeliveries: meter.createCounter("openwop.push.deliveries", { description: "Webhook POSTs by outcome and whether it was a retry" }),
-    pushDeadLetters: meter.createCounter("openwop.push.dead_letters", { description: "Push notifications given up on, by reason" }),
+    pushDeliveries: meter.createCounter("openwop.push.deliveries", {
+      description: "Webhook POSTs by outcome and whether it was a retry",
+    }),
+    pushDeadLetters: meter.createCounter("openwop.push.dead_letters", {
+      description: "Push notifications given up on, by reason",
+    }),
     pushQueueLag: seconds("openwop.push.queue_lag_seconds", "Time from the task event to its webhook POST"),
-    nodeInterruptions: meter.createCounter("openwop.node.interruptions", { description: "Node executions cut short by the death of their instance, found on takeover or restart" }),
-    poisonExhausted: meter.createCounter("openwop.poison_exhausted", { description: "Runs failed because a node killed its instance RECOVERY_MAX_ATTEMPTS times" }),
-    connectionsRefused: meter.createCounter("openwop.connections.refused", { description: "New connections closed at once, by the cap they were over" }),
-    connectionsTimedOut: meter.createCounter("openwop.connections.timed_out", { description: "Connections closed by a timeout (headers, http2-settings, idle), by protocol" }),
-    egressTlsFailures: meter.createCounter("openwop.egress.tls_failures", { description: "Outbound TLS handshakes that failed, by subject (OIDC, peer) and cause (unknown-ca, expired, not-yet-valid, name-mismatch, other)" }),
-    leaseTakeovers: meter.createCounter("openwop.lease.takeovers", { description: "Task leases taken from a holder that never released them (it died or stalled, or this instance before a restart)" }),
-    peerRequests: meter.createCounter("openwop.peer.requests", { description: "Calls to peer agents by transport (http, grpc) and outcome (ok, error, no-answer)" }),
-    peerRequestDuration: seconds("openwop.peer.request.duration_seconds", "Peer agent call latency by transport and outcome"),
+    nodeInterruptions: meter.createCounter("openwop.node.interruptions", {
+      description: "Node executions cut short by the death of their instance, found on takeover or restart",
+    }),
+    poisonExhausted: meter.createCounter("openwop.poison_exhausted", {
+      description: "Runs failed because a node killed its instance RECOVERY_MAX_ATTEMPTS times",
+    }),
+    connectionsRefused: meter.createCounter("openwop.connections.refused", {
+      description: "New connections closed at once, by the cap they were over",
+    }),
+    connectionsTimedOut: meter.createCounter("openwop.connections.timed_out", {
+      description: "Connections closed by a timeout (headers, http2-settings, idle), by protocol",
+    }),
+    egressTlsFailures: meter.createCounter("openwop.egress.tls_failures", {
+      description:
+        "Outbound TLS handshakes that failed, by subject (OIDC, peer) and cause (unknown-ca, expired, not-yet-valid, name-mismatch, other)",
+    }),
+    leaseTakeovers: meter.createCounter("openwop.lease.takeovers", {
+      description:
+        "Task leases taken from a holder that never released them (it died or stalled, or this instance before a restart)",
+    }),
+    peerRequests: meter.createCounter("openwop.peer.requests", {
+      description: "Calls to peer agents by transport (http, grpc) and outcome (ok, error, no-answer)",
+    }),
+    peerRequestDuration: seconds(
+      "openwop.peer.request.duration_seconds",
+      "Peer agent call latency by transport and outcome",
+    ),
     observe(name, read) {
       let gauge = gauges.get(name);
-      if (!gauge) gauges.set(name, (gauge = meter.createObservableGauge(GAUGES[name].name, { description: GAUGES[name].description })));
+      if (!gauge)
+        gauges.set(
+          name,
+          (gauge = meter.createObservableGauge(GAUGES[name].name, { description: GAUGES[name].description })),
+        );
       gauge.addCallback((result: ObservableResult) => read((value, attributes) => result.observe(value, attributes)));
     },
   };
@@ -90,7 +156,8 @@ export function startAtZero(counter: Counter, labelSets: readonly Attributes[] =
 /** Every combination of the given label values, as attribute objects (the label sets a counter starts with). */
 export function everyLabelSet(values: Record<string, readonly string[]>): Attributes[] {
   let sets: Attributes[] = [{}];
-  for (const [key, options] of Object.entries(values)) sets = sets.flatMap((set) => options.map((value) => ({ ...set, [key]: value })));
+  for (const [key, options] of Object.entries(values))
+    sets = sets.flatMap((set) => options.map((value) => ({ ...set, [key]: value })));
   return sets;
 }
 
@@ -108,7 +175,8 @@ export function labelSets(keys: readonly [string, ...string[]]): LabelValues {
   const root = new Map<string, unknown>();
   const depth = keys.length;
   let count = 0;
-  const valueAt = (i: number, a: string, b?: string, c?: string, d?: string): string => (i === 0 ? a : i === 1 ? b : i === 2 ? c : d) ?? "";
+  const valueAt = (i: number, a: string, b?: string, c?: string, d?: string): string =>
+    (i === 0 ? a : i === 1 ? b : i === 2 ? c : d) ?? "";
   const build: LabelValues = (a, b, c, d) => {
     const attributes: Attributes = {};
     for (let i = 0; i < depth; i++) attributes[keys[i]!] = valueAt(i, a, b, c, d);

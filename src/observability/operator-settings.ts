@@ -16,7 +16,19 @@ export interface OperatorSettings {
 export function readOperatorSettings(env: EnvReader, production: boolean): OperatorSettings {
   const consoleEnabled = env.bool("CONSOLE_ENABLED", !production);
   const inspect = env.raw("XSTATE_INSPECT")?.trim();
-  const inspectTasks = !inspect ? undefined : inspect === "*" ? "*" : inspect.split(",").map((id) => id.trim()).filter(Boolean);
-  if (inspectTasks !== undefined && inspectTasks !== "*" && inspectTasks.length === 0) env.problem('XSTATE_INSPECT must be "*" or a comma-separated list of task ids');
-  return { console: consoleEnabled, ...(inspectTasks !== undefined ? { inspectTasks } : {}), inspectSink: env.raw("XSTATE_INSPECT_FILE")?.trim() || "-" };
+  const inspectTasks = !inspect
+    ? undefined
+    : inspect === "*"
+      ? "*"
+      : inspect
+          .split(",")
+          .map((id) => id.trim())
+          .filter(Boolean);
+  if (inspectTasks !== undefined && inspectTasks !== "*" && inspectTasks.length === 0)
+    env.problem('XSTATE_INSPECT must be "*" or a comma-separated list of task ids');
+  return {
+    console: consoleEnabled,
+    ...(inspectTasks !== undefined ? { inspectTasks } : {}),
+    inspectSink: env.raw("XSTATE_INSPECT_FILE")?.trim() || "-",
+  };
 }

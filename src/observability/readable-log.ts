@@ -10,7 +10,8 @@ const SHOWN_APART = new Set(["level", "time", "pid", "hostname", "service", "msg
 
 function value(v: unknown): string {
   if (typeof v === "string") return /^[^\s"=]+$/.test(v) ? v : JSON.stringify(v);
-  if (v !== null && typeof v === "object" && typeof (v as { message?: unknown }).message === "string") return JSON.stringify((v as { message: string }).message);
+  if (v !== null && typeof v === "object" && typeof (v as { message?: unknown }).message === "string")
+    return JSON.stringify((v as { message: string }).message);
   return JSON.stringify(v);
 }
 
@@ -28,7 +29,9 @@ export function readableLine(json: string): string {
     .filter(([k, v]) => !SHOWN_APART.has(k) && v !== undefined)
     .map(([k, v]) => `${k}=${value(v)}`);
   const reason = typeof record["reason"] === "string" ? record["reason"] : undefined;
-  const head = [time, level, typeof record["msg"] === "string" ? record["msg"] : "", ...fields].filter((s) => s !== "").join(" ");
+  const head = [time, level, typeof record["msg"] === "string" ? record["msg"] : "", ...fields]
+    .filter((s) => s !== "")
+    .join(" ");
   if (reason === undefined) return `${head}\n`;
   return `${head}\n${reason
     .split("\n")

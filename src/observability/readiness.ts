@@ -41,19 +41,42 @@ export class Readiness {
   }
 
   async check(): Promise<ReadinessReport> {
-    if (this.draining) return { ready: false, reason: "draining: the instance is shutting down", checks: { store: "ok", draining: true }, details: this.options.details };
+    if (this.draining)
+      return {
+        ready: false,
+        reason: "draining: the instance is shutting down",
+        checks: { store: "ok", draining: true },
+        details: this.options.details,
+      };
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<"timeout">((resolve) => {
       timer = setTimeout(() => resolve("timeout"), this.options.timeoutMs);
     });
     try {
       const result = await Promise.race([this.options.ping().then(() => "ok" as const), timeout]);
-      if (result === "timeout") return { ready: false, reason: `store: no answer to a ping within ${this.options.timeoutMs} ms`, checks: { store: "timeout", draining: false }, details: this.options.details };
+      if (result === "timeout")
+        return {
+          ready: false,
+          reason: `store: no answer to a ping within ${this.options.timeoutMs} ms`,
+          checks: { store: "timeout", draining: false },
+          details: this.options.details,
+        };
       const leaseProblem = this.options.leaseProblem?.();
-      if (leaseProblem) return { ready: false, reason: leaseProblem, checks: { store: "ok", draining: false, leases: "lost" }, details: this.options.details };
+      if (leaseProblem)
+        return {
+          ready: false,
+          reason: leaseProblem,
+          checks: { store: "ok", draining: false, leases: "lost" },
+          details: this.options.details,
+        };
       return { ready: true, checks: { store: "ok", draining: false }, details: this.options.details };
     } catch (err) {
-      return { ready: false, reason: `store: ${(err as Error).message.split("\n")[0]}`, checks: { store: "failing", draining: false }, details: this.options.details };
+      return {
+        ready: false,
+        reason: `store: ${(err as Error).message.split("\n")[0]}`,
+        checks: { store: "failing", draining: false },
+        details: this.options.details,
+      };
     } finally {
       clearTimeout(timer);
     }

@@ -32,7 +32,8 @@ export function noteRequest(fields: RequestNotes): void {
   if (fields.version !== undefined) notes.version = fields.version;
   if (fields.taskId !== undefined) notes.taskId ??= fields.taskId;
   // The context of the task named first: a call's conversation is its task's.
-  if (fields.contextId !== undefined && (fields.taskId === undefined || fields.taskId === notes.taskId)) notes.contextId ??= fields.contextId;
+  if (fields.contextId !== undefined && (fields.taskId === undefined || fields.taskId === notes.taskId))
+    notes.contextId ??= fields.contextId;
   if (fields.invokesAgent) notes.invokesAgent = true;
   if (fields.tenant) notes.tenant ??= fields.tenant;
 }

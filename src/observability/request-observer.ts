@@ -12,7 +12,25 @@ type Req = IncomingMessage | Http2ServerRequest;
 type Res = ServerResponse | Http2ServerResponse;
 
 /** gRPC status names by number (the outcome label of gRPC, Connect-over-gRPC and gRPC-Web calls). */
-const GRPC_CODES = ["OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"];
+const GRPC_CODES = [
+  "OK",
+  "CANCELLED",
+  "UNKNOWN",
+  "INVALID_ARGUMENT",
+  "DEADLINE_EXCEEDED",
+  "NOT_FOUND",
+  "ALREADY_EXISTS",
+  "PERMISSION_DENIED",
+  "RESOURCE_EXHAUSTED",
+  "FAILED_PRECONDITION",
+  "ABORTED",
+  "OUT_OF_RANGE",
+  "UNIMPLEMENTED",
+  "INTERNAL",
+  "UNAVAILABLE",
+  "DATA_LOSS",
+  "UNAUTHENTICATED",
+];
 
 /** Probes and scrapes: counted, but logged at debug and never traced (they would drown everything else). */
 const OPS_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
@@ -23,7 +41,9 @@ const OPS_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
  */
 export function loggablePath(url: string | undefined): string {
   const path = pathOf(url);
-  return path.startsWith("/v1/interrupts/") ? path.replace(/^\/v1\/interrupts\/[^/]+/, "/v1/interrupts/[redacted]") : path;
+  return path.startsWith("/v1/interrupts/")
+    ? path.replace(/^\/v1\/interrupts\/[^/]+/, "/v1/interrupts/[redacted]")
+    : path;
 }
 
 /** The request path without the query (no array per request, as `split` would make). */
@@ -48,7 +68,11 @@ export function requestShape(req: Req, jsonRpcPath: string, rpcMethods: Readonly
   const contentType = String(req.headers["content-type"] ?? "");
   const rpc = /^\/([a-z][\w.]*\.[A-Z]\w*)\/(\w+)$/.exec(path);
   if (rpc) {
-    const binding = contentType.startsWith("application/grpc-web") ? "grpc-web" : contentType.startsWith("application/grpc") ? "grpc" : "connect";
+    const binding = contentType.startsWith("application/grpc-web")
+      ? "grpc-web"
+      : contentType.startsWith("application/grpc")
+        ? "grpc"
+        : "connect";
     const method = `${rpc[1]}/${rpc[2]}`;
     return { binding, method: rpcMethods.has(method) ? method : undefined };
   }
@@ -117,9 +141,17 @@ export function createRequestObserver(options: {
       };
     }
 
-    const span = tracer && !ops
-      ? tracer.startSpan(`${req.method ?? "GET"} ${shape.method ?? path}`, { kind: SpanKind.SERVER, attributes: { "rpc.system": shape.binding, "http.request.method": req.method ?? "", "url.path": path } }, extractTraceContext(req.headers))
-      : undefined;
+    const span =
+      tracer && !ops
+        ? tracer.startSpan(
+            `${req.method ?? "GET"} ${shape.method ?? path}`,
+            {
+              kind: SpanKind.SERVER,
+              attributes: { "rpc.system": shape.binding, "http.request.method": req.method ?? "", "url.path": path },
+            },
+            extractTraceContext(req.headers),
+          )
+        : undefined;
 
     let finished = false;
     const finish = (): void => {
@@ -136,8 +168,18 @@ export function createRequestObserver(options: {
       if (span) {
         const invocation = telemetry.genAi && notes.invokesAgent === true;
         span.updateName(invocation ? invokeAgentSpanName(agent?.name) : `${shape.binding} ${method}`);
-        span.setAttributes({ "rpc.method": method, "a2a.version": version, "openwop.outcome": outcome, "http.response.status_code": status, ...(notes.taskId ? { "a2a.task.id": notes.taskId } : {}), ...(notes.tenant ? { "openwop.tenant": notes.tenant } : {}) });
-        const failed = status >= 500 || (grpcStatus !== undefined && ["UNKNOWN", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "DEADLINE_EXCEEDED"].includes(grpcStatus));
+        span.setAttributes({
+          "rpc.method": method,
+          "a2a.version": version,
+          "openwop.outcome": outcome,
+          "http.response.status_code": status,
+          ...(notes.taskId ? { "a2a.task.id": notes.taskId } : {}),
+          ...(notes.tenant ? { "openwop.tenant": notes.tenant } : {}),
+        });
+        const failed =
+          status >= 500 ||
+          (grpcStatus !== undefined &&
+            ["UNKNOWN", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "DEADLINE_EXCEEDED"].includes(grpcStatus));
         if (invocation) {
           span.setAttributes({
             "gen_ai.operation.name": "invoke_agent",
@@ -199,7 +241,9 @@ function versionOf(req: Req, shape: RequestShape, versions: ObservedVersions): s
   const header = headerOf(req, "a2a-version");
   if (header) return header;
   const path = req.url ?? "";
-  return shape.binding === "jsonrpc" || /^\/(v1\/)?(message|tasks)\b|^\/[^/]+\/tasks\b/.test(path) ? versions.unnamed : "";
+  return shape.binding === "jsonrpc" || /^\/(v1\/)?(message|tasks)\b|^\/[^/]+\/tasks\b/.test(path)
+    ? versions.unnamed
+    : "";
 }
 
 function headerOf(req: Req, name: string): string | undefined {

@@ -5,7 +5,13 @@ import type { Metrics } from "./metrics.js";
 const RESOLUTION_MS = 10;
 
 const MEMORY_KINDS = ["rss", "heapUsed", "heapTotal", "external", "arrayBuffers"] as const;
-const KIND_LABEL: Record<(typeof MEMORY_KINDS)[number], string> = { rss: "rss", heapUsed: "heap_used", heapTotal: "heap_total", external: "external", arrayBuffers: "array_buffers" };
+const KIND_LABEL: Record<(typeof MEMORY_KINDS)[number], string> = {
+  rss: "rss",
+  heapUsed: "heap_used",
+  heapTotal: "heap_total",
+  external: "external",
+  arrayBuffers: "array_buffers",
+};
 
 /**
  * The process as gauges: memory by kind, and event-loop delay. The delay is a histogram Node keeps; each scrape
@@ -21,7 +27,8 @@ export function observeRuntime(metrics: Metrics): () => void {
   });
   // Node measures the time between the sampling timer's runs, so an idle loop reads the resolution itself:
   // the lag is what lies beyond it. Before the first sample the histogram holds no value: no lag seen then.
-  const lag = (nanoseconds: number): number => (delay.count > 0 ? Math.max(0, nanoseconds / 1e6 - RESOLUTION_MS) / 1000 : 0);
+  const lag = (nanoseconds: number): number =>
+    delay.count > 0 ? Math.max(0, nanoseconds / 1e6 - RESOLUTION_MS) / 1000 : 0;
   metrics.observe("eventLoopLag", (report) => {
     report(lag(delay.percentile(50)), { quantile: "0.5" });
     report(lag(delay.percentile(99)), { quantile: "0.99" });

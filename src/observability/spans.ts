@@ -1,4 +1,14 @@
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from "@opentelemetry/api";
+import {
+  context,
+  propagation,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type Tracer,
+} from "@opentelemetry/api";
 
 export { SpanKind };
 
@@ -6,7 +16,13 @@ export { SpanKind };
  * Runs `work` inside a child span of the active one. Without a tracer (tracing off) it is a direct call:
  * no span, no context switch, no allocation beyond the closure.
  */
-export async function inSpan<T>(tracer: Tracer | undefined, name: string, attributes: Attributes, work: (span: Span | undefined) => Promise<T>, kind: SpanKind = SpanKind.INTERNAL): Promise<T> {
+export async function inSpan<T>(
+  tracer: Tracer | undefined,
+  name: string,
+  attributes: Attributes,
+  work: (span: Span | undefined) => Promise<T>,
+  kind: SpanKind = SpanKind.INTERNAL,
+): Promise<T> {
   if (!tracer) return work(undefined);
   return tracer.startActiveSpan(name, { kind, attributes }, async (span) => {
     try {

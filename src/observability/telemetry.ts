@@ -71,7 +71,12 @@ export async function createTelemetry(options: { env?: TelemetryEnv; version?: s
     const intervalMs = Number(env["OTEL_METRIC_EXPORT_INTERVAL"]) || 60_000;
     // Loaded only when configured: the OTLP exporters cost start-up time that an unconfigured instance does not pay.
     const { OTLPMetricExporter } = await import("@opentelemetry/exporter-metrics-otlp-http");
-    readers.push(new PeriodicExportingMetricReader({ exporter: new OTLPMetricExporter({ url: otlpUrl(env, "METRICS") }), exportIntervalMillis: intervalMs }));
+    readers.push(
+      new PeriodicExportingMetricReader({
+        exporter: new OTLPMetricExporter({ url: otlpUrl(env, "METRICS") }),
+        exportIntervalMillis: intervalMs,
+      }),
+    );
   }
   const meterProvider = new MeterProvider({ resource, readers });
   const meter: Meter = meterProvider.getMeter(SERVICE);
@@ -82,7 +87,11 @@ export async function createTelemetry(options: { env?: TelemetryEnv; version?: s
     const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-http");
     tracerProvider = new BasicTracerProvider({
       resource,
-      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: otlpUrl(env, "TRACES") }), { scheduledDelayMillis: Number(env["OTEL_BSP_SCHEDULE_DELAY"]) || 1_000 })],
+      spanProcessors: [
+        new BatchSpanProcessor(new OTLPTraceExporter({ url: otlpUrl(env, "TRACES") }), {
+          scheduledDelayMillis: Number(env["OTEL_BSP_SCHEDULE_DELAY"]) || 1_000,
+        }),
+      ],
     });
   }
   const metrics = createMetrics(meter);

@@ -15,7 +15,13 @@ export function nodeEgress(settings: HttpNodeSettings, telemetry: Telemetry): No
     settings,
     client({ name, accept }) {
       const subject = `${name} node` as const;
-      const client = createEgressHttpClient({ policy: settings.egress, subject, maxResponseBytes: settings.maxResponseBytes, userAgent: `openwop-a2a-host/${name}-node`, ...(accept ? { accept } : {}) });
+      const client = createEgressHttpClient({
+        policy: settings.egress,
+        subject,
+        maxResponseBytes: settings.maxResponseBytes,
+        userAgent: `openwop-a2a-host/${name}-node`,
+        ...(accept ? { accept } : {}),
+      });
       const observed = observedEgressHttp(client, telemetry, subject);
       clients.push(observed);
       return observed;

@@ -15,7 +15,11 @@ const SEEN_LIMIT = 10_000;
 /** Task id and event time of a push body, in the 0.3 (bare status-update) or 1.0 (StreamResponse) shape. */
 function pushedEvent(body: string): { taskId?: string; at?: number } {
   try {
-    const parsed = JSON.parse(body) as { taskId?: string; status?: { timestamp?: string }; statusUpdate?: { taskId?: string; status?: { timestamp?: string } } };
+    const parsed = JSON.parse(body) as {
+      taskId?: string;
+      status?: { timestamp?: string };
+      statusUpdate?: { taskId?: string; status?: { timestamp?: string } };
+    };
     const update = parsed.statusUpdate ?? parsed;
     const at = update.status?.timestamp ? Date.parse(update.status.timestamp) : NaN;
     return { ...(update.taskId ? { taskId: update.taskId } : {}), ...(Number.isFinite(at) ? { at } : {}) };
@@ -31,7 +35,10 @@ function pushedEvent(body: string): { taskId?: string; at?: number } {
  */
 export function observedPushClient(client: PushHttpClient, telemetry: Telemetry): PushHttpClient {
   const { tracer, metrics } = telemetry;
-  startAtZero(metrics.pushDeliveries, everyLabelSet({ outcome: ["delivered", "failed-retryable", "failed-final"], retry: ["false", "true"] }));
+  startAtZero(
+    metrics.pushDeliveries,
+    everyLabelSet({ outcome: ["delivered", "failed-retryable", "failed-final"], retry: ["false", "true"] }),
+  );
   const seen = new Set<string>();
   return {
     close: () => client.close(),
@@ -44,16 +51,30 @@ export function observedPushClient(client: PushHttpClient, telemetry: Telemetry)
       }
       const event = pushedEvent(req.body);
       if (event.at !== undefined) metrics.pushQueueLag.record(Math.max(0, Date.now() - event.at) / 1000);
-      const result = await inSpan(tracer, "push.deliver", { "url.full": new URL(req.url).origin, "openwop.push.retry": retry, ...(event.taskId ? { "a2a.task.id": event.taskId } : {}) }, async (span) => {
-        const headers = span ? injectTraceHeaders({ ...req.headers }) : req.headers;
-        const answer = await client.post({ ...req, headers });
-        if (span) {
-          if (answer.status !== undefined) span.setAttribute("http.response.status_code", answer.status);
-          if (!answer.ok) span.setStatus({ code: SpanStatusCode.ERROR, message: answer.error ?? `status ${answer.status}` });
-        }
-        return answer;
-      }, SpanKind.CLIENT);
-      metrics.pushDeliveries.add(1, { outcome: result.ok ? "delivered" : result.retryable ? "failed-retryable" : "failed-final", retry: String(retry) });
+      const result = await inSpan(
+        tracer,
+        "push.deliver",
+        {
+          "url.full": new URL(req.url).origin,
+          "openwop.push.retry": retry,
+          ...(event.taskId ? { "a2a.task.id": event.taskId } : {}),
+        },
+        async (span) => {
+          const headers = span ? injectTraceHeaders({ ...req.headers }) : req.headers;
+          const answer = await client.post({ ...req, headers });
+          if (span) {
+            if (answer.status !== undefined) span.setAttribute("http.response.status_code", answer.status);
+            if (!answer.ok)
+              span.setStatus({ code: SpanStatusCode.ERROR, message: answer.error ?? `status ${answer.status}` });
+          }
+          return answer;
+        },
+        SpanKind.CLIENT,
+      );
+      metrics.pushDeliveries.add(1, {
+        outcome: result.ok ? "delivered" : result.retryable ? "failed-retryable" : "failed-final",
+        retry: String(retry),
+      });
       return result;
     },
   };
@@ -80,11 +101,17 @@ export function observedEgressHttp<T extends ObservableHttp>(client: T, telemetr
     close: () => http.close(),
     ...(http.stream ? { stream: http.stream.bind(http) } : {}),
     request: (req: EgressRequest) =>
-      inSpan(tracer, `${caller} ${req.method}`, { "url.full": new URL(req.url).origin, "http.request.method": req.method }, async (span) => {
-        const response = await http.request({ ...req, headers: injectTraceHeaders({ ...req.headers }) });
-        span?.setAttribute("http.response.status_code", response.status);
-        return response;
-      }, SpanKind.CLIENT),
+      inSpan(
+        tracer,
+        `${caller} ${req.method}`,
+        { "url.full": new URL(req.url).origin, "http.request.method": req.method },
+        async (span) => {
+          const response = await http.request({ ...req, headers: injectTraceHeaders({ ...req.headers }) });
+          span?.setAttribute("http.response.status_code", response.status);
+          return response;
+        },
+        SpanKind.CLIENT,
+      ),
   };
 }
 
@@ -93,25 +120,47 @@ export function observedPeerTransport(client: PeerTransport, telemetry: Telemetr
   const { tracer } = telemetry;
   const transport = countedPeerTransport(client, telemetry.metrics);
   if (!tracer) return transport;
-  const span = <T>(method: string, endpoint: string, work: () => Promise<T>): Promise<T> => inSpan(tracer, `peer ${method}`, { "rpc.system": "grpc", "rpc.method": method, "server.address": endpoint }, work, SpanKind.CLIENT);
+  const span = <T>(method: string, endpoint: string, work: () => Promise<T>): Promise<T> =>
+    inSpan(
+      tracer,
+      `peer ${method}`,
+      { "rpc.system": "grpc", "rpc.method": method, "server.address": endpoint },
+      work,
+      SpanKind.CLIENT,
+    );
   return {
     send: (endpoint, message, signal) => span("SendMessage", endpoint, () => transport.send(endpoint, message, signal)),
     getTask: (endpoint, taskId, signal) => span("GetTask", endpoint, () => transport.getTask(endpoint, taskId, signal)),
-    cancelTask: (endpoint, taskId, signal) => span("CancelTask", endpoint, () => transport.cancelTask(endpoint, taskId, signal)),
+    cancelTask: (endpoint, taskId, signal) =>
+      span("CancelTask", endpoint, () => transport.cancelTask(endpoint, taskId, signal)),
     ...(transport.subscribe ? { subscribe: transport.subscribe.bind(transport) } : {}),
     close: () => transport.close(),
   };
 }
 
 /** Each workflow node's handler in a span (task, node, attempt); under the GenAI opt-in an execute_tool span (observed-tools.ts). */
-export function observedHandlers(handlers: Record<string, TaskHandler>, telemetry: Telemetry): Record<string, TaskHandler> {
+export function observedHandlers(
+  handlers: Record<string, TaskHandler>,
+  telemetry: Telemetry,
+): Record<string, TaskHandler> {
   const { tracer } = telemetry;
   if (!tracer) return handlers;
   if (telemetry.genAi) return handlersAsTools(handlers, telemetry);
   return Object.fromEntries(
     Object.entries(handlers).map(([type, handler]) => [
       type,
-      (ctx) => inSpan(tracer, `node ${type}`, { "a2a.task.id": ctx.taskId, "openwop.node.id": ctx.nodeId, "openwop.node.type": type, "openwop.node.attempt": ctx.attempt }, () => handler(ctx)),
+      (ctx) =>
+        inSpan(
+          tracer,
+          `node ${type}`,
+          {
+            "a2a.task.id": ctx.taskId,
+            "openwop.node.id": ctx.nodeId,
+            "openwop.node.type": type,
+            "openwop.node.attempt": ctx.attempt,
+          },
+          () => handler(ctx),
+        ),
     ]),
   );
 }

@@ -13,7 +13,11 @@ interface InvokingParams {
  * (app.ts names its operations), so no wire's method names are listed in observability. Without the opt-in the service
  * is returned as it is.
  */
-export function observedInvocations<S extends object>(service: S, telemetry: Telemetry, methods: ReadonlyArray<keyof S & string>): S {
+export function observedInvocations<S extends object>(
+  service: S,
+  telemetry: Telemetry,
+  methods: ReadonlyArray<keyof S & string>,
+): S {
   if (!telemetry.genAi) return service;
   const invoking: ReadonlySet<PropertyKey> = new Set(methods);
   return new Proxy(service, {
@@ -37,8 +41,14 @@ export function observedInvocations<S extends object>(service: S, telemetry: Tel
 /** The task (or stateless message) a send answered: a `Task`, or `{ kind: "task", task }` / `{ kind: "message", message }`. */
 function noteAnswer(value: unknown): void {
   if (typeof value !== "object" || value === null) return;
-  const answer = value as { id?: unknown; contextId?: unknown; task?: { id?: unknown; contextId?: unknown }; message?: { contextId?: unknown } };
+  const answer = value as {
+    id?: unknown;
+    contextId?: unknown;
+    task?: { id?: unknown; contextId?: unknown };
+    message?: { contextId?: unknown };
+  };
   const task = answer.task ?? (typeof answer.id === "string" ? answer : undefined);
-  if (task && typeof task.id === "string" && typeof task.contextId === "string") noteRequest({ taskId: task.id, contextId: task.contextId });
+  if (task && typeof task.id === "string" && typeof task.contextId === "string")
+    noteRequest({ taskId: task.id, contextId: task.contextId });
   else if (typeof answer.message?.contextId === "string") noteRequest({ contextId: answer.message.contextId });
 }

@@ -48,19 +48,28 @@ export function observedPeerClient(client: A2APeerClient, telemetry: Telemetry):
         ...(message.contextId ? { "gen_ai.conversation.id": message.contextId } : {}),
         ...server,
       };
-      return inSpan(tracer, invokeAgentSpanName(name), attributes, async (span) => {
-        try {
-          const reply = await client.send(target, message, signal, push);
-          const answered = reply.kind === "task" ? { taskId: reply.task.id, contextId: reply.task.contextId } : { contextId: reply.message.contextId };
-          if (answered.contextId) span?.setAttribute("gen_ai.conversation.id", answered.contextId);
-          if (answered.taskId) span?.setAttribute("a2a.task.id", answered.taskId);
-          return reply;
-        } catch (err) {
-          span?.setAttribute("error.type", errorTypeOf(err));
-          span?.setStatus({ code: SpanStatusCode.ERROR, message: errorTypeOf(err) });
-          throw err;
-        }
-      }, SpanKind.CLIENT);
+      return inSpan(
+        tracer,
+        invokeAgentSpanName(name),
+        attributes,
+        async (span) => {
+          try {
+            const reply = await client.send(target, message, signal, push);
+            const answered =
+              reply.kind === "task"
+                ? { taskId: reply.task.id, contextId: reply.task.contextId }
+                : { contextId: reply.message.contextId };
+            if (answered.contextId) span?.setAttribute("gen_ai.conversation.id", answered.contextId);
+            if (answered.taskId) span?.setAttribute("a2a.task.id", answered.taskId);
+            return reply;
+          } catch (err) {
+            span?.setAttribute("error.type", errorTypeOf(err));
+            span?.setStatus({ code: SpanStatusCode.ERROR, message: errorTypeOf(err) });
+            throw err;
+          }
+        },
+        SpanKind.CLIENT,
+      );
     },
   };
 }

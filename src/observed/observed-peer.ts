@@ -1,5 +1,10 @@
 import { everyLabelSet, labelSets, startAtZero, type Metrics } from "../observability/metrics.js";
-import { EgressCallError, type EgressRequest, type EgressResponse, type EgressStream } from "../egress/egress-http-client.js";
+import {
+  EgressCallError,
+  type EgressRequest,
+  type EgressResponse,
+  type EgressStream,
+} from "../egress/egress-http-client.js";
 import { PeerCallError } from "../peer/peer-http-client.js";
 import type { PeerTransport } from "../peer/a2a-peer-client.js";
 
@@ -15,14 +20,17 @@ const OUTCOMES: readonly PeerOutcome[] = ["ok", "error", "no-answer"];
 const ANSWERED_KINDS: ReadonlySet<string> = new Set(["http", "protocol", "rpc", "unauthorized", "unsupported"]);
 
 export function peerOutcomeOf(err: unknown): PeerOutcome {
-  if (err instanceof EgressCallError || err instanceof PeerCallError) return ANSWERED_KINDS.has(err.kind) ? "error" : "no-answer";
+  if (err instanceof EgressCallError || err instanceof PeerCallError)
+    return ANSWERED_KINDS.has(err.kind) ? "error" : "no-answer";
   return "no-answer";
 }
 
 type Transport = "http" | "grpc";
 
 /** The counter and latency of peer calls, every transport and outcome started at 0. */
-function peerCounting(metrics: Metrics): <T>(transport: Transport, call: () => Promise<T>, outcomeOf?: (value: T) => PeerOutcome) => Promise<T> {
+function peerCounting(
+  metrics: Metrics,
+): <T>(transport: Transport, call: () => Promise<T>, outcomeOf?: (value: T) => PeerOutcome) => Promise<T> {
   startAtZero(metrics.peerRequests, everyLabelSet({ transport: ["http", "grpc"], outcome: OUTCOMES }));
   const labels = labelSets(["transport", "outcome"]);
   return async (transport, call, outcomeOf) => {
@@ -43,10 +51,17 @@ function peerCounting(metrics: Metrics): <T>(transport: Transport, call: () => P
   };
 }
 
-const byStatus = (answer: { status: number }): PeerOutcome => (answer.status >= 200 && answer.status < 300 ? "ok" : "error");
+const byStatus = (answer: { status: number }): PeerOutcome =>
+  answer.status >= 200 && answer.status < 300 ? "ok" : "error";
 
 /** Peer calls over HTTP (card discovery, JWKS, JSON-RPC, HTTP+JSON; a held stream counts when it opens). */
-export function countedPeerHttp<T extends { request(req: EgressRequest): Promise<EgressResponse>; stream?(req: EgressRequest): Promise<EgressStream>; close(): Promise<void> }>(http: T, metrics: Metrics): T {
+export function countedPeerHttp<
+  T extends {
+    request(req: EgressRequest): Promise<EgressResponse>;
+    stream?(req: EgressRequest): Promise<EgressStream>;
+    close(): Promise<void>;
+  },
+>(http: T, metrics: Metrics): T {
   const count = peerCounting(metrics);
   const stream = http.stream?.bind(http);
   return {

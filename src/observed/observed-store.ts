@@ -17,15 +17,32 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
   const { tracer, metrics } = telemetry;
   const storeLabels = labelSets(["command", "outcome", "store"]);
   startAtZero(metrics.leaseTakeovers);
-  async function timed<T>(command: string, taskId: string | undefined, work: () => Promise<T>, traced = false): Promise<T> {
+  async function timed<T>(
+    command: string,
+    taskId: string | undefined,
+    work: () => Promise<T>,
+    traced = false,
+  ): Promise<T> {
     const started = performance.now();
     let outcome = "ok";
     try {
-      return traced ? await inSpan(tracer, `store.${command}`, { "db.operation.name": command, "db.system.name": store.kind, ...(taskId ? { "a2a.task.id": taskId } : {}) }, work) : await work();
+      return traced
+        ? await inSpan(
+            tracer,
+            `store.${command}`,
+            {
+              "db.operation.name": command,
+              "db.system.name": store.kind,
+              ...(taskId ? { "a2a.task.id": taskId } : {}),
+            },
+            work,
+          )
+        : await work();
     } catch (err) {
       outcome = (err as Error).name === "Error" ? "error" : (err as Error).name;
       // Stale writes and duplicates are part of the protocol (the caller retries or answers); the rest is an outage.
-      if (outcome === "error" || outcome.startsWith("Mongo")) logger.warn({ err, operation: `store.${command}`, ...(taskId ? { taskId } : {}) }, `store ${command} failed`);
+      if (outcome === "error" || outcome.startsWith("Mongo"))
+        logger.warn({ err, operation: `store.${command}`, ...(taskId ? { taskId } : {}) }, `store ${command} failed`);
       throw err;
     } finally {
       metrics.storeDuration.record((performance.now() - started) / 1000, storeLabels(command, outcome, store.kind));
@@ -46,11 +63,15 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
       noteRequest({ taskId: record.taskId, contextId: record.contextId, tenant: record.tenant });
       return timed("create", record.taskId, () => store.create(record, events), true);
     },
-    commit: (taskId, expectedVersion, changes, events, fence) => timed("commit", taskId, () => store.commit(taskId, expectedVersion, changes, events, fence), true),
+    commit: (taskId, expectedVersion, changes, events, fence) =>
+      timed("commit", taskId, () => store.commit(taskId, expectedVersion, changes, events, fence), true),
     get: async (taskId) => note(await timed("get", taskId, () => store.get(taskId))),
-    readEvents: (taskId, fromSequence, limit) => timed("readEvents", taskId, () => store.readEvents(taskId, fromSequence, limit)),
-    readHistory: (taskId, fromIndex, upToVersion) => timed("readHistory", taskId, () => store.readHistory(taskId, fromIndex, upToVersion)),
-    findHistoryMessage: (taskId, messageId, upToVersion) => timed("findHistoryMessage", taskId, () => store.findHistoryMessage(taskId, messageId, upToVersion)),
+    readEvents: (taskId, fromSequence, limit) =>
+      timed("readEvents", taskId, () => store.readEvents(taskId, fromSequence, limit)),
+    readHistory: (taskId, fromIndex, upToVersion) =>
+      timed("readHistory", taskId, () => store.readHistory(taskId, fromIndex, upToVersion)),
+    findHistoryMessage: (taskId, messageId, upToVersion) =>
+      timed("findHistoryMessage", taskId, () => store.findHistoryMessage(taskId, messageId, upToVersion)),
     findByIdempotencyKey: (key) => timed("findByIdempotencyKey", undefined, () => store.findByIdempotencyKey(key)),
     list: (query) => {
       noteRequest({ tenant: query.tenant });
@@ -64,16 +85,23 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
       if (lease?.unreleased) metrics.leaseTakeovers.add(1);
       return lease;
     },
-    renewLeases: (owner, taskIds, expiresAt) => timed("renewLeases", undefined, () => store.renewLeases(owner, taskIds, expiresAt)),
-    releaseLease: (taskId, owner, epoch) => timed("releaseLease", taskId, () => store.releaseLease(taskId, owner, epoch)),
+    renewLeases: (owner, taskIds, expiresAt) =>
+      timed("renewLeases", undefined, () => store.renewLeases(owner, taskIds, expiresAt)),
+    releaseLease: (taskId, owner, epoch) =>
+      timed("releaseLease", taskId, () => store.releaseLease(taskId, owner, epoch)),
     cancellingTaskIds: (taskIds) => timed("cancellingTaskIds", undefined, () => store.cancellingTaskIds(taskIds)),
-    leaseableTaskIds: (now, owner, limit) => timed("leaseableTaskIds", undefined, () => store.leaseableTaskIds(now, owner, limit)),
+    leaseableTaskIds: (now, owner, limit) =>
+      timed("leaseableTaskIds", undefined, () => store.leaseableTaskIds(now, owner, limit)),
     close: () => store.close(),
   };
 }
 
 /** Every reason a push is given up for, each started at 0 (a record, so a new reason must be added here). */
-const DEAD_LETTER_REASONS = Object.keys({ "max-attempts": true, "max-age": true, "not-retryable": true } satisfies Record<DeadLetterReason, true>);
+const DEAD_LETTER_REASONS = Object.keys({
+  "max-attempts": true,
+  "max-age": true,
+  "not-retryable": true,
+} satisfies Record<DeadLetterReason, true>);
 
 /** Push configs with the dead-letter counter (the worker records every give-up through `addDeadLetter`). */
 export function observedPushConfigStore(configs: PushConfigStore, telemetry: Telemetry): PushConfigStore {

@@ -36,7 +36,13 @@ const INTERRUPTED: ReadonlySet<A2ATaskStateValue> = new Set(["input-required", "
  * interrupted, resumed, finished, canceled or failed (with the reason); the transition counter by from/to
  * state; gauges for tasks by tenant and state, live actors and open subscriber streams.
  */
-export function observeTasks(options: { commits: CommitBus; hook: CountingTransitionHook; supervisor: TaskSupervisor; telemetry: Telemetry; logger: Logger }): () => void {
+export function observeTasks(options: {
+  commits: CommitBus;
+  hook: CountingTransitionHook;
+  supervisor: TaskSupervisor;
+  telemetry: Telemetry;
+  logger: Logger;
+}): () => void {
   const { commits, hook, supervisor, telemetry, logger } = options;
   const { metrics } = telemetry;
   /** Last state of each unfinished task seen here; terminal tasks leave, their count stays in `byState`. */
@@ -51,7 +57,8 @@ export function observeTasks(options: { commits: CommitBus; hook: CountingTransi
   };
   const taskLabels = labelSets(["tenant", "state"]);
   metrics.observe("tasks", (report) => {
-    for (const [tenant, counts] of byState) for (const [state, count] of counts) report(count, taskLabels(tenant, state));
+    for (const [tenant, counts] of byState)
+      for (const [state, count] of counts) report(count, taskLabels(tenant, state));
   });
   startAtZero(metrics.nodeInterruptions);
   startAtZero(metrics.poisonExhausted);
@@ -66,7 +73,9 @@ export function observeTasks(options: { commits: CommitBus; hook: CountingTransi
     const created = events[0]?.sequence === 0;
     const from = created ? undefined : last.get(taskId);
     const logging = logger.isLevelEnabled("info");
-    const task = logging ? { taskId, tenant: record.tenant, workflowId: record.workflowId, contextId: record.contextId } : undefined;
+    const task = logging
+      ? { taskId, tenant: record.tenant, workflowId: record.workflowId, contextId: record.contextId }
+      : undefined;
     if (created && logging) logger.info({ ...task, event: "task.created", state: to }, "task created");
     for (const event of events) {
       if (event.type === "node.interrupted") metrics.nodeInterruptions.add(1);
@@ -79,11 +88,37 @@ export function observeTasks(options: { commits: CommitBus; hook: CountingTransi
     else last.set(taskId, to);
     if (!logging) return;
 
-    if (INTERRUPTED.has(to)) logger.info({ ...task, event: "task.interrupted", state: to, ...(context.interrupt ? { interruptKind: context.interrupt.kind, interruptId: context.interrupt.interruptId } : {}) }, "task interrupted");
-    else if (to === "working" && from && INTERRUPTED.has(from)) logger.info({ ...task, event: "task.resumed", from }, "task resumed");
+    if (INTERRUPTED.has(to))
+      logger.info(
+        {
+          ...task,
+          event: "task.interrupted",
+          state: to,
+          ...(context.interrupt
+            ? { interruptKind: context.interrupt.kind, interruptId: context.interrupt.interruptId }
+            : {}),
+        },
+        "task interrupted",
+      );
+    else if (to === "working" && from && INTERRUPTED.has(from))
+      logger.info({ ...task, event: "task.resumed", from }, "task resumed");
     else if (to === "completed") logger.info({ ...task, event: "task.finished", state: to }, "task finished");
-    else if (to === "failed" || to === "rejected") logger.info({ ...task, event: "task.failed", state: to, reason: context.error ? `${context.error.code}: ${context.error.message}` : "unknown", ...(context.error?.nodeId ? { nodeId: context.error.nodeId } : {}) }, "task failed");
-    else if (to === "canceled") logger.info({ ...task, event: "task.canceled", ...(context.cancelReason ? { reason: context.cancelReason } : {}) }, "task canceled");
+    else if (to === "failed" || to === "rejected")
+      logger.info(
+        {
+          ...task,
+          event: "task.failed",
+          state: to,
+          reason: context.error ? `${context.error.code}: ${context.error.message}` : "unknown",
+          ...(context.error?.nodeId ? { nodeId: context.error.nodeId } : {}),
+        },
+        "task failed",
+      );
+    else if (to === "canceled")
+      logger.info(
+        { ...task, event: "task.canceled", ...(context.cancelReason ? { reason: context.cancelReason } : {}) },
+        "task canceled",
+      );
   };
   // This instance's commits, from the one bus every consumer of commits reads (the hook only counts the streams).
   return commits.onAny(listener);

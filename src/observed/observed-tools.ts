@@ -42,7 +42,12 @@ function toolAttributes(call: ToolCall): Attributes {
 }
 
 /** Runs `work` in an `execute_tool {tool}` span (INTERNAL); a throw, or a failure `failedAs` reads off the answer, sets error.type. */
-function inToolSpan<T>(telemetry: Telemetry, call: ToolCall, work: () => Promise<T>, failedAs?: (answer: T) => string | undefined): Promise<T> {
+function inToolSpan<T>(
+  telemetry: Telemetry,
+  call: ToolCall,
+  work: () => Promise<T>,
+  failedAs?: (answer: T) => string | undefined,
+): Promise<T> {
   return inSpan(telemetry.tracer, executeToolSpanName(call.tool), toolAttributes(call), async (span) => {
     try {
       const answer = await work();
@@ -60,11 +65,26 @@ function inToolSpan<T>(telemetry: Telemetry, call: ToolCall, work: () => Promise
 }
 
 /** Under the GenAI opt-in, each handler run as `execute_tool {handler}` (tool type function); the call id is its idempotency key. */
-export function handlersAsTools(handlers: Record<string, TaskHandler>, telemetry: Telemetry): Record<string, TaskHandler> {
+export function handlersAsTools(
+  handlers: Record<string, TaskHandler>,
+  telemetry: Telemetry,
+): Record<string, TaskHandler> {
   return Object.fromEntries(
     Object.entries(handlers).map(([name, handler]) => {
       const observed: TaskHandler = (ctx) =>
-        inToolSpan(telemetry, { tool: name, type: "function", callId: ctx.idempotencyKey, taskId: ctx.taskId, nodeId: ctx.nodeId, nodeKind: "task", attempt: ctx.attempt }, () => handler(ctx));
+        inToolSpan(
+          telemetry,
+          {
+            tool: name,
+            type: "function",
+            callId: ctx.idempotencyKey,
+            taskId: ctx.taskId,
+            nodeId: ctx.nodeId,
+            nodeKind: "task",
+            attempt: ctx.attempt,
+          },
+          () => handler(ctx),
+        );
       // What the engine reads off a handler (`pure`) stays readable on the wrapper.
       return [name, Object.assign(observed, handler)];
     }),
@@ -88,15 +108,36 @@ export function nodeServicesAsTools<P extends { services: NodeServicesByKind }>(
     services["a2a.invoke"] = {
       ...invoke,
       peerInvoker: withRun(peerInvoker, (r: InvokeRun) => {
-        const call = { tool: r.node.id, type: "extension" as const, callId: idempotencyKeyOf(r.context, r.node.id), taskId: r.taskId, nodeId: r.node.id, nodeKind: r.node.kind, attempt: r.context.attempt };
+        const call = {
+          tool: r.node.id,
+          type: "extension" as const,
+          callId: idempotencyKeyOf(r.context, r.node.id),
+          taskId: r.taskId,
+          nodeId: r.node.id,
+          nodeKind: r.node.kind,
+          attempt: r.context.attempt,
+        };
         const agent = { cardUrl: r.node.agentCardUrl, ...(r.node.peer !== undefined ? { name: r.node.peer } : {}) };
-        return inToolSpan(telemetry, call, () => withPeerAgent(agent, () => peerInvoker.run(r)), (outcome) => (outcome.type === "fail" ? outcome.error.code : undefined));
+        return inToolSpan(
+          telemetry,
+          call,
+          () => withPeerAgent(agent, () => peerInvoker.run(r)),
+          (outcome) => (outcome.type === "fail" ? outcome.error.code : undefined),
+        );
       }),
     };
   }
   if (httpRunner) {
     services["http"] = withRun(httpRunner, (args: Parameters<HttpNodeRunner["run"]>[0]) => {
-      const call = { tool: args.node.id, type: "extension" as const, callId: idempotencyKeyOf(args.context, args.node.id), taskId: args.context.taskId, nodeId: args.node.id, nodeKind: args.node.kind, attempt: args.context.attempt };
+      const call = {
+        tool: args.node.id,
+        type: "extension" as const,
+        callId: idempotencyKeyOf(args.context, args.node.id),
+        taskId: args.context.taskId,
+        nodeId: args.node.id,
+        nodeKind: args.node.kind,
+        attempt: args.context.attempt,
+      };
       return inToolSpan(telemetry, call, () => httpRunner.run(args));
     });
   }

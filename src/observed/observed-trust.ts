@@ -11,18 +11,32 @@ const OIDC_CA_HINT =
  * logged with the exact rule it broke (the caller is told only that its lifetime is refused); a TLS failure toward
  * an issuer's discovery or JWKS is counted and logged once with its cause.
  */
-export function oidcObserver(logger: Logger, telemetry: Telemetry): { refused(issuer: string, reason: string): void; tlsFailure(where: string, code: string): void } {
+export function oidcObserver(
+  logger: Logger,
+  telemetry: Telemetry,
+): { refused(issuer: string, reason: string): void; tlsFailure(where: string, code: string): void } {
   return {
     refused: (issuer, reason) => logger.info({ issuer }, `token refused: ${reason}`),
-    tlsFailure: tlsFailureReporter({ logger, counter: telemetry.metrics.egressTlsFailures, subject: "OIDC issuer", hint: OIDC_CA_HINT }),
+    tlsFailure: tlsFailureReporter({
+      logger,
+      counter: telemetry.metrics.egressTlsFailures,
+      subject: "OIDC issuer",
+      hint: OIDC_CA_HINT,
+    }),
   };
 }
 
-const PEER_CA_HINT = "If the peer's certificate comes from a private CA, trust that CA with A2A_PEERS_CA_FILE or the peer's credentials.mtls.caFile (or NODE_EXTRA_CA_CERTS for the whole process).";
+const PEER_CA_HINT =
+  "If the peer's certificate comes from a private CA, trust that CA with A2A_PEERS_CA_FILE or the peer's credentials.mtls.caFile (or NODE_EXTRA_CA_CERTS for the whole process).";
 
 /** TLS failures toward peers (cards, calls, JWKS, both wires): counted, and logged once per server and cause. */
 export function peerTlsFailureReporter(logger: Logger, telemetry: Telemetry): (where: string, code: string) => void {
-  return tlsFailureReporter({ logger, counter: telemetry.metrics.egressTlsFailures, subject: "peer", hint: PEER_CA_HINT });
+  return tlsFailureReporter({
+    logger,
+    counter: telemetry.metrics.egressTlsFailures,
+    subject: "peer",
+    hint: PEER_CA_HINT,
+  });
 }
 
 /**
@@ -35,7 +49,10 @@ export function certificateObserver(logger: Logger): { unmapped(subject: string,
     unmapped(subject, subjectAltNames) {
       const entry = JSON.stringify({ subject, tenant: "<tenant>", scopes: ["<scope>"] });
       const orSan = subjectAltNames.length > 0 ? ` (or {"san": …} with one of ${subjectAltNames.join(", ")})` : "";
-      logger.warn({ event: "auth.unmapped_certificate", subject, subjectAltNames }, `refused a verified client certificate that is not mapped to a principal: to let it in, add ${entry}${orSan} to TLS_CLIENT_PRINCIPALS`);
+      logger.warn(
+        { event: "auth.unmapped_certificate", subject, subjectAltNames },
+        `refused a verified client certificate that is not mapped to a principal: to let it in, add ${entry}${orSan} to TLS_CLIENT_PRINCIPALS`,
+      );
     },
   };
 }

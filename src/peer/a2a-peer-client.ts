@@ -10,7 +10,15 @@
  * name) is ever recorded, so a restarted node finds them again in the configuration.
  */
 import type { Message } from "../domain/a2a-types.js";
-import { choosePeerInterface, endpointOf, apiKeyHeaderOf, formatPeerEndpoint, parsePeerEndpoint, type PeerEndpoint, type PeerVersion } from "./peer-endpoint.js";
+import {
+  choosePeerInterface,
+  endpointOf,
+  apiKeyHeaderOf,
+  formatPeerEndpoint,
+  parsePeerEndpoint,
+  type PeerEndpoint,
+  type PeerVersion,
+} from "./peer-endpoint.js";
 import { parsePeerJson } from "./peer-json.js";
 import { PeerCardSignatures } from "./peer-card-signature.js";
 import { PEER_JWKS_TIMEOUT_MS, PeerJwks } from "./peer-jwks.js";
@@ -63,14 +71,24 @@ export interface A2APeerClient {
 }
 
 /** The interface a named peer's pins and card settle on (peer-endpoint.ts). */
-export function peerEndpointOf(card: unknown, cardUrl: string, versions: PeerVersions, pin: Pick<PeerConfig, "binding" | "protocolVersion"> = {}): PeerEndpoint {
-  return choosePeerInterface(card, cardUrl, versions, { ...(pin.binding ? { binding: pin.binding } : {}), ...(pin.protocolVersion ? { protocolVersion: pin.protocolVersion } : {}) });
+export function peerEndpointOf(
+  card: unknown,
+  cardUrl: string,
+  versions: PeerVersions,
+  pin: Pick<PeerConfig, "binding" | "protocolVersion"> = {},
+): PeerEndpoint {
+  return choosePeerInterface(card, cardUrl, versions, {
+    ...(pin.binding ? { binding: pin.binding } : {}),
+    ...(pin.protocolVersion ? { protocolVersion: pin.protocolVersion } : {}),
+  });
 }
 
 /** `capabilities.pushNotifications` and `capabilities.streaming` of a card (0.3 and 1.0 spell them alike); absent is false. */
 export function capabilitiesOf(card: unknown): PeerCapabilities {
-  const caps = typeof card === "object" && card !== null ? (card as Record<string, unknown>)["capabilities"] : undefined;
-  const read = (name: string) => typeof caps === "object" && caps !== null && (caps as Record<string, unknown>)[name] === true;
+  const caps =
+    typeof card === "object" && card !== null ? (card as Record<string, unknown>)["capabilities"] : undefined;
+  const read = (name: string) =>
+    typeof caps === "object" && caps !== null && (caps as Record<string, unknown>)[name] === true;
   return { push: read("pushNotifications"), streaming: read("streaming") };
 }
 
@@ -88,8 +106,18 @@ export function createA2APeerClient(opts: {
 }): A2APeerClient {
   const { http, grpc, versions } = opts;
   const peers = opts.peers ?? new Map<string, PeerConfig>();
-  const jsonRpc = createJsonRpcPeerTransport({ http, requestTimeoutMs: opts.requestTimeoutMs, versions, ...(opts.streamIdleMs !== undefined ? { streamIdleMs: opts.streamIdleMs } : {}) });
-  const rest = createRestPeerTransport({ http, requestTimeoutMs: opts.requestTimeoutMs, versions, ...(opts.streamIdleMs !== undefined ? { streamIdleMs: opts.streamIdleMs } : {}) });
+  const jsonRpc = createJsonRpcPeerTransport({
+    http,
+    requestTimeoutMs: opts.requestTimeoutMs,
+    versions,
+    ...(opts.streamIdleMs !== undefined ? { streamIdleMs: opts.streamIdleMs } : {}),
+  });
+  const rest = createRestPeerTransport({
+    http,
+    requestTimeoutMs: opts.requestTimeoutMs,
+    versions,
+    ...(opts.streamIdleMs !== undefined ? { streamIdleMs: opts.streamIdleMs } : {}),
+  });
   const over = (endpoint: string): PeerTransport => {
     const binding = parsePeerEndpoint(endpoint).binding;
     return binding === "grpc" ? grpc : binding === "http+json" ? rest : jsonRpc;
@@ -104,7 +132,11 @@ export function createA2APeerClient(opts: {
     const peer = peers.get(name);
     if (!peer) {
       const known = [...peers.keys()].join(", ") || "none";
-      throw new PeerCallError(`no peer named "${name}" is configured (A2A_PEERS; configured: ${known})`, "unsupported", false);
+      throw new PeerCallError(
+        `no peer named "${name}" is configured (A2A_PEERS; configured: ${known})`,
+        "unsupported",
+        false,
+      );
     }
     return peer;
   }
@@ -134,7 +166,9 @@ export function createA2APeerClient(opts: {
   /** The credentials of the target's peer as headers; none for an unnamed peer. */
   async function headersOf(target: PeerTarget): Promise<Record<string, string>> {
     const credentials = credentialsOf(target);
-    return credentials ? credentials.headersFor(target.apiKeyHeader !== undefined ? { apiKeyHeader: target.apiKeyHeader } : {}) : {};
+    return credentials
+      ? credentials.headersFor(target.apiKeyHeader !== undefined ? { apiKeyHeader: target.apiKeyHeader } : {})
+      : {};
   }
 
   /**
@@ -150,7 +184,11 @@ export function createA2APeerClient(opts: {
    * One call with the peer's credentials. A 401 / UNAUTHENTICATED to credentials that can be fetched again (an
    * OAuth2 token the peer no longer takes) is answered by fetching them once and making the call once more.
    */
-  async function authorized<T>(target: PeerTarget, call: (headers: Record<string, string>) => Promise<T>, push?: PeerPushRequest): Promise<T> {
+  async function authorized<T>(
+    target: PeerTarget,
+    call: (headers: Record<string, string>) => Promise<T>,
+    push?: PeerPushRequest,
+  ): Promise<T> {
     try {
       const headers = await headersOf(target);
       try {
@@ -164,9 +202,18 @@ export function createA2APeerClient(opts: {
     }
   }
 
-  async function* authorizedStream(target: PeerTarget, transport: PeerTransport, taskId: string, signal: AbortSignal): AsyncIterable<PeerStreamEvent> {
+  async function* authorizedStream(
+    target: PeerTarget,
+    transport: PeerTransport,
+    taskId: string,
+    signal: AbortSignal,
+  ): AsyncIterable<PeerStreamEvent> {
     try {
-      yield* transport.subscribe!(target.endpoint, taskId, { headers: await headersOf(target), ...tlsOf(target), signal });
+      yield* transport.subscribe!(target.endpoint, taskId, {
+        headers: await headersOf(target),
+        ...tlsOf(target),
+        signal,
+      });
     } catch (err) {
       // Not made again here: the runner reads the task instead, with credentials fetched afresh.
       if (isUnauthenticated(err)) credentialsOf(target)?.onUnauthorized();
@@ -177,7 +224,13 @@ export function createA2APeerClient(opts: {
   const cardSignatures = new PeerCardSignatures(opts.jwks ?? new PeerJwks(egressFetch(http, PEER_JWKS_TIMEOUT_MS)));
 
   async function readCard(cardUrl: string, signal: AbortSignal | undefined, tls?: PeerClientTls): Promise<unknown> {
-    const response = await http.request({ method: "GET", url: cardUrl, timeoutMs: opts.requestTimeoutMs, ...(signal ? { signal } : {}), ...(tls ? { tls } : {}) });
+    const response = await http.request({
+      method: "GET",
+      url: cardUrl,
+      timeoutMs: opts.requestTimeoutMs,
+      ...(signal ? { signal } : {}),
+      ...(tls ? { tls } : {}),
+    });
     return parsePeerJson(response.body, "agent card");
   }
 
@@ -186,12 +239,20 @@ export function createA2APeerClient(opts: {
       if (ref.peer === undefined) {
         const card = await readCard(ref.agentCardUrl, signal);
         const pin = ref.protocolVersion !== undefined ? { protocolVersion: ref.protocolVersion } : {};
-        return { endpoint: formatPeerEndpoint(peerEndpointOf(card, ref.agentCardUrl, versions, pin)), capabilities: capabilitiesOf(card) };
+        return {
+          endpoint: formatPeerEndpoint(peerEndpointOf(card, ref.agentCardUrl, versions, pin)),
+          capabilities: capabilitiesOf(card),
+        };
       }
       const peer = configOf(ref.peer);
       if (peer.url !== undefined) {
         // A peer without a card: its configuration names the wire (both binding and version are required then).
-        const endpoint = endpointOf(peer.binding!, peer.protocolVersion!, peer.url, peer.url.includes("://") ? peer.url : "https://invalid/");
+        const endpoint = endpointOf(
+          peer.binding!,
+          peer.protocolVersion!,
+          peer.url,
+          peer.url.includes("://") ? peer.url : "https://invalid/",
+        );
         return { endpoint: formatPeerEndpoint(endpoint), peer: peer.name };
       }
       const cardUrl = peer.cardUrl!;
@@ -199,17 +260,48 @@ export function createA2APeerClient(opts: {
       // cardSignature: required: a card that does not verify with the peer's keys is not used at all.
       await cardSignatures.check(peer, card);
       const endpoint = formatPeerEndpoint(peerEndpointOf(card, cardUrl, versions, peer));
-      const apiKeyHeader = peer.credentials?.kind === "apiKey" ? (peer.credentials.header ?? apiKeyHeaderOf(card, versions)) : undefined;
-      return { endpoint, peer: peer.name, ...(apiKeyHeader ? { apiKeyHeader } : {}), capabilities: capabilitiesOf(card) };
+      const apiKeyHeader =
+        peer.credentials?.kind === "apiKey" ? (peer.credentials.header ?? apiKeyHeaderOf(card, versions)) : undefined;
+      return {
+        endpoint,
+        peer: peer.name,
+        ...(apiKeyHeader ? { apiKeyHeader } : {}),
+        capabilities: capabilitiesOf(card),
+      };
     },
-    send: (target, message, signal, push) => authorized(target, (headers) => over(target.endpoint).send(target.endpoint, message, { headers, ...tlsOf(target), ...(signal ? { signal } : {}), ...(push ? { push } : {}) }), push),
+    send: (target, message, signal, push) =>
+      authorized(
+        target,
+        (headers) =>
+          over(target.endpoint).send(target.endpoint, message, {
+            headers,
+            ...tlsOf(target),
+            ...(signal ? { signal } : {}),
+            ...(push ? { push } : {}),
+          }),
+        push,
+      ),
     canStream,
     subscribe(target, taskId, signal) {
       const transport = over(target.endpoint);
       return canStream(target) && transport.subscribe ? authorizedStream(target, transport, taskId, signal) : undefined;
     },
-    getTask: (target, taskId, signal) => authorized(target, (headers) => over(target.endpoint).getTask(target.endpoint, taskId, { headers, ...tlsOf(target), ...(signal ? { signal } : {}) })),
-    cancelTask: (target, taskId, signal) => authorized(target, (headers) => over(target.endpoint).cancelTask(target.endpoint, taskId, { headers, ...tlsOf(target), ...(signal ? { signal } : {}) })),
+    getTask: (target, taskId, signal) =>
+      authorized(target, (headers) =>
+        over(target.endpoint).getTask(target.endpoint, taskId, {
+          headers,
+          ...tlsOf(target),
+          ...(signal ? { signal } : {}),
+        }),
+      ),
+    cancelTask: (target, taskId, signal) =>
+      authorized(target, (headers) =>
+        over(target.endpoint).cancelTask(target.endpoint, taskId, {
+          headers,
+          ...tlsOf(target),
+          ...(signal ? { signal } : {}),
+        }),
+      ),
     async close() {
       await Promise.all([jsonRpc.close(), grpc.close()]);
     },
@@ -218,7 +310,11 @@ export function createA2APeerClient(opts: {
 
 /** A 401 (HTTP) or UNAUTHENTICATED (gRPC) from the peer: its credentials were not taken (a 403 is an answer). */
 function isUnauthenticated(err: unknown): boolean {
-  return err instanceof PeerCallError && err.kind === "unauthorized" && (err.httpStatus === 401 || err.rpcCode === Code.Unauthenticated);
+  return (
+    err instanceof PeerCallError &&
+    err.kind === "unauthorized" &&
+    (err.httpStatus === 401 || err.rpcCode === Code.Unauthenticated)
+  );
 }
 
 /** A PeerCallError whose text quotes one of `secrets` comes back with each of them replaced by "[redacted]". */

@@ -22,8 +22,18 @@ import { isTlsFailureCode } from "../egress/tls-failure-report.js";
 import { UNNAMED_A2A_VERSION } from "../domain/a2a-version.js";
 import { injectTraceHeaders } from "../observability/spans.js";
 import { formatPeerEndpoint, grpcOriginOf, parsePeerEndpoint, type PeerVersion } from "./peer-endpoint.js";
-import { checkPeerUrl, DEFAULT_MAX_PEER_RESPONSE_BYTES, PeerCallError, type PeerClientTls } from "./peer-http-client.js";
-import { DEFAULT_STREAM_IDLE_MS, type PeerCallOptions, type PeerStreamEvent, type PeerTransport } from "./peer-types.js";
+import {
+  checkPeerUrl,
+  DEFAULT_MAX_PEER_RESPONSE_BYTES,
+  PeerCallError,
+  type PeerClientTls,
+} from "./peer-http-client.js";
+import {
+  DEFAULT_STREAM_IDLE_MS,
+  type PeerCallOptions,
+  type PeerStreamEvent,
+  type PeerTransport,
+} from "./peer-types.js";
 import { peerVersionIn, type PeerGrpcCallOptions, type PeerGrpcClient, type PeerVersions } from "./peer-version.js";
 
 const MAX_SESSIONS = 16;
@@ -66,13 +76,21 @@ const STATUS_NAMES = [
  * answer (NOT_FOUND, INVALID_ARGUMENT, FAILED_PRECONDITION, UNIMPLEMENTED, …), as a JSON-RPC error other than
  * -32603 is for the JSON-RPC client.
  */
-const RETRYABLE_CODES: ReadonlySet<Code> = new Set([Code.Unavailable, Code.DeadlineExceeded, Code.ResourceExhausted, Code.Internal]);
+const RETRYABLE_CODES: ReadonlySet<Code> = new Set([
+  Code.Unavailable,
+  Code.DeadlineExceeded,
+  Code.ResourceExhausted,
+  Code.Internal,
+]);
 
 /**
  * A failed gRPC call as a PeerCallError, with the retry decision the JSON-RPC client makes for the same trouble:
  * unreachable, timed out, overloaded or an internal error → retryable; any other status → final.
  */
-export function grpcCallError(err: unknown, ctx: { method: string; where: string; timeoutMs: number; callerSignal?: AbortSignal | undefined }): PeerCallError {
+export function grpcCallError(
+  err: unknown,
+  ctx: { method: string; where: string; timeoutMs: number; callerSignal?: AbortSignal | undefined },
+): PeerCallError {
   if (err instanceof PeerCallError) return err;
   const { method, where } = ctx;
   if (ctx.callerSignal?.aborted) return new PeerCallError(`the call to ${where} was abandoned`, "aborted", false);
@@ -84,20 +102,40 @@ export function grpcCallError(err: unknown, ctx: { method: string; where: string
   const said = err.rawMessage.slice(0, 200);
   // A system error under the status means the connection itself failed (refused, reset, TLS, DNS).
   const system = errorCode(err.cause);
-  if (err.code === Code.DeadlineExceeded) return new PeerCallError(`${where} did not answer ${method} within ${ctx.timeoutMs} ms`, "timeout", true, err.code);
+  if (err.code === Code.DeadlineExceeded)
+    return new PeerCallError(`${where} did not answer ${method} within ${ctx.timeoutMs} ms`, "timeout", true, err.code);
   if (isTlsFailureCode(system)) {
     return new PeerCallError(`TLS error talking to ${where} (${system})`, "connection", true, err.code);
   }
-  if (err.code === Code.Unavailable && system) return new PeerCallError(`cannot reach ${where} (${system})`, "connection", true, err.code);
+  if (err.code === Code.Unavailable && system)
+    return new PeerCallError(`cannot reach ${where} (${system})`, "connection", true, err.code);
   if (err.code === Code.ResourceExhausted && /configured (read|write)MaxBytes/.test(err.rawMessage)) {
     // Our own cap, not the peer's quota: retrying would get the same answer.
-    return new PeerCallError(`${where} answered ${method} with more than ${DEFAULT_MAX_PEER_RESPONSE_BYTES} bytes (or the message is too large to send)`, "protocol", false, err.code);
+    return new PeerCallError(
+      `${where} answered ${method} with more than ${DEFAULT_MAX_PEER_RESPONSE_BYTES} bytes (or the message is too large to send)`,
+      "protocol",
+      false,
+      err.code,
+    );
   }
   if (err.code === Code.Unauthenticated || err.code === Code.PermissionDenied) {
-    const why = err.code === Code.Unauthenticated ? "the credentials for this peer are missing or wrong" : "the credentials for this peer are not allowed to do this";
-    return new PeerCallError(`the remote agent answered ${method} with gRPC status ${status} (${why})${said ? `: ${said}` : ""}`, "unauthorized", false, err.code);
+    const why =
+      err.code === Code.Unauthenticated
+        ? "the credentials for this peer are missing or wrong"
+        : "the credentials for this peer are not allowed to do this";
+    return new PeerCallError(
+      `the remote agent answered ${method} with gRPC status ${status} (${why})${said ? `: ${said}` : ""}`,
+      "unauthorized",
+      false,
+      err.code,
+    );
   }
-  return new PeerCallError(`the remote agent answered ${method} with gRPC status ${status}${said ? ` (${said})` : ""}`, "rpc", RETRYABLE_CODES.has(err.code), err.code);
+  return new PeerCallError(
+    `the remote agent answered ${method} with gRPC status ${status}${said ? ` (${said})` : ""}`,
+    "rpc",
+    RETRYABLE_CODES.has(err.code),
+    err.code,
+  );
 }
 
 // ------------------------------------------------------------------------------------------ transport
@@ -151,8 +189,17 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
     };
     // The session manager is ours (createGrpcTransport would otherwise make one from the same nodeOptions) so
     // close() can end its connection.
-    const manager = new Http2SessionManager(origin.origin, { idleConnectionTimeoutMs: IDLE_CONNECTION_MS }, nodeOptions);
-    const transport = createGrpcTransport({ baseUrl: origin.origin, sessionManager: manager, readMaxBytes, acceptCompression: [] });
+    const manager = new Http2SessionManager(
+      origin.origin,
+      { idleConnectionTimeoutMs: IDLE_CONNECTION_MS },
+      nodeOptions,
+    );
+    const transport = createGrpcTransport({
+      baseUrl: origin.origin,
+      sessionManager: manager,
+      readMaxBytes,
+      acceptCompression: [],
+    });
     const session = { manager, clients: new Map(versions.map((v) => [v.version, v.grpc.client(transport)])) };
     sessions.set(key, session);
     for (const [oldKey] of sessions) {
@@ -181,15 +228,28 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
       client: sessionFor(checked.url, checked.addresses, options?.tls).clients.get(endpoint.version)!,
       where: `grpc+${checked.url.protocol}//${checked.url.host}`,
       // traceparent of the active span (none when tracing is off), so the peer joins the caller's trace.
-      headers: injectTraceHeaders({ "user-agent": opts.userAgent ?? "openwop-a2a-host/a2a-invoke", ...lowerCased(options?.headers), "a2a-version": endpoint.version }),
+      headers: injectTraceHeaders({
+        "user-agent": opts.userAgent ?? "openwop-a2a-host/a2a-invoke",
+        ...lowerCased(options?.headers),
+        "a2a-version": endpoint.version,
+      }),
     };
   }
 
-  async function call<T>(recorded: string, method: string, run: (client: PeerGrpcClient, options: PeerGrpcCallOptions, tenant: string | undefined) => Promise<T>, options: PeerCallOptions | undefined): Promise<T> {
+  async function call<T>(
+    recorded: string,
+    method: string,
+    run: (client: PeerGrpcClient, options: PeerGrpcCallOptions, tenant: string | undefined) => Promise<T>,
+    options: PeerCallOptions | undefined,
+  ): Promise<T> {
     const { endpoint, client, where, headers } = await open(recorded, options);
     const signal = options?.signal;
     try {
-      return await run(client, { timeoutMs: opts.requestTimeoutMs, ...(signal ? { signal } : {}), headers }, endpoint.tenant);
+      return await run(
+        client,
+        { timeoutMs: opts.requestTimeoutMs, ...(signal ? { signal } : {}), headers },
+        endpoint.tenant,
+      );
     } catch (err) {
       reportTls(err, where);
       throw grpcCallError(err, { method, where, timeoutMs: opts.requestTimeoutMs, callerSignal: signal });
@@ -201,7 +261,11 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
    * stream or it stays silent for the idle time (then it is cancelled and ends; the runner re-attaches). A version
    * without a gRPC stream here (0.3) ends at once.
    */
-  async function* subscribe(recorded: string, taskId: string, options: PeerCallOptions | undefined): AsyncGenerator<PeerStreamEvent> {
+  async function* subscribe(
+    recorded: string,
+    taskId: string,
+    options: PeerCallOptions | undefined,
+  ): AsyncGenerator<PeerStreamEvent> {
     const { endpoint, client, where, headers } = await open(recorded, options);
     if (!client.subscribe) return;
     const idleMs = opts.streamIdleMs ?? DEFAULT_STREAM_IDLE_MS;
@@ -225,9 +289,12 @@ export function createGrpcPeerTransport(opts: GrpcPeerTransportOptions): PeerTra
 
   return {
     // Non-blocking, as over JSON-RPC: the peer answers with its task at once; we record its id, then poll.
-    send: (endpoint, message, options) => call(endpoint, "SendMessage", (c, o, tenant) => c.send(message, tenant, options?.push, o), options),
-    getTask: (endpoint, taskId, options) => call(endpoint, "GetTask", (c, o, tenant) => c.getTask(taskId, tenant, o), options),
-    cancelTask: (endpoint, taskId, options) => call(endpoint, "CancelTask", (c, o, tenant) => c.cancelTask(taskId, tenant, o), options),
+    send: (endpoint, message, options) =>
+      call(endpoint, "SendMessage", (c, o, tenant) => c.send(message, tenant, options?.push, o), options),
+    getTask: (endpoint, taskId, options) =>
+      call(endpoint, "GetTask", (c, o, tenant) => c.getTask(taskId, tenant, o), options),
+    cancelTask: (endpoint, taskId, options) =>
+      call(endpoint, "CancelTask", (c, o, tenant) => c.cancelTask(taskId, tenant, o), options),
     subscribe: (recorded, taskId, options) => subscribe(recorded, taskId, options),
 
     async close(): Promise<void> {

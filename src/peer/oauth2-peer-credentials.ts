@@ -32,7 +32,13 @@ const formEncoded = (value: string) => encodeURIComponent(value).replace(/%20/g,
 /** An OAuth2 `error` code (RFC 6749 §5.2) is a short printable token; anything else is not quoted. */
 const ERROR_CODE = /^[\x21\x23-\x5b\x5d-\x7e]{1,64}$/;
 
-export function createOAuth2PeerCredentials(opts: { peer: string; settings: OAuth2Settings; http: PeerHttpClient; timeoutMs: number; now?: () => number }): PeerCredentials {
+export function createOAuth2PeerCredentials(opts: {
+  peer: string;
+  settings: OAuth2Settings;
+  http: PeerHttpClient;
+  timeoutMs: number;
+  now?: () => number;
+}): PeerCredentials {
   const { peer, settings, http } = opts;
   const now = opts.now ?? Date.now;
   const origin = new URL(settings.tokenUrl).origin;
@@ -41,13 +47,16 @@ export function createOAuth2PeerCredentials(opts: { peer: string; settings: OAut
   /** The token the peer last refused: still a secret, so still redacted from what the retried call reports. */
   let refused: Token | undefined;
 
-  const failed = (why: string, retryable = true) => new PeerCallError(`the OAuth2 token endpoint for peer "${peer}" (${origin}) ${why}`, "credentials", retryable);
+  const failed = (why: string, retryable = true) =>
+    new PeerCallError(`the OAuth2 token endpoint for peer "${peer}" (${origin}) ${why}`, "credentials", retryable);
 
   async function fetchToken(): Promise<Token> {
     const form = new URLSearchParams({ grant_type: "client_credentials" });
     if (settings.scopes && settings.scopes.length > 0) form.set("scope", settings.scopes.join(" "));
     if (settings.audience !== undefined) form.set("audience", settings.audience);
-    const basic = Buffer.from(`${formEncoded(settings.clientId)}:${formEncoded(settings.clientSecret.reveal())}`).toString("base64");
+    const basic = Buffer.from(
+      `${formEncoded(settings.clientId)}:${formEncoded(settings.clientSecret.reveal())}`,
+    ).toString("base64");
     const asked = now();
     let response;
     try {
@@ -55,19 +64,27 @@ export function createOAuth2PeerCredentials(opts: { peer: string; settings: OAut
         method: "POST",
         url: settings.tokenUrl,
         body: form.toString(),
-        headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json", authorization: `Basic ${basic}` },
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          accept: "application/json",
+          authorization: `Basic ${basic}`,
+        },
         timeoutMs: opts.timeoutMs,
         returnErrorStatus: true,
       });
     } catch (err) {
       // An egress refusal is configuration and will not change; unreachable, timed out and the like may.
       const cause = err instanceof PeerCallError ? err : undefined;
-      throw failed(`could not be asked for a token: ${cause?.message ?? "unexpected error"}`, cause ? cause.kind !== "egress" : true);
+      throw failed(
+        `could not be asked for a token: ${cause?.message ?? "unexpected error"}`,
+        cause ? cause.kind !== "egress" : true,
+      );
     }
     let body: Record<string, unknown> = {};
     try {
       const parsed = JSON.parse(response.body) as unknown;
-      if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) body = parsed as Record<string, unknown>;
+      if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed))
+        body = parsed as Record<string, unknown>;
     } catch {
       // not JSON: reported below without quoting it (a careless endpoint might echo the request).
     }
@@ -79,10 +96,20 @@ export function createOAuth2PeerCredentials(opts: { peer: string; settings: OAut
     const accessToken = body["access_token"];
     const tokenType = body["token_type"];
     const expiresIn = body["expires_in"];
-    if (typeof accessToken !== "string" || accessToken.length === 0 || /[\r\n]/.test(accessToken)) throw failed("answered without a usable access_token");
-    if (typeof tokenType !== "string" || tokenType.toLowerCase() !== "bearer") throw failed('answered a token_type other than "Bearer"');
-    const seconds = typeof expiresIn === "number" ? expiresIn : typeof expiresIn === "string" && /^\d+$/.test(expiresIn) ? Number(expiresIn) : undefined;
-    return { value: new SecretValue(accessToken), renewAt: seconds === undefined ? Infinity : asked + seconds * 1000 - TOKEN_EXPIRY_MARGIN_MS };
+    if (typeof accessToken !== "string" || accessToken.length === 0 || /[\r\n]/.test(accessToken))
+      throw failed("answered without a usable access_token");
+    if (typeof tokenType !== "string" || tokenType.toLowerCase() !== "bearer")
+      throw failed('answered a token_type other than "Bearer"');
+    const seconds =
+      typeof expiresIn === "number"
+        ? expiresIn
+        : typeof expiresIn === "string" && /^\d+$/.test(expiresIn)
+          ? Number(expiresIn)
+          : undefined;
+    return {
+      value: new SecretValue(accessToken),
+      renewAt: seconds === undefined ? Infinity : asked + seconds * 1000 - TOKEN_EXPIRY_MARGIN_MS,
+    };
   }
 
   async function current(): Promise<Token> {

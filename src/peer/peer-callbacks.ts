@@ -23,7 +23,9 @@ export class PeerCallbackKey {
 
   /** The token of one node visit (`visitKey` = the node's idempotency key `taskId:nodeId:visit`). */
   tokenFor(taskId: string, visitKey: string): string {
-    return createHmac("sha256", this.key.reveal()).update(JSON.stringify(["peer-callback-token", taskId, visitKey])).digest("base64url");
+    return createHmac("sha256", this.key.reveal())
+      .update(JSON.stringify(["peer-callback-token", taskId, visitKey]))
+      .digest("base64url");
   }
 
   /** Whether `given` is the token of that visit, compared in constant time. */

@@ -19,14 +19,25 @@ export class PeerCardSignatures {
   /** Resolves when the card is signed by the peer's keys (or the peer does not require it); else a PeerCallError. */
   async check(peer: PeerConfig, card: unknown): Promise<void> {
     if (peer.cardSignature !== "required") return;
-    const document = typeof card === "object" && card !== null && !Array.isArray(card) ? (card as Record<string, unknown>) : {};
+    const document =
+      typeof card === "object" && card !== null && !Array.isArray(card) ? (card as Record<string, unknown>) : {};
     const signatures = Array.isArray(document["signatures"]) ? (document["signatures"] as unknown[]) : [];
     const where = `the agent card of peer "${peer.name}"`;
-    if (signatures.length === 0) throw new PeerCallError(`${where} carries no signatures, and this peer's card must be signed (cardSignature: required)`, "unauthorized", false);
+    if (signatures.length === 0)
+      throw new PeerCallError(
+        `${where} carries no signatures, and this peer's card must be signed (cardSignature: required)`,
+        "unauthorized",
+        false,
+      );
     const { signatures: _signatures, ...unsigned } = document;
     const payload = Buffer.from(canonicalJson(unsigned), "utf8").toString("base64url");
     const keys = this.jwks.of(peer);
-    if (!keys) throw new PeerCallError(`${where} cannot be checked: the peer has no keys ("jwksUrl" or pinned "jwks")`, "unauthorized", false);
+    if (!keys)
+      throw new PeerCallError(
+        `${where} cannot be checked: the peer has no keys ("jwksUrl" or pinned "jwks")`,
+        "unauthorized",
+        false,
+      );
     let reason = "no signature verifies";
     for (const entry of signatures) {
       const sig = typeof entry === "object" && entry !== null ? (entry as Record<string, unknown>) : {};
@@ -35,14 +46,32 @@ export class PeerCardSignatures {
         continue;
       }
       try {
-        await flattenedVerify({ protected: sig["protected"], signature: sig["signature"], payload, ...(isObject(sig["header"]) ? { header: sig["header"] } : {}) }, keys, { algorithms: [...ASYMMETRIC_JWS_ALGORITHMS] });
+        await flattenedVerify(
+          {
+            protected: sig["protected"],
+            signature: sig["signature"],
+            payload,
+            ...(isObject(sig["header"]) ? { header: sig["header"] } : {}),
+          },
+          keys,
+          { algorithms: [...ASYMMETRIC_JWS_ALGORITHMS] },
+        );
         return;
       } catch (err) {
         // The egress guard refused the JWKS URL: configuration, final.
-        if (err instanceof PeerCallError && err.kind === "egress") throw new PeerCallError(`${where}: the peer's keys cannot be fetched: ${err.message}`, "egress", false);
+        if (err instanceof PeerCallError && err.kind === "egress")
+          throw new PeerCallError(`${where}: the peer's keys cannot be fetched: ${err.message}`, "egress", false);
         // The keys could not be fetched: the same call may succeed later, unlike a signature that is wrong.
-        if (!(err instanceof joseErrors.JOSEError) || err instanceof joseErrors.JWKSTimeout || err instanceof joseErrors.JWKSInvalid) {
-          throw new PeerCallError(`${where}: the peer's keys (${peer.jwksUrl ?? "jwks"}) could not be read to check its signature`, "connection", true);
+        if (
+          !(err instanceof joseErrors.JOSEError) ||
+          err instanceof joseErrors.JWKSTimeout ||
+          err instanceof joseErrors.JWKSInvalid
+        ) {
+          throw new PeerCallError(
+            `${where}: the peer's keys (${peer.jwksUrl ?? "jwks"}) could not be read to check its signature`,
+            "connection",
+            true,
+          );
         }
         reason = `no signature verifies with the peer's keys (${err.code})`;
       }

@@ -29,7 +29,14 @@ import { PEER_PUSH_AUTHS, type PeerPushAuth } from "./peer-push-auth.js";
 export type PeerCredentialSettings =
   | { kind: "bearer"; token: SecretValue<string> }
   | { kind: "apiKey"; key: SecretValue<string>; header?: string }
-  | { kind: "oauth2"; tokenUrl: string; clientId: string; clientSecret: SecretValue<string>; scopes?: string[]; audience?: string };
+  | {
+      kind: "oauth2";
+      tokenUrl: string;
+      clientId: string;
+      clientSecret: SecretValue<string>;
+      scopes?: string[];
+      audience?: string;
+    };
 
 export interface PeerConfig {
   name: string;
@@ -74,7 +81,12 @@ export interface PeerConfigInput {
   url?: string;
   binding?: PeerBinding;
   protocolVersion?: string;
-  credentials?: ({ bearer: string } | { apiKey: string; header?: string } | { oauth2: { tokenUrl: string; clientId: string; clientSecret: string; scopes?: string[]; audience?: string } } | Record<never, never>) & {
+  credentials?: (
+    | { bearer: string }
+    | { apiKey: string; header?: string }
+    | { oauth2: { tokenUrl: string; clientId: string; clientSecret: string; scopes?: string[]; audience?: string } }
+    | Record<never, never>
+  ) & {
     mtls?: { certFile: string; keyFile: string; caFile?: string };
   };
   signingKey?: string;
@@ -87,8 +99,30 @@ export interface PeerConfigInput {
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 const HEADER = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
 /** Headers a credential may not be put in: the wire's own. */
-const RESERVED_HEADERS = new Set(["host", "content-type", "content-length", "a2a-version", "accept", "user-agent", "traceparent", "connection", "te", "transfer-encoding"]);
-const FIELDS = new Set(["cardUrl", "url", "binding", "protocolVersion", "credentials", "signingKey", "jwksUrl", "cardSignature", "jwks", "pushAuth"]);
+const RESERVED_HEADERS = new Set([
+  "host",
+  "content-type",
+  "content-length",
+  "a2a-version",
+  "accept",
+  "user-agent",
+  "traceparent",
+  "connection",
+  "te",
+  "transfer-encoding",
+]);
+const FIELDS = new Set([
+  "cardUrl",
+  "url",
+  "binding",
+  "protocolVersion",
+  "credentials",
+  "signingKey",
+  "jwksUrl",
+  "cardSignature",
+  "jwks",
+  "pushAuth",
+]);
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -106,10 +140,16 @@ function httpUrl(value: unknown): boolean {
  * Checks a peers object, reporting every problem to `problem` (`source` names where it came from). Problems
  * name the peer and the field, never a credential's value.
  */
-export function parsePeers(value: unknown, source: string, problem: (message: string) => void): Map<string, PeerConfig> {
+export function parsePeers(
+  value: unknown,
+  source: string,
+  problem: (message: string) => void,
+): Map<string, PeerConfig> {
   const peers = new Map<string, PeerConfig>();
   if (!isObject(value)) {
-    problem(`${source} must be an object mapping peer names to {cardUrl | url, binding?, protocolVersion?, credentials?}`);
+    problem(
+      `${source} must be an object mapping peer names to {cardUrl | url, binding?, protocolVersion?, credentials?}`,
+    );
     return peers;
   }
   for (const [name, raw] of Object.entries(value)) {
@@ -119,43 +159,74 @@ export function parsePeers(value: unknown, source: string, problem: (message: st
       clean = false;
       problem(`${where}: ${m}`);
     };
-    if (!NAME.test(name)) report("a peer name is letters, digits, '.', '_' and '-' (at most 63, starting with a letter or digit)");
+    if (!NAME.test(name))
+      report("a peer name is letters, digits, '.', '_' and '-' (at most 63, starting with a letter or digit)");
     if (!isObject(raw)) {
       report("must be an object");
       continue;
     }
-    for (const key of Object.keys(raw)) if (!FIELDS.has(key)) report(`unknown field "${key}" (known: ${[...FIELDS].join(", ")})`);
+    for (const key of Object.keys(raw))
+      if (!FIELDS.has(key)) report(`unknown field "${key}" (known: ${[...FIELDS].join(", ")})`);
     const { cardUrl, url, binding, protocolVersion, credentials } = raw;
-    if ((cardUrl === undefined) === (url === undefined)) report('needs exactly one of "cardUrl" (its agent card) or "url" (a peer without a card)');
+    if ((cardUrl === undefined) === (url === undefined))
+      report('needs exactly one of "cardUrl" (its agent card) or "url" (a peer without a card)');
     if (cardUrl !== undefined && !httpUrl(cardUrl)) report("cardUrl must be an absolute http(s) URL without userinfo");
-    if (url !== undefined && !httpUrl(url) && !(binding === "grpc" && typeof url === "string" && /^[^/?#@\s]+:\d+$/.test(url))) {
+    if (
+      url !== undefined &&
+      !httpUrl(url) &&
+      !(binding === "grpc" && typeof url === "string" && /^[^/?#@\s]+:\d+$/.test(url))
+    ) {
       report("url must be an absolute http(s) URL without userinfo (for gRPC also host:port)");
     }
-    if (binding !== undefined && !PEER_BINDINGS.includes(binding as PeerBinding)) report(`binding must be one of ${PEER_BINDINGS.join(", ")}`);
+    if (binding !== undefined && !PEER_BINDINGS.includes(binding as PeerBinding))
+      report(`binding must be one of ${PEER_BINDINGS.join(", ")}`);
     const version = protocolVersion === undefined ? undefined : peerVersionOf(protocolVersion);
-    if (protocolVersion !== undefined && version === undefined) report(`protocolVersion must be ${PEER_VERSIONS.map((v) => JSON.stringify(v)).join(" or ")}`);
-    if (url !== undefined && (binding === undefined || protocolVersion === undefined)) report('a peer given by "url" (no card) needs "binding" and "protocolVersion" too');
+    if (protocolVersion !== undefined && version === undefined)
+      report(`protocolVersion must be ${PEER_VERSIONS.map((v) => JSON.stringify(v)).join(" or ")}`);
+    if (url !== undefined && (binding === undefined || protocolVersion === undefined))
+      report('a peer given by "url" (no card) needs "binding" and "protocolVersion" too');
     // mTLS is the connection's, and may come with any of the header credentials (or alone).
     const { mtls, ...headerCredentials } = isObject(credentials) ? credentials : {};
     const tls = isObject(credentials) && "mtls" in credentials ? parseMtls(mtls, name, report) : undefined;
     const onlyMtls = isObject(credentials) && "mtls" in credentials && Object.keys(headerCredentials).length === 0;
-    const creds = onlyMtls ? undefined : parseCredentials(isObject(credentials) ? headerCredentials : credentials, report, url !== undefined);
+    const creds = onlyMtls
+      ? undefined
+      : parseCredentials(isObject(credentials) ? headerCredentials : credentials, report, url !== undefined);
     const signingKey = raw["signingKey"];
-    if (signingKey !== undefined && (typeof signingKey !== "string" || signingKey.length < 16 || /[\r\n]/.test(signingKey))) report("signingKey must be a single-line string of at least 16 characters (the peer's push signing key)");
+    if (
+      signingKey !== undefined &&
+      (typeof signingKey !== "string" || signingKey.length < 16 || /[\r\n]/.test(signingKey))
+    )
+      report("signingKey must be a single-line string of at least 16 characters (the peer's push signing key)");
     const jwksUrl = raw["jwksUrl"];
-    if (jwksUrl !== undefined && !httpUrl(jwksUrl)) report("jwksUrl must be an absolute http(s) URL without userinfo (the peer's JWKS, for its signed pushes)");
+    if (jwksUrl !== undefined && !httpUrl(jwksUrl))
+      report("jwksUrl must be an absolute http(s) URL without userinfo (the peer's JWKS, for its signed pushes)");
     const cardSignature = raw["cardSignature"];
-    if (cardSignature !== undefined && cardSignature !== "required") report('cardSignature must be "required" (or left out)');
+    if (cardSignature !== undefined && cardSignature !== "required")
+      report('cardSignature must be "required" (or left out)');
     const jwks = raw["jwks"];
     const jwksKeys = isObject(jwks) && Array.isArray(jwks["keys"]) ? jwks["keys"] : undefined;
-    if (jwks !== undefined && (!jwksKeys || jwksKeys.length === 0 || !jwksKeys.every((k) => isObject(k) && typeof k["kty"] === "string" && k["kty"] !== "oct" && k["d"] === undefined))) {
+    if (
+      jwks !== undefined &&
+      (!jwksKeys ||
+        jwksKeys.length === 0 ||
+        !jwksKeys.every(
+          (k) => isObject(k) && typeof k["kty"] === "string" && k["kty"] !== "oct" && k["d"] === undefined,
+        ))
+    ) {
       report('jwks must be {"keys": [...]} with the peer\'s public JWKs (no private or HMAC keys)');
     }
-    if (cardSignature === "required" && url !== undefined) report('cardSignature needs a card ("cardUrl"); a peer given by "url" has none');
-    if (cardSignature === "required" && jwksUrl === undefined && jwks === undefined) report('cardSignature "required" needs the peer\'s keys: "jwksUrl" or pinned "jwks"');
+    if (cardSignature === "required" && url !== undefined)
+      report('cardSignature needs a card ("cardUrl"); a peer given by "url" has none');
+    if (cardSignature === "required" && jwksUrl === undefined && jwks === undefined)
+      report('cardSignature "required" needs the peer\'s keys: "jwksUrl" or pinned "jwks"');
     const pushAuth = raw["pushAuth"];
-    if (pushAuth !== undefined && !PEER_PUSH_AUTHS.includes(pushAuth as PeerPushAuth)) report(`pushAuth must be ${PEER_PUSH_AUTHS.map((a) => JSON.stringify(a)).join(" or ")} (or left out: "jwt" for a peer with keys)`);
-    if (pushAuth === "jwt" && jwksUrl === undefined && jwks === undefined) report('pushAuth "jwt" needs the peer\'s keys to verify its pushes: "jwksUrl" or pinned "jwks"');
+    if (pushAuth !== undefined && !PEER_PUSH_AUTHS.includes(pushAuth as PeerPushAuth))
+      report(
+        `pushAuth must be ${PEER_PUSH_AUTHS.map((a) => JSON.stringify(a)).join(" or ")} (or left out: "jwt" for a peer with keys)`,
+      );
+    if (pushAuth === "jwt" && jwksUrl === undefined && jwks === undefined)
+      report('pushAuth "jwt" needs the peer\'s keys to verify its pushes: "jwksUrl" or pinned "jwks"');
     if (!clean) continue;
     peers.set(name, {
       name,
@@ -175,9 +246,14 @@ export function parsePeers(value: unknown, source: string, problem: (message: st
   return peers;
 }
 
-function parseCredentials(raw: unknown, report: (m: string) => void, noCard: boolean): PeerCredentialSettings | undefined {
+function parseCredentials(
+  raw: unknown,
+  report: (m: string) => void,
+  noCard: boolean,
+): PeerCredentialSettings | undefined {
   if (raw === undefined) return undefined;
-  const shape = 'credentials must be {"bearer": "<token>"}, {"apiKey": "<key>", "header"?: "<header name>"} or {"oauth2": {"tokenUrl", "clientId", "clientSecret", "scopes"?, "audience"?}}';
+  const shape =
+    'credentials must be {"bearer": "<token>"}, {"apiKey": "<key>", "header"?: "<header name>"} or {"oauth2": {"tokenUrl", "clientId", "clientSecret", "scopes"?, "audience"?}}';
   if (!isObject(raw)) {
     report(shape);
     return undefined;
@@ -197,12 +273,15 @@ function parseCredentials(raw: unknown, report: (m: string) => void, noCard: boo
       report("credentials.apiKey must be a non-empty single-line string");
       return undefined;
     }
-    if (header !== undefined && (typeof header !== "string" || !HEADER.test(header) || RESERVED_HEADERS.has(header.toLowerCase()))) {
+    if (
+      header !== undefined &&
+      (typeof header !== "string" || !HEADER.test(header) || RESERVED_HEADERS.has(header.toLowerCase()))
+    ) {
       report("credentials.header must be an HTTP header name (not one the wire sets itself)");
       return undefined;
     }
     if (header === undefined && noCard) {
-      report('credentials.header is required for an API key to a peer without a card (the card would name the header)');
+      report("credentials.header is required for an API key to a peer without a card (the card would name the header)");
       return undefined;
     }
     return { kind: "apiKey", key: new SecretValue(raw["apiKey"]), ...(typeof header === "string" ? { header } : {}) };
@@ -227,12 +306,14 @@ function parseOAuth2(raw: unknown, report: (m: string) => void): PeerCredentialS
     clean = false;
     report(`credentials.oauth2: ${m}`);
   };
-  for (const key of Object.keys(raw)) if (!OAUTH2_FIELDS.has(key)) bad(`unknown field "${key}" (known: ${[...OAUTH2_FIELDS].join(", ")})`);
+  for (const key of Object.keys(raw))
+    if (!OAUTH2_FIELDS.has(key)) bad(`unknown field "${key}" (known: ${[...OAUTH2_FIELDS].join(", ")})`);
   const { tokenUrl, clientId, clientSecret, scopes, audience } = raw;
   if (!httpUrl(tokenUrl)) bad("tokenUrl must be an absolute http(s) URL without userinfo");
   if (!singleLine(clientId)) bad("clientId must be a non-empty single-line string");
   if (!singleLine(clientSecret)) bad("clientSecret must be a non-empty single-line string");
-  if (scopes !== undefined && !(Array.isArray(scopes) && scopes.every((s) => typeof s === "string" && SCOPE.test(s)))) bad("scopes must be a list of scope names (no spaces or quotes)");
+  if (scopes !== undefined && !(Array.isArray(scopes) && scopes.every((s) => typeof s === "string" && SCOPE.test(s))))
+    bad("scopes must be a list of scope names (no spaces or quotes)");
   if (audience !== undefined && !singleLine(audience)) bad("audience must be a non-empty single-line string");
   if (!clean) return undefined;
   return {
@@ -262,7 +343,8 @@ function parseMtls(raw: unknown, peer: string, report: (m: string) => void): Pee
     clean = false;
     report(`credentials.mtls: ${m}`);
   };
-  for (const key of Object.keys(raw)) if (!MTLS_FIELDS.has(key)) bad(`unknown field "${key}" (known: ${[...MTLS_FIELDS].join(", ")})`);
+  for (const key of Object.keys(raw))
+    if (!MTLS_FIELDS.has(key)) bad(`unknown field "${key}" (known: ${[...MTLS_FIELDS].join(", ")})`);
   const read = (field: string, required: boolean, marker: RegExp, what: string): string | undefined => {
     const file = raw[field];
     if (file === undefined && !required) return undefined;
@@ -281,7 +363,8 @@ function parseMtls(raw: unknown, peer: string, report: (m: string) => void): Pee
   const ca = read("caFile", false, /-----BEGIN CERTIFICATE-----/, "the CA certificates to trust for the peer");
   if (cert !== undefined && key !== undefined) {
     try {
-      if (!new X509Certificate(cert).checkPrivateKey(createPrivateKey(key))) bad("keyFile is not the private key of certFile's certificate");
+      if (!new X509Certificate(cert).checkPrivateKey(createPrivateKey(key)))
+        bad("keyFile is not the private key of certFile's certificate");
     } catch {
       bad("certFile or keyFile cannot be read as a certificate and its private key");
     }
@@ -291,7 +374,11 @@ function parseMtls(raw: unknown, peer: string, report: (m: string) => void): Pee
 }
 
 /** A2A_PEERS (JSON) or A2A_PEERS_FILE (YAML or JSON): the named peers, every problem reported to `problem`. */
-export function readPeersConfig(json: string | undefined, file: string | undefined, problem: (message: string) => void): Map<string, PeerConfig> {
+export function readPeersConfig(
+  json: string | undefined,
+  file: string | undefined,
+  problem: (message: string) => void,
+): Map<string, PeerConfig> {
   if (json !== undefined && file !== undefined) {
     problem("set A2A_PEERS or A2A_PEERS_FILE, not both");
     return new Map();
@@ -301,7 +388,9 @@ export function readPeersConfig(json: string | undefined, file: string | undefin
     try {
       value = JSON.parse(json);
     } catch {
-      problem("A2A_PEERS must be JSON: an object mapping peer names to {cardUrl | url, binding?, protocolVersion?, credentials?}");
+      problem(
+        "A2A_PEERS must be JSON: an object mapping peer names to {cardUrl | url, binding?, protocolVersion?, credentials?}",
+      );
       return new Map();
     }
     return parsePeers(value, "A2A_PEERS", problem);

@@ -144,24 +144,48 @@ export interface InterfacePin {
 }
 
 /** The interface to call (see the top of this file); `cardUrl` resolves relative URLs and gives bare gRPC targets their scheme. */
-export function choosePeerInterface(card: unknown, cardUrl: string, versions: CardReaders, pin: InterfacePin = {}): PeerEndpoint {
+export function choosePeerInterface(
+  card: unknown,
+  cardUrl: string,
+  versions: CardReaders,
+  pin: InterfacePin = {},
+): PeerEndpoint {
   if (!isObject(card)) throw invalidCard("not an object");
   const offered = offeredInterfaces(card, versions);
-  const usable = offered.filter((i) => i.binding !== undefined && i.version !== undefined && typeof i.url === "string" && i.url !== "");
-  const pinned = usable.filter((i) => (pin.binding === undefined || i.binding === pin.binding) && (pin.protocolVersion === undefined || i.version === pin.protocolVersion));
+  const usable = offered.filter(
+    (i) => i.binding !== undefined && i.version !== undefined && typeof i.url === "string" && i.url !== "",
+  );
+  const pinned = usable.filter(
+    (i) =>
+      (pin.binding === undefined || i.binding === pin.binding) &&
+      (pin.protocolVersion === undefined || i.version === pin.protocolVersion),
+  );
   const version = PEER_VERSIONS.find((v) => pinned.some((i) => i.version === v));
   const chosen = pinned.find((i) => i.version === version);
   if (!chosen) {
     const list = [...new Set(offered.map((i) => `${i.bindingName} ${i.versionName}`))].join(", ") || "none";
-    const wanted = [pin.binding ? `binding ${CARD_NAMES[pin.binding]}` : "", pin.protocolVersion ? `A2A ${pin.protocolVersion}` : ""].filter(Boolean).join(" over ");
-    const why = wanted ? `the remote agent does not offer ${wanted}, which this peer is pinned to` : `the remote agent offers no A2A ${PEER_VERSIONS.join(" or ")} interface over JSON-RPC, gRPC or HTTP+JSON`;
+    const wanted = [
+      pin.binding ? `binding ${CARD_NAMES[pin.binding]}` : "",
+      pin.protocolVersion ? `A2A ${pin.protocolVersion}` : "",
+    ]
+      .filter(Boolean)
+      .join(" over ");
+    const why = wanted
+      ? `the remote agent does not offer ${wanted}, which this peer is pinned to`
+      : `the remote agent offers no A2A ${PEER_VERSIONS.join(" or ")} interface over JSON-RPC, gRPC or HTTP+JSON`;
     throw new PeerCallError(`${why} (its card offers: ${list})`, "unsupported", false);
   }
   return endpointOf(chosen.binding!, chosen.version!, chosen.url as string, cardUrl, chosen.tenant);
 }
 
 /** A configured or offered interface as an endpoint: URLs checked, gRPC targets normalised to their origin. */
-export function endpointOf(binding: PeerBinding, version: PeerVersion, url: string, base: string, tenant?: string): PeerEndpoint {
+export function endpointOf(
+  binding: PeerBinding,
+  version: PeerVersion,
+  url: string,
+  base: string,
+  tenant?: string,
+): PeerEndpoint {
   // Tenants came with 1.0: the version an unnamed one means (0.3) has none, so its interfaces' tenant is dropped.
   const withTenant = version !== UNNAMED_A2A_VERSION && tenant ? { tenant } : {};
   if (binding === "grpc") return { binding, version, url: grpcOriginOf(url, base), ...withTenant };
@@ -171,7 +195,8 @@ export function endpointOf(binding: PeerBinding, version: PeerVersion, url: stri
   } catch {
     throw invalidCard(`its ${CARD_NAMES[binding]} url is not a URL`);
   }
-  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") throw invalidCard(`its ${CARD_NAMES[binding]} url is not an http(s) URL`);
+  if (parsed.protocol !== "https:" && parsed.protocol !== "http:")
+    throw invalidCard(`its ${CARD_NAMES[binding]} url is not an http(s) URL`);
   if (parsed.username || parsed.password) throw invalidCard(`its ${CARD_NAMES[binding]} url carries credentials`);
   parsed.hash = "";
   return { binding, version, url: parsed.href, ...withTenant };
@@ -213,10 +238,23 @@ export function grpcOriginOf(target: string, cardUrl: string): string {
  */
 export function apiKeyHeaderOf(card: unknown, versions: CardReaders): string {
   const apiKeys = isObject(card) ? versions.flatMap((v) => v.card.apiKeySchemes(card)) : [];
-  const header = apiKeys.find((k) => String(k.location).toLowerCase() === "header" && typeof k.name === "string" && /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(k.name));
+  const header = apiKeys.find(
+    (k) =>
+      String(k.location).toLowerCase() === "header" &&
+      typeof k.name === "string" &&
+      /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(k.name),
+  );
   if (header) return header.name as string;
   if (apiKeys.length > 0) {
-    throw new PeerCallError("the remote agent's apiKey security scheme does not take the key in a header (only header API keys are sent); set credentials.header to send it anyway", "unsupported", false);
+    throw new PeerCallError(
+      "the remote agent's apiKey security scheme does not take the key in a header (only header API keys are sent); set credentials.header to send it anyway",
+      "unsupported",
+      false,
+    );
   }
-  throw new PeerCallError("the remote agent's card declares no apiKey security scheme, so the header for the API key is unknown; set credentials.header, or use bearer credentials", "unsupported", false);
+  throw new PeerCallError(
+    "the remote agent's card declares no apiKey security scheme, so the header for the API key is unknown; set credentials.header, or use bearer credentials",
+    "unsupported",
+    false,
+  );
 }

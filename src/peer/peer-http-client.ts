@@ -5,9 +5,25 @@
  *
  * Errors are PeerCallErrors that say whether a retry may help; their messages name the host, never the path.
  */
-import { EgressRefusedError, EgressResolutionError, checkEgressUrl, type EgressPolicy, type EgressSubject, type ResolvedAddress, type Resolver } from "../egress/egress-guard.js";
+import {
+  EgressRefusedError,
+  EgressResolutionError,
+  checkEgressUrl,
+  type EgressPolicy,
+  type EgressSubject,
+  type ResolvedAddress,
+  type Resolver,
+} from "../egress/egress-guard.js";
 import { compilePrivateService } from "../egress/egress-addresses.js";
-import { createEgressHttpClient, EgressCallError, RETRYABLE_HTTP_STATUS, type EgressHttpClient, type EgressRequest, type EgressResponse, type EgressStream } from "../egress/egress-http-client.js";
+import {
+  createEgressHttpClient,
+  EgressCallError,
+  RETRYABLE_HTTP_STATUS,
+  type EgressHttpClient,
+  type EgressRequest,
+  type EgressResponse,
+  type EgressStream,
+} from "../egress/egress-http-client.js";
 import type { SecretValue } from "../secrets/secret-value.js";
 
 /** A named peer's client certificate (mTLS, PEM): its connections present it; `ca` replaces the default CAs. */
@@ -19,7 +35,18 @@ export interface PeerClientTls {
   ca?: string;
 }
 
-export type PeerCallErrorKind = "egress" | "resolution" | "timeout" | "connection" | "http" | "protocol" | "rpc" | "aborted" | "unsupported" | "unauthorized" | "credentials";
+export type PeerCallErrorKind =
+  | "egress"
+  | "resolution"
+  | "timeout"
+  | "connection"
+  | "http"
+  | "protocol"
+  | "rpc"
+  | "aborted"
+  | "unsupported"
+  | "unauthorized"
+  | "credentials";
 
 /**
  * A failed call to a peer. `retryable` says whether the same call may succeed later (transport trouble).
@@ -65,11 +92,21 @@ export function peerCallErrorOf(err: unknown): unknown {
  * PeerCallErrors: a refusal is final, a name that does not resolve may resolve later. Returns the addresses a
  * connection may use; connect only to these (pinnedLookup).
  */
-export async function checkPeerUrl(url: string, policy: EgressPolicy, resolve: Resolver, subject: EgressSubject = "peer"): Promise<{ url: URL; addresses: ResolvedAddress[] }> {
+export async function checkPeerUrl(
+  url: string,
+  policy: EgressPolicy,
+  resolve: Resolver,
+  subject: EgressSubject = "peer",
+): Promise<{ url: URL; addresses: ResolvedAddress[] }> {
   try {
     return await checkEgressUrl(url, policy, subject, resolve);
   } catch (err) {
-    if (err instanceof EgressRefusedError) throw new PeerCallError(`${subject} URL refused by the ${err.arm} arm of the egress guard: ${err.reason}`, "egress", false);
+    if (err instanceof EgressRefusedError)
+      throw new PeerCallError(
+        `${subject} URL refused by the ${err.arm} arm of the egress guard: ${err.reason}`,
+        "egress",
+        false,
+      );
     if (err instanceof EgressResolutionError) throw new PeerCallError(err.message, "resolution", true);
     throw new PeerCallError(`${subject} URL check failed (egress policy error)`, "egress", false);
   }

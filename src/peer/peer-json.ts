@@ -2,7 +2,14 @@
  * Reading a peer's JSON, whatever the version: the body parsed and bounded in depth, ProtoJSON read into a proto
  * message (unknown fields ignored), and the error a malformed answer gives.
  */
-import { fromJson, toJson, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
+import {
+  fromJson,
+  toJson,
+  type DescMessage,
+  type JsonObject,
+  type JsonValue,
+  type MessageShape,
+} from "@bufbuild/protobuf";
 import { nestingDepth, WIRE_MAX_DEPTH } from "../domain/json-input.js";
 import { PeerCallError } from "./peer-http-client.js";
 
@@ -22,7 +29,8 @@ export function parsePeerJson(text: string, what: string): unknown {
     throw invalidAnswer(`${what} (not JSON)`);
   }
   // A peer's answer is stored in our task: nothing deeper than the wire can carry back out.
-  if (nestingDepth(body, WIRE_MAX_DEPTH) > WIRE_MAX_DEPTH) throw invalidAnswer(`${what} (nested deeper than ${WIRE_MAX_DEPTH} levels)`);
+  if (nestingDepth(body, WIRE_MAX_DEPTH) > WIRE_MAX_DEPTH)
+    throw invalidAnswer(`${what} (nested deeper than ${WIRE_MAX_DEPTH} levels)`);
   return body;
 }
 
@@ -33,7 +41,8 @@ export function protoJson<D extends DescMessage>(schema: D, message: MessageShap
 
 /** A peer's ProtoJSON as a proto message; unknown fields are ignored, a value of the wrong type is invalid. */
 export function readProtoJson<D extends DescMessage>(schema: D, json: unknown, what: string): MessageShape<D> {
-  if (typeof json !== "object" || json === null || Array.isArray(json)) throw invalidAnswer(`${what} (not a JSON object)`);
+  if (typeof json !== "object" || json === null || Array.isArray(json))
+    throw invalidAnswer(`${what} (not a JSON object)`);
   try {
     return fromJson(schema, json as JsonValue, { ignoreUnknownFields: true });
   } catch {

@@ -24,7 +24,15 @@ export class PeerJwks {
   /** The peer's remote key set at `jwksUrl`, made when first needed. */
   keys(jwksUrl: string): RemoteKeys {
     let keys = this.keySets.get(jwksUrl);
-    if (!keys) this.keySets.set(jwksUrl, (keys = createRemoteJWKSet(new URL(jwksUrl), { cacheMaxAge: JWKS_CACHE_MS, timeoutDuration: PEER_JWKS_TIMEOUT_MS, [customFetch]: this.fetch })));
+    if (!keys)
+      this.keySets.set(
+        jwksUrl,
+        (keys = createRemoteJWKSet(new URL(jwksUrl), {
+          cacheMaxAge: JWKS_CACHE_MS,
+          timeoutDuration: PEER_JWKS_TIMEOUT_MS,
+          [customFetch]: this.fetch,
+        })),
+      );
     return keys;
   }
 
@@ -32,7 +40,11 @@ export class PeerJwks {
    * A named peer's keys: the `jwks` pinned in its configuration, else its `jwksUrl` (the pinned ones win: an operator
    * who pinned keys did so not to trust what the URL serves); undefined for a peer with neither.
    */
-  of(peer: { name: string; jwksUrl?: string; jwks?: { keys: Array<Record<string, unknown>> } }): PeerKeySet | undefined {
+  of(peer: {
+    name: string;
+    jwksUrl?: string;
+    jwks?: { keys: Array<Record<string, unknown>> };
+  }): PeerKeySet | undefined {
     if (peer.jwks) {
       let keys = this.pinned.get(peer.name);
       if (!keys) this.pinned.set(peer.name, (keys = createLocalJWKSet(peer.jwks as { keys: JWK[] })));

@@ -24,7 +24,10 @@ import type { PeerJwks, PeerKeySet } from "./peer-jwks.js";
 import { pushAuthOf } from "./peer-push-auth.js";
 
 /** `proof`: the signature or JWT that made the push trusted (to recognise a replay of it; never logged). */
-export type PushTrust = { verdict: "signed"; by: "hmac" | "jwks"; proof: string } | { verdict: "unsigned" } | { verdict: "refused"; why: string };
+export type PushTrust =
+  | { verdict: "signed"; by: "hmac" | "jwks"; proof: string }
+  | { verdict: "unsigned" }
+  | { verdict: "refused"; why: string };
 
 export interface SignedPush {
   headers: Readonly<Record<string, string | undefined>>;
@@ -52,12 +55,24 @@ export class PeerPushTrust {
     const keys = peer && pushAuthOf(peer) === "jwt" ? this.jwks.of(peer) : undefined;
     if (!peer || (!peer.signingKey && !keys)) return { verdict: "unsigned" };
     const signature = push.headers["x-openwop-signature"];
-    if (peer.signingKey && signature && verifyBodySignature({ key: peer.signingKey.reveal(), body: push.body, timestamp: push.headers["x-openwop-timestamp"], signature, nowSeconds: this.nowSeconds() })) {
+    if (
+      peer.signingKey &&
+      signature &&
+      verifyBodySignature({
+        key: peer.signingKey.reveal(),
+        body: push.body,
+        timestamp: push.headers["x-openwop-timestamp"],
+        signature,
+        nowSeconds: this.nowSeconds(),
+      })
+    ) {
       return { verdict: "signed", by: "hmac", proof: signature };
     }
     if (keys) {
       const checked = await this.checkJwt(keys, push);
-      return "jwt" in checked ? { verdict: "signed", by: "jwks", proof: checked.jwt } : { verdict: "refused", why: checked.why };
+      return "jwt" in checked
+        ? { verdict: "signed", by: "jwks", proof: checked.jwt }
+        : { verdict: "refused", why: checked.why };
     }
     return { verdict: "refused", why: "the signature is missing or wrong" };
   }
@@ -84,17 +99,31 @@ export class PeerPushTrust {
 
   /** The push's JWT when it is the peer's and covers this body; else why not (no secret in it). */
   private async checkJwt(keys: PeerKeySet, push: SignedPush): Promise<{ jwt: string } | { why: string }> {
-    const jwt = /^Bearer\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)\s*$/i.exec(push.headers["authorization"] ?? "")?.[1];
+    const jwt = /^Bearer\s+([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)\s*$/i.exec(
+      push.headers["authorization"] ?? "",
+    )?.[1];
     if (!jwt) return { why: "no signed JWT (Authorization: Bearer) from a peer with a JWKS" };
     let claims;
     try {
-      ({ payload: claims } = await jwtVerify(jwt, keys, { algorithms: [...ASYMMETRIC_JWS_ALGORITHMS], maxTokenAge: SIGNATURE_TOLERANCE_SECONDS, clockTolerance: 30, currentDate: new Date(this.nowSeconds() * 1000) }));
+      ({ payload: claims } = await jwtVerify(jwt, keys, {
+        algorithms: [...ASYMMETRIC_JWS_ALGORITHMS],
+        maxTokenAge: SIGNATURE_TOLERANCE_SECONDS,
+        clockTolerance: 30,
+        currentDate: new Date(this.nowSeconds() * 1000),
+      }));
     } catch (err) {
-      return { why: err instanceof joseErrors.JOSEError ? `the JWT does not verify against the peer's JWKS (${err.code})` : "the JWT does not verify against the peer's JWKS" };
+      return {
+        why:
+          err instanceof joseErrors.JOSEError
+            ? `the JWT does not verify against the peer's JWKS (${err.code})`
+            : "the JWT does not verify against the peer's JWKS",
+      };
     }
     const claimed = claims["request_body_sha256"];
     if (typeof claimed !== "string") return { why: "the JWT has no request_body_sha256 claim" };
-    return bodyHashes(push.body).includes(claimed.toLowerCase()) ? { jwt } : { why: "the JWT's request_body_sha256 does not match the body" };
+    return bodyHashes(push.body).includes(claimed.toLowerCase())
+      ? { jwt }
+      : { why: "the JWT's request_body_sha256 does not match the body" };
   }
 }
 

@@ -58,7 +58,8 @@ export function readPeerSettings(env: EnvReader, production: boolean): A2APeerSe
     if (!ok) env.problem(`A2A_PEER_CARD_URL must be an absolute http(s) URL of an agent card (got "${cardUrl}")`);
   }
   const allowLoopback = env.bool("A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS", false);
-  if (allowLoopback && production) env.problem("A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS is test-only and is refused when NODE_ENV=production");
+  if (allowLoopback && production)
+    env.problem("A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS is test-only and is refused when NODE_ENV=production");
   const settings: A2AInvokeSettings = {
     pollMs: env.int("A2A_PEER_POLL_MS", 1_000, 10, 60_000),
     timeoutMs: env.int("A2A_PEER_TIMEOUT_MS", 10 * 60 * 1000, 1, 7 * 24 * 3_600_000),
@@ -76,24 +77,35 @@ export function readPeerSettings(env: EnvReader, production: boolean): A2APeerSe
     let ok = false;
     try {
       const parsed = new URL(callbackUrl);
-      ok = (parsed.protocol === "https:" || parsed.protocol === "http:") && !parsed.username && !parsed.password && !parsed.search && !parsed.hash;
+      ok =
+        (parsed.protocol === "https:" || parsed.protocol === "http:") &&
+        !parsed.username &&
+        !parsed.password &&
+        !parsed.search &&
+        !parsed.hash;
     } catch {
       ok = false;
     }
-    if (!ok) env.problem(`A2A_PEER_CALLBACK_URL must be an absolute http(s) URL without userinfo, query or fragment (got "${callbackUrl}")`);
+    if (!ok)
+      env.problem(
+        `A2A_PEER_CALLBACK_URL must be an absolute http(s) URL without userinfo, query or fragment (got "${callbackUrl}")`,
+      );
   }
   const callbackKeyRaw = env.raw("A2A_PEER_CALLBACK_KEY");
   const callbackKey = callbackKeyRaw !== undefined ? parseKey256(callbackKeyRaw) : undefined;
   if (callbackKeyRaw !== undefined && !callbackKey) env.problem(key256Problem("A2A_PEER_CALLBACK_KEY"));
   // The push keys' rule: production never runs on a generated key, so a host that asks peers to push needs one.
   if (production && settings.push && callbackKeyRaw === undefined) {
-    env.problem("NODE_ENV=production with A2A_PEER_PUSH on needs A2A_PEER_CALLBACK_KEY from configuration (the key of peers' callback tokens; `openssl rand -base64 32`), or A2A_PEER_PUSH=false");
+    env.problem(
+      "NODE_ENV=production with A2A_PEER_PUSH on needs A2A_PEER_CALLBACK_KEY from configuration (the key of peers' callback tokens; `openssl rand -base64 32`), or A2A_PEER_PUSH=false",
+    );
   }
   const allowedPorts = env.ports("A2A_PEER_ALLOWED_PORTS");
   const peers = readPeersConfig(env.raw("A2A_PEERS"), env.raw("A2A_PEERS_FILE"), (m) => env.problem(m));
   const caFile = env.raw("A2A_PEERS_CA_FILE");
   const ca = caFile !== undefined ? readCaBundle(caFile, "A2A_PEERS_CA_FILE", (m) => env.problem(m)) : undefined;
-  if (settings.retryMaxMs < settings.retryBaseMs) env.problem("A2A_PEER_RETRY_MAX_MS must not be smaller than A2A_PEER_RETRY_BASE_MS");
+  if (settings.retryMaxMs < settings.retryBaseMs)
+    env.problem("A2A_PEER_RETRY_MAX_MS must not be smaller than A2A_PEER_RETRY_BASE_MS");
   return {
     ...settings,
     ...(cardUrl !== undefined ? { cardUrl } : {}),
@@ -102,7 +114,13 @@ export function readPeerSettings(env: EnvReader, production: boolean): A2APeerSe
     peers,
     ...(ca !== undefined ? { ca } : {}),
     // http:// and loopback peers only under the test-only allowance; nothing else private, ever.
-    egress: { allowHttpLoopback: allowLoopback, allowedPorts, allowHosts: [], denyHosts: [], settings: { allowedPorts: "A2A_PEER_ALLOWED_PORTS" } },
+    egress: {
+      allowHttpLoopback: allowLoopback,
+      allowedPorts,
+      allowHosts: [],
+      denyHosts: [],
+      settings: { allowedPorts: "A2A_PEER_ALLOWED_PORTS" },
+    },
   };
 }
 

@@ -20,6 +20,11 @@ export async function* sseData(chunks: AsyncIterable<string>, maxEventBytes: num
         .map((line) => line.slice(line.startsWith("data: ") ? 6 : 5));
       if (data.length > 0) yield data.join("\n");
     }
-    if (buffer.length > maxEventBytes) throw new PeerCallError(`the remote agent sent a stream event of more than ${maxEventBytes} bytes`, "protocol", false);
+    if (buffer.length > maxEventBytes)
+      throw new PeerCallError(
+        `the remote agent sent a stream event of more than ${maxEventBytes} bytes`,
+        "protocol",
+        false,
+      );
   }
 }

@@ -59,7 +59,10 @@ export interface PeerRestCodec {
   readReply(json: unknown, what: string): PeerReply;
   readTask(json: unknown, what: string): PeerTask;
   /** `POST …/tasks/{id}:subscribe`, where this version has it: the body, and how each SSE `data` reads. */
-  subscribe?: { body(taskId: string, tenant: string | undefined): unknown; readEvent(json: unknown, what: string): PeerStreamEvent | undefined };
+  subscribe?: {
+    body(taskId: string, tenant: string | undefined): unknown;
+    readEvent(json: unknown, what: string): PeerStreamEvent | undefined;
+  };
 }
 
 /** Per call: deadline, abort signal and metadata. */
@@ -77,11 +80,20 @@ export interface PeerGrpcCodec {
 
 /** The calls over one connection; errors are the Connect client's own (the transport reads them). */
 export interface PeerGrpcClient {
-  send(message: Message, tenant: string | undefined, push: PeerPushRequest | undefined, options: PeerGrpcCallOptions): Promise<PeerReply>;
+  send(
+    message: Message,
+    tenant: string | undefined,
+    push: PeerPushRequest | undefined,
+    options: PeerGrpcCallOptions,
+  ): Promise<PeerReply>;
   getTask(taskId: string, tenant: string | undefined, options: PeerGrpcCallOptions): Promise<PeerTask>;
   cancelTask(taskId: string, tenant: string | undefined, options: PeerGrpcCallOptions): Promise<PeerTask>;
   /** The task's stream, where the version has one over gRPC; each response as an event (none for a message). */
-  subscribe?(taskId: string, tenant: string | undefined, options: PeerGrpcCallOptions): AsyncIterable<PeerStreamEvent | undefined>;
+  subscribe?(
+    taskId: string,
+    tenant: string | undefined,
+    options: PeerGrpcCallOptions,
+  ): AsyncIterable<PeerStreamEvent | undefined>;
 }
 
 /** The versions the peer client speaks, newest first (the registry's order of preference). */

@@ -3,9 +3,22 @@ import { UNNAMED_A2A_VERSION } from "../domain/a2a-version.js";
 import type { A2ATaskState, PushNotificationConfig, TaskPushNotificationConfig } from "../domain/a2a-types.js";
 import { DomainError, invalidParams } from "../domain/errors.js";
 import type { Principal } from "../auth/principal.js";
-import { initialDelivery, TooManyPushConfigsError, type PushConfigRecord, type PushConfigStore, type PushDeadLetter } from "../store/push-config-store.js";
+import {
+  initialDelivery,
+  TooManyPushConfigsError,
+  type PushConfigRecord,
+  type PushConfigStore,
+  type PushDeadLetter,
+} from "../store/push-config-store.js";
 import type { TaskRecord } from "../domain/task-record.js";
-import { checkEgressUrl, checkEgressUrlSyntax, EgressRefusedError, EgressResolutionError, type EgressPolicy, type Resolver } from "../egress/egress-guard.js";
+import {
+  checkEgressUrl,
+  checkEgressUrlSyntax,
+  EgressRefusedError,
+  EgressResolutionError,
+  type EgressPolicy,
+  type Resolver,
+} from "../egress/egress-guard.js";
 import type { PushTaskReader } from "./push-ports.js";
 import { secretsAad, type PushSecretBox, type PushSecrets } from "./push-secrets.js";
 
@@ -53,7 +66,10 @@ export class PushConfigService {
 
   assertEnabled(): void {
     if (!this.options.enabled) {
-      throw new DomainError("push-not-supported", "Push Notification is not supported by this agent (push notifications are disabled by configuration; capabilities.pushNotifications is false)");
+      throw new DomainError(
+        "push-not-supported",
+        "Push Notification is not supported by this agent (push notifications are disabled by configuration; capabilities.pushNotifications is false)",
+      );
     }
   }
 
@@ -65,14 +81,22 @@ export class PushConfigService {
     this.assertEnabled();
     await this.checkUrl(config.url, `${path}.url`);
     if (config.id !== undefined && !CONFIG_ID.test(config.id)) {
-      throw invalidParams(`${path}.id must be 1 to 128 characters without whitespace, control characters or slashes`, { path: `${path}.id` });
+      throw invalidParams(`${path}.id must be 1 to 128 characters without whitespace, control characters or slashes`, {
+        path: `${path}.id`,
+      });
     }
     if (config.token !== undefined) checkSecret(config.token, `${path}.token`);
     const auth = config.authentication;
     if (auth) {
       const scheme = auth.schemes[0];
-      if (scheme === undefined) throw invalidParams(`${path}.authentication.schemes must not be empty`, { path: `${path}.authentication.schemes` });
-      if (!auth.schemes.every((s) => HTTP_TOKEN.test(s))) throw invalidParams(`${path}.authentication.schemes must be HTTP auth-scheme names (e.g. "Bearer")`, { path: `${path}.authentication.schemes` });
+      if (scheme === undefined)
+        throw invalidParams(`${path}.authentication.schemes must not be empty`, {
+          path: `${path}.authentication.schemes`,
+        });
+      if (!auth.schemes.every((s) => HTTP_TOKEN.test(s)))
+        throw invalidParams(`${path}.authentication.schemes must be HTTP auth-scheme names (e.g. "Bearer")`, {
+          path: `${path}.authentication.schemes`,
+        });
       if (auth.credentials !== undefined) checkSecret(auth.credentials, `${path}.authentication.credentials`);
     }
   }
@@ -84,7 +108,8 @@ export class PushConfigService {
       await checkEgressUrl(url, this.options.egress, "push", this.options.resolve);
     } catch (err) {
       if (err instanceof EgressRefusedError) throw invalidParams(err.message, { path, arm: err.arm });
-      if (err instanceof EgressResolutionError) throw invalidParams(`push URL refused: ${err.message}`, { path, arm: "address" });
+      if (err instanceof EgressResolutionError)
+        throw invalidParams(`push URL refused: ${err.message}`, { path, arm: "address" });
       throw err;
     }
   }
@@ -94,7 +119,12 @@ export class PushConfigService {
    * config by that id yet (as the SDKs default it, so `get` without an id finds it), else a freshly minted one:
    * a config created without an id never replaces another (OpenWOP RFC 0214); the answer names the id it got.
    */
-  async set(taskId: string, config: PushNotificationConfig, principal: Principal, path = "params.pushNotificationConfig"): Promise<TaskPushNotificationConfig> {
+  async set(
+    taskId: string,
+    config: PushNotificationConfig,
+    principal: Principal,
+    path = "params.pushNotificationConfig",
+  ): Promise<TaskPushNotificationConfig> {
     await this.validate(config, path);
     const task = await this.options.tasks.get(taskId, principal.tenant);
     return this.registerValidated(task, config);
@@ -123,7 +153,11 @@ export class PushConfigService {
     const task = await this.options.tasks.get(taskId, principal.tenant);
     const id = configId ?? taskId;
     const found = await this.options.configs.get(taskId, id);
-    if (!found || found.tenant !== task.tenant) throw new DomainError("not-found", `Push notification config "${id}" not found for task ${taskId}`, { taskId, pushNotificationConfigId: id });
+    if (!found || found.tenant !== task.tenant)
+      throw new DomainError("not-found", `Push notification config "${id}" not found for task ${taskId}`, {
+        taskId,
+        pushNotificationConfigId: id,
+      });
     return this.toWire(found);
   }
 
@@ -159,13 +193,17 @@ export class PushConfigService {
   async deadLetters(principal: Principal, filter: { taskId?: string; limit: number }): Promise<PushDeadLetter[]> {
     this.assertEnabled();
     const letters = await this.options.configs.listDeadLetters(principal.tenant, filter);
-    if (filter.taskId !== undefined && letters.length === 0) await this.options.tasks.get(filter.taskId, principal.tenant);
+    if (filter.taskId !== undefined && letters.length === 0)
+      await this.options.tasks.get(filter.taskId, principal.tenant);
     return letters;
   }
 
   // ------------------------------------------------------------------------------------------
 
-  private async registerValidated(task: TaskRecord, config: PushNotificationConfig): Promise<TaskPushNotificationConfig> {
+  private async registerValidated(
+    task: TaskRecord,
+    config: PushNotificationConfig,
+  ): Promise<TaskPushNotificationConfig> {
     // A config registered now starts after the task's current version: it hears what happens next.
     const interruptId = this.options.tasks.contextOf(task).interrupt?.interruptId;
     const stored = await this.store(task, config, task.version, `${task.a2a.state}|${interruptId ?? ""}`);
@@ -173,7 +211,12 @@ export class PushConfigService {
     return this.toWire(stored);
   }
 
-  private async store(task: Pick<TaskRecord, "taskId" | "tenant">, config: PushNotificationConfig, cursor: number, lastStatusKey: string | null): Promise<PushConfigRecord> {
+  private async store(
+    task: Pick<TaskRecord, "taskId" | "tenant">,
+    config: PushNotificationConfig,
+    cursor: number,
+    lastStatusKey: string | null,
+  ): Promise<PushConfigRecord> {
     const secrets = this.options.secrets;
     if (!secrets) throw new DomainError("push-not-supported", "Push Notification is not supported by this agent");
     const configId = config.id ?? (await this.unusedDefaultId(task));
@@ -183,27 +226,32 @@ export class PushConfigService {
     };
     const hasSecrets = plain.token !== undefined || plain.credentials !== undefined;
     try {
-      return await this.options.configs.upsert(
-        {
-          tenant: task.tenant,
-          taskId: task.taskId,
-          configId,
-          url: config.url,
-          schemes: config.authentication ? [...config.authentication.schemes] : null,
-          sealed: hasSecrets ? secrets.seal(plain, secretsAad(task.tenant, task.taskId, configId)) : null,
-          tokenFingerprint: config.token !== undefined ? secrets.fingerprint(config.token) : null,
-          protocolVersion: config.protocolVersion ?? UNNAMED_A2A_VERSION,
-          updatedAt: this.clock().toISOString(),
-        },
-        initialDelivery(cursor, lastStatusKey),
-        this.options.maxConfigsPerTask,
-      ).then((stored) => {
-        this.options.onStored?.(task.taskId);
-        return stored;
-      });
+      return await this.options.configs
+        .upsert(
+          {
+            tenant: task.tenant,
+            taskId: task.taskId,
+            configId,
+            url: config.url,
+            schemes: config.authentication ? [...config.authentication.schemes] : null,
+            sealed: hasSecrets ? secrets.seal(plain, secretsAad(task.tenant, task.taskId, configId)) : null,
+            tokenFingerprint: config.token !== undefined ? secrets.fingerprint(config.token) : null,
+            protocolVersion: config.protocolVersion ?? UNNAMED_A2A_VERSION,
+            updatedAt: this.clock().toISOString(),
+          },
+          initialDelivery(cursor, lastStatusKey),
+          this.options.maxConfigsPerTask,
+        )
+        .then((stored) => {
+          this.options.onStored?.(task.taskId);
+          return stored;
+        });
     } catch (err) {
       if (err instanceof TooManyPushConfigsError) {
-        throw invalidParams(`task ${task.taskId} already has the maximum of ${err.max} push notification configs; delete one or reuse an id`, { taskId: task.taskId, max: err.max });
+        throw invalidParams(
+          `task ${task.taskId} already has the maximum of ${err.max} push notification configs; delete one or reuse an id`,
+          { taskId: task.taskId, max: err.max },
+        );
       }
       throw err;
     }
@@ -235,6 +283,9 @@ export class PushConfigService {
 function checkSecret(value: string, path: string): void {
   if (value.length === 0 || value.length > MAX_SECRET_LENGTH || !HEADER_SAFE.test(value)) {
     // The value itself is never echoed.
-    throw invalidParams(`${path} must be 1 to ${MAX_SECRET_LENGTH} visible ASCII characters (it is sent in an HTTP header)`, { path });
+    throw invalidParams(
+      `${path} must be 1 to ${MAX_SECRET_LENGTH} visible ASCII characters (it is sent in an HTTP header)`,
+      { path },
+    );
   }
 }

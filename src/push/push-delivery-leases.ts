@@ -63,7 +63,11 @@ export class DeliveryLeases {
     await Promise.allSettled([this.renewing, this.scanning]);
     const held = [...this.held.values()];
     this.held.clear();
-    await Promise.allSettled(held.map((h) => this.options.configs.releaseDelivery(h.taskId, h.configId, { owner: this.instanceId, epoch: h.epoch })));
+    await Promise.allSettled(
+      held.map((h) =>
+        this.options.configs.releaseDelivery(h.taskId, h.configId, { owner: this.instanceId, epoch: h.epoch }),
+      ),
+    );
   }
 
   /** The fence of the lease held here for the config, if any. */
@@ -85,19 +89,42 @@ export class DeliveryLeases {
   /** Whether another instance holds a live lease on the config. */
   heldElsewhere(config: PushConfigRecord, now: number): boolean {
     const lease = config.lease;
-    return Boolean(lease?.owner && lease.expiresAt && lease.owner !== this.instanceId && Date.parse(lease.expiresAt) > now);
+    return Boolean(
+      lease?.owner && lease.expiresAt && lease.owner !== this.instanceId && Date.parse(lease.expiresAt) > now,
+    );
   }
 
   /** Claims the config's lease; answers the config as stored after the claim, or null when another instance holds it. */
   async claim(config: PushConfigRecord): Promise<PushConfigRecord | null> {
     const { configs, settings, logger, clock } = this.options;
     const now = clock();
-    const claimed = await configs.claimDelivery(config.taskId, config.configId, settings.instanceId, now, new Date(now.getTime() + settings.ttlMs));
+    const claimed = await configs.claimDelivery(
+      config.taskId,
+      config.configId,
+      settings.instanceId,
+      now,
+      new Date(now.getTime() + settings.ttlMs),
+    );
     if (!claimed?.lease) return null;
-    this.held.set(keyOf(config.taskId, config.configId), { taskId: config.taskId, configId: config.configId, epoch: claimed.lease.epoch, confirmedAt: now.getTime() });
+    this.held.set(keyOf(config.taskId, config.configId), {
+      taskId: config.taskId,
+      configId: config.configId,
+      epoch: claimed.lease.epoch,
+      confirmedAt: now.getTime(),
+    });
     const previous = config.lease?.owner;
-    const fields = { taskId: config.taskId, configId: config.configId, instanceId: settings.instanceId, epoch: claimed.lease.epoch, cursor: claimed.delivery.cursor };
-    if (previous && previous !== settings.instanceId) logger.info({ ...fields, previousOwner: previous }, "push: took over the delivery lease of an expired owner; continuing from the stored cursor");
+    const fields = {
+      taskId: config.taskId,
+      configId: config.configId,
+      instanceId: settings.instanceId,
+      epoch: claimed.lease.epoch,
+      cursor: claimed.delivery.cursor,
+    };
+    if (previous && previous !== settings.instanceId)
+      logger.info(
+        { ...fields, previousOwner: previous },
+        "push: took over the delivery lease of an expired owner; continuing from the stored cursor",
+      );
     else logger.debug(fields, "push: delivery lease claimed");
     return claimed;
   }
@@ -128,7 +155,10 @@ export class DeliveryLeases {
     if (!held) return;
     this.held.delete(key);
     await this.options.configs.releaseDelivery(taskId, configId, { owner: this.instanceId, epoch: held.epoch });
-    this.options.logger.debug({ taskId, configId, instanceId: this.instanceId, epoch: held.epoch }, "push: delivery lease released");
+    this.options.logger.debug(
+      { taskId, configId, instanceId: this.instanceId, epoch: held.epoch },
+      "push: delivery lease released",
+    );
   }
 
   /** Drops the lease without a store command (the config is gone or settled, which released it). */
@@ -156,7 +186,11 @@ export class DeliveryLeases {
     const held = [...this.held.values()];
     if (held.length === 0) return;
     const started = clock().getTime();
-    const kept = new Set((await configs.renewDeliveries(settings.instanceId, held, new Date(started + settings.ttlMs))).map((k) => keyOf(k.taskId, k.configId)));
+    const kept = new Set(
+      (await configs.renewDeliveries(settings.instanceId, held, new Date(started + settings.ttlMs))).map((k) =>
+        keyOf(k.taskId, k.configId),
+      ),
+    );
     for (const h of held) {
       const key = keyOf(h.taskId, h.configId);
       if (kept.has(key)) h.confirmedAt = Math.max(h.confirmedAt, started);
@@ -168,7 +202,10 @@ export class DeliveryLeases {
     const key = keyOf(held.taskId, held.configId);
     if (this.held.get(key) !== held) return;
     this.held.delete(key);
-    this.options.logger.warn({ taskId: held.taskId, configId: held.configId, instanceId: this.instanceId, epoch: held.epoch }, "push: delivery lease lost; another instance delivers this config");
+    this.options.logger.warn(
+      { taskId: held.taskId, configId: held.configId, instanceId: this.instanceId, epoch: held.epoch },
+      "push: delivery lease lost; another instance delivers this config",
+    );
   }
 
   /**
@@ -181,11 +218,18 @@ export class DeliveryLeases {
     this.timer = setTimeout(() => {
       if (!this.scanning) {
         this.scanning = this.scanExpired()
-          .catch((err: unknown) => logger.warn({ err, instanceId: this.instanceId }, "push: the scan for expired delivery leases failed"))
+          .catch((err: unknown) =>
+            logger.warn({ err, instanceId: this.instanceId }, "push: the scan for expired delivery leases failed"),
+          )
           .finally(() => (this.scanning = undefined));
       }
       this.renewing = this.renew()
-        .catch((err: unknown) => logger.warn({ err, instanceId: this.instanceId }, "push: delivery lease renewal failed; leases are confirmed again before the next push"))
+        .catch((err: unknown) =>
+          logger.warn(
+            { err, instanceId: this.instanceId },
+            "push: delivery lease renewal failed; leases are confirmed again before the next push",
+          ),
+        )
         .finally(() => {
           this.renewing = undefined;
           this.schedule();

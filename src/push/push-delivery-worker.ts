@@ -228,13 +228,23 @@ export class PushDeliveryWorker {
             try {
               await this.deliver(taskId, configId);
             } catch (err) {
-              this.options.logger.error({ err, taskId, configId }, "push: delivery failed unexpectedly; retrying later");
+              this.options.logger.error(
+                { err, taskId, configId },
+                "push: delivery failed unexpectedly; retrying later",
+              );
               this.wakeAt(taskId, configId, this.clock().getTime() + this.options.retry.baseMs);
             }
           } while (job.again);
           // Idle (nothing pending, no retry waiting): the lease goes back, so any instance may deliver what comes next.
           if (!this.leases.isHeld(taskId, configId) || this.timers.has(key)) break;
-          await this.leases.release(taskId, configId).catch((err: unknown) => this.options.logger.warn({ err, taskId, configId }, "push: could not release the delivery lease; it expires"));
+          await this.leases
+            .release(taskId, configId)
+            .catch((err: unknown) =>
+              this.options.logger.warn(
+                { err, taskId, configId },
+                "push: could not release the delivery lease; it expires",
+              ),
+            );
           if (!job.again || this.stopped) break;
         }
       } finally {
@@ -248,10 +258,13 @@ export class PushDeliveryWorker {
     if (this.stopped) return;
     const key = JSON.stringify([taskId, configId]);
     clearTimeout(this.timers.get(key));
-    const timer = setTimeout(() => {
-      this.timers.delete(key);
-      this.enqueue(taskId, configId);
-    }, Math.max(0, at - this.clock().getTime()));
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(key);
+        this.enqueue(taskId, configId);
+      },
+      Math.max(0, at - this.clock().getTime()),
+    );
     timer.unref();
     this.timers.set(key, timer);
   }
@@ -307,9 +320,14 @@ export class PushDeliveryWorker {
       if (isTerminalA2AState(task.a2a.state)) {
         const expireAt = new Date(now + this.options.retentionMs).toISOString();
         const fence = this.leases.fence(taskId, configId);
-        const expected = { revision: config.revision, cursor: config.delivery.cursor, ...(fence ? { lease: fence } : {}) };
+        const expected = {
+          revision: config.revision,
+          cursor: config.delivery.cursor,
+          ...(fence ? { lease: fence } : {}),
+        };
         // Settling gives the lease back in the same write.
-        if (await configs.updateDelivery(taskId, configId, expected, { ...config.delivery, settled: true }, expireAt)) this.leases.forget(taskId, configId);
+        if (await configs.updateDelivery(taskId, configId, expected, { ...config.delivery, settled: true }, expireAt))
+          this.leases.forget(taskId, configId);
       }
       return { kind: "done" };
     }
@@ -347,7 +365,15 @@ export class PushDeliveryWorker {
         continue;
       }
       const statusKey = statusKeyOf(event, status.state);
-      const passed: PushDelivery = { ...delivery, cursor: event.sequence, lastStatusKey: statusKey, attempts: 0, nextAttemptAt: null, lastError: null, settled: isTerminalA2AState(status.state) };
+      const passed: PushDelivery = {
+        ...delivery,
+        cursor: event.sequence,
+        lastStatusKey: statusKey,
+        attempts: 0,
+        nextAttemptAt: null,
+        lastError: null,
+        settled: isTerminalA2AState(status.state),
+      };
       if (!this.isPushable(status.state, statusKey, delivery.lastStatusKey)) {
         delivery = passed;
         if (passed.settled && !(await save(passed))) return { kind: "reload" };
@@ -370,15 +396,31 @@ export class PushDeliveryWorker {
       }
       const attempts = delivery.attempts + 1;
       const lastError = result.error ?? `webhook answered ${result.status ?? "nothing"}`;
-      const reason = giveUpReason(this.options.retry, result, attempts, { firstAt: Date.parse(event.timestamp), now: this.clock().getTime() });
+      const reason = giveUpReason(this.options.retry, result, attempts, {
+        firstAt: Date.parse(event.timestamp),
+        now: this.clock().getTime(),
+      });
       if (reason) {
         await this.webhooks.deadLetter(config, event, status.state, reason, attempts, lastError);
-        if (!(await save({ ...passed, lastError: `dead-lettered (${reason}): ${lastError}` }))) return { kind: "reload" };
+        if (!(await save({ ...passed, lastError: `dead-lettered (${reason}): ${lastError}` })))
+          return { kind: "reload" };
         continue;
       }
       const retryAt = this.clock().getTime() + backoffDelay(this.options.retry, attempts, this.options.random);
-      logger.info({ taskId, configId, eventId: event.eventId, target: targetOf(config.url), attempts, retryInMs: retryAt - this.clock().getTime(), error: lastError }, "push: attempt failed; will retry");
-      if (!(await save({ ...delivery, attempts, nextAttemptAt: new Date(retryAt).toISOString(), lastError }))) return { kind: "reload" };
+      logger.info(
+        {
+          taskId,
+          configId,
+          eventId: event.eventId,
+          target: targetOf(config.url),
+          attempts,
+          retryInMs: retryAt - this.clock().getTime(),
+          error: lastError,
+        },
+        "push: attempt failed; will retry",
+      );
+      if (!(await save({ ...delivery, attempts, nextAttemptAt: new Date(retryAt).toISOString(), lastError })))
+        return { kind: "reload" };
       this.wakeAt(taskId, configId, retryAt);
       return { kind: "done" };
     }

@@ -102,7 +102,8 @@ export function createPushHttpClient(opts: { policy: EgressPolicy; resolve?: Res
 
   return {
     async post(req: PushRequest): Promise<PushResult> {
-      if (!Number.isFinite(req.timeoutMs) || req.timeoutMs <= 0) throw new RangeError("timeoutMs must be a positive number");
+      if (!Number.isFinite(req.timeoutMs) || req.timeoutMs <= 0)
+        throw new RangeError("timeoutMs must be a positive number");
       if (req.maxResponseBytes !== undefined && (!Number.isInteger(req.maxResponseBytes) || req.maxResponseBytes < 0)) {
         throw new RangeError("maxResponseBytes must be a non-negative integer");
       }
@@ -132,21 +133,41 @@ function describeFailure(err: unknown, timeoutMs: number, closed: boolean): Omit
   switch (err.kind) {
     case "egress":
     case "resolution":
-      return { ok: false, error: guard?.message ?? "push URL check failed (egress policy error)", retryable: err.kind === "resolution" };
+      return {
+        ok: false,
+        error: guard?.message ?? "push URL check failed (egress policy error)",
+        retryable: err.kind === "resolution",
+      };
     case "timeout":
-      return { ok: false, error: `timeout after ${timeoutMs} ms${code ? ` (${code})` : resolving ? " (resolving the push URL host)" : ""}`, retryable: true };
+      return {
+        ok: false,
+        error: `timeout after ${timeoutMs} ms${code ? ` (${code})` : resolving ? " (resolving the push URL host)" : ""}`,
+        retryable: true,
+      };
     case "http":
       // Only redirects get here (the status of any other answer is the outcome).
-      return { ok: false, ...(httpStatus !== undefined ? { status: httpStatus } : {}), error: `redirect refused (3xx): webhook answered ${httpStatus}`, retryable: false };
+      return {
+        ok: false,
+        ...(httpStatus !== undefined ? { status: httpStatus } : {}),
+        error: `redirect refused (3xx): webhook answered ${httpStatus}`,
+        retryable: false,
+      };
     case "protocol":
-      if (upgrade) return { ok: false, ...(httpStatus !== undefined ? { status: httpStatus } : {}), error: "webhook answered with Connection: upgrade (refused)", retryable: false };
+      if (upgrade)
+        return {
+          ok: false,
+          ...(httpStatus !== undefined ? { status: httpStatus } : {}),
+          error: "webhook answered with Connection: upgrade (refused)",
+          retryable: false,
+        };
       return { ok: false, error: "webhook answer refused", retryable: false };
     case "invalid-request":
       return { ok: false, error: "invalid push request (a header name or value was rejected)", retryable: false };
     case "aborted":
       return { ok: false, error: closed ? "push client closed" : "push attempt abandoned", retryable: true };
     case "connection":
-      if (code !== undefined && /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/.test(code)) return { ok: false, error: `TLS error (${code})`, retryable: true };
+      if (code !== undefined && /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/.test(code))
+        return { ok: false, error: `TLS error (${code})`, retryable: true };
       return { ok: false, error: `connection error${code ? ` (${code})` : ""}`, retryable: true };
   }
 }

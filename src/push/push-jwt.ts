@@ -20,7 +20,10 @@ export class PushJwtSigner {
 
   async sign(args: { audience: string; taskId: string; body: string; nowSeconds: number }): Promise<string> {
     const key = this.keys.current;
-    return new SignJWT({ taskId: args.taskId, request_body_sha256: createHash("sha256").update(args.body, "utf8").digest("hex") })
+    return new SignJWT({
+      taskId: args.taskId,
+      request_body_sha256: createHash("sha256").update(args.body, "utf8").digest("hex"),
+    })
       .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: "JWT" })
       .setIssuer(this.issuer)
       .setAudience(args.audience)

@@ -34,7 +34,12 @@ interface KeyFile {
 export async function resolvePushKeys(settings: PushSettings, dataDir: string): Promise<PushKeys> {
   const previousEncryptionKeys = settings.previousEncryptionKeys;
   if (settings.encryptionKey && settings.signingKey) {
-    return { encryptionKey: settings.encryptionKey, signingKey: settings.signingKey, previousEncryptionKeys, source: "configuration" };
+    return {
+      encryptionKey: settings.encryptionKey,
+      signingKey: settings.signingKey,
+      previousEncryptionKeys,
+      source: "configuration",
+    };
   }
   let stored: KeyFile;
   try {
@@ -74,7 +79,13 @@ async function loadOrCreateKeyFile(dataDir: string): Promise<KeyFile> {
     return `${JSON.stringify(fresh, null, 2)}\n`;
   });
   const parsed = JSON.parse(text) as Partial<KeyFile>;
-  if (parsed.version !== 1 || typeof parsed.encryptionKey !== "string" || Buffer.from(parsed.encryptionKey, "base64").length !== 32 || typeof parsed.signingKey !== "string" || parsed.signingKey.length < 32) {
+  if (
+    parsed.version !== 1 ||
+    typeof parsed.encryptionKey !== "string" ||
+    Buffer.from(parsed.encryptionKey, "base64").length !== 32 ||
+    typeof parsed.signingKey !== "string" ||
+    parsed.signingKey.length < 32
+  ) {
     throw new Error(`${path} is not a valid push key file`);
   }
   return parsed as KeyFile;

@@ -56,11 +56,28 @@ export async function createPushNotifications(options: PushNotificationsOptions)
   const { settings, configs, tasks, logger } = options;
   const keys = options.keys;
   if (!settings.enabled || !keys) {
-    const service = new PushConfigService({ enabled: false, configs, tasks, egress: settings.egress, ...(options.resolve ? { resolve: options.resolve } : {}), maxConfigsPerTask: settings.maxConfigsPerTask });
-    return { enabled: false, configs: service, worker: undefined, description: "push: disabled", start: async () => {}, stop: async () => {} };
+    const service = new PushConfigService({
+      enabled: false,
+      configs,
+      tasks,
+      egress: settings.egress,
+      ...(options.resolve ? { resolve: options.resolve } : {}),
+      maxConfigsPerTask: settings.maxConfigsPerTask,
+    });
+    return {
+      enabled: false,
+      configs: service,
+      worker: undefined,
+      description: "push: disabled",
+      start: async () => {},
+      stop: async () => {},
+    };
   }
   const secrets = new PushSecretBox(keys.encryptionKey, keys.previousEncryptionKeys);
-  const created = createPushHttpClient({ policy: settings.egress, ...(options.resolve ? { resolve: options.resolve } : {}) });
+  const created = createPushHttpClient({
+    policy: settings.egress,
+    ...(options.resolve ? { resolve: options.resolve } : {}),
+  });
   const client = options.decorateClient ? options.decorateClient(created) : created;
   const worker = new PushDeliveryWorker({
     tasks: options.log,
@@ -74,7 +91,12 @@ export async function createPushNotifications(options: PushNotificationsOptions)
     jwt: new PushJwtSigner(options.signingKeys, options.publicUrl),
     logger,
     transitions: settings.transitions,
-    retry: { baseMs: settings.retryBaseMs, maxMs: settings.retryMaxMs, maxAttempts: settings.maxAttempts, maxAgeMs: settings.maxAgeMs },
+    retry: {
+      baseMs: settings.retryBaseMs,
+      maxMs: settings.retryMaxMs,
+      maxAttempts: settings.maxAttempts,
+      maxAgeMs: settings.maxAgeMs,
+    },
     timeoutMs: settings.timeoutMs,
     concurrency: settings.concurrency,
     breaker: { threshold: settings.breakerThreshold, cooldownMs: settings.breakerCooldownMs },
@@ -100,7 +122,8 @@ export async function createPushNotifications(options: PushNotificationsOptions)
     description: `push: on (keys from ${keys.source}, ${settings.transitions} transitions${loopback})`,
     async start() {
       const { pending } = await worker.start();
-      if (pending > 0) logger.info({ pending }, "push: resuming delivery for configs with pending or unconfirmed pushes");
+      if (pending > 0)
+        logger.info({ pending }, "push: resuming delivery for configs with pending or unconfirmed pushes");
     },
     stop: () => worker.stop(),
   };

@@ -39,20 +39,33 @@ export class PushSecretBox {
     const cipher = createCipheriv("aes-256-gcm", this.current.key, iv);
     cipher.setAAD(Buffer.from(aad, "utf8"));
     const data = Buffer.concat([cipher.update(JSON.stringify(secrets), "utf8"), cipher.final()]);
-    return { v: 1, kid: this.current.kid, iv: iv.toString("base64"), tag: cipher.getAuthTag().toString("base64"), data: data.toString("base64") };
+    return {
+      v: 1,
+      kid: this.current.kid,
+      iv: iv.toString("base64"),
+      tag: cipher.getAuthTag().toString("base64"),
+      data: data.toString("base64"),
+    };
   }
 
   open(sealed: SealedSecrets, aad: string): PushSecrets {
     const key = this.byKid.get(sealed.kid);
-    if (!key) throw new PushSecretsError(`push secrets were sealed with key ${sealed.kid}, which is not configured (PUSH_ENCRYPTION_KEY / PUSH_ENCRYPTION_KEY_PREVIOUS)`);
+    if (!key)
+      throw new PushSecretsError(
+        `push secrets were sealed with key ${sealed.kid}, which is not configured (PUSH_ENCRYPTION_KEY / PUSH_ENCRYPTION_KEY_PREVIOUS)`,
+      );
     try {
       const decipher = createDecipheriv("aes-256-gcm", key, Buffer.from(sealed.iv, "base64"));
       decipher.setAAD(Buffer.from(aad, "utf8"));
       decipher.setAuthTag(Buffer.from(sealed.tag, "base64"));
-      const plain = Buffer.concat([decipher.update(Buffer.from(sealed.data, "base64")), decipher.final()]).toString("utf8");
+      const plain = Buffer.concat([decipher.update(Buffer.from(sealed.data, "base64")), decipher.final()]).toString(
+        "utf8",
+      );
       return JSON.parse(plain) as PushSecrets;
     } catch (err) {
-      throw new PushSecretsError("push secrets failed authentication (tampered, or sealed for another config)", { cause: err });
+      throw new PushSecretsError("push secrets failed authentication (tampered, or sealed for another config)", {
+        cause: err,
+      });
     }
   }
 

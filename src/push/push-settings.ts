@@ -45,9 +45,12 @@ function aesKey(env: EnvReader, raw: string, name: string): SecretValue<Buffer> 
 export function readPushSettings(env: EnvReader): PushSettings {
   const encryptionRaw = env.raw("PUSH_ENCRYPTION_KEY");
   const encryptionKey = encryptionRaw !== undefined ? aesKey(env, encryptionRaw, "PUSH_ENCRYPTION_KEY") : undefined;
-  const previousEncryptionKeys = env.list("PUSH_ENCRYPTION_KEY_PREVIOUS").flatMap((k) => aesKey(env, k, "PUSH_ENCRYPTION_KEY_PREVIOUS") ?? []);
+  const previousEncryptionKeys = env
+    .list("PUSH_ENCRYPTION_KEY_PREVIOUS")
+    .flatMap((k) => aesKey(env, k, "PUSH_ENCRYPTION_KEY_PREVIOUS") ?? []);
   const signingRaw = env.raw("PUSH_SIGNING_KEY");
-  if (signingRaw !== undefined && signingRaw.length < 32) env.problem("PUSH_SIGNING_KEY must be at least 32 characters");
+  if (signingRaw !== undefined && signingRaw.length < 32)
+    env.problem("PUSH_SIGNING_KEY must be at least 32 characters");
   const egress: EgressPolicy = {
     allowHttpLoopback: env.bool("PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS", false),
     allowedPorts: env.ports("PUSH_ALLOWED_PORTS"),
@@ -75,7 +78,11 @@ export function readPushSettings(env: EnvReader): PushSettings {
     ...(signingRaw ? { signingKey: new SecretValue(signingRaw) } : {}),
     insecureEphemeralKeys: env.bool("PUSH_INSECURE_EPHEMERAL_KEYS", false),
     egress,
-    transitions: env.oneOf("PUSH_TRANSITIONS", ["interrupted-and-terminal", "all"] as const, "interrupted-and-terminal"),
+    transitions: env.oneOf(
+      "PUSH_TRANSITIONS",
+      ["interrupted-and-terminal", "all"] as const,
+      "interrupted-and-terminal",
+    ),
     timeoutMs: env.int("PUSH_TIMEOUT_MS", 10_000, 100, 120_000),
     maxAttempts: env.int("PUSH_MAX_ATTEMPTS", 10, 1, 1_000),
     maxAgeMs: env.int("PUSH_MAX_AGE_MS", 24 * 60 * 60 * 1000, 1_000),
@@ -87,7 +94,8 @@ export function readPushSettings(env: EnvReader): PushSettings {
     maxConfigsPerTask: env.int("PUSH_MAX_CONFIGS_PER_TASK", 10, 1, 1_000),
     sweepIntervalMs: env.int("PUSH_SWEEP_INTERVAL_MS", 30_000, 10, 3_600_000),
   };
-  if (settings.retryMaxMs < settings.retryBaseMs) env.problem("PUSH_RETRY_MAX_MS must not be smaller than PUSH_RETRY_BASE_MS");
+  if (settings.retryMaxMs < settings.retryBaseMs)
+    env.problem("PUSH_RETRY_MAX_MS must not be smaller than PUSH_RETRY_BASE_MS");
   return settings;
 }
 
@@ -99,11 +107,18 @@ export function loadPushSettings(env: Env): PushSettings {
 /** What production refuses about push: the test-only and dev-only flags, and keys that do not come from configuration. */
 export function pushProductionProblems(settings: PushSettings): string[] {
   const problems: string[] = [];
-  if (settings.egress.allowHttpLoopback) problems.push("PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS is test-only and is refused when NODE_ENV=production");
-  if (settings.insecureEphemeralKeys) problems.push("PUSH_INSECURE_EPHEMERAL_KEYS is a dev-only flag and is refused when NODE_ENV=production");
+  if (settings.egress.allowHttpLoopback)
+    problems.push("PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS is test-only and is refused when NODE_ENV=production");
+  if (settings.insecureEphemeralKeys)
+    problems.push("PUSH_INSECURE_EPHEMERAL_KEYS is a dev-only flag and is refused when NODE_ENV=production");
   if (settings.enabled && (!settings.encryptionKey || !settings.signingKey)) {
-    const missing = [settings.encryptionKey ? [] : ["PUSH_ENCRYPTION_KEY"], settings.signingKey ? [] : ["PUSH_SIGNING_KEY"]].flat();
-    problems.push(`NODE_ENV=production with push enabled needs ${missing.join(" and ")} from configuration (or PUSH_ENABLED=false)`);
+    const missing = [
+      settings.encryptionKey ? [] : ["PUSH_ENCRYPTION_KEY"],
+      settings.signingKey ? [] : ["PUSH_SIGNING_KEY"],
+    ].flat();
+    problems.push(
+      `NODE_ENV=production with push enabled needs ${missing.join(" and ")} from configuration (or PUSH_ENABLED=false)`,
+    );
   }
   return problems;
 }

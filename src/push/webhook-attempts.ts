@@ -8,7 +8,13 @@ import { wantsBearer, type PushJwtSigner } from "./push-jwt.js";
 import type { PushHttpClient, PushResult } from "./push-http-client.js";
 import type { PushBodyEncoders } from "./push-ports.js";
 import { secretsAad, type PushSecretBox, type PushSecrets } from "./push-secrets.js";
-import { EVENT_ID_HEADER, NOTIFICATION_TOKEN_HEADER, SIGNATURE_HEADER, signPushBody, TIMESTAMP_HEADER } from "./push-signature.js";
+import {
+  EVENT_ID_HEADER,
+  NOTIFICATION_TOKEN_HEADER,
+  SIGNATURE_HEADER,
+  signPushBody,
+  TIMESTAMP_HEADER,
+} from "./push-signature.js";
 
 export interface WebhookAttemptsOptions {
   configs: Pick<PushConfigStore, "addDeadLetter">;
@@ -41,7 +47,12 @@ export class WebhookAttempts {
   }
 
   /** One POST, unless the origin's breaker is open. */
-  async attempt(config: PushConfigRecord, task: TaskRecord, event: RunEvent, log: RunEvent[]): Promise<{ kind: "blocked"; retryAt: number } | { kind: "sent"; result: PushResult }> {
+  async attempt(
+    config: PushConfigRecord,
+    task: TaskRecord,
+    event: RunEvent,
+    log: RunEvent[],
+  ): Promise<{ kind: "blocked"; retryAt: number } | { kind: "sent"; result: PushResult }> {
     const origin = originOf(config.url);
     const gate = this.breakers.allow(origin);
     if (!gate.allowed) return { kind: "blocked", retryAt: gate.retryAt };
@@ -52,8 +63,19 @@ export class WebhookAttempts {
         secrets = this.options.secrets.open(config.sealed, secretsAad(config.tenant, config.taskId, config.configId));
       } catch (err) {
         this.breakers.release(origin, gate.probe);
-        this.options.logger.error({ err, taskId: config.taskId, configId: config.configId }, "push: the config's secrets cannot be decrypted (check PUSH_ENCRYPTION_KEY)");
-        return { kind: "sent", result: { ok: false, retryable: true, error: "push secrets cannot be decrypted with the configured keys", durationMs: 0 } };
+        this.options.logger.error(
+          { err, taskId: config.taskId, configId: config.configId },
+          "push: the config's secrets cannot be decrypted (check PUSH_ENCRYPTION_KEY)",
+        );
+        return {
+          kind: "sent",
+          result: {
+            ok: false,
+            retryable: true,
+            error: "push secrets cannot be decrypted with the configured keys",
+            durationMs: 0,
+          },
+        };
       }
     }
     // The body in the version the config was registered over (0.3 a bare status-update, 1.0 a StreamResponse).
@@ -70,17 +92,41 @@ export class WebhookAttempts {
     const scheme = config.schemes?.[0];
     if (scheme && secrets.credentials) headers["Authorization"] = `${scheme} ${secrets.credentials}`;
     // Bearer without credentials: the host signs a JWT per attempt (a fresh jti; the receiver checks it against the JWKS).
-    else if (wantsBearer(config.schemes)) headers["Authorization"] = `Bearer ${await this.options.jwt.sign({ audience: config.url, taskId: config.taskId, body, nowSeconds: timestamp })}`;
+    else if (wantsBearer(config.schemes))
+      headers["Authorization"] =
+        `Bearer ${await this.options.jwt.sign({ audience: config.url, taskId: config.taskId, body, nowSeconds: timestamp })}`;
 
-    const result = await this.options.client.post({ url: config.url, body, headers, timeoutMs: this.options.timeoutMs });
+    const result = await this.options.client.post({
+      url: config.url,
+      body,
+      headers,
+      timeoutMs: this.options.timeoutMs,
+    });
     if (result.ok || (result.status !== undefined && !result.retryable)) this.breakers.success(origin);
     else if (result.retryable) this.breakers.failure(origin, gate.probe);
     else this.breakers.release(origin, gate.probe);
-    this.options.logger.debug({ taskId: config.taskId, configId: config.configId, eventId: event.eventId, status: result.status, ok: result.ok, durationMs: result.durationMs }, "push: attempt");
+    this.options.logger.debug(
+      {
+        taskId: config.taskId,
+        configId: config.configId,
+        eventId: event.eventId,
+        status: result.status,
+        ok: result.ok,
+        durationMs: result.durationMs,
+      },
+      "push: attempt",
+    );
     return { kind: "sent", result };
   }
 
-  async deadLetter(config: PushConfigRecord, event: RunEvent, state: string, reason: DeadLetterReason, attempts: number, lastError: string): Promise<void> {
+  async deadLetter(
+    config: PushConfigRecord,
+    event: RunEvent,
+    state: string,
+    reason: DeadLetterReason,
+    attempts: number,
+    lastError: string,
+  ): Promise<void> {
     const now = this.clock();
     const target = targetOf(config.url);
     await this.options.configs.addDeadLetter({
@@ -99,7 +145,10 @@ export class WebhookAttempts {
       createdAt: now.toISOString(),
       expireAt: new Date(now.getTime() + this.options.retentionMs).toISOString(),
     });
-    this.options.logger.warn({ taskId: config.taskId, configId: config.configId, eventId: event.eventId, target, reason, attempts, lastError }, "push: given up; dead letter recorded");
+    this.options.logger.warn(
+      { taskId: config.taskId, configId: config.configId, eventId: event.eventId, target, reason, attempts, lastError },
+      "push: given up; dead letter recorded",
+    );
   }
 }
 

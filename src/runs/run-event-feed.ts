@@ -63,11 +63,20 @@ export class RunEventFeed {
     let events = await reads.readEvents(runId, after + 1, limit);
     if (events.length === 0 && !isTerminalRunStatus(record.status) && timeoutMs > 0 && !ctx.signal?.aborted) {
       // Any commit after `after` wakes the poll (also one that landed between the reads above and the wait).
-      record = await observer.waitUntil({ taskId: runId, tenant, start: record, until: (r) => r.version > after, timeoutMs, signal: ctx.signal });
+      record = await observer.waitUntil({
+        taskId: runId,
+        tenant,
+        start: record,
+        until: (r) => r.version > after,
+        timeoutMs,
+        signal: ctx.signal,
+      });
       events = await reads.readEvents(runId, after + 1, limit);
     }
     const nextAfter = events.at(-1)?.sequence ?? after;
-    const terminal = events.some((e) => TERMINAL_RUN_EVENT_TYPES.has(e.type)) || (isTerminalRunStatus(record.status) && nextAfter >= record.version);
+    const terminal =
+      events.some((e) => TERMINAL_RUN_EVENT_TYPES.has(e.type)) ||
+      (isTerminalRunStatus(record.status) && nextAfter >= record.version);
     return { events: events.map(toRunEventDoc), nextAfter, terminal };
   }
 }

@@ -5,7 +5,11 @@ import type { InterruptKind, RunStatus } from "../domain/run-status.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
 import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
 import { findNode, SYSTEM_TIMEOUT } from "../engine/workflow-walk.js";
-import { InterruptTokenError, type InterruptTokenPayload, type InterruptTokenSigner } from "../interrupts/interrupt-tokens.js";
+import {
+  InterruptTokenError,
+  type InterruptTokenPayload,
+  type InterruptTokenSigner,
+} from "../interrupts/interrupt-tokens.js";
 import type { TaskContext } from "../machine/task-context.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { RunEvent, TaskRecord } from "../domain/task-record.js";
@@ -28,7 +32,10 @@ export function interruptTokensFor(
     ...(interrupt.expiresAt ? { expiresAt: interrupt.expiresAt } : {}),
   };
   const mayRespond = !principal || principal.scopes === "*" || principal.scopes.includes("approvals:respond");
-  return { ...(mayRespond ? { resolve: signer.issue(subject, "resolve") } : {}), inspect: signer.issue(subject, "inspect") };
+  return {
+    ...(mayRespond ? { resolve: signer.issue(subject, "resolve") } : {}),
+    inspect: signer.issue(subject, "inspect"),
+  };
 }
 
 /** GET /v1/interrupts/{token}: what the token holder is asked. */
@@ -76,19 +83,31 @@ export class RunInterrupts {
   constructor(private readonly options: RunInterruptsOptions) {}
 
   /** POST /v1/runs/{runId}/interrupts/{nodeId}. `decidedBy` is the calling principal. */
-  async resolveAtNode(runId: string, nodeId: string, resumeValue: Record<string, unknown>, ctx: CallContext): Promise<TaskRecord> {
+  async resolveAtNode(
+    runId: string,
+    nodeId: string,
+    resumeValue: Record<string, unknown>,
+    ctx: CallContext,
+  ): Promise<TaskRecord> {
     requireScope(ctx.principal, "approvals:respond");
     const { supervisor, reads, catalog } = this.options;
     const record = await reads.get(runId, ctx.principal.tenant);
     const workflow = catalog.get(record.workflowId);
     const node = workflow ? findNode(workflow, nodeId) : undefined;
     if (!node || !catalog.kinds.of(node.kind)?.reply?.byNodeId) {
-      throw new DomainError("interrupt-not-found", `run ${runId} (workflow ${record.workflowId}) has no interrupt node "${nodeId}"`, { runId, nodeId });
+      throw new DomainError(
+        "interrupt-not-found",
+        `run ${runId} (workflow ${record.workflowId}) has no interrupt node "${nodeId}"`,
+        { runId, nodeId },
+      );
     }
     const pending = reads.contextOf(record).interrupt;
-    if (pending?.nodeId !== nodeId || !isWaiting(record.status)) throw await this.notPending(runId, ctx.principal.tenant, nodeId);
+    if (pending?.nodeId !== nodeId || !isWaiting(record.status))
+      throw await this.notPending(runId, ctx.principal.tenant, nodeId);
     try {
-      return await supervisor.resolveInterrupt(runId, ctx.principal, nodeId, resumeValue, { interruptId: pending.interruptId });
+      return await supervisor.resolveInterrupt(runId, ctx.principal, nodeId, resumeValue, {
+        interruptId: pending.interruptId,
+      });
     } catch (err) {
       if (lostRace(err)) throw await this.notPending(runId, ctx.principal.tenant, nodeId);
       throw err;
@@ -120,16 +139,28 @@ export class RunInterrupts {
   async resolveWithToken(token: string, resumeValue: Record<string, unknown>): Promise<TokenResolution> {
     const payload = this.verify(token, "resolve");
     const { record } = await this.pendingFor(payload);
-    const principal: Principal = { tenant: record.tenant, id: `token:${payload.interruptId}`, scopes: ["approvals:respond"] };
+    const principal: Principal = {
+      tenant: record.tenant,
+      id: `token:${payload.interruptId}`,
+      scopes: ["approvals:respond"],
+    };
     let after: TaskRecord;
     try {
-      after = await this.options.supervisor.resolveInterrupt(record.taskId, principal, payload.nodeId, resumeValue, { interruptId: payload.interruptId });
+      after = await this.options.supervisor.resolveInterrupt(record.taskId, principal, payload.nodeId, resumeValue, {
+        interruptId: payload.interruptId,
+      });
     } catch (err) {
       if (lostRace(err)) throw await this.notPending(record.taskId, record.tenant, payload.nodeId, payload.interruptId);
       throw err;
     }
     const stillPending = this.options.reads.contextOf(after).interrupt?.interruptId === payload.interruptId;
-    return { runId: after.taskId, nodeId: payload.nodeId, interruptId: payload.interruptId, resolved: !stillPending, status: after.status };
+    return {
+      runId: after.taskId,
+      nodeId: payload.nodeId,
+      interruptId: payload.interruptId,
+      resolved: !stillPending,
+      status: after.status,
+    };
   }
 
   // ------------------------------------------------------------------------------------------
@@ -146,10 +177,18 @@ export class RunInterrupts {
     }
     const { payload, expired } = verified;
     if (need === "resolve" && payload.intent !== "resolve") {
-      throw new DomainError("permission-denied", "this interrupt token only allows inspecting the interrupt; resolving it needs a resolve token", { intent: payload.intent });
+      throw new DomainError(
+        "permission-denied",
+        "this interrupt token only allows inspecting the interrupt; resolving it needs a resolve token",
+        { intent: payload.intent },
+      );
     }
     if (expired) {
-      throw new DomainError("interrupt-expired", `the interrupt token expired at ${payload.expiresAt}; read the run again for a fresh one`, { expiresAt: payload.expiresAt });
+      throw new DomainError(
+        "interrupt-expired",
+        `the interrupt token expired at ${payload.expiresAt}; read the run again for a fresh one`,
+        { expiresAt: payload.expiresAt },
+      );
     }
     return payload;
   }
@@ -158,7 +197,10 @@ export class RunInterrupts {
   private async pendingFor(payload: InterruptTokenPayload): Promise<{ record: TaskRecord; context: TaskContext }> {
     const { reads } = this.options;
     const stored = await reads.find(payload.runId);
-    if (!stored) throw new DomainError("interrupt-not-found", `the run of this interrupt token no longer exists`, { runId: payload.runId });
+    if (!stored)
+      throw new DomainError("interrupt-not-found", `the run of this interrupt token no longer exists`, {
+        runId: payload.runId,
+      });
     const record = await reads.get(payload.runId, stored.tenant);
     const context = reads.contextOf(record);
     if (context.interrupt?.interruptId !== payload.interruptId || !isWaiting(record.status)) {
@@ -175,23 +217,45 @@ export class RunInterrupts {
     const { reads } = this.options;
     const record = await reads.get(runId, tenant);
     const status = record.status;
-    const matches = (e: RunEvent) => e.nodeId === nodeId && (interruptId === undefined || e.payload["interruptId"] === interruptId);
+    const matches = (e: RunEvent) =>
+      e.nodeId === nodeId && (interruptId === undefined || e.payload["interruptId"] === interruptId);
     const events = await readWholeLog(reads, runId);
     const resolved = events.filter((e) => e.type === "interrupt.resolved" && matches(e)).at(-1);
     const requested = events.some((e) => e.type === "interrupt.requested" && matches(e));
     const details = { runId, nodeId, ...(interruptId ? { interruptId } : {}), status };
     if (resolved?.payload["resolvedBy"] === SYSTEM_TIMEOUT) {
-      return new DomainError("interrupt-expired", `the interrupt at node "${nodeId}" of run ${runId} passed its deadline and was resolved by the host`, details);
+      return new DomainError(
+        "interrupt-expired",
+        `the interrupt at node "${nodeId}" of run ${runId} passed its deadline and was resolved by the host`,
+        details,
+      );
     }
-    if (resolved) return new DomainError("interrupt-already-resolved", `the interrupt at node "${nodeId}" of run ${runId} was already resolved`, details);
+    if (resolved)
+      return new DomainError(
+        "interrupt-already-resolved",
+        `the interrupt at node "${nodeId}" of run ${runId} was already resolved`,
+        details,
+      );
     const context = reads.contextOf(record);
     if (requested && context.error?.nodeId === nodeId && context.error.code.endsWith("_timeout")) {
-      return new DomainError("interrupt-expired", `the interrupt at node "${nodeId}" of run ${runId} passed its deadline`, details);
+      return new DomainError(
+        "interrupt-expired",
+        `the interrupt at node "${nodeId}" of run ${runId} passed its deadline`,
+        details,
+      );
     }
     if (requested) {
-      return new DomainError("interrupt-already-resolved", `the interrupt at node "${nodeId}" of run ${runId} can no longer be resolved: the run is ${status}`, details);
+      return new DomainError(
+        "interrupt-already-resolved",
+        `the interrupt at node "${nodeId}" of run ${runId} can no longer be resolved: the run is ${status}`,
+        details,
+      );
     }
-    return new DomainError("interrupt-not-found", `node "${nodeId}" of run ${runId} has no pending interrupt (the run is ${status})`, details);
+    return new DomainError(
+      "interrupt-not-found",
+      `node "${nodeId}" of run ${runId} has no pending interrupt (the run is ${status})`,
+      details,
+    );
   }
 }
 
@@ -202,7 +266,13 @@ function isWaiting(status: RunStatus): boolean {
 
 /** The supervisor refused because the interrupt stopped being pending between our read and its lock. */
 function lostRace(err: unknown): boolean {
-  return err instanceof DomainError && (err.code === "unsupported-operation" || err.code === "not-found" || err.code === "interrupt-already-resolved" || err.code === "conflict");
+  return (
+    err instanceof DomainError &&
+    (err.code === "unsupported-operation" ||
+      err.code === "not-found" ||
+      err.code === "interrupt-already-resolved" ||
+      err.code === "conflict")
+  );
 }
 
 /** A run's whole event log, read in pages. */

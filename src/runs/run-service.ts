@@ -83,7 +83,9 @@ export class RunService {
     requireScope(ctx.principal, "runs:create");
     const { principal } = ctx;
     if (request.tenantId !== undefined && request.tenantId !== principal.tenant) {
-      throw new DomainError("permission-denied", `this caller cannot start runs in tenant "${request.tenantId}"`, { tenantId: request.tenantId });
+      throw new DomainError("permission-denied", `this caller cannot start runs in tenant "${request.tenantId}"`, {
+        tenantId: request.tenantId,
+      });
     }
     this.workflowOrThrow(request.workflowId);
     if (idempotencyKey === undefined) {
@@ -93,18 +95,25 @@ export class RunService {
     }
 
     const { idempotency, idempotencyTtlMs } = this.options;
-    const ref: IdempotencyKeyRef = { tenant: principal.tenant, principal: principal.id, operation: START_RUN_OPERATION, key: idempotencyKey };
+    const ref: IdempotencyKeyRef = {
+      tenant: principal.tenant,
+      principal: principal.id,
+      operation: START_RUN_OPERATION,
+      key: idempotencyKey,
+    };
     const fingerprint = fingerprintOf(request);
     const now = this.clock();
     const runId = randomUUID();
-    const existing = await this.storeCalls.bounded(ctx, () => idempotency.reserve({
-      ...ref,
-      fingerprint,
-      resourceId: runId,
-      state: "reserved",
-      createdAt: now.toISOString(),
-      expireAt: new Date(now.getTime() + idempotencyTtlMs).toISOString(),
-    }));
+    const existing = await this.storeCalls.bounded(ctx, () =>
+      idempotency.reserve({
+        ...ref,
+        fingerprint,
+        resourceId: runId,
+        state: "reserved",
+        createdAt: now.toISOString(),
+        expireAt: new Date(now.getTime() + idempotencyTtlMs).toISOString(),
+      }),
+    );
     if (!existing) {
       try {
         // A concurrent replay of this key may already have created the run (same id): that is success too.
@@ -120,17 +129,22 @@ export class RunService {
       return { ...response, replayed: false };
     }
     if (existing.fingerprint !== fingerprint) {
-      throw new DomainError("idempotency-conflict", "this Idempotency-Key was already used with a different request body; use a new key for a new request", {
-        idempotencyKey,
-        runId: existing.resourceId,
-      });
+      throw new DomainError(
+        "idempotency-conflict",
+        "this Idempotency-Key was already used with a different request body; use a new key for a new request",
+        {
+          idempotencyKey,
+          runId: existing.resourceId,
+        },
+      );
     }
     if (existing.state === "completed" && existing.response) {
       return { status: existing.response.status, body: existing.response.body as StartRunResponse, replayed: true };
     }
     // Reserved but not completed: the first request is still creating the run, or its process died between
     // the two writes. Either way finish the SAME run (its id was fixed in the reservation).
-    if (!(await this.storeCalls.read(ctx, () => this.options.reads.find(existing.resourceId)))) await this.storeCalls.bounded(ctx, () => this.createUnlessExists(request, principal, existing.resourceId));
+    if (!(await this.storeCalls.read(ctx, () => this.options.reads.find(existing.resourceId))))
+      await this.storeCalls.bounded(ctx, () => this.createUnlessExists(request, principal, existing.resourceId));
     const response = { status: 201, body: createdBody(existing.resourceId) };
     await this.storeCalls.bounded(ctx, () => idempotency.complete(ref, response));
     return { ...response, replayed: true };
@@ -138,7 +152,10 @@ export class RunService {
 
   async snapshot(runId: string, ctx: CallContext): Promise<RunSnapshot> {
     requireScope(ctx.principal, "runs:read");
-    return this.snapshotOf(await this.storeCalls.read(ctx, () => this.options.reads.get(runId, ctx.principal.tenant)), ctx.principal);
+    return this.snapshotOf(
+      await this.storeCalls.read(ctx, () => this.options.reads.get(runId, ctx.principal.tenant)),
+      ctx.principal,
+    );
   }
 
   /** The snapshot of a record, with interrupt tokens for `principal`. */
@@ -155,7 +172,11 @@ export class RunService {
     } catch (err) {
       if (err instanceof DomainError && err.code === "task-not-cancelable") {
         const status = err.details?.["status"];
-        throw new DomainError("task-not-cancelable", `run ${runId} is already ${String(status)}; only an active run can be cancelled`, { runId, status });
+        throw new DomainError(
+          "task-not-cancelable",
+          `run ${runId} is already ${String(status)}; only an active run can be cancelled`,
+          { runId, status },
+        );
       }
       throw err;
     }
@@ -163,7 +184,13 @@ export class RunService {
 
   /** Resolves with the first committed record satisfying `done`, or the latest one after `timeoutMs`. */
   waitFor(runId: string, ctx: CallContext, done: (r: TaskRecord) => boolean, timeoutMs: number): Promise<TaskRecord> {
-    return this.options.observer.waitUntil({ taskId: runId, tenant: ctx.principal.tenant, until: done, timeoutMs, signal: ctx.signal });
+    return this.options.observer.waitUntil({
+      taskId: runId,
+      tenant: ctx.principal.tenant,
+      until: done,
+      timeoutMs,
+      signal: ctx.signal,
+    });
   }
 
   workflows(ctx: CallContext): WorkflowSummary[] {
@@ -188,7 +215,11 @@ export class RunService {
   private workflowOrThrow(workflowId: string): WorkflowDefinition {
     const workflow = this.options.catalog.get(workflowId);
     if (!workflow) {
-      throw new DomainError("not-found", `unknown workflowId "${workflowId}"; this host serves: ${this.options.catalog.ids().join(", ")}`, { workflowId });
+      throw new DomainError(
+        "not-found",
+        `unknown workflowId "${workflowId}"; this host serves: ${this.options.catalog.ids().join(", ")}`,
+        { workflowId },
+      );
     }
     return workflow;
   }

@@ -56,14 +56,20 @@ export function runRequestInfoOf(context: TaskContext): RunRequestInfo | undefin
 }
 
 /** The snapshot of a stored run. Pure: the tokens of the pending interrupt are passed in. */
-export function runSnapshotOf(record: TaskRecord, context: TaskContext, tokens?: { resolve?: string; inspect?: string }): RunSnapshot {
+export function runSnapshotOf(
+  record: TaskRecord,
+  context: TaskContext,
+  tokens?: { resolve?: string; inspect?: string },
+): RunSnapshot {
   const { interrupt, error } = context;
   const terminal = isTerminalRunStatus(record.status);
   const request = runRequestInfoOf(context);
   const currentNodeId = terminal ? undefined : (interrupt?.nodeId ?? context.cursor ?? undefined);
   const metadata = {
     ...request?.metadata,
-    ...((record.status === "cancelled" || record.status === "cancelling") && context.cancelReason ? { cancelReason: context.cancelReason } : {}),
+    ...((record.status === "cancelled" || record.status === "cancelling") && context.cancelReason
+      ? { cancelReason: context.cancelReason }
+      : {}),
   };
   return {
     runId: record.taskId,
@@ -71,13 +77,21 @@ export function runSnapshotOf(record: TaskRecord, context: TaskContext, tokens?:
     status: record.status,
     owner: { tenant: record.tenant, ...(request?.createdBy ? { principal: request.createdBy } : {}) },
     ...(currentNodeId ? { currentNodeId } : {}),
-    ...(record.lease ? { lease: { instanceId: record.lease.owner, epoch: record.lease.epoch, expiresAt: record.lease.expiresAt } } : {}),
+    ...(record.lease
+      ? { lease: { instanceId: record.lease.owner, epoch: record.lease.epoch, expiresAt: record.lease.expiresAt } }
+      : {}),
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
     ...(context.startedAt ? { startedAt: context.startedAt } : {}),
     ...(terminal && context.endedAt ? { completedAt: context.endedAt } : {}),
     ...(record.status === "failed" && error
-      ? { error: { code: error.code, message: error.message, ...(error.nodeId ? { details: { nodeId: error.nodeId } } : {}) } }
+      ? {
+          error: {
+            code: error.code,
+            message: error.message,
+            ...(error.nodeId ? { details: { nodeId: error.nodeId } } : {}),
+          },
+        }
       : {}),
     eventLogSchemaVersion: 2,
     interrupts: interrupt

@@ -137,21 +137,32 @@ function workflowValidatorWith(extraKinds: Readonly<Record<string, Record<string
   const key = JSON.stringify(extraKinds);
   let validate = extended.get(key);
   if (validate) return validate;
-  const schema = readSchema("workflow") as { $id?: string; $defs: Record<string, { properties: { kind: { enum: string[] } }; allOf: unknown[] }> };
+  const schema = readSchema("workflow") as {
+    $id?: string;
+    $defs: Record<string, { properties: { kind: { enum: string[] } }; allOf: unknown[] }>;
+  };
   delete schema.$id; // one compiled schema per id in an Ajv instance; this one is a variant
   const node = schema.$defs["Node"]!;
   for (const [name, fragment] of Object.entries(extraKinds)) {
     const def = `Kind_${name.replace(/[^A-Za-z0-9_]/g, "_")}`;
     (schema.$defs as Record<string, unknown>)[def] = fragment;
     node.properties.kind.enum.push(name);
-    node.allOf.push({ if: { type: "object", required: ["kind"], properties: { kind: { const: name } } }, then: { $ref: `#/$defs/${def}` } });
+    node.allOf.push({
+      if: { type: "object", required: ["kind"], properties: { kind: { const: name } } },
+      then: { $ref: `#/$defs/${def}` },
+    });
   }
   validate = newAjv().compile(schema);
   extended.set(key, validate);
   return validate;
 }
 
-function validateWith(name: SchemaName, subject: string, value: unknown, validate: ValidateFunction = validators()[name]): void {
+function validateWith(
+  name: SchemaName,
+  subject: string,
+  value: unknown,
+  validate: ValidateFunction = validators()[name],
+): void {
   if (!validate(value)) {
     throw new SchemaValidationError(subject, ajvErrorsToIssues(validate.errors));
   }
@@ -186,8 +197,16 @@ function gotoTarget(value: unknown): unknown {
  * checks what JSON Schema cannot express: node ids are unique, and artifactFrom / onReject.goto /
  * onRefine.goto / next / a switch's goto and default name a node of the same workflow (or `$end`).
  */
-export function validateWorkflowDefinition(value: unknown, extraKinds: Readonly<Record<string, Record<string, unknown>>> = {}): void {
-  validateWith("workflow", "workflow definition", value, Object.keys(extraKinds).length > 0 ? workflowValidatorWith(extraKinds) : undefined);
+export function validateWorkflowDefinition(
+  value: unknown,
+  extraKinds: Readonly<Record<string, Record<string, unknown>>> = {},
+): void {
+  validateWith(
+    "workflow",
+    "workflow definition",
+    value,
+    Object.keys(extraKinds).length > 0 ? workflowValidatorWith(extraKinds) : undefined,
+  );
   const nodes = (value as { nodes: NodeRefs[] }).nodes;
   const issues: SchemaIssue[] = [];
   const ids = new Set<string>();

@@ -6,7 +6,8 @@ export function parseKey256(raw: string): Buffer | undefined {
   const text = raw.trim();
   let key: Buffer | undefined;
   if (/^[0-9a-fA-F]{64}$/.test(text)) key = Buffer.from(text, "hex");
-  else if (/^[A-Za-z0-9+/_-]{43}={0,1}$/.test(text)) key = Buffer.from(text.replace(/-/g, "+").replace(/_/g, "/"), "base64");
+  else if (/^[A-Za-z0-9+/_-]{43}={0,1}$/.test(text))
+    key = Buffer.from(text.replace(/-/g, "+").replace(/_/g, "/"), "base64");
   return key?.length === 32 ? key : undefined;
 }
 

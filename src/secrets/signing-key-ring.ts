@@ -41,9 +41,14 @@ export class SigningKeyRing {
    * A detached JWS (RFC 7515 appendix F) over `payload` with the current key: the base64url protected header
    * (`alg`, `kid`, `typ: "JOSE"` and `header`'s members) and signature; the payload is not carried.
    */
-  async signDetached(payload: Uint8Array, header: { jku?: string } = {}): Promise<{ protected: string; signature: string }> {
+  async signDetached(
+    payload: Uint8Array,
+    header: { jku?: string } = {},
+  ): Promise<{ protected: string; signature: string }> {
     const key = this.current;
-    const jws = await new FlattenedSign(payload).setProtectedHeader({ alg: key.alg, kid: key.kid, typ: "JOSE", ...header }).sign(key.privateKey.reveal());
+    const jws = await new FlattenedSign(payload)
+      .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: "JOSE", ...header })
+      .sign(key.privateKey.reveal());
     return { protected: jws.protected!, signature: jws.signature };
   }
 
@@ -82,19 +87,35 @@ function jsonEntries(text: string, source: string): Array<{ kid?: string; key: K
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw new Error(`${source} does not parse: it starts like JSON but is not valid JSON (expected a private JWK, an array of them, or {"keys": [...]})`);
+    throw new Error(
+      `${source} does not parse: it starts like JSON but is not valid JSON (expected a private JWK, an array of them, or {"keys": [...]})`,
+    );
   }
-  const list = Array.isArray(parsed) ? parsed : isObject(parsed) && Array.isArray(parsed["keys"]) ? (parsed["keys"] as unknown[]) : [parsed];
+  const list = Array.isArray(parsed)
+    ? parsed
+    : isObject(parsed) && Array.isArray(parsed["keys"])
+      ? (parsed["keys"] as unknown[])
+      : [parsed];
   if (list.length === 0) throw new Error(`${source} holds no key`);
   return list.map((item, i) => {
     const where = `${source} entry ${i + 1}`;
     if (!isObject(item)) throw new Error(`${where} is not a JWK object`);
-    if (item["kty"] === "oct") throw new Error(`${where}: HMAC (kty "oct") keys are refused; push JWTs and card signatures need an asymmetric key (EC P-256 or Ed25519) that receivers verify with the public half`);
-    if (typeof item["d"] !== "string") throw new Error(`${where}: the private key is missing (a public JWK has no "d"); give the private JWK, the JWKS publishes its public half`);
+    if (item["kty"] === "oct")
+      throw new Error(
+        `${where}: HMAC (kty "oct") keys are refused; push JWTs and card signatures need an asymmetric key (EC P-256 or Ed25519) that receivers verify with the public half`,
+      );
+    if (typeof item["d"] !== "string")
+      throw new Error(
+        `${where}: the private key is missing (a public JWK has no "d"); give the private JWK, the JWKS publishes its public half`,
+      );
     const kid = item["kid"];
-    if (kid !== undefined && (typeof kid !== "string" || !KID_SHAPE.test(kid))) throw new Error(`${where}: "kid" must be 1-128 characters A-Z a-z 0-9 . _ : -`);
+    if (kid !== undefined && (typeof kid !== "string" || !KID_SHAPE.test(kid)))
+      throw new Error(`${where}: "kid" must be 1-128 characters A-Z a-z 0-9 . _ : -`);
     try {
-      return { ...(typeof kid === "string" ? { kid } : {}), key: createPrivateKey({ key: item as JWK & { kty: string }, format: "jwk" }) };
+      return {
+        ...(typeof kid === "string" ? { kid } : {}),
+        key: createPrivateKey({ key: item as JWK & { kty: string }, format: "jwk" }),
+      };
     } catch {
       throw new Error(`${where} does not parse as a private JWK`);
     }
@@ -103,11 +124,17 @@ function jsonEntries(text: string, source: string): Array<{ kid?: string; key: K
 
 function pemEntries(text: string, source: string): Array<{ key: KeyObject }> {
   const blocks = [...text.matchAll(/-----BEGIN ([A-Z0-9 ]+)-----[\s\S]*?-----END \1-----/g)];
-  if (blocks.length === 0) throw new Error(`${source} does not parse: expected PEM private keys (-----BEGIN PRIVATE KEY-----) or JSON private JWKs`);
+  if (blocks.length === 0)
+    throw new Error(
+      `${source} does not parse: expected PEM private keys (-----BEGIN PRIVATE KEY-----) or JSON private JWKs`,
+    );
   return blocks.map((block, i) => {
     const where = `${source} entry ${i + 1}`;
     const label = block[1]!;
-    if (/PUBLIC KEY|CERTIFICATE/.test(label)) throw new Error(`${where}: the private key is missing (a ${label.toLowerCase()} was given); give the private key, the JWKS publishes its public half`);
+    if (/PUBLIC KEY|CERTIFICATE/.test(label))
+      throw new Error(
+        `${where}: the private key is missing (a ${label.toLowerCase()} was given); give the private key, the JWKS publishes its public half`,
+      );
     try {
       return { key: createPrivateKey(block[0]) };
     } catch {
@@ -133,9 +160,16 @@ function isObject(value: unknown): value is Record<string, unknown> {
  * it) one ES256 key generated on first use and kept in `${dataDir}/keys/signing-keys.json` (mode 0600), so
  * receivers' cached JWKS stay valid across restarts. A key without `kid` gets its RFC 7638 thumbprint.
  */
-export async function loadSigningKeyRing(args: { configured?: SecretValue<string>; dataDir: string; production: boolean }): Promise<SigningKeyRing> {
+export async function loadSigningKeyRing(args: {
+  configured?: SecretValue<string>;
+  dataDir: string;
+  production: boolean;
+}): Promise<SigningKeyRing> {
   if (args.configured) return buildRing(parseSigningKeys(args.configured.reveal()), "SIGNING_KEYS");
-  if (args.production) throw new Error("NODE_ENV=production needs SIGNING_KEYS: push JWTs and the agent card are never signed with a generated key in production");
+  if (args.production)
+    throw new Error(
+      "NODE_ENV=production needs SIGNING_KEYS: push JWTs and the agent card are never signed with a generated key in production",
+    );
   const path = join(args.dataDir, SIGNING_KEY_FILE);
   const text = await readOrCreateSecretFile(path, () => {
     const jwk = generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ format: "jwk" });

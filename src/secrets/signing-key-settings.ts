@@ -11,7 +11,10 @@ export interface SigningKeySettings {
 export function readSigningKeySettings(env: EnvReader, production: boolean): SigningKeySettings {
   const raw = env.raw("SIGNING_KEYS");
   if (raw === undefined) {
-    if (production) env.problem("NODE_ENV=production needs SIGNING_KEYS (PEM or JWK private keys, EC P-256 or Ed25519; the first signs, all are published at /.well-known/jwks.json): push JWTs and the agent card are never signed with a generated key in production");
+    if (production)
+      env.problem(
+        "NODE_ENV=production needs SIGNING_KEYS (PEM or JWK private keys, EC P-256 or Ed25519; the first signs, all are published at /.well-known/jwks.json): push JWTs and the agent card are never signed with a generated key in production",
+      );
     return {};
   }
   try {

@@ -1,6 +1,21 @@
-import { MongoExpiredSessionError, MongoNotConnectedError, MongoServerError, MongoTopologyClosedError, type ChangeStream, type Db, type Document, type ResumeToken } from "mongodb";
+import {
+  MongoExpiredSessionError,
+  MongoNotConnectedError,
+  MongoServerError,
+  MongoTopologyClosedError,
+  type ChangeStream,
+  type Db,
+  type Document,
+  type ResumeToken,
+} from "mongodb";
 import { KeyedListeners } from "../domain/keyed-listeners.js";
-import { PollingCommitFeed, type CommitFeed, type CommitFeedSettings, type CommitNotice, type CommitNoticeListener } from "./commit-feed.js";
+import {
+  PollingCommitFeed,
+  type CommitFeed,
+  type CommitFeedSettings,
+  type CommitNotice,
+  type CommitNoticeListener,
+} from "./commit-feed.js";
 
 /** The heads: one change per commit (the events of a commit are not watched; the head move says it stands). */
 const HEADS = "tasks";
@@ -23,12 +38,28 @@ const RESTART_DELAY_MS = 200;
  */
 export function headChangesPipeline(writer?: string): Document[] {
   const commits: Document = {
-    $or: [{ operationType: { $in: ["insert", "replace"] } }, { operationType: "update", "updateDescription.updatedFields.version": { $exists: true } }],
+    $or: [
+      { operationType: { $in: ["insert", "replace"] } },
+      { operationType: "update", "updateDescription.updatedFields.version": { $exists: true } },
+    ],
   };
   // A UUID holds only hex digits and dashes: nothing to escape in the anchored prefix.
   const own = writer === undefined ? undefined : { $not: new RegExp(`^${writer}:`) };
-  const match = own ? { $and: [commits, { "fullDocument.commitId": own }, { "updateDescription.updatedFields.commitId": own }] } : commits;
-  return [{ $match: match }, { $project: { _id: 1, operationType: 1, "documentKey._id": 1, "fullDocument.version": 1, "updateDescription.updatedFields.version": 1 } }];
+  const match = own
+    ? { $and: [commits, { "fullDocument.commitId": own }, { "updateDescription.updatedFields.commitId": own }] }
+    : commits;
+  return [
+    { $match: match },
+    {
+      $project: {
+        _id: 1,
+        operationType: 1,
+        "documentKey._id": 1,
+        "fullDocument.version": 1,
+        "updateDescription.updatedFields.version": 1,
+      },
+    },
+  ];
 }
 
 interface HeadChange {
@@ -80,7 +111,9 @@ export class ChangeStreamCommitFeed implements CommitFeed {
   private async run(): Promise<void> {
     while (!this.closed) {
       const from = this.afterInvalidate ? { startAfter: this.resumeToken } : { resumeAfter: this.resumeToken };
-      const stream = this.db.collection(HEADS).watch<Document, HeadChange>(this.pipeline, { ...from, maxAwaitTimeMS: 1000 });
+      const stream = this.db
+        .collection(HEADS)
+        .watch<Document, HeadChange>(this.pipeline, { ...from, maxAwaitTimeMS: 1000 });
       this.stream = stream;
       let invalidated = false;
       try {
@@ -97,7 +130,12 @@ export class ChangeStreamCommitFeed implements CommitFeed {
         }
       } catch (err) {
         // The store's client was closed under the feed: nothing left to watch.
-        if (err instanceof MongoTopologyClosedError || err instanceof MongoNotConnectedError || err instanceof MongoExpiredSessionError) this.closed = true;
+        if (
+          err instanceof MongoTopologyClosedError ||
+          err instanceof MongoNotConnectedError ||
+          err instanceof MongoExpiredSessionError
+        )
+          this.closed = true;
         if (!this.closed) {
           this.onError(err);
           await new Promise((r) => setTimeout(r, RESTART_DELAY_MS).unref());
@@ -124,7 +162,12 @@ export class ChangeStreamCommitFeed implements CommitFeed {
  * node); with `mode: "auto"` a server that refuses `$changeStream` (a standalone mongod) gets polling.
  * `writer`: the store's writer id, whose own commits the stream leaves out.
  */
-export async function openMongoCommitFeed(db: Db, settings: CommitFeedSettings, onError: (err: unknown) => void, writer?: string): Promise<CommitFeed> {
+export async function openMongoCommitFeed(
+  db: Db,
+  settings: CommitFeedSettings,
+  onError: (err: unknown) => void,
+  writer?: string,
+): Promise<CommitFeed> {
   if (settings.mode === "poll") return new PollingCommitFeed(settings.pollMs);
   let token: ResumeToken;
   try {
@@ -132,8 +175,10 @@ export async function openMongoCommitFeed(db: Db, settings: CommitFeedSettings, 
     const reply = await db.command({ aggregate: HEADS, pipeline: [{ $changeStream: {} }], cursor: {} });
     const cursor = reply["cursor"] as { id: unknown; postBatchResumeToken?: ResumeToken };
     token = cursor.postBatchResumeToken;
-    if (cursor.id && String(cursor.id) !== "0") await db.command({ killCursors: HEADS, cursors: [cursor.id] }).catch(() => undefined);
-    if (token === undefined) throw new MongoServerError({ message: "the server returned no resume token for $changeStream" });
+    if (cursor.id && String(cursor.id) !== "0")
+      await db.command({ killCursors: HEADS, cursors: [cursor.id] }).catch(() => undefined);
+    if (token === undefined)
+      throw new MongoServerError({ message: "the server returned no resume token for $changeStream" });
   } catch (err) {
     if (settings.mode === "auto" && err instanceof MongoServerError) return new PollingCommitFeed(settings.pollMs);
     throw err;

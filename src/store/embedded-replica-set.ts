@@ -34,7 +34,8 @@ export async function recordedPort(portFile: string): Promise<number | undefined
     return undefined;
   }
   const port = (JSON.parse(text) as { port?: unknown }).port;
-  if (typeof port !== "number" || !Number.isInteger(port) || port < 1 || port > 65_535) throw new Error(`${portFile} holds no valid port`);
+  if (typeof port !== "number" || !Number.isInteger(port) || port < 1 || port > 65_535)
+    throw new Error(`${portFile} holds no valid port`);
   return port;
 }
 
@@ -47,7 +48,11 @@ export async function assertPortFree(port: number, portFile: string): Promise<vo
   await new Promise<void>((resolve, reject) => {
     const probe = createServer();
     probe.once("error", (err: NodeJS.ErrnoException) =>
-      reject(new Error(`the embedded replica set's port 127.0.0.1:${port} (recorded in ${portFile}, named in its stored config) is taken (${err.code ?? err.message})`)),
+      reject(
+        new Error(
+          `the embedded replica set's port 127.0.0.1:${port} (recorded in ${portFile}, named in its stored config) is taken (${err.code ?? err.message})`,
+        ),
+      ),
     );
     probe.listen(port, "127.0.0.1", () => probe.close(() => resolve()));
   });

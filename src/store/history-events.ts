@@ -5,7 +5,10 @@ import type { RunEvent } from "../domain/task-record.js";
  * The history messages at indexes >= fromIndex that these log events carry, in order. The events must be in
  * log order and committed (the store filters out events above the head's version before calling this).
  */
-export function historyMessagesOf(events: Iterable<Pick<RunEvent, "history" | "historyEnd">>, fromIndex: number): Message[] {
+export function historyMessagesOf(
+  events: Iterable<Pick<RunEvent, "history" | "historyEnd">>,
+  fromIndex: number,
+): Message[] {
   const messages: Message[] = [];
   for (const event of events) {
     const { history, historyEnd } = event;

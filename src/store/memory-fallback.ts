@@ -15,7 +15,8 @@ export const LOCAL_MONGO_COMMAND =
 export const LOCAL_MONGO_URI = "mongodb://127.0.0.1:27017/openwop_a2a?replicaSet=rs0";
 
 /** The start-up line's store phrase when the host fell back. */
-export const FALLBACK_DESCRIPTION = "in-memory store, not durable: every task is lost when the process stops (no MongoDB was found; see the NOT DURABLE warning above)";
+export const FALLBACK_DESCRIPTION =
+  "in-memory store, not durable: every task is lost when the process stops (no MongoDB was found; see the NOT DURABLE warning above)";
 
 /** The warning, line by line; `reason` is why no MongoDB could be used (first line of the error). */
 export function memoryFallbackWarning(reason: string): string[] {

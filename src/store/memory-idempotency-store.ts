@@ -1,4 +1,9 @@
-import type { IdempotencyKeyRef, IdempotencyRecord, IdempotencyResponse, IdempotencyStore } from "./idempotency-store.js";
+import type {
+  IdempotencyKeyRef,
+  IdempotencyRecord,
+  IdempotencyResponse,
+  IdempotencyStore,
+} from "./idempotency-store.js";
 
 /** In-process adapter (tests, and the fallback store). Nothing survives a restart. */
 export class MemoryIdempotencyStore implements IdempotencyStore {

@@ -29,8 +29,15 @@ export class MemoryPushConfigStore implements PushConfigStore {
       this.configs.set(key, next);
       return structuredClone(next);
     }
-    if ((await this.list(config.taskId)).length >= maxPerTask) throw new TooManyPushConfigsError(config.taskId, maxPerTask);
-    const created: PushConfigRecord = { ...structuredClone(config), createdAt: config.updatedAt, revision: 1, delivery: structuredClone(delivery), expireAt: null };
+    if ((await this.list(config.taskId)).length >= maxPerTask)
+      throw new TooManyPushConfigsError(config.taskId, maxPerTask);
+    const created: PushConfigRecord = {
+      ...structuredClone(config),
+      createdAt: config.updatedAt,
+      revision: 1,
+      delivery: structuredClone(delivery),
+      expireAt: null,
+    };
     this.configs.set(key, created);
     return structuredClone(created);
   }
@@ -60,7 +67,13 @@ export class MemoryPushConfigStore implements PushConfigStore {
     return n;
   }
 
-  async updateDelivery(taskId: string, configId: string, expected: { revision: number; cursor: number; lease?: PushLeaseFence }, delivery: PushDelivery, expireAt: string | null): Promise<boolean> {
+  async updateDelivery(
+    taskId: string,
+    configId: string,
+    expected: { revision: number; cursor: number; lease?: PushLeaseFence },
+    delivery: PushDelivery,
+    expireAt: string | null,
+  ): Promise<boolean> {
     const key = keyOf(taskId, configId);
     const config = this.live(key);
     if (!config || config.revision !== expected.revision || config.delivery.cursor !== expected.cursor) return false;
@@ -70,19 +83,32 @@ export class MemoryPushConfigStore implements PushConfigStore {
     return true;
   }
 
-  async claimDelivery(taskId: string, configId: string, owner: string, now: Date, expiresAt: Date): Promise<PushConfigRecord | null> {
+  async claimDelivery(
+    taskId: string,
+    configId: string,
+    owner: string,
+    now: Date,
+    expiresAt: Date,
+  ): Promise<PushConfigRecord | null> {
     const key = keyOf(taskId, configId);
     const config = this.live(key);
     if (!config || config.delivery.settled) return null;
     const held = config.lease;
     const free = !held?.owner || !held.expiresAt || Date.parse(held.expiresAt) <= now.getTime() || held.owner === owner;
     if (!free) return null;
-    const claimed: PushConfigRecord = { ...config, lease: { owner, epoch: (held?.epoch ?? 0) + 1, expiresAt: expiresAt.toISOString() } };
+    const claimed: PushConfigRecord = {
+      ...config,
+      lease: { owner, epoch: (held?.epoch ?? 0) + 1, expiresAt: expiresAt.toISOString() },
+    };
     this.configs.set(key, claimed);
     return structuredClone(claimed);
   }
 
-  async renewDeliveries(owner: string, leases: Array<PushConfigKey & { epoch: number }>, expiresAt: Date): Promise<PushConfigKey[]> {
+  async renewDeliveries(
+    owner: string,
+    leases: Array<PushConfigKey & { epoch: number }>,
+    expiresAt: Date,
+  ): Promise<PushConfigKey[]> {
     const kept: PushConfigKey[] = [];
     for (const { taskId, configId, epoch } of leases) {
       const config = this.live(keyOf(taskId, configId));
@@ -96,7 +122,9 @@ export class MemoryPushConfigStore implements PushConfigStore {
   async expiredDeliveryLeases(now: Date, limit: number): Promise<PushConfigKey[]> {
     return [...this.configs.keys()]
       .map((key) => this.live(key))
-      .filter((c): c is PushConfigRecord => c?.lease?.expiresAt != null && Date.parse(c.lease.expiresAt) <= now.getTime())
+      .filter(
+        (c): c is PushConfigRecord => c?.lease?.expiresAt != null && Date.parse(c.lease.expiresAt) <= now.getTime(),
+      )
       .slice(0, limit)
       .map(({ taskId, configId }) => ({ taskId, configId }));
   }
@@ -125,7 +153,9 @@ export class MemoryPushConfigStore implements PushConfigStore {
   async listDeadLetters(tenant: string, filter: { taskId?: string; limit: number }): Promise<PushDeadLetter[]> {
     const now = this.now().getTime();
     return this.deadLetters
-      .filter((d) => d.tenant === tenant && (!filter.taskId || d.taskId === filter.taskId) && Date.parse(d.expireAt) > now)
+      .filter(
+        (d) => d.tenant === tenant && (!filter.taskId || d.taskId === filter.taskId) && Date.parse(d.expireAt) > now,
+      )
       .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.sequence - a.sequence)
       .slice(0, filter.limit)
       .map((d) => structuredClone(d));

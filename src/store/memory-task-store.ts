@@ -3,7 +3,18 @@ import { isTerminalRunStatus, RUNNABLE_RUN_STATUSES, type A2ATaskStateValue } fr
 import { historyMessagesOf } from "./history-events.js";
 import { assertWriteSize, DEFAULT_TASK_SIZE_LIMITS, type TaskSizeLimits } from "./task-size-limits.js";
 import type { RunEvent, TaskRecord, TaskLease } from "../domain/task-record.js";
-import { DuplicateIdempotencyKeyError, DuplicateTaskError, LeaseLostError, StaleWriteError, type AcquiredLease, type LeaseFence, type TaskListPage, type TaskListQuery, type TaskRecordChanges, type TaskStore } from "./task-store.js";
+import {
+  DuplicateIdempotencyKeyError,
+  DuplicateTaskError,
+  LeaseLostError,
+  StaleWriteError,
+  type AcquiredLease,
+  type LeaseFence,
+  type TaskListPage,
+  type TaskListQuery,
+  type TaskRecordChanges,
+  type TaskStore,
+} from "./task-store.js";
 
 interface Entry {
   record: TaskRecord;
@@ -84,25 +95,48 @@ export class MemoryTaskStore implements TaskStore {
       if (holder !== undefined && this.live(holder)) throw new DuplicateIdempotencyKeyError(key);
       this.byIdempotencyKey.set(key, record.taskId);
     }
-    const entry: Entry = { record: deepFrozen({ ...record }), events: events.map(deepFrozen), leaseEpoch: record.lease?.epoch ?? 0 };
+    const entry: Entry = {
+      record: deepFrozen({ ...record }),
+      events: events.map(deepFrozen),
+      leaseEpoch: record.lease?.epoch ?? 0,
+    };
     this.tasks.set(record.taskId, entry);
     this.reindex(entry);
     this.sweep(this.now().getTime());
     // With a retention, a sweep each second too: what ended is freed even when no more tasks come.
-    if (this.sweeper === undefined && (Number.isFinite(this.terminalRetentionMs) || Number.isFinite(this.maxTerminalTasks))) {
+    if (
+      this.sweeper === undefined &&
+      (Number.isFinite(this.terminalRetentionMs) || Number.isFinite(this.maxTerminalTasks))
+    ) {
       this.sweeper = setInterval(() => this.sweep(this.now().getTime()), SWEEP_INTERVAL_MS).unref();
     }
   }
 
-  async commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[], fence?: LeaseFence): Promise<void> {
+  async commit(
+    taskId: string,
+    expectedVersion: number,
+    changes: TaskRecordChanges,
+    events: RunEvent[],
+    fence?: LeaseFence,
+  ): Promise<void> {
     assertWriteSize({ taskId, snapshot: changes.snapshot, a2a: changes.a2a }, events, this.limits);
     const entry = this.tasks.get(taskId);
-    if (fence && entry && !fenceHolds(entry.record.lease, fence)) throw new LeaseLostError(taskId, fence.owner, fence.epoch);
+    if (fence && entry && !fenceHolds(entry.record.lease, fence))
+      throw new LeaseLostError(taskId, fence.owner, fence.epoch);
     if (!entry || entry.record.version !== expectedVersion) throw new StaleWriteError(taskId, expectedVersion);
     const last = events.at(-1);
     const { lease: held, ...rest } = entry.record;
-    const lease = fence ? (fence.expiresAt ? { owner: fence.owner, epoch: fence.epoch, expiresAt: fence.expiresAt } : undefined) : held;
-    entry.record = deepFrozen({ ...rest, ...changes, version: last ? last.sequence : entry.record.version, ...(lease ? { lease } : {}) });
+    const lease = fence
+      ? fence.expiresAt
+        ? { owner: fence.owner, epoch: fence.epoch, expiresAt: fence.expiresAt }
+        : undefined
+      : held;
+    entry.record = deepFrozen({
+      ...rest,
+      ...changes,
+      version: last ? last.sequence : entry.record.version,
+      ...(lease ? { lease } : {}),
+    });
     this.reindex(entry);
     for (const event of events) entry.events.push(deepFrozen(event));
   }
@@ -117,7 +151,8 @@ export class MemoryTaskStore implements TaskStore {
 
   async acquireLease(taskId: string, owner: string, now: Date, expiresAt: Date): Promise<AcquiredLease | null> {
     const entry = this.live(taskId);
-    if (!entry || !RUNNABLE_RUN_STATUSES.has(entry.record.status) || !leaseFree(entry.record.lease, now, owner)) return null;
+    if (!entry || !RUNNABLE_RUN_STATUSES.has(entry.record.status) || !leaseFree(entry.record.lease, now, owner))
+      return null;
     const unreleased = !!entry.record.lease;
     entry.leaseEpoch += 1;
     const lease = { owner, epoch: entry.leaseEpoch, expiresAt: expiresAt.toISOString() };
@@ -131,7 +166,10 @@ export class MemoryTaskStore implements TaskStore {
       const entry = this.tasks.get(taskId);
       const lease = entry?.record.lease;
       if (!entry || lease?.owner !== owner) continue;
-      entry.record = Object.freeze({ ...entry.record, lease: Object.freeze({ ...lease, expiresAt: expiresAt.toISOString() }) });
+      entry.record = Object.freeze({
+        ...entry.record,
+        lease: Object.freeze({ ...lease, expiresAt: expiresAt.toISOString() }),
+      });
       renewed++;
     }
     return renewed;
@@ -151,7 +189,12 @@ export class MemoryTaskStore implements TaskStore {
   async leaseableTaskIds(now: Date, owner: string, limit: number): Promise<string[]> {
     return [...this.runnable]
       .map((id) => this.tasks.get(id)!.record)
-      .filter((r) => RUNNABLE_RUN_STATUSES.has(r.status) && leaseFree(r.lease, now, owner) && (!r.timerDueAt || Date.parse(r.timerDueAt) <= now.getTime()))
+      .filter(
+        (r) =>
+          RUNNABLE_RUN_STATUSES.has(r.status) &&
+          leaseFree(r.lease, now, owner) &&
+          (!r.timerDueAt || Date.parse(r.timerDueAt) <= now.getTime()),
+      )
       .slice(0, limit)
       .map((r) => r.taskId);
   }
@@ -201,16 +244,20 @@ export class MemoryTaskStore implements TaskStore {
       );
     const matching = anyState.filter((r) => query.state === undefined || r.a2a.state === query.state).sort(newestFirst);
     const after = query.after;
-    const page = after ? matching.filter((r) => newestFirst(r, { updatedAt: after.updatedAt, taskId: after.taskId }) > 0) : matching;
+    const page = after
+      ? matching.filter((r) => newestFirst(r, { updatedAt: after.updatedAt, taskId: after.taskId }) > 0)
+      : matching;
     const states: Partial<Record<A2ATaskStateValue, number>> = {};
     if (query.countStates) for (const r of anyState) states[r.a2a.state] = (states[r.a2a.state] ?? 0) + 1;
-    return { records: page.slice(0, query.limit), total: query.countTotal === false ? -1 : matching.length, ...(query.countStates ? { states } : {}) };
+    return {
+      records: page.slice(0, query.limit),
+      total: query.countTotal === false ? -1 : matching.length,
+      ...(query.countStates ? { states } : {}),
+    };
   }
 
   async listActive(): Promise<TaskRecord[]> {
-    return [...this.tasks.values()]
-      .filter((e) => !isTerminalRunStatus(e.record.status))
-      .map((e) => e.record);
+    return [...this.tasks.values()].filter((e) => !isTerminalRunStatus(e.record.status)).map((e) => e.record);
   }
 
   async dueTimers(now: Date, limit: number): Promise<string[]> {

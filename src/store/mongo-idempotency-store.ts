@@ -1,6 +1,11 @@
 import { createHash } from "node:crypto";
 import { MongoServerError, type Collection, type Db } from "mongodb";
-import type { IdempotencyKeyRef, IdempotencyRecord, IdempotencyResponse, IdempotencyStore } from "./idempotency-store.js";
+import type {
+  IdempotencyKeyRef,
+  IdempotencyRecord,
+  IdempotencyResponse,
+  IdempotencyStore,
+} from "./idempotency-store.js";
 
 interface IdempotencyDocument extends Omit<IdempotencyRecord, "expireAt"> {
   /** Digest of the ref: bounded length whatever the key, and unique per (tenant, principal, operation, key). */
@@ -19,7 +24,10 @@ export class MongoIdempotencyStore implements IdempotencyStore {
   readonly kind = "mongodb" as const;
   private readonly records: Collection<IdempotencyDocument>;
 
-  constructor(db: Db, private readonly now: () => Date = () => new Date()) {
+  constructor(
+    db: Db,
+    private readonly now: () => Date = () => new Date(),
+  ) {
     this.records = db.collection<IdempotencyDocument>("idempotency_keys");
   }
 
@@ -67,7 +75,9 @@ export class MongoIdempotencyStore implements IdempotencyStore {
 }
 
 function idOf(ref: IdempotencyKeyRef): string {
-  return createHash("sha256").update(JSON.stringify([ref.tenant, ref.principal, ref.operation, ref.key])).digest("hex");
+  return createHash("sha256")
+    .update(JSON.stringify([ref.tenant, ref.principal, ref.operation, ref.key]))
+    .digest("hex");
 }
 
 function toRecord(doc: IdempotencyDocument): IdempotencyRecord {

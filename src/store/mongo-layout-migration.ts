@@ -22,7 +22,13 @@ export async function migrateTaskLayout(db: Db, writer: string): Promise<number>
     const expireAt = doc.expireAt ? doc.expireAt.toISOString() : null;
     if (log.length > 0) {
       await events.bulkWrite(
-        log.map((event) => ({ replaceOne: { filter: { taskId: doc._id, sequence: event.sequence }, replacement: toEventDocument(doc._id, event, writer, expireAt), upsert: true } })),
+        log.map((event) => ({
+          replaceOne: {
+            filter: { taskId: doc._id, sequence: event.sequence },
+            replacement: toEventDocument(doc._id, event, writer, expireAt),
+            upsert: true,
+          },
+        })),
         { ordered: false },
       );
     }

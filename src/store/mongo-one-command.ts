@@ -1,8 +1,29 @@
-import { MongoClientBulkWriteError, type ClientBulkWriteModel, type ClientBulkWriteResult, type Db, type MongoClient } from "mongodb";
+import {
+  MongoClientBulkWriteError,
+  type ClientBulkWriteModel,
+  type ClientBulkWriteResult,
+  type Db,
+  type MongoClient,
+} from "mongodb";
 import type { PendingWrite } from "./group-commit.js";
-import { DUPLICATE_KEY, headMove, type EventDocument, type TaskDocument, isIdempotencyKeyViolation, toDate, toEventDocument, toTaskDocument } from "./mongo-task-documents.js";
+import {
+  DUPLICATE_KEY,
+  headMove,
+  type EventDocument,
+  type TaskDocument,
+  isIdempotencyKeyViolation,
+  toDate,
+  toEventDocument,
+  toTaskDocument,
+} from "./mongo-task-documents.js";
 import type { RunEvent, TaskRecord } from "../domain/task-record.js";
-import { DuplicateIdempotencyKeyError, DuplicateTaskError, StaleWriteError, type LeaseFence, type TaskRecordChanges } from "./task-store.js";
+import {
+  DuplicateIdempotencyKeyError,
+  DuplicateTaskError,
+  StaleWriteError,
+  type LeaseFence,
+  type TaskRecordChanges,
+} from "./task-store.js";
 
 /** A create or commit waiting for its group commit. */
 export interface StoreWrite extends PendingWrite {
@@ -73,14 +94,19 @@ export class OneCommandBatch {
     const plan = this.plan(batch);
     if (this.onEventsOnly(batch)) {
       // Test-only crash seam: what a command cut short after its events leaves behind (see the durability test).
-      await this.client.bulkWrite(untyped(plan.models.filter((_, i) => plan.owners[i]?.stage === "events")), { ordered: true });
+      await this.client.bulkWrite(untyped(plan.models.filter((_, i) => plan.owners[i]?.stage === "events")), {
+        ordered: true,
+      });
       process.kill(process.pid, "SIGKILL");
     }
     let result: ClientBulkWriteResult;
     try {
       // Per-op results say which commit's version filter matched; a batch of creates needs only the errors (a
       // reply without per-op results, which the driver need not page through and merge).
-      result = await this.client.bulkWrite(untyped(plan.models), { ordered: true, verboseResults: batch.some((w) => w.commit !== undefined) });
+      result = await this.client.bulkWrite(untyped(plan.models), {
+        ordered: true,
+        verboseResults: batch.some((w) => w.commit !== undefined),
+      });
     } catch (err) {
       if (!(err instanceof MongoClientBulkWriteError) || err.writeErrors.size !== 1 || !err.partialResult) throw err;
       const [[index, error]] = [...err.writeErrors] as [[number, { code: number; message: string }]];
@@ -97,30 +123,67 @@ export class OneCommandBatch {
       plan.models.push(model);
     };
     for (const w of batch) {
-      for (const event of w.events) add(w, "events", { namespace: this.eventsNs, name: "insertOne", document: toEventDocument(w.taskId, event, this.writer, w.expireAt) });
+      for (const event of w.events)
+        add(w, "events", {
+          namespace: this.eventsNs,
+          name: "insertOne",
+          document: toEventDocument(w.taskId, event, this.writer, w.expireAt),
+        });
     }
     for (const w of batch) {
       plan.heads.set(w, plan.models.length);
-      if (w.create) add(w, "head", { namespace: this.tasksNs, name: "insertOne", document: toTaskDocument(w.create, w.commitId) });
+      if (w.create)
+        add(w, "head", { namespace: this.tasksNs, name: "insertOne", document: toTaskDocument(w.create, w.commitId) });
       else {
         const { expectedVersion, changes, fence } = w.commit!;
-        add(w, "head", { namespace: this.tasksNs, name: "updateOne", ...headMove(w.taskId, expectedVersion, changes, w.events.at(-1)?.sequence ?? expectedVersion, w.commitId, fence) });
+        add(w, "head", {
+          namespace: this.tasksNs,
+          name: "updateOne",
+          ...headMove(
+            w.taskId,
+            expectedVersion,
+            changes,
+            w.events.at(-1)?.sequence ?? expectedVersion,
+            w.commitId,
+            fence,
+          ),
+        });
       }
     }
     for (const w of batch) {
-      if (w.commit && w.expireAt) add(w, "expiry", { namespace: this.eventsNs, name: "updateMany", filter: { taskId: w.taskId, expireAt: null }, update: { $set: { expireAt: toDate(w.expireAt) } } });
+      if (w.commit && w.expireAt)
+        add(w, "expiry", {
+          namespace: this.eventsNs,
+          name: "updateMany",
+          filter: { taskId: w.taskId, expireAt: null },
+          update: { $set: { expireAt: toDate(w.expireAt) } },
+        });
     }
     return plan;
   }
 
   /** The command stopped at op `index`: settle what ran, hand the rest to the two-command path. */
-  private async afterStop(batch: StoreWrite[], plan: Plan, partial: ClientBulkWriteResult, index: number, error: { code: number; message: string }, cause: Error): Promise<void> {
+  private async afterStop(
+    batch: StoreWrite[],
+    plan: Plan,
+    partial: ClientBulkWriteResult,
+    index: number,
+    error: { code: number; message: string },
+    cause: Error,
+  ): Promise<void> {
     const failed = plan.owners[index]!;
     if (failed.stage === "events") {
       const eventsDone = batch.filter((w) => w !== failed.write && lastEventIndex(plan, w) < index);
       const notRun = batch.filter((w) => w !== failed.write && !eventsDone.includes(w));
-      const conflict = error.code === DUPLICATE_KEY ? this.steps.resolveConflict(failed.write) : Promise.resolve(failed.write.reject(cause));
-      await Promise.all([conflict, this.steps.writeHeads(eventsDone), notRun.length > 0 ? this.steps.writeBatch(notRun) : undefined]);
+      const conflict =
+        error.code === DUPLICATE_KEY
+          ? this.steps.resolveConflict(failed.write)
+          : Promise.resolve(failed.write.reject(cause));
+      await Promise.all([
+        conflict,
+        this.steps.writeHeads(eventsDone),
+        notRun.length > 0 ? this.steps.writeBatch(notRun) : undefined,
+      ]);
       return;
     }
     if (failed.stage === "expiry") {
@@ -130,11 +193,26 @@ export class OneCommandBatch {
     }
     const headsNotRun = batch.filter((w) => plan.heads.get(w)! > index);
     const errors = new Map<StoreWrite, Error>([[failed.write, headError(failed.write, error, cause)]]);
-    await Promise.all([this.settle(batch.filter((w) => plan.heads.get(w)! <= index), plan, partial, index, errors), this.steps.writeHeads(headsNotRun)]);
+    await Promise.all([
+      this.settle(
+        batch.filter((w) => plan.heads.get(w)! <= index),
+        plan,
+        partial,
+        index,
+        errors,
+      ),
+      this.steps.writeHeads(headsNotRun),
+    ]);
   }
 
   /** Settles the writes whose head op ran; `stoppedAt` is where an ordered command stopped (later expiry stamps did not run). */
-  private async settle(writes: StoreWrite[], plan: Plan, result: ClientBulkWriteResult, stoppedAt: number | undefined, errors = new Map<StoreWrite, Error>()): Promise<void> {
+  private async settle(
+    writes: StoreWrite[],
+    plan: Plan,
+    result: ClientBulkWriteResult,
+    stoppedAt: number | undefined,
+    errors = new Map<StoreWrite, Error>(),
+  ): Promise<void> {
     const staleStamped: StoreWrite[] = [];
     for (const w of writes) {
       if (!w.commit || errors.has(w)) continue;
@@ -142,7 +220,10 @@ export class OneCommandBatch {
       errors.set(w, new StaleWriteError(w.taskId, w.commit.expectedVersion));
       if (w.expireAt && (stoppedAt === undefined || expiryIndex(plan, w) < stoppedAt)) staleStamped.push(w);
     }
-    const unstamped = stoppedAt === undefined ? writes.filter((w) => errors.has(w)) : writes.filter((w) => !(expiryIndex(plan, w) < stoppedAt));
+    const unstamped =
+      stoppedAt === undefined
+        ? writes.filter((w) => errors.has(w))
+        : writes.filter((w) => !(expiryIndex(plan, w) < stoppedAt));
     await Promise.all([this.steps.afterHeads(unstamped, errors), ...staleStamped.map((w) => this.restoreExpiry(w))]);
     for (const w of writes) {
       const error = errors.get(w);
@@ -157,10 +238,16 @@ export class OneCommandBatch {
    * meets the winner's key and stops the command before its head).
    */
   private async restoreExpiry(write: StoreWrite): Promise<void> {
-    const head = await this.db.collection<{ _id: string; expireAt?: Date | null }>("tasks").findOne({ _id: write.taskId }, { projection: { expireAt: 1 } }).catch(() => null);
+    const head = await this.db
+      .collection<{ _id: string; expireAt?: Date | null }>("tasks")
+      .findOne({ _id: write.taskId }, { projection: { expireAt: 1 } })
+      .catch(() => null);
     await this.db
       .collection("task_events")
-      .updateMany({ taskId: write.taskId, expireAt: toDate(write.expireAt) }, { $set: { expireAt: head?.expireAt ?? null } })
+      .updateMany(
+        { taskId: write.taskId, expireAt: toDate(write.expireAt) },
+        { $set: { expireAt: head?.expireAt ?? null } },
+      )
       .catch(() => undefined);
   }
 }
@@ -180,10 +267,16 @@ function expiryIndex(plan: Plan, write: StoreWrite): number {
 }
 
 /** What a failed head write means for its caller: a duplicate task or idempotency key, else the driver's error. */
-export function headError(write: StoreWrite, error: { code?: number; keyPattern?: Record<string, unknown>; errmsg?: string; message?: string }, cause: unknown): Error {
+export function headError(
+  write: StoreWrite,
+  error: { code?: number; keyPattern?: Record<string, unknown>; errmsg?: string; message?: string },
+  cause: unknown,
+): Error {
   if (write.create && error.code === DUPLICATE_KEY) {
     const key = write.create.idempotencyKey;
-    return key && isIdempotencyKeyViolation(error) ? new DuplicateIdempotencyKeyError(key) : new DuplicateTaskError(write.taskId);
+    return key && isIdempotencyKeyViolation(error)
+      ? new DuplicateIdempotencyKeyError(key)
+      : new DuplicateTaskError(write.taskId);
   }
   return cause instanceof Error ? cause : new Error(String(cause));
 }

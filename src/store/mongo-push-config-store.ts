@@ -63,7 +63,10 @@ export class MongoPushConfigStore implements PushConfigStore {
   async upsert(config: PushConfigWrite, delivery: PushDelivery, maxPerTask: number): Promise<PushConfigRecord> {
     const _id = idOf(config.taskId, config.configId);
     const existing = await this.configs.findOne({ _id, ...this.notExpired() }, { projection: { _id: 1 } });
-    if (!existing && (await this.configs.countDocuments({ taskId: config.taskId, ...this.notExpired() })) >= maxPerTask) {
+    if (
+      !existing &&
+      (await this.configs.countDocuments({ taskId: config.taskId, ...this.notExpired() })) >= maxPerTask
+    ) {
       throw new TooManyPushConfigsError(config.taskId, maxPerTask);
     }
     const doc = await this.configs.findOneAndUpdate(
@@ -85,7 +88,10 @@ export class MongoPushConfigStore implements PushConfigStore {
   }
 
   async list(taskId: string): Promise<PushConfigRecord[]> {
-    const docs = await this.configs.find({ taskId, ...this.notExpired() }).sort({ createdAt: 1, configId: 1 }).toArray();
+    const docs = await this.configs
+      .find({ taskId, ...this.notExpired() })
+      .sort({ createdAt: 1, configId: 1 })
+      .toArray();
     return docs.map(toRecord);
   }
 
@@ -97,18 +103,45 @@ export class MongoPushConfigStore implements PushConfigStore {
     return (await this.configs.deleteMany({ taskId })).deletedCount;
   }
 
-  async updateDelivery(taskId: string, configId: string, expected: { revision: number; cursor: number; lease?: PushLeaseFence }, delivery: PushDelivery, expireAt: string | null): Promise<boolean> {
-    const filter: Filter<PushConfigDocument> = { _id: idOf(taskId, configId), revision: expected.revision, "delivery.cursor": expected.cursor };
+  async updateDelivery(
+    taskId: string,
+    configId: string,
+    expected: { revision: number; cursor: number; lease?: PushLeaseFence },
+    delivery: PushDelivery,
+    expireAt: string | null,
+  ): Promise<boolean> {
+    const filter: Filter<PushConfigDocument> = {
+      _id: idOf(taskId, configId),
+      revision: expected.revision,
+      "delivery.cursor": expected.cursor,
+    };
     if (expected.lease) Object.assign(filter, fenced(expected.lease));
     // A settled config has nothing left to deliver: its lease goes with the last cursor move.
     const release = delivery.settled ? { "lease.owner": null, "lease.expiresAt": null } : {};
-    const result = await this.configs.updateOne(filter, { $set: { delivery, expireAt: expireAt ? new Date(expireAt) : null, ...release } });
+    const result = await this.configs.updateOne(filter, {
+      $set: { delivery, expireAt: expireAt ? new Date(expireAt) : null, ...release },
+    });
     return result.matchedCount === 1;
   }
 
-  async claimDelivery(taskId: string, configId: string, owner: string, now: Date, expiresAt: Date): Promise<PushConfigRecord | null> {
+  async claimDelivery(
+    taskId: string,
+    configId: string,
+    owner: string,
+    now: Date,
+    expiresAt: Date,
+  ): Promise<PushConfigRecord | null> {
     const doc = await this.configs.findOneAndUpdate(
-      { _id: idOf(taskId, configId), "delivery.settled": false, $or: [{ "lease.owner": null }, { "lease.expiresAt": null }, { "lease.expiresAt": { $lte: now } }, { "lease.owner": owner }] },
+      {
+        _id: idOf(taskId, configId),
+        "delivery.settled": false,
+        $or: [
+          { "lease.owner": null },
+          { "lease.expiresAt": null },
+          { "lease.expiresAt": { $lte: now } },
+          { "lease.owner": owner },
+        ],
+      },
       { $set: { "lease.owner": owner, "lease.expiresAt": expiresAt }, $inc: { "lease.epoch": 1 } },
       { returnDocument: "after" },
     );
@@ -117,36 +150,58 @@ export class MongoPushConfigStore implements PushConfigStore {
     return toRecord(doc);
   }
 
-  async renewDeliveries(owner: string, leases: Array<PushConfigKey & { epoch: number }>, expiresAt: Date): Promise<PushConfigKey[]> {
+  async renewDeliveries(
+    owner: string,
+    leases: Array<PushConfigKey & { epoch: number }>,
+    expiresAt: Date,
+  ): Promise<PushConfigKey[]> {
     if (leases.length === 0) return [];
     const ids = leases.map((l) => idOf(l.taskId, l.configId));
-    const result = await this.configs.updateMany({ _id: { $in: ids }, "lease.owner": owner }, { $set: { "lease.expiresAt": expiresAt } });
+    const result = await this.configs.updateMany(
+      { _id: { $in: ids }, "lease.owner": owner },
+      { $set: { "lease.expiresAt": expiresAt } },
+    );
     if (result.matchedCount === leases.length) return leases.map(({ taskId, configId }) => ({ taskId, configId }));
     // Some were taken over (or dropped): answer the ones still held with the same epoch.
-    const docs = await this.configs.find({ _id: { $in: ids }, "lease.owner": owner }, { projection: { _id: 1, "lease.epoch": 1 } }).toArray();
+    const docs = await this.configs
+      .find({ _id: { $in: ids }, "lease.owner": owner }, { projection: { _id: 1, "lease.epoch": 1 } })
+      .toArray();
     const epochs = new Map(docs.map((d) => [d._id, d.lease?.epoch]));
-    return leases.filter((l) => epochs.get(idOf(l.taskId, l.configId)) === l.epoch).map(({ taskId, configId }) => ({ taskId, configId }));
+    return leases
+      .filter((l) => epochs.get(idOf(l.taskId, l.configId)) === l.epoch)
+      .map(({ taskId, configId }) => ({ taskId, configId }));
   }
 
   async expiredDeliveryLeases(now: Date, limit: number): Promise<PushConfigKey[]> {
-    const docs = await this.configs.find({ "lease.expiresAt": { $lte: now } }, { projection: { _id: 0, taskId: 1, configId: 1 } }).limit(limit).toArray();
+    const docs = await this.configs
+      .find({ "lease.expiresAt": { $lte: now } }, { projection: { _id: 0, taskId: 1, configId: 1 } })
+      .limit(limit)
+      .toArray();
     return docs.map(({ taskId, configId }) => ({ taskId, configId }));
   }
 
   async releaseDelivery(taskId: string, configId: string, fence: PushLeaseFence): Promise<void> {
-    await this.configs.updateOne({ _id: idOf(taskId, configId), ...fenced(fence) }, { $set: { "lease.owner": null, "lease.expiresAt": null } });
+    await this.configs.updateOne(
+      { _id: idOf(taskId, configId), ...fenced(fence) },
+      { $set: { "lease.owner": null, "lease.expiresAt": null } },
+    );
   }
 
   async listUnsettled(after: { taskId: string; configId: string } | null, limit: number): Promise<PushConfigRecord[]> {
     const filter: Filter<PushConfigDocument> = { "delivery.settled": false };
-    if (after) filter.$or = [{ taskId: { $gt: after.taskId } }, { taskId: after.taskId, configId: { $gt: after.configId } }];
+    if (after)
+      filter.$or = [{ taskId: { $gt: after.taskId } }, { taskId: after.taskId, configId: { $gt: after.configId } }];
     const docs = await this.configs.find(filter).sort({ taskId: 1, configId: 1 }).limit(limit).toArray();
     return docs.map(toRecord);
   }
 
   async addDeadLetter(letter: PushDeadLetter): Promise<void> {
     const { id, expireAt, ...rest } = letter;
-    await this.deadLetters.updateOne({ _id: id }, { $setOnInsert: { ...rest, expireAt: new Date(expireAt) } }, { upsert: true });
+    await this.deadLetters.updateOne(
+      { _id: id },
+      { $setOnInsert: { ...rest, expireAt: new Date(expireAt) } },
+      { upsert: true },
+    );
   }
 
   async listDeadLetters(tenant: string, filter: { taskId?: string; limit: number }): Promise<PushDeadLetter[]> {
@@ -173,5 +228,17 @@ function fenced(fence: PushLeaseFence): Filter<PushConfigDocument> {
 
 function toRecord(doc: PushConfigDocument): PushConfigRecord {
   const { _id, expireAt, lease, ...rest } = doc;
-  return { ...rest, expireAt: expireAt ? expireAt.toISOString() : null, ...(lease ? { lease: { owner: lease.owner, epoch: lease.epoch, expiresAt: lease.expiresAt ? lease.expiresAt.toISOString() : null } } : {}) };
+  return {
+    ...rest,
+    expireAt: expireAt ? expireAt.toISOString() : null,
+    ...(lease
+      ? {
+          lease: {
+            owner: lease.owner,
+            epoch: lease.epoch,
+            expiresAt: lease.expiresAt ? lease.expiresAt.toISOString() : null,
+          },
+        }
+      : {}),
+  };
 }

@@ -51,15 +51,28 @@ export const TASK_INDEXES: IndexDescription[] = [
   // The operator console's skill filter: a tenant's tasks of one workflow, newest first.
   { key: { tenant: 1, workflowId: 1, updatedAt: -1, _id: -1 }, name: "tenant_workflow_updated" },
   // A2A message.messageId idempotency: one live task per (tenant, principal, messageId) digest; the create fails on a repeat.
-  { key: { idempotencyKey: 1 }, name: "idempotency_key", unique: true, partialFilterExpression: { idempotencyKey: { $type: "string" } } },
+  {
+    key: { idempotencyKey: 1 },
+    name: "idempotency_key",
+    unique: true,
+    partialFilterExpression: { idempotencyKey: { $type: "string" } },
+  },
 ];
 
 export const EVENT_INDEXES: IndexDescription[] = [
   { key: { taskId: 1, sequence: 1 }, name: "task_sequence", unique: true },
   // A task's A2A history: only the events that carry messages, by the history index after their last one.
-  { key: { taskId: 1, historyEnd: 1 }, name: "task_history", partialFilterExpression: { historyEnd: { $exists: true } } },
+  {
+    key: { taskId: 1, historyEnd: 1 },
+    name: "task_history",
+    partialFilterExpression: { historyEnd: { $exists: true } },
+  },
   // A caller's retry of a message, however long ago it was sent (messageId idempotency of replies).
-  { key: { taskId: 1, "history.messageId": 1 }, name: "task_history_message", partialFilterExpression: { historyEnd: { $exists: true } } },
+  {
+    key: { taskId: 1, "history.messageId": 1 },
+    name: "task_history_message",
+    partialFilterExpression: { historyEnd: { $exists: true } },
+  },
   // The log of an ended task goes with it (its events are stamped with the head's expiry).
   { key: { expireAt: 1 }, name: "retention_ttl", expireAfterSeconds: 0 },
 ];
@@ -70,17 +83,43 @@ export function toDate(value: string | null | undefined): Date | null {
 
 export function toTaskDocument(record: TaskRecord, commitId: string): TaskDocument {
   const { taskId, expireAt, timerDueAt, lease, ...rest } = record;
-  const leaseFields = lease ? { leaseOwner: lease.owner, leaseEpoch: lease.epoch, leaseExpiresAt: new Date(lease.expiresAt) } : { leaseOwner: null, leaseEpoch: 0, leaseExpiresAt: null };
+  const leaseFields = lease
+    ? { leaseOwner: lease.owner, leaseEpoch: lease.epoch, leaseExpiresAt: new Date(lease.expiresAt) }
+    : { leaseOwner: null, leaseEpoch: 0, leaseExpiresAt: null };
   return { ...rest, _id: taskId, expireAt: toDate(expireAt), timerDueAt: toDate(timerDueAt), ...leaseFields, commitId };
 }
 
 export function toRecord(doc: TaskDocument): TaskRecord {
-  const { _id, expireAt, timerDueAt, commitId: _commitId, leaseOwner, leaseEpoch, leaseExpiresAt, redo: _redo, ...rest } = doc;
-  const lease = leaseOwner && leaseExpiresAt ? { lease: { owner: leaseOwner, epoch: leaseEpoch ?? 0, expiresAt: leaseExpiresAt.toISOString() } } : {};
-  return { ...rest, taskId: _id, expireAt: expireAt ? expireAt.toISOString() : null, timerDueAt: timerDueAt ? timerDueAt.toISOString() : null, ...lease };
+  const {
+    _id,
+    expireAt,
+    timerDueAt,
+    commitId: _commitId,
+    leaseOwner,
+    leaseEpoch,
+    leaseExpiresAt,
+    redo: _redo,
+    ...rest
+  } = doc;
+  const lease =
+    leaseOwner && leaseExpiresAt
+      ? { lease: { owner: leaseOwner, epoch: leaseEpoch ?? 0, expiresAt: leaseExpiresAt.toISOString() } }
+      : {};
+  return {
+    ...rest,
+    taskId: _id,
+    expireAt: expireAt ? expireAt.toISOString() : null,
+    timerDueAt: timerDueAt ? timerDueAt.toISOString() : null,
+    ...lease,
+  };
 }
 
-export function toEventDocument(taskId: string, event: RunEvent, writer: string, expireAt: string | null | undefined): EventDocument {
+export function toEventDocument(
+  taskId: string,
+  event: RunEvent,
+  writer: string,
+  expireAt: string | null | undefined,
+): EventDocument {
   return { ...event, taskId, writer, expireAt: toDate(expireAt) };
 }
 
@@ -117,9 +156,16 @@ function redoFields(events: EventDocument[]): Record<string, EventDocument> {
  * The committed events from `fromSequence` (at most `limit`): the log's documents up to the head's version,
  * with the head's redo events in place of the log's documents of those sequences.
  */
-export function committedEvents(head: Pick<TaskDocument, "version" | "redo">, docs: EventDocument[], fromSequence: number, limit: number): EventDocument[] {
+export function committedEvents(
+  head: Pick<TaskDocument, "version" | "redo">,
+  docs: EventDocument[],
+  fromSequence: number,
+  limit: number,
+): EventDocument[] {
   const committed = docs.filter((doc) => doc.sequence <= head.version);
-  const redo = Object.values(head.redo ?? {}).filter((doc) => doc.sequence >= fromSequence && doc.sequence <= head.version);
+  const redo = Object.values(head.redo ?? {}).filter(
+    (doc) => doc.sequence >= fromSequence && doc.sequence <= head.version,
+  );
   if (redo.length === 0) return committed;
   const bySequence = new Map(committed.map((doc) => [doc.sequence, doc]));
   for (const doc of redo) bySequence.set(doc.sequence, doc);
@@ -127,16 +173,31 @@ export function committedEvents(head: Pick<TaskDocument, "version" | "redo">, do
 }
 
 /** The committed events up to `upToVersion` among `docs` (any subset of the log), with the head's redo in place. */
-export function committedUpTo(head: Pick<TaskDocument, "version" | "redo">, docs: EventDocument[], upToVersion: number): EventDocument[] {
+export function committedUpTo(
+  head: Pick<TaskDocument, "version" | "redo">,
+  docs: EventDocument[],
+  upToVersion: number,
+): EventDocument[] {
   const version = Math.min(upToVersion, head.version);
   return committedEvents({ version, redo: head.redo }, docs, 0, Number.MAX_SAFE_INTEGER);
 }
 
 /** The head's move: matched only while the head is still at the version the commit was computed from. */
-export function headMove(taskId: string, expectedVersion: number, changes: TaskRecordChanges, version: number, commitId: string, fence?: LeaseFence): { filter: Filter<TaskDocument>; update: UpdateFilter<TaskDocument> } {
+export function headMove(
+  taskId: string,
+  expectedVersion: number,
+  changes: TaskRecordChanges,
+  version: number,
+  commitId: string,
+  fence?: LeaseFence,
+): { filter: Filter<TaskDocument>; update: UpdateFilter<TaskDocument> } {
   // A fenced (driver's) commit also needs the lease it was computed under, and renews or releases it.
   const fenced = fence ? { leaseOwner: fence.owner, leaseEpoch: fence.epoch } : {};
-  const lease = fence ? (fence.expiresAt ? { leaseExpiresAt: new Date(fence.expiresAt) } : { leaseOwner: null, leaseExpiresAt: null }) : {};
+  const lease = fence
+    ? fence.expiresAt
+      ? { leaseExpiresAt: new Date(fence.expiresAt) }
+      : { leaseOwner: null, leaseExpiresAt: null }
+    : {};
   return {
     filter: { _id: taskId, version: expectedVersion, ...fenced },
     update: {
@@ -157,7 +218,11 @@ export function headMove(taskId: string, expectedVersion: number, changes: TaskR
 }
 
 /** Which unique index an E11000 came from: the idempotency key's, or the primary key's. */
-export function isIdempotencyKeyViolation(err: { keyPattern?: Record<string, unknown>; errmsg?: string; message?: string }): boolean {
+export function isIdempotencyKeyViolation(err: {
+  keyPattern?: Record<string, unknown>;
+  errmsg?: string;
+  message?: string;
+}): boolean {
   if (err.keyPattern) return "idempotencyKey" in err.keyPattern;
   return /idempotency_key|idempotencyKey/.test(err.errmsg ?? err.message ?? "");
 }

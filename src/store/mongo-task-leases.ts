@@ -18,23 +18,37 @@ export class MongoTaskLeases {
       { returnDocument: "before", projection: { leaseOwner: 1, leaseEpoch: 1, leaseExpiresAt: 1 } },
     );
     if (!doc) return null;
-    return { owner, epoch: (doc.leaseEpoch ?? 0) + 1, expiresAt: expiresAt.toISOString(), unreleased: !!doc.leaseOwner && !!doc.leaseExpiresAt };
+    return {
+      owner,
+      epoch: (doc.leaseEpoch ?? 0) + 1,
+      expiresAt: expiresAt.toISOString(),
+      unreleased: !!doc.leaseOwner && !!doc.leaseExpiresAt,
+    };
   }
 
   async renew(owner: string, taskIds: string[], expiresAt: Date): Promise<number> {
     if (taskIds.length === 0) return 0;
-    const result = await this.tasks.updateMany({ _id: { $in: taskIds }, leaseOwner: owner }, { $set: { leaseExpiresAt: expiresAt } });
+    const result = await this.tasks.updateMany(
+      { _id: { $in: taskIds }, leaseOwner: owner },
+      { $set: { leaseExpiresAt: expiresAt } },
+    );
     return result.matchedCount;
   }
 
   async release(taskId: string, owner: string, epoch: number): Promise<void> {
-    await this.tasks.updateOne({ _id: taskId, leaseOwner: owner, leaseEpoch: epoch }, { $set: { leaseOwner: null, leaseExpiresAt: null } });
+    await this.tasks.updateOne(
+      { _id: taskId, leaseOwner: owner, leaseEpoch: epoch },
+      { $set: { leaseOwner: null, leaseExpiresAt: null } },
+    );
   }
 
   async leaseable(now: Date, owner: string, limit: number): Promise<string[]> {
     const docs = await this.tasks
       .find(
-        { status: { $in: [...RUNNABLE_RUN_STATUSES] }, $and: [leaseFree(now, owner), { $or: [{ timerDueAt: null }, { timerDueAt: { $lte: now } }] }] },
+        {
+          status: { $in: [...RUNNABLE_RUN_STATUSES] },
+          $and: [leaseFree(now, owner), { $or: [{ timerDueAt: null }, { timerDueAt: { $lte: now } }] }],
+        },
         { projection: { _id: 1 } },
       )
       .limit(limit)
@@ -44,13 +58,18 @@ export class MongoTaskLeases {
 
   async cancelling(taskIds: string[]): Promise<string[]> {
     if (taskIds.length === 0) return [];
-    const docs = await this.tasks.find({ _id: { $in: taskIds }, status: "cancelling" }, { projection: { _id: 1 } }).toArray();
+    const docs = await this.tasks
+      .find({ _id: { $in: taskIds }, status: "cancelling" }, { projection: { _id: 1 } })
+      .toArray();
     return docs.map((d) => d._id);
   }
 
   /** Moves a due timer past `retryAt`; only the one instance whose update matched fires it. */
   async claimTimer(taskId: string, now: Date, retryAt: Date): Promise<boolean> {
-    const result = await this.tasks.updateOne({ _id: taskId, timerDueAt: { $lte: now } }, { $set: { timerDueAt: retryAt } });
+    const result = await this.tasks.updateOne(
+      { _id: taskId, timerDueAt: { $lte: now } },
+      { $set: { timerDueAt: retryAt } },
+    );
     return result.modifiedCount === 1;
   }
 }
@@ -65,5 +84,7 @@ export function fenceHolds(head: Pick<TaskDocument, "leaseOwner" | "leaseEpoch">
  * hold: a restart with the same INSTANCE_ID takes its tasks back at once instead of waiting for the TTL.
  */
 function leaseFree(now: Date, owner: string): Filter<TaskDocument> {
-  return { $or: [{ leaseOwner: null }, { leaseExpiresAt: null }, { leaseExpiresAt: { $lte: now } }, { leaseOwner: owner }] };
+  return {
+    $or: [{ leaseOwner: null }, { leaseExpiresAt: null }, { leaseExpiresAt: { $lte: now } }, { leaseOwner: owner }],
+  };
 }

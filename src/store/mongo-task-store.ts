@@ -23,7 +23,16 @@ import {
 } from "./mongo-task-documents.js";
 import { assertWriteSize, DEFAULT_TASK_SIZE_LIMITS, type TaskSizeLimits } from "./task-size-limits.js";
 import type { RunEvent, TaskRecord, TaskLease } from "../domain/task-record.js";
-import { DuplicateIdempotencyKeyError, LeaseLostError, StaleWriteError, type LeaseFence, type TaskListPage, type TaskListQuery, type TaskRecordChanges, type TaskStore } from "./task-store.js";
+import {
+  DuplicateIdempotencyKeyError,
+  LeaseLostError,
+  StaleWriteError,
+  type LeaseFence,
+  type TaskListPage,
+  type TaskListQuery,
+  type TaskRecordChanges,
+  type TaskStore,
+} from "./task-store.js";
 
 export interface MongoTaskStoreOptions {
   now?: () => Date;
@@ -78,7 +87,9 @@ export class MongoTaskStore implements TaskStore {
   private readonly writer = randomUUID();
   /** The two-command write path (events, then heads): servers before 8.0, and the fallback of the one-command one. */
   private readonly twoCommands: TwoCommandWrites;
-  private readonly group = new GroupCommit<Write>((batch) => (this.oneCommand ? this.oneCommand.write(batch) : this.twoCommands.writeBatch(batch)));
+  private readonly group = new GroupCommit<Write>((batch) =>
+    this.oneCommand ? this.oneCommand.write(batch) : this.twoCommands.writeBatch(batch),
+  );
   /** Set by init() when the server runs the client-level bulkWrite command (MongoDB >= 8.0). */
   private oneCommand: OneCommandBatch | undefined;
   /** Commit feeds opened on this store's client, closed with it. */
@@ -108,33 +119,60 @@ export class MongoTaskStore implements TaskStore {
     if (this.options.oneCommandWrites === false) return;
     const hello = await this.db.admin().command({ hello: 1 });
     if (Number(hello["maxWireVersion"]) < CLIENT_BULK_WRITE_WIRE_VERSION) return;
-    this.oneCommand = new OneCommandBatch(this.client, this.db, this.writer, this.twoCommands, (batch) => this.killAsked(batch));
+    this.oneCommand = new OneCommandBatch(this.client, this.db, this.writer, this.twoCommands, (batch) =>
+      this.killAsked(batch),
+    );
   }
 
   /** How a write reaches MongoDB, for the start-up line. */
   get writePath(): string {
-    return this.oneCommand ? "one bulkWrite command per commit (MongoDB >= 8.0)" : "two commands per commit (events, then head)";
+    return this.oneCommand
+      ? "one bulkWrite command per commit (MongoDB >= 8.0)"
+      : "two commands per commit (events, then head)";
   }
 
   async create(record: TaskRecord, events: RunEvent[]): Promise<void> {
     assertWriteSize(record, events, this.limits);
-    const write = { key: record.taskId, taskId: record.taskId, events, create: record, commitId: this.newCommitId(), expireAt: record.expireAt };
+    const write = {
+      key: record.taskId,
+      taskId: record.taskId,
+      events,
+      create: record,
+      commitId: this.newCommitId(),
+      expireAt: record.expireAt,
+    };
     try {
       await this.submit(write);
     } catch (err) {
       if (!(err instanceof DuplicateIdempotencyKeyError)) throw err;
       // The holder may be a task past its retention that the TTL monitor has not removed yet: it reads
       // as not found, so it must not block the key. Remove it and try once more.
-      const purged = await this.tasks.deleteOne({ idempotencyKey: { $eq: err.idempotencyKey, $type: "string" }, expireAt: { $lte: this.now() } });
+      const purged = await this.tasks.deleteOne({
+        idempotencyKey: { $eq: err.idempotencyKey, $type: "string" },
+        expireAt: { $lte: this.now() },
+      });
       if (purged.deletedCount === 0) throw err;
       await this.submit(write);
     }
   }
 
-  async commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[], fence?: LeaseFence): Promise<void> {
+  async commit(
+    taskId: string,
+    expectedVersion: number,
+    changes: TaskRecordChanges,
+    events: RunEvent[],
+    fence?: LeaseFence,
+  ): Promise<void> {
     assertWriteSize({ taskId, snapshot: changes.snapshot, a2a: changes.a2a }, events, this.limits);
     try {
-      await this.submit({ key: taskId, taskId, events, commit: { expectedVersion, changes, ...(fence ? { fence } : {}) }, commitId: this.newCommitId(), expireAt: changes.expireAt });
+      await this.submit({
+        key: taskId,
+        taskId,
+        events,
+        commit: { expectedVersion, changes, ...(fence ? { fence } : {}) },
+        commitId: this.newCommitId(),
+        expireAt: changes.expireAt,
+      });
     } catch (err) {
       // The head did not move: tell a lost lease (stop driving) from a lost version race (reload).
       if (!fence || !(err instanceof StaleWriteError)) throw err;
@@ -176,7 +214,9 @@ export class MongoTaskStore implements TaskStore {
   async list(query: TaskListQuery): Promise<TaskListPage> {
     const live: Filter<TaskDocument> = { $or: [{ expireAt: null }, { expireAt: { $gt: this.now() } }] };
     const range = (from: string | undefined, before: string | undefined) =>
-      from !== undefined || before !== undefined ? { ...(from !== undefined ? { $gte: from } : {}), ...(before !== undefined ? { $lt: before } : {}) } : undefined;
+      from !== undefined || before !== undefined
+        ? { ...(from !== undefined ? { $gte: from } : {}), ...(before !== undefined ? { $lt: before } : {}) }
+        : undefined;
     const updated = range(query.updatedAtOrAfter, query.updatedBefore);
     const created = range(query.createdAtOrAfter, query.createdBefore);
     // Every filter but the state: the per-state counts take this one.
@@ -189,10 +229,24 @@ export class MongoTaskStore implements TaskStore {
       ...(created ? { createdAt: created } : {}),
       $and: [live],
     };
-    const filter: Filter<TaskDocument> = { ...anyState, ...(query.state !== undefined ? { "a2a.state": query.state } : {}) };
+    const filter: Filter<TaskDocument> = {
+      ...anyState,
+      ...(query.state !== undefined ? { "a2a.state": query.state } : {}),
+    };
     const after = query.after;
     const pageFilter: Filter<TaskDocument> = after
-      ? { ...filter, $and: [live, { $or: [{ updatedAt: { $lt: after.updatedAt } }, { updatedAt: after.updatedAt, _id: { $lt: after.taskId } }] }] }
+      ? {
+          ...filter,
+          $and: [
+            live,
+            {
+              $or: [
+                { updatedAt: { $lt: after.updatedAt } },
+                { updatedAt: after.updatedAt, _id: { $lt: after.taskId } },
+              ],
+            },
+          ],
+        }
       : filter;
     // With the per-state counts asked for, the total is their sum (or the filtered state's count): one scan
     // of the tenant's tasks, not two (the console's first page asks for both).
@@ -200,12 +254,19 @@ export class MongoTaskStore implements TaskStore {
       this.tasks.find(pageFilter, readTimeout()).sort({ updatedAt: -1, _id: -1 }).limit(query.limit).toArray(),
       query.countTotal === false || query.countStates ? -1 : this.tasks.countDocuments(filter, readTimeout()),
       query.countStates
-        ? this.tasks.aggregate<{ _id: A2ATaskStateValue; n: number }>([{ $match: anyState }, { $group: { _id: "$a2a.state", n: { $sum: 1 } } }], readTimeout()).toArray()
+        ? this.tasks
+            .aggregate<{ _id: A2ATaskStateValue; n: number }>(
+              [{ $match: anyState }, { $group: { _id: "$a2a.state", n: { $sum: 1 } } }],
+              readTimeout(),
+            )
+            .toArray()
         : undefined,
     ]);
     const states = counts ? Object.fromEntries(counts.map((c) => [c._id, c.n])) : undefined;
     let total = counted;
-    if (states && query.countTotal !== false) total = query.state !== undefined ? (states[query.state] ?? 0) : Object.values(states).reduce((sum, n) => sum + n, 0);
+    if (states && query.countTotal !== false)
+      total =
+        query.state !== undefined ? (states[query.state] ?? 0) : Object.values(states).reduce((sum, n) => sum + n, 0);
     return { records: docs.map(toRecord), total, ...(states ? { states } : {}) };
   }
 
@@ -220,7 +281,11 @@ export class MongoTaskStore implements TaskStore {
     // so dropping them after the limit never hides a committed event.
     const head = await this.liveHead(taskId);
     if (!head) return [];
-    const docs = await this.events.find({ taskId, sequence: { $gte: fromSequence, $lte: head.version } }, readTimeout()).sort({ taskId: 1, sequence: 1 }).limit(limit).toArray();
+    const docs = await this.events
+      .find({ taskId, sequence: { $gte: fromSequence, $lte: head.version } }, readTimeout())
+      .sort({ taskId: 1, sequence: 1 })
+      .limit(limit)
+      .toArray();
     return committedEvents(head, docs, fromSequence, limit).map(toEvent);
   }
 
@@ -240,7 +305,12 @@ export class MongoTaskStore implements TaskStore {
   async findHistoryMessage(taskId: string, messageId: string, upToVersion: number): Promise<Message | null> {
     const head = await this.liveHead(taskId);
     if (!head) return null;
-    const docs = await this.events.find({ taskId, historyEnd: { $exists: true }, "history.messageId": messageId }, { projection: HISTORY_ONLY, ...readTimeout() }).toArray();
+    const docs = await this.events
+      .find(
+        { taskId, historyEnd: { $exists: true }, "history.messageId": messageId },
+        { projection: HISTORY_ONLY, ...readTimeout() },
+      )
+      .toArray();
     return historyMessagesOf(committedUpTo(head, docs, upToVersion), 0).find((m) => m.messageId === messageId) ?? null;
   }
 

@@ -1,6 +1,15 @@
 import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type WriteError } from "mongodb";
 import { headError, type StoreWrite as Write, type TwoCommandSteps } from "./mongo-one-command.js";
-import { DUPLICATE_KEY, headUpdate, redoKey, toDate, toEventDocument, toTaskDocument, type EventDocument, type TaskDocument } from "./mongo-task-documents.js";
+import {
+  DUPLICATE_KEY,
+  headUpdate,
+  redoKey,
+  toDate,
+  toEventDocument,
+  toTaskDocument,
+  type EventDocument,
+  type TaskDocument,
+} from "./mongo-task-documents.js";
 import { DuplicateIdempotencyKeyError, StaleWriteError } from "./task-store.js";
 
 /**
@@ -62,11 +71,16 @@ export class TwoCommandWrites implements TwoCommandSteps {
   private async applyRedo(write: Write): Promise<void> {
     const docs = write.events.map((event) => toEventDocument(write.taskId, event, this.writer, write.expireAt));
     await this.events.bulkWrite(
-      docs.map((doc) => ({ replaceOne: { filter: { taskId: write.taskId, sequence: doc.sequence }, replacement: doc, upsert: true } })),
+      docs.map((doc) => ({
+        replaceOne: { filter: { taskId: write.taskId, sequence: doc.sequence }, replacement: doc, upsert: true },
+      })),
       { ordered: false },
     );
     // Unset by key: a later commit's redo entries (other sequences) stay.
-    await this.tasks.updateOne({ _id: write.taskId }, { $unset: Object.fromEntries(docs.map((doc) => [`redo.${redoKey(doc.sequence)}`, ""])) });
+    await this.tasks.updateOne(
+      { _id: write.taskId },
+      { $unset: Object.fromEntries(docs.map((doc) => [`redo.${redoKey(doc.sequence)}`, ""])) },
+    );
   }
 
   /** Moves the heads (inserts for creates, version-filtered updates for commits) and settles every write. */
@@ -74,8 +88,23 @@ export class TwoCommandWrites implements TwoCommandSteps {
     if (writes.length === 0) return;
     const ops: AnyBulkWriteOperation<TaskDocument>[] = writes.map((w) =>
       w.create
-        ? { insertOne: { document: { ...toTaskDocument(w.create, w.commitId), ...(w.redo ? { redo: redoOf(w, this.writer) } : {}) } } }
-        : headUpdate(w.taskId, w.commit!.expectedVersion, w.commit!.changes, w.events.at(-1)?.sequence ?? w.commit!.expectedVersion, w.commitId, w.commit!.fence, w.redo ? Object.values(redoOf(w, this.writer)) : undefined),
+        ? {
+            insertOne: {
+              document: {
+                ...toTaskDocument(w.create, w.commitId),
+                ...(w.redo ? { redo: redoOf(w, this.writer) } : {}),
+              },
+            },
+          }
+        : headUpdate(
+            w.taskId,
+            w.commit!.expectedVersion,
+            w.commit!.changes,
+            w.events.at(-1)?.sequence ?? w.commit!.expectedVersion,
+            w.commitId,
+            w.commit!.fence,
+            w.redo ? Object.values(redoOf(w, this.writer)) : undefined,
+          ),
     );
     const errors = new Map<Write, Error>();
     let matched: number;
@@ -95,9 +124,13 @@ export class TwoCommandWrites implements TwoCommandSteps {
     const commits = writes.filter((w) => w.commit && !errors.has(w));
     if (matched < commits.length) {
       // An unordered bulk reports only how many updates matched: the commit id on each head tells which.
-      const heads = await this.tasks.find({ _id: { $in: commits.map((w) => w.taskId) } }, { projection: { commitId: 1 } }).toArray();
+      const heads = await this.tasks
+        .find({ _id: { $in: commits.map((w) => w.taskId) } }, { projection: { commitId: 1 } })
+        .toArray();
       const current = new Map(heads.map((h) => [h._id, h.commitId]));
-      for (const w of commits) if (current.get(w.taskId) !== w.commitId) errors.set(w, new StaleWriteError(w.taskId, w.commit!.expectedVersion));
+      for (const w of commits)
+        if (current.get(w.taskId) !== w.commitId)
+          errors.set(w, new StaleWriteError(w.taskId, w.commit!.expectedVersion));
     }
     await this.afterHeads(writes, errors);
     for (const w of writes) {
@@ -110,12 +143,21 @@ export class TwoCommandWrites implements TwoCommandSteps {
   /** A task that ended stamps its earlier events with its expiry; a refused create drops the events it wrote. */
   async afterHeads(writes: Write[], errors: Map<Write, Error>): Promise<void> {
     // The commit stands once its head moved: a failed copy leaves its events in the head, where readers find them.
-    await Promise.all(writes.filter((w) => w.redo && !errors.has(w)).map((w) => this.applyRedo(w).catch(() => undefined)));
+    await Promise.all(
+      writes.filter((w) => w.redo && !errors.has(w)).map((w) => this.applyRedo(w).catch(() => undefined)),
+    );
     const cleanup: AnyBulkWriteOperation<EventDocument>[] = [];
     for (const w of writes) {
       const error = errors.get(w);
-      if (w.create && error instanceof DuplicateIdempotencyKeyError) cleanup.push({ deleteMany: { filter: { taskId: w.taskId } } });
-      if (w.commit && !error && w.expireAt) cleanup.push({ updateMany: { filter: { taskId: w.taskId, expireAt: null }, update: { $set: { expireAt: toDate(w.expireAt) } } } });
+      if (w.create && error instanceof DuplicateIdempotencyKeyError)
+        cleanup.push({ deleteMany: { filter: { taskId: w.taskId } } });
+      if (w.commit && !error && w.expireAt)
+        cleanup.push({
+          updateMany: {
+            filter: { taskId: w.taskId, expireAt: null },
+            update: { $set: { expireAt: toDate(w.expireAt) } },
+          },
+        });
     }
     // The commits already stand: a failure here only delays the log's removal, it must not fail them.
     if (cleanup.length > 0) await this.events.bulkWrite(cleanup, { ordered: false }).catch(() => undefined);
@@ -124,7 +166,12 @@ export class TwoCommandWrites implements TwoCommandSteps {
 
 /** A conflicted write's events as the head's redo holds them. */
 function redoOf(write: Write, writer: string): Record<string, EventDocument> {
-  return Object.fromEntries(write.events.map((event) => [redoKey(event.sequence), toEventDocument(write.taskId, event, writer, write.expireAt)]));
+  return Object.fromEntries(
+    write.events.map((event) => [
+      redoKey(event.sequence),
+      toEventDocument(write.taskId, event, writer, write.expireAt),
+    ]),
+  );
 }
 
 function writeErrorsOf(err: MongoBulkWriteError): WriteError[] {

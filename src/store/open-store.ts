@@ -35,10 +35,17 @@ export async function connectMongoStore(
   settings?: TaskStoreSettings,
   onCommand?: (event: { commandName: string; command: Record<string, unknown> }) => void,
 ): Promise<{ store: MongoTaskStore; idempotency: MongoIdempotencyStore; pushConfigs: MongoPushConfigStore }> {
-  const client = new MongoClient(uri, { serverSelectionTimeoutMS: 10_000, appName: "openwop-a2a-host", monitorCommands: onCommand !== undefined });
+  const client = new MongoClient(uri, {
+    serverSelectionTimeoutMS: 10_000,
+    appName: "openwop-a2a-host",
+    monitorCommands: onCommand !== undefined,
+  });
   if (onCommand) client.on("commandStarted", onCommand);
   await client.connect();
-  const store = new MongoTaskStore(client, client.db(dbName), { ...(settings ? { limits: settings.limits } : {}), ...(settings?.killAfterEventsWriteOf ? { killAfterEventsWriteOf: settings.killAfterEventsWriteOf } : {}) });
+  const store = new MongoTaskStore(client, client.db(dbName), {
+    ...(settings ? { limits: settings.limits } : {}),
+    ...(settings?.killAfterEventsWriteOf ? { killAfterEventsWriteOf: settings.killAfterEventsWriteOf } : {}),
+  });
   const idempotency = new MongoIdempotencyStore(client.db(dbName));
   await store.init();
   const pushConfigs = new MongoPushConfigStore(client.db(dbName));
@@ -55,14 +62,29 @@ export async function connectMongoStore(
 export async function openStore(config: StoreSettings & { dataDir: string }, logger: Logger): Promise<OpenedStore> {
   if (config.store === "memory") return memoryStore(config.taskStore);
   if (config.mongodbUri) {
-    const { store, idempotency, pushConfigs } = await connectMongoStore(config.mongodbUri, config.mongodbDb, config.taskStore);
-    return { store, idempotency, pushConfigs, description: `MongoDB (${redactUri(config.mongodbUri)}, database ${config.mongodbDb}; ${store.writePath})`, durable: true, stop: () => store.close() };
+    const { store, idempotency, pushConfigs } = await connectMongoStore(
+      config.mongodbUri,
+      config.mongodbDb,
+      config.taskStore,
+    );
+    return {
+      store,
+      idempotency,
+      pushConfigs,
+      description: `MongoDB (${redactUri(config.mongodbUri)}, database ${config.mongodbDb}; ${store.writePath})`,
+      durable: true,
+      stop: () => store.close(),
+    };
   }
   try {
     const unavailable = await embeddedMongodUnavailable();
     if (unavailable) throw new Error(unavailable);
     const mongod = await startEmbeddedReplicaSet(config.dataDir);
-    const { store, idempotency, pushConfigs } = await connectMongoStore(mongod.uri, config.mongodbDb, config.taskStore).catch(async (err: unknown) => {
+    const { store, idempotency, pushConfigs } = await connectMongoStore(
+      mongod.uri,
+      config.mongodbDb,
+      config.taskStore,
+    ).catch(async (err: unknown) => {
       await mongod.stop();
       throw err;
     });
@@ -86,8 +108,20 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
 }
 
 function memoryStore(settings: TaskStoreSettings): OpenedStore {
-  const store = new MemoryTaskStore(undefined, settings.limits, settings.memoryRetentionMs, settings.memoryMaxTerminalTasks);
-  return { store, idempotency: new MemoryIdempotencyStore(), pushConfigs: new MemoryPushConfigStore(), description: "in-memory store (not durable: tasks do not survive a restart)", durable: false, stop: () => store.close() };
+  const store = new MemoryTaskStore(
+    undefined,
+    settings.limits,
+    settings.memoryRetentionMs,
+    settings.memoryMaxTerminalTasks,
+  );
+  return {
+    store,
+    idempotency: new MemoryIdempotencyStore(),
+    pushConfigs: new MemoryPushConfigStore(),
+    description: "in-memory store (not durable: tasks do not survive a restart)",
+    durable: false,
+    stop: () => store.close(),
+  };
 }
 
 export function redactUri(uri: string): string {

@@ -74,7 +74,10 @@ export interface PushConfigKey {
 }
 
 /** What a registration writes; the store keeps `createdAt` and the delivery of an existing config. */
-export type PushConfigWrite = Pick<PushConfigRecord, "tenant" | "taskId" | "configId" | "url" | "schemes" | "sealed" | "tokenFingerprint" | "updatedAt" | "protocolVersion">;
+export type PushConfigWrite = Pick<
+  PushConfigRecord,
+  "tenant" | "taskId" | "configId" | "url" | "schemes" | "sealed" | "tokenFingerprint" | "updatedAt" | "protocolVersion"
+>;
 
 export type DeadLetterReason = "max-attempts" | "max-age" | "not-retryable";
 
@@ -99,7 +102,10 @@ export interface PushDeadLetter {
 
 export class TooManyPushConfigsError extends Error {
   override readonly name = "TooManyPushConfigsError";
-  constructor(readonly taskId: string, readonly max: number) {
+  constructor(
+    readonly taskId: string,
+    readonly max: number,
+  ) {
     super(`task ${taskId} already has ${max} push configs`);
   }
 }
@@ -130,16 +136,32 @@ export interface PushConfigStore {
    * it was replaced, deleted, moved by another delivery, or its lease was taken over. A settled delivery
    * releases the lease in the same write.
    */
-  updateDelivery(taskId: string, configId: string, expected: { revision: number; cursor: number; lease?: PushLeaseFence }, delivery: PushDelivery, expireAt: string | null): Promise<boolean>;
+  updateDelivery(
+    taskId: string,
+    configId: string,
+    expected: { revision: number; cursor: number; lease?: PushLeaseFence },
+    delivery: PushDelivery,
+    expireAt: string | null,
+  ): Promise<boolean>;
   /**
    * Takes the delivery lease of an unsettled config whose lease is free (never taken, released), expired at
    * `now`, or `owner`'s own (a restart with the same instance id): owner, epoch + 1, `expiresAt`. Answers the
    * config as it now stands (its cursor is where delivery continues), or null when another owner holds a
    * live lease, or the config is settled or gone.
    */
-  claimDelivery(taskId: string, configId: string, owner: string, now: Date, expiresAt: Date): Promise<PushConfigRecord | null>;
+  claimDelivery(
+    taskId: string,
+    configId: string,
+    owner: string,
+    now: Date,
+    expiresAt: Date,
+  ): Promise<PushConfigRecord | null>;
   /** Extends the leases `owner` holds with these epochs; answers the ones it still holds. */
-  renewDeliveries(owner: string, leases: Array<PushConfigKey & { epoch: number }>, expiresAt: Date): Promise<PushConfigKey[]>;
+  renewDeliveries(
+    owner: string,
+    leases: Array<PushConfigKey & { epoch: number }>,
+    expiresAt: Date,
+  ): Promise<PushConfigKey[]>;
   /** Configs whose delivery lease expired without being given back: their holder died or froze (failover). */
   expiredDeliveryLeases(now: Date, limit: number): Promise<PushConfigKey[]>;
   /** Gives the lease back (owner and epoch must still match) so another instance may claim it at once. */

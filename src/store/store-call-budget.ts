@@ -1,5 +1,13 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { MongoError, MongoNetworkError, MongoNotConnectedError, MongoOperationTimeoutError, MongoServerClosedError, MongoServerSelectionError, MongoTopologyClosedError } from "mongodb";
+import {
+  MongoError,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoOperationTimeoutError,
+  MongoServerClosedError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+} from "mongodb";
 import { DomainError } from "../domain/errors.js";
 
 /**
@@ -44,7 +52,11 @@ export function readTimeout(): { timeoutMS?: number } {
  * Errors that mean the store cannot be reached or did not answer in time become `deadline-exceeded` (the
  * caller's deadline passed) or `unavailable` (retryable); every other error passes through unchanged.
  */
-export async function withinStoreBudget<T>(budget: StoreCallBudget, op: () => Promise<T>, options: { cancel?: boolean } = {}): Promise<T> {
+export async function withinStoreBudget<T>(
+  budget: StoreCallBudget,
+  op: () => Promise<T>,
+  options: { cancel?: boolean } = {},
+): Promise<T> {
   const limitMs = budgetMs(budget);
   if (limitMs <= 0) throw deadlineExceeded();
   let timer: NodeJS.Timeout | undefined;
@@ -93,7 +105,12 @@ export function budgetMs(budget: StoreCallBudget): number {
 export function storeCallError(err: unknown, budget?: StoreCallBudget): unknown {
   if (err instanceof DomainError || !isStoreUnavailable(err)) return err;
   if (budget?.deadline !== undefined && budget.deadline <= Date.now()) return deadlineExceeded(err);
-  return storeUnavailable(err instanceof MongoOperationTimeoutError ? "the task store did not answer in time" : "the task store cannot be reached", err);
+  return storeUnavailable(
+    err instanceof MongoOperationTimeoutError
+      ? "the task store did not answer in time"
+      : "the task store cannot be reached",
+    err,
+  );
 }
 
 /** An answer after which the write may still have happened (or happen): keep what a retry needs to find it. */
@@ -107,13 +124,34 @@ export function isUnknownStoreOutcome(err: unknown): boolean {
  * past its timeoutMS, a closed topology, and server errors MongoDB itself labels transient.
  */
 export function isStoreUnavailable(err: unknown, depth = 0): boolean {
-  if (err instanceof MongoServerSelectionError || err instanceof MongoNetworkError || err instanceof MongoOperationTimeoutError) return true;
+  if (
+    err instanceof MongoServerSelectionError ||
+    err instanceof MongoNetworkError ||
+    err instanceof MongoOperationTimeoutError
+  )
+    return true;
   // The driver lets a few socket errors through unwrapped (a write after the server ended the connection is a
   // bare EPIPE from net.Socket); from a store call they mean the same as a MongoNetworkError.
-  if (err instanceof Error && !(err instanceof MongoError) && SOCKET_ERROR_CODES.has((err as NodeJS.ErrnoException).code ?? "")) return true;
+  if (
+    err instanceof Error &&
+    !(err instanceof MongoError) &&
+    SOCKET_ERROR_CODES.has((err as NodeJS.ErrnoException).code ?? "")
+  )
+    return true;
   // A client bulkWrite wraps the server's error (a NotWritablePrimary, say) as its cause.
-  if (err instanceof Error && err.name === "MongoClientBulkWriteError" && depth < 2 && isStoreUnavailable(err.cause, depth + 1)) return true;
-  if (err instanceof MongoNotConnectedError || err instanceof MongoTopologyClosedError || err instanceof MongoServerClosedError) return true;
+  if (
+    err instanceof Error &&
+    err.name === "MongoClientBulkWriteError" &&
+    depth < 2 &&
+    isStoreUnavailable(err.cause, depth + 1)
+  )
+    return true;
+  if (
+    err instanceof MongoNotConnectedError ||
+    err instanceof MongoTopologyClosedError ||
+    err instanceof MongoServerClosedError
+  )
+    return true;
   if (!(err instanceof MongoError)) return false;
   if (err.name === "MongoPoolClearedError" || err.name === "MongoWaitQueueTimeoutError") return true;
   if (err.hasErrorLabel("RetryableWriteError") || err.hasErrorLabel("SystemOverloadedError")) return true;
@@ -121,7 +159,19 @@ export function isStoreUnavailable(err: unknown, depth = 0): boolean {
 }
 
 /** Node's codes for a store connection that broke, was refused or timed out. */
-const SOCKET_ERROR_CODES: ReadonlySet<string> = new Set(["EPIPE", "ECONNRESET", "ECONNREFUSED", "ECONNABORTED", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENETDOWN", "EAI_AGAIN", "ERR_STREAM_WRITE_AFTER_END", "ERR_SOCKET_CLOSED"]);
+const SOCKET_ERROR_CODES: ReadonlySet<string> = new Set([
+  "EPIPE",
+  "ECONNRESET",
+  "ECONNREFUSED",
+  "ECONNABORTED",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENETDOWN",
+  "EAI_AGAIN",
+  "ERR_STREAM_WRITE_AFTER_END",
+  "ERR_SOCKET_CLOSED",
+]);
 
 /**
  * Server codes of a node that cannot serve now (stepping down, shutting down, unreachable peers, MaxTimeMSExpired
@@ -130,11 +180,21 @@ const SOCKET_ERROR_CODES: ReadonlySet<string> = new Set(["EPIPE", "ECONNRESET", 
 const TRANSIENT_SERVER_CODES = new Set([6, 7, 50, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
 
 function storeUnavailable(message: string, cause: unknown): DomainError {
-  return new DomainError("unavailable", `${message}; the request may succeed if retried`, { retryable: true }, { cause });
+  return new DomainError(
+    "unavailable",
+    `${message}; the request may succeed if retried`,
+    { retryable: true },
+    { cause },
+  );
 }
 
 function deadlineExceeded(cause?: unknown): DomainError {
-  return new DomainError("deadline-exceeded", "the request's deadline passed before the task store answered; the request may succeed if retried", { retryable: true }, cause === undefined ? undefined : { cause });
+  return new DomainError(
+    "deadline-exceeded",
+    "the request's deadline passed before the task store answered; the request may succeed if retried",
+    { retryable: true },
+    cause === undefined ? undefined : { cause },
+  );
 }
 
 function exhausted(budget: StoreCallBudget): DomainError {

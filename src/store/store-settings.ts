@@ -49,21 +49,34 @@ export const DEFAULT_MEMORY_MAX_TERMINAL_TASKS = 1_000;
 /** STORE, MONGODB_URI, MONGODB_DB and the size caps; production runs on MongoDB only. */
 export function readStoreSettings(env: EnvReader, production: boolean): StoreSettings {
   const mongodbUri = env.raw("MONGODB_URI");
-  if (mongodbUri !== undefined && !/^mongodb(\+srv)?:\/\//.test(mongodbUri)) env.problem("MONGODB_URI must start with mongodb:// or mongodb+srv://");
+  if (mongodbUri !== undefined && !/^mongodb(\+srv)?:\/\//.test(mongodbUri))
+    env.problem("MONGODB_URI must start with mongodb:// or mongodb+srv://");
   const store = env.oneOf("STORE", ["auto", "mongodb", "memory"] as const, "auto");
   if (store === "mongodb" && mongodbUri === undefined) env.problem("STORE=mongodb needs MONGODB_URI");
   if (production) {
-    if (mongodbUri === undefined) env.problem("NODE_ENV=production needs MONGODB_URI: production never runs on the embedded or in-memory store");
+    if (mongodbUri === undefined)
+      env.problem("NODE_ENV=production needs MONGODB_URI: production never runs on the embedded or in-memory store");
     if (store === "memory") env.problem("NODE_ENV=production does not allow STORE=memory");
   }
-  const mongodbDb = env.raw("MONGODB_DB") || (mongodbUri !== undefined ? databaseInUri(mongodbUri) : undefined) || DEFAULT_DATABASE;
+  const mongodbDb =
+    env.raw("MONGODB_DB") || (mongodbUri !== undefined ? databaseInUri(mongodbUri) : undefined) || DEFAULT_DATABASE;
   const storeTimeoutMs = env.int("STORE_TIMEOUT_MS", DEFAULT_STORE_TIMEOUT_MS, 100, 30_000);
-  return { store, ...(mongodbUri !== undefined ? { mongodbUri } : {}), mongodbDb, taskStore: readTaskStoreSettings(env, production), commitFeed: readCommitFeedSettings(env), storeTimeoutMs };
+  return {
+    store,
+    ...(mongodbUri !== undefined ? { mongodbUri } : {}),
+    mongodbDb,
+    taskStore: readTaskStoreSettings(env, production),
+    commitFeed: readCommitFeedSettings(env),
+    storeTimeoutMs,
+  };
 }
 
 /** COMMIT_FEED (auto | change-stream | poll) and COMMIT_FEED_POLL_MS. */
 function readCommitFeedSettings(env: EnvReader): CommitFeedSettings {
-  return { mode: env.oneOf("COMMIT_FEED", ["auto", "change-stream", "poll"] as const, "auto"), pollMs: env.int("COMMIT_FEED_POLL_MS", 100, 5, 60_000) };
+  return {
+    mode: env.oneOf("COMMIT_FEED", ["auto", "change-stream", "poll"] as const, "auto"),
+    pollMs: env.int("COMMIT_FEED_POLL_MS", 100, 5, 60_000),
+  };
 }
 
 /** MAX_MESSAGE_BYTES, MAX_ARTIFACT_BYTES, MAX_TASK_BYTES, MEMORY_STORE_*, and the test-only crash seam. */
@@ -74,10 +87,18 @@ function readTaskStoreSettings(env: EnvReader, production: boolean): TaskStoreSe
     maxTaskBytes: env.int("MAX_TASK_BYTES", DEFAULT_TASK_SIZE_LIMITS.maxTaskBytes, 1024, 15 * MIB),
   };
   const kill = env.raw("OPENWOP_TEST_KILL_AFTER_EVENTS_WRITE");
-  if (kill !== undefined && production) env.problem("OPENWOP_TEST_KILL_AFTER_EVENTS_WRITE is a test-only fault seam and is refused when NODE_ENV=production");
+  if (kill !== undefined && production)
+    env.problem(
+      "OPENWOP_TEST_KILL_AFTER_EVENTS_WRITE is a test-only fault seam and is refused when NODE_ENV=production",
+    );
   const memoryRetentionMs = env.int("MEMORY_STORE_RETENTION_MS", DEFAULT_MEMORY_RETENTION_MS, 1_000);
   const memoryMaxTerminalTasks = env.int("MEMORY_STORE_MAX_TERMINAL_TASKS", DEFAULT_MEMORY_MAX_TERMINAL_TASKS, 1);
-  return { limits, memoryRetentionMs, memoryMaxTerminalTasks, ...(kill !== undefined ? { killAfterEventsWriteOf: kill } : {}) };
+  return {
+    limits,
+    memoryRetentionMs,
+    memoryMaxTerminalTasks,
+    ...(kill !== undefined ? { killAfterEventsWriteOf: kill } : {}),
+  };
 }
 
 const DEFAULT_DATABASE = "openwop_a2a";

@@ -23,7 +23,11 @@ export interface TaskSizeLimits {
 const MIB = 1024 * 1024;
 
 /** Below MongoDB's 16 MiB document limit with room for BSON overhead and the head's own fields. */
-export const DEFAULT_TASK_SIZE_LIMITS: TaskSizeLimits = { maxMessageBytes: MIB, maxArtifactBytes: 4 * MIB, maxTaskBytes: 12 * MIB };
+export const DEFAULT_TASK_SIZE_LIMITS: TaskSizeLimits = {
+  maxMessageBytes: MIB,
+  maxArtifactBytes: 4 * MIB,
+  maxTaskBytes: 12 * MIB,
+};
 
 export function jsonBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value) ?? "", "utf8");
@@ -62,7 +66,8 @@ function jsonBytesBound(value: unknown, depth: number): number {
   if (value instanceof String || value instanceof Number || value instanceof Boolean) return Infinity;
   let bytes = 2;
   for (const key in value) {
-    if (Object.hasOwn(value, key)) bytes += 6 * key.length + 4 + jsonBytesBound((value as Record<string, unknown>)[key], depth + 1);
+    if (Object.hasOwn(value, key))
+      bytes += 6 * key.length + 4 + jsonBytesBound((value as Record<string, unknown>)[key], depth + 1);
   }
   return bytes;
 }
@@ -78,25 +83,38 @@ function bytesIfOver(limit: number, ...values: unknown[]): number | undefined {
 }
 
 function tooLarge(what: string, bytes: number, limit: number, details: Record<string, unknown> = {}): DomainError {
-  return new DomainError("content-too-large", `${what} is ${bytes} bytes, over the limit of ${limit} bytes`, { ...details, sizeBytes: bytes, limitBytes: limit });
+  return new DomainError("content-too-large", `${what} is ${bytes} bytes, over the limit of ${limit} bytes`, {
+    ...details,
+    sizeBytes: bytes,
+    limitBytes: limit,
+  });
 }
 
 /** A caller's message over the cap is refused before anything is looked up or stored. */
 export function assertMessageSize(message: { messageId: string }, limits: TaskSizeLimits): void {
   const bytes = bytesIfOver(limits.maxMessageBytes, message);
-  if (bytes !== undefined) throw tooLarge(`message ${message.messageId}`, bytes, limits.maxMessageBytes, { messageId: message.messageId });
+  if (bytes !== undefined)
+    throw tooLarge(`message ${message.messageId}`, bytes, limits.maxMessageBytes, { messageId: message.messageId });
 }
 
 /**
  * Checked by every adapter before a create or commit writes anything: each new artifact under its cap, and the
  * task head (what one document holds) under the total. A refused write leaves the task exactly as it was.
  */
-export function assertWriteSize(head: { taskId: string; snapshot: unknown; a2a: unknown }, events: ReadonlyArray<{ a2a?: { artifact?: Artifact } }>, limits: TaskSizeLimits): void {
+export function assertWriteSize(
+  head: { taskId: string; snapshot: unknown; a2a: unknown },
+  events: ReadonlyArray<{ a2a?: { artifact?: Artifact } }>,
+  limits: TaskSizeLimits,
+): void {
   for (const event of events) {
     const artifact = event.a2a?.artifact;
     if (!artifact) continue;
     const bytes = bytesIfOver(limits.maxArtifactBytes, artifact);
-    if (bytes !== undefined) throw tooLarge(`artifact ${artifact.artifactId}`, bytes, limits.maxArtifactBytes, { taskId: head.taskId, artifactId: artifact.artifactId });
+    if (bytes !== undefined)
+      throw tooLarge(`artifact ${artifact.artifactId}`, bytes, limits.maxArtifactBytes, {
+        taskId: head.taskId,
+        artifactId: artifact.artifactId,
+      });
   }
   const bytes = bytesIfOver(limits.maxTaskBytes, head.snapshot, head.a2a);
   if (bytes !== undefined) {

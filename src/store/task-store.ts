@@ -27,18 +27,28 @@ export interface AcquiredLease extends TaskLease {
 /** A fenced commit by an instance whose lease was taken over (or released): it must stop driving the task. */
 export class LeaseLostError extends Error {
   override readonly name = "LeaseLostError";
-  constructor(readonly taskId: string, readonly owner: string, readonly epoch: number) {
+  constructor(
+    readonly taskId: string,
+    readonly owner: string,
+    readonly epoch: number,
+  ) {
     super(`task ${taskId} is no longer leased to ${owner} (epoch ${epoch})`);
   }
 }
 
 /** The fields a transition rewrites. */
-export type TaskRecordChanges = Pick<TaskRecord, "status" | "a2a" | "snapshot" | "updatedAt" | "expireAt" | "timerDueAt" | "generation">;
+export type TaskRecordChanges = Pick<
+  TaskRecord,
+  "status" | "a2a" | "snapshot" | "updatedAt" | "expireAt" | "timerDueAt" | "generation"
+>;
 
 /** A writer whose expected version is no longer current lost the race; it must reload and retry. */
 export class StaleWriteError extends Error {
   override readonly name = "StaleWriteError";
-  constructor(readonly taskId: string, readonly expectedVersion: number) {
+  constructor(
+    readonly taskId: string,
+    readonly expectedVersion: number,
+  ) {
     super(`task ${taskId} moved past version ${expectedVersion}`);
   }
 }
@@ -110,7 +120,13 @@ export interface TaskStore {
   /** Throws DuplicateTaskError (same task id) or DuplicateIdempotencyKeyError (same key as a live task). */
   create(record: TaskRecord, events: RunEvent[]): Promise<void>;
   /** With `fence`, also refused (LeaseLostError) unless the head is still leased to (owner, epoch). */
-  commit(taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[], fence?: LeaseFence): Promise<void>;
+  commit(
+    taskId: string,
+    expectedVersion: number,
+    changes: TaskRecordChanges,
+    events: RunEvent[],
+    fence?: LeaseFence,
+  ): Promise<void>;
   /** null when unknown or expired. */
   get(taskId: string): Promise<TaskRecord | null>;
   /** Events with sequence >= fromSequence, in order, at most `limit`. */

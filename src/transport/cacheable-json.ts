@@ -30,7 +30,11 @@ export function sendCacheableJson(req: HttpRequest, res: HttpResponse, body: unk
     response.end();
     return;
   }
-  response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers });
+  response.writeHead(200, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    ...headers,
+  });
   response.end(req.method === "HEAD" ? undefined : text);
 }
 

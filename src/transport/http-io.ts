@@ -42,7 +42,10 @@ export function readBody(req: HttpRequest, limit: number): Promise<Buffer> {
       if ("stream" in req) req.destroy();
     };
     const onEnd = (): void => settle(null);
-    const onClose = (): void => settle(Object.assign(new Error("the request closed before its body ended"), { code: "ERR_STREAM_PREMATURE_CLOSE" }));
+    const onClose = (): void =>
+      settle(
+        Object.assign(new Error("the request closed before its body ended"), { code: "ERR_STREAM_PREMATURE_CLOSE" }),
+      );
     req.on("data", onData);
     req.on("end", onEnd);
     req.on("error", settle);
@@ -51,18 +54,27 @@ export function readBody(req: HttpRequest, limit: number): Promise<Buffer> {
 }
 
 function tooLarge(limit: number): DomainError {
-  return new DomainError("payload-too-large", `the request body is larger than the limit of ${limit} bytes`, { limitBytes: limit });
+  return new DomainError("payload-too-large", `the request body is larger than the limit of ${limit} bytes`, {
+    limitBytes: limit,
+  });
 }
 
 export function mediaTypeOf(req: HttpRequest): string {
-  return String(req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+  return String(req.headers["content-type"] ?? "")
+    .split(";")[0]!
+    .trim()
+    .toLowerCase();
 }
 
 export function sendJson(res: HttpResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
   // An answer before the body was read to its end (413, 401, 415 ...) drains it or closes the connection.
   settleUnreadBody((res as ServerResponse).req, res);
-  (res as ServerResponse).writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers });
+  (res as ServerResponse).writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    ...headers,
+  });
   res.end(text);
 }
 
@@ -71,7 +83,10 @@ export class JsonText {
   private frame: Buffer | undefined;
   private chunk: Buffer | undefined;
 
-  constructor(readonly text: string, readonly sseId?: string) {}
+  constructor(
+    readonly text: string,
+    readonly sseId?: string,
+  ) {}
 
   /** The SSE frame `[id: <sseId>\n]data: <text>`, made once for all the streams that send this same text. */
   get dataFrame(): Buffer {
@@ -92,10 +107,14 @@ const CRLF = Buffer.from("\r\n", "latin1");
  * JSON of a value that many streams send (the same encoded update, see `a2a/task-service.ts`), serialized
  * once. The value must not change after it was sent.
  */
-export const sharedJson: (value: unknown) => string = oncePerObject((value: unknown) => JSON.stringify(value) ?? "null");
+export const sharedJson: (value: unknown) => string = oncePerObject(
+  (value: unknown) => JSON.stringify(value) ?? "null",
+);
 
 /** `sharedJson` as a JsonText: the streams sending the same value also share its SSE frame. */
-export const sharedJsonText: (value: unknown) => JsonText = oncePerObject((value: unknown) => new JsonText(sharedJson(value), streamCursorOf(value)));
+export const sharedJsonText: (value: unknown) => JsonText = oncePerObject(
+  (value: unknown) => new JsonText(sharedJson(value), streamCursorOf(value)),
+);
 
 /** The SSE `id:` line of a stream cursor (`domain/stream-cursor.ts`), or nothing. */
 function idLine(id: string | number | undefined): string {
@@ -115,7 +134,11 @@ export class SseWriter {
   /** In `queuedWriters`, to be flushed after the fan-out. */
   private queued = false;
 
-  constructor(private readonly res: HttpResponse, keepaliveMs = 15_000, headers: Record<string, string> = {}) {
+  constructor(
+    private readonly res: HttpResponse,
+    keepaliveMs = 15_000,
+    headers: Record<string, string> = {},
+  ) {
     const h1 = !("stream" in res);
     (res as ServerResponse).writeHead(200, {
       "content-type": "text/event-stream",
@@ -244,7 +267,9 @@ function chunkedSocketOf(res: ServerResponse): Socket | undefined {
   const internal = res as ServerResponse & { chunkedEncoding?: boolean; outputData?: unknown[] };
   if (!internal.chunkedEncoding || !res.headersSent || internal.outputData?.length !== 0) return undefined;
   const socket = res.socket;
-  return socket && (socket as Socket & { _httpMessage?: unknown })._httpMessage === res && socket.writable ? socket : undefined;
+  return socket && (socket as Socket & { _httpMessage?: unknown })._httpMessage === res && socket.writable
+    ? socket
+    : undefined;
 }
 
 /** The writers that held frames or corked their socket in this turn; one microtask flushes them all. */
@@ -333,7 +358,13 @@ function liveToSse<T>(res: HttpResponse, events: LiveIterable<T>, options: SsePi
         if (done) return;
         const writer = sse;
         // Before the first item: the protocol's plain answer; one that throws (HTTP+JSON rethrows) rejects.
-        if (!writer) return finish(() => void Promise.resolve().then(() => options.failedBeforeFirst(err)).then(() => resolve(), reject));
+        if (!writer)
+          return finish(
+            () =>
+              void Promise.resolve()
+                .then(() => options.failedBeforeFirst(err))
+                .then(() => resolve(), reject),
+          );
         writer.sendNow(options.errorFrame(err), { event: "error" });
         finish(() => afterFanOut(() => (writer.end(), resolve())));
       },

@@ -1,7 +1,12 @@
 import type { CallContext } from "../auth/call-context.js";
 import type { HttpRequest, HttpResponse } from "./http-io.js";
 
-export type RouteHandler = (req: HttpRequest, res: HttpResponse, params: Record<string, string>, ctx: CallContext) => Promise<void>;
+export type RouteHandler = (
+  req: HttpRequest,
+  res: HttpResponse,
+  params: Record<string, string>,
+  ctx: CallContext,
+) => Promise<void>;
 
 interface Route {
   methods: string[];
@@ -11,7 +16,8 @@ interface Route {
   handler: RouteHandler;
 }
 
-export type RouteMatch = { handler: RouteHandler; params: Record<string, string>; template: string } | { allowed: string[] } | null;
+export type RouteMatch =
+  { handler: RouteHandler; params: Record<string, string>; template: string } | { allowed: string[] } | null;
 
 /**
  * Path templates with `{name}` placeholders; a placeholder matches one segment and may be followed by a

@@ -1,5 +1,16 @@
-import { createServer as createHttp1Server, type IncomingMessage, type Server as Http1Server, type ServerResponse } from "node:http";
-import { createServer as createHttp2Server, type Http2Server, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from "node:http2";
+import {
+  createServer as createHttp1Server,
+  type IncomingMessage,
+  type Server as Http1Server,
+  type ServerResponse,
+} from "node:http";
+import {
+  createServer as createHttp2Server,
+  type Http2Server,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+  type ServerHttp2Session,
+} from "node:http2";
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from "node:net";
 import { createServer as createTlsServer, type SecureContextOptions, type Server as TlsServer } from "node:tls";
 import type { Logger } from "../observability/logger.js";
@@ -92,7 +103,16 @@ export class DualProtocolServer {
     });
     this.http2 = createHttp2Server({ settings: { enableConnectProtocol: false } });
     this.net = tls
-      ? createTlsServer({ ...tls.context, ALPNProtocols: ["h2", "http/1.1"], requestCert: tls.requestCert, rejectUnauthorized: tls.rejectUnauthorized, handshakeTimeout: limits.headersTimeoutMs }, (socket) => this.route(socket))
+      ? createTlsServer(
+          {
+            ...tls.context,
+            ALPNProtocols: ["h2", "http/1.1"],
+            requestCert: tls.requestCert,
+            rejectUnauthorized: tls.rejectUnauthorized,
+            handshakeTimeout: limits.headersTimeoutMs,
+          },
+          (socket) => this.route(socket),
+        )
       : createNetServer((socket) => this.route(socket));
     if (limits.maxConnections > 0) {
       // Over the cap, Node closes the accepted descriptor before any JavaScript object exists for it.
@@ -162,7 +182,17 @@ export class DualProtocolServer {
       return;
     }
     this.perClient.set(client, fromClient + 1);
-    const conn: Connection = { socket, client, openedAt: Date.now(), protocol: "unknown", ready: false, handshake: undefined, streams: 0, idle: undefined, session: undefined };
+    const conn: Connection = {
+      socket,
+      client,
+      openedAt: Date.now(),
+      protocol: "unknown",
+      ready: false,
+      handshake: undefined,
+      streams: 0,
+      idle: undefined,
+      session: undefined,
+    };
     this.connections.set(socket, conn);
     socket.on("close", () => this.forget(conn));
     socket.on("error", () => socket.destroy());
@@ -261,8 +291,14 @@ export class DualProtocolServer {
  */
 export function connectionMetrics(metrics: Metrics, logger: Logger): ConnectionEvents {
   // Records, so a new refusal, timeout or protocol must be started here too.
-  const refusals = Object.keys({ "max-connections": true, "max-connections-per-client": true } satisfies Record<ConnectionRefusal, true>);
-  const timeouts = Object.keys({ headers: true, "http2-settings": true, idle: true } satisfies Record<ConnectionTimeout, true>);
+  const refusals = Object.keys({ "max-connections": true, "max-connections-per-client": true } satisfies Record<
+    ConnectionRefusal,
+    true
+  >);
+  const timeouts = Object.keys({ headers: true, "http2-settings": true, idle: true } satisfies Record<
+    ConnectionTimeout,
+    true
+  >);
   const protocols = Object.keys({ unknown: true, http1: true, h2c: true } satisfies Record<ConnectionProtocol, true>);
   startAtZero(metrics.connectionsRefused, everyLabelSet({ reason: refusals }));
   startAtZero(metrics.connectionsTimedOut, everyLabelSet({ reason: timeouts, protocol: protocols }));
@@ -271,6 +307,7 @@ export function connectionMetrics(metrics: Metrics, logger: Logger): ConnectionE
   return {
     refused: (reason) => metrics.connectionsRefused.add(1, refusedLabels(reason)),
     timedOut: (reason, protocol) => metrics.connectionsTimedOut.add(1, timeoutLabels(reason, protocol)),
-    acceptError: (err) => logger.warn({ err }, "accepting a connection failed (out of file descriptors?); still listening"),
+    acceptError: (err) =>
+      logger.warn({ err }, "accepting a connection failed (out of file descriptors?); still listening"),
   };
 }

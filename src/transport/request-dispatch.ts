@@ -49,24 +49,50 @@ interface Candidate {
  * OpenWOP envelope. A path that two routers read (`/v1/tasks/{id}`: 0.3, or 1.0 in tenant "v1") goes to the
  * requested version's router first.
  */
-export function createRequestDispatch(options: RequestDispatchOptions): (req: HttpRequest, res: HttpResponse) => Promise<void> {
+export function createRequestDispatch(
+  options: RequestDispatchOptions,
+): (req: HttpRequest, res: HttpResponse) => Promise<void> {
   const { report } = options;
   const jsonRpc: Candidate = {
     binding: { kind: "jsonrpc" },
-    match: (_method, path) => (path === options.jsonRpcPath ? { handler: (req, res, _params, ctx) => options.jsonRpc(req, res, ctx), params: {}, template: options.jsonRpcPath } : null),
+    match: (_method, path) =>
+      path === options.jsonRpcPath
+        ? {
+            handler: (req, res, _params, ctx) => options.jsonRpc(req, res, ctx),
+            params: {},
+            template: options.jsonRpcPath,
+          }
+        : null,
   };
-  const openwop: Candidate = { binding: { kind: "openwop" }, match: (method, path) => options.openwop.match(method, path) };
-  const a2a = [...options.a2aRest].map(([version, router]): Candidate => ({ binding: { kind: "a2a-rest", version }, match: (method, path) => router.match(method, path) }));
+  const openwop: Candidate = {
+    binding: { kind: "openwop" },
+    match: (method, path) => options.openwop.match(method, path),
+  };
+  const a2a = [...options.a2aRest].map(([version, router]): Candidate => ({
+    binding: { kind: "a2a-rest", version },
+    match: (method, path) => router.match(method, path),
+  }));
 
   // The JSON-RPC endpoint is one fixed path: its route is known without parsing the URL or trying routers.
-  const jsonRpcRoute: Found = { binding: jsonRpc.binding, ...(jsonRpc.match("POST", options.jsonRpcPath) as { handler: RouteHandler; params: Record<string, string>; template: string }) };
+  const jsonRpcRoute: Found = {
+    binding: jsonRpc.binding,
+    ...(jsonRpc.match("POST", options.jsonRpcPath) as {
+      handler: RouteHandler;
+      params: Record<string, string>;
+      template: string;
+    }),
+  };
   const jsonRpcPublic = options.publicPaths.some((p) => p.test(options.jsonRpcPath));
   // Each request's signal is its own controller; shutdown aborts those in flight (AbortSignal.any per request cost more).
   const inFlight = new Set<AbortController>();
   const { shutdownSignal } = options;
-  shutdownSignal.addEventListener("abort", () => {
-    for (const controller of inFlight) controller.abort(shutdownSignal.reason);
-  }, { once: true });
+  shutdownSignal.addEventListener(
+    "abort",
+    () => {
+      for (const controller of inFlight) controller.abort(shutdownSignal.reason);
+    },
+    { once: true },
+  );
 
   const served = [...options.a2aRest.keys()];
   function candidatesFor(req: HttpRequest): Candidate[] {
@@ -77,7 +103,13 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
 
   function sendError(res: HttpResponse, binding: Binding, err: unknown, headers: Record<string, string> = {}): void {
     const domain = report(err, { binding: binding.kind });
-    if (binding.kind === "jsonrpc") sendJson(res, wireErrorOf(domain, DEFAULT_A2A_VERSION).http, jsonRpcErrorBody(DEFAULT_A2A_VERSION, null, domain), { ...retryAfterOf(domain), ...headers });
+    if (binding.kind === "jsonrpc")
+      sendJson(
+        res,
+        wireErrorOf(domain, DEFAULT_A2A_VERSION).http,
+        jsonRpcErrorBody(DEFAULT_A2A_VERSION, null, domain),
+        { ...retryAfterOf(domain), ...headers },
+      );
     else if (binding.kind === "a2a-rest") sendA2ARestError(res, binding.version, domain, headers);
     else sendOpenwopError(res, domain, headers);
   }
@@ -86,7 +118,8 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
     const jsonRpcCall = req.url === options.jsonRpcPath;
     // JSON-RPC echoes activated extensions itself (its error paths write their own headers).
     if (!jsonRpcCall && !req.url?.startsWith(options.jsonRpcPath)) {
-      for (const [name, value] of Object.entries(activatedExtensions(req, options.supportedExtensions))) res.setHeader(name, value);
+      for (const [name, value] of Object.entries(activatedExtensions(req, options.supportedExtensions)))
+        res.setHeader(name, value);
     }
     if (!jsonRpcCall && options.rpc.handles(req)) return options.rpc.handle(req, res);
     const requestDone = new AbortController();
@@ -114,22 +147,37 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
     const headers: HeaderLookup = (name) => headerValue(req, name);
     try {
       const isPublic = jsonRpcCall ? jsonRpcPublic : options.publicPaths.some((p) => p.test(path));
-      const answer = isPublic ? options.publicPrincipal : options.authenticator.authenticate({ headers, peerCertificate: verifiedPeerCertificate(req.socket) });
+      const answer = isPublic
+        ? options.publicPrincipal
+        : options.authenticator.authenticate({ headers, peerCertificate: verifiedPeerCertificate(req.socket) });
       // API keys and certificates answer synchronously; only a token check (JWKS) costs a promise hop.
       principal = answer instanceof Promise ? await answer : answer;
     } catch (err) {
       const challenge = challengeHeaders(headers, err);
-      if (binding.kind === "jsonrpc" && found && "handler" in found) return options.jsonRpcRefused(req, res, err, challenge);
+      if (binding.kind === "jsonrpc" && found && "handler" in found)
+        return options.jsonRpcRefused(req, res, err, challenge);
       sendError(res, binding, err, challenge);
       return;
     }
-    noteRequest({ tenant: principal.tenant, ...(found && "template" in found ? { method: `${method} ${found.template}` } : {}) });
+    noteRequest({
+      tenant: principal.tenant,
+      ...(found && "template" in found ? { method: `${method} ${found.template}` } : {}),
+    });
     if (!found) return sendError(res, binding, new DomainError("route-not-found", `no route for ${method} ${path}`));
     if ("allowed" in found) {
-      return sendError(res, binding, new DomainError("method-not-allowed", `${method} is not allowed on ${path}`, { allowed: found.allowed }), { allow: found.allowed.join(", ") });
+      return sendError(
+        res,
+        binding,
+        new DomainError("method-not-allowed", `${method} is not allowed on ${path}`, { allowed: found.allowed }),
+        { allow: found.allowed.join(", ") },
+      );
     }
     const lastEventId = headers("last-event-id");
-    const ctx: CallContext = { principal, signal: requestDone.signal, ...(lastEventId !== undefined ? { resumeFrom: lastEventId } : {}) };
+    const ctx: CallContext = {
+      principal,
+      signal: requestDone.signal,
+      ...(lastEventId !== undefined ? { resumeFrom: lastEventId } : {}),
+    };
     try {
       await found.handler(req, res, found.params, ctx);
     } catch (err) {
@@ -144,7 +192,10 @@ export function createRequestDispatch(options: RequestDispatchOptions): (req: Ht
 
 const CALLER_GONE = Object.assign(new Error("the caller went away"), { code: "ERR_CALLER_GONE" });
 
-type Found = { binding: Binding; handler: RouteHandler; params: Record<string, string> } | { binding: Binding; allowed: string[] } | null;
+type Found =
+  | { binding: Binding; handler: RouteHandler; params: Record<string, string> }
+  | { binding: Binding; allowed: string[] }
+  | null;
 
 /** The first route that takes the method; else the first path that matched with other methods (405). */
 function route(candidates: Candidate[], method: string, path: string): Found {

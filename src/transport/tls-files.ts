@@ -9,22 +9,32 @@ import type { TlsSettings } from "./tls-settings.js";
  * a message naming the variable whose file cannot be read or used (never the key's contents).
  */
 export function loadTlsServing(settings: TlsSettings): TlsServing {
-  const context: SecureContextOptions = { cert: read("TLS_CERT_FILE", settings.certFile), key: read("TLS_KEY_FILE", settings.keyFile) };
-  if (settings.clientCaFile && settings.clientAuth !== "none") context.ca = read("TLS_CLIENT_CA_FILE", settings.clientCaFile);
+  const context: SecureContextOptions = {
+    cert: read("TLS_CERT_FILE", settings.certFile),
+    key: read("TLS_KEY_FILE", settings.keyFile),
+  };
+  if (settings.clientCaFile && settings.clientAuth !== "none")
+    context.ca = read("TLS_CLIENT_CA_FILE", settings.clientCaFile);
   try {
     // Fails here, with a message, on a key that does not match the certificate or a malformed PEM.
     createSecureContext(context);
   } catch (err) {
     throw new Error(`TLS_CERT_FILE / TLS_KEY_FILE / TLS_CLIENT_CA_FILE cannot be used: ${(err as Error).message}`);
   }
-  return { context, requestCert: settings.clientAuth !== "none", rejectUnauthorized: settings.clientAuth === "required" };
+  return {
+    context,
+    requestCert: settings.clientAuth !== "none",
+    rejectUnauthorized: settings.clientAuth === "required",
+  };
 }
 
 function read(variable: string, file: string): Buffer {
   try {
     return readFileSync(file);
   } catch (err) {
-    throw new Error(`${variable} (${file}) cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new Error(
+      `${variable} (${file}) cannot be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
 }
 
@@ -70,6 +80,7 @@ export class TlsFileWatcher {
 
 function digestOf(context: SecureContextOptions): string {
   const hash = createHash("sha256");
-  for (const part of [context.cert, context.key, context.ca]) hash.update(part ? (part as Buffer) : Buffer.alloc(0)).update("\0");
+  for (const part of [context.cert, context.key, context.ca])
+    hash.update(part ? (part as Buffer) : Buffer.alloc(0)).update("\0");
   return hash.digest("hex");
 }

@@ -22,21 +22,30 @@ export function readTlsSettings(env: EnvReader): TlsSettings | undefined {
   const certFile = env.raw("TLS_CERT_FILE");
   const keyFile = env.raw("TLS_KEY_FILE");
   const clientCaFile = env.raw("TLS_CLIENT_CA_FILE");
-  const clientAuth = env.oneOf("TLS_CLIENT_AUTH", ["none", "optional", "required"] as const, clientCaFile ? "optional" : "none");
+  const clientAuth = env.oneOf(
+    "TLS_CLIENT_AUTH",
+    ["none", "optional", "required"] as const,
+    clientCaFile ? "optional" : "none",
+  );
   const principalsRaw = env.raw("TLS_CLIENT_PRINCIPALS");
   const reloadIntervalMs = env.int("TLS_RELOAD_INTERVAL_MS", 60_000, 100, 86_400_000);
   if (!certFile && !keyFile) {
-    if (clientCaFile || principalsRaw || env.raw("TLS_CLIENT_AUTH")) env.problem("TLS_CLIENT_CA_FILE, TLS_CLIENT_AUTH and TLS_CLIENT_PRINCIPALS need TLS_CERT_FILE and TLS_KEY_FILE");
+    if (clientCaFile || principalsRaw || env.raw("TLS_CLIENT_AUTH"))
+      env.problem("TLS_CLIENT_CA_FILE, TLS_CLIENT_AUTH and TLS_CLIENT_PRINCIPALS need TLS_CERT_FILE and TLS_KEY_FILE");
     return undefined;
   }
   if (!certFile || !keyFile) {
     env.problem("TLS_CERT_FILE and TLS_KEY_FILE go together (the server certificate chain and its private key, PEM)");
     return undefined;
   }
-  if (clientAuth !== "none" && !clientCaFile) env.problem(`TLS_CLIENT_AUTH=${clientAuth} needs TLS_CLIENT_CA_FILE (the CA bundle client certificates must chain to)`);
+  if (clientAuth !== "none" && !clientCaFile)
+    env.problem(
+      `TLS_CLIENT_AUTH=${clientAuth} needs TLS_CLIENT_CA_FILE (the CA bundle client certificates must chain to)`,
+    );
   let clientPrincipals: ClientCertificateEntry[] = [];
   if (principalsRaw) {
-    if (clientAuth === "none") env.problem("TLS_CLIENT_PRINCIPALS needs TLS_CLIENT_AUTH=optional or required (and TLS_CLIENT_CA_FILE)");
+    if (clientAuth === "none")
+      env.problem("TLS_CLIENT_PRINCIPALS needs TLS_CLIENT_AUTH=optional or required (and TLS_CLIENT_CA_FILE)");
     try {
       clientPrincipals = parseClientPrincipals(principalsRaw);
     } catch (err) {

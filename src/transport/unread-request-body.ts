@@ -20,7 +20,10 @@ export const UNREAD_BODY_DRAIN_BYTES = 4 * 1024 * 1024;
  * socket once the answer is sent. HTTP/2 streams end on their own (gRPC: `resetUnreadRequestAfterTrailers`).
  * Call it only when nothing else reads the body any more.
  */
-export function settleUnreadBody(req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse): void {
+export function settleUnreadBody(
+  req: IncomingMessage | Http2ServerRequest,
+  res: ServerResponse | Http2ServerResponse,
+): void {
   if ("stream" in req || req.complete || res.headersSent) return;
   const chunked = req.headers["transfer-encoding"] !== undefined;
   const declared = Number(req.headers["content-length"] ?? 0);

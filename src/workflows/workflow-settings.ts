@@ -40,12 +40,14 @@ function readBuiltinWorkflows(env: EnvReader): BuiltinWorkflowSet[] | undefined 
     return undefined;
   }
   if (entries.includes("none")) {
-    if (entries.length > 1) env.problem(`BUILTIN_WORKFLOWS=none cannot be combined with other sets (got "${entries.join(",")}")`);
+    if (entries.length > 1)
+      env.problem(`BUILTIN_WORKFLOWS=none cannot be combined with other sets (got "${entries.join(",")}")`);
     return [];
   }
   const sets: BuiltinWorkflowSet[] = [];
   for (const entry of entries) {
-    if (!(BUILTIN_WORKFLOW_SETS as readonly string[]).includes(entry)) env.problem(`BUILTIN_WORKFLOWS must be ${allowed} (got "${entry}")`);
+    if (!(BUILTIN_WORKFLOW_SETS as readonly string[]).includes(entry))
+      env.problem(`BUILTIN_WORKFLOWS must be ${allowed} (got "${entry}")`);
     else if (!sets.includes(entry as BuiltinWorkflowSet)) sets.push(entry as BuiltinWorkflowSet);
   }
   return sets;

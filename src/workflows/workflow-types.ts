@@ -243,7 +243,11 @@ export interface TaskHandler {
 /** A handler failure with a stable code recorded on the failed run. */
 export class HandlerError extends Error {
   override readonly name = "HandlerError";
-  constructor(readonly code: string, message: string, readonly retryable = false) {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly retryable = false,
+  ) {
     super(message);
   }
 }

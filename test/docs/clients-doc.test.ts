@@ -30,7 +30,9 @@ function program(): string {
 /** The bare package names a module's text imports (static `import … from "x"` / `export … from "x"`), `node:` left out. */
 function packagesImported(code: string): Set<string> {
   const names = new Set<string>();
-  for (const match of code.matchAll(/(?:^|[\s;])(?:import|export)\s[^"';]*?from\s*["']([^"']+)["']|(?:^|[\s;])import\s*["']([^"']+)["']/g)) {
+  for (const match of code.matchAll(
+    /(?:^|[\s;])(?:import|export)\s[^"';]*?from\s*["']([^"']+)["']|(?:^|[\s;])import\s*["']([^"']+)["']/g,
+  )) {
     const specifier = match[1] ?? match[2]!;
     if (specifier.startsWith(".") || specifier.startsWith("node:")) continue;
     names.add(specifier.startsWith("@") ? specifier.split("/").slice(0, 2).join("/") : specifier.split("/")[0]!);
@@ -44,14 +46,18 @@ function packagesImported(code: string): Set<string> {
  */
 function packagesToInstall(code: string): Set<string> {
   const sdkRoot = join(repoRoot, "node_modules", "@a2a-js", "sdk");
-  const manifest = JSON.parse(readFileSync(join(sdkRoot, "package.json"), "utf8")) as { exports: Record<string, { import: string }>; dependencies?: Record<string, string> };
+  const manifest = JSON.parse(readFileSync(join(sdkRoot, "package.json"), "utf8")) as {
+    exports: Record<string, { import: string }>;
+    dependencies?: Record<string, string>;
+  };
   const needed = packagesImported(code);
   const seen = new Set<string>();
   const follow = (file: string): void => {
     if (seen.has(file)) return;
     seen.add(file);
     const text = readFileSync(file, "utf8");
-    for (const name of packagesImported(text)) if (name !== "@a2a-js/sdk" && !(name in (manifest.dependencies ?? {}))) needed.add(name);
+    for (const name of packagesImported(text))
+      if (name !== "@a2a-js/sdk" && !(name in (manifest.dependencies ?? {}))) needed.add(name);
     for (const match of text.matchAll(/from\s*["'](\.[^"']+)["']/g)) follow(join(dirname(file), match[1]!));
   };
   for (const match of code.matchAll(/from\s*["'](@a2a-js\/sdk(?:\/[^"']+)?)["']/g)) {
@@ -62,7 +68,12 @@ function packagesToInstall(code: string): Set<string> {
   return needed;
 }
 
-function run(command: string, args: string[], env: Record<string, string>, cwd: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function run(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  cwd: string,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
@@ -88,7 +99,14 @@ describe("docs/clients.md", () => {
   beforeAll(async () => {
     await receiver.start();
     t = await startTestApp({
-      API_KEYS: JSON.stringify([{ id: "client", tenant: "acme", scopes: ["runs:create", "runs:read", "approvals:respond", "webhooks:manage"], key: KEY }]),
+      API_KEYS: JSON.stringify([
+        {
+          id: "client",
+          tenant: "acme",
+          scopes: ["runs:create", "runs:read", "approvals:respond", "webhooks:manage"],
+          key: KEY,
+        },
+      ]),
       PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true",
     });
     writeFileSync(join(work, "package.json"), JSON.stringify({ type: "module" }));
@@ -103,7 +121,20 @@ describe("docs/clients.md", () => {
 
   it("the @a2a-js/sdk program type-checks under strict TypeScript", async () => {
     const tsc = join(repoRoot, "node_modules", ".bin", "tsc");
-    const args = ["--noEmit", "--strict", "--skipLibCheck", "--target", "es2022", "--module", "nodenext", "--moduleResolution", "nodenext", "--types", "node", "client.ts"];
+    const args = [
+      "--noEmit",
+      "--strict",
+      "--skipLibCheck",
+      "--target",
+      "es2022",
+      "--module",
+      "nodenext",
+      "--moduleResolution",
+      "nodenext",
+      "--types",
+      "node",
+      "client.ts",
+    ];
     const result = await run(tsc, args, {}, work);
     expect(result.stdout + result.stderr).toBe("");
     expect(result.status).toBe(0);
@@ -112,7 +143,13 @@ describe("docs/clients.md", () => {
   it("the install line names every package the program loads (the SDK's gRPC transport needs two optional peers)", () => {
     const install = codeBlocks(sdkSection(), "sh").find((block) => block.includes("npm install"));
     expect(install).toBeDefined();
-    const named = new Set(install!.trim().split(/\s+/).slice(2).map((arg) => arg.replace(/(?<=.)@[^@/]*$/, "")));
+    const named = new Set(
+      install!
+        .trim()
+        .split(/\s+/)
+        .slice(2)
+        .map((arg) => arg.replace(/(?<=.)@[^@/]*$/, "")),
+    );
     const needed = packagesToInstall(program());
     expect([...needed].sort()).toEqual(["@a2a-js/sdk", "@bufbuild/protobuf", "@grpc/grpc-js"]);
     for (const name of needed) expect(named, name).toContain(name);
@@ -135,7 +172,12 @@ describe("docs/clients.md", () => {
     expect(out).toContain(`approve: task ${taskId} is TASK_STATE_COMPLETED`);
     expect(out).toMatch(/^grpc: GRPC over h2c, task \S+ is TASK_STATE_COMPLETED$/m);
     // The webhook heard the task complete, with the token the program registered.
-    const hit = await waitFor(() => receiver.hits.find((h) => h.path === "/clients-doc" && JSON.stringify(h.json).includes("TASK_STATE_COMPLETED")), 10_000, "the completed push");
+    const hit = await waitFor(
+      () =>
+        receiver.hits.find((h) => h.path === "/clients-doc" && JSON.stringify(h.json).includes("TASK_STATE_COMPLETED")),
+      10_000,
+      "the completed push",
+    );
     expect(hit.headers["x-a2a-notification-token"]).toMatch(/^[0-9a-f-]{36}$/);
   }, 120_000);
 
@@ -146,7 +188,8 @@ describe("docs/clients.md", () => {
     expect(python).toContain("shown, not run in CI");
     const [code] = codeBlocks(python!, "python");
     expect(code).toContain("from a2a.client import");
-    for (const step of ["send:", "stream:", "set_task_callback", "resubscribe", '{"action": "accept"}']) expect(code, step).toContain(step);
+    for (const step of ["send:", "stream:", "set_task_callback", "resubscribe", '{"action": "accept"}'])
+      expect(code, step).toContain(step);
   });
 });
 
@@ -162,7 +205,9 @@ describe("docs/clients.md against a host with TLS and a private CA", () => {
     t = await startTestApp({
       TLS_CERT_FILE: server.certFile,
       TLS_KEY_FILE: server.keyFile,
-      API_KEYS: JSON.stringify([{ id: "client", tenant: "acme", scopes: ["runs:create", "runs:read", "approvals:respond"], key: KEY }]),
+      API_KEYS: JSON.stringify([
+        { id: "client", tenant: "acme", scopes: ["runs:create", "runs:read", "approvals:respond"], key: KEY },
+      ]),
     });
     writeFileSync(join(work, "package.json"), JSON.stringify({ type: "module" }));
     writeFileSync(join(work, "client.ts"), program());
@@ -180,7 +225,10 @@ describe("docs/clients.md against a host with TLS and a private CA", () => {
     const result = await run(join(repoRoot, "node_modules", ".bin", "tsx"), ["client.ts"], env, work);
     // The test host is 127.0.0.1 (a host name would be the usual case): grpc-js then sets an IP as the TLS
     // server name, which Node warns about (DEP0123). That warning, and nothing else, is allowed.
-    const stderr = result.stderr.replace(/^\(node:\d+\) \[DEP0123\] .*\n\(Use `node --trace-deprecation \.\.\.` .*\n/m, "");
+    const stderr = result.stderr.replace(
+      /^\(node:\d+\) \[DEP0123\] .*\n\(Use `node --trace-deprecation \.\.\.` .*\n/m,
+      "",
+    );
     expect(stderr).toBe("");
     expect(result.status).toBe(0);
     const out = result.stdout;

@@ -14,7 +14,9 @@ import { readRepoFile, repoRoot } from "./markdown.js";
 /** The EnvReader methods that take a variable name first (`raw`, `int`, `url`, ...), read off the class itself. */
 export function envReaderMethods(envSettingsSource: string): string[] {
   const methods = new Set<string>();
-  for (const match of envSettingsSource.matchAll(/^\s+(?:(?:public|private|protected|static|async)\s+)*([a-zA-Z_]\w*)\s*(?:<[^>(]*>)?\(\s*name\s*:\s*string\b/gm)) {
+  for (const match of envSettingsSource.matchAll(
+    /^\s+(?:(?:public|private|protected|static|async)\s+)*([a-zA-Z_]\w*)\s*(?:<[^>(]*>)?\(\s*name\s*:\s*string\b/gm,
+  )) {
     methods.add(match[1]!);
   }
   return [...methods].sort();
@@ -61,7 +63,8 @@ export function variablesReadBySrc(): Map<string, string[]> {
   for (const file of sourceFiles(join(repoRoot, "src"))) {
     const rel = relative(repoRoot, file);
     const settingsLoader = /-settings\.ts$/.test(rel) || rel === join("src", "config", "config.ts");
-    for (const name of variablesRead(readFileSync(file, "utf8"), methods, settingsLoader)) found.set(name, [...(found.get(name) ?? []), rel]);
+    for (const name of variablesRead(readFileSync(file, "utf8"), methods, settingsLoader))
+      found.set(name, [...(found.get(name) ?? []), rel]);
   }
   // `<NAME>_FILE` of every secret variable is read by name from the list, not spelled out in a source.
   for (const name of SECRET_VARIABLES) found.set(`${name}_FILE`, [join("src", "config", "secret-files.ts")]);
@@ -94,19 +97,48 @@ describe("the extractor", () => {
       "const l = env[`OTEL_${signal}_EXPORTER`]; const m = env.M_DOT;",
       'env.problem("NOT_A_VARIABLE must be set"); headers["X_NOT_ENV"]; log("ALSO_NOT");',
     ].join("\n");
-    expect(variablesRead(source, methods, false)).toEqual(["A_RAW", "B_INT", "C_ONE", "D_BOOL", "E_LIST", "F_PORTS", "G_URL", "H_INDEX", "I_DOT", "J_INDEX", "K_OPT", "M_DOT", "OTEL_*_EXPORTER"]);
+    expect(variablesRead(source, methods, false)).toEqual([
+      "A_RAW",
+      "B_INT",
+      "C_ONE",
+      "D_BOOL",
+      "E_LIST",
+      "F_PORTS",
+      "G_URL",
+      "H_INDEX",
+      "I_DOT",
+      "J_INDEX",
+      "K_OPT",
+      "M_DOT",
+      "OTEL_*_EXPORTER",
+    ]);
     expect(variablesRead('const text = (n) => env.raw(n); text("AGENT_NAME");', methods, true)).toEqual(["AGENT_NAME"]);
   });
 
   it("finds variables src/ is known to read", () => {
     const read = variablesReadBySrc();
-    for (const name of ["PORT", "HOST", "MONGODB_URI", "API_KEYS", "AUTH", "PUSH_ENCRYPTION_KEY", "PUSH_ALLOWED_PORTS", "AGENT_CARD_BARE", "NODE_ENV", "LOG_LEVEL", "OTEL_EXPORTER_OTLP_ENDPOINT", "MONGOMS_DOWNLOAD_URL"]) {
+    for (const name of [
+      "PORT",
+      "HOST",
+      "MONGODB_URI",
+      "API_KEYS",
+      "AUTH",
+      "PUSH_ENCRYPTION_KEY",
+      "PUSH_ALLOWED_PORTS",
+      "AGENT_CARD_BARE",
+      "NODE_ENV",
+      "LOG_LEVEL",
+      "OTEL_EXPORTER_OTLP_ENDPOINT",
+      "MONGOMS_DOWNLOAD_URL",
+    ]) {
       expect(read.has(name), `${name} not found in src/`).toBe(true);
     }
   });
 
   it("reads the table's names", () => {
-    const { names, tables } = documentedVariables("| Variable | Default | Meaning |\n| --- | --- | --- |\n| `A_B` / `C` | `1` | x `NOT_ME` |\n| `OTEL_SDK_DISABLED`, `OTEL_TRACES_EXPORTER=none` | – | y |\n| `OTEL_*` | – | z |\n");
+    const { names, tables } = documentedVariables(
+      "| Variable | Default | Meaning |\n| --- | --- | --- |\n| `A_B` / `C` | `1` | x `NOT_ME` |\n| `OTEL_SDK_DISABLED`, `OTEL_TRACES_EXPORTER=none` | – | y |\n| `OTEL_*` | – | z |\n",
+    );
     expect(tables).toBe(1);
     expect([...names].sort()).toEqual(["A_B", "C", "OTEL_*", "OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER"]);
   });
@@ -121,13 +153,17 @@ describe("docs/configuration.md", () => {
   });
 
   it("documents every variable src/ reads", () => {
-    const missing = [...read.keys()].filter((name) => !covered(name, documented)).map((name) => `${name} (read in ${read.get(name)!.join(", ")})`);
+    const missing = [...read.keys()]
+      .filter((name) => !covered(name, documented))
+      .map((name) => `${name} (read in ${read.get(name)!.join(", ")})`);
     expect(missing, `not in docs/configuration.md:\n${missing.join("\n")}`).toEqual([]);
   });
 
   it("documents no variable src/ does not read (except the standard OTEL_* and MONGOMS_* ones libraries read)", () => {
     const readNames = [...read.keys()];
-    const stale = [...documented].filter((name) => !READ_BY_LIBRARIES.test(name) && name !== "OTEL_*" && !readNames.includes(name));
+    const stale = [...documented].filter(
+      (name) => !READ_BY_LIBRARIES.test(name) && name !== "OTEL_*" && !readNames.includes(name),
+    );
     expect(stale, `in docs/configuration.md but read nowhere in src/:\n${stale.join("\n")}`).toEqual([]);
   });
 });

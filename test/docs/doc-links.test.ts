@@ -21,13 +21,23 @@ function problemOf(link: Link): string | undefined {
 
 describe("links in README.md and docs/", () => {
   it("finds the links it should (and skips code)", () => {
-    const found = linksOf("x.md", "See [a](docs/a.md#b) and ![img](docs/c.png).\n`[not](a link)`\n```\n[nor](this)\n```\n[ref]: docs/d.md\n[out](https://example.com)");
+    const found = linksOf(
+      "x.md",
+      "See [a](docs/a.md#b) and ![img](docs/c.png).\n`[not](a link)`\n```\n[nor](this)\n```\n[ref]: docs/d.md\n[out](https://example.com)",
+    );
     expect(found.map((l) => l.target)).toEqual(["docs/a.md#b", "docs/c.png", "docs/d.md", "https://example.com"]);
   });
 
   it("computes GitHub's heading anchors", () => {
-    const anchors = headingAnchors("# Calling other A2A agents: `a2a.invoke`\n## Live inspection (XState inspection API)\n## Try it\n## Try it\n");
-    expect([...anchors]).toEqual(["calling-other-a2a-agents-a2ainvoke", "live-inspection-xstate-inspection-api", "try-it", "try-it-1"]);
+    const anchors = headingAnchors(
+      "# Calling other A2A agents: `a2a.invoke`\n## Live inspection (XState inspection API)\n## Try it\n## Try it\n",
+    );
+    expect([...anchors]).toEqual([
+      "calling-other-a2a-agents-a2ainvoke",
+      "live-inspection-xstate-inspection-api",
+      "try-it",
+      "try-it-1",
+    ]);
   });
 
   for (const file of markdownFiles()) {

@@ -9,7 +9,9 @@ const require = createRequire(import.meta.url);
 
 /** The rule set's `layer-<folder>` rules: which folders each folder may import, read back from their `pathNot`. */
 function enforced(): Record<string, string[]> {
-  const config = require(`${root}.dependency-cruiser.cjs`) as { forbidden: Array<{ name: string; to: { pathNot?: string } }> };
+  const config = require(`${root}.dependency-cruiser.cjs`) as {
+    forbidden: Array<{ name: string; to: { pathNot?: string } }>;
+  };
   const layers: Record<string, string[]> = {};
   for (const rule of config.forbidden) {
     const folder = /^layer-(.+)$/.exec(rule.name)?.[1];
@@ -24,12 +26,20 @@ function enforced(): Record<string, string[]> {
 function documented(): Record<string, string[]> {
   const text = readFileSync(`${root}docs/architecture.md`, "utf8");
   const start = text.indexOf("| folder | may import (besides itself) |");
-  const rows = text.slice(start).split("\n").slice(2).filter((line) => line.startsWith("| "));
+  const rows = text
+    .slice(start)
+    .split("\n")
+    .slice(2)
+    .filter((line) => line.startsWith("| "));
   const layers: Record<string, string[]> = {};
   for (const row of rows) {
     const [, folders = "", imports = ""] = row.split("|").map((cell) => cell.trim());
     // Drop the explanations in brackets (which may hold commas), then read the folder names.
-    const names = imports.replace(/\([^()]*(\([^()]*\)[^()]*)*\)/g, "").split(",").map((n) => n.trim()).filter((n) => n && n !== "nothing");
+    const names = imports
+      .replace(/\([^()]*(\([^()]*\)[^()]*)*\)/g, "")
+      .split(",")
+      .map((n) => n.trim())
+      .filter((n) => n && n !== "nothing");
     for (const folder of [...folders.matchAll(/`([a-z0-9]+)`/g)].map((m) => m[1]!)) layers[folder] = [...names].sort();
   }
   return layers;

@@ -11,7 +11,11 @@ export function readRepoFile(path: string): string {
 
 /** README.md and every docs/*.md, as repo-relative paths. */
 export function markdownFiles(): string[] {
-  const docs = existsSync(join(repoRoot, "docs")) ? readdirSync(join(repoRoot, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`) : [];
+  const docs = existsSync(join(repoRoot, "docs"))
+    ? readdirSync(join(repoRoot, "docs"))
+        .filter((f) => f.endsWith(".md"))
+        .map((f) => `docs/${f}`)
+    : [];
   return ["README.md", ...docs.sort()];
 }
 
@@ -83,7 +87,8 @@ export function linksOf(file: string, markdown: string): Link[] {
   const links: Link[] = [];
   for (const { line, index } of proseLines(markdown)) {
     const text = line.replace(/`[^`]*`/g, "``"); // links inside inline code are not links
-    for (const match of text.matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) links.push({ file, line: index + 1, target: match[1]! });
+    for (const match of text.matchAll(/!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g))
+      links.push({ file, line: index + 1, target: match[1]! });
     const definition = /^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+"[^"]*")?\s*$/.exec(text);
     if (definition) links.push({ file, line: index + 1, target: definition[1]! });
   }

@@ -9,7 +9,11 @@ import { isRelative, linksOf, readRepoFile, repoRoot } from "./markdown.js";
  * (`npm pack --dry-run --json`, package.json "files"), without the prepack build: the docs link no build output.
  */
 function packedFiles(): string[] {
-  const out = execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: repoRoot, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+  const out = execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], {
+    cwd: repoRoot,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "ignore"],
+  });
   const [pack] = JSON.parse(out) as Array<{ files: Array<{ path: string }> }>;
   return pack!.files.map((f) => f.path);
 }

@@ -42,14 +42,23 @@ describe("README Build your own agent", () => {
     writeFileSync(join(moduleDir, "agent.ts"), `${source}\nexport { host };\n`);
 
     // What the process environment gives the snippet: a free port, the in-memory store, quiet logs.
-    Object.assign(process.env, { PORT: "0", STORE: "memory", LOG_LEVEL: "silent", DATA_DIR: join(work, "data"), PUSH_INSECURE_EPHEMERAL_KEYS: "true" });
+    Object.assign(process.env, {
+      PORT: "0",
+      STORE: "memory",
+      LOG_LEVEL: "silent",
+      DATA_DIR: join(work, "data"),
+      PUSH_INSECURE_EPHEMERAL_KEYS: "true",
+    });
     delete process.env["WORKFLOWS_DIR"];
     delete process.env["BUILTIN_WORKFLOWS"];
     delete process.env["MONGODB_URI"];
     const loaded = (await import(join(moduleDir, "agent.ts"))) as { host: { url: string; close(): Promise<void> } };
     host = loaded.host;
 
-    const card = (await (await fetch(`${host.url}/.well-known/agent-card.json`)).json()) as { name: string; skills: Array<{ id: string }> };
+    const card = (await (await fetch(`${host.url}/.well-known/agent-card.json`)).json()) as {
+      name: string;
+      skills: Array<{ id: string }>;
+    };
     expect(card.skills.map((s) => s.id)).toEqual([id]); // your workflows only: no built-in demo skills
     const reply = await fetch(`${host.url}/a2a/jsonrpc`, {
       method: "POST",
@@ -58,10 +67,21 @@ describe("README Build your own agent", () => {
         jsonrpc: "2.0",
         id: 1,
         method: "message/send",
-        params: { message: { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "a short note" }], metadata: { skillId: id } } },
+        params: {
+          message: {
+            kind: "message",
+            messageId: "m1",
+            role: "user",
+            parts: [{ kind: "text", text: "a short note" }],
+            metadata: { skillId: id },
+          },
+        },
       }),
     });
-    const body = (await reply.json()) as { result?: { status: { state: string }; artifacts?: Array<{ parts: Array<{ text?: string }> }> }; error?: unknown };
+    const body = (await reply.json()) as {
+      result?: { status: { state: string }; artifacts?: Array<{ parts: Array<{ text?: string }> }> };
+      error?: unknown;
+    };
     expect(body.error).toBeUndefined();
     expect(body.result?.status.state).toBe("input-required");
     expect(body.result?.artifacts?.[0]?.parts[0]?.text).toBe("Draft: a short note");

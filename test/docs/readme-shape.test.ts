@@ -16,13 +16,23 @@ describe("README.md", () => {
     const anchors = headingAnchors(readme);
     expect(targets.length).toBeGreaterThanOrEqual(6);
     for (const target of targets) expect(anchors.has(target), `#${target}`).toBe(true);
-    for (const required of ["try-it", "build-your-own-agent", "what-is-supported", "performance", "runtime-dependencies"]) expect(targets).toContain(required);
+    for (const required of [
+      "try-it",
+      "build-your-own-agent",
+      "what-is-supported",
+      "performance",
+      "runtime-dependencies",
+    ])
+      expect(targets).toContain(required);
   });
 
   it("shows exactly the two set-up commands on its first screen", () => {
     const firstScreen = readme.split("\n").slice(0, 40).join("\n");
     const block = /```sh\n([\s\S]*?)```/.exec(firstScreen)?.[1] ?? "";
-    const commands = block.split("\n").map((l) => l.replace(/#.*$/, "").trim()).filter(Boolean);
+    const commands = block
+      .split("\n")
+      .map((l) => l.replace(/#.*$/, "").trim())
+      .filter(Boolean);
     expect(commands).toEqual(["npm ci && npm start", "npm test"]);
   });
 

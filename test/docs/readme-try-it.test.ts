@@ -51,7 +51,9 @@ describe("README Try it", () => {
   });
 
   it("runs verbatim with bash; the approved task ends completed", async () => {
-    const script = tryItScript().replaceAll("localhost:8080", `127.0.0.1:${app.port}`).replaceAll("curl -s ", "curl -sS --fail-with-body ");
+    const script = tryItScript()
+      .replaceAll("localhost:8080", `127.0.0.1:${app.port}`)
+      .replaceAll("curl -s ", "curl -sS --fail-with-body ");
     // Asynchronously: the host answers from this same event loop.
     const run = await runBash(`set -euo pipefail\n${script}`);
     if (process.env["DOCS_TRY_IT_ECHO"]) console.log(run.stdout);
@@ -68,7 +70,9 @@ describe("README Try it", () => {
     const completed = out.indexOf('"completed"', waiting);
     expect(waiting, report).toBeGreaterThanOrEqual(0);
     expect(completed, report).toBeGreaterThan(waiting);
-    const lastState = [...out.matchAll(/"(submitted|working|input-required|completed|failed|canceled|rejected|TASK_STATE_[A-Z_]+)"/g)].at(-1)?.[1];
+    const lastState = [
+      ...out.matchAll(/"(submitted|working|input-required|completed|failed|canceled|rejected|TASK_STATE_[A-Z_]+)"/g),
+    ].at(-1)?.[1];
     expect(lastState, report).toMatch(/^(completed|TASK_STATE_COMPLETED)$/);
     // And the host agrees: the task the script started is completed in its store.
     const task = await app.store.get(ids[0]!);
@@ -77,7 +81,10 @@ describe("README Try it", () => {
 
   it("docs/openwop.md: the runs API example runs verbatim too; the approved run completes", async () => {
     const runs = section(readRepoFile("docs/openwop.md"), "The runs API");
-    const script = codeBlocks(runs ?? "", "sh").join("\n").replaceAll("localhost:8080", `127.0.0.1:${app.port}`).replaceAll("curl -s ", "curl -sS --fail-with-body ");
+    const script = codeBlocks(runs ?? "", "sh")
+      .join("\n")
+      .replaceAll("localhost:8080", `127.0.0.1:${app.port}`)
+      .replaceAll("curl -s ", "curl -sS --fail-with-body ");
     expect(script).toContain("/v1/runs");
     const run = await runBash(`set -euo pipefail\n${script}`);
     const report = `exit ${run.status}\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}`;

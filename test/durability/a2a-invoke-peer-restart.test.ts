@@ -30,7 +30,18 @@ describe("a2a.invoke by push and by stream across a SIGKILL of the peer", () => 
   beforeAll(async () => {
     mongo = await MongoClient.connect(mongoUri);
     const peerDir = await mkdtemp(join(tmpdir(), "peer-restart-peer-"));
-    await writeFile(join(peerDir, "slow.json"), JSON.stringify({ id: "slow", name: "Slow", description: "Waits on a durable timer, then echoes.", nodes: [{ kind: "delay", id: "wait", durationMs: 2500 }, { kind: "task", id: "work", handler: "echo" }] }));
+    await writeFile(
+      join(peerDir, "slow.json"),
+      JSON.stringify({
+        id: "slow",
+        name: "Slow",
+        description: "Waits on a durable timer, then echoes.",
+        nodes: [
+          { kind: "delay", id: "wait", durationMs: 2500 },
+          { kind: "task", id: "work", handler: "echo" },
+        ],
+      }),
+    );
     peerPort = await freePort();
     proxy = await startCountingProxy(peerPort);
     peerEnv = {
@@ -41,7 +52,14 @@ describe("a2a.invoke by push and by stream across a SIGKILL of the peer", () => 
       PUBLIC_URL: proxy.url,
       WORKFLOWS_DIR: peerDir,
       TIMER_POLL_MS: "100",
-      API_KEYS: JSON.stringify([{ id: "caller", tenant: "acme", scopes: ["runs:create", "runs:read", "runs:cancel", "webhooks:manage"], key: KEY }]),
+      API_KEYS: JSON.stringify([
+        {
+          id: "caller",
+          tenant: "acme",
+          scopes: ["runs:create", "runs:read", "runs:cancel", "webhooks:manage"],
+          key: KEY,
+        },
+      ]),
       PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true",
       PUSH_RETRY_BASE_MS: "50",
       PUSH_RETRY_MAX_MS: "200",
@@ -50,10 +68,28 @@ describe("a2a.invoke by push and by stream across a SIGKILL of the peer", () => 
     };
     peer = await startServerProcess(peerEnv, peerPort);
     const callerDir = await mkdtemp(join(tmpdir(), "peer-restart-caller-"));
-    await writeFile(join(callerDir, "call-slow.json"), JSON.stringify({ id: "call-slow", name: "Call slow", description: "a2a.invoke, then noop.", nodes: [{ kind: "a2a.invoke", id: "call", peer: "peer", skillId: "slow" }, { kind: "task", id: "after", handler: "noop" }] }));
+    await writeFile(
+      join(callerDir, "call-slow.json"),
+      JSON.stringify({
+        id: "call-slow",
+        name: "Call slow",
+        description: "a2a.invoke, then noop.",
+        nodes: [
+          { kind: "a2a.invoke", id: "call", peer: "peer", skillId: "slow" },
+          { kind: "task", id: "after", handler: "noop" },
+        ],
+      }),
+    );
     const base = {
       WORKFLOWS_DIR: callerDir,
-      A2A_PEERS: JSON.stringify({ peer: { cardUrl: `${proxy.url}/.well-known/agent-card.json`, binding: "jsonrpc", protocolVersion: "1.0", credentials: { bearer: KEY } } }),
+      A2A_PEERS: JSON.stringify({
+        peer: {
+          cardUrl: `${proxy.url}/.well-known/agent-card.json`,
+          binding: "jsonrpc",
+          protocolVersion: "1.0",
+          credentials: { bearer: KEY },
+        },
+      }),
       A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS: "true",
       A2A_PEER_POLL_MS: "60000",
       A2A_PEER_RETRY_BASE_MS: "50",
@@ -73,12 +109,29 @@ describe("a2a.invoke by push and by stream across a SIGKILL of the peer", () => 
 
   it("both runs complete after the peer's restart, before the backstop, with one send each", async () => {
     const rpc = async (caller: TestApp, method: string, params: unknown) => {
-      const res = await fetch(`${caller.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+      const res = await fetch(`${caller.baseUrl}/a2a/jsonrpc`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      });
       return ((await res.json()) as { result?: any }).result;
     };
-    const start = (caller: TestApp, text: string) => rpc(caller, "message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], metadata: { skillId: "call-slow" } }, configuration: { blocking: false } });
+    const start = (caller: TestApp, text: string) =>
+      rpc(caller, "message/send", {
+        message: {
+          kind: "message",
+          messageId: randomUUID(),
+          role: "user",
+          parts: [{ kind: "text", text }],
+          metadata: { skillId: "call-slow" },
+        },
+        configuration: { blocking: false },
+      });
     const runs = { push: await start(callers.push!, "by push"), stream: await start(callers.stream!, "by stream") };
-    const progressOf = async (path: "push" | "stream") => (await callers[path]!.store.readEvents(runs[path]["id"], 0)).filter((e) => e.type === "node.progress").map((e) => (e.payload as { progress: Record<string, any> }).progress);
+    const progressOf = async (path: "push" | "stream") =>
+      (await callers[path]!.store.readEvents(runs[path]["id"], 0))
+        .filter((e) => e.type === "node.progress")
+        .map((e) => (e.payload as { progress: Record<string, any> }).progress);
     for (let i = 0; i < 300; i++) {
       if ((await progressOf("push")).length > 0 && (await progressOf("stream")).length > 0) break;
       await new Promise((r) => setTimeout(r, 20));
@@ -95,7 +148,8 @@ describe("a2a.invoke by push and by stream across a SIGKILL of the peer", () => 
 
     const states: Record<string, string> = {};
     for (let i = 0; i < 1500; i++) {
-      for (const path of ["push", "stream"] as const) states[path] = (await rpc(callers[path]!, "tasks/get", { id: runs[path]["id"] }))["status"].state;
+      for (const path of ["push", "stream"] as const)
+        states[path] = (await rpc(callers[path]!, "tasks/get", { id: runs[path]["id"] }))["status"].state;
       if (["push", "stream"].every((p) => ["completed", "failed", "canceled"].includes(states[p]!))) break;
       await new Promise((r) => setTimeout(r, 20));
     }

@@ -39,27 +39,71 @@ describe("a2a.invoke by push across a SIGKILL of the caller", () => {
     const store = new MongoTaskStore(mongo, mongo.db(peerDb));
     await store.init();
     const peerDir = await mkdtemp(join(tmpdir(), "push-restart-peer-"));
-    await writeFile(join(peerDir, "hold.json"), JSON.stringify({ id: "hold", name: "Hold", description: "Works until released.", nodes: [{ kind: "task", id: "work", handler: "hold" }] }));
+    await writeFile(
+      join(peerDir, "hold.json"),
+      JSON.stringify({
+        id: "hold",
+        name: "Hold",
+        description: "Works until released.",
+        nodes: [{ kind: "task", id: "work", handler: "hold" }],
+      }),
+    );
     const hold: TaskHandler = async (ctx) => {
       await gate(ctx.input.text);
-      return { output: { text: "done" }, artifacts: [{ name: "held", parts: [{ kind: "text", text: `held ${ctx.input.text}` }] }] };
+      return {
+        output: { text: "done" },
+        artifacts: [{ name: "held", parts: [{ kind: "text", text: `held ${ctx.input.text}` }] }],
+      };
     };
     const peerPort = await freePort();
     proxy = await startCountingProxy(peerPort);
     peerHost = await startTestApp(
-      { PORT: String(peerPort), PUBLIC_URL: proxy.url, WORKFLOWS_DIR: peerDir, API_KEYS: JSON.stringify([{ id: "caller", tenant: "acme", scopes: ["runs:create", "runs:read", "runs:cancel", "webhooks:manage"], key: KEY }]), PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true", PUSH_RETRY_BASE_MS: "50", PUSH_RETRY_MAX_MS: "200" },
+      {
+        PORT: String(peerPort),
+        PUBLIC_URL: proxy.url,
+        WORKFLOWS_DIR: peerDir,
+        API_KEYS: JSON.stringify([
+          {
+            id: "caller",
+            tenant: "acme",
+            scopes: ["runs:create", "runs:read", "runs:cancel", "webhooks:manage"],
+            key: KEY,
+          },
+        ]),
+        PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true",
+        PUSH_RETRY_BASE_MS: "50",
+        PUSH_RETRY_MAX_MS: "200",
+      },
       store,
       { hold },
     );
     const callerDir = await mkdtemp(join(tmpdir(), "push-restart-caller-"));
-    await writeFile(join(callerDir, "call-hold.json"), JSON.stringify({ id: "call-hold", name: "Call hold", description: "a2a.invoke, then noop.", nodes: [{ kind: "a2a.invoke", id: "call", peer: "peer", skillId: "hold" }, { kind: "task", id: "after", handler: "noop" }] }));
+    await writeFile(
+      join(callerDir, "call-hold.json"),
+      JSON.stringify({
+        id: "call-hold",
+        name: "Call hold",
+        description: "a2a.invoke, then noop.",
+        nodes: [
+          { kind: "a2a.invoke", id: "call", peer: "peer", skillId: "hold" },
+          { kind: "task", id: "after", handler: "noop" },
+        ],
+      }),
+    );
     callerEnv = {
       MONGODB_URI: mongoUri,
       MONGODB_DB: callerDb,
       NODE_ENV: "test",
       INSTANCE_ID: "push-restart-caller",
       WORKFLOWS_DIR: callerDir,
-      A2A_PEERS: JSON.stringify({ peer: { cardUrl: `${proxy.url}/.well-known/agent-card.json`, binding: "jsonrpc", protocolVersion: "1.0", credentials: { bearer: KEY } } }),
+      A2A_PEERS: JSON.stringify({
+        peer: {
+          cardUrl: `${proxy.url}/.well-known/agent-card.json`,
+          binding: "jsonrpc",
+          protocolVersion: "1.0",
+          credentials: { bearer: KEY },
+        },
+      }),
       A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS: "true",
       A2A_PEER_POLL_MS: "60000",
       // The callback tokens derive from this key: the same key after the restart.
@@ -80,7 +124,11 @@ describe("a2a.invoke by push across a SIGKILL of the caller", () => {
   });
 
   const rpc = async (method: string, params: unknown) => {
-    const res = await fetch(`${caller!.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+    const res = await fetch(`${caller!.baseUrl}/a2a/jsonrpc`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+    });
     return ((await res.json()) as { result?: any }).result;
   };
 
@@ -89,7 +137,16 @@ describe("a2a.invoke by push across a SIGKILL of the caller", () => {
     const port = caller.port;
     const text = `restart ${randomUUID()}`;
     void gate(text);
-    const started = await rpc("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], metadata: { skillId: "call-hold" } }, configuration: { blocking: false } });
+    const started = await rpc("message/send", {
+      message: {
+        kind: "message",
+        messageId: randomUUID(),
+        role: "user",
+        parts: [{ kind: "text", text }],
+        metadata: { skillId: "call-hold" },
+      },
+      configuration: { blocking: false },
+    });
     const callerStore = new MongoTaskStore(mongo, mongo.db(callerDb));
     let progress: Record<string, any> | undefined;
     for (let i = 0; i < 500 && !progress; i++) {

@@ -33,12 +33,16 @@ describe("SIGKILL between the events write and the head write", () => {
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
     });
-    return (await response.json()) as { result?: { id: string; contextId: string; status: { state: string } }; error?: { code: number; message: string } };
+    return (await response.json()) as {
+      result?: { id: string; contextId: string; status: { state: string } };
+      error?: { code: number; message: string };
+    };
   };
   const send = (s: ServerProcess, message: Record<string, unknown>) =>
     rpc(s, "message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", ...message } });
   const stored = () => mongo.db(dbName).collection<StoredEvent>("task_events");
-  const head = (taskId: string) => mongo.db(dbName).collection<{ _id: string; version: number }>("tasks").findOne({ _id: taskId });
+  const head = (taskId: string) =>
+    mongo.db(dbName).collection<{ _id: string; version: number }>("tasks").findOne({ _id: taskId });
 
   it("loses, duplicates and shows nothing of the interrupted commit", async () => {
     mongo = await MongoClient.connect(mongoUri);
@@ -53,7 +57,10 @@ describe("SIGKILL between the events write and the head write", () => {
 
   async function interruptedCommit(): Promise<void> {
     server = await startServerProcess(env);
-    const created = await send(server, { parts: [{ kind: "text", text: "Send the report" }], metadata: { skillId: "approval-gate" } });
+    const created = await send(server, {
+      parts: [{ kind: "text", text: "Send the report" }],
+      metadata: { skillId: "approval-gate" },
+    });
     const task = created.result!;
     expect(task.status.state).toBe("input-required");
     const port = server.port;
@@ -66,10 +73,16 @@ describe("SIGKILL between the events write and the head write", () => {
     server = await startServerProcess({ ...env, OPENWOP_TEST_KILL_AFTER_EVENTS_WRITE: "interrupt.resolved" }, port);
     const reply = { taskId: task.id, contextId: task.contextId, parts: [{ kind: "data", data: { action: "accept" } }] };
     await send(server, reply).catch(() => undefined); // the connection drops with the process
-    await new Promise<void>((resolve) => (server!.child.exitCode !== null || server!.child.signalCode !== null ? resolve() : server!.child.once("exit", () => resolve())));
+    await new Promise<void>((resolve) =>
+      server!.child.exitCode !== null || server!.child.signalCode !== null
+        ? resolve()
+        : server!.child.once("exit", () => resolve()),
+    );
     expect(server.child.signalCode).toBe("SIGKILL");
 
-    const orphans = await stored().find({ taskId: task.id, sequence: { $gt: waiting } }).toArray();
+    const orphans = await stored()
+      .find({ taskId: task.id, sequence: { $gt: waiting } })
+      .toArray();
     expect(orphans.length, "the events of the interrupted commit are in task_events").toBeGreaterThan(0);
     expect(orphans.map((e) => e.type)).toContain("interrupt.resolved");
     expect((await head(task.id))!.version, "the head did not move").toBe(waiting);
@@ -88,10 +101,16 @@ describe("SIGKILL between the events write and the head write", () => {
     expect(done.result?.status.state).toBe("completed");
     const log = await stored().find({ taskId: task.id }).sort({ sequence: 1 }).toArray();
     const final = (await head(task.id))!.version;
-    expect(log.map((e) => e.sequence), "gap-free, each sequence once").toEqual(Array.from({ length: final + 1 }, (_, i) => i));
+    expect(
+      log.map((e) => e.sequence),
+      "gap-free, each sequence once",
+    ).toEqual(Array.from({ length: final + 1 }, (_, i) => i));
     expect(log.slice(0, before.length).map((e) => e.type)).toEqual(before.map((e) => e.type));
     for (const type of ["run.created", "run.started", "interrupt.resolved", "run.completed"]) {
-      expect(log.filter((e) => e.type === type), type).toHaveLength(1);
+      expect(
+        log.filter((e) => e.type === type),
+        type,
+      ).toHaveLength(1);
     }
     expect(log.at(-1)?.type).toBe("run.completed");
   }

@@ -20,7 +20,10 @@ class ProcessDied extends Error {}
 class CrashAfter implements TaskStore {
   readonly kind = "memory" as const;
   dead = false;
-  constructor(private readonly inner: TaskStore, private readonly afterEventType: string) {}
+  constructor(
+    private readonly inner: TaskStore,
+    private readonly afterEventType: string,
+  ) {}
   private check(): void {
     if (this.dead) throw new ProcessDied("process is dead");
   }
@@ -41,25 +44,72 @@ class CrashAfter implements TaskStore {
       throw new ProcessDied(`crashed after ${this.afterEventType}`);
     }
   }
-  async get(id: string) { this.check(); return this.inner.get(id); }
-  async readEvents(id: string, from: number, limit?: number) { this.check(); return this.inner.readEvents(id, from, limit); }
-  async readHistory(id: string, from: number, upTo: number) { this.check(); return this.inner.readHistory(id, from, upTo); }
-  async findHistoryMessage(id: string, messageId: string, upTo: number) { this.check(); return this.inner.findHistoryMessage(id, messageId, upTo); }
-  async findByIdempotencyKey(key: string) { this.check(); return this.inner.findByIdempotencyKey(key); }
-  async list(query: Parameters<TaskStore["list"]>[0]) { this.check(); return this.inner.list(query); }
-  async listActive() { this.check(); return this.inner.listActive(); }
-  async dueTimers(now: Date, limit: number) { this.check(); return this.inner.dueTimers(now, limit); }
-  async claimTimer(id: string, now: Date, retryAt: Date) { this.check(); return this.inner.claimTimer(id, now, retryAt); }
-  async acquireLease(id: string, owner: string, now: Date, expiresAt: Date) { this.check(); return this.inner.acquireLease(id, owner, now, expiresAt); }
-  async renewLeases(owner: string, ids: string[], expiresAt: Date) { this.check(); return this.inner.renewLeases(owner, ids, expiresAt); }
-  async releaseLease(id: string, owner: string, epoch: number) { this.check(); return this.inner.releaseLease(id, owner, epoch); }
-  async cancellingTaskIds(ids: string[]) { this.check(); return this.inner.cancellingTaskIds(ids); }
-  async leaseableTaskIds(now: Date, owner: string, limit: number) { this.check(); return this.inner.leaseableTaskIds(now, owner, limit); }
+  async get(id: string) {
+    this.check();
+    return this.inner.get(id);
+  }
+  async readEvents(id: string, from: number, limit?: number) {
+    this.check();
+    return this.inner.readEvents(id, from, limit);
+  }
+  async readHistory(id: string, from: number, upTo: number) {
+    this.check();
+    return this.inner.readHistory(id, from, upTo);
+  }
+  async findHistoryMessage(id: string, messageId: string, upTo: number) {
+    this.check();
+    return this.inner.findHistoryMessage(id, messageId, upTo);
+  }
+  async findByIdempotencyKey(key: string) {
+    this.check();
+    return this.inner.findByIdempotencyKey(key);
+  }
+  async list(query: Parameters<TaskStore["list"]>[0]) {
+    this.check();
+    return this.inner.list(query);
+  }
+  async listActive() {
+    this.check();
+    return this.inner.listActive();
+  }
+  async dueTimers(now: Date, limit: number) {
+    this.check();
+    return this.inner.dueTimers(now, limit);
+  }
+  async claimTimer(id: string, now: Date, retryAt: Date) {
+    this.check();
+    return this.inner.claimTimer(id, now, retryAt);
+  }
+  async acquireLease(id: string, owner: string, now: Date, expiresAt: Date) {
+    this.check();
+    return this.inner.acquireLease(id, owner, now, expiresAt);
+  }
+  async renewLeases(owner: string, ids: string[], expiresAt: Date) {
+    this.check();
+    return this.inner.renewLeases(owner, ids, expiresAt);
+  }
+  async releaseLease(id: string, owner: string, epoch: number) {
+    this.check();
+    return this.inner.releaseLease(id, owner, epoch);
+  }
+  async cancellingTaskIds(ids: string[]) {
+    this.check();
+    return this.inner.cancellingTaskIds(ids);
+  }
+  async leaseableTaskIds(now: Date, owner: string, limit: number) {
+    this.check();
+    return this.inner.leaseableTaskIds(now, owner, limit);
+  }
   async close() {}
 }
 
 const ctx: CallContext = { principal: { tenant: "default", id: "tester", scopes: "*" } };
-const msg = (skillId: string): Message => ({ messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "go" }], metadata: { skillId } });
+const msg = (skillId: string): Message => ({
+  messageId: randomUUID(),
+  role: "user",
+  parts: [{ kind: "text", text: "go" }],
+  metadata: { skillId },
+});
 
 async function waitFor(t: TestApp, taskId: string, state: string): Promise<void> {
   const deadline = Date.now() + 5000;
@@ -71,13 +121,20 @@ async function waitFor(t: TestApp, taskId: string, state: string): Promise<void>
   throw new Error(`task ${taskId} did not reach ${state}: ${(await t.store.get(taskId))?.status}`);
 }
 
-async function crashAndRecover(skillId: string, afterEventType: string, handlers?: Record<string, TaskHandler>, env: Record<string, string> = {}) {
+async function crashAndRecover(
+  skillId: string,
+  afterEventType: string,
+  handlers?: Record<string, TaskHandler>,
+  env: Record<string, string> = {},
+) {
   const store = new MemoryTaskStore();
   const crashing = new CrashAfter(store, afterEventType);
   // The same instance restarting: it takes back the task leases it held at once, without waiting for their TTL.
   env = { INSTANCE_ID: "crash-recovery", ...env };
   const first = await startTestApp(env, crashing, handlers);
-  const task = await first.app.service.sendMessage({ message: msg(skillId), blocking: false }, ctx).catch(() => undefined);
+  const task = await first.app.service
+    .sendMessage({ message: msg(skillId), blocking: false }, ctx)
+    .catch(() => undefined);
   const deadline = Date.now() + 5000;
   while (!crashing.dead && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
   expect(crashing.dead).toBe(true);
@@ -123,7 +180,9 @@ describe("start-up recovery repairs a crash at any step", () => {
     await waitFor(second, taskId, "input-required");
     const log = await store.readEvents(taskId, 0);
     expect(log.filter((e) => e.type === "run.started")).toHaveLength(1);
-    expect(log.filter((e) => e.type === "node.started" && e.nodeId === "prepare").map((e) => e.payload["attempt"])).toEqual([1, 2]);
+    expect(
+      log.filter((e) => e.type === "node.started" && e.nodeId === "prepare").map((e) => e.payload["attempt"]),
+    ).toEqual([1, 2]);
     expect(log.filter((e) => e.type === "node.completed" && e.nodeId === "prepare")).toHaveLength(1);
     expect(new Set(keys).size).toBe(1);
     expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i));
@@ -146,7 +205,10 @@ describe("start-up recovery repairs a crash at any step", () => {
 
   it("crash after a durable timer was set: it still fires after restart", async () => {
     const dir = await mkdtemp(join(tmpdir(), "wf-"));
-    await writeFile(join(dir, "d.yaml"), "id: delayed\nname: D\ndescription: d\nnodes:\n  - { kind: delay, id: wait, durationMs: 200 }\n  - { kind: task, id: e, handler: echo }\n");
+    await writeFile(
+      join(dir, "d.yaml"),
+      "id: delayed\nname: D\ndescription: d\nnodes:\n  - { kind: delay, id: wait, durationMs: 200 }\n  - { kind: task, id: e, handler: echo }\n",
+    );
     const { taskId, second } = await crashAndRecover("delayed", "timer.scheduled", undefined, { WORKFLOWS_DIR: dir });
     await waitFor(second, taskId, "completed");
     await second.close();

@@ -18,16 +18,49 @@ const sendMessage = (server: ServerProcess, skillId: string, text = "x") =>
   fetch(`${server.baseUrl}/a2a/jsonrpc`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], metadata: { skillId } }, configuration: { blocking: false } } }),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "message/send",
+      params: {
+        message: {
+          kind: "message",
+          messageId: randomUUID(),
+          role: "user",
+          parts: [{ kind: "text", text }],
+          metadata: { skillId },
+        },
+        configuration: { blocking: false },
+      },
+    }),
   });
 
 describe("SIGTERM shuts down gracefully", () => {
   it("ends open streams cleanly, finishes the in-flight request and exits 0", async () => {
     const server = await startServerProcess({ STORE: "memory", SHUTDOWN_GRACE_MS: "5000" });
-    const post = (body: unknown) => fetch(`${server.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const post = (body: unknown) =>
+      fetch(`${server.baseUrl}/a2a/jsonrpc`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
     // A stream that stays open: the task works until cancelled.
     const running = (await (
-      await post({ jsonrpc: "2.0", id: 3, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "x" }], metadata: { skillId: "conformance-cancellable" } }, configuration: { blocking: false } } })
+      await post({
+        jsonrpc: "2.0",
+        id: 3,
+        method: "message/send",
+        params: {
+          message: {
+            kind: "message",
+            messageId: randomUUID(),
+            role: "user",
+            parts: [{ kind: "text", text: "x" }],
+            metadata: { skillId: "conformance-cancellable" },
+          },
+          configuration: { blocking: false },
+        },
+      })
     ).json()) as { result: { id: string } };
     const live = await post({ jsonrpc: "2.0", id: 4, method: "tasks/resubscribe", params: { id: running.result.id } });
     const frames = readSse(live);
@@ -72,6 +105,11 @@ describe("a shutdown always ends", () => {
       .split("\n")
       .find((l) => l.includes('"shutdown.deadline"'));
     expect(line).toBeDefined();
-    expect(JSON.parse(line!)).toMatchObject({ level: 60, event: "shutdown.deadline", step: "stopping task work (leases, pushes, peers)", deadlineMs: DEADLINE_MS });
+    expect(JSON.parse(line!)).toMatchObject({
+      level: 60,
+      event: "shutdown.deadline",
+      step: "stopping task work (leases, pushes, peers)",
+      deadlineMs: DEADLINE_MS,
+    });
   });
 });

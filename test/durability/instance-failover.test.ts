@@ -69,14 +69,22 @@ describe("task execution leases across host processes", () => {
   /** The committed log (events up to the head's version). */
   async function committedLog(runId: string): Promise<StoredEvent[]> {
     const head = await mongo.db(dbName).collection<{ _id: string; version: number }>("tasks").findOne({ _id: runId });
-    const docs = await mongo.db(dbName).collection<StoredEvent & { taskId: string }>("task_events").find({ taskId: runId }).sort({ sequence: 1 }).toArray();
+    const docs = await mongo
+      .db(dbName)
+      .collection<StoredEvent & { taskId: string }>("task_events")
+      .find({ taskId: runId })
+      .sort({ sequence: 1 })
+      .toArray();
     return docs.filter((d) => d.sequence <= (head?.version ?? -1));
   }
 
   async function startSlowRunOn(owner: ServerProcess, ownerId: string): Promise<string> {
     const runId = await openwopClient(owner.baseUrl).startRun("slow");
     // The creating write took the lease: the snapshot names the owner while the node runs.
-    const running = await openwopClient(owner.baseUrl).waitForRun(runId, (s) => s.status === "running" && s.lease !== undefined);
+    const running = await openwopClient(owner.baseUrl).waitForRun(
+      runId,
+      (s) => s.status === "running" && s.lease !== undefined,
+    );
     expect(running.lease).toMatchObject({ instanceId: ownerId, epoch: 1 });
     return runId;
   }
@@ -94,16 +102,24 @@ describe("task execution leases across host processes", () => {
     const b = await start("host-b");
     const runId = await startSlowRunOn(a, "host-a");
     // B sees the task and who drives it, and leaves it alone while the lease is live.
-    expect((await openwopClient(b.baseUrl).call("GET", `/v1/runs/${runId}`)).body.lease).toMatchObject({ instanceId: "host-a" });
+    expect((await openwopClient(b.baseUrl).call("GET", `/v1/runs/${runId}`)).body.lease).toMatchObject({
+      instanceId: "host-a",
+    });
     await a.kill();
-    const done = await openwopClient(b.baseUrl).waitForRun(runId, (s) => s.status === "completed", TTL_MS + NODE_MS + 10_000);
+    const done = await openwopClient(b.baseUrl).waitForRun(
+      runId,
+      (s) => s.status === "completed",
+      TTL_MS + NODE_MS + 10_000,
+    );
     expect(done.lease).toBeUndefined();
     const log = await committedLog(runId);
     expectOneCleanRun(log);
     // At-least-once: the node started again on B (attempt 2), after A's attempt 1 was lost with A.
     expect(log.filter((e) => e.type === "node.started").map((e) => e.payload["attempt"])).toEqual([1, 2]);
     // A's execution died with A (its lease was never given back): counted once toward RECOVERY_MAX_ATTEMPTS.
-    expect(log.filter((e) => e.type === "node.interrupted").map((e) => e.payload)).toEqual([{ nodeId: "work", attempt: 1, crashes: 1, cause: "instance-died" }]);
+    expect(log.filter((e) => e.type === "node.interrupted").map((e) => e.payload)).toEqual([
+      { nodeId: "work", attempt: 1, crashes: 1, cause: "instance-died" },
+    ]);
     expect(b.output()).toContain("taking over runnable tasks with a free or expired lease");
   });
 
@@ -112,18 +128,30 @@ describe("task execution leases across host processes", () => {
     const b = await start("host-d");
     const runId = await startSlowRunOn(a, "host-c");
     a.child.kill("SIGSTOP");
-    const done = await openwopClient(b.baseUrl).waitForRun(runId, (s) => s.status === "completed", TTL_MS + NODE_MS + 10_000);
+    const done = await openwopClient(b.baseUrl).waitForRun(
+      runId,
+      (s) => s.status === "completed",
+      TTL_MS + NODE_MS + 10_000,
+    );
     expect(done.status).toBe("completed");
     const before = await committedLog(runId);
     a.child.kill("SIGCONT");
     // A's node finishes right away (its timer is long due) and its fenced commit meets B's lease.
     const deadline = Date.now() + 10_000;
-    while (!a.output().includes("task lease lost") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (!a.output().includes("task lease lost") && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     expect(a.output()).toContain("task lease lost");
     const after = await committedLog(runId);
     expect(after).toEqual(before);
     expectOneCleanRun(after);
-    expect((await mongo.db(dbName).collection("tasks").findOne({ _id: runId as never }))?.["leaseOwner"] ?? null).toBeNull();
+    expect(
+      (
+        await mongo
+          .db(dbName)
+          .collection("tasks")
+          .findOne({ _id: runId as never })
+      )?.["leaseOwner"] ?? null,
+    ).toBeNull();
   });
 
   it("SIGTERM of the owner releases its leases: the other instance takes over without waiting for the TTL", async () => {
@@ -131,7 +159,10 @@ describe("task execution leases across host processes", () => {
     const b = await start("host-f");
     const runId = await startSlowRunOn(a, "host-e");
     expect(await a.terminate()).toBe(0);
-    const released = await mongo.db(dbName).collection("tasks").findOne({ _id: runId as never });
+    const released = await mongo
+      .db(dbName)
+      .collection("tasks")
+      .findOne({ _id: runId as never });
     // Given back on shutdown, or already taken by B.
     expect([null, "host-f"]).toContain(released?.["leaseOwner"] ?? null);
     const done = await openwopClient(b.baseUrl).waitForRun(runId, (s) => s.status === "completed", NODE_MS + 10_000);
@@ -158,7 +189,12 @@ describe("task execution leases across host processes", () => {
   });
 
   it("a bad lease configuration is refused at start with a clear message", async () => {
-    const refused = startServerProcess({ MONGODB_URI: mongoUri, MONGODB_DB: dbName, LEASE_TTL_MS: "1000", LEASE_HEARTBEAT_MS: "600" });
+    const refused = startServerProcess({
+      MONGODB_URI: mongoUri,
+      MONGODB_DB: dbName,
+      LEASE_TTL_MS: "1000",
+      LEASE_HEARTBEAT_MS: "600",
+    });
     await expect(refused).rejects.toThrow(/LEASE_TTL_MS \(1000\) must be more than twice LEASE_HEARTBEAT_MS \(600\)/);
   });
 });

@@ -11,10 +11,14 @@ interface StoredEvent {
   type: string;
 }
 
-type RpcAnswer = { result?: { id: string; status: { state: string }; artifacts?: Array<{ parts: Array<{ text?: string }> }> }; error?: { code: number; message: string; data?: Record<string, unknown> } };
+type RpcAnswer = {
+  result?: { id: string; status: { state: string }; artifacts?: Array<{ parts: Array<{ text?: string }> }> };
+  error?: { code: number; message: string; data?: Record<string, unknown> };
+};
 
 /** The write that stores a task head: one client bulkWrite (MongoDB >= 8.0), else the insert into `tasks` after its events. */
-const headWrite = (write: WriteCommand) => write.name === "bulkWrite" || (write.name === "insert" && write.collection === "tasks");
+const headWrite = (write: WriteCommand) =>
+  write.name === "bulkWrite" || (write.name === "insert" && write.collection === "tasks");
 
 /**
  * A blocking send whose task ends within BLOCKING_FIRST_WRITE_MS is stored in ONE write, with its
@@ -51,12 +55,26 @@ describe(`one write for a fast blocking send, cut short (${inject("mongoBackend"
     const response = await fetch(`${server.baseUrl}/a2a/jsonrpc`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId, role: "user", parts: [{ kind: "text", text }], metadata: { skillId: "echo" } } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "message/send",
+        params: {
+          message: {
+            kind: "message",
+            messageId,
+            role: "user",
+            parts: [{ kind: "text", text }],
+            metadata: { skillId: "echo" },
+          },
+        },
+      }),
     });
     return (await response.json()) as RpcAnswer;
   };
   const tasks = () => mongo.db(dbName).collection<{ _id: string; a2a: { state: string } }>("tasks");
-  const logOf = (taskId: string) => mongo.db(dbName).collection<StoredEvent>("task_events").find({ taskId }).sort({ sequence: 1 }).toArray();
+  const logOf = (taskId: string) =>
+    mongo.db(dbName).collection<StoredEvent>("task_events").find({ taskId }).sort({ sequence: 1 }).toArray();
 
   it("SIGKILL between the single commit and the answer: the retry answers the same completed task, nothing runs twice", async () => {
     const text = `kill ${randomUUID()}`;
@@ -75,7 +93,14 @@ describe(`one write for a fast blocking send, cut short (${inject("mongoBackend"
     const taskId = stored[0]!._id;
     expect(stored[0]!.a2a.state).toBe("completed");
     const log = await logOf(taskId);
-    expect(log.map((e) => e.type)).toEqual(["run.created", "run.started", "node.started", "node.completed", "artifact.created", "run.completed"]);
+    expect(log.map((e) => e.type)).toEqual([
+      "run.created",
+      "run.started",
+      "node.started",
+      "node.completed",
+      "artifact.created",
+      "run.completed",
+    ]);
 
     // The caller retries the same message on a new process: the stored task, not a second run.
     const again = await start(mongoUri);
@@ -109,7 +134,14 @@ describe(`one write for a fast blocking send, cut short (${inject("mongoBackend"
     expect(retried.error).toBeUndefined();
     expect(retried.result?.status.state).toBe("completed");
     expect(await tasks().countDocuments()).toBe(before + 1);
-    expect((await logOf(retried.result!.id)).map((e) => e.type)).toEqual(["run.created", "run.started", "node.started", "node.completed", "artifact.created", "run.completed"]);
+    expect((await logOf(retried.result!.id)).map((e) => e.type)).toEqual([
+      "run.created",
+      "run.started",
+      "node.started",
+      "node.completed",
+      "artifact.created",
+      "run.completed",
+    ]);
     await server.kill();
   });
 });

@@ -34,7 +34,10 @@ describe("push delivery leases across host processes", () => {
   const servers: ServerProcess[] = [];
   const receivers: PushReceiver[] = [];
   // Both instances must open each other's sealed secrets and sign alike: one set of keys.
-  const keys = { PUSH_ENCRYPTION_KEY: randomBytes(32).toString("hex"), PUSH_SIGNING_KEY: randomBytes(24).toString("base64url") };
+  const keys = {
+    PUSH_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+    PUSH_SIGNING_KEY: randomBytes(24).toString("base64url"),
+  };
 
   beforeAll(async () => {
     mongo = await MongoClient.connect(mongoUri);
@@ -78,23 +81,48 @@ describe("push delivery leases across host processes", () => {
   };
 
   const rpc = async (server: ServerProcess, method: string, params: unknown) => {
-    const res = await fetch(`${server.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+    const res = await fetch(`${server.baseUrl}/a2a/jsonrpc`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+    });
     const body = (await res.json()) as { result?: any; error?: { code: number; message: string } };
     if (body.error) throw new Error(`${method}: ${body.error.message}`);
     return body.result;
   };
   const startTask = async (on: ServerProcess): Promise<string> => {
-    const task = await rpc(on, "message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "go" }], metadata: { skillId: "two-gates" } } });
+    const task = await rpc(on, "message/send", {
+      message: {
+        kind: "message",
+        messageId: randomUUID(),
+        role: "user",
+        parts: [{ kind: "text", text: "go" }],
+        metadata: { skillId: "two-gates" },
+      },
+    });
     expect(task.status.state).toBe("input-required");
     return task.id as string;
   };
   const accept = async (on: ServerProcess, taskId: string) =>
-    (await rpc(on, "message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", taskId, parts: [{ kind: "data", data: { action: "accept" } }] } })).status.state as string;
-  const register = (on: ServerProcess, taskId: string, url: string) => rpc(on, "tasks/pushNotificationConfig/set", { taskId, pushNotificationConfig: { url, token: `token-${taskId}` } });
-  const storedConfig = async (taskId: string) => (await mongo.db(dbName).collection("pushConfigs").findOne({ taskId })) as StoredConfig | null;
+    (
+      await rpc(on, "message/send", {
+        message: {
+          kind: "message",
+          messageId: randomUUID(),
+          role: "user",
+          taskId,
+          parts: [{ kind: "data", data: { action: "accept" } }],
+        },
+      })
+    ).status.state as string;
+  const register = (on: ServerProcess, taskId: string, url: string) =>
+    rpc(on, "tasks/pushNotificationConfig/set", { taskId, pushNotificationConfig: { url, token: `token-${taskId}` } });
+  const storedConfig = async (taskId: string) =>
+    (await mongo.db(dbName).collection("pushConfigs").findOne({ taskId })) as StoredConfig | null;
   const statesOf = (hits: PushHit[]) => hits.map((h) => h.json["status"].state as string);
   const eventIdsOf = (hits: PushHit[]) => hits.map((h) => h.headers["x-a2a-event-id"] as string);
-  const completed = (hook: PushReceiver, taskId: string) => () => (statesOf(hook.forTask(taskId)).includes("completed") ? hook.forTask(taskId) : undefined);
+  const completed = (hook: PushReceiver, taskId: string) => () =>
+    statesOf(hook.forTask(taskId)).includes("completed") ? hook.forTask(taskId) : undefined;
 
   /** Every task's states arrive in order, one POST per event id (late duplicates would come within a few heartbeats). */
   async function expectEachStateOnce(hook: PushReceiver, taskIds: string[]): Promise<void> {
@@ -107,85 +135,110 @@ describe("push delivery leases across host processes", () => {
     }
   }
 
-  it("tasks driven on A, configs registered through B: B hears A's commits and every state arrives once, in order", async () => {
-    const hook = await new PushReceiver().start();
-    receivers.push(hook);
-    const a = await start("push-a");
-    const b = await start("push-b");
+  it(
+    "tasks driven on A, configs registered through B: B hears A's commits and every state arrives once, in order",
+    async () => {
+      const hook = await new PushReceiver().start();
+      receivers.push(hook);
+      const a = await start("push-a");
+      const b = await start("push-b");
 
-    const taskIds = [await startTask(a), await startTask(a), await startTask(a)];
-    for (const taskId of taskIds) await register(b, taskId, hook.url("/hook"));
-    for (const taskId of taskIds) expect(await accept(a, taskId)).toBe("input-required");
-    for (const taskId of taskIds) expect(await accept(a, taskId)).toBe("completed");
+      const taskIds = [await startTask(a), await startTask(a), await startTask(a)];
+      for (const taskId of taskIds) await register(b, taskId, hook.url("/hook"));
+      for (const taskId of taskIds) expect(await accept(a, taskId)).toBe("input-required");
+      for (const taskId of taskIds) expect(await accept(a, taskId)).toBe("completed");
 
-    await expectEachStateOnce(hook, taskIds);
-    for (const taskId of taskIds) {
-      const hits = hook.forTask(taskId);
-      expect(hits.every((h) => h.headers["x-a2a-notification-token"] === `token-${taskId}`)).toBe(true);
-      // Delivered under a lease, given back when the config settled.
-      const stored = await storedConfig(taskId);
-      expect(stored?.delivery.settled).toBe(true);
-      expect(stored?.lease?.owner ?? null).toBeNull();
-      expect(stored?.lease?.epoch).toBeGreaterThanOrEqual(1);
-    }
-  }, TEST_TIMEOUT_MS);
+      await expectEachStateOnce(hook, taskIds);
+      for (const taskId of taskIds) {
+        const hits = hook.forTask(taskId);
+        expect(hits.every((h) => h.headers["x-a2a-notification-token"] === `token-${taskId}`)).toBe(true);
+        // Delivered under a lease, given back when the config settled.
+        const stored = await storedConfig(taskId);
+        expect(stored?.delivery.settled).toBe(true);
+        expect(stored?.lease?.owner ?? null).toBeNull();
+        expect(stored?.lease?.epoch).toBeGreaterThanOrEqual(1);
+      }
+    },
+    TEST_TIMEOUT_MS,
+  );
 
-  it("both instances watch every config (frequent sweeps) and race on every commit: still one POST per event id", async () => {
-    const hook = await new PushReceiver().start();
-    receivers.push(hook);
-    // Slow answers widen the window in which the other instance would POST the same event.
-    hook.reply = (_hit, res) => void setTimeout(() => res.writeHead(200).end("ok"), 150);
-    const racing = { PUSH_SWEEP_INTERVAL_MS: "100" };
-    const a = await start("push-e", racing);
-    const b = await start("push-f", racing);
+  it(
+    "both instances watch every config (frequent sweeps) and race on every commit: still one POST per event id",
+    async () => {
+      const hook = await new PushReceiver().start();
+      receivers.push(hook);
+      // Slow answers widen the window in which the other instance would POST the same event.
+      hook.reply = (_hit, res) => void setTimeout(() => res.writeHead(200).end("ok"), 150);
+      const racing = { PUSH_SWEEP_INTERVAL_MS: "100" };
+      const a = await start("push-e", racing);
+      const b = await start("push-f", racing);
 
-    const taskIds = [await startTask(a), await startTask(b), await startTask(a)];
-    for (const [i, taskId] of taskIds.entries()) await register(i % 2 === 0 ? b : a, taskId, hook.url("/hook"));
-    // Both sweeps have seen every config: both instances watch every task from here on.
-    await new Promise((r) => setTimeout(r, 500));
-    for (const [i, taskId] of taskIds.entries()) expect(await accept(i % 2 === 0 ? a : b, taskId)).toBe("input-required");
-    for (const [i, taskId] of taskIds.entries()) expect(await accept(i % 2 === 0 ? b : a, taskId)).toBe("completed");
+      const taskIds = [await startTask(a), await startTask(b), await startTask(a)];
+      for (const [i, taskId] of taskIds.entries()) await register(i % 2 === 0 ? b : a, taskId, hook.url("/hook"));
+      // Both sweeps have seen every config: both instances watch every task from here on.
+      await new Promise((r) => setTimeout(r, 500));
+      for (const [i, taskId] of taskIds.entries())
+        expect(await accept(i % 2 === 0 ? a : b, taskId)).toBe("input-required");
+      for (const [i, taskId] of taskIds.entries()) expect(await accept(i % 2 === 0 ? b : a, taskId)).toBe("completed");
 
-    await expectEachStateOnce(hook, taskIds);
-  }, TEST_TIMEOUT_MS);
+      await expectEachStateOnce(hook, taskIds);
+    },
+    TEST_TIMEOUT_MS,
+  );
 
-  it("SIGKILL of the lease holder while a push is pending: the other instance takes the lease over after the TTL and continues from the stored cursor", async () => {
-    const hook = await new PushReceiver().start();
-    receivers.push(hook);
-    const port = hook.port;
-    await hook.stop();
-    const a = await start("push-c");
-    const b = await start("push-d");
+  it(
+    "SIGKILL of the lease holder while a push is pending: the other instance takes the lease over after the TTL and continues from the stored cursor",
+    async () => {
+      const hook = await new PushReceiver().start();
+      receivers.push(hook);
+      const port = hook.port;
+      await hook.stop();
+      const a = await start("push-c");
+      const b = await start("push-d");
 
-    const taskId = await startTask(a);
-    await register(b, taskId, `http://127.0.0.1:${port}/hook`);
-    expect(await accept(a, taskId)).toBe("input-required");
-    // B holds the lease and keeps retrying the first push (the receiver is down).
-    const pending = await waitFor(async () => {
-      const stored = await storedConfig(taskId);
-      return stored && stored.delivery.attempts >= 2 && stored.lease?.owner === "push-d" ? stored : undefined;
-    }, 15_000, "B retrying under its lease");
-    expect(pending.delivery.settled).toBe(false);
-    // Any instance's console shows which instance delivers the config.
-    const consoleView = (await (await fetch(`${a.baseUrl}/console/api/tasks/${taskId}/push`)).json()) as { configs: Array<{ lease?: { owner: string } }> };
-    expect(consoleView.configs[0]?.lease?.owner).toBe("push-d");
+      const taskId = await startTask(a);
+      await register(b, taskId, `http://127.0.0.1:${port}/hook`);
+      expect(await accept(a, taskId)).toBe("input-required");
+      // B holds the lease and keeps retrying the first push (the receiver is down).
+      const pending = await waitFor(
+        async () => {
+          const stored = await storedConfig(taskId);
+          return stored && stored.delivery.attempts >= 2 && stored.lease?.owner === "push-d" ? stored : undefined;
+        },
+        15_000,
+        "B retrying under its lease",
+      );
+      expect(pending.delivery.settled).toBe(false);
+      // Any instance's console shows which instance delivers the config.
+      const consoleView = (await (await fetch(`${a.baseUrl}/console/api/tasks/${taskId}/push`)).json()) as {
+        configs: Array<{ lease?: { owner: string } }>;
+      };
+      expect(consoleView.configs[0]?.lease?.owner).toBe("push-d");
 
-    await b.kill();
-    await hook.start(port);
-    expect(await accept(a, taskId)).toBe("completed");
+      await b.kill();
+      await hook.start(port);
+      expect(await accept(a, taskId)).toBe("completed");
 
-    const hits = await waitFor(completed(hook, taskId), TTL_MS + 15_000, "every push after the takeover");
-    // At least once, in order: a push B may have had in flight can come again, with the same event id.
-    const firstOfEach = hits.filter((h, i) => eventIdsOf(hits).indexOf(eventIdsOf([h])[0]!) === i);
-    expect(statesOf(firstOfEach)).toEqual(AFTER_FIRST_GATE);
-    expect(eventIdsOf(hits)).toEqual([...eventIdsOf(hits)].sort((x, y) => Number(x.split(":").at(-1)) - Number(y.split(":").at(-1))));
-    expect(a.output()).toContain("took over the delivery lease");
-    // The worker settles the config in a pass after the last push's cursor is stored: the push arrives first.
-    const stored = await waitFor(async () => {
-      const config = await storedConfig(taskId);
-      return config?.delivery.settled ? config : undefined;
-    }, 5_000, "the delivery recorded as settled");
-    expect(stored.delivery.settled).toBe(true);
-    expect(stored.lease?.epoch).toBeGreaterThanOrEqual(2);
-  }, TEST_TIMEOUT_MS);
+      const hits = await waitFor(completed(hook, taskId), TTL_MS + 15_000, "every push after the takeover");
+      // At least once, in order: a push B may have had in flight can come again, with the same event id.
+      const firstOfEach = hits.filter((h, i) => eventIdsOf(hits).indexOf(eventIdsOf([h])[0]!) === i);
+      expect(statesOf(firstOfEach)).toEqual(AFTER_FIRST_GATE);
+      expect(eventIdsOf(hits)).toEqual(
+        [...eventIdsOf(hits)].sort((x, y) => Number(x.split(":").at(-1)) - Number(y.split(":").at(-1))),
+      );
+      expect(a.output()).toContain("took over the delivery lease");
+      // The worker settles the config in a pass after the last push's cursor is stored: the push arrives first.
+      const stored = await waitFor(
+        async () => {
+          const config = await storedConfig(taskId);
+          return config?.delivery.settled ? config : undefined;
+        },
+        5_000,
+        "the delivery recorded as settled",
+      );
+      expect(stored.delivery.settled).toBe(true);
+      expect(stored.lease?.epoch).toBeGreaterThanOrEqual(2);
+    },
+    TEST_TIMEOUT_MS,
+  );
 });

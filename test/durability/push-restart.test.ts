@@ -44,16 +44,37 @@ describe("push delivery survives SIGKILL", () => {
   });
 
   const rpc = async (method: string, params: unknown) => {
-    const res = await fetch(`${server!.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+    const res = await fetch(`${server!.baseUrl}/a2a/jsonrpc`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+    });
     return (await res.json()) as { result?: any; error?: { code: number; message: string } };
   };
   const send = (push: Record<string, unknown>) =>
     rpc("message/send", {
-      message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "Send the report" }], metadata: { skillId: "approval-gate" } },
+      message: {
+        kind: "message",
+        messageId: randomUUID(),
+        role: "user",
+        parts: [{ kind: "text", text: "Send the report" }],
+        metadata: { skillId: "approval-gate" },
+      },
       configuration: { pushNotificationConfig: push },
     });
-  const accept = (taskId: string) => rpc("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", taskId, parts: [{ kind: "data", data: { action: "accept" } }] } });
-  const cursorOf = async (taskId: string) => ((await mongo.db(dbName).collection("pushConfigs").findOne({ taskId })) as { delivery?: { cursor: number } } | null)?.delivery?.cursor;
+  const accept = (taskId: string) =>
+    rpc("message/send", {
+      message: {
+        kind: "message",
+        messageId: randomUUID(),
+        role: "user",
+        taskId,
+        parts: [{ kind: "data", data: { action: "accept" } }],
+      },
+    });
+  const cursorOf = async (taskId: string) =>
+    ((await mongo.db(dbName).collection("pushConfigs").findOne({ taskId })) as { delivery?: { cursor: number } } | null)
+      ?.delivery?.cursor;
   const eventIds = (hits: PushHit[]) => hits.map((h) => h.headers["x-a2a-event-id"]);
 
   it("killed while the webhook holds the push: after the restart it arrives again with the same event id, then the rest in order", async () => {
@@ -84,7 +105,11 @@ describe("push delivery survives SIGKILL", () => {
     await waitFor(async () => ((await cursorOf(taskId)) ?? -1) > (cursorBefore ?? -1), 10_000, "the cursor to move");
 
     expect((await accept(taskId)).result?.status.state).toBe("completed");
-    const hits = await waitFor(() => (hook.forTask(taskId).length >= 3 ? hook.forTask(taskId) : undefined), 15_000, "the completed push");
+    const hits = await waitFor(
+      () => (hook.forTask(taskId).length >= 3 ? hook.forTask(taskId) : undefined),
+      15_000,
+      "the completed push",
+    );
     expect(hits.map((h) => h.json["status"].state)).toEqual(["input-required", "input-required", "completed"]);
     expect(new Set(eventIds(hits)).size).toBe(2);
     expect(server.output()).not.toContain("durable-token");
@@ -99,15 +124,35 @@ describe("push delivery survives SIGKILL", () => {
     const sent = await send({ url: `http://127.0.0.1:${port}/hook` });
     const taskId = sent.result.id as string;
     expect((await accept(taskId)).result?.status.state).toBe("completed");
-    await waitFor(async () => ((await mongo.db(dbName).collection("pushConfigs").findOne({ taskId })) as { delivery?: { attempts: number } } | null)?.delivery?.attempts, 10_000, "a recorded failed attempt");
+    await waitFor(
+      async () =>
+        (
+          (await mongo.db(dbName).collection("pushConfigs").findOne({ taskId })) as {
+            delivery?: { attempts: number };
+          } | null
+        )?.delivery?.attempts,
+      10_000,
+      "a recorded failed attempt",
+    );
 
     const serverPort = server.port;
     await server.kill();
     await hook.start(port);
     server = await startServerProcess({ ...env, PUSH_TRANSITIONS: "all" }, serverPort);
 
-    const hits = await waitFor(() => (hook.forTask(taskId).some((h) => h.json["status"].state === "completed") ? hook.forTask(taskId) : undefined), 15_000, "every push");
-    expect(hits.map((h) => h.json["status"].state)).toEqual(["submitted", "working", "input-required", "working", "completed"]);
+    const hits = await waitFor(
+      () =>
+        hook.forTask(taskId).some((h) => h.json["status"].state === "completed") ? hook.forTask(taskId) : undefined,
+      15_000,
+      "every push",
+    );
+    expect(hits.map((h) => h.json["status"].state)).toEqual([
+      "submitted",
+      "working",
+      "input-required",
+      "working",
+      "completed",
+    ]);
     expect(new Set(eventIds(hits)).size).toBe(hits.length);
   });
 });

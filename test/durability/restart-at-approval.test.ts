@@ -26,15 +26,34 @@ describe("a task survives SIGKILL at an approval gate", () => {
   });
 
   const client = (s: ServerProcess) => new LegacyJsonRpcTransport({ endpoint: `${s.baseUrl}/a2a/jsonrpc` });
-  const userText = (text: string) => ({ content: { $case: "text" as const, value: text }, metadata: undefined, filename: "", mediaType: "" });
-  const userData = (value: Record<string, unknown>) => ({ content: { $case: "data" as const, value }, metadata: undefined, filename: "", mediaType: "" });
+  const userText = (text: string) => ({
+    content: { $case: "text" as const, value: text },
+    metadata: undefined,
+    filename: "",
+    mediaType: "",
+  });
+  const userData = (value: Record<string, unknown>) => ({
+    content: { $case: "data" as const, value },
+    metadata: undefined,
+    filename: "",
+    mediaType: "",
+  });
 
   it("pauses, survives the crash, and completes on reply", async () => {
     const env = { MONGODB_URI: mongoUri, MONGODB_DB: dbName, TIMER_POLL_MS: "100" };
     server = await startServerProcess(env);
     const first = await client(server).sendMessage({
       tenant: "",
-      message: { messageId: randomUUID(), contextId: "", taskId: "", role: 1, parts: [userText("Send the quarterly report")], metadata: { skillId: "approval-gate" }, extensions: [], referenceTaskIds: [] },
+      message: {
+        messageId: randomUUID(),
+        contextId: "",
+        taskId: "",
+        role: 1,
+        parts: [userText("Send the quarterly report")],
+        metadata: { skillId: "approval-gate" },
+        extensions: [],
+        referenceTaskIds: [],
+      },
       configuration: undefined,
       metadata: undefined,
     });
@@ -50,13 +69,22 @@ describe("a task survives SIGKILL at an approval gate", () => {
     const again = await client(server).getTask({ tenant: "", id: task.id, historyLength: undefined });
     expect(again.id).toBe(task.id);
     expect(again.status?.state).toBe(6);
-    expect((again.metadata as { openwop: { interrupt: { kind: string; interruptId: string } } }).openwop.interrupt).toEqual(
-      (task.metadata as { openwop: { interrupt: unknown } }).openwop.interrupt,
-    );
+    expect(
+      (again.metadata as { openwop: { interrupt: { kind: string; interruptId: string } } }).openwop.interrupt,
+    ).toEqual((task.metadata as { openwop: { interrupt: unknown } }).openwop.interrupt);
 
     const done = await client(server).sendMessage({
       tenant: "",
-      message: { messageId: randomUUID(), contextId: task.contextId, taskId: task.id, role: 1, parts: [userData({ action: "accept" })], metadata: undefined, extensions: [], referenceTaskIds: [] },
+      message: {
+        messageId: randomUUID(),
+        contextId: task.contextId,
+        taskId: task.id,
+        role: 1,
+        parts: [userData({ action: "accept" })],
+        metadata: undefined,
+        extensions: [],
+        referenceTaskIds: [],
+      },
       configuration: undefined,
       metadata: undefined,
     });
@@ -66,7 +94,12 @@ describe("a task survives SIGKILL at an approval gate", () => {
     expect(finished?.artifacts.map((a) => a.name)).toEqual(["proposal", "result"]);
 
     // The log lives in task_events, one document per event.
-    const events = await mongo.db(dbName).collection<{ taskId: string; sequence: number; type: string }>("task_events").find({ taskId: task.id }).sort({ sequence: 1 }).toArray();
+    const events = await mongo
+      .db(dbName)
+      .collection<{ taskId: string; sequence: number; type: string }>("task_events")
+      .find({ taskId: task.id })
+      .sort({ sequence: 1 })
+      .toArray();
     expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i));
     expect(events.filter((e) => e.type === "run.started")).toHaveLength(1);
     expect(events.filter((e) => e.type === "run.completed")).toHaveLength(1);

@@ -57,7 +57,8 @@ describe("OpenWOP RFC 0158 durability rows across host processes", () => {
     for (const s of servers.splice(0)) if (s.child.exitCode === null && s.child.signalCode === null) await s.kill();
   });
   afterAll(async () => {
-    if (measured.length > 0) console.info(`RFC 0158 kill → resumption (bound ${TTL_MS + HEARTBEAT_MS} ms):\n  ${measured.join("\n  ")}`);
+    if (measured.length > 0)
+      console.info(`RFC 0158 kill → resumption (bound ${TTL_MS + HEARTBEAT_MS} ms):\n  ${measured.join("\n  ")}`);
     await mongo.db(dbName).dropDatabase();
     await mongo.close();
   });
@@ -83,22 +84,46 @@ describe("OpenWOP RFC 0158 durability rows across host processes", () => {
   };
   /** When the process exited (SIGKILL: by itself, or by the test). */
   const exitTime = (server: ServerProcess): Promise<number> =>
-    new Promise((resolve) => (server.child.exitCode !== null || server.child.signalCode !== null ? resolve(Date.now()) : server.child.once("exit", () => resolve(Date.now()))));
+    new Promise((resolve) =>
+      server.child.exitCode !== null || server.child.signalCode !== null
+        ? resolve(Date.now())
+        : server.child.once("exit", () => resolve(Date.now())),
+    );
 
-  async function send(server: ServerProcess, message: Record<string, unknown>, blocking = false): Promise<{ result?: { id: string; status: { state: string; message?: unknown }; metadata?: Record<string, any> }; error?: unknown }> {
+  async function send(
+    server: ServerProcess,
+    message: Record<string, unknown>,
+    blocking = false,
+  ): Promise<{
+    result?: { id: string; status: { state: string; message?: unknown }; metadata?: Record<string, any> };
+    error?: unknown;
+  }> {
     const res = await fetch(`${server.baseUrl}/a2a/jsonrpc`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", role: "user", ...message }, configuration: { blocking } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "message/send",
+        params: { message: { kind: "message", role: "user", ...message }, configuration: { blocking } },
+      }),
     });
     return (await res.json()) as never;
   }
-  const message = (skillId: string, contextId = randomUUID(), messageId = randomUUID()) => ({ messageId, contextId, parts: [{ kind: "text", text: "go" }], metadata: { skillId } });
+  const message = (skillId: string, contextId = randomUUID(), messageId = randomUUID()) => ({
+    messageId,
+    contextId,
+    parts: [{ kind: "text", text: "go" }],
+    metadata: { skillId },
+  });
 
   const taskOf = async (contextId: string, ms = 10_000): Promise<string> => {
     const deadline = Date.now() + ms;
     for (;;) {
-      const head = await mongo.db(dbName).collection<{ _id: string; contextId: string }>("tasks").findOne({ contextId });
+      const head = await mongo
+        .db(dbName)
+        .collection<{ _id: string; contextId: string }>("tasks")
+        .findOne({ contextId });
       if (head) return head._id;
       if (Date.now() > deadline) throw new Error(`no task with context ${contextId}`);
       await new Promise((r) => setTimeout(r, 25));
@@ -107,7 +132,12 @@ describe("OpenWOP RFC 0158 durability rows across host processes", () => {
   /** The committed log (events up to the head's version). */
   async function committedLog(runId: string): Promise<StoredEvent[]> {
     const head = await mongo.db(dbName).collection<{ _id: string; version: number }>("tasks").findOne({ _id: runId });
-    const docs = await mongo.db(dbName).collection<StoredEvent & { taskId: string }>("task_events").find({ taskId: runId }).sort({ sequence: 1 }).toArray();
+    const docs = await mongo
+      .db(dbName)
+      .collection<StoredEvent & { taskId: string }>("task_events")
+      .find({ taskId: runId })
+      .sort({ sequence: 1 })
+      .toArray();
     return docs.filter((d) => d.sequence <= (head?.version ?? -1));
   }
   async function until<T>(read: () => Promise<T | undefined>, what: string, ms: number): Promise<T> {
@@ -119,15 +149,33 @@ describe("OpenWOP RFC 0158 durability rows across host processes", () => {
       await new Promise((r) => setTimeout(r, 20));
     }
   }
-  const invocations = (taskId: string) => mongo.db(dbName).collection<Invocation>(EFFECTS).find({ taskId }).sort({ attempt: 1 }).toArray();
-  const receipts = (key: string) => mongo.db(dbName).collection<{ _id: string; deliveries: number }>(`${EFFECTS}_receipts`).find({ _id: key }).toArray();
+  const invocations = (taskId: string) =>
+    mongo.db(dbName).collection<Invocation>(EFFECTS).find({ taskId }).sort({ attempt: 1 }).toArray();
+  const receipts = (key: string) =>
+    mongo
+      .db(dbName)
+      .collection<{ _id: string; deliveries: number }>(`${EFFECTS}_receipts`)
+      .find({ _id: key })
+      .toArray();
 
   /** The published recovery bound (RFC 0158 §B.4), as the discovery document declares it. */
   async function publishedBound(server: ServerProcess): Promise<number> {
-    const doc = (await (await fetch(`${server.baseUrl}/.well-known/openwop`)).json()) as { recoveryEvidence: { recoveryBounds: Array<{ class: string; bound: number; terms: Array<{ name: string; ms: number }> }>; attemptBound: { maxAttempts: number } } };
+    const doc = (await (await fetch(`${server.baseUrl}/.well-known/openwop`)).json()) as {
+      recoveryEvidence: {
+        recoveryBounds: Array<{ class: string; bound: number; terms: Array<{ name: string; ms: number }> }>;
+        attemptBound: { maxAttempts: number };
+      };
+    };
     const [lease] = doc.recoveryEvidence.recoveryBounds;
     // §B.5 bound-is-derived: the number is the sum of the settings that produce it.
-    expect(lease).toEqual({ class: "task-execution-lease", bound: TTL_MS + HEARTBEAT_MS, terms: [{ name: "LEASE_TTL_MS", ms: TTL_MS }, { name: "LEASE_HEARTBEAT_MS", ms: HEARTBEAT_MS }] });
+    expect(lease).toEqual({
+      class: "task-execution-lease",
+      bound: TTL_MS + HEARTBEAT_MS,
+      terms: [
+        { name: "LEASE_TTL_MS", ms: TTL_MS },
+        { name: "LEASE_HEARTBEAT_MS", ms: HEARTBEAT_MS },
+      ],
+    });
     expect(doc.recoveryEvidence.attemptBound.maxAttempts).toBe(MAX_ATTEMPTS);
     return lease!.bound;
   }
@@ -147,7 +195,11 @@ describe("OpenWOP RFC 0158 durability rows across host processes", () => {
     expect(before.map((e) => e.type)).toEqual(["run.created", "run.started"]); // accepted; dispatch not committed
     expect(await invocations(taskId)).toEqual([]);
 
-    const started = await until(async () => (await committedLog(taskId)).find((e) => e.type === "node.started"), "the peer's dispatch", 10 * bound);
+    const started = await until(
+      async () => (await committedLog(taskId)).find((e) => e.type === "node.started"),
+      "the peer's dispatch",
+      10 * bound,
+    );
     const resumedMs = Date.parse(started.timestamp) - killedAt;
     measured.push(`kill-after-accept (peer dispatch): ${resumedMs} ms`);
     expect(resumedMs).toBeLessThanOrEqual(bound);
@@ -168,13 +220,19 @@ describe("OpenWOP RFC 0158 durability rows across host processes", () => {
     const accepted = await send(a, message("effect", contextId, messageId));
     const taskId = accepted.result!.id;
     await until(async () => ((await invocations(taskId)).length > 0 ? true : undefined), "the first execution", 10_000);
-    expect((await openwopClient(b.baseUrl).call("GET", `/v1/runs/${taskId}`)).body.lease).toMatchObject({ instanceId: "exec-a" });
+    expect((await openwopClient(b.baseUrl).call("GET", `/v1/runs/${taskId}`)).body.lease).toMatchObject({
+      instanceId: "exec-a",
+    });
     const died = exitTime(a);
     await a.kill();
     const killedAt = await died;
 
     // Resumption: the peer's node.interrupted, committed with the node's next start (before it runs again).
-    const interrupted = await until(async () => (await committedLog(taskId)).find((e) => e.type === "node.interrupted"), "the peer's resumption", 10 * bound);
+    const interrupted = await until(
+      async () => (await committedLog(taskId)).find((e) => e.type === "node.interrupted"),
+      "the peer's resumption",
+      10 * bound,
+    );
     const resumedMs = Date.parse(interrupted.timestamp) - killedAt;
     measured.push(`kill-during-execution (peer resume): ${resumedMs} ms`);
     expect(resumedMs).toBeLessThanOrEqual(bound);
@@ -184,7 +242,10 @@ describe("OpenWOP RFC 0158 durability rows across host processes", () => {
 
     // Peer resume: a different process ran the second execution; the same identity both times.
     const runs = await invocations(taskId);
-    expect(runs.map((r) => [r.instanceId, r.attempt])).toEqual([["exec-a", 1], ["exec-b", 2]]);
+    expect(runs.map((r) => [r.instanceId, r.attempt])).toEqual([
+      ["exec-a", 1],
+      ["exec-b", 2],
+    ]);
     expect(new Set(runs.map((r) => r.idempotencyKey))).toEqual(new Set([`${taskId}:deliver:1`]));
     // Duplicate delivery, counted per effect identity where it lands: one effect, however often it was delivered.
     const landed = await receipts(`${taskId}:deliver:1`);
@@ -214,7 +275,10 @@ describe("OpenWOP RFC 0158 durability rows across host processes", () => {
         if (/exited with/.test(String(err))) return { died: true }; // died during start-up, before it listened
         throw err;
       }
-      const died = await Promise.race([exitTime(server).then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), upMs))]);
+      const died = await Promise.race([
+        exitTime(server).then(() => true),
+        new Promise<boolean>((r) => setTimeout(() => r(false), upMs)),
+      ]);
       return { server, died };
     };
 
@@ -239,7 +303,11 @@ describe("OpenWOP RFC 0158 durability rows across host processes", () => {
     expect(run.error).toMatchObject({ code: "poison_exhausted", details: { nodeId: "crash" } });
     expect(run.error.message).toContain(`died ${MAX_ATTEMPTS} times`);
     const got = (await (
-      await fetch(`${host.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tasks/get", params: { id: taskId } }) })
+      await fetch(`${host.baseUrl}/a2a/jsonrpc`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tasks/get", params: { id: taskId } }),
+      })
     ).json()) as { result: { status: { state: string }; metadata?: Record<string, any> } };
     expect(got.result.status.state).toBe("failed");
     expect(got.result.metadata?.["openwop"]?.["error"]).toMatchObject({ code: "poison_exhausted" });

@@ -115,7 +115,11 @@ describe("three instances on one database, under SIGKILL chaos", () => {
   /** The committed log (events up to the head's version; a crash may leave unreferenced ones after it). */
   async function committedLog(taskId: string): Promise<LoggedEvent[]> {
     const head = await db().collection<{ _id: string; version: number }>("tasks").findOne({ _id: taskId });
-    const events = await db().collection<LoggedEvent & { taskId: string }>("task_events").find({ taskId }).sort({ sequence: 1 }).toArray();
+    const events = await db()
+      .collection<LoggedEvent & { taskId: string }>("task_events")
+      .find({ taskId })
+      .sort({ sequence: 1 })
+      .toArray();
     return events.filter((e) => e.sequence <= (head?.version ?? -1));
   }
 
@@ -147,9 +151,16 @@ describe("three instances on one database, under SIGKILL chaos", () => {
         }
         const pushPath = i % 5 === 0 ? `/hook/${i}` : undefined;
         try {
-          const taskId = await sendTask(on, binding, kind.skill, `task ${i}`, pushPath ? { url: receiver.url(pushPath), token: `token-${i}` } : undefined);
+          const taskId = await sendTask(
+            on,
+            binding,
+            kind.skill,
+            `task ${i}`,
+            pushPath ? { url: receiver.url(pushPath), token: `token-${i}` } : undefined,
+          );
           sent.push({ i, taskId, kind, binding, slot: on.slot, via: on.instanceId, ...(pushPath ? { pushPath } : {}) });
-          if (i % 10 === 3 || i % 10 === 8) followers.push(followTask(cluster, i % 10 === 3 ? "a2a" : "openwop", taskId, on.slot, settleDeadline));
+          if (i % 10 === 3 || i % 10 === 8)
+            followers.push(followTask(cluster, i % 10 === 3 ? "a2a" : "openwop", taskId, on.slot, settleDeadline));
         } catch (err) {
           // Sent to an instance that died meanwhile: not acknowledged (the task may or may not exist).
           unacknowledged.push(`#${i} via ${on.instanceId} (${binding}): ${(err as Error).message.slice(0, 120)}`);
@@ -165,7 +176,10 @@ describe("three instances on one database, under SIGKILL chaos", () => {
       while (Date.now() < settleDeadline()) {
         const pending = sent.filter((s) => s.kind.approval && !answered.has(s.taskId));
         if (!sending && pending.length === 0) return;
-        const heads = await db().collection<{ _id: string; a2a: { state: string } }>("tasks").find({ _id: { $in: pending.map((s) => s.taskId) } }, { projection: { _id: 1, "a2a.state": 1 } }).toArray();
+        const heads = await db()
+          .collection<{ _id: string; a2a: { state: string } }>("tasks")
+          .find({ _id: { $in: pending.map((s) => s.taskId) } }, { projection: { _id: 1, "a2a.state": 1 } })
+          .toArray();
         await Promise.all(
           heads.map(async ({ _id: taskId, a2a }) => {
             const tried = attempts.get(taskId) ?? [];
@@ -215,11 +229,20 @@ describe("three instances on one database, under SIGKILL chaos", () => {
     const phases = [`sent +${Date.now() - startedAt}`];
     await approving;
     phases.push(`answered +${Date.now() - startedAt}`);
-    console.log(`chaos seed ${seed}; kills: ${kills.join(", ")}; acknowledged ${sent.length}/${TASKS}; not acknowledged: ${unacknowledged.length}`, unacknowledged);
+    console.log(
+      `chaos seed ${seed}; kills: ${kills.join(", ")}; acknowledged ${sent.length}/${TASKS}; not acknowledged: ${unacknowledged.length}`,
+      unacknowledged,
+    );
 
     // --- settle: every acknowledged task ends (bounded; polls the store)
     const ids = sent.map((s) => s.taskId);
-    const open = () => db().collection("tasks").countDocuments({ _id: { $in: ids as never[] }, "a2a.state": { $nin: ["completed", "failed", "canceled", "rejected"] } });
+    const open = () =>
+      db()
+        .collection("tasks")
+        .countDocuments({
+          _id: { $in: ids as never[] },
+          "a2a.state": { $nin: ["completed", "failed", "canceled", "rejected"] },
+        });
     await waitFor(async () => (await open()) === 0, SETTLE_MS, "every acknowledged task to end").catch(() => undefined);
     phases.push(`ended +${Date.now() - startedAt}`);
     const follows = await Promise.all(followers);
@@ -229,24 +252,38 @@ describe("three instances on one database, under SIGKILL chaos", () => {
     // A send can only fail when it raced a kill of the instance it went to.
     expect(sent.length).toBeGreaterThanOrEqual(TASKS - KILLS * SENDERS);
     const problems: string[] = [];
-    const effects = await db().collection<Effect>(EFFECTS).find({ taskId: { $in: ids } }).toArray();
+    const effects = await db()
+      .collection<Effect>(EFFECTS)
+      .find({ taskId: { $in: ids } })
+      .toArray();
     let afterKill = 0;
     let afterStall = 0;
     for (const task of sent) {
-      const head = await db().collection<{ _id: string; a2a: { state: string } }>("tasks").findOne({ _id: task.taskId });
+      const head = await db()
+        .collection<{ _id: string; a2a: { state: string } }>("tasks")
+        .findOne({ _id: task.taskId });
       const log = await committedLog(task.taskId);
       const label = `${task.kind.skill} ${task.taskId} (#${task.i} via ${task.via} over ${task.binding})`;
       if (head?.a2a.state !== "completed") problems.push(`${label} is ${head?.a2a.state ?? "missing"}, not completed`);
-      if (log.some((e, n) => e.sequence !== n)) problems.push(`${label}: log sequences not gap-free: ${log.map((e) => e.sequence).join(",")}`);
+      if (log.some((e, n) => e.sequence !== n))
+        problems.push(`${label}: log sequences not gap-free: ${log.map((e) => e.sequence).join(",")}`);
       const count = (type: string) => log.filter((e) => e.type === type).length;
       if (count("run.started") !== 1) problems.push(`${label}: ${count("run.started")} run.started events`);
-      if (count("run.completed") !== 1 || log.at(-1)?.type !== "run.completed") problems.push(`${label}: does not end with one run.completed`);
+      if (count("run.completed") !== 1 || log.at(-1)?.type !== "run.completed")
+        problems.push(`${label}: does not end with one run.completed`);
       const states = log.flatMap((e) => (e.a2a?.status ? [e.a2a.status.state] : []));
-      if (task.kind.approval && (!answered.has(task.taskId) || states.indexOf("input-required") < 0 || states.indexOf("input-required") > states.lastIndexOf("completed"))) {
+      if (
+        task.kind.approval &&
+        (!answered.has(task.taskId) ||
+          states.indexOf("input-required") < 0 ||
+          states.indexOf("input-required") > states.lastIndexOf("completed"))
+      ) {
         problems.push(`${label}: completed without waiting for its approval (states ${states.join(",")})`);
       }
       for (const nodeId of task.kind.effects) {
-        const runs = effects.filter((e) => e.taskId === task.taskId && e.nodeId === nodeId).sort((a, b) => a.attempt - b.attempt);
+        const runs = effects
+          .filter((e) => e.taskId === task.taskId && e.nodeId === nodeId)
+          .sort((a, b) => a.attempt - b.attempt);
         if (runs.length < 1) problems.push(`${label}: node ${nodeId} never ran`);
         // Each re-run follows a failover of the runner before it: killed, or stalled past its lease and fenced
         // (a CPU-starved process; it may even take the lease back later). A kill explains one re-run only: a third
@@ -255,18 +292,27 @@ describe("three instances on one database, under SIGKILL chaos", () => {
         let stalls = 0;
         const victims = new Set<string>();
         for (const [k, run] of runs.slice(0, -1).entries()) {
-          if (run.idempotencyKey !== runs[k + 1]!.idempotencyKey) problems.push(`${label}: node ${nodeId} re-ran with another idempotency key: ${JSON.stringify(runs)}`);
+          if (run.idempotencyKey !== runs[k + 1]!.idempotencyKey)
+            problems.push(`${label}: node ${nodeId} re-ran with another idempotency key: ${JSON.stringify(runs)}`);
           if (cluster.killed.has(run.instanceId) && !victims.has(run.instanceId)) {
             victims.add(run.instanceId);
             afterKill++;
-          } else if (await waitFor(() => cluster.leasesLost(run.instanceId).has(task.taskId), 10_000).catch(() => false)) stalls++;
-          else problems.push(`${label}: node ${nodeId} re-ran, but ${run.instanceId} (run ${k + 1}) was neither killed nor lost its lease: ${JSON.stringify(runs)}; log ${JSON.stringify(log.map((e) => [e.sequence, e.type, e.nodeId, (e as { timestamp?: string }).timestamp]))}`);
+          } else if (
+            await waitFor(() => cluster.leasesLost(run.instanceId).has(task.taskId), 10_000).catch(() => false)
+          )
+            stalls++;
+          else
+            problems.push(
+              `${label}: node ${nodeId} re-ran, but ${run.instanceId} (run ${k + 1}) was neither killed nor lost its lease: ${JSON.stringify(runs)}; log ${JSON.stringify(log.map((e) => [e.sequence, e.type, e.nodeId, (e as { timestamp?: string }).timestamp]))}`,
+            );
         }
         afterStall += stalls;
       }
       // Push: every pushable state of the log arrived, each event at least once, in order (first arrivals).
       if (task.pushPath) {
-        const want = log.filter((e) => e.a2a?.status && PUSHED_STATES.has(e.a2a.status.state)).map((e) => `${e.eventId}:${e.a2a!.status!.state}`);
+        const want = log
+          .filter((e) => e.a2a?.status && PUSHED_STATES.has(e.a2a.status.state))
+          .map((e) => `${e.eventId}:${e.a2a!.status!.state}`);
         const deadline = Date.now() + 20_000;
         let got: string[] = [];
         do {
@@ -279,13 +325,18 @@ describe("three instances on one database, under SIGKILL chaos", () => {
           if (got.length >= want.length) break;
           await sleep(100);
         } while (Date.now() < deadline);
-        if (JSON.stringify(got) !== JSON.stringify(want)) problems.push(`${label}: push received ${JSON.stringify(got)}, the log's pushable states are ${JSON.stringify(want)}`);
+        if (JSON.stringify(got) !== JSON.stringify(want))
+          problems.push(
+            `${label}: push received ${JSON.stringify(got)}, the log's pushable states are ${JSON.stringify(want)}`,
+          );
       }
     }
     for (const follow of follows) problems.push(...followProblems(follow, await committedLog(follow.taskId)));
     phases.push(`checked +${Date.now() - startedAt}`);
     console.log(`phases (ms): ${phases.join(", ")}`);
-    console.log(`nodes re-executed across a failover: ${afterKill} after a kill, ${afterStall} after a stalled owner lost its lease; followers: ${follows.length} (${follows.reduce((n, f) => n + f.segments.length, 0)} connections)`);
+    console.log(
+      `nodes re-executed across a failover: ${afterKill} after a kill, ${afterStall} after a stalled owner lost its lease; followers: ${follows.length} (${follows.reduce((n, f) => n + f.segments.length, 0)} connections)`,
+    );
     expect(problems, `seed ${seed}`).toEqual([]);
     expect(follows.length).toBeGreaterThan(0);
     expect(sent.filter((s) => s.pushPath).length).toBeGreaterThan(0);

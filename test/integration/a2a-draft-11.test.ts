@@ -17,11 +17,26 @@ import { startTestApp, type TestApp } from "../support/start-server.js";
 type Obj = Record<string, any>;
 const V11 = { "A2A-Version": "1.1" };
 
-const msg = (text: string, skillId?: string, extra: Obj = {}) => ({ messageId: randomUUID(), role: "ROLE_USER", parts: [{ text }], ...(skillId ? { metadata: { skillId } } : {}), ...extra });
-const approve = (taskId: string, action = "accept") => ({ messageId: randomUUID(), role: "ROLE_USER", taskId, parts: [{ data: { action } }] });
+const msg = (text: string, skillId?: string, extra: Obj = {}) => ({
+  messageId: randomUUID(),
+  role: "ROLE_USER",
+  parts: [{ text }],
+  ...(skillId ? { metadata: { skillId } } : {}),
+  ...extra,
+});
+const approve = (taskId: string, action = "accept") => ({
+  messageId: randomUUID(),
+  role: "ROLE_USER",
+  taskId,
+  parts: [{ data: { action } }],
+});
 
 async function rpc(t: TestApp, method: string, params: unknown, headers: Record<string, string> = V11): Promise<Obj> {
-  const res = await fetch(`${t.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+  const res = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
   return (await res.json()) as Obj;
 }
 
@@ -94,15 +109,22 @@ describe("A2A 1.1 draft switched on (A2A_DRAFT_VERSIONS=1.1)", () => {
   let t: TestApp;
   const store = new ReadBarrierStore();
   beforeAll(async () => {
-    t = await startTestApp({ A2A_DRAFT_VERSIONS: "1.1", A2A_LONG_POLL_MAX_MS: "20000", PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true" }, store);
+    t = await startTestApp(
+      { A2A_DRAFT_VERSIONS: "1.1", A2A_LONG_POLL_MAX_MS: "20000", PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true" },
+      store,
+    );
   });
   afterAll(async () => {
     await t?.close();
   });
 
   it("the 1.0 card lists 1.1 interfaces on every binding, and a 1.1 card request is served", async () => {
-    const card = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "1.0" } })).json()) as Obj;
-    const draft = (card["supportedInterfaces"] as Obj[]).filter((i) => i["protocolVersion"] === "1.1").map((i) => i["protocolBinding"]);
+    const card = (await (
+      await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "1.0" } })
+    ).json()) as Obj;
+    const draft = (card["supportedInterfaces"] as Obj[])
+      .filter((i) => i["protocolVersion"] === "1.1")
+      .map((i) => i["protocolBinding"]);
     expect(draft).toEqual(["JSONRPC", "GRPC", "HTTP+JSON"]);
     expect(card["supportedInterfaces"][0]["protocolVersion"]).toBe("1.0");
     const asked11 = await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: V11 });
@@ -114,7 +136,12 @@ describe("A2A 1.1 draft switched on (A2A_DRAFT_VERSIONS=1.1)", () => {
     const res = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
       method: "POST",
       headers: { "content-type": "application/json", ...V11 },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendStreamingMessage", params: { message: msg("stream it", "streaming-artifact") } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "SendStreamingMessage",
+        params: { message: msg("stream it", "streaming-artifact") },
+      }),
     });
     const frames = (await readSse(res)).map((f) => (f.data as Obj)["result"] as Obj);
     const task = frames[0]!["task"] as Obj;
@@ -141,10 +168,24 @@ describe("A2A 1.1 draft switched on (A2A_DRAFT_VERSIONS=1.1)", () => {
     expect(JSON.stringify(v03)).not.toContain("generation");
     // 0.3 and 1.0 streams share the update objects the 1.1 stream reads its generations from: none on their wire.
     for (const [method, headers, message] of [
-      ["message/stream", {}, { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "s" }], metadata: { skillId: "streaming-artifact" } }],
+      [
+        "message/stream",
+        {},
+        {
+          kind: "message",
+          messageId: randomUUID(),
+          role: "user",
+          parts: [{ kind: "text", text: "s" }],
+          metadata: { skillId: "streaming-artifact" },
+        },
+      ],
       ["SendStreamingMessage", { "A2A-Version": "1.0" }, msg("s", "streaming-artifact")],
     ] as const) {
-      const stream = await fetch(`${t.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: { message } }) });
+      const stream = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: { message } }),
+      });
       const text = JSON.stringify((await readSse(stream)).map((f) => f.data));
       expect(text, method).toContain("artifact");
       expect(text, method).not.toContain("generation");
@@ -170,8 +211,16 @@ describe("A2A 1.1 draft switched on (A2A_DRAFT_VERSIONS=1.1)", () => {
     const { id } = await gate(t);
     expect((await rpc(t, "GetTask", { id, currentGeneration: "x" }))["error"]["code"]).toBe(-32602);
     expect((await rpc(t, "GetTask", { id, currentGeneration: -3 }))["error"]["code"]).toBe(-32602);
-    expect((await rpc(t, "SendMessage", { message: approve(id), configuration: { ifGenerationMatch: "nope" } }))["error"]["code"]).toBe(-32602);
-    expect((await rpc(t, "SendMessage", { message: approve(id), configuration: { ifGenerationMatch: -1 } }))["error"]["code"]).toBe(-32602);
+    expect(
+      (await rpc(t, "SendMessage", { message: approve(id), configuration: { ifGenerationMatch: "nope" } }))["error"][
+        "code"
+      ],
+    ).toBe(-32602);
+    expect(
+      (await rpc(t, "SendMessage", { message: approve(id), configuration: { ifGenerationMatch: -1 } }))["error"][
+        "code"
+      ],
+    ).toBe(-32602);
   });
 
   it("gRPC with a2a-version 1.1: generation on the task, ifGenerationMatch mismatch is ABORTED and changes nothing, bad input INVALID_ARGUMENT", async () => {
@@ -180,10 +229,23 @@ describe("A2A 1.1 draft switched on (A2A_DRAFT_VERSIONS=1.1)", () => {
     const { id, generation } = await gate(t);
     const task = await client.getTask({ id }, { headers });
     expect(task.generation).toBe(BigInt(generation));
-    const reply = { messageId: randomUUID(), taskId: id, role: Role.USER, parts: [{ content: { case: "text" as const, value: "accept" } }] };
+    const reply = {
+      messageId: randomUUID(),
+      taskId: id,
+      role: Role.USER,
+      parts: [{ content: { case: "text" as const, value: "accept" } }],
+    };
     // With a push config: a mismatch registers nothing either.
     const push = { taskId: "", id: "draft-hook", url: "http://127.0.0.1:9/hook", token: "", tenant: "" };
-    const refused = await client.sendMessage({ message: reply, configuration: { ifGenerationMatch: BigInt(generation + 5), taskPushNotificationConfig: push } }, { headers }).catch((e: unknown) => e);
+    const refused = await client
+      .sendMessage(
+        {
+          message: reply,
+          configuration: { ifGenerationMatch: BigInt(generation + 5), taskPushNotificationConfig: push },
+        },
+        { headers },
+      )
+      .catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ConnectError);
     expect((refused as ConnectError).code).toBe(Code.Aborted);
     expect((refused as ConnectError).rawMessage).toContain("generation");
@@ -192,11 +254,17 @@ describe("A2A 1.1 draft switched on (A2A_DRAFT_VERSIONS=1.1)", () => {
     expect(after.history.some((m) => m.messageId === reply.messageId)).toBe(false);
     expect((await client.listTaskPushNotificationConfigs({ taskId: id }, { headers })).configs).toEqual([]);
     // The matching generation is accepted: the gate is passed, the generation moves on.
-    const passed = await client.sendMessage({ message: { ...reply, messageId: randomUUID() }, configuration: { ifGenerationMatch: BigInt(generation) } }, { headers });
+    const passed = await client.sendMessage(
+      { message: { ...reply, messageId: randomUUID() }, configuration: { ifGenerationMatch: BigInt(generation) } },
+      { headers },
+    );
     expect(passed.payload.case === "task" && passed.payload.value.generation > BigInt(generation)).toBe(true);
     // A long-poll is cut short by the caller's deadline: the task as it is, not DEADLINE_EXCEEDED.
     const { id: waiting, generation: current } = await gate(t);
-    const polled = await client.getTask({ id: waiting, currentGeneration: BigInt(current) }, { headers, timeoutMs: 400 });
+    const polled = await client.getTask(
+      { id: waiting, currentGeneration: BigInt(current) },
+      { headers, timeoutMs: 400 },
+    );
     expect(polled.generation).toBe(BigInt(current));
     const negative = await client.getTask({ id, currentGeneration: -1n }, { headers }).catch((e: unknown) => e);
     expect((negative as ConnectError).code).toBe(Code.InvalidArgument);
@@ -207,7 +275,11 @@ describe("A2A 1.1 draft switched on (A2A_DRAFT_VERSIONS=1.1)", () => {
     const [a, b] = [approve(id, "accept"), approve(id, "reject")];
     // Both approvers read the task (at `generation`) before either writes: only the check under the task's lock can stop the second.
     store.barrier.arm(id, 2);
-    const answers = await Promise.all([a, b].map((message) => rpc(t, "SendMessage", { message, configuration: { ifGenerationMatch: String(generation) } })));
+    const answers = await Promise.all(
+      [a, b].map((message) =>
+        rpc(t, "SendMessage", { message, configuration: { ifGenerationMatch: String(generation) } }),
+      ),
+    );
     const won = answers.filter((r) => r["result"]);
     const lost = answers.filter((r) => r["error"]);
     expect(won).toHaveLength(1);
@@ -217,7 +289,10 @@ describe("A2A 1.1 draft switched on (A2A_DRAFT_VERSIONS=1.1)", () => {
     const loser = answers[0]!["error"] ? a : b;
     expect((task["history"] as Obj[]).some((m) => m["messageId"] === loser.messageId)).toBe(false);
     // A message that creates a task ignores ifGenerationMatch.
-    const created = await rpc(t, "SendMessage", { message: msg("new", "echo"), configuration: { ifGenerationMatch: "42" } });
+    const created = await rpc(t, "SendMessage", {
+      message: msg("new", "echo"),
+      configuration: { ifGenerationMatch: "42" },
+    });
     expect(created["result"]["task"]["id"]).toBeTruthy();
   });
 
@@ -232,7 +307,10 @@ describe("A2A 1.1 draft switched on (A2A_DRAFT_VERSIONS=1.1)", () => {
 
     // One over HTTP that goes away: its waiter is released.
     const gone = new AbortController();
-    const abandoned = fetch(`${t.baseUrl}/tasks/${id}?currentGeneration=${generation}`, { headers: V11, signal: gone.signal }).catch(() => "aborted");
+    const abandoned = fetch(`${t.baseUrl}/tasks/${id}?currentGeneration=${generation}`, {
+      headers: V11,
+      signal: gone.signal,
+    }).catch(() => "aborted");
     await until(() => service.longPollsWaiting.callers === 1001, "the HTTP long-poll waiting");
     gone.abort();
     expect(await abandoned).toBe("aborted");
@@ -278,7 +356,9 @@ describe("A2A 1.1 draft off (the default)", () => {
   const same = (body: unknown, version: string) => JSON.stringify(body).replaceAll(version, "V");
 
   it("A2A-Version: 1.1 gets exactly the VersionNotSupported answer of any unknown version, on every binding; the card lists no 1.1", async () => {
-    const id = (await rpc(t, "SendMessage", { message: msg("x", "echo") }, { "A2A-Version": "1.0" }))["result"]["task"]["id"];
+    const id = (await rpc(t, "SendMessage", { message: msg("x", "echo") }, { "A2A-Version": "1.0" }))["result"]["task"][
+      "id"
+    ];
     const rpc11 = await rpc(t, "GetTask", { id }, V11);
     expect(rpc11["error"]["code"]).toBe(-32009);
     expect(same(rpc11, "1.1")).toBe(same(await rpc(t, "GetTask", { id }, { "A2A-Version": "9.9" }), "9.9"));
@@ -292,13 +372,17 @@ describe("A2A 1.1 draft off (the default)", () => {
 
     const client = createClient(V11Service, createGrpcTransport({ baseUrl: t.baseUrl }));
     const grpc = async (version: string) => {
-      const err = (await client.getTask({ id }, { headers: { "a2a-version": version } }).catch((e: unknown) => e)) as ConnectError;
+      const err = (await client
+        .getTask({ id }, { headers: { "a2a-version": version } })
+        .catch((e: unknown) => e)) as ConnectError;
       return { code: err.code, message: err.rawMessage.replaceAll(version, "V") };
     };
     expect(await grpc("1.1")).toEqual(await grpc("9.9"));
     expect((await grpc("1.1")).code).toBe(Code.FailedPrecondition);
 
-    const card = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "1.0" } })).json()) as Obj;
+    const card = (await (
+      await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "1.0" } })
+    ).json()) as Obj;
     expect((card["supportedInterfaces"] as Obj[]).map((i) => i["protocolVersion"])).not.toContain("1.1");
   });
 });
@@ -350,7 +434,10 @@ describe("A2A 1.1 long-poll across instances (two hosts, one database)", () => {
     // write on the same version: the store refuses one, which answers a mismatch (the generation moved).
     barrier.arm(id, 2, 2);
     const [onA, onB] = [approve(id, "accept"), approve(id, "reject")];
-    const answers = await Promise.all([rpc(a, "SendMessage", { message: onA, configuration: { ifGenerationMatch: String(generation) } }), rpc(b, "SendMessage", { message: onB, configuration: { ifGenerationMatch: String(generation) } })]);
+    const answers = await Promise.all([
+      rpc(a, "SendMessage", { message: onA, configuration: { ifGenerationMatch: String(generation) } }),
+      rpc(b, "SendMessage", { message: onB, configuration: { ifGenerationMatch: String(generation) } }),
+    ]);
     expect(answers.filter((r) => r["result"])).toHaveLength(1);
     expect(answers.filter((r) => r["error"]).map((r) => r["error"]["code"])).toEqual([-32010]);
     const loser = answers[0]!["error"] ? onA : onB;
@@ -363,7 +450,9 @@ describe("A2A 1.1 long-poll across instances (two hosts, one database)", () => {
     await a.close();
     a = await host();
     expect(Number((await rpc(a, "GetTask", { id }))["result"]["generation"])).toBe(generation);
-    const approved = (await rpc(a, "SendMessage", { message: approve(id), configuration: { ifGenerationMatch: String(generation) } }))["result"]["task"] as Obj;
+    const approved = (
+      await rpc(a, "SendMessage", { message: approve(id), configuration: { ifGenerationMatch: String(generation) } })
+    )["result"]["task"] as Obj;
     expect(Number(approved["generation"])).toBeGreaterThan(generation);
     const log = await a.store.readEvents(id, 0);
     const stamped = log.filter((e) => e.a2a?.status || e.a2a?.artifact).map((e) => e.a2a!.generation);

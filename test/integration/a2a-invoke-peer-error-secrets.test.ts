@@ -19,14 +19,26 @@ describe("a2a.invoke: a peer's error text never carries our credentials back", (
     peer = createServer((req, res) => {
       req.resume();
       req.on("end", () => {
-        const body = JSON.stringify({ jsonrpc: "2.0", id: null, error: { code: -32001, message: `rejected ${String(req.headers["authorization"])}` } });
+        const body = JSON.stringify({
+          jsonrpc: "2.0",
+          id: null,
+          error: { code: -32001, message: `rejected ${String(req.headers["authorization"])}` },
+        });
         res.writeHead(401, { "content-type": "application/json" }).end(body);
       });
     });
     await new Promise<void>((r) => peer.listen(0, "127.0.0.1", r));
     const peerUrl = `http://127.0.0.1:${(peer.address() as AddressInfo).port}/a2a/jsonrpc`;
     const dir = await mkdtemp(join(tmpdir(), "peer-error-secrets-"));
-    await writeFile(join(dir, "call-careless.json"), JSON.stringify({ id: "call-careless", name: "Call careless", description: "Calls a peer that echoes headers.", nodes: [{ kind: "a2a.invoke", id: "call", peer: "careless" }] }));
+    await writeFile(
+      join(dir, "call-careless.json"),
+      JSON.stringify({
+        id: "call-careless",
+        name: "Call careless",
+        description: "Calls a peer that echoes headers.",
+        nodes: [{ kind: "a2a.invoke", id: "call", peer: "careless" }],
+      }),
+    );
     t = await startTestApp({
       WORKFLOWS_DIR: dir,
       A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS: "true",
@@ -34,7 +46,9 @@ describe("a2a.invoke: a peer's error text never carries our credentials back", (
       A2A_PEER_RETRY_BASE_MS: "20",
       A2A_PEER_RETRY_MAX_MS: "40",
       BLOCKING_TIMEOUT_MS: "5000",
-      A2A_PEERS: JSON.stringify({ careless: { url: peerUrl, binding: "jsonrpc", protocolVersion: "1.0", credentials: { bearer: PEER_KEY } } }),
+      A2A_PEERS: JSON.stringify({
+        careless: { url: peerUrl, binding: "jsonrpc", protocolVersion: "1.0", credentials: { bearer: PEER_KEY } },
+      }),
     });
   });
   afterAll(async () => {
@@ -46,7 +60,20 @@ describe("a2a.invoke: a peer's error text never carries our credentials back", (
     const res = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hi" }], metadata: { skillId: "call-careless" } } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "message/send",
+        params: {
+          message: {
+            kind: "message",
+            messageId: randomUUID(),
+            role: "user",
+            parts: [{ kind: "text", text: "hi" }],
+            metadata: { skillId: "call-careless" },
+          },
+        },
+      }),
     });
     const text = await res.text();
     const task = (JSON.parse(text) as { result: Record<string, any> }).result;
@@ -56,7 +83,11 @@ describe("a2a.invoke: a peer's error text never carries our credentials back", (
     expect(error.message).toContain("HTTP 401");
     expect(error.message).toContain("rejected Bearer [redacted]");
     expect(text).not.toContain(PEER_KEY);
-    const got = await fetch(`${t.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tasks/get", params: { id: task["id"] } }) });
+    const got = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tasks/get", params: { id: task["id"] } }),
+    });
     expect(await got.text()).not.toContain(PEER_KEY);
     expect(JSON.stringify(await t.store.get(task["id"] as string))).not.toContain(PEER_KEY);
     expect(JSON.stringify(await t.store.readEvents(task["id"] as string, 0))).not.toContain(PEER_KEY);

@@ -42,7 +42,12 @@ function gate(text: string): Promise<void> {
 }
 const peerHandlers: Record<string, TaskHandler> = {
   async hold(ctx) {
-    await Promise.race([gate(ctx.input.text), new Promise((_, reject) => ctx.signal.addEventListener("abort", () => reject(new Error("cancelled")), { once: true }))]);
+    await Promise.race([
+      gate(ctx.input.text),
+      new Promise((_, reject) =>
+        ctx.signal.addEventListener("abort", () => reject(new Error("cancelled")), { once: true }),
+      ),
+    ]);
     return { output: { text: `held ${ctx.input.text}` } };
   },
 };
@@ -59,9 +64,21 @@ const terminal = (task: WireTask) => ["completed", "failed", "canceled", "reject
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
 
 /** A host like startTestApp's, whose log lines are kept (to find the receiver's verdicts, and to look for secrets). */
-async function startLoggedApp(env: Record<string, string>, handlers: Record<string, TaskHandler>): Promise<TestApp & { logs: () => string }> {
+async function startLoggedApp(
+  env: Record<string, string>,
+  handlers: Record<string, TaskHandler>,
+): Promise<TestApp & { logs: () => string }> {
   const port = await freePort();
-  const config = loadConfig({ PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: "info", TIMER_POLL_MS: "50", SHUTDOWN_GRACE_MS: "1000", BUILTIN_WORKFLOWS: TEST_BUILTIN_WORKFLOWS, ...env });
+  const config = loadConfig({
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
+    LOG_LEVEL: "info",
+    TIMER_POLL_MS: "50",
+    SHUTDOWN_GRACE_MS: "1000",
+    BUILTIN_WORKFLOWS: TEST_BUILTIN_WORKFLOWS,
+    ...env,
+  });
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, done) {
@@ -70,9 +87,23 @@ async function startLoggedApp(env: Record<string, string>, handlers: Record<stri
     },
   });
   const store = new MemoryTaskStore();
-  const app: App = await createApp({ config, logger: createLogger(config.logLevel, sink), store, durableStore: false, handlers });
+  const app: App = await createApp({
+    config,
+    logger: createLogger(config.logLevel, sink),
+    store,
+    durableStore: false,
+    handlers,
+  });
   await app.listen();
-  return { baseUrl: `http://127.0.0.1:${port}`, port, app, store, config, logs: () => lines.join(""), close: () => app.close() };
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    port,
+    app,
+    store,
+    config,
+    logs: () => lines.join(""),
+    close: () => app.close(),
+  };
 }
 
 describe("a2a.invoke: a peer with a JWKS signs its pushes and is heard (two hosts)", () => {
@@ -88,7 +119,15 @@ describe("a2a.invoke: a peer with a JWKS signs its pushes and is heard (two host
     const store = new MongoTaskStore(mongo, mongo.db(dbName));
     await store.init();
     const peerDir = await mkdtemp(join(tmpdir(), "a2a-jwks-peer-"));
-    await writeFile(join(peerDir, "hold.json"), JSON.stringify({ id: "hold", name: "Hold", description: "Works until the test releases it.", nodes: [{ kind: "task", id: "work", handler: "hold" }] }));
+    await writeFile(
+      join(peerDir, "hold.json"),
+      JSON.stringify({
+        id: "hold",
+        name: "Hold",
+        description: "Works until the test releases it.",
+        nodes: [{ kind: "task", id: "work", handler: "hold" }],
+      }),
+    );
     peerHost = await startTestApp(
       {
         DATA_DIR: await mkdtemp(join(tmpdir(), "a2a-jwks-peer-data-")),
@@ -117,12 +156,27 @@ describe("a2a.invoke: a peer with a JWKS signs its pushes and is heard (two host
       "jwks-pinned": { cardUrl, binding: "jsonrpc", protocolVersion: "1.0", credentials: { bearer: KEY }, jwks },
       // Configured as a peer that can only send static credentials: it is given the token as Bearer credentials,
       // sends it back, and its push is a hint that wakes the node (which reads B's task) rather than a refusal.
-      "jwks-static": { cardUrl, binding: "jsonrpc", protocolVersion: "1.0", credentials: { bearer: KEY }, jwksUrl, pushAuth: "static-bearer" },
+      "jwks-static": {
+        cardUrl,
+        binding: "jsonrpc",
+        protocolVersion: "1.0",
+        credentials: { bearer: KEY },
+        jwksUrl,
+        pushAuth: "static-bearer",
+      },
     };
     for (const peer of Object.keys(peers)) {
       await writeFile(
         join(callerDir, `call-${peer}.json`),
-        JSON.stringify({ id: `call-${peer}`, name: `Call ${peer}`, description: "Calls B's hold skill, then marks the time.", nodes: [{ kind: "a2a.invoke", id: "call", peer, skillId: "hold" }, { kind: "task", id: "after", handler: "mark" }] }),
+        JSON.stringify({
+          id: `call-${peer}`,
+          name: `Call ${peer}`,
+          description: "Calls B's hold skill, then marks the time.",
+          nodes: [
+            { kind: "a2a.invoke", id: "call", peer, skillId: "hold" },
+            { kind: "task", id: "after", handler: "mark" },
+          ],
+        }),
       );
     }
     caller = await startLoggedApp(
@@ -152,7 +206,9 @@ describe("a2a.invoke: a peer with a JWKS signs its pushes and is heard (two host
 
   const ours = jsonRpcCaller(() => caller.baseUrl, { blocking: false, waitMs: 15_000 });
   const progressOf = async (runId: string): Promise<Array<Record<string, any>>> =>
-    (await caller.store.readEvents(runId, 0)).filter((e) => e.type === "node.progress").map((e) => (e.payload as { progress: Record<string, any> }).progress);
+    (await caller.store.readEvents(runId, 0))
+      .filter((e) => e.type === "node.progress")
+      .map((e) => (e.payload as { progress: Record<string, any> }).progress);
 
   /** Starts `call-<peer>` on A and waits until B's task id is recorded (B holds it); the visit's token and a poster to A's callback. */
   async function startHeld(peer: string) {
@@ -166,11 +222,23 @@ describe("a2a.invoke: a peer with a JWKS signs its pushes and is heard (two host
     }
     expect(progress.length, "B's task id is recorded").toBeGreaterThan(0);
     const first = progress[0]!;
-    const key = new PeerCallbackKey((await loadPeerCallbackKey({ dataDir: caller.config.dataDir, production: false })).key);
+    const key = new PeerCallbackKey(
+      (await loadPeerCallbackKey({ dataDir: caller.config.dataDir, production: false })).key,
+    );
     const token = key.tokenFor(id, first["key"]);
     const post = (body: string, headers: Record<string, string>) =>
-      fetch(`${caller.baseUrl}/v1/peer-callbacks/${id}`, { method: "POST", headers: { "content-type": "application/a2a+json", ...headers }, body });
-    const completed = JSON.stringify({ statusUpdate: { taskId: first["peerTaskId"], contextId: first["peerContextId"], status: { state: "TASK_STATE_COMPLETED", timestamp: new Date().toISOString() } } });
+      fetch(`${caller.baseUrl}/v1/peer-callbacks/${id}`, {
+        method: "POST",
+        headers: { "content-type": "application/a2a+json", ...headers },
+        body,
+      });
+    const completed = JSON.stringify({
+      statusUpdate: {
+        taskId: first["peerTaskId"],
+        contextId: first["peerContextId"],
+        status: { state: "TASK_STATE_COMPLETED", timestamp: new Date().toISOString() },
+      },
+    });
     return { id, text, first, token, post, completed };
   }
 
@@ -193,10 +261,16 @@ describe("a2a.invoke: a peer with a JWKS signs its pushes and is heard (two host
       console.log(`${peer}: handoff ${r.handoffMs} ms after B's terminal commit`);
       expect(r.handoffMs).toBeLessThan(1_000);
       // Committed by the receiver from a signed push (a poll or a wake never sets pushedAt with a state of the peer's).
-      expect(r.progress.some((p) => p["pushedAt"] !== undefined && p["peerState"] === "completed"), JSON.stringify(r.progress)).toBe(true);
+      expect(
+        r.progress.some((p) => p["pushedAt"] !== undefined && p["peerState"] === "completed"),
+        JSON.stringify(r.progress),
+      ).toBe(true);
       const logs = caller.logs();
       const mine = logs.split("\n").filter((l) => l.includes(h.id));
-      expect(mine.filter((l) => l.includes("peer callback refused")), "no push of B's was refused").toEqual([]);
+      expect(
+        mine.filter((l) => l.includes("peer callback refused")),
+        "no push of B's was refused",
+      ).toEqual([]);
       expect(mine.some((l) => l.includes('"signedBy":"jwks"') && l.includes("committed"))).toBe(true);
       // The per-visit token is never logged.
       expect(logs).not.toContain(h.token);
@@ -213,7 +287,10 @@ describe("a2a.invoke: a peer with a JWKS signs its pushes and is heard (two host
     // A hint: nothing of the push is committed; the node read B's task and recorded what B said.
     expect(r.progress.filter((p) => p["pushedAt"] !== undefined)).toEqual([]);
     expect(r.progress.at(-1)).toMatchObject({ peerState: "completed" });
-    const mine = caller.logs().split("\n").filter((l) => l.includes(h.id));
+    const mine = caller
+      .logs()
+      .split("\n")
+      .filter((l) => l.includes(h.id));
     expect(mine.filter((l) => l.includes("peer callback refused"))).toEqual([]);
     expect(mine.some((l) => l.includes("peer push (unsigned) woke the node"))).toBe(true);
     expect(caller.logs()).not.toContain(h.token);
@@ -243,7 +320,10 @@ describe("a2a.invoke: a peer with a JWKS signs its pushes and is heard (two host
       .setExpirationTime("5m")
       .setJti(randomUUID())
       .sign(other);
-    const wrongKey = await h.post(h.completed, { "x-a2a-notification-token": h.token, authorization: `Bearer ${forged}` });
+    const wrongKey = await h.post(h.completed, {
+      "x-a2a-notification-token": h.token,
+      authorization: `Bearer ${forged}`,
+    });
     expect(wrongKey.status).toBe(401);
     expect(await wrongKey.json()).toEqual({ outcome: "unauthenticated" });
     // Nothing committed, the run still waits on B, and the host answers.

@@ -18,10 +18,17 @@ import { jsonRpcCaller, type WireTask } from "../support/jsonrpc-caller.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 
 /** A CA, and certificates it signs (EC P-256, a day long), in `dir`. */
-function makeCa(dir: string, name: string): { cert: string; key: string; sign(cn: string, ext: string): { cert: string; key: string } } {
+function makeCa(
+  dir: string,
+  name: string,
+): { cert: string; key: string; sign(cn: string, ext: string): { cert: string; key: string } } {
   const ca = { cert: join(dir, `${name}.pem`), key: join(dir, `${name}.key`) };
   const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-  execFileSync("openssl", ["req", "-x509", ...ec, "-keyout", ca.key, "-out", ca.cert, "-days", "1", "-subj", `/CN=${name}`], { stdio: "ignore" });
+  execFileSync(
+    "openssl",
+    ["req", "-x509", ...ec, "-keyout", ca.key, "-out", ca.cert, "-days", "1", "-subj", `/CN=${name}`],
+    { stdio: "ignore" },
+  );
   return {
     ...ca,
     sign(cn, ext) {
@@ -29,14 +36,43 @@ function makeCa(dir: string, name: string): { cert: string; key: string; sign(cn
       const csr = join(dir, `${name}-${cn}.csr`);
       const extFile = join(dir, `${name}-${cn}.ext`);
       execFileSync("sh", ["-c", `printf '%s\\n' "${ext}" > "${extFile}"`]);
-      execFileSync("openssl", ["req", ...ec, "-keyout", out.key, "-out", csr, "-subj", `/CN=${cn}`], { stdio: "ignore" });
-      execFileSync("openssl", ["x509", "-req", "-in", csr, "-CA", ca.cert, "-CAkey", ca.key, "-CAcreateserial", "-out", out.cert, "-days", "1", "-extfile", extFile], { stdio: "ignore" });
+      execFileSync("openssl", ["req", ...ec, "-keyout", out.key, "-out", csr, "-subj", `/CN=${cn}`], {
+        stdio: "ignore",
+      });
+      execFileSync(
+        "openssl",
+        [
+          "x509",
+          "-req",
+          "-in",
+          csr,
+          "-CA",
+          ca.cert,
+          "-CAkey",
+          ca.key,
+          "-CAcreateserial",
+          "-out",
+          out.cert,
+          "-days",
+          "1",
+          "-extfile",
+          extFile,
+        ],
+        { stdio: "ignore" },
+      );
       return out;
     },
   };
 }
 
-const task = (id: string) => ({ kind: "task", id, contextId: "ctx-1", status: { state: "completed", timestamp: new Date().toISOString() }, artifacts: [{ artifactId: "a1", parts: [{ kind: "text", text: "done over mTLS" }] }], history: [] });
+const task = (id: string) => ({
+  kind: "task",
+  id,
+  contextId: "ctx-1",
+  status: { state: "completed", timestamp: new Date().toISOString() },
+  artifacts: [{ artifactId: "a1", parts: [{ kind: "text", text: "done over mTLS" }] }],
+  history: [],
+});
 
 describe("a2a.invoke to peers with mTLS (client certificates)", () => {
   let caller: TestApp;
@@ -56,36 +92,66 @@ describe("a2a.invoke to peers with mTLS (client certificates)", () => {
     good = ca.sign("caller", "extendedKeyUsage=clientAuth");
     const other = makeCa(dir, "other-ca").sign("intruder", "extendedKeyUsage=clientAuth");
     keyPem = await readFile(good.key, "utf8");
-    const tls = { cert: await readFile(server.cert), key: await readFile(server.key), ca: await readFile(ca.cert), requestCert: true, rejectUnauthorized: true };
+    const tls = {
+      cert: await readFile(server.cert),
+      key: await readFile(server.key),
+      ca: await readFile(ca.cert),
+      requestCert: true,
+      rejectUnauthorized: true,
+    };
     jsonRpcPeer = createHttpsServer(tls, (req, res) => {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
       req.on("end", () => {
         clients.push(String((req.socket as TLSSocket).getPeerCertificate().subject?.CN));
-        const rpc = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { id: string; method: string; params: { id?: string } };
+        const rpc = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+          id: string;
+          method: string;
+          params: { id?: string };
+        };
         const result = rpc.method === "message/send" ? task(randomUUID()) : task(rpc.params.id ?? "unknown");
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result }));
+        res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result }));
       });
     });
     await new Promise<void>((r) => jsonRpcPeer.listen(0, "127.0.0.1", r));
     grpcPeer = createSecureServer({ ...tls, allowHTTP1: false });
     grpcPeer.on("stream", (stream) => {
       grpcClients.push(String((stream.session?.socket as TLSSocket).getPeerCertificate().subject?.CN));
-      stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "12", "grpc-message": "nothing here" }, { endStream: true });
+      stream.respond(
+        { ":status": 200, "content-type": "application/grpc", "grpc-status": "12", "grpc-message": "nothing here" },
+        { endStream: true },
+      );
     });
     grpcPeer.on("error", () => undefined);
     await new Promise<void>((r) => grpcPeer.listen(0, "127.0.0.1", r));
     const jsonRpcUrl = `https://127.0.0.1:${(jsonRpcPeer.address() as AddressInfo).port}/a2a`;
     const grpcUrl = `https://127.0.0.1:${(grpcPeer.address() as AddressInfo).port}`;
-    const mtls = (cert: { cert: string; key: string }) => ({ mtls: { certFile: cert.cert, keyFile: cert.key, caFile: ca.cert } });
+    const mtls = (cert: { cert: string; key: string }) => ({
+      mtls: { certFile: cert.cert, keyFile: cert.key, caFile: ca.cert },
+    });
     const peers = {
       mtls: { url: jsonRpcUrl, binding: "jsonrpc", protocolVersion: "0.3", credentials: mtls(good) },
       intruder: { url: jsonRpcUrl, binding: "jsonrpc", protocolVersion: "0.3", credentials: mtls(other) },
-      "grpc-mtls": { url: grpcUrl, binding: "grpc", protocolVersion: "1.0", credentials: { ...mtls(good), bearer: "grpc-bearer-token-1" } },
+      "grpc-mtls": {
+        url: grpcUrl,
+        binding: "grpc",
+        protocolVersion: "1.0",
+        credentials: { ...mtls(good), bearer: "grpc-bearer-token-1" },
+      },
       "grpc-intruder": { url: grpcUrl, binding: "grpc", protocolVersion: "1.0", credentials: mtls(other) },
     };
     for (const name of Object.keys(peers)) {
-      await writeFile(join(dir, `call-${name}.json`), JSON.stringify({ id: `call-${name}`, name: `Call ${name}`, description: `Calls ${name}.`, nodes: [{ kind: "a2a.invoke", id: "call", peer: name }] }));
+      await writeFile(
+        join(dir, `call-${name}.json`),
+        JSON.stringify({
+          id: `call-${name}`,
+          name: `Call ${name}`,
+          description: `Calls ${name}.`,
+          nodes: [{ kind: "a2a.invoke", id: "call", peer: name }],
+        }),
+      );
     }
     caller = await startTestApp({
       WORKFLOWS_DIR: dir,
@@ -108,7 +174,11 @@ describe("a2a.invoke to peers with mTLS (client certificates)", () => {
 
   async function run(peer: string): Promise<WireTask> {
     const started = await ours.start(`hello ${peer}`, `call-${peer}`);
-    return ours.waitFor(started["id"], (t) => ["completed", "failed", "canceled", "rejected"].includes(t["status"].state), "a final state");
+    return ours.waitFor(
+      started["id"],
+      (t) => ["completed", "failed", "canceled", "rejected"].includes(t["status"].state),
+      "a final state",
+    );
   }
 
   it("JSON-RPC over undici: the peer's connection presents its client certificate, and the call completes", async () => {
@@ -148,18 +218,39 @@ describe("a2a.invoke to peers with mTLS (client certificates)", () => {
     try {
       loadConfig({
         A2A_PEERS: JSON.stringify({
-          mismatched: { url: "https://p.example/a2a", binding: "jsonrpc", protocolVersion: "1.0", credentials: { mtls: { certFile: good.cert, keyFile: other.key } } },
-          missing: { url: "https://p.example/a2a", binding: "jsonrpc", protocolVersion: "1.0", credentials: { mtls: { certFile: join(dir, "nope.pem"), keyFile: good.key } } },
-          swapped: { url: "https://p.example/a2a", binding: "jsonrpc", protocolVersion: "1.0", credentials: { mtls: { certFile: good.key, keyFile: good.cert } } },
+          mismatched: {
+            url: "https://p.example/a2a",
+            binding: "jsonrpc",
+            protocolVersion: "1.0",
+            credentials: { mtls: { certFile: good.cert, keyFile: other.key } },
+          },
+          missing: {
+            url: "https://p.example/a2a",
+            binding: "jsonrpc",
+            protocolVersion: "1.0",
+            credentials: { mtls: { certFile: join(dir, "nope.pem"), keyFile: good.key } },
+          },
+          swapped: {
+            url: "https://p.example/a2a",
+            binding: "jsonrpc",
+            protocolVersion: "1.0",
+            credentials: { mtls: { certFile: good.key, keyFile: good.cert } },
+          },
         }),
       });
     } catch (err) {
       thrown = err;
     }
     const message = (thrown as Error).message;
-    expect(message).toContain('peer "mismatched": credentials.mtls: keyFile is not the private key of certFile\'s certificate');
-    expect(message).toContain(`peer "missing": credentials.mtls: certFile ${join(dir, "nope.pem")} cannot be read (ENOENT)`);
-    expect(message).toContain(`peer "swapped": credentials.mtls: certFile ${good.key} is not PEM (the client certificate)`);
+    expect(message).toContain(
+      'peer "mismatched": credentials.mtls: keyFile is not the private key of certFile\'s certificate',
+    );
+    expect(message).toContain(
+      `peer "missing": credentials.mtls: certFile ${join(dir, "nope.pem")} cannot be read (ENOENT)`,
+    );
+    expect(message).toContain(
+      `peer "swapped": credentials.mtls: certFile ${good.key} is not PEM (the client certificate)`,
+    );
     expect(message).not.toContain(keyPem.split("\n")[1]!);
   });
 });

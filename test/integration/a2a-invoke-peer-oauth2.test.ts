@@ -37,18 +37,33 @@ function tokenEndpoint(tokens: Record<string, { values: string[]; expiresIn?: nu
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      const basic = Buffer.from(String(req.headers["authorization"] ?? "").replace(/^Basic /, ""), "base64").toString("utf8");
+      const basic = Buffer.from(String(req.headers["authorization"] ?? "").replace(/^Basic /, ""), "base64").toString(
+        "utf8",
+      );
       const [id = "", secret = ""] = basic.split(":").map((p) => decodeURIComponent(p.replace(/\+/g, " ")));
       const form = new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
       seen.push({ clientId: id, secret, form });
       const client = tokens[id];
-      if (!client || secret !== SECRET || form.get("grant_type") !== "client_credentials" || req.headers["content-type"] !== "application/x-www-form-urlencoded") {
+      if (
+        !client ||
+        secret !== SECRET ||
+        form.get("grant_type") !== "client_credentials" ||
+        req.headers["content-type"] !== "application/x-www-form-urlencoded"
+      ) {
         // A careless endpoint that quotes the secret it was sent: it must not reach the node's failure.
-        res.writeHead(401, { "content-type": "application/json" }).end(JSON.stringify({ error: "invalid_client", error_description: `unknown client ${id}:${secret}` }));
+        res
+          .writeHead(401, { "content-type": "application/json" })
+          .end(JSON.stringify({ error: "invalid_client", error_description: `unknown client ${id}:${secret}` }));
         return;
       }
       const value = client.values.length > 1 ? client.values.shift()! : client.values[0]!;
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ access_token: value, token_type: "Bearer", ...(client.expiresIn !== undefined ? { expires_in: client.expiresIn } : {}) }));
+      res.writeHead(200, { "content-type": "application/json" }).end(
+        JSON.stringify({
+          access_token: value,
+          token_type: "Bearer",
+          ...(client.expiresIn !== undefined ? { expires_in: client.expiresIn } : {}),
+        }),
+      );
     });
   });
 }
@@ -74,7 +89,9 @@ describe("a2a.invoke to a peer with OAuth2 client credentials", () => {
 
   beforeAll(async () => {
     // The protected peer: a second host that takes GOOD (and nothing else) as its bearer key.
-    peerHost = await startTestApp({ API_KEYS: JSON.stringify([{ id: "caller", tenant: "acme", scopes: ALL, key: GOOD }]) });
+    peerHost = await startTestApp({
+      API_KEYS: JSON.stringify([{ id: "caller", tenant: "acme", scopes: ALL, key: GOOD }]),
+    });
     const endpoint = tokenEndpoint(
       {
         steady: { values: [GOOD], expiresIn: 3600 },
@@ -92,7 +109,15 @@ describe("a2a.invoke to a peer with OAuth2 client credentials", () => {
     grpcPeer.on("stream", (stream, headers) => {
       grpcAuth.push(String(headers["authorization"]));
       const ok = headers["authorization"] === `Bearer ${GOOD}`;
-      stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": ok ? "12" : "16", "grpc-message": ok ? "nothing here" : "bad token" }, { endStream: true });
+      stream.respond(
+        {
+          ":status": 200,
+          "content-type": "application/grpc",
+          "grpc-status": ok ? "12" : "16",
+          "grpc-message": ok ? "nothing here" : "bad token",
+        },
+        { endStream: true },
+      );
     });
     await new Promise<void>((r) => grpcPeer.listen(0, "127.0.0.1", r));
     const grpcUrl = `http://127.0.0.1:${(grpcPeer.address() as AddressInfo).port}`;
@@ -103,12 +128,35 @@ describe("a2a.invoke to a peer with OAuth2 client credentials", () => {
       url: `${peerHost.baseUrl}/a2a/jsonrpc`,
       binding: "jsonrpc",
       protocolVersion: "0.3",
-      credentials: { oauth2: { tokenUrl, clientId, clientSecret: SECRET, scopes: ["a2a.call", "tasks.read"], audience: "https://peer.example" } },
+      credentials: {
+        oauth2: {
+          tokenUrl,
+          clientId,
+          clientSecret: SECRET,
+          scopes: ["a2a.call", "tasks.read"],
+          audience: "https://peer.example",
+        },
+      },
     });
-    const peers = { steady: peer("steady"), rotating: peer("rotating"), short: peer("short"), refused: peer("refused"), down: peer("steady", `${downUrl}/oauth/token`), "rotating-grpc": { ...peer("rotating-grpc"), url: grpcUrl, binding: "grpc", protocolVersion: "1.0" } };
+    const peers = {
+      steady: peer("steady"),
+      rotating: peer("rotating"),
+      short: peer("short"),
+      refused: peer("refused"),
+      down: peer("steady", `${downUrl}/oauth/token`),
+      "rotating-grpc": { ...peer("rotating-grpc"), url: grpcUrl, binding: "grpc", protocolVersion: "1.0" },
+    };
     const dir = await mkdtemp(join(tmpdir(), "peer-oauth2-"));
     for (const name of Object.keys(peers)) {
-      await writeFile(join(dir, `call-${name}.json`), JSON.stringify({ id: `call-${name}`, name: `Call ${name}`, description: `Calls ${name}.`, nodes: [{ kind: "a2a.invoke", id: "call", peer: name, skillId: "echo" }] }));
+      await writeFile(
+        join(dir, `call-${name}.json`),
+        JSON.stringify({
+          id: `call-${name}`,
+          name: `Call ${name}`,
+          description: `Calls ${name}.`,
+          nodes: [{ kind: "a2a.invoke", id: "call", peer: name, skillId: "echo" }],
+        }),
+      );
     }
     const port = await freePort();
     callerUrl = `http://127.0.0.1:${port}`;
@@ -150,7 +198,11 @@ describe("a2a.invoke to a peer with OAuth2 client credentials", () => {
   async function run(peer: string, text = `hello ${peer}`): Promise<WireTask> {
     const task = await ours.start(text, `call-${peer}`);
     started.push(task["id"] as string);
-    return ours.waitFor(task["id"], (t) => ["completed", "failed", "canceled", "rejected"].includes(t["status"].state), "a final state");
+    return ours.waitFor(
+      task["id"],
+      (t) => ["completed", "failed", "canceled", "rejected"].includes(t["status"].state),
+      "a final state",
+    );
   }
   const fetchesBy = (clientId: string) => seen.filter((r) => r.clientId === clientId);
 
@@ -214,7 +266,11 @@ describe("a2a.invoke to a peer with OAuth2 client credentials", () => {
     expect(lines.join("")).toMatch(/a2a\.invoke/);
     const everything = [lines.join("")];
     for (const id of started) {
-      everything.push(JSON.stringify(await store.get(id)), JSON.stringify(await store.readEvents(id, 0)), JSON.stringify(await ours.get(id)));
+      everything.push(
+        JSON.stringify(await store.get(id)),
+        JSON.stringify(await store.readEvents(id, 0)),
+        JSON.stringify(await ours.get(id)),
+      );
     }
     expect(started.length).toBeGreaterThanOrEqual(5);
     for (const text of everything) {
@@ -227,7 +283,18 @@ describe("a2a.invoke to a peer with OAuth2 client credentials", () => {
   it("A2A_PEERS oauth2 problems name the field, never the secret", () => {
     let thrown: unknown;
     try {
-      loadConfig({ A2A_PEERS: JSON.stringify({ p: { url: "https://p.example/a2a", binding: "jsonrpc", protocolVersion: "1.0", credentials: { oauth2: { tokenUrl: "ftp://x", clientId: "", clientSecret: SECRET, scopes: ["a b"], extra: 1 } } } }) });
+      loadConfig({
+        A2A_PEERS: JSON.stringify({
+          p: {
+            url: "https://p.example/a2a",
+            binding: "jsonrpc",
+            protocolVersion: "1.0",
+            credentials: {
+              oauth2: { tokenUrl: "ftp://x", clientId: "", clientSecret: SECRET, scopes: ["a b"], extra: 1 },
+            },
+          },
+        }),
+      });
     } catch (err) {
       thrown = err;
     }

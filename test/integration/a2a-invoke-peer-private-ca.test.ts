@@ -13,7 +13,14 @@ import { jsonRpcCaller, type WireTask } from "../support/jsonrpc-caller.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 import { TestCertificates } from "../support/test-certificates.js";
 
-const task = (id: string) => ({ kind: "task", id, contextId: "ctx-1", status: { state: "completed", timestamp: new Date().toISOString() }, artifacts: [{ artifactId: "a1", parts: [{ kind: "text", text: "done" }] }], history: [] });
+const task = (id: string) => ({
+  kind: "task",
+  id,
+  contextId: "ctx-1",
+  status: { state: "completed", timestamp: new Date().toISOString() },
+  artifacts: [{ artifactId: "a1", parts: [{ kind: "text", text: "done" }] }],
+  history: [],
+});
 
 describe("a2a.invoke to peers behind a private CA", () => {
   const certs = new TestCertificates();
@@ -31,25 +38,51 @@ describe("a2a.invoke to peers behind a private CA", () => {
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
       req.on("end", () => {
-        const rpc = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { id: string; method: string; params: { id?: string } };
+        const rpc = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+          id: string;
+          method: string;
+          params: { id?: string };
+        };
         const result = rpc.method === "message/send" ? task(randomUUID()) : task(rpc.params.id ?? "unknown");
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result }));
+        res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result }));
       });
     });
     await new Promise<void>((r) => jsonRpcPeer.listen(0, "127.0.0.1", r));
     grpcPeer = createSecureServer({ cert: leaf.cert, key: leaf.key, allowHTTP1: false });
     grpcPeer.on("stream", (stream) => {
       grpcCalls++;
-      stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "12", "grpc-message": "nothing here" }, { endStream: true });
+      stream.respond(
+        { ":status": 200, "content-type": "application/grpc", "grpc-status": "12", "grpc-message": "nothing here" },
+        { endStream: true },
+      );
     });
     grpcPeer.on("error", () => undefined);
     await new Promise<void>((r) => grpcPeer.listen(0, "127.0.0.1", r));
     const peers = {
-      internal: { url: `https://127.0.0.1:${(jsonRpcPeer.address() as AddressInfo).port}/a2a`, binding: "jsonrpc", protocolVersion: "0.3", credentials: { bearer: "internal-peer-token-1" } },
-      "internal-grpc": { url: `https://127.0.0.1:${(grpcPeer.address() as AddressInfo).port}`, binding: "grpc", protocolVersion: "1.0" },
+      internal: {
+        url: `https://127.0.0.1:${(jsonRpcPeer.address() as AddressInfo).port}/a2a`,
+        binding: "jsonrpc",
+        protocolVersion: "0.3",
+        credentials: { bearer: "internal-peer-token-1" },
+      },
+      "internal-grpc": {
+        url: `https://127.0.0.1:${(grpcPeer.address() as AddressInfo).port}`,
+        binding: "grpc",
+        protocolVersion: "1.0",
+      },
     };
     for (const name of Object.keys(peers)) {
-      await writeFile(join(dir, `call-${name}.json`), JSON.stringify({ id: `call-${name}`, name: `Call ${name}`, description: `Calls ${name}.`, nodes: [{ kind: "a2a.invoke", id: "call", peer: name }] }));
+      await writeFile(
+        join(dir, `call-${name}.json`),
+        JSON.stringify({
+          id: `call-${name}`,
+          name: `Call ${name}`,
+          description: `Calls ${name}.`,
+          nodes: [{ kind: "a2a.invoke", id: "call", peer: name }],
+        }),
+      );
     }
     env = {
       WORKFLOWS_DIR: dir,
@@ -74,7 +107,11 @@ describe("a2a.invoke to peers behind a private CA", () => {
   async function run(caller: TestApp, peer: string): Promise<WireTask> {
     const ours = jsonRpcCaller(() => caller.baseUrl, { blocking: false });
     const started = await ours.start(`hello ${peer}`, `call-${peer}`);
-    return ours.waitFor(started["id"], (t) => ["completed", "failed", "canceled", "rejected"].includes(t["status"].state), "a final state");
+    return ours.waitFor(
+      started["id"],
+      (t) => ["completed", "failed", "canceled", "rejected"].includes(t["status"].state),
+      "a final state",
+    );
   }
 
   it("with A2A_PEERS_CA_FILE: both wires trust the peer's server", async () => {
@@ -99,10 +136,14 @@ describe("a2a.invoke to peers behind a private CA", () => {
       for (const peer of ["internal", "internal", "internal-grpc"]) {
         const failed = await run(caller, peer);
         expect(failed["status"].state).toBe("failed");
-        expect(failed["metadata"]["openwop"]["error"].message).toMatch(/TLS error talking to .*UNABLE_TO_VERIFY_LEAF_SIGNATURE/);
+        expect(failed["metadata"]["openwop"]["error"].message).toMatch(
+          /TLS error talking to .*UNABLE_TO_VERIFY_LEAF_SIGNATURE/,
+        );
       }
       expect(grpcCalls).toBe(before);
-      const tls = logs.map((line) => JSON.parse(line) as { msg: string; where?: string; cause?: string }).filter((l) => l.msg.startsWith("TLS to peer"));
+      const tls = logs
+        .map((line) => JSON.parse(line) as { msg: string; where?: string; cause?: string })
+        .filter((l) => l.msg.startsWith("TLS to peer"));
       // One line per server (the JSON-RPC one, asked 4 times; the gRPC one, asked twice).
       expect(tls.map((l) => l.cause)).toEqual(["unknown-ca", "unknown-ca"]);
       expect(new Set(tls.map((l) => l.where)).size).toBe(2);

@@ -28,7 +28,6 @@ import { freePort, TEST_BUILTIN_WORKFLOWS } from "../support/server-process.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 import { jsonRpcCaller, type WireTask } from "../support/jsonrpc-caller.js";
 
-
 const KEY = "peer-caller-key-0123456789abcdef";
 const WRONG_KEY = "not-the-peer-key-0123456789abcdef";
 const ALL = ["runs:create", "runs:read", "runs:cancel", "approvals:respond", "webhooks:manage", "manifest:read"];
@@ -47,23 +46,45 @@ async function workflowDir(peerSkills: Record<string, { skillId: string; message
   const dir = await mkdtemp(join(tmpdir(), "a2a-invoke-peers-"));
   for (const [peer, { skillId, message }] of Object.entries(peerSkills)) {
     const node = { kind: "a2a.invoke", id: "call", peer, skillId, ...(message !== undefined ? { message } : {}) };
-    await writeFile(join(dir, `call-${peer}.json`), JSON.stringify({ id: `call-${peer}`, name: `Call ${peer}`, description: `Calls the peer named ${peer}.`, nodes: [node] }));
+    await writeFile(
+      join(dir, `call-${peer}.json`),
+      JSON.stringify({
+        id: `call-${peer}`,
+        name: `Call ${peer}`,
+        description: `Calls the peer named ${peer}.`,
+        nodes: [node],
+      }),
+    );
   }
   return dir;
 }
 
 /** An HTTP server on loopback answering every request with `card`. */
 async function staticCard(card: Record<string, unknown>, servers: Server[]): Promise<string> {
-  const server = createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(card)));
+  const server = createServer((_req, res) =>
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(card)),
+  );
   servers.push(server);
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/agent-card.json`;
 }
 
 /** A host like startTestApp's, whose log lines (at debug) are kept for inspection. */
-async function startLoggedApp(env: Record<string, string>, store = new MemoryTaskStore()): Promise<{ baseUrl: string; app: App; store: MemoryTaskStore; logs: () => string; close(): Promise<void> }> {
+async function startLoggedApp(
+  env: Record<string, string>,
+  store = new MemoryTaskStore(),
+): Promise<{ baseUrl: string; app: App; store: MemoryTaskStore; logs: () => string; close(): Promise<void> }> {
   const port = await freePort();
-  const config = loadConfig({ PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: "debug", TIMER_POLL_MS: "50", SHUTDOWN_GRACE_MS: "1000", BUILTIN_WORKFLOWS: TEST_BUILTIN_WORKFLOWS, ...env });
+  const config = loadConfig({
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
+    LOG_LEVEL: "debug",
+    TIMER_POLL_MS: "50",
+    SHUTDOWN_GRACE_MS: "1000",
+    BUILTIN_WORKFLOWS: TEST_BUILTIN_WORKFLOWS,
+    ...env,
+  });
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, done) {
@@ -94,7 +115,10 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
     mongo = await MongoClient.connect(inject("mongoUri"));
     const store = new MongoTaskStore(mongo, mongo.db(dbName));
     await store.init();
-    peerHost = await startTestApp({ API_KEYS: JSON.stringify([{ id: "caller", tenant: "acme", scopes: ALL, key: KEY }]) }, store);
+    peerHost = await startTestApp(
+      { API_KEYS: JSON.stringify([{ id: "caller", tenant: "acme", scopes: ALL, key: KEY }]) },
+      store,
+    );
     sdkPeer = await startTestPeer({ v10: true });
     const cardUrl = `${peerHost.baseUrl}/.well-known/agent-card.json`;
     // The peer host as an A2A 0.3-only agent would describe it: 0.3 JSON-RPC and HTTP+JSON, an API key in X-API-Key.
@@ -123,13 +147,25 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
     const signedCardUrl = `${peerHost.baseUrl}/.well-known/agent-card.json?A2A-Version=1.0`;
     const jwksUrl = `${peerHost.baseUrl}/.well-known/jwks.json`;
     const pinned = (await (await fetch(jwksUrl)).json()) as { keys: Array<Record<string, unknown>> };
-    const otherKeys = { keys: [{ ...generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" }), kid: pinned.keys[0]!["kid"] }] };
+    const otherKeys = {
+      keys: [{ ...generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" }), kid: pinned.keys[0]!["kid"] }],
+    };
     const signedCard = (await (await fetch(signedCardUrl)).json()) as Record<string, unknown>;
     const tamperedCard = await staticCard({ ...signedCard, description: "Not what the peer signed" }, servers);
     const peers = {
       signed: { cardUrl: signedCardUrl, cardSignature: "required", jwksUrl, credentials: { bearer: KEY } },
-      "signed-pinned": { cardUrl: signedCardUrl, cardSignature: "required", jwks: pinned, credentials: { bearer: KEY } },
-      "signed-other-keys": { cardUrl: signedCardUrl, cardSignature: "required", jwks: otherKeys, credentials: { bearer: KEY } },
+      "signed-pinned": {
+        cardUrl: signedCardUrl,
+        cardSignature: "required",
+        jwks: pinned,
+        credentials: { bearer: KEY },
+      },
+      "signed-other-keys": {
+        cardUrl: signedCardUrl,
+        cardSignature: "required",
+        jwks: otherKeys,
+        credentials: { bearer: KEY },
+      },
       "signed-tampered": { cardUrl: tamperedCard, cardSignature: "required", jwksUrl, credentials: { bearer: KEY } },
       "signed-unsigned": { cardUrl: v03Card, cardSignature: "required", jwksUrl, credentials: { apiKey: KEY } },
       "jsonrpc-10": { cardUrl, binding: "jsonrpc", credentials: { bearer: KEY } },
@@ -141,7 +177,12 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
       "wrong-key": { cardUrl, credentials: { bearer: WRONG_KEY } },
       "wrong-key-grpc": { cardUrl, binding: "grpc", credentials: { bearer: WRONG_KEY } },
       "no-key": { cardUrl },
-      "no-card": { url: `${peerHost.baseUrl}/a2a/jsonrpc`, binding: "jsonrpc", protocolVersion: "1.0", credentials: { bearer: KEY } },
+      "no-card": {
+        url: `${peerHost.baseUrl}/a2a/jsonrpc`,
+        binding: "jsonrpc",
+        protocolVersion: "1.0",
+        credentials: { bearer: KEY },
+      },
       sdk: { cardUrl: sdkPeer.cardUrl },
     };
     const echo = { skillId: "echo" };
@@ -163,9 +204,33 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
       "no-card": echo,
       sdk: { skillId: "scripted" },
     });
-    await writeFile(join(dir, "ask-peer.json"), JSON.stringify({ id: "ask-peer", name: "Ask peer", description: "The peer asks us a question.", nodes: [{ kind: "a2a.invoke", id: "call", peer: "jsonrpc-10", skillId: "clarify" }] }));
-    await writeFile(join(dir, "ask-peer-grpc.json"), JSON.stringify({ id: "ask-peer-grpc", name: "Ask peer (gRPC)", description: "The peer asks us a question, over gRPC.", nodes: [{ kind: "a2a.invoke", id: "call", peer: "grpc-10", skillId: "clarify" }] }));
-    await writeFile(join(dir, "ask-peer-rest.json"), JSON.stringify({ id: "ask-peer-rest", name: "Ask peer (REST)", description: "The peer asks us a question, over HTTP+JSON.", nodes: [{ kind: "a2a.invoke", id: "call", peer: "rest-10", skillId: "clarify" }] }));
+    await writeFile(
+      join(dir, "ask-peer.json"),
+      JSON.stringify({
+        id: "ask-peer",
+        name: "Ask peer",
+        description: "The peer asks us a question.",
+        nodes: [{ kind: "a2a.invoke", id: "call", peer: "jsonrpc-10", skillId: "clarify" }],
+      }),
+    );
+    await writeFile(
+      join(dir, "ask-peer-grpc.json"),
+      JSON.stringify({
+        id: "ask-peer-grpc",
+        name: "Ask peer (gRPC)",
+        description: "The peer asks us a question, over gRPC.",
+        nodes: [{ kind: "a2a.invoke", id: "call", peer: "grpc-10", skillId: "clarify" }],
+      }),
+    );
+    await writeFile(
+      join(dir, "ask-peer-rest.json"),
+      JSON.stringify({
+        id: "ask-peer-rest",
+        name: "Ask peer (REST)",
+        description: "The peer asks us a question, over HTTP+JSON.",
+        nodes: [{ kind: "a2a.invoke", id: "call", peer: "rest-10", skillId: "clarify" }],
+      }),
+    );
     callerEnv = { ...FAST, WORKFLOWS_DIR: dir, A2A_PEERS: JSON.stringify(peers) };
     caller = await startLoggedApp(callerEnv);
   });
@@ -180,10 +245,15 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
   });
 
   const progressOf = async (runId: string): Promise<Array<Record<string, any>>> =>
-    (await caller.store.readEvents(runId, 0)).filter((e) => e.type === "node.progress").map((e) => (e.payload as { progress: Record<string, any> }).progress);
+    (await caller.store.readEvents(runId, 0))
+      .filter((e) => e.type === "node.progress")
+      .map((e) => (e.payload as { progress: Record<string, any> }).progress);
 
   /** Runs `call-<peer>` to its end; the peer host's echo answers with the text it was sent. */
-  async function callPeer(peer: string, text = `hello ${peer}`): Promise<{ task: WireTask; progress: Array<Record<string, any>> }> {
+  async function callPeer(
+    peer: string,
+    text = `hello ${peer}`,
+  ): Promise<{ task: WireTask; progress: Array<Record<string, any>> }> {
     const started = await ours.start(text, `call-${peer}`);
     const task = await ours.waitFor(started["id"], terminal, "a terminal state");
     return { task, progress: await progressOf(task["id"]) };
@@ -200,7 +270,10 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
       expect(progress[0]).toMatchObject({ endpoint: endpoint(), peer });
       const artifact = task["artifacts"][0];
       expect(JSON.stringify(artifact.parts)).toContain(`hello ${peer}`);
-      expect(artifact.metadata).toMatchObject({ contentTrust: "untrusted", a2aPeer: { agentCardUrl: `${peerHost.baseUrl}/.well-known/agent-card.json` } });
+      expect(artifact.metadata).toMatchObject({
+        contentTrust: "untrusted",
+        a2aPeer: { agentCardUrl: `${peerHost.baseUrl}/.well-known/agent-card.json` },
+      });
       // The peer's task exists, in the key's tenant, and completed.
       const peerTask = await onPeer.get(progress[0]!["peerTaskId"]);
       expect(peerTask["status"].state).toBe("completed");
@@ -210,7 +283,11 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
   it("A2A 0.3 when the card offers only 0.3: JSON-RPC with the API key in the header the card names; HTTP+JSON (/v1) when pinned", async () => {
     const jsonRpc = await callPeer("only-03");
     expect(jsonRpc.task["status"].state, JSON.stringify(jsonRpc.task["metadata"]?.["openwop"])).toBe("completed");
-    expect(jsonRpc.progress[0]).toMatchObject({ endpoint: `jsonrpc+0.3+${peerHost.baseUrl}/a2a/jsonrpc`, peer: "only-03", apiKeyHeader: "X-API-Key" });
+    expect(jsonRpc.progress[0]).toMatchObject({
+      endpoint: `jsonrpc+0.3+${peerHost.baseUrl}/a2a/jsonrpc`,
+      peer: "only-03",
+      apiKeyHeader: "X-API-Key",
+    });
     const rest = await callPeer("only-03-rest");
     expect(rest.task["status"].state, JSON.stringify(rest.task["metadata"]?.["openwop"])).toBe("completed");
     expect(rest.progress[0]).toMatchObject({ endpoint: `http+json+0.3+${peerHost.baseUrl}/`, peer: "only-03-rest" });
@@ -231,7 +308,11 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
     it(`over 1.0 ${binding}: the peer's question becomes ours; our caller's answer is forwarded once and the peer completes`, async () => {
       const skill = peer === "jsonrpc-10" ? "ask-peer" : peer === "grpc-10" ? "ask-peer-grpc" : "ask-peer-rest";
       const started = await ours.start("Announce the new office hours", skill);
-      const waiting = await ours.waitFor(started["id"], (t) => t["status"].state === "input-required" || terminal(t), "input-required");
+      const waiting = await ours.waitFor(
+        started["id"],
+        (t) => t["status"].state === "input-required" || terminal(t),
+        "input-required",
+      );
       expect(waiting["status"].state, JSON.stringify(waiting["metadata"]?.["openwop"])).toBe("input-required");
       expect(JSON.stringify(waiting["status"].message)).toContain("Who is the audience for this message?");
       await ours.reply(waiting, "the night shift");
@@ -242,7 +323,11 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
       const peerTask = await onPeer.get(progress[0]!["peerTaskId"]);
       expect(peerTask["status"].state).toBe("completed");
       // Delivered exactly once: one user message with the answer in the peer's history.
-      expect(peerTask["history"].filter((m: any) => m.role === "user" && JSON.stringify(m.parts).includes("the night shift"))).toHaveLength(1);
+      expect(
+        peerTask["history"].filter(
+          (m: any) => m.role === "user" && JSON.stringify(m.parts).includes("the night shift"),
+        ),
+      ).toHaveLength(1);
     });
   }
 
@@ -271,21 +356,52 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
   });
 
   it("the 1.0 card is signed (A2A AgentCardSignature: detached JWS over the canonical card, kid and jku in the header), verifiable with the JWKS", async () => {
-    const card = (await (await fetch(`${peerHost.baseUrl}/.well-known/agent-card.json?A2A-Version=1.0`)).json()) as Record<string, any>;
+    const card = (await (
+      await fetch(`${peerHost.baseUrl}/.well-known/agent-card.json?A2A-Version=1.0`)
+    ).json()) as Record<string, any>;
     expect(card["signatures"]).toHaveLength(1);
     const [signature] = card["signatures"] as Array<{ protected: string; signature: string }>;
     const header = decodeProtectedHeader(signature!);
-    const jwks = (await (await fetch(`${peerHost.baseUrl}/.well-known/jwks.json`)).json()) as { keys: Array<Record<string, unknown>> };
-    expect(header).toMatchObject({ kid: jwks.keys[0]!["kid"], jku: `${peerHost.baseUrl}/.well-known/jwks.json`, typ: "JOSE" });
+    const jwks = (await (await fetch(`${peerHost.baseUrl}/.well-known/jwks.json`)).json()) as {
+      keys: Array<Record<string, unknown>>;
+    };
+    expect(header).toMatchObject({
+      kid: jwks.keys[0]!["kid"],
+      jku: `${peerHost.baseUrl}/.well-known/jwks.json`,
+      typ: "JOSE",
+    });
     // The payload is the card's canonical JSON without signatures: keys sorted at every level, no whitespace.
-    const sorted = (v: unknown): unknown => (Array.isArray(v) ? v.map(sorted) : v && typeof v === "object" ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted((v as Record<string, unknown>)[k])])) : v);
+    const sorted = (v: unknown): unknown =>
+      Array.isArray(v)
+        ? v.map(sorted)
+        : v && typeof v === "object"
+          ? Object.fromEntries(
+              Object.keys(v)
+                .sort()
+                .map((k) => [k, sorted((v as Record<string, unknown>)[k])]),
+            )
+          : v;
     const { signatures: _s, ...unsigned } = card;
     const payload = Buffer.from(JSON.stringify(sorted(unsigned))).toString("base64url");
     const keys = createRemoteJWKSet(new URL(header.jku!));
     await expect(flattenedVerify({ ...signature!, payload }, keys)).resolves.toBeDefined();
-    await expect(flattenedVerify({ ...signature!, payload: Buffer.from(JSON.stringify(sorted({ ...unsigned, name: "forged" }))).toString("base64url") }, keys)).rejects.toThrow();
+    await expect(
+      flattenedVerify(
+        {
+          ...signature!,
+          payload: Buffer.from(JSON.stringify(sorted({ ...unsigned, name: "forged" }))).toString("base64url"),
+        },
+        keys,
+      ),
+    ).rejects.toThrow();
     // The hybrid 0.3 card carries none (its signature would cover another document).
-    expect(((await (await fetch(`${peerHost.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "0.3" } })).json()) as Record<string, unknown>)["signatures"]).toBeUndefined();
+    expect(
+      (
+        (await (
+          await fetch(`${peerHost.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "0.3" } })
+        ).json()) as Record<string, unknown>
+      )["signatures"],
+    ).toBeUndefined();
   });
 
   it("cardSignature: required calls a peer whose card verifies (keys from jwksUrl or pinned) and refuses one that does not", async () => {
@@ -294,8 +410,14 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
       expect(task["status"].state, peer).toBe("completed");
     }
     for (const [peer, said] of [
-      ["signed-other-keys", `the agent card of peer "signed-other-keys" is refused: no signature verifies with the peer's keys`],
-      ["signed-tampered", `the agent card of peer "signed-tampered" is refused: no signature verifies with the peer's keys`],
+      [
+        "signed-other-keys",
+        `the agent card of peer "signed-other-keys" is refused: no signature verifies with the peer's keys`,
+      ],
+      [
+        "signed-tampered",
+        `the agent card of peer "signed-tampered" is refused: no signature verifies with the peer's keys`,
+      ],
       ["signed-unsigned", `the agent card of peer "signed-unsigned" carries no signatures`],
     ] as const) {
       const { task } = await callPeer(peer);
@@ -307,7 +429,9 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
   it("a pinned version the peer does not offer fails the node, naming what the card offers (no silent downgrade)", async () => {
     const { task } = await callPeer("pinned-10");
     expect(task["status"].state).toBe("failed");
-    expect(task["metadata"]["openwop"]["error"].message).toContain("the remote agent does not offer A2A 1.0, which this peer is pinned to (its card offers: JSONRPC 0.3.0, HTTP+JSON 0.3.0)");
+    expect(task["metadata"]["openwop"]["error"].message).toContain(
+      "the remote agent does not offer A2A 1.0, which this peer is pinned to (its card offers: JSONRPC 0.3.0, HTTP+JSON 0.3.0)",
+    );
   });
 
   it("ours calls an @a2a-js/sdk 1.3 server over A2A 1.0 JSON-RPC (SendMessage, GetTask; A2A-Version: 1.0)", async () => {
@@ -320,7 +444,9 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
     expect(methods.has("SendMessage")).toBe(true);
     expect(methods.has("GetTask")).toBe(true);
     expect(methods.has("message/send")).toBe(false);
-    expect(sdkPeer.sends()).toEqual([expect.objectContaining({ text: "scenario:complete from ours", metadata: { skillId: "scripted" } })]);
+    expect(sdkPeer.sends()).toEqual([
+      expect.objectContaining({ text: "scenario:complete from ours", metadata: { skillId: "scripted" } }),
+    ]);
   });
 
   it("restart over 1.0 gRPC: the restarted host finds the credentials by the recorded peer name; the answer is forwarded once", async () => {
@@ -335,14 +461,19 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
     const progress = await progressOf(started["id"]);
     expect(progress[0]).toMatchObject({ endpoint: `grpc+1.0+${peerHost.baseUrl}/`, peer: "grpc-10" });
     const peerTask = await onPeer.get(progress[0]!["peerTaskId"]);
-    expect(peerTask["history"].filter((m: any) => m.role === "user" && JSON.stringify(m.parts).includes("the early birds"))).toHaveLength(1);
+    expect(
+      peerTask["history"].filter((m: any) => m.role === "user" && JSON.stringify(m.parts).includes("the early birds")),
+    ).toHaveLength(1);
   });
 
   it("credentials appear in no task record, event or log line of the caller (only the peer's name is recorded)", async () => {
     const { task } = await callPeer("jsonrpc-10", "one more");
     expect(task["status"].state).toBe("completed");
     const page = await caller.store.list({ tenant: "default", limit: 100 } as never).catch(() => undefined);
-    const ids = new Set<string>([task["id"], ...((page as { tasks?: Array<{ taskId: string }> } | undefined)?.tasks ?? []).map((t) => t.taskId)]);
+    const ids = new Set<string>([
+      task["id"],
+      ...((page as { tasks?: Array<{ taskId: string }> } | undefined)?.tasks ?? []).map((t) => t.taskId),
+    ]);
     for (const id of ids) {
       const stored = JSON.stringify([await caller.store.get(id), await caller.store.readEvents(id, 0)]);
       expect(stored).not.toContain(KEY);
@@ -359,8 +490,27 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
 describe("named peers at load", () => {
   it("a workflow naming peers that are not configured stops the start, listing every such node", async () => {
     const dir = await mkdtemp(join(tmpdir(), "a2a-invoke-peers-load-"));
-    await writeFile(join(dir, "a.json"), JSON.stringify({ id: "a", name: "A", description: "A", nodes: [{ kind: "a2a.invoke", id: "one", peer: "billing" }, { kind: "a2a.invoke", id: "two", peer: "known" }] }));
-    await writeFile(join(dir, "b.json"), JSON.stringify({ id: "b", name: "B", description: "B", nodes: [{ kind: "a2a.invoke", id: "three", peer: "shipping" }] }));
+    await writeFile(
+      join(dir, "a.json"),
+      JSON.stringify({
+        id: "a",
+        name: "A",
+        description: "A",
+        nodes: [
+          { kind: "a2a.invoke", id: "one", peer: "billing" },
+          { kind: "a2a.invoke", id: "two", peer: "known" },
+        ],
+      }),
+    );
+    await writeFile(
+      join(dir, "b.json"),
+      JSON.stringify({
+        id: "b",
+        name: "B",
+        description: "B",
+        nodes: [{ kind: "a2a.invoke", id: "three", peer: "shipping" }],
+      }),
+    );
     const peers = JSON.stringify({ known: { cardUrl: "https://known.example/.well-known/agent-card.json" } });
     const err = await startTestApp({ WORKFLOWS_DIR: dir, A2A_PEERS: peers, BUILTIN_WORKFLOWS: "none" }).then(
       async (t) => {
@@ -380,7 +530,13 @@ describe("named peers at load", () => {
   it("A2A_PEERS problems are reported together and never echo a credential", () => {
     let thrown: unknown;
     try {
-      loadConfig({ A2A_PEERS: JSON.stringify({ "bad name!": { cardUrl: "https://x.example" }, a: { url: "https://a.example", credentials: { bearer: "s3cret-value-123", extra: 1 } }, b: { cardUrl: "https://b.example", protocolVersion: "2.0" } }) });
+      loadConfig({
+        A2A_PEERS: JSON.stringify({
+          "bad name!": { cardUrl: "https://x.example" },
+          a: { url: "https://a.example", credentials: { bearer: "s3cret-value-123", extra: 1 } },
+          b: { cardUrl: "https://b.example", protocolVersion: "2.0" },
+        }),
+      });
     } catch (err) {
       thrown = err;
     }
@@ -396,7 +552,13 @@ describe("named peers at load", () => {
     const peers = {
       s1: { cardUrl: "https://s1.example", cardSignature: "optional", jwksUrl: "https://s1.example/jwks" },
       s2: { cardUrl: "https://s2.example", cardSignature: "required" },
-      s3: { url: "https://s3.example/a2a", binding: "jsonrpc", protocolVersion: "1.0", cardSignature: "required", jwksUrl: "https://s3.example/jwks" },
+      s3: {
+        url: "https://s3.example/a2a",
+        binding: "jsonrpc",
+        protocolVersion: "1.0",
+        cardSignature: "required",
+        jwksUrl: "https://s3.example/jwks",
+      },
       s4: { cardUrl: "https://s4.example", cardSignature: "required", jwks: { keys: [privateJwk] } },
       s5: { cardUrl: "https://s5.example", cardSignature: "required", jwks: { keys: [{ kty: "oct", k: "c2VjcmV0" }] } },
     };
@@ -411,7 +573,9 @@ describe("named peers at load", () => {
     expect(message).toContain('peer "s1": cardSignature must be "required" (or left out)');
     expect(message).toContain('peer "s2": cardSignature "required" needs the peer\'s keys: "jwksUrl" or pinned "jwks"');
     expect(message).toContain('peer "s3": cardSignature needs a card ("cardUrl")');
-    expect(message).toContain('peer "s4": jwks must be {"keys": [...]} with the peer\'s public JWKs (no private or HMAC keys)');
+    expect(message).toContain(
+      'peer "s4": jwks must be {"keys": [...]} with the peer\'s public JWKs (no private or HMAC keys)',
+    );
     expect(message).toContain('peer "s5": jwks must be');
     expect(message).not.toContain(String(privateJwk.d));
   });

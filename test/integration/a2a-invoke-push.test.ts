@@ -27,7 +27,6 @@ import { freePort } from "../support/server-process.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 import { jsonRpcCaller, type WireTask } from "../support/jsonrpc-caller.js";
 
-
 const KEY = "push-caller-key-0123456789abcdef";
 /** The peer host's PUSH_SIGNING_KEY, which the "signed" peer entry names as its signingKey. */
 const PEER_SIGNING_KEY = "peer-signing-key-0123456789abcdef";
@@ -49,8 +48,16 @@ function release(text: string): number {
 const peerHandlers: Record<string, TaskHandler> = {
   async hold(ctx) {
     // A cancel on the peer aborts the handler (its signal), as a well-behaved handler does.
-    await Promise.race([gate(ctx.input.text), new Promise((_, reject) => ctx.signal.addEventListener("abort", () => reject(new Error("cancelled")), { once: true }))]);
-    return { output: { text: `held ${ctx.input.text}` }, artifacts: [{ name: "held", parts: [{ kind: "text", text: `held ${ctx.input.text}` }] }] };
+    await Promise.race([
+      gate(ctx.input.text),
+      new Promise((_, reject) =>
+        ctx.signal.addEventListener("abort", () => reject(new Error("cancelled")), { once: true }),
+      ),
+    ]);
+    return {
+      output: { text: `held ${ctx.input.text}` },
+      artifacts: [{ name: "held", parts: [{ kind: "text", text: `held ${ctx.input.text}` }] }],
+    };
   },
 };
 /** Our side: when the node after a2a.invoke started, per run. */
@@ -81,7 +88,15 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     const store = new MongoTaskStore(mongo, mongo.db(dbName));
     await store.init();
     const peerDir = await mkdtemp(join(tmpdir(), "a2a-push-peer-"));
-    await writeFile(join(peerDir, "hold.json"), JSON.stringify({ id: "hold", name: "Hold", description: "Works until the test releases it.", nodes: [{ kind: "task", id: "work", handler: "hold" }] }));
+    await writeFile(
+      join(peerDir, "hold.json"),
+      JSON.stringify({
+        id: "hold",
+        name: "Hold",
+        description: "Works until the test releases it.",
+        nodes: [{ kind: "task", id: "work", handler: "hold" }],
+      }),
+    );
     // The peer sits behind the counting proxy: its card (PUBLIC_URL) names the proxy.
     const peerPort = await freePort();
     proxy = await startCountingProxy(peerPort);
@@ -103,13 +118,37 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     const callerDir = await mkdtemp(join(tmpdir(), "a2a-push-caller-"));
     await writeFile(
       join(callerDir, "call-hold.json"),
-      JSON.stringify({ id: "call-hold", name: "Call hold", description: "Calls the peer's hold skill, then marks the time.", nodes: [{ kind: "a2a.invoke", id: "call", peer: "peer", skillId: "hold" }, { kind: "task", id: "after", handler: "mark" }] }),
+      JSON.stringify({
+        id: "call-hold",
+        name: "Call hold",
+        description: "Calls the peer's hold skill, then marks the time.",
+        nodes: [
+          { kind: "a2a.invoke", id: "call", peer: "peer", skillId: "hold" },
+          { kind: "task", id: "after", handler: "mark" },
+        ],
+      }),
     );
-    await writeFile(join(callerDir, "ask-peer.json"), JSON.stringify({ id: "ask-peer", name: "Ask peer", description: "The peer asks us a question.", nodes: [{ kind: "a2a.invoke", id: "call", peer: "peer", skillId: "clarify" }] }));
+    await writeFile(
+      join(callerDir, "ask-peer.json"),
+      JSON.stringify({
+        id: "ask-peer",
+        name: "Ask peer",
+        description: "The peer asks us a question.",
+        nodes: [{ kind: "a2a.invoke", id: "call", peer: "peer", skillId: "clarify" }],
+      }),
+    );
     for (const peer of ["grpc", "rest", "signed", "jwks"]) {
       await writeFile(
         join(callerDir, `call-hold-${peer}.json`),
-        JSON.stringify({ id: `call-hold-${peer}`, name: `Call hold (${peer})`, description: "The same over another binding.", nodes: [{ kind: "a2a.invoke", id: "call", peer, skillId: "hold" }, { kind: "task", id: "after", handler: "mark" }] }),
+        JSON.stringify({
+          id: `call-hold-${peer}`,
+          name: `Call hold (${peer})`,
+          description: "The same over another binding.",
+          nodes: [
+            { kind: "a2a.invoke", id: "call", peer, skillId: "hold" },
+            { kind: "task", id: "after", handler: "mark" },
+          ],
+        }),
       );
     }
     const cardUrl = `${proxy.url}/.well-known/agent-card.json`;
@@ -137,29 +176,60 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     const v03CardUrl = `http://127.0.0.1:${(v03CardServer.address() as AddressInfo).port}/.well-known/agent-card.json`;
     await writeFile(
       join(callerDir, "call-hold-v03.json"),
-      JSON.stringify({ id: "call-hold-v03", name: "Call hold (0.3)", description: "The same over A2A 0.3.", nodes: [{ kind: "a2a.invoke", id: "call", peer: "v03", skillId: "hold" }, { kind: "task", id: "after", handler: "mark" }] }),
+      JSON.stringify({
+        id: "call-hold-v03",
+        name: "Call hold (0.3)",
+        description: "The same over A2A 0.3.",
+        nodes: [
+          { kind: "a2a.invoke", id: "call", peer: "v03", skillId: "hold" },
+          { kind: "task", id: "after", handler: "mark" },
+        ],
+      }),
     );
     // A peer that signs its pushes with JWTs (ES256) against a JWKS served on loopback (the test signs for it).
     const keyPair = await generateKeyPair("ES256");
     jwtKey = keyPair.privateKey;
-    const jwks = JSON.stringify({ keys: [{ ...(await exportJWK(keyPair.publicKey)), kid: "peer-1", alg: "ES256", use: "sig" }] });
+    const jwks = JSON.stringify({
+      keys: [{ ...(await exportJWK(keyPair.publicKey)), kid: "peer-1", alg: "ES256", use: "sig" }],
+    });
     jwksServer = createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(jwks));
     await new Promise<void>((r) => jwksServer!.listen(0, "127.0.0.1", r));
     const jwksUrl = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}/jwks.json`;
     const peers = JSON.stringify({
       v03: { cardUrl: v03CardUrl, credentials: { bearer: KEY } },
-      signed: { cardUrl, binding: "jsonrpc", protocolVersion: "1.0", credentials: { bearer: KEY }, signingKey: PEER_SIGNING_KEY },
+      signed: {
+        cardUrl,
+        binding: "jsonrpc",
+        protocolVersion: "1.0",
+        credentials: { bearer: KEY },
+        signingKey: PEER_SIGNING_KEY,
+      },
       jwks: { cardUrl, binding: "jsonrpc", protocolVersion: "1.0", credentials: { bearer: KEY }, jwksUrl },
       peer: { cardUrl, binding: "jsonrpc", protocolVersion: "1.0", credentials: { bearer: KEY } },
       grpc: { cardUrl: directCardUrl, binding: "grpc", protocolVersion: "1.0", credentials: { bearer: KEY } },
       rest: { cardUrl, binding: "http+json", protocolVersion: "1.0", credentials: { bearer: KEY } },
     });
-    const base = { A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS: "true", A2A_PEERS: peers, WORKFLOWS_DIR: callerDir, A2A_PEER_RETRY_BASE_MS: "20", A2A_PEER_RETRY_MAX_MS: "40", A2A_PEER_REQUEST_TIMEOUT_MS: "3000" };
+    const base = {
+      A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS: "true",
+      A2A_PEERS: peers,
+      WORKFLOWS_DIR: callerDir,
+      A2A_PEER_RETRY_BASE_MS: "20",
+      A2A_PEER_RETRY_MAX_MS: "40",
+      A2A_PEER_REQUEST_TIMEOUT_MS: "3000",
+    };
     clusterBase = base;
     // Push and stream: a 60 s poll interval (and the default 60 s backstop), so only news can move the run on.
     callers.push = await startTestApp({ ...base, A2A_PEER_POLL_MS: "60000" }, undefined, callerHandlers);
-    callers.stream = await startTestApp({ ...base, A2A_PEER_POLL_MS: "60000", A2A_PEER_PUSH: "false" }, undefined, callerHandlers);
-    callers.poll = await startTestApp({ ...base, A2A_PEER_POLL_MS: "50", A2A_PEER_PUSH: "false", A2A_PEER_STREAM: "false" }, undefined, callerHandlers);
+    callers.stream = await startTestApp(
+      { ...base, A2A_PEER_POLL_MS: "60000", A2A_PEER_PUSH: "false" },
+      undefined,
+      callerHandlers,
+    );
+    callers.poll = await startTestApp(
+      { ...base, A2A_PEER_POLL_MS: "50", A2A_PEER_PUSH: "false", A2A_PEER_STREAM: "false" },
+      undefined,
+      callerHandlers,
+    );
   });
 
   afterAll(async () => {
@@ -175,7 +245,9 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
   });
 
   const progressOf = async (caller: TestApp, runId: string): Promise<Array<Record<string, any>>> =>
-    (await caller.store.readEvents(runId, 0)).filter((e) => e.type === "node.progress").map((e) => (e.payload as { progress: Record<string, any> }).progress);
+    (await caller.store.readEvents(runId, 0))
+      .filter((e) => e.type === "node.progress")
+      .map((e) => (e.payload as { progress: Record<string, any> }).progress);
 
   /** Starts call-hold on `caller`, waits until the peer works on it, lets it work a while, releases it; answers the numbers. */
   async function runPath(path: "push" | "stream" | "poll", skill = "call-hold") {
@@ -199,7 +271,15 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     const peerTaskId = progress[0]!["peerTaskId"] as string;
     const peerRecord = await peerHost.store.get(peerTaskId);
     const peerDoneAt = Date.parse(peerRecord!.updatedAt);
-    return { caller, task, progress: await progressOf(caller, task["id"]), whileWorking, afterRelease: proxy.counts(), handoffMs: nextNodeAt.get(task["id"])! - peerDoneAt, peerTaskId };
+    return {
+      caller,
+      task,
+      progress: await progressOf(caller, task["id"]),
+      whileWorking,
+      afterRelease: proxy.counts(),
+      handoffMs: nextNodeAt.get(task["id"])! - peerDoneAt,
+      peerTaskId,
+    };
   }
 
   it("push: the peer's card offers push, our callback is registered with the send; no GetTask while it works; the run moves on at once", async () => {
@@ -211,7 +291,10 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     // This peer has no key configured: its push only woke the node (nothing of it committed, no wake mark: the
     // node waits on this instance), which read the finished task once and recorded what the peer said.
     expect(r.afterRelease["GetTask"] ?? 0).toBe(1);
-    expect(r.progress.filter((p) => p["pushedAt"] !== undefined), "nothing committed from the unsigned push").toEqual([]);
+    expect(
+      r.progress.filter((p) => p["pushedAt"] !== undefined),
+      "nothing committed from the unsigned push",
+    ).toEqual([]);
     expect(r.progress.at(-1)).toMatchObject({ peerState: "completed" });
     expect(JSON.stringify(r.task["artifacts"])).toContain("held push");
     expect(r.task["artifacts"][0].metadata).toMatchObject({ contentTrust: "untrusted" });
@@ -291,13 +374,31 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
       const ours = jsonRpcCaller(() => caller.baseUrl, { blocking: false, waitMs: 15_000 });
       proxy.reset();
       const started = await ours.start("Announce the new office hours", "ask-peer");
-      const asking = await ours.waitFor(started["id"], (t) => t["status"].state === "input-required" || terminal(t), "input-required");
+      const asking = await ours.waitFor(
+        started["id"],
+        (t) => t["status"].state === "input-required" || terminal(t),
+        "input-required",
+      );
       expect(asking["status"].state).toBe("input-required");
       expect(JSON.stringify(asking["status"].message)).toContain("Who is the audience");
       const rpc = await fetch(`${caller.baseUrl}/a2a/jsonrpc`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", taskId: asking["id"], contextId: asking["contextId"], parts: [{ kind: "text", text: "the night shift" }] } } }),
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "message/send",
+          params: {
+            message: {
+              kind: "message",
+              messageId: randomUUID(),
+              role: "user",
+              taskId: asking["id"],
+              contextId: asking["contextId"],
+              parts: [{ kind: "text", text: "the night shift" }],
+            },
+          },
+        }),
       });
       expect(rpc.status).toBe(200);
       const done = await ours.waitFor(started["id"], terminal, "a terminal state");
@@ -308,7 +409,9 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
       // non-blocking, so the peer may finish before our SubscribeToTask reaches it: 1.0 refuses a stream of an
       // ended task, and the final task is then read once more. Never a periodic poll.
       expect(proxy.count("SendMessage")).toBe(2);
-      expect(proxy.count("GetTask"), JSON.stringify(proxy.counts())).toBeLessThanOrEqual((path === "push" ? 3 : 1) + proxy.count("SubscribeToTask refused"));
+      expect(proxy.count("GetTask"), JSON.stringify(proxy.counts())).toBeLessThanOrEqual(
+        (path === "push" ? 3 : 1) + proxy.count("SubscribeToTask refused"),
+      );
       const peerTaskId = (await progressOf(caller, started["id"]))[0]!["peerTaskId"];
       const peerRecord = await peerHost.store.get(peerTaskId);
       expect(peerRecord!.a2a.state).toBe("completed");
@@ -319,7 +422,11 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     const caller = callers.push;
     const ours = jsonRpcCaller(() => caller.baseUrl, { blocking: false, waitMs: 15_000 });
     const peerRpc = async (method: string, params: unknown) => {
-      const res = await fetch(`${proxy.url}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+      const res = await fetch(`${proxy.url}/a2a/jsonrpc`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      });
       return ((await res.json()) as { result?: WireTask }).result;
     };
     const startAndRecord = async () => {
@@ -338,7 +445,11 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     expect(JSON.stringify(await caller.store.readEvents(theirs.id, 0))).toContain("cross_protocol_cancel");
 
     const mine = await startAndRecord();
-    await fetch(`${caller.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/cancel", params: { id: mine.id } }) });
+    await fetch(`${caller.baseUrl}/a2a/jsonrpc`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/cancel", params: { id: mine.id } }),
+    });
     for (let i = 0; i < 300; i++) {
       if ((await peerHost.store.get(mine.peerTaskId))?.a2a.state === "canceled") break;
       await new Promise((r) => setTimeout(r, 20));
@@ -356,9 +467,18 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
       await store.init();
       return store;
     };
-    const shared = { ...clusterBase, A2A_PEER_POLL_MS: "60000", PUSH_ENCRYPTION_KEY: encryptionKey, PUSH_SIGNING_KEY: randomBytes(24).toString("base64url") };
+    const shared = {
+      ...clusterBase,
+      A2A_PEER_POLL_MS: "60000",
+      PUSH_ENCRYPTION_KEY: encryptionKey,
+      PUSH_SIGNING_KEY: randomBytes(24).toString("base64url"),
+    };
     const other = await startTestApp({ ...shared, INSTANCE_ID: "receiver" }, await storeOf(), callerHandlers);
-    const holder = await startTestApp({ ...shared, INSTANCE_ID: "holder", A2A_PEER_CALLBACK_URL: other.baseUrl }, await storeOf(), callerHandlers);
+    const holder = await startTestApp(
+      { ...shared, INSTANCE_ID: "holder", A2A_PEER_CALLBACK_URL: other.baseUrl },
+      await storeOf(),
+      callerHandlers,
+    );
     try {
       const ours = jsonRpcCaller(() => holder.baseUrl, { blocking: false, waitMs: 15_000 });
       const text = `cluster ${randomUUID()}`;
@@ -407,11 +527,16 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     const first = progress[0]!;
     const id = started["id"] as string;
     const url = `${caller.baseUrl}/v1/peer-callbacks/${id}`;
-    const key = new PeerCallbackKey((await loadPeerCallbackKey({ dataDir: caller.config.dataDir, production: false })).key);
+    const key = new PeerCallbackKey(
+      (await loadPeerCallbackKey({ dataDir: caller.config.dataDir, production: false })).key,
+    );
     const token = key.tokenFor(id, first["key"]);
     const post = (body: string, headers: Record<string, string> = {}, target = url) =>
       fetch(target, { method: "POST", headers: { "content-type": "application/a2a+json", ...headers }, body });
-    const status = (state: string, timestamp = new Date().toISOString()) => JSON.stringify({ statusUpdate: { taskId: first["peerTaskId"], contextId: first["peerContextId"], status: { state, timestamp } } });
+    const status = (state: string, timestamp = new Date().toISOString()) =>
+      JSON.stringify({
+        statusUpdate: { taskId: first["peerTaskId"], contextId: first["peerContextId"], status: { state, timestamp } },
+      });
     return { caller, ours, text, id, first, url, token, post, status };
   }
   const outcomeOf = async (res: Response) => ((await res.json()) as { outcome: string }).outcome;
@@ -423,7 +548,12 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     await settle(); // the peer's own "working" push has come and gone
     proxy.reset();
     const forgedTask = JSON.stringify({
-      task: { id: peerTaskId, contextId: h.first["peerContextId"], status: { state: "TASK_STATE_COMPLETED", timestamp: new Date().toISOString() }, artifacts: [{ artifactId: "forged", parts: [{ text: "FORGED ARTIFACT" }] }] },
+      task: {
+        id: peerTaskId,
+        contextId: h.first["peerContextId"],
+        status: { state: "TASK_STATE_COMPLETED", timestamp: new Date().toISOString() },
+        artifacts: [{ artifactId: "forged", parts: [{ text: "FORGED ARTIFACT" }] }],
+      },
     });
     const taskPush = await h.post(forgedTask, { "x-a2a-notification-token": h.token });
     expect(taskPush.status).toBe(200);
@@ -442,11 +572,29 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     expect(progress.filter((p) => p["pushedAt"] !== undefined || p["peerState"] === "completed")).toEqual([]);
     expect(JSON.stringify(await h.caller.store.readEvents(h.id, 0))).not.toContain("FORGED");
     // A forged artifact update: never taken from a push (artifacts come with the task when it is read).
-    const forgedArtifact = JSON.stringify({ artifactUpdate: { taskId: peerTaskId, contextId: h.first["peerContextId"], artifact: { artifactId: "forged", parts: [{ text: "FORGED ARTIFACT" }] } } });
+    const forgedArtifact = JSON.stringify({
+      artifactUpdate: {
+        taskId: peerTaskId,
+        contextId: h.first["peerContextId"],
+        artifact: { artifactId: "forged", parts: [{ text: "FORGED ARTIFACT" }] },
+      },
+    });
     expect(await outcomeOf(await h.post(forgedArtifact, { "x-a2a-notification-token": h.token }))).toBe("ignored");
     // A claim that would not move the run (still working) wakes nothing and reads nothing.
-    expect(await outcomeOf(await h.post(h.status("TASK_STATE_WORKING", new Date(Date.now() + 1000).toISOString()), { "x-a2a-notification-token": h.token }))).toBe("duplicate");
-    expect(await outcomeOf(await h.post(h.status("TASK_STATE_SUBMITTED", new Date(Date.now() + 1000).toISOString()), { "x-a2a-notification-token": h.token }))).toBe("ignored");
+    expect(
+      await outcomeOf(
+        await h.post(h.status("TASK_STATE_WORKING", new Date(Date.now() + 1000).toISOString()), {
+          "x-a2a-notification-token": h.token,
+        }),
+      ),
+    ).toBe("duplicate");
+    expect(
+      await outcomeOf(
+        await h.post(h.status("TASK_STATE_SUBMITTED", new Date(Date.now() + 1000).toISOString()), {
+          "x-a2a-notification-token": h.token,
+        }),
+      ),
+    ).toBe("ignored");
     await settle();
     expect(proxy.count("GetTask")).toBe(2);
     // The peer's real completion (its own push) moves the run on, with the peer's artifact only.
@@ -480,7 +628,11 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
         return { status: res.status, body: await res.text(), challenge: res.headers.get("www-authenticate") };
       }),
     );
-    expect(answers[0]).toEqual({ status: 401, body: JSON.stringify({ outcome: "unauthenticated" }), challenge: expect.stringContaining("Bearer") });
+    expect(answers[0]).toEqual({
+      status: 401,
+      body: JSON.stringify({ outcome: "unauthenticated" }),
+      challenge: expect.stringContaining("Bearer"),
+    });
     for (const a of answers) expect(a).toEqual(answers[0]);
     expect((await h.ours.get(h.id))["status"].state).toBe("working");
     expect((await progressOf(h.caller, h.id)).filter((p) => p["pushedAt"] !== undefined)).toEqual([]);
@@ -488,7 +640,11 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     // read or cancel of its existing task and of an unknown id get the same 401.
     const peerTaskId = h.first["peerTaskId"] as string;
     const ask = async (id: string, method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${proxy.url}${path.replace("{id}", id)}`, { method, headers: { "content-type": "application/json" }, ...(body ? { body: JSON.stringify(body).replace("{id}", id) } : {}) });
+      const res = await fetch(`${proxy.url}${path.replace("{id}", id)}`, {
+        method,
+        headers: { "content-type": "application/json" },
+        ...(body ? { body: JSON.stringify(body).replace("{id}", id) } : {}),
+      });
       return { status: res.status, body: (await res.text()).replaceAll(id, "{id}") };
     };
     for (const [method, path, body] of [
@@ -510,7 +666,10 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
   it("push signed with the peer's signingKey (HMAC): taken as the peer's word and committed by the receiver; the run moves on at once", async () => {
     const r = await runPath("push", "call-hold-signed");
     expect(r.task["status"].state, JSON.stringify(r.task["metadata"])).toBe("completed");
-    expect(r.progress.some((p) => p["pushedAt"] !== undefined && p["peerState"] === "completed"), "the signed pushed state was committed").toBe(true);
+    expect(
+      r.progress.some((p) => p["pushedAt"] !== undefined && p["peerState"] === "completed"),
+      "the signed pushed state was committed",
+    ).toBe(true);
     expect(r.afterRelease["GetTask"] ?? 0).toBeLessThanOrEqual(1);
     expect(JSON.stringify(r.task["artifacts"])).toContain("held push");
   });
@@ -519,9 +678,20 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     const h = await startHeld("call-hold-signed");
     const body = h.status("TASK_STATE_INPUT_REQUIRED");
     const timestamp = Math.floor(Date.now() / 1000);
-    const signed = { "x-a2a-notification-token": h.token, "x-openwop-timestamp": String(timestamp), "x-openwop-signature": signPushBody(PEER_SIGNING_KEY, timestamp, body) };
+    const signed = {
+      "x-a2a-notification-token": h.token,
+      "x-openwop-timestamp": String(timestamp),
+      "x-openwop-signature": signPushBody(PEER_SIGNING_KEY, timestamp, body),
+    };
     expect((await h.post(body, { "x-a2a-notification-token": h.token })).status).toBe(401);
-    expect((await h.post(body, { ...signed, "x-openwop-signature": signPushBody("another-key-0123456789abcdef", timestamp, body) })).status).toBe(401);
+    expect(
+      (
+        await h.post(body, {
+          ...signed,
+          "x-openwop-signature": signPushBody("another-key-0123456789abcdef", timestamp, body),
+        })
+      ).status,
+    ).toBe(401);
     expect((await h.post(h.status("TASK_STATE_COMPLETED"), signed)).status, "the signature covers the body").toBe(401);
     const first = await h.post(body, signed);
     expect(first.status).toBe(200);
@@ -530,7 +700,9 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     expect(replay.status).toBe(200);
     expect(await outcomeOf(replay)).toBe("duplicate");
     await settle();
-    const committed = (await progressOf(h.caller, h.id)).filter((p) => p["pushedAt"] !== undefined && p["peerState"] === "input-required");
+    const committed = (await progressOf(h.caller, h.id)).filter(
+      (p) => p["pushedAt"] !== undefined && p["peerState"] === "input-required",
+    );
     expect(committed).toHaveLength(1);
     await h.ours.cancel(h.id);
   });
@@ -539,18 +711,36 @@ describe("a2a.invoke learns by push, then stream, then poll (A2A 1.0 JSON-RPC, t
     const h = await startHeld("call-hold-jwks");
     const body = h.status("TASK_STATE_INPUT_REQUIRED");
     const sha = (text: string) => createHash("sha256").update(text).digest("hex");
-    const jwtFor = (text: string, key: CryptoKey = jwtKey) => new SignJWT({ request_body_sha256: sha(text) }).setProtectedHeader({ alg: "ES256", kid: "peer-1" }).setIssuedAt().setJti(randomUUID()).sign(key);
-    const withJwt = async (text: string, key?: CryptoKey) => ({ "x-a2a-notification-token": h.token, authorization: `Bearer ${await jwtFor(text, key)}` });
+    const jwtFor = (text: string, key: CryptoKey = jwtKey) =>
+      new SignJWT({ request_body_sha256: sha(text) })
+        .setProtectedHeader({ alg: "ES256", kid: "peer-1" })
+        .setIssuedAt()
+        .setJti(randomUUID())
+        .sign(key);
+    const withJwt = async (text: string, key?: CryptoKey) => ({
+      "x-a2a-notification-token": h.token,
+      authorization: `Bearer ${await jwtFor(text, key)}`,
+    });
     expect((await h.post(body, { "x-a2a-notification-token": h.token })).status).toBe(401);
-    expect((await h.post(body, await withJwt(h.status("TASK_STATE_COMPLETED")))).status, "the JWT covers another body").toBe(401);
-    expect((await h.post(body, await withJwt(body, (await generateKeyPair("ES256")).privateKey))).status, "a key not in the JWKS").toBe(401);
+    expect(
+      (await h.post(body, await withJwt(h.status("TASK_STATE_COMPLETED")))).status,
+      "the JWT covers another body",
+    ).toBe(401);
+    expect(
+      (await h.post(body, await withJwt(body, (await generateKeyPair("ES256")).privateKey))).status,
+      "a key not in the JWKS",
+    ).toBe(401);
     const headers = await withJwt(body);
     const first = await h.post(body, headers);
     expect(first.status).toBe(200);
     expect(await outcomeOf(first)).toBe("committed");
     expect(await outcomeOf(await h.post(body, headers))).toBe("duplicate");
     await settle();
-    expect((await progressOf(h.caller, h.id)).filter((p) => p["pushedAt"] !== undefined && p["peerState"] === "input-required")).toHaveLength(1);
+    expect(
+      (await progressOf(h.caller, h.id)).filter(
+        (p) => p["pushedAt"] !== undefined && p["peerState"] === "input-required",
+      ),
+    ).toHaveLength(1);
     await h.ours.cancel(h.id);
   });
 });

@@ -30,7 +30,6 @@ import { freePort } from "../support/server-process.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 import { jsonRpcCaller, type WireTask } from "../support/jsonrpc-caller.js";
 
-
 const FAST = {
   A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS: "true",
   A2A_PEER_POLL_MS: "25",
@@ -90,7 +89,9 @@ async function until(what: string, check: () => boolean | Promise<boolean>, time
 
 /** An HTTP server on loopback answering every request with `card` (an agent card). */
 async function staticCard(card: Record<string, unknown>, servers: Server[]): Promise<string> {
-  const server = createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(card)));
+  const server = createServer((_req, res) =>
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(card)),
+  );
   servers.push(server);
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/agent-card.json`;
@@ -116,7 +117,13 @@ describe("a2a.invoke against a real A2A peer (@a2a-js/sdk server, JSON-RPC 0.3)"
   };
   /** The `message/send` calls the peer received for one of our runs (its first message id, or replies to its peer task). */
   const sendsFor = (runId: string, peerTaskId?: string) =>
-    peer.sends().filter((s) => s.messageId === peerMessageId(`${runId}:call:1:send`) || (peerTaskId !== undefined && s.taskId === peerTaskId));
+    peer
+      .sends()
+      .filter(
+        (s) =>
+          s.messageId === peerMessageId(`${runId}:call:1:send`) ||
+          (peerTaskId !== undefined && s.taskId === peerTaskId),
+      );
 
   beforeAll(async () => {
     peer = await startTestPeer();
@@ -135,7 +142,11 @@ describe("a2a.invoke against a real A2A peer (@a2a-js/sdk server, JSON-RPC 0.3)"
     expect(task["artifacts"].map((a: any) => a.artifactId)).toEqual(["call.report", "call.numbers"]);
     const report = task["artifacts"][0];
     expect(report.parts).toEqual([{ kind: "text", text: "report for: scenario:complete please" }]);
-    expect(report.metadata).toMatchObject({ contentTrust: "untrusted", fromPeer: true, a2aPeer: { agentCardUrl: peer.cardUrl, artifactId: "report" } });
+    expect(report.metadata).toMatchObject({
+      contentTrust: "untrusted",
+      fromPeer: true,
+      a2aPeer: { agentCardUrl: peer.cardUrl, artifactId: "report" },
+    });
     expect(task["artifacts"][1].parts).toEqual([{ kind: "data", data: { total: 42 } }]);
     expect(task["artifacts"][1].metadata.contentTrust).toBe("untrusted");
 
@@ -147,9 +158,16 @@ describe("a2a.invoke against a real A2A peer (@a2a-js/sdk server, JSON-RPC 0.3)"
 
     // The peer's answers are in our log: node.progress with the peer task id and each state, then completion.
     const log = await events(task["id"]);
-    const progress = log.filter((e) => e.type === "node.progress").map((e) => e.payload["progress"] as Record<string, any>);
+    const progress = log
+      .filter((e) => e.type === "node.progress")
+      .map((e) => e.payload["progress"] as Record<string, any>);
     expect(progress.length).toBeGreaterThanOrEqual(2);
-    expect(progress[0]).toMatchObject({ key: `${task["id"]}:call:1`, agentCardUrl: peer.cardUrl, peerState: "submitted", sentMessageId: sends[0]!.messageId });
+    expect(progress[0]).toMatchObject({
+      key: `${task["id"]}:call:1`,
+      agentCardUrl: peer.cardUrl,
+      peerState: "submitted",
+      sentMessageId: sends[0]!.messageId,
+    });
     expect(progress.at(-1)).toMatchObject({ peerState: "completed", peerTaskId: progress[0]!["peerTaskId"] });
     const types = log.map((e) => e.type);
     expect(types.indexOf("node.progress")).toBeGreaterThan(types.indexOf("node.started"));
@@ -168,8 +186,14 @@ describe("a2a.invoke against a real A2A peer (@a2a-js/sdk server, JSON-RPC 0.3)"
     expect(openwop(rejected)["status"]).toBe("failed");
     expect(openwop(rejected)["error"]).toMatchObject({ code: "rejected_by_remote" });
     const log = await events(rejected["id"]);
-    expect(log.find((e) => e.type === "node.failed")?.payload).toMatchObject({ nodeId: "call", error: { code: "rejected_by_remote" } });
-    expect(log.find((e) => e.type === "run.failed")?.payload).toMatchObject({ error: { code: "rejected_by_remote" }, failedNodeId: "call" });
+    expect(log.find((e) => e.type === "node.failed")?.payload).toMatchObject({
+      nodeId: "call",
+      error: { code: "rejected_by_remote" },
+    });
+    expect(log.find((e) => e.type === "run.failed")?.payload).toMatchObject({
+      error: { code: "rejected_by_remote" },
+      failedNodeId: "call",
+    });
   });
 
   it("a cancel on the peer's side moves our run to cancelled (cross_protocol_cancel) without cancelling back", async () => {
@@ -187,24 +211,40 @@ describe("a2a.invoke against a real A2A peer (@a2a-js/sdk server, JSON-RPC 0.3)"
     expect(waiting["status"].state).toBe("input-required");
     const wop = openwop(waiting);
     expect(wop["status"]).toBe("waiting-input");
-    expect(wop["interrupt"]).toMatchObject({ kind: "clarification", nodeId: "call", metadata: { source: "a2a.invoke", contentTrust: "untrusted" } });
+    expect(wop["interrupt"]).toMatchObject({
+      kind: "clarification",
+      nodeId: "call",
+      metadata: { source: "a2a.invoke", contentTrust: "untrusted" },
+    });
     expect(wop["interrupt"]["metadata"]).not.toHaveProperty("subkind");
     const data = wop["interrupt"]["data"];
     expect(data.questions).toEqual([{ id: "reply", question: "Which colour should it be?" }]);
     expect(data.contentTrust).toBe("untrusted");
-    expect(data.peer).toMatchObject({ agentCardUrl: peer.cardUrl, state: "input-required", message: { role: "agent", parts: [{ kind: "text", text: "Which colour should it be?" }] } });
+    expect(data.peer).toMatchObject({
+      agentCardUrl: peer.cardUrl,
+      state: "input-required",
+      message: { role: "agent", parts: [{ kind: "text", text: "Which colour should it be?" }] },
+    });
     const peerTaskId = await peerTaskOf(waiting["id"]);
     expect(data.peer.taskId).toBe(peerTaskId);
 
     const done = await caller.reply(waiting, [{ kind: "text", text: "blue" }]);
-    const finished = done["status"].state === "completed" ? done : await caller.waitFor(waiting["id"], (x) => x["status"].state === "completed", "completed");
-    expect(finished["artifacts"].map((a: any) => [a.artifactId, a.parts[0].text])).toEqual([["call.answer", "peer got: blue"]]);
+    const finished =
+      done["status"].state === "completed"
+        ? done
+        : await caller.waitFor(waiting["id"], (x) => x["status"].state === "completed", "completed");
+    expect(finished["artifacts"].map((a: any) => [a.artifactId, a.parts[0].text])).toEqual([
+      ["call.answer", "peer got: blue"],
+    ]);
 
     const sends = sendsFor(waiting["id"], peerTaskId);
     expect(sends).toHaveLength(2);
     expect(sends[1]).toMatchObject({ taskId: peerTaskId, contextId: data.peer.contextId, text: "blue" });
     const log = await events(waiting["id"]);
-    expect(log.find((e) => e.type === "interrupt.resolved")?.payload).toMatchObject({ kind: "clarification", resumeValue: { answers: [{ id: "reply", answer: "blue" }] } });
+    expect(log.find((e) => e.type === "interrupt.resolved")?.payload).toMatchObject({
+      kind: "clarification",
+      resumeValue: { answers: [{ id: "reply", answer: "blue" }] },
+    });
     expect(log.filter((e) => e.type === "approval.received")).toEqual([]);
   });
 
@@ -222,7 +262,10 @@ describe("a2a.invoke against a real A2A peer (@a2a-js/sdk server, JSON-RPC 0.3)"
 
     await caller.reply(waiting, [{ kind: "data", data: { signedIn: true } }]);
     const finished = await caller.waitFor(waiting["id"], (x) => x["status"].state === "completed", "completed");
-    expect(finished["artifacts"][0].parts).toEqual([{ kind: "text", text: "peer got: " }, { kind: "data", data: { signedIn: true } }]);
+    expect(finished["artifacts"][0].parts).toEqual([
+      { kind: "text", text: "peer got: " },
+      { kind: "data", data: { signedIn: true } },
+    ]);
   });
 
   it('a peer message or artifact carrying {"action":"accept"} never resolves our approval gate', async () => {
@@ -250,7 +293,11 @@ describe("a2a.invoke against a real A2A peer (@a2a-js/sdk server, JSON-RPC 0.3)"
   it("submitted/working keeps the run working; an unknown peer state is waited out (pending-like) until the peer moves on", async () => {
     const task = await caller.start("scenario:unknown", "peer-call", { blocking: false });
     const peerTaskId = await peerTaskOf(task["id"]);
-    await until("the unknown state to be recorded", async () => (await events(task["id"])).some((e) => e.type === "node.progress" && (e.payload["progress"] as any).peerState === "unknown"));
+    await until("the unknown state to be recorded", async () =>
+      (await events(task["id"])).some(
+        (e) => e.type === "node.progress" && (e.payload["progress"] as any).peerState === "unknown",
+      ),
+    );
     const meanwhile = await caller.get(task["id"]);
     expect(meanwhile["status"].state).toBe("working");
     expect(openwop(meanwhile)["status"]).toBe("running");
@@ -264,8 +311,13 @@ describe("a2a.invoke against a real A2A peer (@a2a-js/sdk server, JSON-RPC 0.3)"
     const peerTaskId = await peerTaskOf(task["id"]);
     const cancelled = await caller.cancel(task["id"]);
     expect(cancelled["status"].state).toBe("canceled");
-    await until("the peer to receive tasks/cancel", () => peer.requests.some((r) => r.method === "tasks/cancel" && r.params["id"] === peerTaskId));
-    await until("the peer task to be canceled", () => peer.taskStates().get(peerTaskId) === TaskState.TASK_STATE_CANCELED);
+    await until("the peer to receive tasks/cancel", () =>
+      peer.requests.some((r) => r.method === "tasks/cancel" && r.params["id"] === peerTaskId),
+    );
+    await until(
+      "the peer task to be canceled",
+      () => peer.taskStates().get(peerTaskId) === TaskState.TASK_STATE_CANCELED,
+    );
     const log = await events(task["id"]);
     expect(log.find((e) => e.type === "run.cancelled")?.payload["reason"]).not.toBe("cross_protocol_cancel");
   });
@@ -274,7 +326,9 @@ describe("a2a.invoke against a real A2A peer (@a2a-js/sdk server, JSON-RPC 0.3)"
     const waiting = await caller.start("scenario:input-required", "peer-call");
     const peerTaskId = await peerTaskOf(waiting["id"]);
     expect((await caller.cancel(waiting["id"]))["status"].state).toBe("canceled");
-    await until("the peer task to be canceled", () => peer.requests.some((r) => r.method === "tasks/cancel" && r.params["id"] === peerTaskId));
+    await until("the peer task to be canceled", () =>
+      peer.requests.some((r) => r.method === "tasks/cancel" && r.params["id"] === peerTaskId),
+    );
   });
 
   it("a node timeout fails the node with external_call_failed and cancels the peer task", async () => {
@@ -283,26 +337,37 @@ describe("a2a.invoke against a real A2A peer (@a2a-js/sdk server, JSON-RPC 0.3)"
     const failed = await caller.waitFor(task["id"], (x) => x["status"].state === "failed", "failed");
     expect(openwop(failed)["error"].code).toBe("external_call_failed");
     expect(openwop(failed)["error"].message).toContain("did not finish within 300 ms");
-    await until("the peer task to be canceled", () => peer.requests.some((r) => r.method === "tasks/cancel" && r.params["id"] === peerTaskId));
+    await until("the peer task to be canceled", () =>
+      peer.requests.some((r) => r.method === "tasks/cancel" && r.params["id"] === peerTaskId),
+    );
   });
 
   it("restart safety: after a restart the node resumes with tasks/get on the recorded peer task and never sends again", async () => {
     const task = await caller.start("scenario:working", "peer-call", { blocking: false });
     const peerTaskId = await peerTaskOf(task["id"]);
-    await until("a poll of the peer task", () => peer.requests.some((r) => r.method === "tasks/get" && r.params["id"] === peerTaskId));
+    await until("a poll of the peer task", () =>
+      peer.requests.some((r) => r.method === "tasks/get" && r.params["id"] === peerTaskId),
+    );
     await t.close(); // stop while waiting on the peer
     const getsBefore = peer.requests.filter((r) => r.method === "tasks/get" && r.params["id"] === peerTaskId).length;
 
     t = await startTestApp(env, store);
-    await until("the new app to poll the recorded peer task", () => peer.requests.filter((r) => r.method === "tasks/get" && r.params["id"] === peerTaskId).length > getsBefore);
+    await until(
+      "the new app to poll the recorded peer task",
+      () => peer.requests.filter((r) => r.method === "tasks/get" && r.params["id"] === peerTaskId).length > getsBefore,
+    );
     peer.release(peerTaskId);
     const done = await caller.waitFor(task["id"], (x) => x["status"].state === "completed", "completed");
     expect(done["artifacts"].map((a: any) => a.artifactId)).toEqual(["call.late"]);
 
     expect(sendsFor(task["id"], peerTaskId)).toHaveLength(1);
     const log = await events(task["id"]);
-    expect(log.filter((e) => e.type === "node.started" && e.nodeId === "call").map((e) => e.payload["attempt"])).toEqual([1, 2]);
-    expect(new Set(log.filter((e) => e.type === "node.progress").map((e) => (e.payload["progress"] as any).peerTaskId))).toEqual(new Set([peerTaskId]));
+    expect(
+      log.filter((e) => e.type === "node.started" && e.nodeId === "call").map((e) => e.payload["attempt"]),
+    ).toEqual([1, 2]);
+    expect(
+      new Set(log.filter((e) => e.type === "node.progress").map((e) => (e.payload["progress"] as any).peerTaskId)),
+    ).toEqual(new Set([peerTaskId]));
     expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i));
   });
 
@@ -348,11 +413,16 @@ describe("a2a.invoke transport errors, configuration and egress", () => {
         res.writeHead(503).end("try later");
         return;
       }
-      void fetch(peer.cardUrl).then(async (r) => res.writeHead(200, { "content-type": "application/json" }).end(await r.text()));
+      void fetch(peer.cardUrl).then(async (r) =>
+        res.writeHead(200, { "content-type": "application/json" }).end(await r.text()),
+      );
     });
     servers.push(server);
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/agent-card.json`, hits: () => hits };
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/agent-card.json`,
+      hits: () => hits,
+    };
   }
 
   it("transport errors are retried with backoff; the node recovers when the peer answers in time", async () => {
@@ -373,8 +443,13 @@ describe("a2a.invoke transport errors, configuration and egress", () => {
     expect(error.code).toBe("external_call_failed");
     expect(error.message).toContain("failed 3 times");
     const log = await t.store.readEvents(failed["id"], 0);
-    expect(log.find((e) => e.type === "node.failed")?.payload).toMatchObject({ nodeId: "call", error: { code: "external_call_failed" } });
-    expect(log.find((e) => e.type === "run.failed")?.payload).toMatchObject({ error: { code: "external_call_failed" } });
+    expect(log.find((e) => e.type === "node.failed")?.payload).toMatchObject({
+      nodeId: "call",
+      error: { code: "external_call_failed" },
+    });
+    expect(log.find((e) => e.type === "run.failed")?.payload).toMatchObject({
+      error: { code: "external_call_failed" },
+    });
   });
 
   it("a peer that is not listening at all (connection refused) fails with external_call_failed", async () => {
@@ -399,7 +474,9 @@ describe("a2a.invoke transport errors, configuration and egress", () => {
 
   it("without A2A_PEER_CARD_URL the fixture still loads, and its node fails with a clear external_call_failed", async () => {
     const t = await app({ ...FAST });
-    const card = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as { skills: Array<{ id: string }> };
+    const card = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as {
+      skills: Array<{ id: string }>;
+    };
     expect(card.skills.map((s) => s.id)).toContain("conformance-a2a-task-roundtrip");
     const failed = await jsonRpcCaller(() => t.baseUrl).start("hello", "conformance-a2a-task-roundtrip");
     expect(failed["status"].state).toBe("failed");
@@ -418,15 +495,18 @@ describe("a2a.invoke transport errors, configuration and egress", () => {
   });
 
   it("private addresses are refused even with the loopback allowance", async () => {
-    const t = await app({ ...FAST }, {
-      "private-peer.yaml": `
+    const t = await app(
+      { ...FAST },
+      {
+        "private-peer.yaml": `
 id: private-peer
 name: Private peer
 description: A peer on an RFC 1918 address.
 nodes:
   - { kind: a2a.invoke, id: call, agentCardUrl: "https://10.0.0.5/.well-known/agent-card.json" }
 `,
-    });
+      },
+    );
     const failed = await jsonRpcCaller(() => t.baseUrl).start("hi", "private-peer");
     expect(openwop(failed)["error"].code).toBe("external_call_failed");
     expect(openwop(failed)["error"].message).toContain("refused by the address arm");
@@ -443,7 +523,10 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
   const servers: Server[] = [];
 
   const events = (runId: string): Promise<RunEvent[]> => t.store.readEvents(runId, 0);
-  const progressOf = async (runId: string) => (await events(runId)).filter((e) => e.type === "node.progress").map((e) => e.payload["progress"] as Record<string, any>);
+  const progressOf = async (runId: string) =>
+    (await events(runId))
+      .filter((e) => e.type === "node.progress")
+      .map((e) => e.payload["progress"] as Record<string, any>);
   const peerTaskOf = async (runId: string): Promise<string> => {
     let id: string | undefined;
     await until(`run ${runId} to record the peer task`, async () => {
@@ -453,9 +536,20 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
     return id!;
   };
   const grpcCalls = (method: string, id?: string) =>
-    peer.requests.filter((r) => r.transport === "grpc" && r.method === method && (id === undefined || r.params["id"] === id || (r.params["message"] as any)?.taskId === id));
+    peer.requests.filter(
+      (r) =>
+        r.transport === "grpc" &&
+        r.method === method &&
+        (id === undefined || r.params["id"] === id || (r.params["message"] as any)?.taskId === id),
+    );
   const sendsFor = (runId: string, peerTaskId?: string) =>
-    peer.sends().filter((s) => s.messageId === peerMessageId(`${runId}:call:1:send`) || (peerTaskId !== undefined && s.taskId === peerTaskId));
+    peer
+      .sends()
+      .filter(
+        (s) =>
+          s.messageId === peerMessageId(`${runId}:call:1:send`) ||
+          (peerTaskId !== undefined && s.taskId === peerTaskId),
+      );
   /** Nothing reached the peer's JSON-RPC endpoint, though its card lists it. */
   const noJsonRpc = () => expect(peer.requests.filter((r) => r.transport === "jsonrpc")).toEqual([]);
 
@@ -473,23 +567,40 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
 
   it("the card prefers gRPC: the node calls a2a.v1.A2AService, never JSON-RPC; completed → the peer's artifacts become ours", async () => {
     const card = (await (await fetch(peer.cardUrl)).json()) as Record<string, any>;
-    expect(card).toMatchObject({ preferredTransport: "GRPC", url: `127.0.0.1:${peer.grpcPort}`, additionalInterfaces: [{ transport: "JSONRPC" }] });
+    expect(card).toMatchObject({
+      preferredTransport: "GRPC",
+      url: `127.0.0.1:${peer.grpcPort}`,
+      additionalInterfaces: [{ transport: "JSONRPC" }],
+    });
 
     const task = await caller.start("scenario:complete please", "peer-call");
     expect(task["status"].state).toBe("completed");
     expect(task["artifacts"].map((a: any) => a.artifactId)).toEqual(["call.report", "call.numbers"]);
     expect(task["artifacts"][0].parts).toEqual([{ kind: "text", text: "report for: scenario:complete please" }]);
-    expect(task["artifacts"][0].metadata).toMatchObject({ contentTrust: "untrusted", fromPeer: true, a2aPeer: { agentCardUrl: peer.cardUrl, artifactId: "report" } });
+    expect(task["artifacts"][0].metadata).toMatchObject({
+      contentTrust: "untrusted",
+      fromPeer: true,
+      a2aPeer: { agentCardUrl: peer.cardUrl, artifactId: "report" },
+    });
     expect(task["artifacts"][1].parts).toEqual([{ kind: "data", data: { total: 42 } }]);
 
     // One SendMessage with the deterministic messageId, the skill and the run's input; polls are GetTask.
     const sends = sendsFor(task["id"]);
     expect(sends).toHaveLength(1);
-    expect(sends[0]).toMatchObject({ messageId: peerMessageId(`${task["id"]}:call:1:send`), text: "scenario:complete please", metadata: { skillId: "scripted" } });
-    expect(peer.requests.find((r) => r.method === "message/send")?.params["configuration"]).toEqual({ blocking: false });
+    expect(sends[0]).toMatchObject({
+      messageId: peerMessageId(`${task["id"]}:call:1:send`),
+      text: "scenario:complete please",
+      metadata: { skillId: "scripted" },
+    });
+    expect(peer.requests.find((r) => r.method === "message/send")?.params["configuration"]).toEqual({
+      blocking: false,
+    });
     const progress = await progressOf(task["id"]);
     // The recorded endpoint names binding and version (the peer's card offers only 0.3).
-    expect(progress[0]).toMatchObject({ endpoint: `grpc+0.3+http://127.0.0.1:${peer.grpcPort}/`, peerState: "submitted" });
+    expect(progress[0]).toMatchObject({
+      endpoint: `grpc+0.3+http://127.0.0.1:${peer.grpcPort}/`,
+      peerState: "submitted",
+    });
     expect(progress.at(-1)).toMatchObject({ peerState: "completed", peerTaskId: progress[0]!["peerTaskId"] });
     expect(grpcCalls("tasks/get", progress[0]!["peerTaskId"]).length).toBeGreaterThanOrEqual(1);
     noJsonRpc();
@@ -505,8 +616,13 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
     expect(data.peer).toMatchObject({ taskId: peerTaskId, state: "input-required" });
 
     const done = await caller.reply(waiting, [{ kind: "text", text: "blue" }]);
-    const finished = done["status"].state === "completed" ? done : await caller.waitFor(waiting["id"], (x) => x["status"].state === "completed", "completed");
-    expect(finished["artifacts"].map((a: any) => [a.artifactId, a.parts[0].text])).toEqual([["call.answer", "peer got: blue"]]);
+    const finished =
+      done["status"].state === "completed"
+        ? done
+        : await caller.waitFor(waiting["id"], (x) => x["status"].state === "completed", "completed");
+    expect(finished["artifacts"].map((a: any) => [a.artifactId, a.parts[0].text])).toEqual([
+      ["call.answer", "peer got: blue"],
+    ]);
     const sends = sendsFor(waiting["id"], peerTaskId);
     expect(sends.map((s) => s.text)).toEqual(["scenario:input-required", "blue"]);
     expect(sends[1]).toMatchObject({ taskId: peerTaskId, contextId: data.peer.contextId });
@@ -522,7 +638,10 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
     expect(rejected["status"].state).toBe("failed");
     expect(openwop(rejected)["error"]).toMatchObject({ code: "rejected_by_remote" });
     const log = await events(rejected["id"]);
-    expect(log.find((e) => e.type === "node.failed")?.payload).toMatchObject({ nodeId: "call", error: { code: "rejected_by_remote" } });
+    expect(log.find((e) => e.type === "node.failed")?.payload).toMatchObject({
+      nodeId: "call",
+      error: { code: "rejected_by_remote" },
+    });
     noJsonRpc();
   });
 
@@ -531,7 +650,10 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
     const peerTaskId = await peerTaskOf(task["id"]);
     expect((await caller.cancel(task["id"]))["status"].state).toBe("canceled");
     await until("the peer to receive CancelTask", () => grpcCalls("tasks/cancel", peerTaskId).length === 1);
-    await until("the peer task to be canceled", () => peer.taskStates().get(peerTaskId) === TaskState.TASK_STATE_CANCELED);
+    await until(
+      "the peer task to be canceled",
+      () => peer.taskStates().get(peerTaskId) === TaskState.TASK_STATE_CANCELED,
+    );
     noJsonRpc();
   });
 
@@ -543,13 +665,18 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
     const getsBefore = grpcCalls("tasks/get", peerTaskId).length;
 
     t = await startTestApp(env, store);
-    await until("the new app to poll the recorded peer task over gRPC", () => grpcCalls("tasks/get", peerTaskId).length > getsBefore);
+    await until(
+      "the new app to poll the recorded peer task over gRPC",
+      () => grpcCalls("tasks/get", peerTaskId).length > getsBefore,
+    );
     peer.release(peerTaskId);
     const done = await caller.waitFor(task["id"], (x) => x["status"].state === "completed", "completed");
     expect(done["artifacts"].map((a: any) => a.artifactId)).toEqual(["call.late"]);
     expect(sendsFor(task["id"], peerTaskId)).toHaveLength(1);
     const log = await events(task["id"]);
-    expect(log.filter((e) => e.type === "node.started" && e.nodeId === "call").map((e) => e.payload["attempt"])).toEqual([1, 2]);
+    expect(
+      log.filter((e) => e.type === "node.started" && e.nodeId === "call").map((e) => e.payload["attempt"]),
+    ).toEqual([1, 2]);
     noJsonRpc();
   });
 
@@ -574,7 +701,10 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
 
   it("a peer whose gRPC port is down: the send is retried, then the node fails with external_call_failed", async () => {
     const port = await freePort();
-    const cardUrl = await staticCard({ name: "Down", url: `127.0.0.1:${port}`, preferredTransport: "GRPC", protocolVersion: "0.3.0" }, servers);
+    const cardUrl = await staticCard(
+      { name: "Down", url: `127.0.0.1:${port}`, preferredTransport: "GRPC", protocolVersion: "0.3.0" },
+      servers,
+    );
     const app = await startTestApp({ ...env, A2A_PEER_CARD_URL: cardUrl });
     apps.push(app);
     const failed = await jsonRpcCaller(() => app.baseUrl).start("scenario:complete", "peer-call");
@@ -584,17 +714,24 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
     expect(error.message).toContain("sending the message failed 3 times");
     expect(error.message).toContain(`cannot reach grpc+http://127.0.0.1:${port} (ECONNREFUSED)`);
     const log = await app.store.readEvents(failed["id"], 0);
-    expect(log.find((e) => e.type === "run.failed")?.payload).toMatchObject({ error: { code: "external_call_failed" } });
+    expect(log.find((e) => e.type === "run.failed")?.payload).toMatchObject({
+      error: { code: "external_call_failed" },
+    });
   });
 
   it("the gRPC target passes the egress guard: a private target is refused even with the loopback allowance", async () => {
     for (const target of ["10.0.0.5:50051", "https://10.0.0.5:50051", "grpcs://169.254.169.254"]) {
-      const cardUrl = await staticCard({ name: "Private", url: target, preferredTransport: "GRPC", protocolVersion: "0.3" }, servers);
+      const cardUrl = await staticCard(
+        { name: "Private", url: target, preferredTransport: "GRPC", protocolVersion: "0.3" },
+        servers,
+      );
       const app = await startTestApp({ ...env, A2A_PEER_CARD_URL: cardUrl });
       apps.push(app);
       const failed = await jsonRpcCaller(() => app.baseUrl).start("scenario:complete", "peer-call");
       expect(openwop(failed)["error"].code, target).toBe("external_call_failed");
-      expect(openwop(failed)["error"].message, target).toMatch(/refused by the (scheme|address) arm of the egress guard/);
+      expect(openwop(failed)["error"].message, target).toMatch(
+        /refused by the (scheme|address) arm of the egress guard/,
+      );
     }
   });
 
@@ -602,22 +739,37 @@ describe("a2a.invoke against a real A2A peer over gRPC (@a2a-js/sdk v0.3 gRPC se
     const policy = { allowHttpLoopback: true, allowedPorts: [], allowHosts: [], denyHosts: [] };
     // A name that does not resolve in DNS: the call can only reach the peer through the checked address.
     const resolved: string[] = [];
-    const pinned = createGrpcPeerTransport({ policy, versions: peerVersions(), requestTimeoutMs: 2000, resolve: async (name) => (resolved.push(name), [{ address: "127.0.0.1", family: 4 }]) });
+    const pinned = createGrpcPeerTransport({
+      policy,
+      versions: peerVersions(),
+      requestTimeoutMs: 2000,
+      resolve: async (name) => (resolved.push(name), [{ address: "127.0.0.1", family: 4 }]),
+    });
     const before = grpcCalls("message/send").length;
-    const reply = await pinned.send(`grpc+http://a2a-peer.example:${peer.grpcPort}`, { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "scenario:complete" }] });
+    const reply = await pinned.send(`grpc+http://a2a-peer.example:${peer.grpcPort}`, {
+      messageId: randomUUID(),
+      role: "user",
+      parts: [{ kind: "text", text: "scenario:complete" }],
+    });
     expect(reply.kind).toBe("task");
     expect(resolved).toEqual(["a2a-peer.example"]);
     expect(grpcCalls("message/send")).toHaveLength(before + 1);
 
     // grpc+https means TLS, never a silent downgrade: against the plaintext peer the handshake fails (retryable).
-    const tls = await pinned.getTask(`grpc+https://a2a-peer.example:${peer.grpcPort}`, "tls-probe").catch((err: unknown) => err);
+    const tls = await pinned
+      .getTask(`grpc+https://a2a-peer.example:${peer.grpcPort}`, "tls-probe")
+      .catch((err: unknown) => err);
     expect(tls).toBeInstanceOf(PeerCallError);
     expect(tls).toMatchObject({ kind: "connection", retryable: true });
     expect(grpcCalls("tasks/get", "tls-probe")).toEqual([]);
     await pinned.close();
 
     // Without the allowance, plaintext (and loopback) is refused before anything is sent.
-    const strict = createGrpcPeerTransport({ policy: { ...policy, allowHttpLoopback: false }, versions: peerVersions(), requestTimeoutMs: 2000 });
+    const strict = createGrpcPeerTransport({
+      policy: { ...policy, allowHttpLoopback: false },
+      versions: peerVersions(),
+      requestTimeoutMs: 2000,
+    });
     const refused = await strict.getTask(`grpc+http://127.0.0.1:${peer.grpcPort}`, "any").catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(PeerCallError);
     expect(refused).toMatchObject({ kind: "egress", retryable: false });

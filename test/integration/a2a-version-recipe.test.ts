@@ -28,7 +28,14 @@ describe("adding an A2A version, as docs/architecture.md says", () => {
     mkdirSync(join(copy, "docs"));
     cpSync(join(root, "docs", "configuration.md"), join(copy, "docs", "configuration.md"));
     cpSync(join(root, "package.json"), join(copy, "package.json"));
-    writeFileSync(join(copy, "tsconfig.json"), JSON.stringify({ extends: join(root, "tsconfig.json"), compilerOptions: { rootDir: ".", noEmit: true }, include: ["src", "serve.ts"] }));
+    writeFileSync(
+      join(copy, "tsconfig.json"),
+      JSON.stringify({
+        extends: join(root, "tsconfig.json"),
+        compilerOptions: { rootDir: ".", noEmit: true },
+        include: ["src", "serve.ts"],
+      }),
+    );
     // 1. The folder: a draft that reads 1.0's wire shapes and reuses 1.0's parts by import.
     mkdirSync(join(copy, "src", "a2a", "v99"));
     writeFileSync(
@@ -40,10 +47,18 @@ export const v99: A2AVersionModule = { ...v10, version: "9.9", sharesShapesWith:
 `,
     );
     // 2. Its id.
-    edit("src/domain/a2a-version.ts", 'export const A2A_DRAFT_VERSIONS = ["1.1"] as const;', 'export const A2A_DRAFT_VERSIONS = ["1.1", "9.9"] as const;');
+    edit(
+      "src/domain/a2a-version.ts",
+      'export const A2A_DRAFT_VERSIONS = ["1.1"] as const;',
+      'export const A2A_DRAFT_VERSIONS = ["1.1", "9.9"] as const;',
+    );
     // 3. One line in the registry (and its import).
     edit("src/a2a/versions.ts", '  "1.1": v11,\n', '  "1.1": v11,\n  "9.9": v99,\n');
-    edit("src/a2a/versions.ts", 'import { v11 } from "./v11/v11-version.js";', 'import { v11 } from "./v11/v11-version.js";\nimport { v99 } from "./v99/v99-version.js";');
+    edit(
+      "src/a2a/versions.ts",
+      'import { v11 } from "./v11/v11-version.js";',
+      'import { v11 } from "./v11/v11-version.js";\nimport { v99 } from "./v99/v99-version.js";',
+    );
     // A host from the copy, asked over each binding.
     writeFileSync(
       join(copy, "serve.ts"),
@@ -70,8 +85,19 @@ await app.close();
 `,
     );
     execFileSync(join(root, "node_modules", ".bin", "tsc"), ["-p", join(copy, "tsconfig.json")], { stdio: "pipe" });
-    const out = execFileSync(join(root, "node_modules", ".bin", "tsx"), [join(copy, "serve.ts")], { cwd: copy, encoding: "utf8" });
+    const out = execFileSync(join(root, "node_modules", ".bin", "tsx"), [join(copy, "serve.ts")], {
+      cwd: copy,
+      encoding: "utf8",
+    });
     const seen = JSON.parse(out.trim().split("\n").pop()!) as Record<string, unknown>;
-    expect(seen).toEqual({ sent: "TASK_STATE_COMPLETED", got: "TASK_STATE_COMPLETED", rest: 200, cardSigned: true, versions: expect.arrayContaining(["9.9", "1.0", "0.3"]), v10: "TASK_STATE_COMPLETED", unknown: -32009 });
+    expect(seen).toEqual({
+      sent: "TASK_STATE_COMPLETED",
+      got: "TASK_STATE_COMPLETED",
+      rest: 200,
+      cardSigned: true,
+      versions: expect.arrayContaining(["9.9", "1.0", "0.3"]),
+      v10: "TASK_STATE_COMPLETED",
+      unknown: -32009,
+    });
   }, 120_000);
 });

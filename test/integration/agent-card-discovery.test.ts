@@ -5,11 +5,18 @@ import { startTestApp, type TestApp } from "../support/start-server.js";
 
 type Obj = Record<string, any>;
 /** Fields only the 0.3 shape has: a strict 1.0 client refuses a card carrying them next to supportedInterfaces. */
-const V03_ONLY = ["url", "preferredTransport", "additionalInterfaces", "protocolVersion", "supportsAuthenticatedExtendedCard"];
+const V03_ONLY = [
+  "url",
+  "preferredTransport",
+  "additionalInterfaces",
+  "protocolVersion",
+  "supportsAuthenticatedExtendedCard",
+];
 const isPure10 = (card: Obj) => Array.isArray(card["supportedInterfaces"]) && V03_ONLY.every((k) => !(k in card));
 const isHybrid = (card: Obj) => card["protocolVersion"] === "0.3.0" && Array.isArray(card["supportedInterfaces"]);
 /** A 0.3 card and nothing else (OpenWOP RFC 0152 §B): every 0.3 field, no 1.0 `supportedInterfaces`. */
-const isPure03 = (card: Obj) => card["protocolVersion"] === "0.3.0" && V03_ONLY.every((k) => k in card) && !("supportedInterfaces" in card);
+const isPure03 = (card: Obj) =>
+  card["protocolVersion"] === "0.3.0" && V03_ONLY.every((k) => k in card) && !("supportedInterfaces" in card);
 
 describe("the agent card and the discovery document: caching, conditional requests, HEAD", () => {
   let t: TestApp;
@@ -25,34 +32,37 @@ describe("the agent card and the discovery document: caching, conditional reques
     ["the discovery document", "/.well-known/openwop", {}],
   ];
 
-  it.each(documents)("%s: Cache-Control max-age, ETag, Last-Modified; If-None-Match → 304; HEAD → headers only", async (_name, path, headers) => {
-    const url = `${t.baseUrl}${path}`;
-    const res = await fetch(url, { headers });
-    expect(res.status).toBe(200);
-    const body = await res.text();
-    expect(JSON.parse(body)).toBeTypeOf("object");
-    expect(res.headers.get("cache-control")).toBe("public, max-age=120");
-    const etag = res.headers.get("etag")!;
-    expect(etag).toMatch(/^"[A-Za-z0-9_-]+"$/);
-    const lastModified = res.headers.get("last-modified")!;
-    expect(Date.parse(lastModified)).not.toBeNaN();
+  it.each(documents)(
+    "%s: Cache-Control max-age, ETag, Last-Modified; If-None-Match → 304; HEAD → headers only",
+    async (_name, path, headers) => {
+      const url = `${t.baseUrl}${path}`;
+      const res = await fetch(url, { headers });
+      expect(res.status).toBe(200);
+      const body = await res.text();
+      expect(JSON.parse(body)).toBeTypeOf("object");
+      expect(res.headers.get("cache-control")).toBe("public, max-age=120");
+      const etag = res.headers.get("etag")!;
+      expect(etag).toMatch(/^"[A-Za-z0-9_-]+"$/);
+      const lastModified = res.headers.get("last-modified")!;
+      expect(Date.parse(lastModified)).not.toBeNaN();
 
-    const again = await fetch(url, { headers: { ...headers, "if-none-match": etag } });
-    expect(again.status).toBe(304);
-    expect(await again.text()).toBe("");
-    expect(again.headers.get("etag")).toBe(etag);
-    expect((await fetch(url, { headers: { ...headers, "if-none-match": `W/${etag}, "other"` } })).status).toBe(304);
-    const changed = await fetch(url, { headers: { ...headers, "if-none-match": '"something-else"' } });
-    expect(changed.status).toBe(200);
-    expect(await changed.text()).toBe(body);
-    expect((await fetch(url, { headers: { ...headers, "if-modified-since": lastModified } })).status).toBe(304);
+      const again = await fetch(url, { headers: { ...headers, "if-none-match": etag } });
+      expect(again.status).toBe(304);
+      expect(await again.text()).toBe("");
+      expect(again.headers.get("etag")).toBe(etag);
+      expect((await fetch(url, { headers: { ...headers, "if-none-match": `W/${etag}, "other"` } })).status).toBe(304);
+      const changed = await fetch(url, { headers: { ...headers, "if-none-match": '"something-else"' } });
+      expect(changed.status).toBe(200);
+      expect(await changed.text()).toBe(body);
+      expect((await fetch(url, { headers: { ...headers, "if-modified-since": lastModified } })).status).toBe(304);
 
-    const head = await fetch(url, { method: "HEAD", headers });
-    expect(head.status).toBe(200);
-    expect(head.headers.get("etag")).toBe(etag);
-    expect(head.headers.get("content-length")).toBe(String(Buffer.byteLength(body)));
-    expect(await head.text()).toBe("");
-  });
+      const head = await fetch(url, { method: "HEAD", headers });
+      expect(head.status).toBe(200);
+      expect(head.headers.get("etag")).toBe(etag);
+      expect(head.headers.get("content-length")).toBe(String(Buffer.byteLength(body)));
+      expect(await head.text()).toBe("");
+    },
+  );
 
   it("the hybrid and the 1.0 card have different ETags (Vary: A2A-Version)", async () => {
     const bare = await fetch(`${t.baseUrl}/.well-known/agent-card.json`);
@@ -89,31 +99,50 @@ describe("AGENT_CARD_BARE chooses what the bare well-known path serves", () => {
     ["1.0", isPure10],
     ["hybrid", isHybrid],
     ["0.3", isPure03],
-  ] as const)("AGENT_CARD_BARE=%s over a real server; an explicit A2A-Version still gets its own card; agentCardUrl serves what discovery says", async (choice, expected) => {
-    const t = await startTestApp({ AGENT_CARD_BARE: choice });
-    try {
-      const bare = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as Obj;
-      expect(expected(bare)).toBe(true);
-      expect(isHybrid((await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "0.3" } })).json()) as Obj)).toBe(true);
-      expect(isPure10((await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "1.0" } })).json()) as Obj)).toBe(true);
-      // Discovery's agentCardUrl, fetched header-less as the RFC 0152 suite does, serves a card whose interfaces
-      // declare exactly discovery's protocolVersions, whatever the bare path serves.
-      const a2a = ((await (await fetch(`${t.baseUrl}/.well-known/openwop`)).json()) as Obj)["a2a"] as Obj;
-      const atCardUrl = (await (await fetch(a2a["agentCardUrl"] as string)).json()) as Obj;
-      expect(isPure10(atCardUrl)).toBe(true);
-      expect([...new Set((atCardUrl["supportedInterfaces"] as Obj[]).map((i) => i["protocolVersion"]))].sort()).toEqual(a2a["protocolVersions"]);
-      expect(atCardUrl["capabilities"]["streaming"]).toBe(a2a["streaming"]);
-      expect(atCardUrl["capabilities"]["pushNotifications"]).toBe(a2a["pushNotifications"]);
-    } finally {
-      await t.close();
-    }
-  });
+  ] as const)(
+    "AGENT_CARD_BARE=%s over a real server; an explicit A2A-Version still gets its own card; agentCardUrl serves what discovery says",
+    async (choice, expected) => {
+      const t = await startTestApp({ AGENT_CARD_BARE: choice });
+      try {
+        const bare = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as Obj;
+        expect(expected(bare)).toBe(true);
+        expect(
+          isHybrid(
+            (await (
+              await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "0.3" } })
+            ).json()) as Obj,
+          ),
+        ).toBe(true);
+        expect(
+          isPure10(
+            (await (
+              await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "1.0" } })
+            ).json()) as Obj,
+          ),
+        ).toBe(true);
+        // Discovery's agentCardUrl, fetched header-less as the RFC 0152 suite does, serves a card whose interfaces
+        // declare exactly discovery's protocolVersions, whatever the bare path serves.
+        const a2a = ((await (await fetch(`${t.baseUrl}/.well-known/openwop`)).json()) as Obj)["a2a"] as Obj;
+        const atCardUrl = (await (await fetch(a2a["agentCardUrl"] as string)).json()) as Obj;
+        expect(isPure10(atCardUrl)).toBe(true);
+        expect(
+          [...new Set((atCardUrl["supportedInterfaces"] as Obj[]).map((i) => i["protocolVersion"]))].sort(),
+        ).toEqual(a2a["protocolVersions"]);
+        expect(atCardUrl["capabilities"]["streaming"]).toBe(a2a["streaming"]);
+        expect(atCardUrl["capabilities"]["pushNotifications"]).toBe(a2a["pushNotifications"]);
+      } finally {
+        await t.close();
+      }
+    },
+  );
 
   it("AGENT_CARD_BARE=0.3: the pure 0.3 card lists the same interfaces as the hybrid one, without the 1.0 ones", async () => {
     const t = await startTestApp({ AGENT_CARD_BARE: "0.3" });
     try {
       const bare = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as Obj;
-      const hybrid = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "0.3" } })).json()) as Obj;
+      const hybrid = (await (
+        await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "0.3" } })
+      ).json()) as Obj;
       const { supportedInterfaces: _dropped, ...hybridWithout } = hybrid;
       expect(bare).toEqual(hybridWithout);
       expect(bare["url"]).toMatch(/\/a2a\/jsonrpc$/);

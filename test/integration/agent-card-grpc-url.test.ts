@@ -20,7 +20,8 @@ describe("the card's gRPC interface URL", () => {
   });
   afterAll(() => t.close());
 
-  const card = async (headers: Record<string, string> = {}) => (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers })).json()) as Obj;
+  const card = async (headers: Record<string, string> = {}) =>
+    (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers })).json()) as Obj;
 
   it("is host:port, without a scheme, on the 0.3 and the 1.0 card", async () => {
     const hybrid = await card();
@@ -36,20 +37,36 @@ describe("the card's gRPC interface URL", () => {
   it.each([
     ["0.3", "a2a/v1/a2a.proto", (pkg: any) => pkg.a2a.v1.A2AService, "GetTask", { name: "tasks/no-such-task" }],
     ["1.0", "lf/a2a/v1/a2a.proto", (pkg: any) => pkg.lf.a2a.v1.A2AService, "GetTask", { id: "no-such-task" }],
-  ] as const)("a stock grpc-js client given the %s card's URL as its target reaches the agent", async (version, proto, service, rpc, request) => {
-    const interfaces = (await card({ "A2A-Version": version }))[version === "1.0" ? "supportedInterfaces" : "additionalInterfaces"] as Obj[];
-    const target = interfaces.find((i) => (i["protocolBinding"] ?? i["transport"]) === "GRPC")!["url"] as string;
-    const pkg = grpc.loadPackageDefinition(protoLoader.loadSync(proto, { includeDirs: [protoDir], keepCase: false, longs: String, enums: String, defaults: true, oneofs: true }));
-    const Service = service(pkg) as typeof grpc.Client;
-    const client = new Service(target, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
-    const metadata = new grpc.Metadata();
-    metadata.set("a2a-version", version);
-    try {
-      const err = await new Promise<grpc.ServiceError | null>((resolve) => client[rpc](request, metadata, (e: grpc.ServiceError | null) => resolve(e)));
-      // NOT_FOUND comes from our service: the call got through (an unusable target would be UNAVAILABLE).
-      expect(err?.code).toBe(grpc.status.NOT_FOUND);
-    } finally {
-      client.close();
-    }
-  });
+  ] as const)(
+    "a stock grpc-js client given the %s card's URL as its target reaches the agent",
+    async (version, proto, service, rpc, request) => {
+      const interfaces = (await card({ "A2A-Version": version }))[
+        version === "1.0" ? "supportedInterfaces" : "additionalInterfaces"
+      ] as Obj[];
+      const target = interfaces.find((i) => (i["protocolBinding"] ?? i["transport"]) === "GRPC")!["url"] as string;
+      const pkg = grpc.loadPackageDefinition(
+        protoLoader.loadSync(proto, {
+          includeDirs: [protoDir],
+          keepCase: false,
+          longs: String,
+          enums: String,
+          defaults: true,
+          oneofs: true,
+        }),
+      );
+      const Service = service(pkg) as typeof grpc.Client;
+      const client = new Service(target, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
+      const metadata = new grpc.Metadata();
+      metadata.set("a2a-version", version);
+      try {
+        const err = await new Promise<grpc.ServiceError | null>((resolve) =>
+          client[rpc](request, metadata, (e: grpc.ServiceError | null) => resolve(e)),
+        );
+        // NOT_FOUND comes from our service: the call got through (an unusable target would be UNAVAILABLE).
+        expect(err?.code).toBe(grpc.status.NOT_FOUND);
+      } finally {
+        client.close();
+      }
+    },
+  );
 });

@@ -55,7 +55,13 @@ describe("the agent's identity (AGENT_*)", () => {
       iconUrl: "https://acme.example/icon.png",
     });
     const proto = await getJson(`${t.baseUrl}/v1/card`);
-    expect(proto).toMatchObject({ name: "Acme travel agent", version: "2.1.0", provider: { organization: "Acme Corp", url: "https://acme.example" }, documentationUrl: "https://acme.example/docs/travel-agent", iconUrl: "https://acme.example/icon.png" });
+    expect(proto).toMatchObject({
+      name: "Acme travel agent",
+      version: "2.1.0",
+      provider: { organization: "Acme Corp", url: "https://acme.example" },
+      documentationUrl: "https://acme.example/docs/travel-agent",
+      iconUrl: "https://acme.example/icon.png",
+    });
   });
 
   it("is on the A2A 1.0 card (A2A-Version: 1.0) and in the 0.3 and 1.0 gRPC GetAgentCard / GetExtendedAgentCard", async () => {
@@ -70,7 +76,12 @@ describe("the agent's identity (AGENT_*)", () => {
     });
     expect(card).not.toHaveProperty("protocolVersion");
     const v03 = await createClient(V03Service, createGrpcTransport({ baseUrl: t.baseUrl })).getAgentCard({});
-    expect({ name: v03.name, version: v03.version, iconUrl: v03.iconUrl, provider: { organization: v03.provider?.organization, url: v03.provider?.url } }).toEqual({
+    expect({
+      name: v03.name,
+      version: v03.version,
+      iconUrl: v03.iconUrl,
+      provider: { organization: v03.provider?.organization, url: v03.provider?.url },
+    }).toEqual({
       name: "Acme travel agent",
       version: "2.1.0",
       iconUrl: "https://acme.example/icon.png",
@@ -118,7 +129,11 @@ describe("without AGENT_*", () => {
 
 describe("bad AGENT_* values", () => {
   it("a bad URL and a half provider are reported together in one ConfigError", async () => {
-    const error = await startTestApp({ AGENT_PROVIDER_ORGANIZATION: "Acme Corp", AGENT_ICON_URL: "icon.png", AGENT_DOCUMENTATION_URL: "mailto:docs@acme.example" }).then(
+    const error = await startTestApp({
+      AGENT_PROVIDER_ORGANIZATION: "Acme Corp",
+      AGENT_ICON_URL: "icon.png",
+      AGENT_DOCUMENTATION_URL: "mailto:docs@acme.example",
+    }).then(
       async (app) => {
         await app.close();
         return undefined;
@@ -136,7 +151,8 @@ describe("bad AGENT_* values", () => {
 
 // ------------------------------------------------------------------------------------------ skills
 
-const setIds = async (set: string) => (await readWorkflowDirectory(join(projectRoot, "workflows", set), builtinHandlers)).map((w) => w.id).sort();
+const setIds = async (set: string) =>
+  (await readWorkflowDirectory(join(projectRoot, "workflows", set), builtinHandlers)).map((w) => w.id).sort();
 const DEMOS = await setIds("demo");
 const FIXTURES = await setIds("conformance");
 
@@ -154,7 +170,10 @@ async function userWorkflows(): Promise<string> {
   return dir;
 }
 
-const skillsOn = async (t: TestApp, headers: Record<string, string>) => ((await getJson(`${t.baseUrl}/.well-known/agent-card.json`, headers))["skills"] as Obj[]).map((s) => s["id"] as string).sort();
+const skillsOn = async (t: TestApp, headers: Record<string, string>) =>
+  ((await getJson(`${t.baseUrl}/.well-known/agent-card.json`, headers))["skills"] as Obj[])
+    .map((s) => s["id"] as string)
+    .sort();
 
 describe("which skills a real server lists and runs", () => {
   it("by default (the product's: no BUILTIN_WORKFLOWS, no WORKFLOWS_DIR): the demos, no conformance fixture", async () => {
@@ -197,18 +216,38 @@ describe("which skills a real server lists and runs", () => {
       const res = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "Lisbon" }] }, configuration: { blocking: true } } }),
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "message/send",
+          params: {
+            message: {
+              kind: "message",
+              messageId: randomUUID(),
+              role: "user",
+              parts: [{ kind: "text", text: "Lisbon" }],
+            },
+            configuration: { blocking: true },
+          },
+        }),
       });
       const body = (await res.json()) as Obj;
       expect(body["result"]).toMatchObject({ kind: "task", status: { state: "completed" } });
-      expect(await getJson(`${t.baseUrl}/v1/runs/${body["result"]["id"]}`)).toMatchObject({ workflowId: "plan-trip", status: "completed" });
+      expect(await getJson(`${t.baseUrl}/v1/runs/${body["result"]["id"]}`)).toMatchObject({
+        workflowId: "plan-trip",
+        status: "completed",
+      });
     });
 
     /** One send of `skillId` on each binding: what the caller sees, with the skill id masked so answers compare. */
     const answers = async (skillId: string): Promise<Record<string, unknown>> => {
       const mask = (text: string) => text.split(skillId).join("<skill>");
       const jsonRpc = async (headers: Record<string, string>, method: string, message: Obj) => {
-        const res = await fetch(`${t.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: { message } }) });
+        const res = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...headers },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params: { message } }),
+        });
         const body = (await res.json()) as Obj;
         return { status: res.status, code: body["error"]?.["code"], message: mask(String(body["error"]?.["message"])) };
       };
@@ -224,20 +263,51 @@ describe("which skills a real server lists and runs", () => {
       const rest = await fetch(`${t.baseUrl}/v1/message:send`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ message: { messageId: randomUUID(), role: "ROLE_USER", content: [{ text: "hi" }], metadata: { skillId } } }),
+        body: JSON.stringify({
+          message: { messageId: randomUUID(), role: "ROLE_USER", content: [{ text: "hi" }], metadata: { skillId } },
+        }),
       });
-      const runs = await fetch(`${t.baseUrl}/v1/runs`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ workflowId: skillId }) });
+      const runs = await fetch(`${t.baseUrl}/v1/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ workflowId: skillId }),
+      });
       const workflow = await fetch(`${t.baseUrl}/v1/workflows/${skillId}`);
       return {
-        "JSON-RPC 0.3": await jsonRpc({}, "message/send", { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hi" }], metadata: { skillId } }),
-        "JSON-RPC 1.0": await jsonRpc({ "A2A-Version": "1.0" }, "SendMessage", { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "hi" }], metadata: { skillId } }),
+        "JSON-RPC 0.3": await jsonRpc({}, "message/send", {
+          kind: "message",
+          messageId: randomUUID(),
+          role: "user",
+          parts: [{ kind: "text", text: "hi" }],
+          metadata: { skillId },
+        }),
+        "JSON-RPC 1.0": await jsonRpc({ "A2A-Version": "1.0" }, "SendMessage", {
+          messageId: randomUUID(),
+          role: "ROLE_USER",
+          parts: [{ text: "hi" }],
+          metadata: { skillId },
+        }),
         "HTTP+JSON 0.3": { status: rest.status, body: mask(await rest.text()) },
         "gRPC 0.3": await grpc(() =>
-          createClient(V03Service, createGrpcTransport({ baseUrl: t.baseUrl })).sendMessage({ request: { messageId: randomUUID(), role: V03Role.USER, content: [{ part: { case: "text", value: "hi" } }], metadata: { skillId } } }),
+          createClient(V03Service, createGrpcTransport({ baseUrl: t.baseUrl })).sendMessage({
+            request: {
+              messageId: randomUUID(),
+              role: V03Role.USER,
+              content: [{ part: { case: "text", value: "hi" } }],
+              metadata: { skillId },
+            },
+          }),
         ),
         "gRPC 1.0": await grpc(() =>
           createClient(V10Service, createGrpcTransport({ baseUrl: t.baseUrl })).sendMessage(
-            { message: { messageId: randomUUID(), role: V10Role.USER, parts: [{ content: { case: "text", value: "hi" } }], metadata: { skillId } } },
+            {
+              message: {
+                messageId: randomUUID(),
+                role: V10Role.USER,
+                parts: [{ content: { case: "text", value: "hi" } }],
+                metadata: { skillId },
+              },
+            },
             { headers: { "a2a-version": "1.0" } },
           ),
         ),

@@ -11,7 +11,8 @@ type Obj = Record<string, any>;
 const KEY = "card-schemes-key-0123456789abcdef";
 
 async function surfaces(t: TestApp, bearer?: string): Promise<{ v03: Obj; v10: Obj; openapi: Obj; discovery: Obj }> {
-  const json = async (path: string, headers: Record<string, string> = {}) => (await (await fetch(`${t.baseUrl}${path}`, { headers })).json()) as Obj;
+  const json = async (path: string, headers: Record<string, string> = {}) =>
+    (await (await fetch(`${t.baseUrl}${path}`, { headers })).json()) as Obj;
   return {
     v03: await json("/.well-known/agent-card.json"),
     v10: await json("/.well-known/agent-card.json", { "A2A-Version": "1.0" }),
@@ -28,7 +29,9 @@ describe("the card's security schemes per configuration", () => {
   afterAll(() => idp.close());
 
   it("API keys only: the apiKey bearer scheme, nothing else", async () => {
-    const t = await startTestApp({ API_KEYS: JSON.stringify([{ id: "k", tenant: "acme", scopes: ["runs:read"], key: KEY }]) });
+    const t = await startTestApp({
+      API_KEYS: JSON.stringify([{ id: "k", tenant: "acme", scopes: ["runs:read"], key: KEY }]),
+    });
     try {
       const { v03, v10, openapi, discovery } = await surfaces(t, KEY);
       expect(Object.keys(v03["securitySchemes"])).toEqual(["apiKey"]);
@@ -37,21 +40,37 @@ describe("the card's security schemes per configuration", () => {
       expect(v10["securityRequirements"]).toEqual([{ schemes: { apiKey: { list: [] } } }]);
       expect(openapi["components"]["securitySchemes"]).toEqual(v03["securitySchemes"]);
       expect(openapi["security"]).toEqual([{ apiKey: [] }]);
-      expect(discovery["auth"]).toEqual({ required: true, schemes: v03["securitySchemes"], security: [{ apiKey: [] }] });
+      expect(discovery["auth"]).toEqual({
+        required: true,
+        schemes: v03["securitySchemes"],
+        security: [{ apiKey: [] }],
+      });
     } finally {
       await t.close();
     }
   });
 
   it("OIDC only: the openIdConnect scheme with its discovery URL; a non-JWT bearer is refused", async () => {
-    const t = await startTestApp({ AUTH_OIDC_ISSUER: idp.issuer, AUTH_OIDC_AUDIENCE: "aud", AUTH_OIDC_ALLOW_INSECURE_FOR_TESTS: "true" });
+    const t = await startTestApp({
+      AUTH_OIDC_ISSUER: idp.issuer,
+      AUTH_OIDC_AUDIENCE: "aud",
+      AUTH_OIDC_ALLOW_INSECURE_FOR_TESTS: "true",
+    });
     try {
       const bearer = await idp.token({ sub: "u", aud: "aud", tenant: "acme", scope: "manifest:read" });
       const { v03, v10, openapi, discovery } = await surfaces(t, bearer);
-      const scheme = { type: "openIdConnect", openIdConnectUrl: `${idp.issuer}/.well-known/openid-configuration`, description: expect.any(String) };
+      const scheme = {
+        type: "openIdConnect",
+        openIdConnectUrl: `${idp.issuer}/.well-known/openid-configuration`,
+        description: expect.any(String),
+      };
       expect(v03["securitySchemes"]).toEqual({ oidc: scheme });
       expect(v03["security"]).toEqual([{ oidc: [] }]);
-      expect(v10["securitySchemes"]).toEqual({ oidc: { openIdConnectSecurityScheme: { openIdConnectUrl: scheme.openIdConnectUrl, description: expect.any(String) } } });
+      expect(v10["securitySchemes"]).toEqual({
+        oidc: {
+          openIdConnectSecurityScheme: { openIdConnectUrl: scheme.openIdConnectUrl, description: expect.any(String) },
+        },
+      });
       expect(v10["securityRequirements"]).toEqual([{ schemes: { oidc: { list: [] } } }]);
       expect(openapi["components"]["securitySchemes"]).toEqual({ oidc: scheme });
       expect(openapi["security"]).toEqual([{ oidc: [] }]);
@@ -97,7 +116,8 @@ describe("the card's security schemes per configuration", () => {
       TLS_CLIENT_PRINCIPALS: JSON.stringify([{ subject: "CN=agent", tenant: "acme", scopes: ["runs:read"] }]),
     });
     try {
-      const json = async (path: string, headers: Record<string, string> = {}) => (await (await request(`${t.baseUrl}${path}`, { dispatcher, headers })).body.json()) as Obj;
+      const json = async (path: string, headers: Record<string, string> = {}) =>
+        (await (await request(`${t.baseUrl}${path}`, { dispatcher, headers })).body.json()) as Obj;
       const v03 = await json("/.well-known/agent-card.json");
       const v10 = await json("/.well-known/agent-card.json", { "A2A-Version": "1.0" });
       const openapi = await json("/v1/openapi.json", { authorization: `Bearer ${KEY}` });
@@ -106,7 +126,9 @@ describe("the card's security schemes per configuration", () => {
       const descriptions = [
         ...Object.values(v03["securitySchemes"] as Obj).map((scheme: Obj) => scheme["description"]),
         // 1.0: each scheme is a oneof ({mtlsSecurityScheme: {description}}, ...).
-        ...Object.values(v10["securitySchemes"] as Obj).flatMap((scheme: Obj) => Object.values(scheme).map((inner: Obj) => inner["description"])),
+        ...Object.values(v10["securitySchemes"] as Obj).flatMap((scheme: Obj) =>
+          Object.values(scheme).map((inner: Obj) => inner["description"]),
+        ),
         ...Object.values(openapi["components"]["securitySchemes"] as Obj).map((scheme: Obj) => scheme["description"]),
         ...Object.values(discovery["auth"]["schemes"] as Obj).map((scheme: Obj) => scheme["description"]),
       ];

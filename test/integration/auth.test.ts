@@ -31,10 +31,26 @@ describe("API keys, tenants and scopes on every binding", () => {
       headers: { "content-type": "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
     });
-    return { status: res.status, headers: res.headers, body: (await res.json()) as { result?: any; error?: { code: number; message: string } } };
+    return {
+      status: res.status,
+      headers: res.headers,
+      body: (await res.json()) as { result?: any; error?: { code: number; message: string } },
+    };
   };
   const send = (key: string, skillId = "approval-gate") =>
-    rpc("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hi" }], metadata: { skillId } } }, key);
+    rpc(
+      "message/send",
+      {
+        message: {
+          kind: "message",
+          messageId: randomUUID(),
+          role: "user",
+          parts: [{ kind: "text", text: "hi" }],
+          metadata: { skillId },
+        },
+      },
+      key,
+    );
 
   it("the card and discovery stay public and the card declares the scheme", async () => {
     const card = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as Record<string, any>;
@@ -70,7 +86,18 @@ describe("API keys, tenants and scopes on every binding", () => {
     expect((await rpc("tasks/cancel", { id }, KEYS.bob)).body.error?.code).toBe(-32001);
     const rest = await fetch(`${t.baseUrl}/v1/tasks/${id}`, { headers: { authorization: `Bearer ${KEYS.bob}` } });
     expect(rest.status).toBe(404);
-    const grpc = createClient(A2AService, createGrpcTransport({ baseUrl: t.baseUrl, interceptors: [(next) => (req) => { req.header.set("authorization", `Bearer ${KEYS.bob}`); return next(req); }] }));
+    const grpc = createClient(
+      A2AService,
+      createGrpcTransport({
+        baseUrl: t.baseUrl,
+        interceptors: [
+          (next) => (req) => {
+            req.header.set("authorization", `Bearer ${KEYS.bob}`);
+            return next(req);
+          },
+        ],
+      }),
+    );
     const err = await grpc.getTask({ name: `tasks/${id}` }).catch((e: unknown) => e);
     expect((err as ConnectError).code).toBe(Code.NotFound);
   });
@@ -80,7 +107,19 @@ describe("API keys, tenants and scopes on every binding", () => {
     expect(denied.body.error?.message).toContain('lacks the "runs:create" scope');
     const created = await send(KEYS.alice);
     const id = created.body.result.id as string;
-    const reply = await rpc("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", taskId: id, parts: [{ kind: "data", data: { action: "accept" } }] } }, KEYS.reader);
+    const reply = await rpc(
+      "message/send",
+      {
+        message: {
+          kind: "message",
+          messageId: randomUUID(),
+          role: "user",
+          taskId: id,
+          parts: [{ kind: "data", data: { action: "accept" } }],
+        },
+      },
+      KEYS.reader,
+    );
     expect(reply.body.error?.message).toContain("approvals:respond");
     expect((await rpc("tasks/get", { id }, KEYS.reader)).body.result.status.state).toBe("input-required");
   });
@@ -88,7 +127,19 @@ describe("API keys, tenants and scopes on every binding", () => {
   it("decidedBy is the authenticated key, whatever the message claims", async () => {
     const created = await send(KEYS.alice);
     const id = created.body.result.id as string;
-    const done = await rpc("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", taskId: id, parts: [{ kind: "data", data: { action: "accept", decidedBy: "the-ceo" } }] } }, KEYS.alice);
+    const done = await rpc(
+      "message/send",
+      {
+        message: {
+          kind: "message",
+          messageId: randomUUID(),
+          role: "user",
+          taskId: id,
+          parts: [{ kind: "data", data: { action: "accept", decidedBy: "the-ceo" } }],
+        },
+      },
+      KEYS.alice,
+    );
     expect(done.body.result.status.state).toBe("completed");
     const log = await t.store.readEvents(id, 0);
     expect(log.find((e) => e.type === "approval.received")?.payload["decidedBy"]).toBe("apikey:alice");

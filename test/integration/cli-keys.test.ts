@@ -15,9 +15,16 @@ const root = join(import.meta.dirname, "..", "..");
 const MAIN = join(root, "dist", "src", "main.js");
 const run = promisify(execFile);
 
-async function cli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [MAIN, ...args], { cwd: dir, env: { PATH: process.env["PATH"] ?? "", ...env }, timeout: 60_000 });
+    const { stdout, stderr } = await run(process.execPath, [MAIN, ...args], {
+      cwd: dir,
+      env: { PATH: process.env["PATH"] ?? "", ...env },
+      timeout: 60_000,
+    });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { stdout: string; stderr: string; code: number };
@@ -26,7 +33,11 @@ async function cli(args: string[], env: Record<string, string>): Promise<{ code:
 }
 
 /** What a production start needs besides the keys: addresses, not secrets. */
-const ADDRESSES = { NODE_ENV: "production", PUBLIC_URL: "https://agent.example.com", MONGODB_URI: "mongodb://db.example:27017/openwop_a2a?replicaSet=rs0" };
+const ADDRESSES = {
+  NODE_ENV: "production",
+  PUBLIC_URL: "https://agent.example.com",
+  MONGODB_URI: "mongodb://db.example:27017/openwop_a2a?replicaSet=rs0",
+};
 
 /** A `.env` file as Docker's `--env-file` reads it: comments and blank lines skipped, the rest of the line is the value. */
 function parseEnvFile(text: string): Record<string, string> {
@@ -42,7 +53,10 @@ function parseEnvFile(text: string): Record<string, string> {
 let dir: string;
 
 beforeAll(async () => {
-  const built = spawnSync(process.execPath, [join(root, "scripts", "build-if-stale.mjs")], { cwd: root, stdio: "inherit" });
+  const built = spawnSync(process.execPath, [join(root, "scripts", "build-if-stale.mjs")], {
+    cwd: root,
+    stdio: "inherit",
+  });
   expect(built.status).toBe(0);
   dir = await mkdtemp(join(tmpdir(), "cli-keys-"));
 }, 180_000);
@@ -52,7 +66,14 @@ describe("openwop-a2a-host keys", () => {
     const keys = await cli(["keys"], {});
     expect(keys.code).toBe(0);
     const env = parseEnvFile(keys.stdout);
-    expect(Object.keys(env)).toEqual(["API_KEYS", "INTERRUPT_TOKEN_KEYS", "SIGNING_KEYS", "PUSH_ENCRYPTION_KEY", "PUSH_SIGNING_KEY", "A2A_PEER_CALLBACK_KEY"]);
+    expect(Object.keys(env)).toEqual([
+      "API_KEYS",
+      "INTERRUPT_TOKEN_KEYS",
+      "SIGNING_KEYS",
+      "PUSH_ENCRYPTION_KEY",
+      "PUSH_SIGNING_KEY",
+      "A2A_PEER_CALLBACK_KEY",
+    ]);
     for (const value of Object.values(env)) expect(value).toMatch(/^[^\s'"$]*$|^[[{].*[}\]]$/);
     const check = await cli(["check"], { ...ADDRESSES, ...env });
     expect(check.stdout).toContain('"event":"check.ok"');
@@ -90,10 +111,18 @@ describe("openwop-a2a-host keys", () => {
     const start = await cli([], ADDRESSES);
     expect(check.code).toBe(2);
     expect(start.code).toBe(2);
-    const problemsOf = (stdout: string) => (JSON.parse(stdout.trim().split("\n").at(-1)!) as { problems: string[] }).problems;
+    const problemsOf = (stdout: string) =>
+      (JSON.parse(stdout.trim().split("\n").at(-1)!) as { problems: string[] }).problems;
     const problems = problemsOf(check.stdout);
     expect(problemsOf(start.stdout)).toEqual(problems);
-    for (const name of ["API_KEYS", "INTERRUPT_TOKEN_KEYS", "SIGNING_KEYS", "PUSH_ENCRYPTION_KEY", "PUSH_SIGNING_KEY", "A2A_PEER_CALLBACK_KEY"]) {
+    for (const name of [
+      "API_KEYS",
+      "INTERRUPT_TOKEN_KEYS",
+      "SIGNING_KEYS",
+      "PUSH_ENCRYPTION_KEY",
+      "PUSH_SIGNING_KEY",
+      "A2A_PEER_CALLBACK_KEY",
+    ]) {
       expect(problems.join("\n")).toContain(name);
     }
   });

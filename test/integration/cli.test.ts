@@ -26,7 +26,11 @@ interface Ran {
 async function cli(args: string[], env: Record<string, string>, cwd: string): Promise<Ran> {
   let result: { stdout: string; stderr: string; code: number };
   try {
-    const { stdout, stderr } = await run(process.execPath, [MAIN, ...args], { cwd, env: { PATH: process.env["PATH"] ?? "", ...env }, timeout: 60_000 });
+    const { stdout, stderr } = await run(process.execPath, [MAIN, ...args], {
+      cwd,
+      env: { PATH: process.env["PATH"] ?? "", ...env },
+      timeout: 60_000,
+    });
     result = { stdout, stderr, code: 0 };
   } catch (err) {
     const e = err as { stdout: string; stderr: string; code: number };
@@ -45,11 +49,17 @@ const packageVersion = (JSON.parse(await readFile(join(root, "package.json"), "u
 
 beforeAll(async () => {
   // The build the bin runs, compiled only when older than the sources.
-  const built = spawnSync(process.execPath, [join(root, "scripts", "build-if-stale.mjs")], { cwd: root, stdio: "inherit" });
+  const built = spawnSync(process.execPath, [join(root, "scripts", "build-if-stale.mjs")], {
+    cwd: root,
+    stdio: "inherit",
+  });
   expect(built.status).toBe(0);
   dir = await mkdtemp(join(tmpdir(), "cli-test-"));
   handlersModule = join(dir, "handlers.mjs");
-  await writeFile(handlersModule, `export const handlers = { "score-lead": async () => ({ output: { score: 1 }, artifacts: [] }) };\n`);
+  await writeFile(
+    handlersModule,
+    `export const handlers = { "score-lead": async () => ({ output: { score: 1 }, artifacts: [] }) };\n`,
+  );
 }, 180_000);
 
 async function workflowsDir(files: Record<string, string>): Promise<string> {
@@ -92,10 +102,28 @@ describe("--help and --version", () => {
     const ran = await cli(["--help"], {}, dir);
     expect(ran.code).toBe(0);
     expect(ran.stdout).toContain(`openwop-a2a-host ${packageVersion}`);
-    for (const command of ["openwop-a2a-host [start]", "openwop-a2a-host check", "openwop-a2a-host init [dir]", "openwop-a2a-host --help", "openwop-a2a-host --version"]) expect(ran.stdout).toContain(command);
+    for (const command of [
+      "openwop-a2a-host [start]",
+      "openwop-a2a-host check",
+      "openwop-a2a-host init [dir]",
+      "openwop-a2a-host --help",
+      "openwop-a2a-host --version",
+    ])
+      expect(ran.stdout).toContain(command);
     expect(ran.stdout).not.toContain("listening on");
-    const named = new Set([...ran.stdout.matchAll(/\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\b(?:PORT|HOST)\b/g)].map((m) => m[0]));
-    for (const name of ["HANDLERS_MODULE", "WORKFLOWS_DIR", "WORKFLOW_VARIABLES", "PORT", "PUBLIC_URL", "MONGODB_URI", "LOG_LEVEL"]) expect(named.has(name), name).toBe(true);
+    const named = new Set(
+      [...ran.stdout.matchAll(/\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\b(?:PORT|HOST)\b/g)].map((m) => m[0]),
+    );
+    for (const name of [
+      "HANDLERS_MODULE",
+      "WORKFLOWS_DIR",
+      "WORKFLOW_VARIABLES",
+      "PORT",
+      "PUBLIC_URL",
+      "MONGODB_URI",
+      "LOG_LEVEL",
+    ])
+      expect(named.has(name), name).toBe(true);
     const known = knownVariables()!;
     // PUSH_ENABLE is the help's example of a typo: every other name must be one the host reads.
     expect([...named].filter((n) => n !== "PUSH_ENABLE" && !known.has(n))).toEqual([]);
@@ -114,13 +142,19 @@ describe("--help and --version", () => {
     const ran = await cli(["--hlep"], {}, dir);
     expect(ran.code).toBe(2);
     expect(ran.stdout).toBe("");
-    expect(ran.stderr).toBe('openwop-a2a-host: unknown command "--hlep" (did you mean "--help"?)\nRun "openwop-a2a-host --help" for the commands.\n');
+    expect(ran.stderr).toBe(
+      'openwop-a2a-host: unknown command "--hlep" (did you mean "--help"?)\nRun "openwop-a2a-host --help" for the commands.\n',
+    );
   });
 });
 
 describe("check", () => {
   it("valid settings, handlers and workflows: one check.ok line naming the skills, exit 0, nothing listens", async () => {
-    const ran = await cli(["check"], { HANDLERS_MODULE: handlersModule, WORKFLOWS_DIR: await workflowsDir({ "lead.yaml": GOOD }), PORT: "1" }, dir);
+    const ran = await cli(
+      ["check"],
+      { HANDLERS_MODULE: handlersModule, WORKFLOWS_DIR: await workflowsDir({ "lead.yaml": GOOD }), PORT: "1" },
+      dir,
+    );
     expect(ran.code, ran.stdout + ran.stderr).toBe(0);
     expect(ran.lines.map((l) => l["event"])).toEqual(["check.ok"]);
     expect(ran.lines[0]).toMatchObject({ skills: ["lead-intake"], handlers: ["score-lead"] });
@@ -128,7 +162,13 @@ describe("check", () => {
 
   it("every stumble of a first hour in one run: exit 2, one config.invalid line with every problem in full, and the misspelled variable warned about", async () => {
     const folder = await workflowsDir({ "a-lead.yaml": STUMBLES, "b-follow-up.yaml": SCHEMA_AND_HANDLER });
-    const env = { HANDLERS_MODULE: handlersModule, WORKFLOWS_DIR: folder, A2A_PEERS: BILLING, WORKFLOW_VARIABLES: "SCORER_URL", PUSH_ENABLE: "false" };
+    const env = {
+      HANDLERS_MODULE: handlersModule,
+      WORKFLOWS_DIR: folder,
+      A2A_PEERS: BILLING,
+      WORKFLOW_VARIABLES: "SCORER_URL",
+      PUSH_ENABLE: "false",
+    };
     const known = `(register it as a handler: startHost's handlers or HANDLERS_MODULE; known: ${[...Object.keys(builtinHandlers), "score-lead"].sort().join(", ")})`;
     const a = join(folder, "a-lead.yaml");
     const b = join(folder, "b-follow-up.yaml");
@@ -183,7 +223,11 @@ describe("TypeScript handlers (HANDLERS_MODULE=./src/handlers.ts)", () => {
     // The project's own tsx (ours, linked in as `npm install --save-dev tsx` would put it).
     await mkdir(join(project, "node_modules"));
     await symlink(join(root, "node_modules", "tsx"), join(project, "node_modules", "tsx"), "dir");
-    const ran = await cli(["check"], { HANDLERS_MODULE: "./src/handlers.ts", WORKFLOWS_DIR: await workflowsDir({ "lead.yaml": GOOD }) }, project);
+    const ran = await cli(
+      ["check"],
+      { HANDLERS_MODULE: "./src/handlers.ts", WORKFLOWS_DIR: await workflowsDir({ "lead.yaml": GOOD }) },
+      project,
+    );
     expect(ran.code, ran.stdout + ran.stderr).toBe(0);
     expect(ran.lines.at(-1)).toMatchObject({ event: "check.ok", skills: ["lead-intake"], handlers: ["score-lead"] });
   });
@@ -191,7 +235,11 @@ describe("TypeScript handlers (HANDLERS_MODULE=./src/handlers.ts)", () => {
   it("without tsx in the project: exit 2, one config.invalid line saying what to install", async () => {
     const project = await mkdtemp(join(dir, "no-tsx-"));
     await writeFile(join(project, "handlers.ts"), TS_HANDLERS);
-    const ran = await cli(["check"], { HANDLERS_MODULE: "./handlers.ts", WORKFLOWS_DIR: await workflowsDir({ "lead.yaml": GOOD }) }, project);
+    const ran = await cli(
+      ["check"],
+      { HANDLERS_MODULE: "./handlers.ts", WORKFLOWS_DIR: await workflowsDir({ "lead.yaml": GOOD }) },
+      project,
+    );
     expect(ran.code).toBe(2);
     const line = ran.lines.find((l) => l["event"] === "config.invalid")!;
     expect(line["problems"]).toEqual([
@@ -207,7 +255,9 @@ describe("init", () => {
     const ran = await cli(["init", project], {}, dir);
     expect(ran.code).toBe(2);
     expect(ran.stdout).toBe("");
-    expect(ran.stderr).toBe(`openwop-a2a-host init: ${project} is not empty (README.md); init writes only into a new or empty folder, so nothing was written\n`);
+    expect(ran.stderr).toBe(
+      `openwop-a2a-host init: ${project} is not empty (README.md); init writes only into a new or empty folder, so nothing was written\n`,
+    );
     expect(await readdir(project)).toEqual(["README.md"]);
     expect(await readFile(join(project, "README.md"), "utf8")).toBe("mine\n");
   });
@@ -217,6 +267,14 @@ describe("init", () => {
     expect(ran.code, ran.stderr).toBe(0);
     expect(ran.stdout).toContain(`Created the agent project "new-agent" in ${join(dir, "new-agent")}`);
     expect(ran.stdout).toContain("  cd new-agent\n  npm install\n  npm test");
-    expect((await readdir(join(dir, "new-agent"))).sort()).toEqual([".gitignore", "README.md", "package.json", "src", "test", "tsconfig.json", "workflows"]);
+    expect((await readdir(join(dir, "new-agent"))).sort()).toEqual([
+      ".gitignore",
+      "README.md",
+      "package.json",
+      "src",
+      "test",
+      "tsconfig.json",
+      "workflows",
+    ]);
   });
 });

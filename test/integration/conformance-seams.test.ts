@@ -15,7 +15,10 @@ describe("host-sample conformance seams", () => {
   let t: TestApp;
   let api: ReturnType<typeof openwopClient>;
   beforeAll(async () => {
-    t = await startTestApp({ INTERRUPT_TOKEN_KEYS: testTokenKeys(), DATA_DIR: await mkdtemp(join(tmpdir(), "openwop-seams-")) });
+    t = await startTestApp({
+      INTERRUPT_TOKEN_KEYS: testTokenKeys(),
+      DATA_DIR: await mkdtemp(join(tmpdir(), "openwop-seams-")),
+    });
     api = openwopClient(t.baseUrl);
   });
   afterAll(() => t.close());
@@ -31,10 +34,20 @@ describe("host-sample conformance seams", () => {
     expect(state.body).toMatchObject({ taskId, runId: taskId, state: "input-required", interruptKind: "approval" });
     // A real run of the fixture: the runs API sees it at node `gate`, and resolving it completes it.
     const run = await api.call("GET", `/v1/runs/${taskId}`);
-    expect(run.body).toMatchObject({ workflowId: "conformance-approval", status: "waiting-approval", currentNodeId: "gate" });
-    expect((await api.call("POST", `/v1/runs/${taskId}/interrupts/gate`, { resumeValue: { action: "accept" } })).status).toBe(200);
+    expect(run.body).toMatchObject({
+      workflowId: "conformance-approval",
+      status: "waiting-approval",
+      currentNodeId: "gate",
+    });
+    expect(
+      (await api.call("POST", `/v1/runs/${taskId}/interrupts/gate`, { resumeValue: { action: "accept" } })).status,
+    ).toBe(200);
     await api.waitForRun(taskId, (s) => s.status === "completed");
-    expect((await api.call("GET", `${SEAMS}/${taskId}`)).body).toMatchObject({ taskId, runId: taskId, state: "completed" });
+    expect((await api.call("GET", `${SEAMS}/${taskId}`)).body).toMatchObject({
+      taskId,
+      runId: taskId,
+      state: "completed",
+    });
   });
 
   it("refuses unknown scenarios and unknown tasks with the error envelope", async () => {
@@ -50,7 +63,10 @@ describe("host-sample conformance seams", () => {
   it("push-config refuses both SSRF arms with a 4xx naming the arm, for unknown and known tasks alike", async () => {
     const known = (await api.call("POST", `${SEAMS}/start`, { scenario: "paused-at-approval" })).body.taskId as string;
     for (const taskId of [randomUUID(), known]) {
-      for (const [url, arm] of [["https://10.0.0.5/push", "address"], ["http://push.example.com/push", "scheme"]] as const) {
+      for (const [url, arm] of [
+        ["https://10.0.0.5/push", "address"],
+        ["http://push.example.com/push", "scheme"],
+      ] as const) {
         const res = await api.call("POST", `${SEAMS}/push-config`, { taskId, url });
         expect(res.status).toBeGreaterThanOrEqual(400);
         expect(res.status).toBeLessThan(500);
@@ -60,7 +76,10 @@ describe("host-sample conformance seams", () => {
       }
     }
     // A safe URL for a task that does not exist: now it is the task that is missing.
-    const unknown = await api.call("POST", `${SEAMS}/push-config`, { taskId: randomUUID(), url: "https://93.184.215.14/push" });
+    const unknown = await api.call("POST", `${SEAMS}/push-config`, {
+      taskId: randomUUID(),
+      url: "https://93.184.215.14/push",
+    });
     expect(unknown.status).toBe(404);
     expectErrorEnvelope(unknown.body, "not_found");
     const noUrl = await api.call("POST", `${SEAMS}/push-config`, { taskId: known });
@@ -79,7 +98,11 @@ describe("host-sample push-config registers through the A2A push service", () =>
     });
     await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
     port = (receiver.address() as AddressInfo).port;
-    t = await startTestApp({ PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true", INTERRUPT_TOKEN_KEYS: testTokenKeys(), DATA_DIR: await mkdtemp(join(tmpdir(), "openwop-seams-push-")) });
+    t = await startTestApp({
+      PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true",
+      INTERRUPT_TOKEN_KEYS: testTokenKeys(),
+      DATA_DIR: await mkdtemp(join(tmpdir(), "openwop-seams-push-")),
+    });
   });
   afterAll(async () => {
     await t.close();
@@ -101,12 +124,19 @@ describe("host-sample push-config registers through the A2A push service", () =>
 
 describe("conformance seams switched off", () => {
   it("CONFORMANCE_SEAMS=false: every seam is 404", async () => {
-    const t = await startTestApp({ CONFORMANCE_SEAMS: "false", INTERRUPT_TOKEN_KEYS: testTokenKeys(), DATA_DIR: await mkdtemp(join(tmpdir(), "openwop-seams-off-")) });
+    const t = await startTestApp({
+      CONFORMANCE_SEAMS: "false",
+      INTERRUPT_TOKEN_KEYS: testTokenKeys(),
+      DATA_DIR: await mkdtemp(join(tmpdir(), "openwop-seams-off-")),
+    });
     try {
       const api = openwopClient(t.baseUrl);
       const start = await api.call("POST", `${SEAMS}/start`, { scenario: "paused-at-approval" });
       const get = await api.call("GET", `${SEAMS}/${randomUUID()}`);
-      const push = await api.call("POST", `${SEAMS}/push-config`, { taskId: randomUUID(), url: "https://10.0.0.5/push" });
+      const push = await api.call("POST", `${SEAMS}/push-config`, {
+        taskId: randomUUID(),
+        url: "https://10.0.0.5/push",
+      });
       expect([start.status, get.status, push.status]).toEqual([404, 404, 404]);
       expectErrorEnvelope(start.body, "not_found");
       // The runs API is not a seam: it stays.

@@ -6,7 +6,14 @@ import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { A2AService, Role, SendMessageRequestSchema, TaskState, type MessageSchema, type StreamResponse } from "../../src/gen/a2a/v1/a2a_pb.js";
+import {
+  A2AService,
+  Role,
+  SendMessageRequestSchema,
+  TaskState,
+  type MessageSchema,
+  type StreamResponse,
+} from "../../src/gen/a2a/v1/a2a_pb.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import type { RunEvent, TaskRecord } from "../../src/domain/task-record.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
@@ -23,7 +30,12 @@ class CountingStore extends MemoryTaskStore {
 }
 
 function message(text: string, skillId?: string): MessageInitShape<typeof MessageSchema> {
-  return { messageId: randomUUID(), role: Role.USER, content: [{ part: { case: "text", value: text } }], ...(skillId ? { metadata: { skillId } } : {}) };
+  return {
+    messageId: randomUUID(),
+    role: Role.USER,
+    content: [{ part: { case: "text", value: text } }],
+    ...(skillId ? { metadata: { skillId } } : {}),
+  };
 }
 
 async function codeOf(promise: Promise<unknown>): Promise<ConnectError> {
@@ -48,7 +60,10 @@ describe("A2A v0.3 over Connect and gRPC-Web (connect-es clients)", () => {
   const transports: Array<[string, () => Transport]> = [
     ["Connect JSON", () => createConnectTransport({ baseUrl: t.baseUrl, httpVersion: "1.1", useBinaryFormat: false })],
     ["Connect binary", () => createConnectTransport({ baseUrl: t.baseUrl, httpVersion: "1.1", useBinaryFormat: true })],
-    ["gRPC-Web binary", () => createGrpcWebTransport({ baseUrl: t.baseUrl, httpVersion: "1.1", useBinaryFormat: true })],
+    [
+      "gRPC-Web binary",
+      () => createGrpcWebTransport({ baseUrl: t.baseUrl, httpVersion: "1.1", useBinaryFormat: true }),
+    ],
     ["gRPC-Web JSON", () => createGrpcWebTransport({ baseUrl: t.baseUrl, httpVersion: "1.1", useBinaryFormat: false })],
     ["gRPC (h2c)", () => createGrpcTransport({ baseUrl: t.baseUrl })],
   ];
@@ -69,7 +84,8 @@ describe("A2A v0.3 over Connect and gRPC-Web (connect-es clients)", () => {
 
     it("SendStreamingMessage streams the Task, then updates to INPUT_REQUIRED; GetTask reads it back", async () => {
       const events: StreamResponse[] = [];
-      for await (const event of client.sendStreamingMessage({ request: message("Ship it", "approval-gate") })) events.push(event);
+      for await (const event of client.sendStreamingMessage({ request: message("Ship it", "approval-gate") }))
+        events.push(event);
       expect(events[0]?.payload.case).toBe("task");
       const updates = events.flatMap((e) => (e.payload.case === "statusUpdate" ? [e.payload.value] : []));
       expect(updates.map((u) => u.status?.state)).toEqual([TaskState.WORKING, TaskState.INPUT_REQUIRED]);
@@ -83,7 +99,10 @@ describe("A2A v0.3 over Connect and gRPC-Web (connect-es clients)", () => {
     it("drop the stream, let the task reach its gate, resubscribe, approve, complete: one run throughout", async () => {
       const dropped = new AbortController();
       let taskId = "";
-      for await (const event of client.sendStreamingMessage({ request: message("Slow one", "conformance-delay") }, { signal: dropped.signal })) {
+      for await (const event of client.sendStreamingMessage(
+        { request: message("Slow one", "conformance-delay") },
+        { signal: dropped.signal },
+      )) {
         if (event.payload.case === "task") taskId = event.payload.value.id;
         dropped.abort();
         break;
@@ -108,10 +127,20 @@ describe("A2A v0.3 over Connect and gRPC-Web (connect-es clients)", () => {
       const seen: number[] = [];
       let replied: Promise<unknown> | undefined;
       for await (const event of client.taskSubscription({ name: `tasks/${taskId}` })) {
-        const state = event.payload.case === "task" || event.payload.case === "statusUpdate" ? event.payload.value.status?.state : undefined;
+        const state =
+          event.payload.case === "task" || event.payload.case === "statusUpdate"
+            ? event.payload.value.status?.state
+            : undefined;
         if (event.payload.case === "statusUpdate") seen.push(state ?? -1);
         if (!replied && state === TaskState.INPUT_REQUIRED) {
-          replied = client.sendMessage({ request: { messageId: randomUUID(), role: Role.USER, taskId, content: [{ part: { case: "data", value: { data: { action: "accept" } } } }] } });
+          replied = client.sendMessage({
+            request: {
+              messageId: randomUUID(),
+              role: Role.USER,
+              taskId,
+              content: [{ part: { case: "data", value: { data: { action: "accept" } } } }],
+            },
+          });
         }
       }
       await replied;
@@ -133,15 +162,28 @@ describe("A2A v0.3 over Connect and gRPC-Web (connect-es clients)", () => {
         if (event.payload.case === "task") taskId = event.payload.value.id;
       }
       const url = "https://93.184.215.14/hook"; // literal public address: no DNS needed, nothing delivered while the task waits
-      const created = await client.createTaskPushNotificationConfig({ parent: `tasks/${taskId}`, configId: "c1", config: { pushNotificationConfig: { url, token: "connect-token" } } });
+      const created = await client.createTaskPushNotificationConfig({
+        parent: `tasks/${taskId}`,
+        configId: "c1",
+        config: { pushNotificationConfig: { url, token: "connect-token" } },
+      });
       expect(created.name).toBe(`tasks/${taskId}/pushNotificationConfigs/c1`);
       // The token is write-only: the answers leave it empty.
       expect(created.pushNotificationConfig).toMatchObject({ id: "c1", url, token: "" });
-      expect((await client.getTaskPushNotificationConfig({ name: created.name })).pushNotificationConfig?.token).toBe("");
-      expect((await client.listTaskPushNotificationConfig({ parent: `tasks/${taskId}` })).configs.map((c) => c.name)).toEqual([created.name]);
+      expect((await client.getTaskPushNotificationConfig({ name: created.name })).pushNotificationConfig?.token).toBe(
+        "",
+      );
+      expect(
+        (await client.listTaskPushNotificationConfig({ parent: `tasks/${taskId}` })).configs.map((c) => c.name),
+      ).toEqual([created.name]);
       await client.deleteTaskPushNotificationConfig({ name: created.name });
       expect((await client.listTaskPushNotificationConfig({ parent: `tasks/${taskId}` })).configs).toEqual([]);
-      const refused = await codeOf(client.createTaskPushNotificationConfig({ parent: `tasks/${randomUUID()}`, config: { pushNotificationConfig: { url: "https://10.0.0.5/push" } } }));
+      const refused = await codeOf(
+        client.createTaskPushNotificationConfig({
+          parent: `tasks/${randomUUID()}`,
+          config: { pushNotificationConfig: { url: "https://10.0.0.5/push" } },
+        }),
+      );
       expect(refused.code).toBe(Code.InvalidArgument);
       expect(refused.rawMessage).toContain("refused by the address arm");
     });
@@ -155,19 +197,33 @@ describe("A2A v0.3 over Connect and gRPC-Web (connect-es clients)", () => {
   });
 
   const post = (path: string, contentType: string, body: string | Uint8Array, headers: Record<string, string> = {}) =>
-    fetch(`${t.baseUrl}/a2a.v1.A2AService/${path}`, { method: "POST", headers: { "content-type": contentType, ...headers }, body });
-  const validJson = () => ({ message: { messageId: randomUUID(), role: "ROLE_USER", content: [{ text: "hi" }], metadata: { skillId: "echo" } } });
+    fetch(`${t.baseUrl}/a2a.v1.A2AService/${path}`, {
+      method: "POST",
+      headers: { "content-type": contentType, ...headers },
+      body,
+    });
+  const validJson = () => ({
+    message: { messageId: randomUUID(), role: "ROLE_USER", content: [{ text: "hi" }], metadata: { skillId: "echo" } },
+  });
 
   it("Connect JSON ignores unknown fields (A2A 1.0 §5.7); an unknown role name reads as unset and is refused; nothing is created by bad input", async () => {
     const before = store.created;
     const body = validJson();
-    const wrongEnum = await post("SendMessage", "application/json", JSON.stringify({ message: { ...body.message, role: "ROLE_BOSS" } }));
+    const wrongEnum = await post(
+      "SendMessage",
+      "application/json",
+      JSON.stringify({ message: { ...body.message, role: "ROLE_BOSS" } }),
+    );
     expect(wrongEnum.status).toBe(400);
     const e2 = (await wrongEnum.json()) as { code: string; message: string };
     expect(e2.code).toBe("invalid_argument");
     expect(e2.message).toMatch(/role/i);
 
-    const wrongType = await post("SendMessage", "application/json", JSON.stringify({ message: { ...body.message, messageId: 42 } }));
+    const wrongType = await post(
+      "SendMessage",
+      "application/json",
+      JSON.stringify({ message: { ...body.message, messageId: 42 } }),
+    );
     expect(wrongType.status).toBe(400);
 
     const notJson = await post("SendMessage", "application/json", "{not json");
@@ -176,12 +232,17 @@ describe("A2A v0.3 over Connect and gRPC-Web (connect-es clients)", () => {
 
     const ok = await post("SendMessage", "application/json", JSON.stringify({ ...validJson(), bogus: 1 }));
     expect(ok.status).toBe(200);
-    expect(((await ok.json()) as { task: { status: { state: string } } }).task.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(((await ok.json()) as { task: { status: { state: string } } }).task.status.state).toBe(
+      "TASK_STATE_COMPLETED",
+    );
   });
 
   it("truncated binary input gets a clear error and the server keeps answering", async () => {
     const before = store.created;
-    const full = toBinary(SendMessageRequestSchema, create(SendMessageRequestSchema, { request: message("truncated", "echo") }));
+    const full = toBinary(
+      SendMessageRequestSchema,
+      create(SendMessageRequestSchema, { request: message("truncated", "echo") }),
+    );
 
     // Connect unary, binary: the protobuf itself is cut short. The body is checked before connect-es decodes
     // it (which would call that INTERNAL): malformed input is INVALID_ARGUMENT, saying what happened.
@@ -193,14 +254,24 @@ describe("A2A v0.3 over Connect and gRPC-Web (connect-es clients)", () => {
     expect(e1.message).toContain("truncated");
 
     // Connect server-streaming: the envelope announces more bytes than arrive.
-    const streaming = await post("SendStreamingMessage", "application/connect+proto", grpcFrame(full.subarray(0, 10), 0, full.length));
+    const streaming = await post(
+      "SendStreamingMessage",
+      "application/connect+proto",
+      grpcFrame(full.subarray(0, 10), 0, full.length),
+    );
     const streamBody = new Uint8Array(await streaming.arrayBuffer());
-    const endStream = JSON.parse(new TextDecoder().decode(streamBody.subarray(5))) as { error?: { code: string; message: string } };
+    const endStream = JSON.parse(new TextDecoder().decode(streamBody.subarray(5))) as {
+      error?: { code: string; message: string };
+    };
     expect(endStream.error?.code).toBe("invalid_argument");
     expect(endStream.error?.message).toMatch(/envelope|incomplete|premature/i);
 
     // gRPC-Web: same truncated frame; the status comes back in the trailer frame.
-    const grpcWeb = await post("SendMessage", "application/grpc-web+proto", grpcFrame(full.subarray(0, 10), 0, full.length));
+    const grpcWeb = await post(
+      "SendMessage",
+      "application/grpc-web+proto",
+      grpcFrame(full.subarray(0, 10), 0, full.length),
+    );
     const trailer = new TextDecoder().decode(new Uint8Array(await grpcWeb.arrayBuffer()));
     expect(trailer).toMatch(new RegExp(`grpc-status: ?${Code.InvalidArgument}\\b`, "i"));
     expect(decodeURIComponent(trailer)).toContain("incomplete envelope");

@@ -47,13 +47,18 @@ function raw(port: number, localAddress = "127.0.0.1"): Promise<Raw> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The promise's value, or "open" if it has not settled within `ms`. */
-const within = <T,>(promise: Promise<T>, ms: number): Promise<T | "open"> => Promise.race([promise, sleep(ms).then(() => "open" as const)]);
+const within = <T>(promise: Promise<T>, ms: number): Promise<T | "open"> =>
+  Promise.race([promise, sleep(ms).then(() => "open" as const)]);
 
 describe("connection timeouts (short ones configured)", () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    t = await startTestApp({ HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_MS), HTTP2_SETTINGS_TIMEOUT_MS: String(SETTINGS_MS), HTTP_IDLE_TIMEOUT_MS: String(IDLE_MS) });
+    t = await startTestApp({
+      HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_MS),
+      HTTP2_SETTINGS_TIMEOUT_MS: String(SETTINGS_MS),
+      HTTP_IDLE_TIMEOUT_MS: String(IDLE_MS),
+    });
   });
   afterAll(() => t?.close());
 
@@ -138,7 +143,9 @@ describe("connection timeouts (short ones configured)", () => {
     const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/get", params: { id: randomUUID() } });
     const chunks = 25; // one every 100 ms: 2.5 s, past the header, idle and HTTP/1.1 idle-close times
     const padded = " ".repeat(chunks) + body;
-    c.socket.write(`POST /a2a/jsonrpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(padded)}\r\n\r\n`);
+    c.socket.write(
+      `POST /a2a/jsonrpc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(padded)}\r\n\r\n`,
+    );
     const start = Date.now();
     for (let i = 0; i < chunks; i++) {
       c.socket.write(" ");
@@ -154,8 +161,22 @@ describe("connection timeouts (short ones configured)", () => {
   it("keeps an SSE stream (tasks/resubscribe on a task waiting for approval) open past every timeout", async () => {
     const endpoint = `${t.baseUrl}/a2a/jsonrpc`;
     const post = (method: string, params: unknown) =>
-      fetch(endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }) });
-    const created = (await (await post("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "Ship it" }], metadata: { skillId: "approval-gate" } } })).json()) as {
+      fetch(endpoint, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }),
+      });
+    const created = (await (
+      await post("message/send", {
+        message: {
+          kind: "message",
+          messageId: randomUUID(),
+          role: "user",
+          parts: [{ kind: "text", text: "Ship it" }],
+          metadata: { skillId: "approval-gate" },
+        },
+      })
+    ).json()) as {
       result: { id: string; status: { state: string } };
     };
     expect(created.result.status.state).toBe("input-required");
@@ -166,29 +187,59 @@ describe("connection timeouts (short ones configured)", () => {
       const result = (f.data as { result: Record<string, any> }).result;
       if (!replied && result["kind"] === "task") {
         // Quiet for longer than every timeout (no keepalive is due within it), then the reply ends the task.
-        replied = sleep(HTTP1_IDLE_CLOSE_MS + 1_000).then(() => post("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", taskId, parts: [{ kind: "data", data: { action: "accept" } }] } }));
+        replied = sleep(HTTP1_IDLE_CLOSE_MS + 1_000).then(() =>
+          post("message/send", {
+            message: {
+              kind: "message",
+              messageId: randomUUID(),
+              role: "user",
+              taskId,
+              parts: [{ kind: "data", data: { action: "accept" } }],
+            },
+          }),
+        );
       }
     });
     measured["SSE stream open for"] = Date.now() - opened;
     expect(Date.now() - opened).toBeGreaterThan(HTTP1_IDLE_CLOSE_MS + 1_000);
     expect((await replied!).status).toBe(200);
-    expect((frames.at(-1)!.data as { result: Record<string, any> }).result).toMatchObject({ final: true, status: { state: "completed" } });
+    expect((frames.at(-1)!.data as { result: Record<string, any> }).result).toMatchObject({
+      final: true,
+      status: { state: "completed" },
+    });
   });
 
   it("keeps a gRPC server stream (h2c, connect-node) open past every timeout", async () => {
     const client = createClient(A2AService, createGrpcTransport({ baseUrl: t.baseUrl }));
-    const waiting = await client.sendMessage({ request: { messageId: randomUUID(), role: Role.USER, content: [{ part: { case: "text", value: "Ship it" } }], metadata: { skillId: "approval-gate" } } });
+    const waiting = await client.sendMessage({
+      request: {
+        messageId: randomUUID(),
+        role: Role.USER,
+        content: [{ part: { case: "text", value: "Ship it" } }],
+        metadata: { skillId: "approval-gate" },
+      },
+    });
     const taskId = waiting.payload.case === "task" ? waiting.payload.value.id : "";
     expect(waiting.payload.case === "task" && waiting.payload.value.status?.state).toBe(TaskState.INPUT_REQUIRED);
     const opened = Date.now();
     const states: number[] = [];
     let replied: Promise<unknown> | undefined;
     for await (const event of client.taskSubscription({ name: `tasks/${taskId}` })) {
-      const state = event.payload.case === "task" || event.payload.case === "statusUpdate" ? event.payload.value.status?.state : undefined;
+      const state =
+        event.payload.case === "task" || event.payload.case === "statusUpdate"
+          ? event.payload.value.status?.state
+          : undefined;
       if (state !== undefined) states.push(state);
       if (!replied && state === TaskState.INPUT_REQUIRED) {
         replied = sleep(IDLE_MS + SETTINGS_MS + HEADERS_MS + 500).then(() =>
-          client.sendMessage({ request: { messageId: randomUUID(), role: Role.USER, taskId, content: [{ part: { case: "data", value: { data: { action: "accept" } } } }] } }),
+          client.sendMessage({
+            request: {
+              messageId: randomUUID(),
+              role: Role.USER,
+              taskId,
+              content: [{ part: { case: "data", value: { data: { action: "accept" } } } }],
+            },
+          }),
         );
       }
     }
@@ -222,7 +273,12 @@ describe("connection timeouts (short ones configured)", () => {
   it("counts what each timeout closed", async () => {
     const text = await (await fetch(`${t.baseUrl}/metrics`, { headers: { connection: "close" } })).text();
     const count = (reason: string, protocol: string) =>
-      Number(new RegExp(`^openwop_connections_timed_out_total\\{(?=[^}]*reason="${reason}")(?=[^}]*protocol="${protocol}")[^}]*\\} (\\d+)`, "m").exec(text)?.[1] ?? 0);
+      Number(
+        new RegExp(
+          `^openwop_connections_timed_out_total\\{(?=[^}]*reason="${reason}")(?=[^}]*protocol="${protocol}")[^}]*\\} (\\d+)`,
+          "m",
+        ).exec(text)?.[1] ?? 0,
+      );
     expect(count("headers", "unknown")).toBeGreaterThanOrEqual(2); // silent, "PO"
     expect(count("headers", "http1")).toBeGreaterThanOrEqual(1); // the trickled head
     expect(count("http2-settings", "h2c")).toBe(1);
@@ -233,8 +289,17 @@ describe("connection timeouts (short ones configured)", () => {
 
 describe("connection settings", () => {
   it("defaults fit a host behind a load balancer; a request timeout shorter than the header timeout is refused", () => {
-    expect(EnvReader.load({}, readConnectionSettings)).toEqual({ headersTimeoutMs: 10_000, http2SettingsTimeoutMs: 5_000, idleTimeoutMs: 65_000, requestTimeoutMs: 300_000, maxConnections: 10_000, maxConnectionsPerClient: 0 });
-    expect(() => EnvReader.load({ HTTP_REQUEST_TIMEOUT_MS: "5000", HTTP_IDLE_TIMEOUT_MS: "0" }, readConnectionSettings)).toThrow(/HTTP_IDLE_TIMEOUT_MS[\s\S]*HTTP_REQUEST_TIMEOUT_MS must be 0 or at least HTTP_HEADERS_TIMEOUT_MS/);
+    expect(EnvReader.load({}, readConnectionSettings)).toEqual({
+      headersTimeoutMs: 10_000,
+      http2SettingsTimeoutMs: 5_000,
+      idleTimeoutMs: 65_000,
+      requestTimeoutMs: 300_000,
+      maxConnections: 10_000,
+      maxConnectionsPerClient: 0,
+    });
+    expect(() =>
+      EnvReader.load({ HTTP_REQUEST_TIMEOUT_MS: "5000", HTTP_IDLE_TIMEOUT_MS: "0" }, readConnectionSettings),
+    ).toThrow(/HTTP_IDLE_TIMEOUT_MS[\s\S]*HTTP_REQUEST_TIMEOUT_MS must be 0 or at least HTTP_HEADERS_TIMEOUT_MS/);
     expect(EnvReader.load({ HTTP_REQUEST_TIMEOUT_MS: "0" }, readConnectionSettings).requestTimeoutMs).toBe(0);
   });
 });
@@ -297,7 +362,12 @@ describe("connection caps", () => {
     expect(await healthz(await hold("127.0.0.1"))).toBe("HTTP/1.1 200 OK");
 
     const metrics = await healthzMetrics(await hold("127.0.0.5"));
-    const refused = (reason: string) => Number(new RegExp(`^openwop_connections_refused_total\\{[^}]*reason="${reason}"[^}]*\\} (\\d+)`, "m").exec(metrics)?.[1] ?? 0);
+    const refused = (reason: string) =>
+      Number(
+        new RegExp(`^openwop_connections_refused_total\\{[^}]*reason="${reason}"[^}]*\\} (\\d+)`, "m").exec(
+          metrics,
+        )?.[1] ?? 0,
+      );
     expect(refused("max-connections-per-client")).toBe(1);
     expect(refused("max-connections")).toBe(3);
     expect(metrics).toMatch(/^openwop_connections_open(\{[^}]*\})? [1-9]/m);

@@ -19,12 +19,27 @@ const KEYS = {
   wideNoConsole: "wide-no-console-key-01234",
 };
 const API_KEYS = JSON.stringify([
-  { id: "operator", tenant: "acme", key: KEYS.operator, scopes: ["console:operate", "approvals:respond", "runs:cancel", "webhooks:manage"] },
+  {
+    id: "operator",
+    tenant: "acme",
+    key: KEYS.operator,
+    scopes: ["console:operate", "approvals:respond", "runs:cancel", "webhooks:manage"],
+  },
   { id: "viewer", tenant: "acme", key: KEYS.viewer, scopes: ["console:operate"] },
-  { id: "acme", tenant: "acme", key: KEYS.acme, scopes: ["runs:create", "runs:read", "runs:cancel", "approvals:respond", "webhooks:manage"] },
+  {
+    id: "acme",
+    tenant: "acme",
+    key: KEYS.acme,
+    scopes: ["runs:create", "runs:read", "runs:cancel", "approvals:respond", "webhooks:manage"],
+  },
   { id: "globex", tenant: "globex", key: KEYS.globex, scopes: ["runs:create", "runs:read"] },
   // Tenant B's operator: every console power, in its own tenant.
-  { id: "globex-operator", tenant: "globex", key: KEYS.globexOperator, scopes: ["console:operate", "approvals:respond", "runs:cancel", "runs:read", "webhooks:manage"] },
+  {
+    id: "globex-operator",
+    tenant: "globex",
+    key: KEYS.globexOperator,
+    scopes: ["console:operate", "approvals:respond", "runs:cancel", "runs:read", "webhooks:manage"],
+  },
   // The explicit grant to see every tenant.
   { id: "ops-1", tenant: "ops", key: KEYS.ops, scopes: ["console:operate", "console:all-tenants", "runs:cancel"] },
   // The grant without the console itself opens nothing.
@@ -44,7 +59,13 @@ describe("operator console API", () => {
         id: 1,
         method: "message/send",
         params: {
-          message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], metadata: { skillId: "approval-gate" } },
+          message: {
+            kind: "message",
+            messageId: randomUUID(),
+            role: "user",
+            parts: [{ kind: "text", text }],
+            metadata: { skillId: "approval-gate" },
+          },
           configuration: { blocking: false, pushNotificationConfig: { url: hook.url(hookPath), token } },
         },
       }),
@@ -55,11 +76,18 @@ describe("operator console API", () => {
   const call = async (method: string, path: string, key?: string, body?: unknown) => {
     const res = await fetch(`${t.baseUrl}${path}`, {
       method,
-      headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+      headers: {
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+        ...(body !== undefined ? { "content-type": "application/json" } : {}),
+      },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
     const text = await res.text();
-    return { status: res.status, headers: res.headers, body: res.headers.get("content-type")?.includes("json") ? JSON.parse(text) : text };
+    return {
+      status: res.status,
+      headers: res.headers,
+      body: res.headers.get("content-type")?.includes("json") ? JSON.parse(text) : text,
+    };
   };
   const startRun = async (key: string, workflowId: string) => {
     const { status, body } = await call("POST", "/v1/runs", key, { workflowId, inputs: { text: "console" } });
@@ -67,10 +95,14 @@ describe("operator console API", () => {
     return body.runId as string;
   };
   const waitStatus = (taskId: string, status: string) =>
-    waitFor(async () => {
-      const { body } = await call("GET", `/console/api/tasks/${taskId}`, KEYS.ops);
-      return body.task?.status === status && body;
-    }, 10_000, `${taskId} ${status}`);
+    waitFor(
+      async () => {
+        const { body } = await call("GET", `/console/api/tasks/${taskId}`, KEYS.ops);
+        return body.task?.status === status && body;
+      },
+      10_000,
+      `${taskId} ${status}`,
+    );
 
   beforeAll(async () => {
     await hook.start();
@@ -131,12 +163,18 @@ describe("operator console API", () => {
     const globexRun = await startRun(KEYS.globex, "echo");
     await waitStatus(acmeRun, "waiting-approval");
     await waitStatus(globexRun, "completed");
-    const tasksOf = async (query: string, key = KEYS.ops) => (await call("GET", `/console/api/tasks${query}`, key)).body.tasks as Array<{ taskId: string; tenant: string }>;
+    const tasksOf = async (query: string, key = KEYS.ops) =>
+      (await call("GET", `/console/api/tasks${query}`, key)).body.tasks as Array<{ taskId: string; tenant: string }>;
     const ids = async (query: string, key = KEYS.ops) => (await tasksOf(query, key)).map((x) => x.taskId);
     // The all-tenants grant: every configured tenant, each task saying which tenant it is in.
     const all = await call("GET", "/console/api/tasks", KEYS.ops);
     expect(all.body.tenants.sort()).toEqual(["acme", "globex", "ops"]);
-    expect(await tasksOf("")).toEqual(expect.arrayContaining([expect.objectContaining({ taskId: acmeRun, tenant: "acme" }), expect.objectContaining({ taskId: globexRun, tenant: "globex" })]));
+    expect(await tasksOf("")).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ taskId: acmeRun, tenant: "acme" }),
+        expect.objectContaining({ taskId: globexRun, tenant: "globex" }),
+      ]),
+    );
     expect(await ids("?tenant=globex")).toEqual([globexRun]);
     expect(await ids("?skill=approval-gate")).toEqual([acmeRun]);
     expect(await ids("?state=input-required")).toEqual([acmeRun]);
@@ -164,7 +202,12 @@ describe("operator console API", () => {
     expect(viewer.events.map((e: { type: string }) => e.type)).toContain("interrupt.requested");
     const operator = (await call("GET", `/console/api/tasks/${runId}`, KEYS.operator)).body;
     expect(operator.interruptTokens.resolve).toEqual(expect.any(String));
-    const resolved = await call("POST", `/v1/interrupts/${encodeURIComponent(operator.interruptTokens.resolve)}`, undefined, { resumeValue: { action: "accept" } });
+    const resolved = await call(
+      "POST",
+      `/v1/interrupts/${encodeURIComponent(operator.interruptTokens.resolve)}`,
+      undefined,
+      { resumeValue: { action: "accept" } },
+    );
     expect(resolved.status).toBe(200);
     const done = await waitStatus(runId, "completed");
     expect(done.path).toEqual(["pending", "running", "waiting-approval", "running", "completed"]);
@@ -175,7 +218,9 @@ describe("operator console API", () => {
     const runId = await startRun(KEYS.acme, "approval-gate");
     await waitStatus(runId, "waiting-approval");
     expect((await call("POST", `/console/api/tasks/${runId}/cancel`, KEYS.viewer, {})).status).toBe(403);
-    expect((await call("POST", `/console/api/tasks/${runId}/cancel`, KEYS.operator, { reason: "operator said so" })).status).toBe(202);
+    expect(
+      (await call("POST", `/console/api/tasks/${runId}/cancel`, KEYS.operator, { reason: "operator said so" })).status,
+    ).toBe(202);
     const cancelled = await waitStatus(runId, "cancelled");
     expect(cancelled.path.slice(-2)).toEqual(["cancelling", "cancelled"]);
   });
@@ -183,24 +228,52 @@ describe("operator console API", () => {
   it("streams a summary of every commit the key may see", async () => {
     const open = async (key: string) => {
       const controller = new AbortController();
-      const res = await fetch(`${t.baseUrl}/console/api/tasks/stream`, { headers: { authorization: `Bearer ${key}` }, signal: controller.signal });
+      const res = await fetch(`${t.baseUrl}/console/api/tasks/stream`, {
+        headers: { authorization: `Bearer ${key}` },
+        signal: controller.signal,
+      });
       expect(res.headers.get("content-type")).toBe("text/event-stream");
       const seen: Array<{ taskId: string; tenant: string; status: string }> = [];
-      const reading = readSse(res, (frame) => void (frame.event === undefined && seen.push(frame.data as { taskId: string; tenant: string; status: string }))).catch(() => []);
+      const reading = readSse(
+        res,
+        (frame) =>
+          void (
+            frame.event === undefined && seen.push(frame.data as { taskId: string; tenant: string; status: string })
+          ),
+      ).catch(() => []);
       return { seen, close: async () => (controller.abort(), await reading) };
     };
     const wide = await open(KEYS.ops);
     const acmeView = await open(KEYS.viewer);
     const globexView = await open(KEYS.globexOperator);
     const acmeRun = await startRun(KEYS.acme, "echo");
-    await waitFor(() => wide.seen.some((s) => s.taskId === acmeRun && s.status === "completed"), 10_000, "acme's completed commit on the wide stream");
+    await waitFor(
+      () => wide.seen.some((s) => s.taskId === acmeRun && s.status === "completed"),
+      10_000,
+      "acme's completed commit on the wide stream",
+    );
     const runId = await startRun(KEYS.globex, "echo");
-    const completed = (stream: { seen: Array<{ taskId: string; status: string }> }, id: string) => stream.seen.some((s) => s.taskId === id && s.status === "completed");
-    await waitFor(() => completed(wide, runId) && completed(globexView, runId) && completed(acmeView, acmeRun), 10_000, "the completed commits on the streams");
+    const completed = (stream: { seen: Array<{ taskId: string; status: string }> }, id: string) =>
+      stream.seen.some((s) => s.taskId === id && s.status === "completed");
+    await waitFor(
+      () => completed(wide, runId) && completed(globexView, runId) && completed(acmeView, acmeRun),
+      10_000,
+      "the completed commits on the streams",
+    );
     // Commits go out in order: the globex stream had acme's commits before globex's last one, and skipped them.
     await Promise.all([wide.close(), acmeView.close(), globexView.close()]);
-    expect(wide.seen.filter((s) => s.taskId === runId).at(-1)).toMatchObject({ taskId: runId, tenant: "globex", workflowId: "echo", status: "completed", a2aState: "completed" });
-    expect(globexView.seen.filter((s) => s.taskId === runId).at(-1)).toMatchObject({ taskId: runId, tenant: "globex", status: "completed" });
+    expect(wide.seen.filter((s) => s.taskId === runId).at(-1)).toMatchObject({
+      taskId: runId,
+      tenant: "globex",
+      workflowId: "echo",
+      status: "completed",
+      a2aState: "completed",
+    });
+    expect(globexView.seen.filter((s) => s.taskId === runId).at(-1)).toMatchObject({
+      taskId: runId,
+      tenant: "globex",
+      status: "completed",
+    });
     expect(globexView.seen.every((s) => s.tenant === "globex")).toBe(true);
     expect(globexView.seen.some((s) => s.taskId === acmeRun)).toBe(false);
     expect(acmeView.seen.every((s) => s.tenant === "acme")).toBe(true);
@@ -211,12 +284,20 @@ describe("operator console API", () => {
     let fail = true;
     hook.reply = (_hit, res) => (fail ? res.writeHead(503).end("down") : res.writeHead(200).end("ok"));
     const taskId = await startWithPush("push me", "/console-hook", "secret-token");
-    const failed = await waitFor(async () => {
-      const view = (await call("GET", `/console/api/tasks/${taskId}/push`, KEYS.viewer)).body;
-      return view.configs?.[0]?.delivery.attempts >= 1 && view;
-    }, 10_000, "a failed push attempt");
+    const failed = await waitFor(
+      async () => {
+        const view = (await call("GET", `/console/api/tasks/${taskId}/push`, KEYS.viewer)).body;
+        return view.configs?.[0]?.delivery.attempts >= 1 && view;
+      },
+      10_000,
+      "a failed push attempt",
+    );
     expect(failed.enabled).toBe(true);
-    expect(failed.configs[0]).toMatchObject({ configId: taskId, target: `http://127.0.0.1:${hook.port}`, delivery: { attempts: 1, lastError: expect.stringContaining("503") } });
+    expect(failed.configs[0]).toMatchObject({
+      configId: taskId,
+      target: `http://127.0.0.1:${hook.port}`,
+      delivery: { attempts: 1, lastError: expect.stringContaining("503") },
+    });
     expect(JSON.stringify(failed)).not.toContain("secret-token");
     expect(JSON.stringify(failed)).not.toContain("console-hook");
     expect(Date.parse(failed.configs[0].delivery.nextAttemptAt)).toBeGreaterThan(Date.now() + 10_000);
@@ -226,10 +307,14 @@ describe("operator console API", () => {
     expect((await call("POST", `/console/api/tasks/${taskId}/push/${taskId}/retry`, KEYS.viewer)).status).toBe(403);
     expect((await call("POST", `/console/api/tasks/${taskId}/push/${taskId}/retry`, KEYS.operator)).status).toBe(202);
     await waitFor(() => hook.forTask(taskId).length > hitsBefore, 5_000, "the retried push");
-    const delivered = await waitFor(async () => {
-      const view = (await call("GET", `/console/api/tasks/${taskId}/push`, KEYS.viewer)).body;
-      return view.configs[0].delivery.attempts === 0 && view;
-    }, 5_000, "the delivery to settle its attempt count");
+    const delivered = await waitFor(
+      async () => {
+        const view = (await call("GET", `/console/api/tasks/${taskId}/push`, KEYS.viewer)).body;
+        return view.configs[0].delivery.attempts === 0 && view;
+      },
+      5_000,
+      "the delivery to settle its attempt count",
+    );
     expect(delivered.configs[0].delivery.lastError).toBeNull();
     expect((await call("POST", `/console/api/tasks/${taskId}/push/nope/retry`, KEYS.operator)).status).toBe(404);
   });
@@ -246,8 +331,17 @@ describe("operator console API", () => {
           id: 1,
           method: "message/send",
           params: {
-            message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "bulk push" }], metadata: { skillId: "approval-gate" } },
-            configuration: { blocking: false, pushNotificationConfig: { url: hook.url("/bulk-hook"), token: "bulk-token" } },
+            message: {
+              kind: "message",
+              messageId: randomUUID(),
+              role: "user",
+              parts: [{ kind: "text", text: "bulk push" }],
+              metadata: { skillId: "approval-gate" },
+            },
+            configuration: {
+              blocking: false,
+              pushNotificationConfig: { url: hook.url("/bulk-hook"), token: "bulk-token" },
+            },
           },
         }),
       });
@@ -255,7 +349,12 @@ describe("operator console API", () => {
     };
     const [a, b] = [await send(KEYS.acme), await send(KEYS.acme)];
     for (const id of [a, b]) {
-      await waitFor(async () => (await call("GET", `/console/api/tasks/${id}/push`, KEYS.viewer)).body.configs?.[0]?.delivery.attempts >= 1, 10_000, "a failed push attempt");
+      await waitFor(
+        async () =>
+          (await call("GET", `/console/api/tasks/${id}/push`, KEYS.viewer)).body.configs?.[0]?.delivery.attempts >= 1,
+        10_000,
+        "a failed push attempt",
+      );
     }
     fail = false;
     const before = hook.forTask(a).length + hook.forTask(b).length;
@@ -277,7 +376,11 @@ describe("operator console API", () => {
     // Tenant A's task, waiting at its gate, with a push config.
     const taskId = await startWithPush("tenant A", "/tenant-a-hook", "tenant-a-token");
     const before = await waitStatus(taskId, "waiting-approval");
-    await waitFor(async () => (await call("GET", `/console/api/tasks/${taskId}/push`, KEYS.operator)).body.configs?.length === 1, 10_000, "A's push config");
+    await waitFor(
+      async () => (await call("GET", `/console/api/tasks/${taskId}/push`, KEYS.operator)).body.configs?.length === 1,
+      10_000,
+      "A's push config",
+    );
     const pushBefore = (await call("GET", `/console/api/tasks/${taskId}/push`, KEYS.operator)).body;
 
     const unknown = randomUUID();
@@ -300,7 +403,9 @@ describe("operator console API", () => {
       expect(theirs.status, what).toBe(404);
       expect(none.status, what).toBe(404);
       expect(theirs.headers.get("content-type"), what).toBe(none.headers.get("content-type"));
-      expect(JSON.stringify(theirs.body).replaceAll(taskId, "{id}"), what).toBe(JSON.stringify(none.body).replaceAll(unknown, "{id}"));
+      expect(JSON.stringify(theirs.body).replaceAll(taskId, "{id}"), what).toBe(
+        JSON.stringify(none.body).replaceAll(unknown, "{id}"),
+      );
     }
     const notFound = await call("GET", `/console/api/tasks/${taskId}`, KEYS.globexOperator);
     expect(JSON.stringify(notFound.body)).not.toContain("acme");
@@ -310,21 +415,39 @@ describe("operator console API", () => {
     expect(after.task).toMatchObject({ status: "waiting-approval", tenant: "acme", version: before.task.version });
     expect(after.events).toEqual(before.events);
     const pushAfter = (await call("GET", `/console/api/tasks/${taskId}/push`, KEYS.operator)).body;
-    expect(pushAfter.configs.map((c: { configId: string; delivery: { attempts: number } }) => [c.configId, c.delivery.attempts])).toEqual(pushBefore.configs.map((c: { configId: string; delivery: { attempts: number } }) => [c.configId, c.delivery.attempts]));
+    expect(
+      pushAfter.configs.map((c: { configId: string; delivery: { attempts: number } }) => [
+        c.configId,
+        c.delivery.attempts,
+      ]),
+    ).toEqual(
+      pushBefore.configs.map((c: { configId: string; delivery: { attempts: number } }) => [
+        c.configId,
+        c.delivery.attempts,
+      ]),
+    );
 
     // A's own key sees its own task, its event stream and its push view; the all-tenants grant sees it too.
     expect((await call("GET", `/console/api/tasks/${taskId}`, KEYS.viewer)).status).toBe(200);
     expect((await call("GET", `/console/api/tasks/${taskId}/push`, KEYS.viewer)).status).toBe(200);
     const controller = new AbortController();
-    const stream = await fetch(`${t.baseUrl}/console/api/tasks/${taskId}/events`, { headers: { authorization: `Bearer ${KEYS.viewer}` }, signal: controller.signal });
+    const stream = await fetch(`${t.baseUrl}/console/api/tasks/${taskId}/events`, {
+      headers: { authorization: `Bearer ${KEYS.viewer}` },
+      signal: controller.signal,
+    });
     expect(stream.status).toBe(200);
     expect(stream.headers.get("content-type")).toBe("text/event-stream");
     controller.abort();
     await stream.body?.cancel().catch(() => undefined);
-    expect((await call("GET", `/console/api/tasks/${taskId}`, KEYS.ops)).body.task).toMatchObject({ taskId, tenant: "acme" });
+    expect((await call("GET", `/console/api/tasks/${taskId}`, KEYS.ops)).body.task).toMatchObject({
+      taskId,
+      tenant: "acme",
+    });
 
     // The all-tenants grant acts in the task's own tenant.
-    expect((await call("POST", `/console/api/tasks/${taskId}/cancel`, KEYS.ops, { reason: "ops cleanup" })).status).toBe(202);
+    expect(
+      (await call("POST", `/console/api/tasks/${taskId}/cancel`, KEYS.ops, { reason: "ops cleanup" })).status,
+    ).toBe(202);
     await waitStatus(taskId, "cancelled");
   });
 });

@@ -25,9 +25,19 @@ const KEYS = {
   ops: "paging-ops-all-tenants-key",
 };
 const API_KEYS = JSON.stringify([
-  { id: "operator", tenant: "acme", key: KEYS.operator, scopes: ["console:operate", "approvals:respond", "runs:cancel", "webhooks:manage"] },
+  {
+    id: "operator",
+    tenant: "acme",
+    key: KEYS.operator,
+    scopes: ["console:operate", "approvals:respond", "runs:cancel", "webhooks:manage"],
+  },
   { id: "viewer", tenant: "acme", key: KEYS.viewer, scopes: ["console:operate"] },
-  { id: "acme", tenant: "acme", key: KEYS.acme, scopes: ["runs:create", "runs:read", "runs:cancel", "approvals:respond"] },
+  {
+    id: "acme",
+    tenant: "acme",
+    key: KEYS.acme,
+    scopes: ["runs:create", "runs:read", "runs:cancel", "approvals:respond"],
+  },
   { id: "globex", tenant: "globex", key: KEYS.globex, scopes: ["runs:create", "runs:read"] },
   { id: "ops-1", tenant: "ops", key: KEYS.ops, scopes: ["console:operate", "console:all-tenants", "runs:cancel"] },
 ]);
@@ -74,11 +84,18 @@ describe.each(stores)("operator console at scale (%s)", (_name, open) => {
   const call = async (method: string, path: string, key?: string, body?: unknown) => {
     const res = await fetch(`${t.baseUrl}${path}`, {
       method,
-      headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body !== undefined ? { "content-type": "application/json" } : {}) },
+      headers: {
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+        ...(body !== undefined ? { "content-type": "application/json" } : {}),
+      },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
     const text = await res.text();
-    return { status: res.status, headers: res.headers, body: res.headers.get("content-type")?.includes("json") ? JSON.parse(text) : text };
+    return {
+      status: res.status,
+      headers: res.headers,
+      body: res.headers.get("content-type")?.includes("json") ? JSON.parse(text) : text,
+    };
   };
   const startRun = async (key: string, workflowId: string, text = "console") => {
     const { status, body } = await call("POST", "/v1/runs", key, { workflowId, inputs: { text } });
@@ -86,16 +103,29 @@ describe.each(stores)("operator console at scale (%s)", (_name, open) => {
     return body.runId as string;
   };
   const waitStatus = (taskId: string, status: string) =>
-    waitFor(async () => {
-      const { body } = await call("GET", `/console/api/tasks/${taskId}`, KEYS.ops);
-      return body.task?.status === status && body;
-    }, 10_000, `${taskId} ${status}`);
+    waitFor(
+      async () => {
+        const { body } = await call("GET", `/console/api/tasks/${taskId}`, KEYS.ops);
+        return body.task?.status === status && body;
+      },
+      10_000,
+      `${taskId} ${status}`,
+    );
   /** Every page of a query, following nextCursor. */
   const allPages = async (query: string, key = KEYS.ops, between?: (page: number) => Promise<void>) => {
-    const pages: Array<{ tasks: Array<{ taskId: string; tenant: string; updatedAt: string }>; nextCursor: string | null; total: number; counts?: Record<string, number> }> = [];
+    const pages: Array<{
+      tasks: Array<{ taskId: string; tenant: string; updatedAt: string }>;
+      nextCursor: string | null;
+      total: number;
+      counts?: Record<string, number>;
+    }> = [];
     let cursor: string | null = null;
     do {
-      const res = await call("GET", `/console/api/tasks?${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, key);
+      const res = await call(
+        "GET",
+        `/console/api/tasks?${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+        key,
+      );
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       pages.push(res.body);
       cursor = res.body.nextCursor;
@@ -112,7 +142,10 @@ describe.each(stores)("operator console at scale (%s)", (_name, open) => {
     // A real finished task, copied many times into two tenants, each copy a second apart.
     const template = await startRun(KEYS.acme, "echo", "Template task\nsecond line");
     await waitStatus(template, "completed");
-    seeded = await seedCopies(store, template, SEEDED, { tenant: (i) => (i % 3 === 0 ? "globex" : "acme"), at: (i) => new Date(Date.parse("2030-01-01T00:00:00.000Z") + i * 1000).toISOString() });
+    seeded = await seedCopies(store, template, SEEDED, {
+      tenant: (i) => (i % 3 === 0 ? "globex" : "acme"),
+      at: (i) => new Date(Date.parse("2030-01-01T00:00:00.000Z") + i * 1000).toISOString(),
+    });
   });
   afterAll(async () => {
     await t?.close();
@@ -157,7 +190,8 @@ describe.each(stores)("operator console at scale (%s)", (_name, open) => {
   });
 
   it("filters by state, skill, tenant (all-tenants grant only), context, id prefix and time ranges", async () => {
-    const ids = async (query: string, key = KEYS.ops) => (await allPages(`limit=500&${query}`, key)).flatMap((p) => p.tasks.map((x) => x.taskId));
+    const ids = async (query: string, key = KEYS.ops) =>
+      (await allPages(`limit=500&${query}`, key)).flatMap((p) => p.tasks.map((x) => x.taskId));
     const globex = seeded.filter((r) => r.tenant === "globex").map((r) => r.taskId);
     expect((await ids("tenant=globex")).sort()).toEqual(expect.arrayContaining(globex.sort()));
     expect((await ids("tenant=globex")).length).toBe(globex.length);
@@ -171,14 +205,20 @@ describe.each(stores)("operator console at scale (%s)", (_name, open) => {
     // Created in [#10, #20) of the seeded tasks; updated before #5.
     const at = (i: number) => seeded[i]!.createdAt;
     const created = await ids(`createdFrom=${at(10)}&createdTo=${encodeURIComponent(at(20))}`);
-    expect(created.sort()).toEqual(seeded.slice(10, 20).map((r) => r.taskId).sort());
+    expect(created.sort()).toEqual(
+      seeded
+        .slice(10, 20)
+        .map((r) => r.taskId)
+        .sort(),
+    );
     const early = await ids(`updatedTo=${at(5)}&updatedFrom=2029-12-31T00:00:00Z`);
     expect(early.every((id) => seeded.slice(0, 5).some((r) => r.taskId === id))).toBe(true);
     const filtered = (await call("GET", "/console/api/tasks?skill=approval-gate&state=completed", KEYS.ops)).body;
     expect(filtered.counts["input-required"]).toBeGreaterThanOrEqual(1);
     // The total counts the filtered state only; without a state, every state (the counts' sum).
     expect(filtered.total).toBe(filtered.counts["completed"] ?? 0);
-    const waitingOnly = (await call("GET", "/console/api/tasks?skill=approval-gate&state=input-required", KEYS.ops)).body;
+    const waitingOnly = (await call("GET", "/console/api/tasks?skill=approval-gate&state=input-required", KEYS.ops))
+      .body;
     expect(waitingOnly.total).toBe(waitingOnly.counts["input-required"]);
     expect(waitingOnly.total).toBe((await ids("state=input-required&skill=approval-gate")).length);
     const anyState = (await call("GET", "/console/api/tasks", KEYS.ops)).body;
@@ -191,7 +231,10 @@ describe.each(stores)("operator console at scale (%s)", (_name, open) => {
     const first = (await call("GET", "/console/api/tasks?limit=5", KEYS.ops)).body;
     const bad: Array<[string, RegExp]> = [
       ["cursor=not-a-cursor!", /cursor/],
-      [`cursor=${Buffer.from(JSON.stringify({ v: 1, u: "yesterday", i: "x", f: "y" })).toString("base64url")}`, /cursor/],
+      [
+        `cursor=${Buffer.from(JSON.stringify({ v: 1, u: "yesterday", i: "x", f: "y" })).toString("base64url")}`,
+        /cursor/,
+      ],
       [`cursor=${first.nextCursor}&state=completed`, /other filters/],
       [`cursor=${first.nextCursor.slice(0, -3)}`, /cursor/],
       ["limit=0", /limit/],
@@ -213,13 +256,18 @@ describe.each(stores)("operator console at scale (%s)", (_name, open) => {
   });
 
   it("rows a person can read: a title, age, the current node and whom the task waits for", async () => {
-    const gate = await startRun(KEYS.acme, "approval-gate", "Send the quarterly report to the board\nwith the appendix");
+    const gate = await startRun(
+      KEYS.acme,
+      "approval-gate",
+      "Send the quarterly report to the board\nwith the appendix",
+    );
     const clarify = await startRun(KEYS.acme, "clarify", "Announce the new office hours");
     const delay = await startRun(KEYS.acme, "conformance-delay", "Wait a bit");
     await waitStatus(gate, "waiting-approval");
     await waitStatus(clarify, "waiting-input");
     // Tasks of today (the seeded copies are dated 2030).
-    const rows = (await call("GET", "/console/api/tasks?limit=50&createdTo=2029-01-01T00:00:00Z", KEYS.viewer)).body.tasks as Array<Record<string, any>>;
+    const rows = (await call("GET", "/console/api/tasks?limit=50&createdTo=2029-01-01T00:00:00Z", KEYS.viewer)).body
+      .tasks as Array<Record<string, any>>;
     const row = (id: string) => rows.find((r) => r.taskId === id)!;
     expect(row(gate)).toMatchObject({
       title: "Approval gate: Send the quarterly report to the board",
@@ -227,12 +275,22 @@ describe.each(stores)("operator console at scale (%s)", (_name, open) => {
       waitingFor: { kind: "approver", label: "an approver: Approve the proposal", nodeId: "gate" },
     });
     expect(row(gate).ageMs).toEqual(expect.any(Number));
-    expect(row(clarify)).toMatchObject({ title: "Clarify: Announce the new office hours", waitingFor: { kind: "clarification", label: "an answer: Who is the audience for this message?" } });
-    const delayed = await waitFor(async () => {
-      const d = (await call("GET", `/console/api/tasks/${delay}`, KEYS.viewer)).body;
-      return d.task.waitingFor && d;
-    }, 5_000, "the delay's timer");
-    expect(delayed.task).toMatchObject({ currentNode: { id: "wait", kind: "delay" }, waitingFor: { kind: "timer", until: expect.any(String) } });
+    expect(row(clarify)).toMatchObject({
+      title: "Clarify: Announce the new office hours",
+      waitingFor: { kind: "clarification", label: "an answer: Who is the audience for this message?" },
+    });
+    const delayed = await waitFor(
+      async () => {
+        const d = (await call("GET", `/console/api/tasks/${delay}`, KEYS.viewer)).body;
+        return d.task.waitingFor && d;
+      },
+      5_000,
+      "the delay's timer",
+    );
+    expect(delayed.task).toMatchObject({
+      currentNode: { id: "wait", kind: "delay" },
+      waitingFor: { kind: "timer", until: expect.any(String) },
+    });
     const copy = (await call("GET", `/console/api/tasks?q=${seeded[1]!.taskId}`, KEYS.viewer)).body.tasks[0];
     expect(copy).toMatchObject({ title: "Echo: Template task", currentNode: null });
     expect(copy.waitingFor).toBeUndefined();
@@ -251,17 +309,28 @@ describe.each(stores)("operator console at scale (%s)", (_name, open) => {
       ]),
     );
     const router = (await call("GET", "/console/api/workflows/router", KEYS.viewer)).body;
-    expect(router.edges).toEqual(expect.arrayContaining([
-      { from: "route", to: "review", kind: "case", condition: "messageId ^urgent-" },
-      { from: "route", to: "report", kind: "case", condition: 'data.format = "report"' },
-      { from: "route", to: "echo", kind: "default", condition: "default" },
-      { from: "echo", to: "$end", kind: "next" },
-    ]));
+    expect(router.edges).toEqual(
+      expect.arrayContaining([
+        { from: "route", to: "review", kind: "case", condition: "messageId ^urgent-" },
+        { from: "route", to: "report", kind: "case", condition: 'data.format = "report"' },
+        { from: "route", to: "echo", kind: "default", condition: "default" },
+        { from: "echo", to: "$end", kind: "next" },
+      ]),
+    );
     const remote = (await call("GET", "/console/api/workflows/remote-review", KEYS.viewer)).body;
     // The peer's origin only: no userinfo, path or query.
-    expect(remote.nodes[0]).toMatchObject({ id: "ask-peer", kind: "a2a.invoke", remote: { agent: "https://peer.example.com", skillId: "review" } });
+    expect(remote.nodes[0]).toMatchObject({
+      id: "ask-peer",
+      kind: "a2a.invoke",
+      remote: { agent: "https://peer.example.com", skillId: "review" },
+    });
     expect(JSON.stringify(remote)).not.toContain("pw@");
-    expect(remote.edges).toEqual(expect.arrayContaining([{ from: "gate", to: "details", kind: "reject", condition: "reject" }, { from: "route", to: "gate", kind: "case", condition: 'text ∋ "urgent"' }]));
+    expect(remote.edges).toEqual(
+      expect.arrayContaining([
+        { from: "gate", to: "details", kind: "reject", condition: "reject" },
+        { from: "route", to: "gate", kind: "case", condition: 'text ∋ "urgent"' },
+      ]),
+    );
     expect((await call("GET", "/console/api/workflows/nope", KEYS.viewer)).status).toBe(404);
     expect((await call("GET", "/console/api/workflows/echo")).status).toBe(401);
     expect((await call("GET", "/console/api/workflows/echo", KEYS.acme)).status).toBe(403);
@@ -272,16 +341,25 @@ describe.each(stores)("operator console at scale (%s)", (_name, open) => {
     const d = await waitStatus(clarify, "waiting-input");
     expect(d.currentNode).toMatchObject({ id: "ask-audience", kind: "clarification" });
     expect(d.nodePath).toEqual(["ask-audience"]);
-    expect(d.interruptForm).toEqual({ kind: "questions", remote: false, fields: [{ id: "audience", label: "Who is the audience for this message?", required: true }] });
+    expect(d.interruptForm).toEqual({
+      kind: "questions",
+      remote: false,
+      fields: [{ id: "audience", label: "Who is the audience for this message?", required: true }],
+    });
     const gate = await startRun(KEYS.acme, "approval-gate", "Ship it");
     const g = await waitStatus(gate, "waiting-approval");
     expect(g.nodePath).toEqual(["prepare", "gate"]);
-    expect(g.interruptForm).toMatchObject({ kind: "approval", title: "Approve the proposal", actions: expect.arrayContaining(["accept", "reject", "refine"]) });
+    expect(g.interruptForm).toMatchObject({
+      kind: "approval",
+      title: "Approve the proposal",
+      actions: expect.arrayContaining(["accept", "reject", "refine"]),
+    });
     expect(g.interruptForm.artifacts).toHaveLength(1);
     expect(g.interruptForm.artifacts[0].artifactId).toBe(g.artifacts[0].artifactId);
     // Answered from the console as the operator: needs approvals:respond, the task's tenant, a valid answer.
     const operator = (await call("GET", `/console/api/tasks/${gate}`, KEYS.operator)).body;
-    const answer = (key: string, id: string, node: string, resumeValue: unknown) => call("POST", `/console/api/tasks/${id}/interrupts/${node}`, key, { resumeValue });
+    const answer = (key: string, id: string, node: string, resumeValue: unknown) =>
+      call("POST", `/console/api/tasks/${id}/interrupts/${node}`, key, { resumeValue });
     expect((await answer(KEYS.viewer, gate, "gate", { action: "accept" })).status).toBe(403);
     expect((await answer(KEYS.operator, randomUUID(), "gate", { action: "accept" })).status).toBe(404);
     expect((await answer(KEYS.operator, gate, "gate", "accept")).status).toBe(400);
@@ -305,19 +383,42 @@ describe.each(stores)("operator console at scale (%s)", (_name, open) => {
     const a = await startRun(KEYS.acme, "approval-gate");
     const b = await startRun(KEYS.acme, "approval-gate");
     const theirs = await startRun(KEYS.globex, "approval-gate");
-    await Promise.all([waitStatus(a, "waiting-approval"), waitStatus(b, "waiting-approval"), waitStatus(theirs, "waiting-approval")]);
+    await Promise.all([
+      waitStatus(a, "waiting-approval"),
+      waitStatus(b, "waiting-approval"),
+      waitStatus(theirs, "waiting-approval"),
+    ]);
     const unknown = randomUUID();
     expect((await call("POST", "/console/api/bulk/cancel", KEYS.viewer, { taskIds: [a] })).status).toBe(403);
-    const res = await call("POST", "/console/api/bulk/cancel", KEYS.operator, { taskIds: [a, b, theirs, unknown, a], reason: "bulk" });
+    const res = await call("POST", "/console/api/bulk/cancel", KEYS.operator, {
+      taskIds: [a, b, theirs, unknown, a],
+      reason: "bulk",
+    });
     expect(res.status).toBe(200);
-    expect(res.body.results.map((r: { taskId: string; ok: boolean }) => [r.taskId, r.ok])).toEqual([[a, true], [b, true], [theirs, false], [unknown, false]]);
+    expect(res.body.results.map((r: { taskId: string; ok: boolean }) => [r.taskId, r.ok])).toEqual([
+      [a, true],
+      [b, true],
+      [theirs, false],
+      [unknown, false],
+    ]);
     const [, , other, none] = res.body.results;
     expect(other.error.code).toBe("task-not-found");
-    expect(JSON.stringify(other.error).replaceAll(theirs, "{id}")).toBe(JSON.stringify(none.error).replaceAll(unknown, "{id}"));
+    expect(JSON.stringify(other.error).replaceAll(theirs, "{id}")).toBe(
+      JSON.stringify(none.error).replaceAll(unknown, "{id}"),
+    );
     await Promise.all([waitStatus(a, "cancelled"), waitStatus(b, "cancelled")]);
     expect((await call("GET", `/console/api/tasks/${theirs}`, KEYS.ops)).body.task.status).toBe("waiting-approval");
-    for (const body of [{}, { taskIds: [] }, { taskIds: "x" }, { taskIds: Array.from({ length: 201 }, () => "x") }, { taskIds: [a], extra: 1 }]) {
-      expect((await call("POST", "/console/api/bulk/cancel", KEYS.operator, body)).status, JSON.stringify(body).slice(0, 60)).toBe(400);
+    for (const body of [
+      {},
+      { taskIds: [] },
+      { taskIds: "x" },
+      { taskIds: Array.from({ length: 201 }, () => "x") },
+      { taskIds: [a], extra: 1 },
+    ]) {
+      expect(
+        (await call("POST", "/console/api/bulk/cancel", KEYS.operator, body)).status,
+        JSON.stringify(body).slice(0, 60),
+      ).toBe(400);
     }
   });
 

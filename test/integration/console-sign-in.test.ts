@@ -16,14 +16,17 @@ const json = (res: Response): Promise<any> => res.json();
 describe("console sign-in through the IdP (authorization code + PKCE, session cookie, CSRF)", () => {
   let idp: OidcIssuer;
   let t: TestApp;
-  const operatorToken = async (tenant: string) => idp.token({ sub: "robot", aud: AUDIENCE, tenant, scope: "runs:create runs:read runs:cancel approvals:respond" });
+  const operatorToken = async (tenant: string) =>
+    idp.token({ sub: "robot", aud: AUDIENCE, tenant, scope: "runs:create runs:read runs:cancel approvals:respond" });
 
   beforeAll(async () => {
     idp = await OidcIssuer.start();
     t = await startTestApp({
       AUTH_OIDC_ALLOW_INSECURE_FOR_TESTS: "true",
       AUTH_OIDC_ISSUERS: JSON.stringify([{ issuer: idp.issuer, audience: AUDIENCE }]),
-      API_KEYS: JSON.stringify([{ id: "ops", tenant: "acme", scopes: ["console:operate", "runs:read", "runs:cancel"], key: API_KEY }]),
+      API_KEYS: JSON.stringify([
+        { id: "ops", tenant: "acme", scopes: ["console:operate", "runs:read", "runs:cancel"], key: API_KEY },
+      ]),
       CONSOLE_OIDC_CLIENT_ID: CLIENT_ID,
     });
   });
@@ -32,7 +35,12 @@ describe("console sign-in through the IdP (authorization code + PKCE, session co
     await idp?.close();
   });
   beforeEach(() => {
-    idp.signIn = { clientId: CLIENT_ID, redirectUri: `${t.baseUrl}/console/auth/callback`, audience: AUDIENCE, claims: { sub: "ann", tenant: "acme", scope: "console:operate runs:read approvals:respond runs:cancel" } };
+    idp.signIn = {
+      clientId: CLIENT_ID,
+      redirectUri: `${t.baseUrl}/console/auth/callback`,
+      audience: AUDIENCE,
+      claims: { sub: "ann", tenant: "acme", scope: "console:operate runs:read approvals:respond runs:cancel" },
+    };
   });
 
   /** GET /console/auth/login: the IdP's authorization URL and the browser-binding cookie. */
@@ -64,7 +72,11 @@ describe("console sign-in through the IdP (authorization code + PKCE, session co
     return { cookie, csrf: session.csrfToken, setCookie };
   }
   const post = (path: string, headers: Record<string, string>, body: unknown = {}) =>
-    fetch(`${t.baseUrl}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+    fetch(`${t.baseUrl}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify(body),
+    });
   async function waitingTask(tenant = "acme"): Promise<string> {
     const token = await operatorToken(tenant);
     const client = openwopClient(t.baseUrl);
@@ -75,12 +87,22 @@ describe("console sign-in through the IdP (authorization code + PKCE, session co
     }
     throw new Error("the task never waited for approval");
   }
-  const stateOf = async (taskId: string) => (await openwopClient(t.baseUrl).call("GET", `/v1/runs/${taskId}`, undefined, { authorization: `Bearer ${await operatorToken("acme")}` })).body.status as string;
+  const stateOf = async (taskId: string) =>
+    (
+      await openwopClient(t.baseUrl).call("GET", `/v1/runs/${taskId}`, undefined, {
+        authorization: `Bearer ${await operatorToken("acme")}`,
+      })
+    ).body.status as string;
 
   it("signs in with PKCE S256: an opaque HttpOnly SameSite=Strict cookie on /console; the console API sees the token's tenant; logout ends it", async () => {
     const { authorize } = await startSignIn();
     expect(authorize.origin + authorize.pathname).toBe(`${idp.issuer}/authorize`);
-    expect(Object.fromEntries(authorize.searchParams)).toMatchObject({ response_type: "code", client_id: CLIENT_ID, redirect_uri: `${t.baseUrl}/console/auth/callback`, code_challenge_method: "S256" });
+    expect(Object.fromEntries(authorize.searchParams)).toMatchObject({
+      response_type: "code",
+      client_id: CLIENT_ID,
+      redirect_uri: `${t.baseUrl}/console/auth/callback`,
+      code_challenge_method: "S256",
+    });
     expect(authorize.searchParams.get("code_challenge")).toMatch(/^[\w-]{43}$/);
 
     const mine = await waitingTask("acme");
@@ -114,7 +136,9 @@ describe("console sign-in through the IdP (authorization code + PKCE, session co
     forged.searchParams.set("state", "forged-state-0123456789");
     const res = await callback(forged, bindCookie);
     expect(res.status).toBe(400);
-    expect(await res.text()).toBe("Console sign-in failed: the state does not match a sign-in started in this browser.\nStart again at /console.\n");
+    expect(await res.text()).toBe(
+      "Console sign-in failed: the state does not match a sign-in started in this browser.\nStart again at /console.\n",
+    );
     expect(res.headers.getSetCookie().some((c) => c.startsWith("console_session="))).toBe(false);
     // Without the browser-binding cookie (a login CSRF: someone else's code and state pushed into this browser).
     expect((await callback(back, "")).status).toBe(400);
@@ -140,9 +164,28 @@ describe("console sign-in through the IdP (authorization code + PKCE, session co
     // The issuer itself: a code works once, with its verifier.
     const verifier = randomBytes(32).toString("base64url");
     const url = new URL(`${idp.issuer}/authorize`);
-    for (const [k, v] of Object.entries({ response_type: "code", client_id: CLIENT_ID, redirect_uri: `${t.baseUrl}/console/auth/callback`, state: "s", code_challenge: createHash("sha256").update(verifier).digest("base64url"), code_challenge_method: "S256" })) url.searchParams.set(k, v);
+    for (const [k, v] of Object.entries({
+      response_type: "code",
+      client_id: CLIENT_ID,
+      redirect_uri: `${t.baseUrl}/console/auth/callback`,
+      state: "s",
+      code_challenge: createHash("sha256").update(verifier).digest("base64url"),
+      code_challenge_method: "S256",
+    }))
+      url.searchParams.set(k, v);
     const code = (await approve(url)).searchParams.get("code")!;
-    const exchange = () => fetch(`${idp.issuer}/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ grant_type: "authorization_code", code, client_id: CLIENT_ID, redirect_uri: `${t.baseUrl}/console/auth/callback`, code_verifier: verifier }).toString() });
+    const exchange = () =>
+      fetch(`${idp.issuer}/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({
+          grant_type: "authorization_code",
+          code,
+          client_id: CLIENT_ID,
+          redirect_uri: `${t.baseUrl}/console/auth/callback`,
+          code_verifier: verifier,
+        }).toString(),
+      });
     expect((await exchange()).status).toBe(200);
     const second = await exchange();
     expect(second.status).toBe(400);
@@ -153,13 +196,35 @@ describe("console sign-in through the IdP (authorization code + PKCE, session co
     // The issuer: no verifier, or another one, no token.
     const verifier = randomBytes(32).toString("base64url");
     const url = new URL(`${idp.issuer}/authorize`);
-    for (const [k, v] of Object.entries({ response_type: "code", client_id: CLIENT_ID, redirect_uri: `${t.baseUrl}/console/auth/callback`, state: "s", code_challenge: createHash("sha256").update(verifier).digest("base64url"), code_challenge_method: "S256" })) url.searchParams.set(k, v);
-    const form = (code: string, extra: Record<string, string>) => new URLSearchParams({ grant_type: "authorization_code", code, client_id: CLIENT_ID, redirect_uri: `${t.baseUrl}/console/auth/callback`, ...extra }).toString();
-    const token = (body: string) => fetch(`${idp.issuer}/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body });
+    for (const [k, v] of Object.entries({
+      response_type: "code",
+      client_id: CLIENT_ID,
+      redirect_uri: `${t.baseUrl}/console/auth/callback`,
+      state: "s",
+      code_challenge: createHash("sha256").update(verifier).digest("base64url"),
+      code_challenge_method: "S256",
+    }))
+      url.searchParams.set(k, v);
+    const form = (code: string, extra: Record<string, string>) =>
+      new URLSearchParams({
+        grant_type: "authorization_code",
+        code,
+        client_id: CLIENT_ID,
+        redirect_uri: `${t.baseUrl}/console/auth/callback`,
+        ...extra,
+      }).toString();
+    const token = (body: string) =>
+      fetch(`${idp.issuer}/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body,
+      });
     const noVerifier = await token(form((await approve(url)).searchParams.get("code")!, {}));
     expect(noVerifier.status).toBe(400);
     expect(await noVerifier.json()).toEqual({ error: "invalid_grant" });
-    const wrongVerifier = await token(form((await approve(url)).searchParams.get("code")!, { code_verifier: randomBytes(32).toString("base64url") }));
+    const wrongVerifier = await token(
+      form((await approve(url)).searchParams.get("code")!, { code_verifier: randomBytes(32).toString("base64url") }),
+    );
     expect(await wrongVerifier.json()).toEqual({ error: "invalid_grant" });
     // An authorization request without a challenge gets no code at all.
     const plain = new URL(url);
@@ -176,7 +241,9 @@ describe("console sign-in through the IdP (authorization code + PKCE, session co
     back.searchParams.set("state", authorize.searchParams.get("state")!);
     const res = await callback(back, bindCookie);
     expect(res.status).toBe(502);
-    expect(await res.text()).toBe("Console sign-in failed: the identity provider refused the code (invalid_grant).\nStart again at /console.\n");
+    expect(await res.text()).toBe(
+      "Console sign-in failed: the identity provider refused the code (invalid_grant).\nStart again at /console.\n",
+    );
     expect(res.headers.getSetCookie().some((c) => c.startsWith("console_session="))).toBe(false);
   });
 
@@ -185,9 +252,21 @@ describe("console sign-in through the IdP (authorization code + PKCE, session co
     const { cookie, csrf } = await signIn();
     const cancel = `/console/api/tasks/${taskId}/cancel`;
     const refusals: Array<[string, Record<string, string>, RegExp]> = [
-      ["absent CSRF token", { cookie, origin: t.baseUrl }, /x-csrf-token header is absent or is not this session's CSRF token/],
-      ["forged CSRF token", { cookie, origin: t.baseUrl, "x-csrf-token": "A".repeat(43) }, /x-csrf-token header is absent or is not this session's CSRF token/],
-      ["another origin", { cookie, origin: "https://evil.example", "x-csrf-token": csrf }, /must come from http:\/\/127\.0\.0\.1:\d+ \(Origin: "https:\/\/evil\.example"\)/],
+      [
+        "absent CSRF token",
+        { cookie, origin: t.baseUrl },
+        /x-csrf-token header is absent or is not this session's CSRF token/,
+      ],
+      [
+        "forged CSRF token",
+        { cookie, origin: t.baseUrl, "x-csrf-token": "A".repeat(43) },
+        /x-csrf-token header is absent or is not this session's CSRF token/,
+      ],
+      [
+        "another origin",
+        { cookie, origin: "https://evil.example", "x-csrf-token": csrf },
+        /must come from http:\/\/127\.0\.0\.1:\d+ \(Origin: "https:\/\/evil\.example"\)/,
+      ],
       ["no origin", { cookie, "x-csrf-token": csrf }, /\(Origin: absent\)/],
     ];
     for (const [what, headers, message] of refusals) {
@@ -203,7 +282,14 @@ describe("console sign-in through the IdP (authorization code + PKCE, session co
     expect((await fetch(`${t.baseUrl}/console/api/tasks/${taskId}`, { headers: { cookie } })).status).toBe(200);
     // The API key (a header, not a cookie): no CSRF token, and a cookie beside it is ignored.
     const other = await waitingTask();
-    expect((await post(`/console/api/tasks/${other}/cancel`, { authorization: `Bearer ${API_KEY}`, cookie: "console_session=nonsense" })).status).toBe(202);
+    expect(
+      (
+        await post(`/console/api/tasks/${other}/cancel`, {
+          authorization: `Bearer ${API_KEY}`,
+          cookie: "console_session=nonsense",
+        })
+      ).status,
+    ).toBe(202);
     // With both: the cancel goes through.
     const ok = await post(cancel, { cookie, origin: t.baseUrl, "x-csrf-token": csrf });
     expect(ok.status).toBe(202);
@@ -217,9 +303,13 @@ describe("console sign-in through the IdP (authorization code + PKCE, session co
     await new Promise((r) => setTimeout(r, 2_100));
     const res = await fetch(`${t.baseUrl}/console/api/tasks`, { headers: { cookie } });
     expect(res.status).toBe(401);
-    expect((await json(res)).message).toBe("the console session has ended (its access token expired, or it was signed out, or another instance made it): sign in again");
+    expect((await json(res)).message).toBe(
+      "the console session has ended (its access token expired, or it was signed out, or another instance made it): sign in again",
+    );
     expect(res.headers.getSetCookie()[0]).toMatch(/^console_session=; Path=\/console; Max-Age=0/);
-    expect(await json(await fetch(`${t.baseUrl}/console/auth/session`, { headers: { cookie } }))).toMatchObject({ signedIn: false });
+    expect(await json(await fetch(`${t.baseUrl}/console/auth/session`, { headers: { cookie } }))).toMatchObject({
+      signedIn: false,
+    });
   });
 
   it("a token without console:operate makes no session", async () => {
@@ -245,8 +335,12 @@ describe("console sign-in behind an https:// PUBLIC_URL", () => {
     try {
       const res = await fetch(`${t.baseUrl}/console/auth/login`, { redirect: "manual" });
       expect(res.status).toBe(302);
-      expect(new URL(res.headers.get("location")!).searchParams.get("redirect_uri")).toBe("https://console.example.com/console/auth/callback");
-      expect(res.headers.getSetCookie()[0]).toMatch(/^console_sign_in=[\w-]{43}; Path=\/console\/auth\/callback; Max-Age=600; HttpOnly; SameSite=Lax; Secure$/);
+      expect(new URL(res.headers.get("location")!).searchParams.get("redirect_uri")).toBe(
+        "https://console.example.com/console/auth/callback",
+      );
+      expect(res.headers.getSetCookie()[0]).toMatch(
+        /^console_sign_in=[\w-]{43}; Path=\/console\/auth\/callback; Max-Age=600; HttpOnly; SameSite=Lax; Secure$/,
+      );
     } finally {
       await t.close();
       await idp.close();

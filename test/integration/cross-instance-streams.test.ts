@@ -8,7 +8,7 @@ import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
 import { readSse } from "../support/sse.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 
-type Obj = Record<string, any>;  
+type Obj = Record<string, any>;
 const WORKFLOWS_DIR = new URL("../fixtures/fanout-workflows", import.meta.url).pathname;
 
 for (const feed of ["change-stream", "poll"] as const) {
@@ -36,22 +36,45 @@ for (const feed of ["change-stream", "poll"] as const) {
       await Promise.all(clients.map((c) => c.close()));
     });
 
-    const rpc = async (on: TestApp, method: string, params: unknown, headers: Record<string, string> = {}): Promise<Obj> => {
-      const res = await fetch(`${on.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }) });
+    const rpc = async (
+      on: TestApp,
+      method: string,
+      params: unknown,
+      headers: Record<string, string> = {},
+    ): Promise<Obj> => {
+      const res = await fetch(`${on.baseUrl}/a2a/jsonrpc`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }),
+      });
       return (await res.json()) as Obj;
     };
     /** Opens a stream; `frames` resolves with its results once it ends. */
     const subscribe = (on: TestApp, method: string, params: unknown, headers: Record<string, string> = {}) => {
-      const frames = fetch(`${on.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) }).then((res) => readSse(res));
+      const frames = fetch(`${on.baseUrl}/a2a/jsonrpc`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      }).then((res) => readSse(res));
       return { frames: frames.then((all) => all.map((f) => (f.data as Obj)["result"] as Obj)) };
     };
     const TEXT = Array.from({ length: 30 }, (_, i) => `w${String(i).padStart(2, "0")}`).join("");
-    const message = (text: string, extra: Obj = {}) => ({ kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], ...extra });
-    const textOf = (artifact: Obj | undefined): string => ((artifact?.["parts"] ?? []) as Obj[]).map((p) => p["text"] as string).join("");
+    const message = (text: string, extra: Obj = {}) => ({
+      kind: "message",
+      messageId: randomUUID(),
+      role: "user",
+      parts: [{ kind: "text", text }],
+      ...extra,
+    });
+    const textOf = (artifact: Obj | undefined): string =>
+      ((artifact?.["parts"] ?? []) as Obj[]).map((p) => p["text"] as string).join("");
 
     /** A task A drives (a slow streamed artifact), created without waiting for it. */
     async function runningTask(): Promise<string> {
-      const created = await rpc(a, "message/send", { message: message(TEXT, { metadata: { skillId: "slow-stream" } }), configuration: { blocking: false } });
+      const created = await rpc(a, "message/send", {
+        message: message(TEXT, { metadata: { skillId: "slow-stream" } }),
+        configuration: { blocking: false },
+      });
       return created["result"]["id"] as string;
     }
 
@@ -71,7 +94,12 @@ for (const feed of ["change-stream", "poll"] as const) {
       let text = textOf(((task["artifacts"] ?? []) as Obj[]).find((x) => x["artifactId"] === "stream.stream"));
       let chunks = 0;
       for (const frame of frames.slice(1)) {
-        const update = version === "0.3" ? (frame["kind"] === "artifact-update" ? frame : undefined) : (frame["artifactUpdate"] as Obj | undefined);
+        const update =
+          version === "0.3"
+            ? frame["kind"] === "artifact-update"
+              ? frame
+              : undefined
+            : (frame["artifactUpdate"] as Obj | undefined);
         if (update?.["artifact"]["artifactId"] !== "stream.stream") continue;
         text = update["append"] ? text + textOf(update["artifact"]) : textOf(update["artifact"]);
         chunks++;

@@ -37,7 +37,11 @@ async function scrape(t: TestApp): Promise<PrometheusSample[]> {
 }
 
 function problems(samples: readonly PrometheusSample[], only: (metric: string) => boolean = () => true): string[] {
-  return [...new Set(selectors.filter((s) => only(s.metric)).flatMap((s) => missingFor(s, samples).map((p) => `${s.source}: ${p}`)))];
+  return [
+    ...new Set(
+      selectors.filter((s) => only(s.metric)).flatMap((s) => missingFor(s, samples).map((p) => `${s.source}: ${p}`)),
+    ),
+  ];
 }
 
 describe("the metrics the dashboards and alert rules query", () => {
@@ -48,7 +52,11 @@ describe("the metrics the dashboards and alert rules query", () => {
   beforeAll(async () => {
     peer = await startTestPeer();
     receiver = await new PushReceiver().start();
-    host = await startTestApp({ A2A_PEER_CARD_URL: peer.cardUrl, A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS: "true", PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true" });
+    host = await startTestApp({
+      A2A_PEER_CARD_URL: peer.cardUrl,
+      A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS: "true",
+      PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true",
+    });
   });
   afterAll(async () => {
     await host?.close();
@@ -59,7 +67,8 @@ describe("the metrics the dashboards and alert rules query", () => {
   it("are queried at all: the dashboards and rules parse, and name the metrics this test knows", () => {
     expect(selectors.length).toBeGreaterThan(40);
     const metrics = new Set(selectors.map((s) => s.metric));
-    for (const made of MADE_BY_TRAFFIC) expect(metrics, `${made} is listed as made by traffic but queried nowhere`).toContain(made);
+    for (const made of MADE_BY_TRAFFIC)
+      expect(metrics, `${made} is listed as made by traffic but queried nowhere`).toContain(made);
   });
 
   it("are on /metrics of a host that has done nothing yet, with their labels, but for those made by traffic", async () => {
@@ -75,18 +84,41 @@ describe("the metrics the dashboards and alert rules query", () => {
     const pushed = await fetch(`${host.baseUrl}/a2a/jsonrpc`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "notify me" }], metadata: { skillId: "echo" } }, configuration: { pushNotificationConfig: { url: receiver.url() } } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "message/send",
+        params: {
+          message: {
+            kind: "message",
+            messageId: randomUUID(),
+            role: "user",
+            parts: [{ kind: "text", text: "notify me" }],
+            metadata: { skillId: "echo" },
+          },
+          configuration: { pushNotificationConfig: { url: receiver.url() } },
+        },
+      }),
     });
     const pushedTask = ((await pushed.json()) as { result: { id: string } }).result;
     await waitFor(() => receiver.forTask(pushedTask.id).length > 0, 10_000, "a push delivery");
 
-    const invoked = await caller.start("scenario:complete please", "conformance-a2a-task-roundtrip", { blocking: false });
-    await caller.waitFor(invoked["id"] as string, (task) => task["status"].state === "completed", "completed through the peer");
+    const invoked = await caller.start("scenario:complete please", "conformance-a2a-task-roundtrip", {
+      blocking: false,
+    });
+    await caller.waitFor(
+      invoked["id"] as string,
+      (task) => task["status"].state === "completed",
+      "completed through the peer",
+    );
 
     const samples = await scrape(host);
     expect(problems(samples)).toEqual([]);
     // And the new counts moved where the work happened: the peer calls, the delivery, the tasks per tenant.
-    const value = (name: string, labels: Record<string, string>) => samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((sum, s) => sum + s.value, 0);
+    const value = (name: string, labels: Record<string, string>) =>
+      samples
+        .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+        .reduce((sum, s) => sum + s.value, 0);
     expect(value("openwop_peer_requests_total", { transport: "http", outcome: "ok" })).toBeGreaterThanOrEqual(2);
     expect(value("openwop_push_deliveries_total", { outcome: "delivered", retry: "false" })).toBeGreaterThanOrEqual(1);
     expect(value("openwop_tasks", { tenant: "default", state: "completed" })).toBe(3);

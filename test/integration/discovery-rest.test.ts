@@ -26,12 +26,31 @@ describe("discovery and the durable read over REST", () => {
     const res = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hi" }], metadata: { skillId: "approval-gate" } } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "message/send",
+        params: {
+          message: {
+            kind: "message",
+            messageId: randomUUID(),
+            role: "user",
+            parts: [{ kind: "text", text: "hi" }],
+            metadata: { skillId: "approval-gate" },
+          },
+        },
+      }),
     });
     const task = ((await res.json()) as { result: { id: string; contextId: string } }).result;
     const state = (await (await fetch(`${t.baseUrl}/v1/a2a/tasks/${task.id}`)).json()) as Record<string, unknown>;
     validateA2ATaskState(state);
-    expect(state).toMatchObject({ taskId: task.id, runId: task.id, contextId: task.contextId, state: "input-required", interruptKind: "approval" });
+    expect(state).toMatchObject({
+      taskId: task.id,
+      runId: task.id,
+      contextId: task.contextId,
+      state: "input-required",
+      interruptKind: "approval",
+    });
   });
 
   it("unknown tasks and routes answer the OpenWOP error envelope", async () => {
@@ -44,26 +63,46 @@ describe("discovery and the durable read over REST", () => {
     expect(route.status).toBe(404);
     const wrongMethod = await fetch(`${t.baseUrl}/.well-known/openwop`, { method: "DELETE" });
     expect(wrongMethod.status).toBe(405);
-    expect(wrongMethod.headers.get("allow")).toBe("GET, HEAD") // HEAD: issue 12 item 13;
+    expect(wrongMethod.headers.get("allow")).toBe("GET, HEAD"); // HEAD: issue 12 item 13;
   });
 
   it("advertises the loaded conformance fixtures, the rest transport and the clarification envelope", async () => {
     const doc = (await (await fetch(`${t.baseUrl}/.well-known/openwop`)).json()) as Record<string, any>;
     validateCapabilities(doc);
-    expect(doc["fixtures"]).toEqual(expect.arrayContaining(["conformance-noop", "conformance-approval", "conformance-cancellable", "conformance-delay"]));
+    expect(doc["fixtures"]).toEqual(
+      expect.arrayContaining([
+        "conformance-noop",
+        "conformance-approval",
+        "conformance-cancellable",
+        "conformance-delay",
+      ]),
+    );
     // Exactly the loaded fixture workflows (conformance-a2a-task-roundtrip too, when it is loaded), each really served.
-    const served = ((await (await fetch(`${t.baseUrl}/v1/workflows`)).json()) as { workflows: Array<{ workflowId: string }> }).workflows.map((w) => w.workflowId);
-    expect([...(doc["fixtures"] as string[])].sort()).toEqual(served.filter((id) => id.startsWith("conformance-")).sort());
-    for (const id of doc["fixtures"] as string[]) expect((await fetch(`${t.baseUrl}/v1/workflows/${id}`)).status).toBe(200);
+    const served = (
+      (await (await fetch(`${t.baseUrl}/v1/workflows`)).json()) as { workflows: Array<{ workflowId: string }> }
+    ).workflows.map((w) => w.workflowId);
+    expect([...(doc["fixtures"] as string[])].sort()).toEqual(
+      served.filter((id) => id.startsWith("conformance-")).sort(),
+    );
+    for (const id of doc["fixtures"] as string[])
+      expect((await fetch(`${t.baseUrl}/v1/workflows/${id}`)).status).toBe(200);
     expect(doc["supportedTransports"]).toContain("rest");
     expect(doc["supportedEnvelopes"]).toEqual(["clarification.request"]);
     expect(doc["eventLogSchemaVersion"]).toBe(2);
     // OpenWOP RFC 0158: the recovery bound, derived from the lease settings (docs/operating.md "RFC 0158 evidence").
-    const [bound] = doc["recoveryEvidence"].recoveryBounds as Array<{ class: string; bound: number; terms: Array<{ name: string; ms: number }> }>;
+    const [bound] = doc["recoveryEvidence"].recoveryBounds as Array<{
+      class: string;
+      bound: number;
+      terms: Array<{ name: string; ms: number }>;
+    }>;
     expect(bound!.class).toBe("task-execution-lease");
     expect(bound!.terms.map((t) => t.name)).toEqual(["LEASE_TTL_MS", "LEASE_HEARTBEAT_MS"]);
     expect(bound!.bound).toBe(bound!.terms.reduce((sum, t) => sum + t.ms, 0));
-    expect(doc["recoveryEvidence"].attemptBound).toEqual({ maxAttempts: 5, setting: "RECOVERY_MAX_ATTEMPTS", terminalError: "poison_exhausted" });
+    expect(doc["recoveryEvidence"].attemptBound).toEqual({
+      maxAttempts: 5,
+      setting: "RECOVERY_MAX_ATTEMPTS",
+      terminalError: "poison_exhausted",
+    });
   });
 
   it("echoes supported extensions on every binding, not only JSON-RPC", async () => {
@@ -71,15 +110,24 @@ describe("discovery and the durable read over REST", () => {
     const requested = `https://unknown.example/ext, ${OPENWOP_EXTENSION_URI}`;
     const rest03 = await fetch(`${t.baseUrl}/v1/tasks/nope`, { headers: { "x-a2a-extensions": requested } });
     expect(rest03.headers.get("x-a2a-extensions")).toBe(OPENWOP_EXTENSION_URI);
-    const rest10 = await fetch(`${t.baseUrl}/tasks/nope`, { headers: { "a2a-extensions": requested, "a2a-version": "1.0" } });
+    const rest10 = await fetch(`${t.baseUrl}/tasks/nope`, {
+      headers: { "a2a-extensions": requested, "a2a-version": "1.0" },
+    });
     expect(rest10.headers.get("a2a-extensions")).toBe(OPENWOP_EXTENSION_URI);
-    const connect = await fetch(`${t.baseUrl}/a2a.v1.A2AService/GetTask`, { method: "POST", headers: { "content-type": "application/json", "x-a2a-extensions": requested }, body: JSON.stringify({ name: "tasks/nope" }) });
+    const connect = await fetch(`${t.baseUrl}/a2a.v1.A2AService/GetTask`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-a2a-extensions": requested },
+      body: JSON.stringify({ name: "tasks/nope" }),
+    });
     expect(connect.status).toBe(404);
     expect(connect.headers.get("x-a2a-extensions")).toBe(OPENWOP_EXTENSION_URI);
   });
 
   it("serves the task machine for the visualizer", async () => {
-    const machine = (await (await fetch(`${t.baseUrl}/v1/a2a/task-machine.json`)).json()) as { id: string; states: Record<string, unknown> };
+    const machine = (await (await fetch(`${t.baseUrl}/v1/a2a/task-machine.json`)).json()) as {
+      id: string;
+      states: Record<string, unknown>;
+    };
     expect(machine.id).toBe("task");
     expect(Object.keys(machine.states)).toHaveLength(10);
   });

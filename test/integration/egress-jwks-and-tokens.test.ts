@@ -35,7 +35,11 @@ describe("JWKS and OAuth2 token fetches through the egress client", () => {
     tokenServer = createServer((req, res) => {
       tokenRequests++;
       req.resume();
-      req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ access_token: "tok", token_type: "Bearer", expires_in: 3600 })));
+      req.on("end", () =>
+        res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(JSON.stringify({ access_token: "tok", token_type: "Bearer", expires_in: 3600 })),
+      );
     });
     await new Promise<void>((r) => tokenServer.listen(0, "127.0.0.1", r));
     tokenBase = `http://127.0.0.1:${(tokenServer.address() as AddressInfo).port}`;
@@ -66,34 +70,73 @@ describe("JWKS and OAuth2 token fetches through the egress client", () => {
   it("a JWKS URL or a token URL on a private (RFC 1918) address is refused even under the loopback test allowance", async () => {
     const http = peerHttp(LOOPBACK_TEST);
     const jwks = new PeerJwks(egressFetch(http, PEER_JWKS_TIMEOUT_MS));
-    const refused = await jwtVerify(await keys.token({ sub: "peer" }), jwks.keys("https://10.0.0.5/jwks")).catch((e: unknown) => e);
+    const refused = await jwtVerify(await keys.token({ sub: "peer" }), jwks.keys("https://10.0.0.5/jwks")).catch(
+      (e: unknown) => e,
+    );
     expect((refused as PeerCallError).kind).toBe("egress");
     expect((refused as Error).message).toContain("10.0.0.5 is a private (RFC 1918) address");
 
-    const credentials = createOAuth2PeerCredentials({ peer: "p", settings: { kind: "oauth2", tokenUrl: "https://10.0.0.5/token", clientId: "c", clientSecret: new SecretValue("s3cret-s3cret") }, http, timeoutMs: 2000 });
+    const credentials = createOAuth2PeerCredentials({
+      peer: "p",
+      settings: {
+        kind: "oauth2",
+        tokenUrl: "https://10.0.0.5/token",
+        clientId: "c",
+        clientSecret: new SecretValue("s3cret-s3cret"),
+      },
+      http,
+      timeoutMs: 2000,
+    });
     const err = (await credentials.headersFor({}).catch((e: unknown) => e)) as PeerCallError;
     expect(err.message).toContain("10.0.0.5 is a private (RFC 1918) address");
     expect(err.retryable).toBe(false);
   });
 
   it("a token URL on loopback is reached under the loopback test allowance and refused without it", async () => {
-    const settings = { kind: "oauth2" as const, tokenUrl: `${tokenBase}/token`, clientId: "c", clientSecret: new SecretValue("s3cret-s3cret") };
+    const settings = {
+      kind: "oauth2" as const,
+      tokenUrl: `${tokenBase}/token`,
+      clientId: "c",
+      clientSecret: new SecretValue("s3cret-s3cret"),
+    };
     tokenRequests = 0;
-    const refused = (await createOAuth2PeerCredentials({ peer: "p", settings, http: peerHttp(STRICT), timeoutMs: 2000 }).headersFor({}).catch((e: unknown) => e)) as PeerCallError;
+    const refused = (await createOAuth2PeerCredentials({ peer: "p", settings, http: peerHttp(STRICT), timeoutMs: 2000 })
+      .headersFor({})
+      .catch((e: unknown) => e)) as PeerCallError;
     expect(refused.message).toContain("egress guard");
     expect(tokenRequests).toBe(0);
-    expect(await createOAuth2PeerCredentials({ peer: "p", settings, http: peerHttp(LOOPBACK_TEST), timeoutMs: 2000 }).headersFor({})).toEqual({ authorization: "Bearer tok" });
+    expect(
+      await createOAuth2PeerCredentials({
+        peer: "p",
+        settings,
+        http: peerHttp(LOOPBACK_TEST),
+        timeoutMs: 2000,
+      }).headersFor({}),
+    ).toEqual({ authorization: "Bearer tok" });
     expect(tokenRequests).toBe(1);
   });
 
   // (The scheme of a jwks_uri is checked by the authenticator itself: https, or http under the test switch.)
   it("the OIDC issuer's policy: its own host on its port even when private; public https; nothing else private, never metadata", async () => {
-    const resolve: Resolver = async (name) => [{ address: name === "idp.corp.example" ? "10.1.2.3" : "93.184.216.34", family: 4 }];
+    const resolve: Resolver = async (name) => [
+      { address: name === "idp.corp.example" ? "10.1.2.3" : "93.184.216.34", family: 4 },
+    ];
     const policy = oidcEgressPolicy({ issuer: "https://idp.corp.example:8443/realms/a", allowInsecure: false });
-    expect((await checkEgressUrl("https://idp.corp.example:8443/realms/a/certs", policy, "OIDC", resolve)).addresses).toEqual([{ address: "10.1.2.3", family: 4 }]);
-    expect((await checkEgressUrl("https://keys.example.com/jwks", policy, "OIDC", resolve)).addresses).toEqual([{ address: "93.184.216.34", family: 4 }]);
-    for (const url of ["https://10.0.0.5/jwks", "https://169.254.169.254/latest/meta-data", "https://idp.corp.example/jwks"]) {
-      const err = await checkEgressUrl(url, policy, "OIDC", resolve).then(() => undefined, (e: unknown) => e);
+    expect(
+      (await checkEgressUrl("https://idp.corp.example:8443/realms/a/certs", policy, "OIDC", resolve)).addresses,
+    ).toEqual([{ address: "10.1.2.3", family: 4 }]);
+    expect((await checkEgressUrl("https://keys.example.com/jwks", policy, "OIDC", resolve)).addresses).toEqual([
+      { address: "93.184.216.34", family: 4 },
+    ]);
+    for (const url of [
+      "https://10.0.0.5/jwks",
+      "https://169.254.169.254/latest/meta-data",
+      "https://idp.corp.example/jwks",
+    ]) {
+      const err = await checkEgressUrl(url, policy, "OIDC", resolve).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err, url).toBeInstanceOf(EgressRefusedError);
     }
   });

@@ -28,7 +28,9 @@ const RAISE = "raise.";
 function raised(key: string | undefined): Error | undefined {
   if (!key?.startsWith(RAISE)) return undefined;
   const code = key.slice(RAISE.length) as ErrorCode;
-  return code === "internal" ? new Error("the store broke (a cause only the log may see)") : new DomainError(code, `raised ${code}`);
+  return code === "internal"
+    ? new Error("the store broke (a cause only the log may see)")
+    : new DomainError(code, `raised ${code}`);
 }
 
 class FailingPushConfigStore extends MemoryPushConfigStore {
@@ -38,7 +40,10 @@ class FailingPushConfigStore extends MemoryPushConfigStore {
     return super.get(taskId, configId);
   }
 
-  override async listDeadLetters(tenant: string, filter: { taskId?: string; limit: number }): Promise<PushDeadLetter[]> {
+  override async listDeadLetters(
+    tenant: string,
+    filter: { taskId?: string; limit: number },
+  ): Promise<PushDeadLetter[]> {
     const err = raised(filter.taskId);
     if (err) throw err;
     return super.listDeadLetters(tenant, filter);
@@ -56,7 +61,8 @@ function connectCode(grpc: WireCodes["grpc"]): Code {
 }
 
 function errorInfoReason(err: ConnectError): string | undefined {
-  const detail = err.details.find((d) => "type" in d && d.type === "google.rpc.ErrorInfo") as { value: Uint8Array } | undefined;
+  const detail = err.details.find((d) => "type" in d && d.type === "google.rpc.ErrorInfo") as
+    { value: Uint8Array } | undefined;
   if (!detail) return undefined;
   const reader = new BinaryReader(detail.value);
   while (reader.pos < reader.len) {
@@ -83,18 +89,34 @@ describe("every domain error code on every binding, from the one table", () => {
       PUSH_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
       PUSH_SIGNING_KEY: randomBytes(32).toString("hex"),
     });
-    app = await createApp({ config, logger: createLogger(config.logLevel), store: new MemoryTaskStore(), durableStore: false, pushConfigs: new FailingPushConfigStore() });
+    app = await createApp({
+      config,
+      logger: createLogger(config.logLevel),
+      store: new MemoryTaskStore(),
+      durableStore: false,
+      pushConfigs: new FailingPushConfigStore(),
+    });
     const address: AddressInfo = await app.listen();
     baseUrl = `http://127.0.0.1:${address.port}`;
-    const sent = await jsonRpc("message/send", { message: { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "hi" }] } });
+    const sent = await jsonRpc("message/send", {
+      message: { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "hi" }] },
+    });
     taskId = sent.body.result.id as string;
   });
   afterAll(async () => {
     await app?.close();
   });
 
-  async function jsonRpc(method: string, params: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Obj }> {
-    const res = await fetch(`${baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+  async function jsonRpc(
+    method: string,
+    params: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<{ status: number; body: Obj }> {
+    const res = await fetch(`${baseUrl}/a2a/jsonrpc`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+    });
     return { status: res.status, body: (await res.json()) as Obj };
   }
 
@@ -126,7 +148,10 @@ describe("every domain error code on every binding, from the one table", () => {
     const configId = `${RAISE}${code}`;
 
     it("JSON-RPC 0.3: HTTP 200 (a refusal its own status), the table's JSON-RPC code", async () => {
-      const { status, body } = await jsonRpc("tasks/pushNotificationConfig/get", { id: taskId, pushNotificationConfigId: configId });
+      const { status, body } = await jsonRpc("tasks/pushNotificationConfig/get", {
+        id: taskId,
+        pushNotificationConfigId: configId,
+      });
       expect(status).toBe(codes.refusal ? codes.http : 200);
       expect(body["error"]).toMatchObject({ code: codes.jsonRpc, message: message(code) });
     });
@@ -134,7 +159,11 @@ describe("every domain error code on every binding, from the one table", () => {
     it("JSON-RPC 1.0: HTTP 200 (a refusal its own status), the table's JSON-RPC code and ErrorInfo reason", async () => {
       const { status, body } = await jsonRpc("GetTaskPushNotificationConfig", { taskId, id: configId }, v10);
       expect(status).toBe(codes.refusal ? statusesOf(code, versionModule("1.0").errors.statuses).http : 200);
-      expect(body["error"]).toMatchObject({ code: codes.jsonRpc, message: message(code), data: [{ reason: reasonOf(code) }] });
+      expect(body["error"]).toMatchObject({
+        code: codes.jsonRpc,
+        message: message(code),
+        data: [{ reason: reasonOf(code) }],
+      });
     });
 
     it("HTTP+JSON 0.3: the table's HTTP status, the JSON-RPC code in the body", async () => {
@@ -147,18 +176,35 @@ describe("every domain error code on every binding, from the one table", () => {
       const { status, body } = await get(`/tasks/${taskId}/pushNotificationConfigs/${configId}`, v10);
       const { http, grpc } = statusesOf(code, versionModule("1.0").errors.statuses);
       expect(status).toBe(http);
-      expect(body["error"]).toMatchObject({ code: http, status: grpc, message: message(code), details: [{ reason: reasonOf(code) }] });
+      expect(body["error"]).toMatchObject({
+        code: http,
+        status: grpc,
+        message: message(code),
+        details: [{ reason: reasonOf(code) }],
+      });
     });
 
-    it.each(rpcTransports)("%s 0.3 and 1.0: the table's gRPC status (1.0 with an ErrorInfo detail)", async (_name, transport) => {
-      const v03Err = await connectError(createClient(V03Service, transport()).getTaskPushNotificationConfig({ name: `tasks/${taskId}/pushNotificationConfigs/${configId}` }));
-      expect(v03Err.code).toBe(connectCode(codes.grpc));
-      expect(v03Err.rawMessage).toBe(message(code));
-      const v10Err = await connectError(createClient(V10Service, transport()).getTaskPushNotificationConfig({ taskId, id: configId }, { headers: v10 }));
-      expect(v10Err.code).toBe(connectCode(statusesOf(code, versionModule("1.0").errors.statuses).grpc));
-      expect(v10Err.rawMessage).toBe(message(code));
-      expect(errorInfoReason(v10Err)).toBe(reasonOf(code));
-    });
+    it.each(rpcTransports)(
+      "%s 0.3 and 1.0: the table's gRPC status (1.0 with an ErrorInfo detail)",
+      async (_name, transport) => {
+        const v03Err = await connectError(
+          createClient(V03Service, transport()).getTaskPushNotificationConfig({
+            name: `tasks/${taskId}/pushNotificationConfigs/${configId}`,
+          }),
+        );
+        expect(v03Err.code).toBe(connectCode(codes.grpc));
+        expect(v03Err.rawMessage).toBe(message(code));
+        const v10Err = await connectError(
+          createClient(V10Service, transport()).getTaskPushNotificationConfig(
+            { taskId, id: configId },
+            { headers: v10 },
+          ),
+        );
+        expect(v10Err.code).toBe(connectCode(statusesOf(code, versionModule("1.0").errors.statuses).grpc));
+        expect(v10Err.rawMessage).toBe(message(code));
+        expect(errorInfoReason(v10Err)).toBe(reasonOf(code));
+      },
+    );
 
     it("OpenWOP REST: the table's HTTP status and envelope code", async () => {
       const { status, body } = await get(`/v1/push/dead-letters?taskId=${configId}`);

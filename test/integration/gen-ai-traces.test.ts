@@ -56,7 +56,12 @@ describe("GenAI conventions in traces (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_late
   const handlers: Record<string, TaskHandler> = { lookup: async () => ({ output: { found: true } }) };
 
   let endpoint: string;
-  async function host(serviceName: string, env: Record<string, string>, optIn: boolean, store: TaskStore = new MemoryTaskStore()): Promise<Host> {
+  async function host(
+    serviceName: string,
+    env: Record<string, string>,
+    optIn: boolean,
+    store: TaskStore = new MemoryTaskStore(),
+  ): Promise<Host> {
     const telemetry = await createTelemetry({
       env: {
         OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
@@ -68,8 +73,25 @@ describe("GenAI conventions in traces (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_late
     });
     const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}`;
-    const config = loadConfig({ PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: baseUrl, LOG_LEVEL: "silent", TIMER_POLL_MS: "50", SHUTDOWN_GRACE_MS: "1000", BUILTIN_WORKFLOWS: TEST_BUILTIN_WORKFLOWS, ...FAST, ...env });
-    const app = await createApp({ config, logger: createLogger("silent"), store, durableStore: store.kind === "mongodb", telemetry, handlers });
+    const config = loadConfig({
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      PUBLIC_URL: baseUrl,
+      LOG_LEVEL: "silent",
+      TIMER_POLL_MS: "50",
+      SHUTDOWN_GRACE_MS: "1000",
+      BUILTIN_WORKFLOWS: TEST_BUILTIN_WORKFLOWS,
+      ...FAST,
+      ...env,
+    });
+    const app = await createApp({
+      config,
+      logger: createLogger("silent"),
+      store,
+      durableStore: store.kind === "mongodb",
+      telemetry,
+      handlers,
+    });
     await app.listen();
     const started = { app, telemetry, baseUrl };
     hosts.push(started);
@@ -79,7 +101,9 @@ describe("GenAI conventions in traces (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_late
   beforeAll(async () => {
     endpoint = await otlp.start();
     // The http node's service: answers every call with an output.
-    service = createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ output: { price: 42 } })));
+    service = createServer((_req, res) =>
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ output: { price: 42 } })),
+    );
     await new Promise<void>((r) => service.listen(0, "127.0.0.1", r));
     const serviceUrl = `http://127.0.0.1:${(service.address() as AddressInfo).port}/price`;
 
@@ -89,7 +113,9 @@ describe("GenAI conventions in traces (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_late
     await store.init();
     peer = await host("peer-host", { AGENT_NAME: "Peer agent" }, true, store);
     const cardUrl = `${peer.baseUrl}/.well-known/agent-card.json`;
-    const peers = Object.fromEntries(BINDINGS.map((binding) => [`peer-${binding.replace("+", "-")}`, { cardUrl, binding }]));
+    const peers = Object.fromEntries(
+      BINDINGS.map((binding) => [`peer-${binding.replace("+", "-")}`, { cardUrl, binding }]),
+    );
     const dir = await mkdtemp(join(tmpdir(), "gen-ai-traces-"));
     for (const name of Object.keys(peers)) {
       const nodes = [
@@ -97,7 +123,15 @@ describe("GenAI conventions in traces (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_late
         { kind: "http", id: "price", url: serviceUrl, retry: { maxAttempts: 1 } },
         { kind: "a2a.invoke", id: "ask-peer", peer: name, skillId: "echo" },
       ];
-      await writeFile(join(dir, `via-${name}.json`), JSON.stringify({ id: `via-${name}`, name: `Via ${name}`, description: `A handler, an http node, then the peer over ${name}.`, nodes }));
+      await writeFile(
+        join(dir, `via-${name}.json`),
+        JSON.stringify({
+          id: `via-${name}`,
+          name: `Via ${name}`,
+          description: `A handler, an http node, then the peer over ${name}.`,
+          nodes,
+        }),
+      );
     }
     const callerEnv = { WORKFLOWS_DIR: dir, A2A_PEERS: JSON.stringify(peers) };
     caller = await host("caller-host", { ...callerEnv, AGENT_NAME: "Caller agent" }, true);
@@ -116,20 +150,46 @@ describe("GenAI conventions in traces (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_late
   });
 
   /** Sends `text` to `skillId` over JSON-RPC (blocking) under a trace of our own; its task, the trace id and our span id. */
-  async function send(to: Host, skillId: string, text: string): Promise<{ task: { id: string; contextId: string; status: { state: string } }; traceId: string; callerSpanId: string }> {
+  async function send(
+    to: Host,
+    skillId: string,
+    text: string,
+  ): Promise<{
+    task: { id: string; contextId: string; status: { state: string } };
+    traceId: string;
+    callerSpanId: string;
+  }> {
     const traceId = randomBytes(16).toString("hex");
     const callerSpanId = randomBytes(8).toString("hex");
     const res = await fetch(`${to.baseUrl}/a2a/jsonrpc`, {
       method: "POST",
       headers: { "content-type": "application/json", traceparent: `00-${traceId}-${callerSpanId}-01` },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], metadata: { skillId } }, configuration: { blocking: true } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "message/send",
+        params: {
+          message: {
+            kind: "message",
+            messageId: randomUUID(),
+            role: "user",
+            parts: [{ kind: "text", text }],
+            metadata: { skillId },
+          },
+          configuration: { blocking: true },
+        },
+      }),
     });
-    const body = (await res.json()) as { result?: { id: string; contextId: string; status: { state: string } }; error?: unknown };
+    const body = (await res.json()) as {
+      result?: { id: string; contextId: string; status: { state: string } };
+      error?: unknown;
+    };
     expect(body.error).toBeUndefined();
     return { task: body.result!, traceId, callerSpanId };
   }
 
-  const parentOf = (spans: ReceivedSpan[], span: ReceivedSpan): ReceivedSpan | undefined => spans.find((s) => s.spanId === span.parentSpanId);
+  const parentOf = (spans: ReceivedSpan[], span: ReceivedSpan): ReceivedSpan | undefined =>
+    spans.find((s) => s.spanId === span.parentSpanId);
 
   for (const binding of BINDINGS) {
     const peerName = `peer-${binding.replace("+", "-")}`;
@@ -138,8 +198,21 @@ describe("GenAI conventions in traces (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_late
       const { task, traceId, callerSpanId } = await send(caller, `via-${peerName}`, text);
       expect(task.status.state, JSON.stringify(task)).toBe("completed");
       // The peer's span of the send that created its task; the caller's server span ends last, the export is batched.
-      const peerServer = (spans: ReceivedSpan[]) => spans.find((s) => s.service === "peer-host" && s.kind === SPAN_KIND.SERVER && s.name === "invoke_agent Peer agent" && attributeOf(s, "a2a.task.id") !== undefined);
-      await waitFor(() => peerServer(otlp.inTrace(traceId)) && otlp.inTrace(traceId).some((s) => s.service === "caller-host" && s.kind === SPAN_KIND.SERVER), 10_000, "both hosts' invoke_agent spans");
+      const peerServer = (spans: ReceivedSpan[]) =>
+        spans.find(
+          (s) =>
+            s.service === "peer-host" &&
+            s.kind === SPAN_KIND.SERVER &&
+            s.name === "invoke_agent Peer agent" &&
+            attributeOf(s, "a2a.task.id") !== undefined,
+        );
+      await waitFor(
+        () =>
+          peerServer(otlp.inTrace(traceId)) &&
+          otlp.inTrace(traceId).some((s) => s.service === "caller-host" && s.kind === SPAN_KIND.SERVER),
+        10_000,
+        "both hosts' invoke_agent spans",
+      );
       const spans = otlp.inTrace(traceId);
 
       // The caller's server span: the agent invoked, its conversation (the A2A contextId) and task.
@@ -159,9 +232,17 @@ describe("GenAI conventions in traces (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_late
         for (let at = parentOf(spans, span); at; at = parentOf(spans, at)) if (at === ancestor) return true;
         return false;
       };
-      const tools = new Map(spans.filter((s) => s.service === "caller-host" && attributeOf(s, "gen_ai.operation.name") === "execute_tool").map((s) => [attributeOf(s, "gen_ai.tool.name"), s]));
+      const tools = new Map(
+        spans
+          .filter((s) => s.service === "caller-host" && attributeOf(s, "gen_ai.operation.name") === "execute_tool")
+          .map((s) => [attributeOf(s, "gen_ai.tool.name"), s]),
+      );
       expect([...tools.keys()].sort()).toEqual(["ask-peer", "lookup", "price"]);
-      for (const [tool, type, nodeId, nodeKind] of [["lookup", "function", "look-up", "task"], ["price", "extension", "price", "http"], ["ask-peer", "extension", "ask-peer", "a2a.invoke"]] as const) {
+      for (const [tool, type, nodeId, nodeKind] of [
+        ["lookup", "function", "look-up", "task"],
+        ["price", "extension", "price", "http"],
+        ["ask-peer", "extension", "ask-peer", "a2a.invoke"],
+      ] as const) {
         const span = tools.get(tool)!;
         expect(span.name).toBe(`execute_tool ${tool}`);
         expect(span.kind).toBe(SPAN_KIND.INTERNAL);
@@ -213,20 +294,50 @@ describe("GenAI conventions in traces (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_late
     const traceId = randomBytes(16).toString("hex");
     const res = await fetch(`${caller.baseUrl}/a2a/jsonrpc`, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "text/event-stream", traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/stream", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "streamed hello" }], metadata: { skillId: "echo" } } } }),
+      headers: {
+        "content-type": "application/json",
+        accept: "text/event-stream",
+        traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01`,
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "message/stream",
+        params: {
+          message: {
+            kind: "message",
+            messageId: randomUUID(),
+            role: "user",
+            parts: [{ kind: "text", text: "streamed hello" }],
+            metadata: { skillId: "echo" },
+          },
+        },
+      }),
     });
-    const events = (await res.text()).split("\n").filter((l) => l.startsWith("data:")).map((l) => JSON.parse(l.slice(5)) as { result: { kind: string; id?: string; taskId?: string; contextId: string } });
+    const events = (await res.text())
+      .split("\n")
+      .filter((l) => l.startsWith("data:"))
+      .map(
+        (l) => JSON.parse(l.slice(5)) as { result: { kind: string; id?: string; taskId?: string; contextId: string } },
+      );
     const first = events[0]!.result;
     const taskId = first.kind === "task" ? first.id : first.taskId;
     expect(taskId).toEqual(expect.any(String));
-    await waitFor(() => otlp.inTrace(traceId).some((s) => s.service === "caller-host" && s.kind === SPAN_KIND.SERVER), 10_000, "the stream's server span");
+    await waitFor(
+      () => otlp.inTrace(traceId).some((s) => s.service === "caller-host" && s.kind === SPAN_KIND.SERVER),
+      10_000,
+      "the stream's server span",
+    );
     const server = otlp.inTrace(traceId).find((s) => s.service === "caller-host" && s.kind === SPAN_KIND.SERVER)!;
     expect(server.name).toBe("invoke_agent Caller agent");
     expect(attributeOf(server, "rpc.method")).toBe("message/stream");
     expect(attributeOf(server, "a2a.task.id")).toBe(taskId);
     expect(attributeOf(server, "gen_ai.conversation.id")).toBe(first.contextId);
-    expect(otlp.inTrace(traceId).some((s) => s.name === "execute_tool echo" && attributeOf(s, "gen_ai.tool.type") === "function")).toBe(true);
+    expect(
+      otlp
+        .inTrace(traceId)
+        .some((s) => s.name === "execute_tool echo" && attributeOf(s, "gen_ai.tool.type") === "function"),
+    ).toBe(true);
   });
 
   it("a call that sends no message (tasks/get) keeps its RPC name under the opt-in", async () => {
@@ -234,7 +345,10 @@ describe("GenAI conventions in traces (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_late
     const traceId = randomBytes(16).toString("hex");
     await fetch(`${caller.baseUrl}/a2a/jsonrpc`, {
       method: "POST",
-      headers: { "content-type": "application/json", traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` },
+      headers: {
+        "content-type": "application/json",
+        traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01`,
+      },
       body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tasks/get", params: { id: task.id } }),
     });
     await waitFor(() => otlp.inTrace(traceId).some((s) => s.kind === SPAN_KIND.SERVER), 10_000, "the tasks/get span");
@@ -247,8 +361,18 @@ describe("GenAI conventions in traces (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_late
   it("without the opt-in, a host's spans keep their names and carry no gen_ai attribute (the peer's, opted in, still joins the trace)", async () => {
     const { task, traceId } = await send(plain, "via-peer-jsonrpc", `hello plain ${randomUUID()}`);
     expect(task.status.state, JSON.stringify(task)).toBe("completed");
-    const peerInvoked = (s: ReceivedSpan) => s.service === "peer-host" && s.kind === SPAN_KIND.SERVER && attributeOf(s, "gen_ai.operation.name") === "invoke_agent" && attributeOf(s, "a2a.task.id") !== undefined;
-    await waitFor(() => otlp.inTrace(traceId).some(peerInvoked) && otlp.inTrace(traceId).some((s) => s.service === "plain-host" && s.kind === SPAN_KIND.SERVER), 10_000, "both hosts' server spans");
+    const peerInvoked = (s: ReceivedSpan) =>
+      s.service === "peer-host" &&
+      s.kind === SPAN_KIND.SERVER &&
+      attributeOf(s, "gen_ai.operation.name") === "invoke_agent" &&
+      attributeOf(s, "a2a.task.id") !== undefined;
+    await waitFor(
+      () =>
+        otlp.inTrace(traceId).some(peerInvoked) &&
+        otlp.inTrace(traceId).some((s) => s.service === "plain-host" && s.kind === SPAN_KIND.SERVER),
+      10_000,
+      "both hosts' server spans",
+    );
     const spans = otlp.inTrace(traceId);
     const ours = spans.filter((s) => s.service === "plain-host");
     const names = ours.map((s) => s.name);
@@ -256,7 +380,11 @@ describe("GenAI conventions in traces (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_late
     expect(names).toContain("node lookup");
     expect(names).toContain("peer POST");
     expect(names.filter((n) => n.startsWith("invoke_agent") || n.startsWith("execute_tool"))).toEqual([]);
-    for (const span of ours) expect(span.attributes.filter((a) => a.key.startsWith("gen_ai.")).map((a) => a.key), span.name).toEqual([]);
+    for (const span of ours)
+      expect(
+        span.attributes.filter((a) => a.key.startsWith("gen_ai.")).map((a) => a.key),
+        span.name,
+      ).toEqual([]);
     const server = ours.find((s) => s.name === "jsonrpc message/send")!;
     expect(server.kind).toBe(SPAN_KIND.SERVER);
     expect(attributeOf(server, "a2a.task.id")).toBe(task.id);

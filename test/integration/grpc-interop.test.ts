@@ -55,7 +55,14 @@ describe("A2A v0.3 over gRPC (grpc-js + proto-loader)", () => {
 
   beforeAll(async () => {
     t = await startTestApp({ WORKFLOWS_DIR: TEST_WORKFLOWS_DIR });
-    const definition = protoLoader.loadSync("a2a/v1/a2a.proto", { includeDirs: [protoDir], keepCase: false, longs: String, enums: String, defaults: true, oneofs: true });
+    const definition = protoLoader.loadSync("a2a/v1/a2a.proto", {
+      includeDirs: [protoDir],
+      keepCase: false,
+      longs: String,
+      enums: String,
+      defaults: true,
+      oneofs: true,
+    });
     const pkg = grpc.loadPackageDefinition(definition) as any;
     client = new pkg.a2a.v1.A2AService(`127.0.0.1:${t.port}`, grpc.credentials.createInsecure()) as A2AClient;
   });
@@ -65,7 +72,9 @@ describe("A2A v0.3 over gRPC (grpc-js + proto-loader)", () => {
   });
 
   const call = (rpc: string, req: Obj): Promise<Obj> =>
-    new Promise((resolve, reject) => (client[rpc] as Unary).call(client, req, (err, res) => (err ? reject(err) : resolve(res))));
+    new Promise((resolve, reject) =>
+      (client[rpc] as Unary).call(client, req, (err, res) => (err ? reject(err) : resolve(res))),
+    );
   const fails = async (rpc: string, req: Obj): Promise<grpc.ServiceError> => {
     const err = await call(rpc, req).then(
       () => undefined,
@@ -93,18 +102,34 @@ describe("A2A v0.3 over gRPC (grpc-js + proto-loader)", () => {
     }
     return events;
   };
-  const message = (text: string, extra: Obj = {}): Obj => ({ messageId: randomUUID(), role: "ROLE_USER", content: [{ text }], ...extra });
-  const reply = (taskId: string, data: Obj): Obj => ({ messageId: randomUUID(), role: "ROLE_USER", taskId, content: [{ data: { data: struct(data) } }] });
-  const states = (events: Obj[]) => events.filter((e) => e["payload"] === "statusUpdate").map((e) => e["statusUpdate"]["status"]["state"]);
+  const message = (text: string, extra: Obj = {}): Obj => ({
+    messageId: randomUUID(),
+    role: "ROLE_USER",
+    content: [{ text }],
+    ...extra,
+  });
+  const reply = (taskId: string, data: Obj): Obj => ({
+    messageId: randomUUID(),
+    role: "ROLE_USER",
+    taskId,
+    content: [{ data: { data: struct(data) } }],
+  });
+  const states = (events: Obj[]) =>
+    events.filter((e) => e["payload"] === "statusUpdate").map((e) => e["statusUpdate"]["status"]["state"]);
 
   async function waitingTask(): Promise<string> {
-    const res = await call("SendMessage", { request: message("Ship it", { metadata: struct({ skillId: "approval-gate" }) }) });
+    const res = await call("SendMessage", {
+      request: message("Ship it", { metadata: struct({ skillId: "approval-gate" }) }),
+    });
     expect(res["task"]["status"]["state"]).toBe("TASK_STATE_INPUT_REQUIRED");
     return res["task"]["id"] as string;
   }
 
   it("SendMessage runs the echo skill to completion with an artifact", async () => {
-    const res = await call("SendMessage", { request: message("hello", { metadata: struct({ skillId: "echo" }) }), configuration: { blocking: true } });
+    const res = await call("SendMessage", {
+      request: message("hello", { metadata: struct({ skillId: "echo" }) }),
+      configuration: { blocking: true },
+    });
     expect(res["payload"]).toBe("task");
     const task = res["task"];
     expect(task["status"]["state"]).toBe("TASK_STATE_COMPLETED");
@@ -115,18 +140,26 @@ describe("A2A v0.3 over gRPC (grpc-js + proto-loader)", () => {
   });
 
   it("SendStreamingMessage yields the Task first, then status updates ending at INPUT_REQUIRED", async () => {
-    const events = await collect("SendStreamingMessage", { request: message("Ship it", { metadata: struct({ skillId: "approval-gate" }) }) });
+    const events = await collect("SendStreamingMessage", {
+      request: message("Ship it", { metadata: struct({ skillId: "approval-gate" }) }),
+    });
     expect(events[0]!["payload"]).toBe("task");
     expect(events[0]!["task"]["status"]["state"]).toBe("TASK_STATE_SUBMITTED");
     expect(states(events)).toEqual(["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED"]);
     const last = events.at(-1)!;
     expect(last["payload"]).toBe("statusUpdate");
     expect(last["statusUpdate"]["final"]).toBe(true);
-    expect(events.filter((e) => e["payload"] === "artifactUpdate").map((e) => e["artifactUpdate"]["artifact"]["name"])).toEqual(["proposal"]);
+    expect(
+      events.filter((e) => e["payload"] === "artifactUpdate").map((e) => e["artifactUpdate"]["artifact"]["name"]),
+    ).toEqual(["proposal"]);
   });
 
   it("TaskSubscription re-attaches after the client dropped its stream; an approval then completes the task", async () => {
-    const first = await collect("SendStreamingMessage", { request: message("Deploy", { metadata: struct({ skillId: "slow-approval" }) }) }, 1);
+    const first = await collect(
+      "SendStreamingMessage",
+      { request: message("Deploy", { metadata: struct({ skillId: "slow-approval" }) }) },
+      1,
+    );
     expect(first).toHaveLength(1);
     const taskId = first[0]!["task"]["id"] as string;
 
@@ -134,7 +167,8 @@ describe("A2A v0.3 over gRPC (grpc-js + proto-loader)", () => {
     let approved: Promise<Obj> | undefined;
     const resumed = await collect("TaskSubscription", { name: `tasks/${taskId}` }, undefined, (e) => {
       const state = e["payload"] === "task" ? e["task"]["status"]["state"] : e["statusUpdate"]?.["status"]["state"];
-      if (!approved && state === "TASK_STATE_INPUT_REQUIRED") approved = call("SendMessage", { request: reply(taskId, { action: "accept" }) });
+      if (!approved && state === "TASK_STATE_INPUT_REQUIRED")
+        approved = call("SendMessage", { request: reply(taskId, { action: "accept" }) });
     });
     expect(resumed[0]!["payload"]).toBe("task");
     expect(resumed[0]!["task"]["id"]).toBe(taskId);
@@ -204,7 +238,10 @@ describe("A2A v0.3 over gRPC (grpc-js + proto-loader)", () => {
     const badSkill = await fails("SendMessage", { request: message("x", { metadata: struct({ skillId: "nope" }) }) });
     expect(badSkill.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(detail(badSkill)).toContain("unknown skill");
-    const pushInline = await fails("SendMessage", { request: message("x"), configuration: { blocking: true, pushNotification: { url: "https://10.0.0.5/push" } } });
+    const pushInline = await fails("SendMessage", {
+      request: message("x"),
+      configuration: { blocking: true, pushNotification: { url: "https://10.0.0.5/push" } },
+    });
     expect(pushInline.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(detail(pushInline)).toContain("refused by the address arm");
   });
@@ -213,28 +250,66 @@ describe("A2A v0.3 over gRPC (grpc-js + proto-loader)", () => {
     const taskId = await waitingTask();
     // A literal public address: passes the egress guard without DNS; nothing is delivered while the task waits.
     const url = "https://93.184.215.14/hook";
-    const created = await call("CreateTaskPushNotificationConfig", { parent: `tasks/${taskId}`, config: { pushNotificationConfig: { url, token: "grpc-token" } } });
+    const created = await call("CreateTaskPushNotificationConfig", {
+      parent: `tasks/${taskId}`,
+      config: { pushNotificationConfig: { url, token: "grpc-token" } },
+    });
     // The token and credentials are write-only: the answers leave them empty (proto3 defaults, not on the wire).
-    expect(created).toMatchObject({ name: `tasks/${taskId}/pushNotificationConfigs/${taskId}`, pushNotificationConfig: { id: taskId, url, token: "" } });
-    await call("CreateTaskPushNotificationConfig", { parent: `tasks/${taskId}`, configId: "ops", config: { pushNotificationConfig: { url, authentication: { schemes: ["Bearer"], credentials: "grpc-cred" } } } });
+    expect(created).toMatchObject({
+      name: `tasks/${taskId}/pushNotificationConfigs/${taskId}`,
+      pushNotificationConfig: { id: taskId, url, token: "" },
+    });
+    await call("CreateTaskPushNotificationConfig", {
+      parent: `tasks/${taskId}`,
+      configId: "ops",
+      config: { pushNotificationConfig: { url, authentication: { schemes: ["Bearer"], credentials: "grpc-cred" } } },
+    });
     const got = await call("GetTaskPushNotificationConfig", { name: `tasks/${taskId}/pushNotificationConfigs/ops` });
-    expect(got["pushNotificationConfig"]).toMatchObject({ id: "ops", url, authentication: { schemes: ["Bearer"], credentials: "" } });
+    expect(got["pushNotificationConfig"]).toMatchObject({
+      id: "ops",
+      url,
+      authentication: { schemes: ["Bearer"], credentials: "" },
+    });
     const listed = await call("ListTaskPushNotificationConfig", { parent: `tasks/${taskId}` });
-    expect(listed["configs"].map((c: Obj) => c["name"])).toEqual([`tasks/${taskId}/pushNotificationConfigs/${taskId}`, `tasks/${taskId}/pushNotificationConfigs/ops`]);
+    expect(listed["configs"].map((c: Obj) => c["name"])).toEqual([
+      `tasks/${taskId}/pushNotificationConfigs/${taskId}`,
+      `tasks/${taskId}/pushNotificationConfigs/ops`,
+    ]);
     await call("DeleteTaskPushNotificationConfig", { name: `tasks/${taskId}/pushNotificationConfigs/ops` });
     expect((await call("ListTaskPushNotificationConfig", { parent: `tasks/${taskId}` }))["configs"]).toHaveLength(1);
-    expect((await fails("GetTaskPushNotificationConfig", { name: `tasks/${taskId}/pushNotificationConfigs/ops` })).code).toBe(grpc.status.NOT_FOUND);
+    expect(
+      (await fails("GetTaskPushNotificationConfig", { name: `tasks/${taskId}/pushNotificationConfigs/ops` })).code,
+    ).toBe(grpc.status.NOT_FOUND);
 
     // The URL is judged before the task is looked up: an unknown task still gets the arm, not NOT_FOUND.
-    for (const [bad, arm] of [["https://10.0.0.5/push", "address"], ["http://push.example.com/push", "scheme"]] as const) {
-      const refused = await fails("CreateTaskPushNotificationConfig", { parent: `tasks/${randomUUID()}`, config: { pushNotificationConfig: { url: bad } } });
+    for (const [bad, arm] of [
+      ["https://10.0.0.5/push", "address"],
+      ["http://push.example.com/push", "scheme"],
+    ] as const) {
+      const refused = await fails("CreateTaskPushNotificationConfig", {
+        parent: `tasks/${randomUUID()}`,
+        config: { pushNotificationConfig: { url: bad } },
+      });
       expect(refused.code, bad).toBe(grpc.status.INVALID_ARGUMENT);
       expect(detail(refused), bad).toContain(`refused by the ${arm} arm`);
     }
-    expect((await fails("CreateTaskPushNotificationConfig", { parent: `tasks/${randomUUID()}`, config: { pushNotificationConfig: { url } } })).code).toBe(grpc.status.NOT_FOUND);
-    const disagree = await fails("CreateTaskPushNotificationConfig", { parent: `tasks/${taskId}`, configId: "a", config: { name: `tasks/${taskId}/pushNotificationConfigs/b`, pushNotificationConfig: { url } } });
+    expect(
+      (
+        await fails("CreateTaskPushNotificationConfig", {
+          parent: `tasks/${randomUUID()}`,
+          config: { pushNotificationConfig: { url } },
+        })
+      ).code,
+    ).toBe(grpc.status.NOT_FOUND);
+    const disagree = await fails("CreateTaskPushNotificationConfig", {
+      parent: `tasks/${taskId}`,
+      configId: "a",
+      config: { name: `tasks/${taskId}/pushNotificationConfigs/b`, pushNotificationConfig: { url } },
+    });
     expect(detail(disagree)).toContain("disagree");
-    expect((await fails("GetTaskPushNotificationConfig", { name: "tasks/t1" })).code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect((await fails("GetTaskPushNotificationConfig", { name: "tasks/t1" })).code).toBe(
+      grpc.status.INVALID_ARGUMENT,
+    );
     expect((await fails("ListTaskPushNotificationConfig", { parent: "x" })).code).toBe(grpc.status.INVALID_ARGUMENT);
   });
 
@@ -261,11 +336,23 @@ describe("A2A v0.3 over gRPC (grpc-js + proto-loader)", () => {
     });
     // The card lists every binding for 1.0 and for 0.3, and the SDK prefers 1.0: keep its 0.3 interfaces.
     const card = await new DefaultAgentCardResolver({ legacyCompat: { enabled: true } }).resolve(t.baseUrl);
-    const sdk = await factory.createFromAgentCard({ ...card, supportedInterfaces: card.supportedInterfaces.filter((i) => i.protocolVersion === "0.3") });
+    const sdk = await factory.createFromAgentCard({
+      ...card,
+      supportedInterfaces: card.supportedInterfaces.filter((i) => i.protocolVersion === "0.3"),
+    });
     expect(sdk.protocolVersion).toBe("0.3");
     const result = await sdk.sendMessage({
       tenant: "",
-      message: { messageId: randomUUID(), contextId: "", taskId: "", role: 1, parts: [{ content: { $case: "text", value: "hi there" }, metadata: undefined, filename: "", mediaType: "" }], metadata: { skillId: "echo" }, extensions: [], referenceTaskIds: [] },
+      message: {
+        messageId: randomUUID(),
+        contextId: "",
+        taskId: "",
+        role: 1,
+        parts: [{ content: { $case: "text", value: "hi there" }, metadata: undefined, filename: "", mediaType: "" }],
+        metadata: { skillId: "echo" },
+        extensions: [],
+        referenceTaskIds: [],
+      },
       configuration: undefined,
       metadata: undefined,
     });

@@ -33,7 +33,18 @@ describe("gRPC unary fast path", () => {
   let t: TestApp;
   let session: ClientHttp2Session;
   beforeAll(async () => {
-    t = await startTestApp({ WORKFLOWS_DIR: TEST_WORKFLOWS_DIR, MAX_BODY_BYTES: String(MAX_BODY_BYTES), API_KEYS: JSON.stringify([{ id: "fast", tenant: "acme", scopes: ["runs:create", "runs:read", "runs:cancel", "approvals:respond", "webhooks:manage", "manifest:read"], key: KEY }]) });
+    t = await startTestApp({
+      WORKFLOWS_DIR: TEST_WORKFLOWS_DIR,
+      MAX_BODY_BYTES: String(MAX_BODY_BYTES),
+      API_KEYS: JSON.stringify([
+        {
+          id: "fast",
+          tenant: "acme",
+          scopes: ["runs:create", "runs:read", "runs:cancel", "approvals:respond", "webhooks:manage", "manifest:read"],
+          key: KEY,
+        },
+      ]),
+    });
     session = connect(t.baseUrl);
   });
   afterAll(async () => {
@@ -47,7 +58,15 @@ describe("gRPC unary fast path", () => {
   /** One call; `end: false` leaves the request side open until `finish` is called (or the answer came). */
   function send(path: string, body: Buffer, headers: Record<string, string> = {}, end = true) {
     // Without grpc-accept-encoding connect would answer in the request's encoding: name one on both paths.
-    const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", "grpc-accept-encoding": "identity", ...auth, ...headers });
+    const req = session.request({
+      ":method": "POST",
+      ":path": path,
+      "content-type": "application/grpc",
+      te: "trailers",
+      "grpc-accept-encoding": "identity",
+      ...auth,
+      ...headers,
+    });
     const answer = new Promise<Answer>((resolve, reject) => {
       let head: IncomingHttpHeaders = {};
       let trailers: IncomingHttpHeaders = {};
@@ -58,7 +77,14 @@ describe("gRPC unary fast path", () => {
       req.on("error", reject);
       req.on("close", () => {
         const { date: _date, ...headers } = head;
-        resolve({ headers, trailers, status: trailers["grpc-status"] as string | undefined, message: decodeURIComponent(String(trailers["grpc-message"] ?? "")), frames: framesOf(Buffer.concat(chunks)), rstCode: req.rstCode });
+        resolve({
+          headers,
+          trailers,
+          status: trailers["grpc-status"] as string | undefined,
+          message: decodeURIComponent(String(trailers["grpc-message"] ?? "")),
+          frames: framesOf(Buffer.concat(chunks)),
+          rstCode: req.rstCode,
+        });
       });
     });
     if (end) req.end(body);
@@ -84,11 +110,26 @@ describe("gRPC unary fast path", () => {
     expect(fast).toEqual(slow);
     return fast;
   };
-  const within = <T>(promise: Promise<T>, ms: number) => Promise.race([promise, new Promise<"pending">((resolve) => setTimeout(() => resolve("pending"), ms))]);
+  const within = <T>(promise: Promise<T>, ms: number) =>
+    Promise.race([promise, new Promise<"pending">((resolve) => setTimeout(() => resolve("pending"), ms))]);
 
   const send03 = (skillId = "echo") =>
-    grpcFrame(toBinary(v03pb.SendMessageRequestSchema, create(v03pb.SendMessageRequestSchema, { request: { messageId: randomUUID(), role: v03pb.Role.USER, content: [{ part: { case: "text", value: "hello" } }], metadata: { skillId } }, configuration: { blocking: true } })));
-  const getTask10 = (id: string) => grpcFrame(toBinary(v10pb.GetTaskRequestSchema, create(v10pb.GetTaskRequestSchema, { id })));
+    grpcFrame(
+      toBinary(
+        v03pb.SendMessageRequestSchema,
+        create(v03pb.SendMessageRequestSchema, {
+          request: {
+            messageId: randomUUID(),
+            role: v03pb.Role.USER,
+            content: [{ part: { case: "text", value: "hello" } }],
+            metadata: { skillId },
+          },
+          configuration: { blocking: true },
+        }),
+      ),
+    );
+  const getTask10 = (id: string) =>
+    grpcFrame(toBinary(v10pb.GetTaskRequestSchema, create(v10pb.GetTaskRequestSchema, { id })));
   const card03 = grpcFrame(toBinary(v03pb.GetAgentCardRequestSchema, create(v03pb.GetAgentCardRequestSchema)));
 
   it("the fast path is at work: it answers an oversized frame from its header, while connect waits for the body", async () => {
@@ -102,7 +143,9 @@ describe("gRPC unary fast path", () => {
     const late = await slow.answer;
     expect(answered).toEqual(late);
     expect(late.status).toBe("8");
-    expect(late.message).toBe(`message size ${MAX_BODY_BYTES + 1} is larger than configured readMaxBytes ${MAX_BODY_BYTES}`);
+    expect(late.message).toBe(
+      `message size ${MAX_BODY_BYTES + 1} is larger than configured readMaxBytes ${MAX_BODY_BYTES}`,
+    );
     // Answered before the body ended: the request side was reset with NO_ERROR after the trailers.
     expect((answered as Answer).rstCode).toBe(0);
   });
@@ -136,7 +179,9 @@ describe("gRPC unary fast path", () => {
     expect(gzip.headers["grpc-encoding"]).toBe("gzip");
     expect(gzip.frames).toEqual(plain.frames);
     // `application/grpc+proto` takes the fast path too.
-    expect(await send(`${V03}/GetAgentCard`, card03, { "content-type": "application/grpc+proto" }).answer).toEqual(plain);
+    expect(await send(`${V03}/GetAgentCard`, card03, { "content-type": "application/grpc+proto" }).answer).toEqual(
+      plain,
+    );
   });
 
   it("SendMessage completes the echo skill on both paths", async () => {
@@ -169,7 +214,8 @@ describe("gRPC unary fast path", () => {
     // Work still running at the deadline (a blocking send whose workflow waits 400 ms first) is cut short there.
     for (const headers of [{}, VIA_CONNECT]) {
       const started = Date.now();
-      const cut = await send(`${V03}/SendMessage`, send03("slow-approval"), { "grpc-timeout": "150m", ...headers }).answer;
+      const cut = await send(`${V03}/SendMessage`, send03("slow-approval"), { "grpc-timeout": "150m", ...headers })
+        .answer;
       expect(cut).toMatchObject({ status: "4", message: "the operation timed out" });
       expect(Date.now() - started).toBeLessThan(390);
     }
@@ -180,11 +226,26 @@ describe("gRPC unary fast path", () => {
   it("malformed bodies: the same codes and messages as connect behind the body check", async () => {
     const junk = Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f, 0x01]);
     const malformed = await sameAnswer(`${V03}/SendMessage`, grpcFrame(junk));
-    expect(malformed).toMatchObject({ status: "3", message: expect.stringContaining("not a valid a2a.v1.SendMessageRequest in protobuf binary") });
-    expect(await sameAnswer(`${V03}/GetAgentCard`, Buffer.alloc(0))).toMatchObject({ status: "12", message: "protocol error: missing input message for unary method" });
-    expect(await sameAnswer(`${V03}/GetAgentCard`, Buffer.concat([card03, card03]))).toMatchObject({ status: "12", message: "protocol error: received extra input message for unary method" });
-    expect(await sameAnswer(`${V03}/GetAgentCard`, grpcFrame(Buffer.from([1, 2, 3]), 0, 10))).toMatchObject({ status: "3", message: "protocol error: incomplete envelope" });
-    expect(await sameAnswer(`${V03}/GetAgentCard`, Buffer.concat([card03, Buffer.from([0, 0])]))).toMatchObject({ status: "3", message: "protocol error: incomplete envelope" });
+    expect(malformed).toMatchObject({
+      status: "3",
+      message: expect.stringContaining("not a valid a2a.v1.SendMessageRequest in protobuf binary"),
+    });
+    expect(await sameAnswer(`${V03}/GetAgentCard`, Buffer.alloc(0))).toMatchObject({
+      status: "12",
+      message: "protocol error: missing input message for unary method",
+    });
+    expect(await sameAnswer(`${V03}/GetAgentCard`, Buffer.concat([card03, card03]))).toMatchObject({
+      status: "12",
+      message: "protocol error: received extra input message for unary method",
+    });
+    expect(await sameAnswer(`${V03}/GetAgentCard`, grpcFrame(Buffer.from([1, 2, 3]), 0, 10))).toMatchObject({
+      status: "3",
+      message: "protocol error: incomplete envelope",
+    });
+    expect(await sameAnswer(`${V03}/GetAgentCard`, Buffer.concat([card03, Buffer.from([0, 0])]))).toMatchObject({
+      status: "3",
+      message: "protocol error: incomplete envelope",
+    });
     // A frame flagged end-of-stream is parsed by connect itself (the body check skips it).
     expect((await sameAnswer(`${V03}/SendMessage`, grpcFrame(junk, 2))).status).toBe("13");
   });
@@ -192,7 +253,15 @@ describe("gRPC unary fast path", () => {
   it("the request observer still reads the status from the trailers (metrics outcome)", async () => {
     const count = async () => {
       const text = await (await fetch(`${t.baseUrl}/metrics`)).text();
-      const line = text.split("\n").find((l) => l.startsWith("openwop_requests_total{") && l.includes('binding="grpc"') && l.includes('method="lf.a2a.v1.A2AService/GetTask"') && l.includes('outcome="NOT_FOUND"'));
+      const line = text
+        .split("\n")
+        .find(
+          (l) =>
+            l.startsWith("openwop_requests_total{") &&
+            l.includes('binding="grpc"') &&
+            l.includes('method="lf.a2a.v1.A2AService/GetTask"') &&
+            l.includes('outcome="NOT_FOUND"'),
+        );
       return line ? Number(line.split(" ")[1]) : 0;
     };
     const before = await count();
@@ -202,6 +271,9 @@ describe("gRPC unary fast path", () => {
 
   it("a compressed frame without grpc-encoding is refused in the body check's words", async () => {
     const answer = await send(`${V03}/GetAgentCard`, grpcFrame(Buffer.from([0x1f, 0x8b]), 1)).answer;
-    expect(answer).toMatchObject({ status: "3", message: "the request frame has the compressed flag set, but the request names no encoding (grpc-encoding)" });
+    expect(answer).toMatchObject({
+      status: "3",
+      message: "the request frame has the compressed flag set, but the request names no encoding (grpc-encoding)",
+    });
   });
 });

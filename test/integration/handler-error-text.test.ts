@@ -21,15 +21,26 @@ import { freePort } from "../support/server-process.js";
 
 type Obj = Record<string, any>;
 const KEY = "handler-errors-key-0123456789";
-const SCOPES = ["runs:create", "runs:read", "runs:cancel", "approvals:respond", "webhooks:manage", "manifest:read", "console:operate"];
+const SCOPES = [
+  "runs:create",
+  "runs:read",
+  "runs:cancel",
+  "approvals:respond",
+  "webhooks:manage",
+  "manifest:read",
+  "console:operate",
+];
 const PASSWORD = `hunter2-${randomBytes(8).toString("hex")}`;
 const LEAK = `connect failed: postgres://app:password=${PASSWORD}@db.internal:5432/orders`;
 const CORRELATION = /correlation id ([0-9a-f-]{36})/;
 
 const WORKFLOWS = {
-  "leaky.yaml": "id: leaky\nname: Leaky\ndescription: Its handler throws a plain Error with a secret in it.\nnodes:\n  - { kind: task, id: connect, handler: leaky }\n",
-  "leaky-stateless.yaml": "id: leaky-stateless\nname: Leaky, stateless\ndescription: The same, answered as a Message.\nstateless: true\nnodes:\n  - { kind: task, id: connect, handler: leaky }\n",
-  "careful.yaml": "id: careful\nname: Careful\ndescription: Its handler throws a HandlerError meant for callers.\nnodes:\n  - { kind: task, id: connect, handler: careful }\n",
+  "leaky.yaml":
+    "id: leaky\nname: Leaky\ndescription: Its handler throws a plain Error with a secret in it.\nnodes:\n  - { kind: task, id: connect, handler: leaky }\n",
+  "leaky-stateless.yaml":
+    "id: leaky-stateless\nname: Leaky, stateless\ndescription: The same, answered as a Message.\nstateless: true\nnodes:\n  - { kind: task, id: connect, handler: leaky }\n",
+  "careful.yaml":
+    "id: careful\nname: Careful\ndescription: Its handler throws a HandlerError meant for callers.\nnodes:\n  - { kind: task, id: connect, handler: careful }\n",
 };
 
 const leaky: TaskHandler = async () => {
@@ -62,7 +73,13 @@ describe("handler error text reaches callers only through HandlerError", () => {
       BLOCKING_TIMEOUT_MS: "5000",
       API_KEYS: JSON.stringify([{ id: "ops", tenant: "acme", scopes: SCOPES, key: KEY }]),
     });
-    app = await createApp({ config, logger: createLogger(config.logLevel, { write: (line: string) => void logs.push(line) }), store, durableStore: false, handlers: { leaky, careful } });
+    app = await createApp({
+      config,
+      logger: createLogger(config.logLevel, { write: (line: string) => void logs.push(line) }),
+      store,
+      durableStore: false,
+      handlers: { leaky, careful },
+    });
     await app.listen();
     baseUrl = `http://127.0.0.1:${port}`;
     session = connect(baseUrl);
@@ -72,14 +89,30 @@ describe("handler error text reaches callers only through HandlerError", () => {
     await app?.close();
   });
 
-  async function send(method: "GET" | "POST", path: string, body?: unknown, headers: Record<string, string> = auth): Promise<string> {
-    const res = await fetch(`${baseUrl}${path}`, { method, headers: { ...headers, ...(body === undefined ? {} : { "content-type": "application/json" }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  async function send(
+    method: "GET" | "POST",
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = auth,
+  ): Promise<string> {
+    const res = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: { ...headers, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
     const text = await res.text();
     expect(res.status, `${method} ${path}: ${text}`).toBeLessThan(300);
     return text;
   }
-  const rpc = (method: string, params: unknown, headers: Record<string, string> = auth) => send("POST", "/a2a/jsonrpc", { jsonrpc: "2.0", id: randomUUID(), method, params }, headers);
-  const message = (skillId: string) => ({ kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "go" }], metadata: { skillId } });
+  const rpc = (method: string, params: unknown, headers: Record<string, string> = auth) =>
+    send("POST", "/a2a/jsonrpc", { jsonrpc: "2.0", id: randomUUID(), method, params }, headers);
+  const message = (skillId: string) => ({
+    kind: "message",
+    messageId: randomUUID(),
+    role: "user",
+    parts: [{ kind: "text", text: "go" }],
+    metadata: { skillId },
+  });
 
   /** Every answer that shows the task: each binding's get, the OpenWOP views, the console. */
   async function everyAnswerFor(taskId: string): Promise<Array<[string, string | Buffer]>> {
@@ -95,14 +128,29 @@ describe("handler error text reaches callers only through HandlerError", () => {
       ["console events", await send("GET", `/console/api/tasks/${taskId}/events`)],
     ];
     for (const wire of ["gRPC", "Connect", "gRPC-Web"] as const) {
-      const v03 = await rawRpc(baseUrl, session, wire, "/a2a.v1.A2AService/GetTask", toBinary(v03pb.GetTaskRequestSchema, create(v03pb.GetTaskRequestSchema, { name: `tasks/${taskId}` })), auth);
-      const v10answer = await rawRpc(baseUrl, session, wire, "/lf.a2a.v1.A2AService/GetTask", toBinary(v10pb.GetTaskRequestSchema, create(v10pb.GetTaskRequestSchema, { id: taskId })), v10);
+      const v03 = await rawRpc(
+        baseUrl,
+        session,
+        wire,
+        "/a2a.v1.A2AService/GetTask",
+        toBinary(v03pb.GetTaskRequestSchema, create(v03pb.GetTaskRequestSchema, { name: `tasks/${taskId}` })),
+        auth,
+      );
+      const v10answer = await rawRpc(
+        baseUrl,
+        session,
+        wire,
+        "/lf.a2a.v1.A2AService/GetTask",
+        toBinary(v10pb.GetTaskRequestSchema, create(v10pb.GetTaskRequestSchema, { id: taskId })),
+        v10,
+      );
       answers.push([`${wire} 0.3 GetTask`, v03.raw], [`${wire} 1.0 GetTask`, v10answer.raw]);
     }
     return answers;
   }
 
-  const has = (raw: string | Buffer, text: string) => (typeof raw === "string" ? raw.includes(text) : raw.includes(Buffer.from(text, "utf8")));
+  const has = (raw: string | Buffer, text: string) =>
+    typeof raw === "string" ? raw.includes(text) : raw.includes(Buffer.from(text, "utf8"));
 
   it("a plain Error: callers and the stored task see a correlation id, never its text; the log has text, stack and id", async () => {
     const sent = await rpc("message/send", { message: message("leaky") });
@@ -114,13 +162,17 @@ describe("handler error text reaches callers only through HandlerError", () => {
     expect(error.message).toMatch(CORRELATION);
     const correlationId = CORRELATION.exec(error.message)![1]!;
 
-    const answers: Array<[string, string | Buffer]> = [["JSON-RPC 0.3 message/send", sent], ...(await everyAnswerFor(taskId))];
+    const answers: Array<[string, string | Buffer]> = [
+      ["JSON-RPC 0.3 message/send", sent],
+      ...(await everyAnswerFor(taskId)),
+    ];
     for (const [what, raw] of answers) {
       expect(has(raw, PASSWORD), `${what} carries the handler's error text`).toBe(false);
       expect(has(raw, "connect failed"), `${what} carries the handler's error text`).toBe(false);
     }
     // The correlation id is what callers get instead (the views that show the error at all).
-    for (const [what, raw] of answers.filter(([what]) => !what.includes("events") && !what.includes("A2ATaskState"))) expect(has(raw, correlationId), what).toBe(true);
+    for (const [what, raw] of answers.filter(([what]) => !what.includes("events") && !what.includes("A2ATaskState")))
+      expect(has(raw, correlationId), what).toBe(true);
 
     // Stored: the record and its events hold the generic message only.
     expect(JSON.stringify(await store.get(taskId))).not.toContain(PASSWORD);
@@ -149,8 +201,14 @@ describe("handler error text reaches callers only through HandlerError", () => {
   it("a HandlerError: its code and message still reach callers", async () => {
     const result = (JSON.parse(await rpc("message/send", { message: message("careful") })) as Obj)["result"];
     expect(result.status.state).toBe("failed");
-    expect(result.metadata.openwop.error).toEqual({ code: "db_unavailable", message: "the orders database is unavailable; try again later" });
+    expect(result.metadata.openwop.error).toEqual({
+      code: "db_unavailable",
+      message: "the orders database is unavailable; try again later",
+    });
     const run = JSON.parse(await send("GET", `/v1/runs/${result.id as string}`)) as Obj;
-    expect(run["error"]).toMatchObject({ code: "db_unavailable", message: "the orders database is unavailable; try again later" });
+    expect(run["error"]).toMatchObject({
+      code: "db_unavailable",
+      message: "the orders database is unavailable; try again later",
+    });
   });
 });

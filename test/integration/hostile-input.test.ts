@@ -47,7 +47,8 @@ class HostileStore extends MemoryTaskStore {
     if (!stored || !this.poisoned.has(stored.taskId)) return stored;
     // The memory store hands out its frozen records: poison a copy, as if it had been read so from a database.
     const record = structuredClone(stored);
-    const context = (record.snapshot as { context: { history: Array<{ parts: unknown[]; metadata?: unknown }> } }).context;
+    const context = (record.snapshot as { context: { history: Array<{ parts: unknown[]; metadata?: unknown }> } })
+      .context;
     context.history[0]!.parts.push({ kind: "data", data: nest(101) as Record<string, unknown> });
     context.history[0]!.metadata = nest(150);
     return record;
@@ -71,26 +72,62 @@ describe("hostile input", () => {
     expect(res.status).toBe(200);
     return (await res.json()) as Rpc;
   }
-  const msg03 = (data: unknown) => ({ kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "data", data }], metadata: { skillId: "echo" } });
-  const msg10 = (data: unknown) => ({ messageId: randomUUID(), role: "ROLE_USER", parts: [{ data }], metadata: { skillId: "echo" } });
-  const proto03 = (data: unknown) => ({ messageId: randomUUID(), role: "ROLE_USER", content: [{ data: { data } }], metadata: { skillId: "echo" } });
+  const msg03 = (data: unknown) => ({
+    kind: "message",
+    messageId: randomUUID(),
+    role: "user",
+    parts: [{ kind: "data", data }],
+    metadata: { skillId: "echo" },
+  });
+  const msg10 = (data: unknown) => ({
+    messageId: randomUUID(),
+    role: "ROLE_USER",
+    parts: [{ data }],
+    metadata: { skillId: "echo" },
+  });
+  const proto03 = (data: unknown) => ({
+    messageId: randomUUID(),
+    role: "ROLE_USER",
+    content: [{ data: { data } }],
+    metadata: { skillId: "echo" },
+  });
 
   /** One HTTP/2 gRPC call with raw frame bytes on a fresh session; also tells whether the request stream was closed. */
   async function grpcRaw(path: string, body: Buffer, headers: Record<string, string> = {}) {
     const session = connect(t.baseUrl);
     try {
-      const answer = await new Promise<{ status?: string; message: string; closed: boolean; rstCode?: number }>((resolve, reject) => {
-        const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...headers });
-        let trailers: Obj = {};
-        req.on("trailers", (h) => (trailers = h));
-        req.on("error", reject);
-        req.resume();
-        req.on("close", () => resolve({ status: trailers["grpc-status"], message: decodeURIComponent(String(trailers["grpc-message"] ?? "")), closed: true, rstCode: req.rstCode }));
-        req.end(body);
-      });
+      const answer = await new Promise<{ status?: string; message: string; closed: boolean; rstCode?: number }>(
+        (resolve, reject) => {
+          const req = session.request({
+            ":method": "POST",
+            ":path": path,
+            "content-type": "application/grpc",
+            te: "trailers",
+            ...headers,
+          });
+          let trailers: Obj = {};
+          req.on("trailers", (h) => (trailers = h));
+          req.on("error", reject);
+          req.resume();
+          req.on("close", () =>
+            resolve({
+              status: trailers["grpc-status"],
+              message: decodeURIComponent(String(trailers["grpc-message"] ?? "")),
+              closed: true,
+              rstCode: req.rstCode,
+            }),
+          );
+          req.end(body);
+        },
+      );
       // The session is still usable: a second call on it answers.
       const again = await new Promise<string | undefined>((resolve, reject) => {
-        const req = session.request({ ":method": "POST", ":path": "/a2a.v1.A2AService/GetAgentCard", "content-type": "application/grpc", te: "trailers" });
+        const req = session.request({
+          ":method": "POST",
+          ":path": "/a2a.v1.A2AService/GetAgentCard",
+          "content-type": "application/grpc",
+          te: "trailers",
+        });
         let status: string | undefined;
         req.on("trailers", (h) => (status = h["grpc-status"] as string));
         req.on("error", reject);
@@ -120,15 +157,37 @@ describe("hostile input", () => {
     const connect03 = await post("/a2a.v1.A2AService/SendMessage", JSON.stringify({ message: proto03(tooDeep) }));
     expect(connect03.status).toBe(400);
     expect(((await connect03.json()) as Obj)["message"]).toMatch(/nested too deeply/);
-    const metadataDeep = await rpc("message/send", { message: { ...msg03({ ok: true }), metadata: { skillId: "echo", x: nest(40) } } });
+    const metadataDeep = await rpc("message/send", {
+      message: { ...msg03({ ok: true }), metadata: { skillId: "echo", x: nest(40) } },
+    });
     expect(metadataDeep.error?.code).toBe(-32602);
     // gRPC binary (no JSON anywhere): the same bound, checked where every binding meets.
     // A Value with no kind inside is malformed input, not an internal error.
-    const noKind = create(v10pb.SendMessageRequestSchema, { message: { messageId: randomUUID(), role: v10pb.Role.USER, parts: [{ content: { case: "data", value: create(ValueSchema) } }] } });
-    const malformed = await grpcRaw("/lf.a2a.v1.A2AService/SendMessage", grpcFrame(toBinary(v10pb.SendMessageRequestSchema, noKind)), v10);
+    const noKind = create(v10pb.SendMessageRequestSchema, {
+      message: {
+        messageId: randomUUID(),
+        role: v10pb.Role.USER,
+        parts: [{ content: { case: "data", value: create(ValueSchema) } }],
+      },
+    });
+    const malformed = await grpcRaw(
+      "/lf.a2a.v1.A2AService/SendMessage",
+      grpcFrame(toBinary(v10pb.SendMessageRequestSchema, noKind)),
+      v10,
+    );
     expect(malformed.status, malformed.message).toBe("3");
-    const request = create(v10pb.SendMessageRequestSchema, { message: { messageId: randomUUID(), role: v10pb.Role.USER, parts: [{ content: { case: "data", value: fromJson(ValueSchema, tooDeep as JsonValue) } }] } });
-    const grpc = await grpcRaw("/lf.a2a.v1.A2AService/SendMessage", grpcFrame(toBinary(v10pb.SendMessageRequestSchema, request)), v10);
+    const request = create(v10pb.SendMessageRequestSchema, {
+      message: {
+        messageId: randomUUID(),
+        role: v10pb.Role.USER,
+        parts: [{ content: { case: "data", value: fromJson(ValueSchema, tooDeep as JsonValue) } }],
+      },
+    });
+    const grpc = await grpcRaw(
+      "/lf.a2a.v1.A2AService/SendMessage",
+      grpcFrame(toBinary(v10pb.SendMessageRequestSchema, request)),
+      v10,
+    );
     expect(grpc.status, grpc.message).toBe("3");
     expect(grpc.message).toMatch(/nested too deeply/);
     expect(store.created).toBe(before);
@@ -175,13 +234,20 @@ describe("hostile input", () => {
     expect(JSON.stringify(history[0])).toContain("unencodable");
     const get03 = await rpc("tasks/get", { id: poisonedId });
     expect(get03.error).toBeUndefined();
-    const grpc = await grpcRaw("/lf.a2a.v1.A2AService/GetTask", grpcFrame(toBinary(v10pb.GetTaskRequestSchema, create(v10pb.GetTaskRequestSchema, { id: poisonedId }))), v10);
+    const grpc = await grpcRaw(
+      "/lf.a2a.v1.A2AService/GetTask",
+      grpcFrame(toBinary(v10pb.GetTaskRequestSchema, create(v10pb.GetTaskRequestSchema, { id: poisonedId }))),
+      v10,
+    );
     expect(grpc.status).toBe("0");
 
     const stream = await fetch(`${t.baseUrl}/tasks/${poisonedId}:subscribe`, { headers: v10 });
     // A completed task cannot be subscribed to over 1.0; over 0.3 its Task is answered and the stream closes.
     expect(stream.status).toBe(400);
-    const stream03 = await post("/a2a/jsonrpc", JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tasks/resubscribe", params: { id: poisonedId } }));
+    const stream03 = await post(
+      "/a2a/jsonrpc",
+      JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tasks/resubscribe", params: { id: poisonedId } }),
+    );
     const events = await readSse(stream03);
     expect(events.length).toBeGreaterThan(0);
   });
@@ -192,7 +258,12 @@ describe("hostile input", () => {
     const connectUnary = await post("/a2a.v1.A2AService/SendMessage", junk, { "content-type": "application/proto" });
     expect(connectUnary.status).toBe(400);
     expect(((await connectUnary.json()) as Obj)["code"]).toBe("invalid_argument");
-    const valid = toBinary(v03pb.SendMessageRequestSchema, create(v03pb.SendMessageRequestSchema, { request: { messageId: randomUUID(), role: v03pb.Role.USER, content: [{ part: { case: "text", value: "x" } }] } }));
+    const valid = toBinary(
+      v03pb.SendMessageRequestSchema,
+      create(v03pb.SendMessageRequestSchema, {
+        request: { messageId: randomUUID(), role: v03pb.Role.USER, content: [{ part: { case: "text", value: "x" } }] },
+      }),
+    );
 
     const grpcJunk = await grpcRaw("/a2a.v1.A2AService/SendMessage", grpcFrame(junk));
     expect(grpcJunk.status).toBe("3");
@@ -201,7 +272,9 @@ describe("hostile input", () => {
     expect(grpcCompressed.message).toContain("compressed flag");
 
     for (const payload of [grpcFrame(valid, 1), grpcFrame(junk)]) {
-      const web = await post("/a2a.v1.A2AService/SendMessage", payload, { "content-type": "application/grpc-web+proto" });
+      const web = await post("/a2a.v1.A2AService/SendMessage", payload, {
+        "content-type": "application/grpc-web+proto",
+      });
       const trailer = Buffer.from(await web.arrayBuffer()).toString("latin1");
       expect(trailer).toMatch(/grpc-status: ?3\b/);
     }
@@ -260,19 +333,29 @@ describe("hostile input", () => {
       // The server is still up and answers normally.
       expect((await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).status).toBe(200);
     }
-    const rpcBody = (method: string, params: string) => `{"jsonrpc":"2.0","id":7,"method":"${method}","params":${params}}`;
+    const rpcBody = (method: string, params: string) =>
+      `{"jsonrpc":"2.0","id":7,"method":"${method}","params":${params}}`;
 
     it("JSON-RPC (0.3 and 1.0), HTTP+JSON (0.3 and 1.0) and OpenWOP REST: invalid params / parse error, no echo", async () => {
       const before = store.created;
-      for (const [body, code] of [[deep, -32602], [junk, -32700]] as const) {
-        for (const [method, headers] of [["message/send", {}], ["SendMessage", v10]] as const) {
+      for (const [body, code] of [
+        [deep, -32602],
+        [junk, -32700],
+      ] as const) {
+        for (const [method, headers] of [
+          ["message/send", {}],
+          ["SendMessage", v10],
+        ] as const) {
           const res = await post("/a2a/jsonrpc", rpcBody(method, `{"message":${body}}`), headers);
           expect(res.status).toBe(200);
           const text = await res.text();
           expect((JSON.parse(text) as Rpc).error?.code).toBe(code);
           noEcho(text);
         }
-        for (const [path, headers] of [["/v1/message:send", {}], ["/message:send", v10]] as const) {
+        for (const [path, headers] of [
+          ["/v1/message:send", {}],
+          ["/message:send", v10],
+        ] as const) {
           const res = await post(path, `{"message":${body}}`, headers);
           expect(res.status).toBe(400);
           noEcho(await res.text());
@@ -289,18 +372,31 @@ describe("hostile input", () => {
 
     it("Connect JSON, gRPC+json and gRPC-Web+json: INVALID_ARGUMENT for 100 000 levels and for junk, in our words", async () => {
       const before = store.created;
-      for (const body of [`{"message":${deep}}`, `{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"data":${deep}}]}}`, junk]) {
-        for (const [path, headers] of [["/a2a.v1.A2AService/SendMessage", {}], ["/lf.a2a.v1.A2AService/SendMessage", v10]] as const) {
+      for (const body of [
+        `{"message":${deep}}`,
+        `{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"data":${deep}}]}}`,
+        junk,
+      ]) {
+        for (const [path, headers] of [
+          ["/a2a.v1.A2AService/SendMessage", {}],
+          ["/lf.a2a.v1.A2AService/SendMessage", v10],
+        ] as const) {
           const connect = await post(path, body, headers);
           const text = await connect.text();
           expect(connect.status, text.slice(0, 200)).toBe(400);
           expect((JSON.parse(text) as Obj)["code"]).toBe("invalid_argument");
           noEcho(text);
-          const grpc = await grpcRaw(path, grpcFrame(Buffer.from(body)), { "content-type": "application/grpc+json", ...(path.startsWith("/lf.") ? { "a2a-version": "1.0" } : {}) });
+          const grpc = await grpcRaw(path, grpcFrame(Buffer.from(body)), {
+            "content-type": "application/grpc+json",
+            ...(path.startsWith("/lf.") ? { "a2a-version": "1.0" } : {}),
+          });
           expect(grpc.status, grpc.message).toBe("3");
           expect(grpc.message).toMatch(/nested too deeply|not valid JSON/);
           noEcho(grpc.message);
-          const web = await post(path, grpcFrame(Buffer.from(body)), { "content-type": "application/grpc-web+json", ...headers });
+          const web = await post(path, grpcFrame(Buffer.from(body)), {
+            "content-type": "application/grpc-web+json",
+            ...headers,
+          });
           const trailer = decodeURIComponent(Buffer.from(await web.arrayBuffer()).toString("latin1"));
           expect(trailer).toMatch(/grpc-status: ?3\b/);
           noEcho(trailer);
@@ -333,18 +429,30 @@ describe("hostile input", () => {
     it("over MAX_BODY_BYTES: 413 on the HTTP bindings, RESOURCE_EXHAUSTED on Connect, gRPC and gRPC-Web, never INTERNAL", async () => {
       const before = store.created;
       const big = `{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"${"a".repeat(1_100_000)}"}]}}`;
-      for (const [path, headers] of [["/a2a/jsonrpc", {}], ["/a2a/jsonrpc", v10], ["/v1/message:send", {}], ["/message:send", v10], ["/v1/runs", {}]] as const) {
+      for (const [path, headers] of [
+        ["/a2a/jsonrpc", {}],
+        ["/a2a/jsonrpc", v10],
+        ["/v1/message:send", {}],
+        ["/message:send", v10],
+        ["/v1/runs", {}],
+      ] as const) {
         const res = await post(path, big, headers);
         expect(res.status, path).toBe(413);
         noEcho(await res.text());
       }
-      for (const [path, headers] of [["/a2a.v1.A2AService/SendMessage", {}], ["/lf.a2a.v1.A2AService/SendMessage", v10]] as const) {
+      for (const [path, headers] of [
+        ["/a2a.v1.A2AService/SendMessage", {}],
+        ["/lf.a2a.v1.A2AService/SendMessage", v10],
+      ] as const) {
         const connect = await post(path, big, headers);
         expect(connect.status).toBe(429); // Connect's HTTP status for resource_exhausted
         expect(((await connect.json()) as Obj)["code"]).toBe("resource_exhausted");
         const grpc = await grpcRaw(path, grpcFrame(Buffer.from(big)), { "content-type": "application/grpc+json" });
         expect(grpc.status).toBe("8");
-        const web = await post(path, grpcFrame(Buffer.from(big)), { "content-type": "application/grpc-web+json", ...headers });
+        const web = await post(path, grpcFrame(Buffer.from(big)), {
+          "content-type": "application/grpc-web+json",
+          ...headers,
+        });
         expect(Buffer.from(await web.arrayBuffer()).toString("latin1")).toMatch(/grpc-status: ?8\b/);
       }
       expect(store.created).toBe(before);

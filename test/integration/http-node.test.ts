@@ -16,7 +16,6 @@ import { startTestApp, type TestApp } from "../support/start-server.js";
 import { jsonRpcCaller, type WireTask } from "../support/jsonrpc-caller.js";
 import { testSigningKeys, testTokenKeys } from "../support/openwop-client.js";
 
-
 const FIXTURES = new URL("../fixtures/http-workflows", import.meta.url).pathname;
 const TOKEN = "s3cr3t-token-value";
 
@@ -31,7 +30,9 @@ interface Received {
 }
 
 /** The service: answers by the scenario in the run's input text; remembers every request. */
-async function startService(peek?: (taskId: string) => Promise<string[]>): Promise<{ url: string; received: Received[]; close(): Promise<void> }> {
+async function startService(
+  peek?: (taskId: string) => Promise<string[]>,
+): Promise<{ url: string; received: Received[]; close(): Promise<void> }> {
   const received: Received[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -41,7 +42,14 @@ async function startService(peek?: (taskId: string) => Promise<string[]>): Promi
       const body = text ? (JSON.parse(text) as Record<string, any>) : {};
       const at = Date.now();
       const committed = peek ? await peek(String(body["taskId"])) : undefined;
-      received.push({ at, method: req.method ?? "", url: req.url ?? "", headers: req.headers, body, ...(committed ? { committed } : {}) });
+      received.push({
+        at,
+        method: req.method ?? "",
+        url: req.url ?? "",
+        headers: req.headers,
+        body,
+        ...(committed ? { committed } : {}),
+      });
       const scenario = String(body["input"]?.["text"] ?? "").split(" ")[0];
       const tries = received.filter((r) => r.body["idempotencyKey"] === body["idempotencyKey"]).length;
       const json = (status: number, value: unknown, headers: Record<string, string> = {}) =>
@@ -51,14 +59,21 @@ async function startService(peek?: (taskId: string) => Promise<string[]>): Promi
           return json(200, {
             output: { answer: 42, sawParams: body["params"] },
             artifacts: [
-              { artifactId: "report", name: "report", description: "From Python", parts: [{ kind: "text", text: "the report" }] },
+              {
+                artifactId: "report",
+                name: "report",
+                description: "From Python",
+                parts: [{ kind: "text", text: "the report" }],
+              },
               { name: "numbers", parts: [{ kind: "data", data: { total: 3 } }] },
             ],
           });
         case "flaky":
           return tries === 1 ? json(503, { error: "warming up" }) : json(200, { output: { tries } });
         case "busy":
-          return tries === 1 ? json(429, { error: "slow down" }, { "retry-after": "1" }) : json(200, { output: { tries } });
+          return tries === 1
+            ? json(429, { error: "slow down" }, { "retry-after": "1" })
+            : json(200, { output: { tries } });
         case "down":
           return json(503, { error: "down for good" });
         case "bad":
@@ -106,10 +121,13 @@ describe("http node against a real HTTP service on loopback", () => {
   const store = new MemoryTaskStore();
   const caller = jsonRpcCaller(() => t.baseUrl);
   const requestsOf = (taskId: string) => service.received.filter((r) => r.body["taskId"] === taskId);
-  const outputsOf = async (taskId: string) => ((await store.get(taskId))?.snapshot as { context: { outputs: Record<string, unknown> } }).context.outputs;
+  const outputsOf = async (taskId: string) =>
+    ((await store.get(taskId))?.snapshot as { context: { outputs: Record<string, unknown> } }).context.outputs;
 
   beforeAll(async () => {
-    service = await startService(async (taskId) => (await store.readEvents(taskId, 0)).map((e) => `${e.type}${e.nodeId ? `:${e.nodeId}` : ""}`));
+    service = await startService(async (taskId) =>
+      (await store.readEvents(taskId, 0)).map((e) => `${e.type}${e.nodeId ? `:${e.nodeId}` : ""}`),
+    );
     t = await startTestApp({ WORKFLOWS_DIR: FIXTURES, HTTP_SERVICE_URL: service.url, ...FAST }, store);
   });
   afterAll(async () => {
@@ -137,8 +155,20 @@ describe("http node against a real HTTP service on loopback", () => {
       nodeId: "call",
       attempt: 1,
       idempotencyKey: key,
-      input: { text: "ok please", data: { amount: 7 }, parts: [{ kind: "text", text: "ok please" }, { kind: "data", data: { amount: 7 } }] },
-      message: { parts: [{ kind: "text", text: "ok please" }, { kind: "data", data: { amount: 7 } }] },
+      input: {
+        text: "ok please",
+        data: { amount: 7 },
+        parts: [
+          { kind: "text", text: "ok please" },
+          { kind: "data", data: { amount: 7 } },
+        ],
+      },
+      message: {
+        parts: [
+          { kind: "text", text: "ok please" },
+          { kind: "data", data: { amount: 7 } },
+        ],
+      },
       params: { tone: "formal" },
       outputs: { first: { text: "ok please" } },
       feedback: [],
@@ -147,8 +177,14 @@ describe("http node against a real HTTP service on loopback", () => {
     expect(ids).toContain("report");
     expect(ids).toContain("call.1");
     const report = task["artifacts"].find((a: any) => a.artifactId === "report");
-    expect(report).toMatchObject({ name: "report", description: "From Python", parts: [{ kind: "text", text: "the report" }] });
-    expect(task["artifacts"].find((a: any) => a.artifactId === "call.1").parts).toEqual([{ kind: "data", data: { total: 3 } }]);
+    expect(report).toMatchObject({
+      name: "report",
+      description: "From Python",
+      parts: [{ kind: "text", text: "the report" }],
+    });
+    expect(task["artifacts"].find((a: any) => a.artifactId === "call.1").parts).toEqual([
+      { kind: "data", data: { total: 3 } },
+    ]);
 
     // The output is on the run; `next: last` skipped the node in between.
     const log = await store.readEvents(task["id"], 0);
@@ -184,7 +220,9 @@ describe("http node against a real HTTP service on loopback", () => {
     expect(task["status"].state).toBe("failed");
     expect(requestsOf(task["id"])).toHaveLength(3);
     expect(openwop(task)["error"]).toMatchObject({ code: "http_retries_exhausted" });
-    expect(openwop(task)["error"].message).toBe(`gave up after 3 attempts: ${service.url} answered HTTP 503: down for good`);
+    expect(openwop(task)["error"].message).toBe(
+      `gave up after 3 attempts: ${service.url} answered HTTP 503: down for good`,
+    );
   });
 
   it("400: fails at once with http_client_error, the status and the service's message (secrets redacted)", async () => {
@@ -193,7 +231,9 @@ describe("http node against a real HTTP service on loopback", () => {
     expect(requestsOf(task["id"])).toHaveLength(1);
     const error = openwop(task)["error"];
     expect(error).toMatchObject({ code: "http_client_error" });
-    expect(error.message).toBe(`${service.url} answered HTTP 400: field "amount" is required (you sent token [redacted])`);
+    expect(error.message).toBe(
+      `${service.url} answered HTTP 400: field "amount" is required (you sent token [redacted])`,
+    );
     expect(JSON.stringify(await store.get(task["id"]))).not.toContain(TOKEN);
     const log = await store.readEvents(task["id"], 0);
     expect(log.some((e) => e.type === "node.completed" && e.nodeId === "call")).toBe(false);
@@ -204,7 +244,9 @@ describe("http node against a real HTTP service on loopback", () => {
     expect(task["status"].state).toBe("failed");
     expect(requestsOf(task["id"])).toHaveLength(3);
     expect(openwop(task)["error"]).toMatchObject({ code: "http_retries_exhausted" });
-    expect(openwop(task)["error"].message).toBe(`gave up after 3 attempts: ${service.url} did not answer within 1500 ms`);
+    expect(openwop(task)["error"].message).toBe(
+      `gave up after 3 attempts: ${service.url} did not answer within 1500 ms`,
+    );
   }, 20_000);
 
   it("malformed answers fail with http_bad_response and say what is wrong", async () => {
@@ -221,7 +263,7 @@ describe("http node against a real HTTP service on loopback", () => {
 
   it("a cancel aborts the call in flight: the run is canceled and its result never lands", async () => {
     const task = await caller.start("hold", "http-once", { blocking: false });
-    for (const deadline = Date.now() + 10_000; requestsOf(task["id"]).length < 1; ) {
+    for (const deadline = Date.now() + 10_000; requestsOf(task["id"]).length < 1;) {
       if (Date.now() > deadline) throw new Error("the service got no request");
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -249,7 +291,12 @@ describe("http node timeouts", () => {
 
   beforeAll(async () => {
     service = await startService();
-    t = await startTestApp({ WORKFLOWS_DIR: FIXTURES, HTTP_SERVICE_URL: service.url, ...FAST, HTTP_NODE_TIMEOUT_MS: "300" });
+    t = await startTestApp({
+      WORKFLOWS_DIR: FIXTURES,
+      HTTP_SERVICE_URL: service.url,
+      ...FAST,
+      HTTP_NODE_TIMEOUT_MS: "300",
+    });
   });
   afterAll(async () => {
     await t?.close();
@@ -295,7 +342,8 @@ describe("http node egress guard", () => {
     const log = await store.readEvents(task["id"], 0);
     // node.started, then the failure: no completion, no output, no artifact of the node.
     expect(log.filter((e) => e.nodeId === "call").map((e) => e.type)).toEqual(["node.started", "node.failed"]);
-    const context = ((await store.get(task["id"]))?.snapshot as { context: { outputs: Record<string, unknown> } }).context;
+    const context = ((await store.get(task["id"]))?.snapshot as { context: { outputs: Record<string, unknown> } })
+      .context;
     expect(context.outputs["call"]).toBeUndefined();
     expect(task["artifacts"].map((a: any) => a.artifactId)).not.toContain("report");
   });
@@ -319,14 +367,31 @@ describe("http node definitions are checked at load", () => {
 
   it("refuses a missing url, a non-http url, an unknown variable and a header the host owns, naming the file and the reason", async () => {
     expect(await loadError("  - { kind: http, id: call }\n")).toMatch(/nodes\/0: must have required property 'url'/);
-    expect(await loadError('  - { kind: http, id: call, url: "ftp://files.example.com/x" }\n')).toContain('node "call": url must be an absolute http(s) URL (got "ftp://files.example.com/x")');
-    expect(await loadError('  - { kind: http, id: call, url: "/relative" }\n')).toContain('node "call": url must be an absolute http(s) URL');
-    expect(await loadError('  - { kind: http, id: call, url: "https://${NOT_LISTED}/x" }\n')).toContain('node "call": url refers to ${NOT_LISTED}, which is not a variable workflows may use');
-    expect(await loadError('  - { kind: http, id: call, url: "https://svc.example.com/x", headers: { Authorization: "${API_KEY}" } }\n', { WORKFLOW_VARIABLES: "OTHER" })).toContain(
+    expect(await loadError('  - { kind: http, id: call, url: "ftp://files.example.com/x" }\n')).toContain(
+      'node "call": url must be an absolute http(s) URL (got "ftp://files.example.com/x")',
+    );
+    expect(await loadError('  - { kind: http, id: call, url: "/relative" }\n')).toContain(
+      'node "call": url must be an absolute http(s) URL',
+    );
+    expect(await loadError('  - { kind: http, id: call, url: "https://${NOT_LISTED}/x" }\n')).toContain(
+      'node "call": url refers to ${NOT_LISTED}, which is not a variable workflows may use',
+    );
+    expect(
+      await loadError(
+        '  - { kind: http, id: call, url: "https://svc.example.com/x", headers: { Authorization: "${API_KEY}" } }\n',
+        { WORKFLOW_VARIABLES: "OTHER" },
+      ),
+    ).toContain(
       'node "call": header "Authorization" refers to ${API_KEY}, which is not a variable workflows may use (add API_KEY to WORKFLOW_VARIABLES; known: A2A_PEER_CARD_URL, OTHER)',
     );
-    expect(await loadError('  - { kind: http, id: call, url: "https://svc.example.com/x", headers: { Idempotency-Key: "k" } }\n')).toContain('header "Idempotency-Key" is set by the host');
-    expect(await loadError('  - { kind: http, id: call, url: "https://svc.example.com/x", method: GET }\n')).toMatch(/nodes\/0\/method: must be equal to one of the allowed values/);
+    expect(
+      await loadError(
+        '  - { kind: http, id: call, url: "https://svc.example.com/x", headers: { Idempotency-Key: "k" } }\n',
+      ),
+    ).toContain('header "Idempotency-Key" is set by the host');
+    expect(await loadError('  - { kind: http, id: call, url: "https://svc.example.com/x", method: GET }\n')).toMatch(
+      /nodes\/0\/method: must be equal to one of the allowed values/,
+    );
   });
 });
 
@@ -350,14 +415,14 @@ describe("http node across a restart (at-least-once, the same idempotency key)",
   it("a host stopped during the call runs the node again after its restart, with the same Idempotency-Key", async () => {
     const task = await caller.start("hold", "http-once", { blocking: false });
     const requestsOf = () => service.received.filter((r) => r.body["taskId"] === task["id"]);
-    for (const deadline = Date.now() + 10_000; requestsOf().length < 1; ) {
+    for (const deadline = Date.now() + 10_000; requestsOf().length < 1;) {
       if (Date.now() > deadline) throw new Error("the service got no request");
       await new Promise((r) => setTimeout(r, 20));
     }
     await t.close();
     t = await startTestApp(env, store);
     let done: WireTask | undefined;
-    for (const deadline = Date.now() + 10_000; ; ) {
+    for (const deadline = Date.now() + 10_000; ;) {
       done = await caller.get(task["id"]);
       if (done["status"].state === "completed") break;
       if (Date.now() > deadline) throw new Error(`the task did not complete: ${JSON.stringify(done["status"])}`);
@@ -432,23 +497,31 @@ describe("http node private services in NODE_ENV=production (HTTP_NODE_PRIVATE_H
 
   it.each([
     ["not listed", {}],
-    ["named only by the allow list and allowed ports", { HTTP_NODE_ALLOW_HOSTS: "127.0.0.1", HTTP_NODE_ALLOWED_PORTS: "PORT" }],
+    [
+      "named only by the allow list and allowed ports",
+      { HTTP_NODE_ALLOW_HOSTS: "127.0.0.1", HTTP_NODE_ALLOWED_PORTS: "PORT" },
+    ],
     ["listed on another port", { HTTP_NODE_PRIVATE_HOSTS: "127.0.0.1:PORT+1" }],
-  ])("a sidecar %s is refused, and the error names HTTP_NODE_PRIVATE_HOSTS", async (_case, raw: Record<string, string>) => {
-    const env = Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, v.replace("PORT+1", String(port + 1)).replace("PORT", String(port))]));
-    const before = service.received.length;
-    const app = await startProduction(env);
-    try {
-      const task = await caller.start("ok", "http-call");
-      expect(task["status"].state).toBe("failed");
-      const error = openwop(task)["error"];
-      expect(error).toMatchObject({ code: "http_egress_refused" });
-      expect(error.message).toContain(`http://127.0.0.1:${port}`);
-      expect(error.message).toContain("list it as host:port in HTTP_NODE_PRIVATE_HOSTS");
-      expect(error.message).not.toContain(TOKEN);
-      expect(service.received.length).toBe(before);
-    } finally {
-      await app.close();
-    }
-  });
+  ])(
+    "a sidecar %s is refused, and the error names HTTP_NODE_PRIVATE_HOSTS",
+    async (_case, raw: Record<string, string>) => {
+      const env = Object.fromEntries(
+        Object.entries(raw).map(([k, v]) => [k, v.replace("PORT+1", String(port + 1)).replace("PORT", String(port))]),
+      );
+      const before = service.received.length;
+      const app = await startProduction(env);
+      try {
+        const task = await caller.start("ok", "http-call");
+        expect(task["status"].state).toBe("failed");
+        const error = openwop(task)["error"];
+        expect(error).toMatchObject({ code: "http_egress_refused" });
+        expect(error.message).toContain(`http://127.0.0.1:${port}`);
+        expect(error.message).toContain("list it as host:port in HTTP_NODE_PRIVATE_HOSTS");
+        expect(error.message).not.toContain(TOKEN);
+        expect(service.received.length).toBe(before);
+      } finally {
+        await app.close();
+      }
+    },
+  );
 });

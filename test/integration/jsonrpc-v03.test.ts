@@ -18,14 +18,39 @@ describe("A2A v0.3 JSON-RPC binding", () => {
   afterAll(() => t.close());
 
   const rpc = async (method: string, params: unknown, id: unknown = randomUUID()): Promise<Rpc> => {
-    const res = await fetch(endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id, method, params }) });
+    const res = await fetch(endpoint, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id, method, params }),
+    });
     expect(res.status).toBe(200);
     return (await res.json()) as Rpc;
   };
-  const message = (text: string, extra: Record<string, unknown> = {}) => ({ kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], ...extra });
-  const reply = (taskId: string, data: Record<string, unknown>) => ({ kind: "message", messageId: randomUUID(), role: "user", taskId, parts: [{ kind: "data", data }] });
-  const stream = async (method: string, params: unknown, id = randomUUID(), until?: (f: SseFrame) => boolean | void) => {
-    const res = await fetch(endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id, method, params }) });
+  const message = (text: string, extra: Record<string, unknown> = {}) => ({
+    kind: "message",
+    messageId: randomUUID(),
+    role: "user",
+    parts: [{ kind: "text", text }],
+    ...extra,
+  });
+  const reply = (taskId: string, data: Record<string, unknown>) => ({
+    kind: "message",
+    messageId: randomUUID(),
+    role: "user",
+    taskId,
+    parts: [{ kind: "data", data }],
+  });
+  const stream = async (
+    method: string,
+    params: unknown,
+    id = randomUUID(),
+    until?: (f: SseFrame) => boolean | void,
+  ) => {
+    const res = await fetch(endpoint, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id, method, params }),
+    });
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     return readSse(res, until);
   };
@@ -36,14 +61,25 @@ describe("A2A v0.3 JSON-RPC binding", () => {
     expect(card["url"]).toBe(endpoint);
     expect(card["preferredTransport"]).toBe("JSONRPC");
     expect(card["additionalInterfaces"]).toContainEqual({ url: endpoint, transport: "JSONRPC" });
-    expect(card["skills"].map((s: { id: string }) => s.id)).toEqual(expect.arrayContaining(["echo", "approval-gate", "campaign-brief", "clarify"]));
+    expect(card["skills"].map((s: { id: string }) => s.id)).toEqual(
+      expect.arrayContaining(["echo", "approval-gate", "campaign-brief", "clarify"]),
+    );
   });
 
   it("message/send with the SDK client completes the echo skill", async () => {
     const client = new LegacyJsonRpcTransport({ endpoint });
     const result = await client.sendMessage({
       tenant: "",
-      message: { messageId: randomUUID(), contextId: "", taskId: "", role: 1, parts: [{ content: { $case: "text", value: "hello" }, metadata: undefined, filename: "", mediaType: "" }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+      message: {
+        messageId: randomUUID(),
+        contextId: "",
+        taskId: "",
+        role: 1,
+        parts: [{ content: { $case: "text", value: "hello" }, metadata: undefined, filename: "", mediaType: "" }],
+        metadata: undefined,
+        extensions: [],
+        referenceTaskIds: [],
+      },
       configuration: undefined,
       metadata: undefined,
     });
@@ -54,7 +90,11 @@ describe("A2A v0.3 JSON-RPC binding", () => {
 
   it("streams Task first, then ordered updates, closing with final:true at the approval gate", async () => {
     const id = randomUUID();
-    const frames = await stream("message/stream", { message: message("Ship it", { metadata: { skillId: "approval-gate" } }) }, id);
+    const frames = await stream(
+      "message/stream",
+      { message: message("Ship it", { metadata: { skillId: "approval-gate" } }) },
+      id,
+    );
     expect(frames.every((f) => (f.data as Rpc).id === id && (f.data as Rpc).jsonrpc === "2.0")).toBe(true);
     const events = results(frames);
     expect(events[0]!["kind"]).toBe("task");
@@ -69,14 +109,20 @@ describe("A2A v0.3 JSON-RPC binding", () => {
   });
 
   it("resubscribes after a dropped stream without re-running anything; the stream stays open through the interrupt and ends at completed", async () => {
-    const frames = await stream("message/stream", { message: message("Slow one", { metadata: { skillId: "slow-approval" } }) }, randomUUID(), () => true);
+    const frames = await stream(
+      "message/stream",
+      { message: message("Slow one", { metadata: { skillId: "slow-approval" } }) },
+      randomUUID(),
+      () => true,
+    );
     const taskId = (frames[0]!.data as Rpc).result!["id"] as string;
     let replied: Promise<Rpc> | undefined;
     const resubscribed = results(
       await stream("tasks/resubscribe", { id: taskId }, randomUUID(), (f) => {
         // Reply once the re-attached stream shows the task waiting; the same stream then watches it finish.
         const r = (f.data as Rpc).result!;
-        if (!replied && r["status"]?.state === "input-required") replied = rpc("message/send", { message: reply(taskId, { action: "accept" }) });
+        if (!replied && r["status"]?.state === "input-required")
+          replied = rpc("message/send", { message: reply(taskId, { action: "accept" }) });
       }),
     );
     expect(resubscribed[0]!["kind"]).toBe("task");
@@ -94,7 +140,9 @@ describe("A2A v0.3 JSON-RPC binding", () => {
   });
 
   it("gives concurrent subscribers identical events, the first one (with its interrupt token) included", async () => {
-    const created = await rpc("message/send", { message: message("Watch me", { metadata: { skillId: "approval-gate" } }) });
+    const created = await rpc("message/send", {
+      message: message("Watch me", { metadata: { skillId: "approval-gate" } }),
+    });
     const taskId = created.result!["id"] as string;
     expect(created.result!["status"].state).toBe("input-required");
     let seen = 0;
@@ -103,7 +151,13 @@ describe("A2A v0.3 JSON-RPC binding", () => {
       // Both streams hold the waiting task: one reply, both watch it complete.
       if (++seen === 2) replied = rpc("message/send", { message: reply(taskId, { action: "accept" }) });
     };
-    const watch = () => stream("tasks/resubscribe", { id: taskId }, randomUUID(), (f) => void ((f.data as Rpc).result!["kind"] === "task" && onFirst()));
+    const watch = () =>
+      stream(
+        "tasks/resubscribe",
+        { id: taskId },
+        randomUUID(),
+        (f) => void ((f.data as Rpc).result!["kind"] === "task" && onFirst()),
+      );
     const [a, b] = await Promise.all([watch(), watch()]);
     await replied;
     expect(results(a)[0]!["metadata"].openwop.interruptToken).toEqual(expect.any(String));
@@ -132,7 +186,9 @@ describe("A2A v0.3 JSON-RPC binding", () => {
   });
 
   it("cancels a task waiting for input and refuses to cancel a terminal one", async () => {
-    const waiting = await rpc("message/send", { message: message("cancel me", { metadata: { skillId: "approval-gate" } }) });
+    const waiting = await rpc("message/send", {
+      message: message("cancel me", { metadata: { skillId: "approval-gate" } }),
+    });
     expect(waiting.result!["status"].state).toBe("input-required");
     const cancelled = await rpc("tasks/cancel", { id: waiting.result!["id"] });
     expect(cancelled.result!["status"].state).toBe("canceled");
@@ -149,14 +205,19 @@ describe("A2A v0.3 JSON-RPC binding", () => {
     expect(toTerminal.error?.code).toBe(-32004);
     expect(toTerminal.error?.message).toContain("not supported");
     const waiting = await rpc("message/send", { message: message("ctx", { metadata: { skillId: "approval-gate" } }) });
-    const mismatched = await rpc("message/send", { message: { ...reply(waiting.result!["id"], { action: "accept" }), contextId: "other" } });
+    const mismatched = await rpc("message/send", {
+      message: { ...reply(waiting.result!["id"], { action: "accept" }), contextId: "other" },
+    });
     expect(mismatched.error?.code).toBe(-32602);
     const badAction = await rpc("message/send", { message: reply(waiting.result!["id"], { action: "approve-ish" }) });
     expect(badAction.error?.code).toBe(-32602);
     expect(badAction.error?.message).toContain("accept, reject, refine, edit-accept, ask");
     const still = await rpc("tasks/get", { id: waiting.result!["id"] });
     expect(still.result!["status"].state).toBe("input-required");
-    const push = await rpc("tasks/pushNotificationConfig/set", { taskId: waiting.result!["id"], pushNotificationConfig: { url: "https://10.0.0.5/push" } });
+    const push = await rpc("tasks/pushNotificationConfig/set", {
+      taskId: waiting.result!["id"],
+      pushNotificationConfig: { url: "https://10.0.0.5/push" },
+    });
     expect(push.error?.code).toBe(-32602);
     expect(push.error?.message).toContain("refused by the address arm");
     const resub = await stream("tasks/resubscribe", { id: "missing" });
@@ -167,7 +228,10 @@ describe("A2A v0.3 JSON-RPC binding", () => {
   it("echoes the extensions it supports", async () => {
     const res = await fetch(endpoint, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-a2a-extensions": `https://unknown.example/ext, ${OPENWOP_EXTENSION_URI}` },
+      headers: {
+        "content-type": "application/json",
+        "x-a2a-extensions": `https://unknown.example/ext, ${OPENWOP_EXTENSION_URI}`,
+      },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/get", params: { id: "nope" } }),
     });
     expect(res.headers.get("x-a2a-extensions")).toBe(OPENWOP_EXTENSION_URI);
@@ -183,20 +247,129 @@ describe("A2A v0.3 JSON-RPC binding", () => {
       ["truncated JSON", '{"jsonrpc":"2.0","id":1,"method":"message/se', 200, -32700],
       // No id: answered as if it were null (as the reference SDKs do), here with the params error.
       ["no id", JSON.stringify({ jsonrpc: "2.0", method: "message/send", params: {} }), 200, -32602],
-      ["wrong jsonrpc", JSON.stringify({ jsonrpc: "1.0", id: 1, method: "tasks/get", params: { id: "x" } }), 200, -32600],
-      ["object id", JSON.stringify({ jsonrpc: "2.0", id: { a: 1 }, method: "tasks/get", params: { id: "x" } }), 200, -32600],
+      [
+        "wrong jsonrpc",
+        JSON.stringify({ jsonrpc: "1.0", id: 1, method: "tasks/get", params: { id: "x" } }),
+        200,
+        -32600,
+      ],
+      [
+        "object id",
+        JSON.stringify({ jsonrpc: "2.0", id: { a: 1 }, method: "tasks/get", params: { id: "x" } }),
+        200,
+        -32600,
+      ],
       ["missing method", JSON.stringify({ jsonrpc: "2.0", id: 1 }), 200, -32600],
       ["batch", JSON.stringify([{ jsonrpc: "2.0", id: 1, method: "tasks/get" }]), 200, -32600],
       ["unknown method", JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/explode", params: {} }), 200, -32601],
       ["missing message", JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: {} }), 200, -32602],
-      ["empty parts", JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { messageId: "m", role: "user", parts: [], metadata: { skillId: "approval-gate" } } } }), 200, -32602],
-      ["wrong role enum", JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { messageId: "m", role: "robot", parts: [{ kind: "text", text: "x" }], metadata: { skillId: "approval-gate" } } } }), 200, -32602],
-      ["agent role", JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { messageId: "m", role: "agent", parts: [{ kind: "text", text: "x" }], metadata: { skillId: "approval-gate" } } } }), 200, -32602],
-      ["unknown part kind", JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { messageId: "m", role: "user", parts: [{ kind: "video" }], metadata: { skillId: "approval-gate" } } } }), 200, -32602],
-      ["unknown skill", JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { messageId: "m", role: "user", parts: [{ kind: "text", text: "x" }], metadata: { skillId: "nope" } } } }), 200, -32602],
-      ["negative historyLength", JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/get", params: { id: "x", historyLength: -1 } }), 200, -32602],
-      ["wrong content type", JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/get", params: { id: "x" } }), 415, -32600, { "content-type": "text/plain" }],
-      ["oversized body", JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: message("x".repeat(8000), { metadata: { skillId: "approval-gate" } }) } }), 413, -32600],
+      [
+        "empty parts",
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "message/send",
+          params: { message: { messageId: "m", role: "user", parts: [], metadata: { skillId: "approval-gate" } } },
+        }),
+        200,
+        -32602,
+      ],
+      [
+        "wrong role enum",
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "message/send",
+          params: {
+            message: {
+              messageId: "m",
+              role: "robot",
+              parts: [{ kind: "text", text: "x" }],
+              metadata: { skillId: "approval-gate" },
+            },
+          },
+        }),
+        200,
+        -32602,
+      ],
+      [
+        "agent role",
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "message/send",
+          params: {
+            message: {
+              messageId: "m",
+              role: "agent",
+              parts: [{ kind: "text", text: "x" }],
+              metadata: { skillId: "approval-gate" },
+            },
+          },
+        }),
+        200,
+        -32602,
+      ],
+      [
+        "unknown part kind",
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "message/send",
+          params: {
+            message: {
+              messageId: "m",
+              role: "user",
+              parts: [{ kind: "video" }],
+              metadata: { skillId: "approval-gate" },
+            },
+          },
+        }),
+        200,
+        -32602,
+      ],
+      [
+        "unknown skill",
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "message/send",
+          params: {
+            message: {
+              messageId: "m",
+              role: "user",
+              parts: [{ kind: "text", text: "x" }],
+              metadata: { skillId: "nope" },
+            },
+          },
+        }),
+        200,
+        -32602,
+      ],
+      [
+        "negative historyLength",
+        JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/get", params: { id: "x", historyLength: -1 } }),
+        200,
+        -32602,
+      ],
+      [
+        "wrong content type",
+        JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/get", params: { id: "x" } }),
+        415,
+        -32600,
+        { "content-type": "text/plain" },
+      ],
+      [
+        "oversized body",
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "message/send",
+          params: { message: message("x".repeat(8000), { metadata: { skillId: "approval-gate" } }) },
+        }),
+        413,
+        -32600,
+      ],
     ];
     it.each(cases)("%s", async (_name, body, status, code, headers) => {
       const before = (await t.store.listActive()).length;

@@ -21,9 +21,22 @@ describe("streams on the live lane", () => {
   afterAll(() => t.close());
 
   const rpc = (method: string, params: unknown, id: number | string = 1) =>
-    fetch(`${t.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id, method, params }) });
+    fetch(`${t.baseUrl}/a2a/jsonrpc`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id, method, params }),
+    });
   const send = async (skillId: string, text = "x"): Promise<Obj> => {
-    const res = await rpc("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], metadata: { skillId } }, configuration: { blocking: false } });
+    const res = await rpc("message/send", {
+      message: {
+        kind: "message",
+        messageId: randomUUID(),
+        role: "user",
+        parts: [{ kind: "text", text }],
+        metadata: { skillId },
+      },
+      configuration: { blocking: false },
+    });
     return ((await res.json()) as { result: Obj }).result;
   };
   const until = async (condition: () => boolean, what: string) => {
@@ -32,7 +45,9 @@ describe("streams on the live lane", () => {
   };
   const stateOf = (frame: SseFrame) => {
     const result = (frame.data as Obj)["result"] as Obj;
-    return result["kind"] === "task" ? `task:${result["status"].state}` : `${result["kind"]}:${result["status"]?.state ?? result["artifact"]?.artifactId}`;
+    return result["kind"] === "task"
+      ? `task:${result["status"].state}`
+      : `${result["kind"]}:${result["status"]?.state ?? result["artifact"]?.artifactId}`;
   };
 
   it("streams of one task each get the task, then the same updates in order, and end; the channel is let go of", async () => {
@@ -40,16 +55,22 @@ describe("streams on the live lane", () => {
     // Each response's headers come with its first frame (the Task): all 20 are open before the cancel.
     // Some requests share an id (their frames are shared too), the others each have their own.
     const idOf = (i: number) => (i % 3 === 0 ? "same" : i % 2 ? i : `s-${i}`);
-    const responses = await Promise.all(Array.from({ length: 20 }, (_, i) => rpc("tasks/resubscribe", { id: task["id"] }, idOf(i))));
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => rpc("tasks/resubscribe", { id: task["id"] }, idOf(i))),
+    );
     for (const res of responses) expect(res.headers.get("content-type")).toContain("text/event-stream");
     const streams = responses.map((res) => readSse(res));
     expect(observer.followedTasks).toBe(1);
-    expect(((await (await rpc("tasks/cancel", { id: task["id"] })).json()) as Obj)["result"].status.state).toBe("canceled");
+    expect(((await (await rpc("tasks/cancel", { id: task["id"] })).json()) as Obj)["result"].status.state).toBe(
+      "canceled",
+    );
     const all = await Promise.all(streams);
     all.forEach((frames, i) => {
       expect(frames.map((f) => (f.data as Obj)["id"])).toEqual(frames.map(() => idOf(i)));
       expect(frames[0] && stateOf(frames[0])).toMatch(/^task:/);
-      expect(frames.at(-1)?.data).toMatchObject({ result: { kind: "status-update", final: true, status: { state: "canceled" } } });
+      expect(frames.at(-1)?.data).toMatchObject({
+        result: { kind: "status-update", final: true, status: { state: "canceled" } },
+      });
       expect(frames.slice(1).map(stateOf)).toEqual(all[0]!.slice(1).map(stateOf));
     });
     await until(() => observer.followedTasks === 0, "the channel to be let go of");
@@ -87,9 +108,23 @@ describe("streams on the live lane", () => {
       await rpc("tasks/cancel", { id: task["id"] });
       await ended;
       // Each frame: its `id:` (the stream cursor), then its `data:`.
-      const frames = body.split("\n\n").filter(Boolean).map((f) => JSON.parse(f.split("\n").find((l) => l.startsWith("data: "))!.slice(6)) as Obj);
+      const frames = body
+        .split("\n\n")
+        .filter(Boolean)
+        .map(
+          (f) =>
+            JSON.parse(
+              f
+                .split("\n")
+                .find((l) => l.startsWith("data: "))!
+                .slice(6),
+            ) as Obj,
+        );
       expect(frames[0]).toMatchObject({ id: 3, result: { kind: "task" } });
-      expect(frames.at(-1)).toMatchObject({ id: 3, result: { kind: "status-update", final: true, status: { state: "canceled" } } });
+      expect(frames.at(-1)).toMatchObject({
+        id: 3,
+        result: { kind: "status-update", final: true, status: { state: "canceled" } },
+      });
     } finally {
       session.close();
     }

@@ -31,7 +31,12 @@ describe("the in-memory fallback is loud", () => {
         done();
       },
     });
-    const env = { PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", DATA_DIR: await mkdtemp(join(tmpdir(), "openwop-fallback-")) };
+    const env = {
+      PORT: "0",
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "info",
+      DATA_DIR: await mkdtemp(join(tmpdir(), "openwop-fallback-")),
+    };
     host = await launchHost({}, env, createLogger("info", sink));
   });
   afterAll(async () => {
@@ -51,18 +56,27 @@ describe("the in-memory fallback is loud", () => {
     expect(text).toContain(`MONGODB_URI=${LOCAL_MONGO_URI}`);
     const started = lines.findIndex((l) => l.msg.startsWith("openwop-a2a-host listening on"));
     expect(started).toBeGreaterThan(lines.indexOf(warnings.at(-1)!));
-    expect(lines[started]!.msg).toContain("store: in-memory store, not durable: every task is lost when the process stops");
-    expect(lines[started]!.msg).toMatch(/^openwop-a2a-host listening on http:\/\/127\.0\.0\.1:\d+ \(cleartext: HTTP\/1\.1 \+ h2c\) — /);
+    expect(lines[started]!.msg).toContain(
+      "store: in-memory store, not durable: every task is lost when the process stops",
+    );
+    expect(lines[started]!.msg).toMatch(
+      /^openwop-a2a-host listening on http:\/\/127\.0\.0\.1:\d+ \(cleartext: HTTP\/1\.1 \+ h2c\) — /,
+    );
   });
 
   it("/readyz carries the warning in details", async () => {
     const res = await fetch(`${host!.url}/readyz`);
     expect(res.status).toBe(200);
-    const body = (await res.json()) as { status: string; details: { store: string; durable: boolean; warning: string[] } };
+    const body = (await res.json()) as {
+      status: string;
+      details: { store: string; durable: boolean; warning: string[] };
+    };
     expect(body.status).toBe("ready");
     expect(body.details.store).toBe("memory");
     expect(body.details.durable).toBe(false);
-    expect(body.details.warning[0]).toBe("NOT DURABLE: no MongoDB available, so this host runs on the IN-MEMORY store.");
+    expect(body.details.warning[0]).toBe(
+      "NOT DURABLE: no MongoDB available, so this host runs on the IN-MEMORY store.",
+    );
     expect(body.details.warning.join("\n")).toContain(LOCAL_MONGO_COMMAND);
   });
 });

@@ -32,7 +32,14 @@ describe("the database named by MONGODB_URI", () => {
     const res = await fetch(`${server.baseUrl}/a2a/jsonrpc`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hi" }] } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "message/send",
+        params: {
+          message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hi" }] },
+        },
+      }),
     });
     return ((await res.json()) as { result: { id: string } }).result.id;
   };
@@ -42,7 +49,12 @@ describe("the database named by MONGODB_URI", () => {
     servers.push(server);
     expect(server.output()).toContain(`database ${inPath}`);
     const taskId = await createTask(server);
-    expect(await mongo.db(inPath).collection("tasks").countDocuments({ _id: taskId } as never)).toBe(1);
+    expect(
+      await mongo
+        .db(inPath)
+        .collection("tasks")
+        .countDocuments({ _id: taskId } as never),
+    ).toBe(1);
   });
 
   it("MONGODB_DB, when set, wins over the URI's path", async () => {
@@ -50,7 +62,17 @@ describe("the database named by MONGODB_URI", () => {
     servers.push(server);
     expect(server.output()).toContain(`database ${override}`);
     const taskId = await createTask(server);
-    expect(await mongo.db(override).collection("tasks").countDocuments({ _id: taskId } as never)).toBe(1);
-    expect(await mongo.db(inPath).collection("tasks").countDocuments({ _id: taskId } as never)).toBe(0);
+    expect(
+      await mongo
+        .db(override)
+        .collection("tasks")
+        .countDocuments({ _id: taskId } as never),
+    ).toBe(1);
+    expect(
+      await mongo
+        .db(inPath)
+        .collection("tasks")
+        .countDocuments({ _id: taskId } as never),
+    ).toBe(0);
   });
 });

@@ -32,19 +32,32 @@ const uppercase: NodeKind<UppercaseNode, Shouter> = {
     type: "object",
     additionalProperties: false,
     required: ["kind", "id"],
-    properties: { kind: { const: "uppercase" }, id: { $ref: "#/$defs/Id" }, title: { $ref: "#/$defs/Title" }, suffix: { type: "string" } },
+    properties: {
+      kind: { const: "uppercase" },
+      id: { $ref: "#/$defs/Id" },
+      title: { $ref: "#/$defs/Title" },
+      suffix: { type: "string" },
+    },
   },
   check: (node) => (node.suffix === "!!!" ? `node "${node.id}": one "!" is enough` : undefined),
   createServices: () => ({ services: { shout: (text) => text.toUpperCase() } }),
   routes: (shouter) => [
-    { method: "GET", path: "/v1/uppercase/{word}", public: true, handle: async ({ params }) => ({ status: 200, body: { shouted: shouter.shout(params["word"] ?? "") } }) },
+    {
+      method: "GET",
+      path: "/v1/uppercase/{word}",
+      public: true,
+      handle: async ({ params }) => ({ status: 200, body: { shouted: shouter.shout(params["word"] ?? "") } }),
+    },
   ],
   executor: (shouter) => ({
     // An effect outside the lock, as any kind with work to do; what it resolves to completes the node.
     step: (node, run) =>
       run.effect(async () => {
         const shouted = `${shouter.shout(run.input.text)}${node.suffix ?? ""}`;
-        return { output: { length: shouted.length }, artifacts: [{ name: "shouted", parts: [{ kind: "text", text: shouted }] }] };
+        return {
+          output: { length: shouted.length },
+          artifacts: [{ name: "shouted", parts: [{ kind: "text", text: shouted }] }],
+        };
       }),
   }),
   view: { title: () => "shout it", label: (node) => `UPPERCASE${node.suffix ?? ""}` },
@@ -62,7 +75,12 @@ interface SecretWordNode {
  */
 const secretWord: NodeKind<SecretWordNode> = {
   kind: "secret-word",
-  schema: { type: "object", additionalProperties: false, required: ["kind", "id"], properties: { kind: { const: "secret-word" }, id: { $ref: "#/$defs/Id" }, title: { $ref: "#/$defs/Title" } } },
+  schema: {
+    type: "object",
+    additionalProperties: false,
+    required: ["kind", "id"],
+    properties: { kind: { const: "secret-word" }, id: { $ref: "#/$defs/Id" }, title: { $ref: "#/$defs/Title" } },
+  },
   executor: () => ({
     step(_node, run) {
       run.ask({ text: "The secret word?", data: { questions: [{ id: "word", question: "The secret word?" }] } });
@@ -76,7 +94,10 @@ const secretWord: NodeKind<SecretWordNode> = {
       return { output: { word: word.toUpperCase() } };
     },
   },
-  view: { waitingFor: (node, run) => (run.interrupt?.nodeId === node.id ? { kind: "external", label: "the secret word", nodeId: node.id } : undefined) },
+  view: {
+    waitingFor: (node, run) =>
+      run.interrupt?.nodeId === node.id ? { kind: "external", label: "the secret word", nodeId: node.id } : undefined,
+  },
 };
 
 interface GateNode {
@@ -92,7 +113,12 @@ interface GateNode {
  */
 const gatekeeper: NodeKind<GateNode, undefined, { loud: boolean }> = {
   kind: "gatekeeper",
-  schema: { type: "object", additionalProperties: false, required: ["kind", "id"], properties: { kind: { const: "gatekeeper" }, id: { $ref: "#/$defs/Id" }, title: { $ref: "#/$defs/Title" } } },
+  schema: {
+    type: "object",
+    additionalProperties: false,
+    required: ["kind", "id"],
+    properties: { kind: { const: "gatekeeper" }, id: { $ref: "#/$defs/Id" }, title: { $ref: "#/$defs/Title" } },
+  },
   decide(_node, run) {
     const { text } = run.input;
     if (text === "stop") return { type: "fail", error: { code: "stopped_by_gate", message: "the gate said stop" } };
@@ -139,14 +165,24 @@ const WORKFLOW: WorkflowDefinition<UppercaseNode> = {
 
 const KEY = "plugin-test-key-0123456789";
 // API keys on, so a public route is public because the kind said so (everything else asks for the key).
-const API_KEYS = JSON.stringify([{ id: "caller", tenant: "acme", key: KEY, scopes: ["runs:create", "runs:read", "approvals:respond", "console:operate"] }]);
+const API_KEYS = JSON.stringify([
+  {
+    id: "caller",
+    tenant: "acme",
+    key: KEY,
+    scopes: ["runs:create", "runs:read", "approvals:respond", "console:operate"],
+  },
+]);
 
 describe("node kinds defined outside src, registered as a list (nodeKinds)", () => {
   let t: TestApp;
   const caller = jsonRpcCaller(() => t.baseUrl, { key: KEY });
 
   beforeAll(async () => {
-    t = await startTestApp({ BUILTIN_WORKFLOWS: "none", API_KEYS }, undefined, undefined, { nodeKinds: [uppercase, secretWord, gatekeeper], workflows: [WORKFLOW, GUARDED, GATED] });
+    t = await startTestApp({ BUILTIN_WORKFLOWS: "none", API_KEYS }, undefined, undefined, {
+      nodeKinds: [uppercase, secretWord, gatekeeper],
+      workflows: [WORKFLOW, GUARDED, GATED],
+    });
   });
   afterAll(async () => {
     await t?.close();
@@ -155,14 +191,22 @@ describe("node kinds defined outside src, registered as a list (nodeKinds)", () 
   it("runs a real task: the kind's executor and service upper-case the text into an artifact", async () => {
     const task = await caller.start("hello plugins", "shout");
     expect(task["status"].state).toBe("completed");
-    expect(task["artifacts"]).toEqual([expect.objectContaining({ artifactId: "loud.0", name: "shouted", parts: [{ kind: "text", text: "HELLO PLUGINS!" }] })]);
+    expect(task["artifacts"]).toEqual([
+      expect.objectContaining({
+        artifactId: "loud.0",
+        name: "shouted",
+        parts: [{ kind: "text", text: "HELLO PLUGINS!" }],
+      }),
+    ]);
   });
 
   it("a kind's own interrupt: the console says what the task waits for, and the kind reads the text reply", async () => {
     const task = await caller.start("let me in", "guarded");
     expect(task["status"].state).toBe("input-required");
     const list = await fetch(`${t.baseUrl}/console/api/tasks`, { headers: { authorization: `Bearer ${KEY}` } });
-    const row = ((await list.json()) as { tasks: Array<Record<string, any>> }).tasks.find((r) => r["taskId"] === task["id"]);
+    const row = ((await list.json()) as { tasks: Array<Record<string, any>> }).tasks.find(
+      (r) => r["taskId"] === task["id"],
+    );
     expect(row?.["waitingFor"]).toEqual({ kind: "external", label: "the secret word", nodeId: "gate" });
     const done = await caller.reply(task, "swordfish");
     expect(done["status"].state).toBe("completed");
@@ -171,7 +215,12 @@ describe("node kinds defined outside src, registered as a list (nodeKinds)", () 
   });
 
   it("the open step: a kind's decision fails or ends the run, or runs the node with its own payload; an effect's HandlerError fails it with its code", async () => {
-    const errorOf = async (id: string) => ((await t.store.get(id))?.snapshot as { context: { error?: { code: string; nodeId?: string }; outputs: Record<string, unknown> } }).context;
+    const errorOf = async (id: string) =>
+      (
+        (await t.store.get(id))?.snapshot as {
+          context: { error?: { code: string; nodeId?: string }; outputs: Record<string, unknown> };
+        }
+      ).context;
     const stopped = await caller.start("stop", "gated");
     expect(stopped["status"].state).toBe("failed");
     expect((await errorOf(stopped["id"])).error).toMatchObject({ code: "stopped_by_gate", nodeId: "gate" });
@@ -185,7 +234,11 @@ describe("node kinds defined outside src, registered as a list (nodeKinds)", () 
     expect((await errorOf(loud["id"])).outputs).toEqual({ gate: { loud: true } });
     const quiet = await caller.start("quiet", "gated");
     expect(quiet["status"].state).toBe("failed");
-    expect((await errorOf(quiet["id"])).error).toMatchObject({ code: "too_quiet", message: "speak up", nodeId: "gate" });
+    expect((await errorOf(quiet["id"])).error).toMatchObject({
+      code: "too_quiet",
+      message: "speak up",
+      nodeId: "gate",
+    });
   });
 
   it("serves the kind's route (public: no API key asked)", async () => {
@@ -197,9 +250,14 @@ describe("node kinds defined outside src, registered as a list (nodeKinds)", () 
   });
 
   it("the console graph shows the kind's title and label, and the default next edge", async () => {
-    const res = await fetch(`${t.baseUrl}/console/api/workflows/shout`, { headers: { authorization: `Bearer ${KEY}` } });
+    const res = await fetch(`${t.baseUrl}/console/api/workflows/shout`, {
+      headers: { authorization: `Bearer ${KEY}` },
+    });
     expect(res.status).toBe(200);
-    const graph = (await res.json()) as { nodes: Array<Record<string, unknown>>; edges: Array<Record<string, unknown>> };
+    const graph = (await res.json()) as {
+      nodes: Array<Record<string, unknown>>;
+      edges: Array<Record<string, unknown>>;
+    };
     expect(graph.nodes[0]).toEqual({ id: "loud", kind: "uppercase", title: "shout it", label: "UPPERCASE!" });
     expect(graph.edges).toEqual([{ from: "loud", to: "$end", kind: "next" }]);
   });
@@ -207,15 +265,27 @@ describe("node kinds defined outside src, registered as a list (nodeKinds)", () 
   it("the loader validates it with its schema fragment and runs its check; hosts without it refuse the kind", () => {
     const { registry: kinds, problems } = withPluginKinds([uppercase], "nodeKinds");
     expect(problems).toEqual([]);
-    expect(() => checkWorkflow({ ...WORKFLOW, nodes: [{ kind: "uppercase", id: "loud", volume: 11 }] }, {}, {}, {}, kinds)).toThrow(/nodes\/0: must NOT have additional property 'volume'/);
-    expect(() => checkWorkflow({ ...WORKFLOW, nodes: [{ kind: "uppercase", id: "loud", suffix: "!!!" }] }, {}, {}, {}, kinds)).toThrow(/node "loud": one "!" is enough/);
+    expect(() =>
+      checkWorkflow({ ...WORKFLOW, nodes: [{ kind: "uppercase", id: "loud", volume: 11 }] }, {}, {}, {}, kinds),
+    ).toThrow(/nodes\/0: must NOT have additional property 'volume'/);
+    expect(() =>
+      checkWorkflow({ ...WORKFLOW, nodes: [{ kind: "uppercase", id: "loud", suffix: "!!!" }] }, {}, {}, {}, kinds),
+    ).toThrow(/node "loud": one "!" is enough/);
     expect(() => checkWorkflow(WORKFLOW, {})).toThrow(/nodes\/0\/kind: must be equal to one of the allowed values/);
   });
 
   it("a list with a built-in name, a name given twice or a schema for another kind is refused, every problem named", () => {
     const idle = () => ({ step() {} });
-    const http: NodeKind<{ kind: "http"; id: string }> = { kind: "http", schema: { type: "object", required: ["kind"], properties: { kind: { const: "http" } } }, executor: idle };
-    const mislabelled: NodeKind<{ kind: "mislabelled"; id: string }> = { kind: "mislabelled", schema: { type: "object", required: ["kind"], properties: { kind: { const: "labelled" } } }, executor: idle };
+    const http: NodeKind<{ kind: "http"; id: string }> = {
+      kind: "http",
+      schema: { type: "object", required: ["kind"], properties: { kind: { const: "http" } } },
+      executor: idle,
+    };
+    const mislabelled: NodeKind<{ kind: "mislabelled"; id: string }> = {
+      kind: "mislabelled",
+      schema: { type: "object", required: ["kind"], properties: { kind: { const: "labelled" } } },
+      executor: idle,
+    };
     expect(withPluginKinds([uppercase, http, uppercase, mislabelled], "option nodeKinds").problems).toEqual([
       'option nodeKinds[1]: node kind "http" is built in; give yours another name',
       'option nodeKinds[2]: node kind "uppercase" is given twice',

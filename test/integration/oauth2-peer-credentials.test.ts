@@ -24,7 +24,8 @@ describe("OAuth2 client-credentials peer credentials", () => {
       req.resume();
       req.on("end", () => {
         fetches++;
-        const answer = (body: unknown) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+        const answer = (body: unknown) =>
+          res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
         if (req.url === "/plain") return answer({ access_token: "t", token_type: "mac", expires_in: 3600 });
         if (req.url === "/empty") return answer({ token_type: "Bearer" });
         setTimeout(() => answer({ access_token: `tok-${fetches}`, token_type: "bearer", expires_in: 3600 }), 100);
@@ -37,7 +38,12 @@ describe("OAuth2 client-credentials peer credentials", () => {
     await new Promise((r) => server.close(r));
   });
 
-  const settings = (path: string): OAuth2Settings => ({ kind: "oauth2", tokenUrl: `${base}${path}`, clientId: "c", clientSecret: new SecretValue(SECRET) });
+  const settings = (path: string): OAuth2Settings => ({
+    kind: "oauth2",
+    tokenUrl: `${base}${path}`,
+    clientId: "c",
+    clientSecret: new SecretValue(SECRET),
+  });
 
   it("concurrent calls wait for one fetch; after a 401 the next call fetches a new token", async () => {
     const http = createPeerHttpClient({ policy: LOOPBACK_TEST });
@@ -71,7 +77,9 @@ describe("OAuth2 client-credentials peer credentials", () => {
       ["/plain", 'a token_type other than "Bearer"'],
       ["/empty", "without a usable access_token"],
     ] as const) {
-      const err = (await createOAuth2PeerCredentials({ peer: "p", settings: settings(path), http, timeoutMs: 2000 }).headersFor({}).catch((e: unknown) => e)) as PeerCallError;
+      const err = (await createOAuth2PeerCredentials({ peer: "p", settings: settings(path), http, timeoutMs: 2000 })
+        .headersFor({})
+        .catch((e: unknown) => e)) as PeerCallError;
       expect(err.message).toContain(said);
       expect(err.kind).toBe("credentials");
       expect(err.retryable).toBe(true);

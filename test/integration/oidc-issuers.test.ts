@@ -11,14 +11,19 @@ import { OidcIssuer } from "../support/oidc-issuer.js";
 import { startTestApp } from "../support/start-server.js";
 import { TestCertificates } from "../support/test-certificates.js";
 
-const bearer = (token: string) => ({ headers: (name: string) => (name === "authorization" ? `Bearer ${token}` : undefined) });
+const bearer = (token: string) => ({
+  headers: (name: string) => (name === "authorization" ? `Bearer ${token}` : undefined),
+});
 const settingsOf = (env: Record<string, string>): OidcSettings => {
   const settings = loadOidcSettings({ AUTH_OIDC_ALLOW_INSECURE_FOR_TESTS: "true", ...env }, false);
   if (!settings || Array.isArray(settings)) throw new Error(`bad settings: ${String(settings)}`);
   return settings;
 };
 const refusal = async (answer: Principal | Promise<Principal>): Promise<DomainError> => {
-  const err = await Promise.resolve(answer).then(() => undefined, (e: unknown) => e);
+  const err = await Promise.resolve(answer).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(DomainError);
   expect((err as DomainError).code).toBe("unauthenticated");
   return err as DomainError;
@@ -26,7 +31,12 @@ const refusal = async (answer: Principal | Promise<Principal>): Promise<DomainEr
 const recording = (): OidcObserver & { refusals: string[]; tls: string[] } => {
   const refusals: string[] = [];
   const tls: string[] = [];
-  return { refusals, tls, refused: (issuer, reason) => void refusals.push(`${issuer}: ${reason}`), tlsFailure: (where, code) => void tls.push(`${where} ${code}`) };
+  return {
+    refusals,
+    tls,
+    refused: (issuer, reason) => void refusals.push(`${issuer}: ${reason}`),
+    tlsFailure: (where, code) => void tls.push(`${where} ${code}`),
+  };
 };
 
 describe("OIDC: several issuers, one setting", () => {
@@ -40,7 +50,14 @@ describe("OIDC: several issuers, one setting", () => {
   });
 
   const issuers = () => [
-    { issuer: a.issuer, audience: "aud-a", tenantClaim: "org", groupsClaim: "groups", groupScopes: { readers: ["runs:read"], operators: ["runs:read", "runs:cancel"] }, maxTokenLifetimeSeconds: 600 },
+    {
+      issuer: a.issuer,
+      audience: "aud-a",
+      tenantClaim: "org",
+      groupsClaim: "groups",
+      groupScopes: { readers: ["runs:read"], operators: ["runs:read", "runs:cancel"] },
+      maxTokenLifetimeSeconds: 600,
+    },
     { issuer: b.issuer, audience: "aud-b" },
   ];
 
@@ -49,42 +66,93 @@ describe("OIDC: several issuers, one setting", () => {
     const auth = oidcAuthenticator(settingsOf({ AUTH_OIDC_ISSUERS: JSON.stringify(issuers()) }), { observer });
     const now = Math.floor(Date.now() / 1000);
     // Issuer A: tenant from `org`, scopes from its groups (unknown groups and names ignored).
-    const fromA = await a.token({ sub: "ann", aud: "aud-a", org: "acme", groups: ["readers", "operators", "guests"], scope: "openid" }, { expiresAt: now + 300 });
-    expect(await auth.authenticate(bearer(fromA))).toEqual({ tenant: "acme", id: "oidc:ann", scopes: ["runs:read", "runs:cancel"] });
+    const fromA = await a.token(
+      { sub: "ann", aud: "aud-a", org: "acme", groups: ["readers", "operators", "guests"], scope: "openid" },
+      { expiresAt: now + 300 },
+    );
+    expect(await auth.authenticate(bearer(fromA))).toEqual({
+      tenant: "acme",
+      id: "oidc:ann",
+      scopes: ["runs:read", "runs:cancel"],
+    });
     // Issuer B: its own defaults (tenant claim, scope claim).
     const fromB = await b.token({ sub: "bob", aud: "aud-b", tenant: "globex", scope: "runs:create" });
-    expect(await auth.authenticate(bearer(fromB))).toEqual({ tenant: "globex", id: "oidc:bob", scopes: ["runs:create"] });
+    expect(await auth.authenticate(bearer(fromB))).toEqual({
+      tenant: "globex",
+      id: "oidc:bob",
+      scopes: ["runs:create"],
+    });
     // A's token for B's audience: A's rules only, so refused.
-    expect((await refusal(auth.authenticate(bearer(await a.token({ sub: "ann", aud: "aud-b", org: "acme" }, { expiresAt: now + 300 }))))).message).toMatch(/"aud"/);
+    expect(
+      (
+        await refusal(
+          auth.authenticate(bearer(await a.token({ sub: "ann", aud: "aud-b", org: "acme" }, { expiresAt: now + 300 }))),
+        )
+      ).message,
+    ).toMatch(/"aud"/);
     // A token naming B but signed with A's key (both publish a "key-1"): B's keys decide, and they do not verify it.
     const forged = await a.token({ sub: "eve", aud: "aud-b", tenant: "globex" }, { issuer: b.issuer });
-    expect((await refusal(auth.authenticate(bearer(forged)))).message).toBe("invalid token: signature verification failed");
+    expect((await refusal(auth.authenticate(bearer(forged)))).message).toBe(
+      "invalid token: signature verification failed",
+    );
     // An issuer nobody configured.
     const stranger = await a.token({ sub: "eve", aud: "aud-a", org: "acme" }, { issuer: "https://stranger.example" });
-    expect((await refusal(auth.authenticate(bearer(stranger)))).message).toBe('invalid token: its "iss" is not an issuer this host accepts');
+    expect((await refusal(auth.authenticate(bearer(stranger)))).message).toBe(
+      'invalid token: its "iss" is not an issuer this host accepts',
+    );
     // A's maximum lifetime is 10 minutes, B's the default day: an hour's token is fine from B only.
     const hourFromA = await a.token({ sub: "ann", aud: "aud-a", org: "acme" });
-    expect((await refusal(auth.authenticate(bearer(hourFromA)))).message).toBe("invalid token: its lifetime is not accepted (it needs exp and iat, within the issuer's maximum)");
-    expect(observer.refusals).toEqual([`${a.issuer}: issued for 3600 s (exp − iat), more than the issuer's maximum of 600 s`]);
-    expect((await auth.authenticate(bearer(await b.token({ sub: "bob", aud: "aud-b", tenant: "globex" })))).tenant).toBe("globex");
+    expect((await refusal(auth.authenticate(bearer(hourFromA)))).message).toBe(
+      "invalid token: its lifetime is not accepted (it needs exp and iat, within the issuer's maximum)",
+    );
+    expect(observer.refusals).toEqual([
+      `${a.issuer}: issued for 3600 s (exp − iat), more than the issuer's maximum of 600 s`,
+    ]);
+    expect(
+      (await auth.authenticate(bearer(await b.token({ sub: "bob", aud: "aud-b", tenant: "globex" })))).tenant,
+    ).toBe("globex");
   });
 
   it("a token without exp: 401 without the reason, the reason in the log", async () => {
     const logs: string[] = [];
-    const t = await startTestApp({ AUTH_OIDC_ISSUERS: JSON.stringify(issuers()), AUTH_OIDC_ALLOW_INSECURE_FOR_TESTS: "true", LOG_LEVEL: "info" }, undefined, undefined, { logs });
+    const t = await startTestApp(
+      { AUTH_OIDC_ISSUERS: JSON.stringify(issuers()), AUTH_OIDC_ALLOW_INSECURE_FOR_TESTS: "true", LOG_LEVEL: "info" },
+      undefined,
+      undefined,
+      { logs },
+    );
     try {
-      const immortal = await b.token({ sub: "bob", aud: "aud-b", tenant: "globex", scope: "runs:read" }, { expiresAt: null, issuedAt: Math.floor(Date.now() / 1000) - 365 * 86_400 });
-      const res = await fetch(`${t.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${immortal}` }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/get", params: { id: "x" } }) });
+      const immortal = await b.token(
+        { sub: "bob", aud: "aud-b", tenant: "globex", scope: "runs:read" },
+        { expiresAt: null, issuedAt: Math.floor(Date.now() / 1000) - 365 * 86_400 },
+      );
+      const res = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${immortal}` },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/get", params: { id: "x" } }),
+      });
       expect(res.status).toBe(401);
       const answer = await res.text();
       expect(answer).toContain("its lifetime is not accepted");
       expect(answer).not.toContain('no "exp" claim');
-      expect(logs.map((line) => JSON.parse(line) as { msg: string; issuer?: string }).filter((l) => l.msg.startsWith("token refused"))).toEqual([
-        expect.objectContaining({ issuer: b.issuer, msg: 'token refused: no "exp" claim: a token that never expires is refused' }),
+      expect(
+        logs
+          .map((line) => JSON.parse(line) as { msg: string; issuer?: string })
+          .filter((l) => l.msg.startsWith("token refused")),
+      ).toEqual([
+        expect.objectContaining({
+          issuer: b.issuer,
+          msg: 'token refused: no "exp" claim: a token that never expires is refused',
+        }),
       ]);
       // Both issuers are on the card, any one of them suffices.
-      const card = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as { securitySchemes: Record<string, { openIdConnectUrl: string }>; security: unknown };
-      expect(Object.fromEntries(Object.entries(card.securitySchemes).map(([name, s]) => [name, s.openIdConnectUrl]))).toEqual({
+      const card = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as {
+        securitySchemes: Record<string, { openIdConnectUrl: string }>;
+        security: unknown;
+      };
+      expect(
+        Object.fromEntries(Object.entries(card.securitySchemes).map(([name, s]) => [name, s.openIdConnectUrl])),
+      ).toEqual({
         oidc: `${a.issuer}/.well-known/openid-configuration`,
         "oidc-2": `${b.issuer}/.well-known/openid-configuration`,
       });
@@ -112,7 +180,8 @@ describe("OIDC: an issuer behind a private CA", () => {
     const logs: string[] = [];
     const env = { AUTH_OIDC_ISSUER: idp.issuer, AUTH_OIDC_AUDIENCE: "aud", LOG_LEVEL: "info" };
     const token = await idp.token({ sub: "ann", aud: "aud", tenant: "acme", scope: "runs:read" });
-    const get = (base: string) => fetch(`${base}/v1/runs/${randomUUID()}`, { headers: { authorization: `Bearer ${token}` } });
+    const get = (base: string) =>
+      fetch(`${base}/v1/runs/${randomUUID()}`, { headers: { authorization: `Bearer ${token}` } });
     const untrusting = await startTestApp(env, undefined, undefined, { logs });
     try {
       for (let i = 0; i < 3; i++) {
@@ -122,7 +191,9 @@ describe("OIDC: an issuer behind a private CA", () => {
         // Discovery is retried after 5 s; the same failure is not logged again.
         await new Promise((resolve) => setTimeout(resolve, i === 0 ? 5_100 : 0));
       }
-      const tls = logs.map((line) => JSON.parse(line) as { msg: string; cause?: string; code?: string }).filter((l) => l.msg.startsWith("TLS to OIDC issuer"));
+      const tls = logs
+        .map((line) => JSON.parse(line) as { msg: string; cause?: string; code?: string })
+        .filter((l) => l.msg.startsWith("TLS to OIDC issuer"));
       expect(tls).toEqual([expect.objectContaining({ cause: "unknown-ca", code: "UNABLE_TO_VERIFY_LEAF_SIGNATURE" })]);
       expect(tls[0]!.msg).toContain("unable to verify its certificate: it is not signed by a CA this host trusts");
       expect(tls[0]!.msg).toContain("AUTH_OIDC_CA_FILE");
@@ -146,7 +217,12 @@ describe("OIDC: keys the IdP rotates in, and floods of random kids", () => {
     idp = await OidcIssuer.start();
   });
   afterAll(() => idp?.close());
-  const settings = (cooldownMs: number) => settingsOf({ AUTH_OIDC_ISSUER: idp.issuer, AUTH_OIDC_AUDIENCE: "aud", AUTH_OIDC_JWKS_COOLDOWN_MS: String(cooldownMs) });
+  const settings = (cooldownMs: number) =>
+    settingsOf({
+      AUTH_OIDC_ISSUER: idp.issuer,
+      AUTH_OIDC_AUDIENCE: "aud",
+      AUTH_OIDC_JWKS_COOLDOWN_MS: String(cooldownMs),
+    });
   const claims = { sub: "ann", aud: "aud", tenant: "acme" };
 
   it("a key rotated in is refused at most for the cool-down, then accepted", async () => {
@@ -172,7 +248,11 @@ describe("OIDC: keys the IdP rotates in, and floods of random kids", () => {
     let sent = 0;
     while (Date.now() - started < 1_500) {
       // Each token names a kid of its own, never published: every one is unknown.
-      const batch = await Promise.all(Array.from({ length: 20 }, async () => idp.token(claims, { kid: rogue }).then((t) => forgeKid(t, `random-${randomUUID()}`))));
+      const batch = await Promise.all(
+        Array.from({ length: 20 }, async () =>
+          idp.token(claims, { kid: rogue }).then((t) => forgeKid(t, `random-${randomUUID()}`)),
+        ),
+      );
       await Promise.all(batch.map(async (token) => refusal(auth.authenticate(bearer(token)))));
       sent += batch.length;
     }

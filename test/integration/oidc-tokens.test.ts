@@ -32,7 +32,14 @@ describe("OIDC bearer tokens on every binding", () => {
       AUTH_OIDC_ALLOW_INSECURE_FOR_TESTS: "true",
       API_KEYS: JSON.stringify([{ id: "side", tenant: "acme", scopes: ALL, key: API_KEY }]),
     });
-    const definition = protoLoader.loadSync("a2a/v1/a2a.proto", { includeDirs: [protoDir], keepCase: false, longs: String, enums: String, defaults: true, oneofs: true });
+    const definition = protoLoader.loadSync("a2a/v1/a2a.proto", {
+      includeDirs: [protoDir],
+      keepCase: false,
+      longs: String,
+      enums: String,
+      defaults: true,
+      oneofs: true,
+    });
     const pkg = grpc.loadPackageDefinition(definition) as any;
     grpcClient = new pkg.a2a.v1.A2AService(`127.0.0.1:${t.port}`, grpc.credentials.createInsecure());
   });
@@ -42,20 +49,35 @@ describe("OIDC bearer tokens on every binding", () => {
     await idp?.close();
   });
 
-  const token = (claims: Obj = {}, options: Parameters<OidcIssuer["token"]>[1] = {}) => idp.token({ sub: "user-1", aud: AUDIENCE, tenant: "acme", scope: `openid ${ALL.join(" ")}`, ...claims }, options);
+  const token = (claims: Obj = {}, options: Parameters<OidcIssuer["token"]>[1] = {}) =>
+    idp.token({ sub: "user-1", aud: AUDIENCE, tenant: "acme", scope: `openid ${ALL.join(" ")}`, ...claims }, options);
   const rpc = async (method: string, params: unknown, bearer?: string) => {
     const res = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
       method: "POST",
       headers: { "content-type": "application/json", ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
     });
-    return { status: res.status, headers: res.headers, body: (await res.json()) as { result?: any; error?: { code: number; message: string } } };
+    return {
+      status: res.status,
+      headers: res.headers,
+      body: (await res.json()) as { result?: any; error?: { code: number; message: string } },
+    };
   };
-  const sendParams = () => ({ message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hi" }], metadata: { skillId: "echo" } } });
+  const sendParams = () => ({
+    message: {
+      kind: "message",
+      messageId: randomUUID(),
+      role: "user",
+      parts: [{ kind: "text", text: "hi" }],
+      metadata: { skillId: "echo" },
+    },
+  });
   const grpcGetTask = (name: string, bearer: string): Promise<grpc.ServiceError | Obj> => {
     const metadata = new grpc.Metadata();
     metadata.set("authorization", `Bearer ${bearer}`);
-    return new Promise((resolve) => grpcClient["getTask"]({ name }, metadata, (err: grpc.ServiceError | null, res: Obj) => resolve(err ?? res)));
+    return new Promise((resolve) =>
+      grpcClient["getTask"]({ name }, metadata, (err: grpc.ServiceError | null, res: Obj) => resolve(err ?? res)),
+    );
   };
 
   it("a token is a principal like an API key: JSON-RPC, HTTP+JSON, OpenWOP REST, gRPC, the SDK; tenants stay apart", async () => {
@@ -74,7 +96,19 @@ describe("OIDC bearer tokens on every binding", () => {
     const sdk = await new ClientFactory({
       transports: [new JsonRpcTransportFactory()],
       preferredTransports: ["JSONRPC"],
-      clientConfig: { interceptors: [{ async before(args: any) { args.options = { ...args.options, serviceParameters: { ...args.options?.serviceParameters, authorization: `Bearer ${acme}` } }; }, async after() {} }] },
+      clientConfig: {
+        interceptors: [
+          {
+            async before(args: any) {
+              args.options = {
+                ...args.options,
+                serviceParameters: { ...args.options?.serviceParameters, authorization: `Bearer ${acme}` },
+              };
+            },
+            async after() {},
+          },
+        ],
+      },
     }).createFromUrl(t.baseUrl);
     expect((await sdk.getTask({ tenant: "", id })).id).toBe(id);
     // Another tenant's token does not see it.
@@ -86,11 +120,23 @@ describe("OIDC bearer tokens on every binding", () => {
   it("Connect and gRPC-Web (A2A 1.0 service) take tokens; the console too", async () => {
     const acme = await token({ scope: `${ALL.join(" ")} console:operate` });
     const id = (await rpc("message/send", sendParams(), acme)).body.result.id as string;
-    const withToken = (bearer: string) => [(next: any) => (req: any) => (req.header.set("authorization", `Bearer ${bearer}`), next(req))];
+    const withToken = (bearer: string) => [
+      (next: any) => (req: any) => (req.header.set("authorization", `Bearer ${bearer}`), next(req)),
+    ];
     for (const transport of [createConnectTransport, createGrpcWebTransport]) {
-      const client = createClient(A2AServiceV10, transport({ baseUrl: t.baseUrl, httpVersion: "1.1", interceptors: withToken(acme) }));
+      const client = createClient(
+        A2AServiceV10,
+        transport({ baseUrl: t.baseUrl, httpVersion: "1.1", interceptors: withToken(acme) }),
+      );
       expect((await client.getTask({ id })).id).toBe(id);
-      const refused = createClient(A2AServiceV10, transport({ baseUrl: t.baseUrl, httpVersion: "1.1", interceptors: withToken(await token({}, { expiresAt: 1 })) }));
+      const refused = createClient(
+        A2AServiceV10,
+        transport({
+          baseUrl: t.baseUrl,
+          httpVersion: "1.1",
+          interceptors: withToken(await token({}, { expiresAt: 1 })),
+        }),
+      );
       const err = await refused.getTask({ id }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ConnectError);
       expect((err as ConnectError).code).toBe(Code.Unauthenticated);
@@ -105,15 +151,26 @@ describe("OIDC bearer tokens on every binding", () => {
     const res = await fetch(`${t.baseUrl}/v1/message:send`, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: `Bearer ${reader}` },
-      body: JSON.stringify({ message: { messageId: randomUUID(), role: "ROLE_USER", content: [{ text: "hi" }], metadata: { skillId: "echo" } } }),
+      body: JSON.stringify({
+        message: {
+          messageId: randomUUID(),
+          role: "ROLE_USER",
+          content: [{ text: "hi" }],
+          metadata: { skillId: "echo" },
+        },
+      }),
     });
     expect(res.status).toBe(403);
-    expect(res.headers.get("www-authenticate")).toBe('Bearer realm="openwop-a2a-host", error="insufficient_scope", scope="runs:create"');
+    expect(res.headers.get("www-authenticate")).toBe(
+      'Bearer realm="openwop-a2a-host", error="insufficient_scope", scope="runs:create"',
+    );
     // `scp` as an array (Entra ID) is read as well.
     const scp = await token({ scope: undefined, scp: ["runs:read"] });
     const created = await rpc("message/send", sendParams(), await token());
     expect((await rpc("tasks/get", { id: created.body.result.id }, scp)).body.result.id).toBe(created.body.result.id);
-    expect((await rpc("tasks/cancel", { id: created.body.result.id }, scp)).body.error?.message).toContain('"runs:cancel"');
+    expect((await rpc("tasks/cancel", { id: created.body.result.id }, scp)).body.error?.message).toContain(
+      '"runs:cancel"',
+    );
   });
 
   /** Every bad token of issue 28's list: each refused with 401 / UNAUTHENTICATED, never 500. */
@@ -123,16 +180,33 @@ describe("OIDC bearer tokens on every binding", () => {
     ["wrong audience", () => token({ aud: "someone-else" }), /"aud"/],
     ["wrong issuer", () => token({}, { issuer: "https://evil.example" }), /"iss"/],
     ["unknown kid", () => rogueToken(), /unknown key/],
-    ["alg none", async () => `${base64url.encode(JSON.stringify({ alg: "none", typ: "JWT" }))}.${base64url.encode(JSON.stringify({ sub: "x", aud: AUDIENCE, iss: idp.issuer, tenant: "acme", exp: Math.floor(Date.now() / 1000) + 600 }))}.`, /algorithm not allowed|malformed/],
+    [
+      "alg none",
+      async () =>
+        `${base64url.encode(JSON.stringify({ alg: "none", typ: "JWT" }))}.${base64url.encode(JSON.stringify({ sub: "x", aud: AUDIENCE, iss: idp.issuer, tenant: "acme", exp: Math.floor(Date.now() / 1000) + 600 }))}.`,
+      /algorithm not allowed|malformed/,
+    ],
     ["HMAC with the public key", () => hmacWithPublicKey(), /algorithm not allowed/],
     ["malformed", async () => "abc.def.ghi", /malformed/],
     ["oversized", async () => token({ padding: "x".repeat(10_000) }), /longer than/],
     ["no tenant claim", () => token({ tenant: undefined }), /tenant/],
     // Tokens must expire (RFC 9068): no exp, no iat, or a life past the issuer's maximum (a day by default).
-    ["no exp, issued a year ago", () => token({}, { expiresAt: null, issuedAt: Math.floor(Date.now() / 1000) - 365 * 86_400 }), /lifetime is not accepted/],
+    [
+      "no exp, issued a year ago",
+      () => token({}, { expiresAt: null, issuedAt: Math.floor(Date.now() / 1000) - 365 * 86_400 }),
+      /lifetime is not accepted/,
+    ],
     ["no iat", () => token({}, { issuedAt: null }), /lifetime is not accepted/],
-    ["issued for two days", () => token({}, { expiresAt: Math.floor(Date.now() / 1000) + 2 * 86_400 }), /lifetime is not accepted/],
-    ["iat backdated a year, exp in an hour", () => token({}, { issuedAt: Math.floor(Date.now() / 1000) - 365 * 86_400 }), /lifetime is not accepted/],
+    [
+      "issued for two days",
+      () => token({}, { expiresAt: Math.floor(Date.now() / 1000) + 2 * 86_400 }),
+      /lifetime is not accepted/,
+    ],
+    [
+      "iat backdated a year, exp in an hour",
+      () => token({}, { issuedAt: Math.floor(Date.now() / 1000) - 365 * 86_400 }),
+      /lifetime is not accepted/,
+    ],
   ];
 
   async function rogueToken(): Promise<string> {
@@ -144,7 +218,11 @@ describe("OIDC bearer tokens on every binding", () => {
   /** HS256 keyed with the issuer's public key: accepted by a verifier that lets the token pick the algorithm. */
   async function hmacWithPublicKey(): Promise<string> {
     const secret = new TextEncoder().encode(JSON.stringify(idp.publicJwk("key-1")));
-    return new SignJWT({ sub: "x", aud: AUDIENCE, tenant: "acme" }).setProtectedHeader({ alg: "HS256", kid: "key-1" }).setIssuer(idp.issuer).setExpirationTime("10m").sign(secret);
+    return new SignJWT({ sub: "x", aud: AUDIENCE, tenant: "acme" })
+      .setProtectedHeader({ alg: "HS256", kid: "key-1" })
+      .setIssuer(idp.issuer)
+      .setExpirationTime("10m")
+      .sign(secret);
   }
 
   it.each(badTokens)("HTTP: %s → 401 invalid_token", async (_name, make, reason) => {
@@ -153,7 +231,9 @@ describe("OIDC bearer tokens on every binding", () => {
     expect(res.status).toBe(401);
     expect(res.body.error?.message).toMatch(/^invalid token: /);
     expect(res.body.error?.message).toMatch(reason);
-    expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm="openwop-a2a-host", error="invalid_token", error_description="invalid token: /);
+    expect(res.headers.get("www-authenticate")).toMatch(
+      /^Bearer realm="openwop-a2a-host", error="invalid_token", error_description="invalid token: /,
+    );
     const rest = await fetch(`${t.baseUrl}/v1/runs/x`, { headers: { authorization: `Bearer ${bad}` } });
     expect(rest.status).toBe(401);
     expect(rest.headers.get("www-authenticate")).toContain('error="invalid_token"');
@@ -169,15 +249,31 @@ describe("OIDC bearer tokens on every binding", () => {
     const openIdConnectUrl = `${idp.issuer}/.well-known/openid-configuration`;
     const v03 = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as Obj;
     expect(Object.keys(v03["securitySchemes"]).sort()).toEqual(["apiKey", "oidc"]);
-    expect(v03["securitySchemes"]["oidc"]).toEqual(expect.objectContaining({ type: "openIdConnect", openIdConnectUrl }));
+    expect(v03["securitySchemes"]["oidc"]).toEqual(
+      expect.objectContaining({ type: "openIdConnect", openIdConnectUrl }),
+    );
     expect(v03["securitySchemes"]["apiKey"]).toEqual(expect.objectContaining({ type: "http", scheme: "bearer" }));
     expect(v03["security"]).toEqual([{ oidc: [] }, { apiKey: [] }]);
-    const v10 = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "1.0" } })).json()) as Obj;
-    expect(v10["securitySchemes"]).toEqual({ oidc: { openIdConnectSecurityScheme: expect.objectContaining({ openIdConnectUrl }) }, apiKey: { httpAuthSecurityScheme: expect.objectContaining({ scheme: "bearer" }) } });
-    expect(v10["securityRequirements"]).toEqual([{ schemes: { oidc: { list: [] } } }, { schemes: { apiKey: { list: [] } } }]);
+    const v10 = (await (
+      await fetch(`${t.baseUrl}/.well-known/agent-card.json`, { headers: { "A2A-Version": "1.0" } })
+    ).json()) as Obj;
+    expect(v10["securitySchemes"]).toEqual({
+      oidc: { openIdConnectSecurityScheme: expect.objectContaining({ openIdConnectUrl }) },
+      apiKey: { httpAuthSecurityScheme: expect.objectContaining({ scheme: "bearer" }) },
+    });
+    expect(v10["securityRequirements"]).toEqual([
+      { schemes: { oidc: { list: [] } } },
+      { schemes: { apiKey: { list: [] } } },
+    ]);
     const discovery = (await (await fetch(`${t.baseUrl}/.well-known/openwop`)).json()) as Obj;
-    expect(discovery["auth"]).toEqual({ required: true, schemes: v03["securitySchemes"], security: [{ oidc: [] }, { apiKey: [] }] });
-    const openapi = (await (await fetch(`${t.baseUrl}/v1/openapi.json`, { headers: { authorization: `Bearer ${API_KEY}` } })).json()) as Obj;
+    expect(discovery["auth"]).toEqual({
+      required: true,
+      schemes: v03["securitySchemes"],
+      security: [{ oidc: [] }, { apiKey: [] }],
+    });
+    const openapi = (await (
+      await fetch(`${t.baseUrl}/v1/openapi.json`, { headers: { authorization: `Bearer ${API_KEY}` } })
+    ).json()) as Obj;
     expect(Object.keys(openapi["components"]["securitySchemes"]).sort()).toEqual(["apiKey", "oidc"]);
     expect(openapi["security"]).toEqual([{ oidc: [] }, { apiKey: [] }]);
   });

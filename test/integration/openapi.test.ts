@@ -18,7 +18,12 @@ describe("GET /v1/openapi.json", () => {
   });
   afterAll(() => t.close());
 
-  const documented = () => Object.entries(doc["paths"] as Record<string, Obj>).flatMap(([path, item]) => Object.keys(item).filter((k) => METHODS.includes(k)).map((m) => `${m.toUpperCase()} ${path}`));
+  const documented = () =>
+    Object.entries(doc["paths"] as Record<string, Obj>).flatMap(([path, item]) =>
+      Object.keys(item)
+        .filter((k) => METHODS.includes(k))
+        .map((m) => `${m.toUpperCase()} ${path}`),
+    );
   const registered = () =>
     t.app
       .routes()
@@ -34,7 +39,9 @@ describe("GET /v1/openapi.json", () => {
       for (const method of Object.keys(item)) {
         const op = item[method];
         expect(op["responses"]?.["200"], `${method} ${path}`).toBeDefined();
-        expect((op["parameters"] ?? []).map((p: Obj) => p["name"]).sort(), `${method} ${path}`).toEqual([...names].sort());
+        expect((op["parameters"] ?? []).map((p: Obj) => p["name"]).sort(), `${method} ${path}`).toEqual(
+          [...names].sort(),
+        );
         expect(ids.has(op["operationId"]), `duplicate operationId ${op["operationId"]}`).toBe(false);
         ids.add(op["operationId"]);
       }
@@ -51,12 +58,19 @@ describe("GET /v1/openapi.json", () => {
     for (const entry of documented()) {
       const [method, path] = entry.split(" ") as [string, string];
       const concrete = path.replace(/\{tenant\}/g, "default").replace(/\{[a-zA-Z]+\}/g, "missing-x");
-      const v10 = !concrete.startsWith("/v1/") && !concrete.startsWith("/.well-known") && !concrete.startsWith("/console") && !["/healthz", "/readyz", "/metrics"].includes(concrete);
+      const v10 =
+        !concrete.startsWith("/v1/") &&
+        !concrete.startsWith("/.well-known") &&
+        !concrete.startsWith("/console") &&
+        !["/healthz", "/readyz", "/metrics"].includes(concrete);
       const controller = new AbortController();
       const res = await fetch(`${t.baseUrl}${concrete}`, {
         method,
         signal: controller.signal,
-        headers: { ...(v10 ? { "A2A-Version": "1.0" } : {}), ...(method === "POST" ? { "content-type": "application/json" } : {}) },
+        headers: {
+          ...(v10 ? { "A2A-Version": "1.0" } : {}),
+          ...(method === "POST" ? { "content-type": "application/json" } : {}),
+        },
         ...(method === "POST" ? { body: "{}" } : {}),
       });
       expect(res.status, entry).not.toBe(405);

@@ -27,12 +27,24 @@ describe("OpenWOP runs API", () => {
 
   beforeAll(async () => {
     store = new CountingStore();
-    t = await startTestApp({ MAX_BODY_BYTES: "4096", INTERRUPT_TOKEN_KEYS: testTokenKeys(), DATA_DIR: await mkdtemp(join(tmpdir(), "openwop-runs-")) }, store);
+    t = await startTestApp(
+      {
+        MAX_BODY_BYTES: "4096",
+        INTERRUPT_TOKEN_KEYS: testTokenKeys(),
+        DATA_DIR: await mkdtemp(join(tmpdir(), "openwop-runs-")),
+      },
+      store,
+    );
     api = openwopClient(t.baseUrl);
   });
   afterAll(() => t.close());
 
-  const sse = async (runId: string, headers: Record<string, string> = {}, query = "", until?: (f: SseFrame) => boolean) => {
+  const sse = async (
+    runId: string,
+    headers: Record<string, string> = {},
+    query = "",
+    until?: (f: SseFrame) => boolean,
+  ) => {
     const res = await fetch(`${t.baseUrl}/v1/runs/${runId}/events${query}`, { headers });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/event-stream");
@@ -49,14 +61,27 @@ describe("OpenWOP runs API", () => {
     expect(res.body.eventsUrl).toBe(`/v1/runs/${runId}/events`);
     expect(res.headers.get("location")).toBe(res.body.statusUrl);
     const done = await api.waitForRun(runId, (s) => s.status === "completed");
-    expect(done).toMatchObject({ runId, workflowId: "conformance-noop", status: "completed", owner: { tenant: "default", principal: "anonymous" }, eventLogSchemaVersion: 2, interrupts: [] });
+    expect(done).toMatchObject({
+      runId,
+      workflowId: "conformance-noop",
+      status: "completed",
+      owner: { tenant: "default", principal: "anonymous" },
+      eventLogSchemaVersion: 2,
+      interrupts: [],
+    });
     expect(Date.parse(done.startedAt)).toBeLessThanOrEqual(Date.parse(done.completedAt));
     expect(done.error).toBeUndefined();
     expect(done.currentNodeId).toBeUndefined();
   });
 
   it("keeps tags, metadata and configurable with the run", async () => {
-    const res = await api.call("POST", "/v1/runs", { workflowId: "conformance-noop", tags: ["a", "b"], metadata: { ticket: 7 }, configurable: { model: "x" }, tenantId: "default" });
+    const res = await api.call("POST", "/v1/runs", {
+      workflowId: "conformance-noop",
+      tags: ["a", "b"],
+      metadata: { ticket: 7 },
+      configurable: { model: "x" },
+      tenantId: "default",
+    });
     expect(res.status).toBe(201);
     const snapshot = await api.waitForRun(res.body.runId, (s) => s.status === "completed");
     expect(snapshot).toMatchObject({ tags: ["a", "b"], metadata: { ticket: 7 }, configurable: { model: "x" } });
@@ -77,16 +102,25 @@ describe("OpenWOP runs API", () => {
     expect(frames.map((f) => f.id)).toEqual(events.map((e) => String(e.sequence)));
     expect(frames.map((f) => f.event)).toEqual(events.map((e) => e.type));
     expect(events[0]!.type).toBe("run.created");
-    expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(["run.started", "node.started", "node.completed"]));
+    expect(events.map((e) => e.type)).toEqual(
+      expect.arrayContaining(["run.started", "node.started", "node.completed"]),
+    );
     expect(events.at(-1)!.type).toBe("run.completed");
     for (const e of events) {
       expect(Object.keys(e).every((k) => RUN_EVENT_KEYS.has(k))).toBe(true);
-      expect(e).toMatchObject({ runId, eventId: expect.any(String), timestamp: expect.any(String), payload: expect.any(Object) });
+      expect(e).toMatchObject({
+        runId,
+        eventId: expect.any(String),
+        timestamp: expect.any(String),
+        payload: expect.any(Object),
+      });
     }
 
     // Last-Event-ID resumes after that sequence; ?after= does the same.
     const resumed = await sse(runId, { "last-event-id": "2" });
-    expect(resumed.map((f) => (f.data as { sequence: number }).sequence)).toEqual(events.slice(3).map((e) => e.sequence));
+    expect(resumed.map((f) => (f.data as { sequence: number }).sequence)).toEqual(
+      events.slice(3).map((e) => e.sequence),
+    );
     const after = await sse(runId, {}, "?after=1");
     expect(after.map((f) => (f.data as { sequence: number }).sequence)).toEqual(events.slice(2).map((e) => e.sequence));
     // Past the end of a finished run: an empty stream that closes.
@@ -97,7 +131,9 @@ describe("OpenWOP runs API", () => {
     const runId = await api.startRun("conformance-approval");
     const framesPromise = sse(runId);
     await api.waitForRun(runId, (s) => s.status === "waiting-approval");
-    expect((await api.call("POST", `/v1/runs/${runId}/interrupts/gate`, { resumeValue: { action: "accept" } })).status).toBe(200);
+    expect(
+      (await api.call("POST", `/v1/runs/${runId}/interrupts/gate`, { resumeValue: { action: "accept" } })).status,
+    ).toBe(200);
     const frames = await framesPromise;
     const types = frames.map((f) => f.event);
     expect(frames.map((f) => Number(f.id))).toEqual(frames.map((_, i) => i));
@@ -131,14 +167,18 @@ describe("OpenWOP runs API", () => {
     expect(end.body).toEqual({ events: [], nextAfter: all.body.nextAfter, terminal: true });
 
     const waiting = await api.startRun("conformance-approval");
-    const at = (await api.waitForRun(waiting, (s) => s.status === "waiting-approval")) && (await api.call("GET", `/v1/runs/${waiting}/events/poll?timeoutMs=0`)).body;
+    const at =
+      (await api.waitForRun(waiting, (s) => s.status === "waiting-approval")) &&
+      (await api.call("GET", `/v1/runs/${waiting}/events/poll?timeoutMs=0`)).body;
     expect(at.terminal).toBe(false);
     const quick = await api.call("GET", `/v1/runs/${waiting}/events/poll?after=${at.nextAfter}&timeoutMs=0`);
     expect(quick.body).toEqual({ events: [], nextAfter: at.nextAfter, terminal: false });
     const started = Date.now();
     const long = api.call("GET", `/v1/runs/${waiting}/events/poll?after=${at.nextAfter}&timeoutMs=20000`);
     await new Promise((r) => setTimeout(r, 200));
-    expect((await api.call("POST", `/v1/runs/${waiting}/interrupts/gate`, { resumeValue: { action: "accept" } })).status).toBe(200);
+    expect(
+      (await api.call("POST", `/v1/runs/${waiting}/interrupts/gate`, { resumeValue: { action: "accept" } })).status,
+    ).toBe(200);
     const woke = await long;
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(woke.body.events[0]).toMatchObject({ sequence: at.nextAfter + 1, type: "interrupt.resolved" });
@@ -150,31 +190,63 @@ describe("OpenWOP runs API", () => {
   it("Idempotency-Key: same key and body → the same stored 201 with OpenWOP-Idempotent-Replay: true; another body → 409 idempotency_key_mismatch", async () => {
     const key = randomUUID();
     const before = store.creates;
-    const first = await api.call("POST", "/v1/runs", { workflowId: "conformance-approval", inputs: { a: 1, b: [1, 2] } }, { "idempotency-key": key });
+    const first = await api.call(
+      "POST",
+      "/v1/runs",
+      { workflowId: "conformance-approval", inputs: { a: 1, b: [1, 2] } },
+      { "idempotency-key": key },
+    );
     expect(first.status).toBe(201);
     expect(first.headers.get("openwop-idempotent-replay")).toBeNull();
     // Same JSON, other key order: the same request.
-    const again = await api.call("POST", "/v1/runs", { inputs: { b: [1, 2], a: 1 }, workflowId: "conformance-approval" }, { "idempotency-key": key });
+    const again = await api.call(
+      "POST",
+      "/v1/runs",
+      { inputs: { b: [1, 2], a: 1 }, workflowId: "conformance-approval" },
+      { "idempotency-key": key },
+    );
     expect(again.status).toBe(201);
     expect(again.body).toEqual(first.body);
     expect(again.headers.get("openwop-idempotent-replay")).toBe("true");
     const concurrent = await Promise.all(
-      Array.from({ length: 5 }, () => api.call("POST", "/v1/runs", { workflowId: "conformance-approval", inputs: { a: 1, b: [1, 2] } }, { "idempotency-key": key })),
+      Array.from({ length: 5 }, () =>
+        api.call(
+          "POST",
+          "/v1/runs",
+          { workflowId: "conformance-approval", inputs: { a: 1, b: [1, 2] } },
+          { "idempotency-key": key },
+        ),
+      ),
     );
     expect(concurrent.map((r) => r.status)).toEqual([201, 201, 201, 201, 201]);
     expect(new Set(concurrent.map((r) => r.body.runId))).toEqual(new Set([first.body.runId]));
     expect(store.creates - before).toBe(1);
 
-    const conflict = await api.call("POST", "/v1/runs", { workflowId: "conformance-approval", inputs: { a: 2 } }, { "idempotency-key": key });
+    const conflict = await api.call(
+      "POST",
+      "/v1/runs",
+      { workflowId: "conformance-approval", inputs: { a: 2 } },
+      { "idempotency-key": key },
+    );
     expect(conflict.status).toBe(409);
     expectErrorEnvelope(conflict.body, "idempotency_key_mismatch");
     expect(store.creates - before).toBe(1);
 
-    const otherKey = await api.call("POST", "/v1/runs", { workflowId: "conformance-approval", inputs: { a: 1, b: [1, 2] } }, { "idempotency-key": randomUUID() });
+    const otherKey = await api.call(
+      "POST",
+      "/v1/runs",
+      { workflowId: "conformance-approval", inputs: { a: 1, b: [1, 2] } },
+      { "idempotency-key": randomUUID() },
+    );
     expect(otherKey.status).toBe(201);
     expect(otherKey.body.runId).not.toBe(first.body.runId);
 
-    const badKey = await api.call("POST", "/v1/runs", { workflowId: "conformance-noop" }, { "idempotency-key": "x".repeat(300) });
+    const badKey = await api.call(
+      "POST",
+      "/v1/runs",
+      { workflowId: "conformance-noop" },
+      { "idempotency-key": "x".repeat(300) },
+    );
     expect(badKey.status).toBe(400);
     expectErrorEnvelope(badKey.body, "validation_error");
   });
@@ -190,14 +262,22 @@ describe("OpenWOP runs API", () => {
     expect(new Set(calls.map((c) => c.body.runId)).size).toBe(1);
     expect(store.creates - before).toBe(1);
     expect((await api.waitForRun(calls[0]!.body.runId, (s) => s.status === "completed")).status).toBe("completed");
-    const changed = await api.call("POST", "/v1/runs", { ...body, inputs: { nonce: "second-attempt" } }, { "idempotency-key": key });
+    const changed = await api.call(
+      "POST",
+      "/v1/runs",
+      { ...body, inputs: { nonce: "second-attempt" } },
+      { "idempotency-key": key },
+    );
     expect(changed.status).toBe(409);
     expectErrorEnvelope(changed.body, "idempotency_key_mismatch");
   });
 
   it("conformance-cancellable honours delayMs: it completes after the delay unless cancelled; a bad delayMs fails the run", async () => {
     const short = await api.startRun("conformance-cancellable", { delayMs: 200 });
-    const done = await api.waitForRun(short, (s) => s.status === "completed" || s.status === "failed" || s.status === "cancelled");
+    const done = await api.waitForRun(
+      short,
+      (s) => s.status === "completed" || s.status === "failed" || s.status === "cancelled",
+    );
     expect(done.status).toBe("completed");
     const bad = await api.startRun("conformance-cancellable", { delayMs: 0 });
     const failed = await api.waitForRun(bad, (s) => s.status === "failed" || s.status === "completed");
@@ -242,7 +322,11 @@ describe("OpenWOP runs API", () => {
 
   it("a run started over REST is the A2A task with the same id, and the other way round", async () => {
     const rpc = async (method: string, params: unknown) => {
-      const res = await fetch(`${t.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+      const res = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      });
       return ((await res.json()) as { result: Record<string, any> }).result;
     };
     const runId = await api.startRun("conformance-approval", { text: "ship it" });
@@ -250,20 +334,39 @@ describe("OpenWOP runs API", () => {
     const task = await rpc("tasks/get", { id: runId });
     expect(task.id).toBe(runId);
     expect(task.status.state).toBe("input-required");
-    expect(task.metadata.openwop).toMatchObject({ runId, workflowId: "conformance-approval", status: "waiting-approval" });
-    expect(task.history[0].parts).toEqual([{ kind: "text", text: "ship it" }, { kind: "data", data: { text: "ship it" } }]);
+    expect(task.metadata.openwop).toMatchObject({
+      runId,
+      workflowId: "conformance-approval",
+      status: "waiting-approval",
+    });
+    expect(task.history[0].parts).toEqual([
+      { kind: "text", text: "ship it" },
+      { kind: "data", data: { text: "ship it" } },
+    ]);
 
     const sent = await rpc("message/send", {
-      message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hi" }], metadata: { skillId: "approval-gate" } },
+      message: {
+        kind: "message",
+        messageId: randomUUID(),
+        role: "user",
+        parts: [{ kind: "text", text: "hi" }],
+        metadata: { skillId: "approval-gate" },
+      },
     });
     const snapshot = await api.waitForRun(sent.id, (s) => s.status === "waiting-approval");
-    expect(snapshot).toMatchObject({ runId: sent.id, workflowId: "approval-gate", currentNodeId: "gate", interrupts: [{ nodeId: "gate", kind: "approval" }] });
+    expect(snapshot).toMatchObject({
+      runId: sent.id,
+      workflowId: "approval-gate",
+      currentNodeId: "gate",
+      interrupts: [{ nodeId: "gate", kind: "approval" }],
+    });
     expect(snapshot.owner.principal).toBeUndefined(); // not started over REST
   });
 
   it("bad input: clear 4xx envelopes, nothing created, the server stays up", async () => {
     const before = store.creates;
-    const post = (body: string, contentType = "application/json") => fetch(`${t.baseUrl}/v1/runs`, { method: "POST", headers: { "content-type": contentType }, body });
+    const post = (body: string, contentType = "application/json") =>
+      fetch(`${t.baseUrl}/v1/runs`, { method: "POST", headers: { "content-type": contentType }, body });
     const cases: Array<[Promise<Response>, number, string, string]> = [
       [post("{not json"), 400, "validation_error", "not valid JSON"],
       [post('{"workflowId":"conformance-noop"}', "text/plain"), 415, "unsupported_media_type", "application/json"],
@@ -271,9 +374,19 @@ describe("OpenWOP runs API", () => {
       [post(JSON.stringify({ inputs: {} })), 400, "validation_error", "workflowId"],
       [post(JSON.stringify({ workflowId: "conformance-noop", inputs: "text" })), 400, "validation_error", "inputs"],
       [post(JSON.stringify({ workflowId: "conformance-noop", surprise: 1 })), 400, "validation_error", "surprise"],
-      [post(JSON.stringify({ workflowId: "conformance-noop", callbackUrl: "https://x.example" })), 400, "validation_error", "callbackUrl"],
+      [
+        post(JSON.stringify({ workflowId: "conformance-noop", callbackUrl: "https://x.example" })),
+        400,
+        "validation_error",
+        "callbackUrl",
+      ],
       [post(JSON.stringify([1, 2])), 400, "validation_error", "JSON object"],
-      [post(JSON.stringify({ workflowId: "conformance-noop", inputs: { blob: "x".repeat(10_000) } })), 413, "payload_too_large", "4096"],
+      [
+        post(JSON.stringify({ workflowId: "conformance-noop", inputs: { blob: "x".repeat(10_000) } })),
+        413,
+        "payload_too_large",
+        "4096",
+      ],
     ];
     for (const [pending, status, error, mention] of cases) {
       const res = await pending;
@@ -292,11 +405,19 @@ describe("OpenWOP runs API", () => {
   it("GET /v1/workflows/{id} returns the definition; the list names every workflow", async () => {
     const res = await api.call("GET", "/v1/workflows/conformance-approval");
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ id: "conformance-approval", nodes: [{ kind: "approval", id: "gate" }, { kind: "task", id: "done" }] });
+    expect(res.body).toMatchObject({
+      id: "conformance-approval",
+      nodes: [
+        { kind: "approval", id: "gate" },
+        { kind: "task", id: "done" },
+      ],
+    });
     const missing = await api.call("GET", "/v1/workflows/nope");
     expect(missing.status).toBe(404);
     expectErrorEnvelope(missing.body, "not_found");
     const list = await api.call("GET", "/v1/workflows");
-    expect(list.body.workflows.map((w: { workflowId: string }) => w.workflowId)).toEqual(expect.arrayContaining(["conformance-noop", "conformance-approval", "echo"]));
+    expect(list.body.workflows.map((w: { workflowId: string }) => w.workflowId)).toEqual(
+      expect.arrayContaining(["conformance-noop", "conformance-approval", "echo"]),
+    );
   });
 });

@@ -34,7 +34,17 @@ afterEach(async () => {
 
 async function start(store: TaskStore = new MemoryTaskStore(), env: Record<string, string> = {}): Promise<Started> {
   const port = await freePort();
-  const config = loadConfig({ PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: "info", TIMER_POLL_MS: "50", SHUTDOWN_GRACE_MS: "500", READINESS_TIMEOUT_MS: "500", BUILTIN_WORKFLOWS: "demo,conformance", ...env });
+  const config = loadConfig({
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
+    LOG_LEVEL: "info",
+    TIMER_POLL_MS: "50",
+    SHUTDOWN_GRACE_MS: "500",
+    READINESS_TIMEOUT_MS: "500",
+    BUILTIN_WORKFLOWS: "demo,conformance",
+    ...env,
+  });
   const logs: string[] = [];
   const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(line) });
   const app = await createApp({ config, logger, store, durableStore: store.kind === "mongodb" });
@@ -47,7 +57,20 @@ async function send(base: string, text: string, headers: Record<string, string> 
   const res = await fetch(`${base}/a2a/jsonrpc`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], metadata: { skillId: "echo" } } } }),
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "message/send",
+      params: {
+        message: {
+          kind: "message",
+          messageId: randomUUID(),
+          role: "user",
+          parts: [{ kind: "text", text }],
+          metadata: { skillId: "echo" },
+        },
+      },
+    }),
   });
   return (await res.json()) as { result?: { id: string; status: { state: string } } };
 }
@@ -73,7 +96,9 @@ async function scrape(base: string) {
 }
 
 const sum = (samples: ReturnType<typeof parsePrometheus>, name: string, where: Record<string, string> = {}) =>
-  samples.filter((s) => s.name === name && Object.entries(where).every(([k, v]) => s.labels[k] === v)).reduce((a, s) => a + s.value, 0);
+  samples
+    .filter((s) => s.name === name && Object.entries(where).every(([k, v]) => s.labels[k] === v))
+    .reduce((a, s) => a + s.value, 0);
 
 describe("health and readiness", () => {
   it("/healthz is liveness; /readyz and grpc.health.v1 follow the store's ping and draining", async () => {
@@ -121,7 +146,9 @@ describe("health and readiness", () => {
 
     // Draining: close() turns readiness off before the listener goes away.
     const closing = app.close();
-    const drained = await fetch(`${base}/readyz`).then((r) => r.status).catch(() => "closed");
+    const drained = await fetch(`${base}/readyz`)
+      .then((r) => r.status)
+      .catch(() => "closed");
     await closing;
     expect([503, "closed"]).toContain(drained);
   }, 60_000);
@@ -129,7 +156,9 @@ describe("health and readiness", () => {
 
 describe("/readyz when not ready", () => {
   it("answers 503 with Retry-After, as every other 503 of the host does", async () => {
-    const unreachable = Object.assign(new MemoryTaskStore(), { ping: () => Promise.reject(new Error("connection refused")) });
+    const unreachable = Object.assign(new MemoryTaskStore(), {
+      ping: () => Promise.reject(new Error("connection refused")),
+    });
     const { base } = await start(unreachable);
     const res = await fetch(`${base}/readyz`);
     expect(res.status).toBe(503);
@@ -145,10 +174,18 @@ describe("gRPC server reflection", () => {
     for (const version of [reflectionV1, reflectionV1alpha] as const) {
       const client = createClient(version.ServerReflection as typeof reflectionV1.ServerReflection, transport);
       async function* requests() {
-        yield create(reflectionV1.ServerReflectionRequestSchema, { messageRequest: { case: "listServices", value: "" } });
-        yield create(reflectionV1.ServerReflectionRequestSchema, { messageRequest: { case: "fileContainingSymbol", value: "lf.a2a.v1.A2AService" } });
-        yield create(reflectionV1.ServerReflectionRequestSchema, { messageRequest: { case: "fileContainingSymbol", value: "a2a.v1.A2AService.SendMessage" } });
-        yield create(reflectionV1.ServerReflectionRequestSchema, { messageRequest: { case: "fileContainingSymbol", value: "no.such.Symbol" } });
+        yield create(reflectionV1.ServerReflectionRequestSchema, {
+          messageRequest: { case: "listServices", value: "" },
+        });
+        yield create(reflectionV1.ServerReflectionRequestSchema, {
+          messageRequest: { case: "fileContainingSymbol", value: "lf.a2a.v1.A2AService" },
+        });
+        yield create(reflectionV1.ServerReflectionRequestSchema, {
+          messageRequest: { case: "fileContainingSymbol", value: "a2a.v1.A2AService.SendMessage" },
+        });
+        yield create(reflectionV1.ServerReflectionRequestSchema, {
+          messageRequest: { case: "fileContainingSymbol", value: "no.such.Symbol" },
+        });
       }
       const answers = [];
       for await (const answer of client.serverReflectionInfo(requests())) answers.push(answer.messageResponse);
@@ -156,8 +193,19 @@ describe("gRPC server reflection", () => {
       const [list, v10, v03, missing] = answers;
       expect(list?.case).toBe("listServicesResponse");
       const names = list?.case === "listServicesResponse" ? list.value.service.map((s) => s.name) : [];
-      expect(names).toEqual(expect.arrayContaining(["a2a.v1.A2AService", "lf.a2a.v1.A2AService", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]));
-      for (const [answer, file] of [[v10, "lf/a2a/v1/a2a.proto"], [v03, "a2a/v1/a2a.proto"]] as const) {
+      expect(names).toEqual(
+        expect.arrayContaining([
+          "a2a.v1.A2AService",
+          "lf.a2a.v1.A2AService",
+          "grpc.health.v1.Health",
+          "grpc.reflection.v1.ServerReflection",
+          "grpc.reflection.v1alpha.ServerReflection",
+        ]),
+      );
+      for (const [answer, file] of [
+        [v10, "lf/a2a/v1/a2a.proto"],
+        [v03, "a2a/v1/a2a.proto"],
+      ] as const) {
         expect(answer?.case).toBe("fileDescriptorResponse");
         if (answer?.case !== "fileDescriptorResponse") continue;
         const files = answer.value.fileDescriptorProto.map((bytes) => fromBinary(FileDescriptorProtoSchema, bytes));
@@ -181,22 +229,44 @@ describe("metrics", () => {
     expect(sent.result?.status.state).toBe("completed");
     await send(base, "again");
     const after = await scrape(base);
-    expect(sum(after, "openwop_requests_total", { binding: "jsonrpc", method: "message/send", outcome: "200" }) - requestsBefore).toBe(2);
-    expect(sum(after, "openwop_request_duration_seconds_count", { binding: "jsonrpc", method: "message/send" })).toBeGreaterThanOrEqual(2);
-    expect(sum(after, "openwop_task_transitions_total", { to: "completed" })).toBe(sum(before, "openwop_task_transitions_total", { to: "completed" }) + 2);
+    expect(
+      sum(after, "openwop_requests_total", { binding: "jsonrpc", method: "message/send", outcome: "200" }) -
+        requestsBefore,
+    ).toBe(2);
+    expect(
+      sum(after, "openwop_request_duration_seconds_count", { binding: "jsonrpc", method: "message/send" }),
+    ).toBeGreaterThanOrEqual(2);
+    expect(sum(after, "openwop_task_transitions_total", { to: "completed" })).toBe(
+      sum(before, "openwop_task_transitions_total", { to: "completed" }) + 2,
+    );
     expect(sum(after, "openwop_tasks", { state: "completed" })).toBe(2);
     // A blocking echo task is stored in one write, its create.
-    expect(sum(after, "openwop_store_duration_seconds_count", { command: "create" }) - sum(before, "openwop_store_duration_seconds_count", { command: "create" })).toBe(2);
+    expect(
+      sum(after, "openwop_store_duration_seconds_count", { command: "create" }) -
+        sum(before, "openwop_store_duration_seconds_count", { command: "create" }),
+    ).toBe(2);
     // gRPC calls are labelled with their gRPC status (from the trailers), not the HTTP status.
     const health = createClient(Health, createGrpcTransport({ baseUrl: base }));
     await health.check({ service: "" });
     await expect(health.check({ service: "no.such.Service" })).rejects.toThrow();
     const grpc = await scrape(base);
-    expect(sum(grpc, "openwop_requests_total", { binding: "grpc", method: "grpc.health.v1.Health/Check", outcome: "OK" })).toBe(1);
-    expect(sum(grpc, "openwop_requests_total", { binding: "grpc", method: "grpc.health.v1.Health/Check", outcome: "NOT_FOUND" })).toBe(1);
+    expect(
+      sum(grpc, "openwop_requests_total", { binding: "grpc", method: "grpc.health.v1.Health/Check", outcome: "OK" }),
+    ).toBe(1);
+    expect(
+      sum(grpc, "openwop_requests_total", {
+        binding: "grpc",
+        method: "grpc.health.v1.Health/Check",
+        outcome: "NOT_FOUND",
+      }),
+    ).toBe(1);
     // A path that only looks like an RPC is not a method: callers cannot mint label values.
     const made = `made${randomUUID().slice(0, 8)}.Service`;
-    await fetch(`${base}/${made}/Call`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    await fetch(`${base}/${made}/Call`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
     const afterMade = await scrape(base);
     expect(afterMade.some((s) => Object.values(s.labels).some((v) => v.includes(made)))).toBe(false);
     expect(sum(afterMade, "openwop_requests_total", { method: "unmatched", outcome: "404" })).toBeGreaterThanOrEqual(1);
@@ -210,7 +280,9 @@ describe("logs", () => {
     const apiKey = `key-${randomUUID()}`;
     const pushToken = `push-token-${randomUUID()}`;
     const credentials = `cred-${randomUUID()}`;
-    const { base, logs } = await start(new MemoryTaskStore(), { API_KEYS: JSON.stringify([{ id: "ops", tenant: "tenant-a", scopes: [...SCOPES], key: apiKey }]) });
+    const { base, logs } = await start(new MemoryTaskStore(), {
+      API_KEYS: JSON.stringify([{ id: "ops", tenant: "tenant-a", scopes: [...SCOPES], key: apiKey }]),
+    });
     const auth = { authorization: `Bearer ${apiKey}` };
     const sent = await send(base, "hello", auth);
     const taskId = sent.result?.id;
@@ -219,33 +291,93 @@ describe("logs", () => {
     await fetch(`${base}/a2a/jsonrpc`, {
       method: "POST",
       headers: { "content-type": "application/json", ...auth },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tasks/pushNotificationConfig/set", params: { taskId, pushNotificationConfig: { url: "https://example.com/hook", token: pushToken, authentication: { schemes: ["Bearer"], credentials } } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 2,
+        method: "tasks/pushNotificationConfig/set",
+        params: {
+          taskId,
+          pushNotificationConfig: {
+            url: "https://example.com/hook",
+            token: pushToken,
+            authentication: { schemes: ["Bearer"], credentials },
+          },
+        },
+      }),
     });
-    await fetch(`${base}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer wrong-key" }, body: "{}" });
+    await fetch(`${base}/a2a/jsonrpc`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: "Bearer wrong-key" },
+      body: "{}",
+    });
     // A signed interrupt URL carries its credential in the path (here a made-up one: refused, and not logged).
     const interruptToken = `itok-${randomUUID()}`;
     await fetch(`${base}/v1/interrupts/${interruptToken}?x=1`);
     await waitFor(() => logs.filter((l) => l.includes('"access":true')).length >= 4, 5_000, "access lines");
     const lines = logs.map((l) => JSON.parse(l) as Record<string, unknown>);
     const access = lines.filter((l) => l["access"] === true);
-    expect(access[0]).toMatchObject({ binding: "jsonrpc", version: "0.3", method: "message/send", status: 200, outcome: "200", taskId, tenant: "tenant-a" });
+    expect(access[0]).toMatchObject({
+      binding: "jsonrpc",
+      version: "0.3",
+      method: "message/send",
+      status: 200,
+      outcome: "200",
+      taskId,
+      tenant: "tenant-a",
+    });
     expect(typeof access[0]?.["durationMs"]).toBe("number");
-    expect(lines.find((l) => l["event"] === "task.created")).toMatchObject({ taskId, tenant: "tenant-a", msg: "task created" });
+    expect(lines.find((l) => l["event"] === "task.created")).toMatchObject({
+      taskId,
+      tenant: "tenant-a",
+      msg: "task created",
+    });
     expect(lines.find((l) => l["event"] === "task.finished")).toMatchObject({ taskId, state: "completed" });
 
     // Interrupted, resumed, finished; and a failure with its reason (no peer configured for the a2a.invoke fixture).
     const rpcCall = async (params: unknown) => {
-      const res = await fetch(`${base}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json", ...auth }, body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "message/send", params }) });
+      const res = await fetch(`${base}/a2a/jsonrpc`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...auth },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "message/send", params }),
+      });
       return ((await res.json()) as { result: { id: string; status: { state: string } } }).result;
     };
-    const gated = await rpcCall({ message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "report" }], metadata: { skillId: "approval-gate" } } });
+    const gated = await rpcCall({
+      message: {
+        kind: "message",
+        messageId: randomUUID(),
+        role: "user",
+        parts: [{ kind: "text", text: "report" }],
+        metadata: { skillId: "approval-gate" },
+      },
+    });
     expect(gated.status.state).toBe("input-required");
-    const accepted = await rpcCall({ message: { kind: "message", messageId: randomUUID(), role: "user", taskId: gated.id, parts: [{ kind: "data", data: { action: "accept" } }] } });
+    const accepted = await rpcCall({
+      message: {
+        kind: "message",
+        messageId: randomUUID(),
+        role: "user",
+        taskId: gated.id,
+        parts: [{ kind: "data", data: { action: "accept" } }],
+      },
+    });
     expect(accepted.status.state).toBe("completed");
-    const failed = await rpcCall({ message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "relay" }], metadata: { skillId: "conformance-a2a-task-roundtrip" } } });
+    const failed = await rpcCall({
+      message: {
+        kind: "message",
+        messageId: randomUUID(),
+        role: "user",
+        parts: [{ kind: "text", text: "relay" }],
+        metadata: { skillId: "conformance-a2a-task-roundtrip" },
+      },
+    });
     expect(failed.status.state).toBe("failed");
     await waitFor(() => logs.some((l) => l.includes('"task.failed"')), 5_000, "the failure line");
-    const events = logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l["taskId"] === gated.id).map((l) => l["event"]).filter(Boolean);
+    const events = logs
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l["taskId"] === gated.id)
+      .map((l) => l["event"])
+      .filter(Boolean);
     expect(events).toEqual(["task.created", "task.interrupted", "task.resumed", "task.finished"]);
     const failure = logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l["event"] === "task.failed");
     expect(failure).toMatchObject({ taskId: failed.id, tenant: "tenant-a", msg: "task failed" });
@@ -253,17 +385,24 @@ describe("logs", () => {
 
     const all = logs.join("\n");
     for (const secret of [apiKey, pushToken, credentials, interruptToken]) expect(all).not.toContain(secret);
-    expect(access.find((l) => String(l["path"]).startsWith("/v1/interrupts/"))).toMatchObject({ path: "/v1/interrupts/[redacted]", method: "GET /v1/interrupts/{token}" });
+    expect(access.find((l) => String(l["path"]).startsWith("/v1/interrupts/"))).toMatchObject({
+      path: "/v1/interrupts/[redacted]",
+      method: "GET /v1/interrupts/{token}",
+    });
   });
 });
 
 describe("start-up errors", () => {
   it("a configuration error is one JSON line with the reason, and the process exits 2", () => {
-    const out = spawnSync(process.execPath, ["--import", "tsx", join(import.meta.dirname, "..", "..", "src", "main.ts")], {
-      env: { PATH: process.env["PATH"], PORT: "not-a-port", STORE: "memory" },
-      encoding: "utf8",
-      timeout: 60_000,
-    });
+    const out = spawnSync(
+      process.execPath,
+      ["--import", "tsx", join(import.meta.dirname, "..", "..", "src", "main.ts")],
+      {
+        env: { PATH: process.env["PATH"], PORT: "not-a-port", STORE: "memory" },
+        encoding: "utf8",
+        timeout: 60_000,
+      },
+    );
     expect(out.status).toBe(2);
     const lines = out.stdout.trim().split("\n");
     expect(lines).toHaveLength(1);

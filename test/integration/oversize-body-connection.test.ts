@@ -56,10 +56,34 @@ const BINDINGS: Binding[] = [
     const path = `/${service}.A2AService/SendMessage`;
     const version = service === "lf.a2a.v1" ? v10 : {};
     return [
-      { name: `Connect JSON ${service}`, path, headers: { ...json, ...version }, body: bigJson, refused: connectUnaryExhausted },
-      { name: `Connect binary ${service}`, path, headers: { "content-type": "application/proto", ...version }, body: bigJson, refused: connectUnaryExhausted },
-      { name: `gRPC-Web JSON ${service}`, path, headers: { "content-type": "application/grpc-web+json", ...version }, body: (n) => grpcFrame(bigJson(n - 5)), refused: grpcWebExhausted },
-      { name: `gRPC-Web binary ${service}`, path, headers: { "content-type": "application/grpc-web+proto", ...version }, body: (n) => grpcFrame(bigJson(n - 5)), refused: grpcWebExhausted },
+      {
+        name: `Connect JSON ${service}`,
+        path,
+        headers: { ...json, ...version },
+        body: bigJson,
+        refused: connectUnaryExhausted,
+      },
+      {
+        name: `Connect binary ${service}`,
+        path,
+        headers: { "content-type": "application/proto", ...version },
+        body: bigJson,
+        refused: connectUnaryExhausted,
+      },
+      {
+        name: `gRPC-Web JSON ${service}`,
+        path,
+        headers: { "content-type": "application/grpc-web+json", ...version },
+        body: (n) => grpcFrame(bigJson(n - 5)),
+        refused: grpcWebExhausted,
+      },
+      {
+        name: `gRPC-Web binary ${service}`,
+        path,
+        headers: { "content-type": "application/grpc-web+proto", ...version },
+        body: (n) => grpcFrame(bigJson(n - 5)),
+        refused: grpcWebExhausted,
+      },
       {
         name: `Connect streaming ${service}`,
         path: `/${service}.A2AService/SendStreamingMessage`,
@@ -113,7 +137,9 @@ describe("an oversize body ends cleanly on every binding (issue 33 item 4)", () 
 
   it("a declared body over the drain bound closes the connection after the answer on HTTP and RPC bindings alike", async () => {
     const size = UNREAD_BODY_DRAIN_BYTES + 1024 * 1024;
-    for (const binding of BINDINGS.filter((b) => b.name === "JSON-RPC 0.3" || b.name === "Connect JSON lf.a2a.v1" || b.name === "gRPC-Web binary a2a.v1")) {
+    for (const binding of BINDINGS.filter(
+      (b) => b.name === "JSON-RPC 0.3" || b.name === "Connect JSON lf.a2a.v1" || b.name === "gRPC-Web binary a2a.v1",
+    )) {
       const { first } = await oversize(binding, size, false);
       expect(first.headers["connection"], binding.name).toBe("close");
     }
@@ -123,7 +149,13 @@ describe("an oversize body ends cleanly on every binding (issue 33 item 4)", () 
     const session = connectH2(t.baseUrl);
     const call = (path: string, type: string, body: Buffer, headers: Record<string, string> = {}) =>
       new Promise<string | undefined>((resolve, reject) => {
-        const req = session.request({ ":method": "POST", ":path": path, "content-type": type, te: "trailers", ...headers });
+        const req = session.request({
+          ":method": "POST",
+          ":path": path,
+          "content-type": type,
+          te: "trailers",
+          ...headers,
+        });
         let status: string | undefined;
         req.on("response", (h) => (status ??= h["grpc-status"] as string | undefined));
         req.on("trailers", (h) => (status = h["grpc-status"] as string));
@@ -136,8 +168,19 @@ describe("an oversize body ends cleanly on every binding (issue 33 item 4)", () 
       for (const service of ["a2a.v1", "lf.a2a.v1"]) {
         const version = service === "lf.a2a.v1" ? v10 : {};
         for (const type of ["application/grpc", "application/grpc+json"]) {
-          expect(await call(`/${service}.A2AService/SendMessage`, type, grpcFrame(bigJson(MB2)), version), `${service} ${type}`).toBe("8");
-          expect(await call(`/${service}.A2AService/GetTask`, type, grpcFrame(type.endsWith("json") ? Buffer.from('{"name":"tasks/none"}') : new Uint8Array()), version), `${service} ${type} second stream`).toMatch(/^\d+$/);
+          expect(
+            await call(`/${service}.A2AService/SendMessage`, type, grpcFrame(bigJson(MB2)), version),
+            `${service} ${type}`,
+          ).toBe("8");
+          expect(
+            await call(
+              `/${service}.A2AService/GetTask`,
+              type,
+              grpcFrame(type.endsWith("json") ? Buffer.from('{"name":"tasks/none"}') : new Uint8Array()),
+              version,
+            ),
+            `${service} ${type} second stream`,
+          ).toMatch(/^\d+$/);
         }
       }
     } finally {

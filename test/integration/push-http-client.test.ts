@@ -30,7 +30,9 @@ afterEach(async () => {
 });
 
 /** A webhook receiver on loopback; `handler` runs after the request body has been read and recorded. */
-async function receiver(handler: (req: http.IncomingMessage, res: http.ServerResponse, hit: Hit) => void): Promise<Receiver> {
+async function receiver(
+  handler: (req: http.IncomingMessage, res: http.ServerResponse, hit: Hit) => void,
+): Promise<Receiver> {
   const hits: Hit[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -154,7 +156,11 @@ describe("push HTTP client against loopback receivers", () => {
       headers: { "X-A2A-Notification-Token": `${SECRET_TOKEN}\r\nX-Injected: 1` },
       timeoutMs: 5_000,
     });
-    expect(result).toMatchObject({ ok: false, retryable: false, error: "invalid push request (a header name or value was rejected)" });
+    expect(result).toMatchObject({
+      ok: false,
+      retryable: false,
+      error: "invalid push request (a header name or value was rejected)",
+    });
     expect(JSON.stringify(result)).not.toContain(SECRET_TOKEN);
     await sleep(50);
     expect(rx.hits).toHaveLength(0);
@@ -171,17 +177,31 @@ describe("push HTTP client against loopback receivers", () => {
     const port = (server.address() as net.AddressInfo).port;
     const resolve = countingResolver({ "v6.test": [{ address: "::1", family: 6 }] });
     const c = client(LOOPBACK_TEST, resolve);
-    await expect(c.post({ url: `http://[::1]:${port}/`, body: "{}", headers: {}, timeoutMs: 5_000 })).resolves.toMatchObject({ ok: true });
-    await expect(c.post({ url: `http://v6.test:${port}/`, body: "{}", headers: {}, timeoutMs: 5_000 })).resolves.toMatchObject({ ok: true });
+    await expect(
+      c.post({ url: `http://[::1]:${port}/`, body: "{}", headers: {}, timeoutMs: 5_000 }),
+    ).resolves.toMatchObject({ ok: true });
+    await expect(
+      c.post({ url: `http://v6.test:${port}/`, body: "{}", headers: {}, timeoutMs: 5_000 }),
+    ).resolves.toMatchObject({ ok: true });
     expect(resolve.calls).toEqual(["v6.test"]);
   });
 
   it("refuses a 302 redirect and never follows it", async () => {
     const second = await receiver((_req, res) => res.writeHead(200).end("second"));
     const first = await receiver((_req, res) => res.writeHead(302, { location: `${second.base}/stolen` }).end());
-    const result = await client().post({ url: `${first.base}/hook`, body: "{}", headers: { Authorization: SECRET_BEARER }, timeoutMs: 5_000 });
+    const result = await client().post({
+      url: `${first.base}/hook`,
+      body: "{}",
+      headers: { Authorization: SECRET_BEARER },
+      timeoutMs: 5_000,
+    });
 
-    expect(result).toMatchObject({ ok: false, status: 302, retryable: false, error: "redirect refused (3xx): webhook answered 302" });
+    expect(result).toMatchObject({
+      ok: false,
+      status: 302,
+      retryable: false,
+      error: "redirect refused (3xx): webhook answered 302",
+    });
     await sleep(200);
     expect(first.hits).toHaveLength(1);
     expect(second.hits).toHaveLength(0);
@@ -190,7 +210,12 @@ describe("push HTTP client against loopback receivers", () => {
   it.each([301, 303, 307, 308])("refuses a %i redirect", async (status) => {
     const rx = await receiver((_req, res) => res.writeHead(status, { location: "http://127.0.0.1:1/" }).end());
     const result = await client().post({ url: `${rx.base}/`, body: "{}", headers: {}, timeoutMs: 5_000 });
-    expect(result).toMatchObject({ ok: false, status, retryable: false, error: `redirect refused (3xx): webhook answered ${status}` });
+    expect(result).toMatchObject({
+      ok: false,
+      status,
+      retryable: false,
+      error: `redirect refused (3xx): webhook answered ${status}`,
+    });
   });
 
   it("times out a receiver that never answers (retryable)", async () => {
@@ -198,7 +223,12 @@ describe("push HTTP client against loopback receivers", () => {
       /* hold the response open */
     });
     const started = Date.now();
-    const result = await client().post({ url: `${rx.base}/slow`, body: "{}", headers: { Authorization: SECRET_BEARER }, timeoutMs: 300 });
+    const result = await client().post({
+      url: `${rx.base}/slow`,
+      body: "{}",
+      headers: { Authorization: SECRET_BEARER },
+      timeoutMs: 300,
+    });
     const took = Date.now() - started;
 
     expect(result.ok).toBe(false);
@@ -239,7 +269,12 @@ describe("push HTTP client against loopback receivers", () => {
     [413, false, false],
   ])("status %i → ok=%s retryable=%s", async (status, ok, retryable) => {
     const rx = await receiver((_req, res) => res.writeHead(status).end(status === 204 ? undefined : "x"));
-    const result = await client().post({ url: `${rx.base}/s`, body: "{}", headers: { Authorization: SECRET_BEARER }, timeoutMs: 5_000 });
+    const result = await client().post({
+      url: `${rx.base}/s`,
+      body: "{}",
+      headers: { Authorization: SECRET_BEARER },
+      timeoutMs: 5_000,
+    });
     expect(result).toMatchObject({ ok, status, retryable });
     if (!ok) expect(result.error).toBe(`webhook answered ${status}`);
     expect(JSON.stringify(result)).not.toContain("secret");
@@ -265,7 +300,13 @@ describe("push HTTP client against loopback receivers", () => {
       pump();
     });
     const started = Date.now();
-    const result = await client().post({ url: `${rx.base}/huge`, body: "{}", headers: {}, timeoutMs: 10_000, maxResponseBytes: 16 * 1024 });
+    const result = await client().post({
+      url: `${rx.base}/huge`,
+      body: "{}",
+      headers: {},
+      timeoutMs: 10_000,
+      maxResponseBytes: 16 * 1024,
+    });
     expect(result).toMatchObject({ ok: true, status: 200 });
     expect(Date.now() - started).toBeLessThan(5_000);
     await sleep(100);
@@ -277,7 +318,9 @@ describe("push HTTP client against loopback receivers", () => {
     const rx = await receiver((_req, res) => res.writeHead(200).end("small"));
     const c = client();
     for (let i = 0; i < 3; i += 1) {
-      await expect(c.post({ url: `${rx.base}/r${i}`, body: `{"i":${i}}`, headers: {}, timeoutMs: 5_000 })).resolves.toMatchObject({ ok: true });
+      await expect(
+        c.post({ url: `${rx.base}/r${i}`, body: `{"i":${i}}`, headers: {}, timeoutMs: 5_000 }),
+      ).resolves.toMatchObject({ ok: true });
       await sleep(20); // let undici mark the connection idle before the next dispatch
     }
     expect(rx.hits.map((h) => h.body)).toEqual(['{"i":0}', '{"i":1}', '{"i":2}']);
@@ -290,8 +333,14 @@ describe("push HTTP client against loopback receivers", () => {
     const c = client(LOOPBACK_TEST, resolve);
     const url = `http://hook.test:${rx.port}/a2a`;
 
-    await expect(c.post({ url, body: '{"n":1}', headers: {}, timeoutMs: 5_000 })).resolves.toMatchObject({ ok: true, status: 200 });
-    await expect(c.post({ url, body: '{"n":2}', headers: {}, timeoutMs: 5_000 })).resolves.toMatchObject({ ok: true, status: 200 });
+    await expect(c.post({ url, body: '{"n":1}', headers: {}, timeoutMs: 5_000 })).resolves.toMatchObject({
+      ok: true,
+      status: 200,
+    });
+    await expect(c.post({ url, body: '{"n":2}', headers: {}, timeoutMs: 5_000 })).resolves.toMatchObject({
+      ok: true,
+      status: 200,
+    });
 
     // "hook.test" is a reserved name the OS resolver cannot answer: reaching the server at all
     // proves the socket used our pinned answer, and the resolver was asked once per delivery.
@@ -319,7 +368,12 @@ describe("push HTTP client against loopback receivers", () => {
     const resolve = countingResolver({ "hook.test": [{ address: "127.0.0.1", family: 4 }] });
     const c = client(STRICT, resolve);
 
-    const byName = await c.post({ url: `http://hook.test:${rx.port}/a2a?token=qs-secret`, body: "{}", headers: {}, timeoutMs: 5_000 });
+    const byName = await c.post({
+      url: `http://hook.test:${rx.port}/a2a?token=qs-secret`,
+      body: "{}",
+      headers: {},
+      timeoutMs: 5_000,
+    });
     expect(byName).toMatchObject({ ok: false, retryable: false });
     expect(byName.error).toMatch(/^push URL refused by the scheme arm: /);
     expect(byName.error).not.toContain("qs-secret");
@@ -355,7 +409,11 @@ describe("push HTTP client against loopback receivers", () => {
   it("an unresolvable name is a retryable failure", async () => {
     const c = client(LOOPBACK_TEST, countingResolver({}));
     const result = await c.post({ url: "https://nxdomain.example.com/", body: "{}", headers: {}, timeoutMs: 1_000 });
-    expect(result).toMatchObject({ ok: false, retryable: true, error: "push URL host nxdomain.example.com could not be resolved (ENOTFOUND)" });
+    expect(result).toMatchObject({
+      ok: false,
+      retryable: true,
+      error: "push URL host nxdomain.example.com could not be resolved (ENOTFOUND)",
+    });
   });
 
   it("a resolver slower than the attempt timeout is a retryable timeout", async () => {
@@ -375,13 +433,26 @@ describe("push HTTP client against loopback receivers", () => {
   });
 
   it.each([
-    ["101 Switching Protocols", "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"],
-    ["200 with Connection: upgrade", "HTTP/1.1 200 OK\r\nConnection: upgrade\r\nUpgrade: h2c\r\nContent-Length: 0\r\n\r\n"],
-    ["204 with Connection: keep-alive, Upgrade", "HTTP/1.1 204 No Content\r\nConnection: keep-alive, Upgrade\r\nUpgrade: h2c\r\n\r\n"],
+    [
+      "101 Switching Protocols",
+      "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+    ],
+    [
+      "200 with Connection: upgrade",
+      "HTTP/1.1 200 OK\r\nConnection: upgrade\r\nUpgrade: h2c\r\nContent-Length: 0\r\n\r\n",
+    ],
+    [
+      "204 with Connection: keep-alive, Upgrade",
+      "HTTP/1.1 204 No Content\r\nConnection: keep-alive, Upgrade\r\nUpgrade: h2c\r\n\r\n",
+    ],
   ])("refuses a %s answer", async (_label, raw) => {
     const port = await rawServer(raw);
     const result = await client().post({ url: `http://127.0.0.1:${port}/`, body: "{}", headers: {}, timeoutMs: 2_000 });
-    expect(result).toMatchObject({ ok: false, retryable: false, error: "webhook answered with Connection: upgrade (refused)" });
+    expect(result).toMatchObject({
+      ok: false,
+      retryable: false,
+      error: "webhook answered with Connection: upgrade (refused)",
+    });
   });
 
   it("close() waits for in-flight posts and later posts are refused", async () => {

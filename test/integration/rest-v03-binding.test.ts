@@ -34,9 +34,23 @@ describe("A2A v0.3 HTTP+JSON binding (plain fetch)", () => {
 
   const url = (path: string) => `${t.baseUrl}${path}`;
   const postJson = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-    fetch(url(path), { method: "POST", headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
-  const message = (text: string, extra: Obj = {}): Obj => ({ messageId: randomUUID(), role: "ROLE_USER", content: [{ text }], ...extra });
-  const reply = (taskId: string, data: Obj): Obj => ({ messageId: randomUUID(), role: "ROLE_USER", taskId, content: [{ data: { data } }] });
+    fetch(url(path), {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    });
+  const message = (text: string, extra: Obj = {}): Obj => ({
+    messageId: randomUUID(),
+    role: "ROLE_USER",
+    content: [{ text }],
+    ...extra,
+  });
+  const reply = (taskId: string, data: Obj): Obj => ({
+    messageId: randomUUID(),
+    role: "ROLE_USER",
+    taskId,
+    content: [{ data: { data } }],
+  });
   const sse = async (res: Response, until?: (f: SseFrame) => boolean): Promise<Obj[]> => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/event-stream");
@@ -45,7 +59,8 @@ describe("A2A v0.3 HTTP+JSON binding (plain fetch)", () => {
       return f.data as Obj;
     });
   };
-  const states = (events: Obj[]) => events.filter((e) => e["statusUpdate"]).map((e) => e["statusUpdate"]["status"]["state"]);
+  const states = (events: Obj[]) =>
+    events.filter((e) => e["statusUpdate"]).map((e) => e["statusUpdate"]["status"]["state"]);
   const expectError = async (res: Response, status: number, code: number): Promise<RestError> => {
     expect(res.status).toBe(status);
     expect(res.headers.get("content-type")).toContain("application/json");
@@ -55,14 +70,19 @@ describe("A2A v0.3 HTTP+JSON binding (plain fetch)", () => {
     return body;
   };
   async function waitingTask(): Promise<string> {
-    const res = await postJson("/v1/message:send", { message: message("Ship it", { metadata: { skillId: "approval-gate" } }) });
+    const res = await postJson("/v1/message:send", {
+      message: message("Ship it", { metadata: { skillId: "approval-gate" } }),
+    });
     const body = (await res.json()) as Obj;
     expect(body["task"]["status"]["state"]).toBe("TASK_STATE_INPUT_REQUIRED");
     return body["task"]["id"] as string;
   }
 
   it("POST /v1/message:send answers {task} in ProtoJSON", async () => {
-    const res = await postJson("/v1/message:send", { message: message("hello rest", { metadata: { skillId: "echo" } }), configuration: { blocking: true, historyLength: 0 } });
+    const res = await postJson("/v1/message:send", {
+      message: message("hello rest", { metadata: { skillId: "echo" } }),
+      configuration: { blocking: true, historyLength: 0 },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("application/json");
     const body = (await res.json()) as Obj;
@@ -76,14 +96,18 @@ describe("A2A v0.3 HTTP+JSON binding (plain fetch)", () => {
   });
 
   it("POST /v1/message:stream sends one bare StreamResponse per SSE data line", async () => {
-    const res = await postJson("/v1/message:stream", { message: message("Ship it", { metadata: { skillId: "approval-gate" } }) });
+    const res = await postJson("/v1/message:stream", {
+      message: message("Ship it", { metadata: { skillId: "approval-gate" } }),
+    });
     const events = await sse(res);
     for (const e of events) expect(Object.keys(e)).toHaveLength(1);
     expect(Object.keys(events[0]!)).toEqual(["task"]);
     expect(events[0]!["task"]["status"]["state"]).toBe("TASK_STATE_SUBMITTED");
     expect(states(events)).toEqual(["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED"]);
     expect(events.at(-1)!["statusUpdate"]["final"]).toBe(true);
-    expect(events.filter((e) => e["artifactUpdate"]).map((e) => e["artifactUpdate"]["artifact"]["name"])).toEqual(["proposal"]);
+    expect(events.filter((e) => e["artifactUpdate"]).map((e) => e["artifactUpdate"]["artifact"]["name"])).toEqual([
+      "proposal",
+    ]);
     expect(events.some((e) => "jsonrpc" in e || "result" in e)).toBe(false);
   });
 
@@ -107,7 +131,9 @@ describe("A2A v0.3 HTTP+JSON binding (plain fetch)", () => {
   });
 
   it("GET and POST /v1/tasks/{id}:subscribe re-attach to a running task and stay open through its interrupt; approval completes it on the same streams", async () => {
-    const first = await postJson("/v1/message:stream", { message: message("Deploy", { metadata: { skillId: "slow-approval" } }) });
+    const first = await postJson("/v1/message:stream", {
+      message: message("Deploy", { metadata: { skillId: "slow-approval" } }),
+    });
     const [created] = await sse(first, () => true); // drop the stream after the Task
     const taskId = created!["task"]["id"] as string;
 
@@ -126,7 +152,10 @@ describe("A2A v0.3 HTTP+JSON binding (plain fetch)", () => {
         return false;
       });
     };
-    const [viaGet, viaPost] = await Promise.all([watch(await fetch(url(`/v1/tasks/${taskId}:subscribe`))), watch(await fetch(url(`/v1/tasks/${taskId}:subscribe`), { method: "POST" }))]);
+    const [viaGet, viaPost] = await Promise.all([
+      watch(await fetch(url(`/v1/tasks/${taskId}:subscribe`))),
+      watch(await fetch(url(`/v1/tasks/${taskId}:subscribe`), { method: "POST" })),
+    ]);
     for (const events of [viaGet, viaPost]) {
       expect(events[0]!["task"]["id"]).toBe(taskId);
       expect(states(events).at(-1)).toBe("TASK_STATE_COMPLETED");
@@ -150,30 +179,66 @@ describe("A2A v0.3 HTTP+JSON binding (plain fetch)", () => {
   });
 
   it("push-config paths: create (201), get, list, delete; a refused URL is 400 naming the arm, before the task is looked up", async () => {
-    const sent = (await (await postJson("/v1/message:send", { message: message("Ship it", { metadata: { skillId: "approval-gate" } }) })).json()) as Obj;
+    const sent = (await (
+      await postJson("/v1/message:send", { message: message("Ship it", { metadata: { skillId: "approval-gate" } }) })
+    ).json()) as Obj;
     const id = sent["task"]["id"] as string;
     const hook = "https://93.184.215.14/hook"; // literal public address: no DNS needed, nothing delivered while the task waits
-    const created = await postJson(`/v1/tasks/${id}/pushNotificationConfigs`, { parent: `tasks/${id}`, configId: "c1", config: { pushNotificationConfig: { url: hook, token: "rest-token" } } });
+    const created = await postJson(`/v1/tasks/${id}/pushNotificationConfigs`, {
+      parent: `tasks/${id}`,
+      configId: "c1",
+      config: { pushNotificationConfig: { url: hook, token: "rest-token" } },
+    });
     expect(created.status).toBe(201);
     // The token is write-only: not in the answer.
-    expect(await created.json()).toEqual({ name: `tasks/${id}/pushNotificationConfigs/c1`, pushNotificationConfig: { id: "c1", url: hook } });
+    expect(await created.json()).toEqual({
+      name: `tasks/${id}/pushNotificationConfigs/c1`,
+      pushNotificationConfig: { id: "c1", url: hook },
+    });
     // A bare TaskPushNotificationConfig body (the proto's body: "config") works too; the id defaults to the task id.
-    expect((await postJson(`/v1/tasks/${id}/pushNotificationConfigs`, { pushNotificationConfig: { url: hook } })).status).toBe(201);
+    expect(
+      (await postJson(`/v1/tasks/${id}/pushNotificationConfigs`, { pushNotificationConfig: { url: hook } })).status,
+    ).toBe(201);
     const got = (await (await fetch(url(`/v1/tasks/${id}/pushNotificationConfigs/c1`))).json()) as Obj;
     expect(got["pushNotificationConfig"]).toEqual({ id: "c1", url: hook });
     const listed = (await (await fetch(url(`/v1/tasks/${id}/pushNotificationConfigs`))).json()) as Obj;
-    expect(listed["configs"].map((c: Obj) => c["name"])).toEqual([`tasks/${id}/pushNotificationConfigs/c1`, `tasks/${id}/pushNotificationConfigs/${id}`]);
+    expect(listed["configs"].map((c: Obj) => c["name"])).toEqual([
+      `tasks/${id}/pushNotificationConfigs/c1`,
+      `tasks/${id}/pushNotificationConfigs/${id}`,
+    ]);
     expect((await fetch(url(`/v1/tasks/${id}/pushNotificationConfigs/c1`), { method: "DELETE" })).status).toBe(200);
     await expectError(await fetch(url(`/v1/tasks/${id}/pushNotificationConfigs/c1`)), 404, -32001);
 
-    for (const [bad, arm] of [["https://10.0.0.5/push", "address"], ["http://push.example.com/push", "scheme"]] as const) {
+    for (const [bad, arm] of [
+      ["https://10.0.0.5/push", "address"],
+      ["http://push.example.com/push", "scheme"],
+    ] as const) {
       const unknown = randomUUID();
-      const refused = await expectError(await postJson(`/v1/tasks/${unknown}/pushNotificationConfigs`, { config: { pushNotificationConfig: { url: bad } } }), 400, -32602);
+      const refused = await expectError(
+        await postJson(`/v1/tasks/${unknown}/pushNotificationConfigs`, {
+          config: { pushNotificationConfig: { url: bad } },
+        }),
+        400,
+        -32602,
+      );
       expect(refused.message, bad).toContain(`refused by the ${arm} arm`);
       expect((refused.data as Obj)["arm"], bad).toBe(arm);
     }
-    await expectError(await postJson(`/v1/tasks/${randomUUID()}/pushNotificationConfigs`, { config: { pushNotificationConfig: { url: hook } } }), 404, -32001);
-    await expectError(await postJson(`/v1/tasks/${id}/pushNotificationConfigs`, { parent: "tasks/other", config: { pushNotificationConfig: { url: hook } } }), 400, -32602);
+    await expectError(
+      await postJson(`/v1/tasks/${randomUUID()}/pushNotificationConfigs`, {
+        config: { pushNotificationConfig: { url: hook } },
+      }),
+      404,
+      -32001,
+    );
+    await expectError(
+      await postJson(`/v1/tasks/${id}/pushNotificationConfigs`, {
+        parent: "tasks/other",
+        config: { pushNotificationConfig: { url: hook } },
+      }),
+      400,
+      -32602,
+    );
   });
 
   it("rejects bad input with clear errors, creates nothing, and keeps serving", async () => {
@@ -184,21 +249,51 @@ describe("A2A v0.3 HTTP+JSON binding (plain fetch)", () => {
     await expectError(await fetch(url(`/v1/tasks/${randomUUID()}:cancel`), { method: "POST" }), 404, -32001);
 
     const good = JSON.stringify({ message: message("hi", { metadata: { skillId: "echo" } }) });
-    await expectError(await fetch(url("/v1/message:send"), { method: "POST", headers: { "content-type": "text/plain" }, body: good }), 415, -32600);
+    await expectError(
+      await fetch(url("/v1/message:send"), { method: "POST", headers: { "content-type": "text/plain" }, body: good }),
+      415,
+      -32600,
+    );
     await expectError(await fetch(url("/v1/message:stream"), { method: "POST", body: good }), 415, -32600);
-    await expectError(await postJson("/v1/message:send", { message: message("x".repeat(MAX_BODY_BYTES)) }), 413, -32600);
+    await expectError(
+      await postJson("/v1/message:send", { message: message("x".repeat(MAX_BODY_BYTES)) }),
+      413,
+      -32600,
+    );
     await expectError(await postJson("/v1/message:send", "{oops"), 400, -32700);
 
-    const jsonRpcShape = await expectError(await postJson("/v1/message:send", { message: { kind: "message", messageId: "m", role: "user", parts: [{ kind: "text", text: "hi" }] } }), 400, -32602);
+    const jsonRpcShape = await expectError(
+      await postJson("/v1/message:send", {
+        message: { kind: "message", messageId: "m", role: "user", parts: [{ kind: "text", text: "hi" }] },
+      }),
+      400,
+      -32602,
+    );
     expect(jsonRpcShape.message).toMatch(/Role/); // `kind` and `parts` are ignored as unknown; "user" is no proto enum name
-    const wrongEnum = await expectError(await postJson("/v1/message:send", { message: message("hi", { role: "ROLE_ADMIN" }) }), 400, -32602);
+    const wrongEnum = await expectError(
+      await postJson("/v1/message:send", { message: message("hi", { role: "ROLE_ADMIN" }) }),
+      400,
+      -32602,
+    );
     expect(wrongEnum.message).toContain("ROLE_ADMIN");
-    const noRole = await expectError(await postJson("/v1/message:send", { message: { messageId: "m", content: [{ text: "hi" }] } }), 400, -32602);
+    const noRole = await expectError(
+      await postJson("/v1/message:send", { message: { messageId: "m", content: [{ text: "hi" }] } }),
+      400,
+      -32602,
+    );
     expect(noRole.message).toContain("message.role");
-    const noParts = await expectError(await postJson("/v1/message:stream", { message: { messageId: "m", role: "ROLE_USER", content: [] } }), 400, -32602);
+    const noParts = await expectError(
+      await postJson("/v1/message:stream", { message: { messageId: "m", role: "ROLE_USER", content: [] } }),
+      400,
+      -32602,
+    );
     expect(noParts.message).toContain("message.content");
     await expectError(await postJson("/v1/message:send", {}), 400, -32602);
-    await expectError(await postJson("/v1/message:send", { message: message("hi", { metadata: { skillId: "nope" } }) }), 400, -32602);
+    await expectError(
+      await postJson("/v1/message:send", { message: message("hi", { metadata: { skillId: "nope" } }) }),
+      400,
+      -32602,
+    );
     expect(store.created).toBe(before);
 
     const method = await fetch(url("/v1/message:send"));
@@ -217,11 +312,23 @@ describe("A2A v0.3 HTTP+JSON binding (plain fetch)", () => {
     });
     // The card lists every binding for 1.0 and for 0.3, and the SDK prefers 1.0: keep its 0.3 interfaces.
     const card = await new DefaultAgentCardResolver({ legacyCompat: { enabled: true } }).resolve(t.baseUrl);
-    const sdk = await factory.createFromAgentCard({ ...card, supportedInterfaces: card.supportedInterfaces.filter((i) => i.protocolVersion === "0.3") });
+    const sdk = await factory.createFromAgentCard({
+      ...card,
+      supportedInterfaces: card.supportedInterfaces.filter((i) => i.protocolVersion === "0.3"),
+    });
     expect(sdk.protocolVersion).toBe("0.3");
     const send = (text: string, skillId: string) => ({
       tenant: "",
-      message: { messageId: randomUUID(), contextId: "", taskId: "", role: 1, parts: [{ content: { $case: "text" as const, value: text }, metadata: undefined, filename: "", mediaType: "" }], metadata: { skillId }, extensions: [], referenceTaskIds: [] },
+      message: {
+        messageId: randomUUID(),
+        contextId: "",
+        taskId: "",
+        role: 1,
+        parts: [{ content: { $case: "text" as const, value: text }, metadata: undefined, filename: "", mediaType: "" }],
+        metadata: { skillId },
+        extensions: [],
+        referenceTaskIds: [],
+      },
       configuration: undefined,
       metadata: undefined,
     });
@@ -233,7 +340,8 @@ describe("A2A v0.3 HTTP+JSON binding (plain fetch)", () => {
     expect(again.id).toBe(task!.id);
 
     const kinds: string[] = [];
-    for await (const event of sdk.sendMessageStream(send("Ship it", "approval-gate"))) kinds.push(event.payload?.$case ?? "?");
+    for await (const event of sdk.sendMessageStream(send("Ship it", "approval-gate")))
+      kinds.push(event.payload?.$case ?? "?");
     expect(kinds[0]).toBe("task");
     expect(kinds.at(-1)).toBe("statusUpdate");
   });

@@ -36,17 +36,54 @@ describe("a missing scope on every binding", () => {
 
   /** How the caller presented itself, and the words its refusal must use. */
   const callers: Array<[string, () => Record<string, string>, string]> = [
-    ["an API key", () => ({ authorization: `Bearer ${READER_KEY}` }), 'the API key "reader" lacks the "runs:create" scope'],
-    ["an OIDC token", () => ({ authorization: `Bearer ${readerToken}` }), 'the access token of "user-7" lacks the "runs:create" scope'],
+    [
+      "an API key",
+      () => ({ authorization: `Bearer ${READER_KEY}` }),
+      'the API key "reader" lacks the "runs:create" scope',
+    ],
+    [
+      "an OIDC token",
+      () => ({ authorization: `Bearer ${readerToken}` }),
+      'the access token of "user-7" lacks the "runs:create" scope',
+    ],
   ];
 
-  const v03Message = () => ({ kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hi" }], metadata: { skillId: "echo" } });
-  const v03ProtoJson = () => ({ messageId: randomUUID(), role: "ROLE_USER", content: [{ text: "hi" }], metadata: { skillId: "echo" } });
-  const v10Message = () => ({ messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "hi" }], metadata: { skillId: "echo" } });
+  const v03Message = () => ({
+    kind: "message",
+    messageId: randomUUID(),
+    role: "user",
+    parts: [{ kind: "text", text: "hi" }],
+    metadata: { skillId: "echo" },
+  });
+  const v03ProtoJson = () => ({
+    messageId: randomUUID(),
+    role: "ROLE_USER",
+    content: [{ text: "hi" }],
+    metadata: { skillId: "echo" },
+  });
+  const v10Message = () => ({
+    messageId: randomUUID(),
+    role: "ROLE_USER",
+    parts: [{ text: "hi" }],
+    metadata: { skillId: "echo" },
+  });
 
-  async function post(path: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; challenge: string | null; contentType: string | null; body: Obj }> {
-    const res = await fetch(`${t.baseUrl}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
-    return { status: res.status, challenge: res.headers.get("www-authenticate"), contentType: res.headers.get("content-type"), body: (await res.json()) as Obj };
+  async function post(
+    path: string,
+    body: unknown,
+    headers: Record<string, string>,
+  ): Promise<{ status: number; challenge: string | null; contentType: string | null; body: Obj }> {
+    const res = await fetch(`${t.baseUrl}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify(body),
+    });
+    return {
+      status: res.status,
+      challenge: res.headers.get("www-authenticate"),
+      contentType: res.headers.get("content-type"),
+      body: (await res.json()) as Obj,
+    };
   }
 
   async function tasksOfTenant(): Promise<number> {
@@ -58,30 +95,49 @@ describe("a missing scope on every binding", () => {
       ["0.3 message/send", "message/send"],
       ["0.3 message/stream", "message/stream"],
     ])("JSON-RPC %s: 403, the challenge, -32600 with the request's id", async (_name, method) => {
-      const answer = await post("/a2a/jsonrpc", { jsonrpc: "2.0", id: 7, method, params: { message: v03Message() } }, headers());
+      const answer = await post(
+        "/a2a/jsonrpc",
+        { jsonrpc: "2.0", id: 7, method, params: { message: v03Message() } },
+        headers(),
+      );
       expect(answer.status).toBe(403);
       expect(answer.challenge).toBe(CHALLENGE);
       expect(answer.contentType).toBe("application/json");
-      expect(answer.body).toEqual({ jsonrpc: "2.0", id: 7, error: { code: -32600, message: words, data: { requiredScope: "runs:create" } } });
+      expect(answer.body).toEqual({
+        jsonrpc: "2.0",
+        id: 7,
+        error: { code: -32600, message: words, data: { requiredScope: "runs:create" } },
+      });
     });
 
     it.each([
       ["1.0 SendMessage", "SendMessage"],
       ["1.0 SendStreamingMessage", "SendStreamingMessage"],
     ])("JSON-RPC %s: 403, the challenge, -32600 with ErrorInfo PERMISSION_DENIED", async (_name, method) => {
-      const answer = await post("/a2a/jsonrpc", { jsonrpc: "2.0", id: "r1", method, params: { message: v10Message() } }, { "a2a-version": "1.0", ...headers() });
+      const answer = await post(
+        "/a2a/jsonrpc",
+        { jsonrpc: "2.0", id: "r1", method, params: { message: v10Message() } },
+        { "a2a-version": "1.0", ...headers() },
+      );
       expect(answer.status).toBe(403);
       expect(answer.challenge).toBe(CHALLENGE);
       expect(answer.body["id"]).toBe("r1");
-      expect(answer.body["error"]).toMatchObject({ code: -32600, message: words, data: [{ reason: "PERMISSION_DENIED", metadata: { requiredScope: "runs:create" } }] });
+      expect(answer.body["error"]).toMatchObject({
+        code: -32600,
+        message: words,
+        data: [{ reason: "PERMISSION_DENIED", metadata: { requiredScope: "runs:create" } }],
+      });
     });
 
-    it.each([["/message:send"], ["/message:stream"]])("HTTP+JSON 1.0 %s: 403, the challenge, status PERMISSION_DENIED", async (path) => {
-      const answer = await post(path, { message: v10Message() }, { "a2a-version": "1.0", ...headers() });
-      expect(answer.status).toBe(403);
-      expect(answer.challenge).toBe(CHALLENGE);
-      expect(answer.body["error"]).toMatchObject({ code: 403, status: "PERMISSION_DENIED", message: words });
-    });
+    it.each([["/message:send"], ["/message:stream"]])(
+      "HTTP+JSON 1.0 %s: 403, the challenge, status PERMISSION_DENIED",
+      async (path) => {
+        const answer = await post(path, { message: v10Message() }, { "a2a-version": "1.0", ...headers() });
+        expect(answer.status).toBe(403);
+        expect(answer.challenge).toBe(CHALLENGE);
+        expect(answer.body["error"]).toMatchObject({ code: 403, status: "PERMISSION_DENIED", message: words });
+      },
+    );
 
     it("HTTP+JSON 0.3 /v1/message:send: 403, the challenge, -32600 in the body", async () => {
       const answer = await post("/v1/message:send", { message: v03ProtoJson() }, headers());
@@ -98,7 +154,11 @@ describe("a missing scope on every binding", () => {
     });
 
     it("Connect unary as plain HTTP: 403 with code permission_denied (Connect's own shape, no challenge)", async () => {
-      const answer = await post("/lf.a2a.v1.A2AService/SendMessage", { message: v10Message() }, { "a2a-version": "1.0", ...headers() });
+      const answer = await post(
+        "/lf.a2a.v1.A2AService/SendMessage",
+        { message: v10Message() },
+        { "a2a-version": "1.0", ...headers() },
+      );
       expect(answer.status).toBe(403);
       expect(answer.challenge).toBeNull();
       expect(answer.body).toMatchObject({ code: "permission_denied", message: words });
@@ -111,7 +171,14 @@ describe("a missing scope on every binding", () => {
     ];
     it.each(transports)("%s, unary and streaming: PERMISSION_DENIED with the same words", async (_name, transport) => {
       const client = createClient(V10Service, transport());
-      const request = () => ({ message: { messageId: randomUUID(), role: Role.USER, parts: [{ content: { case: "text" as const, value: "hi" } }], metadata: { skillId: "echo" } } });
+      const request = () => ({
+        message: {
+          messageId: randomUUID(),
+          role: Role.USER,
+          parts: [{ content: { case: "text" as const, value: "hi" } }],
+          metadata: { skillId: "echo" },
+        },
+      });
       const options = { headers: { "a2a-version": "1.0", ...headers() } };
       const unary = await client.sendMessage(request(), options).catch((e: unknown) => e);
       expect(unary).toBeInstanceOf(ConnectError);
@@ -128,15 +195,26 @@ describe("a missing scope on every binding", () => {
   });
 
   it("the same key as X-API-Key: 403 with the same words, and no bearer challenge (it sent no bearer)", async () => {
-    const answer = await post("/a2a/jsonrpc", { jsonrpc: "2.0", id: 1, method: "message/send", params: { message: v03Message() } }, { "x-api-key": READER_KEY });
+    const answer = await post(
+      "/a2a/jsonrpc",
+      { jsonrpc: "2.0", id: 1, method: "message/send", params: { message: v03Message() } },
+      { "x-api-key": READER_KEY },
+    );
     expect(answer.status).toBe(403);
     expect(answer.challenge).toBeNull();
-    expect(answer.body["error"]).toMatchObject({ code: -32600, message: 'the API key "reader" lacks the "runs:create" scope' });
+    expect(answer.body["error"]).toMatchObject({
+      code: -32600,
+      message: 'the API key "reader" lacks the "runs:create" scope',
+    });
   });
 
   it("refused sends create nothing; the scope the caller has still works", async () => {
     expect(await tasksOfTenant()).toBe(0);
-    const read = await post("/a2a/jsonrpc", { jsonrpc: "2.0", id: 1, method: "tasks/get", params: { id: "no-such-task" } }, { authorization: `Bearer ${READER_KEY}` });
+    const read = await post(
+      "/a2a/jsonrpc",
+      { jsonrpc: "2.0", id: 1, method: "tasks/get", params: { id: "no-such-task" } },
+      { authorization: `Bearer ${READER_KEY}` },
+    );
     expect(read.status).toBe(200);
     expect(read.body["error"]).toMatchObject({ code: -32001 });
   });

@@ -17,7 +17,20 @@ describe("SSE headers go out when a stream opens", () => {
     const res = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "report" }], metadata: { skillId: "approval-gate" } } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "message/send",
+        params: {
+          message: {
+            kind: "message",
+            messageId: randomUUID(),
+            role: "user",
+            parts: [{ kind: "text", text: "report" }],
+            metadata: { skillId: "approval-gate" },
+          },
+        },
+      }),
     });
     runId = ((await res.json()) as { result: { id: string; status: { state: string } } }).result.id;
   });

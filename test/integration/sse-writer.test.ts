@@ -15,7 +15,9 @@ async function exchange(write: (sse: SseWriter, res: ServerResponse) => void): P
   await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as { port: number }).port;
   const raw = await new Promise<string>((resolve, reject) => {
-    const socket = connect(port, "127.0.0.1", () => socket.write(`GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`));
+    const socket = connect(port, "127.0.0.1", () =>
+      socket.write(`GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`),
+    );
     let text = "";
     socket.setEncoding("latin1");
     // The writer keeps the connection alive: the body is read up to its last chunk.
@@ -64,7 +66,9 @@ describe("SseWriter live writes (HTTP/1.1)", () => {
       sse.end();
     });
     expect(head).toMatch(/transfer-encoding: chunked/i);
-    expect(dechunk(body)).toBe('data: {"n":1}\n\ndata: {"n":2}\n\ndata: {"n":3}\n\ndata: {"n":4}\n\nevent: error\ndata: {"n":5}\n\ndata: {"n":6}\n\n');
+    expect(dechunk(body)).toBe(
+      'data: {"n":1}\n\ndata: {"n":2}\n\ndata: {"n":3}\n\ndata: {"n":4}\n\nevent: error\ndata: {"n":5}\n\ndata: {"n":6}\n\n',
+    );
   });
 
   it("sends held frames after the turn without a flush, and a shared frame's chunk is the same bytes for every stream", async () => {
@@ -75,7 +79,9 @@ describe("SseWriter live writes (HTTP/1.1)", () => {
       setTimeout(() => sse.end(), 20);
     });
     expect(dechunk(body)).toBe('data: {"shared":true}\n\n');
-    expect(shared.dataChunk.toString("latin1")).toBe(`${shared.dataFrame.length.toString(16)}\r\ndata: {"shared":true}\n\n\r\n`);
+    expect(shared.dataChunk.toString("latin1")).toBe(
+      `${shared.dataFrame.length.toString(16)}\r\ndata: {"shared":true}\n\n\r\n`,
+    );
   });
 
   it("a paced write (send, as the keepalive writes) after held frames comes after them", async () => {
@@ -106,7 +112,9 @@ describe("SseWriter live writes (HTTP/1.1)", () => {
       });
     });
     await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
-    const socket = connect((server!.address() as { port: number }).port, "127.0.0.1", () => socket.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const socket = connect((server!.address() as { port: number }).port, "127.0.0.1", () =>
+      socket.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+    );
     socket.pause();
     try {
       const { sent, backlog } = await filled;

@@ -37,8 +37,14 @@ describe("startHost({ env })", () => {
 
   it("names listed in WORKFLOW_VARIABLES are the workflows' own and are accepted; a typo in the process environment is a warning naming both, and the host starts", async () => {
     const lines: Array<Record<string, unknown>> = [];
-    const logger = createLogger("info", { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
-    const host = await launchHost({ env: { WORKFLOW_VARIABLES: "SCORER_URL", SCORER_URL: "https://scorer.example" } }, { ...BASE, PUSH_ENABLE: "false", PATH: "/usr/bin" }, logger);
+    const logger = createLogger("info", {
+      write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>),
+    });
+    const host = await launchHost(
+      { env: { WORKFLOW_VARIABLES: "SCORER_URL", SCORER_URL: "https://scorer.example" } },
+      { ...BASE, PUSH_ENABLE: "false", PATH: "/usr/bin" },
+      logger,
+    );
     await host.close();
     const warnings = lines.filter((l) => l["event"] === "config.unknown_variable");
     expect(warnings).toEqual([
@@ -65,7 +71,15 @@ describe("startHost({ workflows })", () => {
         { kind: "a2a.invoke", id: "notify", peer: "biling" },
       ],
     } as unknown as WorkflowDefinition;
-    const followUp = { id: "follow-up", name: "Follow-up", description: "Asks first.", nodes: [{ kind: "task", id: "draft", handler: "scor-lead" }, { kind: "approval", id: "ok" }] } as unknown as WorkflowDefinition;
+    const followUp = {
+      id: "follow-up",
+      name: "Follow-up",
+      description: "Asks first.",
+      nodes: [
+        { kind: "task", id: "draft", handler: "scor-lead" },
+        { kind: "approval", id: "ok" },
+      ],
+    } as unknown as WorkflowDefinition;
     const error = await startError(
       {
         workflows: [lead, followUp],
@@ -94,19 +108,42 @@ describe("startHost({ nodeKinds }) and HANDLERS_MODULE's nodeKinds", () => {
   async function moduleWithKinds(): Promise<string> {
     const dir = await mkdtemp(join(tmpdir(), "node-kinds-module-"));
     const path = join(dir, "kinds.mjs");
-    const schema = { type: "object", additionalProperties: false, required: ["kind", "id"], properties: { kind: { const: "stamp" }, id: { type: "string" } } };
-    await writeFile(path, `export const nodeKinds = [{ kind: "stamp", schema: ${JSON.stringify(schema)}, executor: () => ({ step(node, run) { run.complete({ output: { stamped: node.id } }); } }) }];\n`);
+    const schema = {
+      type: "object",
+      additionalProperties: false,
+      required: ["kind", "id"],
+      properties: { kind: { const: "stamp" }, id: { type: "string" } },
+    };
+    await writeFile(
+      path,
+      `export const nodeKinds = [{ kind: "stamp", schema: ${JSON.stringify(schema)}, executor: () => ({ step(node, run) { run.complete({ output: { stamped: node.id } }); } }) }];\n`,
+    );
     return path;
   }
-  const stamped: WorkflowDefinition<{ kind: "stamp"; id: string }> = { id: "stamped", name: "Stamped", description: "Stamps.", nodes: [{ kind: "stamp", id: "s" }] };
+  const stamped: WorkflowDefinition<{ kind: "stamp"; id: string }> = {
+    id: "stamped",
+    name: "Stamped",
+    description: "Stamps.",
+    nodes: [{ kind: "stamp", id: "s" }],
+  };
 
   it("a module may bring kinds and no handlers; its kinds load and run a task to completion", async () => {
-    const host = await launchHost({ workflows: [stamped], logLevel: "silent" }, { ...BASE, HANDLERS_MODULE: await moduleWithKinds() });
+    const host = await launchHost(
+      { workflows: [stamped], logLevel: "silent" },
+      { ...BASE, HANDLERS_MODULE: await moduleWithKinds() },
+    );
     try {
       const res = await fetch(`${host.url}/a2a/jsonrpc`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "go" }] } } }),
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "message/send",
+          params: {
+            message: { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "go" }] },
+          },
+        }),
       });
       const task = ((await res.json()) as { result: { status: { state: string } } }).result;
       expect(task.status.state).toBe("completed");
@@ -117,9 +154,20 @@ describe("startHost({ nodeKinds }) and HANDLERS_MODULE's nodeKinds", () => {
 
   it("a kind given by the module and by the option, and one named like a built-in kind, are start problems", async () => {
     const fromModule = await moduleWithKinds();
-    const again = { kind: "stamp", schema: { type: "object", required: ["kind"], properties: { kind: { const: "stamp" } } }, executor: () => ({ step() {} }) } as const;
-    const builtin = { ...again, kind: "task", schema: { ...again.schema, properties: { kind: { const: "task" } } } } as const;
-    const error = await startError({ nodeKinds: [again, builtin], workflows: [stamped], logLevel: "silent" }, { ...BASE, HANDLERS_MODULE: fromModule });
+    const again = {
+      kind: "stamp",
+      schema: { type: "object", required: ["kind"], properties: { kind: { const: "stamp" } } },
+      executor: () => ({ step() {} }),
+    } as const;
+    const builtin = {
+      ...again,
+      kind: "task",
+      schema: { ...again.schema, properties: { kind: { const: "task" } } },
+    } as const;
+    const error = await startError(
+      { nodeKinds: [again, builtin], workflows: [stamped], logLevel: "silent" },
+      { ...BASE, HANDLERS_MODULE: fromModule },
+    );
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as ConfigError).problems).toEqual([
       `nodeKinds (HANDLERS_MODULE's, then the option's)[1]: node kind "stamp" is given twice`,

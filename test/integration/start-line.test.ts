@@ -12,7 +12,9 @@ const BASE = { STORE: "memory", PORT: "0", HOST: "127.0.0.1", CONFORMANCE_SEAMS:
 
 async function start(env: Record<string, string>): Promise<{ host: RunningHost; line: string }> {
   const lines: Array<{ msg: string }> = [];
-  const logger = createLogger("info", { write: (text: string) => void lines.push(JSON.parse(text) as { msg: string }) });
+  const logger = createLogger("info", {
+    write: (text: string) => void lines.push(JSON.parse(text) as { msg: string }),
+  });
   const host = await launchHost({}, { ...BASE, ...env }, logger);
   const line = lines.find((l) => l.msg.startsWith("openwop-a2a-host listening on"))?.msg;
   if (!line) {
@@ -29,7 +31,11 @@ describe("the start-up line", () => {
   it("cleartext, no PUBLIC_URL: the bound address with h2c, no public URL", async () => {
     const { host, line } = await start({});
     try {
-      expect(line).toMatch(new RegExp(`^openwop-a2a-host listening on http://127\\.0\\.0\\.1:${host.port} \\(cleartext: HTTP/1\\.1 \\+ h2c\\) — A2A JSON-RPC`));
+      expect(line).toMatch(
+        new RegExp(
+          `^openwop-a2a-host listening on http://127\\.0\\.0\\.1:${host.port} \\(cleartext: HTTP/1\\.1 \\+ h2c\\) — A2A JSON-RPC`,
+        ),
+      );
       expect(line).not.toContain("public URL");
       expect(host.url).toBe(`http://127.0.0.1:${host.port}`);
     } finally {
@@ -40,10 +46,18 @@ describe("the start-up line", () => {
   it("TLS with PUBLIC_URL elsewhere (a proxy's address): https and h2 where it listens, the public URL beside it", async () => {
     const ca = certs.ca("start-line-ca");
     const server = certs.leaf("start-line-server", ca, "/CN=localhost", { san: "DNS:localhost,IP:127.0.0.1" });
-    const { host, line } = await start({ TLS_CERT_FILE: server.certFile, TLS_KEY_FILE: server.keyFile, PUBLIC_URL: "https://agents.example.com" });
+    const { host, line } = await start({
+      TLS_CERT_FILE: server.certFile,
+      TLS_KEY_FILE: server.keyFile,
+      PUBLIC_URL: "https://agents.example.com",
+    });
     const dispatcher = new Agent({ connect: { ca: ca.cert } });
     try {
-      expect(line).toMatch(new RegExp(`^openwop-a2a-host listening on https://127\\.0\\.0\\.1:${host.port} \\(TLS: HTTP/1\\.1 \\+ h2\\), public URL https://agents\\.example\\.com — A2A JSON-RPC`));
+      expect(line).toMatch(
+        new RegExp(
+          `^openwop-a2a-host listening on https://127\\.0\\.0\\.1:${host.port} \\(TLS: HTTP/1\\.1 \\+ h2\\), public URL https://agents\\.example\\.com — A2A JSON-RPC`,
+        ),
+      );
       expect(line).not.toContain("h2c");
       // RunningHost.url is where it listens too, in the scheme it speaks.
       expect(host.url).toBe(`https://127.0.0.1:${host.port}`);
@@ -59,7 +73,11 @@ describe("the start-up line", () => {
     const port = await freePort();
     const { host, line } = await start({ PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` });
     try {
-      expect(line).toMatch(new RegExp(`^openwop-a2a-host listening on http://127\\.0\\.0\\.1:${port} \\(cleartext: HTTP/1\\.1 \\+ h2c\\) — `));
+      expect(line).toMatch(
+        new RegExp(
+          `^openwop-a2a-host listening on http://127\\.0\\.0\\.1:${port} \\(cleartext: HTTP/1\\.1 \\+ h2c\\) — `,
+        ),
+      );
       expect(line).not.toContain("public URL");
     } finally {
       await host.close();

@@ -61,11 +61,25 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
     });
     const opened = await connectMongoStore(proxy.uri, dbName);
     store = opened.store;
-    app = await createApp({ config, logger: createLogger("silent"), store, idempotency: opened.idempotency, pushConfigs: opened.pushConfigs, durableStore: true });
+    app = await createApp({
+      config,
+      logger: createLogger("silent"),
+      store,
+      idempotency: opened.idempotency,
+      pushConfigs: opened.pushConfigs,
+      durableStore: true,
+    });
     await app.listen();
     direct = await MongoClient.connect(inject("mongoUri"));
     db = direct.db(dbName);
-    const definition = protoLoader.loadSync("a2a/v1/a2a.proto", { includeDirs: [protoDir], keepCase: false, longs: String, enums: String, defaults: true, oneofs: true });
+    const definition = protoLoader.loadSync("a2a/v1/a2a.proto", {
+      includeDirs: [protoDir],
+      keepCase: false,
+      longs: String,
+      enums: String,
+      defaults: true,
+      oneofs: true,
+    });
     const pkg = grpc.loadPackageDefinition(definition) as Obj;
     grpcClient = new pkg["a2a"].v1.A2AService(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   });
@@ -87,9 +101,25 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
 
   // ------------------------------------------------------------------ one request per binding
 
-  const msg03 = (messageId: string) => ({ kind: "message", messageId, role: "user", parts: [{ kind: "text", text: "hi" }], metadata: { skillId: SKILL } });
-  const msg10 = (messageId: string) => ({ messageId, role: "ROLE_USER", parts: [{ text: "hi" }], metadata: { skillId: SKILL } });
-  const proto03 = (messageId: string) => ({ messageId, role: "ROLE_USER", content: [{ text: "hi" }], metadata: { skillId: SKILL } });
+  const msg03 = (messageId: string) => ({
+    kind: "message",
+    messageId,
+    role: "user",
+    parts: [{ kind: "text", text: "hi" }],
+    metadata: { skillId: SKILL },
+  });
+  const msg10 = (messageId: string) => ({
+    messageId,
+    role: "ROLE_USER",
+    parts: [{ text: "hi" }],
+    metadata: { skillId: SKILL },
+  });
+  const proto03 = (messageId: string) => ({
+    messageId,
+    role: "ROLE_USER",
+    content: [{ text: "hi" }],
+    metadata: { skillId: SKILL },
+  });
 
   interface Answer {
     status: number;
@@ -97,7 +127,11 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
     body: Obj;
   }
   const post = async (path: string, body: unknown, headers: Record<string, string> = {}): Promise<Answer> => {
-    const res = await fetch(`${base}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+    const res = await fetch(`${base}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify(body),
+    });
     return { status: res.status, headers: res.headers, body: (await res.json()) as Obj };
   };
 
@@ -105,11 +139,25 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
   type Send = (messageId: string) => Promise<{ answer: Answer | grpc.ServiceError | null; taskId?: string }>;
   const sends: Record<string, Send> = {
     "JSON-RPC 0.3": async (id) => {
-      const answer = await post("/a2a/jsonrpc", { jsonrpc: "2.0", id: 1, method: "message/send", params: { message: msg03(id), configuration: { blocking: false } } });
+      const answer = await post("/a2a/jsonrpc", {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "message/send",
+        params: { message: msg03(id), configuration: { blocking: false } },
+      });
       return { answer, taskId: answer.body["result"]?.id };
     },
     "JSON-RPC 1.0": async (id) => {
-      const answer = await post("/a2a/jsonrpc", { jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: msg10(id), configuration: { returnImmediately: true } } }, { "A2A-Version": "1.0" });
+      const answer = await post(
+        "/a2a/jsonrpc",
+        {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "SendMessage",
+          params: { message: msg10(id), configuration: { returnImmediately: true } },
+        },
+        { "A2A-Version": "1.0" },
+      );
       return { answer, taskId: answer.body["result"]?.task?.id };
     },
     "HTTP+JSON 0.3": async (id) => {
@@ -117,16 +165,27 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
       return { answer, taskId: answer.body["task"]?.id };
     },
     "HTTP+JSON 1.0": async (id) => {
-      const answer = await post("/message:send", { message: msg10(id), configuration: { returnImmediately: true } }, { "A2A-Version": "1.0" });
+      const answer = await post(
+        "/message:send",
+        { message: msg10(id), configuration: { returnImmediately: true } },
+        { "A2A-Version": "1.0" },
+      );
       return { answer, taskId: answer.body["task"]?.id };
     },
     Connect: async (id) => {
-      const answer = await post("/a2a.v1.A2AService/SendMessage", { message: proto03(id), configuration: { blocking: false } });
+      const answer = await post("/a2a.v1.A2AService/SendMessage", {
+        message: proto03(id),
+        configuration: { blocking: false },
+      });
       return { answer, taskId: answer.body["task"]?.id };
     },
     gRPC: (id) =>
       new Promise((resolve) => {
-        grpcClient["SendMessage"]({ request: proto03(id), configuration: { blocking: false } }, (err: grpc.ServiceError | null, res: Obj) => resolve(err ? { answer: err } : { answer: null, taskId: res["task"]?.id }));
+        grpcClient["SendMessage"](
+          { request: proto03(id), configuration: { blocking: false } },
+          (err: grpc.ServiceError | null, res: Obj) =>
+            resolve(err ? { answer: err } : { answer: null, taskId: res["task"]?.id }),
+        );
       }),
     "OpenWOP REST": async (key) => {
       const answer = await post("/v1/runs", { workflowId: SKILL, inputs: { text: "hi" } }, { "idempotency-key": key });
@@ -144,9 +203,15 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
     // Every HTTP answer says when to retry, whatever its status (JSON-RPC's error rides on 200).
     expect(headers.get("retry-after"), binding).toMatch(/^\d+$/);
     if (binding === "JSON-RPC 0.3") {
-      expect(body["error"], `${binding}: ${JSON.stringify(body)}`).toMatchObject({ code: -32603, data: { retryable: true } });
+      expect(body["error"], `${binding}: ${JSON.stringify(body)}`).toMatchObject({
+        code: -32603,
+        data: { retryable: true },
+      });
     } else if (binding === "JSON-RPC 1.0") {
-      expect(body["error"], binding).toMatchObject({ code: -32603, data: [{ reason: "UNAVAILABLE", metadata: { retryable: "true" } }] });
+      expect(body["error"], binding).toMatchObject({
+        code: -32603,
+        data: [{ reason: "UNAVAILABLE", metadata: { retryable: "true" } }],
+      });
     } else if (binding === "Connect") {
       expect(status, binding).toBe(503);
       expect(body["code"], binding).toBe("unavailable");
@@ -181,7 +246,13 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
     return new Promise((resolve, reject) => {
       const session = http2.connect(base);
       session.on("error", reject);
-      const stream = session.request({ ":method": "POST", ":path": "/a2a.v1.A2AService/GetTask", "content-type": "application/grpc", te: "trailers", "grpc-timeout": grpcTimeout });
+      const stream = session.request({
+        ":method": "POST",
+        ":path": "/a2a.v1.A2AService/GetTask",
+        "content-type": "application/grpc",
+        te: "trailers",
+        "grpc-timeout": grpcTimeout,
+      });
       let status: number | undefined;
       const done = (headers: http2.IncomingHttpHeaders) => {
         if (headers["grpc-status"] !== undefined) status = Number(headers["grpc-status"]);
@@ -201,7 +272,10 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
   // ------------------------------------------------------------------ stalled
 
   it("warm-up: the bindings answer while the store does (first calls open connections and load code paths, which the timings below should not measure)", async () => {
-    expect((await post("/a2a.v1.A2AService/GetTask", { name: `tasks/${randomUUID()}` }, { "connect-timeout-ms": "5000" })).body["code"]).toBe("not_found");
+    expect(
+      (await post("/a2a.v1.A2AService/GetTask", { name: `tasks/${randomUUID()}` }, { "connect-timeout-ms": "5000" }))
+        .body["code"],
+    ).toBe("not_found");
     expect((await grpcGetTask("5000m")).status).toBe(grpc.status.NOT_FOUND);
   });
 
@@ -211,7 +285,11 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
     const started = Date.now();
     let answer: Answer;
     try {
-      answer = await post("/a2a.v1.A2AService/SendMessage", { message: proto03(messageId), configuration: { blocking: false } }, { "connect-timeout-ms": "2000" });
+      answer = await post(
+        "/a2a.v1.A2AService/SendMessage",
+        { message: proto03(messageId), configuration: { blocking: false } },
+        { "connect-timeout-ms": "2000" },
+      );
     } finally {
       figures["connectDeadlineAnswerMs"] = Date.now() - started;
       proxy.resume();
@@ -274,7 +352,11 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
   // ------------------------------------------------------------------ the console, and Retry-After on every binding
 
   /** A GET or POST with no deadline header: status, headers, body (JSON when it is JSON) and how long it took. */
-  const timed = async (method: string, path: string, init: { body?: unknown; headers?: Record<string, string>; raw?: Uint8Array } = {}) => {
+  const timed = async (
+    method: string,
+    path: string,
+    init: { body?: unknown; headers?: Record<string, string>; raw?: Uint8Array } = {},
+  ) => {
     const started = Date.now();
     const res = await fetch(`${base}${path}`, {
       method,
@@ -284,7 +366,13 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
     const bytes = new Uint8Array(await res.arrayBuffer());
     const ms = Date.now() - started;
     const text = Buffer.from(bytes).toString("latin1");
-    return { status: res.status, headers: res.headers, ms, text, body: res.headers.get("content-type")?.includes("json") ? (JSON.parse(text) as Obj) : undefined };
+    return {
+      status: res.status,
+      headers: res.headers,
+      ms,
+      text,
+      body: res.headers.get("content-type")?.includes("json") ? (JSON.parse(text) as Obj) : undefined,
+    };
   };
 
   /** A 0.3 GetTask request (`name: tasks/<id>`) in one gRPC-Web frame. */
@@ -298,12 +386,18 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
 
   it("stalled: every console route and action answers 503 unavailable + Retry-After at STORE_TIMEOUT_MS (never 500) and changes nothing; the live list still opens; Connect, gRPC-Web and JSON-RPC answers carry Retry-After too", async () => {
     // A task waiting at its approval gate, and what the store holds of it before the stall.
-    const started = await post("/a2a/jsonrpc", { jsonrpc: "2.0", id: 1, method: "message/send", params: { message: msg03(randomUUID()), configuration: { blocking: false } } });
+    const started = await post("/a2a/jsonrpc", {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "message/send",
+      params: { message: msg03(randomUUID()), configuration: { blocking: false } },
+    });
     const taskId = started.body["result"].id as string;
     const head = async () => (await db.collection("tasks").findOne({ _id: taskId } as never)) as Obj;
     const deadlineAt = Date.now() + 10_000;
     while ((await head())?.["status"] !== "waiting-approval") {
-      if (Date.now() > deadlineAt) throw new Error(`task ${taskId} never reached its approval gate: ${JSON.stringify(await head())}`);
+      if (Date.now() > deadlineAt)
+        throw new Error(`task ${taskId} never reached its approval gate: ${JSON.stringify(await head())}`);
       await new Promise((r) => setTimeout(r, 50));
     }
     const before = await head();
@@ -316,19 +410,34 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
       "GET /console/api/tasks/{id}": () => timed("GET", `/console/api/tasks/${taskId}`),
       "GET /console/api/tasks/{id}/events": () => timed("GET", `/console/api/tasks/${taskId}/events`),
       "GET /console/api/tasks/{id}/push": () => timed("GET", `/console/api/tasks/${taskId}/push`),
-      "POST /console/api/tasks/{id}/cancel": () => timed("POST", `/console/api/tasks/${taskId}/cancel`, { body: { reason: "stalled" } }),
-      "POST /console/api/tasks/{id}/interrupts/gate": () => timed("POST", `/console/api/tasks/${taskId}/interrupts/gate`, { body: { resumeValue: { action: "accept" } } }),
+      "POST /console/api/tasks/{id}/cancel": () =>
+        timed("POST", `/console/api/tasks/${taskId}/cancel`, { body: { reason: "stalled" } }),
+      "POST /console/api/tasks/{id}/interrupts/gate": () =>
+        timed("POST", `/console/api/tasks/${taskId}/interrupts/gate`, { body: { resumeValue: { action: "accept" } } }),
       "POST /console/api/bulk/cancel": () => timed("POST", "/console/api/bulk/cancel", { body: { taskIds: [taskId] } }),
-      "POST /console/api/bulk/retry-push": () => timed("POST", "/console/api/bulk/retry-push", { body: { taskIds: [taskId] } }),
+      "POST /console/api/bulk/retry-push": () =>
+        timed("POST", "/console/api/bulk/retry-push", { body: { taskIds: [taskId] } }),
     };
     const otherCalls = {
       // GetTask without a deadline: held to STORE_TIMEOUT_MS, UNAVAILABLE.
       Connect: () => timed("POST", "/a2a.v1.A2AService/GetTask", { body: { name: `tasks/${taskId}` } }),
-      "gRPC-Web": () => timed("POST", "/a2a.v1.A2AService/GetTask", { raw: grpcWebGetTask(taskId), headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1" } }),
-      "JSON-RPC": () => timed("POST", "/a2a/jsonrpc", { body: { jsonrpc: "2.0", id: 7, method: "tasks/get", params: { id: taskId } } }),
+      "gRPC-Web": () =>
+        timed("POST", "/a2a.v1.A2AService/GetTask", {
+          raw: grpcWebGetTask(taskId),
+          headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1" },
+        }),
+      "JSON-RPC": () =>
+        timed("POST", "/a2a/jsonrpc", { body: { jsonrpc: "2.0", id: 7, method: "tasks/get", params: { id: taskId } } }),
       // Streams that fail before their first event: 0.3 answers an SSE error event, 1.0 a plain JSON-RPC error.
-      "JSON-RPC stream 0.3": () => timed("POST", "/a2a/jsonrpc", { body: { jsonrpc: "2.0", id: 8, method: "tasks/resubscribe", params: { id: taskId } } }),
-      "JSON-RPC stream 1.0": () => timed("POST", "/a2a/jsonrpc", { body: { jsonrpc: "2.0", id: 9, method: "SubscribeToTask", params: { id: taskId } }, headers: { "A2A-Version": "1.0" } }),
+      "JSON-RPC stream 0.3": () =>
+        timed("POST", "/a2a/jsonrpc", {
+          body: { jsonrpc: "2.0", id: 8, method: "tasks/resubscribe", params: { id: taskId } },
+        }),
+      "JSON-RPC stream 1.0": () =>
+        timed("POST", "/a2a/jsonrpc", {
+          body: { jsonrpc: "2.0", id: 9, method: "SubscribeToTask", params: { id: taskId } },
+          headers: { "A2A-Version": "1.0" },
+        }),
     };
 
     proxy.stall();
@@ -345,7 +454,14 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
         live.abort();
         return `${res.status} ${first}`;
       });
-      [answers, liveList] = await Promise.all([Promise.all(Object.entries({ ...consoleCalls, ...otherCalls }).map(async ([name, call]) => [name, await call()] as [string, Awaited<ReturnType<typeof timed>>])), opening]);
+      [answers, liveList] = await Promise.all([
+        Promise.all(
+          Object.entries({ ...consoleCalls, ...otherCalls }).map(
+            async ([name, call]) => [name, await call()] as [string, Awaited<ReturnType<typeof timed>>],
+          ),
+        ),
+        opening,
+      ]);
     } finally {
       clearTimeout(safety);
       proxy.resume();
@@ -361,7 +477,10 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
       // Thirteen calls at once on a shared machine: the bound, with room (still far below any driver timeout).
       expect(answer.ms, name).toBeLessThanOrEqual(STORE_TIMEOUT_MS + 10 * SLACK_MS);
       if (name in consoleCalls) {
-        expect({ status: answer.status, error: answer.body?.["error"] }, name).toEqual({ status: 503, error: "unavailable" });
+        expect({ status: answer.status, error: answer.body?.["error"] }, name).toEqual({
+          status: 503,
+          error: "unavailable",
+        });
         expect(answer.body?.["message"], name).toMatch(/task store .*retried/);
       }
     }
@@ -375,16 +494,24 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
     expect(by["JSON-RPC"]!.body?.["error"]).toMatchObject({ code: -32603, data: { retryable: true } });
     expect(by["JSON-RPC stream 0.3"]!.headers.get("content-type")).toMatch(/^text\/event-stream/);
     expect(by["JSON-RPC stream 0.3"]!.text).toMatch(/event: error[\s\S]*"retryable":true/);
-    expect(by["JSON-RPC stream 1.0"]!.body?.["error"]).toMatchObject({ code: -32603, data: [{ reason: "UNAVAILABLE" }] });
+    expect(by["JSON-RPC stream 1.0"]!.body?.["error"]).toMatchObject({
+      code: -32603,
+      data: [{ reason: "UNAVAILABLE" }],
+    });
 
     // Nothing changed: no cancel, no approval, no event.
     const after = await head();
-    expect({ version: after["version"], status: after["status"], state: after["a2a"]?.state }).toEqual({ version: before["version"], status: "waiting-approval", state: before["a2a"]?.state });
+    expect({ version: after["version"], status: after["status"], state: after["a2a"]?.state }).toEqual({
+      version: before["version"],
+      status: "waiting-approval",
+      state: before["a2a"]?.state,
+    });
     expect(await db.collection("events").countDocuments({ taskId })).toBe(eventsBefore);
     // Once the store answers, the same console action goes through.
     const until = Date.now() + 20_000;
     let cancel = await timed("POST", `/console/api/tasks/${taskId}/cancel`, { body: { reason: "store back" } });
-    while (cancel.status === 503 && Date.now() < until) cancel = await timed("POST", `/console/api/tasks/${taskId}/cancel`, { body: { reason: "store back" } });
+    while (cancel.status === 503 && Date.now() < until)
+      cancel = await timed("POST", `/console/api/tasks/${taskId}/cancel`, { body: { reason: "store back" } });
     expect(cancel.status).toBe(202);
   });
 
@@ -424,7 +551,10 @@ describe(`a stalled or unreachable store, on every binding (${inject("mongoBacke
       // Nothing half-written: the head reads back through the API, with its log up to its version.
       const head = (await db.collection("tasks").findOne({ _id: taskId } as never)) as Obj;
       const events = await store.readEvents(taskId, 0);
-      expect(events.map((e) => e.sequence), binding).toEqual(Array.from({ length: head["version"] + 1 }, (_, i) => i));
+      expect(
+        events.map((e) => e.sequence),
+        binding,
+      ).toEqual(Array.from({ length: head["version"] + 1 }, (_, i) => i));
     }
     expect(await db.collection("tasks").countDocuments({})).toBe(before + Object.keys(sends).length);
   });

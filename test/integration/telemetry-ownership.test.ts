@@ -26,8 +26,20 @@ describe("telemetry handed to the app", () => {
   it("is not shut down by the app's close: the caller that made it does that", async () => {
     const { telemetry, shutdowns } = await countedTelemetry();
     const port = await freePort();
-    const config = loadConfig({ PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${port}`, LOG_LEVEL: "silent", PUSH_ENABLED: "false" });
-    const app = await createApp({ config, logger: createLogger("silent"), store: new MemoryTaskStore(), durableStore: false, telemetry });
+    const config = loadConfig({
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      LOG_LEVEL: "silent",
+      PUSH_ENABLED: "false",
+    });
+    const app = await createApp({
+      config,
+      logger: createLogger("silent"),
+      store: new MemoryTaskStore(),
+      durableStore: false,
+      telemetry,
+    });
     await app.listen();
     const metrics = await fetch(`http://127.0.0.1:${port}/metrics`);
     expect(metrics.status).toBe(200);
@@ -41,8 +53,12 @@ describe("telemetry handed to the app", () => {
     const { telemetry, shutdowns } = await countedTelemetry();
     const config = loadConfig({ LOG_LEVEL: "silent", PUSH_ENABLED: "false" });
     // A store that cannot open its commit feed: the start fails after core began building.
-    const store = Object.assign(new MemoryTaskStore(), { openCommitFeed: () => Promise.reject(new Error("feed refused")) });
-    await expect(createApp({ config, logger: createLogger("silent"), store, durableStore: false, telemetry })).rejects.toThrow("feed refused");
+    const store = Object.assign(new MemoryTaskStore(), {
+      openCommitFeed: () => Promise.reject(new Error("feed refused")),
+    });
+    await expect(
+      createApp({ config, logger: createLogger("silent"), store, durableStore: false, telemetry }),
+    ).rejects.toThrow("feed refused");
     expect(shutdowns()).toBe(0);
     await telemetry.shutdown();
   });

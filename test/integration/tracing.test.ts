@@ -29,7 +29,9 @@ class OtlpReceiver {
     req.on("end", () => {
       if (req.url === "/v1/traces") {
         this.contentTypes.push(String(req.headers["content-type"]));
-        const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }> };
+        const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+          resourceSpans: Array<{ scopeSpans: Array<{ spans: OtlpSpan[] }> }>;
+        };
         for (const rs of body.resourceSpans) for (const ss of rs.scopeSpans) this.spans.push(...ss.spans);
       }
       res.writeHead(200, { "content-type": "application/json" }).end("{}");
@@ -56,12 +58,27 @@ class TracedPeer {
       this.traceparents.push(String(req.headers["traceparent"] ?? ""));
       const port = (this.server.address() as AddressInfo).port;
       if (req.method === "GET") {
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ name: "traced peer", url: `http://127.0.0.1:${port}/rpc`, preferredTransport: "JSONRPC", protocolVersion: "0.3.0" }));
+        res.writeHead(200, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            name: "traced peer",
+            url: `http://127.0.0.1:${port}/rpc`,
+            preferredTransport: "JSONRPC",
+            protocolVersion: "0.3.0",
+          }),
+        );
         return;
       }
       const rpc = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { id: unknown };
-      const task = { kind: "task", id: randomUUID(), contextId: randomUUID(), status: { state: "completed", timestamp: new Date().toISOString() }, artifacts: [] };
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result: task }));
+      const task = {
+        kind: "task",
+        id: randomUUID(),
+        contextId: randomUUID(),
+        status: { state: "completed", timestamp: new Date().toISOString() },
+        artifacts: [],
+      };
+      res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ jsonrpc: "2.0", id: rpc.id, result: task }));
     });
   });
 
@@ -92,7 +109,9 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
     const endpoint = await otlp.start();
     await webhook.start();
     const peerCard = await peer.start();
-    telemetry = await createTelemetry({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: "50" } });
+    telemetry = await createTelemetry({
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: "50" },
+    });
     const port = await freePort();
     const config = loadConfig({
       PORT: String(port),
@@ -106,7 +125,13 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
       A2A_PEER_CARD_URL: peerCard,
       A2A_PEER_ALLOW_LOOPBACK_FOR_TESTS: "true",
     });
-    app = await createApp({ config, logger: createLogger("silent"), store: new MemoryTaskStore(), durableStore: false, telemetry });
+    app = await createApp({
+      config,
+      logger: createLogger("silent"),
+      store: new MemoryTaskStore(),
+      durableStore: false,
+      telemetry,
+    });
     await app.listen();
     base = `http://127.0.0.1:${port}`;
   });
@@ -130,7 +155,13 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
         id: 1,
         method: "message/send",
         params: {
-          message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "Send the report" }], metadata: { skillId: "approval-gate" } },
+          message: {
+            kind: "message",
+            messageId: randomUUID(),
+            role: "user",
+            parts: [{ kind: "text", text: "Send the report" }],
+            metadata: { skillId: "approval-gate" },
+          },
           configuration: { pushNotificationConfig: { url: webhook.url() } },
         },
       }),
@@ -144,7 +175,11 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
     expect(webhookParent?.[1]).toBe(traceId);
 
     const inTrace = () => otlp.spans.filter((s) => s.traceId === traceId);
-    await waitFor(() => inTrace().some((s) => s.name === "push.deliver") && inTrace().some((s) => s.kind === 2), 10_000, "the exported spans");
+    await waitFor(
+      () => inTrace().some((s) => s.name === "push.deliver") && inTrace().some((s) => s.kind === 2),
+      10_000,
+      "the exported spans",
+    );
     expect(otlp.contentTypes[0]).toMatch(/application\/json/);
     const spans = inTrace();
     const byId = new Map(spans.map((s) => [s.spanId, s]));
@@ -171,7 +206,8 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
     expect(attr(push, "a2a.task.id")).toBe(taskId);
     expect(webhookParent?.[2]).toBe(push.spanId);
     let ancestor: OtlpSpan | undefined = push;
-    while (ancestor && ancestor !== server) ancestor = ancestor.parentSpanId ? byId.get(ancestor.parentSpanId) : undefined;
+    while (ancestor && ancestor !== server)
+      ancestor = ancestor.parentSpanId ? byId.get(ancestor.parentSpanId) : undefined;
     expect(ancestor).toBe(server);
 
     // Node executions are spans too.
@@ -182,15 +218,37 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
     const traceId = randomBytes(16).toString("hex");
     const res = await fetch(`${base}/a2a/jsonrpc`, {
       method: "POST",
-      headers: { "content-type": "application/json", traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "relay" }], metadata: { skillId: "conformance-a2a-task-roundtrip" } } } }),
+      headers: {
+        "content-type": "application/json",
+        traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01`,
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "message/send",
+        params: {
+          message: {
+            kind: "message",
+            messageId: randomUUID(),
+            role: "user",
+            parts: [{ kind: "text", text: "relay" }],
+            metadata: { skillId: "conformance-a2a-task-roundtrip" },
+          },
+        },
+      }),
     });
     const sent = (await res.json()) as { result: { status: { state: string } } };
     expect(sent.result.status.state).toBe("completed");
     expect(peer.traceparents.length).toBeGreaterThanOrEqual(2);
     for (const header of peer.traceparents) expect(header).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
-    await waitFor(() => otlp.spans.filter((s) => s.traceId === traceId && s.name.startsWith("peer ")).length >= 2, 10_000, "the peer client spans");
-    const peerSpanIds = new Set(otlp.spans.filter((s) => s.traceId === traceId && s.name.startsWith("peer ")).map((s) => s.spanId));
+    await waitFor(
+      () => otlp.spans.filter((s) => s.traceId === traceId && s.name.startsWith("peer ")).length >= 2,
+      10_000,
+      "the peer client spans",
+    );
+    const peerSpanIds = new Set(
+      otlp.spans.filter((s) => s.traceId === traceId && s.name.startsWith("peer ")).map((s) => s.spanId),
+    );
     // Each request's parent is the client span that made it.
     for (const header of peer.traceparents) expect(peerSpanIds.has(header.split("-")[2]!)).toBe(true);
   });

@@ -62,10 +62,17 @@ describe("trust under attack and faults", () => {
   afterAll(() => app?.close());
 
   const post = (path: string, body: string | Uint8Array, headers: Record<string, string> = {}) =>
-    fetch(`${baseUrl}${path}`, { method: "POST", headers: { "content-type": "application/json", ...auth, ...headers }, body });
+    fetch(`${baseUrl}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...auth, ...headers },
+      body,
+    });
   async function stillUp(): Promise<void> {
     expect((await fetch(`${baseUrl}/.well-known/agent-card.json`)).status).toBe(200);
-    const task = await post("/a2a/jsonrpc", JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/get", params: { id: "none" } }));
+    const task = await post(
+      "/a2a/jsonrpc",
+      JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/get", params: { id: "none" } }),
+    );
     expect(((await task.json()) as Obj)["error"]["code"]).toBe(-32001);
   }
 
@@ -74,7 +81,14 @@ describe("trust under attack and faults", () => {
     const session = h2connect(baseUrl);
     try {
       return await new Promise<{ http?: number; status?: string; message: string }>((resolve, reject) => {
-        const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...auth, ...headers });
+        const req = session.request({
+          ":method": "POST",
+          ":path": path,
+          "content-type": "application/grpc",
+          te: "trailers",
+          ...auth,
+          ...headers,
+        });
         let head: Obj = {};
         let trailers: Obj = {};
         req.on("response", (h) => (head = h));
@@ -82,7 +96,11 @@ describe("trust under attack and faults", () => {
         req.on("error", reject);
         req.resume();
         req.on("close", () =>
-          resolve({ http: head[":status"], status: head["grpc-status"] ?? trailers["grpc-status"], message: decodeURIComponent(String(head["grpc-message"] ?? trailers["grpc-message"] ?? "")) }),
+          resolve({
+            http: head[":status"],
+            status: head["grpc-status"] ?? trailers["grpc-status"],
+            message: decodeURIComponent(String(head["grpc-message"] ?? trailers["grpc-message"] ?? "")),
+          }),
         );
         req.end(body);
       });
@@ -94,7 +112,12 @@ describe("trust under attack and faults", () => {
   describe("5.2 unknown gRPC and Connect methods are UNIMPLEMENTED in their own protocol", () => {
     it("gRPC (+proto and +json): grpc-status 12 with a grpc-message, for unknown methods of our services and unknown services", async () => {
       const before = store.created;
-      for (const path of ["/a2a.v1.A2AService/Nope", "/lf.a2a.v1.A2AService/Nope", "/unknown.Service/Method", "/grpc.health.v1.Health/Nope"]) {
+      for (const path of [
+        "/a2a.v1.A2AService/Nope",
+        "/lf.a2a.v1.A2AService/Nope",
+        "/unknown.Service/Method",
+        "/grpc.health.v1.Health/Nope",
+      ]) {
         for (const type of ["application/grpc", "application/grpc+json"]) {
           const answer = await grpcCall(path, grpcFrame(new Uint8Array()), { "content-type": type });
           expect(answer.http, path).toBe(200);
@@ -117,7 +140,11 @@ describe("trust under attack and faults", () => {
     });
 
     it("Connect unary: HTTP 404 with a Connect error body `unimplemented`; Connect streaming: an end-stream message", async () => {
-      for (const [path, type] of [["/a2a.v1.A2AService/Nope", "application/json"], ["/lf.a2a.v1.A2AService/Nope", "application/proto"], ["/unknown.Service/Method", "application/json"]] as const) {
+      for (const [path, type] of [
+        ["/a2a.v1.A2AService/Nope", "application/json"],
+        ["/lf.a2a.v1.A2AService/Nope", "application/proto"],
+        ["/unknown.Service/Method", "application/json"],
+      ] as const) {
         const res = await post(path, "{}", { "content-type": type });
         expect(res.status, path).toBe(404);
         const body = (await res.json()) as Obj;
@@ -127,7 +154,9 @@ describe("trust under attack and faults", () => {
       // The 1.0 service's errors carry its ErrorInfo.
       const v10Unary = (await (await post("/lf.a2a.v1.A2AService/Nope", "{}")).json()) as Obj;
       expect(v10Unary["details"]?.[0]?.["debug"]?.["reason"]).toBe("METHOD_NOT_FOUND");
-      const stream = await post("/lf.a2a.v1.A2AService/Nope", grpcFrame(Buffer.from("{}")), { "content-type": "application/connect+json" });
+      const stream = await post("/lf.a2a.v1.A2AService/Nope", grpcFrame(Buffer.from("{}")), {
+        "content-type": "application/connect+json",
+      });
       expect(stream.status).toBe(200);
       const bytes = Buffer.from(await stream.arrayBuffer());
       expect(bytes[0]).toBe(0b10);
@@ -151,7 +180,12 @@ describe("trust under attack and faults", () => {
     async function resetMidBody(path: string, headers: Record<string, string>): Promise<void> {
       const socket = netConnect(port, "127.0.0.1");
       await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
-      const head = Object.entries({ host: `127.0.0.1:${port}`, "content-length": "4000", authorization: auth.authorization, ...headers })
+      const head = Object.entries({
+        host: `127.0.0.1:${port}`,
+        "content-length": "4000",
+        authorization: auth.authorization,
+        ...headers,
+      })
         .map(([k, v]) => `${k}: ${v}\r\n`)
         .join("");
       socket.write(`POST ${path} HTTP/1.1\r\n${head}\r\n{"jsonrpc":"2.0","id":1,`);
@@ -165,10 +199,20 @@ describe("trust under attack and faults", () => {
       await resetMidBody("/a2a/jsonrpc", { "content-type": "application/json" });
       await resetMidBody("/message:send", { "content-type": "application/json", "a2a-version": "1.0" });
       await resetMidBody("/v1/runs", { "content-type": "application/json" });
-      await resetMidBody("/lf.a2a.v1.A2AService/SendMessage", { "content-type": "application/json", "a2a-version": "1.0" });
+      await resetMidBody("/lf.a2a.v1.A2AService/SendMessage", {
+        "content-type": "application/json",
+        "a2a-version": "1.0",
+      });
       // gRPC over h2c: the stream is cancelled (RST_STREAM CANCEL) before its message ends.
       const session = h2connect(baseUrl);
-      const req = session.request({ ":method": "POST", ":path": "/lf.a2a.v1.A2AService/SendMessage", "content-type": "application/grpc", te: "trailers", "a2a-version": "1.0", ...auth });
+      const req = session.request({
+        ":method": "POST",
+        ":path": "/lf.a2a.v1.A2AService/SendMessage",
+        "content-type": "application/grpc",
+        te: "trailers",
+        "a2a-version": "1.0",
+        ...auth,
+      });
       req.on("error", () => undefined);
       const header = Buffer.alloc(5);
       header.writeUInt32BE(4000, 1);
@@ -180,7 +224,10 @@ describe("trust under attack and faults", () => {
 
       // The three readers of whole bodies (JSON-RPC, HTTP+JSON, OpenWOP REST) noticed the reset, and said so
       // at debug level (connect-es ends a reset call quietly, without a log line).
-      await waitForLog(since, () => logLines.slice(since).filter((line) => line["msg"] === "the caller went away").length >= 3);
+      await waitForLog(
+        since,
+        () => logLines.slice(since).filter((line) => line["msg"] === "the caller went away").length >= 3,
+      );
       await new Promise((r) => setTimeout(r, 200));
       const gone = logLines.slice(since).filter((line) => line["msg"] === "the caller went away");
       expect(gone.map((line) => line["level"])).toEqual([20, 20, 20]);
@@ -199,7 +246,13 @@ describe("trust under attack and faults", () => {
 
     it("401 without or with a wrong key: the request's id (and, for a 1.0 method, the 1.0 error shape)", async () => {
       const before = store.created;
-      const send = (id: unknown, method: string) => JSON.stringify({ jsonrpc: "2.0", id, method, params: { message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "x" }] } } });
+      const send = (id: unknown, method: string) =>
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id,
+          method,
+          params: { message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "x" }] } },
+        });
       for (const headers of [{ authorization: "" }, { authorization: "Bearer wrong-key-0123456789" }]) {
         const v03 = await call(send(42, "message/send"), headers);
         expect(v03.status).toBe(401);
@@ -223,10 +276,14 @@ describe("trust under attack and faults", () => {
       expect(invalid.body).toMatchObject({ id: 11, error: { code: -32600 } });
       const noMethod = await call(JSON.stringify({ jsonrpc: "2.0", id: "abc", method: "nope/nope", params: {} }));
       expect(noMethod.body).toMatchObject({ id: "abc", error: { code: -32601 } });
-      const version = await call(JSON.stringify({ jsonrpc: "2.0", id: 12, method: "GetTask", params: { id: "x" } }), { "A2A-Version": "9.9" });
+      const version = await call(JSON.stringify({ jsonrpc: "2.0", id: 12, method: "GetTask", params: { id: "x" } }), {
+        "A2A-Version": "9.9",
+      });
       expect(version.body).toMatchObject({ id: 12, error: { code: -32009 } });
       // Over MAX_BODY_BYTES the body is not read at all, so there is no id to echo.
-      const big = await call(JSON.stringify({ jsonrpc: "2.0", id: 13, method: "tasks/get", params: { id: "x".repeat(1_100_000) } }));
+      const big = await call(
+        JSON.stringify({ jsonrpc: "2.0", id: 13, method: "tasks/get", params: { id: "x".repeat(1_100_000) } }),
+      );
       expect(big.status).toBe(413);
       expect(big.body["id"]).toBeNull();
     });
@@ -237,18 +294,29 @@ describe("trust under attack and faults", () => {
       const v10res = await fetch(`${baseUrl}/no/such/route`, { headers: { ...auth, ...v10 } });
       expect(v10res.status).toBe(404);
       const v10body = (await v10res.json()) as Obj;
-      expect(v10body["error"]).toMatchObject({ code: 404, status: "NOT_FOUND", message: "no route for GET /no/such/route" });
-      expect(v10body["error"]["details"]).toEqual([{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "ROUTE_NOT_FOUND", domain: "openwop.dev" }]);
+      expect(v10body["error"]).toMatchObject({
+        code: 404,
+        status: "NOT_FOUND",
+        message: "no route for GET /no/such/route",
+      });
+      expect(v10body["error"]["details"]).toEqual([
+        { "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "ROUTE_NOT_FOUND", domain: "openwop.dev" },
+      ]);
       const v03 = await fetch(`${baseUrl}/v1/no-such-thing`, { headers: { ...auth, "A2A-Version": "0.3" } });
       expect(v03.status).toBe(404);
       expect((await v03.json()) as Obj).toEqual({ code: -32601, message: "no route for GET /v1/no-such-thing" });
       const openwop = await fetch(`${baseUrl}/v1/no-such-thing`, { headers: auth });
       expect(openwop.status).toBe(404);
-      expect((await openwop.json()) as Obj).toEqual({ error: "not_found", message: "no route for GET /v1/no-such-thing" });
+      expect((await openwop.json()) as Obj).toEqual({
+        error: "not_found",
+        message: "no route for GET /v1/no-such-thing",
+      });
       // Unauthenticated callers learn nothing more than 401 (authentication comes before routing).
       expect((await fetch(`${baseUrl}/no/such/route`, { headers: v10 })).status).toBe(401);
       // A missing task is still TASK_NOT_FOUND.
-      const task = (await (await fetch(`${baseUrl}/tasks/${randomUUID()}`, { headers: { ...auth, ...v10 } })).json()) as Obj;
+      const task = (await (
+        await fetch(`${baseUrl}/tasks/${randomUUID()}`, { headers: { ...auth, ...v10 } })
+      ).json()) as Obj;
       expect(task["error"]["details"][0]["reason"]).toBe("TASK_NOT_FOUND");
     });
   });
@@ -259,13 +327,27 @@ describe("trust under attack and faults", () => {
       expect(card.status).toBe(200);
       expect(((await card.json()) as Obj)["name"]).toBeTruthy();
       const before = store.created;
-      const sent = await post("/message:send/", JSON.stringify({ message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "hi" }], metadata: { skillId: "echo" } } }), v10);
+      const sent = await post(
+        "/message:send/",
+        JSON.stringify({
+          message: {
+            messageId: randomUUID(),
+            role: "ROLE_USER",
+            parts: [{ text: "hi" }],
+            metadata: { skillId: "echo" },
+          },
+        }),
+        v10,
+      );
       expect(sent.status).toBe(200);
       const taskId = ((await sent.json()) as Obj)["task"]["id"] as string;
       expect(store.created).toBe(before + 1);
       expect((await fetch(`${baseUrl}/tasks/${taskId}/`, { headers: { ...auth, ...v10 } })).status).toBe(200);
       expect((await fetch(`${baseUrl}/v1/tasks/${taskId}/`, { headers: auth })).status).toBe(200);
-      const run = await post("/v1/runs/", JSON.stringify({ workflowId: "conformance-noop", inputs: { text: "hello" } }));
+      const run = await post(
+        "/v1/runs/",
+        JSON.stringify({ workflowId: "conformance-noop", inputs: { text: "hello" } }),
+      );
       expect(run.status).toBe(201);
       const runId = ((await run.json()) as Obj)["runId"] as string;
       expect((await fetch(`${baseUrl}/v1/runs/${runId}/`, { headers: auth })).status).toBe(200);

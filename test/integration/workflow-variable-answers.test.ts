@@ -17,7 +17,10 @@ describe("WORKFLOW_VARIABLES values stay out of answers", () => {
   const auth = { authorization: `Bearer ${KEY}` };
   beforeAll(async () => {
     const dir = await mkdtemp(join(tmpdir(), "variable-answers-"));
-    await writeFile(join(dir, "keyed-peer.yaml"), 'id: keyed-peer\nname: Keyed peer\ndescription: Calls a peer whose card URL holds a key.\nnodes:\n  - { kind: a2a.invoke, id: call, agentCardUrl: "${PEER_CARD}" }\n');
+    await writeFile(
+      join(dir, "keyed-peer.yaml"),
+      'id: keyed-peer\nname: Keyed peer\ndescription: Calls a peer whose card URL holds a key.\nnodes:\n  - { kind: a2a.invoke, id: call, agentCardUrl: "${PEER_CARD}" }\n',
+    );
     t = await startTestApp({
       WORKFLOWS_DIR: dir,
       WORKFLOW_VARIABLES: "PEER_CARD",
@@ -42,14 +45,22 @@ describe("WORKFLOW_VARIABLES values stay out of answers", () => {
     expect(keyed.nodes[0]).toMatchObject({ kind: "a2a.invoke", agentCardUrl: "${PEER_CARD}" });
     const builtin = await text("/v1/workflows/conformance-a2a-task-roundtrip");
     expect(builtin).toContain("${A2A_PEER_CARD_URL}");
-    for (const [what, body] of [["keyed-peer", JSON.stringify(keyed)], ["conformance-a2a-task-roundtrip", builtin]] as const) {
+    for (const [what, body] of [
+      ["keyed-peer", JSON.stringify(keyed)],
+      ["conformance-a2a-task-roundtrip", builtin],
+    ] as const) {
       expect(body, what).not.toContain(SECRET);
       expect(body, what).not.toContain(BUILTIN_SECRET);
     }
   });
 
   it("the workflow list, the agent cards and the console's workflow graph carry no variable value", async () => {
-    for (const path of ["/v1/workflows", "/.well-known/agent-card.json", "/console/api/workflows/keyed-peer", "/console/api/workflows/conformance-a2a-task-roundtrip"]) {
+    for (const path of [
+      "/v1/workflows",
+      "/.well-known/agent-card.json",
+      "/console/api/workflows/keyed-peer",
+      "/console/api/workflows/conformance-a2a-task-roundtrip",
+    ]) {
       const body = await text(path);
       expect(body, path).not.toContain(SECRET);
       expect(body, path).not.toContain(BUILTIN_SECRET);

@@ -17,7 +17,10 @@ describe("XSTATE_INSPECT on the real app", () => {
       const api = openwopClient(t.baseUrl);
       const runId = await api.startRun("echo", { text: "inspect me" });
       await api.waitForRun(runId, (s) => s.status === "completed");
-      const records = (await readFile(file, "utf8")).trim().split("\n").map((line) => JSON.parse(line) as TaskInspectionRecord);
+      const records = (await readFile(file, "utf8"))
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as TaskInspectionRecord);
       const states = records.filter((r) => r.taskId === runId && r.type === "@xstate.snapshot").map((r) => r.state);
       expect(states).toContain("running");
       expect(states.at(-1)).toBe("completed");

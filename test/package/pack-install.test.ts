@@ -129,7 +129,16 @@ async function greetThrough(url: string): Promise<GreetResult> {
   const client = await new ClientFactory().createFromUrl(url);
   const result = await client.sendMessage({
     tenant: "",
-    message: { messageId: randomUUID(), contextId: "", taskId: "", role: 1, parts: [{ content: { $case: "text", value: "Ada" }, metadata: undefined, filename: "", mediaType: "" }], metadata: undefined, extensions: [], referenceTaskIds: [] },
+    message: {
+      messageId: randomUUID(),
+      contextId: "",
+      taskId: "",
+      role: 1,
+      parts: [{ content: { $case: "text", value: "Ada" }, metadata: undefined, filename: "", mediaType: "" }],
+      metadata: undefined,
+      extensions: [],
+      referenceTaskIds: [],
+    },
     configuration: undefined,
     metadata: undefined,
   });
@@ -140,19 +149,37 @@ async function greetThrough(url: string): Promise<GreetResult> {
 describe("the packed package, installed into an empty project", () => {
   beforeAll(async () => {
     project = await mkdtemp(join(tmpdir(), "openwop-pack-"));
-    const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", project], { cwd: root, maxBuffer: 64 * 1024 * 1024 });
+    const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", project], {
+      cwd: root,
+      maxBuffer: 64 * 1024 * 1024,
+    });
     tarball = join(project, (JSON.parse(stdout) as Array<{ filename: string }>)[0]!.filename);
     const app = join(project, "app");
     await mkdir(join(app, "workflows"), { recursive: true });
     await writeFile(join(app, "package.json"), JSON.stringify({ name: "my-agent", private: true, type: "module" }));
     // The user's own tsconfig: strict and nodenext, nothing else of ours.
-    await writeFile(join(app, "tsconfig.json"), JSON.stringify({ compilerOptions: { strict: true, module: "nodenext", moduleResolution: "nodenext", target: "es2022", outDir: "out" }, include: ["*.ts"] }));
+    await writeFile(
+      join(app, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          module: "nodenext",
+          moduleResolution: "nodenext",
+          target: "es2022",
+          outDir: "out",
+        },
+        include: ["*.ts"],
+      }),
+    );
     await writeFile(join(app, "agent.ts"), AGENT);
     await writeFile(join(app, "bad-options.ts"), BAD_OPTIONS);
     await writeFile(join(app, "handlers.js"), HANDLERS);
     await writeFile(join(app, "workflows", "greet.yaml"), WORKFLOW);
     // From the cache `npm ci` filled; the registry only for what it lacks.
-    await run("npm", ["install", tarball, "@types/node@20", "--prefer-offline", "--no-audit", "--no-fund"], { cwd: app, maxBuffer: 64 * 1024 * 1024 });
+    await run("npm", ["install", tarball, "@types/node@20", "--prefer-offline", "--no-audit", "--no-fund"], {
+      cwd: app,
+      maxBuffer: 64 * 1024 * 1024,
+    });
   }, 300_000);
 
   afterAll(async () => {
@@ -169,7 +196,13 @@ describe("the packed package, installed into an empty project", () => {
     expect(files.some((f) => f.startsWith("package/schemas/"))).toBe(true);
     expect(files.some((f) => /\/assets\/index\.html$/.test(f))).toBe(true);
     // TypeScript sources only in the project template `init` writes.
-    expect(files.filter((f) => /^package\/(src|test|bench)\//.test(f) || (f.endsWith(".ts") && !f.endsWith(".d.ts") && !f.startsWith("package/templates/agent/")))).toEqual([]);
+    expect(
+      files.filter(
+        (f) =>
+          /^package\/(src|test|bench)\//.test(f) ||
+          (f.endsWith(".ts") && !f.endsWith(".d.ts") && !f.startsWith("package/templates/agent/")),
+      ),
+    ).toEqual([]);
     expect(files).toContain("package/templates/agent/src/agent.ts");
   });
 
@@ -190,7 +223,10 @@ describe("the packed package, installed into an empty project", () => {
 
   it("runs an agent of its own through startHost, with its name and only its skill", async () => {
     const app = join(project, "app");
-    const child = spawn(process.execPath, [join(app, "out", "agent.js")], { cwd: app, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [join(app, "out", "agent.js")], {
+      cwd: app,
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     try {
       const url = await readyUrl(child, /\{"url":"([^"]+)"\}/);
       const { state, greeting, card } = await greetThrough(url);
@@ -222,7 +258,16 @@ describe("the packed package, installed into an empty project", () => {
     const bin = join(app, "node_modules", ".bin", "openwop-a2a-host");
     const child = spawn(bin, [], {
       cwd: app,
-      env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", STORE: "memory", HANDLERS_MODULE: "./handlers.js", WORKFLOWS_DIR: "./workflows", AGENT_NAME: "CLI Agent", LOG_LEVEL: "info" },
+      env: {
+        ...process.env,
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        STORE: "memory",
+        HANDLERS_MODULE: "./handlers.js",
+        WORKFLOWS_DIR: "./workflows",
+        AGENT_NAME: "CLI Agent",
+        LOG_LEVEL: "info",
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     try {
@@ -243,25 +288,40 @@ describe("the packed package, installed into an empty project", () => {
     const bin = join(project, "app", "node_modules", ".bin", "openwop-a2a-host");
     const agent = join(project, "my-agent");
     // What a new user has: no variables of this test run (vitest's, npm's, our MongoDB's).
-    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(VITEST|npm_|TEST$|NODE_ENV$|MONGODB_URI$)/.test(k)));
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !/^(VITEST|npm_|TEST$|NODE_ENV$|MONGODB_URI$)/.test(k)),
+    );
     const init = await run(bin, ["init", "my-agent"], { cwd: project, env });
     expect(init.stdout).toContain(`Created the agent project "my-agent" in ${agent}`);
     // The package from this tarball (it is not on the registry yet); the rest as package.json pins it, from the cache.
-    await run("npm", ["install", tarball, "--prefer-offline", "--no-audit", "--no-fund"], { cwd: agent, env, maxBuffer: 64 * 1024 * 1024 });
+    await run("npm", ["install", tarball, "--prefer-offline", "--no-audit", "--no-fund"], {
+      cwd: agent,
+      env,
+      maxBuffer: 64 * 1024 * 1024,
+    });
     await run("npm", ["run", "typecheck"], { cwd: agent, env }).catch((err: { stdout: string }) => {
       throw new Error(`the generated project does not type-check:\n${err.stdout}`);
     });
-    const tested = await run("npm", ["test"], { cwd: agent, env: { ...env, NO_COLOR: "1" } }).catch((err: { stdout: string; stderr: string }) => {
-      throw new Error(`the generated project's test failed:\n${err.stdout}\n${err.stderr}`);
-    });
+    const tested = await run("npm", ["test"], { cwd: agent, env: { ...env, NO_COLOR: "1" } }).catch(
+      (err: { stdout: string; stderr: string }) => {
+        throw new Error(`the generated project's test failed:\n${err.stdout}\n${err.stderr}`);
+      },
+    );
     expect(tested.stdout).toMatch(/Tests\s+3 passed/);
 
     const port = await freePort();
     // `npm start` in its own process group, so the signal reaches npm, tsx and the agent alike.
-    const child = spawn("npm", ["start"], { cwd: agent, detached: true, env: { ...env, PORT: String(port), STORE: "memory" }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("npm", ["start"], {
+      cwd: agent,
+      detached: true,
+      env: { ...env, PORT: String(port), STORE: "memory" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     try {
       await readyUrl(child, /(listening on)/);
-      const card = (await (await fetch(`http://127.0.0.1:${port}/.well-known/agent-card.json`)).json()) as GreetResult["card"];
+      const card = (await (
+        await fetch(`http://127.0.0.1:${port}/.well-known/agent-card.json`)
+      ).json()) as GreetResult["card"];
       expect(card.name).toBe("my-agent");
       expect(card.skills.map((s) => s.id)).toEqual(["draft"]);
     } finally {
@@ -273,7 +333,10 @@ describe("the packed package, installed into an empty project", () => {
   it("stops a CLI start whose HANDLERS_MODULE is missing, with its path and the reason", async () => {
     const app = join(project, "app");
     const bin = join(app, "node_modules", ".bin", "openwop-a2a-host");
-    const result = await run(bin, [], { cwd: app, env: { ...process.env, STORE: "memory", PORT: "0", HANDLERS_MODULE: "./nope.js", WORKFLOWS_DIR: "./workflows" } }).then(
+    const result = await run(bin, [], {
+      cwd: app,
+      env: { ...process.env, STORE: "memory", PORT: "0", HANDLERS_MODULE: "./nope.js", WORKFLOWS_DIR: "./workflows" },
+    }).then(
       () => ({ code: 0, stdout: "" }),
       (err: { code: number; stdout: string }) => err,
     );

@@ -19,13 +19,19 @@ import { hostInterfaces } from "../../src/transport/interface-urls.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 
 /** What each built-in set holds, read off its folder (the demos grow; the fixtures are OpenWOP's). */
-const setIds = async (set: string) => (await readWorkflowDirectory(join(projectRoot, "workflows", set), builtinHandlers)).map((w) => w.id).sort();
+const setIds = async (set: string) =>
+  (await readWorkflowDirectory(join(projectRoot, "workflows", set), builtinHandlers)).map((w) => w.id).sort();
 const DEMOS = await setIds("demo");
 const FIXTURES = await setIds("conformance");
 
 const ctx: CallContext = { principal: { tenant: "default", id: "alice", scopes: "*" } };
 
-const flight: WorkflowDefinition = { id: "book-flight", name: "Book a flight", description: "Books a flight.", nodes: [{ kind: "task", id: "book", handler: "echo" }] } as WorkflowDefinition;
+const flight: WorkflowDefinition = {
+  id: "book-flight",
+  name: "Book a flight",
+  description: "Books a flight.",
+  nodes: [{ kind: "task", id: "book", handler: "echo" }],
+} as WorkflowDefinition;
 
 async function userDir(files: Record<string, string>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "user-workflows-"));
@@ -51,10 +57,22 @@ afterEach(async () => {
 });
 
 /** The product's defaults: unlike the test helpers, no BUILTIN_WORKFLOWS unless a test sets it. */
-async function core(env: Record<string, string>, workflows?: WorkflowDefinition[], handlers?: Record<string, never>): Promise<Core> {
+async function core(
+  env: Record<string, string>,
+  workflows?: WorkflowDefinition[],
+  handlers?: Record<string, never>,
+): Promise<Core> {
   const config = loadConfig({ LOG_LEVEL: "silent", PUSH_ENABLED: "false", ...env });
   const telemetry = await createTelemetry();
-  const created = await createCore({ config, logger: createLogger("silent"), telemetry, interfaces: hostInterfaces(config.publicUrl), store: new MemoryTaskStore(), ...(workflows ? { workflows } : {}), ...(handlers ? { handlers } : {}) });
+  const created = await createCore({
+    config,
+    logger: createLogger("silent"),
+    telemetry,
+    interfaces: hostInterfaces(config.publicUrl),
+    store: new MemoryTaskStore(),
+    ...(workflows ? { workflows } : {}),
+    ...(handlers ? { handlers } : {}),
+  });
   cores.push({ core: created, telemetry });
   return created;
 }
@@ -64,7 +82,14 @@ const skills = (c: Core) => c.card.skills.map((s) => s.id).sort();
 describe("BUILTIN_WORKFLOWS", () => {
   it("by default the demos only: no conformance fixture on the card or in the catalog; echo is the default skill", async () => {
     expect(DEMOS).toContain("echo");
-    expect(FIXTURES).toEqual(["conformance-a2a-task-roundtrip", "conformance-approval", "conformance-cancellable", "conformance-delay", "conformance-idempotent", "conformance-noop"]);
+    expect(FIXTURES).toEqual([
+      "conformance-a2a-task-roundtrip",
+      "conformance-approval",
+      "conformance-cancellable",
+      "conformance-delay",
+      "conformance-idempotent",
+      "conformance-noop",
+    ]);
     const c = await core({});
     expect(skills(c)).toEqual(DEMOS);
     for (const id of FIXTURES) expect(c.catalog.get(id)).toBeUndefined();
@@ -72,7 +97,9 @@ describe("BUILTIN_WORKFLOWS", () => {
   });
 
   it("conformance alone, demo and conformance together", async () => {
-    expect(skills(await core({ BUILTIN_WORKFLOWS: "conformance", DEFAULT_SKILL: "conformance-noop" }))).toEqual(FIXTURES);
+    expect(skills(await core({ BUILTIN_WORKFLOWS: "conformance", DEFAULT_SKILL: "conformance-noop" }))).toEqual(
+      FIXTURES,
+    );
     expect(skills(await core({ BUILTIN_WORKFLOWS: "demo,conformance" }))).toEqual([...DEMOS, ...FIXTURES].sort());
   });
 
@@ -81,7 +108,10 @@ describe("BUILTIN_WORKFLOWS", () => {
     expect(skills(c)).toEqual(["book-hotel"]);
     expect(c.catalog.defaultWorkflowId).toBe("book-hotel");
     // A message without a skillId runs the default skill.
-    const task = await c.service.sendMessage({ message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "Lisbon" }] }, blocking: true }, ctx);
+    const task = await c.service.sendMessage(
+      { message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "Lisbon" }] }, blocking: true },
+      ctx,
+    );
     expect(task).toMatchObject({ status: { state: "completed" }, metadata: { openwop: expect.anything() } });
     expect((await c.reads.get((task as { id: string }).id, "default")).workflowId).toBe("book-hotel");
   });
@@ -91,7 +121,9 @@ describe("BUILTIN_WORKFLOWS", () => {
     const c = await core({}, [second, flight]);
     expect(c.card.skills.map((s) => s.id)).toEqual(["book-car", "book-flight"]);
     expect(c.catalog.defaultWorkflowId).toBe("book-car");
-    await expect(core({}, [{ id: "Bad Id!", name: "x", description: "x", nodes: [] } as unknown as WorkflowDefinition])).rejects.toThrow(/workflows\[0\]/);
+    await expect(
+      core({}, [{ id: "Bad Id!", name: "x", description: "x", nodes: [] } as unknown as WorkflowDefinition]),
+    ).rejects.toThrow(/workflows\[0\]/);
   });
 
   it("BUILTIN_WORKFLOWS=demo next to the user's: both; echo stays the default skill; a directory and objects together", async () => {
@@ -108,7 +140,9 @@ describe("BUILTIN_WORKFLOWS", () => {
 describe("DEFAULT_SKILL", () => {
   it("set but not loaded stays a start error (a demo skill when only the user's are loaded, too)", async () => {
     await expect(core({ DEFAULT_SKILL: "nope" })).rejects.toThrow(/the default skill "nope" is not a loaded workflow/);
-    await expect(core({ DEFAULT_SKILL: "echo", WORKFLOWS_DIR: await userDir({ "b.yaml": HOTEL }) })).rejects.toThrow(/the default skill "echo" is not a loaded workflow \(loaded: book-hotel\)/);
+    await expect(core({ DEFAULT_SKILL: "echo", WORKFLOWS_DIR: await userDir({ "b.yaml": HOTEL }) })).rejects.toThrow(
+      /the default skill "echo" is not a loaded workflow \(loaded: book-hotel\)/,
+    );
   });
 });
 
@@ -125,7 +159,12 @@ nodes:
 `,
       "b.yaml": HOTEL,
     });
-    const given = { id: "needs-one", name: "Needs one", description: "One unknown handler.", nodes: [{ kind: "task", id: "only", handler: "book-seat" }] } as WorkflowDefinition;
+    const given = {
+      id: "needs-one",
+      name: "Needs one",
+      description: "One unknown handler.",
+      nodes: [{ kind: "task", id: "only", handler: "book-seat" }],
+    } as WorkflowDefinition;
     const error = await core({ WORKFLOWS_DIR: dir }, [given]).then(
       () => undefined,
       (err: unknown) => err as Error,
@@ -165,8 +204,14 @@ nodes:
   });
 
   it("a workflow id defined twice across sources names both", async () => {
-    const dir = await userDir({ "flight.yaml": `id: book-flight\nname: Book\ndescription: Books.\nnodes:\n  - { kind: task, id: book, handler: echo }\n` });
-    await expect(core({ WORKFLOWS_DIR: dir }, [flight])).rejects.toThrow(`workflow id "book-flight" is defined twice: in ${join(dir, "flight.yaml")} and in workflows[0]`);
-    await expect(core({ BUILTIN_WORKFLOWS: "demo" }, [{ ...flight, id: "echo" } as WorkflowDefinition])).rejects.toThrow(/workflow id "echo" is defined twice: in .*workflows\/demo\/echo\.yaml and in workflows\[0\]/);
+    const dir = await userDir({
+      "flight.yaml": `id: book-flight\nname: Book\ndescription: Books.\nnodes:\n  - { kind: task, id: book, handler: echo }\n`,
+    });
+    await expect(core({ WORKFLOWS_DIR: dir }, [flight])).rejects.toThrow(
+      `workflow id "book-flight" is defined twice: in ${join(dir, "flight.yaml")} and in workflows[0]`,
+    );
+    await expect(
+      core({ BUILTIN_WORKFLOWS: "demo" }, [{ ...flight, id: "echo" } as WorkflowDefinition]),
+    ).rejects.toThrow(/workflow id "echo" is defined twice: in .*workflows\/demo\/echo\.yaml and in workflows\[0\]/);
   });
 });

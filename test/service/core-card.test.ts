@@ -20,7 +20,14 @@ afterEach(async () => {
 async function cardOf(auth?: CoreOptions["auth"]) {
   const config = loadConfig({ LOG_LEVEL: "silent", PUSH_ENABLED: "false", PUBLIC_URL });
   const telemetry: Telemetry = await createTelemetry();
-  const core = await createCore({ config, logger: createLogger("silent"), telemetry, store: new MemoryTaskStore(), interfaces: hostInterfaces(config.publicUrl), ...(auth ? { auth } : {}) });
+  const core = await createCore({
+    config,
+    logger: createLogger("silent"),
+    telemetry,
+    store: new MemoryTaskStore(),
+    interfaces: hostInterfaces(config.publicUrl),
+    ...(auth ? { auth } : {}),
+  });
   stops.push(async () => {
     await core.stop();
     await telemetry.shutdown();
@@ -37,13 +44,22 @@ describe("the card core builds", () => {
       { url: "agent.example:8443", transport: "GRPC" },
       { url: PUBLIC_URL, transport: "HTTP+JSON" },
     ]);
-    expect(card.capabilities.extensions).toEqual([expect.objectContaining({ uri: OPENWOP_EXTENSION_URI, required: false })]);
+    expect(card.capabilities.extensions).toEqual([
+      expect.objectContaining({ uri: OPENWOP_EXTENSION_URI, required: false }),
+    ]);
     expect(card.securitySchemes).toBeUndefined();
     expect(card.security).toBeUndefined();
   });
 
   it("declares the ways in the authenticator describes", async () => {
-    const settings = loadAuthSettings({ API_KEYS: JSON.stringify([{ id: "k", tenant: "acme", scopes: ["runs:read"], key: "core-card-key-0123456789abcdef" }]) }, false);
+    const settings = loadAuthSettings(
+      {
+        API_KEYS: JSON.stringify([
+          { id: "k", tenant: "acme", scopes: ["runs:read"], key: "core-card-key-0123456789abcdef" },
+        ]),
+      },
+      false,
+    );
     if (Array.isArray(settings)) throw new Error(settings.join("; "));
     const card = await cardOf(hostAuthenticator(settings).describe());
     expect(card.securitySchemes).toEqual({ apiKey: expect.objectContaining({ type: "http", scheme: "bearer" }) });

@@ -16,7 +16,9 @@ class TakenOverAfterCreate extends MemoryTaskStore {
   override async create(record: TaskRecord, events: RunEvent[]): Promise<void> {
     await super.create(record, events);
     const later = new Date(Date.now() + 60_000);
-    expect(await this.acquireLease(record.taskId, "other-instance", later, new Date(later.getTime() + 60_000))).not.toBeNull();
+    expect(
+      await this.acquireLease(record.taskId, "other-instance", later, new Date(later.getTime() + 60_000)),
+    ).not.toBeNull();
   }
 }
 
@@ -29,7 +31,10 @@ describe("creating a task whose lease another instance took right after the crea
 
   it("answers the creator with the stored task instead of an error, and leaves the task to its new owner", async () => {
     const dir = await mkdtemp(join(tmpdir(), "create-lease-lost-"));
-    await writeFile(join(dir, "effectful.yaml"), "id: effectful\nname: Effectful\ndescription: one node with an effect\nnodes:\n  - { kind: task, id: act, handler: act }\n");
+    await writeFile(
+      join(dir, "effectful.yaml"),
+      "id: effectful\nname: Effectful\ndescription: one node with an effect\nnodes:\n  - { kind: task, id: act, handler: act }\n",
+    );
     const ran: string[] = [];
     const act: TaskHandler = async (ctx) => {
       ran.push(ctx.taskId);
@@ -37,8 +42,17 @@ describe("creating a task whose lease another instance took right after the crea
     };
     const store = new TakenOverAfterCreate();
     t = await startTestCore({ WORKFLOWS_DIR: dir, INSTANCE_ID: "creator" }, { store, handlers: { act } });
-    const message = { kind: "message" as const, messageId: randomUUID(), role: "user" as const, parts: [{ kind: "text" as const, text: "go" }] };
-    const record = await t.core.supervisor.createTask({ workflowId: "effectful", message, principal: { tenant: "default", id: "tester", scopes: [] } });
+    const message = {
+      kind: "message" as const,
+      messageId: randomUUID(),
+      role: "user" as const,
+      parts: [{ kind: "text" as const, text: "go" }],
+    };
+    const record = await t.core.supervisor.createTask({
+      workflowId: "effectful",
+      message,
+      principal: { tenant: "default", id: "tester", scopes: [] },
+    });
     expect(record).toMatchObject({ workflowId: "effectful", version: 0 });
     const stored = await store.get(record.taskId);
     expect(stored?.lease).toMatchObject({ owner: "other-instance", epoch: 2 });

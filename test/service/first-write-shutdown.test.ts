@@ -30,7 +30,9 @@ describe("a shutdown during a blocking send's first-write window", () => {
     const thinkUntilStopped: TaskHandler = Object.assign(
       async (ctx: Parameters<TaskHandler>[0]) => {
         started(ctx.taskId);
-        await new Promise((_, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason), { once: true }));
+        await new Promise((_, reject) =>
+          ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason), { once: true }),
+        );
         return { output: {} };
       },
       { pure: true },
@@ -39,7 +41,20 @@ describe("a shutdown during a blocking send's first-write window", () => {
     const first = await startTestCore(env, { store, handlers: { "think-until-stopped": thinkUntilStopped } });
     const caller = new AbortController();
     const ctx: CallContext = { principal: { tenant: "default", id: "alice", scopes: "*" }, signal: caller.signal };
-    const sending = first.core.service.sendMessage({ message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "go" }], metadata: { skillId: "wait-for-stop" } }, blocking: true }, ctx).catch((err: unknown) => err);
+    const sending = first.core.service
+      .sendMessage(
+        {
+          message: {
+            messageId: randomUUID(),
+            role: "user",
+            parts: [{ kind: "text", text: "go" }],
+            metadata: { skillId: "wait-for-stop" },
+          },
+          blocking: true,
+        },
+        ctx,
+      )
+      .catch((err: unknown) => err);
     const taskId = await running;
     expect(await store.get(taskId), "nothing written while the window runs").toBeNull();
 
@@ -50,14 +65,29 @@ describe("a shutdown during a blocking send's first-write window", () => {
     const stored = await store.get(taskId);
     expect(stored?.status).toBe("running");
     expect(stored?.lease, "the lease went back with the shutdown").toBeUndefined();
-    expect((await store.readEvents(taskId, 0)).map((e) => e.type)).toEqual(["run.created", "run.started", "node.started"]);
+    expect((await store.readEvents(taskId, 0)).map((e) => e.type)).toEqual([
+      "run.created",
+      "run.started",
+      "node.started",
+    ]);
 
     // Another instance resumes it at once (the lease is free) and runs the node again: not a crash.
     let secondRuns = 0;
-    const done: TaskHandler = Object.assign(async () => ((secondRuns += 1), { output: { done: true } }), { pure: true });
-    const second = await startTestCore({ ...env, INSTANCE_ID: "second" }, { store, handlers: { "think-until-stopped": done } });
+    const done: TaskHandler = Object.assign(async () => ((secondRuns += 1), { output: { done: true } }), {
+      pure: true,
+    });
+    const second = await startTestCore(
+      { ...env, INSTANCE_ID: "second" },
+      { store, handlers: { "think-until-stopped": done } },
+    );
     try {
-      const final = await second.core.observer.waitUntil({ taskId, tenant: "default", start: stored!, until: (r) => r.status === "completed", timeoutMs: 5000 });
+      const final = await second.core.observer.waitUntil({
+        taskId,
+        tenant: "default",
+        start: stored!,
+        until: (r) => r.status === "completed",
+        timeoutMs: 5000,
+      });
       expect(final.status).toBe("completed");
       expect(secondRuns).toBe(1);
       const types = (await store.readEvents(taskId, 0)).map((e) => e.type);

@@ -54,7 +54,9 @@ describe("the peer callback key", () => {
     expect((problem as Error).message).toContain("A2A_PEER_CALLBACK_KEY must be a 256-bit key");
     expect((problem as Error).message).not.toContain(bad);
     const production = { NODE_ENV: "production", AUTH: "off" };
-    expect(() => loadConfig(production)).toThrow(/A2A_PEER_PUSH on needs A2A_PEER_CALLBACK_KEY .*or A2A_PEER_PUSH=false/);
+    expect(() => loadConfig(production)).toThrow(
+      /A2A_PEER_PUSH on needs A2A_PEER_CALLBACK_KEY .*or A2A_PEER_PUSH=false/,
+    );
     const problems = (fn: () => unknown) => {
       try {
         fn();
@@ -63,17 +65,40 @@ describe("the peer callback key", () => {
         return (err as ConfigError).problems;
       }
     };
-    expect(problems(() => loadConfig({ ...production, A2A_PEER_PUSH: "false" })).filter((p) => p.includes("A2A_PEER_CALLBACK_KEY"))).toEqual([]);
-    expect(problems(() => loadConfig({ ...production, A2A_PEER_CALLBACK_KEY: key256() })).filter((p) => p.includes("A2A_PEER_CALLBACK_KEY"))).toEqual([]);
+    expect(
+      problems(() => loadConfig({ ...production, A2A_PEER_PUSH: "false" })).filter((p) =>
+        p.includes("A2A_PEER_CALLBACK_KEY"),
+      ),
+    ).toEqual([]);
+    expect(
+      problems(() => loadConfig({ ...production, A2A_PEER_CALLBACK_KEY: key256() })).filter((p) =>
+        p.includes("A2A_PEER_CALLBACK_KEY"),
+      ),
+    ).toEqual([]);
   });
 
   it("rotating PUSH_ENCRYPTION_KEY does not invalidate a callback token minted before (the receiver of the host restarted with the new push key still takes it)", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "peer-callback-rotate-"));
     const store = new MemoryTaskStore();
     const oldPushKey = key256();
-    const env = { DATA_DIR: dataDir, PUSH_SIGNING_KEY: randomBytes(32).toString("base64url"), BLOCKING_TIMEOUT_MS: "10000" };
+    const env = {
+      DATA_DIR: dataDir,
+      PUSH_SIGNING_KEY: randomBytes(32).toString("base64url"),
+      BLOCKING_TIMEOUT_MS: "10000",
+    };
     t = await startTestCore({ ...env, PUSH_ENCRYPTION_KEY: oldPushKey }, { store });
-    const task = await t.core.service.sendMessage({ message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hi" }], metadata: { skillId: "echo" } }, blocking: true }, ctx);
+    const task = await t.core.service.sendMessage(
+      {
+        message: {
+          messageId: randomUUID(),
+          role: "user",
+          parts: [{ kind: "text", text: "hi" }],
+          metadata: { skillId: "echo" },
+        },
+        blocking: true,
+      },
+      ctx,
+    );
     expect(task.status.state).toBe("completed");
     // The token of the task's (finished) echo visit, minted under the key this host generated under DATA_DIR.
     const { key } = await loadPeerCallbackKey({ dataDir, production: false });
@@ -82,9 +107,18 @@ describe("the peer callback key", () => {
     expect(await receiver().receive(push)).toEqual({ status: 200, outcome: "moved-on" });
     await t.close();
 
-    t = await startTestCore({ ...env, PUSH_ENCRYPTION_KEY: key256(), PUSH_ENCRYPTION_KEY_PREVIOUS: oldPushKey }, { store });
+    t = await startTestCore(
+      { ...env, PUSH_ENCRYPTION_KEY: key256(), PUSH_ENCRYPTION_KEY_PREVIOUS: oldPushKey },
+      { store },
+    );
     expect(await receiver().receive(push)).toEqual({ status: 200, outcome: "moved-on" });
-    const forged = new PeerCallbackKey(loadConfig({ A2A_PEER_CALLBACK_KEY: key256() }).a2aPeer.callbackKey!).tokenFor(task.id, `${task.id}:echo:1`);
-    expect(await receiver().receive({ ...push, headers: { "x-a2a-notification-token": forged } })).toEqual({ status: 401, outcome: "unauthenticated" });
+    const forged = new PeerCallbackKey(loadConfig({ A2A_PEER_CALLBACK_KEY: key256() }).a2aPeer.callbackKey!).tokenFor(
+      task.id,
+      `${task.id}:echo:1`,
+    );
+    expect(await receiver().receive({ ...push, headers: { "x-a2a-notification-token": forged } })).toEqual({
+      status: 401,
+      outcome: "unauthenticated",
+    });
   });
 });

@@ -20,7 +20,12 @@ import "../support/mongo.js";
 import { startTestCore, type TestCore } from "../support/start-core.js";
 
 const ctx: CallContext = { principal: { tenant: "default", id: "tester", scopes: "*" } };
-const message = (skillId: string): Message => ({ messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "go" }], metadata: { skillId } });
+const message = (skillId: string): Message => ({
+  messageId: randomUUID(),
+  role: "user",
+  parts: [{ kind: "text", text: "go" }],
+  metadata: { skillId },
+});
 
 /** A store that dies with its process: from `kill()` on, every call fails (no release, no commit). */
 function killable(inner: TaskStore): { store: TaskStore; kill(): void } {
@@ -29,7 +34,10 @@ function killable(inner: TaskStore): { store: TaskStore; kill(): void } {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
       if (typeof value !== "function" || prop === "openCommitFeed") return value;
-      return (...args: unknown[]) => (dead ? Promise.reject(new Error("the process is dead")) : (value as (...a: unknown[]) => unknown).apply(target, args));
+      return (...args: unknown[]) =>
+        dead
+          ? Promise.reject(new Error("the process is dead"))
+          : (value as (...a: unknown[]) => unknown).apply(target, args);
     },
   });
   return { store, kill: () => (dead = true) };
@@ -52,22 +60,39 @@ function suite(name: string, openStore: () => Promise<TaskStore>) {
     /** Runs until its instance stops: it "kills" the instance it runs on (the test kills the store meanwhile). */
     const poison: TaskHandler = (hctx) => {
       calls.push({ taskId: hctx.taskId, idempotencyKey: hctx.idempotencyKey, attempt: hctx.attempt });
-      return new Promise((resolve) => hctx.signal.addEventListener("abort", () => resolve({ output: {} }), { once: true }));
+      return new Promise((resolve) =>
+        hctx.signal.addEventListener("abort", () => resolve({ output: {} }), { once: true }),
+      );
     };
     /** Dies with its instance on its first execution, fails retryably on its second, succeeds on its third. */
     const flaky: TaskHandler = (hctx) => {
       calls.push({ taskId: hctx.taskId, idempotencyKey: hctx.idempotencyKey, attempt: hctx.attempt });
-      if (hctx.attempt === 1) return new Promise((resolve) => hctx.signal.addEventListener("abort", () => resolve({ output: {} }), { once: true }));
+      if (hctx.attempt === 1)
+        return new Promise((resolve) =>
+          hctx.signal.addEventListener("abort", () => resolve({ output: {} }), { once: true }),
+        );
       if (hctx.attempt === 2) return Promise.reject(new HandlerError("busy", "try again", true));
       return Promise.resolve({ output: { ok: true } });
     };
     const handlers = { poison, flaky };
-    const env = (instance: string) => ({ WORKFLOWS_DIR: dir, INSTANCE_ID: instance, RECOVERY_MAX_ATTEMPTS: "3", PUSH_ENABLED: "false", BLOCKING_TIMEOUT_MS: "10000" });
+    const env = (instance: string) => ({
+      WORKFLOWS_DIR: dir,
+      INSTANCE_ID: instance,
+      RECOVERY_MAX_ATTEMPTS: "3",
+      PUSH_ENABLED: "false",
+      BLOCKING_TIMEOUT_MS: "10000",
+    });
 
     beforeAll(async () => {
       dir = await mkdtemp(join(tmpdir(), "poison-work-"));
-      await writeFile(join(dir, "flaky.yaml"), "id: flaky\nname: Flaky\ndescription: retried handler errors\nnodes:\n  - { kind: task, id: work, handler: flaky, retry: { maxAttempts: 2 } }\n");
-      await writeFile(join(dir, "poison.yaml"), "id: poison\nname: Poison\ndescription: a node that kills its instance\nnodes:\n  - { kind: task, id: crash, handler: poison }\n");
+      await writeFile(
+        join(dir, "flaky.yaml"),
+        "id: flaky\nname: Flaky\ndescription: retried handler errors\nnodes:\n  - { kind: task, id: work, handler: flaky, retry: { maxAttempts: 2 } }\n",
+      );
+      await writeFile(
+        join(dir, "poison.yaml"),
+        "id: poison\nname: Poison\ndescription: a node that kills its instance\nnodes:\n  - { kind: task, id: crash, handler: poison }\n",
+      );
     });
 
     /** One life of an instance: start it, wait for `calls` to reach `expected`, then let it die (or stop it gracefully). */
@@ -94,18 +119,25 @@ function suite(name: string, openStore: () => Promise<TaskStore>) {
         await until(() => calls.length >= run || undefined, `execution ${run}`);
         const events = await base.readEvents(taskId, 0);
         // The count is stored before the node runs: a death now leaves it raised.
-        expect(events.filter((e) => e.type === "node.interrupted").map((e) => e.payload["crashes"])).toEqual(Array.from({ length: run - 1 }, (_, i) => i + 1));
+        expect(events.filter((e) => e.type === "node.interrupted").map((e) => e.payload["crashes"])).toEqual(
+          Array.from({ length: run - 1 }, (_, i) => i + 1),
+        );
         await host.kill();
         host = await life(base, "host-1");
       }
       // The fourth start finds the third death: the run fails, the node is not run again.
-      const failed = await until(async () => ((await base.get(taskId))?.a2a.state === "failed" ? base.get(taskId) : undefined), "the failed run");
+      const failed = await until(
+        async () => ((await base.get(taskId))?.a2a.state === "failed" ? base.get(taskId) : undefined),
+        "the failed run",
+      );
       expect(calls).toHaveLength(3);
       expect(new Set(calls.map((c) => c.idempotencyKey))).toEqual(new Set([`${taskId}:crash:1`]));
       expect(calls.map((c) => c.attempt)).toEqual([1, 2, 3]);
       expect(failed?.lease ?? undefined).toBeUndefined();
       const log = await base.readEvents(taskId, 0);
-      expect(log.filter((e) => e.type === "node.interrupted").map((e) => e.payload)).toEqual([1, 2, 3].map((crashes) => ({ nodeId: "crash", attempt: crashes, crashes, cause: "instance-died" })));
+      expect(log.filter((e) => e.type === "node.interrupted").map((e) => e.payload)).toEqual(
+        [1, 2, 3].map((crashes) => ({ nodeId: "crash", attempt: crashes, crashes, cause: "instance-died" })),
+      );
       expect(log.slice(-3).map((e) => e.type)).toEqual(["node.interrupted", "node.failed", "run.failed"]);
       const error = log.at(-1)?.payload["error"] as { code: string; message: string; nodeId: string };
       expect(error).toMatchObject({ code: "poison_exhausted", nodeId: "crash" });
@@ -133,7 +165,10 @@ function suite(name: string, openStore: () => Promise<TaskStore>) {
       await host.kill();
       host = await life(base, "host-4");
       // Execution 2 fails retryably: its one retry is still there (execution 1 died, it failed nothing), so 3 runs and completes.
-      await until(async () => ((await base.get(task.id))?.a2a.state === "completed" ? true : undefined), "the completed run");
+      await until(
+        async () => ((await base.get(task.id))?.a2a.state === "completed" ? true : undefined),
+        "the completed run",
+      );
       expect(calls.map((c) => c.attempt)).toEqual([1, 2, 3]);
       const log = await base.readEvents(task.id, 0);
       expect(log.filter((e) => e.type === "node.interrupted")).toHaveLength(1);
@@ -151,7 +186,10 @@ function suite(name: string, openStore: () => Promise<TaskStore>) {
       await until(() => calls.length >= 2 || undefined, "the second execution");
       const log = await base.readEvents(task.id, 0);
       expect(log.map((e) => e.type)).not.toContain("node.interrupted");
-      expect(calls.map((c) => [c.idempotencyKey, c.attempt])).toEqual([[`${task.id}:crash:1`, 1], [`${task.id}:crash:1`, 2]]);
+      expect(calls.map((c) => [c.idempotencyKey, c.attempt])).toEqual([
+        [`${task.id}:crash:1`, 1],
+        [`${task.id}:crash:1`, 2],
+      ]);
       await host.kill();
     });
   });

@@ -17,7 +17,12 @@ class CountingConfigs extends MemoryPushConfigStore {
 }
 
 const ctx: CallContext = { principal: { tenant: "default", id: "tester", scopes: "*" } };
-const message = (): Message => ({ messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hello" }], metadata: { skillId: "echo" } });
+const message = (): Message => ({
+  messageId: randomUUID(),
+  role: "user",
+  parts: [{ kind: "text", text: "hello" }],
+  metadata: { skillId: "echo" },
+});
 
 describe("push config lookups", () => {
   let t: TestCore | undefined;
@@ -25,14 +30,25 @@ describe("push config lookups", () => {
 
   it("a task without push configs is never looked up; one with a config is, on its commits", async () => {
     const configs = new CountingConfigs();
-    t = await startTestCore({ PUSH_INSECURE_EPHEMERAL_KEYS: "true", PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true", PUSH_RETRY_BASE_MS: "60000", PUSH_RETRY_MAX_MS: "60000" }, { pushConfigs: configs });
+    t = await startTestCore(
+      {
+        PUSH_INSECURE_EPHEMERAL_KEYS: "true",
+        PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true",
+        PUSH_RETRY_BASE_MS: "60000",
+        PUSH_RETRY_MAX_MS: "60000",
+      },
+      { pushConfigs: configs },
+    );
     expect(t.core.push.enabled).toBe(true);
 
     const plain = await t.core.service.sendMessage({ message: message(), blocking: true }, ctx);
     expect(plain.status.state).toBe("completed");
     expect(configs.listed).not.toContain(plain.id);
 
-    const pushed = await t.core.service.sendMessage({ message: message(), blocking: true, pushNotificationConfig: { url: "http://127.0.0.1:9/hook" } }, ctx);
+    const pushed = await t.core.service.sendMessage(
+      { message: message(), blocking: true, pushNotificationConfig: { url: "http://127.0.0.1:9/hook" } },
+      ctx,
+    );
     expect(pushed.status.state).toBe("completed");
     await expect.poll(() => configs.listed.includes(pushed.id)).toBe(true);
   });

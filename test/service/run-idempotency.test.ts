@@ -41,7 +41,12 @@ describe("RunService idempotency (crash and race paths)", () => {
     const first = await runs.startRun(request, ctx, "k-crash");
     // Simulate the crash window: a reservation naming a run id that was never created.
     const orphanId = randomUUID();
-    await idempotency.reserve({ ...(await idempotency.get(ref("k-crash")))!, key: "k-orphan", resourceId: orphanId, state: "reserved" });
+    await idempotency.reserve({
+      ...(await idempotency.get(ref("k-crash")))!,
+      key: "k-orphan",
+      resourceId: orphanId,
+      state: "reserved",
+    });
     const before = store.creates;
     const retry = await runs.startRun(request, ctx, "k-orphan");
     expect(retry).toMatchObject({ status: 201, replayed: true, body: { runId: orphanId } });

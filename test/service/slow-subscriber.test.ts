@@ -31,7 +31,18 @@ describe("a slow subscriber", () => {
   afterAll(() => t.close());
 
   it("is dropped with a clear error while the task and a fast subscriber carry on", async () => {
-    const task = await t.core.service.sendMessage({ message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "x" }], metadata: { skillId: "busy" } }, blocking: false }, ctx);
+    const task = await t.core.service.sendMessage(
+      {
+        message: {
+          messageId: randomUUID(),
+          role: "user",
+          parts: [{ kind: "text", text: "x" }],
+          metadata: { skillId: "busy" },
+        },
+        blocking: false,
+      },
+      ctx,
+    );
     const slow = t.core.service.subscribe(task.id, ctx);
     expect((await slow.next()).value?.kind).toBe("task");
     const slowNext = slow.next(); // reads one update, then stops reading

@@ -50,7 +50,8 @@ for (const oneCommandWrites of [true, false]) {
         }
         const target = e.command[e.commandName];
         // The durable-timer poll (dueTimers) runs on its own clock, not per task: left out.
-        const timerPoll = e.commandName === "find" && "timerDueAt" in ((e.command["filter"] as object | undefined) ?? {});
+        const timerPoll =
+          e.commandName === "find" && "timerDueAt" in ((e.command["filter"] as object | undefined) ?? {});
         if ((target === "tasks" || target === "task_events") && !timerPoll) commands.push(`${e.commandName}:${target}`);
       });
       store = new CountingStore(client, client.db(dbName), { oneCommandWrites });
@@ -69,7 +70,20 @@ for (const oneCommandWrites of [true, false]) {
       const response = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "go" }], metadata: { skillId } } } }),
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "message/send",
+          params: {
+            message: {
+              kind: "message",
+              messageId: randomUUID(),
+              role: "user",
+              parts: [{ kind: "text", text: "go" }],
+              metadata: { skillId },
+            },
+          },
+        }),
       });
       const body = (await response.json()) as { result: { status: { state: string } } };
       // Let any write the response did not wait for land before counting.
@@ -77,19 +91,29 @@ for (const oneCommandWrites of [true, false]) {
       return { state: body.result.status.state, commands: [...commands], writes: store.writes };
     };
 
-    it(oneCommandWrites ? "echo and approval tasks: no lookup before the create; one write, one command" : "echo and approval tasks: no lookup before the create; one write, two commands", async () => {
-      const echo = await send("echo");
-      expect(echo.state).toBe("completed");
-      const approval = await send("approval-gate");
-      expect(approval.state).toBe("input-required");
-      const path = oneCommandWrites ? "one-command path" : "two-command path";
-      console.log(`store commands per echo task (${path}): ${echo.commands.length} (${echo.commands.join(", ")})`);
-      console.log(`store commands per approval-gate task up to the wait (${path}): ${approval.commands.length} (${approval.commands.join(", ")})`);
-      expect(echo.commands).not.toContain("find:tasks");
-      expect(approval.commands).not.toContain("find:tasks");
-      expect([echo.writes, approval.writes]).toEqual([1, 1]);
-      // The create's events are inserted with the ended task's expiry: no stamp after.
-      for (const task of [echo, approval]) expect(task.commands).toEqual(oneCommandWrites ? ["bulkWrite:task_events,tasks"] : ["insert:task_events", "insert:tasks"]);
-    });
+    it(
+      oneCommandWrites
+        ? "echo and approval tasks: no lookup before the create; one write, one command"
+        : "echo and approval tasks: no lookup before the create; one write, two commands",
+      async () => {
+        const echo = await send("echo");
+        expect(echo.state).toBe("completed");
+        const approval = await send("approval-gate");
+        expect(approval.state).toBe("input-required");
+        const path = oneCommandWrites ? "one-command path" : "two-command path";
+        console.log(`store commands per echo task (${path}): ${echo.commands.length} (${echo.commands.join(", ")})`);
+        console.log(
+          `store commands per approval-gate task up to the wait (${path}): ${approval.commands.length} (${approval.commands.join(", ")})`,
+        );
+        expect(echo.commands).not.toContain("find:tasks");
+        expect(approval.commands).not.toContain("find:tasks");
+        expect([echo.writes, approval.writes]).toEqual([1, 1]);
+        // The create's events are inserted with the ended task's expiry: no stamp after.
+        for (const task of [echo, approval])
+          expect(task.commands).toEqual(
+            oneCommandWrites ? ["bulkWrite:task_events,tasks"] : ["insert:task_events", "insert:tasks"],
+          );
+      },
+    );
   });
 }

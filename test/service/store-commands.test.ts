@@ -73,7 +73,10 @@ class CountingStore implements TaskStore {
   others: string[] = [];
   private current: string[] | undefined;
 
-  constructor(private readonly inner: MongoTaskStore, client: MongoClient) {
+  constructor(
+    private readonly inner: MongoTaskStore,
+    client: MongoClient,
+  ) {
     client.on("commandStarted", (e: CommandStartedEvent) => (this.current ?? this.others).push(`${e.commandName}`));
   }
 
@@ -95,9 +98,15 @@ class CountingStore implements TaskStore {
   }
 
   init = () => this.inner.init();
-  create = (record: TaskRecord, events: RunEvent[]) => this.write("create", events, () => this.inner.create(record, events));
-  commit = (taskId: string, expectedVersion: number, changes: TaskRecordChanges, events: RunEvent[], fence?: LeaseFence) =>
-    this.write("commit", events, () => this.inner.commit(taskId, expectedVersion, changes, events, fence));
+  create = (record: TaskRecord, events: RunEvent[]) =>
+    this.write("create", events, () => this.inner.create(record, events));
+  commit = (
+    taskId: string,
+    expectedVersion: number,
+    changes: TaskRecordChanges,
+    events: RunEvent[],
+    fence?: LeaseFence,
+  ) => this.write("commit", events, () => this.inner.commit(taskId, expectedVersion, changes, events, fence));
   get = (taskId: string) => this.inner.get(taskId);
   readEvents = (taskId: string, from: number, limit?: number) => this.inner.readEvents(taskId, from, limit);
   readHistory: TaskStore["readHistory"] = (...args) => this.inner.readHistory(...args);
@@ -134,10 +143,19 @@ describe(`store commands per task (mongodb: ${inject("mongoBackend")})`, () => {
     // No push worker, and the durable timer scheduler polls once a minute (the most the config allows), so
     // every command counted here is one the task itself caused.
     t = await startTestCore(
-      { WORKFLOWS_DIR: dir, BLOCKING_TIMEOUT_MS: "10000", BLOCKING_FIRST_WRITE_MS: String(FIRST_WRITE_MS), PUSH_ENABLED: "false", TIMER_POLL_MS: "60000", LEASE_HEARTBEAT_MS: "60000", LEASE_TTL_MS: "600000" },
+      {
+        WORKFLOWS_DIR: dir,
+        BLOCKING_TIMEOUT_MS: "10000",
+        BLOCKING_FIRST_WRITE_MS: String(FIRST_WRITE_MS),
+        PUSH_ENABLED: "false",
+        TIMER_POLL_MS: "60000",
+        LEASE_HEARTBEAT_MS: "60000",
+        LEASE_TTL_MS: "600000",
+      },
       { store, handlers: { "notify-outside": notifyOutside, "think-slowly": thinkSlowly } },
     );
-    readWhileThinking = async (taskId) => (await t.core.service.getTask(taskId, undefined, ctx).catch(() => undefined))?.status.state;
+    readWhileThinking = async (taskId) =>
+      (await t.core.service.getTask(taskId, undefined, ctx).catch(() => undefined))?.status.state;
     t.core.hook.onAny((transition) => published.push(transition));
   });
   afterAll(async () => {
@@ -150,8 +168,14 @@ describe(`store commands per task (mongodb: ${inject("mongoBackend")})`, () => {
     published.length = 0;
   });
 
-  const message = (skillId: string): Message => ({ messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hello" }], metadata: { skillId } });
-  const send = (skillId: string, blocking = true) => t.core.service.sendMessage({ message: message(skillId), blocking }, ctx);
+  const message = (skillId: string): Message => ({
+    messageId: randomUUID(),
+    role: "user",
+    parts: [{ kind: "text", text: "hello" }],
+    metadata: { skillId },
+  });
+  const send = (skillId: string, blocking = true) =>
+    t.core.service.sendMessage({ message: message(skillId), blocking }, ctx);
 
   const writes = () => store.writes.map(({ call, events }) => ({ call, events }));
   const expectCommandsPerWrite = () => {
@@ -169,7 +193,12 @@ describe(`store commands per task (mongodb: ${inject("mongoBackend")})`, () => {
   it("echo, blocking: one write (the create, holding the whole run), one command", async () => {
     const task = await send("echo");
     expect(task.status.state).toBe("completed");
-    expect(writes()).toEqual([{ call: "create", events: ["run.created", "run.started", "node.started", "node.completed", "artifact.created", "run.completed"] }]);
+    expect(writes()).toEqual([
+      {
+        call: "create",
+        events: ["run.created", "run.started", "node.started", "node.completed", "artifact.created", "run.completed"],
+      },
+    ]);
     expectCommandsPerWrite();
     // Nothing besides the write: the messageId check is the create itself (a unique index on the idempotency
     // key), and the answer is the task as written (no read to wait for it), so an echo task costs 1 command.
@@ -183,7 +212,13 @@ describe(`store commands per task (mongodb: ${inject("mongoBackend")})`, () => {
   it("echo, not blocking: the acknowledged create first, then node.completed with completed", async () => {
     const task = await send("echo", false);
     expect(task.status.state).not.toBe("completed");
-    await t.core.observer.waitUntil({ taskId: task.id, tenant: "default", start: await t.core.reads.get(task.id, "default"), until: (r) => r.a2a.state === "completed", timeoutMs: 5000 });
+    await t.core.observer.waitUntil({
+      taskId: task.id,
+      tenant: "default",
+      start: await t.core.reads.get(task.id, "default"),
+      until: (r) => r.a2a.state === "completed",
+      timeoutMs: 5000,
+    });
     expect(writes()).toEqual([
       { call: "create", events: ["run.created", "run.started", "node.started"] },
       { call: "commit", events: ["node.completed", "artifact.created", "run.completed"] },
@@ -195,7 +230,19 @@ describe(`store commands per task (mongodb: ${inject("mongoBackend")})`, () => {
     const task = await send("approval-gate");
     expect(task.status.state).toBe("input-required");
     expect(writes()).toEqual([
-      { call: "create", events: ["run.created", "run.started", "node.started", "node.completed", "artifact.created", "node.suspended", "interrupt.requested", "approval.requested"] },
+      {
+        call: "create",
+        events: [
+          "run.created",
+          "run.started",
+          "node.started",
+          "node.completed",
+          "artifact.created",
+          "node.suspended",
+          "interrupt.requested",
+          "approval.requested",
+        ],
+      },
     ]);
     expectCommandsPerWrite();
     expect(store.others).toEqual([]);
@@ -217,7 +264,12 @@ describe(`store commands per task (mongodb: ${inject("mongoBackend")})`, () => {
   it("a gate as the first node: created → started → waiting in the create", async () => {
     const task = await send("conformance-approval");
     expect(task.status.state).toBe("input-required");
-    expect(writes()).toEqual([{ call: "create", events: ["run.created", "run.started", "node.suspended", "interrupt.requested", "approval.requested"] }]);
+    expect(writes()).toEqual([
+      {
+        call: "create",
+        events: ["run.created", "run.started", "node.suspended", "interrupt.requested", "approval.requested"],
+      },
+    ]);
     expectCommandsPerWrite();
     await expectLogIntact(task.id);
   });
@@ -225,7 +277,20 @@ describe(`store commands per task (mongodb: ${inject("mongoBackend")})`, () => {
   it("a conversation longer than the head's window: reading all of it is one more command (the log), the newest part none", async () => {
     const task = await send("approval-gate");
     const reply = (i: number) =>
-      t.core.service.sendMessage({ message: { messageId: `ask-${task.id}-${i}`, role: "user", taskId: task.id, contextId: task.contextId, parts: [{ kind: "data", data: { action: "ask", question: `why ${i}?` } }] }, blocking: true, history: 2 }, ctx);
+      t.core.service.sendMessage(
+        {
+          message: {
+            messageId: `ask-${task.id}-${i}`,
+            role: "user",
+            taskId: task.id,
+            contextId: task.contextId,
+            parts: [{ kind: "data", data: { action: "ask", question: `why ${i}?` } }],
+          },
+          blocking: true,
+          history: 2,
+        },
+        ctx,
+      );
     // Commands on the log's collection (the head's own reads depend on whether the task is held in memory).
     let logCommands: string[] = [];
     const onCommand = (e: CommandStartedEvent) => {
@@ -241,11 +306,17 @@ describe(`store commands per task (mongodb: ${inject("mongoBackend")})`, () => {
     expect((await t.core.service.getTask(task.id, undefined, ctx)).history).toHaveLength(2);
     // Each "ask" adds the question and the agent's answer; the head keeps the newest RECENT_HISTORY of them.
     const replies = RECENT_HISTORY;
-    for (let i = 0; i < replies; i++) expect((await reply(i)).history.map((m) => m.messageId)).toEqual([`ask-${task.id}-${i}`, expect.any(String)]);
+    for (let i = 0; i < replies; i++)
+      expect((await reply(i)).history.map((m) => m.messageId)).toEqual([`ask-${task.id}-${i}`, expect.any(String)]);
     const all = await commandsOf(() => t.core.service.getTask(task.id, undefined, ctx));
     expect(all.result.history).toHaveLength(2 + 2 * replies);
     expect(all.result.history[0]!.parts).toEqual(message("approval-gate").parts);
-    expect(all.result.history.filter((m) => m.role === "user").map((m) => m.messageId).slice(1)).toEqual(Array.from({ length: replies }, (_, i) => `ask-${task.id}-${i}`));
+    expect(
+      all.result.history
+        .filter((m) => m.role === "user")
+        .map((m) => m.messageId)
+        .slice(1),
+    ).toEqual(Array.from({ length: replies }, (_, i) => `ask-${task.id}-${i}`));
     // The newest messages come from the head alone; reaching further back is one read of the log.
     const recent = await commandsOf(() => t.core.service.getTask(task.id, RECENT_HISTORY, ctx));
     expect(recent.result.history).toEqual(all.result.history.slice(-RECENT_HISTORY));
@@ -264,7 +335,11 @@ describe(`store commands per task (mongodb: ${inject("mongoBackend")})`, () => {
   it("a handler with side effects: its node.started is written alone, before it runs", async () => {
     const task = await send("side-effect");
     expect(task.status.state).toBe("completed");
-    expect(store.writes.map((w) => w.events)).toEqual([["run.created", "run.started"], ["node.started"], ["node.completed", "run.completed"]]);
+    expect(store.writes.map((w) => w.events)).toEqual([
+      ["run.created", "run.started"],
+      ["node.started"],
+      ["node.completed", "run.completed"],
+    ]);
     expectCommandsPerWrite();
     expect(writtenWhenRun).toEqual([["run.created", "run.started"], ["node.started"]]);
     await expectLogIntact(task.id);

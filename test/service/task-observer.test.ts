@@ -29,7 +29,13 @@ describe("the task observer", () => {
   afterAll(() => t.close());
 
   const start = async (skillId: string) => {
-    const task = await t.core.service.sendMessage({ message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "x" }], metadata: { skillId } }, blocking: false }, ctx);
+    const task = await t.core.service.sendMessage(
+      {
+        message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "x" }], metadata: { skillId } },
+        blocking: false,
+      },
+      ctx,
+    );
     return t.core.reads.get(task.id, "default");
   };
 
@@ -47,7 +53,12 @@ describe("the task observer", () => {
 
   it("follow from past the end of a finished run ends at once", async () => {
     const record = await start("echo");
-    const done = await t.core.observer.waitUntil({ taskId: record.taskId, tenant: "default", until: (r) => r.status === "completed", timeoutMs: 5000 });
+    const done = await t.core.observer.waitUntil({
+      taskId: record.taskId,
+      tenant: "default",
+      until: (r) => r.status === "completed",
+      timeoutMs: 5000,
+    });
     expect(done.status).toBe("completed");
     const rest: RunEvent[] = [];
     for await (const event of t.core.observer.follow(done, done.version + 1, { onOverflow: "drop" })) rest.push(event);
@@ -56,7 +67,13 @@ describe("the task observer", () => {
 
   it("waitUntil answers the latest committed record when the condition does not come in time", async () => {
     const record = await start("approval-gate");
-    const latest = await t.core.observer.waitUntil({ taskId: record.taskId, tenant: "default", start: record, until: () => false, timeoutMs: 300 });
+    const latest = await t.core.observer.waitUntil({
+      taskId: record.taskId,
+      tenant: "default",
+      start: record,
+      until: () => false,
+      timeoutMs: 300,
+    });
     expect(latest.status).toBe("waiting-approval");
     expect(latest.version).toBe((await t.core.reads.get(record.taskId, "default")).version);
   });

@@ -58,15 +58,33 @@ function sizeCaps(name: string, open: () => Promise<TaskStore>) {
 
     it("82 replies of 200 KB: all accepted, the task head stays bounded, the whole history stays readable", async () => {
       const store = await open();
-      t = await startTestApp({ MAX_BODY_BYTES: String(2 * 1024 * KB), MAX_TASK_BYTES: String(LIMITS.maxTaskBytes), MAX_MESSAGE_BYTES: String(LIMITS.maxMessageBytes) }, store);
-      const created = await rpc(t, "message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "draft" }], metadata: { skillId: "approval-gate" } } });
+      t = await startTestApp(
+        {
+          MAX_BODY_BYTES: String(2 * 1024 * KB),
+          MAX_TASK_BYTES: String(LIMITS.maxTaskBytes),
+          MAX_MESSAGE_BYTES: String(LIMITS.maxMessageBytes),
+        },
+        store,
+      );
+      const created = await rpc(t, "message/send", {
+        message: {
+          kind: "message",
+          messageId: randomUUID(),
+          role: "user",
+          parts: [{ kind: "text", text: "draft" }],
+          metadata: { skillId: "approval-gate" },
+        },
+      });
       const task = created.result!;
       expect(task.status.state).toBe("input-required");
 
       const replies = 82;
       let headBytes = 0;
       for (let i = 0; i < replies; i++) {
-        const answer = await rpc(t, "message/send", { ...bigReply(task, 200 * KB), configuration: { historyLength: 1 } });
+        const answer = await rpc(t, "message/send", {
+          ...bigReply(task, 200 * KB),
+          configuration: { historyLength: 1 },
+        });
         expect(answer.error, `reply ${i}`).toBeUndefined();
         headBytes = Math.max(headBytes, Buffer.byteLength(JSON.stringify((await store.get(task.id))!.snapshot)));
       }
@@ -75,7 +93,9 @@ function sizeCaps(name: string, open: () => Promise<TaskStore>) {
 
       // Every message is there, in order: the first request, then each reply with the agent's question after it.
       const read = await rpc(t, "tasks/get", { id: task.id });
-      const history = (read.result as unknown as { history: Array<{ role: string; parts: Array<{ kind: string; text?: string }> }> }).history;
+      const history = (
+        read.result as unknown as { history: Array<{ role: string; parts: Array<{ kind: string; text?: string }> }> }
+      ).history;
       expect(history).toHaveLength(2 + 2 * replies);
       expect(history[0]!.parts[0]!.text).toBe("draft");
       expect(history.filter((m) => m.role === "user" && m.parts[0]!.text?.length === 200 * KB)).toHaveLength(replies);
@@ -93,7 +113,13 @@ function sizeCaps(name: string, open: () => Promise<TaskStore>) {
       const http = await fetch(`${t.baseUrl}/v1/message:send`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ message: { messageId: randomUUID(), role: "ROLE_USER", content: [{ text: "x".repeat(LIMITS.maxMessageBytes + KB) }] } }),
+        body: JSON.stringify({
+          message: {
+            messageId: randomUUID(),
+            role: "ROLE_USER",
+            content: [{ text: "x".repeat(LIMITS.maxMessageBytes + KB) }],
+          },
+        }),
       });
       expect(http.status).toBe(413);
       expect((await store.get(task.id))?.version).toBe(before?.version);

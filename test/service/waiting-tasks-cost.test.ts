@@ -46,10 +46,24 @@ describe("the cost of a create does not grow with waiting tasks", () => {
   });
 
   const send = () =>
-    t.core.service.sendMessage({ message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "hello" }], metadata: { skillId: "approval-gate" } }, blocking: true }, ctx);
+    t.core.service.sendMessage(
+      {
+        message: {
+          messageId: randomUUID(),
+          role: "user",
+          parts: [{ kind: "text", text: "hello" }],
+          metadata: { skillId: "approval-gate" },
+        },
+        blocking: true,
+      },
+      ctx,
+    );
 
   const examined = async () => {
-    const q = (await admin.db("admin").command({ serverStatus: 1 }))["metrics"]["queryExecutor"] as { scanned: BSON.Long; scannedObjects: BSON.Long };
+    const q = (await admin.db("admin").command({ serverStatus: 1 }))["metrics"]["queryExecutor"] as {
+      scanned: BSON.Long;
+      scannedObjects: BSON.Long;
+    };
     return { keys: Number(q.scanned), docs: Number(q.scannedObjects) };
   };
 
@@ -66,20 +80,38 @@ describe("the cost of a create does not grow with waiting tasks", () => {
   async function seedWaiting(taskId: string): Promise<void> {
     const db = admin.db(dbName);
     const head = await db.collection("tasks").findOne({ _id: taskId as unknown as BSON.ObjectId });
-    const events = await db.collection("task_events").find({ taskId }, { projection: { _id: 0 } }).toArray();
+    const events = await db
+      .collection("task_events")
+      .find({ taskId }, { projection: { _id: 0 } })
+      .toArray();
     const ids = [taskId, String(head!["contextId"]), String(head!["idempotencyKey"])];
-    const text = { head: BSON.EJSON.stringify(head, { relaxed: false }), events: BSON.EJSON.stringify(events, { relaxed: false }) };
-    const copy = (json: string, fresh: Map<string, string>) => BSON.EJSON.parse(ids.reduce((s, id) => s.replaceAll(id, fresh.get(id)!), json), { relaxed: false }) as Document;
+    const text = {
+      head: BSON.EJSON.stringify(head, { relaxed: false }),
+      events: BSON.EJSON.stringify(events, { relaxed: false }),
+    };
+    const copy = (json: string, fresh: Map<string, string>) =>
+      BSON.EJSON.parse(
+        ids.reduce((s, id) => s.replaceAll(id, fresh.get(id)!), json),
+        { relaxed: false },
+      ) as Document;
     const fresh = Array.from({ length: WAITING }, () => new Map(ids.map((id) => [id, randomUUID()])));
-    await db.collection("task_events").insertMany(fresh.flatMap((m) => copy(text.events, m) as Document[]), { ordered: false });
-    await db.collection("tasks").insertMany(fresh.map((m) => copy(text.head, m)), { ordered: false });
+    await db.collection("task_events").insertMany(
+      fresh.flatMap((m) => copy(text.events, m) as Document[]),
+      { ordered: false },
+    );
+    await db.collection("tasks").insertMany(
+      fresh.map((m) => copy(text.head, m)),
+      { ordered: false },
+    );
   }
 
   it(`sends the same commands and examines the same keys and documents with ${WAITING} tasks waiting`, async () => {
     const template = await send();
     const empty = await createCost();
     await seedWaiting(template.id);
-    expect(await admin.db(dbName).collection("tasks").countDocuments({ "a2a.state": "input-required" })).toBeGreaterThanOrEqual(WAITING);
+    expect(
+      await admin.db(dbName).collection("tasks").countDocuments({ "a2a.state": "input-required" }),
+    ).toBeGreaterThanOrEqual(WAITING);
     const full = await createCost();
     expect(empty.commands.length).toBeGreaterThan(0);
     expect(full).toEqual(empty);

@@ -45,10 +45,21 @@ describe("workflows through the A2A service", () => {
   });
   afterAll(() => t.close());
 
-  const msg = (text: string, skillId?: string): Message => ({ messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], ...(skillId ? { metadata: { skillId } } : {}) });
-  const data = (taskId: string, value: Record<string, unknown>): Message => ({ messageId: randomUUID(), role: "user", taskId, parts: [{ kind: "data", data: value }] });
+  const msg = (text: string, skillId?: string): Message => ({
+    messageId: randomUUID(),
+    role: "user",
+    parts: [{ kind: "text", text }],
+    ...(skillId ? { metadata: { skillId } } : {}),
+  });
+  const data = (taskId: string, value: Record<string, unknown>): Message => ({
+    messageId: randomUUID(),
+    role: "user",
+    taskId,
+    parts: [{ kind: "data", data: value }],
+  });
   const send = (message: Message) => t.core.service.sendMessage({ message, blocking: true }, ctx);
-  const interrupt = (task: Task) => (task.metadata["openwop"] as { interrupt?: { kind: string; nodeId: string } }).interrupt;
+  const interrupt = (task: Task) =>
+    (task.metadata["openwop"] as { interrupt?: { kind: string; nodeId: string } }).interrupt;
   const artifactText = (task: Task, name: string) => {
     const part = task.artifacts.find((a) => a.name === name)?.parts[0];
     return part?.kind === "text" ? part.text : undefined;
@@ -58,7 +69,9 @@ describe("workflows through the A2A service", () => {
     let task = await send(msg("Aurora headphones", "campaign-brief"));
     expect(task.status.state).toBe("input-required");
     expect(interrupt(task)).toMatchObject({ kind: "approval", nodeId: "review-brief" });
-    task = await send(data(task.id, { action: "refine", refineFeedback: { scope: "whole", text: "mention the battery life" } }));
+    task = await send(
+      data(task.id, { action: "refine", refineFeedback: { scope: "whole", text: "mention the battery life" } }),
+    );
     expect(interrupt(task)?.nodeId).toBe("review-brief");
     expect(artifactText(task, "brief")).toContain("mention the battery life");
     task = await send(data(task.id, { action: "accept" }));
@@ -69,8 +82,14 @@ describe("workflows through the A2A service", () => {
     expect(task.artifacts.map((a) => a.name)).toEqual(["brief", "channel-plan", "campaign"]);
     const log = await t.store.readEvents(task.id, 0);
     expect(log.filter((e) => e.type === "node.started" && e.nodeId === "draft")).toHaveLength(2);
-    const received = log.filter((e) => e.type === "approval.received").map((e) => [e.payload["action"], e.payload["decidedBy"]]);
-    expect(received).toEqual([["refine", "alice"], ["accept", "alice"], ["edit-accept", "alice"]]);
+    const received = log
+      .filter((e) => e.type === "approval.received")
+      .map((e) => [e.payload["action"], e.payload["decidedBy"]]);
+    expect(received).toEqual([
+      ["refine", "alice"],
+      ["accept", "alice"],
+      ["edit-accept", "alice"],
+    ]);
   });
 
   it("approval ask does not end the wait", async () => {
@@ -98,7 +117,12 @@ describe("workflows through the A2A service", () => {
     expect(task.status.state).toBe("input-required");
     expect(interrupt(task)?.kind).toBe("clarification");
     expect(task.status.message?.parts[0]).toMatchObject({ kind: "text" });
-    task = await send({ messageId: randomUUID(), role: "user", taskId: task.id, parts: [{ kind: "text", text: "night-shift nurses" }] });
+    task = await send({
+      messageId: randomUUID(),
+      role: "user",
+      taskId: task.id,
+      parts: [{ kind: "text", text: "night-shift nurses" }],
+    });
     expect(task.status.state).toBe("completed");
     expect(artifactText(task, "message")).toBe("Message for night-shift nurses: New office hours");
   });
@@ -106,7 +130,10 @@ describe("workflows through the A2A service", () => {
   it("a handler that throws fails the task with its code, not the process", async () => {
     const task = await send(msg("x", "failing"));
     expect(task.status.state).toBe("failed");
-    expect((task.metadata["openwop"] as { error: { code: string; message: string } }).error).toEqual({ code: "upstream_down", message: "the upstream is down" });
+    expect((task.metadata["openwop"] as { error: { code: string; message: string } }).error).toEqual({
+      code: "upstream_down",
+      message: "the upstream is down",
+    });
   });
 
   it("an approval gate that times out is auto-rejected by the durable timer", async () => {
@@ -121,7 +148,10 @@ describe("workflows through the A2A service", () => {
     expect(current.status.state).toBe("failed");
     expect((current.metadata["openwop"] as { error: { code: string } }).error.code).toBe("approval_timeout");
     const log = await t.store.readEvents(task.id, 0);
-    expect(log.find((e) => e.type === "approval.received")?.payload).toMatchObject({ action: "timeout", decidedBy: "system:timeout" });
+    expect(log.find((e) => e.type === "approval.received")?.payload).toMatchObject({
+      action: "timeout",
+      decidedBy: "system:timeout",
+    });
   });
 
   it("a delay node waits on a durable timer and the task is passivated meanwhile", async () => {
@@ -130,7 +160,9 @@ describe("workflows through the A2A service", () => {
     expect(t.core.supervisor.liveTaskCount()).toBe(0);
     const record = await t.store.get(task.id);
     expect(record?.timerDueAt).toBeTruthy();
-    const done = await t.core.service.sendMessage({ message: data(task.id, {}), blocking: true }, ctx).catch((e: unknown) => e);
+    const done = await t.core.service
+      .sendMessage({ message: data(task.id, {}), blocking: true }, ctx)
+      .catch((e: unknown) => e);
     expect(done).toBeInstanceOf(DomainError);
     const deadline = Date.now() + 5000;
     let current = await t.core.service.getTask(task.id, undefined, ctx);
@@ -150,7 +182,10 @@ describe("workflows through the A2A service", () => {
   });
 
   it("cancels a running handler and ends in canceled", async () => {
-    const task = await t.core.service.sendMessage({ message: msg("long", "conformance-cancellable"), blocking: false }, ctx);
+    const task = await t.core.service.sendMessage(
+      { message: msg("long", "conformance-cancellable"), blocking: false },
+      ctx,
+    );
     await new Promise((r) => setTimeout(r, 100));
     expect((await t.core.service.getTask(task.id, undefined, ctx)).status.state).toBe("working");
     const cancelled = await t.core.service.cancelTask(task.id, ctx);

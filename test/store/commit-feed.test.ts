@@ -38,7 +38,9 @@ describe("the MongoDB commit feed", () => {
   });
 
   it("refuses to start when a change stream is required and the server has none", async () => {
-    await expect(openMongoCommitFeed(standaloneClient.db(dbName), { mode: "change-stream", pollMs: 50 }, noError)).rejects.toThrow(/only supported on replica sets/);
+    await expect(
+      openMongoCommitFeed(standaloneClient.db(dbName), { mode: "change-stream", pollMs: 50 }, noError),
+    ).rejects.toThrow(/only supported on replica sets/);
   });
 
   it("hands each task's followers the version of every head move (insert, replace, an update of `version`), in order, and nothing of other tasks", async () => {
@@ -56,7 +58,10 @@ describe("the MongoDB commit feed", () => {
     await heads.updateOne({ _id: "t2" }, { $set: { version: 1 } });
     await heads.updateOne({ _id: "t1" }, { $set: { version: 2, status: "running" } });
     // Head writes that do not move the version (a lease, a timer claim, a redo cleanup, the same version set again): not sent.
-    await heads.updateOne({ _id: "t1" }, { $set: { leaseOwner: "a", leaseExpiresAt: new Date() }, $inc: { leaseEpoch: 1 } });
+    await heads.updateOne(
+      { _id: "t1" },
+      { $set: { leaseOwner: "a", leaseExpiresAt: new Date() }, $inc: { leaseEpoch: 1 } },
+    );
     await heads.updateOne({ _id: "t1" }, { $set: { timerDueAt: new Date() } });
     await heads.updateOne({ _id: "t1" }, { $unset: { "redo.s2": "" } });
     await heads.updateOne({ _id: "t1" }, { $set: { version: 2, status: "working" } });
@@ -137,7 +142,11 @@ describe("the change stream feed when its client goes away", () => {
   it("stops watching (no restart loop) when the store's client is closed under it", async () => {
     const client = await MongoClient.connect(inject("mongoUri"));
     const errors: unknown[] = [];
-    const feed = await openMongoCommitFeed(client.db(testDbName("closed")), { mode: "change-stream", pollMs: 50 }, (err) => errors.push(err));
+    const feed = await openMongoCommitFeed(
+      client.db(testDbName("closed")),
+      { mode: "change-stream", pollMs: 50 },
+      (err) => errors.push(err),
+    );
     await client.close();
     await new Promise((r) => setTimeout(r, 500));
     // The loop ended on its own: the feed's close does not reopen anything, and the client stays closed.

@@ -17,7 +17,14 @@ import { testDbName } from "../support/mongo.js";
 import { record } from "../support/task-records.js";
 
 const at = () => new Date().toISOString();
-const event = (taskId: string, sequence: number, type = "node.started"): RunEvent => ({ eventId: `${taskId}:${sequence}`, runId: taskId, type, payload: { n: sequence }, timestamp: at(), sequence });
+const event = (taskId: string, sequence: number, type = "node.started"): RunEvent => ({
+  eventId: `${taskId}:${sequence}`,
+  runId: taskId,
+  type,
+  payload: { n: sequence },
+  timestamp: at(),
+  sequence,
+});
 
 for (const mode of ["change-stream", "poll"] as const) {
   describe(`following a task another instance writes (${mode})`, () => {
@@ -39,11 +46,16 @@ for (const mode of ["change-stream", "poll"] as const) {
         throw err;
       });
       const reads = {
-        get: async (taskId: string) => (await reader.get(taskId)) ?? Promise.reject(new DomainError("task-not-found", taskId)),
+        get: async (taskId: string) =>
+          (await reader.get(taskId)) ?? Promise.reject(new DomainError("task-not-found", taskId)),
         readEvents: (taskId: string, from: number, limit?: number) => reader.readEvents(taskId, from, limit),
       };
       // The reader's own hook never hears the writer: only the feed does.
-      observer = new TaskObserver({ reads, commits: new CommitBus(new TransitionHook(createLogger("silent")), feed), maxBuffered: 16 });
+      observer = new TaskObserver({
+        reads,
+        commits: new CommitBus(new TransitionHook(createLogger("silent")), feed),
+        maxBuffered: 16,
+      });
     });
     afterAll(async () => {
       await feed?.close();
@@ -59,16 +71,24 @@ for (const mode of ["change-stream", "poll"] as const) {
       try {
         expect((await follower.next()).value).toMatchObject({ sequence: 0, type: "run.created" });
         // What a commit that died after its events write leaves: an event above the head.
-        await writerClient.db(dbName).collection("task_events").insertOne({ ...event(taskId, 1, "orphan"), taskId });
+        await writerClient
+          .db(dbName)
+          .collection("task_events")
+          .insertOne({ ...event(taskId, 1, "orphan"), taskId });
         let early: unknown;
         const next = follower.next().then((r) => (early ??= r.value));
         await new Promise((r) => setTimeout(r, 150));
         expect(early).toBeUndefined();
         const { snapshot, a2a, expireAt, timerDueAt } = record(taskId);
-        await writer.commit(taskId, 0, { status: "running", a2a, snapshot, updatedAt: at(), expireAt, timerDueAt }, [event(taskId, 1), event(taskId, 2)]);
+        await writer.commit(taskId, 0, { status: "running", a2a, snapshot, updatedAt: at(), expireAt, timerDueAt }, [
+          event(taskId, 1),
+          event(taskId, 2),
+        ]);
         expect(await next).toMatchObject({ sequence: 1, type: "node.started" });
         expect((await follower.next()).value).toMatchObject({ sequence: 2, type: "node.started" });
-        await writer.commit(taskId, 2, { status: "completed", a2a, snapshot, updatedAt: at(), expireAt, timerDueAt }, [event(taskId, 3, "run.completed")]);
+        await writer.commit(taskId, 2, { status: "completed", a2a, snapshot, updatedAt: at(), expireAt, timerDueAt }, [
+          event(taskId, 3, "run.completed"),
+        ]);
         expect((await follower.next()).value).toMatchObject({ sequence: 3, type: "run.completed" });
         expect((await follower.next()).done).toBe(true);
       } finally {
@@ -80,11 +100,20 @@ for (const mode of ["change-stream", "poll"] as const) {
       const taskId = randomUUID();
       await writer.create(record(taskId), [event(taskId, 0, "run.created")]);
       const { snapshot, a2a, expireAt, timerDueAt } = record(taskId);
-      await writer.commit(taskId, 0, { status: "running", a2a, snapshot, updatedAt: at(), expireAt, timerDueAt }, [event(taskId, 1)]);
+      await writer.commit(taskId, 0, { status: "running", a2a, snapshot, updatedAt: at(), expireAt, timerDueAt }, [
+        event(taskId, 1),
+      ]);
       // Far longer than the test's timeout: only the feed can end this wait in time.
-      const waiting = observer.waitUntil({ taskId, tenant: "t1", until: (r) => r.status === "completed", timeoutMs: 600_000 });
+      const waiting = observer.waitUntil({
+        taskId,
+        tenant: "t1",
+        until: (r) => r.status === "completed",
+        timeoutMs: 600_000,
+      });
       await new Promise((r) => setTimeout(r, 100)); // its first read (running) is done
-      await writer.commit(taskId, 1, { status: "completed", a2a, snapshot, updatedAt: at(), expireAt, timerDueAt }, [event(taskId, 2, "run.completed")]);
+      await writer.commit(taskId, 1, { status: "completed", a2a, snapshot, updatedAt: at(), expireAt, timerDueAt }, [
+        event(taskId, 2, "run.completed"),
+      ]);
       expect(await waiting).toMatchObject({ status: "completed", version: 2 });
     }, 20_000);
   });

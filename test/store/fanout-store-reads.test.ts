@@ -53,7 +53,8 @@ async function fixture(dbName: string): Promise<Fixture> {
 
 function observerOn(reader: MongoTaskStore, hook: TransitionHook, feed?: CommitFeed): TaskObserver {
   const reads = {
-    get: async (taskId: string) => (await reader.get(taskId)) ?? Promise.reject(new DomainError("task-not-found", taskId)),
+    get: async (taskId: string) =>
+      (await reader.get(taskId)) ?? Promise.reject(new DomainError("task-not-found", taskId)),
     readEvents: (taskId: string, from: number, limit?: number) => reader.readEvents(taskId, from, limit),
   };
   return new TaskObserver({ reads, commits: new CommitBus(hook, feed), maxBuffered: 16 });
@@ -77,7 +78,10 @@ async function until(condition: () => boolean, what: string): Promise<void> {
   if (!condition()) throw new Error(`timed out waiting for ${what}`);
 }
 
-const terminal = (taskId: string, sequence: number): RunEvent => ({ ...events(taskId, sequence, 1)[0]!, type: "run.completed" });
+const terminal = (taskId: string, sequence: number): RunEvent => ({
+  ...events(taskId, sequence, 1)[0]!,
+  type: "run.completed",
+});
 
 for (const mode of ["change-stream", "poll"] as const) {
   describe(`${FOLLOWERS} followers of a task another instance writes (${mode})`, () => {

@@ -51,7 +51,10 @@ function contract(name: string, open: () => Promise<IdempotencyStore>, close: ()
       const r = ref();
       const first = record(r);
       await store.reserve(first);
-      const response = { status: 201, body: { runId: first.resourceId, status: "pending", eventsUrl: "/e", statusUrl: "/s" } };
+      const response = {
+        status: 201,
+        body: { runId: first.resourceId, status: "pending", eventsUrl: "/e", statusUrl: "/s" },
+      };
       await store.complete(r, response);
       expect(await store.get(r)).toEqual({ ...first, state: "completed", response });
       expect(await store.reserve(record(r))).toEqual({ ...first, state: "completed", response });
@@ -73,7 +76,12 @@ function contract(name: string, open: () => Promise<IdempotencyStore>, close: ()
 
     it("keys are private to (tenant, principal, operation)", async () => {
       const key = randomUUID();
-      for (const r of [ref({ key }), ref({ key, tenant: "t2" }), ref({ key, principal: "p2" }), ref({ key, operation: "POST /v1/other" })]) {
+      for (const r of [
+        ref({ key }),
+        ref({ key, tenant: "t2" }),
+        ref({ key, principal: "p2" }),
+        ref({ key, operation: "POST /v1/other" }),
+      ]) {
         expect(await store.reserve(record(r))).toBeNull();
       }
     });
@@ -103,7 +111,11 @@ function contract(name: string, open: () => Promise<IdempotencyStore>, close: ()
   });
 }
 
-contract("memory", async () => new MemoryIdempotencyStore(now), async () => {});
+contract(
+  "memory",
+  async () => new MemoryIdempotencyStore(now),
+  async () => {},
+);
 
 let client: MongoClient;
 const dbName = testDbName("idempotency");
@@ -130,7 +142,10 @@ describe("MongoIdempotencyStore indexes", () => {
     try {
       await new MongoIdempotencyStore(db).init();
       const indexes = await db.collection("idempotency_keys").listIndexes().toArray();
-      expect(indexes.find((i) => i["name"] === "idempotency_ttl")).toMatchObject({ key: { expireAt: 1 }, expireAfterSeconds: 0 });
+      expect(indexes.find((i) => i["name"] === "idempotency_ttl")).toMatchObject({
+        key: { expireAt: 1 },
+        expireAfterSeconds: 0,
+      });
     } finally {
       await db.dropDatabase();
       await c.close();

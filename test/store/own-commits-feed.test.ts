@@ -42,7 +42,9 @@ function countStreams(client: MongoClient): StreamCounts {
   };
   const streamRequests = new Set<number>();
   client.on("commandStarted", (e: CommandStartedEvent) => {
-    const opensStream = e.commandName === "aggregate" && (e.command["pipeline"] as Document[] | undefined)?.[0]?.["$changeStream"] !== undefined;
+    const opensStream =
+      e.commandName === "aggregate" &&
+      (e.command["pipeline"] as Document[] | undefined)?.[0]?.["$changeStream"] !== undefined;
     const streamMore = e.commandName === "getMore" && e.command["collection"] === "tasks";
     if (e.command[e.commandName] === "tasks" || streamMore) {
       if (opensStream || streamMore) streamRequests.add(e.requestId);
@@ -164,7 +166,20 @@ describe("one instance alone, running echo tasks", () => {
     const response = await fetch(`${t.baseUrl}/a2a/jsonrpc`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "go" }], metadata: { skillId: "echo" } } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "message/send",
+        params: {
+          message: {
+            kind: "message",
+            messageId: randomUUID(),
+            role: "user",
+            parts: [{ kind: "text", text: "go" }],
+            metadata: { skillId: "echo" },
+          },
+        },
+      }),
     });
     const { result } = (await response.json()) as { result: { id: string; status: { state: string } } };
     return { id: result.id, state: result.status.state };
@@ -182,7 +197,9 @@ describe("one instance alone, running echo tasks", () => {
     const taskId = randomUUID();
     await otherStore.create(record(taskId), events(taskId, 0, 1));
     await until(() => streams.docs > 0, "the other writer's create on this instance's stream");
-    console.log(`change stream per echo task (${TASKS} tasks in ${elapsed} ms, one instance): ${(own.getMores / TASKS).toFixed(2)} getMore, ${(own.docs / TASKS).toFixed(2)} documents`);
+    console.log(
+      `change stream per echo task (${TASKS} tasks in ${elapsed} ms, one instance): ${(own.getMores / TASKS).toFixed(2)} getMore, ${(own.docs / TASKS).toFixed(2)} documents`,
+    );
     expect(own.docs).toBe(0);
     expect(streams.docs).toBe(1);
   });
@@ -207,11 +224,16 @@ describe("a commit of unknown outcome (applied, its reply lost)", () => {
     await store.init();
     feed = await store.openCommitFeed(FEED, noError);
     const reads = {
-      get: async (taskId: string) => (await store.get(taskId)) ?? Promise.reject(new DomainError("task-not-found", taskId)),
+      get: async (taskId: string) =>
+        (await store.get(taskId)) ?? Promise.reject(new DomainError("task-not-found", taskId)),
       readEvents: (taskId: string, from: number, limit?: number) => store.readEvents(taskId, from, limit),
     };
     // Nobody publishes to this hook: as for the engine, a commit that threw is never published.
-    observer = new TaskObserver({ reads, commits: new CommitBus(new TransitionHook(createLogger("silent")), feed), maxBuffered: 16 });
+    observer = new TaskObserver({
+      reads,
+      commits: new CommitBus(new TransitionHook(createLogger("silent")), feed),
+      maxBuffered: 16,
+    });
   });
   afterAll(async () => {
     await admin?.db("admin").command({ configureFailPoint: "failCommand", mode: "off" });
@@ -228,8 +250,16 @@ describe("a commit of unknown outcome (applied, its reply lost)", () => {
     await new Promise((r) => setTimeout(r, 100)); // its first read (version 0) is done
     // The commit is applied and its connection closed before the reply; the driver's retry meets a closed
     // connection too: the store call fails although the head moved.
-    await admin.db("admin").command({ configureFailPoint: "onPrimaryTransactionalWrite", mode: { times: 1 }, data: { closeConnection: true } });
-    await admin.db("admin").command({ configureFailPoint: "failCommand", mode: { skip: 1 }, data: { failCommands: ["bulkWrite", "insert", "update"], appName: APP, closeConnection: true } });
+    await admin.db("admin").command({
+      configureFailPoint: "onPrimaryTransactionalWrite",
+      mode: { times: 1 },
+      data: { closeConnection: true },
+    });
+    await admin.db("admin").command({
+      configureFailPoint: "failCommand",
+      mode: { skip: 1 },
+      data: { failCommands: ["bulkWrite", "insert", "update"], appName: APP, closeConnection: true },
+    });
     let failure: unknown;
     await store.commit(taskId, 0, changes("running"), events(taskId, 1, 1)).catch((err: unknown) => (failure = err));
     await admin.db("admin").command({ configureFailPoint: "failCommand", mode: "off" });
@@ -243,8 +273,14 @@ describe("a commit of unknown outcome (applied, its reply lost)", () => {
     await store.create(record(taskId), events(taskId, 0, 1));
     const notices = heard(feed, taskId);
     // Both attempts (the driver retries once) lose their connection before they run.
-    await admin.db("admin").command({ configureFailPoint: "failCommand", mode: { times: 2 }, data: { failCommands: ["bulkWrite", "insert", "update"], appName: APP, closeConnection: true } });
-    const failure = await store.commit(taskId, 0, changes("running"), events(taskId, 1, 1)).catch((err: unknown) => err);
+    await admin.db("admin").command({
+      configureFailPoint: "failCommand",
+      mode: { times: 2 },
+      data: { failCommands: ["bulkWrite", "insert", "update"], appName: APP, closeConnection: true },
+    });
+    const failure = await store
+      .commit(taskId, 0, changes("running"), events(taskId, 1, 1))
+      .catch((err: unknown) => err);
     expect(isStoreUnavailable(failure)).toBe(true);
     expect(notices).toEqual([{ taskId }]);
     await until(() => notices.length === 2, "the second announcement");

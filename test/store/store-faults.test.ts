@@ -21,7 +21,10 @@ import { startTestApp, type TestApp } from "../support/start-server.js";
 
 type Obj = Record<string, any>;
 /** slow-stream (30 chunks, 30 ms apart) and slow-approval (a durable timer of 400 ms, then an approval gate). */
-const WORKFLOW_FILES = [new URL("../fixtures/fanout-workflows/slow-stream.yaml", import.meta.url), new URL("../fixtures/workflows/slow-approval.yaml", import.meta.url)];
+const WORKFLOW_FILES = [
+  new URL("../fixtures/fanout-workflows/slow-stream.yaml", import.meta.url),
+  new URL("../fixtures/workflows/slow-approval.yaml", import.meta.url),
+];
 const TEXT = Array.from({ length: 30 }, (_, i) => `w${String(i).padStart(2, "0")}`).join("");
 /** Short heartbeats: after a NotWritablePrimary the driver waits for the next one before it retries. */
 const CLIENT_OPTIONS = { heartbeatFrequencyMS: 500, serverSelectionTimeoutMS: 10_000 };
@@ -38,7 +41,11 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function failPoint(name: "failCommand" | "onPrimaryTransactionalWrite", mode: unknown, data: Document = {}): Promise<number> {
+async function failPoint(
+  name: "failCommand" | "onPrimaryTransactionalWrite",
+  mode: unknown,
+  data: Document = {},
+): Promise<number> {
   return (await admin.db("admin").command({ configureFailPoint: name, mode, data }))["count"] as number;
 }
 /** Waits until the fail point has fired `times` times in all (mongod's waitForFailPoint). */
@@ -59,7 +66,10 @@ describe("two host instances through store faults", () => {
     const store = new MongoTaskStore(client, client.db(dbName));
     await store.init();
     // Short leases: a timer claimed by an instance that then cannot run the task is retried when the claim's lease expires.
-    return startTestApp({ WORKFLOWS_DIR: workflowsDir, COMMIT_FEED: "change-stream", LEASE_TTL_MS: "1500", LEASE_HEARTBEAT_MS: "300" }, store);
+    return startTestApp(
+      { WORKFLOWS_DIR: workflowsDir, COMMIT_FEED: "change-stream", LEASE_TTL_MS: "1500", LEASE_HEARTBEAT_MS: "300" },
+      store,
+    );
   }
 
   beforeAll(async () => {
@@ -76,19 +86,37 @@ describe("two host instances through store faults", () => {
   });
 
   const rpc = async (on: TestApp, method: string, params: unknown): Promise<Obj> => {
-    const res = await fetch(`${on.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }) });
+    const res = await fetch(`${on.baseUrl}/a2a/jsonrpc`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }),
+    });
     return (await res.json()) as Obj;
   };
   const subscribe = (on: TestApp, taskId: string): Promise<Obj[]> =>
-    fetch(`${on.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/resubscribe", params: { id: taskId } }) })
+    fetch(`${on.baseUrl}/a2a/jsonrpc`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/resubscribe", params: { id: taskId } }),
+    })
       .then((res) => readSse(res))
       .then((frames) => frames.map((f) => (f.data as Obj)["result"] as Obj));
-  const message = (text: string, extra: Obj = {}) => ({ kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], ...extra });
-  const textOf = (artifact: Obj | undefined): string => ((artifact?.["parts"] ?? []) as Obj[]).map((p) => p["text"] as string).join("");
+  const message = (text: string, extra: Obj = {}) => ({
+    kind: "message",
+    messageId: randomUUID(),
+    role: "user",
+    parts: [{ kind: "text", text }],
+    ...extra,
+  });
+  const textOf = (artifact: Obj | undefined): string =>
+    ((artifact?.["parts"] ?? []) as Obj[]).map((p) => p["text"] as string).join("");
 
   /** A task A drives (30 chunks of a streamed artifact, 30 ms apart), created without waiting for it. */
   async function runningTask(): Promise<string> {
-    const created = await rpc(a, "message/send", { message: message(TEXT, { metadata: { skillId: "slow-stream" } }), configuration: { blocking: false } });
+    const created = await rpc(a, "message/send", {
+      message: message(TEXT, { metadata: { skillId: "slow-stream" } }),
+      configuration: { blocking: false },
+    });
     expect(created["error"]).toBeUndefined();
     return created["result"]["id"] as string;
   }
@@ -96,7 +124,8 @@ describe("two host instances through store faults", () => {
   /** The stored log: sequences 0..n-1 (no gap, no duplicate), one event per event id, 30 chunks, completed. */
   async function expectExactLog(taskId: string): Promise<void> {
     const deadline = Date.now() + 20_000;
-    while ((await a.store.get(taskId))?.status !== "completed" && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while ((await a.store.get(taskId))?.status !== "completed" && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     const log = await a.store.readEvents(taskId, 0);
     expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i));
     expect(new Set(log.map((e) => e.eventId)).size).toBe(log.length);
@@ -125,7 +154,12 @@ describe("two host instances through store faults", () => {
    * `again`) arms it once more while the task runs: the driver retries a write once, so a fault that should be
    * retried fires once per write.
    */
-  async function followThrough(arm: () => Promise<number>, name: "failCommand" | "onPrimaryTransactionalWrite", fires: number, again = false): Promise<void> {
+  async function followThrough(
+    arm: () => Promise<number>,
+    name: "failCommand" | "onPrimaryTransactionalWrite",
+    fires: number,
+    again = false,
+  ): Promise<void> {
     const before = await arm();
     const taskId = await runningTask();
     const followed = Promise.all([subscribe(b, taskId), subscribe(a, taskId)]);
@@ -144,13 +178,25 @@ describe("two host instances through store faults", () => {
     ["a closed connection", { closeConnection: true }],
     ["CursorNotFound (43)", { errorCode: 43 }],
     ["NotWritablePrimary (10107)", { errorCode: 10107 }],
-  ])("B's commit feed carries on through %s on its change stream's getMore: nothing lost, nothing repeated", async (_name, fault) => {
-    await followThrough(() => failPoint("failCommand", { times: 2 }, { failCommands: ["getMore"], appName: "host-b", ...fault }), "failCommand", 2);
-  }, 60_000);
+  ])(
+    "B's commit feed carries on through %s on its change stream's getMore: nothing lost, nothing repeated",
+    async (_name, fault) => {
+      await followThrough(
+        () => failPoint("failCommand", { times: 2 }, { failCommands: ["getMore"], appName: "host-b", ...fault }),
+        "failCommand",
+        2,
+      );
+    },
+    60_000,
+  );
 
   it("B's commit feed carries on when its change stream cannot be reopened at once (aggregate fails after a getMore fault)", async () => {
     // The getMore fails, then the driver's resume (an aggregate) too: the feed restarts the stream itself.
-    const before = await failPoint("failCommand", { times: 2 }, { failCommands: ["getMore", "aggregate"], appName: "host-b", closeConnection: true });
+    const before = await failPoint(
+      "failCommand",
+      { times: 2 },
+      { failCommands: ["getMore", "aggregate"], appName: "host-b", closeConnection: true },
+    );
     const taskId = await runningTask();
     const onB = await subscribe(b, taskId);
     await firedTimes("failCommand", before + 2);
@@ -160,37 +206,86 @@ describe("two host instances through store faults", () => {
 
   // A's commits fail in ways the driver retries (a retryable write: same lsid + txnNumber): each lands once.
   it("a commit that fails with NotWritablePrimary (RetryableWriteError) is retried once by the driver and lands exactly once", async () => {
-    await followThrough(() => failPoint("failCommand", { times: 1 }, { failCommands: ["bulkWrite", "insert", "update", "findAndModify"], appName: "host-a", errorCode: 10107 }), "failCommand", 1, true);
+    await followThrough(
+      () =>
+        failPoint(
+          "failCommand",
+          { times: 1 },
+          { failCommands: ["bulkWrite", "insert", "update", "findAndModify"], appName: "host-a", errorCode: 10107 },
+        ),
+      "failCommand",
+      1,
+      true,
+    );
   }, 60_000);
 
   it("a commit whose connection closes before it runs is retried and lands exactly once", async () => {
-    await followThrough(() => failPoint("failCommand", { times: 1 }, { failCommands: ["bulkWrite", "insert", "update", "findAndModify"], appName: "host-a", closeConnection: true }), "failCommand", 1, true);
+    await followThrough(
+      () =>
+        failPoint(
+          "failCommand",
+          { times: 1 },
+          {
+            failCommands: ["bulkWrite", "insert", "update", "findAndModify"],
+            appName: "host-a",
+            closeConnection: true,
+          },
+        ),
+      "failCommand",
+      1,
+      true,
+    );
   }, 60_000);
 
   it("a commit applied whose reply is lost (onPrimaryTransactionalWrite) is answered from the session on retry, not applied twice", async () => {
-    await followThrough(() => failPoint("onPrimaryTransactionalWrite", { times: 1 }, { closeConnection: true }), "onPrimaryTransactionalWrite", 1, true);
+    await followThrough(
+      () => failPoint("onPrimaryTransactionalWrite", { times: 1 }, { closeConnection: true }),
+      "onPrimaryTransactionalWrite",
+      1,
+      true,
+    );
   }, 60_000);
 
   it("a commit held by the server (blockConnection) makes the writer wait; nothing is lost", async () => {
-    await followThrough(() => failPoint("failCommand", { times: 2 }, { failCommands: ["bulkWrite"], appName: "host-a", blockConnection: true, blockTimeMS: 400 }), "failCommand", 2, true);
+    await followThrough(
+      () =>
+        failPoint(
+          "failCommand",
+          { times: 2 },
+          { failCommands: ["bulkWrite"], appName: "host-a", blockConnection: true, blockTimeMS: 400 },
+        ),
+      "failCommand",
+      2,
+      true,
+    );
   }, 60_000);
 
   it("a durable timer and the task leases carry on through faults on their writes (timer claim, lease acquisition): the timer fires once, the reply on B lands once", async () => {
     // Every update / findAndModify of either instance: the timer's claim (updateOne) and the leases (findOneAndUpdate).
     const leaseAndTimerWrites = { failCommands: ["update", "findAndModify"] };
     let before = await failPoint("failCommand", { times: 1 }, { ...leaseAndTimerWrites, closeConnection: true });
-    const created = await rpc(a, "message/send", { message: message("go", { metadata: { skillId: "slow-approval" } }), configuration: { blocking: false } });
+    const created = await rpc(a, "message/send", {
+      message: message("go", { metadata: { skillId: "slow-approval" } }),
+      configuration: { blocking: false },
+    });
     expect(created["error"]).toBeUndefined();
     const taskId = created["result"]["id"] as string;
     await firedTimes("failCommand", before + 1);
     const waiting = Date.now() + 30_000;
-    while ((await a.store.get(taskId))?.status !== "waiting-approval" && Date.now() < waiting) await new Promise((r) => setTimeout(r, 50));
+    while ((await a.store.get(taskId))?.status !== "waiting-approval" && Date.now() < waiting)
+      await new Promise((r) => setTimeout(r, 50));
     expect((await a.store.get(taskId))?.status).toBe("waiting-approval");
 
     // The reply arrives at B, which must take the task's lease to run it and commit: a write of B's fails with
     // NotWritablePrimary (labelled RetryableWriteError), the driver retries it.
-    before = await failPoint("failCommand", { times: 1 }, { failCommands: ["findAndModify", "update", "bulkWrite"], appName: "host-b", errorCode: 10107 });
-    const accepted = await rpc(b, "message/send", { message: message("ok", { taskId, parts: [{ kind: "data", data: { action: "accept" } }] }) });
+    before = await failPoint(
+      "failCommand",
+      { times: 1 },
+      { failCommands: ["findAndModify", "update", "bulkWrite"], appName: "host-b", errorCode: 10107 },
+    );
+    const accepted = await rpc(b, "message/send", {
+      message: message("ok", { taskId, parts: [{ kind: "data", data: { action: "accept" } }] }),
+    });
     expect(accepted["error"]).toBeUndefined();
     expect(accepted["result"]["status"]["state"]).toBe("completed");
     await firedTimes("failCommand", before + 1);
@@ -200,7 +295,9 @@ describe("two host instances through store faults", () => {
     expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i));
     expect(new Set(log.map((e) => e.eventId)).size).toBe(log.length);
     expect(await admin.db(dbName).collection("task_events").countDocuments({ taskId })).toBe(log.length);
-    const nodeEvents = log.filter((e) => e.type.startsWith("node.")).map((e) => `${e.type}:${String((e.payload as Obj)["nodeId"] ?? "")}`);
+    const nodeEvents = log
+      .filter((e) => e.type.startsWith("node."))
+      .map((e) => `${e.type}:${String((e.payload as Obj)["nodeId"] ?? "")}`);
     // Each node started and completed once: the timer (warmup) fired once, the reply ran the rest once.
     expect(new Set(nodeEvents).size).toBe(nodeEvents.length);
     for (const node of ["warmup", "prepare", "finalize"]) expect(nodeEvents).toContain(`node.completed:${node}`);
@@ -283,7 +380,10 @@ describe("push delivery across two host processes through store faults", () => {
   const servers: ServerProcess[] = [];
   let hook: PushReceiver;
   let workflowsDir: string;
-  const keys = { PUSH_ENCRYPTION_KEY: randomBytes(32).toString("hex"), PUSH_SIGNING_KEY: randomBytes(24).toString("base64url") };
+  const keys = {
+    PUSH_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+    PUSH_SIGNING_KEY: randomBytes(24).toString("base64url"),
+  };
 
   beforeAll(async () => {
     workflowsDir = await mkdtemp(join(tmpdir(), "push-faults-"));
@@ -324,15 +424,39 @@ describe("push delivery across two host processes through store faults", () => {
     return started;
   };
   const rpc = async (on: ServerProcess, method: string, params: unknown): Promise<any> => {
-    const res = await fetch(`${on.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+    const res = await fetch(`${on.baseUrl}/a2a/jsonrpc`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+    });
     const body = (await res.json()) as { result?: any; error?: { code: number; message: string } };
     if (body.error) throw new Error(`${method}: ${body.error.message}`);
     return body.result;
   };
   const startTask = async (on: ServerProcess): Promise<string> =>
-    (await rpc(on, "message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: "go" }], metadata: { skillId: "two-gates" } } })).id as string;
+    (
+      await rpc(on, "message/send", {
+        message: {
+          kind: "message",
+          messageId: randomUUID(),
+          role: "user",
+          parts: [{ kind: "text", text: "go" }],
+          metadata: { skillId: "two-gates" },
+        },
+      })
+    ).id as string;
   const accept = async (on: ServerProcess, taskId: string): Promise<string> =>
-    (await rpc(on, "message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", taskId, parts: [{ kind: "data", data: { action: "accept" } }] } })).status.state as string;
+    (
+      await rpc(on, "message/send", {
+        message: {
+          kind: "message",
+          messageId: randomUUID(),
+          role: "user",
+          taskId,
+          parts: [{ kind: "data", data: { action: "accept" } }],
+        },
+      })
+    ).status.state as string;
   const statesOf = (hits: PushHit[]) => hits.map((h) => h.json["status"].state as string);
   const eventIdsOf = (hits: PushHit[]) => hits.map((h) => h.headers["x-a2a-event-id"] as string);
 
@@ -343,11 +467,21 @@ describe("push delivery across two host processes through store faults", () => {
     const faults: Array<[string, () => Promise<number>]> = [
       ["failCommand", () => failPoint("failCommand", { times: 1 }, { ...pushWrites, closeConnection: true })],
       ["failCommand", () => failPoint("failCommand", { times: 1 }, { ...pushWrites, errorCode: 10107 })],
-      ["onPrimaryTransactionalWrite", () => failPoint("onPrimaryTransactionalWrite", { times: 1 }, { closeConnection: true })],
-      ["failCommand", () => failPoint("failCommand", { times: 1 }, { ...pushWrites, blockConnection: true, blockTimeMS: 300 })],
+      [
+        "onPrimaryTransactionalWrite",
+        () => failPoint("onPrimaryTransactionalWrite", { times: 1 }, { closeConnection: true }),
+      ],
+      [
+        "failCommand",
+        () => failPoint("failCommand", { times: 1 }, { ...pushWrites, blockConnection: true, blockTimeMS: 300 }),
+      ],
     ];
     const taskIds = [await startTask(a), await startTask(a)];
-    for (const taskId of taskIds) await rpc(b, "tasks/pushNotificationConfig/set", { taskId, pushNotificationConfig: { url: hook.url("/hook"), token: `token-${taskId}` } });
+    for (const taskId of taskIds)
+      await rpc(b, "tasks/pushNotificationConfig/set", {
+        taskId,
+        pushNotificationConfig: { url: hook.url("/hook"), token: `token-${taskId}` },
+      });
     // Each fault is armed before a gate is answered, and has fired before the next is armed.
     const gates: Array<[string, string]> = [
       [taskIds[0]!, "input-required"],
@@ -361,7 +495,12 @@ describe("push delivery across two host processes through store faults", () => {
       expect(await accept(a, taskId)).toBe(state);
       await firedTimes(name, before + 1);
     }
-    for (const taskId of taskIds) await waitFor(() => statesOf(hook.forTask(taskId)).includes("completed"), 20_000, `the completed push of ${taskId}`);
+    for (const taskId of taskIds)
+      await waitFor(
+        () => statesOf(hook.forTask(taskId)).includes("completed"),
+        20_000,
+        `the completed push of ${taskId}`,
+      );
     // Late duplicates would come within a few lease heartbeats.
     await new Promise((r) => setTimeout(r, 2 * TTL_MS));
     for (const taskId of taskIds) {

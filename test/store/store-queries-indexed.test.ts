@@ -14,9 +14,29 @@ import "../support/mongo.js";
  * a COLLSCAN anywhere fails. It holds on a real MongoDB (MONGODB_URI) and on the wire-protocol test server,
  * whose planner walks the same indexes; there its serverStatus counters must also show no collection scan.
  */
-const QUERY_COMMANDS = new Set(["find", "aggregate", "count", "distinct", "update", "delete", "findAndModify", "bulkWrite"]);
+const QUERY_COMMANDS = new Set([
+  "find",
+  "aggregate",
+  "count",
+  "distinct",
+  "update",
+  "delete",
+  "findAndModify",
+  "bulkWrite",
+]);
 /** Generic fields the driver adds; explain takes the command without them. */
-const GENERIC_FIELDS = new Set(["lsid", "txnNumber", "$clusterTime", "$db", "$readPreference", "readConcern", "writeConcern", "apiVersion", "ordered", "bypassDocumentValidation"]);
+const GENERIC_FIELDS = new Set([
+  "lsid",
+  "txnNumber",
+  "$clusterTime",
+  "$db",
+  "$readPreference",
+  "readConcern",
+  "writeConcern",
+  "apiVersion",
+  "ordered",
+  "bypassDocumentValidation",
+]);
 
 const at = (i: number) => new Date(Date.parse("2031-01-01T00:00:00.000Z") + i * 1000).toISOString();
 
@@ -39,7 +59,14 @@ function record(taskId: string, i: number, overrides: Partial<TaskRecord> = {}):
 }
 
 function events(taskId: string, from: number, count: number): RunEvent[] {
-  return Array.from({ length: count }, (_, i) => ({ eventId: `${taskId}:${from + i}`, runId: taskId, type: "node.started", payload: {}, timestamp: at(0), sequence: from + i }));
+  return Array.from({ length: count }, (_, i) => ({
+    eventId: `${taskId}:${from + i}`,
+    runId: taskId,
+    type: "node.started",
+    payload: {},
+    timestamp: at(0),
+    sequence: from + i,
+  }));
 }
 
 const changes = (status: TaskRecord["status"], extra: Partial<TaskRecord> = {}) => ({
@@ -79,15 +106,31 @@ function bulkWriteStatements(command: Document): Document[] {
   const nsInfo = command["nsInfo"] as Document[];
   return (command["ops"] as Document[]).flatMap((op): Document[] => {
     const collection = (index: unknown) => String(nsInfo[Number(index)]!["ns"]).split(".").slice(1).join(".");
-    if (op["update"] !== undefined) return [{ update: collection(op["update"]), updates: [{ q: op["filter"], u: op["updateMods"], multi: op["multi"] === true }] }];
-    if (op["delete"] !== undefined) return [{ delete: collection(op["delete"]), deletes: [{ q: op["filter"], limit: op["multi"] === true ? 0 : 1 }] }];
+    if (op["update"] !== undefined)
+      return [
+        {
+          update: collection(op["update"]),
+          updates: [{ q: op["filter"], u: op["updateMods"], multi: op["multi"] === true }],
+        },
+      ];
+    if (op["delete"] !== undefined)
+      return [
+        { delete: collection(op["delete"]), deletes: [{ q: op["filter"], limit: op["multi"] === true ? 0 : 1 }] },
+      ];
     return [];
   });
 }
 
 /** A command as sent, with the driver's document sequences (bulkWrite's ops, nsInfo) as plain arrays. */
 function asSent(command: Document): Document {
-  const plain = Object.fromEntries(Object.entries(command).map(([k, v]) => [k, v && typeof v === "object" && "documents" in v && !Array.isArray(v) ? (v as { documents: Document[] }).documents : v]));
+  const plain = Object.fromEntries(
+    Object.entries(command).map(([k, v]) => [
+      k,
+      v && typeof v === "object" && "documents" in v && !Array.isArray(v)
+        ? (v as { documents: Document[] }).documents
+        : v,
+    ]),
+  );
   return BSON.deserialize(BSON.serialize(plain));
 }
 
@@ -103,7 +146,8 @@ async function plansOf(db: Db, sent: Document[]): Promise<Array<{ command: strin
   return plans;
 }
 
-const scansCollection = (plan: { stages: string[] }): boolean => plan.stages.includes("COLLSCAN") || !plan.stages.some((s) => /IXSCAN|IDHACK|COUNT_SCAN|DISTINCT_SCAN/.test(s));
+const scansCollection = (plan: { stages: string[] }): boolean =>
+  plan.stages.includes("COLLSCAN") || !plan.stages.some((s) => /IXSCAN|IDHACK|COUNT_SCAN|DISTINCT_SCAN/.test(s));
 
 describe(`every task-store query is served by an index (${inject("mongoBackend")})`, () => {
   const sent: Document[] = [];
@@ -126,12 +170,17 @@ describe(`every task-store query is served by an index (${inject("mongoBackend")
   });
 
   it("runs every store operation, then finds no collection scan in any of their plans", async () => {
-    const status = async () => (await db.admin().command({ serverStatus: 1 })) as { metrics?: { queryExecutor?: { collectionScans?: { total?: unknown } } } };
+    const status = async () =>
+      (await db.admin().command({ serverStatus: 1 })) as {
+        metrics?: { queryExecutor?: { collectionScans?: { total?: unknown } } };
+      };
     const scansBefore = Number((await status()).metrics?.queryExecutor?.collectionScans?.total ?? 0);
 
     // Many tasks, so a scan would be visible in the counters as well as in the plans.
     const ids = Array.from({ length: 60 }, () => randomUUID());
-    await Promise.all(ids.map((id, i) => store.create(record(id, i, { idempotencyKey: `key-${id}` }), events(id, 0, 2))));
+    await Promise.all(
+      ids.map((id, i) => store.create(record(id, i, { idempotencyKey: `key-${id}` }), events(id, 0, 2))),
+    );
     await Promise.all(ids.map((id) => store.commit(id, 1, changes("running"), events(id, 2, 2))));
     const [first, second, third] = ids as [string, string, string];
 
@@ -148,13 +197,38 @@ describe(`every task-store query is served by an index (${inject("mongoBackend")
     await store.list({ tenant: "tenant-a", limit: 5, after: { updatedAt: last.updatedAt, taskId: last.taskId } });
     await store.list({ tenant: "tenant-a", contextId: "ctx-2", limit: 5 });
     // A handler's contextTasks pages the same list by context (HandlerContext.contextTasks).
-    await store.list({ tenant: "tenant-a", contextId: "ctx-2", limit: 2, after: { updatedAt: last.updatedAt, taskId: last.taskId } });
+    await store.list({
+      tenant: "tenant-a",
+      contextId: "ctx-2",
+      limit: 2,
+      after: { updatedAt: last.updatedAt, taskId: last.taskId },
+    });
     await store.list({ tenant: "tenant-b", state: "working", updatedAtOrAfter: at(10), limit: 5 });
     // The operator console: a skill, an id prefix, time ranges, per-state counts, the next page.
-    expect((await store.list({ tenant: "tenant-a", workflowId: "echo", limit: 5, countStates: true })).states?.["working"]).toBeGreaterThan(0);
+    expect(
+      (await store.list({ tenant: "tenant-a", workflowId: "echo", limit: 5, countStates: true })).states?.["working"],
+    ).toBeGreaterThan(0);
     await store.list({ tenant: "tenant-a", idPrefix: first.slice(0, 4), limit: 5 });
-    await store.list({ tenant: "tenant-b", state: "working", createdAtOrAfter: at(1), createdBefore: at(40), updatedBefore: at(100), limit: 5, countStates: true });
-    expect((await store.list({ tenant: "tenant-a", workflowId: "echo", limit: 5, countTotal: false, after: { updatedAt: last.updatedAt, taskId: last.taskId } })).total).toBe(-1);
+    await store.list({
+      tenant: "tenant-b",
+      state: "working",
+      createdAtOrAfter: at(1),
+      createdBefore: at(40),
+      updatedBefore: at(100),
+      limit: 5,
+      countStates: true,
+    });
+    expect(
+      (
+        await store.list({
+          tenant: "tenant-a",
+          workflowId: "echo",
+          limit: 5,
+          countTotal: false,
+          after: { updatedAt: last.updatedAt, taskId: last.taskId },
+        })
+      ).total,
+    ).toBe(-1);
     expect((await store.listActive()).length).toBeGreaterThan(0);
     await store.dueTimers(new Date(at(30)), 10);
 
@@ -162,8 +236,14 @@ describe(`every task-store query is served by an index (${inject("mongoBackend")
     const lease = await store.acquireLease(first, "me", new Date(at(0)), new Date(at(10)));
     expect(lease?.owner).toBe("me");
     await store.renewLeases("me", [first, second], new Date(at(20)));
-    await store.commit(first, 3, changes("running"), events(first, 4, 1), { owner: "me", epoch: lease!.epoch, expiresAt: at(30) });
-    await expect(store.commit(first, 4, changes("running"), events(first, 5, 1), { owner: "other", epoch: 9, expiresAt: at(30) })).rejects.toThrow();
+    await store.commit(first, 3, changes("running"), events(first, 4, 1), {
+      owner: "me",
+      epoch: lease!.epoch,
+      expiresAt: at(30),
+    });
+    await expect(
+      store.commit(first, 4, changes("running"), events(first, 5, 1), { owner: "other", epoch: 9, expiresAt: at(30) }),
+    ).rejects.toThrow();
     await store.releaseLease(first, "me", lease!.epoch);
     expect((await store.leaseableTaskIds(new Date(at(30)), "me", 10)).length).toBeGreaterThan(0);
     await store.claimTimer(ids[4]!, new Date(at(30)), new Date(at(40)));
@@ -173,9 +253,16 @@ describe(`every task-store query is served by an index (${inject("mongoBackend")
     await expect(store.create(record(first, 0), events(first, 0, 2))).rejects.toThrow();
     await expect(store.commit(second, 1, changes("running"), events(second, 2, 1))).rejects.toThrow();
     await expect(store.commit(second, 7, changes("running"), events(second, 4, 1))).rejects.toThrow();
-    await expect(store.create(record(randomUUID(), 1, { idempotencyKey: `key-${third}` }), events("dup", 0, 2))).rejects.toThrow();
+    await expect(
+      store.create(record(randomUUID(), 1, { idempotencyKey: `key-${third}` }), events("dup", 0, 2)),
+    ).rejects.toThrow();
     await store.commit(second, 3, changes("running"), events(second, 4, 1));
-    await store.commit(third, 3, changes("completed", { expireAt: new Date(Date.now() - 1).toISOString() }), events(third, 4, 1));
+    await store.commit(
+      third,
+      3,
+      changes("completed", { expireAt: new Date(Date.now() - 1).toISOString() }),
+      events(third, 4, 1),
+    );
     await store.create(record(randomUUID(), 1, { idempotencyKey: `key-${third}` }), events("reuse", 0, 2));
 
     const plans = await plansOf(db, sent);
@@ -195,15 +282,39 @@ describe(`every task-store query is served by an index (${inject("mongoBackend")
   it("a task's reads examine only its own documents, however many tasks there are", async () => {
     const id = randomUUID();
     await store.create(record(id, 2, { version: 2 }), events(id, 0, 3));
-    const answer = await db.command({ explain: { find: "task_events", filter: { taskId: id, sequence: { $gte: 1 } }, sort: { taskId: 1, sequence: 1 } }, verbosity: "executionStats" });
+    const answer = await db.command({
+      explain: { find: "task_events", filter: { taskId: id, sequence: { $gte: 1 } }, sort: { taskId: 1, sequence: 1 } },
+      verbosity: "executionStats",
+    });
     expect(answer["executionStats"]["totalDocsExamined"]).toBe(2);
     // The history read examines only the task's events that carry messages, from the index asked for.
-    const said = (end: number) => ({ history: [{ messageId: `m-${end}`, role: "user" as const, parts: [] }], historyEnd: end });
-    await store.commit(id, 2, changes("running"), events(id, 3, 4).map((e, i) => (i % 2 === 0 ? e : { ...e, ...said(i) })));
-    const history = await db.command({ explain: { find: "task_events", filter: { taskId: id, historyEnd: { $exists: true, $gt: 1 } }, sort: { taskId: 1, historyEnd: 1 } }, verbosity: "executionStats" });
+    const said = (end: number) => ({
+      history: [{ messageId: `m-${end}`, role: "user" as const, parts: [] }],
+      historyEnd: end,
+    });
+    await store.commit(
+      id,
+      2,
+      changes("running"),
+      events(id, 3, 4).map((e, i) => (i % 2 === 0 ? e : { ...e, ...said(i) })),
+    );
+    const history = await db.command({
+      explain: {
+        find: "task_events",
+        filter: { taskId: id, historyEnd: { $exists: true, $gt: 1 } },
+        sort: { taskId: 1, historyEnd: 1 },
+      },
+      verbosity: "executionStats",
+    });
     expect(history["executionStats"]["totalDocsExamined"]).toBe(1);
     expect((await store.readHistory(id, 0, 6)).map((m) => m.messageId)).toEqual(["m-1", "m-3"]);
-    const byId = await db.command({ explain: { find: "task_events", filter: { taskId: id, historyEnd: { $exists: true }, "history.messageId": "m-3" } }, verbosity: "executionStats" });
+    const byId = await db.command({
+      explain: {
+        find: "task_events",
+        filter: { taskId: id, historyEnd: { $exists: true }, "history.messageId": "m-3" },
+      },
+      verbosity: "executionStats",
+    });
     expect(byId["executionStats"]["totalDocsExamined"]).toBe(1);
     expect((await store.findHistoryMessage(id, "m-3", 6))?.messageId).toBe("m-3");
     const head = await db.command({ explain: { find: "tasks", filter: { _id: id } }, verbosity: "executionStats" });
@@ -233,7 +344,16 @@ describe(`every push-config delivery query is served by an index (${inject("mong
 
   it("the worker's lookups, the delivery lease (claim, renew, release, expired ones) and the fenced cursor move examine no collection", async () => {
     const ids = Array.from({ length: 40 }, () => randomUUID());
-    const write = (taskId: string) => ({ tenant: "t1", taskId, configId: "c1", url: "https://hooks.example.com/a", schemes: null, sealed: null, tokenFingerprint: null, updatedAt: at(0) });
+    const write = (taskId: string) => ({
+      tenant: "t1",
+      taskId,
+      configId: "c1",
+      url: "https://hooks.example.com/a",
+      schemes: null,
+      sealed: null,
+      tokenFingerprint: null,
+      updatedAt: at(0),
+    });
     await Promise.all(ids.map((id) => configs.upsert(write(id), initialDelivery(-1, null), 10)));
     const [first, second] = ids as [string, string];
 
@@ -246,8 +366,25 @@ describe(`every push-config delivery query is served by an index (${inject("mong
     await configs.claimDelivery(second, "c1", "me", new Date(at(0)), new Date(at(10)));
     await configs.claimDelivery(second, "c1", "other", new Date(at(20)), new Date(at(30)));
     // One lease lost: the renewal reads which ones it still holds.
-    expect(await configs.renewDeliveries("me", [{ taskId: first, configId: "c1", epoch: 1 }, { taskId: second, configId: "c1", epoch: 1 }], new Date(at(20)))).toHaveLength(1);
-    expect(await configs.updateDelivery(first, "c1", { revision: 1, cursor: -1, lease: { owner: "me", epoch: 1 } }, initialDelivery(3, null), null)).toBe(true);
+    expect(
+      await configs.renewDeliveries(
+        "me",
+        [
+          { taskId: first, configId: "c1", epoch: 1 },
+          { taskId: second, configId: "c1", epoch: 1 },
+        ],
+        new Date(at(20)),
+      ),
+    ).toHaveLength(1);
+    expect(
+      await configs.updateDelivery(
+        first,
+        "c1",
+        { revision: 1, cursor: -1, lease: { owner: "me", epoch: 1 } },
+        initialDelivery(3, null),
+        null,
+      ),
+    ).toBe(true);
     await configs.releaseDelivery(first, "c1", { owner: "me", epoch: 1 });
     expect(await configs.expiredDeliveryLeases(new Date(at(40)), 10)).toEqual([{ taskId: second, configId: "c1" }]);
     await configs.delete(second, "c1");

@@ -5,12 +5,21 @@ import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import { MongoTaskStore } from "../../src/store/mongo-task-store.js";
 import type { Message } from "../../src/domain/a2a-types.js";
 import type { RunEvent } from "../../src/domain/task-record.js";
-import { DuplicateIdempotencyKeyError, DuplicateTaskError, StaleWriteError, type TaskStore } from "../../src/store/task-store.js";
+import {
+  DuplicateIdempotencyKeyError,
+  DuplicateTaskError,
+  StaleWriteError,
+  type TaskStore,
+} from "../../src/store/task-store.js";
 import { DomainError } from "../../src/domain/errors.js";
 import "../support/mongo.js";
 import { changes, events, record } from "../support/task-records.js";
 
-const message = (i: number): Message => ({ messageId: `m-${i}`, role: i % 2 === 0 ? "user" : "agent", parts: [{ kind: "text", text: `message ${i}` }] });
+const message = (i: number): Message => ({
+  messageId: `m-${i}`,
+  role: i % 2 === 0 ? "user" : "agent",
+  parts: [{ kind: "text", text: `message ${i}` }],
+});
 
 /** One contract, every adapter. */
 function contract(name: string, open: () => Promise<TaskStore>, close: () => Promise<void>) {
@@ -39,13 +48,18 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
       const after = await store.get(id);
       expect(after?.status).toBe("running");
       expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual([0, 1, 2]);
-      await expect(store.commit("missing", 0, changes("running"), events("missing", 1, 1))).rejects.toBeInstanceOf(StaleWriteError);
+      await expect(store.commit("missing", 0, changes("running"), events("missing", 1, 1))).rejects.toBeInstanceOf(
+        StaleWriteError,
+      );
     });
 
     it("two concurrent writers at the same version: exactly one wins, events never interleave", async () => {
       const id = randomUUID();
       await store.create(record(id), events(id, 0, 1));
-      const outcomes = await Promise.allSettled([store.commit(id, 0, changes("running"), events(id, 1, 3)), store.commit(id, 0, changes("paused"), events(id, 1, 1))]);
+      const outcomes = await Promise.allSettled([
+        store.commit(id, 0, changes("running"), events(id, 1, 3)),
+        store.commit(id, 0, changes("paused"), events(id, 1, 1)),
+      ]);
       expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
       const log = await store.readEvents(id, 0);
       expect(log.map((e) => e.sequence)).toEqual(log.map((_, i) => i));
@@ -66,7 +80,10 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
       const id = randomUUID();
       const [created, started, completed, asked] = events(id, 0, 4) as [RunEvent, RunEvent, RunEvent, RunEvent];
       await store.create(record(id), [{ ...created, history: [message(0)], historyEnd: 1 }]);
-      await store.commit(id, 0, changes("running"), [started, { ...completed, history: [message(1), message(2)], historyEnd: 3 }]);
+      await store.commit(id, 0, changes("running"), [
+        started,
+        { ...completed, history: [message(1), message(2)], historyEnd: 3 },
+      ]);
       await store.commit(id, 2, changes("running"), [{ ...asked, history: [message(3)], historyEnd: 4 }]);
       const ids = (messages: Message[]) => messages.map((m) => m.messageId);
       expect(ids(await store.readHistory(id, 0, 3))).toEqual(["m-0", "m-1", "m-2", "m-3"]);
@@ -85,14 +102,16 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
       const timed = randomUUID();
       await store.create(record(active, { status: "running" }), events(active, 0, 1));
       await store.create(record(done, { status: "completed" }), events(done, 0, 1));
-      await store.create(record(timed, { status: "running", timerDueAt: new Date(Date.now() - 1000).toISOString() }), events(timed, 0, 1));
+      await store.create(
+        record(timed, { status: "running", timerDueAt: new Date(Date.now() - 1000).toISOString() }),
+        events(timed, 0, 1),
+      );
       const ids = (await store.listActive()).map((r) => r.taskId);
       expect(ids).toEqual(expect.arrayContaining([active, timed]));
       expect(ids).not.toContain(done);
       expect(await store.dueTimers(new Date(), 100)).toContain(timed);
       expect(await store.dueTimers(new Date(Date.now() - 60_000), 100)).not.toContain(timed);
     });
-
 
     it("idempotency keys: one live task per key, found by key; an expired holder frees it", async () => {
       const key = `key-${randomUUID()}`;
@@ -102,7 +121,9 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
       expect((await store.findByIdempotencyKey(key))?.requestFingerprint).toBe("fp1");
       expect(await store.findByIdempotencyKey(`key-${randomUUID()}`)).toBeNull();
       const second = randomUUID();
-      await expect(store.create(record(second, { idempotencyKey: key }), events(second, 0, 1))).rejects.toBeInstanceOf(DuplicateIdempotencyKeyError);
+      await expect(store.create(record(second, { idempotencyKey: key }), events(second, 0, 1))).rejects.toBeInstanceOf(
+        DuplicateIdempotencyKeyError,
+      );
       expect(await store.get(second)).toBeNull();
       // Tasks without a key never collide.
       const a = randomUUID();
@@ -110,7 +131,12 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
       await store.create(record(a, { idempotencyKey: null }), events(a, 0, 1));
       await store.create(record(b), events(b, 0, 1));
       // Past its retention the holder reads as not found, and the key is free again.
-      await store.commit(first, 0, changes("completed", { expireAt: new Date(Date.now() - 1).toISOString() }), events(first, 1, 1));
+      await store.commit(
+        first,
+        0,
+        changes("completed", { expireAt: new Date(Date.now() - 1).toISOString() }),
+        events(first, 1, 1),
+      );
       expect(await store.findByIdempotencyKey(key)).toBeNull();
       const third = randomUUID();
       await store.create(record(third, { idempotencyKey: key }), events(third, 0, 1));
@@ -124,12 +150,23 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
       const ids = Array.from({ length: 5 }, (_, i) => `list-${i}-${randomUUID()}`);
       for (const [i, id] of ids.entries()) {
         const state = i % 2 === 0 ? "completed" : "input-required";
-        await store.create(record(id, { tenant, contextId: i < 3 ? "ctx-a" : "ctx-b", updatedAt: at(i), a2a: { taskId: id, runId: id, state, updatedAt: at(i) } }), events(id, 0, 1));
+        await store.create(
+          record(id, {
+            tenant,
+            contextId: i < 3 ? "ctx-a" : "ctx-b",
+            updatedAt: at(i),
+            a2a: { taskId: id, runId: id, state, updatedAt: at(i) },
+          }),
+          events(id, 0, 1),
+        );
       }
       const other = randomUUID();
       await store.create(record(other, { tenant: `${tenant}-other`, updatedAt: at(9) }), events(other, 0, 1));
       const expired = randomUUID();
-      await store.create(record(expired, { tenant, updatedAt: at(10), expireAt: new Date(Date.now() - 1).toISOString() }), events(expired, 0, 1));
+      await store.create(
+        record(expired, { tenant, updatedAt: at(10), expireAt: new Date(Date.now() - 1).toISOString() }),
+        events(expired, 0, 1),
+      );
 
       const all = await store.list({ tenant, limit: 10 });
       expect(all.records.map((r) => r.taskId)).toEqual([...ids].reverse());
@@ -143,7 +180,11 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
       expect(page2.records.map((r) => r.taskId)).toEqual([ids[2], ids[1]]);
       expect(page2.total).toBe(5);
 
-      expect((await store.list({ tenant, contextId: "ctx-a", limit: 10 })).records.map((r) => r.taskId)).toEqual([ids[2], ids[1], ids[0]]);
+      expect((await store.list({ tenant, contextId: "ctx-a", limit: 10 })).records.map((r) => r.taskId)).toEqual([
+        ids[2],
+        ids[1],
+        ids[0],
+      ]);
       const completed = await store.list({ tenant, state: "completed", limit: 10 });
       expect(completed.records.map((r) => r.taskId)).toEqual([ids[4], ids[2], ids[0]]);
       expect(completed.total).toBe(3);
@@ -156,13 +197,19 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
       const id = randomUUID();
       await store.create(record(id), events(id, 0, 1));
       const huge = { value: "running", context: { history: [{ text: "x".repeat(13 * 1024 * 1024) }] } };
-      const refused = await store.commit(id, 0, { ...changes("running"), snapshot: huge }, events(id, 1, 1)).catch((e: unknown) => e);
+      const refused = await store
+        .commit(id, 0, { ...changes("running"), snapshot: huge }, events(id, 1, 1))
+        .catch((e: unknown) => e);
       expect(refused).toBeInstanceOf(DomainError);
       expect((refused as DomainError).code).toBe("content-too-large");
       const artifact = { artifactId: "a1", parts: [{ kind: "text" as const, text: "y".repeat(5 * 1024 * 1024) }] };
       const tooBigArtifact = [{ ...events(id, 1, 1)[0]!, type: "artifact.created", a2a: { artifact } }];
-      await expect(store.commit(id, 0, changes("running"), tooBigArtifact)).rejects.toMatchObject({ code: "content-too-large" });
-      await expect(store.create(record(randomUUID(), { snapshot: huge }), events(id, 0, 1))).rejects.toMatchObject({ code: "content-too-large" });
+      await expect(store.commit(id, 0, changes("running"), tooBigArtifact)).rejects.toMatchObject({
+        code: "content-too-large",
+      });
+      await expect(store.create(record(randomUUID(), { snapshot: huge }), events(id, 0, 1))).rejects.toMatchObject({
+        code: "content-too-large",
+      });
       expect((await store.get(id))?.version).toBe(0);
       expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual([0]);
       await store.commit(id, 0, changes("running"), events(id, 1, 1));
@@ -172,14 +219,23 @@ function contract(name: string, open: () => Promise<TaskStore>, close: () => Pro
     it("an expired terminal task reads as not found", async () => {
       const id = randomUUID();
       await store.create(record(id), events(id, 0, 1));
-      await store.commit(id, 0, changes("completed", { expireAt: new Date(Date.now() - 1).toISOString() }), events(id, 1, 1));
+      await store.commit(
+        id,
+        0,
+        changes("completed", { expireAt: new Date(Date.now() - 1).toISOString() }),
+        events(id, 1, 1),
+      );
       expect(await store.get(id)).toBeNull();
       expect(await store.readEvents(id, 0)).toEqual([]);
     });
   });
 }
 
-contract("memory", async () => new MemoryTaskStore(), async () => {});
+contract(
+  "memory",
+  async () => new MemoryTaskStore(),
+  async () => {},
+);
 
 const dbName = `contract_${randomUUID().slice(0, 8)}`;
 let client: MongoClient;
@@ -201,11 +257,15 @@ contract(
 function commandLabel(commandName: string, command: Document): string {
   if (commandName !== "bulkWrite") return `${commandName}:${String(command[commandName])}`;
   const nsInfo = command["nsInfo"] as Document[] | { documents: Document[] };
-  const namespaces = (Array.isArray(nsInfo) ? nsInfo : nsInfo.documents).map((n) => String(n["ns"]).split(".").slice(1).join("."));
+  const namespaces = (Array.isArray(nsInfo) ? nsInfo : nsInfo.documents).map((n) =>
+    String(n["ns"]).split(".").slice(1).join("."),
+  );
   return `bulkWrite:${namespaces.join(",")}`;
 }
 
-async function monitoredStoreOf(oneCommandWrites = true): Promise<{ store: MongoTaskStore; commands: string[]; db: Db; done(): Promise<void> }> {
+async function monitoredStoreOf(
+  oneCommandWrites = true,
+): Promise<{ store: MongoTaskStore; commands: string[]; db: Db; done(): Promise<void> }> {
   const commands: string[] = [];
   const monitored = await MongoClient.connect(inject("mongoUri"), { monitorCommands: true });
   monitored.on("commandStarted", (e) => commands.push(commandLabel(e.commandName, e.command)));
@@ -213,7 +273,15 @@ async function monitoredStoreOf(oneCommandWrites = true): Promise<{ store: Mongo
   const store = new MongoTaskStore(monitored, db, { oneCommandWrites });
   await store.init();
   commands.length = 0;
-  return { store, commands, db, done: async () => { await db.dropDatabase(); await monitored.close(); } };
+  return {
+    store,
+    commands,
+    db,
+    done: async () => {
+      await db.dropDatabase();
+      await monitored.close();
+    },
+  };
 }
 
 describe("MongoDB commands per write on MongoDB >= 8.0: one client bulkWrite (driver command monitoring)", () => {
@@ -229,7 +297,10 @@ describe("MongoDB commands per write on MongoDB >= 8.0: one client bulkWrite (dr
     const shapes: string[] = [];
     db.client.on("commandStarted", (e) => {
       const ops = e.command["ops"] as Document[] | { documents: Document[] } | undefined;
-      if (e.commandName === "bulkWrite" && ops) shapes.push(`ordered=${String(e.command["ordered"])}: ${(Array.isArray(ops) ? ops : ops.documents).map((op) => Object.keys(op)[0]).join(",")}`);
+      if (e.commandName === "bulkWrite" && ops)
+        shapes.push(
+          `ordered=${String(e.command["ordered"])}: ${(Array.isArray(ops) ? ops : ops.documents).map((op) => Object.keys(op)[0]).join(",")}`,
+        );
     });
     const id = randomUUID();
     await store.create(record(id), events(id, 0, 1));
@@ -237,11 +308,18 @@ describe("MongoDB commands per write on MongoDB >= 8.0: one client bulkWrite (dr
     expect(shapes).toEqual(["ordered=true: insert,insert"]);
     commands.length = 0;
     for (let v = 0; v < 10; v++) await store.commit(id, v, changes("running"), events(id, v + 1, 1));
-    console.log(`MongoDB commands at concurrency 1 (one-command path): create=1, per transition=${commands.length / 10}`);
+    console.log(
+      `MongoDB commands at concurrency 1 (one-command path): create=1, per transition=${commands.length / 10}`,
+    );
     expect(commands).toEqual(Array.from({ length: 10 }, () => "bulkWrite:task_events,tasks"));
     // A task that ends stamps its log's expiry in the same command.
     commands.length = 0;
-    await store.commit(id, 10, changes("completed", { expireAt: new Date(Date.now() + 3_600_000).toISOString() }), events(id, 11, 1));
+    await store.commit(
+      id,
+      10,
+      changes("completed", { expireAt: new Date(Date.now() + 3_600_000).toISOString() }),
+      events(id, 11, 1),
+    );
     expect(commands).toEqual(["bulkWrite:task_events,tasks"]);
     expect(shapes.at(-1)).toBe("ordered=true: insert,update,update");
     expect(await db.collection("task_events").countDocuments({ taskId: id, expireAt: { $type: "date" } })).toBe(12);
@@ -255,12 +333,14 @@ describe("MongoDB commands per write on MongoDB >= 8.0: one client bulkWrite (dr
     await Promise.all(ids.map((id) => store.create(record(id), events(id, 0, 1))));
     expect(commands).toEqual(["bulkWrite:task_events,tasks"]);
     commands.length = 0;
-    for (let v = 0; v < 4; v++) await Promise.all(ids.map((id) => store.commit(id, 2 * v, changes("running"), events(id, 2 * v + 1, 2))));
+    for (let v = 0; v < 4; v++)
+      await Promise.all(ids.map((id) => store.commit(id, 2 * v, changes("running"), events(id, 2 * v + 1, 2))));
     const perTransition = commands.length / (4 * 32);
     console.log(`MongoDB commands per transition under 32 concurrent tasks (one-command path): ${perTransition}`);
     expect(commands).toEqual(Array.from({ length: 4 }, () => "bulkWrite:task_events,tasks"));
     expect(perTransition).toBe(1 / 32);
-    for (const id of ids) expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual(Array.from({ length: 9 }, (_, i) => i));
+    for (const id of ids)
+      expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual(Array.from({ length: 9 }, (_, i) => i));
     await done();
   });
 
@@ -268,13 +348,18 @@ describe("MongoDB commands per write on MongoDB >= 8.0: one client bulkWrite (dr
     const { store, db, commands, done } = await monitoredStoreOf();
     const ids = Array.from({ length: 6 }, () => randomUUID());
     await Promise.all(ids.map((id) => store.create(record(id), events(id, 0, 1))));
-    await db.collection("task_events").insertOne({ ...events(ids[2]!, 1, 1)[0]!, type: "orphan", taskId: ids[2]!, writer: "dead" });
+    await db
+      .collection("task_events")
+      .insertOne({ ...events(ids[2]!, 1, 1)[0]!, type: "orphan", taskId: ids[2]!, writer: "dead" });
     commands.length = 0;
     await Promise.all(ids.map((id) => store.commit(id, 0, changes("paused"), events(id, 1, 1))));
     expect(commands[0]).toBe("bulkWrite:task_events,tasks");
     for (const id of ids) {
       expect((await store.get(id))?.status).toBe("paused");
-      expect((await store.readEvents(id, 0)).map((e) => [e.sequence, e.type])).toEqual([[0, "run.created"], [1, "node.started"]]);
+      expect((await store.readEvents(id, 0)).map((e) => [e.sequence, e.type])).toEqual([
+        [0, "run.created"],
+        [1, "node.started"],
+      ]);
     }
     await done();
   });
@@ -285,10 +370,20 @@ describe("MongoDB commands per write on MongoDB >= 8.0: one client bulkWrite (dr
     const holder = randomUUID();
     await store.create(record(holder, { idempotencyKey: key }), events(holder, 0, 1));
     const ids = Array.from({ length: 5 }, () => randomUUID());
-    const outcomes = await Promise.allSettled(ids.map((id, i) => store.create(record(id, i === 1 ? { idempotencyKey: key } : {}), events(id, 0, 1))));
-    expect(outcomes.map((o) => (o.status === "rejected" ? (o.reason as Error).name : "ok"))).toEqual(["ok", "DuplicateIdempotencyKeyError", "ok", "ok", "ok"]);
-    for (const [i, id] of ids.entries()) expect(await db.collection("task_events").countDocuments({ taskId: id })).toBe(i === 1 ? 0 : 1);
-    for (const [i, id] of ids.entries()) expect(await store.get(id)).toEqual(i === 1 ? null : expect.objectContaining({ taskId: id }));
+    const outcomes = await Promise.allSettled(
+      ids.map((id, i) => store.create(record(id, i === 1 ? { idempotencyKey: key } : {}), events(id, 0, 1))),
+    );
+    expect(outcomes.map((o) => (o.status === "rejected" ? (o.reason as Error).name : "ok"))).toEqual([
+      "ok",
+      "DuplicateIdempotencyKeyError",
+      "ok",
+      "ok",
+      "ok",
+    ]);
+    for (const [i, id] of ids.entries())
+      expect(await db.collection("task_events").countDocuments({ taskId: id })).toBe(i === 1 ? 0 : 1);
+    for (const [i, id] of ids.entries())
+      expect(await store.get(id)).toEqual(i === 1 ? null : expect.objectContaining({ taskId: id }));
     await done();
   });
 
@@ -297,7 +392,14 @@ describe("MongoDB commands per write on MongoDB >= 8.0: one client bulkWrite (dr
     const id = randomUUID();
     await store.create(record(id), events(id, 0, 1));
     // Expects version 5 (never reached): its events insert succeeds, its head does not move.
-    await expect(store.commit(id, 5, changes("completed", { expireAt: new Date(Date.now() + 60_000).toISOString() }), events(id, 6, 1))).rejects.toBeInstanceOf(StaleWriteError);
+    await expect(
+      store.commit(
+        id,
+        5,
+        changes("completed", { expireAt: new Date(Date.now() + 60_000).toISOString() }),
+        events(id, 6, 1),
+      ),
+    ).rejects.toBeInstanceOf(StaleWriteError);
     expect(await db.collection("task_events").countDocuments({ taskId: id, expireAt: { $type: "date" } })).toBe(0);
     expect((await store.get(id))?.status).toBe("pending");
     await done();
@@ -315,7 +417,9 @@ describe("MongoDB commands per write, two-command path (servers before 8.0; forc
     expect(commands).toEqual(["insert:task_events", "insert:tasks"]);
     commands.length = 0;
     for (let v = 0; v < 10; v++) await store.commit(id, v, changes("running"), events(id, v + 1, 1));
-    console.log(`MongoDB commands at concurrency 1 (two-command path): create=2, per transition=${commands.length / 10}`);
+    console.log(
+      `MongoDB commands at concurrency 1 (two-command path): create=2, per transition=${commands.length / 10}`,
+    );
     expect(commands).toEqual(Array.from({ length: 10 }, () => ["insert:task_events", "update:tasks"]).flat());
     await done();
   });
@@ -328,93 +432,122 @@ describe("MongoDB commands per write, two-command path (servers before 8.0; forc
     expect(commands).toEqual(["insert:task_events", "insert:tasks"]);
     commands.length = 0;
     // Four rounds of one transition per task, each round submitted in one tick (as 32 callers would).
-    for (let v = 0; v < 4; v++) await Promise.all(ids.map((id) => store.commit(id, 2 * v, changes("running"), events(id, 2 * v + 1, 2))));
+    for (let v = 0; v < 4; v++)
+      await Promise.all(ids.map((id) => store.commit(id, 2 * v, changes("running"), events(id, 2 * v + 1, 2))));
     const perTransition = commands.length / (4 * 32);
     console.log(`MongoDB commands per transition under 32 concurrent tasks (two-command path): ${perTransition}`);
     expect(commands).toEqual(Array.from({ length: 4 }, () => ["insert:task_events", "update:tasks"]).flat());
     expect(perTransition).toBe(2 / 32);
-    for (const id of ids) expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual(Array.from({ length: 9 }, (_, i) => i));
+    for (const id of ids)
+      expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual(Array.from({ length: 9 }, (_, i) => i));
     await done();
   });
 });
 
-for (const oneCommand of [true, false]) describe(`MongoDB store write paths (${oneCommand ? "one command" : "two commands"})`, () => {
-  const monitoredStore = (): ReturnType<typeof monitoredStoreOf> => monitoredStoreOf(oneCommand);
-  it("group commit: a stale writer in a batch fails alone; the others commit", async () => {
-    const { store, commands, done } = await monitoredStore();
-    const ids = Array.from({ length: 8 }, () => randomUUID());
-    await Promise.all(ids.map((id) => store.create(record(id), events(id, 0, 1))));
-    await store.commit(ids[3]!, 0, changes("running"), events(ids[3]!, 1, 1));
-    commands.length = 0;
-    const outcomes = await Promise.allSettled(ids.map((id, i) => store.commit(id, i === 5 ? 7 : 0, changes("paused"), events(id, 1, 1))));
-    const failed = outcomes.flatMap((o, i) => (o.status === "rejected" ? [[i, (o.reason as Error).name]] : []));
-    // ids[3] moved past 0 (its events at 1 exist: the slow path finds the head moved); ids[5] expects a version it never had.
-    expect(failed).toEqual([[3, "StaleWriteError"], [5, "StaleWriteError"]]);
-    for (const [i, id] of ids.entries()) {
-      const stored = await store.get(id);
-      expect(stored?.status).toBe(i === 3 ? "running" : i === 5 ? "pending" : "paused");
-      expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual(i === 5 ? [0] : [0, 1]);
-    }
-    await done();
-  });
+for (const oneCommand of [true, false])
+  describe(`MongoDB store write paths (${oneCommand ? "one command" : "two commands"})`, () => {
+    const monitoredStore = (): ReturnType<typeof monitoredStoreOf> => monitoredStoreOf(oneCommand);
+    it("group commit: a stale writer in a batch fails alone; the others commit", async () => {
+      const { store, commands, done } = await monitoredStore();
+      const ids = Array.from({ length: 8 }, () => randomUUID());
+      await Promise.all(ids.map((id) => store.create(record(id), events(id, 0, 1))));
+      await store.commit(ids[3]!, 0, changes("running"), events(ids[3]!, 1, 1));
+      commands.length = 0;
+      const outcomes = await Promise.allSettled(
+        ids.map((id, i) => store.commit(id, i === 5 ? 7 : 0, changes("paused"), events(id, 1, 1))),
+      );
+      const failed = outcomes.flatMap((o, i) => (o.status === "rejected" ? [[i, (o.reason as Error).name]] : []));
+      // ids[3] moved past 0 (its events at 1 exist: the slow path finds the head moved); ids[5] expects a version it never had.
+      expect(failed).toEqual([
+        [3, "StaleWriteError"],
+        [5, "StaleWriteError"],
+      ]);
+      for (const [i, id] of ids.entries()) {
+        const stored = await store.get(id);
+        expect(stored?.status).toBe(i === 3 ? "running" : i === 5 ? "pending" : "paused");
+        expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual(i === 5 ? [0] : [0, 1]);
+      }
+      await done();
+    });
 
-  it("orphan events above the head (a writer died between its two writes) are invisible, then overwritten", async () => {
-    const { store, db, done } = await monitoredStore();
-    const id = randomUUID();
-    await store.create(record(id), events(id, 0, 1));
-    await store.commit(id, 0, changes("running"), events(id, 1, 1));
-    // What a writer that was killed after its events insert leaves behind: events 2..4, head still at 1.
-    const orphans = events(id, 2, 3).map((e) => ({ ...e, type: "orphan", taskId: id, writer: "dead" }));
-    await db.collection("task_events").insertMany(orphans);
-    expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual([0, 1]);
-    expect(await store.readEvents(id, 2)).toEqual([]);
-    expect((await store.get(id))?.version).toBe(1);
-    await store.commit(id, 1, changes("paused"), events(id, 2, 2));
-    const log = await store.readEvents(id, 0);
-    expect(log.map((e) => [e.sequence, e.type])).toEqual([[0, "run.created"], [1, "node.started"], [2, "node.started"], [3, "node.started"]]);
-    // Sequence 4 is still an orphan: ignored, and replaced by the next commit that reaches it.
-    expect(await db.collection("task_events").countDocuments({ taskId: id })).toBe(5);
-    await store.commit(id, 3, changes("paused"), events(id, 4, 1));
-    expect((await store.readEvents(id, 0)).map((e) => e.type)).not.toContain("orphan");
-    await done();
-  });
+    it("orphan events above the head (a writer died between its two writes) are invisible, then overwritten", async () => {
+      const { store, db, done } = await monitoredStore();
+      const id = randomUUID();
+      await store.create(record(id), events(id, 0, 1));
+      await store.commit(id, 0, changes("running"), events(id, 1, 1));
+      // What a writer that was killed after its events insert leaves behind: events 2..4, head still at 1.
+      const orphans = events(id, 2, 3).map((e) => ({ ...e, type: "orphan", taskId: id, writer: "dead" }));
+      await db.collection("task_events").insertMany(orphans);
+      expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual([0, 1]);
+      expect(await store.readEvents(id, 2)).toEqual([]);
+      expect((await store.get(id))?.version).toBe(1);
+      await store.commit(id, 1, changes("paused"), events(id, 2, 2));
+      const log = await store.readEvents(id, 0);
+      expect(log.map((e) => [e.sequence, e.type])).toEqual([
+        [0, "run.created"],
+        [1, "node.started"],
+        [2, "node.started"],
+        [3, "node.started"],
+      ]);
+      // Sequence 4 is still an orphan: ignored, and replaced by the next commit that reaches it.
+      expect(await db.collection("task_events").countDocuments({ taskId: id })).toBe(5);
+      await store.commit(id, 3, changes("paused"), events(id, 4, 1));
+      expect((await store.readEvents(id, 0)).map((e) => e.type)).not.toContain("orphan");
+      await done();
+    });
 
-  it("history carried by orphan events above the head is not read, nor found by id", async () => {
-    const { store, db, done } = await monitoredStore();
-    const id = randomUUID();
-    await store.create(record(id), [{ ...events(id, 0, 1)[0]!, history: [message(0)], historyEnd: 1 }]);
-    await db.collection("task_events").insertOne({ ...events(id, 1, 1)[0]!, type: "orphan", taskId: id, writer: "dead", history: [message(1)], historyEnd: 2 });
-    expect(await store.readHistory(id, 0, 0)).toEqual([message(0)]);
-    expect(await store.findHistoryMessage(id, "m-1", 0)).toBeNull();
-    await done();
-  });
+    it("history carried by orphan events above the head is not read, nor found by id", async () => {
+      const { store, db, done } = await monitoredStore();
+      const id = randomUUID();
+      await store.create(record(id), [{ ...events(id, 0, 1)[0]!, history: [message(0)], historyEnd: 1 }]);
+      await db.collection("task_events").insertOne({
+        ...events(id, 1, 1)[0]!,
+        type: "orphan",
+        taskId: id,
+        writer: "dead",
+        history: [message(1)],
+        historyEnd: 2,
+      });
+      expect(await store.readHistory(id, 0, 0)).toEqual([message(0)]);
+      expect(await store.findHistoryMessage(id, "m-1", 0)).toBeNull();
+      await done();
+    });
 
-  it("an ended task stamps its whole log with its expiry (TTL removes the log with the head)", async () => {
-    const { store, db, done } = await monitoredStore();
-    const id = randomUUID();
-    await store.create(record(id), events(id, 0, 1));
-    await store.commit(id, 0, changes("running"), events(id, 1, 2));
-    expect(await db.collection("task_events").countDocuments({ taskId: id, expireAt: { $type: "date" } })).toBe(0);
-    const expireAt = new Date(Date.now() + 3_600_000).toISOString();
-    await store.commit(id, 2, changes("completed", { expireAt }), events(id, 3, 1));
-    const stamped = await db.collection("task_events").find({ taskId: id }).toArray();
-    expect(stamped.map((e) => (e["expireAt"] as Date).toISOString())).toEqual([expireAt, expireAt, expireAt, expireAt]);
-    await done();
-  });
+    it("an ended task stamps its whole log with its expiry (TTL removes the log with the head)", async () => {
+      const { store, db, done } = await monitoredStore();
+      const id = randomUUID();
+      await store.create(record(id), events(id, 0, 1));
+      await store.commit(id, 0, changes("running"), events(id, 1, 2));
+      expect(await db.collection("task_events").countDocuments({ taskId: id, expireAt: { $type: "date" } })).toBe(0);
+      const expireAt = new Date(Date.now() + 3_600_000).toISOString();
+      await store.commit(id, 2, changes("completed", { expireAt }), events(id, 3, 1));
+      const stamped = await db.collection("task_events").find({ taskId: id }).toArray();
+      expect(stamped.map((e) => (e["expireAt"] as Date).toISOString())).toEqual([
+        expireAt,
+        expireAt,
+        expireAt,
+        expireAt,
+      ]);
+      await done();
+    });
 
-  it("a database of the first layout (the log inside each task document) is moved to task_events on start, once", async () => {
-    const { db, done } = await monitoredStore();
-    const id = randomUUID();
-    const { taskId: _taskId, ...fields } = record(id, { version: 2 });
-    await db.collection("store_meta").deleteMany({});
-    await db.collection("tasks").insertOne({ ...fields, _id: id as never, expireAt: null, timerDueAt: null, events: events(id, 0, 3) });
-    const store = new MongoTaskStore(db.client, db);
-    await store.init();
-    expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual([0, 1, 2]);
-    expect(await store.get(id)).toEqual(record(id, { version: 2, createdAt: fields.createdAt, updatedAt: fields.updatedAt, a2a: fields.a2a }));
-    expect(await db.collection("tasks").countDocuments({ events: { $exists: true } })).toBe(0);
-    await store.commit(id, 2, changes("running"), events(id, 3, 1));
-    expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual([0, 1, 2, 3]);
-    await done();
+    it("a database of the first layout (the log inside each task document) is moved to task_events on start, once", async () => {
+      const { db, done } = await monitoredStore();
+      const id = randomUUID();
+      const { taskId: _taskId, ...fields } = record(id, { version: 2 });
+      await db.collection("store_meta").deleteMany({});
+      await db
+        .collection("tasks")
+        .insertOne({ ...fields, _id: id as never, expireAt: null, timerDueAt: null, events: events(id, 0, 3) });
+      const store = new MongoTaskStore(db.client, db);
+      await store.init();
+      expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual([0, 1, 2]);
+      expect(await store.get(id)).toEqual(
+        record(id, { version: 2, createdAt: fields.createdAt, updatedAt: fields.updatedAt, a2a: fields.a2a }),
+      );
+      expect(await db.collection("tasks").countDocuments({ events: { $exists: true } })).toBe(0);
+      await store.commit(id, 2, changes("running"), events(id, 3, 1));
+      expect((await store.readEvents(id, 0)).map((e) => e.sequence)).toEqual([0, 1, 2, 3]);
+      await done();
+    });
   });
-});

@@ -71,7 +71,10 @@ export async function startCommandHoldProxy(serverUri: string): Promise<CommandH
   if (!match) throw new Error(`the command hold proxy needs a mongodb:// URI (got ${serverUri})`);
   const [, credentials, firstHost, path, query] = match;
   const colon = firstHost!.lastIndexOf(":");
-  const target = { host: colon > 0 ? firstHost!.slice(0, colon).replace(/^\[|\]$/g, "") : firstHost!, port: colon > 0 ? Number(firstHost!.slice(colon + 1)) : 27017 };
+  const target = {
+    host: colon > 0 ? firstHost!.slice(0, colon).replace(/^\[|\]$/g, "") : firstHost!,
+    port: colon > 0 ? Number(firstHost!.slice(colon + 1)) : 27017,
+  };
 
   let armed: { remaining: number; onHeld: (name: string) => void } | undefined;
   let swallowing: { match: (write: WriteCommand) => boolean; onSwallowed: (write: WriteCommand) => void } | undefined;

@@ -36,7 +36,11 @@ export async function seedCopies(
         lease: null,
         expireAt: null,
       };
-      const log: RunEvent[] = events.map((e) => ({ ...structuredClone(e), eventId: `${taskId}:${e.sequence}`, runId: taskId }));
+      const log: RunEvent[] = events.map((e) => ({
+        ...structuredClone(e),
+        eventId: `${taskId}:${e.sequence}`,
+        runId: taskId,
+      }));
       records.push(record);
       return store.create(record, log);
     });
@@ -49,7 +53,26 @@ export async function seedCopies(
 export async function touch(store: TaskStore, record: TaskRecord, at = new Date().toISOString()): Promise<TaskRecord> {
   const current = (await store.get(record.taskId))!;
   const sequence = current.version + 1;
-  const event: RunEvent = { eventId: `${record.taskId}:${sequence}`, runId: record.taskId, type: "node.progress", payload: { touched: true }, timestamp: at, sequence };
-  await store.commit(record.taskId, current.version, { status: current.status, a2a: { ...current.a2a, updatedAt: at }, snapshot: current.snapshot, updatedAt: at, expireAt: current.expireAt ?? null, timerDueAt: current.timerDueAt ?? null }, [event]);
+  const event: RunEvent = {
+    eventId: `${record.taskId}:${sequence}`,
+    runId: record.taskId,
+    type: "node.progress",
+    payload: { touched: true },
+    timestamp: at,
+    sequence,
+  };
+  await store.commit(
+    record.taskId,
+    current.version,
+    {
+      status: current.status,
+      a2a: { ...current.a2a, updatedAt: at },
+      snapshot: current.snapshot,
+      updatedAt: at,
+      expireAt: current.expireAt ?? null,
+      timerDueAt: current.timerDueAt ?? null,
+    },
+    [event],
+  );
   return (await store.get(record.taskId))!;
 }

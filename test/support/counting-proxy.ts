@@ -38,15 +38,28 @@ export async function startCountingProxy(targetPort: number, port = 0): Promise<
         }
       }
       bump(name);
-      const upstream = request({ host: "127.0.0.1", port: target, method: req.method, path: req.url, headers: { ...req.headers, host: `127.0.0.1:${target}` } }, (answer) => {
-        // A stream the peer refused (a 1.0 SubscribeToTask of a task that already ended) answers plain JSON.
-        if (name === "SubscribeToTask" && !String(answer.headers["content-type"] ?? "").startsWith("text/event-stream")) bump("SubscribeToTask refused");
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-        // The peer died mid-response: the caller's connection breaks too (as it would without the proxy).
-        answer.on("aborted", () => res.destroy());
-        answer.on("error", () => res.destroy());
-      });
+      const upstream = request(
+        {
+          host: "127.0.0.1",
+          port: target,
+          method: req.method,
+          path: req.url,
+          headers: { ...req.headers, host: `127.0.0.1:${target}` },
+        },
+        (answer) => {
+          // A stream the peer refused (a 1.0 SubscribeToTask of a task that already ended) answers plain JSON.
+          if (
+            name === "SubscribeToTask" &&
+            !String(answer.headers["content-type"] ?? "").startsWith("text/event-stream")
+          )
+            bump("SubscribeToTask refused");
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+          // The peer died mid-response: the caller's connection breaks too (as it would without the proxy).
+          answer.on("aborted", () => res.destroy());
+          answer.on("error", () => res.destroy());
+        },
+      );
       upstream.on("error", () => {
         if (!res.headersSent) res.writeHead(502).end();
         else res.destroy();

@@ -33,7 +33,14 @@ let a2aService: grpc.ServiceClientConstructor | undefined;
 
 function grpcService(): grpc.ServiceClientConstructor {
   if (!a2aService) {
-    const definition = protoLoader.loadSync("a2a/v1/a2a.proto", { includeDirs: [protoDir], keepCase: false, longs: String, enums: String, defaults: true, oneofs: true });
+    const definition = protoLoader.loadSync("a2a/v1/a2a.proto", {
+      includeDirs: [protoDir],
+      keepCase: false,
+      longs: String,
+      enums: String,
+      defaults: true,
+      oneofs: true,
+    });
     a2aService = (grpc.loadPackageDefinition(definition) as any).a2a.v1.A2AService as grpc.ServiceClientConstructor;
   }
   return a2aService;
@@ -61,7 +68,10 @@ export class HostCluster {
   async start(slot: number): Promise<Incarnation> {
     const instanceId = `host-${slot}-${++this.generation}`;
     const server = await startServerProcess({ ...this.env, INSTANCE_ID: instanceId }, undefined, this.entry);
-    const client = new (grpcService())(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure()) as Incarnation["grpc"];
+    const client = new (grpcService())(
+      `127.0.0.1:${server.port}`,
+      grpc.credentials.createInsecure(),
+    ) as Incarnation["grpc"];
     const incarnation: Incarnation = { slot, instanceId, server, grpc: client, alive: true };
     this.slots[slot] = incarnation;
     this.incarnations.set(instanceId, incarnation);
@@ -123,14 +133,22 @@ export class HostCluster {
 }
 
 async function jsonRpc(on: Incarnation, method: string, params: unknown): Promise<Obj> {
-  const res = await fetch(`${on.server.baseUrl}/a2a/jsonrpc`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }) });
+  const res = await fetch(`${on.server.baseUrl}/a2a/jsonrpc`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }),
+  });
   const body = (await res.json()) as Obj;
   if (body["error"]) throw new Error(`${method}: ${JSON.stringify(body["error"])}`);
   return body["result"] as Obj;
 }
 
 async function restPost(on: Incarnation, path: string, body: unknown): Promise<Obj> {
-  const res = await fetch(`${on.server.baseUrl}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const res = await fetch(`${on.server.baseUrl}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
   const answer = (await res.json()) as Obj;
   if (!res.ok) throw new Error(`POST ${path}: ${res.status} ${JSON.stringify(answer)}`);
   return answer;
@@ -138,27 +156,47 @@ async function restPost(on: Incarnation, path: string, body: unknown): Promise<O
 
 function grpcSend(on: Incarnation, request: Obj, configuration: Obj): Promise<Obj> {
   return new Promise((resolve, reject) =>
-    (on.grpc["SendMessage"] as (req: Obj, cb: (err: grpc.ServiceError | null, res: Obj) => void) => void).call(on.grpc, { request, configuration }, (err, res) => (err ? reject(err) : resolve(res))),
+    (on.grpc["SendMessage"] as (req: Obj, cb: (err: grpc.ServiceError | null, res: Obj) => void) => void).call(
+      on.grpc,
+      { request, configuration },
+      (err, res) => (err ? reject(err) : resolve(res)),
+    ),
   );
 }
 
 /** Creates a task of `skillId` without waiting for it (blocking false on every binding); resolves with its id. */
-export async function sendTask(on: Incarnation, binding: Binding, skillId: string, text: string, push?: PushTarget): Promise<string> {
+export async function sendTask(
+  on: Incarnation,
+  binding: Binding,
+  skillId: string,
+  text: string,
+  push?: PushTarget,
+): Promise<string> {
   const messageId = randomUUID();
   switch (binding) {
     case "jsonrpc": {
       const configuration = { blocking: false, ...(push ? { pushNotificationConfig: push } : {}) };
-      const task = await jsonRpc(on, "message/send", { message: { kind: "message", messageId, role: "user", parts: [{ kind: "text", text }], metadata: { skillId } }, configuration });
+      const task = await jsonRpc(on, "message/send", {
+        message: { kind: "message", messageId, role: "user", parts: [{ kind: "text", text }], metadata: { skillId } },
+        configuration,
+      });
       return task["id"] as string;
     }
     case "rest": {
       const configuration = { blocking: false, ...(push ? { pushNotification: push } : {}) };
-      const answer = await restPost(on, "/v1/message:send", { message: { messageId, role: "ROLE_USER", content: [{ text }], metadata: { skillId } }, configuration });
+      const answer = await restPost(on, "/v1/message:send", {
+        message: { messageId, role: "ROLE_USER", content: [{ text }], metadata: { skillId } },
+        configuration,
+      });
       return answer["task"]["id"] as string;
     }
     case "grpc": {
       const configuration = { blocking: false, ...(push ? { pushNotification: push } : {}) };
-      const answer = await grpcSend(on, { messageId, role: "ROLE_USER", content: [{ text }], metadata: struct({ skillId }) }, configuration);
+      const answer = await grpcSend(
+        on,
+        { messageId, role: "ROLE_USER", content: [{ text }], metadata: struct({ skillId }) },
+        configuration,
+      );
       return answer["task"]["id"] as string;
     }
   }
@@ -169,13 +207,23 @@ export async function answerTask(on: Incarnation, binding: Binding, taskId: stri
   const messageId = randomUUID();
   switch (binding) {
     case "jsonrpc":
-      await jsonRpc(on, "message/send", { message: { kind: "message", messageId, role: "user", taskId, parts: [{ kind: "data", data: { action } }] }, configuration: { blocking: false } });
+      await jsonRpc(on, "message/send", {
+        message: { kind: "message", messageId, role: "user", taskId, parts: [{ kind: "data", data: { action } }] },
+        configuration: { blocking: false },
+      });
       return;
     case "rest":
-      await restPost(on, "/v1/message:send", { message: { messageId, role: "ROLE_USER", taskId, content: [{ data: { data: { action } } }] }, configuration: { blocking: false } });
+      await restPost(on, "/v1/message:send", {
+        message: { messageId, role: "ROLE_USER", taskId, content: [{ data: { data: { action } } }] },
+        configuration: { blocking: false },
+      });
       return;
     case "grpc":
-      await grpcSend(on, { messageId, role: "ROLE_USER", taskId, content: [{ data: { data: struct({ action }) } }] }, { blocking: false });
+      await grpcSend(
+        on,
+        { messageId, role: "ROLE_USER", taskId, content: [{ data: { data: struct({ action }) } }] },
+        { blocking: false },
+      );
       return;
   }
 }

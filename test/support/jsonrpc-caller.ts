@@ -23,7 +23,10 @@ export function jsonRpcCaller(baseUrl: () => string, options: JsonRpcCallerOptio
   const rpc = async (method: string, params: unknown): Promise<WireTask> => {
     const res = await fetch(`${baseUrl()}/a2a/jsonrpc`, {
       method: "POST",
-      headers: { "content-type": "application/json", ...(options.key ? { authorization: `Bearer ${options.key}` } : {}) },
+      headers: {
+        "content-type": "application/json",
+        ...(options.key ? { authorization: `Bearer ${options.key}` } : {}),
+      },
       body: JSON.stringify({ jsonrpc: "2.0", id: randomUUID(), method, params }),
     });
     expect(res.status).toBe(200);
@@ -33,23 +36,50 @@ export function jsonRpcCaller(baseUrl: () => string, options: JsonRpcCallerOptio
   };
   const get = (id: string): Promise<WireTask> => rpc("tasks/get", { id });
   return {
-    start: (text: string, skillId: string, more: { blocking?: boolean; data?: Record<string, unknown> } = {}): Promise<WireTask> =>
+    start: (
+      text: string,
+      skillId: string,
+      more: { blocking?: boolean; data?: Record<string, unknown> } = {},
+    ): Promise<WireTask> =>
       rpc("message/send", {
-        message: { kind: "message", messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }, ...(more.data ? [{ kind: "data", data: more.data }] : [])], metadata: { skillId } },
+        message: {
+          kind: "message",
+          messageId: randomUUID(),
+          role: "user",
+          parts: [{ kind: "text", text }, ...(more.data ? [{ kind: "data", data: more.data }] : [])],
+          metadata: { skillId },
+        },
         configuration: { blocking: more.blocking ?? options.blocking ?? true },
       }),
     /** Answers a task that waits for input: a text, or the parts given. */
     reply: (task: WireTask, parts: string | unknown[]): Promise<WireTask> =>
-      rpc("message/send", { message: { kind: "message", messageId: randomUUID(), role: "user", taskId: task["id"], contextId: task["contextId"], parts: typeof parts === "string" ? [{ kind: "text", text: parts }] : parts } }),
+      rpc("message/send", {
+        message: {
+          kind: "message",
+          messageId: randomUUID(),
+          role: "user",
+          taskId: task["id"],
+          contextId: task["contextId"],
+          parts: typeof parts === "string" ? [{ kind: "text", text: parts }] : parts,
+        },
+      }),
     get,
     cancel: (id: string): Promise<WireTask> => rpc("tasks/cancel", { id }),
     /** Polls tasks/get until `done` holds. */
-    async waitFor(id: string, done: (task: WireTask) => boolean, what = "the expected state", timeoutMs = options.waitMs ?? 10_000): Promise<WireTask> {
+    async waitFor(
+      id: string,
+      done: (task: WireTask) => boolean,
+      what = "the expected state",
+      timeoutMs = options.waitMs ?? 10_000,
+    ): Promise<WireTask> {
       const until = Date.now() + timeoutMs;
       for (;;) {
         const task = await get(id);
         if (done(task)) return task;
-        if (Date.now() > until) throw new Error(`task ${id} did not reach ${what}; it is ${JSON.stringify(task["status"])} ${JSON.stringify(task["metadata"])}`);
+        if (Date.now() > until)
+          throw new Error(
+            `task ${id} did not reach ${what}; it is ${JSON.stringify(task["status"])} ${JSON.stringify(task["metadata"])}`,
+          );
         await new Promise((r) => setTimeout(r, 25));
       }
     },

@@ -15,7 +15,12 @@ import { basename, join, resolve } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { parse, parseAllDocuments } from "yaml";
 
-export type K8sObject = { apiVersion: string; kind: string; metadata: { name: string; [k: string]: unknown }; [k: string]: unknown };
+export type K8sObject = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; [k: string]: unknown };
+  [k: string]: unknown;
+};
 
 interface Patch {
   target: { kind: string; name: string };
@@ -32,7 +37,15 @@ interface Kustomization {
   patches?: Patch[];
 }
 
-const KNOWN_FIELDS = new Set(["apiVersion", "kind", "resources", "components", "configMapGenerator", "secretGenerator", "patches"]);
+const KNOWN_FIELDS = new Set([
+  "apiVersion",
+  "kind",
+  "resources",
+  "components",
+  "configMapGenerator",
+  "secretGenerator",
+  "patches",
+]);
 
 /**
  * A string as Go's encoding/json writes it (kustomize hashes Go's encoding): `<`, `>`, `&`, U+2028 and U+2029
@@ -47,7 +60,8 @@ function goJsonString(text: string): string {
     else if (ch === "\n") out += "\\n";
     else if (ch === "\r") out += "\\r";
     else if (ch === "\t") out += "\\t";
-    else if (code < 0x20 || ch === "<" || ch === ">" || ch === "&" || code === 0x2028 || code === 0x2029) out += `\\u${code.toString(16).padStart(4, "0")}`;
+    else if (code < 0x20 || ch === "<" || ch === ">" || ch === "&" || code === 0x2028 || code === 0x2029)
+      out += `\\u${code.toString(16).padStart(4, "0")}`;
     else out += ch;
   }
   return `${out}"`;
@@ -68,8 +82,14 @@ function goJson(value: unknown): string {
  * JSON, vowels and look-alikes replaced. The name hashed is always "": kustomize looks it up as one field called
  * "metadata/name", which no object has (so two generators with the same content get the same suffix).
  */
-export function kustomizeHash(object: { kind: "ConfigMap"; data: Record<string, string> } | { kind: "Secret"; type: string; data: Record<string, string> }): string {
-  const hex = createHash("sha256").update(goJson({ ...object, name: "" })).digest("hex");
+export function kustomizeHash(
+  object:
+    | { kind: "ConfigMap"; data: Record<string, string> }
+    | { kind: "Secret"; type: string; data: Record<string, string> },
+): string {
+  const hex = createHash("sha256")
+    .update(goJson({ ...object, name: "" }))
+    .digest("hex");
   const swap: Record<string, string> = { "0": "g", "1": "h", "3": "k", a: "m", e: "t" };
   return [...hex.slice(0, 10)].map((c) => swap[c] ?? c).join("");
 }
@@ -88,7 +108,10 @@ function readKustomization(dir: string): Kustomization {
   const file = join(dir, "kustomization.yaml");
   const k = parse(readFileSync(file, "utf8")) as Kustomization;
   const unknown = Object.keys(k).filter((key) => !KNOWN_FIELDS.has(key));
-  if (unknown.length > 0) throw new Error(`kustomize-render: ${file} uses ${unknown.join(", ")}, which this renderer does not implement (use kubectl kustomize, or extend test/support/kustomize-render.ts)`);
+  if (unknown.length > 0)
+    throw new Error(
+      `kustomize-render: ${file} uses ${unknown.join(", ")}, which this renderer does not implement (use kubectl kustomize, or extend test/support/kustomize-render.ts)`,
+    );
   return k;
 }
 
@@ -120,14 +143,16 @@ function applyJson6902(target: K8sObject, ops: Array<{ op: string; path: string;
     const index = Array.isArray(container) ? (last === "-" ? container.length : Number(last)) : undefined;
     switch (op) {
       case "test":
-        if (!isDeepStrictEqual(index !== undefined ? container[index] : container[last], value)) throw new Error(`kustomize-render: test of ${path} failed`);
+        if (!isDeepStrictEqual(index !== undefined ? container[index] : container[last], value))
+          throw new Error(`kustomize-render: test of ${path} failed`);
         break;
       case "add":
         if (index !== undefined) container.splice(index, 0, value);
         else container[last] = value;
         break;
       case "replace":
-        if ((index !== undefined ? container[index] : container[last]) === undefined) throw new Error(`kustomize-render: replace of ${path}, which does not exist`);
+        if ((index !== undefined ? container[index] : container[last]) === undefined)
+          throw new Error(`kustomize-render: replace of ${path}, which does not exist`);
         if (index !== undefined) container[index] = value;
         else container[last] = value;
         break;
@@ -152,14 +177,19 @@ function renameReferences(object: K8sObject, renamed: Map<string, string>): void
   for (const volume of (spec["volumes"] as Array<Record<string, Record<string, unknown>>> | undefined) ?? []) {
     rename(volume["configMap"], "name", "ConfigMap");
     rename(volume["secret"], "secretName", "Secret");
-    for (const source of (volume["projected"]?.["sources"] as Array<Record<string, Record<string, unknown>>> | undefined) ?? []) {
+    for (const source of (volume["projected"]?.["sources"] as
+      Array<Record<string, Record<string, unknown>>> | undefined) ?? []) {
       rename(source["configMap"], "name", "ConfigMap");
       rename(source["secret"], "name", "Secret");
     }
   }
-  const containers = [...((spec["containers"] as unknown[]) ?? []), ...((spec["initContainers"] as unknown[]) ?? [])] as Array<Record<string, unknown>>;
+  const containers = [
+    ...((spec["containers"] as unknown[]) ?? []),
+    ...((spec["initContainers"] as unknown[]) ?? []),
+  ] as Array<Record<string, unknown>>;
   for (const container of containers) {
-    for (const env of (container["env"] as Array<{ valueFrom?: Record<string, Record<string, unknown>> }> | undefined) ?? []) {
+    for (const env of (container["env"] as
+      Array<{ valueFrom?: Record<string, Record<string, unknown>> }> | undefined) ?? []) {
       rename(env.valueFrom?.["configMapKeyRef"], "name", "ConfigMap");
       rename(env.valueFrom?.["secretKeyRef"], "name", "Secret");
     }
@@ -177,7 +207,8 @@ export function build(dir: string): K8sObject[] {
   const renamed = new Map<string, string>();
   for (const component of k.components ?? []) {
     const componentDir = resolve(dir, component);
-    if (readKustomization(componentDir).kind !== "Component") throw new Error(`kustomize-render: ${componentDir} is not a Component`);
+    if (readKustomization(componentDir).kind !== "Component")
+      throw new Error(`kustomize-render: ${componentDir} is not a Component`);
     objects.push(...applyKustomization(componentDir, objects, renamed));
   }
   objects.push(...applyKustomization(dir, objects, renamed, { skipResources: true }));
@@ -186,7 +217,12 @@ export function build(dir: string): K8sObject[] {
 }
 
 /** A kustomization's generators and patches over `objects`; returns what it adds (a component's resources too). */
-function applyKustomization(dir: string, objects: K8sObject[], renamed: Map<string, string>, { skipResources = false } = {}): K8sObject[] {
+function applyKustomization(
+  dir: string,
+  objects: K8sObject[],
+  renamed: Map<string, string>,
+  { skipResources = false } = {},
+): K8sObject[] {
   const k = readKustomization(dir);
   const added: K8sObject[] = skipResources ? [] : (k.resources ?? []).flatMap((r) => readResources(resolve(dir, r)));
   for (const generator of k.configMapGenerator ?? []) {
@@ -209,9 +245,13 @@ function applyKustomization(dir: string, objects: K8sObject[], renamed: Map<stri
   for (const patch of k.patches ?? []) {
     const all = [...objects, ...added];
     const targets = all.filter((o) => o.kind === patch.target.kind && o.metadata.name === patch.target.name);
-    if (targets.length !== 1) throw new Error(`kustomize-render: patch target ${patch.target.kind}/${patch.target.name} matches ${targets.length} objects`);
+    if (targets.length !== 1)
+      throw new Error(
+        `kustomize-render: patch target ${patch.target.kind}/${patch.target.name} matches ${targets.length} objects`,
+      );
     const ops = parse(patch.patch) as Array<{ op: string; path: string; value?: unknown }>;
-    if (!Array.isArray(ops)) throw new Error("kustomize-render: only JSON 6902 patches (a list of operations) are implemented");
+    if (!Array.isArray(ops))
+      throw new Error("kustomize-render: only JSON 6902 patches (a list of operations) are implemented");
     applyJson6902(targets[0]!, ops);
   }
   return added;
@@ -236,5 +276,7 @@ export function kubectlInstalled(): boolean {
 /** What the tests validate: kubectl's build where it is installed, else this renderer's. */
 export function renderOverlay(dir: string): { objects: K8sObject[]; by: "kubectl kustomize" | "the Node renderer" } {
   const viaKubectl = kubectlKustomize(dir);
-  return viaKubectl ? { objects: viaKubectl, by: "kubectl kustomize" } : { objects: build(dir), by: "the Node renderer" };
+  return viaKubectl
+    ? { objects: viaKubectl, by: "kubectl kustomize" }
+    : { objects: build(dir), by: "the Node renderer" };
 }

@@ -1,8 +1,14 @@
 // Change streams on the wire-protocol test server, through the real driver: `$changeStream`
 // aggregate, awaitData getMore, resume tokens. Runs against a server started here and against the
 // run's backend (with MONGODB_URI pointing at a replica set, that shows mongod behaves the same).
-import type { Long} from "mongodb";
-import { MongoClient, type ChangeStreamDocument, type ChangeStreamInsertDocument, type Db, type Document } from "mongodb";
+import type { Long } from "mongodb";
+import {
+  MongoClient,
+  type ChangeStreamDocument,
+  type ChangeStreamInsertDocument,
+  type Db,
+  type Document,
+} from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { headChangesPipeline } from "../../src/store/change-stream-commit-feed.js";
 import { testDbName } from "./mongo.js";
@@ -61,7 +67,9 @@ describe.each(backends)("change streams on %s", (_name, uri) => {
     await coll.insertOne({ n: 3 });
     const resumed = coll.watch([], { resumeAfter: one._id, maxAwaitTimeMS: 50 });
     try {
-      const seen = [await resumed.next(), await resumed.next()] as (ChangeStreamDocument<Document> & { fullDocument: Document })[];
+      const seen = [await resumed.next(), await resumed.next()] as (ChangeStreamDocument<Document> & {
+        fullDocument: Document;
+      })[];
       expect(seen.map((c) => c.fullDocument["n"])).toEqual([2, 3]);
     } finally {
       await resumed.close();
@@ -75,7 +83,9 @@ describe.each(backends)("change streams on %s", (_name, uri) => {
     try {
       expect(await stream.tryNext()).toBeNull();
       await coll.insertOne({ v: 1 });
-      await db.collection("elsewhere").updateOne({ _id: "x" as unknown as Document["_id"] }, { $set: { v: 9 } }, { upsert: true });
+      await db
+        .collection("elsewhere")
+        .updateOne({ _id: "x" as unknown as Document["_id"] }, { $set: { v: 9 } }, { upsert: true });
       await coll.updateOne({ _id: "x" as unknown as Document["_id"] }, { $set: { v: 2 } });
       await coll.replaceOne({ _id: "x" as unknown as Document["_id"] }, { v: 3 });
       const update = (await stream.next()) as Document;
@@ -115,17 +125,38 @@ describe.each(backends)("change streams on %s", (_name, uri) => {
       await coll.insertOne({ _id: "own", version: 0, commitId: `${writer}:1` });
       await coll.insertOne({ _id: "other", version: 0, commitId: "w2:1", tenant: "t" });
       await coll.updateOne({ _id: "other" }, { $set: { version: 1, commitId: `${writer}:2` } });
-      await coll.updateOne({ _id: "other" }, { $set: { leaseOwner: "a", leaseExpiresAt: new Date() }, $inc: { leaseEpoch: 1 } } as Document);
+      await coll.updateOne({ _id: "other" }, {
+        $set: { leaseOwner: "a", leaseExpiresAt: new Date() },
+        $inc: { leaseEpoch: 1 },
+      } as Document);
       await coll.updateOne({ _id: "other" }, { $set: { "redo.s1": { sequence: 1 } } });
       await coll.updateOne({ _id: "other" }, { $unset: { "redo.s1": "" } });
       await coll.updateOne({ _id: "other" }, { $set: { version: 2, commitId: "w2:2", status: "running" } });
       await coll.updateOne({ _id: "other" }, { $set: { version: 3, commitId: "old-uuid" } });
-      const changes = [(await stream.next()) as Document, (await stream.next()) as Document, (await stream.next()) as Document];
+      const changes = [
+        (await stream.next()) as Document,
+        (await stream.next()) as Document,
+        (await stream.next()) as Document,
+      ];
       expect(await stream.tryNext()).toBeNull();
       expect(changes.map(({ _id, ...rest }) => [typeof _id, rest])).toEqual([
         ["object", { operationType: "insert", documentKey: { _id: "other" }, fullDocument: { version: 0 } }],
-        ["object", { operationType: "update", documentKey: { _id: "other" }, updateDescription: { updatedFields: { version: 2 } } }],
-        ["object", { operationType: "update", documentKey: { _id: "other" }, updateDescription: { updatedFields: { version: 3 } } }],
+        [
+          "object",
+          {
+            operationType: "update",
+            documentKey: { _id: "other" },
+            updateDescription: { updatedFields: { version: 2 } },
+          },
+        ],
+        [
+          "object",
+          {
+            operationType: "update",
+            documentKey: { _id: "other" },
+            updateDescription: { updatedFields: { version: 3 } },
+          },
+        ],
       ]);
     } finally {
       await stream.close();
@@ -147,7 +178,10 @@ describe.each(backends)("change streams on %s", (_name, uri) => {
     expect(more.postBatchResumeToken).toEqual(more.nextBatch[0]!["_id"]);
     expect(more.id.toString()).toBe(cursor.id.toString());
     // Nothing new: an empty batch once maxTimeMS passes, the cursor still open.
-    const idle = (await db.command({ getMore: cursor.id, collection: "awaited", maxTimeMS: 20 }))["cursor"] as { id: Long; nextBatch: Document[] };
+    const idle = (await db.command({ getMore: cursor.id, collection: "awaited", maxTimeMS: 20 }))["cursor"] as {
+      id: Long;
+      nextBatch: Document[];
+    };
     expect(idle.nextBatch).toEqual([]);
     expect(idle.id.toString()).toBe(cursor.id.toString());
     await db.command({ killCursors: "awaited", cursors: [cursor.id] });

@@ -2,7 +2,17 @@
 // the driver discovers the set and monitors it with the streaming protocol, sends retryable
 // writes (each applied once per lsid + txnNumber), and the `failCommand` /
 // `onPrimaryTransactionalWrite` fail points behave as the drivers' spec tests expect of mongod.
-import { Long, MongoClient, MongoNetworkError, MongoServerError, type CommandStartedEvent, type Db, type Document, type ServerHeartbeatSucceededEvent, type TopologyDescription } from "mongodb";
+import {
+  Long,
+  MongoClient,
+  MongoNetworkError,
+  MongoServerError,
+  type CommandStartedEvent,
+  type Db,
+  type Document,
+  type ServerHeartbeatSucceededEvent,
+  type TopologyDescription,
+} from "mongodb";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { testDbName } from "./mongo.js";
 import { startMongoWireServer, type MongoWireServer } from "./mongo-wire-server/server.js";
@@ -57,7 +67,8 @@ describe("the wire-protocol test server as a one-node replica set", () => {
       expect([...(description?.servers.values() ?? [])].map((s) => s.type)).toEqual(["RSPrimary"]);
       // The monitor switches to awaited (exhaust) hellos, which the server answers every maxAwaitTimeMS.
       const deadline = Date.now() + 5_000;
-      while (heartbeats.filter((h) => h.awaited).length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      while (heartbeats.filter((h) => h.awaited).length < 3 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
       expect(heartbeats.filter((h) => h.awaited).length).toBeGreaterThanOrEqual(3);
       expect(await watcher.db("admin").command({ ping: 1 })).toMatchObject({ ok: 1 });
     } finally {
@@ -85,7 +96,11 @@ describe("the wire-protocol test server as a one-node replica set", () => {
       expect(again).toMatchObject({ n: 1, ok: 1 });
       expect(await coll.countDocuments({ _id: "b" as unknown as Document["_id"] })).toBe(1);
       // A retried update is not applied twice either.
-      const bump = { update: "retryable", updates: [{ q: { _id: "b" }, u: { $inc: { n: 1 } } }], txnNumber: Long.fromNumber(8) };
+      const bump = {
+        update: "retryable",
+        updates: [{ q: { _id: "b" }, u: { $inc: { n: 1 } } }],
+        txnNumber: Long.fromNumber(8),
+      };
       await ownDb.command(bump, { session });
       await ownDb.command(bump, { session });
       expect(await coll.findOne({ _id: "b" as unknown as Document["_id"] })).toMatchObject({ n: 1 });
@@ -100,7 +115,9 @@ describe("the wire-protocol test server as a one-node replica set", () => {
 
   it("onPrimaryTransactionalWrite: the write is applied, the reply lost; the driver's retry gets the first result, not a second write", async () => {
     const coll = db.collection("lostReply");
-    expect(await failPoint("onPrimaryTransactionalWrite", { times: 1 }, { closeConnection: true })).toMatchObject({ ok: 1 });
+    expect(await failPoint("onPrimaryTransactionalWrite", { times: 1 }, { closeConnection: true })).toMatchObject({
+      ok: 1,
+    });
     await coll.updateOne({ _id: "counter" as unknown as Document["_id"] }, { $inc: { n: 1 } }, { upsert: true });
     expect(await coll.findOne({ _id: "counter" as unknown as Document["_id"] })).toEqual({ _id: "counter", n: 1 });
     const updates = sent("update");
@@ -111,7 +128,10 @@ describe("the wire-protocol test server as a one-node replica set", () => {
     const noRetry = new MongoClient(server.uri, { retryWrites: false });
     try {
       await failPoint("onPrimaryTransactionalWrite", { times: 1 }, { closeConnection: true });
-      await noRetry.db(db.databaseName).collection("lostReply").insertOne({ _id: "x" as unknown as Document["_id"] });
+      await noRetry
+        .db(db.databaseName)
+        .collection("lostReply")
+        .insertOne({ _id: "x" as unknown as Document["_id"] });
       // No txnNumber without retryWrites: the fail point did not fire.
       await failPoint("onPrimaryTransactionalWrite", "off");
     } finally {
@@ -129,7 +149,12 @@ describe("the wire-protocol test server as a one-node replica set", () => {
     const noRetry = new MongoClient(server.uri, { retryWrites: false });
     try {
       await failPoint("failCommand", { times: 1 }, { failCommands: ["insert"], errorCode: 10107 });
-      const raw = (await failure(noRetry.db(db.databaseName).collection("notPrimary").insertOne({ _id: 2 as unknown as Document["_id"] }))) as MongoServerError;
+      const raw = (await failure(
+        noRetry
+          .db(db.databaseName)
+          .collection("notPrimary")
+          .insertOne({ _id: 2 as unknown as Document["_id"] }),
+      )) as MongoServerError;
       expect(raw).toBeInstanceOf(MongoServerError);
       expect(raw.code).toBe(10107);
       expect(raw.codeName).toBe("NotWritablePrimary");
@@ -161,7 +186,9 @@ describe("the wire-protocol test server as a one-node replica set", () => {
     const noRetry = new MongoClient(server.uri, { retryWrites: false, retryReads: false });
     try {
       await failPoint("failCommand", { times: 1 }, { failCommands: ["find"], closeConnection: true });
-      expect(await failure(noRetry.db(db.databaseName).collection("closed").findOne({}))).toBeInstanceOf(MongoNetworkError);
+      expect(await failure(noRetry.db(db.databaseName).collection("closed").findOne({}))).toBeInstanceOf(
+        MongoNetworkError,
+      );
     } finally {
       await noRetry.close();
     }
@@ -179,16 +206,27 @@ describe("the wire-protocol test server as a one-node replica set", () => {
 
   it("modes: {times: n}, alwaysOn, off, {skip: n}; timesEntered and waitForFailPoint; appName and namespace; admin only", async () => {
     const coll = db.collection("modes");
-    const entered = (await failPoint("failCommand", { times: 2 }, { failCommands: ["count"], errorCode: 2 }))["count"] as number;
+    const entered = (await failPoint("failCommand", { times: 2 }, { failCommands: ["count"], errorCode: 2 }))[
+      "count"
+    ] as number;
     expect(((await failure(coll.estimatedDocumentCount())) as MongoServerError).code).toBe(2);
     // configureFailPoint answers how often the fail point has fired; waitForFailPoint waits for it.
-    expect(await client.db("admin").command({ waitForFailPoint: "failCommand", timesEntered: entered + 1, maxTimeMS: 1000 })).toMatchObject({ ok: 1 });
-    expect(((await failure(client.db("admin").command({ waitForFailPoint: "failCommand", timesEntered: entered + 2, maxTimeMS: 50 }))) as MongoServerError).code).toBe(50);
+    expect(
+      await client.db("admin").command({ waitForFailPoint: "failCommand", timesEntered: entered + 1, maxTimeMS: 1000 }),
+    ).toMatchObject({ ok: 1 });
+    expect(
+      (
+        (await failure(
+          client.db("admin").command({ waitForFailPoint: "failCommand", timesEntered: entered + 2, maxTimeMS: 50 }),
+        )) as MongoServerError
+      ).code,
+    ).toBe(50);
     expect(await failPoint("failCommand", "off")).toMatchObject({ count: entered + 1, ok: 1 });
     expect(await coll.estimatedDocumentCount()).toBe(0);
 
     await failPoint("failCommand", "alwaysOn", { failCommands: ["count"], errorCode: 2 });
-    for (let i = 0; i < 3; i++) expect(((await failure(coll.estimatedDocumentCount())) as MongoServerError).code).toBe(2);
+    for (let i = 0; i < 3; i++)
+      expect(((await failure(coll.estimatedDocumentCount())) as MongoServerError).code).toBe(2);
     await failPoint("failCommand", "off");
     expect(await coll.estimatedDocumentCount()).toBe(0);
 
@@ -201,24 +239,41 @@ describe("the wire-protocol test server as a one-node replica set", () => {
     expect(await coll.estimatedDocumentCount()).toBe(0);
     const other = await MongoClient.connect(server.uri, { appName: "the-other-app" });
     try {
-      expect(((await failure(other.db(db.databaseName).collection("modes").estimatedDocumentCount())) as MongoServerError).code).toBe(2);
+      expect(
+        ((await failure(other.db(db.databaseName).collection("modes").estimatedDocumentCount())) as MongoServerError)
+          .code,
+      ).toBe(2);
     } finally {
       await other.close();
     }
     await failPoint("failCommand", "off");
 
-    await failPoint("failCommand", "alwaysOn", { failCommands: ["count"], errorCode: 2, namespace: `${db.databaseName}.elsewhere` });
+    await failPoint("failCommand", "alwaysOn", {
+      failCommands: ["count"],
+      errorCode: 2,
+      namespace: `${db.databaseName}.elsewhere`,
+    });
     expect(await coll.estimatedDocumentCount()).toBe(0);
     expect(((await failure(db.collection("elsewhere").estimatedDocumentCount())) as MongoServerError).code).toBe(2);
     await failPoint("failCommand", "off");
 
-    expect(((await failure(db.command({ configureFailPoint: "failCommand", mode: "alwaysOn", data: { failCommands: ["ping"] } }))) as MongoServerError).code).toBe(13);
+    expect(
+      (
+        (await failure(
+          db.command({ configureFailPoint: "failCommand", mode: "alwaysOn", data: { failCommands: ["ping"] } }),
+        )) as MongoServerError
+      ).code,
+    ).toBe(13);
     expect(((await failure(failPoint("noSuchFailPoint", "alwaysOn"))) as MongoServerError).code).toBe(2);
   });
 
   it("failCommand writeConcernError: the write is applied and the reply carries the error (retryable codes labelled, retried once)", async () => {
     const coll = db.collection("wce");
-    await failPoint("failCommand", { times: 1 }, { failCommands: ["insert"], writeConcernError: { code: 91, errmsg: "Replication is being shut down" } });
+    await failPoint(
+      "failCommand",
+      { times: 1 },
+      { failCommands: ["insert"], writeConcernError: { code: 91, errmsg: "Replication is being shut down" } },
+    );
     await coll.insertOne({ _id: 1 as unknown as Document["_id"] });
     // Applied by the first attempt; the retry (same txnNumber) is answered from the session's record.
     expect(sent("insert")).toHaveLength(2);

@@ -48,9 +48,19 @@ describe("Collection.createIndexes", () => {
   it("is all-or-nothing: a spec that fails on the data leaves the earlier ones of the command uncreated", () => {
     const collection = new Collection("db", "c");
     for (let i = 0; i < 10; i++) collection.insert({ _id: i, a: i, b: i % 2 });
-    expect(() => collection.createIndexes([{ key: { a: 1 }, name: "a" }, { key: { b: 1 }, name: "b", unique: true }])).toThrow(/E11000/);
+    expect(() =>
+      collection.createIndexes([
+        { key: { a: 1 }, name: "a" },
+        { key: { b: 1 }, name: "b", unique: true },
+      ]),
+    ).toThrow(/E11000/);
     expect(collection.indexes.map((index) => index.name)).toEqual(["_id_"]);
-    expect(collection.createIndexes([{ key: { a: 1 }, name: "a" }, { key: { a: 1 }, name: "a" }])).toBe(1);
+    expect(
+      collection.createIndexes([
+        { key: { a: 1 }, name: "a" },
+        { key: { a: 1 }, name: "a" },
+      ]),
+    ).toBe(1);
     expect(collection.createIndexes([{ key: { a: 1 }, name: "a" }])).toBe(0);
   });
 });
@@ -60,7 +70,10 @@ describe("wire-protocol test server at scale", () => {
   let client: MongoClient;
   let db: Db;
   const status = async () => {
-    const q = (await db.admin().command({ serverStatus: 1 }))["metrics"]["queryExecutor"] as { scanned: Long; scannedObjects: Long };
+    const q = (await db.admin().command({ serverStatus: 1 }))["metrics"]["queryExecutor"] as {
+      scanned: Long;
+      scannedObjects: Long;
+    };
     return { keys: Number(q.scanned), docs: Number(q.scannedObjects) };
   };
   /** Keys and documents one operation examined. */
@@ -84,7 +97,9 @@ describe("wire-protocol test server at scale", () => {
   it("seeks a range in key order: the keys it examines are those in the range (plus the one that ends it)", async () => {
     const items = db.collection<{ _id: number; n: number | string | null }>("items");
     await items.createIndex({ n: 1 }, { name: "n" });
-    await items.insertMany(Array.from({ length: 3000 }, (_, i) => ({ _id: i, n: i % 3 === 0 ? `s${i}` : i % 7 === 0 ? null : i })));
+    await items.insertMany(
+      Array.from({ length: 3000 }, (_, i) => ({ _id: i, n: i % 3 === 0 ? `s${i}` : i % 7 === 0 ? null : i })),
+    );
     const cases: Array<[Record<string, unknown>, number]> = [
       [{ $gte: 100, $lt: 110 }, 11],
       [{ $gt: 2990 }, 6],
@@ -97,7 +112,10 @@ describe("wire-protocol test server at scale", () => {
       const cost = await examined(async () => (found = await items.find({ n: range }).toArray()));
       // The same query as a collection scan (the planner does not read inside `$or`).
       const scanned = await items.find({ $or: [{ n: range }] }).toArray();
-      expect(found.map((d) => d._id).sort((a, b) => a - b), JSON.stringify(range)).toEqual(scanned.map((d) => d._id).sort((a, b) => a - b));
+      expect(
+        found.map((d) => d._id).sort((a, b) => a - b),
+        JSON.stringify(range),
+      ).toEqual(scanned.map((d) => d._id).sort((a, b) => a - b));
       expect(found.length, JSON.stringify(range)).toBeGreaterThan(0);
       expect(cost.keys, JSON.stringify(range)).toBeLessThanOrEqual(maxKeys);
       expect(cost.docs).toBe(found.length);
@@ -108,8 +126,21 @@ describe("wire-protocol test server at scale", () => {
     const sessions = db.collection<{ _id: number; seen: Date | null | string }>("sessions");
     await sessions.createIndex({ seen: 1 }, { expireAfterSeconds: 0, name: "ttl" });
     const now = Date.now();
-    await sessions.insertMany(Array.from({ length: 2000 }, (_, i) => ({ _id: i, seen: i < 10 ? new Date(now - 1000 * (i + 1)) : i % 2 === 0 ? null : i % 3 === 0 ? "later" : new Date(now + 3_600_000 + i) })));
-    for (let waited = 0; waited < 5000 && (await sessions.countDocuments()) > 1990; waited += 50) await new Promise((r) => setTimeout(r, 50));
+    await sessions.insertMany(
+      Array.from({ length: 2000 }, (_, i) => ({
+        _id: i,
+        seen:
+          i < 10
+            ? new Date(now - 1000 * (i + 1))
+            : i % 2 === 0
+              ? null
+              : i % 3 === 0
+                ? "later"
+                : new Date(now + 3_600_000 + i),
+      })),
+    );
+    for (let waited = 0; waited < 5000 && (await sessions.countDocuments()) > 1990; waited += 50)
+      await new Promise((r) => setTimeout(r, 50));
     expect(await sessions.countDocuments()).toBe(1990);
     expect(await sessions.countDocuments({ _id: { $lt: 10 } })).toBe(0);
   });
@@ -120,7 +151,15 @@ describe("wire-protocol test server at scale", () => {
     await big.insertMany(Array.from({ length: 20_000 }, (_, i) => ({ _id: i, k: i % 10 })));
     const again = await db.command({ createIndexes: "big", indexes: [{ key: { k: 1 }, name: "k" }] });
     expect(again).toMatchObject({ numIndexesBefore: 2, numIndexesAfter: 2, note: "all indexes already exist" });
-    const refused = await db.command({ createIndexes: "big", indexes: [{ key: { _id: 1, k: 1 }, name: "id_k" }, { key: { k: 1 }, name: "k_unique", unique: true }] }).catch((e: unknown) => e);
+    const refused = await db
+      .command({
+        createIndexes: "big",
+        indexes: [
+          { key: { _id: 1, k: 1 }, name: "id_k" },
+          { key: { k: 1 }, name: "k_unique", unique: true },
+        ],
+      })
+      .catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(MongoServerError);
     expect((await big.indexes()).map((index) => index.name)).toEqual(["_id_", "k"]);
   });

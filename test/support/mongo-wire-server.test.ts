@@ -93,11 +93,23 @@ function behavesLikeMongod(label: string, uri: () => string): void {
       const byAge = await people.find({}, { sort: { age: 1 }, projection: { _id: 0, name: 1 } }).toArray();
       // A missing field sorts like null: before every number.
       expect(byAge).toEqual([{ name: "dee" }, { name: "bob" }, { name: "ada" }, { name: "cy" }]);
-      const page = await people.find({ age: { $exists: true } }).sort({ age: -1 }).skip(1).limit(1).toArray();
+      const page = await people
+        .find({ age: { $exists: true } })
+        .sort({ age: -1 })
+        .skip(1)
+        .limit(1)
+        .toArray();
       expect(page.map((p) => p.name)).toEqual(["ada"]);
 
-      expect(await people.findOne({ _id: id("b") }, { projection: { events: 0, address: 0 } })).toEqual({ _id: "b", name: "bob", age: 25 });
-      expect(await people.findOne({ name: "bob" }, { projection: { "address.city": 1 } })).toEqual({ _id: "b", address: { city: "Oslo" } });
+      expect(await people.findOne({ _id: id("b") }, { projection: { events: 0, address: 0 } })).toEqual({
+        _id: "b",
+        name: "bob",
+        age: 25,
+      });
+      expect(await people.findOne({ name: "bob" }, { projection: { "address.city": 1 } })).toEqual({
+        _id: "b",
+        address: { city: "Oslo" },
+      });
       // $slice alone keeps every other field.
       expect(await people.findOne({ name: "ada" }, { projection: { _id: 0, events: { $slice: 2 } } })).toEqual({
         name: "ada",
@@ -105,11 +117,19 @@ function behavesLikeMongod(label: string, uri: () => string): void {
         tags: ["math", "engines"],
         events: [1, 2],
       });
-      expect((await people.findOne({ name: "ada" }, { projection: { events: { $slice: -2 } } }))?.events).toEqual([4, 5]);
-      expect((await people.findOne({ name: "ada" }, { projection: { events: { $slice: [1, 2] } } }))?.events).toEqual([2, 3]);
-      expect((await people.findOne({ name: "ada" }, { projection: { events: { $slice: [-2, 5] } } }))?.events).toEqual([4, 5]);
+      expect((await people.findOne({ name: "ada" }, { projection: { events: { $slice: -2 } } }))?.events).toEqual([
+        4, 5,
+      ]);
+      expect((await people.findOne({ name: "ada" }, { projection: { events: { $slice: [1, 2] } } }))?.events).toEqual([
+        2, 3,
+      ]);
+      expect((await people.findOne({ name: "ada" }, { projection: { events: { $slice: [-2, 5] } } }))?.events).toEqual([
+        4, 5,
+      ]);
       // Combined with an inclusion, only the included fields and the sliced array remain.
-      expect(await people.findOne({ name: "ada" }, { projection: { _id: 0, name: 1, events: { $slice: -1 } } })).toEqual({ name: "ada", events: [5] });
+      expect(
+        await people.findOne({ name: "ada" }, { projection: { _id: 0, name: 1, events: { $slice: -1 } } }),
+      ).toEqual({ name: "ada", events: [5] });
       const mixed = await people
         .find({}, { projection: { name: 1, age: 0 } })
         .toArray()
@@ -128,12 +148,23 @@ function behavesLikeMongod(label: string, uri: () => string): void {
     it("matches queries with MongoDB semantics", async () => {
       const items = db.collection("items");
       await items.insertMany([
-        { _id: id(1), n: 1, tags: ["a", "b"], sub: { x: 1, y: 2 }, list: [{ k: "p", v: 1 }, { k: "q", v: 2 }], s: "Apple" },
+        {
+          _id: id(1),
+          n: 1,
+          tags: ["a", "b"],
+          sub: { x: 1, y: 2 },
+          list: [
+            { k: "p", v: 1 },
+            { k: "q", v: 2 },
+          ],
+          s: "Apple",
+        },
         { _id: id(2), n: 2.5, tags: ["b", "c"], sub: { y: 2, x: 1 }, list: [{ k: "p", v: 3 }], s: "banana", nul: null },
         { _id: id(3), n: Long.fromNumber(3), tags: [], s: "cherry", when: new Date("2024-01-01T00:00:00Z") },
         { _id: id(4), n: "4", s: "apricot", when: new Date("2025-01-01T00:00:00Z") },
       ]);
-      const ids = async (filter: Document, options: Document = {}) => (await items.find(filter, { ...options, projection: { _id: 1 } }).toArray()).map((d) => d._id);
+      const ids = async (filter: Document, options: Document = {}) =>
+        (await items.find(filter, { ...options, projection: { _id: 1 } }).toArray()).map((d) => d._id);
 
       expect(await ids({ tags: "b" })).toEqual([1, 2]); // an array element
       expect(await ids({ tags: ["a", "b"] })).toEqual([1]); // the whole array
@@ -179,12 +210,19 @@ function behavesLikeMongod(label: string, uri: () => string): void {
         }
       });
       try {
-        const docs = await monitored.db(db.databaseName).collection("many").find({}, { batchSize: 50, sort: { i: -1 } }).toArray();
+        const docs = await monitored
+          .db(db.databaseName)
+          .collection("many")
+          .find({}, { batchSize: 50, sort: { i: -1 } })
+          .toArray();
         expect(docs.map((d) => d.i)).toEqual(Array.from({ length: 250 }, (_, i) => 249 - i));
         expect(batches.filter((n) => n > 0)).toEqual([50, 50, 50, 50, 50]);
 
         // A cursor can also be read lazily, and killed before the end.
-        const cursor = monitored.db(db.databaseName).collection("many").find({ i: { $lt: 120 } }, { batchSize: 30 });
+        const cursor = monitored
+          .db(db.databaseName)
+          .collection("many")
+          .find({ i: { $lt: 120 } }, { batchSize: 30 });
         expect((await cursor.next())?.i).toBe(0);
         await cursor.close();
       } finally {
@@ -243,12 +281,24 @@ function behavesLikeMongod(label: string, uri: () => string): void {
         touched: undefined,
       });
 
-      await docs.updateOne({ _id: id("u") }, ops({ $pull: { pulls: { k: 2 } }, $push: { list: { $each: [0], $position: 0 } } }));
-      expect(await docs.findOne({ _id: id("u") }, { projection: { _id: 0, pulls: 1, list: 1 } })).toEqual({ pulls: [1, 3], list: [0, 3, 4, 5, 6] });
+      await docs.updateOne(
+        { _id: id("u") },
+        ops({ $pull: { pulls: { k: 2 } }, $push: { list: { $each: [0], $position: 0 } } }),
+      );
+      expect(await docs.findOne({ _id: id("u") }, { projection: { _id: 0, pulls: 1, list: 1 } })).toEqual({
+        pulls: [1, 3],
+        list: [0, 3, 4, 5, 6],
+      });
 
       // Setting a value to what it already is modifies nothing.
-      expect(await docs.updateOne({ _id: id("u") }, { $set: { name: "y" } })).toMatchObject({ matchedCount: 1, modifiedCount: 0 });
-      expect(await docs.updateOne({ _id: id("nope") }, { $set: { name: "z" } })).toMatchObject({ matchedCount: 0, modifiedCount: 0 });
+      expect(await docs.updateOne({ _id: id("u") }, { $set: { name: "y" } })).toMatchObject({
+        matchedCount: 1,
+        modifiedCount: 0,
+      });
+      expect(await docs.updateOne({ _id: id("nope") }, { $set: { name: "z" } })).toMatchObject({
+        matchedCount: 0,
+        modifiedCount: 0,
+      });
 
       // Numeric types are kept and promoted like mongod: int + int overflow -> long, int + double -> double.
       await docs.insertOne({ _id: id("n"), i: new Int32(2147483647), j: new Int32(1), k: new Int32(7) });
@@ -281,9 +331,18 @@ function behavesLikeMongod(label: string, uri: () => string): void {
       );
       expect(created.upsertedCount).toBe(1);
       expect(created.upsertedId).toBeInstanceOf(ObjectId);
-      expect(await docs.findOne({ _id: created.upsertedId as ObjectId }, { projection: { _id: 0 } })).toEqual({ key: "k1", meta: { tenant: "t1" }, value: 1, createdAt: "now" });
+      expect(await docs.findOne({ _id: created.upsertedId as ObjectId }, { projection: { _id: 0 } })).toEqual({
+        key: "k1",
+        meta: { tenant: "t1" },
+        value: 1,
+        createdAt: "now",
+      });
 
-      const again = await docs.updateOne({ key: "k1" }, { $set: { value: 2 }, $setOnInsert: { createdAt: "later" } }, { upsert: true });
+      const again = await docs.updateOne(
+        { key: "k1" },
+        { $set: { value: 2 }, $setOnInsert: { createdAt: "later" } },
+        { upsert: true },
+      );
       expect(again).toMatchObject({ matchedCount: 1, modifiedCount: 1, upsertedCount: 0, upsertedId: null });
       expect((await docs.findOne({ key: "k1" }))?.createdAt).toBe("now");
 
@@ -302,22 +361,42 @@ function behavesLikeMongod(label: string, uri: () => string): void {
       );
       expect(updated).toEqual({ _id: "t", state: "working", version: 2, history: ["working"] });
       // The same stale filter no longer matches: nothing is changed and null comes back.
-      const stale = await tasks.findOneAndUpdate({ _id: id("t"), version: 1 }, { $set: { state: "canceled" }, $inc: { version: 1 } }, { returnDocument: "after" });
+      const stale = await tasks.findOneAndUpdate(
+        { _id: id("t"), version: 1 },
+        { $set: { state: "canceled" }, $inc: { version: 1 } },
+        { returnDocument: "after" },
+      );
       expect(stale).toBeNull();
       expect(await tasks.findOne({ _id: id("t") })).toEqual(updated);
 
-      const before = await tasks.findOneAndUpdate({ _id: id("t") }, { $set: { state: "done" } }, { returnDocument: "before", projection: { state: 1 } });
+      const before = await tasks.findOneAndUpdate(
+        { _id: id("t") },
+        { $set: { state: "done" } },
+        { returnDocument: "before", projection: { state: 1 } },
+      );
       expect(before).toEqual({ _id: "t", state: "working" });
-      const meta = await tasks.findOneAndUpdate({ _id: id("new") }, { $set: { state: "x" } }, { upsert: true, returnDocument: "after", includeResultMetadata: true });
+      const meta = await tasks.findOneAndUpdate(
+        { _id: id("new") },
+        { $set: { state: "x" } },
+        { upsert: true, returnDocument: "after", includeResultMetadata: true },
+      );
       expect(meta.value).toEqual({ _id: "new", state: "x" });
       expect(meta.lastErrorObject).toMatchObject({ n: 1, updatedExisting: false, upserted: "new" });
       expect(await tasks.findOneAndDelete({ _id: id("new") })).toEqual({ _id: "new", state: "x" });
-      expect(await tasks.findOneAndReplace({ state: "done" }, { state: "replaced" }, { returnDocument: "after" })).toEqual({ _id: "t", state: "replaced" });
+      expect(
+        await tasks.findOneAndReplace({ state: "done" }, { state: "replaced" }, { returnDocument: "after" }),
+      ).toEqual({ _id: "t", state: "replaced" });
 
       // Concurrent compare-and-set: exactly one of the racing writers wins.
       await tasks.insertOne({ _id: id("race"), version: 0 });
       const results = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => tasks.findOneAndUpdate({ _id: id("race"), version: 0 }, { $inc: { version: 1 }, $set: { winner: i } }, { returnDocument: "after" })),
+        Array.from({ length: 20 }, (_, i) =>
+          tasks.findOneAndUpdate(
+            { _id: id("race"), version: 0 },
+            { $inc: { version: 1 }, $set: { winner: i } },
+            { returnDocument: "after" },
+          ),
+        ),
       );
       expect(results.filter((r) => r !== null)).toHaveLength(1);
     });
@@ -326,12 +405,19 @@ function behavesLikeMongod(label: string, uri: () => string): void {
       const users = db.collection("users");
       expect(await users.createIndex({ email: 1 }, { unique: true })).toBe("email_1");
       // Partial: documents without a tenant would otherwise all share the key {tenant: null, key: null}.
-      expect(await users.createIndex({ tenant: 1, key: -1 }, { unique: true, name: "tenant_key", partialFilterExpression: { tenant: { $exists: true } } })).toBe("tenant_key");
+      expect(
+        await users.createIndex(
+          { tenant: 1, key: -1 },
+          { unique: true, name: "tenant_key", partialFilterExpression: { tenant: { $exists: true } } },
+        ),
+      ).toBe("tenant_key");
       await users.insertOne({ _id: id(1), email: "a@x", tenant: "t1", key: "k1" });
       await users.insertOne({ _id: id(2), email: "b@x", tenant: "t1", key: "k2" });
 
       const dupInsert = await expectServerError(users.insertOne({ email: "a@x" }), 11000);
-      expect(dupInsert.message).toBe(`E11000 duplicate key error collection: ${db.databaseName}.users index: email_1 dup key: { email: "a@x" }`);
+      expect(dupInsert.message).toBe(
+        `E11000 duplicate key error collection: ${db.databaseName}.users index: email_1 dup key: { email: "a@x" }`,
+      );
       expect(dupInsert.keyPattern).toEqual({ email: 1 });
       expect(dupInsert.keyValue).toEqual({ email: "a@x" });
 
@@ -343,19 +429,29 @@ function behavesLikeMongod(label: string, uri: () => string): void {
       expect(dupCompound.keyValue).toEqual({ tenant: "t1", key: "k2" });
       await users.insertOne({ email: "e@x", tenant: "t2", key: "k2" }); // another tenant: fine
 
-      const dupUpdate = await expectServerError(users.updateOne({ _id: id(2) }, { $set: { email: "a@x", touched: true } }), 11000);
+      const dupUpdate = await expectServerError(
+        users.updateOne({ _id: id(2) }, { $set: { email: "a@x", touched: true } }),
+        11000,
+      );
       expect(dupUpdate.keyValue).toEqual({ email: "a@x" });
       expect(await users.findOne({ _id: id(2) })).toEqual({ _id: 2, email: "b@x", tenant: "t1", key: "k2" });
 
-      await expectServerError(users.updateOne({ email: "zzz" }, { $set: { tenant: "t1", key: "k1" } }, { upsert: true }), 11000);
+      await expectServerError(
+        users.updateOne({ email: "zzz" }, { $set: { tenant: "t1", key: "k1" } }, { upsert: true }),
+        11000,
+      );
       await expectServerError(users.findOneAndUpdate({ _id: id(2) }, { $set: { email: "a@x" } }), 11000);
       expect(await users.countDocuments({})).toBe(3);
 
       // Ordered inserts stop at the first error; unordered ones carry on.
-      const ordered = await users.insertMany([{ email: "f@x" }, { email: "a@x" }, { email: "g@x" }]).catch((e: unknown) => e);
+      const ordered = await users
+        .insertMany([{ email: "f@x" }, { email: "a@x" }, { email: "g@x" }])
+        .catch((e: unknown) => e);
       expect(ordered).toBeInstanceOf(MongoBulkWriteError);
       expect((ordered as MongoBulkWriteError).insertedCount).toBe(1);
-      const unordered = await users.insertMany([{ email: "h@x" }, { email: "a@x" }, { email: "i@x" }], { ordered: false }).catch((e: unknown) => e);
+      const unordered = await users
+        .insertMany([{ email: "h@x" }, { email: "a@x" }, { email: "i@x" }], { ordered: false })
+        .catch((e: unknown) => e);
       expect((unordered as MongoBulkWriteError).insertedCount).toBe(2);
       expect((unordered as MongoBulkWriteError).writeErrors).toHaveLength(1);
       expect(await users.countDocuments({ email: { $in: ["f@x", "g@x", "h@x", "i@x"] } })).toBe(3);
@@ -380,7 +476,10 @@ function behavesLikeMongod(label: string, uri: () => string): void {
       expect(await coll.createIndex({ a: 1 })).toBe("a_1");
       expect(await coll.createIndex({ a: 1 })).toBe("a_1"); // identical: no-op
       await coll.createIndex({ createdAt: 1 }, { expireAfterSeconds: 3600 });
-      await coll.createIndex({ b: 1 }, { name: "b_partial", unique: true, partialFilterExpression: { b: { $exists: true } } });
+      await coll.createIndex(
+        { b: 1 },
+        { name: "b_partial", unique: true, partialFilterExpression: { b: { $exists: true } } },
+      );
       const indexes = await coll.listIndexes().toArray();
       expect(indexes.map((i) => i.name)).toEqual(["_id_", "a_1", "createdAt_1", "b_partial"]);
       expect(indexes[0]).toMatchObject({ key: { _id: 1 }, name: "_id_" });
@@ -411,7 +510,18 @@ function behavesLikeMongod(label: string, uri: () => string): void {
         .aggregate([
           { $match: { qty: { $gte: 1 } } },
           { $sort: { qty: 1 } },
-          { $group: { _id: "$item", total: { $sum: "$qty" }, n: { $sum: 1 }, min: { $min: "$qty" }, max: { $max: "$qty" }, first: { $first: "$qty" }, last: { $last: "$qty" }, all: { $push: "$qty" } } },
+          {
+            $group: {
+              _id: "$item",
+              total: { $sum: "$qty" },
+              n: { $sum: 1 },
+              min: { $min: "$qty" },
+              max: { $max: "$qty" },
+              first: { $first: "$qty" },
+              last: { $last: "$qty" },
+              all: { $push: "$qty" },
+            },
+          },
           { $sort: { _id: 1 } },
         ])
         .toArray();
@@ -420,15 +530,23 @@ function behavesLikeMongod(label: string, uri: () => string): void {
         { _id: "b", total: 1, n: 1, min: 1, max: 1, first: 1, last: 1, all: [1] },
         { _id: "c", total: 3, n: 1, min: 3, max: 3, first: 3, last: 3, all: [3] },
       ]);
-      expect(await sales.aggregate([{ $group: { _id: null, qty: { $sum: "$qty" } } }]).toArray()).toEqual([{ _id: null, qty: 11 }]);
+      expect(await sales.aggregate([{ $group: { _id: null, qty: { $sum: "$qty" } } }]).toArray()).toEqual([
+        { _id: null, qty: 11 },
+      ]);
       expect(await sales.aggregate([{ $match: { item: "a" } }, { $count: "n" }]).toArray()).toEqual([{ n: 2 }]);
       expect(await sales.aggregate([{ $match: { item: "zzz" } }, { $count: "n" }]).toArray()).toEqual([]);
-      expect(await sales.aggregate([{ $unwind: "$tags" }, { $project: { _id: 0, item: 1, tags: 1 } }]).toArray()).toEqual([
+      expect(
+        await sales.aggregate([{ $unwind: "$tags" }, { $project: { _id: 0, item: 1, tags: 1 } }]).toArray(),
+      ).toEqual([
         { item: "a", tags: "x" },
         { item: "a", tags: "y" },
         { item: "b", tags: "y" },
       ]);
-      expect(await sales.aggregate([{ $sort: { qty: -1 } }, { $skip: 1 }, { $limit: 2 }, { $project: { _id: 0, qty: 1 } }]).toArray()).toEqual([{ qty: 3 }, { qty: 2 }]);
+      expect(
+        await sales
+          .aggregate([{ $sort: { qty: -1 } }, { $skip: 1 }, { $limit: 2 }, { $project: { _id: 0, qty: 1 } }])
+          .toArray(),
+      ).toEqual([{ qty: 3 }, { qty: 2 }]);
       expect(await sales.distinct("item")).toEqual(["a", "b", "c"]);
       expect(await sales.distinct("tags", { item: "a" })).toEqual(["x", "y"]);
       await expectServerError(sales.aggregate([{ $bogus: {} }]).toArray(), 40324);
@@ -466,9 +584,17 @@ function behavesLikeMongod(label: string, uri: () => string): void {
       expect(unknown.codeName).toBe("CommandNotFound");
       expect(unknown.message).toBe("no such command: 'noSuchCommand'");
       await expectServerError(db.command({ find: "people", filter: "not a document" }), 14);
-      expect((await expectServerError(db.command({ insert: "people", documents: [] }), 16)).codeName).toBe("InvalidLength");
+      expect((await expectServerError(db.command({ insert: "people", documents: [] }), 16)).codeName).toBe(
+        "InvalidLength",
+      );
       await expectServerError(db.command({ aggregate: "people", pipeline: [] }), 9);
-      await expectServerError(db.collection("people").find({ $expr: { $bogus: 1 } }).toArray(), 168);
+      await expectServerError(
+        db
+          .collection("people")
+          .find({ $expr: { $bogus: 1 } })
+          .toArray(),
+        168,
+      );
       await expectServerError(db.command({ insert: "people", documents: [{ ok: 1 }, 5] }), 14);
       expect(await db.collection("people").countDocuments({ ok: 1 })).toBe(0); // nothing of that batch was written
       await expectServerError(db.command({ getMore: Long.fromNumber(12345), collection: "people" }), 43);
@@ -521,11 +647,21 @@ describe("wire-protocol test server", () => {
       const db = client.db(testDbName("planner"));
       const events = db.collection("events");
       await events.createIndex({ taskId: 1, sequence: 1 }, { unique: true, name: "task_sequence" });
-      await events.insertMany(Array.from({ length: 200 }, (_, i) => ({ taskId: `t${i % 10}`, sequence: Math.floor(i / 10), note: i })));
-      const status = async () => (await db.admin().command({ serverStatus: 1 }))["metrics"]["queryExecutor"] as { scanned: Long; scannedObjects: Long; collectionScans: { total: Long } };
+      await events.insertMany(
+        Array.from({ length: 200 }, (_, i) => ({ taskId: `t${i % 10}`, sequence: Math.floor(i / 10), note: i })),
+      );
+      const status = async () =>
+        (await db.admin().command({ serverStatus: 1 }))["metrics"]["queryExecutor"] as {
+          scanned: Long;
+          scannedObjects: Long;
+          collectionScans: { total: Long };
+        };
       const before = await status();
 
-      const found = await events.find({ taskId: "t3", sequence: { $gte: 15 } }).sort({ sequence: 1 }).toArray();
+      const found = await events
+        .find({ taskId: "t3", sequence: { $gte: 15 } })
+        .sort({ sequence: 1 })
+        .toArray();
       expect(found.map((d) => d["sequence"])).toEqual([15, 16, 17, 18, 19]);
       const after = await status();
       expect(Number(after.scannedObjects) - Number(before.scannedObjects)).toBe(5);
@@ -537,10 +673,19 @@ describe("wire-protocol test server", () => {
       expect(Number(scanned.collectionScans.total)).toBe(Number(after.collectionScans.total) + 1);
       expect(Number(scanned.scannedObjects) - Number(after.scannedObjects)).toBe(200);
 
-      const explained = await db.command({ explain: { find: "events", filter: { taskId: "t3", sequence: { $gte: 15 } } }, verbosity: "executionStats" });
-      expect(explained["queryPlanner"]["winningPlan"]).toMatchObject({ stage: "FETCH", inputStage: { stage: "IXSCAN", indexName: "task_sequence" } });
+      const explained = await db.command({
+        explain: { find: "events", filter: { taskId: "t3", sequence: { $gte: 15 } } },
+        verbosity: "executionStats",
+      });
+      expect(explained["queryPlanner"]["winningPlan"]).toMatchObject({
+        stage: "FETCH",
+        inputStage: { stage: "IXSCAN", indexName: "task_sequence" },
+      });
       expect(explained["executionStats"]).toMatchObject({ nReturned: 5, totalDocsExamined: 5 });
-      const collscan = await db.command({ explain: { delete: "events", deletes: [{ q: { note: 7 }, limit: 1 }] }, verbosity: "executionStats" });
+      const collscan = await db.command({
+        explain: { delete: "events", deletes: [{ q: { note: 7 }, limit: 1 }] },
+        verbosity: "executionStats",
+      });
       expect(collscan["queryPlanner"]["winningPlan"]).toMatchObject({ stage: "COLLSCAN" });
       // $in on the key prefix, and results in natural order like a scan.
       const some = await events.find({ taskId: { $in: ["t1", "t2"] }, sequence: 0 }).toArray();
@@ -552,7 +697,11 @@ describe("wire-protocol test server", () => {
       const db = client.db(testDbName("client_bulk"));
       // Upserted ops count in their op's `n` (as in mongod), so the driver reports matchedCount 1 for them.
       await db.collection("a").createIndex({ k: 1 }, { unique: true });
-      await db.collection("b").insertMany([{ _id: id(1), v: 1 }, { _id: id(2), v: 1 }, { _id: id(3), v: 9 }]);
+      await db.collection("b").insertMany([
+        { _id: id(1), v: 1 },
+        { _id: id(2), v: 1 },
+        { _id: id(3), v: 9 },
+      ]);
       const [a, b] = [`${db.databaseName}.a`, `${db.databaseName}.b`];
       const result = await client.bulkWrite<Record<string, Document>>(
         [
@@ -565,10 +714,25 @@ describe("wire-protocol test server", () => {
         ],
         { ordered: true, verboseResults: true },
       );
-      expect(result).toMatchObject({ insertedCount: 1, matchedCount: 3, modifiedCount: 3, upsertedCount: 1, deletedCount: 1 });
-      expect([...result.updateResults!].map(([i, r]) => [i, r.matchedCount, r.didUpsert])).toEqual([[1, 1, false], [2, 0, false], [3, 2, false], [4, 1, true]]);
+      expect(result).toMatchObject({
+        insertedCount: 1,
+        matchedCount: 3,
+        modifiedCount: 3,
+        upsertedCount: 1,
+        deletedCount: 1,
+      });
+      expect([...result.updateResults!].map(([i, r]) => [i, r.matchedCount, r.didUpsert])).toEqual([
+        [1, 1, false],
+        [2, 0, false],
+        [3, 2, false],
+        [4, 1, true],
+      ]);
       expect(result.deleteResults!.get(5)).toEqual({ deletedCount: 1 });
-      expect(await db.collection("b").find().sort({ _id: 1 }).toArray()).toEqual([{ _id: 1, v: 2, w: true }, { _id: 2, v: 1, w: true }, { _id: 4, v: 4 }]);
+      expect(await db.collection("b").find().sort({ _id: 1 }).toArray()).toEqual([
+        { _id: 1, v: 2, w: true },
+        { _id: 2, v: 1, w: true },
+        { _id: 4, v: 4 },
+      ]);
 
       // Ordered: a duplicate key stops the command; what ran before it stands, nothing after it runs.
       const stopped = await client
@@ -580,16 +744,41 @@ describe("wire-protocol test server", () => {
           ],
           { ordered: true, verboseResults: true },
         )
-        .then(() => undefined, (e: unknown) => e as MongoClientBulkWriteError);
+        .then(
+          () => undefined,
+          (e: unknown) => e as MongoClientBulkWriteError,
+        );
       expect(stopped).toBeInstanceOf(MongoClientBulkWriteError);
       expect([...stopped!.writeErrors.entries()].map(([i, e]) => [i, e.code])).toEqual([[1, 11000]]);
       expect([...stopped!.partialResult!.insertResults!.keys()]).toEqual([0]);
       expect(await db.collection("b").countDocuments({ _id: { $in: [id(10), id(11)] } })).toBe(1);
 
       // The raw command: admin only; errorsOnly leaves the successes out of the cursor; unordered goes on.
-      await expectServerError(db.command({ bulkWrite: 1, ops: [{ insert: 0, document: { k: 5 } }], nsInfo: [{ ns: a }] }), 13);
-      const raw = await client.db("admin").command({ bulkWrite: 1, ordered: false, errorsOnly: true, ops: [{ insert: 0, document: { k: 1 } }, { insert: 0, document: { k: 6 } }, { delete: 1, filter: {}, multi: true }], nsInfo: [{ ns: a }, { ns: b }] });
-      expect(raw).toMatchObject({ ok: 1, nErrors: 1, nInserted: 1, nDeleted: 4, nMatched: 0, nModified: 0, nUpserted: 0, cursor: { ns: "admin.$cmd.bulkWrite" } });
+      await expectServerError(
+        db.command({ bulkWrite: 1, ops: [{ insert: 0, document: { k: 5 } }], nsInfo: [{ ns: a }] }),
+        13,
+      );
+      const raw = await client.db("admin").command({
+        bulkWrite: 1,
+        ordered: false,
+        errorsOnly: true,
+        ops: [
+          { insert: 0, document: { k: 1 } },
+          { insert: 0, document: { k: 6 } },
+          { delete: 1, filter: {}, multi: true },
+        ],
+        nsInfo: [{ ns: a }, { ns: b }],
+      });
+      expect(raw).toMatchObject({
+        ok: 1,
+        nErrors: 1,
+        nInserted: 1,
+        nDeleted: 4,
+        nMatched: 0,
+        nModified: 0,
+        nUpserted: 0,
+        cursor: { ns: "admin.$cmd.bulkWrite" },
+      });
       expect(raw["cursor"]["firstBatch"]).toMatchObject([{ ok: 0, idx: 0, code: 11000 }]);
       await db.dropDatabase();
     });
@@ -597,7 +786,15 @@ describe("wire-protocol test server", () => {
     it("reports MongoDB 8.0, the primary of a one-node replica set (or a standalone server when asked)", async () => {
       const admin = client.db("admin");
       const hello = await admin.command({ hello: 1 });
-      expect(hello).toMatchObject({ isWritablePrimary: true, minWireVersion: 0, maxWireVersion: 25, maxWriteBatchSize: 100000, maxMessageSizeBytes: 48000000, logicalSessionTimeoutMinutes: 30, ok: 1 });
+      expect(hello).toMatchObject({
+        isWritablePrimary: true,
+        minWireVersion: 0,
+        maxWireVersion: 25,
+        maxWriteBatchSize: 100000,
+        maxMessageSizeBytes: 48000000,
+        logicalSessionTimeoutMinutes: 30,
+        ok: 1,
+      });
       const me = `127.0.0.1:${server.port}`;
       expect(hello).toMatchObject({ setName: "rs0", hosts: [me], primary: me, me, secondary: false, setVersion: 1 });
       expect(hello.topologyVersion.processId).toBeInstanceOf(ObjectId);
@@ -611,13 +808,18 @@ describe("wire-protocol test server", () => {
         expect(single).toMatchObject({ isWritablePrimary: true, logicalSessionTimeoutMinutes: 30, ok: 1 });
         expect(single.setName).toBeUndefined();
         expect(single.topologyVersion).toBeUndefined();
-        await expectServerError(direct.db("x").command({ aggregate: "c", pipeline: [{ $changeStream: {} }], cursor: {} }), 40573);
+        await expectServerError(
+          direct.db("x").command({ aggregate: "c", pipeline: [{ $changeStream: {} }], cursor: {} }),
+          40573,
+        );
       } finally {
         await direct.close();
         await standalone.close();
       }
       expect((await admin.command({ buildInfo: 1 })).version).toBe("8.0.0");
-      expect(await admin.command({ getParameter: 1, featureCompatibilityVersion: 1 })).toMatchObject({ featureCompatibilityVersion: { version: "8.0" } });
+      expect(await admin.command({ getParameter: 1, featureCompatibilityVersion: 1 })).toMatchObject({
+        featureCompatibilityVersion: { version: "8.0" },
+      });
       for (const command of [{ endSessions: [] }, { killAllSessions: [] }, { hostInfo: 1 }, { serverStatus: 1 }]) {
         expect(await admin.command(command)).toMatchObject({ ok: 1 });
       }
@@ -634,9 +836,15 @@ describe("wire-protocol test server", () => {
         { _id: id("missing") },
       ]);
       expect(await eventually(async () => (await sessions.countDocuments()) === 3, 5_000)).toBe(true);
-      expect((await sessions.find({}, { sort: { _id: 1 } }).toArray()).map((d) => d._id)).toEqual(["fresh", "missing", "notADate"]);
+      expect((await sessions.find({}, { sort: { _id: 1 } }).toArray()).map((d) => d._id)).toEqual([
+        "fresh",
+        "missing",
+        "notADate",
+      ]);
       await sessions.insertOne({ _id: id("later"), lastSeen: new Date(Date.now() - 31_000) });
-      expect(await eventually(async () => (await sessions.countDocuments({ _id: id("later") })) === 0, 5_000)).toBe(true);
+      expect(await eventually(async () => (await sessions.countDocuments({ _id: id("later") })) === 0, 5_000)).toBe(
+        true,
+      );
     });
 
     it("answers OP_QUERY handshakes and OP_MSG document sequences on a raw socket", async () => {
@@ -650,12 +858,23 @@ describe("wire-protocol test server", () => {
         expect(rejected.doc).toMatchObject({ ok: 0, code: 352 });
 
         // insert with its documents in a kind-1 section instead of the body.
-        const inserted = await roundTrip(socket, opMsg(3, { insert: "seq", $db: "rawdb" }, { identifier: "documents", docs: [{ _id: 1 }, { _id: 2 }, { _id: 1 }] }));
+        const inserted = await roundTrip(
+          socket,
+          opMsg(
+            3,
+            { insert: "seq", $db: "rawdb" },
+            { identifier: "documents", docs: [{ _id: 1 }, { _id: 2 }, { _id: 1 }] },
+          ),
+        );
         expect(inserted.opCode).toBe(2013);
         expect(inserted.doc).toMatchObject({ ok: 1, n: 2, writeErrors: [{ index: 2, code: 11000 }] });
 
         // Two requests written at once are both answered, in order.
-        const pipelined = await roundTripMany(socket, Buffer.concat([opMsg(4, { ping: 1, $db: "admin" }), opMsg(5, { count: "seq", $db: "rawdb" })]), 2);
+        const pipelined = await roundTripMany(
+          socket,
+          Buffer.concat([opMsg(4, { ping: 1, $db: "admin" }), opMsg(5, { count: "seq", $db: "rawdb" })]),
+          2,
+        );
         expect(pipelined.map((r) => r.responseTo)).toEqual([4, 5]);
         expect(pipelined[1]?.doc).toMatchObject({ n: 2, ok: 1 });
 
@@ -728,13 +947,20 @@ function opQuery(requestId: number, namespace: string, query: Document): Buffer 
   const flags = Buffer.alloc(4);
   const counts = Buffer.alloc(8);
   counts.writeInt32LE(-1, 4);
-  return withHeader(requestId, 2004, Buffer.concat([flags, Buffer.from(`${namespace}\0`), counts, BSON.serialize(query)]));
+  return withHeader(
+    requestId,
+    2004,
+    Buffer.concat([flags, Buffer.from(`${namespace}\0`), counts, BSON.serialize(query)]),
+  );
 }
 
 function opMsg(requestId: number, body: Document, sequence?: { identifier: string; docs: Document[] }): Buffer {
   const parts = [Buffer.alloc(4), Buffer.from([0]), Buffer.from(BSON.serialize(body))];
   if (sequence) {
-    const content = Buffer.concat([Buffer.from(`${sequence.identifier}\0`), ...sequence.docs.map((d) => Buffer.from(BSON.serialize(d)))]);
+    const content = Buffer.concat([
+      Buffer.from(`${sequence.identifier}\0`),
+      ...sequence.docs.map((d) => Buffer.from(BSON.serialize(d))),
+    ]);
     const size = Buffer.alloc(4);
     size.writeInt32LE(4 + content.length, 0);
     parts.push(Buffer.from([1]), size, content);

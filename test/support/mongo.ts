@@ -62,12 +62,13 @@ async function tryMemoryServer(): Promise<TestMongo | { reason: string }> {
     const server = await withTimeout(MongoMemoryServer.create(), MEMORY_SERVER_TIMEOUT_MS, (late) => void late.stop());
     return { uri: server.getUri(), backend: "mongodb-memory-server", stop: async () => void (await server.stop()) };
   } catch (error) {
-    return { reason: error instanceof Error ? error.message.split("\n")[0] ?? error.message : String(error) };
+    return { reason: error instanceof Error ? (error.message.split("\n")[0] ?? error.message) : String(error) };
   }
 }
 
 function downloadHost(): string {
-  const url = resolveConfig(ResolveConfigVariables.DOWNLOAD_URL) ?? resolveConfig(ResolveConfigVariables.DOWNLOAD_MIRROR);
+  const url =
+    resolveConfig(ResolveConfigVariables.DOWNLOAD_URL) ?? resolveConfig(ResolveConfigVariables.DOWNLOAD_MIRROR);
   if (url) {
     try {
       return new URL(url).hostname;
@@ -79,7 +80,9 @@ function downloadHost(): string {
 }
 
 function usesProxy(): boolean {
-  return ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"].some((name) => !!process.env[name]);
+  return ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"].some(
+    (name) => !!process.env[name],
+  );
 }
 
 function canConnect(host: string, port: number, timeoutMs: number): Promise<boolean> {

@@ -52,24 +52,47 @@ export class OidcIssuer {
     const serve = (req: IncomingMessage, res: ServerResponse): void => {
       const issuer = ref.issuer!;
       if (req.url === "/.well-known/openid-configuration") {
-        const signIn = { authorization_endpoint: `${issuer.issuer}/authorize`, token_endpoint: `${issuer.issuer}/token`, code_challenge_methods_supported: ["S256"] };
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ issuer: issuer.issuer, jwks_uri: `${issuer.issuer}/jwks`, id_token_signing_alg_values_supported: ["ES256"], ...signIn }));
+        const signIn = {
+          authorization_endpoint: `${issuer.issuer}/authorize`,
+          token_endpoint: `${issuer.issuer}/token`,
+          code_challenge_methods_supported: ["S256"],
+        };
+        res.writeHead(200, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            issuer: issuer.issuer,
+            jwks_uri: `${issuer.issuer}/jwks`,
+            id_token_signing_alg_values_supported: ["ES256"],
+            ...signIn,
+          }),
+        );
         return;
       }
-      if (req.url?.startsWith("/authorize?")) return issuer.authorize(new URL(req.url, issuer.issuer).searchParams, res);
+      if (req.url?.startsWith("/authorize?"))
+        return issuer.authorize(new URL(req.url, issuer.issuer).searchParams, res);
       if (req.url === "/token" && req.method === "POST") return void issuer.tokenRequest(req, res);
       if (req.url !== "/jwks") return void res.writeHead(404).end();
       issuer.jwksFetches++;
       if (issuer.mode === "down") return void res.writeHead(503).end();
-      if (issuer.mode === "garbage") return void res.writeHead(200, { "content-type": "application/json" }).end("{not json");
+      if (issuer.mode === "garbage")
+        return void res.writeHead(200, { "content-type": "application/json" }).end("{not json");
       const body = JSON.stringify({ keys: [...keys.values()].filter((k) => k.published).map((k) => k.publicJwk) });
-      if (issuer.mode === "slow") return void setTimeout(() => res.writeHead(200, { "content-type": "application/json" }).end(body), 10_000).unref();
+      if (issuer.mode === "slow")
+        return void setTimeout(
+          () => res.writeHead(200, { "content-type": "application/json" }).end(body),
+          10_000,
+        ).unref();
       res.writeHead(200, { "content-type": "application/json" }).end(body);
     };
-    const server = options.tls ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, serve) : createServer(serve);
+    const server = options.tls
+      ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, serve)
+      : createServer(serve);
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const scheme = options.tls ? "https" : "http";
-    const issuer = (ref.issuer = new OidcIssuer(server, `${scheme}://127.0.0.1:${(server.address() as AddressInfo).port}`, keys));
+    const issuer = (ref.issuer = new OidcIssuer(
+      server,
+      `${scheme}://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      keys,
+    ));
     await issuer.addKey("key-1");
     return issuer;
   }
@@ -77,7 +100,11 @@ export class OidcIssuer {
   /** A new signing key under `kid`, in the JWKS unless `published` is false (a key nobody trusts). */
   async addKey(kid: string, published = true): Promise<void> {
     const { privateKey, publicKey } = await generateKeyPair("ES256", { extractable: true });
-    this.keys.set(kid, { privateKey, publicJwk: { ...(await exportJWK(publicKey)), kid, alg: "ES256", use: "sig" }, published });
+    this.keys.set(kid, {
+      privateKey,
+      publicJwk: { ...(await exportJWK(publicKey)), kid, alg: "ES256", use: "sig" },
+      published,
+    });
   }
 
   /** The authorization endpoint: checks the request as an IdP would, then "the user approves" at once. */
@@ -108,7 +135,9 @@ export class OidcIssuer {
     const form = new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
     const refuse = (error: string) => {
       this.tokenAnswers.push(error);
-      res.writeHead(400, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify({ error }));
+      res
+        .writeHead(400, { "content-type": "application/json", "cache-control": "no-store" })
+        .end(JSON.stringify({ error }));
     };
     const client = this.signIn;
     if (!client || form.get("client_id") !== client.clientId) return refuse("invalid_client");
@@ -121,11 +150,17 @@ export class OidcIssuer {
     if (form.get("redirect_uri") !== code.redirectUri) return refuse("invalid_grant");
     const verifier = form.get("code_verifier");
     // RFC 7636 §4.6: BASE64URL(SHA256(code_verifier)) must equal the challenge; no verifier, no token.
-    if (!verifier || createHash("sha256").update(verifier).digest("base64url") !== code.challenge) return refuse("invalid_grant");
+    if (!verifier || createHash("sha256").update(verifier).digest("base64url") !== code.challenge)
+      return refuse("invalid_grant");
     const lifetime = client.lifetimeSeconds ?? 3600;
-    const accessToken = await this.token({ ...client.claims, aud: client.audience }, { expiresAt: Math.floor(Date.now() / 1000) + lifetime });
+    const accessToken = await this.token(
+      { ...client.claims, aud: client.audience },
+      { expiresAt: Math.floor(Date.now() / 1000) + lifetime },
+    );
     this.tokenAnswers.push("issued");
-    res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify({ access_token: accessToken, token_type: "Bearer", expires_in: lifetime }));
+    res
+      .writeHead(200, { "content-type": "application/json", "cache-control": "no-store" })
+      .end(JSON.stringify({ access_token: accessToken, token_type: "Bearer", expires_in: lifetime }));
   }
 
   publicJwk(kid: string): JWK {
@@ -136,7 +171,16 @@ export class OidcIssuer {
    * A token signed with `kid`'s key; `claims` and the options override the defaults (this issuer, issued now, an
    * hour's life); `null` leaves `exp` or `iat` out.
    */
-  async token(claims: JWTPayload, options: { kid?: string; issuer?: string; expiresAt?: number | null; issuedAt?: number | null; notBefore?: number } = {}): Promise<string> {
+  async token(
+    claims: JWTPayload,
+    options: {
+      kid?: string;
+      issuer?: string;
+      expiresAt?: number | null;
+      issuedAt?: number | null;
+      notBefore?: number;
+    } = {},
+  ): Promise<string> {
     const kid = options.kid ?? "key-1";
     const now = Math.floor(Date.now() / 1000);
     let jwt = new SignJWT(claims).setProtectedHeader({ alg: "ES256", kid }).setIssuer(options.issuer ?? this.issuer);

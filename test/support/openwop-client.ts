@@ -9,7 +9,12 @@ export interface Answer<T = any> {
 }
 
 export function openwopClient(baseUrl: string) {
-  async function call<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer<T>> {
+  async function call<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<Answer<T>> {
     const res = await fetch(`${baseUrl}${path}`, {
       method,
       headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
@@ -26,12 +31,17 @@ export function openwopClient(baseUrl: string) {
       const { status, body } = await call("GET", `/v1/runs/${runId}`);
       expect(status).toBe(200);
       if (done(body)) return body;
-      if (Date.now() > deadline) throw new Error(`run ${runId} did not reach the expected state; last: ${JSON.stringify(body)}`);
+      if (Date.now() > deadline)
+        throw new Error(`run ${runId} did not reach the expected state; last: ${JSON.stringify(body)}`);
       await new Promise((r) => setTimeout(r, 25));
     }
   }
 
-  async function startRun(workflowId: string, inputs?: Record<string, unknown>, headers: Record<string, string> = {}): Promise<string> {
+  async function startRun(
+    workflowId: string,
+    inputs?: Record<string, unknown>,
+    headers: Record<string, string> = {},
+  ): Promise<string> {
     const { status, body } = await call("POST", "/v1/runs", { workflowId, ...(inputs ? { inputs } : {}) }, headers);
     expect(status).toBe(201);
     return body.runId as string;

@@ -23,10 +23,17 @@ export class OtlpReceiver {
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       if (req.url === "/v1/traces") {
-        type Body = { resourceSpans: Array<{ resource?: { attributes?: ReceivedSpan["attributes"] }; scopeSpans: Array<{ spans: Array<Omit<ReceivedSpan, "service">> }> }> };
+        type Body = {
+          resourceSpans: Array<{
+            resource?: { attributes?: ReceivedSpan["attributes"] };
+            scopeSpans: Array<{ spans: Array<Omit<ReceivedSpan, "service">> }>;
+          }>;
+        };
         const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as Body;
         for (const rs of body.resourceSpans) {
-          const service = String(Object.values(rs.resource?.attributes?.find((a) => a.key === "service.name")?.value ?? {})[0] ?? "");
+          const service = String(
+            Object.values(rs.resource?.attributes?.find((a) => a.key === "service.name")?.value ?? {})[0] ?? "",
+          );
           for (const ss of rs.scopeSpans) for (const span of ss.spans) this.spans.push({ ...span, service });
         }
       }

@@ -13,7 +13,8 @@ export function parsePrometheusText(text: string): PrometheusSample[] {
     const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)(?: \d+)?$/.exec(line);
     if (!match) throw new Error(`not Prometheus text: ${line}`);
     const labels: Record<string, string> = {};
-    for (const pair of (match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]!] = pair[2]!.replace(/\\(.)/g, (_, c: string) => (c === "n" ? "\n" : c));
+    for (const pair of (match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g))
+      labels[pair[1]!] = pair[2]!.replace(/\\(.)/g, (_, c: string) => (c === "n" ? "\n" : c));
     samples.push({ name: match[1]!, labels, value: Number(match[3]) });
   }
   return samples;

@@ -16,7 +16,9 @@ export interface QueriedSelector {
  * duration, any other (`$instance`) a match-all regex.
  */
 export function withGrafanaVariables(expr: string): string {
-  return expr.replace(/\$__(rate_interval|interval|range)|\$\{__(rate_interval|interval|range)\}/g, "5m").replace(/\$\{?\w+\}?/g, ".*");
+  return expr
+    .replace(/\$__(rate_interval|interval|range)|\$\{__(rate_interval|interval|range)\}/g, "5m")
+    .replace(/\$\{?\w+\}?/g, ".*");
 }
 
 /**
@@ -33,11 +35,13 @@ export function selectorsOf(expr: string): QueriedSelector[] {
   };
   const visit = (node: SyntaxNode, groupedBy: string[]): void => {
     if (node.type.isError) refuse("a PromQL syntax error", node);
-    if (["Without", "On", "Ignoring", "LabelReplace", "LabelJoin"].includes(node.name)) refuse(`${node.name} (not followed by this check)`, node);
+    if (["Without", "On", "Ignoring", "LabelReplace", "LabelJoin"].includes(node.name))
+      refuse(`${node.name} (not followed by this check)`, node);
     let grouping = groupedBy;
     if (node.name === "AggregateExpr") {
       const modifier = node.getChild("AggregateModifier");
-      if (modifier?.getChild("By")) grouping = [...groupedBy, ...(modifier.getChild("GroupingLabels")?.getChildren("LabelName") ?? []).map(text)];
+      if (modifier?.getChild("By"))
+        grouping = [...groupedBy, ...(modifier.getChild("GroupingLabels")?.getChildren("LabelName") ?? []).map(text)];
     }
     if (node.name === "VectorSelector") {
       const name = node.getChild("Identifier");
@@ -60,6 +64,7 @@ export function selectorsOf(expr: string): QueriedSelector[] {
 /** A PromQL string literal's value: double-quoted (Go escapes, as JSON reads them), single-quoted or raw. */
 function stringValue(literal: string): string {
   if (literal.startsWith("`")) return literal.slice(1, -1);
-  if (literal.startsWith("'")) return JSON.parse(`"${literal.slice(1, -1).replace(/\\'/g, "'").replace(/"/g, '\\"')}"`) as string;
+  if (literal.startsWith("'"))
+    return JSON.parse(`"${literal.slice(1, -1).replace(/\\'/g, "'").replace(/"/g, '\\"')}"`) as string;
   return JSON.parse(literal) as string;
 }

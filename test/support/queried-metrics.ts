@@ -25,19 +25,27 @@ interface GrafanaPanel {
 export function dashboardQueries(): Query[] {
   const queries: Query[] = [];
   for (const file of readdirSync(join(DEPLOY, "grafana")).filter((f) => f.endsWith(".json"))) {
-    const dashboard = JSON.parse(readFileSync(join(DEPLOY, "grafana", file), "utf8")) as { panels: GrafanaPanel[]; templating: { list: Array<{ name: string; type: string; query?: string | { query: string } }> } };
+    const dashboard = JSON.parse(readFileSync(join(DEPLOY, "grafana", file), "utf8")) as {
+      panels: GrafanaPanel[];
+      templating: { list: Array<{ name: string; type: string; query?: string | { query: string } }> };
+    };
     const walk = (panels: GrafanaPanel[]): void => {
       for (const panel of panels) {
-        for (const target of panel.targets ?? []) if (target.expr) queries.push({ source: `${file}: ${panel.title}`, expr: withGrafanaVariables(target.expr) });
+        for (const target of panel.targets ?? [])
+          if (target.expr) queries.push({ source: `${file}: ${panel.title}`, expr: withGrafanaVariables(target.expr) });
         walk(panel.panels ?? []);
       }
     };
     walk(dashboard.panels);
     for (const variable of dashboard.templating.list.filter((v) => v.type === "query")) {
-      const query = typeof variable.query === "string" ? variable.query : variable.query?.query ?? "";
+      const query = typeof variable.query === "string" ? variable.query : (variable.query?.query ?? "");
       const labelValues = /^label_values\((\w+),\s*(\w+)\)$/.exec(query);
-      if (!labelValues) throw new Error(`${file}: variable ${variable.name} is not label_values(metric, label): ${query}`);
-      queries.push({ source: `${file}: variable ${variable.name}`, expr: `count by (${labelValues[2]}) (${labelValues[1]})` });
+      if (!labelValues)
+        throw new Error(`${file}: variable ${variable.name} is not label_values(metric, label): ${query}`);
+      queries.push({
+        source: `${file}: variable ${variable.name}`,
+        expr: `count by (${labelValues[2]}) (${labelValues[1]})`,
+      });
     }
   }
   return queries;
@@ -46,9 +54,15 @@ export function dashboardQueries(): Query[] {
 /** Every alert and recording rule expression under deploy/prometheus/ (the promtool test files left out). */
 export function ruleQueries(): Query[] {
   const queries: Query[] = [];
-  for (const file of readdirSync(join(DEPLOY, "prometheus")).filter((f) => f.endsWith(".yaml") && !f.endsWith(".test.yaml"))) {
-    const rules = parse(readFileSync(join(DEPLOY, "prometheus", file), "utf8")) as { groups: Array<{ rules: Array<{ alert?: string; record?: string; expr: string }> }> };
-    for (const group of rules.groups) for (const rule of group.rules) queries.push({ source: `${file}: ${rule.alert ?? rule.record}`, expr: rule.expr });
+  for (const file of readdirSync(join(DEPLOY, "prometheus")).filter(
+    (f) => f.endsWith(".yaml") && !f.endsWith(".test.yaml"),
+  )) {
+    const rules = parse(readFileSync(join(DEPLOY, "prometheus", file), "utf8")) as {
+      groups: Array<{ rules: Array<{ alert?: string; record?: string; expr: string }> }>;
+    };
+    for (const group of rules.groups)
+      for (const rule of group.rules)
+        queries.push({ source: `${file}: ${rule.alert ?? rule.record}`, expr: rule.expr });
   }
   return queries;
 }
@@ -63,9 +77,11 @@ export function missingFor(selector: QueriedSelector, samples: readonly Promethe
   if (series.length === 0) return [`${selector.metric}: no such metric`];
   const problems: string[] = [];
   const labels = [...selector.matchers.map((m) => m.label), ...selector.groupedBy].filter((l) => !TARGET_LABELS.has(l));
-  for (const label of new Set(labels)) if (!series.some((s) => label in s.labels)) problems.push(`${selector.metric}: no series has the label ${label}`);
+  for (const label of new Set(labels))
+    if (!series.some((s) => label in s.labels)) problems.push(`${selector.metric}: no series has the label ${label}`);
   for (const m of selector.matchers) {
-    if (m.op === "=" && !TARGET_LABELS.has(m.label) && !series.some((s) => s.labels[m.label] === m.value)) problems.push(`${selector.metric}: no series with ${m.label}="${m.value}"`);
+    if (m.op === "=" && !TARGET_LABELS.has(m.label) && !series.some((s) => s.labels[m.label] === m.value))
+      problems.push(`${selector.metric}: no series with ${m.label}="${m.value}"`);
   }
   return problems;
 }

@@ -46,15 +46,26 @@ export class RawHttp1 {
   }
 
   /** Writes a request; `body` goes with a Content-Length unless `chunked`, then as one chunk and the last chunk. */
-  send(method: string, path: string, headers: Record<string, string>, body: Uint8Array = new Uint8Array(), chunked = false): void {
-    const lines = [`${method} ${path} HTTP/1.1`, "Host: 127.0.0.1", ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+  send(
+    method: string,
+    path: string,
+    headers: Record<string, string>,
+    body: Uint8Array = new Uint8Array(),
+    chunked = false,
+  ): void {
+    const lines = [
+      `${method} ${path} HTTP/1.1`,
+      "Host: 127.0.0.1",
+      ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    ];
     lines.push(chunked ? "Transfer-Encoding: chunked" : `Content-Length: ${body.byteLength}`);
     this.socket.write(lines.join("\r\n") + "\r\n\r\n");
     if (!chunked) {
       if (body.byteLength > 0) this.socket.write(body);
       return;
     }
-    if (body.byteLength > 0) this.socket.write(Buffer.concat([Buffer.from(`${body.byteLength.toString(16)}\r\n`), body, Buffer.from("\r\n")]));
+    if (body.byteLength > 0)
+      this.socket.write(Buffer.concat([Buffer.from(`${body.byteLength.toString(16)}\r\n`), body, Buffer.from("\r\n")]));
     this.socket.write("0\r\n\r\n");
   }
 

@@ -34,11 +34,23 @@ export interface ServerProcess {
 export const TEST_BUILTIN_WORKFLOWS = "demo,conformance";
 
 /** Runs the real server (`src/main.ts`, or another entry) as its own process, the way `npm start` does, and waits until it listens. */
-export async function startServerProcess(env: Record<string, string>, port?: number, entry = HOST_MAIN): Promise<ServerProcess> {
+export async function startServerProcess(
+  env: Record<string, string>,
+  port?: number,
+  entry = HOST_MAIN,
+): Promise<ServerProcess> {
   const chosen = port ?? (await freePort());
   const child = spawn(process.execPath, ["--import", "tsx", entry], {
     cwd: root,
-    env: { ...process.env, PORT: String(chosen), HOST: "127.0.0.1", PUBLIC_URL: `http://127.0.0.1:${chosen}`, LOG_LEVEL: "info", BUILTIN_WORKFLOWS: TEST_BUILTIN_WORKFLOWS, ...env },
+    env: {
+      ...process.env,
+      PORT: String(chosen),
+      HOST: "127.0.0.1",
+      PUBLIC_URL: `http://127.0.0.1:${chosen}`,
+      LOG_LEVEL: "info",
+      BUILTIN_WORKFLOWS: TEST_BUILTIN_WORKFLOWS,
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let log = "";

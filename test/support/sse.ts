@@ -27,7 +27,11 @@ export async function readSse(response: Response, onFrame?: (frame: SseFrame) =>
         else if (field === "id") frame.id = val;
       }
       if (frame.lines.length === 0) continue;
-      const parsed: SseFrame = { data: JSON.parse(frame.lines.join("\n")), ...(frame.event ? { event: frame.event } : {}), ...(frame.id ? { id: frame.id } : {}) };
+      const parsed: SseFrame = {
+        data: JSON.parse(frame.lines.join("\n")),
+        ...(frame.event ? { event: frame.event } : {}),
+        ...(frame.id ? { id: frame.id } : {}),
+      };
       frames.push(parsed);
       if (onFrame?.(parsed) === true) {
         await reader.cancel();

@@ -20,10 +20,20 @@ export interface TestCore {
 /** The host without HTTP (engine and services), started, on an in-memory store unless one is given. */
 export async function startTestCore(
   env: Record<string, string> = {},
-  options: { store?: TaskStore; handlers?: Record<string, TaskHandler>; idempotency?: IdempotencyStore; pushConfigs?: PushConfigStore } = {},
+  options: {
+    store?: TaskStore;
+    handlers?: Record<string, TaskHandler>;
+    idempotency?: IdempotencyStore;
+    pushConfigs?: PushConfigStore;
+  } = {},
 ): Promise<TestCore> {
   const store = options.store ?? new MemoryTaskStore();
-  const config = loadConfig({ LOG_LEVEL: "silent", TIMER_POLL_MS: "50", BUILTIN_WORKFLOWS: TEST_BUILTIN_WORKFLOWS, ...env });
+  const config = loadConfig({
+    LOG_LEVEL: "silent",
+    TIMER_POLL_MS: "50",
+    BUILTIN_WORKFLOWS: TEST_BUILTIN_WORKFLOWS,
+    ...env,
+  });
   const logger = createLogger(config.logLevel);
   // Made here, so shut down here (core only uses it).
   const telemetry = await createTelemetry();

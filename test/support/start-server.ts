@@ -30,9 +30,25 @@ export async function startTestApp(
   // With TLS_CERT_FILE the port speaks TLS: the card and the tests' clients use https.
   const scheme = env["TLS_CERT_FILE"] ? "https" : "http";
   // Tests may use every built-in workflow (demos and conformance fixtures) next to their WORKFLOWS_DIR, unless they set BUILTIN_WORKFLOWS.
-  const config = loadConfig({ PORT: String(port), HOST: "127.0.0.1", PUBLIC_URL: `${scheme}://127.0.0.1:${port}`, LOG_LEVEL: "silent", TIMER_POLL_MS: "50", SHUTDOWN_GRACE_MS: "1000", BUILTIN_WORKFLOWS: TEST_BUILTIN_WORKFLOWS, ...env });
+  const config = loadConfig({
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    PUBLIC_URL: `${scheme}://127.0.0.1:${port}`,
+    LOG_LEVEL: "silent",
+    TIMER_POLL_MS: "50",
+    SHUTDOWN_GRACE_MS: "1000",
+    BUILTIN_WORKFLOWS: TEST_BUILTIN_WORKFLOWS,
+    ...env,
+  });
   const logger = createLogger(config.logLevel, logs ? { write: (line: string) => void logs.push(line) } : undefined);
-  const app = await createApp({ config, logger, store, durableStore: store.kind === "mongodb", ...(handlers ? { handlers } : {}), ...more });
+  const app = await createApp({
+    config,
+    logger,
+    store,
+    durableStore: store.kind === "mongodb",
+    ...(handlers ? { handlers } : {}),
+    ...more,
+  });
   await app.listen();
   return {
     baseUrl: `${scheme}://127.0.0.1:${port}`,

@@ -37,12 +37,19 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * Follows a task until its end (or the deadline, which may move), attaching to a live instance other than
  * `avoidSlot` each time.
  */
-export async function followTask(cluster: HostCluster, kind: FollowResult["kind"], taskId: string, avoidSlot: number, deadline: () => number): Promise<FollowResult> {
+export async function followTask(
+  cluster: HostCluster,
+  kind: FollowResult["kind"],
+  taskId: string,
+  avoidSlot: number,
+  deadline: () => number,
+): Promise<FollowResult> {
   const result: FollowResult = { kind, taskId, segments: [], reachedEnd: false };
   let lastSequence: number | undefined;
   let turn = avoidSlot + 1;
   while (Date.now() < deadline() && !result.reachedEnd) {
-    const on: Incarnation | undefined = cluster.live().filter((s) => s.slot !== avoidSlot)[turn++ % 2] ?? cluster.live()[0];
+    const on: Incarnation | undefined =
+      cluster.live().filter((s) => s.slot !== avoidSlot)[turn++ % 2] ?? cluster.live()[0];
     if (!on) {
       await sleep(100);
       continue;
@@ -53,8 +60,16 @@ export async function followTask(cluster: HostCluster, kind: FollowResult["kind"
     try {
       const res =
         kind === "a2a"
-          ? await fetch(`${on.server.baseUrl}/a2a/jsonrpc`, { method: "POST", signal: abort, headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/resubscribe", params: { id: taskId } }) })
-          : await fetch(`${on.server.baseUrl}/v1/runs/${taskId}/events`, { signal: abort, headers: lastSequence === undefined ? {} : { "last-event-id": String(lastSequence) } });
+          ? await fetch(`${on.server.baseUrl}/a2a/jsonrpc`, {
+              method: "POST",
+              signal: abort,
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tasks/resubscribe", params: { id: taskId } }),
+            })
+          : await fetch(`${on.server.baseUrl}/v1/runs/${taskId}/events`, {
+              signal: abort,
+              headers: lastSequence === undefined ? {} : { "last-event-id": String(lastSequence) },
+            });
       await readSse(res, (frame) => {
         const data = frame.data as Obj;
         if (kind === "a2a") {
@@ -73,7 +88,8 @@ export async function followTask(cluster: HostCluster, kind: FollowResult["kind"
     const last = segment.frames.at(-1);
     if (kind === "a2a") {
       const state = last?.["kind"] === "task" ? last["status"]["state"] : last?.["status"]?.["state"];
-      result.reachedEnd = last !== undefined && A2A_TERMINAL.has(state as string) && (last["kind"] === "task" || last["final"] === true);
+      result.reachedEnd =
+        last !== undefined && A2A_TERMINAL.has(state as string) && (last["kind"] === "task" || last["final"] === true);
     } else {
       result.reachedEnd = last !== undefined && RUN_TERMINAL.has(last["type"] as string);
     }
@@ -84,7 +100,9 @@ export async function followTask(cluster: HostCluster, kind: FollowResult["kind"
 
 /** What an A2A stream frame says, comparable with what the log says. */
 function a2aKey(frame: Obj): string {
-  return frame["kind"] === "artifact-update" ? `artifact:${frame["artifact"]["artifactId"]}` : `status:${frame["status"]["state"]}:${frame["status"]["timestamp"]}`;
+  return frame["kind"] === "artifact-update"
+    ? `artifact:${frame["artifact"]["artifactId"]}`
+    : `status:${frame["status"]["state"]}:${frame["status"]["timestamp"]}`;
 }
 
 /** The A2A updates the committed log produces, in order (an artifact before the status of the same event). */
@@ -124,12 +142,17 @@ function startOf(task: Obj, got: string[], updates: string[]): number | undefine
 export function followProblems(result: FollowResult, log: LoggedEvent[]): string[] {
   const problems: string[] = [];
   const where = `${result.kind} follower of ${result.taskId}`;
-  if (!result.reachedEnd) problems.push(`${where} never saw the end of the task (segments: ${JSON.stringify(result.segments.map((s) => ({ on: s.instanceId, frames: s.frames.length, broken: s.broken })))})`);
+  if (!result.reachedEnd)
+    problems.push(
+      `${where} never saw the end of the task (segments: ${JSON.stringify(result.segments.map((s) => ({ on: s.instanceId, frames: s.frames.length, broken: s.broken })))})`,
+    );
   if (result.kind === "openwop") {
     const seen = result.segments.flatMap((s) => s.frames).map((f) => `${f["sequence"]}:${f["eventId"]}`);
     const expected = log.slice(0, seen.length).map((e) => `${e.sequence}:${e.eventId}`);
-    if (JSON.stringify(seen) !== JSON.stringify(expected)) problems.push(`${where} saw ${JSON.stringify(seen)}, the log has ${JSON.stringify(expected)}`);
-    if (result.reachedEnd && seen.length !== log.length) problems.push(`${where} saw ${seen.length} events, the log has ${log.length}`);
+    if (JSON.stringify(seen) !== JSON.stringify(expected))
+      problems.push(`${where} saw ${JSON.stringify(seen)}, the log has ${JSON.stringify(expected)}`);
+    if (result.reachedEnd && seen.length !== log.length)
+      problems.push(`${where} saw ${seen.length} events, the log has ${log.length}`);
     return problems;
   }
   const updates = a2aUpdates(log);
@@ -143,11 +166,14 @@ export function followProblems(result: FollowResult, log: LoggedEvent[]): string
     const got = rest.map(a2aKey);
     const at = startOf(first, got, updates);
     if (at === undefined) {
-      problems.push(`${where} segment ${n} on ${segment.instanceId}: the Task (${first["status"]["state"]}) then ${JSON.stringify(got)} is no stretch of the log's updates ${JSON.stringify(updates)}`);
+      problems.push(
+        `${where} segment ${n} on ${segment.instanceId}: the Task (${first["status"]["state"]}) then ${JSON.stringify(got)} is no stretch of the log's updates ${JSON.stringify(updates)}`,
+      );
       continue;
     }
     const final = rest.at(-1);
-    if (final?.["final"] === true && at + 1 + got.length !== updates.length) problems.push(`${where} segment ${n} ended (final) before the log did`);
+    if (final?.["final"] === true && at + 1 + got.length !== updates.length)
+      problems.push(`${where} segment ${n} ended (final) before the log did`);
   }
   return problems;
 }

@@ -17,27 +17,66 @@ const task: PeerTask = { id: "p1", contextId: "c1", state: "working", artifacts:
 describe("isNewPeerStatus", () => {
   const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString();
   it("a new state is news; the same state again is not (unless a new question while interrupted)", () => {
-    expect(isNewPeerStatus({ peerState: "working", peerStatusAt: at(1) }, { state: "input-required", timestamp: at(2) })).toBe(true);
-    expect(isNewPeerStatus({ peerState: "working", peerStatusAt: at(1) }, { state: "working", timestamp: at(2) })).toBe(false);
-    expect(isNewPeerStatus({ peerState: "input-required", peerStatusAt: at(1) }, { state: "input-required", timestamp: at(2) })).toBe(true);
-    expect(isNewPeerStatus({ peerState: "input-required", peerStatusAt: at(2) }, { state: "input-required", timestamp: at(2) })).toBe(false);
+    expect(
+      isNewPeerStatus({ peerState: "working", peerStatusAt: at(1) }, { state: "input-required", timestamp: at(2) }),
+    ).toBe(true);
+    expect(isNewPeerStatus({ peerState: "working", peerStatusAt: at(1) }, { state: "working", timestamp: at(2) })).toBe(
+      false,
+    );
+    expect(
+      isNewPeerStatus(
+        { peerState: "input-required", peerStatusAt: at(1) },
+        { state: "input-required", timestamp: at(2) },
+      ),
+    ).toBe(true);
+    expect(
+      isNewPeerStatus(
+        { peerState: "input-required", peerStatusAt: at(2) },
+        { state: "input-required", timestamp: at(2) },
+      ),
+    ).toBe(false);
   });
   it("an older status is a replay; nothing follows a recorded terminal state; a terminal push is always news", () => {
-    expect(isNewPeerStatus({ peerState: "input-required", peerStatusAt: at(5) }, { state: "working", timestamp: at(1) })).toBe(false);
-    expect(isNewPeerStatus({ peerState: "completed", peerStatusAt: at(1) }, { state: "working", timestamp: at(9) })).toBe(false);
+    expect(
+      isNewPeerStatus({ peerState: "input-required", peerStatusAt: at(5) }, { state: "working", timestamp: at(1) }),
+    ).toBe(false);
+    expect(
+      isNewPeerStatus({ peerState: "completed", peerStatusAt: at(1) }, { state: "working", timestamp: at(9) }),
+    ).toBe(false);
     expect(isNewPeerStatus({ peerState: "completed" }, { state: "completed" })).toBe(false);
-    expect(isNewPeerStatus({ peerState: "working", peerStatusAt: at(9) }, { state: "completed", timestamp: at(1) })).toBe(true);
+    expect(
+      isNewPeerStatus({ peerState: "working", peerStatusAt: at(9) }, { state: "completed", timestamp: at(1) }),
+    ).toBe(true);
   });
 });
 
 describe("foldPeerEvent", () => {
   it("status updates replace the status; artifact updates add, replace or append; other tasks' events are ignored", () => {
-    let t = foldPeerEvent(task, { kind: "artifact", taskId: "p1", artifact: { artifactId: "a", parts: [{ kind: "text", text: "1" }] }, append: false });
-    t = foldPeerEvent(t, { kind: "artifact", taskId: "p1", artifact: { artifactId: "a", parts: [{ kind: "text", text: "2" }] }, append: true });
-    t = foldPeerEvent(t, { kind: "status", taskId: "p1", state: "completed", statusTimestamp: "2026-01-01T00:00:00.000Z", statusMessage: { messageId: "m", role: "agent", parts: [{ kind: "text", text: "done" }] } });
+    let t = foldPeerEvent(task, {
+      kind: "artifact",
+      taskId: "p1",
+      artifact: { artifactId: "a", parts: [{ kind: "text", text: "1" }] },
+      append: false,
+    });
+    t = foldPeerEvent(t, {
+      kind: "artifact",
+      taskId: "p1",
+      artifact: { artifactId: "a", parts: [{ kind: "text", text: "2" }] },
+      append: true,
+    });
+    t = foldPeerEvent(t, {
+      kind: "status",
+      taskId: "p1",
+      state: "completed",
+      statusTimestamp: "2026-01-01T00:00:00.000Z",
+      statusMessage: { messageId: "m", role: "agent", parts: [{ kind: "text", text: "done" }] },
+    });
     t = foldPeerEvent(t, { kind: "status", taskId: "other", state: "failed" });
     expect(t.state).toBe("completed");
-    expect(t.artifacts[0]!.parts).toEqual([{ kind: "text", text: "1" }, { kind: "text", text: "2" }]);
+    expect(t.artifacts[0]!.parts).toEqual([
+      { kind: "text", text: "1" },
+      { kind: "text", text: "2" },
+    ]);
     expect(t.statusMessage?.messageId).toBe("m");
     expect(foldPeerEvent(t, { kind: "task", task: { ...task, state: "working" } }).state).toBe("working");
   });
@@ -45,9 +84,36 @@ describe("foldPeerEvent", () => {
 
 describe("decodePeerPush", () => {
   it("reads a 1.0 StreamResponse and a 0.3 status-update or Task", () => {
-    expect(decodePeerPush(JSON.stringify({ statusUpdate: { taskId: "p1", contextId: "c1", status: { state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:00Z" } } }), peerVersions())).toMatchObject({ kind: "status", taskId: "p1", state: "completed" });
-    expect(decodePeerPush(JSON.stringify({ kind: "status-update", taskId: "p1", contextId: "c1", status: { state: "input-required" }, final: false }), peerVersions())).toMatchObject({ kind: "status", state: "input-required" });
-    expect(decodePeerPush(JSON.stringify({ kind: "task", id: "p1", contextId: "c1", status: { state: "completed" }, artifacts: [] }), peerVersions())).toMatchObject({ kind: "task", task: { id: "p1", state: "completed" } });
+    expect(
+      decodePeerPush(
+        JSON.stringify({
+          statusUpdate: {
+            taskId: "p1",
+            contextId: "c1",
+            status: { state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:00Z" },
+          },
+        }),
+        peerVersions(),
+      ),
+    ).toMatchObject({ kind: "status", taskId: "p1", state: "completed" });
+    expect(
+      decodePeerPush(
+        JSON.stringify({
+          kind: "status-update",
+          taskId: "p1",
+          contextId: "c1",
+          status: { state: "input-required" },
+          final: false,
+        }),
+        peerVersions(),
+      ),
+    ).toMatchObject({ kind: "status", state: "input-required" });
+    expect(
+      decodePeerPush(
+        JSON.stringify({ kind: "task", id: "p1", contextId: "c1", status: { state: "completed" }, artifacts: [] }),
+        peerVersions(),
+      ),
+    ).toMatchObject({ kind: "task", task: { id: "p1", state: "completed" } });
   });
   it("refuses what is not a push body", () => {
     expect(() => decodePeerPush("not json", peerVersions())).toThrow();
@@ -62,7 +128,11 @@ describe("sseData", () => {
   }
   it("splits events across chunks, joins data lines, skips comments", async () => {
     const out: string[] = [];
-    for await (const d of sseData(chunks(": keepalive\n\n", "data: {\"a\"", ":1}\n\nevent: x\ndata: 1\ndata: 2\r\n\r\n"), 1000)) out.push(d);
+    for await (const d of sseData(
+      chunks(": keepalive\n\n", 'data: {"a"', ":1}\n\nevent: x\ndata: 1\ndata: 2\r\n\r\n"),
+      1000,
+    ))
+      out.push(d);
     expect(out).toEqual(['{"a":1}', "1\n2"]);
   });
   it("caps one event's size", async () => {
@@ -87,9 +157,20 @@ describe("peer callback tokens and signatures", () => {
   it("verifies our own push worker's signature format", () => {
     const now = Math.floor(Date.now() / 1000);
     const signature = signPushBody("peer-signing-key-0123456789", now, "{}");
-    expect(verifyBodySignature({ key: "peer-signing-key-0123456789", body: "{}", timestamp: String(now), signature })).toBe(true);
-    expect(verifyBodySignature({ key: "peer-signing-key-0123456789", body: "{ }", timestamp: String(now), signature })).toBe(false);
-    expect(verifyBodySignature({ key: "peer-signing-key-0123456789", body: "{}", timestamp: String(now - 1000), signature: signPushBody("peer-signing-key-0123456789", now - 1000, "{}") })).toBe(false);
+    expect(
+      verifyBodySignature({ key: "peer-signing-key-0123456789", body: "{}", timestamp: String(now), signature }),
+    ).toBe(true);
+    expect(
+      verifyBodySignature({ key: "peer-signing-key-0123456789", body: "{ }", timestamp: String(now), signature }),
+    ).toBe(false);
+    expect(
+      verifyBodySignature({
+        key: "peer-signing-key-0123456789",
+        body: "{}",
+        timestamp: String(now - 1000),
+        signature: signPushBody("peer-signing-key-0123456789", now - 1000, "{}"),
+      }),
+    ).toBe(false);
   });
 });
 

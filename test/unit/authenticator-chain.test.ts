@@ -14,7 +14,9 @@ import { hostInterfaces } from "../../src/transport/interface-urls.js";
 import { DomainError } from "../../src/domain/errors.js";
 
 const KEY = "chain-key-0123456789abcdef";
-const keys = apiKeyAuthenticator(parseApiKeys(JSON.stringify([{ id: "k", tenant: "acme", scopes: ["runs:read"], key: KEY }])));
+const keys = apiKeyAuthenticator(
+  parseApiKeys(JSON.stringify([{ id: "k", tenant: "acme", scopes: ["runs:read"], key: KEY }])),
+);
 /** A token authenticator of the port's shape: takes JWT-shaped bearers, accepts only "a.b.c". */
 const tokens: Authenticator = {
   recognises: ({ headers }) => isJwtShaped(bearerOf(headers) ?? ""),
@@ -22,9 +24,18 @@ const tokens: Authenticator = {
     if (bearerOf(headers) !== "a.b.c") throw new DomainError("unauthenticated", "invalid token: test");
     return { tenant: "globex", id: "oidc:t", scopes: [] };
   },
-  describe: () => ({ enabled: true, schemes: { oidc: { type: "openIdConnect" } }, requirements: [{ oidc: [] }], tenants: [], allTenantsHolders: [], summary: "tokens" }),
+  describe: () => ({
+    enabled: true,
+    schemes: { oidc: { type: "openIdConnect" } },
+    requirements: [{ oidc: [] }],
+    tenants: [],
+    allTenantsHolders: [],
+    summary: "tokens",
+  }),
 };
-const bearer = (value?: string) => ({ headers: (name: string) => (name === "authorization" && value !== undefined ? `Bearer ${value}` : undefined) });
+const bearer = (value?: string) => ({
+  headers: (name: string) => (name === "authorization" && value !== undefined ? `Bearer ${value}` : undefined),
+});
 
 describe("chain(...authenticators)", () => {
   const both = chain(tokens, keys);
@@ -37,12 +48,18 @@ describe("chain(...authenticators)", () => {
   });
 
   it("a refusal is final: a bad token is not tried as an API key", async () => {
-    await expect(Promise.resolve().then(() => both.authenticate(bearer("x.y.z")))).rejects.toThrow("invalid token: test");
+    await expect(Promise.resolve().then(() => both.authenticate(bearer("x.y.z")))).rejects.toThrow(
+      "invalid token: test",
+    );
     expect(() => both.authenticate(bearer("not-a-key-0123456789"))).toThrow("invalid API key");
     expect(() => both.authenticate(bearer())).toThrow("missing credentials");
     // Even when a later authenticator would take anything (dev), the first that recognises decides.
-    await expect(Promise.resolve().then(() => chain(tokens, devAuthenticator).authenticate(bearer("x.y.z")))).rejects.toThrow("invalid token: test");
-    expect(chain(tokens, devAuthenticator).authenticate(bearer(KEY))).toEqual(expect.objectContaining({ id: "anonymous" }));
+    await expect(
+      Promise.resolve().then(() => chain(tokens, devAuthenticator).authenticate(bearer("x.y.z"))),
+    ).rejects.toThrow("invalid token: test");
+    expect(chain(tokens, devAuthenticator).authenticate(bearer(KEY))).toEqual(
+      expect.objectContaining({ id: "anonymous" }),
+    );
   });
 
   it("nobody recognising the credential is unauthenticated", () => {
@@ -77,7 +94,8 @@ describe("an authenticator added by the recipe", () => {
   const partner: Authenticator = {
     recognises: ({ headers }) => headers("x-partner-key") !== undefined,
     authenticate({ headers }) {
-      if (headers("x-partner-key") !== "partner-secret-0123456789") throw new DomainError("unauthenticated", "invalid partner key");
+      if (headers("x-partner-key") !== "partner-secret-0123456789")
+        throw new DomainError("unauthenticated", "invalid partner key");
       return { tenant: "partners", id: "partner:p1", scopes: ["runs:read"] };
     },
     describe: () => ({
@@ -89,13 +107,20 @@ describe("an authenticator added by the recipe", () => {
       summary: "partner keys (1)",
     }),
   };
-  const settings = loadAuthSettings({ API_KEYS: JSON.stringify([{ id: "k", tenant: "acme", scopes: ["runs:read"], key: KEY }]) }, false);
+  const settings = loadAuthSettings(
+    { API_KEYS: JSON.stringify([{ id: "k", tenant: "acme", scopes: ["runs:read"], key: KEY }]) },
+    false,
+  );
   if (Array.isArray(settings)) throw new Error(settings.join("; "));
   const host = chain(partner, hostAuthenticator(settings));
   const header = (name: string, value: string) => ({ headers: (n: string) => (n === name ? value : undefined) });
 
   it("decides its own requests (a refusal is final), leaves the others to the host's authenticators", () => {
-    expect(host.authenticate(header("x-partner-key", "partner-secret-0123456789"))).toEqual({ tenant: "partners", id: "partner:p1", scopes: ["runs:read"] });
+    expect(host.authenticate(header("x-partner-key", "partner-secret-0123456789"))).toEqual({
+      tenant: "partners",
+      id: "partner:p1",
+      scopes: ["runs:read"],
+    });
     expect(() => host.authenticate(header("x-partner-key", "wrong"))).toThrow("invalid partner key");
     expect(host.authenticate(bearer(KEY))).toEqual({ tenant: "acme", id: "apikey:k", scopes: ["runs:read"] });
     expect(() => host.authenticate(bearer())).toThrow("missing credentials");
@@ -112,12 +137,20 @@ describe("an authenticator added by the recipe", () => {
       pushNotifications: false,
       security: { schemes: auth.schemes, requirements: auth.requirements },
     });
-    expect(card.securitySchemes).toEqual({ partnerKey: { type: "apiKey", in: "header", name: "X-Partner-Key" }, apiKey: expect.objectContaining({ type: "http", scheme: "bearer" }) });
+    expect(card.securitySchemes).toEqual({
+      partnerKey: { type: "apiKey", in: "header", name: "X-Partner-Key" },
+      apiKey: expect.objectContaining({ type: "http", scheme: "bearer" }),
+    });
     expect(card.security).toEqual([{ partnerKey: [] }, { apiKey: [] }]);
-    const openApi = openApiDocument({ publicUrl: "https://agent.example", version: "1", auth }) as { components: { securitySchemes: object }; security: unknown };
+    const openApi = openApiDocument({ publicUrl: "https://agent.example", version: "1", auth }) as {
+      components: { securitySchemes: object };
+      security: unknown;
+    };
     expect(openApi.components.securitySchemes).toHaveProperty("partnerKey");
     expect(openApi.security).toEqual([{ partnerKey: [] }, { apiKey: [] }]);
-    expect(ConsoleAccess.fromAuth(auth).tenantsFor({ tenant: "acme", id: "op", scopes: ["console:all-tenants"] })).toEqual(["partners", "acme"]);
+    expect(
+      ConsoleAccess.fromAuth(auth).tenantsFor({ tenant: "acme", id: "op", scopes: ["console:all-tenants"] }),
+    ).toEqual(["partners", "acme"]);
     expect(auth.summary).toBe("partner keys (1) + API keys (1)");
   });
 });
@@ -131,9 +164,20 @@ describe("a request with no credential", () => {
     expect(() => hostAuthenticator(oidcOnly, certificates).authenticate(none)).toThrow(
       "missing credentials: this agent takes a client certificate or an access token (Authorization: Bearer <token>)",
     );
-    const keys = loadAuthSettings({ API_KEYS: JSON.stringify([{ id: "k", tenant: "acme", scopes: ["runs:read"], key: "chain-key-0123456789abcdef" }]), AUTH_OIDC_ISSUER: "https://idp.example", AUTH_OIDC_AUDIENCE: "host" }, false);
+    const keys = loadAuthSettings(
+      {
+        API_KEYS: JSON.stringify([
+          { id: "k", tenant: "acme", scopes: ["runs:read"], key: "chain-key-0123456789abcdef" },
+        ]),
+        AUTH_OIDC_ISSUER: "https://idp.example",
+        AUTH_OIDC_AUDIENCE: "host",
+      },
+      false,
+    );
     if (Array.isArray(keys)) throw new Error(keys.join("; "));
     // With API keys configured, a request without a bearer is the API-key authenticator's to refuse.
-    expect(() => hostAuthenticator(keys).authenticate(none)).toThrow("missing credentials: send Authorization: Bearer <API key>");
+    expect(() => hostAuthenticator(keys).authenticate(none)).toThrow(
+      "missing credentials: send Authorization: Bearer <API key>",
+    );
   });
 });

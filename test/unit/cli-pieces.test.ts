@@ -11,21 +11,40 @@ describe("parseCliArgs", () => {
     expect(parseCliArgs([])).toEqual({ kind: "start" });
     expect(parseCliArgs(["start"])).toEqual({ kind: "start" });
     expect(parseCliArgs(["check"])).toEqual({ kind: "check" });
-    for (const args of [["--help"], ["-h"], ["help"], ["check", "--help"]]) expect(parseCliArgs(args)).toEqual({ kind: "help" });
+    for (const args of [["--help"], ["-h"], ["help"], ["check", "--help"]])
+      expect(parseCliArgs(args)).toEqual({ kind: "help" });
     for (const args of [["--version"], ["-v"], ["version"]]) expect(parseCliArgs(args)).toEqual({ kind: "version" });
-    expect(parseCliArgs(["chek"])).toEqual({ kind: "usage", problem: 'unknown command "chek" (did you mean "check"?)' });
+    expect(parseCliArgs(["chek"])).toEqual({
+      kind: "usage",
+      problem: 'unknown command "chek" (did you mean "check"?)',
+    });
     expect(parseCliArgs(["--port=8080"])).toEqual({ kind: "usage", problem: 'unknown command "--port=8080"' });
     expect(parseCliArgs(["init"])).toEqual({ kind: "init", dir: "." });
     expect(parseCliArgs(["init", "my-agent"])).toEqual({ kind: "init", dir: "my-agent" });
-    expect(parseCliArgs(["init", "a", "b"])).toEqual({ kind: "usage", problem: '"init" takes one folder and no options (got "a" "b")' });
-    expect(parseCliArgs(["init", "--force"])).toEqual({ kind: "usage", problem: '"init" takes one folder and no options (got "--force")' });
+    expect(parseCliArgs(["init", "a", "b"])).toEqual({
+      kind: "usage",
+      problem: '"init" takes one folder and no options (got "a" "b")',
+    });
+    expect(parseCliArgs(["init", "--force"])).toEqual({
+      kind: "usage",
+      problem: '"init" takes one folder and no options (got "--force")',
+    });
     expect(parseCliArgs(["init", "-h"])).toEqual({ kind: "help" });
     expect(parseCliArgs(["keys"])).toEqual({ kind: "keys", format: "env" });
     expect(parseCliArgs(["keys", "--format", "kubernetes"])).toEqual({ kind: "keys", format: "kubernetes" });
     expect(parseCliArgs(["keys", "--format=env"])).toEqual({ kind: "keys", format: "env" });
-    expect(parseCliArgs(["keys", "--format", "helm"])).toEqual({ kind: "usage", problem: '"keys" takes --format env or kubernetes and nothing else (got "--format" "helm")' });
-    expect(parseCliArgs(["keys", "--format"])).toEqual({ kind: "usage", problem: '"keys" takes --format env or kubernetes and nothing else (got "--format")' });
-    expect(parseCliArgs(["check", "now"])).toEqual({ kind: "usage", problem: '"check" takes no arguments (got "now"); settings come from the environment (docs/configuration.md)' });
+    expect(parseCliArgs(["keys", "--format", "helm"])).toEqual({
+      kind: "usage",
+      problem: '"keys" takes --format env or kubernetes and nothing else (got "--format" "helm")',
+    });
+    expect(parseCliArgs(["keys", "--format"])).toEqual({
+      kind: "usage",
+      problem: '"keys" takes --format env or kubernetes and nothing else (got "--format")',
+    });
+    expect(parseCliArgs(["check", "now"])).toEqual({
+      kind: "usage",
+      problem: '"check" takes no arguments (got "now"); settings come from the environment (docs/configuration.md)',
+    });
   });
 });
 
@@ -44,7 +63,16 @@ describe("checkVariableNames", () => {
   const known = new Set(["PUSH_ENABLED", "PUSH_SIGNING_KEY", "PORT", "HOST", "OTEL_*"]);
 
   it("the process environment: only a name with one of our prefixes and a typo away is flagged (a warning)", () => {
-    const env = { PUSH_ENABLE: "false", PATH: "/bin", HOSTNAME: "box", PORTS: "1", NODE_OPTIONS: "", OTEL_SERVICE_NAME: "x", SCORER_URL: "https://s", PUSH_SIGNNG_KEY: "k" };
+    const env = {
+      PUSH_ENABLE: "false",
+      PATH: "/bin",
+      HOSTNAME: "box",
+      PORTS: "1",
+      NODE_OPTIONS: "",
+      OTEL_SERVICE_NAME: "x",
+      SCORER_URL: "https://s",
+      PUSH_SIGNNG_KEY: "k",
+    };
     expect(checkVariableNames(env, undefined, ["SCORER_URL"], known)).toEqual({
       warnings: [
         { variable: "PUSH_ENABLE", suggestion: "PUSH_ENABLED" },
@@ -55,7 +83,21 @@ describe("checkVariableNames", () => {
   });
 
   it("startHost's env: any name not read is a problem (WORKFLOW_VARIABLES names and library variables are read)", () => {
-    expect(checkVariableNames({}, { PUSH_ENABLE: "false", PORT: "1", SCORER_URL: "x", OTEL_SERVICE_NAME: "s", MONGOMS_DOWNLOAD_URL: "u", FOO: "1" }, ["SCORER_URL"], known).problems).toEqual([
+    expect(
+      checkVariableNames(
+        {},
+        {
+          PUSH_ENABLE: "false",
+          PORT: "1",
+          SCORER_URL: "x",
+          OTEL_SERVICE_NAME: "s",
+          MONGOMS_DOWNLOAD_URL: "u",
+          FOO: "1",
+        },
+        ["SCORER_URL"],
+        known,
+      ).problems,
+    ).toEqual([
       "option env.PUSH_ENABLE: not a variable openwop-a2a-host reads (did you mean PUSH_ENABLED? see docs/configuration.md)",
       "option env.FOO: not a variable openwop-a2a-host reads (see docs/configuration.md)",
     ]);
@@ -71,12 +113,33 @@ describe("checkVariableNames", () => {
 describe("readableLine", () => {
   it("one line: time, level, message, the other fields as key=value; a failed start's reason follows, indented", () => {
     const time = Date.UTC(2026, 0, 2, 3, 4, 5);
-    expect(readableLine(JSON.stringify({ level: 40, time, service: "openwop-a2a-host", instanceId: "i-1", msg: "PUSH_ENABLE is set", event: "config.unknown_variable", variable: "PUSH_ENABLE", n: 2, tags: ["a"] }))).toBe(
-      '03:04:05 WARN  PUSH_ENABLE is set event=config.unknown_variable variable=PUSH_ENABLE n=2 tags=["a"]\n',
-    );
-    expect(readableLine(JSON.stringify({ level: 60, time, msg: "workflow error", event: "config.invalid", reason: "2 workflow problems:\n- a\n- b", problems: ["a", "b"] }))).toBe(
-      "03:04:05 FATAL workflow error event=config.invalid\n    2 workflow problems:\n    - a\n    - b\n",
-    );
+    expect(
+      readableLine(
+        JSON.stringify({
+          level: 40,
+          time,
+          service: "openwop-a2a-host",
+          instanceId: "i-1",
+          msg: "PUSH_ENABLE is set",
+          event: "config.unknown_variable",
+          variable: "PUSH_ENABLE",
+          n: 2,
+          tags: ["a"],
+        }),
+      ),
+    ).toBe('03:04:05 WARN  PUSH_ENABLE is set event=config.unknown_variable variable=PUSH_ENABLE n=2 tags=["a"]\n');
+    expect(
+      readableLine(
+        JSON.stringify({
+          level: 60,
+          time,
+          msg: "workflow error",
+          event: "config.invalid",
+          reason: "2 workflow problems:\n- a\n- b",
+          problems: ["a", "b"],
+        }),
+      ),
+    ).toBe("03:04:05 FATAL workflow error event=config.invalid\n    2 workflow problems:\n    - a\n    - b\n");
     expect(readableLine("not json")).toBe("not json\n");
   });
 });

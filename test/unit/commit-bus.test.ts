@@ -33,7 +33,8 @@ class SentFeed implements CommitFeed {
   }
 }
 
-const record = (taskId: string, version: number) => ({ taskId, version, tenant: "t", status: "working" }) as unknown as TaskRecord;
+const record = (taskId: string, version: number) =>
+  ({ taskId, version, tenant: "t", status: "working" }) as unknown as TaskRecord;
 
 describe("CommitBus", () => {
   it("hands this instance's commits to the task's listeners and to every-commit listeners; without a feed there are no remote notices", async () => {
@@ -66,7 +67,11 @@ describe("CommitBus", () => {
 
     // The stored head moves on another instance; a poll (a notice without a sequence) makes the observer read it.
     let stored = record("t1", 1);
-    const observer = new TaskObserver({ reads: { get: async () => stored, readEvents: async () => [] }, commits: bus, maxBuffered: 4 });
+    const observer = new TaskObserver({
+      reads: { get: async () => stored, readEvents: async () => [] },
+      commits: bus,
+      maxBuffered: 4,
+    });
     const waiting = observer.waitUntil({ taskId: "t1", tenant: "t", until: (r) => r.version >= 2, timeoutMs: 5_000 });
     await new Promise((r) => setTimeout(r, 10));
     expect(feed.listening("t1")).toBe(1);

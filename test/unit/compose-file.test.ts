@@ -22,7 +22,9 @@ interface Service {
 }
 
 const secrets: Record<string, string> = {
-  API_KEYS: JSON.stringify([{ id: "ops", tenant: "default", scopes: ["runs:create", "runs:read"], key: "change-me-at-least-16-chars" }]),
+  API_KEYS: JSON.stringify([
+    { id: "ops", tenant: "default", scopes: ["runs:create", "runs:read"], key: "change-me-at-least-16-chars" },
+  ]),
   INTERRUPT_TOKEN_KEYS: `k1:${randomBytes(32).toString("base64")}`,
   PUSH_ENCRYPTION_KEY: randomBytes(32).toString("base64"),
   PUSH_SIGNING_KEY: randomBytes(48).toString("base64"),
@@ -32,7 +34,9 @@ const secrets: Record<string, string> = {
 
 /** What `docker compose` does with `${NAME:?message}` (the value, or a refusal to start) and `${NAME:-default}`. */
 const interpolate = (value: string) =>
-  value.replace(/\$\{(\w+):\?[^}]*\}/g, (_, name: string) => secrets[name] ?? `<unset ${name}>`).replace(/\$\{(\w+):-([^}]*)\}/g, (_, name: string, fallback: string) => secrets[name] ?? fallback);
+  value
+    .replace(/\$\{(\w+):\?[^}]*\}/g, (_, name: string) => secrets[name] ?? `<unset ${name}>`)
+    .replace(/\$\{(\w+):-([^}]*)\}/g, (_, name: string, fallback: string) => secrets[name] ?? fallback);
 
 describe("compose.yaml", async () => {
   const doc = parseDocument(await readFile(join(projectRoot, "compose.yaml"), "utf8"), { merge: true });
@@ -42,14 +46,18 @@ describe("compose.yaml", async () => {
   it("parses, with one mongod started as replica set rs0 and two instances of our image", () => {
     expect(doc.errors).toEqual([]);
     expect(services["mongo"]?.command).toEqual(["mongod", "--replSet", "rs0", "--bind_ip_all"]);
-    expect(services["mongo"]?.healthcheck?.test.join(" ")).toMatch(/rs\.initiate\(\{ _id: 'rs0', members: \[\{ _id: 0, host: 'mongo:27017' \}\] \}\)/);
+    expect(services["mongo"]?.healthcheck?.test.join(" ")).toMatch(
+      /rs\.initiate\(\{ _id: 'rs0', members: \[\{ _id: 0, host: 'mongo:27017' \}\] \}\)/,
+    );
     expect(instances.map(([name]) => name)).toEqual(["a2a-1", "a2a-2"]);
   });
 
   it("each instance's environment passes the production check, names the replica set, and has its own INSTANCE_ID", () => {
     const ids = new Set<string>();
     for (const [, service] of instances) {
-      const env = Object.fromEntries(Object.entries(service.environment ?? {}).map(([k, v]) => [k, interpolate(String(v))]));
+      const env = Object.fromEntries(
+        Object.entries(service.environment ?? {}).map(([k, v]) => [k, interpolate(String(v))]),
+      );
       expect(env["NODE_ENV"]).toBe("production");
       expect(env["MONGODB_URI"]).toMatch(/^mongodb:\/\/mongo:27017\/[^?]+\?replicaSet=rs0$/);
       const config = loadConfig(env);
@@ -63,7 +71,9 @@ describe("compose.yaml", async () => {
   it("restarts every service, opens the console, and serves the mounted agent (the example by default)", async () => {
     for (const [name, service] of Object.entries(services)) expect(service.restart, name).toBe("unless-stopped");
     for (const [, service] of instances) {
-      const env = Object.fromEntries(Object.entries(service.environment ?? {}).map(([k, v]) => [k, interpolate(String(v))]));
+      const env = Object.fromEntries(
+        Object.entries(service.environment ?? {}).map(([k, v]) => [k, interpolate(String(v))]),
+      );
       const config = loadConfig(env);
       expect(config.operator.console).toBe(true);
       const [source, target] = interpolate((service.volumes ?? [])[0]!).split(":");

@@ -19,26 +19,32 @@ describe("console access", () => {
   it("a key sees its own tenant; the all-tenants scope every configured tenant", () => {
     const access = ConsoleAccess.fromAuth(apikey);
     expect(access.tenantsFor({ tenant: "acme", id: "apikey:a-op", scopes: ["console:operate"] })).toEqual(["acme"]);
-    expect(access.tenantsFor({ tenant: "ops", id: "apikey:ops-1", scopes: ["console:operate", "console:all-tenants"] })).toEqual(["acme", "ops", "globex"]);
+    expect(
+      access.tenantsFor({ tenant: "ops", id: "apikey:ops-1", scopes: ["console:operate", "console:all-tenants"] }),
+    ).toEqual(["acme", "ops", "globex"]);
     expect(access.canSee({ tenant: "acme", id: "apikey:a-op", scopes: ["console:operate"] }, "globex")).toBe(false);
   });
 
-  it("auth off: the dev principal sees the default tenant, and scopes \"*\" are no all-tenants grant", () => {
+  it('auth off: the dev principal sees the default tenant, and scopes "*" are no all-tenants grant', () => {
     const access = ConsoleAccess.fromAuth(off);
     expect(access.tenantsFor(DEV_PRINCIPAL)).toEqual(["default"]);
     expect(access.tenantsFor({ tenant: "other", id: "x", scopes: "*" })).toEqual(["other"]);
   });
 
   it("names the grant for the start-up line", () => {
-    expect(consoleAccessDescription(apikey, { console: true })).toBe("console: per-tenant; all tenants for keys ops-1 (console:all-tenants)");
-    expect(consoleAccessDescription(apiKeyAuthenticator(keys.slice(0, 1)).describe(), { console: true })).toBe("console: per-tenant; no key sees all tenants (console:all-tenants)");
+    expect(consoleAccessDescription(apikey, { console: true })).toBe(
+      "console: per-tenant; all tenants for keys ops-1 (console:all-tenants)",
+    );
+    expect(consoleAccessDescription(apiKeyAuthenticator(keys.slice(0, 1)).describe(), { console: true })).toBe(
+      "console: per-tenant; no key sees all tenants (console:all-tenants)",
+    );
     expect(consoleAccessDescription(off, { console: true })).toBe("console: tenant default (auth off)");
     expect(consoleAccessDescription(apikey, { console: false })).toBe("console: off");
   });
 
-  it("refuses tenant \"*\": tenants are compared exactly everywhere, never a wildcard", () => {
-    expect(() => parseApiKeys(JSON.stringify([{ id: "x", tenant: "*", scopes: ["runs:read"], key: "0123456789abcdef" }]))).toThrow(
-      'API_KEYS[0].tenant "*" is not allowed',
-    );
+  it('refuses tenant "*": tenants are compared exactly everywhere, never a wildcard', () => {
+    expect(() =>
+      parseApiKeys(JSON.stringify([{ id: "x", tenant: "*", scopes: ["runs:read"], key: "0123456789abcdef" }])),
+    ).toThrow('API_KEYS[0].tenant "*" is not allowed');
   });
 });

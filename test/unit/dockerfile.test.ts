@@ -32,7 +32,9 @@ describe("Dockerfile", () => {
     const user = runtime.filter((l) => l.startsWith("USER ")).at(-1);
     expect(user).toMatch(/^USER [1-9]\d*:[1-9]\d*$/);
     expect(runtime.some((l) => /^RUN .*apt-get install .*\btini\b/.test(l))).toBe(true);
-    expect(runtime.find((l) => l.startsWith("ENTRYPOINT "))).toBe('ENTRYPOINT ["/usr/bin/tini", "--", "openwop-a2a-host"]');
+    expect(runtime.find((l) => l.startsWith("ENTRYPOINT "))).toBe(
+      'ENTRYPOINT ["/usr/bin/tini", "--", "openwop-a2a-host"]',
+    );
     expect(runtime.find((l) => l.startsWith("HEALTHCHECK "))).toMatch(/\/healthz/);
     // The package as npm installs it, not the source tree: the tarball of `npm pack`.
     expect(runtime.some((l) => /^COPY --from=build \/pkg\/openwop-a2a-host\.tgz/.test(l))).toBe(true);
@@ -40,8 +42,20 @@ describe("Dockerfile", () => {
   });
 
   it("carries the OCI labels", async () => {
-    const labels = (await stages()).at(-1)!.filter((l) => l.startsWith("LABEL ")).join(" ");
-    for (const name of ["title", "description", "licenses", "source", "version", "revision", "created", "documentation"]) {
+    const labels = (await stages())
+      .at(-1)!
+      .filter((l) => l.startsWith("LABEL "))
+      .join(" ");
+    for (const name of [
+      "title",
+      "description",
+      "licenses",
+      "source",
+      "version",
+      "revision",
+      "created",
+      "documentation",
+    ]) {
       expect(labels, name).toContain(`org.opencontainers.image.${name}=`);
     }
   });
@@ -51,9 +65,16 @@ describe("Dockerfile", () => {
     const major = Number(/^ARG NODE_IMAGE=node:(\d+)-/m.exec(text)?.[1]);
     expect(major % 2).toBe(0);
     expect(major).toBeGreaterThanOrEqual(24);
-    const deployment = parse(await readFile(join(projectRoot, "deploy/kubernetes/base/deployment.yaml"), "utf8")) as { spec: { template: { spec: { securityContext: { runAsUser: number; runAsGroup: number } } } } };
+    const deployment = parse(await readFile(join(projectRoot, "deploy/kubernetes/base/deployment.yaml"), "utf8")) as {
+      spec: { template: { spec: { securityContext: { runAsUser: number; runAsGroup: number } } } };
+    };
     const { runAsUser, runAsGroup } = deployment.spec.template.spec.securityContext;
-    expect((await stages()).at(-1)!.filter((l) => l.startsWith("USER ")).at(-1)).toBe(`USER ${runAsUser}:${runAsGroup}`);
+    expect(
+      (await stages())
+        .at(-1)!
+        .filter((l) => l.startsWith("USER "))
+        .at(-1),
+    ).toBe(`USER ${runAsUser}:${runAsGroup}`);
   });
 });
 
@@ -66,7 +87,9 @@ describe(".github/workflows/release.yml", () => {
     };
     expect(workflow.on.push.tags).toEqual(["v*.*.*"]);
     expect(workflow.permissions["packages"]).toBe("write");
-    const push = workflow.jobs.image.steps.find((s) => s.uses?.startsWith("docker/build-push-action") && s.with?.["push"] === true);
+    const push = workflow.jobs.image.steps.find(
+      (s) => s.uses?.startsWith("docker/build-push-action") && s.with?.["push"] === true,
+    );
     expect(String(push?.with?.["platforms"]).split(",").sort()).toEqual(["linux/amd64", "linux/arm64"]);
     const meta = workflow.jobs.image.steps.find((s) => s.uses?.startsWith("docker/metadata-action"));
     expect(meta?.with?.["images"]).toBe("ghcr.io/${{ github.repository_owner }}/openwop-a2a-host");

@@ -5,7 +5,9 @@ import { embeddedMongodUnavailable } from "../../src/store/embedded-mongod-probe
 describe("embedded mongod probe", () => {
   it("without a local binary, a download host that does not resolve is final: the reason names the host", async () => {
     const binary = await DryMongoBinary.locateBinary(await DryMongoBinary.generateOptions());
-    const reason = await embeddedMongodUnavailable({ MONGOMS_DOWNLOAD_URL: "https://mongod-download.invalid/mongodb.tgz" });
+    const reason = await embeddedMongodUnavailable({
+      MONGOMS_DOWNLOAD_URL: "https://mongod-download.invalid/mongodb.tgz",
+    });
     if (binary) expect(reason).toBeUndefined();
     else expect(reason).toMatch(/download host mongod-download\.invalid cannot be resolved \((ENOTFOUND|EAI_AGAIN)\)/);
   });

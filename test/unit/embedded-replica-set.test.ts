@@ -7,7 +7,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MongoMemoryReplSet } from "mongodb-memory-server-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { assertPortFree, EMBEDDED_REPLICA_SET, embeddedReplicaSetOptions, embeddedReplicaSetPaths, recordedPort, recordPort } from "../../src/store/embedded-replica-set.js";
+import {
+  assertPortFree,
+  EMBEDDED_REPLICA_SET,
+  embeddedReplicaSetOptions,
+  embeddedReplicaSetPaths,
+  recordedPort,
+  recordPort,
+} from "../../src/store/embedded-replica-set.js";
 
 describe("embedded single-node replica set", () => {
   let dir: string;
@@ -49,7 +56,9 @@ describe("embedded single-node replica set", () => {
     await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
     const port = (taken.address() as { port: number }).port;
     try {
-      await expect(assertPortFree(port, "ports.json")).rejects.toThrow(new RegExp(`port 127\\.0\\.0\\.1:${port} \\(recorded in ports\\.json.*\\) is taken \\(EADDRINUSE\\)`));
+      await expect(assertPortFree(port, "ports.json")).rejects.toThrow(
+        new RegExp(`port 127\\.0\\.0\\.1:${port} \\(recorded in ports\\.json.*\\) is taken \\(EADDRINUSE\\)`),
+      );
     } finally {
       await new Promise((resolve) => taken.close(resolve));
     }

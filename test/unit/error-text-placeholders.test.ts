@@ -34,7 +34,9 @@ function unfilledPlaceholders(fileName: string, code: string): string[] {
 
 describe("error texts", () => {
   it("no plain string literal in src/ holds a ${...} placeholder (it would reach the caller unfilled)", () => {
-    const found = sourceFiles(SRC).flatMap((path) => unfilledPlaceholders(relative(SRC, path), readFileSync(path, "utf8")));
+    const found = sourceFiles(SRC).flatMap((path) =>
+      unfilledPlaceholders(relative(SRC, path), readFileSync(path, "utf8")),
+    );
     expect(found).toEqual([]);
   });
 
@@ -42,10 +44,13 @@ describe("error texts", () => {
     const code = [
       `refuse("url", "put credentials in the \${subject} authentication instead");`,
       `refuse('url', 'the \${arm} arm');`,
-      "refuse(\"url\", `the ${subject} URL`);",
+      'refuse("url", `the ${subject} URL`);',
       "const fine = `a ${'nested'} template`;",
       `const dollars = "costs $5 {per call}";`,
     ].join("\n");
-    expect(unfilledPlaceholders("x.ts", code)).toEqual(["x.ts:1: put credentials in the ${subject} authentication instead", "x.ts:2: the ${arm} arm"]);
+    expect(unfilledPlaceholders("x.ts", code)).toEqual([
+      "x.ts:1: put credentials in the ${subject} authentication instead",
+      "x.ts:2: the ${arm} arm",
+    ]);
   });
 });

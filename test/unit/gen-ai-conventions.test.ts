@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { agentUrlId, errorTypeOf, genAiOptedIn, invokeAgentSpanName } from "../../src/observability/gen-ai-conventions.js";
+import {
+  agentUrlId,
+  errorTypeOf,
+  genAiOptedIn,
+  invokeAgentSpanName,
+} from "../../src/observability/gen-ai-conventions.js";
 import { noteRequest, withRequestNotes, type RequestNotes } from "../../src/observability/request-notes.js";
 import { createTelemetry } from "../../src/observability/telemetry.js";
 import { HandlerError } from "../../src/workflows/workflow-types.js";
@@ -20,9 +25,16 @@ describe("the GenAI conventions opt-in and its small rules", () => {
     expect(off.tracer).toBeUndefined();
     expect(off.genAi).toBe(false);
     await off.shutdown();
-    const on = await createTelemetry({ env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://127.0.0.1:9/v1/traces", OTEL_SEMCONV_STABILITY_OPT_IN: "gen_ai_latest_experimental" } });
+    const on = await createTelemetry({
+      env: {
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://127.0.0.1:9/v1/traces",
+        OTEL_SEMCONV_STABILITY_OPT_IN: "gen_ai_latest_experimental",
+      },
+    });
     expect(on.genAi).toBe(true);
-    const plain = await createTelemetry({ env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://127.0.0.1:9/v1/traces" } });
+    const plain = await createTelemetry({
+      env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://127.0.0.1:9/v1/traces" },
+    });
     expect(plain.genAi).toBe(false);
     await Promise.all([on.shutdown(), plain.shutdown()]);
   });
@@ -41,7 +53,9 @@ describe("the GenAI conventions opt-in and its small rules", () => {
   });
 
   it("an agent id from a URL keeps no credentials or query", () => {
-    expect(agentUrlId("https://user:pass@agent.example:8443/.well-known/agent-card.json?key=abc#x")).toBe("https://agent.example:8443/.well-known/agent-card.json");
+    expect(agentUrlId("https://user:pass@agent.example:8443/.well-known/agent-card.json?key=abc#x")).toBe(
+      "https://agent.example:8443/.well-known/agent-card.json",
+    );
     expect(agentUrlId("not a url")).toBeUndefined();
   });
 

@@ -35,8 +35,12 @@ describe.each(files)("Grafana dashboard %s", (file) => {
   it("has a uid, a title and a Prometheus datasource variable", () => {
     expect(dashboard.uid).toMatch(/^[\w-]{1,40}$/);
     expect(dashboard.title).toBeTruthy();
-    expect(dashboard.templating.list.find((v) => v.name === "datasource")).toMatchObject({ type: "datasource", query: "prometheus" });
-    for (const variable of dashboard.templating.list.filter((v) => v.type === "query")) expect(variable.datasource, variable.name).toEqual(PROMETHEUS);
+    expect(dashboard.templating.list.find((v) => v.name === "datasource")).toMatchObject({
+      type: "datasource",
+      query: "prometheus",
+    });
+    for (const variable of dashboard.templating.list.filter((v) => v.type === "query"))
+      expect(variable.datasource, variable.name).toEqual(PROMETHEUS);
   });
 
   it("reads every panel and query through that variable", () => {
@@ -63,7 +67,11 @@ describe.each(files)("Grafana dashboard %s", (file) => {
     }
     for (const [i, a] of panels.entries()) {
       for (const b of panels.slice(i + 1)) {
-        const apart = a.gridPos.x + a.gridPos.w <= b.gridPos.x || b.gridPos.x + b.gridPos.w <= a.gridPos.x || a.gridPos.y + a.gridPos.h <= b.gridPos.y || b.gridPos.y + b.gridPos.h <= a.gridPos.y;
+        const apart =
+          a.gridPos.x + a.gridPos.w <= b.gridPos.x ||
+          b.gridPos.x + b.gridPos.w <= a.gridPos.x ||
+          a.gridPos.y + a.gridPos.h <= b.gridPos.y ||
+          b.gridPos.y + b.gridPos.h <= a.gridPos.y;
         expect(apart, `${a.title} overlaps ${b.title}`).toBe(true);
       }
     }
@@ -75,7 +83,11 @@ describe.each(files)("Grafana dashboard %s", (file) => {
         const selectors = selectorsOf(withGrafanaVariables(target.expr));
         expect(selectors.length, `${panel.title}: ${target.expr}`).toBeGreaterThan(0);
         for (const selector of selectorsOf(target.expr.replaceAll("$__rate_interval", "5m"))) {
-          expect(selector.matchers, `${panel.title}: ${target.expr}`).toContainEqual({ label: "instance", op: "=~", value: "$instance" });
+          expect(selector.matchers, `${panel.title}: ${target.expr}`).toContainEqual({
+            label: "instance",
+            op: "=~",
+            value: "$instance",
+          });
         }
       }
     }

@@ -4,7 +4,12 @@ import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
 import { decideRetry, retryAfterMs } from "../../src/domain/retry-policy.js";
 import { HandlerError, type HttpNode, type WorkflowDefinition } from "../../src/workflows/workflow-types.js";
-import { errorDetailOf, httpNodeProblem, httpNodeRequestBody, parseHttpNodeAnswer} from "../../src/engine/nodes/http/http-node.js";
+import {
+  errorDetailOf,
+  httpNodeProblem,
+  httpNodeRequestBody,
+  parseHttpNodeAnswer,
+} from "../../src/engine/nodes/http/http-node.js";
 import { loadHttpNodeSettings, workflowVariableValues } from "../../src/engine/nodes/node-egress-settings.js";
 import type { TaskContext } from "../../src/machine/task-context.js";
 
@@ -26,12 +31,20 @@ describe("the request body", () => {
     id: "flow",
     name: "Flow",
     description: "",
-    nodes: [{ kind: "task", id: "draft", handler: "echo" }, node, { kind: "approval", id: "gate", title: "OK?", onRefine: { goto: "call" } }],
+    nodes: [
+      { kind: "task", id: "draft", handler: "echo" },
+      node,
+      { kind: "approval", id: "gate", title: "OK?", onRefine: { goto: "call" } },
+    ],
   };
   const request = {
     messageId: "m1",
     role: "user" as const,
-    parts: [{ kind: "text" as const, text: "hello" }, { kind: "data" as const, data: { n: 1 } }, { kind: "file" as const, file: { uri: "https://files.example.com/a.pdf", mimeType: "application/pdf" } }],
+    parts: [
+      { kind: "text" as const, text: "hello" },
+      { kind: "data" as const, data: { n: 1 } },
+      { kind: "file" as const, file: { uri: "https://files.example.com/a.pdf", mimeType: "application/pdf" } },
+    ],
   };
   const context = {
     taskId: "task-1",
@@ -43,7 +56,12 @@ describe("the request body", () => {
     visits: { call: 1 },
     outputs: { draft: { text: "d" }, gate: { action: "refine", refineFeedback: { text: "shorter" } } },
     request,
-    lastUserMessage: { messageId: "m2", role: "user" as const, parts: [{ kind: "text" as const, text: "shorter please" }], metadata: { via: "console" } },
+    lastUserMessage: {
+      messageId: "m2",
+      role: "user" as const,
+      parts: [{ kind: "text" as const, text: "shorter please" }],
+      metadata: { via: "console" },
+    },
     history: [],
     historyCount: 2,
   } as unknown as TaskContext;
@@ -77,10 +95,24 @@ describe("the answer", () => {
     expect(parseHttpNodeAnswer('{"output": [1, 2]}', WHERE)).toEqual({ output: [1, 2] });
     expect(parseHttpNodeAnswer('{"output": null}', WHERE)).toEqual({ output: null });
     const artifacts = [
-      { artifactId: "a", name: "report", description: "d", parts: [{ kind: "text", text: "t", metadata: { lang: "en" } }] },
-      { name: "files", parts: [{ kind: "file", file: { bytes: "aGk=", mimeType: "text/plain", name: "hi.txt" } }, { kind: "data", data: { x: 1 } }] },
+      {
+        artifactId: "a",
+        name: "report",
+        description: "d",
+        parts: [{ kind: "text", text: "t", metadata: { lang: "en" } }],
+      },
+      {
+        name: "files",
+        parts: [
+          { kind: "file", file: { bytes: "aGk=", mimeType: "text/plain", name: "hi.txt" } },
+          { kind: "data", data: { x: 1 } },
+        ],
+      },
     ];
-    expect(parseHttpNodeAnswer(JSON.stringify({ output: { ok: true }, artifacts }), WHERE)).toEqual({ output: { ok: true }, artifacts });
+    expect(parseHttpNodeAnswer(JSON.stringify({ output: { ok: true }, artifacts }), WHERE)).toEqual({
+      output: { ok: true },
+      artifacts,
+    });
   });
 
   it("refuses what is not a HandlerResult, saying where and why, with the stable code", () => {
@@ -91,11 +123,26 @@ describe("the answer", () => {
       ['{"artifacts": {}}', "artifacts must be an array"],
       ['{"artifacts": [{"parts": [{"kind": "text", "text": "t"}]}]}', "artifacts[0].name must be a non-empty string"],
       ['{"artifacts": [{"name": "a", "parts": []}]}', "artifacts[0].parts must be a non-empty array"],
-      ['{"artifacts": [{"name": "a", "artifactId": 3, "parts": [{"kind": "text", "text": "t"}]}]}', "artifacts[0].artifactId must be a non-empty string"],
-      ['{"artifacts": [{"name": "a", "parts": [{"kind": "text", "text": 1}]}]}', "artifacts[0].parts[0].text must be a string"],
-      ['{"artifacts": [{"name": "a", "parts": [{"kind": "data", "data": [1]}]}]}', "artifacts[0].parts[0].data must be an object"],
-      ['{"artifacts": [{"name": "a", "parts": [{"kind": "file", "file": {"name": "x"}}]}]}', "artifacts[0].parts[0].file needs uri or bytes"],
-      ['{"artifacts": [{"name": "a", "parts": [{"kind": "text", "text": "t", "metadata": 1}]}]}', "artifacts[0].parts[0].metadata must be an object"],
+      [
+        '{"artifacts": [{"name": "a", "artifactId": 3, "parts": [{"kind": "text", "text": "t"}]}]}',
+        "artifacts[0].artifactId must be a non-empty string",
+      ],
+      [
+        '{"artifacts": [{"name": "a", "parts": [{"kind": "text", "text": 1}]}]}',
+        "artifacts[0].parts[0].text must be a string",
+      ],
+      [
+        '{"artifacts": [{"name": "a", "parts": [{"kind": "data", "data": [1]}]}]}',
+        "artifacts[0].parts[0].data must be an object",
+      ],
+      [
+        '{"artifacts": [{"name": "a", "parts": [{"kind": "file", "file": {"name": "x"}}]}]}',
+        "artifacts[0].parts[0].file needs uri or bytes",
+      ],
+      [
+        '{"artifacts": [{"name": "a", "parts": [{"kind": "text", "text": "t", "metadata": 1}]}]}',
+        "artifacts[0].parts[0].metadata must be an object",
+      ],
     ];
     for (const [body, reason] of cases) {
       const error = errorOf(() => parseHttpNodeAnswer(body, WHERE));
@@ -119,26 +166,43 @@ describe("the error detail of a 4xx answer", () => {
 });
 
 describe("load-time checks", () => {
-  const node = (fields: Partial<HttpNode>): HttpNode => ({ kind: "http", id: "call", url: "https://svc.example.com/x", ...fields });
+  const node = (fields: Partial<HttpNode>): HttpNode => ({
+    kind: "http",
+    id: "call",
+    url: "https://svc.example.com/x",
+    ...fields,
+  });
 
   it("accepts known variables, configured or not, in the url and header values", () => {
     const variables = { SVC_URL: "https://svc.example.com", SVC_TOKEN: undefined };
-    expect(httpNodeProblem(node({ url: "${SVC_URL}/run", headers: { Authorization: "Bearer ${SVC_TOKEN}" } }), variables)).toBeUndefined();
+    expect(
+      httpNodeProblem(node({ url: "${SVC_URL}/run", headers: { Authorization: "Bearer ${SVC_TOKEN}" } }), variables),
+    ).toBeUndefined();
     expect(httpNodeProblem(node({ url: "https://${SVC_TOKEN}/run" }), variables)).toBeUndefined();
   });
 
   it("refuses a non-http(s) url, unknown variables and headers the host owns", () => {
-    expect(httpNodeProblem(node({ url: "ftp://svc.example.com/x" }), {})).toBe('node "call": url must be an absolute http(s) URL (got "ftp://svc.example.com/x")');
+    expect(httpNodeProblem(node({ url: "ftp://svc.example.com/x" }), {})).toBe(
+      'node "call": url must be an absolute http(s) URL (got "ftp://svc.example.com/x")',
+    );
     expect(httpNodeProblem(node({ url: "svc.example.com/x" }), {})).toContain("url must be an absolute http(s) URL");
-    expect(httpNodeProblem(node({ url: "${SVC_URL}/x" }), { SVC_URL: "file:///etc" })).toContain("url must be an absolute http(s) URL");
-    expect(httpNodeProblem(node({ url: "https://${NOPE}/x" }), {})).toBe('node "call": url refers to ${NOPE}, which is not a variable workflows may use (add NOPE to WORKFLOW_VARIABLES; known: none)');
-    expect(httpNodeProblem(node({ headers: { "X-Key": "${NOPE}" } }), { A: "a" })).toBe('node "call": header "X-Key" refers to ${NOPE}, which is not a variable workflows may use (add NOPE to WORKFLOW_VARIABLES; known: A)');
+    expect(httpNodeProblem(node({ url: "${SVC_URL}/x" }), { SVC_URL: "file:///etc" })).toContain(
+      "url must be an absolute http(s) URL",
+    );
+    expect(httpNodeProblem(node({ url: "https://${NOPE}/x" }), {})).toBe(
+      'node "call": url refers to ${NOPE}, which is not a variable workflows may use (add NOPE to WORKFLOW_VARIABLES; known: none)',
+    );
+    expect(httpNodeProblem(node({ headers: { "X-Key": "${NOPE}" } }), { A: "a" })).toBe(
+      'node "call": header "X-Key" refers to ${NOPE}, which is not a variable workflows may use (add NOPE to WORKFLOW_VARIABLES; known: A)',
+    );
     // Listed but unset, where the url needs it to be absolute: the variable and the fix, not only the raw url.
     expect(httpNodeProblem(node({ url: "${SCORER_URL}/score" }), { SCORER_URL: undefined })).toBe(
       'node "call": url refers to ${SCORER_URL}, listed in WORKFLOW_VARIABLES but not set (set SCORER_URL in the environment; got "${SCORER_URL}/score")',
     );
     for (const name of ["Host", "content-type", "Idempotency-Key", "Transfer-Encoding", "Connection"]) {
-      expect(httpNodeProblem(node({ headers: { [name]: "x" } }), {})).toBe(`node "call": header "${name}" is set by the host and may not be given`);
+      expect(httpNodeProblem(node({ headers: { [name]: "x" } }), {})).toBe(
+        `node "call": header "${name}" is set by the host and may not be given`,
+      );
     }
   });
 });
@@ -146,7 +210,15 @@ describe("load-time checks", () => {
 describe("settings", () => {
   it("has defaults, reads every HTTP_NODE_* variable and WORKFLOW_VARIABLES, and never prints a value", () => {
     const defaults = loadHttpNodeSettings({}, false);
-    expect(defaults).toMatchObject({ timeoutMs: 30_000, maxAttempts: 3, retryBaseMs: 500, retryMaxMs: 10_000, maxResponseBytes: 1024 * 1024, egress: { allowHttpLoopback: false, allowedPorts: [], allowHosts: [], denyHosts: [], privateHosts: [] }, variableNames: [] });
+    expect(defaults).toMatchObject({
+      timeoutMs: 30_000,
+      maxAttempts: 3,
+      retryBaseMs: 500,
+      retryMaxMs: 10_000,
+      maxResponseBytes: 1024 * 1024,
+      egress: { allowHttpLoopback: false, allowedPorts: [], allowHosts: [], denyHosts: [], privateHosts: [] },
+      variableNames: [],
+    });
     const settings = loadHttpNodeSettings(
       {
         HTTP_NODE_TIMEOUT_MS: "5000",
@@ -169,21 +241,48 @@ describe("settings", () => {
       allowHosts: ["*.svc.example.com"],
       denyHosts: ["bad.svc.example.com"],
       privateHosts: ["sidecar:8080", "10.0.0.0/8:9000"],
-      settings: { allowedPorts: "HTTP_NODE_ALLOWED_PORTS", allowHosts: "HTTP_NODE_ALLOW_HOSTS", denyHosts: "HTTP_NODE_DENY_HOSTS", privateHosts: "HTTP_NODE_PRIVATE_HOSTS" },
+      settings: {
+        allowedPorts: "HTTP_NODE_ALLOWED_PORTS",
+        allowHosts: "HTTP_NODE_ALLOW_HOSTS",
+        denyHosts: "HTTP_NODE_DENY_HOSTS",
+        privateHosts: "HTTP_NODE_PRIVATE_HOSTS",
+      },
     });
     expect(settings.timeoutMs).toBe(5000);
     expect(settings.maxAttempts).toBe(5);
-    expect(workflowVariableValues(settings)).toEqual({ SVC_URL: "https://a.svc.example.com", SVC_TOKEN: "t0ps3cret", UNSET_ONE: undefined });
+    expect(workflowVariableValues(settings)).toEqual({
+      SVC_URL: "https://a.svc.example.com",
+      SVC_TOKEN: "t0ps3cret",
+      UNSET_ONE: undefined,
+    });
     expect(JSON.stringify(settings)).not.toContain("t0ps3cret");
     expect(inspect(settings, { depth: 10 })).not.toContain("t0ps3cret");
   });
 
   it("refuses the test-only loopback allowance in production, and bad values", () => {
-    expect(loadHttpNodeSettings({ HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS: "true" }, true)).toBe("HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS is test-only and is refused when NODE_ENV=production");
+    expect(loadHttpNodeSettings({ HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS: "true" }, true)).toBe(
+      "HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS is test-only and is refused when NODE_ENV=production",
+    );
     expect(loadHttpNodeSettings({ HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS: "false" }, true)).not.toBeTypeOf("string");
-    const problems = loadHttpNodeSettings({ HTTP_NODE_TIMEOUT_MS: "0", HTTP_NODE_MAX_ATTEMPTS: "11", HTTP_NODE_ALLOWED_PORTS: "x", WORKFLOW_VARIABLES: "OK,not-a-name", HTTP_NODE_RETRY_BASE_MS: "100", HTTP_NODE_RETRY_MAX_MS: "50" }, false);
+    const problems = loadHttpNodeSettings(
+      {
+        HTTP_NODE_TIMEOUT_MS: "0",
+        HTTP_NODE_MAX_ATTEMPTS: "11",
+        HTTP_NODE_ALLOWED_PORTS: "x",
+        WORKFLOW_VARIABLES: "OK,not-a-name",
+        HTTP_NODE_RETRY_BASE_MS: "100",
+        HTTP_NODE_RETRY_MAX_MS: "50",
+      },
+      false,
+    );
     expect(problems).toBeTypeOf("string");
-    for (const name of ["HTTP_NODE_TIMEOUT_MS", "HTTP_NODE_MAX_ATTEMPTS", "HTTP_NODE_ALLOWED_PORTS", 'WORKFLOW_VARIABLES must be a comma-separated list of environment variable names (got "not-a-name")', "HTTP_NODE_RETRY_MAX_MS must not be smaller"]) {
+    for (const name of [
+      "HTTP_NODE_TIMEOUT_MS",
+      "HTTP_NODE_MAX_ATTEMPTS",
+      "HTTP_NODE_ALLOWED_PORTS",
+      'WORKFLOW_VARIABLES must be a comma-separated list of environment variable names (got "not-a-name")',
+      "HTTP_NODE_RETRY_MAX_MS must not be smaller",
+    ]) {
       expect(problems).toContain(name);
     }
   });
@@ -206,13 +305,18 @@ describe("Retry-After in the retry policy", () => {
     expect(decideRetry(policy, { retryable: true, retryAfterMs: 2_000 }, 1)).toEqual({ retry: true, delayMs: 2_000 });
     expect(decideRetry(policy, { retryable: true, retryAfterMs: 60_000 }, 1)).toEqual({ retry: true, delayMs: 5_000 });
     expect(decideRetry(policy, { retryable: true, retryAfterMs: 10 }, 2)).toEqual({ retry: true, delayMs: 200 });
-    expect(decideRetry(policy, { retryable: true, retryAfterMs: 2_000 }, 3)).toEqual({ retry: false, reason: "max-attempts" });
+    expect(decideRetry(policy, { retryable: true, retryAfterMs: 2_000 }, 3)).toEqual({
+      retry: false,
+      reason: "max-attempts",
+    });
   });
 });
 
 describe("production configuration", () => {
   it("refuses HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS through loadConfig", async () => {
     const { loadConfig } = await import("../../src/config/config.js");
-    expect(() => loadConfig({ NODE_ENV: "production", HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS: "true" })).toThrow(/HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS is test-only and is refused when NODE_ENV=production/);
+    expect(() => loadConfig({ NODE_ENV: "production", HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS: "true" })).toThrow(
+      /HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS is test-only and is refused when NODE_ENV=production/,
+    );
   });
 });

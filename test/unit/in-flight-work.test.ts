@@ -64,7 +64,13 @@ describe("InFlightWork", () => {
 
   it("abortAll reaches every running task; a throw is the outcome's error", async () => {
     const work = new InFlightWork();
-    const runs = ["x", "y"].map((id) => work.run(id, (abort) => new Promise((_, reject) => abort.signal.addEventListener("abort", () => reject(abort.signal.reason)))));
+    const runs = ["x", "y"].map((id) =>
+      work.run(
+        id,
+        (abort) =>
+          new Promise((_, reject) => abort.signal.addEventListener("abort", () => reject(abort.signal.reason))),
+      ),
+    );
     const down = new ShutdownSignal("shutting down");
     work.abortAll(down);
     for (const ran of await Promise.all(runs)) {

@@ -8,7 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { initProject, initSummary, packageNameFor } from "../../src/cli/init-project.js";
 
 const root = join(import.meta.dirname, "..", "..");
-const ours = JSON.parse(await readFile(join(root, "package.json"), "utf8")) as { version: string; devDependencies: Record<string, string> };
+const ours = JSON.parse(await readFile(join(root, "package.json"), "utf8")) as {
+  version: string;
+  devDependencies: Record<string, string>;
+};
 
 let work: string;
 
@@ -33,7 +36,17 @@ describe("init", () => {
     const dir = join(work, "Expense Bot");
     const result = await initProject(dir);
     expect(result).toMatchObject({ ok: true, dir, name: "expense-bot" });
-    const files = [".gitignore", "README.md", "package.json", "src/agent.ts", "src/handlers.ts", "src/main.ts", "test/agent.test.ts", "tsconfig.json", "workflows/draft.yaml"];
+    const files = [
+      ".gitignore",
+      "README.md",
+      "package.json",
+      "src/agent.ts",
+      "src/handlers.ts",
+      "src/main.ts",
+      "test/agent.test.ts",
+      "tsconfig.json",
+      "workflows/draft.yaml",
+    ];
     expect(await tree(dir)).toEqual(files);
     expect(result.ok && result.files).toEqual([...files].sort((a, b) => a.localeCompare(b)));
 
@@ -42,13 +55,16 @@ describe("init", () => {
     expect(pkg["type"]).toBe("module");
     expect(Object.keys(pkg["scripts"])).toEqual(expect.arrayContaining(["start", "dev", "test"]));
     expect(pkg["dependencies"]).toEqual({ "openwop-a2a-host": `^${ours.version}` });
-    for (const dev of ["@a2a-js/sdk", "vitest", "tsx", "typescript", "@types/node"]) expect(pkg["devDependencies"][dev], dev).toBe(ours.devDependencies[dev]);
+    for (const dev of ["@a2a-js/sdk", "vitest", "tsx", "typescript", "@types/node"])
+      expect(pkg["devDependencies"][dev], dev).toBe(ours.devDependencies[dev]);
 
     // Every placeholder filled; the agent's card name and its test's expectation are the package name.
     for (const file of files) expect(await readFile(join(dir, file), "utf8"), file).not.toMatch(/\{\{/);
     expect(await readFile(join(dir, "src", "agent.ts"), "utf8")).toContain('name: "expense-bot"');
     expect(await readFile(join(dir, "test", "agent.test.ts"), "utf8")).toContain('toBe("expense-bot")');
-    expect(initSummary(result as Extract<typeof result, { ok: true }>, dir)).toContain(`cd ${JSON.stringify(dir)}\n  npm install\n  npm test`);
+    expect(initSummary(result as Extract<typeof result, { ok: true }>, dir)).toContain(
+      `cd ${JSON.stringify(dir)}\n  npm install\n  npm test`,
+    );
   });
 
   it("writes into an empty folder that exists", async () => {
@@ -62,7 +78,10 @@ describe("init", () => {
     await writeFile(join(dir, "package.json"), '{"name":"mine"}');
     const before = (await stat(join(dir, "package.json"))).mtimeMs;
     const result = await initProject(dir);
-    expect(result).toEqual({ ok: false, problem: `${dir} is not empty (package.json); init writes only into a new or empty folder, so nothing was written` });
+    expect(result).toEqual({
+      ok: false,
+      problem: `${dir} is not empty (package.json); init writes only into a new or empty folder, so nothing was written`,
+    });
     expect(await tree(dir)).toEqual(["package.json"]);
     expect(await readFile(join(dir, "package.json"), "utf8")).toBe('{"name":"mine"}');
     expect((await stat(join(dir, "package.json"))).mtimeMs).toBe(before);
@@ -71,7 +90,10 @@ describe("init", () => {
   it("refuses a path that is a file", async () => {
     const file = join(work, "a-file");
     await writeFile(file, "x");
-    expect(await initProject(file)).toEqual({ ok: false, problem: `${file} is a file, not a folder; nothing was written` });
+    expect(await initProject(file)).toEqual({
+      ok: false,
+      problem: `${file} is a file, not a folder; nothing was written`,
+    });
     expect(await readFile(file, "utf8")).toBe("x");
   });
 });

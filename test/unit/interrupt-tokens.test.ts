@@ -5,8 +5,16 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { testSigningKeys } from "../support/openwop-client.js";
 import { ConfigError, loadConfig } from "../../src/config/config.js";
-import { INTERRUPT_TOKEN_KEY_FILE, loadInterruptTokenKeys, parseInterruptTokenKeys } from "../../src/interrupts/interrupt-token-keys.js";
-import { InterruptTokenError, InterruptTokenSigner, type InterruptTokenKey } from "../../src/interrupts/interrupt-tokens.js";
+import {
+  INTERRUPT_TOKEN_KEY_FILE,
+  loadInterruptTokenKeys,
+  parseInterruptTokenKeys,
+} from "../../src/interrupts/interrupt-token-keys.js";
+import {
+  InterruptTokenError,
+  InterruptTokenSigner,
+  type InterruptTokenKey,
+} from "../../src/interrupts/interrupt-tokens.js";
 
 const keyA: InterruptTokenKey = { kid: "a", secret: Buffer.alloc(32, 1) };
 const keyB: InterruptTokenKey = { kid: "b", secret: Buffer.alloc(32, 2) };
@@ -23,7 +31,12 @@ describe("InterruptTokenSigner", () => {
     const token = signer.issue(subject, "resolve");
     const [payload, signature] = token.split(".") as [string, string];
     expect(signature).toBe(createHmac("sha256", keyA.secret).update(payload).digest("base64url"));
-    expect(decode(token)).toEqual({ ...subject, expiresAt: new Date(T0 + 30 * 60 * 1000).toISOString(), intent: "resolve", kid: "a" });
+    expect(decode(token)).toEqual({
+      ...subject,
+      expiresAt: new Date(T0 + 30 * 60 * 1000).toISOString(),
+      intent: "resolve",
+      kid: "a",
+    });
     expect(signer.verify(token)).toEqual({ payload: decode(token), expired: false });
   });
 
@@ -59,17 +72,35 @@ describe("InterruptTokenSigner", () => {
         return (err as InterruptTokenError).reason;
       }
     };
-    for (const bad of ["", "abc", `${payload}.`, `${payload}.${signature}.x`, `${payload}.${signature}=`, "x".repeat(5000)]) expect(reason(bad)).toBe("malformed");
+    for (const bad of [
+      "",
+      "abc",
+      `${payload}.`,
+      `${payload}.${signature}.x`,
+      `${payload}.${signature}=`,
+      "x".repeat(5000),
+    ])
+      expect(reason(bad)).toBe("malformed");
     const elevated = Buffer.from(JSON.stringify({ ...decode(token), intent: "resolve" })).toString("base64url");
     const otherKid = Buffer.from(JSON.stringify({ ...decode(token), kid: "zz" })).toString("base64url");
     const notJson = Buffer.from("not json").toString("base64url");
-    const missingField = Buffer.from(JSON.stringify({ ...decode(token), interruptId: undefined })).toString("base64url");
-    for (const bad of [`${elevated}.${signature}`, `${otherKid}.${signature}`, `${payload}.${signature.slice(0, -2)}`, `${notJson}.${signature}`, `${missingField}.${signature}`]) {
+    const missingField = Buffer.from(JSON.stringify({ ...decode(token), interruptId: undefined })).toString(
+      "base64url",
+    );
+    for (const bad of [
+      `${elevated}.${signature}`,
+      `${otherKid}.${signature}`,
+      `${payload}.${signature.slice(0, -2)}`,
+      `${notJson}.${signature}`,
+      `${missingField}.${signature}`,
+    ]) {
       expect(reason(bad)).toBe("invalid");
     }
     // Even a correctly signed payload must have every field.
     const unsignedShape = Buffer.from(JSON.stringify({ runId: "r" })).toString("base64url");
-    expect(reason(`${unsignedShape}.${createHmac("sha256", keyA.secret).update(unsignedShape).digest("base64url")}`)).toBe("invalid");
+    expect(
+      reason(`${unsignedShape}.${createHmac("sha256", keyA.secret).update(unsignedShape).digest("base64url")}`),
+    ).toBe("invalid");
     expect(reason(token)).toBe("accepted");
   });
 });
@@ -78,7 +109,10 @@ describe("interrupt token keys", () => {
   const secret = Buffer.alloc(32, 5).toString("base64");
 
   it("parses kid:base64secret lists and refuses bad entries without echoing secrets", () => {
-    expect(parseInterruptTokenKeys(`k1:${secret},k0:${secret.replace(/\+/g, "-")}`).map((k) => k.kid)).toEqual(["k1", "k0"]);
+    expect(parseInterruptTokenKeys(`k1:${secret},k0:${secret.replace(/\+/g, "-")}`).map((k) => k.kid)).toEqual([
+      "k1",
+      "k0",
+    ]);
     expect(parseInterruptTokenKeys(`# comment, with a comma\nk1:${secret}\n`)).toHaveLength(1);
     expect(() => parseInterruptTokenKeys("")).toThrow("holds no key");
     expect(() => parseInterruptTokenKeys(`:${secret}`)).toThrow("key id");
@@ -94,7 +128,10 @@ describe("interrupt token keys", () => {
 
   it("development: generates one key under DATA_DIR (mode 0600) and reuses it", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "token-keys-"));
-    const [first, second] = await Promise.all([loadInterruptTokenKeys({ dataDir, production: false }), loadInterruptTokenKeys({ dataDir, production: false })]);
+    const [first, second] = await Promise.all([
+      loadInterruptTokenKeys({ dataDir, production: false }),
+      loadInterruptTokenKeys({ dataDir, production: false }),
+    ]);
     expect(first.keys).toHaveLength(1);
     expect(second.keys).toEqual(first.keys);
     expect((await loadInterruptTokenKeys({ dataDir, production: false })).keys).toEqual(first.keys);
@@ -107,8 +144,13 @@ describe("interrupt token keys", () => {
   it("configured keys win; production never generates one", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "token-keys-"));
     const configured = [{ kid: "cfg", secret: Buffer.alloc(32, 1) }];
-    expect(await loadInterruptTokenKeys({ configured, dataDir, production: true })).toEqual({ keys: configured, source: "INTERRUPT_TOKEN_KEYS" });
-    await expect(loadInterruptTokenKeys({ dataDir, production: true })).rejects.toThrow("NODE_ENV=production needs INTERRUPT_TOKEN_KEYS");
+    expect(await loadInterruptTokenKeys({ configured, dataDir, production: true })).toEqual({
+      keys: configured,
+      source: "INTERRUPT_TOKEN_KEYS",
+    });
+    await expect(loadInterruptTokenKeys({ dataDir, production: true })).rejects.toThrow(
+      "NODE_ENV=production needs INTERRUPT_TOKEN_KEYS",
+    );
     await mkdir(join(dataDir, "keys"), { recursive: true });
     await writeFile(join(dataDir, INTERRUPT_TOKEN_KEY_FILE), "garbage");
     await expect(loadInterruptTokenKeys({ dataDir, production: false })).rejects.toThrow("interrupt-token.key");

@@ -22,7 +22,9 @@ function codeOf(fn: () => unknown): string {
 
 describe("reading untrusted JSON", () => {
   it("canonicalJson sorts keys, drops undefined members, writes undefined array items as null, and survives 100 000 levels", () => {
-    expect(canonicalJson({ b: 1, a: [undefined, { d: undefined, c: "x" }], e: null })).toBe('{"a":[null,{"c":"x"}],"b":1,"e":null}');
+    expect(canonicalJson({ b: 1, a: [undefined, { d: undefined, c: "x" }], e: null })).toBe(
+      '{"a":[null,{"c":"x"}],"b":1,"e":null}',
+    );
     expect(canonicalJson(undefined)).toBe("null");
     expect(canonicalJson([])).toBe("[]");
     expect(canonicalJson({})).toBe("{}");
@@ -49,7 +51,9 @@ describe("reading untrusted JSON", () => {
     expect(parseJsonBody(Buffer.from('{"é":"ü"}'), 32)).toEqual({ é: "ü" });
     expect(codeOf(() => parseJsonBody(Buffer.from(JSON.stringify(nest(40))), 32))).toBe("ok");
     expect(codeOf(() => parseJsonBody(Buffer.from(JSON.stringify(nest(41))), 32))).toBe("invalid-params");
-    expect(codeOf(() => parseJsonBody(Buffer.from("[".repeat(50_000) + "]".repeat(50_000)), 32))).toBe("invalid-params");
+    expect(codeOf(() => parseJsonBody(Buffer.from("[".repeat(50_000) + "]".repeat(50_000)), 32))).toBe(
+      "invalid-params",
+    );
   });
 
   it("wireSafeObject keeps what the wire carries and replaces deeper values by a marker", () => {
@@ -59,7 +63,12 @@ describe("reading untrusted JSON", () => {
 
   it("withoutUnknownFields drops unknown members at every message level, keeps free-form Struct content, and leaves its input alone", () => {
     const input = {
-      message: { messageId: "m", colour: 1, parts: [{ text: "t", shape: "round" }], metadata: { anything: { goes: true } } },
+      message: {
+        messageId: "m",
+        colour: 1,
+        parts: [{ text: "t", shape: "round" }],
+        metadata: { anything: { goes: true } },
+      },
       configuration: { history_length: 2, speed: "fast" },
       bogus: [1],
     };

@@ -31,7 +31,9 @@ beforeAll(() => {
 async function modelOf(object: K8sObject): Promise<{ validate(): void }> {
   const [group, version] = object.apiVersion.includes("/") ? object.apiVersion.split("/") : ["", object.apiVersion];
   const module =
-    group === "monitoring.coreos.com" ? `@kubernetes-models/prometheus-operator/${group}/${version}/${object.kind}` : `kubernetes-models/${group ? `${group}/` : ""}${version}/${object.kind}`;
+    group === "monitoring.coreos.com"
+      ? `@kubernetes-models/prometheus-operator/${group}/${version}/${object.kind}`
+      : `kubernetes-models/${group ? `${group}/` : ""}${version}/${object.kind}`;
   const exports = (await import(module)) as Record<string, new (data: unknown) => { validate(): void }>;
   const Model = exports[object.kind];
   if (!Model) throw new Error(`no schema for ${object.apiVersion} ${object.kind}`);
@@ -44,7 +46,9 @@ async function modelOf(object: K8sObject): Promise<{ validate(): void }> {
  */
 function withUnwrappedSecretData(object: K8sObject): K8sObject {
   if (object.kind !== "Secret" || !object["data"]) return object;
-  const data = Object.fromEntries(Object.entries(object["data"] as Record<string, string>).map(([k, v]) => [k, v.replace(/\n/g, "")]));
+  const data = Object.fromEntries(
+    Object.entries(object["data"] as Record<string, string>).map(([k, v]) => [k, v.replace(/\n/g, "")]),
+  );
   return { ...object, data };
 }
 
@@ -60,7 +64,8 @@ interface Container {
   [k: string]: any;
 }
 
-const container = (overlay: string): Container => one(overlay, "Deployment").spec["template"].spec.containers[0] as Container;
+const container = (overlay: string): Container =>
+  one(overlay, "Deployment").spec["template"].spec.containers[0] as Container;
 const envOf = (overlay: string): Record<string, string> =>
   Object.fromEntries(container(overlay).env.flatMap((e) => (e.value !== undefined ? [[e.name, e.value]] : [])));
 
@@ -98,11 +103,20 @@ describe.each(OVERLAYS)("deploy/kubernetes/overlays/%s", (overlay) => {
     const c = container(overlay);
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
     expect(pod.securityContext.runAsUser).toBeGreaterThan(0);
-    expect(c["securityContext"]).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } });
+    expect(c["securityContext"]).toMatchObject({
+      runAsNonRoot: true,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ["ALL"] },
+    });
     expect(pod.automountServiceAccountToken).toBe(false);
-    const emptyDirs = new Set(pod.volumes.filter((v: { emptyDir?: unknown }) => v.emptyDir).map((v: { name: string }) => v.name));
+    const emptyDirs = new Set(
+      pod.volumes.filter((v: { emptyDir?: unknown }) => v.emptyDir).map((v: { name: string }) => v.name),
+    );
     const writable = c["volumeMounts"].filter((m: { readOnly?: boolean }) => !m.readOnly);
-    expect(writable.map((m: { mountPath: string }) => m.mountPath).sort()).toEqual([envOf(overlay)["DATA_DIR"], "/tmp"].sort());
+    expect(writable.map((m: { mountPath: string }) => m.mountPath).sort()).toEqual(
+      [envOf(overlay)["DATA_DIR"], "/tmp"].sort(),
+    );
     for (const mount of writable) expect(emptyDirs.has(mount.name), mount.mountPath).toBe(true);
   });
 
@@ -132,35 +146,61 @@ describe.each(OVERLAYS)("deploy/kubernetes/overlays/%s", (overlay) => {
   it("refuses in its NetworkPolicy exactly the ranges the egress guard refuses, and lets DNS and MongoDB out", () => {
     const policy = one(overlay, "NetworkPolicy").spec;
     expect(policy["policyTypes"]).toEqual(["Ingress", "Egress"]);
-    const egress = policy["egress"] as Array<{ to?: Array<{ ipBlock?: { cidr: string; except: string[] } }>; ports: Array<{ port: number }> }>;
+    const egress = policy["egress"] as Array<{
+      to?: Array<{ ipBlock?: { cidr: string; except: string[] } }>;
+      ports: Array<{ port: number }>;
+    }>;
     expect(egress.some((r) => r.ports.some((p) => p.port === 53))).toBe(true);
     expect(egress.some((r) => r.ports.some((p) => p.port === 27017))).toBe(true);
     const world = egress.find((r) => r.to?.some((t) => t.ipBlock))!;
     expect(world.ports).toEqual([{ port: 443, protocol: "TCP" }]);
-    const v4 = world.to!.find((t) => t.ipBlock!.cidr === "0.0.0.0/0")!.ipBlock!.except.map((c) => ipaddr.parseCIDR(c) as Cidr);
+    const v4 = world
+      .to!.find((t) => t.ipBlock!.cidr === "0.0.0.0/0")!
+      .ipBlock!.except.map((c) => ipaddr.parseCIDR(c) as Cidr);
     const v6Block = world.to!.find((t) => t.ipBlock!.cidr !== "0.0.0.0/0")!.ipBlock!;
     expect(v6Block.cidr).toBe(V6_GLOBAL_UNICAST.join("/"));
     const v6 = v6Block.except.map((c) => ipaddr.parseCIDR(c) as Cidr);
-    const within = (inner: Cidr, outer: Cidr) => inner[0].kind() === outer[0].kind() && inner[1] >= outer[1] && inner[0].match(outer);
+    const within = (inner: Cidr, outer: Cidr) =>
+      inner[0].kind() === outer[0].kind() && inner[1] >= outer[1] && inner[0].match(outer);
     // Every range the guard refuses is left out (IPv6 outside 2000::/3 is never allowed in)...
-    for (const [range, why] of V4_REFUSED) expect(v4.some((e) => within(range, e)), `${range.join("/")} (${why})`).toBe(true);
-    for (const [range, why] of V6_REFUSED) if (within(range, V6_GLOBAL_UNICAST)) expect(v6.some((e) => within(range, e)), `${range.join("/")} (${why})`).toBe(true);
+    for (const [range, why] of V4_REFUSED)
+      expect(
+        v4.some((e) => within(range, e)),
+        `${range.join("/")} (${why})`,
+      ).toBe(true);
+    for (const [range, why] of V6_REFUSED)
+      if (within(range, V6_GLOBAL_UNICAST))
+        expect(
+          v6.some((e) => within(range, e)),
+          `${range.join("/")} (${why})`,
+        ).toBe(true);
     // ...and nothing else, but 6to4 (2002::/16), whose embedded IPv4 address the guard checks and a NetworkPolicy cannot.
-    for (const entry of v4) expect(V4_REFUSED.some(([range]) => within(entry, range)), entry.join("/")).toBe(true);
-    for (const entry of v6) expect(entry.join("/") === "2002::/16" || V6_REFUSED.some(([range]) => within(entry, range)), entry.join("/")).toBe(true);
+    for (const entry of v4)
+      expect(
+        V4_REFUSED.some(([range]) => within(entry, range)),
+        entry.join("/"),
+      ).toBe(true);
+    for (const entry of v6)
+      expect(
+        entry.join("/") === "2002::/16" || V6_REFUSED.some(([range]) => within(entry, range)),
+        entry.join("/"),
+      ).toBe(true);
   });
 
   it("reads every secret from the mounted Secrets through <NAME>_FILE, and nothing secret inline", () => {
     const env = envOf(overlay);
     const pod = one(overlay, "Deployment").spec["template"].spec;
-    const secretsMount = container(overlay)["volumeMounts"].find((m: { name: string }) => m.name === "secrets").mountPath as string;
+    const secretsMount = container(overlay)["volumeMounts"].find((m: { name: string }) => m.name === "secrets")
+      .mountPath as string;
     for (const name of SECRET_VARIABLES) expect(env[name], `${name} inline`).toBeUndefined();
     const files = Object.entries(env).filter(([name]) => name.endsWith("_FILE"));
     for (const [name, path] of files) {
       expect(SECRET_VARIABLES as readonly string[]).toContain(name.slice(0, -"_FILE".length));
       expect(path).toBe(`${secretsMount}/${name.slice(0, -"_FILE".length)}`);
     }
-    const sources = pod.volumes.find((v: { name: string }) => v.name === "secrets").projected.sources.map((s: { secret: { name: string } }) => s.secret.name);
+    const sources = pod.volumes
+      .find((v: { name: string }) => v.name === "secrets")
+      .projected.sources.map((s: { secret: { name: string } }) => s.secret.name);
     expect(sources[0]).toBe(KUBERNETES_SECRET_NAME);
     expect(sources[1]).toMatch(/^openwop-a2a-host-mongodb(-[a-z0-9]{10})?$/);
   });
@@ -168,12 +208,20 @@ describe.each(OVERLAYS)("deploy/kubernetes/overlays/%s", (overlay) => {
 
 describe("the Deployment's configuration, as the host reads it", () => {
   /** The pod's files, on this machine: the workflows ConfigMap and the two Secrets, at the paths the env names. */
-  async function podEnv(overlay: string, secrets: Record<string, string>): Promise<{ env: Record<string, string>; root: string }> {
+  async function podEnv(
+    overlay: string,
+    secrets: Record<string, string>,
+  ): Promise<{ env: Record<string, string>; root: string }> {
     const root = await mkdtemp(join(tmpdir(), `k8s-${overlay}-`));
     const env: Record<string, string> = {};
-    for (const [name, value] of Object.entries(envOf(overlay))) env[name] = value.startsWith("/") ? join(root, value) : value;
+    for (const [name, value] of Object.entries(envOf(overlay)))
+      env[name] = value.startsWith("/") ? join(root, value) : value;
     env["INSTANCE_ID"] = "openwop-a2a-host-7d9f8-abcde";
-    const workflows = one(overlay, "ConfigMap", rendered.get(overlay)!.find((o) => o.kind === "ConfigMap")!.metadata.name) as unknown as { data: Record<string, string> };
+    const workflows = one(
+      overlay,
+      "ConfigMap",
+      rendered.get(overlay)!.find((o) => o.kind === "ConfigMap")!.metadata.name,
+    ) as unknown as { data: Record<string, string> };
     await mkdir(env["WORKFLOWS_DIR"]!, { recursive: true });
     for (const [file, text] of Object.entries(workflows.data)) await writeFile(join(env["WORKFLOWS_DIR"]!, file), text);
     const mount = join(root, "var/run/secrets/openwop-a2a-host");
@@ -182,15 +230,21 @@ describe("the Deployment's configuration, as the host reads it", () => {
     return { env, root };
   }
 
-  it.each(OVERLAYS)("%s: passes a production start's check with the keys command's Secret and a MongoDB URI", async (overlay) => {
-    const secrets = { ...(await generateProductionKeys()), MONGODB_URI: "mongodb://mongo-0.mongo:27017/openwop_a2a?replicaSet=rs0" };
-    const { env } = await podEnv(overlay, secrets);
-    const { config, catalog } = await settleHost({}, env, { pickPort: false });
-    expect(config.env).toBe("production");
-    expect(config.leases.instanceId).toBe("openwop-a2a-host-7d9f8-abcde");
-    expect(config.mongodbUri).toBe(secrets.MONGODB_URI);
-    expect(catalog.ids()).toEqual(["sign-off"]);
-  });
+  it.each(OVERLAYS)(
+    "%s: passes a production start's check with the keys command's Secret and a MongoDB URI",
+    async (overlay) => {
+      const secrets = {
+        ...(await generateProductionKeys()),
+        MONGODB_URI: "mongodb://mongo-0.mongo:27017/openwop_a2a?replicaSet=rs0",
+      };
+      const { env } = await podEnv(overlay, secrets);
+      const { config, catalog } = await settleHost({}, env, { pickPort: false });
+      expect(config.env).toBe("production");
+      expect(config.leases.instanceId).toBe("openwop-a2a-host-7d9f8-abcde");
+      expect(config.mongodbUri).toBe(secrets.MONGODB_URI);
+      expect(catalog.ids()).toEqual(["sign-off"]);
+    },
+  );
 
   it("without a key in the Secret, stops with the problem `check` prints: the _FILE variable and the path, no key material", async () => {
     const keys = await generateProductionKeys();
@@ -211,7 +265,12 @@ describe("the Deployment's configuration, as the host reads it", () => {
 });
 
 it("the schema check is real: a Deployment with a wrong type and a missing field fails", async () => {
-  const broken = { apiVersion: "apps/v1", kind: "Deployment", metadata: { name: "x" }, spec: { replicas: "two", template: {} } } as unknown as K8sObject;
+  const broken = {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "x" },
+    spec: { replicas: "two", template: {} },
+  } as unknown as K8sObject;
   const model = await modelOf(broken);
   expect(() => model.validate()).toThrow(/replicas must be integer|must have required property 'selector'/);
 });

@@ -7,7 +7,14 @@ import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { describe, expect, it } from "vitest";
 import { projectRoot } from "../../src/domain/project-root.js";
-import { build, kubectlInstalled, kubectlKustomize, kustomizeBase64, kustomizeHash, type K8sObject } from "../support/kustomize-render.js";
+import {
+  build,
+  kubectlInstalled,
+  kubectlKustomize,
+  kustomizeBase64,
+  kustomizeHash,
+  type K8sObject,
+} from "../support/kustomize-render.js";
 
 const OVERLAYS = ["try", "production"].map((o) => join(projectRoot, "deploy", "kubernetes", "overlays", o));
 const key = (o: K8sObject) => `${o.kind}/${o.metadata.name}`;
@@ -18,7 +25,9 @@ describe("the Node kustomize renderer", () => {
     expect(kustomizeHash({ kind: "Secret", type: "Opaque", data: { a: kustomizeBase64("b") } })).toBe("k695gkmbtk");
     // Go's JSON escapes <, > and &; a value of 80 bytes is base64 in two lines.
     expect(kustomizeHash({ kind: "ConfigMap", data: { "f.txt": "a<b>&c\n" } })).toBe("bf84dtcdck");
-    expect(kustomizeHash({ kind: "Secret", type: "Opaque", data: { k: kustomizeBase64("x".repeat(80)) } })).toBe("mk688m8bbd");
+    expect(kustomizeHash({ kind: "Secret", type: "Opaque", data: { k: kustomizeBase64("x".repeat(80)) } })).toBe(
+      "mk688m8bbd",
+    );
   });
 
   it.skipIf(!kubectlInstalled())("builds every overlay exactly as kubectl kustomize does", () => {
@@ -28,7 +37,10 @@ describe("the Node kustomize renderer", () => {
       expect(ours.map(key).sort(), overlay).toEqual(theirs.map(key).sort());
       for (const object of theirs) {
         const mine = ours.find((o) => key(o) === key(object));
-        expect(isDeepStrictEqual(mine, object), `${overlay}: ${key(object)}\nkubectl: ${JSON.stringify(object)}\nours:    ${JSON.stringify(mine)}`).toBe(true);
+        expect(
+          isDeepStrictEqual(mine, object),
+          `${overlay}: ${key(object)}\nkubectl: ${JSON.stringify(object)}\nours:    ${JSON.stringify(mine)}`,
+        ).toBe(true);
       }
     }
   });
@@ -38,7 +50,10 @@ describe("the Node kustomize renderer", () => {
     await writeFile(join(dir, "kustomization.yaml"), "resources: [cm.yaml]\nnamePrefix: x-\n");
     await writeFile(join(dir, "cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {k: v}\n");
     expect(() => build(dir)).toThrow(/uses namePrefix, which this renderer does not implement/);
-    await writeFile(join(dir, "kustomization.yaml"), "resources: [cm.yaml]\npatches:\n  - target: {kind: ConfigMap, name: a}\n    patch: |-\n      - {op: test, path: /data/k, value: w}\n");
+    await writeFile(
+      join(dir, "kustomization.yaml"),
+      "resources: [cm.yaml]\npatches:\n  - target: {kind: ConfigMap, name: a}\n    patch: |-\n      - {op: test, path: /data/k, value: w}\n",
+    );
     expect(() => build(dir)).toThrow(/test of \/data\/k failed/);
   });
 });

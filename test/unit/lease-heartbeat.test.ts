@@ -41,7 +41,13 @@ describe("lease heartbeat", () => {
     const clock = () => new Date(now);
     const store = new FlakyStore(clock);
     const logger = createLogger("silent");
-    const repository = new TaskRepository({ store, hook: new TransitionHook(logger), retentionMs: 1000, clock, leases: { instanceId: "me", ttlMs: 1000, heartbeatMs: 300 } });
+    const repository = new TaskRepository({
+      store,
+      hook: new TransitionHook(logger),
+      retentionMs: 1000,
+      clock,
+      leases: { instanceId: "me", ttlMs: 1000, heartbeatMs: 300 },
+    });
     const kicked: string[] = [];
     const cancelled: string[] = [];
     const keeper = new LeaseKeeper({
@@ -52,8 +58,14 @@ describe("lease heartbeat", () => {
       cancelled: (taskId) => cancelled.push(taskId),
     });
     await store.create(running("free"), []);
-    await store.create(running("expired", { owner: "other", epoch: 3, expiresAt: new Date(now - 1).toISOString() }), []);
-    await store.create(running("held", { owner: "other", epoch: 1, expiresAt: new Date(now + 5000).toISOString() }), []);
+    await store.create(
+      running("expired", { owner: "other", epoch: 3, expiresAt: new Date(now - 1).toISOString() }),
+      [],
+    );
+    await store.create(
+      running("held", { owner: "other", epoch: 1, expiresAt: new Date(now + 5000).toISOString() }),
+      [],
+    );
 
     await keeper.beat();
     await new Promise((r) => setTimeout(r, 10));
@@ -67,7 +79,12 @@ describe("lease heartbeat", () => {
     expect(cancelled).toEqual([]);
 
     // A cancel committed through another instance (no fence, version check only) reaches the owner's heartbeat.
-    await store.commit("expired", 0, { ...running("expired"), status: "cancelling", expireAt: null, timerDueAt: null }, []);
+    await store.commit(
+      "expired",
+      0,
+      { ...running("expired"), status: "cancelling", expireAt: null, timerDueAt: null },
+      [],
+    );
     await keeper.beat();
     expect(cancelled).toEqual(["expired"]);
 
@@ -76,7 +93,11 @@ describe("lease heartbeat", () => {
     now += 300;
     await keeper.beat();
     expect(keeper.problem).toBe("lease heartbeat: connection refused");
-    expect(await readiness.check()).toEqual({ ready: false, reason: "lease heartbeat: connection refused", checks: { store: "ok", draining: false, leases: "lost" } });
+    expect(await readiness.check()).toEqual({
+      ready: false,
+      reason: "lease heartbeat: connection refused",
+      checks: { store: "ok", draining: false, leases: "lost" },
+    });
     expect(repository.holdsLease("free")).toBe(true);
 
     // Past the TTL since the last good beat: the leases may be someone else's now.
@@ -106,10 +127,21 @@ describe("lease heartbeat", () => {
     }
     const store = new SlowScanStore();
     const logger = createLogger("silent");
-    const repository = new TaskRepository({ store, hook: new TransitionHook(logger), retentionMs: 1000, leases: { instanceId: "me", ttlMs: 100, heartbeatMs: 10 } });
+    const repository = new TaskRepository({
+      store,
+      hook: new TransitionHook(logger),
+      retentionMs: 1000,
+      leases: { instanceId: "me", ttlMs: 100, heartbeatMs: 10 },
+    });
     await store.create(running("mine"), []);
     expect(await repository.acquireLease("mine")).toBe(true);
-    const keeper = new LeaseKeeper({ repository, logger, clock: () => new Date(), kick: () => {}, cancelled: () => {} });
+    const keeper = new LeaseKeeper({
+      repository,
+      logger,
+      clock: () => new Date(),
+      kick: () => {},
+      cancelled: () => {},
+    });
     keeper.start();
     try {
       // The first beat's scan never answers; the renewals must not wait for it (the lease would lapse).

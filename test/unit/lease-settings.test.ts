@@ -10,12 +10,19 @@ describe("task lease settings", () => {
   });
 
   it("INSTANCE_ID, LEASE_TTL_MS and LEASE_HEARTBEAT_MS override them", () => {
-    expect(loadConfig({ INSTANCE_ID: "pod-1", LEASE_TTL_MS: "5000", LEASE_HEARTBEAT_MS: "1000" }).leases).toEqual({ instanceId: "pod-1", ttlMs: 5_000, heartbeatMs: 1_000 });
+    expect(loadConfig({ INSTANCE_ID: "pod-1", LEASE_TTL_MS: "5000", LEASE_HEARTBEAT_MS: "1000" }).leases).toEqual({
+      instanceId: "pod-1",
+      ttlMs: 5_000,
+      heartbeatMs: 1_000,
+    });
   });
 
   it.each([
     [{ LEASE_TTL_MS: "6000" }, "LEASE_TTL_MS (6000) must be more than twice LEASE_HEARTBEAT_MS (3000)"],
-    [{ LEASE_TTL_MS: "2000", LEASE_HEARTBEAT_MS: "1000" }, "LEASE_TTL_MS (2000) must be more than twice LEASE_HEARTBEAT_MS (1000)"],
+    [
+      { LEASE_TTL_MS: "2000", LEASE_HEARTBEAT_MS: "1000" },
+      "LEASE_TTL_MS (2000) must be more than twice LEASE_HEARTBEAT_MS (1000)",
+    ],
     [{ LEASE_TTL_MS: "ten seconds" }, "LEASE_TTL_MS must be a whole number between 100 and 600000"],
     [{ LEASE_HEARTBEAT_MS: "0" }, "LEASE_HEARTBEAT_MS must be a whole number between 10 and 300000"],
     [{ INSTANCE_ID: "pod 1" }, "INSTANCE_ID must be 1 to 128 letters, digits"],

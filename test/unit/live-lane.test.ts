@@ -202,7 +202,7 @@ describe("SSE through the live lane", () => {
     const piped = streamToSse(res, sseOf(w.observer), pipeOptions);
     await w.release();
     w.commit(event(0));
-    expect(written).toEqual(["data: \"event 0\"\n\n"]);
+    expect(written).toEqual(['data: "event 0"\n\n']);
     state["writable"] = false; // the client stopped reading: every frame from now stays in the response's buffer
     w.commit(event(1));
     w.commit(event(2));

@@ -14,7 +14,12 @@ import { taskMachine } from "../../src/machine/task-machine.js";
 
 const run = promisify(execFile);
 const at = "2026-01-01T00:00:00.000Z";
-const message = (text: string) => ({ kind: "message", messageId: `m-${text}`, role: "agent", parts: [{ kind: "text", text }] });
+const message = (text: string) => ({
+  kind: "message",
+  messageId: `m-${text}`,
+  role: "agent",
+  parts: [{ kind: "text", text }],
+});
 
 /** START → a node runs → approval gate → approved → completed, asserting each state on the way. */
 function walkApprovalPath(machine: AnyStateMachine): string[] {
@@ -33,13 +38,29 @@ function walkApprovalPath(machine: AnyStateMachine): string[] {
   send({ type: "INTERRUPT", interrupt: { ...interrupt, kind: "approval" }, statusMessage: message("approve?") });
   // A RESUME for another node is refused by resolvesPendingInterrupt: the state does not move.
   send({ type: "RESUME", nodeId: "elsewhere", resumeValue: {}, resolvedBy: "op", next: null, output: {} });
-  send({ type: "RESUME", nodeId: "gate", resumeValue: { decision: "approve" }, resolvedBy: "op", next: null, output: { decision: "approve" } });
+  send({
+    type: "RESUME",
+    nodeId: "gate",
+    resumeValue: { decision: "approve" },
+    resolvedBy: "op",
+    next: null,
+    output: { decision: "approve" },
+  });
   send({ type: "COMPLETE", statusMessage: message("done") });
   expect(actor.getSnapshot().status).toBe("done");
   return seen;
 }
 
-const APPROVAL_PATH = ["pending", "running", "running", "running", "waiting-approval", "waiting-approval", "running", "completed"];
+const APPROVAL_PATH = [
+  "pending",
+  "running",
+  "running",
+  "running",
+  "waiting-approval",
+  "waiting-approval",
+  "running",
+  "completed",
+];
 
 describe("npm run --silent machine:export", () => {
   it("prints valid JSON and nothing else on stdout", async () => {
@@ -48,19 +69,28 @@ describe("npm run --silent machine:export", () => {
   });
 
   it("--format ts prints the code module", async () => {
-    const { stdout } = await run("npm", ["run", "--silent", "machine:export", "--", "--format", "ts"], { cwd: projectRoot });
+    const { stdout } = await run("npm", ["run", "--silent", "machine:export", "--", "--format", "ts"], {
+      cwd: projectRoot,
+    });
     // The guards' source text depends on the transpiler that loaded them, so compare the structure.
     expect(stdout).toMatch(/^import \{ assign, createMachine \} from "xstate";$/m);
-    expect(stdout).toContain(`export const taskMachine = createMachine(${JSON.stringify(exportTaskMachine(), null, 2)}, {`);
-    for (const name of Object.keys(taskMachine.implementations.guards)) expect(stdout).toMatch(new RegExp(`^    ${name}: \\(`, "m"));
-    for (const name of Object.keys(taskMachine.implementations.actions)) expect(stdout).toMatch(new RegExp(`^    ${name}: assign\\(`, "m"));
+    expect(stdout).toContain(
+      `export const taskMachine = createMachine(${JSON.stringify(exportTaskMachine(), null, 2)}, {`,
+    );
+    for (const name of Object.keys(taskMachine.implementations.guards))
+      expect(stdout).toMatch(new RegExp(`^    ${name}: \\(`, "m"));
+    for (const name of Object.keys(taskMachine.implementations.actions))
+      expect(stdout).toMatch(new RegExp(`^    ${name}: assign\\(`, "m"));
   });
 });
 
 describe("the JSON export loaded with XState and the real guards", () => {
   it("walks the approval path", () => {
     const json = JSON.parse(JSON.stringify(exportTaskMachine())) as Parameters<typeof createMachine>[0];
-    const machine = createMachine(json).provide({ guards: taskMachine.implementations.guards, actions: taskMachine.implementations.actions } as never);
+    const machine = createMachine(json).provide({
+      guards: taskMachine.implementations.guards,
+      actions: taskMachine.implementations.actions,
+    } as never);
     expect(walkApprovalPath(machine)).toEqual(APPROVAL_PATH);
   });
 
@@ -82,7 +112,9 @@ describe("the code export (createMachine module for Stately's Import from code)"
     const file = join(dir, `task-machine-${process.pid}.ts`);
     await writeFile(file, exportTaskMachineModule(), "utf8");
     const module = (await import(file)) as { taskMachine: AnyStateMachine };
-    expect(Object.keys(module.taskMachine.implementations.guards).sort()).toEqual(Object.keys(taskMachine.implementations.guards).sort());
+    expect(Object.keys(module.taskMachine.implementations.guards).sort()).toEqual(
+      Object.keys(taskMachine.implementations.guards).sort(),
+    );
     expect(walkApprovalPath(module.taskMachine)).toEqual(APPROVAL_PATH);
   });
 });

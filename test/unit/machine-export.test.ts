@@ -32,7 +32,8 @@ interface StateShape {
 
 function nameOf(ref: unknown, what: string): string {
   if (typeof ref === "string") return ref;
-  if (ref && typeof ref === "object" && typeof (ref as { type?: unknown }).type === "string") return (ref as { type: string }).type;
+  if (ref && typeof ref === "object" && typeof (ref as { type?: unknown }).type === "string")
+    return (ref as { type: string }).type;
   throw new Error(`${what} is not a named reference (inline functions cannot be exported): ${String(ref)}`);
 }
 
@@ -54,7 +55,8 @@ function machineShape(machine: AnyStateMachine): Record<string, StateShape> {
   return shape;
 }
 
-const asArray = <T>(value: T | T[] | undefined): T[] => (value === undefined ? [] : Array.isArray(value) ? value : [value]);
+const asArray = <T>(value: T | T[] | undefined): T[] =>
+  value === undefined ? [] : Array.isArray(value) ? value : [value];
 
 /** The same table read from the exported JSON config (XState config shorthands normalized). */
 function exportShape(exported: Record<string, unknown>): Record<string, StateShape> {
@@ -199,14 +201,16 @@ describe("createMachine(exported) with the implementations supplied", () => {
   });
 
   it("runs a task exactly like the original machine (given a real initial context)", () => {
-    const original = createActor(taskMachine, { input: {
-      taskId: "t-1",
-      contextId: "c-1",
-      workflowId: "approval-gate",
-      tenant: "tenant-a",
-      firstNode: "prepare",
-      message: { messageId: "m-1", role: "user", parts: [{ kind: "text", text: "hi" }] },
-    } }).start();
+    const original = createActor(taskMachine, {
+      input: {
+        taskId: "t-1",
+        contextId: "c-1",
+        workflowId: "approval-gate",
+        tenant: "tenant-a",
+        firstNode: "prepare",
+        message: { messageId: "m-1", role: "user", parts: [{ kind: "text", text: "hi" }] },
+      },
+    }).start();
     const recreated = createActor(recreate(exported, { context: original.getSnapshot().context })).start();
     const status: Message = { messageId: "s-1", role: "agent", parts: [{ kind: "text", text: "approve?" }] };
     const t = "2026-03-01T10:00:00.000Z";
@@ -223,7 +227,15 @@ describe("createMachine(exported) with the implementations supplied", () => {
       },
       { type: "ASK", at: t, question: "why?", askedBy: "bob", statusMessage: status },
       { type: "RESUME", at: t, nodeId: "wrong", resumeValue: {}, resolvedBy: "a", next: null, output: null }, // guarded out
-      { type: "RESUME", at: t, nodeId: "gate", resumeValue: { action: "accept" }, resolvedBy: "a", next: "finalize", output: { action: "accept" } },
+      {
+        type: "RESUME",
+        at: t,
+        nodeId: "gate",
+        resumeValue: { action: "accept" },
+        resolvedBy: "a",
+        next: "finalize",
+        output: { action: "accept" },
+      },
       { type: "PAUSE", at: t },
       { type: "UNPAUSE", at: t },
       { type: "CANCEL", at: t, reason: "stop", cancelledBy: "carol" },

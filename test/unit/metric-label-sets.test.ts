@@ -8,7 +8,12 @@ describe("labelSets", () => {
     expect(first).toEqual({ binding: "jsonrpc", method: "message/send", outcome: "200", "a2a.version": "0.3" });
     expect(Object.isFrozen(first)).toBe(true);
     expect(labels("jsonrpc", "message/send", "200", "0.3")).toBe(first);
-    expect(labels("jsonrpc", "message/send", "-32602", "0.3")).toEqual({ binding: "jsonrpc", method: "message/send", outcome: "-32602", "a2a.version": "0.3" });
+    expect(labels("jsonrpc", "message/send", "-32602", "0.3")).toEqual({
+      binding: "jsonrpc",
+      method: "message/send",
+      outcome: "-32602",
+      "a2a.version": "0.3",
+    });
     expect(labels("http", "message/send", "200", "0.3")).not.toBe(first);
   });
 

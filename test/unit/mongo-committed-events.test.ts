@@ -6,11 +6,26 @@ import { committedUpTo, redoKey, type EventDocument } from "../../src/store/mong
 const message = (text: string): Message => ({ messageId: text, role: "user", parts: [{ kind: "text", text }] });
 
 function event(sequence: number, writer: string, history?: Message[], historyEnd?: number): EventDocument {
-  return { taskId: "t", writer, eventId: `e${sequence}-${writer}`, runId: "t", type: "x", payload: {}, timestamp: "2026-11-22T00:00:00.000Z", sequence, ...(history ? { history, historyEnd } : {}) };
+  return {
+    taskId: "t",
+    writer,
+    eventId: `e${sequence}-${writer}`,
+    runId: "t",
+    type: "x",
+    payload: {},
+    timestamp: "2026-11-22T00:00:00.000Z",
+    sequence,
+    ...(history ? { history, historyEnd } : {}),
+  };
 }
 
 describe("committedUpTo: history read from the log while a conflicted commit's redo is still in the head", () => {
-  const log = [event(0, "a", [message("m0")], 1), event(1, "a"), event(2, "orphan", [message("lost")], 2), event(3, "orphan")];
+  const log = [
+    event(0, "a", [message("m0")], 1),
+    event(1, "a"),
+    event(2, "orphan", [message("lost")], 2),
+    event(3, "orphan"),
+  ];
 
   it("reads the head's redo in place of the orphan's documents of committed sequences", () => {
     const head = { version: 3, redo: { [redoKey(2)]: event(2, "b", [message("m1")], 2), [redoKey(3)]: event(3, "b") } };

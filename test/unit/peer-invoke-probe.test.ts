@@ -23,7 +23,11 @@ describe("the invoke seam's version pin", () => {
     const unknown = refused({ requestVersion: "99.0" });
     expect(unknown).toBeInstanceOf(DomainError);
     expect(unknown.code).toBe("interop-version-unsupported");
-    expect(unknown.details).toMatchObject({ requested: "99.0", path: "body.requestVersion", supported: ["1.0", "0.3"] });
+    expect(unknown.details).toMatchObject({
+      requested: "99.0",
+      path: "body.requestVersion",
+      supported: ["1.0", "0.3"],
+    });
     expect(refused({ peerOffersOnly: "garbage" }).details).toMatchObject({ path: "body.peerOffersOnly" });
     const disagree = refused({ requestVersion: "1.0", peerOffersOnly: "0.3" });
     expect(disagree.code).toBe("interop-version-unsupported");

@@ -23,13 +23,20 @@ const peers = parsePeers(
   (m) => problems.push(m),
 );
 const body = JSON.stringify({ statusUpdate: { taskId: "p1", status: { state: "TASK_STATE_COMPLETED" } } });
-const signed = (at: number, key = KEY, text = body) => ({ headers: { "x-openwop-timestamp": String(at), "x-openwop-signature": signPushBody(key, at, text) }, body });
+const signed = (at: number, key = KEY, text = body) => ({
+  headers: { "x-openwop-timestamp": String(at), "x-openwop-signature": signPushBody(key, at, text) },
+  body,
+});
 
 describe("PeerPushTrust", () => {
   const now = 1_800_000_000;
   let clock = now;
   // No peer here has a JWKS: a fetch would be a bug.
-  const trust = new PeerPushTrust(peers, new PeerJwks(() => Promise.reject(new Error("no JWKS fetch expected"))), () => clock);
+  const trust = new PeerPushTrust(
+    peers,
+    new PeerJwks(() => Promise.reject(new Error("no JWKS fetch expected"))),
+    () => clock,
+  );
 
   it("a peer without a key (or no named peer): unsigned, a hint whatever headers it sends", async () => {
     expect(problems).toEqual([]);
@@ -40,8 +47,12 @@ describe("PeerPushTrust", () => {
   it("a peer with a signingKey: a valid signature is trusted; none, a wrong key, another body or an old timestamp is refused", async () => {
     expect(await trust.check("hmac", signed(now))).toMatchObject({ verdict: "signed", by: "hmac" });
     expect(await trust.check("hmac", { headers: {}, body })).toMatchObject({ verdict: "refused" });
-    expect(await trust.check("hmac", signed(now, "another-key-0123456789abcdef"))).toMatchObject({ verdict: "refused" });
-    expect(await trust.check("hmac", { ...signed(now), body: body.replace("COMPLETED", "FAILED") })).toMatchObject({ verdict: "refused" });
+    expect(await trust.check("hmac", signed(now, "another-key-0123456789abcdef"))).toMatchObject({
+      verdict: "refused",
+    });
+    expect(await trust.check("hmac", { ...signed(now), body: body.replace("COMPLETED", "FAILED") })).toMatchObject({
+      verdict: "refused",
+    });
     expect(await trust.check("hmac", signed(now - 301))).toMatchObject({ verdict: "refused" });
   });
 
@@ -62,8 +73,16 @@ describe("PeerPushTrust", () => {
     let key: CryptoKey;
     let keyed: ReturnType<typeof parsePeers>;
     const sha = (text: string) => createHash("sha256").update(text, "utf8").digest("hex");
-    const jwtOf = (signer: CryptoKey, claims: Record<string, unknown> = { request_body_sha256: sha(body) }, iat = now) =>
-      new SignJWT(claims).setProtectedHeader({ alg: "ES256", kid: "k1" }).setIssuedAt(iat).setJti(randomUUID()).sign(signer);
+    const jwtOf = (
+      signer: CryptoKey,
+      claims: Record<string, unknown> = { request_body_sha256: sha(body) },
+      iat = now,
+    ) =>
+      new SignJWT(claims)
+        .setProtectedHeader({ alg: "ES256", kid: "k1" })
+        .setIssuedAt(iat)
+        .setJti(randomUUID())
+        .sign(signer);
     beforeAll(async () => {
       const pair = await generateKeyPair("ES256");
       key = pair.privateKey;
@@ -82,7 +101,12 @@ describe("PeerPushTrust", () => {
       );
       expect(found).toEqual([]);
     });
-    const trustOf = () => new PeerPushTrust(keyed, new PeerJwks(() => Promise.reject(new Error("no JWKS fetch expected: the keys are pinned"))), () => now);
+    const trustOf = () =>
+      new PeerPushTrust(
+        keyed,
+        new PeerJwks(() => Promise.reject(new Error("no JWKS fetch expected: the keys are pinned"))),
+        () => now,
+      );
 
     it("push auth: jwt for a peer with keys unless configured static-bearer; static-bearer without keys or a named peer", () => {
       expect(pushAuthOf(keyed.get("pinned"))).toBe("jwt");
@@ -94,26 +118,52 @@ describe("PeerPushTrust", () => {
 
     it("a JWT signed with the peer's key over this body is trusted; the static token, another key, another body, an old JWT or none is refused", async () => {
       const trust = trustOf();
-      expect(await trust.check("pinned", { headers: { authorization: `Bearer ${await jwtOf(key)}` }, body })).toMatchObject({ verdict: "signed", by: "jwks" });
-      expect(await trust.check("pinned", { headers: { authorization: "Bearer the-static-token" }, body })).toEqual({ verdict: "refused", why: "no signed JWT (Authorization: Bearer) from a peer with a JWKS" });
+      expect(
+        await trust.check("pinned", { headers: { authorization: `Bearer ${await jwtOf(key)}` }, body }),
+      ).toMatchObject({ verdict: "signed", by: "jwks" });
+      expect(await trust.check("pinned", { headers: { authorization: "Bearer the-static-token" }, body })).toEqual({
+        verdict: "refused",
+        why: "no signed JWT (Authorization: Bearer) from a peer with a JWKS",
+      });
       expect(await trust.check("pinned", { headers: {}, body })).toMatchObject({ verdict: "refused" });
       const other = (await generateKeyPair("ES256")).privateKey;
-      expect(await trust.check("pinned", { headers: { authorization: `Bearer ${await jwtOf(other)}` }, body })).toEqual({ verdict: "refused", why: "the JWT does not verify against the peer's JWKS (ERR_JWS_SIGNATURE_VERIFICATION_FAILED)" });
-      expect(await trust.check("pinned", { headers: { authorization: `Bearer ${await jwtOf(key, { request_body_sha256: sha("another body") })}` }, body })).toEqual({ verdict: "refused", why: "the JWT's request_body_sha256 does not match the body" });
-      expect(await trust.check("pinned", { headers: { authorization: `Bearer ${await jwtOf(key, { request_body_sha256: sha(body) }, now - 400)}` }, body })).toMatchObject({ verdict: "refused" });
+      expect(await trust.check("pinned", { headers: { authorization: `Bearer ${await jwtOf(other)}` }, body })).toEqual(
+        {
+          verdict: "refused",
+          why: "the JWT does not verify against the peer's JWKS (ERR_JWS_SIGNATURE_VERIFICATION_FAILED)",
+        },
+      );
+      expect(
+        await trust.check("pinned", {
+          headers: { authorization: `Bearer ${await jwtOf(key, { request_body_sha256: sha("another body") })}` },
+          body,
+        }),
+      ).toEqual({ verdict: "refused", why: "the JWT's request_body_sha256 does not match the body" });
+      expect(
+        await trust.check("pinned", {
+          headers: { authorization: `Bearer ${await jwtOf(key, { request_body_sha256: sha(body) }, now - 400)}` },
+          body,
+        }),
+      ).toMatchObject({ verdict: "refused" });
     });
 
     it("pushAuth static-bearer: the push is a hint whatever it carries (a JWT is not looked at); with keys and a signingKey, the HMAC alone is enough", async () => {
       const trust = trustOf();
-      expect(await trust.check("static", { headers: { authorization: "Bearer the-static-token" }, body })).toEqual({ verdict: "unsigned" });
-      expect(await trust.check("static", { headers: { authorization: `Bearer ${await jwtOf(key)}` }, body })).toEqual({ verdict: "unsigned" });
+      expect(await trust.check("static", { headers: { authorization: "Bearer the-static-token" }, body })).toEqual({
+        verdict: "unsigned",
+      });
+      expect(await trust.check("static", { headers: { authorization: `Bearer ${await jwtOf(key)}` }, body })).toEqual({
+        verdict: "unsigned",
+      });
       expect(await trust.check("both", signed(now))).toMatchObject({ verdict: "signed", by: "hmac" });
-      expect(await trust.check("both", { headers: { authorization: `Bearer ${await jwtOf(key)}` }, body })).toMatchObject({ verdict: "signed", by: "jwks" });
+      expect(
+        await trust.check("both", { headers: { authorization: `Bearer ${await jwtOf(key)}` }, body }),
+      ).toMatchObject({ verdict: "signed", by: "jwks" });
       expect(await trust.check("both", { headers: {}, body })).toMatchObject({ verdict: "refused" });
     });
   });
 
-  it("A2A_PEERS: pushAuth is \"jwt\" (needs keys) or \"static-bearer\"", () => {
+  it('A2A_PEERS: pushAuth is "jwt" (needs keys) or "static-bearer"', () => {
     const found: string[] = [];
     const parsed = parsePeers(
       {
@@ -135,7 +185,14 @@ describe("PeerPushTrust", () => {
 
   it("A2A_PEERS: jwksUrl must be an http(s) URL without userinfo", () => {
     const found: string[] = [];
-    const parsed = parsePeers({ j: { cardUrl: "https://j.example/card", jwksUrl: "https://j.example/jwks.json" }, bad: { cardUrl: "https://b.example/card", jwksUrl: "ftp://x" } }, "A2A_PEERS", (m) => found.push(m));
+    const parsed = parsePeers(
+      {
+        j: { cardUrl: "https://j.example/card", jwksUrl: "https://j.example/jwks.json" },
+        bad: { cardUrl: "https://b.example/card", jwksUrl: "ftp://x" },
+      },
+      "A2A_PEERS",
+      (m) => found.push(m),
+    );
     expect(parsed.get("j")?.jwksUrl).toBe("https://j.example/jwks.json");
     expect(found).toEqual([expect.stringContaining('peer "bad": jwksUrl must be an absolute http(s) URL')]);
   });

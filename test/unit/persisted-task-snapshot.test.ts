@@ -2,7 +2,11 @@
 import { describe, expect, it } from "vitest";
 import type { Message } from "../../src/domain/a2a-types.js";
 import { DomainError } from "../../src/domain/errors.js";
-import { persistedContextOf, persistTaskSnapshot, restorePersistedSnapshot } from "../../src/machine/persisted-task-snapshot.js";
+import {
+  persistedContextOf,
+  persistTaskSnapshot,
+  restorePersistedSnapshot,
+} from "../../src/machine/persisted-task-snapshot.js";
 import { applyTaskEvent, createTaskActor, restoreTaskActor } from "../../src/machine/task-actor.js";
 import { RECENT_HISTORY, TASK_MACHINE_VERSION, taskMachine } from "../../src/machine/task-machine.js";
 import { runStatusOf, type TaskSnapshot } from "../../src/machine/task-projection.js";
@@ -10,16 +14,29 @@ import { runStatusOf, type TaskSnapshot } from "../../src/machine/task-projectio
 const at = "2026-03-01T10:00:00.000Z";
 
 function runningActor(message: Message = { messageId: "m-1", role: "user", parts: [{ kind: "text", text: "hello" }] }) {
-  const actor = createTaskActor({ taskId: "t-1", contextId: "c-1", workflowId: "echo", tenant: "default", firstNode: "echo", message });
+  const actor = createTaskActor({
+    taskId: "t-1",
+    contextId: "c-1",
+    workflowId: "echo",
+    tenant: "default",
+    firstNode: "echo",
+    message,
+  });
   applyTaskEvent(actor, { type: "START", at });
   return actor;
 }
 
 /** A running echo task as machine version 1 stored it: the whole history in the context, no count, no request. */
 function versionOneSnapshot(messages: number): Record<string, unknown> {
-  const current = JSON.parse(JSON.stringify(taskMachine.getPersistedSnapshot(runningActor().getSnapshot()))) as { context: Record<string, unknown> };
+  const current = JSON.parse(JSON.stringify(taskMachine.getPersistedSnapshot(runningActor().getSnapshot()))) as {
+    context: Record<string, unknown>;
+  };
   const { request: _request, historyCount: _count, ...context } = current.context;
-  const history: Message[] = Array.from({ length: messages }, (_, i) => ({ messageId: `m-${i}`, role: i % 2 === 0 ? "user" : "agent", parts: [{ kind: "text", text: `message ${i}` }] }));
+  const history: Message[] = Array.from({ length: messages }, (_, i) => ({
+    messageId: `m-${i}`,
+    role: i % 2 === 0 ? "user" : "agent",
+    parts: [{ kind: "text", text: `message ${i}` }],
+  }));
   return { ...current, context: { ...context, history } };
 }
 
@@ -31,10 +48,27 @@ describe("persisted task snapshots", () => {
   });
 
   it("are exactly what a JSON round trip of XState's persisted snapshot gives (undefined dropped, toJSON applied)", () => {
-    const actor = runningActor({ messageId: "m-1", role: "user", parts: [{ kind: "data", data: { when: new Date(at), list: [1, undefined, "x"], gone: undefined, nested: { n: null } } }], metadata: undefined });
+    const actor = runningActor({
+      messageId: "m-1",
+      role: "user",
+      parts: [
+        { kind: "data", data: { when: new Date(at), list: [1, undefined, "x"], gone: undefined, nested: { n: null } } },
+      ],
+      metadata: undefined,
+    });
     applyTaskEvent(actor, { type: "NODE_STARTED", at, nodeId: "echo" });
-    applyTaskEvent(actor, { type: "NODE_COMPLETED", at, nodeId: "echo", output: { text: "hi", skipped: undefined }, artifacts: [], next: null });
-    const viaXState = (snapshot: TaskSnapshot) => ({ ...JSON.parse(JSON.stringify(taskMachine.getPersistedSnapshot(snapshot))), machineVersion: TASK_MACHINE_VERSION });
+    applyTaskEvent(actor, {
+      type: "NODE_COMPLETED",
+      at,
+      nodeId: "echo",
+      output: { text: "hi", skipped: undefined },
+      artifacts: [],
+      next: null,
+    });
+    const viaXState = (snapshot: TaskSnapshot) => ({
+      ...JSON.parse(JSON.stringify(taskMachine.getPersistedSnapshot(snapshot))),
+      machineVersion: TASK_MACHINE_VERSION,
+    });
     expect(persistTaskSnapshot(actor.getSnapshot())).toStrictEqual(viaXState(actor.getSnapshot()));
     applyTaskEvent(actor, { type: "COMPLETE", at });
     expect(actor.getSnapshot().status).toBe("done");
@@ -42,13 +76,24 @@ describe("persisted task snapshots", () => {
   });
 
   it("made after an earlier copy: the context members a transition left alone are that copy's, the rest fresh, all equal to a copy from scratch", () => {
-    const actor = runningActor({ messageId: "m-1", role: "user", parts: [{ kind: "data", data: { when: new Date(at), list: [1, undefined], gone: undefined } }] });
+    const actor = runningActor({
+      messageId: "m-1",
+      role: "user",
+      parts: [{ kind: "data", data: { when: new Date(at), list: [1, undefined], gone: undefined } }],
+    });
     const first = actor.getSnapshot();
     const firstCopy = persistTaskSnapshot(first);
     // The same snapshot again (a create written after it was staged): the same copy.
     expect(persistTaskSnapshot(first, { source: first, persisted: firstCopy })).toBe(firstCopy);
     applyTaskEvent(actor, { type: "NODE_STARTED", at, nodeId: "echo" });
-    applyTaskEvent(actor, { type: "NODE_COMPLETED", at, nodeId: "echo", output: { text: "hi", skipped: undefined }, artifacts: [], next: null });
+    applyTaskEvent(actor, {
+      type: "NODE_COMPLETED",
+      at,
+      nodeId: "echo",
+      output: { text: "hi", skipped: undefined },
+      artifacts: [],
+      next: null,
+    });
     const second = actor.getSnapshot();
     const shared = persistTaskSnapshot(second, { source: first, persisted: firstCopy });
     expect(shared).toStrictEqual(persistTaskSnapshot(second));
@@ -61,15 +106,23 @@ describe("persisted task snapshots", () => {
     expect(Object.isFrozen(context(shared))).toBe(true);
     expect(Object.isFrozen((context(shared)["outputs"] as Record<string, object>)["echo"])).toBe(true);
     // A previous copy of another task's snapshot shares nothing that differs.
-    const other = runningActor({ messageId: "m-2", role: "user", parts: [{ kind: "text", text: "other" }] }).getSnapshot();
-    expect(persistTaskSnapshot(other, { source: first, persisted: firstCopy })).toStrictEqual(persistTaskSnapshot(other));
+    const other = runningActor({
+      messageId: "m-2",
+      role: "user",
+      parts: [{ kind: "text", text: "other" }],
+    }).getSnapshot();
+    expect(persistTaskSnapshot(other, { source: first, persisted: firstCopy })).toStrictEqual(
+      persistTaskSnapshot(other),
+    );
   });
 
   it("restore to the same state and context, without the version key", () => {
     const actor = runningActor();
     const restored = restoreTaskActor(persistTaskSnapshot(actor.getSnapshot()), "t-1");
     expect(runStatusOf(restored.getSnapshot())).toBe("running");
-    expect(JSON.parse(JSON.stringify(restored.getSnapshot().context))).toEqual(JSON.parse(JSON.stringify(actor.getSnapshot().context)));
+    expect(JSON.parse(JSON.stringify(restored.getSnapshot().context))).toEqual(
+      JSON.parse(JSON.stringify(actor.getSnapshot().context)),
+    );
     expect(restorePersistedSnapshot(persistTaskSnapshot(actor.getSnapshot()))).not.toHaveProperty("machineVersion");
   });
 
@@ -93,10 +146,17 @@ describe("persisted task snapshots", () => {
     const actor = restoreTaskActor(old, "t-1");
     applyTaskEvent(actor, { type: "NODE_STARTED", at, nodeId: "echo" });
     applyTaskEvent(actor, { type: "NODE_COMPLETED", at, nodeId: "echo", output: {}, artifacts: [], next: null });
-    applyTaskEvent(actor, { type: "COMPLETE", at, statusMessage: { messageId: "done", role: "agent", parts: [{ kind: "text", text: "done" }] } });
+    applyTaskEvent(actor, {
+      type: "COMPLETE",
+      at,
+      statusMessage: { messageId: "done", role: "agent", parts: [{ kind: "text", text: "done" }] },
+    });
     const after = actor.getSnapshot().context;
     expect(after.historyCount).toBe(RECENT_HISTORY + 6);
-    expect(after.history.map((m) => m.messageId)).toEqual([...oldHistory.slice(-RECENT_HISTORY + 1).map((m) => m.messageId), "done"]);
+    expect(after.history.map((m) => m.messageId)).toEqual([
+      ...oldHistory.slice(-RECENT_HISTORY + 1).map((m) => m.messageId),
+      "done",
+    ]);
     expect(after.unloggedHistory).toEqual(oldHistory);
   });
 

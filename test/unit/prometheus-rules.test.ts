@@ -22,7 +22,9 @@ interface Rule {
   expr: string;
   annotations: Record<string, string>;
 }
-const rules = (parse(readFileSync(RULES, "utf8")) as { groups: Array<{ rules: Rule[] }> }).groups.flatMap((g) => g.rules);
+const rules = (parse(readFileSync(RULES, "utf8")) as { groups: Array<{ rules: Rule[] }> }).groups.flatMap(
+  (g) => g.rules,
+);
 
 function run(...args: string[]): { status: number | null; output: string } {
   const result = spawnSync(promtool, args, { encoding: "utf8", timeout: 60_000 });
@@ -80,7 +82,9 @@ describe("alert rules", () => {
       expect(rule.annotations["description"], rule.alert).toBeTruthy();
       const runbook = /^docs\/operating\.md#(.+)$/.exec(rule.annotations["runbook_url"] ?? "");
       expect(runbook, `${rule.alert}: runbook_url`).not.toBeNull();
-      expect(anchors.has(runbook![1]!), `${rule.alert}: no heading for #${runbook![1]} in docs/operating.md`).toBe(true);
+      expect(anchors.has(runbook![1]!), `${rule.alert}: no heading for #${runbook![1]} in docs/operating.md`).toBe(
+        true,
+      );
       expect(runbook![1]).toBe(rule.alert.toLowerCase());
     }
   });

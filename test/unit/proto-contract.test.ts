@@ -204,9 +204,16 @@ describe("a2a.v1 (A2A v0.3) contract", () => {
     expect(v03.TaskState.CANCELLED).toBe(5);
   });
 
-  it("serializes the json_name overrides as \"message\" in ProtoJSON", () => {
-    const msg = create(v03.MessageSchema, { messageId: "m1", role: v03.Role.AGENT, content: [{ part: { case: "text", value: "hi" } }] });
-    const status = toJson(v03.TaskStatusSchema, create(v03.TaskStatusSchema, { state: v03.TaskState.CANCELLED, update: msg }));
+  it('serializes the json_name overrides as "message" in ProtoJSON', () => {
+    const msg = create(v03.MessageSchema, {
+      messageId: "m1",
+      role: v03.Role.AGENT,
+      content: [{ part: { case: "text", value: "hi" } }],
+    });
+    const status = toJson(
+      v03.TaskStatusSchema,
+      create(v03.TaskStatusSchema, { state: v03.TaskState.CANCELLED, update: msg }),
+    );
     expect(status).toEqual({
       state: "TASK_STATE_CANCELLED",
       message: { messageId: "m1", role: "ROLE_AGENT", content: [{ text: "hi" }] },
@@ -423,7 +430,14 @@ describe("lf.a2a.v1 (A2A v1.0) contract", () => {
 });
 
 describe("@grpc/proto-loader", () => {
-  const options = { includeDirs: [protoDir], keepCase: true, longs: String, enums: String, defaults: false, oneofs: true };
+  const options = {
+    includeDirs: [protoDir],
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: false,
+    oneofs: true,
+  };
 
   it("loads both contracts together from proto/ and sees both services", () => {
     const definition = protoLoader.loadSync(["a2a/v1/a2a.proto", "lf/a2a/v1/a2a.proto"], options);

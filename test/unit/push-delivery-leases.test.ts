@@ -16,11 +16,34 @@ function setup() {
   const clock = () => new Date(now);
   const store = new MemoryPushConfigStore(clock);
   const lines: string[] = [];
-  const logger = createLogger("debug", new Writable({ write: (chunk: Buffer, _enc, done) => (lines.push(chunk.toString()), done()) }));
+  const logger = createLogger(
+    "debug",
+    new Writable({ write: (chunk: Buffer, _enc, done) => (lines.push(chunk.toString()), done()) }),
+  );
   const expired: PushConfigKey[][] = [];
-  const leases = (id: string) => new DeliveryLeases({ configs: store, settings: settings(id), logger, clock, expired: (keys) => expired.push(keys) });
+  const leases = (id: string) =>
+    new DeliveryLeases({
+      configs: store,
+      settings: settings(id),
+      logger,
+      clock,
+      expired: (keys) => expired.push(keys),
+    });
   const config = (taskId: string) =>
-    store.upsert({ tenant: "t", taskId, configId: "c", url: "https://hooks.example.com/", schemes: null, sealed: null, tokenFingerprint: null, updatedAt: clock().toISOString() }, initialDelivery(-1, null), 10);
+    store.upsert(
+      {
+        tenant: "t",
+        taskId,
+        configId: "c",
+        url: "https://hooks.example.com/",
+        schemes: null,
+        sealed: null,
+        tokenFingerprint: null,
+        updatedAt: clock().toISOString(),
+      },
+      initialDelivery(-1, null),
+      10,
+    );
   return { store, lines, expired, leases, config, advance: (ms: number) => (now += ms) };
 }
 
@@ -39,7 +62,14 @@ describe("push delivery leases", () => {
     const stale = (await store.get("t1", "c"))!;
     expect(b.heldElsewhere(stale, T0 + 1_500)).toBe(false);
     expect((await b.claim(stale))?.lease).toMatchObject({ owner: "host-b", epoch: 2 });
-    expect(lines.some((l) => l.includes("took over the delivery lease") && l.includes('"previousOwner":"host-a"') && l.includes('"instanceId":"host-b"'))).toBe(true);
+    expect(
+      lines.some(
+        (l) =>
+          l.includes("took over the delivery lease") &&
+          l.includes('"previousOwner":"host-a"') &&
+          l.includes('"instanceId":"host-b"'),
+      ),
+    ).toBe(true);
     expect(a.heldElsewhere((await store.get("t1", "c"))!, T0 + 1_500)).toBe(true);
     // A wakes up: it must not POST, and has no fence left for a cursor move.
     expect(await a.confirm("t1", "c")).toBe(false);
@@ -53,7 +83,11 @@ describe("push delivery leases", () => {
     await a.claim(await config("t1"));
     advance(1_200);
     expect(await a.confirm("t1", "c")).toBe(true);
-    expect((await store.get("t1", "c"))?.lease).toEqual({ owner: "host-a", epoch: 1, expiresAt: new Date(T0 + 2_200).toISOString() });
+    expect((await store.get("t1", "c"))?.lease).toEqual({
+      owner: "host-a",
+      epoch: 1,
+      expiresAt: new Date(T0 + 2_200).toISOString(),
+    });
   });
 
   it("the heartbeat renews what is still held, forgets what was taken, and hands over expired leases; stop gives the rest back", async () => {

@@ -11,7 +11,8 @@ import {
 } from "../../src/egress/egress-guard.js";
 
 // The guard as push uses it: refusals name the "push URL".
-const checkPushUrl = (url: string, policy: EgressPolicy, resolve?: Resolver) => checkEgressUrl(url, policy, "push", resolve);
+const checkPushUrl = (url: string, policy: EgressPolicy, resolve?: Resolver) =>
+  checkEgressUrl(url, policy, "push", resolve);
 const checkPushUrlSyntax = (url: string, policy: EgressPolicy) => checkEgressUrlSyntax(url, policy, "push");
 
 const STRICT: EgressPolicy = { allowHttpLoopback: false, allowedPorts: [], allowHosts: [], denyHosts: [] };
@@ -49,7 +50,7 @@ const ZONE: Record<string, ResolvedAddress[]> = {
   "linklocal6.example.com": [v6("fe80::1")],
   "multicast.example.com": [v4("224.0.0.251")],
   "scoped.example.com": [v6("fe80::1%eth0")],
-  "localhost": [v4("127.0.0.1"), v6("::1")],
+  localhost: [v4("127.0.0.1"), v6("::1")],
   "hook.test": [v4("127.0.0.1")],
   "public.test": [v4("93.184.216.34")],
 };
@@ -59,13 +60,18 @@ function fakeResolver(): Resolver & { calls: string[] } {
   const fn = async (hostname: string): Promise<ResolvedAddress[]> => {
     calls.push(hostname);
     const answer = ZONE[hostname];
-    if (answer === undefined) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" });
+    if (answer === undefined)
+      throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: "ENOTFOUND" });
     return answer;
   };
   return Object.assign(fn, { calls });
 }
 
-async function refusal(url: string, policy: EgressPolicy = STRICT, resolve: Resolver = fakeResolver()): Promise<EgressRefusedError> {
+async function refusal(
+  url: string,
+  policy: EgressPolicy = STRICT,
+  resolve: Resolver = fakeResolver(),
+): Promise<EgressRefusedError> {
   try {
     await checkPushUrl(url, policy, resolve);
   } catch (err) {
@@ -395,7 +401,9 @@ describe("policy arm", () => {
     await expect(refusal("https://8.8.8.8/", policy)).resolves.toMatchObject({ arm: "policy" });
     // Being allow-listed never lifts the address arm.
     await expect(refusal("https://rebind.example.com/", policy)).resolves.toMatchObject({ arm: "address" });
-    await expect(refusal("https://10.0.0.5/", { ...STRICT, allowHosts: ["10.0.0.5"] })).resolves.toMatchObject({ arm: "address" });
+    await expect(refusal("https://10.0.0.5/", { ...STRICT, allowHosts: ["10.0.0.5"] })).resolves.toMatchObject({
+      arm: "address",
+    });
   });
 
   it("deny list wins over the allow list", async () => {
@@ -405,7 +413,9 @@ describe("policy arm", () => {
 
   it("rejects malformed patterns loudly instead of silently not matching", async () => {
     for (const bad of ["*", "*.", "a.*.example.com", "", "10.0.0.0/99"]) {
-      await expect(checkPushUrl("https://hooks.example.com/", { ...STRICT, denyHosts: [bad] }, fakeResolver())).rejects.toThrow(TypeError);
+      await expect(
+        checkPushUrl("https://hooks.example.com/", { ...STRICT, denyHosts: [bad] }, fakeResolver()),
+      ).rejects.toThrow(TypeError);
     }
   });
 });
@@ -429,7 +439,9 @@ describe("allowHttpLoopback (test-only policy)", () => {
     "http://hook.test:3000/a2a",
   ])("permits %j", async (url) => {
     const { addresses } = await checkPushUrl(url, LOOPBACK_TEST, fakeResolver());
-    expect(addresses.every((a) => a.address === "127.0.0.1" || a.address.startsWith("127.") || a.address === "::1")).toBe(true);
+    expect(
+      addresses.every((a) => a.address === "127.0.0.1" || a.address.startsWith("127.") || a.address === "::1"),
+    ).toBe(true);
   });
 
   it("still allows public https targets on the default port", async () => {
@@ -465,12 +477,23 @@ describe("allowHttpLoopback (test-only policy)", () => {
 describe("the subject of a check", () => {
   it("names what was checked: a peer URL is refused and unresolved as a peer URL, with the peer deny list", async () => {
     const refused = await checkEgressUrl("https://10.0.0.5/", STRICT, "peer").catch((e: unknown) => e);
-    expect((refused as Error).message).toBe("peer URL refused by the address arm: 10.0.0.5 is a private (RFC 1918) address");
-    const denied = await checkEgressUrl("https://hooks.example.com/", { ...STRICT, denyHosts: ["hooks.example.com"] }, "peer", fakeResolver()).catch((e: unknown) => e);
+    expect((refused as Error).message).toBe(
+      "peer URL refused by the address arm: 10.0.0.5 is a private (RFC 1918) address",
+    );
+    const denied = await checkEgressUrl(
+      "https://hooks.example.com/",
+      { ...STRICT, denyHosts: ["hooks.example.com"] },
+      "peer",
+      fakeResolver(),
+    ).catch((e: unknown) => e);
     expect((denied as EgressRefusedError).reason).toBe("hooks.example.com is on the peer deny list");
-    const unresolved = await checkEgressUrl("https://nxdomain.example.com/", STRICT, "peer", fakeResolver()).catch((e: unknown) => e);
+    const unresolved = await checkEgressUrl("https://nxdomain.example.com/", STRICT, "peer", fakeResolver()).catch(
+      (e: unknown) => e,
+    );
     expect(unresolved).toBeInstanceOf(EgressResolutionError);
     expect((unresolved as Error).message).toMatch(/^peer URL host nxdomain\.example\.com could not be resolved/);
-    expect(() => checkEgressUrlSyntax("http://hooks.example.com/", STRICT, "peer")).toThrow("peer URL refused by the scheme arm: http is not allowed for http://hooks.example.com; peer URLs must use https");
+    expect(() => checkEgressUrlSyntax("http://hooks.example.com/", STRICT, "peer")).toThrow(
+      "peer URL refused by the scheme arm: http is not allowed for http://hooks.example.com; peer URLs must use https",
+    );
   });
 });

@@ -27,7 +27,9 @@ describe("push secrets (AES-256-GCM)", () => {
     expect(JSON.stringify(sealed)).not.toContain("tok");
     expect(box.open(sealed, aad)).toEqual({ token: "tok", credentials: "cred" });
     expect(() => box.open(sealed, secretsAad("t2", "task-1", "c1"))).toThrow(/failed authentication/);
-    expect(() => box.open({ ...sealed, data: Buffer.from("tampered").toString("base64") }, aad)).toThrow(/failed authentication/);
+    expect(() => box.open({ ...sealed, data: Buffer.from("tampered").toString("base64") }, aad)).toThrow(
+      /failed authentication/,
+    );
     const rotated = new PushSecretBox(key(), [oldKey]);
     expect(rotated.open(sealed, aad)).toEqual({ token: "tok", credentials: "cred" });
     expect(() => new PushSecretBox(key()).open(sealed, aad)).toThrow(/not configured/);
@@ -139,29 +141,63 @@ describe("retry policy and circuit breaker", () => {
 });
 
 describe("push body", () => {
-  const event = (sequence: number, extra: Partial<RunEvent>): RunEvent => ({ eventId: `t1:${sequence}`, runId: "t1", type: "x", payload: { inputs: { secret: "run input" } }, timestamp: "2026-01-01T00:00:00.000Z", sequence, ...extra });
+  const event = (sequence: number, extra: Partial<RunEvent>): RunEvent => ({
+    eventId: `t1:${sequence}`,
+    runId: "t1",
+    type: "x",
+    payload: { inputs: { secret: "run input" } },
+    timestamp: "2026-01-01T00:00:00.000Z",
+    sequence,
+    ...extra,
+  });
 
   it("is a content-free v0.3 TaskStatusUpdateEvent with artifact references", () => {
     const log = [
-      event(0, { a2a: { artifact: { artifactId: "a1", name: "proposal", parts: [{ kind: "text", text: "artifact content" }] } } }),
+      event(0, {
+        a2a: { artifact: { artifactId: "a1", name: "proposal", parts: [{ kind: "text", text: "artifact content" }] } },
+      }),
       event(1, {
         a2a: {
-          status: { state: "failed", timestamp: "2026-01-01T00:00:01.000Z", message: { messageId: "m", role: "agent", parts: [{ kind: "text", text: "status text" }] } },
-          metadata: { openwop: { runId: "t1", status: "failed", error: { code: "handler_failed", message: "internal detail" }, interrupt: { kind: "approval", nodeId: "gate", interruptId: "i1", data: { title: "x" } } } },
+          status: {
+            state: "failed",
+            timestamp: "2026-01-01T00:00:01.000Z",
+            message: { messageId: "m", role: "agent", parts: [{ kind: "text", text: "status text" }] },
+          },
+          metadata: {
+            openwop: {
+              runId: "t1",
+              status: "failed",
+              error: { code: "handler_failed", message: "internal detail" },
+              interrupt: { kind: "approval", nodeId: "gate", interruptId: "i1", data: { title: "x" } },
+            },
+          },
         },
       }),
       event(2, { a2a: { artifact: { artifactId: "a2", parts: [] } } }),
     ];
-    const body = JSON.parse(v03PushBody.encode({ taskId: "t1", contextId: "c1" }, log[1]!, artifactRefsUpTo(log, 1))) as Record<string, any>;
+    const body = JSON.parse(
+      v03PushBody.encode({ taskId: "t1", contextId: "c1" }, log[1]!, artifactRefsUpTo(log, 1)),
+    ) as Record<string, any>;
     expect(body).toEqual({
       kind: "status-update",
       taskId: "t1",
       contextId: "c1",
       status: { state: "failed", timestamp: "2026-01-01T00:00:01.000Z" },
       final: true,
-      metadata: { openwop: { runId: "t1", eventId: "t1:1", sequence: 1, status: "failed", interrupt: { kind: "approval", nodeId: "gate", interruptId: "i1" }, error: { code: "handler_failed" }, artifacts: [{ artifactId: "a1", name: "proposal" }] } },
+      metadata: {
+        openwop: {
+          runId: "t1",
+          eventId: "t1:1",
+          sequence: 1,
+          status: "failed",
+          interrupt: { kind: "approval", nodeId: "gate", interruptId: "i1" },
+          error: { code: "handler_failed" },
+          artifacts: [{ artifactId: "a1", name: "proposal" }],
+        },
+      },
     });
-    for (const leaked of ["artifact content", "status text", "internal detail", "run input", '"title"']) expect(JSON.stringify(body)).not.toContain(leaked);
+    for (const leaked of ["artifact content", "status text", "internal detail", "run input", '"title"'])
+      expect(JSON.stringify(body)).not.toContain(leaked);
   });
 });
 
@@ -178,7 +214,9 @@ describe("push configuration", () => {
     expect(production({ PUSH_ENABLED: "false" })).not.toThrow();
     expect(production(keys)).not.toThrow();
     // Outside production the allowance is accepted (tests), and keys may come from DATA_DIR.
-    expect(loadConfig({ NODE_ENV: "test", PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true" }).push.egress.allowHttpLoopback).toBe(true);
+    expect(
+      loadConfig({ NODE_ENV: "test", PUSH_ALLOW_INSECURE_LOOPBACK_FOR_TESTS: "true" }).push.egress.allowHttpLoopback,
+    ).toBe(true);
   });
 
   it("validates keys, ports and host lists without echoing a key", () => {
@@ -193,7 +231,14 @@ describe("push configuration", () => {
     expect(() => loadConfig({ ...base, PUSH_ALLOWED_PORTS: "443,abc" })).toThrow(/PUSH_ALLOWED_PORTS/);
     expect(() => loadConfig({ ...base, PUSH_DENY_HOSTS: "bad host!" })).toThrow(/PUSH_DENY_HOSTS/);
     expect(() => loadConfig({ ...base, PUSH_ALLOW_HOSTS: "*.*.example.com" })).toThrow(/PUSH_ALLOW_HOSTS/);
-    expect(loadConfig({ ...base, PUSH_ALLOW_HOSTS: "*.example.com, 203.0.113.0/24", PUSH_ALLOWED_PORTS: "8443" }).push.egress).toMatchObject({ allowHosts: ["*.example.com", "203.0.113.0/24"], allowedPorts: [8443], allowHttpLoopback: false });
+    expect(
+      loadConfig({ ...base, PUSH_ALLOW_HOSTS: "*.example.com, 203.0.113.0/24", PUSH_ALLOWED_PORTS: "8443" }).push
+        .egress,
+    ).toMatchObject({
+      allowHosts: ["*.example.com", "203.0.113.0/24"],
+      allowedPorts: [8443],
+      allowHttpLoopback: false,
+    });
   });
 
   it("without configured keys, generates them once under DATA_DIR (0600) and reuses them; refuses an unusable DATA_DIR unless the dev flag asks for ephemeral keys", async () => {
@@ -211,7 +256,10 @@ describe("push configuration", () => {
     const blocked = join(dir, "not-a-dir");
     await writeFile(blocked, "x");
     await expect(resolvePushKeys(settings, blocked)).rejects.toThrow(ConfigError);
-    const ephemeral = await resolvePushKeys(loadConfig({ ...base, PUSH_INSECURE_EPHEMERAL_KEYS: "true" }).push, blocked);
+    const ephemeral = await resolvePushKeys(
+      loadConfig({ ...base, PUSH_INSECURE_EPHEMERAL_KEYS: "true" }).push,
+      blocked,
+    );
     expect(ephemeral.source).toMatch(/ephemeral/);
   });
 });

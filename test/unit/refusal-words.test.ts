@@ -29,7 +29,10 @@ describe("requireScope names the credential", () => {
   it.each([
     ["apikey:ops", 'the API key "ops" lacks the "runs:create" scope'],
     ["oidc:user-1", 'the access token of "user-1" lacks the "runs:create" scope'],
-    ["mtls:CN=billing-agent, O=Acme", 'the client certificate "CN=billing-agent, O=Acme" lacks the "runs:create" scope'],
+    [
+      "mtls:CN=billing-agent, O=Acme",
+      'the client certificate "CN=billing-agent, O=Acme" lacks the "runs:create" scope',
+    ],
     ["mtls:URI:spiffe://acme/ops", 'the client certificate "URI:spiffe://acme/ops" lacks the "runs:create" scope'],
     ["partner:p1", 'the caller "partner:p1" lacks the "runs:create" scope'],
     ["__proto__:x", 'the caller "__proto__:x" lacks the "runs:create" scope'],
@@ -54,31 +57,52 @@ describe("challengeHeaders", () => {
 
   it("a bearer caller: invalid_token with its 401, insufficient_scope with its 403", () => {
     const bearer = headers({ authorization: "Bearer abc" });
-    expect(challengeHeaders(bearer, new DomainError("unauthenticated", 'invalid "key"'))).toEqual({ "www-authenticate": 'Bearer realm="openwop-a2a-host", error="invalid_token", error_description="invalid key"' });
-    expect(challengeHeaders(bearer, scope)).toEqual({ "www-authenticate": 'Bearer realm="openwop-a2a-host", error="insufficient_scope", scope="runs:create"' });
+    expect(challengeHeaders(bearer, new DomainError("unauthenticated", 'invalid "key"'))).toEqual({
+      "www-authenticate": 'Bearer realm="openwop-a2a-host", error="invalid_token", error_description="invalid key"',
+    });
+    expect(challengeHeaders(bearer, scope)).toEqual({
+      "www-authenticate": 'Bearer realm="openwop-a2a-host", error="insufficient_scope", scope="runs:create"',
+    });
   });
 
   it("no bearer: a bare challenge with a 401, none with a 403; none for other errors", () => {
     const none = headers({ "x-api-key": "k" });
-    expect(challengeHeaders(none, new DomainError("unauthenticated", "missing credentials"))).toEqual({ "www-authenticate": 'Bearer realm="openwop-a2a-host"' });
+    expect(challengeHeaders(none, new DomainError("unauthenticated", "missing credentials"))).toEqual({
+      "www-authenticate": 'Bearer realm="openwop-a2a-host"',
+    });
     expect(challengeHeaders(none, scope)).toEqual({});
-    expect(challengeHeaders(headers({ authorization: "Bearer abc" }), new DomainError("permission-denied", "not your tenant"))).toEqual({});
-    expect(challengeHeaders(headers({ authorization: "Bearer abc" }), new DomainError("task-not-found", "x"))).toEqual({});
+    expect(
+      challengeHeaders(
+        headers({ authorization: "Bearer abc" }),
+        new DomainError("permission-denied", "not your tenant"),
+      ),
+    ).toEqual({});
+    expect(challengeHeaders(headers({ authorization: "Bearer abc" }), new DomainError("task-not-found", "x"))).toEqual(
+      {},
+    );
     expect(challengeHeaders(headers({ authorization: "Bearer abc" }), new Error("boom"))).toEqual({});
   });
 });
 
 describe("an unmapped client certificate", () => {
   const KEY = "unmapped-key-0123456789abcdef";
-  const settings = loadAuthSettings({ API_KEYS: JSON.stringify([{ id: "k", tenant: "acme", scopes: ["runs:read"], key: KEY }]) }, false);
+  const settings = loadAuthSettings(
+    { API_KEYS: JSON.stringify([{ id: "k", tenant: "acme", scopes: ["runs:read"], key: KEY }]) },
+    false,
+  );
   if (Array.isArray(settings)) throw new Error(settings.join("; "));
-  const principals = parseClientPrincipals(JSON.stringify([{ subject: "CN=billing-agent,O=Acme", tenant: "acme", scopes: ["runs:read"] }]));
-  const certificate = (subject: Record<string, string>, subjectaltname?: string) => ({ raw: Buffer.from("der"), subject, ...(subjectaltname ? { subjectaltname } : {}) }) as unknown as PeerCertificate;
+  const principals = parseClientPrincipals(
+    JSON.stringify([{ subject: "CN=billing-agent,O=Acme", tenant: "acme", scopes: ["runs:read"] }]),
+  );
+  const certificate = (subject: Record<string, string>, subjectaltname?: string) =>
+    ({ raw: Buffer.from("der"), subject, ...(subjectaltname ? { subjectaltname } : {}) }) as unknown as PeerCertificate;
   const stranger = certificate({ CN: "stranger", O: "Acme" }, "DNS:stranger.example, URI:spiffe://acme/stranger");
 
   it("alone: refused as unmapped; the operator's log line names its subject and SANs and the entry that maps them", () => {
     const lines: Array<Record<string, unknown>> = [];
-    const logger = createLogger("warn", { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const logger = createLogger("warn", {
+      write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>),
+    });
     const host = hostAuthenticator(settings, principals, { certificates: certificateObserver(logger) });
     const err = refusalOf(() => host.authenticate({ headers: () => undefined, peerCertificate: stranger }));
     expect([err.code, err.message]).toEqual(["unauthenticated", "the client certificate is not mapped to a principal"]);
@@ -95,9 +119,15 @@ describe("an unmapped client certificate", () => {
 
   it("with an API key (bearer or X-API-Key): the key decides, nothing is reported", () => {
     const notices: unknown[] = [];
-    const host = hostAuthenticator(settings, principals, { certificates: { unmapped: (...args) => void notices.push(args) } });
+    const host = hostAuthenticator(settings, principals, {
+      certificates: { unmapped: (...args) => void notices.push(args) },
+    });
     for (const header of [{ authorization: `Bearer ${KEY}` }, { "x-api-key": KEY }] as Array<Record<string, string>>) {
-      expect(host.authenticate({ headers: (name) => header[name], peerCertificate: stranger })).toEqual({ tenant: "acme", id: "apikey:k", scopes: ["runs:read"] });
+      expect(host.authenticate({ headers: (name) => header[name], peerCertificate: stranger })).toEqual({
+        tenant: "acme",
+        id: "apikey:k",
+        scopes: ["runs:read"],
+      });
     }
     expect(notices).toEqual([]);
   });
@@ -105,6 +135,11 @@ describe("an unmapped client certificate", () => {
   it("a mapped certificate is its principal, before the request's API key", () => {
     const host = hostAuthenticator(settings, principals);
     const billing = certificate({ O: "Acme", CN: "billing-agent" });
-    expect(host.authenticate({ headers: (name) => (name === "authorization" ? `Bearer ${KEY}` : undefined), peerCertificate: billing })).toEqual({ tenant: "acme", id: "mtls:CN=billing-agent,O=Acme", scopes: ["runs:read"] });
+    expect(
+      host.authenticate({
+        headers: (name) => (name === "authorization" ? `Bearer ${KEY}` : undefined),
+        peerCertificate: billing,
+      }),
+    ).toEqual({ tenant: "acme", id: "mtls:CN=billing-agent,O=Acme", scopes: ["runs:read"] });
   });
 });

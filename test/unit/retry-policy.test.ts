@@ -31,6 +31,9 @@ describe("retry policy", () => {
     expect(decideRetry(policy, transient, 3)).toEqual({ retry: false, reason: "max-attempts" });
     expect(decideRetry(policy, { retryable: false }, 1)).toEqual({ retry: false, reason: "not-retryable" });
     expect(decideRetry(policy, transient, 1, { firstAt: 0, now: 10 ** 9 })).toEqual({ retry: true, delayMs: 100 });
-    expect(decideRetry({ ...policy, maxAgeMs: 1_000 }, transient, 1, { firstAt: 0, now: 1_000 })).toEqual({ retry: false, reason: "max-age" });
+    expect(decideRetry({ ...policy, maxAgeMs: 1_000 }, transient, 1, { firstAt: 0, now: 1_000 })).toEqual({
+      retry: false,
+      reason: "max-age",
+    });
   });
 });

@@ -134,7 +134,10 @@ describe("capabilities (/.well-known/openwop)", () => {
   it("accepts a full document, other capability families, and an absolute agentCardUrl", () => {
     expect(() => validateCapabilities(valid)).not.toThrow();
     expect(() =>
-      validateCapabilities({ ...valid, a2a: { supported: true, agentCardUrl: "https://a.example/.well-known/agent-card.json" } }),
+      validateCapabilities({
+        ...valid,
+        a2a: { supported: true, agentCardUrl: "https://a.example/.well-known/agent-card.json" },
+      }),
     ).not.toThrow();
     const { a2a: _a2a, fixtures: _f, ...minimal } = valid;
     expect(() => validateCapabilities(minimal)).not.toThrow();
@@ -209,7 +212,14 @@ describe("workflow definition", () => {
     outputModes: ["text/markdown"],
     nodes: [
       { kind: "clarification", id: "ask", questions: [{ id: "topic", question: "Which topic?", required: true }] },
-      { kind: "task", id: "draft", title: "Draft", handler: "drafts.write", params: { tone: "formal" }, retry: { maxAttempts: 3 } },
+      {
+        kind: "task",
+        id: "draft",
+        title: "Draft",
+        handler: "drafts.write",
+        params: { tone: "formal" },
+        retry: { maxAttempts: 3 },
+      },
       {
         kind: "approval",
         id: "gate",
@@ -236,7 +246,12 @@ describe("workflow definition", () => {
   it("accepts a workflow using every node kind, and a minimal one", () => {
     expect(() => validateWorkflowDefinition(valid)).not.toThrow();
     expect(() =>
-      validateWorkflowDefinition({ id: "noop", name: "No-op", description: "", nodes: [{ kind: "task", id: "n", handler: "noop" }] }),
+      validateWorkflowDefinition({
+        id: "noop",
+        name: "No-op",
+        description: "",
+        nodes: [{ kind: "task", id: "n", handler: "noop" }],
+      }),
     ).not.toThrow();
     expect(() =>
       validateWorkflowDefinition({
@@ -260,8 +275,12 @@ describe("workflow definition", () => {
       next: "$end",
     };
     expect(() => validateWorkflowDefinition({ ...valid, nodes: [...valid.nodes, http] })).not.toThrow();
-    expect(() => validateWorkflowDefinition({ ...valid, nodes: [{ kind: "http", id: "h", url: "https://svc.example.com/run" }] })).not.toThrow();
-    expect(() => validateWorkflowDefinition({ ...valid, nodes: [{ ...http, next: "nowhere" }] })).toThrow(/nodes\/0\/next: unknown node id 'nowhere'/);
+    expect(() =>
+      validateWorkflowDefinition({ ...valid, nodes: [{ kind: "http", id: "h", url: "https://svc.example.com/run" }] }),
+    ).not.toThrow();
+    expect(() => validateWorkflowDefinition({ ...valid, nodes: [{ ...http, next: "nowhere" }] })).toThrow(
+      /nodes\/0\/next: unknown node id 'nowhere'/,
+    );
   });
 
   it("reports an unknown node kind at its path, without noise from the other node kinds", () => {
@@ -273,7 +292,9 @@ describe("workflow definition", () => {
       {
         path: "nodes/1/kind",
         // Every kind the registry has (node-kinds.test.ts keeps the schema's enum in the registry's order).
-        message: `must be equal to one of the allowed values (${nodeKindNames().map((k) => JSON.stringify(k)).join(", ")})`,
+        message: `must be equal to one of the allowed values (${nodeKindNames()
+          .map((k) => JSON.stringify(k))
+          .join(", ")})`,
       },
     ]);
   });
@@ -281,27 +302,66 @@ describe("workflow definition", () => {
   it("applies the schema of the node's own kind", () => {
     const cases: [node: Record<string, unknown>, expected: RegExp][] = [
       [{ kind: "task", id: "t" }, /nodes\/0: must have required property 'handler'/],
-      [{ kind: "task", id: "t", handler: "h", retry: { maxAttempts: 11 } }, /nodes\/0\/retry\/maxAttempts: must be <= 10/],
-      [{ kind: "task", id: "t", handler: "h", durationMs: 5 }, /nodes\/0: must NOT have additional property 'durationMs'/],
+      [
+        { kind: "task", id: "t", handler: "h", retry: { maxAttempts: 11 } },
+        /nodes\/0\/retry\/maxAttempts: must be <= 10/,
+      ],
+      [
+        { kind: "task", id: "t", handler: "h", durationMs: 5 },
+        /nodes\/0: must NOT have additional property 'durationMs'/,
+      ],
       [{ kind: "approval", id: "g" }, /nodes\/0: must have required property 'title'/],
-      [{ kind: "approval", id: "g", title: "t", actions: ["accept", "edit-accept"] }, /nodes\/0\/actions\/1: must be equal to one of the allowed values/],
-      [{ kind: "approval", id: "g", title: "t", actions: ["accept", "accept"] }, /nodes\/0\/actions: must NOT have duplicate items/],
+      [
+        { kind: "approval", id: "g", title: "t", actions: ["accept", "edit-accept"] },
+        /nodes\/0\/actions\/1: must be equal to one of the allowed values/,
+      ],
+      [
+        { kind: "approval", id: "g", title: "t", actions: ["accept", "accept"] },
+        /nodes\/0\/actions: must NOT have duplicate items/,
+      ],
       [{ kind: "approval", id: "g", title: "t", timeoutMs: 999 }, /nodes\/0\/timeoutMs: must be >= 1000/],
-      [{ kind: "approval", id: "g", title: "t", onReject: "ignore" }, /nodes\/0\/onReject: must match exactly one schema in oneOf/],
-      [{ kind: "approval", id: "g", title: "t", onRefine: { goto: "Bad Id" } }, /nodes\/0\/onRefine\/goto: must match pattern/],
+      [
+        { kind: "approval", id: "g", title: "t", onReject: "ignore" },
+        /nodes\/0\/onReject: must match exactly one schema in oneOf/,
+      ],
+      [
+        { kind: "approval", id: "g", title: "t", onRefine: { goto: "Bad Id" } },
+        /nodes\/0\/onRefine\/goto: must match pattern/,
+      ],
       [{ kind: "clarification", id: "c", questions: [] }, /nodes\/0\/questions: must NOT have fewer than 1 items/],
-      [{ kind: "clarification", id: "c", questions: [{ id: "q" }] }, /nodes\/0\/questions\/0: must have required property 'question'/],
+      [
+        { kind: "clarification", id: "c", questions: [{ id: "q" }] },
+        /nodes\/0\/questions\/0: must have required property 'question'/,
+      ],
       [{ kind: "delay", id: "d", durationMs: -1 }, /nodes\/0\/durationMs: must be >= 0/],
       [{ kind: "delay", id: "d", durationMs: 1.5 }, /nodes\/0\/durationMs: must be integer/],
-      [{ kind: "a2a.invoke", id: "i", agentCardUrl: "/relative/card.json" }, /nodes\/0\/agentCardUrl: must match format "uri"/],
+      [
+        { kind: "a2a.invoke", id: "i", agentCardUrl: "/relative/card.json" },
+        /nodes\/0\/agentCardUrl: must match format "uri"/,
+      ],
       [{ kind: "a2a.invoke", id: "i" }, /nodes\/0: must have required property 'agentCardUrl'/],
       [{ kind: "http", id: "h" }, /nodes\/0: must have required property 'url'/],
       [{ kind: "http", id: "h", url: "" }, /nodes\/0\/url: must NOT have fewer than 1 characters/],
-      [{ kind: "http", id: "h", url: "https://svc.example.com", method: "GET" }, /nodes\/0\/method: must be equal to one of the allowed values/],
-      [{ kind: "http", id: "h", url: "https://svc.example.com", headers: { "Bad Header": "x" } }, /nodes\/0\/headers: property name must be valid/],
-      [{ kind: "http", id: "h", url: "https://svc.example.com", headers: { "X-N": 1 } }, /nodes\/0\/headers\/X-N: must be string/],
-      [{ kind: "http", id: "h", url: "https://svc.example.com", retry: { maxAttempts: 0 } }, /nodes\/0\/retry\/maxAttempts: must be >= 1/],
-      [{ kind: "http", id: "h", url: "https://svc.example.com", handler: "x" }, /nodes\/0: must NOT have additional property 'handler'/],
+      [
+        { kind: "http", id: "h", url: "https://svc.example.com", method: "GET" },
+        /nodes\/0\/method: must be equal to one of the allowed values/,
+      ],
+      [
+        { kind: "http", id: "h", url: "https://svc.example.com", headers: { "Bad Header": "x" } },
+        /nodes\/0\/headers: property name must be valid/,
+      ],
+      [
+        { kind: "http", id: "h", url: "https://svc.example.com", headers: { "X-N": 1 } },
+        /nodes\/0\/headers\/X-N: must be string/,
+      ],
+      [
+        { kind: "http", id: "h", url: "https://svc.example.com", retry: { maxAttempts: 0 } },
+        /nodes\/0\/retry\/maxAttempts: must be >= 1/,
+      ],
+      [
+        { kind: "http", id: "h", url: "https://svc.example.com", handler: "x" },
+        /nodes\/0: must NOT have additional property 'handler'/,
+      ],
       [{ id: "k" }, /nodes\/0: must have required property 'kind'/],
     ];
     for (const [node, expected] of cases) {
@@ -310,13 +370,19 @@ describe("workflow definition", () => {
   });
 
   it("checks ids, required top-level fields and unknown top-level fields", () => {
-    expect(() => validateWorkflowDefinition({ ...valid, id: "Doc Review" })).toThrow(/^invalid workflow definition: id: must match pattern/);
+    expect(() => validateWorkflowDefinition({ ...valid, id: "Doc Review" })).toThrow(
+      /^invalid workflow definition: id: must match pattern/,
+    );
     expect(() => validateWorkflowDefinition({ ...valid, id: "a".repeat(65) })).toThrow(/id: must match pattern/);
     expect(() => validateWorkflowDefinition({ ...valid, nodes: [{ kind: "delay", id: "-d", durationMs: 1 }] })).toThrow(
       /nodes\/0\/id: must match pattern/,
     );
-    expect(() => validateWorkflowDefinition({ ...valid, nodes: [] })).toThrow(/nodes: must NOT have fewer than 1 items/);
-    expect(() => validateWorkflowDefinition({ ...valid, steps: [] })).toThrow(/\(root\): must NOT have additional property 'steps'/);
+    expect(() => validateWorkflowDefinition({ ...valid, nodes: [] })).toThrow(
+      /nodes: must NOT have fewer than 1 items/,
+    );
+    expect(() => validateWorkflowDefinition({ ...valid, steps: [] })).toThrow(
+      /\(root\): must NOT have additional property 'steps'/,
+    );
     const { name: _name, ...withoutName } = valid;
     expect(() => validateWorkflowDefinition(withoutName)).toThrow(/\(root\): must have required property 'name'/);
     expect(() => validateWorkflowDefinition("not an object")).toThrow(/\(root\): must be object/);
@@ -331,7 +397,16 @@ describe("workflow definition", () => {
     const dangling = errorOf(() =>
       validateWorkflowDefinition({
         ...valid,
-        nodes: [{ kind: "approval", id: "g", title: "t", artifactFrom: "nope", onReject: { goto: "gone" }, onRefine: { goto: "g" } }],
+        nodes: [
+          {
+            kind: "approval",
+            id: "g",
+            title: "t",
+            artifactFrom: "nope",
+            onReject: { goto: "gone" },
+            onRefine: { goto: "g" },
+          },
+        ],
       }),
     );
     expect(dangling.issues).toEqual([
@@ -344,10 +419,34 @@ describe("workflow definition", () => {
 describe("formatAjvErrors", () => {
   it("decodes JSON pointers, marks the root and drops duplicates and if-summaries", () => {
     const text = formatAjvErrors([
-      { instancePath: "/a~1b/0", schemaPath: "#/x", keyword: "type", params: { type: "string" }, message: "must be string" },
-      { instancePath: "/a~1b/0", schemaPath: "#/x", keyword: "type", params: { type: "string" }, message: "must be string" },
-      { instancePath: "", schemaPath: "#/required", keyword: "required", params: { missingProperty: "id" }, message: "must have required property 'id'" },
-      { instancePath: "/n", schemaPath: "#/allOf/0/if", keyword: "if", params: { failingKeyword: "then" }, message: 'must match "then" schema' },
+      {
+        instancePath: "/a~1b/0",
+        schemaPath: "#/x",
+        keyword: "type",
+        params: { type: "string" },
+        message: "must be string",
+      },
+      {
+        instancePath: "/a~1b/0",
+        schemaPath: "#/x",
+        keyword: "type",
+        params: { type: "string" },
+        message: "must be string",
+      },
+      {
+        instancePath: "",
+        schemaPath: "#/required",
+        keyword: "required",
+        params: { missingProperty: "id" },
+        message: "must have required property 'id'",
+      },
+      {
+        instancePath: "/n",
+        schemaPath: "#/allOf/0/if",
+        keyword: "if",
+        params: { failingKeyword: "then" },
+        message: 'must match "then" schema',
+      },
     ]);
     expect(text).toBe("a/b/0: must be string\n(root): must have required property 'id'");
     expect(formatAjvErrors(null)).toBe("");

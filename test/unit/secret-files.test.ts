@@ -18,9 +18,19 @@ let base: Record<string, string>;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "secret-files-"));
   keys = await generateProductionKeys();
-  base = { NODE_ENV: "production", PUBLIC_URL: "https://agent.example.com", MONGODB_URI: "mongodb://user:s3cret-pass@db.example:27017/openwop?replicaSet=rs0", ...keys };
+  base = {
+    NODE_ENV: "production",
+    PUBLIC_URL: "https://agent.example.com",
+    MONGODB_URI: "mongodb://user:s3cret-pass@db.example:27017/openwop?replicaSet=rs0",
+    ...keys,
+  };
   // The console signing in through an identity provider, so its client secret is read.
-  Object.assign(base, { CONSOLE_ENABLED: "true", AUTH_OIDC_ISSUER: "https://idp.example.com", AUTH_OIDC_AUDIENCE: "openwop-host", CONSOLE_OIDC_CLIENT_ID: "console" });
+  Object.assign(base, {
+    CONSOLE_ENABLED: "true",
+    AUTH_OIDC_ISSUER: "https://idp.example.com",
+    AUTH_OIDC_AUDIENCE: "openwop-host",
+    CONSOLE_OIDC_CLIENT_ID: "console",
+  });
 });
 
 /** Each secret's value, one valid example per variable, and how the loaded configuration shows it was read. */
@@ -95,7 +105,17 @@ describe("the keys command's values", () => {
 describe("<NAME>_FILE", () => {
   it("covers the secret settings the issue lists", () => {
     expect([...SECRET_VARIABLES].sort()).toEqual(
-      ["A2A_PEER_CALLBACK_KEY", "API_KEYS", "CONSOLE_OIDC_CLIENT_SECRET", "INTERRUPT_TOKEN_KEYS", "MONGODB_URI", "PUSH_ENCRYPTION_KEY", "PUSH_ENCRYPTION_KEY_PREVIOUS", "PUSH_SIGNING_KEY", "SIGNING_KEYS"].sort(),
+      [
+        "A2A_PEER_CALLBACK_KEY",
+        "API_KEYS",
+        "CONSOLE_OIDC_CLIENT_SECRET",
+        "INTERRUPT_TOKEN_KEYS",
+        "MONGODB_URI",
+        "PUSH_ENCRYPTION_KEY",
+        "PUSH_ENCRYPTION_KEY_PREVIOUS",
+        "PUSH_SIGNING_KEY",
+        "SIGNING_KEYS",
+      ].sort(),
     );
   });
 
@@ -111,7 +131,11 @@ describe("<NAME>_FILE", () => {
       });
 
       it(`refuses ${name} and ${name}_FILE both set, naming them`, async () => {
-        const problems = await problemsOf({ ...base, [name]: VALUES[name](), [`${name}_FILE`]: await secretFile(name, VALUES[name]()) });
+        const problems = await problemsOf({
+          ...base,
+          [name]: VALUES[name](),
+          [`${name}_FILE`]: await secretFile(name, VALUES[name]()),
+        });
         expect(problems).toContain(`${name} and ${name}_FILE are both set; set one of them`);
         expectNoKeyMaterial(problems.join("\n"));
       });
@@ -130,20 +154,31 @@ describe("<NAME>_FILE", () => {
     const unreadable = await secretFile("PUSH_SIGNING_KEY", keys.PUSH_SIGNING_KEY);
     await chmod(unreadable, 0o000);
     const empty = await secretFile("SIGNING_KEYS", "\n");
-    const env: Record<string, string> = { ...base, PUSH_SIGNING_KEY_FILE: unreadable, A2A_PEER_CALLBACK_KEY_FILE: dir, SIGNING_KEYS_FILE: empty };
+    const env: Record<string, string> = {
+      ...base,
+      PUSH_SIGNING_KEY_FILE: unreadable,
+      A2A_PEER_CALLBACK_KEY_FILE: dir,
+      SIGNING_KEYS_FILE: empty,
+    };
     delete env["PUSH_SIGNING_KEY"];
     delete env["A2A_PEER_CALLBACK_KEY"];
     delete env["SIGNING_KEYS"];
     const problems = await problemsOf(env);
     // root reads any file whatever its mode: the permission case can only be seen as another user.
-    if (process.getuid?.() !== 0) expect(problems).toContain(`PUSH_SIGNING_KEY_FILE: ${unreadable} cannot be read (permission denied)`);
+    if (process.getuid?.() !== 0)
+      expect(problems).toContain(`PUSH_SIGNING_KEY_FILE: ${unreadable} cannot be read (permission denied)`);
     expect(problems).toContain(`A2A_PEER_CALLBACK_KEY_FILE: ${dir} is not a file`);
     expect(problems).toContain(`SIGNING_KEYS_FILE: ${empty} is empty`);
     expectNoKeyMaterial(problems.join("\n"));
   });
 
   it("reports a key file in the wrong format under the variable's name, says it came from the file, and never echoes it", async () => {
-    const wrong = { PUSH_ENCRYPTION_KEY: "not-a-key-but-secret-0123456789", SIGNING_KEYS: `{"kty":"oct","k":"c2VjcmV0LXNlY3JldC1zZWNyZXQ"}`, INTERRUPT_TOKEN_KEYS: "k1:dG9vLXNob3J0LXNlY3JldA", API_KEYS: `[{"id":"ops","tenant":"default","scopes":["runs:read"],"key":"short"}]` };
+    const wrong = {
+      PUSH_ENCRYPTION_KEY: "not-a-key-but-secret-0123456789",
+      SIGNING_KEYS: `{"kty":"oct","k":"c2VjcmV0LXNlY3JldC1zZWNyZXQ"}`,
+      INTERRUPT_TOKEN_KEYS: "k1:dG9vLXNob3J0LXNlY3JldA",
+      API_KEYS: `[{"id":"ops","tenant":"default","scopes":["runs:read"],"key":"short"}]`,
+    };
     const env: Record<string, string> = { ...base };
     for (const [name, value] of Object.entries(wrong)) {
       delete env[name];
@@ -151,7 +186,9 @@ describe("<NAME>_FILE", () => {
     }
     const problems = await problemsOf(env);
     for (const name of Object.keys(wrong)) {
-      const problem = problems.find((p) => p.startsWith(name) && p.endsWith(`(${name} was read from the file ${name}_FILE names)`));
+      const problem = problems.find(
+        (p) => p.startsWith(name) && p.endsWith(`(${name} was read from the file ${name}_FILE names)`),
+      );
       expect(problem, `${name} in ${problems.join("\n")}`).toBeDefined();
     }
     const text = problems.join("\n");
@@ -161,7 +198,16 @@ describe("<NAME>_FILE", () => {
 
   it("in production, names every missing secret when none is given (what check prints)", async () => {
     const problems = (await problemsOf({ NODE_ENV: "production" })).join("\n");
-    for (const name of ["MONGODB_URI", "PUBLIC_URL", "API_KEYS", "INTERRUPT_TOKEN_KEYS", "SIGNING_KEYS", "PUSH_ENCRYPTION_KEY", "PUSH_SIGNING_KEY", "A2A_PEER_CALLBACK_KEY"]) {
+    for (const name of [
+      "MONGODB_URI",
+      "PUBLIC_URL",
+      "API_KEYS",
+      "INTERRUPT_TOKEN_KEYS",
+      "SIGNING_KEYS",
+      "PUSH_ENCRYPTION_KEY",
+      "PUSH_SIGNING_KEY",
+      "A2A_PEER_CALLBACK_KEY",
+    ]) {
       expect(problems).toContain(name);
     }
   });

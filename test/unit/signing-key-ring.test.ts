@@ -10,8 +10,12 @@ import { loadSigningKeyRing, parseSigningKeys, SIGNING_KEY_FILE } from "../../sr
 import { SecretValue } from "../../src/secrets/secret-value.js";
 import { testSigningKeys, testTokenKeys } from "../support/openwop-client.js";
 
-const ecPem = () => generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ format: "pem", type: "pkcs8" }).toString();
-const edJwk = (kid?: string) => ({ ...generateKeyPairSync("ed25519").privateKey.export({ format: "jwk" }), ...(kid ? { kid } : {}) });
+const ecPem = () =>
+  generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ format: "pem", type: "pkcs8" }).toString();
+const edJwk = (kid?: string) => ({
+  ...generateKeyPairSync("ed25519").privateKey.export({ format: "jwk" }),
+  ...(kid ? { kid } : {}),
+});
 
 describe("SIGNING_KEYS parsing", () => {
   it("takes PEM blocks (also with literal \\n from an env file), a JWK, an array of JWKs and a JWKS; EC P-256 is ES256, Ed25519 EdDSA", () => {
@@ -26,13 +30,43 @@ describe("SIGNING_KEYS parsing", () => {
   it.each([
     ["garbage", "not a key", "SIGNING_KEYS does not parse: expected PEM private keys"],
     ["broken JSON", "{not json", "SIGNING_KEYS does not parse: it starts like JSON but is not valid JSON"],
-    ["a broken PEM", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----", "SIGNING_KEYS entry 1 does not parse as a PEM private key"],
-    ["a broken JWK", JSON.stringify({ kty: "OKP", crv: "Ed25519", x: "AA", d: "AA" }), "SIGNING_KEYS entry 1 does not parse as a private JWK"],
-    ["a public PEM", generateKeyPairSync("ed25519").publicKey.export({ format: "pem", type: "spki" }).toString(), "SIGNING_KEYS entry 1: the private key is missing"],
-    ["a public JWK", JSON.stringify(generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" })), "SIGNING_KEYS entry 1: the private key is missing"],
-    ["an HMAC key", JSON.stringify({ kty: "oct", k: "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA", kid: "h" }), 'HMAC (kty "oct") keys are refused'],
-    ["an RSA key", generateKeyPairSync("rsa", { modulusLength: 1024 }).privateKey.export({ format: "pem", type: "pkcs8" }).toString(), "a rsa key; only EC P-256 (ES256) and Ed25519 (EdDSA)"],
-    ["a P-384 key", generateKeyPairSync("ec", { namedCurve: "P-384" }).privateKey.export({ format: "pem", type: "pkcs8" }).toString(), "a EC secp384r1 key"],
+    [
+      "a broken PEM",
+      "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----",
+      "SIGNING_KEYS entry 1 does not parse as a PEM private key",
+    ],
+    [
+      "a broken JWK",
+      JSON.stringify({ kty: "OKP", crv: "Ed25519", x: "AA", d: "AA" }),
+      "SIGNING_KEYS entry 1 does not parse as a private JWK",
+    ],
+    [
+      "a public PEM",
+      generateKeyPairSync("ed25519").publicKey.export({ format: "pem", type: "spki" }).toString(),
+      "SIGNING_KEYS entry 1: the private key is missing",
+    ],
+    [
+      "a public JWK",
+      JSON.stringify(generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" })),
+      "SIGNING_KEYS entry 1: the private key is missing",
+    ],
+    [
+      "an HMAC key",
+      JSON.stringify({ kty: "oct", k: "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3JldA", kid: "h" }),
+      'HMAC (kty "oct") keys are refused',
+    ],
+    [
+      "an RSA key",
+      generateKeyPairSync("rsa", { modulusLength: 1024 })
+        .privateKey.export({ format: "pem", type: "pkcs8" })
+        .toString(),
+      "a rsa key; only EC P-256 (ES256) and Ed25519 (EdDSA)",
+    ],
+    [
+      "a P-384 key",
+      generateKeyPairSync("ec", { namedCurve: "P-384" }).privateKey.export({ format: "pem", type: "pkcs8" }).toString(),
+      "a EC secp384r1 key",
+    ],
     ["duplicate kids", JSON.stringify([edJwk("a"), edJwk("a")]), "key ids (kid) must be unique"],
   ])("refuses %s with a clear message that echoes no key material", (_what, raw, message) => {
     expect(() => parseSigningKeys(raw)).toThrow(message);
@@ -70,7 +104,11 @@ describe("SIGNING_KEYS parsing", () => {
 
 describe("the signing key ring", () => {
   it("the first key signs, all are published without private parts; a key without kid gets its RFC 7638 thumbprint", async () => {
-    const ring = await loadSigningKeyRing({ configured: new SecretValue(`${ecPem()}\n${testSigningKeys()}`), dataDir: "/nonexistent", production: true });
+    const ring = await loadSigningKeyRing({
+      configured: new SecretValue(`${ecPem()}\n${testSigningKeys()}`),
+      dataDir: "/nonexistent",
+      production: true,
+    });
     expect(ring.source).toBe("SIGNING_KEYS");
     expect(ring.keys.map((k) => k.alg)).toEqual(["ES256", "EdDSA"]);
     expect(ring.current).toBe(ring.keys[0]);
@@ -86,8 +124,13 @@ describe("the signing key ring", () => {
 
   it("production never generates a key; outside it one ES256 key is generated once under DATA_DIR (0600) and kept", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "signing-keys-"));
-    await expect(loadSigningKeyRing({ dataDir, production: true })).rejects.toThrow("NODE_ENV=production needs SIGNING_KEYS");
-    const [first, second] = await Promise.all([loadSigningKeyRing({ dataDir, production: false }), loadSigningKeyRing({ dataDir, production: false })]);
+    await expect(loadSigningKeyRing({ dataDir, production: true })).rejects.toThrow(
+      "NODE_ENV=production needs SIGNING_KEYS",
+    );
+    const [first, second] = await Promise.all([
+      loadSigningKeyRing({ dataDir, production: false }),
+      loadSigningKeyRing({ dataDir, production: false }),
+    ]);
     expect(first.jwks()).toEqual(second.jwks());
     expect((await loadSigningKeyRing({ dataDir, production: false })).jwks()).toEqual(first.jwks());
     expect(first.current.alg).toBe("ES256");
@@ -96,7 +139,9 @@ describe("the signing key ring", () => {
     expect((await stat(path)).mode & 0o777).toBe(0o600);
     expect(JSON.parse(await readFile(path, "utf8")).keys[0].d).toEqual(expect.any(String));
     // What it signs verifies with what it publishes.
-    const jws = await new CompactSign(new TextEncoder().encode("hello")).setProtectedHeader({ alg: "ES256", kid: first.current.kid }).sign(first.current.privateKey.reveal());
+    const jws = await new CompactSign(new TextEncoder().encode("hello"))
+      .setProtectedHeader({ alg: "ES256", kid: first.current.kid })
+      .sign(first.current.privateKey.reveal());
     const verified = await compactVerify(jws, await importJWK(first.jwks().keys[0]!, "ES256"));
     expect(new TextDecoder().decode(verified.payload)).toBe("hello");
   });

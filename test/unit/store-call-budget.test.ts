@@ -1,9 +1,25 @@
 // Which store failures a caller reads as "retry" (unavailable / deadline-exceeded) and which stay bugs, and how a
 // caller's deadline header is kept within Node's timers.
-import { MongoClientBulkWriteError, MongoNetworkError, MongoNetworkTimeoutError, MongoOperationTimeoutError, MongoServerError, MongoServerSelectionError, MongoTopologyClosedError } from "mongodb";
+import {
+  MongoClientBulkWriteError,
+  MongoNetworkError,
+  MongoNetworkTimeoutError,
+  MongoOperationTimeoutError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+} from "mongodb";
 import { describe, expect, it } from "vitest";
 import { DomainError } from "../../src/domain/errors.js";
-import { budgetMs, isStoreUnavailable, isUnknownStoreOutcome, MAX_TIMER_MS, readTimeout, storeCallError, withinStoreBudget } from "../../src/store/store-call-budget.js";
+import {
+  budgetMs,
+  isStoreUnavailable,
+  isUnknownStoreOutcome,
+  MAX_TIMER_MS,
+  readTimeout,
+  storeCallError,
+  withinStoreBudget,
+} from "../../src/store/store-call-budget.js";
 import { clampDeadlineHeaders } from "../../src/transport/connect/rpc-deadline.js";
 
 describe("store failures", () => {
@@ -26,8 +42,15 @@ describe("store failures", () => {
       expect(isStoreUnavailable(err), err.message).toBe(true);
       expect(storeCallError(err, { capMs: 1000 })).toMatchObject({ code: "unavailable", details: { retryable: true } });
     }
-    const duplicateInBulk = Object.assign(new MongoClientBulkWriteError({ message: "bulk write failed" }), { cause: serverError(11000) });
-    for (const err of [serverError(11000), duplicateInBulk, new TypeError("x is undefined"), new DomainError("conflict", "busy")]) {
+    const duplicateInBulk = Object.assign(new MongoClientBulkWriteError({ message: "bulk write failed" }), {
+      cause: serverError(11000),
+    });
+    for (const err of [
+      serverError(11000),
+      duplicateInBulk,
+      new TypeError("x is undefined"),
+      new DomainError("conflict", "busy"),
+    ]) {
       expect(isStoreUnavailable(err)).toBe(false);
       expect(storeCallError(err, { capMs: 1000 })).toBe(err);
     }
@@ -44,12 +67,18 @@ describe("store failures", () => {
 describe("withinStoreBudget", () => {
   it("gives a read its timeoutMS (and nothing outside), answers at the cap or the deadline, whichever comes first", async () => {
     expect(readTimeout()).toEqual({});
-    expect(await withinStoreBudget({ capMs: 500 }, async () => readTimeout(), { cancel: true })).toEqual({ timeoutMS: 500 });
+    expect(await withinStoreBudget({ capMs: 500 }, async () => readTimeout(), { cancel: true })).toEqual({
+      timeoutMS: 500,
+    });
     expect(await withinStoreBudget({ capMs: 500 }, async () => readTimeout())).toEqual({});
     const never = () => new Promise<never>(() => undefined);
     await expect(withinStoreBudget({ capMs: 30 }, never)).rejects.toMatchObject({ code: "unavailable" });
-    await expect(withinStoreBudget({ capMs: 5000, deadline: Date.now() + 30 }, never)).rejects.toMatchObject({ code: "deadline-exceeded" });
-    await expect(withinStoreBudget({ capMs: 5000, deadline: Date.now() - 1 }, never)).rejects.toMatchObject({ code: "deadline-exceeded" });
+    await expect(withinStoreBudget({ capMs: 5000, deadline: Date.now() + 30 }, never)).rejects.toMatchObject({
+      code: "deadline-exceeded",
+    });
+    await expect(withinStoreBudget({ capMs: 5000, deadline: Date.now() - 1 }, never)).rejects.toMatchObject({
+      code: "deadline-exceeded",
+    });
     expect(budgetMs({ capMs: 10 ** 12 })).toBe(MAX_TIMER_MS);
   });
 });

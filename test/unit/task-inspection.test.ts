@@ -7,10 +7,18 @@ import { configureTaskInspection, type TaskInspectionRecord } from "../../src/ma
 import { EnvReader } from "../../src/domain/env-settings.js";
 import { readOperatorSettings } from "../../src/observability/operator-settings.js";
 
-const loadOperatorSettings = (env: Record<string, string>, production: boolean) => EnvReader.load(env, (reader) => readOperatorSettings(reader, production));
+const loadOperatorSettings = (env: Record<string, string>, production: boolean) =>
+  EnvReader.load(env, (reader) => readOperatorSettings(reader, production));
 
 const message = { messageId: "m1", role: "user" as const, parts: [{ kind: "text" as const, text: "hi" }] };
-const input = (taskId: string) => ({ taskId, contextId: "c", workflowId: "echo", tenant: "t", firstNode: "n1", message });
+const input = (taskId: string) => ({
+  taskId,
+  contextId: "c",
+  workflowId: "echo",
+  tenant: "t",
+  firstNode: "n1",
+  message,
+});
 
 afterEach(() => configureTaskInspection(undefined));
 
@@ -24,14 +32,22 @@ describe("task inspection", () => {
     applyTaskEvent(other, { type: "START", at: "2026-01-01T00:00:00Z" });
     expect(records.every((r) => r.taskId === "watched")).toBe(true);
     expect(records.map((r) => r.type)).toContain("@xstate.actor");
-    expect(records.find((r) => r.type === "@xstate.event" && (r.event as { type: string }).type === "START")).toBeDefined();
-    expect(records.filter((r) => r.type === "@xstate.snapshot").at(-1)).toMatchObject({ state: "running", status: "active" });
+    expect(
+      records.find((r) => r.type === "@xstate.event" && (r.event as { type: string }).type === "START"),
+    ).toBeDefined();
+    expect(records.filter((r) => r.type === "@xstate.snapshot").at(-1)).toMatchObject({
+      state: "running",
+      status: "active",
+    });
 
     // A passivated task rehydrated from its snapshot reports too.
     records.length = 0;
     const restored = restoreTaskActor(persistTaskSnapshot(watched.getSnapshot()));
     applyTaskEvent(restored, { type: "PAUSE", at: "2026-01-01T00:00:01Z" });
-    expect(records.filter((r) => r.type === "@xstate.snapshot").at(-1)).toMatchObject({ taskId: "watched", state: "paused" });
+    expect(records.filter((r) => r.type === "@xstate.snapshot").at(-1)).toMatchObject({
+      taskId: "watched",
+      state: "paused",
+    });
   });
 
   it("reports nothing when off", () => {
@@ -49,8 +65,13 @@ describe("operator settings", () => {
     expect(loadOperatorSettings({}, false)).toEqual({ console: true, inspectSink: "-" });
     expect(loadOperatorSettings({}, true)).toEqual({ console: false, inspectSink: "-" });
     expect(loadOperatorSettings({ CONSOLE_ENABLED: "true" }, true)).toMatchObject({ console: true });
-    expect(() => loadOperatorSettings({ CONSOLE_ENABLED: "yes" }, false)).toThrow(/CONSOLE_ENABLED must be true or false/);
-    expect(loadOperatorSettings({ XSTATE_INSPECT: "*", XSTATE_INSPECT_FILE: "/tmp/x.ndjson" }, false)).toMatchObject({ inspectTasks: "*", inspectSink: "/tmp/x.ndjson" });
+    expect(() => loadOperatorSettings({ CONSOLE_ENABLED: "yes" }, false)).toThrow(
+      /CONSOLE_ENABLED must be true or false/,
+    );
+    expect(loadOperatorSettings({ XSTATE_INSPECT: "*", XSTATE_INSPECT_FILE: "/tmp/x.ndjson" }, false)).toMatchObject({
+      inspectTasks: "*",
+      inspectSink: "/tmp/x.ndjson",
+    });
     expect(loadOperatorSettings({ XSTATE_INSPECT: "a, b" }, false)).toMatchObject({ inspectTasks: ["a", "b"] });
     expect(() => loadOperatorSettings({ XSTATE_INSPECT: " , " }, false)).toThrow(/XSTATE_INSPECT must be/);
   });

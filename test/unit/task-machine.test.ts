@@ -8,7 +8,12 @@ import { describe, expect, it } from "vitest";
 import { createActor } from "xstate";
 import type { Artifact, Message } from "../../src/domain/a2a-types.js";
 import { DomainError } from "../../src/domain/errors.js";
-import { RUN_STATUSES, type A2ATaskStateValue, type InterruptKind, type RunStatus } from "../../src/domain/run-status.js";
+import {
+  RUN_STATUSES,
+  type A2ATaskStateValue,
+  type InterruptKind,
+  type RunStatus,
+} from "../../src/domain/run-status.js";
 import { applyTaskEvent, createTaskActor, restoreTaskActor, type TaskActor } from "../../src/machine/task-actor.js";
 import type { DurableTimer, PendingInterrupt, TaskContext } from "../../src/machine/task-context.js";
 import { TASK_EVENT_TYPES, type TaskEvent, type TaskEventType } from "../../src/machine/task-events.js";
@@ -59,7 +64,10 @@ function interruptFor(nodeId: string, kind: InterruptKind, expiresAt?: string): 
     interruptId: `int-${nodeId}-${kind}`,
     nodeId,
     kind,
-    data: kind === "clarification" ? { questions: [{ id: "q", question: "Who?" }] } : { title: "Approve", actions: ["accept", "reject"] },
+    data:
+      kind === "clarification"
+        ? { questions: [{ id: "q", question: "Who?" }] }
+        : { title: "Approve", actions: ["accept", "reject"] },
     requestedAt: at(),
     ...(expiresAt ? { expiresAt } : {}),
     exchanges: [],
@@ -70,7 +78,12 @@ function interruptFor(nodeId: string, kind: InterruptKind, expiresAt?: string): 
 const ev = {
   start: (): TaskEvent => ({ type: "START", at: at() }),
   nodeStarted: (nodeId: string): TaskEvent => ({ type: "NODE_STARTED", at: at(), nodeId }),
-  nodeCompleted: (nodeId: string, next: string | null, artifacts: Artifact[] = [], output: unknown = { ok: nodeId }): TaskEvent => ({
+  nodeCompleted: (
+    nodeId: string,
+    next: string | null,
+    artifacts: Artifact[] = [],
+    output: unknown = { ok: nodeId },
+  ): TaskEvent => ({
     type: "NODE_COMPLETED",
     at: at(),
     nodeId,
@@ -78,7 +91,10 @@ const ev = {
     artifacts,
     next,
   }),
-  nodeProgress: (nodeId: string, progress: Record<string, unknown> = { peerTaskId: "peer-1", peerState: "working" }): TaskEvent => ({
+  nodeProgress: (
+    nodeId: string,
+    progress: Record<string, unknown> = { peerTaskId: "peer-1", peerState: "working" },
+  ): TaskEvent => ({
     type: "NODE_PROGRESS",
     at: at(),
     nodeId,
@@ -93,7 +109,11 @@ const ev = {
     lastChunk,
   }),
   timerSet: (timer: DurableTimer): TaskEvent => ({ type: "TIMER_SET", at: at(), timer }),
-  interrupt: (nodeId: string, kind: InterruptKind, options: { timer?: DurableTimer; expiresAt?: string; messageId?: string } = {}): TaskEvent => ({
+  interrupt: (
+    nodeId: string,
+    kind: InterruptKind,
+    options: { timer?: DurableTimer; expiresAt?: string; messageId?: string } = {},
+  ): TaskEvent => ({
     type: "INTERRUPT",
     at: at(),
     interrupt: interruptFor(nodeId, kind, options.expiresAt),
@@ -136,7 +156,11 @@ const ev = {
   unpause: (): TaskEvent => ({ type: "UNPAUSE", at: at() }),
   cancel: (reason = "user asked"): TaskEvent => ({ type: "CANCEL", at: at(), reason, cancelledBy: "carol" }),
   cancelled: (): TaskEvent => ({ type: "CANCELLED", at: at() }),
-  complete: (statusMessage?: Message): TaskEvent => ({ type: "COMPLETE", at: at(), ...(statusMessage ? { statusMessage } : {}) }),
+  complete: (statusMessage?: Message): TaskEvent => ({
+    type: "COMPLETE",
+    at: at(),
+    ...(statusMessage ? { statusMessage } : {}),
+  }),
   fail: (code = "handler_failed", statusMessage?: Message): TaskEvent => ({
     type: "FAIL",
     at: at(),
@@ -162,7 +186,11 @@ const VARIANTS: EventVariant[] = [
   { label: "START", type: "START", build: () => ev.start() },
   { label: "NODE_STARTED", type: "NODE_STARTED", build: (c) => ev.nodeStarted(cursorOf(c)) },
   { label: "NODE_COMPLETED", type: "NODE_COMPLETED", build: (c) => ev.nodeCompleted(cursorOf(c), "gate") },
-  { label: "NODE_INTERRUPTED", type: "NODE_INTERRUPTED", build: (c) => ({ type: "NODE_INTERRUPTED", at: at(), nodeId: cursorOf(c) }) },
+  {
+    label: "NODE_INTERRUPTED",
+    type: "NODE_INTERRUPTED",
+    build: (c) => ({ type: "NODE_INTERRUPTED", at: at(), nodeId: cursorOf(c) }),
+  },
   { label: "NODE_PROGRESS", type: "NODE_PROGRESS", build: (c) => ev.nodeProgress(cursorOf(c)) },
   { label: "ARTIFACT_CHUNK", type: "ARTIFACT_CHUNK", build: (c) => ev.artifactChunk(cursorOf(c), "a", false) },
   {
@@ -181,7 +209,11 @@ const VARIANTS: EventVariant[] = [
     build: (c) =>
       ev.resume(c.interrupt?.nodeId ?? cursorOf(c), null, {
         output: { action: "reject", decidedBy: "alice" },
-        fail: { code: "approval_rejected", message: "rejected at approval gate", nodeId: c.interrupt?.nodeId ?? cursorOf(c) },
+        fail: {
+          code: "approval_rejected",
+          message: "rejected at approval gate",
+          nodeId: c.interrupt?.nodeId ?? cursorOf(c),
+        },
       }),
   },
   { label: "ASK", type: "ASK", build: () => ev.ask("Why this budget?") },
@@ -449,7 +481,9 @@ describe("guards", () => {
     applyTaskEvent(actor, ev.nodeStarted("prepare"));
     expectRefused(actor, ev.nodeProgress("finalize")); // not the cursor
     applyTaskEvent(actor, ev.nodeProgress("prepare"));
-    expect(actor.getSnapshot().context.nodeProgress).toEqual({ prepare: { peerTaskId: "peer-1", peerState: "working" } });
+    expect(actor.getSnapshot().context.nodeProgress).toEqual({
+      prepare: { peerTaskId: "peer-1", peerState: "working" },
+    });
   });
 
   it("ARTIFACT_CHUNK is only accepted for the started cursor node; append adds parts, a new first chunk restarts the artifact", () => {
@@ -461,7 +495,8 @@ describe("guards", () => {
     applyTaskEvent(actor, ev.artifactChunk("prepare", "a", false));
     applyTaskEvent(actor, ev.artifactChunk("prepare", "b", true));
     applyTaskEvent(actor, ev.artifactChunk("prepare", "c", true, true));
-    const texts = () => actor.getSnapshot().context.artifacts.map((a) => a.parts.map((p) => (p.kind === "text" ? p.text : "")).join(""));
+    const texts = () =>
+      actor.getSnapshot().context.artifacts.map((a) => a.parts.map((p) => (p.kind === "text" ? p.text : "")).join(""));
     expect(texts()).toEqual(["abc"]);
     expect(actor.getSnapshot().context.artifactsByNode).toEqual({ prepare: ["prepare.stream"] });
     // A handler run again after a crash starts the artifact over (append false) instead of doubling it.
@@ -550,7 +585,10 @@ describe("context effects", () => {
     applyTaskEvent(actor, ev.nodeStarted("prepare"));
     applyTaskEvent(
       actor,
-      ev.nodeCompleted("prepare", "gate", [textArtifact("prepare.0", "draft v1"), textArtifact("prepare.1", "notes v1")]),
+      ev.nodeCompleted("prepare", "gate", [
+        textArtifact("prepare.0", "draft v1"),
+        textArtifact("prepare.1", "notes v1"),
+      ]),
     );
     expect(actor.getSnapshot().context.artifacts.map((a) => a.artifactId)).toEqual(["prepare.0", "prepare.1"]);
 
@@ -590,7 +628,10 @@ describe("context effects", () => {
     applyTaskEvent(actor, ev.interrupt("gate", "approval", { messageId: "status-2" }));
     applyTaskEvent(actor, ev.resume("gate", "finalize", { artifacts: [textArtifact("prepare.0", "edited by alice")] }));
     context = actor.getSnapshot().context;
-    expect(context.artifacts).toEqual([textArtifact("prepare.0", "edited by alice"), textArtifact("prepare.1", "notes v1")]);
+    expect(context.artifacts).toEqual([
+      textArtifact("prepare.0", "edited by alice"),
+      textArtifact("prepare.1", "notes v1"),
+    ]);
     expect(context.history.map((m) => m.messageId)).toEqual(["m-first", "status-1", "reply-1", "status-2"]);
 
     // A new artifact id is appended.
@@ -627,7 +668,10 @@ describe("context effects", () => {
     expect(context.statusMessage).toEqual(ask.statusMessage);
 
     applyTaskEvent(actor, ev.ask("And when?"));
-    expect(actor.getSnapshot().context.interrupt?.exchanges.map((e) => e.question)).toEqual(["What does it cost?", "And when?"]);
+    expect(actor.getSnapshot().context.interrupt?.exchanges.map((e) => e.question)).toEqual([
+      "What does it cost?",
+      "And when?",
+    ]);
   });
 
   it("NODE_PROGRESS replaces the node's entry; INTERRUPT keeps it, RESUME with progress replaces it, NODE_COMPLETED clears it", () => {
@@ -635,17 +679,25 @@ describe("context effects", () => {
     expect(actor.getSnapshot().context.nodeProgress).toBeUndefined();
     applyTaskEvent(actor, ev.nodeProgress("prepare", { peerTaskId: "p-1", peerState: "submitted" }));
     applyTaskEvent(actor, ev.nodeProgress("prepare", { peerTaskId: "p-1", peerState: "input-required" }));
-    expect(actor.getSnapshot().context.nodeProgress).toEqual({ prepare: { peerTaskId: "p-1", peerState: "input-required" } });
+    expect(actor.getSnapshot().context.nodeProgress).toEqual({
+      prepare: { peerTaskId: "p-1", peerState: "input-required" },
+    });
     const contextBefore = structuredClone(actor.getSnapshot().context);
     // node.progress changes nothing else: same status, cursor, attempt, history.
     expect(statusOf(actor)).toBe("running");
     expect(contextBefore).toMatchObject({ cursor: "prepare", nodeStarted: true, attempt: 1 });
 
     applyTaskEvent(actor, ev.interrupt("prepare", "clarification"));
-    expect(actor.getSnapshot().context.nodeProgress?.["prepare"]).toEqual({ peerTaskId: "p-1", peerState: "input-required" });
+    expect(actor.getSnapshot().context.nodeProgress?.["prepare"]).toEqual({
+      peerTaskId: "p-1",
+      peerState: "input-required",
+    });
     const resume = ev.resume("prepare", "prepare", { resumeValue: { answers: [] } });
     if (resume.type !== "RESUME") throw new Error("unreachable");
-    applyTaskEvent(actor, { ...resume, progress: { peerTaskId: "p-1", peerState: "input-required", pendingReply: { messageId: "r-1" } } });
+    applyTaskEvent(actor, {
+      ...resume,
+      progress: { peerTaskId: "p-1", peerState: "input-required", pendingReply: { messageId: "r-1" } },
+    });
     expect(statusOf(actor)).toBe("running");
     expect(actor.getSnapshot().context.cursor).toBe("prepare");
     expect(actor.getSnapshot().context.nodeProgress?.["prepare"]).toMatchObject({ pendingReply: { messageId: "r-1" } });
@@ -710,7 +762,11 @@ describe("context effects", () => {
     applyTaskEvent(actor, fail);
     const context = actor.getSnapshot().context;
     expect(statusOf(actor)).toBe("failed");
-    expect(context.error).toEqual({ code: "approval_timeout", message: "failed with approval_timeout", nodeId: "prepare" });
+    expect(context.error).toEqual({
+      code: "approval_timeout",
+      message: "failed with approval_timeout",
+      nodeId: "prepare",
+    });
     expect(context.endedAt).toBe(fail.at);
     expect(context.interrupt).toBeUndefined();
     expect(context.timer).toBeUndefined();
@@ -722,7 +778,7 @@ describe("context effects", () => {
     const actor = driveTo("running");
     const timer: DurableTimer = { nodeId: "gate", purpose: "interrupt-timeout", dueAt: "2026-03-02T10:00:00.000Z" };
     applyTaskEvent(actor, ev.interrupt("gate", "approval", { timer, messageId: "status-1" }));
-    const error = { code: "approval_rejected", message: "rejected at approval gate \"gate\"", nodeId: "gate" };
+    const error = { code: "approval_rejected", message: 'rejected at approval gate "gate"', nodeId: "gate" };
     const resume = ev.resume("gate", null, {
       message: userMessage("reply-1", "no"),
       output: { action: "reject", decidedBy: "alice" },

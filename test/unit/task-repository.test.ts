@@ -29,7 +29,15 @@ function setup() {
   const published: CommittedTransition[] = [];
   hook.onAny((t) => published.push(t));
   const repository = new TaskRepository({ store, hook, retentionMs: 60_000 });
-  const newTask = { taskId: "t-1", contextId: "c-1", workflowId: "echo", tenant: "default", firstNode: "echo", message: { messageId: "m-1", role: "user" as const, parts: [{ kind: "text" as const, text: "hi" }] }, at };
+  const newTask = {
+    taskId: "t-1",
+    contextId: "c-1",
+    workflowId: "echo",
+    tenant: "default",
+    firstNode: "echo",
+    message: { messageId: "m-1", role: "user" as const, parts: [{ kind: "text" as const, text: "hi" }] },
+    at,
+  };
   return { store, published, repository, newTask };
 }
 

@@ -74,7 +74,16 @@ describe("v0.3 proto codec: decoding", () => {
         extensions: ["urn:x"],
         content: [
           { ...text("hello"), metadata: { lang: "en" } },
-          { part: { case: "file", value: { file: { case: "fileWithUri", value: "https://example.com/a.pdf" }, mimeType: "application/pdf", name: "a.pdf" } } },
+          {
+            part: {
+              case: "file",
+              value: {
+                file: { case: "fileWithUri", value: "https://example.com/a.pdf" },
+                mimeType: "application/pdf",
+                name: "a.pdf",
+              },
+            },
+          },
           { part: { case: "file", value: { file: { case: "fileWithBytes", value: new Uint8Array([104, 105]) } } } },
           { part: { case: "data", value: { data: { action: "accept", n: 1 } } } },
         ],
@@ -97,37 +106,84 @@ describe("v0.3 proto codec: decoding", () => {
 
   it("names the field of every validation failure", () => {
     expect(invalid(() => decodeMessage(undefined))).toBe("message is required");
-    expect(invalid(() => decodeMessage(msg({ role: pb.Role.USER, content: [text("x")] })))).toContain("message.messageId");
-    expect(invalid(() => decodeMessage(msg({ messageId: "m", content: [text("x")] })))).toContain("message.role must be ROLE_USER or ROLE_AGENT (got ROLE_UNSPECIFIED)");
-    expect(invalid(() => decodeMessage(msg({ messageId: "m", role: 9 as pb.Role, content: [text("x")] })))).toContain("(got 9)");
-    expect(invalid(() => decodeMessage(msg({ messageId: "m", role: pb.Role.USER })))).toContain("message.content must be a non-empty list");
-    expect(invalid(() => decodeMessage(msg({ messageId: "m", role: pb.Role.USER, content: [text("x"), {}] })))).toContain("message.content[1] has no content");
-    expect(invalid(() => decodeMessage(msg({ messageId: "m", role: pb.Role.USER, content: [{ part: { case: "file", value: {} } }] })))).toContain(
-      "message.content[0].file needs exactly one of",
+    expect(invalid(() => decodeMessage(msg({ role: pb.Role.USER, content: [text("x")] })))).toContain(
+      "message.messageId",
     );
-    expect(invalid(() => decodeMessage(msg({ messageId: "m", role: pb.Role.USER, content: [{ part: { case: "data", value: {} } }] })))).toContain("message.content[0].data.data");
+    expect(invalid(() => decodeMessage(msg({ messageId: "m", content: [text("x")] })))).toContain(
+      "message.role must be ROLE_USER or ROLE_AGENT (got ROLE_UNSPECIFIED)",
+    );
+    expect(invalid(() => decodeMessage(msg({ messageId: "m", role: 9 as pb.Role, content: [text("x")] })))).toContain(
+      "(got 9)",
+    );
+    expect(invalid(() => decodeMessage(msg({ messageId: "m", role: pb.Role.USER })))).toContain(
+      "message.content must be a non-empty list",
+    );
+    expect(
+      invalid(() => decodeMessage(msg({ messageId: "m", role: pb.Role.USER, content: [text("x"), {}] }))),
+    ).toContain("message.content[1] has no content");
+    expect(
+      invalid(() =>
+        decodeMessage(msg({ messageId: "m", role: pb.Role.USER, content: [{ part: { case: "file", value: {} } }] })),
+      ),
+    ).toContain("message.content[0].file needs exactly one of");
+    expect(
+      invalid(() =>
+        decodeMessage(msg({ messageId: "m", role: pb.Role.USER, content: [{ part: { case: "data", value: {} } }] })),
+      ),
+    ).toContain("message.content[0].data.data");
   });
 
   it("reads configuration like the v0.3 SDKs: no configuration = blocking, historyLength 0 = all", () => {
-    const request = (init: { configuration?: MessageInitShape<typeof pb.SendMessageConfigurationSchema>; metadata?: Record<string, string> } = {}) =>
-      create(pb.SendMessageRequestSchema, { request: { messageId: "m", role: pb.Role.USER, content: [text("x")] }, ...init });
+    const request = (
+      init: {
+        configuration?: MessageInitShape<typeof pb.SendMessageConfigurationSchema>;
+        metadata?: Record<string, string>;
+      } = {},
+    ) =>
+      create(pb.SendMessageRequestSchema, {
+        request: { messageId: "m", role: pb.Role.USER, content: [text("x")] },
+        ...init,
+      });
     expect(decodeSendRequest(request())).toMatchObject({ blocking: true, history: undefined });
     expect(decodeSendRequest(request({ configuration: {} }))).toMatchObject({ blocking: false, history: undefined });
-    expect(decodeSendRequest(request({ configuration: { blocking: true, historyLength: 3 } }))).toMatchObject({ blocking: true, history: 3 });
-    expect(invalid(() => decodeSendRequest(request({ configuration: { historyLength: -1 } })))).toContain("configuration.historyLength");
-    expect(decodeSendRequest(request({ configuration: { pushNotification: { url: "https://h.example/x", token: "t", authentication: { schemes: ["Bearer"] } } } })).pushNotificationConfig).toEqual({
+    expect(decodeSendRequest(request({ configuration: { blocking: true, historyLength: 3 } }))).toMatchObject({
+      blocking: true,
+      history: 3,
+    });
+    expect(invalid(() => decodeSendRequest(request({ configuration: { historyLength: -1 } })))).toContain(
+      "configuration.historyLength",
+    );
+    expect(
+      decodeSendRequest(
+        request({
+          configuration: {
+            pushNotification: { url: "https://h.example/x", token: "t", authentication: { schemes: ["Bearer"] } },
+          },
+        }),
+      ).pushNotificationConfig,
+    ).toEqual({
       url: "https://h.example/x",
       token: "t",
       authentication: { schemes: ["Bearer"] },
     });
-    expect(invalid(() => decodeSendRequest(request({ configuration: { pushNotification: {} } })))).toContain("configuration.pushNotification.url");
+    expect(invalid(() => decodeSendRequest(request({ configuration: { pushNotification: {} } })))).toContain(
+      "configuration.pushNotification.url",
+    );
     expect(decodeSendRequest(request({ metadata: { skillId: "echo" } })).metadata).toEqual({ skillId: "echo" });
   });
 
   it("decodes GetTaskRequest names and history", () => {
-    expect(decodeGetTaskRequest(create(pb.GetTaskRequestSchema, { name: "tasks/t1", historyLength: 0 }))).toEqual({ id: "t1", history: undefined });
-    expect(decodeGetTaskRequest(create(pb.GetTaskRequestSchema, { name: "tasks/t1", historyLength: 2 }))).toEqual({ id: "t1", history: 2 });
-    expect(invalid(() => decodeGetTaskRequest(create(pb.GetTaskRequestSchema, { name: "t1" })))).toContain("name must look like tasks/{id}");
+    expect(decodeGetTaskRequest(create(pb.GetTaskRequestSchema, { name: "tasks/t1", historyLength: 0 }))).toEqual({
+      id: "t1",
+      history: undefined,
+    });
+    expect(decodeGetTaskRequest(create(pb.GetTaskRequestSchema, { name: "tasks/t1", historyLength: 2 }))).toEqual({
+      id: "t1",
+      history: 2,
+    });
+    expect(invalid(() => decodeGetTaskRequest(create(pb.GetTaskRequestSchema, { name: "t1" })))).toContain(
+      "name must look like tasks/{id}",
+    );
   });
 });
 
@@ -140,7 +196,16 @@ describe("v0.3 proto codec: encoding", () => {
       timestamp: "2026-01-02T03:04:05.678Z",
       message: { messageId: "s1", role: "agent", parts: [{ kind: "text", text: "stopped" }], referenceTaskIds: ["t0"] },
     },
-    artifacts: [{ artifactId: "a1", name: "proposal", parts: [{ kind: "file", file: { bytes: "aGk=", mimeType: "text/plain" } }, { kind: "data", data: { ok: true, skip: undefined } }] }],
+    artifacts: [
+      {
+        artifactId: "a1",
+        name: "proposal",
+        parts: [
+          { kind: "file", file: { bytes: "aGk=", mimeType: "text/plain" } },
+          { kind: "data", data: { ok: true, skip: undefined } },
+        ],
+      },
+    ],
     history: [{ messageId: "m1", role: "user", taskId: "t1", contextId: "c1", parts: [{ kind: "text", text: "hi" }] }],
     metadata: { openwop: { status: "cancelled" } },
   };
@@ -154,7 +219,13 @@ describe("v0.3 proto codec: encoding", () => {
         message: { messageId: "s1", role: "ROLE_AGENT", content: [{ text: "stopped" }] },
         timestamp: "2026-01-02T03:04:05.678Z",
       },
-      artifacts: [{ artifactId: "a1", name: "proposal", parts: [{ file: { fileWithBytes: "aGk=", mimeType: "text/plain" } }, { data: { data: { ok: true } } }] }],
+      artifacts: [
+        {
+          artifactId: "a1",
+          name: "proposal",
+          parts: [{ file: { fileWithBytes: "aGk=", mimeType: "text/plain" } }, { data: { data: { ok: true } } }],
+        },
+      ],
       history: [{ messageId: "m1", contextId: "c1", taskId: "t1", role: "ROLE_USER", content: [{ text: "hi" }] }],
       metadata: { openwop: { status: "cancelled" } },
     });
@@ -170,17 +241,50 @@ describe("v0.3 proto codec: encoding", () => {
   it("wraps each stream event in its StreamResponse member", () => {
     const base = { taskId: "t1", contextId: "c1" };
     expect(toJson(pb.StreamResponseSchema, encodeStreamEvent({ kind: "task", task }))).toHaveProperty("task.id", "t1");
-    expect(toJson(pb.StreamResponseSchema, encodeStreamEvent({ kind: "message", message: task.history[0]! }))).toHaveProperty("message.messageId", "m1");
-    expect(toJson(pb.StreamResponseSchema, encodeStreamEvent({ kind: "status-update", ...base, status: { state: "input-required", timestamp: task.status.timestamp }, final: true }))).toEqual({
-      statusUpdate: { taskId: "t1", contextId: "c1", status: { state: "TASK_STATE_INPUT_REQUIRED", timestamp: "2026-01-02T03:04:05.678Z" }, final: true },
+    expect(
+      toJson(pb.StreamResponseSchema, encodeStreamEvent({ kind: "message", message: task.history[0]! })),
+    ).toHaveProperty("message.messageId", "m1");
+    expect(
+      toJson(
+        pb.StreamResponseSchema,
+        encodeStreamEvent({
+          kind: "status-update",
+          ...base,
+          status: { state: "input-required", timestamp: task.status.timestamp },
+          final: true,
+        }),
+      ),
+    ).toEqual({
+      statusUpdate: {
+        taskId: "t1",
+        contextId: "c1",
+        status: { state: "TASK_STATE_INPUT_REQUIRED", timestamp: "2026-01-02T03:04:05.678Z" },
+        final: true,
+      },
     });
-    expect(toJson(pb.StreamResponseSchema, encodeStreamEvent({ kind: "artifact-update", ...base, artifact: task.artifacts[0]!, append: false, lastChunk: true }))).toMatchObject({
+    expect(
+      toJson(
+        pb.StreamResponseSchema,
+        encodeStreamEvent({
+          kind: "artifact-update",
+          ...base,
+          artifact: task.artifacts[0]!,
+          append: false,
+          lastChunk: true,
+        }),
+      ),
+    ).toMatchObject({
       artifactUpdate: { taskId: "t1", artifact: { artifactId: "a1" }, lastChunk: true },
     });
   });
 
   it("encodes push configs", () => {
-    expect(toJson(pb.PushNotificationConfigSchema, encodePushConfig({ url: "https://h.example", authentication: { schemes: ["Bearer"], credentials: "c" } }))).toEqual({
+    expect(
+      toJson(
+        pb.PushNotificationConfigSchema,
+        encodePushConfig({ url: "https://h.example", authentication: { schemes: ["Bearer"], credentials: "c" } }),
+      ),
+    ).toEqual({
       url: "https://h.example",
       authentication: { schemes: ["Bearer"], credentials: "c" },
     });
@@ -199,7 +303,12 @@ describe("v0.3 proto codec: encoding", () => {
       ],
       supportedInterfaces: [{ url: "http://h/a2a/jsonrpc", protocolBinding: "JSONRPC", protocolVersion: "1.0" }],
       version: "1.0.0",
-      capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: false, extensions: [{ uri: "urn:ext", required: false }] },
+      capabilities: {
+        streaming: true,
+        pushNotifications: false,
+        stateTransitionHistory: false,
+        extensions: [{ uri: "urn:ext", required: false }],
+      },
       securitySchemes: {
         key: { type: "apiKey", in: "header", name: "X-Api-Key" },
         oauth: { type: "oauth2", flows: { clientCredentials: { tokenUrl: "https://t", scopes: { read: "Read" } } } },
@@ -225,7 +334,9 @@ describe("v0.3 proto codec: encoding", () => {
       capabilities: { streaming: true, extensions: [{ uri: "urn:ext" }] },
       securitySchemes: {
         key: { apiKeySecurityScheme: { location: "header", name: "X-Api-Key" } },
-        oauth: { oauth2SecurityScheme: { flows: { clientCredentials: { tokenUrl: "https://t", scopes: { read: "Read" } } } } },
+        oauth: {
+          oauth2SecurityScheme: { flows: { clientCredentials: { tokenUrl: "https://t", scopes: { read: "Read" } } } },
+        },
       },
       security: [{ schemes: { oauth: { list: ["read"] } } }],
       defaultInputModes: ["text/plain"],

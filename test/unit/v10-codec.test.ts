@@ -4,7 +4,15 @@ import { describe, expect, it } from "vitest";
 import { negotiateA2AVersion, requestedA2AVersion } from "../../src/domain/a2a-version.js";
 import { decodePageToken, encodePageToken, pageSizeOf } from "../../src/a2a/task-list.js";
 import { readV10, writeTaskPageV10, writeV10 } from "../../src/a2a/v10/v10-json.js";
-import { checkTenant, decodeMessage, decodeSendRequest, encodePart, encodeStreamEvent, encodeTask, taskStateNameV10 } from "../../src/a2a/v10/v10-proto-codec.js";
+import {
+  checkTenant,
+  decodeMessage,
+  decodeSendRequest,
+  encodePart,
+  encodeStreamEvent,
+  encodeTask,
+  taskStateNameV10,
+} from "../../src/a2a/v10/v10-proto-codec.js";
 import type { Part, Task } from "../../src/domain/a2a-types.js";
 import { DomainError } from "../../src/domain/errors.js";
 import { canonicalJson } from "../../src/domain/canonical-json.js";
@@ -16,7 +24,8 @@ import { wireErrorOf } from "../../src/transport/errors/wire-error.js";
 
 // The 1.0 shapes, reached through the binding error exits (which look the codes up in the one table).
 const jsonRpcErrorV10 = (id: JsonRpcId, err: unknown) => jsonRpcErrorBody("1.0", id, err);
-const restErrorV10 = (err: unknown) => httpJsonError("1.0", err) as { status: number; body: { error: Record<string, unknown> } };
+const restErrorV10 = (err: unknown) =>
+  httpJsonError("1.0", err) as { status: number; body: { error: Record<string, unknown> } };
 const errorInfoOf = (err: unknown) => errorInfoOfWire(wireErrorOf(err, "1.0"));
 
 const principal = { tenant: "acme", id: "apikey:alice", scopes: "*" as const };
@@ -38,7 +47,11 @@ describe("A2A-Version negotiation", () => {
     expect(negotiateA2AVersion("0.3")).toBe("0.3");
     expect(negotiateA2AVersion("1.0")).toBe("1.0");
     expect(negotiateA2AVersion("1.0.1")).toBe("1.0");
-    for (const bad of ["9.9", "1", "2.0", "0.2", "v1.0", "1.0-beta", "latest"]) expect(codeOf(() => negotiateA2AVersion(bad)), bad).toBe("version-not-supported");
+    for (const bad of ["9.9", "1", "2.0", "0.2", "v1.0", "1.0-beta", "latest"])
+      expect(
+        codeOf(() => negotiateA2AVersion(bad)),
+        bad,
+      ).toBe("version-not-supported");
   });
 
   it("reads the header first, then the query parameter (any case)", () => {
@@ -73,32 +86,111 @@ describe("the 1.0 codec", () => {
   });
 
   it("refuses what the proto allows but A2A does not", () => {
-    expect(codeOf(() => decodeMessage(create(pb.MessageSchema, { messageId: "", role: pb.Role.USER, parts: [encodePart({ kind: "text", text: "x" })] })))).toBe("invalid-params");
-    expect(codeOf(() => decodeMessage(create(pb.MessageSchema, { messageId: "m", role: pb.Role.UNSPECIFIED, parts: [encodePart({ kind: "text", text: "x" })] })))).toBe("invalid-params");
-    expect(codeOf(() => decodeMessage(create(pb.MessageSchema, { messageId: "m", role: pb.Role.USER, parts: [create(pb.PartSchema, {})] })))).toBe("invalid-params");
-    const notObject = readV10(pb.MessageSchema, { messageId: "m", role: "ROLE_USER", parts: [{ data: "a string" }] }, "message");
+    expect(
+      codeOf(() =>
+        decodeMessage(
+          create(pb.MessageSchema, {
+            messageId: "",
+            role: pb.Role.USER,
+            parts: [encodePart({ kind: "text", text: "x" })],
+          }),
+        ),
+      ),
+    ).toBe("invalid-params");
+    expect(
+      codeOf(() =>
+        decodeMessage(
+          create(pb.MessageSchema, {
+            messageId: "m",
+            role: pb.Role.UNSPECIFIED,
+            parts: [encodePart({ kind: "text", text: "x" })],
+          }),
+        ),
+      ),
+    ).toBe("invalid-params");
+    expect(
+      codeOf(() =>
+        decodeMessage(
+          create(pb.MessageSchema, { messageId: "m", role: pb.Role.USER, parts: [create(pb.PartSchema, {})] }),
+        ),
+      ),
+    ).toBe("invalid-params");
+    const notObject = readV10(
+      pb.MessageSchema,
+      { messageId: "m", role: "ROLE_USER", parts: [{ data: "a string" }] },
+      "message",
+    );
     expect(codeOf(() => decodeMessage(notObject))).toBe("invalid-params");
   });
 
   it("returnImmediately is the inverse of blocking; historyLength keeps 1.0 meaning (unset = all, 0 = none)", () => {
     const message = { messageId: "m", role: "ROLE_USER", parts: [{ text: "x" }] };
-    expect(decodeSendRequest(readV10(pb.SendMessageRequestSchema, { message }, "p"))).toMatchObject({ blocking: true, history: undefined });
-    expect(decodeSendRequest(readV10(pb.SendMessageRequestSchema, { message, configuration: { returnImmediately: true, historyLength: 0 } }, "p"))).toMatchObject({ blocking: false, history: 0 });
-    const push = decodeSendRequest(readV10(pb.SendMessageRequestSchema, { message, configuration: { taskPushNotificationConfig: { url: "https://h/x", authentication: { scheme: "Bearer", credentials: "c" } } } }, "p"));
-    expect(push.pushNotificationConfig).toEqual({ url: "https://h/x", authentication: { schemes: ["Bearer"], credentials: "c" }, protocolVersion: "1.0" });
+    expect(decodeSendRequest(readV10(pb.SendMessageRequestSchema, { message }, "p"))).toMatchObject({
+      blocking: true,
+      history: undefined,
+    });
+    expect(
+      decodeSendRequest(
+        readV10(
+          pb.SendMessageRequestSchema,
+          { message, configuration: { returnImmediately: true, historyLength: 0 } },
+          "p",
+        ),
+      ),
+    ).toMatchObject({ blocking: false, history: 0 });
+    const push = decodeSendRequest(
+      readV10(
+        pb.SendMessageRequestSchema,
+        {
+          message,
+          configuration: {
+            taskPushNotificationConfig: { url: "https://h/x", authentication: { scheme: "Bearer", credentials: "c" } },
+          },
+        },
+        "p",
+      ),
+    );
+    expect(push.pushNotificationConfig).toEqual({
+      url: "https://h/x",
+      authentication: { schemes: ["Bearer"], credentials: "c" },
+      protocolVersion: "1.0",
+    });
   });
 
   it("ProtoJSON reading ignores unknown fields but refuses bogus enums and wrong types; writing always has repeated fields", () => {
-    expect(codeOf(() => readV10(pb.ListTasksRequestSchema, { status: "TASK_STATE_BOGUS" }, "params"))).toBe("invalid-params");
+    expect(codeOf(() => readV10(pb.ListTasksRequestSchema, { status: "TASK_STATE_BOGUS" }, "params"))).toBe(
+      "invalid-params",
+    );
     expect(readV10(pb.GetTaskRequestSchema, { id: "x", extra: 1, nested: { deep: [1] } }, "params").id).toBe("x");
     expect(codeOf(() => readV10(pb.GetTaskRequestSchema, { id: 7 }, "params"))).toBe("invalid-params");
     expect(codeOf(() => readV10(pb.GetTaskRequestSchema, [1], "params"))).toBe("invalid-params");
-    const task: Task = { id: "t", contextId: "c", status: { state: "working", timestamp: "2030-01-01T00:00:00.000Z" }, artifacts: [], history: [], metadata: {} };
+    const task: Task = {
+      id: "t",
+      contextId: "c",
+      status: { state: "working", timestamp: "2030-01-01T00:00:00.000Z" },
+      artifacts: [],
+      history: [],
+      metadata: {},
+    };
     const json = writeV10(pb.TaskSchema, encodeTask(task));
     expect(json).toMatchObject({ id: "t", artifacts: [], history: [], status: { state: "TASK_STATE_WORKING" } });
-    const event = writeV10(pb.StreamResponseSchema, encodeStreamEvent({ kind: "status-update", taskId: "t", contextId: "c", status: task.status, final: false }));
-    expect(event).toEqual({ statusUpdate: { taskId: "t", contextId: "c", status: { state: "TASK_STATE_WORKING", timestamp: "2030-01-01T00:00:00Z" } } });
-    expect(writeTaskPageV10(pb.ListTasksResponseSchema, create(pb.ListTasksResponseSchema, {}))).toEqual({ tasks: [], nextPageToken: "", pageSize: 0, totalSize: 0 });
+    const event = writeV10(
+      pb.StreamResponseSchema,
+      encodeStreamEvent({ kind: "status-update", taskId: "t", contextId: "c", status: task.status, final: false }),
+    );
+    expect(event).toEqual({
+      statusUpdate: {
+        taskId: "t",
+        contextId: "c",
+        status: { state: "TASK_STATE_WORKING", timestamp: "2030-01-01T00:00:00Z" },
+      },
+    });
+    expect(writeTaskPageV10(pb.ListTasksResponseSchema, create(pb.ListTasksResponseSchema, {}))).toEqual({
+      tasks: [],
+      nextPageToken: "",
+      pageSize: 0,
+      totalSize: 0,
+    });
   });
 
   it("an explicit tenant other than the caller's reads as not found", () => {
@@ -116,16 +208,41 @@ describe("the 1.0 error shapes", () => {
     expect(jsonRpcErrorV10(7, notFound)).toEqual({
       jsonrpc: "2.0",
       id: 7,
-      error: { code: -32001, message: "Task not found: t1", data: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "TASK_NOT_FOUND", domain: "a2a-protocol.org", metadata: { taskId: "t1", n: "2" } }] },
+      error: {
+        code: -32001,
+        message: "Task not found: t1",
+        data: [
+          {
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            reason: "TASK_NOT_FOUND",
+            domain: "a2a-protocol.org",
+            metadata: { taskId: "t1", n: "2" },
+          },
+        ],
+      },
     });
   });
 
   it("REST is google.rpc.Status JSON with the 1.0 HTTP status; our own reasons carry our domain", () => {
     expect(restErrorV10(new DomainError("task-not-cancelable", "no")).status).toBe(400);
-    expect(restErrorV10(new DomainError("push-not-supported", "no")).body.error).toMatchObject({ code: 400, status: "FAILED_PRECONDITION" });
-    expect(restErrorV10(notFound).body.error).toMatchObject({ code: 404, status: "NOT_FOUND", details: [{ reason: "TASK_NOT_FOUND" }] });
-    expect(errorInfoOf(new DomainError("idempotency-conflict", "x"))).toMatchObject({ reason: "IDEMPOTENCY_CONFLICT", domain: "openwop.dev" });
-    expect(restErrorV10(new Error("boom")).body.error).toMatchObject({ code: 500, status: "INTERNAL", message: "Internal error" });
+    expect(restErrorV10(new DomainError("push-not-supported", "no")).body.error).toMatchObject({
+      code: 400,
+      status: "FAILED_PRECONDITION",
+    });
+    expect(restErrorV10(notFound).body.error).toMatchObject({
+      code: 404,
+      status: "NOT_FOUND",
+      details: [{ reason: "TASK_NOT_FOUND" }],
+    });
+    expect(errorInfoOf(new DomainError("idempotency-conflict", "x"))).toMatchObject({
+      reason: "IDEMPOTENCY_CONFLICT",
+      domain: "openwop.dev",
+    });
+    expect(restErrorV10(new Error("boom")).body.error).toMatchObject({
+      code: 500,
+      status: "INTERNAL",
+      message: "Internal error",
+    });
   });
 
   it("the gRPC detail is ErrorInfo in protobuf binary", () => {
@@ -168,12 +285,18 @@ describe("ListTasks paging and messageId idempotency helpers", () => {
     const m = { messageId: "m1", role: "user" as const, parts: [{ kind: "data" as const, data: { a: 1, b: 2 } }] };
     const same = { ...m, parts: [{ kind: "data" as const, data: { b: 2, a: 1 } }] };
     expect(creationSeed(principal, m, "echo")).toEqual(creationSeed(principal, same, "echo"));
-    expect(creationSeed(principal, m, "echo").key).not.toBe(creationSeed({ ...principal, id: "apikey:bob" }, m, "echo").key);
-    expect(creationSeed(principal, m, "echo").fingerprint).not.toBe(creationSeed(principal, m, "approval-gate").fingerprint);
+    expect(creationSeed(principal, m, "echo").key).not.toBe(
+      creationSeed({ ...principal, id: "apikey:bob" }, m, "echo").key,
+    );
+    expect(creationSeed(principal, m, "echo").fingerprint).not.toBe(
+      creationSeed(principal, m, "approval-gate").fingerprint,
+    );
     expect(canonicalJson({ b: [1, { d: 1, c: undefined }], a: null })).toBe('{"a":null,"b":[1,{"d":1}]}');
     const history = [{ ...m, taskId: "t", contextId: "c" }];
     expect(classifyReply(history, "t", same)).toBe("repeat");
     expect(classifyReply(history, "t", { ...m, messageId: "m2" })).toBe("new");
-    expect(codeOf(() => classifyReply(history, "t", { ...m, parts: [{ kind: "text", text: "other" }] }))).toBe("idempotency-conflict");
+    expect(codeOf(() => classifyReply(history, "t", { ...m, parts: [{ kind: "text", text: "other" }] }))).toBe(
+      "idempotency-conflict",
+    );
   });
 });

@@ -22,7 +22,12 @@ import {
   SYSTEM_TIMEOUT,
   type ReplyOutcome,
 } from "../../src/engine/workflow-engine.js";
-import type { ApprovalNode, ClarificationNode, WorkflowDefinition, WorkflowNode } from "../../src/workflows/workflow-types.js";
+import type {
+  ApprovalNode,
+  ClarificationNode,
+  WorkflowDefinition,
+  WorkflowNode,
+} from "../../src/workflows/workflow-types.js";
 import type { PendingInterrupt, TaskContext } from "../../src/machine/task-context.js";
 
 // ------------------------------------------------------------------------------------------ helpers
@@ -43,14 +48,22 @@ function workflow(id: string): WorkflowDefinition {
   return found;
 }
 
-function node<K extends WorkflowNode["kind"]>(w: WorkflowDefinition, id: string, kind: K): Extract<WorkflowNode, { kind: K }> {
+function node<K extends WorkflowNode["kind"]>(
+  w: WorkflowDefinition,
+  id: string,
+  kind: K,
+): Extract<WorkflowNode, { kind: K }> {
   const found = w.nodes.find((n) => n.id === id);
   if (!found || found.kind !== kind) throw new Error(`${w.id} has no ${kind} node ${id}`);
   return found as Extract<WorkflowNode, { kind: K }>;
 }
 
 /** A copy of a real workflow with one node changed (and still checked by the loader's rules). */
-function withNode(w: WorkflowDefinition, id: string, change: Partial<ApprovalNode> | Partial<ClarificationNode>): WorkflowDefinition {
+function withNode(
+  w: WorkflowDefinition,
+  id: string,
+  change: Partial<ApprovalNode> | Partial<ClarificationNode>,
+): WorkflowDefinition {
   const changed = { ...w, nodes: w.nodes.map((n) => (n.id === id ? ({ ...n, ...change } as WorkflowNode) : n)) };
   return checkWorkflow(structuredClone(changed), builtinHandlers);
 }
@@ -114,7 +127,11 @@ function resumed(outcome: ReplyOutcome): Extract<ReplyOutcome, { type: "resume" 
 }
 
 /** Reply at the approval gate of approval-gate (prepare → gate → finalize, onRefine → prepare). */
-function replyAtGate(resumeValue: Record<string, unknown>, w = workflow("approval-gate"), context?: TaskContext): ReplyOutcome {
+function replyAtGate(
+  resumeValue: Record<string, unknown>,
+  w = workflow("approval-gate"),
+  context?: TaskContext,
+): ReplyOutcome {
   const ctx = context ?? contextOf(w, { cursor: "gate", artifacts: [textArtifact("prepare.0", "Proposal v1")] });
   return interpretReply(w, ctx, pending("gate", "approval"), resumeValue, DECISION);
 }
@@ -189,7 +206,10 @@ describe("nextStep", () => {
     const timer = { nodeId: "wait", purpose: "delay" as const, dueAt: "2026-03-01T10:00:02.000Z" };
     expect(nextStep(contextOf(w, { timer }), w)).toEqual({ type: "run", payload: "fire" });
     // A timer that belongs to another node does not count.
-    expect(nextStep(contextOf(w, { timer: { ...timer, nodeId: "done" } }), w)).toEqual({ type: "run", payload: "start" });
+    expect(nextStep(contextOf(w, { timer: { ...timer, nodeId: "done" } }), w)).toEqual({
+      type: "run",
+      payload: "start",
+    });
   });
 
   it("no cursor → complete", () => {
@@ -227,7 +247,11 @@ describe("buildInterrupt", () => {
       interruptId: "int-1",
       nodeId: "gate",
       kind: "approval",
-      data: { title: "Approve the proposal", artifactIds: ["prepare.0"], actions: ["accept", "reject", "refine", "edit-accept", "ask"] },
+      data: {
+        title: "Approve the proposal",
+        artifactIds: ["prepare.0"],
+        actions: ["accept", "reject", "refine", "edit-accept", "ask"],
+      },
       requestedAt: AT,
       exchanges: [],
     });
@@ -241,7 +265,11 @@ describe("buildInterrupt", () => {
     expect(text?.kind === "text" && text.text).toContain("Approve the proposal");
     expect(text?.kind === "text" && text.text).toContain('"edit-accept"');
     const data = status.parts.find((p) => p.kind === "data");
-    expect(data?.kind === "data" && data.data["interrupt"]).toMatchObject({ kind: "approval", nodeId: "gate", interruptId: "int-1" });
+    expect(data?.kind === "data" && data.data["interrupt"]).toMatchObject({
+      kind: "approval",
+      nodeId: "gate",
+      interruptId: "int-1",
+    });
   });
 
   it("approval: the conformance gate offers only accept and reject", () => {
@@ -262,7 +290,10 @@ describe("buildInterrupt", () => {
   it("approval with timeoutMs: expiresAt = at + timeoutMs and an interrupt-timeout timer at that time", () => {
     const w = withNode(workflow("approval-gate"), "gate", { timeoutMs: 90_000 });
     const gate = node(w, "gate", "approval");
-    const built = buildInterrupt(gate, contextOf(w, { cursor: "gate" }), AT, { interruptId: "int-1", messageId: "msg-1" });
+    const built = buildInterrupt(gate, contextOf(w, { cursor: "gate" }), AT, {
+      interruptId: "int-1",
+      messageId: "msg-1",
+    });
     expect(built.interrupt.expiresAt).toBe("2026-03-01T10:01:30.000Z");
     expect(built.timer).toEqual({ nodeId: "gate", purpose: "interrupt-timeout", dueAt: "2026-03-01T10:01:30.000Z" });
   });
@@ -306,14 +337,24 @@ describe("buildInterrupt", () => {
     const text = built.statusMessage.parts.find((p) => p.kind === "text");
     expect(text?.kind === "text" && text.text).toContain("Who is the audience for this message?");
     const data = built.statusMessage.parts.find((p) => p.kind === "data");
-    expect(data?.kind === "data" && data.data["interrupt"]).toMatchObject({ kind: "clarification", nodeId: "ask-audience" });
+    expect(data?.kind === "data" && data.data["interrupt"]).toMatchObject({
+      kind: "clarification",
+      nodeId: "ask-audience",
+    });
   });
 
   it("clarification with timeoutMs gets a deadline and a timer too", () => {
     const w = withNode(workflow("clarify"), "ask-audience", { timeoutMs: 5_000 });
-    const built = buildInterrupt(node(w, "ask-audience", "clarification"), contextOf(w), AT, { interruptId: "i", messageId: "m" });
+    const built = buildInterrupt(node(w, "ask-audience", "clarification"), contextOf(w), AT, {
+      interruptId: "i",
+      messageId: "m",
+    });
     expect(built.interrupt.expiresAt).toBe("2026-03-01T10:00:05.000Z");
-    expect(built.timer).toEqual({ nodeId: "ask-audience", purpose: "interrupt-timeout", dueAt: "2026-03-01T10:00:05.000Z" });
+    expect(built.timer).toEqual({
+      nodeId: "ask-audience",
+      purpose: "interrupt-timeout",
+      dueAt: "2026-03-01T10:00:05.000Z",
+    });
   });
 });
 
@@ -349,7 +390,15 @@ describe("interpretReply at an approval gate", () => {
   it("reject with reason timeout from the host's timer → approval_timeout (auto-reject when the gate times out)", () => {
     const w = workflow("approval-gate");
     const ctx = contextOf(w, { cursor: "gate", artifacts: [textArtifact("prepare.0", "Proposal v1")] });
-    const outcome = resumed(interpretReply(w, ctx, pending("gate", "approval"), { action: "reject", reason: "timeout" }, { decidedBy: SYSTEM_TIMEOUT, decidedAt: AT }));
+    const outcome = resumed(
+      interpretReply(
+        w,
+        ctx,
+        pending("gate", "approval"),
+        { action: "reject", reason: "timeout" },
+        { decidedBy: SYSTEM_TIMEOUT, decidedAt: AT },
+      ),
+    );
     expect(outcome.output["reason"]).toBe("timeout");
     expect(outcome.thenFail).toMatchObject({ code: "approval_timeout", nodeId: "gate" });
   });
@@ -364,7 +413,10 @@ describe("interpretReply at an approval gate", () => {
     const outcome = resumed(replyAtGate({ action: "refine", feedback: "make it shorter" }));
     expect(outcome.next).toBe("prepare");
     expect(outcome.thenFail).toBeUndefined();
-    expect(outcome.output).toMatchObject({ action: "refine", refineFeedback: { scope: "whole", text: "make it shorter" } });
+    expect(outcome.output).toMatchObject({
+      action: "refine",
+      refineFeedback: { scope: "whole", text: "make it shorter" },
+    });
   });
 
   it("refine with a structured refineFeedback keeps it", () => {
@@ -376,29 +428,58 @@ describe("interpretReply at an approval gate", () => {
   it("refine at the campaign sign-off goes back to plan-channels", () => {
     const w = workflow("campaign-brief");
     const context = contextOf(w, { cursor: "final-signoff" });
-    const outcome = resumed(interpretReply(w, context, pending("final-signoff", "approval"), { action: "refine", feedback: "add events" }, DECISION));
+    const outcome = resumed(
+      interpretReply(
+        w,
+        context,
+        pending("final-signoff", "approval"),
+        { action: "refine", feedback: "add events" },
+        DECISION,
+      ),
+    );
     expect(outcome.next).toBe("plan-channels");
   });
 
   it("refine goes to onRefine.goto even when artifactFrom names another node", () => {
     const w = withNode(workflow("campaign-brief"), "final-signoff", { onRefine: { goto: "draft" } });
     const context = contextOf(w, { cursor: "final-signoff" });
-    const outcome = resumed(interpretReply(w, context, pending("final-signoff", "approval"), { action: "refine", feedback: "rethink" }, DECISION));
+    const outcome = resumed(
+      interpretReply(
+        w,
+        context,
+        pending("final-signoff", "approval"),
+        { action: "refine", feedback: "rethink" },
+        DECISION,
+      ),
+    );
     expect(outcome.next).toBe("draft");
   });
 
   it("refine without onRefine goes back to artifactFrom, else to the node before the gate", () => {
     const base = workflow("campaign-brief");
-    const noGoto = { ...base, nodes: base.nodes.map((n) => (n.id === "final-signoff" ? { ...n, onRefine: undefined } : n)) };
+    const noGoto = {
+      ...base,
+      nodes: base.nodes.map((n) => (n.id === "final-signoff" ? { ...n, onRefine: undefined } : n)),
+    };
     const refine = (w: WorkflowDefinition): string | null =>
-      resumed(interpretReply(w, contextOf(w), pending("final-signoff", "approval"), { action: "refine", feedback: "x" }, DECISION)).next;
+      resumed(
+        interpretReply(
+          w,
+          contextOf(w),
+          pending("final-signoff", "approval"),
+          { action: "refine", feedback: "x" },
+          DECISION,
+        ),
+      ).next;
     expect(refine(withNode(noGoto, "final-signoff", { artifactFrom: "draft" }))).toBe("draft");
     expect(refine(withNode(noGoto, "final-signoff", { artifactFrom: undefined }))).toBe("plan-channels");
   });
 
   it("refine without feedback is refused; a bad scope is refused", () => {
     expect(invalid(() => replyAtGate({ action: "refine" })).message).toContain("refineFeedback");
-    expect(invalid(() => replyAtGate({ action: "refine", refineFeedback: { scope: "everything" } })).message).toContain("scope");
+    expect(invalid(() => replyAtGate({ action: "refine", refineFeedback: { scope: "everything" } })).message).toContain(
+      "scope",
+    );
   });
 
   it("refine feedback is handed to the refined node (feedbackFor)", () => {
@@ -414,7 +495,9 @@ describe("interpretReply at an approval gate", () => {
       cursor: "gate",
       artifacts: [textArtifact("other.0", "unrelated"), textArtifact("prepare.0", "Proposal v1")],
     });
-    const outcome = resumed(replyAtGate({ action: "edit-accept", editedArtifactData: "Proposal, edited" }, undefined, context));
+    const outcome = resumed(
+      replyAtGate({ action: "edit-accept", editedArtifactData: "Proposal, edited" }, undefined, context),
+    );
     expect(outcome.next).toBe("finalize");
     expect(outcome.thenFail).toBeUndefined();
     expect(outcome.output).toMatchObject({ action: "edit-accept", decidedBy: "alice" });
@@ -439,7 +522,13 @@ describe("interpretReply at an approval gate", () => {
   // the first artifact whose id starts with `${artifactFrom}.`, here the one of node "draft.v2".
   it("edit-accept replaces the artifact of artifactFrom, not one of a node whose id merely starts with it", () => {
     const outcome = resumed(
-      interpretReply(PREFIX_COLLISION, prefixCollisionContext(), pending("gate", "approval"), { action: "edit-accept", editedArtifactData: "edited" }, DECISION),
+      interpretReply(
+        PREFIX_COLLISION,
+        prefixCollisionContext(),
+        pending("gate", "approval"),
+        { action: "edit-accept", editedArtifactData: "edited" },
+        DECISION,
+      ),
     );
     expect(outcome.artifacts?.map((a) => a.artifactId)).toEqual(["draft.0"]);
   });
@@ -449,8 +538,14 @@ describe("interpretReply at an approval gate", () => {
   });
 
   it("ask → stays waiting with the question (from question, else feedback); needs one", () => {
-    expect(replyAtGate({ action: "ask", question: "What does it cost?" })).toEqual({ type: "ask", question: "What does it cost?" });
-    expect(replyAtGate({ action: "ask", feedback: "Who else approves?" })).toEqual({ type: "ask", question: "Who else approves?" });
+    expect(replyAtGate({ action: "ask", question: "What does it cost?" })).toEqual({
+      type: "ask",
+      question: "What does it cost?",
+    });
+    expect(replyAtGate({ action: "ask", feedback: "Who else approves?" })).toEqual({
+      type: "ask",
+      question: "Who else approves?",
+    });
     expect(invalid(() => replyAtGate({ action: "ask" })).message).toContain("question");
     expect(invalid(() => replyAtGate({ action: "ask", question: "" })).message).toContain("question");
   });
@@ -515,9 +610,10 @@ describe("interpretReply at an approval gate", () => {
 
   it("a node that is not a gate does not accept replies", () => {
     const w = workflow("approval-gate");
-    expect(invalid(() => interpretReply(w, contextOf(w), pending("prepare", "approval"), { action: "accept" }, DECISION)).message).toContain(
-      "prepare",
-    );
+    expect(
+      invalid(() => interpretReply(w, contextOf(w), pending("prepare", "approval"), { action: "accept" }, DECISION))
+        .message,
+    ).toContain("prepare");
   });
 });
 
@@ -538,7 +634,14 @@ describe("interpretReply at a clarification", () => {
   });
 
   it("an unknown question id is refused, listing the questions", () => {
-    const error = invalid(() => reply({ answers: [{ id: "budget", answer: 5 }, { id: "audience", answer: "x" }] }));
+    const error = invalid(() =>
+      reply({
+        answers: [
+          { id: "budget", answer: 5 },
+          { id: "audience", answer: "x" },
+        ],
+      }),
+    );
     expect(error.message).toContain('"budget"');
     expect(error.message).toContain("audience");
   });
@@ -567,21 +670,38 @@ describe("resumeValueFromMessage", () => {
 
   it("takes the data part (the A2A reply form), even next to text", () => {
     const data = { action: "accept", feedback: "looks good" };
-    expect(resumeValueFromMessage(message([{ kind: "text", text: "reject" }, { kind: "data", data }]), ...gate())).toEqual(data);
+    expect(
+      resumeValueFromMessage(
+        message([
+          { kind: "text", text: "reject" },
+          { kind: "data", data },
+        ]),
+        ...gate(),
+      ),
+    ).toEqual(data);
   });
 
   it("takes metadata.openwop.action when there is no data part", () => {
-    const value = resumeValueFromMessage(message([{ kind: "text", text: "see metadata" }], { openwop: { action: "reject", feedback: "no" } }), ...gate());
+    const value = resumeValueFromMessage(
+      message([{ kind: "text", text: "see metadata" }], { openwop: { action: "reject", feedback: "no" } }),
+      ...gate(),
+    );
     expect(value).toMatchObject({ action: "reject", feedback: "no" });
   });
 
   it("takes a text reply that is exactly an action word (trimmed, any case)", () => {
-    expect(resumeValueFromMessage(message([{ kind: "text", text: "  Accept \n" }]), ...gate())).toEqual({ action: "accept" });
-    expect(resumeValueFromMessage(message([{ kind: "text", text: "reject" }]), ...gate())).toEqual({ action: "reject" });
+    expect(resumeValueFromMessage(message([{ kind: "text", text: "  Accept \n" }]), ...gate())).toEqual({
+      action: "accept",
+    });
+    expect(resumeValueFromMessage(message([{ kind: "text", text: "reject" }]), ...gate())).toEqual({
+      action: "reject",
+    });
   });
 
   it("refuses free text for an approval, naming the vocabulary", () => {
-    const error = invalid(() => resumeValueFromMessage(message([{ kind: "text", text: "yes, looks good" }]), ...gate()));
+    const error = invalid(() =>
+      resumeValueFromMessage(message([{ kind: "text", text: "yes, looks good" }]), ...gate()),
+    );
     expect(error.message).toContain(VOCABULARY);
     expect(error.message).toContain('"gate"');
   });
@@ -589,15 +709,23 @@ describe("resumeValueFromMessage", () => {
   it("refuses a reply with neither data nor text", () => {
     invalid(() => resumeValueFromMessage(message([]), ...gate()));
     invalid(() => resumeValueFromMessage(message([{ kind: "text", text: "   " }]), ...gate()));
-    invalid(() => resumeValueFromMessage(message([{ kind: "file", file: { uri: "https://example.com/a.pdf" } }]), ...gate()));
+    invalid(() =>
+      resumeValueFromMessage(message([{ kind: "file", file: { uri: "https://example.com/a.pdf" } }]), ...gate()),
+    );
   });
 
   it("a text reply answers a single clarification question", () => {
     const w = workflow("clarify");
-    const value = resumeValueFromMessage(message([{ kind: "text", text: "Developers" }]), pending("ask-audience", "clarification"), w);
+    const value = resumeValueFromMessage(
+      message([{ kind: "text", text: "Developers" }]),
+      pending("ask-audience", "clarification"),
+      w,
+    );
     expect(value).toEqual({ answers: [{ id: "audience", answer: "Developers" }] });
     // …and interpretReply accepts it.
-    expect(resumed(interpretReply(w, contextOf(w), pending("ask-audience", "clarification"), value, DECISION)).next).toBe("compose");
+    expect(
+      resumed(interpretReply(w, contextOf(w), pending("ask-audience", "clarification"), value, DECISION)).next,
+    ).toBe("compose");
   });
 
   it("a text reply is refused when the clarification asks several questions", () => {
@@ -607,13 +735,21 @@ describe("resumeValueFromMessage", () => {
         { id: "tone", question: "Which tone?" },
       ],
     });
-    const error = invalid(() => resumeValueFromMessage(message([{ kind: "text", text: "devs" }]), pending("ask-audience", "clarification"), w));
+    const error = invalid(() =>
+      resumeValueFromMessage(message([{ kind: "text", text: "devs" }]), pending("ask-audience", "clarification"), w),
+    );
     expect(error.message).toContain("answers");
   });
 
   it("a data part with answers is taken for a clarification", () => {
     const data = { answers: [{ id: "audience", answer: "ops" }] };
-    expect(resumeValueFromMessage(message([{ kind: "data", data }]), pending("ask-audience", "clarification"), workflow("clarify"))).toEqual(data);
+    expect(
+      resumeValueFromMessage(
+        message([{ kind: "data", data }]),
+        pending("ask-audience", "clarification"),
+        workflow("clarify"),
+      ),
+    ).toEqual(data);
   });
 });
 
@@ -656,15 +792,27 @@ describe("readWorkflowDirectory refuses a bad workflow file with its path and th
   });
 
   it("an a2a.invoke agentCardUrl naming a variable workflows may not use", async () => {
-    const { error } = await loadError("a2a-invoke.yaml", `${header}nodes:\n  - { kind: a2a.invoke, id: call, agentCardUrl: "\${HOME}/card" }\n`);
+    const { error } = await loadError(
+      "a2a-invoke.yaml",
+      `${header}nodes:\n  - { kind: a2a.invoke, id: call, agentCardUrl: "\${HOME}/card" }\n`,
+    );
     expect(error.message).toContain('node "call"');
     expect(error.message).toContain("${HOME}");
     expect(error.message).toContain("known: A2A_PEER_CARD_URL");
   });
 
   it("an a2a.invoke without agentCardUrl, or with one that is not a URI", async () => {
-    expect((await loadError("no-url.yaml", `${header}nodes:\n  - { kind: a2a.invoke, id: call }\n`)).error.message).toContain("agentCardUrl");
-    expect((await loadError("bad-url.yaml", `${header}nodes:\n  - { kind: a2a.invoke, id: call, agentCardUrl: "not a url" }\n`)).error.message).toContain("nodes/0/agentCardUrl");
+    expect(
+      (await loadError("no-url.yaml", `${header}nodes:\n  - { kind: a2a.invoke, id: call }\n`)).error.message,
+    ).toContain("agentCardUrl");
+    expect(
+      (
+        await loadError(
+          "bad-url.yaml",
+          `${header}nodes:\n  - { kind: a2a.invoke, id: call, agentCardUrl: "not a url" }\n`,
+        )
+      ).error.message,
+    ).toContain("nodes/0/agentCardUrl");
   });
 
   it("duplicate node ids", async () => {
@@ -677,7 +825,10 @@ describe("readWorkflowDirectory refuses a bad workflow file with its path and th
   });
 
   it("a task handler that is not registered", async () => {
-    const { error } = await loadError("missing-handler.yaml", `${header}nodes:\n  - { kind: task, id: work, handler: does-not-exist }\n`);
+    const { error } = await loadError(
+      "missing-handler.yaml",
+      `${header}nodes:\n  - { kind: task, id: work, handler: does-not-exist }\n`,
+    );
     expect(error.message).toContain('node "work"');
     expect(error.message).toContain('no handler named "does-not-exist"');
   });

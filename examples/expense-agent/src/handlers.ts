@@ -6,7 +6,11 @@ const ratesUrl = (): string => process.env["RATES_API_URL"] ?? "http://127.0.0.1
 /** "120 EUR taxi" → the amount, the currency and what it was for. */
 function parseExpense(text: string): { amount: number; currency: string; purpose: string } {
   const match = /^\s*(\d+(?:\.\d+)?)\s+([A-Za-z]{3})\s*(.*)$/.exec(text);
-  if (!match) throw new HandlerError("bad_expense", `expected "<amount> <currency> <purpose>", e.g. "120 EUR taxi"; got "${text}"`);
+  if (!match)
+    throw new HandlerError(
+      "bad_expense",
+      `expected "<amount> <currency> <purpose>", e.g. "120 EUR taxi"; got "${text}"`,
+    );
   return { amount: Number(match[1]), currency: match[2]!.toUpperCase(), purpose: match[3] || "unspecified" };
 }
 
@@ -14,13 +18,19 @@ function parseExpense(text: string): { amount: number; currency: string; purpose
 const convertExpense: TaskHandler = async (ctx) => {
   const expense = parseExpense(ctx.input.text);
   const response = await fetch(`${ratesUrl()}/rates?from=${expense.currency}&to=USD`, { signal: ctx.signal });
-  if (response.status >= 400 && response.status < 500) throw new HandlerError("unknown_currency", `the rates API does not know ${expense.currency}`);
+  if (response.status >= 400 && response.status < 500)
+    throw new HandlerError("unknown_currency", `the rates API does not know ${expense.currency}`);
   if (!response.ok) throw new HandlerError("rates_unavailable", `the rates API answered ${response.status}`, true);
   const { rate } = (await response.json()) as { rate: number };
   const usd = Math.round(expense.amount * rate * 100) / 100;
   return {
     output: { ...expense, rate, usd },
-    artifacts: [{ name: "expense", parts: [{ kind: "text", text: `${expense.amount} ${expense.currency} (${usd} USD) for ${expense.purpose}` }] }],
+    artifacts: [
+      {
+        name: "expense",
+        parts: [{ kind: "text", text: `${expense.amount} ${expense.currency} (${usd} USD) for ${expense.purpose}` }],
+      },
+    ],
   };
 };
 
@@ -29,7 +39,12 @@ const fileExpense: TaskHandler = async (ctx) => {
   const converted = ctx.outputs["convert"] as { usd: number; purpose: string };
   return {
     output: { reference: `EXP-${ctx.idempotencyKey.slice(0, 8)}` },
-    artifacts: [{ name: "receipt", parts: [{ kind: "data", data: { filed: true, usd: converted.usd, purpose: converted.purpose } }] }],
+    artifacts: [
+      {
+        name: "receipt",
+        parts: [{ kind: "data", data: { filed: true, usd: converted.usd, purpose: converted.purpose } }],
+      },
+    ],
   };
 };
 // Its effect stays inside this host, so the engine may write its start together with what came before.

@@ -30,7 +30,16 @@ function message(content: Content, taskId = ""): SendRequest {
   const part = { content, metadata: undefined, filename: "", mediaType: "" };
   return {
     tenant: "",
-    message: { messageId: randomUUID(), contextId: "", taskId, role: 1, parts: [part], metadata: undefined, extensions: [], referenceTaskIds: [] },
+    message: {
+      messageId: randomUUID(),
+      contextId: "",
+      taskId,
+      role: 1,
+      parts: [part],
+      metadata: undefined,
+      extensions: [],
+      referenceTaskIds: [],
+    },
     configuration: undefined,
     metadata: undefined,
   };
@@ -60,7 +69,10 @@ describe("the expense agent", () => {
   });
 
   it("shows its own name and only its own skill", async () => {
-    const card = (await (await fetch(`${agent.url}/.well-known/agent-card.json`)).json()) as { name: string; skills: Array<{ id: string }> };
+    const card = (await (await fetch(`${agent.url}/.well-known/agent-card.json`)).json()) as {
+      name: string;
+      skills: Array<{ id: string }>;
+    };
     expect(card.name).toBe("Expense agent");
     expect(card.skills.map((s) => s.id)).toEqual(["expense"]);
   });
@@ -68,12 +80,18 @@ describe("the expense agent", () => {
   it("converts the expense, waits for approval, and files it when approved", async () => {
     const waiting = await send(client, message({ $case: "text", value: "120 EUR taxi to the airport" }));
     expect(waiting.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
-    expect(waiting.artifacts[0]?.parts[0]?.content).toEqual({ $case: "text", value: "120 EUR (132 USD) for taxi to the airport" });
+    expect(waiting.artifacts[0]?.parts[0]?.content).toEqual({
+      $case: "text",
+      value: "120 EUR (132 USD) for taxi to the airport",
+    });
 
     const done = await send(client, message({ $case: "data", value: { action: "accept" } }, waiting.id));
     expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     const receipt = done.artifacts.find((a) => a.name === "receipt");
-    expect(receipt?.parts[0]?.content).toEqual({ $case: "data", value: { filed: true, usd: 132, purpose: "taxi to the airport" } });
+    expect(receipt?.parts[0]?.content).toEqual({
+      $case: "data",
+      value: { filed: true, usd: 132, purpose: "taxi to the airport" },
+    });
   });
 
   it("files nothing when the manager rejects", async () => {

@@ -42,7 +42,10 @@ export function llmNodeKind(options: { modelUrl: string }): NodeKind<LlmNode, Ll
         artifact: { type: "string", minLength: 1 },
       },
     },
-    check: (node) => (node.prompt?.trim() === "" ? `node "${node.id}": prompt is blank (leave it out to send the caller's text)` : undefined),
+    check: (node) =>
+      node.prompt?.trim() === ""
+        ? `node "${node.id}": prompt is blank (leave it out to send the caller's text)`
+        : undefined,
     createServices: (host) => ({ services: { http: host.httpClient({ accept: "text/event-stream" }) } }),
     executor: ({ http }) => ({
       // The model is outside this host: node.started is stored before it is called, and the call runs outside the lock.
@@ -98,7 +101,13 @@ class ChunkStream {
   }
 
   private async send(token: string, lastChunk: boolean): Promise<void> {
-    await this.emit({ artifactId: this.artifactId, name: this.name, parts: [{ kind: "text", text: token }], append: this.count > 0, lastChunk });
+    await this.emit({
+      artifactId: this.artifactId,
+      name: this.name,
+      parts: [{ kind: "text", text: token }],
+      append: this.count > 0,
+      lastChunk,
+    });
     this.count++;
   }
 }
@@ -112,7 +121,11 @@ async function* tokensOf(text: AsyncIterable<string>): AsyncGenerator<string> {
     while ((end = buffer.indexOf("\n\n")) >= 0) {
       const event = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
-      const data = event.split("\n").filter((line) => line.startsWith("data:")).map((line) => line.slice(5).trim()).join("\n");
+      const data = event
+        .split("\n")
+        .filter((line) => line.startsWith("data:"))
+        .map((line) => line.slice(5).trim())
+        .join("\n");
       if (data === "[DONE]") return;
       if (!data) continue;
       const token = (JSON.parse(data) as { token?: unknown }).token;

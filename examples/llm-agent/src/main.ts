@@ -4,4 +4,5 @@ import { startLlmAgent } from "./agent.js";
 const modelUrl = process.env["LLM_URL"];
 if (!modelUrl) throw new Error("set LLM_URL to the model's streaming endpoint");
 const agent = await startLlmAgent({ modelUrl });
-for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => void agent.close().then(() => process.exit(0)));
+for (const signal of ["SIGINT", "SIGTERM"] as const)
+  process.once(signal, () => void agent.close().then(() => process.exit(0)));

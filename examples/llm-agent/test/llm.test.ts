@@ -50,7 +50,16 @@ function question(text: string): Parameters<Client["sendMessageStream"]>[0] {
   const part = { content: { $case: "text" as const, value: text }, metadata: undefined, filename: "", mediaType: "" };
   return {
     tenant: "",
-    message: { messageId: randomUUID(), contextId: "", taskId: "", role: 1, parts: [part], metadata: undefined, extensions: [], referenceTaskIds: [] },
+    message: {
+      messageId: randomUUID(),
+      contextId: "",
+      taskId: "",
+      role: 1,
+      parts: [part],
+      metadata: undefined,
+      extensions: [],
+      referenceTaskIds: [],
+    },
     configuration: undefined,
     metadata: undefined,
   };
@@ -72,7 +81,12 @@ describe("the llm node kind, from outside the host's source", () => {
   beforeAll(async () => {
     model = await startModel(calls);
     modelUrl = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1/generate`;
-    agent = await startLlmAgent({ modelUrl, port: 0, logLevel: "silent", env: { STORE: "memory", HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS: "true" } });
+    agent = await startLlmAgent({
+      modelUrl,
+      port: 0,
+      logLevel: "silent",
+      env: { STORE: "memory", HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS: "true" },
+    });
     client = await new ClientFactory().createFromUrl(agent.url);
   });
 
@@ -87,7 +101,9 @@ describe("the llm node kind, from outside the host's source", () => {
     const expected = tokensFor("what is a durable task");
 
     const chunks = events.flatMap((e) => (e.payload?.$case === "artifactUpdate" ? [e.payload.value] : []));
-    expect(chunks.map((c) => c.artifact?.parts[0]?.content)).toEqual(expected.map((value) => ({ $case: "text", value })));
+    expect(chunks.map((c) => c.artifact?.parts[0]?.content)).toEqual(
+      expected.map((value) => ({ $case: "text", value })),
+    );
     expect(chunks.map((c) => c.append)).toEqual(expected.map((_, i) => i > 0));
     expect(chunks.map((c) => c.lastChunk)).toEqual(expected.map((_, i) => i === expected.length - 1));
     expect(new Set(chunks.map((c) => c.artifact?.artifactId))).toEqual(new Set(["answer.answer"]));
@@ -99,8 +115,14 @@ describe("the llm node kind, from outside the host's source", () => {
     // The stored task holds the whole artifact and the node's output; the model got the prompt and an idempotency key.
     const taskId = events[0]?.payload?.$case === "task" ? events[0].payload.value.id : "";
     const task = await client.getTask({ tenant: "", id: taskId, historyLength: undefined });
-    expect(task.artifacts[0]?.parts.map((p) => (p.content?.$case === "text" ? p.content.value : "")).join("")).toBe(expected.join(""));
-    expect(calls.at(-1)).toEqual({ system: "Answer in one short sentence.", prompt: "what is a durable task", idempotencyKey: `${taskId}:answer:1` });
+    expect(task.artifacts[0]?.parts.map((p) => (p.content?.$case === "text" ? p.content.value : "")).join("")).toBe(
+      expected.join(""),
+    );
+    expect(calls.at(-1)).toEqual({
+      system: "Answer in one short sentence.",
+      prompt: "what is a durable task",
+      idempotencyKey: `${taskId}:answer:1`,
+    });
   });
 
   it("goes through the host's egress guard: without the test-only loopback setting the call is refused, and nothing reaches the model", async () => {
@@ -120,8 +142,14 @@ describe("the llm node kind, from outside the host's source", () => {
 
   it("a kind named like a built-in one, or given twice, stops the start with every problem named", async () => {
     const llm = llmNodeKind({ modelUrl });
-    const shadow = { ...llm, kind: "http" as const, schema: { ...llm.schema, properties: { ...llm.schema.properties, kind: { const: "http" } } } };
-    await expect(startHost({ port: 0, logLevel: "silent", env: { STORE: "memory" }, nodeKinds: [llm, llm, shadow] })).rejects.toThrow(
+    const shadow = {
+      ...llm,
+      kind: "http" as const,
+      schema: { ...llm.schema, properties: { ...llm.schema.properties, kind: { const: "http" } } },
+    };
+    await expect(
+      startHost({ port: 0, logLevel: "silent", env: { STORE: "memory" }, nodeKinds: [llm, llm, shadow] }),
+    ).rejects.toThrow(
       /option nodeKinds\[1\]: node kind "llm" is given twice[\s\S]*option nodeKinds\[2\]: node kind "http" is built in/,
     );
   });

@@ -15,21 +15,40 @@ function scopesOf(value: unknown): Record<string, string> {
 
 /** JSON `flows` may name several flows; the v0.3 proto's oneof keeps the first one present. */
 function encodeOAuthFlows(flows: unknown): pb.OAuthFlows {
-  const f = (typeof flows === "object" && flows !== null ? flows : {}) as Record<string, Record<string, unknown> | undefined>;
+  const f = (typeof flows === "object" && flows !== null ? flows : {}) as Record<
+    string,
+    Record<string, unknown> | undefined
+  >;
   const common = (x: Record<string, unknown>) => ({ refreshUrl: str(x["refreshUrl"]), scopes: scopesOf(x["scopes"]) });
   let flow: pb.OAuthFlows["flow"] = { case: undefined };
   if (f["authorizationCode"]) {
     const x = f["authorizationCode"];
-    flow = { case: "authorizationCode", value: create(pb.AuthorizationCodeOAuthFlowSchema, { ...common(x), authorizationUrl: str(x["authorizationUrl"]), tokenUrl: str(x["tokenUrl"]) }) };
+    flow = {
+      case: "authorizationCode",
+      value: create(pb.AuthorizationCodeOAuthFlowSchema, {
+        ...common(x),
+        authorizationUrl: str(x["authorizationUrl"]),
+        tokenUrl: str(x["tokenUrl"]),
+      }),
+    };
   } else if (f["clientCredentials"]) {
     const x = f["clientCredentials"];
-    flow = { case: "clientCredentials", value: create(pb.ClientCredentialsOAuthFlowSchema, { ...common(x), tokenUrl: str(x["tokenUrl"]) }) };
+    flow = {
+      case: "clientCredentials",
+      value: create(pb.ClientCredentialsOAuthFlowSchema, { ...common(x), tokenUrl: str(x["tokenUrl"]) }),
+    };
   } else if (f["implicit"]) {
     const x = f["implicit"];
-    flow = { case: "implicit", value: create(pb.ImplicitOAuthFlowSchema, { ...common(x), authorizationUrl: str(x["authorizationUrl"]) }) };
+    flow = {
+      case: "implicit",
+      value: create(pb.ImplicitOAuthFlowSchema, { ...common(x), authorizationUrl: str(x["authorizationUrl"]) }),
+    };
   } else if (f["password"]) {
     const x = f["password"];
-    flow = { case: "password", value: create(pb.PasswordOAuthFlowSchema, { ...common(x), tokenUrl: str(x["tokenUrl"]) }) };
+    flow = {
+      case: "password",
+      value: create(pb.PasswordOAuthFlowSchema, { ...common(x), tokenUrl: str(x["tokenUrl"]) }),
+    };
   }
   return create(pb.OAuthFlowsSchema, { flow });
 }
@@ -39,24 +58,52 @@ function encodeSecurityScheme(scheme: Record<string, unknown>): pb.SecuritySchem
   const description = str(scheme["description"]);
   switch (scheme["type"]) {
     case "apiKey":
-      return create(pb.SecuritySchemeSchema, { scheme: { case: "apiKeySecurityScheme", value: create(pb.APIKeySecuritySchemeSchema, { description, location: str(scheme["in"]), name: str(scheme["name"]) }) } });
+      return create(pb.SecuritySchemeSchema, {
+        scheme: {
+          case: "apiKeySecurityScheme",
+          value: create(pb.APIKeySecuritySchemeSchema, {
+            description,
+            location: str(scheme["in"]),
+            name: str(scheme["name"]),
+          }),
+        },
+      });
     case "http":
       return create(pb.SecuritySchemeSchema, {
-        scheme: { case: "httpAuthSecurityScheme", value: create(pb.HTTPAuthSecuritySchemeSchema, { description, scheme: str(scheme["scheme"]), bearerFormat: str(scheme["bearerFormat"]) }) },
+        scheme: {
+          case: "httpAuthSecurityScheme",
+          value: create(pb.HTTPAuthSecuritySchemeSchema, {
+            description,
+            scheme: str(scheme["scheme"]),
+            bearerFormat: str(scheme["bearerFormat"]),
+          }),
+        },
       });
     case "oauth2":
       return create(pb.SecuritySchemeSchema, {
         scheme: {
           case: "oauth2SecurityScheme",
-          value: create(pb.OAuth2SecuritySchemeSchema, { description, flows: encodeOAuthFlows(scheme["flows"]), oauth2MetadataUrl: str(scheme["oauth2MetadataUrl"]) }),
+          value: create(pb.OAuth2SecuritySchemeSchema, {
+            description,
+            flows: encodeOAuthFlows(scheme["flows"]),
+            oauth2MetadataUrl: str(scheme["oauth2MetadataUrl"]),
+          }),
         },
       });
     case "openIdConnect":
       return create(pb.SecuritySchemeSchema, {
-        scheme: { case: "openIdConnectSecurityScheme", value: create(pb.OpenIdConnectSecuritySchemeSchema, { description, openIdConnectUrl: str(scheme["openIdConnectUrl"]) }) },
+        scheme: {
+          case: "openIdConnectSecurityScheme",
+          value: create(pb.OpenIdConnectSecuritySchemeSchema, {
+            description,
+            openIdConnectUrl: str(scheme["openIdConnectUrl"]),
+          }),
+        },
       });
     case "mutualTLS":
-      return create(pb.SecuritySchemeSchema, { scheme: { case: "mtlsSecurityScheme", value: create(pb.MutualTlsSecuritySchemeSchema, { description }) } });
+      return create(pb.SecuritySchemeSchema, {
+        scheme: { case: "mtlsSecurityScheme", value: create(pb.MutualTlsSecuritySchemeSchema, { description }) },
+      });
     default:
       return create(pb.SecuritySchemeSchema, {});
   }
@@ -64,7 +111,11 @@ function encodeSecurityScheme(scheme: Record<string, unknown>): pb.SecuritySchem
 
 function encodeSecurity(requirements: Array<Record<string, string[]>> | undefined): pb.Security[] {
   return (requirements ?? []).map((req) =>
-    create(pb.SecuritySchema, { schemes: Object.fromEntries(Object.entries(req).map(([name, scopes]) => [name, create(pb.StringListSchema, { list: scopes })])) }),
+    create(pb.SecuritySchema, {
+      schemes: Object.fromEntries(
+        Object.entries(req).map(([name, scopes]) => [name, create(pb.StringListSchema, { list: scopes })]),
+      ),
+    }),
   );
 }
 
@@ -76,17 +127,29 @@ export function encodeAgentCard(card: AgentCard): pb.AgentCard {
     description: card.description,
     url: card.url,
     preferredTransport: card.preferredTransport,
-    additionalInterfaces: card.additionalInterfaces.map((i) => create(pb.AgentInterfaceSchema, { url: i.url, transport: i.transport })),
-    provider: card.provider ? create(pb.AgentProviderSchema, { organization: card.provider.organization, url: card.provider.url }) : undefined,
+    additionalInterfaces: card.additionalInterfaces.map((i) =>
+      create(pb.AgentInterfaceSchema, { url: i.url, transport: i.transport }),
+    ),
+    provider: card.provider
+      ? create(pb.AgentProviderSchema, { organization: card.provider.organization, url: card.provider.url })
+      : undefined,
     version: card.version,
     documentationUrl: card.documentationUrl ?? "",
     iconUrl: card.iconUrl ?? "",
     capabilities: create(pb.AgentCapabilitiesSchema, {
       streaming: card.capabilities.streaming,
       pushNotifications: card.capabilities.pushNotifications,
-      extensions: (card.capabilities.extensions ?? []).map((e) => create(pb.AgentExtensionSchema, { uri: e.uri, description: e.description ?? "", required: e.required ?? false })),
+      extensions: (card.capabilities.extensions ?? []).map((e) =>
+        create(pb.AgentExtensionSchema, {
+          uri: e.uri,
+          description: e.description ?? "",
+          required: e.required ?? false,
+        }),
+      ),
     }),
-    securitySchemes: Object.fromEntries(Object.entries(card.securitySchemes ?? {}).map(([name, scheme]) => [name, encodeSecurityScheme(scheme)])),
+    securitySchemes: Object.fromEntries(
+      Object.entries(card.securitySchemes ?? {}).map(([name, scheme]) => [name, encodeSecurityScheme(scheme)]),
+    ),
     security: encodeSecurity(card.security),
     defaultInputModes: card.defaultInputModes,
     defaultOutputModes: card.defaultOutputModes,

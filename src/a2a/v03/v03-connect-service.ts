@@ -5,7 +5,15 @@ import type { StreamEvent } from "../../domain/a2a-types.js";
 import type { A2AService } from "../../gen/a2a/v1/a2a_pb.js";
 import { callContextOf } from "../connect-caller.js";
 import { encodeAgentCard } from "./v03-card-codec.js";
-import { decodeGetTaskRequest, decodeSendRequest, encodeSendResponse, encodeStreamEvent, encodeTask, parsePushConfigName, parseTaskName } from "./v03-proto-codec.js";
+import {
+  decodeGetTaskRequest,
+  decodeSendRequest,
+  encodeSendResponse,
+  encodeStreamEvent,
+  encodeTask,
+  parsePushConfigName,
+  parseTaskName,
+} from "./v03-proto-codec.js";
 import { decodeCreatePushConfigRequest, encodeListPushConfigs, encodeTaskPushConfig } from "./v03-proto-push-codec.js";
 import type { V03Operations } from "./v03-operations.js";
 
@@ -30,9 +38,16 @@ export function v03ConnectService(ops: V03Operations): ServiceImpl<typeof A2ASer
       yield* encoded(ops.resubscribe(parseTaskName(req.name), call(ctx)));
     },
     createTaskPushNotificationConfig: async (req, ctx) =>
-      encodeTaskPushConfig(await ops.setPushConfig({ ...decodeCreatePushConfigRequest(req), path: "config.pushNotificationConfig" }, call(ctx))),
-    getTaskPushNotificationConfig: async (req, ctx) => encodeTaskPushConfig(await ops.getPushConfig(parsePushConfigName(req.name), call(ctx))),
-    listTaskPushNotificationConfig: async (req, ctx) => encodeListPushConfigs(await ops.listPushConfigs(parseTaskName(req.parent, "parent"), call(ctx))),
+      encodeTaskPushConfig(
+        await ops.setPushConfig(
+          { ...decodeCreatePushConfigRequest(req), path: "config.pushNotificationConfig" },
+          call(ctx),
+        ),
+      ),
+    getTaskPushNotificationConfig: async (req, ctx) =>
+      encodeTaskPushConfig(await ops.getPushConfig(parsePushConfigName(req.name), call(ctx))),
+    listTaskPushNotificationConfig: async (req, ctx) =>
+      encodeListPushConfigs(await ops.listPushConfigs(parseTaskName(req.parent, "parent"), call(ctx))),
     deleteTaskPushNotificationConfig: async (req, ctx) => {
       await ops.deletePushConfig(parsePushConfigName(req.name), call(ctx));
       return create(EmptySchema);

@@ -8,7 +8,11 @@ import type { VersionErrorShapes } from "../version-module.js";
 export const v03ErrorShapes: VersionErrorShapes = {
   // The table's shared row follows a2a-js 0.3: nothing of its own.
   statuses: {},
-  jsonRpc: (id, err) => ({ jsonrpc: "2.0", id, error: { code: err.jsonRpc, message: err.message, ...(err.details ? { data: err.details } : {}) } }),
+  jsonRpc: (id, err) => ({
+    jsonrpc: "2.0",
+    id,
+    error: { code: err.jsonRpc, message: err.message, ...(err.details ? { data: err.details } : {}) },
+  }),
   httpJson: (err) => ({ code: err.jsonRpc, message: err.message, ...(err.details ? { data: err.details } : {}) }),
   connectDetails: () => [],
   jsonRpcStreamFailure: "sse-event",

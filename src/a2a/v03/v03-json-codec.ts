@@ -1,4 +1,13 @@
-import { pushAuthentication, type Artifact, type Message, type Part, type PushNotificationConfig, type StreamEvent, type Task, type TaskPushNotificationConfig } from "../../domain/a2a-types.js";
+import {
+  pushAuthentication,
+  type Artifact,
+  type Message,
+  type Part,
+  type PushNotificationConfig,
+  type StreamEvent,
+  type Task,
+  type TaskPushNotificationConfig,
+} from "../../domain/a2a-types.js";
 import { invalidParams } from "../../domain/errors.js";
 import {
   expectObject,
@@ -34,11 +43,21 @@ function decodePart(value: unknown, path: string): Part {
       const file = expectObject(part["file"], `${path}.file`);
       const uri = optionalString(file, "uri", `${path}.file`);
       const bytes = optionalString(file, "bytes", `${path}.file`);
-      if ((uri === undefined) === (bytes === undefined)) throw invalidParams(`${path}.file needs exactly one of "uri" or "bytes"`);
-      if (bytes !== undefined && !/^[A-Za-z0-9+/=_-]*$/.test(bytes)) throw invalidParams(`${path}.file.bytes must be base64`);
+      if ((uri === undefined) === (bytes === undefined))
+        throw invalidParams(`${path}.file needs exactly one of "uri" or "bytes"`);
+      if (bytes !== undefined && !/^[A-Za-z0-9+/=_-]*$/.test(bytes))
+        throw invalidParams(`${path}.file.bytes must be base64`);
       const mimeType = optionalString(file, "mimeType", `${path}.file`);
       const name = optionalString(file, "name", `${path}.file`);
-      return { kind: "file", file: { ...(uri !== undefined ? { uri } : { bytes }), ...(mimeType ? { mimeType } : {}), ...(name ? { name } : {}) }, ...meta };
+      return {
+        kind: "file",
+        file: {
+          ...(uri !== undefined ? { uri } : { bytes }),
+          ...(mimeType ? { mimeType } : {}),
+          ...(name ? { name } : {}),
+        },
+        ...meta,
+      };
     }
     case "data": {
       return { kind: "data", data: expectObject(part["data"], `${path}.data`), ...meta };
@@ -52,7 +71,8 @@ export function decodeMessage(value: unknown, path = "params.message"): Message 
   const msg = expectObject(value, path);
   if (msg["kind"] !== undefined && msg["kind"] !== "message") throw invalidParams(`${path}.kind must be "message"`);
   const role = msg["role"];
-  if (role !== "user" && role !== "agent") throw invalidParams(`${path}.role must be "user" or "agent" (got ${JSON.stringify(role)})`);
+  if (role !== "user" && role !== "agent")
+    throw invalidParams(`${path}.role must be "user" or "agent" (got ${JSON.stringify(role)})`);
   const parts = msg["parts"];
   if (!Array.isArray(parts) || parts.length === 0) throw invalidParams(`${path}.parts must be a non-empty array`);
   const taskId = optionalString(msg, "taskId", path);
@@ -78,8 +98,15 @@ export function decodePushConfig(value: unknown, path: string): PushNotification
   const token = optionalString(cfg, "token", path);
   const auth = optionalObject(cfg, "authentication", path);
   const authPath = `${path}.authentication`;
-  const authentication = auth ? pushAuthentication(optionalStringArray(auth, "schemes", authPath), optionalString(auth, "credentials", authPath)) : {};
-  return { url: requiredString(cfg, "url", path), ...(id ? { id } : {}), ...(token ? { token } : {}), ...authentication };
+  const authentication = auth
+    ? pushAuthentication(optionalStringArray(auth, "schemes", authPath), optionalString(auth, "credentials", authPath))
+    : {};
+  return {
+    url: requiredString(cfg, "url", path),
+    ...(id ? { id } : {}),
+    ...(token ? { token } : {}),
+    ...authentication,
+  };
 }
 
 /** v0.3 historyLength: absent or 0 means the whole history. */
@@ -97,7 +124,9 @@ export function decodeSendParams(value: unknown): SendParams {
     message: decodeMessage(params["message"]),
     blocking: optionalBoolean(config, "blocking", "params.configuration") !== false,
     history: v03History(optionalNonNegativeInt(config, "historyLength", "params.configuration")),
-    ...(push !== undefined && push !== null ? { pushNotificationConfig: decodePushConfig(push, "params.configuration.pushNotificationConfig") } : {}),
+    ...(push !== undefined && push !== null
+      ? { pushNotificationConfig: decodePushConfig(push, "params.configuration.pushNotificationConfig") }
+      : {}),
     ...(metadata ? { metadata } : {}),
   };
 }
@@ -113,19 +142,28 @@ export function decodeTaskQuery(value: unknown, withHistory: boolean): { id: str
 /** `tasks/pushNotificationConfig/set` params: a TaskPushNotificationConfig `{taskId, pushNotificationConfig}`. */
 export function decodeSetPushConfigParams(value: unknown): { taskId: string; config: PushNotificationConfig } {
   const params = expectObject(value, "params");
-  return { taskId: requiredString(params, "taskId", "params"), config: decodePushConfig(params["pushNotificationConfig"], "params.pushNotificationConfig") };
+  return {
+    taskId: requiredString(params, "taskId", "params"),
+    config: decodePushConfig(params["pushNotificationConfig"], "params.pushNotificationConfig"),
+  };
 }
 
 /**
  * Params of `tasks/pushNotificationConfig/get` (`{id, pushNotificationConfigId?}`), `/list` (`{id}`) and
  * `/delete` (`{id, pushNotificationConfigId}`), each with an optional `metadata`.
  */
-export function decodePushConfigQuery(value: unknown, configId: "optional" | "required" | "none"): { taskId: string; configId?: string } {
+export function decodePushConfigQuery(
+  value: unknown,
+  configId: "optional" | "required" | "none",
+): { taskId: string; configId?: string } {
   const params = expectObject(value, "params");
   optionalObject(params, "metadata", "params");
   const taskId = requiredString(params, "id", "params");
   if (configId === "none") return { taskId };
-  const id = configId === "required" ? requiredString(params, "pushNotificationConfigId", "params") : optionalString(params, "pushNotificationConfigId", "params");
+  const id =
+    configId === "required"
+      ? requiredString(params, "pushNotificationConfigId", "params")
+      : optionalString(params, "pushNotificationConfigId", "params");
   return { taskId, ...(id ? { configId: id } : {}) };
 }
 
@@ -162,7 +200,10 @@ export function encodeStreamEvent(event: StreamEvent): JsonObject {
     case "message":
       return encodeMessage(event.message);
     case "status-update":
-      return { ...withoutGeneration(event), status: { ...event.status, ...(event.status.message ? { message: encodeMessage(event.status.message) } : {}) } };
+      return {
+        ...withoutGeneration(event),
+        status: { ...event.status, ...(event.status.message ? { message: encodeMessage(event.status.message) } : {}) },
+      };
     case "artifact-update":
       return { ...withoutGeneration(event), artifact: encodeArtifact(event.artifact) };
   }

@@ -24,16 +24,36 @@ function encodeStream(events: AsyncIterable<StreamEvent>): AsyncIterable<unknown
 /** A2A 0.3 JSON-RPC methods (slash names): the 0.3 JSON codec around the 0.3 operations. */
 export function v03JsonRpcMethods(ops: V03Operations): Record<string, JsonRpcMethod> {
   return {
-    "message/send": async (params, ctx) => ({ kind: "unary", result: encodeStreamEvent(await ops.sendMessage(decodeSendParams(params), ctx)) }),
-    "message/stream": (params, ctx) => ({ kind: "stream", events: encodeStream(ops.sendStreamingMessage(decodeSendParams(params), ctx)) }),
-    "tasks/get": async (params, ctx) => ({ kind: "unary", result: encodeTask(await ops.getTask(decodeTaskQuery(params, true), ctx)) }),
-    "tasks/cancel": async (params, ctx) => ({ kind: "unary", result: encodeTask(await ops.cancelTask(decodeTaskQuery(params, false).id, ctx)) }),
-    "tasks/resubscribe": (params, ctx) => ({ kind: "stream", events: encodeStream(ops.resubscribe(decodeTaskQuery(params, false).id, ctx)) }),
+    "message/send": async (params, ctx) => ({
+      kind: "unary",
+      result: encodeStreamEvent(await ops.sendMessage(decodeSendParams(params), ctx)),
+    }),
+    "message/stream": (params, ctx) => ({
+      kind: "stream",
+      events: encodeStream(ops.sendStreamingMessage(decodeSendParams(params), ctx)),
+    }),
+    "tasks/get": async (params, ctx) => ({
+      kind: "unary",
+      result: encodeTask(await ops.getTask(decodeTaskQuery(params, true), ctx)),
+    }),
+    "tasks/cancel": async (params, ctx) => ({
+      kind: "unary",
+      result: encodeTask(await ops.cancelTask(decodeTaskQuery(params, false).id, ctx)),
+    }),
+    "tasks/resubscribe": (params, ctx) => ({
+      kind: "stream",
+      events: encodeStream(ops.resubscribe(decodeTaskQuery(params, false).id, ctx)),
+    }),
     "tasks/pushNotificationConfig/set": async (params, ctx) => ({
       kind: "unary",
-      result: encodeTaskPushConfig(await ops.setPushConfig({ ...decodeSetPushConfigParams(params), path: "params.pushNotificationConfig" }, ctx)),
+      result: encodeTaskPushConfig(
+        await ops.setPushConfig({ ...decodeSetPushConfigParams(params), path: "params.pushNotificationConfig" }, ctx),
+      ),
     }),
-    "tasks/pushNotificationConfig/get": async (params, ctx) => ({ kind: "unary", result: encodeTaskPushConfig(await ops.getPushConfig(decodePushConfigQuery(params, "optional"), ctx)) }),
+    "tasks/pushNotificationConfig/get": async (params, ctx) => ({
+      kind: "unary",
+      result: encodeTaskPushConfig(await ops.getPushConfig(decodePushConfigQuery(params, "optional"), ctx)),
+    }),
     "tasks/pushNotificationConfig/list": async (params, ctx) => ({
       kind: "unary",
       result: (await ops.listPushConfigs(decodePushConfigQuery(params, "none").taskId, ctx)).map(encodeTaskPushConfig),
@@ -43,6 +63,9 @@ export function v03JsonRpcMethods(ops: V03Operations): Record<string, JsonRpcMet
       await ops.deletePushConfig({ taskId, configId: configId! }, ctx);
       return { kind: "unary", result: null };
     },
-    "agent/getAuthenticatedExtendedCard": async () => ({ kind: "unary", result: await ops.getAuthenticatedExtendedCard() }),
+    "agent/getAuthenticatedExtendedCard": async () => ({
+      kind: "unary",
+      result: await ops.getAuthenticatedExtendedCard(),
+    }),
   };
 }

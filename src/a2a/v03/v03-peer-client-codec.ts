@@ -40,7 +40,12 @@ function parsePart(raw: unknown): Part | undefined {
       const name = str(file["name"]);
       return {
         kind: "file",
-        file: { ...(uri !== undefined ? { uri } : {}), ...(bytes !== undefined ? { bytes } : {}), ...(mimeType ? { mimeType } : {}), ...(name ? { name } : {}) },
+        file: {
+          ...(uri !== undefined ? { uri } : {}),
+          ...(bytes !== undefined ? { bytes } : {}),
+          ...(mimeType ? { mimeType } : {}),
+          ...(name ? { name } : {}),
+        },
         ...metadata,
       };
     }
@@ -88,7 +93,8 @@ export function parsePeerTask(raw: unknown): PeerTask {
   const id = str(raw["id"]);
   const contextId = str(raw["contextId"]);
   const status = raw["status"];
-  if (!id || contextId === undefined || !isObject(status) || typeof status["state"] !== "string") throw invalidAnswer("task (id, contextId and status.state are required)");
+  if (!id || contextId === undefined || !isObject(status) || typeof status["state"] !== "string")
+    throw invalidAnswer("task (id, contextId and status.state are required)");
   const statusMessage = parsePeerMessage(status["message"]);
   const statusTimestamp = str(status["timestamp"]);
   return {
@@ -122,10 +128,17 @@ function parsePeerStreamEventV03(raw: unknown): PeerStreamEvent | undefined {
   if (kind === "status-update") {
     const taskId = str(raw["taskId"]);
     const status = raw["status"];
-    if (!taskId || !isObject(status) || typeof status["state"] !== "string") throw invalidAnswer("status update (taskId and status.state are required)");
+    if (!taskId || !isObject(status) || typeof status["state"] !== "string")
+      throw invalidAnswer("status update (taskId and status.state are required)");
     const statusMessage = parsePeerMessage(status["message"]);
     const statusTimestamp = str(status["timestamp"]);
-    return { kind: "status", taskId, state: status["state"], ...(statusMessage ? { statusMessage } : {}), ...(statusTimestamp ? { statusTimestamp } : {}) };
+    return {
+      kind: "status",
+      taskId,
+      state: status["state"],
+      ...(statusMessage ? { statusMessage } : {}),
+      ...(statusTimestamp ? { statusTimestamp } : {}),
+    };
   }
   if (kind === "artifact-update") {
     const taskId = str(raw["taskId"]);
@@ -133,7 +146,8 @@ function parsePeerStreamEventV03(raw: unknown): PeerStreamEvent | undefined {
     if (!taskId || !artifact) throw invalidAnswer("artifact update (taskId and artifact are required)");
     return { kind: "artifact", taskId, artifact, append: raw["append"] === true };
   }
-  if (kind === "task" || (kind === undefined && "status" in raw && "id" in raw)) return { kind: "task", task: parsePeerTask(raw) };
+  if (kind === "task" || (kind === undefined && "status" in raw && "id" in raw))
+    return { kind: "task", task: parsePeerTask(raw) };
   return undefined;
 }
 
@@ -237,13 +251,41 @@ function peerReplyFromProto(response: pb.SendMessageResponse): PeerReply {
  * or without any (the peer signs a JWT: peer-types.ts).
  */
 function jsonRpcConfiguration(push: PeerPushRequest | undefined): Json {
-  return { blocking: false, ...(push ? { pushNotificationConfig: { url: push.url, token: push.token, authentication: { schemes: ["Bearer"], ...(push.credentials !== undefined ? { credentials: push.credentials } : {}) } } } : {}) };
+  return {
+    blocking: false,
+    ...(push
+      ? {
+          pushNotificationConfig: {
+            url: push.url,
+            token: push.token,
+            authentication: {
+              schemes: ["Bearer"],
+              ...(push.credentials !== undefined ? { credentials: push.credentials } : {}),
+            },
+          },
+        }
+      : {}),
+  };
 }
 
 /** The a2a.v1 non-blocking SendMessageRequest (gRPC, and HTTP+JSON as ProtoJSON). */
 function sendRequest(message: Message, push: PeerPushRequest | undefined): pb.SendMessageRequest {
-  const inline = push ? { pushNotification: create(pb.PushNotificationConfigSchema, { url: push.url, token: push.token, authentication: create(pb.AuthenticationInfoSchema, { schemes: ["Bearer"], credentials: push.credentials ?? "" }) }) } : {};
-  return create(pb.SendMessageRequestSchema, { request: encodeMessage(message), configuration: create(pb.SendMessageConfigurationSchema, { blocking: false, ...inline }) });
+  const inline = push
+    ? {
+        pushNotification: create(pb.PushNotificationConfigSchema, {
+          url: push.url,
+          token: push.token,
+          authentication: create(pb.AuthenticationInfoSchema, {
+            schemes: ["Bearer"],
+            credentials: push.credentials ?? "",
+          }),
+        }),
+      }
+    : {};
+  return create(pb.SendMessageRequestSchema, {
+    request: encodeMessage(message),
+    configuration: create(pb.SendMessageConfigurationSchema, { blocking: false, ...inline }),
+  });
 }
 
 /** The resource name of a task in a2a.v1 requests. */
@@ -252,12 +294,22 @@ const taskName = (taskId: string) => `tasks/${taskId}`;
 function grpcClient(transport: Transport): PeerGrpcClient {
   const client = createClient(pb.A2AService, transport);
   return {
-    send: async (message, _tenant, push, options) => peerReplyFromProto(await client.sendMessage(sendRequest(message, push), options)),
+    send: async (message, _tenant, push, options) =>
+      peerReplyFromProto(await client.sendMessage(sendRequest(message, push), options)),
     // The whole history tells whether a forwarded reply already arrived. history_length 0 means "all" in the
     // v0.3 proto but "none" to peers that read it with 1.0 semantics (the @a2a-js/sdk v0.3 gRPC service does),
     // so ask for the most an int32 can say, which both read as "all".
-    getTask: async (taskId, _tenant, options) => peerTaskFromProto(await client.getTask(create(pb.GetTaskRequestSchema, { name: taskName(taskId), historyLength: ALL_HISTORY }), options)),
-    cancelTask: async (taskId, _tenant, options) => peerTaskFromProto(await client.cancelTask(create(pb.CancelTaskRequestSchema, { name: taskName(taskId) }), options)),
+    getTask: async (taskId, _tenant, options) =>
+      peerTaskFromProto(
+        await client.getTask(
+          create(pb.GetTaskRequestSchema, { name: taskName(taskId), historyLength: ALL_HISTORY }),
+          options,
+        ),
+      ),
+    cancelTask: async (taskId, _tenant, options) =>
+      peerTaskFromProto(
+        await client.cancelTask(create(pb.CancelTaskRequestSchema, { name: taskName(taskId) }), options),
+      ),
     // No task stream over gRPC 0.3 here: such a peer is pushed to or polled.
   };
 }
@@ -271,25 +323,44 @@ export const v03PeerClient: PeerVersionClient = {
     // The card's `url` serves `preferredTransport` (JSONRPC when absent); `additionalInterfaces` may repeat it. The
     // card's own `protocolVersion` names the version of all of them.
     interfaces(card) {
-      const version = card["protocolVersion"] === undefined ? UNNAMED_A2A_VERSION : peerVersionOf(card["protocolVersion"]);
+      const version =
+        card["protocolVersion"] === undefined ? UNNAMED_A2A_VERSION : peerVersionOf(card["protocolVersion"]);
       const versionName = String(card["protocolVersion"] ?? UNNAMED_A2A_VERSION);
       const offered: OfferedInterface[] = [];
       if (card["url"] !== undefined) {
         const transport = card["preferredTransport"] ?? "JSONRPC";
-        offered.push({ binding: bindingOfCardName(transport), bindingName: String(transport), version, versionName, url: card["url"] });
+        offered.push({
+          binding: bindingOfCardName(transport),
+          bindingName: String(transport),
+          version,
+          versionName,
+          url: card["url"],
+        });
       }
       for (const i of Array.isArray(card["additionalInterfaces"]) ? card["additionalInterfaces"] : []) {
-        if (isObject(i)) offered.push({ binding: bindingOfCardName(i["transport"]), bindingName: String(i["transport"] ?? "?"), version, versionName, url: i["url"] });
+        if (isObject(i))
+          offered.push({
+            binding: bindingOfCardName(i["transport"]),
+            bindingName: String(i["transport"] ?? "?"),
+            version,
+            versionName,
+            url: i["url"],
+          });
       }
       return offered;
     },
     // OpenAPI's shape: `{type: "apiKey", in, name}`.
     apiKeySchemes: (card) =>
-      Object.values(isObject(card["securitySchemes"]) ? card["securitySchemes"] : {}).flatMap((s) => (isObject(s) && s["type"] === "apiKey" ? [{ location: s["in"], name: s["name"] }] : [])),
+      Object.values(isObject(card["securitySchemes"]) ? card["securitySchemes"] : {}).flatMap((s) =>
+        isObject(s) && s["type"] === "apiKey" ? [{ location: s["in"], name: s["name"] }] : [],
+      ),
   },
   jsonRpc: {
     methods: { send: "message/send", get: "tasks/get", cancel: "tasks/cancel", subscribe: "tasks/resubscribe" },
-    sendParams: (message, _tenant, push) => ({ message: wireMessageV03(message), configuration: jsonRpcConfiguration(push) }),
+    sendParams: (message, _tenant, push) => ({
+      message: wireMessageV03(message),
+      configuration: jsonRpcConfiguration(push),
+    }),
     getParams: (taskId) => ({ id: taskId }),
     cancelParams: (taskId) => ({ id: taskId }),
     subscribeParams: (taskId) => ({ id: taskId }),

@@ -1,6 +1,15 @@
 import { create, type DescEnum, type JsonObject } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { pushAuthentication, type Artifact, type Message, type Part, type PushNotificationConfig, type StreamEvent, type Task, type TaskStatus } from "../../domain/a2a-types.js";
+import {
+  pushAuthentication,
+  type Artifact,
+  type Message,
+  type Part,
+  type PushNotificationConfig,
+  type StreamEvent,
+  type Task,
+  type TaskStatus,
+} from "../../domain/a2a-types.js";
 import { wireSafeObject } from "../../domain/json-input.js";
 import { invalidParams } from "../../domain/errors.js";
 import type { A2ATaskStateValue } from "../../domain/run-status.js";
@@ -28,7 +37,9 @@ const STATE_TO_PROTO: Record<A2ATaskStateValue, pb.TaskState> = {
   rejected: pb.TaskState.REJECTED,
 };
 
-const STATE_FROM_PROTO = new Map<pb.TaskState, A2ATaskStateValue>(Object.entries(STATE_TO_PROTO).map(([k, v]) => [v, k as A2ATaskStateValue]));
+const STATE_FROM_PROTO = new Map<pb.TaskState, A2ATaskStateValue>(
+  Object.entries(STATE_TO_PROTO).map(([k, v]) => [v, k as A2ATaskStateValue]),
+);
 
 export function taskStateToProto(state: A2ATaskStateValue): pb.TaskState {
   return STATE_TO_PROTO[state];
@@ -37,7 +48,11 @@ export function taskStateToProto(state: A2ATaskStateValue): pb.TaskState {
 /** TASK_STATE_UNSPECIFIED ("unknown" in v0.3 JSON) has no domain state, so it is refused like any unknown number. */
 export function taskStateFromProto(state: pb.TaskState, path = "status.state"): A2ATaskStateValue {
   const value = STATE_FROM_PROTO.get(state);
-  if (!value) throw invalidParams(`${path} must be a known TaskState other than TASK_STATE_UNSPECIFIED (got ${enumName(pb.TaskStateSchema, state)})`, { path });
+  if (!value)
+    throw invalidParams(
+      `${path} must be a known TaskState other than TASK_STATE_UNSPECIFIED (got ${enumName(pb.TaskStateSchema, state)})`,
+      { path },
+    );
   return value;
 }
 
@@ -75,7 +90,11 @@ export function parseTaskName(name: string, field = "name"): string {
 /** `tasks/{id}/pushNotificationConfigs/{configId}` → both ids. */
 export function parsePushConfigName(name: string, field = "name"): { taskId: string; configId: string } {
   const found = PUSH_CONFIG_NAME.exec(name);
-  if (!found) throw invalidParams(`${field} must look like tasks/{id}/pushNotificationConfigs/{configId} (got ${JSON.stringify(name)})`, { path: field });
+  if (!found)
+    throw invalidParams(
+      `${field} must look like tasks/{id}/pushNotificationConfigs/{configId} (got ${JSON.stringify(name)})`,
+      { path: field },
+    );
   return { taskId: found[1]!, configId: found[2]! };
 }
 
@@ -97,12 +116,17 @@ export function decodePart(part: pb.Part, path: string): Part {
       const extra = { ...(mimeType ? { mimeType } : {}), ...(name ? { name } : {}) };
       switch (file.file.case) {
         case "fileWithUri":
-          if (!file.file.value) throw invalidParams(`${path}.file.fileWithUri must be a non-empty string`, { path: `${path}.file.fileWithUri` });
+          if (!file.file.value)
+            throw invalidParams(`${path}.file.fileWithUri must be a non-empty string`, {
+              path: `${path}.file.fileWithUri`,
+            });
           return { kind: "file", file: { uri: file.file.value, ...extra }, ...meta };
         case "fileWithBytes":
           return { kind: "file", file: { bytes: Buffer.from(file.file.value).toString("base64"), ...extra }, ...meta };
         default:
-          throw invalidParams(`${path}.file needs exactly one of "fileWithUri" or "fileWithBytes"`, { path: `${path}.file` });
+          throw invalidParams(`${path}.file needs exactly one of "fileWithUri" or "fileWithBytes"`, {
+            path: `${path}.file`,
+          });
       }
     }
     case "data": {
@@ -117,9 +141,11 @@ export function decodePart(part: pb.Part, path: string): Part {
 
 export function decodeMessage(msg: pb.Message | undefined, path = "message"): Message {
   if (!msg) throw invalidParams(`${path} is required`, { path });
-  if (!msg.messageId) throw invalidParams(`${path}.messageId must be a non-empty string`, { path: `${path}.messageId` });
+  if (!msg.messageId)
+    throw invalidParams(`${path}.messageId must be a non-empty string`, { path: `${path}.messageId` });
   const role = roleFromProto(msg.role, `${path}.role`);
-  if (msg.content.length === 0) throw invalidParams(`${path}.content must be a non-empty list of parts`, { path: `${path}.content` });
+  if (msg.content.length === 0)
+    throw invalidParams(`${path}.content must be a non-empty list of parts`, { path: `${path}.content` });
   const metadata = structOf(msg.metadata);
   return {
     messageId: msg.messageId,
@@ -144,7 +170,8 @@ export function decodePushConfig(cfg: pb.PushNotificationConfig, path: string): 
 
 /** proto3 int32 fields cannot be absent; 0 means "all" in v0.3, a negative number is refused. */
 export function decodeHistoryLength(value: number, path: string): HistoryLimit {
-  if (!Number.isInteger(value) || value < 0) throw invalidParams(`${path} must be a non-negative integer (got ${value})`, { path });
+  if (!Number.isInteger(value) || value < 0)
+    throw invalidParams(`${path} must be a non-negative integer (got ${value})`, { path });
   return v03History(value);
 }
 
@@ -159,7 +186,9 @@ export function decodeSendRequest(req: pb.SendMessageRequest): SendParams {
     message: decodeMessage(req.request),
     blocking: config ? config.blocking : true,
     history: config ? decodeHistoryLength(config.historyLength, "configuration.historyLength") : undefined,
-    ...(config?.pushNotification ? { pushNotificationConfig: decodePushConfig(config.pushNotification, "configuration.pushNotification") } : {}),
+    ...(config?.pushNotification
+      ? { pushNotificationConfig: decodePushConfig(config.pushNotification, "configuration.pushNotification") }
+      : {}),
     ...(metadata ? { metadata } : {}),
   };
 }
@@ -193,11 +222,19 @@ export function encodePart(part: Part): pb.Part {
     case "file": {
       const { uri, bytes, mimeType, name } = part.file;
       const file: pb.FilePart["file"] =
-        uri !== undefined ? { case: "fileWithUri", value: uri } : { case: "fileWithBytes", value: new Uint8Array(Buffer.from(bytes ?? "", "base64")) };
-      return create(pb.PartSchema, { part: { case: "file", value: create(pb.FilePartSchema, { file, mimeType: mimeType ?? "", name: name ?? "" }) }, metadata });
+        uri !== undefined
+          ? { case: "fileWithUri", value: uri }
+          : { case: "fileWithBytes", value: new Uint8Array(Buffer.from(bytes ?? "", "base64")) };
+      return create(pb.PartSchema, {
+        part: { case: "file", value: create(pb.FilePartSchema, { file, mimeType: mimeType ?? "", name: name ?? "" }) },
+        metadata,
+      });
     }
     case "data":
-      return create(pb.PartSchema, { part: { case: "data", value: create(pb.DataPartSchema, { data: toStruct(part.data) }) }, metadata });
+      return create(pb.PartSchema, {
+        part: { case: "data", value: create(pb.DataPartSchema, { data: toStruct(part.data) }) },
+        metadata,
+      });
   }
 }
 
@@ -246,7 +283,10 @@ export function encodeTask(task: Task): pb.Task {
 
 export function encodeSendResponse(result: SendResult): pb.SendMessageResponse {
   return create(pb.SendMessageResponseSchema, {
-    payload: result.kind === "task" ? { case: "task", value: encodeTask(result.task) } : { case: "msg", value: encodeMessage(result.message) },
+    payload:
+      result.kind === "task"
+        ? { case: "task", value: encodeTask(result.task) }
+        : { case: "msg", value: encodeMessage(result.message) },
   });
 }
 
@@ -291,6 +331,11 @@ export function encodePushConfig(cfg: PushNotificationConfig): pb.PushNotificati
     id: cfg.id ?? "",
     url: cfg.url,
     token: cfg.token ?? "",
-    authentication: cfg.authentication ? create(pb.AuthenticationInfoSchema, { schemes: cfg.authentication.schemes, credentials: cfg.authentication.credentials ?? "" }) : undefined,
+    authentication: cfg.authentication
+      ? create(pb.AuthenticationInfoSchema, {
+          schemes: cfg.authentication.schemes,
+          credentials: cfg.authentication.credentials ?? "",
+        })
+      : undefined,
   });
 }

@@ -15,22 +15,32 @@ export function formatPushConfigName(taskId: string, configId: string): string {
  * The config id comes from `configId`, else `config.pushNotificationConfig.id`, else `config.name`; when
  * several are given they must agree, and `config.name` must name the parent task.
  */
-export function decodeCreatePushConfigRequest(req: pb.CreateTaskPushNotificationConfigRequest): { taskId: string; config: PushNotificationConfig } {
+export function decodeCreatePushConfigRequest(req: pb.CreateTaskPushNotificationConfigRequest): {
+  taskId: string;
+  config: PushNotificationConfig;
+} {
   const taskId = parseTaskName(req.parent, "parent");
   const body = req.config?.pushNotificationConfig;
-  if (!body) throw invalidParams("config.pushNotificationConfig is required", { path: "config.pushNotificationConfig" });
+  if (!body)
+    throw invalidParams("config.pushNotificationConfig is required", { path: "config.pushNotificationConfig" });
   const config = decodePushConfig(body, "config.pushNotificationConfig");
   const candidates: Array<[string, string]> = [];
   if (req.configId) candidates.push(["configId", req.configId]);
   if (config.id) candidates.push(["config.pushNotificationConfig.id", config.id]);
   if (req.config?.name) {
     const named = parsePushConfigName(req.config.name, "config.name");
-    if (named.taskId !== taskId) throw invalidParams(`config.name "${req.config.name}" does not name the parent task (${req.parent})`, { path: "config.name" });
+    if (named.taskId !== taskId)
+      throw invalidParams(`config.name "${req.config.name}" does not name the parent task (${req.parent})`, {
+        path: "config.name",
+      });
     candidates.push(["config.name", named.configId]);
   }
   const first = candidates[0];
   const conflict = candidates.find(([, id]) => id !== first?.[1]);
-  if (first && conflict) throw invalidParams(`${first[0]} "${first[1]}" and ${conflict[0]} "${conflict[1]}" disagree on the config id`, { path: conflict[0] });
+  if (first && conflict)
+    throw invalidParams(`${first[0]} "${first[1]}" and ${conflict[0]} "${conflict[1]}" disagree on the config id`, {
+      path: conflict[0],
+    });
   return { taskId, config: { ...config, ...(first ? { id: first[1] } : {}) } };
 }
 
@@ -42,6 +52,11 @@ export function encodeTaskPushConfig(config: TaskPushNotificationConfig): pb.Tas
 }
 
 /** Every config in one page (a task holds at most PUSH_MAX_CONFIGS_PER_TASK), so no next page token. */
-export function encodeListPushConfigs(configs: TaskPushNotificationConfig[]): pb.ListTaskPushNotificationConfigResponse {
-  return create(pb.ListTaskPushNotificationConfigResponseSchema, { configs: configs.map(encodeTaskPushConfig), nextPageToken: "" });
+export function encodeListPushConfigs(
+  configs: TaskPushNotificationConfig[],
+): pb.ListTaskPushNotificationConfigResponse {
+  return create(pb.ListTaskPushNotificationConfigResponseSchema, {
+    configs: configs.map(encodeTaskPushConfig),
+    nextPageToken: "",
+  });
 }

@@ -22,7 +22,14 @@ import { messageFromQuery } from "../query-message.js";
 import { restRoute, restStreamRoute, type RestRequest, type RestRoute } from "../version-module.js";
 import type { V03Operations } from "./v03-operations.js";
 import { encodeAgentCard } from "./v03-card-codec.js";
-import { decodeGetTaskRequest, decodeSendRequest, encodeSendResponse, encodeStreamEvent, encodeTask, formatTaskName } from "./v03-proto-codec.js";
+import {
+  decodeGetTaskRequest,
+  decodeSendRequest,
+  encodeSendResponse,
+  encodeStreamEvent,
+  encodeTask,
+  formatTaskName,
+} from "./v03-proto-codec.js";
 import { decodeCreatePushConfigRequest, encodeListPushConfigs, encodeTaskPushConfig } from "./v03-proto-push-codec.js";
 
 /**
@@ -62,7 +69,9 @@ export function v03RestRoutes(ops: V03Operations): RestRoute[] {
       path: "/v1/tasks/{id}:subscribe",
       name: "tasks:subscribe",
       decode: async (req) =>
-        req.method === "POST" ? checkNameMatches((await readMessage(req, TaskSubscriptionRequestSchema, false)).name, id(req)) : (messageFromQuery(TaskSubscriptionRequestSchema, req.query, { name: formatTaskName(id(req)) }), id(req)),
+        req.method === "POST"
+          ? checkNameMatches((await readMessage(req, TaskSubscriptionRequestSchema, false)).name, id(req))
+          : (messageFromQuery(TaskSubscriptionRequestSchema, req.query, { name: formatTaskName(id(req)) }), id(req)),
       operation: ops.resubscribe,
       encode: (event) => toJson(StreamResponseSchema, encodeStreamEvent(event)),
     }),
@@ -73,7 +82,10 @@ export function v03RestRoutes(ops: V03Operations): RestRoute[] {
       path: "/v1/tasks/{id}/pushNotificationConfigs",
       name: "pushNotificationConfigs:create",
       status: 201,
-      decode: async (req) => ({ ...decodeCreatePushConfigRequest(await readCreatePushConfig(req, id(req))), path: "config.pushNotificationConfig" }),
+      decode: async (req) => ({
+        ...decodeCreatePushConfigRequest(await readCreatePushConfig(req, id(req))),
+        path: "config.pushNotificationConfig",
+      }),
       operation: ops.setPushConfig,
       encode: (config) => toJson(TaskPushNotificationConfigSchema, encodeTaskPushConfig(config)),
     }),
@@ -82,7 +94,10 @@ export function v03RestRoutes(ops: V03Operations): RestRoute[] {
       path: "/v1/tasks/{id}/pushNotificationConfigs",
       name: "pushNotificationConfigs:list",
       // Every config fits one page: pageSize and pageToken are read (and checked), not needed.
-      decode: (req) => (messageFromQuery(ListTaskPushNotificationConfigRequestSchema, req.query, { parent: formatTaskName(id(req)) }), id(req)),
+      decode: (req) => (
+        messageFromQuery(ListTaskPushNotificationConfigRequestSchema, req.query, { parent: formatTaskName(id(req)) }),
+        id(req)
+      ),
       operation: ops.listPushConfigs,
       encode: (configs) => toJson(ListTaskPushNotificationConfigResponseSchema, encodeListPushConfigs(configs)),
     }),
@@ -106,7 +121,8 @@ export function v03RestRoutes(ops: V03Operations): RestRoute[] {
       methods: "GET",
       path: "/v1/tasks/{id}",
       name: "tasks:get",
-      decode: (req) => decodeGetTaskRequest(messageFromQuery(GetTaskRequestSchema, req.query, { name: formatTaskName(id(req)) })),
+      decode: (req) =>
+        decodeGetTaskRequest(messageFromQuery(GetTaskRequestSchema, req.query, { name: formatTaskName(id(req)) })),
       operation: ops.getTask,
       encode: (task) => toJson(TaskSchema, encodeTask(task)),
     }),
@@ -122,7 +138,11 @@ export function v03RestRoutes(ops: V03Operations): RestRoute[] {
 }
 
 /** ProtoJSON body → message. A required body must be JSON; an optional one may be empty (cancel, subscribe). */
-async function readMessage<D extends DescMessage>(req: RestRequest, schema: D, required: boolean): Promise<MessageShape<D>> {
+async function readMessage<D extends DescMessage>(
+  req: RestRequest,
+  schema: D,
+  required: boolean,
+): Promise<MessageShape<D>> {
   if (required) checkJsonContentType(req);
   const raw = await req.body();
   if (raw.length === 0 && !required) return create(schema);
@@ -133,7 +153,14 @@ async function readMessage<D extends DescMessage>(req: RestRequest, schema: D, r
 async function readCreatePushConfig(req: RestRequest, taskId: string) {
   checkJsonContentType(req);
   let json = req.parseJson(await req.body()) as JsonValue;
-  if (json !== null && typeof json === "object" && !Array.isArray(json) && "pushNotificationConfig" in json && !("config" in json)) json = { config: json };
+  if (
+    json !== null &&
+    typeof json === "object" &&
+    !Array.isArray(json) &&
+    "pushNotificationConfig" in json &&
+    !("config" in json)
+  )
+    json = { config: json };
   const request = fromProtoJson(CreateTaskPushNotificationConfigRequestSchema, json);
   if (request.parent) checkNameMatches(request.parent, taskId);
   request.parent = formatTaskName(taskId);
@@ -144,12 +171,17 @@ function fromProtoJson<D extends DescMessage>(schema: D, json: JsonValue): Messa
   try {
     return fromJson(schema, withoutUnknownFields(schema, json), { ignoreUnknownFields: false });
   } catch (err) {
-    throw invalidParams(`the body is not a valid ${schema.typeName} in ProtoJSON: ${err instanceof Error ? err.message : String(err)}`);
+    throw invalidParams(
+      `the body is not a valid ${schema.typeName} in ProtoJSON: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
 }
 
 /** The config a path names; its query may only repeat what the request message has (nothing but the path's name). */
-function pushConfigRef(req: RestRequest, schema: typeof GetTaskPushNotificationConfigRequestSchema | typeof DeleteTaskPushNotificationConfigRequestSchema): { taskId: string; configId: string } {
+function pushConfigRef(
+  req: RestRequest,
+  schema: typeof GetTaskPushNotificationConfigRequestSchema | typeof DeleteTaskPushNotificationConfigRequestSchema,
+): { taskId: string; configId: string } {
   const taskId = req.params["id"]!;
   const configId = req.params["configId"]!;
   messageFromQuery(schema, req.query, { name: `${formatTaskName(taskId)}/pushNotificationConfigs/${configId}` });
@@ -158,7 +190,8 @@ function pushConfigRef(req: RestRequest, schema: typeof GetTaskPushNotificationC
 
 /** A body that carries a resource name must name the task in the path; answers the task id. */
 function checkNameMatches(name: string, id: string): string {
-  if (name && name !== formatTaskName(id)) throw invalidParams(`name "${name}" does not match the task in the path (${formatTaskName(id)})`, { path: "name" });
+  if (name && name !== formatTaskName(id))
+    throw invalidParams(`name "${name}" does not match the task in the path (${formatTaskName(id)})`, { path: "name" });
   return id;
 }
 
@@ -167,4 +200,3 @@ function checkJsonContentType(req: RestRequest): void {
     throw new DomainError("unsupported-media-type", `Content-Type must be application/json (got "${req.contentType}")`);
   }
 }
-

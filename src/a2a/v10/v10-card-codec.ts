@@ -15,24 +15,51 @@ function scopesOf(value: unknown): Record<string, string> {
 
 /** JSON `flows` may name several flows; the proto's oneof keeps the first one present. */
 function encodeOAuthFlows(flows: unknown): pb.OAuthFlows {
-  const f = (typeof flows === "object" && flows !== null ? flows : {}) as Record<string, Record<string, unknown> | undefined>;
+  const f = (typeof flows === "object" && flows !== null ? flows : {}) as Record<
+    string,
+    Record<string, unknown> | undefined
+  >;
   const common = (x: Record<string, unknown>) => ({ refreshUrl: str(x["refreshUrl"]), scopes: scopesOf(x["scopes"]) });
   let flow: pb.OAuthFlows["flow"] = { case: undefined };
   if (f["authorizationCode"]) {
     const x = f["authorizationCode"];
-    flow = { case: "authorizationCode", value: create(pb.AuthorizationCodeOAuthFlowSchema, { ...common(x), authorizationUrl: str(x["authorizationUrl"]), tokenUrl: str(x["tokenUrl"]), pkceRequired: x["pkceRequired"] === true }) };
+    flow = {
+      case: "authorizationCode",
+      value: create(pb.AuthorizationCodeOAuthFlowSchema, {
+        ...common(x),
+        authorizationUrl: str(x["authorizationUrl"]),
+        tokenUrl: str(x["tokenUrl"]),
+        pkceRequired: x["pkceRequired"] === true,
+      }),
+    };
   } else if (f["clientCredentials"]) {
     const x = f["clientCredentials"];
-    flow = { case: "clientCredentials", value: create(pb.ClientCredentialsOAuthFlowSchema, { ...common(x), tokenUrl: str(x["tokenUrl"]) }) };
+    flow = {
+      case: "clientCredentials",
+      value: create(pb.ClientCredentialsOAuthFlowSchema, { ...common(x), tokenUrl: str(x["tokenUrl"]) }),
+    };
   } else if (f["deviceCode"]) {
     const x = f["deviceCode"];
-    flow = { case: "deviceCode", value: create(pb.DeviceCodeOAuthFlowSchema, { ...common(x), deviceAuthorizationUrl: str(x["deviceAuthorizationUrl"]), tokenUrl: str(x["tokenUrl"]) }) };
+    flow = {
+      case: "deviceCode",
+      value: create(pb.DeviceCodeOAuthFlowSchema, {
+        ...common(x),
+        deviceAuthorizationUrl: str(x["deviceAuthorizationUrl"]),
+        tokenUrl: str(x["tokenUrl"]),
+      }),
+    };
   } else if (f["implicit"]) {
     const x = f["implicit"];
-    flow = { case: "implicit", value: create(pb.ImplicitOAuthFlowSchema, { ...common(x), authorizationUrl: str(x["authorizationUrl"]) }) };
+    flow = {
+      case: "implicit",
+      value: create(pb.ImplicitOAuthFlowSchema, { ...common(x), authorizationUrl: str(x["authorizationUrl"]) }),
+    };
   } else if (f["password"]) {
     const x = f["password"];
-    flow = { case: "password", value: create(pb.PasswordOAuthFlowSchema, { ...common(x), tokenUrl: str(x["tokenUrl"]) }) };
+    flow = {
+      case: "password",
+      value: create(pb.PasswordOAuthFlowSchema, { ...common(x), tokenUrl: str(x["tokenUrl"]) }),
+    };
   }
   return create(pb.OAuthFlowsSchema, { flow });
 }
@@ -42,29 +69,66 @@ function encodeSecurityScheme(scheme: Record<string, unknown>): pb.SecuritySchem
   const description = str(scheme["description"]);
   switch (scheme["type"]) {
     case "apiKey":
-      return create(pb.SecuritySchemeSchema, { scheme: { case: "apiKeySecurityScheme", value: create(pb.APIKeySecuritySchemeSchema, { description, location: str(scheme["in"]), name: str(scheme["name"]) }) } });
+      return create(pb.SecuritySchemeSchema, {
+        scheme: {
+          case: "apiKeySecurityScheme",
+          value: create(pb.APIKeySecuritySchemeSchema, {
+            description,
+            location: str(scheme["in"]),
+            name: str(scheme["name"]),
+          }),
+        },
+      });
     case "http":
       return create(pb.SecuritySchemeSchema, {
-        scheme: { case: "httpAuthSecurityScheme", value: create(pb.HTTPAuthSecuritySchemeSchema, { description, scheme: str(scheme["scheme"]), bearerFormat: str(scheme["bearerFormat"]) }) },
+        scheme: {
+          case: "httpAuthSecurityScheme",
+          value: create(pb.HTTPAuthSecuritySchemeSchema, {
+            description,
+            scheme: str(scheme["scheme"]),
+            bearerFormat: str(scheme["bearerFormat"]),
+          }),
+        },
       });
     case "oauth2":
       return create(pb.SecuritySchemeSchema, {
-        scheme: { case: "oauth2SecurityScheme", value: create(pb.OAuth2SecuritySchemeSchema, { description, flows: encodeOAuthFlows(scheme["flows"]), oauth2MetadataUrl: str(scheme["oauth2MetadataUrl"]) }) },
+        scheme: {
+          case: "oauth2SecurityScheme",
+          value: create(pb.OAuth2SecuritySchemeSchema, {
+            description,
+            flows: encodeOAuthFlows(scheme["flows"]),
+            oauth2MetadataUrl: str(scheme["oauth2MetadataUrl"]),
+          }),
+        },
       });
     case "openIdConnect":
       return create(pb.SecuritySchemeSchema, {
-        scheme: { case: "openIdConnectSecurityScheme", value: create(pb.OpenIdConnectSecuritySchemeSchema, { description, openIdConnectUrl: str(scheme["openIdConnectUrl"]) }) },
+        scheme: {
+          case: "openIdConnectSecurityScheme",
+          value: create(pb.OpenIdConnectSecuritySchemeSchema, {
+            description,
+            openIdConnectUrl: str(scheme["openIdConnectUrl"]),
+          }),
+        },
       });
     case "mutualTLS":
-      return create(pb.SecuritySchemeSchema, { scheme: { case: "mtlsSecurityScheme", value: create(pb.MutualTlsSecuritySchemeSchema, { description }) } });
+      return create(pb.SecuritySchemeSchema, {
+        scheme: { case: "mtlsSecurityScheme", value: create(pb.MutualTlsSecuritySchemeSchema, { description }) },
+      });
     default:
       return create(pb.SecuritySchemeSchema, {});
   }
 }
 
-function encodeSecurityRequirements(requirements: Array<Record<string, string[]>> | undefined): pb.SecurityRequirement[] {
+function encodeSecurityRequirements(
+  requirements: Array<Record<string, string[]>> | undefined,
+): pb.SecurityRequirement[] {
   return (requirements ?? []).map((req) =>
-    create(pb.SecurityRequirementSchema, { schemes: Object.fromEntries(Object.entries(req).map(([name, scopes]) => [name, create(pb.StringListSchema, { list: scopes })])) }),
+    create(pb.SecurityRequirementSchema, {
+      schemes: Object.fromEntries(
+        Object.entries(req).map(([name, scopes]) => [name, create(pb.StringListSchema, { list: scopes })]),
+      ),
+    }),
   );
 }
 
@@ -73,8 +137,17 @@ export function encodeAgentCard(card: AgentCard): pb.AgentCard {
   return create(pb.AgentCardSchema, {
     name: card.name,
     description: card.description,
-    supportedInterfaces: card.supportedInterfaces.map((i) => create(pb.AgentInterfaceSchema, { url: i.url, protocolBinding: i.protocolBinding, protocolVersion: i.protocolVersion, tenant: "" })),
-    provider: card.provider ? create(pb.AgentProviderSchema, { organization: card.provider.organization, url: card.provider.url }) : undefined,
+    supportedInterfaces: card.supportedInterfaces.map((i) =>
+      create(pb.AgentInterfaceSchema, {
+        url: i.url,
+        protocolBinding: i.protocolBinding,
+        protocolVersion: i.protocolVersion,
+        tenant: "",
+      }),
+    ),
+    provider: card.provider
+      ? create(pb.AgentProviderSchema, { organization: card.provider.organization, url: card.provider.url })
+      : undefined,
     version: card.version,
     ...(card.documentationUrl ? { documentationUrl: card.documentationUrl } : {}),
     ...(card.iconUrl ? { iconUrl: card.iconUrl } : {}),
@@ -82,9 +155,17 @@ export function encodeAgentCard(card: AgentCard): pb.AgentCard {
       streaming: card.capabilities.streaming,
       pushNotifications: card.capabilities.pushNotifications,
       extendedAgentCard: card.supportsAuthenticatedExtendedCard,
-      extensions: (card.capabilities.extensions ?? []).map((e) => create(pb.AgentExtensionSchema, { uri: e.uri, description: e.description ?? "", required: e.required ?? false })),
+      extensions: (card.capabilities.extensions ?? []).map((e) =>
+        create(pb.AgentExtensionSchema, {
+          uri: e.uri,
+          description: e.description ?? "",
+          required: e.required ?? false,
+        }),
+      ),
     }),
-    securitySchemes: Object.fromEntries(Object.entries(card.securitySchemes ?? {}).map(([name, scheme]) => [name, encodeSecurityScheme(scheme)])),
+    securitySchemes: Object.fromEntries(
+      Object.entries(card.securitySchemes ?? {}).map(([name, scheme]) => [name, encodeSecurityScheme(scheme)]),
+    ),
     securityRequirements: encodeSecurityRequirements(card.security),
     defaultInputModes: card.defaultInputModes,
     defaultOutputModes: card.defaultOutputModes,

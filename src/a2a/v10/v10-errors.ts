@@ -46,7 +46,12 @@ function metadataOf(details: Record<string, unknown> | undefined): Record<string
 
 export function errorInfoOf(err: WireError): ErrorInfo {
   const metadata = metadataOf(err.details);
-  return { "@type": ERROR_INFO_TYPE, reason: err.reason, domain: A2A_REASONS.has(err.reason) ? A2A_ERROR_DOMAIN : HOST_ERROR_DOMAIN, ...(metadata ? { metadata } : {}) };
+  return {
+    "@type": ERROR_INFO_TYPE,
+    reason: err.reason,
+    domain: A2A_REASONS.has(err.reason) ? A2A_ERROR_DOMAIN : HOST_ERROR_DOMAIN,
+    ...(metadata ? { metadata } : {}),
+  };
 }
 
 /** ErrorInfo in protobuf binary (reason = 1, domain = 2, metadata = 3 as map<string, string>). */
@@ -74,8 +79,14 @@ const V10_STATUSES: VersionStatusColumn = {
 
 export const v10ErrorShapes: VersionErrorShapes = {
   statuses: V10_STATUSES,
-  jsonRpc: (id, err) => ({ jsonrpc: "2.0", id, error: { code: err.jsonRpc, message: err.message, data: [errorInfoOf(err)] } }),
-  httpJson: (err) => ({ error: { code: err.http, status: err.grpc, message: err.message, details: [errorInfoOf(err)] } }),
+  jsonRpc: (id, err) => ({
+    jsonrpc: "2.0",
+    id,
+    error: { code: err.jsonRpc, message: err.message, data: [errorInfoOf(err)] },
+  }),
+  httpJson: (err) => ({
+    error: { code: err.http, status: err.grpc, message: err.message, details: [errorInfoOf(err)] },
+  }),
   connectDetails: (err) => {
     const info = errorInfoOf(err);
     const { "@type": _type, ...debug } = info;

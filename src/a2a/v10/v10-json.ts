@@ -1,4 +1,11 @@
-import { fromJson, toJson, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
+import {
+  fromJson,
+  toJson,
+  type DescMessage,
+  type JsonObject,
+  type JsonValue,
+  type MessageShape,
+} from "@bufbuild/protobuf";
 import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { invalidParams } from "../../domain/errors.js";
 import type * as pb from "../../gen/lf/a2a/v1/a2a_pb.js";
@@ -19,7 +26,8 @@ export type LfA2ASchemas = Omit<typeof pb, "file_lf_a2a_v1_a2a">;
  */
 
 export function readV10<D extends DescMessage>(schema: D, json: unknown, what: string): MessageShape<D> {
-  if (typeof json !== "object" || json === null || Array.isArray(json)) throw invalidParams(`${what} must be a JSON object (${schema.typeName} in ProtoJSON)`);
+  if (typeof json !== "object" || json === null || Array.isArray(json))
+    throw invalidParams(`${what} must be a JSON object (${schema.typeName} in ProtoJSON)`);
   try {
     return fromJson(schema, withoutUnknownFields(schema, json as JsonValue), { ignoreUnknownFields: false });
   } catch (err) {
@@ -60,7 +68,8 @@ function withRepeatedDefaults(message: ReflectMessage, json: JsonObject): void {
         }
         break;
       case "message":
-        if (isJsonObject(value) && !isWellKnown(field.message.typeName) && message.isSet(field)) withRepeatedDefaults(message.get(field), value);
+        if (isJsonObject(value) && !isWellKnown(field.message.typeName) && message.isSet(field))
+          withRepeatedDefaults(message.get(field), value);
         break;
       default:
         break;

@@ -11,11 +11,23 @@ import type { V10Operations } from "./v10-operations.js";
 type Write = (schema: DescMessage, message: MessageShape<DescMessage>) => unknown;
 
 /** A unary method: ProtoJSON params → request message → operation → ProtoJSON result. */
-function unary<I extends DescMessage, O extends DescMessage>(input: I, output: O, op: (req: MessageShape<I>, ctx: CallContext) => Promise<MessageShape<O>>, write: Write = writeV10): JsonRpcMethod {
-  return async (params, ctx) => ({ kind: "unary", result: write(output, await op(readV10(input, params, "params"), ctx)) });
+function unary<I extends DescMessage, O extends DescMessage>(
+  input: I,
+  output: O,
+  op: (req: MessageShape<I>, ctx: CallContext) => Promise<MessageShape<O>>,
+  write: Write = writeV10,
+): JsonRpcMethod {
+  return async (params, ctx) => ({
+    kind: "unary",
+    result: write(output, await op(readV10(input, params, "params"), ctx)),
+  });
 }
 
-function stream<I extends DescMessage>(input: I, op: (req: MessageShape<I>, ctx: CallContext) => AsyncIterable<lfA2A.StreamResponse>, json: (event: lfA2A.StreamResponse) => unknown): JsonRpcMethod {
+function stream<I extends DescMessage>(
+  input: I,
+  op: (req: MessageShape<I>, ctx: CallContext) => AsyncIterable<lfA2A.StreamResponse>,
+  json: (event: lfA2A.StreamResponse) => unknown,
+): JsonRpcMethod {
   return (params, ctx) => ({ kind: "stream", events: mapStream(op(readV10(input, params, "params"), ctx), json) });
 }
 
@@ -35,10 +47,27 @@ export function v10JsonRpcMethods(ops: V10Operations, pb: LfA2ASchemas = lfA2A):
     ListTasks: unary(pb.ListTasksRequestSchema, pb.ListTasksResponseSchema, ops.listTasks, writeTaskPageV10),
     CancelTask: unary(pb.CancelTaskRequestSchema, pb.TaskSchema, ops.cancelTask),
     SubscribeToTask: stream(pb.SubscribeToTaskRequestSchema, ops.subscribeToTask, streamJson),
-    CreateTaskPushNotificationConfig: unary(pb.TaskPushNotificationConfigSchema, pb.TaskPushNotificationConfigSchema, ops.createTaskPushNotificationConfig),
-    GetTaskPushNotificationConfig: unary(pb.GetTaskPushNotificationConfigRequestSchema, pb.TaskPushNotificationConfigSchema, ops.getTaskPushNotificationConfig),
-    ListTaskPushNotificationConfigs: unary(pb.ListTaskPushNotificationConfigsRequestSchema, pb.ListTaskPushNotificationConfigsResponseSchema, ops.listTaskPushNotificationConfigs, writeTaskPageV10),
-    DeleteTaskPushNotificationConfig: unary(pb.DeleteTaskPushNotificationConfigRequestSchema, EmptySchema, ops.deleteTaskPushNotificationConfig),
+    CreateTaskPushNotificationConfig: unary(
+      pb.TaskPushNotificationConfigSchema,
+      pb.TaskPushNotificationConfigSchema,
+      ops.createTaskPushNotificationConfig,
+    ),
+    GetTaskPushNotificationConfig: unary(
+      pb.GetTaskPushNotificationConfigRequestSchema,
+      pb.TaskPushNotificationConfigSchema,
+      ops.getTaskPushNotificationConfig,
+    ),
+    ListTaskPushNotificationConfigs: unary(
+      pb.ListTaskPushNotificationConfigsRequestSchema,
+      pb.ListTaskPushNotificationConfigsResponseSchema,
+      ops.listTaskPushNotificationConfigs,
+      writeTaskPageV10,
+    ),
+    DeleteTaskPushNotificationConfig: unary(
+      pb.DeleteTaskPushNotificationConfigRequestSchema,
+      EmptySchema,
+      ops.deleteTaskPushNotificationConfig,
+    ),
     GetExtendedAgentCard: unary(pb.GetExtendedAgentCardRequestSchema, pb.AgentCardSchema, ops.getExtendedAgentCard),
   };
 }

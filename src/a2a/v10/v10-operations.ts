@@ -52,9 +52,13 @@ export function v10Operations(options: V10OperationsOptions) {
     checkTenant(req.tenant, ctx.principal);
     const params = decodeSendRequest(req);
     if (!params.blocking && !options.durableTasks) {
-      throw new DomainError("unsupported-operation", "configuration.returnImmediately needs durable tasks (a2a.durableTasks), which this host does not offer with its current store; this operation is not supported", {
-        path: "configuration.returnImmediately",
-      });
+      throw new DomainError(
+        "unsupported-operation",
+        "configuration.returnImmediately needs durable tasks (a2a.durableTasks), which this host does not offer with its current store; this operation is not supported",
+        {
+          path: "configuration.returnImmediately",
+        },
+      );
     }
     return params;
   }
@@ -69,7 +73,10 @@ export function v10Operations(options: V10OperationsOptions) {
       try {
         return encodeOnce(event);
       } catch (err) {
-        options.logger.error({ err, event: event.kind }, "a stream event could not be encoded for A2A 1.0; it is skipped");
+        options.logger.error(
+          { err, event: event.kind },
+          "a stream event could not be encoded for A2A 1.0; it is skipped",
+        );
         return undefined;
       }
     });
@@ -97,7 +104,10 @@ export function v10Operations(options: V10OperationsOptions) {
     async listTasks(req: pb.ListTasksRequest, ctx: CallContext): Promise<pb.ListTasksResponse> {
       checkTenant(req.tenant, ctx.principal);
       return encodeTaskPage(await service.listTasks(decodeListTasksRequest(req), ctx), (task, err) =>
-        options.logger.error({ err, taskId: task.id }, "a task could not be encoded for A2A 1.0 ListTasks; it is left out of the page"),
+        options.logger.error(
+          { err, taskId: task.id },
+          "a task could not be encoded for A2A 1.0 ListTasks; it is left out of the page",
+        ),
       );
     },
 
@@ -114,27 +124,44 @@ export function v10Operations(options: V10OperationsOptions) {
       return encoded(service.subscribe(id, ctx, { terminal: "refuse" }));
     },
 
-    async createTaskPushNotificationConfig(req: pb.TaskPushNotificationConfig, ctx: CallContext): Promise<pb.TaskPushNotificationConfig> {
+    async createTaskPushNotificationConfig(
+      req: pb.TaskPushNotificationConfig,
+      ctx: CallContext,
+    ): Promise<pb.TaskPushNotificationConfig> {
       const taskId = decodeTaskId(req.taskId, "taskId");
       checkTenant(req.tenant, ctx.principal, taskId);
-      return encodePushConfig(await service.setPushConfig(taskId, decodePushConfig(req, "config", taskId), ctx, "config"));
+      return encodePushConfig(
+        await service.setPushConfig(taskId, decodePushConfig(req, "config", taskId), ctx, "config"),
+      );
     },
 
-    async getTaskPushNotificationConfig(req: pb.GetTaskPushNotificationConfigRequest, ctx: CallContext): Promise<pb.TaskPushNotificationConfig> {
+    async getTaskPushNotificationConfig(
+      req: pb.GetTaskPushNotificationConfigRequest,
+      ctx: CallContext,
+    ): Promise<pb.TaskPushNotificationConfig> {
       const taskId = decodeTaskId(req.taskId, "taskId");
       checkTenant(req.tenant, ctx.principal, taskId);
       return encodePushConfig(await service.getPushConfig(taskId, req.id || undefined, ctx));
     },
 
     /** All of the task's configs in one page (a task has a few at most). */
-    async listTaskPushNotificationConfigs(req: pb.ListTaskPushNotificationConfigsRequest, ctx: CallContext): Promise<pb.ListTaskPushNotificationConfigsResponse> {
+    async listTaskPushNotificationConfigs(
+      req: pb.ListTaskPushNotificationConfigsRequest,
+      ctx: CallContext,
+    ): Promise<pb.ListTaskPushNotificationConfigsResponse> {
       const taskId = decodeTaskId(req.taskId, "taskId");
       checkTenant(req.tenant, ctx.principal, taskId);
       const configs = await service.listPushConfigs(taskId, ctx);
-      return create(pb.ListTaskPushNotificationConfigsResponseSchema, { configs: configs.map(encodePushConfig), nextPageToken: "" });
+      return create(pb.ListTaskPushNotificationConfigsResponseSchema, {
+        configs: configs.map(encodePushConfig),
+        nextPageToken: "",
+      });
     },
 
-    async deleteTaskPushNotificationConfig(req: pb.DeleteTaskPushNotificationConfigRequest, ctx: CallContext): Promise<Empty> {
+    async deleteTaskPushNotificationConfig(
+      req: pb.DeleteTaskPushNotificationConfigRequest,
+      ctx: CallContext,
+    ): Promise<Empty> {
       const taskId = decodeTaskId(req.taskId, "taskId");
       checkTenant(req.tenant, ctx.principal, taskId);
       await service.deletePushConfig(taskId, decodeTaskId(req.id, "id"), ctx);
@@ -143,7 +170,10 @@ export function v10Operations(options: V10OperationsOptions) {
 
     async getExtendedAgentCard(req: pb.GetExtendedAgentCardRequest, ctx: CallContext): Promise<pb.AgentCard> {
       checkTenant(req.tenant, ctx.principal);
-      throw new DomainError("extended-card-not-configured", "Extended Agent Card is not configured for this agent (capabilities.extendedAgentCard is false)");
+      throw new DomainError(
+        "extended-card-not-configured",
+        "Extended Agent Card is not configured for this agent (capabilities.extendedAgentCard is false)",
+      );
     },
   };
 }

@@ -42,14 +42,30 @@ const STATES = new Map<pb.TaskState, string>([
  * either carries it too (a static-bearer peer: the header 1.0 names, so either reaches the receiver) or no
  * credentials, which asks the peer to sign a Bearer JWT (peer-types.ts).
  */
-function sendRequestV10(message: Message, tenant: string | undefined, push: PeerPushRequest | undefined): pb.SendMessageRequest {
+function sendRequestV10(
+  message: Message,
+  tenant: string | undefined,
+  push: PeerPushRequest | undefined,
+): pb.SendMessageRequest {
   return create(pb.SendMessageRequestSchema, {
     tenant: tenant ?? "",
     message: encodeMessage(message),
     configuration: create(pb.SendMessageConfigurationSchema, {
       returnImmediately: true,
       historyLength: ALL_HISTORY,
-      ...(push ? { taskPushNotificationConfig: create(pb.TaskPushNotificationConfigSchema, { tenant: tenant ?? "", url: push.url, token: push.token, authentication: create(pb.AuthenticationInfoSchema, { scheme: "Bearer", credentials: push.credentials ?? "" }) }) } : {}),
+      ...(push
+        ? {
+            taskPushNotificationConfig: create(pb.TaskPushNotificationConfigSchema, {
+              tenant: tenant ?? "",
+              url: push.url,
+              token: push.token,
+              authentication: create(pb.AuthenticationInfoSchema, {
+                scheme: "Bearer",
+                credentials: push.credentials ?? "",
+              }),
+            }),
+          }
+        : {}),
     }),
   });
 }
@@ -64,12 +80,23 @@ function peerStreamEventFromV10(response: pb.StreamResponse): PeerStreamEvent | 
       if (!update.taskId || !update.status) throw invalidAnswer("status update (taskId and status are required)");
       const statusMessage = messageFromV10(update.status.message);
       const statusTimestamp = isoOf(update.status.timestamp);
-      return { kind: "status", taskId: update.taskId, state: STATES.get(update.status.state) ?? "unknown", ...(statusMessage ? { statusMessage } : {}), ...(statusTimestamp ? { statusTimestamp } : {}) };
+      return {
+        kind: "status",
+        taskId: update.taskId,
+        state: STATES.get(update.status.state) ?? "unknown",
+        ...(statusMessage ? { statusMessage } : {}),
+        ...(statusTimestamp ? { statusTimestamp } : {}),
+      };
     }
     case "artifactUpdate": {
       const update = response.payload.value;
       if (!update.taskId || !update.artifact) throw invalidAnswer("artifact update (taskId and artifact are required)");
-      return { kind: "artifact", taskId: update.taskId, artifact: artifactOf(update.artifact, 0), append: update.append };
+      return {
+        kind: "artifact",
+        taskId: update.taskId,
+        artifact: artifactOf(update.artifact, 0),
+        append: update.append,
+      };
     }
     default:
       return undefined;
@@ -98,17 +125,26 @@ function isoOf(ts: Timestamp | undefined): string | undefined {
 
 function decodePart(part: pb.Part): Part | undefined {
   const metadata = part.metadata ? { metadata: part.metadata as Record<string, unknown> } : {};
-  const file = { ...(part.mediaType ? { mimeType: part.mediaType } : {}), ...(part.filename ? { name: part.filename } : {}) };
+  const file = {
+    ...(part.mediaType ? { mimeType: part.mediaType } : {}),
+    ...(part.filename ? { name: part.filename } : {}),
+  };
   switch (part.content.case) {
     case "text":
       return { kind: "text", text: part.content.value, ...metadata };
     case "url":
       return part.content.value ? { kind: "file", file: { uri: part.content.value, ...file }, ...metadata } : undefined;
     case "raw":
-      return { kind: "file", file: { bytes: Buffer.from(part.content.value).toString("base64"), ...file }, ...metadata };
+      return {
+        kind: "file",
+        file: { bytes: Buffer.from(part.content.value).toString("base64"), ...file },
+        ...metadata,
+      };
     case "data": {
       const data = toJson(ValueSchema, part.content.value);
-      return typeof data === "object" && data !== null && !Array.isArray(data) ? { kind: "data", data: data as Record<string, unknown>, ...metadata } : undefined;
+      return typeof data === "object" && data !== null && !Array.isArray(data)
+        ? { kind: "data", data: data as Record<string, unknown>, ...metadata }
+        : undefined;
     }
     default:
       return undefined; // no content: dropped, as unknown JSON part kinds are
@@ -181,11 +217,15 @@ const PUSH_MEMBERS = ["statusUpdate", "task", "artifactUpdate", "message", "stat
 function grpcClient(transport: Transport): PeerGrpcClient {
   const client = createClient(pb.A2AService, transport);
   return {
-    send: async (message, tenant, push, options) => peerReplyFromV10(await client.sendMessage(sendRequestV10(message, tenant, push), options)),
-    getTask: async (taskId, tenant, options) => peerTaskFromV10(await client.getTask(getTaskRequestV10(taskId, tenant), options)),
-    cancelTask: async (taskId, tenant, options) => peerTaskFromV10(await client.cancelTask(cancelTaskRequestV10(taskId, tenant), options)),
+    send: async (message, tenant, push, options) =>
+      peerReplyFromV10(await client.sendMessage(sendRequestV10(message, tenant, push), options)),
+    getTask: async (taskId, tenant, options) =>
+      peerTaskFromV10(await client.getTask(getTaskRequestV10(taskId, tenant), options)),
+    cancelTask: async (taskId, tenant, options) =>
+      peerTaskFromV10(await client.cancelTask(cancelTaskRequestV10(taskId, tenant), options)),
     async *subscribe(taskId, tenant, options) {
-      for await (const response of client.subscribeToTask(subscribeRequestV10(taskId, tenant), options)) yield peerStreamEventFromV10(response);
+      for await (const response of client.subscribeToTask(subscribeRequestV10(taskId, tenant), options))
+        yield peerStreamEventFromV10(response);
     },
   };
 }
@@ -198,21 +238,23 @@ export const v10PeerClient: PeerVersionClient = {
     // `supportedInterfaces`: binding and version per entry (AgentInterface.protocol_version is required in 1.0; an
     // entry without it is read as the unnamed version, wire facts §5.7), each with its tenant.
     interfaces: (card) =>
-      (Array.isArray(card["supportedInterfaces"]) ? card["supportedInterfaces"] : []).flatMap((i: unknown): OfferedInterface[] => {
-        if (!isRecord(i)) return [];
-        const tenant = typeof i["tenant"] === "string" && i["tenant"] ? i["tenant"] : undefined;
-        const unnamed = i["protocolVersion"] === undefined || i["protocolVersion"] === "";
-        return [
-          {
-            binding: bindingOfCardName(i["protocolBinding"]),
-            bindingName: String(i["protocolBinding"] ?? "?"),
-            version: unnamed ? UNNAMED_A2A_VERSION : peerVersionOf(i["protocolVersion"]),
-            versionName: String(i["protocolVersion"] ?? UNNAMED_A2A_VERSION),
-            url: i["url"],
-            ...(tenant ? { tenant } : {}),
-          },
-        ];
-      }),
+      (Array.isArray(card["supportedInterfaces"]) ? card["supportedInterfaces"] : []).flatMap(
+        (i: unknown): OfferedInterface[] => {
+          if (!isRecord(i)) return [];
+          const tenant = typeof i["tenant"] === "string" && i["tenant"] ? i["tenant"] : undefined;
+          const unnamed = i["protocolVersion"] === undefined || i["protocolVersion"] === "";
+          return [
+            {
+              binding: bindingOfCardName(i["protocolBinding"]),
+              bindingName: String(i["protocolBinding"] ?? "?"),
+              version: unnamed ? UNNAMED_A2A_VERSION : peerVersionOf(i["protocolVersion"]),
+              versionName: String(i["protocolVersion"] ?? UNNAMED_A2A_VERSION),
+              url: i["url"],
+              ...(tenant ? { tenant } : {}),
+            },
+          ];
+        },
+      ),
     // ProtoJSON: `{apiKeySecurityScheme: {location, name}}`.
     apiKeySchemes: (card) =>
       Object.values(isRecord(card["securitySchemes"]) ? card["securitySchemes"] : {}).flatMap((s) => {
@@ -222,10 +264,12 @@ export const v10PeerClient: PeerVersionClient = {
   },
   jsonRpc: {
     methods: { send: "SendMessage", get: "GetTask", cancel: "CancelTask", subscribe: "SubscribeToTask" },
-    sendParams: (message, tenant, push) => protoJson(pb.SendMessageRequestSchema, sendRequestV10(message, tenant, push)),
+    sendParams: (message, tenant, push) =>
+      protoJson(pb.SendMessageRequestSchema, sendRequestV10(message, tenant, push)),
     getParams: (taskId, tenant) => protoJson(pb.GetTaskRequestSchema, getTaskRequestV10(taskId, tenant)),
     cancelParams: (taskId, tenant) => protoJson(pb.CancelTaskRequestSchema, cancelTaskRequestV10(taskId, tenant)),
-    subscribeParams: (taskId, tenant) => protoJson(pb.SubscribeToTaskRequestSchema, subscribeRequestV10(taskId, tenant)),
+    subscribeParams: (taskId, tenant) =>
+      protoJson(pb.SubscribeToTaskRequestSchema, subscribeRequestV10(taskId, tenant)),
     readReply: (result, what) => peerReplyFromV10(readProtoJson(pb.SendMessageResponseSchema, result, what)),
     readTask: (result, what) => peerTaskFromV10(readProtoJson(pb.TaskSchema, result, what)),
     readStreamEvent: (result, what) => peerStreamEventFromV10(readProtoJson(pb.StreamResponseSchema, result, what)),
@@ -243,6 +287,11 @@ export const v10PeerClient: PeerVersionClient = {
     },
   },
   grpc: { service: pb.A2AService, client: grpcClient },
-  claimsPush: (json) => typeof json === "object" && json !== null && !Array.isArray(json) && !("kind" in json) && PUSH_MEMBERS.some((m) => m in json),
+  claimsPush: (json) =>
+    typeof json === "object" &&
+    json !== null &&
+    !Array.isArray(json) &&
+    !("kind" in json) &&
+    PUSH_MEMBERS.some((m) => m in json),
   readPush: (json) => peerStreamEventFromV10(readProtoJson(pb.StreamResponseSchema, json, "push body")),
 };

@@ -1,7 +1,17 @@
 import { create, fromJson, toJson, type DescEnum, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { timestampDate, timestampFromDate, ValueSchema, type Timestamp, type Value } from "@bufbuild/protobuf/wkt";
 import type { Principal } from "../../auth/principal.js";
-import { pushAuthentication, type Artifact, type Message, type Part, type PushNotificationConfig, type StreamEvent, type Task, type TaskPushNotificationConfig, type TaskStatus } from "../../domain/a2a-types.js";
+import {
+  pushAuthentication,
+  type Artifact,
+  type Message,
+  type Part,
+  type PushNotificationConfig,
+  type StreamEvent,
+  type Task,
+  type TaskPushNotificationConfig,
+  type TaskStatus,
+} from "../../domain/a2a-types.js";
 import { wireSafeObject } from "../../domain/json-input.js";
 import { DomainError, invalidParams, taskNotFound } from "../../domain/errors.js";
 import type { A2ATaskStateValue } from "../../domain/run-status.js";
@@ -31,7 +41,9 @@ const STATE_TO_PROTO: Record<A2ATaskStateValue, pb.TaskState> = {
   rejected: pb.TaskState.REJECTED,
 };
 
-const STATE_FROM_PROTO = new Map<pb.TaskState, A2ATaskStateValue>(Object.entries(STATE_TO_PROTO).map(([k, v]) => [v, k as A2ATaskStateValue]));
+const STATE_FROM_PROTO = new Map<pb.TaskState, A2ATaskStateValue>(
+  Object.entries(STATE_TO_PROTO).map(([k, v]) => [v, k as A2ATaskStateValue]),
+);
 
 export function taskStateToV10(state: A2ATaskStateValue): pb.TaskState {
   return STATE_TO_PROTO[state];
@@ -44,7 +56,11 @@ export function taskStateNameV10(state: A2ATaskStateValue): string {
 
 export function taskStateFromV10(state: pb.TaskState, path: string): A2ATaskStateValue {
   const value = STATE_FROM_PROTO.get(state);
-  if (!value) throw invalidParams(`${path} must be a known TaskState other than TASK_STATE_UNSPECIFIED (got ${enumName(pb.TaskStateSchema, state)})`, { path });
+  if (!value)
+    throw invalidParams(
+      `${path} must be a known TaskState other than TASK_STATE_UNSPECIFIED (got ${enumName(pb.TaskStateSchema, state)})`,
+      { path },
+    );
   return value;
 }
 
@@ -67,7 +83,9 @@ function roleFromV10(role: pb.Role, path: string): Message["role"] {
 export function checkTenant(requested: string | undefined, principal: Principal, taskId?: string): void {
   if (!requested || requested === principal.tenant) return;
   if (taskId !== undefined) throw taskNotFound(taskId);
-  throw new DomainError("not-found", `tenant ${JSON.stringify(requested.slice(0, 64))} not found`, { tenant: requested.slice(0, 64) });
+  throw new DomainError("not-found", `tenant ${JSON.stringify(requested.slice(0, 64))} not found`, {
+    tenant: requested.slice(0, 64),
+  });
 }
 
 // ------------------------------------------------------------------------------------------ decoding
@@ -75,7 +93,10 @@ export function checkTenant(requested: string | undefined, principal: Principal,
 function decodePart(part: pb.Part, path: string): Part {
   const metadata = part.metadata as Record<string, unknown> | undefined;
   const meta = metadata ? { metadata } : {};
-  const file = { ...(part.mediaType ? { mimeType: part.mediaType } : {}), ...(part.filename ? { name: part.filename } : {}) };
+  const file = {
+    ...(part.mediaType ? { mimeType: part.mediaType } : {}),
+    ...(part.filename ? { name: part.filename } : {}),
+  };
   switch (part.content.case) {
     case "text":
       return { kind: "text", text: part.content.value, ...meta };
@@ -87,7 +108,10 @@ function decodePart(part: pb.Part, path: string): Part {
     case "data": {
       const data = jsonOfValue(part.content.value, `${path}.data`);
       if (typeof data !== "object" || data === null || Array.isArray(data)) {
-        throw invalidParams(`${path}.data must be a JSON object on this agent (workflow inputs and replies are objects)`, { path: `${path}.data` });
+        throw invalidParams(
+          `${path}.data must be a JSON object on this agent (workflow inputs and replies are objects)`,
+          { path: `${path}.data` },
+        );
       }
       return { kind: "data", data: data as Record<string, unknown>, ...meta };
     }
@@ -98,9 +122,11 @@ function decodePart(part: pb.Part, path: string): Part {
 
 export function decodeMessage(msg: pb.Message | undefined, path = "message"): Message {
   if (!msg) throw invalidParams(`${path} is required`, { path });
-  if (!msg.messageId) throw invalidParams(`${path}.messageId must be a non-empty string`, { path: `${path}.messageId` });
+  if (!msg.messageId)
+    throw invalidParams(`${path}.messageId must be a non-empty string`, { path: `${path}.messageId` });
   const role = roleFromV10(msg.role, `${path}.role`);
-  if (msg.parts.length === 0) throw invalidParams(`${path}.parts must be a non-empty list of parts`, { path: `${path}.parts` });
+  if (msg.parts.length === 0)
+    throw invalidParams(`${path}.parts must be a non-empty list of parts`, { path: `${path}.parts` });
   const metadata = msg.metadata as Record<string, unknown> | undefined;
   return {
     messageId: msg.messageId,
@@ -118,7 +144,11 @@ export function decodeMessage(msg: pb.Message | undefined, path = "message"): Me
  * A v1.0 TaskPushNotificationConfig (flat: url, token, authentication{scheme, credentials}) as the domain
  * config, marked as registered over 1.0 so deliveries use the 1.0 body. `taskId`, when set, must agree.
  */
-export function decodePushConfig(cfg: pb.TaskPushNotificationConfig, path: string, taskId?: string): PushNotificationConfig {
+export function decodePushConfig(
+  cfg: pb.TaskPushNotificationConfig,
+  path: string,
+  taskId?: string,
+): PushNotificationConfig {
   if (!cfg.url) throw invalidParams(`${path}.url must be a non-empty string`, { path: `${path}.url` });
   if (taskId !== undefined && cfg.taskId && cfg.taskId !== taskId) {
     throw invalidParams(`${path}.taskId "${cfg.taskId}" does not match the task ${taskId}`, { path: `${path}.taskId` });
@@ -136,7 +166,8 @@ export function decodePushConfig(cfg: pb.TaskPushNotificationConfig, path: strin
 /** v1.0 `optional int32 history_length`: unset = all, 0 = none, n = the last n. */
 export function decodeHistoryLength(value: number | undefined, path: string): HistoryLimit {
   if (value === undefined) return undefined;
-  if (!Number.isInteger(value) || value < 0) throw invalidParams(`${path} must be a non-negative integer (got ${value})`, { path });
+  if (!Number.isInteger(value) || value < 0)
+    throw invalidParams(`${path} must be a non-negative integer (got ${value})`, { path });
   return value;
 }
 
@@ -183,7 +214,10 @@ function jsonOfValue(value: Value, path: string): JsonValue {
   try {
     return toJson(ValueSchema, value);
   } catch (err) {
-    throw invalidParams(`${path} is not a valid google.protobuf.Value: ${err instanceof Error ? err.message : String(err)}`, { path });
+    throw invalidParams(
+      `${path} is not a valid google.protobuf.Value: ${err instanceof Error ? err.message : String(err)}`,
+      { path },
+    );
   }
 }
 
@@ -206,11 +240,17 @@ export function encodePart(part: Part): pb.Part {
       return create(pb.PartSchema, { content: { case: "text", value: part.text }, metadata });
     case "file": {
       const { uri, bytes, mimeType, name } = part.file;
-      const content: pb.Part["content"] = uri !== undefined ? { case: "url", value: uri } : { case: "raw", value: new Uint8Array(Buffer.from(bytes ?? "", "base64")) };
+      const content: pb.Part["content"] =
+        uri !== undefined
+          ? { case: "url", value: uri }
+          : { case: "raw", value: new Uint8Array(Buffer.from(bytes ?? "", "base64")) };
       return create(pb.PartSchema, { content, metadata, mediaType: mimeType ?? "", filename: name ?? "" });
     }
     case "data":
-      return create(pb.PartSchema, { content: { case: "data", value: fromJson(ValueSchema, toStruct(part.data) as JsonValue) }, metadata });
+      return create(pb.PartSchema, {
+        content: { case: "data", value: fromJson(ValueSchema, toStruct(part.data) as JsonValue) },
+        metadata,
+      });
   }
 }
 
@@ -259,7 +299,10 @@ export function encodeTask(task: Task): pb.Task {
 
 export function encodeSendResponse(result: SendResult): pb.SendMessageResponse {
   return create(pb.SendMessageResponseSchema, {
-    payload: result.kind === "task" ? { case: "task", value: encodeTask(result.task) } : { case: "message", value: encodeMessage(result.message) },
+    payload:
+      result.kind === "task"
+        ? { case: "task", value: encodeTask(result.task) }
+        : { case: "message", value: encodeMessage(result.message) },
   });
 }
 
@@ -274,7 +317,12 @@ export function encodeStreamEvent(event: StreamEvent): pb.StreamResponse {
       return create(pb.StreamResponseSchema, {
         payload: {
           case: "statusUpdate",
-          value: create(pb.TaskStatusUpdateEventSchema, { taskId: event.taskId, contextId: event.contextId, status: encodeTaskStatus(event.status), metadata: toStruct(event.metadata) }),
+          value: create(pb.TaskStatusUpdateEventSchema, {
+            taskId: event.taskId,
+            contextId: event.contextId,
+            status: encodeTaskStatus(event.status),
+            metadata: toStruct(event.metadata),
+          }),
         },
       });
     case "artifact-update":
@@ -304,7 +352,12 @@ export function encodeTaskPage(page: TaskPage, unencodable: (task: Task, err: un
       return [];
     }
   });
-  return create(pb.ListTasksResponseSchema, { tasks, nextPageToken: page.nextPageToken, pageSize: page.pageSize, totalSize: page.totalSize });
+  return create(pb.ListTasksResponseSchema, {
+    tasks,
+    nextPageToken: page.nextPageToken,
+    pageSize: page.pageSize,
+    totalSize: page.totalSize,
+  });
 }
 
 /** The flat v1.0 config; only the first v0.3 scheme survives (wire facts §5.7 translation rules). */
@@ -316,6 +369,9 @@ export function encodePushConfig(config: TaskPushNotificationConfig): pb.TaskPus
     taskId: config.taskId,
     url: cfg.url,
     token: cfg.token ?? "",
-    authentication: scheme !== undefined ? create(pb.AuthenticationInfoSchema, { scheme, credentials: cfg.authentication?.credentials ?? "" }) : undefined,
+    authentication:
+      scheme !== undefined
+        ? create(pb.AuthenticationInfoSchema, { scheme, credentials: cfg.authentication?.credentials ?? "" })
+        : undefined,
   });
 }

@@ -25,7 +25,14 @@ function unary<I extends DescMessage, O extends DescMessage>(
   operation: (req: MessageShape<I>, ctx: CallContext) => Promise<MessageShape<O>>,
   write: (schema: O, message: MessageShape<O>) => unknown = writeV10,
 ): RestRoute {
-  return restRoute({ methods, path, name, decode: (req) => decode(req, input, source), operation, encode: (message) => write(output, message) });
+  return restRoute({
+    methods,
+    path,
+    name,
+    decode: (req) => decode(req, input, source),
+    operation,
+    encode: (message) => write(output, message),
+  });
 }
 
 /**
@@ -38,7 +45,15 @@ function unary<I extends DescMessage, O extends DescMessage>(
  */
 export function v10RestRoutes(ops: V10Operations, pb: LfA2ASchemas = lfA2A): RestRoute[] {
   const routes: RestRoute[] = [
-    unary("POST", "/message:send", "message:send", "body", pb.SendMessageRequestSchema, pb.SendMessageResponseSchema, ops.sendMessage),
+    unary(
+      "POST",
+      "/message:send",
+      "message:send",
+      "body",
+      pb.SendMessageRequestSchema,
+      pb.SendMessageResponseSchema,
+      ops.sendMessage,
+    ),
     restStreamRoute({
       methods: "POST",
       path: "/message:stream",
@@ -47,7 +62,15 @@ export function v10RestRoutes(ops: V10Operations, pb: LfA2ASchemas = lfA2A): Res
       operation: ops.sendStreamingMessage,
       encode: (event) => writeV10(pb.StreamResponseSchema, event),
     }),
-    unary("POST", "/tasks/{id}:cancel", "tasks:cancel", "optional-body", pb.CancelTaskRequestSchema, pb.TaskSchema, ops.cancelTask),
+    unary(
+      "POST",
+      "/tasks/{id}:cancel",
+      "tasks:cancel",
+      "optional-body",
+      pb.CancelTaskRequestSchema,
+      pb.TaskSchema,
+      ops.cancelTask,
+    ),
     // The proto binds GET, the spec's text says POST: both are served.
     restStreamRoute({
       methods: ["GET", "POST"],
@@ -57,7 +80,15 @@ export function v10RestRoutes(ops: V10Operations, pb: LfA2ASchemas = lfA2A): Res
       operation: ops.subscribeToTask,
       encode: (event) => writeV10(pb.StreamResponseSchema, event),
     }),
-    unary("POST", "/tasks/{taskId}/pushNotificationConfigs", "pushNotificationConfigs:create", "body", pb.TaskPushNotificationConfigSchema, pb.TaskPushNotificationConfigSchema, ops.createTaskPushNotificationConfig),
+    unary(
+      "POST",
+      "/tasks/{taskId}/pushNotificationConfigs",
+      "pushNotificationConfigs:create",
+      "body",
+      pb.TaskPushNotificationConfigSchema,
+      pb.TaskPushNotificationConfigSchema,
+      ops.createTaskPushNotificationConfig,
+    ),
     unary(
       "GET",
       "/tasks/{taskId}/pushNotificationConfigs",
@@ -68,36 +99,84 @@ export function v10RestRoutes(ops: V10Operations, pb: LfA2ASchemas = lfA2A): Res
       ops.listTaskPushNotificationConfigs,
       writeTaskPageV10,
     ),
-    unary("GET", "/tasks/{taskId}/pushNotificationConfigs/{id}", "pushNotificationConfigs:get", "query", pb.GetTaskPushNotificationConfigRequestSchema, pb.TaskPushNotificationConfigSchema, ops.getTaskPushNotificationConfig),
-    unary("DELETE", "/tasks/{taskId}/pushNotificationConfigs/{id}", "pushNotificationConfigs:delete", "query", pb.DeleteTaskPushNotificationConfigRequestSchema, EmptySchema, ops.deleteTaskPushNotificationConfig),
+    unary(
+      "GET",
+      "/tasks/{taskId}/pushNotificationConfigs/{id}",
+      "pushNotificationConfigs:get",
+      "query",
+      pb.GetTaskPushNotificationConfigRequestSchema,
+      pb.TaskPushNotificationConfigSchema,
+      ops.getTaskPushNotificationConfig,
+    ),
+    unary(
+      "DELETE",
+      "/tasks/{taskId}/pushNotificationConfigs/{id}",
+      "pushNotificationConfigs:delete",
+      "query",
+      pb.DeleteTaskPushNotificationConfigRequestSchema,
+      EmptySchema,
+      ops.deleteTaskPushNotificationConfig,
+    ),
     unary("GET", "/tasks/{id}", "tasks:get", "query", pb.GetTaskRequestSchema, pb.TaskSchema, ops.getTask),
-    unary("GET", "/tasks", "tasks:list", "query", pb.ListTasksRequestSchema, pb.ListTasksResponseSchema, ops.listTasks, writeTaskPageV10),
-    unary("GET", "/extendedAgentCard", "extendedAgentCard", "query", pb.GetExtendedAgentCardRequestSchema, pb.AgentCardSchema, ops.getExtendedAgentCard),
+    unary(
+      "GET",
+      "/tasks",
+      "tasks:list",
+      "query",
+      pb.ListTasksRequestSchema,
+      pb.ListTasksResponseSchema,
+      ops.listTasks,
+      writeTaskPageV10,
+    ),
+    unary(
+      "GET",
+      "/extendedAgentCard",
+      "extendedAgentCard",
+      "query",
+      pb.GetExtendedAgentCardRequestSchema,
+      pb.AgentCardSchema,
+      ops.getExtendedAgentCard,
+    ),
   ];
   // Every route under its plain path and under `/{tenant}`.
   return routes.flatMap((route) => [route, { ...route, path: `/{tenant}${route.path}` }]);
 }
 
 /** The request message from the body or the query, with the path's parameters filled in (they must agree). */
-function decode<D extends DescMessage>(req: RestRequest, schema: D, source: Source): Promise<MessageShape<D>> | MessageShape<D> {
-  return source === "query" ? messageFromQuery(schema, req.query, req.params) : readMessage(req, schema, source === "body", req.params);
+function decode<D extends DescMessage>(
+  req: RestRequest,
+  schema: D,
+  source: Source,
+): Promise<MessageShape<D>> | MessageShape<D> {
+  return source === "query"
+    ? messageFromQuery(schema, req.query, req.params)
+    : readMessage(req, schema, source === "body", req.params);
 }
 
 /** ProtoJSON body → message; an optional body may be empty. The path's task id and tenant are filled in (and must agree). */
-async function readMessage<D extends DescMessage>(req: RestRequest, schema: D, required: boolean, fromPath: Params): Promise<MessageShape<D>> {
+async function readMessage<D extends DescMessage>(
+  req: RestRequest,
+  schema: D,
+  required: boolean,
+  fromPath: Params,
+): Promise<MessageShape<D>> {
   const raw = await req.body();
   let json: JsonObject = {};
   if (raw.length > 0 || required) {
     checkJsonContentType(req);
     const parsed = req.parseJson(raw);
-    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw invalidParams(`the body must be a JSON object (${schema.typeName} in ProtoJSON)`);
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+      throw invalidParams(`the body must be a JSON object (${schema.typeName} in ProtoJSON)`);
     json = parsed as JsonObject;
   }
   for (const [key, value] of Object.entries(fromPath)) {
     if (value === undefined) continue;
     const given = json[key];
     if (given !== undefined && given !== null && given !== "" && given !== value) {
-      throw invalidParams(`body field "${key}" (${JSON.stringify(given)}) does not match the path (${JSON.stringify(value)})`, { path: key });
+      throw invalidParams(
+        `body field "${key}" (${JSON.stringify(given)}) does not match the path (${JSON.stringify(value)})`,
+        { path: key },
+      );
     }
     json[key] = value;
   }
@@ -106,6 +185,9 @@ async function readMessage<D extends DescMessage>(req: RestRequest, schema: D, r
 
 function checkJsonContentType(req: RestRequest): void {
   if (!JSON_MEDIA_TYPES.includes(req.mediaType)) {
-    throw new DomainError("unsupported-media-type", `Content-Type must be application/a2a+json or application/json (got "${req.contentType}")`);
+    throw new DomainError(
+      "unsupported-media-type",
+      `Content-Type must be application/a2a+json or application/json (got "${req.contentType}")`,
+    );
   }
 }

@@ -6,7 +6,13 @@ import type { CallContext } from "../../auth/call-context.js";
 import type { SendParams } from "../task-service.js";
 import { checkTenant, decodeHistoryLength, decodeListTasksRequest, decodeTaskId } from "../v10/v10-proto-codec.js";
 import { v10Operations, type V10OperationsOptions } from "../v10/v10-operations.js";
-import { decodeGeneration, encodeSendResponseV11, encodeStreamEventV11, encodeTaskPageV11, encodeTaskV11 } from "./v11-proto-codec.js";
+import {
+  decodeGeneration,
+  encodeSendResponseV11,
+  encodeStreamEventV11,
+  encodeTaskPageV11,
+  encodeTaskV11,
+} from "./v11-proto-codec.js";
 
 /** Each shared stream update as the 1.1 draft, encoded once for every stream of its task. */
 const encodeOnce = oncePerObject(encodeStreamEventV11);
@@ -33,7 +39,10 @@ export function v11Operations(options: V10OperationsOptions) {
       try {
         return encodeOnce(event);
       } catch (err) {
-        options.logger.error({ err, event: event.kind }, "a stream event could not be encoded for the A2A 1.1 draft; it is skipped");
+        options.logger.error(
+          { err, event: event.kind },
+          "a stream event could not be encoded for the A2A 1.1 draft; it is skipped",
+        );
         return undefined;
       }
     });
@@ -55,13 +64,18 @@ export function v11Operations(options: V10OperationsOptions) {
       checkTenant(req.tenant, ctx.principal, id);
       const history = decodeHistoryLength(req.historyLength, "historyLength");
       const afterGeneration = decodeGeneration(req.currentGeneration, "currentGeneration");
-      return encodeTaskV11(await service.getTask(id, history, ctx, afterGeneration === undefined ? {} : { afterGeneration }));
+      return encodeTaskV11(
+        await service.getTask(id, history, ctx, afterGeneration === undefined ? {} : { afterGeneration }),
+      );
     },
 
     async listTasks(req: pb.ListTasksRequest, ctx: CallContext): Promise<pb.ListTasksResponse> {
       checkTenant(req.tenant, ctx.principal);
       return encodeTaskPageV11(await service.listTasks(decodeListTasksRequest(req), ctx), (task, err) =>
-        options.logger.error({ err, taskId: task.id }, "a task could not be encoded for A2A 1.1 ListTasks; it is left out of the page"),
+        options.logger.error(
+          { err, taskId: task.id },
+          "a task could not be encoded for A2A 1.1 ListTasks; it is left out of the page",
+        ),
       );
     },
 

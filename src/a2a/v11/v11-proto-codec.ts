@@ -15,7 +15,8 @@ import { encodeSendResponse, encodeStreamEvent, encodeTask, encodeTaskPage } fro
 /** A generation the caller sends (int64): a non-negative safe integer, else invalid params. */
 export function decodeGeneration(value: bigint | undefined, path: string): number | undefined {
   if (value === undefined) return undefined;
-  if (value < 0n || value > BigInt(Number.MAX_SAFE_INTEGER)) throw invalidParams(`${path} must be a non-negative integer generation (got ${value})`, { path });
+  if (value < 0n || value > BigInt(Number.MAX_SAFE_INTEGER))
+    throw invalidParams(`${path} must be a non-negative integer generation (got ${value})`, { path });
   return Number(value);
 }
 
@@ -41,13 +42,34 @@ export function encodeStreamEventV11(event: StreamEvent): pb.StreamResponse {
     case "message":
       return response as pb.StreamResponse;
     case "status-update":
-      return { ...response, payload: { case: "statusUpdate", value: { ...(response.payload.value as pb.TaskStatusUpdateEvent), generation: generationOf(event.generation) } } };
+      return {
+        ...response,
+        payload: {
+          case: "statusUpdate",
+          value: {
+            ...(response.payload.value as pb.TaskStatusUpdateEvent),
+            generation: generationOf(event.generation),
+          },
+        },
+      };
     case "artifact-update":
-      return { ...response, payload: { case: "artifactUpdate", value: { ...(response.payload.value as pb.TaskArtifactUpdateEvent), generation: generationOf(event.generation) } } };
+      return {
+        ...response,
+        payload: {
+          case: "artifactUpdate",
+          value: {
+            ...(response.payload.value as pb.TaskArtifactUpdateEvent),
+            generation: generationOf(event.generation),
+          },
+        },
+      };
   }
 }
 
-export function encodeTaskPageV11(page: TaskPage, unencodable: (task: Task, err: unknown) => void): pb.ListTasksResponse {
+export function encodeTaskPageV11(
+  page: TaskPage,
+  unencodable: (task: Task, err: unknown) => void,
+): pb.ListTasksResponse {
   const generations = new Map(page.tasks.map((t) => [t.id, t.generation]));
   const response = encodeTaskPage(page, unencodable);
   return { ...response, tasks: response.tasks.map((t) => ({ ...t, generation: generationOf(generations.get(t.id)) })) };

@@ -18,10 +18,27 @@ function svg(name, attrs = {}, text) {
 /** The laid-out graph's <svg>, with two arrow heads: `${arrow}` and `${arrow}-taken` (for the path taken). */
 function diagramRoot(graph, label, arrow) {
   const { width, height } = graph.graph();
-  const root = svg("svg", { viewBox: `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`, width: Math.ceil(width), height: Math.ceil(height), role: "img", "aria-label": label });
+  const root = svg("svg", {
+    viewBox: `0 0 ${Math.ceil(width)} ${Math.ceil(height)}`,
+    width: Math.ceil(width),
+    height: Math.ceil(height),
+    role: "img",
+    "aria-label": label,
+  });
   const defs = svg("defs");
-  for (const [id, color] of [[arrow, "#b7bfcf"], [`${arrow}-taken`, "#2f6fed"]]) {
-    const marker = svg("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
+  for (const [id, color] of [
+    [arrow, "#b7bfcf"],
+    [`${arrow}-taken`, "#2f6fed"],
+  ]) {
+    const marker = svg("marker", {
+      id,
+      viewBox: "0 0 10 10",
+      refX: 9,
+      refY: 5,
+      markerWidth: 7,
+      markerHeight: 7,
+      orient: "auto-start-reverse",
+    });
     marker.append(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: color }));
     defs.append(marker);
   }
@@ -85,11 +102,24 @@ export function drawMachine(layout, current, path, a2aState) {
     const key = `${edge.source}\u0000${edge.target}`;
     const laid = graph.edge(edge.source, edge.target);
     const isTaken = taken.has(key);
-    const group = svg("g", { class: `edge${isTaken ? " taken" : ""}`, "data-source": edge.source, "data-target": edge.target });
+    const group = svg("g", {
+      class: `edge${isTaken ? " taken" : ""}`,
+      "data-source": edge.source,
+      "data-target": edge.target,
+    });
     const d = laid.points.map((p, i) => `${i === 0 ? "M" : "L"} ${p.x.toFixed(1)} ${p.y.toFixed(1)}`).join(" ");
     group.append(svg("path", { d, "marker-end": `url(#${isTaken ? "arrow-taken" : "arrow"})` }));
     if (laid.x !== undefined) {
-      group.append(svg("rect", { class: "edge-label-bg", x: laid.x - laid.width / 2, y: laid.y - laid.height / 2, width: laid.width, height: laid.height, rx: 3 }));
+      group.append(
+        svg("rect", {
+          class: "edge-label-bg",
+          x: laid.x - laid.width / 2,
+          y: laid.y - laid.height / 2,
+          width: laid.width,
+          height: laid.height,
+          rx: 3,
+        }),
+      );
       group.append(svg("text", { x: laid.x, y: laid.y }, laid.label));
     }
     root.append(group);
@@ -104,11 +134,24 @@ export function drawMachine(layout, current, path, a2aState) {
     if (name === current) classes.push("current");
     const outcome = config.type === "final" && name === current ? (a2aState ?? config.meta?.a2aState) : undefined;
     if (outcome) classes.push(`outcome-${outcome}`);
-    const group = svg("g", { class: classes.join(" "), "data-state": name, ...(outcome ? { "data-outcome": outcome } : {}), transform: `translate(${node.x - NODE_W / 2}, ${node.y - NODE_H / 2})` });
+    const group = svg("g", {
+      class: classes.join(" "),
+      "data-state": name,
+      ...(outcome ? { "data-outcome": outcome } : {}),
+      transform: `translate(${node.x - NODE_W / 2}, ${node.y - NODE_H / 2})`,
+    });
     const selfEvents = Object.entries(config.on ?? {})
       .filter(([, raw]) => [raw].flat().some((t) => typeof t !== "string" && !t.target))
       .map(([eventType]) => eventType);
-    group.append(svg("title", {}, [config.meta?.description ?? name, selfEvents.length ? `Handles in place: ${selfEvents.join(", ")}` : ""].filter(Boolean).join("\n")));
+    group.append(
+      svg(
+        "title",
+        {},
+        [config.meta?.description ?? name, selfEvents.length ? `Handles in place: ${selfEvents.join(", ")}` : ""]
+          .filter(Boolean)
+          .join("\n"),
+      ),
+    );
     group.append(svg("rect", { width: NODE_W, height: NODE_H, rx: 10 }));
     group.append(svg("text", { x: NODE_W / 2, y: 17 }, name));
     group.append(svg("text", { class: "sub", x: NODE_W / 2, y: 33 }, `A2A ${config.meta?.a2aState ?? ""}`));
@@ -128,10 +171,16 @@ export function layoutWorkflow(workflow) {
   const g = new dagre.graphlib.Graph({ multigraph: true });
   g.setGraph({ rankdir: "TB", nodesep: 30, ranksep: 44, marginx: 12, marginy: 12 });
   g.setDefaultEdgeLabel(() => ({}));
-  for (const node of workflow.nodes) g.setNode(node.id, { width: node.kind === "end" ? 70 : WF_W, height: node.kind === "end" ? 32 : WF_H });
+  for (const node of workflow.nodes)
+    g.setNode(node.id, { width: node.kind === "end" ? 70 : WF_W, height: node.kind === "end" ? 32 : WF_H });
   workflow.edges.forEach((edge, i) => {
     const label = edge.condition ?? "";
-    g.setEdge(edge.from, edge.to, { label, width: label ? label.length * 5.6 + 8 : 0, height: label ? 14 : 0, labelpos: "c" }, `e${i}`);
+    g.setEdge(
+      edge.from,
+      edge.to,
+      { label, width: label ? label.length * 5.6 + 8 : 0, height: label ? 14 : 0, labelpos: "c" },
+      `e${i}`,
+    );
   });
   dagre.layout(g);
   return { graph: g, workflow };
@@ -150,11 +199,25 @@ export function drawWorkflow(layout, { current, path = [], remote = {}, outcome 
     const laid = graph.edge({ v: edge.from, w: edge.to, name: `e${i}` });
     if (!laid) return;
     const isTaken = taken.has(`${edge.from}\u0000${edge.to}`);
-    const group = svg("g", { class: `edge ${edge.kind}${isTaken ? " taken" : ""}`, "data-from": edge.from, "data-to": edge.to, "data-kind": edge.kind });
+    const group = svg("g", {
+      class: `edge ${edge.kind}${isTaken ? " taken" : ""}`,
+      "data-from": edge.from,
+      "data-to": edge.to,
+      "data-kind": edge.kind,
+    });
     const d = laid.points.map((p, k) => `${k === 0 ? "M" : "L"} ${p.x.toFixed(1)} ${p.y.toFixed(1)}`).join(" ");
     group.append(svg("path", { d, "marker-end": `url(#${isTaken ? "wf-arrow-taken" : "wf-arrow"})` }));
     if (edge.condition && laid.x !== undefined) {
-      group.append(svg("rect", { class: "edge-label-bg", x: laid.x - laid.width / 2, y: laid.y - laid.height / 2, width: laid.width, height: laid.height, rx: 3 }));
+      group.append(
+        svg("rect", {
+          class: "edge-label-bg",
+          x: laid.x - laid.width / 2,
+          y: laid.y - laid.height / 2,
+          width: laid.width,
+          height: laid.height,
+          rx: 3,
+        }),
+      );
       group.append(svg("text", { x: laid.x, y: laid.y }, edge.condition));
     }
     root.append(group);
@@ -167,17 +230,32 @@ export function drawWorkflow(layout, { current, path = [], remote = {}, outcome 
     if (visited.has(node.id)) classes.push("visited");
     if (node.id === current) classes.push("current", ...(outcome ? [`outcome-${outcome}`] : []));
     if (node.remote) classes.push("remote");
-    const group = svg("g", { class: classes.join(" "), "data-node": node.id, "data-kind": node.kind, transform: `translate(${laid.x - w / 2}, ${laid.y - h / 2})` });
-    group.append(svg("title", {}, `${node.title}\n${node.kind} node ${node.id}${node.remote ? ` → ${node.remote.agent}` : ""}`));
+    const group = svg("g", {
+      class: classes.join(" "),
+      "data-node": node.id,
+      "data-kind": node.kind,
+      transform: `translate(${laid.x - w / 2}, ${laid.y - h / 2})`,
+    });
+    group.append(
+      svg("title", {}, `${node.title}\n${node.kind} node ${node.id}${node.remote ? ` → ${node.remote.agent}` : ""}`),
+    );
     group.append(svg("rect", { width: w, height: h, rx: node.kind === "end" ? h / 2 : 8 }));
     group.append(svg("text", { x: w / 2, y: node.kind === "end" ? h / 2 : 18 }, clip(node.title, 23)));
     // The kind may name its own sub-label (an http node: its method and target host).
-    const sub = node.label ?? (node.remote ? `⇄ remote ${node.kind}` : node.title === node.id ? node.kind : `${node.kind} · ${node.id}`);
+    const sub =
+      node.label ??
+      (node.remote ? `⇄ remote ${node.kind}` : node.title === node.id ? node.kind : `${node.kind} · ${node.id}`);
     if (node.kind !== "end") group.append(svg("text", { class: "sub", x: w / 2, y: 35 }, clip(sub, 30)));
     const peer = remote[node.id];
     if (node.remote && peer?.peerTaskId) {
       // The peer's own console, when the peer is an openwop host: its task by id.
-      const link = svg("a", { href: `${peer.agent}/console/tasks/${encodeURIComponent(peer.peerTaskId)}`, target: "_blank", rel: "noopener noreferrer", class: "peer-link", "aria-label": `peer task ${peer.peerTaskId} at ${peer.agent}` });
+      const link = svg("a", {
+        href: `${peer.agent}/console/tasks/${encodeURIComponent(peer.peerTaskId)}`,
+        target: "_blank",
+        rel: "noopener noreferrer",
+        class: "peer-link",
+        "aria-label": `peer task ${peer.peerTaskId} at ${peer.agent}`,
+      });
       link.append(group);
       root.append(link);
     } else {

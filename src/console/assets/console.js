@@ -13,7 +13,16 @@ let diagramModule;
 const diagrams = () => (diagramModule ??= import("/console/assets/console-diagram.js"));
 
 performance.mark("console-start"); // for bench/console-paging.ts: the script runs
-const STATES = ["submitted", "working", "input-required", "auth-required", "completed", "failed", "canceled", "rejected"];
+const STATES = [
+  "submitted",
+  "working",
+  "input-required",
+  "auth-required",
+  "completed",
+  "failed",
+  "canceled",
+  "rejected",
+];
 const PAGE_SIZE = 50;
 const view = document.getElementById("view");
 const errorBox = document.getElementById("error");
@@ -26,7 +35,10 @@ const liveDot = document.getElementById("live");
  */
 const LIVE = {
   live: ["● live", "Live: changes appear as they happen."],
-  ended: ["● ended", "This task has finished: its event stream closed after the last event, so no more updates will come."],
+  ended: [
+    "● ended",
+    "This task has finished: its event stream closed after the last event, so no more updates will come.",
+  ],
   lost: ["● disconnected", "Live updates stopped: the stream to the host failed. Reload the page to reconnect."],
 };
 function setLive(state, detail) {
@@ -94,7 +106,11 @@ async function api(path, init = {}) {
 }
 
 function postJson(path, body) {
-  return api(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body ?? {}) });
+  return api(path, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body ?? {}),
+  });
 }
 
 /** Server-sent events over fetch (EventSource cannot send the Authorization header). */
@@ -154,7 +170,9 @@ function el(tag, attrs = {}, ...children) {
     else if (key === "value") node.value = value;
     else node.setAttribute(key, value === true ? "" : String(value));
   }
-  for (const child of children.flat()) if (child !== undefined && child !== null && child !== false) node.append(child instanceof Node ? child : String(child));
+  for (const child of children.flat())
+    if (child !== undefined && child !== null && child !== false)
+      node.append(child instanceof Node ? child : String(child));
   return node;
 }
 
@@ -199,7 +217,12 @@ function toLocalInput(iso) {
 function confirmDialog({ title, message, confirmLabel, danger = true, reason = false }) {
   return new Promise((resolve) => {
     const reasonInput = reason ? el("textarea", { id: "confirm-reason", rows: 2, placeholder: "optional" }) : undefined;
-    const dialog = el("dialog", { id: "confirm", class: "confirm", "aria-labelledby": "confirm-title", "aria-describedby": "confirm-message" });
+    const dialog = el("dialog", {
+      id: "confirm",
+      class: "confirm",
+      "aria-labelledby": "confirm-title",
+      "aria-describedby": "confirm-message",
+    });
     const finish = (ok) => {
       const value = { ok, ...(reasonInput && reasonInput.value.trim() ? { reason: reasonInput.value.trim() } : {}) };
       dialog.close();
@@ -210,9 +233,15 @@ function confirmDialog({ title, message, confirmLabel, danger = true, reason = f
       el("h2", { id: "confirm-title" }, title),
       el("p", { id: "confirm-message" }, message),
       reasonInput ? el("label", { for: "confirm-reason", class: "block" }, "Reason", reasonInput) : "",
-      el("div", { class: "actions" },
+      el(
+        "div",
+        { class: "actions" },
         el("button", { type: "button", class: "secondary", id: "confirm-no", onclick: () => finish(false) }, "Keep it"),
-        el("button", { type: "button", class: danger ? "danger" : "", id: "confirm-yes", onclick: () => finish(true) }, confirmLabel),
+        el(
+          "button",
+          { type: "button", class: danger ? "danger" : "", id: "confirm-yes", onclick: () => finish(true) },
+          confirmLabel,
+        ),
       ),
     );
     dialog.addEventListener("cancel", (e) => {
@@ -247,29 +276,71 @@ async function showList(params) {
   const countBar = el("nav", { class: "counts", "aria-label": "Tasks per state" });
   const status = el("p", { id: "list-status", class: "muted", role: "status" });
   const bulkStatus = el("p", { id: "bulk-status", class: "muted", role: "status" });
-  const loadMore = el("button", { type: "button", id: "load-more", class: "secondary", onclick: () => void more() }, "Load more");
+  const loadMore = el(
+    "button",
+    { type: "button", id: "load-more", class: "secondary", onclick: () => void more() },
+    "Load more",
+  );
   const selectAll = el("input", { type: "checkbox", id: "select-all", "aria-label": "Select every task on the list" });
-  const cancelSelected = el("button", { type: "button", id: "bulk-cancel", class: "danger", disabled: true, onclick: () => void bulk("cancel") }, "Cancel selected…");
-  const retrySelected = el("button", { type: "button", id: "bulk-retry", class: "secondary", disabled: true, onclick: () => void bulk("retry") }, "Retry pushes of selected…");
+  const cancelSelected = el(
+    "button",
+    { type: "button", id: "bulk-cancel", class: "danger", disabled: true, onclick: () => void bulk("cancel") },
+    "Cancel selected…",
+  );
+  const retrySelected = el(
+    "button",
+    { type: "button", id: "bulk-retry", class: "secondary", disabled: true, onclick: () => void bulk("retry") },
+    "Retry pushes of selected…",
+  );
 
   const matches = (t) =>
-    (!filters.state || t.a2aState === filters.state) && (!filters.skill || t.workflowId === filters.skill) && (!filters.tenant || t.tenant === filters.tenant) &&
-    (!filters.contextId || t.contextId === filters.contextId) && (!filters.q || t.taskId.startsWith(filters.q)) &&
-    (!filters.createdFrom || t.createdAt >= filters.createdFrom) && (!filters.createdTo || t.createdAt < filters.createdTo) &&
-    (!filters.updatedFrom || t.updatedAt >= filters.updatedFrom) && (!filters.updatedTo || t.updatedAt < filters.updatedTo);
+    (!filters.state || t.a2aState === filters.state) &&
+    (!filters.skill || t.workflowId === filters.skill) &&
+    (!filters.tenant || t.tenant === filters.tenant) &&
+    (!filters.contextId || t.contextId === filters.contextId) &&
+    (!filters.q || t.taskId.startsWith(filters.q)) &&
+    (!filters.createdFrom || t.createdAt >= filters.createdFrom) &&
+    (!filters.createdTo || t.createdAt < filters.createdTo) &&
+    (!filters.updatedFrom || t.updatedAt >= filters.updatedFrom) &&
+    (!filters.updatedTo || t.updatedAt < filters.updatedTo);
 
   const rowOf = (t) => {
-    const box = el("input", { type: "checkbox", class: "select", "aria-label": `Select ${t.title}`, checked: selected.has(t.taskId), onchange: (e) => {
-      if (e.target.checked) selected.add(t.taskId);
-      else selected.delete(t.taskId);
-      updateSelection();
-    } });
-    return el("tr", { "data-task-id": t.taskId, "data-status": t.status },
+    const box = el("input", {
+      type: "checkbox",
+      class: "select",
+      "aria-label": `Select ${t.title}`,
+      checked: selected.has(t.taskId),
+      onchange: (e) => {
+        if (e.target.checked) selected.add(t.taskId);
+        else selected.delete(t.taskId);
+        updateSelection();
+      },
+    });
+    return el(
+      "tr",
+      { "data-task-id": t.taskId, "data-status": t.status },
       el("td", {}, box),
-      el("td", { class: "title" }, el("a", { href: taskHref(t.taskId), "data-nav": "" }, t.title), el("div", { class: "mono muted small" }, t.taskId)),
+      el(
+        "td",
+        { class: "title" },
+        el("a", { href: taskHref(t.taskId), "data-nav": "" }, t.title),
+        el("div", { class: "mono muted small" }, t.taskId),
+      ),
       el("td", {}, badge(t.a2aState), el("div", { class: "mono muted small" }, t.status)),
-      el("td", { class: "node" }, t.currentNode ? el("span", { title: `${t.currentNode.kind} node ${t.currentNode.id}` }, t.currentNode.title) : el("span", { class: "muted" }, "—")),
-      el("td", { class: "waiting" }, t.waitingFor ? el("span", { class: `waits ${t.waitingFor.kind}`, "data-waiting": t.waitingFor.kind }, t.waitingFor.label) : ""),
+      el(
+        "td",
+        { class: "node" },
+        t.currentNode
+          ? el("span", { title: `${t.currentNode.kind} node ${t.currentNode.id}` }, t.currentNode.title)
+          : el("span", { class: "muted" }, "—"),
+      ),
+      el(
+        "td",
+        { class: "waiting" },
+        t.waitingFor
+          ? el("span", { class: `waits ${t.waitingFor.kind}`, "data-waiting": t.waitingFor.kind }, t.waitingFor.label)
+          : "",
+      ),
       el("td", {}, t.workflowId),
       el("td", {}, t.tenant),
       el("td", { title: t.createdAt }, ageOf(t)),
@@ -283,10 +354,25 @@ async function showList(params) {
       if (state) next.set("state", state);
       else next.delete("state");
       const current = (filters.state || "") === state;
-      return el("a", { href: `/console?${next}`, "data-nav": "", "data-count-state": state || "any", class: current ? "count current" : "count", "aria-current": current ? "true" : undefined }, label, " ", el("span", { class: "n" }, n ?? 0));
+      return el(
+        "a",
+        {
+          href: `/console?${next}`,
+          "data-nav": "",
+          "data-count-state": state || "any",
+          class: current ? "count current" : "count",
+          "aria-current": current ? "true" : undefined,
+        },
+        label,
+        " ",
+        el("span", { class: "n" }, n ?? 0),
+      );
     };
     const all = Object.values(counts).reduce((a, b) => a + b, 0);
-    countBar.replaceChildren(link("", "all", all), ...STATES.filter((s) => counts[s]).map((s) => link(s, s, counts[s])));
+    countBar.replaceChildren(
+      link("", "all", all),
+      ...STATES.filter((s) => counts[s]).map((s) => link(s, s, counts[s])),
+    );
   };
 
   const renderStatus = () => {
@@ -311,7 +397,8 @@ async function showList(params) {
     }
     tbody.querySelector("tr.empty")?.remove();
     tbody.append(fragment);
-    if (rows.size === 0) tbody.replaceChildren(el("tr", { class: "empty" }, el("td", { colspan: 9, class: "muted" }, "No tasks match.")));
+    if (rows.size === 0)
+      tbody.replaceChildren(el("tr", { class: "empty" }, el("td", { colspan: 9, class: "muted" }, "No tasks match.")));
     renderStatus();
   };
 
@@ -341,16 +428,26 @@ async function showList(params) {
     const what = action === "cancel" ? "Cancel" : "Retry the pushes of";
     const answer = await confirmDialog({
       title: `${what} ${ids.length} task${ids.length === 1 ? "" : "s"}?`,
-      message: action === "cancel" ? "Each selected task that is still running or waiting is cancelled. This cannot be undone." : "Every push config of the selected tasks that has something left to deliver is retried now.",
+      message:
+        action === "cancel"
+          ? "Each selected task that is still running or waiting is cancelled. This cannot be undone."
+          : "Every push config of the selected tasks that has something left to deliver is retried now.",
       confirmLabel: action === "cancel" ? `Cancel ${ids.length} task${ids.length === 1 ? "" : "s"}` : "Retry now",
       danger: action === "cancel",
       reason: action === "cancel",
     });
     if (!answer.ok) return;
     try {
-      const { results } = await postJson(action === "cancel" ? "/console/api/bulk/cancel" : "/console/api/bulk/retry-push", { taskIds: ids, ...(answer.reason ? { reason: answer.reason } : {}) });
+      const { results } = await postJson(
+        action === "cancel" ? "/console/api/bulk/cancel" : "/console/api/bulk/retry-push",
+        { taskIds: ids, ...(answer.reason ? { reason: answer.reason } : {}) },
+      );
       const failed = results.filter((r) => !r.ok);
-      bulkStatus.textContent = `${action === "cancel" ? "Cancelled" : "Retried"} ${results.length - failed.length} of ${results.length}.` + (failed.length ? ` Not done: ${failed.map((r) => `${r.taskId.slice(0, 8)} (${r.error.message})`).join("; ")}` : "");
+      bulkStatus.textContent =
+        `${action === "cancel" ? "Cancelled" : "Retried"} ${results.length - failed.length} of ${results.length}.` +
+        (failed.length
+          ? ` Not done: ${failed.map((r) => `${r.taskId.slice(0, 8)} (${r.error.message})`).join("; ")}`
+          : "");
       selected.clear();
       for (const box of tbody.querySelectorAll("input.select")) box.checked = false;
       updateSelection();
@@ -370,20 +467,50 @@ async function showList(params) {
 
   const field = (id, label, input) => el("label", { for: id }, label, input);
   const text = (name, placeholder) => el("input", { id: `f-${name}`, name, value: filters[name], placeholder });
-  const when = (name) => el("input", { id: `f-${name}`, name, type: "datetime-local", value: toLocalInput(filters[name]) });
-  const form = el("form", { class: "filters", "aria-label": "Filter tasks", onsubmit: (e) => {
-    e.preventDefault();
-    const next = new URLSearchParams();
-    for (const [name, value] of new FormData(form)) {
-      if (!value) continue;
-      next.set(name, name.endsWith("From") || name.endsWith("To") ? new Date(String(value)).toISOString() : String(value));
-    }
-    navigate(`/console${next.size ? `?${next}` : ""}`);
-  } },
+  const when = (name) =>
+    el("input", { id: `f-${name}`, name, type: "datetime-local", value: toLocalInput(filters[name]) });
+  const form = el(
+    "form",
+    {
+      class: "filters",
+      "aria-label": "Filter tasks",
+      onsubmit: (e) => {
+        e.preventDefault();
+        const next = new URLSearchParams();
+        for (const [name, value] of new FormData(form)) {
+          if (!value) continue;
+          next.set(
+            name,
+            name.endsWith("From") || name.endsWith("To") ? new Date(String(value)).toISOString() : String(value),
+          );
+        }
+        navigate(`/console${next.size ? `?${next}` : ""}`);
+      },
+    },
     field("f-q", "Task id", text("q", "id or prefix")),
-    field("f-state", "State", el("select", { id: "f-state", name: "state" }, el("option", { value: "" }, "any"), STATES.map((s) => el("option", { value: s, selected: s === filters.state }, s)))),
+    field(
+      "f-state",
+      "State",
+      el(
+        "select",
+        { id: "f-state", name: "state" },
+        el("option", { value: "" }, "any"),
+        STATES.map((s) => el("option", { value: s, selected: s === filters.state }, s)),
+      ),
+    ),
     field("f-skill", "Skill", text("skill", "workflow id")),
-    first.tenants.length > 1 ? field("f-tenant", "Tenant", el("select", { id: "f-tenant", name: "tenant" }, el("option", { value: "" }, "all"), first.tenants.map((t) => el("option", { value: t, selected: t === filters.tenant }, t)))) : "",
+    first.tenants.length > 1
+      ? field(
+          "f-tenant",
+          "Tenant",
+          el(
+            "select",
+            { id: "f-tenant", name: "tenant" },
+            el("option", { value: "" }, "all"),
+            first.tenants.map((t) => el("option", { value: t, selected: t === filters.tenant }, t)),
+          ),
+        )
+      : "",
     field("f-contextId", "Context", text("contextId", "context id")),
     field("f-createdFrom", "Created from", when("createdFrom")),
     field("f-createdTo", "Created before", when("createdTo")),
@@ -393,12 +520,25 @@ async function showList(params) {
     el("a", { href: "/console", "data-nav": "", class: "reset" }, "Reset"),
   );
   table.append(
-    el("thead", {}, el("tr", {}, el("th", {}, selectAll), ["Task", "State", "Current node", "Waiting for", "Skill", "Tenant", "Age", "Updated"].map((h) => el("th", { scope: "col" }, h)))),
+    el(
+      "thead",
+      {},
+      el(
+        "tr",
+        {},
+        el("th", {}, selectAll),
+        ["Task", "State", "Current node", "Waiting for", "Skill", "Tenant", "Age", "Updated"].map((h) =>
+          el("th", { scope: "col" }, h),
+        ),
+      ),
+    ),
     tbody,
   );
   view.replaceChildren(
     el("section", { class: "panel" }, el("h1", {}, "Tasks"), form, countBar),
-    el("section", { class: "panel" },
+    el(
+      "section",
+      { class: "panel" },
       el("div", { class: "toolbar" }, cancelSelected, retrySelected, bulkStatus),
       el("div", { class: "table-wrap" }, table),
       el("div", { class: "pager" }, status, loadMore),
@@ -449,26 +589,78 @@ async function showTask(taskId) {
   const historyBox = el("div", { id: "history" });
   const artifactsBox = el("div", { id: "artifacts" });
   const pushBox = el("div", { id: "push" });
-  const timelineToggle = el("button", { type: "button", class: "secondary small", id: "expand-all", onclick: () => {
-    const open = timelineToggle.getAttribute("aria-pressed") !== "true";
-    timelineToggle.setAttribute("aria-pressed", String(open));
-    timelineToggle.textContent = open ? "Collapse all" : "Expand all";
-    for (const d of timeline.querySelectorAll("details")) d.open = open;
-  } }, "Expand all");
+  const timelineToggle = el(
+    "button",
+    {
+      type: "button",
+      class: "secondary small",
+      id: "expand-all",
+      onclick: () => {
+        const open = timelineToggle.getAttribute("aria-pressed") !== "true";
+        timelineToggle.setAttribute("aria-pressed", String(open));
+        timelineToggle.textContent = open ? "Collapse all" : "Expand all";
+        for (const d of timeline.querySelectorAll("details")) d.open = open;
+      },
+    },
+    "Expand all",
+  );
   view.replaceChildren(
     el("section", { class: "panel" }, head),
     interruptBox,
-    el("div", { class: "diagrams" },
-      el("section", { class: "panel" }, el("h2", { id: "wf-title" }, "Workflow"), wfDiagram,
-        el("div", { class: "legend" }, el("span", { class: "sw sw-current" }), "current node", el("span", { class: "sw sw-visited" }), "visited", el("span", { class: "sw sw-taken" }), "path taken", el("span", { class: "sw sw-remote" }), "remote (a2a.invoke)")),
-      el("section", { class: "panel" }, el("h2", {}, "State machine"), diagram,
-        el("div", { class: "legend" }, el("span", { class: "sw sw-current" }), "current", el("span", { class: "sw sw-visited" }), "visited", el("span", { class: "sw sw-taken" }), "transition taken")),
-    ),
-    el("div", { class: "grid" },
-      el("div", {},
-        el("section", { class: "panel" }, el("h2", {}, "Timeline ", el("span", { class: "muted", id: "event-count" }), " ", timelineToggle), el("div", { class: "log" }, timeline)),
+    el(
+      "div",
+      { class: "diagrams" },
+      el(
+        "section",
+        { class: "panel" },
+        el("h2", { id: "wf-title" }, "Workflow"),
+        wfDiagram,
+        el(
+          "div",
+          { class: "legend" },
+          el("span", { class: "sw sw-current" }),
+          "current node",
+          el("span", { class: "sw sw-visited" }),
+          "visited",
+          el("span", { class: "sw sw-taken" }),
+          "path taken",
+          el("span", { class: "sw sw-remote" }),
+          "remote (a2a.invoke)",
+        ),
       ),
-      el("div", {},
+      el(
+        "section",
+        { class: "panel" },
+        el("h2", {}, "State machine"),
+        diagram,
+        el(
+          "div",
+          { class: "legend" },
+          el("span", { class: "sw sw-current" }),
+          "current",
+          el("span", { class: "sw sw-visited" }),
+          "visited",
+          el("span", { class: "sw sw-taken" }),
+          "transition taken",
+        ),
+      ),
+    ),
+    el(
+      "div",
+      { class: "grid" },
+      el(
+        "div",
+        {},
+        el(
+          "section",
+          { class: "panel" },
+          el("h2", {}, "Timeline ", el("span", { class: "muted", id: "event-count" }), " ", timelineToggle),
+          el("div", { class: "log" }, timeline),
+        ),
+      ),
+      el(
+        "div",
+        {},
         el("section", { class: "panel" }, el("h2", {}, "History"), historyBox),
         el("section", { class: "panel" }, el("h2", {}, "Artifacts"), artifactsBox),
         el("section", { class: "panel" }, el("h2", {}, "Push notifications"), pushBox),
@@ -486,23 +678,56 @@ async function showTask(taskId) {
     const since = lastTime ? Date.parse(e.timestamp) - lastTime : undefined;
     lastTime = Date.parse(e.timestamp);
     const notes = [];
-    if (e.type === "node.started" && e.payload?.attempt !== undefined) notes.push(el("span", { class: e.payload.attempt > 1 ? "note retry" : "note" }, `attempt ${e.payload.attempt}`));
-    if (e.type === "node.interrupted") notes.push(el("span", { class: "note retry" }, `died with its instance: ${e.payload?.crashes ?? "?"} of RECOVERY_MAX_ATTEMPTS`));
+    if (e.type === "node.started" && e.payload?.attempt !== undefined)
+      notes.push(el("span", { class: e.payload.attempt > 1 ? "note retry" : "note" }, `attempt ${e.payload.attempt}`));
+    if (e.type === "node.interrupted")
+      notes.push(
+        el(
+          "span",
+          { class: "note retry" },
+          `died with its instance: ${e.payload?.crashes ?? "?"} of RECOVERY_MAX_ATTEMPTS`,
+        ),
+      );
     if (e.type === "interrupt.resolved") {
       const value = e.payload?.resumeValue ?? {};
-      const what = value.action ?? (Array.isArray(value.answers) ? `answers ${value.answers.map((a) => `${a.id}=${JSON.stringify(a.answer)}`).join(", ")}` : JSON.stringify(value));
-      notes.push(el("span", { class: "note decision", "data-decided-by": e.payload?.resolvedBy ?? "" }, `decided by ${e.payload?.resolvedBy ?? "?"}: ${what}`));
+      const what =
+        value.action ??
+        (Array.isArray(value.answers)
+          ? `answers ${value.answers.map((a) => `${a.id}=${JSON.stringify(a.answer)}`).join(", ")}`
+          : JSON.stringify(value));
+      notes.push(
+        el(
+          "span",
+          { class: "note decision", "data-decided-by": e.payload?.resolvedBy ?? "" },
+          `decided by ${e.payload?.resolvedBy ?? "?"}: ${what}`,
+        ),
+      );
     }
-    if (e.type === "interrupt.exchange") notes.push(el("span", { class: "note" }, `asked by ${e.payload?.askedBy ?? "?"}: ${e.payload?.question ?? ""}`));
+    if (e.type === "interrupt.exchange")
+      notes.push(el("span", { class: "note" }, `asked by ${e.payload?.askedBy ?? "?"}: ${e.payload?.question ?? ""}`));
     if (e.type === "run.cancelling") notes.push(el("span", { class: "note" }, `by ${e.payload?.cancelledBy ?? "?"}`));
     timeline.append(
-      el("li", { "data-type": e.type, "data-sequence": e.sequence },
-        el("details", {},
-          el("summary", {},
-            el("span", { class: "seq" }, `#${e.sequence}`), " ",
-            el("span", { class: "mono type" }, e.type), " ",
-            e.nodeId ? el("span", { class: "mono node" }, e.nodeId) : "", " ",
-            el("span", { class: "muted since", title: e.timestamp }, since === undefined ? time(e.timestamp) : `+${duration(since)}`), " ",
+      el(
+        "li",
+        { "data-type": e.type, "data-sequence": e.sequence },
+        el(
+          "details",
+          {},
+          el(
+            "summary",
+            {},
+            el("span", { class: "seq" }, `#${e.sequence}`),
+            " ",
+            el("span", { class: "mono type" }, e.type),
+            " ",
+            e.nodeId ? el("span", { class: "mono node" }, e.nodeId) : "",
+            " ",
+            el(
+              "span",
+              { class: "muted since", title: e.timestamp },
+              since === undefined ? time(e.timestamp) : `+${duration(since)}`,
+            ),
+            " ",
             notes,
           ),
           el("pre", { class: "payload" }, JSON.stringify(e.payload ?? {}, null, 2)),
@@ -517,24 +742,43 @@ async function showTask(taskId) {
     const cancellable = !["completed", "failed", "cancelled", "cancelling"].includes(t.status);
     document.title = `${t.title} · operator console`;
     head.replaceChildren(
-      el("div", { class: "title-line" },
+      el(
+        "div",
+        { class: "title-line" },
         el("h1", { id: "task-title" }, t.title),
         badge(t.a2aState),
         el("span", { class: "mono", id: "machine-state", "data-status": t.status }, t.status),
-        t.waitingFor ? el("span", { class: `waits ${t.waitingFor.kind}`, id: "waiting-for" }, `waits for ${t.waitingFor.label}`) : "",
+        t.waitingFor
+          ? el("span", { class: `waits ${t.waitingFor.kind}`, id: "waiting-for" }, `waits for ${t.waitingFor.label}`)
+          : "",
       ),
-      el("div", { class: "meta" },
+      el(
+        "div",
+        { class: "meta" },
         el("span", { class: "mono", id: "task-id" }, t.taskId),
-        ` · skill ${t.workflowId} · tenant ${t.tenant} · context `, el("span", { class: "mono" }, t.contextId),
+        ` · skill ${t.workflowId} · tenant ${t.tenant} · context `,
+        el("span", { class: "mono" }, t.contextId),
         ` · v${t.version} · age ${ageOf(t)}`,
         detail.currentNode ? ` · at node ${detail.currentNode.title}` : "",
       ),
       // The run error of a failed task (e.g. poison_exhausted: which node killed its instance, how often).
-      detail.error ? el("p", { class: "field-error", id: "run-error", role: "status" }, `${detail.error.code}${detail.error.nodeId ? ` at node ${detail.error.nodeId}` : ""}: ${detail.error.message}`) : "",
-      el("div", { class: "head-actions" },
+      detail.error
+        ? el(
+            "p",
+            { class: "field-error", id: "run-error", role: "status" },
+            `${detail.error.code}${detail.error.nodeId ? ` at node ${detail.error.nodeId}` : ""}: ${detail.error.message}`,
+          )
+        : "",
+      el(
+        "div",
+        { class: "head-actions" },
         el("a", { href: "/console", "data-nav": "" }, "← all tasks"),
         el("a", { href: taskHref(t.taskId), id: "permalink" }, "Link to this task"),
-        el("button", { type: "button", class: "danger", id: "cancel", disabled: !cancellable, onclick: () => void cancelTask() }, "Cancel task…"),
+        el(
+          "button",
+          { type: "button", class: "danger", id: "cancel", disabled: !cancellable, onclick: () => void cancelTask() },
+          "Cancel task…",
+        ),
       ),
     );
     diagram.replaceChildren(drawMachine(machineLayout, t.status, detail.path, t.a2aState));
@@ -543,24 +787,51 @@ async function showTask(taskId) {
       const outcome = ["completed", "failed", "cancelled"].includes(t.status) ? t.a2aState : undefined;
       // A task that failed or was cancelled stopped at the last node it entered.
       const current = ended ? "$end" : (detail.currentNode?.id ?? (outcome ? detail.nodePath.at(-1) : undefined));
-      wfDiagram.replaceChildren(drawWorkflow(workflow.layout, { current, path: ended ? [...detail.nodePath, "$end"] : detail.nodePath, remote: detail.remote, outcome }));
+      wfDiagram.replaceChildren(
+        drawWorkflow(workflow.layout, {
+          current,
+          path: ended ? [...detail.nodePath, "$end"] : detail.nodePath,
+          remote: detail.remote,
+          outcome,
+        }),
+      );
     }
     renderInterrupt();
-    historyBox.replaceChildren(...(detail.history.length ? detail.history.map((m) => el("div", { class: "message" }, el("span", { class: "role" }, m.role), partsView(m.parts))) : [el("p", { class: "muted" }, "None.")]));
-    artifactsBox.replaceChildren(...(detail.artifacts.length ? detail.artifacts.map(artifactView) : [el("p", { class: "muted" }, "None yet.")]));
+    historyBox.replaceChildren(
+      ...(detail.history.length
+        ? detail.history.map((m) =>
+            el("div", { class: "message" }, el("span", { class: "role" }, m.role), partsView(m.parts)),
+          )
+        : [el("p", { class: "muted" }, "None.")]),
+    );
+    artifactsBox.replaceChildren(
+      ...(detail.artifacts.length ? detail.artifacts.map(artifactView) : [el("p", { class: "muted" }, "None yet.")]),
+    );
   };
 
   async function cancelTask() {
-    const answer = await confirmDialog({ title: "Cancel this task?", message: `"${detail.task.title}" stops where it is; this cannot be undone.`, confirmLabel: "Cancel task", reason: true });
+    const answer = await confirmDialog({
+      title: "Cancel this task?",
+      message: `"${detail.task.title}" stops where it is; this cannot be undone.`,
+      confirmLabel: "Cancel task",
+      reason: true,
+    });
     if (!answer.ok) return;
-    await act(() => postJson(`/console/api/tasks/${encodeURIComponent(taskId)}/cancel`, answer.reason ? { reason: answer.reason } : {}));
+    await act(() =>
+      postJson(
+        `/console/api/tasks/${encodeURIComponent(taskId)}/cancel`,
+        answer.reason ? { reason: answer.reason } : {},
+      ),
+    );
   }
 
   // The interrupt is re-rendered only when it changes, so typing in its form survives live refreshes.
   let shownInterrupt;
   const renderInterrupt = () => {
     const pending = detail.interrupt && detail.task.status.startsWith("waiting-") ? detail.interrupt : undefined;
-    const key = pending ? `${pending.interruptId}:${pending.exchanges.length}:${Boolean(detail.interruptTokens?.resolve)}` : "";
+    const key = pending
+      ? `${pending.interruptId}:${pending.exchanges.length}:${Boolean(detail.interruptTokens?.resolve)}`
+      : "";
     if (key === shownInterrupt) return;
     shownInterrupt = key;
     if (!pending) {
@@ -576,8 +847,13 @@ async function showTask(taskId) {
       formError.hidden = true;
       try {
         // As the operator (the log records who decided); a peer agent's question through the signed token.
-        if (form?.kind === "questions" && form.remote) await postJson(`/v1/interrupts/${encodeURIComponent(token)}`, { resumeValue });
-        else await postJson(`/console/api/tasks/${encodeURIComponent(taskId)}/interrupts/${encodeURIComponent(pending.nodeId)}`, { resumeValue });
+        if (form?.kind === "questions" && form.remote)
+          await postJson(`/v1/interrupts/${encodeURIComponent(token)}`, { resumeValue });
+        else
+          await postJson(
+            `/console/api/tasks/${encodeURIComponent(taskId)}/interrupts/${encodeURIComponent(pending.nodeId)}`,
+            { resumeValue },
+          );
         scheduleRefresh();
       } catch (err) {
         formError.textContent = err.body?.message ?? String(err.message ?? err);
@@ -593,77 +869,297 @@ async function showTask(taskId) {
       return !message;
     };
     const labelled = (id, label, input, hint) =>
-      el("div", { class: "field" }, el("label", { for: id }, label, hint ? el("span", { class: "muted" }, ` ${hint}`) : ""), input, el("p", { id: `${id}-error`, class: "field-error", hidden: true }));
+      el(
+        "div",
+        { class: "field" },
+        el("label", { for: id }, label, hint ? el("span", { class: "muted" }, ` ${hint}`) : ""),
+        input,
+        el("p", { id: `${id}-error`, class: "field-error", hidden: true }),
+      );
     const parts = [];
-    parts.push(el("h2", {}, pending.kind === "approval" ? "Waiting for an approver" : form?.remote ? "The peer agent asks" : "Waiting for an answer", " at node ", el("code", {}, pending.nodeId)));
-    if (pending.expiresAt) parts.push(el("p", { class: "muted" }, `Decide before ${new Date(pending.expiresAt).toLocaleString()}`));
-    if (pending.exchanges.length) parts.push(el("ul", { class: "exchanges", "aria-label": "Questions asked" }, pending.exchanges.map((x) => el("li", {}, el("strong", {}, x.askedBy), `: ${x.question}`))));
+    parts.push(
+      el(
+        "h2",
+        {},
+        pending.kind === "approval"
+          ? "Waiting for an approver"
+          : form?.remote
+            ? "The peer agent asks"
+            : "Waiting for an answer",
+        " at node ",
+        el("code", {}, pending.nodeId),
+      ),
+    );
+    if (pending.expiresAt)
+      parts.push(el("p", { class: "muted" }, `Decide before ${new Date(pending.expiresAt).toLocaleString()}`));
+    if (pending.exchanges.length)
+      parts.push(
+        el(
+          "ul",
+          { class: "exchanges", "aria-label": "Questions asked" },
+          pending.exchanges.map((x) => el("li", {}, el("strong", {}, x.askedBy), `: ${x.question}`)),
+        ),
+      );
     if (form?.kind === "questions") {
-      const inputs = form.fields.map((f) => el("textarea", { id: `answer-${f.id}`, name: f.id, rows: 2, "aria-describedby": `answer-${f.id}-error`, "aria-required": f.required ? "true" : undefined }));
-      const f = el("form", { id: "interrupt-form", novalidate: true, onsubmit: (e) => {
-        e.preventDefault();
-        let ok = true;
-        form.fields.forEach((field, i) => (ok = fieldError(inputs[i], field.required && !inputs[i].value.trim() ? "An answer is required." : undefined) && ok));
-        if (!ok) return void f.querySelector("[aria-invalid=true]")?.focus();
-        const answers = form.fields.map((field, i) => ({ id: field.id, answer: inputs[i].value.trim() })).filter((a) => a.answer);
-        void send({ answers });
-      } },
-        form.remote ? el("p", { class: "untrusted" }, "The question comes from a remote agent: untrusted content.") : "",
-        form.fields.map((field, i) => labelled(inputs[i].id, field.label, inputs[i], field.required ? "(required)" : "(optional)")),
-        el("div", { class: "actions" }, el("button", { type: "submit", id: "send-answers", disabled: !token }, "Send answers")),
+      const inputs = form.fields.map((f) =>
+        el("textarea", {
+          id: `answer-${f.id}`,
+          name: f.id,
+          rows: 2,
+          "aria-describedby": `answer-${f.id}-error`,
+          "aria-required": f.required ? "true" : undefined,
+        }),
+      );
+      const f = el(
+        "form",
+        {
+          id: "interrupt-form",
+          novalidate: true,
+          onsubmit: (e) => {
+            e.preventDefault();
+            let ok = true;
+            form.fields.forEach(
+              (field, i) =>
+                (ok =
+                  fieldError(
+                    inputs[i],
+                    field.required && !inputs[i].value.trim() ? "An answer is required." : undefined,
+                  ) && ok),
+            );
+            if (!ok) return void f.querySelector("[aria-invalid=true]")?.focus();
+            const answers = form.fields
+              .map((field, i) => ({ id: field.id, answer: inputs[i].value.trim() }))
+              .filter((a) => a.answer);
+            void send({ answers });
+          },
+        },
+        form.remote
+          ? el("p", { class: "untrusted" }, "The question comes from a remote agent: untrusted content.")
+          : "",
+        form.fields.map((field, i) =>
+          labelled(inputs[i].id, field.label, inputs[i], field.required ? "(required)" : "(optional)"),
+        ),
+        el(
+          "div",
+          { class: "actions" },
+          el("button", { type: "submit", id: "send-answers", disabled: !token }, "Send answers"),
+        ),
       );
       parts.push(f);
     } else if (form?.kind === "approval") {
-      parts.push(el("p", {}, el("strong", { id: "approval-title" }, form.title), form.description ? ` — ${form.description}` : ""));
-      parts.push(el("div", { id: "review-artifacts", class: "review" }, el("h3", {}, "Under review"), form.artifacts.length ? form.artifacts.map(artifactView) : el("p", { class: "muted" }, "No artifact to review.")));
+      parts.push(
+        el(
+          "p",
+          {},
+          el("strong", { id: "approval-title" }, form.title),
+          form.description ? ` — ${form.description}` : "",
+        ),
+      );
+      parts.push(
+        el(
+          "div",
+          { id: "review-artifacts", class: "review" },
+          el("h3", {}, "Under review"),
+          form.artifacts.length
+            ? form.artifacts.map(artifactView)
+            : el("p", { class: "muted" }, "No artifact to review."),
+        ),
+      );
       const note = el("textarea", { id: "interrupt-text", rows: 2, "aria-describedby": "interrupt-text-error" });
-      const needText = (what) => fieldError(note, note.value.trim() ? undefined : `Write the ${what} first.`) || (note.focus(), false);
+      const needText = (what) =>
+        fieldError(note, note.value.trim() ? undefined : `Write the ${what} first.`) || (note.focus(), false);
       const buttons = [];
       const actions = form.actions;
-      if (actions.includes("accept")) buttons.push(el("button", { type: "button", id: "approve", disabled: !token, onclick: () => void send({ action: "accept" }) }, "Approve"));
-      if (actions.includes("refine")) buttons.push(el("button", { type: "button", id: "refine", class: "secondary", disabled: !token, onclick: () => needText("feedback") && void send({ action: "refine", refineFeedback: { scope: "whole", text: note.value.trim() } }) }, "Refine"));
-      if (actions.includes("ask")) buttons.push(el("button", { type: "button", id: "ask", class: "secondary", disabled: !token, onclick: () => needText("question") && void send({ action: "ask", question: note.value.trim() }) }, "Ask"));
-      if (actions.includes("reject")) buttons.push(el("button", { type: "button", id: "reject", class: "danger", disabled: !token, onclick: async () => {
-        const answer = await confirmDialog({ title: "Reject?", message: `Reject "${form.title}"? The task goes where the workflow sends a rejection (often: it fails).`, confirmLabel: "Reject" });
-        if (answer.ok) await send({ action: "reject", ...(note.value.trim() ? { feedback: note.value.trim() } : {}) });
-      } }, "Reject…"));
+      if (actions.includes("accept"))
+        buttons.push(
+          el(
+            "button",
+            { type: "button", id: "approve", disabled: !token, onclick: () => void send({ action: "accept" }) },
+            "Approve",
+          ),
+        );
+      if (actions.includes("refine"))
+        buttons.push(
+          el(
+            "button",
+            {
+              type: "button",
+              id: "refine",
+              class: "secondary",
+              disabled: !token,
+              onclick: () =>
+                needText("feedback") &&
+                void send({ action: "refine", refineFeedback: { scope: "whole", text: note.value.trim() } }),
+            },
+            "Refine",
+          ),
+        );
+      if (actions.includes("ask"))
+        buttons.push(
+          el(
+            "button",
+            {
+              type: "button",
+              id: "ask",
+              class: "secondary",
+              disabled: !token,
+              onclick: () => needText("question") && void send({ action: "ask", question: note.value.trim() }),
+            },
+            "Ask",
+          ),
+        );
+      if (actions.includes("reject"))
+        buttons.push(
+          el(
+            "button",
+            {
+              type: "button",
+              id: "reject",
+              class: "danger",
+              disabled: !token,
+              onclick: async () => {
+                const answer = await confirmDialog({
+                  title: "Reject?",
+                  message: `Reject "${form.title}"? The task goes where the workflow sends a rejection (often: it fails).`,
+                  confirmLabel: "Reject",
+                });
+                if (answer.ok)
+                  await send({ action: "reject", ...(note.value.trim() ? { feedback: note.value.trim() } : {}) });
+              },
+            },
+            "Reject…",
+          ),
+        );
       parts.push(labelled("interrupt-text", "Feedback (for Refine) or question (for Ask)", note));
       parts.push(el("div", { class: "actions" }, buttons));
-      if (actions.includes("edit-accept")) parts.push(editAcceptForm(form.artifacts[0], (editedArtifactData) => send({ action: "edit-accept", editedArtifactData }), fieldError, labelled, !token));
+      if (actions.includes("edit-accept"))
+        parts.push(
+          editAcceptForm(
+            form.artifacts[0],
+            (editedArtifactData) => send({ action: "edit-accept", editedArtifactData }),
+            fieldError,
+            labelled,
+            !token,
+          ),
+        );
     } else {
       const raw = el("textarea", { id: "interrupt-json", rows: 3, "aria-describedby": "interrupt-json-error" });
-      parts.push(el("details", {}, el("summary", {}, "Interrupt data"), el("pre", {}, JSON.stringify(pending.data, null, 2))));
+      parts.push(
+        el("details", {}, el("summary", {}, "Interrupt data"), el("pre", {}, JSON.stringify(pending.data, null, 2))),
+      );
       parts.push(labelled("interrupt-json", "resumeValue (JSON object)", raw));
-      parts.push(el("div", { class: "actions" }, el("button", { type: "button", id: "resume-json", disabled: !token, onclick: () => {
-        let value;
-        try {
-          value = JSON.parse(raw.value);
-        } catch {
-          value = undefined;
-        }
-        if (!fieldError(raw, value && typeof value === "object" && !Array.isArray(value) ? undefined : "Write a JSON object.")) return;
-        void send(value);
-      } }, "Send")));
+      parts.push(
+        el(
+          "div",
+          { class: "actions" },
+          el(
+            "button",
+            {
+              type: "button",
+              id: "resume-json",
+              disabled: !token,
+              onclick: () => {
+                let value;
+                try {
+                  value = JSON.parse(raw.value);
+                } catch {
+                  value = undefined;
+                }
+                if (
+                  !fieldError(
+                    raw,
+                    value && typeof value === "object" && !Array.isArray(value) ? undefined : "Write a JSON object.",
+                  )
+                )
+                  return;
+                void send(value);
+              },
+            },
+            "Send",
+          ),
+        ),
+      );
     }
     parts.push(formError);
-    if (!token) parts.push(el("p", { class: "muted" }, "Your API key lacks approvals:respond: no resolve token was issued."));
+    if (!token)
+      parts.push(el("p", { class: "muted" }, "Your API key lacks approvals:respond: no resolve token was issued."));
     interruptBox.replaceChildren(...parts);
   };
 
   const renderPush = async () => {
     const push = await api(`/console/api/tasks/${encodeURIComponent(taskId)}/push`);
-    if (!push.enabled) return pushBox.replaceChildren(el("p", { class: "muted" }, "Push notifications are disabled on this host."));
-    if (push.configs.length === 0 && push.deadLetters.length === 0) return pushBox.replaceChildren(el("p", { class: "muted" }, "No push configs."));
+    if (!push.enabled)
+      return pushBox.replaceChildren(el("p", { class: "muted" }, "Push notifications are disabled on this host."));
+    if (push.configs.length === 0 && push.deadLetters.length === 0)
+      return pushBox.replaceChildren(el("p", { class: "muted" }, "No push configs."));
     pushBox.replaceChildren(
-      el("table", {}, el("thead", {}, el("tr", {}, ["Config", "Target", "Delivered up to", "Attempts", "Next retry", "Last error", "Delivering instance", ""].map((h) => el("th", { scope: "col" }, h)))),
-        el("tbody", {}, push.configs.map((c) => el("tr", {},
-          el("td", { class: "mono" }, c.configId), el("td", { class: "mono" }, c.target), el("td", {}, c.delivery.settled ? "settled" : `#${c.delivery.cursor}`),
-          el("td", {}, c.delivery.attempts), el("td", {}, time(c.delivery.nextAttemptAt) || "—"), el("td", { class: "mono" }, c.delivery.lastError ?? ""),
-          el("td", { class: "mono" }, c.lease ? `${c.lease.owner} (until ${time(c.lease.expiresAt)})` : "—"),
-          el("td", {}, c.delivery.settled ? "" : el("button", { type: "button", class: "secondary", onclick: () => act(() => postJson(`/console/api/tasks/${encodeURIComponent(taskId)}/push/${encodeURIComponent(c.configId)}/retry`)) }, "Retry now")),
-        )))),
+      el(
+        "table",
+        {},
+        el(
+          "thead",
+          {},
+          el(
+            "tr",
+            {},
+            [
+              "Config",
+              "Target",
+              "Delivered up to",
+              "Attempts",
+              "Next retry",
+              "Last error",
+              "Delivering instance",
+              "",
+            ].map((h) => el("th", { scope: "col" }, h)),
+          ),
+        ),
+        el(
+          "tbody",
+          {},
+          push.configs.map((c) =>
+            el(
+              "tr",
+              {},
+              el("td", { class: "mono" }, c.configId),
+              el("td", { class: "mono" }, c.target),
+              el("td", {}, c.delivery.settled ? "settled" : `#${c.delivery.cursor}`),
+              el("td", {}, c.delivery.attempts),
+              el("td", {}, time(c.delivery.nextAttemptAt) || "—"),
+              el("td", { class: "mono" }, c.delivery.lastError ?? ""),
+              el("td", { class: "mono" }, c.lease ? `${c.lease.owner} (until ${time(c.lease.expiresAt)})` : "—"),
+              el(
+                "td",
+                {},
+                c.delivery.settled
+                  ? ""
+                  : el(
+                      "button",
+                      {
+                        type: "button",
+                        class: "secondary",
+                        onclick: () =>
+                          act(() =>
+                            postJson(
+                              `/console/api/tasks/${encodeURIComponent(taskId)}/push/${encodeURIComponent(c.configId)}/retry`,
+                            ),
+                          ),
+                      },
+                      "Retry now",
+                    ),
+              ),
+            ),
+          ),
+        ),
+      ),
       push.deadLetters.length ? el("h3", {}, "Dead letters") : "",
-      push.deadLetters.map((d) => el("p", { class: "mono" }, `#${d.sequence} ${d.state} → ${d.target}: ${d.reason} after ${d.attempts} attempts (${d.lastError})`)),
+      push.deadLetters.map((d) =>
+        el(
+          "p",
+          { class: "mono" },
+          `#${d.sequence} ${d.state} → ${d.target}: ${d.reason} after ${d.attempts} attempts (${d.lastError})`,
+        ),
+      ),
     );
   };
 
@@ -671,7 +1167,9 @@ async function showTask(taskId) {
   const refresh = async () => {
     detail = await api(`/console/api/tasks/${encodeURIComponent(taskId)}`);
     if (!workflow) {
-      const graph = await api(`/console/api/workflows/${encodeURIComponent(detail.task.workflowId)}`).catch(() => undefined);
+      const graph = await api(`/console/api/workflows/${encodeURIComponent(detail.task.workflowId)}`).catch(
+        () => undefined,
+      );
       if (graph) {
         if (!workflowLayouts.has(graph.id)) workflowLayouts.set(graph.id, layoutWorkflow(graph));
         workflow = { graph, layout: workflowLayouts.get(graph.id) };
@@ -684,7 +1182,10 @@ async function showTask(taskId) {
   };
   // Commits arrive in bursts; one re-read per burst is enough.
   const scheduleRefresh = () => {
-    refreshing ??= new Promise((resolve) => setTimeout(resolve, 80)).then(refresh).catch(showError).finally(() => (refreshing = undefined));
+    refreshing ??= new Promise((resolve) => setTimeout(resolve, 80))
+      .then(refresh)
+      .catch(showError)
+      .finally(() => (refreshing = undefined));
   };
   async function act(call) {
     try {
@@ -698,11 +1199,15 @@ async function showTask(taskId) {
   await refresh();
   // Events are named by their type; the stream ends after the run's terminal event.
   const follow = async () => {
-    await stream(`/console/api/tasks/${encodeURIComponent(taskId)}/events?after=${lastSequence}`, signal, (event, data) => {
-      if (event === "error") return showError(new Error(data.message));
-      addEvent(data);
-      scheduleRefresh();
-    });
+    await stream(
+      `/console/api/tasks/${encodeURIComponent(taskId)}/events?after=${lastSequence}`,
+      signal,
+      (event, data) => {
+        if (event === "error") return showError(new Error(data.message));
+        addEvent(data);
+        scheduleRefresh();
+      },
+    );
     setLive("ended");
   };
   follow().catch(streamFailed);
@@ -719,10 +1224,18 @@ function streamFailed(err) {
  * `editedArtifactData` (a string stays text; JSON is parsed, and must parse).
  */
 function editAcceptForm(artifact, send, fieldError, labelled, disabled) {
-  const text = (artifact?.parts ?? []).filter((p) => p.kind === "text").map((p) => p.text).join("\n");
+  const text = (artifact?.parts ?? [])
+    .filter((p) => p.kind === "text")
+    .map((p) => p.text)
+    .join("\n");
   const data = (artifact?.parts ?? []).find((p) => p.kind === "data")?.data;
   const asJson = !text && data !== undefined;
-  const copy = el("textarea", { id: "edit-copy", rows: 4, "aria-describedby": "edit-copy-error", value: asJson ? JSON.stringify(data.value ?? data, null, 2) : text });
+  const copy = el("textarea", {
+    id: "edit-copy",
+    rows: 4,
+    "aria-describedby": "edit-copy-error",
+    value: asJson ? JSON.stringify(data.value ?? data, null, 2) : text,
+  });
   const submit = () => {
     let value = copy.value;
     if (asJson) {
@@ -737,19 +1250,43 @@ function editAcceptForm(artifact, send, fieldError, labelled, disabled) {
     fieldError(copy);
     void send(value);
   };
-  return el("details", { class: "edit-accept", id: "edit-accept-panel" },
+  return el(
+    "details",
+    { class: "edit-accept", id: "edit-accept-panel" },
     el("summary", {}, "Edit the proposal, then accept it"),
-    labelled("edit-copy", asJson ? "Edited proposal (JSON)" : "Edited proposal", copy, "(replaces the artifact under review)"),
-    el("div", { class: "actions" }, el("button", { type: "button", id: "edit-accept", disabled, onclick: submit }, "Accept with edits")),
+    labelled(
+      "edit-copy",
+      asJson ? "Edited proposal (JSON)" : "Edited proposal",
+      copy,
+      "(replaces the artifact under review)",
+    ),
+    el(
+      "div",
+      { class: "actions" },
+      el("button", { type: "button", id: "edit-accept", disabled, onclick: submit }, "Accept with edits"),
+    ),
   );
 }
 
 function partsView(parts) {
-  return (parts ?? []).map((p) => (p.kind === "text" ? el("pre", {}, p.text) : p.kind === "data" ? el("pre", {}, JSON.stringify(p.data, null, 2)) : el("pre", {}, `[file ${p.file?.name ?? ""}]`)));
+  return (parts ?? []).map((p) =>
+    p.kind === "text"
+      ? el("pre", {}, p.text)
+      : p.kind === "data"
+        ? el("pre", {}, JSON.stringify(p.data, null, 2))
+        : el("pre", {}, `[file ${p.file?.name ?? ""}]`),
+  );
 }
 
 function artifactView(a) {
-  return el("div", { class: "message artifact", "data-artifact-id": a.artifactId }, el("strong", {}, a.name ?? a.artifactId), " ", el("span", { class: "muted mono" }, a.artifactId), partsView(a.parts));
+  return el(
+    "div",
+    { class: "message artifact", "data-artifact-id": a.artifactId },
+    el("strong", {}, a.name ?? a.artifactId),
+    " ",
+    el("span", { class: "muted mono" }, a.artifactId),
+    partsView(a.parts),
+  );
 }
 
 // ------------------------------------------------------------------ routing
@@ -767,7 +1304,12 @@ async function route() {
   setLive("live");
   // Links of the first console (#/tasks/{id}, #/?filters) still open what they named.
   const legacy = /^#\/(tasks\/(.+)|\?(.*))?$/.exec(location.hash);
-  if (legacy) history.replaceState(null, "", legacy[2] ? taskHref(decodeURIComponent(legacy[2])) : `/console${legacy[3] ? `?${legacy[3]}` : ""}`);
+  if (legacy)
+    history.replaceState(
+      null,
+      "",
+      legacy[2] ? taskHref(decodeURIComponent(legacy[2])) : `/console${legacy[3] ? `?${legacy[3]}` : ""}`,
+    );
   try {
     const task = /^\/console\/tasks\/([^/]+)$/.exec(location.pathname);
     if (task) await showTask(decodeURIComponent(task[1]));
@@ -775,7 +1317,15 @@ async function route() {
     view.focus({ preventScroll: true });
   } catch (err) {
     if (err instanceof ApiError && err.status === 404) {
-      view.replaceChildren(el("section", { class: "panel", id: "not-found" }, el("h1", {}, "Not found"), el("p", {}, err.body?.message ?? "There is no such task."), el("a", { href: "/console", "data-nav": "" }, "← all tasks")));
+      view.replaceChildren(
+        el(
+          "section",
+          { class: "panel", id: "not-found" },
+          el("h1", {}, "Not found"),
+          el("p", {}, err.body?.message ?? "There is no such task."),
+          el("a", { href: "/console", "data-nav": "" }, "← all tasks"),
+        ),
+      );
     }
     // The session may have ended (its token expired): offer the sign-in again.
     if (err instanceof ApiError && err.status === 401) void loadSession();

@@ -24,7 +24,14 @@ export function delayNodeExecutor(runtime: NodeRuntime): NodeExecutor<DelayNode,
       if (step.payload === "fire") {
         const timer = live.actor.getSnapshot().context.timer!;
         if (Date.parse(timer.dueAt) > runtime.clock().getTime()) return false;
-        repository.stage(live, { type: "NODE_COMPLETED", at, nodeId: timer.nodeId, output: { firedAt: at }, artifacts: [], next: nodeAfter(workflow, timer.nodeId) });
+        repository.stage(live, {
+          type: "NODE_COMPLETED",
+          at,
+          nodeId: timer.nodeId,
+          output: { firedAt: at },
+          artifacts: [],
+          next: nodeAfter(workflow, timer.nodeId),
+        });
         return true;
       }
       repository.stage(live, { type: "NODE_STARTED", at, nodeId: node.id });

@@ -36,14 +36,17 @@ const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Reads the HTTP_NODE_* variables and WORKFLOW_VARIABLES, reporting every problem to `env`. */
 export function readHttpNodeSettings(env: EnvReader, production: boolean): HttpNodeSettings {
   const allowLoopback = env.bool("HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS", false);
-  if (allowLoopback && production) env.problem("HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS is test-only and is refused when NODE_ENV=production");
+  if (allowLoopback && production)
+    env.problem("HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS is test-only and is refused when NODE_ENV=production");
   const retryBaseMs = env.int("HTTP_NODE_RETRY_BASE_MS", 500, 1, 600_000);
   const retryMaxMs = env.int("HTTP_NODE_RETRY_MAX_MS", 10_000, 1, 3_600_000);
   if (retryMaxMs < retryBaseMs) env.problem("HTTP_NODE_RETRY_MAX_MS must not be smaller than HTTP_NODE_RETRY_BASE_MS");
   const variables: Record<string, string | undefined> = {};
   for (const name of env.list("WORKFLOW_VARIABLES")) {
     if (!VARIABLE_NAME.test(name)) {
-      env.problem(`WORKFLOW_VARIABLES must be a comma-separated list of environment variable names (got "${name.slice(0, 64)}")`);
+      env.problem(
+        `WORKFLOW_VARIABLES must be a comma-separated list of environment variable names (got "${name.slice(0, 64)}")`,
+      );
       continue;
     }
     const value = env.raw(name);
@@ -63,7 +66,12 @@ export function readHttpNodeSettings(env: EnvReader, production: boolean): HttpN
       allowHosts: env.list("HTTP_NODE_ALLOW_HOSTS"),
       denyHosts: env.list("HTTP_NODE_DENY_HOSTS"),
       privateHosts: readPrivateHosts(env),
-      settings: { allowedPorts: "HTTP_NODE_ALLOWED_PORTS", allowHosts: "HTTP_NODE_ALLOW_HOSTS", denyHosts: "HTTP_NODE_DENY_HOSTS", privateHosts: "HTTP_NODE_PRIVATE_HOSTS" },
+      settings: {
+        allowedPorts: "HTTP_NODE_ALLOWED_PORTS",
+        allowHosts: "HTTP_NODE_ALLOW_HOSTS",
+        denyHosts: "HTTP_NODE_DENY_HOSTS",
+        privateHosts: "HTTP_NODE_PRIVATE_HOSTS",
+      },
     },
     variableNames: Object.keys(variables),
     variableValues: () => ({ ...variables }),

@@ -48,7 +48,12 @@ export interface NodeStep<N extends NodeBase, P = unknown> {
 export interface NodeExecutor<N extends NodeBase, P = unknown> {
   step(args: NodeStep<N, P>): Promise<boolean | NodeEffect>;
   /** Under the lock, as the run is cancelled at this node: work to run once CANCELLED is committed. */
-  onCancelled?(args: { taskId: string; node: N; context: TaskContext; workflow: WorkflowDefinition }): NodeEffect | undefined;
+  onCancelled?(args: {
+    taskId: string;
+    node: N;
+    context: TaskContext;
+    workflow: WorkflowDefinition;
+  }): NodeEffect | undefined;
 }
 
 /** One executor per node kind (the registry in node-registry.ts), by kind name. */
@@ -65,14 +70,28 @@ export interface NodeRuntime {
 
 /** The agent status message of a failed run. */
 export function failureMessage(record: TaskRecord, code: string): Message {
-  return { messageId: randomUUID(), role: "agent", taskId: record.taskId, contextId: record.contextId, parts: [{ kind: "text", text: `The run failed (${code}).` }] };
+  return {
+    messageId: randomUUID(),
+    role: "agent",
+    taskId: record.taskId,
+    contextId: record.contextId,
+    parts: [{ kind: "text", text: `The run failed (${code}).` }],
+  };
 }
 
 /**
  * Under the lock: stages a node's result (a handler's or a service's) as its completion: artifacts without an id
  * get `<nodeId>.<index>`, and the run goes on to `next` (default: the node after it).
  */
-export function stageNodeCompleted(repository: TaskRepository, live: LiveTask, workflow: WorkflowDefinition, nodeId: string, at: string, result: HandlerResult | undefined, next = nodeAfter(workflow, nodeId)): void {
+export function stageNodeCompleted(
+  repository: TaskRepository,
+  live: LiveTask,
+  workflow: WorkflowDefinition,
+  nodeId: string,
+  at: string,
+  result: HandlerResult | undefined,
+  next = nodeAfter(workflow, nodeId),
+): void {
   const artifacts = (result?.artifacts ?? []).map((a, i) => ({
     artifactId: a.artifactId ?? `${nodeId}.${i}`,
     name: a.name,
@@ -94,5 +113,11 @@ export function stillRunning(live: LiveTask, nodeId: string): boolean {
  * TaskSupervisor.commitNodeProgress implements it.
  */
 export interface NodeProgressPort {
-  commitNodeProgress<T>(taskId: string, decide: (context: TaskContext, running: (nodeId: string) => boolean) => { commit?: { nodeId: string; progress: Record<string, unknown> }; answer: T }): Promise<T>;
+  commitNodeProgress<T>(
+    taskId: string,
+    decide: (
+      context: TaskContext,
+      running: (nodeId: string) => boolean,
+    ) => { commit?: { nodeId: string; progress: Record<string, unknown> }; answer: T },
+  ): Promise<T>;
 }

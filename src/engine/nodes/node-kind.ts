@@ -4,7 +4,14 @@ import type { TaskReadPort } from "../../store/task-read-port.js";
 import type { CommitBus } from "../../store/commit-bus.js";
 import type { Message } from "../../domain/a2a-types.js";
 import type { ConversationReads } from "../handler-conversation.js";
-import type { ArtifactChunk, HandlerResult, NodeBase, TaskHandler, WorkflowDefinition, WorkflowNode } from "../../workflows/workflow-types.js";
+import type {
+  ArtifactChunk,
+  HandlerResult,
+  NodeBase,
+  TaskHandler,
+  WorkflowDefinition,
+  WorkflowNode,
+} from "../../workflows/workflow-types.js";
 import type { ReplyOutcome, Step } from "../workflow-walk.js";
 import type { EgressHttpClient } from "../../egress/egress-http-client.js";
 import type { A2APeerClient } from "../../peer/a2a-peer-client.js";
@@ -36,7 +43,11 @@ export interface EngineNodeKind<N extends NodeBase = WorkflowNode, S = unknown, 
    * Before the schema: the node with its `${NAME}` references expanded (`node`, stored) and the form the schema
    * sees (`forValidation`); problems (naming the node) go to `problems`. Undefined: the node as written.
    */
-  expand?(node: Readonly<Record<string, unknown>>, context: NodeExpandContext, problems: string[]): { node: unknown; forValidation: unknown } | undefined;
+  expand?(
+    node: Readonly<Record<string, unknown>>,
+    context: NodeExpandContext,
+    problems: string[],
+  ): { node: unknown; forValidation: unknown } | undefined;
   /** What the schema cannot say, checked when a definition is loaded: the problem (it names the node), or undefined. */
   check?(node: N, context: NodeCheckContext): string | undefined;
   /** What a running task at this node does next (pure). Default `{ type: "run" }`: the executor decides. */
@@ -56,7 +67,10 @@ export interface EngineNodeKind<N extends NodeBase = WorkflowNode, S = unknown, 
 /** One node of a stateless skill, run at once in this process (engine/stateless-skill.ts drives the loop). */
 export interface StatelessNodeRunner<N extends NodeBase> {
   /** Where the run goes next and what the node produced, or why the skill fails. */
-  run(node: N, run: StatelessRun): Promise<{ next: string | null; result?: HandlerResult } | { failure: { code: string; message: string } }>;
+  run(
+    node: N,
+    run: StatelessRun,
+  ): Promise<{ next: string | null; result?: HandlerResult } | { failure: { code: string; message: string } }>;
 }
 
 /** What a stateless node sees: the message (nothing is stored), the run so far, the host's handlers. */
@@ -96,7 +110,14 @@ export interface NodeExpandContext {
 /** A reply to a node's interrupt, read by its kind. */
 export interface NodeReplyReader<N extends NodeBase> {
   /** What the resume value does to the run; a value it cannot take is refused (invalidParams) with a clear message. */
-  interpret(args: { node: N; workflow: WorkflowDefinition; context: TaskContext; interrupt: PendingInterrupt; resumeValue: Record<string, unknown>; decision: { decidedBy: string; decidedAt: string } }): ReplyOutcome;
+  interpret(args: {
+    node: N;
+    workflow: WorkflowDefinition;
+    context: TaskContext;
+    interrupt: PendingInterrupt;
+    resumeValue: Record<string, unknown>;
+    decision: { decidedBy: string; decidedAt: string };
+  }): ReplyOutcome;
   /** Its interrupts may be resolved by node id (POST /v1/runs/{runId}/interrupts/{nodeId}); else only by a reply message or token. */
   byNodeId?: boolean;
   /** The resume value of a text-only reply message; none: the reply needs a data part. */
@@ -148,7 +169,13 @@ export interface NodePeerPieces {
  */
 export interface NodeEgress {
   /** Deadlines, retries and the answer cap of node calls (HTTP_NODE_*). */
-  settings: { timeoutMs: number; maxAttempts: number; retryBaseMs: number; retryMaxMs: number; maxResponseBytes: number };
+  settings: {
+    timeoutMs: number;
+    maxAttempts: number;
+    retryBaseMs: number;
+    retryMaxMs: number;
+    maxResponseBytes: number;
+  };
   /** A client for one kind: `name` names it in refusals ("<name> node URL refused by …") and in traces. */
   client(options: { name: string; accept?: string }): EgressHttpClient;
 }

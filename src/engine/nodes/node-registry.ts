@@ -50,7 +50,9 @@ export class NodeKindRegistry {
 
   constructor(extra: NodeKindTable = {}) {
     const builtin = builtinTable();
-    for (const name of Object.keys(extra)) if (Object.hasOwn(builtin, name)) throw new Error(`node kind "${name}" is built in; give the extra kind another name`);
+    for (const name of Object.keys(extra))
+      if (Object.hasOwn(builtin, name))
+        throw new Error(`node kind "${name}" is built in; give the extra kind another name`);
     this.kinds = { ...builtin, ...extra };
   }
 
@@ -71,7 +73,9 @@ export class NodeKindRegistry {
 
   /** The schema fragments of kinds the published schema does not hold (by name): the validator adds them. */
   extraSchemas(): Record<string, Record<string, unknown>> {
-    return Object.fromEntries(Object.entries(this.kinds).flatMap(([name, kind]) => (kind.schema ? [[name, kind.schema]] : [])));
+    return Object.fromEntries(
+      Object.entries(this.kinds).flatMap(([name, kind]) => (kind.schema ? [[name, kind.schema]] : [])),
+    );
   }
 
   /**
@@ -101,7 +105,9 @@ export class NodeKindRegistry {
 
   /** The executor of every node kind. */
   executors(runtime: NodeRuntime, services: NodeServicesByKind): NodeExecutors {
-    return Object.fromEntries(Object.entries(this.kinds).map(([name, kind]) => [name, kind.executor(runtime, services[name])]));
+    return Object.fromEntries(
+      Object.entries(this.kinds).map(([name, kind]) => [name, kind.executor(runtime, services[name])]),
+    );
   }
 }
 
@@ -109,7 +115,10 @@ export class NodeKindRegistry {
  * The built-in kinds and the plugin kinds `kinds` (public-node-kind.ts), with every problem of the list, each
  * prefixed with `where` (e.g. "option nodeKinds"). No plugin kinds: the built-in registry.
  */
-export function withPluginKinds(kinds: readonly unknown[], where: string): { registry: NodeKindRegistry; problems: string[] } {
+export function withPluginKinds(
+  kinds: readonly unknown[],
+  where: string,
+): { registry: NodeKindRegistry; problems: string[] } {
   if (kinds.length === 0) return { registry: builtinNodeKinds(), problems: [] };
   const { table, problems } = pluginNodeKinds(kinds, nodeKindNames(), where);
   return { registry: new NodeKindRegistry(table), problems };

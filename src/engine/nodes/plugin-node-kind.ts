@@ -8,9 +8,32 @@ import { idempotencyKeyOf, incomingMessageOf, nodeAfter, runInputOf } from "../w
 import { HandlerError, type HandlerResult, type NodeBase } from "../../workflows/workflow-types.js";
 import { chunkEmitter } from "./artifact-chunks.js";
 import { nodeHttpClient } from "./node-http-client.js";
-import { failureMessage, localEffect, stageNodeCompleted, stillRunning, type NodeEffect, type NodeExecutor as EngineNodeExecutor, type NodeRuntime } from "./node-executor.js";
-import type { EngineNodeKind, NodeHostDeps, NodeReplyReader as EngineReplyReader, NodeView as EngineNodeView } from "./node-kind.js";
-import type { NodeEffectContext, NodeEffectHandle, NodeExecutor, NodeHost, NodeKind, NodeReplyReader, NodeRun, NodeRunView, NodeView } from "./public-node-kind.js";
+import {
+  failureMessage,
+  localEffect,
+  stageNodeCompleted,
+  stillRunning,
+  type NodeEffect,
+  type NodeExecutor as EngineNodeExecutor,
+  type NodeRuntime,
+} from "./node-executor.js";
+import type {
+  EngineNodeKind,
+  NodeHostDeps,
+  NodeReplyReader as EngineReplyReader,
+  NodeView as EngineNodeView,
+} from "./node-kind.js";
+import type {
+  NodeEffectContext,
+  NodeEffectHandle,
+  NodeExecutor,
+  NodeHost,
+  NodeKind,
+  NodeReplyReader,
+  NodeRun,
+  NodeRunView,
+  NodeView,
+} from "./public-node-kind.js";
 
 /** A plugin kind, whatever its node type, services and payload. */
 export type AnyNodeKind = NodeKind<NodeBase, unknown, unknown>;
@@ -26,7 +49,11 @@ const NO_EGRESS_SETTINGS = { timeoutMs: 30_000, maxAttempts: 1, retryBaseMs: 500
  * given twice, a schema whose `kind` const is not the name. `where` names the list in problems
  * ("option nodeKinds", "HANDLERS_MODULE …").
  */
-export function pluginNodeKinds(kinds: readonly unknown[], builtin: readonly string[], where: string): { table: Record<string, EngineNodeKind<NodeBase, unknown, unknown>>; problems: string[] } {
+export function pluginNodeKinds(
+  kinds: readonly unknown[],
+  builtin: readonly string[],
+  where: string,
+): { table: Record<string, EngineNodeKind<NodeBase, unknown, unknown>>; problems: string[] } {
   const table: Record<string, EngineNodeKind<NodeBase, unknown, unknown>> = {};
   const problems: string[] = [];
   kinds.forEach((candidate, index) => {
@@ -40,15 +67,23 @@ export function pluginNodeKinds(kinds: readonly unknown[], builtin: readonly str
   return { table, problems };
 }
 
-function kindProblem(candidate: unknown, builtin: readonly string[], seen: Record<string, unknown>): string | undefined {
-  if (typeof candidate !== "object" || candidate === null) return "not a node kind (expected an object with kind, schema and executor)";
+function kindProblem(
+  candidate: unknown,
+  builtin: readonly string[],
+  seen: Record<string, unknown>,
+): string | undefined {
+  if (typeof candidate !== "object" || candidate === null)
+    return "not a node kind (expected an object with kind, schema and executor)";
   const { kind, schema, executor } = candidate as Partial<AnyNodeKind>;
-  if (typeof kind !== "string" || !KIND_NAME.test(kind)) return `kind must be a name like "llm" or "acme.search" (lower-case letters and digits, parts joined by ".", "-" or "_"); got ${JSON.stringify(kind)}`;
+  if (typeof kind !== "string" || !KIND_NAME.test(kind))
+    return `kind must be a name like "llm" or "acme.search" (lower-case letters and digits, parts joined by ".", "-" or "_"); got ${JSON.stringify(kind)}`;
   if (builtin.includes(kind)) return `node kind "${kind}" is built in; give yours another name`;
   if (Object.hasOwn(seen, kind)) return `node kind "${kind}" is given twice`;
-  if (typeof executor !== "function") return `node kind "${kind}": executor must be a function (services) => ({ step })`;
+  if (typeof executor !== "function")
+    return `node kind "${kind}": executor must be a function (services) => ({ step })`;
   const constKind = (schema as { properties?: { kind?: { const?: unknown } } } | undefined)?.properties?.kind?.const;
-  if (typeof schema !== "object" || schema === null) return `node kind "${kind}": schema must be the JSON Schema of its nodes`;
+  if (typeof schema !== "object" || schema === null)
+    return `node kind "${kind}": schema must be the JSON Schema of its nodes`;
   if (constKind !== kind) return `node kind "${kind}": schema.properties.kind must be { "const": "${kind}" }`;
   return undefined;
 }
@@ -63,7 +98,9 @@ export function engineNodeKindOf(kind: AnyNodeKind): EngineNodeKind<NodeBase, un
       ? {
           decide(node, context) {
             const decision = decide.call(kind, node, runViewOf(context));
-            return decision.type === "fail" ? { type: "fail", error: { ...decision.error, nodeId: node.id } } : decision;
+            return decision.type === "fail"
+              ? { type: "fail", error: { ...decision.error, nodeId: node.id } }
+              : decision;
           },
         }
       : {}),
@@ -88,7 +125,16 @@ export function runViewOf(context: TaskContext): NodeRunView {
     input: runInputOf(context),
     message: incomingMessageOf(context) ?? context.request,
     outputs: context.outputs,
-    ...(interrupt ? { interrupt: { nodeId: interrupt.nodeId, requestedAt: interrupt.requestedAt, ...(interrupt.expiresAt ? { expiresAt: interrupt.expiresAt } : {}), data: interrupt.data } } : {}),
+    ...(interrupt
+      ? {
+          interrupt: {
+            nodeId: interrupt.nodeId,
+            requestedAt: interrupt.requestedAt,
+            ...(interrupt.expiresAt ? { expiresAt: interrupt.expiresAt } : {}),
+            data: interrupt.data,
+          },
+        }
+      : {}),
     idempotencyKey: (nodeId) => idempotencyKeyOf(context, nodeId),
   };
 }
@@ -101,15 +147,25 @@ function nodeHostOf(kind: string, deps: NodeHostDeps): NodeHost {
     logger: deps.logger.child({ nodeKind: kind }),
     clock: deps.clock,
     variables: deps.variables,
-    httpSettings: { timeoutMs: httpSettings.timeoutMs, maxAttempts: httpSettings.maxAttempts, retryBaseMs: httpSettings.retryBaseMs, retryMaxMs: httpSettings.retryMaxMs },
-    httpClient: (options = {}) => nodeHttpClient(egress?.client({ name: kind, ...options }), kind, httpSettings.timeoutMs),
+    httpSettings: {
+      timeoutMs: httpSettings.timeoutMs,
+      maxAttempts: httpSettings.maxAttempts,
+      retryBaseMs: httpSettings.retryBaseMs,
+      retryMaxMs: httpSettings.retryMaxMs,
+    },
+    httpClient: (options = {}) =>
+      nodeHttpClient(egress?.client({ name: kind, ...options }), kind, httpSettings.timeoutMs),
   };
 }
 
 /** Effects `run.effect` made, by the handle the kind's step answers. */
 type EffectHandles = WeakMap<NodeEffectHandle, NodeEffect>;
 
-function executorOf(name: string, executor: NodeExecutor<NodeBase, unknown>, runtime: NodeRuntime): EngineNodeExecutor<NodeBase, unknown> {
+function executorOf(
+  name: string,
+  executor: NodeExecutor<NodeBase, unknown>,
+  runtime: NodeRuntime,
+): EngineNodeExecutor<NodeBase, unknown> {
   const effects: EffectHandles = new WeakMap();
   return {
     async step({ taskId, node, step, live, workflow, at }) {
@@ -134,7 +190,15 @@ function executorOf(name: string, executor: NodeExecutor<NodeBase, unknown>, run
         start,
         complete(result, options) {
           if (!started) begin();
-          stageNodeCompleted(repository, live, workflow, node.id, at, result, nextOf(options?.next, () => nodeAfter(workflow, node.id)));
+          stageNodeCompleted(
+            repository,
+            live,
+            workflow,
+            node.id,
+            at,
+            result,
+            nextOf(options?.next, () => nodeAfter(workflow, node.id)),
+          );
           moved = true;
         },
         fail(code, message) {
@@ -149,13 +213,27 @@ function executorOf(name: string, executor: NodeExecutor<NodeBase, unknown>, run
             type: "INTERRUPT",
             at,
             interrupt: { interruptId, nodeId: node.id, kind: "clarification", data, requestedAt: at, exchanges: [] },
-            statusMessage: { messageId: randomUUID(), role: "agent", taskId, contextId, parts: [{ kind: "text", text }, { kind: "data", data: { interrupt: { kind: "clarification", nodeId: node.id, interruptId, ...data } } }] },
+            statusMessage: {
+              messageId: randomUUID(),
+              role: "agent",
+              taskId,
+              contextId,
+              parts: [
+                { kind: "text", text },
+                { kind: "data", data: { interrupt: { kind: "clarification", nodeId: node.id, interruptId, ...data } } },
+              ],
+            },
           });
           moved = true;
         },
         async effect(work, options = {}) {
           await start(options);
-          const effect = effectOf(name, runtime, { taskId, node, idempotencyKey: idempotencyKeyOf(context(), node.id), workflow }, work);
+          const effect = effectOf(
+            name,
+            runtime,
+            { taskId, node, idempotencyKey: idempotencyKeyOf(context(), node.id), workflow },
+            work,
+          );
           const handle = Object.freeze({}) as NodeEffectHandle;
           effects.set(handle, options.local ? localEffect(effect) : effect);
           return handle;
@@ -214,13 +292,21 @@ function effectOf(
       if (ran.abort.reason instanceof ShutdownSignal) throw ran.abort.reason;
       return; // cancelled: the driver's next step commits CANCELLED
     }
-    const failure = "error" in ran ? callerFailure(ran.error, logger, { taskId, nodeId: node.id }, `${name} node "${node.id}"`, "node_error") : undefined;
+    const failure =
+      "error" in ran
+        ? callerFailure(ran.error, logger, { taskId, nodeId: node.id }, `${name} node "${node.id}"`, "node_error")
+        : undefined;
     return (live) => {
       if (!stillRunning(live, node.id)) return; // cancelled or paused meanwhile; dropped
       const at = runtime.now();
       if (failure) {
         const error = { code: failure.code, message: failure.message, nodeId: node.id };
-        runtime.repository.stage(live, { type: "FAIL", at, error, statusMessage: failureMessage(live.record, error.code) });
+        runtime.repository.stage(live, {
+          type: "FAIL",
+          at,
+          error,
+          statusMessage: failureMessage(live.record, error.code),
+        });
         return;
       }
       stageNodeCompleted(runtime.repository, live, workflow, node.id, at, ran.value ?? undefined);
@@ -251,5 +337,10 @@ function replyReaderOf(reader: NodeReplyReader<NodeBase>): EngineReplyReader<Nod
 
 function viewOf(view: NodeView<NodeBase>): EngineNodeView<NodeBase> {
   const { waitingFor, ...rest } = view;
-  return { ...rest, ...(waitingFor ? { waitingFor: (node, context, status) => waitingFor.call(view, node, runViewOf(context), status) } : {}) };
+  return {
+    ...rest,
+    ...(waitingFor
+      ? { waitingFor: (node, context, status) => waitingFor.call(view, node, runViewOf(context), status) }
+      : {}),
+  };
 }

@@ -85,7 +85,12 @@ export interface NodeRunView {
   /** Earlier nodes' outputs, by node id. */
   readonly outputs: Readonly<Record<string, unknown>>;
   /** The question the run waits on, if any. */
-  readonly interrupt?: { nodeId: string; requestedAt: string; expiresAt?: string; data: Readonly<Record<string, unknown>> };
+  readonly interrupt?: {
+    nodeId: string;
+    requestedAt: string;
+    expiresAt?: string;
+    data: Readonly<Record<string, unknown>>;
+  };
   /** The same for every execution of one visit of `nodeId` (a crash and re-run keeps it): send it with external effects. */
   idempotencyKey(nodeId: string): string;
 }
@@ -135,7 +140,10 @@ export interface NodeRun<P = undefined> extends NodeRunView {
    * meanwhile. What it resolves to completes the node; a HandlerError fails the run with its code; anything else
    * fails it with a correlation id (the error is logged). Runs at least once: after a crash it runs again.
    */
-  effect(work: (context: NodeEffectContext) => Promise<HandlerResult | void>, options?: { local?: boolean }): Promise<NodeEffectHandle>;
+  effect(
+    work: (context: NodeEffectContext) => Promise<HandlerResult | void>,
+    options?: { local?: boolean },
+  ): Promise<NodeEffectHandle>;
 }
 
 /** What an effect sees while it runs outside the lock. */
@@ -154,7 +162,12 @@ export interface NodeEffectContext {
 /** How a kind reads a reply to the question it asked. */
 export interface NodeReplyReader<N extends NodeBase> {
   /** What the reply does: the node's output and where the run goes. A reply it cannot take: throw a HandlerError (the caller gets invalid params with its message). */
-  interpret(args: { node: N; run: NodeRunView; resumeValue: Record<string, unknown>; decision: { decidedBy: string; decidedAt: string } }): NodeReplyOutcome;
+  interpret(args: {
+    node: N;
+    run: NodeRunView;
+    resumeValue: Record<string, unknown>;
+    decision: { decidedBy: string; decidedAt: string };
+  }): NodeReplyOutcome;
   /** The resume value of a text-only reply; without it the reply needs a data part. */
   fromText?(text: string, node: N): Record<string, unknown>;
   /** Its questions may be answered by node id (POST /v1/runs/{runId}/interrupts/{nodeId}). */

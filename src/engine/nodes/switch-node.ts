@@ -15,7 +15,12 @@ export const switchNodeKind: EngineNodeKind<SwitchNode> = {
   executor: (runtime) => switchNodeExecutor(runtime),
   view: {
     edges: (node, { after }): NodeGraphEdge[] => [
-      ...node.cases.map((c): NodeGraphEdge => ({ from: node.id, to: c.goto, kind: "case", condition: conditionText(c.when as Record<string, unknown>) })),
+      ...node.cases.map((c): NodeGraphEdge => ({
+        from: node.id,
+        to: c.goto,
+        kind: "case",
+        condition: conditionText(c.when as Record<string, unknown>),
+      })),
       { from: node.id, to: node.default ?? after, kind: "default", condition: "default" },
     ],
   },
@@ -28,7 +33,8 @@ function conditionText(when: Record<string, unknown>): string {
     if (key === "messageIdPrefix") words.push(`messageId ^${String(value)}`);
     else if (key === "textContains") words.push(`text ∋ "${String(value)}"`);
     else if (key === "textMatches") words.push(`text ~ /${String(value)}/`);
-    else if (value && typeof value === "object") words.push(...Object.entries(value).map(([path, v]) => `${key}.${path} = ${JSON.stringify(v)}`));
+    else if (value && typeof value === "object")
+      words.push(...Object.entries(value).map(([path, v]) => `${key}.${path} = ${JSON.stringify(v)}`));
   }
   return words.join(" & ") || "always";
 }
@@ -40,7 +46,14 @@ export function switchNodeExecutor(runtime: NodeRuntime): NodeExecutor<SwitchNod
       const { target, matched } = switchTarget(node, incomingMessageOf(live.actor.getSnapshot().context));
       const next = target === undefined ? nodeAfter(workflow, node.id) : cursorOf(target);
       await runtime.repository.commit(taskId, { type: "NODE_STARTED", at, nodeId: node.id });
-      await runtime.repository.commit(taskId, { type: "NODE_COMPLETED", at, nodeId: node.id, output: { matched, next }, artifacts: [], next });
+      await runtime.repository.commit(taskId, {
+        type: "NODE_COMPLETED",
+        at,
+        nodeId: node.id,
+        output: { matched, next },
+        artifacts: [],
+        next,
+      });
       return true;
     },
   };

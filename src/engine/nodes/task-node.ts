@@ -7,9 +7,22 @@ import { callerFailure, type CallerFailure } from "../handler-failure.js";
 import { didYouMean } from "../../domain/closest-name.js";
 import { idempotencyKeyOf, incomingMessageOf, nodeAfter, runInputOf } from "../workflow-walk.js";
 import { feedbackFor } from "./gates/approval-node.js";
-import { HandlerError, type HandlerResult, type TaskHandler, type TaskNode, type WorkflowDefinition } from "../../workflows/workflow-types.js";
+import {
+  HandlerError,
+  type HandlerResult,
+  type TaskHandler,
+  type TaskNode,
+  type WorkflowDefinition,
+} from "../../workflows/workflow-types.js";
 import { chunkEmitter } from "./artifact-chunks.js";
-import { failureMessage, localEffect, stageNodeCompleted, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "./node-executor.js";
+import {
+  failureMessage,
+  localEffect,
+  stageNodeCompleted,
+  type NodeExecutor,
+  type NodeOutcome,
+  type NodeRuntime,
+} from "./node-executor.js";
 import type { NodeCheckContext, EngineNodeKind, StatelessRun } from "./node-kind.js";
 
 /** The kind, for the registry: its handler must be registered (checked even when the schema fails), stateless use allowed. */
@@ -21,7 +34,10 @@ export const taskNodeKind: EngineNodeKind<TaskNode, Readonly<Record<string, Task
 };
 
 /** A stateless skill's task node: its handler runs at once; nothing is stored. */
-async function runStatelessTask(node: TaskNode, run: StatelessRun): Promise<{ next: string | null; result: HandlerResult } | { failure: CallerFailure }> {
+async function runStatelessTask(
+  node: TaskNode,
+  run: StatelessRun,
+): Promise<{ next: string | null; result: HandlerResult } | { failure: CallerFailure }> {
   const handler = run.handlers[node.handler];
   try {
     if (!handler) throw new HandlerError("handler_missing", `no handler named "${node.handler}" is registered`);
@@ -38,10 +54,19 @@ async function runStatelessTask(node: TaskNode, run: StatelessRun): Promise<{ ne
       signal: run.signal,
       emitArtifactChunk: run.emitArtifactChunk,
     };
-    const result = await handler(withConversation(base, run.reads, { tenant: run.tenant, contextId: run.contextId, message: run.message }));
+    const result = await handler(
+      withConversation(base, run.reads, { tenant: run.tenant, contextId: run.contextId, message: run.message }),
+    );
     return { next: nodeAfter(run.workflow, node.id), result };
   } catch (err) {
-    return { failure: callerFailure(err, run.logger, { skillId: run.workflow.id, nodeId: node.id }, `handler "${node.handler}"`) };
+    return {
+      failure: callerFailure(
+        err,
+        run.logger,
+        { skillId: run.workflow.id, nodeId: node.id },
+        `handler "${node.handler}"`,
+      ),
+    };
   }
 }
 
@@ -60,14 +85,18 @@ function taskHandlerProblem(node: Readonly<Record<string, unknown>>, context: No
  * before it (created, started, or the previous node's completion), and its run is a local effect: a new
  * task whose creator waits may run it before its first write, so a fast task is stored once, at its end.
  */
-export function taskNodeExecutor(runtime: NodeRuntime, handlers: Readonly<Record<string, TaskHandler>>): NodeExecutor<TaskNode> {
+export function taskNodeExecutor(
+  runtime: NodeRuntime,
+  handlers: Readonly<Record<string, TaskHandler>>,
+): NodeExecutor<TaskNode> {
   return {
     async step({ taskId, node, live, workflow, at }) {
       const { repository } = runtime;
       const pure = handlers[node.handler]?.pure === true;
       if (!pure) await repository.flush(taskId);
       const context = repository.stage(live, { type: "NODE_STARTED", at, nodeId: node.id }).context;
-      const run = () => runHandler(runtime, handlers, { taskId, node, context, workflow, createdAt: live.record.createdAt });
+      const run = () =>
+        runHandler(runtime, handlers, { taskId, node, context, workflow, createdAt: live.record.createdAt });
       return pure ? localEffect(run) : run;
     },
   };
@@ -99,7 +128,14 @@ async function runHandler(
       },
       emitArtifactChunk: chunkEmitter(runtime, taskId, node.id),
     };
-    return handler(withConversation(base, repository, { tenant: context.tenant, contextId: context.contextId, message: incomingMessageOf(context) ?? context.request, self: { taskId, createdAt } }));
+    return handler(
+      withConversation(base, repository, {
+        tenant: context.tenant,
+        contextId: context.contextId,
+        message: incomingMessageOf(context) ?? context.request,
+        self: { taskId, createdAt },
+      }),
+    );
   });
   if (ran.abort.aborted) {
     if (ran.abort.reason instanceof ShutdownSignal) throw ran.abort.reason;
@@ -115,7 +151,14 @@ async function runHandler(
     if (failure) {
       // Handler retries are immediate (the next step starts the node again); the handler's error says whether to.
       // Executions that died with their instance are poison work's budget (RECOVERY_MAX_ATTEMPTS), not this one.
-      if (!giveUpReason({ baseMs: 0, maxMs: 0, maxAttempts: node.retry?.maxAttempts ?? 1 }, failure, context.attempt - (context.crashes ?? 0))) return;
+      if (
+        !giveUpReason(
+          { baseMs: 0, maxMs: 0, maxAttempts: node.retry?.maxAttempts ?? 1 },
+          failure,
+          context.attempt - (context.crashes ?? 0),
+        )
+      )
+        return;
       const error = { code: failure.code, message: failure.message, nodeId: node.id };
       repository.stage(live, { type: "FAIL", at, error, statusMessage: failureMessage(live.record, error.code) });
       return;

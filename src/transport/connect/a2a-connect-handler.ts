@@ -1,7 +1,25 @@
-import { Code, ConnectError, createConnectRouter, createContextKey, createContextValues, type Interceptor } from "@connectrpc/connect";
-import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
+import {
+  Code,
+  ConnectError,
+  createConnectRouter,
+  createContextKey,
+  createContextValues,
+  type Interceptor,
+} from "@connectrpc/connect";
+import {
+  compressionBrotli,
+  compressionGzip,
+  universalRequestFromNodeRequest,
+  universalResponseToNodeResponse,
+} from "@connectrpc/connect-node";
 import { CALLER } from "../../a2a/connect-caller.js";
-import { versionModule, versionModules, versionOfRpcService, DEFAULT_A2A_VERSION, type BoundVersions } from "../../a2a/versions.js";
+import {
+  versionModule,
+  versionModules,
+  versionOfRpcService,
+  DEFAULT_A2A_VERSION,
+  type BoundVersions,
+} from "../../a2a/versions.js";
 import { A2A_VERSION_HEADER, negotiateA2AVersion, type A2AVersion } from "../../domain/a2a-version.js";
 import type { PeerCertificate } from "node:tls";
 import type { Authenticator } from "../../auth/authenticator.js";
@@ -22,8 +40,12 @@ import { GrpcUnaryFastPath } from "./grpc-unary-fast-path.js";
  * client's sight). The interceptor sees no response headers on an error, hence a per-request flag.
  */
 /** The connection's verified client certificate (mutual TLS), set per call from the Node request. */
-const PEER_CERTIFICATE = createContextKey<PeerCertificate | undefined>(undefined, { description: "the verified TLS client certificate" });
-const UNAVAILABLE_ANSWER = createContextKey<{ unavailable: boolean } | undefined>(undefined, { description: "the call answered UNAVAILABLE" });
+const PEER_CERTIFICATE = createContextKey<PeerCertificate | undefined>(undefined, {
+  description: "the verified TLS client certificate",
+});
+const UNAVAILABLE_ANSWER = createContextKey<{ unavailable: boolean } | undefined>(undefined, {
+  description: "the call answered UNAVAILABLE",
+});
 
 /** Connect, gRPC and gRPC-Web paths of the registered services: `/a2a.v1.A2AService/*` (0.3), `/lf.a2a.v1.A2AService/*` (1.0). */
 const A2A_RPC_PREFIXES = versionModules().map((m) => `/${m.connectService.typeName}/`);
@@ -51,33 +73,43 @@ export interface A2AConnectHandlerOptions {
  * unknown fields in Connect JSON are ignored, as binary protobuf does. Plain unary gRPC calls take a lean path
  * with the same answers (`grpc-unary-fast-path.ts`); the interceptor and that path share `rpc-call-guard.ts`.
  */
-export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req: HttpRequest, res: HttpResponse) => void {
+export function createA2AConnectHandler(
+  options: A2AConnectHandlerOptions,
+): (req: HttpRequest, res: HttpResponse) => void {
   const { authenticator, report } = options;
   const acceptCompression = [compressionGzip, compressionBrotli];
   const served = [...options.versions.keys()];
   // `fixed`: the version of a router that only one version's calls reach (a draft's, picked by its header).
-  const guardOf = (fixed?: A2AVersion): Interceptor => (next) => async (req) => {
-    const version = fixed ?? versionOfRpcService(req.service.typeName) ?? DEFAULT_A2A_VERSION;
-    // The same checks and error mapping as the gRPC unary fast path (rpc-call-guard.ts).
-    const fail = (err: unknown) => {
-      const error = rpcErrorOf(version, report, req.method.name, err);
-      if (error.code === Code.Unavailable) {
-        const answer = req.contextValues.get(UNAVAILABLE_ANSWER);
-        if (answer) answer.unavailable = true;
+  const guardOf =
+    (fixed?: A2AVersion): Interceptor =>
+    (next) =>
+    async (req) => {
+      const version = fixed ?? versionOfRpcService(req.service.typeName) ?? DEFAULT_A2A_VERSION;
+      // The same checks and error mapping as the gRPC unary fast path (rpc-call-guard.ts).
+      const fail = (err: unknown) => {
+        const error = rpcErrorOf(version, report, req.method.name, err);
+        if (error.code === Code.Unavailable) {
+          const answer = req.contextValues.get(UNAVAILABLE_ANSWER);
+          if (answer) answer.unavailable = true;
+        }
+        return error;
+      };
+      try {
+        const caller = admitRpcCaller(
+          authenticator,
+          (name) => req.header.get(name),
+          req.contextValues.get(PEER_CERTIFICATE),
+          served,
+        );
+        req.contextValues.set(CALLER, caller instanceof Promise ? await caller : caller);
+        // A unary call answers DEADLINE_EXCEEDED at its deadline, whatever it still waits for (rpc-deadline.ts).
+        const res = await untilDeadline(next(req), req.signal);
+        if (!res.stream) return res;
+        return { ...res, message: mapStreamErrors(res.message, fail) };
+      } catch (err) {
+        throw fail(err);
       }
-      return error;
     };
-    try {
-      const caller = admitRpcCaller(authenticator, (name) => req.header.get(name), req.contextValues.get(PEER_CERTIFICATE), served);
-      req.contextValues.set(CALLER, caller instanceof Promise ? await caller : caller);
-      // A unary call answers DEADLINE_EXCEEDED at its deadline, whatever it still waits for (rpc-deadline.ts).
-      const res = await untilDeadline(next(req), req.signal);
-      if (!res.stream) return res;
-      return { ...res, message: mapStreamErrors(res.message, fail) };
-    } catch (err) {
-      throw fail(err);
-    }
-  };
   const routerOf = (fixed?: A2AVersion) =>
     createConnectRouter({
       interceptors: [guardOf(fixed)],
@@ -92,7 +124,14 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
     });
   const router = routerOf();
   // Plain unary gRPC calls skip connect's per-call machinery (grpc-unary-fast-path.ts); it records the impls.
-  const fastPath = new GrpcUnaryFastPath({ authenticator, report, served, maxBodyBytes: options.maxBodyBytes, shutdownSignal: options.shutdownSignal, acceptCompression });
+  const fastPath = new GrpcUnaryFastPath({
+    authenticator,
+    report,
+    served,
+    maxBodyBytes: options.maxBodyBytes,
+    shutdownSignal: options.shutdownSignal,
+    acceptCompression,
+  });
   // A version sharing another's service (a draft: 1.1 over 1.0) gets its own router, which its `a2a-version` picks.
   const byHeader = new Map<A2AVersion, Map<string, UniversalHandlerOf<typeof router>>>();
   for (const [version, bindings] of options.versions) {
@@ -123,7 +162,11 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
     if (handler && !picked && fastPath.handle(req, res, path)) return;
     if (!handler) {
       // An unknown method of a known service, or an unknown service: UNIMPLEMENTED in the caller's protocol.
-      answerUnknownMethod(req, res, versionOfRpcService(/^\/([^/]+)\//.exec(req.url ?? "")?.[1] ?? "") ?? DEFAULT_A2A_VERSION);
+      answerUnknownMethod(
+        req,
+        res,
+        versionOfRpcService(/^\/([^/]+)\//.exec(req.url ?? "")?.[1] ?? "") ?? DEFAULT_A2A_VERSION,
+      );
       return;
     }
     resetUnreadRequestAfterTrailers(req);
@@ -136,7 +179,13 @@ export function createA2AConnectHandler(options: A2AConnectHandlerOptions): (req
     clampDeadlineHeaders(uReq.header);
     // A JSON body may come back shorter (unknown fields dropped), so its declared length no longer holds.
     if (uReq.header.get("content-type")?.includes("json")) uReq.header.delete("content-length");
-    const body = checkedRequestBody(uReq.body as AsyncIterable<Uint8Array>, { contentType: uReq.header.get("content-type") ?? "", header: uReq.header, input: handler.method.input, maxBytes: options.maxBodyBytes, maxDepth: options.maxInputDepth });
+    const body = checkedRequestBody(uReq.body as AsyncIterable<Uint8Array>, {
+      contentType: uReq.header.get("content-type") ?? "",
+      header: uReq.header,
+      input: handler.method.input,
+      maxBytes: options.maxBodyBytes,
+      maxDepth: options.maxInputDepth,
+    });
     handler({ ...uReq, body })
       .then((uRes) => {
         // The answer's headers are not written yet: the handler resolves once the first body bytes (here the

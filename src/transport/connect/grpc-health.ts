@@ -1,7 +1,10 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import type { Health} from "../../gen/grpc/health/v1/health_pb.js";
-import { HealthCheckResponse_ServingStatus as Status, HealthCheckResponseSchema } from "../../gen/grpc/health/v1/health_pb.js";
+import type { Health } from "../../gen/grpc/health/v1/health_pb.js";
+import {
+  HealthCheckResponse_ServingStatus as Status,
+  HealthCheckResponseSchema,
+} from "../../gen/grpc/health/v1/health_pb.js";
 
 export interface HealthServiceOptions {
   /** Readiness of the instance (store reachable, not draining). */
@@ -37,10 +40,14 @@ export function createHealthService(options: HealthServiceOptions): ServiceImpl<
         if (now !== last) yield create(HealthCheckResponseSchema, { status: (last = now) });
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, options.watchIntervalMs);
-          ctx.signal.addEventListener("abort", () => {
-            clearTimeout(timer);
-            resolve();
-          }, { once: true });
+          ctx.signal.addEventListener(
+            "abort",
+            () => {
+              clearTimeout(timer);
+              resolve();
+            },
+            { once: true },
+          );
         });
       }
     },

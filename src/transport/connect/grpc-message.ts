@@ -12,7 +12,10 @@ import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 export function encodeGrpcMessage(text: string): string {
   let out = "";
   for (const byte of Buffer.from(text, "utf8")) {
-    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+    out +=
+      byte >= 0x20 && byte <= 0x7e && byte !== 0x25
+        ? String.fromCharCode(byte)
+        : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
   }
   return out;
 }

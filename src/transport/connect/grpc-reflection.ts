@@ -65,25 +65,48 @@ type ResponseInit = Pick<v1.ServerReflectionResponse, "messageResponse">;
 function answer(index: DescriptorIndex, request: Request): ResponseInit["messageResponse"] {
   const files = (file: DescFile | undefined, what: string): ResponseInit["messageResponse"] =>
     file
-      ? { case: "fileDescriptorResponse", value: create(v1.FileDescriptorResponseSchema, { fileDescriptorProto: index.closure(file) }) }
-      : { case: "errorResponse", value: create(v1.ErrorResponseSchema, { errorCode: NOT_FOUND, errorMessage: `${what} not found` }) };
+      ? {
+          case: "fileDescriptorResponse",
+          value: create(v1.FileDescriptorResponseSchema, { fileDescriptorProto: index.closure(file) }),
+        }
+      : {
+          case: "errorResponse",
+          value: create(v1.ErrorResponseSchema, { errorCode: NOT_FOUND, errorMessage: `${what} not found` }),
+        };
   const req = request.messageRequest;
   switch (req.case) {
     case "listServices":
-      return { case: "listServicesResponse", value: create(v1.ListServiceResponseSchema, { service: index.services.map((s) => create(v1.ServiceResponseSchema, { name: s.typeName })) }) };
+      return {
+        case: "listServicesResponse",
+        value: create(v1.ListServiceResponseSchema, {
+          service: index.services.map((s) => create(v1.ServiceResponseSchema, { name: s.typeName })),
+        }),
+      };
     case "fileByFilename":
       return files(index.files.get(req.value), `file ${req.value}`);
     case "fileContainingSymbol":
       return files(index.symbols.get(req.value), `symbol ${req.value}`);
     case "fileContainingExtension":
-      return files(index.extensions.get(req.value.containingType)?.get(req.value.extensionNumber), `extension ${req.value.containingType}(${req.value.extensionNumber})`);
+      return files(
+        index.extensions.get(req.value.containingType)?.get(req.value.extensionNumber),
+        `extension ${req.value.containingType}(${req.value.extensionNumber})`,
+      );
     case "allExtensionNumbersOfType": {
       const numbers = index.extensions.get(req.value);
       if (!numbers && !index.symbols.has(req.value)) return files(undefined, `type ${req.value}`);
-      return { case: "allExtensionNumbersResponse", value: create(v1.ExtensionNumberResponseSchema, { baseTypeName: req.value, extensionNumber: [...(numbers?.keys() ?? [])] }) };
+      return {
+        case: "allExtensionNumbersResponse",
+        value: create(v1.ExtensionNumberResponseSchema, {
+          baseTypeName: req.value,
+          extensionNumber: [...(numbers?.keys() ?? [])],
+        }),
+      };
     }
     default:
-      return { case: "errorResponse", value: create(v1.ErrorResponseSchema, { errorCode: 3, errorMessage: "no request set in message_request" }) };
+      return {
+        case: "errorResponse",
+        value: create(v1.ErrorResponseSchema, { errorCode: 3, errorMessage: "no request set in message_request" }),
+      };
   }
 }
 
@@ -92,14 +115,21 @@ function answer(index: DescriptorIndex, request: Request): ResponseInit["message
  * `list` names the served services, symbol and file look-ups answer the file with its imports. The two
  * versions have the same messages under two package names, so one implementation serves both.
  */
-export function createReflectionServices(services: DescService[]): { v1: ServiceImpl<typeof v1.ServerReflection>; v1alpha: ServiceImpl<typeof v1alpha.ServerReflection> } {
+export function createReflectionServices(services: DescService[]): {
+  v1: ServiceImpl<typeof v1.ServerReflection>;
+  v1alpha: ServiceImpl<typeof v1alpha.ServerReflection>;
+} {
   const index = new DescriptorIndex(services);
   return {
     v1: {
       async *serverReflectionInfo(requests) {
         for await (const request of requests) {
           const messageResponse = answer(index, request);
-          yield create(v1.ServerReflectionResponseSchema, { validHost: request.host, originalRequest: request, messageResponse });
+          yield create(v1.ServerReflectionResponseSchema, {
+            validHost: request.host,
+            originalRequest: request,
+            messageResponse,
+          });
         }
       },
     },
@@ -108,7 +138,11 @@ export function createReflectionServices(services: DescService[]): { v1: Service
         for await (const request of requests) {
           // Same field numbers and shapes: the v1 answer re-encodes as v1alpha field for field.
           const messageResponse = answer(index, request) as v1alpha.ServerReflectionResponse["messageResponse"];
-          yield create(v1alpha.ServerReflectionResponseSchema, { validHost: request.host, originalRequest: request, messageResponse });
+          yield create(v1alpha.ServerReflectionResponseSchema, {
+            validHost: request.host,
+            originalRequest: request,
+            messageResponse,
+          });
         }
       },
     },

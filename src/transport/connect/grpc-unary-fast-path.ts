@@ -1,6 +1,16 @@
 import type { Http2ServerRequest, Http2ServerResponse, IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http2";
 import { create, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextValues, createServiceImplSpec, type ConnectRouter, type HandlerContext, type MethodImpl, type MethodImplSpec, type ServiceImpl } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  createContextValues,
+  createServiceImplSpec,
+  type ConnectRouter,
+  type HandlerContext,
+  type MethodImpl,
+  type MethodImplSpec,
+  type ServiceImpl,
+} from "@connectrpc/connect";
 import { compressionNegotiate, type Compression, type UniversalHandlerOptions } from "@connectrpc/connect/protocol";
 import { parseTimeout } from "@connectrpc/connect/protocol-grpc";
 import { CALLER } from "../../a2a/connect-caller.js";
@@ -34,7 +44,14 @@ export class GrpcUnaryFastPath {
 
   /** The router for `bindings.connect`: every registration goes on to connect; plain service impls are also kept here. */
   recording(router: ConnectRouter): ConnectRouter {
-    return new RecordingRouter(router, (path, spec) => (spec ? this.unary.set(path, { spec, version: versionOfRpcService(spec.method.parent.typeName) ?? DEFAULT_A2A_VERSION }) : this.unary.delete(path)));
+    return new RecordingRouter(router, (path, spec) =>
+      spec
+        ? this.unary.set(path, {
+            spec,
+            version: versionOfRpcService(spec.method.parent.typeName) ?? DEFAULT_A2A_VERSION,
+          })
+        : this.unary.delete(path),
+    );
   }
 
   /** Answers the call and returns true when it is a plain unary gRPC call; false leaves it to connect. */
@@ -42,17 +59,31 @@ export class GrpcUnaryFastPath {
     if (!("stream" in req) || req.method !== "POST") return false;
     const type = req.headers["content-type"];
     const encoding = req.headers["grpc-encoding"];
-    if ((type !== "application/grpc" && type !== "application/grpc+proto") || (encoding !== undefined && encoding !== "identity")) return false;
+    if (
+      (type !== "application/grpc" && type !== "application/grpc+proto") ||
+      (encoding !== undefined && encoding !== "identity")
+    )
+      return false;
     const unary = this.unary.get(path);
     if (!unary) return false;
     void this.call(unary.spec, unary.version, req, res as Http2ServerResponse);
     return true;
   }
 
-  private async call(spec: UnarySpec, version: A2AVersion, req: Http2ServerRequest, res: Http2ServerResponse): Promise<void> {
+  private async call(
+    spec: UnarySpec,
+    version: A2AVersion,
+    req: Http2ServerRequest,
+    res: Http2ServerResponse,
+  ): Promise<void> {
     const { authenticator, report, maxBodyBytes, shutdownSignal, acceptCompression } = this.options;
     const { method } = spec;
-    const compression = compressionNegotiate(acceptCompression, null, header(req.headers, "grpc-accept-encoding"), "grpc-accept-encoding").response;
+    const compression = compressionNegotiate(
+      acceptCompression,
+      null,
+      header(req.headers, "grpc-accept-encoding"),
+      "grpc-accept-encoding",
+    ).response;
     const timeout = parseTimeout(clampGrpcTimeout(header(req.headers, "grpc-timeout")), Number.MAX_SAFE_INTEGER);
     const ctx = new UnaryContext(method, req, timeout.timeoutMs, shutdownSignal, compression?.name);
     let body: Buffer | undefined;
@@ -62,17 +93,28 @@ export class GrpcUnaryFastPath {
       const input = await readUnaryRequest(req, method.input, maxBodyBytes);
       let output: Message;
       try {
-        const caller = admitRpcCaller(authenticator, (name) => header(req.headers, name), verifiedPeerCertificate(req.socket), this.options.served);
+        const caller = admitRpcCaller(
+          authenticator,
+          (name) => header(req.headers, name),
+          verifiedPeerCertificate(req.socket),
+          this.options.served,
+        );
         ctx.values.set(CALLER, caller instanceof Promise ? await caller : caller);
         output = await untilDeadline(invoke(spec, input, ctx), ctx.signal);
       } catch (err) {
         throw rpcErrorOf(version, report, method.name, err);
       }
       const bytes = serialize(method.output, output);
-      body = compression && bytes.byteLength >= COMPRESS_MIN_BYTES ? frame(COMPRESSED, await compression.compress(bytes)) : frame(0, bytes);
+      body =
+        compression && bytes.byteLength >= COMPRESS_MIN_BYTES
+          ? frame(COMPRESSED, await compression.compress(bytes))
+          : frame(0, bytes);
     } catch (err) {
       if (err === GONE) return ctx.end(undefined);
-      failure = err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal, undefined, undefined, err);
+      failure =
+        err instanceof ConnectError
+          ? err
+          : new ConnectError("internal error", Code.Internal, undefined, undefined, err);
     }
     ctx.end(failure ?? CALL_ENDED);
     if (res.stream.destroyed || res.stream.closed) return; // the caller is gone: nobody to answer
@@ -109,14 +151,24 @@ const CALL_ENDED = new ConnectError("the call has ended", Code.Canceled);
 
 /** connect's router, with each plain `service()` registration also reported (other registrations of a path unreport it). */
 class RecordingRouter implements ConnectRouter {
-  constructor(private readonly router: ConnectRouter, private readonly record: (path: string, spec?: UnarySpec) => void) {}
+  constructor(
+    private readonly router: ConnectRouter,
+    private readonly record: (path: string, spec?: UnarySpec) => void,
+  ) {}
   get handlers() {
     return this.router.handlers;
   }
-  service<T extends DescService>(service: T, impl: Partial<ServiceImpl<T>>, options?: Partial<UniversalHandlerOptions>): this {
+  service<T extends DescService>(
+    service: T,
+    impl: Partial<ServiceImpl<T>>,
+    options?: Partial<UniversalHandlerOptions>,
+  ): this {
     this.router.service(service, impl, options);
     for (const spec of Object.values(createServiceImplSpec(service, impl).methods)) {
-      this.record(`/${service.typeName}/${spec.method.name}`, spec.kind === "unary" && options === undefined ? spec : undefined);
+      this.record(
+        `/${service.typeName}/${spec.method.name}`,
+        spec.kind === "unary" && options === undefined ? spec : undefined,
+      );
     }
     return this;
   }
@@ -141,7 +193,13 @@ class UnaryContext implements HandlerContext {
   private header: Headers | undefined;
   private trailer: Headers | undefined;
 
-  constructor(readonly method: DescMethod, private readonly req: Http2ServerRequest, timeoutMs: number | undefined, private readonly shutdown: AbortSignal, private readonly encoding: string | undefined) {
+  constructor(
+    readonly method: DescMethod,
+    private readonly req: Http2ServerRequest,
+    timeoutMs: number | undefined,
+    private readonly shutdown: AbortSignal,
+    private readonly encoding: string | undefined,
+  ) {
     this.service = method.parent;
     this.signal = this.controller.signal;
     const deadline = timeoutMs === undefined ? undefined : Math.floor(Date.now() + timeoutMs);
@@ -166,7 +224,10 @@ class UnaryContext implements HandlerContext {
     this.abort(reason);
   }
   get url(): string {
-    return new URL(this.req.url, `${"encrypted" in this.req.socket && this.req.socket.encrypted ? "https" : "http"}://${this.req.authority}`).toString();
+    return new URL(
+      this.req.url,
+      `${"encrypted" in this.req.socket && this.req.socket.encrypted ? "https" : "http"}://${this.req.authority}`,
+    ).toString();
   }
   get requestHeader(): Headers {
     if (!this.request) {
@@ -187,7 +248,9 @@ class UnaryContext implements HandlerContext {
   /** The response headers as connect sends them: `application/grpc+proto`, and the negotiated response encoding. */
   nodeHeader(): OutgoingHttpHeaders {
     if (this.header) return nodeHeaders(this.header);
-    return this.encoding ? { "content-type": "application/grpc+proto", "grpc-encoding": this.encoding } : { "content-type": "application/grpc+proto" };
+    return this.encoding
+      ? { "content-type": "application/grpc+proto", "grpc-encoding": this.encoding }
+      : { "content-type": "application/grpc+proto" };
   }
   nodeTrailer(): OutgoingHttpHeaders {
     return this.trailer ? nodeHeaders(this.trailer) : { "grpc-status": "0" };
@@ -212,11 +275,22 @@ function nodeHeaders(headers: Headers): OutgoingHttpHeaders {
 
 /** The signal's reason when the caller resets the stream (RFC 9113 error codes, as connect-node maps them). */
 const H2_RESETS: Record<number, [string, Code]> = {
-  1: ["PROTOCOL_ERROR", Code.Internal], 2: ["INTERNAL_ERROR", Code.Internal], 3: ["FLOW_CONTROL_ERROR", Code.Internal], 4: ["SETTINGS_TIMEOUT", Code.Internal],
-  6: ["FRAME_SIZE_ERROR", Code.Internal], 7: ["REFUSED_STREAM", Code.Unavailable], 8: ["CANCEL", Code.Canceled], 9: ["COMPRESSION_ERROR", Code.Internal],
-  10: ["CONNECT_ERROR", Code.Internal], 11: ["ENHANCE_YOUR_CALM", Code.ResourceExhausted], 12: ["INADEQUATE_SECURITY", Code.PermissionDenied], 13: ["HTTP_1_1_REQUIRED", Code.PermissionDenied],
+  1: ["PROTOCOL_ERROR", Code.Internal],
+  2: ["INTERNAL_ERROR", Code.Internal],
+  3: ["FLOW_CONTROL_ERROR", Code.Internal],
+  4: ["SETTINGS_TIMEOUT", Code.Internal],
+  6: ["FRAME_SIZE_ERROR", Code.Internal],
+  7: ["REFUSED_STREAM", Code.Unavailable],
+  8: ["CANCEL", Code.Canceled],
+  9: ["COMPRESSION_ERROR", Code.Internal],
+  10: ["CONNECT_ERROR", Code.Internal],
+  11: ["ENHANCE_YOUR_CALM", Code.ResourceExhausted],
+  12: ["INADEQUATE_SECURITY", Code.PermissionDenied],
+  13: ["HTTP_1_1_REQUIRED", Code.PermissionDenied],
 };
 function resetError(code: number): ConnectError | undefined {
   const known = H2_RESETS[code];
-  return known && new ConnectError(`http/2 stream closed with error code ${known[0]} (0x${code.toString(16)})`, known[1]);
+  return (
+    known && new ConnectError(`http/2 stream closed with error code ${known[0]} (0x${code.toString(16)})`, known[1])
+  );
 }

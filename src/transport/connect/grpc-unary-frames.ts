@@ -27,7 +27,9 @@ export function readUnaryRequest(req: Http2ServerRequest, input: DescMessage, ma
       if (!complete) req.pause();
       try {
         if (length !== undefined) throw tooLarge(length, maxBytes);
-        resolve(singleMessage(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), input, maxBytes, complete));
+        resolve(
+          singleMessage(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), input, maxBytes, complete),
+        );
       } catch (err) {
         reject(err);
       }
@@ -77,17 +79,22 @@ function singleMessage(bytes: Buffer, input: DescMessage, maxBytes: number, comp
     frames.push({ flags: bytes[offset]!, data: bytes.subarray(offset + HEADER, offset + HEADER + length) });
     offset += HEADER + length;
   }
-  if (frames.length === 0) throw offset < bytes.length ? incomplete() : new ConnectError("protocol error: missing input message for unary method", Code.Unimplemented);
+  if (frames.length === 0)
+    throw offset < bytes.length
+      ? incomplete()
+      : new ConnectError("protocol error: missing input message for unary method", Code.Unimplemented);
   first ??= connectParse(input, frames[0]!);
   if (frames.length > 1) connectParse(input, frames[1]!);
-  if (frames.length > 1 || !complete) throw new ConnectError("protocol error: received extra input message for unary method", Code.Unimplemented);
+  if (frames.length > 1 || !complete)
+    throw new ConnectError("protocol error: received extra input message for unary method", Code.Unimplemented);
   if (offset < bytes.length) throw incomplete();
   return first;
 }
 
 /** How connect reads a frame the body check did not (an end-of-stream flag, or a body past the limit). */
 function connectParse(input: DescMessage, { flags, data }: { flags: number; data: Buffer }): Message {
-  if (flags & COMPRESSED) throw new ConnectError("received compressed envelope, but do not know how to decompress", Code.Internal);
+  if (flags & COMPRESSED)
+    throw new ConnectError("received compressed envelope, but do not know how to decompress", Code.Internal);
   try {
     return fromBinary(input, data);
   } catch (err) {
@@ -111,5 +118,6 @@ export function frame(flags: number, data: Uint8Array): Buffer {
   return out;
 }
 
-const tooLarge = (length: number, maxBytes: number) => new ConnectError(`message size ${length} is larger than configured readMaxBytes ${maxBytes}`, Code.ResourceExhausted);
+const tooLarge = (length: number, maxBytes: number) =>
+  new ConnectError(`message size ${length} is larger than configured readMaxBytes ${maxBytes}`, Code.ResourceExhausted);
 const incomplete = () => new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);

@@ -28,7 +28,11 @@ export interface OpsConnectOptions {
 export function createOpsConnectHandler(options: OpsConnectOptions): (req: HttpRequest, res: HttpResponse) => void {
   const listed = [...options.services, ...OPS_SERVICES];
   const reflection = createReflectionServices(listed);
-  const health = createHealthService({ ready: options.ready, services: listed.map((s) => s.typeName), watchIntervalMs: options.watchIntervalMs ?? 5_000 });
+  const health = createHealthService({
+    ready: options.ready,
+    services: listed.map((s) => s.typeName),
+    watchIntervalMs: options.watchIntervalMs ?? 5_000,
+  });
   return connectNodeAdapter({
     routes: (router) => {
       router.service(Health, health);

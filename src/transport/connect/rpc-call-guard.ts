@@ -13,9 +13,17 @@ import type { ReportError } from "../errors/wire-error.js";
  * credentials and verified client certificate. A Principal straight away for API keys and certificates; a
  * Promise only for token checks, so callers await only when they must.
  */
-export function admitRpcCaller(authenticator: Authenticator, header: (name: string) => string | null, peerCertificate: PeerCertificate | undefined, served: readonly A2AVersion[]): Principal | Promise<Principal> {
+export function admitRpcCaller(
+  authenticator: Authenticator,
+  header: (name: string) => string | null,
+  peerCertificate: PeerCertificate | undefined,
+  served: readonly A2AVersion[],
+): Principal | Promise<Principal> {
   negotiateA2AVersion(header(A2A_VERSION_HEADER), served);
-  return authenticator.authenticate({ headers: (name) => header(name) ?? undefined, ...(peerCertificate ? { peerCertificate } : {}) });
+  return authenticator.authenticate({
+    headers: (name) => header(name) ?? undefined,
+    ...(peerCertificate ? { peerCertificate } : {}),
+  });
 }
 
 /**

@@ -20,7 +20,8 @@ export function clampDeadlineHeaders(header: Headers): void {
   const clamped = clampGrpcTimeout(grpc);
   if (clamped !== grpc) header.set("grpc-timeout", clamped!);
   const connect = header.get("connect-timeout-ms");
-  if (connect && /^\d{1,10}$/.test(connect) && Number(connect) > MAX_TIMER_MS) header.set("connect-timeout-ms", CLAMPED_CONNECT_TIMEOUT);
+  if (connect && /^\d{1,10}$/.test(connect) && Number(connect) > MAX_TIMER_MS)
+    header.set("connect-timeout-ms", CLAMPED_CONNECT_TIMEOUT);
 }
 
 /** A `grpc-timeout` value past Node's timer limit as that limit; any other value (or none) as it is. */

@@ -42,7 +42,10 @@ export function checkedRequestBody(body: AsyncIterable<Uint8Array>, request: Rpc
           size += step.value.byteLength;
           if (size > request.maxBytes + ENVELOPE_HEADER) {
             yield* chunks;
-            throw new ConnectError(`the request body is larger than the limit of ${request.maxBytes} bytes`, Code.ResourceExhausted);
+            throw new ConnectError(
+              `the request body is larger than the limit of ${request.maxBytes} bytes`,
+              Code.ResourceExhausted,
+            );
           }
         }
         yield checkRequestBytes(Buffer.concat(chunks), request);
@@ -81,7 +84,9 @@ function checkRequestBytes(bytes: Buffer, request: RpcRequest): Buffer {
     return encoding && encoding !== "identity" ? bytes : checkMessage(bytes, request, json);
   }
   if (!/^application\/(grpc|grpc-web|connect)(\+|$)/.test(type)) return bytes;
-  const encoding = request.header.get(type.startsWith("application/connect") ? "connect-content-encoding" : "grpc-encoding");
+  const encoding = request.header.get(
+    type.startsWith("application/connect") ? "connect-content-encoding" : "grpc-encoding",
+  );
   const compressed = encoding !== null && encoding !== "identity";
   const frames: Buffer[] = [];
   // Binary frames come back as they are: when every frame does, the body is passed on without a copy.
@@ -96,7 +101,9 @@ function checkRequestBytes(bytes: Buffer, request: RpcRequest): Buffer {
     const plain = !(flags & COMPRESSED_FLAG) && !(flags & END_STREAM_FLAG);
     const checked = plain ? checkMessage(payload, request, json) : payload;
     if (checked !== payload) rewritten = true;
-    frames.push(checked !== payload ? envelope(flags, checked) : bytes.subarray(offset, offset + ENVELOPE_HEADER + length));
+    frames.push(
+      checked !== payload ? envelope(flags, checked) : bytes.subarray(offset, offset + ENVELOPE_HEADER + length),
+    );
     offset += ENVELOPE_HEADER + length;
   }
   if (!rewritten) return bytes;
@@ -136,7 +143,10 @@ function checkMessage(bytes: Buffer, request: RpcRequest, json: boolean): Buffer
   // The same bound and words as the JSON bodies of the other bindings (`parseJsonBody`).
   const maxDepth = request.maxDepth + BODY_ENVELOPE_DEPTH;
   if (nestingDepth(value, maxDepth) > maxDepth) {
-    throw new ConnectError(`the body is nested too deeply: more than ${maxDepth} levels of objects and arrays`, Code.InvalidArgument);
+    throw new ConnectError(
+      `the body is nested too deeply: more than ${maxDepth} levels of objects and arrays`,
+      Code.InvalidArgument,
+    );
   }
   return Buffer.from(JSON.stringify(withoutUnknownFields(input, value)));
 }
@@ -146,20 +156,27 @@ export function parseBinaryRequest<Desc extends DescMessage>(input: Desc, bytes:
   try {
     return fromBinary(input, bytes);
   } catch (err) {
-    throw new ConnectError(`the request is not a valid ${input.typeName} in protobuf binary: ${binaryProblem(err)}`, Code.InvalidArgument);
+    throw new ConnectError(
+      `the request is not a valid ${input.typeName} in protobuf binary: ${binaryProblem(err)}`,
+      Code.InvalidArgument,
+    );
   }
 }
 
 /** A frame flagged compressed in a request that names no `grpc-encoding`. */
 export function compressedWithoutEncoding(): ConnectError {
-  return new ConnectError("the request frame has the compressed flag set, but the request names no encoding (grpc-encoding)", Code.InvalidArgument);
+  return new ConnectError(
+    "the request frame has the compressed flag set, but the request names no encoding (grpc-encoding)",
+    Code.InvalidArgument,
+  );
 }
 
 /** What is wrong with binary protobuf, in our words: protobuf-es's own text is not passed on. */
 function binaryProblem(err: unknown): string {
   const text = err instanceof Error ? err.message : "";
   if (/recursion depth/i.test(text)) return "it nests deeper than protobuf's recursion limit of 100";
-  if (/premature EOF|out of range|too long|truncated/i.test(text)) return "it ends before its last field does (truncated)";
+  if (/premature EOF|out of range|too long|truncated/i.test(text))
+    return "it ends before its last field does (truncated)";
   return "it is malformed";
 }
 

@@ -16,7 +16,10 @@ const RPC_MEDIA_TYPE = /^application\/(grpc|grpc-web|grpc-web-text|connect)(\+[\
 const RPC_PATH = /^\/[A-Za-z_]\w*(\.[A-Za-z_]\w*)+\/[A-Za-z_]\w*$/;
 
 function mediaType(req: HttpRequest): string {
-  return String(req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+  return String(req.headers["content-type"] ?? "")
+    .split(";")[0]!
+    .trim()
+    .toLowerCase();
 }
 
 /**
@@ -37,9 +40,16 @@ export function isRpcRequest(req: HttpRequest): boolean {
  * trailer frame, Connect streaming an end-stream message, Connect unary HTTP 404 with a Connect error body
  * (the status Connect clients read as `unimplemented` for an unknown path; connect-go's mux answers 404 too).
  */
-export function answerUnknownMethod(req: HttpRequest, res: HttpResponse, version: A2AVersion = DEFAULT_A2A_VERSION): void {
+export function answerUnknownMethod(
+  req: HttpRequest,
+  res: HttpResponse,
+  version: A2AVersion = DEFAULT_A2A_VERSION,
+): void {
   const path = (req.url ?? "").split("?", 1)[0]!;
-  const error: ConnectError = connectErrorOf(version, new DomainError("method-not-found", `unknown method: this server has no rpc ${JSON.stringify(path.slice(0, 200))}`));
+  const error: ConnectError = connectErrorOf(
+    version,
+    new DomainError("method-not-found", `unknown method: this server has no rpc ${JSON.stringify(path.slice(0, 200))}`),
+  );
   const type = mediaType(req);
   const out = res as ServerResponse;
   settleUnreadBody(req, res); // nothing reads the body of an unknown method
@@ -51,7 +61,10 @@ export function answerUnknownMethod(req: HttpRequest, res: HttpResponse, version
     Buffer.from(trailer).copy(frame, 5);
     const text = type.startsWith("application/grpc-web-text");
     const body = text ? frame.toString("base64") : frame;
-    out.writeHead(200, { "content-type": text ? "application/grpc-web-text+proto" : "application/grpc-web+proto", "content-length": Buffer.byteLength(body) });
+    out.writeHead(200, {
+      "content-type": text ? "application/grpc-web-text+proto" : "application/grpc-web+proto",
+      "content-length": Buffer.byteLength(body),
+    });
     out.end(body);
   } else if (/^application\/grpc/.test(type)) {
     // Trailers-only: the status travels in the one HEADERS frame that ends the stream.

@@ -19,7 +19,10 @@ export function jsonRpcErrorBody(version: A2AVersion, id: JsonRpcId, err: unknow
 }
 
 /** HTTP+JSON: status, body and media type. */
-export function httpJsonError(version: A2AVersion, err: unknown): { status: number; body: unknown; contentType: string } {
+export function httpJsonError(
+  version: A2AVersion,
+  err: unknown,
+): { status: number; body: unknown; contentType: string } {
   const module = versionModule(version);
   const wire = wireErrorOf(err, version);
   return { status: wire.http, body: module.errors.httpJson(wire), contentType: module.restMediaType };

@@ -4,10 +4,16 @@ import { sendJson, type HttpResponse } from "../http-io.js";
 import { statusHeaders } from "./wire-error.js";
 
 /** The OpenWOP REST error envelope: exactly `{error, message, details?}`, with its HTTP status. */
-export function openwopErrorBody(err: unknown): { status: number; body: { error: string; message: string; details?: Record<string, unknown> } } {
+export function openwopErrorBody(err: unknown): {
+  status: number;
+  body: { error: string; message: string; details?: Record<string, unknown> };
+} {
   const domain = toDomainError(err);
   const codes = WIRE_CODES[domain.code];
-  return { status: codes.http, body: { error: codes.rest, message: domain.message, ...(domain.details ? { details: domain.details } : {}) } };
+  return {
+    status: codes.http,
+    body: { error: codes.rest, message: domain.message, ...(domain.details ? { details: domain.details } : {}) },
+  };
 }
 
 /** The OpenWOP REST error exit. */

@@ -16,7 +16,8 @@ export function errorReporter(logger: Logger): ReportError {
   return (err, where) => {
     const domain = toDomainError(err);
     // The store out of reach: the caller reads "retry", the operator reads why.
-    if (domain.code === "unavailable" && domain.cause !== undefined) logger.warn({ err: domain.cause, ...where }, "request answered unavailable");
+    if (domain.code === "unavailable" && domain.cause !== undefined)
+      logger.warn({ err: domain.cause, ...where }, "request answered unavailable");
     if (domain.code !== "internal") return domain;
     // A caller that reset or dropped its connection is not a fault of ours: debug, not error.
     if (isCallerGone(domain.cause ?? err)) logger.debug({ err: domain.cause ?? err, ...where }, "the caller went away");

@@ -1,7 +1,13 @@
 import { challengeHeaders, type HeaderLookup } from "../../auth/authenticator.js";
 import type { CallContext } from "../../auth/call-context.js";
 import { a2aVersionOf, type A2AVersion } from "../../domain/a2a-version.js";
-import { DEFAULT_A2A_VERSION, versionAsked, versionModule, versionOfJsonRpcMethod, type BoundVersions } from "../../a2a/versions.js";
+import {
+  DEFAULT_A2A_VERSION,
+  versionAsked,
+  versionModule,
+  versionOfJsonRpcMethod,
+  type BoundVersions,
+} from "../../a2a/versions.js";
 import { DomainError } from "../../domain/errors.js";
 import { parseJsonBody } from "../../domain/json-input.js";
 import { isObject } from "../../domain/json-shape.js";
@@ -11,7 +17,17 @@ import { noteRequest } from "../../observability/request-notes.js";
 import { oncePerObject } from "../../domain/once-per-object.js";
 import { streamCursorOf } from "../../domain/stream-cursor.js";
 import { activatedExtensions } from "../extensions-header.js";
-import { JsonText, mediaTypeOf, readBody, sendJson, sharedJson, SseWriter, streamToSse, type HttpRequest, type HttpResponse } from "../http-io.js";
+import {
+  JsonText,
+  mediaTypeOf,
+  readBody,
+  sendJson,
+  sharedJson,
+  SseWriter,
+  streamToSse,
+  type HttpRequest,
+  type HttpResponse,
+} from "../http-io.js";
 
 /** JSON-RPC bodies are application/json; application/a2a+json (the 1.0 media type) is accepted too. */
 const JSON_MEDIA_TYPES = ["application/json", "application/a2a+json"];
@@ -52,11 +68,24 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
       sendJson(res, status ?? jsonRpcHttpStatus(domain, version), jsonRpcErrorBody(version, id, domain), all);
     };
     if (req.method !== "POST") {
-      sendJson(res, 405, jsonRpcErrorBody(legacy, null, new DomainError("invalid-request", "JSON-RPC requests must use POST")), { allow: "POST", ...headers });
+      sendJson(
+        res,
+        405,
+        jsonRpcErrorBody(legacy, null, new DomainError("invalid-request", "JSON-RPC requests must use POST")),
+        { allow: "POST", ...headers },
+      );
       return;
     }
     if (!JSON_MEDIA_TYPES.includes(mediaTypeOf(req))) {
-      fail(legacy, null, new DomainError("unsupported-media-type", `Content-Type must be application/json or application/a2a+json (got "${req.headers["content-type"] ?? ""}")`), 415);
+      fail(
+        legacy,
+        null,
+        new DomainError(
+          "unsupported-media-type",
+          `Content-Type must be application/json or application/a2a+json (got "${req.headers["content-type"] ?? ""}")`,
+        ),
+        415,
+      );
       return;
     }
     let body: Buffer;
@@ -130,8 +159,17 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
  * still read (within MAX_BODY_BYTES), so the error carries the request's id, and the version its method
  * names, whenever they can be read; otherwise id null in the 0.3 shape.
  */
-export function createJsonRpcRefusal(options: { report: ReportError; maxBodyBytes: number; supportedExtensions: string[] }) {
-  return async function refuseJsonRpc(req: HttpRequest, res: HttpResponse, err: unknown, headers: Record<string, string> = {}): Promise<void> {
+export function createJsonRpcRefusal(options: {
+  report: ReportError;
+  maxBodyBytes: number;
+  supportedExtensions: string[];
+}) {
+  return async function refuseJsonRpc(
+    req: HttpRequest,
+    res: HttpResponse,
+    err: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<void> {
     let id: JsonRpcId = null;
     let version: A2AVersion = DEFAULT_A2A_VERSION;
     try {
@@ -144,7 +182,8 @@ export function createJsonRpcRefusal(options: { report: ReportError; maxBodyByte
     }
     const domain = options.report(err, { binding: "jsonrpc", rpcId: id });
     const all = { ...activatedExtensions(req, options.supportedExtensions), ...headers };
-    if (!res.writableEnded) sendJson(res, wireErrorOf(domain, version).http, jsonRpcErrorBody(version, id, domain), all);
+    if (!res.writableEnded)
+      sendJson(res, wireErrorOf(domain, version).http, jsonRpcErrorBody(version, id, domain), all);
   };
 }
 
@@ -158,7 +197,8 @@ const responsesOf = oncePerObject((_result: object) => new Map<JsonRpcId, JsonTe
  */
 function responseText(id: JsonRpcId, result: unknown): JsonText {
   // The result's stream cursor (its task and log event) is the frame's SSE `id:`, for Last-Event-ID.
-  const make = () => new JsonText(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${sharedJson(result)}}`, streamCursorOf(result));
+  const make = () =>
+    new JsonText(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${sharedJson(result)}}`, streamCursorOf(result));
   if (typeof result !== "object" || result === null) return make();
   const byId = responsesOf(result);
   let text = byId.get(id);
@@ -169,17 +209,46 @@ function responseText(id: JsonRpcId, result: unknown): JsonText {
 type Envelope = { id: JsonRpcId; method: string; params: unknown } | { id: JsonRpcId; error: DomainError };
 
 function checkEnvelope(request: unknown): Envelope {
-  if (Array.isArray(request)) return { id: null, error: new DomainError("invalid-request", "Request payload validation error: batch requests are not supported") };
-  if (!isObject(request)) return { id: null, error: new DomainError("invalid-request", "Request payload validation error: the request must be a JSON object") };
+  if (Array.isArray(request))
+    return {
+      id: null,
+      error: new DomainError("invalid-request", "Request payload validation error: batch requests are not supported"),
+    };
+  if (!isObject(request))
+    return {
+      id: null,
+      error: new DomainError("invalid-request", "Request payload validation error: the request must be a JSON object"),
+    };
   const rawId = request["id"];
   // A request without `id` is answered as if its id were null, as the reference SDKs do (they never treat
   // a request as a notification), so a caller that forgot the id still learns what happened.
-  const idValid = rawId === undefined || typeof rawId === "string" || (typeof rawId === "number" && Number.isFinite(rawId)) || rawId === null;
+  const idValid =
+    rawId === undefined ||
+    typeof rawId === "string" ||
+    (typeof rawId === "number" && Number.isFinite(rawId)) ||
+    rawId === null;
   const id: JsonRpcId = idValid ? ((rawId ?? null) as JsonRpcId) : null;
-  if (request["jsonrpc"] !== "2.0") return { id, error: new DomainError("invalid-request", `Request payload validation error: "jsonrpc" must be "2.0"`) };
-  if (!idValid) return { id: null, error: new DomainError("invalid-request", `Request payload validation error: "id" must be a string, a number or null`) };
+  if (request["jsonrpc"] !== "2.0")
+    return {
+      id,
+      error: new DomainError("invalid-request", `Request payload validation error: "jsonrpc" must be "2.0"`),
+    };
+  if (!idValid)
+    return {
+      id: null,
+      error: new DomainError(
+        "invalid-request",
+        `Request payload validation error: "id" must be a string, a number or null`,
+      ),
+    };
   if (typeof request["method"] !== "string" || request["method"].length === 0) {
-    return { id, error: new DomainError("invalid-request", `Request payload validation error: "method" must be a non-empty string`) };
+    return {
+      id,
+      error: new DomainError(
+        "invalid-request",
+        `Request payload validation error: "method" must be a non-empty string`,
+      ),
+    };
   }
   return { id, method: request["method"], params: request["params"] ?? {} };
 }

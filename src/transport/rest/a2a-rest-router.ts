@@ -4,7 +4,15 @@ import type { RestRequest, RestRoute } from "../../a2a/version-module.js";
 import { versionModule, type BoundVersions } from "../../a2a/versions.js";
 import { httpJsonError } from "../errors/a2a-error-exits.js";
 import { statusHeaders, type ReportError } from "../errors/wire-error.js";
-import { mediaTypeOf, readBody, sendJson, sharedJsonText, streamToSse, type HttpRequest, type HttpResponse } from "../http-io.js";
+import {
+  mediaTypeOf,
+  readBody,
+  sendJson,
+  sharedJsonText,
+  streamToSse,
+  type HttpRequest,
+  type HttpResponse,
+} from "../http-io.js";
 import { HttpRouter, type RouteHandler } from "../http-router.js";
 
 export interface A2ARestRouterOptions {
@@ -55,12 +63,21 @@ function handlerOf(version: A2AVersion, route: RestRoute, options: A2ARestRouter
 }
 
 /** The HTTP+JSON error exit: status, body and media type of `version`. */
-export function sendA2ARestError(res: HttpResponse, version: A2AVersion, err: unknown, headers: Record<string, string> = {}): void {
+export function sendA2ARestError(
+  res: HttpResponse,
+  version: A2AVersion,
+  err: unknown,
+  headers: Record<string, string> = {},
+): void {
   const { status, body, contentType } = httpJsonError(version, err);
   sendJson(res, status, body, { "content-type": contentType, ...statusHeaders(status), ...headers });
 }
 
-function restRequestOf(req: HttpRequest, params: Record<string, string>, limits: { maxBodyBytes: number; maxInputDepth: number }): RestRequest {
+function restRequestOf(
+  req: HttpRequest,
+  params: Record<string, string>,
+  limits: { maxBodyBytes: number; maxInputDepth: number },
+): RestRequest {
   return {
     method: req.method ?? "GET",
     params,

@@ -15,7 +15,14 @@ import { sendA2ARestError } from "./a2a-rest-router.js";
  * VersionNotSupported in the preferred version's HTTP+JSON shape. `signed` holds a version's card as signed at
  * start (the 1.0 card with `signatures`), served as it is.
  */
-export function serveAgentCard(req: HttpRequest, res: HttpResponse, card: AgentCard, bare: BareCardShape, cache: Omit<Cacheability, "headers">, signed: SignedCards = {}): void {
+export function serveAgentCard(
+  req: HttpRequest,
+  res: HttpResponse,
+  card: AgentCard,
+  bare: BareCardShape,
+  cache: Omit<Cacheability, "headers">,
+  signed: SignedCards = {},
+): void {
   const vary = { vary: "A2A-Version" };
   let version: A2AVersion;
   try {
@@ -30,7 +37,10 @@ export function serveAgentCard(req: HttpRequest, res: HttpResponse, card: AgentC
     sendA2ARestError(res, PREFERRED_A2A_VERSION, err, { ...vary, "content-type": "application/json" });
     return;
   }
-  sendCacheableJson(req, res, signed[version] ?? versionModule(version).card.document(card), { ...cache, headers: vary });
+  sendCacheableJson(req, res, signed[version] ?? versionModule(version).card.document(card), {
+    ...cache,
+    headers: vary,
+  });
 }
 
 /** The 0.3 card alone: the hybrid card without the 1.0 `supportedInterfaces` (OpenWOP RFC 0152 §B). */
@@ -43,9 +53,15 @@ function pure03Card(card: AgentCard): Omit<AgentCard, "supportedInterfaces"> {
 export type SignedCards = Partial<Record<A2AVersion, Record<string, unknown>>>;
 
 /** Discovery's `a2a` version fields, read off the card so they always equal the versions its interfaces declare. */
-export function a2aVersionFields(card: AgentCard): { protocolVersions: string[]; preferredVersion: string; profiles: string[] } {
+export function a2aVersionFields(card: AgentCard): {
+  protocolVersions: string[];
+  preferredVersion: string;
+  profiles: string[];
+} {
   const protocolVersions = [...new Set(card.supportedInterfaces.map((i) => i.protocolVersion))].sort();
-  const preferredVersion = protocolVersions.includes(PREFERRED_A2A_VERSION) ? PREFERRED_A2A_VERSION : protocolVersions.at(-1)!;
+  const preferredVersion = protocolVersions.includes(PREFERRED_A2A_VERSION)
+    ? PREFERRED_A2A_VERSION
+    : protocolVersions.at(-1)!;
   // Newest first; 0.3 is served for the legacy window (OpenWOP RFC 0152).
   const profiles = [...protocolVersions].reverse().map((v) => versionModule(v).card.profile);
   return { protocolVersions, preferredVersion, profiles };

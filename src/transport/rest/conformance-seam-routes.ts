@@ -41,7 +41,9 @@ export function addConformanceSeamRoutes(router: HttpRouter, options: Conformanc
     const body = (await readJsonObject(req, options))!;
     const name = requiredString(body, "scenario", "body");
     if (!Object.hasOwn(SCENARIOS, name)) {
-      throw invalidParams(`unknown scenario "${name}"; supported: ${Object.keys(SCENARIOS).join(", ")}`, { path: "body.scenario" });
+      throw invalidParams(`unknown scenario "${name}"; supported: ${Object.keys(SCENARIOS).join(", ")}`, {
+        path: "body.scenario",
+      });
     }
     const { taskId, state } = await startScenario(name, ctx);
     sendJson(res, 201, { taskId, runId: taskId, state });
@@ -50,17 +52,35 @@ export function addConformanceSeamRoutes(router: HttpRouter, options: Conformanc
   /** Starts the scenario's run and waits until it reaches the status the scenario is about. */
   async function startScenario(name: string, ctx: CallContext): Promise<{ taskId: string; state: string }> {
     const scenario = SCENARIOS[name]!;
-    const started = await runs.startRun({ workflowId: scenario.workflowId, inputs: { text: `conformance scenario ${name}` } }, ctx);
+    const started = await runs.startRun(
+      { workflowId: scenario.workflowId, inputs: { text: `conformance scenario ${name}` } },
+      ctx,
+    );
     const taskId = started.body.runId;
-    const record = await runs.waitFor(taskId, ctx, (r) => r.status === scenario.until || isTerminalRunStatus(r.status), options.startTimeoutMs ?? 10_000);
+    const record = await runs.waitFor(
+      taskId,
+      ctx,
+      (r) => r.status === scenario.until || isTerminalRunStatus(r.status),
+      options.startTimeoutMs ?? 10_000,
+    );
     if (record.status !== scenario.until) {
-      throw new DomainError("unavailable", `the ${name} run ${taskId} did not reach ${scenario.until} (it is ${record.status})`, { taskId, status: record.status });
+      throw new DomainError(
+        "unavailable",
+        `the ${name} run ${taskId} did not reach ${scenario.until} (it is ${record.status})`,
+        { taskId, status: record.status },
+      );
     }
     return { taskId, state: record.a2a.state };
   }
 
   if (options.invokePeer) {
-    addInvokeSeamRoute(router, { runs, invokePeer: options.invokePeer, startGatedRun: async (ctx) => (await startScenario("paused-at-approval", ctx)).taskId, maxBodyBytes: options.maxBodyBytes, maxInputDepth: options.maxInputDepth });
+    addInvokeSeamRoute(router, {
+      runs,
+      invokePeer: options.invokePeer,
+      startGatedRun: async (ctx) => (await startScenario("paused-at-approval", ctx)).taskId,
+      maxBodyBytes: options.maxBodyBytes,
+      maxInputDepth: options.maxInputDepth,
+    });
   }
 
   router.add("GET", `${SEAM_PREFIX}/{taskId}`, async (_req, res, { taskId }, ctx) => {

@@ -33,7 +33,14 @@ export interface DiscoveryOptions {
 }
 
 /** The conformance fixtures this host ships (loaded with BUILTIN_WORKFLOWS=conformance, or from WORKFLOWS_DIR); only loaded ones are advertised. */
-export const CONFORMANCE_FIXTURES = ["conformance-noop", "conformance-approval", "conformance-cancellable", "conformance-delay", "conformance-idempotent", "conformance-a2a-task-roundtrip"] as const;
+export const CONFORMANCE_FIXTURES = [
+  "conformance-noop",
+  "conformance-approval",
+  "conformance-cancellable",
+  "conformance-delay",
+  "conformance-idempotent",
+  "conformance-a2a-task-roundtrip",
+] as const;
 
 export const AGENT_CARD_PATH = "/.well-known/agent-card.json";
 /** The pure A2A 1.0 card without any header: the same path, the version named in the query. */
@@ -54,7 +61,11 @@ export function discoveryDocument(options: DiscoveryOptions): Record<string, unk
     eventLogSchemaVersion: 2,
     ...(options.recoveryEvidence ? { recoveryEvidence: options.recoveryEvidence } : {}),
     // How callers authenticate: the card's schemes and requirements (the configured authenticators' own words).
-    auth: { required: (card.security ?? []).length > 0, schemes: card.securitySchemes ?? {}, security: card.security ?? [] },
+    auth: {
+      required: (card.security ?? []).length > 0,
+      schemes: card.securitySchemes ?? {},
+      security: card.security ?? [],
+    },
     a2a: {
       supported: true,
       // The pure 1.0 card, whatever the bare path serves: a strict 1.0 client refuses the hybrid one.
@@ -94,10 +105,20 @@ export function addDiscoveryRoutes(router: HttpRouter, options: DiscoveryOptions
     return bareCard === "auto" && startedAt < windowEnd && clock() >= windowEnd ? windowEnd : startedAt;
   };
   router.add(["GET", "HEAD"], AGENT_CARD_PATH, async (req, res) =>
-    serveAgentCard(req, res, options.service.agentCard, bareCardShape(bareCard, clock()), { maxAgeSeconds: cacheMaxAgeSeconds, lastModified: lastModified() }, options.signedCards),
+    serveAgentCard(
+      req,
+      res,
+      options.service.agentCard,
+      bareCardShape(bareCard, clock()),
+      { maxAgeSeconds: cacheMaxAgeSeconds, lastModified: lastModified() },
+      options.signedCards,
+    ),
   );
   router.add(["GET", "HEAD"], "/.well-known/openwop", async (req, res) =>
-    sendCacheableJson(req, res, discoveryDocument(options), { maxAgeSeconds: cacheMaxAgeSeconds, lastModified: startedAt }),
+    sendCacheableJson(req, res, discoveryDocument(options), {
+      maxAgeSeconds: cacheMaxAgeSeconds,
+      lastModified: startedAt,
+    }),
   );
   router.add("GET", "/v1/a2a/tasks/{taskId}", async (_req, res, params, ctx) => {
     sendJson(res, 200, await options.service.getA2ATaskState(params["taskId"]!, ctx));

@@ -9,7 +9,10 @@ import type { HttpRouter } from "../http-router.js";
 import { readJsonObject, type BodyLimits } from "./openwop-request.js";
 
 /** The a2a.invoke runner against a peer, in the context of our run `run` (a2a/peer-invoke-probe.ts). */
-export type InvokePeer = (request: PeerInvokeRequest, run: { taskId: string; tenant: string }) => Promise<PeerInvokeReport>;
+export type InvokePeer = (
+  request: PeerInvokeRequest,
+  run: { taskId: string; tenant: string },
+) => Promise<PeerInvokeReport>;
 
 export interface InvokeSeamOptions extends BodyLimits {
   runs: RunService;
@@ -22,7 +25,11 @@ export const INVOKE_SEAM_PATH = "/v1/host/sample/a2a/invoke";
 
 /** What a peer's content could have moved in the gated run: its status and the interrupts it waits on. */
 function gateOf(snapshot: RunSnapshot): string {
-  return JSON.stringify([snapshot.status, snapshot.currentNodeId ?? null, snapshot.interrupts.map((i) => [i.interruptId, i.nodeId, i.kind])]);
+  return JSON.stringify([
+    snapshot.status,
+    snapshot.currentNodeId ?? null,
+    snapshot.interrupts.map((i) => [i.interruptId, i.nodeId, i.kind]),
+  ]);
 }
 
 /**
@@ -45,7 +52,9 @@ export function addInvokeSeamRoute(router: HttpRouter, options: InvokeSeamOption
       parsed = undefined;
     }
     if (!parsed || (parsed.protocol !== "https:" && parsed.protocol !== "http:")) {
-      throw invalidParams("peerUrl must be an absolute http(s) URL: the peer's base URL or its agent card's URL", { path: "body.peerUrl" });
+      throw invalidParams("peerUrl must be an absolute http(s) URL: the peer's base URL or its agent card's URL", {
+        path: "body.peerUrl",
+      });
     }
     const request: PeerInvokeRequest = { peerUrl };
     for (const field of ["requestVersion", "peerOffersOnly", "scenario"] as const) {
@@ -59,7 +68,11 @@ export function addInvokeSeamRoute(router: HttpRouter, options: InvokeSeamOption
     const taskId = await options.startGatedRun(ctx).catch((err: unknown) => {
       // Not a 404: the suite reads a 404 as "no seam here", and this one is here but cannot run.
       if (err instanceof DomainError && err.code === "not-found") {
-        throw new DomainError("unsupported-operation", `the invoke seam runs the conformance-approval fixture, which is not loaded: set BUILTIN_WORKFLOWS to include conformance (e.g. demo,conformance)`, {});
+        throw new DomainError(
+          "unsupported-operation",
+          `the invoke seam runs the conformance-approval fixture, which is not loaded: set BUILTIN_WORKFLOWS to include conformance (e.g. demo,conformance)`,
+          {},
+        );
       }
       throw err;
     });
@@ -74,7 +87,10 @@ export function addInvokeSeamRoute(router: HttpRouter, options: InvokeSeamOption
         // Said outright, never left to be inferred (RFC 0152 §B: no silent downgrade, authenticated or not).
         downgraded: report.negotiatedVersion !== report.preferredVersion,
         authenticated,
-        peer: { ...(report.peerTaskId !== undefined ? { taskId: report.peerTaskId, state: report.peerState } : {}), outcome: report.outcome },
+        peer: {
+          ...(report.peerTaskId !== undefined ? { taskId: report.peerTaskId, state: report.peerState } : {}),
+          outcome: report.outcome,
+        },
         peerAuthority: {
           approvalAdvanced: after !== before,
           scopesWidened: JSON.stringify(ctx.principal.scopes) !== scopesBefore,

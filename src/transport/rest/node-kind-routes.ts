@@ -6,7 +6,11 @@ export interface NodeKindRoute {
   method: "POST" | "GET";
   path: string;
   public: boolean;
-  handle(request: { params: Readonly<Record<string, string>>; headers: Readonly<Record<string, string | undefined>>; body: string }): Promise<{ status: number; body: unknown; headers?: Record<string, string> }>;
+  handle(request: {
+    params: Readonly<Record<string, string>>;
+    headers: Readonly<Record<string, string | undefined>>;
+    body: string;
+  }): Promise<{ status: number; body: unknown; headers?: Record<string, string> }>;
 }
 
 /**
@@ -14,12 +18,16 @@ export interface NodeKindRoute {
  * changes). The raw body is handed over as received (a signature may cover its bytes), the headers with lower-case
  * names; the kind answers status, JSON body and headers.
  */
-export function addNodeKindRoutes(router: HttpRouter, options: { routes: readonly NodeKindRoute[]; maxBodyBytes: number }): void {
+export function addNodeKindRoutes(
+  router: HttpRouter,
+  options: { routes: readonly NodeKindRoute[]; maxBodyBytes: number },
+): void {
   for (const route of options.routes) {
     router.add(route.method, route.path, async (req, res, params) => {
       const body = (await readBody(req, options.maxBodyBytes)).toString("utf8");
       const headers: Record<string, string | undefined> = {};
-      for (const [name, value] of Object.entries(req.headers)) headers[name.toLowerCase()] = Array.isArray(value) ? value[0] : value;
+      for (const [name, value] of Object.entries(req.headers))
+        headers[name.toLowerCase()] = Array.isArray(value) ? value[0] : value;
       const answer = await route.handle({ params, headers, body });
       sendJson(res, answer.status, answer.body, answer.headers ?? {});
     });
@@ -28,5 +36,7 @@ export function addNodeKindRoutes(router: HttpRouter, options: { routes: readonl
 
 /** The routes that check their own credential (no API key): everything under each one's path up to its first parameter. */
 export function publicNodeKindPaths(routes: readonly NodeKindRoute[]): RegExp[] {
-  return routes.filter((r) => r.public).map((r) => new RegExp(`^${r.path.split("{")[0]!.replace(/[.*+?^$()|[\]\\/]/g, "\\$&")}`));
+  return routes
+    .filter((r) => r.public)
+    .map((r) => new RegExp(`^${r.path.split("{")[0]!.replace(/[.*+?^$()|[\]\\/]/g, "\\$&")}`));
 }

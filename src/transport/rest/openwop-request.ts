@@ -13,7 +13,11 @@ export interface BodyLimits {
   maxInputDepth: number;
 }
 
-export async function readJsonObject(req: HttpRequest, limits: BodyLimits, options: { optional?: boolean } = {}): Promise<JsonObject | undefined> {
+export async function readJsonObject(
+  req: HttpRequest,
+  limits: BodyLimits,
+  options: { optional?: boolean } = {},
+): Promise<JsonObject | undefined> {
   const declared = req.headers["content-length"];
   const chunked = req.headers["transfer-encoding"] !== undefined;
   const mayHaveBody = chunked || (declared !== undefined && declared !== "0");
@@ -32,9 +36,13 @@ export async function readJsonObject(req: HttpRequest, limits: BodyLimits, optio
 function checkJsonMediaType(req: HttpRequest): void {
   const type = mediaTypeOf(req);
   if (type !== "application/json" && !/^application\/[a-z0-9.+-]*\+json$/.test(type)) {
-    throw new DomainError("unsupported-media-type", `Content-Type must be application/json (got "${req.headers["content-type"] ?? ""}")`, {
-      contentType: req.headers["content-type"] ?? null,
-    });
+    throw new DomainError(
+      "unsupported-media-type",
+      `Content-Type must be application/json (got "${req.headers["content-type"] ?? ""}")`,
+      {
+        contentType: req.headers["content-type"] ?? null,
+      },
+    );
   }
 }
 
@@ -43,11 +51,19 @@ export function queryOf(req: HttpRequest): URLSearchParams {
 }
 
 /** An integer from a query parameter or header, within [min, max]; `fallback` when absent or empty. */
-export function integerParam(raw: string | null | undefined, name: string, fallback: number, min: number, max: number): number {
+export function integerParam(
+  raw: string | null | undefined,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
   if (raw === null || raw === undefined || raw === "") return fallback;
-  if (!/^-?\d{1,15}$/.test(raw)) throw invalidParams(`${name} must be an integer (got ${JSON.stringify(raw)})`, { path: name });
+  if (!/^-?\d{1,15}$/.test(raw))
+    throw invalidParams(`${name} must be an integer (got ${JSON.stringify(raw)})`, { path: name });
   const value = Number(raw);
-  if (value < min || value > max) throw invalidParams(`${name} must be between ${min} and ${max} (got ${value})`, { path: name });
+  if (value < min || value > max)
+    throw invalidParams(`${name} must be between ${min} and ${max} (got ${value})`, { path: name });
   return value;
 }
 

@@ -2,7 +2,15 @@ import { invalidParams } from "../../domain/errors.js";
 import type { RunEventFeed } from "../../runs/run-event-feed.js";
 import type { RunInterrupts } from "../../runs/run-interrupts.js";
 import type { RunService, StartRunRequest } from "../../runs/run-service.js";
-import { expectObject, onlyKnownFields, optionalObject, optionalString, optionalStringArray, requiredString, type JsonObject } from "../../domain/json-shape.js";
+import {
+  expectObject,
+  onlyKnownFields,
+  optionalObject,
+  optionalString,
+  optionalStringArray,
+  requiredString,
+  type JsonObject,
+} from "../../domain/json-shape.js";
 import { sendJson, SseWriter, type HttpRequest, type HttpResponse } from "../http-io.js";
 import type { HttpRouter } from "../http-router.js";
 import { openwopErrorBody } from "../errors/openwop-error-exit.js";
@@ -42,7 +50,10 @@ export function addOpenwopRunsRoutes(router: HttpRouter, options: OpenwopRunsRou
     const idempotencyKey = idempotencyKeyOf(req);
     const request = decodeStartRun((await readJsonObject(req, options))!);
     const result = await runs.startRun(request, ctx, idempotencyKey);
-    sendJson(res, result.status, result.body, { location: result.body.statusUrl, ...(result.replayed ? { [IDEMPOTENT_REPLAY_HEADER]: "true" } : {}) });
+    sendJson(res, result.status, result.body, {
+      location: result.body.statusUrl,
+      ...(result.replayed ? { [IDEMPOTENT_REPLAY_HEADER]: "true" } : {}),
+    });
   });
 
   router.add("GET", "/v1/runs/{runId}", async (_req, res, { runId }, ctx) => {
@@ -57,7 +68,13 @@ export function addOpenwopRunsRoutes(router: HttpRouter, options: OpenwopRunsRou
   router.add("GET", "/v1/runs/{runId}/events/poll", async (req, res, { runId }, ctx) => {
     const query = queryOf(req);
     const after = integerParam(query.get("after"), "after", -1, -1, Number.MAX_SAFE_INTEGER);
-    const timeoutMs = integerParam(query.get("timeoutMs"), "timeoutMs", POLL_DEFAULT_TIMEOUT_MS, 0, POLL_MAX_TIMEOUT_MS);
+    const timeoutMs = integerParam(
+      query.get("timeoutMs"),
+      "timeoutMs",
+      POLL_DEFAULT_TIMEOUT_MS,
+      0,
+      POLL_MAX_TIMEOUT_MS,
+    );
     const limit = integerParam(query.get("limit"), "limit", 500, 1, POLL_MAX_LIMIT);
     sendJson(res, 200, await feed.poll(runId!, after, timeoutMs, limit, ctx));
   });
@@ -88,18 +105,26 @@ export function addOpenwopRunsRoutes(router: HttpRouter, options: OpenwopRunsRou
 
 /** `{resumeValue: {...}}`, the body of both interrupt resolution endpoints. */
 export function resumeValueOf(body: JsonObject): Record<string, unknown> {
-  if (!("resumeValue" in body)) throw invalidParams(`the body needs "resumeValue", e.g. {"resumeValue": {"action": "accept"}}`, { path: "body.resumeValue" });
+  if (!("resumeValue" in body))
+    throw invalidParams(`the body needs "resumeValue", e.g. {"resumeValue": {"action": "accept"}}`, {
+      path: "body.resumeValue",
+    });
   return expectObject(body["resumeValue"], "body.resumeValue");
 }
 
 function decodeStartRun(body: JsonObject): StartRunRequest {
   if ("callbackUrl" in body) {
-    throw invalidParams("callbackUrl is not supported by this host; follow the run with GET /v1/runs/{runId}/events (SSE) or /events/poll", { path: "body.callbackUrl" });
+    throw invalidParams(
+      "callbackUrl is not supported by this host; follow the run with GET /v1/runs/{runId}/events (SSE) or /events/poll",
+      { path: "body.callbackUrl" },
+    );
   }
   onlyKnownFields(body, "body", START_RUN_FIELDS);
   const tags = optionalStringArray(body, "tags", "body");
   if (tags && (tags.length > MAX_TAGS || tags.some((t) => t.length > MAX_TAG_LENGTH))) {
-    throw invalidParams(`body.tags may hold at most ${MAX_TAGS} tags of at most ${MAX_TAG_LENGTH} characters`, { path: "body.tags" });
+    throw invalidParams(`body.tags may hold at most ${MAX_TAGS} tags of at most ${MAX_TAG_LENGTH} characters`, {
+      path: "body.tags",
+    });
   }
   const inputs = optionalObject(body, "inputs", "body");
   const tenantId = optionalString(body, "tenantId", "body");
@@ -127,12 +152,17 @@ function idempotencyKeyOf(req: HttpRequest): string | undefined {
 /** `Last-Event-ID` (a reconnecting EventSource) wins over `?after=`; both mean "the last sequence I have". */
 function resumePointOf(req: HttpRequest): number {
   const lastEventId = headerOf(req, "last-event-id");
-  if (lastEventId !== undefined && lastEventId !== "") return integerParam(lastEventId, "Last-Event-ID", -1, 0, Number.MAX_SAFE_INTEGER);
+  if (lastEventId !== undefined && lastEventId !== "")
+    return integerParam(lastEventId, "Last-Event-ID", -1, 0, Number.MAX_SAFE_INTEGER);
   return integerParam(queryOf(req).get("after"), "after", -1, -1, Number.MAX_SAFE_INTEGER);
 }
 
 /** A run's events as SSE (event name = event type, id = sequence), an `error` event if the stream fails. */
-export async function streamEvents(res: HttpResponse, events: AsyncGenerator<{ sequence: number; type: string }>, options: Pick<OpenwopRunsRoutesOptions, "report" | "keepaliveMs">): Promise<void> {
+export async function streamEvents(
+  res: HttpResponse,
+  events: AsyncGenerator<{ sequence: number; type: string }>,
+  options: Pick<OpenwopRunsRoutesOptions, "report" | "keepaliveMs">,
+): Promise<void> {
   const sse = new SseWriter(res, options.keepaliveMs);
   try {
     for await (const event of events) {

@@ -22,7 +22,13 @@ export function addOpsRoutes(router: HttpRouter, options: { readiness: Readiness
   router.add("GET", "/readyz", async (_req, res) => {
     const report = await options.readiness.check();
     if (report.ready) sendJson(res, 200, { status: "ready", checks: report.checks, details: report.details });
-    else sendJson(res, 503, { status: "not-ready", reason: report.reason, checks: report.checks, details: report.details }, { "retry-after": String(READINESS_RETRY_AFTER_SECONDS) });
+    else
+      sendJson(
+        res,
+        503,
+        { status: "not-ready", reason: report.reason, checks: report.checks, details: report.details },
+        { "retry-after": String(READINESS_RETRY_AFTER_SECONDS) },
+      );
   });
   router.add("GET", "/metrics", async (req, res) => {
     options.telemetry.serveMetrics(req as IncomingMessage, res as ServerResponse);

@@ -18,7 +18,8 @@ export function addPushRoutes(router: HttpRouter, options: PushRoutesOptions): v
     const query = new URL(req.url ?? "/", "http://host").searchParams;
     const taskId = query.get("taskId") ?? undefined;
     const rawLimit = query.get("limit");
-    if (rawLimit !== null && !/^\d{1,4}$/.test(rawLimit)) throw invalidParams(`limit must be an integer from 1 to ${MAX_LIMIT}`, { path: "limit" });
+    if (rawLimit !== null && !/^\d{1,4}$/.test(rawLimit))
+      throw invalidParams(`limit must be an integer from 1 to ${MAX_LIMIT}`, { path: "limit" });
     const limit = rawLimit === null ? 100 : Math.min(Math.max(Number(rawLimit), 1), MAX_LIMIT);
     const deadLetters = await options.service.pushDeadLetters({ ...(taskId ? { taskId } : {}), limit }, ctx);
     sendJson(res, 200, { deadLetters });

@@ -43,10 +43,16 @@ function hello(legacy: boolean): CommandHandler {
     const { replicaSet } = context.server;
     const me = selfAddress(context);
     const now = new Date();
-    const opTime = { ts: new BSON.Timestamp({ t: Math.floor(now.getTime() / 1000), i: 1 }), t: BSON.Long.fromNumber(1) };
+    const opTime = {
+      ts: new BSON.Timestamp({ t: Math.floor(now.getTime() / 1000), i: 1 }),
+      t: BSON.Long.fromNumber(1),
+    };
     const member: Doc = replicaSet
       ? {
-          topologyVersion: { processId: context.server.topologyVersion.processId, counter: context.server.topologyVersion.counter },
+          topologyVersion: {
+            processId: context.server.topologyVersion.processId,
+            counter: context.server.topologyVersion.counter,
+          },
           hosts: [me],
           setName: replicaSet,
           setVersion: 1,
@@ -84,7 +90,8 @@ export function isAwaitableHello(command: Doc, context: CommandContext): number 
   const current = context.server.topologyVersion;
   const sameProcess = requested.processId instanceof BSON.ObjectId && requested.processId.equals(current.processId);
   const counter = requested.counter;
-  const sameCounter = (counter instanceof BSON.Long ? counter.toNumber() : Number(counter)) === current.counter.toNumber();
+  const sameCounter =
+    (counter instanceof BSON.Long ? counter.toNumber() : Number(counter)) === current.counter.toNumber();
   // A client that knows an older topology is answered at once, as mongod does.
   return sameProcess && sameCounter ? Math.max(0, toDouble(command.maxAwaitTimeMS)) : undefined;
 }
@@ -152,7 +159,10 @@ function setParameter(command: Doc, context: CommandContext): Doc {
       reply.was = new BSON.Int32(Math.round(ttl.interval / 1000));
       ttl.setInterval(toDouble(value) * 1000);
     } else {
-      fail(ErrorCode.InvalidOptions, `attempted to set unrecognized parameter [${name}], use help:true to see options `);
+      fail(
+        ErrorCode.InvalidOptions,
+        `attempted to set unrecognized parameter [${name}], use help:true to see options `,
+      );
     }
   }
   return { ...reply, ok: 1 };
@@ -219,7 +229,12 @@ function listDatabases(command: Doc, context: CommandContext): Doc {
     .filter((entry) => filter(entry));
   if (nameOnly) return { databases: databases.map(({ name }) => ({ name })), ok: 1 };
   for (const entry of databases) totalSize += entry.sizeOnDisk.toNumber();
-  return { databases, totalSize: BSON.Long.fromNumber(totalSize), totalSizeMb: BSON.Long.fromNumber(Math.floor(totalSize / 1024 / 1024)), ok: 1 };
+  return {
+    databases,
+    totalSize: BSON.Long.fromNumber(totalSize),
+    totalSizeMb: BSON.Long.fromNumber(Math.floor(totalSize / 1024 / 1024)),
+    ok: 1,
+  };
 }
 
 function dropDatabase(_command: Doc, context: CommandContext): Doc {
@@ -268,7 +283,16 @@ function listCollections(command: Doc, context: CommandContext): Doc {
 }
 
 /** Options of `create` that would change behaviour the test server does not implement. */
-const UNSUPPORTED_CREATE_OPTIONS = ["capped", "viewOn", "pipeline", "timeseries", "clusteredIndex", "validator", "changeStreamPreAndPostImages", "encryptedFields"];
+const UNSUPPORTED_CREATE_OPTIONS = [
+  "capped",
+  "viewOn",
+  "pipeline",
+  "timeseries",
+  "clusteredIndex",
+  "validator",
+  "changeStreamPreAndPostImages",
+  "encryptedFields",
+];
 
 function create(command: Doc, context: CommandContext): Doc {
   const name = collectionArgument(command, "create", context);
@@ -280,7 +304,8 @@ function create(command: Doc, context: CommandContext): Doc {
   rejectCollation(command.collation);
   // Since MongoDB 7.0, creating a collection that exists with identical options succeeds. Every
   // collection here has the default options (others are rejected above), so that is always the case.
-  if (!context.server.store.getCollection(context.db, name)) context.server.store.createCollection(context.db, name, {});
+  if (!context.server.store.getCollection(context.db, name))
+    context.server.store.createCollection(context.db, name, {});
   return { ok: 1 };
 }
 
@@ -322,4 +347,3 @@ export const adminCommands: Record<string, CommandHandler> = {
   create,
   drop,
 };
-

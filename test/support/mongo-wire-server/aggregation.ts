@@ -43,7 +43,8 @@ function compileStage(stage: unknown): Stage {
       return (docs) => docs.filter(predicate);
     }
     case "$sort": {
-      if (!isDocument(spec) || Object.keys(spec).length === 0) fail(15976, "$sort stage must have at least one sort key");
+      if (!isDocument(spec) || Object.keys(spec).length === 0)
+        fail(15976, "$sort stage must have at least one sort key");
       const comparator = compileSort(spec);
       return (docs) => sortDocuments(docs, comparator);
     }
@@ -105,7 +106,10 @@ function compileStage(stage: unknown): Stage {
         docs.map((doc) => {
           const root = evaluateExpression(expression, doc);
           if (!isDocument(root)) {
-            fail(40228, `'newRoot' expression must evaluate to an object, but resulting value was: ${formatValue(root)}. Type of resulting value: '${typeof root}'.`);
+            fail(
+              40228,
+              `'newRoot' expression must evaluate to an object, but resulting value was: ${formatValue(root)}. Type of resulting value: '${typeof root}'.`,
+            );
           }
           return root;
         });
@@ -164,7 +168,10 @@ const ACCUMULATORS: Record<string, () => Accumulator> = {
   },
   $addToSet: () => {
     const values = new Map<string, unknown>();
-    return { add: (v) => void (v !== undefined && !values.has(canonicalKey(v)) && values.set(canonicalKey(v), v)), result: () => [...values.values()] };
+    return {
+      add: (v) => void (v !== undefined && !values.has(canonicalKey(v)) && values.set(canonicalKey(v), v)),
+      result: () => [...values.values()],
+    };
   },
   $count: () => {
     let n = 0;
@@ -228,7 +235,8 @@ function compileGroup(spec: unknown): Stage {
 
 function compileUnwind(spec: unknown): Stage {
   const options = typeof spec === "string" ? { path: spec } : spec;
-  if (!isDocument(options)) fail(15981, `expected either a string or an object as specification for $unwind stage, got ${formatValue(spec)}`);
+  if (!isDocument(options))
+    fail(15981, `expected either a string or an object as specification for $unwind stage, got ${formatValue(spec)}`);
   const path = options.path;
   if (typeof path !== "string") fail(28812, "no path specified to $unwind stage");
   if (!path.startsWith("$")) fail(28818, `path option to $unwind stage should be prefixed with a '$': ${path}`);

@@ -314,7 +314,12 @@ function compareEntries(a: [string, unknown][], b: [string, unknown][], compareN
 }
 
 function compareBytes(a: Uint8Array, b: Uint8Array): number {
-  return sign(Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.byteLength), Buffer.from(b.buffer, b.byteOffset, b.byteLength)));
+  return sign(
+    Buffer.compare(
+      Buffer.from(a.buffer, a.byteOffset, a.byteLength),
+      Buffer.from(b.buffer, b.byteOffset, b.byteLength),
+    ),
+  );
 }
 
 /**

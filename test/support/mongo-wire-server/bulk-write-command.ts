@@ -6,7 +6,13 @@
 
 import { BSON } from "mongodb";
 import { bsonTypeName, integerValue, isDocument, isTruthy, type Doc } from "./bson-values.js";
-import { optionalBoolean, requireAdminDatabase, requiredArray, type CommandContext, type CommandHandler } from "./command-context.js";
+import {
+  optionalBoolean,
+  requireAdminDatabase,
+  requiredArray,
+  type CommandContext,
+  type CommandHandler,
+} from "./command-context.js";
 import { ErrorCode, errorReply, fail } from "./errors.js";
 import { deleteCommand, insert, update } from "./write-commands.js";
 
@@ -25,7 +31,11 @@ interface Totals {
 function namespaces(command: Doc): { db: string; collection: string }[] {
   return requiredArray(command, "bulkWrite", "nsInfo").map((entry, i) => {
     const ns = isDocument(entry) ? entry.ns : undefined;
-    if (typeof ns !== "string") fail(ErrorCode.TypeMismatch, `BSON field 'bulkWrite.nsInfo.${i}.ns' is the wrong type '${bsonTypeName(ns)}', expected type 'string'`);
+    if (typeof ns !== "string")
+      fail(
+        ErrorCode.TypeMismatch,
+        `BSON field 'bulkWrite.nsInfo.${i}.ns' is the wrong type '${bsonTypeName(ns)}', expected type 'string'`,
+      );
     const dot = ns.indexOf(".");
     if (dot <= 0 || dot === ns.length - 1) fail(ErrorCode.InvalidNamespace, `Invalid namespace specified '${ns}'`);
     return { db: ns.slice(0, dot), collection: ns.slice(dot + 1) };
@@ -34,7 +44,11 @@ function namespaces(command: Doc): { db: string; collection: string }[] {
 
 function kindOf(op: Doc, index: number): OpKind {
   const kinds = OP_KINDS.filter((k) => op[k] !== undefined);
-  if (kinds.length !== 1) fail(ErrorCode.FailedToParse, `BSON field 'bulkWrite.ops.${index}' must name exactly one of insert, update, delete`);
+  if (kinds.length !== 1)
+    fail(
+      ErrorCode.FailedToParse,
+      `BSON field 'bulkWrite.ops.${index}' must name exactly one of insert, update, delete`,
+    );
   return kinds[0] as OpKind;
 }
 
@@ -42,10 +56,34 @@ function kindOf(op: Doc, index: number): OpKind {
 function asWriteCommand(kind: OpKind, op: Doc, collection: string): Doc {
   if (kind === "insert") return { insert: collection, documents: [op.document], ordered: true };
   if (kind === "update") {
-    if (op.updateMods === undefined) fail(40414, "BSON field 'bulkWrite.update.updateMods' is missing but a required field");
-    return { update: collection, ordered: true, updates: [{ q: op.filter, u: op.updateMods, multi: isTruthy(op.multi), upsert: isTruthy(op.upsert), ...(op.arrayFilters !== undefined ? { arrayFilters: op.arrayFilters } : {}), ...(op.collation !== undefined ? { collation: op.collation } : {}) }] };
+    if (op.updateMods === undefined)
+      fail(40414, "BSON field 'bulkWrite.update.updateMods' is missing but a required field");
+    return {
+      update: collection,
+      ordered: true,
+      updates: [
+        {
+          q: op.filter,
+          u: op.updateMods,
+          multi: isTruthy(op.multi),
+          upsert: isTruthy(op.upsert),
+          ...(op.arrayFilters !== undefined ? { arrayFilters: op.arrayFilters } : {}),
+          ...(op.collation !== undefined ? { collation: op.collation } : {}),
+        },
+      ],
+    };
   }
-  return { delete: collection, ordered: true, deletes: [{ q: op.filter, limit: isTruthy(op.multi) ? 0 : 1, ...(op.collation !== undefined ? { collation: op.collation } : {}) }] };
+  return {
+    delete: collection,
+    ordered: true,
+    deletes: [
+      {
+        q: op.filter,
+        limit: isTruthy(op.multi) ? 0 : 1,
+        ...(op.collation !== undefined ? { collation: op.collation } : {}),
+      },
+    ],
+  };
 }
 
 const HANDLERS: Record<OpKind, CommandHandler> = { insert, update, delete: deleteCommand };
@@ -54,12 +92,17 @@ function bulkWrite(command: Doc, context: CommandContext): Doc {
   requireAdminDatabase("bulkWrite", context);
   const nsInfo = namespaces(command);
   const ops = requiredArray(command, "bulkWrite", "ops");
-  if (ops.length === 0) fail(ErrorCode.InvalidLength, "Write batch sizes must be between 1 and 100000. Got 0 operations.");
+  if (ops.length === 0)
+    fail(ErrorCode.InvalidLength, "Write batch sizes must be between 1 and 100000. Got 0 operations.");
   const ordered = optionalBoolean(command, "bulkWrite", "ordered", true);
   const errorsOnly = optionalBoolean(command, "bulkWrite", "errorsOnly", false);
   // Every op is parsed before any runs, like mongod's request parser.
   const parsed = ops.map((op, i) => {
-    if (!isDocument(op)) fail(ErrorCode.TypeMismatch, `BSON field 'bulkWrite.ops.${i}' is the wrong type '${bsonTypeName(op)}', expected type 'object'`);
+    if (!isDocument(op))
+      fail(
+        ErrorCode.TypeMismatch,
+        `BSON field 'bulkWrite.ops.${i}' is the wrong type '${bsonTypeName(op)}', expected type 'object'`,
+      );
     const kind = kindOf(op, i);
     const target = nsInfo[integerValue(op[kind]) ?? -1];
     if (!target) fail(ErrorCode.BadValue, `BulkWrite ops entry ${i} has an invalid nsInfo index`);
@@ -86,7 +129,11 @@ function bulkWrite(command: Doc, context: CommandContext): Doc {
     results.push(count(kind, idx, reply, totals));
   }
   return {
-    cursor: { id: BSON.Long.ZERO, firstBatch: errorsOnly ? results.filter((r) => r.ok === 0) : results, ns: "admin.$cmd.bulkWrite" },
+    cursor: {
+      id: BSON.Long.ZERO,
+      firstBatch: errorsOnly ? results.filter((r) => r.ok === 0) : results,
+      ns: "admin.$cmd.bulkWrite",
+    },
     ...totals,
     ok: 1,
   };

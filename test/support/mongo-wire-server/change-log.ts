@@ -40,9 +40,13 @@ export function token(position: number, kind: TokenKind = "event"): Doc {
 
 export function parseToken(resume: unknown, field: string): { position: number; kind: TokenKind } {
   const data = isDocument(resume) ? resume._data : undefined;
-  if (typeof data !== "string" || !/^[0-9a-f]{16}(ff|fe)?$/.test(data)) fail(ErrorCode.BadValue, `invalid resume token in ${field}: ${JSON.stringify(resume)}`);
+  if (typeof data !== "string" || !/^[0-9a-f]{16}(ff|fe)?$/.test(data))
+    fail(ErrorCode.BadValue, `invalid resume token in ${field}: ${JSON.stringify(resume)}`);
   const suffix = data.slice(16);
-  return { position: Number.parseInt(data.slice(0, 16), 16), kind: suffix === "ff" ? "invalidate" : suffix === "fe" ? "pastInvalidate" : "event" };
+  return {
+    position: Number.parseInt(data.slice(0, 16), 16),
+    kind: suffix === "ff" ? "invalidate" : suffix === "fe" ? "pastInvalidate" : "event",
+  };
 }
 
 export function positionOf(resume: unknown, field: string): number {
@@ -58,7 +62,8 @@ export function invalidateEvent(position: number, clusterTime: unknown): Doc {
 function describeUpdate(previous: Doc, next: Doc): Doc {
   const updatedFields: Doc = {};
   for (const [key, value] of Object.entries(next)) {
-    if (key !== "_id" && !Buffer.from(BSON.serialize({ v: value })).equals(BSON.serialize({ v: previous[key] }))) updatedFields[key] = value;
+    if (key !== "_id" && !Buffer.from(BSON.serialize({ v: value })).equals(BSON.serialize({ v: previous[key] })))
+      updatedFields[key] = value;
   }
   const removedFields = Object.keys(previous).filter((key) => !(key in next));
   return { updatedFields, removedFields, truncatedArrays: [] };
@@ -86,19 +91,45 @@ export class ChangeLog {
       wallTime: new Date(),
       ns: { db, coll },
       documentKey: { _id: doc._id },
-      ...(operationType === "update" && previous ? { updateDescription: describeUpdate(previous, doc) } : { fullDocument: doc }),
+      ...(operationType === "update" && previous
+        ? { updateDescription: describeUpdate(previous, doc) }
+        : { fullDocument: doc }),
     };
     this.append({ position, db, coll, operationType, event });
   }
 
   recordDrop(db: string, coll: string): void {
     const position = ++this.last;
-    this.append({ position, db, coll, operationType: "drop", event: { _id: token(position), operationType: "drop", clusterTime: clusterTime(position), wallTime: new Date(), ns: { db, coll } } });
+    this.append({
+      position,
+      db,
+      coll,
+      operationType: "drop",
+      event: {
+        _id: token(position),
+        operationType: "drop",
+        clusterTime: clusterTime(position),
+        wallTime: new Date(),
+        ns: { db, coll },
+      },
+    });
   }
 
   recordDropDatabase(db: string): void {
     const position = ++this.last;
-    this.append({ position, db, coll: "", operationType: "dropDatabase", event: { _id: token(position), operationType: "dropDatabase", clusterTime: clusterTime(position), wallTime: new Date(), ns: { db } } });
+    this.append({
+      position,
+      db,
+      coll: "",
+      operationType: "dropDatabase",
+      event: {
+        _id: token(position),
+        operationType: "dropDatabase",
+        clusterTime: clusterTime(position),
+        wallTime: new Date(),
+        ns: { db },
+      },
+    });
   }
 
   /** The change at `position`, if the log still holds it. */
@@ -116,7 +147,11 @@ export class ChangeLog {
   /** Changes after `position`, oldest first. */
   after(position: number): Change[] {
     const oldest = this.changes[0]?.position ?? this.last + 1;
-    if (position < oldest - 1) fail(ErrorCode.ChangeStreamHistoryLost, "Resume of change stream was not possible, as the resume point may no longer be in the oplog.");
+    if (position < oldest - 1)
+      fail(
+        ErrorCode.ChangeStreamHistoryLost,
+        "Resume of change stream was not possible, as the resume point may no longer be in the oplog.",
+      );
     return this.changes.slice(Math.max(0, position - oldest + 1));
   }
 

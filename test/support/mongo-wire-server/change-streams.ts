@@ -49,27 +49,50 @@ export class ChangeStreamCursors {
     if (!this.enabled) fail(40573, "The $changeStream stage is only supported on replica sets");
     const [first, ...rest] = command.pipeline as unknown[];
     const spec = isDocument(first) ? first.$changeStream : undefined;
-    if (!isDocument(spec)) fail(ErrorCode.TypeMismatch, `the $changeStream stage must be an object, not ${bsonTypeName(spec)}`);
+    if (!isDocument(spec))
+      fail(ErrorCode.TypeMismatch, `the $changeStream stage must be an object, not ${bsonTypeName(spec)}`);
     for (const stage of rest) {
       const name = isDocument(stage) ? Object.keys(stage)[0] : undefined;
-      if (name === "$changeStream") fail(ErrorCode.BadValue, "$changeStream is only valid as the first stage in a pipeline");
+      if (name === "$changeStream")
+        fail(ErrorCode.BadValue, "$changeStream is only valid as the first stage in a pipeline");
     }
-    if (spec.resumeAfter !== undefined && spec.startAfter !== undefined) fail(ErrorCode.BadValue, "Only one type of resume option is allowed, but multiple were found");
+    if (spec.resumeAfter !== undefined && spec.startAfter !== undefined)
+      fail(ErrorCode.BadValue, "Only one type of resume option is allowed, but multiple were found");
     const resume = spec.resumeAfter ?? spec.startAfter;
     const resumeField = spec.resumeAfter !== undefined ? "resumeAfter" : "startAfter";
-    const from = resume === undefined ? { position: this.log.position, kind: "event" } : parseToken(resume, resumeField);
+    const from =
+      resume === undefined ? { position: this.log.position, kind: "event" } : parseToken(resume, resumeField);
     if (from.kind === "invalidate" && resumeField === "resumeAfter") {
-      fail(ErrorCode.InvalidResumeToken, "Attempting to resume a change stream using 'resumeAfter' is not allowed from an invalidate notification.");
+      fail(
+        ErrorCode.InvalidResumeToken,
+        "Attempting to resume a change stream using 'resumeAfter' is not allowed from an invalidate notification.",
+      );
     }
     this.log.after(from.position); // refuses a resume point the log no longer holds
-    const cursor: StreamCursor = { id: newCursorId(), ns: `${context.db}.${coll}`, db: context.db, coll, run: compilePipeline(rest), position: from.position, invalidated: false };
+    const cursor: StreamCursor = {
+      id: newCursorId(),
+      ns: `${context.db}.${coll}`,
+      db: context.db,
+      coll,
+      run: compilePipeline(rest),
+      position: from.position,
+      invalidated: false,
+    };
     // Resuming from the drop event itself (not from past its invalidate) meets the invalidate first.
     const resumedAt = resume === undefined || from.kind !== "event" ? undefined : this.log.at(from.position);
     if (resumedAt && this.invalidates(cursor, resumedAt)) cursor.pendingInvalidate = resumedAt;
     this.open.set(cursor.id.toString(), cursor);
     const batch = this.take(cursor, cursorBatchSize(command, "aggregate"));
     if (cursor.invalidated) this.open.delete(cursor.id.toString());
-    return { cursor: { firstBatch: batch, postBatchResumeToken: this.resumeToken(cursor), id: cursor.invalidated ? BSON.Long.ZERO : cursor.id, ns: cursor.ns }, ok: 1 };
+    return {
+      cursor: {
+        firstBatch: batch,
+        postBatchResumeToken: this.resumeToken(cursor),
+        id: cursor.invalidated ? BSON.Long.ZERO : cursor.id,
+        ns: cursor.ns,
+      },
+      ok: 1,
+    };
   }
 
   private resumeToken(cursor: StreamCursor): Doc {
@@ -89,7 +112,11 @@ export class ChangeStreamCursors {
     const id = command.getMore as BSON.Long;
     const cursor = this.open.get(id.toString()) as StreamCursor;
     const ns = `${context.db}.${String(command.collection)}`;
-    if (cursor.ns !== ns) fail(ErrorCode.Unauthorized, `Requested getMore on namespace '${ns}', but cursor belongs to a different namespace ${cursor.ns}`);
+    if (cursor.ns !== ns)
+      fail(
+        ErrorCode.Unauthorized,
+        `Requested getMore on namespace '${ns}', but cursor belongs to a different namespace ${cursor.ns}`,
+      );
     const batchSize = optionalNonNegativeInteger(command, "getMore", "batchSize");
     const waitMs = optionalNonNegativeInteger(command, "getMore", "maxTimeMS") ?? DEFAULT_AWAIT_MS;
     const deadline = Date.now() + waitMs;
@@ -100,7 +127,15 @@ export class ChangeStreamCursors {
     }
     if (!this.open.has(id.toString())) fail(ErrorCode.CursorNotFound, `cursor id ${id.toString()} not found`);
     if (cursor.invalidated) this.open.delete(id.toString());
-    return { cursor: { nextBatch: batch, postBatchResumeToken: this.resumeToken(cursor), id: cursor.invalidated ? BSON.Long.ZERO : cursor.id, ns: cursor.ns }, ok: 1 };
+    return {
+      cursor: {
+        nextBatch: batch,
+        postBatchResumeToken: this.resumeToken(cursor),
+        id: cursor.invalidated ? BSON.Long.ZERO : cursor.id,
+        ns: cursor.ns,
+      },
+      ok: 1,
+    };
   }
 
   kill(id: BSON.Long): boolean {
@@ -140,7 +175,8 @@ export class ChangeStreamCursors {
         cursor.invalidated = true;
         break;
       }
-      if (change.db === cursor.db && change.coll === cursor.coll) batch.push(...cursor.run([cloneDocument(change.event)]));
+      if (change.db === cursor.db && change.coll === cursor.coll)
+        batch.push(...cursor.run([cloneDocument(change.event)]));
       cursor.position = change.position;
     }
     return batch;

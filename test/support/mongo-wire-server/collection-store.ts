@@ -67,7 +67,8 @@ export class Collection {
   insert(doc: Doc): void {
     validateId(doc._id);
     const size = bsonSize(doc);
-    if (size > MAX_BSON_OBJECT_SIZE) fail(ErrorCode.BadValue, `object to insert too large. size in bytes: ${size}, max size: ${MAX_BSON_OBJECT_SIZE}`);
+    if (size > MAX_BSON_OBJECT_SIZE)
+      fail(ErrorCode.BadValue, `object to insert too large. size in bytes: ${size}, max size: ${MAX_BSON_OBJECT_SIZE}`);
     const id = canonicalKey(doc._id);
     // A new document owns no index entries yet: any holder of its keys (even of its `_id`) conflicts.
     this.checkUnique(doc, undefined);
@@ -81,7 +82,8 @@ export class Collection {
   replace(previous: Doc, next: Doc, kind: Exclude<OperationType, "insert"> = "update"): void {
     validateId(next._id);
     const size = bsonSize(next);
-    if (size > MAX_BSON_OBJECT_SIZE) fail(17419, `Resulting document after update is larger than ${MAX_BSON_OBJECT_SIZE}`);
+    if (size > MAX_BSON_OBJECT_SIZE)
+      fail(17419, `Resulting document after update is larger than ${MAX_BSON_OBJECT_SIZE}`);
     const id = canonicalKey(previous._id);
     this.checkUnique(next, id);
     for (const index of this.indexList) index.remove(previous, id);
@@ -139,7 +141,10 @@ export class Collection {
       if (sameKeyPattern(byName.spec, spec) && sameIndexOptions(byName.spec, spec)) return false;
       const detail = `Requested index: ${describeSpec(spec)}, existing index: ${describeSpec(byName.spec)}`;
       if (sameKeyPattern(byName.spec, spec)) {
-        fail(ErrorCode.IndexOptionsConflict, `An equivalent index already exists with the same name but different options. ${detail}`);
+        fail(
+          ErrorCode.IndexOptionsConflict,
+          `An equivalent index already exists with the same name but different options. ${detail}`,
+        );
       }
       fail(
         ErrorCode.IndexKeySpecsConflict,
@@ -149,7 +154,10 @@ export class Collection {
     const byKey = list.find((index) => sameKeyPattern(index.spec, spec) && sameIndexOptions(index.spec, spec));
     if (byKey) fail(ErrorCode.IndexOptionsConflict, `Index already exists with a different name: ${byKey.name}`);
     // Several indexes may share a key pattern only when their partial filters tell them apart.
-    const sameKeyOtherOptions = list.find((index) => sameKeyPattern(index.spec, spec) && !spec.partialFilterExpression && !index.spec.partialFilterExpression);
+    const sameKeyOtherOptions = list.find(
+      (index) =>
+        sameKeyPattern(index.spec, spec) && !spec.partialFilterExpression && !index.spec.partialFilterExpression,
+    );
     if (sameKeyOtherOptions) {
       fail(
         ErrorCode.IndexOptionsConflict,
@@ -166,7 +174,11 @@ export class Collection {
       const conflict = requested.findConflict(doc, undefined);
       if (conflict) {
         const error = requested.duplicateKeyError(this.ns, conflict);
-        fail(error.code, `Index build failed: ${this.uuid.toHexString()}: Collection ${this.ns} ( ${this.uuid.toHexString()} ) :: caused by :: ${error.message}`, error.extra);
+        fail(
+          error.code,
+          `Index build failed: ${this.uuid.toHexString()}: Collection ${this.ns} ( ${this.uuid.toHexString()} ) :: caused by :: ${error.message}`,
+          error.extra,
+        );
       }
       requested.add(doc, id);
     }
@@ -272,7 +284,9 @@ export class Store {
   }
 
   collections(db: string): Collection[] {
-    return [...(this.databases.get(db)?.values() ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return [...(this.databases.get(db)?.values() ?? [])].sort((a, b) =>
+      a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
+    );
   }
 
   allCollections(): Collection[] {

@@ -46,7 +46,10 @@ export interface CommandContext {
 export type CommandHandler = (command: Doc, context: CommandContext) => Doc;
 
 function wrongType(commandName: string, field: string, value: unknown, expected: string): never {
-  return fail(ErrorCode.TypeMismatch, `BSON field '${commandName}.${field}' is the wrong type '${bsonTypeName(value)}', expected type '${expected}'`);
+  return fail(
+    ErrorCode.TypeMismatch,
+    `BSON field '${commandName}.${field}' is the wrong type '${bsonTypeName(value)}', expected type '${expected}'`,
+  );
 }
 
 /** The collection a command names in its first field ({find: "users"}). */
@@ -108,9 +111,13 @@ export function cursorBatchSize(command: Doc, commandName: string): number | und
 export function rejectCollation(collation: unknown): void {
   if (collation === undefined || collation === null) return;
   if (isDocument(collation) && collation.locale === "simple") return;
-  fail(ErrorCode.BadValue, "collations other than {locale: 'simple'} are not supported by the wire-protocol test server");
+  fail(
+    ErrorCode.BadValue,
+    "collations other than {locale: 'simple'} are not supported by the wire-protocol test server",
+  );
 }
 
 export function requireAdminDatabase(commandName: string, context: CommandContext): void {
-  if (context.db !== "admin") fail(ErrorCode.Unauthorized, `${commandName} may only be run against the admin database.`);
+  if (context.db !== "admin")
+    fail(ErrorCode.Unauthorized, `${commandName} may only be run against the admin database.`);
 }

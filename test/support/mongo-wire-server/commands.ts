@@ -12,10 +12,23 @@ import { CloseConnection, CommandError, ErrorCode, errorReply, fail } from "./er
 import { explainCommands } from "./explain-command.js";
 import { indexCommands } from "./index-commands.js";
 import { queryCommands } from "./query-commands.js";
-import { RESUMABLE_CHANGE_STREAM_ERROR_CODES, RETRYABLE_WRITE_COMMANDS, RETRYABLE_WRITE_ERROR_CODES } from "./retryable-writes.js";
+import {
+  RESUMABLE_CHANGE_STREAM_ERROR_CODES,
+  RETRYABLE_WRITE_COMMANDS,
+  RETRYABLE_WRITE_ERROR_CODES,
+} from "./retryable-writes.js";
 import { writeCommands } from "./write-commands.js";
 
-const COMMANDS = new Map<string, CommandHandler>(Object.entries({ ...adminCommands, ...queryCommands, ...writeCommands, ...bulkWriteCommands, ...indexCommands, ...explainCommands }));
+const COMMANDS = new Map<string, CommandHandler>(
+  Object.entries({
+    ...adminCommands,
+    ...queryCommands,
+    ...writeCommands,
+    ...bulkWriteCommands,
+    ...indexCommands,
+    ...explainCommands,
+  }),
+);
 
 /** Commands a client may send with the legacy OP_QUERY opcode (only the handshake, as in mongod 6+). */
 export const OP_QUERY_COMMANDS = new Set(["hello", "isMaster", "ismaster"]);
@@ -45,8 +58,14 @@ export function runAwaitableCommand(command: Doc, context: CommandContext): Doc 
  */
 export function errorLabelsFor(command: Doc, code: number, context: CommandContext): string[] {
   const name = Object.keys(command)[0] ?? "";
-  if (command.txnNumber !== undefined && RETRYABLE_WRITE_COMMANDS.has(name) && RETRYABLE_WRITE_ERROR_CODES.has(code)) return ["RetryableWriteError"];
-  if (name === "getMore" && RESUMABLE_CHANGE_STREAM_ERROR_CODES.has(code) && context.server.changeStreams.owns(command.getMore)) return ["ResumableChangeStreamError"];
+  if (command.txnNumber !== undefined && RETRYABLE_WRITE_COMMANDS.has(name) && RETRYABLE_WRITE_ERROR_CODES.has(code))
+    return ["RetryableWriteError"];
+  if (
+    name === "getMore" &&
+    RESUMABLE_CHANGE_STREAM_ERROR_CODES.has(code) &&
+    context.server.changeStreams.owns(command.getMore)
+  )
+    return ["ResumableChangeStreamError"];
   return [];
 }
 
@@ -62,16 +81,22 @@ export function runCommand(command: Doc, context: CommandContext): Doc {
     const handler = COMMANDS.get(name);
     if (!handler) fail(ErrorCode.CommandNotFound, `no such command: '${name}'`);
     if (command.startTransaction !== undefined || command.autocommit !== undefined) {
-      if (!context.server.replicaSet) fail(ErrorCode.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos");
-      fail(ErrorCode.IllegalOperation, "multi-document transactions are not supported by the wire-protocol test server");
+      if (!context.server.replicaSet)
+        fail(ErrorCode.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos");
+      fail(
+        ErrorCode.IllegalOperation,
+        "multi-document transactions are not supported by the wire-protocol test server",
+      );
     }
     if (command.txnNumber === undefined) return handler(command, context);
     // A standalone mongod rejects retryable writes; a replica set primary runs each one once.
-    if (!context.server.replicaSet) fail(ErrorCode.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos");
+    if (!context.server.replicaSet)
+      fail(ErrorCode.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos");
     if (!RETRYABLE_WRITE_COMMANDS.has(name)) fail(50768, `It is illegal to provide a txnNumber for command ${name}`);
     const { reply, retried } = context.server.retryableWrites.run(command, () => handler(command, context));
     // The onPrimaryTransactionalWrite fail point: the write is applied, its reply is lost.
-    if (!retried && context.server.failPoints.closeAfterRetryableWrite()) throw new CloseConnection("onPrimaryTransactionalWrite fail point");
+    if (!retried && context.server.failPoints.closeAfterRetryableWrite())
+      throw new CloseConnection("onPrimaryTransactionalWrite fail point");
     return reply;
   } catch (error) {
     if (error instanceof CloseConnection) throw error;

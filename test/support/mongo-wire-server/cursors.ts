@@ -48,7 +48,10 @@ export class CursorManager {
     const cursor = this.open.get(id.toString());
     if (!cursor) fail(ErrorCode.CursorNotFound, `cursor id ${id.toString()} not found`);
     if (cursor.ns !== ns) {
-      fail(ErrorCode.Unauthorized, `Requested getMore on namespace '${ns}', but cursor belongs to a different namespace ${cursor.ns}`);
+      fail(
+        ErrorCode.Unauthorized,
+        `Requested getMore on namespace '${ns}', but cursor belongs to a different namespace ${cursor.ns}`,
+      );
     }
     // For getMore, batchSize 0 (or none) means "as many as fit".
     const { batch, next } = takeBatch(cursor.docs, cursor.position, batchSize === 0 ? undefined : batchSize);

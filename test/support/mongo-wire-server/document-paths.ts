@@ -18,7 +18,12 @@ export function isArrayIndex(part: string): boolean {
  * The leaf value itself is passed as is, even when it is an array: whether the predicate also
  * looks at the array's elements is the caller's choice (it differs between operators).
  */
-export function someValueAtPath(value: unknown, parts: readonly string[], visit: (leaf: unknown) => boolean, depth = 0): boolean {
+export function someValueAtPath(
+  value: unknown,
+  parts: readonly string[],
+  visit: (leaf: unknown) => boolean,
+  depth = 0,
+): boolean {
   if (depth === parts.length) return visit(value);
   const part = parts[depth] as string;
   if (isDocument(value)) {

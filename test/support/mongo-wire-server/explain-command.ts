@@ -10,7 +10,8 @@ import { planQuery } from "./query-planner.js";
 
 function firstStatement(inner: Doc, field: string): Doc | undefined {
   const list = inner[field];
-  if (!Array.isArray(list) || list.length !== 1 || !isDocument(list[0])) fail(ErrorCode.InvalidLength, `explain of ${Object.keys(inner)[0]} needs exactly one statement in '${field}'`);
+  if (!Array.isArray(list) || list.length !== 1 || !isDocument(list[0]))
+    fail(ErrorCode.InvalidLength, `explain of ${Object.keys(inner)[0]} needs exactly one statement in '${field}'`);
   return isDocument(list[0].q) ? list[0].q : undefined;
 }
 
@@ -40,7 +41,11 @@ function filterOf(name: string, inner: Doc): Doc | undefined {
 
 function explain(command: Doc, context: CommandContext): Doc {
   const inner = command.explain;
-  if (!isDocument(inner)) fail(ErrorCode.TypeMismatch, `BSON field 'explain.explain' is the wrong type '${bsonTypeName(inner)}', expected type 'object'`);
+  if (!isDocument(inner))
+    fail(
+      ErrorCode.TypeMismatch,
+      `BSON field 'explain.explain' is the wrong type '${bsonTypeName(inner)}', expected type 'object'`,
+    );
   const name = Object.keys(inner)[0] ?? "";
   const collectionName = inner[name];
   if (typeof collectionName !== "string") fail(ErrorCode.BadValue, `explain of '${name}' needs a collection name`);
@@ -49,7 +54,9 @@ function explain(command: Doc, context: CommandContext): Doc {
   const collection = context.server.store.getCollection(context.db, collectionName);
   const plan = planQuery(collection, filter);
   const index = collection?.indexes.find((candidate) => candidate.name === plan.indexName);
-  const scan: Doc = index ? { stage: "IXSCAN", indexName: index.name, keyPattern: index.keyPattern } : { stage: plan.stage };
+  const scan: Doc = index
+    ? { stage: "IXSCAN", indexName: index.name, keyPattern: index.keyPattern }
+    : { stage: plan.stage };
   const winningPlan = index ? { stage: "FETCH", inputStage: scan } : scan;
   return {
     queryPlanner: { namespace: `${context.db}.${collectionName}`, winningPlan, rejectedPlans: [] },

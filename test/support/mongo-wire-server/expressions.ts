@@ -75,13 +75,17 @@ export function evaluateExpression(expression: unknown, root: Doc): unknown {
     const first = keys[0];
     if (first !== undefined && first.startsWith("$")) {
       if (keys.length !== 1) {
-        fail(15983, `an expression specification must contain exactly one field, the name of the expression. Found ${keys.length} fields in ${JSON.stringify(expression)}`);
+        fail(
+          15983,
+          `an expression specification must contain exactly one field, the name of the expression. Found ${keys.length} fields in ${JSON.stringify(expression)}`,
+        );
       }
       return evaluateOperator(first, expression[first], root);
     }
     const result: Doc = {};
     for (const [key, value] of Object.entries(expression)) {
-      if (key.startsWith("$")) fail(16410, `FieldPath field names may not start with '$'. Consider using $getField or $setField.`);
+      if (key.startsWith("$"))
+        fail(16410, `FieldPath field names may not start with '$'. Consider using $getField or $setField.`);
       const evaluated = evaluateExpression(value, root);
       if (evaluated !== undefined) result[key] = evaluated;
     }
@@ -91,9 +95,34 @@ export function evaluateExpression(expression: unknown, root: Doc): unknown {
 }
 
 const OPERATORS = new Set([
-  "$literal", "$add", "$subtract", "$multiply", "$divide", "$concat", "$toLower", "$toUpper", "$size", "$ifNull", "$cond",
-  "$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$cmp", "$and", "$or", "$not", "$in", "$arrayElemAt", "$first", "$last",
-  "$min", "$max", "$type",
+  "$literal",
+  "$add",
+  "$subtract",
+  "$multiply",
+  "$divide",
+  "$concat",
+  "$toLower",
+  "$toUpper",
+  "$size",
+  "$ifNull",
+  "$cond",
+  "$eq",
+  "$ne",
+  "$gt",
+  "$gte",
+  "$lt",
+  "$lte",
+  "$cmp",
+  "$and",
+  "$or",
+  "$not",
+  "$in",
+  "$arrayElemAt",
+  "$first",
+  "$last",
+  "$min",
+  "$max",
+  "$type",
 ]);
 const VARIABLES = new Set(["ROOT", "CURRENT", "NOW", "REMOVE"]);
 
@@ -112,7 +141,10 @@ export function validateExpression(expression: unknown): void {
     const first = keys[0];
     if (first?.startsWith("$")) {
       if (keys.length !== 1) {
-        fail(15983, `an expression specification must contain exactly one field, the name of the expression. Found ${keys.length} fields in ${JSON.stringify(expression)}`);
+        fail(
+          15983,
+          `an expression specification must contain exactly one field, the name of the expression. Found ${keys.length} fields in ${JSON.stringify(expression)}`,
+        );
       }
       if (!OPERATORS.has(first)) fail(ErrorCode.InvalidPipelineOperator, `Unrecognized expression '${first}'`);
       if (first === "$literal") return;
@@ -165,7 +197,8 @@ function evaluateOperator(operator: string, argument: unknown, root: Doc): unkno
       let product: unknown = new BSON.Int32(1);
       for (const value of args()) {
         if (isNullish(value)) return null;
-        if (!isNumeric(value)) fail(ErrorCode.TypeMismatch, `$multiply only supports numeric types, not ${bsonTypeName(value)}`);
+        if (!isNumeric(value))
+          fail(ErrorCode.TypeMismatch, `$multiply only supports numeric types, not ${bsonTypeName(value)}`);
         product = multiplyNumbers(product, value);
       }
       return product;
@@ -173,7 +206,11 @@ function evaluateOperator(operator: string, argument: unknown, root: Doc): unkno
     case "$divide": {
       const [a, b] = args();
       if (isNullish(a) || isNullish(b)) return null;
-      if (!isNumeric(a) || !isNumeric(b)) fail(ErrorCode.TypeMismatch, `$divide only supports numeric types, not ${bsonTypeName(a)} and ${bsonTypeName(b)}`);
+      if (!isNumeric(a) || !isNumeric(b))
+        fail(
+          ErrorCode.TypeMismatch,
+          `$divide only supports numeric types, not ${bsonTypeName(a)} and ${bsonTypeName(b)}`,
+        );
       if (toDouble(b) === 0) fail(ErrorCode.BadValue, "can't $divide by zero");
       return new BSON.Double(toDouble(a) / toDouble(b));
     }
@@ -195,7 +232,11 @@ function evaluateOperator(operator: string, argument: unknown, root: Doc): unkno
     }
     case "$size": {
       const [value] = args();
-      if (!Array.isArray(value)) fail(17124, `The argument to $size must be an array. Type of argument was: ${bsonTypeName(value) ?? "missing"}`);
+      if (!Array.isArray(value))
+        fail(
+          17124,
+          `The argument to $size must be an array. Type of argument was: ${bsonTypeName(value) ?? "missing"}`,
+        );
       return new BSON.Int32(value.length);
     }
     case "$ifNull": {
@@ -229,13 +270,15 @@ function evaluateOperator(operator: string, argument: unknown, root: Doc): unkno
       return !expressionIsTrue(args()[0]);
     case "$in": {
       const [value, list] = args();
-      if (!Array.isArray(list)) fail(40081, `$in requires an array as a second argument, found: ${bsonTypeName(list) ?? "missing"}`);
+      if (!Array.isArray(list))
+        fail(40081, `$in requires an array as a second argument, found: ${bsonTypeName(list) ?? "missing"}`);
       return list.some((element) => compareValues(element, value) === 0);
     }
     case "$arrayElemAt": {
       const [array, index] = args();
       if (isNullish(array) || isNullish(index)) return null;
-      if (!Array.isArray(array)) fail(28689, `$arrayElemAt's first argument must be an array, but is ${bsonTypeName(array)}`);
+      if (!Array.isArray(array))
+        fail(28689, `$arrayElemAt's first argument must be an array, but is ${bsonTypeName(array)}`);
       const i = Math.trunc(toDouble(index));
       return i < 0 ? array[array.length + i] : array[i];
     }
@@ -248,11 +291,14 @@ function evaluateOperator(operator: string, argument: unknown, root: Doc): unkno
     }
     case "$min":
     case "$max": {
-      const values = args().flatMap((value) => (Array.isArray(value) && argumentList(argument).length === 1 ? value : [value]));
+      const values = args().flatMap((value) =>
+        Array.isArray(value) && argumentList(argument).length === 1 ? value : [value],
+      );
       let best: unknown = null;
       for (const value of values) {
         if (isNullish(value)) continue;
-        if (best === null || (operator === "$min" ? compareValues(value, best) < 0 : compareValues(value, best) > 0)) best = value;
+        if (best === null || (operator === "$min" ? compareValues(value, best) < 0 : compareValues(value, best) > 0))
+          best = value;
       }
       return best;
     }

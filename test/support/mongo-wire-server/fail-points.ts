@@ -19,7 +19,12 @@
 import { integerValue, isDocument, isNumeric, toDouble, type Doc } from "./bson-values.js";
 import { ErrorCode, fail } from "./errors.js";
 
-type Mode = { kind: "off" } | { kind: "alwaysOn" } | { kind: "times"; remaining: number } | { kind: "skip"; remaining: number } | { kind: "probability"; p: number };
+type Mode =
+  | { kind: "off" }
+  | { kind: "alwaysOn" }
+  | { kind: "times"; remaining: number }
+  | { kind: "skip"; remaining: number }
+  | { kind: "probability"; p: number };
 
 interface FailPoint {
   mode: Mode;
@@ -51,13 +56,18 @@ export class FailPoints {
   configure(command: Doc): Doc {
     const name = command.configureFailPoint;
     if (typeof name !== "string") fail(ErrorCode.TypeMismatch, "configureFailPoint must be a string");
-    if (!SUPPORTED.has(name)) fail(ErrorCode.BadValue, `Cannot find failPoint named ${name} (the wire-protocol test server implements ${[...SUPPORTED].join(", ")})`);
+    if (!SUPPORTED.has(name))
+      fail(
+        ErrorCode.BadValue,
+        `Cannot find failPoint named ${name} (the wire-protocol test server implements ${[...SUPPORTED].join(", ")})`,
+      );
     const mode = parseMode(command.mode);
     const data = command.data === undefined ? {} : command.data;
     if (!isDocument(data)) fail(ErrorCode.TypeMismatch, "the 'data' option of configureFailPoint must be an object");
     if (name === "failCommand" && mode.kind !== "off") {
       const commands = data.failCommands;
-      if (!Array.isArray(commands) || !commands.every((c) => typeof c === "string")) fail(ErrorCode.BadValue, "failCommand requires data.failCommands: an array of command names");
+      if (!Array.isArray(commands) || !commands.every((c) => typeof c === "string"))
+        fail(ErrorCode.BadValue, "failCommand requires data.failCommands: an array of command names");
     }
     if (mode.kind === "off") this.points.delete(name);
     else this.points.set(name, { mode, data });
@@ -72,14 +82,21 @@ export class FailPoints {
     const { data } = point;
     if (!(data.failCommands as string[]).includes(commandName)) return undefined;
     if (typeof data.appName === "string" && data.appName !== appName) return undefined;
-    if (typeof data.namespace === "string" && data.namespace !== `${db}.${String(command[commandName])}`) return undefined;
+    if (typeof data.namespace === "string" && data.namespace !== `${db}.${String(command[commandName])}`)
+      return undefined;
     if (!this.fire("failCommand", point)) return undefined;
     const fault: CommandFault = {};
-    if (data.blockConnection === true) fault.blockTimeMs = isNumeric(data.blockTimeMS) ? Math.max(0, toDouble(data.blockTimeMS)) : 0;
+    if (data.blockConnection === true)
+      fault.blockTimeMs = isNumeric(data.blockTimeMS) ? Math.max(0, toDouble(data.blockTimeMS)) : 0;
     if (data.closeConnection === true) fault.closeConnection = true;
     if (isNumeric(data.errorCode)) {
       const code = integerValue(data.errorCode) ?? Math.trunc(toDouble(data.errorCode));
-      fault.error = { code, ...(Array.isArray(data.errorLabels) ? { labels: data.errorLabels.filter((l): l is string => typeof l === "string") } : {}) };
+      fault.error = {
+        code,
+        ...(Array.isArray(data.errorLabels)
+          ? { labels: data.errorLabels.filter((l): l is string => typeof l === "string") }
+          : {}),
+      };
     }
     if (isDocument(data.writeConcernError)) fault.writeConcernError = data.writeConcernError;
     return fault;
@@ -95,7 +112,8 @@ export class FailPoints {
   /** waitForFailPoint: resolves once the fail point has fired `timesEntered` times in all, or fails after maxTimeMS. */
   async waitFor(command: Doc): Promise<Doc> {
     const name = command.waitForFailPoint;
-    if (typeof name !== "string" || !SUPPORTED.has(name)) fail(ErrorCode.BadValue, `Cannot find failPoint named ${String(name)}`);
+    if (typeof name !== "string" || !SUPPORTED.has(name))
+      fail(ErrorCode.BadValue, `Cannot find failPoint named ${String(name)}`);
     if (!isNumeric(command.timesEntered)) fail(ErrorCode.BadValue, "waitForFailPoint requires timesEntered");
     if (!isNumeric(command.maxTimeMS)) fail(ErrorCode.BadValue, "waitForFailPoint requires maxTimeMS");
     const target = toDouble(command.timesEntered);
@@ -154,5 +172,8 @@ function parseMode(mode: unknown): Mode {
       return { kind: "probability", p };
     }
   }
-  return fail(ErrorCode.TypeMismatch, "'mode' must be one of 'off', 'alwaysOn', {times: n}, {skip: n} or {activationProbability: p}");
+  return fail(
+    ErrorCode.TypeMismatch,
+    "'mode' must be one of 'off', 'alwaysOn', {times: n}, {skip: n} or {activationProbability: p}",
+  );
 }

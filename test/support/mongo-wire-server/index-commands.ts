@@ -1,7 +1,13 @@
 // createIndexes, listIndexes, dropIndexes.
 
 import { formatValue, isDocument, sameBytes, type Doc } from "./bson-values.js";
-import { collectionArgument, cursorBatchSize, requiredArray, type CommandContext, type CommandHandler } from "./command-context.js";
+import {
+  collectionArgument,
+  cursorBatchSize,
+  requiredArray,
+  type CommandContext,
+  type CommandHandler,
+} from "./command-context.js";
 import { Collection } from "./collection-store.js";
 import { ErrorCode, fail } from "./errors.js";
 import { normalizeIndexSpec } from "./indexes.js";
@@ -19,11 +25,23 @@ function createIndexes(command: Doc, context: CommandContext): Doc {
   // All-or-nothing: a failing spec leaves the collection (even a new one) as it was.
   const scratch = existing ?? new Collection(context.db, name);
   const created = scratch.createIndexes(specs);
-  if (created === 0) return { numIndexesBefore: before, numIndexesAfter: before, note: "all indexes already exist", ok: 1 };
-  if (existing) return { numIndexesBefore: before, numIndexesAfter: existing.indexes.length, createdCollectionAutomatically: false, ok: 1 };
+  if (created === 0)
+    return { numIndexesBefore: before, numIndexesAfter: before, note: "all indexes already exist", ok: 1 };
+  if (existing)
+    return {
+      numIndexesBefore: before,
+      numIndexesAfter: existing.indexes.length,
+      createdCollectionAutomatically: false,
+      ok: 1,
+    };
   const { collection } = store.getOrCreateCollection(context.db, name);
   collection.createIndexes(specs);
-  return { numIndexesBefore: before, numIndexesAfter: collection.indexes.length, createdCollectionAutomatically: true, ok: 1 };
+  return {
+    numIndexesBefore: before,
+    numIndexesAfter: collection.indexes.length,
+    createdCollectionAutomatically: true,
+    ok: 1,
+  };
 }
 
 function listIndexes(command: Doc, context: CommandContext): Doc {
@@ -31,7 +49,10 @@ function listIndexes(command: Doc, context: CommandContext): Doc {
   const collection = context.server.store.getCollection(context.db, name);
   if (!collection) fail(ErrorCode.NamespaceNotFound, `ns does not exist: ${context.db}.${name}`);
   const specs = collection.indexes.map((index) => index.spec);
-  return { cursor: context.server.cursors.openCursor(`${context.db}.${name}`, specs, cursorBatchSize(command, "listIndexes")), ok: 1 };
+  return {
+    cursor: context.server.cursors.openCursor(`${context.db}.${name}`, specs, cursorBatchSize(command, "listIndexes")),
+    ok: 1,
+  };
 }
 
 function dropIndexes(command: Doc, context: CommandContext): Doc {
@@ -49,7 +70,8 @@ function dropIndexes(command: Doc, context: CommandContext): Doc {
   // Check every name before dropping any, so that a bad name drops nothing.
   for (const indexName of names) {
     if (indexName === "_id_") fail(ErrorCode.InvalidOptions, "cannot drop _id index");
-    if (!collection.indexes.some((index) => index.name === indexName)) fail(ErrorCode.IndexNotFound, `index not found with name [${indexName}]`);
+    if (!collection.indexes.some((index) => index.name === indexName))
+      fail(ErrorCode.IndexNotFound, `index not found with name [${indexName}]`);
   }
   for (const indexName of names) collection.dropIndex(indexName);
   return { nIndexesWas, ok: 1 };
@@ -63,7 +85,10 @@ function resolveIndexNames(collection: Collection, target: unknown): string[] {
     if (!index) fail(ErrorCode.IndexNotFound, `can't find index with key: ${formatValue(target)}`);
     return [index.name];
   }
-  return fail(ErrorCode.TypeMismatch, "BSON field 'dropIndexes.index' is the wrong type, expected types '[string, object, array]'");
+  return fail(
+    ErrorCode.TypeMismatch,
+    "BSON field 'dropIndexes.index' is the wrong type, expected types '[string, object, array]'",
+  );
 }
 
 export const indexCommands: Record<string, CommandHandler> = {

@@ -56,25 +56,50 @@ const MAX_EXPIRE_AFTER_SECONDS = 2147483647;
 
 /** Validates a createIndexes entry and returns it as listIndexes shows it: {v: 2, key, name, ...}. */
 export function normalizeIndexSpec(raw: unknown): Doc {
-  if (!isDocument(raw)) fail(ErrorCode.TypeMismatch, "The 'indexes' field must be an array of index specification objects");
+  if (!isDocument(raw))
+    fail(ErrorCode.TypeMismatch, "The 'indexes' field must be an array of index specification objects");
   const describe = formatDocument(raw);
   for (const field of Object.keys(raw)) {
-    if (!ALLOWED_SPEC_FIELDS.has(field)) fail(ErrorCode.InvalidIndexSpecificationOption, `The field '${field}' is not valid for an index specification. Specification: ${describe}`);
+    if (!ALLOWED_SPEC_FIELDS.has(field))
+      fail(
+        ErrorCode.InvalidIndexSpecificationOption,
+        `The field '${field}' is not valid for an index specification. Specification: ${describe}`,
+      );
   }
   const key = raw.key;
-  if (!isDocument(key)) fail(ErrorCode.TypeMismatch, `Error in specification ${describe} :: caused by :: The 'key' field must be an object`);
-  if (Object.keys(key).length === 0) fail(ErrorCode.CannotCreateIndex, `Error in specification ${describe} :: caused by :: Index keys cannot be an empty field.`);
+  if (!isDocument(key))
+    fail(
+      ErrorCode.TypeMismatch,
+      `Error in specification ${describe} :: caused by :: The 'key' field must be an object`,
+    );
+  if (Object.keys(key).length === 0)
+    fail(
+      ErrorCode.CannotCreateIndex,
+      `Error in specification ${describe} :: caused by :: Index keys cannot be an empty field.`,
+    );
   for (const [field, value] of Object.entries(key)) {
-    if (field === "") fail(ErrorCode.CannotCreateIndex, `Error in specification ${describe} :: caused by :: Index keys cannot be an empty field.`);
+    if (field === "")
+      fail(
+        ErrorCode.CannotCreateIndex,
+        `Error in specification ${describe} :: caused by :: Index keys cannot be an empty field.`,
+      );
     if (isNumeric(value) ? toDouble(value) === 0 : typeof value !== "string") {
-      fail(ErrorCode.CannotCreateIndex, `Error in specification ${describe} :: caused by :: Values in the index key pattern can only be non-zero numbers or strings.`);
+      fail(
+        ErrorCode.CannotCreateIndex,
+        `Error in specification ${describe} :: caused by :: Values in the index key pattern can only be non-zero numbers or strings.`,
+      );
     }
-    if (typeof value === "string" && !INDEX_TYPES.has(value)) fail(ErrorCode.CannotCreateIndex, `Unknown index plugin '${value}'`);
+    if (typeof value === "string" && !INDEX_TYPES.has(value))
+      fail(ErrorCode.CannotCreateIndex, `Unknown index plugin '${value}'`);
   }
   if (typeof raw.name !== "string") {
-    fail(ErrorCode.FailedToParse, `Error in specification ${describe} :: caused by :: The 'name' field is a required property of an index specification`);
+    fail(
+      ErrorCode.FailedToParse,
+      `Error in specification ${describe} :: caused by :: The 'name' field is a required property of an index specification`,
+    );
   }
-  if (raw.name === "") fail(ErrorCode.CannotCreateIndex, `Error in specification ${describe} :: caused by :: index name cannot be empty`);
+  if (raw.name === "")
+    fail(ErrorCode.CannotCreateIndex, `Error in specification ${describe} :: caused by :: index name cannot be empty`);
   if (raw.collation !== undefined && !(isDocument(raw.collation) && raw.collation.locale === "simple")) {
     fail(ErrorCode.BadValue, "collations are not supported by the wire-protocol test server");
   }
@@ -83,18 +108,26 @@ export function normalizeIndexSpec(raw: unknown): Doc {
   if (raw.unique !== undefined && isTruthy(raw.unique) && !isIdIndex) spec.unique = true;
   if (raw.sparse !== undefined && isTruthy(raw.sparse)) spec.sparse = true;
   if (raw.partialFilterExpression !== undefined) {
-    if (!isDocument(raw.partialFilterExpression)) fail(ErrorCode.TypeMismatch, "The field 'partialFilterExpression' must be an object");
+    if (!isDocument(raw.partialFilterExpression))
+      fail(ErrorCode.TypeMismatch, "The field 'partialFilterExpression' must be an object");
     compileFilter(raw.partialFilterExpression);
     spec.partialFilterExpression = raw.partialFilterExpression;
   }
   if (raw.expireAfterSeconds !== undefined) {
-    if (isIdIndex) fail(ErrorCode.InvalidOptions, "The field 'expireAfterSeconds' is not valid for an _id index specification.");
+    if (isIdIndex)
+      fail(ErrorCode.InvalidOptions, "The field 'expireAfterSeconds' is not valid for an _id index specification.");
     if (Object.keys(key).length > 1) {
-      fail(ErrorCode.CannotCreateIndex, `TTL indexes are single-field indexes, compound indexes do not support TTL. Index spec: ${describe}`);
+      fail(
+        ErrorCode.CannotCreateIndex,
+        `TTL indexes are single-field indexes, compound indexes do not support TTL. Index spec: ${describe}`,
+      );
     }
     const seconds = isNumeric(raw.expireAfterSeconds) ? toDouble(raw.expireAfterSeconds) : Number.NaN;
     if (!Number.isFinite(seconds) || seconds < 0 || seconds > MAX_EXPIRE_AFTER_SECONDS) {
-      fail(ErrorCode.CannotCreateIndex, `TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number. Index spec: ${describe}`);
+      fail(
+        ErrorCode.CannotCreateIndex,
+        `TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number. Index spec: ${describe}`,
+      );
     }
     spec.expireAfterSeconds = raw.expireAfterSeconds;
   }
@@ -107,9 +140,13 @@ export function normalizeIndexSpec(raw: unknown): Doc {
 /** Two specs are the same index (createIndexes is then a no-op). */
 export function sameIndexOptions(a: Doc, b: Doc): boolean {
   const option = (spec: Doc, field: string): Doc => (spec[field] === undefined ? {} : { v: spec[field] });
-  return ["unique", "sparse", "partialFilterExpression", "collation", "hidden"].every((field) => sameBytes(option(a, field), option(b, field))) &&
+  return (
+    ["unique", "sparse", "partialFilterExpression", "collation", "hidden"].every((field) =>
+      sameBytes(option(a, field), option(b, field)),
+    ) &&
     (a.expireAfterSeconds === undefined) === (b.expireAfterSeconds === undefined) &&
-    (a.expireAfterSeconds === undefined || toDouble(a.expireAfterSeconds) === toDouble(b.expireAfterSeconds));
+    (a.expireAfterSeconds === undefined || toDouble(a.expireAfterSeconds) === toDouble(b.expireAfterSeconds))
+  );
 }
 
 export function sameKeyPattern(a: Doc, b: Doc): boolean {
@@ -263,10 +300,14 @@ export class Index {
     const shown = Object.entries(keyValue)
       .map(([name, value]) => `${name}: ${formatValue(value)}`)
       .join(", ");
-    return new CommandError(ErrorCode.DuplicateKey, `E11000 duplicate key error collection: ${ns} index: ${this.name} dup key: { ${shown} }`, {
-      keyPattern: this.keyPattern,
-      keyValue,
-    });
+    return new CommandError(
+      ErrorCode.DuplicateKey,
+      `E11000 duplicate key error collection: ${ns} index: ${this.name} dup key: { ${shown} }`,
+      {
+        keyPattern: this.keyPattern,
+        keyValue,
+      },
+    );
   }
 }
 

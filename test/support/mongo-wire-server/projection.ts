@@ -35,7 +35,8 @@ export function compileProjection(spec: unknown, mode: ProjectionMode): DocProje
   if (spec === undefined || spec === null) return undefined;
   if (!isDocument(spec)) fail(ErrorCode.TypeMismatch, "projection must be an object");
   if (Object.keys(spec).length === 0) {
-    if (mode === "aggregate") fail(51272, "Invalid $project :: caused by :: projection specification must have at least one field");
+    if (mode === "aggregate")
+      fail(51272, "Invalid $project :: caused by :: projection specification must have at least one field");
     return undefined;
   }
   const root: Tree = { children: new Map() };
@@ -49,9 +50,16 @@ export function compileProjection(spec: unknown, mode: ProjectionMode): DocProje
   return (doc) => applyExclusion(root, doc);
 }
 
-function addFields(tree: Tree, spec: Doc, prefix: string[], mode: ProjectionMode, state: { inclusion: boolean; exclusion: boolean }): void {
+function addFields(
+  tree: Tree,
+  spec: Doc,
+  prefix: string[],
+  mode: ProjectionMode,
+  state: { inclusion: boolean; exclusion: boolean },
+): void {
   for (const [key, value] of Object.entries(spec)) {
-    if (key.startsWith("$")) fail(16410, `FieldPath field names may not start with '$'. Consider using $getField or $setField.`);
+    if (key.startsWith("$"))
+      fail(16410, `FieldPath field names may not start with '$'. Consider using $getField or $setField.`);
     if (key.endsWith(".$") || key.includes(".$.")) {
       fail(ErrorCode.BadValue, "positional projection ('a.$') is not supported by the wire-protocol test server");
     }
@@ -60,7 +68,8 @@ function addFields(tree: Tree, spec: Doc, prefix: string[], mode: ProjectionMode
     const isId = fullPath === "_id";
 
     if (isDocument(value) && !Object.keys(value)[0]?.startsWith("$")) {
-      if (Object.keys(value).length === 0) fail(51270, `An empty sub-projection is not a valid value. Found empty object at path ${fullPath}`);
+      if (Object.keys(value).length === 0)
+        fail(51270, `An empty sub-projection is not a valid value. Found empty object at path ${fullPath}`);
       addFields(tree, value, path, mode, state);
       continue;
     }
@@ -81,14 +90,20 @@ function addFields(tree: Tree, spec: Doc, prefix: string[], mode: ProjectionMode
   // `{_id: 0}` alone is an exclusion projection; `{_id: 1}` alone an inclusion projection.
   if (prefix.length === 0 && !state.inclusion && !state.exclusion) {
     const id = tree.children.get("_id");
-    if (id && !isTree(id) && id.kind === "include" && [...tree.children.values()].every((node) => isTree(node) || node.kind !== "slice")) {
+    if (
+      id &&
+      !isTree(id) &&
+      id.kind === "include" &&
+      [...tree.children.values()].every((node) => isTree(node) || node.kind !== "slice")
+    ) {
       state.inclusion = true;
     }
   }
 }
 
 function parseLeaf(value: unknown, path: string, mode: ProjectionMode): Leaf {
-  if (typeof value === "boolean" || isNumeric(value)) return isTruthy(value) ? { kind: "include" } : { kind: "exclude" };
+  if (typeof value === "boolean" || isNumeric(value))
+    return isTruthy(value) ? { kind: "include" } : { kind: "exclude" };
   if (isDocument(value) && mode === "find") {
     const operator = Object.keys(value)[0];
     if (operator === "$slice") return parseSlice(value.$slice);
@@ -97,7 +112,8 @@ function parseLeaf(value: unknown, path: string, mode: ProjectionMode): Leaf {
       if (!isDocument(value.$elemMatch)) fail(ErrorCode.BadValue, "elemMatch: Invalid argument, object required.");
       return { kind: "elemMatch", test: compileValueCondition(value.$elemMatch, true) };
     }
-    if (operator === "$meta") fail(ErrorCode.BadValue, "$meta projections are not supported by the wire-protocol test server");
+    if (operator === "$meta")
+      fail(ErrorCode.BadValue, "$meta projections are not supported by the wire-protocol test server");
   }
   validateExpression(value);
   return { kind: "expression", expression: value };
@@ -108,7 +124,8 @@ function parseSlice(argument: unknown): Leaf {
   if (Array.isArray(argument) && argument.length === 2) {
     const skip = integerValue(argument[0]);
     const limit = integerValue(argument[1]);
-    if (skip === undefined || limit === undefined) fail(ErrorCode.BadValue, "$slice only supports numbers and [skip, limit] arrays");
+    if (skip === undefined || limit === undefined)
+      fail(ErrorCode.BadValue, "$slice only supports numbers and [skip, limit] arrays");
     if (limit <= 0) fail(ErrorCode.BadValue, `$slice limit must be positive`);
     return { kind: "slice", skip, limit };
   }
@@ -120,7 +137,8 @@ function insertLeaf(tree: Tree, path: string[], leaf: Leaf, fullPath: string): v
   for (let i = 0; i < path.length - 1; i++) {
     const part = path[i] as string;
     const existing = level.children.get(part);
-    if (existing && !isTree(existing)) fail(31250, `Path collision at ${fullPath} remaining portion ${path.slice(i + 1).join(".")}`);
+    if (existing && !isTree(existing))
+      fail(31250, `Path collision at ${fullPath} remaining portion ${path.slice(i + 1).join(".")}`);
     if (existing) {
       level = existing;
     } else {
@@ -136,7 +154,8 @@ function insertLeaf(tree: Tree, path: string[], leaf: Leaf, fullPath: string): v
 
 function applySlice(value: unknown, leaf: Extract<Leaf, { kind: "slice" }>): unknown {
   if (!Array.isArray(value)) return value;
-  if (leaf.skip === undefined) return leaf.limit >= 0 ? value.slice(0, leaf.limit) : value.slice(Math.max(0, value.length + leaf.limit));
+  if (leaf.skip === undefined)
+    return leaf.limit >= 0 ? value.slice(0, leaf.limit) : value.slice(Math.max(0, value.length + leaf.limit));
   const start = leaf.skip < 0 ? Math.max(0, value.length + leaf.skip) : Math.min(leaf.skip, value.length);
   return value.slice(start, start + leaf.limit);
 }
@@ -178,7 +197,9 @@ function includeWithin(tree: Tree, value: unknown, root: Doc): unknown {
   if (isDocument(value)) return applyInclusion(tree, value, root);
   if (Array.isArray(value)) {
     // Inside arrays only embedded documents (and nested arrays) survive an inclusion.
-    return value.filter((element) => isDocument(element) || Array.isArray(element)).map((element) => includeWithin(tree, element, root));
+    return value
+      .filter((element) => isDocument(element) || Array.isArray(element))
+      .map((element) => includeWithin(tree, element, root));
   }
   return undefined;
 }
@@ -190,7 +211,8 @@ function hasExpressions(tree: Tree): boolean {
 function applyInclusionExpressions(tree: Tree, target: Doc, root: Doc): Doc {
   for (const [key, node] of tree.children) {
     if (isTree(node)) {
-      if (hasExpressions(node)) target[key] = applyInclusionExpressions(node, isDocument(target[key]) ? (target[key] as Doc) : {}, root);
+      if (hasExpressions(node))
+        target[key] = applyInclusionExpressions(node, isDocument(target[key]) ? (target[key] as Doc) : {}, root);
     } else if (node.kind === "expression") {
       const value = evaluateExpression(node.expression, root);
       if (value !== undefined) target[key] = value;

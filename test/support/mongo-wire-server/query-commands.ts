@@ -25,7 +25,12 @@ function documentsOf(context: CommandContext, collection: string): Doc[] {
 }
 
 /** The documents matching `filter`, through the planner (an index when one serves the filter). */
-function matching(context: CommandContext, collection: string, filter: Doc | undefined, predicate: (doc: Doc) => boolean): Doc[] {
+function matching(
+  context: CommandContext,
+  collection: string,
+  filter: Doc | undefined,
+  predicate: (doc: Doc) => boolean,
+): Doc[] {
   const store = context.server.store;
   return matchingDocuments(store, store.getCollection(context.db, collection), filter, predicate);
 }
@@ -54,10 +59,17 @@ function find(command: Doc, context: CommandContext): Doc {
 function getMore(command: Doc, context: CommandContext): Doc {
   const id = command.getMore;
   if (!(id instanceof BSON.Long)) {
-    fail(ErrorCode.TypeMismatch, `BSON field 'getMore.getMore' is the wrong type '${bsonTypeName(id)}', expected type 'long'`);
+    fail(
+      ErrorCode.TypeMismatch,
+      `BSON field 'getMore.getMore' is the wrong type '${bsonTypeName(id)}', expected type 'long'`,
+    );
   }
   const collection = command.collection;
-  if (typeof collection !== "string") fail(ErrorCode.TypeMismatch, `BSON field 'getMore.collection' is the wrong type '${bsonTypeName(collection)}', expected type 'string'`);
+  if (typeof collection !== "string")
+    fail(
+      ErrorCode.TypeMismatch,
+      `BSON field 'getMore.collection' is the wrong type '${bsonTypeName(collection)}', expected type 'string'`,
+    );
   const batchSize = optionalNonNegativeInteger(command, "getMore", "batchSize");
   return { cursor: context.server.cursors.getMore(id, `${context.db}.${collection}`, batchSize), ok: 1 };
 }
@@ -65,12 +77,22 @@ function getMore(command: Doc, context: CommandContext): Doc {
 function killCursors(command: Doc, context: CommandContext): Doc {
   collectionArgument(command, "killCursors", context);
   const ids = command.cursors;
-  if (!Array.isArray(ids)) fail(ErrorCode.TypeMismatch, `BSON field 'killCursors.cursors' is the wrong type '${bsonTypeName(ids)}', expected type 'array'`);
+  if (!Array.isArray(ids))
+    fail(
+      ErrorCode.TypeMismatch,
+      `BSON field 'killCursors.cursors' is the wrong type '${bsonTypeName(ids)}', expected type 'array'`,
+    );
   const cursorsKilled: BSON.Long[] = [];
   const cursorsNotFound: BSON.Long[] = [];
   for (const id of ids) {
-    if (!(id instanceof BSON.Long)) fail(ErrorCode.TypeMismatch, `BSON field 'killCursors.cursors' contains an element of the wrong type '${bsonTypeName(id)}', expected type 'long'`);
-    (context.server.cursors.kill(id) || context.server.changeStreams.kill(id) ? cursorsKilled : cursorsNotFound).push(id);
+    if (!(id instanceof BSON.Long))
+      fail(
+        ErrorCode.TypeMismatch,
+        `BSON field 'killCursors.cursors' contains an element of the wrong type '${bsonTypeName(id)}', expected type 'long'`,
+      );
+    (context.server.cursors.kill(id) || context.server.changeStreams.kill(id) ? cursorsKilled : cursorsNotFound).push(
+      id,
+    );
   }
   return { cursorsKilled, cursorsNotFound, cursorsAlive: [], cursorsUnknown: [], ok: 1 };
 }
@@ -93,7 +115,11 @@ function distinct(command: Doc, context: CommandContext): Doc {
   const collection = collectionArgument(command, "distinct", context);
   const key = command.key;
   if (key === undefined) fail(40414, "BSON field 'distinct.key' is missing but a required field");
-  if (typeof key !== "string") fail(ErrorCode.TypeMismatch, `BSON field 'distinct.key' is the wrong type '${bsonTypeName(key)}', expected type 'string'`);
+  if (typeof key !== "string")
+    fail(
+      ErrorCode.TypeMismatch,
+      `BSON field 'distinct.key' is the wrong type '${bsonTypeName(key)}', expected type 'string'`,
+    );
   const query = optionalDocument(command, "distinct", "query");
   const predicate = compileFilter(query);
   rejectCollation(command.collation);
@@ -110,18 +136,25 @@ function distinct(command: Doc, context: CommandContext): Doc {
 
 function aggregate(command: Doc, context: CommandContext): Doc {
   if (typeof command.aggregate !== "string") {
-    fail(ErrorCode.BadValue, "collection-less aggregate ({aggregate: 1}) is not supported by the wire-protocol test server");
+    fail(
+      ErrorCode.BadValue,
+      "collection-less aggregate ({aggregate: 1}) is not supported by the wire-protocol test server",
+    );
   }
   const collection = collectionArgument(command, "aggregate", context);
-  if (command.explain !== undefined && command.explain !== false) fail(ErrorCode.BadValue, "explain is not supported by the wire-protocol test server");
+  if (command.explain !== undefined && command.explain !== false)
+    fail(ErrorCode.BadValue, "explain is not supported by the wire-protocol test server");
   const head = Array.isArray(command.pipeline) ? command.pipeline[0] : undefined;
-  if (isDocument(head) && "$changeStream" in head) return context.server.changeStreams.aggregate(command, context, collection);
+  if (isDocument(head) && "$changeStream" in head)
+    return context.server.changeStreams.aggregate(command, context, collection);
   for (const stage of Array.isArray(command.pipeline) ? command.pipeline : []) {
     const name = isDocument(stage) ? Object.keys(stage)[0] : undefined;
-    if (name === "$out" || name === "$merge") fail(ErrorCode.BadValue, `${name} is not supported by the wire-protocol test server`);
+    if (name === "$out" || name === "$merge")
+      fail(ErrorCode.BadValue, `${name} is not supported by the wire-protocol test server`);
   }
   const run = compilePipeline(command.pipeline);
-  if (!isDocument(command.cursor)) fail(ErrorCode.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument");
+  if (!isDocument(command.cursor))
+    fail(ErrorCode.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument");
   rejectCollation(command.collation);
   // A leading $match can use an index; the pipeline still applies it to what the plan fetched.
   const pipeline = command.pipeline as unknown[];

@@ -100,7 +100,11 @@ function compileCondition(condition: unknown): OperatorNode[] {
 function nodeMatchesPath(node: OperatorNode, doc: Doc, parts: readonly string[]): boolean {
   if (node.kind === "not") return !node.inner.every((inner) => nodeMatchesPath(inner, doc, parts));
   if (node.kind === "and") return node.inner.every((inner) => nodeMatchesPath(inner, doc, parts));
-  const hit = someValueAtPath(doc, parts, (leaf) => node.test(leaf) || (node.expand && Array.isArray(leaf) && leaf.some(node.test)));
+  const hit = someValueAtPath(
+    doc,
+    parts,
+    (leaf) => node.test(leaf) || (node.expand && Array.isArray(leaf) && leaf.some(node.test)),
+  );
   return node.negate ? !hit : hit;
 }
 
@@ -181,7 +185,8 @@ function compileOperator(operator: string, argument: unknown, siblings: Doc): Op
     case "$regex":
       return test(regexTest(regexFromOperator(argument, siblings.$options)));
     case "$mod": {
-      if (!Array.isArray(argument) || argument.length !== 2) fail(ErrorCode.BadValue, "malformed mod, needs to be an array");
+      if (!Array.isArray(argument) || argument.length !== 2)
+        fail(ErrorCode.BadValue, "malformed mod, needs to be an array");
       const [divisor, remainder] = argument.map((v) => (isNumeric(v) ? Math.trunc(toDouble(v)) : Number.NaN));
       if (divisor === undefined || remainder === undefined || Number.isNaN(divisor) || Number.isNaN(remainder)) {
         fail(ErrorCode.BadValue, "malformed mod, divisor and remainder must be numbers");
@@ -243,7 +248,8 @@ function allNode(argument: unknown): OperatorNode {
   if (!Array.isArray(argument)) fail(ErrorCode.BadValue, "$all needs an array");
   if (argument.length === 0) return test(() => false, false);
   const nodes = argument.map((element) => {
-    if (isDocument(element) && Object.keys(element)[0] === "$elemMatch") return compileOperator("$elemMatch", element.$elemMatch, element);
+    if (isDocument(element) && Object.keys(element)[0] === "$elemMatch")
+      return compileOperator("$elemMatch", element.$elemMatch, element);
     if (isOperatorDocument(element)) fail(ErrorCode.BadValue, "no $ expressions in $all");
     return test(isRegex(element) ? regexTest(element) : equalityTest(element));
   });
@@ -323,7 +329,8 @@ export function toJsRegExp(pattern: string, options: string): RegExp {
   for (const option of options) {
     if (option === "i" || option === "m" || option === "s") flags += flags.includes(option) ? "" : option;
     else if (option === "x") extended = true;
-    else if (option === "u") continue; // PCRE's UTF mode: JS strings are already Unicode
+    else if (option === "u")
+      continue; // PCRE's UTF mode: JS strings are already Unicode
     else fail(51108, `invalid flag in regex options: ${option}`);
   }
   let source = pattern;

@@ -9,7 +9,16 @@
 // `metrics.queryExecutor`), and `explain` reports the plan, so tests can prove that the queries
 // the product issues are served by an index.
 
-import { canonicalKey, canonicalTypeOrder, compareValues, isDocument, isRegex, sameBytes, valuesEqual, type Doc } from "./bson-values.js";
+import {
+  canonicalKey,
+  canonicalTypeOrder,
+  compareValues,
+  isDocument,
+  isRegex,
+  sameBytes,
+  valuesEqual,
+  type Doc,
+} from "./bson-values.js";
 import type { Collection, Store } from "./collection-store.js";
 import { childrenFrom, type Index, type KeyNode } from "./indexes.js";
 
@@ -17,7 +26,8 @@ import { childrenFrom, type Index, type KeyNode } from "./indexes.js";
  * What a filter says about one field that an index can use. A range from $gt/$gte/$lt/$lte also names
  * its bound, so the plan can seek to where it starts in key order ($ne, $nin test every key).
  */
-type FieldBound = { kind: "eq"; values: unknown[] } | { kind: "range"; test: (value: unknown) => boolean; lower?: LowerBound };
+type FieldBound =
+  { kind: "eq"; values: unknown[] } | { kind: "range"; test: (value: unknown) => boolean; lower?: LowerBound };
 
 /** Where a $gt/$gte/$lt/$lte range starts: at its value, or at the first value of its type. */
 interface LowerBound {
@@ -55,7 +65,8 @@ export function fieldBounds(filter: Doc | undefined): Map<string, FieldBound[]> 
   const add = (field: string, bound: FieldBound) => bounds.set(field, [...(bounds.get(field) ?? []), bound]);
   for (const [field, condition] of Object.entries(filter ?? {})) {
     if (field === "$and" && Array.isArray(condition)) {
-      for (const clause of condition) if (isDocument(clause)) for (const [f, list] of fieldBounds(clause)) list.forEach((b) => add(f, b));
+      for (const clause of condition)
+        if (isDocument(clause)) for (const [f, list] of fieldBounds(clause)) list.forEach((b) => add(f, b));
       continue;
     }
     if (field.startsWith("$")) continue;
@@ -65,14 +76,20 @@ export function fieldBounds(filter: Doc | undefined): Map<string, FieldBound[]> 
     }
     for (const [operator, argument] of Object.entries(condition)) {
       if (operator === "$eq" && isScalar(argument)) add(field, { kind: "eq", values: [argument] });
-      else if (operator === "$in" && Array.isArray(argument) && argument.every(isScalar)) add(field, { kind: "eq", values: argument });
+      else if (operator === "$in" && Array.isArray(argument) && argument.every(isScalar))
+        add(field, { kind: "eq", values: argument });
       else if (operator in RANGE_OPERATORS && isScalar(argument)) {
         const holds = RANGE_OPERATORS[operator] as (order: number) => boolean;
         // Type bracketing: a range only matches values of the bound's type.
-        const test = (value: unknown) => canonicalTypeOrder(value) === canonicalTypeOrder(argument) && holds(compareValues(value, argument));
-        const from = operator === "$gt" || operator === "$gte" ? { from: { value: argument, inclusive: operator === "$gte" } } : {};
+        const test = (value: unknown) =>
+          canonicalTypeOrder(value) === canonicalTypeOrder(argument) && holds(compareValues(value, argument));
+        const from =
+          operator === "$gt" || operator === "$gte"
+            ? { from: { value: argument, inclusive: operator === "$gte" } }
+            : {};
         add(field, { kind: "range", test, lower: { typeOrder: canonicalTypeOrder(argument), ...from } });
-      } else if (operator === "$ne" && isScalar(argument)) add(field, { kind: "range", test: (value) => !valuesEqual(value, argument) });
+      } else if (operator === "$ne" && isScalar(argument))
+        add(field, { kind: "range", test: (value) => !valuesEqual(value, argument) });
       else if (operator === "$nin" && Array.isArray(argument) && argument.every(isScalar)) {
         add(field, { kind: "range", test: (value) => !argument.some((excluded) => valuesEqual(value, excluded)) });
       }
@@ -93,16 +110,23 @@ function startsBefore(value: unknown, lower: LowerBound): boolean {
 function impliesPartialFilter(filter: Doc | undefined, partial: Doc): boolean {
   return Object.entries(partial).every(([field, expected]) => {
     const condition = filter?.[field];
-    if (!isDocument(expected)) return condition !== undefined && isDocument(condition) === false && valuesEqual(condition, expected);
+    if (!isDocument(expected))
+      return condition !== undefined && isDocument(condition) === false && valuesEqual(condition, expected);
     if (!isDocument(condition)) return false;
-    return Object.entries(expected).every(([op, value]) => condition[op] !== undefined && sameBytes({ v: condition[op] }, { v: value }));
+    return Object.entries(expected).every(
+      ([op, value]) => condition[op] !== undefined && sameBytes({ v: condition[op] }, { v: value }),
+    );
   });
 }
 
 /** How far an index's key fields are pinned: equality fields count 2, a range on the next one 1. */
 type RangeBound = Extract<FieldBound, { kind: "range" }>;
 
-function rate(index: Index, bounds: Map<string, FieldBound[]>, filter: Doc | undefined): { score: number; eq: number; range?: RangeBound[] } {
+function rate(
+  index: Index,
+  bounds: Map<string, FieldBound[]>,
+  filter: Doc | undefined,
+): { score: number; eq: number; range?: RangeBound[] } {
   const partial = index.spec.partialFilterExpression;
   if (isDocument(partial) && !impliesPartialFilter(filter, partial)) return { score: 0, eq: 0 };
   let eq = 0;
@@ -113,7 +137,8 @@ function rate(index: Index, bounds: Map<string, FieldBound[]>, filter: Doc | und
   // A sparse index has no key for documents missing the field: usable only when the query cannot match them.
   if (index.sparse) {
     const first = bounds.get(index.fields[0]!.name) ?? [];
-    if (!first.some((b) => (b.kind === "eq" ? b.values.every((v) => v !== null) : !b.test(null)))) return { score: 0, eq: 0 };
+    if (!first.some((b) => (b.kind === "eq" ? b.values.every((v) => v !== null) : !b.test(null))))
+      return { score: 0, eq: 0 };
   }
   return { score: eq * 2 + (range ? 1 : 0), eq, ...(range ? { range } : {}) };
 }
@@ -125,7 +150,13 @@ export function planQuery(collection: Collection | undefined, filter: Doc | unde
   let best: { index: Index; score: number; eq: number; range?: RangeBound[] } | undefined;
   for (const index of collection.indexes) {
     const rating = rate(index, bounds, filter);
-    if (rating.score > 0 && (!best || rating.score > best.score || (rating.score === best.score && index.fields.length < best.index.fields.length))) best = { index, ...rating };
+    if (
+      rating.score > 0 &&
+      (!best ||
+        rating.score > best.score ||
+        (rating.score === best.score && index.fields.length < best.index.fields.length))
+    )
+      best = { index, ...rating };
   }
   if (!best) return { stage: "COLLSCAN", candidates: collection.all(), keysExamined: 0 };
 
@@ -143,7 +174,9 @@ export function planQuery(collection: Collection | undefined, filter: Doc | unde
       // end (their type's values are contiguous there); $ne and $nin only filter the keys read.
       const intervals = range.filter((r) => r.lower !== undefined);
       const filters = range.filter((r) => r.lower === undefined);
-      for (const { value, node: child } of childrenFrom(node, (e) => intervals.some((r) => startsBefore(e.value, r.lower!)))) {
+      for (const { value, node: child } of childrenFrom(node, (e) =>
+        intervals.some((r) => startsBefore(e.value, r.lower!)),
+      )) {
         keysExamined++;
         if (intervals.some((r) => !r.test(value))) break;
         if (filters.every((r) => r.test(value))) child.ids.forEach((id) => ids.add(id));
@@ -165,7 +198,12 @@ export function planQuery(collection: Collection | undefined, filter: Doc | unde
 }
 
 /** The documents of `collection` matching `filter` (through `predicate`), counted in the store's query statistics. */
-export function matchingDocuments(store: Store, collection: Collection | undefined, filter: Doc | undefined, predicate: (doc: Doc) => boolean): Doc[] {
+export function matchingDocuments(
+  store: Store,
+  collection: Collection | undefined,
+  filter: Doc | undefined,
+  predicate: (doc: Doc) => boolean,
+): Doc[] {
   const plan = planQuery(collection, filter);
   store.queryStats.scanned += plan.keysExamined;
   store.queryStats.scannedObjects += plan.candidates.length;

@@ -9,13 +9,24 @@ import { integerValue, isDocument, type Doc } from "./bson-values.js";
 import { ErrorCode, fail } from "./errors.js";
 
 /** The commands a driver sends as retryable writes. */
-export const RETRYABLE_WRITE_COMMANDS = new Set(["insert", "update", "delete", "findAndModify", "findandmodify", "bulkWrite"]);
+export const RETRYABLE_WRITE_COMMANDS = new Set([
+  "insert",
+  "update",
+  "delete",
+  "findAndModify",
+  "findandmodify",
+  "bulkWrite",
+]);
 
 /** Codes mongod labels RetryableWriteError (the retryable-writes spec's list). */
-export const RETRYABLE_WRITE_ERROR_CODES = new Set([6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436, 134]);
+export const RETRYABLE_WRITE_ERROR_CODES = new Set([
+  6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436, 134,
+]);
 
 /** Codes mongod labels ResumableChangeStreamError on a change stream's getMore (and network-ish ones). */
-export const RESUMABLE_CHANGE_STREAM_ERROR_CODES = new Set([6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436, 63, 150, 13388, 234, 133, 43]);
+export const RESUMABLE_CHANGE_STREAM_ERROR_CODES = new Set([
+  6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436, 63, 150, 13388, 234, 133, 43,
+]);
 
 const TRANSACTION_TOO_OLD = 225;
 
@@ -52,7 +63,10 @@ export class RetryableWrites {
     const txnNumber = txnNumberOf(command.txnNumber);
     const record = this.sessions.get(key);
     if (record && txnNumber < record.txnNumber) {
-      fail(TRANSACTION_TOO_OLD, `Retryable write with txnNumber ${txnNumber} is prohibited on session because a newer retryable write with txnNumber ${record.txnNumber} has already started on this session.`);
+      fail(
+        TRANSACTION_TOO_OLD,
+        `Retryable write with txnNumber ${txnNumber} is prohibited on session because a newer retryable write with txnNumber ${record.txnNumber} has already started on this session.`,
+      );
     }
     if (record && txnNumber === record.txnNumber) {
       this.retriesAnswered++;

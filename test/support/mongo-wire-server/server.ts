@@ -26,7 +26,17 @@ import { CloseConnection, CommandError, ErrorCode, codeNameFor, errorReply, fail
 import { FailPoints, type CommandFault } from "./fail-points.js";
 import { RetryableWrites } from "./retryable-writes.js";
 import { TtlMonitor } from "./ttl-monitor.js";
-import { MSG_EXHAUST_ALLOWED, MSG_MORE_TO_COME, MessageFramer, OP_QUERY, encodeOpMsg, encodeOpReply, parseRequest, readHeader, type Request } from "./wire-protocol.js";
+import {
+  MSG_EXHAUST_ALLOWED,
+  MSG_MORE_TO_COME,
+  MessageFramer,
+  OP_QUERY,
+  encodeOpMsg,
+  encodeOpReply,
+  parseRequest,
+  readHeader,
+  type Request,
+} from "./wire-protocol.js";
 
 export interface MongoWireServerOptions {
   /** 0 (the default) picks a free port. */
@@ -64,7 +74,9 @@ export async function startMongoWireServer(options: MongoWireServerOptions = {})
   const replicaSet = options.replicaSet ?? (options.changeStreams === false ? false : "rs0");
   const changeStreams = new ChangeStreamCursors(store.changes, options.changeStreams ?? replicaSet !== false);
   const failPoints = new FailPoints();
-  const ttl = new TtlMonitor(store, options.ttlMonitorIntervalMs ?? 1000, (error) => log(`TTL monitor error: ${describeError(error)}`));
+  const ttl = new TtlMonitor(store, options.ttlMonitorIntervalMs ?? 1000, (error) =>
+    log(`TTL monitor error: ${describeError(error)}`),
+  );
   const sockets = new Set<net.Socket>();
   let totalConnections = 0;
   let port = 0;
@@ -148,7 +160,12 @@ interface ExhaustStream {
 
 type Reply = Buffer | undefined | Promise<Buffer | undefined> | ExhaustStream;
 
-function serveConnection(socket: net.Socket, state: ServerState, connectionId: number, log: (line: string) => void): void {
+function serveConnection(
+  socket: net.Socket,
+  state: ServerState,
+  connectionId: number,
+  log: (line: string) => void,
+): void {
   socket.setNoDelay(true);
   const framer = new MessageFramer(MAX_MESSAGE_SIZE_BYTES);
   const connection: ConnectionState = { socket };
@@ -165,7 +182,8 @@ function serveConnection(socket: net.Socket, state: ServerState, connectionId: n
   let awaiting = false;
   const fatal = (error: unknown) => {
     // A fail point's closeConnection: the client sees the network error it asked for.
-    if (!(error instanceof CloseConnection)) log(`closing connection ${connectionId} after an unexpected error: ${describeError(error)}`);
+    if (!(error instanceof CloseConnection))
+      log(`closing connection ${connectionId} after an unexpected error: ${describeError(error)}`);
     socket.destroy();
   };
   const stream = async (exhaust: ExhaustStream) => {
@@ -188,7 +206,10 @@ function serveConnection(socket: net.Socket, state: ServerState, connectionId: n
       }
       if (reply instanceof Promise || (reply !== undefined && !Buffer.isBuffer(reply))) {
         awaiting = true;
-        const pending = reply instanceof Promise ? reply.then((late) => void (late && !socket.destroyed && socket.write(late))) : stream(reply);
+        const pending =
+          reply instanceof Promise
+            ? reply.then((late) => void (late && !socket.destroyed && socket.write(late)))
+            : stream(reply);
         pending.then(undefined, fatal).finally(() => {
           awaiting = false;
           drain();
@@ -237,10 +258,20 @@ function handleMessage(message: Buffer, context: (db: string) => CommandContext,
   }
   rememberAppName(request.body, connection);
   const moreToCome = (request.flags & MSG_MORE_TO_COME) !== 0; // fire-and-forget (w: 0)
-  const awaitable = typeof request.body.$db === "string" ? awaitableHello(request.body, context(request.body.$db), header.requestId, (request.flags & MSG_EXHAUST_ALLOWED) !== 0, connection) : undefined;
+  const awaitable =
+    typeof request.body.$db === "string"
+      ? awaitableHello(
+          request.body,
+          context(request.body.$db),
+          header.requestId,
+          (request.flags & MSG_EXHAUST_ALLOWED) !== 0,
+          connection,
+        )
+      : undefined;
   if (awaitable) return awaitable;
   const reply = runMessageCommand(request.body, context, connection);
-  if (reply instanceof Promise) return reply.then((late) => (moreToCome ? undefined : encodeReply(header.requestId, late)));
+  if (reply instanceof Promise)
+    return reply.then((late) => (moreToCome ? undefined : encodeReply(header.requestId, late)));
   return moreToCome ? undefined : encodeReply(header.requestId, reply);
 }
 
@@ -269,7 +300,13 @@ function waitOnConnection(ms: number, connection: ConnectionState): Promise<void
  * the topology never changes here, so each reply comes after maxAwaitTimeMS; with exhaustAllowed
  * the server keeps sending one every maxAwaitTimeMS (flag moreToCome) until the connection closes.
  */
-function awaitableHello(body: Doc, context: CommandContext, requestId: number, exhaustAllowed: boolean, connection: ConnectionState): Reply {
+function awaitableHello(
+  body: Doc,
+  context: CommandContext,
+  requestId: number,
+  exhaustAllowed: boolean,
+  connection: ConnectionState,
+): Reply {
   const waitMs = isAwaitableHello(body, context);
   if (waitMs === undefined) return undefined;
   const { topologyVersion: _tv, maxAwaitTimeMS: _max, ...plain } = body;
@@ -290,13 +327,20 @@ function awaitableHello(body: Doc, context: CommandContext, requestId: number, e
   };
 }
 
-function runMessageCommand(body: Doc, context: (db: string) => CommandContext, connection: ConnectionState): Doc | Promise<Doc> {
+function runMessageCommand(
+  body: Doc,
+  context: (db: string) => CommandContext,
+  connection: ConnectionState,
+): Doc | Promise<Doc> {
   const db = body.$db;
-  if (typeof db !== "string") return errorReply(new CommandError(40571, "OP_MSG requests require a $db argument"), Object.keys(body)[0] ?? "");
+  if (typeof db !== "string")
+    return errorReply(new CommandError(40571, "OP_MSG requests require a $db argument"), Object.keys(body)[0] ?? "");
   const commandContext = context(db);
   commandContext.server.onCommand?.(body);
   if (Object.keys(body)[0] === "waitForFailPoint") {
-    return commandContext.server.failPoints.waitFor(body).catch((error: unknown) => errorReply(error, "waitForFailPoint"));
+    return commandContext.server.failPoints
+      .waitFor(body)
+      .catch((error: unknown) => errorReply(error, "waitForFailPoint"));
   }
   const fault = commandContext.server.failPoints.commandFault(body, db, connection.appName);
   if (!fault) return runAwaitableCommand(body, commandContext);
@@ -313,7 +357,13 @@ function runFaulted(body: Doc, context: CommandContext, fault: CommandFault): Do
   if (fault.error) {
     const { code } = fault.error;
     const labels = fault.error.labels ?? errorLabelsFor(body, code, context);
-    return { ok: 0, errmsg: "Failing command via 'failCommand' failpoint", code, codeName: codeNameFor(code), ...(labels.length > 0 ? { errorLabels: labels } : {}) };
+    return {
+      ok: 0,
+      errmsg: "Failing command via 'failCommand' failpoint",
+      code,
+      codeName: codeNameFor(code),
+      ...(labels.length > 0 ? { errorLabels: labels } : {}),
+    };
   }
   if (fault.writeConcernError) {
     const wce = fault.writeConcernError;
@@ -334,7 +384,8 @@ function runLegacyCommand(request: Extract<Request, { kind: "query" }>, context:
   const command = isDocument(request.query.$query) ? request.query.$query : request.query;
   const commandName = Object.keys(command)[0] ?? "";
   try {
-    if (!name.endsWith(".$cmd")) fail(ErrorCode.UnsupportedOpQueryCommand, "OP_QUERY is no longer supported for queries; use OP_MSG");
+    if (!name.endsWith(".$cmd"))
+      fail(ErrorCode.UnsupportedOpQueryCommand, "OP_QUERY is no longer supported for queries; use OP_MSG");
     if (!OP_QUERY_COMMANDS.has(commandName)) {
       fail(
         ErrorCode.UnsupportedOpQueryCommand,
@@ -352,6 +403,9 @@ function encodeReply(requestId: number, reply: Doc): Buffer {
   try {
     return encodeOpMsg(requestId, reply);
   } catch (error) {
-    return encodeOpMsg(requestId, errorReply(new Error(`could not encode the reply: ${(error as Error).message}`), "reply"));
+    return encodeOpMsg(
+      requestId,
+      errorReply(new Error(`could not encode the reply: ${(error as Error).message}`), "reply"),
+    );
   }
 }

@@ -30,10 +30,18 @@ export class SortedKeys<T extends SortedEntry> {
       this.chunks.push([entry]);
       return;
     }
-    const c = Math.min(this.chunkFor((e) => compareEntries(e, entry) < 0), this.chunks.length - 1);
+    const c = Math.min(
+      this.chunkFor((e) => compareEntries(e, entry) < 0),
+      this.chunks.length - 1,
+    );
     const chunk = this.chunks[c]!;
-    chunk.splice(firstIndex(chunk, (e) => compareEntries(e, entry) < 0), 0, entry);
-    if (chunk.length > MAX_CHUNK) this.chunks.splice(c, 1, chunk.slice(0, chunk.length >> 1), chunk.slice(chunk.length >> 1));
+    chunk.splice(
+      firstIndex(chunk, (e) => compareEntries(e, entry) < 0),
+      0,
+      entry,
+    );
+    if (chunk.length > MAX_CHUNK)
+      this.chunks.splice(c, 1, chunk.slice(0, chunk.length >> 1), chunk.slice(chunk.length >> 1));
   }
 
   remove(entry: SortedEntry): void {

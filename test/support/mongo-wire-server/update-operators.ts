@@ -67,7 +67,10 @@ function compileReplacement(replacement: Doc): CompiledUpdate {
       const next = cloneDocument(replacement);
       if (!isInsert && Object.hasOwn(doc, "_id")) {
         if (Object.hasOwn(next, "_id") && !sameBytes({ _id: next._id }, { _id: doc._id })) {
-          fail(ErrorCode.ImmutableField, `After applying the update, the (immutable) field '_id' was found to have been altered to _id: ${formatValue(next._id)}`);
+          fail(
+            ErrorCode.ImmutableField,
+            `After applying the update, the (immutable) field '_id' was found to have been altered to _id: ${formatValue(next._id)}`,
+          );
         }
         return withIdFirst({ ...next, _id: cloneValue(doc._id) });
       }
@@ -97,7 +100,10 @@ function compileOperatorUpdate(update: Doc): CompiledUpdate {
   const fieldUpdates: FieldUpdate[] = [];
   for (const [operator, fields] of Object.entries(update)) {
     if (!OPERATORS.has(operator)) {
-      fail(ErrorCode.FailedToParse, `Unknown modifier: ${operator}. Expected a valid update modifier or pipeline-style update specified as an array`);
+      fail(
+        ErrorCode.FailedToParse,
+        `Unknown modifier: ${operator}. Expected a valid update modifier or pipeline-style update specified as an array`,
+      );
     }
     if (!isDocument(fields)) {
       fail(
@@ -116,7 +122,10 @@ function compileOperatorUpdate(update: Doc): CompiledUpdate {
     const previous = (fieldUpdates[i - 1] as FieldUpdate).path;
     const current = (fieldUpdates[i] as FieldUpdate).path;
     if (isPathPrefix(previous, current)) {
-      fail(ErrorCode.ConflictingUpdateOperators, `Updating the path '${current.join(".")}' would create a conflict at '${previous.join(".")}'`);
+      fail(
+        ErrorCode.ConflictingUpdateOperators,
+        `Updating the path '${current.join(".")}' would create a conflict at '${previous.join(".")}'`,
+      );
     }
   }
   return {
@@ -138,9 +147,13 @@ function compileOperatorUpdate(update: Doc): CompiledUpdate {
 function validatePath(pathText: string): string[] {
   if (pathText === "") fail(ErrorCode.EmptyFieldName, "An empty update path is not valid.");
   const path = splitPath(pathText);
-  if (path.some((part) => part === "")) fail(ErrorCode.EmptyFieldName, `The update path '${pathText}' contains an empty field name, which is not allowed.`);
+  if (path.some((part) => part === ""))
+    fail(ErrorCode.EmptyFieldName, `The update path '${pathText}' contains an empty field name, which is not allowed.`);
   if (path.some((part) => part === "$" || part.startsWith("$["))) {
-    fail(ErrorCode.BadValue, `positional update paths ('${pathText}') are not supported by the wire-protocol test server`);
+    fail(
+      ErrorCode.BadValue,
+      `positional update paths ('${pathText}') are not supported by the wire-protocol test server`,
+    );
   }
   return path;
 }
@@ -163,7 +176,11 @@ function compileFieldUpdate(operator: string, pathText: string, argument: unknow
     case "$inc":
     case "$mul": {
       const verb = operator === "$inc" ? "increment" : "multiply";
-      if (!isNumeric(argument)) fail(ErrorCode.TypeMismatch, `Cannot ${verb} with non-numeric argument: {${pathText}: ${formatValue(argument)}}`);
+      if (!isNumeric(argument))
+        fail(
+          ErrorCode.TypeMismatch,
+          `Cannot ${verb} with non-numeric argument: {${pathText}: ${formatValue(argument)}}`,
+        );
       return make((doc, original) => {
         const current = getAtPath(doc, path);
         if (current === undefined) {
@@ -176,7 +193,11 @@ function compileFieldUpdate(operator: string, pathText: string, argument: unknow
             `Cannot apply ${operator} to a value of non-numeric type. ${describeId(original)} has the field '${field}' of non-numeric type ${bsonTypeName(current)}`,
           );
         }
-        writeAtPath(doc, path, operator === "$inc" ? addNumbers(current, argument) : multiplyNumbers(current, argument));
+        writeAtPath(
+          doc,
+          path,
+          operator === "$inc" ? addNumbers(current, argument) : multiplyNumbers(current, argument),
+        );
       });
     }
     case "$min":
@@ -184,25 +205,34 @@ function compileFieldUpdate(operator: string, pathText: string, argument: unknow
       return make((doc) => {
         const current = getAtPath(doc, path);
         const c = current === undefined ? 0 : compareValues(argument, current);
-        if (current === undefined || (operator === "$min" ? c < 0 : c > 0)) writeAtPath(doc, path, cloneValue(argument));
+        if (current === undefined || (operator === "$min" ? c < 0 : c > 0))
+          writeAtPath(doc, path, cloneValue(argument));
       });
     case "$currentDate": {
       let type = "date";
       if (isDocument(argument)) {
         const keys = Object.keys(argument);
         if (keys.length !== 1 || keys[0] !== "$type" || (argument.$type !== "date" && argument.$type !== "timestamp")) {
-          fail(ErrorCode.BadValue, "The '$type' string field is required to be 'date' or 'timestamp': {$currentDate: {field : {$type: 'date'}}}");
+          fail(
+            ErrorCode.BadValue,
+            "The '$type' string field is required to be 'date' or 'timestamp': {$currentDate: {field : {$type: 'date'}}}",
+          );
         }
         type = argument.$type as string;
       } else if (typeof argument !== "boolean") {
-        fail(ErrorCode.BadValue, `${bsonTypeName(argument)} is not valid type for $currentDate. Please use a boolean ('true') or a $type expression ({$type: 'timestamp/date'}).`);
+        fail(
+          ErrorCode.BadValue,
+          `${bsonTypeName(argument)} is not valid type for $currentDate. Please use a boolean ('true') or a $type expression ({$type: 'timestamp/date'}).`,
+        );
       }
       return make((doc) => writeAtPath(doc, path, type === "date" ? new Date() : currentTimestamp()));
     }
     case "$rename": {
-      if (typeof argument !== "string") fail(ErrorCode.BadValue, `The 'to' field for $rename must be a string: ${pathText}: ${formatValue(argument)}`);
+      if (typeof argument !== "string")
+        fail(ErrorCode.BadValue, `The 'to' field for $rename must be a string: ${pathText}: ${formatValue(argument)}`);
       const target = validatePath(argument);
-      if (pathText === argument) fail(ErrorCode.BadValue, `The source and target field for $rename must differ: ${pathText}: "${argument}"`);
+      if (pathText === argument)
+        fail(ErrorCode.BadValue, `The source and target field for $rename must differ: ${pathText}: "${argument}"`);
       return [
         {
           operator,
@@ -225,10 +255,14 @@ function compileFieldUpdate(operator: string, pathText: string, argument: unknow
       return make((doc) => {
         const current = getAtPath(doc, path);
         if (current !== undefined && !Array.isArray(current)) {
-          fail(ErrorCode.BadValue, `Cannot apply $addToSet to non-array field. Field named '${field}' has non-array type ${bsonTypeName(current)}`);
+          fail(
+            ErrorCode.BadValue,
+            `Cannot apply $addToSet to non-array field. Field named '${field}' has non-array type ${bsonTypeName(current)}`,
+          );
         }
         const array = [...((current as unknown[] | undefined) ?? [])];
-        for (const value of values) if (!array.some((element) => valuesEqual(element, value))) array.push(cloneValue(value));
+        for (const value of values)
+          if (!array.some((element) => valuesEqual(element, value))) array.push(cloneValue(value));
         writeAtPath(doc, path, array);
       });
     }
@@ -236,7 +270,8 @@ function compileFieldUpdate(operator: string, pathText: string, argument: unknow
     case "$pullAll": {
       let remove: (element: unknown) => boolean;
       if (operator === "$pullAll") {
-        if (!Array.isArray(argument)) fail(ErrorCode.BadValue, `$pullAll requires an array argument but was given a ${bsonTypeName(argument)}`);
+        if (!Array.isArray(argument))
+          fail(ErrorCode.BadValue, `$pullAll requires an array argument but was given a ${bsonTypeName(argument)}`);
         remove = (element) => argument.some((value) => valuesEqual(element, value));
       } else {
         remove = compileValueCondition(argument, true);
@@ -251,11 +286,16 @@ function compileFieldUpdate(operator: string, pathText: string, argument: unknow
     }
     case "$pop": {
       const direction = integerValue(argument);
-      if (direction !== 1 && direction !== -1) fail(ErrorCode.FailedToParse, `$pop expects 1 or -1, found: ${formatValue(argument)}`);
+      if (direction !== 1 && direction !== -1)
+        fail(ErrorCode.FailedToParse, `$pop expects 1 or -1, found: ${formatValue(argument)}`);
       return make((doc) => {
         const current = getAtPath(doc, path);
         if (current === undefined) return;
-        if (!Array.isArray(current)) fail(ErrorCode.TypeMismatch, `Path '${pathText}' contains an element of non-array type '${bsonTypeName(current)}'`);
+        if (!Array.isArray(current))
+          fail(
+            ErrorCode.TypeMismatch,
+            `Path '${pathText}' contains an element of non-array type '${bsonTypeName(current)}'`,
+          );
         if (current.length > 0) writeAtPath(doc, path, direction === 1 ? current.slice(0, -1) : current.slice(1));
       });
     }
@@ -278,9 +318,13 @@ function currentTimestamp(): BSON.Timestamp {
 function eachArgument(argument: unknown, operator: string): unknown[] {
   if (!isDocument(argument) || !Object.hasOwn(argument, "$each")) return [argument];
   const extra = Object.keys(argument).filter((key) => key !== "$each");
-  if (extra.length > 0) fail(ErrorCode.BadValue, `Found unexpected fields after $each in ${operator}: ${formatValue(argument)}`);
+  if (extra.length > 0)
+    fail(ErrorCode.BadValue, `Found unexpected fields after $each in ${operator}: ${formatValue(argument)}`);
   if (!Array.isArray(argument.$each)) {
-    fail(ErrorCode.TypeMismatch, `The argument to $each in ${operator} must be an array but it was of type ${bsonTypeName(argument.$each)}`);
+    fail(
+      ErrorCode.TypeMismatch,
+      `The argument to $each in ${operator} must be an array but it was of type ${bsonTypeName(argument.$each)}`,
+    );
   }
   return argument.$each;
 }
@@ -298,16 +342,27 @@ function compilePush(path: string[], field: string, argument: unknown): FieldUpd
       if (!PUSH_CLAUSES.has(key)) fail(ErrorCode.BadValue, `Unrecognized clause in $push: ${key}`);
     }
     if (!Array.isArray(argument.$each)) {
-      fail(ErrorCode.BadValue, `The argument to $each in $push must be an array but it was of type: ${bsonTypeName(argument.$each)}`);
+      fail(
+        ErrorCode.BadValue,
+        `The argument to $each in $push must be an array but it was of type: ${bsonTypeName(argument.$each)}`,
+      );
     }
     each = argument.$each;
     if (argument.$slice !== undefined) {
       slice = integerValue(argument.$slice);
-      if (slice === undefined) fail(ErrorCode.BadValue, `The value for $slice must be an integral value, but found type: ${bsonTypeName(argument.$slice)}`);
+      if (slice === undefined)
+        fail(
+          ErrorCode.BadValue,
+          `The value for $slice must be an integral value, but found type: ${bsonTypeName(argument.$slice)}`,
+        );
     }
     if (argument.$position !== undefined) {
       position = integerValue(argument.$position);
-      if (position === undefined) fail(ErrorCode.BadValue, `The value for $position must be an integer value, not of type: ${bsonTypeName(argument.$position)}`);
+      if (position === undefined)
+        fail(
+          ErrorCode.BadValue,
+          `The value for $position must be an integer value, not of type: ${bsonTypeName(argument.$position)}`,
+        );
     }
     if (argument.$sort !== undefined) sort = compilePushSort(argument.$sort);
   }
@@ -315,14 +370,18 @@ function compilePush(path: string[], field: string, argument: unknown): FieldUpd
   return (doc, original) => {
     const current = getAtPath(doc, path);
     if (current !== undefined && !Array.isArray(current)) {
-      fail(ErrorCode.BadValue, `The field '${field}' must be an array but is of type ${bsonTypeName(current)} in document ${describeId(original)}`);
+      fail(
+        ErrorCode.BadValue,
+        `The field '${field}' must be an array but is of type ${bsonTypeName(current)} in document ${describeId(original)}`,
+      );
     }
     const array = [...((current as unknown[] | undefined) ?? [])];
     let at = position ?? array.length;
     if (at < 0) at = Math.max(0, array.length + at);
     array.splice(Math.min(at, array.length), 0, ...each.map(cloneValue));
     if (sort) array.sort(sort);
-    const result = slice === undefined ? array : slice >= 0 ? array.slice(0, slice) : array.slice(Math.max(0, array.length + slice));
+    const result =
+      slice === undefined ? array : slice >= 0 ? array.slice(0, slice) : array.slice(Math.max(0, array.length + slice));
     writeAtPath(doc, path, result);
   };
 }
@@ -334,7 +393,10 @@ function compilePushSort(spec: unknown): (a: unknown, b: unknown) => number {
     const comparator = compileSort(spec);
     if (comparator) return (a, b) => comparator(isDocument(a) ? a : {}, isDocument(b) ? b : {});
   }
-  return fail(ErrorCode.BadValue, "The $sort is invalid: use 1/-1 to sort the whole element, or {field:1/-1} to sort embedded fields");
+  return fail(
+    ErrorCode.BadValue,
+    "The $sort is invalid: use 1/-1 to sort the whole element, or {field:1/-1} to sort embedded fields",
+  );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -357,7 +419,10 @@ function writeChild(container: Doc | unknown[], part: string, value: unknown): v
 }
 
 function cannotCreate(part: string, parentName: string, parent: unknown): never {
-  return fail(ErrorCode.PathNotViable, `Cannot create field '${part}' in element {${parentName}: ${formatValue(parent)}}`);
+  return fail(
+    ErrorCode.PathNotViable,
+    `Cannot create field '${part}' in element {${parentName}: ${formatValue(parent)}}`,
+  );
 }
 
 /** Sets the value at `path`, creating missing embedded documents on the way. */
@@ -392,7 +457,8 @@ function unsetAtPath(doc: Doc, path: readonly string[]): void {
   }
   const last = path[path.length - 1] as string;
   if (isDocument(container)) delete container[last];
-  else if (Array.isArray(container) && isArrayIndex(last) && Number(last) < container.length) container[Number(last)] = null;
+  else if (Array.isArray(container) && isArrayIndex(last) && Number(last) < container.length)
+    container[Number(last)] = null;
 }
 
 // ---------------------------------------------------------------------------------------

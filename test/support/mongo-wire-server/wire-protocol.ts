@@ -99,7 +99,8 @@ function readCString(buffer: Buffer, start: number, end: number): { value: strin
 function readDocument(buffer: Buffer, start: number, end: number): { doc: Doc; next: number } {
   if (start + 4 > end) throw new CommandError(ErrorCode.InvalidBSON, "truncated BSON document in message");
   const size = buffer.readInt32LE(start);
-  if (size < 5 || start + size > end) throw new CommandError(ErrorCode.InvalidBSON, `invalid BSON document size ${size} in message`);
+  if (size < 5 || start + size > end)
+    throw new CommandError(ErrorCode.InvalidBSON, `invalid BSON document size ${size} in message`);
   try {
     return { doc: decodeDocument(buffer.subarray(start, start + size)), next: start + size };
   } catch (error) {
@@ -121,7 +122,8 @@ export function parseRequest(message: Buffer): Request | undefined {
 function parseOpMsg(message: Buffer, header: MessageHeader): Request {
   const flags = message.readUInt32LE(HEADER_SIZE);
   const unknownRequired = flags & 0xffff & ~MSG_KNOWN_REQUIRED_BITS;
-  if (unknownRequired !== 0) throw new CommandError(ErrorCode.BadValue, `Unrecognized required flags in OP_MSG: ${unknownRequired}`);
+  if (unknownRequired !== 0)
+    throw new CommandError(ErrorCode.BadValue, `Unrecognized required flags in OP_MSG: ${unknownRequired}`);
   // The optional CRC-32C checksum trails the sections; it is not verified (TCP on loopback).
   const end = message.length - (flags & MSG_CHECKSUM_PRESENT ? 4 : 0);
   let position = HEADER_SIZE + 4;
@@ -140,7 +142,8 @@ function parseOpMsg(message: Buffer, header: MessageHeader): Request {
       // Kind 1: int32 size (including itself), cstring identifier, then BSON documents.
       const size = message.readInt32LE(position);
       const sectionEnd = position + size;
-      if (size < 5 || sectionEnd > end) throw new CommandError(ErrorCode.InvalidBSON, "invalid document sequence size in OP_MSG");
+      if (size < 5 || sectionEnd > end)
+        throw new CommandError(ErrorCode.InvalidBSON, "invalid document sequence size in OP_MSG");
       const identifier = readCString(message, position + 4, sectionEnd);
       const docs: Doc[] = [];
       let cursor = identifier.next;
@@ -158,7 +161,8 @@ function parseOpMsg(message: Buffer, header: MessageHeader): Request {
   if (!body) throw new CommandError(40587, "OP_MSG messages must have a body");
   // A document sequence is the same as an array field of the body ({insert: "c", documents: [...]}).
   for (const { identifier, docs } of sequences) {
-    if (Object.hasOwn(body, identifier)) throw new CommandError(40431, `Duplicate field name in OP_MSG document sequence and body: ${identifier}`);
+    if (Object.hasOwn(body, identifier))
+      throw new CommandError(40431, `Duplicate field name in OP_MSG document sequence and body: ${identifier}`);
     body[identifier] = docs;
   }
   return { kind: "msg", header, flags, body };

@@ -6,7 +6,16 @@
 // findAndModify reports failures as a command error instead.
 
 import { BSON } from "mongodb";
-import { bsonTypeName, formatValue, integerValue, isDocument, isTruthy, sameBytes, withIdFirst, type Doc } from "./bson-values.js";
+import {
+  bsonTypeName,
+  formatValue,
+  integerValue,
+  isDocument,
+  isTruthy,
+  sameBytes,
+  withIdFirst,
+  type Doc,
+} from "./bson-values.js";
 import type { Collection } from "./collection-store.js";
 import {
   collectionArgument,
@@ -30,7 +39,10 @@ const MAX_WRITE_BATCH_SIZE = 100_000;
 function statements(command: Doc, commandName: string, field: string): unknown[] {
   const list = requiredArray(command, commandName, field);
   if (list.length === 0 || list.length > MAX_WRITE_BATCH_SIZE) {
-    fail(ErrorCode.InvalidLength, `Write batch sizes must be between 1 and ${MAX_WRITE_BATCH_SIZE}. Got ${list.length} operations.`);
+    fail(
+      ErrorCode.InvalidLength,
+      `Write batch sizes must be between 1 and ${MAX_WRITE_BATCH_SIZE}. Got ${list.length} operations.`,
+    );
   }
   return list;
 }
@@ -64,7 +76,11 @@ function prepareInsert(doc: Doc): Doc {
 export function insert(command: Doc, context: CommandContext): Doc {
   const name = collectionArgument(command, "insert", context);
   const documents = statements(command, "insert", "documents").map((doc, i) => {
-    if (!isDocument(doc)) fail(ErrorCode.TypeMismatch, `BSON field 'insert.documents.${i}' is the wrong type '${bsonTypeName(doc)}', expected type 'object'`);
+    if (!isDocument(doc))
+      fail(
+        ErrorCode.TypeMismatch,
+        `BSON field 'insert.documents.${i}' is the wrong type '${bsonTypeName(doc)}', expected type 'object'`,
+      );
     return doc;
   });
   const ordered = optionalBoolean(command, "insert", "ordered", true);
@@ -88,19 +104,25 @@ export function update(command: Doc, context: CommandContext): Doc {
 
   // Statement shape is checked for the whole command first, like mongod's request parser.
   const parsed = updates.map((statement) => {
-    if (!isDocument(statement)) fail(ErrorCode.TypeMismatch, "BSON field 'update.updates' contains an element of the wrong type, expected type 'object'");
+    if (!isDocument(statement))
+      fail(
+        ErrorCode.TypeMismatch,
+        "BSON field 'update.updates' contains an element of the wrong type, expected type 'object'",
+      );
     const query = requiredDocument(statement, "update.updates", "q");
     if (statement.u === undefined) fail(40414, "BSON field 'update.updates.u' is missing but a required field");
     return { statement, query };
   });
 
   const writeErrors = runStatements(parsed, ordered, ({ statement, query }, index) => {
-    if (statement.arrayFilters !== undefined) fail(ErrorCode.BadValue, "arrayFilters are not supported by the wire-protocol test server");
+    if (statement.arrayFilters !== undefined)
+      fail(ErrorCode.BadValue, "arrayFilters are not supported by the wire-protocol test server");
     rejectCollation(statement.collation);
     const predicate = compileFilter(query);
     const compiled = compileUpdate(statement.u);
     const multi = isTruthy(statement.multi);
-    if (multi && compiled.isReplacement) fail(ErrorCode.FailedToParse, "multi update is not supported for replacement-style update");
+    if (multi && compiled.isReplacement)
+      fail(ErrorCode.FailedToParse, "multi update is not supported for replacement-style update");
 
     const collection = store.getCollection(context.db, name);
     const matches = matchingDocuments(store, collection, query, predicate);
@@ -133,10 +155,18 @@ export function deleteCommand(command: Doc, context: CommandContext): Doc {
   const ordered = optionalBoolean(command, "delete", "ordered", true);
   let n = 0;
   const parsed = deletes.map((statement) => {
-    if (!isDocument(statement)) fail(ErrorCode.TypeMismatch, "BSON field 'delete.deletes' contains an element of the wrong type, expected type 'object'");
+    if (!isDocument(statement))
+      fail(
+        ErrorCode.TypeMismatch,
+        "BSON field 'delete.deletes' contains an element of the wrong type, expected type 'object'",
+      );
     const query = requiredDocument(statement, "delete.deletes", "q");
     const limit = integerValue(statement.limit);
-    if (limit !== 0 && limit !== 1) fail(ErrorCode.FailedToParse, `The limit field in delete objects must be 0 or 1. Got ${formatValue(statement.limit)}`);
+    if (limit !== 0 && limit !== 1)
+      fail(
+        ErrorCode.FailedToParse,
+        `The limit field in delete objects must be 0 or 1. Got ${formatValue(statement.limit)}`,
+      );
     return { statement, query, limit };
   });
   const writeErrors = runStatements(parsed, ordered, ({ statement, query, limit }) => {
@@ -161,8 +191,13 @@ function findAndModify(command: Doc, context: CommandContext): Doc {
   if (!remove && !hasUpdate) fail(ErrorCode.FailedToParse, "Either an update or remove=true must be specified");
   if (remove && hasUpdate) fail(ErrorCode.FailedToParse, "Cannot specify both an update and remove=true");
   if (remove && upsert) fail(ErrorCode.FailedToParse, "Cannot specify both upsert=true and remove=true ");
-  if (remove && returnNew) fail(ErrorCode.FailedToParse, "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document");
-  if (command.arrayFilters !== undefined) fail(ErrorCode.BadValue, "arrayFilters are not supported by the wire-protocol test server");
+  if (remove && returnNew)
+    fail(
+      ErrorCode.FailedToParse,
+      "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document",
+    );
+  if (command.arrayFilters !== undefined)
+    fail(ErrorCode.BadValue, "arrayFilters are not supported by the wire-protocol test server");
   rejectCollation(command.collation);
 
   const predicate = compileFilter(query);
@@ -189,7 +224,11 @@ function findAndModify(command: Doc, context: CommandContext): Doc {
   if (!upsert) return { lastErrorObject: { n: 0, updatedExisting: false }, value: null, ok: 1 };
   const doc = buildUpsertDocument(query, updateSpec);
   store.getOrCreateCollection(context.db, name).collection.insert(doc);
-  return { lastErrorObject: { n: 1, updatedExisting: false, upserted: doc._id }, value: project(returnNew ? doc : null), ok: 1 };
+  return {
+    lastErrorObject: { n: 1, updatedExisting: false, upserted: doc._id },
+    value: project(returnNew ? doc : null),
+    ok: 1,
+  };
 }
 
 export const writeCommands: Record<string, CommandHandler> = {

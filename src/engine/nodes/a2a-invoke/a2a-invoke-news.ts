@@ -83,7 +83,9 @@ export class PeerNewsBoard {
   watch(taskId: string): PeerNewsWatch {
     let set = this.watches.get(taskId);
     if (!set) this.watches.set(taskId, (set = new Set()));
-    const unfeed = this.commits?.remotePushed ? this.commits.onRemote(taskId, () => watch.post({ kind: "remote" })) : undefined;
+    const unfeed = this.commits?.remotePushed
+      ? this.commits.onRemote(taskId, () => watch.post({ kind: "remote" }))
+      : undefined;
     const watch: PeerNewsWatch = new PeerNewsWatch(() => {
       unfeed?.();
       const current = this.watches.get(taskId);

@@ -3,14 +3,35 @@ import { didYouMean } from "../../../domain/closest-name.js";
 import { originOf } from "../../../domain/url-origin.js";
 import type { TaskContext } from "../../../machine/task-context.js";
 import { unexpandedVariables, VARIABLE_REFERENCE } from "../../../workflows/workflow-variables.js";
-import { buildPeerInterrupt, CROSS_PROTOCOL_CANCEL, peerProgressOf, peerReplyFromText, peerReplyOutcome, peerTaskToCancel } from "./a2a-invoke.js";
+import {
+  buildPeerInterrupt,
+  CROSS_PROTOCOL_CANCEL,
+  peerProgressOf,
+  peerReplyFromText,
+  peerReplyOutcome,
+  peerTaskToCancel,
+} from "./a2a-invoke.js";
 import { A2AInvokeRunner, DEFAULT_A2A_INVOKE_SETTINGS, type InvokeOutcome } from "./a2a-invoke-runner.js";
 import { PeerCallbackService } from "./peer-callback-service.js";
 import { ShutdownSignal } from "../../in-flight-work.js";
 import { idempotencyKeyOf, nodeAfter } from "../../workflow-walk.js";
 import type { A2AInvokeNode, WorkflowDefinition } from "../../../workflows/workflow-types.js";
-import { failureMessage, stillRunning, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "../node-executor.js";
-import type { NodeCheckContext, NodeExpandContext, NodeHostDeps, EngineNodeKind, NodeRoute, NodeServiceParts, NodeWaiting } from "../node-kind.js";
+import {
+  failureMessage,
+  stillRunning,
+  type NodeExecutor,
+  type NodeOutcome,
+  type NodeRuntime,
+} from "../node-executor.js";
+import type {
+  NodeCheckContext,
+  NodeExpandContext,
+  NodeHostDeps,
+  EngineNodeKind,
+  NodeRoute,
+  NodeServiceParts,
+  NodeWaiting,
+} from "../node-kind.js";
 
 /** The kind's services: the runner its executor calls peers with, and the receiver of their pushes (none without a callback key). */
 export interface A2AInvokeServices {
@@ -30,7 +51,10 @@ export const a2aInvokeNodeKind: EngineNodeKind<A2AInvokeNode, A2AInvokeServices>
   check: a2aInvokeNodeProblem,
   // A remote agent's question: the answer goes to the remote agent. Never an approval decision.
   reply: {
-    interpret: ({ node, context, interrupt, resumeValue, decision }) => ({ type: "resume", ...peerReplyOutcome(node, context, interrupt, resumeValue, decision, idempotencyKeyOf(context, node.id)) }),
+    interpret: ({ node, context, interrupt, resumeValue, decision }) => ({
+      type: "resume",
+      ...peerReplyOutcome(node, context, interrupt, resumeValue, decision, idempotencyKeyOf(context, node.id)),
+    }),
     fromText: (text) => peerReplyFromText(text),
   },
   createServices: a2aInvokeServices,
@@ -47,13 +71,25 @@ export const a2aInvokeNodeKind: EngineNodeKind<A2AInvokeNode, A2AInvokeServices>
 function a2aInvokeServices(deps: NodeHostDeps): NodeServiceParts<A2AInvokeServices> {
   const host = deps.peers;
   const runner = new A2AInvokeRunner(host?.client, host?.settings ?? DEFAULT_A2A_INVOKE_SETTINGS, deps.logger, {
-    callbacks: host?.callbackKey && host.callbackBaseUrl ? { baseUrl: host.callbackBaseUrl, key: host.callbackKey, peers: host.settings.peers } : undefined,
+    callbacks:
+      host?.callbackKey && host.callbackBaseUrl
+        ? { baseUrl: host.callbackBaseUrl, key: host.callbackKey, peers: host.settings.peers }
+        : undefined,
     // A push committed by another instance wakes the node here (the bus's change stream; the news board ignores polling).
     commits: deps.commits,
     clock: deps.clock,
   });
   const receiver = host?.callbackKey
-    ? new PeerCallbackService({ progress: deps.progress, reads: deps.reads, key: host.callbackKey, peers: host.settings.peers, jwks: host.jwks, news: runner.news, versions: host.versions, logger: deps.logger })
+    ? new PeerCallbackService({
+        progress: deps.progress,
+        reads: deps.reads,
+        key: host.callbackKey,
+        peers: host.settings.peers,
+        jwks: host.jwks,
+        news: runner.news,
+        versions: host.versions,
+        logger: deps.logger,
+      })
     : undefined;
   return { services: { peerInvoker: runner, ...(receiver ? { peerCallbacks: receiver } : {}) } };
 }
@@ -72,7 +108,8 @@ function peerCallbackRoute(receiver: PeerCallbackService): NodeRoute {
     public: true,
     async handle({ params, headers, body }) {
       const result = await receiver.receive({ taskId: params["taskId"]!, headers, body });
-      const extra: Record<string, string> = result.retryAfterSeconds !== undefined ? { "retry-after": String(result.retryAfterSeconds) } : {};
+      const extra: Record<string, string> =
+        result.retryAfterSeconds !== undefined ? { "retry-after": String(result.retryAfterSeconds) } : {};
       if (result.status === 401) extra["www-authenticate"] = 'Bearer realm="openwop-a2a-host peer callbacks"';
       return { status: result.status, body: { outcome: result.outcome }, headers: extra };
     },
@@ -83,9 +120,16 @@ function peerCallbackRoute(receiver: PeerCallbackService): NodeRoute {
 function peerWaitingFor(node: A2AInvokeNode, context: TaskContext, status: string): NodeWaiting | undefined {
   const interrupt = context.interrupt;
   if (interrupt?.nodeId === node.id && status.startsWith("waiting-")) {
-    return { kind: "peer", label: `a reply to the peer agent ${originOf(node.agentCardUrl)}`, nodeId: node.id, since: interrupt.requestedAt, ...(interrupt.expiresAt ? { until: interrupt.expiresAt } : {}) };
+    return {
+      kind: "peer",
+      label: `a reply to the peer agent ${originOf(node.agentCardUrl)}`,
+      nodeId: node.id,
+      since: interrupt.requestedAt,
+      ...(interrupt.expiresAt ? { until: interrupt.expiresAt } : {}),
+    };
   }
-  if (context.cursor !== node.id || !context.nodeStarted || ["completed", "failed", "cancelled"].includes(status)) return undefined;
+  if (context.cursor !== node.id || !context.nodeStarted || ["completed", "failed", "cancelled"].includes(status))
+    return undefined;
   const progress = context.nodeProgress?.[node.id];
   const state = typeof progress?.["peerState"] === "string" ? ` (${progress["peerState"]})` : "";
   return { kind: "peer", label: `the peer agent ${originOf(node.agentCardUrl)}${state}`, nodeId: node.id };
@@ -100,19 +144,29 @@ const UNSET_STAND_IN = "https://unset-variable.invalid/";
  * variable), so the definition still loads. A named peer's node shows the peer's card URL (or url) as its
  * agentCardUrl; the schema sees it as written.
  */
-function expandAgentCardUrl(node: Readonly<Record<string, unknown>>, context: NodeExpandContext, problems: string[]): { node: unknown; forValidation: unknown } | undefined {
+function expandAgentCardUrl(
+  node: Readonly<Record<string, unknown>>,
+  context: NodeExpandContext,
+  problems: string[],
+): { node: unknown; forValidation: unknown } | undefined {
   const url = node["agentCardUrl"];
   const peer = node["peer"];
-  if (url === undefined && typeof peer === "string" && Object.hasOwn(context.peers, peer)) return { node: { ...node, agentCardUrl: context.peers[peer] }, forValidation: node };
+  if (url === undefined && typeof peer === "string" && Object.hasOwn(context.peers, peer))
+    return { node: { ...node, agentCardUrl: context.peers[peer] }, forValidation: node };
   if (typeof url !== "string" || unexpandedVariables(url).length === 0) return undefined;
   for (const name of unexpandedVariables(url)) {
     if (!context.known.includes(name) && !Object.hasOwn(context.variables, name)) {
       const known = [...new Set([...context.known, ...Object.keys(context.variables)])];
-      problems.push(`node "${String(node["id"])}": agentCardUrl refers to \${${name}}, which is not a variable workflows may use (add ${name} to WORKFLOW_VARIABLES; known: ${known.join(", ")})`);
+      problems.push(
+        `node "${String(node["id"])}": agentCardUrl refers to \${${name}}, which is not a variable workflows may use (add ${name} to WORKFLOW_VARIABLES; known: ${known.join(", ")})`,
+      );
     }
   }
   const result = url.replace(VARIABLE_REFERENCE, (whole, name: string) => context.variables[name] ?? whole);
-  return { node: { ...node, agentCardUrl: result }, forValidation: { ...node, agentCardUrl: unexpandedVariables(result).length ? UNSET_STAND_IN : result } };
+  return {
+    node: { ...node, agentCardUrl: result },
+    forValidation: { ...node, agentCardUrl: unexpandedVariables(result).length ? UNSET_STAND_IN : result },
+  };
 }
 
 /** A node naming a peer that is not configured, with where peers are configured and a likely typo named. */
@@ -156,11 +210,20 @@ async function invokePeer(
       context,
       signal: abort.signal,
       record: (progress) =>
-        repository.withLock(taskId, async () => {
-          if (!stillRunning(await repository.load(taskId), node.id)) return false;
-          await repository.commit(taskId, { type: "NODE_PROGRESS", at: runtime.now(), nodeId: node.id, progress: progress as unknown as Record<string, unknown> });
-          return true;
-        }, { fenced: true }),
+        repository.withLock(
+          taskId,
+          async () => {
+            if (!stillRunning(await repository.load(taskId), node.id)) return false;
+            await repository.commit(taskId, {
+              type: "NODE_PROGRESS",
+              at: runtime.now(),
+              nodeId: node.id,
+              progress: progress as unknown as Record<string, unknown>,
+            });
+            return true;
+          },
+          { fenced: true },
+        ),
       // Another instance committed to the task (a push it received): our cached copy is stale, read the store.
       stored: () =>
         repository.withLock(taskId, async () => {
@@ -179,20 +242,47 @@ async function invokePeer(
     const at = runtime.now();
     switch (outcome.type) {
       case "complete":
-        repository.stage(live, { type: "NODE_COMPLETED", at, nodeId: node.id, output: outcome.output, artifacts: outcome.artifacts, next: nodeAfter(workflow, node.id) });
+        repository.stage(live, {
+          type: "NODE_COMPLETED",
+          at,
+          nodeId: node.id,
+          output: outcome.output,
+          artifacts: outcome.artifacts,
+          next: nodeAfter(workflow, node.id),
+        });
         return;
       case "interrupt": {
-        const peer = { agentCardUrl: outcome.agentCardUrl, task: outcome.task, ...(outcome.subkind ? { subkind: outcome.subkind } : {}) };
-        const built = buildPeerInterrupt(node, live.actor.getSnapshot().context, at, { interruptId: randomUUID(), messageId: randomUUID() }, peer);
+        const peer = {
+          agentCardUrl: outcome.agentCardUrl,
+          task: outcome.task,
+          ...(outcome.subkind ? { subkind: outcome.subkind } : {}),
+        };
+        const built = buildPeerInterrupt(
+          node,
+          live.actor.getSnapshot().context,
+          at,
+          { interruptId: randomUUID(), messageId: randomUUID() },
+          peer,
+        );
         repository.stage(live, { type: "INTERRUPT", at, ...built });
         return;
       }
       case "fail":
-        repository.stage(live, { type: "FAIL", at, error: outcome.error, statusMessage: failureMessage(live.record, outcome.error.code) });
+        repository.stage(live, {
+          type: "FAIL",
+          at,
+          error: outcome.error,
+          statusMessage: failureMessage(live.record, outcome.error.code),
+        });
         return;
       case "cancel":
         // A cancel on the peer's side wins too: our run goes to cancelled (the driver commits CANCELLED next).
-        repository.stage(live, { type: "CANCEL", at, reason: CROSS_PROTOCOL_CANCEL, cancelledBy: `a2a-peer:${outcome.agentCardUrl}` });
+        repository.stage(live, {
+          type: "CANCEL",
+          at,
+          reason: CROSS_PROTOCOL_CANCEL,
+          cancelledBy: `a2a-peer:${outcome.agentCardUrl}`,
+        });
         return;
     }
   };

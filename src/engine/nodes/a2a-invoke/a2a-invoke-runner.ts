@@ -96,7 +96,6 @@ interface StreamHold {
   dead: boolean;
 }
 
-
 /** The call target a recorded progress names (endpoint, peer name, API key header name: never a credential). */
 function targetOf(progress: PeerProgress): PeerTarget {
   return {
@@ -138,11 +137,20 @@ export class A2AInvokeRunner {
    * that signs its pushes (keys configured) gets no static credentials, so that it signs a JWT; one that can only
    * send static credentials gets the token as its Bearer credentials too (peer-push-auth.ts).
    */
-  private pushRequestFor(taskId: string, key: string, capabilities: PeerCapabilities | undefined, peerName: string | undefined): PeerPushRequest | undefined {
+  private pushRequestFor(
+    taskId: string,
+    key: string,
+    capabilities: PeerCapabilities | undefined,
+    peerName: string | undefined,
+  ): PeerPushRequest | undefined {
     if (!this.settings.push || !this.callbacks || !capabilities?.push) return undefined;
     const token = this.callbacks.key.tokenFor(taskId, key);
     const peer = peerName !== undefined ? this.callbacks.peers.get(peerName) : undefined;
-    return { url: peerCallbackUrl(this.callbacks.baseUrl, taskId), token, ...(pushAuthOf(peer) === "static-bearer" ? { credentials: token } : {}) };
+    return {
+      url: peerCallbackUrl(this.callbacks.baseUrl, taskId),
+      token,
+      ...(pushAuthOf(peer) === "static-bearer" ? { credentials: token } : {}),
+    };
   }
 
   async run(r: InvokeRun): Promise<InvokeOutcome> {
@@ -162,7 +170,10 @@ export class A2AInvokeRunner {
     const { node, context, signal } = r;
     const unset = unexpandedVariables(node.agentCardUrl);
     if (unset.length > 0) {
-      return failed(node.id, `the remote agent is not configured: agentCardUrl "${node.agentCardUrl}" needs ${unset.join(", ")}, which is not set`);
+      return failed(
+        node.id,
+        `the remote agent is not configured: agentCardUrl "${node.agentCardUrl}" needs ${unset.join(", ")}, which is not set`,
+      );
     }
     const client = this.client;
     if (!client) return failed(node.id, "this host has no A2A client configured");
@@ -173,7 +184,12 @@ export class A2AInvokeRunner {
       let task: PeerTask;
       if (!progress) {
         const ref = { agentCardUrl: node.agentCardUrl, ...(node.peer !== undefined ? { peer: node.peer } : {}) };
-        const discovered = await this.retrying("reading the agent card", () => client.discover(ref, signal), signal, log);
+        const discovered = await this.retrying(
+          "reading the agent card",
+          () => client.discover(ref, signal),
+          signal,
+          log,
+        );
         const { capabilities, ...target } = discovered;
         const messageId = peerMessageId(`${key}:send`);
         const message = initialPeerMessage(node, runInputOf(context), messageId);
@@ -183,29 +199,58 @@ export class A2AInvokeRunner {
         let pushed = push !== undefined;
         let reply;
         try {
-          reply = await this.retrying("sending the message", () => client.send(target, message, undefined, push), signal, log);
+          reply = await this.retrying(
+            "sending the message",
+            () => client.send(target, message, undefined, push),
+            signal,
+            log,
+          );
         } catch (err) {
           // A peer that refuses our callback (its egress guard, no push after all) is asked again without it;
           // the same message id makes the resend safe. Credentials refused or transport trouble are not retried here.
-          if (!push || !(err instanceof PeerCallError) || err.retryable || (err.kind !== "rpc" && err.kind !== "http")) throw err;
-          log.warn({ err: { kind: err.kind, message: err.message } }, "the remote agent refused our push callback; sending without it");
+          if (!push || !(err instanceof PeerCallError) || err.retryable || (err.kind !== "rpc" && err.kind !== "http"))
+            throw err;
+          log.warn(
+            { err: { kind: err.kind, message: err.message } },
+            "the remote agent refused our push callback; sending without it",
+          );
           pushed = false;
           reply = await this.retrying("sending the message", () => client.send(target, message), signal, log);
         }
-        if (reply.kind === "message") return this.outcome(projectPeerMessage(node.agentCardUrl, reply.message), node, reply);
+        if (reply.kind === "message")
+          return this.outcome(projectPeerMessage(node.agentCardUrl, reply.message), node, reply);
         task = reply.task;
-        const notify = pushed ? "push" : this.settings.streaming && capabilities?.streaming && client.subscribe && client.canStream?.(target) !== false ? "stream" : "poll";
-        progress = { ...firstProgress({ key, agentCardUrl: node.agentCardUrl, ...target, messageId, at: this.now(), task }), notify };
+        const notify = pushed
+          ? "push"
+          : this.settings.streaming &&
+              capabilities?.streaming &&
+              client.subscribe &&
+              client.canStream?.(target) !== false
+            ? "stream"
+            : "poll";
+        progress = {
+          ...firstProgress({ key, agentCardUrl: node.agentCardUrl, ...target, messageId, at: this.now(), task }),
+          notify,
+        };
         if (task.statusTimestamp) progress.peerStatusAt = task.statusTimestamp;
-        log.info({ peerTaskId: task.id, peerState: task.state, endpoint: shownEndpoint(target.endpoint), notify }, "remote agent accepted the message");
+        log.info(
+          { peerTaskId: task.id, peerState: task.state, endpoint: shownEndpoint(target.endpoint), notify },
+          "remote agent accepted the message",
+        );
         if (!(await r.record(progress))) {
-          if (!isTerminalPeerState(task.state)) await this.cancelPeer(progress, "the run stopped while the message was in flight");
+          if (!isTerminalPeerState(task.state))
+            await this.cancelPeer(progress, "the run stopped while the message was in flight");
           return { type: "stopped" };
         }
         if (signal.aborted) return { type: "stopped" };
       } else {
         const recorded = progress;
-        task = await this.retrying("reading the remote task", () => client.getTask(targetOf(recorded), recorded.peerTaskId, signal), signal, log);
+        task = await this.retrying(
+          "reading the remote task",
+          () => client.getTask(targetOf(recorded), recorded.peerTaskId, signal),
+          signal,
+          log,
+        );
       }
 
       if (progress.pendingReply) {
@@ -214,13 +259,22 @@ export class A2AInvokeRunner {
         // if the peer has moved on (it no longer waits for an answer).
         const delivered = task.history.some((m) => m.messageId === pending.messageId);
         if (!delivered && isInterruptedPeerState(task.state)) {
-          const reply: Message = { messageId: pending.messageId, role: "user", parts: pending.parts, taskId: progress.peerTaskId, contextId: progress.peerContextId };
+          const reply: Message = {
+            messageId: pending.messageId,
+            role: "user",
+            parts: pending.parts,
+            taskId: progress.peerTaskId,
+            contextId: progress.peerContextId,
+          };
           const target = targetOf(progress);
           const answer = await this.retrying("forwarding the reply", () => client.send(target, reply), signal, log);
           if (answer.kind === "task") task = answer.task;
           log.info({ peerTaskId: progress.peerTaskId }, "forwarded the caller's reply to the remote agent");
         } else if (!delivered) {
-          log.warn({ peerTaskId: progress.peerTaskId, peerState: task.state }, "the remote task no longer waits for input; the caller's reply was not forwarded");
+          log.warn(
+            { peerTaskId: progress.peerTaskId, peerState: task.state },
+            "the remote task no longer waits for input; the caller's reply was not forwarded",
+          );
         }
         const { pendingReply: _sent, ...rest } = progress;
         progress = { ...withPeerStatus(rest, task), sentMessageId: pending.messageId, sentAt: this.now() };
@@ -231,7 +285,10 @@ export class A2AInvokeRunner {
         const decision = projectPeerTask(node, progress.agentCardUrl, task, progress);
         if (peerStatusChanged(progress, task)) {
           if (decision.type === "wait" && decision.unknownState !== undefined) {
-            log.warn({ peerTaskId: task.id, peerState: decision.unknownState }, "the remote task is in an unknown state; still waiting");
+            log.warn(
+              { peerTaskId: task.id, peerState: decision.unknownState },
+              "the remote task is in an unknown state; still waiting",
+            );
           }
           progress = withPeerStatus(progress, task);
           if (!(await r.record(progress))) return { type: "stopped" };
@@ -241,7 +298,10 @@ export class A2AInvokeRunner {
         const left = timeoutMs - (this.clock().getTime() - Date.parse(progress.sentAt));
         if (left < 0) {
           await this.cancelPeer(progress, "the node timed out");
-          return failed(node.id, `the remote agent did not finish within ${timeoutMs} ms (task ${task.id} is still ${task.state})`);
+          return failed(
+            node.id,
+            `the remote agent did not finish within ${timeoutMs} ms (task ${task.id} is still ${task.state})`,
+          );
         }
         if (progress.notify === "stream" && !hold.dead && !hold.started) {
           hold.started = true;
@@ -257,13 +317,21 @@ export class A2AInvokeRunner {
           continue;
         }
         const current = progress;
-        task = await this.retrying("reading the remote task", () => client.getTask(targetOf(current), current.peerTaskId, signal), signal, log);
+        task = await this.retrying(
+          "reading the remote task",
+          () => client.getTask(targetOf(current), current.peerTaskId, signal),
+          signal,
+          log,
+        );
       }
     } catch (err) {
       if (signal.aborted) return { type: "stopped" };
       if (err instanceof PeerCallError) {
         log.warn({ err: { kind: err.kind, message: err.message } }, "a2a.invoke failed");
-        const who = node.peer !== undefined ? `peer "${node.peer}" (${shownUrl(node.agentCardUrl)})` : `the remote agent at ${shownUrl(node.agentCardUrl)}`;
+        const who =
+          node.peer !== undefined
+            ? `peer "${node.peer}" (${shownUrl(node.agentCardUrl)})`
+            : `the remote agent at ${shownUrl(node.agentCardUrl)}`;
         return failed(node.id, `calling ${who} failed: ${err.message}`);
       }
       throw err;
@@ -277,7 +345,12 @@ export class A2AInvokeRunner {
    * (our own hosts' pushes are content-free). `progress` follows what the callback receiver committed (so the
    * next record does not count it again).
    */
-  private async awaitPeer(r: InvokeRun, watch: PeerNewsWatch, progress: PeerProgress, ms: number): Promise<{ progress: PeerProgress; task?: PeerTask }> {
+  private async awaitPeer(
+    r: InvokeRun,
+    watch: PeerNewsWatch,
+    progress: PeerProgress,
+    ms: number,
+  ): Promise<{ progress: PeerProgress; task?: PeerTask }> {
     const until = this.clock().getTime() + ms;
     for (;;) {
       const news = await watch.next(until - this.clock().getTime(), r.signal);
@@ -302,7 +375,13 @@ export class A2AInvokeRunner {
         case "remote": {
           // Another instance committed to our task: a pushed state it received, or nothing for us.
           const stored = await r.stored?.();
-          if (!stored || stored.key !== progress.key || stored.pushedAt === undefined || stored.pushedAt === progress.pushedAt) continue;
+          if (
+            !stored ||
+            stored.key !== progress.key ||
+            stored.pushedAt === undefined ||
+            stored.pushedAt === progress.pushedAt
+          )
+            continue;
           return { progress: { ...progress, pushedAt: stored.pushedAt } };
         }
       }
@@ -315,7 +394,14 @@ export class A2AInvokeRunner {
    * connection breaks (with backoff); a peer that refuses the stream three times in a row is given up on
    * (`hold.dead`: the node polls at A2A_PEER_POLL_MS again).
    */
-  private async holdStream(client: A2APeerClient, target: PeerTarget, initial: PeerTask, watch: PeerNewsWatch, hold: StreamHold, log: Logger): Promise<void> {
+  private async holdStream(
+    client: A2APeerClient,
+    target: PeerTarget,
+    initial: PeerTask,
+    watch: PeerNewsWatch,
+    hold: StreamHold,
+    log: Logger,
+  ): Promise<void> {
     const signal = hold.controller.signal;
     let current = initial;
     let refusals = 0;
@@ -340,7 +426,10 @@ export class A2AInvokeRunner {
         if (err instanceof PeerCallError && !err.retryable) {
           // A terminal task is refused by 1.0 peers: read it instead. Anything else non-retryable counts toward giving up.
           refusals++;
-          log.info({ peerTaskId: current.id, err: { kind: err.kind, message: err.message } }, "the remote agent refused the task stream; reading the task instead");
+          log.info(
+            { peerTaskId: current.id, err: { kind: err.kind, message: err.message } },
+            "the remote agent refused the task stream; reading the task instead",
+          );
           watch.post({ kind: "fetch" });
           if (refusals >= 3) {
             hold.dead = true;
@@ -348,11 +437,20 @@ export class A2AInvokeRunner {
           }
         } else {
           breaks++;
-          log.info({ peerTaskId: current.id, err: err instanceof PeerCallError ? { kind: err.kind, message: err.message } : String(err) }, "the task stream broke; re-attaching");
+          log.info(
+            {
+              peerTaskId: current.id,
+              err: err instanceof PeerCallError ? { kind: err.kind, message: err.message } : String(err),
+            },
+            "the task stream broke; re-attaching",
+          );
         }
       }
       if (isTerminalPeerState(current.state)) return;
-      const delay = Math.min(this.settings.retryBaseMs * 2 ** Math.max(0, Math.max(breaks, refusals) - 1), this.settings.retryMaxMs);
+      const delay = Math.min(
+        this.settings.retryBaseMs * 2 ** Math.max(0, Math.max(breaks, refusals) - 1),
+        this.settings.retryMaxMs,
+      );
       await abortableSleep(delay, signal).catch(() => undefined);
     }
   }
@@ -360,16 +458,31 @@ export class A2AInvokeRunner {
   /** Best-effort `tasks/cancel` of a peer task (our run was cancelled or gave up). Never throws; logged. */
   async cancelPeer(progress: PeerProgress, why: string): Promise<void> {
     if (!this.client) return;
-    const log = this.logger.child({ peerTaskId: progress.peerTaskId, endpoint: shownEndpoint(progress.endpoint), ...(progress.peer !== undefined ? { peer: progress.peer } : {}) });
+    const log = this.logger.child({
+      peerTaskId: progress.peerTaskId,
+      endpoint: shownEndpoint(progress.endpoint),
+      ...(progress.peer !== undefined ? { peer: progress.peer } : {}),
+    });
     try {
-      const task = await this.client.cancelTask(targetOf(progress), progress.peerTaskId, AbortSignal.timeout(this.settings.requestTimeoutMs));
+      const task = await this.client.cancelTask(
+        targetOf(progress),
+        progress.peerTaskId,
+        AbortSignal.timeout(this.settings.requestTimeoutMs),
+      );
       log.info({ peerState: task.state, why }, "cancelled the remote task");
     } catch (err) {
-      log.warn({ err: err instanceof PeerCallError ? { kind: err.kind, message: err.message } : err, why }, "could not cancel the remote task (best effort)");
+      log.warn(
+        { err: err instanceof PeerCallError ? { kind: err.kind, message: err.message } : err, why },
+        "could not cancel the remote task (best effort)",
+      );
     }
   }
 
-  private outcome(decision: ReturnType<typeof projectPeerTask>, node: A2AInvokeNode, reply: { kind: "task"; task: PeerTask } | { kind: "message" }): InvokeOutcome {
+  private outcome(
+    decision: ReturnType<typeof projectPeerTask>,
+    node: A2AInvokeNode,
+    reply: { kind: "task"; task: PeerTask } | { kind: "message" },
+  ): InvokeOutcome {
     switch (decision.type) {
       case "complete":
         return { type: "complete", output: decision.output, artifacts: decision.artifacts };
@@ -379,7 +492,12 @@ export class A2AInvokeRunner {
         return { type: "cancel", agentCardUrl: shownUrl(node.agentCardUrl) };
       case "interrupt":
         if (reply.kind !== "task") return failed(node.id, "the remote agent asked for input without a task");
-        return { type: "interrupt", task: reply.task, agentCardUrl: node.agentCardUrl, ...(decision.subkind ? { subkind: decision.subkind } : {}) };
+        return {
+          type: "interrupt",
+          task: reply.task,
+          agentCardUrl: node.agentCardUrl,
+          ...(decision.subkind ? { subkind: decision.subkind } : {}),
+        };
       case "wait":
         return failed(node.id, "internal: a waiting peer task has no outcome");
     }
@@ -387,17 +505,32 @@ export class A2AInvokeRunner {
 
   /** Runs `call`, retrying retryable PeerCallErrors with backoff (domain/retry-policy); non-retryable ones and exhaustion throw. */
   private async retrying<T>(what: string, call: () => Promise<T>, signal: AbortSignal, log: Logger): Promise<T> {
-    const policy: RetryPolicy = { baseMs: this.settings.retryBaseMs, maxMs: this.settings.retryMaxMs, maxAttempts: this.settings.maxAttempts, jitter: PEER_JITTER };
+    const policy: RetryPolicy = {
+      baseMs: this.settings.retryBaseMs,
+      maxMs: this.settings.retryMaxMs,
+      maxAttempts: this.settings.maxAttempts,
+      jitter: PEER_JITTER,
+    };
     for (let attempt = 1; ; attempt++) {
       try {
         return await call();
       } catch (err) {
         if (signal.aborted || !(err instanceof PeerCallError)) throw err;
         const decision = decideRetry(policy, err, attempt);
-        if (!decision.retry && decision.reason === "not-retryable") throw new PeerCallError(`${what}: ${err.message}`, err.kind, false, err.rpcCode);
-        if (!decision.retry) throw new PeerCallError(`${what} failed ${attempt} times; last error: ${err.message}`, err.kind, false, err.rpcCode);
+        if (!decision.retry && decision.reason === "not-retryable")
+          throw new PeerCallError(`${what}: ${err.message}`, err.kind, false, err.rpcCode);
+        if (!decision.retry)
+          throw new PeerCallError(
+            `${what} failed ${attempt} times; last error: ${err.message}`,
+            err.kind,
+            false,
+            err.rpcCode,
+          );
         const delay = decision.delayMs;
-        log.warn({ attempt, delayMs: delay, err: { kind: err.kind, message: err.message } }, `${what} failed; retrying`);
+        log.warn(
+          { attempt, delayMs: delay, err: { kind: err.kind, message: err.message } },
+          `${what} failed; retrying`,
+        );
         await abortableSleep(delay, signal);
       }
     }

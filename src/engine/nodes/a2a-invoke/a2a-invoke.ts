@@ -111,7 +111,10 @@ export function peerStatusOf(task: PeerTask): string {
  * interrupted. (Not a new timestamp alone: some agents stamp every read, and the log is not a poll trace.)
  */
 export function peerStatusChanged(progress: PeerProgress, task: PeerTask): boolean {
-  return task.state !== progress.peerState || (isInterruptedPeerState(task.state) && peerStatusOf(task) !== progress.peerStatus);
+  return (
+    task.state !== progress.peerState ||
+    (isInterruptedPeerState(task.state) && peerStatusOf(task) !== progress.peerStatus)
+  );
 }
 
 /** A URL as shown to callers and in messages: without query, fragment or userinfo (they may carry secrets). */
@@ -132,7 +135,10 @@ export function peerProgressOf(context: TaskContext, nodeId: string, key: string
 
 /** The text of a message's text parts. */
 export function textOf(message: Message | undefined): string {
-  return (message?.parts ?? []).flatMap((p) => (p.kind === "text" ? [p.text] : [])).join("\n").trim();
+  return (message?.parts ?? [])
+    .flatMap((p) => (p.kind === "text" ? [p.text] : []))
+    .join("\n")
+    .trim();
 }
 
 function clip(text: string, max: number): string {
@@ -140,7 +146,11 @@ function clip(text: string, max: number): string {
 }
 
 /** The first message of an a2a.invoke: the node's `message`, else the run's input (text and data parts). */
-export function initialPeerMessage(node: A2AInvokeNode, input: { text: string; data: Record<string, unknown> }, messageId: string): Message {
+export function initialPeerMessage(
+  node: A2AInvokeNode,
+  input: { text: string; data: Record<string, unknown> },
+  messageId: string,
+): Message {
   const parts: Part[] = [];
   if (node.message !== undefined) {
     parts.push({ kind: "text", text: node.message });
@@ -152,7 +162,16 @@ export function initialPeerMessage(node: A2AInvokeNode, input: { text: string; d
 }
 
 /** The first recorded progress, from the peer's answer to our first message. */
-export function firstProgress(args: { key: string; agentCardUrl: string; endpoint: string; peer?: string; apiKeyHeader?: string; messageId: string; at: string; task: PeerTask }): PeerProgress {
+export function firstProgress(args: {
+  key: string;
+  agentCardUrl: string;
+  endpoint: string;
+  peer?: string;
+  apiKeyHeader?: string;
+  messageId: string;
+  at: string;
+  task: PeerTask;
+}): PeerProgress {
   const { task } = args;
   return {
     key: args.key,
@@ -172,7 +191,12 @@ export function firstProgress(args: { key: string; agentCardUrl: string; endpoin
 /** Progress after reading the peer task again. */
 export function withPeerStatus(progress: PeerProgress, task: PeerTask): PeerProgress {
   const { peerStatusAt: _old, pushedAt: _pushed, ...rest } = progress;
-  return { ...rest, peerState: task.state, peerStatus: peerStatusOf(task), ...(task.statusTimestamp ? { peerStatusAt: task.statusTimestamp } : {}) };
+  return {
+    ...rest,
+    peerState: task.state,
+    peerStatus: peerStatusOf(task),
+    ...(task.statusTimestamp ? { peerStatusAt: task.statusTimestamp } : {}),
+  };
 }
 
 /**
@@ -180,7 +204,10 @@ export function withPeerStatus(progress: PeerProgress, task: PeerTask): PeerProg
  * (a recorded one ends it; a pushed one is always news), the same state again is news only with a newer timestamp
  * (a new question while interrupted), and a status stamped before the recorded one is a replay.
  */
-export function isNewPeerStatus(progress: Pick<PeerProgress, "peerState" | "peerStatusAt">, pushed: { state: string; timestamp?: string }): boolean {
+export function isNewPeerStatus(
+  progress: Pick<PeerProgress, "peerState" | "peerStatusAt">,
+  pushed: { state: string; timestamp?: string },
+): boolean {
   if (isTerminalPeerState(progress.peerState)) return false;
   // Nothing follows a terminal state, so a terminal push is never a replay of an older status (whatever its clock says).
   if (isTerminalPeerState(pushed.state)) return true;
@@ -197,13 +224,23 @@ export function foldPeerEvent(current: PeerTask, event: PeerStreamEvent): PeerTa
   if (event.taskId !== current.id) return current;
   if (event.kind === "status") {
     const { statusMessage: _m, statusTimestamp: _t, ...rest } = current;
-    const history = event.statusMessage && !current.history.some((m) => m.messageId === event.statusMessage!.messageId) ? [...current.history, event.statusMessage] : current.history;
-    return { ...rest, state: event.state, history, ...(event.statusMessage ? { statusMessage: event.statusMessage } : {}), ...(event.statusTimestamp ? { statusTimestamp: event.statusTimestamp } : {}) };
+    const history =
+      event.statusMessage && !current.history.some((m) => m.messageId === event.statusMessage!.messageId)
+        ? [...current.history, event.statusMessage]
+        : current.history;
+    return {
+      ...rest,
+      state: event.state,
+      history,
+      ...(event.statusMessage ? { statusMessage: event.statusMessage } : {}),
+      ...(event.statusTimestamp ? { statusTimestamp: event.statusTimestamp } : {}),
+    };
   }
   const index = current.artifacts.findIndex((a) => a.artifactId === event.artifact.artifactId);
   const artifacts = [...current.artifacts];
   if (index < 0) artifacts.push(event.artifact);
-  else if (event.append) artifacts[index] = { ...artifacts[index]!, parts: [...artifacts[index]!.parts, ...event.artifact.parts] };
+  else if (event.append)
+    artifacts[index] = { ...artifacts[index]!, parts: [...artifacts[index]!.parts, ...event.artifact.parts] };
   else artifacts[index] = event.artifact;
   return { ...current, artifacts };
 }
@@ -216,12 +253,22 @@ export function peerArtifacts(nodeId: string, agentCardUrl: string, task: PeerTa
     ...(a.description ? { description: a.description } : {}),
     parts: a.parts,
     // Ours last: the peer cannot claim to be trusted.
-    metadata: { ...a.metadata, contentTrust: UNTRUSTED, a2aPeer: { agentCardUrl: shownUrl(agentCardUrl), taskId: task.id, artifactId: a.artifactId } },
+    metadata: {
+      ...a.metadata,
+      contentTrust: UNTRUSTED,
+      a2aPeer: { agentCardUrl: shownUrl(agentCardUrl), taskId: task.id, artifactId: a.artifactId },
+    },
   }));
 }
 
 function peerSummary(agentCardUrl: string, task: PeerTask, name?: string): Record<string, unknown> {
-  return { ...(name !== undefined ? { name } : {}), agentCardUrl: shownUrl(agentCardUrl), taskId: task.id, contextId: task.contextId, state: task.state };
+  return {
+    ...(name !== undefined ? { name } : {}),
+    agentCardUrl: shownUrl(agentCardUrl),
+    taskId: task.id,
+    contextId: task.contextId,
+    state: task.state,
+  };
 }
 
 /** The message content a peer sent, reduced to what our callers may see (id, role, parts). */
@@ -230,7 +277,12 @@ function peerMessageView(message: Message | undefined): Record<string, unknown> 
 }
 
 /** Projects the peer's task onto our run (see the table at the top of this file). */
-export function projectPeerTask(node: A2AInvokeNode, agentCardUrl: string, task: PeerTask, progress: PeerProgress | undefined): PeerDecision {
+export function projectPeerTask(
+  node: A2AInvokeNode,
+  agentCardUrl: string,
+  task: PeerTask,
+  progress: PeerProgress | undefined,
+): PeerDecision {
   switch (task.state) {
     case "submitted":
     case "working":
@@ -238,7 +290,8 @@ export function projectPeerTask(node: A2AInvokeNode, agentCardUrl: string, task:
     case "input-required":
     case "auth-required":
       // Right after we forward an answer the peer may still show the status we answered.
-      if (progress?.answeredStatus !== undefined && progress.answeredStatus === peerStatusOf(task)) return { type: "wait" };
+      if (progress?.answeredStatus !== undefined && progress.answeredStatus === peerStatusOf(task))
+        return { type: "wait" };
       return task.state === "auth-required" ? { type: "interrupt", subkind: "auth" } : { type: "interrupt" };
     case "completed": {
       const artifacts = peerArtifacts(node.id, agentCardUrl, task);
@@ -260,7 +313,10 @@ export function projectPeerTask(node: A2AInvokeNode, agentCardUrl: string, task:
       const said = textOf(task.statusMessage);
       const rejected = task.state === "rejected";
       const message = `the remote agent ${rejected ? "rejected" : "failed"} task ${task.id}${said ? `; it said (untrusted): ${clip(said, 300)}` : ""}`;
-      return { type: "fail", error: { code: rejected ? REJECTED_BY_REMOTE : FAILED_BY_REMOTE, message, nodeId: node.id } };
+      return {
+        type: "fail",
+        error: { code: rejected ? REJECTED_BY_REMOTE : FAILED_BY_REMOTE, message, nodeId: node.id },
+      };
     }
     case "canceled":
       return { type: "cancel" };
@@ -274,7 +330,12 @@ export function projectPeerMessage(agentCardUrl: string, message: Message): Peer
   return {
     type: "complete",
     artifacts: [],
-    output: { peer: { agentCardUrl: shownUrl(agentCardUrl), state: "completed" }, message: peerMessageView(message), ...(textOf(message) ? { text: textOf(message) } : {}), contentTrust: UNTRUSTED },
+    output: {
+      peer: { agentCardUrl: shownUrl(agentCardUrl), state: "completed" },
+      message: peerMessageView(message),
+      ...(textOf(message) ? { text: textOf(message) } : {}),
+      contentTrust: UNTRUSTED,
+    },
   };
 }
 
@@ -288,8 +349,14 @@ export function buildPeerInterrupt(
 ): { interrupt: PendingInterrupt; statusMessage: Message } {
   const auth = peer.subkind === "auth";
   const said = clip(textOf(peer.task.statusMessage), 2000);
-  const question = said || (auth ? "The remote agent needs authentication before it can continue." : "The remote agent needs more input.");
-  const metadata: Record<string, unknown> = { source: "a2a.invoke", contentTrust: UNTRUSTED, ...(auth ? { subkind: "auth" } : {}) };
+  const question =
+    said ||
+    (auth ? "The remote agent needs authentication before it can continue." : "The remote agent needs more input.");
+  const metadata: Record<string, unknown> = {
+    source: "a2a.invoke",
+    contentTrust: UNTRUSTED,
+    ...(auth ? { subkind: "auth" } : {}),
+  };
   const peerMessage = peerMessageView(peer.task.statusMessage);
   const data: Record<string, unknown> = {
     questions: [{ id: PEER_REPLY_QUESTION_ID, question }],
@@ -297,7 +364,15 @@ export function buildPeerInterrupt(
     contentTrust: UNTRUSTED,
     metadata,
   };
-  const interrupt: PendingInterrupt = { interruptId: ids.interruptId, nodeId: node.id, kind: "clarification", data, requestedAt: at, exchanges: [], metadata };
+  const interrupt: PendingInterrupt = {
+    interruptId: ids.interruptId,
+    nodeId: node.id,
+    kind: "clarification",
+    data,
+    requestedAt: at,
+    exchanges: [],
+    metadata,
+  };
   const lead = auth ? "The remote agent needs authentication" : "The remote agent needs input";
   const text = `${lead} (node "${node.id}"). It says (untrusted content): ${question} Reply with text or a data part; the reply is forwarded to the remote agent.`;
   const statusMessage: Message = {
@@ -307,7 +382,11 @@ export function buildPeerInterrupt(
     contextId: context.contextId,
     parts: [
       { kind: "text", text },
-      { kind: "data", data: { interrupt: { kind: "clarification", nodeId: node.id, interruptId: ids.interruptId, ...data } }, metadata: { contentTrust: UNTRUSTED } },
+      {
+        kind: "data",
+        data: { interrupt: { kind: "clarification", nodeId: node.id, interruptId: ids.interruptId, ...data } },
+        metadata: { contentTrust: UNTRUSTED },
+      },
     ],
   };
   return { interrupt, statusMessage };
@@ -341,20 +420,34 @@ export function peerReplyOutcome(
   decision: { decidedBy: string; decidedAt: string },
   key: string,
 ): { output: Record<string, unknown>; next: string; progress: Record<string, unknown> } {
-  if (Object.keys(resumeValue).length === 0) throw invalidParams(`the reply to "${node.id}" is empty; send text or a data part to forward to the remote agent`);
+  if (Object.keys(resumeValue).length === 0)
+    throw invalidParams(`the reply to "${node.id}" is empty; send text or a data part to forward to the remote agent`);
   const progress = peerProgressOf(context, node.id, key);
   if (!progress) throw new DomainError("internal", `node "${node.id}" has no remote task to forward the reply to`);
-  const pendingReply = { messageId: peerMessageId(`${key}:reply:${interrupt.interruptId}`), interruptId: interrupt.interruptId, parts: peerReplyParts(resumeValue) };
+  const pendingReply = {
+    messageId: peerMessageId(`${key}:reply:${interrupt.interruptId}`),
+    interruptId: interrupt.interruptId,
+    parts: peerReplyParts(resumeValue),
+  };
   const next: PeerProgress = { ...progress, answeredStatus: progress.peerStatus, pendingReply };
   return {
-    output: { reply: resumeValue, answeredBy: decision.decidedBy, answeredAt: decision.decidedAt, forwardedTo: progress.peerTaskId },
+    output: {
+      reply: resumeValue,
+      answeredBy: decision.decidedBy,
+      answeredAt: decision.decidedAt,
+      forwardedTo: progress.peerTaskId,
+    },
     next: node.id,
     progress: next as unknown as Record<string, unknown>,
   };
 }
 
 /** The peer task our cancel should cancel too (best effort), if the run is cancelled while it is live. */
-export function peerTaskToCancel(context: TaskContext, workflow: WorkflowDefinition | undefined, key: (nodeId: string) => string): PeerProgress | undefined {
+export function peerTaskToCancel(
+  context: TaskContext,
+  workflow: WorkflowDefinition | undefined,
+  key: (nodeId: string) => string,
+): PeerProgress | undefined {
   if (context.cancelReason === CROSS_PROTOCOL_CANCEL || !workflow || context.cursor === null) return undefined;
   const node = workflow.nodes.find((n) => n.id === context.cursor);
   if (node?.kind !== "a2a.invoke") return undefined;

@@ -7,7 +7,13 @@ import { decodePeerPush } from "../../../peer/peer-push-body.js";
 import { PeerPushTrust } from "../../../peer/peer-push-trust.js";
 import type { PeerVersions } from "../../../peer/peer-version.js";
 import type { TaskReadPort } from "../../../store/task-read-port.js";
-import { isInterruptedPeerState, isNewPeerStatus, isTerminalPeerState, peerProgressOf, type PeerProgress } from "./a2a-invoke.js";
+import {
+  isInterruptedPeerState,
+  isNewPeerStatus,
+  isTerminalPeerState,
+  peerProgressOf,
+  type PeerProgress,
+} from "./a2a-invoke.js";
 import type { PeerNewsBoard } from "./a2a-invoke-news.js";
 import type { NodeProgressPort } from "../node-executor.js";
 import { idempotencyKeyOf } from "../../workflow-walk.js";
@@ -29,7 +35,10 @@ export interface PeerCallbackAnswer {
 /** How many past visits of each node a late push is recognised for (each costs one HMAC). */
 const MAX_PAST_VISITS = 20;
 
-const answer = (status: PeerCallbackAnswer["status"], outcome: PeerCallbackAnswer["outcome"]): PeerCallbackAnswer => ({ status, outcome });
+const answer = (status: PeerCallbackAnswer["status"], outcome: PeerCallbackAnswer["outcome"]): PeerCallbackAnswer => ({
+  status,
+  outcome,
+});
 
 /** One answer for an unknown task and a missing or wrong token, so the answer says nothing of which tasks exist. */
 const UNAUTHENTICATED = answer(401, "unauthenticated");
@@ -90,7 +99,9 @@ export class PeerCallbackService {
     // The visit whose token this is: one that registered a callback, or the current one (its progress may not be committed yet).
     const visits = Object.entries(context.nodeProgress ?? {}).flatMap(([nodeId, raw]) => {
       const p = raw as Partial<PeerProgress> | undefined;
-      return p && p.notify === "push" && typeof p.key === "string" && typeof p.peerTaskId === "string" ? [{ nodeId, progress: p as PeerProgress }] : [];
+      return p && p.notify === "push" && typeof p.key === "string" && typeof p.peerTaskId === "string"
+        ? [{ nodeId, progress: p as PeerProgress }]
+        : [];
     });
     const visit = visits.find((v) => key.matches(taskId, v.progress.key, token));
     if (!visit) {
@@ -100,14 +111,20 @@ export class PeerCallbackService {
       }
       // A late push for a visit that is over (its progress is gone): acknowledged, nothing to commit.
       const past = Object.entries(context.visits ?? {}).some(([nodeId, count]) => {
-        for (let v = Math.max(1, count - MAX_PAST_VISITS + 1); v <= count; v++) if (key.matches(taskId, `${taskId}:${nodeId}:${v}`, token)) return true;
+        for (let v = Math.max(1, count - MAX_PAST_VISITS + 1); v <= count; v++)
+          if (key.matches(taskId, `${taskId}:${nodeId}:${v}`, token)) return true;
         return false;
       });
       if (past) return answer(200, "moved-on");
       logger.warn({ taskId }, "peer callback refused: the token does not match");
       return UNAUTHENTICATED;
     }
-    const log = logger.child({ taskId, nodeId: visit.nodeId, peerTaskId: visit.progress.peerTaskId, ...(visit.progress.peer !== undefined ? { peer: visit.progress.peer } : {}) });
+    const log = logger.child({
+      taskId,
+      nodeId: visit.nodeId,
+      peerTaskId: visit.progress.peerTaskId,
+      ...(visit.progress.peer !== undefined ? { peer: visit.progress.peer } : {}),
+    });
     const trust = await this.trust.check(visit.progress.peer, req);
     if (trust.verdict === "refused") {
       log.warn({ why: trust.why }, "peer callback refused: not signed with the peer's key");
@@ -117,14 +134,29 @@ export class PeerCallbackService {
     try {
       event = decodePeerPush(req.body, this.options.versions);
     } catch (err) {
-      log.warn({ err: err instanceof PeerCallError ? err.message : String(err) }, "peer callback refused: not a push body we can read");
+      log.warn(
+        { err: err instanceof PeerCallError ? err.message : String(err) },
+        "peer callback refused: not a push body we can read",
+      );
       return answer(400, "invalid");
     }
     if (!event || event.kind === "artifact") return answer(200, "ignored"); // artifacts come with the task when it is read
     const pushed =
       event.kind === "task"
-        ? { taskId: event.task.id, state: event.task.state, timestamp: event.task.statusTimestamp, messageId: event.task.statusMessage?.messageId, task: event.task }
-        : { taskId: event.taskId, state: event.state, timestamp: event.statusTimestamp, messageId: event.statusMessage?.messageId, task: undefined };
+        ? {
+            taskId: event.task.id,
+            state: event.task.state,
+            timestamp: event.task.statusTimestamp,
+            messageId: event.task.statusMessage?.messageId,
+            task: event.task,
+          }
+        : {
+            taskId: event.taskId,
+            state: event.state,
+            timestamp: event.statusTimestamp,
+            messageId: event.statusMessage?.messageId,
+            task: undefined,
+          };
     if (pushed.taskId !== visit.progress.peerTaskId) {
       log.warn({ pushedTaskId: pushed.taskId }, "peer callback refused: it names another remote task");
       return answer(400, "invalid");
@@ -146,13 +178,21 @@ export class PeerCallbackService {
         ...(pushed.timestamp ? { peerStatusAt: pushed.timestamp } : {}),
         pushedAt: at,
       };
-      return { commit: { nodeId: visit.nodeId, progress: progress as unknown as Record<string, unknown> }, answer: "committed" as const };
+      return {
+        commit: { nodeId: visit.nodeId, progress: progress as unknown as Record<string, unknown> },
+        answer: "committed" as const,
+      };
     });
     if (outcome === "committed") {
       this.trust.remember(trust.proof);
       log.info({ peerState: pushed.state, signedBy: trust.by }, "peer pushed a new state (signed); committed");
       // A signed push that carries the whole task (0.3 SDKs send the Task) spares the lease holder a GetTask.
-      this.options.news.post(taskId, { kind: "push", state: pushed.state, pushedAt: at, ...(pushed.task ? { task: pushed.task } : {}) });
+      this.options.news.post(taskId, {
+        kind: "push",
+        state: pushed.state,
+        pushedAt: at,
+        ...(pushed.task ? { task: pushed.task } : {}),
+      });
     }
     return answer(200, outcome);
   }
@@ -162,7 +202,12 @@ export class PeerCallbackService {
    * hold (read from the peer or from a signed push, never from a hint): one the run would not act on wakes
    * nothing; else the waiting node is woken to read the peer's task. The claim itself is never committed.
    */
-  private async wake(taskId: string, visit: { nodeId: string; progress: PeerProgress }, claim: { state: string; timestamp?: string }, log: Logger): Promise<PeerCallbackAnswer> {
+  private async wake(
+    taskId: string,
+    visit: { nodeId: string; progress: PeerProgress },
+    claim: { state: string; timestamp?: string },
+    log: Logger,
+  ): Promise<PeerCallbackAnswer> {
     if (!isNewPeerStatus(visit.progress, claim)) return answer(200, "duplicate");
     if (!isTerminalPeerState(claim.state) && !isInterruptedPeerState(claim.state)) return answer(200, "ignored");
     const at = this.now().toISOString();
@@ -174,9 +219,16 @@ export class PeerCallbackService {
     const outcome = await this.options.progress.commitNodeProgress(taskId, (ctx, running) => {
       const stored = running(visit.nodeId) ? peerProgressOf(ctx, visit.nodeId, visit.progress.key) : undefined;
       if (!stored) return { answer: "moved-on" as const };
-      return { commit: { nodeId: visit.nodeId, progress: { ...stored, pushedAt: at } as unknown as Record<string, unknown> }, answer: "woken" as const };
+      return {
+        commit: { nodeId: visit.nodeId, progress: { ...stored, pushedAt: at } as unknown as Record<string, unknown> },
+        answer: "woken" as const,
+      };
     });
-    if (outcome === "woken") log.info({ claimedState: claim.state }, "peer push (unsigned) marked for the node's instance; it reads the remote task");
+    if (outcome === "woken")
+      log.info(
+        { claimedState: claim.state },
+        "peer push (unsigned) marked for the node's instance; it reads the remote task",
+      );
     return answer(200, outcome);
   }
 

@@ -12,18 +12,27 @@ import { gateNodeExecutor, offeredActions } from "./gate-node.js";
  * edit-accept, ask). Its refine loop sends the run back to the reviewed node, which reads the feedback (feedbackFor).
  */
 export const approvalNodeKind: EngineNodeKind<ApprovalNode> = {
-  reply: { byNodeId: true, interpret: ({ node, workflow, context, resumeValue, decision }) => approvalOutcome(node, workflow, context, resumeValue, decision) },
+  reply: {
+    byNodeId: true,
+    interpret: ({ node, workflow, context, resumeValue, decision }) =>
+      approvalOutcome(node, workflow, context, resumeValue, decision),
+  },
   executor: (runtime) => gateNodeExecutor(runtime),
   view: { edges: approvalEdges },
 };
 
 /** accept to the next node, the refine loop (when offered) and reject's goto (else the run fails: no edge). */
-function approvalEdges(node: ApprovalNode, { after, before }: { after: string; before: string | undefined }): NodeGraphEdge[] {
+function approvalEdges(
+  node: ApprovalNode,
+  { after, before }: { after: string; before: string | undefined },
+): NodeGraphEdge[] {
   const edges: NodeGraphEdge[] = [{ from: node.id, to: after, kind: "accept", condition: "accept" }];
   const actions = node.actions ?? ["accept", "reject", "refine", "edit", "ask"];
   const refine = node.onRefine?.goto ?? node.artifactFrom ?? before;
-  if (actions.includes("refine") && refine) edges.push({ from: node.id, to: refine, kind: "refine", condition: "refine" });
-  if (typeof node.onReject === "object") edges.push({ from: node.id, to: node.onReject.goto, kind: "reject", condition: "reject" });
+  if (actions.includes("refine") && refine)
+    edges.push({ from: node.id, to: refine, kind: "refine", condition: "refine" });
+  if (typeof node.onReject === "object")
+    edges.push({ from: node.id, to: node.onReject.goto, kind: "reject", condition: "reject" });
   return edges;
 }
 
@@ -45,32 +54,55 @@ function refineTarget(node: ApprovalNode, workflow: WorkflowDefinition): string 
   return workflow.nodes[index - 1]?.id ?? null;
 }
 
-
 const LEGACY_DECISIONS: Record<string, (feedback: unknown) => Record<string, unknown>> = {
   approved: () => ({ action: "accept" }),
-  rejected: (feedback) => (typeof feedback === "string" && feedback ? { action: "refine", refineFeedback: { scope: "whole", text: feedback } } : { action: "reject" }),
+  rejected: (feedback) =>
+    typeof feedback === "string" && feedback
+      ? { action: "refine", refineFeedback: { scope: "whole", text: feedback } }
+      : { action: "reject" },
 };
 
 /** What a reply to an approval gate does: the OpenWOP 5-action vocabulary (and the legacy `decision` form). */
-function approvalOutcome(node: ApprovalNode, workflow: WorkflowDefinition, context: TaskContext, resumeValue: Record<string, unknown>, decision: { decidedBy: string; decidedAt: string }): ReplyOutcome {
+function approvalOutcome(
+  node: ApprovalNode,
+  workflow: WorkflowDefinition,
+  context: TaskContext,
+  resumeValue: Record<string, unknown>,
+  decision: { decidedBy: string; decidedAt: string },
+): ReplyOutcome {
   let value = resumeValue;
   const decisionWord = value["decision"];
-  if (typeof value["action"] !== "string" && typeof decisionWord === "string" && Object.hasOwn(LEGACY_DECISIONS, decisionWord)) {
+  if (
+    typeof value["action"] !== "string" &&
+    typeof decisionWord === "string" &&
+    Object.hasOwn(LEGACY_DECISIONS, decisionWord)
+  ) {
     value = { ...value, ...LEGACY_DECISIONS[decisionWord]!(value["feedback"]) };
   }
   const action = value["action"];
   if (typeof action !== "string" || !(APPROVAL_ACTIONS as readonly string[]).includes(action)) {
-    throw invalidParams(`the reply to approval gate "${node.id}" needs "action" set to one of ${APPROVAL_ACTIONS.join(", ")}`, {
-      nodeId: node.id,
-      allowed: APPROVAL_ACTIONS,
-    });
+    throw invalidParams(
+      `the reply to approval gate "${node.id}" needs "action" set to one of ${APPROVAL_ACTIONS.join(", ")}`,
+      {
+        nodeId: node.id,
+        allowed: APPROVAL_ACTIONS,
+      },
+    );
   }
   const allowed = offeredActions(node);
   if (!allowed.includes(action as ApprovalAction)) {
-    throw invalidParams(`approval gate "${node.id}" does not offer the action "${action}" (offered: ${allowed.join(", ")})`, { nodeId: node.id, allowed });
+    throw invalidParams(
+      `approval gate "${node.id}" does not offer the action "${action}" (offered: ${allowed.join(", ")})`,
+      { nodeId: node.id, allowed },
+    );
   }
   const feedback = typeof value["feedback"] === "string" ? value["feedback"] : undefined;
-  const base = { action, ...(feedback ? { feedback } : {}), decidedBy: decision.decidedBy, decidedAt: decision.decidedAt };
+  const base = {
+    action,
+    ...(feedback ? { feedback } : {}),
+    decidedBy: decision.decidedBy,
+    decidedAt: decision.decidedAt,
+  };
   switch (action as ApprovalAction) {
     case "ask": {
       const question = [value["question"], feedback].find((q): q is string => typeof q === "string" && q.length > 0);
@@ -82,7 +114,8 @@ function approvalOutcome(node: ApprovalNode, workflow: WorkflowDefinition, conte
     case "edit-accept": {
       if (!("editedArtifactData" in value)) throw invalidParams(`an "edit-accept" reply needs "editedArtifactData"`);
       const edited = value["editedArtifactData"];
-      const part: Part = typeof edited === "string" ? { kind: "text", text: edited } : { kind: "data", data: { value: edited } };
+      const part: Part =
+        typeof edited === "string" ? { kind: "text", text: edited } : { kind: "data", data: { value: edited } };
       const reviewed = node.artifactFrom ? (context.artifactsByNode[node.artifactFrom] ?? []) : [];
       const artifacts = context.artifacts
         .filter((a) => a.artifactId === reviewed[0])
@@ -101,7 +134,11 @@ function approvalOutcome(node: ApprovalNode, workflow: WorkflowDefinition, conte
       const output = { ...base, ...(reason ? { reason } : {}) };
       if (typeof node.onReject === "object") return { type: "resume", output, next: node.onReject.goto };
       const thenFail: RunError = reason
-        ? { code: "approval_timeout", message: `approval gate "${node.id}" timed out and was rejected`, nodeId: node.id }
+        ? {
+            code: "approval_timeout",
+            message: `approval gate "${node.id}" timed out and was rejected`,
+            nodeId: node.id,
+          }
         : { code: "approval_rejected", message: `rejected at approval gate "${node.id}"`, nodeId: node.id };
       return { type: "resume", output, next: null, thenFail };
     }
@@ -119,4 +156,3 @@ function normalizeRefineFeedback(raw: unknown, feedback: string | undefined): Re
   if (feedback) return { scope: "whole", text: feedback };
   throw invalidParams(`a "refine" reply needs "refineFeedback" (or a "feedback" string)`);
 }
-

@@ -12,7 +12,10 @@ import type { NodeExecutor, NodeRuntime } from "../node-executor.js";
 export function gateNodeExecutor<N extends ApprovalNode | ClarificationNode>(runtime: NodeRuntime): NodeExecutor<N> {
   return {
     async step({ node, live, at }) {
-      const built = buildInterrupt(node, live.actor.getSnapshot().context, at, { interruptId: randomUUID(), messageId: randomUUID() });
+      const built = buildInterrupt(node, live.actor.getSnapshot().context, at, {
+        interruptId: randomUUID(),
+        messageId: randomUUID(),
+      });
       runtime.repository.stage(live, { type: "INTERRUPT", at, ...built });
       return true;
     },
@@ -60,10 +63,11 @@ export function buildInterrupt(
     { kind: "text", text },
     { kind: "data", data: { interrupt: { kind, nodeId: node.id, interruptId: ids.interruptId, ...data } } },
   ]);
-  const timer: DurableTimer | undefined = expiresAt ? { nodeId: node.id, purpose: "interrupt-timeout", dueAt: expiresAt } : undefined;
+  const timer: DurableTimer | undefined = expiresAt
+    ? { nodeId: node.id, purpose: "interrupt-timeout", dueAt: expiresAt }
+    : undefined;
   return { interrupt, statusMessage, ...(timer ? { timer } : {}) };
 }
-
 
 /** The actions an approval gate offers (all five unless its `actions` narrows them; `edit` is `edit-accept` on the wire). */
 export function offeredActions(node: ApprovalNode): ApprovalAction[] {

@@ -29,10 +29,23 @@ import { opaqueFailure } from "../../handler-failure.js";
 import { ShutdownSignal } from "../../in-flight-work.js";
 import { idempotencyKeyOf, incomingMessageOf, runInputOf } from "../../workflow-walk.js";
 import { feedbackFor } from "../gates/approval-node.js";
-import { HandlerError, type HandlerArtifact, type HandlerResult, type HttpNode, type WorkflowDefinition } from "../../../workflows/workflow-types.js";
+import {
+  HandlerError,
+  type HandlerArtifact,
+  type HandlerResult,
+  type HttpNode,
+  type WorkflowDefinition,
+} from "../../../workflows/workflow-types.js";
 import { VARIABLE_REFERENCE } from "../../../workflows/workflow-variables.js";
 import type { HttpNodeSettings } from "../node-egress-settings.js";
-import { failureMessage, stageNodeCompleted, stillRunning, type NodeExecutor, type NodeOutcome, type NodeRuntime } from "../node-executor.js";
+import {
+  failureMessage,
+  stageNodeCompleted,
+  stillRunning,
+  type NodeExecutor,
+  type NodeOutcome,
+  type NodeRuntime,
+} from "../node-executor.js";
 import type { EngineNodeKind } from "../node-kind.js";
 
 /** The kind, for the registry (node-registry.ts): checks at load, no stateless use, the executor. */
@@ -40,7 +53,9 @@ export const httpNodeKind: EngineNodeKind<HttpNode, HttpNodeRunner> = {
   check: (node, { variables }) => httpNodeProblem(node, variables),
   // Its client from the host's node egress (HTTP_NODE_*); an engine built without one fails its nodes.
   createServices: ({ egress, variables }) => ({
-    services: egress ? new HttpNodeRunner(egress.client({ name: "http", accept: "application/json" }), egress.settings, variables) : new HttpNodeRunner(undefined, UNCONFIGURED),
+    services: egress
+      ? new HttpNodeRunner(egress.client({ name: "http", accept: "application/json" }), egress.settings, variables)
+      : new HttpNodeRunner(undefined, UNCONFIGURED),
   }),
   executor: (runtime, runner) => httpNodeExecutor(runtime, runner),
   view: {
@@ -52,7 +67,6 @@ export const httpNodeKind: EngineNodeKind<HttpNode, HttpNodeRunner> = {
 
 /** A runner without a client: its nodes fail with `http_node_unavailable`. */
 const UNCONFIGURED = { timeoutMs: 30_000, maxAttempts: 1, retryBaseMs: 1, retryMaxMs: 1 };
-
 
 /** The stable error codes an `http` node fails with (the run's `error.code`). */
 export const HTTP_NODE_ERRORS = {
@@ -86,8 +100,12 @@ const MAX_DETAIL = 200;
  * URL, `${NAME}` references name known variables, no header the host owns is set. Answers the problem, or
  * undefined. Variable values are used to check the url and are not kept.
  */
-export function httpNodeProblem(node: HttpNode, variables: Readonly<Record<string, string | undefined>>): string | undefined {
-  const unknown = (text: string) => [...text.matchAll(VARIABLE)].map((m) => m[1]!).find((name) => !Object.hasOwn(variables, name));
+export function httpNodeProblem(
+  node: HttpNode,
+  variables: Readonly<Record<string, string | undefined>>,
+): string | undefined {
+  const unknown = (text: string) =>
+    [...text.matchAll(VARIABLE)].map((m) => m[1]!).find((name) => !Object.hasOwn(variables, name));
   // The fix first (the variable to list), then what is listed: the message alone says what to do.
   const notListed = (where: string, name: string) =>
     `node "${node.id}": ${where} refers to \${${name}}, which is not a variable workflows may use (add ${name} to WORKFLOW_VARIABLES; known: ${Object.keys(variables).join(", ") || "none"})`;
@@ -109,7 +127,8 @@ export function httpNodeProblem(node: HttpNode, variables: Readonly<Record<strin
     return `node "${node.id}": url must be an absolute http(s) URL (got "${node.url.slice(0, 120)}")`;
   }
   for (const [name, value] of Object.entries(node.headers ?? {})) {
-    if (OWNED_HEADERS.has(name.toLowerCase())) return `node "${node.id}": header "${name}" is set by the host and may not be given`;
+    if (OWNED_HEADERS.has(name.toLowerCase()))
+      return `node "${node.id}": header "${name}" is set by the host and may not be given`;
     const badHeaderVariable = unknown(value);
     if (badHeaderVariable) return notListed(`header "${name}"`, badHeaderVariable);
   }
@@ -140,7 +159,11 @@ export interface HttpNodeRequestBody {
   feedback: string[];
 }
 
-export function httpNodeRequestBody(node: HttpNode, context: TaskContext, workflow: WorkflowDefinition): HttpNodeRequestBody {
+export function httpNodeRequestBody(
+  node: HttpNode,
+  context: TaskContext,
+  workflow: WorkflowDefinition,
+): HttpNodeRequestBody {
   const incoming = incomingMessageOf(context);
   return {
     taskId: context.taskId,
@@ -151,7 +174,15 @@ export function httpNodeRequestBody(node: HttpNode, context: TaskContext, workfl
     attempt: context.attempt,
     idempotencyKey: idempotencyKeyOf(context, node.id),
     input: { ...runInputOf(context), parts: context.request.parts },
-    ...(incoming ? { message: { messageId: incoming.messageId, parts: incoming.parts, ...(incoming.metadata ? { metadata: incoming.metadata } : {}) } } : {}),
+    ...(incoming
+      ? {
+          message: {
+            messageId: incoming.messageId,
+            parts: incoming.parts,
+            ...(incoming.metadata ? { metadata: incoming.metadata } : {}),
+          },
+        }
+      : {}),
     params: node.params ?? {},
     outputs: context.outputs,
     feedback: feedbackFor(context, workflow, node.id),
@@ -178,10 +209,14 @@ function parsePart(raw: unknown, path: string, where: string): Part {
       const file = raw["file"];
       if (!isObject(file)) throw malformed(where, `${path}.file must be an object`);
       for (const key of ["uri", "bytes", "mimeType", "name"]) {
-        if (file[key] !== undefined && typeof file[key] !== "string") throw malformed(where, `${path}.file.${key} must be a string`);
+        if (file[key] !== undefined && typeof file[key] !== "string")
+          throw malformed(where, `${path}.file.${key} must be a string`);
       }
-      if (file["uri"] === undefined && file["bytes"] === undefined) throw malformed(where, `${path}.file needs uri or bytes`);
-      const pick = Object.fromEntries(["uri", "bytes", "mimeType", "name"].flatMap((k) => (file[k] !== undefined ? [[k, file[k]]] : [])));
+      if (file["uri"] === undefined && file["bytes"] === undefined)
+        throw malformed(where, `${path}.file needs uri or bytes`);
+      const pick = Object.fromEntries(
+        ["uri", "bytes", "mimeType", "name"].flatMap((k) => (file[k] !== undefined ? [[k, file[k]]] : [])),
+      );
       return { kind: "file", file: pick, ...meta };
     }
     default:
@@ -200,7 +235,14 @@ export function parseHttpNodeAnswer(body: string, where: string): HandlerResult 
   }
   if (!isObject(value)) throw malformed(where, "the body must be a JSON object {output?, artifacts?}");
   const extra = Object.keys(value).filter((k) => k !== "output" && k !== "artifacts");
-  if (extra.length > 0) throw malformed(where, `unknown field${extra.length > 1 ? "s" : ""} ${extra.slice(0, 5).map((k) => JSON.stringify(k.slice(0, 40))).join(", ")} (expected output, artifacts)`);
+  if (extra.length > 0)
+    throw malformed(
+      where,
+      `unknown field${extra.length > 1 ? "s" : ""} ${extra
+        .slice(0, 5)
+        .map((k) => JSON.stringify(k.slice(0, 40)))
+        .join(", ")} (expected output, artifacts)`,
+    );
   const result: HandlerResult = {};
   if (value["output"] !== undefined) result.output = value["output"];
   const artifacts = value["artifacts"];
@@ -210,9 +252,11 @@ export function parseHttpNodeAnswer(body: string, where: string): HandlerResult 
     const path = `artifacts[${i}]`;
     if (!isObject(raw)) throw malformed(where, `${path} must be an object`);
     const { artifactId, name, description, parts } = raw;
-    if (artifactId !== undefined && (typeof artifactId !== "string" || artifactId === "")) throw malformed(where, `${path}.artifactId must be a non-empty string`);
+    if (artifactId !== undefined && (typeof artifactId !== "string" || artifactId === ""))
+      throw malformed(where, `${path}.artifactId must be a non-empty string`);
     if (typeof name !== "string" || name === "") throw malformed(where, `${path}.name must be a non-empty string`);
-    if (description !== undefined && typeof description !== "string") throw malformed(where, `${path}.description must be a string`);
+    if (description !== undefined && typeof description !== "string")
+      throw malformed(where, `${path}.description must be a string`);
     if (!Array.isArray(parts) || parts.length === 0) throw malformed(where, `${path}.parts must be a non-empty array`);
     return {
       ...(artifactId !== undefined ? { artifactId } : {}),
@@ -237,7 +281,13 @@ export function errorDetailOf(body: string, secrets: readonly string[] = []): st
   }
   if (!isObject(value)) return undefined;
   const error = value["error"];
-  const candidates = [error, isObject(error) ? error["message"] : undefined, value["message"], value["detail"], value["title"]];
+  const candidates = [
+    error,
+    isObject(error) ? error["message"] : undefined,
+    value["message"],
+    value["detail"],
+    value["title"],
+  ];
   let text = candidates.find((c): c is string => typeof c === "string" && c.trim() !== "");
   if (text === undefined) return undefined;
   for (const secret of secrets) if (secret.length >= 4) text = text.split(secret).join("[redacted]");
@@ -267,14 +317,24 @@ export class HttpNodeRunner {
   ) {}
 
   /** One node execution: at most `retry.maxAttempts` requests. Throws HandlerError with an HTTP_NODE_ERRORS code. */
-  async run(args: { node: HttpNode; context: TaskContext; workflow: WorkflowDefinition; signal: AbortSignal }): Promise<HandlerResult> {
+  async run(args: {
+    node: HttpNode;
+    context: TaskContext;
+    workflow: WorkflowDefinition;
+    signal: AbortSignal;
+  }): Promise<HandlerResult> {
     const { node, context, workflow, signal } = args;
-    if (!this.client) throw new HandlerError(HTTP_NODE_ERRORS.unavailable, "no HTTP client is configured for http nodes");
+    if (!this.client)
+      throw new HandlerError(HTTP_NODE_ERRORS.unavailable, "no HTTP client is configured for http nodes");
     const used: string[] = [];
     const resolve = (text: string, what: string) =>
       text.replace(VARIABLE, (_whole, name: string) => {
         const value = this.variables[name];
-        if (value === undefined) throw new HandlerError(HTTP_NODE_ERRORS.variableUnset, `node "${node.id}": ${what} refers to \${${name}}, which is not set (WORKFLOW_VARIABLES lists it; set it in the environment)`);
+        if (value === undefined)
+          throw new HandlerError(
+            HTTP_NODE_ERRORS.variableUnset,
+            `node "${node.id}": ${what} refers to \${${name}}, which is not set (WORKFLOW_VARIABLES lists it; set it in the environment)`,
+          );
         used.push(value);
         return value;
       });
@@ -286,16 +346,29 @@ export class HttpNodeRunner {
     const body = JSON.stringify(httpNodeRequestBody(node, context, workflow));
     const where = originOf(url);
     const timeoutMs = node.timeoutMs ?? this.settings.timeoutMs;
-    const policy: RetryPolicy = { baseMs: this.settings.retryBaseMs, maxMs: this.settings.retryMaxMs, maxAttempts: node.retry?.maxAttempts ?? this.settings.maxAttempts };
+    const policy: RetryPolicy = {
+      baseMs: this.settings.retryBaseMs,
+      maxMs: this.settings.retryMaxMs,
+      maxAttempts: node.retry?.maxAttempts ?? this.settings.maxAttempts,
+    };
 
     for (let attempt = 1; ; attempt++) {
       let failed: FailedAttempt;
       try {
-        const response = await this.client.request({ method: node.method ?? "POST", url, body, headers, timeoutMs, signal, returnErrorStatus: true });
+        const response = await this.client.request({
+          method: node.method ?? "POST",
+          url,
+          body,
+          headers,
+          timeoutMs,
+          signal,
+          returnErrorStatus: true,
+        });
         if (response.status >= 200 && response.status < 300) return parseHttpNodeAnswer(response.body, where);
         const detail = errorDetailOf(response.body, used);
         const message = `${where} answered HTTP ${response.status}${detail ? `: ${detail}` : ""}`;
-        if (response.status < 500 && !RETRYABLE_4XX.has(response.status)) throw new HandlerError(HTTP_NODE_ERRORS.clientError, message);
+        if (response.status < 500 && !RETRYABLE_4XX.has(response.status))
+          throw new HandlerError(HTTP_NODE_ERRORS.clientError, message);
         const after = retryAfterMs(response.retryAfter, this.clock());
         failed = { retryable: true, message, ...(after !== undefined ? { retryAfterMs: after } : {}) };
       } catch (err) {
@@ -306,7 +379,11 @@ export class HttpNodeRunner {
         failed = { retryable: true, message: err.message };
       }
       const decision = decideRetry(policy, failed, attempt);
-      if (!decision.retry) throw new HandlerError(HTTP_NODE_ERRORS.retriesExhausted, `gave up after ${attempt} attempt${attempt > 1 ? "s" : ""}: ${failed.message}`);
+      if (!decision.retry)
+        throw new HandlerError(
+          HTTP_NODE_ERRORS.retriesExhausted,
+          `gave up after ${attempt} attempt${attempt > 1 ? "s" : ""}: ${failed.message}`,
+        );
       await abortableSleep(decision.delayMs, signal);
     }
   }
@@ -347,7 +424,9 @@ async function callService(
 ): Promise<NodeOutcome | void> {
   const { taskId, node, context, workflow } = args;
   const { repository, logger } = runtime;
-  const ran = await runtime.inFlight.run(taskId, (abort) => runner.run({ node, context, workflow, signal: abort.signal }));
+  const ran = await runtime.inFlight.run(taskId, (abort) =>
+    runner.run({ node, context, workflow, signal: abort.signal }),
+  );
   if (ran.abort.aborted) {
     if (ran.abort.reason instanceof ShutdownSignal) throw ran.abort.reason;
     return; // cancelled: the driver's next step commits CANCELLED
@@ -360,7 +439,13 @@ async function callService(
       logger.warn({ taskId, nodeId: node.id, code: failure.code, reason: failure.message }, "http node failed");
     } else {
       // Not one of ours: its text is internals, so callers get a correlation id and the log the error.
-      const { code, message } = opaqueFailure(err, logger, { taskId, nodeId: node.id }, `http node "${node.id}"`, "http_node_error");
+      const { code, message } = opaqueFailure(
+        err,
+        logger,
+        { taskId, nodeId: node.id },
+        `http node "${node.id}"`,
+        "http_node_error",
+      );
       failure = { code, message };
     }
   }
