@@ -115,7 +115,7 @@ describe("a2a.invoke to peers behind a private CA", () => {
   }
 
   it("with A2A_PEERS_CA_FILE: both wires trust the peer's server", async () => {
-    const caller = await startTestApp({ ...env, A2A_PEERS_CA_FILE: ca.certFile });
+    const caller = await startTestApp({ ...env, A2A_PEERS_CA_FILE: ca.certFile, LOG_LEVEL: "silent" });
     try {
       const done = await run(caller, "internal");
       expect(done["status"].state, JSON.stringify(done["metadata"])).toBe("completed");

@@ -202,7 +202,7 @@ describe("OIDC: an issuer behind a private CA", () => {
     } finally {
       await untrusting.close();
     }
-    const trusting = await startTestApp({ ...env, AUTH_OIDC_CA_FILE: ca.certFile });
+    const trusting = await startTestApp({ ...env, AUTH_OIDC_CA_FILE: ca.certFile, LOG_LEVEL: "silent" });
     try {
       expect((await get(trusting.baseUrl)).status).toBe(404);
     } finally {
