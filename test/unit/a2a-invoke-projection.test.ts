@@ -16,10 +16,8 @@ import {
   firstProgress,
   peerArtifacts,
   peerMessageId,
-  peerReplyParts,
   peerStatusChanged,
   peerStatusOf,
-  peerTaskToCancel,
   shownUrl,
   projectPeerMessage,
   projectPeerTask,
@@ -27,6 +25,7 @@ import {
   type PeerReply,
   type PeerTask,
 } from "../../src/engine/nodes/a2a-invoke/a2a-invoke.js";
+import { peerReplyParts, peerTaskToCancel } from "../../src/engine/nodes/a2a-invoke/a2a-invoke-replies.js";
 import {
   A2AInvokeRunner,
   DEFAULT_A2A_INVOKE_SETTINGS,

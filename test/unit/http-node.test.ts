@@ -4,12 +4,8 @@ import { inspect } from "node:util";
 import { describe, expect, it } from "vitest";
 import { decideRetry, retryAfterMs } from "../../src/domain/retry-policy.js";
 import { HandlerError, type HttpNode, type WorkflowDefinition } from "../../src/workflows/workflow-types.js";
-import {
-  errorDetailOf,
-  httpNodeProblem,
-  httpNodeRequestBody,
-  parseHttpNodeAnswer,
-} from "../../src/engine/nodes/http/http-node.js";
+import { httpNodeProblem, httpNodeRequestBody } from "../../src/engine/nodes/http/http-node.js";
+import { errorDetailOf, parseHttpNodeAnswer } from "../../src/engine/nodes/http/http-node-answer.js";
 import { loadHttpNodeSettings, workflowVariableValues } from "../../src/engine/nodes/node-egress-settings.js";
 import type { TaskContext } from "../../src/machine/task-context.js";
 

@@ -3,14 +3,8 @@ import { didYouMean } from "../../../domain/closest-name.js";
 import { originOf } from "../../../domain/url-origin.js";
 import type { TaskContext } from "../../../machine/task-context.js";
 import { unexpandedVariables, VARIABLE_REFERENCE } from "../../../workflows/workflow-variables.js";
-import {
-  buildPeerInterrupt,
-  CROSS_PROTOCOL_CANCEL,
-  peerProgressOf,
-  peerReplyFromText,
-  peerReplyOutcome,
-  peerTaskToCancel,
-} from "./a2a-invoke.js";
+import { buildPeerInterrupt, CROSS_PROTOCOL_CANCEL, peerProgressOf } from "./a2a-invoke.js";
+import { peerReplyFromText, peerReplyOutcome, peerTaskToCancel } from "./a2a-invoke-replies.js";
 import { A2AInvokeRunner, DEFAULT_A2A_INVOKE_SETTINGS, type InvokeOutcome } from "./a2a-invoke-runner.js";
 import { PeerCallbackService } from "./peer-callback-service.js";
 import { ShutdownSignal } from "../../in-flight-work.js";
