@@ -1,6 +1,7 @@
 // The alert rules (deploy/prometheus/) through the real promtool: `check rules`, then `test rules` on the
 // cases in openwop-alerts.test.yaml, which show each alert firing and not firing. .ci/run installs Debian's
-// `prometheus` package for promtool; in CI (CI=true) a missing promtool fails here instead of skipping.
+// `prometheus` package for promtool (PROMTOOL names another binary); in CI (CI=true) a missing promtool fails
+// here instead of skipping.
 import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
