@@ -165,7 +165,7 @@ export type Opened =
   | Extract<StreamEvent, { kind: "message" }>
   | { start: TaskRecord; history: HistoryLimit; endsAt: EndsAt; resume?: Resume };
 
-export type Resume = { after: StreamCursor } | "snapshot";
+type Resume = { after: StreamCursor } | "snapshot";
 
 /** Replay window of a resumed subscription when none is configured (STREAM_RESUME_MAX_EVENTS). */
 export const DEFAULT_RESUME_MAX_EVENTS = 10_000;
@@ -192,7 +192,7 @@ function openwopOf(task: Task): Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 }
 
-export type EndsAt = (state: TaskRecord["a2a"]["state"]) => boolean;
+type EndsAt = (state: TaskRecord["a2a"]["state"]) => boolean;
 
 /**
  * The updates of one committed event, made once for all the streams of its task: every follower receives

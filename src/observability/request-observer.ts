@@ -1,3 +1,4 @@
+import { GRPC_STATUS_NAMES } from "../domain/grpc-status.js";
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
@@ -10,27 +11,6 @@ import type { Telemetry } from "./telemetry.js";
 
 type Req = IncomingMessage | Http2ServerRequest;
 type Res = ServerResponse | Http2ServerResponse;
-
-/** gRPC status names by number (the outcome label of gRPC, Connect-over-gRPC and gRPC-Web calls). */
-const GRPC_CODES = [
-  "OK",
-  "CANCELLED",
-  "UNKNOWN",
-  "INVALID_ARGUMENT",
-  "DEADLINE_EXCEEDED",
-  "NOT_FOUND",
-  "ALREADY_EXISTS",
-  "PERMISSION_DENIED",
-  "RESOURCE_EXHAUSTED",
-  "FAILED_PRECONDITION",
-  "ABORTED",
-  "OUT_OF_RANGE",
-  "UNIMPLEMENTED",
-  "INTERNAL",
-  "UNAVAILABLE",
-  "DATA_LOSS",
-  "UNAUTHENTICATED",
-];
 
 /** Probes and scrapes: counted, but logged at debug and never traced (they would drown everything else). */
 const OPS_PATHS = new Set(["/healthz", "/readyz", "/metrics"]);
@@ -83,7 +63,7 @@ export function requestShape(req: Req, jsonRpcPath: string, rpcMethods: Readonly
 function grpcStatusOf(headers: OutgoingHttpHeaders | Record<string, unknown> | undefined): string | undefined {
   const value = headers?.["grpc-status"];
   if (value === undefined) return undefined;
-  return GRPC_CODES[Number(value)] ?? String(value);
+  return GRPC_STATUS_NAMES[Number(value)] ?? String(value);
 }
 
 /**

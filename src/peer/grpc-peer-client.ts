@@ -14,6 +14,7 @@
  * `grpc` part of each version folder's peer client codec, e.g. `src/a2a/v10/v10-peer-client-codec.ts`); what the peer answers is untrusted input, reduced to our
  * PeerTask there.
  */
+import { GRPC_STATUS_NAMES } from "../domain/grpc-status.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { defaultResolver, type EgressPolicy, type ResolvedAddress, type Resolver } from "../egress/egress-guard.js";
@@ -51,26 +52,6 @@ export function grpcEndpointOf(target: string, cardUrl: string, version: PeerVer
 
 // ------------------------------------------------------------------------------------------ errors
 
-const STATUS_NAMES = [
-  "OK",
-  "CANCELLED",
-  "UNKNOWN",
-  "INVALID_ARGUMENT",
-  "DEADLINE_EXCEEDED",
-  "NOT_FOUND",
-  "ALREADY_EXISTS",
-  "PERMISSION_DENIED",
-  "RESOURCE_EXHAUSTED",
-  "FAILED_PRECONDITION",
-  "ABORTED",
-  "OUT_OF_RANGE",
-  "UNIMPLEMENTED",
-  "INTERNAL",
-  "UNAVAILABLE",
-  "DATA_LOSS",
-  "UNAUTHENTICATED",
-];
-
 /**
  * gRPC statuses that may clear up on their own: the same call may succeed later. Every other status is an
  * answer (NOT_FOUND, INVALID_ARGUMENT, FAILED_PRECONDITION, UNIMPLEMENTED, …), as a JSON-RPC error other than
@@ -98,7 +79,7 @@ export function grpcCallError(
     const code = errorCode(err);
     return new PeerCallError(`cannot reach ${where}${code ? ` (${code})` : ""}`, "connection", true);
   }
-  const status = STATUS_NAMES[err.code] ?? String(err.code);
+  const status = GRPC_STATUS_NAMES[err.code] ?? String(err.code);
   const said = err.rawMessage.slice(0, 200);
   // A system error under the status means the connection itself failed (refused, reset, TLS, DNS).
   const system = errorCode(err.cause);
