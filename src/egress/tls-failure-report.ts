@@ -1,8 +1,18 @@
 import type { Counter } from "@opentelemetry/api";
 import type { Logger } from "../observability/logger.js";
+import { everyLabelSet, startAtZero } from "../observability/metrics.js";
 
 /** What a TLS failure toward a server comes down to, for an operator. */
 export type TlsFailureCause = "unknown-ca" | "expired" | "not-yet-valid" | "name-mismatch" | "other";
+
+/** Every cause, so the failures counter can start each of a subject's series at 0. */
+export const TLS_FAILURE_CAUSES = Object.keys({
+  "unknown-ca": true,
+  expired: true,
+  "not-yet-valid": true,
+  "name-mismatch": true,
+  other: true,
+} satisfies Record<TlsFailureCause, true>) as TlsFailureCause[];
 
 const CAUSES: ReadonlyArray<{ cause: TlsFailureCause; codes: RegExp; says: string }> = [
   {
@@ -38,6 +48,7 @@ export function tlsFailureReporter(options: {
   subject: string;
   hint: string;
 }): (where: string, code: string) => void {
+  startAtZero(options.counter, everyLabelSet({ subject: [options.subject], cause: TLS_FAILURE_CAUSES }));
   const logged = new Set<string>();
   return (where, code) => {
     const { cause, says } = tlsFailureCause(code);
