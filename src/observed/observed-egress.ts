@@ -147,9 +147,8 @@ export function observedHandlers(
   if (!tracer) return handlers;
   if (telemetry.genAi) return handlersAsTools(handlers, telemetry);
   return Object.fromEntries(
-    Object.entries(handlers).map(([type, handler]) => [
-      type,
-      (ctx) =>
+    Object.entries(handlers).map(([type, handler]) => {
+      const observed: TaskHandler = (ctx) =>
         inSpan(
           tracer,
           `node ${type}`,
@@ -160,7 +159,9 @@ export function observedHandlers(
             "openwop.node.attempt": ctx.attempt,
           },
           () => handler(ctx),
-        ),
-    ]),
+        );
+      // What the engine reads off a handler (`pure`: a blocking send's one-write path) stays readable on the wrapper.
+      return [type, Object.assign(observed, handler)];
+    }),
   );
 }

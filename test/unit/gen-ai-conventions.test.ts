@@ -7,7 +7,8 @@ import {
 } from "../../src/observability/gen-ai-conventions.js";
 import { noteRequest, withRequestNotes, type RequestNotes } from "../../src/observability/request-notes.js";
 import { createTelemetry } from "../../src/observability/telemetry.js";
-import { HandlerError } from "../../src/workflows/workflow-types.js";
+import { HandlerError, type TaskHandler } from "../../src/workflows/workflow-types.js";
+import { observedHandlers } from "../../src/observed/observed-egress.js";
 import { PeerCallError } from "../../src/peer/peer-http-client.js";
 
 describe("the GenAI conventions opt-in and its small rules", () => {
@@ -74,4 +75,23 @@ describe("the GenAI conventions opt-in and its small rules", () => {
     });
     expect(fromMessage).toEqual({ taskId: "t3", contextId: "from-the-message" });
   });
+});
+
+describe("handler wrappers keep what the engine reads off a handler", () => {
+  const pure: TaskHandler = Object.assign(async () => ({ output: {} }), { pure: true });
+  for (const genAi of [false, true]) {
+    it(`keeps \`pure\` with tracing on${genAi ? " and the GenAI opt-in" : ""} (a blocking send's one-write path)`, async () => {
+      const telemetry = await createTelemetry({
+        env: {
+          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://127.0.0.1:9/v1/traces",
+          ...(genAi ? { OTEL_SEMCONV_STABILITY_OPT_IN: "gen_ai_latest_experimental" } : {}),
+        },
+      });
+      const wrapped = observedHandlers({ pure, plain: async () => ({ output: {} }) }, telemetry);
+      expect(wrapped.pure).not.toBe(pure);
+      expect(wrapped.pure?.pure).toBe(true);
+      expect(wrapped.plain?.pure).toBeUndefined();
+      await telemetry.shutdown();
+    });
+  }
 });
