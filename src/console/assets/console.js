@@ -1082,7 +1082,13 @@ async function showTask(taskId) {
     }
     parts.push(formError);
     if (!token)
-      parts.push(el("p", { class: "muted" }, "Your API key lacks approvals:respond: no resolve token was issued."));
+      parts.push(
+        el(
+          "p",
+          { class: "muted" },
+          `Your ${csrfToken ? "sign-in" : "API key"} lacks the approvals:respond scope: no resolve token was issued.`,
+        ),
+      );
     interruptBox.replaceChildren(...parts);
   };
 
