@@ -29,7 +29,7 @@ interface Head {
   leaseOwner?: string | null;
 }
 
-interface Instance {
+export interface Instance {
   id: string;
   child: BenchChild;
   url: string;
@@ -66,24 +66,28 @@ async function rest(url: string, method: string, path: string, body?: unknown): 
   return json;
 }
 
-export async function runMulti(
-  options: MultiOptions,
+/** Starts instances of our server on one store (each its own INSTANCE_ID and the lease settings); stops them. */
+export function instanceLauncher(
   store: StoreServer,
-): Promise<{ figures: Record<string, unknown>; printed: string }> {
+  lease: { leaseTtlMs: number; leaseHeartbeatMs: number },
+  env: Record<string, string> = {},
+) {
   const children = new Set<BenchChild>();
   let serial = 0;
-  const startInstance = async (db: string, label: string): Promise<Instance> => {
+  const start = async (db: string, label: string): Promise<Instance> => {
     const id = `${label}-${++serial}`;
-    const env = {
-      STORE: "mongodb",
-      PORT: "0",
-      MONGODB_URI: store.uri,
-      MONGODB_DB: db,
-      INSTANCE_ID: id,
-      LEASE_TTL_MS: String(options.leaseTtlMs),
-      LEASE_HEARTBEAT_MS: String(options.leaseHeartbeatMs),
-    };
-    const child = await spawnChild(`our server ${id}`, "bench/servers/our-server.ts", { env });
+    const child = await spawnChild(`our server ${id}`, "bench/servers/our-server.ts", {
+      env: {
+        STORE: "mongodb",
+        PORT: "0",
+        MONGODB_URI: store.uri,
+        MONGODB_DB: db,
+        INSTANCE_ID: id,
+        LEASE_TTL_MS: String(lease.leaseTtlMs),
+        LEASE_HEARTBEAT_MS: String(lease.leaseHeartbeatMs),
+        ...env,
+      },
+    });
     children.add(child);
     return { id, child, url: `http://127.0.0.1:${child.ready["port"] as number}` };
   };
@@ -91,9 +95,24 @@ export async function runMulti(
     await Promise.all(instances.map((i) => i.child.stop()));
     for (const i of instances) children.delete(i.child);
   };
+  return {
+    start,
+    stop,
+    own: (child: BenchChild) => children.add(child),
+    stopAll: async () => void (await Promise.all([...children].map((c) => c.stop()))),
+  };
+}
+
+export async function runMulti(
+  options: MultiOptions,
+  store: StoreServer,
+): Promise<{ figures: Record<string, unknown>; printed: string }> {
+  const launcher = instanceLauncher(store, options);
+  const startInstance = launcher.start;
+  const stop = launcher.stop;
   try {
     const failover = await measureFailover(options, store, startInstance, stop);
-    const throughput = await measureThroughput(options, store, startInstance, stop, (child) => children.add(child));
+    const throughput = await measureThroughput(options, store, startInstance, stop, launcher.own);
     console.log(`  (c) cross-instance commit → subscriber latency, ${options.latencyCommits} commits per feed…`);
     const latency = await measureCrossInstanceLatency(store.uri, options.latencyCommits, 5);
     // The machine's load while it ran (1, 5, 15 min): the 2-core machine is often shared.
@@ -105,7 +124,7 @@ export async function runMulti(
     };
     return { figures, printed: print(options, failover, throughput, latency) };
   } finally {
-    await Promise.all([...children].map((c) => c.stop()));
+    await launcher.stopAll();
   }
 }
 
@@ -166,8 +185,8 @@ async function measureFailover(
   };
 }
 
-async function measureThroughput(
-  options: MultiOptions,
+export async function measureThroughput(
+  options: Pick<MultiOptions, "instanceCounts" | "concurrency" | "roundMs" | "warmupMs" | "rounds">,
   store: StoreServer,
   startInstance: (db: string, label: string) => Promise<Instance>,
   stop: (instances: Instance[]) => Promise<void>,

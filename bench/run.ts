@@ -1,7 +1,8 @@
-// `npm run bench -- [all|compare|scale|multi|peer-handoff] [--quick] [--name N] [size flags]`: see bench/README.md.
+// `npm run bench -- [all|compare|scale|multi|peer-handoff|capacity] [--quick] [--name N] [size flags]`: see bench/README.md.
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { runCapacity } from "./capacity.js";
 import { runCompare } from "./compare.js";
 import { runMulti } from "./multi.js";
 import { runPeerHandoff } from "./peer-handoff.js";
@@ -22,6 +23,7 @@ const FULL = {
   streams: 10_000,
   "latency-streams": 1000,
   triggers: 5,
+  "storage-tasks": 500,
   ...MULTI_FULL,
 };
 const QUICK = {
@@ -35,6 +37,7 @@ const QUICK = {
   streams: 1000,
   "latency-streams": 200,
   triggers: 2,
+  "storage-tasks": 100,
   ...MULTI_QUICK,
 };
 
@@ -43,13 +46,14 @@ const { values, positionals } = parseArgs({
   options: {
     quick: { type: "boolean", default: false },
     parts: { type: "string", default: SCALE_PARTS.join(",") },
+    instances: { type: "string", default: "1,2,4" },
     name: { type: "string" },
     ...Object.fromEntries(Object.keys(FULL).map((k) => [k, { type: "string" as const }])),
   },
 });
 const mode = positionals[0] ?? "all";
-if (!["all", "compare", "scale", "multi", "peer-handoff"].includes(mode)) {
-  console.error(`unknown sub-command "${mode}": use all, compare, scale, multi or peer-handoff`);
+if (!["all", "compare", "scale", "multi", "peer-handoff", "capacity"].includes(mode)) {
+  console.error(`unknown sub-command "${mode}": use all, compare, scale, multi, peer-handoff or capacity`);
   process.exit(2);
 }
 const preset: Record<string, string | number> = values.quick ? QUICK : FULL;
@@ -64,6 +68,9 @@ const concurrencies = String((values as Record<string, unknown>)["concurrency"] 
   .map(Number);
 if (concurrencies.some((c) => !Number.isInteger(c) || c < 1))
   throw new Error("--concurrency must be positive whole numbers, comma-separated");
+const instanceCounts = values.instances.split(",").map(Number);
+if (instanceCounts.some((n) => !Number.isInteger(n) || n < 1))
+  throw new Error("--instances must be positive whole numbers, comma-separated");
 const parts = values.parts.split(",") as ScalePart[];
 if (parts.some((part) => !SCALE_PARTS.includes(part)))
   throw new Error(`--parts must be some of ${SCALE_PARTS.join(",")}, comma-separated`);
@@ -118,7 +125,7 @@ try {
       warmupMs: setting("warmup-ms"),
       rounds: setting("rounds"),
       concurrency: 32,
-      instanceCounts: [1, 2, 3],
+      instanceCounts,
       latencyCommits: setting("latency-commits"),
     };
     console.log(`multi: ${JSON.stringify(settings)}`);
@@ -132,6 +139,20 @@ try {
     const { figures, printed } = await runPeerHandoff(settings, store.uri);
     console.log(`\n${printed}\n`);
     result["peerHandoff"] = { settings, figures };
+  }
+  if (mode === "capacity") {
+    const settings = {
+      instanceCounts,
+      roundMs: setting("round-ms"),
+      warmupMs: setting("warmup-ms"),
+      rounds: setting("rounds"),
+      concurrency: 32,
+      storageTasks: setting("storage-tasks"),
+    };
+    console.log(`capacity: ${JSON.stringify(settings)}`);
+    const { figures, printed } = await runCapacity(settings, store);
+    console.log(`\n${printed}\n`);
+    result["capacity"] = { settings, figures };
   }
 } finally {
   await store.stop();
