@@ -145,6 +145,8 @@ export function loadCatalog(
     variables: { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl, ...workflowVariableValues(config.httpNode) },
     // Named peers (A2A_PEERS): a node naming another one stops the start.
     peers: Object.fromEntries([...config.a2aPeer.peers.values()].map((p) => [p.name, p.cardUrl ?? p.url ?? ""])),
+    // A node URL the egress guard will refuse stops the start, naming the setting that would allow it.
+    egress: { http: config.httpNode.egress, peer: config.a2aPeer.egress },
   });
 }
 

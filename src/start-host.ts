@@ -119,6 +119,8 @@ export async function settleHost(
   }
   if (problems.length > 0 || !config) throw new ConfigError(problems);
   const catalog = await loadCatalog(config, handlers, options.workflows, kinds.registry);
+  const log = logger ?? createLogger(config.logLevel);
+  for (const warning of catalog.warnings) log.warn({ event: "workflow.warning", warning }, warning);
   return { config, handlers, catalog };
 }
 

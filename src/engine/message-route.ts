@@ -1,13 +1,21 @@
 import type { Message } from "../domain/a2a-types.js";
 import { canonicalJson } from "../domain/canonical-json.js";
+import { outputConditionHolds, valueAtPath } from "./output-condition.js";
 import { END_TARGET, type SwitchCondition, type SwitchNode } from "../workflows/workflow-types.js";
 
-/** Where a `switch` sends the run for this message: the first matching case, else its default; `undefined` = the next node. */
+/** What a switch reads: the incoming message, and the outputs of the nodes that ran (with every node id, to split keys). */
+export interface SwitchInput {
+  message: Message | undefined;
+  outputs: Readonly<Record<string, unknown>>;
+  nodeIds: readonly string[];
+}
+
+/** Where a `switch` sends the run: the first case whose condition holds, else its default; `undefined` = the next node. */
 export function switchTarget(
   node: SwitchNode,
-  message: Message | undefined,
+  input: SwitchInput,
 ): { target: string | undefined; matched: number | "default" } {
-  const index = message ? node.cases.findIndex((c) => conditionHolds(c.when, message)) : -1;
+  const index = node.cases.findIndex((c) => conditionHolds(c.when, input));
   if (index >= 0) return { target: node.cases[index]!.goto, matched: index };
   return { target: node.default, matched: "default" };
 }
@@ -17,7 +25,12 @@ export function cursorOf(target: string): string | null {
   return target === END_TARGET ? null : target;
 }
 
-export function conditionHolds(when: SwitchCondition, message: Message): boolean {
+/** Every field given must hold; a message condition does not hold without a message. */
+export function conditionHolds(when: SwitchCondition, { message, outputs, nodeIds }: SwitchInput): boolean {
+  if (when.output && !outputConditionHolds(when.output, outputs, nodeIds)) return false;
+  const onMessage = Object.keys(when).some((k) => k !== "output");
+  if (!onMessage) return true;
+  if (!message) return false;
   const { text, data } = inputOfMessage(message);
   if (when.messageIdPrefix !== undefined && !message.messageId.startsWith(when.messageIdPrefix)) return false;
   if (when.textContains !== undefined && !text.toLowerCase().includes(when.textContains.toLowerCase())) return false;
@@ -29,20 +42,11 @@ export function conditionHolds(when: SwitchCondition, message: Message): boolean
 
 function valuesMatch(expected: Record<string, unknown>, source: Record<string, unknown>): boolean {
   return Object.entries(expected).every(([path, value]) => {
-    const actual = valueAt(source, path);
+    const actual = valueAtPath(source, path.split("."));
     return actual !== undefined && canonicalJson(actual) === canonicalJson(value);
   });
 }
 
-function valueAt(source: Record<string, unknown>, path: string): unknown {
-  let current: unknown = source;
-  for (const key of path.split(".")) {
-    if (typeof current !== "object" || current === null || Array.isArray(current) || !Object.hasOwn(current, key))
-      return undefined;
-    current = (current as Record<string, unknown>)[key];
-  }
-  return current;
-}
 /** A message's text parts (joined) and data parts (merged), as handlers see their input. */
 export function inputOfMessage(message: Message | undefined): { text: string; data: Record<string, unknown> } {
   const parts = message?.parts ?? [];

@@ -8,6 +8,8 @@ import type { NodeBase, TaskHandler, WorkflowDefinition, WorkflowNode } from "..
 import type { BuiltinWorkflowSet } from "../workflows/workflow-settings.js";
 import { unexpandedVariables } from "../workflows/workflow-variables.js";
 import { WorkflowLoadError } from "./workflow-load-error.js";
+import { emptyGateWarnings, outputConditionProblems } from "./workflow-flow-checks.js";
+import { refusedUrlProblems, type LoadEgressPolicies } from "./workflow-egress-checks.js";
 
 export { WorkflowLoadError };
 
@@ -34,6 +36,8 @@ export class WorkflowCatalog {
     readonly defaultWorkflowId: string,
     /** The node kinds its workflows were checked against: the engine, the supervisor and the console ask them. */
     readonly kinds: NodeKindRegistry = builtinNodeKinds(),
+    /** What loads but may not be meant (a gate that can show no artifact), each naming its file: logged at start and by `check`. */
+    readonly warnings: readonly string[] = [],
   ) {
     this.byId = new Map(workflows.map((w) => [w.id, w]));
     if (!this.byId.has(defaultWorkflowId)) {
@@ -79,6 +83,7 @@ const DEFINITION_EXTENSIONS = new Set([".yaml", ".yml", ".json"]);
 interface LoadedWorkflow {
   workflow: WorkflowDefinition;
   source: string;
+  warnings: string[];
 }
 
 /** What one definition is checked against: the handlers, the variables and the named peers it may use. */
@@ -88,6 +93,8 @@ interface CheckContext {
   /** The named peers (A2A_PEERS): name → card URL (or url), shown as the node's agentCardUrl. */
   peers: Readonly<Record<string, string>>;
   kinds: NodeKindRegistry;
+  /** The egress policies its URLs will meet; none: URLs are not checked against a policy. */
+  egress?: LoadEgressPolicies;
 }
 
 /** Reads every definition file of a directory; bad files are refused with their paths and every problem. */
@@ -124,7 +131,8 @@ async function readDirectory(dir: string, context: CheckContext, problems: strin
     }
     const checked = inspectWorkflow(value, context);
     problems.push(...checked.problems.map((p) => `${path}: ${p}`));
-    if (checked.workflow) workflows.push({ workflow: checked.workflow, source: path });
+    if (checked.workflow)
+      workflows.push({ workflow: checked.workflow, source: path, warnings: checked.warnings.map((w) => `${path}: ${w}`) });
   }
   return workflows;
 }
@@ -145,7 +153,8 @@ function checkGivenWorkflows(given: readonly unknown[], context: CheckContext, p
     }
     const checked = inspectWorkflow(copy, context);
     problems.push(...checked.problems.map((p) => `${source}: ${p}`));
-    if (checked.workflow) workflows.push({ workflow: checked.workflow, source });
+    if (checked.workflow)
+      workflows.push({ workflow: checked.workflow, source, warnings: checked.warnings.map((w) => `${source}: ${w}`) });
   });
   return workflows;
 }
@@ -167,6 +176,8 @@ export interface WorkflowCatalogOptions {
   peers?: Readonly<Record<string, string>>;
   /** The node kinds definitions may use: the built-in ones unless given (createCore's `nodeKinds`). */
   kinds?: NodeKindRegistry;
+  /** The egress policies (HTTP_NODE_*, A2A_PEER_*): a node URL one of them will refuse stops the start. */
+  egress?: LoadEgressPolicies;
 }
 
 /**
@@ -181,6 +192,7 @@ export async function loadWorkflowCatalog(options: WorkflowCatalogOptions): Prom
     variables: options.variables ?? {},
     peers: options.peers ?? {},
     kinds,
+    ...(options.egress ? { egress: options.egress } : {}),
   };
   const problems: string[] = [];
   const builtin: LoadedWorkflow[] = [];
@@ -208,7 +220,8 @@ export async function loadWorkflowCatalog(options: WorkflowCatalogOptions): Prom
   }
   const defaultWorkflowId =
     options.defaultWorkflowId ?? (bySource.has("echo") ? "echo" : (user[0] ?? builtin[0])!.workflow.id);
-  return new WorkflowCatalog(all, defaultWorkflowId, kinds);
+  const warnings = [...builtin, ...user].flatMap((l) => l.warnings);
+  return new WorkflowCatalog(all, defaultWorkflowId, kinds, warnings);
 }
 
 /**
@@ -232,11 +245,15 @@ export function checkWorkflow(
 }
 
 /**
- * Every problem of one definition. The handler names are checked even when the schema is not met (a typo'd
- * handler shows up in the same run as a schema error); the kinds' own checks need a valid node, so they run
- * only after the schema passed.
+ * Every problem of one definition, and its warnings. A schema error hides nothing else: the handler names are
+ * checked whatever the schema says, and the kinds' own checks run on every node the schema found nothing wrong
+ * with (a bad `artifactFrom` on a gate still shows an unknown `${NAME}` in an `http` node's url). The checks that
+ * follow the paths (output conditions, empty gates) and the egress policy need the whole definition valid.
  */
-function inspectWorkflow(value: unknown, context: CheckContext): { workflow?: WorkflowDefinition; problems: string[] } {
+function inspectWorkflow(
+  value: unknown,
+  context: CheckContext,
+): { workflow?: WorkflowDefinition; problems: string[]; warnings: string[] } {
   const id = (value as { id?: unknown } | null)?.id;
   const where = typeof id === "string" ? `workflow "${id}", ` : "";
   const problems: string[] = [];
@@ -248,12 +265,20 @@ function inspectWorkflow(value: unknown, context: CheckContext): { workflow?: Wo
   const { expanded, forValidation } = expandNodes(value, context, problems);
   problems.forEach((p, i) => (problems[i] = `${where}${p}`));
   let valid = true;
+  /** Nodes (by index) the schema has something to say about. */
+  const badNodes = new Set<number>();
   try {
     validateWorkflowDefinition(forValidation, context.kinds.extraSchemas());
   } catch (err) {
     if (!(err instanceof SchemaValidationError)) throw err;
     valid = false;
     problems.push(...err.issues.map((issue) => `invalid workflow definition: ${formatSchemaIssue(issue)}`));
+    for (const issue of err.issues) {
+      const index = /^nodes\/(\d+)(\/|$)/.exec(issue.path)?.[1];
+      // An issue about `nodes` as a whole (or the root) leaves no node to trust.
+      if (index === undefined && issue.path === "nodes") badNodes.add(-1);
+      else if (index !== undefined) badNodes.add(Number(index));
+    }
   }
   const nodes = (expanded as { nodes?: unknown } | null)?.nodes;
   for (const node of Array.isArray(nodes) ? (nodes as Array<Record<string, unknown> | null>) : []) {
@@ -263,7 +288,15 @@ function inspectWorkflow(value: unknown, context: CheckContext): { workflow?: Wo
         : undefined;
     if (problem) problems.push(`${where}${problem}`);
   }
-  if (!valid) return { problems };
+  if (!valid) {
+    if (!badNodes.has(-1) && Array.isArray(nodes))
+      (nodes as Array<{ kind: string; id: string }>).forEach((node, index) => {
+        if (badNodes.has(index)) return;
+        const problem = context.kinds.problem(node, checkContext);
+        if (problem) problems.push(`${where}${problem}`);
+      });
+    return { problems, warnings: [] };
+  }
   const workflow = expanded as WorkflowDefinition;
   if (expanded !== value) AS_WRITTEN.set(workflow, value as WorkflowDefinition);
   for (const node of workflow.nodes as Array<WorkflowNode | { kind: string; id: string }>) {
@@ -278,7 +311,11 @@ function inspectWorkflow(value: unknown, context: CheckContext): { workflow?: Wo
       );
     }
   }
-  return problems.length > 0 ? { problems } : { workflow, problems };
+  problems.push(...outputConditionProblems(workflow, context.kinds).map((p) => `${where}${p}`));
+  if (context.egress)
+    problems.push(...refusedUrlProblems(workflow, context.egress, checkContext.variables).map((p) => `${where}${p}`));
+  const warnings = emptyGateWarnings(workflow, context.kinds).map((w) => `${where}${w}`);
+  return problems.length > 0 ? { problems, warnings } : { workflow, problems, warnings };
 }
 
 /** Each node as its kind expands it (`${NAME}` references, named peers), and the form the schema sees. */

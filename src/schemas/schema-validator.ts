@@ -194,7 +194,7 @@ function gotoTarget(value: unknown): unknown {
 
 /**
  * Throws SchemaValidationError unless `value` is a valid workflow definition. Beyond the schema it
- * checks what JSON Schema cannot express: node ids are unique, and artifactFrom / onReject.goto /
+ * checks what JSON Schema cannot express: node ids are unique, and artifactFrom (each, `$taken` aside) / onReject.goto /
  * onRefine.goto / next / a switch's goto and default name a node of the same workflow (or `$end`).
  */
 export function validateWorkflowDefinition(
@@ -217,7 +217,11 @@ export function validateWorkflowDefinition(
   });
   nodes.forEach((node, index) => {
     const refs: [string, unknown][] = [
-      ["artifactFrom", node.artifactFrom],
+      ...(Array.isArray(node.artifactFrom)
+        ? node.artifactFrom.map((id, i): [string, unknown] => [`artifactFrom/${i}`, id])
+        : node.artifactFrom === "$taken"
+          ? []
+          : [["artifactFrom", node.artifactFrom] as [string, unknown]]),
       ["onReject/goto", gotoTarget(node.onReject)],
       ["onRefine/goto", gotoTarget(node.onRefine)],
       ["next", node.next],

@@ -26,13 +26,21 @@ export interface ApprovalNode {
   id: string;
   title: string;
   description?: string;
-  /** Node whose artifacts are put up for approval (and edited by edit-accept). */
-  artifactFrom?: string;
+  /**
+   * Whose artifacts are put up for approval (edit-accept edits the first): a node, a list of nodes (each that ran,
+   * in order), or `$taken` (every node that produced artifacts on the path this run actually took).
+   */
+  artifactFrom?: ArtifactSource;
   actions?: Array<"accept" | "reject" | "refine" | "edit" | "ask">;
   timeoutMs?: number;
   onReject?: "fail" | { goto: string };
   onRefine?: { goto: string };
 }
+
+/** `$taken`: the artifacts of every node that ran before the gate on this run's path. */
+export const TAKEN_PATH = "$taken";
+
+export type ArtifactSource = string | string[];
 
 export interface ClarificationNode {
   kind: "clarification";
@@ -86,9 +94,32 @@ export interface SwitchCondition {
   textMatches?: string;
   metadata?: Record<string, unknown>;
   data?: Record<string, unknown>;
+  /**
+   * What earlier nodes produced: `"<nodeId>.<dotted.path>"` (or just `"<nodeId>"`) → the value the node's output
+   * must equal there, or a test such as `{ $gt: 1000 }`. A node that has not run has no output: only
+   * `{ $exists: false }` and `{ $ne: … }` hold then.
+   */
+  output?: Record<string, OutputExpectation>;
 }
 
-/** Routes on the incoming message: the first matching case's `goto`, else `default`, else the next node. */
+/** A test on one value of a node's output; every operator given must hold. */
+export interface OutputTest {
+  $eq?: unknown;
+  /** Holds when the value differs or is absent. */
+  $ne?: unknown;
+  /** Numbers compare with numbers, strings with strings; any other pair does not hold. */
+  $gt?: number | string;
+  $gte?: number | string;
+  $lt?: number | string;
+  $lte?: number | string;
+  /** true: the value is there (null counts); false: it is not, or the node has not run. */
+  $exists?: boolean;
+}
+
+/** What one `output` entry expects: a JSON value to equal, or (an object whose keys all start with `$`) a test. */
+export type OutputExpectation = OutputTest | string | number | boolean | null | unknown[] | Record<string, unknown>;
+
+/** Routes on the incoming message and earlier outputs: the first matching case's `goto`, else `default`, else the next node. */
 export interface SwitchNode {
   kind: "switch";
   id: string;

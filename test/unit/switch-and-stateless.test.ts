@@ -26,20 +26,23 @@ const message = (over: Partial<Message> = {}): Message => ({
   ...over,
 });
 
+/** A switch's input with only the message (no node has run). */
+const only = (m: Message) => ({ message: m, outputs: {}, nodeIds: [] });
+
 describe("switch conditions on the incoming message", () => {
   it("messageId prefix, text (contains, case-insensitive; regex), metadata and data values by dotted path; all fields must hold", () => {
     const m = message({ messageId: "urgent-7" });
-    expect(conditionHolds({ messageIdPrefix: "urgent-" }, m)).toBe(true);
-    expect(conditionHolds({ messageIdPrefix: "normal-" }, m)).toBe(false);
-    expect(conditionHolds({ textContains: "refund" }, m)).toBe(true);
-    expect(conditionHolds({ textContains: "cancel" }, m)).toBe(false);
-    expect(conditionHolds({ textMatches: "order \\d+$" }, m)).toBe(true);
-    expect(conditionHolds({ textMatches: "^order" }, m)).toBe(false);
-    expect(conditionHolds({ metadata: { channel: "email", "nested.level": 2 } }, m)).toBe(true);
-    expect(conditionHolds({ metadata: { "nested.level": "2" } }, m)).toBe(false); // JSON equality: 2 is not "2"
-    expect(conditionHolds({ data: { "order.priority": "high", tags: ["a"] } }, m)).toBe(true);
-    expect(conditionHolds({ data: { "order.missing": null } }, m)).toBe(false); // an absent path never matches
-    expect(conditionHolds({ textContains: "refund", data: { "order.id": 43 } }, m)).toBe(false);
+    expect(conditionHolds({ messageIdPrefix: "urgent-" }, only(m))).toBe(true);
+    expect(conditionHolds({ messageIdPrefix: "normal-" }, only(m))).toBe(false);
+    expect(conditionHolds({ textContains: "refund" }, only(m))).toBe(true);
+    expect(conditionHolds({ textContains: "cancel" }, only(m))).toBe(false);
+    expect(conditionHolds({ textMatches: "order \\d+$" }, only(m))).toBe(true);
+    expect(conditionHolds({ textMatches: "^order" }, only(m))).toBe(false);
+    expect(conditionHolds({ metadata: { channel: "email", "nested.level": 2 } }, only(m))).toBe(true);
+    expect(conditionHolds({ metadata: { "nested.level": "2" } }, only(m))).toBe(false); // JSON equality: 2 is not "2"
+    expect(conditionHolds({ data: { "order.priority": "high", tags: ["a"] } }, only(m))).toBe(true);
+    expect(conditionHolds({ data: { "order.missing": null } }, only(m))).toBe(false); // an absent path never matches
+    expect(conditionHolds({ textContains: "refund", data: { "order.id": 43 } }, only(m))).toBe(false);
   });
 
   it("the first matching case wins; else the default; else the next node", () => {
@@ -52,16 +55,16 @@ describe("switch conditions on the incoming message", () => {
       ],
       default: "$end",
     };
-    expect(switchTarget(node, message())).toEqual({ target: "refunds", matched: 0 });
-    expect(switchTarget(node, message({ parts: [{ kind: "text", text: "my order" }] }))).toEqual({
+    expect(switchTarget(node, only(message()))).toEqual({ target: "refunds", matched: 0 });
+    expect(switchTarget(node, only(message({ parts: [{ kind: "text", text: "my order" }] })))).toEqual({
       target: "orders",
       matched: 1,
     });
-    expect(switchTarget(node, message({ parts: [{ kind: "text", text: "hi" }] }))).toEqual({
+    expect(switchTarget(node, only(message({ parts: [{ kind: "text", text: "hi" }] })))).toEqual({
       target: "$end",
       matched: "default",
     });
-    expect(switchTarget({ ...node, default: undefined } as SwitchNode, message({ parts: [] }))).toEqual({
+    expect(switchTarget({ ...node, default: undefined } as SwitchNode, only(message({ parts: [] })))).toEqual({
       target: undefined,
       matched: "default",
     });

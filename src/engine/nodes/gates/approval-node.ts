@@ -5,6 +5,7 @@ import type { RunError, TaskContext } from "../../../machine/task-context.js";
 import { nodeAfter, SYSTEM_TIMEOUT, type ReplyOutcome } from "../../workflow-walk.js";
 import type { ApprovalNode, WorkflowDefinition } from "../../../workflows/workflow-types.js";
 import type { NodeGraphEdge, EngineNodeKind } from "../node-kind.js";
+import { reviewedArtifactIds, singleArtifactSource } from "./gate-artifacts.js";
 import { gateNodeExecutor, offeredActions } from "./gate-node.js";
 
 /**
@@ -28,7 +29,7 @@ function approvalEdges(
 ): NodeGraphEdge[] {
   const edges: NodeGraphEdge[] = [{ from: node.id, to: after, kind: "accept", condition: "accept" }];
   const actions = node.actions ?? ["accept", "reject", "refine", "edit", "ask"];
-  const refine = node.onRefine?.goto ?? node.artifactFrom ?? before;
+  const refine = node.onRefine?.goto ?? singleArtifactSource(node) ?? before;
   if (actions.includes("refine") && refine)
     edges.push({ from: node.id, to: refine, kind: "refine", condition: "refine" });
   if (typeof node.onReject === "object")
@@ -49,7 +50,8 @@ export function feedbackFor(context: TaskContext, workflow: WorkflowDefinition, 
 
 function refineTarget(node: ApprovalNode, workflow: WorkflowDefinition): string | null {
   if (node.onRefine) return node.onRefine.goto;
-  if (node.artifactFrom) return node.artifactFrom;
+  const source = singleArtifactSource(node);
+  if (source) return source;
   const index = workflow.nodes.findIndex((n) => n.id === node.id);
   return workflow.nodes[index - 1]?.id ?? null;
 }
@@ -116,7 +118,7 @@ function approvalOutcome(
       const edited = value["editedArtifactData"];
       const part: Part =
         typeof edited === "string" ? { kind: "text", text: edited } : { kind: "data", data: { value: edited } };
-      const reviewed = node.artifactFrom ? (context.artifactsByNode[node.artifactFrom] ?? []) : [];
+      const reviewed = reviewedArtifactIds(node, context);
       const artifacts = context.artifacts
         .filter((a) => a.artifactId === reviewed[0])
         .map((a) => ({ ...a, parts: [part], metadata: { ...a.metadata, editedBy: decision.decidedBy } }));

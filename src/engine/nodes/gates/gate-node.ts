@@ -4,6 +4,7 @@ import type { DurableTimer, PendingInterrupt, TaskContext } from "../../../machi
 import type { ApprovalAction } from "../../../domain/run-status.js";
 import type { ApprovalNode, ClarificationNode } from "../../../workflows/workflow-types.js";
 import type { NodeExecutor, NodeRuntime } from "../node-executor.js";
+import { reviewedArtifactIds } from "./gate-artifacts.js";
 
 /**
  * `approval` and `clarification` nodes: raise the interrupt (and its deadline timer, if any) in one transition.
@@ -41,7 +42,7 @@ export function buildInterrupt(
     data = {
       title: node.title,
       ...(node.description ? { description: node.description } : {}),
-      artifactIds: node.artifactFrom ? (context.artifactsByNode[node.artifactFrom] ?? []) : [],
+      artifactIds: reviewedArtifactIds(node, context),
       actions,
     };
     text = `Approval needed: ${node.title}. Reply with a data part {"action": ${actions.map((a) => `"${a}"`).join(" | ")}}.`;
