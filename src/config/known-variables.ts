@@ -64,7 +64,9 @@ export interface VariableCheck {
  * Checks the names of the process environment and of `startHost({ env })`. The process environment holds
  * everything else on the machine too (PATH, HOME, …), so only a name with the prefix of one we read (`PUSH_`)
  * and a few edits from it is flagged; `options.env` is ours alone, so any unknown name there is a problem.
- * Names listed in WORKFLOW_VARIABLES are read too (by workflows).
+ * A name that differs from one of ours in a single word, by a typo, is flagged too, whatever the word
+ * (`WORKFLOW_DIR` for `WORKFLOWS_DIR`, `MONGO_URI` for `MONGODB_URI`). Names listed in WORKFLOW_VARIABLES are
+ * read too (by workflows).
  */
 export function checkVariableNames(
   processEnv: Env,
@@ -86,11 +88,27 @@ export function checkVariableNames(
     if (optionsEnv && Object.hasOwn(optionsEnv, name)) continue;
     if (!/^[A-Z][A-Z0-9]*_[A-Z0-9_]*$/.test(name) || isKnown(name, known, workflowVariables)) continue;
     const prefix = name.slice(0, name.indexOf("_") + 1);
-    const near = closestName(
-      name,
-      names.filter((n) => n.startsWith(prefix)),
-    );
+    const near =
+      closestName(
+        name,
+        names.filter((n) => n.startsWith(prefix)),
+      ) ?? oneWordAway(name, names);
     if (near) result.warnings.push({ variable: name, suggestion: near });
   }
   return result;
+}
+
+/**
+ * The name of ours that `name` matches word for word but one, that one a few edits away (`HANDLER_MODULE` →
+ * `HANDLERS_MODULE`); undefined when none or more than one fits.
+ */
+function oneWordAway(name: string, names: readonly string[]): string | undefined {
+  const words = name.split("_");
+  const fits = names.filter((candidate) => {
+    const theirs = candidate.split("_");
+    if (theirs.length !== words.length) return false;
+    const differing = words.flatMap((word, i) => (word === theirs[i] ? [] : [i]));
+    return differing.length === 1 && closestName(words[differing[0]!]!, [theirs[differing[0]!]!]) !== undefined;
+  });
+  return fits.length === 1 ? fits[0] : undefined;
 }

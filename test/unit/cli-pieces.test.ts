@@ -82,6 +82,23 @@ describe("checkVariableNames", () => {
     });
   });
 
+  it("a name one word away from one we read is flagged whatever the word (issue 40: the first word too)", () => {
+    const ours = new Set(["WORKFLOWS_DIR", "HANDLERS_MODULE", "MONGODB_URI", "MONGODB_DB", "NODE_ENV", "LOG_LEVEL"]);
+    const env = {
+      WORKFLOW_DIR: "./workflows",
+      HANDLER_MODULE: "./handlers.ts",
+      MONGO_URI: "mongodb://db",
+      NODE_VERSION: "20.19.0",
+      MONGO_URL: "two words away",
+      LOG_FORMAT: "json",
+    };
+    expect(checkVariableNames(env, undefined, [], ours).warnings).toEqual([
+      { variable: "WORKFLOW_DIR", suggestion: "WORKFLOWS_DIR" },
+      { variable: "HANDLER_MODULE", suggestion: "HANDLERS_MODULE" },
+      { variable: "MONGO_URI", suggestion: "MONGODB_URI" },
+    ]);
+  });
+
   it("startHost's env: any name not read is a problem (WORKFLOW_VARIABLES names and library variables are read)", () => {
     expect(
       checkVariableNames(
