@@ -11,6 +11,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WorkflowLoadError } from "../../src/engine/workflow-load-error.js";
 import { MemoryTaskStore } from "../../src/store/memory-task-store.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 import { jsonRpcCaller, type WireTask } from "../support/jsonrpc-caller.js";
@@ -315,37 +316,27 @@ describe("http node timeouts", () => {
 
 describe("http node egress guard", () => {
   let service: Awaited<ReturnType<typeof startService>>;
-  let t: TestApp;
-  const store = new MemoryTaskStore();
-  const caller = jsonRpcCaller(() => t.baseUrl);
 
   beforeAll(async () => {
     service = await startService();
-    const { HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS: _allowed, ...withoutAllowance } = FAST;
-    t = await startTestApp({ WORKFLOWS_DIR: FIXTURES, HTTP_SERVICE_URL: service.url, ...withoutAllowance }, store);
   });
   afterAll(async () => {
-    await t?.close();
     await service?.close();
   });
 
-  it("refuses a loopback service without the test-only setting: the node fails with http_egress_refused, nothing half-written", async () => {
-    const task = await caller.start("ok", "http-call");
-    expect(task["status"].state).toBe("failed");
-    expect(service.received).toHaveLength(0);
-    const error = openwop(task)["error"];
-    expect(error).toMatchObject({ code: "http_egress_refused" });
-    expect(error.message).toBe(
-      `http node URL refused by the scheme arm of the egress guard: http is not allowed for http://127.0.0.1:${new URL(service.url).port}; http node URLs must use https; to reach a private service, list it as host:port in HTTP_NODE_PRIVATE_HOSTS`,
+  // Issue 40: the guard's verdict on a URL it can judge without DNS comes at the start, not when a task reaches the node.
+  it("refuses to start with a loopback service and no test-only setting, naming HTTP_NODE_PRIVATE_HOSTS; nothing is called", async () => {
+    const { HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS: _allowed, ...withoutAllowance } = FAST;
+    const failure = await startTestApp({ WORKFLOWS_DIR: FIXTURES, HTTP_SERVICE_URL: service.url, ...withoutAllowance }).catch(
+      (err: unknown) => err,
     );
-    expect(error.message).not.toContain(TOKEN);
-    const log = await store.readEvents(task["id"], 0);
-    // node.started, then the failure: no completion, no output, no artifact of the node.
-    expect(log.filter((e) => e.nodeId === "call").map((e) => e.type)).toEqual(["node.started", "node.failed"]);
-    const context = ((await store.get(task["id"]))?.snapshot as { context: { outputs: Record<string, unknown> } })
-      .context;
-    expect(context.outputs["call"]).toBeUndefined();
-    expect(task["artifacts"].map((a: any) => a.artifactId)).not.toContain("report");
+    expect(failure).toBeInstanceOf(WorkflowLoadError);
+    const problem = (failure as WorkflowLoadError).problems.find((p) => p.includes('node "call"'));
+    expect(problem).toBe(
+      `${join(FIXTURES, "http-call.yaml")}: workflow "http-call", node "call": its url will be refused when it runs: http is not allowed for http://127.0.0.1:${new URL(service.url).port}; http node URLs must use https; to reach a private service, list it as host:port in HTTP_NODE_PRIVATE_HOSTS`,
+    );
+    expect(problem).not.toContain(TOKEN);
+    expect(service.received).toHaveLength(0);
   });
 });
 
@@ -503,25 +494,20 @@ describe("http node private services in NODE_ENV=production (HTTP_NODE_PRIVATE_H
     ],
     ["listed on another port", { HTTP_NODE_PRIVATE_HOSTS: "127.0.0.1:PORT+1" }],
   ])(
-    "a sidecar %s is refused, and the error names HTTP_NODE_PRIVATE_HOSTS",
+    "a sidecar %s stops the start, and the problem names HTTP_NODE_PRIVATE_HOSTS",
     async (_case, raw: Record<string, string>) => {
       const env = Object.fromEntries(
         Object.entries(raw).map(([k, v]) => [k, v.replace("PORT+1", String(port + 1)).replace("PORT", String(port))]),
       );
       const before = service.received.length;
-      const app = await startProduction(env);
-      try {
-        const task = await caller.start("ok", "http-call");
-        expect(task["status"].state).toBe("failed");
-        const error = openwop(task)["error"];
-        expect(error).toMatchObject({ code: "http_egress_refused" });
-        expect(error.message).toContain(`http://127.0.0.1:${port}`);
-        expect(error.message).toContain("list it as host:port in HTTP_NODE_PRIVATE_HOSTS");
-        expect(error.message).not.toContain(TOKEN);
-        expect(service.received.length).toBe(before);
-      } finally {
-        await app.close();
-      }
+      const failure = await startProduction(env).catch((err: unknown) => err);
+      expect(failure).toBeInstanceOf(WorkflowLoadError);
+      const problem = (failure as WorkflowLoadError).problems.find((p) => p.includes('node "call"'));
+      expect(problem).toContain(`its url will be refused when it runs`);
+      expect(problem).toContain(`http://127.0.0.1:${port}`);
+      expect(problem).toContain("list it as host:port in HTTP_NODE_PRIVATE_HOSTS");
+      expect(problem).not.toContain(TOKEN);
+      expect(service.received.length).toBe(before);
     },
   );
 });
