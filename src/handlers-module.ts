@@ -77,15 +77,39 @@ async function importTypeScript(path: string): Promise<Record<string, unknown> |
   } catch {
     return `a TypeScript module needs tsx in your project (not found from ${process.cwd()}): run \`npm install --save-dev tsx\` there, or compile the handlers to JavaScript`;
   }
-  // Its ESM entry, by hand: require.resolve would give the CommonJS one, which cannot register tsx's ESM hooks.
+  // Its entries, by hand: require.resolve would give the CommonJS ones, which cannot register tsx's ESM hooks.
   const exports = (
     JSON.parse(readFileSync(manifest, "utf8")) as { exports?: Record<string, { import?: { default?: string } }> }
   ).exports;
-  const entry = exports?.["./esm/api"]?.import?.default;
+  const api = loadsAsCommonJs(path) ? "./cjs/api" : "./esm/api";
+  const entry = exports?.[api]?.import?.default;
   if (!entry)
-    return `the tsx of your project (${dirname(manifest)}) has no ESM API (tsx/esm/api): install tsx 4 or newer`;
-  const { tsImport } = (await import(pathToFileURL(join(dirname(manifest), entry)).href)) as {
-    tsImport: (specifier: string, parentURL: string) => Promise<Record<string, unknown>>;
+    return `the tsx of your project (${dirname(manifest)}) has no ${api.slice(2)} API (tsx/${api.slice(2)}): install tsx 4 or newer`;
+  const loaded = (await import(pathToFileURL(join(dirname(manifest), entry)).href)) as {
+    tsImport?: (specifier: string, parentURL: string) => Promise<Record<string, unknown>>;
+    require?: (id: string, fromFile: string) => Record<string, unknown>;
   };
-  return tsImport(pathToFileURL(path).href, import.meta.url);
+  // A CommonJS module through tsx's require hook: through tsImport it would run from a `data:` URL, and a
+  // handler's stack trace would name that URL instead of its file and line.
+  // Traces through tsx's source maps, so they name the .ts file's own lines (tsx's CLI does the same).
+  process.setSourceMapsEnabled(true);
+  if (api === "./cjs/api") return loaded.require!(path, import.meta.url);
+  return loaded.tsImport!(pathToFileURL(path).href, import.meta.url);
+}
+
+/** `.cts`, or `.ts` in a package whose nearest package.json does not say `"type": "module"`: Node's own rule. */
+function loadsAsCommonJs(path: string): boolean {
+  if (path.endsWith(".cts")) return true;
+  if (path.endsWith(".mts")) return false;
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    const manifest = join(dir, "package.json");
+    if (existsSync(manifest)) {
+      try {
+        return (JSON.parse(readFileSync(manifest, "utf8")) as { type?: unknown }).type !== "module";
+      } catch {
+        return true;
+      }
+    }
+    if (dirname(dir) === dir) return true;
+  }
 }

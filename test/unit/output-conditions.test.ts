@@ -98,7 +98,7 @@ describe("loading output conditions", () => {
     expect(loadProblems(definition(quoteNodes({ output: { "approve.action": "accept" } })))).toEqual([
       `workflow "quotes", switch "route" case 1: output "approve.action" reads node "approve", which cannot have run before this switch`,
     ]);
-    const afterGate = [
+    const afterGate: unknown[] = [
       { kind: "task", id: "quote", handler: "echo" },
       { kind: "approval", id: "gate", title: "Look", artifactFrom: "quote", actions: ["accept", "reject"] },
       { kind: "switch", id: "route", cases: [{ when: { output: { "gate.verdict": "accept" } }, goto: "$end" }] },
