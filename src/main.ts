@@ -1,8 +1,7 @@
 #!/usr/bin/env node
 import { parseCliArgs } from "./cli/cli-args.js";
-import { startFailure } from "./cli/start-failure.js";
+import { reportStartFailure } from "./cli/start-failure.js";
 import { runCommand } from "./cli-commands.js";
-import { createLogger } from "./observability/logger.js";
 import { exitAtShutdownDeadline } from "./shutdown-deadline.js";
 
 // The CLI (`openwop-a2a-host`, `npm start`, the container): settings from the environment, your handlers from
@@ -25,7 +24,5 @@ try {
   process.on("SIGTERM", stop);
   process.on("SIGINT", stop);
 } catch (err) {
-  const failure = startFailure(err);
-  createLogger("info").fatal(failure.fields, failure.message);
-  process.exit(failure.exitCode);
+  process.exit(reportStartFailure(err));
 }
