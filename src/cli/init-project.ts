@@ -2,6 +2,7 @@ import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { basename, dirname, join, relative, resolve } from "node:path";
 import { projectRoot } from "../domain/project-root.js";
+import { packageVersion } from "../domain/package-version.js";
 
 /** The agent project `init` writes: real files shipped in the package (package.json "files"). */
 export const templateDir = join(projectRoot, "templates", "agent");
@@ -114,5 +115,9 @@ Next:
 ${cd}  npm install
   npm test          # the agent end to end with an A2A client
   npm start         # the agent on http://localhost:8080
+
+Got openwop-a2a-host as a tarball, not from the npm registry? Instead of the plain "npm install", run
+  npm install /path/to/openwop-a2a-host-${packageVersion}.tgz
+which installs it from the file, and everything else the project needs from the registry.
 `;
 }

@@ -67,6 +67,14 @@ describe("init", () => {
     );
   });
 
+  it("says how to install from a tarball: the file npm pack makes of this version (issue 40)", async () => {
+    const dir = join(work, "from-tarball");
+    const result = await initProject(dir);
+    expect(initSummary(result as Extract<typeof result, { ok: true }>, dir)).toContain(
+      `Instead of the plain "npm install", run\n  npm install /path/to/openwop-a2a-host-${ours.version}.tgz\n`,
+    );
+  });
+
   it("writes into an empty folder that exists", async () => {
     const dir = await mkdtemp(join(work, "empty-"));
     expect(await initProject(dir)).toMatchObject({ ok: true });
