@@ -30,7 +30,8 @@ export function outputConditionHolds(
 ): boolean {
   return Object.entries(condition).every(([key, expected]) => {
     const parts = outputKeyParts(key, nodeIds);
-    const actual = parts && Object.hasOwn(outputs, parts.nodeId) ? valueAtPath(outputs[parts.nodeId], parts.path) : undefined;
+    const actual =
+      parts && Object.hasOwn(outputs, parts.nodeId) ? valueAtPath(outputs[parts.nodeId], parts.path) : undefined;
     return expectationHolds(expected, actual);
   });
 }
@@ -57,7 +58,8 @@ export function expectationHolds(expected: OutputExpectation, actual: unknown): 
   if (!isOutputTest(expected)) return actual !== undefined && canonicalJson(actual) === canonicalJson(expected);
   const test = expected;
   if (test.$exists !== undefined && (actual !== undefined) !== test.$exists) return false;
-  if (test.$eq !== undefined && (actual === undefined || canonicalJson(actual) !== canonicalJson(test.$eq))) return false;
+  if (test.$eq !== undefined && (actual === undefined || canonicalJson(actual) !== canonicalJson(test.$eq)))
+    return false;
   if (test.$ne !== undefined && actual !== undefined && canonicalJson(actual) === canonicalJson(test.$ne)) return false;
   const order: Array<[number | string | undefined, (c: number) => boolean]> = [
     [test.$gt, (c) => c > 0],

@@ -132,7 +132,11 @@ async function readDirectory(dir: string, context: CheckContext, problems: strin
     const checked = inspectWorkflow(value, context);
     problems.push(...checked.problems.map((p) => `${path}: ${p}`));
     if (checked.workflow)
-      workflows.push({ workflow: checked.workflow, source: path, warnings: checked.warnings.map((w) => `${path}: ${w}`) });
+      workflows.push({
+        workflow: checked.workflow,
+        source: path,
+        warnings: checked.warnings.map((w) => `${path}: ${w}`),
+      });
   }
   return workflows;
 }

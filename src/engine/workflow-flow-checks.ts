@@ -18,7 +18,17 @@ const OUTPUT_KEYS: Readonly<Record<string, readonly string[]>> = {
   clarification: ["answers", "answeredBy", "answeredAt"],
   delay: ["firedAt"],
   switch: ["matched", "next"],
-  "a2a.invoke": ["peer", "artifactIds", "message", "text", "contentTrust", "reply", "answeredBy", "answeredAt", "forwardedTo"],
+  "a2a.invoke": [
+    "peer",
+    "artifactIds",
+    "message",
+    "text",
+    "contentTrust",
+    "reply",
+    "answeredBy",
+    "answeredAt",
+    "forwardedTo",
+  ],
 };
 
 /** Kinds that never produce artifacts of their own (an approval's edit only changes one it was shown). */
@@ -103,7 +113,9 @@ export function outputConditionProblems(workflow: WorkflowDefinition, kinds: Nod
             `${where}: the output of node "${source.id}" (${source.kind}) never has "${first}"${didYouMean(first, keys)} (it has ${keys.join(", ")})`,
           );
         if (isMixed(expected))
-          problems.push(`${where} mixes "$" tests with other keys: write either a test ({"$gt": 1}) or a value to equal`);
+          problems.push(
+            `${where} mixes "$" tests with other keys: write either a test ({"$gt": 1}) or a value to equal`,
+          );
       }
     });
   }
@@ -135,7 +147,10 @@ export function emptyGateWarnings(workflow: WorkflowDefinition, kinds: NodeKindR
           ? from
           : [from];
     if (!reachable(workflow, successors, new Set(sources)).has(node.id)) continue;
-    const named = from === TAKEN_PATH ? "no node that can produce an artifact" : `none of ${sources.map((s) => `"${s}"`).join(", ")}`;
+    const named =
+      from === TAKEN_PATH
+        ? "no node that can produce an artifact"
+        : `none of ${sources.map((s) => `"${s}"`).join(", ")}`;
     warnings.push(
       `approval gate "${node.id}": on some path ${named} runs before it, so the approver may be shown no artifact (artifactFrom takes a list, or "$taken" for the path the run took)`,
     );

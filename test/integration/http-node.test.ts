@@ -327,9 +327,11 @@ describe("http node egress guard", () => {
   // Issue 40: the guard's verdict on a URL it can judge without DNS comes at the start, not when a task reaches the node.
   it("refuses to start with a loopback service and no test-only setting, naming HTTP_NODE_PRIVATE_HOSTS; nothing is called", async () => {
     const { HTTP_NODE_ALLOW_LOOPBACK_FOR_TESTS: _allowed, ...withoutAllowance } = FAST;
-    const failure = await startTestApp({ WORKFLOWS_DIR: FIXTURES, HTTP_SERVICE_URL: service.url, ...withoutAllowance }).catch(
-      (err: unknown) => err,
-    );
+    const failure = await startTestApp({
+      WORKFLOWS_DIR: FIXTURES,
+      HTTP_SERVICE_URL: service.url,
+      ...withoutAllowance,
+    }).catch((err: unknown) => err);
     expect(failure).toBeInstanceOf(WorkflowLoadError);
     const problem = (failure as WorkflowLoadError).problems.find((p) => p.includes('node "call"'));
     expect(problem).toBe(

@@ -64,7 +64,12 @@ describe("output conditions", () => {
   });
 });
 
-const definition = (nodes: unknown[]): Record<string, unknown> => ({ id: "quotes", name: "Quotes", description: "d", nodes });
+const definition = (nodes: unknown[]): Record<string, unknown> => ({
+  id: "quotes",
+  name: "Quotes",
+  description: "d",
+  nodes,
+});
 const quoteNodes = (when: unknown): unknown[] => [
   { kind: "task", id: "quote", handler: "echo" },
   { kind: "switch", id: "route", cases: [{ when, goto: "approve" }], default: "$end" },
@@ -84,7 +89,10 @@ function loadProblems(value: unknown): readonly string[] {
 
 describe("loading output conditions", () => {
   it("the schema takes values and tests, and refuses an unknown operator", () => {
-    const loaded = checkWorkflow(definition(quoteNodes({ output: { "quote.total": { $gte: 1000 } } })), builtinHandlers);
+    const loaded = checkWorkflow(
+      definition(quoteNodes({ output: { "quote.total": { $gte: 1000 } } })),
+      builtinHandlers,
+    );
     expect((loaded.nodes[1] as SwitchNode).cases[0]!.when.output).toEqual({ "quote.total": { $gte: 1000 } });
     expect(loadProblems(definition(quoteNodes({ output: { "quote.total": { $above: 1000 } } })))).toEqual([
       `invalid workflow definition: nodes/1/cases/0/when/output/quote.total: must NOT have additional property '$above'`,
@@ -106,7 +114,11 @@ describe("loading output conditions", () => {
     expect(loadProblems(definition(afterGate))).toEqual([
       `workflow "quotes", switch "route" case 1: output "gate.verdict": the output of node "gate" (approval) never has "verdict" (it has action, feedback, decidedBy, decidedAt, edited, refineFeedback, reason)`,
     ]);
-    afterGate[2] = { kind: "switch", id: "route", cases: [{ when: { output: { "gate.action": "accept" } }, goto: "$end" }] };
+    afterGate[2] = {
+      kind: "switch",
+      id: "route",
+      cases: [{ when: { output: { "gate.action": "accept" } }, goto: "$end" }],
+    };
     expect(loadProblems(definition(afterGate))).toEqual([]);
     expect(loadProblems(definition(quoteNodes({ output: { "quote.total": { $gt: 1, x: 2 } } })))).toEqual([
       `workflow "quotes", switch "route" case 1: output "quote.total" mixes "$" tests with other keys: write either a test ({"$gt": 1}) or a value to equal`,
@@ -141,7 +153,11 @@ describe("artifactFrom: a list, or the path taken", () => {
 
   it("shows each listed node's artifacts that ran, in the list's order; $taken shows all, as produced", () => {
     expect(reviewedArtifactIds(gate("draft"), context)).toEqual(["draft.0", "draft.1"]);
-    expect(reviewedArtifactIds(gate(["expensive", "draft", "cheap"]), context)).toEqual(["draft.0", "draft.1", "cheap.0"]);
+    expect(reviewedArtifactIds(gate(["expensive", "draft", "cheap"]), context)).toEqual([
+      "draft.0",
+      "draft.1",
+      "cheap.0",
+    ]);
     expect(reviewedArtifactIds(gate("$taken"), context)).toEqual(["cheap.0", "draft.0", "draft.1"]);
     expect(reviewedArtifactIds(gate(undefined), context)).toEqual([]);
   });
@@ -204,7 +220,9 @@ describe("what one load reports", () => {
     expect(failure).toBeInstanceOf(WorkflowLoadError);
     const problems = (failure as WorkflowLoadError).problems;
     expect(problems).toHaveLength(2);
-    expect(problems[0]).toMatch(/^workflows\[0\]: workflow "quotes", node "crm": its url will be refused when it runs: .*HTTP_NODE_PRIVATE_HOSTS/);
+    expect(problems[0]).toMatch(
+      /^workflows\[0\]: workflow "quotes", node "crm": its url will be refused when it runs: .*HTTP_NODE_PRIVATE_HOSTS/,
+    );
     expect(problems[1]).toMatch(/node "peer": its agentCardUrl will be refused when it runs: .*loopback/);
   });
 });

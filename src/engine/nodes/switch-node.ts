@@ -49,7 +49,9 @@ function outputText(path: string, expected: unknown): string {
   if (!isOutputTest(expected)) return `${path} = ${JSON.stringify(expected)}`;
   return Object.entries(expected)
     .map(([op, v]) =>
-      op === "$exists" ? `${path} ${v ? "exists" : "absent"}` : `${path} ${OPERATOR_WORDS[op] ?? op} ${JSON.stringify(v)}`,
+      op === "$exists"
+        ? `${path} ${v ? "exists" : "absent"}`
+        : `${path} ${OPERATOR_WORDS[op] ?? op} ${JSON.stringify(v)}`,
     )
     .join(" & ");
 }
