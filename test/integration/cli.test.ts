@@ -198,6 +198,69 @@ describe("check", () => {
     }
   });
 
+  it("the second pass (issue 40): near-miss names whatever word differs, output conditions, refused URLs, empty gates", async () => {
+    const folder = await workflowsDir({
+      "quotes.yaml": `id: quotes
+name: Quotes
+description: Prices a lead; an expensive one needs approval.
+nodes:
+  - { kind: task, id: score, handler: score-lead }
+  - kind: switch
+    id: route
+    cases:
+      - { when: { output: { scor.total: { $gt: 1000 } } }, goto: approve }
+      - { when: { output: { approve.action: accept } }, goto: $end }
+    default: crm
+  - { kind: http, id: crm, url: "https://10.1.2.3/leads", next: approve }
+  - { kind: approval, id: approve, title: Approve it, artifactFrom: crm, actions: [accept, reject] }
+`,
+    });
+    const env = {
+      HANDLERS_MODULE: handlersModule,
+      WORKFLOWS_DIR: folder,
+      WORKFLOW_DIR: folder,
+      HANDLER_MODULE: handlersModule,
+      MONGO_URI: "mongodb://db.example/agent",
+    };
+    const ran = await cli(["check"], env, dir);
+    expect(ran.code, ran.stdout + ran.stderr).toBe(2);
+    const warned = ran.lines.filter((l) => l["event"] === "config.unknown_variable");
+    expect(warned.map((l) => [l["variable"], l["suggestion"]])).toEqual([
+      ["WORKFLOW_DIR", "WORKFLOWS_DIR"],
+      ["HANDLER_MODULE", "HANDLERS_MODULE"],
+      ["MONGO_URI", "MONGODB_URI"],
+    ]);
+    const file = join(folder, "quotes.yaml");
+    const problems = ran.lines.find((l) => l["event"] === "config.invalid")!["problems"] as string[];
+    expect(problems).toEqual([
+      `${file}: workflow "quotes", switch "route" case 1: output "scor.total" names no node of this workflow (did you mean "score"?)`,
+      `${file}: workflow "quotes", switch "route" case 2: output "approve.action" reads node "approve", which cannot have run before this switch`,
+      `${file}: workflow "quotes", node "crm": its url will be refused when it runs: 10.1.2.3 is a private (RFC 1918) address; to reach a private service, list it as host:port in HTTP_NODE_PRIVATE_HOSTS`,
+    ]);
+  });
+
+  it("a gate that can show no artifact on some path: a workflow.warning line, and the check passes", async () => {
+    const folder = await workflowsDir({
+      "quotes.yaml": `id: quotes
+name: Quotes
+description: Prices a lead; an expensive one needs approval.
+nodes:
+  - { kind: task, id: score, handler: score-lead }
+  - kind: switch
+    id: route
+    cases: [{ when: { output: { score.score: { $gte: 1 } } }, goto: approve }]
+  - { kind: task, id: rescore, handler: score-lead }
+  - { kind: approval, id: approve, title: Approve it, artifactFrom: rescore, actions: [accept, reject] }
+`,
+    });
+    const ran = await cli(["check"], { HANDLERS_MODULE: handlersModule, WORKFLOWS_DIR: folder }, dir);
+    expect(ran.code, ran.stdout + ran.stderr).toBe(0);
+    expect(ran.lines.map((l) => l["event"])).toEqual(["workflow.warning", "check.ok"]);
+    expect(ran.lines[0]!["msg"]).toBe(
+      `${join(folder, "quotes.yaml")}: workflow "quotes", approval gate "approve": on some path none of "rescore" runs before it, so the approver may be shown no artifact (artifactFrom takes a list, or "$taken" for the path the run took)`,
+    );
+  });
+
   it("configuration problems: exit 2 with every one (a HANDLERS_MODULE that is missing, a bad PORT)", async () => {
     const ran = await cli(["check"], { HANDLERS_MODULE: join(dir, "nope.mjs"), PORT: "http" }, dir);
     expect(ran.code).toBe(2);
