@@ -20,6 +20,7 @@ import { TaskState } from "@a2a-js/sdk";
 import { status as GrpcStatus } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { peerMessageId } from "../../src/engine/nodes/a2a-invoke/a2a-invoke.js";
+import { WorkflowLoadError } from "../../src/engine/workflow-load-error.js";
 import { createGrpcPeerTransport } from "../../src/peer/grpc-peer-client.js";
 import { peerVersions } from "../../src/a2a/versions.js";
 import { PeerCallError } from "../../src/peer/peer-http-client.js";
@@ -484,32 +485,47 @@ describe("a2a.invoke transport errors, configuration and egress", () => {
     expect(openwop(failed)["error"].message).toContain("A2A_PEER_CARD_URL");
   });
 
-  it("loopback peers are refused by the egress guard unless the test-only allowance is on", async () => {
+  /** The problems of a start that the workflows stopped (issue 40: a card URL the guard will refuse is a load problem). */
+  async function loadProblems(started: Promise<TestApp>): Promise<readonly string[]> {
+    const failure = await started.then(
+      (t) => t,
+      (err: unknown) => err,
+    );
+    expect(failure).toBeInstanceOf(WorkflowLoadError);
+    return (failure as WorkflowLoadError).problems;
+  }
+
+  it("loopback peers are refused by the egress guard unless the test-only allowance is on: the start names the node", async () => {
     const before = peer.requests.length;
-    const t = await app({ A2A_PEER_CARD_URL: peer.cardUrl, A2A_PEER_POLL_MS: "25" });
-    const failed = await jsonRpcCaller(() => t.baseUrl).start("scenario:complete", "peer-call");
-    expect(failed["status"].state).toBe("failed");
-    expect(openwop(failed)["error"].code).toBe("external_call_failed");
-    expect(openwop(failed)["error"].message).toMatch(/refused by the (scheme|address) arm of the egress guard/);
+    const problems = await loadProblems(app({ A2A_PEER_CARD_URL: peer.cardUrl, A2A_PEER_POLL_MS: "25" }));
+    expect(problems.filter((p) => p.includes('workflow "peer-call", node "call"'))).toEqual([
+      expect.stringMatching(
+        /: workflow "peer-call", node "call": its agentCardUrl will be refused when it runs: http is not allowed/,
+      ),
+    ]);
     expect(peer.requests.length).toBe(before);
   });
 
   it("private addresses are refused even with the loopback allowance", async () => {
-    const t = await app(
-      { ...FAST },
-      {
-        "private-peer.yaml": `
+    const problems = await loadProblems(
+      app(
+        { ...FAST },
+        {
+          "private-peer.yaml": `
 id: private-peer
 name: Private peer
 description: A peer on an RFC 1918 address.
 nodes:
   - { kind: a2a.invoke, id: call, agentCardUrl: "https://10.0.0.5/.well-known/agent-card.json" }
 `,
-      },
+        },
+      ),
     );
-    const failed = await jsonRpcCaller(() => t.baseUrl).start("hi", "private-peer");
-    expect(openwop(failed)["error"].code).toBe("external_call_failed");
-    expect(openwop(failed)["error"].message).toContain("refused by the address arm");
+    expect(problems).toEqual([
+      expect.stringMatching(
+        /private-peer\.yaml: workflow "private-peer", node "call": its agentCardUrl will be refused when it runs: 10\.0\.0\.5 is a private \(RFC 1918\) address/,
+      ),
+    ]);
   });
 });
 
