@@ -46,7 +46,7 @@ const PEER_WORKFLOW = `id: remote-review
 name: Remote review
 description: Asks a peer agent, then a clarification with an optional note, then routes.
 nodes:
-  - { kind: a2a.invoke, id: ask-peer, agentCardUrl: "https://user:pw@peer.example.com/.well-known/agent-card.json?key=s", skillId: review }
+  - { kind: a2a.invoke, id: ask-peer, agentCardUrl: "https://peer.example.com/.well-known/agent-card.json?key=s", skillId: review }
   - kind: clarification
     id: details
     questions:
@@ -324,7 +324,8 @@ describe.each(stores)("operator console at scale (%s)", (_name, open) => {
       kind: "a2a.invoke",
       remote: { agent: "https://peer.example.com", skillId: "review" },
     });
-    expect(JSON.stringify(remote)).not.toContain("pw@");
+    // Scheme, host and port only: no path, no query (a URL with userinfo no longer loads: the egress guard refuses it).
+    expect(JSON.stringify(remote)).not.toContain("key=s");
     expect(remote.edges).toEqual(
       expect.arrayContaining([
         { from: "gate", to: "details", kind: "reject", condition: "reject" },
