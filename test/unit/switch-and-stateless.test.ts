@@ -255,6 +255,34 @@ describe("the stateless runner", () => {
     ]);
   });
 
+  it("a stateless switch routes on an earlier node's output (issue 40)", async () => {
+    const byOutput = checkWorkflow(
+      definition({
+        stateless: true,
+        nodes: [
+          { kind: "task", id: "first", handler: "echo" },
+          {
+            kind: "switch",
+            id: "route",
+            cases: [{ when: { output: { "first.text": "fail please" } }, goto: "boom" }],
+            default: "$end",
+          },
+          { kind: "task", id: "boom", handler: "fail", params: { code: "routed" }, next: "$end" },
+        ],
+      }),
+      builtinHandlers,
+    );
+    const routed = await skills.answer(
+      byOutput,
+      message({ parts: [{ kind: "text", text: "fail please" }] }),
+      signal,
+      "t1",
+    );
+    expect(routed.parts).toEqual([{ kind: "text", text: "The skill failed (routed)." }]);
+    const passed = await skills.answer(byOutput, message({ parts: [{ kind: "text", text: "hello" }] }), signal, "t1");
+    expect(passed.parts).toEqual([{ kind: "text", text: "hello" }]);
+  });
+
   it("a handler failure is a Message saying so, with the code in metadata", async () => {
     const answer = await skills.answer(quick, message({ parts: [{ kind: "text", text: "boom" }] }), signal, "t1");
     expect(answer.parts).toEqual([{ kind: "text", text: "The skill failed (kaput)." }]);
