@@ -29,6 +29,9 @@ export {
   type DelayNode,
   type SwitchNode,
   type SwitchCondition,
+  type OutputTest,
+  type OutputExpectation,
+  type ArtifactSource,
   type A2AInvokeNode,
   type HttpNode,
 } from "./workflows/workflow-types.js";
