@@ -1,8 +1,8 @@
 import type { Artifact, Message } from "../domain/a2a-types.js";
 import type { PendingInterrupt, DurableTimer, RunError } from "./task-context.js";
+import type { DrainPolicy } from "../domain/run-status.js";
 
-/** runs.md: `drain-current-node` (default) lets the running node finish; `immediate` drops its result (it runs again on resume). */
-export type DrainPolicy = "drain-current-node" | "immediate";
+export type { DrainPolicy };
 
 /** Events the task machine accepts. `at` is the commit time, supplied by the caller so transitions stay pure. */
 export type TaskEvent =

@@ -1,5 +1,5 @@
 import { invalidParams } from "../../domain/errors.js";
-import type { DrainPolicy } from "../../machine/task-events.js";
+import type { DrainPolicy } from "../../domain/run-status.js";
 import type { RunEventFeed } from "../../runs/run-event-feed.js";
 import type { RunInterrupts } from "../../runs/run-interrupts.js";
 import type { RunService, StartRunRequest } from "../../runs/run-service.js";
