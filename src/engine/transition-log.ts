@@ -204,10 +204,11 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
           },
         },
       ];
+    // The host's own operations log vendor events under its org (openwop/openwop spec/v2/core/events.md 4bc4ba05).
     case "RETRY":
       return [
         {
-          type: "run.retried",
+          type: "openwop-a2a-host.run.retried",
           nodeId: event.nodeId,
           payload: { nodeId: event.nodeId, retriedBy: event.by, error: before.error },
         },
@@ -215,7 +216,7 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
     case "RESTART":
       return [
         {
-          type: "run.restarted",
+          type: "openwop-a2a-host.run.restarted",
           nodeId: event.nodeId,
           payload: {
             nodeId: event.nodeId,

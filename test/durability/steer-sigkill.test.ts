@@ -31,7 +31,7 @@ describe("SIGKILL during a steering action", () => {
     {
       path: (id: string) => `/host/openwop-a2a-host/runs/${id}:restart`,
       body: { nodeId: "prepare" },
-      event: "run.restarted",
+      event: "openwop-a2a-host.run.restarted",
     },
   ] as const;
 
@@ -65,7 +65,7 @@ describe("SIGKILL during a steering action", () => {
       const acted = log.filter((e) => e.type === action.event);
       expect(acted.length).toBeLessThanOrEqual(1);
       if (acted.length === 1 && action.event === "run.paused") expect(status).toBe("paused");
-      if (acted.length === 1 && action.event === "run.restarted")
+      if (acted.length === 1 && action.event === "openwop-a2a-host.run.restarted")
         expect(["running", "waiting-approval"]).toContain(status); // restarted, and maybe already back at the gate
       if (acted.length === 0) expect(status).toBe("waiting-approval");
 

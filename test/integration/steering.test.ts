@@ -256,7 +256,7 @@ describe("steering a task on two instances over one MongoDB", () => {
     expect(snapshot.error).toBeUndefined();
     expect(count(runId, "work")).toBe(2);
     const log = await events(runId);
-    const retry = log.find((e) => e.type === "run.retried")!;
+    const retry = log.find((e) => e.type === "openwop-a2a-host.run.retried")!;
     expect(retry).toMatchObject({
       nodeId: "work",
       payload: { retriedBy: "anonymous", error: { code: "work_failed" } },
@@ -282,7 +282,7 @@ describe("steering a task on two instances over one MongoDB", () => {
     expect(count(runId, "prepare")).toBe(2);
     const log = await events(runId);
     expect(log.length).toBeGreaterThan(before);
-    expect(log.find((e) => e.type === "run.restarted")).toMatchObject({
+    expect(log.find((e) => e.type === "openwop-a2a-host.run.restarted")).toMatchObject({
       nodeId: "prepare",
       payload: { restartedBy: "anonymous", fromNodeId: "gate", reason: "redo" },
     });

@@ -710,8 +710,8 @@ async function showTask(taskId) {
     const actor = {
       "run.paused": "pausedBy",
       "run.resumed": "resumedBy",
-      "run.retried": "retriedBy",
-      "run.restarted": "restartedBy",
+      "openwop-a2a-host.run.retried": "retriedBy",
+      "openwop-a2a-host.run.restarted": "restartedBy",
     }[e.type];
     if (actor)
       notes.push(
