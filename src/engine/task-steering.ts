@@ -153,8 +153,19 @@ export class TaskSteering {
     for (let attempt = 1; ; attempt++) {
       try {
         return await repository.withLock(taskId, async () => {
-          const live = await repository.load(taskId, principal.tenant);
-          return repository.commit(taskId, decide(live, runStatusOf(live.actor.getSnapshot())));
+          let live = await repository.load(taskId, principal.tenant);
+          let event: TaskEvent;
+          try {
+            event = decide(live, runStatusOf(live.actor.getSnapshot()));
+          } catch (err) {
+            // A refusal read off the copy in memory may be stale (another instance acted since, and this one has
+            // not written to the task): it is decided again on the task as stored before anyone is told.
+            if (live.staged.length > 0) throw err;
+            repository.passivate(taskId);
+            live = await repository.load(taskId, principal.tenant);
+            event = decide(live, runStatusOf(live.actor.getSnapshot()));
+          }
+          return repository.commit(taskId, event);
         });
       } catch (err) {
         if (attempt < CONFLICT_ATTEMPTS && err instanceof DomainError && err.code === "conflict") continue;

@@ -242,6 +242,24 @@ describe("steering a task on two instances over one MongoDB", () => {
     await api.waitForRun(runId, (s) => s.status === "waiting-approval");
   });
 
+  it("an instance holding an older copy of the task decides on the task as stored", async () => {
+    const runId = await startHeld();
+    // B reads the running task (and keeps it in memory) while refusing a resume; A then pauses it.
+    expect((await apiB.call("POST", `/v1/runs/${runId}:resume`, {})).status).toBe(409);
+    expect((await api.call("POST", `/v1/runs/${runId}:pause`, {})).status).toBe(202);
+    await release(runId);
+    await until(
+      () => events(runId),
+      (e) => e.some((x) => x.type === "node.completed" && x.nodeId === "work"),
+      "the drained node",
+    );
+    const resumed = await apiB.call("POST", `/v1/runs/${runId}:resume`, {});
+    expect(resumed.status).toBe(202);
+    expect(resumed.body).toMatchObject({ status: "running" });
+    await api.waitForRun(runId, (s) => s.status === "waiting-approval");
+    expect(count(runId, "work")).toBe(1);
+  });
+
   it("retry runs the failed node again (a new attempt); the run goes on", async () => {
     const runId = await api.startRun("steer-flow", { text: "go" });
     failNext.add(runId);
