@@ -883,6 +883,7 @@ async function showTask(taskId) {
           ? "It runs no node, fires no timer and takes no reply until resumed; the node running now finishes first."
           : "The action is written to the task's log under your name.",
       confirmLabel: action[0].toUpperCase() + action.slice(1),
+      danger: action === "restart",
       reason: action === "pause" || action === "resume" || action === "restart",
     });
     if (!answer.ok) return;
