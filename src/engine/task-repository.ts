@@ -437,8 +437,7 @@ export class TaskRepository implements TaskReadPort {
       snapshot: persistTaskSnapshot(snapshot, previous),
       updatedAt: at,
       expireAt: isTerminalRunStatus(status) ? new Date(Date.parse(at) + this.options.retentionMs).toISOString() : null,
-      // A paused task fires no timer: its due time leaves the store's timer index until it is resumed.
-      timerDueAt: status === "paused" ? null : (context.timer?.dueAt ?? null),
+      timerDueAt: status === "paused" ? null : (context.timer?.dueAt ?? null), // paused: no timer fires
     };
   }
 }
