@@ -252,7 +252,7 @@ export const taskMachine = setup({
       context.paused && !context.nodeStarted ? { paused: { ...context.paused, from: "running", drain: false } } : {},
     ),
     clearPause: assign({ paused: undefined }),
-    /** Retry: the failed node runs again (its attempt count goes on, so its idempotency key is new). */
+    /** Retry: the failed node runs again; its attempt count goes on, its visit (and idempotency key) stays. */
     recordRetry: assign({
       error: undefined,
       endedAt: undefined,
