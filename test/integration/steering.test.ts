@@ -10,6 +10,7 @@ import {
   type NodeBase,
 } from "../../src/workflows/workflow-types.js";
 import { openwopClient } from "../support/openwop-client.js";
+import { readSse } from "../support/sse.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 
 /**
@@ -281,6 +282,12 @@ describe("steering a task on two instances over one MongoDB", () => {
     });
     // The failure stays in the history, before the retry.
     expect(log.findIndex((e) => e.type === "run.failed")).toBeLessThan(log.indexOf(retry));
+    // A stream from the start does not end at the failure the retry undid.
+    const frames = await readSse(
+      await fetch(`${a.baseUrl}/v1/runs/${runId}/events`),
+      (f) => f.event === "interrupt.requested",
+    );
+    expect(frames.map((f) => f.event)).toContain("openwop-a2a-host.run.retried");
     const attempts = log
       .filter((e) => e.type === "node.started" && e.nodeId === "work")
       .map((e) => e.payload["attempt"]);
