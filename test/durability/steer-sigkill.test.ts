@@ -35,7 +35,7 @@ describe("SIGKILL during a steering action", () => {
     },
   ] as const;
 
-  it.each([0, 1, 3, 8].map((delayMs, i) => ({ delayMs, action: ACTIONS[i % 2]! })))(
+  it.each([0, 2, 5, 8, 12, 20].map((delayMs, i) => ({ delayMs, action: ACTIONS[i % 2]! })))(
     "$action.event, killed $delayMs ms after the request: the old state or the new one, whole",
     async ({ delayMs, action }) => {
       server ??= await startServerProcess(env);
