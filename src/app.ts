@@ -43,6 +43,7 @@ import { addConformanceSeamRoutes } from "./transport/rest/conformance-seam-rout
 import { PeerInvokeProbe } from "./a2a/peer-invoke-probe.js";
 import { addOpenwopInterruptRoutes } from "./transport/rest/openwop-interrupt-routes.js";
 import { addOpenwopRunsRoutes } from "./transport/rest/openwop-runs-routes.js";
+import { addHostSteeringRoutes } from "./transport/rest/host-steering-routes.js";
 import { addOpenApiRoute } from "./transport/openapi/openapi-route.js";
 import { exportTaskMachine } from "./machine/machine-export.js";
 import { recoveryEvidence } from "./engine/recovery-settings.js";
@@ -155,6 +156,8 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   // The OpenWOP REST surface: runs (the same durable tasks A2A sees), events, interrupts, workflows.
   addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, report, ...inputLimits });
   addOpenwopInterruptRoutes(router, { interrupts: runInterrupts, ...inputLimits });
+  // The host's own steering operations (retry, restart from a node) under /host/openwop-a2a-host.
+  addHostSteeringRoutes(router, { runs, ...inputLimits });
   // The console's sign-in (docs/security.md "Console sign-in"): sessions in this instance's memory, each holding
   // an access token the host's authenticator checks on every call, as any API caller's.
   let sessionGate: ReturnType<typeof consoleSessionGate> | undefined;

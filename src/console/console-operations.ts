@@ -1,4 +1,4 @@
-import { requireScope, type Principal } from "../auth/principal.js";
+import { requireScope, type Principal, type Scope } from "../auth/principal.js";
 import type { CallContext } from "../auth/call-context.js";
 import type { Artifact, Message } from "../domain/a2a-types.js";
 import type { A2ATaskStateValue, RunStatus } from "../domain/run-status.js";
@@ -119,7 +119,7 @@ export interface ConsolePageRequest {
 }
 
 export interface ConsoleOperationsOptions {
-  supervisor: Pick<TaskSupervisor, "cancel">;
+  supervisor: Pick<TaskSupervisor, "cancel" | "steering">;
   reads: TaskReadPort;
   /** This instance's commits (the commit bus): the task list's live updates. */
   commits: Pick<CommitBus, "onAny">;
@@ -328,6 +328,23 @@ export class ConsoleOperations {
       this.options.interrupts.resolveAtNode(taskId, nodeId, resumeValue, { ...ctx, principal: operator }),
     );
     return this.summaryOf(after);
+  }
+
+  /**
+   * A steering action (console-steering.ts) as the operator, acting in the task's tenant with the scopes the
+   * action needs: the log records the operator's id.
+   */
+  async steer(
+    taskId: string,
+    scopes: readonly Scope[],
+    ctx: CallContext,
+    act: (steering: TaskSupervisor["steering"], acting: Principal) => Promise<TaskRecord>,
+  ): Promise<ConsoleTaskSummary> {
+    requireScope(ctx.principal, CONSOLE_SCOPE);
+    for (const scope of scopes) requireScope(ctx.principal, scope);
+    const record = await this.find(taskId, ctx);
+    const acting: Principal = { tenant: record.tenant, id: ctx.principal.id, scopes: [...scopes] };
+    return this.summaryOf(await this.storeCalls.bounded(ctx, () => act(this.options.supervisor.steering, acting)));
   }
 
   /**

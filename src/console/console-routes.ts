@@ -11,6 +11,7 @@ import { onlyKnownFields, optionalString } from "../domain/json-shape.js";
 import { integerParam, queryOf, readJsonObject } from "../transport/rest/openwop-request.js";
 import { streamEvents } from "../transport/rest/openwop-runs-routes.js";
 import { addConsoleAssetRoutes } from "./console-assets.js";
+import { addConsoleSteeringRoutes } from "./console-steering.js";
 
 export interface ConsoleRoutesOptions {
   operations: ConsoleOperations;
@@ -103,6 +104,9 @@ export function addConsoleRoutes(router: HttpRouter, options: ConsoleRoutesOptio
       await operations.cancel(taskId!, body ? optionalString(body, "reason", "body") : undefined, ctx),
     );
   });
+
+  // Pause, resume, retry, restart from a node (console-steering.ts).
+  addConsoleSteeringRoutes(router, options);
 
   // The pending interrupt answered as the operator: { resumeValue } as on POST /v1/runs/{id}/interrupts/{nodeId}.
   router.add("POST", "/console/api/tasks/{taskId}/interrupts/{nodeId}", async (req, res, { taskId, nodeId }, ctx) => {

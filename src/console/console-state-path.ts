@@ -8,6 +8,8 @@ const ENTERS: Record<string, RunStatus> = {
   "node.resumed": "running",
   "run.paused": "paused",
   "run.resumed": "running",
+  "openwop-a2a-host.run.retried": "running",
+  "openwop-a2a-host.run.restarted": "running",
   "run.cancelling": "cancelling",
   "run.cancelled": "cancelled",
   "run.completed": "completed",
@@ -27,7 +29,13 @@ const WAITING: Record<string, RunStatus> = {
 export function statePathOf(events: readonly Pick<RunEvent, "type" | "payload">[]): RunStatus[] {
   const path: RunStatus[] = [];
   for (const event of events) {
-    const state = event.type === "interrupt.requested" ? WAITING[String(event.payload["kind"])] : ENTERS[event.type];
+    const state =
+      event.type === "interrupt.requested"
+        ? WAITING[String(event.payload["kind"])]
+        : (event.type === "run.resumed" || event.type === "openwop-a2a-host.run.restarted") &&
+            typeof event.payload["toStatus"] === "string"
+          ? (event.payload["toStatus"] as RunStatus) // back where it was paused (a gate, running), or still paused
+          : ENTERS[event.type];
     if (state && path.at(-1) !== state) path.push(state);
   }
   return path;

@@ -42,6 +42,10 @@ export const ERROR_CODES = [
   "interrupt-already-resolved",
   "interrupt-expired",
   "idempotency-conflict",
+  // Steering (runs.md "Pause and resume"): the run's status does not allow the action (details.runStatus)...
+  "run-state-conflict",
+  // ...or the run has finished (OpenWOP's run_terminal).
+  "run-terminal",
   // The host as an A2A client (the invoke seam): no A2A version both sides speak, or the peer's call failed.
   "interop-version-unsupported",
   "external-call-failed",

@@ -13,6 +13,9 @@ export const RUN_STATUSES = [
 ] as const;
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
+/** runs.md pauseRun: `drain-current-node` (default) lets the running node finish; `immediate` drops its result (it runs again on resume). */
+export type DrainPolicy = "drain-current-node" | "immediate";
+
 export const TERMINAL_RUN_STATUSES: ReadonlySet<RunStatus> = new Set(["completed", "failed", "cancelled"]);
 /** Statuses in which a task has work to do without anyone's input: what a restart resumes. */
 export const RUNNABLE_RUN_STATUSES: ReadonlySet<RunStatus> = new Set(["pending", "running", "cancelling"]);

@@ -264,7 +264,8 @@ class Cursor {
       if (event.sequence > this.next) break;
       this.next = event.sequence + 1;
       accepted.push(event);
-      if (TERMINAL_RUN_EVENT_TYPES.has(event.type)) {
+      // A terminal event ends the follower unless the log goes on after it (a failed run an operator retried).
+      if (TERMINAL_RUN_EVENT_TYPES.has(event.type) && !events.some((e) => e.sequence === event.sequence + 1)) {
         this.ended = true;
         break;
       }

@@ -437,7 +437,7 @@ export class TaskRepository implements TaskReadPort {
       snapshot: persistTaskSnapshot(snapshot, previous),
       updatedAt: at,
       expireAt: isTerminalRunStatus(status) ? new Date(Date.parse(at) + this.options.retentionMs).toISOString() : null,
-      timerDueAt: context.timer?.dueAt ?? null,
+      timerDueAt: status === "paused" ? null : (context.timer?.dueAt ?? null), // paused: no timer fires
     };
   }
 }

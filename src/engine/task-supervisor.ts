@@ -18,6 +18,7 @@ import type { NodeServicesByKind } from "./nodes/node-registry.js";
 import { TaskDriver } from "./task-driver.js";
 import { DEFAULT_RECOVERY_SETTINGS, type RecoverySettings } from "./recovery-settings.js";
 import { TaskRepository } from "./task-repository.js";
+import { TaskSteering } from "./task-steering.js";
 import { TimerScheduler } from "./timer-scheduler.js";
 import type { TransitionHook } from "./transition-hook.js";
 import type { WorkflowCatalog } from "./workflow-catalog.js";
@@ -52,6 +53,8 @@ type Reply = { message: Message } | { nodeId: string; resumeValue: Record<string
 export class TaskSupervisor implements NodeProgressPort {
   /** Committed tasks and their event logs, for readers. */
   readonly reads: TaskReadPort;
+  /** Operator actions: pause, resume, retry, restart from a node. */
+  readonly steering: TaskSteering;
   private readonly repository: TaskRepository;
   private readonly driver: TaskDriver;
   private readonly timers: TimerScheduler;
@@ -92,6 +95,13 @@ export class TaskSupervisor implements NodeProgressPort {
       kick: (taskId) => this.driver.kick(taskId),
       resolveInterrupt: (taskId, principal, nodeId, resumeValue) =>
         this.resolveInterrupt(taskId, principal, nodeId, resumeValue),
+    });
+    this.steering = new TaskSteering({
+      repository,
+      catalog: options.catalog,
+      now,
+      kick: (taskId) => this.driver.kick(taskId),
+      abortInFlight: (taskId) => this.inFlight.abort(taskId, new DomainError("unsupported-operation", "task paused")),
     });
     this.leases = new LeaseKeeper({
       repository,
@@ -315,6 +325,13 @@ export class TaskSupervisor implements NodeProgressPort {
           "unsupported-operation",
           `Task ${taskId} is in a terminal state (${stateMetaOf(snapshot).a2aState}) and cannot be modified; this operation is not supported`,
           { taskId, status },
+        );
+      }
+      if (status === "paused") {
+        throw new DomainError(
+          "run-state-conflict",
+          `Task ${taskId} is paused by an operator and takes no reply until it is resumed; send it again then`,
+          { taskId, runId: taskId, runStatus: status },
         );
       }
       if (!interrupt) {

@@ -180,10 +180,53 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
           },
         },
       ];
+    // Operator actions (steering): one log event each, naming who acted.
     case "PAUSE":
-      return [{ type: "run.paused", payload: {} }];
+      return [
+        {
+          type: "run.paused",
+          payload: {
+            pausedBy: event.by,
+            drainPolicy: event.drainPolicy,
+            fromStatus: after.paused?.from,
+            ...(event.reason !== undefined ? { reason: event.reason } : {}),
+          },
+        },
+      ];
     case "UNPAUSE":
-      return [{ type: "run.resumed", payload: {} }];
+      return [
+        {
+          type: "run.resumed",
+          payload: {
+            resumedBy: event.by,
+            toStatus: before.paused?.from,
+            ...(event.reason !== undefined ? { reason: event.reason } : {}),
+          },
+        },
+      ];
+    // The host's own operations log vendor events under its org (openwop/openwop spec/v2/core/events.md 4bc4ba05).
+    case "RETRY":
+      return [
+        {
+          type: "openwop-a2a-host.run.retried",
+          nodeId: event.nodeId,
+          payload: { nodeId: event.nodeId, retriedBy: event.by, error: before.error },
+        },
+      ];
+    case "RESTART":
+      return [
+        {
+          type: "openwop-a2a-host.run.restarted",
+          nodeId: event.nodeId,
+          payload: {
+            nodeId: event.nodeId,
+            restartedBy: event.by,
+            fromNodeId: before.cursor,
+            toStatus: after.paused ? "paused" : "running",
+            ...(event.reason !== undefined ? { reason: event.reason } : {}),
+          },
+        },
+      ];
     case "CANCEL":
       return [{ type: "run.cancelling", payload: { reason: event.reason, cancelledBy: event.cancelledBy } }];
     case "CANCELLED":
@@ -230,7 +273,7 @@ export function a2aStatusOf(snapshot: TaskSnapshot, at: string): TaskStatus {
 
 /** `metadata.openwop` carried by status updates: the run status, the interrupt carrier, the error. */
 export function openwopStatusMetadata(snapshot: TaskSnapshot): Record<string, unknown> {
-  const { interrupt, error, taskId } = snapshot.context;
+  const { interrupt, error, taskId, paused } = snapshot.context;
   return {
     openwop: {
       runId: taskId,
@@ -246,6 +289,11 @@ export function openwopStatusMetadata(snapshot: TaskSnapshot): Record<string, un
           }
         : {}),
       ...(error ? { error: { code: error.code, message: error.message } } : {}),
+      ...(paused
+        ? {
+            paused: { by: paused.by, at: paused.at, ...(paused.reason !== undefined ? { reason: paused.reason } : {}) },
+          }
+        : {}),
     },
   };
 }

@@ -149,6 +149,9 @@ export function restorePersistedSnapshot(
     current = migrate(current);
     version = (version as number) + 1;
   }
+  // `failed` was an XState final state until operators could retry a failed task: a snapshot written then says
+  // "done", and a done actor takes no event. It is read as the active state it now is.
+  if (current["value"] === "failed" && current["status"] === "done") current = { ...current, status: "active" };
   return current as unknown as Snapshot<unknown> & { context: TaskContext };
 }
 

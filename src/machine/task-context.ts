@@ -26,6 +26,22 @@ export interface DurableTimer {
   dueAt: string;
 }
 
+/** The statuses an operator can pause, and so the statuses a resume returns to. */
+export type PausableStatus = "pending" | "running" | "waiting-approval" | "waiting-input" | "waiting-external";
+
+/** Set while an operator has the task paused (runs.md "Pause and resume"). */
+export interface PauseRecord {
+  /** The status the task had when paused, and returns to on resume. */
+  from: PausableStatus;
+  at: string;
+  by: string;
+  reason?: string;
+  /** drain-current-node: the node running at the pause may still finish, and its outcome is recorded. */
+  drain: boolean;
+  /** The A2A status message the pause replaced; put back on resume. */
+  statusMessage?: Message;
+}
+
 export interface RunError {
   code: string;
   message: string;
@@ -87,6 +103,7 @@ export interface TaskContext {
   timer?: DurableTimer;
   error?: RunError;
   cancelReason?: string;
+  paused?: PauseRecord;
   startedAt?: string;
   endedAt?: string;
 }

@@ -1,5 +1,8 @@
 import type { Artifact, Message } from "../domain/a2a-types.js";
 import type { PendingInterrupt, DurableTimer, RunError } from "./task-context.js";
+import type { DrainPolicy } from "../domain/run-status.js";
+
+export type { DrainPolicy };
 
 /** Events the task machine accepts. `at` is the commit time, supplied by the caller so transitions stay pure. */
 export type TaskEvent =
@@ -31,8 +34,12 @@ export type TaskEvent =
       progress?: Record<string, unknown>;
     }
   | { type: "ASK"; at: string; question: string; askedBy: string; message?: Message; statusMessage: Message }
-  | { type: "PAUSE"; at: string }
-  | { type: "UNPAUSE"; at: string }
+  /** Operator actions (steering): each carries the acting principal's id in `by`. */
+  | { type: "PAUSE"; at: string; by: string; reason?: string; drainPolicy: DrainPolicy; statusMessage: Message }
+  | { type: "UNPAUSE"; at: string; by: string; reason?: string }
+  /** A failed task runs its failed node again; a paused, waiting or failed one starts over at `nodeId` (a new visit). */
+  | { type: "RETRY"; at: string; by: string; nodeId: string }
+  | { type: "RESTART"; at: string; by: string; nodeId: string; reason?: string }
   | { type: "CANCEL"; at: string; reason: string; cancelledBy: string }
   | { type: "CANCELLED"; at: string }
   | { type: "COMPLETE"; at: string; statusMessage?: Message }
@@ -53,6 +60,8 @@ export const TASK_EVENT_TYPES: readonly TaskEventType[] = [
   "ASK",
   "PAUSE",
   "UNPAUSE",
+  "RETRY",
+  "RESTART",
   "CANCEL",
   "CANCELLED",
   "COMPLETE",

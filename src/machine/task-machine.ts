@@ -1,7 +1,7 @@
 import { assign, setup } from "xstate";
 import type { Artifact, Message } from "../domain/a2a-types.js";
 import type { A2ATaskStateValue, InterruptKind } from "../domain/run-status.js";
-import type { TaskContext } from "./task-context.js";
+import type { PausableStatus, TaskContext } from "./task-context.js";
 import type { TaskEvent } from "./task-events.js";
 
 /**
@@ -121,6 +121,17 @@ export const taskMachine = setup({
       (event.type === "NODE_PROGRESS" || event.type === "ARTIFACT_CHUNK") &&
       context.nodeStarted &&
       context.cursor === event.nodeId,
+    drainsRunningNode: ({ context, event }) => {
+      if (context.paused?.drain !== true || !context.nodeStarted) return false;
+      if (event.type === "INTERRUPT" || event.type === "FAIL") return true;
+      return (
+        (event.type === "NODE_COMPLETED" || event.type === "NODE_PROGRESS" || event.type === "ARTIFACT_CHUNK") &&
+        context.cursor === event.nodeId
+      );
+    },
+    pausedFrom: ({ context }, params: { status: PausableStatus }) => context.paused?.from === params.status,
+    retriesFailedNode: ({ context, event }) =>
+      event.type === "RETRY" && context.error?.nodeId !== undefined && context.error.nodeId === event.nodeId,
     resolvesPendingInterrupt: ({ context, event }) =>
       event.type === "RESUME" && context.interrupt !== undefined && context.interrupt.nodeId === event.nodeId,
     resolvesAndFails: ({ context, event }) =>
@@ -204,6 +215,70 @@ export const taskMachine = setup({
         ...appendMessages(context, event.message, event.statusMessage),
       };
     }),
+    recordPause: assign(({ context, event }, params: { from: PausableStatus }) => {
+      if (event.type !== "PAUSE") return {};
+      const drain = event.drainPolicy === "drain-current-node" && params.from === "running" && context.nodeStarted;
+      return {
+        paused: {
+          from: params.from,
+          at: event.at,
+          by: event.by,
+          ...(event.reason !== undefined ? { reason: event.reason } : {}),
+          drain,
+          ...(context.statusMessage ? { statusMessage: context.statusMessage } : {}),
+        },
+        statusMessage: event.statusMessage,
+      };
+    }),
+    recordUnpause: assign(({ context }) => ({ statusMessage: context.paused?.statusMessage, paused: undefined })),
+    /** A drained node's interrupt: the task waits once resumed; the pause keeps its own status message. */
+    recordDrainedInterrupt: assign(({ context, event }) => {
+      if (event.type !== "INTERRUPT" || !context.paused) return {};
+      const from: PausableStatus =
+        event.interrupt.kind === "approval"
+          ? "waiting-approval"
+          : event.interrupt.kind === "clarification"
+            ? "waiting-input"
+            : "waiting-external";
+      return {
+        interrupt: event.interrupt,
+        timer: event.timer,
+        nodeStarted: false,
+        paused: { ...context.paused, from, drain: false, statusMessage: event.statusMessage },
+        ...appendMessages(context, event.statusMessage),
+      };
+    }),
+    recordDrained: assign(({ context }) =>
+      context.paused && !context.nodeStarted ? { paused: { ...context.paused, from: "running", drain: false } } : {},
+    ),
+    clearPause: assign({ paused: undefined }),
+    /** Retry: the failed node runs again; its attempt count goes on, its visit (and idempotency key) stays. */
+    recordRetry: assign({
+      error: undefined,
+      endedAt: undefined,
+      statusMessage: undefined,
+      nodeStarted: false,
+      crashes: undefined,
+    }),
+    /** Restart: the run goes on from `nodeId`, a new visit; outputs, artifacts and the log stay as they are. */
+    recordRestart: assign(({ context, event }) => {
+      if (event.type !== "RESTART") return {};
+      return {
+        cursor: event.nodeId,
+        nodeStarted: false,
+        attempt: event.nodeId === context.cursor ? context.attempt : 0,
+        crashes: undefined,
+        interrupt: undefined,
+        timer: undefined,
+        error: undefined,
+        endedAt: undefined,
+        statusMessage: context.paused ? context.statusMessage : undefined,
+        ...(context.paused
+          ? { paused: { ...context.paused, from: "running" as const, drain: false, statusMessage: undefined } }
+          : {}),
+        ...withProgress(context.nodeProgress, event.nodeId, undefined),
+      };
+    }),
     recordCancelRequest: assign(({ event }) =>
       event.type === "CANCEL" ? { cancelReason: event.reason, timer: undefined } : {},
     ),
@@ -245,6 +320,7 @@ export const taskMachine = setup({
       meta: { a2aState: "submitted", description: "Accepted and stored; the run has not started." },
       on: {
         START: { target: "running", actions: "recordStart" },
+        PAUSE: { target: "paused", actions: { type: "recordPause", params: { from: "pending" } } },
         CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
       },
     },
@@ -262,17 +338,36 @@ export const taskMachine = setup({
           { guard: "isClarificationInterrupt", target: "waiting-input", actions: "recordInterrupt" },
           { guard: "isExternalInterrupt", target: "waiting-external", actions: "recordInterrupt" },
         ],
-        PAUSE: { target: "paused" },
+        PAUSE: { target: "paused", actions: { type: "recordPause", params: { from: "running" } } },
         CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
         COMPLETE: { target: "completed", actions: "recordComplete" },
         FAIL: { target: "failed", actions: "recordFail" },
       },
     },
     paused: {
-      meta: { a2aState: "working", description: "Paused by an operator; resumes where it stopped." },
+      meta: {
+        a2aState: "working",
+        description: "Paused by an operator: runs no node, fires no timer, takes no reply until resumed.",
+      },
       on: {
-        UNPAUSE: { target: "running" },
-        CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
+        UNPAUSE: (["pending", "running", "waiting-approval", "waiting-input", "waiting-external"] as const).map(
+          (status) => ({
+            guard: { type: "pausedFrom" as const, params: { status } },
+            target: status,
+            actions: "recordUnpause" as const,
+          }),
+        ),
+        // drain-current-node: the node running at the pause still reports its outcome.
+        NODE_COMPLETED: {
+          guard: "drainsRunningNode",
+          actions: ["recordNodeCompleted", "recordDrained"],
+        },
+        NODE_PROGRESS: { guard: "drainsRunningNode", actions: "recordNodeProgress" },
+        ARTIFACT_CHUNK: { guard: "drainsRunningNode", actions: "recordArtifactChunk" },
+        INTERRUPT: { guard: "drainsRunningNode", actions: "recordDrainedInterrupt" },
+        FAIL: { guard: "drainsRunningNode", target: "failed", actions: ["clearPause", "recordFail"] },
+        RESTART: { actions: "recordRestart" },
+        CANCEL: { target: "cancelling", actions: ["clearPause", "recordCancelRequest"] },
       },
     },
     "waiting-approval": {
@@ -283,6 +378,8 @@ export const taskMachine = setup({
           { guard: "resolvesPendingInterrupt", target: "running", actions: "recordResume" },
         ],
         ASK: { actions: "recordAsk" },
+        PAUSE: { target: "paused", actions: { type: "recordPause", params: { from: "waiting-approval" } } },
+        RESTART: { target: "running", actions: "recordRestart" },
         CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
         FAIL: { target: "failed", actions: "recordFail" },
       },
@@ -298,6 +395,8 @@ export const taskMachine = setup({
           { guard: "resolvesAndFails", target: "failed", actions: ["recordResume", "recordFail"] },
           { guard: "resolvesPendingInterrupt", target: "running", actions: "recordResume" },
         ],
+        PAUSE: { target: "paused", actions: { type: "recordPause", params: { from: "waiting-input" } } },
+        RESTART: { target: "running", actions: "recordRestart" },
         CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
         FAIL: { target: "failed", actions: "recordFail" },
       },
@@ -309,6 +408,8 @@ export const taskMachine = setup({
           { guard: "resolvesAndFails", target: "failed", actions: ["recordResume", "recordFail"] },
           { guard: "resolvesPendingInterrupt", target: "running", actions: "recordResume" },
         ],
+        PAUSE: { target: "paused", actions: { type: "recordPause", params: { from: "waiting-external" } } },
+        RESTART: { target: "running", actions: "recordRestart" },
         CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
         FAIL: { target: "failed", actions: "recordFail" },
       },
@@ -321,9 +422,13 @@ export const taskMachine = setup({
       type: "final",
       meta: { a2aState: "completed", terminal: true, description: "Finished successfully." },
     },
+    // Not an XState final state: an operator may retry the failed node or restart from an earlier one.
     failed: {
-      type: "final",
       meta: { a2aState: "failed", terminal: true, description: "Finished with an error." },
+      on: {
+        RETRY: { guard: "retriesFailedNode", target: "running", actions: "recordRetry" },
+        RESTART: { target: "running", actions: "recordRestart" },
+      },
     },
     cancelled: {
       type: "final",

@@ -75,7 +75,7 @@ export class RunEventFeed {
     }
     const nextAfter = events.at(-1)?.sequence ?? after;
     const terminal =
-      events.some((e) => TERMINAL_RUN_EVENT_TYPES.has(e.type)) ||
+      TERMINAL_RUN_EVENT_TYPES.has(events.at(-1)?.type ?? "") ||
       (isTerminalRunStatus(record.status) && nextAfter >= record.version);
     return { events: events.map(toRunEventDoc), nextAfter, terminal };
   }

@@ -244,6 +244,13 @@ export class RunInterrupts {
         details,
       );
     }
+    if (status === "paused" && context.interrupt?.nodeId === nodeId) {
+      return new DomainError(
+        "run-state-conflict",
+        `run ${runId} is paused by an operator: the interrupt at node "${nodeId}" stays pending and can be answered once the run is resumed`,
+        { ...details, runStatus: status },
+      );
+    }
     if (requested) {
       return new DomainError(
         "interrupt-already-resolved",

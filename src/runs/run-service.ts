@@ -5,6 +5,7 @@ import type { Message, Part } from "../domain/a2a-types.js";
 import { canonicalJson } from "../domain/canonical-json.js";
 import { DomainError } from "../domain/errors.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
+import type { DrainPolicy } from "../machine/task-events.js";
 import type { TaskObserver } from "../engine/task-observer.js";
 import type { WorkflowCatalog } from "../engine/workflow-catalog.js";
 import type { WorkflowDefinition } from "../workflows/workflow-types.js";
@@ -39,6 +40,16 @@ export interface StartRunResult {
   body: StartRunResponse;
   /** True when an earlier request with the same Idempotency-Key produced this response. */
   replayed: boolean;
+}
+
+/** The answer to a steering action (202): the run's status as the action left it, and when it was written. */
+export interface SteerRunResponse {
+  runId: string;
+  status: string;
+  pausedAt?: string;
+  resumedAt?: string;
+  /** Retry and restart: the node the run goes on from. */
+  nodeId?: string;
 }
 
 export interface WorkflowSummary {
@@ -180,6 +191,49 @@ export class RunService {
       }
       throw err;
     }
+  }
+
+  /**
+   * runs.md "Pause and resume" (scope `runs:cancel`): the run takes no step, timer or reply until resumed.
+   * `drain-current-node` (default) lets the running node finish and records its outcome; `immediate` drops it.
+   */
+  async pause(runId: string, ctx: CallContext, request: { reason?: string; drainPolicy?: DrainPolicy } = {}) {
+    requireScope(ctx.principal, "runs:cancel");
+    const record = await this.storeCalls.bounded(ctx, () =>
+      this.options.supervisor.steering.pause(runId, ctx.principal, request),
+    );
+    return { runId, status: record.status, pausedAt: record.updatedAt } satisfies SteerRunResponse;
+  }
+
+  /** Back to the status the run was paused in (running, or waiting at its gate). */
+  async resume(runId: string, ctx: CallContext, request: { reason?: string } = {}): Promise<SteerRunResponse> {
+    requireScope(ctx.principal, "runs:cancel");
+    const record = await this.storeCalls.bounded(ctx, () =>
+      this.options.supervisor.steering.resume(runId, ctx.principal, request),
+    );
+    return { runId, status: record.status, resumedAt: record.updatedAt };
+  }
+
+  /**
+   * The host's own operations (not OpenWOP's): re-running work takes control of the run as a cancel does and
+   * starts work as a new run does, so both `runs:cancel` and `runs:create` are required.
+   */
+  async retry(runId: string, ctx: CallContext): Promise<SteerRunResponse> {
+    requireScope(ctx.principal, "runs:cancel");
+    requireScope(ctx.principal, "runs:create");
+    const record = await this.storeCalls.bounded(ctx, () =>
+      this.options.supervisor.steering.retry(runId, ctx.principal),
+    );
+    return { runId, status: record.status, nodeId: this.options.reads.contextOf(record).cursor ?? undefined };
+  }
+
+  async restart(runId: string, nodeId: string, ctx: CallContext, reason?: string): Promise<SteerRunResponse> {
+    requireScope(ctx.principal, "runs:cancel");
+    requireScope(ctx.principal, "runs:create");
+    const record = await this.storeCalls.bounded(ctx, () =>
+      this.options.supervisor.steering.restart(runId, ctx.principal, nodeId, reason),
+    );
+    return { runId, status: record.status, nodeId };
   }
 
   /** Resolves with the first committed record satisfying `done`, or the latest one after `timeoutMs`. */

@@ -150,6 +150,21 @@ export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
   },
   "interrupt-expired": { jsonRpc: -32004, grpc: "FAILED_PRECONDITION", http: 410, rest: "interrupt_expired" },
   "idempotency-conflict": { jsonRpc: -32602, grpc: "ALREADY_EXISTS", http: 409, rest: "idempotency_key_mismatch" },
+  // A reply to a paused task, or a steering action the run's status refuses: A2A's UnsupportedOperation code.
+  "run-state-conflict": {
+    jsonRpc: -32004,
+    grpc: "FAILED_PRECONDITION",
+    http: 409,
+    rest: "run_state_conflict",
+    reason: "UNSUPPORTED_OPERATION",
+  },
+  "run-terminal": {
+    jsonRpc: -32004,
+    grpc: "FAILED_PRECONDITION",
+    http: 409,
+    rest: "run_terminal",
+    reason: "UNSUPPORTED_OPERATION",
+  },
   // Outbound (a2a.invoke through the invoke seam): OpenWOP's interop envelope codes; only the REST seam sends them.
   "interop-version-unsupported": {
     jsonRpc: -32009,

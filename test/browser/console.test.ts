@@ -396,4 +396,31 @@ describe("operator console in headless Chromium", () => {
     },
     60_000,
   );
+
+  it.runIf(executablePath)(
+    "steers a task from its page: pause with a reason, the timeline names who, resume back to the gate, restart",
+    async () => {
+      const id = await api().startRun("approval-gate", { text: "Steer me" });
+      await api().waitForRun(id, (s) => s.status === "waiting-approval");
+      await page.goto(`${t.baseUrl}/console/tasks/${id}`);
+      await page.locator("#pause").click();
+      await page.locator("dialog#confirm[open]").waitFor();
+      await page.locator("#confirm-reason").fill("checking the budget");
+      await page.locator("#confirm-yes").click();
+      await page.locator('#machine-state[data-status="paused"]').waitFor();
+      await page.locator('#diagram g.state.current[data-state="paused"]').waitFor();
+      const note = page.locator('#event-log li[data-type="run.paused"] .note.steer');
+      expect(await note.textContent()).toBe("by anonymous: checking the budget");
+      expect(await unlabelledControls(page)).toEqual([]);
+      await page.locator("#resume").click();
+      await page.locator("#confirm-yes").click();
+      await page.locator('#machine-state[data-status="waiting-approval"]').waitFor();
+      await page.locator("#restart-node").selectOption("prepare");
+      await page.locator("#restart").click();
+      await page.locator("#confirm-yes").click();
+      await page.locator('#event-log li[data-type="openwop-a2a-host.run.restarted"]').waitFor();
+      expect((await api().waitForRun(id, (s) => s.status === "waiting-approval")).status).toBe("waiting-approval");
+    },
+    60_000,
+  );
 });

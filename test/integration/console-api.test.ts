@@ -371,6 +371,33 @@ describe("operator console API", () => {
     expect((await call("POST", "/console/api/bulk/retry-push", KEYS.operator, { taskIds: [] })).status).toBe(400);
   });
 
+  it('steers a task (docs/operating.md "Steering a task"): scoped, tenant-bound, in the timeline under the operator\'s name', async () => {
+    const taskId = await startRun(KEYS.acme, "approval-gate");
+    await waitStatus(taskId, "waiting-approval");
+    // Another tenant's operator, and another tenant's API key: not found, as an unknown id. No scope: 403.
+    expect((await call("POST", `/console/api/tasks/${taskId}/pause`, KEYS.globexOperator, {})).status).toBe(404);
+    expect((await call("POST", `/v1/runs/${taskId}:pause`, KEYS.globex, {})).status).toBe(403);
+    expect((await call("POST", `/console/api/tasks/${taskId}/pause`, KEYS.viewer, {})).status).toBe(403);
+    // Retry and restart also need runs:create, which the operator key lacks.
+    const restart = await call("POST", `/console/api/tasks/${taskId}/restart`, KEYS.operator, { nodeId: "prepare" });
+    expect(restart.status).toBe(403);
+    expect(restart.body.message).toContain("runs:create");
+
+    const paused = await call("POST", `/console/api/tasks/${taskId}/pause`, KEYS.operator, { reason: "audit" });
+    expect(paused.status).toBe(202);
+    expect(paused.body).toMatchObject({ taskId, status: "paused", a2aState: "working" });
+    const resumed = await call("POST", `/v1/runs/${taskId}:resume`, KEYS.acme, {});
+    expect(resumed.body).toMatchObject({ status: "waiting-approval" });
+    const detail = (await call("GET", `/console/api/tasks/${taskId}`, KEYS.operator)).body;
+    expect(detail.path).toEqual(["pending", "running", "waiting-approval", "paused", "waiting-approval"]);
+    const steering = detail.events.filter(
+      (e: { type: string }) => e.type.startsWith("run.paused") || e.type === "run.resumed",
+    );
+    expect(
+      steering.map((e: { payload: Record<string, unknown> }) => e.payload["pausedBy"] ?? e.payload["resumedBy"]),
+    ).toEqual(["apikey:operator", "apikey:acme"]);
+  });
+
   it("another tenant's task is not found on every console route, exactly like an unknown id, and stays as it was", async () => {
     hook.reply = (_hit, res) => res.writeHead(200).end("ok");
     // Tenant A's task, waiting at its gate, with a push config.

@@ -236,8 +236,14 @@ describe("createMachine(exported) with the implementations supplied", () => {
         next: "finalize",
         output: { action: "accept" },
       },
-      { type: "PAUSE", at: t },
-      { type: "UNPAUSE", at: t },
+      {
+        type: "PAUSE",
+        at: t,
+        by: "op",
+        drainPolicy: "drain-current-node",
+        statusMessage: { messageId: "p", role: "agent", parts: [{ kind: "text", text: "Paused" }] },
+      },
+      { type: "UNPAUSE", at: t, by: "op" },
       { type: "CANCEL", at: t, reason: "stop", cancelledBy: "carol" },
       { type: "CANCELLED", at: t },
     ];

@@ -177,3 +177,17 @@ describe("persisted task snapshots", () => {
     expect(() => persistedContextOf("not a snapshot", "t-7")).toThrow(/task t-7/);
   });
 });
+
+describe("a failed task stored while failed was a final state", () => {
+  it("restores as active and can be retried (XState's done status would refuse every event)", () => {
+    const actor = runningActor();
+    applyTaskEvent(actor, { type: "NODE_STARTED", at, nodeId: "echo" });
+    applyTaskEvent(actor, { type: "FAIL", at, error: { code: "boom", message: "boom", nodeId: "echo" } });
+    const stored = { ...persistTaskSnapshot(actor.getSnapshot()), status: "done" };
+    expect(restorePersistedSnapshot(stored, "t-1")).toMatchObject({ value: "failed", status: "active" });
+    const restored = restoreTaskActor(stored);
+    applyTaskEvent(restored, { type: "RETRY", at, by: "op", nodeId: "echo" });
+    expect(runStatusOf(restored.getSnapshot())).toBe("running");
+    expect(restored.getSnapshot().context.error).toBeUndefined();
+  });
+});

@@ -43,7 +43,13 @@ describe("task inspection", () => {
     // A passivated task rehydrated from its snapshot reports too.
     records.length = 0;
     const restored = restoreTaskActor(persistTaskSnapshot(watched.getSnapshot()));
-    applyTaskEvent(restored, { type: "PAUSE", at: "2026-01-01T00:00:01Z" });
+    applyTaskEvent(restored, {
+      type: "PAUSE",
+      at: "2026-01-01T00:00:01Z",
+      by: "op",
+      drainPolicy: "drain-current-node",
+      statusMessage: { messageId: "p", role: "agent", parts: [{ kind: "text", text: "Paused" }] },
+    });
     expect(records.filter((r) => r.type === "@xstate.snapshot").at(-1)).toMatchObject({
       taskId: "watched",
       state: "paused",

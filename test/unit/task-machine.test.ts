@@ -152,8 +152,14 @@ const ev = {
     statusMessage: agentMessage(`ask-status-${tick}`, "Question recorded"),
     ...(message ? { message } : {}),
   }),
-  pause: (): TaskEvent => ({ type: "PAUSE", at: at() }),
-  unpause: (): TaskEvent => ({ type: "UNPAUSE", at: at() }),
+  pause: (): TaskEvent => ({
+    type: "PAUSE",
+    at: at(),
+    by: "op",
+    drainPolicy: "drain-current-node",
+    statusMessage: { messageId: "p", role: "agent", parts: [{ kind: "text", text: "Paused" }] },
+  }),
+  unpause: (): TaskEvent => ({ type: "UNPAUSE", at: at(), by: "op" }),
   cancel: (reason = "user asked"): TaskEvent => ({ type: "CANCEL", at: at(), reason, cancelledBy: "carol" }),
   cancelled: (): TaskEvent => ({ type: "CANCELLED", at: at() }),
   complete: (statusMessage?: Message): TaskEvent => ({
@@ -219,6 +225,12 @@ const VARIANTS: EventVariant[] = [
   { label: "ASK", type: "ASK", build: () => ev.ask("Why this budget?") },
   { label: "PAUSE", type: "PAUSE", build: () => ev.pause() },
   { label: "UNPAUSE", type: "UNPAUSE", build: () => ev.unpause() },
+  {
+    label: "RETRY",
+    type: "RETRY",
+    build: (c) => ({ type: "RETRY", at: at(), by: "op", nodeId: c.error?.nodeId ?? "x" }),
+  },
+  { label: "RESTART", type: "RESTART", build: (c) => ({ type: "RESTART", at: at(), by: "op", nodeId: cursorOf(c) }) },
   { label: "CANCEL", type: "CANCEL", build: () => ev.cancel() },
   { label: "CANCELLED", type: "CANCELLED", build: () => ev.cancelled() },
   { label: "COMPLETE", type: "COMPLETE", build: () => ev.complete() },
@@ -296,11 +308,18 @@ const PROJECTION: Record<
   cancelled: { a2aState: "canceled", terminal: true },
 };
 
-const FROM_WAITING = { RESUME: "running", "RESUME+fail": "failed", CANCEL: "cancelling", FAIL: "failed" } as const;
+const FROM_WAITING = {
+  RESUME: "running",
+  "RESUME+fail": "failed",
+  CANCEL: "cancelling",
+  FAIL: "failed",
+  PAUSE: "paused",
+  RESTART: "running",
+} as const;
 
 /** The legal transitions (target state per event variant); every other (state, event) pair is illegal. */
 const TRANSITIONS: Record<RunStatus, Partial<Record<string, RunStatus>>> = {
-  pending: { START: "running", CANCEL: "cancelling" },
+  pending: { START: "running", CANCEL: "cancelling", PAUSE: "paused" },
   running: {
     NODE_STARTED: "running",
     NODE_COMPLETED: "running",
@@ -316,13 +335,25 @@ const TRANSITIONS: Record<RunStatus, Partial<Record<string, RunStatus>>> = {
     COMPLETE: "completed",
     FAIL: "failed",
   },
-  paused: { UNPAUSE: "running", CANCEL: "cancelling" },
+  // Paused while a node ran (drain-current-node): that node's outcome is still recorded, and the task stays paused.
+  paused: {
+    UNPAUSE: "running",
+    CANCEL: "cancelling",
+    NODE_COMPLETED: "paused",
+    NODE_PROGRESS: "paused",
+    ARTIFACT_CHUNK: "paused",
+    "INTERRUPT:approval": "paused",
+    "INTERRUPT:clarification": "paused",
+    "INTERRUPT:external-event": "paused",
+    FAIL: "failed",
+    RESTART: "paused",
+  },
   "waiting-approval": { ...FROM_WAITING, ASK: "waiting-approval" },
   "waiting-input": { ...FROM_WAITING },
   "waiting-external": { ...FROM_WAITING },
   cancelling: { CANCELLED: "cancelled" },
   completed: {},
-  failed: {},
+  failed: { RETRY: "running", RESTART: "running" },
   cancelled: {},
 };
 
@@ -346,7 +377,7 @@ describe("task machine states", () => {
 
   it("the event variants cover every TASK_EVENT_TYPES entry (and nothing else)", () => {
     expect(new Set(VARIANTS.map((v) => v.type))).toEqual(new Set(TASK_EVENT_TYPES));
-    expect(TASK_EVENT_TYPES).toHaveLength(16);
+    expect(TASK_EVENT_TYPES).toHaveLength(18);
   });
 });
 
@@ -372,7 +403,8 @@ describe("forward projection declared on each state's meta", () => {
       const meta = node!.meta as Record<string, unknown>;
       if (expected.terminal) {
         expect(meta["terminal"]).toBe(true);
-        expect(node!.type).toBe("final");
+        // failed is terminal on the wire, but not an XState final state: an operator may retry or restart it.
+        expect(node!.type).toBe(status === "failed" ? "atomic" : "final");
       } else {
         expect(meta).not.toHaveProperty("terminal");
         expect(node!.type).not.toBe("final");
@@ -385,7 +417,7 @@ describe("forward projection declared on each state's meta", () => {
       expect(meta).toEqual(declaredMetaOf(status));
       expect(meta.a2aState).toBe(expected.a2aState);
       expect(meta.interruptKind).toBe(expected.interruptKind);
-      expect(actor.getSnapshot().status).toBe(expected.terminal ? "done" : "active");
+      expect(actor.getSnapshot().status).toBe(expected.terminal && status !== "failed" ? "done" : "active");
     });
   });
 
@@ -425,7 +457,7 @@ describe("every state × every event", () => {
   it("a refused event leaves the actor usable: the next legal event is still applied", () => {
     const actor = driveTo("waiting-approval");
     expectRefused(actor, ev.complete());
-    expectRefused(actor, ev.pause());
+    expectRefused(actor, ev.unpause());
     applyTaskEvent(actor, ev.resume("prepare", "finalize"));
     expect(statusOf(actor)).toBe("running");
   });
@@ -811,7 +843,7 @@ describe("context effects", () => {
     const actor = driveTo("running");
     const contextBefore = structuredClone(actor.getSnapshot().context);
     applyTaskEvent(actor, ev.pause());
-    expect(actor.getSnapshot().context).toEqual(contextBefore);
+    expect(actor.getSnapshot().context.paused).toMatchObject({ from: "running", by: "op", drain: true });
     applyTaskEvent(actor, ev.unpause());
     expect(statusOf(actor)).toBe("running");
     expect(actor.getSnapshot().context).toEqual(contextBefore);

@@ -129,10 +129,12 @@ export function drawMachine(layout, current, path, a2aState) {
     const node = graph.node(name);
     const config = machine.states[name];
     const classes = ["state"];
-    if (config.type === "final") classes.push("final");
+    // A terminal state (meta.terminal): `failed` is one too, though not an XState final state (it can be retried).
+    const ended = config.type === "final" || config.meta?.terminal === true;
+    if (ended) classes.push("final");
     if (visited.has(name)) classes.push("visited");
     if (name === current) classes.push("current");
-    const outcome = config.type === "final" && name === current ? (a2aState ?? config.meta?.a2aState) : undefined;
+    const outcome = ended && name === current ? (a2aState ?? config.meta?.a2aState) : undefined;
     if (outcome) classes.push(`outcome-${outcome}`);
     const group = svg("g", {
       class: classes.join(" "),

@@ -706,6 +706,21 @@ async function showTask(taskId) {
     if (e.type === "interrupt.exchange")
       notes.push(el("span", { class: "note" }, `asked by ${e.payload?.askedBy ?? "?"}: ${e.payload?.question ?? ""}`));
     if (e.type === "run.cancelling") notes.push(el("span", { class: "note" }, `by ${e.payload?.cancelledBy ?? "?"}`));
+    // Operator actions name who acted (and why, when they said).
+    const actor = {
+      "run.paused": "pausedBy",
+      "run.resumed": "resumedBy",
+      "openwop-a2a-host.run.retried": "retriedBy",
+      "openwop-a2a-host.run.restarted": "restartedBy",
+    }[e.type];
+    if (actor)
+      notes.push(
+        el(
+          "span",
+          { class: "note steer", "data-acted-by": e.payload?.[actor] ?? "" },
+          `by ${e.payload?.[actor] ?? "?"}${e.payload?.reason ? `: ${e.payload.reason}` : ""}`,
+        ),
+      );
     timeline.append(
       el(
         "li",
@@ -774,6 +789,7 @@ async function showTask(taskId) {
         { class: "head-actions" },
         el("a", { href: "/console", "data-nav": "" }, "← all tasks"),
         el("a", { href: taskHref(t.taskId), id: "permalink" }, "Link to this task"),
+        ...steerControls(t),
         el(
           "button",
           { type: "button", class: "danger", id: "cancel", disabled: !cancellable, onclick: () => void cancelTask() },
@@ -808,6 +824,76 @@ async function showTask(taskId) {
       ...(detail.artifacts.length ? detail.artifacts.map(artifactView) : [el("p", { class: "muted" }, "None yet.")]),
     );
   };
+
+  // Steering (docs/operating.md "Steering a task"): pause / resume, retry the failed node, restart from a node reached.
+  const steerControls = (t) => {
+    const pausable = ["pending", "running", "waiting-approval", "waiting-input", "waiting-external"].includes(t.status);
+    const restartable = ["paused", "failed", "waiting-approval", "waiting-input", "waiting-external"].includes(
+      t.status,
+    );
+    const reached = [...new Set(detail.nodePath.filter((id) => id !== "$end"))];
+    const controls = [];
+    if (pausable)
+      controls.push(
+        el("button", { type: "button", id: "pause", onclick: () => void steer("pause", "Pause this task?") }, "Pause…"),
+      );
+    if (t.status === "paused")
+      controls.push(
+        el(
+          "button",
+          { type: "button", id: "resume", onclick: () => void steer("resume", "Resume this task?") },
+          "Resume…",
+        ),
+      );
+    if (t.status === "failed" && detail.error?.nodeId)
+      controls.push(
+        el(
+          "button",
+          { type: "button", id: "retry", onclick: () => void steer("retry", `Retry node ${detail.error.nodeId}?`) },
+          "Retry failed node…",
+        ),
+      );
+    if (restartable && reached.length > 0) {
+      const select = el(
+        "select",
+        { id: "restart-node", "aria-label": "Node to restart from" },
+        ...reached.map((id) => el("option", { value: id }, id)),
+      );
+      controls.push(
+        select,
+        el(
+          "button",
+          {
+            type: "button",
+            id: "restart",
+            onclick: () => void steer("restart", `Restart from node ${select.value}?`, { nodeId: select.value }),
+          },
+          "Restart from node…",
+        ),
+      );
+    }
+    return controls;
+  };
+
+  async function steer(action, title, body = {}) {
+    const answer = await confirmDialog({
+      title,
+      message:
+        action === "pause"
+          ? "It runs no node, fires no timer and takes no reply until resumed; the node running now finishes first."
+          : "The action is written to the task's log under your name.",
+      confirmLabel: action[0].toUpperCase() + action.slice(1),
+      danger: action === "restart",
+      reason: action === "pause" || action === "resume" || action === "restart",
+    });
+    if (!answer.ok) return;
+    await act(() =>
+      postJson(`/console/api/tasks/${encodeURIComponent(taskId)}/${action}`, {
+        ...body,
+        ...(answer.reason ? { reason: answer.reason } : {}),
+      }),
+    );
+  }
 
   async function cancelTask() {
     const answer = await confirmDialog({

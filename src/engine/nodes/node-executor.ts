@@ -101,10 +101,15 @@ export function stageNodeCompleted(
   repository.stage(live, { type: "NODE_COMPLETED", at, nodeId, output: result?.output ?? null, artifacts, next });
 }
 
-/** Under the lock: whether the run is still running `nodeId` (not cancelled, paused or moved on). */
+/**
+ * Under the lock: whether the run is still running `nodeId` (not cancelled, moved on, or paused `immediate`).
+ * A pause with `drain-current-node` lets the node that was running finish: its outcome is still recorded.
+ */
 export function stillRunning(live: LiveTask, nodeId: string): boolean {
   const snapshot = live.actor.getSnapshot();
-  return runStatusOf(snapshot) === "running" && snapshot.context.cursor === nodeId && snapshot.context.nodeStarted;
+  const status = runStatusOf(snapshot);
+  const runs = status === "running" || (status === "paused" && snapshot.context.paused?.drain === true);
+  return runs && snapshot.context.cursor === nodeId && snapshot.context.nodeStarted;
 }
 
 /**

@@ -1,5 +1,4 @@
 import { giveUpReason } from "../../domain/retry-policy.js";
-import { runStatusOf } from "../../machine/task-projection.js";
 import type { TaskContext } from "../../machine/task-context.js";
 import { ShutdownSignal } from "../in-flight-work.js";
 import { withConversation, type HandlerContextBase } from "../handler-conversation.js";
@@ -19,6 +18,7 @@ import {
   failureMessage,
   localEffect,
   stageNodeCompleted,
+  stillRunning,
   type NodeExecutor,
   type NodeOutcome,
   type NodeRuntime,
@@ -147,7 +147,7 @@ async function runHandler(
   }
   return (live) => {
     const at = runtime.now();
-    if (runStatusOf(live.actor.getSnapshot()) !== "running") return; // cancelled or paused while the handler ran; its result is dropped
+    if (!stillRunning(live, node.id)) return; // cancelled or paused (immediate) while the handler ran; its result is dropped
     if (failure) {
       // Handler retries are immediate (the next step starts the node again); the handler's error says whether to.
       // Executions that died with their instance are poison work's budget (RECOVERY_MAX_ATTEMPTS), not this one.

@@ -1,4 +1,5 @@
 import type { AuthDescription } from "../../auth/authenticator.js";
+import { HOST_PREFIX } from "../rest/host-steering-routes.js";
 /**
  * The OpenAPI 3.1 description of the REST surface: OpenWOP runs, interrupts, discovery, the operator console's
  * JSON API, and A2A HTTP+JSON for 0.3 and 1.0. Written by hand as documentation; a test checks it against the
@@ -26,6 +27,7 @@ type Tag =
   | "Discovery"
   | "Operator console"
   | "Conformance seams"
+  | "Steering"
   | "A2A 0.3 HTTP+JSON"
   | "A2A 1.0 HTTP+JSON";
 
@@ -56,6 +58,10 @@ const OPENWOP: Operation[] = [
     tag: "OpenWOP runs",
     summary: "Cancel: 200 with the run in cancelling",
   },
+  { methods: ["post"], path: "/v1/runs/{runId}:pause", tag: "OpenWOP runs", summary: "Pause: 202, run.paused" },
+  { methods: ["post"], path: "/v1/runs/{runId}:resume", tag: "OpenWOP runs", summary: "Resume: 202, run.resumed" },
+  { methods: ["post"], path: `${HOST_PREFIX}/runs/{runId}:retry`, tag: "Steering", summary: "Retry the failed node" },
+  { methods: ["post"], path: `${HOST_PREFIX}/runs/{runId}:restart`, tag: "Steering", summary: "Restart from a node" },
   {
     methods: ["post"],
     path: "/v1/runs/{runId}/interrupts/{nodeId}",
@@ -227,6 +233,7 @@ const OPENWOP: Operation[] = [
     sse: true,
   },
   { methods: ["post"], path: "/console/api/tasks/{taskId}/cancel", tag: "Operator console", summary: "Cancel a task" },
+  ...(["pause", "resume", "retry", "restart"] as const).map((action) => steerInConsole(action)),
   {
     methods: ["get"],
     path: "/console/api/tasks/{taskId}/push",
@@ -368,6 +375,10 @@ const ERROR_SCHEMAS = {
     },
   },
 };
+
+function steerInConsole(action: string): Operation {
+  return { methods: ["post"], path: `/console/api/tasks/{taskId}/${action}`, tag: "Operator console", summary: action };
+}
 
 function errorSchemaOf(tag: Tag): string {
   if (tag === "A2A 0.3 HTTP+JSON") return "A2A03Error";

@@ -1,4 +1,5 @@
 import { invalidParams } from "../../domain/errors.js";
+import type { DrainPolicy } from "../../domain/run-status.js";
 import type { RunEventFeed } from "../../runs/run-event-feed.js";
 import type { RunInterrupts } from "../../runs/run-interrupts.js";
 import type { RunService, StartRunRequest } from "../../runs/run-service.js";
@@ -88,6 +89,22 @@ export function addOpenwopRunsRoutes(router: HttpRouter, options: OpenwopRunsRou
     sendJson(res, 200, runs.snapshotOf(record, ctx.principal));
   });
 
+  // runs.md "Pause and resume" (openwop/openwop a98b0205): 202 with the status the action left.
+  router.add("POST", "/v1/runs/{runId}:pause", async (req, res, { runId }, ctx) => {
+    sendJson(
+      res,
+      202,
+      await runs.pause(runId!, ctx, decodePause(await readJsonObject(req, options, { optional: true }))),
+    );
+  });
+
+  router.add("POST", "/v1/runs/{runId}:resume", async (req, res, { runId }, ctx) => {
+    const body = await readJsonObject(req, options, { optional: true });
+    if (body) onlyKnownFields(body, "body", ["reason"]);
+    const reason = body ? optionalString(body, "reason", "body") : undefined;
+    sendJson(res, 202, await runs.resume(runId!, ctx, reason !== undefined ? { reason } : {}));
+  });
+
   router.add("POST", "/v1/runs/{runId}/interrupts/{nodeId}", async (req, res, { runId, nodeId }, ctx) => {
     const resumeValue = resumeValueOf((await readJsonObject(req, options))!);
     const record = await interrupts.resolveAtNode(runId!, nodeId!, resumeValue, ctx);
@@ -110,6 +127,22 @@ export function resumeValueOf(body: JsonObject): Record<string, unknown> {
       path: "body.resumeValue",
     });
   return expectObject(body["resumeValue"], "body.resumeValue");
+}
+
+const DRAIN_POLICIES: readonly DrainPolicy[] = ["drain-current-node", "immediate"];
+
+/** `{reason?, drainPolicy?}`, the body of pauseRun (binding-neutral: the v2 paths decode it the same way). */
+export function decodePause(body: JsonObject | undefined): { reason?: string; drainPolicy?: DrainPolicy } {
+  if (!body) return {};
+  onlyKnownFields(body, "body", ["reason", "drainPolicy"]);
+  const reason = optionalString(body, "reason", "body");
+  const drainPolicy = optionalString(body, "drainPolicy", "body");
+  if (drainPolicy !== undefined && !(DRAIN_POLICIES as readonly string[]).includes(drainPolicy))
+    throw invalidParams(`body.drainPolicy must be one of ${DRAIN_POLICIES.join(", ")}`, { path: "body.drainPolicy" });
+  return {
+    ...(reason !== undefined ? { reason } : {}),
+    ...(drainPolicy !== undefined ? { drainPolicy: drainPolicy as DrainPolicy } : {}),
+  };
 }
 
 function decodeStartRun(body: JsonObject): StartRunRequest {
