@@ -63,6 +63,8 @@ export interface Config extends StoreSettings, WorkflowSettings {
   signingKeys: SigningKeySettings;
   /** The host-sample conformance seams under /v1/host/sample/ (on by default in development and test). */
   conformanceSeams: boolean;
+  /** OPENWOP_V1: `served` through the OpenWOP v1/v2 overlap; `retired` ends it (v2 only, /v1 gone at once). */
+  openwopVersions: { v1: boolean };
   /** A2A_DRAFT_VERSIONS: draft A2A versions served beside the released ones (`1.1`); none by default. */
   a2aDraftVersions: A2AVersion[];
   /** A2A_LONG_POLL_MAX_MS: the longest a 1.1 GetTask with `currentGeneration` waits for the task to change. */
@@ -126,6 +128,7 @@ export function loadConfig(env: Env = process.env): Config {
     interruptTokens: readInterruptTokenSettings(reader, production),
     signingKeys: readSigningKeySettings(reader, production),
     conformanceSeams: reader.bool("CONFORMANCE_SEAMS", !production),
+    openwopVersions: { v1: reader.oneOf("OPENWOP_V1", ["served", "retired"] as const, "served") === "served" },
     a2aDraftVersions: readDraftVersions(reader),
     a2aLongPollMaxMs: reader.int("A2A_LONG_POLL_MAX_MS", 30_000, 0, 600_000),
     idempotencyTtlMs: reader.int("IDEMPOTENCY_TTL_HOURS", 24, 24, 24 * 365) * 60 * 60 * 1000,

@@ -76,7 +76,8 @@ export function addOpenwopRunsRoutes(router: HttpRouter, options: OpenwopRunsRou
       POLL_MAX_TIMEOUT_MS,
     );
     const limit = integerParam(query.get("limit"), "limit", 500, 1, POLL_MAX_LIMIT);
-    sendJson(res, 200, await feed.poll(runId!, after, timeoutMs, limit, ctx));
+    const { events, nextAfter, terminal } = await feed.poll(runId!, after, timeoutMs, limit, ctx);
+    sendJson(res, 200, { events, nextAfter, terminal });
   });
 
   router.add("POST", "/v1/runs/{runId}/cancel", async (req, res, { runId }, ctx) => {
@@ -112,7 +113,7 @@ export function resumeValueOf(body: JsonObject): Record<string, unknown> {
   return expectObject(body["resumeValue"], "body.resumeValue");
 }
 
-function decodeStartRun(body: JsonObject): StartRunRequest {
+export function decodeStartRun(body: JsonObject): StartRunRequest {
   if ("callbackUrl" in body) {
     throw invalidParams(
       "callbackUrl is not supported by this host; follow the run with GET /v1/runs/{runId}/events (SSE) or /events/poll",
@@ -140,7 +141,7 @@ function decodeStartRun(body: JsonObject): StartRunRequest {
   };
 }
 
-function idempotencyKeyOf(req: HttpRequest): string | undefined {
+export function idempotencyKeyOf(req: HttpRequest): string | undefined {
   const key = headerOf(req, "idempotency-key");
   if (key === undefined) return undefined;
   if (!IDEMPOTENCY_KEY.test(key)) {
@@ -150,7 +151,7 @@ function idempotencyKeyOf(req: HttpRequest): string | undefined {
 }
 
 /** `Last-Event-ID` (a reconnecting EventSource) wins over `?after=`; both mean "the last sequence I have". */
-function resumePointOf(req: HttpRequest): number {
+export function resumePointOf(req: HttpRequest): number {
   const lastEventId = headerOf(req, "last-event-id");
   if (lastEventId !== undefined && lastEventId !== "")
     return integerParam(lastEventId, "Last-Event-ID", -1, 0, Number.MAX_SAFE_INTEGER);

@@ -1,0 +1,155 @@
+import { bareIdFor, boundIdOf, checkMintableTenant } from "../../domain/bound-id.js";
+import { DomainError, invalidParams } from "../../domain/errors.js";
+import { onlyKnownFields, optionalString } from "../../domain/json-shape.js";
+import type { CallContext } from "../../auth/call-context.js";
+import { isTerminalRunStatus } from "../../domain/run-status.js";
+import type { RunEventFeed } from "../../runs/run-event-feed.js";
+import type { RunInterrupts } from "../../runs/run-interrupts.js";
+import type { RunService } from "../../runs/run-service.js";
+import { createdRunV2, runEventV2, runSnapshotV2 } from "../../runs/run-v2-view.js";
+import { sendJson, SseWriter, type HttpRequest } from "../http-io.js";
+import type { HttpRouter, RouteHandler } from "../http-router.js";
+import { openwopV2ErrorBody } from "../errors/openwop-v2-error-exit.js";
+import type { ReportError } from "../errors/wire-error.js";
+import { negotiatedMajor, type OpenwopVersions } from "../openwop-version.js";
+import { decodeStartRun, idempotencyKeyOf, resumePointOf, resumeValueOf } from "./openwop-runs-routes.js";
+import { integerParam, queryOf, readJsonObject } from "./openwop-request.js";
+
+export interface OpenwopV2RoutesOptions {
+  runs: RunService;
+  feed: RunEventFeed;
+  interrupts: RunInterrupts;
+  versions: OpenwopVersions;
+  report: ReportError;
+  maxBodyBytes: number;
+  maxInputDepth: number;
+  keepaliveMs?: number;
+}
+
+/** events.md §Poll: `timeout` in seconds, 1..60, default 30; a page is at most this many events. */
+const POLL_DEFAULT_TIMEOUT_S = 30;
+const POLL_MAX_TIMEOUT_S = 60;
+const POLL_PAGE = 500;
+/** events.md: the stream modes this host serves (the v2 default; `values`, `messages` and `debug` are not). */
+const STREAM_MODES = ["updates"];
+
+/**
+ * The OpenWOP v2 REST surface: the unversioned twin of every /v1 operation this host serves (path-manifest.json),
+ * one line per operation, each calling the same service as its /v1 twin and answering in the v2 shapes (bound
+ * ids, the v2 snapshot, event envelopes and error table). Only a request served under major 2 reaches a handler.
+ */
+export function addOpenwopV2Routes(router: HttpRouter, options: OpenwopV2RoutesOptions): void {
+  const { runs, feed, interrupts, versions } = options;
+  const v2 = (method: string, template: string, handler: RouteHandler): void => {
+    router.add(method, template, async (req, res, params, ctx) => {
+      requireMajor2(req, template, versions);
+      await handler(req, res, params, ctx);
+    });
+  };
+  /** The stored id a `{runId}` names, checked against the caller's tenant before anything is read. */
+  const runIdOf = (params: Record<string, string>, ctx: CallContext): string =>
+    bareIdFor(params["runId"]!, ctx.principal.tenant, versions.v1);
+
+  v2("POST", "/runs", async (req, res, _params, ctx) => {
+    const idempotencyKey = idempotencyKeyOf(req);
+    const request = decodeStartRun((await readJsonObject(req, options))!);
+    // Before anything is written: a tenant that cannot form a bound id gets no run it could not name.
+    checkMintableTenant(ctx.principal.tenant);
+    const result = await runs.startRun(request, ctx, idempotencyKey);
+    const body = createdRunV2(ctx.principal.tenant, result.body);
+    sendJson(res, result.status, body, {
+      location: body.statusUrl,
+      ...(result.replayed ? { "OpenWOP-Idempotent-Replay": "true" } : {}),
+    });
+  });
+
+  v2("GET", "/runs/{runId}", async (_req, res, params, ctx) => {
+    const { record, snapshot } = await runs.read(runIdOf(params, ctx), ctx);
+    sendJson(res, 200, runSnapshotV2(snapshot, record));
+  });
+
+  v2("GET", "/runs/{runId}/events", async (req, res, params, ctx) => {
+    const runId = runIdOf(params, ctx);
+    streamModeOf(req);
+    const events = await feed.open(runId, resumePointOf(req), ctx);
+    const sse = new SseWriter(res, options.keepaliveMs);
+    try {
+      for await (const event of events) {
+        if (sse.isClosed) break;
+        const doc = runEventV2(event, ctx.principal.tenant);
+        if (doc) await sse.send(doc, { id: event.sequence, event: String(doc["type"]) });
+      }
+    } catch (err) {
+      await sse.send(openwopV2ErrorBody(options.report(err, { stream: "run events" })).body, { event: "error" });
+    } finally {
+      sse.end();
+    }
+  });
+
+  v2("GET", "/runs/{runId}/events/poll", async (req, res, params, ctx) => {
+    const runId = runIdOf(params, ctx);
+    const query = queryOf(req);
+    const after = integerParam(query.get("afterSequence"), "afterSequence", -1, 0, Number.MAX_SAFE_INTEGER);
+    const timeoutS = integerParam(query.get("timeout"), "timeout", POLL_DEFAULT_TIMEOUT_S, 1, POLL_MAX_TIMEOUT_S);
+    const polled = await feed.poll(runId, after, timeoutS * 1000, POLL_PAGE, ctx);
+    const tenant = ctx.principal.tenant;
+    sendJson(res, 200, {
+      runId: boundIdOf(tenant, runId),
+      events: polled.events.flatMap((e) => runEventV2(e, tenant) ?? []),
+      lastSequence: polled.run.lastSequence,
+      status: polled.run.status,
+      isTerminal: isTerminalRunStatus(polled.run.status),
+    });
+  });
+
+  v2("POST", "/runs/{runId}/cancel", async (req, res, params, ctx) => {
+    const runId = runIdOf(params, ctx);
+    const body = await readJsonObject(req, options, { optional: true });
+    if (body) onlyKnownFields(body, "body", ["reason"]);
+    const record = await runs.cancel(runId, ctx, body ? optionalString(body, "reason", "body") : undefined);
+    sendJson(res, 200, { runId: boundIdOf(record.tenant, record.taskId), status: record.status });
+  });
+
+  v2("POST", "/runs/{runId}/interrupts/{nodeId}", async (req, res, params, ctx) => {
+    const runId = runIdOf(params, ctx);
+    const resumeValue = resumeValueOf((await readJsonObject(req, options))!);
+    const record = await interrupts.resolveAtNode(runId, params["nodeId"]!, resumeValue, ctx);
+    sendJson(res, 200, runSnapshotV2(runs.snapshotOf(record, ctx.principal), record));
+  });
+
+  v2("GET", "/interrupts/{token}", async (_req, res, { token }) => {
+    const { tenant, inspection } = await interrupts.inspectInTenant(token!);
+    sendJson(res, 200, { ...inspection, runId: boundIdOf(tenant, inspection.runId) }, { "cache-control": "no-store" });
+  });
+
+  v2("POST", "/interrupts/{token}", async (req, res, { token }) => {
+    const resumeValue = resumeValueOf((await readJsonObject(req, options))!);
+    const { tenant, resolution } = await interrupts.resolveInTenant(token!, resumeValue);
+    sendJson(res, 200, { ...resolution, runId: boundIdOf(tenant, resolution.runId) }, { "cache-control": "no-store" });
+  });
+
+  v2("GET", "/workflows/{workflowId}", async (_req, res, { workflowId }, ctx) => {
+    sendJson(res, 200, runs.workflow(workflowId!, ctx));
+  });
+}
+
+/** Unversioned paths are the v2 surface; a request served under major 1 here (header-less in the overlap) has none. */
+function requireMajor2(req: HttpRequest, template: string, versions: OpenwopVersions): void {
+  const path = new URL(req.url ?? "/", "http://host").pathname;
+  if (negotiatedMajor(req, path, versions) === 2) return;
+  throw invalidParams(
+    `${template} is the OpenWOP 2 surface: send "OpenWOP-Version: 2", or use /v1${template} for OpenWOP 1`,
+    { path: "header.OpenWOP-Version" },
+  );
+}
+
+/** `streamMode` (events.md §The events channel): this host serves `updates`, the default. */
+function streamModeOf(req: HttpRequest): void {
+  const mode = queryOf(req).get("streamMode");
+  if (mode === null || STREAM_MODES.includes(mode)) return;
+  throw new DomainError(
+    "unsupported-stream-mode",
+    `streamMode ${JSON.stringify(mode)} is not served here; the modes served are: ${STREAM_MODES.join(", ")}`,
+    { supported: STREAM_MODES },
+  );
+}
