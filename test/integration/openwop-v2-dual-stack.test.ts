@@ -169,6 +169,10 @@ describe("OpenWOP 1 and 2 side by side (the overlap)", () => {
     const headerless = await call("POST", "/runs", body, acme);
     expectV2Error(headerless, 400, "validation_error");
     expect(headerless.headers.get("openwop-version")).toBe("1.0");
+    // No credential: refused under the major asked for, in its envelope.
+    const anonymous = await call("POST", "/runs", body, V2);
+    expectV2Error(anonymous, 401, "unauthenticated");
+    expect(anonymous.headers.get("openwop-version")).toBe("2.0");
     expect(await runCount()).toBe(before);
     // "2.0" selects major 2 as "2" does; "1" on /v1 is fine.
     expect(
@@ -239,6 +243,12 @@ describe("OpenWOP 1 and 2 side by side (the overlap)", () => {
     expect(v2.body.auth.lanes).toEqual([
       { lane: "api-key", issuers: ["urn:127.0.0.1:api-key"], revocation: "next-request", minimumAssurance: "bearer" },
     ]);
+    // Each representation revalidates on its own ETag.
+    const again = await fetch(`${t.baseUrl}/.well-known/openwop`, {
+      headers: { ...V2, "if-none-match": v2.headers.get("etag")! },
+    });
+    expect(again.status).toBe(304);
+    expect(again.headers.get("openwop-version")).toBe("2.0");
     // The schema check itself can fail: a v1 key on the v2 root is refused.
     expect(validateV2Root({ ...v2.body, supportedTransports: ["rest"] })).toBe(false);
 

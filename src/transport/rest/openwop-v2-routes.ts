@@ -1,9 +1,10 @@
 import { bareIdFor, boundIdOf, checkMintableTenant } from "../../domain/bound-id.js";
 import { DomainError, invalidParams } from "../../domain/errors.js";
-import { onlyKnownFields, optionalString } from "../../domain/json-shape.js";
+import { onlyKnownFields, optionalString, type JsonObject } from "../../domain/json-shape.js";
+import type { TaskRecord } from "../../domain/task-record.js";
 import type { CallContext } from "../../auth/call-context.js";
 import { isTerminalRunStatus } from "../../domain/run-status.js";
-import type { RunEventFeed } from "../../runs/run-event-feed.js";
+import type { PollResult, RunEventFeed } from "../../runs/run-event-feed.js";
 import type { RunInterrupts } from "../../runs/run-interrupts.js";
 import type { RunService } from "../../runs/run-service.js";
 import { createdRunV2, runEventV2, runSnapshotV2 } from "../../runs/run-v2-view.js";
@@ -30,6 +31,7 @@ export interface OpenwopV2RoutesOptions {
 const POLL_DEFAULT_TIMEOUT_S = 30;
 const POLL_MAX_TIMEOUT_S = 60;
 const POLL_PAGE = 500;
+const POLL_MAX_PAGES = 20;
 /** events.md: the stream modes this host serves (the v2 default; `values`, `messages` and `debug` are not). */
 const STREAM_MODES = ["updates"];
 
@@ -91,24 +93,46 @@ export function addOpenwopV2Routes(router: HttpRouter, options: OpenwopV2RoutesO
     const query = queryOf(req);
     const after = integerParam(query.get("afterSequence"), "afterSequence", -1, 0, Number.MAX_SAFE_INTEGER);
     const timeoutS = integerParam(query.get("timeout"), "timeout", POLL_DEFAULT_TIMEOUT_S, 1, POLL_MAX_TIMEOUT_S);
-    const polled = await feed.poll(runId, after, timeoutS * 1000, POLL_PAGE, ctx);
     const tenant = ctx.principal.tenant;
+    const v2Events = (page: PollResult): Array<Record<string, unknown>> =>
+      page.events.flatMap((e) => {
+        const doc = runEventV2(e, tenant);
+        return doc ? [doc] : [];
+      });
+    let polled = await feed.poll(runId, after, timeoutS * 1000, POLL_PAGE, ctx);
+    let events = v2Events(polled);
+    // A page holding only the host's own event types (none on v2) would leave the caller's cursor where it was:
+    // read on, without waiting again.
+    for (let pages = 1; events.length === 0 && polled.events.length > 0 && pages < POLL_MAX_PAGES; pages++) {
+      polled = await feed.poll(runId, polled.nextAfter, 0, POLL_PAGE, ctx);
+      events = v2Events(polled);
+    }
     sendJson(res, 200, {
       runId: boundIdOf(tenant, runId),
-      events: polled.events.flatMap((e) => runEventV2(e, tenant) ?? []),
+      events,
       lastSequence: polled.run.lastSequence,
       status: polled.run.status,
       isTerminal: isTerminalRunStatus(polled.run.status),
     });
   });
 
-  v2("POST", "/runs/{runId}/cancel", async (req, res, params, ctx) => {
-    const runId = runIdOf(params, ctx);
-    const body = await readJsonObject(req, options, { optional: true });
-    if (body) onlyKnownFields(body, "body", ["reason"]);
-    const record = await runs.cancel(runId, ctx, body ? optionalString(body, "reason", "body") : undefined);
-    sendJson(res, 200, { runId: boundIdOf(record.tenant, record.taskId), status: record.status });
-  });
+  /**
+   * A run action answered `{runId, status}` as the action left the run, with its optional JSON body handed over
+   * undecoded. Pause and resume (runs.md) are one line each:
+   * `runAction("/runs/{runId}:pause", 202, (runId, body, ctx) => …)`.
+   */
+  const runAction = (
+    template: string,
+    status: number,
+    act: (runId: string, body: JsonObject | undefined, ctx: CallContext) => Promise<TaskRecord>,
+  ): void =>
+    v2("POST", template, async (req, res, params, ctx) => {
+      const runId = runIdOf(params, ctx);
+      const record = await act(runId, await readJsonObject(req, options, { optional: true }), ctx);
+      sendJson(res, status, { runId: boundIdOf(record.tenant, record.taskId), status: record.status });
+    });
+
+  runAction("/runs/{runId}/cancel", 200, (runId, body, ctx) => runs.cancel(runId, ctx, reasonOf(body)));
 
   v2("POST", "/runs/{runId}/interrupts/{nodeId}", async (req, res, params, ctx) => {
     const runId = runIdOf(params, ctx);
@@ -131,6 +155,13 @@ export function addOpenwopV2Routes(router: HttpRouter, options: OpenwopV2RoutesO
   v2("GET", "/workflows/{workflowId}", async (_req, res, { workflowId }, ctx) => {
     sendJson(res, 200, runs.workflow(workflowId!, ctx));
   });
+}
+
+/** `{reason?}`, the body of cancel. */
+function reasonOf(body: JsonObject | undefined): string | undefined {
+  if (!body) return undefined;
+  onlyKnownFields(body, "body", ["reason"]);
+  return optionalString(body, "reason", "body");
 }
 
 /** Unversioned paths are the v2 surface; a request served under major 1 here (header-less in the overlap) has none. */
