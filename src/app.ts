@@ -270,7 +270,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   });
   observeReadiness(readiness, core.telemetry.metrics);
   addOpsRoutes(router, { readiness, telemetry: core.telemetry });
-  addOpenApiRoute(router, { publicUrl: config.publicUrl, version: packageVersion, auth });
+  addOpenApiRoute(router, { publicUrl: config.publicUrl, version: packageVersion, auth, versions: openwopVersions });
 
   const shutdown = new AbortController();
   // Connect, gRPC and gRPC-Web calls (/a2a.v1.A2AService/* for 0.3, /lf.a2a.v1.A2AService/* for 1.0) go to the

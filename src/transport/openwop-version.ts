@@ -31,7 +31,7 @@ export function advertisedVersions(versions: OpenwopVersions): {
  * and their /v1 twins): only their responses name a major. Shells, the console, seams, health and the host's own
  * routes have none.
  */
-const PROTOCOL_PATH = /^(\/v1)?\/(runs(\/|$|:)|interrupts\/|workflows(\/|$))|^\/\.well-known\/openwop$/;
+const PROTOCOL_PATH = /^(\/v1)?\/(runs(\/|$|:)|interrupts\/|workflows(\/|$)|openapi\.json$)|^\/\.well-known\/openwop$/;
 
 export function isProtocolPath(path: string): boolean {
   return PROTOCOL_PATH.test(path);
@@ -78,4 +78,14 @@ export function negotiatedMajor(req: HttpRequest, path: string, versions: Openwo
 /** The major a refused negotiation is answered under: the path's, else the header-less default. */
 export function refusalMajor(versions: OpenwopVersions): OpenwopMajor {
   return versions.v1 ? 1 : 2;
+}
+
+/** Unversioned paths are the v2 surface; a request served under major 1 there (header-less in the overlap) has none. */
+export function requireMajor2(req: HttpRequest, template: string, versions: OpenwopVersions): void {
+  const path = new URL(req.url ?? "/", "http://host").pathname;
+  if (negotiatedMajor(req, path, versions) === 2) return;
+  throw invalidParams(
+    `${template} is the OpenWOP 2 surface: send "OpenWOP-Version: 2", or use /v1${template} for OpenWOP 1`,
+    { path: `header.${OPENWOP_VERSION_HEADER}` },
+  );
 }

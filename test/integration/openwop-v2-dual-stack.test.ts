@@ -143,6 +143,11 @@ describe("OpenWOP 1 and 2 side by side (the overlap)", () => {
     expect(frames.map((f) => f.event)).toEqual(types);
     expect((frames[0]!.data as { runId: string }).runId).toBe(runId);
 
+    // getOpenApiSpec has its unversioned twin too, and it documents the v2 operations.
+    const spec = await call("GET", "/openapi.json", undefined, { ...acme, ...V2 });
+    expect(spec.status).toBe(200);
+    expect(spec.headers.get("openwop-version")).toBe("2.0");
+    expect(Object.keys(spec.body.paths)).toEqual(expect.arrayContaining(["/runs", "/runs/{runId}/events/poll"]));
     // A v2 id on a /v1 path names no v1 run.
     const onV1 = await call("GET", `/v1/runs/${projected}`, undefined, acme);
     expect(onV1.status).toBe(404);
@@ -301,6 +306,8 @@ describe("the overlap ended (OPENWOP_V1=retired)", () => {
     const gone = await call("POST", "/v1/runs", { workflowId: "conformance-noop" }, acme);
     expectV2Error(gone, 404, "not_found");
     expect(gone.headers.get("openwop-version")).toBe("2.0");
+    expectV2Error(await call("GET", "/v1/openapi.json", undefined, acme), 404, "not_found");
+    expect((await call("GET", "/openapi.json", undefined, acme)).status).toBe(200);
 
     const created = await call("POST", "/runs", { workflowId: "conformance-noop" }, acme);
     expect(created.status).toBe(201);

@@ -42,4 +42,5 @@ export const OPENWOP_V2: Operation[] = [
     public: true,
   },
   { methods: ["get"], path: "/workflows/{workflowId}", tag: "OpenWOP 2", summary: "getWorkflow" },
+  { methods: ["get"], path: "/openapi.json", tag: "OpenWOP 2", summary: "getOpenApiSpec: this document" },
 ];

@@ -1,5 +1,5 @@
 import { bareIdFor, boundIdOf, checkMintableTenant } from "../../domain/bound-id.js";
-import { DomainError, invalidParams } from "../../domain/errors.js";
+import { DomainError } from "../../domain/errors.js";
 import { onlyKnownFields, optionalString, type JsonObject } from "../../domain/json-shape.js";
 import type { TaskRecord } from "../../domain/task-record.js";
 import type { CallContext } from "../../auth/call-context.js";
@@ -12,7 +12,7 @@ import { sendJson, SseWriter, type HttpRequest } from "../http-io.js";
 import type { HttpRouter, RouteHandler } from "../http-router.js";
 import { openwopV2ErrorBody } from "../errors/openwop-v2-error-exit.js";
 import type { ReportError } from "../errors/wire-error.js";
-import { negotiatedMajor, type OpenwopVersions } from "../openwop-version.js";
+import { requireMajor2, type OpenwopVersions } from "../openwop-version.js";
 import { decodeStartRun, idempotencyKeyOf, resumePointOf, resumeValueOf } from "./openwop-runs-routes.js";
 import { integerParam, queryOf, readJsonObject } from "./openwop-request.js";
 
@@ -162,16 +162,6 @@ function reasonOf(body: JsonObject | undefined): string | undefined {
   if (!body) return undefined;
   onlyKnownFields(body, "body", ["reason"]);
   return optionalString(body, "reason", "body");
-}
-
-/** Unversioned paths are the v2 surface; a request served under major 1 here (header-less in the overlap) has none. */
-function requireMajor2(req: HttpRequest, template: string, versions: OpenwopVersions): void {
-  const path = new URL(req.url ?? "/", "http://host").pathname;
-  if (negotiatedMajor(req, path, versions) === 2) return;
-  throw invalidParams(
-    `${template} is the OpenWOP 2 surface: send "OpenWOP-Version: 2", or use /v1${template} for OpenWOP 1`,
-    { path: "header.OpenWOP-Version" },
-  );
 }
 
 /** `streamMode` (events.md §The events channel): this host serves `updates`, the default. */
