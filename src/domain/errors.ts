@@ -50,6 +50,7 @@ export const ERROR_CODES = [
   // the lifetime bound its lane advertises.
   "protocol-version-unsupported",
   "protocol-version-mismatch",
+  "client-version-unsupported",
   "id-tenant-mismatch",
   "credential-lifetime-exceeded",
   // An SSE `streamMode` the host does not serve (OpenWOP v2 events.md).

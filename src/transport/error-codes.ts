@@ -171,6 +171,12 @@ export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
     http: 400,
     rest: "protocol_version_mismatch",
   },
+  "client-version-unsupported": {
+    jsonRpc: -32600,
+    grpc: "FAILED_PRECONDITION",
+    http: 426,
+    rest: "client_version_unsupported",
+  },
   "id-tenant-mismatch": { jsonRpc: -32600, grpc: "PERMISSION_DENIED", http: 403, rest: "id_tenant_mismatch" },
   "unsupported-stream-mode": {
     jsonRpc: -32602,

@@ -14,7 +14,14 @@ export type OpenwopMajor = keyof typeof OPENWOP_CONTRACTS;
 export interface OpenwopVersions {
   /** False once the overlap has ended (OPENWOP_V1=retired): v2 only, no /v1 path, header-less means 2. */
   v1: boolean;
+  /** OPENWOP_MIN_CLIENT_VERSION (`<major>.<minor>`): OpenWOP 2 clients announcing an older release get 426. */
+  minClientVersion?: string;
 }
+
+/** The `<major>.<minor>` grammar of protocol versions (versioning.md axis 1). */
+export const PROTOCOL_VERSION = /^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$/;
+/** `OpenWOP-Client-Version` (versioning.md §1.5): `<major>.<minor>[.<patch>]`, no leading zeros; else absent. */
+const CLIENT_VERSION = /^(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})(?:\.(0|[1-9][0-9]{0,5}))?$/;
 
 /** `protocolVersions[]` and `preferredVersion` (through the overlap the 1.x member: a header-less caller is v1). */
 export function advertisedVersions(versions: OpenwopVersions): {
@@ -40,7 +47,7 @@ export function isProtocolPath(path: string): boolean {
 /**
  * The major a request on a protocol path is served under, or the refusal: a malformed or repeated header is a
  * validation error, an unserved major 406 (with `details.protocolVersions`), a /v1 path with another major 400.
- * A refusal is answered under the header-less default major (`refusalMajor`).
+ * A refusal is answered under the header-less default major, a client-version refusal under 2 (`refusalMajor`).
  */
 export function negotiatedMajor(req: HttpRequest, path: string, versions: OpenwopVersions): OpenwopMajor {
   const raw = req.headers["openwop-version"];
@@ -48,7 +55,7 @@ export function negotiatedMajor(req: HttpRequest, path: string, versions: Openwo
   // Once v1 is retired no /v1 route exists: the 404 is a v2 answer.
   if (v1Path && !versions.v1) return 2;
   const fallback: OpenwopMajor = v1Path || versions.v1 ? 1 : 2;
-  if (raw === undefined) return fallback;
+  if (raw === undefined) return fallback === 2 ? checkClientVersion(req, versions) : fallback;
   // Node joins repeated headers it does not know with ", ": two values are one header sent twice.
   const value = (Array.isArray(raw) ? raw.join(", ") : raw).trim();
   const parsed = /^(0|[1-9][0-9]{0,5})(?:\.(0|[1-9][0-9]{0,5}))?$/.exec(value);
@@ -67,7 +74,8 @@ export function negotiatedMajor(req: HttpRequest, path: string, versions: Openwo
       { protocolVersions: advertisedVersions(versions).protocolVersions },
     );
   }
-  if (major === 2 || (major === 1 && versions.v1)) return major;
+  if (major === 2) return checkClientVersion(req, versions);
+  if (major === 1 && versions.v1) return major;
   throw new DomainError(
     "protocol-version-unsupported",
     `this host serves OpenWOP ${advertisedVersions(versions).protocolVersions.join(" and ")}, not major ${major}`,
@@ -75,8 +83,29 @@ export function negotiatedMajor(req: HttpRequest, path: string, versions: Openwo
   );
 }
 
+/**
+ * Under major 2 with a floor advertised, a well-formed `OpenWOP-Client-Version` whose major.minor is below it is
+ * refused 426 `client_version_unsupported` (`details.minClientVersion`); no header, or a malformed one, is served.
+ */
+function checkClientVersion(req: HttpRequest, versions: OpenwopVersions): 2 {
+  const floor = versions.minClientVersion;
+  const raw = req.headers["openwop-client-version"];
+  if (floor === undefined || typeof raw !== "string") return 2;
+  const client = CLIENT_VERSION.exec(raw.trim());
+  if (!client) return 2;
+  const [floorMajor, floorMinor] = floor.split(".").map(Number) as [number, number];
+  const [clientMajor, clientMinor] = [Number(client[1]), Number(client[2])];
+  if (clientMajor > floorMajor || (clientMajor === floorMajor && clientMinor >= floorMinor)) return 2;
+  throw new DomainError(
+    "client-version-unsupported",
+    `this host serves OpenWOP 2 clients built against ${floor} or later (OpenWOP-Client-Version: ${raw.trim()})`,
+    { minClientVersion: floor },
+  );
+}
+
 /** The major a refused negotiation is answered under: the path's, else the header-less default. */
-export function refusalMajor(versions: OpenwopVersions): OpenwopMajor {
+export function refusalMajor(versions: OpenwopVersions, err: unknown): OpenwopMajor {
+  if (err instanceof DomainError && err.code === "client-version-unsupported") return 2;
   return versions.v1 ? 1 : 2;
 }
 

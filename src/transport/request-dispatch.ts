@@ -163,7 +163,7 @@ export function createRequestDispatch(
       try {
         major = negotiatedMajor(req, path, options.openwopVersions);
       } catch (err) {
-        const refusedUnder = refusalMajor(options.openwopVersions);
+        const refusedUnder = refusalMajor(options.openwopVersions, err);
         res.setHeader(OPENWOP_VERSION_HEADER, OPENWOP_CONTRACTS[refusedUnder]);
         return sendError(res, { kind: "openwop", major: refusedUnder }, err);
       }

@@ -317,3 +317,55 @@ describe("the overlap ended (OPENWOP_V1=retired)", () => {
     expect((await call("GET", `/runs/acme~2F${opaque}`, undefined, acme)).status).toBe(200);
   });
 });
+
+describe("a client-version floor (OPENWOP_MIN_CLIENT_VERSION)", () => {
+  let client: MongoClient;
+  let db: Db;
+  let t: TestApp;
+  let call: ReturnType<typeof openwopClient>["call"];
+  const acme = { authorization: `Bearer ${ACME}` };
+
+  beforeAll(async () => {
+    client = await MongoClient.connect(inject("mongoUri"));
+    db = client.db(`v2f_${randomUUID().slice(0, 8)}`);
+    t = await startHost(db, client, { OPENWOP_MIN_CLIENT_VERSION: "2.1" });
+    call = openwopClient(t.baseUrl).call;
+  });
+  afterAll(async () => {
+    await t?.close();
+    await client?.close();
+  });
+
+  it("is advertised, refuses an older announced client with 426, and serves one that announces nothing", async () => {
+    const doc = await call("GET", "/.well-known/openwop", undefined, V2);
+    expect(validateV2Root(doc.body), JSON.stringify(validateV2Root.errors)).toBe(true);
+    expect(doc.body.minClientVersion).toBe("2.1");
+
+    const before = await db.collection("tasks").countDocuments();
+    const old = await call(
+      "POST",
+      "/runs",
+      { workflowId: "conformance-noop" },
+      { ...acme, ...V2, "openwop-client-version": "2.0.3" },
+    );
+    expectV2Error(old, 426, "client_version_unsupported");
+    expect(old.body.details).toEqual({ minClientVersion: "2.1" });
+    expect(old.headers.get("openwop-version")).toBe("2.0");
+    expect(await db.collection("tasks").countDocuments()).toBe(before);
+    const refusedDoc = await call("GET", "/.well-known/openwop", undefined, { ...V2, "openwop-client-version": "1.9" });
+    expectV2Error(refusedDoc, 426, "client_version_unsupported");
+
+    const fines: Array<Record<string, string>> = [
+      {},
+      { "openwop-client-version": "2.1.0" },
+      { "openwop-client-version": "v2" },
+    ];
+    for (const fine of fines) {
+      const created = await call("POST", "/runs", { workflowId: "conformance-noop" }, { ...acme, ...V2, ...fine });
+      expect(created.status, JSON.stringify(fine)).toBe(201);
+    }
+    // OpenWOP 1 requests are not measured against an OpenWOP 2 floor.
+    const v1 = await call("GET", "/.well-known/openwop", undefined, { "openwop-client-version": "1.0" });
+    expect(v1.status).toBe(200);
+  });
+});

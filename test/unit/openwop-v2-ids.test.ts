@@ -73,6 +73,26 @@ describe("OpenWOP-Version (versioning.md §1.3)", () => {
     expect(codeOf(() => negotiatedMajor(req("2"), "/v1/runs", overlap))).toBe("protocol-version-mismatch");
   });
 
+  it("refuses a well-formed OpenWOP-Client-Version below the floor under major 2 only", () => {
+    const floor = { v1: true, minClientVersion: "2.1" };
+    const withClient = (major: string | undefined, client: string): HttpRequest =>
+      ({
+        headers: { ...(major ? { "openwop-version": major } : {}), "openwop-client-version": client },
+      }) as unknown as HttpRequest;
+    expect(codeOf(() => negotiatedMajor(withClient("2", "2.0.9"), "/runs", floor))).toBe("client-version-unsupported");
+    expect(codeOf(() => negotiatedMajor(withClient("2", "1.9"), "/runs", floor))).toBe("client-version-unsupported");
+    for (const served of ["2.1", "2.1.0", "2.10", "3.0", "2.01", "two", ""])
+      expect(negotiatedMajor(withClient("2", served), "/runs", floor), served).toBe(2);
+    // Major 1 (header-less in the overlap, or /v1) follows its own frozen text: no floor.
+    expect(negotiatedMajor(withClient(undefined, "0.1"), "/runs", floor)).toBe(1);
+    expect(negotiatedMajor(withClient("1", "0.1"), "/v1/runs", floor)).toBe(1);
+    // Header-less after retirement is major 2, and the floor applies.
+    const retiredFloor = { v1: false, minClientVersion: "2.1" };
+    expect(codeOf(() => negotiatedMajor(withClient(undefined, "2.0"), "/runs", retiredFloor))).toBe(
+      "client-version-unsupported",
+    );
+  });
+
   it("advertises both majors with 1.x preferred through the overlap, 2.x alone after", () => {
     expect(advertisedVersions(overlap)).toEqual({ protocolVersions: ["1.0", "2.0"], preferredVersion: "1.0" });
     expect(advertisedVersions(retired)).toEqual({ protocolVersions: ["2.0"], preferredVersion: "2.0" });

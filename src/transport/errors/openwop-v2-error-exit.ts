@@ -46,6 +46,7 @@ export const OPENWOP_V2_CODES: Record<ErrorCode, { http: number; error: string }
   "interop-version-unsupported": { http: 400, error: "interop_version_unsupported" },
   "protocol-version-unsupported": { http: 406, error: "protocol_version_unsupported" },
   "protocol-version-mismatch": { http: 400, error: "protocol_version_mismatch" },
+  "client-version-unsupported": { http: 426, error: "client_version_unsupported" },
   "unsupported-stream-mode": { http: 400, error: "unsupported_stream_mode" },
 };
 

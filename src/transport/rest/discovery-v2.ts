@@ -39,6 +39,7 @@ export function discoveryV2Document(options: DiscoveryV2Options): Record<string,
     preferredVersion,
     implementation: { name: "openwop-a2a-host", version: options.version },
     eventLogSchemaVersion: 3,
+    ...(options.versions.minClientVersion ? { minClientVersion: options.versions.minClientVersion } : {}),
     ...(options.fixtures ? { fixtures: options.fixtures } : {}),
   };
   const families = {
