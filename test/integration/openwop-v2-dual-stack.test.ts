@@ -243,6 +243,8 @@ describe("OpenWOP 1 and 2 side by side (the overlap)", () => {
       minimumVersion: "1.0",
     });
     expect(v2.body.a2a.versions).not.toContain("0.3");
+    const age = Date.now() - Date.parse(v2.body.a2a.refreshedAt);
+    expect(age >= 0 && age < 2 * 86_400_000, v2.body.a2a.refreshedAt).toBe(true); // within interop.md's 90 days
     expect(v2.body.a2a.profiles).toEqual(v2.body.a2a.versions.map((v: string) => `a2a-${v}`));
     expect(v2.body.a2a.agentCardUrl).toBe(`${t.baseUrl}/.well-known/agent-card.json?A2A-Version=1.0`);
     expect(v2.body.auth.lanes).toEqual([

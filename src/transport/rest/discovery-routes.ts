@@ -122,12 +122,17 @@ export function addDiscoveryRoutes(router: HttpRouter, options: DiscoveryOptions
     ),
   );
   // One resource, two representations (capabilities.md §1): OpenWOP-Version selects; caches key on it.
-  const v2Document = options.openwop ? discoveryV2Of(options, options.openwop, startedAt) : undefined;
+  // The v2 root's a2a.refreshedAt is today's date (interop.md wants it at most 90 days old, however long the host
+  // runs): the document is built per request, and changes (with its ETag and Last-Modified) once a day.
   router.add(["GET", "HEAD"], "/.well-known/openwop", async (req, res) => {
-    const major = options.openwop ? negotiatedMajor(req, "/.well-known/openwop", options.openwop.versions) : 1;
-    sendCacheableJson(req, res, major === 2 && v2Document ? v2Document : discoveryDocument(options), {
+    const { openwop } = options;
+    const major = openwop ? negotiatedMajor(req, "/.well-known/openwop", openwop.versions) : 1;
+    const now = clock();
+    const today = new Date(now.toISOString().slice(0, 10));
+    const v2 = major === 2 && openwop;
+    sendCacheableJson(req, res, v2 ? discoveryV2Of(options, openwop, now) : discoveryDocument(options), {
       maxAgeSeconds: cacheMaxAgeSeconds,
-      lastModified: startedAt,
+      lastModified: v2 && today > startedAt ? today : startedAt,
       headers: { vary: "OpenWOP-Version" },
     });
   });

@@ -21,7 +21,7 @@ export interface DiscoveryV2Options {
   /** The lanes the host enforces (auth/auth-lanes.ts); none (dev mode) omits the family. */
   lanes: AuthLane[];
   fixtures?: string[];
-  /** The date the document was built (the a2a facet's refreshedAt). */
+  /** When the document is built: the a2a facet's refreshedAt is its date. */
   builtAt: Date;
 }
 
