@@ -112,9 +112,22 @@ export function runEventV2(
     runId: boundIdOf(tenant, event.runId),
     ...(event.nodeId !== undefined ? { nodeId: event.nodeId } : {}),
     type,
-    payload: event.payload,
+    payload: withBoundIds(event.payload, tenant),
     timestamp: event.timestamp,
     sequence: event.sequence,
     schemaVersion: 1,
   };
+}
+
+/** The payload keys naming tenant-bound kinds (identity.md §5: runs and interrupts are the ones this host mints). */
+const BOUND_KEYS = ["runId", "parentRunId", "interruptId"] as const;
+
+/** A payload (or body) with its run and interrupt ids bound: ids in v2 documents are bound, always. */
+export function withBoundIds<T extends object>(body: T, tenant: string): T {
+  const bound = { ...body } as Record<string, unknown>;
+  for (const key of BOUND_KEYS) {
+    const value = bound[key];
+    if (typeof value === "string" && !value.includes("/")) bound[key] = boundIdOf(tenant, value);
+  }
+  return bound as T;
 }

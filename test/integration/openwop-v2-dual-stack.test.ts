@@ -206,6 +206,19 @@ describe("OpenWOP 1 and 2 side by side (the overlap)", () => {
     // The bare opaque part under globex's own tenant is globex's namespace: no such run there.
     expectV2Error(await call("GET", `/runs/${opaque}`, undefined, asGlobex), 404, "not_found");
 
+    // Interrupt ids are tenant-bound too: in event payloads and in the token surface.
+    let suspended: Answer;
+    do suspended = await call("GET", `/runs/${projected}/events/poll?timeout=1`, undefined, { ...acme, ...V2 });
+    while (!suspended.body.events.some((e: { type: string }) => e.type === "interrupt.requested"));
+    const requested = suspended.body.events.find((e: { type: string }) => e.type === "interrupt.requested");
+    expect(requested.payload.runId).toBe(created.body.runId);
+    expect(requested.payload.interruptId).toMatch(/^acme\/[A-Za-z0-9._~-]{16,128}$/);
+    const token = (await call("GET", `/v1/runs/${opaque}`, undefined, acme)).body.interrupts[0].token as string;
+    const inspected = await call("GET", `/interrupts/${token}`, undefined, V2);
+    expect(inspected.status).toBe(200);
+    expect(inspected.headers.get("openwop-version")).toBe("2.0");
+    expect(inspected.body).toMatchObject({ runId: created.body.runId, interruptId: requested.payload.interruptId });
+
     for (const bad of [`~2F${opaque}`, "acme~2F", "acme~2Fshort", "acme~2", `acme~2F${opaque}~2Fx`]) {
       expectV2Error(await call("GET", `/runs/${bad}`, undefined, { ...acme, ...V2 }), 400, "validation_error");
     }

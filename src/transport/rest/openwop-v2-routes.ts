@@ -7,7 +7,7 @@ import { isTerminalRunStatus } from "../../domain/run-status.js";
 import type { PollResult, RunEventFeed } from "../../runs/run-event-feed.js";
 import type { RunInterrupts } from "../../runs/run-interrupts.js";
 import type { RunService } from "../../runs/run-service.js";
-import { createdRunV2, runEventV2, runSnapshotV2 } from "../../runs/run-v2-view.js";
+import { createdRunV2, runEventV2, runSnapshotV2, withBoundIds } from "../../runs/run-v2-view.js";
 import { sendJson, SseWriter, type HttpRequest } from "../http-io.js";
 import type { HttpRouter, RouteHandler } from "../http-router.js";
 import { openwopV2ErrorBody } from "../errors/openwop-v2-error-exit.js";
@@ -143,13 +143,13 @@ export function addOpenwopV2Routes(router: HttpRouter, options: OpenwopV2RoutesO
 
   v2("GET", "/interrupts/{token}", async (_req, res, { token }) => {
     const { tenant, inspection } = await interrupts.inspectInTenant(token!);
-    sendJson(res, 200, { ...inspection, runId: boundIdOf(tenant, inspection.runId) }, { "cache-control": "no-store" });
+    sendJson(res, 200, withBoundIds(inspection, tenant), { "cache-control": "no-store" });
   });
 
   v2("POST", "/interrupts/{token}", async (req, res, { token }) => {
     const resumeValue = resumeValueOf((await readJsonObject(req, options))!);
     const { tenant, resolution } = await interrupts.resolveInTenant(token!, resumeValue);
-    sendJson(res, 200, { ...resolution, runId: boundIdOf(tenant, resolution.runId) }, { "cache-control": "no-store" });
+    sendJson(res, 200, withBoundIds(resolution, tenant), { "cache-control": "no-store" });
   });
 
   v2("GET", "/workflows/{workflowId}", async (_req, res, { workflowId }, ctx) => {
