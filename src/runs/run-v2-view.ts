@@ -73,7 +73,10 @@ export function runSnapshotV2(snapshot: RunSnapshot, record: TaskRecord): Record
  * The event types of this host's log that are rows of spec/v2/event-codemap.json (96c270a4), under their v2
  * names (all unchanged). The host's own types (run.created, run.cancelling, node.progress, node.interrupted,
  * interrupt.exchange, timer.scheduled) have no row and no registered vendor org, so the v2 feed (`updates` mode)
- * leaves them out rather than emit an unregistered type; their sequences are simply skipped.
+ * leaves them out rather than emit an unregistered type; their sequences are simply skipped. So do the v1
+ * interrupt payloads this log writes beside interrupt.requested / interrupt.resolved (approval.requested,
+ * approval.received, clarification.requested, clarification.resolved): v2 removed their payload definitions
+ * (run-event-payloads.schema.json, row legacy-interrupt-payloads), and the interrupt.* pair carries the same facts.
  */
 const V2_TYPES: ReadonlyMap<string, string> = new Map(
   [
@@ -88,10 +91,6 @@ const V2_TYPES: ReadonlyMap<string, string> = new Map(
     "node.failed",
     "node.suspended",
     "node.resumed",
-    "approval.requested",
-    "approval.received",
-    "clarification.requested",
-    "clarification.resolved",
     "interrupt.requested",
     "interrupt.resolved",
     "artifact.created",
@@ -99,20 +98,31 @@ const V2_TYPES: ReadonlyMap<string, string> = new Map(
   ].map((t) => [t, t]),
 );
 
-/** The v2 RunEventDoc of a stored event, or undefined when its type has no v2 row. */
+/**
+ * The v2 RunEventDoc of a stored event, or undefined when its type has no v2 row. `owner` is the run's
+ * (`runSnapshotV2`): run.started echoes it (events.md); run.completed always carries `outputs` (this host's runs
+ * produce artifacts, announced by artifact.created, and no outputs object, so it is empty).
+ */
 export function runEventV2(
   event: Pick<RunEvent, "eventId" | "runId" | "nodeId" | "type" | "payload" | "timestamp" | "sequence">,
   tenant: string,
+  owner: unknown,
 ): Record<string, unknown> | undefined {
   const type = V2_TYPES.get(event.type);
   if (!type) return undefined;
+  const payload =
+    type === "run.started"
+      ? { ...event.payload, owner }
+      : type === "run.completed"
+        ? { outputs: {}, ...event.payload }
+        : event.payload;
   return {
     // The stored id is `<runId>:<sequence>`; the eventId grammar has no ":".
     eventId: event.eventId.replace(/:/g, "."),
     runId: boundIdOf(tenant, event.runId),
     ...(event.nodeId !== undefined ? { nodeId: event.nodeId } : {}),
     type,
-    payload: withBoundIds(event.payload, tenant),
+    payload: withBoundIds(payload, tenant),
     timestamp: event.timestamp,
     sequence: event.sequence,
     schemaVersion: 1,

@@ -131,6 +131,10 @@ describe("OpenWOP 1 and 2 side by side (the overlap)", () => {
     expect(types).toContain("run.started");
     expect(types.at(-1)).toBe("run.completed");
     expect(types).not.toContain("run.created"); // no v2 codemap row: left out, never renamed
+    const snapshot = await call("GET", `/runs/${projected}`, undefined, { ...acme, ...V2 });
+    const started = poll.body.events.find((e: { type: string }) => e.type === "run.started");
+    expect(started.payload.owner).toEqual(snapshot.body.owner);
+    expect(poll.body.events.at(-1).payload.outputs).toEqual({});
     for (const event of poll.body.events) {
       expect(event.runId).toBe(runId);
       expect(event.schemaVersion).toBe(1);
@@ -212,6 +216,8 @@ describe("OpenWOP 1 and 2 side by side (the overlap)", () => {
     while (!suspended.body.events.some((e: { type: string }) => e.type === "interrupt.requested"));
     const requested = suspended.body.events.find((e: { type: string }) => e.type === "interrupt.requested");
     expect(requested.payload.runId).toBe(created.body.runId);
+    // The v1 interrupt payloads written beside interrupt.requested have no v2 definition.
+    expect(suspended.body.events.map((e: { type: string }) => e.type)).not.toContain("approval.requested");
     expect(requested.payload.interruptId).toMatch(/^acme\/[A-Za-z0-9._~-]{16,128}$/);
     const token = (await call("GET", `/v1/runs/${opaque}`, undefined, acme)).body.interrupts[0].token as string;
     const inspected = await call("GET", `/interrupts/${token}`, undefined, V2);

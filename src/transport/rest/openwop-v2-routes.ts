@@ -70,15 +70,22 @@ export function addOpenwopV2Routes(router: HttpRouter, options: OpenwopV2RoutesO
     sendJson(res, 200, runSnapshotV2(snapshot, record));
   });
 
+  /** The run's v2 owner block (run.started echoes it); the read also answers 404 before any stream starts. */
+  const ownerOf = async (runId: string, ctx: CallContext): Promise<unknown> => {
+    const { record, snapshot } = await runs.read(runId, ctx);
+    return runSnapshotV2(snapshot, record)["owner"];
+  };
+
   v2("GET", "/runs/{runId}/events", async (req, res, params, ctx) => {
     const runId = runIdOf(params, ctx);
     streamModeOf(req);
+    const owner = await ownerOf(runId, ctx);
     const events = await feed.open(runId, resumePointOf(req), ctx);
     const sse = new SseWriter(res, options.keepaliveMs);
     try {
       for await (const event of events) {
         if (sse.isClosed) break;
-        const doc = runEventV2(event, ctx.principal.tenant);
+        const doc = runEventV2(event, ctx.principal.tenant, owner);
         if (doc) await sse.send(doc, { id: event.sequence, event: String(doc["type"]) });
       }
     } catch (err) {
@@ -94,9 +101,10 @@ export function addOpenwopV2Routes(router: HttpRouter, options: OpenwopV2RoutesO
     const after = integerParam(query.get("afterSequence"), "afterSequence", -1, 0, Number.MAX_SAFE_INTEGER);
     const timeoutS = integerParam(query.get("timeout"), "timeout", POLL_DEFAULT_TIMEOUT_S, 1, POLL_MAX_TIMEOUT_S);
     const tenant = ctx.principal.tenant;
+    const owner = await ownerOf(runId, ctx);
     const v2Events = (page: PollResult): Array<Record<string, unknown>> =>
       page.events.flatMap((e) => {
-        const doc = runEventV2(e, tenant);
+        const doc = runEventV2(e, tenant, owner);
         return doc ? [doc] : [];
       });
     let polled = await feed.poll(runId, after, timeoutS * 1000, POLL_PAGE, ctx);
