@@ -101,7 +101,9 @@ const PUBLIC_PATHS = [
   /^\/readyz$/,
   /^\/metrics$/,
   /^\/v1\/interrupts\//,
-  /^\/interrupts\//,
+  // Only a token-shaped segment (`<payload>.<mac>`): a tenant-prefixed A2A 1.0 path of a tenant named
+  // "interrupts" (`/interrupts/extendedAgentCard`) must still need credentials.
+  /^\/interrupts\/[\w-]+\.[\w-]+$/,
   CONSOLE_PUBLIC_PATH,
   CONSOLE_AUTH_PATH,
 ];

@@ -224,6 +224,8 @@ describe("OpenWOP 1 and 2 side by side (the overlap)", () => {
     expect(inspected.status).toBe(200);
     expect(inspected.headers.get("openwop-version")).toBe("2.0");
     expect(inspected.body).toMatchObject({ runId: created.body.runId, interruptId: requested.payload.interruptId });
+    // Only a token-shaped segment is public there: a tenant-prefixed A2A path under "interrupts" still needs a key.
+    expect((await call("GET", "/interrupts/extendedAgentCard")).status).toBe(401);
 
     for (const bad of [`~2F${opaque}`, "acme~2F", "acme~2Fshort", "acme~2", `acme~2F${opaque}~2Fx`]) {
       expectV2Error(await call("GET", `/runs/${bad}`, undefined, { ...acme, ...V2 }), 400, "validation_error");
