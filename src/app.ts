@@ -44,6 +44,8 @@ import { PeerInvokeProbe } from "./a2a/peer-invoke-probe.js";
 import { addOpenwopInterruptRoutes } from "./transport/rest/openwop-interrupt-routes.js";
 import { addOpenwopRunsRoutes } from "./transport/rest/openwop-runs-routes.js";
 import { addHostSteeringRoutes } from "./transport/rest/host-steering-routes.js";
+import { addOpenwopV2Routes } from "./transport/rest/openwop-v2-routes.js";
+import { authLanes } from "./auth/auth-lanes.js";
 import { addOpenApiRoute } from "./transport/openapi/openapi-route.js";
 import { exportTaskMachine } from "./machine/machine-export.js";
 import { recoveryEvidence } from "./engine/recovery-settings.js";
@@ -100,6 +102,9 @@ const PUBLIC_PATHS = [
   /^\/readyz$/,
   /^\/metrics$/,
   /^\/v1\/interrupts\//,
+  // Only a token-shaped segment (`<payload>.<mac>`): a tenant-prefixed A2A 1.0 path of a tenant named
+  // "interrupts" (`/interrupts/extendedAgentCard`) must still need credentials.
+  /^\/interrupts\/[\w-]+\.[\w-]+$/,
   CONSOLE_PUBLIC_PATH,
   CONSOLE_AUTH_PATH,
 ];
@@ -154,10 +159,22 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   // The node kinds' routes (a2a.invoke: peers' pushes, whose per-task token is the credential; docs/security.md).
   addNodeKindRoutes(router, { routes: core.nodeRoutes, maxBodyBytes: config.maxBodyBytes });
   // The OpenWOP REST surface: runs (the same durable tasks A2A sees), events, interrupts, workflows.
-  addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, report, ...inputLimits });
-  addOpenwopInterruptRoutes(router, { interrupts: runInterrupts, ...inputLimits });
+  // OpenWOP 1 on /v1 through the overlap (OPENWOP_V1=served), OpenWOP 2 on the unversioned paths (docs/openwop.md).
+  const openwopVersions = config.openwopVersions;
+  if (openwopVersions.v1) {
+    addOpenwopRunsRoutes(router, { runs, feed, interrupts: runInterrupts, report, ...inputLimits });
+    addOpenwopInterruptRoutes(router, { interrupts: runInterrupts, ...inputLimits });
+  }
   // The host's own steering operations (retry, restart from a node) under /host/openwop-a2a-host.
   addHostSteeringRoutes(router, { runs, ...inputLimits });
+  addOpenwopV2Routes(router, {
+    runs,
+    feed,
+    interrupts: runInterrupts,
+    versions: openwopVersions,
+    report,
+    ...inputLimits,
+  });
   // The console's sign-in (docs/security.md "Console sign-in"): sessions in this instance's memory, each holding
   // an access token the host's authenticator checks on every call, as any API caller's.
   let sessionGate: ReturnType<typeof consoleSessionGate> | undefined;
@@ -242,6 +259,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     cardSettings: config.agentCard,
     signedCards,
     recoveryEvidence: recoveryEvidence(config.leases, config.recovery),
+    openwop: { versions: openwopVersions, lanes: authLanes(config.auth, config.publicUrl) },
   });
   // Five minutes: an added key reaches receivers' caches well before it signs (docs/security.md "Signing keys").
   addJwksRoute(router, { jwks: () => core.signingKeys.jwks(), maxAgeSeconds: 300 });
@@ -257,7 +275,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   });
   observeReadiness(readiness, core.telemetry.metrics);
   addOpsRoutes(router, { readiness, telemetry: core.telemetry });
-  addOpenApiRoute(router, { publicUrl: config.publicUrl, version: packageVersion, auth });
+  addOpenApiRoute(router, { publicUrl: config.publicUrl, version: packageVersion, auth, versions: openwopVersions });
 
   const shutdown = new AbortController();
   // Connect, gRPC and gRPC-Web calls (/a2a.v1.A2AService/* for 0.3, /lf.a2a.v1.A2AService/* for 1.0) go to the
@@ -294,6 +312,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     },
     authenticator,
     publicPaths: [...PUBLIC_PATHS, ...publicNodeKindPaths(core.nodeRoutes)],
+    openwopVersions,
     publicPrincipal: PUBLIC_PRINCIPAL,
     supportedExtensions: SUPPORTED_EXTENSIONS,
     report,

@@ -106,7 +106,7 @@ export function challengeHeaders(headers: HeaderLookup, err: unknown): Record<st
   const realm = 'Bearer realm="openwop-a2a-host"';
   if (!(err instanceof DomainError)) return {};
   const bearer = bearerOf(headers) !== undefined;
-  if (err.code === "unauthenticated")
+  if (err.code === "unauthenticated" || err.code === "credential-lifetime-exceeded")
     return {
       "www-authenticate": bearer
         ? `${realm}, error="invalid_token", error_description="${quoted(err.message)}"`

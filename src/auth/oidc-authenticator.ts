@@ -169,8 +169,9 @@ function issuerVerifier(
     if (lifetime) {
       // The exact rule broken goes to the operator's log; the caller learns only that the lifetime is refused.
       options.observer?.refused(settings.issuer, lifetime);
+      // Its own code: the OpenWOP v2 lane advertises this bound as `exp-only` (credential_lifetime_exceeded).
       throw new DomainError(
-        "unauthenticated",
+        "credential-lifetime-exceeded",
         "invalid token: its lifetime is not accepted (it needs exp and iat, within the issuer's maximum)",
       );
     }

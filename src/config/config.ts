@@ -2,6 +2,7 @@ import { resolve } from "node:path";
 import { readAgentCardSettings, type AgentCardSettings } from "../a2a/agent-card-settings.js";
 import { A2A_DRAFT_VERSIONS, type A2AVersion } from "../domain/a2a-version.js";
 import { loadAuthSettings, type AuthSettings } from "../auth/auth-settings.js";
+import { PROTOCOL_VERSION, type OpenwopVersions } from "../transport/openwop-version.js";
 import { DEFAULT_MAX_INPUT_DEPTH, WIRE_MAX_DEPTH } from "../domain/json-input.js";
 import { EnvReader, type Env } from "../domain/env-settings.js";
 import { readConsoleSsoSettings, type ConsoleSsoSettings } from "../console/console-sso-settings.js";
@@ -63,6 +64,8 @@ export interface Config extends StoreSettings, WorkflowSettings {
   signingKeys: SigningKeySettings;
   /** The host-sample conformance seams under /v1/host/sample/ (on by default in development and test). */
   conformanceSeams: boolean;
+  /** OPENWOP_V1 (`served` through the OpenWOP 1/2 overlap; `retired` ends it) and OPENWOP_MIN_CLIENT_VERSION. */
+  openwopVersions: OpenwopVersions;
   /** A2A_DRAFT_VERSIONS: draft A2A versions served beside the released ones (`1.1`); none by default. */
   a2aDraftVersions: A2AVersion[];
   /** A2A_LONG_POLL_MAX_MS: the longest a 1.1 GetTask with `currentGeneration` waits for the task to change. */
@@ -126,6 +129,7 @@ export function loadConfig(env: Env = process.env): Config {
     interruptTokens: readInterruptTokenSettings(reader, production),
     signingKeys: readSigningKeySettings(reader, production),
     conformanceSeams: reader.bool("CONFORMANCE_SEAMS", !production),
+    openwopVersions: readOpenwopVersions(reader),
     a2aDraftVersions: readDraftVersions(reader),
     a2aLongPollMaxMs: reader.int("A2A_LONG_POLL_MAX_MS", 30_000, 0, 600_000),
     idempotencyTtlMs: reader.int("IDEMPOTENCY_TTL_HOURS", 24, 24, 24 * 365) * 60 * 60 * 1000,
@@ -151,6 +155,15 @@ export function loadConfig(env: Env = process.env): Config {
 }
 
 /** A2A_DRAFT_VERSIONS: a comma-separated list of the drafts this host can serve (A2A_DRAFT_VERSIONS in domain/a2a-version.ts). */
+function readOpenwopVersions(reader: EnvReader): OpenwopVersions {
+  const v1 = reader.oneOf("OPENWOP_V1", ["served", "retired"] as const, "served") === "served";
+  const floor = reader.raw("OPENWOP_MIN_CLIENT_VERSION");
+  if (floor === undefined) return { v1 };
+  if (!PROTOCOL_VERSION.test(floor))
+    reader.problem(`OPENWOP_MIN_CLIENT_VERSION must be <major>.<minor>, e.g. 2.0 (got "${floor}")`);
+  return { v1, minClientVersion: floor };
+}
+
 function readDraftVersions(reader: EnvReader): A2AVersion[] {
   const drafts: A2AVersion[] = [];
   for (const entry of reader.list("A2A_DRAFT_VERSIONS")) {

@@ -49,6 +49,16 @@ export const ERROR_CODES = [
   // The host as an A2A client (the invoke seam): no A2A version both sides speak, or the peer's call failed.
   "interop-version-unsupported",
   "external-call-failed",
+  // OpenWOP v2 (versioning.md §1.3, identity.md §5 and §2.2): the OpenWOP-Version header names a major this host
+  // does not serve, or a /v1 path carries a v2 header; a tenant-bound id names another tenant; a token outlives
+  // the lifetime bound its lane advertises.
+  "protocol-version-unsupported",
+  "protocol-version-mismatch",
+  "client-version-unsupported",
+  "id-tenant-mismatch",
+  "credential-lifetime-exceeded",
+  // An SSE `streamMode` the host does not serve (OpenWOP v2 events.md).
+  "unsupported-stream-mode",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

@@ -68,6 +68,11 @@ export interface TaskRecord {
   requestFingerprint?: string | null;
   /** Which instance drives the task's nodes now (runnable tasks only; a waiting or ended task holds none). */
   lease?: TaskLease | null;
+  /**
+   * OpenWOP's era key (v2 versioning.md §2.2): 3 on every task created since this host serves v2. Absent on tasks
+   * a v1-era host wrote, which read as 2; never rewritten.
+   */
+  eventLogSchemaVersion?: number;
 }
 
 /**

@@ -135,6 +135,7 @@ export class TaskRepository implements TaskReadPort {
       version: events.length - 1,
       generation: generationAfter(events, 0),
       createdAt: at,
+      eventLogSchemaVersion: 3,
       ...this.changesFor(snapshot, at),
       ...(idempotency ? { idempotencyKey: idempotency.key, requestFingerprint: idempotency.fingerprint } : {}),
     };

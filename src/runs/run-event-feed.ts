@@ -1,6 +1,6 @@
 import { requireScope } from "../auth/principal.js";
 import type { CallContext } from "../auth/call-context.js";
-import { isTerminalRunStatus, TERMINAL_RUN_EVENT_TYPES } from "../domain/run-status.js";
+import { isTerminalRunStatus, TERMINAL_RUN_EVENT_TYPES, type RunStatus } from "../domain/run-status.js";
 import type { TaskObserver } from "../engine/task-observer.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { RunEvent } from "../domain/task-record.js";
@@ -27,6 +27,8 @@ export interface PollResult {
   nextAfter: number;
   /** The run is over and every event has been delivered. */
   terminal: boolean;
+  /** The run as the poll left it: its status and the highest sequence in its log (OpenWOP v2's poll names both). */
+  run: { status: RunStatus; lastSequence: number };
 }
 
 export interface RunEventFeedOptions {
@@ -77,6 +79,11 @@ export class RunEventFeed {
     const terminal =
       TERMINAL_RUN_EVENT_TYPES.has(events.at(-1)?.type ?? "") ||
       (isTerminalRunStatus(record.status) && nextAfter >= record.version);
-    return { events: events.map(toRunEventDoc), nextAfter, terminal };
+    return {
+      events: events.map(toRunEventDoc),
+      nextAfter,
+      terminal,
+      run: { status: record.status, lastSequence: record.version },
+    };
   }
 }

@@ -116,10 +116,15 @@ export class RunInterrupts {
 
   /** GET /v1/interrupts/{token}. Either intent may inspect. */
   async inspect(token: string): Promise<InterruptInspection> {
+    return (await this.inspectInTenant(token)).inspection;
+  }
+
+  /** `inspect`, with the run's tenant (OpenWOP v2 names the run by its tenant-bound id). */
+  async inspectInTenant(token: string): Promise<{ tenant: string; inspection: InterruptInspection }> {
     const payload = this.verify(token);
     const { record, context } = await this.pendingFor(payload);
     const interrupt = context.interrupt!;
-    return {
+    const inspection: InterruptInspection = {
       runId: record.taskId,
       workflowId: record.workflowId,
       nodeId: interrupt.nodeId,
@@ -133,10 +138,19 @@ export class RunInterrupts {
       intent: payload.intent,
       tokenExpiresAt: payload.expiresAt,
     };
+    return { tenant: record.tenant, inspection };
   }
 
   /** POST /v1/interrupts/{token}: the token is the credential; `decidedBy` is `token:<interruptId>`. */
   async resolveWithToken(token: string, resumeValue: Record<string, unknown>): Promise<TokenResolution> {
+    return (await this.resolveInTenant(token, resumeValue)).resolution;
+  }
+
+  /** `resolveWithToken`, with the run's tenant. */
+  async resolveInTenant(
+    token: string,
+    resumeValue: Record<string, unknown>,
+  ): Promise<{ tenant: string; resolution: TokenResolution }> {
     const payload = this.verify(token, "resolve");
     const { record } = await this.pendingFor(payload);
     const principal: Principal = {
@@ -154,13 +168,14 @@ export class RunInterrupts {
       throw err;
     }
     const stillPending = this.options.reads.contextOf(after).interrupt?.interruptId === payload.interruptId;
-    return {
+    const resolution: TokenResolution = {
       runId: after.taskId,
       nodeId: payload.nodeId,
       interruptId: payload.interruptId,
       resolved: !stillPending,
       status: after.status,
     };
+    return { tenant: record.tenant, resolution };
   }
 
   // ------------------------------------------------------------------------------------------

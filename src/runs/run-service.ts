@@ -169,6 +169,13 @@ export class RunService {
     );
   }
 
+  /** `snapshot` with the record it was read from (the v2 view reads the era key from the record). */
+  async read(runId: string, ctx: CallContext): Promise<{ record: TaskRecord; snapshot: RunSnapshot }> {
+    requireScope(ctx.principal, "runs:read");
+    const record = await this.storeCalls.read(ctx, () => this.options.reads.get(runId, ctx.principal.tenant));
+    return { record, snapshot: this.snapshotOf(record, ctx.principal) };
+  }
+
   /** The snapshot of a record, with interrupt tokens for `principal`. */
   snapshotOf(record: TaskRecord, principal: Principal): RunSnapshot {
     const context = this.options.reads.contextOf(record);

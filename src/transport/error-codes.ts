@@ -173,4 +173,39 @@ export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
     rest: "interop_version_unsupported",
   },
   "external-call-failed": { jsonRpc: -32603, grpc: "UNAVAILABLE", http: 502, rest: "external_call_failed" },
+  // OpenWOP REST only (the header and the tenant-bound ids exist nowhere else); the other columns are never read.
+  "protocol-version-unsupported": {
+    jsonRpc: -32600,
+    grpc: "FAILED_PRECONDITION",
+    http: 406,
+    rest: "protocol_version_unsupported",
+  },
+  "protocol-version-mismatch": {
+    jsonRpc: -32600,
+    grpc: "INVALID_ARGUMENT",
+    http: 400,
+    rest: "protocol_version_mismatch",
+  },
+  "client-version-unsupported": {
+    jsonRpc: -32600,
+    grpc: "FAILED_PRECONDITION",
+    http: 426,
+    rest: "client_version_unsupported",
+  },
+  "id-tenant-mismatch": { jsonRpc: -32600, grpc: "PERMISSION_DENIED", http: 403, rest: "id_tenant_mismatch" },
+  "unsupported-stream-mode": {
+    jsonRpc: -32602,
+    grpc: "INVALID_ARGUMENT",
+    http: 400,
+    rest: "unsupported_stream_mode",
+  },
+  // A token over its issuer's lifetime bound: a 401 on every binding (v1 REST keeps its `unauthenticated` code).
+  "credential-lifetime-exceeded": {
+    jsonRpc: -32600,
+    grpc: "UNAUTHENTICATED",
+    http: 401,
+    rest: "unauthenticated",
+    reason: "UNAUTHENTICATED",
+    refusal: true,
+  },
 };

@@ -7,6 +7,16 @@ import { DomainError } from "../domain/errors.js";
 import { noteRequest } from "../observability/request-notes.js";
 import { jsonRpcErrorBody } from "./errors/a2a-error-exits.js";
 import { sendOpenwopError } from "./errors/openwop-error-exit.js";
+import { sendOpenwopV2Error } from "./errors/openwop-v2-error-exit.js";
+import {
+  isProtocolPath,
+  negotiatedMajor,
+  OPENWOP_CONTRACTS,
+  OPENWOP_VERSION_HEADER,
+  refusalMajor,
+  type OpenwopMajor,
+  type OpenwopVersions,
+} from "./openwop-version.js";
 import { retryAfterOf, wireErrorOf, type ReportError } from "./errors/wire-error.js";
 import { activatedExtensions } from "./extensions-header.js";
 import { sendJson, type HttpRequest, type HttpResponse } from "./http-io.js";
@@ -15,7 +25,8 @@ import type { HttpRouter, RouteHandler } from "./http-router.js";
 import { sendA2ARestError } from "./rest/a2a-rest-router.js";
 
 /** The binding a request reached; it shapes every error the request gets, including 401, 404 and 405. */
-export type Binding = { kind: "jsonrpc" } | { kind: "a2a-rest"; version: A2AVersion } | { kind: "openwop" };
+export type Binding =
+  { kind: "jsonrpc" } | { kind: "a2a-rest"; version: A2AVersion } | { kind: "openwop"; major?: OpenwopMajor };
 
 export interface RequestDispatchOptions {
   jsonRpcPath: string;
@@ -35,6 +46,8 @@ export interface RequestDispatchOptions {
   supportedExtensions: string[];
   report: ReportError;
   shutdownSignal: AbortSignal;
+  /** The OpenWOP majors served (versioning.md §1): negotiated before authentication on protocol paths. */
+  openwopVersions?: OpenwopVersions;
 }
 
 interface Candidate {
@@ -111,6 +124,7 @@ export function createRequestDispatch(
         { ...retryAfterOf(domain), ...headers },
       );
     else if (binding.kind === "a2a-rest") sendA2ARestError(res, binding.version, domain, headers);
+    else if (binding.major === 2) sendOpenwopV2Error(res, domain, headers);
     else sendOpenwopError(res, domain, headers);
   }
 
@@ -142,7 +156,20 @@ export function createRequestDispatch(
       found = route(candidatesFor(req), method, asked.slice(0, -1));
       if (found) path = asked.slice(0, -1);
     }
-    const binding = found?.binding ?? fallbackBinding(req, served);
+    let binding = found?.binding ?? fallbackBinding(req, served);
+    // OpenWOP protocol paths: the major is chosen before anything else, and every answer names it.
+    if (binding.kind === "openwop" && options.openwopVersions && isProtocolPath(path)) {
+      let major: OpenwopMajor;
+      try {
+        major = negotiatedMajor(req, path, options.openwopVersions);
+      } catch (err) {
+        const refusedUnder = refusalMajor(options.openwopVersions, err);
+        res.setHeader(OPENWOP_VERSION_HEADER, OPENWOP_CONTRACTS[refusedUnder]);
+        return sendError(res, { kind: "openwop", major: refusedUnder }, err);
+      }
+      res.setHeader(OPENWOP_VERSION_HEADER, OPENWOP_CONTRACTS[major]);
+      binding = { kind: "openwop", major };
+    }
     let principal: Principal;
     const headers: HeaderLookup = (name) => headerValue(req, name);
     try {

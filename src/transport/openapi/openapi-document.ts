@@ -1,36 +1,15 @@
 import type { AuthDescription } from "../../auth/authenticator.js";
 import { HOST_PREFIX } from "../rest/host-steering-routes.js";
+import type { Method, Operation, Tag } from "./openapi-operation.js";
+import { OPENWOP_V2 } from "./openapi-v2-operations.js";
+
 /**
  * The OpenAPI 3.1 description of the REST surface: OpenWOP runs, interrupts, discovery, the operator console's
  * JSON API, and A2A HTTP+JSON for 0.3 and 1.0. Written by hand as documentation; a test checks it against the
  * routes the app registers, both ways, so a route cannot be added or dropped without this table following.
  * JSON-RPC and the gRPC / Connect services are described by the A2A spec and `proto/`, not here.
+ * The OpenWOP 2 twins of the runs and interrupts operations are in openapi-v2-operations.ts.
  */
-type Method = "get" | "post" | "delete" | "head";
-
-interface Operation {
-  methods: Method[];
-  path: string;
-  tag: Tag;
-  summary: string;
-  /** Answers `text/event-stream` instead of JSON. */
-  sse?: boolean;
-  /** Needs no API key. */
-  public?: boolean;
-  /** Answers plain text. */
-  text?: boolean;
-}
-
-type Tag =
-  | "OpenWOP runs"
-  | "OpenWOP interrupts"
-  | "Discovery"
-  | "Operator console"
-  | "Conformance seams"
-  | "Steering"
-  | "A2A 0.3 HTTP+JSON"
-  | "A2A 1.0 HTTP+JSON";
-
 const OPENWOP: Operation[] = [
   {
     methods: ["post"],
@@ -342,6 +321,7 @@ const A2A_10: Operation[] = [
 
 export const DOCUMENTED_OPERATIONS: readonly Operation[] = [
   ...OPENWOP,
+  ...OPENWOP_V2,
   ...A2A_03,
   ...A2A_10,
   ...A2A_10.map((op) => ({ ...op, path: `/{tenant}${op.path}` })),

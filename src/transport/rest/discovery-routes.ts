@@ -6,6 +6,9 @@ import type { HttpRouter } from "../http-router.js";
 import { sendJson } from "../http-io.js";
 import { sendCacheableJson } from "../cacheable-json.js";
 import { a2aVersionFields, serveAgentCard, type SignedCards } from "./agent-card-route.js";
+import type { AuthLane } from "../../auth/auth-lanes.js";
+import { advertisedVersions, negotiatedMajor, type OpenwopVersions } from "../openwop-version.js";
+import { discoveryV2Document } from "./discovery-v2.js";
 
 export interface DiscoveryOptions {
   service: TaskService;
@@ -29,6 +32,8 @@ export interface DiscoveryOptions {
    * bundle and mints no capability field, so this is a host field in that row's shape, and claims no rung.
    */
   recoveryEvidence?: Record<string, unknown>;
+  /** The OpenWOP majors served and the v2 auth lanes; the request header picks the representation. */
+  openwop?: { versions: OpenwopVersions; lanes: AuthLane[] };
   clock?: () => Date;
 }
 
@@ -51,6 +56,8 @@ export function discoveryDocument(options: DiscoveryOptions): Record<string, unk
   const card = options.service.agentCard;
   return {
     protocolVersion: "1.0",
+    // Both majors, additive in v1 (versioning.md §1.1): through the overlap the preferred one is 1.0.
+    ...(options.openwop ? advertisedVersions(options.openwop.versions) : {}),
     // The software (name, version); with an identity configured (AGENT_*), also the agent it serves, as on its card.
     implementation: { name: "openwop-a2a-host", version: options.version, ...agentOf(card, options.cardSettings) },
     supportedEnvelopes: options.supportedEnvelopes ?? [],
@@ -114,15 +121,43 @@ export function addDiscoveryRoutes(router: HttpRouter, options: DiscoveryOptions
       options.signedCards,
     ),
   );
-  router.add(["GET", "HEAD"], "/.well-known/openwop", async (req, res) =>
-    sendCacheableJson(req, res, discoveryDocument(options), {
+  // One resource, two representations (capabilities.md §1): OpenWOP-Version selects; caches key on it.
+  // The v2 root's a2a.refreshedAt is today's date (interop.md wants it at most 90 days old, however long the host
+  // runs): the document is built per request, and changes (with its ETag and Last-Modified) once a day.
+  router.add(["GET", "HEAD"], "/.well-known/openwop", async (req, res) => {
+    const { openwop } = options;
+    const major = openwop ? negotiatedMajor(req, "/.well-known/openwop", openwop.versions) : 1;
+    const now = clock();
+    const today = new Date(now.toISOString().slice(0, 10));
+    const v2 = major === 2 && openwop;
+    sendCacheableJson(req, res, v2 ? discoveryV2Of(options, openwop, now) : discoveryDocument(options), {
       maxAgeSeconds: cacheMaxAgeSeconds,
-      lastModified: startedAt,
-    }),
-  );
+      lastModified: v2 && today > startedAt ? today : startedAt,
+      headers: { vary: "OpenWOP-Version" },
+    });
+  });
   router.add("GET", "/v1/a2a/tasks/{taskId}", async (_req, res, params, ctx) => {
     sendJson(res, 200, await options.service.getA2ATaskState(params["taskId"]!, ctx));
   });
   router.add("GET", "/v1/a2a/task-machine.json", async (_req, res) => sendJson(res, 200, options.taskMachine()));
   router.add("GET", "/healthz", async (_req, res) => sendJson(res, 200, { status: "ok" }));
+}
+
+function discoveryV2Of(
+  options: DiscoveryOptions,
+  openwop: NonNullable<DiscoveryOptions["openwop"]>,
+  builtAt: Date,
+): Record<string, unknown> {
+  const card = options.service.agentCard;
+  return discoveryV2Document({
+    versions: openwop.versions,
+    version: options.version,
+    card,
+    durableTasks: options.durableTasks,
+    a2aVersions: a2aVersionFields(card).protocolVersions,
+    agentCardUrl: (version) => `${options.publicUrl}${AGENT_CARD_PATH}?${A2A_VERSION_QUERY}=${version}`,
+    lanes: openwop.lanes,
+    ...(options.fixtures ? { fixtures: options.fixtures } : {}),
+    builtAt,
+  });
 }

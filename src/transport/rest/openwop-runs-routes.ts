@@ -77,7 +77,8 @@ export function addOpenwopRunsRoutes(router: HttpRouter, options: OpenwopRunsRou
       POLL_MAX_TIMEOUT_MS,
     );
     const limit = integerParam(query.get("limit"), "limit", 500, 1, POLL_MAX_LIMIT);
-    sendJson(res, 200, await feed.poll(runId!, after, timeoutMs, limit, ctx));
+    const { events, nextAfter, terminal } = await feed.poll(runId!, after, timeoutMs, limit, ctx);
+    sendJson(res, 200, { events, nextAfter, terminal });
   });
 
   router.add("POST", "/v1/runs/{runId}/cancel", async (req, res, { runId }, ctx) => {
@@ -99,10 +100,11 @@ export function addOpenwopRunsRoutes(router: HttpRouter, options: OpenwopRunsRou
   });
 
   router.add("POST", "/v1/runs/{runId}:resume", async (req, res, { runId }, ctx) => {
-    const body = await readJsonObject(req, options, { optional: true });
-    if (body) onlyKnownFields(body, "body", ["reason"]);
-    const reason = body ? optionalString(body, "reason", "body") : undefined;
-    sendJson(res, 202, await runs.resume(runId!, ctx, reason !== undefined ? { reason } : {}));
+    sendJson(
+      res,
+      202,
+      await runs.resume(runId!, ctx, decodeResume(await readJsonObject(req, options, { optional: true }))),
+    );
   });
 
   router.add("POST", "/v1/runs/{runId}/interrupts/{nodeId}", async (req, res, { runId, nodeId }, ctx) => {
@@ -131,6 +133,14 @@ export function resumeValueOf(body: JsonObject): Record<string, unknown> {
 
 const DRAIN_POLICIES: readonly DrainPolicy[] = ["drain-current-node", "immediate"];
 
+/** `{reason?}`, the body of resumeRun. */
+export function decodeResume(body: JsonObject | undefined): { reason?: string } {
+  if (!body) return {};
+  onlyKnownFields(body, "body", ["reason"]);
+  const reason = optionalString(body, "reason", "body");
+  return reason !== undefined ? { reason } : {};
+}
+
 /** `{reason?, drainPolicy?}`, the body of pauseRun (binding-neutral: the v2 paths decode it the same way). */
 export function decodePause(body: JsonObject | undefined): { reason?: string; drainPolicy?: DrainPolicy } {
   if (!body) return {};
@@ -145,7 +155,7 @@ export function decodePause(body: JsonObject | undefined): { reason?: string; dr
   };
 }
 
-function decodeStartRun(body: JsonObject): StartRunRequest {
+export function decodeStartRun(body: JsonObject): StartRunRequest {
   if ("callbackUrl" in body) {
     throw invalidParams(
       "callbackUrl is not supported by this host; follow the run with GET /v1/runs/{runId}/events (SSE) or /events/poll",
@@ -173,7 +183,7 @@ function decodeStartRun(body: JsonObject): StartRunRequest {
   };
 }
 
-function idempotencyKeyOf(req: HttpRequest): string | undefined {
+export function idempotencyKeyOf(req: HttpRequest): string | undefined {
   const key = headerOf(req, "idempotency-key");
   if (key === undefined) return undefined;
   if (!IDEMPOTENCY_KEY.test(key)) {
@@ -183,7 +193,7 @@ function idempotencyKeyOf(req: HttpRequest): string | undefined {
 }
 
 /** `Last-Event-ID` (a reconnecting EventSource) wins over `?after=`; both mean "the last sequence I have". */
-function resumePointOf(req: HttpRequest): number {
+export function resumePointOf(req: HttpRequest): number {
   const lastEventId = headerOf(req, "last-event-id");
   if (lastEventId !== undefined && lastEventId !== "")
     return integerParam(lastEventId, "Last-Event-ID", -1, 0, Number.MAX_SAFE_INTEGER);
