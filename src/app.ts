@@ -239,6 +239,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     cardSettings: config.agentCard,
     signedCards,
     recoveryEvidence: recoveryEvidence(config.leases, config.recovery),
+    signingKeys: core.evidenceKey ? [core.evidenceKey.listing()] : [],
   });
   // Five minutes: an added key reaches receivers' caches well before it signs (docs/security.md "Signing keys").
   addJwksRoute(router, { jwks: () => core.signingKeys.jwks(), maxAgeSeconds: 300 });

@@ -1,5 +1,6 @@
 import { A2A_03_LEGACY_WINDOW_ENDS, bareCardShape, type AgentCardSettings } from "../../a2a/agent-card-settings.js";
 import type { AgentCard } from "../../a2a/agent-card.js";
+import { signingKeysMember, type SigningKeyListing } from "../../domain/evidence-bundle.js";
 import { A2A_VERSION_QUERY } from "../../domain/a2a-version.js";
 import type { TaskService } from "../../a2a/task-service.js";
 import type { HttpRouter } from "../http-router.js";
@@ -29,6 +30,8 @@ export interface DiscoveryOptions {
    * bundle and mints no capability field, so this is a host field in that row's shape, and claims no rung.
    */
   recoveryEvidence?: Record<string, unknown>;
+  /** The public keys this host signs evidence bundles with (RFC 0168 §E.2), served as `signingKeys[]`. */
+  signingKeys?: readonly SigningKeyListing[];
   clock?: () => Date;
 }
 
@@ -60,6 +63,7 @@ export function discoveryDocument(options: DiscoveryOptions): Record<string, unk
     ...(options.fixtures ? { fixtures: options.fixtures } : {}),
     eventLogSchemaVersion: 2,
     ...(options.recoveryEvidence ? { recoveryEvidence: options.recoveryEvidence } : {}),
+    ...signingKeysMember(options.signingKeys ?? []),
     // How callers authenticate: the card's schemes and requirements (the configured authenticators' own words).
     auth: {
       required: (card.security ?? []).length > 0,
