@@ -76,26 +76,42 @@ const EVIDENCE_RUN_OPTIONS = ["--out", "--instances", "--build", "--discovery-ur
 /** `evidence run [--out f] [--instances n] [--build kind:id] [--discovery-url u] [--api-key-file f]`, `evidence verify <file> [--discovery u|f]`. */
 function evidenceCommand(rest: readonly string[]): CliCommand {
   const [sub, ...args] = rest;
-  const pairs = args.flatMap((a) => (a.startsWith("--") && a.includes("=") ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)] : [a]));
+  const pairs = args.flatMap((a) =>
+    a.startsWith("--") && a.includes("=") ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)] : [a],
+  );
   const options: Record<string, string> = {};
   const positional: string[] = [];
   for (let i = 0; i < pairs.length; i++) {
     const arg = pairs[i]!;
     if (!arg.startsWith("--")) positional.push(arg);
-    else if (pairs[i + 1] === undefined) return { kind: "usage", problem: `"evidence ${sub ?? ""}": ${arg} needs a value` };
+    else if (pairs[i + 1] === undefined)
+      return { kind: "usage", problem: `"evidence ${sub ?? ""}": ${arg} needs a value` };
     else options[arg] = pairs[++i]!;
   }
   if (sub === "run") {
     const unknown = Object.keys(options).find((o) => !EVIDENCE_RUN_OPTIONS.includes(o));
     if (unknown || positional.length > 0)
-      return { kind: "usage", problem: `"evidence run" takes ${EVIDENCE_RUN_OPTIONS.join(", ")} (got ${unknown ?? positional[0]})` };
+      return {
+        kind: "usage",
+        problem: `"evidence run" takes ${EVIDENCE_RUN_OPTIONS.join(", ")} (got ${unknown ?? positional[0]})`,
+      };
     return { kind: "evidence-run", options };
   }
   if (sub === "verify") {
     const unknown = Object.keys(options).find((o) => o !== "--discovery");
     if (unknown || positional.length !== 1)
-      return { kind: "usage", problem: '"evidence verify" takes one bundle file and optionally --discovery <url or file>' };
-    return { kind: "evidence-verify", file: positional[0]!, ...(options["--discovery"] ? { discovery: options["--discovery"] } : {}) };
+      return {
+        kind: "usage",
+        problem: '"evidence verify" takes one bundle file and optionally --discovery <url or file>',
+      };
+    return {
+      kind: "evidence-verify",
+      file: positional[0]!,
+      ...(options["--discovery"] ? { discovery: options["--discovery"] } : {}),
+    };
   }
-  return { kind: "usage", problem: `"evidence" takes "run" or "verify" (got ${sub === undefined ? "nothing" : `"${sub}"`})` };
+  return {
+    kind: "usage",
+    problem: `"evidence" takes "run" or "verify" (got ${sub === undefined ? "nothing" : `"${sub}"`})`,
+  };
 }

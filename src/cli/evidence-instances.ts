@@ -35,7 +35,11 @@ async function freePort(): Promise<number> {
  * database) and a fresh incarnation, and waits until it listens. The process dies with SIGKILL only, as in a
  * crash: the witness never stops an instance any other way.
  */
-export async function startInstance(command: HostCommand, env: NodeJS.ProcessEnv, extra: Record<string, string> = {}): Promise<Instance> {
+export async function startInstance(
+  command: HostCommand,
+  env: NodeJS.ProcessEnv,
+  extra: Record<string, string> = {},
+): Promise<Instance> {
   const port = await freePort();
   const incarnation = `boot-${randomBytes(9).toString("base64url")}`;
   const child = spawn(command.file, command.args, {
@@ -55,7 +59,10 @@ export async function startInstance(command: HostCommand, env: NodeJS.ProcessEnv
   child.stderr!.on("data", (d: Buffer) => (log += d.toString()));
   const exited = new Promise<number>((resolve) => child.once("exit", () => resolve(Date.now())));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`a witness instance did not start within 30 s:\n${log.slice(-4000)}`)), 30_000);
+    const timer = setTimeout(
+      () => reject(new Error(`a witness instance did not start within 30 s:\n${log.slice(-4000)}`)),
+      30_000,
+    );
     child.stdout!.on("data", () => {
       if (log.includes("listening on")) {
         clearTimeout(timer);

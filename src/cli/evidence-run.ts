@@ -16,7 +16,13 @@ import { packageVersion } from "../domain/package-version.js";
 import { loadEvidenceKey, type EvidenceKey } from "../secrets/evidence-key.js";
 import { SecretValue } from "../secrets/secret-value.js";
 import { killInstance, startInstance, type HostCommand, type Instance } from "./evidence-instances.js";
-import { boundIsDerived, killAfterAccept, killDuringExecution, poisonNotExercised, type Witness } from "./evidence-scenarios.js";
+import {
+  boundIsDerived,
+  killAfterAccept,
+  killDuringExecution,
+  poisonNotExercised,
+  type Witness,
+} from "./evidence-scenarios.js";
 
 export interface EvidenceRunOptions {
   /** Where the bundle is written. */
@@ -40,7 +46,8 @@ const sha256 = (text: string | Buffer): string => createHash("sha256").update(te
 /** The key the deployment's instances list: EVIDENCE_SIGNING_KEY (or its _FILE), else the one under DATA_DIR. */
 async function evidenceKeyOf(env: NodeJS.ProcessEnv): Promise<EvidenceKey | undefined> {
   const file = env["EVIDENCE_SIGNING_KEY_FILE"];
-  const configured = env["EVIDENCE_SIGNING_KEY"] ?? (file ? (await readFile(file, "utf8")).replace(/[\r\n]+$/, "") : undefined);
+  const configured =
+    env["EVIDENCE_SIGNING_KEY"] ?? (file ? (await readFile(file, "utf8")).replace(/[\r\n]+$/, "") : undefined);
   return loadEvidenceKey({
     ...(configured ? { configured: new SecretValue(configured) } : {}),
     dataDir: resolve(env["DATA_DIR"] ?? "data"),
@@ -48,7 +55,10 @@ async function evidenceKeyOf(env: NodeJS.ProcessEnv): Promise<EvidenceKey | unde
   });
 }
 
-function buildOf(spec: string | undefined, entry: string): Promise<EvidenceBundle["host"]["build"]> | EvidenceBundle["host"]["build"] {
+function buildOf(
+  spec: string | undefined,
+  entry: string,
+): Promise<EvidenceBundle["host"]["build"]> | EvidenceBundle["host"]["build"] {
   if (spec) {
     const at = spec.indexOf(":");
     const kind = spec.slice(0, at);
@@ -68,11 +78,15 @@ export async function runEvidence(options: EvidenceRunOptions): Promise<Evidence
   const env = { ...(options.env ?? process.env) };
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   if (!env["MONGODB_URI"] && !env["MONGODB_URI_FILE"])
-    throw new Error("evidence run needs MONGODB_URI: the witness instances must share one store, as the deployment's do");
+    throw new Error(
+      "evidence run needs MONGODB_URI: the witness instances must share one store, as the deployment's do",
+    );
   const count = options.instances ?? 3;
-  if (!Number.isInteger(count) || count < 2) throw new Error("--instances must be at least 2: peer-resume needs a live peer when the kill lands");
+  if (!Number.isInteger(count) || count < 2)
+    throw new Error("--instances must be at least 2: peer-resume needs a live peer when the kill lands");
   const key = await evidenceKeyOf(env);
-  if (!key) throw new Error("no evidence key: set EVIDENCE_SIGNING_KEY (production lists and signs with no generated key)");
+  if (!key)
+    throw new Error("no evidence key: set EVIDENCE_SIGNING_KEY (production lists and signs with no generated key)");
   const command = options.command ?? { file: process.execPath, args: [...process.execArgv, process.argv[1]!] };
   const build = await buildOf(options.build, command.args.at(-1)!);
   // The witness's own database on the deployment's server, and only the host's conformance workflows.
@@ -104,9 +118,16 @@ export async function runEvidence(options: EvidenceRunOptions): Promise<Evidence
     const document = (await (await fetch(discoveryUrl, { headers: w.headers })).json()) as Record<string, unknown>;
     const listed = Array.isArray(document["signingKeys"]) ? (document["signingKeys"] as Array<{ keyId?: string }>) : [];
     if (!listed.some((k) => k.keyId === key.keyId))
-      throw new Error(`${discoveryUrl} does not list the evidence key "${key.keyId}" in signingKeys[]; a bundle signed with it would not be attributable`);
+      throw new Error(
+        `${discoveryUrl} does not list the evidence key "${key.keyId}" in signingKeys[]; a bundle signed with it would not be attributable`,
+      );
     const bundle = assemble(rows, { build, discoveryUrl, document });
-    bundle.signature = { alg: "ed25519", keyId: key.keyId, sig: key.sign(attestationInput(bundle)), over: [...ATTESTED_MEMBERS] };
+    bundle.signature = {
+      alg: "ed25519",
+      keyId: key.keyId,
+      sig: key.sign(attestationInput(bundle)),
+      over: [...ATTESTED_MEMBERS],
+    };
     await writeFile(options.out, `${JSON.stringify(bundle, null, 2)}\n`);
     return bundle;
   } finally {
@@ -120,7 +141,10 @@ function assemble(
   about: { build: EvidenceBundle["host"]["build"]; discoveryUrl: string; document: Record<string, unknown> },
 ): EvidenceBundle {
   const results = { totals: tally(rows), requirements: rows };
-  const assertionCount = Math.max(1, rows.reduce((n, r) => n + (r.assertions ?? 0), 0));
+  const assertionCount = Math.max(
+    1,
+    rows.reduce((n, r) => n + (r.assertions ?? 0), 0),
+  );
   const failing = nonPass(rows);
   const { rung } = deriveRung(rows);
   const versions = about.document["protocolVersions"];
@@ -128,12 +152,19 @@ function assemble(
     bundleVersion: "3",
     generatedAt: new Date().toISOString(),
     // The witness is this host's own command, not the OpenWOP suite package; the name is the schema's constant.
-    suite: { name: "@openwop/openwop-conformance", version: `openwop-a2a-host-evidence@${packageVersion}`, targetMajor: 1, specArtifactsVersion: "2.34.0" },
+    suite: {
+      name: "@openwop/openwop-conformance",
+      version: `openwop-a2a-host-evidence@${packageVersion}`,
+      targetMajor: 1,
+      specArtifactsVersion: "2.34.0",
+    },
     host: { name: "openwop-a2a-host", version: packageVersion, build: about.build },
     discovery: {
       url: about.discoveryUrl,
       sha256: sha256(canonicalJson(about.document)),
-      protocolVersions: Array.isArray(versions) ? (versions as string[]) : [String(about.document["protocolVersion"] ?? "1.0")],
+      protocolVersions: Array.isArray(versions)
+        ? (versions as string[])
+        : [String(about.document["protocolVersion"] ?? "1.0")],
       preferredVersion: String(about.document["preferredVersion"] ?? about.document["protocolVersion"] ?? "1.0"),
       document: about.document,
     },

@@ -18,6 +18,10 @@ export interface Witness {
   log: (line: string) => void;
 }
 
+interface Snapshot {
+  lease?: { instanceId?: string };
+}
+
 interface RunEvent {
   type: string;
   sequence: number;
@@ -39,10 +43,10 @@ const notPass = (scenario: string, result: RequirementRow["result"], detail: str
   detail,
 });
 
-async function getJson(w: Witness, url: string): Promise<any> {
+async function getJson<T>(w: Witness, url: string): Promise<T> {
   const res = await fetch(url, { headers: w.headers });
   if (!res.ok) throw new Error(`GET ${url}: HTTP ${res.status}`);
-  return res.json();
+  return (await res.json()) as T;
 }
 
 async function send(w: Witness, on: Instance, skillId: string, messageId: string): Promise<string | undefined> {
@@ -54,7 +58,13 @@ async function send(w: Witness, on: Instance, skillId: string, messageId: string
       id: 1,
       method: "message/send",
       params: {
-        message: { kind: "message", role: "user", messageId, parts: [{ kind: "text", text: "witness" }], metadata: { skillId } },
+        message: {
+          kind: "message",
+          role: "user",
+          messageId,
+          parts: [{ kind: "text", text: "witness" }],
+          metadata: { skillId },
+        },
         configuration: { blocking: false },
       },
     }),
@@ -65,8 +75,12 @@ async function send(w: Witness, on: Instance, skillId: string, messageId: string
 }
 
 const events = async (w: Witness, on: Instance, runId: string): Promise<RunEvent[]> =>
-  ((await getJson(w, `${on.baseUrl}/v1/runs/${encodeURIComponent(runId)}/events/poll?timeoutMs=0&limit=1000`)) as { events: RunEvent[] })
-    .events;
+  (
+    await getJson<{ events: RunEvent[] }>(
+      w,
+      `${on.baseUrl}/v1/runs/${encodeURIComponent(runId)}/events/poll?timeoutMs=0&limit=1000`,
+    )
+  ).events;
 
 async function until<T>(read: () => Promise<T | undefined>, ms: number): Promise<T | undefined> {
   const deadline = Date.now() + ms;
@@ -79,15 +93,31 @@ async function until<T>(read: () => Promise<T | undefined>, ms: number): Promise
 
 /** bound-is-derived: the declared bounds, each equal to the sum of its terms (a paper check, never liveness). */
 export async function boundIsDerived(w: Witness): Promise<{ row: RequirementRow; bound?: RecoveryBound }> {
-  const doc = await getJson(w, `${w.instances[0]!.baseUrl}/.well-known/openwop`);
+  const doc = await getJson<{ recoveryEvidence?: { recoveryBounds?: RecoveryBound[] } }>(
+    w,
+    `${w.instances[0]!.baseUrl}/.well-known/openwop`,
+  );
   const bounds = (doc?.recoveryEvidence?.recoveryBounds ?? []) as RecoveryBound[];
   if (bounds.length === 0)
     return { row: notPass(RECOVERY_ROWS.boundIsDerived, "executed-fail", "discovery declares no recoveryBounds[]") };
   const wrong = bounds.filter((b) => b.terms.reduce((s, t) => s + t.ms, 0) !== b.bound);
   if (wrong.length > 0)
-    return { row: notPass(RECOVERY_ROWS.boundIsDerived, "executed-fail", `bounds not the sum of their terms: ${wrong.map((b) => b.class).join(", ")}`) };
-  const recoveryBounds = bounds.map((b) => ({ class: b.class, bound: b.bound, terms: b.terms.map((t) => ({ name: t.name, ms: t.ms })) }));
-  return { row: pass(RECOVERY_ROWS.boundIsDerived, bounds.length, { evidence: { recoveryBounds } }), bound: recoveryBounds[0] };
+    return {
+      row: notPass(
+        RECOVERY_ROWS.boundIsDerived,
+        "executed-fail",
+        `bounds not the sum of their terms: ${wrong.map((b) => b.class).join(", ")}`,
+      ),
+    };
+  const recoveryBounds = bounds.map((b) => ({
+    class: b.class,
+    bound: b.bound,
+    terms: b.terms.map((t) => ({ name: t.name, ms: t.ms })),
+  }));
+  return {
+    row: pass(RECOVERY_ROWS.boundIsDerived, bounds.length, { evidence: { recoveryBounds } }),
+    bound: recoveryBounds[0],
+  };
 }
 
 /**
@@ -99,7 +129,11 @@ export async function boundIsDerived(w: Witness): Promise<{ row: RequirementRow;
 export async function killAfterAccept(w: Witness, bound: RecoveryBound): Promise<RequirementRow[]> {
   if (w.env["NODE_ENV"] === "production")
     return [
-      notPass(RECOVERY_ROWS.killAfterAccept, "blocked", "precondition unmet: the store's kill seam that holds dispatch is refused with NODE_ENV=production"),
+      notPass(
+        RECOVERY_ROWS.killAfterAccept,
+        "blocked",
+        "precondition unmet: the store's kill seam that holds dispatch is refused with NODE_ENV=production",
+      ),
       notPass(RECOVERY_ROWS.duplicateDelivery, "blocked", "precondition unmet: runs on the kill-after-accept exercise"),
     ];
   const victim = await startInstance(w.command, w.env, { OPENWOP_TEST_KILL_AFTER_EVENTS_WRITE: "node.started" });
@@ -109,20 +143,41 @@ export async function killAfterAccept(w: Witness, bound: RecoveryBound): Promise
   const [peerA, peerB] = w.instances as [Instance, Instance, ...Instance[]];
   const runId = await send(w, peerA, "conformance-noop", messageId); // the stored run, by its message id
   if (victim.child.signalCode !== "SIGKILL")
-    return [notPass(RECOVERY_ROWS.killAfterAccept, "executed-fail", "the instance holding dispatch did not die by SIGKILL")];
-  const started = await until(async () => (await events(w, peerA, runId!)).find((e) => e.type === "node.started"), 10 * bound.bound);
+    return [
+      notPass(RECOVERY_ROWS.killAfterAccept, "executed-fail", "the instance holding dispatch did not die by SIGKILL"),
+    ];
+  const started = await until(
+    async () => (await events(w, peerA, runId!)).find((e) => e.type === "node.started"),
+    10 * bound.bound,
+  );
   if (!started)
-    return [notPass(RECOVERY_ROWS.killAfterAccept, "executed-fail", `no peer dispatched the run within ${10 * bound.bound} ms`)];
+    return [
+      notPass(
+        RECOVERY_ROWS.killAfterAccept,
+        "executed-fail",
+        `no peer dispatched the run within ${10 * bound.bound} ms`,
+      ),
+    ];
   // The seam kills inside the write of node.started, so a committed node.started is a peer's, after the kill.
   if (Date.parse(started.timestamp) < killedAt - 1_000)
-    return [notPass(RECOVERY_ROWS.killAfterAccept, "executed-fail", "the run was dispatched before the kill: the seam did not hold dispatch")];
+    return [
+      notPass(
+        RECOVERY_ROWS.killAfterAccept,
+        "executed-fail",
+        "the run was dispatched before the kill: the seam did not hold dispatch",
+      ),
+    ];
   const observedMs = Math.max(0, Date.parse(started.timestamp) - killedAt);
   w.log(`kill-after-accept: a peer dispatched ${observedMs} ms after the kill (bound ${bound.bound} ms)`);
   const recovery = { class: bound.class, boundMs: bound.bound, observedMs };
   const row =
     observedMs <= bound.bound
       ? pass(RECOVERY_ROWS.killAfterAccept, 3, { evidence: { recovery } })
-      : notPass(RECOVERY_ROWS.killAfterAccept, "executed-fail", `resumed after ${observedMs} ms, beyond the ${bound.bound} ms bound`);
+      : notPass(
+          RECOVERY_ROWS.killAfterAccept,
+          "executed-fail",
+          `resumed after ${observedMs} ms, beyond the ${bound.bound} ms bound`,
+        );
 
   for (const target of [peerA, peerB]) {
     if ((await send(w, target, "conformance-noop", messageId)) !== runId)
@@ -138,9 +193,14 @@ export async function killAfterAccept(w: Witness, bound: RecoveryBound): Promise
     row,
     once
       ? pass(RECOVERY_ROWS.duplicateDelivery, 3, {
-          detail: "invocations counted in the host's committed run log (node.started), not at a receiver the witness owns",
+          detail:
+            "invocations counted in the host's committed run log (node.started), not at a receiver the witness owns",
         })
-      : notPass(RECOVERY_ROWS.duplicateDelivery, "executed-fail", `the run log shows ${count("node.started")} node starts and ${count("run.completed")} completions`),
+      : notPass(
+          RECOVERY_ROWS.duplicateDelivery,
+          "executed-fail",
+          `the run log shows ${count("node.started")} node starts and ${count("run.completed")} completions`,
+        ),
   ];
 }
 
@@ -154,11 +214,20 @@ export async function killDuringExecution(w: Witness, bound: RecoveryBound): Pro
   const [victim, ...peers] = w.instances as [Instance, ...Instance[]];
   const runId = await send(w, victim, "conformance-cancellable", randomUUID());
   const held = await until(async () => {
-    const snap = await getJson(w, `${victim.baseUrl}/v1/runs/${encodeURIComponent(runId!)}`);
+    const snap = await getJson<Snapshot>(w, `${victim.baseUrl}/v1/runs/${encodeURIComponent(runId!)}`);
     const log = await events(w, victim, runId!);
-    return snap?.lease?.instanceId === victim.incarnation && log.some((e) => e.type === "node.started") ? true : undefined;
+    return snap?.lease?.instanceId === victim.incarnation && log.some((e) => e.type === "node.started")
+      ? true
+      : undefined;
   }, 30_000);
-  if (!held) return [notPass(RECOVERY_ROWS.killDuringExecution, "executed-fail", "the accepting instance never held the run while its node ran")];
+  if (!held)
+    return [
+      notPass(
+        RECOVERY_ROWS.killDuringExecution,
+        "executed-fail",
+        "the accepting instance never held the run while its node ran",
+      ),
+    ];
   let probes = 0;
   let answered = 0;
   let probing = true;
@@ -166,21 +235,39 @@ export async function killDuringExecution(w: Witness, bound: RecoveryBound): Pro
     while (probing) {
       for (const peer of peers) {
         probes++;
-        if (await fetch(`${peer.baseUrl}/healthz`).then((r) => r.ok, () => false)) answered++;
+        if (
+          await fetch(`${peer.baseUrl}/healthz`).then(
+            (r) => r.ok,
+            () => false,
+          )
+        )
+          answered++;
       }
       await new Promise((r) => setTimeout(r, 50));
     }
   })();
   const killedAt = await killInstance(victim);
   w.instances.splice(0, 1);
-  const resumed = await until(async () => (await events(w, peers[0]!, runId!)).find((e) => e.type === "node.interrupted"), 10 * bound.bound);
+  const resumed = await until(
+    async () => (await events(w, peers[0]!, runId!)).find((e) => e.type === "node.interrupted"),
+    10 * bound.bound,
+  );
   probing = false;
   await trace;
-  const snap = await getJson(w, `${peers[0]!.baseUrl}/v1/runs/${encodeURIComponent(runId!)}`).catch(() => undefined);
-  await fetch(`${peers[0]!.baseUrl}/v1/runs/${encodeURIComponent(runId!)}/cancel`, { method: "POST", headers: w.headers }).catch(() => undefined);
+  const snap = await getJson<Snapshot>(w, `${peers[0]!.baseUrl}/v1/runs/${encodeURIComponent(runId!)}`).catch(
+    () => undefined,
+  );
+  await fetch(`${peers[0]!.baseUrl}/v1/runs/${encodeURIComponent(runId!)}/cancel`, {
+    method: "POST",
+    headers: w.headers,
+  }).catch(() => undefined);
   if (!resumed)
     return [
-      notPass(RECOVERY_ROWS.killDuringExecution, "executed-fail", `no peer resumed the run within ${10 * bound.bound} ms`),
+      notPass(
+        RECOVERY_ROWS.killDuringExecution,
+        "executed-fail",
+        `no peer resumed the run within ${10 * bound.bound} ms`,
+      ),
       notPass(RECOVERY_ROWS.peerResume, "executed-fail", "the run was not resumed"),
     ];
   const observedMs = Math.max(0, Date.parse(resumed.timestamp) - killedAt);
@@ -190,7 +277,11 @@ export async function killDuringExecution(w: Witness, bound: RecoveryBound): Pro
   const row =
     observedMs <= bound.bound
       ? pass(RECOVERY_ROWS.killDuringExecution, 3, { evidence: { recovery } })
-      : notPass(RECOVERY_ROWS.killDuringExecution, "executed-fail", `resumed after ${observedMs} ms, beyond the ${bound.bound} ms bound`);
+      : notPass(
+          RECOVERY_ROWS.killDuringExecution,
+          "executed-fail",
+          `resumed after ${observedMs} ms, beyond the ${bound.bound} ms bound`,
+        );
   const peerRow =
     resumer && resumer !== victim.incarnation && peers.some((p) => p.incarnation === resumer) && answered === probes
       ? pass(RECOVERY_ROWS.peerResume, 3, {

@@ -66,7 +66,9 @@ export function verifyBundle(bundle: unknown, discovery: Record<string, unknown>
       problems.push(`the attestation does not verify under the published key "${sig.keyId}"`);
   }
   if (b.results.totals.blocked > 0)
-    problems.push(`results.totals.blocked is ${b.results.totals.blocked}: a bundle with a blocked row does not certify`);
+    problems.push(
+      `results.totals.blocked is ${b.results.totals.blocked}: a bundle with a blocked row does not certify`,
+    );
   const derived = deriveRung(b.results.requirements);
   if (b.durability) {
     const order: DurabilityRung[] = ["durable-single-instance", "durable-multi-instance", "multi-region-qualified"];
@@ -81,7 +83,8 @@ export function verifyBundle(bundle: unknown, discovery: Record<string, unknown>
 /** The first structural fault that makes the bundle unreadable as v3, if any. */
 function shapeProblem(bundle: unknown): string | undefined {
   if (!isObject(bundle)) return "the file is not a JSON object";
-  if (bundle["bundleVersion"] !== "3") return `bundleVersion is ${JSON.stringify(bundle["bundleVersion"])}; this verifier reads bundle v3`;
+  if (bundle["bundleVersion"] !== "3")
+    return `bundleVersion is ${JSON.stringify(bundle["bundleVersion"])}; this verifier reads bundle v3`;
   const host = bundle["host"];
   const suite = bundle["suite"];
   const disc = bundle["discovery"];
@@ -115,15 +118,20 @@ export async function readDiscovery(source: string): Promise<{ document?: Record
 }
 
 /** `evidence verify <file> [--discovery <url|file>]`: the verdict on stdout, exit 0 (verifies) or 1 (refused). */
-export async function verifyCommand(file: string, discoverySource: string | undefined): Promise<{ code: number; text: string }> {
+export async function verifyCommand(
+  file: string,
+  discoverySource: string | undefined,
+): Promise<{ code: number; text: string }> {
   let bundle: unknown;
   try {
     bundle = JSON.parse(await readFile(file, "utf8"));
   } catch (err) {
     return { code: 1, text: `refused: ${file} could not be read as JSON (${(err as Error).message})\n` };
   }
-  const source = discoverySource ?? (isObject(bundle) && isObject(bundle["discovery"]) ? bundle["discovery"]["url"] : undefined);
-  const read = typeof source === "string" ? await readDiscovery(source) : { problem: "the bundle names no discovery.url" };
+  const source =
+    discoverySource ?? (isObject(bundle) && isObject(bundle["discovery"]) ? bundle["discovery"]["url"] : undefined);
+  const read =
+    typeof source === "string" ? await readDiscovery(source) : { problem: "the bundle names no discovery.url" };
   const verdict = verifyBundle(bundle, read.document);
   if (verdict.ok)
     return {

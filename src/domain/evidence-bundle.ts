@@ -53,7 +53,12 @@ export interface EvidenceBundle {
     preferredVersion: string;
     document?: Record<string, unknown>;
   };
-  claimedProfiles: Array<{ id: string; evidenceTier: "self" | "steward" | "independent"; witnessCount: number; certified: boolean }>;
+  claimedProfiles: Array<{
+    id: string;
+    evidenceTier: "self" | "steward" | "independent";
+    witnessCount: number;
+    certified: boolean;
+  }>;
   results: { totals: Totals; requirements: RequirementRow[] };
   witnessSha256: string;
   assertionCount: number;
@@ -104,7 +109,9 @@ export const rowId = (scenario: string): string => `openwop.requirement.0158.${s
  * suite: {version}, witnessSha256}`). Nothing else in the bundle is covered directly; the rows are covered
  * through `witnessSha256`.
  */
-export function attestationInput(bundle: Pick<EvidenceBundle, "witnessSha256" | "host" | "suite" | "discovery">): string {
+export function attestationInput(
+  bundle: Pick<EvidenceBundle, "witnessSha256" | "host" | "suite" | "discovery">,
+): string {
   return canonicalJson({
     witnessSha256: bundle.witnessSha256,
     host: { build: bundle.host.build },
@@ -164,7 +171,8 @@ export function deriveRung(rows: readonly RequirementRow[]): { rung?: Durability
   if (declared.length === 0) problems.push(`${rowId(RECOVERY_ROWS.boundIsDerived)} did not pass with recoveryBounds[]`);
   for (const b of declared) {
     const sum = b.terms.reduce((total, t) => total + t.ms, 0);
-    if (sum !== b.bound) problems.push(`recovery class "${b.class}" declares ${b.bound} ms but its terms sum to ${sum} ms`);
+    if (sum !== b.bound)
+      problems.push(`recovery class "${b.class}" declares ${b.bound} ms but its terms sum to ${sum} ms`);
   }
   for (const name of [RECOVERY_ROWS.killAfterAccept, RECOVERY_ROWS.killDuringExecution]) {
     const kill = row(name);
@@ -176,7 +184,9 @@ export function deriveRung(rows: readonly RequirementRow[]): { rung?: Durability
     const cls = declared.find((b) => b.class === recovery.class);
     if (!cls) problems.push(`${rowId(name)} names recovery class "${recovery.class}", which no bound declares`);
     else if (cls.bound !== recovery.boundMs)
-      problems.push(`${rowId(name)} was judged against ${recovery.boundMs} ms, but class "${cls.class}" declares ${cls.bound} ms`);
+      problems.push(
+        `${rowId(name)} was judged against ${recovery.boundMs} ms, but class "${cls.class}" declares ${cls.bound} ms`,
+      );
     if (recovery.observedMs > recovery.boundMs)
       problems.push(`${rowId(name)} resumed after ${recovery.observedMs} ms, beyond its ${recovery.boundMs} ms bound`);
   }
@@ -184,6 +194,9 @@ export function deriveRung(rows: readonly RequirementRow[]): { rung?: Durability
   const peer = row(RECOVERY_ROWS.peerResume);
   const tokens = peer?.result === "executed-pass" ? peerResumeTokens(peer.detail) : undefined;
   if (!tokens || tokens.acceptedBy === tokens.resumedBy)
-    return { rung: "durable-single-instance", problems: [`${rowId(RECOVERY_ROWS.peerResume)} does not show a different process resuming`] };
+    return {
+      rung: "durable-single-instance",
+      problems: [`${rowId(RECOVERY_ROWS.peerResume)} does not show a different process resuming`],
+    };
   return { rung: "durable-multi-instance", problems: [] };
 }

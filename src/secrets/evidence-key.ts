@@ -8,7 +8,6 @@ import { SecretValue } from "./secret-value.js";
 /** Where a development machine keeps its generated evidence key, relative to DATA_DIR. */
 export const EVIDENCE_KEY_FILE = join("keys", "evidence-signing-key.json");
 
-
 const KEY_ID = /^[A-Za-z0-9._~-]{1,128}$/;
 
 /**
@@ -83,7 +82,9 @@ export function privateEd25519(raw: string, source: string): { key: KeyObject; k
     throw new Error(`${source} does not parse as a private Ed25519 key (a private JWK with "d", or a PKCS#8 PEM)`);
   }
   if (key.asymmetricKeyType !== "ed25519")
-    throw new Error(`${source}: a ${key.asymmetricKeyType ?? "unknown"} key; evidence bundles are signed with Ed25519 only`);
+    throw new Error(
+      `${source}: a ${key.asymmetricKeyType ?? "unknown"} key; evidence bundles are signed with Ed25519 only`,
+    );
   if (kid !== undefined && (typeof kid !== "string" || !KEY_ID.test(kid)))
     throw new Error(`${source}: "kid" must be 1-128 characters A-Z a-z 0-9 . _ ~ -`);
   return { key, ...(typeof kid === "string" ? { kid } : {}) };

@@ -49,7 +49,11 @@ describe("evidence bundle v3 from a three-instance run", () => {
       log: (line) => lines.push(line),
     });
     // The host the bundle is about, started afterwards on the same data directory: it publishes the same key.
-    host = await startServerProcess({ MONGODB_URI: mongoUri, MONGODB_DB: `evidence_${randomUUID().slice(0, 8)}`, DATA_DIR: dataDir });
+    host = await startServerProcess({
+      MONGODB_URI: mongoUri,
+      MONGODB_DB: `evidence_${randomUUID().slice(0, 8)}`,
+      DATA_DIR: dataDir,
+    });
     discovery = (await (await fetch(`${host.baseUrl}/.well-known/openwop`)).json()) as Record<string, unknown>;
   }, 180_000);
   afterAll(async () => {
@@ -60,7 +64,13 @@ describe("evidence bundle v3 from a three-instance run", () => {
   it("witnesses every exercised row under real SIGKILLs, derives durable-multi-instance, and writes what it returns", async () => {
     expect(JSON.parse(await readFile(out, "utf8"))).toEqual(bundle);
     const result = (scenario: string) => bundle.results.requirements.find((r) => r.id === rowId(scenario));
-    for (const scenario of ["bound-is-derived", "kill-after-accept", "kill-during-execution", "peer-resume", "duplicate-delivery"])
+    for (const scenario of [
+      "bound-is-derived",
+      "kill-after-accept",
+      "kill-during-execution",
+      "peer-resume",
+      "duplicate-delivery",
+    ])
       expect(result(scenario)?.result, `${scenario}: ${result(scenario)?.detail}`).toBe("executed-pass");
     expect(result("poison-exhaustion")?.result).toBe("skipped");
     expect(bundle.detail?.nonPass.map((r) => r.id)).toEqual([rowId("poison-exhaustion")]);
@@ -80,7 +90,9 @@ describe("evidence bundle v3 from a three-instance run", () => {
       expect(recovery).toMatchObject({ class: "task-execution-lease", boundMs: TTL_MS + HEARTBEAT_MS });
       expect(recovery!.observedMs).toBeLessThanOrEqual(TTL_MS + HEARTBEAT_MS);
     }
-    const tokens = /accepted-by=(\S+) resumed-by=(\S+) survivors-answered=(\d+)\/(\d+)/.exec(result("peer-resume")!.detail!);
+    const tokens = /accepted-by=(\S+) resumed-by=(\S+) survivors-answered=(\d+)\/(\d+)/.exec(
+      result("peer-resume")!.detail!,
+    );
     expect(tokens?.[1]).not.toBe(tokens?.[2]);
     expect(tokens?.[3]).toBe(tokens?.[4]);
     expect(bundle.durability).toEqual({ rung: "durable-multi-instance" });
@@ -120,7 +132,10 @@ describe("evidence bundle v3 from a three-instance run", () => {
   });
 
   it("refuses a key that is not published, a wrong key under the published id, and no discovery document", async () => {
-    const other = await loadEvidenceKey({ dataDir: await mkdtemp(join(tmpdir(), "evidence-other-")), production: false });
+    const other = await loadEvidenceKey({
+      dataDir: await mkdtemp(join(tmpdir(), "evidence-other-")),
+      production: false,
+    });
     const foreign = clone(bundle);
     foreign.signature = { ...foreign.signature!, keyId: other!.keyId, sig: other!.sign(attestationInput(foreign)) };
     expect(verifyBundle(foreign, discovery).problems[0]).toMatch(/^signature\.keyId "evidence-.*" is not published/);
@@ -155,6 +170,8 @@ describe("evidence bundle v3 from a three-instance run", () => {
     lonely.durability = { rung: "durable-multi-instance" };
     const problems = verifyBundle(resign(lonely), discovery).problems;
     expect(problems).toHaveLength(1);
-    expect(problems[0]).toMatch(/^rung-not-derivable: the bundle claims durable-multi-instance, the signed rows support durable-single-instance/);
+    expect(problems[0]).toMatch(
+      /^rung-not-derivable: the bundle claims durable-multi-instance, the signed rows support durable-single-instance/,
+    );
   });
 });

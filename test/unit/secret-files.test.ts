@@ -117,6 +117,7 @@ describe("<NAME>_FILE", () => {
         "A2A_PEER_CALLBACK_KEY",
         "API_KEYS",
         "CONSOLE_OIDC_CLIENT_SECRET",
+        "EVIDENCE_SIGNING_KEY",
         "INTERRUPT_TOKEN_KEYS",
         "MONGODB_URI",
         "PUSH_ENCRYPTION_KEY",
