@@ -79,6 +79,7 @@ async function evidenceRun(options: Record<string, string>): Promise<number> {
       out,
       ...(options["--instances"] ? { instances: Number(options["--instances"]) } : {}),
       ...(options["--build"] ? { build: options["--build"] } : {}),
+      ...(options["--accept-skill"] ? { acceptSkill: options["--accept-skill"] } : {}),
       ...(options["--discovery-url"] ? { discoveryUrl: options["--discovery-url"] } : {}),
       ...(apiKeyFile ? { apiKey: (await readFile(apiKeyFile, "utf8")).trim() } : {}),
     });

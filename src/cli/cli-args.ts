@@ -71,7 +71,7 @@ function keysCommand(rest: readonly string[]): CliCommand {
   };
 }
 
-const EVIDENCE_RUN_OPTIONS = ["--out", "--instances", "--build", "--discovery-url", "--api-key-file"];
+const EVIDENCE_RUN_OPTIONS = ["--out", "--instances", "--build", "--accept-skill", "--discovery-url", "--api-key-file"];
 
 /** `evidence run [--out f] [--instances n] [--build kind:id] [--discovery-url u] [--api-key-file f]`, `evidence verify <file> [--discovery u|f]`. */
 function evidenceCommand(rest: readonly string[]): CliCommand {

@@ -33,6 +33,8 @@ export interface EvidenceRunOptions {
   build?: string;
   /** The discovery URL the bundle is about (the deployment's public one); default: the first witness instance's. */
   discoveryUrl?: string;
+  /** A skill whose first node has effects (its node.started is a write of its own): kill-after-accept holds that write. */
+  acceptSkill?: string;
   /** A caller's API key, when the deployment requires one. */
   apiKey?: string;
   /** How to start one host process; default: this CLI (same node, same entry). */
@@ -93,9 +95,8 @@ export async function runEvidence(options: EvidenceRunOptions): Promise<Evidence
   const witnessEnv: NodeJS.ProcessEnv = {
     ...env,
     MONGODB_DB: `openwop_evidence_${randomBytes(4).toString("hex")}`,
-    BUILTIN_WORKFLOWS: "conformance",
+    BUILTIN_WORKFLOWS: env["BUILTIN_WORKFLOWS"] ? `${env["BUILTIN_WORKFLOWS"]},conformance` : "conformance",
   };
-  delete witnessEnv["WORKFLOWS_DIR"];
   const instances: Instance[] = [];
   try {
     for (let i = 0; i < count; i++) instances.push(await startInstance(command, witnessEnv));
@@ -110,7 +111,7 @@ export async function runEvidence(options: EvidenceRunOptions): Promise<Evidence
     const derived = await boundIsDerived(w);
     const rows: RequirementRow[] = [derived.row];
     if (derived.bound) {
-      rows.push(...(await killAfterAccept(w, derived.bound)));
+      rows.push(...(await killAfterAccept(w, derived.bound, options.acceptSkill)));
       rows.push(...(await killDuringExecution(w, derived.bound)));
     }
     rows.push(poisonNotExercised());

@@ -74,6 +74,18 @@ async function send(w: Witness, on: Instance, skillId: string, messageId: string
   return body.result.id;
 }
 
+/** POST /v1/runs of `workflowId` with an Idempotency-Key: the stored run's id. */
+async function startRun(w: Witness, on: Instance, workflowId: string, key: string): Promise<string> {
+  const res = await fetch(`${on.baseUrl}/v1/runs`, {
+    method: "POST",
+    headers: { ...w.headers, "content-type": "application/json", "idempotency-key": key },
+    body: JSON.stringify({ workflowId }),
+  });
+  const body = (await res.json()) as { runId?: string };
+  if (!res.ok || !body.runId) throw new Error(`POST /v1/runs: HTTP ${res.status}`);
+  return body.runId;
+}
+
 const events = async (w: Witness, on: Instance, runId: string): Promise<RunEvent[]> =>
   (
     await getJson<{ events: RunEvent[] }>(
@@ -124,9 +136,13 @@ export async function boundIsDerived(w: Witness): Promise<{ row: RequirementRow;
  * kill-after-accept (a hold-dispatch row): an extra instance whose store kill seam
  * (OPENWOP_TEST_KILL_AFTER_EVENTS_WRITE=node.started, refused in production) dies inside the write of the
  * node's start: the run is stored and started, its dispatch never committed. A peer must dispatch it. Then
- * duplicate-delivery: the same message delivered again to two other instances is the same run, run once.
+ * duplicate-delivery: the same request (its Idempotency-Key) delivered again to two other instances is the same run, run once.
  */
-export async function killAfterAccept(w: Witness, bound: RecoveryBound): Promise<RequirementRow[]> {
+export async function killAfterAccept(
+  w: Witness,
+  bound: RecoveryBound,
+  skill: string | undefined,
+): Promise<RequirementRow[]> {
   if (w.env["NODE_ENV"] === "production")
     return [
       notPass(
@@ -136,18 +152,25 @@ export async function killAfterAccept(w: Witness, bound: RecoveryBound): Promise
       ),
       notPass(RECOVERY_ROWS.duplicateDelivery, "blocked", "precondition unmet: runs on the kill-after-accept exercise"),
     ];
-  const victim = await startInstance(w.command, w.env, { OPENWOP_TEST_KILL_AFTER_EVENTS_WRITE: "node.started" });
-  const messageId = randomUUID();
-  await send(w, victim, "conformance-noop", messageId).catch(() => undefined); // answered, or cut off by the kill
-  const killedAt = await victim.exited;
-  const [peerA, peerB] = w.instances as [Instance, Instance, ...Instance[]];
-  const runId = await send(w, peerA, "conformance-noop", messageId); // the stored run, by its message id
-  if (victim.child.signalCode !== "SIGKILL")
+  if (!skill)
     return [
-      notPass(RECOVERY_ROWS.killAfterAccept, "executed-fail", "the instance holding dispatch did not die by SIGKILL"),
+      notPass(
+        RECOVERY_ROWS.killAfterAccept,
+        "blocked",
+        "precondition unmet: no skill whose first node has effects was named (--accept-skill); the built-in workflows' first nodes are pure, so their acceptance and dispatch are one write with no window to hold",
+      ),
+      notPass(RECOVERY_ROWS.duplicateDelivery, "blocked", "precondition unmet: runs on the kill-after-accept exercise"),
     ];
+  const victim = await startInstance(w.command, w.env, { OPENWOP_TEST_KILL_AFTER_EVENTS_WRITE: "node.started" });
+  const key = randomUUID();
+  // The run is stored by its creating write; the next write (node.started) kills the process, answered or not.
+  await startRun(w, victim, skill, key).catch(() => undefined);
+  const killedAt = await victim.exited;
+  // The same request to a peer answers the stored run (its Idempotency-Key was stored with it).
+  const runId = await startRun(w, w.instances[0]!, skill, key);
+  const [peerA, peerB] = w.instances as [Instance, Instance, ...Instance[]];
   const started = await until(
-    async () => (await events(w, peerA, runId!)).find((e) => e.type === "node.started"),
+    async () => (await events(w, peerA, runId)).find((e) => e.type === "node.started"),
     10 * bound.bound,
   );
   if (!started)
@@ -158,16 +181,23 @@ export async function killAfterAccept(w: Witness, bound: RecoveryBound): Promise
         `no peer dispatched the run within ${10 * bound.bound} ms`,
       ),
     ];
-  // The seam kills inside the write of node.started, so a committed node.started is a peer's, after the kill.
-  if (Date.parse(started.timestamp) < killedAt - 1_000)
+  const created = (await events(w, peerA, runId)).find((e) => e.type === "run.created");
+  // Stored before the kill, dispatched after it: the seam dies inside the write of node.started, so a committed
+  // node.started is a peer's.
+  if (
+    victim.child.signalCode !== "SIGKILL" ||
+    !created ||
+    Date.parse(created.timestamp) > killedAt ||
+    Date.parse(started.timestamp) < killedAt
+  )
     return [
       notPass(
         RECOVERY_ROWS.killAfterAccept,
         "executed-fail",
-        "the run was dispatched before the kill: the seam did not hold dispatch",
+        "the run was not stored before the kill and dispatched after it",
       ),
     ];
-  const observedMs = Math.max(0, Date.parse(started.timestamp) - killedAt);
+  const observedMs = Date.parse(started.timestamp) - killedAt;
   w.log(`kill-after-accept: a peer dispatched ${observedMs} ms after the kill (bound ${bound.bound} ms)`);
   const recovery = { class: bound.class, boundMs: bound.bound, observedMs };
   const row =
@@ -180,11 +210,11 @@ export async function killAfterAccept(w: Witness, bound: RecoveryBound): Promise
         );
 
   for (const target of [peerA, peerB]) {
-    if ((await send(w, target, "conformance-noop", messageId)) !== runId)
+    if ((await startRun(w, target, skill, key)) !== runId)
       return [row, notPass(RECOVERY_ROWS.duplicateDelivery, "executed-fail", "a redelivered message made another run")];
   }
   const done = await until(async () => {
-    const log = await events(w, peerB, runId!);
+    const log = await events(w, peerB, runId);
     return log.some((e) => e.type === "run.completed") ? log : undefined;
   }, 30_000);
   const count = (type: string) => done?.filter((e) => e.type === type).length ?? 0;

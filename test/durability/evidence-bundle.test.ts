@@ -39,11 +39,16 @@ describe("evidence bundle v3 from a three-instance run", () => {
       LEASE_TTL_MS: String(TTL_MS),
       LEASE_HEARTBEAT_MS: String(HEARTBEAT_MS),
       TIMER_POLL_MS: "100",
+      // kill-after-accept needs a first node with effects (a built-in first node is pure: stored with its run).
+      HANDLERS_MODULE: join(import.meta.dirname, "..", "fixtures", "durability-handlers.ts"),
+      WORKFLOWS_DIR: join(import.meta.dirname, "..", "fixtures", "durability-workflows"),
+      EFFECTS_COLLECTION: "evidence_effects",
     };
     bundle = await runEvidence({
       out,
       instances: 3,
       build: "commit:0123456789abcdef",
+      acceptSkill: "effect",
       command: { file: process.execPath, args: ["--import", "tsx", HOST_MAIN] },
       env,
       log: (line) => lines.push(line),
