@@ -33,7 +33,8 @@ const allowed = {
   // a2a: the agent-card settings (which card the bare well-known path serves) live with the card;
   // transport: the listening port's connection timeouts and caps (transport/connection-settings.ts).
   // The command line's pieces: its arguments, the help text, how a failed start is reported (src/main.ts runs them).
-  cli: ["domain", "engine", "observability"],
+  // secrets: `evidence` signs bundles with the host's evidence key and checks them against published keys.
+  cli: ["domain", "engine", "observability", "secrets"],
   config: ["domain", "auth", "egress", "interrupts", "peer", "push", "store", "engine", "secrets", "observability", "a2a", "workflows", "transport", "console"],
 };
 

@@ -260,6 +260,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     signedCards,
     recoveryEvidence: recoveryEvidence(config.leases, config.recovery),
     openwop: { versions: openwopVersions, lanes: authLanes(config.auth, config.publicUrl) },
+    signingKeys: core.evidenceKey ? [core.evidenceKey.listing()] : [],
   });
   // Five minutes: an added key reaches receivers' caches well before it signs (docs/security.md "Signing keys").
   addJwksRoute(router, { jwks: () => core.signingKeys.jwks(), maxAgeSeconds: 300 });

@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import { cliHelp } from "./cli/cli-help.js";
 import { initProject, initSummary } from "./cli/init-project.js";
 import type { CliCommand } from "./cli/cli-args.js";
@@ -28,6 +29,14 @@ export async function runCommand(command: Exclude<CliCommand, { kind: "start" }>
       // Only the keys on stdout, so it can go straight to a file or `kubectl apply -f -`.
       process.stdout.write(formatKeys({ ...(await generateProductionKeys()) }, command.format));
       return 0;
+    case "evidence-run":
+      return evidenceRun(command.options);
+    case "evidence-verify": {
+      const { verifyCommand } = await import("./cli/evidence-verify.js");
+      const verdict = await verifyCommand(command.file, command.discovery);
+      (verdict.code === 0 ? process.stdout : process.stderr).write(verdict.text);
+      return verdict.code;
+    }
     case "init": {
       const result = await initProject(command.dir);
       if (!result.ok) {
@@ -57,5 +66,30 @@ async function check(): Promise<number> {
     const failure = startFailure(err);
     log.fatal(failure.fields, failure.message);
     return failure.exitCode;
+  }
+}
+
+/** `evidence run`: the witness (cli/evidence-run.ts); the bundle's path and the rung on stdout, exit 0, or 1 with why. */
+async function evidenceRun(options: Record<string, string>): Promise<number> {
+  const { runEvidence } = await import("./cli/evidence-run.js");
+  const out = options["--out"] ?? "evidence-bundle.json";
+  try {
+    const apiKeyFile = options["--api-key-file"];
+    const bundle = await runEvidence({
+      out,
+      ...(options["--instances"] ? { instances: Number(options["--instances"]) } : {}),
+      ...(options["--build"] ? { build: options["--build"] } : {}),
+      ...(options["--accept-skill"] ? { acceptSkill: options["--accept-skill"] } : {}),
+      ...(options["--discovery-url"] ? { discoveryUrl: options["--discovery-url"] } : {}),
+      ...(apiKeyFile ? { apiKey: (await readFile(apiKeyFile, "utf8")).trim() } : {}),
+    });
+    const t = bundle.results.totals;
+    process.stdout.write(
+      `${out}: ${t.executedPass} passed, ${t.executedFail} failed, ${t.skipped} skipped, ${t.blocked} blocked; rung ${bundle.durability?.rung ?? "none"}; signed by ${bundle.signature?.keyId}\n`,
+    );
+    return t.executedFail > 0 || t.blocked > 0 ? 1 : 0;
+  } catch (err) {
+    process.stderr.write(`openwop-a2a-host evidence run: ${(err as Error).message}\n`);
+    return 1;
   }
 }

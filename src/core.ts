@@ -12,6 +12,7 @@ import type { AnyNodeKind } from "./engine/nodes/plugin-node-kind.js";
 import { ConfigError } from "./domain/env-settings.js";
 import { nodeEgress } from "./observed/node-egress.js";
 import type { SigningKeyRing } from "./secrets/signing-key-ring.js";
+import type { EvidenceKey } from "./secrets/evidence-key.js";
 import { loadHostKeys } from "./host-keys.js";
 import { CommitBus } from "./store/commit-bus.js";
 import { builtinHandlers } from "./workflows/builtin-handlers.js";
@@ -107,6 +108,8 @@ export interface Core {
   telemetry: Telemetry;
   /** The host's signing keys: push JWTs, the card's signature, the JWKS at /.well-known/jwks.json. */
   signingKeys: SigningKeyRing;
+  /** The Ed25519 key of evidence bundles, listed in discovery `signingKeys[]`; none in production without EVIDENCE_SIGNING_KEY. */
+  evidenceKey: EvidenceKey | undefined;
   /** Signs and checks interrupt tokens (REST interrupts API, console). */
   tokens: InterruptTokenSigner;
   /** The push-config store (the console shows deliveries and dead letters). */
@@ -357,6 +360,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     card,
     tokens,
     signingKeys,
+    evidenceKey: keys.evidence,
     pushConfigs,
     telemetry,
     nodeRoutes: catalog.kinds.routes(nodeServices.services),

@@ -5,12 +5,15 @@ import type { Logger } from "./observability/logger.js";
 import { loadPeerCallbackKey } from "./peer/peer-callback-key.js";
 import { PeerCallbackKey } from "./peer/peer-callbacks.js";
 import { resolvePushKeys, type PushKeys } from "./push/push-keys.js";
+import { loadEvidenceKey, type EvidenceKey } from "./secrets/evidence-key.js";
 import { loadSigningKeyRing, type SigningKeyRing } from "./secrets/signing-key-ring.js";
 
 /** Every key the host holds, each from its own setting (or, outside production, generated once under DATA_DIR). */
 export interface HostKeys {
   /** SIGNING_KEYS: push JWTs, the card's signature, the JWKS at /.well-known/jwks.json. */
   signingKeys: SigningKeyRing;
+  /** EVIDENCE_SIGNING_KEY (or generated under DATA_DIR outside production): signs evidence bundles; none in production without it. */
+  evidence: EvidenceKey | undefined;
   /** INTERRUPT_TOKEN_KEYS: signs and checks interrupt tokens (REST interrupts API, console). */
   tokens: InterruptTokenSigner;
   /** PUSH_ENCRYPTION_KEY, PUSH_SIGNING_KEY: stored push secrets and webhook signatures; none with push off. */
@@ -24,6 +27,11 @@ export async function loadHostKeys(config: Config, logger: Logger): Promise<Host
   const production = config.env === "production";
   const signingKeys = await loadSigningKeyRing({
     ...(config.signingKeys.keys ? { configured: config.signingKeys.keys } : {}),
+    dataDir: config.dataDir,
+    production,
+  });
+  const evidence = await loadEvidenceKey({
+    ...(config.signingKeys.evidenceKey ? { configured: config.signingKeys.evidenceKey } : {}),
     dataDir: config.dataDir,
     production,
   });
@@ -53,6 +61,7 @@ export async function loadHostKeys(config: Config, logger: Logger): Promise<Host
     : undefined;
   return {
     signingKeys,
+    evidence,
     tokens: new InterruptTokenSigner(tokenKeys.keys, { ttlMs: config.interruptTokens.ttlMs }),
     push,
     peerCallback,

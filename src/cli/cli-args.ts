@@ -7,6 +7,8 @@ export type CliCommand =
   | { kind: "check" }
   | { kind: "init"; dir: string }
   | { kind: "keys"; format: KeysFormat }
+  | { kind: "evidence-run"; options: Record<string, string> }
+  | { kind: "evidence-verify"; file: string; discovery?: string }
   | { kind: "help" }
   | { kind: "version" }
   | { kind: "usage"; problem: string };
@@ -16,6 +18,7 @@ const COMMANDS: Record<string, CliCommand["kind"]> = {
   check: "check",
   init: "init",
   keys: "keys",
+  evidence: "evidence-run",
   help: "help",
   "--help": "help",
   "-h": "help",
@@ -46,6 +49,7 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
     return { kind: "init", dir: rest[0] ?? "." };
   }
   if (kind === "keys") return keysCommand(rest);
+  if (kind === "evidence-run") return evidenceCommand(rest);
   if (rest.length > 0) {
     return {
       kind: "usage",
@@ -64,5 +68,50 @@ function keysCommand(rest: readonly string[]): CliCommand {
   return {
     kind: "usage",
     problem: `"keys" takes --format ${KEYS_FORMATS.join(" or ")} and nothing else (got ${rest.map((a) => `"${a}"`).join(" ")})`,
+  };
+}
+
+const EVIDENCE_RUN_OPTIONS = ["--out", "--instances", "--build", "--accept-skill", "--discovery-url", "--api-key-file"];
+
+/** `evidence run [--out f] [--instances n] [--build kind:id] [--discovery-url u] [--api-key-file f]`, `evidence verify <file> [--discovery u|f]`. */
+function evidenceCommand(rest: readonly string[]): CliCommand {
+  const [sub, ...args] = rest;
+  const pairs = args.flatMap((a) =>
+    a.startsWith("--") && a.includes("=") ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)] : [a],
+  );
+  const options: Record<string, string> = {};
+  const positional: string[] = [];
+  for (let i = 0; i < pairs.length; i++) {
+    const arg = pairs[i]!;
+    if (!arg.startsWith("--")) positional.push(arg);
+    else if (pairs[i + 1] === undefined)
+      return { kind: "usage", problem: `"evidence ${sub ?? ""}": ${arg} needs a value` };
+    else options[arg] = pairs[++i]!;
+  }
+  if (sub === "run") {
+    const unknown = Object.keys(options).find((o) => !EVIDENCE_RUN_OPTIONS.includes(o));
+    if (unknown || positional.length > 0)
+      return {
+        kind: "usage",
+        problem: `"evidence run" takes ${EVIDENCE_RUN_OPTIONS.join(", ")} (got ${unknown ?? positional[0]})`,
+      };
+    return { kind: "evidence-run", options };
+  }
+  if (sub === "verify") {
+    const unknown = Object.keys(options).find((o) => o !== "--discovery");
+    if (unknown || positional.length !== 1)
+      return {
+        kind: "usage",
+        problem: '"evidence verify" takes one bundle file and optionally --discovery <url or file>',
+      };
+    return {
+      kind: "evidence-verify",
+      file: positional[0]!,
+      ...(options["--discovery"] ? { discovery: options["--discovery"] } : {}),
+    };
+  }
+  return {
+    kind: "usage",
+    problem: `"evidence" takes "run" or "verify" (got ${sub === undefined ? "nothing" : `"${sub}"`})`,
   };
 }

@@ -14,6 +14,12 @@ Usage:
   openwop-a2a-host keys [--format env|kubernetes]
                                print every key a production start needs, freshly generated, as
                                .env lines (the default) or a Kubernetes Secret manifest
+  openwop-a2a-host evidence run [--out file] [--instances n] [--build commit:<sha>] [--accept-skill id]
+                               [--discovery-url url] [--api-key-file file]
+                               start n instances (3) on MONGODB_URI, SIGKILL some, write a signed
+                               OpenWOP evidence bundle v3 (docs/openwop.md "Recovery evidence")
+  openwop-a2a-host evidence verify <file> [--discovery url|file]
+                               check a bundle's signature against the host's published key
   openwop-a2a-host --help      this help (also -h)
   openwop-a2a-host --version   the version (also -v)
 

@@ -48,6 +48,31 @@ describe("parseCliArgs", () => {
   });
 });
 
+describe("parseCliArgs: evidence", () => {
+  it("reads evidence run and evidence verify with their options; anything else is a usage problem naming it", () => {
+    expect(parseCliArgs(["evidence", "run", "--out", "b.json", "--instances=4", "--build", "commit:abc"])).toEqual({
+      kind: "evidence-run",
+      options: { "--out": "b.json", "--instances": "4", "--build": "commit:abc" },
+    });
+    expect(parseCliArgs(["evidence", "verify", "b.json", "--discovery", "https://h/.well-known/openwop"])).toEqual({
+      kind: "evidence-verify",
+      file: "b.json",
+      discovery: "https://h/.well-known/openwop",
+    });
+    expect(parseCliArgs(["evidence", "verify", "b.json"])).toEqual({ kind: "evidence-verify", file: "b.json" });
+    const problem = (argv: string[]) => {
+      const parsed = parseCliArgs(argv);
+      return parsed.kind === "usage" ? parsed.problem : undefined;
+    };
+    expect(problem(["evidence"])).toBe('"evidence" takes "run" or "verify" (got nothing)');
+    expect(problem(["evidence", "sign"])).toBe('"evidence" takes "run" or "verify" (got "sign")');
+    expect(problem(["evidence", "run", "--out"])).toBe('"evidence run": --out needs a value');
+    expect(problem(["evidence", "run", "--key", "k"])).toContain("(got --key)");
+    expect(problem(["evidence", "verify"])).toContain("takes one bundle file");
+    expect(problem(["evidence", "verify", "a.json", "b.json"])).toContain("takes one bundle file");
+  });
+});
+
 describe("closestName", () => {
   it("suggests a name a typo away (a swap counts as one edit), never a far one or the name itself", () => {
     expect(editDistance("ecoh", "echo")).toBe(1);

@@ -1,6 +1,7 @@
 // Every secret variable read from `<NAME>_FILE`, through the path a start and `check` both take (settleHost: options
 // and environment → secret files → the settings loaders). The keys come from the `keys` command's generator, so a
 // production start accepting them is checked here too. No message may carry key material.
+import { generateKeyPairSync } from "node:crypto";
 import { chmod, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -33,12 +34,18 @@ beforeAll(async () => {
   });
 });
 
+const EVIDENCE_KEY = JSON.stringify({
+  ...generateKeyPairSync("ed25519").privateKey.export({ format: "jwk" }),
+  kid: "evidence-test",
+});
+
 /** Each secret's value, one valid example per variable, and how the loaded configuration shows it was read. */
 const VALUES: Record<SecretVariable, () => string> = {
   API_KEYS: () => keys.API_KEYS,
   MONGODB_URI: () => base["MONGODB_URI"]!,
   INTERRUPT_TOKEN_KEYS: () => keys.INTERRUPT_TOKEN_KEYS,
   SIGNING_KEYS: () => keys.SIGNING_KEYS,
+  EVIDENCE_SIGNING_KEY: () => EVIDENCE_KEY,
   PUSH_ENCRYPTION_KEY: () => keys.PUSH_ENCRYPTION_KEY,
   PUSH_ENCRYPTION_KEY_PREVIOUS: () => Buffer.alloc(32, 9).toString("hex"),
   PUSH_SIGNING_KEY: () => keys.PUSH_SIGNING_KEY,
@@ -51,6 +58,7 @@ const READ: Record<SecretVariable, (config: Config) => unknown> = {
   MONGODB_URI: (c) => c.mongodbUri,
   INTERRUPT_TOKEN_KEYS: (c) => c.interruptTokens.keys?.reveal().map((k) => `${k.kid}:${k.secret.toString("base64")}`),
   SIGNING_KEYS: (c) => c.signingKeys.keys?.reveal(),
+  EVIDENCE_SIGNING_KEY: (c) => c.signingKeys.evidenceKey?.reveal(),
   PUSH_ENCRYPTION_KEY: (c) => c.push.encryptionKey?.reveal().toString("base64"),
   PUSH_ENCRYPTION_KEY_PREVIOUS: (c) => c.push.previousEncryptionKeys.map((k) => k.reveal().toString("hex")),
   PUSH_SIGNING_KEY: (c) => c.push.signingKey?.reveal(),
@@ -109,6 +117,7 @@ describe("<NAME>_FILE", () => {
         "A2A_PEER_CALLBACK_KEY",
         "API_KEYS",
         "CONSOLE_OIDC_CLIENT_SECRET",
+        "EVIDENCE_SIGNING_KEY",
         "INTERRUPT_TOKEN_KEYS",
         "MONGODB_URI",
         "PUSH_ENCRYPTION_KEY",

@@ -1,5 +1,6 @@
 import { A2A_03_LEGACY_WINDOW_ENDS, bareCardShape, type AgentCardSettings } from "../../a2a/agent-card-settings.js";
 import type { AgentCard } from "../../a2a/agent-card.js";
+import { signingKeysMember, type SigningKeyListing } from "../../domain/evidence-bundle.js";
 import { A2A_VERSION_QUERY } from "../../domain/a2a-version.js";
 import type { TaskService } from "../../a2a/task-service.js";
 import type { HttpRouter } from "../http-router.js";
@@ -34,6 +35,8 @@ export interface DiscoveryOptions {
   recoveryEvidence?: Record<string, unknown>;
   /** The OpenWOP majors served and the v2 auth lanes; the request header picks the representation. */
   openwop?: { versions: OpenwopVersions; lanes: AuthLane[] };
+  /** The public keys this host signs evidence bundles with (RFC 0168 §E.2), served as `signingKeys[]`. */
+  signingKeys?: readonly SigningKeyListing[];
   clock?: () => Date;
 }
 
@@ -67,6 +70,7 @@ export function discoveryDocument(options: DiscoveryOptions): Record<string, unk
     ...(options.fixtures ? { fixtures: options.fixtures } : {}),
     eventLogSchemaVersion: 2,
     ...(options.recoveryEvidence ? { recoveryEvidence: options.recoveryEvidence } : {}),
+    ...signingKeysMember(options.signingKeys ?? []),
     // How callers authenticate: the card's schemes and requirements (the configured authenticators' own words).
     auth: {
       required: (card.security ?? []).length > 0,
@@ -158,6 +162,7 @@ function discoveryV2Of(
     agentCardUrl: (version) => `${options.publicUrl}${AGENT_CARD_PATH}?${A2A_VERSION_QUERY}=${version}`,
     lanes: openwop.lanes,
     ...(options.fixtures ? { fixtures: options.fixtures } : {}),
+    ...(options.signingKeys ? { signingKeys: options.signingKeys } : {}),
     builtAt,
   });
 }

@@ -1,3 +1,4 @@
+import { signingKeysMember, type SigningKeyListing } from "../../domain/evidence-bundle.js";
 import type { AuthLane } from "../../auth/auth-lanes.js";
 import type { AgentCard } from "../../a2a/agent-card.js";
 import { advertisedVersions, type OpenwopVersions } from "../openwop-version.js";
@@ -21,6 +22,8 @@ export interface DiscoveryV2Options {
   /** The lanes the host enforces (auth/auth-lanes.ts); none (dev mode) omits the family. */
   lanes: AuthLane[];
   fixtures?: string[];
+  /** The evidence bundles' signing keys (RFC 0158, conformance.md bundle v3), as in the v1 document. */
+  signingKeys?: readonly SigningKeyListing[];
   /** When the document is built: the a2a facet's refreshedAt is its date. */
   builtAt: Date;
 }
@@ -41,6 +44,7 @@ export function discoveryV2Document(options: DiscoveryV2Options): Record<string,
     eventLogSchemaVersion: 3,
     ...(options.versions.minClientVersion ? { minClientVersion: options.versions.minClientVersion } : {}),
     ...(options.fixtures ? { fixtures: options.fixtures } : {}),
+    ...signingKeysMember(options.signingKeys ?? []),
   };
   const families = {
     a2a: record("seam-gated", a2aFacet(options)),
