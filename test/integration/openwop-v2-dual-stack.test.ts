@@ -230,6 +230,16 @@ describe("OpenWOP 1 and 2 side by side (the overlap)", () => {
     for (const bad of [`~2F${opaque}`, "acme~2F", "acme~2Fshort", "acme~2", `acme~2F${opaque}~2Fx`]) {
       expectV2Error(await call("GET", `/runs/${bad}`, undefined, { ...acme, ...V2 }), 400, "validation_error");
     }
+    // Pause and resume on the v2 paths: the run id answered bound; another tenant's is refused and changes nothing.
+    expectV2Error(await call("POST", `/runs/${projected}:pause`, {}, asGlobex), 403, "id_tenant_mismatch");
+    const paused = await call("POST", `/runs/${projected}:pause`, { reason: "audit" }, { ...acme, ...V2 });
+    expect(paused.status, JSON.stringify(paused.body)).toBe(202);
+    expect(paused.body).toMatchObject({ runId: created.body.runId, status: "paused" });
+    expectV2Error(await call("POST", `/runs/${projected}:pause`, {}, { ...acme, ...V2 }), 409, "run_state_conflict");
+    const resumed = await call("POST", `/runs/${projected}:resume`, {}, { ...acme, ...V2 });
+    expect(resumed.status, JSON.stringify(resumed.body)).toBe(202);
+    expect(resumed.body.runId).toBe(created.body.runId);
+    expect(resumed.body.status).not.toBe("paused");
     const cancelled = await call("POST", `/runs/${projected}/cancel`, {}, { ...acme, ...V2 });
     expect(cancelled.status).toBe(200);
     expect(cancelled.body).toEqual({ runId: created.body.runId, status: expect.stringMatching(/^cancel/) });
@@ -255,6 +265,9 @@ describe("OpenWOP 1 and 2 side by side (the overlap)", () => {
       preferredVersion: "1.0",
       eventLogSchemaVersion: 3,
     });
+    // The evidence bundles' signing key (generated in the data directory on a first run), as the v1 document lists it.
+    expect(v2.body.signingKeys).toEqual(v1.body.signingKeys);
+    expect(v2.body.signingKeys).toEqual([expect.objectContaining({ alg: "ed25519", use: "certification-bundle" })]);
     for (const v1Only of ["supportedTransports", "profiles", "grpc", "recoveryEvidence", "limits"])
       expect(v2.body).not.toHaveProperty(v1Only);
     expect(v2.body.a2a).toMatchObject({
