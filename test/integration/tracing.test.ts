@@ -196,9 +196,10 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
     // The task's writes are children of the call that made them.
     const create = spans.find((s) => s.name === "store.create")!;
     expect(create.parentSpanId).toBe(server.spanId);
-    const commits = spans.filter((s) => s.name === "store.commit");
-    expect(commits.length).toBeGreaterThan(0);
-    for (const commit of commits) expect(attr(commit, "a2a.task.id")).toBe(taskId);
+    expect(attr(create, "a2a.task.id")).toBe(taskId);
+    // Tracing keeps the blocking send's one-write path (the approval-gate's handlers are pure): the create holds
+    // the whole run up to its wait, as it does untraced; no commit follows it.
+    expect(spans.filter((s) => s.name === "store.commit")).toEqual([]);
 
     // The delivery belongs to the same trace, descends from the inbound call, and is the webhook request's parent.
     const push = spans.find((s) => s.name === "push.deliver")!;
