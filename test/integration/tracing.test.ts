@@ -144,7 +144,7 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
     await otlp.stop();
   });
 
-  it("continues the caller's traceparent: inbound call → store commit → push delivery, with traceparent on the webhook POST", async () => {
+  it("continues the caller's traceparent: inbound call → store write → push delivery, with traceparent on the webhook POST", async () => {
     const traceId = randomBytes(16).toString("hex");
     const callerSpanId = randomBytes(8).toString("hex");
     const res = await fetch(`${base}/a2a/jsonrpc`, {
