@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { A2ATaskState, Message } from "../domain/a2a-types.js";
 import { DomainError, taskNotFound } from "../domain/errors.js";
-import { isTerminalRunStatus, RUNNABLE_RUN_STATUSES } from "../domain/run-status.js";
+import { isTerminalRunStatus } from "../domain/run-status.js";
 import { persistedContextOf, persistTaskSnapshot, type PersistedCopy } from "../machine/persisted-task-snapshot.js";
 import { applyTaskEvent, createTaskActor, restoreTaskActor, type TaskActor } from "../machine/task-actor.js";
 import type { TaskContext } from "../machine/task-context.js";
@@ -13,7 +13,6 @@ import type { RunEvent, TaskRecord } from "../domain/task-record.js";
 import {
   LeaseLostError,
   StaleWriteError,
-  type LeaseFence,
   type TaskListPage,
   type TaskListQuery,
   type TaskRecordChanges,
@@ -21,6 +20,7 @@ import {
 } from "../store/task-store.js";
 import type { IdempotencySeed } from "./message-idempotency.js";
 import { KeyedLock } from "./keyed-lock.js";
+import { TaskLeases } from "./task-leases.js";
 import { DEFAULT_LEASE_SETTINGS, type LeaseSettings } from "./lease-settings.js";
 import type { TransitionHook } from "./transition-hook.js";
 import { findTaskHistoryMessage, readTaskHistory } from "./task-history.js";
@@ -73,27 +73,18 @@ export interface TaskRepositoryOptions {
 export class TaskRepository implements TaskReadPort {
   private readonly live = new Map<string, LiveTask>();
   private readonly lock = new KeyedLock();
-  /** Tasks whose lease this instance holds → its epoch. */
-  private readonly held = new Map<string, number>();
-  /**
-   * Tasks whose lease this instance took from a holder that never gave it back (it died, or stalled past the
-   * TTL), until the first write after: the driver counts a node it finds started there as a crashed attempt.
-   */
-  private readonly takenFromDead = new Set<string>();
-  /** Tasks whose current locked section is the driver's; `released` once a write of it gave the lease back. */
-  private readonly fencedSections = new Map<string, { released: boolean }>();
+  private readonly leases: TaskLeases;
   readonly leaseSettings: LeaseSettings;
-  private readonly clock: () => Date;
 
   constructor(private readonly options: TaskRepositoryOptions) {
     this.leaseSettings = options.leases ?? { instanceId: randomUUID(), ...DEFAULT_LEASE_SETTINGS };
-    this.clock = options.clock ?? (() => new Date());
+    this.leases = new TaskLeases(options.store, this.leaseSettings, options.clock ?? (() => new Date()));
   }
 
   /** Serializes everything that touches one task; `fenced`: the driver's section, whose writes need the lease. */
   withLock<T>(taskId: string, fn: () => Promise<T>, options: { fenced?: boolean } = {}): Promise<T> {
     return this.lock.run(taskId, async () => {
-      if (options.fenced) this.fencedSections.set(taskId, { released: false });
+      if (options.fenced) this.leases.enterSection(taskId);
       try {
         let result: T;
         try {
@@ -105,7 +96,7 @@ export class TaskRepository implements TaskReadPort {
         if (this.live.get(taskId)?.staged.length) await this.flush(taskId);
         return result;
       } finally {
-        this.fencedSections.delete(taskId);
+        this.leases.leaveSection(taskId);
       }
     });
   }
@@ -200,7 +191,7 @@ export class TaskRepository implements TaskReadPort {
     };
     live.persisted = { source: snapshot, persisted: changes.snapshot };
     const version = events[events.length - 1]!.sequence;
-    const fence = this.fenceFor(taskId, changes, live.stored);
+    const fence = this.leases.fenceFor(taskId, changes, live.stored);
     try {
       if (live.stored) await this.options.store.commit(taskId, live.record.version, changes, events, fence);
       else
@@ -215,10 +206,7 @@ export class TaskRepository implements TaskReadPort {
         );
     } catch (err) {
       this.passivate(taskId);
-      if (err instanceof LeaseLostError) {
-        this.held.delete(taskId);
-        this.takenFromDead.delete(taskId);
-      }
+      if (err instanceof LeaseLostError) this.leases.lost(taskId);
       if (err instanceof StaleWriteError) {
         throw new DomainError(
           "conflict",
@@ -229,9 +217,7 @@ export class TaskRepository implements TaskReadPort {
       }
       throw err;
     }
-    if (fence?.expiresAt) this.held.set(taskId, fence.epoch);
-    else if (fence) this.released(taskId);
-    if (fence) this.takenFromDead.delete(taskId);
+    this.leases.written(taskId, fence);
     const { lease: held, ...committed } = live.record;
     const lease = fence ? (fence.expiresAt ? { ...fence, expiresAt: fence.expiresAt } : undefined) : held;
     live.record = { ...committed, ...changes, version, ...(lease ? { lease } : {}) };
@@ -258,28 +244,19 @@ export class TaskRepository implements TaskReadPort {
     this.live.clear();
   }
 
-  // ---------------------------------------------------------------- leases
+  // ---------------------------------------------------------------- leases (task-leases.ts)
 
   holdsLease(taskId: string): boolean {
-    return this.held.has(taskId);
+    return this.leases.holds(taskId);
   }
 
   heldLeaseCount(): number {
-    return this.held.size;
+    return this.leases.heldCount();
   }
 
   /** Takes the task's lease if it is runnable and free or expired (epoch + 1); false when another instance holds it. */
-  async acquireLease(taskId: string): Promise<boolean> {
-    const now = this.clock();
-    const lease = await this.options.store.acquireLease(
-      taskId,
-      this.leaseSettings.instanceId,
-      now,
-      this.leaseExpiry(now),
-    );
-    if (lease) this.held.set(taskId, lease.epoch);
-    if (lease?.unreleased) this.takenFromDead.add(taskId);
-    return lease !== null;
+  acquireLease(taskId: string): Promise<boolean> {
+    return this.leases.acquire(taskId);
   }
 
   /**
@@ -288,53 +265,44 @@ export class TaskRepository implements TaskReadPort {
    * short by that holder's death, not by a SIGTERM (which releases) nor a handler's retry (same holder).
    */
   takeLeaseFromDeadHolder(taskId: string): boolean {
-    return this.takenFromDead.delete(taskId);
+    return this.leases.takeFromDeadHolder(taskId);
   }
 
   /** Gives the lease back (the driver stopped, or the process shuts down); a failure leaves it to expire. */
   async releaseLease(taskId: string): Promise<void> {
-    const epoch = this.held.get(taskId);
-    this.takenFromDead.delete(taskId);
-    if (epoch === undefined) return;
-    this.held.delete(taskId);
     const live = this.live.get(taskId);
-    if (live) {
+    if (live && this.leases.holds(taskId)) {
       // A new object: the old one may have been published to readers already.
       const { lease: _released, ...record } = live.record;
       live.record = record;
     }
-    await this.options.store.releaseLease(taskId, this.leaseSettings.instanceId, epoch);
+    await this.leases.release(taskId);
   }
 
   /** Heartbeat: one store command renews every lease held here. */
-  async renewLeases(): Promise<void> {
-    if (this.held.size === 0) return;
-    const now = this.clock();
-    await this.options.store.renewLeases(this.leaseSettings.instanceId, [...this.held.keys()], this.leaseExpiry(now));
+  renewLeases(): Promise<void> {
+    return this.leases.renew();
   }
 
   /** After a heartbeat outage longer than the TTL: others may have taken these tasks, so drive none of them. */
   forgetLeases(): string[] {
-    const ids = [...this.held.keys()];
-    this.held.clear();
-    this.takenFromDead.clear();
+    const ids = this.leases.forget();
     for (const id of ids) this.passivate(id);
     return ids;
   }
 
   /** The tasks driven here that a caller on any instance asked to cancel since. */
-  async cancellingLeasedTasks(): Promise<string[]> {
-    return this.held.size === 0 ? [] : this.options.store.cancellingTaskIds([...this.held.keys()]);
+  cancellingLeasedTasks(): Promise<string[]> {
+    return this.leases.cancelling();
   }
 
   leaseableTaskIds(limit: number): Promise<string[]> {
-    return this.options.store.leaseableTaskIds(this.clock(), this.leaseSettings.instanceId, limit);
+    return this.leases.leaseable(limit);
   }
 
   /** Claims a due timer for this instance; a claimer that dies leaves it due again one lease TTL later. */
   claimTimer(taskId: string): Promise<boolean> {
-    const now = this.clock();
-    return this.options.store.claimTimer(taskId, now, this.leaseExpiry(now));
+    return this.leases.claimTimer(taskId);
   }
 
   // ---------------------------------------------------------------- reads (the read port)
@@ -382,43 +350,6 @@ export class TaskRepository implements TaskReadPort {
   }
 
   // ------------------------------------------------------------------------------------------
-
-  /**
-   * The fence of a driver's write: the lease we hold (or, for the creating write, epoch 1), renewed while the
-   * task stays runnable and released with the write that makes it wait or end. None outside the driver.
-   */
-  private fenceFor(taskId: string, changes: TaskRecordChanges, stored: boolean): LeaseFence | undefined {
-    const section = this.fencedSections.get(taskId);
-    // After the section gave the lease back (the task waits), its last writes need only the version check.
-    if (!section || section.released) return undefined;
-    const epoch = stored ? this.held.get(taskId) : 1;
-    // A driver without the lease (lost to a heartbeat outage) must not write at all.
-    if (epoch === undefined) throw new LeaseLostError(taskId, this.leaseSettings.instanceId, 0);
-    const now = this.clock();
-    // A running task waiting for its timer (a delay node) needs no driver until the timer fires either.
-    const waiting =
-      !RUNNABLE_RUN_STATUSES.has(changes.status) ||
-      (!!changes.timerDueAt && Date.parse(changes.timerDueAt) > now.getTime());
-    if (!stored && waiting) {
-      section.released = true;
-      return undefined;
-    }
-    return {
-      owner: this.leaseSettings.instanceId,
-      epoch,
-      expiresAt: waiting ? null : this.leaseExpiry(now).toISOString(),
-    };
-  }
-
-  private released(taskId: string): void {
-    this.held.delete(taskId);
-    const section = this.fencedSections.get(taskId);
-    if (section) section.released = true;
-  }
-
-  private leaseExpiry(now: Date): Date {
-    return new Date(now.getTime() + this.leaseSettings.ttlMs);
-  }
 
   private changesFor(snapshot: TaskSnapshot, at: string, previous?: PersistedCopy): TaskRecordChanges {
     const status = runStatusOf(snapshot);
