@@ -11,11 +11,11 @@ import { peerCallbackUrl, type PeerCallbackKey } from "../../../peer/peer-callba
 import type { PeerConfig } from "../../../peer/peer-config.js";
 import { pushAuthOf } from "../../../peer/peer-push-auth.js";
 import { PeerNewsBoard, type PeerNewsWatch } from "./a2a-invoke-news.js";
+import { awaitPeerNews, holdPeerStream, type StreamHold } from "./a2a-invoke-waits.js";
 import type { CommitBus } from "../../../store/commit-bus.js";
 import {
   EXTERNAL_CALL_FAILED,
   firstProgress,
-  foldPeerEvent,
   initialPeerMessage,
   isInterruptedPeerState,
   isTerminalPeerState,
@@ -87,13 +87,6 @@ export interface A2AInvokeRunnerWiring {
   /** The commit bus: another instance's commit to a waiting node's task wakes it (change stream only). */
   commits?: Pick<CommitBus, "onRemote" | "remotePushed"> | undefined;
   clock?: () => Date;
-}
-
-/** What the wait loop knows of the held stream: whether one should run, and whether it gave up. */
-interface StreamHold {
-  controller: AbortController;
-  started?: boolean;
-  dead: boolean;
 }
 
 /** The call target a recorded progress names (endpoint, peer name, API key header name: never a credential). */
@@ -305,12 +298,12 @@ export class A2AInvokeRunner {
         }
         if (progress.notify === "stream" && !hold.dead && !hold.started) {
           hold.started = true;
-          void this.holdStream(client, targetOf(progress), task, watch, hold, log);
+          void holdPeerStream(client, targetOf(progress), task, { watch, hold, log, settings: this.settings });
         }
         const news = progress.notify === "push" || (progress.notify === "stream" && !hold.dead);
         // With push or a stream, GetTask is the backstop only; the poll interval alone when nothing else tells us.
         const interval = news ? Math.max(this.settings.pollMs, this.settings.backstopPollMs) : this.settings.pollMs;
-        const next = await this.awaitPeer(r, watch, progress, Math.min(interval, left + 1));
+        const next = await awaitPeerNews(r, watch, progress, Math.min(interval, left + 1), this.clock);
         progress = next.progress;
         if (next.task) {
           task = next.task;
@@ -335,123 +328,6 @@ export class A2AInvokeRunner {
         return failed(node.id, `calling ${who} failed: ${err.message}`);
       }
       throw err;
-    }
-  }
-
-  /**
-   * Waits for news of the peer task until `ms` pass. Answers the task to project when news carried it (a stream
-   * snapshot, a signed push with the whole task); no task means "read it now" (GetTask): the backstop poll, an
-   * unsigned push (a hint: its claim is never projected), or news that says the state changed without its content
-   * (our own hosts' pushes are content-free). `progress` follows what the callback receiver committed (so the
-   * next record does not count it again).
-   */
-  private async awaitPeer(
-    r: InvokeRun,
-    watch: PeerNewsWatch,
-    progress: PeerProgress,
-    ms: number,
-  ): Promise<{ progress: PeerProgress; task?: PeerTask }> {
-    const until = this.clock().getTime() + ms;
-    for (;;) {
-      const news = await watch.next(until - this.clock().getTime(), r.signal);
-      if (news === "aborted") throw new PeerCallError("the run stopped", "aborted", false);
-      if (news === "timeout") return { progress };
-      switch (news.kind) {
-        case "stream":
-          if (news.task.id === progress.peerTaskId) return { progress, task: news.task };
-          continue;
-        case "push": {
-          const seen = { ...progress, pushedAt: news.pushedAt };
-          if (news.task?.id === progress.peerTaskId) return { progress: seen, task: news.task };
-          // A push of a state whose content we do not need (still working) changes nothing here.
-          if (!isTerminalPeerState(news.state) && !isInterruptedPeerState(news.state)) {
-            progress = seen;
-            continue;
-          }
-          return { progress: seen };
-        }
-        case "fetch":
-          return { progress };
-        case "remote": {
-          // Another instance committed to our task: a pushed state it received, or nothing for us.
-          const stored = await r.stored?.();
-          if (
-            !stored ||
-            stored.key !== progress.key ||
-            stored.pushedAt === undefined ||
-            stored.pushedAt === progress.pushedAt
-          )
-            continue;
-          return { progress: { ...progress, pushedAt: stored.pushedAt } };
-        }
-      }
-    }
-  }
-
-  /**
-   * Holds the peer task's stream (SubscribeToTask / tasks/resubscribe on the recorded wire) while the node waits,
-   * folding each event into the task and posting it to the node. Re-attaches after the peer closes it or the
-   * connection breaks (with backoff); a peer that refuses the stream three times in a row is given up on
-   * (`hold.dead`: the node polls at A2A_PEER_POLL_MS again).
-   */
-  private async holdStream(
-    client: A2APeerClient,
-    target: PeerTarget,
-    initial: PeerTask,
-    watch: PeerNewsWatch,
-    hold: StreamHold,
-    log: Logger,
-  ): Promise<void> {
-    const signal = hold.controller.signal;
-    let current = initial;
-    let refusals = 0;
-    let breaks = 0;
-    while (!signal.aborted) {
-      const events = client.subscribe?.(target, current.id, signal);
-      if (!events) {
-        hold.dead = true;
-        watch.post({ kind: "fetch" });
-        return;
-      }
-      try {
-        for await (const event of events) {
-          breaks = 0;
-          refusals = 0;
-          current = foldPeerEvent(current, event);
-          watch.post({ kind: "stream", task: current });
-        }
-        breaks++;
-      } catch (err) {
-        if (signal.aborted) return;
-        if (err instanceof PeerCallError && !err.retryable) {
-          // A terminal task is refused by 1.0 peers: read it instead. Anything else non-retryable counts toward giving up.
-          refusals++;
-          log.info(
-            { peerTaskId: current.id, err: { kind: err.kind, message: err.message } },
-            "the remote agent refused the task stream; reading the task instead",
-          );
-          watch.post({ kind: "fetch" });
-          if (refusals >= 3) {
-            hold.dead = true;
-            return;
-          }
-        } else {
-          breaks++;
-          log.info(
-            {
-              peerTaskId: current.id,
-              err: err instanceof PeerCallError ? { kind: err.kind, message: err.message } : String(err),
-            },
-            "the task stream broke; re-attaching",
-          );
-        }
-      }
-      if (isTerminalPeerState(current.state)) return;
-      const delay = Math.min(
-        this.settings.retryBaseMs * 2 ** Math.max(0, Math.max(breaks, refusals) - 1),
-        this.settings.retryMaxMs,
-      );
-      await abortableSleep(delay, signal).catch(() => undefined);
     }
   }
 
