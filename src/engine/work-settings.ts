@@ -1,0 +1,33 @@
+import type { EnvReader } from "../domain/env-settings.js";
+
+/** Fair work on an instance (docs/operating.md "Fair work"): how much node work runs at once, and each tenant's share. */
+export interface WorkSettings {
+  /** Node executions (handlers, peer calls, service calls) running at once on this instance; more wait their turn. */
+  concurrency: number;
+  /** Each tenant's weight in the round robin (turns served per round); a tenant not named has weight 1. */
+  tenantWeights: Readonly<Record<string, number>>;
+}
+
+export const DEFAULT_WORK_SETTINGS: WorkSettings = { concurrency: 128, tenantWeights: {} };
+
+const MIN_WEIGHT = 0.01;
+const MAX_WEIGHT = 1_000;
+
+/** WORK_CONCURRENCY, WORK_TENANT_WEIGHTS (`tenant=weight,…`). */
+export function readWorkSettings(env: EnvReader): WorkSettings {
+  const tenantWeights: Record<string, number> = {};
+  for (const entry of env.list("WORK_TENANT_WEIGHTS")) {
+    const at = entry.lastIndexOf("=");
+    const tenant = at > 0 ? entry.slice(0, at).trim() : "";
+    const weight = at > 0 ? Number(entry.slice(at + 1)) : Number.NaN;
+    if (!tenant || !Number.isFinite(weight) || weight < MIN_WEIGHT || weight > MAX_WEIGHT)
+      env.problem(
+        `WORK_TENANT_WEIGHTS must be a comma-separated list of tenant=weight with weights from ${MIN_WEIGHT} to ${MAX_WEIGHT} (got "${entry}")`,
+      );
+    else tenantWeights[tenant] = weight;
+  }
+  return {
+    concurrency: env.int("WORK_CONCURRENCY", DEFAULT_WORK_SETTINGS.concurrency, 1, 100_000),
+    tenantWeights,
+  };
+}
