@@ -1,14 +1,18 @@
-// `npm run bench -- [all|compare|scale|multi|peer-handoff] [--quick] [--name N] [size flags]`: see bench/README.md.
+// `npm run bench -- [all|compare|scale|multi|peer-handoff|noisy-neighbour] [--quick] [--name N] [size flags]`: see bench/README.md.
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runCompare } from "./compare.js";
 import { runMulti } from "./multi.js";
+import { runNoisyNeighbour } from "./noisy-neighbour.js";
 import { runPeerHandoff } from "./peer-handoff.js";
 import { startStoreServer } from "./lib/store-server.js";
 import { machine } from "./lib/summary.js";
 import { runScale, SCALE_PARTS, type ScalePart } from "./scale.js";
 
+// The noisy-neighbour bench: phase length, B's rate (A sends ten times it), the node's wait, WORK_CONCURRENCY.
+const NOISY_FULL = { seconds: 30, "b-rate": 10, "handler-ms": 200, "work-concurrency": 8 };
+const NOISY_QUICK = { seconds: 4, "b-rate": 5, "handler-ms": 200, "work-concurrency": 8 };
 const MULTI_FULL = { "failover-samples": 10, "lease-ttl-ms": 3000, "lease-heartbeat-ms": 750, "latency-commits": 200 };
 const MULTI_QUICK = { "failover-samples": 3, "lease-ttl-ms": 3000, "lease-heartbeat-ms": 750, "latency-commits": 100 };
 const FULL = {
@@ -23,6 +27,7 @@ const FULL = {
   "latency-streams": 1000,
   triggers: 5,
   ...MULTI_FULL,
+  ...NOISY_FULL,
 };
 const QUICK = {
   samples: 5,
@@ -36,6 +41,7 @@ const QUICK = {
   "latency-streams": 200,
   triggers: 2,
   ...MULTI_QUICK,
+  ...NOISY_QUICK,
 };
 
 const { values, positionals } = parseArgs({
@@ -48,8 +54,8 @@ const { values, positionals } = parseArgs({
   },
 });
 const mode = positionals[0] ?? "all";
-if (!["all", "compare", "scale", "multi", "peer-handoff"].includes(mode)) {
-  console.error(`unknown sub-command "${mode}": use all, compare, scale, multi or peer-handoff`);
+if (!["all", "compare", "scale", "multi", "peer-handoff", "noisy-neighbour"].includes(mode)) {
+  console.error(`unknown sub-command "${mode}": use all, compare, scale, multi, peer-handoff or noisy-neighbour`);
   process.exit(2);
 }
 const preset: Record<string, string | number> = values.quick ? QUICK : FULL;
@@ -132,6 +138,18 @@ try {
     const { figures, printed } = await runPeerHandoff(settings, store.uri);
     console.log(`\n${printed}\n`);
     result["peerHandoff"] = { settings, figures };
+  }
+  if (mode === "all" || mode === "noisy-neighbour") {
+    const settings = {
+      seconds: setting("seconds"),
+      bRate: setting("b-rate"),
+      handlerMs: setting("handler-ms"),
+      workConcurrency: setting("work-concurrency"),
+    };
+    console.log(`noisy-neighbour: ${JSON.stringify(settings)}`);
+    const { figures, printed } = await runNoisyNeighbour(settings, store);
+    console.log(`\n${printed}\n`);
+    result["noisyNeighbour"] = { settings, figures };
   }
 } finally {
   await store.stop();
