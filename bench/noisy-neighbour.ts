@@ -85,7 +85,11 @@ async function send(
 }
 
 /** Sends at `rate` a second for `ms`, open loop: latency counts from the planned send time. */
-async function openLoop(rate: number, ms: number, fire: (i: number, plannedAt: number) => Promise<void>): Promise<void> {
+async function openLoop(
+  rate: number,
+  ms: number,
+  fire: (i: number, plannedAt: number) => Promise<void>,
+): Promise<void> {
   const interval = 1000 / rate;
   const start = wallNow();
   const pending: Array<Promise<void>> = [];
@@ -117,7 +121,9 @@ function load(urls: string[], key: string, rate: number, ms: number, blocking: b
 async function queueDelay(url: string): Promise<Record<string, { count: number; sumS: number }>> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const out: Record<string, { count: number; sumS: number }> = {};
-  for (const m of text.matchAll(/^openwop_work_queue_delay_seconds_(sum|count)\{[^}]*tenant="([^"]+)"[^}]*\} (\S+)$/gm)) {
+  for (const m of text.matchAll(
+    /^openwop_work_queue_delay_seconds_(sum|count)\{[^}]*tenant="([^"]+)"[^}]*\} (\S+)$/gm,
+  )) {
     const entry = (out[m[2]!] ??= { count: 0, sumS: 0 });
     if (m[1] === "count") entry.count += Number(m[3]);
     else entry.sumS += Number(m[3]);
@@ -178,7 +184,9 @@ export async function runNoisyNeighbour(
       await load(urls, B_KEY, options.bRate, 1000, true, tally());
       const a = tally();
       const b = tally();
-      console.log(`  ${label}: B at ${options.bRate}/s${withA ? `, A at ${10 * options.bRate}/s` : ""} for ${options.seconds} s…`);
+      console.log(
+        `  ${label}: B at ${options.bRate}/s${withA ? `, A at ${10 * options.bRate}/s` : ""} for ${options.seconds} s…`,
+      );
       await Promise.all([
         load(urls, B_KEY, options.bRate, options.seconds * 1000, true, b),
         withA ? load(urls, A_KEY, 10 * options.bRate, options.seconds * 1000, false, a) : Promise.resolve(),

@@ -129,8 +129,12 @@ describe("poison charged to the guilty: 3 poison and 9 innocent tasks on 3 proce
       .collection<{ _id: string; a2a: { state: string } }>("tasks")
       .findOne({ _id: taskId as never });
   async function committedLog(taskId: string): Promise<StoredEvent[]> {
-    const version = (await mongo.db(dbName).collection<{ version: number }>("tasks").findOne({ _id: taskId as never }))
-      ?.version;
+    const version = (
+      await mongo
+        .db(dbName)
+        .collection<{ version: number }>("tasks")
+        .findOne({ _id: taskId as never })
+    )?.version;
     const docs = await mongo
       .db(dbName)
       .collection<StoredEvent & { taskId: string }>("task_events")

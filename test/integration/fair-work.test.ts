@@ -146,7 +146,11 @@ describe("fair work: one tenant's backlog does not starve another's ready work",
     for (const release of releases.values()) release();
     const metrics = await (await fetch(`${t.baseUrl}/metrics`)).text();
     const count = (tenant: string) =>
-      Number(new RegExp(`openwop_work_queue_delay_seconds_count\\{[^}]*tenant="${tenant}"[^}]*\\} (\\d+)`).exec(metrics)?.[1]);
+      Number(
+        new RegExp(`openwop_work_queue_delay_seconds_count\\{[^}]*tenant="${tenant}"[^}]*\\} (\\d+)`).exec(
+          metrics,
+        )?.[1],
+      );
     expect(count("acme")).toBe(BACKLOG);
     expect(count("globex")).toBe(1);
   });

@@ -92,11 +92,7 @@ describe("WorkScheduler", () => {
         return name;
       });
     };
-    const runs = [
-      ...Array.from({ length: 6 }, (_, i) => submit("a", `a${i}`)),
-      submit("b", "b0"),
-      submit("b", "b1"),
-    ];
+    const runs = [...Array.from({ length: 6 }, (_, i) => submit("a", `a${i}`)), submit("b", "b0"), submit("b", "b1")];
     await tick();
     expect(started).toEqual(["a0", "a1"]);
     expect(scheduler.load).toEqual({ running: 2, waiting: 6, isolated: false });
