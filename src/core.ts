@@ -281,6 +281,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     log: reads,
     commits,
     leases: config.leases,
+    tenantWeights: config.work.tenantWeights,
     // A config keeps the A2A version it was registered over; its deliveries are that version's push body.
     bodies: (version) => pushBody(negotiateA2AVersion(version)),
     logger,

@@ -1,4 +1,4 @@
-import { FairQueue } from "./fair-queue.js";
+import { FairQueue } from "../domain/fair-queue.js";
 import { ShutdownSignal } from "./in-flight-work.js";
 import { DEFAULT_WORK_SETTINGS, type WorkSettings } from "./work-settings.js";
 

@@ -3,10 +3,11 @@
 // runs suspects alone, and refuses waiting work on stop; and the WORK_* settings.
 import { describe, expect, it } from "vitest";
 import { EnvReader } from "../../src/domain/env-settings.js";
-import { FairQueue } from "../../src/engine/fair-queue.js";
+import { FairQueue } from "../../src/domain/fair-queue.js";
 import { ShutdownSignal } from "../../src/engine/in-flight-work.js";
 import { WorkScheduler } from "../../src/engine/work-scheduler.js";
 import { readWorkSettings } from "../../src/engine/work-settings.js";
+import { DeliverySlots } from "../../src/push/delivery-slots.js";
 
 const drain = <T>(queue: FairQueue<T>): Array<{ key: string; item: T }> => {
   const out: Array<{ key: string; item: T }> = [];
@@ -165,6 +166,44 @@ describe("WorkScheduler", () => {
     await expect(scheduler.alone("t")).rejects.toBeInstanceOf(ShutdownSignal);
     g.open();
     expect(await running).toBe("done");
+  });
+});
+
+describe("DeliverySlots (push deliveries by tenant)", () => {
+  it("gives a waiting tenant the next free slot after one of a bursting tenant's, and lets everyone through on shutdown", async () => {
+    const slots = new DeliverySlots(1);
+    const order: string[] = [];
+    await slots.acquire("burst");
+    const waits = [
+      ...["b1", "b2", "b3", "b4"].map((n) => slots.acquire("burst").then(() => order.push(n))),
+      slots.acquire("quiet").then(() => order.push("q1")),
+    ];
+    for (let i = 0; i < 3; i++) {
+      slots.release();
+      await tick();
+    }
+    expect(order).toEqual(["b1", "q1", "b2"]);
+    slots.wakeAll();
+    await Promise.all(waits);
+    expect(order).toHaveLength(5);
+    // Shutting down: `now` takes a slot at once, whatever waits.
+    await slots.acquire("late", true);
+  });
+
+  it("weights a tenant's turns (WORK_TENANT_WEIGHTS)", async () => {
+    const slots = new DeliverySlots(1, { heavy: 2 });
+    const order: string[] = [];
+    await slots.acquire("x");
+    const waits = [
+      ...["h1", "h2", "h3"].map((n) => slots.acquire("heavy").then(() => order.push(n))),
+      ...["p1", "p2"].map((n) => slots.acquire("plain").then(() => order.push(n))),
+    ];
+    for (let i = 0; i < 5; i++) {
+      slots.release();
+      await tick();
+    }
+    await Promise.all(waits);
+    expect(order).toEqual(["h1", "h2", "p1", "h3", "p2"]);
   });
 });
 
