@@ -14,6 +14,9 @@ interface Waiter {
   reject(err: unknown): void;
 }
 
+/** How often a suspect that stopped holding work back looks again whether the instance is idle. */
+const IDLE_CHECK_MS = 50;
+
 /**
  * The node work an instance runs (handlers, peer calls, service calls: every node effect the driver runs, for new
  * tasks, replies, timers and recoveries alike) is admitted here. At most `concurrency` pieces run at once; the
@@ -21,7 +24,8 @@ interface Waiter {
  *
  * It also runs suspects alone (docs/operating.md "Poison work"): `alone(taskId)` waits until nothing else runs,
  * then keeps every other piece of work waiting until `release(taskId)`. A death while it holds the instance can
- * only be the suspect's own doing.
+ * only be the suspect's own doing. While a suspect waits, new work waits too, so the instance drains; for at
+ * most `isolationWaitMs`, after which new work runs again and the suspect takes the first idle moment.
  */
 export class WorkScheduler {
   private running = 0;
@@ -29,15 +33,18 @@ export class WorkScheduler {
   /** The task running alone now, if any. */
   private isolated: string | undefined;
   /** Suspects waiting to run alone, first come first served; they go before any queued work. */
-  private readonly isolating: Array<{ taskId: string } & Omit<Waiter, "since">> = [];
+  private readonly isolating: Array<{ taskId: string } & Waiter> = [];
+  private idleCheck: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly concurrency: number;
+  private readonly isolationWaitMs: number;
   private readonly clock: () => number;
 
   constructor(private readonly options: WorkSchedulerOptions = {}) {
     const weights = options.tenantWeights ?? DEFAULT_WORK_SETTINGS.tenantWeights;
     this.queue = new FairQueue<Waiter>((tenant) => weights[tenant] ?? 1);
     this.concurrency = options.concurrency ?? DEFAULT_WORK_SETTINGS.concurrency;
+    this.isolationWaitMs = options.isolationWaitMs ?? DEFAULT_WORK_SETTINGS.isolationWaitMs;
     this.clock = options.clock ?? Date.now;
   }
 
@@ -68,7 +75,7 @@ export class WorkScheduler {
     if (this.isolated === taskId) return Promise.resolve();
     if (this.stopped) return Promise.reject(new ShutdownSignal("shutting down"));
     return new Promise<void>((resolve, reject) => {
-      this.isolating.push({ taskId, resolve, reject });
+      this.isolating.push({ taskId, since: this.clock(), resolve, reject });
       this.pump();
     });
   }
@@ -88,6 +95,7 @@ export class WorkScheduler {
   /** Refuses every waiting piece of work (the instance stops; their tasks run again after the next start). */
   stop(): void {
     this.stopped = true;
+    clearTimeout(this.idleCheck);
     const reason = new ShutdownSignal("shutting down");
     for (const waiter of this.queue.drain()) waiter.reject(reason);
     for (const waiter of this.isolating.splice(0)) waiter.reject(reason);
@@ -97,10 +105,16 @@ export class WorkScheduler {
     return (
       !this.stopped &&
       this.isolated === undefined &&
-      this.isolating.length === 0 &&
+      !this.holdingBack() &&
       this.queue.size === 0 &&
       this.running < this.concurrency
     );
+  }
+
+  /** Whether a waiting suspect still holds new work back (so the instance drains for it). */
+  private holdingBack(): boolean {
+    const first = this.isolating[0];
+    return first !== undefined && this.clock() - first.since < this.isolationWaitMs;
   }
 
   private admit(tenant: string, waitedMs: number): void {
@@ -121,12 +135,22 @@ export class WorkScheduler {
   private pump(): void {
     if (this.stopped || this.isolated !== undefined) return;
     if (this.isolating.length > 0) {
-      // New work waits while a suspect waits, so the instance drains and the suspect gets it alone.
-      if (this.running > 0) return;
-      const next = this.isolating.shift()!;
-      this.isolated = next.taskId;
-      next.resolve();
-      return;
+      if (this.running === 0) {
+        clearTimeout(this.idleCheck);
+        this.idleCheck = undefined;
+        const next = this.isolating.shift()!;
+        this.isolated = next.taskId;
+        next.resolve();
+        return;
+      }
+      // New work waits while a suspect waits, so the instance drains and the suspect gets it alone; past
+      // isolationWaitMs it runs again (a long handler must not freeze the instance) and the suspect looks for an
+      // idle moment.
+      this.idleCheck ??= setTimeout(() => {
+        this.idleCheck = undefined;
+        this.pump();
+      }, IDLE_CHECK_MS).unref();
+      if (this.holdingBack()) return;
     }
     const now = this.clock();
     while (this.running < this.concurrency) {

@@ -154,6 +154,29 @@ describe("WorkScheduler", () => {
     expect(scheduler.holds("suspect")).toBe(false);
   });
 
+  it("holds new work back for at most isolationWaitMs: then it runs, and the suspect takes the first idle moment", async () => {
+    let now = 0;
+    const scheduler = new WorkScheduler({ concurrency: 4, isolationWaitMs: 1_000, clock: () => now });
+    const long = gate();
+    const running = scheduler.run("a", () => long.promise); // an hours-long handler
+    let alone = false;
+    const isolated = scheduler.alone("suspect").then(() => (alone = true));
+    expect(scheduler.tryRun("b", async () => undefined)).toBeUndefined(); // held back: the instance drains
+    now = 1_000; // the suspect has waited isolationWaitMs
+    const meanwhile = gate();
+    const other = scheduler.tryRun("b", () => meanwhile.promise);
+    expect(other).toBeDefined(); // new work runs again
+    long.open();
+    await running;
+    await tick();
+    expect(alone).toBe(false); // not idle yet: b's work runs
+    meanwhile.open();
+    await other;
+    await isolated;
+    expect(scheduler.holds("suspect")).toBe(true);
+    scheduler.release("suspect");
+  });
+
   it("stop refuses waiting work and waiting suspects with a ShutdownSignal; running work finishes", async () => {
     const scheduler = new WorkScheduler({ concurrency: 1 });
     const g = gate();
@@ -208,11 +231,18 @@ describe("DeliverySlots (push deliveries by tenant)", () => {
 });
 
 describe("WORK_* settings", () => {
-  it("reads WORK_CONCURRENCY and WORK_TENANT_WEIGHTS, defaults 128 and none", () => {
-    expect(EnvReader.load({}, readWorkSettings)).toEqual({ concurrency: 128, tenantWeights: {} });
+  it("reads WORK_CONCURRENCY, WORK_TENANT_WEIGHTS and RECOVERY_ISOLATION_WAIT_MS, defaults 128, none and 30 s", () => {
+    expect(EnvReader.load({}, readWorkSettings)).toEqual({
+      concurrency: 128,
+      tenantWeights: {},
+      isolationWaitMs: 30_000,
+    });
     expect(
-      EnvReader.load({ WORK_CONCURRENCY: "8", WORK_TENANT_WEIGHTS: "acme=3, batch=0.25" }, readWorkSettings),
-    ).toEqual({ concurrency: 8, tenantWeights: { acme: 3, batch: 0.25 } });
+      EnvReader.load(
+        { WORK_CONCURRENCY: "8", WORK_TENANT_WEIGHTS: "acme=3, batch=0.25", RECOVERY_ISOLATION_WAIT_MS: "0" },
+        readWorkSettings,
+      ),
+    ).toEqual({ concurrency: 8, tenantWeights: { acme: 3, batch: 0.25 }, isolationWaitMs: 0 });
   });
 
   it("names each bad entry at start", () => {
