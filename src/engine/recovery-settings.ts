@@ -6,7 +6,7 @@ export interface RecoverySettings {
   /**
    * Executions of one node, run alone on their instance, that may end with the death of that instance (out of
    * memory, a native crash, SIGKILL) before the run fails with `poison_exhausted` instead of running the node
-   * again. A death beside other work is not counted (the node runs alone next), so at most maxAttempts + 1 runs.
+   * again. A death not run alone is not counted (the node runs alone next), so at most maxAttempts + 1 runs.
    */
   maxAttempts: number;
 }

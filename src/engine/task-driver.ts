@@ -136,7 +136,10 @@ export class TaskDriver {
     // waits or was cancelled), so no other work can die with it while a death would still be charged to it.
     const { suspect, nodeStarted } = live.actor.getSnapshot().context;
     if (scheduler.holds(taskId) && (next === false || !(suspect && nodeStarted))) scheduler.release(taskId);
-    if (next === false) repository.passivate(taskId);
+    if (next === false) {
+      repository.passivate(taskId);
+      this.tenants.delete(taskId);
+    }
     return next;
   }
 
@@ -285,10 +288,10 @@ export class TaskDriver {
 
   /**
    * The node was started and never finished, and its lease was taken from a holder that never gave it back:
-   * that execution died with its instance (out of memory, a native crash, SIGKILL). If it ran beside other work,
-   * any of them may have killed the instance: it is not charged, it becomes a suspect and runs again alone. If it
-   * ran alone (a suspect), the death is its own and is counted (`crashes`); at RECOVERY_MAX_ATTEMPTS the run
-   * fails instead of killing one more instance. Staged before the node runs again, so a death during that run
+   * that execution died with its instance (out of memory, a native crash, SIGKILL). If it was not run alone,
+   * other work may have run beside it and killed the instance: it is not charged, it becomes a suspect and runs
+   * again alone. If it ran alone (a suspect), the death is its own and is counted (`crashes`); at
+   * RECOVERY_MAX_ATTEMPTS the run fails instead of killing one more instance. Staged before the node runs again, so a death during that run
    * finds it recorded. A SIGTERM releases the lease and a handler's retry keeps it, so neither counts here.
    */
   private poisoned(taskId: string, live: LiveTask, node: WorkflowNode, at: string): boolean {
@@ -300,7 +303,7 @@ export class TaskDriver {
         { taskId, nodeId: node.id, charged, crashes, maxAttempts: recovery.maxAttempts },
         charged
           ? "node killed its instance while running alone; running it again alone"
-          : "node was running when its instance died beside other work; running it again alone before charging it",
+          : "node was running when its instance died, not alone; running it again alone before charging it",
       );
       return false;
     }

@@ -15,7 +15,7 @@ export interface Metrics {
   nodeInterruptions: Counter;
   /** Runs failed with `poison_exhausted`: a node killed its instance RECOVERY_MAX_ATTEMPTS times. */
   poisonExhausted: Counter;
-  /** Executions of a suspect node run alone on their instance (it died once beside other work). */
+  /** Executions of a suspect node run alone on their instance (it died once, not run alone). */
   isolatedRuns: Counter;
   /** Instance deaths charged to a node: it was running alone (counted toward RECOVERY_MAX_ATTEMPTS). */
   chargedCrashes: Counter;
@@ -117,7 +117,7 @@ export function createMetrics(meter: Meter): Metrics {
       description: "Runs failed because a node killed its instance RECOVERY_MAX_ATTEMPTS times",
     }),
     isolatedRuns: meter.createCounter("openwop.node.isolated_runs", {
-      description: "Executions of a suspect node run alone on this instance after it died once beside other work",
+      description: "Executions of a suspect node run alone on this instance after it died once, not run alone",
     }),
     chargedCrashes: meter.createCounter("openwop.node.charged_crashes", {
       description: "Instance deaths charged to a node that was running alone (toward RECOVERY_MAX_ATTEMPTS)",

@@ -1,7 +1,7 @@
 // Issue 42 item 4, the done-when repro: 3 poison tasks (a handler that SIGKILLs its own process) and 9 innocent
 // tasks (3 s of work each) on 3 host processes on one database. Each process that dies is started again with its
 // INSTANCE_ID, as an orchestrator would. Before, every instance death was charged to every node running on it, so
-// innocent tasks ended `poison_exhausted`. Now a node that died beside other work is a suspect and runs again alone
+// innocent tasks ended `poison_exhausted`. Now a node that died while not run alone is a suspect and runs again alone
 // on its instance; only a death while it ran alone is charged. Afterwards: every innocent task completed with no
 // charged death, and every poison task failed `poison_exhausted` after exactly RECOVERY_MAX_ATTEMPTS charged deaths
 // and at most RECOVERY_MAX_ATTEMPTS + 1 executions (the bound docs/operating.md "Poison work" states).

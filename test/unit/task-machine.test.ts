@@ -562,7 +562,7 @@ describe("context effects", () => {
     applyTaskEvent(actor, ev.nodeStarted("prepare"));
     expect(actor.getSnapshot().context.crashes).toBeUndefined(); // absent reads as 0 (also on snapshots from before the field)
     applyTaskEvent(actor, { type: "NODE_INTERRUPTED", at: at(), nodeId: "prepare" });
-    // Died beside other work: not charged, the node is a suspect and no longer started (a second death before it runs again is none).
+    // Died not run alone: not charged, the node is a suspect and no longer started (a second death before it runs again is none).
     expect(actor.getSnapshot().context).toMatchObject({ suspect: true, nodeStarted: false, attempt: 1 });
     expect(actor.getSnapshot().context.crashes).toBeUndefined();
     expect(() => applyTaskEvent(actor, { type: "NODE_INTERRUPTED", at: at(), nodeId: "prepare" })).toThrow();

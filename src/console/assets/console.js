@@ -686,7 +686,7 @@ async function showTask(taskId) {
           "span",
           { class: "note retry" },
           e.payload?.charged === false
-            ? "died with its instance beside other work: not charged, runs again alone"
+            ? "died with its instance, not run alone: not charged, runs again alone"
             : `died with its instance while alone: ${e.payload?.crashes ?? "?"} of RECOVERY_MAX_ATTEMPTS`,
         ),
       );
