@@ -1,9 +1,8 @@
 import { backoffDelay, giveUpReason, type RetryPolicy } from "../domain/retry-policy.js";
-import { isFinalA2AState, isTerminalA2AState, type A2ATaskStateValue } from "../domain/run-status.js";
+import { isTerminalA2AState } from "../domain/run-status.js";
 import type { Logger } from "../observability/logger.js";
 import type { SecretValue } from "../secrets/secret-value.js";
 import type { PushConfigRecord, PushConfigStore, PushDelivery } from "../store/push-config-store.js";
-import type { RunEvent } from "../domain/task-record.js";
 import type { PushHttpClient } from "./push-http-client.js";
 import { DeliverySlots } from "./delivery-slots.js";
 import { DeliveryLeases, type PushLeaseSettings } from "./push-delivery-leases.js";
@@ -12,6 +11,7 @@ import type { PushBodyEncoders, PushCommits, PushTaskLog } from "./push-ports.js
 import type { PushSecretBox } from "./push-secrets.js";
 import type { PushTransitions } from "./push-settings.js";
 import { WatchedTasks } from "./push-watched-tasks.js";
+import { hasPushWork, isPushable } from "./push-worthy.js";
 import type { PushJwtSigner } from "./push-jwt.js";
 import { statusKeyOf, targetOf, WebhookAttempts } from "./webhook-attempts.js";
 
@@ -342,7 +342,7 @@ export class PushDeliveryWorker {
     const events = await tasks.readEvents(taskId, 0);
     if (!mine) {
       // The lease is taken only when there is something to push; the cursor then moves under it.
-      if (!this.hasWork(config.delivery, events)) return { kind: "done" };
+      if (!hasPushWork(this.options.transitions, config.delivery, events)) return { kind: "done" };
       const claimed = await this.leases.claim(config);
       // Another instance claimed it first: the reload finds its lease.
       if (!claimed) return { kind: "reload" };
@@ -381,7 +381,7 @@ export class PushDeliveryWorker {
         lastError: null,
         settled: isTerminalA2AState(status.state),
       };
-      if (!this.isPushable(status.state, statusKey, delivery.lastStatusKey)) {
+      if (!isPushable(this.options.transitions, status.state, statusKey, delivery.lastStatusKey)) {
         delivery = passed;
         if (passed.settled && !(await save(passed))) return { kind: "reload" };
         continue;
@@ -441,24 +441,5 @@ export class PushDeliveryWorker {
     if (at <= now) return false;
     this.wakeAt(config.taskId, config.configId, at);
     return true;
-  }
-
-  /** Whether the log after the cursor holds a status to push or to settle on (else no lease is worth taking). */
-  private hasWork(from: PushDelivery, events: readonly RunEvent[]): boolean {
-    let last = from.lastStatusKey;
-    for (const event of events) {
-      const status = event.a2a?.status;
-      if (event.sequence <= from.cursor || !status) continue;
-      const statusKey = statusKeyOf(event, status.state);
-      if (isTerminalA2AState(status.state) || this.isPushable(status.state, statusKey, last)) return true;
-      last = statusKey;
-    }
-    return false;
-  }
-
-  private isPushable(state: A2ATaskStateValue, statusKey: string, lastStatusKey: string | null): boolean {
-    if (statusKey === lastStatusKey) return false;
-    // The minimum set (OpenWOP RFC 0100 §4): a caller must hear when its task needs input or ends.
-    return this.options.transitions === "all" || isFinalA2AState(state);
   }
 }
