@@ -60,6 +60,7 @@ import type { PushConfigStore } from "./store/push-config-store.js";
 import type { TaskReadPort } from "./store/task-read-port.js";
 import { CappedTaskReads } from "./store/capped-task-reads.js";
 import type { TaskStore } from "./store/task-store.js";
+import { MemoryWorkflowVersionStore, type WorkflowVersionStore } from "./store/workflow-version-store.js";
 import { DEFAULT_TASK_SIZE_LIMITS } from "./store/task-size-limits.js";
 
 export { packageVersion };
@@ -85,6 +86,8 @@ export interface CoreOptions {
   pushResolver?: Resolver;
   /** Idempotency-Key records of POST /v1/runs (open it next to the task store); in-memory when not given. */
   idempotency?: IdempotencyStore;
+  /** Every workflow version served (open it next to the task store): runs keep their version. In-memory when not given. */
+  workflowVersions?: WorkflowVersionStore;
   /** Plugin node kinds (public-node-kind.ts), when the catalog is loaded here (startHost checks its own before). */
   nodeKinds?: readonly AnyNodeKind[];
 }
@@ -173,6 +176,8 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const catalog =
     options.catalog ??
     (await loadCatalog(config, handlers, options.workflows, pluginRegistry(options.nodeKinds ?? [])));
+  // Each served definition is stored before anything serves it; a run then walks the version it recorded.
+  await catalog.registerVersions(options.workflowVersions ?? new MemoryWorkflowVersionStore());
   // XSTATE_INSPECT: XState's inspection API on the actors of the chosen tasks (README "Live inspection").
   const { inspectTasks, inspectSink } = config.operator;
   configureTaskInspection(

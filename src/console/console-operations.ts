@@ -128,7 +128,7 @@ export interface ConsoleOperationsOptions {
   /** Which tenants a caller sees: its own, or every configured tenant with `console:all-tenants`. */
   access: ConsoleAccess;
   /** The workflows (skills): names for titles, nodes for the graph. */
-  catalog: Pick<WorkflowCatalog, "get" | "kinds">;
+  catalog: Pick<WorkflowCatalog, "get" | "kinds" | "definitionOf" | "loadedDefinitionOf">;
   /** Answers an interrupt as the operator (so the log says who decided). */
   interrupts: Pick<RunInterrupts, "resolveAtNode">;
   /** STORE_TIMEOUT_MS: the longest a console call waits for one store operation (a caller's deadline may cut it shorter). */
@@ -249,7 +249,7 @@ export class ConsoleOperations {
       Promise.all([readWholeLog(reads, taskId), reads.historyOf(record)]),
     );
     const interruptTokens = interruptTokensFor(tokens, record, context, ctx.principal);
-    const workflow = this.options.catalog.get(record.workflowId);
+    const workflow = await this.options.catalog.definitionOf(record).catch(() => undefined);
     const summary = this.summaryOf(record, context);
     const interruptForm = record.status.startsWith("waiting-")
       ? interruptFormOf(context, workflow, this.options.catalog.kinds)
@@ -360,7 +360,7 @@ export class ConsoleOperations {
   // ------------------------------------------------------------------------------------------
 
   private summaryOf(record: TaskRecord, known?: TaskContext): ConsoleTaskSummary {
-    const workflow = this.options.catalog.get(record.workflowId);
+    const workflow = this.options.catalog.loadedDefinitionOf(record);
     let context: TaskContext | undefined = known;
     try {
       context ??= this.options.reads.contextOf(record);

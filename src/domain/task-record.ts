@@ -41,6 +41,11 @@ export interface TaskRecord {
   tenant: string;
   contextId: string;
   workflowId: string;
+  /**
+   * The version of its workflow the task walks (workflow-version.ts), recorded at creation and kept whatever is
+   * deployed later. Absent on tasks created before versions were pinned: they walk the deployed definition.
+   */
+  workflowVersion?: string;
   /** Sequence of the last committed event. */
   version: number;
   /**

@@ -245,7 +245,7 @@ export class TaskDriver {
     }
     if (status === "cancelling") {
       // The node being cancelled may have work to undo elsewhere (a peer's task), after our commit.
-      const workflow = catalog.get(live.record.workflowId);
+      const workflow = catalog.loadedDefinitionOf(live.record);
       const node =
         workflow && snapshot.context.cursor !== null ? findNode(workflow, snapshot.context.cursor) : undefined;
       const undo =

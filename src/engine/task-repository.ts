@@ -43,6 +43,8 @@ export interface LiveTask {
 /** A task to create: the machine's input, when, and the creating message's idempotency key. */
 export interface NewTask extends TaskMachineInput {
   at: string;
+  /** The version of its workflow the task walks from now on (TaskRecord.workflowVersion). */
+  workflowVersion?: string;
   idempotency?: IdempotencySeed;
 }
 
@@ -54,6 +56,8 @@ export interface TaskRepositoryOptions {
   /** Task execution leases; without them, a random owner id and the default timing. */
   leases?: LeaseSettings;
   clock?: () => Date;
+  /** Called with each task read from the store before it is used (the catalog caches the task's pinned definition). */
+  onLoad?: (record: TaskRecord) => Promise<unknown>;
 }
 
 /**
@@ -114,7 +118,7 @@ export class TaskRepository implements TaskReadPort {
    * The flush throws the store's duplicate errors.
    */
   stageCreate(task: NewTask): TaskRecord {
-    const { taskId, contextId, workflowId, tenant, firstNode, message, at, idempotency } = task;
+    const { taskId, contextId, workflowId, workflowVersion, tenant, firstNode, message, at, idempotency } = task;
     const actor = createTaskActor({ taskId, contextId, workflowId, tenant, firstNode, message });
     const snapshot = actor.getSnapshot();
     const events = logEventsFor({ event: { type: "CREATED", at }, after: snapshot, firstSequence: 0, generation: 0 });
@@ -123,6 +127,7 @@ export class TaskRepository implements TaskReadPort {
       tenant,
       contextId,
       workflowId,
+      ...(workflowVersion !== undefined ? { workflowVersion } : {}),
       version: events.length - 1,
       generation: generationAfter(events, 0),
       createdAt: at,
@@ -147,6 +152,13 @@ export class TaskRepository implements TaskReadPort {
     if (!live) {
       const record = await this.options.store.get(taskId);
       if (!record) throw taskNotFound(taskId);
+      await this.options.onLoad?.(record);
+      // Another caller may have loaded it while this one waited.
+      const loaded = this.live.get(taskId);
+      if (loaded) {
+        if (tenant !== undefined && loaded.record.tenant !== tenant) throw taskNotFound(taskId);
+        return loaded;
+      }
       live = {
         actor: restoreTaskActor(record.snapshot, taskId),
         record,

@@ -80,6 +80,7 @@ export class TaskSupervisor implements NodeProgressPort {
           retentionMs: options.retentionMs,
           clock,
           ...(options.leases ? { leases: options.leases } : {}),
+          onLoad: (record) => options.catalog.definitionOf(record),
         }));
     const executors = options.catalog.kinds.executors(
       { repository, inFlight: this.inFlight, logger: options.logger, now, clock },
@@ -195,6 +196,7 @@ export class TaskSupervisor implements NodeProgressPort {
           taskId,
           contextId,
           workflowId: workflow.id,
+          workflowVersion: catalog.versionOf(workflow.id)!,
           tenant: args.principal.tenant,
           firstNode: firstNodeOf(workflow),
           message: { ...args.message, taskId, contextId },

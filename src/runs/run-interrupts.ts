@@ -92,7 +92,7 @@ export class RunInterrupts {
     requireScope(ctx.principal, "approvals:respond");
     const { supervisor, reads, catalog } = this.options;
     const record = await reads.get(runId, ctx.principal.tenant);
-    const workflow = catalog.get(record.workflowId);
+    const workflow = await catalog.definitionOf(record).catch(() => undefined);
     const node = workflow ? findNode(workflow, nodeId) : undefined;
     if (!node || !catalog.kinds.of(node.kind)?.reply?.byNodeId) {
       throw new DomainError(
