@@ -70,7 +70,11 @@ describe("the token bucket", () => {
   it("holds burst tokens, refills at the rate, and a refusal takes nothing", () => {
     let now = 0;
     const limiter = new RequestRateLimiter(
-      { default: {}, tenants: { a: { requestsPerSecond: 2, burst: 2 } }, keys: { k: { requestsPerSecond: 1, burst: 1 } } },
+      {
+        default: {},
+        tenants: { a: { requestsPerSecond: 2, burst: 2 } },
+        keys: { k: { requestsPerSecond: 1, burst: 1 } },
+      },
       () => now,
     );
     limiter.admit("a");
