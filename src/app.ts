@@ -35,6 +35,7 @@ import { addOpsRoutes } from "./transport/rest/ops-routes.js";
 import { errorReporter } from "./transport/errors/wire-error.js";
 import { createA2ARestRouters } from "./transport/rest/a2a-rest-router.js";
 import { createRequestDispatch } from "./transport/request-dispatch.js";
+import { requestRateAdmission } from "./transport/request-rate-admission.js";
 import { createJsonRpcEndpoint, createJsonRpcRefusal } from "./transport/jsonrpc/jsonrpc-endpoint.js";
 import { addJwksRoute, JWKS_PATH } from "./transport/rest/jwks-route.js";
 import { signCardDocument } from "./a2a/agent-card-signature.js";
@@ -312,6 +313,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
       handle: (req, res) => (isOpsRpcPath(req.url) ? opsRpc(req, res) : rpc(req, res)),
     },
     authenticator,
+    ...requestRateAdmission(config.tenantLimits),
     publicPaths: [...PUBLIC_PATHS, ...publicNodeKindPaths(core.nodeRoutes)],
     openwopVersions,
     publicPrincipal: PUBLIC_PRINCIPAL,

@@ -19,6 +19,7 @@ import { readHttpNodeSettings, type HttpNodeSettings } from "../engine/nodes/nod
 import { readWorkflowSettings, type WorkflowSettings } from "../workflows/workflow-settings.js";
 import { readConnectionSettings, type ConnectionSettings } from "../transport/connection-settings.js";
 import { readTlsSettings, type TlsSettings } from "../transport/tls-settings.js";
+import { NO_TENANT_LIMITS, parseTenantLimits, type TenantLimits } from "../domain/tenant-limits.js";
 
 export { ConfigError } from "../domain/env-settings.js";
 
@@ -85,6 +86,8 @@ export interface Config extends StoreSettings, WorkflowSettings {
   agentCard: AgentCardSettings;
   /** TLS and mutual TLS on the port (TLS_*); absent = cleartext. */
   tls: TlsSettings | undefined;
+  /** TENANT_LIMITS (or TENANT_LIMITS_FILE): limits per tenant and per key; none set = unlimited. */
+  tenantLimits: TenantLimits;
 }
 
 /**
@@ -144,6 +147,7 @@ export function loadConfig(env: Env = process.env): Config {
     operator: readOperatorSettings(reader, production),
     agentCard: readAgentCardSettings(reader),
     tls,
+    tenantLimits: readTenantLimits(reader),
   };
   if (production) {
     if (reader.raw("PUBLIC_URL") === undefined)
@@ -176,4 +180,15 @@ function readDraftVersions(reader: EnvReader): A2AVersion[] {
     else reader.problem(`A2A_DRAFT_VERSIONS may name ${A2A_DRAFT_VERSIONS.join(", ")} (got "${entry}")`);
   }
   return drafts;
+}
+
+function readTenantLimits(reader: EnvReader): TenantLimits {
+  const raw = reader.raw("TENANT_LIMITS");
+  if (raw === undefined) return NO_TENANT_LIMITS;
+  const parsed = parseTenantLimits(raw);
+  if ("problems" in parsed) {
+    for (const problem of parsed.problems) reader.problem(problem);
+    return NO_TENANT_LIMITS;
+  }
+  return parsed.limits;
 }

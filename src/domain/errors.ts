@@ -59,6 +59,8 @@ export const ERROR_CODES = [
   "credential-lifetime-exceeded",
   // An SSE `streamMode` the host does not serve (OpenWOP v2 events.md).
   "unsupported-stream-mode",
+  // A tenant (or key) over one of its TENANT_LIMITS: retryable after `details.retryAfterSeconds` (429, RESOURCE_EXHAUSTED).
+  "rate-limited",
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
@@ -86,4 +88,17 @@ export function invalidParams(message: string, details?: Record<string, unknown>
 export function toDomainError(err: unknown): DomainError {
   if (err instanceof DomainError) return err;
   return new DomainError("internal", "Internal error", undefined, { cause: err });
+}
+
+/**
+ * A refusal by a tenant limit (TENANT_LIMITS): `limit` names which, `retryAfterSeconds` when to try again. A limit
+ * of 0 says so, since no wait will help.
+ */
+export function rateLimited(limit: string, allowed: number, retryAfterSeconds: number): DomainError {
+  const seconds = Math.max(1, Math.ceil(retryAfterSeconds));
+  const message =
+    allowed === 0
+      ? `This tenant is allowed no ${limit} (its ${limit} limit is 0); ask the operator to raise it`
+      : `Over this tenant's ${limit} limit of ${allowed}; retry after ${seconds} s`;
+  return new DomainError("rate-limited", message, { limit, allowed, retryAfterSeconds: seconds });
 }

@@ -140,6 +140,8 @@ export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
   // on 0.3, ErrorInfo reason UNAVAILABLE / DEADLINE_EXCEEDED with metadata retryable=true on 1.0). HTTP 503
   // carries Retry-After; 504 is the gateway-timeout answer HTTP clients retry.
   unavailable: { jsonRpc: -32603, grpc: "UNAVAILABLE", http: 503, rest: "unavailable" },
+  // A tenant limit: no A2A code exists, so one of the server range A2A leaves free; OpenWOP's `rate_limited` (429).
+  "rate-limited": { jsonRpc: -32029, grpc: "RESOURCE_EXHAUSTED", http: 429, rest: "rate_limited" },
   "deadline-exceeded": { jsonRpc: -32603, grpc: "DEADLINE_EXCEEDED", http: 504, rest: "deadline_exceeded" },
   "interrupt-not-found": { jsonRpc: -32001, grpc: "NOT_FOUND", http: 404, rest: "interrupt_not_found" },
   "interrupt-already-resolved": {

@@ -50,6 +50,8 @@ export const OPENWOP_V2_CODES: Record<ErrorCode, { http: number; error: string }
   "protocol-version-mismatch": { http: 400, error: "protocol_version_mismatch" },
   "client-version-unsupported": { http: 426, error: "client_version_unsupported" },
   "unsupported-stream-mode": { http: 400, error: "unsupported_stream_mode" },
+  // The registry's 429 (spec/v2/core/errors.md at openwop/openwop cc7bb617f49000f7ec9c94eef0fe0d18a2a6901a).
+  "rate-limited": { http: 429, error: "rate_limited" },
 };
 
 /** The v2 envelope `{error, message, details?}` (closed), with its registered status. */
@@ -67,5 +69,5 @@ export function openwopV2ErrorBody(err: unknown): {
 
 export function sendOpenwopV2Error(res: HttpResponse, err: unknown, headers: Record<string, string> = {}): void {
   const { status, body } = openwopV2ErrorBody(err);
-  sendJson(res, status, body, { ...statusHeaders(status), ...headers });
+  sendJson(res, status, body, { ...statusHeaders(status, toDomainError(err)), ...headers });
 }

@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { A2AVersion } from "../../domain/a2a-version.js";
 import type { WireError } from "../../a2a/version-module.js";
 import { versionModule } from "../../a2a/versions.js";
-import { toDomainError, type DomainError } from "../../domain/errors.js";
+import { DomainError, toDomainError } from "../../domain/errors.js";
 import type { Logger } from "../../observability/logger.js";
 import { statusesOf, WIRE_CODES } from "../error-codes.js";
 
@@ -74,9 +74,15 @@ export function jsonRpcHttpStatus(err: DomainError, version: A2AVersion): number
 /** Seconds a 503 (store unavailable) asks HTTP callers to wait before retrying. */
 export const RETRY_AFTER_SECONDS = 1;
 
-/** The headers an HTTP error status carries by itself: `Retry-After` on 503 (RFC 9110 §10.2.3). */
-export function statusHeaders(status: number): Record<string, string> {
-  return status === 503 ? { "retry-after": String(RETRY_AFTER_SECONDS) } : {};
+/**
+ * The headers an HTTP error status carries by itself: `Retry-After` on 503 (RFC 9110 §10.2.3) and on 429 (RFC 6585
+ * §4), where the refusal's own `details.retryAfterSeconds` (a tenant limit's wait) wins over the default.
+ */
+export function statusHeaders(status: number, err?: unknown): Record<string, string> {
+  if (status !== 503 && status !== 429) return {};
+  const own = err instanceof DomainError ? err.details?.["retryAfterSeconds"] : undefined;
+  const seconds = typeof own === "number" && Number.isInteger(own) && own > 0 ? own : RETRY_AFTER_SECONDS;
+  return { "retry-after": String(seconds) };
 }
 
 /**
@@ -84,5 +90,5 @@ export function statusHeaders(status: number): Record<string, string> {
  * 200, a gRPC-Web status on 200): whenever the one table says 503 for it, the HTTP answer says when to retry.
  */
 export function retryAfterOf(err: DomainError): Record<string, string> {
-  return statusHeaders(WIRE_CODES[err.code].http);
+  return statusHeaders(WIRE_CODES[err.code].http, err);
 }

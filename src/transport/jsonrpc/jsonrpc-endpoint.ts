@@ -181,7 +181,7 @@ export function createJsonRpcRefusal(options: {
       // Unreadable (too large, not JSON, the caller gone): the id stays null.
     }
     const domain = options.report(err, { binding: "jsonrpc", rpcId: id });
-    const all = { ...activatedExtensions(req, options.supportedExtensions), ...headers };
+    const all = { ...activatedExtensions(req, options.supportedExtensions), ...retryAfterOf(domain), ...headers };
     if (!res.writableEnded)
       sendJson(res, wireErrorOf(domain, version).http, jsonRpcErrorBody(version, id, domain), all);
   };

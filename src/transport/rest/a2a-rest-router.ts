@@ -1,3 +1,4 @@
+import { toDomainError } from "../../domain/errors.js";
 import { a2aVersionOf, type A2AVersion } from "../../domain/a2a-version.js";
 import { parseJsonBody } from "../../domain/json-input.js";
 import type { RestRequest, RestRoute } from "../../a2a/version-module.js";
@@ -70,7 +71,11 @@ export function sendA2ARestError(
   headers: Record<string, string> = {},
 ): void {
   const { status, body, contentType } = httpJsonError(version, err);
-  sendJson(res, status, body, { "content-type": contentType, ...statusHeaders(status), ...headers });
+  sendJson(res, status, body, {
+    "content-type": contentType,
+    ...statusHeaders(status, toDomainError(err)),
+    ...headers,
+  });
 }
 
 function restRequestOf(
