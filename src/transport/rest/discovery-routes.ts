@@ -8,6 +8,7 @@ import { sendJson } from "../http-io.js";
 import { sendCacheableJson } from "../cacheable-json.js";
 import { a2aVersionFields, serveAgentCard, type SignedCards } from "./agent-card-route.js";
 import type { AuthLane } from "../../auth/auth-lanes.js";
+import type { AuthProfiles } from "../../auth/auth-profiles.js";
 import { advertisedVersions, negotiatedMajor, type OpenwopVersions } from "../openwop-version.js";
 import { discoveryV2Document } from "./discovery-v2.js";
 
@@ -35,6 +36,10 @@ export interface DiscoveryOptions {
   recoveryEvidence?: Record<string, unknown>;
   /** The OpenWOP majors served and the v2 auth lanes; the request header picks the representation. */
   openwop?: { versions: OpenwopVersions; lanes: AuthLane[] };
+  /** The v1 auth profiles claimed (auth/auth-profiles.ts): `profiles[]` and the `oidc`, `oauth2`, `mtls` blocks. */
+  authProfiles?: AuthProfiles;
+  /** RFC 9728 protected-resource metadata (auth/protected-resource.ts), when OIDC issuers are configured. */
+  protectedResource?: { path: string; document: Record<string, unknown> };
   /** The public keys this host signs evidence bundles with (RFC 0168 §E.2), served as `signingKeys[]`. */
   signingKeys?: readonly SigningKeyListing[];
   clock?: () => Date;
@@ -71,11 +76,13 @@ export function discoveryDocument(options: DiscoveryOptions): Record<string, unk
     eventLogSchemaVersion: 2,
     ...(options.recoveryEvidence ? { recoveryEvidence: options.recoveryEvidence } : {}),
     ...signingKeysMember(options.signingKeys ?? []),
-    // How callers authenticate: the card's schemes and requirements (the configured authenticators' own words).
+    // How callers authenticate: the card's schemes and requirements (the configured authenticators' own words),
+    // and the v1 auth profiles those ways in meet, with their blocks (spec/v1/auth-profiles.md).
     auth: {
       required: (card.security ?? []).length > 0,
       schemes: card.securitySchemes ?? {},
       security: card.security ?? [],
+      ...(options.authProfiles && options.authProfiles.profiles.length > 0 ? options.authProfiles : {}),
     },
     a2a: {
       supported: true,
@@ -140,6 +147,14 @@ export function addDiscoveryRoutes(router: HttpRouter, options: DiscoveryOptions
       headers: { vary: "OpenWOP-Version" },
     });
   });
+  const { protectedResource } = options;
+  if (protectedResource)
+    router.add(["GET", "HEAD"], protectedResource.path, async (req, res) =>
+      sendCacheableJson(req, res, protectedResource.document, {
+        maxAgeSeconds: cacheMaxAgeSeconds,
+        lastModified: startedAt,
+      }),
+    );
   router.add("GET", "/v1/a2a/tasks/{taskId}", async (_req, res, params, ctx) => {
     sendJson(res, 200, await options.service.getA2ATaskState(params["taskId"]!, ctx));
   });
