@@ -1,4 +1,4 @@
-import type { Artifact, Message } from "../../../domain/a2a-types.js";
+import type { Artifact } from "../../../domain/a2a-types.js";
 import { decideRetry, type RetryPolicy } from "../../../domain/retry-policy.js";
 import type { RunError, TaskContext } from "../../../machine/task-context.js";
 import type { Logger } from "../../../observability/logger.js";
