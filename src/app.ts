@@ -5,7 +5,7 @@ import { hostInterfaces, JSONRPC_PATH } from "./transport/interface-urls.js";
 import { createTelemetry, type Telemetry } from "./observability/telemetry.js";
 import type { TaskService } from "./a2a/task-service.js";
 import type { TaskSupervisor } from "./engine/task-supervisor.js";
-import type { AuthDescription } from "./auth/authenticator.js";
+import { bearerChallenges, type AuthDescription } from "./auth/authenticator.js";
 import { hostAuthenticator } from "./auth/host-authenticator.js";
 import { certificateObserver, oidcObserver } from "./observed/observed-trust.js";
 import { loadTlsServing, TlsFileWatcher } from "./transport/tls-files.js";
@@ -47,6 +47,8 @@ import { addOpenwopRunsRoutes } from "./transport/rest/openwop-runs-routes.js";
 import { addHostSteeringRoutes } from "./transport/rest/host-steering-routes.js";
 import { addOpenwopV2Routes } from "./transport/rest/openwop-v2-routes.js";
 import { authLanes } from "./auth/auth-lanes.js";
+import { authProfiles } from "./auth/auth-profiles.js";
+import { protectedResource } from "./auth/protected-resource.js";
 import { addOpenApiRoute } from "./transport/openapi/openapi-route.js";
 import { exportTaskMachine } from "./machine/machine-export.js";
 import { recoveryEvidence } from "./engine/recovery-settings.js";
@@ -138,6 +140,9 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   // The card (built once, in core) declares exactly the configured ways in (API keys, OIDC, client certificates)
   // and the interfaces served here.
   const auth = authenticator.describe();
+  // With OIDC issuers: RFC 9728 metadata at its well-known path, named by every HTTP binding's challenges.
+  const resource = protectedResource(config.auth, config.publicUrl);
+  const challenges = bearerChallenges(resource?.url);
   const core = await createCore({ ...options, telemetry, interfaces: hostInterfaces(config.publicUrl), auth });
   const { catalog, supervisor, push, card, runs, runInterrupts, feed } = core;
   // Under the GenAI opt-in, a message sent to the agent (any binding, any version) is noted as an agent invocation.
@@ -154,6 +159,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     report,
     ...inputLimits,
     supportedExtensions: SUPPORTED_EXTENSIONS,
+    challenges,
   });
   const a2aRest = createA2ARestRouters({ versions, report, ...inputLimits });
   addPushRoutes(router, { service });
@@ -261,6 +267,11 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     signedCards,
     recoveryEvidence: recoveryEvidence(config.leases, config.recovery),
     openwop: { versions: openwopVersions, lanes: authLanes(config.auth, config.publicUrl) },
+    authProfiles: authProfiles(
+      config.auth,
+      config.tls && { clientAuth: config.tls.clientAuth, principals: config.tls.clientPrincipals },
+    ),
+    ...(resource ? { protectedResource: resource } : {}),
     signingKeys: core.evidenceKey ? [core.evidenceKey.listing()] : [],
   });
   // Five minutes: an added key reaches receivers' caches well before it signs (docs/security.md "Signing keys").
@@ -314,6 +325,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     },
     authenticator,
     ...requestRateAdmission(config.tenantLimits),
+    challenges,
     publicPaths: [...PUBLIC_PATHS, ...publicNodeKindPaths(core.nodeRoutes)],
     openwopVersions,
     publicPrincipal: PUBLIC_PRINCIPAL,

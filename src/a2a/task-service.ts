@@ -28,6 +28,8 @@ import { decodePageToken, encodePageToken, pageSizeOf, type ListTasksQuery, type
 import type { AgentCard } from "./agent-card.js";
 import { taskView, type HistoryLimit } from "./task-view.js";
 import { historyInHead } from "../engine/task-history.js";
+import { linkTraceContext } from "../observability/spans.js";
+import { messageTraceContext } from "../domain/trace-context.js";
 import { TaskStreams, type Opened } from "./task-streams.js";
 import { MessageAdmission, skillIdOf, type SendParams } from "./message-admission.js";
 
@@ -305,6 +307,8 @@ export class TaskService {
   /** A new message to a stateless skill: its answer (nothing is stored). Undefined for every other message. */
   private async statelessAnswer(params: SendParams, ctx: CallContext): Promise<Message | undefined> {
     const { message } = params;
+    // Every send and stream comes here first: the message's own trace context is the one to follow (interop.md).
+    linkTraceContext(messageTraceContext(message));
     const stateless = this.options.stateless;
     if (message.taskId || !stateless) return undefined;
     const workflow = this.options.catalog.get(

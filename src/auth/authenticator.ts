@@ -96,29 +96,41 @@ function mergeDescriptions(parts: AuthDescription[]): AuthDescription {
   };
 }
 
+/** The `WWW-Authenticate` header (if any) a refusal carries, from the request's headers and the error. */
+export type Challenges = (headers: HeaderLookup, err: unknown) => Record<string, string>;
+
 /**
  * The `WWW-Authenticate` header of a refusal, the same on every HTTP binding: every 401 has one (RFC 9110
  * §15.5.2), with `invalid_token` when a bearer credential was refused; a bearer caller missing a scope gets
- * `insufficient_scope` with its 403 (RFC 6750 §3.1). Other answers, and a 403 to a caller that sent no
- * bearer credential (a client certificate, `X-API-Key`), carry none.
+ * `insufficient_scope` and the `scope` it lacks with its 403 (RFC 6750 §3.1). Other answers, and a 403 to a caller
+ * that sent no bearer credential (a client certificate, `X-API-Key`), carry none. With `resourceMetadata` (a host
+ * taking OIDC/OAuth2 tokens), both challenges name where the RFC 9728 protected-resource metadata is
+ * (`resource_metadata`), as OpenWOP v2 identity.md §2.5 asks (openwop/openwop 0632b124); the challenge never
+ * changes a status.
  */
-export function challengeHeaders(headers: HeaderLookup, err: unknown): Record<string, string> {
+export function bearerChallenges(resourceMetadata?: string): Challenges {
+  const metadata = resourceMetadata !== undefined ? `, resource_metadata="${quoted(resourceMetadata)}"` : "";
   const realm = 'Bearer realm="openwop-a2a-host"';
-  if (!(err instanceof DomainError)) return {};
-  const bearer = bearerOf(headers) !== undefined;
-  if (err.code === "unauthenticated" || err.code === "credential-lifetime-exceeded")
-    return {
-      "www-authenticate": bearer
-        ? `${realm}, error="invalid_token", error_description="${quoted(err.message)}"`
-        : realm,
-    };
-  if (bearer && err.code === "permission-denied" && typeof err.details?.["requiredScope"] === "string") {
-    return {
-      "www-authenticate": `${realm}, error="insufficient_scope", scope="${quoted(err.details["requiredScope"])}"`,
-    };
-  }
-  return {};
+  return (headers, err): Record<string, string> => {
+    if (!(err instanceof DomainError)) return {};
+    const bearer = bearerOf(headers) !== undefined;
+    if (err.code === "unauthenticated" || err.code === "credential-lifetime-exceeded")
+      return {
+        "www-authenticate": bearer
+          ? `${realm}, error="invalid_token", error_description="${quoted(err.message)}"${metadata}`
+          : `${realm}${metadata}`,
+      };
+    if (bearer && err.code === "permission-denied" && typeof err.details?.["requiredScope"] === "string") {
+      return {
+        "www-authenticate": `${realm}, error="insufficient_scope", scope="${quoted(err.details["requiredScope"])}"${metadata}`,
+      };
+    }
+    return {};
+  };
 }
+
+/** The challenges of a host that serves no protected-resource metadata (API keys, client certificates). */
+export const challengeHeaders: Challenges = bearerChallenges();
 
 /** RFC 6750 §3: error_description and scope are %x20-21 / %x23-5B / %x5D-7E (no quote, no backslash). */
 function quoted(value: string): string {

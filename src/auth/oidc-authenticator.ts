@@ -261,13 +261,29 @@ function reasonOf(err: unknown): string {
   return "the issuer's keys are unavailable";
 }
 
+/**
+ * The caller a verified token names: its tenant (the issuer's fixed `tenant`, else the tenant claim) and who it is.
+ * A user's token names them in `sub`; an OAuth2 client-credentials token (a machine caller, RFC 9068 §2.2) usually
+ * carries the client there too, and where an identity provider leaves `sub` out, the client is `client_id`
+ * (RFC 8693 §4.3) or `azp`: such a caller is `oidc:client:<id>`, never taken for a user of the same name.
+ */
 function principalOf(payload: JWTPayload, settings: OidcIssuerSettings): Principal {
-  const tenant = payload[settings.tenantClaim];
+  const tenant = settings.tenant ?? payload[settings.tenantClaim];
   if (typeof tenant !== "string" || !tenant || tenant === "*")
     throw new DomainError("unauthenticated", `invalid token: no "${settings.tenantClaim}" claim naming a tenant`);
-  const subject = typeof payload.sub === "string" && payload.sub ? payload.sub : undefined;
-  if (!subject) throw new DomainError("unauthenticated", 'invalid token: no "sub" claim');
-  return { tenant, id: `oidc:${subject}`, scopes: scopesOf(payload, settings) };
+  const named = (claim: string): string | undefined => {
+    const value = payload[claim];
+    return typeof value === "string" && value ? value : undefined;
+  };
+  const subject = named("sub");
+  const client = subject === undefined ? (named("client_id") ?? named("azp")) : undefined;
+  if (subject === undefined && client === undefined)
+    throw new DomainError("unauthenticated", 'invalid token: no "sub" (nor, for a client, "client_id") claim');
+  return {
+    tenant,
+    id: subject !== undefined ? `oidc:${subject}` : `oidc:client:${client}`,
+    scopes: scopesOf(payload, settings),
+  };
 }
 
 /**

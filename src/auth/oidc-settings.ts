@@ -8,8 +8,13 @@ export interface OidcIssuerSettings {
   issuer: string;
   /** The `aud` its tokens must carry (this host's identifier at the identity provider). */
   audience: string;
-  /** The claim naming the caller's tenant (default `tenant`). */
+  /** The claim naming the caller's tenant (default `tenant`); not read when `tenant` is set. */
   tenantClaim: string;
+  /**
+   * The one tenant of every caller this issuer vouches for (an issuer per tenant), for identity providers whose
+   * tokens name no tenant; set it or `tenantClaim`, not both.
+   */
+  tenant?: string;
   /** The claim holding scopes, space-separated or an array (default `scope`; `scp` is read too). */
   scopeClaim: string;
   /** The claim holding the caller's groups (an array, or space-separated); each maps to scopes in `groupScopes`. */
@@ -43,6 +48,7 @@ const ISSUER_FIELDS = new Set([
   "issuer",
   "audience",
   "tenantClaim",
+  "tenant",
   "scopeClaim",
   "groupsClaim",
   "groupScopes",
@@ -135,7 +141,7 @@ function issuerList(env: Env, problems: string[]): Array<{ where: string; raw: R
     value = JSON.parse(text!);
   } catch {
     problems.push(
-      `${name} must be a JSON array of {"issuer", "audience", "tenantClaim"?, "scopeClaim"?, "groupsClaim"?, "groupScopes"?, "caFile"?, "maxTokenLifetimeSeconds"?}`,
+      `${name} must be a JSON array of {"issuer", "audience", "tenantClaim"? | "tenant"?, "scopeClaim"?, "groupsClaim"?, "groupScopes"?, "caFile"?, "maxTokenLifetimeSeconds"?}`,
     );
     return [];
   }
@@ -192,6 +198,11 @@ function parseIssuer(
     return typeof v === "string" ? v : fallback;
   };
   const tenantClaim = claim("tenantClaim", "tenant")!;
+  const tenant = raw["tenant"];
+  if (tenant !== undefined && (typeof tenant !== "string" || !/^[A-Za-z0-9._~-]{1,128}$/.test(tenant)))
+    bad("tenant", "must be a tenant id (1 to 128 of A-Z a-z 0-9 . _ ~ -)");
+  if (tenant !== undefined && raw["tenantClaim"] !== undefined)
+    bad("tenant", "and tenantClaim exclude each other: every token of the issuer is in `tenant`, or names its own");
   const scopeClaim = claim("scopeClaim", "scope")!;
   const groupsClaim = claim("groupsClaim", undefined);
   const groupScopes = parseGroupScopes(raw["groupScopes"], (m) => bad("groupScopes", m));
@@ -218,6 +229,7 @@ function parseIssuer(
     issuer: issuer as string,
     audience: audience as string,
     tenantClaim,
+    ...(typeof tenant === "string" ? { tenant } : {}),
     scopeClaim,
     ...(groupsClaim !== undefined ? { groupsClaim } : {}),
     ...(groupScopes !== undefined ? { groupScopes } : {}),

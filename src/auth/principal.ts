@@ -26,7 +26,7 @@ export interface Principal {
 
 /**
  * The credential a principal came from, in the caller's words, by its id's prefix: every authenticator writes
- * its kind there (`apikey:<key id>`, `oidc:<sub>`, `mtls:<subject or SAN>`), and those ids are what decisions
+ * its kind there (`apikey:<key id>`, `oidc:<sub>` or `oidc:client:<client_id>`, `mtls:<subject or SAN>`), and those ids are what decisions
  * are recorded under, so the prefix is already the one record of the kind.
  */
 const CREDENTIALS = new Map<string, (name: string) => string>([

@@ -50,14 +50,22 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
           a2a: { artifact },
         })),
       ];
-    case "NODE_PROGRESS":
-      return [
-        {
-          type: "node.progress",
-          nodeId: event.nodeId,
-          payload: { nodeId: event.nodeId, attempt: after.attempt, progress: event.progress },
-        },
-      ];
+    case "NODE_PROGRESS": {
+      const progress: EventDraft = {
+        type: "node.progress",
+        nodeId: event.nodeId,
+        payload: { nodeId: event.nodeId, attempt: after.attempt, progress: event.progress },
+      };
+      if (!event.negotiation) return [progress];
+      // interop.md's audit event: on the run's own log, content-free (domain/negotiation.ts).
+      const decided: EventDraft = {
+        type: "negotiation.decided",
+        nodeId: event.nodeId,
+        payload: { ...event.negotiation },
+      };
+      const unchanged = JSON.stringify(before.nodeProgress?.[event.nodeId]) === JSON.stringify(event.progress);
+      return unchanged ? [decided] : [decided, progress];
+    }
     case "ARTIFACT_CHUNK": {
       const { artifact, append, lastChunk } = event;
       return [

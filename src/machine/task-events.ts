@@ -1,6 +1,7 @@
 import type { Artifact, Message } from "../domain/a2a-types.js";
 import type { PendingInterrupt, DurableTimer, RunError } from "./task-context.js";
 import type { DrainPolicy } from "../domain/run-status.js";
+import type { NegotiationDecided } from "../domain/negotiation.js";
 
 export type { DrainPolicy };
 
@@ -14,8 +15,18 @@ export type TaskEvent =
    * else it becomes a suspect; logged as node.interrupted.
    */
   | { type: "NODE_INTERRUPTED"; at: string; nodeId: string }
-  /** A running node recorded progress (replaces its whole `nodeProgress` entry); logged as node.progress. */
-  | { type: "NODE_PROGRESS"; at: string; nodeId: string; progress: Record<string, unknown> }
+  /**
+   * A running node recorded progress (replaces its whole `nodeProgress` entry); logged as node.progress. With
+   * `negotiation` (an a2a.invoke's version negotiation with its peer), also logged as negotiation.decided, the
+   * node.progress then left out when the entry did not change (a refusal records no progress).
+   */
+  | {
+      type: "NODE_PROGRESS";
+      at: string;
+      nodeId: string;
+      progress: Record<string, unknown>;
+      negotiation?: NegotiationDecided;
+    }
   /** A running node streamed a piece of an artifact (`append`: add its parts to the artifact with that id). */
   | { type: "ARTIFACT_CHUNK"; at: string; nodeId: string; artifact: Artifact; append: boolean; lastChunk: boolean }
   | { type: "TIMER_SET"; at: string; timer: DurableTimer }

@@ -4,6 +4,7 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
+  ROOT_CONTEXT,
   type Attributes,
   type Context,
   type Span,
@@ -46,6 +47,19 @@ export function injectTraceHeaders(headers: Record<string, string>): Record<stri
 /** The caller's trace context from inbound `traceparent`/`tracestate` headers (root context when absent). */
 export function extractTraceContext(headers: Record<string, string | string[] | undefined>): Context {
   return propagation.extract(context.active(), headers);
+}
+
+/**
+ * Links the active (server) span to a trace context a received A2A message named in `metadata.openwop`: the
+ * span was started from the `traceparent` header before the body was read, and the in-message value is the one
+ * interop.md prefers, so the span points at it. Nothing without tracing (no propagator, no span).
+ */
+export function linkTraceContext(named: { traceparent: string; tracestate?: string } | undefined): void {
+  if (!named) return;
+  const span = trace.getSpan(context.active());
+  if (!span) return;
+  const linked = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, { ...named }));
+  if (linked) span.addLink({ context: linked, attributes: { "openwop.trace.source": "message.metadata" } });
 }
 
 /** The active trace id, for log lines (undefined when tracing is off or no span is active). */

@@ -16,6 +16,7 @@ import {
   apiKeyHeaderOf,
   formatPeerEndpoint,
   parsePeerEndpoint,
+  PEER_VERSIONS,
   type PeerEndpoint,
   type PeerVersion,
 } from "./peer-endpoint.js";
@@ -32,6 +33,8 @@ import { PeerCallError, type PeerClientTls, type PeerHttpClient } from "./peer-h
 import type { PeerPushRequest, PeerReply, PeerStreamEvent, PeerTask, PeerTransport } from "./peer-types.js";
 import { createJsonRpcPeerTransport, createRestPeerTransport } from "./http-peer-transports.js";
 import { peerVersionIn, type PeerVersions } from "./peer-version.js";
+import { injectTraceHeaders } from "../observability/spans.js";
+import { traceContextOf, withTraceContext } from "../domain/trace-context.js";
 
 export type { PeerCallOptions, PeerTransport } from "./peer-types.js";
 
@@ -58,8 +61,15 @@ export interface PeerCapabilities {
 
 /** Discovery plus the calls, each routed to the wire its endpoint names, with the named peer's credentials. */
 export interface A2APeerClient {
-  /** The target and, from the card, what it offers (a peer without a card offers neither push nor streaming). */
-  discover(ref: PeerRef, signal?: AbortSignal): Promise<PeerTarget & { capabilities?: PeerCapabilities }>;
+  /**
+   * The target and, from the card, what it offers (a peer without a card offers neither push nor streaming), and
+   * the version negotiated: the one asked for (the pin, else our newest) and the one the target speaks. No version
+   * in common is a PeerVersionRefused (peer-endpoint.ts).
+   */
+  discover(
+    ref: PeerRef,
+    signal?: AbortSignal,
+  ): Promise<PeerTarget & { capabilities?: PeerCapabilities; negotiation?: { requested: string; negotiated: string } }>;
   send(target: PeerTarget, message: Message, signal?: AbortSignal, push?: PeerPushRequest): Promise<PeerReply>;
   /** The peer task's stream on the recorded wire; undefined when that wire has none here (then push or polling). */
   subscribe?(target: PeerTarget, taskId: string, signal: AbortSignal): AsyncIterable<PeerStreamEvent> | undefined;
@@ -68,6 +78,24 @@ export interface A2APeerClient {
   getTask(target: PeerTarget, taskId: string, signal?: AbortSignal): Promise<PeerTask>;
   cancelTask(target: PeerTarget, taskId: string, signal?: AbortSignal): Promise<PeerTask>;
   close(): Promise<void>;
+}
+
+/**
+ * With tracing on, the active span's trace context replaces the run's in `metadata.openwop` (the engine always puts
+ * one there: engine/nodes/a2a-invoke/peer-trace.ts), so the message names the trace the wire's header continues.
+ */
+function withActiveTrace(message: Message): Message {
+  const carrier = injectTraceHeaders({});
+  const active = traceContextOf(carrier["traceparent"], carrier["tracestate"]);
+  return active ? withTraceContext(message, active) : message;
+}
+
+/** The version asked for (the pin, else the newest we speak) and the one the chosen interface speaks. */
+function negotiationOf(
+  pin: Pick<PeerConfig, "protocolVersion">,
+  chosen: PeerEndpoint,
+): { requested: string; negotiated: string } {
+  return { requested: pin.protocolVersion ?? PEER_VERSIONS[0]!, negotiated: chosen.version };
 }
 
 /** The interface a named peer's pins and card settle on (peer-endpoint.ts). */
@@ -239,9 +267,11 @@ export function createA2APeerClient(opts: {
       if (ref.peer === undefined) {
         const card = await readCard(ref.agentCardUrl, signal);
         const pin = ref.protocolVersion !== undefined ? { protocolVersion: ref.protocolVersion } : {};
+        const chosen = peerEndpointOf(card, ref.agentCardUrl, versions, pin);
         return {
-          endpoint: formatPeerEndpoint(peerEndpointOf(card, ref.agentCardUrl, versions, pin)),
+          endpoint: formatPeerEndpoint(chosen),
           capabilities: capabilitiesOf(card),
+          negotiation: negotiationOf(pin, chosen),
         };
       }
       const peer = configOf(ref.peer);
@@ -253,13 +283,14 @@ export function createA2APeerClient(opts: {
           peer.url,
           peer.url.includes("://") ? peer.url : "https://invalid/",
         );
-        return { endpoint: formatPeerEndpoint(endpoint), peer: peer.name };
+        return { endpoint: formatPeerEndpoint(endpoint), peer: peer.name, negotiation: negotiationOf(peer, endpoint) };
       }
       const cardUrl = peer.cardUrl!;
       const card = await readCard(cardUrl, signal, peer.tls);
       // cardSignature: required: a card that does not verify with the peer's keys is not used at all.
       await cardSignatures.check(peer, card);
-      const endpoint = formatPeerEndpoint(peerEndpointOf(card, cardUrl, versions, peer));
+      const chosen = peerEndpointOf(card, cardUrl, versions, peer);
+      const endpoint = formatPeerEndpoint(chosen);
       const apiKeyHeader =
         peer.credentials?.kind === "apiKey" ? (peer.credentials.header ?? apiKeyHeaderOf(card, versions)) : undefined;
       return {
@@ -267,13 +298,14 @@ export function createA2APeerClient(opts: {
         peer: peer.name,
         ...(apiKeyHeader ? { apiKeyHeader } : {}),
         capabilities: capabilitiesOf(card),
+        negotiation: negotiationOf(peer, chosen),
       };
     },
     send: (target, message, signal, push) =>
       authorized(
         target,
         (headers) =>
-          over(target.endpoint).send(target.endpoint, message, {
+          over(target.endpoint).send(target.endpoint, withActiveTrace(message), {
             headers,
             ...tlsOf(target),
             ...(signal ? { signal } : {}),

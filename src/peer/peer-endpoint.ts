@@ -138,6 +138,16 @@ export function offeredInterfaces(card: Json, versions: CardReaders): OfferedInt
   return versions.flatMap((v) => v.card.interfaces(card));
 }
 
+/** No interface of the card is one we may call: the version negotiation's refusal, with the version we asked for. */
+export class PeerVersionRefused extends PeerCallError {
+  constructor(
+    message: string,
+    readonly requested: PeerVersion,
+  ) {
+    super(message, "unsupported", false);
+  }
+}
+
 export interface InterfacePin {
   binding?: PeerBinding;
   protocolVersion?: PeerVersion;
@@ -173,7 +183,7 @@ export function choosePeerInterface(
     const why = wanted
       ? `the remote agent does not offer ${wanted}, which this peer is pinned to`
       : `the remote agent offers no A2A ${PEER_VERSIONS.join(" or ")} interface over JSON-RPC, gRPC or HTTP+JSON`;
-    throw new PeerCallError(`${why} (its card offers: ${list})`, "unsupported", false);
+    throw new PeerVersionRefused(`${why} (its card offers: ${list})`, pin.protocolVersion ?? PEER_VERSIONS[0]!);
   }
   return endpointOf(chosen.binding!, chosen.version!, chosen.url as string, cardUrl, chosen.tenant);
 }

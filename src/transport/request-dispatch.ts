@@ -1,6 +1,6 @@
 import { a2aVersionOf, requestedA2AVersion, type A2AVersion } from "../domain/a2a-version.js";
 import { DEFAULT_A2A_VERSION } from "../a2a/versions.js";
-import { challengeHeaders, type Authenticator, type HeaderLookup } from "../auth/authenticator.js";
+import { challengeHeaders, type Authenticator, type Challenges, type HeaderLookup } from "../auth/authenticator.js";
 import type { CallContext } from "../auth/call-context.js";
 import type { Principal } from "../auth/principal.js";
 import { DomainError } from "../domain/errors.js";
@@ -42,6 +42,8 @@ export interface RequestDispatchOptions {
   /** Connect, gRPC and gRPC-Web calls: authenticated by the Connect handler's own interceptor. */
   rpc: { handles(req: HttpRequest): boolean; handle(req: HttpRequest, res: HttpResponse): void };
   authenticator: Authenticator;
+  /** The refusals' `WWW-Authenticate` (auth/authenticator.ts bearerChallenges); the plain one by default. */
+  challenges?: Challenges;
   /** Paths without credentials; their handlers see `publicPrincipal`. */
   publicPaths: RegExp[];
   publicPrincipal: Principal;
@@ -68,6 +70,7 @@ export function createRequestDispatch(
   options: RequestDispatchOptions,
 ): (req: HttpRequest, res: HttpResponse) => Promise<void> {
   const { report } = options;
+  const challenges = options.challenges ?? challengeHeaders;
   const jsonRpc: Candidate = {
     binding: { kind: "jsonrpc" },
     match: (_method, path) =>
@@ -184,7 +187,7 @@ export function createRequestDispatch(
       // TENANT_LIMITS' request rate: refused before the body is read or anything is written.
       if (!isPublic) options.admit?.(principal);
     } catch (err) {
-      const challenge = challengeHeaders(headers, err);
+      const challenge = challenges(headers, err);
       if (binding.kind === "jsonrpc" && found && "handler" in found)
         return options.jsonRpcRefused(req, res, err, challenge);
       sendError(res, binding, err, challenge);
@@ -213,7 +216,7 @@ export function createRequestDispatch(
       await found.handler(req, res, found.params, ctx);
     } catch (err) {
       // A bearer caller without the scope gets RFC 6750's insufficient_scope challenge with its 403.
-      if (!res.headersSent) sendError(res, binding, err, challengeHeaders(headers, err));
+      if (!res.headersSent) sendError(res, binding, err, challenges(headers, err));
       else res.end();
     } finally {
       handled = true;

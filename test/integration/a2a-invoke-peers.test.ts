@@ -445,7 +445,11 @@ describe("a2a.invoke to named peers: A2A 1.0 and 0.3 over every binding, with cr
     expect(methods.has("GetTask")).toBe(true);
     expect(methods.has("message/send")).toBe(false);
     expect(sdkPeer.sends()).toEqual([
-      expect.objectContaining({ text: "scenario:complete from ours", metadata: { skillId: "scripted" } }),
+      expect.objectContaining({
+        text: "scenario:complete from ours",
+        // Trace context always rides in metadata.openwop (interop.md; test/integration/a2a-invoke-interop.test.ts).
+        metadata: { skillId: "scripted", openwop: { traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-/) } },
+      }),
     ]);
   });
 

@@ -71,17 +71,33 @@ describe("the agent card and the discovery document: caching, conditional reques
     expect(bare.headers.get("etag")).not.toBe(v10.headers.get("etag"));
   });
 
-  it("discovery's agentCardUrl serves the pure 1.0 card with no header; the bare path stays hybrid in the 0.3 legacy window", async () => {
+  it("discovery's agentCardUrl serves the pure 0.3 card with no header while 0.3 is advertised, the 1.0 card to A2A-Version: 1.0", async () => {
     const doc = (await (await fetch(`${t.baseUrl}/.well-known/openwop`)).json()) as Obj;
     validateCapabilities(doc);
+    expect(doc["a2a"]["protocolVersions"]).toContain("0.3");
     const cardUrl = doc["a2a"]["agentCardUrl"] as string;
-    expect(cardUrl).toBe(`${t.baseUrl}/.well-known/agent-card.json?A2A-Version=1.0`);
-    const pure = (await (await fetch(cardUrl)).json()) as Obj;
+    expect(cardUrl).toBe(`${t.baseUrl}/.well-known/agent-card.json?bare=0.3`);
+    // As a2a-card-runtime-consistency (openwop/openwop b675e604) reads it: header-less, the 0.3 `url` and no
+    // supportedInterfaces; with A2A-Version: 1.0, the 1.0 card, whose interfaces declare discovery's versions.
+    const headerless = (await (await fetch(cardUrl)).json()) as Obj;
+    expect(isPure03(headerless)).toBe(true);
+    expect(typeof headerless["url"]).toBe("string");
+    const pure = (await (await fetch(cardUrl, { headers: { "A2A-Version": "1.0" } })).json()) as Obj;
     expect(isPure10(pure)).toBe(true);
     expect(pure["supportedInterfaces"][0]).toMatchObject({ protocolVersion: "1.0" });
+    expect([...new Set((pure["supportedInterfaces"] as Obj[]).map((i) => i["protocolVersion"]))].sort()).toEqual(
+      doc["a2a"]["protocolVersions"],
+    );
+    // The v2 document's URL names its preferredVersion, so a v2 reader gets that card header-less.
+    const v2 = (await (
+      await fetch(`${t.baseUrl}/.well-known/openwop`, { headers: { "OpenWOP-Version": "2" } })
+    ).json()) as Obj;
+    expect(isPure10((await (await fetch(v2["a2a"]["agentCardUrl"] as string)).json()) as Obj)).toBe(true);
     // Today (before 2027-03-12) the bare path serves the hybrid card, so 0.3 clients keep working.
     expect(Date.now()).toBeLessThan(Date.parse(A2A_03_LEGACY_WINDOW_ENDS));
     expect(isHybrid((await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as Obj)).toBe(true);
+    // An unknown `bare` is refused, as an unknown A2A-Version is.
+    expect((await fetch(`${t.baseUrl}/.well-known/agent-card.json?bare=0.2`)).status).toBe(400);
   });
 });
 
@@ -120,10 +136,13 @@ describe("AGENT_CARD_BARE chooses what the bare well-known path serves", () => {
             ).json()) as Obj,
           ),
         ).toBe(true);
-        // Discovery's agentCardUrl, fetched header-less as the RFC 0152 suite does, serves a card whose interfaces
-        // declare exactly discovery's protocolVersions, whatever the bare path serves.
+        // Discovery's agentCardUrl serves the pure 0.3 card header-less whatever the bare path serves, and, asked
+        // with A2A-Version: 1.0 as the RFC 0152 suite does, a card whose interfaces declare exactly its protocolVersions.
         const a2a = ((await (await fetch(`${t.baseUrl}/.well-known/openwop`)).json()) as Obj)["a2a"] as Obj;
-        const atCardUrl = (await (await fetch(a2a["agentCardUrl"] as string)).json()) as Obj;
+        expect(isPure03((await (await fetch(a2a["agentCardUrl"] as string)).json()) as Obj)).toBe(true);
+        const atCardUrl = (await (
+          await fetch(a2a["agentCardUrl"] as string, { headers: { "A2A-Version": "1.0" } })
+        ).json()) as Obj;
         expect(isPure10(atCardUrl)).toBe(true);
         expect(
           [...new Set((atCardUrl["supportedInterfaces"] as Obj[]).map((i) => i["protocolVersion"]))].sort(),

@@ -15,7 +15,7 @@ describe("discovery and the durable read over REST", () => {
     validateCapabilities(doc);
     const card = (await (await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).json()) as Record<string, any>;
     expect(doc["a2a"].supported).toBe(true);
-    expect(doc["a2a"].agentCardUrl).toBe(`${t.baseUrl}/.well-known/agent-card.json?A2A-Version=1.0`);
+    expect(doc["a2a"].agentCardUrl).toBe(`${t.baseUrl}/.well-known/agent-card.json?bare=0.3`);
     expect(doc["a2a"].streaming).toBe(card["capabilities"].streaming);
     expect(doc["a2a"].pushNotifications).toBe(card["capabilities"].pushNotifications);
     expect(doc["a2a"].durableTasks).toBe(false); // this test app runs on the in-memory store

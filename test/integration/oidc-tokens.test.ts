@@ -161,8 +161,9 @@ describe("OIDC bearer tokens on every binding", () => {
       }),
     });
     expect(res.status).toBe(403);
+    // An OIDC host names its RFC 9728 protected-resource metadata in every challenge (identity.md §2.5).
     expect(res.headers.get("www-authenticate")).toBe(
-      'Bearer realm="openwop-a2a-host", error="insufficient_scope", scope="runs:create"',
+      `Bearer realm="openwop-a2a-host", error="insufficient_scope", scope="runs:create", resource_metadata="${t.baseUrl}/.well-known/oauth-protected-resource"`,
     );
     // `scp` as an array (Entra ID) is read as well.
     const scp = await token({ scope: undefined, scp: ["runs:read"] });
@@ -266,11 +267,16 @@ describe("OIDC bearer tokens on every binding", () => {
       { schemes: { apiKey: { list: [] } } },
     ]);
     const discovery = (await (await fetch(`${t.baseUrl}/.well-known/openwop`)).json()) as Obj;
-    expect(discovery["auth"]).toEqual({
+    expect(discovery["auth"]).toMatchObject({
       required: true,
       schemes: v03["securitySchemes"],
       security: [{ oidc: [] }, { apiKey: [] }],
     });
+    // The OpenWOP v1 auth profiles an OIDC issuer meets (test/integration/openwop-auth-profiles.test.ts has the rest).
+    expect(discovery["auth"]["profiles"]).toEqual([
+      "openwop-auth-oidc-user-bearer",
+      "openwop-auth-oauth2-client-credentials",
+    ]);
     const openapi = (await (
       await fetch(`${t.baseUrl}/v1/openapi.json`, { headers: { authorization: `Bearer ${API_KEY}` } })
     ).json()) as Obj;

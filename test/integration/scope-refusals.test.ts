@@ -13,7 +13,9 @@ import { startTestApp, type TestApp } from "../support/start-server.js";
 type Obj = Record<string, any>;
 const AUDIENCE = "scope-refusals";
 const READER_KEY = "reader-key-0123456789abcdef";
-const CHALLENGE = 'Bearer realm="openwop-a2a-host", error="insufficient_scope", scope="runs:create"';
+// An OIDC host names its RFC 9728 protected-resource metadata in the challenge (OpenWOP v2 identity.md §2.5).
+const challengeOf = (t: TestApp): string =>
+  `Bearer realm="openwop-a2a-host", error="insufficient_scope", scope="runs:create", resource_metadata="${t.baseUrl}/.well-known/oauth-protected-resource"`;
 
 describe("a missing scope on every binding", () => {
   let idp: OidcIssuer;
@@ -101,7 +103,7 @@ describe("a missing scope on every binding", () => {
         headers(),
       );
       expect(answer.status).toBe(403);
-      expect(answer.challenge).toBe(CHALLENGE);
+      expect(answer.challenge).toBe(challengeOf(t));
       expect(answer.contentType).toBe("application/json");
       expect(answer.body).toEqual({
         jsonrpc: "2.0",
@@ -120,7 +122,7 @@ describe("a missing scope on every binding", () => {
         { "a2a-version": "1.0", ...headers() },
       );
       expect(answer.status).toBe(403);
-      expect(answer.challenge).toBe(CHALLENGE);
+      expect(answer.challenge).toBe(challengeOf(t));
       expect(answer.body["id"]).toBe("r1");
       expect(answer.body["error"]).toMatchObject({
         code: -32600,
@@ -134,7 +136,7 @@ describe("a missing scope on every binding", () => {
       async (path) => {
         const answer = await post(path, { message: v10Message() }, { "a2a-version": "1.0", ...headers() });
         expect(answer.status).toBe(403);
-        expect(answer.challenge).toBe(CHALLENGE);
+        expect(answer.challenge).toBe(challengeOf(t));
         expect(answer.body["error"]).toMatchObject({ code: 403, status: "PERMISSION_DENIED", message: words });
       },
     );
@@ -142,14 +144,14 @@ describe("a missing scope on every binding", () => {
     it("HTTP+JSON 0.3 /v1/message:send: 403, the challenge, -32600 in the body", async () => {
       const answer = await post("/v1/message:send", { message: v03ProtoJson() }, headers());
       expect(answer.status).toBe(403);
-      expect(answer.challenge).toBe(CHALLENGE);
+      expect(answer.challenge).toBe(challengeOf(t));
       expect(answer.body).toEqual({ code: -32600, message: words, data: { requiredScope: "runs:create" } });
     });
 
     it("OpenWOP REST POST /v1/runs: 403, the challenge, the forbidden envelope", async () => {
       const answer = await post("/v1/runs", { workflowId: "echo", inputs: { text: "hi" } }, headers());
       expect(answer.status).toBe(403);
-      expect(answer.challenge).toBe(CHALLENGE);
+      expect(answer.challenge).toBe(challengeOf(t));
       expect(answer.body).toEqual({ error: "forbidden", message: words, details: { requiredScope: "runs:create" } });
     });
 

@@ -3,6 +3,7 @@
 // peer's question raises (auth as metadata.subkind), what our caller's answer becomes (forwarded, never an
 // approval decision), deterministic message ids, exactly-once delivery of a reply across restarts, retries
 // and `external_call_failed`, the card's transport choice, and `${VARIABLE}` expansion at load time.
+import { createHash } from "node:crypto";
 import { Writable } from "node:stream";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
@@ -127,6 +128,10 @@ function contextAt(overrides: Partial<TaskContext> = {}): TaskContext {
 }
 
 const KEY = "run-1:call:1";
+/** The trace of run-1 (the first 32 hex digits of sha256("run-1")), a new parent id per message, not sampled. */
+const TRACE_OF_RUN = new RegExp(
+  `^00-${createHash("sha256").update("run-1").digest("hex").slice(0, 32)}-[0-9a-f]{16}-00$`,
+);
 
 function progressFor(task: PeerTask, extra: Partial<PeerProgress> = {}): PeerProgress {
   return {
@@ -522,7 +527,8 @@ describe("A2AInvokeRunner", () => {
         { kind: "text", text: "Find the numbers" },
         { kind: "data", data: { year: 2025 } },
       ],
-      metadata: { skillId: "research" },
+      // The run's trace, always (no trace named by the creating message: one derived from the run id).
+      metadata: { skillId: "research", openwop: { traceparent: expect.stringMatching(TRACE_OF_RUN) } },
     });
     expect(recorded.map((p) => p.peerState)).toEqual(["submitted", "working", "completed"]);
     expect(recorded[0]).toMatchObject({
@@ -586,7 +592,14 @@ describe("A2AInvokeRunner", () => {
     );
     expect(outcome.type).toBe("complete");
     expect(calls.send).toEqual([
-      { messageId: "reply-1", role: "user", parts: reply.parts, taskId: "peer-task-1", contextId: "peer-ctx-1" },
+      {
+        messageId: "reply-1",
+        role: "user",
+        parts: reply.parts,
+        taskId: "peer-task-1",
+        contextId: "peer-ctx-1",
+        metadata: { openwop: { traceparent: expect.stringMatching(TRACE_OF_RUN) } },
+      },
     ]);
   });
 

@@ -157,6 +157,16 @@ describe("OIDC issuer settings", () => {
       "AUTH_OIDC_ISSUERS[0].groupScopes must map group names to arrays of runs:create",
     ],
     [
+      "a fixed tenant that is no tenant id",
+      { AUTH_OIDC_ISSUERS: JSON.stringify([{ ...one, tenant: "acme/eu" }]) },
+      "AUTH_OIDC_ISSUERS[0].tenant must be a tenant id",
+    ],
+    [
+      "a fixed tenant and a tenant claim",
+      { AUTH_OIDC_ISSUERS: JSON.stringify([{ ...one, tenant: "acme", tenantClaim: "org" }]) },
+      "AUTH_OIDC_ISSUERS[0].tenant and tenantClaim exclude each other",
+    ],
+    [
       "a lifetime out of range",
       { AUTH_OIDC_ISSUERS: JSON.stringify([{ ...one, maxTokenLifetimeSeconds: 5 }]) },
       "AUTH_OIDC_ISSUERS[0].maxTokenLifetimeSeconds must be a whole number of seconds between 60 and 31536000",

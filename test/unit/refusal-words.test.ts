@@ -1,6 +1,6 @@
 // What a refusal says and to whom: the credential named as it was presented, the challenge only where HTTP
 // and RFC 6750 call for one, an unmapped client certificate refused as unmapped (with a notice for the
-// operator, never in the answer) unless the request carries other credentials.
+// operator, never in the answer) unless the request carries other credentials, which then decide.
 import type { PeerCertificate } from "node:tls";
 import { describe, expect, it } from "vitest";
 import { challengeHeaders } from "../../src/auth/authenticator.js";
@@ -132,14 +132,39 @@ describe("an unmapped client certificate", () => {
     expect(notices).toEqual([]);
   });
 
-  it("a mapped certificate is its principal, before the request's API key", () => {
-    const host = hostAuthenticator(settings, principals);
+  it("a mapped certificate beside an API key: the key decides (openwop-auth-mtls), and must be of its tenant", () => {
+    const OTHER = "globex-key-0123456789abcdef";
+    const both = loadAuthSettings(
+      {
+        API_KEYS: JSON.stringify([
+          { id: "k", tenant: "acme", scopes: ["runs:read", "runs:create"], key: KEY },
+          { id: "g", tenant: "globex", scopes: ["runs:read"], key: OTHER },
+        ]),
+      },
+      false,
+    );
+    if (Array.isArray(both)) throw new Error(both.join("; "));
+    const host = hostAuthenticator(both, principals);
     const billing = certificate({ O: "Acme", CN: "billing-agent" });
-    expect(
-      host.authenticate({
-        headers: (name) => (name === "authorization" ? `Bearer ${KEY}` : undefined),
-        peerCertificate: billing,
-      }),
-    ).toEqual({ tenant: "acme", id: "mtls:CN=billing-agent,O=Acme", scopes: ["runs:read"] });
+    const withKey = (key: string) => ({
+      headers: (name: string) => (name === "authorization" ? `Bearer ${key}` : undefined),
+      peerCertificate: billing,
+    });
+    expect(host.authenticate(withKey(KEY))).toEqual({
+      tenant: "acme",
+      id: "apikey:k",
+      scopes: ["runs:read", "runs:create"],
+    });
+    const err = refusalOf(() => host.authenticate(withKey(OTHER)));
+    expect([err.code, err.message]).toEqual([
+      "unauthenticated",
+      "the client certificate and the bearer credential belong to different tenants: present credentials of one",
+    ]);
+    // Alone, the certificate is its entry's principal.
+    expect(host.authenticate({ headers: () => undefined, peerCertificate: billing })).toEqual({
+      tenant: "acme",
+      id: "mtls:CN=billing-agent,O=Acme",
+      scopes: ["runs:read"],
+    });
   });
 });

@@ -1,4 +1,4 @@
-import { challengeHeaders, type HeaderLookup } from "../../auth/authenticator.js";
+import { challengeHeaders, type Challenges, type HeaderLookup } from "../../auth/authenticator.js";
 import type { CallContext } from "../../auth/call-context.js";
 import { a2aVersionOf, type A2AVersion } from "../../domain/a2a-version.js";
 import {
@@ -40,6 +40,8 @@ export interface JsonRpcEndpointOptions {
   maxInputDepth: number;
   /** Extension URIs this agent supports; requested ones among them are echoed back as activated. */
   supportedExtensions: string[];
+  /** The refusals' `WWW-Authenticate` (auth/authenticator.ts bearerChallenges); the plain one by default. */
+  challenges?: Challenges;
 }
 
 /**
@@ -53,6 +55,7 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
   const { report } = options;
   const legacy = DEFAULT_A2A_VERSION;
   const served = [...options.versions.keys()];
+  const challenges = options.challenges ?? challengeHeaders;
 
   return async function handleJsonRpc(req: HttpRequest, res: HttpResponse, ctx: CallContext): Promise<void> {
     const headers = activatedExtensions(req, options.supportedExtensions);
@@ -64,7 +67,7 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
     // refusal its status and WWW-Authenticate, as on every HTTP binding. `status` only for transport problems.
     const fail = (version: A2AVersion, id: JsonRpcId, err: unknown, status?: number) => {
       const domain = report(err, { rpcId: id });
-      const all = { ...headers, ...retryAfterOf(domain), ...challengeHeaders(lookup, domain) };
+      const all = { ...headers, ...retryAfterOf(domain), ...challenges(lookup, domain) };
       sendJson(res, status ?? jsonRpcHttpStatus(domain, version), jsonRpcErrorBody(version, id, domain), all);
     };
     if (req.method !== "POST") {

@@ -5,6 +5,11 @@ import { versionModule } from "../../a2a/versions.js";
 import { sendCacheableJson, type Cacheability } from "../cacheable-json.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
 import { sendA2ARestError } from "./a2a-rest-router.js";
+import { DomainError } from "../../domain/errors.js";
+
+/** `?bare=` on the card URL: what that URL serves a request naming no version (AGENT_CARD_BARE's values). */
+export const BARE_CARD_QUERY = "bare";
+const BARE_CHOICES: Record<string, BareCardShape> = { "0.3": "pure-0.3", hybrid: "hybrid", "1.0": "1.0" };
 
 /**
  * `GET /.well-known/agent-card.json` for every era (wire facts §5.7, as a2a-js serves it): the card as the
@@ -28,8 +33,9 @@ export function serveAgentCard(
   try {
     // Without a version asked for, AGENT_CARD_BARE decides; an asked version must be one the card's interfaces declare (drafts included when switched on).
     if (requestedA2AVersion(req.headers, req.url) === undefined) {
-      if (bare === "pure-0.3") return sendCacheableJson(req, res, pure03Card(card), { ...cache, headers: vary });
-      version = bare === "hybrid" ? "0.3" : "1.0";
+      const shape = bareOf(req.url) ?? bare;
+      if (shape === "pure-0.3") return sendCacheableJson(req, res, pure03Card(card), { ...cache, headers: vary });
+      version = shape === "hybrid" ? "0.3" : "1.0";
     } else {
       version = a2aVersionOf(req, cardVersions(card));
     }
@@ -41,6 +47,20 @@ export function serveAgentCard(
     ...cache,
     headers: vary,
   });
+}
+
+/** The URL's `?bare=` choice, if any; an unknown one is refused (400), as an unknown `A2A-Version` is. */
+function bareOf(url: string | undefined): BareCardShape | undefined {
+  const query = url?.indexOf("?") ?? -1;
+  if (query < 0) return undefined;
+  const asked = new URLSearchParams(url!.slice(query + 1)).get(BARE_CARD_QUERY);
+  if (asked === null) return undefined;
+  const shape = BARE_CHOICES[asked];
+  if (shape) return shape;
+  throw new DomainError(
+    "invalid-params",
+    `${BARE_CARD_QUERY}=${JSON.stringify(asked.slice(0, 40))} names no card: use 0.3, hybrid or 1.0`,
+  );
 }
 
 /** The 0.3 card alone: the hybrid card without the 1.0 `supportedInterfaces` (OpenWOP RFC 0152 §B). */

@@ -6,8 +6,9 @@ import type { TaskService } from "../../a2a/task-service.js";
 import type { HttpRouter } from "../http-router.js";
 import { sendJson } from "../http-io.js";
 import { sendCacheableJson } from "../cacheable-json.js";
-import { a2aVersionFields, serveAgentCard, type SignedCards } from "./agent-card-route.js";
+import { a2aVersionFields, BARE_CARD_QUERY, serveAgentCard, type SignedCards } from "./agent-card-route.js";
 import type { AuthLane } from "../../auth/auth-lanes.js";
+import type { AuthProfiles } from "../../auth/auth-profiles.js";
 import { advertisedVersions, negotiatedMajor, type OpenwopVersions } from "../openwop-version.js";
 import { discoveryV2Document } from "./discovery-v2.js";
 
@@ -35,6 +36,10 @@ export interface DiscoveryOptions {
   recoveryEvidence?: Record<string, unknown>;
   /** The OpenWOP majors served and the v2 auth lanes; the request header picks the representation. */
   openwop?: { versions: OpenwopVersions; lanes: AuthLane[] };
+  /** The v1 auth profiles claimed (auth/auth-profiles.ts): `profiles[]` and the `oidc`, `oauth2`, `mtls` blocks. */
+  authProfiles?: AuthProfiles;
+  /** RFC 9728 protected-resource metadata (auth/protected-resource.ts), when OIDC issuers are configured. */
+  protectedResource?: { path: string; document: Record<string, unknown> };
   /** The public keys this host signs evidence bundles with (RFC 0168 §E.2), served as `signingKeys[]`. */
   signingKeys?: readonly SigningKeyListing[];
   clock?: () => Date;
@@ -51,8 +56,6 @@ export const CONFORMANCE_FIXTURES = [
 ] as const;
 
 export const AGENT_CARD_PATH = "/.well-known/agent-card.json";
-/** The pure A2A 1.0 card without any header: the same path, the version named in the query. */
-export const V10_AGENT_CARD_PATH = `${AGENT_CARD_PATH}?${A2A_VERSION_QUERY}=1.0`;
 
 /** The OpenWOP discovery document: required fields plus the `a2a` family at the document root (RFC 0073). */
 export function discoveryDocument(options: DiscoveryOptions): Record<string, unknown> {
@@ -71,16 +74,17 @@ export function discoveryDocument(options: DiscoveryOptions): Record<string, unk
     eventLogSchemaVersion: 2,
     ...(options.recoveryEvidence ? { recoveryEvidence: options.recoveryEvidence } : {}),
     ...signingKeysMember(options.signingKeys ?? []),
-    // How callers authenticate: the card's schemes and requirements (the configured authenticators' own words).
+    // How callers authenticate: the card's schemes and requirements (the configured authenticators' own words),
+    // and the v1 auth profiles those ways in meet, with their blocks (spec/v1/auth-profiles.md).
     auth: {
       required: (card.security ?? []).length > 0,
       schemes: card.securitySchemes ?? {},
       security: card.security ?? [],
+      ...(options.authProfiles && options.authProfiles.profiles.length > 0 ? options.authProfiles : {}),
     },
     a2a: {
       supported: true,
-      // The pure 1.0 card, whatever the bare path serves: a strict 1.0 client refuses the hybrid one.
-      agentCardUrl: `${options.publicUrl}${V10_AGENT_CARD_PATH}`,
+      agentCardUrl: v1AgentCardUrl(options, a2aVersionFields(card)),
       streaming: card.capabilities.streaming,
       pushNotifications: card.capabilities.pushNotifications,
       durableTasks: options.durableTasks,
@@ -88,6 +92,24 @@ export function discoveryDocument(options: DiscoveryOptions): Record<string, unk
       ...a2aVersionFields(card),
     },
   };
+}
+
+/**
+ * The v1 document's card URL. While it advertises 0.3, a reader naming no version must get the pure 0.3 card (RFC
+ * 0152 §B's receiver rule, decided for discovery on 2026-08-16: the scenario a2a-card-runtime-consistency at
+ * openwop/openwop b675e604 fetches it header-less and wants the 0.3 `url`, and sends `A2A-Version: 1.0` for the
+ * 1.0 card): the bare path when AGENT_CARD_BARE=0.3 serves that already, else the same path with `?bare=0.3`,
+ * whatever AGENT_CARD_BARE does to the bare path. Without 0.3, the preferred version's card by name.
+ */
+function v1AgentCardUrl(
+  options: DiscoveryOptions,
+  { protocolVersions, preferredVersion }: { protocolVersions: string[]; preferredVersion: string },
+): string {
+  if (!protocolVersions.includes("0.3"))
+    return `${options.publicUrl}${AGENT_CARD_PATH}?${A2A_VERSION_QUERY}=${preferredVersion}`;
+  return options.cardSettings.bareCard === "0.3"
+    ? `${options.publicUrl}${AGENT_CARD_PATH}`
+    : `${options.publicUrl}${AGENT_CARD_PATH}?${BARE_CARD_QUERY}=0.3`;
 }
 
 /** `implementation.agent`: the card's identity, only when one is configured (the default document stays as it was). */
@@ -140,6 +162,14 @@ export function addDiscoveryRoutes(router: HttpRouter, options: DiscoveryOptions
       headers: { vary: "OpenWOP-Version" },
     });
   });
+  const { protectedResource } = options;
+  if (protectedResource)
+    router.add(["GET", "HEAD"], protectedResource.path, async (req, res) =>
+      sendCacheableJson(req, res, protectedResource.document, {
+        maxAgeSeconds: cacheMaxAgeSeconds,
+        lastModified: startedAt,
+      }),
+    );
   router.add("GET", "/v1/a2a/tasks/{taskId}", async (_req, res, params, ctx) => {
     sendJson(res, 200, await options.service.getA2ATaskState(params["taskId"]!, ctx));
   });

@@ -1,3 +1,4 @@
+import type { NegotiationDecided } from "../../../domain/negotiation.js";
 import { randomUUID } from "node:crypto";
 import { didYouMean } from "../../../domain/closest-name.js";
 import { originOf } from "../../../domain/url-origin.js";
@@ -197,27 +198,32 @@ async function invokePeer(
 ): Promise<NodeOutcome | void> {
   const { taskId, node, context, workflow } = args;
   const { repository } = runtime;
+  const commitProgress = (progress: Record<string, unknown> | undefined, negotiation?: NegotiationDecided) =>
+    repository.withLock(
+      taskId,
+      async () => {
+        const live = await repository.load(taskId);
+        if (!stillRunning(live, node.id)) return false;
+        await repository.commit(taskId, {
+          type: "NODE_PROGRESS",
+          at: runtime.now(),
+          nodeId: node.id,
+          progress: progress ?? live.actor.getSnapshot().context.nodeProgress?.[node.id] ?? {},
+          ...(negotiation ? { negotiation } : {}),
+        });
+        return true;
+      },
+      { fenced: true },
+    );
   const ran = await runtime.inFlight.run(taskId, (abort) =>
     peerInvoker.run({
       taskId,
       node,
       context,
       signal: abort.signal,
-      record: (progress) =>
-        repository.withLock(
-          taskId,
-          async () => {
-            if (!stillRunning(await repository.load(taskId), node.id)) return false;
-            await repository.commit(taskId, {
-              type: "NODE_PROGRESS",
-              at: runtime.now(),
-              nodeId: node.id,
-              progress: progress as unknown as Record<string, unknown>,
-            });
-            return true;
-          },
-          { fenced: true },
-        ),
+      record: (progress, negotiation) => commitProgress(progress as unknown as Record<string, unknown>, negotiation),
+      // A negotiation without progress: the node's entry as it stands (none yet: an empty one).
+      negotiated: (negotiation) => commitProgress(undefined, negotiation),
       // Another instance committed to the task (a push it received): our cached copy is stale, read the store.
       stored: () =>
         repository.withLock(taskId, async () => {

@@ -1,10 +1,11 @@
-import type { Artifact, Message } from "../../../domain/a2a-types.js";
+import type { Artifact } from "../../../domain/a2a-types.js";
 import { decideRetry, type RetryPolicy } from "../../../domain/retry-policy.js";
 import type { RunError, TaskContext } from "../../../machine/task-context.js";
 import type { Logger } from "../../../observability/logger.js";
 import type { A2APeerClient, PeerCapabilities, PeerTarget } from "../../../peer/a2a-peer-client.js";
-import { shownEndpoint } from "../../../peer/peer-endpoint.js";
+import { PeerVersionRefused, shownEndpoint } from "../../../peer/peer-endpoint.js";
 import { PeerCallError } from "../../../peer/peer-http-client.js";
+import { outboundNegotiation, type NegotiationDecided } from "../../../domain/negotiation.js";
 import type { A2AInvokeSettings } from "../../../peer/peer-settings.js";
 import type { PeerPushRequest, PeerTask } from "../../../peer/peer-types.js";
 import { peerCallbackUrl, type PeerCallbackKey } from "../../../peer/peer-callbacks.js";
@@ -12,6 +13,7 @@ import type { PeerConfig } from "../../../peer/peer-config.js";
 import { pushAuthOf } from "../../../peer/peer-push-auth.js";
 import { PeerNewsBoard, type PeerNewsWatch } from "./a2a-invoke-news.js";
 import { awaitPeerNews, holdPeerStream, type StreamHold } from "./a2a-invoke-waits.js";
+import { tracedPeerMessage } from "./peer-trace.js";
 import type { CommitBus } from "../../../store/commit-bus.js";
 import {
   EXTERNAL_CALL_FAILED,
@@ -63,8 +65,13 @@ export interface InvokeRun {
   context: TaskContext;
   /** Aborted when our run is cancelled or the host shuts down. */
   signal: AbortSignal;
-  /** Commits a `NODE_PROGRESS`; false when the run no longer runs this node (then nothing more may be committed). */
-  record(progress: PeerProgress): Promise<boolean>;
+  /**
+   * Commits a `NODE_PROGRESS` (with the version negotiation it follows, logged as negotiation.decided); false when
+   * the run no longer runs this node (then nothing more may be committed).
+   */
+  record(progress: PeerProgress, negotiation?: NegotiationDecided): Promise<boolean>;
+  /** Logs a negotiation that records no progress (the peer offers no version we may call), before the node fails. */
+  negotiated?(negotiation: NegotiationDecided): Promise<boolean>;
   /**
    * The node's progress as stored now (another instance's callback receiver may have committed a pushed state):
    * drops this instance's cached copy of the task first, so the next commit is checked against the store.
@@ -177,15 +184,22 @@ export class A2AInvokeRunner {
       let task: PeerTask;
       if (!progress) {
         const ref = { agentCardUrl: node.agentCardUrl, ...(node.peer !== undefined ? { peer: node.peer } : {}) };
+        // A refusal (no version in common) is logged before the node fails with it; it is never retried.
         const discovered = await this.retrying(
           "reading the agent card",
-          () => client.discover(ref, signal),
+          () =>
+            client.discover(ref, signal).catch(async (err: unknown) => {
+              if (err instanceof PeerVersionRefused)
+                await r.negotiated?.(outboundNegotiation(node.agentCardUrl, err.requested, null));
+              throw err;
+            }),
           signal,
           log,
         );
-        const { capabilities, ...target } = discovered;
+        const { capabilities, negotiation: versions, ...target } = discovered;
+        const negotiation = versions && outboundNegotiation(node.agentCardUrl, versions.requested, versions.negotiated);
         const messageId = peerMessageId(`${key}:send`);
-        const message = initialPeerMessage(node, runInputOf(context), messageId);
+        const message = tracedPeerMessage(initialPeerMessage(node, runInputOf(context), messageId), context);
         const push = this.pushRequestFor(r.taskId, key, capabilities, node.peer);
         // The send is not abandoned on cancel or shutdown (only on its own deadline): once the peer has
         // answered we must learn its task id, to record it or to cancel it.
@@ -210,8 +224,11 @@ export class A2AInvokeRunner {
           pushed = false;
           reply = await this.retrying("sending the message", () => client.send(target, message), signal, log);
         }
-        if (reply.kind === "message")
+        if (reply.kind === "message") {
+          // No progress to carry it: the negotiation is logged on its own.
+          if (negotiation && !(await r.negotiated?.(negotiation)) && r.negotiated) return { type: "stopped" };
           return this.outcome(projectPeerMessage(node.agentCardUrl, reply.message), node, reply);
+        }
         task = reply.task;
         const notify = pushed
           ? "push"
@@ -230,7 +247,7 @@ export class A2AInvokeRunner {
           { peerTaskId: task.id, peerState: task.state, endpoint: shownEndpoint(target.endpoint), notify },
           "remote agent accepted the message",
         );
-        if (!(await r.record(progress))) {
+        if (!(await r.record(progress, negotiation))) {
           if (!isTerminalPeerState(task.state))
             await this.cancelPeer(progress, "the run stopped while the message was in flight");
           return { type: "stopped" };
@@ -252,13 +269,16 @@ export class A2AInvokeRunner {
         // if the peer has moved on (it no longer waits for an answer).
         const delivered = task.history.some((m) => m.messageId === pending.messageId);
         if (!delivered && isInterruptedPeerState(task.state)) {
-          const reply: Message = {
-            messageId: pending.messageId,
-            role: "user",
-            parts: pending.parts,
-            taskId: progress.peerTaskId,
-            contextId: progress.peerContextId,
-          };
+          const reply = tracedPeerMessage(
+            {
+              messageId: pending.messageId,
+              role: "user",
+              parts: pending.parts,
+              taskId: progress.peerTaskId,
+              contextId: progress.peerContextId,
+            },
+            context,
+          );
           const target = targetOf(progress);
           const answer = await this.retrying("forwarding the reply", () => client.send(target, reply), signal, log);
           if (answer.kind === "task") task = answer.task;
