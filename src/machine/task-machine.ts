@@ -147,13 +147,7 @@ export const taskMachine = setup({
       const sameNode = context.cursor === event.nodeId;
       return { cursor: event.nodeId, nodeStarted: true, attempt: sameNode ? context.attempt + 1 : 1 };
     }),
-    // The first unexplained death makes the node a suspect (uncharged); a suspect ran alone, so its death is charged.
-    // The node is no longer started: its next execution is a new node.started, written when it runs again.
-    recordNodeInterrupted: assign(({ context }) =>
-      context.suspect
-        ? { crashes: (context.crashes ?? 0) + 1, nodeStarted: false }
-        : { suspect: true, nodeStarted: false },
-    ),
+    recordNodeInterrupted: assign(({ context }) => ({ crashes: (context.crashes ?? 0) + 1 })),
     recordNodeCompleted: assign(({ context, event }) => {
       if (event.type !== "NODE_COMPLETED") return {};
       return {
@@ -168,7 +162,6 @@ export const taskMachine = setup({
         nodeStarted: false,
         attempt: 0,
         crashes: undefined,
-        suspect: undefined,
         timer: undefined,
         ...withProgress(context.nodeProgress, event.nodeId, undefined),
       };
@@ -210,7 +203,6 @@ export const taskMachine = setup({
         nodeStarted: false,
         attempt: 0,
         crashes: undefined,
-        suspect: undefined,
         ...(event.progress ? withProgress(context.nodeProgress, event.nodeId, event.progress) : {}),
       };
     }),

@@ -15,12 +15,6 @@ export interface Metrics {
   nodeInterruptions: Counter;
   /** Runs failed with `poison_exhausted`: a node killed its instance RECOVERY_MAX_ATTEMPTS times. */
   poisonExhausted: Counter;
-  /** Executions of a suspect node run alone on their instance (it died once, not run alone). */
-  isolatedRuns: Counter;
-  /** Instance deaths charged to a node: it was running alone (counted toward RECOVERY_MAX_ATTEMPTS). */
-  chargedCrashes: Counter;
-  /** How long node work waited for its tenant's turn on this instance (fair work), by tenant. */
-  workQueueDelay: Histogram;
   /** Connections the port closed at once: over MAX_CONNECTIONS or MAX_CONNECTIONS_PER_CLIENT. */
   connectionsRefused: Counter;
   /** Connections the port closed for a header, HTTP/2 SETTINGS or idle timeout. */
@@ -116,16 +110,6 @@ export function createMetrics(meter: Meter): Metrics {
     poisonExhausted: meter.createCounter("openwop.poison_exhausted", {
       description: "Runs failed because a node killed its instance RECOVERY_MAX_ATTEMPTS times",
     }),
-    isolatedRuns: meter.createCounter("openwop.node.isolated_runs", {
-      description: "Executions of a suspect node run alone on this instance after it died once, not run alone",
-    }),
-    chargedCrashes: meter.createCounter("openwop.node.charged_crashes", {
-      description: "Instance deaths charged to a node that was running alone (toward RECOVERY_MAX_ATTEMPTS)",
-    }),
-    workQueueDelay: seconds(
-      "openwop.work.queue_delay_seconds",
-      "Time node work waited for its tenant's turn on this instance, by tenant (weighted tenants and the first 50 others seen; the rest as other)",
-    ),
     connectionsRefused: meter.createCounter("openwop.connections.refused", {
       description: "New connections closed at once, by the cap they were over",
     }),
