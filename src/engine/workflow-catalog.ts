@@ -52,9 +52,12 @@ export class WorkflowCatalog {
     readonly kinds: NodeKindRegistry = builtinNodeKinds(),
     /** What loads but may not be meant (a gate that can show no artifact), each naming its file: logged at start and by `check`. */
     readonly warnings: readonly string[] = [],
+    /** A stored (as written) definition with this host's `${NAME}` values and named peers filled in. */
+    private readonly expand: (asWritten: WorkflowDefinition) => WorkflowDefinition = (w) => w,
   ) {
     this.byId = new Map(workflows.map((w) => [w.id, w]));
-    this.deployedVersions = new Map(workflows.map((w) => [w.id, workflowVersionOf(w)]));
+    // Over the form as written: a variable's value is configuration, not the workflow (and may be a secret).
+    this.deployedVersions = new Map(workflows.map((w) => [w.id, workflowVersionOf(AS_WRITTEN.get(w) ?? w)]));
     if (!this.byId.has(defaultWorkflowId)) {
       throw new WorkflowLoadError(
         `the default skill "${defaultWorkflowId}" is not a loaded workflow (loaded: ${this.ids().join(", ")})`,
@@ -72,14 +75,15 @@ export class WorkflowCatalog {
   }
 
   /**
-   * Stores every deployed definition in `store` (before this host serves any of them) and reads pinned
-   * versions from it from then on. A version stored before with other content refuses (names both).
+   * Stores every deployed definition as written (`${NAME}` references stay references: their values may be
+   * secrets) in `store` (before this host serves any of them) and reads pinned versions from it from then on. A
+   * version stored before with other content refuses (names both).
    */
   async registerVersions(store: WorkflowVersionStore): Promise<void> {
     const versions: StoredWorkflowVersion[] = this.list().map((w) => ({
       workflowId: w.id,
       version: this.deployedVersions.get(w.id)!,
-      definition: w,
+      definition: this.asWritten(w.id)!,
       kinds: [...new Set(w.nodes.map((n) => n.kind))].sort(),
     }));
     await store.register(versions);
@@ -102,7 +106,7 @@ export class WorkflowCatalog {
         "internal",
         `workflow ${task.workflowId} version ${version} of task ${task.taskId} is not in the version store`,
       );
-    const definition = stored.definition as WorkflowDefinition;
+    const definition = this.expand(stored.definition as WorkflowDefinition);
     this.pinned.set(workflowVersionKey(task.workflowId, version), definition);
     return definition;
   }
@@ -295,7 +299,8 @@ export async function loadWorkflowCatalog(options: WorkflowCatalogOptions): Prom
   const defaultWorkflowId =
     options.defaultWorkflowId ?? (bySource.has("echo") ? "echo" : (user[0] ?? builtin[0])!.workflow.id);
   const warnings = [...builtin, ...user].flatMap((l) => l.warnings);
-  return new WorkflowCatalog(all, defaultWorkflowId, kinds, warnings);
+  const expand = (asWritten: WorkflowDefinition) => expandNodes(asWritten, context, []).expanded as WorkflowDefinition;
+  return new WorkflowCatalog(all, defaultWorkflowId, kinds, warnings, expand);
 }
 
 /**

@@ -3,6 +3,8 @@ import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import "../support/mongo.js";
 import { workflowVersionOf } from "../../src/domain/workflow-version.js";
+import { loadWorkflowCatalog } from "../../src/engine/workflow-catalog.js";
+import { builtinHandlers } from "../../src/workflows/builtin-handlers.js";
 import {
   MemoryWorkflowVersionStore,
   MongoWorkflowVersionStore,
@@ -55,5 +57,44 @@ describe.each(["memory", "mongodb"])("the %s workflow version store", (kind) => 
     );
     expect((await store.get("w", "v1"))?.definition).toEqual(defA);
     expect(await store.get("w", "missing")).toBeUndefined();
+  });
+});
+
+describe("a stored version and the host's variables", () => {
+  const SECRET = "s3cr3t-card-key";
+  const definition = (description: string) => ({
+    id: "ask",
+    name: "Ask",
+    description,
+    nodes: [{ kind: "a2a.invoke", id: "peer", agentCardUrl: "${A2A_PEER_CARD_URL}" }],
+  });
+  const load = (description: string, url: string) =>
+    loadWorkflowCatalog({
+      builtinDir: "/nowhere",
+      builtin: [],
+      workflows: [definition(description)],
+      handlers: builtinHandlers,
+      variables: { A2A_PEER_CARD_URL: url },
+    });
+
+  it("is stored as written (no variable's value) and walked with this host's values", async () => {
+    const store = new MemoryWorkflowVersionStore();
+    const first = await load("one", `https://peer.example/card.json?key=${SECRET}`);
+    await first.registerVersions(store);
+    const version = first.versionOf("ask")!;
+    const stored = await store.get("ask", version);
+    expect(JSON.stringify(stored)).not.toContain(SECRET);
+    expect(JSON.stringify(stored)).toContain("${A2A_PEER_CARD_URL}");
+    // The version is the workflow's, not its configuration's: another value gives the same version.
+    expect((await load("one", "https://other.example/card.json")).versionOf("ask")).toBe(version);
+
+    // A later deploy (another description) walks the pinned version with its own value filled in.
+    const later = await load("two", "https://peer.example/card.json?key=rotated");
+    await later.registerVersions(store);
+    const pinned = await later.definitionOf({ taskId: "t", workflowId: "ask", workflowVersion: version });
+    expect(pinned.description).toBe("one");
+    expect((pinned.nodes[0] as { agentCardUrl: string }).agentCardUrl).toBe(
+      "https://peer.example/card.json?key=rotated",
+    );
   });
 });
