@@ -41,6 +41,11 @@ export interface TaskRecord {
   tenant: string;
   contextId: string;
   workflowId: string;
+  /**
+   * The version of the workflow definition the run walks (the machine context's, projected here so the store can
+   * count the runs of a version). Absent on runs created before versions were recorded.
+   */
+  workflowVersion?: string;
   /** Sequence of the last committed event. */
   version: number;
   /**

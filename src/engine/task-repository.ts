@@ -114,8 +114,16 @@ export class TaskRepository implements TaskReadPort {
    * The flush throws the store's duplicate errors.
    */
   stageCreate(task: NewTask): TaskRecord {
-    const { taskId, contextId, workflowId, tenant, firstNode, message, at, idempotency } = task;
-    const actor = createTaskActor({ taskId, contextId, workflowId, tenant, firstNode, message });
+    const { taskId, contextId, workflowId, workflowVersion, tenant, firstNode, message, at, idempotency } = task;
+    const actor = createTaskActor({
+      taskId,
+      contextId,
+      workflowId,
+      ...(workflowVersion !== undefined ? { workflowVersion } : {}),
+      tenant,
+      firstNode,
+      message,
+    });
     const snapshot = actor.getSnapshot();
     const events = logEventsFor({ event: { type: "CREATED", at }, after: snapshot, firstSequence: 0, generation: 0 });
     const record: TaskRecord = {
@@ -370,6 +378,7 @@ export class TaskRepository implements TaskReadPort {
       updatedAt: at,
       expireAt: isTerminalRunStatus(status) ? new Date(Date.parse(at) + this.options.retentionMs).toISOString() : null,
       timerDueAt: status === "paused" ? null : (context.timer?.dueAt ?? null), // paused: no timer fires
+      ...(context.workflowVersion !== undefined ? { workflowVersion: context.workflowVersion } : {}),
     };
   }
 }

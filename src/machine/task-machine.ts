@@ -20,6 +20,8 @@ export interface TaskMachineInput {
   taskId: string;
   contextId: string;
   workflowId: string;
+  /** The definition version the run walks (absent: the deployed one, as runs created before versions did). */
+  workflowVersion?: string;
   tenant: string;
   firstNode: string | null;
   message: Message;
@@ -88,6 +90,7 @@ export function initialContext(input: TaskMachineInput): TaskContext {
     taskId: input.taskId,
     contextId: input.contextId,
     workflowId: input.workflowId,
+    ...(input.workflowVersion !== undefined ? { workflowVersion: input.workflowVersion } : {}),
     tenant: input.tenant,
     cursor: input.firstNode,
     nodeStarted: false,
@@ -129,6 +132,8 @@ export const taskMachine = setup({
         context.cursor === event.nodeId
       );
     },
+    blocksCursorNode: ({ context, event }) => event.type === "BLOCK" && context.cursor === event.nodeId,
+    notDraining: ({ context }) => !context.nodeStarted,
     pausedFrom: ({ context }, params: { status: PausableStatus }) => context.paused?.from === params.status,
     retriesFailedNode: ({ context, event }) =>
       event.type === "RETRY" && context.error?.nodeId !== undefined && context.error.nodeId === event.nodeId,
@@ -145,7 +150,12 @@ export const taskMachine = setup({
     recordNodeStarted: assign(({ context, event }) => {
       if (event.type !== "NODE_STARTED") return {};
       const sameNode = context.cursor === event.nodeId;
-      return { cursor: event.nodeId, nodeStarted: true, attempt: sameNode ? context.attempt + 1 : 1 };
+      return {
+        cursor: event.nodeId,
+        nodeStarted: true,
+        attempt: sameNode ? context.attempt + 1 : 1,
+        blocked: undefined,
+      };
     }),
     // The first unexplained death makes the node a suspect (uncharged); a suspect ran alone, so its death is charged.
     // The node is no longer started: its next execution is a new node.started, written when it runs again.
@@ -268,10 +278,15 @@ export const taskMachine = setup({
       nodeStarted: false,
       crashes: undefined,
     }),
-    /** Restart: the run goes on from `nodeId`, a new visit; outputs, artifacts and the log stay as they are. */
+    /**
+     * Restart: the run goes on from `nodeId`, a new visit; outputs, artifacts and the log stay as they are. A move
+     * does the same in another version of the workflow.
+     */
     recordRestart: assign(({ context, event }) => {
-      if (event.type !== "RESTART") return {};
+      if (event.type !== "RESTART" && event.type !== "MOVE") return {};
       return {
+        ...(event.type === "MOVE" ? { workflowVersion: event.toVersion } : {}),
+        blocked: undefined,
         cursor: event.nodeId,
         nodeStarted: false,
         attempt: event.nodeId === context.cursor ? context.attempt : 0,
@@ -287,6 +302,11 @@ export const taskMachine = setup({
         ...withProgress(context.nodeProgress, event.nodeId, undefined),
       };
     }),
+    recordBlock: assign(({ event }) =>
+      event.type === "BLOCK"
+        ? { blocked: { nodeId: event.nodeId, reason: event.reason, at: event.at, instance: event.instance } }
+        : {},
+    ),
     recordCancelRequest: assign(({ event }) =>
       event.type === "CANCEL" ? { cancelReason: event.reason, timer: undefined } : {},
     ),
@@ -296,6 +316,7 @@ export const taskMachine = setup({
       timer: undefined,
       statusMessage: undefined,
       nodeStarted: false,
+      blocked: undefined,
     }),
     recordComplete: assign(({ context, event }) => {
       if (event.type !== "COMPLETE") return {};
@@ -313,6 +334,7 @@ export const taskMachine = setup({
         error,
         interrupt: undefined,
         timer: undefined,
+        blocked: undefined,
         nodeStarted: false,
         statusMessage: event.statusMessage,
         ...appendMessages(context, event.statusMessage),
@@ -341,6 +363,7 @@ export const taskMachine = setup({
         NODE_PROGRESS: { guard: "progressesRunningNode", actions: "recordNodeProgress" },
         ARTIFACT_CHUNK: { guard: "progressesRunningNode", actions: "recordArtifactChunk" },
         TIMER_SET: { actions: "recordTimer" },
+        BLOCK: { guard: "blocksCursorNode", actions: "recordBlock" },
         INTERRUPT: [
           { guard: "isApprovalInterrupt", target: "waiting-approval", actions: "recordInterrupt" },
           { guard: "isClarificationInterrupt", target: "waiting-input", actions: "recordInterrupt" },
@@ -375,6 +398,7 @@ export const taskMachine = setup({
         INTERRUPT: { guard: "drainsRunningNode", actions: "recordDrainedInterrupt" },
         FAIL: { guard: "drainsRunningNode", target: "failed", actions: ["clearPause", "recordFail"] },
         RESTART: { actions: "recordRestart" },
+        MOVE: { guard: "notDraining", actions: "recordRestart" },
         CANCEL: { target: "cancelling", actions: ["clearPause", "recordCancelRequest"] },
       },
     },
@@ -388,6 +412,7 @@ export const taskMachine = setup({
         ASK: { actions: "recordAsk" },
         PAUSE: { target: "paused", actions: { type: "recordPause", params: { from: "waiting-approval" } } },
         RESTART: { target: "running", actions: "recordRestart" },
+        MOVE: { target: "running", actions: "recordRestart" },
         CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
         FAIL: { target: "failed", actions: "recordFail" },
       },
@@ -405,6 +430,7 @@ export const taskMachine = setup({
         ],
         PAUSE: { target: "paused", actions: { type: "recordPause", params: { from: "waiting-input" } } },
         RESTART: { target: "running", actions: "recordRestart" },
+        MOVE: { target: "running", actions: "recordRestart" },
         CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
         FAIL: { target: "failed", actions: "recordFail" },
       },
@@ -418,6 +444,7 @@ export const taskMachine = setup({
         ],
         PAUSE: { target: "paused", actions: { type: "recordPause", params: { from: "waiting-external" } } },
         RESTART: { target: "running", actions: "recordRestart" },
+        MOVE: { target: "running", actions: "recordRestart" },
         CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
         FAIL: { target: "failed", actions: "recordFail" },
       },
