@@ -339,9 +339,11 @@ async function showList(params) {
         { class: "waiting" },
         t.waitingFor
           ? el("span", { class: `waits ${t.waitingFor.kind}`, "data-waiting": t.waitingFor.kind }, t.waitingFor.label)
-          : "",
+          : t.blocked
+            ? el("span", { class: "waits blocked", "data-waiting": "blocked", title: t.blocked.reason }, "blocked")
+            : "",
       ),
-      el("td", {}, t.workflowId),
+      el("td", { title: t.workflowVersion ? `version ${t.workflowVersion}` : "" }, t.workflowId),
       el("td", {}, t.tenant),
       el("td", { title: t.createdAt }, ageOf(t)),
       el("td", { title: t.updatedAt }, time(t.updatedAt)),
@@ -768,12 +770,21 @@ async function showTask(taskId) {
         t.waitingFor
           ? el("span", { class: `waits ${t.waitingFor.kind}`, id: "waiting-for" }, `waits for ${t.waitingFor.label}`)
           : "",
+        t.blocked
+          ? el(
+              "span",
+              { class: "waits blocked", id: "blocked", title: t.blocked.reason },
+              `blocked: ${t.blocked.reason}`,
+            )
+          : "",
       ),
       el(
         "div",
         { class: "meta" },
         el("span", { class: "mono", id: "task-id" }, t.taskId),
-        ` · skill ${t.workflowId} · tenant ${t.tenant} · context `,
+        ` · skill ${t.workflowId}`,
+        t.workflowVersion ? el("span", { class: "mono", id: "workflow-version" }, ` version ${t.workflowVersion}`) : "",
+        ` · tenant ${t.tenant} · context `,
         el("span", { class: "mono" }, t.contextId),
         ` · v${t.version} · age ${ageOf(t)}`,
         detail.currentNode ? ` · at node ${detail.currentNode.title}` : "",
@@ -1261,13 +1272,19 @@ async function showTask(taskId) {
   const refresh = async () => {
     detail = await api(`/console/api/tasks/${encodeURIComponent(taskId)}`);
     if (!workflow) {
-      const graph = await api(`/console/api/workflows/${encodeURIComponent(detail.task.workflowId)}`).catch(
-        () => undefined,
-      );
+      // The graph as the task's own version has it (a deploy since may have changed the workflow).
+      const version = detail.task.workflowVersion;
+      const graph = await api(
+        `/console/api/workflows/${encodeURIComponent(detail.task.workflowId)}${version ? `?version=${encodeURIComponent(version)}` : ""}`,
+      ).catch(() => undefined);
       if (graph) {
-        if (!workflowLayouts.has(graph.id)) workflowLayouts.set(graph.id, layoutWorkflow(graph));
-        workflow = { graph, layout: workflowLayouts.get(graph.id) };
-        document.getElementById("wf-title").textContent = `Workflow: ${graph.name}`;
+        const key = `${graph.id}@${graph.version}`;
+        if (!workflowLayouts.has(key)) workflowLayouts.set(key, layoutWorkflow(graph));
+        workflow = { graph, layout: workflowLayouts.get(key) };
+        const inUse = graph.versions.map((v) => `${v.version}${v.deployed ? " (deployed)" : ""}: ${v.liveRuns} live`);
+        document.getElementById("wf-title").textContent =
+          `Workflow: ${graph.name} · version ${graph.version}${graph.deployed ? " (deployed)" : " (not the deployed one)"}` +
+          (inUse.length ? ` · versions in use: ${inUse.join(", ")}` : "");
       }
     }
     for (const e of detail.events) addEvent(e);
