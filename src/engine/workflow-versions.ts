@@ -109,6 +109,16 @@ export class WorkflowVersions {
     if (problems.length > 0) throw new WorkflowLoadError(problems);
   }
 
+  /** What `register` would refuse, read without writing (`check`): each deployed version stored with other content. */
+  async conflicts(): Promise<string[]> {
+    const problems: string[] = [];
+    for (const [workflowId, d] of this.deployedById) {
+      const stored = await this.options.store.get(workflowId, d.version);
+      if (stored && stored.digest !== d.digest) problems.push(new WorkflowVersionConflictError(stored, d).message);
+    }
+    return problems;
+  }
+
   /** The definition a task walks: its recorded version (read from the store, cached), or the deployed one. */
   ofTask(task: { taskId: string; workflowId: string; workflowVersion?: string }): Promise<PinnedDefinition> {
     const { workflowId, workflowVersion } = task;
@@ -232,7 +242,10 @@ export class WorkflowVersions {
       const reason = `version "${version}" of workflow "${workflowId}" is not in the store`;
       return { workflowId, version, deployed: false, lacking: () => reason };
     }
-    const { workflow, lacks } = walkable(stored.definition, { ...this.options.deploy, kinds: this.options.catalog.kinds });
+    const { workflow, lacks } = walkable(stored.definition, {
+      ...this.options.deploy,
+      kinds: this.options.catalog.kinds,
+    });
     return { workflowId, version, deployed: false, workflow, lacking: (nodeId) => lacks.get(nodeId) };
   }
 

@@ -19,6 +19,8 @@ export interface Metrics {
   isolatedRuns: Counter;
   /** Instance deaths charged to a node: it was running alone (counted toward RECOVERY_MAX_ATTEMPTS). */
   chargedCrashes: Counter;
+  /** Tasks left at a node this instance lacks what it needs for (a handler, peer, variable or kind of their version). */
+  blockedNodes: Counter;
   /** How long node work waited for its tenant's turn on this instance (fair work), by tenant. */
   workQueueDelay: Histogram;
   /** Connections the port closed at once: over MAX_CONNECTIONS or MAX_CONNECTIONS_PER_CLIENT. */
@@ -121,6 +123,9 @@ export function createMetrics(meter: Meter): Metrics {
     }),
     chargedCrashes: meter.createCounter("openwop.node.charged_crashes", {
       description: "Instance deaths charged to a node that was running alone (toward RECOVERY_MAX_ATTEMPTS)",
+    }),
+    blockedNodes: meter.createCounter("openwop.node.blocked", {
+      description: "Tasks blocked at a node whose pinned workflow version needs what this instance lacks",
     }),
     workQueueDelay: seconds(
       "openwop.work.queue_delay_seconds",

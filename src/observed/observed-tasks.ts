@@ -64,6 +64,7 @@ export function observeTasks(options: {
   startAtZero(metrics.poisonExhausted);
   startAtZero(metrics.isolatedRuns);
   startAtZero(metrics.chargedCrashes);
+  startAtZero(metrics.blockedNodes);
   metrics.observe("actors", (report) => report(supervisor.liveTaskCount()));
   metrics.observe("streams", (report) => report(hook.openSubscriptions()));
 
@@ -85,6 +86,7 @@ export function observeTasks(options: {
         if (event.payload["charged"] === true) metrics.chargedCrashes.add(1);
       } else if (event.type === "node.started" && event.payload["isolated"] === true) metrics.isolatedRuns.add(1);
       else if (event.type === "run.failed" && context.error?.code === POISON_EXHAUSTED) metrics.poisonExhausted.add(1);
+      else if (event.type === "openwop-a2a-host.node.blocked") metrics.blockedNodes.add(1);
     }
     if (from === to && !created) return;
     metrics.transitions.add(1, transitionLabels(from ?? (created ? "none" : "unknown"), to));
