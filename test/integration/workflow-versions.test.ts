@@ -165,6 +165,34 @@ describe("workflow versions on instances with different deploys over one MongoDB
     });
     // Counted once more, by the instance that left it (from 0, like the other counters).
     await until(blockedCount.bind(null, two.test.baseUrl), (n) => n === blockedBefore + 1, "the blocked counter");
+    // The console shows it blocked with the reason, on its version, and the graph as that version has it.
+    const consoleGet = async (path: string) => {
+      const res = await fetch(`${two.test.baseUrl}${path}`);
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const row = await consoleGet(`/console/api/tasks/${runId}`);
+    expect(row.status).toBe(200);
+    expect(row.body.task).toMatchObject({
+      workflowVersion: "1",
+      status: "running",
+      blocked: { nodeId: "send", reason: expect.stringContaining('no handler named "send-v1"') },
+    });
+    const graph = await consoleGet(`/console/api/workflows/quote?version=1`);
+    expect(graph.status).toBe(200);
+    expect(graph.body).toMatchObject({ id: "quote", version: "1", deployed: false });
+    expect(graph.body.nodes.map((n: { id: string }) => n.id)).toEqual(["draft", "approve", "send", "$end"]);
+    expect(graph.body.versions).toEqual([
+      expect.objectContaining({
+        version: "1",
+        deployed: false,
+        liveRuns: 1,
+        lacks: [expect.objectContaining({ nodeId: "send" })],
+      }),
+    ]);
+    const deployed = await consoleGet(`/console/api/workflows/quote`);
+    expect(deployed.body).toMatchObject({ version: "2", deployed: true });
+    expect(deployed.body.nodes.map((n: { id: string }) => n.id)).toEqual(["draft", "review", "send", "$end"]);
+    expect((await consoleGet(`/console/api/workflows/quote?version=7`)).status).toBe(404);
     // It stays blocked on this deploy (not failed, not retried in a loop)...
     await new Promise((r) => setTimeout(r, 400));
     const log = await events(two.api, runId);
