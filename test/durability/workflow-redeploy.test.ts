@@ -1,19 +1,21 @@
 import { randomUUID } from "node:crypto";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { join } from "node:path";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import "../support/mongo.js";
 import { openwopClient } from "../support/openwop-client.js";
-import { startServerProcess, type ServerProcess } from "../support/server-process.js";
+import { HOST_MAIN, startServerProcess, type ServerProcess } from "../support/server-process.js";
 
 /**
  * Issue 40's repro, as a team met it: a task waits at gate `approve`; the host is restarted on MongoDB with the gate
  * renamed `review`; the approver's reply (A2A JSON-RPC) completes the old task on its old version, and a new task
  * runs the new one. Before workflow versions the reply was refused: -32602 node "approve" does not accept replies.
  */
-const definition = (gate: string) =>
+const definition = (gate: string, sendHandler = "finalize-request") =>
   [
     "id: quote",
     "name: Quote",
@@ -21,7 +23,7 @@ const definition = (gate: string) =>
     "nodes:",
     "  - { kind: task, id: prepare, handler: summarize-request }",
     `  - { kind: approval, id: ${gate}, title: Approve the quote, artifactFrom: prepare }`,
-    "  - { kind: task, id: send, handler: finalize-request }",
+    `  - { kind: task, id: send, handler: ${sendHandler} }`,
     "",
   ].join("\n");
 
@@ -117,5 +119,42 @@ describe("a redeploy that renames a gate strands no task", () => {
     // Both definitions are stored, each under its own version.
     const stored = await mongo.db(dbName).collection("workflow_versions").find({ workflowId: "quote" }).toArray();
     expect(stored.map((v) => v["version"]).sort()).toEqual([oldVersion, newRun.workflowVersion].sort());
+  });
+
+  it("check, with MONGODB_URI, lists the versions live runs use and every node this deploy lacks for them", async () => {
+    const db = `${dbName}_check`;
+    const checkDir = await mkdtemp(join(tmpdir(), "redeploy-check-"));
+    const handlersModule = join(checkDir, "handlers.mjs");
+    await writeFile(
+      handlersModule,
+      "export const handlers = { 'send-quote': async () => ({ output: { sent: true } }) };\n",
+    );
+    await writeFile(join(checkDir, "quote.yaml"), definition("approve", "send-quote"));
+    const env = { MONGODB_URI: mongoUri, MONGODB_DB: db, WORKFLOWS_DIR: checkDir, BUILTIN_WORKFLOWS: "" };
+    const first = await startServerProcess({ ...env, HANDLERS_MODULE: handlersModule });
+    try {
+      const created = await send(first, { parts: [{ kind: "text", text: "Quote 3 lamps" }] });
+      expect(created.result).toMatchObject({ status: { state: "input-required" } });
+    } finally {
+      await first.terminate();
+    }
+    // The next deploy drops the handler: the waiting run's version still needs it at node "send".
+    await writeFile(join(checkDir, "quote.yaml"), definition("review"));
+    const ran = await promisify(execFile)(process.execPath, ["--import", "tsx", HOST_MAIN, "check"], {
+      env: { ...process.env, ...env, LOG_LEVEL: "info" },
+    });
+    const lines = ran.stdout
+      .split("\n")
+      .flatMap((line) => (line.startsWith("{") ? [JSON.parse(line) as Record<string, unknown>] : []));
+    expect(lines.find((l) => l["event"] === "workflow.version.live")).toMatchObject({
+      workflowId: "quote",
+      liveRuns: 1,
+      deployed: false,
+    });
+    const lacks = lines.find((l) => l["event"] === "workflow.version.lacks");
+    expect(lacks).toMatchObject({ workflowId: "quote", nodeId: "send", version: expect.stringMatching(/^sha256-/) });
+    expect(lacks?.["msg"]).toMatch(/needs what this deploy lacks: node "send": no handler named "send-quote"/);
+    expect(lines.at(-1)?.["event"]).toBe("check.ok");
+    await mongo.db(db).dropDatabase();
   });
 });
