@@ -361,7 +361,7 @@ export class ConsoleOperations {
   // ------------------------------------------------------------------------------------------
 
   private summaryOf(record: TaskRecord, known?: TaskContext): ConsoleTaskSummary {
-    const workflow = this.options.catalog.get(record.workflowId);
+    const workflow = this.options.supervisor.versions.known(record);
     let context: TaskContext | undefined = known;
     try {
       context ??= this.options.reads.contextOf(record);

@@ -57,6 +57,8 @@ const RETENTION_PASS_MS = 10 * 60 * 1000;
 export class WorkflowVersions {
   private readonly deployedById = new Map<string, Deployed>();
   private readonly cache = new Map<string, Promise<PinnedDefinition>>();
+  /** The stored versions read so far, for answers that cannot wait for the store (`known`). */
+  private readonly resolved = new Map<string, WorkflowDefinition>();
   private retention: NodeJS.Timeout | undefined;
 
   constructor(
@@ -136,6 +138,18 @@ export class WorkflowVersions {
     return this.stored(workflowId, workflowVersion);
   }
 
+  /**
+   * The definition a task walks when it is at hand without reading the store (the deployed one, or a version read
+   * before); else the deployed definition of its workflow, if any (titles of a list row, not decisions).
+   */
+  known(task: { workflowId: string; workflowVersion?: string }): WorkflowDefinition | undefined {
+    const stored =
+      task.workflowVersion === undefined
+        ? undefined
+        : this.resolved.get(cacheKey(task.workflowId, task.workflowVersion));
+    return stored ?? this.options.catalog.get(task.workflowId);
+  }
+
   /** A version of a workflow, deployed or stored; undefined when neither. */
   async find(workflowId: string, version: string): Promise<PinnedDefinition | undefined> {
     const pinned =
@@ -193,6 +207,7 @@ export class WorkflowVersions {
       if (runs.live + runs.ended > 0) continue;
       await store.remove(stored.workflowId, stored.version);
       this.cache.delete(cacheKey(stored.workflowId, stored.version));
+      this.resolved.delete(cacheKey(stored.workflowId, stored.version));
       removed.push({ workflowId: stored.workflowId, version: stored.version });
     }
     return removed;
@@ -246,6 +261,7 @@ export class WorkflowVersions {
       ...this.options.deploy,
       kinds: this.options.catalog.kinds,
     });
+    this.resolved.set(cacheKey(workflowId, version), workflow);
     return { workflowId, version, deployed: false, workflow, lacking: (nodeId) => lacks.get(nodeId) };
   }
 
