@@ -8,6 +8,8 @@ export interface ConsoleWorkflowView extends ConsoleWorkflowGraph {
   version: string;
   /** Whether it is the version new runs take. */
   deployed: boolean;
+  /** The version new runs take. */
+  deployedVersion?: string;
   /** This workflow's versions that runs not yet ended use, with their counts and what this instance lacks for them. */
   versions: Array<Pick<LiveVersion, "version" | "deployed" | "liveRuns" | "endedRuns" | "storedAt" | "lacks">>;
 }
@@ -31,6 +33,7 @@ export async function workflowView(
     ...workflowGraphOf(pinned.workflow, versions.kinds),
     version: drawn,
     deployed: pinned.deployed,
+    ...(versions.deployedVersion(skillId) !== undefined ? { deployedVersion: versions.deployedVersion(skillId) } : {}),
     versions: live.map(({ version: v, deployed, liveRuns, endedRuns, storedAt, lacks }) => ({
       version: v,
       deployed,

@@ -238,12 +238,22 @@ describe("workflow versions on instances with different deploys over one MongoDB
     }
     expect((await one.store.get(runId))!.version).toBe(before.version);
 
-    const moved = await steering.move(runId, operator(tenant), {
+    // Over HTTP (the host's own route, docs/operating.md "Steering a task"): a body without a usable mapping is refused.
+    const route = `/host/openwop-a2a-host/runs/${runId}:move`;
+    const badBody = await two.api.call("POST", route, { toVersion: "2", nodes: { approve: 7 } });
+    expect(badBody.status).toBe(400);
+    expect(badBody.body).toMatchObject({ error: "validation_error" });
+    const wrongNode = await two.api.call("POST", route, { toVersion: "2", nodes: { approve: "draft" } });
+    expect(wrongNode.status).toBe(400);
+    expect(wrongNode.body.message).toMatch(/a task moves only to a node of the same kind/);
+    const moved = await two.api.call("POST", route, {
       toVersion: "2",
       nodes: { approve: "review" },
       reason: "gate renamed",
     });
-    expect(moved.workflowVersion).toBe("2");
+    expect(moved.status).toBe(202);
+    expect(moved.body).toMatchObject({ runId, status: "running", nodeId: "review" });
+    expect((await one.store.get(runId))!.workflowVersion).toBe("2");
     const waiting = await one.api.waitForRun(runId, (s) => s.status === "waiting-approval");
     expect(waiting).toMatchObject({ workflowVersion: "2", currentNodeId: "review" });
     const log = await events(one.api, runId);
@@ -251,7 +261,7 @@ describe("workflow versions on instances with different deploys over one MongoDB
       expect.objectContaining({
         nodeId: "review",
         payload: expect.objectContaining({
-          movedBy: "operator-7",
+          movedBy: "anonymous",
           fromVersion: "1",
           toVersion: "2",
           fromNodeId: "approve",

@@ -885,6 +885,46 @@ async function showTask(taskId) {
         ),
       );
     }
+    // Move to another version of the workflow (docs/workflows.md "Changing a workflow"), mapping the current node.
+    const targets = workflow
+      ? [workflow.graph.deployedVersion, ...workflow.graph.versions.map((v) => v.version)].filter(
+          (v, i, all) => v && v !== t.workflowVersion && all.indexOf(v) === i,
+        )
+      : [];
+    const current = detail.currentNode?.id;
+    if (
+      ["paused", "waiting-approval", "waiting-input", "waiting-external"].includes(t.status) &&
+      current &&
+      targets.length
+    ) {
+      const version = el(
+        "select",
+        { id: "move-version", "aria-label": "Version to move to" },
+        ...targets.map((v) => el("option", { value: v }, v)),
+      );
+      const node = el("input", {
+        id: "move-node",
+        "aria-label": `Node of that version for ${current}`,
+        value: current,
+      });
+      controls.push(
+        version,
+        node,
+        el(
+          "button",
+          {
+            type: "button",
+            id: "move",
+            onclick: () =>
+              void steer("move", `Move to version ${version.value}, at node ${node.value}?`, {
+                toVersion: version.value,
+                nodes: { [current]: node.value },
+              }),
+          },
+          "Move to version…",
+        ),
+      );
+    }
     return controls;
   };
 
@@ -896,8 +936,8 @@ async function showTask(taskId) {
           ? "It runs no node, fires no timer and takes no reply until resumed; the node running now finishes first."
           : "The action is written to the task's log under your name.",
       confirmLabel: action[0].toUpperCase() + action.slice(1),
-      danger: action === "restart",
-      reason: action === "pause" || action === "resume" || action === "restart",
+      danger: action === "restart" || action === "move",
+      reason: action !== "retry",
     });
     if (!answer.ok) return;
     await act(() =>
