@@ -92,22 +92,26 @@ export class WorkflowVersions {
   async register(): Promise<void> {
     const at = this.now();
     const problems: string[] = [];
-    for (const [workflowId, d] of this.deployedById) {
-      try {
-        await this.options.store.put({
-          workflowId,
-          version: d.version,
-          definition: d.asWritten as unknown as Record<string, unknown>,
-          kinds: kindsOf(d.asWritten),
-          digest: d.digest,
-          storedAt: at,
-          servedAt: at,
-        });
-      } catch (err) {
-        if (!(err instanceof WorkflowVersionConflictError)) throw err;
-        problems.push(err.message);
-      }
-    }
+    // One insert per definition, all at once; a conflict is collected, anything else (the store is down) stops the start.
+    await Promise.all(
+      [...this.deployedById].map(async ([workflowId, d]) => {
+        try {
+          await this.options.store.put({
+            workflowId,
+            version: d.version,
+            definition: d.asWritten as unknown as Record<string, unknown>,
+            kinds: kindsOf(d.asWritten),
+            digest: d.digest,
+            storedAt: at,
+            servedAt: at,
+          });
+        } catch (err) {
+          if (!(err instanceof WorkflowVersionConflictError)) throw err;
+          problems.push(err.message);
+        }
+      }),
+    );
+    problems.sort();
     if (problems.length > 0) throw new WorkflowLoadError(problems);
   }
 
@@ -161,13 +165,19 @@ export class WorkflowVersions {
 
   /** Every stored version with runs that have not ended, with their counts and what this deploy lacks for them. */
   async live(): Promise<LiveVersion[]> {
+    const counted = await Promise.all(
+      (await this.options.store.list()).map(async (stored) => ({
+        stored,
+        runs: await this.options.store.countRuns(stored.workflowId, stored.version),
+      })),
+    );
     const out: LiveVersion[] = [];
-    for (const stored of await this.options.store.list()) {
-      const runs = await this.options.store.countRuns(stored.workflowId, stored.version);
+    for (const { stored, runs } of counted) {
       if (runs.live === 0) continue;
-      const pinned = await this.stored(stored.workflowId, stored.version);
       const deployed = this.deployedById.get(stored.workflowId)?.version === stored.version;
-      const nodes = pinned.workflow?.nodes.map((n) => n.id) ?? [];
+      // The deployed version lacks nothing here: it was checked when this instance loaded it.
+      const pinned = deployed ? undefined : await this.stored(stored.workflowId, stored.version);
+      const nodes = pinned?.workflow?.nodes.map((n) => n.id) ?? [];
       out.push({
         workflowId: stored.workflowId,
         version: stored.version,
@@ -175,12 +185,10 @@ export class WorkflowVersions {
         liveRuns: runs.live,
         endedRuns: runs.ended,
         storedAt: stored.storedAt,
-        lacks: deployed
-          ? []
-          : nodes.flatMap((nodeId) => {
-              const reason = pinned.lacking(nodeId);
-              return reason ? [{ nodeId, reason }] : [];
-            }),
+        lacks: nodes.flatMap((nodeId) => {
+          const reason = pinned?.lacking(nodeId);
+          return reason ? [{ nodeId, reason }] : [];
+        }),
       });
     }
     return out.sort((a, b) => a.workflowId.localeCompare(b.workflowId) || a.storedAt.localeCompare(b.storedAt));
