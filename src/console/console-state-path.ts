@@ -34,8 +34,8 @@ export function statePathOf(events: readonly Pick<RunEvent, "type" | "payload">[
       event.type === "interrupt.requested"
         ? WAITING[String(event.payload["kind"])]
         : (event.type === "run.resumed" ||
-            event.type === "openwop-a2a-host.run.restarted" ||
-            event.type === "openwop-a2a-host.run.moved") &&
+              event.type === "openwop-a2a-host.run.restarted" ||
+              event.type === "openwop-a2a-host.run.moved") &&
             typeof event.payload["toStatus"] === "string"
           ? (event.payload["toStatus"] as RunStatus) // back where it was paused (a gate, running), or still paused
           : ENTERS[event.type];

@@ -14,10 +14,16 @@ export interface DeployContext {
 }
 
 /** A definition's identity: its `version` when it sets one, else a digest of its canonical form; and its content digest. */
-export function versionOf(asWritten: WorkflowDefinition | Record<string, unknown>): { version: string; digest: string } {
+export function versionOf(asWritten: WorkflowDefinition | Record<string, unknown>): {
+  version: string;
+  digest: string;
+} {
   const digest = createHash("sha256").update(canonicalJson(asWritten)).digest("hex");
   const declared = (asWritten as { version?: unknown }).version;
-  return { version: typeof declared === "string" && declared !== "" ? declared : `sha256-${digest.slice(0, 16)}`, digest };
+  return {
+    version: typeof declared === "string" && declared !== "" ? declared : `sha256-${digest.slice(0, 16)}`,
+    digest,
+  };
 }
 
 /** The node kinds a definition uses, sorted. */

@@ -11,12 +11,24 @@ export async function reportLiveVersions(versions: WorkflowVersions, logger: Log
   for (const v of live) {
     const runs = `${v.liveRuns} live run${v.liveRuns === 1 ? "" : "s"}`;
     logger.info(
-      { event: "workflow.version.live", workflowId: v.workflowId, version: v.version, liveRuns: v.liveRuns, deployed: v.deployed },
+      {
+        event: "workflow.version.live",
+        workflowId: v.workflowId,
+        version: v.version,
+        liveRuns: v.liveRuns,
+        deployed: v.deployed,
+      },
       `workflow "${v.workflowId}" version "${v.version}": ${runs}${v.deployed ? " (the deployed version)" : " (an earlier version: its runs keep it)"}`,
     );
     for (const lack of v.lacks)
       logger.warn(
-        { event: "workflow.version.lacks", workflowId: v.workflowId, version: v.version, nodeId: lack.nodeId, reason: lack.reason },
+        {
+          event: "workflow.version.lacks",
+          workflowId: v.workflowId,
+          version: v.version,
+          nodeId: lack.nodeId,
+          reason: lack.reason,
+        },
         `workflow "${v.workflowId}" version "${v.version}" (${runs}) needs what this deploy lacks: ${lack.reason}; a run reaching node "${lack.nodeId}" waits there for an instance that has it`,
       );
   }

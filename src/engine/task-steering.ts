@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Principal } from "../auth/principal.js";
 import type { Message } from "../domain/a2a-types.js";
 import { DomainError, invalidParams } from "../domain/errors.js";
-import { isTerminalRunStatus, type RunStatus } from "../domain/run-status.js";
+import type { RunStatus } from "../domain/run-status.js";
 import type { TaskRecord } from "../domain/task-record.js";
 import type { PausableStatus } from "../machine/task-context.js";
 import type { DrainPolicy, TaskEvent } from "../machine/task-events.js";

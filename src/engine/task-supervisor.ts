@@ -378,7 +378,11 @@ export class TaskSupervisor implements NodeProgressPort {
       const pinned = await this.options.versions.ofTask(live.record);
       const lacking = pinned.lacking(interrupt.nodeId);
       if (!pinned.workflow || lacking)
-        throw lacking ? new DomainError("unavailable", `Task ${taskId} cannot take the reply on this instance: ${lacking}`, { taskId }) : unwalkable(pinned, taskId);
+        throw lacking
+          ? new DomainError("unavailable", `Task ${taskId} cannot take the reply on this instance: ${lacking}`, {
+              taskId,
+            })
+          : unwalkable(pinned, taskId);
       const workflow = pinned.workflow;
       const at = this.now();
       const message = "message" in reply ? { ...reply.message, taskId, contextId: live.record.contextId } : undefined;
