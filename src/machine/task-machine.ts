@@ -3,6 +3,9 @@ import type { Artifact, Message } from "../domain/a2a-types.js";
 import type { A2ATaskStateValue, InterruptKind } from "../domain/run-status.js";
 import type { PausableStatus, TaskContext } from "./task-context.js";
 import type { TaskEvent } from "./task-events.js";
+import { initialContext, type TaskMachineInput } from "./task-machine-input.js";
+
+export { initialContext, type TaskMachineInput };
 
 /**
  * What each lifecycle state means on the A2A wire. Declared on the states themselves (`meta`), so the
@@ -14,17 +17,6 @@ export interface TaskStateMeta {
   interruptKind?: Extract<InterruptKind, "approval" | "clarification">;
   terminal?: true;
   description: string;
-}
-
-export interface TaskMachineInput {
-  taskId: string;
-  contextId: string;
-  workflowId: string;
-  /** The definition version the run walks (absent: the deployed one, as runs created before versions did). */
-  workflowVersion?: string;
-  tenant: string;
-  firstNode: string | null;
-  message: Message;
 }
 
 /** Context helpers of the actions; exported so the code export (machine-export-module.ts) can inline them. */
@@ -83,27 +75,6 @@ export function appendMessages(
  * (persisted-task-snapshot.ts) to migrate the older version on purpose.
  */
 export const TASK_MACHINE_VERSION = 2;
-
-/** A new task's context: what the machine starts from in `pending`. */
-export function initialContext(input: TaskMachineInput): TaskContext {
-  return {
-    taskId: input.taskId,
-    contextId: input.contextId,
-    workflowId: input.workflowId,
-    ...(input.workflowVersion !== undefined ? { workflowVersion: input.workflowVersion } : {}),
-    tenant: input.tenant,
-    cursor: input.firstNode,
-    nodeStarted: false,
-    attempt: 0,
-    visits: {},
-    outputs: {},
-    artifacts: [],
-    artifactsByNode: {},
-    request: input.message,
-    historyCount: 1,
-    history: [input.message],
-  };
-}
 
 export const taskMachine = setup({
   types: {
