@@ -781,7 +781,9 @@ async function showTask(taskId) {
         { class: "meta" },
         el("span", { class: "mono", id: "task-id" }, t.taskId),
         ` · skill ${t.workflowId}`,
-        t.workflowVersion ? el("span", { class: "mono", id: "workflow-version" }, ` version ${t.workflowVersion}`) : "",
+        t.workflowVersion
+          ? el("span", { class: "mono", id: "workflow-version" }, ` (workflow version ${t.workflowVersion})`)
+          : "",
         ` · tenant ${t.tenant} · context `,
         el("span", { class: "mono" }, t.contextId),
         ` · v${t.version} · age ${ageOf(t)}`,
@@ -1309,7 +1311,9 @@ async function showTask(taskId) {
   let refreshing;
   const refresh = async () => {
     detail = await api(`/console/api/tasks/${encodeURIComponent(taskId)}`);
-    if (!workflow) {
+    // Drawn again when the task moved to another version of its workflow.
+    const drawnVersion = workflow?.graph.version;
+    if (!workflow || (detail.task.workflowVersion && detail.task.workflowVersion !== drawnVersion)) {
       // The graph as the task's own version has it (a deploy since may have changed the workflow).
       const version = detail.task.workflowVersion;
       const graph = await api(
