@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
@@ -156,5 +156,126 @@ describe("a redeploy that renames a gate strands no task", () => {
     expect(lacks?.["msg"]).toMatch(/needs what this deploy lacks: node "send": no handler named "send-quote"/);
     expect(lines.at(-1)?.["event"]).toBe("check.ok");
     await mongo.db(db).dropDatabase();
+  });
+
+  it("a SIGKILL while a move is in flight leaves the task on its old version or on its new one, whole, and it finishes", async () => {
+    const db = `${dbName}_kill`;
+    const killDir = await mkdtemp(join(tmpdir(), "redeploy-kill-"));
+    const env = { MONGODB_URI: mongoUri, MONGODB_DB: db, WORKFLOWS_DIR: killDir, BUILTIN_WORKFLOWS: "" };
+    await writeFile(join(killDir, "quote.yaml"), `version: "1"\n${definition("approve")}`);
+    let host = await startServerProcess(env);
+    const delays = [0, 3, 8, 15];
+    const runs: string[] = [];
+    for (const _ of delays)
+      runs.push((await send(host, { parts: [{ kind: "text", text: "Quote" }] })).result.id as string);
+    await host.terminate();
+    await writeFile(join(killDir, "quote.yaml"), `version: "2"\n${definition("review")}`);
+    host = await startServerProcess(env);
+    try {
+      for (const [i, delayMs] of delays.entries()) {
+        const runId = runs[i]!;
+        const inFlight = fetch(`${host.baseUrl}/host/openwop-a2a-host/runs/${runId}:move`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ toVersion: "2", nodes: { approve: "review" } }),
+        }).catch(() => undefined);
+        await new Promise((r) => setTimeout(r, delayMs));
+        const port = host.port;
+        await host.kill();
+        await inFlight;
+        host = await startServerProcess(env, port);
+        const api = openwopClient(host.baseUrl);
+        const log = (await api.call("GET", `/v1/runs/${runId}/events/poll?after=-1&timeoutMs=0`)).body.events as Array<{
+          type: string;
+          sequence: number;
+        }>;
+        expect(log.map((e) => e.sequence)).toEqual(log.map((_e, n) => n));
+        const moved = log.filter((e) => e.type === "openwop-a2a-host.run.moved");
+        expect(moved.length).toBeLessThanOrEqual(1);
+        // Whole either way: moved means version 2 (at its gate once it got there), not moved means version 1 at approve.
+        const run = await api.waitForRun(runId, (r) => r.status === "waiting-approval");
+        expect(run).toMatchObject(
+          moved.length === 1
+            ? { workflowVersion: "2", currentNodeId: "review" }
+            : { workflowVersion: "1", currentNodeId: "approve" },
+        );
+        const gate = moved.length === 1 ? "review" : "approve";
+        const approved = await api.call("POST", `/v1/runs/${runId}/interrupts/${gate}`, {
+          resumeValue: { action: "accept" },
+        });
+        expect(approved.status).toBe(200);
+        await api.waitForRun(runId, (r) => r.status === "completed");
+      }
+    } finally {
+      await host.kill();
+      await mongo.db(db).dropDatabase();
+    }
+  });
+
+  it("two host processes with different deploys on one database finish every task on its own version", async () => {
+    const db = `${dbName}_two`;
+    const [dirOne, dirTwo] = [
+      await mkdtemp(join(tmpdir(), "deploy-one-")),
+      await mkdtemp(join(tmpdir(), "deploy-two-")),
+    ];
+    // Deploy one has the `send-quote` handler its version needs; deploy two renamed the gate and dropped it.
+    const handlersModule = join(dirOne, "handlers.mjs");
+    await writeFile(
+      handlersModule,
+      "export const handlers = { 'send-quote': async () => ({ output: { sent: 'v1' } }) };\n",
+    );
+    await mkdir(join(dirOne, "flows"));
+    await writeFile(join(dirOne, "flows", "quote.yaml"), `version: "1"\n${definition("approve", "send-quote")}`);
+    await writeFile(join(dirTwo, "quote.yaml"), `version: "2"\n${definition("review")}`);
+    const common = {
+      MONGODB_URI: mongoUri,
+      MONGODB_DB: db,
+      BUILTIN_WORKFLOWS: "",
+      LEASE_TTL_MS: "1500",
+      LEASE_HEARTBEAT_MS: "200",
+    };
+    const one = await startServerProcess({
+      ...common,
+      WORKFLOWS_DIR: join(dirOne, "flows"),
+      HANDLERS_MODULE: handlersModule,
+    });
+    const two = await startServerProcess({ ...common, WORKFLOWS_DIR: dirTwo });
+    try {
+      const started: Array<{ runId: string; version: string; gate: string }> = [];
+      for (let i = 0; i < 3; i++) {
+        started.push({
+          runId: (await send(one, { parts: [{ kind: "text", text: `v1 #${i}` }] })).result.id,
+          version: "1",
+          gate: "approve",
+        });
+        started.push({
+          runId: (await send(two, { parts: [{ kind: "text", text: `v2 #${i}` }] })).result.id,
+          version: "2",
+          gate: "review",
+        });
+      }
+      // Every reply goes to the other deploy.
+      for (const { runId, version, gate } of started) {
+        const other = version === "1" ? two : one;
+        const reply = await openwopClient(other.baseUrl).call("POST", `/v1/runs/${runId}/interrupts/${gate}`, {
+          resumeValue: { action: "accept" },
+        });
+        expect(reply.status).toBe(200);
+      }
+      const api = openwopClient(one.baseUrl);
+      for (const { runId, version, gate } of started) {
+        const done = await api.waitForRun(runId, (r) => r.status === "completed", 20_000);
+        expect(done.workflowVersion).toBe(version);
+        const log = (await api.call("GET", `/v1/runs/${runId}/events/poll?after=-1&timeoutMs=0`)).body.events as Array<{
+          type: string;
+          nodeId?: string;
+        }>;
+        expect(log.filter((e) => e.type === "node.resumed").map((e) => e.nodeId)).toEqual([gate]);
+        expect(log.some((e) => e.type === "run.failed")).toBe(false);
+      }
+    } finally {
+      await Promise.all([one.kill(), two.kill()]);
+      await mongo.db(db).dropDatabase();
+    }
   });
 });
