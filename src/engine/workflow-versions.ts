@@ -282,11 +282,12 @@ function cacheKey(workflowId: string, version: string): string {
   return JSON.stringify([workflowId, version]);
 }
 
-/** A run's definition cannot be walked at all here (its version is not stored): the reason, as an error. */
+/** A run's definition cannot be walked at all here (its version is not stored): the reason, as a retryable error. */
 export function unwalkable(pinned: PinnedDefinition, taskId: string): DomainError {
-  return new DomainError(
-    "unavailable",
-    `task ${taskId} runs ${pinned.lacking("") ?? "a definition this instance cannot read"}; try again later`,
-    { taskId, workflowId: pinned.workflowId, ...(pinned.version ? { workflowVersion: pinned.version } : {}) },
-  );
+  const reason = pinned.lacking("") ?? "its definition cannot be read here";
+  return new DomainError("unavailable", `Task ${taskId} cannot go on on this instance: ${reason}; try again later`, {
+    taskId,
+    workflowId: pinned.workflowId,
+    ...(pinned.version ? { workflowVersion: pinned.version } : {}),
+  });
 }
