@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import "../support/mongo.js";
 import { kindsOf, versionOf } from "../../src/engine/definition-needs.js";
 import { MongoWorkflowVersionStore } from "../../src/store/mongo-workflow-version-store.js";
+import { loadWorkflowCatalog } from "../../src/engine/workflow-catalog.js";
+import { WorkflowVersions } from "../../src/engine/workflow-versions.js";
 import {
   MemoryWorkflowVersionStore,
   WorkflowVersionConflictError,
@@ -73,5 +75,48 @@ describe.each(["memory", "mongodb"])("the %s workflow version store", (kind) => 
     expect(await store.countRuns("w", "v1")).toEqual({ live: 0, ended: 0 });
     await store.remove("w", "v1");
     expect(await store.get("w", "v1")).toBeNull();
+  });
+});
+
+describe("a stored version and the host's variables", () => {
+  const SECRET = "s3cr3t-card-key";
+  const definition = (description: string) => ({
+    id: "ask",
+    name: "Ask",
+    description,
+    nodes: [{ kind: "a2a.invoke", id: "peer", agentCardUrl: "${A2A_PEER_CARD_URL}" }],
+  });
+  const versionsOf = async (store: WorkflowVersionStore, description: string, url: string) => {
+    const variables = { A2A_PEER_CARD_URL: url };
+    const catalog = await loadWorkflowCatalog({
+      builtinDir: "/nowhere",
+      builtin: [],
+      workflows: [definition(description)],
+      handlers: {},
+      variables,
+    });
+    return new WorkflowVersions({ catalog, store, deploy: { handlers: {}, variables, peers: {} } });
+  };
+
+  it("is stored as written (no variable's value) and walked with this host's values", async () => {
+    const store = new MemoryWorkflowVersionStore();
+    const first = await versionsOf(store, "one", `https://peer.example/card.json?key=${SECRET}`);
+    await first.register();
+    const version = first.deployedVersion("ask")!;
+    const stored = await store.get("ask", version);
+    expect(JSON.stringify(stored)).not.toContain(SECRET);
+    expect(JSON.stringify(stored)).toContain("${A2A_PEER_CARD_URL}");
+    // The version is the workflow's, not its configuration's: another value gives the same version.
+    expect((await versionsOf(store, "one", "https://other.example/card.json")).deployedVersion("ask")).toBe(version);
+
+    // A later deploy (another description) walks the pinned version with its own value filled in.
+    const later = await versionsOf(store, "two", "https://peer.example/card.json?key=rotated");
+    await later.register();
+    const pinned = await later.ofTask({ taskId: "t", workflowId: "ask", workflowVersion: version });
+    expect(pinned.workflow?.description).toBe("one");
+    expect((pinned.workflow?.nodes[0] as unknown as { agentCardUrl: string }).agentCardUrl).toBe(
+      "https://peer.example/card.json?key=rotated",
+    );
+    expect(pinned.lacking("peer")).toBeUndefined();
   });
 });
