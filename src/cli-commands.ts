@@ -77,7 +77,8 @@ async function check(): Promise<number> {
 /**
  * `check` with MONGODB_URI: opens the store read-only in effect (nothing is written), lists the definition versions
  * live runs use and warns of every node of one that needs what this deploy lacks; a deployed version stored with
- * other content fails the check as it would fail the start.
+ * other content fails the check as it would fail the start. A store that does not answer is a warning: the rest
+ * of the check stands.
  */
 async function checkStoredVersions(
   config: Config,
@@ -85,12 +86,22 @@ async function checkStoredVersions(
   handlers: Record<string, TaskHandler>,
   log: Logger,
 ): Promise<void> {
-  const { connectMongoStore } = await import("./store/open-store.js");
+  const { connectMongoStore, redactUri } = await import("./store/open-store.js");
   const { deployContext } = await import("./core.js");
   const { WorkflowVersions } = await import("./engine/workflow-versions.js");
   const { WorkflowLoadError } = await import("./engine/workflow-load-error.js");
   const { reportLiveVersions } = await import("./engine/live-versions-report.js");
-  const { store } = await connectMongoStore(config.mongodbUri!, config.mongodbDb, config.taskStore);
+  let store;
+  try {
+    ({ store } = await connectMongoStore(config.mongodbUri!, config.mongodbDb, config.taskStore));
+  } catch (err) {
+    // A check run where the database is not reachable (a build step, a laptop) still checks everything else.
+    log.warn(
+      { event: "check.store-unreachable", reason: (err as Error).message.split("\n")[0] },
+      `the stored workflow versions were not checked: the store at ${redactUri(config.mongodbUri!)} did not answer`,
+    );
+    return;
+  }
   try {
     const versions = new WorkflowVersions({
       catalog,
