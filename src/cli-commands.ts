@@ -6,7 +6,10 @@ import { formatKeys } from "./cli/keys-output.js";
 import { startFailure } from "./cli/start-failure.js";
 import { generateProductionKeys } from "./config/production-keys.js";
 import { packageVersion } from "./domain/package-version.js";
-import { createLogger } from "./observability/logger.js";
+import { createLogger, type Logger } from "./observability/logger.js";
+import type { Config } from "./config/config.js";
+import type { WorkflowCatalog } from "./engine/workflow-catalog.js";
+import type { TaskHandler } from "./workflows/workflow-types.js";
 
 /**
  * The CLI's commands other than starting: help, version, a usage mistake, `check`, `init` and `keys`. Each
@@ -55,7 +58,9 @@ async function check(): Promise<number> {
   const log = createLogger("info");
   try {
     const { settleHost } = await import("./start-host.js");
-    const { catalog, handlers } = await settleHost({}, process.env, { pickPort: false, logger: log });
+    const { catalog, handlers, config } = await settleHost({}, process.env, { pickPort: false, logger: log });
+    // With MONGODB_URI: the versions live runs use, what this deploy lacks for them, and a version stored otherwise.
+    if (config.mongodbUri) await checkStoredVersions(config, catalog, handlers, log);
     const skills = catalog.ids();
     log.info(
       { event: "check.ok", skills, handlers: Object.keys(handlers).sort() },
@@ -66,6 +71,48 @@ async function check(): Promise<number> {
     const failure = startFailure(err);
     log.fatal(failure.fields, failure.message);
     return failure.exitCode;
+  }
+}
+
+/**
+ * `check` with MONGODB_URI: opens the store read-only in effect (nothing is written), lists the definition versions
+ * live runs use and warns of every node of one that needs what this deploy lacks; a deployed version stored with
+ * other content fails the check as it would fail the start. A store that does not answer is a warning: the rest
+ * of the check stands.
+ */
+async function checkStoredVersions(
+  config: Config,
+  catalog: WorkflowCatalog,
+  handlers: Record<string, TaskHandler>,
+  log: Logger,
+): Promise<void> {
+  const { connectMongoStore, redactUri } = await import("./store/open-store.js");
+  const { deployContext } = await import("./core.js");
+  const { WorkflowVersions } = await import("./engine/workflow-versions.js");
+  const { WorkflowLoadError } = await import("./engine/workflow-load-error.js");
+  const { reportLiveVersions } = await import("./engine/live-versions-report.js");
+  let store;
+  try {
+    ({ store } = await connectMongoStore(config.mongodbUri!, config.mongodbDb, config.taskStore));
+  } catch (err) {
+    // A check run where the database is not reachable (a build step, a laptop) still checks everything else.
+    log.warn(
+      { event: "check.store-unreachable", reason: (err as Error).message.split("\n")[0] },
+      `the stored workflow versions were not checked: the store at ${redactUri(config.mongodbUri!)} did not answer`,
+    );
+    return;
+  }
+  try {
+    const versions = new WorkflowVersions({
+      catalog,
+      store: store.workflowVersions,
+      deploy: deployContext(config, handlers),
+    });
+    const conflicts = await versions.conflicts();
+    if (conflicts.length > 0) throw new WorkflowLoadError(conflicts);
+    await reportLiveVersions(versions, log);
+  } finally {
+    await store.close();
   }
 }
 

@@ -20,6 +20,10 @@ import { StatelessSkills } from "./engine/stateless-skill.js";
 import { TaskObserver } from "./engine/task-observer.js";
 import { TaskSupervisor } from "./engine/task-supervisor.js";
 import { loadWorkflowCatalog, type WorkflowCatalog } from "./engine/workflow-catalog.js";
+import type { DeployContext } from "./engine/definition-needs.js";
+import { WorkflowVersions } from "./engine/workflow-versions.js";
+import { reportLiveVersions } from "./engine/live-versions-report.js";
+import { MemoryWorkflowVersionStore } from "./store/workflow-version-store.js";
 import type { NodeBase, TaskHandler, WorkflowDefinition } from "./workflows/workflow-types.js";
 import { builtinWorkflowSets } from "./workflows/workflow-settings.js";
 import type { InterruptTokenSigner } from "./interrupts/interrupt-tokens.js";
@@ -59,7 +63,6 @@ import type { PushConfigStore } from "./store/push-config-store.js";
 import type { TaskReadPort } from "./store/task-read-port.js";
 import { CappedTaskReads } from "./store/capped-task-reads.js";
 import type { TaskStore } from "./store/task-store.js";
-import { MemoryWorkflowVersionStore, type WorkflowVersionStore } from "./store/workflow-version-store.js";
 import { DEFAULT_TASK_SIZE_LIMITS } from "./store/task-size-limits.js";
 
 export { packageVersion };
@@ -85,8 +88,6 @@ export interface CoreOptions {
   pushResolver?: Resolver;
   /** Idempotency-Key records of POST /v1/runs (open it next to the task store); in-memory when not given. */
   idempotency?: IdempotencyStore;
-  /** Every workflow version served (open it next to the task store): runs keep their version. In-memory when not given. */
-  workflowVersions?: WorkflowVersionStore;
   /** Plugin node kinds (public-node-kind.ts), when the catalog is loaded here (startHost checks its own before). */
   nodeKinds?: readonly AnyNodeKind[];
 }
@@ -145,15 +146,22 @@ export function loadCatalog(
     builtin: builtinWorkflowSets(config, workflows?.length ?? 0),
     ...(config.workflowsDir ? { extraDir: config.workflowsDir } : {}),
     ...(workflows ? { workflows } : {}),
-    handlers: { ...builtinHandlers, ...handlers },
     ...(config.defaultSkill !== undefined ? { defaultWorkflowId: config.defaultSkill } : {}),
-    // `${A2A_PEER_CARD_URL}` in an a2a.invoke node's agentCardUrl (README "Workflows").
-    variables: { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl, ...workflowVariableValues(config.httpNode) },
-    // Named peers (A2A_PEERS): a node naming another one stops the start.
-    peers: Object.fromEntries([...config.a2aPeer.peers.values()].map((p) => [p.name, p.cardUrl ?? p.url ?? ""])),
+    // `${A2A_PEER_CARD_URL}` in an a2a.invoke node's agentCardUrl (README "Workflows"); named peers (A2A_PEERS): a
+    // node naming another one stops the start.
+    ...deployContext(config, handlers),
     // A node URL the egress guard will refuse stops the start, naming the setting that would allow it.
     egress: { http: config.httpNode.egress, peer: config.a2aPeer.egress },
   });
+}
+
+/** What this deploy brings that definitions need besides node kinds: handlers, `${NAME}` variables, named peers. */
+export function deployContext(config: Config, handlers: Record<string, TaskHandler>): Omit<DeployContext, "kinds"> {
+  return {
+    handlers: { ...builtinHandlers, ...handlers },
+    variables: { A2A_PEER_CARD_URL: config.a2aPeer.cardUrl, ...workflowVariableValues(config.httpNode) },
+    peers: Object.fromEntries([...config.a2aPeer.peers.values()].map((p) => [p.name, p.cardUrl ?? p.url ?? ""])),
+  };
 }
 
 /** The registry with the plugin kinds `kinds`; a problem with one of them is a ConfigError. */
@@ -175,8 +183,14 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const catalog =
     options.catalog ??
     (await loadCatalog(config, handlers, options.workflows, pluginRegistry(options.nodeKinds ?? [])));
-  // Each served definition is stored before anything serves it; a run then walks the version it recorded.
-  await catalog.registerVersions(options.workflowVersions ?? new MemoryWorkflowVersionStore());
+  // Every definition served is stored before it is served; each run walks the version it started on (docs/workflows.md).
+  const versions = new WorkflowVersions({
+    catalog,
+    store: store.workflowVersions ?? new MemoryWorkflowVersionStore(),
+    deploy: deployContext(config, options.handlers ?? {}),
+  });
+  await versions.register();
+  await reportLiveVersions(versions, logger);
   // XSTATE_INSPECT: XState's inspection API on the actors of the chosen tasks (README "Live inspection").
   const { inspectTasks, inspectSink } = config.operator;
   configureTaskInspection(
@@ -262,6 +276,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const supervisor: TaskSupervisor = new TaskSupervisor({
     store,
     catalog,
+    versions,
     services: nodeServices.services,
     hook,
     logger,
@@ -373,10 +388,12 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     peerClient,
     async start() {
       await supervisor.start();
+      versions.startRetention(config.retentionMs, logger);
       await push.start();
     },
     async stop() {
       stopObservingTasks();
+      versions.stopRetention();
       await supervisor.stop();
       await nodeServices.close();
       await peerClient.close();

@@ -181,7 +181,6 @@ export async function launchHost(options: HostOptions, processEnv: Env, logger?:
       ...(opened.warning ? { storeWarning: opened.warning } : {}),
       pushConfigs: opened.pushConfigs,
       idempotency: opened.idempotency,
-      workflowVersions: opened.workflowVersions,
       telemetry,
       handlers,
       // Checked above, before the store was opened (options.workflows included).

@@ -31,15 +31,18 @@ import {
   type ConsoleNodeRef,
   type ConsoleWaitingFor,
 } from "./console-task-view.js";
-import { workflowGraphOf, type ConsoleWorkflowGraph } from "./console-workflow-graph.js";
+import { workflowView, type ConsoleWorkflowView } from "./console-versions.js";
 
 /** One row of the console's task list (and one message of its live stream). */
 export interface ConsoleTaskSummary {
   taskId: string;
   tenant: string;
   contextId: string;
-  /** The skill: the workflow the task runs. */
+  /** The skill: the workflow the task runs, and the version of it the task walks (absent on older tasks). */
   workflowId: string;
+  workflowVersion?: string;
+  /** A node this instance lacks what it needs for holds the task until an instance that has it takes it. */
+  blocked?: { nodeId: string; reason: string; at: string };
   status: RunStatus;
   a2aState: A2ATaskStateValue;
   version: number;
@@ -119,7 +122,7 @@ export interface ConsolePageRequest {
 }
 
 export interface ConsoleOperationsOptions {
-  supervisor: Pick<TaskSupervisor, "cancel" | "steering">;
+  supervisor: Pick<TaskSupervisor, "cancel" | "steering" | "versions">;
   reads: TaskReadPort;
   /** This instance's commits (the commit bus): the task list's live updates. */
   commits: Pick<CommitBus, "onAny">;
@@ -128,7 +131,7 @@ export interface ConsoleOperationsOptions {
   /** Which tenants a caller sees: its own, or every configured tenant with `console:all-tenants`. */
   access: ConsoleAccess;
   /** The workflows (skills): names for titles, nodes for the graph. */
-  catalog: Pick<WorkflowCatalog, "get" | "kinds" | "definitionOf" | "loadedDefinitionOf">;
+  catalog: Pick<WorkflowCatalog, "get" | "kinds">;
   /** Answers an interrupt as the operator (so the log says who decided). */
   interrupts: Pick<RunInterrupts, "resolveAtNode">;
   /** STORE_TIMEOUT_MS: the longest a console call waits for one store operation (a caller's deadline may cut it shorter). */
@@ -223,12 +226,10 @@ export class ConsoleOperations {
     };
   }
 
-  /** The graph of a workflow (skill): its nodes and the edges the engine can take between them. */
-  workflow(skillId: string, ctx: CallContext): ConsoleWorkflowGraph {
+  /** The graph of a workflow (skill) as `version` (default: the deployed one) has it, and its versions in use. */
+  async workflow(skillId: string, ctx: CallContext, version?: string): Promise<ConsoleWorkflowView> {
     requireScope(ctx.principal, CONSOLE_SCOPE);
-    const workflow = this.options.catalog.get(skillId);
-    if (!workflow) throw new DomainError("not-found", `workflow "${skillId}" not found`, { skillId });
-    return workflowGraphOf(workflow, this.options.catalog.kinds);
+    return this.storeCalls.read(ctx, () => workflowView(this.options.supervisor.versions, skillId, version));
   }
 
   /** Calls `listener` with the summary of every task the caller may see after each commit, until the returned function is called. */
@@ -249,7 +250,7 @@ export class ConsoleOperations {
       Promise.all([readWholeLog(reads, taskId), reads.historyOf(record)]),
     );
     const interruptTokens = interruptTokensFor(tokens, record, context, ctx.principal);
-    const workflow = await this.options.catalog.definitionOf(record).catch(() => undefined);
+    const workflow = (await this.options.supervisor.versions.ofTask(record).catch(() => undefined))?.workflow;
     const summary = this.summaryOf(record, context);
     const interruptForm = record.status.startsWith("waiting-")
       ? interruptFormOf(context, workflow, this.options.catalog.kinds)
@@ -360,7 +361,7 @@ export class ConsoleOperations {
   // ------------------------------------------------------------------------------------------
 
   private summaryOf(record: TaskRecord, known?: TaskContext): ConsoleTaskSummary {
-    const workflow = this.options.catalog.loadedDefinitionOf(record);
+    const workflow = this.options.supervisor.versions.known(record);
     let context: TaskContext | undefined = known;
     try {
       context ??= this.options.reads.contextOf(record);
@@ -374,6 +375,8 @@ export class ConsoleOperations {
       tenant: record.tenant,
       contextId: record.contextId,
       workflowId: record.workflowId,
+      ...(record.workflowVersion !== undefined ? { workflowVersion: record.workflowVersion } : {}),
+      ...(context?.blocked && record.status === "running" ? { blocked: blockedView(context.blocked) } : {}),
       status: record.status,
       a2aState: record.a2a.state,
       version: record.version,
@@ -432,6 +435,10 @@ export function bulkTaskIds(raw: unknown): string[] {
     throw invalidParams(`taskIds must be a list of 1 to ${BULK_MAX} task ids`, { path: "taskIds" });
   }
   return raw as string[];
+}
+
+function blockedView({ nodeId, reason, at }: NonNullable<TaskContext["blocked"]>): ConsoleTaskSummary["blocked"] {
+  return { nodeId, reason, at };
 }
 
 function redactedDoc(doc: RunEventDoc): RunEventDoc {

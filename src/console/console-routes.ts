@@ -47,8 +47,9 @@ export function addConsoleRoutes(router: HttpRouter, options: ConsoleRoutesOptio
     });
   });
 
-  router.add("GET", "/console/api/workflows/{skillId}", async (_req, res, { skillId }, ctx) => {
-    sendJson(res, 200, operations.workflow(skillId!, ctx));
+  // ?version=: the graph as that version has it (a task's own); without it, the deployed one.
+  router.add("GET", "/console/api/workflows/{skillId}", async (req, res, { skillId }, ctx) => {
+    sendJson(res, 200, await operations.workflow(skillId!, ctx, queryOf(req).get("version") || undefined));
   });
 
   // Bulk actions over selected tasks: one result per task (a task the caller may not see is not-found).

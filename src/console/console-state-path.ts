@@ -10,6 +10,7 @@ const ENTERS: Record<string, RunStatus> = {
   "run.resumed": "running",
   "openwop-a2a-host.run.retried": "running",
   "openwop-a2a-host.run.restarted": "running",
+  "openwop-a2a-host.run.moved": "running",
   "run.cancelling": "cancelling",
   "run.cancelled": "cancelled",
   "run.completed": "completed",
@@ -32,7 +33,9 @@ export function statePathOf(events: readonly Pick<RunEvent, "type" | "payload">[
     const state =
       event.type === "interrupt.requested"
         ? WAITING[String(event.payload["kind"])]
-        : (event.type === "run.resumed" || event.type === "openwop-a2a-host.run.restarted") &&
+        : (event.type === "run.resumed" ||
+              event.type === "openwop-a2a-host.run.restarted" ||
+              event.type === "openwop-a2a-host.run.moved") &&
             typeof event.payload["toStatus"] === "string"
           ? (event.payload["toStatus"] as RunStatus) // back where it was paused (a gate, running), or still paused
           : ENTERS[event.type];

@@ -1,7 +1,13 @@
 import type { Scope } from "../auth/principal.js";
 import type { CallContext } from "../auth/call-context.js";
 import { invalidParams } from "../domain/errors.js";
-import { onlyKnownFields, optionalString, requiredString, type JsonObject } from "../domain/json-shape.js";
+import {
+  onlyKnownFields,
+  optionalObject,
+  optionalString,
+  requiredString,
+  type JsonObject,
+} from "../domain/json-shape.js";
 import type { TaskRecord } from "../domain/task-record.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
 import type { Principal } from "../auth/principal.js";
@@ -21,7 +27,7 @@ interface ConsoleSteeringAction {
   run(steering: Steering, taskId: string, acting: Principal, body: JsonObject): Promise<TaskRecord>;
 }
 
-/** Adding an action (moving a task to another version) is one more row. */
+/** Adding an action is one more row. */
 const ACTIONS: readonly ConsoleSteeringAction[] = [
   {
     action: "pause",
@@ -59,6 +65,24 @@ const ACTIONS: readonly ConsoleSteeringAction[] = [
     fields: ["nodeId", "reason"],
     run: (steering, taskId, acting, body) =>
       steering.restart(taskId, acting, requiredString(body, "nodeId", "body"), optionalString(body, "reason", "body")),
+  },
+  {
+    action: "move",
+    scopes: ["runs:cancel", "runs:create"],
+    fields: ["toVersion", "nodes", "reason"],
+    run: (steering, taskId, acting, body) => {
+      const nodes = optionalObject(body, "nodes", "body");
+      if (!nodes || !Object.values(nodes).every((v) => typeof v === "string"))
+        throw invalidParams("body.nodes must map the task's current node to a node of toVersion", {
+          path: "body.nodes",
+        });
+      const reason = optionalString(body, "reason", "body");
+      return steering.move(taskId, acting, {
+        toVersion: requiredString(body, "toVersion", "body"),
+        nodes: nodes as Record<string, string>,
+        ...(reason !== undefined ? { reason } : {}),
+      });
+    },
   },
 ];
 

@@ -42,8 +42,8 @@ export interface TaskRecord {
   contextId: string;
   workflowId: string;
   /**
-   * The version of its workflow the task walks (workflow-version.ts), recorded at creation and kept whatever is
-   * deployed later. Absent on tasks created before versions were pinned: they walk the deployed definition.
+   * The version of the workflow definition the run walks (the machine context's, projected here so the store can
+   * count the runs of a version). Absent on runs created before versions were recorded.
    */
   workflowVersion?: string;
   /** Sequence of the last committed event. */

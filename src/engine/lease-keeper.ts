@@ -9,6 +9,8 @@ export interface LeaseKeeperOptions {
   kick(taskId: string): void;
   /** A task driven here that was cancelled through another instance: abort its node work. */
   cancelled(taskId: string): void;
+  /** Tasks this instance left to one that has what their current node needs (TaskDriver.left): not taken here. */
+  left?: Set<string>;
 }
 
 /** How many free tasks one scan hands to the driver (the next heartbeat takes the rest). */
@@ -52,8 +54,15 @@ export class LeaseKeeper {
   async scan(): Promise<number> {
     const { repository, kick } = this.options;
     let kicked = 0;
-    for (const taskId of await repository.leaseableTaskIds(SCAN_LIMIT)) {
-      if (repository.holdsLease(taskId)) continue;
+    const free = await repository.leaseableTaskIds(SCAN_LIMIT);
+    const { left } = this.options;
+    // A left task no longer free (another instance took it, it ended) is forgotten; the list is whole below the limit.
+    if (left && left.size > 0 && free.length < SCAN_LIMIT) {
+      const still = new Set(free);
+      for (const taskId of left) if (!still.has(taskId)) left.delete(taskId);
+    }
+    for (const taskId of free) {
+      if (repository.holdsLease(taskId) || left?.has(taskId)) continue;
       kick(taskId);
       kicked++;
     }

@@ -12,13 +12,14 @@ import {
 } from "./nodes/node-executor.js";
 import { POISON_EXHAUSTED, type RecoverySettings } from "./recovery-settings.js";
 import type { LiveTask, TaskRepository } from "./task-repository.js";
-import type { WorkflowCatalog } from "./workflow-catalog.js";
+import type { WorkflowVersions } from "./workflow-versions.js";
 import { findNode, nextStep } from "./workflow-engine.js";
 import type { NodeBase, WorkflowNode } from "../workflows/workflow-types.js";
 
 export interface TaskDriverOptions {
   repository: TaskRepository;
-  catalog: WorkflowCatalog;
+  /** The definition each task walks (its pinned version), and what of it this instance lacks. */
+  versions: WorkflowVersions;
   executors: NodeExecutors;
   logger: Logger;
   now(): string;
@@ -42,6 +43,11 @@ const MAX_STAGED_STEPS = 64;
 export class TaskDriver {
   private readonly loops = new Map<string, { again: boolean; done: Promise<void> }>();
   private stopping = false;
+  /**
+   * Tasks whose current node needs what this instance lacks: left to an instance that has it (the lease scan skips
+   * them here). A kick still looks at them (a move may have taken the task elsewhere in its workflow).
+   */
+  readonly left = new Set<string>();
 
   constructor(private readonly options: TaskDriverOptions) {}
 
@@ -209,7 +215,7 @@ export class TaskDriver {
 
   /** Under the lock: stages what the task does now, by its status and (when running) the kind of its current node. */
   private async decide(taskId: string, live: LiveTask): Promise<Next> {
-    const { repository, catalog } = this.options;
+    const { repository, versions } = this.options;
     const snapshot = live.actor.getSnapshot();
     const status = runStatusOf(snapshot);
     const at = this.options.now();
@@ -221,9 +227,10 @@ export class TaskDriver {
     }
     if (status === "cancelling") {
       // The node being cancelled may have work to undo elsewhere (a peer's task), after our commit.
-      const workflow = catalog.loadedDefinitionOf(live.record);
-      const node =
-        workflow && snapshot.context.cursor !== null ? findNode(workflow, snapshot.context.cursor) : undefined;
+      const pinned = await versions.ofTask(live.record).catch(() => undefined);
+      const { cursor } = snapshot.context;
+      const workflow = cursor !== null && !pinned?.lacking(cursor) ? pinned?.workflow : undefined;
+      const node = workflow && cursor !== null ? findNode(workflow, cursor) : undefined;
       const undo =
         node && workflow
           ? this.executorOf(node).onCancelled?.({ taskId, node, context: snapshot.context, workflow })
@@ -232,8 +239,13 @@ export class TaskDriver {
       return undo ?? true;
     }
     if (status !== "running") return false;
-    const workflow = catalog.ofTask(live.record);
-    const step = nextStep(snapshot.context, workflow, this.options.catalog.kinds);
+    const pinned = await versions.ofTask(live.record);
+    const { cursor } = snapshot.context;
+    const lacking = cursor !== null ? pinned.lacking(cursor) : undefined;
+    if (lacking || !pinned.workflow) return this.leave(taskId, live, cursor, lacking, at);
+    this.left.delete(taskId);
+    const workflow = pinned.workflow;
+    const step = nextStep(snapshot.context, workflow, versions.kinds);
     if (step.type === "complete") {
       repository.stage(live, { type: "COMPLETE", at });
       return true;
@@ -252,6 +264,32 @@ export class TaskDriver {
     const node = findNode(workflow, snapshot.context.cursor!)!;
     if (holderDied && snapshot.context.nodeStarted && this.poisoned(taskId, live, node, at)) return true;
     return this.executorOf(node).step({ taskId, node, step, live, workflow, at });
+  }
+
+  /**
+   * The current node needs what this instance lacks (a handler, peer, variable or node kind of the task's version):
+   * the task is not failed. It is marked blocked with the reason (once per node and reason), stays runnable, and its
+   * lease goes back, so an instance that has what it needs takes it; this one's lease scan skips it.
+   */
+  private leave(taskId: string, live: LiveTask, cursor: string | null, reason: string | undefined, at: string): Next {
+    const { repository, logger } = this.options;
+    if (cursor === null) {
+      // Nothing left to run: the run ends whichever definition it walked.
+      repository.stage(live, { type: "COMPLETE", at });
+      return true;
+    }
+    const why = reason ?? `node "${cursor}" cannot be read on this instance`;
+    const { blocked } = live.actor.getSnapshot().context;
+    if (blocked?.nodeId !== cursor || blocked.reason !== why) {
+      const instance = repository.leaseSettings.instanceId;
+      repository.stage(live, { type: "BLOCK", at, nodeId: cursor, reason: why, instance });
+      logger.warn(
+        { taskId, nodeId: cursor, workflowId: live.record.workflowId, workflowVersion: live.record.workflowVersion },
+        `task blocked: ${why}; it waits for an instance that has it`,
+      );
+    }
+    this.left.add(taskId);
+    return false;
   }
 
   /**

@@ -43,8 +43,6 @@ export interface LiveTask {
 /** A task to create: the machine's input, when, and the creating message's idempotency key. */
 export interface NewTask extends TaskMachineInput {
   at: string;
-  /** The version of its workflow the task walks from now on (TaskRecord.workflowVersion). */
-  workflowVersion?: string;
   idempotency?: IdempotencySeed;
 }
 
@@ -56,8 +54,6 @@ export interface TaskRepositoryOptions {
   /** Task execution leases; without them, a random owner id and the default timing. */
   leases?: LeaseSettings;
   clock?: () => Date;
-  /** Called with each task read from the store before it is used (the catalog caches the task's pinned definition). */
-  onLoad?: (record: TaskRecord) => Promise<unknown>;
 }
 
 /**
@@ -119,7 +115,15 @@ export class TaskRepository implements TaskReadPort {
    */
   stageCreate(task: NewTask): TaskRecord {
     const { taskId, contextId, workflowId, workflowVersion, tenant, firstNode, message, at, idempotency } = task;
-    const actor = createTaskActor({ taskId, contextId, workflowId, tenant, firstNode, message });
+    const actor = createTaskActor({
+      taskId,
+      contextId,
+      workflowId,
+      ...(workflowVersion !== undefined ? { workflowVersion } : {}),
+      tenant,
+      firstNode,
+      message,
+    });
     const snapshot = actor.getSnapshot();
     const events = logEventsFor({ event: { type: "CREATED", at }, after: snapshot, firstSequence: 0, generation: 0 });
     const record: TaskRecord = {
@@ -152,13 +156,6 @@ export class TaskRepository implements TaskReadPort {
     if (!live) {
       const record = await this.options.store.get(taskId);
       if (!record) throw taskNotFound(taskId);
-      await this.options.onLoad?.(record);
-      // Another caller may have loaded it while this one waited.
-      const loaded = this.live.get(taskId);
-      if (loaded) {
-        if (tenant !== undefined && loaded.record.tenant !== tenant) throw taskNotFound(taskId);
-        return loaded;
-      }
       live = {
         actor: restoreTaskActor(record.snapshot, taskId),
         record,
@@ -382,6 +379,7 @@ export class TaskRepository implements TaskReadPort {
       updatedAt: at,
       expireAt: isTerminalRunStatus(status) ? new Date(Date.parse(at) + this.options.retentionMs).toISOString() : null,
       timerDueAt: status === "paused" ? null : (context.timer?.dueAt ?? null), // paused: no timer fires
+      ...(context.workflowVersion !== undefined ? { workflowVersion: context.workflowVersion } : {}),
     };
   }
 }

@@ -2,18 +2,22 @@ import { randomUUID } from "node:crypto";
 import type { Principal } from "../auth/principal.js";
 import type { Message } from "../domain/a2a-types.js";
 import { DomainError, invalidParams } from "../domain/errors.js";
-import { isTerminalRunStatus, type RunStatus } from "../domain/run-status.js";
+import type { RunStatus } from "../domain/run-status.js";
 import type { TaskRecord } from "../domain/task-record.js";
 import type { PausableStatus } from "../machine/task-context.js";
 import type { DrainPolicy, TaskEvent } from "../machine/task-events.js";
 import { runStatusOf } from "../machine/task-projection.js";
 import type { LiveTask, TaskRepository } from "./task-repository.js";
-import type { WorkflowCatalog } from "./workflow-catalog.js";
+import { stateError } from "./steering-errors.js";
+import { moveEventFor, type MoveRequest } from "./task-move.js";
+export type { MoveRequest };
+import { unwalkable, type WorkflowVersions } from "./workflow-versions.js";
 import { findNode } from "./workflow-walk.js";
 
 export interface TaskSteeringOptions {
   repository: TaskRepository;
-  catalog: WorkflowCatalog;
+  /** The definition each task walks (its pinned version), and the stored versions a move may go to. */
+  versions: WorkflowVersions;
   now(): string;
   /** The task has work again (resumed, retried, restarted): drive it. */
   kick(taskId: string): void;
@@ -105,9 +109,11 @@ export class TaskSteering {
 
   /** The task goes on from `nodeId`, a node it has already reached: a new visit; the history stays. */
   async restart(taskId: string, principal: Principal, nodeId: string, reason?: string): Promise<TaskRecord> {
-    const record = await this.act(taskId, principal, (live, status) => {
+    const record = await this.act(taskId, principal, async (live, status) => {
       const context = live.actor.getSnapshot().context;
-      const workflow = this.options.catalog.ofTask(live.record);
+      const pinned = await this.options.versions.ofTask(live.record);
+      if (!pinned.workflow) throw unwalkable(pinned, taskId);
+      const workflow = pinned.workflow;
       if (!findNode(workflow, nodeId))
         throw invalidParams(
           `workflow "${workflow.id}" has no node "${nodeId}"; its nodes: ${workflow.nodes.map((n) => n.id).join(", ")}`,
@@ -140,6 +146,29 @@ export class TaskSteering {
   }
 
   /**
+   * A waiting or paused task goes on in another version of its workflow, from the node `request.nodes` maps its
+   * current node to: a new visit there, as a restart (a gate asks again). Refused, with nothing changed, when the
+   * version is not stored, the mapping leaves out the current node, or the target node is missing or of another
+   * kind. One MOVE event carrying the principal, committed under the task's version like any transition.
+   */
+  async move(taskId: string, principal: Principal, request: MoveRequest): Promise<TaskRecord> {
+    const { versions, now } = this.options;
+    const record = await this.act(taskId, principal, async (live, status) =>
+      moveEventFor({
+        live,
+        status,
+        from: await versions.ofTask(live.record),
+        to: await versions.find(live.record.workflowId, request.toVersion),
+        request,
+        by: principal.id,
+        at: now(),
+      }),
+    );
+    this.options.kick(taskId);
+    return record;
+  }
+
+  /**
    * Under the task's lock: `decide` reads the task as stored and answers the one event to commit, or throws
    * why not. Another instance's write between our read and our commit (a version conflict) makes it read
    * again, so a race ends in one success and one refusal naming the state the loser met.
@@ -147,7 +176,7 @@ export class TaskSteering {
   private async act(
     taskId: string,
     principal: Principal,
-    decide: (live: LiveTask, status: RunStatus) => TaskEvent,
+    decide: (live: LiveTask, status: RunStatus) => TaskEvent | Promise<TaskEvent>,
   ): Promise<TaskRecord> {
     const { repository } = this.options;
     for (let attempt = 1; ; attempt++) {
@@ -156,14 +185,14 @@ export class TaskSteering {
           let live = await repository.load(taskId, principal.tenant);
           let event: TaskEvent;
           try {
-            event = decide(live, runStatusOf(live.actor.getSnapshot()));
+            event = await decide(live, runStatusOf(live.actor.getSnapshot()));
           } catch (err) {
             // A refusal read off the copy in memory may be stale (another instance acted since, and this one has
             // not written to the task): it is decided again on the task as stored before anyone is told.
             if (live.staged.length > 0) throw err;
             repository.passivate(taskId);
             live = await repository.load(taskId, principal.tenant);
-            event = decide(live, runStatusOf(live.actor.getSnapshot()));
+            event = await decide(live, runStatusOf(live.actor.getSnapshot()));
           }
           return repository.commit(taskId, event);
         });
@@ -173,17 +202,6 @@ export class TaskSteering {
       }
     }
   }
-}
-
-/** OpenWOP's two refusals: `run_terminal` for a finished run, `run_state_conflict` (with the status) otherwise. */
-function stateError(taskId: string, status: RunStatus, why: string, verb: string): DomainError {
-  // A failed task can still be retried or restarted: for those, failed is a state, not the end.
-  const terminal =
-    isTerminalRunStatus(status) && !(status === "failed" && (verb === "retried" || verb === "restarted"));
-  return new DomainError(terminal ? "run-terminal" : "run-state-conflict", `task ${taskId} cannot be ${verb}: ${why}`, {
-    runId: taskId,
-    runStatus: status,
-  });
 }
 
 function pauseMessage(record: TaskRecord, reason: string | undefined): Message {

@@ -22,12 +22,15 @@ import { TaskSteering } from "./task-steering.js";
 import { TimerScheduler } from "./timer-scheduler.js";
 import type { TransitionHook } from "./transition-hook.js";
 import type { WorkflowCatalog } from "./workflow-catalog.js";
+import { unwalkable, type WorkflowVersions } from "./workflow-versions.js";
 import { firstNodeOf, interpretReply, resumeValueFromMessage } from "./workflow-engine.js";
 
 export interface SupervisorOptions {
   store: TaskStore;
   /** The workflows, and the node kinds they were checked against (their executors run the nodes). */
   catalog: WorkflowCatalog;
+  /** The definition version each task walks (stored before serving), and what of it this instance lacks. */
+  versions: WorkflowVersions;
   /** What the kinds' executors use: each kind's own services, by kind (NodeKindRegistry.createServices). */
   services: NodeServicesByKind;
   hook: TransitionHook;
@@ -74,7 +77,6 @@ export class TaskSupervisor implements NodeProgressPort {
           retentionMs: options.retentionMs,
           clock,
           ...(options.leases ? { leases: options.leases } : {}),
-          onLoad: (record) => options.catalog.definitionOf(record),
         }));
     const executors = options.catalog.kinds.executors(
       { repository, inFlight: this.inFlight, logger: options.logger, now, clock },
@@ -82,7 +84,7 @@ export class TaskSupervisor implements NodeProgressPort {
     );
     this.driver = new TaskDriver({
       repository,
-      catalog: options.catalog,
+      versions: options.versions,
       executors,
       logger: options.logger,
       now,
@@ -99,7 +101,7 @@ export class TaskSupervisor implements NodeProgressPort {
     });
     this.steering = new TaskSteering({
       repository,
-      catalog: options.catalog,
+      versions: options.versions,
       now,
       kick: (taskId) => this.driver.kick(taskId),
       abortInFlight: (taskId) => this.inFlight.abort(taskId, new DomainError("unsupported-operation", "task paused")),
@@ -110,7 +112,13 @@ export class TaskSupervisor implements NodeProgressPort {
       clock,
       kick: (taskId) => this.driver.kick(taskId),
       cancelled: (taskId) => this.abortCancelled(taskId),
+      left: this.driver.left,
     });
+  }
+
+  /** The workflow versions tasks are pinned to (console, runs API). */
+  get versions(): WorkflowVersions {
+    return this.options.versions;
   }
 
   /** This instance's lease owner id (logs, run snapshots). */
@@ -186,7 +194,7 @@ export class TaskSupervisor implements NodeProgressPort {
           taskId,
           contextId,
           workflowId: workflow.id,
-          workflowVersion: catalog.versionOf(workflow.id)!,
+          ...versionField(this.options.versions.deployedVersion(workflow.id)),
           tenant: args.principal.tenant,
           firstNode: firstNodeOf(workflow),
           message: { ...args.message, taskId, contextId },
@@ -356,7 +364,16 @@ export class TaskSupervisor implements NodeProgressPort {
           { nodeId: reply.nodeId, interruptId: reply.interruptId },
         );
       }
-      const workflow = this.options.catalog.ofTask(live.record);
+      // The gate's own version reads the reply, whatever is deployed now.
+      const pinned = await this.options.versions.ofTask(live.record);
+      const lacking = pinned.lacking(interrupt.nodeId);
+      if (!pinned.workflow || lacking)
+        throw lacking
+          ? new DomainError("unavailable", `Task ${taskId} cannot take the reply on this instance: ${lacking}`, {
+              taskId,
+            })
+          : unwalkable(pinned, taskId);
+      const workflow = pinned.workflow;
       const at = this.now();
       const message = "message" in reply ? { ...reply.message, taskId, contextId: live.record.contextId } : undefined;
       const resumeValue =
@@ -413,6 +430,10 @@ export class TaskSupervisor implements NodeProgressPort {
   private now(): string {
     return this.clock().toISOString();
   }
+}
+
+function versionField(version: string | undefined): { workflowVersion?: string } {
+  return version !== undefined ? { workflowVersion: version } : {};
 }
 
 export type { Principal };

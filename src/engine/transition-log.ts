@@ -235,6 +235,35 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
           },
         },
       ];
+    case "MOVE":
+      return [
+        {
+          type: "openwop-a2a-host.run.moved",
+          nodeId: event.nodeId,
+          payload: {
+            nodeId: event.nodeId,
+            movedBy: event.by,
+            fromNodeId: before.cursor,
+            ...(event.fromVersion !== undefined ? { fromVersion: event.fromVersion } : {}),
+            toVersion: event.toVersion,
+            toStatus: after.paused ? "paused" : "running",
+            ...(event.reason !== undefined ? { reason: event.reason } : {}),
+          },
+        },
+      ];
+    case "BLOCK":
+      return [
+        {
+          type: "openwop-a2a-host.node.blocked",
+          nodeId: event.nodeId,
+          payload: {
+            nodeId: event.nodeId,
+            reason: event.reason,
+            instance: event.instance,
+            ...(after.workflowVersion !== undefined ? { workflowVersion: after.workflowVersion } : {}),
+          },
+        },
+      ];
     case "CANCEL":
       return [{ type: "run.cancelling", payload: { reason: event.reason, cancelledBy: event.cancelledBy } }];
     case "CANCELLED":
@@ -334,7 +363,13 @@ export function logEventsFor(args: {
       ? [
           {
             type: "run.created",
-            payload: { workflowId: after.context.workflowId, owner: { tenant: after.context.tenant } },
+            payload: {
+              workflowId: after.context.workflowId,
+              ...(after.context.workflowVersion !== undefined
+                ? { workflowVersion: after.context.workflowVersion }
+                : {}),
+              owner: { tenant: after.context.tenant },
+            },
           },
         ]
       : draftsFor(event, before?.context ?? after.context, after.context);

@@ -8,8 +8,6 @@ import type { NodeBase, TaskHandler, WorkflowDefinition, WorkflowNode } from "..
 import type { BuiltinWorkflowSet } from "../workflows/workflow-settings.js";
 import { unexpandedVariables } from "../workflows/workflow-variables.js";
 import { WorkflowLoadError } from "./workflow-load-error.js";
-import { workflowVersionKey, workflowVersionOf } from "../domain/workflow-version.js";
-import type { StoredWorkflowVersion, WorkflowVersionStore } from "../store/workflow-version-store.js";
 import { emptyGateWarnings, outputConditionProblems } from "./workflow-flow-checks.js";
 import { refusedUrlProblems, type LoadEgressPolicies } from "./workflow-egress-checks.js";
 
@@ -29,21 +27,9 @@ export { unexpandedVariables };
 /** Each loaded definition's form before its variables were expanded (checkWorkflow), where they differ. */
 const AS_WRITTEN = new WeakMap<WorkflowDefinition, WorkflowDefinition>();
 
-/** What names a task's definition: its workflow and the version it recorded at creation (none before pinning). */
-export interface TaskWorkflowRef {
-  taskId: string;
-  workflowId: string;
-  workflowVersion?: string | undefined;
-}
-
 /** All workflows this host serves; each one becomes an AgentSkill on the agent card. */
 export class WorkflowCatalog {
   private readonly byId: Map<string, WorkflowDefinition>;
-  /** Each deployed workflow's version (workflow-version.ts). */
-  private readonly deployedVersions: Map<string, string>;
-  /** Definitions of other versions runs are pinned to, read from the version store: `<id>@<version>` → definition. */
-  private readonly pinned = new Map<string, WorkflowDefinition>();
-  private versionStore: WorkflowVersionStore | undefined;
 
   constructor(
     workflows: WorkflowDefinition[],
@@ -52,12 +38,8 @@ export class WorkflowCatalog {
     readonly kinds: NodeKindRegistry = builtinNodeKinds(),
     /** What loads but may not be meant (a gate that can show no artifact), each naming its file: logged at start and by `check`. */
     readonly warnings: readonly string[] = [],
-    /** A stored (as written) definition with this host's `${NAME}` values and named peers filled in. */
-    private readonly expand: (asWritten: WorkflowDefinition) => WorkflowDefinition = (w) => w,
   ) {
     this.byId = new Map(workflows.map((w) => [w.id, w]));
-    // Over the form as written: a variable's value is configuration, not the workflow (and may be a secret).
-    this.deployedVersions = new Map(workflows.map((w) => [w.id, workflowVersionOf(AS_WRITTEN.get(w) ?? w)]));
     if (!this.byId.has(defaultWorkflowId)) {
       throw new WorkflowLoadError(
         `the default skill "${defaultWorkflowId}" is not a loaded workflow (loaded: ${this.ids().join(", ")})`,
@@ -69,68 +51,12 @@ export class WorkflowCatalog {
     return this.byId.get(id);
   }
 
-  /** The version new runs of a deployed workflow record (`workflowVersion`). */
-  versionOf(id: string): string | undefined {
-    return this.deployedVersions.get(id);
-  }
-
-  /**
-   * Stores every deployed definition as written (`${NAME}` references stay references: their values may be
-   * secrets) in `store` (before this host serves any of them) and reads pinned versions from it from then on. A
-   * version stored before with other content refuses (names both).
-   */
-  async registerVersions(store: WorkflowVersionStore): Promise<void> {
-    const versions: StoredWorkflowVersion[] = this.list().map((w) => ({
-      workflowId: w.id,
-      version: this.deployedVersions.get(w.id)!,
-      definition: this.asWritten(w.id)!,
-      kinds: [...new Set(w.nodes.map((n) => n.kind))].sort(),
-    }));
-    await store.register(versions);
-    this.versionStore = store;
-  }
-
-  /**
-   * The definition of this task: the version it recorded at creation (read from the version store once, then
-   * cached), whatever is deployed now; a task without a recorded version walks the deployed definition.
-   */
-  async definitionOf(task: TaskWorkflowRef): Promise<WorkflowDefinition> {
-    const cached = this.loadedDefinitionOf(task);
-    if (cached) return cached;
-    const version = task.workflowVersion;
-    if (version === undefined)
-      throw new DomainError("internal", `workflow ${task.workflowId} of task ${task.taskId} is no longer loaded`);
-    const stored = await this.versionStore?.get(task.workflowId, version);
-    if (!stored)
-      throw new DomainError(
-        "internal",
-        `workflow ${task.workflowId} version ${version} of task ${task.taskId} is not in the version store`,
-      );
-    const definition = this.expand(stored.definition as WorkflowDefinition);
-    this.pinned.set(workflowVersionKey(task.workflowId, version), definition);
-    return definition;
-  }
-
-  /**
-   * The same, from what is cached: the engine's synchronous steps call this after the task was loaded (the
-   * repository warms the cache through `definitionOf` when it reads a task from the store).
-   */
-  ofTask(task: TaskWorkflowRef): WorkflowDefinition {
-    const workflow = this.loadedDefinitionOf(task);
+  /** The workflow a task runs; one that is no longer loaded is an internal error naming the task. */
+  ofTask(task: { taskId: string; workflowId: string }): WorkflowDefinition {
+    const workflow = this.byId.get(task.workflowId);
     if (!workflow)
-      throw new DomainError(
-        "internal",
-        `workflow ${task.workflowId} (version ${task.workflowVersion ?? "deployed"}) of task ${task.taskId} is not loaded`,
-      );
+      throw new DomainError("internal", `workflow ${task.workflowId} of task ${task.taskId} is no longer loaded`);
     return workflow;
-  }
-
-  /** The definition of this task if deployed or cached, else undefined (for views that show what they can). */
-  loadedDefinitionOf(task: TaskWorkflowRef): WorkflowDefinition | undefined {
-    const version = task.workflowVersion;
-    if (version === undefined || this.deployedVersions.get(task.workflowId) === version)
-      return this.byId.get(task.workflowId);
-    return this.pinned.get(workflowVersionKey(task.workflowId, version));
   }
 
   list(): WorkflowDefinition[] {
@@ -299,8 +225,7 @@ export async function loadWorkflowCatalog(options: WorkflowCatalogOptions): Prom
   const defaultWorkflowId =
     options.defaultWorkflowId ?? (bySource.has("echo") ? "echo" : (user[0] ?? builtin[0])!.workflow.id);
   const warnings = [...builtin, ...user].flatMap((l) => l.warnings);
-  const expand = (asWritten: WorkflowDefinition) => expandNodes(asWritten, context, []).expanded as WorkflowDefinition;
-  return new WorkflowCatalog(all, defaultWorkflowId, kinds, warnings, expand);
+  return new WorkflowCatalog(all, defaultWorkflowId, kinds, warnings);
 }
 
 /**

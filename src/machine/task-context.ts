@@ -42,6 +42,19 @@ export interface PauseRecord {
   statusMessage?: Message;
 }
 
+/**
+ * The running task's current node needs something this instance lacks (a handler, a peer, a variable or a node
+ * kind its pinned definition version names): it waits here, runnable, for an instance that has it.
+ */
+export interface BlockedRecord {
+  nodeId: string;
+  /** What is missing, in words a person reads (the console shows it). */
+  reason: string;
+  at: string;
+  /** The instance that left the task. */
+  instance: string;
+}
+
 export interface RunError {
   code: string;
   message: string;
@@ -56,6 +69,12 @@ export interface TaskContext {
   taskId: string;
   contextId: string;
   workflowId: string;
+  /**
+   * The version of the definition the run walks (docs/workflows.md "Changing a workflow"): its `version` field, or
+   * a digest of its canonical form. Set at creation, changed only by a move. Absent on runs created before versions
+   * were recorded: they walk whatever definition is deployed.
+   */
+  workflowVersion?: string;
   tenant: string;
   /** The node that runs next (or is running); null once the workflow has no more nodes. */
   cursor: string | null;
@@ -104,6 +123,8 @@ export interface TaskContext {
   error?: RunError;
   cancelReason?: string;
   paused?: PauseRecord;
+  /** Set while no instance that has what the current node needs has taken the task (cleared when the node starts). */
+  blocked?: BlockedRecord;
   startedAt?: string;
   endedAt?: string;
 }

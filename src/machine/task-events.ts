@@ -51,6 +51,13 @@ export type TaskEvent =
   /** A failed task runs its failed node again; a paused, waiting or failed one starts over at `nodeId` (a new visit). */
   | { type: "RETRY"; at: string; by: string; nodeId: string }
   | { type: "RESTART"; at: string; by: string; nodeId: string; reason?: string }
+  /**
+   * A waiting or paused task goes on in another version of its workflow from `nodeId`, the node an operator mapped
+   * its current node to (of the same kind): a new visit there, as a restart.
+   */
+  | { type: "MOVE"; at: string; by: string; fromVersion?: string; toVersion: string; nodeId: string; reason?: string }
+  /** The current node needs what this instance lacks: the task waits for an instance that has it. */
+  | { type: "BLOCK"; at: string; nodeId: string; reason: string; instance: string }
   | { type: "CANCEL"; at: string; reason: string; cancelledBy: string }
   | { type: "CANCELLED"; at: string }
   | { type: "COMPLETE"; at: string; statusMessage?: Message }
@@ -73,6 +80,8 @@ export const TASK_EVENT_TYPES: readonly TaskEventType[] = [
   "UNPAUSE",
   "RETRY",
   "RESTART",
+  "MOVE",
+  "BLOCK",
   "CANCEL",
   "CANCELLED",
   "COMPLETE",

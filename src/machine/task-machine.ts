@@ -3,6 +3,9 @@ import type { Artifact, Message } from "../domain/a2a-types.js";
 import type { A2ATaskStateValue, InterruptKind } from "../domain/run-status.js";
 import type { PausableStatus, TaskContext } from "./task-context.js";
 import type { TaskEvent } from "./task-events.js";
+import { initialContext, type TaskMachineInput } from "./task-machine-input.js";
+
+export { initialContext, type TaskMachineInput };
 
 /**
  * What each lifecycle state means on the A2A wire. Declared on the states themselves (`meta`), so the
@@ -14,15 +17,6 @@ export interface TaskStateMeta {
   interruptKind?: Extract<InterruptKind, "approval" | "clarification">;
   terminal?: true;
   description: string;
-}
-
-export interface TaskMachineInput {
-  taskId: string;
-  contextId: string;
-  workflowId: string;
-  tenant: string;
-  firstNode: string | null;
-  message: Message;
 }
 
 /** Context helpers of the actions; exported so the code export (machine-export-module.ts) can inline them. */
@@ -82,26 +76,6 @@ export function appendMessages(
  */
 export const TASK_MACHINE_VERSION = 2;
 
-/** A new task's context: what the machine starts from in `pending`. */
-export function initialContext(input: TaskMachineInput): TaskContext {
-  return {
-    taskId: input.taskId,
-    contextId: input.contextId,
-    workflowId: input.workflowId,
-    tenant: input.tenant,
-    cursor: input.firstNode,
-    nodeStarted: false,
-    attempt: 0,
-    visits: {},
-    outputs: {},
-    artifacts: [],
-    artifactsByNode: {},
-    request: input.message,
-    historyCount: 1,
-    history: [input.message],
-  };
-}
-
 export const taskMachine = setup({
   types: {
     context: {} as TaskContext,
@@ -129,6 +103,8 @@ export const taskMachine = setup({
         context.cursor === event.nodeId
       );
     },
+    blocksCursorNode: ({ context, event }) => event.type === "BLOCK" && context.cursor === event.nodeId,
+    notDraining: ({ context }) => !context.nodeStarted,
     pausedFrom: ({ context }, params: { status: PausableStatus }) => context.paused?.from === params.status,
     retriesFailedNode: ({ context, event }) =>
       event.type === "RETRY" && context.error?.nodeId !== undefined && context.error.nodeId === event.nodeId,
@@ -145,7 +121,12 @@ export const taskMachine = setup({
     recordNodeStarted: assign(({ context, event }) => {
       if (event.type !== "NODE_STARTED") return {};
       const sameNode = context.cursor === event.nodeId;
-      return { cursor: event.nodeId, nodeStarted: true, attempt: sameNode ? context.attempt + 1 : 1 };
+      return {
+        cursor: event.nodeId,
+        nodeStarted: true,
+        attempt: sameNode ? context.attempt + 1 : 1,
+        blocked: undefined,
+      };
     }),
     recordNodeInterrupted: assign(({ context }) => ({ crashes: (context.crashes ?? 0) + 1 })),
     recordNodeCompleted: assign(({ context, event }) => {
@@ -260,10 +241,15 @@ export const taskMachine = setup({
       nodeStarted: false,
       crashes: undefined,
     }),
-    /** Restart: the run goes on from `nodeId`, a new visit; outputs, artifacts and the log stay as they are. */
+    /**
+     * Restart: the run goes on from `nodeId`, a new visit; outputs, artifacts and the log stay as they are. A move
+     * does the same in another version of the workflow.
+     */
     recordRestart: assign(({ context, event }) => {
-      if (event.type !== "RESTART") return {};
+      if (event.type !== "RESTART" && event.type !== "MOVE") return {};
       return {
+        ...(event.type === "MOVE" ? { workflowVersion: event.toVersion } : {}),
+        blocked: undefined,
         cursor: event.nodeId,
         nodeStarted: false,
         attempt: event.nodeId === context.cursor ? context.attempt : 0,
@@ -279,6 +265,11 @@ export const taskMachine = setup({
         ...withProgress(context.nodeProgress, event.nodeId, undefined),
       };
     }),
+    recordBlock: assign(({ event }) =>
+      event.type === "BLOCK"
+        ? { blocked: { nodeId: event.nodeId, reason: event.reason, at: event.at, instance: event.instance } }
+        : {},
+    ),
     recordCancelRequest: assign(({ event }) =>
       event.type === "CANCEL" ? { cancelReason: event.reason, timer: undefined } : {},
     ),
@@ -288,6 +279,7 @@ export const taskMachine = setup({
       timer: undefined,
       statusMessage: undefined,
       nodeStarted: false,
+      blocked: undefined,
     }),
     recordComplete: assign(({ context, event }) => {
       if (event.type !== "COMPLETE") return {};
@@ -305,6 +297,7 @@ export const taskMachine = setup({
         error,
         interrupt: undefined,
         timer: undefined,
+        blocked: undefined,
         nodeStarted: false,
         statusMessage: event.statusMessage,
         ...appendMessages(context, event.statusMessage),
@@ -333,6 +326,7 @@ export const taskMachine = setup({
         NODE_PROGRESS: { guard: "progressesRunningNode", actions: "recordNodeProgress" },
         ARTIFACT_CHUNK: { guard: "progressesRunningNode", actions: "recordArtifactChunk" },
         TIMER_SET: { actions: "recordTimer" },
+        BLOCK: { guard: "blocksCursorNode", actions: "recordBlock" },
         INTERRUPT: [
           { guard: "isApprovalInterrupt", target: "waiting-approval", actions: "recordInterrupt" },
           { guard: "isClarificationInterrupt", target: "waiting-input", actions: "recordInterrupt" },
@@ -367,6 +361,7 @@ export const taskMachine = setup({
         INTERRUPT: { guard: "drainsRunningNode", actions: "recordDrainedInterrupt" },
         FAIL: { guard: "drainsRunningNode", target: "failed", actions: ["clearPause", "recordFail"] },
         RESTART: { actions: "recordRestart" },
+        MOVE: { guard: "notDraining", actions: "recordRestart" },
         CANCEL: { target: "cancelling", actions: ["clearPause", "recordCancelRequest"] },
       },
     },
@@ -380,6 +375,7 @@ export const taskMachine = setup({
         ASK: { actions: "recordAsk" },
         PAUSE: { target: "paused", actions: { type: "recordPause", params: { from: "waiting-approval" } } },
         RESTART: { target: "running", actions: "recordRestart" },
+        MOVE: { target: "running", actions: "recordRestart" },
         CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
         FAIL: { target: "failed", actions: "recordFail" },
       },
@@ -397,6 +393,7 @@ export const taskMachine = setup({
         ],
         PAUSE: { target: "paused", actions: { type: "recordPause", params: { from: "waiting-input" } } },
         RESTART: { target: "running", actions: "recordRestart" },
+        MOVE: { target: "running", actions: "recordRestart" },
         CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
         FAIL: { target: "failed", actions: "recordFail" },
       },
@@ -410,6 +407,7 @@ export const taskMachine = setup({
         ],
         PAUSE: { target: "paused", actions: { type: "recordPause", params: { from: "waiting-external" } } },
         RESTART: { target: "running", actions: "recordRestart" },
+        MOVE: { target: "running", actions: "recordRestart" },
         CANCEL: { target: "cancelling", actions: "recordCancelRequest" },
         FAIL: { target: "failed", actions: "recordFail" },
       },

@@ -15,6 +15,8 @@ export interface Metrics {
   nodeInterruptions: Counter;
   /** Runs failed with `poison_exhausted`: a node killed its instance RECOVERY_MAX_ATTEMPTS times. */
   poisonExhausted: Counter;
+  /** Tasks left at a node this instance lacks what it needs for (a handler, peer, variable or kind of their version). */
+  blockedNodes: Counter;
   /** Connections the port closed at once: over MAX_CONNECTIONS or MAX_CONNECTIONS_PER_CLIENT. */
   connectionsRefused: Counter;
   /** Connections the port closed for a header, HTTP/2 SETTINGS or idle timeout. */
@@ -109,6 +111,9 @@ export function createMetrics(meter: Meter): Metrics {
     }),
     poisonExhausted: meter.createCounter("openwop.poison_exhausted", {
       description: "Runs failed because a node killed its instance RECOVERY_MAX_ATTEMPTS times",
+    }),
+    blockedNodes: meter.createCounter("openwop.node.blocked", {
+      description: "Tasks blocked at a node whose pinned workflow version needs what this instance lacks",
     }),
     connectionsRefused: meter.createCounter("openwop.connections.refused", {
       description: "New connections closed at once, by the cap they were over",

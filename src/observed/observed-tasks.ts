@@ -62,6 +62,7 @@ export function observeTasks(options: {
   });
   startAtZero(metrics.nodeInterruptions);
   startAtZero(metrics.poisonExhausted);
+  startAtZero(metrics.blockedNodes);
   metrics.observe("actors", (report) => report(supervisor.liveTaskCount()));
   metrics.observe("streams", (report) => report(hook.openSubscriptions()));
 
@@ -80,6 +81,7 @@ export function observeTasks(options: {
     for (const event of events) {
       if (event.type === "node.interrupted") metrics.nodeInterruptions.add(1);
       else if (event.type === "run.failed" && context.error?.code === POISON_EXHAUSTED) metrics.poisonExhausted.add(1);
+      else if (event.type === "openwop-a2a-host.node.blocked") metrics.blockedNodes.add(1);
     }
     if (from === to && !created) return;
     metrics.transitions.add(1, transitionLabels(from ?? (created ? "none" : "unknown"), to));

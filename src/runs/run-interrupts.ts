@@ -92,7 +92,8 @@ export class RunInterrupts {
     requireScope(ctx.principal, "approvals:respond");
     const { supervisor, reads, catalog } = this.options;
     const record = await reads.get(runId, ctx.principal.tenant);
-    const workflow = await catalog.definitionOf(record).catch(() => undefined);
+    // The run's own version: a gate renamed since it started is still this run's gate.
+    const workflow = (await supervisor.versions.ofTask(record).catch(() => undefined))?.workflow;
     const node = workflow ? findNode(workflow, nodeId) : undefined;
     if (!node || !catalog.kinds.of(node.kind)?.reply?.byNodeId) {
       throw new DomainError(

@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from "node:crypto";
+import type { MoveRequest } from "../engine/task-move.js";
 import { requireScope, type Principal } from "../auth/principal.js";
 import type { CallContext } from "../auth/call-context.js";
 import type { Message, Part } from "../domain/a2a-types.js";
@@ -48,7 +49,7 @@ export interface SteerRunResponse {
   status: string;
   pausedAt?: string;
   resumedAt?: string;
-  /** Retry and restart: the node the run goes on from. */
+  /** Retry, restart and move: the node the run goes on from. */
   nodeId?: string;
 }
 
@@ -241,6 +242,16 @@ export class RunService {
       this.options.supervisor.steering.restart(runId, ctx.principal, nodeId, reason),
     );
     return { runId, status: record.status, nodeId };
+  }
+
+  /** A waiting or paused run goes on in another version of its workflow, from the node `nodes` maps its current node to. */
+  async move(runId: string, request: MoveRequest, ctx: CallContext): Promise<SteerRunResponse> {
+    requireScope(ctx.principal, "runs:cancel");
+    requireScope(ctx.principal, "runs:create");
+    const record = await this.storeCalls.bounded(ctx, () =>
+      this.options.supervisor.steering.move(runId, ctx.principal, request),
+    );
+    return { runId, status: record.status, nodeId: this.options.reads.contextOf(record).cursor ?? undefined };
   }
 
   /** Resolves with the first committed record satisfying `done`, or the latest one after `timeoutMs`. */

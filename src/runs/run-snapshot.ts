@@ -21,6 +21,8 @@ export interface RunInterruptView {
 export interface RunSnapshot {
   runId: string;
   workflowId: string;
+  /** The version of the definition the run walks (docs/workflows.md "Changing a workflow"); absent on older runs. */
+  workflowVersion?: string;
   status: RunStatus;
   owner: { tenant: string; principal?: string };
   /** Which host instance drives the run now (its task lease); absent while the run waits or after it ended. */
@@ -74,6 +76,7 @@ export function runSnapshotOf(
   return {
     runId: record.taskId,
     workflowId: record.workflowId,
+    ...(record.workflowVersion !== undefined ? { workflowVersion: record.workflowVersion } : {}),
     status: record.status,
     owner: { tenant: record.tenant, ...(request?.createdBy ? { principal: request.createdBy } : {}) },
     ...(currentNodeId ? { currentNodeId } : {}),

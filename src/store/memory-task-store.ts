@@ -15,6 +15,7 @@ import {
   type TaskRecordChanges,
   type TaskStore,
 } from "./task-store.js";
+import { MemoryWorkflowVersionStore } from "./workflow-version-store.js";
 
 interface Entry {
   record: TaskRecord;
@@ -50,6 +51,14 @@ export class MemoryTaskStore implements TaskStore {
   readonly kind = "memory" as const;
   readonly limits: TaskSizeLimits;
   private readonly tasks = new Map<string, Entry>();
+  /** A version's runs are the tasks held here (running, or ended and retained) that record it. */
+  readonly workflowVersions = new MemoryWorkflowVersionStore((workflowId, version) => {
+    const runs = { live: 0, ended: 0 };
+    for (const { record } of this.tasks.values())
+      if (record.workflowId === workflowId && record.workflowVersion === version)
+        runs[isTerminalRunStatus(record.status) ? "ended" : "live"]++;
+    return runs;
+  });
   /** Idempotency key → task id (the unique index of the MongoDB adapter). */
   private readonly byIdempotencyKey = new Map<string, string>();
   /**

@@ -50,6 +50,8 @@ export const TASK_INDEXES: IndexDescription[] = [
   { key: { tenant: 1, updatedAt: -1, _id: -1 }, name: "tenant_updated" },
   // The operator console's skill filter: a tenant's tasks of one workflow, newest first.
   { key: { tenant: 1, workflowId: 1, updatedAt: -1, _id: -1 }, name: "tenant_workflow_updated" },
+  // The runs of a workflow version (a version none of them uses any more is removed: workflow-version-store.ts).
+  { key: { workflowId: 1, workflowVersion: 1 }, name: "workflow_version" },
   // A2A message.messageId idempotency: one live task per (tenant, principal, messageId) digest; the create fails on a repeat.
   {
     key: { idempotencyKey: 1 },
@@ -209,6 +211,7 @@ export function headMove(
         expireAt: toDate(changes.expireAt),
         timerDueAt: toDate(changes.timerDueAt),
         ...(changes.generation !== undefined ? { generation: changes.generation } : {}),
+        ...(changes.workflowVersion !== undefined ? { workflowVersion: changes.workflowVersion } : {}),
         version,
         commitId,
         ...lease,

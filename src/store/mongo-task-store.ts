@@ -11,6 +11,7 @@ import { TwoCommandWrites } from "./mongo-two-command-writes.js";
 import { isStoreUnavailable, readTimeout } from "./store-call-budget.js";
 import { migrateTaskLayout } from "./mongo-layout-migration.js";
 import { fenceHolds, MongoTaskLeases } from "./mongo-task-leases.js";
+import { MongoWorkflowVersionStore } from "./mongo-workflow-version-store.js";
 import {
   EVENT_INDEXES,
   TASK_INDEXES,
@@ -79,6 +80,8 @@ const HISTORY_ONLY = { _id: 0, sequence: 1, history: 1, historyEnd: 1 } as const
 export class MongoTaskStore implements TaskStore {
   readonly kind = "mongodb" as const;
   readonly limits: TaskSizeLimits;
+  /** The workflow definitions runs are pinned to (`workflow_versions`), on the same database. */
+  readonly workflowVersions: MongoWorkflowVersionStore;
   private readonly tasks: Collection<TaskDocument>;
   private readonly events: Collection<EventDocument>;
   private readonly leases: MongoTaskLeases;
@@ -106,6 +109,7 @@ export class MongoTaskStore implements TaskStore {
     this.twoCommands = new TwoCommandWrites(this.tasks, this.events, this.writer, (batch) => this.killAsked(batch));
     this.now = options.now ?? (() => new Date());
     this.limits = options.limits ?? DEFAULT_TASK_SIZE_LIMITS;
+    this.workflowVersions = new MongoWorkflowVersionStore(db);
   }
 
   /** One round trip to the server (readiness); rejects when MongoDB cannot be reached. */

@@ -13,11 +13,6 @@ import { MongoTaskStore } from "./mongo-task-store.js";
 import type { PushConfigStore } from "./push-config-store.js";
 import type { StoreSettings, TaskStoreSettings } from "./store-settings.js";
 import type { TaskStore } from "./task-store.js";
-import {
-  MemoryWorkflowVersionStore,
-  MongoWorkflowVersionStore,
-  type WorkflowVersionStore,
-} from "./workflow-version-store.js";
 
 export interface OpenedStore {
   store: TaskStore;
@@ -25,8 +20,6 @@ export interface OpenedStore {
   idempotency: IdempotencyStore;
   /** Push notification configs, their delivery cursors and dead letters, next to the tasks. */
   pushConfigs: PushConfigStore;
-  /** Every workflow definition version this host served (`workflow_versions`), next to the tasks. */
-  workflowVersions: WorkflowVersionStore;
   /** One phrase for the start-up line: which store, and whether tasks survive a restart. */
   description: string;
   durable: boolean;
@@ -41,12 +34,7 @@ export async function connectMongoStore(
   dbName: string,
   settings?: TaskStoreSettings,
   onCommand?: (event: { commandName: string; command: Record<string, unknown> }) => void,
-): Promise<{
-  store: MongoTaskStore;
-  idempotency: MongoIdempotencyStore;
-  pushConfigs: MongoPushConfigStore;
-  workflowVersions: MongoWorkflowVersionStore;
-}> {
+): Promise<{ store: MongoTaskStore; idempotency: MongoIdempotencyStore; pushConfigs: MongoPushConfigStore }> {
   const client = new MongoClient(uri, {
     serverSelectionTimeoutMS: 10_000,
     appName: "openwop-a2a-host",
@@ -63,7 +51,7 @@ export async function connectMongoStore(
   const pushConfigs = new MongoPushConfigStore(client.db(dbName));
   await idempotency.init();
   await pushConfigs.init();
-  return { store, idempotency, pushConfigs, workflowVersions: new MongoWorkflowVersionStore(client.db(dbName)) };
+  return { store, idempotency, pushConfigs };
 }
 
 /**
@@ -74,7 +62,7 @@ export async function connectMongoStore(
 export async function openStore(config: StoreSettings & { dataDir: string }, logger: Logger): Promise<OpenedStore> {
   if (config.store === "memory") return memoryStore(config.taskStore);
   if (config.mongodbUri) {
-    const { store, idempotency, pushConfigs, workflowVersions } = await connectMongoStore(
+    const { store, idempotency, pushConfigs } = await connectMongoStore(
       config.mongodbUri,
       config.mongodbDb,
       config.taskStore,
@@ -83,7 +71,6 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
       store,
       idempotency,
       pushConfigs,
-      workflowVersions,
       description: `MongoDB (${redactUri(config.mongodbUri)}, database ${config.mongodbDb}; ${store.writePath})`,
       durable: true,
       stop: () => store.close(),
@@ -93,7 +80,7 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
     const unavailable = await embeddedMongodUnavailable();
     if (unavailable) throw new Error(unavailable);
     const mongod = await startEmbeddedReplicaSet(config.dataDir);
-    const { store, idempotency, pushConfigs, workflowVersions } = await connectMongoStore(
+    const { store, idempotency, pushConfigs } = await connectMongoStore(
       mongod.uri,
       config.mongodbDb,
       config.taskStore,
@@ -105,7 +92,6 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
       store,
       idempotency,
       pushConfigs,
-      workflowVersions,
       description: `embedded MongoDB, single-node replica set ${EMBEDDED_REPLICA_SET} (change streams on; data in ${mongod.dbPath}, database ${config.mongodbDb}; ${store.writePath})`,
       durable: true,
       stop: async () => {
@@ -132,7 +118,6 @@ function memoryStore(settings: TaskStoreSettings): OpenedStore {
     store,
     idempotency: new MemoryIdempotencyStore(),
     pushConfigs: new MemoryPushConfigStore(),
-    workflowVersions: new MemoryWorkflowVersionStore(),
     description: "in-memory store (not durable: tasks do not survive a restart)",
     durable: false,
     stop: () => store.close(),

@@ -3,6 +3,7 @@ import type { Message } from "../domain/a2a-types.js";
 import type { A2ATaskStateValue } from "../domain/run-status.js";
 import type { RunEvent, TaskLease, TaskRecord } from "../domain/task-record.js";
 import type { TaskSizeLimits } from "./task-size-limits.js";
+import type { WorkflowVersionStore } from "./workflow-version-store.js";
 
 /**
  * What a driver's commit carries: the head must still be leased to (owner, epoch), else LeaseLostError.
@@ -39,7 +40,7 @@ export class LeaseLostError extends Error {
 /** The fields a transition rewrites. */
 export type TaskRecordChanges = Pick<
   TaskRecord,
-  "status" | "a2a" | "snapshot" | "updatedAt" | "expireAt" | "timerDueAt" | "generation"
+  "status" | "a2a" | "snapshot" | "updatedAt" | "expireAt" | "timerDueAt" | "generation" | "workflowVersion"
 >;
 
 /** A writer whose expected version is no longer current lost the race; it must reload and retry. */
@@ -112,6 +113,8 @@ export interface TaskStore {
   readonly kind: "memory" | "mongodb";
   /** The size caps this store enforces (also for callers that check a message before creating a task). */
   readonly limits?: TaskSizeLimits;
+  /** The workflow definitions runs are pinned to, beside the tasks (optional so test doubles need not care). */
+  readonly workflowVersions?: WorkflowVersionStore;
   init(): Promise<void>;
   /** Resolves when the store can serve commands now (readiness); optional so test doubles need not care. */
   ping?(): Promise<void>;

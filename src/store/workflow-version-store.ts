@@ -1,97 +1,109 @@
-import { MongoServerError, type Collection, type Db } from "mongodb";
-import { canonicalJson } from "../domain/canonical-json.js";
-import { DomainError } from "../domain/errors.js";
-import { workflowVersionKey } from "../domain/workflow-version.js";
-
-/** One stored version of one workflow: what a run pinned to it walks, whatever is deployed now. */
+/**
+ * Workflow definitions as each version was served (docs/workflows.md "Changing a workflow"). A run records the
+ * `{workflowId, version}` it started on and every step reads that definition from here, on any instance, whatever
+ * is deployed now. One document per version, written once; the same version with other content is refused.
+ */
 export interface StoredWorkflowVersion {
   workflowId: string;
   version: string;
-  definition: unknown;
-  /** The node kinds the definition uses. */
+  /**
+   * The definition as its author wrote it: `${NAME}` references stay references (their configured values may be
+   * secrets), and each instance expands them with its own settings when it walks the definition.
+   */
+  definition: Record<string, unknown>;
+  /** The node kinds it uses, so a deploy that drops one is reported like a missing handler. */
   kinds: string[];
+  /** SHA-256 of its canonical JSON: two stored contents are the same exactly when their digests are. */
+  digest: string;
+  storedAt: string;
+  /** When an instance serving it last said so (at its start, then at each retention pass while it runs). */
+  servedAt: string;
 }
 
-/** Every definition a host has served, kept so a run keeps walking the one it started with. */
+export interface VersionRuns {
+  live: number;
+  ended: number;
+}
+
+export interface WorkflowVersionKey {
+  workflowId: string;
+  version: string;
+}
+
+/** The same version is stored with other content: the start is refused, naming both. */
+export class WorkflowVersionConflictError extends Error {
+  override readonly name = "WorkflowVersionConflictError";
+  constructor(
+    readonly existing: Pick<StoredWorkflowVersion, "workflowId" | "version" | "digest" | "storedAt">,
+    readonly offered: Pick<StoredWorkflowVersion, "digest">,
+  ) {
+    super(
+      `workflow "${existing.workflowId}" version "${existing.version}" is already stored with other content ` +
+        `(stored ${existing.storedAt}, digest ${existing.digest}; this deploy's digest ${offered.digest}): ` +
+        `give the changed definition a new version, or put back the one stored`,
+    );
+  }
+}
+
 export interface WorkflowVersionStore {
   /**
-   * Stores each version unless already there (idempotent). The same version stored before with other content
-   * is refused (DomainError "internal") naming the workflow and version; nothing of that call is half-checked.
+   * Stores the version if it is not stored yet; if it is with the same digest, only moves its `servedAt`; if it is
+   * with another digest, throws WorkflowVersionConflictError and changes nothing.
    */
-  register(versions: readonly StoredWorkflowVersion[]): Promise<void>;
-  /** One stored version, or undefined. */
-  get(workflowId: string, version: string): Promise<StoredWorkflowVersion | undefined>;
+  put(version: StoredWorkflowVersion): Promise<void>;
+  get(workflowId: string, version: string): Promise<StoredWorkflowVersion | null>;
+  /** Every stored version, without its definition (`definition` is `{}`): what the console and the retention read. */
+  list(): Promise<StoredWorkflowVersion[]>;
+  /** Moves `servedAt` of these versions: an instance still serves them. */
+  touch(keys: readonly WorkflowVersionKey[], at: string): Promise<void>;
+  /** The tasks the store still holds that record this version: `live` (not ended) and `ended` (kept for retention). */
+  countRuns(workflowId: string, version: string): Promise<VersionRuns>;
+  remove(workflowId: string, version: string): Promise<void>;
 }
 
-function conflict(existing: StoredWorkflowVersion, offered: StoredWorkflowVersion): DomainError {
-  return new DomainError(
-    "internal",
-    `workflow "${offered.workflowId}" version "${offered.version}" is already stored with other content: ` +
-      `give the changed definition a new version (stored: ${canonicalJson(existing.definition).slice(0, 200)}; ` +
-      `this deploy: ${canonicalJson(offered.definition).slice(0, 200)})`,
-  );
-}
-
-function sameContent(a: StoredWorkflowVersion, b: StoredWorkflowVersion): boolean {
-  return canonicalJson(a.definition) === canonicalJson(b.definition);
-}
-
+/** In-process versions beside the memory task store, which counts their runs. */
 export class MemoryWorkflowVersionStore implements WorkflowVersionStore {
-  private readonly byKey = new Map<string, StoredWorkflowVersion>();
+  private readonly versions = new Map<string, StoredWorkflowVersion>();
 
-  async register(versions: readonly StoredWorkflowVersion[]): Promise<void> {
-    for (const v of versions) {
-      const existing = this.byKey.get(workflowVersionKey(v.workflowId, v.version));
-      if (existing && !sameContent(existing, v)) throw conflict(existing, v);
-    }
-    for (const v of versions) {
-      const key = workflowVersionKey(v.workflowId, v.version);
-      if (!this.byKey.has(key)) this.byKey.set(key, structuredClone(v));
+  constructor(
+    private readonly runs: (workflowId: string, version: string) => VersionRuns = () => ({ live: 0, ended: 0 }),
+  ) {}
+
+  async put(version: StoredWorkflowVersion): Promise<void> {
+    const key = keyOf(version.workflowId, version.version);
+    const existing = this.versions.get(key);
+    if (!existing) this.versions.set(key, structuredClone(version));
+    else if (existing.digest !== version.digest) throw new WorkflowVersionConflictError(existing, version);
+    else this.versions.set(key, { ...existing, servedAt: version.servedAt });
+  }
+
+  async get(workflowId: string, version: string): Promise<StoredWorkflowVersion | null> {
+    const found = this.versions.get(keyOf(workflowId, version));
+    return found ? structuredClone(found) : null;
+  }
+
+  async list(): Promise<StoredWorkflowVersion[]> {
+    return [...this.versions.values()].map((v) => ({ ...v, definition: {} }));
+  }
+
+  async touch(keys: readonly WorkflowVersionKey[], at: string): Promise<void> {
+    for (const { workflowId, version } of keys) {
+      const key = keyOf(workflowId, version);
+      const existing = this.versions.get(key);
+      if (existing) this.versions.set(key, { ...existing, servedAt: at });
     }
   }
 
-  async get(workflowId: string, version: string): Promise<StoredWorkflowVersion | undefined> {
-    const found = this.byKey.get(workflowVersionKey(workflowId, version));
-    return found && structuredClone(found);
+  async countRuns(workflowId: string, version: string): Promise<VersionRuns> {
+    return this.runs(workflowId, version);
+  }
+
+  async remove(workflowId: string, version: string): Promise<void> {
+    this.versions.delete(keyOf(workflowId, version));
   }
 }
 
-interface VersionDocument extends StoredWorkflowVersion {
-  _id: string;
-}
-
-const DUPLICATE_KEY = 11000;
-
-/** `workflow_versions`, one document per `<workflowId>@<version>`; the unique `_id` makes each insert idempotent. */
-export class MongoWorkflowVersionStore implements WorkflowVersionStore {
-  private readonly versions: Collection<VersionDocument>;
-
-  constructor(db: Db) {
-    this.versions = db.collection<VersionDocument>("workflow_versions");
-  }
-
-  async register(versions: readonly StoredWorkflowVersion[]): Promise<void> {
-    for (const v of versions) {
-      const existing = await this.get(v.workflowId, v.version);
-      if (existing && !sameContent(existing, v)) throw conflict(existing, v);
-    }
-    for (const v of versions) {
-      const doc: VersionDocument = { _id: workflowVersionKey(v.workflowId, v.version), ...v };
-      try {
-        await this.versions.insertOne(doc);
-      } catch (err) {
-        if (!(err instanceof MongoServerError && err.code === DUPLICATE_KEY)) throw err;
-        // Another instance stored it meanwhile: the same content is fine, other content refuses the start.
-        const existing = await this.get(v.workflowId, v.version);
-        if (existing && !sameContent(existing, v)) throw conflict(existing, v);
-      }
-    }
-  }
-
-  async get(workflowId: string, version: string): Promise<StoredWorkflowVersion | undefined> {
-    const doc = await this.versions.findOne({ _id: workflowVersionKey(workflowId, version) });
-    if (!doc) return undefined;
-    const { workflowId: id, version: v, definition, kinds } = doc;
-    return { workflowId: id, version: v, definition, kinds };
-  }
+/** One string per version: a JSON pair, so no workflow id or version can make two keys collide. */
+export function keyOf(workflowId: string, version: string): string {
+  return JSON.stringify([workflowId, version]);
 }

@@ -2,31 +2,32 @@ import { randomUUID } from "node:crypto";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import "../support/mongo.js";
-import { workflowVersionOf } from "../../src/domain/workflow-version.js";
+import { kindsOf, versionOf } from "../../src/engine/definition-needs.js";
+import { MongoWorkflowVersionStore } from "../../src/store/mongo-workflow-version-store.js";
 import { loadWorkflowCatalog } from "../../src/engine/workflow-catalog.js";
-import { builtinHandlers } from "../../src/workflows/builtin-handlers.js";
+import { WorkflowVersions } from "../../src/engine/workflow-versions.js";
 import {
   MemoryWorkflowVersionStore,
-  MongoWorkflowVersionStore,
+  WorkflowVersionConflictError,
   type WorkflowVersionStore,
 } from "../../src/store/workflow-version-store.js";
 
-const defA = { id: "w", name: "W", description: "one", nodes: [{ kind: "task", id: "a", handler: "echo" }] };
+// A definition's keys may hold dots (output conditions): the store must keep them as they are.
+const defA = {
+  id: "w",
+  name: "W",
+  description: "one",
+  nodes: [{ kind: "switch", id: "a", cases: [{ when: { output: { "b.total": 1 } }, next: "$end" }] }],
+};
 const defB = { ...defA, description: "two" };
-const entry = (definition: typeof defA, version = workflowVersionOf(definition)) => ({
+const entry = (definition: typeof defA, version = versionOf(definition).version) => ({
   workflowId: "w",
   version,
   definition,
-  kinds: ["task"],
-});
-
-describe("workflow versions", () => {
-  it("are the version field when set, else a digest that ignores key order", () => {
-    expect(workflowVersionOf({ ...defA, version: "2026-11" })).toBe("2026-11");
-    const reordered = { nodes: defA.nodes, description: "one", name: "W", id: "w" };
-    expect(workflowVersionOf(reordered)).toBe(workflowVersionOf(defA));
-    expect(workflowVersionOf(defB)).not.toBe(workflowVersionOf(defA));
-  });
+  kinds: kindsOf(definition),
+  digest: versionOf(definition).digest,
+  storedAt: "2026-11-01T00:00:00.000Z",
+  servedAt: "2026-11-01T00:00:00.000Z",
 });
 
 describe.each(["memory", "mongodb"])("the %s workflow version store", (kind) => {
@@ -47,16 +48,33 @@ describe.each(["memory", "mongodb"])("the %s workflow version store", (kind) => 
   });
 
   it("stores a version once, accepts the same content again, and refuses other content under that version", async () => {
-    await store.register([entry(defA)]);
-    await store.register([entry(defA), entry(defB)]);
-    expect((await store.get("w", workflowVersionOf(defA)))?.definition).toEqual(defA);
-    expect((await store.get("w", workflowVersionOf(defB)))?.definition).toEqual(defB);
-    await store.register([entry(defA, "v1")]);
-    await expect(store.register([entry(defB, "v1")])).rejects.toThrow(
-      /workflow "w" version "v1" is already stored with other content.*"description":"one".*"description":"two"/,
+    await store.put(entry(defA));
+    await store.put({ ...entry(defA), servedAt: "2026-11-02T00:00:00.000Z" });
+    await store.put(entry(defB));
+    expect((await store.get("w", versionOf(defA).version))?.definition).toEqual(defA);
+    expect((await store.get("w", versionOf(defA).version))?.servedAt).toBe("2026-11-02T00:00:00.000Z");
+    expect((await store.get("w", versionOf(defB).version))?.definition).toEqual(defB);
+    await store.put(entry(defA, "v1"));
+    const refused = await store.put(entry(defB, "v1")).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(WorkflowVersionConflictError);
+    expect((refused as Error).message).toContain(
+      `digest ${versionOf(defA).digest}; this deploy's digest ${versionOf(defB).digest}`,
     );
     expect((await store.get("w", "v1"))?.definition).toEqual(defA);
-    expect(await store.get("w", "missing")).toBeUndefined();
+    expect(await store.get("w", "missing")).toBeNull();
+  });
+
+  it("lists versions without their definitions, marks them served, and removes one", async () => {
+    const listed = await store.list();
+    expect(listed.map((v) => v.version).sort()).toEqual(
+      [versionOf(defA).version, versionOf(defB).version, "v1"].sort(),
+    );
+    expect(listed.every((v) => Object.keys(v.definition).length === 0)).toBe(true);
+    await store.touch([{ workflowId: "w", version: "v1" }], "2026-11-03T00:00:00.000Z");
+    expect((await store.get("w", "v1"))?.servedAt).toBe("2026-11-03T00:00:00.000Z");
+    expect(await store.countRuns("w", "v1")).toEqual({ live: 0, ended: 0 });
+    await store.remove("w", "v1");
+    expect(await store.get("w", "v1")).toBeNull();
   });
 });
 
@@ -68,33 +86,37 @@ describe("a stored version and the host's variables", () => {
     description,
     nodes: [{ kind: "a2a.invoke", id: "peer", agentCardUrl: "${A2A_PEER_CARD_URL}" }],
   });
-  const load = (description: string, url: string) =>
-    loadWorkflowCatalog({
+  const versionsOf = async (store: WorkflowVersionStore, description: string, url: string) => {
+    const variables = { A2A_PEER_CARD_URL: url };
+    const catalog = await loadWorkflowCatalog({
       builtinDir: "/nowhere",
       builtin: [],
       workflows: [definition(description)],
-      handlers: builtinHandlers,
-      variables: { A2A_PEER_CARD_URL: url },
+      handlers: {},
+      variables,
     });
+    return new WorkflowVersions({ catalog, store, deploy: { handlers: {}, variables, peers: {} } });
+  };
 
   it("is stored as written (no variable's value) and walked with this host's values", async () => {
     const store = new MemoryWorkflowVersionStore();
-    const first = await load("one", `https://peer.example/card.json?key=${SECRET}`);
-    await first.registerVersions(store);
-    const version = first.versionOf("ask")!;
+    const first = await versionsOf(store, "one", `https://peer.example/card.json?key=${SECRET}`);
+    await first.register();
+    const version = first.deployedVersion("ask")!;
     const stored = await store.get("ask", version);
     expect(JSON.stringify(stored)).not.toContain(SECRET);
     expect(JSON.stringify(stored)).toContain("${A2A_PEER_CARD_URL}");
     // The version is the workflow's, not its configuration's: another value gives the same version.
-    expect((await load("one", "https://other.example/card.json")).versionOf("ask")).toBe(version);
+    expect((await versionsOf(store, "one", "https://other.example/card.json")).deployedVersion("ask")).toBe(version);
 
     // A later deploy (another description) walks the pinned version with its own value filled in.
-    const later = await load("two", "https://peer.example/card.json?key=rotated");
-    await later.registerVersions(store);
-    const pinned = await later.definitionOf({ taskId: "t", workflowId: "ask", workflowVersion: version });
-    expect(pinned.description).toBe("one");
-    expect((pinned.nodes[0] as { agentCardUrl: string }).agentCardUrl).toBe(
+    const later = await versionsOf(store, "two", "https://peer.example/card.json?key=rotated");
+    await later.register();
+    const pinned = await later.ofTask({ taskId: "t", workflowId: "ask", workflowVersion: version });
+    expect(pinned.workflow?.description).toBe("one");
+    expect((pinned.workflow?.nodes[0] as unknown as { agentCardUrl: string }).agentCardUrl).toBe(
       "https://peer.example/card.json?key=rotated",
     );
+    expect(pinned.lacking("peer")).toBeUndefined();
   });
 });

@@ -231,6 +231,16 @@ const VARIANTS: EventVariant[] = [
     build: (c) => ({ type: "RETRY", at: at(), by: "op", nodeId: c.error?.nodeId ?? "x" }),
   },
   { label: "RESTART", type: "RESTART", build: (c) => ({ type: "RESTART", at: at(), by: "op", nodeId: cursorOf(c) }) },
+  {
+    label: "MOVE",
+    type: "MOVE",
+    build: (c) => ({ type: "MOVE", at: at(), by: "op", fromVersion: "1", toVersion: "2", nodeId: cursorOf(c) }),
+  },
+  {
+    label: "BLOCK",
+    type: "BLOCK",
+    build: (c) => ({ type: "BLOCK", at: at(), nodeId: cursorOf(c), reason: "handler gone", instance: "i-1" }),
+  },
   { label: "CANCEL", type: "CANCEL", build: () => ev.cancel() },
   { label: "CANCELLED", type: "CANCELLED", build: () => ev.cancelled() },
   { label: "COMPLETE", type: "COMPLETE", build: () => ev.complete() },
@@ -315,6 +325,7 @@ const FROM_WAITING = {
   FAIL: "failed",
   PAUSE: "paused",
   RESTART: "running",
+  MOVE: "running",
 } as const;
 
 /** The legal transitions (target state per event variant); every other (state, event) pair is illegal. */
@@ -327,6 +338,7 @@ const TRANSITIONS: Record<RunStatus, Partial<Record<string, RunStatus>>> = {
     NODE_PROGRESS: "running",
     ARTIFACT_CHUNK: "running",
     TIMER_SET: "running",
+    BLOCK: "running",
     "INTERRUPT:approval": "waiting-approval",
     "INTERRUPT:clarification": "waiting-input",
     "INTERRUPT:external-event": "waiting-external",
@@ -347,6 +359,7 @@ const TRANSITIONS: Record<RunStatus, Partial<Record<string, RunStatus>>> = {
     "INTERRUPT:external-event": "paused",
     FAIL: "failed",
     RESTART: "paused",
+    // MOVE only once no node drains (the paths here pause a running node): refused.
   },
   "waiting-approval": { ...FROM_WAITING, ASK: "waiting-approval" },
   "waiting-input": { ...FROM_WAITING },
@@ -377,7 +390,7 @@ describe("task machine states", () => {
 
   it("the event variants cover every TASK_EVENT_TYPES entry (and nothing else)", () => {
     expect(new Set(VARIANTS.map((v) => v.type))).toEqual(new Set(TASK_EVENT_TYPES));
-    expect(TASK_EVENT_TYPES).toHaveLength(18);
+    expect(TASK_EVENT_TYPES).toHaveLength(20);
   });
 });
 

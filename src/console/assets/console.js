@@ -339,9 +339,11 @@ async function showList(params) {
         { class: "waiting" },
         t.waitingFor
           ? el("span", { class: `waits ${t.waitingFor.kind}`, "data-waiting": t.waitingFor.kind }, t.waitingFor.label)
-          : "",
+          : t.blocked
+            ? el("span", { class: "waits blocked", "data-waiting": "blocked", title: t.blocked.reason }, "blocked")
+            : "",
       ),
-      el("td", {}, t.workflowId),
+      el("td", { title: t.workflowVersion ? `version ${t.workflowVersion}` : "" }, t.workflowId),
       el("td", {}, t.tenant),
       el("td", { title: t.createdAt }, ageOf(t)),
       el("td", { title: t.updatedAt }, time(t.updatedAt)),
@@ -766,12 +768,23 @@ async function showTask(taskId) {
         t.waitingFor
           ? el("span", { class: `waits ${t.waitingFor.kind}`, id: "waiting-for" }, `waits for ${t.waitingFor.label}`)
           : "",
+        t.blocked
+          ? el(
+              "span",
+              { class: "waits blocked", id: "blocked", title: t.blocked.reason },
+              `blocked: ${t.blocked.reason}`,
+            )
+          : "",
       ),
       el(
         "div",
         { class: "meta" },
         el("span", { class: "mono", id: "task-id" }, t.taskId),
-        ` · skill ${t.workflowId} · tenant ${t.tenant} · context `,
+        ` · skill ${t.workflowId}`,
+        t.workflowVersion
+          ? el("span", { class: "mono", id: "workflow-version" }, ` (workflow version ${t.workflowVersion})`)
+          : "",
+        ` · tenant ${t.tenant} · context `,
         el("span", { class: "mono" }, t.contextId),
         ` · v${t.version} · age ${ageOf(t)}`,
         detail.currentNode ? ` · at node ${detail.currentNode.title}` : "",
@@ -872,6 +885,46 @@ async function showTask(taskId) {
         ),
       );
     }
+    // Move to another version of the workflow (docs/workflows.md "Changing a workflow"), mapping the current node.
+    const targets = workflow
+      ? [workflow.graph.deployedVersion, ...workflow.graph.versions.map((v) => v.version)].filter(
+          (v, i, all) => v && v !== t.workflowVersion && all.indexOf(v) === i,
+        )
+      : [];
+    const current = detail.currentNode?.id;
+    if (
+      ["paused", "waiting-approval", "waiting-input", "waiting-external"].includes(t.status) &&
+      current &&
+      targets.length
+    ) {
+      const version = el(
+        "select",
+        { id: "move-version", "aria-label": "Version to move to" },
+        ...targets.map((v) => el("option", { value: v }, v)),
+      );
+      const node = el("input", {
+        id: "move-node",
+        "aria-label": `Node of that version for ${current}`,
+        value: current,
+      });
+      controls.push(
+        version,
+        node,
+        el(
+          "button",
+          {
+            type: "button",
+            id: "move",
+            onclick: () =>
+              void steer("move", `Move to version ${version.value}, at node ${node.value}?`, {
+                toVersion: version.value,
+                nodes: { [current]: node.value },
+              }),
+          },
+          "Move to version…",
+        ),
+      );
+    }
     return controls;
   };
 
@@ -883,8 +936,8 @@ async function showTask(taskId) {
           ? "It runs no node, fires no timer and takes no reply until resumed; the node running now finishes first."
           : "The action is written to the task's log under your name.",
       confirmLabel: action[0].toUpperCase() + action.slice(1),
-      danger: action === "restart",
-      reason: action === "pause" || action === "resume" || action === "restart",
+      danger: action === "restart" || action === "move",
+      reason: action !== "retry",
     });
     if (!answer.ok) return;
     await act(() =>
@@ -1258,14 +1311,22 @@ async function showTask(taskId) {
   let refreshing;
   const refresh = async () => {
     detail = await api(`/console/api/tasks/${encodeURIComponent(taskId)}`);
-    if (!workflow) {
-      const graph = await api(`/console/api/workflows/${encodeURIComponent(detail.task.workflowId)}`).catch(
-        () => undefined,
-      );
+    // Drawn again when the task moved to another version of its workflow.
+    const drawnVersion = workflow?.graph.version;
+    if (!workflow || (detail.task.workflowVersion && detail.task.workflowVersion !== drawnVersion)) {
+      // The graph as the task's own version has it (a deploy since may have changed the workflow).
+      const version = detail.task.workflowVersion;
+      const graph = await api(
+        `/console/api/workflows/${encodeURIComponent(detail.task.workflowId)}${version ? `?version=${encodeURIComponent(version)}` : ""}`,
+      ).catch(() => undefined);
       if (graph) {
-        if (!workflowLayouts.has(graph.id)) workflowLayouts.set(graph.id, layoutWorkflow(graph));
-        workflow = { graph, layout: workflowLayouts.get(graph.id) };
-        document.getElementById("wf-title").textContent = `Workflow: ${graph.name}`;
+        const key = `${graph.id}@${graph.version}`;
+        if (!workflowLayouts.has(key)) workflowLayouts.set(key, layoutWorkflow(graph));
+        workflow = { graph, layout: workflowLayouts.get(key) };
+        const inUse = graph.versions.map((v) => `${v.version}${v.deployed ? " (deployed)" : ""}: ${v.liveRuns} live`);
+        document.getElementById("wf-title").textContent =
+          `Workflow: ${graph.name} · version ${graph.version}${graph.deployed ? " (deployed)" : " (not the deployed one)"}` +
+          (inUse.length ? ` · versions in use: ${inUse.join(", ")}` : "");
       }
     }
     for (const e of detail.events) addEvent(e);

@@ -43,6 +43,12 @@ const OPENWOP: Operation[] = [
   { methods: ["post"], path: `${HOST_PREFIX}/runs/{runId}:restart`, tag: "Steering", summary: "Restart from a node" },
   {
     methods: ["post"],
+    path: `${HOST_PREFIX}/runs/{runId}:move`,
+    tag: "Steering",
+    summary: "Move a waiting or paused run to another workflow version ({toVersion, nodes})",
+  },
+  {
+    methods: ["post"],
     path: "/v1/runs/{runId}/interrupts/{nodeId}",
     tag: "OpenWOP interrupts",
     summary: "Resolve the interrupt at a node ({resumeValue})",
@@ -212,7 +218,7 @@ const OPENWOP: Operation[] = [
     sse: true,
   },
   { methods: ["post"], path: "/console/api/tasks/{taskId}/cancel", tag: "Operator console", summary: "Cancel a task" },
-  ...(["pause", "resume", "retry", "restart"] as const).map((action) => steerInConsole(action)),
+  ...(["pause", "resume", "retry", "restart", "move"] as const).map((action) => steerInConsole(action)),
   {
     methods: ["get"],
     path: "/console/api/tasks/{taskId}/push",

@@ -1,6 +1,13 @@
 import type { RunService, SteerRunResponse } from "../../runs/run-service.js";
 import type { CallContext } from "../../auth/call-context.js";
-import { onlyKnownFields, optionalString, requiredString, type JsonObject } from "../../domain/json-shape.js";
+import { invalidParams } from "../../domain/errors.js";
+import {
+  onlyKnownFields,
+  optionalObject,
+  optionalString,
+  requiredString,
+  type JsonObject,
+} from "../../domain/json-shape.js";
 import { sendJson } from "../http-io.js";
 import type { HttpRouter } from "../http-router.js";
 import { readJsonObject } from "./openwop-request.js";
@@ -25,7 +32,7 @@ interface SteeringOperation {
   run(runs: RunService, runId: string, body: JsonObject, ctx: CallContext): Promise<SteerRunResponse>;
 }
 
-/** Adding an operation (moving a task to another version) is one more row. */
+/** Adding an operation is one more row. */
 const OPERATIONS: readonly SteeringOperation[] = [
   { verb: "retry", fields: [], run: (runs, runId, _body, ctx) => runs.retry(runId, ctx) },
   {
@@ -34,9 +41,39 @@ const OPERATIONS: readonly SteeringOperation[] = [
     run: (runs, runId, body, ctx) =>
       runs.restart(runId, requiredString(body, "nodeId", "body"), ctx, optionalString(body, "reason", "body")),
   },
+  {
+    // docs/workflows.md "Changing a workflow": `nodes` maps the run's current node to a node of `toVersion`.
+    verb: "move",
+    fields: ["toVersion", "nodes", "reason"],
+    run: (runs, runId, body, ctx) => {
+      const reason = optionalString(body, "reason", "body");
+      return runs.move(
+        runId,
+        {
+          toVersion: requiredString(body, "toVersion", "body"),
+          nodes: nodeMapping(body),
+          ...(reason ? { reason } : {}),
+        },
+        ctx,
+      );
+    },
+  },
 ];
 
-/** Retry and restart from a node, answered 202 with `{runId, status, nodeId}`; errors in the OpenWOP envelope. */
+/** `nodes`: an object of node ids to node ids. */
+function nodeMapping(body: JsonObject): Record<string, string> {
+  const nodes = optionalObject(body, "nodes", "body");
+  if (!nodes || !Object.values(nodes).every((v) => typeof v === "string"))
+    throw invalidParams(
+      'body.nodes must map the run\'s current node to a node of toVersion, e.g. {"approve": "review"}',
+      {
+        path: "body.nodes",
+      },
+    );
+  return nodes as Record<string, string>;
+}
+
+/** Retry, restart from a node and move to another version, answered 202 with `{runId, status, nodeId}`; errors in the OpenWOP envelope. */
 export function addHostSteeringRoutes(router: HttpRouter, options: HostSteeringRoutesOptions): void {
   for (const operation of OPERATIONS) {
     router.add("POST", `${HOST_PREFIX}/runs/{runId}:${operation.verb}`, async (req, res, { runId }, ctx) => {
