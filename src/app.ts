@@ -41,6 +41,7 @@ import { addJwksRoute, JWKS_PATH } from "./transport/rest/jwks-route.js";
 import { signCardDocument } from "./a2a/agent-card-signature.js";
 import { addDiscoveryRoutes, CONFORMANCE_FIXTURES } from "./transport/rest/discovery-routes.js";
 import { addConformanceSeamRoutes } from "./transport/rest/conformance-seam-routes.js";
+import { addHostEventRoutes } from "./transport/rest/host-event-routes.js";
 import { PeerInvokeProbe } from "./a2a/peer-invoke-probe.js";
 import { addOpenwopInterruptRoutes } from "./transport/rest/openwop-interrupt-routes.js";
 import { addOpenwopRunsRoutes } from "./transport/rest/openwop-runs-routes.js";
@@ -174,6 +175,8 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   }
   // The host's own steering operations (retry, restart from a node) under /host/openwop-a2a-host.
   addHostSteeringRoutes(router, { runs, ...inputLimits });
+  // The host's own event log (negotiation.decided of the calls it receives).
+  addHostEventRoutes(router, { negotiations: core.negotiations });
   addOpenwopV2Routes(router, {
     runs,
     feed,
@@ -342,6 +345,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     jsonRpcPath: JSONRPC_PATH,
     rpcMethods,
     versions: { ofRpcService: versionOfRpcService, unnamed: UNNAMED_A2A_VERSION },
+    negotiations: (decision, caller) => core.negotiations.record(decision, caller),
     agent: {
       name: card.name,
       id: `${config.publicUrl.replace(/\/$/, "")}/.well-known/agent-card.json`,

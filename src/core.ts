@@ -58,6 +58,8 @@ import { interruptTokensFor, RunInterrupts } from "./runs/run-interrupts.js";
 import { RunService } from "./runs/run-service.js";
 import type { IdempotencyStore } from "./store/idempotency-store.js";
 import { MemoryIdempotencyStore } from "./store/memory-idempotency-store.js";
+import { MemoryHostEventStore, type HostEventStore } from "./store/host-event-store.js";
+import { NegotiationLog } from "./a2a/negotiation-log.js";
 import { MemoryPushConfigStore } from "./store/memory-push-config-store.js";
 import type { PushConfigStore } from "./store/push-config-store.js";
 import type { TaskReadPort } from "./store/task-read-port.js";
@@ -88,6 +90,8 @@ export interface CoreOptions {
   pushResolver?: Resolver;
   /** Idempotency-Key records of POST /v1/runs (open it next to the task store); in-memory when not given. */
   idempotency?: IdempotencyStore;
+  /** The host's own event log (open it next to the task store); in-memory when not given. */
+  hostEvents?: HostEventStore;
   /** Plugin node kinds (public-node-kind.ts), when the catalog is loaded here (startHost checks its own before). */
   nodeKinds?: readonly AnyNodeKind[];
 }
@@ -106,6 +110,8 @@ export interface Core {
   runs: RunService;
   runInterrupts: RunInterrupts;
   feed: RunEventFeed;
+  /** `negotiation.decided` of the calls this host receives, on the host event log. */
+  negotiations: NegotiationLog;
   /** Push notifications: the registration service, the delivery worker (when enabled), a start-up phrase. */
   push: PushNotifications;
   card: AgentCard;
@@ -365,6 +371,11 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   const cappedReads = new CappedTaskReads(reads, config.storeTimeoutMs);
   const runInterrupts = new RunInterrupts({ supervisor, reads: cappedReads, catalog, tokens });
   const feed = new RunEventFeed({ reads: cappedReads, observer });
+  const negotiations = new NegotiationLog({
+    store: options.hostEvents ?? new MemoryHostEventStore(),
+    metrics: telemetry.metrics,
+    logger,
+  });
   return {
     catalog,
     hook,
@@ -376,6 +387,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     runs,
     runInterrupts,
     feed,
+    negotiations,
     push,
     card,
     tokens,
@@ -400,6 +412,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
       await egress.close();
       await push.stop();
       await commits.close();
+      await negotiations.close();
     },
   };
 }

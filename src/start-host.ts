@@ -181,6 +181,7 @@ export async function launchHost(options: HostOptions, processEnv: Env, logger?:
       ...(opened.warning ? { storeWarning: opened.warning } : {}),
       pushConfigs: opened.pushConfigs,
       idempotency: opened.idempotency,
+      hostEvents: opened.hostEvents,
       telemetry,
       handlers,
       // Checked above, before the store was opened (options.workflows included).

@@ -54,3 +54,36 @@ export function outboundNegotiation(peerUrl: string, requested: string, negotiat
     reason: "peer-offers-older-version-only",
   };
 }
+
+/** What an inbound call's `A2A-Version` may be recorded as: a version's shape, else "invalid" (never what it said). */
+function recordable(requested: string): string {
+  return /^\d{1,4}\.\d{1,4}(?:\.\d{1,4})?$/.test(requested) ? requested : "invalid";
+}
+
+/** `sha256:<hex>` of an inbound caller's network address: the same caller always digests the same. */
+export function callerDigest(address: string): string {
+  return `sha256:${createHash("sha256").update(address).digest("hex")}`;
+}
+
+/**
+ * The decision on a call we receive: the version its `A2A-Version` named ("none" when it named none: A2A serves
+ * such a call as 0.3, the card as AGENT_CARD_BARE says) and the one served, or none (refused: a version this host
+ * does not serve).
+ */
+export function inboundNegotiation(
+  peer: string,
+  requested: string | undefined,
+  negotiated: string | null,
+): NegotiationDecided {
+  const asked = requested === undefined ? "none" : recordable(requested);
+  if (negotiated === null)
+    return { protocol: "a2a", peer, requested: asked, negotiated, outcome: "refused", reason: "version-not-served" };
+  return {
+    protocol: "a2a",
+    peer,
+    requested: asked,
+    negotiated,
+    outcome: "accepted",
+    reason: requested === undefined ? "no-version-named" : "version-served",
+  };
+}

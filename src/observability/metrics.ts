@@ -28,6 +28,8 @@ export interface Metrics {
   /** Calls to peer agents (a2a.invoke: card discovery, JSON-RPC, HTTP+JSON, gRPC) by transport and outcome. */
   peerRequests: Counter;
   peerRequestDuration: Histogram;
+  /** A2A version negotiations of inbound calls, by negotiated version, outcome and reason (negotiation.decided). */
+  negotiations: Counter;
   /**
    * Registers a callback that reports a gauge (tasks by state, live actors, open streams, readiness). It may
    * answer a promise (a readiness ping): the scrape waits for it, bounded by the check's own timeout.
@@ -131,6 +133,10 @@ export function createMetrics(meter: Meter): Metrics {
     }),
     peerRequests: meter.createCounter("openwop.peer.requests", {
       description: "Calls to peer agents by transport (http, grpc) and outcome (ok, error, no-answer)",
+    }),
+    negotiations: meter.createCounter("openwop.a2a.negotiations", {
+      description:
+        "A2A version negotiations of inbound calls by negotiated version (none when refused), outcome and reason",
     }),
     peerRequestDuration: seconds(
       "openwop.peer.request.duration_seconds",

@@ -12,6 +12,8 @@ export interface RequestNotes {
   tenant?: string;
   /** The call sends the agent a message (an A2A send or stream, any binding): an `invoke_agent` span under the GenAI opt-in. */
   invokesAgent?: boolean;
+  /** The call's `A2A-Version` decision: what it named (if anything) and the version served, null when refused. */
+  a2aNegotiation?: { requested?: string; negotiated: string | null };
 }
 
 const current = new AsyncLocalStorage<RequestNotes>();
@@ -35,5 +37,6 @@ export function noteRequest(fields: RequestNotes): void {
   if (fields.contextId !== undefined && (fields.taskId === undefined || fields.taskId === notes.taskId))
     notes.contextId ??= fields.contextId;
   if (fields.invokesAgent) notes.invokesAgent = true;
+  if (fields.a2aNegotiation) notes.a2aNegotiation = fields.a2aNegotiation;
   if (fields.tenant) notes.tenant ??= fields.tenant;
 }

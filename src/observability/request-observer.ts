@@ -82,8 +82,13 @@ export function createRequestObserver(options: {
   versions: ObservedVersions;
   /** This host as an agent (the card's name, URL, version): the gen_ai.agent.* attributes of invoke_agent spans. */
   agent?: AgentIdentity;
+  /** Each call's `A2A-Version` decision, as it ends, with the caller's tenant and address (`negotiation.decided`). */
+  negotiations?: (
+    decision: NonNullable<RequestNotes["a2aNegotiation"]>,
+    caller: { tenant?: string | undefined; address?: string | undefined },
+  ) => void;
 }) {
-  const { telemetry, logger, jsonRpcPath, versions, agent } = options;
+  const { telemetry, logger, jsonRpcPath, versions, agent, negotiations } = options;
   const rpcMethods = new Set(options.rpcMethods);
   const { tracer, metrics } = telemetry;
   const requestLabels = labelSets(["binding", "method", "outcome", "a2a.version"]);
@@ -145,6 +150,8 @@ export function createRequestObserver(options: {
       const labels = requestLabels(shape.binding, method, outcome, version);
       metrics.requests.add(1, labels);
       metrics.requestDuration.record(seconds, labels);
+      if (notes.a2aNegotiation && negotiations)
+        negotiations(notes.a2aNegotiation, { tenant: notes.tenant, address: req.socket?.remoteAddress });
       if (span) {
         const invocation = telemetry.genAi && notes.invokesAgent === true;
         span.updateName(invocation ? invokeAgentSpanName(agent?.name) : `${shape.binding} ${method}`);

@@ -9,6 +9,8 @@ import { MemoryPushConfigStore } from "./memory-push-config-store.js";
 import { MemoryTaskStore } from "./memory-task-store.js";
 import { MongoPushConfigStore } from "./mongo-push-config-store.js";
 import { MongoIdempotencyStore } from "./mongo-idempotency-store.js";
+import { MemoryHostEventStore, type HostEventStore } from "./host-event-store.js";
+import { MongoHostEventStore } from "./mongo-host-event-store.js";
 import { MongoTaskStore } from "./mongo-task-store.js";
 import type { PushConfigStore } from "./push-config-store.js";
 import type { StoreSettings, TaskStoreSettings } from "./store-settings.js";
@@ -20,6 +22,8 @@ export interface OpenedStore {
   idempotency: IdempotencyStore;
   /** Push notification configs, their delivery cursors and dead letters, next to the tasks. */
   pushConfigs: PushConfigStore;
+  /** The host's own event log (negotiation decisions), next to the tasks. */
+  hostEvents: HostEventStore;
   /** One phrase for the start-up line: which store, and whether tasks survive a restart. */
   description: string;
   durable: boolean;
@@ -34,7 +38,12 @@ export async function connectMongoStore(
   dbName: string,
   settings?: TaskStoreSettings,
   onCommand?: (event: { commandName: string; command: Record<string, unknown> }) => void,
-): Promise<{ store: MongoTaskStore; idempotency: MongoIdempotencyStore; pushConfigs: MongoPushConfigStore }> {
+): Promise<{
+  store: MongoTaskStore;
+  idempotency: MongoIdempotencyStore;
+  pushConfigs: MongoPushConfigStore;
+  hostEvents: MongoHostEventStore;
+}> {
   const client = new MongoClient(uri, {
     serverSelectionTimeoutMS: 10_000,
     appName: "openwop-a2a-host",
@@ -51,7 +60,9 @@ export async function connectMongoStore(
   const pushConfigs = new MongoPushConfigStore(client.db(dbName));
   await idempotency.init();
   await pushConfigs.init();
-  return { store, idempotency, pushConfigs };
+  const hostEvents = new MongoHostEventStore(client.db(dbName));
+  await hostEvents.init();
+  return { store, idempotency, pushConfigs, hostEvents };
 }
 
 /**
@@ -62,7 +73,7 @@ export async function connectMongoStore(
 export async function openStore(config: StoreSettings & { dataDir: string }, logger: Logger): Promise<OpenedStore> {
   if (config.store === "memory") return memoryStore(config.taskStore);
   if (config.mongodbUri) {
-    const { store, idempotency, pushConfigs } = await connectMongoStore(
+    const { store, idempotency, pushConfigs, hostEvents } = await connectMongoStore(
       config.mongodbUri,
       config.mongodbDb,
       config.taskStore,
@@ -71,6 +82,7 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
       store,
       idempotency,
       pushConfigs,
+      hostEvents,
       description: `MongoDB (${redactUri(config.mongodbUri)}, database ${config.mongodbDb}; ${store.writePath})`,
       durable: true,
       stop: () => store.close(),
@@ -80,7 +92,7 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
     const unavailable = await embeddedMongodUnavailable();
     if (unavailable) throw new Error(unavailable);
     const mongod = await startEmbeddedReplicaSet(config.dataDir);
-    const { store, idempotency, pushConfigs } = await connectMongoStore(
+    const { store, idempotency, pushConfigs, hostEvents } = await connectMongoStore(
       mongod.uri,
       config.mongodbDb,
       config.taskStore,
@@ -92,6 +104,7 @@ export async function openStore(config: StoreSettings & { dataDir: string }, log
       store,
       idempotency,
       pushConfigs,
+      hostEvents,
       description: `embedded MongoDB, single-node replica set ${EMBEDDED_REPLICA_SET} (change streams on; data in ${mongod.dbPath}, database ${config.mongodbDb}; ${store.writePath})`,
       durable: true,
       stop: async () => {
@@ -118,6 +131,7 @@ function memoryStore(settings: TaskStoreSettings): OpenedStore {
     store,
     idempotency: new MemoryIdempotencyStore(),
     pushConfigs: new MemoryPushConfigStore(),
+    hostEvents: new MemoryHostEventStore(),
     description: "in-memory store (not durable: tasks do not survive a restart)",
     durable: false,
     stop: () => store.close(),

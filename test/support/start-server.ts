@@ -24,7 +24,7 @@ export async function startTestApp(
    * More of createApp's options: e.g. `nodeKinds` (a kind defined in the test) and `workflows` using it; `logs`
    * collects the JSON log lines (at the env's LOG_LEVEL).
    */
-  { logs, ...more }: Pick<AppOptions, "nodeKinds" | "workflows"> & { logs?: string[] } = {},
+  { logs, ...more }: Pick<AppOptions, "nodeKinds" | "workflows" | "hostEvents"> & { logs?: string[] } = {},
 ): Promise<TestApp> {
   const port = await freePort();
   // With TLS_CERT_FILE the port speaks TLS: the card and the tests' clients use https.

@@ -1,5 +1,6 @@
 import { ConnectError } from "@connectrpc/connect";
-import { A2A_VERSION_HEADER, negotiateA2AVersion, type A2AVersion } from "../../domain/a2a-version.js";
+import { A2A_VERSION_HEADER, type A2AVersion } from "../../domain/a2a-version.js";
+import { negotiateNoted } from "../a2a-version-note.js";
 import type { Principal } from "../../auth/principal.js";
 import type { PeerCertificate } from "node:tls";
 import type { Authenticator } from "../../auth/authenticator.js";
@@ -19,7 +20,7 @@ export function admitRpcCaller(
   peerCertificate: PeerCertificate | undefined,
   served: readonly A2AVersion[],
 ): Principal | Promise<Principal> {
-  negotiateA2AVersion(header(A2A_VERSION_HEADER), served);
+  negotiateNoted(header(A2A_VERSION_HEADER), served);
   return authenticator.authenticate({
     headers: (name) => header(name) ?? undefined,
     ...(peerCertificate ? { peerCertificate } : {}),

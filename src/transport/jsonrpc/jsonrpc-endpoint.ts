@@ -1,6 +1,7 @@
 import { challengeHeaders, type Challenges, type HeaderLookup } from "../../auth/authenticator.js";
 import type { CallContext } from "../../auth/call-context.js";
-import { a2aVersionOf, type A2AVersion } from "../../domain/a2a-version.js";
+import type { A2AVersion } from "../../domain/a2a-version.js";
+import { a2aVersionNoted } from "../a2a-version-note.js";
 import {
   DEFAULT_A2A_VERSION,
   versionAsked,
@@ -114,7 +115,7 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
     let version = versionOfJsonRpcMethod(method);
     try {
       // A draft sharing the method's version's names (1.1 over 1.0) answers when the call asks for it.
-      version = versionAsked(version, a2aVersionOf(req, served));
+      version = versionAsked(version, a2aVersionNoted(req, served));
     } catch (err) {
       fail(version, id, err);
       return;

@@ -48,6 +48,12 @@ const OPENWOP: Operation[] = [
     summary: "Move a waiting or paused run to another workflow version ({toVersion, nodes})",
   },
   {
+    methods: ["get"],
+    path: `${HOST_PREFIX}/events`,
+    tag: "Host events",
+    summary: "The host's own event log (negotiation.decided), for the caller's tenant (?type, ?after, ?limit)",
+  },
+  {
     methods: ["post"],
     path: "/v1/runs/{runId}/interrupts/{nodeId}",
     tag: "OpenWOP interrupts",

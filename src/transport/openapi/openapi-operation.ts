@@ -22,5 +22,6 @@ export type Tag =
   | "Operator console"
   | "Conformance seams"
   | "Steering"
+  | "Host events"
   | "A2A 0.3 HTTP+JSON"
   | "A2A 1.0 HTTP+JSON";

@@ -1,5 +1,6 @@
 import { toDomainError } from "../../domain/errors.js";
-import { a2aVersionOf, type A2AVersion } from "../../domain/a2a-version.js";
+import type { A2AVersion } from "../../domain/a2a-version.js";
+import { a2aVersionNoted } from "../a2a-version-note.js";
 import { parseJsonBody } from "../../domain/json-input.js";
 import type { RestRequest, RestRoute } from "../../a2a/version-module.js";
 import { versionModule, type BoundVersions } from "../../a2a/versions.js";
@@ -43,7 +44,7 @@ function handlerOf(version: A2AVersion, route: RestRoute, options: A2ARestRouter
   const mediaType = versionModule(version).restMediaType;
   const served = [...options.versions.keys()];
   return async (req, res, params, ctx) => {
-    a2aVersionOf(req, served); // an A2A-Version we do not serve: 400 VersionNotSupported
+    a2aVersionNoted(req, served); // an A2A-Version we do not serve: 400 VersionNotSupported
     const request = restRequestOf(req, params, options);
     if (route.kind === "unary") {
       const body = await route.run(request, ctx);

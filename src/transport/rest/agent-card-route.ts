@@ -1,6 +1,8 @@
 import type { BareCardShape } from "../../a2a/agent-card-settings.js";
 import type { AgentCard } from "../../a2a/agent-card.js";
-import { a2aVersionOf, PREFERRED_A2A_VERSION, requestedA2AVersion, type A2AVersion } from "../../domain/a2a-version.js";
+import { PREFERRED_A2A_VERSION, requestedA2AVersion, type A2AVersion } from "../../domain/a2a-version.js";
+import { noteRequest } from "../../observability/request-notes.js";
+import { a2aVersionNoted } from "../a2a-version-note.js";
 import { versionModule } from "../../a2a/versions.js";
 import { sendCacheableJson, type Cacheability } from "../cacheable-json.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
@@ -34,10 +36,11 @@ export function serveAgentCard(
     // Without a version asked for, AGENT_CARD_BARE decides; an asked version must be one the card's interfaces declare (drafts included when switched on).
     if (requestedA2AVersion(req.headers, req.url) === undefined) {
       const shape = bareOf(req.url) ?? bare;
+      version = shape === "hybrid" || shape === "pure-0.3" ? "0.3" : "1.0";
+      noteRequest({ a2aNegotiation: { negotiated: version } });
       if (shape === "pure-0.3") return sendCacheableJson(req, res, pure03Card(card), { ...cache, headers: vary });
-      version = shape === "hybrid" ? "0.3" : "1.0";
     } else {
-      version = a2aVersionOf(req, cardVersions(card));
+      version = a2aVersionNoted(req, cardVersions(card));
     }
   } catch (err) {
     sendA2ARestError(res, PREFERRED_A2A_VERSION, err, { ...vary, "content-type": "application/json" });

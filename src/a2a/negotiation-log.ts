@@ -1,0 +1,109 @@
+import { callerDigest, inboundNegotiation } from "../domain/negotiation.js";
+import type { Logger } from "../observability/logger.js";
+import type { Metrics } from "../observability/metrics.js";
+import type { HostEvent, HostEventQuery, HostEventStore } from "../store/host-event-store.js";
+
+/** What a binding learned of one inbound call's `A2A-Version`: what it named (if anything) and what was served. */
+export interface InboundVersionDecision {
+  requested?: string;
+  /** Null: refused (a version this host does not serve). */
+  negotiated: string | null;
+}
+
+interface Pending {
+  count: number;
+  written: Promise<string | undefined>;
+}
+
+/** Distinct decisions held per window; beyond it a decision is counted in the metric only (a flood of callers). */
+const MAX_PENDING = 10_000;
+
+/**
+ * `negotiation.decided` for the calls we receive (OpenWOP v2 interop.md "The audit event", openwop/openwop 2549b715),
+ * on the host's own event log. The first decision of a kind (caller, tenant, versions, outcome) in a window is written
+ * at once; the same one again in that window only counts, and the count is written when the window closes. So a
+ * refused version is on the log within one write, and a busy caller costs one write per window, not per call.
+ * `a2a.invoke`'s own negotiations are on the log of the run that made them.
+ */
+export class NegotiationLog {
+  private pending = new Map<string, Pending>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly options: {
+      store: HostEventStore;
+      metrics: Metrics;
+      logger: Logger;
+      windowMs?: number;
+      clock?: () => Date;
+    },
+  ) {
+    this.timer = setInterval(() => void this.flush(), options.windowMs ?? 60_000);
+    this.timer.unref();
+  }
+
+  /** One inbound call's decision; `address` is the caller's network address (only its digest is kept). */
+  record(
+    decision: InboundVersionDecision,
+    caller: { tenant?: string | undefined; address?: string | undefined },
+  ): void {
+    const event = inboundNegotiation(
+      callerDigest(caller.address ?? "unknown"),
+      decision.requested,
+      decision.negotiated,
+    );
+    // Labels from this host's own vocabulary only: what a caller asked for could mint label values at will.
+    this.options.metrics.negotiations.add(1, {
+      negotiated: event.negotiated ?? "none",
+      outcome: event.outcome,
+      reason: event.reason,
+    });
+    const key = JSON.stringify([caller.tenant ?? null, event.peer, event.requested, event.negotiated, event.reason]);
+    const seen = this.pending.get(key);
+    if (seen) {
+      seen.count++;
+      return;
+    }
+    if (this.pending.size >= MAX_PENDING) return;
+    const entry: Omit<HostEvent, "id"> = {
+      type: "negotiation.decided",
+      at: (this.options.clock?.() ?? new Date()).toISOString(),
+      ...(caller.tenant ? { tenant: caller.tenant } : {}),
+      count: 1,
+      payload: event,
+    };
+    const written = this.options.store.append(entry).catch((err: unknown) => {
+      this.options.logger.warn(
+        { err: (err as Error).message },
+        "negotiation.decided not written to the host event log",
+      );
+      return undefined;
+    });
+    this.pending.set(key, { count: 1, written });
+  }
+
+  /** Closes the window: the count of each decision seen more than once is written. */
+  async flush(): Promise<void> {
+    const closed = this.pending;
+    this.pending = new Map();
+    await Promise.all(
+      [...closed.values()].map(async ({ count, written }) => {
+        const id = await written;
+        if (id === undefined || count === 1) return;
+        await this.options.store.setCount(id, count).catch((err: unknown) => {
+          this.options.logger.warn({ err: (err as Error).message }, "a negotiation.decided count not written");
+        });
+      }),
+    );
+  }
+
+  /** The host's event log as the caller's tenant may read it. */
+  list(query: HostEventQuery): Promise<HostEvent[]> {
+    return this.options.store.list(query);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+}
