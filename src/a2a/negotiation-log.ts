@@ -2,6 +2,7 @@ import { callerDigest, inboundNegotiation } from "../domain/negotiation.js";
 import type { Logger } from "../observability/logger.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { HostEvent, HostEventQuery, HostEventStore } from "../store/host-event-store.js";
+export type { HostEvent };
 
 /** What a binding learned of one inbound call's `A2A-Version`: what it named (if anything) and what was served. */
 export interface InboundVersionDecision {

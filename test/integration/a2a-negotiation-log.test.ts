@@ -8,9 +8,37 @@ import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import "../support/mongo.js";
 import { A2AService } from "../../src/gen/a2a/v1/a2a_pb.js";
-import type { HostEvent } from "../../src/store/host-event-store.js";
+import { readFileSync } from "node:fs";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import addFormatsModule from "ajv-formats";
 import { MongoHostEventStore } from "../../src/store/mongo-host-event-store.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+
+/** The wire shape: OpenWOP v2's HostEvent (test/fixtures/openwop-v2/host-event-excerpt.schema.json). */
+interface WireHostEvent {
+  eventId: string;
+  type: string;
+  timestamp: string;
+  delivery: string;
+  payload: {
+    protocol: string;
+    peer: string;
+    requested: string;
+    negotiated: string | null;
+    outcome: string;
+    reason: string;
+    count: number;
+  };
+}
+
+const validateHostEvent = (() => {
+  const ajv = new Ajv2020({ allErrors: true, strict: true });
+  addFormats(ajv);
+  const path = new URL("../fixtures/openwop-v2/host-event-excerpt.schema.json", import.meta.url);
+  return ajv.compile(JSON.parse(readFileSync(path, "utf8")) as object);
+})();
 
 describe("negotiation.decided for the calls this host receives", () => {
   let t: TestApp;
@@ -37,9 +65,14 @@ describe("negotiation.decided for the calls this host receives", () => {
     }).then((r) => r.json() as Promise<{ error?: { code: number } }>);
   const events = async (query = "") => {
     const res = await fetch(`${t.baseUrl}/host/openwop-a2a-host/events${query}`);
-    return { status: res.status, body: (await res.json()) as { events: HostEvent[]; nextAfter?: string } };
+    return { status: res.status, body: (await res.json()) as { events: WireHostEvent[]; nextAfter?: string } };
   };
-  const decision = (e: HostEvent) => [e.payload.requested, e.payload.negotiated, e.payload.outcome, e.payload.reason];
+  const decision = (e: WireHostEvent) => [
+    e.payload.requested,
+    e.payload.negotiated,
+    e.payload.outcome,
+    e.payload.reason,
+  ];
 
   it("records each outcome, once per kind in a window, the count written when it closes", async () => {
     expect((await rpc("tasks/get")).error?.code).toBe(-32001);
@@ -51,7 +84,7 @@ describe("negotiation.decided for the calls this host receives", () => {
     await grpc.getTask({ name: `tasks/${randomUUID()}` }, { headers: { "a2a-version": "0.3" } }).catch(() => {});
     expect((await fetch(`${t.baseUrl}/.well-known/agent-card.json`)).status).toBe(200);
 
-    let listed: HostEvent[] = [];
+    let listed: WireHostEvent[] = [];
     for (let i = 0; i < 50 && listed.length < 6; i++) {
       listed = (await events("?type=negotiation.decided")).body.events;
       if (listed.length < 6) await new Promise((r) => setTimeout(r, 20));
@@ -66,6 +99,8 @@ describe("negotiation.decided for the calls this host receives", () => {
         ["none", "0.3", "accepted", "no-version-named"],
       ].sort(),
     );
+    for (const e of listed) expect(validateHostEvent(e), JSON.stringify(validateHostEvent.errors)).toBe(true);
+    expect(listed.every((e) => e.type === "negotiation.decided" && e.delivery === "durable")).toBe(true);
     // Content-free: the caller's address only as a digest.
     expect(listed.every((e) => /^sha256:[0-9a-f]{64}$/.test(e.payload.peer) && e.payload.protocol === "a2a")).toBe(
       true,
@@ -93,7 +128,7 @@ describe("negotiation.decided for the calls this host receives", () => {
       const paged = await events("?limit=2");
       expect(paged.body.events).toHaveLength(2);
       const next = await events(`?limit=100&after=${paged.body.nextAfter}`);
-      expect(next.body.events[0]!.id > paged.body.nextAfter!).toBe(true);
+      expect(next.body.events[0]!.eventId > paged.body.nextAfter!).toBe(true);
     } finally {
       await t.close();
     }

@@ -1,5 +1,6 @@
 import type { NegotiationLog } from "../../a2a/negotiation-log.js";
 import { requireScope } from "../../auth/principal.js";
+import type { HostEvent } from "../../a2a/negotiation-log.js";
 import { invalidParams } from "../../domain/errors.js";
 import { sendJson } from "../http-io.js";
 import type { HttpRouter } from "../http-router.js";
@@ -7,6 +8,21 @@ import { HOST_PREFIX } from "./host-steering-routes.js";
 import { integerParam, queryOf } from "./openwop-request.js";
 
 const TYPES = ["negotiation.decided"] as const;
+
+/**
+ * An entry as OpenWOP v2's HostEvent has it (schemas/v2/host-event.schema.json, openwop/openwop a4576570, RFC
+ * 0236 §A): durable, since the log is stored and read again by `eventId`; the count of identical decisions it
+ * stands for rides in the payload. The tenant stays out: a caller reads only its own and those of no tenant.
+ */
+function wireHostEvent(event: HostEvent) {
+  return {
+    eventId: event.id,
+    type: event.type,
+    timestamp: event.at,
+    delivery: "durable",
+    payload: { ...event.payload, count: event.count },
+  };
+}
 
 /**
  * `GET /host/openwop-a2a-host/events`: the host's own event log (docs/a2a.md "Version negotiation"), as the caller's
@@ -33,7 +49,7 @@ export function addHostEventRoutes(router: HttpRouter, options: { negotiations: 
       limit,
     });
     sendJson(res, 200, {
-      events,
+      events: events.map(wireHostEvent),
       ...(events.length === limit ? { nextAfter: events[events.length - 1]!.id } : {}),
     });
   });
