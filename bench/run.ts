@@ -1,15 +1,19 @@
-// `npm run bench -- [all|compare|scale|multi|peer-handoff|capacity] [--quick] [--name N] [size flags]`: see bench/README.md.
+// `npm run bench -- [all|compare|scale|multi|peer-handoff|capacity|noisy-neighbour] [--quick] [--name N] [size flags]`: see bench/README.md.
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runCapacity } from "./capacity.js";
 import { runCompare } from "./compare.js";
 import { runMulti } from "./multi.js";
+import { runNoisyNeighbour } from "./noisy-neighbour.js";
 import { runPeerHandoff } from "./peer-handoff.js";
 import { startStoreServer } from "./lib/store-server.js";
 import { machine } from "./lib/summary.js";
 import { runScale, SCALE_PARTS, type ScalePart } from "./scale.js";
 
+// The noisy-neighbour bench: phase length, B's rate (A sends ten times it), the node's wait, WORK_CONCURRENCY.
+const NOISY_FULL = { seconds: 30, "b-rate": 10, "handler-ms": 200, "work-concurrency": 8 };
+const NOISY_QUICK = { seconds: 4, "b-rate": 5, "handler-ms": 200, "work-concurrency": 8 };
 const MULTI_FULL = { "failover-samples": 10, "lease-ttl-ms": 3000, "lease-heartbeat-ms": 750, "latency-commits": 200 };
 const MULTI_QUICK = { "failover-samples": 3, "lease-ttl-ms": 3000, "lease-heartbeat-ms": 750, "latency-commits": 100 };
 const FULL = {
@@ -25,6 +29,7 @@ const FULL = {
   triggers: 5,
   "storage-tasks": 500,
   ...MULTI_FULL,
+  ...NOISY_FULL,
 };
 const QUICK = {
   samples: 5,
@@ -39,6 +44,7 @@ const QUICK = {
   triggers: 2,
   "storage-tasks": 100,
   ...MULTI_QUICK,
+  ...NOISY_QUICK,
 };
 
 const { values, positionals } = parseArgs({
@@ -52,8 +58,10 @@ const { values, positionals } = parseArgs({
   },
 });
 const mode = positionals[0] ?? "all";
-if (!["all", "compare", "scale", "multi", "peer-handoff", "capacity"].includes(mode)) {
-  console.error(`unknown sub-command "${mode}": use all, compare, scale, multi, peer-handoff or capacity`);
+if (!["all", "compare", "scale", "multi", "peer-handoff", "capacity", "noisy-neighbour"].includes(mode)) {
+  console.error(
+    `unknown sub-command "${mode}": use all, compare, scale, multi, peer-handoff, capacity or noisy-neighbour`,
+  );
   process.exit(2);
 }
 const preset: Record<string, string | number> = values.quick ? QUICK : FULL;
@@ -153,6 +161,18 @@ try {
     const { figures, printed } = await runCapacity(settings, store);
     console.log(`\n${printed}\n`);
     result["capacity"] = { settings, figures };
+  }
+  if (mode === "all" || mode === "noisy-neighbour") {
+    const settings = {
+      seconds: setting("seconds"),
+      bRate: setting("b-rate"),
+      handlerMs: setting("handler-ms"),
+      workConcurrency: setting("work-concurrency"),
+    };
+    console.log(`noisy-neighbour: ${JSON.stringify(settings)}`);
+    const { figures, printed } = await runNoisyNeighbour(settings, store);
+    console.log(`\n${printed}\n`);
+    result["noisyNeighbour"] = { settings, figures };
   }
 } finally {
   await store.stop();

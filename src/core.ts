@@ -42,6 +42,7 @@ import { observedPushConfigStore, observedTaskStore } from "./observed/observed-
 import { observedPeerClient } from "./observed/observed-peer-client.js";
 import { nodeServicesAsTools } from "./observed/observed-tools.js";
 import { CountingTransitionHook, observeTasks } from "./observed/observed-tasks.js";
+import { workQueueDelayRecorder } from "./observed/observed-work.js";
 import type { TransitionHook } from "./engine/transition-hook.js";
 import { createA2APeerClient, type A2APeerClient } from "./peer/a2a-peer-client.js";
 import { createGrpcPeerTransport } from "./peer/grpc-peer-client.js";
@@ -290,6 +291,8 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     timerPollMs: config.timerPollMs,
     leases: config.leases,
     recovery: config.recovery,
+    work: config.work,
+    workAdmitted: workQueueDelayRecorder(telemetry, config.work.tenantWeights),
   });
   const stopObservingTasks = observeTasks({ commits, hook, supervisor, telemetry, logger });
   const reads = supervisor.reads;
@@ -309,6 +312,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     log: reads,
     commits,
     leases: config.leases,
+    tenantWeights: config.work.tenantWeights,
     // A config keeps the A2A version it was registered over; its deliveries are that version's push body.
     bodies: (version) => pushBody(negotiateA2AVersion(version)),
     logger,

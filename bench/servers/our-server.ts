@@ -5,11 +5,13 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { createApp } from "../../src/app.js";
 import { loadConfig } from "../../src/config/config.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { connectMongoStore, openStore } from "../../src/store/open-store.js";
 import type { TaskStore } from "../../src/store/task-store.js";
+import type { TaskHandler } from "../../src/workflows/workflow-types.js";
 import { serveIpc, wallNow } from "../lib/ipc.js";
 
 const commands = new Map<string, number>();
@@ -58,10 +60,16 @@ const mongo = opened
     );
 const baseStore = opened?.store ?? mongo!.store;
 const store = process.env["BENCH_TRACE_COMMITS"] === "1" ? tracingCommits(baseStore) : baseStore;
+// HANDLERS_MODULE, as the CLI reads it (the noisy-neighbour bench's handlers); this process already runs under tsx.
+const handlersModule = process.env["HANDLERS_MODULE"];
+const handlers = handlersModule
+  ? ((await import(pathToFileURL(handlersModule).href)) as { handlers: Record<string, TaskHandler> }).handlers
+  : undefined;
 const app = await createApp({
   config,
   logger,
   store,
+  ...(handlers ? { handlers } : {}),
   durableStore: !opened,
   ...(opened
     ? { pushConfigs: opened.pushConfigs, idempotency: opened.idempotency }

@@ -14,6 +14,7 @@ import { readSigningKeySettings, type SigningKeySettings } from "../secrets/sign
 import { readStoreSettings, type StoreSettings } from "../store/store-settings.js";
 import { readLeaseSettings, type LeaseSettings } from "../engine/lease-settings.js";
 import { readRecoverySettings, type RecoverySettings } from "../engine/recovery-settings.js";
+import { readWorkSettings, type WorkSettings } from "../engine/work-settings.js";
 import { readHttpNodeSettings, type HttpNodeSettings } from "../engine/nodes/node-egress-settings.js";
 import { readWorkflowSettings, type WorkflowSettings } from "../workflows/workflow-settings.js";
 import { readConnectionSettings, type ConnectionSettings } from "../transport/connection-settings.js";
@@ -50,6 +51,8 @@ export interface Config extends StoreSettings, WorkflowSettings {
   leases: LeaseSettings;
   /** Poison work: RECOVERY_MAX_ATTEMPTS. */
   recovery: RecoverySettings;
+  /** Fair work on an instance: WORK_CONCURRENCY, WORK_TENANT_WEIGHTS. */
+  work: WorkSettings;
   shutdownGraceMs: number;
   /** The listening port's connection timeouts and caps: HTTP_*_TIMEOUT_MS, HTTP2_SETTINGS_TIMEOUT_MS, MAX_CONNECTIONS*. */
   connections: ConnectionSettings;
@@ -126,6 +129,7 @@ export function loadConfig(env: Env = process.env): Config {
     timerPollMs: reader.int("TIMER_POLL_MS", 1_000, 10, 60_000),
     leases: readLeaseSettings(reader),
     recovery: readRecoverySettings(reader),
+    work: readWorkSettings(reader),
     shutdownGraceMs: reader.int("SHUTDOWN_GRACE_MS", 10_000, 0, 600_000),
     connections: readConnectionSettings(reader),
     readinessTimeoutMs: reader.int("READINESS_TIMEOUT_MS", 1_000, 10, 60_000),

@@ -4,8 +4,9 @@ import type { LeaseSettings } from "./lease-settings.js";
 /** Poison work (docs/operating.md "Poison work"): how many times a node may die with its instance. */
 export interface RecoverySettings {
   /**
-   * Executions of one node that may end with the death of the instance running them (out of memory, a native
-   * crash, SIGKILL) before the run fails with `poison_exhausted` instead of running the node again.
+   * Executions of one node, run alone on their instance, that may end with the death of that instance (out of
+   * memory, a native crash, SIGKILL) before the run fails with `poison_exhausted` instead of running the node
+   * again. A death not run alone is not counted (the node runs alone next), so at most maxAttempts + 1 runs.
    */
   maxAttempts: number;
 }
@@ -25,7 +26,9 @@ export function readRecoverySettings(env: EnvReader): RecoverySettings {
  * (§B.5), in the shape of its evidence-bundle row (`recoveryBounds[]`: class, bound, terms): after an instance
  * dies, its tasks' leases expire at most LEASE_TTL_MS after their last renewal, and a survivor's takeover scan
  * runs every LEASE_HEARTBEAT_MS, so another instance resumes the work within their sum. `attemptBound` is
- * §C.8's: a node that kills its instance runs at most RECOVERY_MAX_ATTEMPTS times, then the run fails.
+ * §C.8's: a node that kills its instance is charged at most RECOVERY_MAX_ATTEMPTS deaths (each while it ran alone)
+ * and so runs at most RECOVERY_MAX_ATTEMPTS + 1 times (`maxExecutions`: its one uncharged death first), then the
+ * run fails.
  */
 export function recoveryEvidence(
   leases: Pick<LeaseSettings, "ttlMs" | "heartbeatMs">,
@@ -45,6 +48,7 @@ export function recoveryEvidence(
     ],
     attemptBound: {
       maxAttempts: recovery.maxAttempts,
+      maxExecutions: recovery.maxAttempts + 1,
       setting: "RECOVERY_MAX_ATTEMPTS",
       terminalError: POISON_EXHAUSTED,
     },

@@ -13,6 +13,7 @@ import {
 import { POISON_EXHAUSTED, type RecoverySettings } from "./recovery-settings.js";
 import type { LiveTask, TaskRepository } from "./task-repository.js";
 import type { WorkflowVersions } from "./workflow-versions.js";
+import type { WorkScheduler } from "./work-scheduler.js";
 import { findNode, nextStep } from "./workflow-engine.js";
 import type { NodeBase, WorkflowNode } from "../workflows/workflow-types.js";
 
@@ -25,6 +26,8 @@ export interface TaskDriverOptions {
   now(): string;
   /** Poison work: how many executions of one node may die with their instance. */
   recovery: RecoverySettings;
+  /** Admits node effects in fair turns by tenant, and runs suspects alone. */
+  scheduler: WorkScheduler;
 }
 
 /** What a task does after a locked section: an effect to run outside the lock, look again (true), or rest (false). */
@@ -42,6 +45,10 @@ const MAX_STAGED_STEPS = 64;
  */
 export class TaskDriver {
   private readonly loops = new Map<string, { again: boolean; done: Promise<void> }>();
+  /** The tenant of each task being advanced here: its effects queue in that tenant's turn. */
+  private readonly tenants = new Map<string, string>();
+  /** Effects that need no turn: a suspect's wait to run alone, and an effect already admitted before its first write. */
+  private readonly unqueued = new WeakSet<NodeEffect>();
   private stopping = false;
   /**
    * Tasks whose current node needs what this instance lacks: left to an instance that has it (the lease scan skips
@@ -95,6 +102,8 @@ export class TaskDriver {
       } finally {
         // A lease still held here (the task is runnable but has nothing to do now, or we stop) goes back.
         await this.release(taskId);
+        this.options.scheduler.release(taskId);
+        this.tenants.delete(taskId);
         this.loops.delete(taskId);
         if (state.again && !this.stopping) this.kick(taskId);
       }
@@ -105,6 +114,7 @@ export class TaskDriver {
   /** Takes no more kicks and waits for the running loops (their in-flight work is aborted by the caller). */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.options.scheduler.stop();
     await Promise.allSettled([...this.loops.values()].map((loop) => loop.done));
   }
 
@@ -122,12 +132,20 @@ export class TaskDriver {
    * flushes first), the task is written as it stands and the effect still running goes to the driver loop.
    */
   async advance(taskId: string, live: LiveTask, firstWriteWithinMs = 0): Promise<Next> {
-    const { repository } = this.options;
+    const { repository, scheduler } = this.options;
+    this.tenants.set(taskId, live.record.tenant);
     let next = await this.stageSteps(taskId, live);
     if (firstWriteWithinMs > 0)
       next = await this.runBeforeFirstWrite(taskId, live, next, Date.now() + firstWriteWithinMs);
     await repository.flush(taskId);
-    if (next === false) repository.passivate(taskId);
+    // A suspect keeps the instance alone until the store no longer shows its node started (it ended, failed,
+    // waits or was cancelled), so no other work can die with it while a death would still be charged to it.
+    const { suspect, nodeStarted } = live.actor.getSnapshot().context;
+    if (scheduler.holds(taskId) && (next === false || !(suspect && nodeStarted))) scheduler.release(taskId);
+    if (next === false) {
+      repository.passivate(taskId);
+      this.tenants.delete(taskId);
+    }
     return next;
   }
 
@@ -144,10 +162,12 @@ export class TaskDriver {
     while (typeof next === "function" && next.local && !live.stored) {
       const remaining = deadline - Date.now();
       if (remaining <= 0) break;
-      const running = next();
+      // Only in a free turn: else the effect waits for its tenant's turn in the driver loop.
+      const running = this.options.scheduler.tryRun(live.record.tenant, next);
+      if (!running) break;
       const ended = await endsWithin(running, remaining);
       // Still running, or failed: the task is written as it stands, and the driver loop takes the effect over.
-      if (!ended) return () => running;
+      if (!ended) return this.withoutTurn(() => running);
       ended.outcome?.(live);
       next = await this.stageSteps(taskId, live);
     }
@@ -199,7 +219,11 @@ export class TaskDriver {
 
   /** Runs a node's effect outside the lock, then stages its outcome and what follows it in one locked section. */
   private async finish(taskId: string, effect: NodeEffect): Promise<Next> {
-    const outcome = await effect();
+    const { scheduler } = this.options;
+    const outcome =
+      this.unqueued.has(effect) || scheduler.holds(taskId)
+        ? await effect()
+        : await scheduler.run(this.tenants.get(taskId) ?? "", effect);
     if (!outcome) return true;
     const { repository } = this.options;
     return repository.withLock(
@@ -263,7 +287,15 @@ export class TaskDriver {
     if (step.type === "wait") return false;
     const node = findNode(workflow, snapshot.context.cursor!)!;
     if (holderDied && snapshot.context.nodeStarted && this.poisoned(taskId, live, node, at)) return true;
+    // A suspect runs only alone on this instance: first wait for that, outside the lock, then look again.
+    if (live.actor.getSnapshot().context.suspect && !this.options.scheduler.holds(taskId))
+      return this.withoutTurn(() => this.options.scheduler.alone(taskId));
     return this.executorOf(node).step({ taskId, node, step, live, workflow, at });
+  }
+
+  private withoutTurn(effect: () => Promise<NodeOutcome | void>): NodeEffect {
+    this.unqueued.add(effect);
+    return effect;
   }
 
   /**
@@ -294,24 +326,28 @@ export class TaskDriver {
 
   /**
    * The node was started and never finished, and its lease was taken from a holder that never gave it back:
-   * that execution died with its instance (out of memory, a native crash, SIGKILL). Counted in the same write
-   * as the node's next start, so a crash during the next execution leaves the count raised; at
-   * RECOVERY_MAX_ATTEMPTS the run fails instead of killing one more instance. A SIGTERM releases the lease
-   * and a handler's retry keeps it, so neither counts here.
+   * that execution died with its instance (out of memory, a native crash, SIGKILL). If it was not run alone,
+   * other work may have run beside it and killed the instance: it is not charged, it becomes a suspect and runs
+   * again alone. If it ran alone (a suspect), the death is its own and is counted (`crashes`); at
+   * RECOVERY_MAX_ATTEMPTS the run fails instead of killing one more instance. Staged before the node runs again, so a death during that run
+   * finds it recorded. A SIGTERM releases the lease and a handler's retry keeps it, so neither counts here.
    */
   private poisoned(taskId: string, live: LiveTask, node: WorkflowNode, at: string): boolean {
     const { repository, logger, recovery } = this.options;
+    const charged = live.actor.getSnapshot().context.suspect === true;
     const crashes = repository.stage(live, { type: "NODE_INTERRUPTED", at, nodeId: node.id }).context.crashes ?? 0;
-    if (crashes < recovery.maxAttempts) {
+    if (!charged || crashes < recovery.maxAttempts) {
       logger.warn(
-        { taskId, nodeId: node.id, crashes, maxAttempts: recovery.maxAttempts },
-        "node was running when its instance died; running it again",
+        { taskId, nodeId: node.id, charged, crashes, maxAttempts: recovery.maxAttempts },
+        charged
+          ? "node killed its instance while running alone; running it again alone"
+          : "node was running when its instance died, not alone; running it again alone before charging it",
       );
       return false;
     }
     const error = {
       code: POISON_EXHAUSTED,
-      message: `node "${node.id}" was running when its instance died ${crashes} times (RECOVERY_MAX_ATTEMPTS ${recovery.maxAttempts}); it is not run again`,
+      message: `node "${node.id}" was running alone when its instance died ${crashes} times (RECOVERY_MAX_ATTEMPTS ${recovery.maxAttempts}); it is not run again`,
       nodeId: node.id,
     };
     logger.error(

@@ -20,6 +20,8 @@ import { DEFAULT_RECOVERY_SETTINGS, type RecoverySettings } from "./recovery-set
 import { TaskRepository } from "./task-repository.js";
 import { TaskSteering } from "./task-steering.js";
 import { TimerScheduler } from "./timer-scheduler.js";
+import { WorkScheduler } from "./work-scheduler.js";
+import type { WorkSettings } from "./work-settings.js";
 import type { TransitionHook } from "./transition-hook.js";
 import type { WorkflowCatalog } from "./workflow-catalog.js";
 import { unwalkable, type WorkflowVersions } from "./workflow-versions.js";
@@ -42,6 +44,10 @@ export interface SupervisorOptions {
   leases?: LeaseSettings;
   /** Poison work: how many times a node may die with its instance (RECOVERY_MAX_ATTEMPTS; default 5). */
   recovery?: RecoverySettings;
+  /** Fair work: node effects at once and tenant weights (WORK_CONCURRENCY, WORK_TENANT_WEIGHTS; defaults 128, all 1). */
+  work?: WorkSettings;
+  /** Told of each node effect's admission: its tenant and how long it waited for its turn (metrics). */
+  workAdmitted?: (tenant: string, waitedMs: number) => void;
   clock?: () => Date;
 }
 
@@ -89,6 +95,10 @@ export class TaskSupervisor implements NodeProgressPort {
       logger: options.logger,
       now,
       recovery: options.recovery ?? DEFAULT_RECOVERY_SETTINGS,
+      scheduler: new WorkScheduler({
+        ...options.work,
+        ...(options.workAdmitted ? { admitted: options.workAdmitted } : {}),
+      }),
     });
     this.timers = new TimerScheduler({
       repository,

@@ -13,10 +13,16 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
       return [{ type: "run.started", payload: { workflowId: after.workflowId, owner: { tenant: after.tenant } } }];
     case "NODE_STARTED":
       return [
-        { type: "node.started", nodeId: event.nodeId, payload: { nodeId: event.nodeId, attempt: after.attempt } },
+        {
+          type: "node.started",
+          nodeId: event.nodeId,
+          // `isolated`: a suspect's execution, run alone on its instance (docs/operating.md "Poison work").
+          payload: { nodeId: event.nodeId, attempt: after.attempt, ...(after.suspect ? { isolated: true } : {}) },
+        },
       ];
     case "NODE_INTERRUPTED":
-      // `attempt`: the execution that died; the node.started after it is the next one.
+      // `attempt`: the execution that died; the node.started after it is the next one. `charged`: it ran alone
+      // (a suspect), so the death is its own and counts in `crashes`; else it runs alone next.
       return [
         {
           type: "node.interrupted",
@@ -25,6 +31,7 @@ function draftsFor(event: TaskEvent, before: TaskContext, after: TaskContext): E
             nodeId: event.nodeId,
             attempt: after.attempt,
             crashes: after.crashes ?? 0,
+            charged: before.suspect === true,
             cause: "instance-died",
           },
         },

@@ -86,8 +86,15 @@ export interface TaskContext {
    * Executions of the current node cut short by the death of the instance running them (found started, never
    * finished, under a lease its holder never gave back): poison work, bounded by RECOVERY_MAX_ATTEMPTS. Not
    * handler retries (`retry.maxAttempts`) nor SIGTERM restarts. Absent means 0 (also on snapshots from before it).
+   * Only deaths while the node ran alone on its instance (`suspect`) are counted: another node may have killed it.
    */
   crashes?: number;
+  /**
+   * The current node was running when its instance died unexplained, with other work beside it: it is not charged
+   * for that death, but its next executions run alone on their instance (docs/operating.md "Poison work"), so a
+   * death during one of them is its own. Cleared when the node ends, as `crashes` is.
+   */
+  suspect?: boolean;
   /** Completed executions per node: refine loops visit a node again, and each visit has its own idempotency key. */
   visits: Record<string, number>;
   outputs: Record<string, unknown>;

@@ -10,7 +10,10 @@ export type TaskEvent =
   | { type: "START"; at: string }
   | { type: "NODE_STARTED"; at: string; nodeId: string }
   | { type: "NODE_COMPLETED"; at: string; nodeId: string; output: unknown; artifacts: Artifact[]; next: string | null }
-  /** The running node's last execution died with its instance (counted in `crashes`); logged as node.interrupted. */
+  /**
+   * The running node's last execution died with its instance: charged (`crashes`) when it ran alone as a suspect,
+   * else it becomes a suspect; logged as node.interrupted.
+   */
   | { type: "NODE_INTERRUPTED"; at: string; nodeId: string }
   /**
    * A running node recorded progress (replaces its whole `nodeProgress` entry); logged as node.progress. With

@@ -128,7 +128,13 @@ export const taskMachine = setup({
         blocked: undefined,
       };
     }),
-    recordNodeInterrupted: assign(({ context }) => ({ crashes: (context.crashes ?? 0) + 1 })),
+    // The first unexplained death makes the node a suspect (uncharged); a suspect ran alone, so its death is charged.
+    // The node is no longer started: its next execution is a new node.started, written when it runs again.
+    recordNodeInterrupted: assign(({ context }) =>
+      context.suspect
+        ? { crashes: (context.crashes ?? 0) + 1, nodeStarted: false }
+        : { suspect: true, nodeStarted: false },
+    ),
     recordNodeCompleted: assign(({ context, event }) => {
       if (event.type !== "NODE_COMPLETED") return {};
       return {
@@ -143,6 +149,7 @@ export const taskMachine = setup({
         nodeStarted: false,
         attempt: 0,
         crashes: undefined,
+        suspect: undefined,
         timer: undefined,
         ...withProgress(context.nodeProgress, event.nodeId, undefined),
       };
@@ -184,6 +191,7 @@ export const taskMachine = setup({
         nodeStarted: false,
         attempt: 0,
         crashes: undefined,
+        suspect: undefined,
         ...(event.progress ? withProgress(context.nodeProgress, event.nodeId, event.progress) : {}),
       };
     }),

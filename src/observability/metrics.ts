@@ -17,6 +17,12 @@ export interface Metrics {
   poisonExhausted: Counter;
   /** Tasks left at a node this instance lacks what it needs for (a handler, peer, variable or kind of their version). */
   blockedNodes: Counter;
+  /** Executions of a suspect node run alone on their instance (it died once, not run alone). */
+  isolatedRuns: Counter;
+  /** Instance deaths charged to a node: it was running alone (counted toward RECOVERY_MAX_ATTEMPTS). */
+  chargedCrashes: Counter;
+  /** How long node work waited for its tenant's turn on this instance (fair work), by tenant. */
+  workQueueDelay: Histogram;
   /** Connections the port closed at once: over MAX_CONNECTIONS or MAX_CONNECTIONS_PER_CLIENT. */
   connectionsRefused: Counter;
   /** Connections the port closed for a header, HTTP/2 SETTINGS or idle timeout. */
@@ -117,6 +123,16 @@ export function createMetrics(meter: Meter): Metrics {
     blockedNodes: meter.createCounter("openwop.node.blocked", {
       description: "Tasks blocked at a node whose pinned workflow version needs what this instance lacks",
     }),
+    isolatedRuns: meter.createCounter("openwop.node.isolated_runs", {
+      description: "Executions of a suspect node run alone on this instance after it died once, not run alone",
+    }),
+    chargedCrashes: meter.createCounter("openwop.node.charged_crashes", {
+      description: "Instance deaths charged to a node that was running alone (toward RECOVERY_MAX_ATTEMPTS)",
+    }),
+    workQueueDelay: seconds(
+      "openwop.work.queue_delay_seconds",
+      "Time node work waited for its tenant's turn on this instance, by tenant (weighted tenants and the first 50 others seen; the rest as other)",
+    ),
     connectionsRefused: meter.createCounter("openwop.connections.refused", {
       description: "New connections closed at once, by the cap they were over",
     }),

@@ -63,6 +63,8 @@ export function observeTasks(options: {
   startAtZero(metrics.nodeInterruptions);
   startAtZero(metrics.poisonExhausted);
   startAtZero(metrics.blockedNodes);
+  startAtZero(metrics.isolatedRuns);
+  startAtZero(metrics.chargedCrashes);
   metrics.observe("actors", (report) => report(supervisor.liveTaskCount()));
   metrics.observe("streams", (report) => report(hook.openSubscriptions()));
 
@@ -79,7 +81,10 @@ export function observeTasks(options: {
       : undefined;
     if (created && logging) logger.info({ ...task, event: "task.created", state: to }, "task created");
     for (const event of events) {
-      if (event.type === "node.interrupted") metrics.nodeInterruptions.add(1);
+      if (event.type === "node.interrupted") {
+        metrics.nodeInterruptions.add(1);
+        if (event.payload["charged"] === true) metrics.chargedCrashes.add(1);
+      } else if (event.type === "node.started" && event.payload["isolated"] === true) metrics.isolatedRuns.add(1);
       else if (event.type === "run.failed" && context.error?.code === POISON_EXHAUSTED) metrics.poisonExhausted.add(1);
       else if (event.type === "openwop-a2a-host.node.blocked") metrics.blockedNodes.add(1);
     }

@@ -35,6 +35,8 @@ export interface PushDeliveryWorkerOptions {
   retry: RetryPolicy;
   timeoutMs: number;
   concurrency: number;
+  /** Each tenant's weight in the round robin for slots (WORK_TENANT_WEIGHTS); 1 when not named. */
+  tenantWeights?: Readonly<Record<string, number>>;
   breaker: { threshold: number; cooldownMs: number };
   sweepIntervalMs: number;
   /** How long a settled config and a dead letter are kept (the task retention). */
@@ -72,6 +74,8 @@ type Step = { kind: "done" } | { kind: "reload" };
 export class PushDeliveryWorker {
   private readonly jobs = new Map<string, { again: boolean; done: Promise<void> }>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** The tenant of each config with a delivery running or waiting to retry here (its turn for a slot). */
+  private readonly tenants = new Map<string, string>();
   private readonly slots: DeliverySlots;
   private readonly webhooks: WebhookAttempts;
   private readonly clock: () => Date;
@@ -84,7 +88,7 @@ export class PushDeliveryWorker {
 
   constructor(private readonly options: PushDeliveryWorkerOptions) {
     this.clock = options.clock ?? (() => new Date());
-    this.slots = new DeliverySlots(options.concurrency);
+    this.slots = new DeliverySlots(options.concurrency, options.tenantWeights);
     this.webhooks = new WebhookAttempts({ ...options, clock: this.clock });
     this.watched = new WatchedTasks(options.commits, (taskId) => void this.wakeTask(taskId));
     this.leases = new DeliveryLeases({
@@ -140,7 +144,7 @@ export class PushDeliveryWorker {
       for (const config of await this.options.configs.list(taskId)) {
         if (config.delivery.settled) continue;
         unsettled++;
-        this.enqueue(config.taskId, config.configId);
+        this.enqueue(config.taskId, config.configId, config.tenant);
       }
       // Settled configs never reopen: a task with none left needs no more lookups (a new config watches it again).
       if (unsettled > 0) this.watched.add(taskId);
@@ -161,7 +165,7 @@ export class PushDeliveryWorker {
           const page: PushConfigRecord[] = await this.options.configs.listUnsettled(after, SWEEP_PAGE);
           for (const config of page) {
             this.watched.add(config.taskId);
-            this.enqueue(config.taskId, config.configId);
+            this.enqueue(config.taskId, config.configId, config.tenant);
           }
           count += page.length;
           const last = page.at(-1);
@@ -208,9 +212,11 @@ export class PushDeliveryWorker {
     this.sweepTimer.unref();
   }
 
-  private enqueue(taskId: string, configId: string): void {
+  /** `tenant`: whose turn the delivery waits for; a retry or an expired lease finds it kept from before. */
+  private enqueue(taskId: string, configId: string, tenant?: string): void {
     if (this.stopped) return;
     const key = JSON.stringify([taskId, configId]);
+    if (tenant !== undefined) this.tenants.set(key, tenant);
     const running = this.jobs.get(key);
     if (running) {
       running.again = true;
@@ -219,7 +225,7 @@ export class PushDeliveryWorker {
     const job = { again: false, done: Promise.resolve() };
     this.jobs.set(key, job);
     job.done = (async () => {
-      await this.slots.acquire(this.stopped);
+      await this.slots.acquire(this.tenants.get(key) ?? "", this.stopped);
       try {
         for (;;) {
           do {
@@ -250,6 +256,7 @@ export class PushDeliveryWorker {
       } finally {
         this.slots.release();
         this.jobs.delete(key);
+        if (!this.timers.has(key)) this.tenants.delete(key);
       }
     })();
   }

@@ -34,6 +34,8 @@ export interface PushNotificationsOptions {
   logger: Logger;
   /** Tests only: a resolver for the egress guard (registration and delivery). */
   resolve?: Resolver;
+  /** Each tenant's weight in the round robin for delivery slots (WORK_TENANT_WEIGHTS). */
+  tenantWeights?: Readonly<Record<string, number>>;
   /** Wraps the webhook client (telemetry: spans, traceparent, delivery metrics). */
   decorateClient?: (client: PushHttpClient) => PushHttpClient;
 }
@@ -99,6 +101,7 @@ export async function createPushNotifications(options: PushNotificationsOptions)
     },
     timeoutMs: settings.timeoutMs,
     concurrency: settings.concurrency,
+    ...(options.tenantWeights ? { tenantWeights: options.tenantWeights } : {}),
     breaker: { threshold: settings.breakerThreshold, cooldownMs: settings.breakerCooldownMs },
     sweepIntervalMs: settings.sweepIntervalMs,
     retentionMs: options.retentionMs,

@@ -116,10 +116,12 @@ describe("task execution leases across host processes", () => {
     expectOneCleanRun(log);
     // At-least-once: the node started again on B (attempt 2), after A's attempt 1 was lost with A.
     expect(log.filter((e) => e.type === "node.started").map((e) => e.payload["attempt"])).toEqual([1, 2]);
-    // A's execution died with A (its lease was never given back): counted once toward RECOVERY_MAX_ATTEMPTS.
+    // A's execution died with A (its lease was never given back): not charged, since it may not have been its
+    // doing; B ran it again alone on B (a suspect) and it completed, so nothing counts toward RECOVERY_MAX_ATTEMPTS.
     expect(log.filter((e) => e.type === "node.interrupted").map((e) => e.payload)).toEqual([
-      { nodeId: "work", attempt: 1, crashes: 1, cause: "instance-died" },
+      { nodeId: "work", attempt: 1, crashes: 0, charged: false, cause: "instance-died" },
     ]);
+    expect(log.filter((e) => e.type === "node.started").map((e) => e.payload["isolated"])).toEqual([undefined, true]);
     expect(b.output()).toContain("taking over runnable tasks with a free or expired lease");
   });
 

@@ -100,6 +100,7 @@ describe("discovery and the durable read over REST", () => {
     expect(bound!.bound).toBe(bound!.terms.reduce((sum, t) => sum + t.ms, 0));
     expect(doc["recoveryEvidence"].attemptBound).toEqual({
       maxAttempts: 5,
+      maxExecutions: 6,
       setting: "RECOVERY_MAX_ATTEMPTS",
       terminalError: "poison_exhausted",
     });

@@ -1,8 +1,9 @@
-// Poison work (docs/operating.md "Poison work"): a node whose execution kills its instance is counted
-// durably — each takeover of a lease its holder never gave back, finding the node started and unfinished,
-// commits `node.interrupted` with the node's next start, before it runs — and after RECOVERY_MAX_ATTEMPTS
-// the run fails with `poison_exhausted` and is never picked up again. A graceful stop (the lease released)
-// does not count. Here an instance "dies" by losing its store (every call throws, as in a dead process: it
+// Poison work (docs/operating.md "Poison work"): each takeover of a lease its holder never gave back, finding
+// the node started and unfinished, commits `node.interrupted` before the node runs again. The first such death
+// is not charged (other work may have killed the instance): the node becomes a suspect and runs again alone on
+// its instance. A death while it ran alone is its own and is counted durably, and after RECOVERY_MAX_ATTEMPTS of
+// them the run fails with `poison_exhausted` and is never picked up again. Work that died beside a poison node
+// is not charged and completes. A graceful stop (the lease released) does not count. Here an instance "dies" by losing its store (every call throws, as in a dead process: it
 // cannot release its leases), and the next instance starts with the same INSTANCE_ID, as a restart does.
 import { randomUUID } from "node:crypto";
 import { mkdtemp, writeFile } from "node:fs/promises";
@@ -74,7 +75,16 @@ function suite(name: string, openStore: () => Promise<TaskStore>) {
       if (hctx.attempt === 2) return Promise.reject(new HandlerError("busy", "try again", true));
       return Promise.resolve({ output: { ok: true } });
     };
-    const handlers = { poison, flaky };
+    /** Innocent work beside the poison: blocks until its instance stops on its first execution, completes after. */
+    const slow: TaskHandler = (hctx) => {
+      calls.push({ taskId: hctx.taskId, idempotencyKey: hctx.idempotencyKey, attempt: hctx.attempt });
+      if (hctx.attempt === 1)
+        return new Promise((resolve) =>
+          hctx.signal.addEventListener("abort", () => resolve({ output: {} }), { once: true }),
+        );
+      return new Promise((resolve) => setTimeout(() => resolve({ output: { ok: true } }), 20));
+    };
+    const handlers = { poison, flaky, slow };
     const env = (instance: string) => ({
       WORKFLOWS_DIR: dir,
       INSTANCE_ID: instance,
@@ -88,6 +98,10 @@ function suite(name: string, openStore: () => Promise<TaskStore>) {
       await writeFile(
         join(dir, "flaky.yaml"),
         "id: flaky\nname: Flaky\ndescription: retried handler errors\nnodes:\n  - { kind: task, id: work, handler: flaky, retry: { maxAttempts: 2 } }\n",
+      );
+      await writeFile(
+        join(dir, "slow.yaml"),
+        "id: slow\nname: Slow\ndescription: innocent work\nnodes:\n  - { kind: task, id: work, handler: slow }\n",
       );
       await writeFile(
         join(dir, "poison.yaml"),
@@ -108,36 +122,50 @@ function suite(name: string, openStore: () => Promise<TaskStore>) {
       };
     }
 
-    it("counts every execution that died with its instance, and fails the run with poison_exhausted at RECOVERY_MAX_ATTEMPTS; other tasks keep working", async () => {
+    it("charges only deaths while the node ran alone, and fails the run with poison_exhausted at RECOVERY_MAX_ATTEMPTS of them; other tasks keep working", async () => {
       const base = await openStore();
       calls.length = 0;
       let host = await life(base, "host-1");
       const task = await host.core.core.service.sendMessage({ message: message("poison"), blocking: false }, ctx);
       const taskId = task.id;
-      // Three executions, each ended by the death of its instance; each restart (same INSTANCE_ID) takes the lease back at once.
-      for (let run = 1; run <= 3; run++) {
+      const interruptions = async () =>
+        (await base.readEvents(taskId, 0)).filter((e) => e.type === "node.interrupted").map((e) => e.payload);
+      // Execution 1 dies uncharged (a suspect now); executions 2 to 4 run alone, and each death is charged.
+      for (let run = 1; run <= 4; run++) {
         await until(() => calls.length >= run || undefined, `execution ${run}`);
-        const events = await base.readEvents(taskId, 0);
         // The count is stored before the node runs: a death now leaves it raised.
-        expect(events.filter((e) => e.type === "node.interrupted").map((e) => e.payload["crashes"])).toEqual(
-          Array.from({ length: run - 1 }, (_, i) => i + 1),
+        expect((await interruptions()).map((p) => [p["charged"], p["crashes"]])).toEqual(
+          [
+            [false, 0],
+            [true, 1],
+            [true, 2],
+          ].slice(0, run - 1),
         );
+        const started = (await base.readEvents(taskId, 0)).filter((e) => e.type === "node.started").at(-1);
+        expect(started?.payload["isolated"]).toBe(run > 1 ? true : undefined);
         await host.kill();
         host = await life(base, "host-1");
       }
-      // The fourth start finds the third death: the run fails, the node is not run again.
+      // The fifth start finds the third charged death: the run fails, the node is not run again.
       const failed = await until(
         async () => ((await base.get(taskId))?.a2a.state === "failed" ? base.get(taskId) : undefined),
         "the failed run",
       );
-      expect(calls).toHaveLength(3);
+      expect(calls).toHaveLength(4); // RECOVERY_MAX_ATTEMPTS + 1: at most one uncharged death
       expect(new Set(calls.map((c) => c.idempotencyKey))).toEqual(new Set([`${taskId}:crash:1`]));
-      expect(calls.map((c) => c.attempt)).toEqual([1, 2, 3]);
+      expect(calls.map((c) => c.attempt)).toEqual([1, 2, 3, 4]);
       expect(failed?.lease ?? undefined).toBeUndefined();
+      expect(await interruptions()).toEqual([
+        { nodeId: "crash", attempt: 1, crashes: 0, charged: false, cause: "instance-died" },
+        ...[1, 2, 3].map((crashes) => ({
+          nodeId: "crash",
+          attempt: crashes + 1,
+          crashes,
+          charged: true,
+          cause: "instance-died",
+        })),
+      ]);
       const log = await base.readEvents(taskId, 0);
-      expect(log.filter((e) => e.type === "node.interrupted").map((e) => e.payload)).toEqual(
-        [1, 2, 3].map((crashes) => ({ nodeId: "crash", attempt: crashes, crashes, cause: "instance-died" })),
-      );
       expect(log.slice(-3).map((e) => e.type)).toEqual(["node.interrupted", "node.failed", "run.failed"]);
       const error = log.at(-1)?.payload["error"] as { code: string; message: string; nodeId: string };
       expect(error).toMatchObject({ code: "poison_exhausted", nodeId: "crash" });
@@ -153,7 +181,51 @@ function suite(name: string, openStore: () => Promise<TaskStore>) {
       expect(echo.status.state).toBe("completed");
       await host.kill();
       await new Promise((r) => setTimeout(r, 100));
-      expect(calls).toHaveLength(3);
+      expect(calls).toHaveLength(4);
+    });
+
+    it("does not charge innocent work that died beside a poison node: both run again alone, the innocent completes, the poison alone is failed", async () => {
+      const base = await openStore();
+      calls.length = 0;
+      let host = await life(base, "host-5");
+      const poisonTask = await host.core.core.service.sendMessage({ message: message("poison"), blocking: false }, ctx);
+      const innocent = await host.core.core.service.sendMessage({ message: message("slow"), blocking: false }, ctx);
+      const ran = (taskId: string) => calls.filter((c) => c.taskId === taskId).length;
+      await until(() => (ran(poisonTask.id) >= 1 && ran(innocent.id) >= 1) || undefined, "both first executions");
+      await host.kill();
+      host = await life(base, "host-5");
+      // Every later life ends while the poison node runs (alone: nothing else runs then), until the run fails.
+      const poisonFailed = async () => (await base.get(poisonTask.id))?.a2a.state === "failed";
+      for (let seen = 1; ; seen++) {
+        const next = await until(
+          async () => ((await poisonFailed()) ? "failed" : ran(poisonTask.id) > seen ? "running" : undefined),
+          `poison execution ${seen + 1} or its failure`,
+        );
+        if (next === "failed") break;
+        await host.kill();
+        host = await life(base, "host-5");
+      }
+      expect(ran(poisonTask.id)).toBe(4); // one uncharged death, then RECOVERY_MAX_ATTEMPTS (3) alone
+      await until(
+        async () => ((await base.get(innocent.id))?.a2a.state === "completed" ? true : undefined),
+        "the innocent task's completion",
+      );
+      expect(ran(innocent.id)).toBe(2); // died once beside the poison, then ran alone and completed
+      const innocentHead = await base.get(innocent.id);
+      expect(innocentHead?.a2a.state).toBe("completed");
+      const innocentLog = await base.readEvents(innocent.id, 0);
+      expect(innocentLog.filter((e) => e.type === "node.interrupted").map((e) => e.payload["charged"])).toEqual([
+        false,
+      ]);
+      const poisonLog = await base.readEvents(poisonTask.id, 0);
+      expect(poisonLog.filter((e) => e.type === "node.interrupted").map((e) => e.payload["charged"])).toEqual([
+        false,
+        true,
+        true,
+        true,
+      ]);
+      expect(poisonLog.at(-1)?.payload["error"]).toMatchObject({ code: "poison_exhausted" });
+      await host.kill();
     });
 
     it("keeps handler retries (retry.maxAttempts) apart from executions that died: a crash does not use up the node's retry", async () => {

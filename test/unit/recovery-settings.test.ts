@@ -32,7 +32,12 @@ describe("poison work settings (RECOVERY_MAX_ATTEMPTS) and the RFC 0158 evidence
           ],
         },
       ],
-      attemptBound: { maxAttempts: 3, setting: "RECOVERY_MAX_ATTEMPTS", terminalError: "poison_exhausted" },
+      attemptBound: {
+        maxAttempts: 3,
+        maxExecutions: 4,
+        setting: "RECOVERY_MAX_ATTEMPTS",
+        terminalError: "poison_exhausted",
+      },
     });
   });
 });

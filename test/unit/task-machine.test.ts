@@ -600,19 +600,26 @@ describe("context effects", () => {
     expect(actor.getSnapshot().context.attempt).toBe(1);
   });
 
-  it("NODE_INTERRUPTED counts executions of the running node that died with their instance, apart from attempt; completion clears it", () => {
+  it("NODE_INTERRUPTED makes the first death a suspect's (uncharged) and counts later ones (run alone), apart from attempt; completion clears both", () => {
     const actor = newActor();
     applyTaskEvent(actor, ev.start());
     expect(() => applyTaskEvent(actor, { type: "NODE_INTERRUPTED", at: at(), nodeId: "prepare" })).toThrow(); // not started: nothing died
     applyTaskEvent(actor, ev.nodeStarted("prepare"));
     expect(actor.getSnapshot().context.crashes).toBeUndefined(); // absent reads as 0 (also on snapshots from before the field)
     applyTaskEvent(actor, { type: "NODE_INTERRUPTED", at: at(), nodeId: "prepare" });
+    // Died not run alone: not charged, the node is a suspect and no longer started (a second death before it runs again is none).
+    expect(actor.getSnapshot().context).toMatchObject({ suspect: true, nodeStarted: false, attempt: 1 });
+    expect(actor.getSnapshot().context.crashes).toBeUndefined();
+    expect(() => applyTaskEvent(actor, { type: "NODE_INTERRUPTED", at: at(), nodeId: "prepare" })).toThrow();
     applyTaskEvent(actor, ev.nodeStarted("prepare"));
     applyTaskEvent(actor, { type: "NODE_INTERRUPTED", at: at(), nodeId: "prepare" });
     applyTaskEvent(actor, ev.nodeStarted("prepare"));
-    expect(actor.getSnapshot().context).toMatchObject({ crashes: 2, attempt: 3, nodeStarted: true });
+    applyTaskEvent(actor, { type: "NODE_INTERRUPTED", at: at(), nodeId: "prepare" });
+    applyTaskEvent(actor, ev.nodeStarted("prepare"));
+    expect(actor.getSnapshot().context).toMatchObject({ suspect: true, crashes: 2, attempt: 4, nodeStarted: true });
     applyTaskEvent(actor, ev.nodeCompleted("prepare", "finalize"));
     expect(actor.getSnapshot().context.crashes).toBeUndefined();
+    expect(actor.getSnapshot().context.suspect).toBeUndefined();
   });
 
   it("NODE_COMPLETED records the output, counts the visit and moves the cursor", () => {

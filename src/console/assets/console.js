@@ -687,7 +687,9 @@ async function showTask(taskId) {
         el(
           "span",
           { class: "note retry" },
-          `died with its instance: ${e.payload?.crashes ?? "?"} of RECOVERY_MAX_ATTEMPTS`,
+          e.payload?.charged === false
+            ? "died with its instance, not run alone: not charged, runs again alone"
+            : `died with its instance while alone: ${e.payload?.crashes ?? "?"} of RECOVERY_MAX_ATTEMPTS`,
         ),
       );
     if (e.type === "interrupt.resolved") {

@@ -150,12 +150,13 @@ async function runHandler(
     if (!stillRunning(live, node.id)) return; // cancelled or paused (immediate) while the handler ran; its result is dropped
     if (failure) {
       // Handler retries are immediate (the next step starts the node again); the handler's error says whether to.
-      // Executions that died with their instance are poison work's budget (RECOVERY_MAX_ATTEMPTS), not this one.
+      // Executions that died with their instance are poison work's budget (RECOVERY_MAX_ATTEMPTS), not this one:
+      // the charged ones (`crashes`) and the one uncharged death that made the node a suspect.
       if (
         !giveUpReason(
           { baseMs: 0, maxMs: 0, maxAttempts: node.retry?.maxAttempts ?? 1 },
           failure,
-          context.attempt - (context.crashes ?? 0),
+          context.attempt - (context.crashes ?? 0) - (context.suspect ? 1 : 0),
         )
       )
         return;
