@@ -7,6 +7,7 @@ import type { TaskService } from "./a2a/task-service.js";
 import type { TaskSupervisor } from "./engine/task-supervisor.js";
 import type { AuthDescription } from "./auth/authenticator.js";
 import { hostAuthenticator } from "./auth/host-authenticator.js";
+import { chargingAuthenticator } from "./limits/tenant-limits.js";
 import { certificateObserver, oidcObserver } from "./observed/observed-trust.js";
 import { loadTlsServing, TlsFileWatcher } from "./transport/tls-files.js";
 import { consoleStreamCounter } from "./observed/observed-console.js";
@@ -139,6 +140,8 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   const auth = authenticator.describe();
   const core = await createCore({ ...options, telemetry, interfaces: hostInterfaces(config.publicUrl), auth });
   const { catalog, supervisor, push, card, runs, runInterrupts, feed } = core;
+  // Every binding's calls are charged to their caller's request rate (TENANT_LIMITS) as they are authenticated.
+  const admitting = chargingAuthenticator(authenticator, core.limits.limits);
   // Under the GenAI opt-in, a message sent to the agent (any binding, any version) is noted as an agent invocation.
   const service = observedInvocations(core.service, core.telemetry, ["send", "sendMessage", "streamMessage"]);
 
@@ -268,6 +271,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     ping: () => options.store.ping?.() ?? Promise.resolve(),
     timeoutMs: config.readinessTimeoutMs,
     leaseProblem: () => core.supervisor.leaseProblem(),
+    shedding: () => core.limits.overload.shedding,
     details: {
       store: options.store.kind,
       durable: options.durableStore,
@@ -283,7 +287,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   // Connect adapter (which authenticates in its interceptor); everything else is authenticated, then routed.
   const rpc = createA2AConnectHandler({
     versions,
-    authenticator,
+    authenticator: admitting,
     report,
     maxBodyBytes: config.maxBodyBytes,
     maxInputDepth: config.maxInputDepth,
@@ -311,7 +315,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
       handles: (req) => isA2ARpcPath(req.url) || isOpsRpcPath(req.url) || isRpcRequest(req),
       handle: (req, res) => (isOpsRpcPath(req.url) ? opsRpc(req, res) : rpc(req, res)),
     },
-    authenticator,
+    authenticator: admitting,
     publicPaths: [...PUBLIC_PATHS, ...publicNodeKindPaths(core.nodeRoutes)],
     openwopVersions,
     publicPrincipal: PUBLIC_PRINCIPAL,

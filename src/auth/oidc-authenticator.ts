@@ -267,7 +267,9 @@ function principalOf(payload: JWTPayload, settings: OidcIssuerSettings): Princip
     throw new DomainError("unauthenticated", `invalid token: no "${settings.tenantClaim}" claim naming a tenant`);
   const subject = typeof payload.sub === "string" && payload.sub ? payload.sub : undefined;
   if (!subject) throw new DomainError("unauthenticated", 'invalid token: no "sub" claim');
-  return { tenant, id: `oidc:${subject}`, scopes: scopesOf(payload, settings) };
+  // RFC 9068 §2.2 names the client `client_id`; Entra ID and many others say `azp` (OIDC Core §2).
+  const client = [payload["client_id"], payload["azp"]].find((c): c is string => typeof c === "string" && c !== "");
+  return { tenant, id: `oidc:${subject}`, scopes: scopesOf(payload, settings), ...(client ? { clientId: client } : {}) };
 }
 
 /**

@@ -57,6 +57,7 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
     // Optional members pass through as they are, so the wrapper never hides what the store can do.
     ...(store.limits ? { limits: store.limits } : {}),
     ...(store.openCommitFeed ? { openCommitFeed: store.openCommitFeed.bind(store) } : {}),
+    ...(store.tenantUsage ? { tenantUsage: store.tenantUsage } : {}),
     init: () => store.init(),
     ping: () => (store.ping ? store.ping() : Promise.resolve()),
     create: (record, events) => {

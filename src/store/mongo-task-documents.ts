@@ -50,6 +50,8 @@ export const TASK_INDEXES: IndexDescription[] = [
   { key: { tenant: 1, updatedAt: -1, _id: -1 }, name: "tenant_updated" },
   // The operator console's skill filter: a tenant's tasks of one workflow, newest first.
   { key: { tenant: 1, workflowId: 1, updatedAt: -1, _id: -1 }, name: "tenant_workflow_updated" },
+  // The running-task limit (TENANT_LIMITS runningTasks): a tenant's tasks that have not ended, counted.
+  { key: { tenant: 1, status: 1 }, name: "tenant_status" },
   // A2A message.messageId idempotency: one live task per (tenant, principal, messageId) digest; the create fails on a repeat.
   {
     key: { idempotencyKey: 1 },

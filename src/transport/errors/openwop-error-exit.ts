@@ -19,5 +19,5 @@ export function openwopErrorBody(err: unknown): {
 /** The OpenWOP REST error exit. */
 export function sendOpenwopError(res: HttpResponse, err: unknown, headers: Record<string, string> = {}): void {
   const { status, body } = openwopErrorBody(err);
-  sendJson(res, status, body, { ...statusHeaders(status), ...headers });
+  sendJson(res, status, body, { ...statusHeaders(status, err), ...headers });
 }

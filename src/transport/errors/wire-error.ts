@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { A2AVersion } from "../../domain/a2a-version.js";
 import type { WireError } from "../../a2a/version-module.js";
 import { versionModule } from "../../a2a/versions.js";
-import { toDomainError, type DomainError } from "../../domain/errors.js";
+import { DomainError, toDomainError } from "../../domain/errors.js";
 import type { Logger } from "../../observability/logger.js";
 import { statusesOf, WIRE_CODES } from "../error-codes.js";
 
@@ -63,6 +63,7 @@ export function wireErrorOf(err: unknown, version: A2AVersion): WireError {
     http: statuses.http,
     grpc: statuses.grpc,
     reason: codes.reason ?? domain.code.toUpperCase().replace(/-/g, "_"),
+    ...(retryAfterSecondsOf(domain) !== undefined ? { retryAfterSeconds: retryAfterSecondsOf(domain) } : {}),
   };
 }
 
@@ -74,9 +75,20 @@ export function jsonRpcHttpStatus(err: DomainError, version: A2AVersion): number
 /** Seconds a 503 (store unavailable) asks HTTP callers to wait before retrying. */
 export const RETRY_AFTER_SECONDS = 1;
 
-/** The headers an HTTP error status carries by itself: `Retry-After` on 503 (RFC 9110 §10.2.3). */
-export function statusHeaders(status: number): Record<string, string> {
+/**
+ * The headers an HTTP error answer carries by itself: `Retry-After` with the error's own retry time (a limit's
+ * refusal, 429), else on 503 (RFC 9110 §10.2.3).
+ */
+export function statusHeaders(status: number, err?: unknown): Record<string, string> {
+  const asked = retryAfterSecondsOf(err);
+  if (asked !== undefined) return { "retry-after": String(asked) };
   return status === 503 ? { "retry-after": String(RETRY_AFTER_SECONDS) } : {};
+}
+
+/** The seconds an error asks the caller to wait before retrying (`details.retryAfterSeconds`), if it names them. */
+export function retryAfterSecondsOf(err: unknown): number | undefined {
+  const value = err instanceof DomainError ? err.details?.["retryAfterSeconds"] : undefined;
+  return typeof value === "number" ? value : undefined;
 }
 
 /**
@@ -84,5 +96,5 @@ export function statusHeaders(status: number): Record<string, string> {
  * 200, a gRPC-Web status on 200): whenever the one table says 503 for it, the HTTP answer says when to retry.
  */
 export function retryAfterOf(err: DomainError): Record<string, string> {
-  return statusHeaders(WIRE_CODES[err.code].http);
+  return statusHeaders(WIRE_CODES[err.code].http, err);
 }

@@ -70,7 +70,7 @@ export function sendA2ARestError(
   headers: Record<string, string> = {},
 ): void {
   const { status, body, contentType } = httpJsonError(version, err);
-  sendJson(res, status, body, { "content-type": contentType, ...statusHeaders(status), ...headers });
+  sendJson(res, status, body, { "content-type": contentType, ...statusHeaders(status, err), ...headers });
 }
 
 function restRequestOf(

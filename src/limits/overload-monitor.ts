@@ -1,0 +1,86 @@
+import { monitorEventLoopDelay, type IntervalHistogram } from "node:perf_hooks";
+import type { OverloadSettings } from "./limit-settings.js";
+
+/** How often the monitor judges (one window of event-loop samples, one store ping). */
+export const OVERLOAD_WINDOW_MS = 1_000;
+/** How finely the event-loop delay is sampled (as the runtime metrics do: Node's 10 ms default would hide stalls). */
+const RESOLUTION_MS = 10;
+
+export interface OverloadMonitorOptions {
+  settings: OverloadSettings;
+  /** One round trip to the store (its readiness ping); its time is the store's latency. */
+  ping: () => Promise<void>;
+  clock?: () => number;
+}
+
+/**
+ * Overload, judged once a window: the event loop's p99 delay over the window past OVERLOAD_EVENT_LOOP_DELAY_MS, or
+ * the store's ping slower than OVERLOAD_STORE_LATENCY_MS (a ping still unanswered at the window's end counts as
+ * that slow). While either holds, the instance sheds: new tasks are refused first (503 + Retry-After), and
+ * `/readyz` says so; replies to waiting tasks, cancels, reads and approvals are still served. It stops shedding at
+ * the first window under both limits. A limit of 0 turns its check off.
+ */
+export class OverloadMonitor {
+  private readonly delay: IntervalHistogram | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private reason: string | undefined;
+  /** When the ping in flight started (undefined: none in flight), and what the last one took. */
+  private pingStarted: number | undefined;
+  private lastPingMs = 0;
+  private readonly clock: () => number;
+
+  constructor(private readonly options: OverloadMonitorOptions) {
+    this.clock = options.clock ?? (() => performance.now());
+    if (options.settings.eventLoopDelayMs > 0) this.delay = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
+  }
+
+  /** Why new tasks are refused now, or undefined. */
+  get shedding(): string | undefined {
+    return this.reason;
+  }
+
+  start(): void {
+    const { eventLoopDelayMs, storeLatencyMs } = this.options.settings;
+    if (eventLoopDelayMs === 0 && storeLatencyMs === 0) return;
+    this.delay?.enable();
+    this.timer = setInterval(() => this.judge(), OVERLOAD_WINDOW_MS).unref();
+    if (storeLatencyMs > 0) this.ping();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.delay?.disable();
+  }
+
+  /** Ends a window: judges it, and starts the next (a fresh histogram, a new ping unless one is still out). */
+  judge(): void {
+    const { eventLoopDelayMs, storeLatencyMs } = this.options.settings;
+    const reasons: string[] = [];
+    if (this.delay && this.delay.count > 0) {
+      // Node measures the time between its sampling timer's runs: the delay is what lies beyond the resolution.
+      const p99 = Math.max(0, this.delay.percentile(99) / 1e6 - RESOLUTION_MS);
+      if (p99 > eventLoopDelayMs)
+        reasons.push(
+          `event-loop delay p99 ${Math.round(p99)} ms over OVERLOAD_EVENT_LOOP_DELAY_MS=${eventLoopDelayMs}`,
+        );
+      this.delay.reset();
+    }
+    if (storeLatencyMs > 0) {
+      const waiting = this.pingStarted !== undefined ? this.clock() - this.pingStarted : 0;
+      const latency = Math.max(this.lastPingMs, waiting);
+      if (latency > storeLatencyMs)
+        reasons.push(`store latency ${Math.round(latency)} ms over OVERLOAD_STORE_LATENCY_MS=${storeLatencyMs}`);
+      if (this.pingStarted === undefined) this.ping();
+    }
+    this.reason = reasons.length > 0 ? reasons.join("; ") : undefined;
+  }
+
+  private ping(): void {
+    const started = (this.pingStarted = this.clock());
+    const done = () => {
+      this.lastPingMs = this.clock() - started;
+      this.pingStarted = undefined;
+    };
+    this.options.ping().then(done, done);
+  }
+}
