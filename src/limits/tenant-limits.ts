@@ -137,7 +137,7 @@ export class TenantLimits implements CreationGate, StreamGate {
       return await this.holdRunningPlace(principal, running, store);
     } catch (err) {
       // The creation does not happen: it takes no token from the per-minute allowance.
-      if (tpm) this.bucketOf("tasks", tpm).refund(this.share(tpm.value));
+      if (tpm) this.bucketOf("tasks", tpm, tpm.value).refund(this.share(tpm.value));
       throw err;
     }
   }
@@ -151,7 +151,13 @@ export class TenantLimits implements CreationGate, StreamGate {
         throw this.refused(
           principal,
           "streams",
-          limitRefusal("streams", streams, principal.tenant, `${open} streams are open`, COUNT_RETRY_SECONDS),
+          limitRefusal(
+            "streams",
+            streams,
+            principal.tenant,
+            `${open} open stream${open === 1 ? "" : "s"}`,
+            COUNT_RETRY_SECONDS,
+          ),
         );
       this.localStreams.set(streams.bucket, local + 1);
     }
@@ -209,7 +215,7 @@ export class TenantLimits implements CreationGate, StreamGate {
       throw this.refused(
         principal,
         "runningTasks",
-        limitRefusal("runningTasks", running, tenant, `${counted - 1} tasks have not ended`, COUNT_RETRY_SECONDS),
+        limitRefusal("runningTasks", running, tenant, unfinished(counted - 1), COUNT_RETRY_SECONDS),
       );
     }
     this.usage.task(tenant, counted);
@@ -219,13 +225,14 @@ export class TenantLimits implements CreationGate, StreamGate {
   /** 0 when the bucket gave a token; else the seconds until it will (Infinity → never: a limit of 0). */
   private take(kind: string, bound: BoundLimit, perSecond: number, capacity: number): number {
     if (bound.value === 0) return Number.POSITIVE_INFINITY;
-    return this.bucketOf(kind, bound).take(this.clock(), perSecond / this.instances, this.share(capacity));
+    return this.bucketOf(kind, bound, capacity).take(this.clock(), perSecond / this.instances, this.share(capacity));
   }
 
-  private bucketOf(kind: string, bound: BoundLimit): TokenBucket {
+  /** The bucket of one kind of limit for what `bound` counts against; a new one starts full. */
+  private bucketOf(kind: string, bound: BoundLimit, capacity: number): TokenBucket {
     const id = `${kind}\u0000${bound.bucket}`;
     let bucket = this.buckets.get(id);
-    if (!bucket) this.buckets.set(id, (bucket = new TokenBucket(this.share(bound.value), this.clock())));
+    if (!bucket) this.buckets.set(id, (bucket = new TokenBucket(this.share(capacity), this.clock())));
     return bucket;
   }
 
@@ -259,6 +266,10 @@ export function chargingAuthenticator(authenticator: Authenticator, limits: Tena
       };
     },
   });
+}
+
+function unfinished(count: number): string {
+  return `${count} unfinished task${count === 1 ? "" : "s"}`;
 }
 
 /** Whether any entry sets a rate or a stream limit: only then do instances beat to share them. */

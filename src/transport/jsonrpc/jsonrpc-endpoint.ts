@@ -155,7 +155,8 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
 }
 
 /**
- * The answer to a JSON-RPC call refused before the endpoint ran (401 / 403 from authentication): the body is
+ * The answer to a JSON-RPC call refused before the endpoint ran (401 / 403 from authentication, 429 over its
+ * caller's request rate, with Retry-After): the body is
  * still read (within MAX_BODY_BYTES), so the error carries the request's id, and the version its method
  * names, whenever they can be read; otherwise id null in the 0.3 shape.
  */
@@ -181,7 +182,7 @@ export function createJsonRpcRefusal(options: {
       // Unreadable (too large, not JSON, the caller gone): the id stays null.
     }
     const domain = options.report(err, { binding: "jsonrpc", rpcId: id });
-    const all = { ...activatedExtensions(req, options.supportedExtensions), ...headers };
+    const all = { ...activatedExtensions(req, options.supportedExtensions), ...retryAfterOf(domain), ...headers };
     if (!res.writableEnded)
       sendJson(res, wireErrorOf(domain, version).http, jsonRpcErrorBody(version, id, domain), all);
   };
