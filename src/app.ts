@@ -7,7 +7,7 @@ import type { TaskService } from "./a2a/task-service.js";
 import type { TaskSupervisor } from "./engine/task-supervisor.js";
 import type { AuthDescription } from "./auth/authenticator.js";
 import { hostAuthenticator } from "./auth/host-authenticator.js";
-import { chargingAuthenticator } from "./limits/tenant-limits.js";
+import { chargingAuthenticator, type TenantLimits } from "./limits/tenant-limits.js";
 import { certificateObserver, oidcObserver } from "./observed/observed-trust.js";
 import { loadTlsServing, TlsFileWatcher } from "./transport/tls-files.js";
 import { consoleStreamCounter } from "./observed/observed-console.js";
@@ -82,6 +82,8 @@ export interface App {
   skills: string[];
   /** The ways in, as the authenticators describe them: for the start-up line. */
   auth: AuthDescription;
+  /** Tenant limits (TENANT_LIMITS) and overload shedding. */
+  limits: TenantLimits;
   /** Starts listening and resumes every unfinished task. */
   listen(): Promise<AddressInfo>;
   /**
@@ -370,6 +372,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     agentName: card.name,
     skills: catalog.ids(),
     auth,
+    limits: core.limits.limits,
     async listen() {
       const address = await server.listen(config.port, config.host);
       await core.start();
