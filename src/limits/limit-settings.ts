@@ -35,7 +35,7 @@ const SECTIONS = ["default", "tenants", "keys"] as const;
 
 /** Overload shedding: OVERLOAD_EVENT_LOOP_DELAY_MS and OVERLOAD_STORE_LATENCY_MS (0 turns a check off). */
 export interface OverloadSettings {
-  /** New tasks are refused while the event loop's p99 delay over the last second is above this (ms). */
+  /** New tasks are refused while the event loop's p90 delay over the last second is above this (ms). */
   eventLoopDelayMs: number;
   /** New tasks are refused while the store's ping took longer than this (ms) at the last check. */
   storeLatencyMs: number;

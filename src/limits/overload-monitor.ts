@@ -14,7 +14,8 @@ export interface OverloadMonitorOptions {
 }
 
 /**
- * Overload, judged once a window: the event loop's p99 delay over the window past OVERLOAD_EVENT_LOOP_DELAY_MS, or
+ * Overload, judged once a window: the event loop's p90 delay over the window past OVERLOAD_EVENT_LOOP_DELAY_MS (a
+ * loop late a tenth of the time, not one stall: a GC pause or the process descheduled once does not shed), or
  * the store's ping slower than OVERLOAD_STORE_LATENCY_MS (a ping still unanswered at the window's end counts as
  * that slow). While either holds, the instance sheds: new tasks are refused first (503 + Retry-After), and
  * `/readyz` says so; replies to waiting tasks, cancels, reads and approvals are still served. It stops shedding at
@@ -58,10 +59,10 @@ export class OverloadMonitor {
     const reasons: string[] = [];
     if (this.delay && this.delay.count > 0) {
       // Node measures the time between its sampling timer's runs: the delay is what lies beyond the resolution.
-      const p99 = Math.max(0, this.delay.percentile(99) / 1e6 - RESOLUTION_MS);
-      if (p99 > eventLoopDelayMs)
+      const p90 = Math.max(0, this.delay.percentile(90) / 1e6 - RESOLUTION_MS);
+      if (p90 > eventLoopDelayMs)
         reasons.push(
-          `event-loop delay p99 ${Math.round(p99)} ms over OVERLOAD_EVENT_LOOP_DELAY_MS=${eventLoopDelayMs}`,
+          `event-loop delay p90 ${Math.round(p90)} ms over OVERLOAD_EVENT_LOOP_DELAY_MS=${eventLoopDelayMs}`,
         );
       this.delay.reset();
     }
