@@ -63,6 +63,7 @@ export function overloadRefusal(reason: string): DomainError {
   return new DomainError(
     "unavailable",
     `this instance is shedding new tasks (${reason}); retry after ${OVERLOAD_RETRY_SECONDS} s. Replies to waiting tasks, cancels, reads and approvals are still served`,
-    { reason: "overloaded", retryAfterSeconds: OVERLOAD_RETRY_SECONDS },
+    // Retryable, as every `unavailable` answer says (store-call-budget.ts): the caller retries after the pause.
+    { reason: "overloaded", retryable: true, retryAfterSeconds: OVERLOAD_RETRY_SECONDS },
   );
 }

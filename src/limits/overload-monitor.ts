@@ -24,10 +24,12 @@ export interface OverloadMonitorOptions {
 export class OverloadMonitor {
   private readonly delay: IntervalHistogram | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private reason: string | undefined;
+  /** Why the last window's event loop was too late, or undefined. */
+  private loopReason: string | undefined;
   /** When the ping in flight started (undefined: none in flight), and what the last one took. */
   private pingStarted: number | undefined;
   private lastPingMs = 0;
+  private stopped = false;
   private readonly clock: () => number;
 
   constructor(private readonly options: OverloadMonitorOptions) {
@@ -35,45 +37,54 @@ export class OverloadMonitor {
     if (options.settings.eventLoopDelayMs > 0) this.delay = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
   }
 
-  /** Why new tasks are refused now, or undefined. */
+  /**
+   * Why new tasks are refused now, or undefined. The store's part is read live: a ping out longer than the limit
+   * sheds at once (a stalled store), and a slow one is followed by the next at once, so a store that recovers stops
+   * the shedding one quick round trip later.
+   */
   get shedding(): string | undefined {
-    return this.reason;
+    const store = this.storeReason();
+    if (!store) return this.loopReason;
+    return this.loopReason ? `${this.loopReason}; ${store}` : store;
   }
 
   start(): void {
     const { eventLoopDelayMs, storeLatencyMs } = this.options.settings;
     if (eventLoopDelayMs === 0 && storeLatencyMs === 0) return;
+    this.stopped = false;
     this.delay?.enable();
     this.timer = setInterval(() => this.judge(), OVERLOAD_WINDOW_MS).unref();
     if (storeLatencyMs > 0) this.ping();
   }
 
   stop(): void {
+    this.stopped = true;
     clearInterval(this.timer);
     this.delay?.disable();
   }
 
-  /** Ends a window: judges it, and starts the next (a fresh histogram, a new ping unless one is still out). */
+  /** Ends a window: judges the event loop over it, starts the next (a fresh histogram), and pings unless one is out. */
   judge(): void {
     const { eventLoopDelayMs, storeLatencyMs } = this.options.settings;
-    const reasons: string[] = [];
+    this.loopReason = undefined;
     if (this.delay && this.delay.count > 0) {
       // Node measures the time between its sampling timer's runs: the delay is what lies beyond the resolution.
       const p90 = Math.max(0, this.delay.percentile(90) / 1e6 - RESOLUTION_MS);
       if (p90 > eventLoopDelayMs)
-        reasons.push(
-          `event-loop delay p90 ${Math.round(p90)} ms over OVERLOAD_EVENT_LOOP_DELAY_MS=${eventLoopDelayMs}`,
-        );
+        this.loopReason = `event-loop delay p90 ${Math.round(p90)} ms over OVERLOAD_EVENT_LOOP_DELAY_MS=${eventLoopDelayMs}`;
       this.delay.reset();
     }
-    if (storeLatencyMs > 0) {
-      const waiting = this.pingStarted !== undefined ? this.clock() - this.pingStarted : 0;
-      const latency = Math.max(this.lastPingMs, waiting);
-      if (latency > storeLatencyMs)
-        reasons.push(`store latency ${Math.round(latency)} ms over OVERLOAD_STORE_LATENCY_MS=${storeLatencyMs}`);
-      if (this.pingStarted === undefined) this.ping();
-    }
-    this.reason = reasons.length > 0 ? reasons.join("; ") : undefined;
+    if (storeLatencyMs > 0 && this.pingStarted === undefined) this.ping();
+  }
+
+  private storeReason(): string | undefined {
+    const limit = this.options.settings.storeLatencyMs;
+    if (limit === 0) return undefined;
+    const waiting = this.pingStarted !== undefined ? this.clock() - this.pingStarted : 0;
+    const latency = Math.max(this.lastPingMs, waiting);
+    return latency > limit
+      ? `store latency ${Math.round(latency)} ms over OVERLOAD_STORE_LATENCY_MS=${limit}`
+      : undefined;
   }
 
   private ping(): void {
@@ -81,6 +92,8 @@ export class OverloadMonitor {
     const done = () => {
       this.lastPingMs = this.clock() - started;
       this.pingStarted = undefined;
+      // A slow answer is checked again at once: the shedding ends as soon as the store answers in time.
+      if (!this.stopped && this.lastPingMs > this.options.settings.storeLatencyMs) this.ping();
     };
     this.options.ping().then(done, done);
   }

@@ -75,7 +75,7 @@ describe("overload shedding", () => {
     expect(refused.retryAfter).toBe("2");
     expect(refused.body["error"]["code"]).toBe(-32603);
     expect(refused.body["error"]["message"]).toContain("this instance is shedding new tasks");
-    expect(refused.body["error"]["data"]).toEqual({ reason: "overloaded", retryAfterSeconds: 2 });
+    expect(refused.body["error"]["data"]).toEqual({ reason: "overloaded", retryable: true, retryAfterSeconds: 2 });
     const run = await fetch(`${t.baseUrl}/v1/runs`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -131,7 +131,7 @@ describe("overload shedding", () => {
       const report = await untilReady(false);
       expect(report["reason"]).toMatch(/event-loop delay p90 \d+ ms over OVERLOAD_EVENT_LOOP_DELAY_MS=50/);
       const refused = await newTask();
-      expect(refused.body["error"]["data"]).toEqual({ reason: "overloaded", retryAfterSeconds: 2 });
+      expect(refused.body["error"]["data"]).toEqual({ reason: "overloaded", retryable: true, retryAfterSeconds: 2 });
     } finally {
       clearInterval(hog);
     }
