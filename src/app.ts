@@ -8,6 +8,7 @@ import type { TaskSupervisor } from "./engine/task-supervisor.js";
 import type { AuthDescription } from "./auth/authenticator.js";
 import { hostAuthenticator } from "./auth/host-authenticator.js";
 import { chargingAuthenticator, type TenantLimits } from "./limits/tenant-limits.js";
+import { addConsoleLimitsRoutes } from "./console/console-limits.js";
 import { certificateObserver, oidcObserver } from "./observed/observed-trust.js";
 import { loadTlsServing, TlsFileWatcher } from "./transport/tls-files.js";
 import { consoleStreamCounter } from "./observed/observed-console.js";
@@ -223,6 +224,11 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
       }),
       report,
       ...inputLimits,
+    });
+    addConsoleLimitsRoutes(router, {
+      limits: core.limits.limits,
+      shedding: () => core.limits.overload.shedding,
+      access,
     });
   }
   if (config.conformanceSeams) {

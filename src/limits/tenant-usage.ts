@@ -4,7 +4,10 @@ import { REFUSAL_REASONS, type RefusalReason } from "./limit-refusals.js";
 export const TENANT_USAGE_SERIES = 50;
 export const OTHER_TENANTS = "other";
 
-/** Counts in fixed windows: what the last whole window held (requests in the last second, tasks in the last minute). */
+/**
+ * Counts over a sliding window (requests in the last second, tasks in the last minute), estimated from two fixed
+ * windows: the current one, and the previous one weighted by how much of it still lies within the window.
+ */
 class RateWindow {
   private start = 0;
   private current = 0;
@@ -19,7 +22,8 @@ class RateWindow {
 
   last(now: number): number {
     this.roll(now);
-    return this.previous;
+    const stillIn = 1 - (now - this.start) / this.windowMs;
+    return Math.round(this.current + this.previous * stillIn);
   }
 
   private roll(now: number): void {
@@ -33,9 +37,9 @@ class RateWindow {
 /** One tenant's usage on this instance, as the metrics and the console show it. */
 export interface TenantUsageView {
   tenant: string;
-  /** Requests admitted in the last whole second (counted for tenants with a requestsPerSecond limit). */
+  /** Requests admitted in the last second (counted for tenants with a requestsPerSecond limit). */
   requestsLastSecond: number;
-  /** Tasks admitted in the last whole minute. */
+  /** Tasks admitted in the last minute. */
   tasksLastMinute: number;
   /** The tenant's tasks that had not ended, as the store counted them at its last admitted creation here. */
   runningTasks?: number;
