@@ -269,7 +269,12 @@ function principalOf(payload: JWTPayload, settings: OidcIssuerSettings): Princip
   if (!subject) throw new DomainError("unauthenticated", 'invalid token: no "sub" claim');
   // RFC 9068 §2.2 names the client `client_id`; Entra ID and many others say `azp` (OIDC Core §2).
   const client = [payload["client_id"], payload["azp"]].find((c): c is string => typeof c === "string" && c !== "");
-  return { tenant, id: `oidc:${subject}`, scopes: scopesOf(payload, settings), ...(client ? { clientId: client } : {}) };
+  return {
+    tenant,
+    id: `oidc:${subject}`,
+    scopes: scopesOf(payload, settings),
+    ...(client ? { clientId: client } : {}),
+  };
 }
 
 /**

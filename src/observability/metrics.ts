@@ -94,7 +94,8 @@ const GAUGES: Record<GaugeName, { name: string; description: string }> = {
   },
   tenantLimit: {
     name: "openwop.tenant.limit",
-    description: "The limit a tenant's callers meet (TENANT_LIMITS, without a key's own entry), by limit; absent = unlimited",
+    description:
+      "The limit a tenant's callers meet (TENANT_LIMITS, without a key's own entry), by limit; absent = unlimited",
   },
   shedding: {
     name: "openwop.shedding",

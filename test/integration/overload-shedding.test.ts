@@ -3,7 +3,8 @@
 // tasks, approvals, reads and cancels are still served. The condition is forced (a slow store ping, a blocked
 // loop), never timed.
 import { randomUUID } from "node:crypto";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import type { ConnectError } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { A2AService, Role } from "../../src/gen/lf/a2a/v1/a2a_pb.js";

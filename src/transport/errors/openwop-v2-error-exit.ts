@@ -62,7 +62,8 @@ export function openwopV2ErrorBody(err: unknown): {
   const domain = toDomainError(err);
   const row = OPENWOP_V2_CODES[domain.code];
   // errors.md "Retry timing": the retry time is the Retry-After header's alone; v2 bodies never carry it.
-  const details = domain.details && "retryAfterSeconds" in domain.details ? withoutRetry(domain.details) : domain.details;
+  const details =
+    domain.details && "retryAfterSeconds" in domain.details ? withoutRetry(domain.details) : domain.details;
   return {
     status: row.http,
     body: { error: row.error, message: domain.message, ...(details ? { details } : {}) },
