@@ -54,6 +54,11 @@ export class TenantLimits implements CreationGate, StreamGate {
     this.usage = new TenantUsage(this.resolution.namedTenants(), this.clock);
   }
 
+  /** Whether any entry sets a requestsPerSecond: else calls are not charged at all. */
+  get chargesRequests(): boolean {
+    return setsAny(this.options.settings, ["requestsPerSecond"]);
+  }
+
   /** Live instances sharing the rates (1 until the first beat). */
   get liveInstances(): number {
     return this.instances;
@@ -61,7 +66,8 @@ export class TenantLimits implements CreationGate, StreamGate {
 
   /** Starts the beat when a rate or a stream limit is set anywhere (nothing to share otherwise). */
   start(): void {
-    if (!this.options.store || !sharesAcrossInstances(this.options.settings)) return;
+    if (!this.options.store || !setsAny(this.options.settings, ["requestsPerSecond", "tasksPerMinute", "streams"]))
+      return;
     const beat = async () => {
       try {
         await this.beat();
@@ -257,13 +263,17 @@ export function chargingAuthenticator(authenticator: Authenticator, limits: Tena
     limits.chargeRequest(principal);
     return principal;
   };
+  // Without a requestsPerSecond anywhere there is nothing to charge: the authenticator as it is.
+  if (!limits.chargesRequests) return authenticator;
+  const authenticate: Authenticator["authenticate"] = (request) => {
+    const answer = authenticator.authenticate(request);
+    return answer instanceof Promise ? answer.then(charge) : charge(answer);
+  };
   return new Proxy(authenticator, {
-    get(target, property, receiver) {
-      if (property !== "authenticate") return Reflect.get(target, property, receiver);
-      return (request: Parameters<Authenticator["authenticate"]>[0]) => {
-        const answer = target.authenticate(request);
-        return answer instanceof Promise ? answer.then(charge) : charge(answer);
-      };
+    get(target, property) {
+      if (property === "authenticate") return authenticate;
+      const value = Reflect.get(target, property, target) as unknown;
+      return typeof value === "function" ? value.bind(target) : value;
     },
   });
 }
@@ -272,12 +282,10 @@ function unfinished(count: number): string {
   return `${count} unfinished task${count === 1 ? "" : "s"}`;
 }
 
-/** Whether any entry sets a rate or a stream limit: only then do instances beat to share them. */
-function sharesAcrossInstances(settings: TenantLimitSettings): boolean {
+/** Whether any entry sets one of `names` to a number (not unlimited). */
+function setsAny(settings: TenantLimitSettings, names: readonly LimitName[]): boolean {
   const entries = [settings.default, ...Object.values(settings.tenants), ...Object.values(settings.keys)];
-  return entries.some((e: Partial<Record<LimitName, number | null>>) =>
-    (["requestsPerSecond", "tasksPerMinute", "streams"] as const).some((n) => typeof e[n] === "number"),
-  );
+  return entries.some((entry) => names.some((name) => typeof entry[name] === "number"));
 }
 
 export type { BoundLimits };
