@@ -390,6 +390,31 @@ describe("tenant limits on every binding", () => {
     });
   });
 
+  it("Connect and gRPC-Web answer a refusal on HTTP too: Connect 429, both with Retry-After and the RetryInfo", async () => {
+    const id = "zero-grpc";
+    const body = {
+      message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "x" }], metadata: { skillId: "echo" } },
+    };
+    const connect = await fetch(`${t.baseUrl}/lf.a2a.v1.A2AService/SendMessage`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "connect-protocol-version": "1", ...auth(id) },
+      body: JSON.stringify(body),
+    });
+    expect(connect.status).toBe(429);
+    expect(connect.headers.get("retry-after")).toBe("60");
+    const error = (await connect.json()) as Obj;
+    expect(error["code"]).toBe("resource_exhausted");
+    expect((error["details"] as Obj[]).map((d) => d["type"])).toEqual(["google.rpc.ErrorInfo", "google.rpc.RetryInfo"]);
+    const web = await fetch(`${t.baseUrl}/lf.a2a.v1.A2AService/SendMessage`, {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web+json", "x-grpc-web": "1", ...auth(id) },
+      body: grpcWebFrame(JSON.stringify(body)),
+    });
+    expect(web.status).toBe(200);
+    expect(web.headers.get("retry-after")).toBe("60");
+    expect(Buffer.from(await web.arrayBuffer()).toString("latin1")).toMatch(/grpc-status: ?8\b/);
+  });
+
   async function untilEnded(taskId: string): Promise<void> {
     for (let i = 0; i < 500; i++) {
       const record = await store.get(taskId);
@@ -399,6 +424,14 @@ describe("tenant limits on every binding", () => {
     throw new Error(`task ${taskId} did not end`);
   }
 });
+
+/** One uncompressed gRPC-Web message frame. */
+function grpcWebFrame(text: string): Buffer {
+  const payload = Buffer.from(text);
+  const head = Buffer.alloc(5);
+  head.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([head, payload]);
+}
 
 /** google.rpc.ErrorInfo bytes: its metadata (3, map<string, string>: entries of key 1, value 2). */
 function errorInfoMetadata(bytes: Uint8Array): Record<string, string> {
