@@ -17,7 +17,7 @@ export interface ConsoleLimitsOptions {
 export interface ConsoleTenantLimits {
   tenant: string;
   limits: Partial<Record<LimitName, number>>;
-  usage: { requestsLastSecond: number; tasksLastMinute: number; runningTasks?: number; streams: number };
+  usage: { requestsLastSecond?: number; tasksLastMinute: number; runningTasks?: number; streams: number };
   refusals: Record<string, number>;
 }
 
@@ -38,7 +38,7 @@ export function addConsoleLimitsRoutes(router: HttpRouter, options: ConsoleLimit
         tenant,
         limits,
         usage: {
-          requestsLastSecond: row?.requestsLastSecond ?? 0,
+          ...(row?.requestsLastSecond !== undefined ? { requestsLastSecond: row.requestsLastSecond } : {}),
           tasksLastMinute: row?.tasksLastMinute ?? 0,
           ...(row?.runningTasks !== undefined ? { runningTasks: row.runningTasks } : {}),
           streams: row?.streams ?? 0,

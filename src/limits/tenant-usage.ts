@@ -37,8 +37,8 @@ class RateWindow {
 /** One tenant's usage on this instance, as the metrics and the console show it. */
 export interface TenantUsageView {
   tenant: string;
-  /** Requests admitted in the last second (counted for tenants with a requestsPerSecond limit). */
-  requestsLastSecond: number;
+  /** Requests admitted in the last second; only where a requestsPerSecond limit counts them (else absent). */
+  requestsLastSecond?: number;
   /** Tasks admitted in the last minute. */
   tasksLastMinute: number;
   /** The tenant's tasks that had not ended, as the store counted them at its last admitted creation here. */
@@ -51,6 +51,8 @@ export interface TenantUsageView {
 
 class Usage {
   readonly requests = new RateWindow(1_000);
+  /** Whether a requestsPerSecond limit counted this tenant's requests: calls of an unlimited one are not counted. */
+  requestsCounted = false;
   readonly tasks = new RateWindow(60_000);
   running: number | undefined;
   streams = 0;
@@ -91,7 +93,9 @@ export class TenantUsage {
   }
 
   request(tenant: string): void {
-    this.row(tenant).requests.add(this.clock());
+    const row = this.row(tenant);
+    row.requestsCounted = true;
+    row.requests.add(this.clock());
   }
 
   task(tenant: string, running: number | undefined): void {
@@ -112,7 +116,7 @@ export class TenantUsage {
     const now = this.clock();
     return [...this.rows].map(([tenant, row]) => ({
       tenant,
-      requestsLastSecond: row.requests.last(now),
+      ...(row.requestsCounted ? { requestsLastSecond: row.requests.last(now) } : {}),
       tasksLastMinute: row.tasks.last(now),
       ...(row.running !== undefined ? { runningTasks: row.running } : {}),
       streams: row.streams,

@@ -390,6 +390,22 @@ describe("tenant limits on every binding", () => {
     });
   });
 
+  it("OpenWOP 2 answers rate_limited with Retry-After, and keeps the retry time out of the body (errors.md)", async () => {
+    const res = await fetch(`${t.baseUrl}/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "openwop-version": "2", ...auth("zero-openwop") },
+      body: JSON.stringify({ workflowId: "approval-gate", inputs: { text: "x" } }),
+    });
+    expect(res.status).toBe(429);
+    expect(res.headers.get("retry-after")).toBe("60");
+    const body = (await res.json()) as Obj;
+    expect(body).toEqual({
+      error: "rate_limited",
+      message: 'tenant "zero-openwop" may run no tasks: its runningTasks limit is 0',
+      details: { limit: "runningTasks", tenant: "zero-openwop", allowed: 0 },
+    });
+  });
+
   it("Connect and gRPC-Web answer a refusal on HTTP too: Connect 429, both with Retry-After and the RetryInfo", async () => {
     const id = "zero-grpc";
     const body = {

@@ -9,7 +9,7 @@ const FIGURES = [
 ];
 const REASONS = ["requestsPerSecond", "tasksPerMinute", "runningTasks", "streams", "pushConfigsPerTask", "overload"];
 
-/** "3 / 10" (used against its limit), "3" when unlimited, "–" when not counted yet; full or over marked. */
+/** "3 / 10" (used against its limit), "3" when unlimited, "–" when not counted (requests of an unlimited tenant); full marked. */
 function against(el, used, limit) {
   const shown = used === undefined ? "–" : String(used);
   if (limit === undefined) return el("span", { title: "no limit" }, shown);
