@@ -128,7 +128,7 @@ function entryOf(value: unknown, path: string, problem: (message: string) => voi
       (whole && !Number.isInteger(limit))
     ) {
       problem(
-        `${path}.${known} must be ${whole ? "a whole number" : "a number"} from 0 to ${max}, or null for no limit (got ${JSON.stringify(limit)})`,
+        `${path}.${known} must be ${whole ? "a whole number" : "a number"} ${MAX[known] ? `from 0 to ${max}` : "of 0 or more"}, or null for no limit (got ${JSON.stringify(limit)})`,
       );
       continue;
     }

@@ -68,9 +68,9 @@ describe("TENANT_LIMITS", () => {
         }),
       }),
     ).toEqual([
-      "TENANT_LIMITS: default.requestsPerSecond must be a number from 0 to 9007199254740991, or null for no limit (got -1)",
-      "TENANT_LIMITS: default.runningTasks must be a whole number from 0 to 9007199254740991, or null for no limit (got 1.5)",
-      'TENANT_LIMITS: default.streams must be a whole number from 0 to 9007199254740991, or null for no limit (got "ten")',
+      "TENANT_LIMITS: default.requestsPerSecond must be a number of 0 or more, or null for no limit (got -1)",
+      "TENANT_LIMITS: default.runningTasks must be a whole number of 0 or more, or null for no limit (got 1.5)",
+      'TENANT_LIMITS: default.streams must be a whole number of 0 or more, or null for no limit (got "ten")',
       "TENANT_LIMITS: default.pushConfigsPerTask must be a whole number from 0 to 1000, or null for no limit (got 5000)",
       "TENANT_LIMITS: tenants.acme must be an object of limits (requestsPerSecond, burst, runningTasks, tasksPerMinute, streams, pushConfigsPerTask)",
     ]);
