@@ -43,7 +43,8 @@ export class Readiness {
     this.draining = true;
   }
 
-  async check(): Promise<ReadinessReport> {
+  /** `sheddingIsReady`: shedding new tasks is reported in `checks` but does not make the instance not ready. */
+  async check(options: { sheddingIsReady?: boolean } = {}): Promise<ReadinessReport> {
     if (this.draining)
       return {
         ready: false,
@@ -74,6 +75,8 @@ export class Readiness {
         };
       // Shedding: new tasks are refused here (replies, reads, cancels still served), so a balancer sends them elsewhere.
       const shedding = this.options.shedding?.();
+      if (shedding && options.sheddingIsReady)
+        return { ready: true, checks: { store: "ok", draining: false, shedding: true }, details: this.options.details };
       if (shedding)
         return {
           ready: false,

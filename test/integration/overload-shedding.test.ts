@@ -69,6 +69,10 @@ describe("overload shedding", () => {
     const report = await untilReady(false);
     expect(report["reason"]).toMatch(/^shedding new tasks: store latency \d+ ms over OVERLOAD_STORE_LATENCY_MS=20$/);
     expect(report["checks"]).toMatchObject({ shedding: true, store: "ok" });
+    // A probe that takes the instance out of all traffic asks with ?shedding=ready: shedding is said, not refused.
+    const probe = await fetch(`${t.baseUrl}/readyz?shedding=ready`);
+    expect(probe.status).toBe(200);
+    expect(((await probe.json()) as Obj)["checks"]).toMatchObject({ shedding: true });
     const tasks = store.size;
 
     // New tasks: refused, with when to retry, in each binding's form.
