@@ -21,13 +21,17 @@ const allowed = {
   push: ["domain", "egress", "store", "machine", "auth", "secrets", "observability"],
   // egress: the `http` node calls services through the one outbound client.
   engine: ["domain", "machine", "store", "schemas", "auth", "egress", "peer", "observability", "workflows"],
+  // Tenant limits and overload shedding: they implement the engine's admission ports (engine/task-admission.ts),
+  // count in the store (store/tenant-usage-store.ts) and charge callers as auth names them.
+  limits: ["domain", "auth", "store", "observability", "engine"],
   runs: ["domain", "engine", "machine", "store", "interrupts", "auth", "observability", "workflows"],
   // peer: each version folder implements the client half the peer transports call (peer/peer-version.ts).
   a2a: ["domain", "engine", "machine", "store", "push", "interrupts", "auth", "schemas", "gen", "observability", "workflows", "peer"],
   transport: ["domain", "a2a", "runs", "auth", "gen", "observability"],
   // The operator console, whole: its operations over the engine and the runs API, push views, access rule, routes and page.
   // secrets: its sign-in keeps the session's access token and the client secret as SecretValues.
-  console: ["domain", "auth", "engine", "interrupts", "machine", "push", "runs", "store", "transport", "observability", "workflows", "secrets"],
+  // limits: the tenants' usage and refusals it shows.
+  console: ["domain", "auth", "engine", "interrupts", "machine", "push", "runs", "store", "transport", "observability", "workflows", "secrets", "limits"],
   // Telemetry wrapped around the store, the egress clients, handlers and tasks (core.ts installs them).
   observed: ["domain", "egress", "engine", "observability", "peer", "push", "store", "workflows"],
   // a2a: the agent-card settings (which card the bare well-known path serves) live with the card;
@@ -35,7 +39,7 @@ const allowed = {
   // The command line's pieces: its arguments, the help text, how a failed start is reported (src/main.ts runs them).
   // secrets: `evidence` signs bundles with the host's evidence key and checks them against published keys.
   cli: ["domain", "engine", "observability", "secrets"],
-  config: ["domain", "auth", "egress", "interrupts", "peer", "push", "store", "engine", "secrets", "observability", "a2a", "workflows", "transport", "console"],
+  config: ["domain", "auth", "egress", "interrupts", "peer", "push", "store", "engine", "secrets", "observability", "a2a", "workflows", "transport", "console", "limits"],
 };
 
 const folders = Object.keys(allowed);

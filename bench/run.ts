@@ -1,4 +1,4 @@
-// `npm run bench -- [all|compare|scale|multi|peer-handoff|capacity|noisy-neighbour] [--quick] [--name N] [size flags]`: see bench/README.md.
+// `npm run bench -- [all|compare|scale|multi|peer-handoff|capacity|noisy-neighbour|limits] [--quick] [--name N] [size flags]`: see bench/README.md.
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -10,6 +10,7 @@ import { runPeerHandoff } from "./peer-handoff.js";
 import { startStoreServer } from "./lib/store-server.js";
 import { machine } from "./lib/summary.js";
 import { runScale, SCALE_PARTS, type ScalePart } from "./scale.js";
+import { runTenantLimits } from "./tenant-limits.js";
 
 // The noisy-neighbour bench: phase length, B's rate (A sends ten times it), the node's wait, WORK_CONCURRENCY.
 const NOISY_FULL = { seconds: 30, "b-rate": 10, "handler-ms": 200, "work-concurrency": 8 };
@@ -58,9 +59,9 @@ const { values, positionals } = parseArgs({
   },
 });
 const mode = positionals[0] ?? "all";
-if (!["all", "compare", "scale", "multi", "peer-handoff", "capacity", "noisy-neighbour"].includes(mode)) {
+if (!["all", "compare", "scale", "multi", "peer-handoff", "capacity", "noisy-neighbour", "limits"].includes(mode)) {
   console.error(
-    `unknown sub-command "${mode}": use all, compare, scale, multi, peer-handoff, capacity or noisy-neighbour`,
+    `unknown sub-command "${mode}": use all, compare, scale, multi, peer-handoff, capacity, noisy-neighbour or limits`,
   );
   process.exit(2);
 }
@@ -173,6 +174,14 @@ try {
     const { figures, printed } = await runNoisyNeighbour(settings, store);
     console.log(`\n${printed}\n`);
     result["noisyNeighbour"] = { settings, figures };
+  }
+  if (mode === "limits") {
+    // Not part of `all`: tenant limits are off by default, so the other figures never meet them.
+    const settings = { seconds: values.quick ? 2 : 5, concurrency: 16, rate: 50, rateSeconds: values.quick ? 4 : 10 };
+    console.log(`limits: ${JSON.stringify(settings)}`);
+    const { figures, printed } = await runTenantLimits(settings, store);
+    console.log(`\n${printed}\n`);
+    result["limits"] = { settings, figures };
   }
 } finally {
   await store.stop();

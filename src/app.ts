@@ -7,6 +7,8 @@ import type { TaskService } from "./a2a/task-service.js";
 import type { TaskSupervisor } from "./engine/task-supervisor.js";
 import { bearerChallenges, type AuthDescription } from "./auth/authenticator.js";
 import { hostAuthenticator } from "./auth/host-authenticator.js";
+import { chargingAuthenticator, type TenantLimits } from "./limits/tenant-limits.js";
+import { addConsoleLimitsRoutes } from "./console/console-limits.js";
 import { certificateObserver, oidcObserver } from "./observed/observed-trust.js";
 import { loadTlsServing, TlsFileWatcher } from "./transport/tls-files.js";
 import { consoleStreamCounter } from "./observed/observed-console.js";
@@ -35,7 +37,6 @@ import { addOpsRoutes } from "./transport/rest/ops-routes.js";
 import { errorReporter } from "./transport/errors/wire-error.js";
 import { createA2ARestRouters } from "./transport/rest/a2a-rest-router.js";
 import { createRequestDispatch } from "./transport/request-dispatch.js";
-import { requestRateAdmission } from "./transport/request-rate-admission.js";
 import { createJsonRpcEndpoint, createJsonRpcRefusal } from "./transport/jsonrpc/jsonrpc-endpoint.js";
 import { addJwksRoute, JWKS_PATH } from "./transport/rest/jwks-route.js";
 import { signCardDocument } from "./a2a/agent-card-signature.js";
@@ -85,6 +86,8 @@ export interface App {
   skills: string[];
   /** The ways in, as the authenticators describe them: for the start-up line. */
   auth: AuthDescription;
+  /** Tenant limits (TENANT_LIMITS) and overload shedding. */
+  limits: TenantLimits;
   /** Starts listening and resumes every unfinished task. */
   listen(): Promise<AddressInfo>;
   /**
@@ -146,6 +149,8 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   const challenges = bearerChallenges(resource?.url);
   const core = await createCore({ ...options, telemetry, interfaces: hostInterfaces(config.publicUrl), auth });
   const { catalog, supervisor, push, card, runs, runInterrupts, feed } = core;
+  // Every binding's calls are charged to their caller's request rate (TENANT_LIMITS) as they are authenticated.
+  const admitting = chargingAuthenticator(authenticator, core.limits.limits);
   // Under the GenAI opt-in, a message sent to the agent (any binding, any version) is noted as an agent invocation.
   const service = observedInvocations(core.service, core.telemetry, ["send", "sendMessage", "streamMessage"]);
 
@@ -229,6 +234,11 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
       report,
       ...inputLimits,
     });
+    addConsoleLimitsRoutes(router, {
+      limits: core.limits.limits,
+      shedding: () => core.limits.overload.shedding,
+      access,
+    });
   }
   if (config.conformanceSeams) {
     // The invoke seam drives a2a.invoke's runner over the host's own peer client and egress guard.
@@ -283,6 +293,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     ping: () => options.store.ping?.() ?? Promise.resolve(),
     timeoutMs: config.readinessTimeoutMs,
     leaseProblem: () => core.supervisor.leaseProblem(),
+    shedding: () => core.limits.overload.shedding,
     details: {
       store: options.store.kind,
       durable: options.durableStore,
@@ -298,7 +309,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
   // Connect adapter (which authenticates in its interceptor); everything else is authenticated, then routed.
   const rpc = createA2AConnectHandler({
     versions,
-    authenticator,
+    authenticator: admitting,
     report,
     maxBodyBytes: config.maxBodyBytes,
     maxInputDepth: config.maxInputDepth,
@@ -326,8 +337,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
       handles: (req) => isA2ARpcPath(req.url) || isOpsRpcPath(req.url) || isRpcRequest(req),
       handle: (req, res) => (isOpsRpcPath(req.url) ? opsRpc(req, res) : rpc(req, res)),
     },
-    authenticator,
-    ...requestRateAdmission(config.tenantLimits),
+    authenticator: admitting,
     challenges,
     publicPaths: [...PUBLIC_PATHS, ...publicNodeKindPaths(core.nodeRoutes)],
     openwopVersions,
@@ -384,6 +394,7 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     agentName: card.name,
     skills: catalog.ids(),
     auth,
+    limits: core.limits.limits,
     async listen() {
       const address = await server.listen(config.port, config.host);
       await core.start();

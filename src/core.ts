@@ -43,6 +43,7 @@ import { observedPeerClient } from "./observed/observed-peer-client.js";
 import { nodeServicesAsTools } from "./observed/observed-tools.js";
 import { CountingTransitionHook, observeTasks } from "./observed/observed-tasks.js";
 import { workQueueDelayRecorder } from "./observed/observed-work.js";
+import { createHostLimits, type HostLimits } from "./limits/host-limits.js";
 import type { TransitionHook } from "./engine/transition-hook.js";
 import { createA2APeerClient, type A2APeerClient } from "./peer/a2a-peer-client.js";
 import { createGrpcPeerTransport } from "./peer/grpc-peer-client.js";
@@ -131,6 +132,8 @@ export interface Core {
   nodeServices: NodeServicesByKind;
   /** The A2A client peers are called with (node kinds get it as `peers`; the conformance invoke seam drives the same one). */
   peerClient: A2APeerClient;
+  /** Tenant limits (TENANT_LIMITS) and overload shedding: the app charges each call's request rate to them. */
+  limits: HostLimits;
   /** Resumes every unfinished task and starts push delivery. */
   start(): Promise<void>;
   /** Stops the engine, peer clients, push and the commit feed; the store and the telemetry stay open (their owners close them). */
@@ -280,6 +283,18 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     }),
     telemetry,
   );
+  // Tenant limits and overload shedding: they admit creations, streams and push configs, and count in the store.
+  const limits = createHostLimits({
+    settings: config.limits,
+    overload: config.overload,
+    ...(store.tenantUsage ? { store: store.tenantUsage } : {}),
+    ping: () => store.ping?.() ?? Promise.resolve(),
+    instanceId: config.leases.instanceId,
+    heartbeatMs: config.leases.heartbeatMs,
+    ttlMs: config.leases.ttlMs,
+    telemetry,
+    logger,
+  });
   const supervisor: TaskSupervisor = new TaskSupervisor({
     store,
     catalog,
@@ -293,6 +308,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     recovery: config.recovery,
     work: config.work,
     workAdmitted: workQueueDelayRecorder(telemetry, config.work.tenantWeights),
+    admission: limits.limits,
   });
   const stopObservingTasks = observeTasks({ commits, hook, supervisor, telemetry, logger });
   const reads = supervisor.reads;
@@ -313,6 +329,12 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     commits,
     leases: config.leases,
     tenantWeights: config.work.tenantWeights,
+    limitOf: (principal) => {
+      const bound = limits.limits.pushConfigsPerTask(principal);
+      return (
+        bound && { max: bound.value, refused: (taskId) => limits.limits.pushConfigsRefused(principal, taskId, bound) }
+      );
+    },
     // A config keeps the A2A version it was registered over; its deliveries are that version's push body.
     bodies: (version) => pushBody(negotiateA2AVersion(version)),
     logger,
@@ -359,6 +381,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     push: push.configs,
     interruptToken: (record, context, principal) => interruptTokensFor(tokens, record, context, principal)?.resolve,
     stateless: new StatelessSkills({ handlers, logger, reads, kinds: catalog.kinds }),
+    streamGate: limits.limits,
   });
   // The OpenWOP runs API: the same durable tasks A2A sees, their events and interrupts.
   const runs = new RunService({
@@ -374,7 +397,7 @@ export async function createCore(options: CoreOptions): Promise<Core> {
   // Their reads are bounded by STORE_TIMEOUT_MS (these routes carry no caller deadline).
   const cappedReads = new CappedTaskReads(reads, config.storeTimeoutMs);
   const runInterrupts = new RunInterrupts({ supervisor, reads: cappedReads, catalog, tokens });
-  const feed = new RunEventFeed({ reads: cappedReads, observer });
+  const feed = new RunEventFeed({ reads: cappedReads, observer, streamGate: limits.limits });
   const negotiations = new NegotiationLog({
     store: options.hostEvents ?? new MemoryHostEventStore(),
     metrics: telemetry.metrics,
@@ -402,12 +425,15 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     nodeRoutes: catalog.kinds.routes(nodeServices.services),
     nodeServices: nodeServices.services,
     peerClient,
+    limits,
     async start() {
       await supervisor.start();
       versions.startRetention(config.retentionMs, logger);
       await push.start();
+      limits.start();
     },
     async stop() {
+      limits.stop();
       stopObservingTasks();
       versions.stopRetention();
       await supervisor.stop();

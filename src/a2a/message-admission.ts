@@ -81,7 +81,8 @@ export class MessageAdmission {
       const { ifGenerationMatch } = params;
       // Checked before the push config is written too, so a mismatch changes nothing; the reply checks again under the lock.
       if (ifGenerationMatch !== undefined) assertGeneration(existing, ifGenerationMatch);
-      if (pushConfig) await this.storeCalls.bounded(ctx, () => push.registerForExistingTask(existing, pushConfig));
+      if (pushConfig)
+        await this.storeCalls.bounded(ctx, () => push.registerForExistingTask(existing, pushConfig, ctx.principal));
       if (ifGenerationMatch === undefined)
         return this.storeCalls.bounded(ctx, () => supervisor.reply(existing.taskId, message, ctx.principal));
       try {
@@ -109,11 +110,18 @@ export class MessageAdmission {
       ...(firstWriteWithinMs > 0 ? { firstWriteWithinMs } : {}),
     };
     if (!pushConfig) return this.createOnce(create, ctx);
+    // Admitted first (tenant limits, overload), so a refused task writes nothing, its push config included.
+    let admitted: () => void;
+    try {
+      admitted = await this.storeCalls.bounded(ctx, () => supervisor.admit(create));
+    } catch (err) {
+      return this.repeatOf(create, ctx, err);
+    }
     // Stored before the task exists, so its very first transition is covered even if we crash right after.
     const taskId = randomUUID();
-    await this.storeCalls.bounded(ctx, () => push.registerForNewTask(taskId, ctx.principal.tenant, pushConfig));
     try {
-      const record = await this.createOnce({ ...create, taskId }, ctx);
+      await this.storeCalls.bounded(ctx, () => push.registerForNewTask(taskId, ctx.principal, pushConfig));
+      const record = await this.createOnce({ ...create, taskId, admitted: true }, ctx);
       // A concurrent identical message won the race: its task stands, this registration is dropped.
       if (record.taskId !== taskId) await push.discard(taskId).catch(() => undefined);
       return record;
@@ -122,6 +130,8 @@ export class MessageAdmission {
       if (isUnknownStoreOutcome(err)) throw err;
       if (!(await reads.find(taskId).catch(() => null))) await push.discard(taskId).catch(() => undefined);
       throw err;
+    } finally {
+      admitted();
     }
   }
 
@@ -133,20 +143,29 @@ export class MessageAdmission {
     try {
       return await this.storeCalls.bounded(ctx, () => this.options.supervisor.createTask(create));
     } catch (err) {
-      if (!(err instanceof DuplicateIdempotencyKeyError)) throw err;
-      const existing = await this.storeCalls.read(ctx, () =>
-        this.options.reads.findByIdempotencyKey(create.idempotency.key),
-      );
-      if (!existing)
-        throw new DomainError(
-          "conflict",
-          `message ${create.message.messageId} is being processed concurrently; retry the request`,
-          { messageId: create.message.messageId },
-          { cause: err },
-        );
-      assertSameRequest(existing, create.idempotency, create.message.messageId);
-      return existing;
+      return this.repeatOf(create, ctx, err);
     }
+  }
+
+  /** A create refused as a repeat (same idempotency key): the task the first one created; any other error stands. */
+  private async repeatOf(
+    create: { message: Message; idempotency: IdempotencySeed },
+    ctx: CallContext,
+    err: unknown,
+  ): Promise<TaskRecord> {
+    if (!(err instanceof DuplicateIdempotencyKeyError)) throw err;
+    const existing = await this.storeCalls.read(ctx, () =>
+      this.options.reads.findByIdempotencyKey(create.idempotency.key),
+    );
+    if (!existing)
+      throw new DomainError(
+        "conflict",
+        `message ${create.message.messageId} is being processed concurrently; retry the request`,
+        { messageId: create.message.messageId },
+        { cause: err },
+      );
+    assertSameRequest(existing, create.idempotency, create.message.messageId);
+    return existing;
   }
 }
 

@@ -12,6 +12,7 @@ import type { CallContext } from "../auth/call-context.js";
 import { requireScope, type Principal } from "../auth/principal.js";
 import type { TaskSupervisor } from "../engine/task-supervisor.js";
 import type { TaskObserver } from "../engine/task-observer.js";
+import type { StreamGate } from "../engine/task-admission.js";
 import type { LiveIterable } from "../domain/live-stream.js";
 import { parseStreamCursor } from "../domain/stream-cursor.js";
 import type { StatelessSkills } from "../engine/stateless-skill.js";
@@ -77,6 +78,8 @@ export interface TaskServiceOptions {
   resumeMaxEvents?: number;
   /** A2A_LONG_POLL_MAX_MS: the longest a GetTask with `currentGeneration` waits (the caller's deadline may cut it shorter). */
   longPollMaxMs?: number;
+  /** The streams limit of TENANT_LIMITS (message streams and subscriptions); absent: unlimited. */
+  streamGate?: StreamGate;
 }
 
 /**
@@ -109,6 +112,7 @@ export class TaskService {
       observer: options.observer,
       view: (record, history, ctx) => this.view(record, history, ctx),
       ...(options.resumeMaxEvents !== undefined ? { resumeMaxEvents: options.resumeMaxEvents } : {}),
+      ...(options.streamGate ? { gate: options.streamGate } : {}),
     });
     this.generationWaits = new GenerationWaits(options.observer, options.longPollMaxMs ?? DEFAULT_LONG_POLL_MAX_MS);
   }

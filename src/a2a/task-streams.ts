@@ -12,6 +12,7 @@ import {
 import { formatStreamCursor, tagStreamCursor, type StreamCursor } from "../domain/stream-cursor.js";
 import type { RunEvent, TaskRecord } from "../domain/task-record.js";
 import type { HistoryLimit } from "./task-view.js";
+import type { StreamGate } from "../engine/task-admission.js";
 
 export interface TaskStreamsOptions {
   /** Waits and streams; its buffer is how far a subscriber may fall behind before it is dropped. */
@@ -23,6 +24,8 @@ export interface TaskStreamsOptions {
    * behind gets the Task snapshot first instead (marked `metadata.openwop.resume: "snapshot"`).
    */
   resumeMaxEvents?: number;
+  /** The streams limit (TENANT_LIMITS): asked as a stream opens; what it answers is called when the stream ends. */
+  gate?: StreamGate;
 }
 
 /**
@@ -36,7 +39,27 @@ export class TaskStreams {
 
   /** The stream of what `open` answers: its Task (or a stateless skill's Message), then the updates. */
   stream(open: () => Promise<Opened>, ctx: CallContext): AsyncGenerator<StreamEvent> & LiveIterable<StreamEvent> {
-    return withLive(this.observe(open, ctx), (sink: LiveSink<StreamEvent>) => this.observeLive(open, ctx, sink));
+    const slot = this.slotFor(open, ctx);
+    return withLive(this.observe(slot, ctx), (sink: LiveSink<StreamEvent>) => this.observeLive(slot, ctx, sink));
+  }
+
+  /** The stream's place under its caller's streams limit: taken as it opens (refused past it), given back at its end. */
+  private slotFor(open: () => Promise<Opened>, ctx: CallContext): Slot {
+    const gate = this.options.gate;
+    if (!gate) return { open, release: () => {} };
+    let release = (): void => {};
+    return {
+      open: async () => {
+        release = gate.open(ctx.principal);
+        try {
+          return await open();
+        } catch (err) {
+          release();
+          throw err;
+        }
+      },
+      release: () => release(),
+    };
   }
 
   /**
@@ -60,8 +83,15 @@ export class TaskStreams {
    * order (the observer catches up from the store), until a state where `endsAt` says the stream ends (its
    * status update carries `final: true`). A subscriber that falls too far behind is dropped and may resubscribe.
    */
-  private async *observe(open: () => Promise<Opened>, ctx: CallContext): AsyncGenerator<StreamEvent> {
-    const opened = await open();
+  private async *observe(slot: Slot, ctx: CallContext): AsyncGenerator<StreamEvent> {
+    try {
+      yield* this.observeOpened(await slot.open(), ctx);
+    } finally {
+      slot.release();
+    }
+  }
+
+  private async *observeOpened(opened: Opened, ctx: CallContext): AsyncGenerator<StreamEvent> {
     if (!("start" in opened)) {
       yield opened;
       return;
@@ -102,13 +132,14 @@ export class TaskStreams {
    * (an async read) each update is handed over synchronously inside the commit's delivery to the task's
    * followers. A failure before the Task reaches the sink as its first call (`fail`).
    */
-  private observeLive(open: () => Promise<Opened>, ctx: CallContext, target: LiveSink<StreamEvent>): StopLive {
+  private observeLive(slot: Slot, ctx: CallContext, target: LiveSink<StreamEvent>): StopLive {
     const sink = onceSink(target);
     let following: StopLive | undefined;
     let stopped = false;
     const stop = (): void => {
       if (stopped) return;
       stopped = true;
+      slot.release();
       // Nothing is passed on from now; the rest is let go of after the commit's fan-out.
       afterFanOut(() => {
         following?.();
@@ -122,8 +153,8 @@ export class TaskStreams {
     // The caller's request was aborted (shutdown): the stream ends, as `follow` ends on its signal.
     const onAbort = (): void => close(() => sink.end());
     void (async () => {
-      const opened = await open();
-      if (stopped) return;
+      const opened = await slot.open();
+      if (stopped) return slot.release();
       if (!("start" in opened)) return close(() => (sink.next(opened), sink.end()));
       const { start, endsAt } = opened;
       const after = typeof opened.resume === "object" ? opened.resume.after : undefined;
@@ -166,6 +197,12 @@ export type Opened =
   | { start: TaskRecord; history: HistoryLimit; endsAt: EndsAt; resume?: Resume };
 
 type Resume = { after: StreamCursor } | "snapshot";
+
+/** How a stream opens, and its place under the streams limit given back (once, whichever way it ends). */
+interface Slot {
+  open: () => Promise<Opened>;
+  release: () => void;
+}
 
 /** Replay window of a resumed subscription when none is configured (STREAM_RESUME_MAX_EVENTS). */
 export const DEFAULT_RESUME_MAX_EVENTS = 10_000;

@@ -144,6 +144,8 @@ export interface WireError {
   grpc: string;
   /** `google.rpc.ErrorInfo.reason`. */
   reason: string;
+  /** When the caller may retry (a limit's refusal): `google.rpc.RetryInfo.retry_delay`, `Retry-After`. */
+  retryAfterSeconds?: number;
 }
 
 export interface JsonRpcErrorBody {

@@ -276,13 +276,15 @@ function principalOf(payload: JWTPayload, settings: OidcIssuerSettings): Princip
     return typeof value === "string" && value ? value : undefined;
   };
   const subject = named("sub");
-  const client = subject === undefined ? (named("client_id") ?? named("azp")) : undefined;
-  if (subject === undefined && client === undefined)
+  // RFC 9068 §2.2 names the client `client_id`; Entra ID and many others say `azp` (OIDC Core §2).
+  const clientId = named("client_id") ?? named("azp");
+  if (subject === undefined && clientId === undefined)
     throw new DomainError("unauthenticated", 'invalid token: no "sub" (nor, for a client, "client_id") claim');
   return {
     tenant,
-    id: subject !== undefined ? `oidc:${subject}` : `oidc:client:${client}`,
+    id: subject !== undefined ? `oidc:${subject}` : `oidc:client:${clientId}`,
     scopes: scopesOf(payload, settings),
+    ...(clientId ? { clientId } : {}),
   };
 }
 

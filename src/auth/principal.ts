@@ -22,6 +22,8 @@ export interface Principal {
   id: string;
   /** What this principal may do; "*" in dev mode (auth off) and for the host's own timers. */
   scopes: readonly Scope[] | "*";
+  /** The OAuth client an access token was issued to (`client_id`, else `azp`): TENANT_LIMITS' `keys` name it. */
+  clientId?: string;
 }
 
 /**

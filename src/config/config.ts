@@ -19,7 +19,12 @@ import { readHttpNodeSettings, type HttpNodeSettings } from "../engine/nodes/nod
 import { readWorkflowSettings, type WorkflowSettings } from "../workflows/workflow-settings.js";
 import { readConnectionSettings, type ConnectionSettings } from "../transport/connection-settings.js";
 import { readTlsSettings, type TlsSettings } from "../transport/tls-settings.js";
-import { NO_TENANT_LIMITS, parseTenantLimits, type TenantLimits } from "../domain/tenant-limits.js";
+import {
+  readOverloadSettings,
+  readTenantLimitSettings,
+  type OverloadSettings,
+  type TenantLimitSettings,
+} from "../limits/limit-settings.js";
 
 export { ConfigError } from "../domain/env-settings.js";
 
@@ -86,8 +91,10 @@ export interface Config extends StoreSettings, WorkflowSettings {
   agentCard: AgentCardSettings;
   /** TLS and mutual TLS on the port (TLS_*); absent = cleartext. */
   tls: TlsSettings | undefined;
-  /** TENANT_LIMITS (or TENANT_LIMITS_FILE): limits per tenant and per key; none set = unlimited. */
-  tenantLimits: TenantLimits;
+  /** TENANT_LIMITS (or TENANT_LIMITS_FILE): what each tenant and key may take; PUSH_MAX_CONFIGS_PER_TASK its default push cap. */
+  limits: TenantLimitSettings;
+  /** When new tasks are shed: OVERLOAD_EVENT_LOOP_DELAY_MS, OVERLOAD_STORE_LATENCY_MS. */
+  overload: OverloadSettings;
 }
 
 /**
@@ -103,6 +110,7 @@ export function loadConfig(env: Env = process.env): Config {
   const auth = loadAuthSettings(env, production);
   if (Array.isArray(auth)) for (const problem of auth) reader.problem(problem);
   const tls = readTlsSettings(reader);
+  const push = readPushSettings(reader);
   const config: Config = {
     env: nodeEnv,
     port,
@@ -141,13 +149,14 @@ export function loadConfig(env: Env = process.env): Config {
     a2aLongPollMaxMs: reader.int("A2A_LONG_POLL_MAX_MS", 30_000, 0, 600_000),
     idempotencyTtlMs: reader.int("IDEMPOTENCY_TTL_HOURS", 24, 24, 24 * 365) * 60 * 60 * 1000,
     auth: Array.isArray(auth) ? { mode: "on", keys: [] } : auth,
-    push: readPushSettings(reader),
+    push,
     a2aPeer: readPeerSettings(reader, production),
     httpNode: readHttpNodeSettings(reader, production),
     operator: readOperatorSettings(reader, production),
     agentCard: readAgentCardSettings(reader),
     tls,
-    tenantLimits: readTenantLimits(reader),
+    limits: readTenantLimitSettings(reader, push.maxConfigsPerTask),
+    overload: readOverloadSettings(reader),
   };
   if (production) {
     if (reader.raw("PUBLIC_URL") === undefined)
@@ -180,15 +189,4 @@ function readDraftVersions(reader: EnvReader): A2AVersion[] {
     else reader.problem(`A2A_DRAFT_VERSIONS may name ${A2A_DRAFT_VERSIONS.join(", ")} (got "${entry}")`);
   }
   return drafts;
-}
-
-function readTenantLimits(reader: EnvReader): TenantLimits {
-  const raw = reader.raw("TENANT_LIMITS");
-  if (raw === undefined) return NO_TENANT_LIMITS;
-  const parsed = parseTenantLimits(raw);
-  if ("problems" in parsed) {
-    for (const problem of parsed.problems) reader.problem(problem);
-    return NO_TENANT_LIMITS;
-  }
-  return parsed.limits;
 }

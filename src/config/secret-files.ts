@@ -26,6 +26,12 @@ export const SECRET_VARIABLES = [
 
 export type SecretVariable = (typeof SECRET_VARIABLES)[number];
 
+/**
+ * Settings that are not secret but may be long (a mounted ConfigMap): read from `<NAME>_FILE` the same way.
+ * TENANT_LIMITS is one JSON document of every tenant's limits.
+ */
+export const FILE_SETTINGS = ["TENANT_LIMITS"] as const;
+
 /** A mounted secret is small; a larger file is a wrong path (a log, a device), refused before it is read. */
 const MAX_SECRET_FILE_BYTES = 1024 * 1024;
 
@@ -43,7 +49,10 @@ export interface SecretFiles {
  * line breaks (`echo … > file` and `kubectl create secret --from-file` keep one; no key ends in one). Setting both
  * `<NAME>` and `<NAME>_FILE` is a problem: which one wins would be a guess.
  */
-export function readSecretFiles(env: Env, names: readonly string[] = SECRET_VARIABLES): SecretFiles {
+export function readSecretFiles(
+  env: Env,
+  names: readonly string[] = [...SECRET_VARIABLES, ...FILE_SETTINGS],
+): SecretFiles {
   const resolved: Env = { ...env };
   const problems: string[] = [];
   const fromFile = new Map<string, string>();
@@ -71,7 +80,7 @@ function readSecretFile(path: string): { value: string } | { problem: string } {
     const stat = statSync(path);
     if (!stat.isFile()) return { problem: "is not a file" };
     if (stat.size > MAX_SECRET_FILE_BYTES)
-      return { problem: `is larger than ${MAX_SECRET_FILE_BYTES} bytes, too large for a secret` };
+      return { problem: `is larger than ${MAX_SECRET_FILE_BYTES} bytes, too large for a secret or a setting` };
     const value = readFileSync(path, "utf8").replace(/[\r\n]+$/, "");
     return value === "" ? { problem: "is empty" } : { value };
   } catch (err) {

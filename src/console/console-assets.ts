@@ -38,6 +38,10 @@ export function addConsoleAssetRoutes(router: HttpRouter): void {
       "console-diagram.js",
       { body: readFileSync(join(assetsDir, "console-diagram.js")), type: "text/javascript; charset=utf-8" },
     ],
+    [
+      "console-limits.js",
+      { body: readFileSync(join(assetsDir, "console-limits.js")), type: "text/javascript; charset=utf-8" },
+    ],
     ["console.css", { body: readFileSync(join(assetsDir, "console.css")), type: "text/css; charset=utf-8" }],
     ["dagre.esm.js", { body: readFileSync(dagrePath()), type: "text/javascript; charset=utf-8" }],
     ["favicon.svg", { body: readFileSync(join(assetsDir, "favicon.svg")), type: "image/svg+xml" }],
@@ -57,10 +61,12 @@ export function addConsoleAssetRoutes(router: HttpRouter): void {
   router.add("GET", "/console/", send(page));
   // A deep link to one task: the same page, which reads the id from the path.
   router.add("GET", "/console/tasks/{taskId}", send(page));
+  // The tenants' limits, usage and refusals.
+  router.add("GET", "/console/limits", send(page));
   for (const [name, asset] of assets) router.add("GET", `/console/assets/${name}`, send(asset));
   // Browsers ask for /favicon.ico on their own (any page of the host, and the console before its <link> is read).
   router.add("GET", "/favicon.ico", send(favicon));
 }
 
 /** The paths served without credentials (the app's list of public paths takes this pattern). */
-export const CONSOLE_PUBLIC_PATH = /^\/(console(\/|\/assets\/[a-z.-]+|\/tasks\/[^/]+)?|favicon\.ico)$/;
+export const CONSOLE_PUBLIC_PATH = /^\/(console(\/|\/assets\/[a-z.-]+|\/tasks\/[^/]+|\/limits)?|favicon\.ico)$/;

@@ -35,6 +35,9 @@ export const ERROR_CODES = [
   "content-too-large",
   // The store (or another dependency) is down or stalled: retryable (UNAVAILABLE, 503 + Retry-After).
   "unavailable",
+  // A tenant (or key) over one of its limits (TENANT_LIMITS), or an instance shedding new tasks under overload:
+  // 429 / RESOURCE_EXHAUSTED, retryable after `details.retryAfterSeconds` (Retry-After, RetryInfo).
+  "rate-limited",
   // The caller's deadline (grpc-timeout, connect-timeout-ms) passed first: retryable (DEADLINE_EXCEEDED, 504).
   "deadline-exceeded",
   // OpenWOP REST domain codes (interrupt.md, rest-endpoints.md).

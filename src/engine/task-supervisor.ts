@@ -16,6 +16,7 @@ import { failureMessage, stillRunning, type NodeProgressPort } from "./nodes/nod
 import type { TaskContext } from "../machine/task-context.js";
 import type { NodeServicesByKind } from "./nodes/node-registry.js";
 import { TaskDriver } from "./task-driver.js";
+import { admitCreation, type CreationGate } from "./task-admission.js";
 import { DEFAULT_RECOVERY_SETTINGS, type RecoverySettings } from "./recovery-settings.js";
 import { TaskRepository } from "./task-repository.js";
 import { TaskSteering } from "./task-steering.js";
@@ -48,6 +49,8 @@ export interface SupervisorOptions {
   work?: WorkSettings;
   /** Told of each node effect's admission: its tenant and how long it waited for its turn (metrics). */
   workAdmitted?: (tenant: string, waitedMs: number) => void;
+  /** Tenant limits and overload shedding on task creation (src/limits/); absent: every creation is admitted. */
+  admission?: CreationGate;
   clock?: () => Date;
 }
 
@@ -182,6 +185,7 @@ export class TaskSupervisor implements NodeProgressPort {
     taskId?: string;
     idempotency?: IdempotencySeed;
     firstWriteWithinMs?: number;
+    admitted?: true; // already admitted by `admit` (the caller holds what it answered)
   }): Promise<TaskRecord> {
     const { catalog } = this.options;
     const workflow = catalog.get(args.workflowId);
@@ -190,6 +194,21 @@ export class TaskSupervisor implements NodeProgressPort {
         skillId: args.workflowId,
       });
     }
+    // Admitted before anything is written (unless the caller was, ahead of a write of its own); given back once created.
+    const admitted = args.admitted ? undefined : await this.admit(args);
+    return this.create(workflow, args).finally(() => admitted?.());
+  }
+
+  /** Tenant limits and overload shedding on a creation (engine/task-admission.ts): throws the refusal. */
+  admit(args: Parameters<typeof admitCreation>[2]): Promise<() => void> {
+    const gate = this.options.admission;
+    return gate ? admitCreation(gate, this.options.store, args) : Promise.resolve(() => {});
+  }
+
+  private async create(
+    workflow: NonNullable<ReturnType<WorkflowCatalog["get"]>>,
+    args: Parameters<TaskSupervisor["createTask"]>[0],
+  ): Promise<TaskRecord> {
     const taskId = args.taskId ?? randomUUID();
     const contextId = args.contextId ?? randomUUID();
     // The new task and what it does before its first effect or wait (started, node.started of a pure

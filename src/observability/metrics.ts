@@ -23,6 +23,8 @@ export interface Metrics {
   chargedCrashes: Counter;
   /** How long node work waited for its tenant's turn on this instance (fair work), by tenant. */
   workQueueDelay: Histogram;
+  /** Calls refused by a tenant limit (TENANT_LIMITS) or shed under overload, by tenant and reason. */
+  tenantRefusals: Counter;
   /** Connections the port closed at once: over MAX_CONNECTIONS or MAX_CONNECTIONS_PER_CLIENT. */
   connectionsRefused: Counter;
   /** Connections the port closed for a header, HTTP/2 SETTINGS or idle timeout. */
@@ -56,7 +58,10 @@ export type GaugeName =
   | "ready"
   | "storeUp"
   | "memory"
-  | "eventLoopLag";
+  | "eventLoopLag"
+  | "tenantUsage"
+  | "tenantLimit"
+  | "shedding";
 
 const GAUGES: Record<GaugeName, { name: string; description: string }> = {
   tasks: { name: "openwop.tasks", description: "Tasks this instance has seen, by tenant and current A2A state" },
@@ -85,6 +90,20 @@ const GAUGES: Record<GaugeName, { name: string; description: string }> = {
   memory: {
     name: "openwop.process.memory_bytes",
     description: "Process memory by kind (rss, heap_used, heap_total, external, array_buffers)",
+  },
+  tenantUsage: {
+    name: "openwop.tenant.usage",
+    description:
+      "A tenant's usage on this instance, by limit: requests in the last second, tasks created in the last minute, open streams, its unfinished tasks at the last creation",
+  },
+  tenantLimit: {
+    name: "openwop.tenant.limit",
+    description:
+      "The limit a tenant's callers meet (TENANT_LIMITS, without a key's own entry), by limit; absent = unlimited",
+  },
+  shedding: {
+    name: "openwop.shedding",
+    description: "1 while this instance sheds new tasks (event-loop delay or store latency over its limit), else 0",
   },
   eventLoopLag: {
     name: "openwop.event_loop.lag_seconds",
@@ -133,6 +152,10 @@ export function createMetrics(meter: Meter): Metrics {
       "openwop.work.queue_delay_seconds",
       "Time node work waited for its tenant's turn on this instance, by tenant (weighted tenants and the first 50 others seen; the rest as other)",
     ),
+    tenantRefusals: meter.createCounter("openwop.tenant.refusals", {
+      description:
+        "Calls refused by a tenant limit or shed under overload, by tenant (named ones and the first 50 others; the rest as other) and reason",
+    }),
     connectionsRefused: meter.createCounter("openwop.connections.refused", {
       description: "New connections closed at once, by the cap they were over",
     }),

@@ -3,7 +3,7 @@ export interface ReadinessReport {
   ready: boolean;
   /** Set when not ready: what an operator should look at. */
   reason?: string;
-  checks: { store: "ok" | "failing" | "timeout"; draining: boolean; leases?: "lost" };
+  checks: { store: "ok" | "failing" | "timeout"; draining: boolean; leases?: "lost"; shedding?: true };
   /** What kind of store serves, whether tasks survive a restart, and the fallback warning when there is one. */
   details?: StoreDetails;
 }
@@ -22,13 +22,16 @@ export interface ReadinessOptions {
   timeoutMs: number;
   /** Why the instance lost its task-lease heartbeat (it takes no leases then), or undefined while it beats. */
   leaseProblem?: () => string | undefined;
+  /** Why the instance sheds new tasks under overload (src/limits/overload-monitor.ts), or undefined. */
+  shedding?: () => string | undefined;
   /** Reported with every answer (ready or not), so a non-durable instance says so where operators look. */
   details?: StoreDetails;
 }
 
 /**
  * Liveness is "the process serves" (answering at all proves it); readiness is "send me traffic": the store
- * answers a ping within the timeout, its lease heartbeat beats, and the instance is not draining for shutdown.
+ * answers a ping within the timeout, its lease heartbeat beats, the instance is not draining for shutdown, and it
+ * is not shedding new tasks under overload.
  */
 export class Readiness {
   private draining = false;
@@ -40,7 +43,8 @@ export class Readiness {
     this.draining = true;
   }
 
-  async check(): Promise<ReadinessReport> {
+  /** `sheddingIsReady`: shedding new tasks is reported in `checks` but does not make the instance not ready. */
+  async check(options: { sheddingIsReady?: boolean } = {}): Promise<ReadinessReport> {
     if (this.draining)
       return {
         ready: false,
@@ -67,6 +71,17 @@ export class Readiness {
           ready: false,
           reason: leaseProblem,
           checks: { store: "ok", draining: false, leases: "lost" },
+          details: this.options.details,
+        };
+      // Shedding: new tasks are refused here (replies, reads, cancels still served), so a balancer sends them elsewhere.
+      const shedding = this.options.shedding?.();
+      if (shedding && options.sheddingIsReady)
+        return { ready: true, checks: { store: "ok", draining: false, shedding: true }, details: this.options.details };
+      if (shedding)
+        return {
+          ready: false,
+          reason: `shedding new tasks: ${shedding}`,
+          checks: { store: "ok", draining: false, shedding: true },
           details: this.options.details,
         };
       return { ready: true, checks: { store: "ok", draining: false }, details: this.options.details };

@@ -58,6 +58,7 @@ export function observedTaskStore(store: TaskStore, telemetry: Telemetry, logger
     ...(store.limits ? { limits: store.limits } : {}),
     ...(store.openCommitFeed ? { openCommitFeed: store.openCommitFeed.bind(store) } : {}),
     ...(store.workflowVersions ? { workflowVersions: store.workflowVersions } : {}),
+    ...(store.tenantUsage ? { tenantUsage: store.tenantUsage } : {}),
     init: () => store.init(),
     ping: () => (store.ping ? store.ping() : Promise.resolve()),
     create: (record, events) => {

@@ -32,11 +32,22 @@ export interface PushConfigServiceOptions {
   egress: EgressPolicy;
   resolve?: Resolver;
   maxConfigsPerTask: number;
+  /**
+   * The push-config cap that binds a caller (TENANT_LIMITS pushConfigsPerTask, whose default is
+   * PUSH_MAX_CONFIGS_PER_TASK) and its refusal; without it every caller has `maxConfigsPerTask`.
+   */
+  limitOf?: (principal: Principal) => PushConfigLimit | undefined;
   /** Called after a registration, so an update committed meanwhile is not left for the sweep. */
   onRegistered?: (taskId: string) => void;
   /** Called once a config of `taskId` is stored (also before its task exists): the worker then watches the task's commits. */
   onStored?: (taskId: string) => void;
   clock?: () => Date;
+}
+
+/** A caller's cap on one task's push configs, and how a config past it is refused (429 with its limit named). */
+export interface PushConfigLimit {
+  max: number;
+  refused(taskId: string): Error;
 }
 
 const MAX_SECRET_LENGTH = 4096;
@@ -127,7 +138,7 @@ export class PushConfigService {
   ): Promise<TaskPushNotificationConfig> {
     await this.validate(config, path);
     const task = await this.options.tasks.get(taskId, principal.tenant);
-    return this.registerValidated(task, config);
+    return this.registerValidated(task, config, principal);
   }
 
   /**
@@ -135,13 +146,13 @@ export class PushConfigService {
    * (already validated) BEFORE the task exists, with its cursor before the first event, so the very first
    * transition is covered even across a crash. `discard` undoes it if the creation fails.
    */
-  async registerForNewTask(taskId: string, tenant: string, config: PushNotificationConfig): Promise<void> {
-    await this.store({ taskId, tenant }, config, -1, null);
+  async registerForNewTask(taskId: string, principal: Principal, config: PushNotificationConfig): Promise<void> {
+    await this.store({ taskId, tenant: principal.tenant }, config, -1, null, principal);
   }
 
   /** An inline config on a message to an existing task (already validated; the caller looked the task up). */
-  async registerForExistingTask(task: TaskRecord, config: PushNotificationConfig): Promise<void> {
-    await this.registerValidated(task, config);
+  async registerForExistingTask(task: TaskRecord, config: PushNotificationConfig, principal: Principal): Promise<void> {
+    await this.registerValidated(task, config, principal);
   }
 
   async discard(taskId: string): Promise<void> {
@@ -203,10 +214,12 @@ export class PushConfigService {
   private async registerValidated(
     task: TaskRecord,
     config: PushNotificationConfig,
+    principal: Principal,
   ): Promise<TaskPushNotificationConfig> {
     // A config registered now starts after the task's current version: it hears what happens next.
     const interruptId = this.options.tasks.contextOf(task).interrupt?.interruptId;
-    const stored = await this.store(task, config, task.version, `${task.a2a.state}|${interruptId ?? ""}`);
+    const key = `${task.a2a.state}|${interruptId ?? ""}`;
+    const stored = await this.store(task, config, task.version, key, principal);
     this.options.onRegistered?.(task.taskId);
     return this.toWire(stored);
   }
@@ -216,9 +229,13 @@ export class PushConfigService {
     config: PushNotificationConfig,
     cursor: number,
     lastStatusKey: string | null,
+    principal: Principal,
   ): Promise<PushConfigRecord> {
     const secrets = this.options.secrets;
     if (!secrets) throw new DomainError("push-not-supported", "Push Notification is not supported by this agent");
+    const limit = this.options.limitOf?.(principal);
+    // A limit of 0: refused before anything is looked up or written.
+    if (limit?.max === 0) throw limit.refused(task.taskId);
     const configId = config.id ?? (await this.unusedDefaultId(task));
     const plain: PushSecrets = {
       ...(config.token !== undefined ? { token: config.token } : {}),
@@ -240,7 +257,7 @@ export class PushConfigService {
             updatedAt: this.clock().toISOString(),
           },
           initialDelivery(cursor, lastStatusKey),
-          this.options.maxConfigsPerTask,
+          limit?.max ?? this.options.maxConfigsPerTask,
         )
         .then((stored) => {
           this.options.onStored?.(task.taskId);
@@ -248,6 +265,7 @@ export class PushConfigService {
         });
     } catch (err) {
       if (err instanceof TooManyPushConfigsError) {
+        if (limit) throw limit.refused(task.taskId);
         throw invalidParams(
           `task ${task.taskId} already has the maximum of ${err.max} push notification configs; delete one or reuse an id`,
           { taskId: task.taskId, max: err.max },

@@ -1,7 +1,7 @@
 import type { Resolver } from "../egress/egress-guard.js";
 import type { Logger } from "../observability/logger.js";
 import type { PushConfigStore } from "../store/push-config-store.js";
-import { PushConfigService } from "./push-config-service.js";
+import { PushConfigService, type PushConfigServiceOptions } from "./push-config-service.js";
 import { PushDeliveryWorker } from "./push-delivery-worker.js";
 import { createPushHttpClient, type PushHttpClient } from "./push-http-client.js";
 import type { SigningKeyRing } from "../secrets/signing-key-ring.js";
@@ -38,6 +38,8 @@ export interface PushNotificationsOptions {
   tenantWeights?: Readonly<Record<string, number>>;
   /** Wraps the webhook client (telemetry: spans, traceparent, delivery metrics). */
   decorateClient?: (client: PushHttpClient) => PushHttpClient;
+  /** Each caller's push-config cap (TENANT_LIMITS pushConfigsPerTask); without it, PUSH_MAX_CONFIGS_PER_TASK for all. */
+  limitOf?: PushConfigServiceOptions["limitOf"];
 }
 
 export interface PushNotifications {
@@ -65,6 +67,7 @@ export async function createPushNotifications(options: PushNotificationsOptions)
       egress: settings.egress,
       ...(options.resolve ? { resolve: options.resolve } : {}),
       maxConfigsPerTask: settings.maxConfigsPerTask,
+      ...(options.limitOf ? { limitOf: options.limitOf } : {}),
     });
     return {
       enabled: false,
@@ -114,6 +117,7 @@ export async function createPushNotifications(options: PushNotificationsOptions)
     egress: settings.egress,
     ...(options.resolve ? { resolve: options.resolve } : {}),
     maxConfigsPerTask: settings.maxConfigsPerTask,
+    ...(options.limitOf ? { limitOf: options.limitOf } : {}),
     onRegistered: (taskId) => void worker.wakeTask(taskId),
     onStored: (taskId) => worker.watchTask(taskId),
   });

@@ -2,6 +2,7 @@ import { requireScope } from "../auth/principal.js";
 import type { CallContext } from "../auth/call-context.js";
 import { isTerminalRunStatus, TERMINAL_RUN_EVENT_TYPES, type RunStatus } from "../domain/run-status.js";
 import type { TaskObserver } from "../engine/task-observer.js";
+import type { StreamGate } from "../engine/task-admission.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import type { RunEvent } from "../domain/task-record.js";
 
@@ -34,6 +35,8 @@ export interface PollResult {
 export interface RunEventFeedOptions {
   reads: TaskReadPort;
   observer: TaskObserver;
+  /** The streams limit of TENANT_LIMITS (a run's SSE event stream is one); absent: unlimited. */
+  streamGate?: StreamGate;
 }
 
 /**
@@ -50,9 +53,16 @@ export class RunEventFeed {
   async open(runId: string, after: number, ctx: CallContext): Promise<AsyncGenerator<RunEventDoc>> {
     requireScope(ctx.principal, "runs:read");
     const start = await this.options.reads.get(runId, ctx.principal.tenant);
+    // Refused past the caller's streams limit before anything is followed; given back when the stream ends.
+    const release = this.options.streamGate?.open(ctx.principal) ?? (() => {});
     const events = this.options.observer.follow(start, after + 1, { signal: ctx.signal, onOverflow: "catch-up" });
+    ctx.signal?.addEventListener("abort", release, { once: true });
     return (async function* () {
-      for await (const event of events) yield toRunEventDoc(event);
+      try {
+        for await (const event of events) yield toRunEventDoc(event);
+      } finally {
+        release();
+      }
     })();
   }
 

@@ -1,4 +1,5 @@
 import type { Message } from "../domain/a2a-types.js";
+import { MemoryTenantUsageStore } from "./tenant-usage-store.js";
 import { isTerminalRunStatus, RUNNABLE_RUN_STATUSES, type A2ATaskStateValue } from "../domain/run-status.js";
 import { historyMessagesOf } from "./history-events.js";
 import { assertWriteSize, DEFAULT_TASK_SIZE_LIMITS, type TaskSizeLimits } from "./task-size-limits.js";
@@ -50,6 +51,7 @@ const SWEEP_INTERVAL_MS = 1_000;
 export class MemoryTaskStore implements TaskStore {
   readonly kind = "memory" as const;
   readonly limits: TaskSizeLimits;
+  readonly tenantUsage: MemoryTenantUsageStore;
   private readonly tasks = new Map<string, Entry>();
   /** A version's runs are the tasks held here (running, or ended and retained) that record it. */
   readonly workflowVersions = new MemoryWorkflowVersionStore((workflowId, version) => {
@@ -83,6 +85,15 @@ export class MemoryTaskStore implements TaskStore {
     private readonly maxTerminalTasks = Number.POSITIVE_INFINITY,
   ) {
     this.limits = limits;
+    this.tenantUsage = new MemoryTenantUsageStore((tenant) => this.activeTasksOf(tenant), now);
+  }
+
+  /** A tenant's tasks that have not ended (the running-task limit's count). */
+  private activeTasksOf(tenant: string): number {
+    let active = 0;
+    for (const entry of this.tasks.values())
+      if (entry.record.tenant === tenant && !isTerminalRunStatus(entry.record.status)) active++;
+    return active;
   }
 
   async init(): Promise<void> {}

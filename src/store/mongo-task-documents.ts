@@ -52,6 +52,8 @@ export const TASK_INDEXES: IndexDescription[] = [
   { key: { tenant: 1, workflowId: 1, updatedAt: -1, _id: -1 }, name: "tenant_workflow_updated" },
   // The runs of a workflow version (a version none of them uses any more is removed: workflow-version-store.ts).
   { key: { workflowId: 1, workflowVersion: 1 }, name: "workflow_version" },
+  // The running-task limit (TENANT_LIMITS runningTasks): a tenant's tasks that have not ended, counted.
+  { key: { tenant: 1, status: 1 }, name: "tenant_status" },
   // A2A message.messageId idempotency: one live task per (tenant, principal, messageId) digest; the create fails on a repeat.
   {
     key: { idempotencyKey: 1 },

@@ -3,6 +3,7 @@ import { openMongoCommitFeed } from "./change-stream-commit-feed.js";
 import { randomUUID } from "node:crypto";
 import type { Collection, Db, Filter, MongoClient } from "mongodb";
 import type { Message } from "../domain/a2a-types.js";
+import { MongoTenantUsageStore } from "./mongo-tenant-usage-store.js";
 import { TERMINAL_RUN_STATUSES, type A2ATaskStateValue } from "../domain/run-status.js";
 import { historyMessagesOf } from "./history-events.js";
 import { GroupCommit } from "./group-commit.js";
@@ -97,6 +98,7 @@ export class MongoTaskStore implements TaskStore {
   private oneCommand: OneCommandBatch | undefined;
   /** Commit feeds opened on this store's client, closed with it. */
   private readonly feeds = new Set<CommitFeed>();
+  readonly tenantUsage: MongoTenantUsageStore;
 
   constructor(
     private readonly client: MongoClient,
@@ -110,6 +112,7 @@ export class MongoTaskStore implements TaskStore {
     this.now = options.now ?? (() => new Date());
     this.limits = options.limits ?? DEFAULT_TASK_SIZE_LIMITS;
     this.workflowVersions = new MongoWorkflowVersionStore(db);
+    this.tenantUsage = new MongoTenantUsageStore(db, this.now);
   }
 
   /** One round trip to the server (readiness); rejects when MongoDB cannot be reached. */
@@ -118,7 +121,11 @@ export class MongoTaskStore implements TaskStore {
   }
 
   async init(): Promise<void> {
-    await Promise.all([this.tasks.createIndexes(TASK_INDEXES), this.events.createIndexes(EVENT_INDEXES)]);
+    await Promise.all([
+      this.tasks.createIndexes(TASK_INDEXES),
+      this.events.createIndexes(EVENT_INDEXES),
+      this.tenantUsage.init(),
+    ]);
     await migrateTaskLayout(this.db, this.writer);
     if (this.options.oneCommandWrites === false) return;
     const hello = await this.db.admin().command({ hello: 1 });

@@ -4,6 +4,7 @@ import type { A2ATaskStateValue } from "../domain/run-status.js";
 import type { RunEvent, TaskLease, TaskRecord } from "../domain/task-record.js";
 import type { TaskSizeLimits } from "./task-size-limits.js";
 import type { WorkflowVersionStore } from "./workflow-version-store.js";
+import type { TenantUsageStore } from "./tenant-usage-store.js";
 
 /**
  * What a driver's commit carries: the head must still be leased to (owner, epoch), else LeaseLostError.
@@ -116,6 +117,8 @@ export interface TaskStore {
   /** The workflow definitions runs are pinned to, beside the tasks (optional so test doubles need not care). */
   readonly workflowVersions?: WorkflowVersionStore;
   init(): Promise<void>;
+  /** Running-task places and instance beats for tenant limits (src/limits/); optional so test doubles need not care. */
+  readonly tenantUsage?: TenantUsageStore;
   /** Resolves when the store can serve commands now (readiness); optional so test doubles need not care. */
   ping?(): Promise<void>;
   /** Other instances' commits on the same database (MongoDB only; the memory store has the in-process hook only). */

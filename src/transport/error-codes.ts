@@ -140,8 +140,17 @@ export const WIRE_CODES: Record<ErrorCode, WireCodes> = {
   // on 0.3, ErrorInfo reason UNAVAILABLE / DEADLINE_EXCEEDED with metadata retryable=true on 1.0). HTTP 503
   // carries Retry-After; 504 is the gateway-timeout answer HTTP clients retry.
   unavailable: { jsonRpc: -32603, grpc: "UNAVAILABLE", http: 503, rest: "unavailable" },
-  // A tenant limit: no A2A code exists, so one of the server range A2A leaves free; OpenWOP's `rate_limited` (429).
-  "rate-limited": { jsonRpc: -32029, grpc: "RESOURCE_EXHAUSTED", http: 429, rest: "rate_limited" },
+  // A limit of TENANT_LIMITS, or new tasks shed under overload. A2A defines no JSON-RPC code for it: -32029 in the
+  // server-error range (429), with the retry time in \`data\`; answered on its HTTP status (429 + Retry-After) on
+  // every HTTP binding, JSON-RPC included, as a refusal of who calls. OpenWOP's code: rate_limited (v1 and v2).
+  "rate-limited": {
+    jsonRpc: -32029,
+    grpc: "RESOURCE_EXHAUSTED",
+    http: 429,
+    rest: "rate_limited",
+    reason: "RATE_LIMITED",
+    refusal: true,
+  },
   "deadline-exceeded": { jsonRpc: -32603, grpc: "DEADLINE_EXCEEDED", http: 504, rest: "deadline_exceeded" },
   "interrupt-not-found": { jsonRpc: -32001, grpc: "NOT_FOUND", http: 404, rest: "interrupt_not_found" },
   "interrupt-already-resolved": {

@@ -35,8 +35,6 @@ export interface RequestDispatchOptions {
   jsonRpcRefused: (req: HttpRequest, res: HttpResponse, err: unknown, headers: Record<string, string>) => Promise<void>;
   /** The A2A HTTP+JSON routers, one per version. */
   a2aRest: ReadonlyMap<A2AVersion, HttpRouter>;
-  /** Admits an authenticated request or throws (TENANT_LIMITS' request rate: a `rate-limited` DomainError). */
-  admit?: (principal: Principal) => void;
   /** OpenWOP REST, discovery and operator routes. */
   openwop: HttpRouter;
   /** Connect, gRPC and gRPC-Web calls: authenticated by the Connect handler's own interceptor. */
@@ -184,8 +182,6 @@ export function createRequestDispatch(
         : options.authenticator.authenticate({ headers, peerCertificate: verifiedPeerCertificate(req.socket) });
       // API keys and certificates answer synchronously; only a token check (JWKS) costs a promise hop.
       principal = answer instanceof Promise ? await answer : answer;
-      // TENANT_LIMITS' request rate: refused before the body is read or anything is written.
-      if (!isPublic) options.admit?.(principal);
     } catch (err) {
       const challenge = challenges(headers, err);
       if (binding.kind === "jsonrpc" && found && "handler" in found)

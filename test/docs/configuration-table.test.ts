@@ -2,7 +2,7 @@ import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { documentedVariables, READ_BY_LIBRARIES } from "../../src/config/known-variables.js";
-import { SECRET_VARIABLES } from "../../src/config/secret-files.js";
+import { FILE_SETTINGS, SECRET_VARIABLES } from "../../src/config/secret-files.js";
 import { readRepoFile, repoRoot } from "./markdown.js";
 
 /**
@@ -66,8 +66,9 @@ export function variablesReadBySrc(): Map<string, string[]> {
     for (const name of variablesRead(readFileSync(file, "utf8"), methods, settingsLoader))
       found.set(name, [...(found.get(name) ?? []), rel]);
   }
-  // `<NAME>_FILE` of every secret variable is read by name from the list, not spelled out in a source.
-  for (const name of SECRET_VARIABLES) found.set(`${name}_FILE`, [join("src", "config", "secret-files.ts")]);
+  // `<NAME>_FILE` of every secret variable (and long setting) is read by name from the list, not spelled out in a source.
+  for (const name of [...SECRET_VARIABLES, ...FILE_SETTINGS])
+    found.set(`${name}_FILE`, [join("src", "config", "secret-files.ts")]);
   return found;
 }
 

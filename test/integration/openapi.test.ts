@@ -4,7 +4,7 @@ import { startTestApp, type TestApp } from "../support/start-server.js";
 type Obj = Record<string, any>;
 const METHODS = ["get", "post", "delete", "head", "put", "patch"];
 /** The console's page and static files (and the favicon browsers ask for at the root): served files, not an API. */
-const STATIC_FILES = /^(\/console(\/|\/assets\/.*|\/tasks\/\{taskId\})?|\/favicon\.ico)$/;
+const STATIC_FILES = /^(\/console(\/|\/assets\/.*|\/tasks\/\{taskId\}|\/limits)?|\/favicon\.ico)$/;
 
 describe("GET /v1/openapi.json", () => {
   let t: TestApp;

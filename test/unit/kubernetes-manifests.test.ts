@@ -84,7 +84,8 @@ describe.each(OVERLAYS)("deploy/kubernetes/overlays/%s", (overlay) => {
     expect(deployment.spec["replicas"]).toBeGreaterThanOrEqual(2);
     const c = container(overlay);
     expect(c.env.find((e) => e.name === "INSTANCE_ID")?.valueFrom?.fieldRef?.fieldPath).toBe("metadata.name");
-    expect(c["readinessProbe"].httpGet.path).toBe("/readyz");
+    // Shedding new tasks keeps the pod in the Service: it still serves replies and reads (operating.md "Overload shedding").
+    expect(c["readinessProbe"].httpGet.path).toBe("/readyz?shedding=ready");
     expect(c["livenessProbe"].httpGet.path).toBe("/healthz");
     expect(c["startupProbe"].httpGet.path).toBe("/healthz");
     expect(envOf(overlay)["NODE_ENV"]).toBe("production");

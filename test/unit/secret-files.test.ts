@@ -65,7 +65,7 @@ const READ: Record<SecretVariable, (config: Config) => unknown> = {
   PUSH_SIGNING_KEY: (c) => c.push.signingKey?.reveal(),
   A2A_PEER_CALLBACK_KEY: (c) => c.a2aPeer.callbackKey?.reveal().toString("base64"),
   CONSOLE_OIDC_CLIENT_SECRET: (c) => c.consoleSso?.clientSecret?.reveal(),
-  TENANT_LIMITS: (c) => c.tenantLimits.tenants["acme"]?.runningTasks,
+  TENANT_LIMITS: (c) => c.limits.tenants["acme"]?.runningTasks,
 };
 
 async function settle(env: Record<string, string>): Promise<Config> {

@@ -1,5 +1,6 @@
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import type { VersionErrorShapes, VersionStatusColumn, WireError } from "../version-module.js";
+import { retryInfoJson, type RetryInfoJson } from "../retry-info.js";
 
 /**
  * The A2A 1.0 error shapes (spec §5.4 / §11.6), one per binding, all carrying a `google.rpc.ErrorInfo`
@@ -7,6 +8,7 @@ import type { VersionErrorShapes, VersionStatusColumn, WireError } from "../vers
  * - JSON-RPC: `error.data` is an array holding the ErrorInfo (with its `@type`);
  * - gRPC / Connect / gRPC-Web: the status details (`grpc-status-details-bin` / Connect `details`);
  * - HTTP+JSON: `{"error": {code, status, message, details: [ErrorInfo]}}` (google.rpc.Status).
+ * A refusal that names a retry time (a limit's) also carries a `google.rpc.RetryInfo` after the ErrorInfo.
  */
 
 export const ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo";
@@ -77,15 +79,21 @@ const V10_STATUSES: VersionStatusColumn = {
   gone: { http: 404 },
 };
 
+/** The status details in their JSON form: the ErrorInfo, then a RetryInfo when the error names a retry time. */
+function detailsOf(err: WireError): Array<ErrorInfo | RetryInfoJson> {
+  const retry = retryInfoJson(err);
+  return retry ? [errorInfoOf(err), retry] : [errorInfoOf(err)];
+}
+
 export const v10ErrorShapes: VersionErrorShapes = {
   statuses: V10_STATUSES,
   jsonRpc: (id, err) => ({
     jsonrpc: "2.0",
     id,
-    error: { code: err.jsonRpc, message: err.message, data: [errorInfoOf(err)] },
+    error: { code: err.jsonRpc, message: err.message, data: detailsOf(err) },
   }),
   httpJson: (err) => ({
-    error: { code: err.http, status: err.grpc, message: err.message, details: [errorInfoOf(err)] },
+    error: { code: err.http, status: err.grpc, message: err.message, details: detailsOf(err) },
   }),
   connectDetails: (err) => {
     const info = errorInfoOf(err);

@@ -1468,6 +1468,8 @@ async function route() {
   try {
     const task = /^\/console\/tasks\/([^/]+)$/.exec(location.pathname);
     if (task) await showTask(decodeURIComponent(task[1]));
+    else if (location.pathname === "/console/limits")
+      await (await import("/console/assets/console-limits.js")).showLimits({ view, api, el });
     else await showList(new URLSearchParams(location.search));
     view.focus({ preventScroll: true });
   } catch (err) {

@@ -24,7 +24,7 @@ import { A2A_VERSION_HEADER, negotiateA2AVersion, type A2AVersion } from "../../
 import type { PeerCertificate } from "node:tls";
 import type { Authenticator } from "../../auth/authenticator.js";
 import { verifiedPeerCertificate } from "../peer-certificate.js";
-import { RETRY_AFTER_SECONDS, type ReportError } from "../errors/wire-error.js";
+import { RETRY_AFTER_SECONDS, retryAfterSecondsOf, type ReportError } from "../errors/wire-error.js";
 import type { HttpRequest, HttpResponse } from "../http-io.js";
 import { settleUnreadBody } from "../unread-request-body.js";
 import { encodeGrpcMessagesAsSpec } from "./grpc-message.js";
@@ -34,17 +34,18 @@ import { answerUnknownMethod } from "./rpc-unknown-method.js";
 import { admitRpcCaller, rpcErrorOf } from "./rpc-call-guard.js";
 import { GrpcUnaryFastPath } from "./grpc-unary-fast-path.js";
 
-/**
- * Set by the interceptor when a call answers UNAVAILABLE, so that its HTTP answer carries `Retry-After`: Connect's
- * 503 and gRPC-Web's 200 alike (the status itself is in a trailer frame of the body there, out of an HTTP
- * client's sight). The interceptor sees no response headers on an error, hence a per-request flag.
- */
 /** The connection's verified client certificate (mutual TLS), set per call from the Node request. */
 const PEER_CERTIFICATE = createContextKey<PeerCertificate | undefined>(undefined, {
   description: "the verified TLS client certificate",
 });
-const UNAVAILABLE_ANSWER = createContextKey<{ unavailable: boolean } | undefined>(undefined, {
-  description: "the call answered UNAVAILABLE",
+/**
+ * Set by the interceptor when a call answers UNAVAILABLE or a limit's refusal, so that its HTTP answer carries
+ * `Retry-After`: Connect's 503 / 429 and gRPC-Web's 200 alike (the status itself is in a trailer frame of the body
+ * there, out of an HTTP client's sight). The interceptor sees no response headers on an error, hence a per-request
+ * value.
+ */
+const RETRY_ANSWER = createContextKey<{ retryAfterSeconds?: number } | undefined>(undefined, {
+  description: "the seconds the call's error answer asks the caller to wait",
 });
 
 /** Connect, gRPC and gRPC-Web paths of the registered services: `/a2a.v1.A2AService/*` (0.3), `/lf.a2a.v1.A2AService/*` (1.0). */
@@ -88,10 +89,10 @@ export function createA2AConnectHandler(
       // The same checks and error mapping as the gRPC unary fast path (rpc-call-guard.ts).
       const fail = (err: unknown) => {
         const error = rpcErrorOf(version, report, req.method.name, err);
-        if (error.code === Code.Unavailable) {
-          const answer = req.contextValues.get(UNAVAILABLE_ANSWER);
-          if (answer) answer.unavailable = true;
-        }
+        const retryAfterSeconds =
+          retryAfterSecondsOf(err) ?? (error.code === Code.Unavailable ? RETRY_AFTER_SECONDS : undefined);
+        const answer = req.contextValues.get(RETRY_ANSWER);
+        if (answer && retryAfterSeconds !== undefined) answer.retryAfterSeconds = retryAfterSeconds;
         return error;
       };
       try {
@@ -171,9 +172,9 @@ export function createA2AConnectHandler(
     }
     resetUnreadRequestAfterTrailers(req);
     if (/^application\/grpc(?:\+|;|$)/.test(req.headers["content-type"] ?? "")) encodeGrpcMessagesAsSpec(res);
-    const answer = { unavailable: false };
+    const answer: { retryAfterSeconds?: number } = {};
     const values = createContextValues();
-    values.set(UNAVAILABLE_ANSWER, answer);
+    values.set(RETRY_ANSWER, answer);
     values.set(PEER_CERTIFICATE, verifiedPeerCertificate(req.socket));
     const uReq = universalRequestFromNodeRequest(req, res, undefined, values);
     clampDeadlineHeaders(uReq.header);
@@ -190,7 +191,7 @@ export function createA2AConnectHandler(
       .then((uRes) => {
         // The answer's headers are not written yet: the handler resolves once the first body bytes (here the
         // error's) are ready, so a failure before them has set the flag.
-        if (answer.unavailable) uRes.header?.set("retry-after", String(RETRY_AFTER_SECONDS));
+        if (answer.retryAfterSeconds !== undefined) uRes.header?.set("retry-after", String(answer.retryAfterSeconds));
         // Answered before the body's end (too large, refused from its headers): drain it or close the connection.
         if (!body.reading) settleUnreadBody(req, res);
         return universalResponseToNodeResponse(uRes, res);

@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { A2AVersion } from "../../domain/a2a-version.js";
 import type { JsonRpcErrorBody } from "../../a2a/version-module.js";
 import { versionModule } from "../../a2a/versions.js";
+import { retryInfoDetail } from "../../a2a/retry-info.js";
 import type { WireCodes } from "../error-codes.js";
 import { wireErrorOf } from "./wire-error.js";
 
@@ -45,7 +46,8 @@ const CONNECT_CODE: Record<WireCodes["grpc"], Code> = {
 };
 
 /**
- * Connect / gRPC / gRPC-Web: the ConnectError the caller sees, with the version's status details.
+ * Connect / gRPC / gRPC-Web: the ConnectError the caller sees, with the version's status details, and a
+ * `google.rpc.RetryInfo` for every version when the error names a retry time (a limit's refusal).
  * ConnectErrors raised by the framework itself (cancellation, deadline, size limits) pass through.
  */
 export function connectErrorOf(version: A2AVersion, err: unknown): ConnectError {
@@ -53,5 +55,7 @@ export function connectErrorOf(version: A2AVersion, err: unknown): ConnectError 
   const wire = wireErrorOf(err, version);
   const error = new ConnectError(wire.message, CONNECT_CODE[wire.grpc as WireCodes["grpc"]] ?? Code.Unknown);
   error.details.push(...versionModule(version).errors.connectDetails(wire));
+  const retry = retryInfoDetail(wire);
+  if (retry) error.details.push(retry);
   return error;
 }

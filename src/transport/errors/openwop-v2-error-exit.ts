@@ -4,7 +4,8 @@ import { statusHeaders } from "./wire-error.js";
 
 /**
  * The OpenWOP v2 REST error table: every domain code to a code of the v2 registry and its registered status
- * (spec/v2/core/errors.md, "Codes by HTTP status", the Stable text; spec/v2/errors.json). v1 keeps its column in
+ * (spec/v2/core/errors.md, "Codes by HTTP status", the Stable text; spec/v2/errors.json; `rate_limited` 429 and
+ * "Retry timing" read at openwop/openwop cc7bb617f49000f7ec9c94eef0fe0d18a2a6901a). v1 keeps its column in
  * error-codes.ts. Where v1 answered with a code the v2 registry does not hold, the nearest registered code stands.
  */
 export const OPENWOP_V2_CODES: Record<ErrorCode, { http: number; error: string }> = {
@@ -40,6 +41,8 @@ export const OPENWOP_V2_CODES: Record<ErrorCode, { http: number; error: string }
   "payload-too-large": { http: 413, error: "payload_too_large" },
   "content-too-large": { http: 413, error: "payload_too_large" },
   unavailable: { http: 503, error: "service_unavailable" },
+  // The registry's 429 (spec/v2/core/errors.md at openwop/openwop cc7bb617f49000f7ec9c94eef0fe0d18a2a6901a).
+  "rate-limited": { http: 429, error: "rate_limited" },
   "deadline-exceeded": { http: 503, error: "service_unavailable" },
   "interrupt-not-found": { http: 404, error: "interrupt_not_found" },
   "interrupt-already-resolved": { http: 409, error: "interrupt_already_resolved" },
@@ -50,8 +53,6 @@ export const OPENWOP_V2_CODES: Record<ErrorCode, { http: number; error: string }
   "protocol-version-mismatch": { http: 400, error: "protocol_version_mismatch" },
   "client-version-unsupported": { http: 426, error: "client_version_unsupported" },
   "unsupported-stream-mode": { http: 400, error: "unsupported_stream_mode" },
-  // The registry's 429 (spec/v2/core/errors.md at openwop/openwop cc7bb617f49000f7ec9c94eef0fe0d18a2a6901a).
-  "rate-limited": { http: 429, error: "rate_limited" },
 };
 
 /** The v2 envelope `{error, message, details?}` (closed), with its registered status. */
@@ -61,10 +62,18 @@ export function openwopV2ErrorBody(err: unknown): {
 } {
   const domain = toDomainError(err);
   const row = OPENWOP_V2_CODES[domain.code];
+  // errors.md "Retry timing": the retry time is the Retry-After header's alone; v2 bodies never carry it.
+  const details =
+    domain.details && "retryAfterSeconds" in domain.details ? withoutRetry(domain.details) : domain.details;
   return {
     status: row.http,
-    body: { error: row.error, message: domain.message, ...(domain.details ? { details: domain.details } : {}) },
+    body: { error: row.error, message: domain.message, ...(details ? { details } : {}) },
   };
+}
+
+function withoutRetry(details: Record<string, unknown>): Record<string, unknown> | undefined {
+  const { retryAfterSeconds: _inTheHeader, ...rest } = details;
+  return Object.keys(rest).length > 0 ? rest : undefined;
 }
 
 export function sendOpenwopV2Error(res: HttpResponse, err: unknown, headers: Record<string, string> = {}): void {

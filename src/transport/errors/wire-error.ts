@@ -63,6 +63,7 @@ export function wireErrorOf(err: unknown, version: A2AVersion): WireError {
     http: statuses.http,
     grpc: statuses.grpc,
     reason: codes.reason ?? domain.code.toUpperCase().replace(/-/g, "_"),
+    ...(retryAfterSecondsOf(domain) !== undefined ? { retryAfterSeconds: retryAfterSecondsOf(domain) } : {}),
   };
 }
 
@@ -75,14 +76,19 @@ export function jsonRpcHttpStatus(err: DomainError, version: A2AVersion): number
 export const RETRY_AFTER_SECONDS = 1;
 
 /**
- * The headers an HTTP error status carries by itself: `Retry-After` on 503 (RFC 9110 §10.2.3) and on 429 (RFC 6585
- * §4), where the refusal's own `details.retryAfterSeconds` (a tenant limit's wait) wins over the default.
+ * The headers an HTTP error answer carries by itself: `Retry-After` with the error's own retry time (a limit's
+ * refusal, 429), else on 503 (RFC 9110 §10.2.3).
  */
 export function statusHeaders(status: number, err?: unknown): Record<string, string> {
-  if (status !== 503 && status !== 429) return {};
-  const own = err instanceof DomainError ? err.details?.["retryAfterSeconds"] : undefined;
-  const seconds = typeof own === "number" && Number.isInteger(own) && own > 0 ? own : RETRY_AFTER_SECONDS;
-  return { "retry-after": String(seconds) };
+  const asked = retryAfterSecondsOf(err);
+  if (asked !== undefined) return { "retry-after": String(asked) };
+  return status === 503 ? { "retry-after": String(RETRY_AFTER_SECONDS) } : {};
+}
+
+/** The seconds an error asks the caller to wait before retrying (`details.retryAfterSeconds`), if it names them. */
+export function retryAfterSecondsOf(err: unknown): number | undefined {
+  const value = err instanceof DomainError ? err.details?.["retryAfterSeconds"] : undefined;
+  return typeof value === "number" ? value : undefined;
 }
 
 /**

@@ -159,7 +159,8 @@ export function createJsonRpcEndpoint(options: JsonRpcEndpointOptions) {
 }
 
 /**
- * The answer to a JSON-RPC call refused before the endpoint ran (401 / 403 from authentication): the body is
+ * The answer to a JSON-RPC call refused before the endpoint ran (401 / 403 from authentication, 429 over its
+ * caller's request rate, with Retry-After): the body is
  * still read (within MAX_BODY_BYTES), so the error carries the request's id, and the version its method
  * names, whenever they can be read; otherwise id null in the 0.3 shape.
  */

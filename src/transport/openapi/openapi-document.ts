@@ -127,7 +127,8 @@ const OPENWOP: Operation[] = [
     methods: ["get"],
     path: "/readyz",
     tag: "Discovery",
-    summary: "Readiness: 200 when the store answers in time, else 503 with the reason",
+    summary:
+      "Readiness: 200 when the store answers in time and the instance neither drains nor sheds new tasks, else 503 with the reason",
     public: true,
   },
   {
@@ -183,6 +184,12 @@ const OPENWOP: Operation[] = [
     tag: "Operator console",
     summary:
       "One page of the key's tenant's tasks (every configured tenant with console:all-tenants): limit, cursor, filters; nextCursor and counts per state",
+  },
+  {
+    methods: ["get"],
+    path: "/console/api/limits",
+    tag: "Operator console",
+    summary: "Each visible tenant's limits (TENANT_LIMITS), its usage on this instance and its refusals by reason",
   },
   {
     methods: ["get"],

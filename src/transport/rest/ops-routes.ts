@@ -14,13 +14,17 @@ export const READINESS_RETRY_AFTER_SECONDS = 5;
 
 /**
  * The operator's HTTP endpoints (no credentials): `/readyz` (200 when the store answers a ping in time and
- * the instance is not draining, else 503 with the reason; `details` says which store serves and whether it is
+ * the instance is neither draining nor shedding new tasks, else 503 with the reason; `details` says which store serves and whether it is
  * durable, with the in-memory fallback's warning) and `/metrics` (Prometheus text format).
  * `/healthz` (liveness) lives with the discovery routes.
  */
 export function addOpsRoutes(router: HttpRouter, options: { readiness: Readiness; telemetry: Telemetry }): void {
-  router.add("GET", "/readyz", async (_req, res) => {
-    const report = await options.readiness.check();
+  router.add("GET", "/readyz", async (req, res) => {
+    // `?shedding=ready`: shedding is reported (checks.shedding) but answered 200. For probes that take an instance
+    // out of all traffic (Kubernetes readiness): shedding must keep serving replies and reads, and if every
+    // instance shed at once, no instance would be left to serve them.
+    const sheddingIsReady = new URLSearchParams(req.url?.split("?")[1] ?? "").get("shedding") === "ready";
+    const report = await options.readiness.check({ sheddingIsReady });
     if (report.ready) sendJson(res, 200, { status: "ready", checks: report.checks, details: report.details });
     else
       sendJson(
