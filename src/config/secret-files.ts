@@ -20,8 +20,6 @@ export const SECRET_VARIABLES = [
   "PUSH_SIGNING_KEY",
   "A2A_PEER_CALLBACK_KEY",
   "CONSOLE_OIDC_CLIENT_SECRET",
-  // Not a secret, but a document an operator mounts as a file the same way (a ConfigMap).
-  "TENANT_LIMITS",
 ] as const;
 
 export type SecretVariable = (typeof SECRET_VARIABLES)[number];

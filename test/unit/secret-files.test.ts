@@ -51,7 +51,6 @@ const VALUES: Record<SecretVariable, () => string> = {
   PUSH_SIGNING_KEY: () => keys.PUSH_SIGNING_KEY,
   A2A_PEER_CALLBACK_KEY: () => keys.A2A_PEER_CALLBACK_KEY,
   CONSOLE_OIDC_CLIENT_SECRET: () => "console-client-secret-5f2c9a7e1b3d4f60",
-  TENANT_LIMITS: () => JSON.stringify({ tenants: { acme: { runningTasks: 7 } } }),
 };
 
 const READ: Record<SecretVariable, (config: Config) => unknown> = {
@@ -65,7 +64,6 @@ const READ: Record<SecretVariable, (config: Config) => unknown> = {
   PUSH_SIGNING_KEY: (c) => c.push.signingKey?.reveal(),
   A2A_PEER_CALLBACK_KEY: (c) => c.a2aPeer.callbackKey?.reveal().toString("base64"),
   CONSOLE_OIDC_CLIENT_SECRET: (c) => c.consoleSso?.clientSecret?.reveal(),
-  TENANT_LIMITS: (c) => c.limits.tenants["acme"]?.runningTasks,
 };
 
 async function settle(env: Record<string, string>): Promise<Config> {
@@ -126,7 +124,6 @@ describe("<NAME>_FILE", () => {
         "PUSH_ENCRYPTION_KEY_PREVIOUS",
         "PUSH_SIGNING_KEY",
         "SIGNING_KEYS",
-        "TENANT_LIMITS",
       ].sort(),
     );
   });
