@@ -108,7 +108,12 @@ describe("A2A: a task the caller cannot read is answered exactly as a missing on
 
   it("over JSON-RPC 1.0: GetTask, CancelTask, SendMessage, SubscribeToTask and the push-config methods", async () => {
     const reply10 = (id: string) => ({
-      message: { messageId: "fixed-message-id", role: "ROLE_USER", taskId: id, parts: [{ data: { action: "accept" } }] },
+      message: {
+        messageId: "fixed-message-id",
+        role: "ROLE_USER",
+        taskId: id,
+        parts: [{ data: { action: "accept" } }],
+      },
     });
     const cases: Array<[string, (id: string) => unknown]> = [
       ["GetTask", (id) => ({ id })],
