@@ -62,10 +62,10 @@ export async function startInstance(
   child.stderr!.on("data", (d: Buffer) => (log += d.toString()));
   const exited = new Promise<number>((resolve) => child.once("exit", () => resolve(Date.now())));
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`a witness instance did not start within 30 s:\n${log.slice(-4000)}`)),
-      30_000,
-    );
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`a witness instance did not start within 30 s:\n${log.slice(-4000)}`));
+    }, 30_000);
     child.stdout!.on("data", () => {
       if (log.includes("listening on")) {
         clearTimeout(timer);

@@ -127,6 +127,11 @@ async function exhaust(
     if (life === 1) await startRun(w, instance, WORKFLOW_ID, randomUUID()).catch(() => undefined);
     if (!(await diesWithin(instance, window)))
       return `start ${life} did not die in the poison node within ${window} ms (${deaths.length} deaths so far, RECOVERY_MAX_ATTEMPTS ${max})`;
+    if (instance.child.signalCode !== "SIGKILL") {
+      // Its output goes to the operator, not into the bundle.
+      w.log(`poison-exhaustion: start ${life} exited on its own:\n${instance.output().slice(-4000)}`);
+      return `start ${life} exited with ${instance.child.exitCode ?? instance.child.signalCode}, not killed by its node`;
+    }
     deaths.push(instance);
   }
   const runId = (await ledgerOf(ledger))[0]?.taskId;
@@ -136,13 +141,13 @@ async function exhaust(
   // The next start must fail the run instead of running the node a further time, and stay up.
   const survivor = await boot();
   const failed = await until(async () => {
+    if (!alive(survivor)) return "died";
     const snap = await getJson<RunSnapshot>(w, runUrl(survivor));
     return snap.status === "failed" ? snap : undefined;
   }, window);
-  if (!failed)
-    return alive(survivor)
-      ? `the run was not failed within ${window} ms of the start after death ${max}`
-      : `the start after death ${max} died too: the node ran more than RECOVERY_MAX_ATTEMPTS (${max}) times`;
+  if (failed === "died")
+    return `the start after death ${max} died too: the node ran more than RECOVERY_MAX_ATTEMPTS (${max}) times`;
+  if (!failed) return `the run was not failed within ${window} ms of the start after death ${max}`;
   const logAtFailure = await events(w, survivor, runId);
 
   // Terminal, and the hosts stay up: a peer joins, other work completes, and for twice the recovery bound
@@ -165,11 +170,10 @@ async function exhaust(
   const expected = Array.from({ length: max }, (_, i) => i + 1).join(",");
   if (attempts !== expected || lines.some((l) => l.taskId !== runId || l.nodeId !== NODE_ID))
     problems.push(`the node ran as attempts [${attempts}], not once each of [${expected}]`);
+  // Each death was a SIGKILL (checked as it happened), and the witness signals no instance until the end: the
+  // SIGKILL was the node's own, in the process the ledger names.
   if (lines.map((l) => l.pid).join(",") !== deaths.map((d) => d.child.pid).join(","))
     problems.push("the node's executions were not one in each process that died");
-  // The witness signals no instance until the end: a SIGKILL before then is the node's own.
-  if (deaths.some((d) => d.child.signalCode !== "SIGKILL"))
-    problems.push("an instance that ran the node did not die by SIGKILL");
   const crashes = log.filter((e) => e.type === "node.interrupted").map((e) => e.payload?.["crashes"]);
   if (crashes.join(",") !== expected || count(log, "node.started") !== max || log.at(-1)?.type !== "run.failed")
     problems.push(
