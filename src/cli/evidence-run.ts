@@ -16,13 +16,8 @@ import { packageVersion } from "../domain/package-version.js";
 import { loadEvidenceKey, type EvidenceKey } from "../secrets/evidence-key.js";
 import { SecretValue } from "../secrets/secret-value.js";
 import { killInstance, startInstance, type HostCommand, type Instance } from "./evidence-instances.js";
-import {
-  boundIsDerived,
-  killAfterAccept,
-  killDuringExecution,
-  poisonNotExercised,
-  type Witness,
-} from "./evidence-scenarios.js";
+import { poisonExhaustion } from "./evidence-poison.js";
+import { boundIsDerived, killAfterAccept, killDuringExecution, type Witness } from "./evidence-scenarios.js";
 
 export interface EvidenceRunOptions {
   /** Where the bundle is written. */
@@ -113,8 +108,8 @@ export async function runEvidence(options: EvidenceRunOptions): Promise<Evidence
     if (derived.bound) {
       rows.push(...(await killAfterAccept(w, derived.bound, options.acceptSkill)));
       rows.push(...(await killDuringExecution(w, derived.bound)));
+      rows.push(await poisonExhaustion(w, derived.bound));
     }
-    rows.push(poisonNotExercised());
     const discoveryUrl = options.discoveryUrl ?? `${instances[1]!.baseUrl}/.well-known/openwop`;
     const document = (await (await fetch(discoveryUrl, { headers: w.headers })).json()) as Record<string, unknown>;
     const listed = Array.isArray(document["signingKeys"]) ? (document["signingKeys"] as Array<{ keyId?: string }>) : [];
