@@ -5,6 +5,7 @@ import { canonicalJson } from "../domain/canonical-json.js";
 import {
   ATTESTED_MEMBERS,
   attestationInput,
+  claimableRung,
   deriveRung,
   nonPass,
   tally,
@@ -142,7 +143,9 @@ function assemble(
     rows.reduce((n, r) => n + (r.assertions ?? 0), 0),
   );
   const failing = nonPass(rows);
-  const { rung } = deriveRung(rows);
+  // The claim is what the rows derive, capped at what a verifier of the schema revision read can re-derive; the
+  // peer-resume row still witnesses the next rung in the signed rows.
+  const claim = claimableRung(deriveRung(rows).rung);
   const versions = about.document["protocolVersions"];
   return {
     bundleVersion: "3",
@@ -169,6 +172,6 @@ function assemble(
     witnessSha256: sha256(witnessInput({ results, assertionCount })),
     assertionCount,
     ...(failing.length > 0 ? { detail: { nonPass: failing } } : {}),
-    ...(rung ? { durability: { rung } } : {}),
+    ...(claim ? { durability: { rung: claim } } : {}),
   };
 }

@@ -156,6 +156,24 @@ export function peerResumeTokens(detail: string | undefined): { acceptedBy: stri
 }
 
 /**
+ * The rungs a bundle may claim: those a verifier written to certification-bundle.schema.json at 0b577834 can
+ * re-derive. Its `durability` note says only `durable-single-instance` is derivable in that revision (peer-resume
+ * evidence has no seat in a row yet) and a higher claim is refused, so a bundle claiming more would not certify.
+ */
+const CLAIMABLE_RUNGS: readonly DurabilityRung[] = ["durable-single-instance"];
+const RUNG_ORDER: readonly DurabilityRung[] = [
+  "durable-single-instance",
+  "durable-multi-instance",
+  "multi-region-qualified",
+];
+
+/** The highest claimable rung at or below `derived`. */
+export function claimableRung(derived: DurabilityRung | undefined): DurabilityRung | undefined {
+  if (derived === undefined) return undefined;
+  return CLAIMABLE_RUNGS.filter((r) => RUNG_ORDER.indexOf(r) <= RUNG_ORDER.indexOf(derived)).at(-1);
+}
+
+/**
  * The rows RFC 0158 names for `durable-single-instance` (its acceptance criteria: `kill-after-accept`,
  * `kill-during-execution`, `duplicate-delivery`, `poison-exhaustion` and `bound-is-derived`); the schema's
  * `durability` note asks every row of the rung to be `executed-pass`.

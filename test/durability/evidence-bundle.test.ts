@@ -96,8 +96,8 @@ describe("evidence bundle v3 from a three-instance run", () => {
         class: "task-execution-lease",
         bound: TTL_MS + HEARTBEAT_MS,
         terms: [
-          { name: "LEASE_TTL_MS", ms: TTL_MS },
-          { name: "LEASE_HEARTBEAT_MS", ms: HEARTBEAT_MS },
+          { name: "leaseTtlMs", ms: TTL_MS },
+          { name: "leaseHeartbeatMs", ms: HEARTBEAT_MS },
         ],
       },
     ]);
@@ -111,7 +111,8 @@ describe("evidence bundle v3 from a three-instance run", () => {
     );
     expect(tokens?.[1]).not.toBe(tokens?.[2]);
     expect(tokens?.[3]).toBe(tokens?.[4]);
-    expect(bundle.durability).toEqual({ rung: "durable-multi-instance" });
+    // The rows witness multi-instance; the claim is what the bundle schema's revision can carry.
+    expect(bundle.durability).toEqual({ rung: "durable-single-instance" });
     expect(bundle.host.build).toEqual({ kind: "commit", id: "0123456789abcdef" });
     expect(bundle.signature?.over).toEqual(["witnessSha256", "host.build", "suite.version", "discovery.sha256"]);
     expect(lines.some((l) => l.startsWith("kill-during-execution: a peer resumed"))).toBe(true);
@@ -205,6 +206,14 @@ describe("evidence bundle v3 from a three-instance run", () => {
     expect(problems[0]).toMatch(
       /^rung-not-derivable: the bundle claims durable-multi-instance, the signed rows support durable-single-instance/,
     );
+    // Rows that do witness it still cannot carry a multi-instance claim in this schema revision.
+    const beyond = clone(bundle);
+    beyond.durability = { rung: "durable-multi-instance" };
+    const refused = verifyBundle(await resigned(beyond), discovery);
+    expect(refused.problems).toEqual([
+      "rung-not-derivable: the bundle claims durable-multi-instance, which the bundle schema's revision cannot carry (it derives durable-single-instance at most)",
+    ]);
+    expect(refused.rung).toBe("durable-multi-instance");
   });
 
   it("refuses any rung when the poison-exhaustion row is missing or failed, even when correctly signed", async () => {
@@ -213,7 +222,7 @@ describe("evidence bundle v3 from a three-instance run", () => {
     missing.results.requirements = missing.results.requirements.filter((r) => r.id !== poison);
     const gone = verifyBundle(await resigned(missing), discovery);
     expect(gone.problems).toEqual([
-      `rung-not-derivable: the bundle claims durable-multi-instance, the signed rows support no rung (${poison} is missing; the rung needs it passed)`,
+      `rung-not-derivable: the bundle claims durable-single-instance, the signed rows support no rung (${poison} is missing; the rung needs it passed)`,
     ]);
     expect(gone.rung).toBeUndefined();
     const failed = clone(bundle);

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { deriveRung, rowId, SINGLE_INSTANCE_ROWS, type RequirementRow } from "../../src/domain/evidence-bundle.js";
+import {
+  claimableRung,
+  deriveRung,
+  rowId,
+  SINGLE_INSTANCE_ROWS,
+  type RequirementRow,
+} from "../../src/domain/evidence-bundle.js";
 
 // deriveRung: the rung re-derived from the signed rows. RFC 0158 (openwop/openwop 1a06f6f) names five rows for
 // `durable-single-instance`; every one must be `executed-pass`, and `peer-resume` lifts it to multi-instance.
@@ -8,8 +14,8 @@ const bound = {
   class: "task-execution-lease",
   bound: 1_800,
   terms: [
-    { name: "LEASE_TTL_MS", ms: 1_500 },
-    { name: "LEASE_HEARTBEAT_MS", ms: 300 },
+    { name: "leaseTtlMs", ms: 1_500 },
+    { name: "leaseHeartbeatMs", ms: 300 },
   ],
 };
 const recovery = { class: "task-execution-lease", boundMs: 1_800, observedMs: 1_500 };
@@ -30,6 +36,14 @@ const witnessed = (): RequirementRow[] => [
 const without = (scenario: string) => witnessed().filter((r) => r.id !== rowId(scenario));
 const replaced = (scenario: string, change: Partial<RequirementRow>) =>
   witnessed().map((r) => (r.id === rowId(scenario) ? { ...r, ...change } : r));
+
+describe("claimableRung", () => {
+  it("caps a claim at durable-single-instance, the rung the bundle schema revision read can re-derive", () => {
+    expect(claimableRung("durable-multi-instance")).toBe("durable-single-instance");
+    expect(claimableRung("durable-single-instance")).toBe("durable-single-instance");
+    expect(claimableRung(undefined)).toBeUndefined();
+  });
+});
 
 describe("deriveRung", () => {
   it("derives durable-multi-instance from the five rows of the lower rung and a peer-resume naming two processes", () => {
