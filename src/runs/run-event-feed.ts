@@ -21,8 +21,8 @@ export function toRunEventDoc(event: RunEvent): RunEventDoc {
   };
 }
 
-export interface PollResult {
-  events: RunEventDoc[];
+export interface PollResult<E = RunEventDoc> {
+  events: E[];
   /** Pass back as `after` for the next poll. */
   nextAfter: number;
   /** The run is over and every event has been delivered. */
@@ -48,16 +48,33 @@ export class RunEventFeed {
    * sequence > `after` in order, following live commits, ending after the terminal event.
    */
   async open(runId: string, after: number, ctx: CallContext): Promise<AsyncGenerator<RunEventDoc>> {
-    requireScope(ctx.principal, "runs:read");
-    const start = await this.options.reads.get(runId, ctx.principal.tenant);
-    const events = this.options.observer.follow(start, after + 1, { signal: ctx.signal, onOverflow: "catch-up" });
+    const events = await this.openStored(runId, after, ctx);
     return (async function* () {
       for await (const event of events) yield toRunEventDoc(event);
     })();
   }
 
+  /** `open`, yielding the stored events whole (for a view that projects them itself, e.g. OpenWOP v2's). */
+  async openStored(runId: string, after: number, ctx: CallContext): Promise<AsyncGenerator<RunEvent>> {
+    requireScope(ctx.principal, "runs:read");
+    const start = await this.options.reads.get(runId, ctx.principal.tenant);
+    return this.options.observer.follow(start, after + 1, { signal: ctx.signal, onOverflow: "catch-up" });
+  }
+
   /** Events after `after`; when there are none yet, waits up to `timeoutMs` for the next commit. */
   async poll(runId: string, after: number, timeoutMs: number, limit: number, ctx: CallContext): Promise<PollResult> {
+    const page = await this.pollStored(runId, after, timeoutMs, limit, ctx);
+    return { ...page, events: page.events.map(toRunEventDoc) };
+  }
+
+  /** `poll`, answering the stored events whole. */
+  async pollStored(
+    runId: string,
+    after: number,
+    timeoutMs: number,
+    limit: number,
+    ctx: CallContext,
+  ): Promise<PollResult<RunEvent>> {
     requireScope(ctx.principal, "runs:read");
     const { reads, observer } = this.options;
     const tenant = ctx.principal.tenant;
@@ -80,7 +97,7 @@ export class RunEventFeed {
       TERMINAL_RUN_EVENT_TYPES.has(events.at(-1)?.type ?? "") ||
       (isTerminalRunStatus(record.status) && nextAfter >= record.version);
     return {
-      events: events.map(toRunEventDoc),
+      events,
       nextAfter,
       terminal,
       run: { status: record.status, lastSequence: record.version },
