@@ -5,6 +5,7 @@ import { canonicalJson } from "../domain/canonical-json.js";
 import {
   ATTESTED_MEMBERS,
   attestationInput,
+  claimableRung,
   deriveRung,
   nonPass,
   tally,
@@ -16,13 +17,8 @@ import { packageVersion } from "../domain/package-version.js";
 import { loadEvidenceKey, type EvidenceKey } from "../secrets/evidence-key.js";
 import { SecretValue } from "../secrets/secret-value.js";
 import { killInstance, startInstance, type HostCommand, type Instance } from "./evidence-instances.js";
-import {
-  boundIsDerived,
-  killAfterAccept,
-  killDuringExecution,
-  poisonNotExercised,
-  type Witness,
-} from "./evidence-scenarios.js";
+import { poisonExhaustion } from "./evidence-poison.js";
+import { boundIsDerived, killAfterAccept, killDuringExecution, type Witness } from "./evidence-scenarios.js";
 
 export interface EvidenceRunOptions {
   /** Where the bundle is written. */
@@ -113,8 +109,8 @@ export async function runEvidence(options: EvidenceRunOptions): Promise<Evidence
     if (derived.bound) {
       rows.push(...(await killAfterAccept(w, derived.bound, options.acceptSkill)));
       rows.push(...(await killDuringExecution(w, derived.bound)));
+      rows.push(await poisonExhaustion(w, derived.bound));
     }
-    rows.push(poisonNotExercised());
     const discoveryUrl = options.discoveryUrl ?? `${instances[1]!.baseUrl}/.well-known/openwop`;
     const document = (await (await fetch(discoveryUrl, { headers: w.headers })).json()) as Record<string, unknown>;
     const listed = Array.isArray(document["signingKeys"]) ? (document["signingKeys"] as Array<{ keyId?: string }>) : [];
@@ -147,7 +143,9 @@ function assemble(
     rows.reduce((n, r) => n + (r.assertions ?? 0), 0),
   );
   const failing = nonPass(rows);
-  const { rung } = deriveRung(rows);
+  // The claim is what the rows derive, capped at what a verifier of the schema revision read can re-derive; the
+  // peer-resume row still witnesses the next rung in the signed rows.
+  const claim = claimableRung(deriveRung(rows).rung);
   const versions = about.document["protocolVersions"];
   return {
     bundleVersion: "3",
@@ -174,6 +172,6 @@ function assemble(
     witnessSha256: sha256(witnessInput({ results, assertionCount })),
     assertionCount,
     ...(failing.length > 0 ? { detail: { nonPass: failing } } : {}),
-    ...(rung ? { durability: { rung } } : {}),
+    ...(claim ? { durability: { rung: claim } } : {}),
   };
 }

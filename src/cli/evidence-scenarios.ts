@@ -22,28 +22,29 @@ interface Snapshot {
   lease?: { instanceId?: string };
 }
 
-interface RunEvent {
+export interface RunEvent {
   type: string;
   sequence: number;
   timestamp: string;
   nodeId?: string;
+  payload?: Record<string, unknown>;
 }
 
-const pass = (scenario: string, assertions: number, extra: Partial<RequirementRow> = {}): RequirementRow => ({
+export const pass = (scenario: string, assertions: number, extra: Partial<RequirementRow> = {}): RequirementRow => ({
   id: rowId(scenario),
   scenario: `durability/${scenario}`,
   result: "executed-pass",
   assertions,
   ...extra,
 });
-const notPass = (scenario: string, result: RequirementRow["result"], detail: string): RequirementRow => ({
+export const notPass = (scenario: string, result: RequirementRow["result"], detail: string): RequirementRow => ({
   id: rowId(scenario),
   scenario: `durability/${scenario}`,
   result,
   detail,
 });
 
-async function getJson<T>(w: Witness, url: string): Promise<T> {
+export async function getJson<T>(w: Witness, url: string): Promise<T> {
   const res = await fetch(url, { headers: w.headers });
   if (!res.ok) throw new Error(`GET ${url}: HTTP ${res.status}`);
   return (await res.json()) as T;
@@ -75,7 +76,7 @@ async function send(w: Witness, on: Instance, skillId: string, messageId: string
 }
 
 /** POST /v1/runs of `workflowId` with an Idempotency-Key: the stored run's id. */
-async function startRun(w: Witness, on: Instance, workflowId: string, key: string): Promise<string> {
+export async function startRun(w: Witness, on: Instance, workflowId: string, key: string): Promise<string> {
   const res = await fetch(`${on.baseUrl}/v1/runs`, {
     method: "POST",
     headers: { ...w.headers, "content-type": "application/json", "idempotency-key": key },
@@ -86,7 +87,7 @@ async function startRun(w: Witness, on: Instance, workflowId: string, key: strin
   return body.runId;
 }
 
-const events = async (w: Witness, on: Instance, runId: string): Promise<RunEvent[]> =>
+export const events = async (w: Witness, on: Instance, runId: string): Promise<RunEvent[]> =>
   (
     await getJson<{ events: RunEvent[] }>(
       w,
@@ -94,7 +95,7 @@ const events = async (w: Witness, on: Instance, runId: string): Promise<RunEvent
     )
   ).events;
 
-async function until<T>(read: () => Promise<T | undefined>, ms: number): Promise<T | undefined> {
+export async function until<T>(read: () => Promise<T | undefined>, ms: number): Promise<T | undefined> {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = await read().catch(() => undefined);
@@ -324,11 +325,3 @@ export async function killDuringExecution(w: Witness, bound: RecoveryBound): Pro
         );
   return [row, peerRow];
 }
-
-/** poison-exhaustion needs a node that kills its own process, which the host's built-in workflows do not have. */
-export const poisonNotExercised = (): RequirementRow =>
-  notPass(
-    RECOVERY_ROWS.poisonExhaustion,
-    "skipped",
-    "not exercised by this command: the host ships no node that kills its own process; test/durability/rfc0158-recovery.test.ts exercises it with a test handler",
-  );

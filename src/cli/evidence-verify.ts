@@ -4,6 +4,7 @@ import { canonicalJson } from "../domain/canonical-json.js";
 import {
   ATTESTED_MEMBERS,
   attestationInput,
+  claimableRung,
   deriveRung,
   tally,
   witnessInput,
@@ -75,6 +76,10 @@ export function verifyBundle(bundle: unknown, discovery: Record<string, unknown>
     if (!derived.rung || order.indexOf(b.durability.rung) > order.indexOf(derived.rung))
       problems.push(
         `rung-not-derivable: the bundle claims ${b.durability.rung}, the signed rows support ${derived.rung ?? "no rung"} (${derived.problems.join("; ")})`,
+      );
+    else if (b.durability.rung !== claimableRung(b.durability.rung))
+      problems.push(
+        `rung-not-derivable: the bundle claims ${b.durability.rung}, which the bundle schema's revision cannot carry (it derives durable-single-instance at most)`,
       );
   }
   return { ok: problems.length === 0, problems, ...(derived.rung ? { rung: derived.rung } : {}), keyId: sig.keyId };

@@ -156,9 +156,41 @@ export function peerResumeTokens(detail: string | undefined): { acceptedBy: stri
 }
 
 /**
+ * The rungs a bundle may claim: those a verifier written to certification-bundle.schema.json at 0b577834 can
+ * re-derive. Its `durability` note says only `durable-single-instance` is derivable in that revision (peer-resume
+ * evidence has no seat in a row yet) and a higher claim is refused, so a bundle claiming more would not certify.
+ */
+const CLAIMABLE_RUNGS: readonly DurabilityRung[] = ["durable-single-instance"];
+const RUNG_ORDER: readonly DurabilityRung[] = [
+  "durable-single-instance",
+  "durable-multi-instance",
+  "multi-region-qualified",
+];
+
+/** The highest claimable rung at or below `derived`. */
+export function claimableRung(derived: DurabilityRung | undefined): DurabilityRung | undefined {
+  if (derived === undefined) return undefined;
+  return CLAIMABLE_RUNGS.filter((r) => RUNG_ORDER.indexOf(r) <= RUNG_ORDER.indexOf(derived)).at(-1);
+}
+
+/**
+ * The rows RFC 0158 names for `durable-single-instance` (its acceptance criteria: `kill-after-accept`,
+ * `kill-during-execution`, `duplicate-delivery`, `poison-exhaustion` and `bound-is-derived`); the schema's
+ * `durability` note asks every row of the rung to be `executed-pass`.
+ */
+export const SINGLE_INSTANCE_ROWS = [
+  RECOVERY_ROWS.boundIsDerived,
+  RECOVERY_ROWS.killAfterAccept,
+  RECOVERY_ROWS.killDuringExecution,
+  RECOVERY_ROWS.duplicateDelivery,
+  RECOVERY_ROWS.poisonExhaustion,
+] as const;
+
+/**
  * The highest rung the rows witness, or why none (RFC 0158 §D, and the schema's re-derivation rule):
- * - the `bound-is-derived` row passes, and each of its bounds equals the sum of its terms;
- * - the two kill rows pass, each naming a declared class whose bound equals its `boundMs`, resumed within it;
+ * - every row of SINGLE_INSTANCE_ROWS is present and `executed-pass`;
+ * - the `bound-is-derived` row carries recoveryBounds[], and each of its bounds equals the sum of its terms;
+ * - the two kill rows each name a declared class whose bound equals their `boundMs`, and resumed within it;
  * - `durable-multi-instance` also needs `peer-resume` passed, naming two different incarnation tokens (the
  *   process that accepted the work and the one that resumed it).
  * `multi-region-qualified` (a restore and a region evacuation) is never derived here: this host has no such exercise.
@@ -166,19 +198,27 @@ export function peerResumeTokens(detail: string | undefined): { acceptedBy: stri
 export function deriveRung(rows: readonly RequirementRow[]): { rung?: DurabilityRung; problems: string[] } {
   const problems: string[] = [];
   const row = (name: string) => rows.find((r) => r.id === rowId(name));
-  const bounds = row(RECOVERY_ROWS.boundIsDerived);
-  const declared = bounds?.result === "executed-pass" ? (bounds.evidence?.recoveryBounds ?? []) : [];
-  if (declared.length === 0) problems.push(`${rowId(RECOVERY_ROWS.boundIsDerived)} did not pass with recoveryBounds[]`);
+  const passed = (name: string) => (row(name)?.result === "executed-pass" ? row(name) : undefined);
+  for (const name of SINGLE_INSTANCE_ROWS) {
+    const required = row(name);
+    if (required?.result !== "executed-pass")
+      problems.push(`${rowId(name)} ${required ? `is ${required.result}` : "is missing"}; the rung needs it passed`);
+  }
+  const bounds = passed(RECOVERY_ROWS.boundIsDerived);
+  const declared = bounds?.evidence?.recoveryBounds ?? [];
+  if (bounds && declared.length === 0)
+    problems.push(`${rowId(RECOVERY_ROWS.boundIsDerived)} carries no evidence.recoveryBounds[]`);
   for (const b of declared) {
     const sum = b.terms.reduce((total, t) => total + t.ms, 0);
     if (sum !== b.bound)
       problems.push(`recovery class "${b.class}" declares ${b.bound} ms but its terms sum to ${sum} ms`);
   }
   for (const name of [RECOVERY_ROWS.killAfterAccept, RECOVERY_ROWS.killDuringExecution]) {
-    const kill = row(name);
-    const recovery = kill?.evidence?.recovery;
-    if (kill?.result !== "executed-pass" || !recovery) {
-      problems.push(`${rowId(name)} did not pass with evidence.recovery`);
+    const kill = passed(name);
+    if (!kill) continue;
+    const recovery = kill.evidence?.recovery;
+    if (!recovery) {
+      problems.push(`${rowId(name)} carries no evidence.recovery`);
       continue;
     }
     const cls = declared.find((b) => b.class === recovery.class);

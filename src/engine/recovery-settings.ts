@@ -41,8 +41,9 @@ export function recoveryEvidence(
         class: "task-execution-lease",
         bound: leases.ttlMs + leases.heartbeatMs,
         terms: [
-          { name: "LEASE_TTL_MS", ms: leases.ttlMs },
-          { name: "LEASE_HEARTBEAT_MS", ms: leases.heartbeatMs },
+          // Term names in the bundle schema's grammar (^[a-z][A-Za-z0-9._-]{0,63}$): LEASE_TTL_MS, LEASE_HEARTBEAT_MS.
+          { name: "leaseTtlMs", ms: leases.ttlMs },
+          { name: "leaseHeartbeatMs", ms: leases.heartbeatMs },
         ],
       },
     ],

@@ -22,8 +22,8 @@ export function toRunEventDoc(event: RunEvent): RunEventDoc {
   };
 }
 
-export interface PollResult {
-  events: RunEventDoc[];
+export interface PollResult<E = RunEventDoc> {
+  events: E[];
   /** Pass back as `after` for the next poll. */
   nextAfter: number;
   /** The run is over and every event has been delivered. */
@@ -51,15 +51,23 @@ export class RunEventFeed {
    * sequence > `after` in order, following live commits, ending after the terminal event.
    */
   async open(runId: string, after: number, ctx: CallContext): Promise<AsyncGenerator<RunEventDoc>> {
+    const events = await this.openStored(runId, after, ctx);
+    return (async function* () {
+      for await (const event of events) yield toRunEventDoc(event);
+    })();
+  }
+
+  /** `open`, yielding the stored events whole (for a view that projects them itself, e.g. OpenWOP v2's). */
+  async openStored(runId: string, after: number, ctx: CallContext): Promise<AsyncGenerator<RunEvent>> {
     requireScope(ctx.principal, "runs:read");
     const start = await this.options.reads.get(runId, ctx.principal.tenant);
     // Refused past the caller's streams limit before anything is followed; given back when the stream ends.
     const release = this.options.streamGate?.open(ctx.principal) ?? (() => {});
-    const events = this.options.observer.follow(start, after + 1, { signal: ctx.signal, onOverflow: "catch-up" });
     ctx.signal?.addEventListener("abort", release, { once: true });
+    const events = this.options.observer.follow(start, after + 1, { signal: ctx.signal, onOverflow: "catch-up" });
     return (async function* () {
       try {
-        for await (const event of events) yield toRunEventDoc(event);
+        yield* events;
       } finally {
         release();
       }
@@ -68,6 +76,18 @@ export class RunEventFeed {
 
   /** Events after `after`; when there are none yet, waits up to `timeoutMs` for the next commit. */
   async poll(runId: string, after: number, timeoutMs: number, limit: number, ctx: CallContext): Promise<PollResult> {
+    const page = await this.pollStored(runId, after, timeoutMs, limit, ctx);
+    return { ...page, events: page.events.map(toRunEventDoc) };
+  }
+
+  /** `poll`, answering the stored events whole. */
+  async pollStored(
+    runId: string,
+    after: number,
+    timeoutMs: number,
+    limit: number,
+    ctx: CallContext,
+  ): Promise<PollResult<RunEvent>> {
     requireScope(ctx.principal, "runs:read");
     const { reads, observer } = this.options;
     const tenant = ctx.principal.tenant;
@@ -90,7 +110,7 @@ export class RunEventFeed {
       TERMINAL_RUN_EVENT_TYPES.has(events.at(-1)?.type ?? "") ||
       (isTerminalRunStatus(record.status) && nextAfter >= record.version);
     return {
-      events: events.map(toRunEventDoc),
+      events,
       nextAfter,
       terminal,
       run: { status: record.status, lastSequence: record.version },

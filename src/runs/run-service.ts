@@ -282,6 +282,14 @@ export class RunService {
     return this.options.catalog.asWritten(workflowId)!;
   }
 
+  /**
+   * The kind of each node of a workflow as deployed (the v2 event view names a node's type by it; a node the
+   * deployed definition lacks, from a run on an older version, has none).
+   */
+  nodeKinds(workflowId: string): ReadonlyMap<string, string> {
+    return new Map((this.options.catalog.get(workflowId)?.nodes ?? []).map((node) => [node.id, node.kind]));
+  }
+
   // ------------------------------------------------------------------------------------------
 
   private workflowOrThrow(workflowId: string): WorkflowDefinition {

@@ -1,12 +1,11 @@
 import { boundIdOf, projectBoundId } from "../domain/bound-id.js";
-import type { RunEvent, TaskRecord } from "../domain/task-record.js";
+import type { TaskRecord } from "../domain/task-record.js";
 import type { RunSnapshot } from "./run-snapshot.js";
 import type { StartRunResponse } from "./run-service.js";
 
 /**
  * The OpenWOP v2 shapes of a run, projected from what this host stores (nothing stored changes): runs.md
- * (openwop/openwop a98b0205) for the snapshot, events.md (4bc4ba05) for the event envelope, identity.md §5 for
- * the ids. Pure.
+ * (openwop/openwop a98b0205) for the snapshot, identity.md §5 for the ids (the events: run-v2-events.ts). Pure.
  */
 
 /** The era key (versioning.md §2.2, persistence.md): 3 on runs created by this host since v2; absent means v1's 2. */
@@ -66,66 +65,6 @@ export function runSnapshotV2(snapshot: RunSnapshot, record: TaskRecord): Record
     ...(snapshot.configurable ? { configurable: snapshot.configurable } : {}),
     ...(snapshot.tags ? { tags: snapshot.tags } : {}),
     ...(snapshot.metadata ? { metadata: snapshot.metadata } : {}),
-  };
-}
-
-/**
- * The event types of this host's log that are rows of spec/v2/event-codemap.json (96c270a4), under their v2
- * names (all unchanged). The host's own types (run.created, run.cancelling, node.progress, node.interrupted,
- * interrupt.exchange, timer.scheduled) have no row and no registered vendor org, so the v2 feed (`updates` mode)
- * leaves them out rather than emit an unregistered type; their sequences are simply skipped. So do the v1
- * interrupt payloads this log writes beside interrupt.requested / interrupt.resolved (approval.requested,
- * approval.received, clarification.requested, clarification.resolved): v2 removed their payload definitions
- * (run-event-payloads.schema.json, row legacy-interrupt-payloads), and the interrupt.* pair carries the same facts.
- */
-const V2_TYPES: ReadonlyMap<string, string> = new Map(
-  [
-    "run.started",
-    "run.completed",
-    "run.failed",
-    "run.cancelled",
-    "run.paused",
-    "run.resumed",
-    "node.started",
-    "node.completed",
-    "node.failed",
-    "node.suspended",
-    "node.resumed",
-    "interrupt.requested",
-    "interrupt.resolved",
-    "artifact.created",
-    "output.chunk",
-  ].map((t) => [t, t]),
-);
-
-/**
- * The v2 RunEventDoc of a stored event, or undefined when its type has no v2 row. `owner` is the run's
- * (`runSnapshotV2`): run.started echoes it (events.md); run.completed always carries `outputs` (this host's runs
- * produce artifacts, announced by artifact.created, and no outputs object, so it is empty).
- */
-export function runEventV2(
-  event: Pick<RunEvent, "eventId" | "runId" | "nodeId" | "type" | "payload" | "timestamp" | "sequence">,
-  tenant: string,
-  owner: unknown,
-): Record<string, unknown> | undefined {
-  const type = V2_TYPES.get(event.type);
-  if (!type) return undefined;
-  const payload =
-    type === "run.started"
-      ? { ...event.payload, owner }
-      : type === "run.completed"
-        ? { outputs: {}, ...event.payload }
-        : event.payload;
-  return {
-    // The stored id is `<runId>:<sequence>`; the eventId grammar has no ":".
-    eventId: event.eventId.replace(/:/g, "."),
-    runId: boundIdOf(tenant, event.runId),
-    ...(event.nodeId !== undefined ? { nodeId: event.nodeId } : {}),
-    type,
-    payload: withBoundIds(payload, tenant),
-    timestamp: event.timestamp,
-    sequence: event.sequence,
-    schemaVersion: 1,
   };
 }
 

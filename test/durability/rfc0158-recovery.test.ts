@@ -173,8 +173,8 @@ describe("OpenWOP RFC 0158 durability rows across host processes", () => {
       class: "task-execution-lease",
       bound: TTL_MS + HEARTBEAT_MS,
       terms: [
-        { name: "LEASE_TTL_MS", ms: TTL_MS },
-        { name: "LEASE_HEARTBEAT_MS", ms: HEARTBEAT_MS },
+        { name: "leaseTtlMs", ms: TTL_MS },
+        { name: "leaseHeartbeatMs", ms: HEARTBEAT_MS },
       ],
     });
     expect(doc.recoveryEvidence.attemptBound.maxAttempts).toBe(MAX_ATTEMPTS);

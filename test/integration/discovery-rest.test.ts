@@ -96,7 +96,7 @@ describe("discovery and the durable read over REST", () => {
       terms: Array<{ name: string; ms: number }>;
     }>;
     expect(bound!.class).toBe("task-execution-lease");
-    expect(bound!.terms.map((t) => t.name)).toEqual(["LEASE_TTL_MS", "LEASE_HEARTBEAT_MS"]);
+    expect(bound!.terms.map((t) => t.name)).toEqual(["leaseTtlMs", "leaseHeartbeatMs"]);
     expect(bound!.bound).toBe(bound!.terms.reduce((sum, t) => sum + t.ms, 0));
     expect(doc["recoveryEvidence"].attemptBound).toEqual({
       maxAttempts: 5,

@@ -215,15 +215,17 @@ describe("OpenWOP 1 and 2 side by side (the overlap)", () => {
     do suspended = await call("GET", `/runs/${projected}/events/poll?timeout=1`, undefined, { ...acme, ...V2 });
     while (!suspended.body.events.some((e: { type: string }) => e.type === "interrupt.requested"));
     const requested = suspended.body.events.find((e: { type: string }) => e.type === "interrupt.requested");
-    expect(requested.payload.runId).toBe(created.body.runId);
+    expect(requested.runId).toBe(created.body.runId);
     // The v1 interrupt payloads written beside interrupt.requested have no v2 definition.
     expect(suspended.body.events.map((e: { type: string }) => e.type)).not.toContain("approval.requested");
-    expect(requested.payload.interruptId).toMatch(/^acme\/[A-Za-z0-9._~-]{16,128}$/);
+    // interrupt.requested's payload is closed (suspend-request): node.suspended, beside it, names the interrupt.
+    const raised = suspended.body.events.find((e: { type: string }) => e.type === "node.suspended");
+    expect(raised.payload.interruptId).toMatch(/^acme\/[A-Za-z0-9._~-]{16,128}$/);
     const token = (await call("GET", `/v1/runs/${opaque}`, undefined, acme)).body.interrupts[0].token as string;
     const inspected = await call("GET", `/interrupts/${token}`, undefined, V2);
     expect(inspected.status).toBe(200);
     expect(inspected.headers.get("openwop-version")).toBe("2.0");
-    expect(inspected.body).toMatchObject({ runId: created.body.runId, interruptId: requested.payload.interruptId });
+    expect(inspected.body).toMatchObject({ runId: created.body.runId, interruptId: raised.payload.interruptId });
     // Only a token-shaped segment is public there: a tenant-prefixed A2A path under "interrupts" still needs a key.
     expect((await call("GET", "/interrupts/extendedAgentCard")).status).toBe(401);
 

@@ -3,7 +3,7 @@ import { mkdtemp, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { deriveRung, rowId, signingKeysMember, type RequirementRow } from "../../src/domain/evidence-bundle.js";
+import { signingKeysMember } from "../../src/domain/evidence-bundle.js";
 import { EVIDENCE_KEY_FILE, loadEvidenceKey, parseEvidenceKey, verifyEd25519 } from "../../src/secrets/evidence-key.js";
 import { SecretValue } from "../../src/secrets/secret-value.js";
 
@@ -58,52 +58,5 @@ describe("the evidence key", () => {
       use: "certification-bundle" as const,
     };
     expect(signingKeysMember([key])).toEqual({ signingKeys: [key] });
-  });
-});
-
-describe("deriveRung", () => {
-  const bound = {
-    class: "lease",
-    bound: 1800,
-    terms: [
-      { name: "TTL", ms: 1500 },
-      { name: "HB", ms: 300 },
-    ],
-  };
-  const row = (name: string, extra: Partial<RequirementRow> = {}): RequirementRow => ({
-    id: rowId(name),
-    scenario: `durability/${name}`,
-    result: "executed-pass",
-    ...extra,
-  });
-  const rows = (observedMs = 1200, peerDetail = "accepted-by=a resumed-by=b"): RequirementRow[] => [
-    row("bound-is-derived", { evidence: { recoveryBounds: [bound] } }),
-    row("kill-after-accept", { evidence: { recovery: { class: "lease", boundMs: 1800, observedMs } } }),
-    row("kill-during-execution", { evidence: { recovery: { class: "lease", boundMs: 1800, observedMs: 900 } } }),
-    row("peer-resume", { detail: peerDetail }),
-  ];
-
-  it("multi-instance with a different resuming process; single-instance without; none beyond the bound", () => {
-    expect(deriveRung(rows())).toEqual({ rung: "durable-multi-instance", problems: [] });
-    expect(deriveRung(rows(1200, "accepted-by=a resumed-by=a")).rung).toBe("durable-single-instance");
-    expect(deriveRung(rows(1801))).toEqual({
-      problems: [`${rowId("kill-after-accept")} resumed after 1801 ms, beyond its 1800 ms bound`],
-    });
-  });
-
-  it("refuses an undeclared class, a bound that disagrees with its class, and terms that do not sum", () => {
-    const undeclared = rows();
-    undeclared[1]!.evidence!.recovery!.class = "other";
-    expect(deriveRung(undeclared).problems).toEqual([
-      `${rowId("kill-after-accept")} names recovery class "other", which no bound declares`,
-    ]);
-    const mislabelled = rows();
-    mislabelled[2]!.evidence!.recovery!.boundMs = 60_000;
-    expect(deriveRung(mislabelled).problems[0]).toContain(
-      'was judged against 60000 ms, but class "lease" declares 1800 ms',
-    );
-    const sums = rows();
-    sums[0]!.evidence!.recoveryBounds = [{ ...bound, bound: 1000 }];
-    expect(deriveRung(sums).problems).toContain('recovery class "lease" declares 1000 ms but its terms sum to 1800 ms');
   });
 });

@@ -27,8 +27,8 @@ describe("poison work settings (RECOVERY_MAX_ATTEMPTS) and the RFC 0158 evidence
           class: "task-execution-lease",
           bound: 6_000,
           terms: [
-            { name: "LEASE_TTL_MS", ms: 5_000 },
-            { name: "LEASE_HEARTBEAT_MS", ms: 1_000 },
+            { name: "leaseTtlMs", ms: 5_000 },
+            { name: "leaseHeartbeatMs", ms: 1_000 },
           ],
         },
       ],

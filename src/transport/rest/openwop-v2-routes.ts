@@ -1,13 +1,14 @@
 import { bareIdFor, boundIdOf, checkMintableTenant } from "../../domain/bound-id.js";
 import { DomainError } from "../../domain/errors.js";
 import { onlyKnownFields, optionalString, type JsonObject } from "../../domain/json-shape.js";
-import type { TaskRecord } from "../../domain/task-record.js";
+import type { RunEvent, TaskRecord } from "../../domain/task-record.js";
 import type { CallContext } from "../../auth/call-context.js";
 import { isTerminalRunStatus } from "../../domain/run-status.js";
 import type { PollResult, RunEventFeed } from "../../runs/run-event-feed.js";
 import type { RunInterrupts } from "../../runs/run-interrupts.js";
 import type { RunService, SteerRunResponse } from "../../runs/run-service.js";
-import { createdRunV2, runEventV2, runSnapshotV2, withBoundIds } from "../../runs/run-v2-view.js";
+import { runEventV2, type V2EventView } from "../../runs/run-v2-events.js";
+import { createdRunV2, runSnapshotV2, withBoundIds } from "../../runs/run-v2-view.js";
 import { sendJson, SseWriter, type HttpRequest } from "../http-io.js";
 import type { HttpRouter, RouteHandler } from "../http-router.js";
 import { openwopV2ErrorBody } from "../errors/openwop-v2-error-exit.js";
@@ -77,22 +78,30 @@ export function addOpenwopV2Routes(router: HttpRouter, options: OpenwopV2RoutesO
     sendJson(res, 200, runSnapshotV2(snapshot, record));
   });
 
-  /** The run's v2 owner block (run.started echoes it); the read also answers 404 before any stream starts. */
-  const ownerOf = async (runId: string, ctx: CallContext): Promise<unknown> => {
+  /**
+   * What the v2 events of a run are projected with: its owner block (run.started echoes it) and its node kinds
+   * (node.started names each node's type). The read also answers 404 before any stream starts.
+   */
+  const eventViewOf = async (runId: string, ctx: CallContext): Promise<V2EventView> => {
     const { record, snapshot } = await runs.read(runId, ctx);
-    return runSnapshotV2(snapshot, record)["owner"];
+    const kinds = runs.nodeKinds(snapshot.workflowId);
+    return {
+      tenant: ctx.principal.tenant,
+      owner: runSnapshotV2(snapshot, record)["owner"],
+      kindOf: (nodeId) => kinds.get(nodeId),
+    };
   };
 
   v2("GET", "/runs/{runId}/events", async (req, res, params, ctx) => {
     const runId = runIdOf(params, ctx);
     streamModeOf(req);
-    const owner = await ownerOf(runId, ctx);
-    const events = await feed.open(runId, resumePointOf(req), ctx);
+    const view = await eventViewOf(runId, ctx);
+    const events = await feed.openStored(runId, resumePointOf(req), ctx);
     const sse = new SseWriter(res, options.keepaliveMs);
     try {
       for await (const event of events) {
         if (sse.isClosed) break;
-        const doc = runEventV2(event, ctx.principal.tenant, owner);
+        const doc = runEventV2(event, view);
         if (doc) await sse.send(doc, { id: event.sequence, event: String(doc["type"]) });
       }
     } catch (err) {
@@ -108,18 +117,18 @@ export function addOpenwopV2Routes(router: HttpRouter, options: OpenwopV2RoutesO
     const after = integerParam(query.get("afterSequence"), "afterSequence", -1, 0, Number.MAX_SAFE_INTEGER);
     const timeoutS = integerParam(query.get("timeout"), "timeout", POLL_DEFAULT_TIMEOUT_S, 1, POLL_MAX_TIMEOUT_S);
     const tenant = ctx.principal.tenant;
-    const owner = await ownerOf(runId, ctx);
-    const v2Events = (page: PollResult): Array<Record<string, unknown>> =>
+    const view = await eventViewOf(runId, ctx);
+    const v2Events = (page: PollResult<RunEvent>): Array<Record<string, unknown>> =>
       page.events.flatMap((e) => {
-        const doc = runEventV2(e, tenant, owner);
+        const doc = runEventV2(e, view);
         return doc ? [doc] : [];
       });
-    let polled = await feed.poll(runId, after, timeoutS * 1000, POLL_PAGE, ctx);
+    let polled = await feed.pollStored(runId, after, timeoutS * 1000, POLL_PAGE, ctx);
     let events = v2Events(polled);
     // A page holding only the host's own event types (none on v2) would leave the caller's cursor where it was:
     // read on, without waiting again.
     for (let pages = 1; events.length === 0 && polled.events.length > 0 && pages < POLL_MAX_PAGES; pages++) {
-      polled = await feed.poll(runId, polled.nextAfter, 0, POLL_PAGE, ctx);
+      polled = await feed.pollStored(runId, polled.nextAfter, 0, POLL_PAGE, ctx);
       events = v2Events(polled);
     }
     sendJson(res, 200, {
