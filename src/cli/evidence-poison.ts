@@ -69,10 +69,9 @@ async function ledgerOf(file: string): Promise<PoisonLedgerLine[]> {
  * takeover of a lease its holder never released, the case the host counts as a death of the node.
  */
 export async function poisonExhaustion(w: Witness, bound: RecoveryBound): Promise<RequirementRow> {
-  const doc = await getJson<{ recoveryEvidence?: { attemptBound?: { maxAttempts?: unknown } } }>(
-    w,
-    `${w.instances[0]!.baseUrl}/.well-known/openwop`,
-  );
+  const doc = await getJson<{
+    recoveryEvidence?: { attemptBound?: { maxAttempts?: unknown; maxExecutions?: unknown } };
+  }>(w, `${w.instances[0]!.baseUrl}/.well-known/openwop`);
   const max = doc.recoveryEvidence?.attemptBound?.maxAttempts;
   if (typeof max !== "number" || !Number.isInteger(max) || max < 1)
     return notPass(
@@ -80,6 +79,10 @@ export async function poisonExhaustion(w: Witness, bound: RecoveryBound): Promis
       "executed-fail",
       "discovery declares no recoveryEvidence.attemptBound.maxAttempts",
     );
+  // A host that charges only deaths while the node ran alone declares how many times it runs in all (its first,
+  // uncharged death included); else each death is charged and it runs maxAttempts times.
+  const declared = doc.recoveryEvidence?.attemptBound?.maxExecutions;
+  const executions = typeof declared === "number" && Number.isInteger(declared) && declared >= max ? declared : max;
   const dir = await mkdtemp(join(tmpdir(), "openwop-evidence-poison-"));
   const ledger = join(dir, "ledger.jsonl");
   const workflows = join(dir, "workflows");
@@ -100,7 +103,7 @@ export async function poisonExhaustion(w: Witness, bound: RecoveryBound): Promis
     return instance;
   };
   try {
-    const problems = await exhaust(w, bound, max, ledger, boot);
+    const problems = await exhaust(w, bound, { max, executions }, ledger, boot);
     return typeof problems === "string"
       ? notPass(RECOVERY_ROWS.poisonExhaustion, "executed-fail", problems)
       : pass(RECOVERY_ROWS.poisonExhaustion, 8, { detail: problems.detail });
@@ -114,19 +117,19 @@ export async function poisonExhaustion(w: Witness, bound: RecoveryBound): Promis
 async function exhaust(
   w: Witness,
   bound: RecoveryBound,
-  max: number,
+  { max, executions }: { max: number; executions: number },
   ledger: string,
   boot: () => Promise<Instance>,
 ): Promise<string | { detail: string }> {
   // How long a restart may take to take the run up: the kill rows' ceiling (ten times the bound).
   const window = 10 * bound.bound;
   const deaths: Instance[] = [];
-  for (let life = 1; life <= max; life++) {
+  for (let life = 1; life <= executions; life++) {
     const instance = await boot();
     // The first instance accepts the run; its node kills it, answered or not.
     if (life === 1) await startRun(w, instance, WORKFLOW_ID, randomUUID()).catch(() => undefined);
     if (!(await diesWithin(instance, window)))
-      return `start ${life} did not die in the poison node within ${window} ms (${deaths.length} deaths so far, RECOVERY_MAX_ATTEMPTS ${max})`;
+      return `start ${life} did not die in the poison node within ${window} ms (${deaths.length} deaths so far, RECOVERY_MAX_ATTEMPTS ${max}, ${executions} executions declared)`;
     if (instance.child.signalCode !== "SIGKILL") {
       // Its output goes to the operator, not into the bundle.
       w.log(`poison-exhaustion: start ${life} exited on its own:\n${instance.output().slice(-4000)}`);
@@ -146,8 +149,8 @@ async function exhaust(
     return snap.status === "failed" ? snap : undefined;
   }, window);
   if (failed === "died")
-    return `the start after death ${max} died too: the node ran more than RECOVERY_MAX_ATTEMPTS (${max}) times`;
-  if (!failed) return `the run was not failed within ${window} ms of the start after death ${max}`;
+    return `the start after death ${executions} died too: the node ran more than the ${executions} times declared (RECOVERY_MAX_ATTEMPTS ${max})`;
+  if (!failed) return `the run was not failed within ${window} ms of the start after death ${executions}`;
   const logAtFailure = await events(w, survivor, runId);
 
   // Terminal, and the hosts stay up: a peer joins, other work completes, and for twice the recovery bound
@@ -167,7 +170,9 @@ async function exhaust(
   if (failed.error?.code !== "poison_exhausted" || failed.error.details?.nodeId !== NODE_ID)
     problems.push(`the run failed with ${JSON.stringify(failed.error)}, not poison_exhausted naming node "${NODE_ID}"`);
   const attempts = lines.map((l) => l.attempt).join(",");
-  const expected = Array.from({ length: max }, (_, i) => i + 1).join(",");
+  const expected = Array.from({ length: executions }, (_, i) => i + 1).join(",");
+  // The deaths charged, in order: with an uncharged first death, 0 then 1..max; else 1..max.
+  const charged = Array.from({ length: executions }, (_, i) => i + 1 - (executions - max)).join(",");
   if (attempts !== expected || lines.some((l) => l.taskId !== runId || l.nodeId !== NODE_ID))
     problems.push(`the node ran as attempts [${attempts}], not once each of [${expected}]`);
   // Each death was a SIGKILL (checked as it happened), and the witness signals no instance until the end: the
@@ -175,7 +180,7 @@ async function exhaust(
   if (lines.map((l) => l.pid).join(",") !== deaths.map((d) => d.child.pid).join(","))
     problems.push("the node's executions were not one in each process that died");
   const crashes = log.filter((e) => e.type === "node.interrupted").map((e) => e.payload?.["crashes"]);
-  if (crashes.join(",") !== expected || count(log, "node.started") !== max || log.at(-1)?.type !== "run.failed")
+  if (crashes.join(",") !== charged || count(log, "node.started") !== executions || log.at(-1)?.type !== "run.failed")
     problems.push(
       `the run log shows ${count(log, "node.started")} node starts, crashes [${crashes.join(",")}] and ends with ${log.at(-1)?.type}`,
     );
@@ -185,9 +190,11 @@ async function exhaust(
   if (answering !== 2) problems.push(`${answering} of the 2 instances are up and answering after the failure`);
   if (!completed) problems.push("another run (conformance-noop) did not complete beside the failed one");
   if (problems.length > 0) return problems.join("; ");
-  w.log(`poison-exhaustion: the node ran ${max} times, each in a process it killed; the next start failed the run`);
+  w.log(
+    `poison-exhaustion: the node ran ${executions} times, each in a process it killed; the next start failed the run`,
+  );
   return {
-    detail: `attempts=${max} (RECOVERY_MAX_ATTEMPTS) died=${deaths.map((d) => d.incarnation).join(",")} failed-by=${survivor.incarnation} error=poison_exhausted survivors-answered=2/2 other-run=completed`,
+    detail: `attempts=${executions} (RECOVERY_MAX_ATTEMPTS ${max}) died=${deaths.map((d) => d.incarnation).join(",")} failed-by=${survivor.incarnation} error=poison_exhausted survivors-answered=2/2 other-run=completed`,
   };
 }
 

@@ -118,17 +118,19 @@ describe("evidence bundle v3 from a three-instance run", () => {
     expect(lines.some((l) => l.startsWith("kill-during-execution: a peer resumed"))).toBe(true);
   });
 
-  it("poison-exhaustion: the node ran RECOVERY_MAX_ATTEMPTS times, each in its own process, and the next start failed the run and stayed up", () => {
+  it("poison-exhaustion: the node ran once uncharged, then RECOVERY_MAX_ATTEMPTS times alone, each in its own process, and the next start failed the run and stayed up", () => {
     const poison =
-      /^attempts=(\d+) \(RECOVERY_MAX_ATTEMPTS\) died=(\S+) failed-by=(\S+) error=poison_exhausted survivors-answered=2\/2 other-run=completed$/.exec(
+      /^attempts=(\d+) \(RECOVERY_MAX_ATTEMPTS (\d+)\) died=(\S+) failed-by=(\S+) error=poison_exhausted survivors-answered=2\/2 other-run=completed$/.exec(
         bundle.results.requirements.find((r) => r.id === rowId("poison-exhaustion"))!.detail!,
       );
-    expect(poison?.[1]).toBe(String(MAX_ATTEMPTS));
-    const died = poison![2]!.split(",");
-    expect(new Set([...died, poison![3]]).size).toBe(MAX_ATTEMPTS + 1);
-    for (const token of [...died, poison![3]]) expect(token).toMatch(/^boot-[A-Za-z0-9_-]+$/);
+    // The discovery attemptBound declares maxExecutions: the first death, not run alone, is not charged.
+    expect(poison?.[1]).toBe(String(MAX_ATTEMPTS + 1));
+    expect(poison?.[2]).toBe(String(MAX_ATTEMPTS));
+    const died = poison![3]!.split(",");
+    expect(new Set([...died, poison![4]]).size).toBe(MAX_ATTEMPTS + 2);
+    for (const token of [...died, poison![4]]) expect(token).toMatch(/^boot-[A-Za-z0-9_-]+$/);
     expect(lines).toContain(
-      `poison-exhaustion: the node ran ${MAX_ATTEMPTS} times, each in a process it killed; the next start failed the run`,
+      `poison-exhaustion: the node ran ${MAX_ATTEMPTS + 1} times, each in a process it killed; the next start failed the run`,
     );
   });
 
