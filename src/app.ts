@@ -43,7 +43,6 @@ import { signCardDocument } from "./a2a/agent-card-signature.js";
 import { addDiscoveryRoutes, CONFORMANCE_FIXTURES } from "./transport/rest/discovery-routes.js";
 import { addConformanceSeamRoutes } from "./transport/rest/conformance-seam-routes.js";
 import { addHostEventRoutes } from "./transport/rest/host-event-routes.js";
-import { PeerInvokeProbe } from "./a2a/peer-invoke-probe.js";
 import { addOpenwopInterruptRoutes } from "./transport/rest/openwop-interrupt-routes.js";
 import { addOpenwopRunsRoutes } from "./transport/rest/openwop-runs-routes.js";
 import { addHostSteeringRoutes } from "./transport/rest/host-steering-routes.js";
@@ -241,13 +240,13 @@ async function assembleApp(options: AppOptions, telemetry: Telemetry, ownsTeleme
     });
   }
   if (config.conformanceSeams) {
-    // The invoke seam drives a2a.invoke's runner over the host's own peer client and egress guard.
-    const probe = new PeerInvokeProbe(core.peerClient, config.a2aPeer, core.reads, logger);
+    // The invoke seam is the node kind's that calls peers (its runner, over the host's own peer client and egress guard).
+    const { invokePeer } = core.nodeSeams;
     addConformanceSeamRoutes(router, {
       service,
       runs,
       checkPushUrl: (url, path) => push.configs.checkUrl(url, path),
-      invokePeer: (request, run) => probe.invoke(request, run),
+      ...(invokePeer ? { invokePeer } : {}),
       ...inputLimits,
     });
   }

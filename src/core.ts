@@ -6,7 +6,7 @@ import { TaskService } from "./a2a/task-service.js";
 import type { Config } from "./config/config.js";
 import { packageVersion } from "./domain/package-version.js";
 import { projectRoot } from "./domain/project-root.js";
-import type { NodeRoute } from "./engine/nodes/node-kind.js";
+import type { NodeRoute, NodeSeams } from "./engine/nodes/node-kind.js";
 import { withPluginKinds, type NodeKindRegistry, type NodeServicesByKind } from "./engine/nodes/node-registry.js";
 import type { AnyNodeKind } from "./engine/nodes/plugin-node-kind.js";
 import { ConfigError } from "./domain/env-settings.js";
@@ -45,7 +45,7 @@ import { CountingTransitionHook, observeTasks } from "./observed/observed-tasks.
 import { workQueueDelayRecorder } from "./observed/observed-work.js";
 import { createHostLimits, type HostLimits } from "./limits/host-limits.js";
 import type { TransitionHook } from "./engine/transition-hook.js";
-import { createA2APeerClient, type A2APeerClient } from "./peer/a2a-peer-client.js";
+import { createA2APeerClient } from "./peer/a2a-peer-client.js";
 import { createGrpcPeerTransport } from "./peer/grpc-peer-client.js";
 import { createPeerHttpClient } from "./peer/peer-http-client.js";
 import { egressFetch } from "./egress/egress-fetch.js";
@@ -130,10 +130,10 @@ export interface Core {
   nodeRoutes: NodeRoute[];
   /** Each node kind's services, by kind (what its createServices built). */
   nodeServices: NodeServicesByKind;
-  /** The A2A client peers are called with (node kinds get it as `peers`; the conformance invoke seam drives the same one). */
-  peerClient: A2APeerClient;
   /** Tenant limits (TENANT_LIMITS) and overload shedding: the app charges each call's request rate to them. */
   limits: HostLimits;
+  /** The conformance seams the node kinds serve (the invoke seam: the kind that calls peers, over the host's peer client). */
+  nodeSeams: NodeSeams;
   /** Resumes every unfinished task and starts push delivery. */
   start(): Promise<void>;
   /** Stops the engine, peer clients, push and the commit feed; the store and the telemetry stay open (their owners close them). */
@@ -424,8 +424,8 @@ export async function createCore(options: CoreOptions): Promise<Core> {
     telemetry,
     nodeRoutes: catalog.kinds.routes(nodeServices.services),
     nodeServices: nodeServices.services,
-    peerClient,
     limits,
+    nodeSeams: catalog.kinds.seams(nodeServices.services),
     async start() {
       await supervisor.start();
       versions.startRetention(config.retentionMs, logger);

@@ -28,21 +28,44 @@ function dagrePath(): string {
 const assetsDir = fileURLToPath(new URL("./assets/", import.meta.url));
 
 /**
+ * The console's scripts, ES modules: console.js (the page's one script tag) imports the others, which the page
+ * also preloads, except console-diagram.js, imported only when a diagram is first needed.
+ */
+export const CONSOLE_SCRIPTS = [
+  "console.js",
+  "console-api.js",
+  "console-dom.js",
+  "console-parts.js",
+  "console-sign-in.js",
+  "console-status.js",
+  "console-task-list.js",
+  "console-task-page.js",
+  "console-task-graph.js",
+  "console-task-timeline.js",
+  "console-task-interrupt.js",
+  "console-task-steering.js",
+  "console-task-push.js",
+  "console-diagram.js",
+  "console-limits.js",
+] as const;
+
+/** The console's style sheets, linked by the page in this order (each adds to the one before). */
+export const CONSOLE_STYLESHEETS = ["console.css", "console-list.css", "console-task.css"] as const;
+
+/**
  * The console's files, read once at start (a missing file fails the start, not the first visitor). The page
  * and its code hold no data, so they are served without credentials; the API they call is not.
  */
 export function addConsoleAssetRoutes(router: HttpRouter): void {
   const assets = new Map<string, Asset>([
-    ["console.js", { body: readFileSync(join(assetsDir, "console.js")), type: "text/javascript; charset=utf-8" }],
-    [
-      "console-diagram.js",
-      { body: readFileSync(join(assetsDir, "console-diagram.js")), type: "text/javascript; charset=utf-8" },
-    ],
-    [
-      "console-limits.js",
-      { body: readFileSync(join(assetsDir, "console-limits.js")), type: "text/javascript; charset=utf-8" },
-    ],
-    ["console.css", { body: readFileSync(join(assetsDir, "console.css")), type: "text/css; charset=utf-8" }],
+    ...CONSOLE_SCRIPTS.map((name): [string, Asset] => [
+      name,
+      { body: readFileSync(join(assetsDir, name)), type: "text/javascript; charset=utf-8" },
+    ]),
+    ...CONSOLE_STYLESHEETS.map((name): [string, Asset] => [
+      name,
+      { body: readFileSync(join(assetsDir, name)), type: "text/css; charset=utf-8" },
+    ]),
     ["dagre.esm.js", { body: readFileSync(dagrePath()), type: "text/javascript; charset=utf-8" }],
     ["favicon.svg", { body: readFileSync(join(assetsDir, "favicon.svg")), type: "image/svg+xml" }],
   ]);

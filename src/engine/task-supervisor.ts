@@ -4,55 +4,25 @@ import type { Message } from "../domain/a2a-types.js";
 import { DomainError, invalidParams } from "../domain/errors.js";
 import { isTerminalRunStatus } from "../domain/run-status.js";
 import { runStatusOf, stateMetaOf } from "../machine/task-projection.js";
-import type { Logger } from "../observability/logger.js";
 import type { TaskReadPort } from "../store/task-read-port.js";
 import { assertGeneration, type TaskRecord } from "../domain/task-record.js";
-import { LeaseLostError, type TaskStore } from "../store/task-store.js";
+import { LeaseLostError } from "../store/task-store.js";
 import { InFlightWork, ShutdownSignal } from "./in-flight-work.js";
 import { LeaseKeeper } from "./lease-keeper.js";
-import type { LeaseSettings } from "./lease-settings.js";
 import { classifyReply, type IdempotencySeed } from "./message-idempotency.js";
 import { failureMessage, stillRunning, type NodeProgressPort } from "./nodes/node-executor.js";
 import type { TaskContext } from "../machine/task-context.js";
-import type { NodeServicesByKind } from "./nodes/node-registry.js";
 import { TaskDriver } from "./task-driver.js";
-import { admitCreation, type CreationGate } from "./task-admission.js";
-import { DEFAULT_RECOVERY_SETTINGS, type RecoverySettings } from "./recovery-settings.js";
+import { admitCreation } from "./task-admission.js";
+import { DEFAULT_RECOVERY_SETTINGS } from "./recovery-settings.js";
 import { TaskRepository } from "./task-repository.js";
 import { TaskSteering } from "./task-steering.js";
 import { TimerScheduler } from "./timer-scheduler.js";
 import { WorkScheduler } from "./work-scheduler.js";
-import type { WorkSettings } from "./work-settings.js";
-import type { TransitionHook } from "./transition-hook.js";
-import type { WorkflowCatalog } from "./workflow-catalog.js";
 import { unwalkable, type WorkflowVersions } from "./workflow-versions.js";
+import type { SupervisorOptions } from "./supervisor-options.js";
+import type { WorkflowCatalog } from "./workflow-catalog.js";
 import { firstNodeOf, interpretReply, resumeValueFromMessage } from "./workflow-engine.js";
-
-export interface SupervisorOptions {
-  store: TaskStore;
-  /** The workflows, and the node kinds they were checked against (their executors run the nodes). */
-  catalog: WorkflowCatalog;
-  /** The definition version each task walks (stored before serving), and what of it this instance lacks. */
-  versions: WorkflowVersions;
-  /** What the kinds' executors use: each kind's own services, by kind (NodeKindRegistry.createServices). */
-  services: NodeServicesByKind;
-  hook: TransitionHook;
-  logger: Logger;
-  /** How long a terminal task stays readable. */
-  retentionMs: number;
-  timerPollMs: number;
-  /** Task execution leases (several instances on one database); defaults: a random id, 10 s TTL, 3 s heartbeat. */
-  leases?: LeaseSettings;
-  /** Poison work: how many times a node may die with its instance (RECOVERY_MAX_ATTEMPTS; default 5). */
-  recovery?: RecoverySettings;
-  /** Fair work: node effects at once and tenant weights (WORK_CONCURRENCY, WORK_TENANT_WEIGHTS; defaults 128, all 1). */
-  work?: WorkSettings;
-  /** Told of each node effect's admission: its tenant and how long it waited for its turn (metrics). */
-  workAdmitted?: (tenant: string, waitedMs: number) => void;
-  /** Tenant limits and overload shedding on task creation (src/limits/); absent: every creation is admitted. */
-  admission?: CreationGate;
-  clock?: () => Date;
-}
 
 type Reply = { message: Message } | { nodeId: string; resumeValue: Record<string, unknown>; interruptId?: string };
 

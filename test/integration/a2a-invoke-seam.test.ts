@@ -2,7 +2,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectErrorEnvelope, openwopClient } from "../support/openwop-client.js";
-import { HOSTILE_REFERENCED_TASK, startTestPeer, type TestPeer } from "../support/a2a-peer.js";
+import { startTestPeer, type TestPeer } from "../support/a2a-peer.js";
+import { HOSTILE_REFERENCED_TASK } from "../support/a2a-peer-scenarios.js";
 import { startTestApp, type TestApp } from "../support/start-server.js";
 
 /**

@@ -4,6 +4,7 @@
 // tasks listed with filters, a task's state path, interrupts answered through the signed-token API, cancel,
 // the live list stream, push deliveries with "retry now", and the console switched off.
 import { randomBytes, randomUUID } from "node:crypto";
+import { readdirSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PushReceiver, waitFor } from "../support/push-receiver.js";
 import { readSse } from "../support/sse.js";
@@ -132,6 +133,65 @@ describe("operator console API", () => {
       expect((await call("GET", `/console/assets/${asset}`)).status, asset).toBe(200);
     }
     expect((await call("GET", "/console/assets/../../package.json")).status).toBe(401);
+  });
+
+  it("serves every module of the console's script, as JavaScript under the same CSP, the page preloading the static ones", async () => {
+    const page = await call("GET", "/console");
+    const preloaded = new Set(
+      [...String(page.body).matchAll(/<link rel="modulepreload" href="\/console\/assets\/([a-z.-]+)">/g)].map(
+        (m) => m[1]!,
+      ),
+    );
+    // From console.js, every module imported statically (`from "./x.js"`) or on demand (`import("/console/assets/x.js")`).
+    const imported = new Set<string>();
+    const lazy = new Set<string>();
+    const queue = ["console.js"];
+    const served = new Set<string>();
+    while (queue.length > 0) {
+      const name = queue.shift()!;
+      if (served.has(name)) continue;
+      served.add(name);
+      const res = await call("GET", `/console/assets/${name}`);
+      expect(res.status, name).toBe(200);
+      expect(res.headers.get("content-type"), name).toBe("text/javascript; charset=utf-8");
+      expect(res.headers.get("cache-control"), name).toBe("no-cache");
+      expect(res.headers.get("content-security-policy"), name).toBe(page.headers.get("content-security-policy"));
+      const body = String(res.body);
+      for (const m of body.matchAll(/^import [^;]*? from "\.\/([a-z.-]+)";$/gm)) {
+        imported.add(m[1]!);
+        queue.push(m[1]!);
+      }
+      for (const m of body.matchAll(/import\("\/console\/assets\/([a-z.-]+)"\)/g)) {
+        lazy.add(m[1]!);
+        queue.push(m[1]!);
+      }
+    }
+    expect(imported.size).toBeGreaterThan(5);
+    expect(lazy.has("console-diagram.js")).toBe(true);
+    // What console.js needs before it runs is fetched at once, not one level of imports after another; what
+    // it imports on demand is not.
+    expect(preloaded).toEqual(imported);
+    for (const name of lazy) expect(preloaded.has(name), name).toBe(false);
+    // No script in the assets folder is left out of the page's module graph (dagre comes from its package).
+    const scripts = readdirSync(new URL("../../src/console/assets/", import.meta.url)).filter((f) => f.endsWith(".js"));
+    expect(new Set(scripts)).toEqual(served);
+  });
+
+  it("links every style sheet of the assets folder, in order, each served as CSS under the same CSP", async () => {
+    const page = await call("GET", "/console");
+    const linked = [...String(page.body).matchAll(/<link rel="stylesheet" href="\/console\/assets\/([a-z.-]+)">/g)].map(
+      (m) => m[1]!,
+    );
+    // Each sheet adds to the one before: the base first.
+    expect(linked[0]).toBe("console.css");
+    const sheets = readdirSync(new URL("../../src/console/assets/", import.meta.url)).filter((f) => f.endsWith(".css"));
+    expect(new Set(linked)).toEqual(new Set(sheets));
+    for (const name of linked) {
+      const res = await call("GET", `/console/assets/${name}`);
+      expect(res.status, name).toBe(200);
+      expect(res.headers.get("content-type"), name).toBe("text/css; charset=utf-8");
+      expect(res.headers.get("content-security-policy"), name).toBe(page.headers.get("content-security-policy"));
+    }
   });
 
   it("serves a favicon without credentials: /favicon.ico (an icon file) and the SVG the page links", async () => {

@@ -4,7 +4,7 @@
 import { MongoClient, MongoServerError, type Db, type Long } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testDbName } from "./mongo.js";
-import { compareValues } from "./mongo-wire-server/bson-values.js";
+import { compareValues } from "./mongo-wire-server/bson-compare.js";
 import { ChangeLog } from "./mongo-wire-server/change-log.js";
 import { Collection } from "./mongo-wire-server/collection-store.js";
 import { startMongoWireServer, type MongoWireServer } from "./mongo-wire-server/server.js";

@@ -3,6 +3,7 @@ import type { PendingInterrupt, TaskContext } from "../../machine/task-context.j
 import type { TaskReadPort } from "../../store/task-read-port.js";
 import type { CommitBus } from "../../store/commit-bus.js";
 import type { Message } from "../../domain/a2a-types.js";
+import type { PeerInvokeSeam } from "../../domain/peer-invoke-seam.js";
 import type { ConversationReads } from "../handler-conversation.js";
 import type {
   ArtifactChunk,
@@ -58,6 +59,8 @@ export interface EngineNodeKind<N extends NodeBase = WorkflowNode, S = unknown, 
   createServices?(deps: NodeHostDeps): NodeServiceParts<S>;
   /** HTTP routes the kind serves (e.g. a2a.invoke's peer callback receiver), from its services. */
   routes?(services: S): NodeRoute[];
+  /** The conformance seams (CONFORMANCE_SEAMS) the kind serves the host, from its services (e.g. a2a.invoke's invoke seam). */
+  seams?(services: S): NodeSeams;
   /** Builds the kind's executor from what the host provides and its own services (undefined without createServices). */
   executor(runtime: NodeRuntime, services: S): NodeExecutor<N, P>;
   /** How the console shows it. */
@@ -184,6 +187,12 @@ export interface NodeEgress {
 export interface NodeServiceParts<S> {
   services: S;
   close?(): Promise<void>;
+}
+
+/** The host's conformance seams a kind may implement; the registry gathers them, app.ts mounts their routes. */
+export interface NodeSeams {
+  /** `POST /v1/host/sample/a2a/invoke`: the kind that calls peers, driven against the suite's peer. */
+  invokePeer?: PeerInvokeSeam;
 }
 
 /** One HTTP route of a kind. The transport layer mounts it (transport/rest/node-kind-routes.ts). */

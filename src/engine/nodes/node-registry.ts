@@ -4,7 +4,7 @@ import { delayNodeKind } from "./delay-node.js";
 import { approvalNodeKind } from "./gates/approval-node.js";
 import { clarificationNodeKind } from "./gates/clarification-node.js";
 import { httpNodeKind } from "./http/http-node.js";
-import type { NodeBase, NodeCheckContext, NodeHostDeps, EngineNodeKind, NodeRoute } from "./node-kind.js";
+import type { NodeBase, NodeCheckContext, NodeHostDeps, EngineNodeKind, NodeRoute, NodeSeams } from "./node-kind.js";
 import { switchNodeKind } from "./switch-node.js";
 import type { NodeExecutors, NodeRuntime } from "./node-executor.js";
 import { taskNodeKind } from "./task-node.js";
@@ -101,6 +101,15 @@ export class NodeKindRegistry {
   /** Every kind's HTTP routes. */
   routes(services: NodeServicesByKind): NodeRoute[] {
     return Object.entries(this.kinds).flatMap(([name, kind]) => kind.routes?.(services[name]) ?? []);
+  }
+
+  /** The conformance seams the kinds serve (the first kind offering a seam serves it). */
+  seams(services: NodeServicesByKind): NodeSeams {
+    const seams: NodeSeams = {};
+    for (const [name, kind] of Object.entries(this.kinds))
+      for (const [seam, impl] of Object.entries(kind.seams?.(services[name]) ?? {}))
+        (seams as Record<string, unknown>)[seam] ??= impl;
+    return seams;
   }
 
   /** The executor of every node kind. */

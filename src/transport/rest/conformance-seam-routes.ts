@@ -4,7 +4,8 @@ import { isTerminalRunStatus, type RunStatus } from "../../domain/run-status.js"
 import type { RunService } from "../../runs/run-service.js";
 import { optionalString, requiredString } from "../../domain/json-shape.js";
 import type { CallContext } from "../../auth/call-context.js";
-import { addInvokeSeamRoute, type InvokePeer } from "./invoke-seam-route.js";
+import type { PeerInvokeSeam } from "../../domain/peer-invoke-seam.js";
+import { addInvokeSeamRoute } from "./invoke-seam-route.js";
 import { sendJson } from "../http-io.js";
 import type { HttpRouter } from "../http-router.js";
 import { readJsonObject } from "./openwop-request.js";
@@ -19,7 +20,7 @@ export interface ConformanceSeamOptions {
   /** How long `tasks/start` waits for the run to reach its gate. */
   startTimeoutMs?: number;
   /** The a2a.invoke runner against a peer (the invoke seam); without it the seam is not mounted. */
-  invokePeer?: InvokePeer;
+  invokePeer?: PeerInvokeSeam;
 }
 
 /** Scenario → the fixture workflow it runs and the status it waits for. */

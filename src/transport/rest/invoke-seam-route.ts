@@ -1,22 +1,17 @@
-import { pinnedVersionOf, type PeerInvokeReport, type PeerInvokeRequest } from "../../a2a/peer-invoke-probe.js";
 import type { CallContext } from "../../auth/call-context.js";
 import { DomainError, invalidParams } from "../../domain/errors.js";
 import { optionalBoolean, optionalString, requiredString } from "../../domain/json-shape.js";
+import type { PeerInvokeRequest, PeerInvokeSeam } from "../../domain/peer-invoke-seam.js";
 import type { RunService } from "../../runs/run-service.js";
 import type { RunSnapshot } from "../../runs/run-snapshot.js";
 import { sendJson } from "../http-io.js";
 import type { HttpRouter } from "../http-router.js";
 import { readJsonObject, type BodyLimits } from "./openwop-request.js";
 
-/** The a2a.invoke runner against a peer, in the context of our run `run` (a2a/peer-invoke-probe.ts). */
-export type InvokePeer = (
-  request: PeerInvokeRequest,
-  run: { taskId: string; tenant: string },
-) => Promise<PeerInvokeReport>;
-
 export interface InvokeSeamOptions extends BodyLimits {
   runs: RunService;
-  invokePeer: InvokePeer;
+  /** Our a2a.invoke client against a peer, in the context of our run: the seam the node kind offers (core.nodeSeams). */
+  invokePeer: PeerInvokeSeam;
   /** Starts a run of ours that waits at an approval gate, and answers its id once it waits there. */
   startGatedRun(ctx: CallContext): Promise<string>;
 }
@@ -63,7 +58,7 @@ export function addInvokeSeamRoute(router: HttpRouter, options: InvokeSeamOption
     }
     const authenticated = optionalBoolean(body, "authenticated", "body") ?? false;
     // A version we do not speak is refused before anything runs.
-    pinnedVersionOf(request);
+    options.invokePeer.check(request);
 
     const taskId = await options.startGatedRun(ctx).catch((err: unknown) => {
       // Not a 404: the suite reads a 404 as "no seam here", and this one is here but cannot run.
@@ -79,7 +74,7 @@ export function addInvokeSeamRoute(router: HttpRouter, options: InvokeSeamOption
     try {
       const before = gateOf(await runs.snapshot(taskId, ctx));
       const scopesBefore = JSON.stringify(ctx.principal.scopes);
-      const report = await options.invokePeer(request, { taskId, tenant: ctx.principal.tenant });
+      const report = await options.invokePeer.invoke(request, { taskId, tenant: ctx.principal.tenant });
       const after = gateOf(await runs.snapshot(taskId, ctx));
       sendJson(res, 200, {
         negotiatedVersion: report.negotiatedVersion,

@@ -5,9 +5,7 @@
 import { BSON } from "mongodb";
 import {
   addNumbers,
-  canonicalKey,
   cloneDocument,
-  compareValues,
   formatValue,
   integerValue,
   isDocument,
@@ -15,13 +13,13 @@ import {
   toDouble,
   type Doc,
 } from "./bson-values.js";
-import { splitPath } from "./document-paths.js";
+import { canonicalKey, compareValues } from "./bson-compare.js";
+import { splitPath, writeAtPath } from "./document-paths.js";
 import { ErrorCode, fail } from "./errors.js";
 import { evaluateExpression, validateExpression } from "./expressions.js";
 import { compileProjection } from "./projection.js";
 import { compileFilter } from "./query-matcher.js";
 import { compileSort, sortDocuments } from "./sort.js";
-import { writeAtPath } from "./update-operators.js";
 
 type Stage = (docs: Doc[]) => Doc[];
 

@@ -8,7 +8,8 @@
 // failing write (E11000...) leaves the collection exactly as it was.
 
 import { BSON } from "mongodb";
-import { bsonSize, canonicalKey, formatDocument, type Doc } from "./bson-values.js";
+import { bsonSize, formatDocument, type Doc } from "./bson-values.js";
+import { canonicalKey } from "./bson-compare.js";
 import { ChangeLog, type OperationType } from "./change-log.js";
 import { ErrorCode, fail } from "./errors.js";
 import { Index, idIndexSpec, normalizeIndexSpec, sameIndexOptions, sameKeyPattern, validateId } from "./indexes.js";

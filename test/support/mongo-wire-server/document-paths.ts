@@ -1,6 +1,8 @@
-// Dotted field paths ("a.b.0.c") with MongoDB's rules for arrays met along the way.
+// Dotted field paths ("a.b.0.c") with MongoDB's rules for arrays met along the way: reading, and writing into
+// a document (the update operators, upserts and $project/$unwind outputs).
 
-import { isDocument, type Doc } from "./bson-values.js";
+import { formatValue, isDocument, type Doc } from "./bson-values.js";
+import { ErrorCode, fail } from "./errors.js";
 
 export function splitPath(path: string): string[] {
   return path.split(".");
@@ -92,4 +94,66 @@ export function comparePaths(a: readonly string[], b: readonly string[]): number
 /** True when `prefix` equals `path` or is one of its ancestors. */
 export function isPathPrefix(prefix: readonly string[], path: readonly string[]): boolean {
   return prefix.length <= path.length && prefix.every((part, i) => path[i] === part);
+}
+
+// ---------------------------------------------------------------------------------------
+// Writing into a document along a dotted path
+
+function readChild(container: Doc | unknown[], part: string): unknown {
+  if (Array.isArray(container)) return container[Number(part)];
+  return Object.hasOwn(container, part) ? container[part] : undefined;
+}
+
+function writeChild(container: Doc | unknown[], part: string, value: unknown): void {
+  if (Array.isArray(container)) {
+    const index = Number(part);
+    // Writing past the end of an array pads it with nulls, as mongod does.
+    while (container.length < index) container.push(null);
+    container[index] = value;
+  } else {
+    container[part] = value;
+  }
+}
+
+function cannotCreate(part: string, parentName: string, parent: unknown): never {
+  return fail(
+    ErrorCode.PathNotViable,
+    `Cannot create field '${part}' in element {${parentName}: ${formatValue(parent)}}`,
+  );
+}
+
+/** Sets the value at `path`, creating missing embedded documents on the way. */
+export function writeAtPath(doc: Doc, path: readonly string[], value: unknown): void {
+  let container: Doc | unknown[] = doc;
+  for (let i = 0; i < path.length; i++) {
+    const part = path[i] as string;
+    if (Array.isArray(container) && !isArrayIndex(part)) cannotCreate(part, path[i - 1] ?? "", container);
+    if (i === path.length - 1) {
+      writeChild(container, part, value);
+      return;
+    }
+    let next = readChild(container, part);
+    if (next === undefined) {
+      next = {};
+      writeChild(container, part, next);
+    } else if (!isDocument(next) && !Array.isArray(next)) {
+      cannotCreate(path[i + 1] as string, part, next);
+    }
+    container = next as Doc | unknown[];
+  }
+}
+
+/** Removes the field at `path` (an array element becomes null); a missing path is a no-op. */
+export function unsetAtPath(doc: Doc, path: readonly string[]): void {
+  let container: unknown = doc;
+  for (let i = 0; i < path.length - 1; i++) {
+    const part = path[i] as string;
+    if (isDocument(container)) container = Object.hasOwn(container, part) ? container[part] : undefined;
+    else if (Array.isArray(container) && isArrayIndex(part)) container = container[Number(part)];
+    else return;
+  }
+  const last = path[path.length - 1] as string;
+  if (isDocument(container)) delete container[last];
+  else if (Array.isArray(container) && isArrayIndex(last) && Number(last) < container.length)
+    container[Number(last)] = null;
 }

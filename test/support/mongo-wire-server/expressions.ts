@@ -3,16 +3,8 @@
 // $expr. Unknown operators fail like mongod (InvalidPipelineOperator) rather than guessing.
 
 import { BSON } from "mongodb";
-import {
-  addNumbers,
-  bsonTypeName,
-  compareValues,
-  isDocument,
-  isNumeric,
-  multiplyNumbers,
-  toDouble,
-  type Doc,
-} from "./bson-values.js";
+import { addNumbers, bsonTypeName, isDocument, isNumeric, multiplyNumbers, toDouble, type Doc } from "./bson-values.js";
+import { compareValues } from "./bson-compare.js";
 import { splitPath } from "./document-paths.js";
 import { ErrorCode, fail } from "./errors.js";
 

@@ -6,7 +6,6 @@
 import { BSON } from "mongodb";
 import {
   bsonTypeName,
-  canonicalKey,
   canonicalTypeOrder,
   formatDocument,
   formatValue,
@@ -17,6 +16,7 @@ import {
   toDouble,
   type Doc,
 } from "./bson-values.js";
+import { canonicalKey } from "./bson-compare.js";
 import { someValueAtPath, splitPath } from "./document-paths.js";
 import { CommandError, ErrorCode, fail } from "./errors.js";
 import { compileFilter, type DocPredicate } from "./query-matcher.js";

@@ -1,7 +1,8 @@
 // Read commands: find, getMore, killCursors, count, distinct, aggregate.
 
 import { BSON } from "mongodb";
-import { bsonTypeName, canonicalKey, compareValues, integerValue, isDocument, type Doc } from "./bson-values.js";
+import { bsonTypeName, integerValue, isDocument, type Doc } from "./bson-values.js";
+import { canonicalKey, compareValues } from "./bson-compare.js";
 import {
   collectionArgument,
   cursorBatchSize,

@@ -6,16 +6,15 @@ import { BSON } from "mongodb";
 import {
   bsonTypeName,
   canonicalTypeOrder,
-  compareValues,
   integerValue,
   isDocument,
   isNumeric,
   isRegex,
   isTruthy,
   toDouble,
-  valuesEqual,
   type Doc,
 } from "./bson-values.js";
+import { compareValues, valuesEqual } from "./bson-compare.js";
 import { someValueAtPath, splitPath } from "./document-paths.js";
 import { ErrorCode, fail } from "./errors.js";
 import { evaluateExpression, expressionIsTrue, validateExpression } from "./expressions.js";

@@ -9,16 +9,8 @@
 // `metrics.queryExecutor`), and `explain` reports the plan, so tests can prove that the queries
 // the product issues are served by an index.
 
-import {
-  canonicalKey,
-  canonicalTypeOrder,
-  compareValues,
-  isDocument,
-  isRegex,
-  sameBytes,
-  valuesEqual,
-  type Doc,
-} from "./bson-values.js";
+import { canonicalTypeOrder, isDocument, isRegex, sameBytes, type Doc } from "./bson-values.js";
+import { canonicalKey, compareValues, valuesEqual } from "./bson-compare.js";
 import type { Collection, Store } from "./collection-store.js";
 import { childrenFrom, type Index, type KeyNode } from "./indexes.js";
 

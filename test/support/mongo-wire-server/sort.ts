@@ -1,6 +1,7 @@
 // Sort specifications ({a: 1, "b.c": -1}) with MongoDB's sort-key rules.
 
-import { compareValues, integerValue, isDocument, isNumeric, formatValue, type Doc } from "./bson-values.js";
+import { integerValue, isDocument, isNumeric, formatValue, type Doc } from "./bson-values.js";
+import { compareValues } from "./bson-compare.js";
 import { splitPath, valuesAtPath } from "./document-paths.js";
 import { ErrorCode, fail } from "./errors.js";
 

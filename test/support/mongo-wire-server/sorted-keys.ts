@@ -3,7 +3,7 @@
 // binary search and read in order: O(log n + k) instead of a walk over every value. A list of
 // bounded chunks (a flat B-tree): insertion and removal move at most one chunk.
 
-import { compareValues } from "./bson-values.js";
+import { compareValues } from "./bson-compare.js";
 
 export interface SortedEntry {
   readonly value: unknown;

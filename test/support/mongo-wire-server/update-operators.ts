@@ -1,6 +1,6 @@
 // Update documents: replacement documents and the update operators ($set, $unset, $inc, $mul,
 // $min, $max, $currentDate, $rename, $setOnInsert, $push with $each/$slice/$sort/$position,
-// $addToSet, $pull, $pullAll, $pop), plus the document an upsert inserts.
+// $addToSet, $pull, $pullAll, $pop). The document an upsert inserts is upsert-document.ts.
 //
 // An update is compiled (and fully validated) first, then applied to a private copy of the
 // document; the caller stores the copy only if everything succeeded, so a failing update never
@@ -12,20 +12,18 @@ import {
   bsonTypeName,
   cloneDocument,
   cloneValue,
-  compareValues,
   formatValue,
   integerValue,
   isDocument,
   isNumeric,
-  isRegex,
   multiplyNumbers,
   sameBytes,
-  valuesEqual,
   withIdFirst,
   zeroLike,
   type Doc,
 } from "./bson-values.js";
-import { comparePaths, getAtPath, isArrayIndex, isPathPrefix, splitPath } from "./document-paths.js";
+import { compareValues, valuesEqual } from "./bson-compare.js";
+import { comparePaths, getAtPath, isPathPrefix, splitPath, unsetAtPath, writeAtPath } from "./document-paths.js";
 import { ErrorCode, fail } from "./errors.js";
 import { compileValueCondition } from "./query-matcher.js";
 import { compileSort } from "./sort.js";
@@ -397,120 +395,4 @@ function compilePushSort(spec: unknown): (a: unknown, b: unknown) => number {
     ErrorCode.BadValue,
     "The $sort is invalid: use 1/-1 to sort the whole element, or {field:1/-1} to sort embedded fields",
   );
-}
-
-// ---------------------------------------------------------------------------------------
-// Writing into a document along a dotted path
-
-function readChild(container: Doc | unknown[], part: string): unknown {
-  if (Array.isArray(container)) return container[Number(part)];
-  return Object.hasOwn(container, part) ? container[part] : undefined;
-}
-
-function writeChild(container: Doc | unknown[], part: string, value: unknown): void {
-  if (Array.isArray(container)) {
-    const index = Number(part);
-    // Writing past the end of an array pads it with nulls, as mongod does.
-    while (container.length < index) container.push(null);
-    container[index] = value;
-  } else {
-    container[part] = value;
-  }
-}
-
-function cannotCreate(part: string, parentName: string, parent: unknown): never {
-  return fail(
-    ErrorCode.PathNotViable,
-    `Cannot create field '${part}' in element {${parentName}: ${formatValue(parent)}}`,
-  );
-}
-
-/** Sets the value at `path`, creating missing embedded documents on the way. */
-export function writeAtPath(doc: Doc, path: readonly string[], value: unknown): void {
-  let container: Doc | unknown[] = doc;
-  for (let i = 0; i < path.length; i++) {
-    const part = path[i] as string;
-    if (Array.isArray(container) && !isArrayIndex(part)) cannotCreate(part, path[i - 1] ?? "", container);
-    if (i === path.length - 1) {
-      writeChild(container, part, value);
-      return;
-    }
-    let next = readChild(container, part);
-    if (next === undefined) {
-      next = {};
-      writeChild(container, part, next);
-    } else if (!isDocument(next) && !Array.isArray(next)) {
-      cannotCreate(path[i + 1] as string, part, next);
-    }
-    container = next as Doc | unknown[];
-  }
-}
-
-/** Removes the field at `path` (an array element becomes null); a missing path is a no-op. */
-function unsetAtPath(doc: Doc, path: readonly string[]): void {
-  let container: unknown = doc;
-  for (let i = 0; i < path.length - 1; i++) {
-    const part = path[i] as string;
-    if (isDocument(container)) container = Object.hasOwn(container, part) ? container[part] : undefined;
-    else if (Array.isArray(container) && isArrayIndex(part)) container = container[Number(part)];
-    else return;
-  }
-  const last = path[path.length - 1] as string;
-  if (isDocument(container)) delete container[last];
-  else if (Array.isArray(container) && isArrayIndex(last) && Number(last) < container.length)
-    container[Number(last)] = null;
-}
-
-// ---------------------------------------------------------------------------------------
-// Upserts
-
-/**
- * The document an upsert starts from: the query's equality conditions ({a: 1}, {"b.c": 2},
- * {d: {$eq: 3}}, also inside $and), like mongod.
- */
-export function upsertSeed(filter: unknown): Doc {
-  const seed: Doc = {};
-  const assigned: string[][] = [];
-  const collect = (clause: unknown): void => {
-    if (!isDocument(clause)) return;
-    for (const [key, condition] of Object.entries(clause)) {
-      if (key === "$and" && Array.isArray(condition)) {
-        condition.forEach(collect);
-        continue;
-      }
-      if (key.startsWith("$")) continue;
-      let value: unknown;
-      if (isDocument(condition) && Object.keys(condition)[0]?.startsWith("$")) {
-        if (!Object.hasOwn(condition, "$eq")) continue;
-        value = condition.$eq;
-      } else if (isRegex(condition)) {
-        continue;
-      } else {
-        value = condition;
-      }
-      const path = splitPath(key);
-      if (assigned.some((other) => isPathPrefix(other, path) || isPathPrefix(path, other))) {
-        fail(ErrorCode.NotSingleValueField, `cannot infer query fields to set, path '${key}' is matched twice`);
-      }
-      assigned.push(path);
-      writeAtPath(seed, path, cloneValue(value));
-    }
-  };
-  collect(filter);
-  return seed;
-}
-
-/** The document an upsert inserts when nothing matched `filter`. */
-export function buildUpsertDocument(filter: unknown, update: CompiledUpdate): Doc {
-  const seed = upsertSeed(filter);
-  let doc: Doc;
-  if (update.isReplacement) {
-    // A replacement upsert takes only `_id` from the query.
-    doc = update.apply({}, { isInsert: true });
-    if (!Object.hasOwn(doc, "_id") && Object.hasOwn(seed, "_id")) doc = { _id: seed._id, ...doc };
-  } else {
-    doc = update.apply(seed, { isInsert: true });
-  }
-  if (!Object.hasOwn(doc, "_id")) doc = { _id: new BSON.ObjectId(), ...doc };
-  return withIdFirst(doc);
 }

@@ -32,7 +32,8 @@ import { compileProjection } from "./projection.js";
 import { compileFilter } from "./query-matcher.js";
 import { matchingDocuments } from "./query-planner.js";
 import { compileSort, sortDocuments } from "./sort.js";
-import { buildUpsertDocument, compileUpdate } from "./update-operators.js";
+import { compileUpdate } from "./update-operators.js";
+import { buildUpsertDocument } from "./upsert-document.js";
 
 const MAX_WRITE_BATCH_SIZE = 100_000;
 

@@ -6,6 +6,7 @@ import type { TaskContext } from "../../../machine/task-context.js";
 import { unexpandedVariables, VARIABLE_REFERENCE } from "../../../workflows/workflow-variables.js";
 import { buildPeerInterrupt, CROSS_PROTOCOL_CANCEL, peerProgressOf } from "./a2a-invoke.js";
 import { peerReplyFromText, peerReplyOutcome, peerTaskToCancel } from "./a2a-invoke-replies.js";
+import { PeerInvokeProbe } from "./a2a-invoke-probe.js";
 import { A2AInvokeRunner, DEFAULT_A2A_INVOKE_SETTINGS, type InvokeOutcome } from "./a2a-invoke-runner.js";
 import { PeerCallbackService } from "./peer-callback-service.js";
 import { ShutdownSignal } from "../../in-flight-work.js";
@@ -28,10 +29,14 @@ import type {
   NodeWaiting,
 } from "../node-kind.js";
 
-/** The kind's services: the runner its executor calls peers with, and the receiver of their pushes (none without a callback key). */
+/**
+ * The kind's services: the runner its executor calls peers with, the receiver of their pushes (none without a
+ * callback key), and the invoke seam's probe (none in an engine built without a peer client).
+ */
 export interface A2AInvokeServices {
   peerInvoker: A2AInvokeRunner;
   peerCallbacks?: PeerCallbackService;
+  probe?: PeerInvokeProbe;
 }
 
 /** The path peers push to (the same in the callback URL the runner registers: peer/peer-callbacks.ts). */
@@ -39,7 +44,8 @@ export const PEER_CALLBACK_PATH = "/v1/peer-callbacks/{taskId}";
 
 /**
  * The kind, for the registry (node-registry.ts): named peers and `${NAME}` in agentCardUrl at load, the executor,
- * the reply forwarded to the peer, its runner and callback receiver (its route), how the console shows it.
+ * the reply forwarded to the peer, its runner and callback receiver (its route), the invoke seam (its probe), how
+ * the console shows it.
  */
 export const a2aInvokeNodeKind: EngineNodeKind<A2AInvokeNode, A2AInvokeServices> = {
   expand: expandAgentCardUrl,
@@ -54,6 +60,7 @@ export const a2aInvokeNodeKind: EngineNodeKind<A2AInvokeNode, A2AInvokeServices>
   },
   createServices: a2aInvokeServices,
   routes: (services) => (services.peerCallbacks ? [peerCallbackRoute(services.peerCallbacks)] : []),
+  seams: (services) => (services.probe ? { invokePeer: services.probe } : {}),
   executor: (runtime, services) => a2aInvokeNodeExecutor(runtime, services.peerInvoker),
   view: {
     title: (node) => `call ${originOf(node.agentCardUrl)}`,
@@ -86,7 +93,15 @@ function a2aInvokeServices(deps: NodeHostDeps): NodeServiceParts<A2AInvokeServic
         logger: deps.logger,
       })
     : undefined;
-  return { services: { peerInvoker: runner, ...(receiver ? { peerCallbacks: receiver } : {}) } };
+  // The invoke seam drives its own runner (one attempt, no push) over the same client and egress guard.
+  const probe = host ? new PeerInvokeProbe(host.client, host.settings, deps.reads, deps.logger) : undefined;
+  return {
+    services: {
+      peerInvoker: runner,
+      ...(receiver ? { peerCallbacks: receiver } : {}),
+      ...(probe ? { probe } : {}),
+    },
+  };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { peerCardUrlOf, pinnedVersionOf } from "../../src/a2a/peer-invoke-probe.js";
+import { peerCardUrlOf, pinnedVersionOf } from "../../src/engine/nodes/a2a-invoke/a2a-invoke-probe.js";
 import { DomainError } from "../../src/domain/errors.js";
 
 /** The invoke seam's request reading: which version a request pins, and where the peer's card is. */

@@ -1,6 +1,7 @@
 /**
- * The OpenWOP invoke seam's engine half (`POST /v1/host/sample/a2a/invoke`, RFC 0148 §A / 0152 §B, §E): drives
- * the `a2a.invoke` node's own runner, over the host's own peer client (card discovery, version choice, egress
+ * The OpenWOP invoke seam's engine half (`POST /v1/host/sample/a2a/invoke`, RFC 0148 §A / 0152 §B, §E;
+ * domain/peer-invoke-seam.ts), offered through the kind's `seams` (a2a-invoke-node.ts): drives the `a2a.invoke`
+ * node's own runner, over the host's own peer client (card discovery, version choice, egress
  * guard), in the context of one of our runs, and reports what happened on the wire. Nothing here is a second
  * client: the wrapper below only records which calls the runner made and hands every call to the host's client.
  *
@@ -10,44 +11,18 @@
  * Either way a version the peer does not offer fails with `interop-version-unsupported`, never a quiet fallback
  * (RFC 0152 §B: no silent downgrade), and the answer names the version used beside the one we prefer.
  */
-import { DomainError } from "../domain/errors.js";
-import { A2AInvokeRunner, type InvokeOutcome, type InvokeRun } from "../engine/nodes/a2a-invoke/a2a-invoke-runner.js";
-import {
-  isInterruptedPeerState,
-  isTerminalPeerState,
-  type PeerProgress,
-} from "../engine/nodes/a2a-invoke/a2a-invoke.js";
-import type { Logger } from "../observability/logger.js";
-import type { A2APeerClient, PeerTarget } from "../peer/a2a-peer-client.js";
-import { parsePeerEndpoint, peerVersionOf, PEER_VERSIONS, type PeerVersion } from "../peer/peer-endpoint.js";
-import { PeerCallError } from "../peer/peer-http-client.js";
-import type { A2AInvokeSettings } from "../peer/peer-settings.js";
-import type { TaskReadPort } from "../store/task-read-port.js";
-import type { A2AInvokeNode } from "../workflows/workflow-types.js";
-import { PREFERRED_A2A_VERSION } from "../domain/a2a-version.js";
-
-export interface PeerInvokeRequest {
-  /** The peer's base URL (its card is at `/.well-known/agent-card.json`) or its card's URL. */
-  peerUrl: string;
-  requestVersion?: string;
-  peerOffersOnly?: string;
-  /** Sent to the peer as the message text `scenario:<name>` (scripted peers pick their answer from it). */
-  scenario?: string;
-}
-
-export interface PeerInvokeReport {
-  /** The version every call to the peer was made over (its `A2A-Version`). */
-  negotiatedVersion: PeerVersion;
-  /** The version this host prefers; `negotiatedVersion` differs when the peer (or the request) settled on another. */
-  preferredVersion: PeerVersion;
-  peerTaskId?: string;
-  /** The peer task's last state we read (A2A 0.3 spelling). */
-  peerState?: string;
-  /** What the node made of the peer's answer: completed, input-required, failed, canceled, or still waiting. */
-  outcome: "completed" | "input-required" | "failed" | "canceled" | "waiting";
-  /** Every task id the runner asked the peer about after its send (GetTask, CancelTask). */
-  taskReads: string[];
-}
+import { PREFERRED_A2A_VERSION } from "../../../domain/a2a-version.js";
+import { DomainError, taskNotFound } from "../../../domain/errors.js";
+import type { PeerInvokeReport, PeerInvokeRequest, PeerInvokeSeam } from "../../../domain/peer-invoke-seam.js";
+import type { Logger } from "../../../observability/logger.js";
+import type { A2APeerClient, PeerTarget } from "../../../peer/a2a-peer-client.js";
+import { parsePeerEndpoint, peerVersionOf, PEER_VERSIONS, type PeerVersion } from "../../../peer/peer-endpoint.js";
+import { PeerCallError } from "../../../peer/peer-http-client.js";
+import type { A2AInvokeSettings } from "../../../peer/peer-settings.js";
+import type { TaskReadPort } from "../../../store/task-read-port.js";
+import type { A2AInvokeNode } from "../../../workflows/workflow-types.js";
+import { isInterruptedPeerState, isTerminalPeerState, type PeerProgress } from "./a2a-invoke.js";
+import { A2AInvokeRunner, type InvokeOutcome, type InvokeRun } from "./a2a-invoke-runner.js";
 
 /** The node the seam runs: its id names it in the logs; the run's own nodes are not touched. */
 export const SEAM_NODE_ID = "conformance-a2a-invoke";
@@ -106,13 +81,17 @@ function callError(err: PeerCallError, discovered: boolean): DomainError {
   return new DomainError("external-call-failed", `calling the peer failed: ${err.message}`, { kind: err.kind });
 }
 
-export class PeerInvokeProbe {
+export class PeerInvokeProbe implements PeerInvokeSeam {
   constructor(
     private readonly client: A2APeerClient,
     private readonly settings: A2AInvokeSettings,
-    private readonly reads: TaskReadPort,
+    private readonly reads: Pick<TaskReadPort, "find" | "contextOf">,
     private readonly logger: Logger,
   ) {}
+
+  check(request: PeerInvokeRequest): void {
+    pinnedVersionOf(request);
+  }
 
   /** Runs the a2a.invoke runner against the peer in the context of our run `taskId` (tenant `tenant`). */
   async invoke(request: PeerInvokeRequest, run: { taskId: string; tenant: string }): Promise<PeerInvokeReport> {
@@ -164,7 +143,9 @@ export class PeerInvokeProbe {
       agentCardUrl: peerCardUrlOf(request.peerUrl),
       message: request.scenario !== undefined ? `scenario:${request.scenario}` : "OpenWOP conformance: invoke seam",
     };
-    const record = await this.reads.get(run.taskId, run.tenant);
+    const record = await this.reads.find(run.taskId);
+    // Our run, in the caller's tenant (not found otherwise, as a tenant-scoped read answers).
+    if (!record || record.tenant !== run.tenant) throw taskNotFound(run.taskId);
     const stop = new AbortController();
     let progress: PeerProgress | undefined;
     const invokeRun: InvokeRun = {
