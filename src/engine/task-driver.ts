@@ -1,4 +1,5 @@
 import { DomainError } from "../domain/errors.js";
+import type { TaskContext } from "../machine/task-context.js";
 import { runStatusOf } from "../machine/task-projection.js";
 import type { Logger } from "../observability/logger.js";
 import { LeaseLostError } from "../store/task-store.js";
@@ -286,7 +287,7 @@ export class TaskDriver {
     // Nothing to do until something kicks the task again (a timer, a reply, a push): it is passivated.
     if (step.type === "wait") return false;
     const node = findNode(workflow, snapshot.context.cursor!)!;
-    if (holderDied && snapshot.context.nodeStarted && this.poisoned(taskId, live, node, at)) return true;
+    if (holderDied && cutShort(snapshot.context, node.id) && this.poisoned(taskId, live, node, at)) return true;
     // A suspect runs only alone on this instance: first wait for that, outside the lock, then look again.
     if (live.actor.getSnapshot().context.suspect && !this.options.scheduler.holds(taskId))
       return this.withoutTurn(() => this.options.scheduler.alone(taskId));
@@ -361,6 +362,16 @@ export class TaskDriver {
   private executorOf(node: WorkflowNode): NodeExecutor<NodeBase> {
     return this.options.executors[node.kind]!;
   }
+}
+
+/**
+ * Whether a holder's death cut an execution of the node short: the node was started, and it is not resting on its
+ * own durable timer. A delay runs nothing while its timer waits (its holder died at most firing the timer), so the
+ * death is not its doing: it is not interrupted, nor made a suspect run alone, and its timer fires as it would have.
+ * An interruption would also leave it unstarted, and the machine completes only a started node: it would never end.
+ */
+function cutShort(context: TaskContext, nodeId: string): boolean {
+  return context.nodeStarted && context.timer?.nodeId !== nodeId;
 }
 
 /** The effect's outcome when it ends well within `ms`; undefined when it runs longer or fails (its promise keeps the failure). */

@@ -64,6 +64,11 @@ describe("poison charged to the guilty: 3 poison and 9 innocent tasks on 3 proce
         }
         throw err;
       }
+      // Asked to stop while this process started: afterAll has killed only the processes it saw, so this one goes now.
+      if (stopping) {
+        await server.kill();
+        return;
+      }
       slots[i] = server;
       await new Promise<void>((resolve) =>
         server.child.exitCode !== null || server.child.signalCode !== null

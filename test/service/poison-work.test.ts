@@ -28,17 +28,25 @@ const message = (skillId: string): Message => ({
   metadata: { skillId },
 });
 
-/** A store that dies with its process: from `kill()` on, every call fails (no release, no commit). */
-function killable(inner: TaskStore): { store: TaskStore; kill(): void } {
+/**
+ * A store that dies with its process: from `kill()` on, every call fails (no release, no commit). `diesAfter`, if
+ * given, is asked after each call that answered: true kills the process right there (between two store calls).
+ */
+function killable(
+  inner: TaskStore,
+  diesAfter?: (method: string, args: unknown[], result: unknown) => boolean,
+): { store: TaskStore; kill(): void } {
   let dead = false;
   const store = new Proxy(inner, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
       if (typeof value !== "function" || prop === "openCommitFeed") return value;
-      return (...args: unknown[]) =>
-        dead
-          ? Promise.reject(new Error("the process is dead"))
-          : (value as (...a: unknown[]) => unknown).apply(target, args);
+      return async (...args: unknown[]) => {
+        if (dead) throw new Error("the process is dead");
+        const result = await (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (diesAfter?.(String(prop), args, result)) dead = true;
+        return result;
+      };
     },
   });
   return { store, kill: () => (dead = true) };
@@ -84,13 +92,19 @@ function suite(name: string, openStore: () => Promise<TaskStore>) {
         );
       return new Promise((resolve) => setTimeout(() => resolve({ output: { ok: true } }), 20));
     };
-    const handlers = { poison, flaky, slow };
-    const env = (instance: string) => ({
+    /** Quick work around a delay (the chaos test's `chaos-delay`): records its run and ends. */
+    const quick: TaskHandler = (hctx) => {
+      calls.push({ taskId: hctx.taskId, idempotencyKey: hctx.idempotencyKey, attempt: hctx.attempt });
+      return Promise.resolve({ output: { node: hctx.nodeId } });
+    };
+    const handlers = { poison, flaky, slow, quick };
+    const env = (instance: string, more: Record<string, string> = {}) => ({
       WORKFLOWS_DIR: dir,
       INSTANCE_ID: instance,
       RECOVERY_MAX_ATTEMPTS: "3",
       PUSH_ENABLED: "false",
       BLOCKING_TIMEOUT_MS: "10000",
+      ...more,
     });
 
     beforeAll(async () => {
@@ -104,15 +118,23 @@ function suite(name: string, openStore: () => Promise<TaskStore>) {
         "id: slow\nname: Slow\ndescription: innocent work\nnodes:\n  - { kind: task, id: work, handler: slow }\n",
       );
       await writeFile(
+        join(dir, "pause.yaml"),
+        "id: pause\nname: Pause\ndescription: work, a durable timer, work\nnodes:\n  - { kind: task, id: before, handler: quick }\n  - { kind: delay, id: wait, durationMs: 100 }\n  - { kind: task, id: after, handler: quick }\n",
+      );
+      await writeFile(
         join(dir, "poison.yaml"),
         "id: poison\nname: Poison\ndescription: a node that kills its instance\nnodes:\n  - { kind: task, id: crash, handler: poison }\n",
       );
     });
 
     /** One life of an instance: start it, wait for `calls` to reach `expected`, then let it die (or stop it gracefully). */
-    async function life(base: TaskStore, instance: string): Promise<{ core: TestCore; kill(): Promise<void> }> {
-      const { store, kill } = killable(base);
-      const core = await startTestCore(env(instance), { store, handlers });
+    async function life(
+      base: TaskStore,
+      instance: string,
+      options: { env?: Record<string, string>; diesAfter?: Parameters<typeof killable>[1] } = {},
+    ): Promise<{ core: TestCore; kill(): Promise<void> }> {
+      const { store, kill } = killable(base, options.diesAfter);
+      const core = await startTestCore(env(instance, options.env), { store, handlers });
       return {
         core,
         kill: async () => {
@@ -225,6 +247,49 @@ function suite(name: string, openStore: () => Promise<TaskStore>) {
         true,
       ]);
       expect(poisonLog.at(-1)?.payload["error"]).toMatchObject({ code: "poison_exhausted" });
+      await host.kill();
+    });
+
+    it("does not interrupt a delay whose instance died firing its timer: nothing of it ran, so it is no suspect and fires, and the next node runs", async () => {
+      const base = await openStore();
+      calls.length = 0;
+      // Short leases and timer polls, so the claimed timer and the dead holder's lease come free within a second.
+      const fast = { LEASE_TTL_MS: "1000", LEASE_HEARTBEAT_MS: "200", TIMER_POLL_MS: "50" };
+      // The instance dies right after it takes the lease to fire the due timer, before it writes the delay's end
+      // (the only lease this task acquires in this life: the creating write holds its own, the delay's write gives it back).
+      let taskId = "";
+      let host = await life(base, "host-6", {
+        env: fast,
+        diesAfter: (method, args, result) => method === "acquireLease" && args[0] === taskId && result !== null,
+      });
+      const task = await host.core.core.service.sendMessage({ message: message("pause"), blocking: false }, ctx);
+      taskId = task.id;
+      const dead = await until(async () => {
+        const head = await base.get(taskId);
+        return head?.lease && head.lease.epoch > 1 ? head : undefined;
+      }, "the instance that fires the timer to take the lease");
+      await host.kill();
+      // What the dead instance left: the delay started with its timer set, and a lease it never gave back.
+      expect(dead.lease?.owner).toBe("host-6");
+      expect(dead.snapshot).toMatchObject({
+        context: { cursor: "wait", nodeStarted: true, timer: { nodeId: "wait" } },
+      });
+      host = await life(base, "host-6", { env: fast });
+      await until(
+        async () => ((await base.get(taskId))?.a2a.state === "completed" ? true : undefined),
+        "the run to complete after the restart",
+      );
+      const log = await base.readEvents(taskId, 0);
+      expect(log.filter((e) => e.type === "node.interrupted")).toEqual([]);
+      expect(log.filter((e) => e.type === "node.started").map((e) => [e.nodeId, e.payload["isolated"]])).toEqual([
+        ["before", undefined],
+        ["wait", undefined],
+        ["after", undefined],
+      ]);
+      expect(calls.filter((c) => c.taskId === taskId).map((c) => c.idempotencyKey)).toEqual([
+        `${taskId}:before:1`,
+        `${taskId}:after:1`,
+      ]);
       await host.kill();
     });
 
