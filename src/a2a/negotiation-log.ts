@@ -1,6 +1,6 @@
 import { callerDigest, inboundNegotiation } from "../domain/negotiation.js";
 import type { Logger } from "../observability/logger.js";
-import type { Metrics } from "../observability/metrics.js";
+import { labelSets, type Metrics } from "../observability/metrics.js";
 import type { HostEvent, HostEventQuery, HostEventStore } from "../store/host-event-store.js";
 export type { HostEvent };
 
@@ -18,6 +18,8 @@ interface Pending {
 
 /** Distinct decisions held per window; beyond it a decision is counted in the metric only (a flood of callers). */
 const MAX_PENDING = 10_000;
+/** Callers' address digests kept between windows (one hash per caller, not per call). */
+const MAX_DIGESTS = 10_000;
 
 /**
  * `negotiation.decided` for the calls we receive (OpenWOP v2 interop.md "The audit event", openwop/openwop 2549b715),
@@ -28,6 +30,8 @@ const MAX_PENDING = 10_000;
  */
 export class NegotiationLog {
   private pending = new Map<string, Pending>();
+  private readonly digests = new Map<string, string>();
+  private readonly labels = labelSets(["negotiated", "outcome", "reason"]);
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -49,17 +53,14 @@ export class NegotiationLog {
     caller: { tenant?: string | undefined; address?: string | undefined },
   ): void {
     const event = inboundNegotiation(
-      callerDigest(caller.address ?? "unknown"),
+      this.digestOf(caller.address ?? "unknown"),
       decision.requested,
       decision.negotiated,
     );
     // Labels from this host's own vocabulary only: what a caller asked for could mint label values at will.
-    this.options.metrics.negotiations.add(1, {
-      negotiated: event.negotiated ?? "none",
-      outcome: event.outcome,
-      reason: event.reason,
-    });
-    const key = JSON.stringify([caller.tenant ?? null, event.peer, event.requested, event.negotiated, event.reason]);
+    this.options.metrics.negotiations.add(1, this.labels(event.negotiated ?? "none", event.outcome, event.reason));
+    // Digests, versions and reasons hold no NUL; a tenant that did could at worst share a count with another.
+    const key = `${caller.tenant ?? ""}\0${event.peer}\0${event.requested}\0${event.negotiated ?? ""}\0${event.reason}`;
     const seen = this.pending.get(key);
     if (seen) {
       seen.count++;
@@ -81,6 +82,15 @@ export class NegotiationLog {
       return undefined;
     });
     this.pending.set(key, { count: 1, written });
+  }
+
+  private digestOf(address: string): string {
+    let digest = this.digests.get(address);
+    if (digest === undefined) {
+      if (this.digests.size >= MAX_DIGESTS) this.digests.clear();
+      this.digests.set(address, (digest = callerDigest(address)));
+    }
+    return digest;
   }
 
   /** Closes the window: the count of each decision seen more than once is written. */
