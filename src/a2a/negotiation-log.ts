@@ -20,6 +20,8 @@ interface Pending {
 const MAX_PENDING = 10_000;
 /** Callers' address digests kept between windows (one hash per caller, not per call). */
 const MAX_DIGESTS = 10_000;
+/** How long identical decisions are counted into one entry. */
+const WINDOW_MS = 60_000;
 
 /**
  * `negotiation.decided` for the calls we receive (OpenWOP v2 interop.md "The audit event", openwop/openwop 2549b715),
@@ -39,11 +41,9 @@ export class NegotiationLog {
       store: HostEventStore;
       metrics: Metrics;
       logger: Logger;
-      windowMs?: number;
-      clock?: () => Date;
     },
   ) {
-    this.timer = setInterval(() => void this.flush(), options.windowMs ?? 60_000);
+    this.timer = setInterval(() => void this.flush(), WINDOW_MS);
     this.timer.unref();
   }
 
@@ -69,7 +69,7 @@ export class NegotiationLog {
     if (this.pending.size >= MAX_PENDING) return;
     const entry: Omit<HostEvent, "id"> = {
       type: "negotiation.decided",
-      at: (this.options.clock?.() ?? new Date()).toISOString(),
+      at: new Date().toISOString(),
       ...(caller.tenant ? { tenant: caller.tenant } : {}),
       count: 1,
       payload: event,

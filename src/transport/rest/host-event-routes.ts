@@ -1,6 +1,5 @@
-import type { NegotiationLog } from "../../a2a/negotiation-log.js";
+import type { HostEvent, NegotiationLog } from "../../a2a/negotiation-log.js";
 import { requireScope } from "../../auth/principal.js";
-import type { HostEvent } from "../../a2a/negotiation-log.js";
 import { invalidParams } from "../../domain/errors.js";
 import { sendJson } from "../http-io.js";
 import type { HttpRouter } from "../http-router.js";
