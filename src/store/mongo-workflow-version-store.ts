@@ -1,4 +1,6 @@
+import { createHash } from "node:crypto";
 import { MongoServerError, type Collection, type Db } from "mongodb";
+import { canonicalJson } from "../domain/canonical-json.js";
 import { TERMINAL_RUN_STATUSES } from "../domain/run-status.js";
 import { DUPLICATE_KEY, type TaskDocument } from "./mongo-task-documents.js";
 import {
@@ -18,6 +20,39 @@ import {
 interface VersionDocument extends Omit<StoredWorkflowVersion, "definition"> {
   _id: string;
   definitionJson: string;
+}
+
+/**
+ * A document the previous release wrote (2026-11-28, before these fields): `_id` `<workflowId>@<version>`, the
+ * definition as an object, no digest or times. Its runs still name it, so it is read, never rewritten.
+ */
+interface EarlierVersionDocument {
+  _id: string;
+  workflowId: string;
+  version: string;
+  definition: Record<string, unknown>;
+  kinds: string[];
+}
+
+/** What the previous release leaves unsaid: a time before any this release writes. */
+const BEFORE_VERSIONS = "1970-01-01T00:00:00.000Z";
+
+/** A stored document of either release, in this release's shape. */
+function fromDocument(doc: VersionDocument | EarlierVersionDocument, withDefinition: boolean): StoredWorkflowVersion {
+  if (!("definition" in doc)) {
+    const { _id, definitionJson, ...rest } = doc as VersionDocument;
+    return { ...rest, definition: withDefinition ? (JSON.parse(definitionJson) as Record<string, unknown>) : {} };
+  }
+  const { workflowId, version, definition, kinds } = doc;
+  return {
+    workflowId,
+    version,
+    definition: withDefinition ? definition : {},
+    kinds,
+    digest: createHash("sha256").update(canonicalJson(definition)).digest("hex"),
+    storedAt: BEFORE_VERSIONS,
+    servedAt: BEFORE_VERSIONS,
+  };
 }
 
 export class MongoWorkflowVersionStore implements WorkflowVersionStore {
@@ -55,15 +90,16 @@ export class MongoWorkflowVersionStore implements WorkflowVersionStore {
   }
 
   async get(workflowId: string, version: string): Promise<StoredWorkflowVersion | null> {
-    const doc = await this.versions.findOne({ _id: keyOf(workflowId, version) });
-    if (!doc) return null;
-    const { _id, definitionJson, ...rest } = doc;
-    return { ...rest, definition: JSON.parse(definitionJson) as Record<string, unknown> };
+    const doc =
+      (await this.versions.findOne({ _id: keyOf(workflowId, version) })) ??
+      // A run the previous release created names a version stored under that release's key.
+      ((await this.versions.findOne({ _id: `${workflowId}@${version}` })) as EarlierVersionDocument | null);
+    return doc ? fromDocument(doc, true) : null;
   }
 
   async list(): Promise<StoredWorkflowVersion[]> {
     const docs = await this.versions.find({}, { projection: { definitionJson: 0 } }).toArray();
-    return docs.map(({ _id, definitionJson: _json, ...rest }) => ({ ...rest, definition: {} }));
+    return docs.map((doc) => fromDocument(doc as VersionDocument | EarlierVersionDocument, false));
   }
 
   async touch(keys: readonly WorkflowVersionKey[], at: string): Promise<void> {
@@ -84,6 +120,6 @@ export class MongoWorkflowVersionStore implements WorkflowVersionStore {
   }
 
   async remove(workflowId: string, version: string): Promise<void> {
-    await this.versions.deleteOne({ _id: keyOf(workflowId, version) });
+    await this.versions.deleteMany({ _id: { $in: [keyOf(workflowId, version), `${workflowId}@${version}`] } });
   }
 }

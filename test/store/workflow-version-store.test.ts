@@ -120,3 +120,47 @@ describe("a stored version and the host's variables", () => {
     expect(pinned.lacking("peer")).toBeUndefined();
   });
 });
+
+describe("a version the previous release stored", () => {
+  let mongo: MongoClient;
+  const dbName = `versions_earlier_${randomUUID().slice(0, 8)}`;
+  beforeAll(async () => {
+    mongo = await MongoClient.connect(inject("mongoUri"));
+  });
+  afterAll(async () => {
+    await mongo.db(dbName).dropDatabase();
+    await mongo.close();
+  });
+
+  it("is read, listed and walked as it was written, never rewritten, and goes with retention", async () => {
+    // The 2026-11-28 release's document: `<workflowId>@<version>`, the definition as an object, no digest or times.
+    const earlier = {
+      _id: "w@0123456789ab",
+      workflowId: "w",
+      version: "0123456789ab",
+      definition: defA,
+      kinds: ["switch"],
+    };
+    const collection = mongo.db(dbName).collection<{ _id: string }>("workflow_versions");
+    await collection.insertOne({ ...earlier });
+    const store = new MongoWorkflowVersionStore(mongo.db(dbName));
+
+    const read = await store.get("w", "0123456789ab");
+    expect(read).toMatchObject({ workflowId: "w", version: "0123456789ab", definition: defA, kinds: ["switch"] });
+    expect(read?.digest).toBe(versionOf(defA).digest);
+    expect((await store.list()).map((v) => [v.version, v.definition])).toEqual([["0123456789ab", {}]]);
+    expect(await collection.findOne({ _id: "w@0123456789ab" })).toEqual(earlier);
+
+    // A run of that release names the version: this release walks it.
+    const deployed = { id: "w", name: "W", description: "now", nodes: [{ kind: "task", id: "t", handler: "h" }] };
+    const handlers = { h: async () => ({ output: {} }) };
+    const catalog = await loadWorkflowCatalog({ builtinDir: "", builtin: [], workflows: [deployed], handlers });
+    const versions = new WorkflowVersions({ catalog, store, deploy: { handlers, variables: {}, peers: {} } });
+    const pinned = await versions.ofTask({ taskId: "t", workflowId: "w", workflowVersion: "0123456789ab" });
+    expect(pinned.deployed).toBe(false);
+    expect(pinned.workflow?.description).toBe("one");
+
+    await store.remove("w", "0123456789ab");
+    expect(await store.get("w", "0123456789ab")).toBeNull();
+  });
+});
