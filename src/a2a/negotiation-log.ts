@@ -1,15 +1,9 @@
 import { callerDigest, inboundNegotiation } from "../domain/negotiation.js";
 import type { Logger } from "../observability/logger.js";
 import { labelSets, type Metrics } from "../observability/metrics.js";
+import type { A2ANegotiationNote } from "../observability/request-notes.js";
 import type { HostEvent, HostEventQuery, HostEventStore } from "../store/host-event-store.js";
 export type { HostEvent };
-
-/** What a binding learned of one inbound call's `A2A-Version`: what it named (if anything) and what was served. */
-export interface InboundVersionDecision {
-  requested?: string;
-  /** Null: refused (a version this host does not serve). */
-  negotiated: string | null;
-}
 
 interface Pending {
   count: number;
@@ -48,10 +42,7 @@ export class NegotiationLog {
   }
 
   /** One inbound call's decision; `address` is the caller's network address (only its digest is kept). */
-  record(
-    decision: InboundVersionDecision,
-    caller: { tenant?: string | undefined; address?: string | undefined },
-  ): void {
+  record(decision: A2ANegotiationNote, caller: { tenant?: string | undefined; address?: string | undefined }): void {
     const event = inboundNegotiation(
       this.digestOf(caller.address ?? "unknown"),
       decision.requested,

@@ -12,8 +12,15 @@ export interface RequestNotes {
   tenant?: string;
   /** The call sends the agent a message (an A2A send or stream, any binding): an `invoke_agent` span under the GenAI opt-in. */
   invokesAgent?: boolean;
-  /** The call's `A2A-Version` decision: what it named (if anything) and the version served, null when refused. */
-  a2aNegotiation?: { requested?: string; negotiated: string | null };
+  /** The call's `A2A-Version` decision. */
+  a2aNegotiation?: A2ANegotiationNote;
+}
+
+/** What a binding learned of one inbound call's `A2A-Version`: what it named (if anything) and what was served. */
+export interface A2ANegotiationNote {
+  requested?: string;
+  /** Null: refused (a version this host does not serve). */
+  negotiated: string | null;
 }
 
 const current = new AsyncLocalStorage<RequestNotes>();

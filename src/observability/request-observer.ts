@@ -5,7 +5,7 @@ import { context, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { GEN_AI_PROVIDER, invokeAgentSpanName, type AgentIdentity } from "./gen-ai-conventions.js";
 import type { Logger } from "./logger.js";
 import { labelSets } from "./metrics.js";
-import { withRequestNotes, type RequestNotes } from "./request-notes.js";
+import { withRequestNotes, type A2ANegotiationNote, type RequestNotes } from "./request-notes.js";
 import { extractTraceContext } from "./spans.js";
 import type { Telemetry } from "./telemetry.js";
 
@@ -84,7 +84,7 @@ export function createRequestObserver(options: {
   agent?: AgentIdentity;
   /** Each call's `A2A-Version` decision, as it ends, with the caller's tenant and address (`negotiation.decided`). */
   negotiations?: (
-    decision: NonNullable<RequestNotes["a2aNegotiation"]>,
+    decision: A2ANegotiationNote,
     caller: { tenant?: string | undefined; address?: string | undefined },
   ) => void;
 }) {
